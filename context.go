@@ -1,0 +1,147 @@
+package cuda
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// Context is a device's primary context, retained. Every object made in a
+// Context (streams, events, buffers) remembers it, and every driver call made
+// for that object runs on a locked OS thread with the context current: CUDA
+// keeps the current context per OS thread, and goroutines move between
+// threads. Callers never lock threads themselves.
+//
+// A Context is safe for use by many goroutines. Objects of one Context are
+// used together: passing a stream of one Context to a buffer of another is
+// an error, even when both are of the same device.
+type Context struct {
+	dev    Device
+	handle driver.Context
+
+	// mu is held for reading by every call made in the context, and for
+	// writing by Close, so that Close waits for calls in flight and no call
+	// starts on a released context.
+	mu      sync.RWMutex
+	closed  bool
+	cleanup runtime.Cleanup
+}
+
+// NewContext retains dev's primary context: the one context per device that
+// the CUDA runtime, and so PyTorch and CuPy, share. Close releases it.
+func NewContext(dev Device) (*Context, error) {
+	const op = "NewContext"
+	if err := openDriver(op); err != nil {
+		return nil, err
+	}
+	c := &Context{dev: dev}
+	if err := check(op, "cuDevicePrimaryCtxRetain", driver.DevicePrimaryCtxRetain(&c.handle, dev.handle)); err != nil {
+		return nil, err
+	}
+	track.Add(track.Context)
+	c.cleanup = runtime.AddCleanup(c, func(d driver.Device) {
+		driver.DevicePrimaryCtxRelease(d)
+		track.Forgotten(track.Context)
+	}, dev.handle)
+	return c, nil
+}
+
+// Device returns the context's device.
+func (c *Context) Device() Device {
+	if c == nil {
+		return Device{}
+	}
+	return c.dev
+}
+
+// Close releases the context. It waits for calls in flight in the context;
+// afterwards every method of the context and of objects made in it returns
+// ErrClosed. Close objects made in the context before the context itself:
+// the driver destroys what they hold once the last retain of the primary
+// context is released. Closing twice, or a nil Context, is a no-op.
+func (c *Context) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.cleanup.Stop()
+	track.Done(track.Context)
+	return check("Context.Close", "cuDevicePrimaryCtxRelease_v2", driver.DevicePrimaryCtxRelease(c.dev.handle))
+}
+
+// bind makes c current on the calling goroutine's OS thread, locked to it,
+// and holds c against Close, until the matching unbind.
+func (c *Context) bind(op string) error {
+	if c == nil {
+		return errorf(op, ErrInvalidValue, "nil *Context")
+	}
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return closed(op, "the context")
+	}
+	runtime.LockOSThread()
+	var cur driver.Context
+	r := driver.CtxGetCurrent(&cur)
+	if r == driver.Success && cur != c.handle {
+		r = driver.CtxSetCurrent(c.handle)
+	}
+	if r != driver.Success {
+		c.unbind()
+		return check(op, "cuCtxSetCurrent", r)
+	}
+	return nil
+}
+
+func (c *Context) unbind() {
+	runtime.UnlockOSThread()
+	c.mu.RUnlock()
+}
+
+// Synchronize waits until the device has finished all work queued in the
+// context, on every stream, and returns the first error of that work.
+func (c *Context) Synchronize() error {
+	const op = "Context.Synchronize"
+	if err := c.bind(op); err != nil {
+		return err
+	}
+	defer c.unbind()
+	return check(op, "cuCtxSynchronize", driver.CtxSynchronize())
+}
+
+// MemInfo returns the free and total device memory, in bytes.
+func (c *Context) MemInfo() (free, total uint64, err error) {
+	const op = "Context.MemInfo"
+	if err := c.bind(op); err != nil {
+		return 0, 0, err
+	}
+	defer c.unbind()
+	var f, t uintptr
+	if err := check(op, "cuMemGetInfo_v2", driver.MemGetInfo(&f, &t)); err != nil {
+		return 0, 0, err
+	}
+	return uint64(f), uint64(t), nil
+}
+
+// StreamPriorityRange returns the range of stream priorities: least is the
+// lowest priority (usually 0) and greatest the highest (a negative number:
+// lower numbers mean higher priority).
+func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
+	const op = "Context.StreamPriorityRange"
+	if err := c.bind(op); err != nil {
+		return 0, 0, err
+	}
+	defer c.unbind()
+	var l, g int32
+	if err := check(op, "cuCtxGetStreamPriorityRange", driver.CtxGetStreamPriorityRange(&l, &g)); err != nil {
+		return 0, 0, err
+	}
+	return int(l), int(g), nil
+}

@@ -1,0 +1,153 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/gocuda/cuda/internal/driver"
+)
+
+// Version is a CUDA version, such as the driver's 13.0.
+type Version struct{ Major, Minor int }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// DriverVersion returns the version of CUDA the installed driver supports.
+func DriverVersion() (Version, error) {
+	const op = "DriverVersion"
+	if err := openDriver(op); err != nil {
+		return Version{}, err
+	}
+	var v int32
+	if err := check(op, "cuDriverGetVersion", driver.DriverGetVersion(&v)); err != nil {
+		return Version{}, err
+	}
+	return Version{int(v) / 1000, int(v) % 1000 / 10}, nil
+}
+
+// DriverLibrary returns the path of the driver library gocuda opened, or an
+// error saying why none could be.
+func DriverLibrary() (string, error) {
+	if err := openDriver("DriverLibrary"); err != nil {
+		return "", err
+	}
+	return driver.Path(), nil
+}
+
+// DeviceCount returns the number of CUDA devices the driver sees.
+func DeviceCount() (int, error) {
+	const op = "DeviceCount"
+	if err := openDriver(op); err != nil {
+		return 0, err
+	}
+	var n int32
+	if err := check(op, "cuDeviceGetCount", driver.DeviceGetCount(&n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// Device is a CUDA device. Its methods need no context and may be called from
+// any goroutine.
+type Device struct {
+	ordinal int
+	handle  driver.Device
+}
+
+// GetDevice returns the device with the given ordinal, from 0 to
+// DeviceCount()-1.
+func GetDevice(ordinal int) (Device, error) {
+	const op = "GetDevice"
+	n, err := DeviceCount()
+	if err != nil {
+		return Device{}, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		if n == 0 {
+			return Device{}, errorf(op, ErrNoDevice, "device %d requested, but the driver sees no device", ordinal)
+		}
+		return Device{}, errorf(op, ErrInvalidDevice, "no device %d: the driver sees %d device(s), ordinals 0 to %d", ordinal, n, n-1)
+	}
+	var h driver.Device
+	if err := check(op, "cuDeviceGet", driver.DeviceGet(&h, int32(ordinal))); err != nil {
+		return Device{}, err
+	}
+	return Device{ordinal: ordinal, handle: h}, nil
+}
+
+// Devices returns every device the driver sees.
+func Devices() ([]Device, error) {
+	n, err := DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]Device, n)
+	for i := range devs {
+		if devs[i], err = GetDevice(i); err != nil {
+			return nil, err
+		}
+	}
+	return devs, nil
+}
+
+// Ordinal returns the device's ordinal.
+func (d Device) Ordinal() int { return d.ordinal }
+
+// String returns "cuda:N".
+func (d Device) String() string { return fmt.Sprintf("cuda:%d", d.ordinal) }
+
+// Name returns the device's name, such as "NVIDIA H200".
+func (d Device) Name() (string, error) {
+	var buf [256]byte
+	if err := check("Device.Name", "cuDeviceGetName", driver.DeviceGetName(&buf[0], int32(len(buf)), d.handle)); err != nil {
+		return "", err
+	}
+	return driver.GoString(&buf[0]), nil
+}
+
+// TotalMemory returns the device's memory in bytes.
+func (d Device) TotalMemory() (uint64, error) {
+	var n uintptr
+	if err := check("Device.TotalMemory", "cuDeviceTotalMem_v2", driver.DeviceTotalMem(&n, d.handle)); err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+// ComputeCapability returns the device's compute capability, such as 9.0.
+func (d Device) ComputeCapability() (Version, error) {
+	major, err := d.Attribute(AttrComputeCapabilityMajor)
+	if err != nil {
+		return Version{}, err
+	}
+	minor, err := d.Attribute(AttrComputeCapabilityMinor)
+	if err != nil {
+		return Version{}, err
+	}
+	return Version{major, minor}, nil
+}
+
+// PCIBusID returns the device's PCI address, such as "0000:1B:00.0".
+func (d Device) PCIBusID() (string, error) {
+	var buf [64]byte
+	if err := check("Device.PCIBusID", "cuDeviceGetPCIBusId", driver.DeviceGetPCIBusId(&buf[0], int32(len(buf)), d.handle)); err != nil {
+		return "", err
+	}
+	return driver.GoString(&buf[0]), nil
+}
+
+// MultiprocessorCount returns the number of streaming multiprocessors.
+func (d Device) MultiprocessorCount() (int, error) { return d.Attribute(AttrMultiprocessorCount) }
+
+// Attribute returns one of the device's attributes.
+func (d Device) Attribute(a Attribute) (int, error) {
+	const op = "Device.Attribute"
+	if a <= 0 {
+		return 0, errorf(op, ErrInvalidValue, "attribute %d does not exist", int(a))
+	}
+	var v int32
+	if err := check(op, "cuDeviceGetAttribute", driver.DeviceGetAttribute(&v, driver.DeviceAttribute(a), d.handle)); err != nil {
+		err.(*Error).Detail = "attribute " + a.String()
+		return 0, err
+	}
+	return int(v), nil
+}

@@ -1,0 +1,87 @@
+package cuda_test
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+func TestDevice(t *testing.T) {
+	dev := cudatest.Device(t)
+	v, err := cuda.DriverVersion()
+	if err != nil || v.Major < 11 {
+		t.Errorf("DriverVersion() = %v, %v; want 11.0 or later", v, err)
+	}
+	name, err := dev.Name()
+	if err != nil || name == "" {
+		t.Errorf("Name() = %q, %v", name, err)
+	}
+	mem, err := dev.TotalMemory()
+	if err != nil || mem < 1<<30 {
+		t.Errorf("TotalMemory() = %d, %v; want at least 1 GiB", mem, err)
+	}
+	cc, err := dev.ComputeCapability()
+	if err != nil || cc.Major < 3 {
+		t.Errorf("ComputeCapability() = %v, %v", cc, err)
+	}
+	bus, err := dev.PCIBusID()
+	if err != nil || !regexp.MustCompile(`^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]$`).MatchString(bus) {
+		t.Errorf("PCIBusID() = %q, %v", bus, err)
+	}
+	sms, err := dev.MultiprocessorCount()
+	if err != nil || sms < 1 {
+		t.Errorf("MultiprocessorCount() = %d, %v", sms, err)
+	}
+	t.Logf("%s driver: %s, %s, %d GiB, compute %v, %d SMs, bus %s, CUDA %v", cudatest.Kind(), dev, name, mem>>30, cc, sms, bus, v)
+}
+
+func TestDeviceAttributes(t *testing.T) {
+	dev := cudatest.Device(t)
+	for _, a := range cuda.KnownAttributes() {
+		t.Run(a.String(), func(t *testing.T) {
+			if _, err := dev.Attribute(a); err != nil {
+				t.Errorf("Attribute(%v): %v", a, err)
+			}
+			got, err := cuda.ParseAttribute(strings.ToLower(a.String()))
+			if err != nil || got != a {
+				t.Errorf("ParseAttribute(%q) = %v, %v", a.String(), got, err)
+			}
+		})
+	}
+	if ws, _ := dev.Attribute(cuda.AttrWarpSize); ws != 32 {
+		t.Errorf("warp size %d, want 32", ws)
+	}
+	for _, bad := range []cuda.Attribute{0, -1, 100000} {
+		if _, err := dev.Attribute(bad); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Attribute(%d): %v, want ErrInvalidValue", bad, err)
+		}
+	}
+	if _, err := cuda.ParseAttribute("NoSuchThing"); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "NoSuchThing") {
+		t.Errorf("ParseAttribute(NoSuchThing): %v", err)
+	}
+}
+
+func TestBadOrdinal(t *testing.T) {
+	n, err := cuda.DeviceCount()
+	if err != nil || n < 1 {
+		t.Fatalf("DeviceCount() = %d, %v", n, err)
+	}
+	for _, ord := range []int{-1, n, n + 100} {
+		_, err := cuda.GetDevice(ord)
+		if !errors.Is(err, cuda.ErrInvalidDevice) {
+			t.Errorf("GetDevice(%d): %v, want ErrInvalidDevice", ord, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "ordinals 0 to") {
+			t.Errorf("GetDevice(%d): message %q does not say which ordinals exist", ord, err)
+		}
+	}
+	devs, err := cuda.Devices()
+	if err != nil || len(devs) != n {
+		t.Errorf("Devices() = %d devices, %v; want %d", len(devs), err, n)
+	}
+}

@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// EventFlag modifies how an event behaves.
+type EventFlag uint32
+
+const (
+	// EventBlockingSync makes Synchronize block the thread instead of
+	// spinning.
+	EventBlockingSync EventFlag = driver.EventBlockingSync
+	// EventDisableTiming makes the event cheaper; it cannot be timed.
+	EventDisableTiming EventFlag = driver.EventDisableTiming
+)
+
+// Event marks a point in a stream's work: once recorded, it completes when
+// the work queued before it has finished. Events time device work (see
+// ElapsedTime) and order streams (see Stream.WaitEvent).
+type Event struct {
+	life
+	handle driver.Event
+	timing bool
+}
+
+// NewEvent creates an event in c. Without flags it can be timed.
+func (c *Context) NewEvent(flags ...EventFlag) (*Event, error) {
+	const op = "Context.NewEvent"
+	var f EventFlag
+	for _, x := range flags {
+		if x&^(EventBlockingSync|EventDisableTiming) != 0 {
+			return nil, errorf(op, ErrInvalidValue, "unknown event flag %#x", uint32(x))
+		}
+		f |= x
+	}
+	if err := c.bind(op); err != nil {
+		return nil, err
+	}
+	defer c.unbind()
+	e := &Event{life: newLife(c), timing: f&EventDisableTiming == 0}
+	if err := check(op, "cuEventCreate", driver.EventCreate(&e.handle, uint32(f))); err != nil {
+		return nil, err
+	}
+	track.Add(track.Event)
+	h := e.handle
+	e.cleanup = runtime.AddCleanup(e, func(ctx *Context) {
+		forgotten(ctx, track.Event, func() { driver.EventDestroy(h) })
+	}, c)
+	return e, nil
+}
+
+func (e *Event) enter(op string) error {
+	if e == nil {
+		return errorf(op, ErrInvalidValue, "nil *Event")
+	}
+	return e.life.enter(op, "the event")
+}
+
+// Record captures the work queued on s so far: the event completes when that
+// work has finished. s must belong to the event's context.
+func (e *Event) Record(s *Stream) error {
+	const op = "Event.Record"
+	if e == nil || s == nil {
+		return errorf(op, ErrInvalidValue, "nil event or stream")
+	}
+	if s.ctx != e.ctx {
+		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the event")
+	}
+	if err := enterWith(op, &e.life, "the event", &s.life, "the stream"); err != nil {
+		return err
+	}
+	defer leaveWith(&e.life, &s.life)
+	return check(op, "cuEventRecord", driver.EventRecord(e.handle, s.handle))
+}
+
+// Synchronize waits until the event has completed. An event never recorded
+// is complete.
+func (e *Event) Synchronize() error {
+	const op = "Event.Synchronize"
+	if err := e.enter(op); err != nil {
+		return err
+	}
+	defer e.leave()
+	return check(op, "cuEventSynchronize", driver.EventSynchronize(e.handle))
+}
+
+// Query reports whether the event has completed, without waiting.
+func (e *Event) Query() (done bool, err error) {
+	const op = "Event.Query"
+	if err := e.enter(op); err != nil {
+		return false, err
+	}
+	defer e.leave()
+	switch r := driver.EventQuery(e.handle); r {
+	case driver.Success:
+		return true, nil
+	case driver.ErrorNotReady:
+		return false, nil
+	default:
+		return false, check(op, "cuEventQuery", r)
+	}
+}
+
+// Close destroys the event. Closing twice, or a nil Event, is a no-op.
+func (e *Event) Close() error {
+	if e == nil {
+		return nil
+	}
+	const op = "Event.Close"
+	return e.close(op, track.Event, func() error {
+		return check(op, "cuEventDestroy_v2", driver.EventDestroy(e.handle))
+	})
+}
+
+// ElapsedTime returns the device time between two recorded, completed events
+// of one context, both created with timing (no EventDisableTiming). The
+// driver's resolution is about half a microsecond.
+func ElapsedTime(start, end *Event) (time.Duration, error) {
+	const op = "ElapsedTime"
+	if start == nil || end == nil {
+		return 0, errorf(op, ErrInvalidValue, "nil event")
+	}
+	if start.ctx != end.ctx {
+		return 0, errorf(op, ErrInvalidValue, "the events belong to different contexts")
+	}
+	if !start.timing || !end.timing {
+		return 0, errorf(op, ErrInvalidValue, "an event created with EventDisableTiming cannot be timed")
+	}
+	if err := enterWith(op, &start.life, "the start event", &end.life, "the end event"); err != nil {
+		return 0, err
+	}
+	defer leaveWith(&start.life, &end.life)
+	var ms float32
+	if err := check(op, "cuEventElapsedTime", driver.EventElapsedTime(&ms, start.handle, end.handle)); err != nil {
+		return 0, err
+	}
+	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
+}

@@ -1,0 +1,225 @@
+// Package cudatest holds gocuda's test helpers: it picks the driver a test
+// binary runs against (the real one when a GPU is usable, the fake
+// otherwise), gives tests a context, and fails a test that leaked.
+//
+// Environment:
+//
+//	GOCUDA_TEST_DRIVER=real|fake  use only that driver (default: real if usable, else fake)
+//	GOCUDA_REQUIRE_GPU=1          no usable GPU is a failure, not a fallback to the fake
+package cudatest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/fakecuda"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// Environment variables read by Main.
+const (
+	EnvDriver     = "GOCUDA_TEST_DRIVER"
+	EnvRequireGPU = "GOCUDA_REQUIRE_GPU"
+	// driverAsIs leaves GOCUDA_LIBCUDA as the environment sets it; used by
+	// tests that run themselves with a missing or odd driver.
+	driverAsIs = "as-is"
+)
+
+var (
+	kind     string // "real", "fake" or driverAsIs
+	fakePath string
+	fake     *fakecuda.Control
+)
+
+// Main selects the driver, then runs the tests. Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { cudatest.Main(m) }
+func Main(m *testing.M) {
+	if err := selectDriver(); err != nil {
+		fmt.Fprintln(os.Stderr, "cudatest:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func selectDriver() error {
+	want := os.Getenv(EnvDriver)
+	requireGPU := os.Getenv(EnvRequireGPU) == "1"
+	switch want {
+	case driverAsIs:
+		kind = driverAsIs
+		return nil
+	case "", "real":
+		n, err := driver.Probe(os.Getenv(driver.EnvLibrary))
+		if err == nil && n > 0 {
+			kind = "real"
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("the driver sees no device")
+		}
+		if want == "real" || requireGPU {
+			return fmt.Errorf("no usable GPU (%v), and %s=%s or %s=1 forbids the fake driver",
+				err, EnvDriver, want, EnvRequireGPU)
+		}
+	case "fake":
+	default:
+		return fmt.Errorf("%s=%q: want real or fake", EnvDriver, want)
+	}
+	path, err := fakecuda.Build()
+	if err != nil {
+		return err
+	}
+	if fake, err = fakecuda.Open(path); err != nil {
+		return err
+	}
+	kind, fakePath = "fake", path
+	return os.Setenv(driver.EnvLibrary, path)
+}
+
+// Kind returns "real" or "fake": the driver this test binary runs against.
+func Kind() string { return kind }
+
+// IsFake reports whether the tests run against the fake driver.
+func IsFake() bool { return kind == "fake" }
+
+// Device returns device 0.
+func Device(t testing.TB) cuda.Device {
+	t.Helper()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		t.Fatalf("GetDevice(0) on the %s driver: %v", kind, err)
+	}
+	return dev
+}
+
+// Context returns a context on device 0, closed when the test ends, and
+// fails the test if it leaks any object (see CheckLeaks).
+func Context(t testing.TB) *cuda.Context {
+	t.Helper()
+	CheckLeaks(t)
+	ctx, err := cuda.NewContext(Device(t))
+	if err != nil {
+		t.Fatalf("NewContext: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Errorf("closing the test context: %v", err)
+		}
+	})
+	return ctx
+}
+
+// Stream returns a new stream of ctx, closed when the test ends.
+func Stream(t testing.TB, ctx *cuda.Context) *cuda.Stream {
+	t.Helper()
+	s, err := ctx.NewStream()
+	if err != nil {
+		t.Fatalf("NewStream: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var fakeKinds = map[track.Kind]string{
+	track.Stream: "stream", track.Event: "event", track.DeviceBuffer: "device",
+	track.PinnedBuffer: "host", track.Registered: "registered",
+}
+
+// CheckLeaks fails t if, when it ends, more gocuda objects are alive than
+// when CheckLeaks was called, or (on the fake driver) more driver resources
+// are held. Cleanups registered after it run before its check.
+func CheckLeaks(t testing.TB) {
+	t.Helper()
+	before := track.Take()
+	fakeBefore := map[track.Kind]int{}
+	if fake != nil {
+		for k, name := range fakeKinds {
+			fakeBefore[k] = fake.Live(name)
+		}
+	}
+	t.Cleanup(func() {
+		after := track.Take()
+		for _, k := range track.Kinds() {
+			if n := after.Live[k] - before.Live[k]; n > 0 {
+				t.Errorf("leak: %d %s(s) still open at the end of the test", n, k)
+			}
+		}
+		if fake != nil {
+			for k, name := range fakeKinds {
+				if n := fake.Live(name) - fakeBefore[k]; n > 0 {
+					t.Errorf("leak: the fake driver still holds %d more %s resource(s) than before the test", n, name)
+				}
+			}
+		}
+	})
+}
+
+// Fake returns the fake driver's controls, with pending faults reset when
+// the test ends. Where the tests run against the real driver, Fake runs the
+// calling test again in a child process against the fake, reports its
+// result, and returns nil: the caller then returns.
+//
+//	f := cudatest.Fake(t)
+//	if f == nil {
+//		return
+//	}
+func Fake(t *testing.T) *fakecuda.Control {
+	t.Helper()
+	if fake != nil {
+		t.Cleanup(fake.ResetFaults)
+		return fake
+	}
+	RunChild(t, EnvDriver+"=fake", EnvRequireGPU+"=")
+	return nil
+}
+
+// RunChild runs the calling test again in a child process with extra
+// environment variables (NAME=value), and fails t unless the child ran it
+// and it passed. The child sees ChildEnv(name) set.
+func RunChild(t *testing.T, env ...string) {
+	t.Helper()
+	var parts []string
+	for _, p := range strings.Split(t.Name(), "/") {
+		parts = append(parts, "^"+regexp.QuoteMeta(p)+"$")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1")
+	cmd.Env = append(append(os.Environ(), childMarker+"="+t.Name()), env...)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child test run with %v failed (%v):\n%s", env, err, out)
+	}
+	t.Logf("passed in a child process with %v (%v)", env, time.Since(start).Round(time.Millisecond))
+}
+
+const childMarker = "GOCUDA_TEST_CHILD"
+
+// InChild reports whether this process is a child RunChild started for t.
+func InChild(t *testing.T) bool { return os.Getenv(childMarker) == t.Name() }
+
+// DriverAsIs is the EnvDriver value that makes Main leave the driver library
+// as the environment names it.
+const DriverAsIs = EnvDriver + "=" + driverAsIs
+
+// GC runs the garbage collector until cond holds or a few seconds pass, so
+// that cleanups of unreachable objects run.
+func GC(cond func() bool) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		runtime.GC()
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cond()
+}

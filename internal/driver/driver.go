@@ -1,0 +1,98 @@
+// Package driver is gocuda's raw layer over the CUDA driver API: one Go
+// function per C function, generated from prototypes.txt, calling into
+// libcuda opened at run time. It knows nothing of contexts on threads, Go
+// types or errors; package cuda builds those on top.
+//
+// Only this package talks to purego.
+package driver
+
+//go:generate go run ./gen -in prototypes.txt -backend purego -out zcalls_purego.go
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// Result is a CUresult.
+type Result int32
+
+// Results the layers above test for by value.
+const (
+	Success             Result = 0
+	ErrorInvalidValue   Result = 1
+	ErrorOutOfMemory    Result = 2
+	ErrorNotInitialized Result = 3
+	ErrorNoDevice       Result = 100
+	ErrorInvalidDevice  Result = 101
+	ErrorInvalidContext Result = 201
+	ErrorNotReady       Result = 600
+	ErrorNotSupported   Result = 801
+
+	// ResultMissingSymbol is not a driver code: the loaded library lacks the
+	// function called, or no library is loaded.
+	ResultMissingSymbol Result = -1
+)
+
+// Handle types, as the driver defines them.
+type (
+	Device          int32   // CUdevice
+	DeviceAttribute int32   // CUdevice_attribute
+	Context         uintptr // CUcontext
+	Stream          uintptr // CUstream
+	Event           uintptr // CUevent
+	DevicePtr       uint64  // CUdeviceptr
+)
+
+// Flags used by the layers above.
+const (
+	StreamNonBlocking       = 0x1 // CU_STREAM_NON_BLOCKING
+	EventDefault            = 0x0 // CU_EVENT_DEFAULT
+	EventBlockingSync       = 0x1 // CU_EVENT_BLOCKING_SYNC
+	EventDisableTiming      = 0x2 // CU_EVENT_DISABLE_TIMING
+	MemHostAllocPortable    = 0x1 // CU_MEMHOSTALLOC_PORTABLE
+	MemHostRegisterPortable = 0x1 // CU_MEMHOSTREGISTER_PORTABLE
+)
+
+// syms holds the resolved address of each function in symNames; zero where
+// the library lacks it. Written once, by Open.
+var syms [symCount]uintptr
+
+// scratch holds the driver's out-parameters. It lives on the heap and is
+// reused, so that a caller's out variable never has to escape: purego's
+// SyscallN forces every pointer it is given onto the heap.
+type scratch [4]uint64
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(s *scratch) {
+	*s = scratch{}
+	scratchPool.Put(s)
+}
+
+// GoString copies a NUL-terminated C string.
+func GoString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// ErrorName returns the driver's name for r ("CUDA_ERROR_OUT_OF_MEMORY") and
+// its description, or empty strings where the driver does not know r.
+func ErrorName(r Result) (name, text string) {
+	var p *byte
+	if GetErrorName(r, &p) == Success {
+		name = GoString(p)
+	}
+	p = nil
+	if GetErrorString(r, &p) == Success {
+		text = GoString(p)
+	}
+	return name, text
+}

@@ -1,0 +1,285 @@
+// Command gen turns the table of C prototypes (prototypes.txt) into the Go
+// functions of package driver.
+//
+// The table is the one source of truth: each line is a driver function as
+// cuda.h declares it. The generator classifies every parameter once (value,
+// host buffer, scalar out-parameter) and hands the classified prototypes to a
+// backend template. Today there is one backend, purego; a cgo backend is a
+// second template over the same parsed table.
+//
+// Usage:
+//
+//	go run ./gen -in prototypes.txt -backend purego -out zcalls_purego.go
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"go/format"
+	"io"
+	"log"
+	"os"
+	"regexp"
+	"strings"
+	"text/template"
+)
+
+// cType describes how a C base type appears in Go.
+type cType struct {
+	goType string
+	// size is the type's size in bytes; scalar out-parameters must fit a
+	// scratch slot (8 bytes).
+	size int
+}
+
+var baseTypes = map[string]cType{
+	"unsigned int":       {"uint32", 4},
+	"int":                {"int32", 4},
+	"unsigned char":      {"uint8", 1},
+	"unsigned short":     {"uint16", 2},
+	"size_t":             {"uintptr", 8},
+	"float":              {"float32", 4},
+	"char":               {"byte", 1},
+	"void":               {"", 0},
+	"CUresult":           {"Result", 4},
+	"CUdevice":           {"Device", 4},
+	"CUdevice_attribute": {"DeviceAttribute", 4},
+	"CUcontext":          {"Context", 8},
+	"CUstream":           {"Stream", 8},
+	"CUevent":            {"Event", 8},
+	"CUdeviceptr":        {"DevicePtr", 8},
+}
+
+// Parameter kinds.
+const (
+	kindValue  = "value"  // passed by value: uintptr(x)
+	kindBuffer = "buffer" // a host buffer the caller owns: void* or char*
+	kindOut    = "out"    // a pointer to one scalar the driver writes
+)
+
+type param struct {
+	CName  string // name in the C prototype
+	Name   string // Go parameter name
+	CType  string // the C type as written, e.g. "const char **"
+	GoType string // Go type of the parameter
+	Elem   string // for kindOut, the pointed-to Go type
+	Kind   string
+	Slot   int // for kindOut, the scratch slot it uses
+}
+
+type proto struct {
+	C      string // the whole C prototype
+	CName  string // cuMemAlloc_v2
+	GoName string // MemAlloc
+	Params []param
+	Outs   int // number of scratch slots used
+	Group  string
+}
+
+var (
+	lineRE  = regexp.MustCompile(`^CUresult\s+(cu\w+)\s*\((.*)\)\s*;$`)
+	paramRE = regexp.MustCompile(`^(const\s+)?([A-Za-z_][\w ]*?)\s*(\*{0,2})\s*(\w+)$`)
+	verRE   = regexp.MustCompile(`_v\d+$`)
+)
+
+// renamed keeps Go parameter names from shadowing predeclared identifiers.
+var renamed = map[string]string{"len": "n", "error": "code", "free": "free", "type": "typ"}
+
+func parse(r io.Reader) ([]proto, error) {
+	var protos []proto
+	group := ""
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "":
+			continue
+		case strings.HasPrefix(line, "#"):
+			group = strings.TrimSpace(strings.TrimPrefix(line, "#"))
+			continue
+		}
+		m := lineRE.FindStringSubmatch(line)
+		if m == nil {
+			return nil, fmt.Errorf("line %d: not a CUresult prototype: %q", n, line)
+		}
+		p := proto{C: line, CName: m[1], Group: group}
+		p.GoName = verRE.ReplaceAllString(strings.TrimPrefix(m[1], "cu"), "")
+		args := strings.TrimSpace(m[2])
+		if args != "void" && args != "" {
+			for a := range strings.SplitSeq(args, ",") {
+				prm, err := parseParam(strings.TrimSpace(a), &p.Outs)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: %s: %w", n, p.CName, err)
+				}
+				p.Params = append(p.Params, prm)
+			}
+		}
+		if p.Outs > 4 {
+			return nil, fmt.Errorf("line %d: %s: more than 4 out-parameters", n, p.CName)
+		}
+		protos = append(protos, p)
+	}
+	return protos, sc.Err()
+}
+
+func parseParam(s string, outs *int) (param, error) {
+	m := paramRE.FindStringSubmatch(s)
+	if m == nil {
+		return param{}, fmt.Errorf("cannot parse parameter %q", s)
+	}
+	base := strings.Join(strings.Fields(m[2]), " ")
+	ct, ok := baseTypes[base]
+	if !ok {
+		return param{}, fmt.Errorf("unknown C type %q", base)
+	}
+	depth := len(m[3])
+	name := m[4]
+	goName := strings.ToLower(name[:1]) + name[1:]
+	if r, ok := renamed[goName]; ok {
+		goName = r
+	}
+	p := param{CName: name, Name: goName, CType: strings.TrimSpace(m[1] + base + " " + m[3])}
+	switch {
+	case depth == 0 && ct.goType != "":
+		p.Kind, p.GoType = kindValue, ct.goType
+	case depth == 1 && (base == "void" || base == "char"):
+		p.Kind = kindBuffer
+		if base == "void" {
+			p.GoType = "unsafe.Pointer"
+		} else {
+			p.GoType = "*byte"
+		}
+	case depth == 1:
+		p.Kind, p.Elem = kindOut, ct.goType
+	case depth == 2 && base == "void":
+		p.Kind, p.Elem = kindOut, "unsafe.Pointer"
+	case depth == 2:
+		p.Kind, p.Elem = kindOut, "*"+ct.goType
+	default:
+		return param{}, fmt.Errorf("unsupported parameter %q", s)
+	}
+	if p.Kind == kindOut {
+		p.GoType = "*" + p.Elem
+		p.Slot = *outs
+		*outs++
+	}
+	return p, nil
+}
+
+var funcs = template.FuncMap{
+	"signature": func(p proto) string {
+		var parts []string
+		for _, a := range p.Params {
+			parts = append(parts, a.Name+" "+a.GoType)
+		}
+		return strings.Join(parts, ", ")
+	},
+	"args": func(p proto) string {
+		var parts []string
+		for _, a := range p.Params {
+			switch a.Kind {
+			case kindValue:
+				parts = append(parts, "uintptr("+a.Name+")")
+			case kindBuffer:
+				parts = append(parts, "uintptr(unsafe.Pointer("+a.Name+"))")
+			case kindOut:
+				parts = append(parts, fmt.Sprintf("uintptr(unsafe.Pointer(&s[%d]))", a.Slot))
+			}
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		return ", " + strings.Join(parts, ", ")
+	},
+}
+
+var templates = map[string]string{
+	"purego": `// Code generated by gen from prototypes.txt; DO NOT EDIT.
+
+package driver
+
+import (
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+var _ unsafe.Pointer
+
+// Indexes into syms, in the order of prototypes.txt.
+const (
+{{- range $i, $p := .}}
+	sym{{$p.GoName}}{{if eq $i 0}} = iota{{end}}
+{{- end}}
+	symCount
+)
+
+// symNames are the names resolved in the driver library, by index.
+var symNames = [symCount]string{
+{{- range .}}
+	"{{.CName}}",
+{{- end}}
+}
+{{range .}}
+// {{.GoName}} calls {{.CName}}.
+//
+//	{{.C}}
+func {{.GoName}}({{signature .}}) Result {
+	fn := syms[sym{{.GoName}}]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+{{- if .Outs}}
+	s := getScratch()
+{{- end}}
+	r, _, _ := purego.SyscallN(fn{{args .}})
+{{- range .Params}}{{if eq .Kind "out"}}
+	*{{.Name}} = *(*{{.Elem}})(unsafe.Pointer(&s[{{.Slot}}]))
+{{- end}}{{end}}
+{{- if .Outs}}
+	putScratch(s)
+{{- end}}
+	return Result(int32(r))
+}
+{{end}}`,
+}
+
+func main() {
+	in := flag.String("in", "prototypes.txt", "table of C prototypes")
+	out := flag.String("out", "", "Go file to write")
+	backend := flag.String("backend", "purego", "backend to emit: purego")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("gen: ")
+
+	text, ok := templates[*backend]
+	if !ok {
+		log.Fatalf("unknown backend %q", *backend)
+	}
+	f, err := os.Open(*in)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	protos, err := parse(f)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := template.Must(template.New(*backend).Funcs(funcs).Parse(text)).Execute(&buf, protos); err != nil {
+		log.Fatal(err)
+	}
+	src, err := format.Source(buf.Bytes())
+	if err != nil {
+		log.Fatalf("formatting output: %v\n%s", err, buf.Bytes())
+	}
+	if *out == "" {
+		os.Stdout.Write(src)
+		return
+	}
+	if err := os.WriteFile(*out, src, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,126 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// EnvLibrary names the environment variable that overrides which driver
+// library is opened.
+const EnvLibrary = "GOCUDA_LIBCUDA"
+
+// DefaultLibraries are tried in order when EnvLibrary is unset.
+var DefaultLibraries = []string{"libcuda.so.1", "libcuda.so"}
+
+// OpenError says why the driver could not be used.
+type OpenError struct {
+	Tried  []string // the library files tried, in order
+	Loaded string   // the file that was opened, if one was
+	Reason string   // the loader's message, or why initialization failed
+	Result Result   // cuInit's result when the library loaded; Success otherwise
+}
+
+func (e *OpenError) Error() string {
+	if e.Loaded == "" {
+		return fmt.Sprintf("cannot open the CUDA driver library (tried %s): %s",
+			strings.Join(e.Tried, ", "), e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.Loaded, e.Reason)
+}
+
+var (
+	openOnce sync.Once
+	openErr  error
+	openPath string
+)
+
+// Open loads the driver library and calls cuInit(0), once per process; later
+// calls return the first call's result.
+func Open() error {
+	openOnce.Do(func() { openPath, openErr = load(candidates(), &syms) })
+	return openErr
+}
+
+// Path returns the library file Open loaded, or "" before a successful Open.
+func Path() string {
+	if Open() != nil {
+		return ""
+	}
+	return openPath
+}
+
+func candidates() []string {
+	if p := os.Getenv(EnvLibrary); p != "" {
+		return []string{p}
+	}
+	return DefaultLibraries
+}
+
+func load(paths []string, table *[symCount]uintptr) (string, error) {
+	var reasons []string
+	for _, p := range paths {
+		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		if err != nil {
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		for i, name := range symNames {
+			addr, err := purego.Dlsym(h, name)
+			if err != nil {
+				addr = 0
+			}
+			table[i] = addr
+		}
+		if table[symInit] == 0 {
+			*table = [symCount]uintptr{}
+			return "", &OpenError{Tried: paths, Loaded: p, Reason: "the library has no cuInit: not a CUDA driver"}
+		}
+		if r := Init(0); r != Success {
+			name, text := ErrorName(r)
+			if name == "" {
+				name = fmt.Sprintf("CUresult %d", r)
+			}
+			return p, &OpenError{Tried: paths, Loaded: p, Result: r, Reason: fmt.Sprintf("cuInit failed: %s (%s)", name, text)}
+		}
+		return p, nil
+	}
+	return "", &OpenError{Tried: paths, Reason: strings.Join(reasons, "; ")}
+}
+
+// Probe reports how many devices the driver at path (or the default
+// libraries, when path is "") sees, without making it the process's driver.
+// Test helpers use it to choose between the real driver and the fake.
+func Probe(path string) (int, error) {
+	paths := DefaultLibraries
+	if path != "" {
+		paths = []string{path}
+	}
+	var h uintptr
+	var err error
+	for _, p := range paths {
+		if h, err = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	initFn, err1 := purego.Dlsym(h, "cuInit")
+	countFn, err2 := purego.Dlsym(h, "cuDeviceGetCount")
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("not a CUDA driver library")
+	}
+	if r, _, _ := purego.SyscallN(initFn, 0); Result(int32(r)) != Success {
+		return 0, fmt.Errorf("cuInit returned %d", int32(r))
+	}
+	count := new(int32)
+	if r, _, _ := purego.SyscallN(countFn, uintptr(unsafe.Pointer(count))); Result(int32(r)) != Success {
+		return 0, fmt.Errorf("cuDeviceGetCount returned %d", int32(r))
+	}
+	return int(*count), nil
+}

@@ -1,0 +1,991 @@
+// A fake libcuda for gocuda's tests on machines without a GPU.
+//
+// It behaves like the real driver where a test can tell:
+//   - the current context is per thread; calls that need one return
+//     CUDA_ERROR_INVALID_CONTEXT (201) when none is current;
+//   - every allocation is recorded, so an out-of-range copy, a double free or
+//     a leak is seen (the fake doubles as a memory checker);
+//   - each stream has a worker thread that runs its work later, after a
+//     delay, so a missing synchronize shows up as a wrong result;
+//   - any function can be made to fail on its Nth call (fakecu_fail).
+// "Device memory" is host memory from malloc.
+//
+// Environment: FAKECUDA_DEVICES (default 1), FAKECUDA_MEMORY (bytes per
+// device, default 8 GiB), FAKECUDA_STREAM_DELAY_US (default 100).
+
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct fake_ctx *CUcontext;
+typedef struct fake_stream *CUstream;
+typedef struct fake_event *CUevent;
+
+enum {
+	SUCCESS = 0,
+	INVALID_VALUE = 1,
+	OUT_OF_MEMORY = 2,
+	NOT_INITIALIZED = 3,
+	NO_DEVICE = 100,
+	INVALID_DEVICE = 101,
+	INVALID_CONTEXT = 201,
+	INVALID_HANDLE = 400,
+	NOT_READY = 600,
+	HOST_MEMORY_ALREADY_REGISTERED = 712,
+	HOST_MEMORY_NOT_REGISTERED = 713,
+	NOT_SUPPORTED = 801,
+};
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_DEVICES 8
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int initialized;
+static int ndevices = 1;
+static size_t device_memory = (size_t)8 << 30;
+static long stream_delay_us = 100;
+
+// ---- fault injection -------------------------------------------------------
+
+struct fault {
+	char name[64];
+	long remaining; // calls left before the failing one
+	int code;
+	int active;
+};
+static struct fault faults[16];
+
+static int fault_check(const char *name) {
+	int code = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < 16; i++) {
+		struct fault *f = &faults[i];
+		if (!f->active || strcmp(f->name, name) != 0) continue;
+		if (--f->remaining == 0) {
+			f->active = 0;
+			code = f->code;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return code;
+}
+
+#define FAULT(name)                                  \
+	do {                                             \
+		int fault_code_ = fault_check(name);         \
+		if (fault_code_) return fault_code_;         \
+	} while (0)
+
+// fakecu_fail makes the nth call from now (1 = the next) of the named
+// function return code. It returns 0, or -1 when the table is full.
+EXPORT int fakecu_fail(const char *name, int nth, int code) {
+	int rc = -1;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < 16; i++) {
+		if (faults[i].active) continue;
+		snprintf(faults[i].name, sizeof faults[i].name, "%s", name);
+		faults[i].remaining = nth;
+		faults[i].code = code;
+		faults[i].active = 1;
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+EXPORT void fakecu_reset_faults(void) {
+	pthread_mutex_lock(&mu);
+	memset(faults, 0, sizeof faults);
+	pthread_mutex_unlock(&mu);
+}
+
+// ---- contexts --------------------------------------------------------------
+
+struct fake_ctx {
+	int device;
+	int refs;
+	size_t used;
+};
+static struct fake_ctx primary[MAX_DEVICES];
+static __thread CUcontext current;
+
+static int ctx_live(CUcontext c) { return c && c >= primary && c < primary + ndevices && c->refs > 0; }
+
+#define REQUIRE_INIT() \
+	do { if (!initialized) return NOT_INITIALIZED; } while (0)
+#define REQUIRE_CTX()                                     \
+	do {                                                  \
+		REQUIRE_INIT();                                   \
+		pthread_mutex_lock(&mu);                          \
+		int live_ = ctx_live(current);                    \
+		pthread_mutex_unlock(&mu);                        \
+		if (!live_) return INVALID_CONTEXT;               \
+	} while (0)
+
+// ---- allocation records ----------------------------------------------------
+
+enum kind { KIND_DEVICE, KIND_HOST, KIND_REGISTERED };
+
+struct record {
+	uintptr_t base;
+	size_t size;
+	enum kind kind;
+	CUcontext ctx;
+	struct record *next;
+};
+static struct record *records;
+static long live[3];
+
+static struct record *find_base(uintptr_t base, enum kind k) {
+	for (struct record *r = records; r; r = r->next)
+		if (r->kind == k && r->base == base) return r;
+	return NULL;
+}
+
+// range_ok reports whether [p, p+n) lies inside one live device allocation.
+static int range_ok(CUdeviceptr p, size_t n) {
+	int ok = 0;
+	pthread_mutex_lock(&mu);
+	for (struct record *r = records; r; r = r->next) {
+		if (r->kind != KIND_DEVICE) continue;
+		if (p >= r->base && p - r->base <= r->size && n <= r->size - (p - r->base)) {
+			ok = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+static void add_record(uintptr_t base, size_t size, enum kind k, CUcontext ctx) {
+	struct record *r = calloc(1, sizeof *r);
+	r->base = base;
+	r->size = size;
+	r->kind = k;
+	r->ctx = ctx;
+	r->next = records;
+	records = r;
+	live[k]++;
+}
+
+static void remove_record(struct record *dead) {
+	for (struct record **pp = &records; *pp; pp = &(*pp)->next) {
+		if (*pp == dead) {
+			*pp = dead->next;
+			live[dead->kind]--;
+			free(dead);
+			return;
+		}
+	}
+}
+
+// fakecu_live returns how many objects of a kind are alive: "device",
+// "host" (page-locked allocations), "registered", "stream", "event".
+static long live_streams, live_events;
+EXPORT long fakecu_live(const char *kind) {
+	long n = -1;
+	pthread_mutex_lock(&mu);
+	if (!strcmp(kind, "device")) n = live[KIND_DEVICE];
+	else if (!strcmp(kind, "host")) n = live[KIND_HOST];
+	else if (!strcmp(kind, "registered")) n = live[KIND_REGISTERED];
+	else if (!strcmp(kind, "stream")) n = live_streams;
+	else if (!strcmp(kind, "event")) n = live_events;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+// ---- streams and events ----------------------------------------------------
+
+struct fake_event {
+	CUcontext ctx;
+	unsigned flags;
+	long recorded;  // how many records were issued
+	long completed; // how many have run
+	struct timespec when;
+};
+
+enum op_kind { OP_COPY, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT };
+
+struct op {
+	enum op_kind kind;
+	void *dst;
+	const void *src;
+	size_t n;
+	unsigned value;
+	CUevent event;
+	long target;
+	struct op *next;
+};
+
+struct fake_stream {
+	CUcontext ctx;
+	int priority;
+	pthread_t worker;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	struct op *head, *tail;
+	int busy;
+	int stopping;
+	struct fake_stream *next_in_list;
+};
+static struct fake_stream *streams;
+#define MAX_EVENTS 4096
+static CUevent events[MAX_EVENTS];
+static pthread_rwlock_t streams_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_cond_t event_cond = PTHREAD_COND_INITIALIZER;
+
+static void fill(void *dst, enum op_kind k, unsigned v, size_t n) {
+	switch (k) {
+	case OP_SET8: memset(dst, (int)(v & 0xff), n); break;
+	case OP_SET16: for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)v; break;
+	case OP_SET32: for (size_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)v; break;
+	default: break;
+	}
+}
+
+static void record_now(CUevent e) {
+	pthread_mutex_lock(&mu);
+	clock_gettime(CLOCK_MONOTONIC, &e->when);
+	e->completed++;
+	pthread_cond_broadcast(&event_cond);
+	pthread_mutex_unlock(&mu);
+}
+
+static void run_op(struct op *o) {
+	switch (o->kind) {
+	case OP_COPY: memmove(o->dst, o->src, o->n); break;
+	case OP_SET8: case OP_SET16: case OP_SET32: fill(o->dst, o->kind, o->value, o->n); break;
+	case OP_RECORD: record_now(o->event); break;
+	case OP_WAIT:
+		pthread_mutex_lock(&mu);
+		while (o->event->completed < o->target) pthread_cond_wait(&event_cond, &mu);
+		pthread_mutex_unlock(&mu);
+		break;
+	}
+}
+
+static void *worker(void *arg) {
+	struct fake_stream *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head && !s->stopping) pthread_cond_wait(&s->cond, &s->mu);
+		if (!s->head && s->stopping) break;
+		struct op *o = s->head;
+		s->busy = 1;
+		pthread_mutex_unlock(&s->mu);
+		if (stream_delay_us > 0 && o->kind != OP_WAIT) usleep((useconds_t)stream_delay_us);
+		run_op(o);
+		pthread_mutex_lock(&s->mu);
+		s->head = o->next;
+		if (!s->head) s->tail = NULL;
+		s->busy = 0;
+		free(o);
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static int stream_live(CUstream s) {
+	for (struct fake_stream *p = streams; p; p = p->next_in_list)
+		if (p == s) return 1;
+	return 0;
+}
+
+// enqueue runs o on s later, or now when s is the NULL stream.
+static CUresult enqueue(CUstream s, struct op o) {
+	if (!s) {
+		run_op(&o);
+		return SUCCESS;
+	}
+	pthread_mutex_lock(&mu);
+	int ok = stream_live(s);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_HANDLE;
+	struct op *p = malloc(sizeof *p);
+	*p = o;
+	p->next = NULL;
+	pthread_mutex_lock(&s->mu);
+	if (s->tail) s->tail->next = p;
+	else s->head = p;
+	s->tail = p;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+	return SUCCESS;
+}
+
+static void drain(CUstream s) {
+	pthread_mutex_lock(&s->mu);
+	while (s->head) pthread_cond_wait(&s->cond, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+// ---- initialization, versions, errors --------------------------------------
+
+EXPORT CUresult cuInit(unsigned int flags) {
+	FAULT("cuInit");
+	if (flags != 0) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (!initialized) {
+		const char *v;
+		if ((v = getenv("FAKECUDA_DEVICES"))) ndevices = atoi(v);
+		if (ndevices < 0) ndevices = 0;
+		if (ndevices > MAX_DEVICES) ndevices = MAX_DEVICES;
+		if ((v = getenv("FAKECUDA_MEMORY"))) device_memory = strtoull(v, NULL, 10);
+		if ((v = getenv("FAKECUDA_STREAM_DELAY_US"))) stream_delay_us = atol(v);
+		for (int i = 0; i < MAX_DEVICES; i++) primary[i].device = i;
+		initialized = 1;
+	}
+	int n = ndevices;
+	pthread_mutex_unlock(&mu);
+	return n == 0 ? NO_DEVICE : SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v) {
+	FAULT("cuDriverGetVersion");
+	if (!v) return INVALID_VALUE;
+	*v = 13000;
+	return SUCCESS;
+}
+
+static const struct {
+	int code;
+	const char *name, *text;
+} errors[] = {
+	{0, "CUDA_SUCCESS", "no error"},
+	{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{600, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	{712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
+	{713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
+	{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static CUresult error_lookup(CUresult e, const char **p, int text) {
+	if (!p) return INVALID_VALUE;
+	for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+		if (errors[i].code == e) {
+			*p = text ? errors[i].text : errors[i].name;
+			return SUCCESS;
+		}
+	}
+	*p = NULL;
+	return INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult e, const char **p) { return error_lookup(e, p, 0); }
+EXPORT CUresult cuGetErrorString(CUresult e, const char **p) { return error_lookup(e, p, 1); }
+
+// ---- devices ---------------------------------------------------------------
+
+EXPORT CUresult cuDeviceGetCount(int *n) {
+	FAULT("cuDeviceGetCount");
+	REQUIRE_INIT();
+	if (!n) return INVALID_VALUE;
+	*n = ndevices;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+	FAULT("cuDeviceGet");
+	REQUIRE_INIT();
+	if (!d) return INVALID_VALUE;
+	if (ordinal < 0 || ordinal >= ndevices) return INVALID_DEVICE;
+	*d = ordinal;
+	return SUCCESS;
+}
+
+#define REQUIRE_DEVICE(d) \
+	do { REQUIRE_INIT(); if ((d) < 0 || (d) >= ndevices) return INVALID_DEVICE; } while (0)
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+	FAULT("cuDeviceGetName");
+	REQUIRE_DEVICE(d);
+	if (!name || len <= 0) return INVALID_VALUE;
+	snprintf(name, (size_t)len, "gocuda fake device %d", d);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
+	FAULT("cuDeviceTotalMem_v2");
+	REQUIRE_DEVICE(d);
+	if (!bytes) return INVALID_VALUE;
+	*bytes = device_memory;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
+	FAULT("cuDeviceGetAttribute");
+	REQUIRE_DEVICE(d);
+	if (!v) return INVALID_VALUE;
+	switch (attr) {
+	case 1: *v = 1024; break;               // max threads per block
+	case 2: case 3: *v = 1024; break;       // max block dim x, y
+	case 4: *v = 64; break;                 // max block dim z
+	case 5: *v = 2147483647; break;         // max grid dim x
+	case 6: case 7: *v = 65535; break;      // max grid dim y, z
+	case 8: *v = 49152; break;              // shared memory per block
+	case 10: *v = 32; break;                // warp size
+	case 16: *v = 4; break;                 // multiprocessors
+	case 33: *v = 1 + d; break;             // PCI bus id
+	case 34: *v = 0; break;                 // PCI device id
+	case 38: *v = 4 << 20; break;           // L2 cache
+	case 39: *v = 2048; break;              // threads per multiprocessor
+	case 40: *v = 2; break;                 // async engines
+	case 41: *v = 1; break;                 // unified addressing
+	case 50: *v = 0; break;                 // PCI domain
+	case 75: *v = 9; break;                 // compute capability major
+	case 76: *v = 0; break;                 // compute capability minor
+	case 78: *v = 1; break;                 // stream priorities
+	case 99: *v = 1; break;                 // host register supported
+	default:
+		if (attr <= 0 || attr > 140) return INVALID_VALUE;
+		*v = 0;
+	}
+	return SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
+	FAULT("cuDeviceGetPCIBusId");
+	REQUIRE_DEVICE(d);
+	if (!id || len <= 0) return INVALID_VALUE;
+	snprintf(id, (size_t)len, "0000:%02x:00.0", 1 + d);
+	return SUCCESS;
+}
+
+// ---- contexts --------------------------------------------------------------
+
+static void stop_stream(struct fake_stream *s);
+
+// reset_context frees everything a context held, as the real driver does
+// when the last retain of a primary context is released.
+static void reset_context(CUcontext c) {
+	struct fake_stream *dead = NULL;
+	pthread_rwlock_wrlock(&streams_lock);
+	pthread_mutex_lock(&mu);
+	for (struct fake_stream **pp = &streams; *pp;) {
+		struct fake_stream *s = *pp;
+		if (s->ctx == c) {
+			*pp = s->next_in_list;
+			s->next_in_list = dead;
+			dead = s;
+			live_streams--;
+		} else {
+			pp = &s->next_in_list;
+		}
+	}
+	for (int i = 0; i < MAX_EVENTS; i++) {
+		if (events[i] && events[i]->ctx == c) {
+			events[i] = NULL;
+			live_events--;
+		}
+	}
+	for (struct record **pp = &records; *pp;) {
+		struct record *r = *pp;
+		if (r->ctx == c && r->kind == KIND_DEVICE) {
+			*pp = r->next;
+			live[r->kind]--;
+			free((void *)r->base);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+	c->used = 0;
+	pthread_mutex_unlock(&mu);
+	pthread_rwlock_unlock(&streams_lock);
+	while (dead) {
+		struct fake_stream *next = dead->next_in_list;
+		stop_stream(dead);
+		dead = next;
+	}
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d) {
+	FAULT("cuDevicePrimaryCtxRetain");
+	REQUIRE_DEVICE(d);
+	if (!pctx) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	primary[d].refs++;
+	pthread_mutex_unlock(&mu);
+	*pctx = &primary[d];
+	return SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+	FAULT("cuDevicePrimaryCtxRelease_v2");
+	REQUIRE_DEVICE(d);
+	CUresult rc = SUCCESS;
+	int reset = 0;
+	pthread_mutex_lock(&mu);
+	if (primary[d].refs == 0) rc = INVALID_CONTEXT;
+	else reset = --primary[d].refs == 0;
+	pthread_mutex_unlock(&mu);
+	if (reset) reset_context(&primary[d]);
+	return rc;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
+	FAULT("cuCtxGetCurrent");
+	REQUIRE_INIT();
+	if (!pctx) return INVALID_VALUE;
+	*pctx = current;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
+	FAULT("cuCtxSetCurrent");
+	REQUIRE_INIT();
+	if (c) {
+		pthread_mutex_lock(&mu);
+		int ok = ctx_live(c);
+		pthread_mutex_unlock(&mu);
+		if (!ok) return INVALID_CONTEXT;
+	}
+	current = c;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *d) {
+	FAULT("cuCtxGetDevice");
+	REQUIRE_CTX();
+	if (!d) return INVALID_VALUE;
+	*d = current->device;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void) {
+	FAULT("cuCtxSynchronize");
+	REQUIRE_CTX();
+	// streams_lock keeps the streams alive while they drain without holding
+	// mu, which their workers need.
+	pthread_rwlock_rdlock(&streams_lock);
+	pthread_mutex_lock(&mu);
+	struct fake_stream *mine[256];
+	int n = 0;
+	for (struct fake_stream *s = streams; s && n < 256; s = s->next_in_list)
+		if (s->ctx == current) mine[n++] = s;
+	pthread_mutex_unlock(&mu);
+	for (int i = 0; i < n; i++) drain(mine[i]);
+	pthread_rwlock_unlock(&streams_lock);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+	FAULT("cuCtxGetStreamPriorityRange");
+	REQUIRE_CTX();
+	if (least) *least = 0;
+	if (greatest) *greatest = -5;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
+	FAULT("cuMemGetInfo_v2");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	if (free_) *free_ = device_memory - current->used;
+	if (total) *total = device_memory;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+// ---- streams ---------------------------------------------------------------
+
+EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority) {
+	FAULT("cuStreamCreateWithPriority");
+	REQUIRE_CTX();
+	if (!ps || flags > 1) return INVALID_VALUE;
+	struct fake_stream *s = calloc(1, sizeof *s);
+	s->ctx = current;
+	s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	if (pthread_create(&s->worker, NULL, worker, s) != 0) {
+		free(s);
+		return OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&mu);
+	s->next_in_list = streams;
+	streams = s;
+	live_streams++;
+	pthread_mutex_unlock(&mu);
+	*ps = s;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+	FAULT("cuStreamDestroy_v2");
+	REQUIRE_CTX();
+	pthread_rwlock_wrlock(&streams_lock);
+	pthread_mutex_lock(&mu);
+	int found = 0;
+	for (struct fake_stream **pp = &streams; *pp; pp = &(*pp)->next_in_list) {
+		if (*pp == s) {
+			*pp = s->next_in_list;
+			found = 1;
+			live_streams--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	pthread_rwlock_unlock(&streams_lock);
+	if (!found) return INVALID_HANDLE;
+	stop_stream(s);
+	return SUCCESS;
+}
+
+// stop_stream ends a stream's worker once its queue is drained (the real
+// driver, too, lets queued work finish after destroy returns) and frees it.
+static void stop_stream(struct fake_stream *s) {
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->worker, NULL);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+	FAULT("cuStreamSynchronize");
+	REQUIRE_CTX();
+	if (!s) return SUCCESS;
+	pthread_mutex_lock(&mu);
+	int ok = stream_live(s);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_HANDLE;
+	drain(s);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuStreamQuery(CUstream s) {
+	FAULT("cuStreamQuery");
+	REQUIRE_CTX();
+	if (!s) return SUCCESS;
+	pthread_mutex_lock(&mu);
+	int ok = stream_live(s);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_HANDLE;
+	pthread_mutex_lock(&s->mu);
+	int pending = s->head != NULL;
+	pthread_mutex_unlock(&s->mu);
+	return pending ? NOT_READY : SUCCESS;
+}
+
+static int event_live(CUevent e);
+
+EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+	FAULT("cuStreamWaitEvent");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int ok = event_live(e);
+	long target = ok ? e->recorded : 0;
+	pthread_mutex_unlock(&mu);
+	if (!ok || flags != 0) return !ok ? INVALID_HANDLE : INVALID_VALUE;
+	struct op o = {.kind = OP_WAIT, .event = e, .target = target};
+	return enqueue(s, o);
+}
+
+// ---- events ----------------------------------------------------------------
+
+
+static int event_live(CUevent e) {
+	if (!e) return 0;
+	for (int i = 0; i < MAX_EVENTS; i++)
+		if (events[i] == e) return 1;
+	return 0;
+}
+
+EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags) {
+	FAULT("cuEventCreate");
+	REQUIRE_CTX();
+	if (!pe || flags > 0xf) return INVALID_VALUE;
+	CUevent e = calloc(1, sizeof *e);
+	e->ctx = current;
+	e->flags = flags;
+	pthread_mutex_lock(&mu);
+	int slot = -1;
+	for (int i = 0; i < MAX_EVENTS && slot < 0; i++)
+		if (!events[i]) slot = i;
+	if (slot >= 0) {
+		events[slot] = e;
+		live_events++;
+	}
+	pthread_mutex_unlock(&mu);
+	if (slot < 0) {
+		free(e);
+		return OUT_OF_MEMORY;
+	}
+	*pe = e;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+	FAULT("cuEventDestroy_v2");
+	REQUIRE_CTX();
+	int found = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_EVENTS; i++) {
+		if (events[i] == e) {
+			events[i] = NULL;
+			found = 1;
+			live_events--;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	// The event's memory is kept: a stream may still be waiting on it.
+	return found ? SUCCESS : INVALID_HANDLE;
+}
+
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+	FAULT("cuEventRecord");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int ok = event_live(e);
+	if (ok) e->recorded++;
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_HANDLE;
+	struct op o = {.kind = OP_RECORD, .event = e};
+	return enqueue(s, o);
+}
+
+EXPORT CUresult cuEventQuery(CUevent e) {
+	FAULT("cuEventQuery");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int ok = event_live(e);
+	int done = ok && e->completed >= e->recorded;
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_HANDLE;
+	return done ? SUCCESS : NOT_READY;
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent e) {
+	FAULT("cuEventSynchronize");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	if (!event_live(e)) {
+		pthread_mutex_unlock(&mu);
+		return INVALID_HANDLE;
+	}
+	long target = e->recorded;
+	while (e->completed < target) pthread_cond_wait(&event_cond, &mu);
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+	FAULT("cuEventElapsedTime");
+	REQUIRE_CTX();
+	if (!ms) return INVALID_VALUE;
+	CUresult rc = SUCCESS;
+	pthread_mutex_lock(&mu);
+	if (!event_live(a) || !event_live(b)) rc = INVALID_HANDLE;
+	else if ((a->flags | b->flags) & 0x2) rc = INVALID_HANDLE; // timing disabled
+	else if (a->recorded == 0 || b->recorded == 0) rc = INVALID_HANDLE;
+	else if (a->completed < a->recorded || b->completed < b->recorded) rc = NOT_READY;
+	else
+		*ms = (float)((b->when.tv_sec - a->when.tv_sec) * 1e3 + (b->when.tv_nsec - a->when.tv_nsec) / 1e6);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+// ---- device memory ---------------------------------------------------------
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+	FAULT("cuMemAlloc_v2");
+	REQUIRE_CTX();
+	if (!p || n == 0) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (n > device_memory - current->used) {
+		pthread_mutex_unlock(&mu);
+		return OUT_OF_MEMORY;
+	}
+	void *mem = NULL;
+	if (posix_memalign(&mem, 256, n) != 0) {
+		pthread_mutex_unlock(&mu);
+		return OUT_OF_MEMORY;
+	}
+	current->used += n;
+	add_record((uintptr_t)mem, n, KIND_DEVICE, current);
+	pthread_mutex_unlock(&mu);
+	*p = (CUdeviceptr)(uintptr_t)mem;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+	FAULT("cuMemFree_v2");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	struct record *r = find_base((uintptr_t)p, KIND_DEVICE);
+	if (!r) {
+		pthread_mutex_unlock(&mu);
+		return INVALID_VALUE;
+	}
+	r->ctx->used -= r->size;
+	remove_record(r);
+	pthread_mutex_unlock(&mu);
+	free((void *)(uintptr_t)p);
+	return SUCCESS;
+}
+
+#define DEV(p) ((void *)(uintptr_t)(p))
+
+static CUresult copy(CUstream s, void *dst, const void *src, size_t n) {
+	struct op o = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
+	return enqueue(s, o);
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+	FAULT("cuMemcpyHtoD_v2");
+	REQUIRE_CTX();
+	if (!src || !range_ok(dst, n)) return INVALID_VALUE;
+	return copy(NULL, DEV(dst), src, n);
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+	FAULT("cuMemcpyDtoH_v2");
+	REQUIRE_CTX();
+	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
+	return copy(NULL, dst, DEV(src), n);
+}
+
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+	FAULT("cuMemcpyDtoD_v2");
+	REQUIRE_CTX();
+	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
+	return copy(NULL, DEV(dst), DEV(src), n);
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+	FAULT("cuMemcpyHtoDAsync_v2");
+	REQUIRE_CTX();
+	if (!src || !range_ok(dst, n)) return INVALID_VALUE;
+	return copy(s, DEV(dst), src, n);
+}
+
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+	FAULT("cuMemcpyDtoHAsync_v2");
+	REQUIRE_CTX();
+	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
+	return copy(s, dst, DEV(src), n);
+}
+
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+	FAULT("cuMemcpyDtoDAsync_v2");
+	REQUIRE_CTX();
+	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
+	return copy(s, DEV(dst), DEV(src), n);
+}
+
+static CUresult set(CUstream s, enum op_kind k, CUdeviceptr dst, unsigned v, size_t n, size_t width) {
+	if (n > SIZE_MAX / width || !range_ok(dst, n * width)) return INVALID_VALUE;
+	if (dst % width) return INVALID_VALUE;
+	struct op o = {.kind = k, .dst = DEV(dst), .value = v, .n = n};
+	return enqueue(s, o);
+}
+
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+	FAULT("cuMemsetD8_v2");
+	REQUIRE_CTX();
+	return set(NULL, OP_SET8, d, v, n, 1);
+}
+EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
+	FAULT("cuMemsetD16_v2");
+	REQUIRE_CTX();
+	return set(NULL, OP_SET16, d, v, n, 2);
+}
+EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+	FAULT("cuMemsetD32_v2");
+	REQUIRE_CTX();
+	return set(NULL, OP_SET32, d, v, n, 4);
+}
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+	FAULT("cuMemsetD8Async");
+	REQUIRE_CTX();
+	return set(s, OP_SET8, d, v, n, 1);
+}
+EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+	FAULT("cuMemsetD16Async");
+	REQUIRE_CTX();
+	return set(s, OP_SET16, d, v, n, 2);
+}
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+	FAULT("cuMemsetD32Async");
+	REQUIRE_CTX();
+	return set(s, OP_SET32, d, v, n, 4);
+}
+
+// ---- page-locked host memory -----------------------------------------------
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
+	FAULT("cuMemHostAlloc");
+	REQUIRE_CTX();
+	if (!pp || n == 0 || flags > 0xf) return INVALID_VALUE;
+	void *mem = NULL;
+	if (posix_memalign(&mem, 4096, n) != 0) return OUT_OF_MEMORY;
+	memset(mem, 0, n);
+	pthread_mutex_lock(&mu);
+	add_record((uintptr_t)mem, n, KIND_HOST, current);
+	pthread_mutex_unlock(&mu);
+	*pp = mem;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p) {
+	FAULT("cuMemFreeHost");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	struct record *r = find_base((uintptr_t)p, KIND_HOST);
+	if (r) remove_record(r);
+	pthread_mutex_unlock(&mu);
+	if (!r) return INVALID_VALUE;
+	free(p);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
+	FAULT("cuMemHostRegister_v2");
+	REQUIRE_CTX();
+	if (!p || n == 0 || flags > 0xf) return INVALID_VALUE;
+	uintptr_t b = (uintptr_t)p;
+	CUresult rc = SUCCESS;
+	pthread_mutex_lock(&mu);
+	for (struct record *r = records; r; r = r->next) {
+		if (r->kind == KIND_DEVICE) continue;
+		if (b < r->base + r->size && r->base < b + n) {
+			rc = HOST_MEMORY_ALREADY_REGISTERED;
+			break;
+		}
+	}
+	if (rc == SUCCESS) add_record(b, n, KIND_REGISTERED, current);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p) {
+	FAULT("cuMemHostUnregister");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	struct record *r = find_base((uintptr_t)p, KIND_REGISTERED);
+	if (r) remove_record(r);
+	pthread_mutex_unlock(&mu);
+	return r ? SUCCESS : HOST_MEMORY_NOT_REGISTERED;
+}

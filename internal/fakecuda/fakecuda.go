@@ -1,0 +1,141 @@
+// Package fakecuda builds and controls the fake libcuda that gocuda's tests
+// run against on machines without a GPU.
+//
+// The fake is C (csrc/fakecuda.c), compiled on first use with the machine's C
+// compiler into a cache folder, and loaded through the very same loading and
+// calling code as the real driver (GOCUDA_LIBCUDA points at it). Its test
+// hooks are reached here directly, which is why this package, test plumbing
+// only, is the one place besides internal/driver that calls purego.
+package fakecuda
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+//go:embed csrc/fakecuda.c
+var source []byte
+
+// EnvPrebuilt names a prebuilt fake library to use instead of compiling one
+// (the GPU machine's scripts carry one, since that machine has no Go).
+const EnvPrebuilt = "GOCUDA_FAKECUDA"
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Build compiles the fake driver, once per process and once per source
+// version on the machine, and returns the path of the shared library.
+func Build() (string, error) {
+	buildOnce.Do(func() { buildPath, buildErr = build() })
+	return buildPath, buildErr
+}
+
+func build() (string, error) {
+	if p := os.Getenv(EnvPrebuilt); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("fakecuda: %s: %w", EnvPrebuilt, err)
+		}
+		return p, nil
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	ccPath, err := exec.LookPath(cc)
+	if err != nil {
+		return "", fmt.Errorf("fakecuda: no C compiler (%s) to build the fake driver: install gcc or set CC: %w", cc, err)
+	}
+	sum := sha256.Sum256(append(append([]byte{}, source...), ccPath...))
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "gocuda")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("fakecuda: %w", err)
+	}
+	out := filepath.Join(dir, "libfakecuda-"+hex.EncodeToString(sum[:8])+".so")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	return out, Compile(ccPath, out)
+}
+
+// Compile writes the fake driver's shared library to out with the C compiler
+// cc. The result is renamed into place, so concurrent builds are safe.
+func Compile(cc, out string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(out), "build-")
+	if err != nil {
+		return fmt.Errorf("fakecuda: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "fakecuda.c")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		return fmt.Errorf("fakecuda: %w", err)
+	}
+	lib := filepath.Join(tmp, "libfakecuda.so")
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-g", "-pthread", "-o", lib, src)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("fakecuda: compiling the fake driver: %v\n%s", err, msg)
+	}
+	if err := os.Rename(lib, out); err != nil {
+		return fmt.Errorf("fakecuda: %w", err)
+	}
+	return nil
+}
+
+// Control reaches the fake's test hooks.
+type Control struct {
+	fail, reset, live uintptr
+}
+
+// Open returns the hooks of the fake library at path. When the library is
+// already loaded (as the process's driver), the same instance is reached.
+func Open(path string) (*Control, error) {
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("fakecuda: %w", err)
+	}
+	var c Control
+	for name, p := range map[string]*uintptr{"fakecu_fail": &c.fail, "fakecu_reset_faults": &c.reset, "fakecu_live": &c.live} {
+		if *p, err = purego.Dlsym(h, name); err != nil {
+			return nil, fmt.Errorf("fakecuda: %s is not the fake driver: %w", path, err)
+		}
+	}
+	return &c, nil
+}
+
+// Fail makes the nth call from now (1 is the next) of the driver function
+// named (its exported name, such as "cuMemAlloc_v2") return code.
+func (c *Control) Fail(function string, nth int, code int) {
+	name := cstring(function)
+	r, _, _ := purego.SyscallN(c.fail, uintptr(unsafe.Pointer(&name[0])), uintptr(nth), uintptr(code))
+	if int32(r) != 0 {
+		panic("fakecuda: fault table full")
+	}
+}
+
+// ResetFaults forgets every pending fault.
+func (c *Control) ResetFaults() { purego.SyscallN(c.reset) }
+
+// Live returns how many objects of a kind the fake holds: "device" and
+// "host" allocations, "registered" host ranges, "stream", "event".
+func (c *Control) Live(kind string) int {
+	name := cstring(kind)
+	r, _, _ := purego.SyscallN(c.live, uintptr(unsafe.Pointer(&name[0])))
+	return int(int64(r))
+}
+
+func cstring(s string) []byte { return append([]byte(s), 0) }

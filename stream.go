@@ -1,0 +1,187 @@
+package cuda
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// Stream is a queue of device work that runs in order. Streams are created
+// non-blocking: they do not synchronize with the legacy default stream.
+// A Stream is safe for use by many goroutines.
+type Stream struct {
+	life
+	handle   driver.Stream
+	priority int
+	pins     *pinSet
+}
+
+// pinSet keeps the Go memory that queued asynchronous copies read or write
+// pinned, and so alive and unmoved, until the stream is synchronized.
+type pinSet struct {
+	mu sync.Mutex
+	p  *runtime.Pinner // nil while nothing is pinned
+}
+
+// NewStream creates a stream of default priority in c.
+func (c *Context) NewStream() (*Stream, error) { return c.newStream("Context.NewStream", 0) }
+
+// NewStreamWithPriority creates a stream with the given priority, which must
+// lie within StreamPriorityRange: lower numbers run first.
+func (c *Context) NewStreamWithPriority(priority int) (*Stream, error) {
+	const op = "Context.NewStreamWithPriority"
+	least, greatest, err := c.StreamPriorityRange()
+	if err != nil {
+		return nil, err
+	}
+	if priority > least || priority < greatest {
+		return nil, errorf(op, ErrInvalidValue, "priority %d is outside the device's range %d (lowest) to %d (highest)", priority, least, greatest)
+	}
+	return c.newStream(op, priority)
+}
+
+func (c *Context) newStream(op string, priority int) (*Stream, error) {
+	if err := c.bind(op); err != nil {
+		return nil, err
+	}
+	defer c.unbind()
+	s := &Stream{life: newLife(c), priority: priority, pins: new(pinSet)}
+	if err := check(op, "cuStreamCreateWithPriority", driver.StreamCreateWithPriority(&s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
+		return nil, err
+	}
+	track.Add(track.Stream)
+	h, pins := s.handle, s.pins
+	s.cleanup = runtime.AddCleanup(s, func(ctx *Context) {
+		forgotten(ctx, track.Stream, func() {
+			driver.StreamSynchronize(h)
+			pins.unpin(pins.take())
+			driver.StreamDestroy(h)
+		})
+	}, c)
+	return s, nil
+}
+
+func (s *Stream) enter(op string) error {
+	if s == nil {
+		return errorf(op, ErrInvalidValue, "nil *Stream")
+	}
+	return s.life.enter(op, "the stream")
+}
+
+// Context returns the context the stream belongs to.
+func (s *Stream) Context() *Context {
+	if s == nil {
+		return nil
+	}
+	return s.ctx
+}
+
+// Priority returns the priority the stream was created with.
+func (s *Stream) Priority() int {
+	if s == nil {
+		return 0
+	}
+	return s.priority
+}
+
+// Synchronize waits until all work queued on the stream has finished and
+// returns the first error of that work. It also releases the Go memory that
+// asynchronous copies queued before it had pinned.
+func (s *Stream) Synchronize() error {
+	const op = "Stream.Synchronize"
+	if err := s.enter(op); err != nil {
+		return err
+	}
+	defer s.leave()
+	return s.synchronize(op)
+}
+
+// synchronize is Synchronize with the stream entered.
+func (s *Stream) synchronize(op string) error {
+	// Take the pins first: every copy that pinned memory in the set taken
+	// was queued before the synchronize below starts.
+	taken := s.pins.take()
+	err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+	s.pins.unpin(taken)
+	return err
+}
+
+// Query reports whether all work queued on the stream has finished, without
+// waiting.
+func (s *Stream) Query() (done bool, err error) {
+	const op = "Stream.Query"
+	if err := s.enter(op); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	switch r := driver.StreamQuery(s.handle); r {
+	case driver.Success:
+		return true, nil
+	case driver.ErrorNotReady:
+		return false, nil
+	default:
+		return false, check(op, "cuStreamQuery", r)
+	}
+}
+
+// WaitEvent makes all work queued on s after this call wait until the work
+// captured by e's latest Record has finished. e may belong to another
+// context, even of another device.
+func (s *Stream) WaitEvent(e *Event) error {
+	const op = "Stream.WaitEvent"
+	if s == nil || e == nil {
+		return errorf(op, ErrInvalidValue, "nil stream or event")
+	}
+	if err := enterWith(op, &s.life, "the stream", &e.life, "the event"); err != nil {
+		return err
+	}
+	defer leaveWith(&s.life, &e.life)
+	return check(op, "cuStreamWaitEvent", driver.StreamWaitEvent(s.handle, e.handle, 0))
+}
+
+// Close waits for the stream's queued work, then destroys the stream.
+// Closing twice, or a nil Stream, is a no-op.
+func (s *Stream) Close() error {
+	if s == nil {
+		return nil
+	}
+	const op = "Stream.Close"
+	return s.close(op, track.Stream, func() error {
+		// Queued work may still read pinned Go memory: let it finish.
+		err := s.synchronize(op)
+		if derr := check(op, "cuStreamDestroy_v2", driver.StreamDestroy(s.handle)); err == nil {
+			err = derr
+		}
+		return err
+	})
+}
+
+// enqueue runs queue, which queues work on s that reads or writes the Go
+// object p points to, with p pinned until the stream is synchronized. Pinning
+// and queueing happen under one lock so that a concurrent Synchronize never
+// releases a pin whose work it did not wait for.
+func (s *Stream) enqueue(p any, queue func() driver.Result) driver.Result {
+	s.pins.mu.Lock()
+	defer s.pins.mu.Unlock()
+	if s.pins.p == nil {
+		s.pins.p = new(runtime.Pinner)
+	}
+	s.pins.p.Pin(p)
+	return queue()
+}
+
+func (ps *pinSet) take() *runtime.Pinner {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.p
+	ps.p = nil
+	return p
+}
+
+func (ps *pinSet) unpin(p *runtime.Pinner) {
+	if p != nil {
+		p.Unpin()
+	}
+}

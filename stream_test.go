@@ -1,0 +1,237 @@
+package cuda_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+func trackForgotten() int64 {
+	var n int64
+	for _, v := range track.Take().Forgotten {
+		n += v
+	}
+	return n
+}
+
+func TestStream(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Context() != ctx {
+		t.Error("Context() is not the creating context")
+	}
+	if done, err := s.Query(); err != nil || !done {
+		t.Errorf("Query on an idle stream = %v, %v", done, err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("Synchronize: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	for name, err := range map[string]error{
+		"Synchronize": s.Synchronize(),
+		"Query":       second(s.Query()),
+	} {
+		if !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+func TestStreamPriority(t *testing.T) {
+	ctx := cudatest.Context(t)
+	least, greatest, err := ctx.StreamPriorityRange()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{least, greatest} {
+		s, err := ctx.NewStreamWithPriority(p)
+		if err != nil {
+			t.Errorf("NewStreamWithPriority(%d): %v", p, err)
+			continue
+		}
+		if s.Priority() != p {
+			t.Errorf("Priority() = %d, want %d", s.Priority(), p)
+		}
+		s.Close()
+	}
+	for _, p := range []int{least + 1, greatest - 1} {
+		_, err := ctx.NewStreamWithPriority(p)
+		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "outside") {
+			t.Errorf("NewStreamWithPriority(%d): %v, want ErrInvalidValue naming the range", p, err)
+		}
+	}
+}
+
+func TestNilStreamAndEvent(t *testing.T) {
+	var s *cuda.Stream
+	var e *cuda.Event
+	if s.Close() != nil || e.Close() != nil {
+		t.Error("Close of nil should be a no-op")
+	}
+	for name, err := range map[string]error{
+		"Stream.Synchronize": s.Synchronize(),
+		"Stream.Query":       second(s.Query()),
+		"Stream.WaitEvent":   s.WaitEvent(e),
+		"Event.Record":       e.Record(s),
+		"Event.Synchronize":  e.Synchronize(),
+		"Event.Query":        second(e.Query()),
+		"ElapsedTime":        second(cuda.ElapsedTime(e, e)),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s on nil: %v, want ErrInvalidValue", name, err)
+		}
+	}
+}
+
+func TestEvents(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	start, err := ctx.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer start.Close()
+	end, err := ctx.NewEvent(cuda.EventBlockingSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end.Close()
+	if done, err := end.Query(); err != nil || !done {
+		t.Errorf("Query of an unrecorded event = %v, %v; want complete", done, err)
+	}
+	if err := start.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := end.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := end.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := end.Query(); err != nil || !done {
+		t.Errorf("Query after Synchronize = %v, %v", done, err)
+	}
+	d, err := cuda.ElapsedTime(start, end)
+	if err != nil || d < 0 || d > time.Second {
+		t.Errorf("ElapsedTime = %v, %v", d, err)
+	}
+
+	// A second stream waits on the first.
+	s2 := cudatest.Stream(t, ctx)
+	if err := s2.WaitEvent(end); err != nil {
+		t.Errorf("WaitEvent: %v", err)
+	}
+	if err := s2.Synchronize(); err != nil {
+		t.Errorf("Synchronize after WaitEvent: %v", err)
+	}
+
+	noTiming, err := ctx.NewEvent(cuda.EventDisableTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noTiming.Close()
+	if _, err := cuda.ElapsedTime(start, noTiming); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("ElapsedTime with a non-timing event: %v, want ErrInvalidValue", err)
+	}
+	if _, err := ctx.NewEvent(cuda.EventFlag(0x80)); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("NewEvent with an unknown flag: %v, want ErrInvalidValue", err)
+	}
+
+	if err := end.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Record":      end.Record(s),
+		"Synchronize": end.Synchronize(),
+		"Query":       second(end.Query()),
+		"ElapsedTime": second(cuda.ElapsedTime(start, end)),
+		"WaitEvent":   s.WaitEvent(end),
+	} {
+		if !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("%s with a closed event: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+func TestStreamOfAnotherContext(t *testing.T) {
+	ctx := cudatest.Context(t)
+	other := cudatest.Context(t)
+	s := cudatest.Stream(t, other)
+	e, err := ctx.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	err = e.Record(s)
+	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "another context") {
+		t.Errorf("Record on a stream of another context: %v, want ErrInvalidValue", err)
+	}
+	e2, err := other.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	if _, err := cuda.ElapsedTime(e, e2); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("ElapsedTime across contexts: %v, want ErrInvalidValue", err)
+	}
+}
+
+// TestObjectsAfterContextClose: closing the context first makes every
+// object's methods fail with ErrClosed, and their Close a no-op.
+func TestObjectsAfterContextClose(t *testing.T) {
+	cudatest.CheckLeaks(t)
+	ctx, err := cuda.NewContext(cudatest.Device(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := ctx.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx.Close()
+	if err := s.Synchronize(); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("Stream.Synchronize after the context closed: %v", err)
+	}
+	if err := e.Record(s); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("Event.Record after the context closed: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Stream.Close after the context closed: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Errorf("Event.Close after the context closed: %v", err)
+	}
+}
+
+func TestStreamForgotten(t *testing.T) {
+	ctx := cudatest.Context(t)
+	before := trackForgotten()
+	func() {
+		if _, err := ctx.NewStream(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ctx.NewEvent(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if !cudatest.GC(func() bool { return trackForgotten() >= before+2 }) {
+		t.Fatal("the cleanups of an unreachable Stream and Event did not run")
+	}
+}
