@@ -89,13 +89,13 @@ func (c *Context) bind(op string) error {
 	}
 	runtime.LockOSThread()
 	var cur driver.Context
-	r := driver.CtxGetCurrent(&cur)
+	call, r := "cuCtxGetCurrent", driver.CtxGetCurrent(&cur)
 	if r == driver.Success && cur != c.handle {
-		r = driver.CtxSetCurrent(c.handle)
+		call, r = "cuCtxSetCurrent", driver.CtxSetCurrent(c.handle)
 	}
 	if r != driver.Success {
 		c.unbind()
-		return check(op, "cuCtxSetCurrent", r)
+		return check(op, call, r)
 	}
 	return nil
 }

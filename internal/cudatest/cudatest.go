@@ -34,9 +34,8 @@ const (
 )
 
 var (
-	kind     string // "real", "fake" or driverAsIs
-	fakePath string
-	fake     *fakecuda.Control
+	kind string // "real", "fake" or driverAsIs
+	fake *fakecuda.Control
 )
 
 // Main selects the driver, then runs the tests. Use it from TestMain:
@@ -81,7 +80,7 @@ func selectDriver() error {
 	if fake, err = fakecuda.Open(path); err != nil {
 		return err
 	}
-	kind, fakePath = "fake", path
+	kind = "fake"
 	return os.Setenv(driver.EnvLibrary, path)
 }
 

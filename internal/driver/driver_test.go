@@ -1,0 +1,41 @@
+package driver
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLoadMissingLibrary(t *testing.T) {
+	var table [symCount]uintptr
+	_, err := load([]string{"/nonexistent/libcuda.so.1", "/nonexistent/libcuda.so"}, &table)
+	var oe *OpenError
+	if !errors.As(err, &oe) {
+		t.Fatalf("load: %v, want *OpenError", err)
+	}
+	for _, w := range []string{"/nonexistent/libcuda.so.1", "/nonexistent/libcuda.so", "cannot open"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+}
+
+func TestMissingSymbol(t *testing.T) {
+	saved := syms[symMemAlloc]
+	syms[symMemAlloc] = 0
+	defer func() { syms[symMemAlloc] = saved }()
+	var p DevicePtr
+	if r := MemAlloc(&p, 16); r != ResultMissingSymbol {
+		t.Errorf("MemAlloc with no symbol = %d, want ResultMissingSymbol", r)
+	}
+}
+
+func TestGoString(t *testing.T) {
+	b := []byte("hello\x00world")
+	if s := GoString(&b[0]); s != "hello" {
+		t.Errorf("GoString = %q", s)
+	}
+	if GoString(nil) != "" {
+		t.Error("GoString(nil) not empty")
+	}
+}

@@ -1,0 +1,72 @@
+// Package nvml reads what the CUDA driver API does not say about a device,
+// its PCIe link, from NVML (libnvidia-ml.so.1), opened at run time like the
+// driver. It is optional: without NVML, callers show less.
+package nvml
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+var (
+	once  sync.Once
+	err   error
+	funcs struct {
+		init, byBusID, curGen, curWidth, maxGen, maxWidth uintptr
+	}
+)
+
+func open() error {
+	once.Do(func() {
+		var h uintptr
+		if h, err = purego.Dlopen("libnvidia-ml.so.1", purego.RTLD_NOW|purego.RTLD_LOCAL); err != nil {
+			return
+		}
+		for name, p := range map[string]*uintptr{
+			"nvmlInit_v2":                         &funcs.init,
+			"nvmlDeviceGetHandleByPciBusId_v2":    &funcs.byBusID,
+			"nvmlDeviceGetCurrPcieLinkGeneration": &funcs.curGen,
+			"nvmlDeviceGetCurrPcieLinkWidth":      &funcs.curWidth,
+			"nvmlDeviceGetMaxPcieLinkGeneration":  &funcs.maxGen,
+			"nvmlDeviceGetMaxPcieLinkWidth":       &funcs.maxWidth,
+		} {
+			if *p, err = purego.Dlsym(h, name); err != nil {
+				return
+			}
+		}
+		if r, _, _ := purego.SyscallN(funcs.init); r != 0 {
+			err = fmt.Errorf("nvmlInit_v2 returned %d", int32(r))
+		}
+	})
+	return err
+}
+
+// Link is a PCIe link: generation and lane count, now and at most.
+type Link struct {
+	Gen, Width, MaxGen, MaxWidth int
+}
+
+// PCIeLink returns the PCIe link of the device at the PCI bus id given (as
+// cuDeviceGetPCIBusId writes it).
+func PCIeLink(busID string) (Link, error) {
+	if err := open(); err != nil {
+		return Link{}, fmt.Errorf("nvml: %w", err)
+	}
+	id := append([]byte(busID), 0)
+	var dev uintptr
+	if r, _, _ := purego.SyscallN(funcs.byBusID, uintptr(unsafe.Pointer(&id[0])), uintptr(unsafe.Pointer(&dev))); r != 0 {
+		return Link{}, fmt.Errorf("nvml: no device at %s (%d)", busID, int32(r))
+	}
+	var l Link
+	for fn, p := range map[uintptr]*int{funcs.curGen: &l.Gen, funcs.curWidth: &l.Width, funcs.maxGen: &l.MaxGen, funcs.maxWidth: &l.MaxWidth} {
+		v := new(uint32)
+		if r, _, _ := purego.SyscallN(fn, dev, uintptr(unsafe.Pointer(v))); r != 0 {
+			return Link{}, fmt.Errorf("nvml: reading the PCIe link of %s (%d)", busID, int32(r))
+		}
+		*p = int(*v)
+	}
+	return l, nil
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine what scripts/gpu-build.sh built, with
+# GOCUDA_REQUIRE_GPU=1 so that a missing GPU fails instead of falling back to
+# the fake driver. Logs go to LOGDIR, one file per test binary; the summary is
+# printed last (and saved as LOGDIR/summary.txt).
+#
+#   scripts/gpu-run.sh LOGDIR [-bench REGEXP] [-run REGEXP]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logdir=${1:?usage: gpu-run.sh LOGDIR [-bench REGEXP] [-run REGEXP]}
+shift
+bench="" run="."
+while [ $# -gt 0 ]; do
+	case $1 in
+	-bench) bench=$2; shift 2 ;;
+	-run) run=$2; shift 2 ;;
+	*) echo "gpu-run.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+bin=$PWD/bin
+mkdir -p "$logdir"
+export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$bin/libfakecuda.so NCCL_NVLS_ENABLE=0
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv; } >"$logdir/machine.txt" 2>&1
+"$bin/gocuda" info >"$logdir/info.txt" 2>&1
+echo "gocuda info: exit $?" >>"$logdir/info.txt"
+
+passed=0 failed=0 summary=()
+while read -r name dir; do
+	start=$(date +%s)
+	args=(-test.v -test.count=1 -test.run "$run")
+	[ -n "$bench" ] && args+=(-test.bench "$bench" -test.benchmem)
+	(cd "$dir" && "$bin/tests/$name.test" "${args[@]}") >"$logdir/$name.log" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	if [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+		summary+=("PASS $name (${secs}s, $(grep -c -- '--- PASS' "$logdir/$name.log") passed, $(grep -c -- '--- SKIP' "$logdir/$name.log") skipped)")
+	else
+		failed=$((failed + 1))
+		summary+=("FAIL $name (${secs}s): $(grep -m3 -- '--- FAIL' "$logdir/$name.log" | tr '\n' ' ')")
+	fi
+done <"$bin/tests/manifest"
+
+{
+	echo "== machine"
+	cat "$logdir/machine.txt"
+	echo "== gocuda info"
+	cat "$logdir/info.txt"
+	echo "== test binaries"
+	printf '%s\n' "${summary[@]}"
+	echo "binaries: $passed passed, $failed failed"
+} | tee "$logdir/summary.txt"
+[ $failed -eq 0 ]
