@@ -56,6 +56,11 @@ func (l *life) leave() {
 // context is bound. The objects are held in creation order, so that two
 // goroutines doing the same to both never wait on each other.
 func enterWith(op string, a *life, aWhat string, b *life, bWhat string) error {
+	if a == b {
+		// One object in two roles (two slices of one allocation): a read
+		// lock taken twice could wait on a pending Close forever.
+		return a.enter(op, aWhat)
+	}
 	first, fWhat, second, sWhat := a, aWhat, b, bWhat
 	if b.id < a.id {
 		first, fWhat, second, sWhat = b, bWhat, a, aWhat
@@ -78,7 +83,9 @@ func enterWith(op string, a *life, aWhat string, b *life, bWhat string) error {
 func leaveWith(a, b *life) {
 	a.ctx.unbind()
 	a.release()
-	b.release()
+	if b != a {
+		b.release()
+	}
 }
 
 // close marks l closed, waiting for calls in flight, and runs free with the

@@ -18,15 +18,16 @@ type Result int32
 
 // Results the layers above test for by value.
 const (
-	Success             Result = 0
-	ErrorInvalidValue   Result = 1
-	ErrorOutOfMemory    Result = 2
-	ErrorNotInitialized Result = 3
-	ErrorNoDevice       Result = 100
-	ErrorInvalidDevice  Result = 101
-	ErrorInvalidContext Result = 201
-	ErrorNotReady       Result = 600
-	ErrorNotSupported   Result = 801
+	Success                          Result = 0
+	ErrorInvalidValue                Result = 1
+	ErrorOutOfMemory                 Result = 2
+	ErrorNotInitialized              Result = 3
+	ErrorNoDevice                    Result = 100
+	ErrorInvalidDevice               Result = 101
+	ErrorInvalidContext              Result = 201
+	ErrorNotReady                    Result = 600
+	ErrorNotSupported                Result = 801
+	ErrorHostMemoryAlreadyRegistered Result = 712
 
 	// ResultMissingSymbol is not a driver code: the loaded library lacks the
 	// function called, or no library is loaded.

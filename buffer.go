@@ -1,0 +1,496 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// DevicePtr is an address in device memory (CUdeviceptr).
+type DevicePtr uint64
+
+// DeviceBuffer is a contiguous run of T elements in device memory.
+//
+// A buffer made by Alloc, Zeroed or FromHost owns its memory: Free releases
+// it. Slice and ViewAs return buffers over part or all of the same memory
+// that own nothing; they stay valid until the owner's Free, after which
+// every method of every one of them returns ErrClosed. FromRaw wraps memory
+// owned elsewhere.
+//
+// Every copy checks that source and destination lengths match. T must be
+// plain data: numbers, and arrays and structs of numbers.
+//
+// A DeviceBuffer is safe for use by many goroutines; the device memory it
+// names is not protected against concurrent copies into it.
+type DeviceBuffer[T any] struct {
+	mem   *allocation
+	ptr   driver.DevicePtr // first element of this buffer
+	n     int
+	owner bool // this buffer's Free releases mem
+}
+
+// allocation is one region of device memory, shared by its owner and all
+// its slices and views.
+type allocation struct {
+	life
+	base  driver.DevicePtr
+	size  uintptr
+	owned bool // false for FromRaw: Free marks it closed and frees nothing
+}
+
+// Alloc allocates a device buffer of n elements, uninitialized.
+// n must be positive; ErrOutOfMemory if the device cannot hold it.
+func Alloc[T any](ctx *Context, n int) (*DeviceBuffer[T], error) {
+	return alloc[T]("Alloc", ctx, n)
+}
+
+// Zeroed allocates a device buffer of n elements with every byte zero.
+func Zeroed[T any](ctx *Context, n int) (*DeviceBuffer[T], error) {
+	const op = "Zeroed"
+	b, err := alloc[T](op, ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.memset(op, 1, 0, nil); err != nil {
+		b.Free()
+		return nil, err
+	}
+	return b, nil
+}
+
+// FromHost allocates a device buffer holding a copy of src, which must not
+// be empty.
+func FromHost[T any](ctx *Context, src []T) (*DeviceBuffer[T], error) {
+	const op = "FromHost"
+	if len(src) == 0 {
+		return nil, errorf(op, ErrInvalidValue, "src is empty; a device buffer needs at least one element")
+	}
+	b, err := alloc[T](op, ctx, len(src))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.copyFromHost(op, src); err != nil {
+		b.Free()
+		return nil, err
+	}
+	return b, nil
+}
+
+func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
+	if err := checkElem[T](op, false); err != nil {
+		return nil, err
+	}
+	size := sizeOf[T]()
+	switch {
+	case n <= 0:
+		return nil, errorf(op, ErrInvalidValue, "length %d; a device buffer needs at least one element", n)
+	case size == 0:
+		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(T))
+	case uint64(n) > math.MaxInt64/uint64(size):
+		return nil, errorf(op, ErrInvalidValue, "%d elements of %d bytes overflow", n, size)
+	}
+	if err := ctx.bind(op); err != nil {
+		return nil, err
+	}
+	defer ctx.unbind()
+	bytes := uintptr(n) * size
+	m := &allocation{life: newLife(ctx), size: bytes, owned: true}
+	if err := check(op, "cuMemAlloc_v2", driver.MemAlloc(&m.base, bytes)); err != nil {
+		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
+			ce.Detail = formatBytes(bytes) + " requested"
+		}
+		return nil, err
+	}
+	track.Add(track.DeviceBuffer)
+	base := m.base
+	m.cleanup = runtime.AddCleanup(m, func(ctx *Context) {
+		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(base) })
+	}, ctx)
+	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
+}
+
+// FromRaw wraps n elements of device memory at ptr that something else owns
+// (another library, or a kernel's global): the whole API works on it, and
+// Free frees nothing. n may be zero, and ptr zero with it. The caller
+// guarantees that the memory is valid for n elements, belongs to ctx's
+// device, and outlives the buffer.
+func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error) {
+	const op = "FromRaw"
+	if err := checkElem[T](op, false); err != nil {
+		return nil, err
+	}
+	size := sizeOf[T]()
+	switch {
+	case ctx == nil:
+		return nil, errorf(op, ErrInvalidValue, "nil *Context")
+	case n < 0:
+		return nil, errorf(op, ErrInvalidValue, "negative length %d", n)
+	case ptr == 0 && n != 0:
+		return nil, errorf(op, ErrInvalidValue, "null pointer with length %d", n)
+	case size == 0:
+		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(T))
+	case uint64(n) > math.MaxInt64/uint64(size):
+		return nil, errorf(op, ErrInvalidValue, "%d elements of %d bytes overflow", n, size)
+	case ptr%DevicePtr(alignOf[T]()) != 0:
+		return nil, errorf(op, ErrInvalidValue, "pointer %#x is not aligned for %T", uint64(ptr), *new(T))
+	}
+	m := &allocation{life: newLife(ctx), base: driver.DevicePtr(ptr), size: uintptr(n) * size}
+	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
+}
+
+func alignOf[T any]() uintptr {
+	var zero T
+	return unsafe.Alignof(zero)
+}
+
+// Len returns the number of elements.
+func (b *DeviceBuffer[T]) Len() int {
+	if b == nil {
+		return 0
+	}
+	return b.n
+}
+
+// ByteSize returns the size in bytes.
+func (b *DeviceBuffer[T]) ByteSize() int {
+	if b == nil {
+		return 0
+	}
+	return b.n * int(sizeOf[T]())
+}
+
+// Ptr returns the device address of the first element, for kernels and
+// other libraries. It is valid until the owner's Free.
+func (b *DeviceBuffer[T]) Ptr() DevicePtr {
+	if b == nil {
+		return 0
+	}
+	return DevicePtr(b.ptr)
+}
+
+// Context returns the context the memory belongs to.
+func (b *DeviceBuffer[T]) Context() *Context {
+	if b == nil {
+		return nil
+	}
+	return b.mem.ctx
+}
+
+func (b *DeviceBuffer[T]) enter(op string) error {
+	if b == nil {
+		return errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	}
+	return b.mem.enter(op, "the device buffer")
+}
+
+func (b *DeviceBuffer[T]) leave() { b.mem.leave() }
+
+// enterWithStream enters b and s together, checking they belong together.
+func (b *DeviceBuffer[T]) enterWithStream(op string, s *Stream) error {
+	if b == nil || s == nil {
+		return errorf(op, ErrInvalidValue, "nil buffer or stream")
+	}
+	if s.ctx != b.mem.ctx {
+		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
+	}
+	return enterWith(op, &b.mem.life, "the device buffer", &s.life, "the stream")
+}
+
+func (b *DeviceBuffer[T]) leaveWithStream(s *Stream) { leaveWith(&b.mem.life, &s.life) }
+
+func (b *DeviceBuffer[T]) lengthsMatch(op, what string, n int) error {
+	if n != b.n {
+		return errorf(op, ErrInvalidValue, "%s has %d elements, the device buffer %d", what, n, b.n)
+	}
+	return nil
+}
+
+// hostPtr returns the address of s's first element for the driver.
+func hostPtr[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+// CopyFromHost copies src, which must have Len elements, into the buffer.
+// It returns when the copy is done. From a PinnedBuffer's memory or a
+// Registered slice the device reads host memory directly (DMA); from other
+// memory the driver stages it through its own pinned buffers.
+func (b *DeviceBuffer[T]) CopyFromHost(src []T) error {
+	return b.copyFromHost("DeviceBuffer.CopyFromHost", src)
+}
+
+func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
+	if err := b.enter(op); err != nil {
+		return err
+	}
+	defer b.leave()
+	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
+		return err
+	}
+	return check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(b.ptr, hostPtr(src), uintptr(b.ByteSize())))
+}
+
+// CopyToHost copies the buffer into dst, which must have Len elements. It
+// returns when the copy is done.
+func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
+	const op = "DeviceBuffer.CopyToHost"
+	if err := b.enter(op); err != nil {
+		return err
+	}
+	defer b.leave()
+	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
+		return err
+	}
+	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(hostPtr(dst), b.ptr, uintptr(b.ByteSize())))
+}
+
+// CopyFromDevice copies src, which must have Len elements and belong to the
+// same context, into the buffer. The two may not overlap.
+func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
+	const op = "DeviceBuffer.CopyFromDevice"
+	if err := b.enterWithBuffer(op, src); err != nil {
+		return err
+	}
+	defer b.leaveWithBuffer(src)
+	if b.n == 0 {
+		return nil
+	}
+	return check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.ptr, src.ptr, uintptr(b.ByteSize())))
+}
+
+// CopyFromDeviceAsync queues a copy of src into the buffer on s.
+func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) error {
+	const op = "DeviceBuffer.CopyFromDeviceAsync"
+	if s == nil {
+		return errorf(op, ErrInvalidValue, "nil stream")
+	}
+	if err := s.hold(op, "the stream"); err != nil {
+		return err
+	}
+	defer s.release()
+	if b != nil && s.ctx != b.mem.ctx {
+		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
+	}
+	if err := b.enterWithBuffer(op, src); err != nil {
+		return err
+	}
+	defer b.leaveWithBuffer(src)
+	if b.n == 0 {
+		return nil
+	}
+	return check(op, "cuMemcpyDtoDAsync_v2", driver.MemcpyDtoDAsync(b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
+}
+
+func (b *DeviceBuffer[T]) enterWithBuffer(op string, src *DeviceBuffer[T]) error {
+	if b == nil || src == nil {
+		return errorf(op, ErrInvalidValue, "nil buffer")
+	}
+	if src.mem.ctx != b.mem.ctx {
+		return errorf(op, ErrInvalidValue, "the buffers belong to different contexts")
+	}
+	if err := b.lengthsMatch(op, "src", src.n); err != nil {
+		return err
+	}
+	if src.mem == b.mem && b.n > 0 {
+		lo, hi := b.ptr, src.ptr
+		if hi < lo {
+			lo, hi = hi, lo
+		}
+		if uint64(hi-lo) < uint64(b.ByteSize()) {
+			return errorf(op, ErrInvalidValue, "source and destination overlap")
+		}
+	}
+	return enterWith(op, &b.mem.life, "the device buffer", &src.mem.life, "the source buffer")
+}
+
+func (b *DeviceBuffer[T]) leaveWithBuffer(src *DeviceBuffer[T]) { leaveWith(&b.mem.life, &src.mem.life) }
+
+// CopyFromHostAsync queues a copy of src, which must have Len elements, into
+// the buffer on s and returns at once. Ordinary Go memory in src stays
+// pinned (alive and unmoved) until s is synchronized; do not change it
+// before. Memory of a PinnedBuffer or a Registered slice needs no pin.
+func (b *DeviceBuffer[T]) CopyFromHostAsync(src []T, s *Stream) error {
+	const op = "DeviceBuffer.CopyFromHostAsync"
+	if err := b.enterWithStream(op, s); err != nil {
+		return err
+	}
+	defer b.leaveWithStream(s)
+	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
+		return err
+	}
+	return check(op, "cuMemcpyHtoDAsync_v2", s.enqueue(unsafe.SliceData(src), func() driver.Result {
+		return driver.MemcpyHtoDAsync(b.ptr, hostPtr(src), uintptr(b.ByteSize()), s.handle)
+	}))
+}
+
+// CopyToHostAsync queues a copy of the buffer into dst, which must have Len
+// elements, on s and returns at once. Read dst only after s is
+// synchronized; until then ordinary Go memory in dst stays pinned.
+func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
+	const op = "DeviceBuffer.CopyToHostAsync"
+	if err := b.enterWithStream(op, s); err != nil {
+		return err
+	}
+	defer b.leaveWithStream(s)
+	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
+		return err
+	}
+	return check(op, "cuMemcpyDtoHAsync_v2", s.enqueue(unsafe.SliceData(dst), func() driver.Result {
+		return driver.MemcpyDtoHAsync(hostPtr(dst), b.ptr, uintptr(b.ByteSize()), s.handle)
+	}))
+}
+
+// Slice returns a buffer over n elements starting at element off. It owns
+// nothing: its Free is a no-op, and after the owner's Free its methods
+// return ErrClosed.
+func (b *DeviceBuffer[T]) Slice(off, n int) (*DeviceBuffer[T], error) {
+	const op = "DeviceBuffer.Slice"
+	if b == nil {
+		return nil, errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	}
+	if err := b.mem.hold(op, "the device buffer"); err != nil {
+		return nil, err
+	}
+	defer b.mem.release()
+	if off < 0 || n < 0 || off > b.n || n > b.n-off {
+		return nil, errorf(op, ErrInvalidValue, "elements [%d, %d+%d) out of range of a buffer of %d", off, off, n, b.n)
+	}
+	return &DeviceBuffer[T]{mem: b.mem, ptr: b.ptr + driver.DevicePtr(uintptr(off)*sizeOf[T]()), n: n}, nil
+}
+
+// ViewAs returns a buffer over the same bytes as b with element type U,
+// owning nothing (as Slice). b's byte size must be a multiple of U's size,
+// and U may not be zero-sized, nor hold a bool.
+func ViewAs[U, T any](b *DeviceBuffer[T]) (*DeviceBuffer[U], error) {
+	const op = "ViewAs"
+	if err := checkElem[U](op, true); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	}
+	if err := b.mem.hold(op, "the device buffer"); err != nil {
+		return nil, err
+	}
+	defer b.mem.release()
+	size, bytes := sizeOf[U](), uintptr(b.ByteSize())
+	switch {
+	case size == 0:
+		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(U))
+	case bytes%size != 0:
+		return nil, errorf(op, ErrInvalidValue, "%d bytes are not a whole number of %d-byte %T", bytes, size, *new(U))
+	case uintptr(b.ptr)%alignOf[U]() != 0:
+		return nil, errorf(op, ErrInvalidValue, "address %#x is not aligned for %T", uint64(b.ptr), *new(U))
+	}
+	return &DeviceBuffer[U]{mem: b.mem, ptr: b.ptr, n: int(bytes / size)}, nil
+}
+
+// Memset8 sets every byte of the buffer to v.
+func (b *DeviceBuffer[T]) Memset8(v uint8) error { return b.memset("DeviceBuffer.Memset8", 1, uint32(v), nil) }
+
+// Memset16 sets every 16-bit word of the buffer to v. The byte size must be
+// a multiple of 2.
+func (b *DeviceBuffer[T]) Memset16(v uint16) error {
+	return b.memset("DeviceBuffer.Memset16", 2, uint32(v), nil)
+}
+
+// Memset32 sets every 32-bit word of the buffer to v, such as the bits of a
+// float32. The byte size must be a multiple of 4.
+func (b *DeviceBuffer[T]) Memset32(v uint32) error { return b.memset("DeviceBuffer.Memset32", 4, v, nil) }
+
+// Memset8Async queues Memset8 on s.
+func (b *DeviceBuffer[T]) Memset8Async(v uint8, s *Stream) error {
+	return b.memsetOn("DeviceBuffer.Memset8Async", 1, uint32(v), s)
+}
+
+// Memset16Async queues Memset16 on s.
+func (b *DeviceBuffer[T]) Memset16Async(v uint16, s *Stream) error {
+	return b.memsetOn("DeviceBuffer.Memset16Async", 2, uint32(v), s)
+}
+
+// Memset32Async queues Memset32 on s.
+func (b *DeviceBuffer[T]) Memset32Async(v uint32, s *Stream) error {
+	return b.memsetOn("DeviceBuffer.Memset32Async", 4, v, s)
+}
+
+func (b *DeviceBuffer[T]) memsetOn(op string, width int, v uint32, s *Stream) error {
+	if s == nil {
+		return errorf(op, ErrInvalidValue, "nil stream")
+	}
+	return b.memset(op, width, v, s)
+}
+
+// memset fills the buffer with v, width bytes at a time, on s, or
+// synchronously when s is nil.
+func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) error {
+	var err error
+	if s == nil {
+		err = b.enter(op)
+	} else {
+		err = b.enterWithStream(op, s)
+	}
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		defer b.leave()
+	} else {
+		defer b.leaveWithStream(s)
+	}
+	bytes := b.ByteSize()
+	if bytes%width != 0 || uintptr(b.ptr)%uintptr(width) != 0 {
+		return errorf(op, ErrInvalidValue, "a buffer of %d bytes at %#x is not made of aligned %d-byte words", bytes, uint64(b.ptr), width)
+	}
+	if bytes == 0 {
+		return nil
+	}
+	n := uintptr(bytes / width)
+	switch {
+	case s == nil && width == 1:
+		return check(op, "cuMemsetD8_v2", driver.MemsetD8(b.ptr, uint8(v), n))
+	case s == nil && width == 2:
+		return check(op, "cuMemsetD16_v2", driver.MemsetD16(b.ptr, uint16(v), n))
+	case s == nil:
+		return check(op, "cuMemsetD32_v2", driver.MemsetD32(b.ptr, v, n))
+	case width == 1:
+		return check(op, "cuMemsetD8Async", driver.MemsetD8Async(b.ptr, uint8(v), n, s.handle))
+	case width == 2:
+		return check(op, "cuMemsetD16Async", driver.MemsetD16Async(b.ptr, uint16(v), n, s.handle))
+	default:
+		return check(op, "cuMemsetD32Async", driver.MemsetD32Async(b.ptr, v, n, s.handle))
+	}
+}
+
+// Free releases the buffer's device memory, if it owns it (a buffer from
+// Alloc, Zeroed or FromHost). Every slice and view of it becomes closed.
+// Free on a slice or view, on a nil buffer, or a second time, does nothing.
+// Free waits for calls in flight on the buffer, not for queued stream work:
+// synchronize streams that use it first.
+func (b *DeviceBuffer[T]) Free() error {
+	if b == nil || !b.owner {
+		return nil
+	}
+	const op = "DeviceBuffer.Free"
+	if !b.mem.owned {
+		b.mem.mu.Lock()
+		b.mem.closed = true
+		b.mem.mu.Unlock()
+		return nil
+	}
+	return b.mem.close(op, track.DeviceBuffer, func() error {
+		return check(op, "cuMemFree_v2", driver.MemFree(b.mem.base))
+	})
+}
+
+func formatBytes(n uintptr) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

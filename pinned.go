@@ -1,0 +1,165 @@
+package cuda
+
+import (
+	"math"
+	"runtime"
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// PinnedBuffer is page-locked host memory holding n elements of T, exposed
+// as an ordinary slice. The device reads and writes it directly (DMA), so
+// copies between it and device memory run at the link's speed and may be
+// asynchronous without pinning anything. It is portable: usable with every
+// context.
+//
+// Page-locking is slow (about 1 ms per MiB measured on the H200 machine) and
+// takes memory from the operating system's pageable pool: allocate once and
+// reuse.
+type PinnedBuffer[T any] struct {
+	life
+	p    unsafe.Pointer
+	data []T
+}
+
+// AllocPinned allocates page-locked host memory for n elements, zeroed.
+func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
+	const op = "AllocPinned"
+	if err := checkElem[T](op, false); err != nil {
+		return nil, err
+	}
+	size := sizeOf[T]()
+	switch {
+	case n <= 0:
+		return nil, errorf(op, ErrInvalidValue, "length %d; a pinned buffer needs at least one element", n)
+	case size == 0:
+		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(T))
+	case uint64(n) > math.MaxInt64/uint64(size):
+		return nil, errorf(op, ErrInvalidValue, "%d elements of %d bytes overflow", n, size)
+	}
+	if err := ctx.bind(op); err != nil {
+		return nil, err
+	}
+	defer ctx.unbind()
+	b := &PinnedBuffer[T]{life: newLife(ctx)}
+	if err := check(op, "cuMemHostAlloc", driver.MemHostAlloc(&b.p, uintptr(n)*size, driver.MemHostAllocPortable)); err != nil {
+		return nil, err
+	}
+	b.data = unsafe.Slice((*T)(b.p), n)
+	clear(b.data)
+	track.Add(track.PinnedBuffer)
+	p := b.p
+	b.cleanup = runtime.AddCleanup(b, func(ctx *Context) {
+		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(p) })
+	}, ctx)
+	return b, nil
+}
+
+// Data returns the buffer's memory as a slice, or nil after Free. The slice
+// must not be used after Free.
+func (b *PinnedBuffer[T]) Data() []T {
+	if b == nil {
+		return nil
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil
+	}
+	return b.data
+}
+
+// Len returns the number of elements.
+func (b *PinnedBuffer[T]) Len() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.data)
+}
+
+// Free releases the memory. Freeing twice, or a nil buffer, does nothing.
+func (b *PinnedBuffer[T]) Free() error {
+	if b == nil {
+		return nil
+	}
+	const op = "PinnedBuffer.Free"
+	return b.close(op, track.PinnedBuffer, func() error {
+		return check(op, "cuMemFreeHost", driver.MemFreeHost(b.p))
+	})
+}
+
+// Registered is ordinary Go memory page-locked in place, so the device
+// reads and writes it directly, as a PinnedBuffer's. Registering costs
+// about 10 ms per 256 MiB on the H200 machine (unregistering half that):
+// worth it for a slice transferred again and again, not for one transfer.
+type Registered[T any] struct {
+	life
+	p      unsafe.Pointer
+	n      int
+	pinner *runtime.Pinner
+}
+
+// Register page-locks s's memory until Close. Until then s must stay
+// reachable and is kept from moving; copies to and from s (or any sub-slice)
+// go straight to the DMA engine. Registering memory that overlaps memory
+// already registered is an error.
+func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
+	const op = "Register"
+	if err := checkElem[T](op, false); err != nil {
+		return nil, err
+	}
+	bytes := uintptr(len(s)) * sizeOf[T]()
+	if bytes == 0 {
+		return nil, errorf(op, ErrInvalidValue, "empty slice")
+	}
+	if err := ctx.bind(op); err != nil {
+		return nil, err
+	}
+	defer ctx.unbind()
+	r := &Registered[T]{life: newLife(ctx), p: hostPtr(s), n: len(s), pinner: new(runtime.Pinner)}
+	r.pinner.Pin(unsafe.SliceData(s))
+	if res := driver.MemHostRegister(r.p, bytes, driver.MemHostRegisterPortable); res != driver.Success {
+		r.pinner.Unpin()
+		err := check(op, "cuMemHostRegister_v2", res).(*Error)
+		if res == driver.ErrorHostMemoryAlreadyRegistered {
+			err.Err, err.Detail = ErrInvalidValue, "the memory overlaps memory already registered or page-locked"
+		}
+		return nil, err
+	}
+	track.Add(track.Registered)
+	p, pinner := r.p, r.pinner
+	r.cleanup = runtime.AddCleanup(r, func(ctx *Context) {
+		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(p) })
+		pinner.Unpin()
+	}, ctx)
+	return r, nil
+}
+
+// Len returns the number of elements registered.
+func (r *Registered[T]) Len() int {
+	if r == nil {
+		return 0
+	}
+	return r.n
+}
+
+// Close unregisters the memory. Closing twice, or a nil Registered, does
+// nothing.
+func (r *Registered[T]) Close() error {
+	if r == nil {
+		return nil
+	}
+	const op = "Registered.Close"
+	err := r.close(op, track.Registered, func() error {
+		return check(op, "cuMemHostUnregister", driver.MemHostUnregister(r.p))
+	})
+	r.mu.Lock()
+	if r.pinner != nil {
+		r.pinner.Unpin()
+		r.pinner = nil
+	}
+	r.mu.Unlock()
+	return err
+}

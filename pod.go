@@ -1,0 +1,66 @@
+package cuda
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"unsafe"
+)
+
+// typeChecks caches, per element type, why the type cannot live in device
+// memory ("" when it can), for plain use and for reinterpretation.
+var typeChecks sync.Map // map[typeUse]string
+
+type typeUse struct {
+	t           reflect.Type
+	reinterpret bool
+}
+
+// checkElem returns an ErrInvalidValue error unless T is plain data:
+// numbers, and arrays and structs of them. Pointers, strings, slices, maps,
+// interfaces, funcs and chans hold addresses of the Go heap that mean nothing
+// on the device (and that the garbage collector must see). With reinterpret,
+// bool is refused too: not every byte is a valid bool.
+func checkElem[T any](op string, reinterpret bool) error {
+	key := typeUse{reflect.TypeFor[T](), reinterpret}
+	why, ok := typeChecks.Load(key)
+	if !ok {
+		why, _ = typeChecks.LoadOrStore(key, whyNotPlain(key.t, key.t.String(), reinterpret))
+	}
+	if why != "" {
+		return errorf(op, ErrInvalidValue, "%s", why)
+	}
+	return nil
+}
+
+func whyNotPlain(t reflect.Type, path string, reinterpret bool) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return ""
+	case reflect.Bool:
+		if reinterpret {
+			return fmt.Sprintf("%s is a bool, which cannot be reinterpreted from arbitrary bytes", path)
+		}
+		return ""
+	case reflect.Array:
+		return whyNotPlain(t.Elem(), path+"[0]", reinterpret)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if why := whyNotPlain(f.Type, path+"."+f.Name, reinterpret); why != "" {
+				return why
+			}
+		}
+		return ""
+	default:
+		return fmt.Sprintf("%s is a %s, which cannot live in device memory: use numbers, and arrays and structs of numbers", path, t.Kind())
+	}
+}
+
+// sizeOf returns the size of T in bytes.
+func sizeOf[T any]() uintptr {
+	var zero T
+	return unsafe.Sizeof(zero)
+}
