@@ -304,7 +304,9 @@ func (b *DeviceBuffer[T]) enterWithBuffer(op string, src *DeviceBuffer[T]) error
 	return enterWith(op, &b.mem.life, "the device buffer", &src.mem.life, "the source buffer")
 }
 
-func (b *DeviceBuffer[T]) leaveWithBuffer(src *DeviceBuffer[T]) { leaveWith(&b.mem.life, &src.mem.life) }
+func (b *DeviceBuffer[T]) leaveWithBuffer(src *DeviceBuffer[T]) {
+	leaveWith(&b.mem.life, &src.mem.life)
+}
 
 // CopyFromHostAsync queues a copy of src, which must have Len elements, into
 // the buffer on s and returns at once. Ordinary Go memory in src stays
@@ -387,7 +389,9 @@ func ViewAs[U, T any](b *DeviceBuffer[T]) (*DeviceBuffer[U], error) {
 }
 
 // Memset8 sets every byte of the buffer to v.
-func (b *DeviceBuffer[T]) Memset8(v uint8) error { return b.memset("DeviceBuffer.Memset8", 1, uint32(v), nil) }
+func (b *DeviceBuffer[T]) Memset8(v uint8) error {
+	return b.memset("DeviceBuffer.Memset8", 1, uint32(v), nil)
+}
 
 // Memset16 sets every 16-bit word of the buffer to v. The byte size must be
 // a multiple of 2.
@@ -397,7 +401,9 @@ func (b *DeviceBuffer[T]) Memset16(v uint16) error {
 
 // Memset32 sets every 32-bit word of the buffer to v, such as the bits of a
 // float32. The byte size must be a multiple of 4.
-func (b *DeviceBuffer[T]) Memset32(v uint32) error { return b.memset("DeviceBuffer.Memset32", 4, v, nil) }
+func (b *DeviceBuffer[T]) Memset32(v uint32) error {
+	return b.memset("DeviceBuffer.Memset32", 4, v, nil)
+}
 
 // Memset8Async queues Memset8 on s.
 func (b *DeviceBuffer[T]) Memset8Async(v uint8, s *Stream) error {
