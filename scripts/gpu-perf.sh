@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: gpu-perf.sh OUTDIR}
 mkdir -p "$out"
-nvcc -O2 -o "$out/copybench" bench/cref/copybench.c -lcuda
-"$out/copybench" >"$out/cref.txt"
+nvcc -O2 -o /tmp/copybench bench/cref/copybench.c -lcuda
+/tmp/copybench >"$out/cref.txt"
 GOCUDA_REQUIRE_GPU=1 bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopy' -test.benchtime 0.5s -test.benchmem >"$out/gobench.txt"
 {
 	echo "Measured $(date -u +%Y-%m-%d) on $(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader)"
