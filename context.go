@@ -76,6 +76,13 @@ func (c *Context) Close() error {
 	return check("Context.Close", "cuDevicePrimaryCtxRelease_v2", driver.DevicePrimaryCtxRelease(c.dev.handle))
 }
 
+// isClosed reports whether Close was called.
+func (c *Context) isClosed() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.closed
+}
+
 // bind makes c current on the calling goroutine's OS thread, locked to it,
 // and holds c against Close, until the matching unbind.
 func (c *Context) bind(op string) error {

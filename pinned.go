@@ -3,6 +3,7 @@ package cuda
 import (
 	"math"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -49,9 +50,11 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
 	clear(b.data)
+	addLocked(b.p, uintptr(n)*size)
 	track.Add(track.PinnedBuffer)
 	p := b.p
 	b.cleanup = runtime.AddCleanup(b, func(ctx *Context) {
+		removeLocked(p)
 		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(p) })
 	}, ctx)
 	return b, nil
@@ -86,6 +89,7 @@ func (b *PinnedBuffer[T]) Free() error {
 	}
 	const op = "PinnedBuffer.Free"
 	return b.close(op, track.PinnedBuffer, func() error {
+		removeLocked(b.p)
 		return check(op, "cuMemFreeHost", driver.MemFreeHost(b.p))
 	})
 }
@@ -128,9 +132,11 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 		}
 		return nil, err
 	}
+	addLocked(r.p, bytes)
 	track.Add(track.Registered)
 	p, pinner := r.p, r.pinner
 	r.cleanup = runtime.AddCleanup(r, func(ctx *Context) {
+		removeLocked(p)
 		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(p) })
 		pinner.Unpin()
 	}, ctx)
@@ -153,6 +159,7 @@ func (r *Registered[T]) Close() error {
 	}
 	const op = "Registered.Close"
 	err := r.close(op, track.Registered, func() error {
+		removeLocked(r.p)
 		return check(op, "cuMemHostUnregister", driver.MemHostUnregister(r.p))
 	})
 	r.mu.Lock()
@@ -162,4 +169,44 @@ func (r *Registered[T]) Close() error {
 	}
 	r.mu.Unlock()
 	return err
+}
+
+// locked records the page-locked host memory gocuda holds (PinnedBuffers
+// and Registered slices), so that transfers from it skip staging: the device
+// reads it directly.
+var locked struct {
+	mu     sync.RWMutex
+	ranges map[uintptr]uintptr // start -> end
+}
+
+func addLocked(p unsafe.Pointer, n uintptr) {
+	locked.mu.Lock()
+	defer locked.mu.Unlock()
+	if locked.ranges == nil {
+		locked.ranges = make(map[uintptr]uintptr)
+	}
+	locked.ranges[uintptr(p)] = uintptr(p) + n
+}
+
+func removeLocked(p unsafe.Pointer) {
+	locked.mu.Lock()
+	defer locked.mu.Unlock()
+	delete(locked.ranges, uintptr(p))
+}
+
+// pageLocked reports whether all of b lies in memory gocuda page-locked.
+func pageLocked(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	hi := lo + uintptr(len(b))
+	locked.mu.RLock()
+	defer locked.mu.RUnlock()
+	for start, end := range locked.ranges {
+		if lo >= start && hi <= end {
+			return true
+		}
+	}
+	return false
 }

@@ -58,18 +58,37 @@ const (
 // the library lacks it. Written once, by Open.
 var syms [symCount]uintptr
 
-// scratch holds the driver's out-parameters. It lives on the heap and is
-// reused, so that a caller's out variable never has to escape: purego's
-// SyscallN forces every pointer it is given onto the heap.
-type scratch [4]uint64
+// call holds one call's arguments and out-parameters. It lives on the heap
+// and is reused: purego's SyscallN is marked go:uintptrescapes, so a
+// variadic argument list written at the call would be allocated on the heap
+// on every call, and so would every out variable whose address it got.
+type call struct {
+	args [16]uintptr
+	out  [4]uint64
+}
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+var calls = sync.Pool{New: func() any { return new(call) }}
 
-func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+func getCall() *call { return calls.Get().(*call) }
 
-func putScratch(s *scratch) {
-	*s = scratch{}
-	scratchPool.Put(s)
+func putCall(c *call) {
+	*c = call{}
+	calls.Put(c)
+}
+
+// escape moves what p points to onto the heap, where it does not move, as
+// passing it to SyscallN directly would: the driver gets its address as a
+// plain number, which the garbage collector does not update. Callers keep
+// p alive across the call with runtime.KeepAlive.
+func escape(p unsafe.Pointer) {
+	if escapeSink.never {
+		escapeSink.p = p
+	}
+}
+
+var escapeSink struct {
+	never bool
+	p     unsafe.Pointer
 }
 
 // GoString copies a NUL-terminated C string.

@@ -3,12 +3,16 @@
 package driver
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
 
-var _ unsafe.Pointer
+var (
+	_ unsafe.Pointer
+	_ = runtime.KeepAlive
+)
 
 // Indexes into syms, in the order of prototypes.txt.
 const (
@@ -121,7 +125,10 @@ func Init(flags uint32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(flags))
+	c := getCall()
+	c.args[0] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -133,10 +140,11 @@ func DriverGetVersion(driverVersion *int32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])))
-	*driverVersion = *(*int32)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	*driverVersion = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -148,10 +156,12 @@ func GetErrorName(code Result, pStr **byte) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(code), uintptr(unsafe.Pointer(&s[0])))
-	*pStr = *(**byte)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(code)
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*pStr = *(**byte)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -163,10 +173,12 @@ func GetErrorString(code Result, pStr **byte) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(code), uintptr(unsafe.Pointer(&s[0])))
-	*pStr = *(**byte)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(code)
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*pStr = *(**byte)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -178,10 +190,11 @@ func DeviceGetCount(count *int32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])))
-	*count = *(*int32)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	*count = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -193,10 +206,12 @@ func DeviceGet(device *Device, ordinal int32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(ordinal))
-	*device = *(*Device)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(ordinal)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*device = *(*Device)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -208,7 +223,14 @@ func DeviceGetName(name *byte, n int32, dev Device) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(name)), uintptr(n), uintptr(dev))
+	escape(unsafe.Pointer(name))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(name))
+	c.args[1] = uintptr(n)
+	c.args[2] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(name)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -220,10 +242,12 @@ func DeviceTotalMem(bytes *uintptr, dev Device) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(dev))
-	*bytes = *(*uintptr)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*bytes = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -235,10 +259,13 @@ func DeviceGetAttribute(pi *int32, attrib DeviceAttribute, dev Device) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(attrib), uintptr(dev))
-	*pi = *(*int32)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(attrib)
+	c.args[2] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*pi = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -250,7 +277,14 @@ func DeviceGetPCIBusId(pciBusId *byte, n int32, dev Device) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(pciBusId)), uintptr(n), uintptr(dev))
+	escape(unsafe.Pointer(pciBusId))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(pciBusId))
+	c.args[1] = uintptr(n)
+	c.args[2] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(pciBusId)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -262,10 +296,12 @@ func DevicePrimaryCtxRetain(pctx *Context, dev Device) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(dev))
-	*pctx = *(*Context)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*pctx = *(*Context)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -277,7 +313,10 @@ func DevicePrimaryCtxRelease(dev Device) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dev))
+	c := getCall()
+	c.args[0] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -289,10 +328,11 @@ func CtxGetCurrent(pctx *Context) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])))
-	*pctx = *(*Context)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	*pctx = *(*Context)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -304,7 +344,10 @@ func CtxSetCurrent(ctx Context) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(ctx))
+	c := getCall()
+	c.args[0] = uintptr(ctx)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -316,10 +359,11 @@ func CtxGetDevice(device *Device) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])))
-	*device = *(*Device)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	*device = *(*Device)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -343,11 +387,13 @@ func CtxGetStreamPriorityRange(leastPriority *int32, greatestPriority *int32) Re
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(unsafe.Pointer(&s[1])))
-	*leastPriority = *(*int32)(unsafe.Pointer(&s[0]))
-	*greatestPriority = *(*int32)(unsafe.Pointer(&s[1]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[1]))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*leastPriority = *(*int32)(unsafe.Pointer(&c.out[0]))
+	*greatestPriority = *(*int32)(unsafe.Pointer(&c.out[1]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -359,11 +405,13 @@ func MemGetInfo(free *uintptr, total *uintptr) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(unsafe.Pointer(&s[1])))
-	*free = *(*uintptr)(unsafe.Pointer(&s[0]))
-	*total = *(*uintptr)(unsafe.Pointer(&s[1]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[1]))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*free = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	*total = *(*uintptr)(unsafe.Pointer(&c.out[1]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -375,10 +423,13 @@ func StreamCreateWithPriority(phStream *Stream, flags uint32, priority int32) Re
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(flags), uintptr(priority))
-	*phStream = *(*Stream)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(flags)
+	c.args[2] = uintptr(priority)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*phStream = *(*Stream)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -390,7 +441,10 @@ func StreamDestroy(hStream Stream) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -402,7 +456,10 @@ func StreamSynchronize(hStream Stream) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -414,7 +471,10 @@ func StreamQuery(hStream Stream) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -426,7 +486,12 @@ func StreamWaitEvent(hStream Stream, hEvent Event, flags uint32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hStream), uintptr(hEvent), uintptr(flags))
+	c := getCall()
+	c.args[0] = uintptr(hStream)
+	c.args[1] = uintptr(hEvent)
+	c.args[2] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -438,10 +503,12 @@ func EventCreate(phEvent *Event, flags uint32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(flags))
-	*phEvent = *(*Event)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*phEvent = *(*Event)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -453,7 +520,10 @@ func EventDestroy(hEvent Event) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hEvent))
+	c := getCall()
+	c.args[0] = uintptr(hEvent)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -465,7 +535,11 @@ func EventRecord(hEvent Event, hStream Stream) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hEvent), uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(hEvent)
+	c.args[1] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -477,7 +551,10 @@ func EventSynchronize(hEvent Event) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hEvent))
+	c := getCall()
+	c.args[0] = uintptr(hEvent)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -489,7 +566,10 @@ func EventQuery(hEvent Event) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(hEvent))
+	c := getCall()
+	c.args[0] = uintptr(hEvent)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -501,10 +581,13 @@ func EventElapsedTime(pMilliseconds *float32, hStart Event, hEnd Event) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(hStart), uintptr(hEnd))
-	*pMilliseconds = *(*float32)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(hStart)
+	c.args[2] = uintptr(hEnd)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*pMilliseconds = *(*float32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -516,10 +599,12 @@ func MemAlloc(dptr *DevicePtr, bytesize uintptr) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(bytesize))
-	*dptr = *(*DevicePtr)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(bytesize)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -531,7 +616,10 @@ func MemFree(dptr DevicePtr) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dptr))
+	c := getCall()
+	c.args[0] = uintptr(dptr)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -543,7 +631,14 @@ func MemcpyHtoD(dstDevice DevicePtr, srcHost unsafe.Pointer, byteCount uintptr) 
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(unsafe.Pointer(srcHost)), uintptr(byteCount))
+	escape(unsafe.Pointer(srcHost))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(unsafe.Pointer(srcHost))
+	c.args[2] = uintptr(byteCount)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(srcHost)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -555,7 +650,14 @@ func MemcpyDtoH(dstHost unsafe.Pointer, srcDevice DevicePtr, byteCount uintptr) 
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(dstHost)), uintptr(srcDevice), uintptr(byteCount))
+	escape(unsafe.Pointer(dstHost))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(dstHost))
+	c.args[1] = uintptr(srcDevice)
+	c.args[2] = uintptr(byteCount)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(dstHost)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -567,7 +669,12 @@ func MemcpyDtoD(dstDevice DevicePtr, srcDevice DevicePtr, byteCount uintptr) Res
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(srcDevice), uintptr(byteCount))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(srcDevice)
+	c.args[2] = uintptr(byteCount)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -579,7 +686,15 @@ func MemcpyHtoDAsync(dstDevice DevicePtr, srcHost unsafe.Pointer, byteCount uint
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(unsafe.Pointer(srcHost)), uintptr(byteCount), uintptr(hStream))
+	escape(unsafe.Pointer(srcHost))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(unsafe.Pointer(srcHost))
+	c.args[2] = uintptr(byteCount)
+	c.args[3] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	runtime.KeepAlive(srcHost)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -591,7 +706,15 @@ func MemcpyDtoHAsync(dstHost unsafe.Pointer, srcDevice DevicePtr, byteCount uint
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(dstHost)), uintptr(srcDevice), uintptr(byteCount), uintptr(hStream))
+	escape(unsafe.Pointer(dstHost))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(dstHost))
+	c.args[1] = uintptr(srcDevice)
+	c.args[2] = uintptr(byteCount)
+	c.args[3] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	runtime.KeepAlive(dstHost)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -603,7 +726,13 @@ func MemcpyDtoDAsync(dstDevice DevicePtr, srcDevice DevicePtr, byteCount uintptr
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(srcDevice), uintptr(byteCount), uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(srcDevice)
+	c.args[2] = uintptr(byteCount)
+	c.args[3] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -615,7 +744,12 @@ func MemsetD8(dstDevice DevicePtr, uc uint8, n uintptr) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(uc), uintptr(n))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(uc)
+	c.args[2] = uintptr(n)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -627,7 +761,12 @@ func MemsetD16(dstDevice DevicePtr, us uint16, n uintptr) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(us), uintptr(n))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(us)
+	c.args[2] = uintptr(n)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -639,7 +778,12 @@ func MemsetD32(dstDevice DevicePtr, ui uint32, n uintptr) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(ui), uintptr(n))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(ui)
+	c.args[2] = uintptr(n)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -651,7 +795,13 @@ func MemsetD8Async(dstDevice DevicePtr, uc uint8, n uintptr, hStream Stream) Res
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(uc), uintptr(n), uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(uc)
+	c.args[2] = uintptr(n)
+	c.args[3] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -663,7 +813,13 @@ func MemsetD16Async(dstDevice DevicePtr, us uint16, n uintptr, hStream Stream) R
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(us), uintptr(n), uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(us)
+	c.args[2] = uintptr(n)
+	c.args[3] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -675,7 +831,13 @@ func MemsetD32Async(dstDevice DevicePtr, ui uint32, n uintptr, hStream Stream) R
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(dstDevice), uintptr(ui), uintptr(n), uintptr(hStream))
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(ui)
+	c.args[2] = uintptr(n)
+	c.args[3] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -687,10 +849,13 @@ func MemHostAlloc(pp *unsafe.Pointer, bytesize uintptr, flags uint32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	s := getScratch()
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&s[0])), uintptr(bytesize), uintptr(flags))
-	*pp = *(*unsafe.Pointer)(unsafe.Pointer(&s[0]))
-	putScratch(s)
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(bytesize)
+	c.args[2] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*pp = *(*unsafe.Pointer)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -702,7 +867,12 @@ func MemFreeHost(p unsafe.Pointer) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(p)))
+	escape(unsafe.Pointer(p))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(p))
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	runtime.KeepAlive(p)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -714,7 +884,14 @@ func MemHostRegister(p unsafe.Pointer, bytesize uintptr, flags uint32) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(p)), uintptr(bytesize), uintptr(flags))
+	escape(unsafe.Pointer(p))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(p))
+	c.args[1] = uintptr(bytesize)
+	c.args[2] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(p)
+	putCall(c)
 	return Result(int32(r))
 }
 
@@ -726,6 +903,11 @@ func MemHostUnregister(p unsafe.Pointer) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(p)))
+	escape(unsafe.Pointer(p))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(p))
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	runtime.KeepAlive(p)
+	putCall(c)
 	return Result(int32(r))
 }

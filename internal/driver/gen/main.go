@@ -116,8 +116,8 @@ func parse(r io.Reader) ([]proto, error) {
 				p.Params = append(p.Params, prm)
 			}
 		}
-		if p.Outs > 4 {
-			return nil, fmt.Errorf("line %d: %s: more than 4 out-parameters", n, p.CName)
+		if p.Outs > 4 || len(p.Params) > 16 {
+			return nil, fmt.Errorf("line %d: %s: more than 4 out-parameters or 16 parameters", n, p.CName)
 		}
 		protos = append(protos, p)
 	}
@@ -177,21 +177,29 @@ var funcs = template.FuncMap{
 		return strings.Join(parts, ", ")
 	},
 	"args": func(p proto) string {
-		var parts []string
-		for _, a := range p.Params {
+		var lines []string
+		for i, a := range p.Params {
+			var v string
 			switch a.Kind {
 			case kindValue:
-				parts = append(parts, "uintptr("+a.Name+")")
+				v = "uintptr(" + a.Name + ")"
 			case kindBuffer:
-				parts = append(parts, "uintptr(unsafe.Pointer("+a.Name+"))")
+				v = "uintptr(unsafe.Pointer(" + a.Name + "))"
 			case kindOut:
-				parts = append(parts, fmt.Sprintf("uintptr(unsafe.Pointer(&s[%d]))", a.Slot))
+				v = fmt.Sprintf("uintptr(unsafe.Pointer(&c.out[%d]))", a.Slot)
+			}
+			lines = append(lines, fmt.Sprintf("c.args[%d] = %s", i, v))
+		}
+		return strings.Join(lines, "\n\t")
+	},
+	"buffers": func(p proto) []string {
+		var names []string
+		for _, a := range p.Params {
+			if a.Kind == kindBuffer {
+				names = append(names, a.Name)
 			}
 		}
-		if len(parts) == 0 {
-			return ""
-		}
-		return ", " + strings.Join(parts, ", ")
+		return names
 	},
 }
 
@@ -201,12 +209,16 @@ var templates = map[string]string{
 package driver
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
 
-var _ unsafe.Pointer
+var (
+	_ unsafe.Pointer
+	_ = runtime.KeepAlive
+)
 
 // Indexes into syms, in the order of prototypes.txt.
 const (
@@ -231,15 +243,22 @@ func {{.GoName}}({{signature .}}) Result {
 	if fn == 0 {
 		return ResultMissingSymbol
 	}
-{{- if .Outs}}
-	s := getScratch()
+{{- range buffers .}}
+	escape(unsafe.Pointer({{.}}))
 {{- end}}
-	r, _, _ := purego.SyscallN(fn{{args .}})
+{{- if .Params}}
+	c := getCall()
+	{{args .}}
+	r, _, _ := purego.SyscallN(fn, c.args[:{{len .Params}}]...)
 {{- range .Params}}{{if eq .Kind "out"}}
-	*{{.Name}} = *(*{{.Elem}})(unsafe.Pointer(&s[{{.Slot}}]))
+	*{{.Name}} = *(*{{.Elem}})(unsafe.Pointer(&c.out[{{.Slot}}]))
 {{- end}}{{end}}
-{{- if .Outs}}
-	putScratch(s)
+{{- range buffers .}}
+	runtime.KeepAlive({{.}})
+{{- end}}
+	putCall(c)
+{{- else}}
+	r, _, _ := purego.SyscallN(fn)
 {{- end}}
 	return Result(int32(r))
 }

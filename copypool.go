@@ -1,0 +1,64 @@
+package cuda
+
+import (
+	"runtime"
+	"sync"
+)
+
+// copyPool is a set of goroutines that copy host memory in parallel for the
+// staging pipeline: one goroutine's copy runs at about 6 GB/s on the H200
+// machine, far below the link's 55 GB/s. The goroutines live for the
+// process, so that a transfer starts none and allocates nothing.
+var copyPool struct {
+	once  sync.Once
+	tasks chan copyTask
+	n     int
+}
+
+type copyTask struct {
+	dst, src []byte
+	wg       *sync.WaitGroup
+}
+
+func startCopyPool() {
+	copyPool.n = min(runtime.GOMAXPROCS(0), maxCopyWorkers)
+	copyPool.tasks = make(chan copyTask, 4*copyPool.n)
+	for range copyPool.n {
+		go func() {
+			for t := range copyPool.tasks {
+				copy(t.dst, t.src)
+				t.wg.Done()
+			}
+		}()
+	}
+}
+
+// maxCopyWorkers bounds the pool: past 16 goroutines the copies of one chunk
+// stop getting faster on the H200 machine (DESIGN.md: 38 GB/s on 16).
+const maxCopyWorkers = 16
+
+// minCopyPart is the least a worker is given: below it, handing the work
+// over costs more than it saves.
+const minCopyPart = 128 << 10
+
+// parallelCopy copies src into dst (of equal length) with up to workers
+// goroutines of the pool, and returns when all are done. wg is the caller's,
+// reused to keep the call free of allocations.
+func parallelCopy(dst, src []byte, workers int, wg *sync.WaitGroup) {
+	copyPool.once.Do(startCopyPool)
+	parts := min(workers, copyPool.n, len(src)/minCopyPart)
+	if parts <= 1 {
+		copy(dst, src)
+		return
+	}
+	size := (len(src) + parts - 1) / parts
+	size = (size + 63) &^ 63 // whole cache lines
+	wg.Add(parts - 1)
+	for i := range parts - 1 {
+		lo, hi := min(i*size, len(src)), min((i+1)*size, len(src))
+		copyPool.tasks <- copyTask{dst: dst[lo:hi], src: src[lo:hi], wg: wg}
+	}
+	lo := min((parts-1)*size, len(src))
+	copy(dst[lo:], src[lo:]) // the last part on this goroutine
+	wg.Wait()
+}

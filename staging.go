@@ -1,0 +1,569 @@
+package cuda
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
+)
+
+// StagingGranularity is the step in which a StagingBuffer's pinned memory
+// grows.
+const StagingGranularity = 64 << 10
+
+// DefaultAutoStageMaxBytes is the size up to which Upload and Download of
+// ordinary slices go through the staging buffer's pinned memory by default.
+// See docs/performance.md for the H200 measurement it comes from; Calibrate
+// measures the machine in hand.
+const DefaultAutoStageMaxBytes = 256 << 10
+
+// StagingPipeline configures the path Upload and Download take for large
+// ordinary slices: the transfer is cut into chunks, and while the DMA engine
+// moves one chunk between a pinned slot and the device, Workers goroutines
+// copy the next between the slice and another slot.
+type StagingPipeline struct {
+	// MinBytes is the size from which transfers are pipelined;
+	// math.MaxInt turns the pipeline off.
+	MinBytes int
+	// ChunkBytes is the largest chunk. Transfers use chunks of an eighth of
+	// their size, at least 1 MiB, at most ChunkBytes, so that even a
+	// transfer a few chunks long overlaps copying and DMA.
+	ChunkBytes int
+	// Slots is the number of pinned slots, 2 or more; the pipeline pins
+	// Slots×ChunkBytes.
+	Slots int
+	// Workers is the number of goroutines copying each chunk.
+	Workers int
+}
+
+// DefaultStagingPipeline returns the pipeline configuration used unless
+// SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
+// workers as GOMAXPROCS, up to 16, from 4 MiB up. Measured on the H200
+// machine: docs/performance.md.
+func DefaultStagingPipeline() StagingPipeline {
+	return StagingPipeline{
+		MinBytes:   4 << 20,
+		ChunkBytes: 16 << 20,
+		Slots:      3,
+		Workers:    min(runtime.GOMAXPROCS(0), maxCopyWorkers),
+	}
+}
+
+// StagingStats counts what a StagingBuffer did.
+type StagingStats struct {
+	Allocations int   // pinned allocations made (each growth is one)
+	Staged      int   // transfers copied through the pinned memory whole
+	Pipelined   int   // transfers copied through the pinned memory in chunks
+	Direct      int   // transfers handed to the driver as they were
+	BytesUp     int64 // bytes uploaded to the device
+	BytesDown   int64 // bytes downloaded from the device
+}
+
+// StagingBuffer is reusable page-locked host memory through which transfers
+// between ordinary Go memory and the device go faster, and through which a
+// caller can produce or consume data in place (UploadWith, DownloadInto).
+//
+// The zero value is ready to use and pins nothing until its first transfer
+// or Reserve; NewStagingBuffer pins memory up front. Memory grows to the
+// largest transfer staged and is kept until ShrinkToFit or Close.
+//
+// Every transfer is queued on the stream given, after the work already
+// there, and returns only once its data has landed.
+//
+// A StagingBuffer is not safe for concurrent use, like bytes.Buffer: the
+// slice DownloadInto returns is the buffer's own memory, valid only until
+// the next call, which no lock could keep meaningful between goroutines.
+// Give each goroutine its own.
+type StagingBuffer struct {
+	mem      *PinnedBuffer[byte]
+	autoMax  int
+	autoSet  bool
+	pipe     StagingPipeline
+	pipeSet  bool
+	stats    StagingStats
+	events   []*Event // one per pipeline slot, in evCtx
+	evCtx    *Context
+	copyWait sync.WaitGroup
+}
+
+// NewStagingBuffer returns a staging buffer with bytes of pinned memory
+// already allocated (rounded up to StagingGranularity), so that the
+// millisecond-scale page-locking stays out of the steady-state loop.
+func NewStagingBuffer(ctx *Context, bytes int) (*StagingBuffer, error) {
+	sb := new(StagingBuffer)
+	if err := sb.reserve("NewStagingBuffer", ctx, bytes); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// Capacity returns the pinned memory held, in bytes: 0 before first use.
+func (sb *StagingBuffer) Capacity() int {
+	if sb == nil || sb.mem == nil {
+		return 0
+	}
+	return sb.mem.Len()
+}
+
+// Stats returns the usage counters.
+func (sb *StagingBuffer) Stats() StagingStats {
+	if sb == nil {
+		return StagingStats{}
+	}
+	return sb.stats
+}
+
+// AutoStageMaxBytes returns the size up to which Upload and Download stage
+// ordinary slices through pinned memory.
+func (sb *StagingBuffer) AutoStageMaxBytes() int {
+	if sb == nil || !sb.autoSet {
+		return defaults().autoMax
+	}
+	return sb.autoMax
+}
+
+// SetAutoStageMaxBytes sets the size up to which Upload and Download stage
+// ordinary slices: 0 never stages, math.MaxInt always does (and pins as
+// much memory as the largest transfer). UploadWith and DownloadInto always
+// stage: there the pinned memory is the caller's working memory.
+func (sb *StagingBuffer) SetAutoStageMaxBytes(bytes int) {
+	sb.autoMax, sb.autoSet = max(bytes, 0), true
+}
+
+// Pipeline returns the configuration of the pipelined path.
+func (sb *StagingBuffer) Pipeline() StagingPipeline {
+	if sb == nil || !sb.pipeSet {
+		return defaults().pipe
+	}
+	return sb.pipe
+}
+
+// SetPipeline configures the pipelined path. It returns ErrInvalidValue,
+// and changes nothing, if a field is out of range.
+func (sb *StagingBuffer) SetPipeline(p StagingPipeline) error {
+	const op = "StagingBuffer.SetPipeline"
+	switch {
+	case p.MinBytes <= 0:
+		return errorf(op, ErrInvalidValue, "MinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.MinBytes)
+	case p.ChunkBytes < StagingGranularity || p.ChunkBytes%StagingGranularity != 0:
+		return errorf(op, ErrInvalidValue, "ChunkBytes %d: want a multiple of %d", p.ChunkBytes, StagingGranularity)
+	case p.Slots < 2 || p.Slots > 16:
+		return errorf(op, ErrInvalidValue, "Slots %d: want 2 to 16", p.Slots)
+	case p.Workers < 1 || p.Workers > maxCopyWorkers:
+		return errorf(op, ErrInvalidValue, "Workers %d: want 1 to %d", p.Workers, maxCopyWorkers)
+	case p.ChunkBytes > math.MaxInt/p.Slots:
+		return errorf(op, ErrInvalidValue, "%d slots of %d bytes overflow", p.Slots, p.ChunkBytes)
+	}
+	sb.pipe, sb.pipeSet = p, true
+	return nil
+}
+
+// Reserve makes sure at least bytes of pinned memory are held, allocating
+// in ctx (the memory is portable: every context can use it). It only grows:
+// a smaller request does nothing. Growth rounds up to StagingGranularity and
+// discards what the memory held.
+func (sb *StagingBuffer) Reserve(ctx *Context, bytes int) error {
+	return sb.reserve("StagingBuffer.Reserve", ctx, bytes)
+}
+
+func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
+	if sb == nil {
+		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
+	}
+	if bytes <= 0 {
+		return errorf(op, ErrInvalidValue, "%d bytes; want a positive size", bytes)
+	}
+	if bytes > math.MaxInt-(StagingGranularity-1) {
+		return errorf(op, ErrInvalidValue, "%d bytes overflow when rounded up to %d", bytes, StagingGranularity)
+	}
+	if sb.usable() && sb.mem.Len() >= bytes {
+		return nil
+	}
+	rounded := (bytes + StagingGranularity - 1) / StagingGranularity * StagingGranularity
+	mem, err := AllocPinned[byte](ctx, rounded)
+	if err != nil {
+		return err
+	}
+	sb.mem.Free()
+	sb.mem = mem
+	sb.stats.Allocations++
+	return nil
+}
+
+// usable reports whether the pinned memory held can be used: it is gone
+// when the context it was allocated in was closed.
+func (sb *StagingBuffer) usable() bool {
+	return sb.mem != nil && !sb.mem.ctx.isClosed() && sb.mem.Data() != nil
+}
+
+// ShrinkToFit releases the pinned memory; capacity returns to 0 and the
+// counters stay. The next transfer pins again.
+func (sb *StagingBuffer) ShrinkToFit() error {
+	if sb == nil || sb.mem == nil {
+		return nil
+	}
+	err := sb.mem.Free()
+	sb.mem = nil
+	return err
+}
+
+// Close releases everything the staging buffer holds. It may be used again
+// afterwards, as a zero StagingBuffer.
+func (sb *StagingBuffer) Close() error {
+	if sb == nil {
+		return nil
+	}
+	err := sb.ShrinkToFit()
+	sb.closeEvents()
+	return err
+}
+
+func (sb *StagingBuffer) closeEvents() {
+	for _, e := range sb.events {
+		e.Close()
+	}
+	sb.events, sb.evCtx = nil, nil
+}
+
+// staging returns n bytes of pinned memory, growing it in ctx if needed.
+func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error) {
+	if !sb.usable() || sb.mem.Len() < n {
+		if err := sb.reserve(op, ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	return sb.mem.Data()[:n], nil
+}
+
+// stagingDefaults are the thresholds a StagingBuffer starts with.
+type stagingDefaults struct {
+	autoMax int
+	pipe    StagingPipeline
+}
+
+var defaults = sync.OnceValue(func() stagingDefaults {
+	return stagingDefaults{autoMax: DefaultAutoStageMaxBytes, pipe: DefaultStagingPipeline()}
+})
+
+// checkTransfer validates a transfer of n elements of T against buf.
+func checkTransfer[T any](op string, sb *StagingBuffer, buf *DeviceBuffer[T], n int, s *Stream) error {
+	if sb == nil {
+		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
+	}
+	if err := checkElem[T](op, false); err != nil {
+		return err
+	}
+	if buf == nil {
+		return errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	}
+	if n <= 0 {
+		return errorf(op, ErrInvalidValue, "%d elements; a transfer needs at least one", n)
+	}
+	if n != buf.Len() {
+		return errorf(op, ErrInvalidValue, "%d elements requested, the device buffer has %d", n, buf.Len())
+	}
+	if s == nil {
+		return errorf(op, ErrInvalidValue, "nil *Stream")
+	}
+	return nil
+}
+
+// asElems views pinned bytes as n elements of T, checking alignment.
+func asElems[T any](op string, b []byte, n int) ([]T, error) {
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%alignOf[T]() != 0 {
+		return nil, errorf(op, ErrInvalidValue, "pinned memory at %p is not aligned for %T", p, *new(T))
+	}
+	return unsafe.Slice((*T)(p), n), nil
+}
+
+// UploadWith uploads n elements to dst, letting fill write them straight
+// into pinned memory: the bytes fill writes are the bytes the DMA engine
+// reads, with no copy between, which makes this the fastest way to the
+// device. fill gets exactly n elements and should write all of them: what
+// it leaves keeps whatever the previous transfer left there (zeros at
+// first). n must equal dst.Len().
+func UploadWith[T any](sb *StagingBuffer, dst *DeviceBuffer[T], n int, s *Stream, fill func([]T)) error {
+	const op = "UploadWith"
+	if err := checkTransfer(op, sb, dst, n, s); err != nil {
+		return err
+	}
+	if fill == nil {
+		return errorf(op, ErrInvalidValue, "nil fill function")
+	}
+	bytes := dst.ByteSize()
+	pinned, err := sb.prepare(op, routeStaged, dst.mem.ctx, s, bytes)
+	if err != nil {
+		return err
+	}
+	elems, err := asElems[T](op, pinned, n)
+	if err != nil {
+		return err
+	}
+	if err := dst.enterWithStream(op, s); err != nil {
+		return err
+	}
+	defer dst.leaveWithStream(s)
+	fill(elems)
+	if err := upload(op, dst.ptr, pinned, s); err != nil {
+		return err
+	}
+	sb.stats.Staged++
+	sb.stats.BytesUp += int64(bytes)
+	return nil
+}
+
+// DownloadInto downloads the n elements of src into pinned memory and
+// returns them there, with no copy out: the DMA engine writes the memory the
+// caller reads. The slice is the staging buffer's own memory: it is valid
+// until the next call on sb, which overwrites or frees it. n must equal
+// src.Len().
+func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stream) ([]T, error) {
+	const op = "DownloadInto"
+	if err := checkTransfer(op, sb, src, n, s); err != nil {
+		return nil, err
+	}
+	bytes := src.ByteSize()
+	pinned, err := sb.prepare(op, routeStaged, src.mem.ctx, s, bytes)
+	if err != nil {
+		return nil, err
+	}
+	elems, err := asElems[T](op, pinned, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := src.enterWithStream(op, s); err != nil {
+		return nil, err
+	}
+	defer src.leaveWithStream(s)
+	if err := download(op, pinned, src.ptr, s); err != nil {
+		return nil, err
+	}
+	sb.stats.Staged++
+	sb.stats.BytesDown += int64(bytes)
+	return elems, nil
+}
+
+// Upload copies src into dst, a drop-in for dst.CopyFromHost that is
+// ordered on s and never slower: small slices are copied into pinned memory
+// and moved from there (up to AutoStageMaxBytes), large ones are pipelined
+// through pinned slots by several goroutines (from Pipeline().MinBytes), the
+// sizes between go to the driver as they are, and so does memory that is
+// already page-locked (a PinnedBuffer's, or Registered). len(src) must equal
+// dst.Len(). Prefer UploadWith where you produce the data: it saves the copy.
+func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) error {
+	const op = "Upload"
+	if err := checkTransfer(op, sb, dst, len(src), s); err != nil {
+		return err
+	}
+	host := bytesOf(src)
+	r := sb.route(host)
+	pinned, err := sb.prepare(op, r, dst.mem.ctx, s, len(host))
+	if err != nil {
+		return err
+	}
+	if err := dst.enterWithStream(op, s); err != nil {
+		return err
+	}
+	defer dst.leaveWithStream(s)
+	switch r {
+	case routeStaged:
+		copy(pinned, host)
+		err = upload(op, dst.ptr, pinned, s)
+		sb.stats.Staged++
+	case routePipelined:
+		err = sb.pipeline(op, true, dst.ptr, host, pinned, s)
+		sb.stats.Pipelined++
+	default:
+		err = upload(op, dst.ptr, host, s)
+		sb.stats.Direct++
+	}
+	runtime.KeepAlive(src)
+	if err != nil {
+		return err
+	}
+	sb.stats.BytesUp += int64(len(host))
+	return nil
+}
+
+// Download copies src into dst, a drop-in for src.CopyToHost that is
+// ordered on s (so it sees the results of work queued there) and never
+// slower; the mirror of Upload. len(dst) must equal src.Len(). Prefer
+// DownloadInto where you can consume the data in place.
+func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream) error {
+	const op = "Download"
+	if err := checkTransfer(op, sb, src, len(dst), s); err != nil {
+		return err
+	}
+	host := bytesOf(dst)
+	r := sb.route(host)
+	pinned, err := sb.prepare(op, r, src.mem.ctx, s, len(host))
+	if err != nil {
+		return err
+	}
+	if err := src.enterWithStream(op, s); err != nil {
+		return err
+	}
+	defer src.leaveWithStream(s)
+	switch r {
+	case routeStaged:
+		if err = download(op, pinned, src.ptr, s); err == nil {
+			copy(host, pinned)
+		}
+		sb.stats.Staged++
+	case routePipelined:
+		err = sb.pipeline(op, false, src.ptr, host, pinned, s)
+		sb.stats.Pipelined++
+	default:
+		err = download(op, host, src.ptr, s)
+		sb.stats.Direct++
+	}
+	runtime.KeepAlive(dst)
+	if err != nil {
+		return err
+	}
+	sb.stats.BytesDown += int64(len(host))
+	return nil
+}
+
+type route int
+
+const (
+	routeDirect route = iota
+	routeStaged
+	routePipelined
+)
+
+// route chooses the path for a transfer of host memory.
+func (sb *StagingBuffer) route(host []byte) route {
+	n := len(host)
+	switch {
+	case pageLocked(host):
+		return routeDirect
+	case n <= sb.AutoStageMaxBytes():
+		return routeStaged
+	case n >= sb.Pipeline().MinBytes:
+		return routePipelined
+	}
+	return routeDirect
+}
+
+// upload queues a copy of host to the device at d on s and waits for it.
+// host is ordinary or pinned memory; it is not retained after the return.
+func upload(op string, d driver.DevicePtr, host []byte, s *Stream) error {
+	if err := check(op, "cuMemcpyHtoDAsync_v2", driver.MemcpyHtoDAsync(d, hostPtr(host), uintptr(len(host)), s.handle)); err != nil {
+		return err
+	}
+	return check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+}
+
+// download queues a copy from the device at d into host on s and waits.
+func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
+	if err := check(op, "cuMemcpyDtoHAsync_v2", driver.MemcpyDtoHAsync(hostPtr(host), d, uintptr(len(host)), s.handle)); err != nil {
+		return err
+	}
+	return check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+}
+
+// pipeline moves host to or from the device at d in chunks through pinned
+// slots: while the DMA engine moves one chunk, goroutines copy the next.
+// Called with s's context bound.
+func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, s *Stream) error {
+	p := sb.Pipeline()
+	chunk := min(max(len(host)/8, 1<<20), p.ChunkBytes)
+	chunk = (chunk + StagingGranularity - 1) / StagingGranularity * StagingGranularity
+	nchunks := (len(host) + chunk - 1) / chunk
+	slot := func(i int) []byte {
+		k := i % p.Slots
+		n := min(chunk, len(host)-i*chunk)
+		return pinned[k*p.ChunkBytes : k*p.ChunkBytes+n]
+	}
+	part := func(i int) []byte { return host[i*chunk : min((i+1)*chunk, len(host))] }
+	dev := func(i int) driver.DevicePtr { return d + driver.DevicePtr(i*chunk) }
+	wait := func(i int) error {
+		return check(op, "cuEventSynchronize", driver.EventSynchronize(sb.events[i%p.Slots].handle))
+	}
+	record := func(i int) error {
+		return check(op, "cuEventRecord", driver.EventRecord(sb.events[i%p.Slots].handle, s.handle))
+	}
+	if up {
+		for i := range nchunks {
+			if i >= p.Slots {
+				if err := wait(i); err != nil { // the slot's previous chunk has left
+					return err
+				}
+			}
+			sl := slot(i)
+			parallelCopy(sl, part(i), p.Workers, &sb.copyWait)
+			if err := check(op, "cuMemcpyHtoDAsync_v2", driver.MemcpyHtoDAsync(dev(i), hostPtr(sl), uintptr(len(sl)), s.handle)); err != nil {
+				return err
+			}
+			if err := record(i); err != nil {
+				return err
+			}
+		}
+		return check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+	}
+	queue := func(i int) error {
+		sl := slot(i)
+		if err := check(op, "cuMemcpyDtoHAsync_v2", driver.MemcpyDtoHAsync(hostPtr(sl), dev(i), uintptr(len(sl)), s.handle)); err != nil {
+			return err
+		}
+		return record(i)
+	}
+	for i := range min(p.Slots, nchunks) {
+		if err := queue(i); err != nil {
+			return err
+		}
+	}
+	for i := range nchunks {
+		if err := wait(i); err != nil {
+			return err
+		}
+		parallelCopy(part(i), slot(i), p.Workers, &sb.copyWait)
+		if next := i + p.Slots; next < nchunks {
+			if err := queue(next); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// prepare gets what a transfer on route r of n bytes needs before any lock
+// is taken (allocating binds the context itself): pinned memory, and for
+// the pipeline its slots' events. It returns the pinned memory to use.
+func (sb *StagingBuffer) prepare(op string, r route, ctx *Context, s *Stream, n int) ([]byte, error) {
+	switch r {
+	case routeStaged:
+		return sb.staging(op, ctx, n)
+	case routePipelined:
+		p := sb.Pipeline()
+		// Room for full-size chunks whatever the transfer, so that mixed
+		// sizes settle on one allocation.
+		pinned, err := sb.staging(op, ctx, p.Slots*p.ChunkBytes)
+		if err != nil {
+			return nil, err
+		}
+		if sb.evCtx != s.ctx {
+			sb.closeEvents()
+			sb.evCtx = s.ctx
+		}
+		for len(sb.events) < p.Slots {
+			e, err := s.ctx.NewEvent(EventDisableTiming)
+			if err != nil {
+				return nil, err
+			}
+			sb.events = append(sb.events, e)
+		}
+		return pinned, nil
+	}
+	return nil, nil
+}
+
+// bytesOf views a slice of plain data as its bytes.
+func bytesOf[T any](s []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(sizeOf[T]()))
+}

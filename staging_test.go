@@ -1,0 +1,352 @@
+package cuda_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+func TestStagingZeroValue(t *testing.T) {
+	var sb cuda.StagingBuffer
+	if sb.Capacity() != 0 || sb.Stats() != (cuda.StagingStats{}) {
+		t.Errorf("zero value: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
+	}
+	if sb.AutoStageMaxBytes() != cuda.DefaultAutoStageMaxBytes {
+		t.Errorf("AutoStageMaxBytes() = %d, want the default %d", sb.AutoStageMaxBytes(), cuda.DefaultAutoStageMaxBytes)
+	}
+	if sb.Pipeline() != cuda.DefaultStagingPipeline() {
+		t.Errorf("Pipeline() = %+v", sb.Pipeline())
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	defer sb.Close()
+	b := must(cuda.Alloc[int32](ctx, 1000))
+	defer b.Free()
+	src := random[int32](1000)
+	if err := cuda.Upload(&sb, b, src, s); err != nil {
+		t.Fatal(err)
+	}
+	if sb.Capacity() != cuda.StagingGranularity || sb.Stats().Allocations != 1 || sb.Stats().Staged != 1 {
+		t.Errorf("after one small upload: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
+	}
+	got := make([]int32, 1000)
+	b.CopyToHost(got)
+	if !equal(got, src) {
+		t.Error("Upload: data differs")
+	}
+}
+
+func TestStagingReserve(t *testing.T) {
+	ctx := cudatest.Context(t)
+	if _, err := cuda.NewStagingBuffer(ctx, 0); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("NewStagingBuffer(0): %v", err)
+	}
+	sb, err := cuda.NewStagingBuffer(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if sb.Capacity() != 64<<10 || sb.Stats().Allocations != 1 {
+		t.Errorf("NewStagingBuffer(100): capacity %d, allocations %d", sb.Capacity(), sb.Stats().Allocations)
+	}
+	if err := sb.Reserve(ctx, 1000); err != nil || sb.Capacity() != 64<<10 || sb.Stats().Allocations != 1 {
+		t.Errorf("smaller Reserve: %v, capacity %d", err, sb.Capacity())
+	}
+	if err := sb.Reserve(ctx, 64<<10+1); err != nil || sb.Capacity() != 128<<10 || sb.Stats().Allocations != 2 {
+		t.Errorf("growing Reserve: %v, capacity %d, allocations %d", err, sb.Capacity(), sb.Stats().Allocations)
+	}
+	for _, bad := range []int{0, -1, math.MaxInt} {
+		if err := sb.Reserve(ctx, bad); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Reserve(%d): %v", bad, err)
+		}
+	}
+	if sb.Capacity() != 128<<10 {
+		t.Error("a failed Reserve changed the capacity")
+	}
+	sb.ShrinkToFit()
+	if sb.Capacity() != 0 || sb.Stats().Allocations != 2 {
+		t.Errorf("after ShrinkToFit: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
+	}
+}
+
+func TestUploadWithDownloadInto(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	for _, n := range []int{1, 1000, 150 << 10 / 8, 1<<20 + 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			b := must(cuda.Alloc[float64](ctx, n))
+			defer b.Free()
+			want := random[float64](n)
+			err := cuda.UploadWith(&sb, b, n, s, func(p []float64) {
+				if len(p) != n {
+					t.Errorf("fill got %d elements, want %d", len(p), n)
+				}
+				copy(p, want)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float64, n)
+			b.CopyToHost(got)
+			if !equal(got, want) {
+				t.Fatal("UploadWith: data differs")
+			}
+			b.Memset32(0x3f800000) // each word 1.0f: new data to download
+			in, err := cuda.DownloadInto(&sb, b, n, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.CopyToHost(got)
+			if len(in) != n || !equal(in, got) {
+				t.Fatal("DownloadInto: data differs")
+			}
+		})
+	}
+	b := must(cuda.Alloc[float64](ctx, 10))
+	defer b.Free()
+	for name, err := range map[string]error{
+		"n mismatch":      cuda.UploadWith(&sb, b, 9, s, func([]float64) {}),
+		"n zero":          cuda.UploadWith(&sb, b, 0, s, func([]float64) {}),
+		"nil fill":        cuda.UploadWith(&sb, b, 10, s, nil),
+		"nil stream":      cuda.UploadWith(&sb, b, 10, nil, func([]float64) {}),
+		"nil staging":     cuda.UploadWith(nil, b, 10, s, func([]float64) {}),
+		"download n":      second(cuda.DownloadInto(&sb, b, 11, s)),
+		"download nil":    second(cuda.DownloadInto[float64](&sb, nil, 1, s)),
+		"upload length":   cuda.Upload(&sb, b, make([]float64, 9), s),
+		"upload empty":    cuda.Upload(&sb, b, nil, s),
+		"download length": cuda.Download(&sb, make([]float64, 11), b, s),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s: %v; want ErrInvalidValue", name, err)
+		}
+	}
+	if err := cuda.UploadWith(&sb, b, 9, s, func([]float64) {}); !strings.Contains(err.Error(), "9") || !strings.Contains(err.Error(), "10") {
+		t.Errorf("message %q lacks both lengths", err)
+	}
+}
+
+// TestUploadDownloadRoutes moves data along each path: staged, direct,
+// pipelined, and direct from page-locked memory.
+func TestUploadDownloadRoutes(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	sb.SetAutoStageMaxBytes(64 << 10)
+	if err := sb.SetPipeline(cuda.StagingPipeline{MinBytes: 1 << 20, ChunkBytes: 256 << 10, Slots: 3, Workers: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		bytes int
+		want  func(cuda.StagingStats) int
+	}{
+		{"staged", 4 << 10, func(st cuda.StagingStats) int { return st.Staged }},
+		{"staged at the threshold", 64 << 10, func(st cuda.StagingStats) int { return st.Staged }},
+		{"direct", 64<<10 + 4, func(st cuda.StagingStats) int { return st.Direct }},
+		{"pipelined", 1 << 20, func(st cuda.StagingStats) int { return st.Pipelined }},
+		{"pipelined odd", 3<<20 + 12, func(st cuda.StagingStats) int { return st.Pipelined }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := tt.bytes / 4
+			b := must(cuda.Alloc[uint32](ctx, n))
+			defer b.Free()
+			before := sb.Stats()
+			src := random[uint32](n)
+			if err := cuda.Upload(&sb, b, src, s); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]uint32, n)
+			b.CopyToHost(got)
+			if !equal(got, src) {
+				t.Fatal("Upload: data differs")
+			}
+			b.Memset32(0xa5a5a5a5)
+			if err := cuda.Download(&sb, got, b, s); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range got {
+				if v != 0xa5a5a5a5 {
+					t.Fatalf("Download: element %d = %#x", i, v)
+				}
+			}
+			after := sb.Stats()
+			if tt.want(after)-tt.want(before) != 2 {
+				t.Errorf("stats before %+v after %+v: want 2 more on this path", before, after)
+			}
+			if after.BytesUp-before.BytesUp != int64(tt.bytes) || after.BytesDown-before.BytesDown != int64(tt.bytes) {
+				t.Errorf("bytes counted: %+v", after)
+			}
+		})
+	}
+	t.Run("page-locked source", func(t *testing.T) {
+		p := must(cuda.AllocPinned[uint32](ctx, 1024))
+		defer p.Free()
+		copy(p.Data(), random[uint32](1024))
+		b := must(cuda.Alloc[uint32](ctx, 1024))
+		defer b.Free()
+		before := sb.Stats()
+		if err := cuda.Upload(&sb, b, p.Data(), s); err != nil {
+			t.Fatal(err)
+		}
+		if sb.Stats().Direct != before.Direct+1 {
+			t.Errorf("an upload from pinned memory was not direct: %+v", sb.Stats())
+		}
+		got := make([]uint32, 1024)
+		b.CopyToHost(got)
+		if !equal(got, p.Data()) {
+			t.Error("data differs")
+		}
+	})
+	if sb.Capacity() > 64<<20 {
+		t.Errorf("capacity %d over 64 MiB", sb.Capacity())
+	}
+}
+
+func TestStagingThreshold(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	one := must(cuda.Alloc[byte](ctx, 1))
+	defer one.Free()
+	big := must(cuda.Alloc[byte](ctx, 100<<10))
+	defer big.Free()
+	var never, always cuda.StagingBuffer
+	defer never.Close()
+	defer always.Close()
+	never.SetAutoStageMaxBytes(0)
+	always.SetAutoStageMaxBytes(math.MaxInt)
+	for _, b := range []*cuda.DeviceBuffer[byte]{one, big} {
+		src := random[byte](b.Len())
+		if err := cuda.Upload(&never, b, src, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := cuda.Upload(&always, b, src, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := never.Stats(); st.Staged != 0 || st.Direct != 2 || never.Capacity() != 0 {
+		t.Errorf("threshold 0 staged: %+v, capacity %d", st, never.Capacity())
+	}
+	if st := always.Stats(); st.Staged != 2 || st.Direct != 0 {
+		t.Errorf("threshold MaxInt did not stage: %+v", st)
+	}
+	var sb cuda.StagingBuffer
+	for _, p := range []cuda.StagingPipeline{
+		{MinBytes: 0, ChunkBytes: 1 << 20, Slots: 3, Workers: 2},
+		{MinBytes: 1, ChunkBytes: 1000, Slots: 3, Workers: 2},
+		{MinBytes: 1, ChunkBytes: 1 << 20, Slots: 1, Workers: 2},
+		{MinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 0},
+		{MinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 99},
+	} {
+		if err := sb.SetPipeline(p); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("SetPipeline(%+v): %v", p, err)
+		}
+	}
+	if sb.Pipeline() != cuda.DefaultStagingPipeline() {
+		t.Error("a refused SetPipeline changed the configuration")
+	}
+}
+
+// TestStagingOrderedOnStream: Download sees work queued on its stream
+// without the caller synchronizing first.
+func TestStagingOrderedOnStream(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	for _, n := range []int{1 << 10, 1 << 20, 8 << 20} {
+		b := must(cuda.Alloc[uint32](ctx, n/4))
+		b.Memset32Async(0x12345678, s)
+		got := make([]uint32, n/4)
+		if err := cuda.Download(&sb, got, b, s); err != nil {
+			t.Fatal(err)
+		}
+		b.Free()
+		for i, v := range got {
+			if v != 0x12345678 {
+				t.Fatalf("%d bytes: element %d = %#x: Download ran before the memset queued on its stream", n, i, v)
+			}
+		}
+	}
+}
+
+// TestStagingSteadyState: after the first reserve, mixed sizes allocate no
+// more pinned memory and no Go heap memory.
+func TestStagingSteadyState(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	p := cuda.DefaultStagingPipeline()
+	sb, err := cuda.NewStagingBuffer(ctx, p.Slots*p.ChunkBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	sizes := []int{4 << 10, 150 << 10, 196 << 10, 1 << 20, 8 << 20}
+	bufs := make([]*cuda.DeviceBuffer[byte], len(sizes))
+	hosts := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		bufs[i] = must(cuda.Alloc[byte](ctx, n))
+		defer bufs[i].Free()
+		hosts[i] = random[byte](n)
+	}
+	fill := func(p []byte) { p[0] = 1 }
+	round := func() {
+		for i, b := range bufs {
+			if err := cuda.Upload(sb, b, hosts[i], s); err != nil {
+				t.Fatal(err)
+			}
+			if err := cuda.Download(sb, hosts[i], b, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := cuda.UploadWith(sb, bufs[0], len(hosts[0]), s, fill); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cuda.DownloadInto(sb, bufs[0], len(hosts[0]), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	round() // the pipeline creates its events here
+	if allocs := testing.AllocsPerRun(5, round); allocs != 0 {
+		t.Errorf("%v heap allocations per round of %d transfers; want 0", allocs, 4*len(sizes))
+	}
+	if st := sb.Stats(); st.Allocations != 1 || st.Staged == 0 || st.Direct == 0 || st.Pipelined == 0 {
+		t.Errorf("stats %+v: want one pinned allocation, and every path taken", st)
+	}
+	if sb.Capacity() > 64<<20 {
+		t.Errorf("%d bytes pinned; want at most 64 MiB by default", sb.Capacity())
+	}
+	t.Logf("stats %+v, capacity %d MiB", sb.Stats(), sb.Capacity()>>20)
+}
+
+func TestStagingErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	other := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	so := cudatest.Stream(t, other)
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	b := must(cuda.Alloc[int64](ctx, 8))
+	if err := cuda.Upload(&sb, b, make([]int64, 8), so); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("stream of another context: %v", err)
+	}
+	b.Free()
+	if err := cuda.Upload(&sb, b, make([]int64, 8), s); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("freed buffer: %v; want ErrClosed", err)
+	}
+	if _, err := cuda.DownloadInto(&sb, b, 8, s); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("DownloadInto of a freed buffer: %v; want ErrClosed", err)
+	}
+	sb.Close()
+	if sb.Capacity() != 0 {
+		t.Error("capacity after Close")
+	}
+}
