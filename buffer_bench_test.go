@@ -10,10 +10,12 @@ import (
 
 // copySizes are the transfer sizes benchmarked, in bytes: the seed's 150
 // KiB, 196 KiB and 4.7 MiB among them. bench/cref/copybench.c uses the same.
-var copySizes = []int{4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20}
+var copySizes = []int{4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
 
 func sizeName(n int) string {
 	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%dMiB", n>>20)
 	case n >= 1<<20:

@@ -350,3 +350,34 @@ func TestStagingErrors(t *testing.T) {
 		t.Error("capacity after Close")
 	}
 }
+
+func TestCalibrate(t *testing.T) {
+	ctx := cudatest.Context(t)
+	saved := cuda.CalibrationSizes
+	defer func() { cuda.CalibrationSizes = saved }()
+	cuda.CalibrationSizes = []int{4 << 10, 64 << 10, 2 << 20}
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	var calls int
+	cal, err := sb.Calibrate(ctx, func(done, total int) {
+		calls++
+		if done != calls || total != 6 {
+			t.Errorf("progress(%d, %d) on call %d", done, total, calls)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.Measurements) != 6 || calls != 6 {
+		t.Fatalf("%d measurements, %d progress calls; want 6", len(cal.Measurements), calls)
+	}
+	for _, m := range cal.Measurements {
+		if m.Staged <= 0 || m.Pipelined <= 0 || m.Direct <= 0 {
+			t.Errorf("measurement %+v has a non-positive rate", m)
+		}
+	}
+	if sb.AutoStageMaxBytes() != cal.AutoStageMaxBytes || sb.Pipeline().MinBytes != cal.PipelineMinBytes {
+		t.Errorf("thresholds not set: %d, %d; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline().MinBytes, cal)
+	}
+	t.Logf("%s driver: stage up to %d, pipeline from %d", cudatest.Kind(), cal.AutoStageMaxBytes, cal.PipelineMinBytes)
+}

@@ -11,10 +11,12 @@ GO_NAMES = {
     "CopyFromPinned": ("pinned", "H2D"), "CopyToPinned": ("pinned", "D2H"),
     "CopyFromRegistered": ("registered", "H2D"), "CopyToRegistered": ("registered", "D2H"),
 }
-SIZES = [4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20]
+SIZES = [4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 
 
 def size_name(n):
+    if n >= 1 << 30 and n % (1 << 30) == 0:
+        return f"{n >> 30}GiB"
     if n >= 1 << 20:
         return f"{n >> 20}MiB" if n % (1 << 20) == 0 else f"{n / (1 << 20):.1f}MiB"
     if n >= 1 << 10:

@@ -27,7 +27,7 @@ static double now(void) {
 	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static const size_t sizes[] = {4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20};
+static const size_t sizes[] = {4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30};
 
 // measure runs one copy until about 0.5 s have passed, after a warm-up, as
 // Go's testing.B does, and returns the mean time per copy in ns.

@@ -24,6 +24,7 @@ type command struct {
 
 var commands = []command{
 	{"info", "list the CUDA driver and devices", runInfo},
+	{"calibrate", "measure where staging and the pipeline beat the driver's copy", runCalibrate},
 }
 
 func main() {

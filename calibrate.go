@@ -1,0 +1,186 @@
+package cuda
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// CalibrationSizes are the transfer sizes Calibrate measures, in bytes.
+var CalibrationSizes = []int{4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10,
+	1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20}
+
+// StagingMeasurement is the throughput of each path for one size and
+// direction, in bytes per second (the median of several timed runs).
+type StagingMeasurement struct {
+	Bytes                     int
+	Upload                    bool // host to device; false: device to host
+	Staged, Pipelined, Direct float64
+}
+
+// StagingCalibration is what Calibrate measured, and the thresholds it chose.
+type StagingCalibration struct {
+	AutoStageMaxBytes int // largest size up to which staging won, both ways
+	PipelineMinBytes  int // smallest size from which the pipeline won, both ways; math.MaxInt if it never did
+	Measurements      []StagingMeasurement
+}
+
+// Calibrate measures, on this machine's device, how fast ordinary slices move
+// through each of the staging buffer's paths (staged whole, pipelined, or
+// handed to the driver) at CalibrationSizes, both ways, and sets sb's
+// thresholds to where each wins: AutoStageMaxBytes to the largest size up
+// to which staging was at least as fast as the driver at every size, and
+// the pipeline's MinBytes to the smallest from which the pipeline was
+// faster than the driver at every larger size. It takes a few seconds and
+// temporarily pins sb's pipeline memory. progress, if not nil, is called
+// after each measurement with the number done and the total.
+func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int)) (StagingCalibration, error) {
+	const op = "StagingBuffer.Calibrate"
+	if sb == nil {
+		return StagingCalibration{}, errorf(op, ErrInvalidValue, "nil *StagingBuffer")
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		return StagingCalibration{}, err
+	}
+	defer s.Close()
+	largest := slices.Max(CalibrationSizes)
+	dev, err := Alloc[byte](ctx, largest)
+	if err != nil {
+		return StagingCalibration{}, err
+	}
+	defer dev.Free()
+	host := make([]byte, largest)
+	for i := range host {
+		host[i] = byte(i*7 + 1)
+	}
+
+	// One staging buffer per path, sharing sb's pipeline shape.
+	pipe := sb.Pipeline()
+	staged, direct, piped := new(StagingBuffer), new(StagingBuffer), new(StagingBuffer)
+	defer staged.Close()
+	defer direct.Close()
+	defer piped.Close()
+	off := pipe
+	off.MinBytes = math.MaxInt
+	staged.SetAutoStageMaxBytes(math.MaxInt)
+	direct.SetAutoStageMaxBytes(0)
+	piped.SetAutoStageMaxBytes(0)
+	for _, b := range []*StagingBuffer{staged, direct} {
+		if err := b.SetPipeline(off); err != nil {
+			return StagingCalibration{}, err
+		}
+	}
+	on := pipe
+	on.MinBytes = 1
+	if err := piped.SetPipeline(on); err != nil {
+		return StagingCalibration{}, err
+	}
+
+	var cal StagingCalibration
+	total, done := 2*len(CalibrationSizes), 0
+	for _, up := range []bool{true, false} {
+		for _, n := range CalibrationSizes {
+			d, err := dev.Slice(0, n)
+			if err != nil {
+				return StagingCalibration{}, err
+			}
+			h := host[:n]
+			m := StagingMeasurement{Bytes: n, Upload: up}
+			for _, p := range []struct {
+				sb  *StagingBuffer
+				out *float64
+			}{{staged, &m.Staged}, {piped, &m.Pipelined}, {direct, &m.Direct}} {
+				rate, err := measureTransfer(p.sb, d, h, s, up)
+				if err != nil {
+					return StagingCalibration{}, err
+				}
+				*p.out = rate
+			}
+			cal.Measurements = append(cal.Measurements, m)
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+	}
+	cal.AutoStageMaxBytes, cal.PipelineMinBytes = chooseThresholds(cal.Measurements)
+	sb.SetAutoStageMaxBytes(cal.AutoStageMaxBytes)
+	pipe.MinBytes = cal.PipelineMinBytes
+	if err := sb.SetPipeline(pipe); err != nil {
+		return StagingCalibration{}, err
+	}
+	return cal, nil
+}
+
+// chooseThresholds picks the largest size up to which staging beat the
+// driver at every size, and the smallest size from which the pipeline beat
+// it at every larger size, both ways.
+func chooseThresholds(ms []StagingMeasurement) (autoMax, pipeMin int) {
+	sizes := map[int]bool{}
+	stagedWins, pipeWins := map[int]bool{}, map[int]bool{}
+	for _, m := range ms {
+		if !sizes[m.Bytes] {
+			sizes[m.Bytes] = true
+			stagedWins[m.Bytes], pipeWins[m.Bytes] = true, true
+		}
+		stagedWins[m.Bytes] = stagedWins[m.Bytes] && m.Staged >= m.Direct
+		pipeWins[m.Bytes] = pipeWins[m.Bytes] && m.Pipelined > m.Direct
+	}
+	ordered := make([]int, 0, len(sizes))
+	for n := range sizes {
+		ordered = append(ordered, n)
+	}
+	slices.Sort(ordered)
+	for _, n := range ordered {
+		if !stagedWins[n] {
+			break
+		}
+		autoMax = n
+	}
+	pipeMin = math.MaxInt
+	for i := len(ordered) - 1; i >= 0 && pipeWins[ordered[i]]; i-- {
+		pipeMin = ordered[i]
+	}
+	return autoMax, pipeMin
+}
+
+// measureTransfer returns the median throughput, in bytes per second, of
+// moving host to or from d through sb, over five runs of enough repetitions
+// to last about 10 ms each.
+func measureTransfer(sb *StagingBuffer, d *DeviceBuffer[byte], h []byte, s *Stream, up bool) (float64, error) {
+	move := func() error {
+		if up {
+			return Upload(sb, d, h, s)
+		}
+		return Download(sb, h, d, s)
+	}
+	if err := move(); err != nil { // warm up, and pin what the path needs
+		return 0, err
+	}
+	reps := 1
+	for {
+		start := time.Now()
+		for range reps {
+			if err := move(); err != nil {
+				return 0, err
+			}
+		}
+		if el := time.Since(start); el > 10*time.Millisecond || reps >= 1<<16 {
+			break
+		}
+		reps *= 2
+	}
+	var rates []float64
+	for range 5 {
+		start := time.Now()
+		for range reps {
+			if err := move(); err != nil {
+				return 0, err
+			}
+		}
+		rates = append(rates, float64(len(h)*reps)/time.Since(start).Seconds())
+	}
+	slices.Sort(rates)
+	return rates[len(rates)/2], nil
+}

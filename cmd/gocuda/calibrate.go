@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	cuda "github.com/gocuda/cuda"
+	"golang.org/x/term"
+)
+
+func runCalibrate(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
+	device := fs.Int("device", 0, "device ordinal")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	dev, err := cuda.GetDevice(*device)
+	if err != nil {
+		return err
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	progress := newProgress(os.Stderr, "calibrating")
+	cal, err := sb.Calibrate(ctx, progress.update)
+	progress.done()
+	if err != nil {
+		return err
+	}
+	name, _ := dev.Name()
+	fmt.Fprintf(w, "staging calibration on device %d (%s), GB/s:\n\n", dev.Ordinal(), name)
+	fmt.Fprintf(w, "%-4s %10s %8s %10s %8s\n", "dir", "size", "staged", "pipelined", "driver")
+	for _, m := range cal.Measurements {
+		dir := "down"
+		if m.Upload {
+			dir = "up"
+		}
+		fmt.Fprintf(w, "%-4s %10s %8.2f %10.2f %8.2f\n", dir, formatSize(m.Bytes), m.Staged/1e9, m.Pipelined/1e9, m.Direct/1e9)
+	}
+	pipeMin := "never"
+	if cal.PipelineMinBytes != math.MaxInt {
+		pipeMin = formatSize(cal.PipelineMinBytes)
+	}
+	fmt.Fprintf(w, "\nchosen: stage up to %s, pipeline from %s\n", formatSize(cal.AutoStageMaxBytes), pipeMin)
+	fmt.Fprintf(w, "\nto use them:\n\tsb.SetAutoStageMaxBytes(%d)\n\tp := sb.Pipeline()\n\tp.MinBytes = %d\n\tsb.SetPipeline(p)\n",
+		cal.AutoStageMaxBytes, cal.PipelineMinBytes)
+	fmt.Fprintf(w, "or call sb.Calibrate(ctx, nil) once at start-up.\n")
+	return nil
+}
+
+func formatSize(n int) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// progress shows a single updating line on a terminal, and nothing
+// elsewhere (logs, pipes).
+type progress struct {
+	w     io.Writer
+	label string
+	tty   bool
+}
+
+func newProgress(f *os.File, label string) *progress {
+	return &progress{w: f, label: label, tty: term.IsTerminal(int(f.Fd()))}
+}
+
+func (p *progress) update(done, total int) {
+	if p.tty {
+		fmt.Fprintf(p.w, "\r%s: %d/%d", p.label, done, total)
+	}
+}
+
+func (p *progress) done() {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

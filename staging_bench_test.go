@@ -1,0 +1,74 @@
+package cuda_test
+
+import (
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// stagingSizes are the sizes of the staging benchmarks, in bytes; the plain
+// copies they are compared with (BenchmarkCopyFromHost, BenchmarkCopyToHost)
+// run at the same sizes.
+var stagingSizes = []int{4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
+
+// benchStaging runs move at each size with a fresh staging buffer, reserved
+// and warmed up before timing.
+func benchStaging(b *testing.B, sizes []int, host func(*testing.B, *cuda.Context, int) []byte,
+	move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error) {
+	for _, n := range sizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			ctx := cudatest.Context(b)
+			s := cudatest.Stream(b, ctx)
+			dev := must(cuda.Alloc[byte](ctx, n))
+			defer dev.Free()
+			h := host(b, ctx, n)
+			var sb cuda.StagingBuffer
+			defer sb.Close()
+			if err := move(&sb, dev, h, s); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if err := move(&sb, dev, h, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st := sb.Stats()
+			b.ReportMetric(float64(st.Allocations), "pinned-allocs")
+		})
+	}
+}
+
+func upload(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, s *cuda.Stream) error {
+	return cuda.Upload(sb, d, h, s)
+}
+
+func download(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, s *cuda.Stream) error {
+	return cuda.Download(sb, h, d, s)
+}
+
+// uploadWith fills nothing: the data is taken as produced in place, which
+// is the point of UploadWith. It measures the transfer alone.
+func uploadWith(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, s *cuda.Stream) error {
+	return cuda.UploadWith(sb, d, len(h), s, func([]byte) {})
+}
+
+func downloadInto(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, s *cuda.Stream) error {
+	_, err := cuda.DownloadInto(sb, d, len(h), s)
+	return err
+}
+
+func BenchmarkUpload(b *testing.B)       { benchStaging(b, stagingSizes, pageable, upload) }
+func BenchmarkDownload(b *testing.B)     { benchStaging(b, stagingSizes, pageable, download) }
+func BenchmarkUploadWith(b *testing.B)   { benchStaging(b, stagingSizes[:7], pageable, uploadWith) }
+func BenchmarkDownloadInto(b *testing.B) { benchStaging(b, stagingSizes[:7], pageable, downloadInto) }
+
+// Upload and Download of a Registered slice go straight to the DMA engine.
+func BenchmarkUploadRegistered(b *testing.B) {
+	benchStaging(b, stagingSizes[6:8], registered, upload)
+}
+
+func BenchmarkDownloadRegistered(b *testing.B) {
+	benchStaging(b, stagingSizes[6:8], registered, download)
+}
