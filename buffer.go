@@ -228,7 +228,11 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
 		return err
 	}
-	return check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(b.ptr, hostPtr(src), uintptr(b.ByteSize())))
+	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(b.ptr, hostPtr(src), uintptr(b.ByteSize())))
+	if err != nil || pageLocked(bytesOf(src)) {
+		return err
+	}
+	return settled(op, nil)
 }
 
 // CopyToHost copies the buffer into dst, which must have Len elements. It
@@ -256,7 +260,21 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	if b.n == 0 {
 		return nil
 	}
-	return check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.ptr, src.ptr, uintptr(b.ByteSize())))
+	return settled(op, check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.ptr, src.ptr, uintptr(b.ByteSize()))))
+}
+
+// settled waits, unless err is set, until the work of a synchronous driver
+// call has landed on the device. Some synchronous calls return before that:
+// a copy from pageable memory once the driver has staged the bytes, a
+// device-to-device copy or a memset once queued on the legacy default
+// stream. Work on gocuda's streams, which are non-blocking, is not ordered
+// after that stream, so without this a kernel queued next could read the
+// memory before the copy reaches it.
+func settled(op string, err error) error {
+	if err != nil {
+		return err
+	}
+	return check(op, "cuStreamSynchronize", driver.StreamSynchronize(0))
 }
 
 // CopyFromDeviceAsync queues a copy of src into the buffer on s.
@@ -279,6 +297,7 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	if b.n == 0 {
 		return nil
 	}
+	s.queuedWork()
 	return check(op, "cuMemcpyDtoDAsync_v2", driver.MemcpyDtoDAsync(b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
 }
 
@@ -452,13 +471,16 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 		return nil
 	}
 	n := uintptr(bytes / width)
+	if s != nil {
+		s.queuedWork()
+	}
 	switch {
 	case s == nil && width == 1:
-		return check(op, "cuMemsetD8_v2", driver.MemsetD8(b.ptr, uint8(v), n))
+		return settled(op, check(op, "cuMemsetD8_v2", driver.MemsetD8(b.ptr, uint8(v), n)))
 	case s == nil && width == 2:
-		return check(op, "cuMemsetD16_v2", driver.MemsetD16(b.ptr, uint16(v), n))
+		return settled(op, check(op, "cuMemsetD16_v2", driver.MemsetD16(b.ptr, uint16(v), n)))
 	case s == nil:
-		return check(op, "cuMemsetD32_v2", driver.MemsetD32(b.ptr, v, n))
+		return settled(op, check(op, "cuMemsetD32_v2", driver.MemsetD32(b.ptr, v, n)))
 	case width == 1:
 		return check(op, "cuMemsetD8Async", driver.MemsetD8Async(b.ptr, uint8(v), n, s.handle))
 	case width == 2:

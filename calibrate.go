@@ -20,18 +20,23 @@ type StagingMeasurement struct {
 
 // StagingCalibration is what Calibrate measured, and the thresholds it chose.
 type StagingCalibration struct {
-	AutoStageMaxBytes int // largest size up to which staging won, both ways
-	PipelineMinBytes  int // smallest size from which the pipeline won, both ways; math.MaxInt if it never did
-	Measurements      []StagingMeasurement
+	// StageMaxBytes is, by Direction, the largest size up to which staging
+	// was at least as fast as the driver at every size measured.
+	StageMaxBytes [2]int
+	// PipelineMinBytes is the smallest size from which the pipeline beat
+	// the driver at every larger size, both ways; math.MaxInt if it never
+	// did.
+	PipelineMinBytes int
+	Measurements     []StagingMeasurement
 }
 
 // Calibrate measures, on this machine's device, how fast ordinary slices move
 // through each of the staging buffer's paths (staged whole, pipelined, or
 // handed to the driver) at CalibrationSizes, both ways, and sets sb's
-// thresholds to where each wins: AutoStageMaxBytes to the largest size up
-// to which staging was at least as fast as the driver at every size, and
-// the pipeline's MinBytes to the smallest from which the pipeline was
-// faster than the driver at every larger size. It takes a few seconds and
+// thresholds to where each wins: each direction's StageMaxBytes to the
+// largest size up to which staging was at least as fast as the driver at
+// every size, and the pipeline's MinBytes to the smallest from which the
+// pipeline was faster than the driver at every larger size, both ways. It takes a few seconds and
 // temporarily pins sb's pipeline memory. progress, if not nil, is called
 // after each measurement with the number done and the total.
 func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int)) (StagingCalibration, error) {
@@ -104,8 +109,9 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 			}
 		}
 	}
-	cal.AutoStageMaxBytes, cal.PipelineMinBytes = chooseThresholds(cal.Measurements)
-	sb.SetAutoStageMaxBytes(cal.AutoStageMaxBytes)
+	cal.StageMaxBytes, cal.PipelineMinBytes = chooseThresholds(cal.Measurements)
+	sb.SetStageMaxBytes(HostToDevice, cal.StageMaxBytes[HostToDevice])
+	sb.SetStageMaxBytes(DeviceToHost, cal.StageMaxBytes[DeviceToHost])
 	pipe.MinBytes = cal.PipelineMinBytes
 	if err := sb.SetPipeline(pipe); err != nil {
 		return StagingCalibration{}, err
@@ -113,36 +119,39 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 	return cal, nil
 }
 
-// chooseThresholds picks the largest size up to which staging beat the
-// driver at every size, and the smallest size from which the pipeline beat
-// it at every larger size, both ways.
-func chooseThresholds(ms []StagingMeasurement) (autoMax, pipeMin int) {
-	sizes := map[int]bool{}
-	stagedWins, pipeWins := map[int]bool{}, map[int]bool{}
+// chooseThresholds picks, for each direction, the largest size up to which
+// staging beat the driver at every size, and the smallest size from which
+// the pipeline beat it at every larger size, both ways.
+func chooseThresholds(ms []StagingMeasurement) (stageMax [2]int, pipeMin int) {
+	var sizes []int
+	stagedWins := [2]map[int]bool{{}, {}}
+	pipeWins := map[int]bool{}
 	for _, m := range ms {
-		if !sizes[m.Bytes] {
-			sizes[m.Bytes] = true
-			stagedWins[m.Bytes], pipeWins[m.Bytes] = true, true
+		if _, seen := pipeWins[m.Bytes]; !seen {
+			sizes = append(sizes, m.Bytes)
+			pipeWins[m.Bytes] = true
 		}
-		stagedWins[m.Bytes] = stagedWins[m.Bytes] && m.Staged >= m.Direct
+		d := HostToDevice
+		if !m.Upload {
+			d = DeviceToHost
+		}
+		stagedWins[d][m.Bytes] = m.Staged >= m.Direct
 		pipeWins[m.Bytes] = pipeWins[m.Bytes] && m.Pipelined > m.Direct
 	}
-	ordered := make([]int, 0, len(sizes))
-	for n := range sizes {
-		ordered = append(ordered, n)
-	}
-	slices.Sort(ordered)
-	for _, n := range ordered {
-		if !stagedWins[n] {
-			break
+	slices.Sort(sizes)
+	for d := range stageMax {
+		for _, n := range sizes {
+			if !stagedWins[d][n] {
+				break
+			}
+			stageMax[d] = n
 		}
-		autoMax = n
 	}
 	pipeMin = math.MaxInt
-	for i := len(ordered) - 1; i >= 0 && pipeWins[ordered[i]]; i-- {
-		pipeMin = ordered[i]
+	for i := len(sizes) - 1; i >= 0 && pipeWins[sizes[i]]; i-- {
+		pipeMin = sizes[i]
 	}
-	return autoMax, pipeMin
+	return stageMax, pipeMin
 }
 
 // measureTransfer returns the median throughput, in bytes per second, of

@@ -12,7 +12,8 @@ func TestChooseThresholds(t *testing.T) {
 	tests := []struct {
 		name             string
 		ms               []StagingMeasurement
-		autoMax, pipeMin int
+		stageMax [2]int
+		pipeMin  int
 	}{
 		{"typical", []StagingMeasurement{
 			m(4, true, 2, 0, 1), m(4, false, 2, 0, 1),
@@ -20,19 +21,19 @@ func TestChooseThresholds(t *testing.T) {
 			m(16, true, 2, 0, 3), m(16, false, 2, 0, 3),
 			m(32, true, 0, 5, 3), m(32, false, 0, 4, 3),
 			m(64, true, 0, 6, 3), m(64, false, 0, 6, 3),
-		}, 4, 32},
+		}, [2]int{8, 4}, 32},
 		{"staging always loses, pipeline never wins", []StagingMeasurement{
 			m(4, true, 1, 1, 2), m(8, true, 1, 1, 2),
-		}, 0, math.MaxInt},
+		}, [2]int{0, 0}, math.MaxInt},
 		{"pipeline loses at the largest size", []StagingMeasurement{
 			m(4, true, 1, 3, 2), m(8, true, 1, 1, 2),
-		}, 0, math.MaxInt},
+		}, [2]int{0, 0}, math.MaxInt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, p := chooseThresholds(tt.ms)
-			if a != tt.autoMax || p != tt.pipeMin {
-				t.Errorf("chooseThresholds = %d, %d; want %d, %d", a, p, tt.autoMax, tt.pipeMin)
+			if a != tt.stageMax || p != tt.pipeMin {
+				t.Errorf("chooseThresholds = %v, %d; want %v, %d", a, p, tt.stageMax, tt.pipeMin)
 			}
 		})
 	}

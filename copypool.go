@@ -3,6 +3,7 @@ package cuda
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // copyPool is a set of goroutines that copy host memory in parallel for the
@@ -17,7 +18,7 @@ var copyPool struct {
 
 type copyTask struct {
 	dst, src []byte
-	wg       *sync.WaitGroup
+	left     *atomic.Int32
 }
 
 func startCopyPool() {
@@ -27,7 +28,7 @@ func startCopyPool() {
 		go func() {
 			for t := range copyPool.tasks {
 				copy(t.dst, t.src)
-				t.wg.Done()
+				t.left.Add(-1)
 			}
 		}()
 	}
@@ -42,9 +43,14 @@ const maxCopyWorkers = 16
 const minCopyPart = 128 << 10
 
 // parallelCopy copies src into dst (of equal length) with up to workers
-// goroutines of the pool, and returns when all are done. wg is the caller's,
-// reused to keep the call free of allocations.
-func parallelCopy(dst, src []byte, workers int, wg *sync.WaitGroup) {
+// goroutines of the pool, this one among them, and returns when all are
+// done. left is the caller's, reused to keep the call free of allocations.
+//
+// The caller spins, briefly, instead of blocking until the others finish:
+// it is usually locked to its OS thread (it holds a context current), and
+// waking a locked goroutine that blocked costs tens of microseconds, which
+// the pipeline pays once per chunk.
+func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
 	copyPool.once.Do(startCopyPool)
 	parts := min(workers, copyPool.n, len(src)/minCopyPart)
 	if parts <= 1 {
@@ -53,12 +59,16 @@ func parallelCopy(dst, src []byte, workers int, wg *sync.WaitGroup) {
 	}
 	size := (len(src) + parts - 1) / parts
 	size = (size + 63) &^ 63 // whole cache lines
-	wg.Add(parts - 1)
+	left.Store(int32(parts - 1))
 	for i := range parts - 1 {
 		lo, hi := min(i*size, len(src)), min((i+1)*size, len(src))
-		copyPool.tasks <- copyTask{dst: dst[lo:hi], src: src[lo:hi], wg: wg}
+		copyPool.tasks <- copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left}
 	}
 	lo := min((parts-1)*size, len(src))
 	copy(dst[lo:], src[lo:]) // the last part on this goroutine
-	wg.Wait()
+	for spins := 0; left.Load() > 0; spins++ {
+		if spins > 1000 {
+			runtime.Gosched() // the others may need this thread's P
+		}
+	}
 }

@@ -75,6 +75,7 @@ func (e *Event) Record(s *Stream) error {
 		return err
 	}
 	defer leaveWith(&e.life, &s.life)
+	s.queuedWork()
 	return check(op, "cuEventRecord", driver.EventRecord(e.handle, s.handle))
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -13,11 +14,28 @@ import (
 // grows.
 const StagingGranularity = 64 << 10
 
-// DefaultAutoStageMaxBytes is the size up to which Upload and Download of
-// ordinary slices go through the staging buffer's pinned memory by default.
-// See docs/performance.md for the H200 measurement it comes from; Calibrate
-// measures the machine in hand.
-const DefaultAutoStageMaxBytes = 256 << 10
+// Direction is the direction of a transfer.
+type Direction int
+
+const (
+	HostToDevice Direction = iota // Upload
+	DeviceToHost                  // Download
+)
+
+func (d Direction) String() string {
+	if d == HostToDevice {
+		return "host to device"
+	}
+	return "device to host"
+}
+
+// Default thresholds up to which Upload and Download stage ordinary slices
+// through pinned memory, from the H200 measurement in docs/performance.md;
+// Calibrate measures the machine in hand.
+const (
+	DefaultUploadStageMaxBytes   = 256 << 10
+	DefaultDownloadStageMaxBytes = 256 << 10
+)
 
 // StagingPipeline configures the path Upload and Download take for large
 // ordinary slices: the transfer is cut into chunks, and while the DMA engine
@@ -78,14 +96,14 @@ type StagingStats struct {
 // Give each goroutine its own.
 type StagingBuffer struct {
 	mem      *PinnedBuffer[byte]
-	autoMax  int
-	autoSet  bool
+	stageMax [2]int // by Direction
+	stageSet [2]bool
 	pipe     StagingPipeline
 	pipeSet  bool
 	stats    StagingStats
 	events   []*Event // one per pipeline slot, in evCtx
 	evCtx    *Context
-	copyWait sync.WaitGroup
+	copyWait atomic.Int32
 }
 
 // NewStagingBuffer returns a staging buffer with bytes of pinned memory
@@ -116,20 +134,36 @@ func (sb *StagingBuffer) Stats() StagingStats {
 }
 
 // AutoStageMaxBytes returns the size up to which Upload and Download stage
-// ordinary slices through pinned memory.
+// ordinary slices through pinned memory: the larger of the two directions'
+// thresholds (see StageMaxBytes).
 func (sb *StagingBuffer) AutoStageMaxBytes() int {
-	if sb == nil || !sb.autoSet {
-		return defaults().autoMax
-	}
-	return sb.autoMax
+	return max(sb.StageMaxBytes(HostToDevice), sb.StageMaxBytes(DeviceToHost))
 }
 
 // SetAutoStageMaxBytes sets the size up to which Upload and Download stage
-// ordinary slices: 0 never stages, math.MaxInt always does (and pins as
-// much memory as the largest transfer). UploadWith and DownloadInto always
-// stage: there the pinned memory is the caller's working memory.
+// ordinary slices, both ways: 0 never stages, math.MaxInt always does (and
+// pins as much memory as the largest transfer). UploadWith and DownloadInto
+// always stage: there the pinned memory is the caller's working memory.
 func (sb *StagingBuffer) SetAutoStageMaxBytes(bytes int) {
-	sb.autoMax, sb.autoSet = max(bytes, 0), true
+	sb.SetStageMaxBytes(HostToDevice, bytes)
+	sb.SetStageMaxBytes(DeviceToHost, bytes)
+}
+
+// StageMaxBytes returns the size up to which transfers of ordinary slices
+// in direction d are staged. The directions differ: on the H200 machine the
+// driver's own pageable path is hard to beat uploading small slices and
+// easy to beat downloading them.
+func (sb *StagingBuffer) StageMaxBytes(d Direction) int {
+	if sb == nil || !sb.stageSet[d&1] {
+		return defaults().stageMax[d&1]
+	}
+	return sb.stageMax[d&1]
+}
+
+// SetStageMaxBytes sets the threshold of one direction (see
+// SetAutoStageMaxBytes).
+func (sb *StagingBuffer) SetStageMaxBytes(d Direction, bytes int) {
+	sb.stageMax[d&1], sb.stageSet[d&1] = max(bytes, 0), true
 }
 
 // Pipeline returns the configuration of the pipelined path.
@@ -239,12 +273,15 @@ func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error)
 
 // stagingDefaults are the thresholds a StagingBuffer starts with.
 type stagingDefaults struct {
-	autoMax int
-	pipe    StagingPipeline
+	stageMax [2]int
+	pipe     StagingPipeline
 }
 
 var defaults = sync.OnceValue(func() stagingDefaults {
-	return stagingDefaults{autoMax: DefaultAutoStageMaxBytes, pipe: DefaultStagingPipeline()}
+	return stagingDefaults{
+		stageMax: [2]int{DefaultUploadStageMaxBytes, DefaultDownloadStageMaxBytes},
+		pipe:     DefaultStagingPipeline(),
+	}
 })
 
 // checkTransfer validates a transfer of n elements of T against buf.
@@ -359,7 +396,7 @@ func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) 
 		return err
 	}
 	host := bytesOf(src)
-	r := sb.route(host)
+	r := sb.route(host, HostToDevice)
 	pinned, err := sb.prepare(op, r, dst.mem.ctx, s, len(host))
 	if err != nil {
 		return err
@@ -370,7 +407,7 @@ func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) 
 	defer dst.leaveWithStream(s)
 	switch r {
 	case routeStaged:
-		copy(pinned, host)
+		parallelCopy(pinned, host, sb.Pipeline().Workers, &sb.copyWait)
 		err = upload(op, dst.ptr, pinned, s)
 		sb.stats.Staged++
 	case routePipelined:
@@ -398,7 +435,7 @@ func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream
 		return err
 	}
 	host := bytesOf(dst)
-	r := sb.route(host)
+	r := sb.route(host, DeviceToHost)
 	pinned, err := sb.prepare(op, r, src.mem.ctx, s, len(host))
 	if err != nil {
 		return err
@@ -410,7 +447,7 @@ func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream
 	switch r {
 	case routeStaged:
 		if err = download(op, pinned, src.ptr, s); err == nil {
-			copy(host, pinned)
+			parallelCopy(host, pinned, sb.Pipeline().Workers, &sb.copyWait)
 		}
 		sb.stats.Staged++
 	case routePipelined:
@@ -436,13 +473,13 @@ const (
 	routePipelined
 )
 
-// route chooses the path for a transfer of host memory.
-func (sb *StagingBuffer) route(host []byte) route {
+// route chooses the path for a transfer of host memory in direction d.
+func (sb *StagingBuffer) route(host []byte, d Direction) route {
 	n := len(host)
 	switch {
 	case pageLocked(host):
 		return routeDirect
-	case n <= sb.AutoStageMaxBytes():
+	case n <= sb.StageMaxBytes(d):
 		return routeStaged
 	case n >= sb.Pipeline().MinBytes:
 		return routePipelined
@@ -450,21 +487,28 @@ func (sb *StagingBuffer) route(host []byte) route {
 	return routeDirect
 }
 
-// upload queues a copy of host to the device at d on s and waits for it.
-// host is ordinary or pinned memory; it is not retained after the return.
+// upload copies host to the device at d after the work queued on s, and
+// returns once the bytes have landed. The synchronous copy is the driver's
+// fastest for ordinary memory and as fast as any for pinned memory; it is
+// not itself on s, so the work on s is waited for first.
 func upload(op string, d driver.DevicePtr, host []byte, s *Stream) error {
-	if err := check(op, "cuMemcpyHtoDAsync_v2", driver.MemcpyHtoDAsync(d, hostPtr(host), uintptr(len(host)), s.handle)); err != nil {
+	if err := s.drain(op); err != nil {
 		return err
 	}
-	return check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(d, hostPtr(host), uintptr(len(host))))
+	if err != nil || pageLocked(host) {
+		return err
+	}
+	return settled(op, nil)
 }
 
-// download queues a copy from the device at d into host on s and waits.
+// download copies from the device at d into host after the work queued on
+// s; a synchronous copy to host memory returns only once it is done.
 func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
-	if err := check(op, "cuMemcpyDtoHAsync_v2", driver.MemcpyDtoHAsync(hostPtr(host), d, uintptr(len(host)), s.handle)); err != nil {
+	if err := s.drain(op); err != nil {
 		return err
 	}
-	return check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(hostPtr(host), d, uintptr(len(host))))
 }
 
 // pipeline moves host to or from the device at d in chunks through pinned
@@ -472,8 +516,9 @@ func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
 // Called with s's context bound.
 func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, s *Stream) error {
 	p := sb.Pipeline()
-	chunk := min(max(len(host)/8, 1<<20), p.ChunkBytes)
-	chunk = (chunk + StagingGranularity - 1) / StagingGranularity * StagingGranularity
+	// At least four chunks, so that even a transfer a few chunks long
+	// overlaps copying and DMA.
+	chunk := min((len(host)/4+StagingGranularity-1)/StagingGranularity*StagingGranularity, p.ChunkBytes)
 	nchunks := (len(host) + chunk - 1) / chunk
 	slot := func(i int) []byte {
 		k := i % p.Slots
@@ -486,6 +531,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		return check(op, "cuEventSynchronize", driver.EventSynchronize(sb.events[i%p.Slots].handle))
 	}
 	record := func(i int) error {
+		s.queuedWork()
 		return check(op, "cuEventRecord", driver.EventRecord(sb.events[i%p.Slots].handle, s.handle))
 	}
 	if up {
@@ -504,7 +550,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 				return err
 			}
 		}
-		return check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+		return s.synchronize(op)
 	}
 	queue := func(i int) error {
 		sl := slot(i)
@@ -529,7 +575,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 			}
 		}
 	}
-	return nil
+	return s.synchronize(op) // all done: this only records it
 }
 
 // prepare gets what a transfer on route r of n bytes needs before any lock

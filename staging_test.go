@@ -16,8 +16,11 @@ func TestStagingZeroValue(t *testing.T) {
 	if sb.Capacity() != 0 || sb.Stats() != (cuda.StagingStats{}) {
 		t.Errorf("zero value: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
 	}
-	if sb.AutoStageMaxBytes() != cuda.DefaultAutoStageMaxBytes {
-		t.Errorf("AutoStageMaxBytes() = %d, want the default %d", sb.AutoStageMaxBytes(), cuda.DefaultAutoStageMaxBytes)
+	if sb.StageMaxBytes(cuda.HostToDevice) != cuda.DefaultUploadStageMaxBytes || sb.StageMaxBytes(cuda.DeviceToHost) != cuda.DefaultDownloadStageMaxBytes {
+		t.Errorf("StageMaxBytes = %d, %d; want the defaults", sb.StageMaxBytes(cuda.HostToDevice), sb.StageMaxBytes(cuda.DeviceToHost))
+	}
+	if sb.AutoStageMaxBytes() != max(cuda.DefaultUploadStageMaxBytes, cuda.DefaultDownloadStageMaxBytes) {
+		t.Errorf("AutoStageMaxBytes() = %d", sb.AutoStageMaxBytes())
 	}
 	if sb.Pipeline() != cuda.DefaultStagingPipeline() {
 		t.Errorf("Pipeline() = %+v", sb.Pipeline())
@@ -238,6 +241,20 @@ func TestStagingThreshold(t *testing.T) {
 	if st := always.Stats(); st.Staged != 2 || st.Direct != 0 {
 		t.Errorf("threshold MaxInt did not stage: %+v", st)
 	}
+	var split cuda.StagingBuffer
+	defer split.Close()
+	split.SetStageMaxBytes(cuda.HostToDevice, 0)
+	split.SetStageMaxBytes(cuda.DeviceToHost, math.MaxInt)
+	h := random[byte](big.Len())
+	if err := cuda.Upload(&split, big, h, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.Download(&split, h, big, s); err != nil {
+		t.Fatal(err)
+	}
+	if st := split.Stats(); st.Direct != 1 || st.Staged != 1 || split.AutoStageMaxBytes() != math.MaxInt {
+		t.Errorf("per-direction thresholds: %+v", st)
+	}
 	var sb cuda.StagingBuffer
 	for _, p := range []cuda.StagingPipeline{
 		{MinBytes: 0, ChunkBytes: 1 << 20, Slots: 3, Workers: 2},
@@ -376,8 +393,10 @@ func TestCalibrate(t *testing.T) {
 			t.Errorf("measurement %+v has a non-positive rate", m)
 		}
 	}
-	if sb.AutoStageMaxBytes() != cal.AutoStageMaxBytes || sb.Pipeline().MinBytes != cal.PipelineMinBytes {
+	if sb.StageMaxBytes(cuda.HostToDevice) != cal.StageMaxBytes[cuda.HostToDevice] ||
+		sb.StageMaxBytes(cuda.DeviceToHost) != cal.StageMaxBytes[cuda.DeviceToHost] ||
+		sb.Pipeline().MinBytes != cal.PipelineMinBytes {
 		t.Errorf("thresholds not set: %d, %d; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline().MinBytes, cal)
 	}
-	t.Logf("%s driver: stage up to %d, pipeline from %d", cudatest.Kind(), cal.AutoStageMaxBytes, cal.PipelineMinBytes)
+	t.Logf("%s driver: stage up to %v, pipeline from %d", cudatest.Kind(), cal.StageMaxBytes, cal.PipelineMinBytes)
 }

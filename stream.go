@@ -3,6 +3,7 @@ package cuda
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
@@ -16,6 +17,12 @@ type Stream struct {
 	handle   driver.Stream
 	priority int
 	pins     *pinSet
+
+	// queued counts the work queued on the stream through gocuda, and
+	// synced the part of it a synchronize has seen finish: when they are
+	// equal, the stream is idle and a transfer that must follow its work
+	// need not wait.
+	queued, synced atomic.Uint64
 }
 
 // pinSet keeps the Go memory that queued asynchronous copies read or write
@@ -103,9 +110,35 @@ func (s *Stream) synchronize(op string) error {
 	// Take the pins first: every copy that pinned memory in the set taken
 	// was queued before the synchronize below starts.
 	taken := s.pins.take()
+	q := s.queued.Load()
 	err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
 	s.pins.unpin(taken)
+	if err == nil {
+		s.markSynced(q)
+	}
 	return err
+}
+
+// markSynced records that the first q pieces of work have finished.
+func (s *Stream) markSynced(q uint64) {
+	for {
+		old := s.synced.Load()
+		if old >= q || s.synced.CompareAndSwap(old, q) {
+			return
+		}
+	}
+}
+
+// queuedWork records one more piece of work queued on s.
+func (s *Stream) queuedWork() { s.queued.Add(1) }
+
+// drain waits for the work queued on s through gocuda, if any, so that what
+// follows is ordered after it. Called with s entered.
+func (s *Stream) drain(op string) error {
+	if s.synced.Load() == s.queued.Load() {
+		return nil
+	}
+	return s.synchronize(op)
 }
 
 // Query reports whether all work queued on the stream has finished, without
@@ -116,8 +149,10 @@ func (s *Stream) Query() (done bool, err error) {
 		return false, err
 	}
 	defer s.leave()
+	q := s.queued.Load()
 	switch r := driver.StreamQuery(s.handle); r {
 	case driver.Success:
+		s.markSynced(q)
 		return true, nil
 	case driver.ErrorNotReady:
 		return false, nil
@@ -138,6 +173,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return err
 	}
 	defer leaveWith(&s.life, &e.life)
+	s.queuedWork()
 	return check(op, "cuStreamWaitEvent", driver.StreamWaitEvent(s.handle, e.handle, 0))
 }
 
@@ -169,6 +205,7 @@ func (s *Stream) enqueue(p any, queue func() driver.Result) driver.Result {
 		s.pins.p = new(runtime.Pinner)
 	}
 	s.pins.p.Pin(p)
+	s.queuedWork()
 	return queue()
 }
 

@@ -48,9 +48,10 @@ func runCalibrate(args []string, w io.Writer) error {
 	if cal.PipelineMinBytes != math.MaxInt {
 		pipeMin = formatSize(cal.PipelineMinBytes)
 	}
-	fmt.Fprintf(w, "\nchosen: stage up to %s, pipeline from %s\n", formatSize(cal.AutoStageMaxBytes), pipeMin)
-	fmt.Fprintf(w, "\nto use them:\n\tsb.SetAutoStageMaxBytes(%d)\n\tp := sb.Pipeline()\n\tp.MinBytes = %d\n\tsb.SetPipeline(p)\n",
-		cal.AutoStageMaxBytes, cal.PipelineMinBytes)
+	up, down := cal.StageMaxBytes[cuda.HostToDevice], cal.StageMaxBytes[cuda.DeviceToHost]
+	fmt.Fprintf(w, "\nchosen: stage uploads up to %s, downloads up to %s; pipeline from %s\n", formatSize(up), formatSize(down), pipeMin)
+	fmt.Fprintf(w, "\nto use them:\n\tsb.SetStageMaxBytes(cuda.HostToDevice, %d)\n\tsb.SetStageMaxBytes(cuda.DeviceToHost, %d)\n\tp := sb.Pipeline()\n\tp.MinBytes = %d\n\tsb.SetPipeline(p)\n",
+		up, down, cal.PipelineMinBytes)
 	fmt.Fprintf(w, "or call sb.Calibrate(ctx, nil) once at start-up.\n")
 	return nil
 }
