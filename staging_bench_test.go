@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"fmt"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -71,4 +72,46 @@ func BenchmarkUploadRegistered(b *testing.B) {
 
 func BenchmarkDownloadRegistered(b *testing.B) {
 	benchStaging(b, stagingSizes[6:8], registered, download)
+}
+
+// BenchmarkPipelineShape sweeps the pipeline's chunk size and workers at a
+// middle and a large size, both ways: the measurement behind
+// DefaultStagingPipeline.
+func BenchmarkPipelineShape(b *testing.B) {
+	for _, n := range []int{16 << 20, 256 << 20} {
+		b.Run(sizeName(n), func(b *testing.B) {
+			ctx := cudatest.Context(b)
+			s := cudatest.Stream(b, ctx)
+			dev := must(cuda.Alloc[byte](ctx, n))
+			defer dev.Free()
+			h := random[byte](n)
+			for _, chunk := range []int{1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20} {
+				for _, workers := range []int{4, 8, 16} {
+					for _, dir := range []string{"up", "down"} {
+						b.Run(fmt.Sprintf("%s/chunk=%s/workers=%d", dir, sizeName(chunk), workers), func(b *testing.B) {
+							var sb cuda.StagingBuffer
+							defer sb.Close()
+							sb.SetAutoStageMaxBytes(0)
+							if err := sb.SetPipeline(cuda.StagingPipeline{MinBytes: 1, ChunkBytes: chunk, Slots: 3, Workers: workers}); err != nil {
+								b.Fatal(err)
+							}
+							move := upload
+							if dir == "down" {
+								move = download
+							}
+							if err := move(&sb, dev, h, s); err != nil {
+								b.Fatal(err)
+							}
+							b.SetBytes(int64(n))
+							for b.Loop() {
+								if err := move(&sb, dev, h, s); err != nil {
+									b.Fatal(err)
+								}
+							}
+						})
+					}
+				}
+			}
+		})
+	}
 }

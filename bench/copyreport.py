@@ -1,8 +1,12 @@
 """Merges the C reference (copybench) and Go benchmark outputs into a
 markdown table: GB/s of each path, Go beside C, and the ratio.
 
-usage: python3 copyreport.py C_OUTPUT GO_BENCH_OUTPUT > table.md
+usage: python3 copyreport.py C_OUTPUT[,C_OUTPUT...] GO_BENCH_OUTPUT[,GO_BENCH_OUTPUT...] > table.md
+
+With several outputs of each (runs interleaved C, Go, C, Go...), each cell is
+the median over the runs.
 """
+import statistics
 import re
 import sys
 
@@ -24,20 +28,23 @@ def size_name(n):
     return f"{n}B"
 
 
-def main(c_path, go_path):
-    c = {}
-    for line in open(c_path):
-        parts = line.split()
-        if len(parts) == 4:
-            c[(parts[0], parts[1], int(parts[2]))] = float(parts[3])
+def main(c_paths, go_paths):
+    c, go = {}, {}
+    for c_path in c_paths.split(","):
+        for line in open(c_path):
+            parts = line.split()
+            if len(parts) == 4:
+                c.setdefault((parts[0], parts[1], int(parts[2])), []).append(float(parts[3]))
     by_name = {size_name(n): n for n in SIZES}
-    go = {}
     pat = re.compile(r"^Benchmark(\w+)/(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op")
-    for line in open(go_path):
-        m = pat.match(line)
-        if m and m.group(1) in GO_NAMES and m.group(2) in by_name:
-            path, d = GO_NAMES[m.group(1)]
-            go[(path, d, by_name[m.group(2)])] = float(m.group(4))
+    for go_path in go_paths.split(","):
+        for line in open(go_path):
+            m = pat.match(line)
+            if m and m.group(1) in GO_NAMES and m.group(2) in by_name:
+                path, d = GO_NAMES[m.group(1)]
+                go.setdefault((path, d, by_name[m.group(2)]), []).append(float(m.group(4)))
+    c = {k: statistics.median(v) for k, v in c.items()}
+    go = {k: statistics.median(v) for k, v in go.items()}
     for d in ("H2D", "D2H"):
         print(f"\n### {d}: GB/s (Go / C, ratio of Go's time to C's)\n")
         print("| size | pageable Go | pageable C | ratio | pinned Go | pinned C | ratio | registered Go | registered C | ratio |")
