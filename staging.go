@@ -33,8 +33,8 @@ func (d Direction) String() string {
 // through pinned memory, from the H200 measurement in docs/performance.md;
 // Calibrate measures the machine in hand.
 const (
-	DefaultUploadStageMaxBytes   = 256 << 10
-	DefaultDownloadStageMaxBytes = 256 << 10
+	DefaultUploadStageMaxBytes   = 64 << 10
+	DefaultDownloadStageMaxBytes = 128 << 10
 )
 
 // StagingPipeline configures the path Upload and Download take for large
@@ -58,11 +58,11 @@ type StagingPipeline struct {
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, from 4 MiB up. Measured on the H200
-// machine: docs/performance.md.
+// workers as GOMAXPROCS, up to 16, from 8 MiB up. Measured on the H200
+// machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		MinBytes:   4 << 20,
+		MinBytes:   8 << 20,
 		ChunkBytes: 16 << 20,
 		Slots:      3,
 		Workers:    min(runtime.GOMAXPROCS(0), maxCopyWorkers),

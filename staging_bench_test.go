@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -113,5 +114,42 @@ func BenchmarkPipelineShape(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCopySpin compares the pipeline at 16 MiB with idle copy workers
+// spinning before they block, and blocking at once.
+func BenchmarkCopySpin(b *testing.B) {
+	const n = 16 << 20
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	dev := must(cuda.Alloc[byte](ctx, n))
+	defer dev.Free()
+	h := random[byte](n)
+	for _, spin := range []time.Duration{0, 200 * time.Microsecond} {
+		for _, dir := range []string{"up", "down"} {
+			b.Run(fmt.Sprintf("spin=%v/%s", spin, dir), func(b *testing.B) {
+				defer cuda.SetCopySpin(cuda.SetCopySpin(spin))
+				var sb cuda.StagingBuffer
+				defer sb.Close()
+				sb.SetAutoStageMaxBytes(0)
+				p := cuda.DefaultStagingPipeline()
+				p.MinBytes = 1
+				if err := sb.SetPipeline(p); err != nil {
+					b.Fatal(err)
+				}
+				move := upload
+				if dir == "down" {
+					move = download
+				}
+				move(&sb, dev, h, s)
+				b.SetBytes(n)
+				for b.Loop() {
+					if err := move(&sb, dev, h, s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
