@@ -1,6 +1,10 @@
 // Command gocuda shows what the CUDA devices of this machine are and can do.
 //
-//	gocuda info      the driver and each device: name, memory, compute capability, PCIe link
+//	gocuda bench      GB/s of each way to move data between host and device, at sizes from 4 KiB to 1 GiB
+//	gocuda info       the driver and each device: name, memory, compute capability, PCIe link
+//	gocuda calibrate  where staging and the pipeline beat the driver's copy, and how to set that
+//
+// Run a command with -h for its flags.
 //
 // Exit status: 0 on success, 1 when the work failed (no driver, no GPU), 2 on
 // bad usage.
@@ -23,6 +27,7 @@ type command struct {
 }
 
 var commands = []command{
+	{"bench", "measure each host-device transfer path on this machine", runBench},
 	{"info", "list the CUDA driver and devices", runInfo},
 	{"calibrate", "measure where staging and the pipeline beat the driver's copy", runCalibrate},
 }

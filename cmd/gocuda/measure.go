@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// measureAll times every path at every size and direction of cfg. Host and
+// device memory are arenas of at least 256 MiB that each transfer walks
+// through, a slice at a time, so that no cache holds what a transfer moves.
+func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total int)) ([]benchResult, error) {
+	arena := max(slices.Max(cfg.sizes), 256<<20)
+	free, _, err := ctx.MemInfo()
+	if err != nil {
+		return nil, err
+	}
+	if need := uint64(arena) + 64<<20; need > free {
+		return nil, fmt.Errorf("the largest size, %s, needs %s of device memory; %s is free",
+			formatSize(slices.Max(cfg.sizes)), formatSize(int(need)), formatSize(int(free)))
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	dev, err := cuda.Alloc[byte](ctx, arena)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Free()
+	pinned, err := cuda.AllocPinned[byte](ctx, arena)
+	if err != nil {
+		return nil, err
+	}
+	defer pinned.Free()
+	host := make([]byte, arena)
+	for i := range host {
+		host[i] = byte(i*31 + 7)
+	}
+	copy(pinned.Data(), host)
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+
+	var results []benchResult
+	total, done := len(cfg.sizes)*len(cfg.directions)*len(benchPaths), 0
+	for _, d := range cfg.directions {
+		for _, n := range cfg.sizes {
+			slots := arena / n
+			devAt := func(i int) (*cuda.DeviceBuffer[byte], error) { return dev.Slice(i%slots*n, n) }
+			at := func(mem []byte, i int) []byte { off := i % slots * n; return mem[off : off+n] }
+			up := d == cuda.HostToDevice
+			ops := map[string]func(i int) error{
+				pathCopy: func(i int) error {
+					b, err := devAt(i)
+					if err != nil {
+						return err
+					}
+					if up {
+						return b.CopyFromHost(at(host, i))
+					}
+					return b.CopyToHost(at(host, i))
+				},
+				pathPinned: func(i int) error {
+					b, err := devAt(i)
+					if err != nil {
+						return err
+					}
+					if up {
+						return b.CopyFromHost(at(pinned.Data(), i))
+					}
+					return b.CopyToHost(at(pinned.Data(), i))
+				},
+				pathInPlace: func(i int) error {
+					b, err := devAt(i)
+					if err != nil {
+						return err
+					}
+					if up {
+						return cuda.UploadWith(&sb, b, n, s, func([]byte) {})
+					}
+					_, err = cuda.DownloadInto(&sb, b, n, s)
+					return err
+				},
+				pathStaging: func(i int) error {
+					b, err := devAt(i)
+					if err != nil {
+						return err
+					}
+					if up {
+						return cuda.Upload(&sb, b, at(host, i), s)
+					}
+					return cuda.Download(&sb, at(host, i), b, s)
+				},
+			}
+			for _, p := range benchPaths {
+				r, err := measurePath(ops[p], cfg.reps, n)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s %s: %w", p, dirName(d), formatSize(n), err)
+				}
+				r.Direction, r.Path = dirName(d), p
+				if p == pathStaging {
+					before := sb.Stats()
+					if err := ops[p](0); err != nil {
+						return nil, err
+					}
+					r.Route = route(before, sb.Stats())
+				}
+				results = append(results, r)
+				done++
+				progress(done, total)
+			}
+		}
+	}
+	return results, nil
+}
+
+// measurePath warms op up, then times reps calls of it, each moving n
+// bytes, and returns the median and quartiles of their rates.
+func measurePath(op func(i int) error, reps, n int) (benchResult, error) {
+	for i := range 2 {
+		if err := op(i); err != nil {
+			return benchResult{}, err
+		}
+	}
+	rates := make([]float64, reps)
+	for i := range reps {
+		start := time.Now()
+		if err := op(i + 2); err != nil {
+			return benchResult{}, err
+		}
+		rates[i] = float64(n) / time.Since(start).Seconds() / 1e9
+	}
+	slices.Sort(rates)
+	q := func(f float64) float64 { return rates[int(f*float64(reps-1)+0.5)] }
+	return benchResult{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}, nil
+}
+
+// route names the path a staging transfer took, from the counters before
+// and after it.
+func route(before, after cuda.StagingStats) string {
+	switch {
+	case after.Staged > before.Staged:
+		return "staged"
+	case after.Pipelined > before.Pipelined:
+		return "pipelined"
+	default:
+		return "direct"
+	}
+}
