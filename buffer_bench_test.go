@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -10,7 +11,8 @@ import (
 
 // copySizes are the transfer sizes benchmarked, in bytes: the seed's 150
 // KiB, 196 KiB and 4.7 MiB among them. bench/cref/copybench.c uses the same.
-var copySizes = []int{4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
+var copySizes = []int{4, 4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10,
+	1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
 
 func sizeName(n int) string {
 	switch {
@@ -26,22 +28,41 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// benchCopies runs copy for each size with host memory from host.
+// arenaBytes is the least memory a benchmark walks through, a transfer's
+// worth at a time, so that no cache holds what a transfer moves.
+const arenaBytes = 256 << 20
+
+// arenas is device and host memory for a benchmark of sizes up to largest.
+type arenas struct {
+	dev  *cuda.DeviceBuffer[byte]
+	host []byte
+}
+
+// slot returns the i-th n-byte slices of the arenas, wrapping around.
+func (a arenas) slot(i, n int) (*cuda.DeviceBuffer[byte], []byte) {
+	off := i % (len(a.host) / n) * n
+	return must(a.dev.Slice(off, n)), a.host[off : off+n]
+}
+
+// benchCopies runs copy for each size, on host memory from host.
 func benchCopies(b *testing.B, host func(b *testing.B, ctx *cuda.Context, n int) []byte, copy func(*cuda.DeviceBuffer[byte], []byte) error) {
+	ctx := cudatest.Context(b)
+	size := max(arenaBytes, slices.Max(copySizes))
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: host(b, ctx, size)}
+	defer a.dev.Free()
 	for _, n := range copySizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			ctx := cudatest.Context(b)
-			dev := must(cuda.Alloc[byte](ctx, n))
-			defer dev.Free()
-			h := host(b, ctx, n)
-			if err := copy(dev, h); err != nil { // warm up
+			if err := copy(a.slot(0, n)); err != nil { // warm up
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(n))
+			i := 1
 			for b.Loop() {
-				if err := copy(dev, h); err != nil {
+				d, h := a.slot(i, n)
+				if err := copy(d, h); err != nil {
 					b.Fatal(err)
 				}
+				i++
 			}
 		})
 	}

@@ -10,8 +10,8 @@ func TestChooseThresholds(t *testing.T) {
 		return StagingMeasurement{Bytes: n, Upload: up, Staged: staged, Pipelined: piped, Direct: direct}
 	}
 	tests := []struct {
-		name             string
-		ms               []StagingMeasurement
+		name     string
+		ms       []StagingMeasurement
 		stageMax [2]int
 		pipeMin  int
 	}{

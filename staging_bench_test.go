@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,32 +13,35 @@ import (
 // stagingSizes are the sizes of the staging benchmarks, in bytes; the plain
 // copies they are compared with (BenchmarkCopyFromHost, BenchmarkCopyToHost)
 // run at the same sizes.
-var stagingSizes = []int{4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
+var stagingSizes = []int{4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
 
-// benchStaging runs move at each size with a fresh staging buffer, reserved
-// and warmed up before timing.
+// benchStaging runs move at each size with a fresh staging buffer, warmed
+// up before timing, walking through arenas as benchCopies does.
 func benchStaging(b *testing.B, sizes []int, host func(*testing.B, *cuda.Context, int) []byte,
 	move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	size := max(arenaBytes, slices.Max(sizes))
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: host(b, ctx, size)}
+	defer a.dev.Free()
 	for _, n := range sizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			ctx := cudatest.Context(b)
-			s := cudatest.Stream(b, ctx)
-			dev := must(cuda.Alloc[byte](ctx, n))
-			defer dev.Free()
-			h := host(b, ctx, n)
 			var sb cuda.StagingBuffer
 			defer sb.Close()
-			if err := move(&sb, dev, h, s); err != nil {
+			d, h := a.slot(0, n)
+			if err := move(&sb, d, h, s); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(n))
+			i := 1
 			for b.Loop() {
-				if err := move(&sb, dev, h, s); err != nil {
+				d, h := a.slot(i, n)
+				if err := move(&sb, d, h, s); err != nil {
 					b.Fatal(err)
 				}
+				i++
 			}
-			st := sb.Stats()
-			b.ReportMetric(float64(st.Allocations), "pinned-allocs")
+			b.ReportMetric(float64(sb.Stats().Allocations), "pinned-allocs")
 		})
 	}
 }
@@ -63,16 +67,16 @@ func downloadInto(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, 
 
 func BenchmarkUpload(b *testing.B)       { benchStaging(b, stagingSizes, pageable, upload) }
 func BenchmarkDownload(b *testing.B)     { benchStaging(b, stagingSizes, pageable, download) }
-func BenchmarkUploadWith(b *testing.B)   { benchStaging(b, stagingSizes[:7], pageable, uploadWith) }
-func BenchmarkDownloadInto(b *testing.B) { benchStaging(b, stagingSizes[:7], pageable, downloadInto) }
+func BenchmarkUploadWith(b *testing.B)   { benchStaging(b, stagingSizes[:10], pageable, uploadWith) }
+func BenchmarkDownloadInto(b *testing.B) { benchStaging(b, stagingSizes[:10], pageable, downloadInto) }
 
 // Upload and Download of a Registered slice go straight to the DMA engine.
 func BenchmarkUploadRegistered(b *testing.B) {
-	benchStaging(b, stagingSizes[6:8], registered, upload)
+	benchStaging(b, stagingSizes[9:11], registered, upload)
 }
 
 func BenchmarkDownloadRegistered(b *testing.B) {
-	benchStaging(b, stagingSizes[6:8], registered, download)
+	benchStaging(b, stagingSizes[9:11], registered, download)
 }
 
 // BenchmarkPipelineShape sweeps the pipeline's chunk size and workers at a

@@ -15,7 +15,8 @@ GO_NAMES = {
     "CopyFromPinned": ("pinned", "H2D"), "CopyToPinned": ("pinned", "D2H"),
     "CopyFromRegistered": ("registered", "H2D"), "CopyToRegistered": ("registered", "D2H"),
 }
-SIZES = [4, 4 << 10, 150 << 10, 196 << 10, 1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
+SIZES = [4, 4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10,
+         1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 
 
 def size_name(n):

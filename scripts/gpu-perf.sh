@@ -16,8 +16,8 @@ export GOCUDA_REQUIRE_GPU=1
 machine=$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader)
 nvcc -O2 -o /tmp/copybench bench/cref/copybench.c -lcuda
 for round in 1 2 3; do
-	/tmp/copybench >"$out/cref$round.txt"
-	bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopy' -test.benchtime 0.3s >"$out/gocopy$round.txt"
+	/tmp/copybench pageable pinned >"$out/cref$round.txt"
+	bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopy(From|To)(Host|Pinned)$' -test.benchtime 0.3s >"$out/gocopy$round.txt"
 done
 bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Copy(From|To)Host|Upload|Download)' -test.benchtime 0.5s -test.benchmem >"$out/gostaging.txt"
 bin/gocuda calibrate >"$out/calibrate.txt"

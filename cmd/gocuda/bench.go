@@ -175,7 +175,7 @@ func runBench(args []string, w io.Writer) error {
 		}
 	}
 	if cfg.plotPath != "" {
-		if err := writeAtomic(cfg.plotPath, func(f *os.File) error { return writePlot(f, cfg.plotPath, rep) }); err != nil {
+		if err := writeAtomic(cfg.plotPath, func(f *os.File) error { return writePlot(f, cfg.plotPath, rep, benchPaths) }); err != nil {
 			return err
 		}
 	}

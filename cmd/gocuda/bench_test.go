@@ -136,14 +136,14 @@ func TestWritePlot(t *testing.T) {
 	}
 	for _, name := range []string{"x.svg", "x.png"} {
 		var buf bytes.Buffer
-		if err := writePlot(&buf, name, rep); err != nil {
+		if err := writePlot(&buf, name, rep, benchPaths); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if buf.Len() < 1000 {
 			t.Errorf("%s: only %d bytes", name, buf.Len())
 		}
 	}
-	if err := writePlot(new(bytes.Buffer), "x.svg", benchReport{}); err == nil {
+	if err := writePlot(new(bytes.Buffer), "x.svg", benchReport{}, benchPaths); err == nil {
 		t.Error("plotting no results succeeded")
 	}
 }

@@ -29,6 +29,7 @@ type command struct {
 var commands = []command{
 	{"bench", "measure each host-device transfer path on this machine", runBench},
 	{"info", "list the CUDA driver and devices", runInfo},
+	{"report", "merge gocuda bench, C and PyTorch results into docs (for contributors)", runReport},
 	{"calibrate", "measure where staging and the pipeline beat the driver's copy", runCalibrate},
 }
 

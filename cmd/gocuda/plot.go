@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -19,10 +20,10 @@ import (
 // writePlot draws GB/s against transfer size, one panel per direction and
 // one line per path, with the link's raw rate dashed, as SVG or PNG by
 // name's extension.
-func writePlot(w io.Writer, name string, rep benchReport) error {
+func writePlot(w io.Writer, name string, rep benchReport, paths []string) error {
 	var panels []*plot.Plot
 	for _, dir := range []string{"up", "down"} {
-		p, ok, err := panel(rep, dir)
+		p, ok, err := panel(rep, dir, paths)
 		if err != nil {
 			return err
 		}
@@ -51,13 +52,17 @@ func writePlot(w io.Writer, name string, rep benchReport) error {
 }
 
 var pathColors = map[string]color.Color{
-	pathCopy:    color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff},
-	pathPinned:  color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	pathInPlace: color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	pathStaging: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	pathCopy:          color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff},
+	pathPinned:        color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	pathInPlace:       color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	pathStaging:       color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	pathCPageable:     color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+	pathCPinned:       color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+	pathTorchPageable: color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	pathTorchPinned:   color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 }
 
-func panel(rep benchReport, dir string) (*plot.Plot, bool, error) {
+func panel(rep benchReport, dir string, paths []string) (*plot.Plot, bool, error) {
 	p := plot.New()
 	title := "host to device"
 	if dir == "down" {
@@ -70,7 +75,7 @@ func panel(rep benchReport, dir string) (*plot.Plot, bool, error) {
 	p.X.Tick.Marker = sizeTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 	minX, maxX, any := math.Inf(1), math.Inf(-1), false
-	for _, path := range benchPaths {
+	for _, path := range paths {
 		var pts plotter.XYs
 		for _, r := range rep.Results {
 			if r.Direction == dir && r.Path == path {
@@ -88,6 +93,9 @@ func panel(rep benchReport, dir string) (*plot.Plot, bool, error) {
 		}
 		line.Color, points.Color = pathColors[path], pathColors[path]
 		line.Width = vg.Points(1.5)
+		if !slices.Contains(benchPaths, path) {
+			line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)} // another program's
+		}
 		p.Add(line, points)
 		p.Legend.Add(path, line, points)
 	}

@@ -1,0 +1,54 @@
+"""PyTorch's host-device copies at the sizes gocuda bench measures, timed the
+same way (wall clock around each synchronous copy, median of the repeats,
+walking through a 256 MiB arena so no cache helps), for the comparison in
+docs/performance.md.
+
+usage: python3 torch_copy.py [REPS] > torch.json
+"""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+SIZES = [4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10, 1 << 20,
+         4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
+
+
+def main(reps):
+    dev = torch.device("cuda")
+    arena = max(max(SIZES), 256 << 20)
+    d = torch.empty(arena, dtype=torch.uint8, device=dev)
+    hosts = {
+        "pageable": torch.full((arena,), 7, dtype=torch.uint8),
+        "pinned": torch.full((arena,), 7, dtype=torch.uint8).pin_memory(),
+    }
+    results = []
+    for direction in ("up", "down"):
+        for n in SIZES:
+            slots = arena // n
+            for kind, h in hosts.items():
+                def op(i):
+                    off = (i % slots) * n
+                    if direction == "up":
+                        d[off:off + n].copy_(h[off:off + n])
+                    else:
+                        h[off:off + n].copy_(d[off:off + n])
+                    torch.cuda.synchronize()
+                op(0)
+                op(1)
+                rates = []
+                for i in range(reps):
+                    t = time.perf_counter()
+                    op(i + 2)
+                    rates.append(n / (time.perf_counter() - t) / 1e9)
+                rates.sort()
+                results.append({"direction": direction, "bytes": n, "path": kind,
+                                "median_gbps": statistics.median(rates), "reps": reps})
+    json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
+               "results": results}, sys.stdout, indent=1)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)
