@@ -213,9 +213,13 @@ func (b *DeviceBuffer[T]) lengthsMatch(op, what string, n int) error {
 func hostPtr[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
 
 // CopyFromHost copies src, which must have Len elements, into the buffer.
-// It returns when the copy is done. From a PinnedBuffer's memory or a
-// Registered slice the device reads host memory directly (DMA); from other
-// memory the driver stages it through its own pinned buffers.
+// It returns once src may be changed again. From a PinnedBuffer's memory or
+// a Registered slice the device reads host memory directly (DMA) and the
+// copy is done when CopyFromHost returns; from other memory the driver
+// stages the bytes through its own pinned buffers and may still be moving
+// the last of them: all work gocuda queues afterwards in the context (on
+// any stream) is ordered after the copy, but another library's stream is
+// not; synchronize the context before handing the memory to one.
 func (b *DeviceBuffer[T]) CopyFromHost(src []T) error {
 	return b.copyFromHost("DeviceBuffer.CopyFromHost", src)
 }
@@ -229,10 +233,10 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 		return err
 	}
 	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(b.ptr, hostPtr(src), uintptr(b.ByteSize())))
-	if err != nil || pageLocked(bytesOf(src)) {
-		return err
+	if err == nil && !pageLocked(bytesOf(src)) {
+		b.mem.ctx.legacyQueued()
 	}
-	return settled(op, nil)
+	return err
 }
 
 // CopyToHost copies the buffer into dst, which must have Len elements. It
@@ -250,7 +254,9 @@ func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
 }
 
 // CopyFromDevice copies src, which must have Len elements and belong to the
-// same context, into the buffer. The two may not overlap.
+// same context, into the buffer. The two may not overlap. Like
+// CopyFromHost from ordinary memory, it may return before the copy is done;
+// work gocuda queues afterwards in the context is ordered after it.
 func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	const op = "DeviceBuffer.CopyFromDevice"
 	if err := b.enterWithBuffer(op, src); err != nil {
@@ -260,16 +266,13 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	if b.n == 0 {
 		return nil
 	}
-	return settled(op, check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.ptr, src.ptr, uintptr(b.ByteSize()))))
+	b.mem.ctx.legacyQueued()
+	return check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.ptr, src.ptr, uintptr(b.ByteSize())))
 }
 
 // settled waits, unless err is set, until the work of a synchronous driver
-// call has landed on the device. Some synchronous calls return before that:
-// a copy from pageable memory once the driver has staged the bytes, a
-// device-to-device copy or a memset once queued on the legacy default
-// stream. Work on gocuda's streams, which are non-blocking, is not ordered
-// after that stream, so without this a kernel queued next could read the
-// memory before the copy reaches it.
+// call has landed on the device: some return before that (see
+// Context.legacyQueued).
 func settled(op string, err error) error {
 	if err != nil {
 		return err
@@ -297,7 +300,9 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	if b.n == 0 {
 		return nil
 	}
-	s.queuedWork()
+	if err := s.willQueue(op); err != nil {
+		return err
+	}
 	return check(op, "cuMemcpyDtoDAsync_v2", driver.MemcpyDtoDAsync(b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
 }
 
@@ -340,9 +345,9 @@ func (b *DeviceBuffer[T]) CopyFromHostAsync(src []T, s *Stream) error {
 	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
 		return err
 	}
-	return check(op, "cuMemcpyHtoDAsync_v2", s.enqueue(unsafe.SliceData(src), func() driver.Result {
+	return s.enqueue(op, "cuMemcpyHtoDAsync_v2", unsafe.SliceData(src), func() driver.Result {
 		return driver.MemcpyHtoDAsync(b.ptr, hostPtr(src), uintptr(b.ByteSize()), s.handle)
-	}))
+	})
 }
 
 // CopyToHostAsync queues a copy of the buffer into dst, which must have Len
@@ -357,9 +362,9 @@ func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
 	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
 		return err
 	}
-	return check(op, "cuMemcpyDtoHAsync_v2", s.enqueue(unsafe.SliceData(dst), func() driver.Result {
+	return s.enqueue(op, "cuMemcpyDtoHAsync_v2", unsafe.SliceData(dst), func() driver.Result {
 		return driver.MemcpyDtoHAsync(hostPtr(dst), b.ptr, uintptr(b.ByteSize()), s.handle)
-	}))
+	})
 }
 
 // Slice returns a buffer over n elements starting at element off. It owns
@@ -471,16 +476,18 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 		return nil
 	}
 	n := uintptr(bytes / width)
-	if s != nil {
-		s.queuedWork()
+	if s == nil {
+		b.mem.ctx.legacyQueued()
+	} else if err := s.willQueue(op); err != nil {
+		return err
 	}
 	switch {
 	case s == nil && width == 1:
-		return settled(op, check(op, "cuMemsetD8_v2", driver.MemsetD8(b.ptr, uint8(v), n)))
+		return check(op, "cuMemsetD8_v2", driver.MemsetD8(b.ptr, uint8(v), n))
 	case s == nil && width == 2:
-		return settled(op, check(op, "cuMemsetD16_v2", driver.MemsetD16(b.ptr, uint16(v), n)))
+		return check(op, "cuMemsetD16_v2", driver.MemsetD16(b.ptr, uint16(v), n))
 	case s == nil:
-		return settled(op, check(op, "cuMemsetD32_v2", driver.MemsetD32(b.ptr, v, n)))
+		return check(op, "cuMemsetD32_v2", driver.MemsetD32(b.ptr, v, n))
 	case width == 1:
 		return check(op, "cuMemsetD8Async", driver.MemsetD8Async(b.ptr, uint8(v), n, s.handle))
 	case width == 2:

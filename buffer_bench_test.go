@@ -29,8 +29,13 @@ func sizeName(n int) string {
 }
 
 // arenaBytes is the least memory a benchmark walks through, a transfer's
-// worth at a time, so that no cache holds what a transfer moves.
-const arenaBytes = 256 << 20
+// worth at a time, so that no cache holds what a transfer moves; at most
+// maxSlots transfers' worth, so that the smallest transfers, which measure
+// latency, do not measure page walks instead.
+const (
+	arenaBytes = 256 << 20
+	maxSlots   = 4096
+)
 
 // arenas is device and host memory for a benchmark of sizes up to largest.
 type arenas struct {
@@ -40,7 +45,7 @@ type arenas struct {
 
 // slot returns the i-th n-byte slices of the arenas, wrapping around.
 func (a arenas) slot(i, n int) (*cuda.DeviceBuffer[byte], []byte) {
-	off := i % (len(a.host) / n) * n
+	off := i % min(len(a.host)/n, maxSlots) * n
 	return must(a.dev.Slice(off, n)), a.host[off : off+n]
 }
 

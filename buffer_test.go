@@ -695,3 +695,40 @@ func TestNilBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyWorkSettled: after a synchronous copy from pageable memory,
+// which may return before its DMA is done, the next work queued on a stream
+// first waits for the legacy default stream.
+func TestLegacyWorkSettled(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	b := must(cuda.Alloc[byte](ctx, 64))
+	defer b.Free()
+	dst := make([]byte, 64)
+	if err := b.CopyToHostAsync(dst, s); err != nil { // nothing to settle yet
+		t.Fatal(err)
+	}
+	s.Synchronize()
+	if err := b.CopyFromHost(random[byte](64)); err != nil {
+		t.Fatal(err)
+	}
+	f.Fail("cuStreamSynchronize", 1, 999)
+	err := b.CopyToHostAsync(dst, s)
+	var ce *cuda.Error
+	if !errors.As(err, &ce) || ce.Call != "cuStreamSynchronize" || ce.Code != 999 {
+		t.Fatalf("async copy after a pageable CopyFromHost: %v; want the failed cuStreamSynchronize of the legacy stream", err)
+	}
+	if err := b.CopyToHostAsync(dst, s); err != nil { // settles again, and succeeds
+		t.Fatalf("retry: %v", err)
+	}
+	f.Fail("cuStreamSynchronize", 1, 999)
+	if err := b.CopyToHostAsync(dst, s); err != nil {
+		t.Errorf("nothing left to settle, yet: %v", err)
+	}
+	f.ResetFaults()
+	s.Synchronize()
+}

@@ -49,13 +49,16 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 		return StagingCalibration{}, err
 	}
 	defer s.Close()
-	largest := slices.Max(CalibrationSizes)
-	dev, err := Alloc[byte](ctx, largest)
+	// Each transfer takes the next slice of arenas larger than the CPU's
+	// caches: data cached from the previous transfer would flatter the
+	// staged path, which copies it once more.
+	arena := max(slices.Max(CalibrationSizes), 256<<20)
+	dev, err := Alloc[byte](ctx, arena)
 	if err != nil {
 		return StagingCalibration{}, err
 	}
 	defer dev.Free()
-	host := make([]byte, largest)
+	host := make([]byte, arena)
 	for i := range host {
 		host[i] = byte(i*7 + 1)
 	}
@@ -86,17 +89,18 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 	total, done := 2*len(CalibrationSizes), 0
 	for _, up := range []bool{true, false} {
 		for _, n := range CalibrationSizes {
-			d, err := dev.Slice(0, n)
-			if err != nil {
-				return StagingCalibration{}, err
+			slots := min(arena/n, 4096)
+			slot := func(i int) (*DeviceBuffer[byte], []byte, error) {
+				off := i % slots * n
+				d, err := dev.Slice(off, n)
+				return d, host[off : off+n], err
 			}
-			h := host[:n]
 			m := StagingMeasurement{Bytes: n, Upload: up}
 			for _, p := range []struct {
 				sb  *StagingBuffer
 				out *float64
 			}{{staged, &m.Staged}, {piped, &m.Pipelined}, {direct, &m.Direct}} {
-				rate, err := measureTransfer(p.sb, d, h, s, up)
+				rate, err := measureTransfer(p.sb, slot, s, up)
 				if err != nil {
 					return StagingCalibration{}, err
 				}
@@ -155,10 +159,16 @@ func chooseThresholds(ms []StagingMeasurement) (stageMax [2]int, pipeMin int) {
 }
 
 // measureTransfer returns the median throughput, in bytes per second, of
-// moving host to or from d through sb, over five runs of enough repetitions
-// to last about 10 ms each.
-func measureTransfer(sb *StagingBuffer, d *DeviceBuffer[byte], h []byte, s *Stream, up bool) (float64, error) {
+// moving slices from slot to or from the device through sb, over five runs
+// of enough transfers to last about 10 ms each.
+func measureTransfer(sb *StagingBuffer, slot func(int) (*DeviceBuffer[byte], []byte, error), s *Stream, up bool) (float64, error) {
+	i, bytes := 0, 0
 	move := func() error {
+		d, h, err := slot(i)
+		if err != nil {
+			return err
+		}
+		i, bytes = i+1, len(h)
 		if up {
 			return Upload(sb, d, h, s)
 		}
@@ -188,7 +198,7 @@ func measureTransfer(sb *StagingBuffer, d *DeviceBuffer[byte], h []byte, s *Stre
 				return 0, err
 			}
 		}
-		rates = append(rates, float64(len(h)*reps)/time.Since(start).Seconds())
+		rates = append(rates, float64(bytes*reps)/time.Since(start).Seconds())
 	}
 	slices.Sort(rates)
 	return rates[len(rates)/2], nil

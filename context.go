@@ -3,6 +3,7 @@ package cuda
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
@@ -27,6 +28,32 @@ type Context struct {
 	mu      sync.RWMutex
 	closed  bool
 	cleanup runtime.Cleanup
+
+	// legacy is set while synchronous calls may have left work in flight on
+	// the context's legacy default stream (see legacyQueued).
+	legacy atomic.Bool
+}
+
+// legacyQueued records that a synchronous call may have returned before its
+// work on the device was done: a copy from pageable memory returns once the
+// driver has staged the bytes, a device-to-device copy or a memset once
+// queued on the legacy default stream. gocuda's streams are non-blocking,
+// not ordered after that stream, so the next work queued on one first waits
+// for it (settleLegacy). Waiting lazily, rather than after each such call,
+// keeps them as fast as the driver's.
+func (c *Context) legacyQueued() { c.legacy.Store(true) }
+
+// settleLegacy waits for work synchronous calls left on the legacy default
+// stream, if any. Called with c bound.
+func (c *Context) settleLegacy(op string) error {
+	if !c.legacy.Swap(false) {
+		return nil
+	}
+	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(0)); err != nil {
+		c.legacy.Store(true)
+		return err
+	}
+	return nil
 }
 
 // NewContext retains dev's primary context: the one context per device that
@@ -120,7 +147,14 @@ func (c *Context) Synchronize() error {
 		return err
 	}
 	defer c.unbind()
-	return check(op, "cuCtxSynchronize", driver.CtxSynchronize())
+	pending := c.legacy.Swap(false)
+	if err := check(op, "cuCtxSynchronize", driver.CtxSynchronize()); err != nil {
+		if pending {
+			c.legacy.Store(true)
+		}
+		return err
+	}
+	return nil
 }
 
 // MemInfo returns the free and total device memory, in bytes.

@@ -75,7 +75,9 @@ func (e *Event) Record(s *Stream) error {
 		return err
 	}
 	defer leaveWith(&e.life, &s.life)
-	s.queuedWork()
+	if err := s.willQueue(op); err != nil {
+		return err
+	}
 	return check(op, "cuEventRecord", driver.EventRecord(e.handle, s.handle))
 }
 

@@ -30,11 +30,13 @@ func (d Direction) String() string {
 }
 
 // Default thresholds up to which Upload and Download stage ordinary slices
-// through pinned memory, from the H200 measurement in docs/performance.md;
-// Calibrate measures the machine in hand.
+// through pinned memory, from the H200 measurement in docs/performance.md:
+// there the driver's own path for ordinary memory was as fast as staging
+// for small transfers, both ways, once the memory was not already in the
+// CPU's caches. Calibrate measures the machine in hand.
 const (
-	DefaultUploadStageMaxBytes   = 64 << 10
-	DefaultDownloadStageMaxBytes = 128 << 10
+	DefaultUploadStageMaxBytes   = 0
+	DefaultDownloadStageMaxBytes = 0
 )
 
 // StagingPipeline configures the path Upload and Download take for large
@@ -58,11 +60,11 @@ type StagingPipeline struct {
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, from 8 MiB up. Measured on the H200
+// workers as GOMAXPROCS, up to 16, from 16 MiB up. Measured on the H200
 // machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		MinBytes:   8 << 20,
+		MinBytes:   16 << 20,
 		ChunkBytes: 16 << 20,
 		Slots:      3,
 		Workers:    min(runtime.GOMAXPROCS(0), maxCopyWorkers),
@@ -515,6 +517,9 @@ func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
 // slots: while the DMA engine moves one chunk, goroutines copy the next.
 // Called with s's context bound.
 func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, s *Stream) error {
+	if err := s.ctx.settleLegacy(op); err != nil {
+		return err
+	}
 	p := sb.Pipeline()
 	// At least four chunks, so that even a transfer a few chunks long
 	// overlaps copying and DMA.
@@ -531,7 +536,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		return check(op, "cuEventSynchronize", driver.EventSynchronize(sb.events[i%p.Slots].handle))
 	}
 	record := func(i int) error {
-		s.queuedWork()
+		s.queued.Add(1)
 		return check(op, "cuEventRecord", driver.EventRecord(sb.events[i%p.Slots].handle, s.handle))
 	}
 	if up {

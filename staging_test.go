@@ -34,8 +34,16 @@ func TestStagingZeroValue(t *testing.T) {
 	if err := cuda.Upload(&sb, b, src, s); err != nil {
 		t.Fatal(err)
 	}
-	if sb.Capacity() != cuda.StagingGranularity || sb.Stats().Allocations != 1 || sb.Stats().Staged != 1 {
-		t.Errorf("after one small upload: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
+	wantStaged := sb.StageMaxBytes(cuda.HostToDevice) >= 4000
+	if st := sb.Stats(); st.BytesUp != 4000 || (st.Staged == 1) != wantStaged || (sb.Capacity() != 0) != wantStaged {
+		t.Errorf("after one small upload: capacity %d, stats %+v", sb.Capacity(), st)
+	}
+	sb.SetAutoStageMaxBytes(4000)
+	if err := cuda.Upload(&sb, b, src, s); err != nil {
+		t.Fatal(err)
+	}
+	if sb.Capacity() != cuda.StagingGranularity || sb.Stats().Allocations != 1 || sb.Stats().Staged < 1 {
+		t.Errorf("after a staged upload: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
 	}
 	got := make([]int32, 1000)
 	b.CopyToHost(got)
@@ -303,6 +311,11 @@ func TestStagingSteadyState(t *testing.T) {
 	p := cuda.DefaultStagingPipeline()
 	sb, err := cuda.NewStagingBuffer(ctx, p.Slots*p.ChunkBytes)
 	if err != nil {
+		t.Fatal(err)
+	}
+	sb.SetAutoStageMaxBytes(256 << 10)
+	p.MinBytes = 4 << 20
+	if err := sb.SetPipeline(p); err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close()

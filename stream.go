@@ -129,8 +129,15 @@ func (s *Stream) markSynced(q uint64) {
 	}
 }
 
-// queuedWork records one more piece of work queued on s.
-func (s *Stream) queuedWork() { s.queued.Add(1) }
+// willQueue prepares to queue work on s: it orders the work after what
+// synchronous calls left in flight in the context, and counts it.
+func (s *Stream) willQueue(op string) error {
+	if err := s.ctx.settleLegacy(op); err != nil {
+		return err
+	}
+	s.queued.Add(1)
+	return nil
+}
 
 // drain waits for the work queued on s through gocuda, if any, so that what
 // follows is ordered after it. Called with s entered.
@@ -173,7 +180,9 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return err
 	}
 	defer leaveWith(&s.life, &e.life)
-	s.queuedWork()
+	if err := s.willQueue(op); err != nil {
+		return err
+	}
 	return check(op, "cuStreamWaitEvent", driver.StreamWaitEvent(s.handle, e.handle, 0))
 }
 
@@ -194,19 +203,23 @@ func (s *Stream) Close() error {
 	})
 }
 
-// enqueue runs queue, which queues work on s that reads or writes the Go
-// object p points to, with p pinned until the stream is synchronized. Pinning
-// and queueing happen under one lock so that a concurrent Synchronize never
-// releases a pin whose work it did not wait for.
-func (s *Stream) enqueue(p any, queue func() driver.Result) driver.Result {
+// enqueue runs queue, which queues work on s (the driver function call)
+// that reads or writes the Go object p points to, with p pinned until the
+// stream is synchronized. Pinning and queueing happen under one lock so
+// that a concurrent Synchronize never releases a pin whose work it did not
+// wait for.
+func (s *Stream) enqueue(op, call string, p any, queue func() driver.Result) error {
+	if err := s.ctx.settleLegacy(op); err != nil {
+		return err
+	}
 	s.pins.mu.Lock()
 	defer s.pins.mu.Unlock()
 	if s.pins.p == nil {
 		s.pins.p = new(runtime.Pinner)
 	}
 	s.pins.p.Pin(p)
-	s.queuedWork()
-	return queue()
+	s.queued.Add(1)
+	return check(op, call, queue())
 }
 
 func (ps *pinSet) take() *runtime.Pinner {

@@ -1,6 +1,7 @@
 """PyTorch's host-device copies at the sizes gocuda bench measures, timed the
 same way (wall clock around each synchronous copy, median of the repeats,
-walking through a 256 MiB arena so no cache helps), for the comparison in
+walking through a 256 MiB arena, at most 4096 slices, so no cache helps),
+for the comparison in
 docs/performance.md.
 
 usage: python3 torch_copy.py [REPS] > torch.json
@@ -27,7 +28,7 @@ def main(reps):
     results = []
     for direction in ("up", "down"):
         for n in SIZES:
-            slots = arena // n
+            slots = min(arena // n, 4096)
             for kind, h in hosts.items():
                 def op(i):
                     off = (i % slots) * n

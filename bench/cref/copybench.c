@@ -7,8 +7,8 @@
 //	path direction bytes ns_per_op
 //
 // Like the Go benchmarks, each copy takes the next slice of a 256 MiB arena
-// (or of one the size of the copy, if larger), so that no cache holds what
-// it moves.
+// (or of one the size of the copy, if larger; at most 4096 slices), so that
+// no cache holds what it moves.
 //
 // Arguments, if any, name the paths to run (pageable, pinned, registered).
 // Build on the GPU machine: nvcc -O2 -o copybench copybench.c -lcuda
@@ -37,6 +37,7 @@ static double now(void) {
 static const size_t sizes[] = {4, 4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10,
                                1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30};
 #define ARENA_MIN ((size_t)256 << 20)
+#define MAX_SLOTS 4096 // as the Go benchmarks: the smallest copies measure latency, not page walks
 
 static void copy_at(int up, CUdeviceptr d, char *h, size_t n, long i, size_t slots) {
 	size_t off = (size_t)(i % (long)slots) * n;
@@ -47,7 +48,7 @@ static void copy_at(int up, CUdeviceptr d, char *h, size_t n, long i, size_t slo
 // measure runs copies until about 0.3 s have passed, after a warm-up, as
 // Go's testing.B does, and returns the mean time per copy in ns.
 static double measure(int up, CUdeviceptr d, char *h, size_t n, size_t arena) {
-	size_t slots = arena / n;
+	size_t slots = arena / n < MAX_SLOTS ? arena / n : MAX_SLOTS;
 	long i = 0;
 	copy_at(up, d, h, n, i++, slots);
 	long reps = 1;

@@ -8,9 +8,15 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
+// maxSlots bounds how many slices of the arenas the smallest transfers walk
+// through: they measure latency, and should not measure page walks.
+const maxSlots = 4096
+
 // measureAll times every path at every size and direction of cfg. Host and
 // device memory are arenas of at least 256 MiB that each transfer walks
 // through, a slice at a time, so that no cache holds what a transfer moves.
+// The paths take turns, transfer by transfer, so that whatever else the
+// machine does weighs on each alike.
 func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total int)) ([]benchResult, error) {
 	arena := max(slices.Max(cfg.sizes), 256<<20)
 	free, _, err := ctx.MemInfo()
@@ -48,7 +54,7 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 	total, done := len(cfg.sizes)*len(cfg.directions)*len(benchPaths), 0
 	for _, d := range cfg.directions {
 		for _, n := range cfg.sizes {
-			slots := arena / n
+			slots := min(arena/n, maxSlots)
 			devAt := func(i int) (*cuda.DeviceBuffer[byte], error) { return dev.Slice(i%slots*n, n) }
 			at := func(mem []byte, i int) []byte { off := i % slots * n; return mem[off : off+n] }
 			up := d == cuda.HostToDevice
@@ -95,11 +101,12 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 					return cuda.Download(&sb, at(host, i), b, s)
 				},
 			}
+			rs, err := measurePaths(ops, cfg.reps, n)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", dirName(d), formatSize(n), err)
+			}
 			for _, p := range benchPaths {
-				r, err := measurePath(ops[p], cfg.reps, n)
-				if err != nil {
-					return nil, fmt.Errorf("%s %s %s: %w", p, dirName(d), formatSize(n), err)
-				}
+				r := rs[p]
 				r.Direction, r.Path = dirName(d), p
 				if p == pathStaging {
 					before := sb.Stats()
@@ -117,25 +124,34 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 	return results, nil
 }
 
-// measurePath warms op up, then times reps calls of it, each moving n
-// bytes, and returns the median and quartiles of their rates.
-func measurePath(op func(i int) error, reps, n int) (benchResult, error) {
-	for i := range 2 {
-		if err := op(i); err != nil {
-			return benchResult{}, err
+// measurePaths warms each op up, then times reps calls of each, taking
+// turns, every call moving n bytes, and returns the median and quartiles of
+// their rates by path.
+func measurePaths(ops map[string]func(i int) error, reps, n int) (map[string]benchResult, error) {
+	rates := map[string][]float64{}
+	for _, p := range benchPaths {
+		for i := range 2 {
+			if err := ops[p](i); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
 		}
 	}
-	rates := make([]float64, reps)
 	for i := range reps {
-		start := time.Now()
-		if err := op(i + 2); err != nil {
-			return benchResult{}, err
+		for _, p := range benchPaths {
+			start := time.Now()
+			if err := ops[p](i + 2); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			rates[p] = append(rates[p], float64(n)/time.Since(start).Seconds()/1e9)
 		}
-		rates[i] = float64(n) / time.Since(start).Seconds() / 1e9
 	}
-	slices.Sort(rates)
-	q := func(f float64) float64 { return rates[int(f*float64(reps-1)+0.5)] }
-	return benchResult{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}, nil
+	out := map[string]benchResult{}
+	for p, rs := range rates {
+		slices.Sort(rs)
+		q := func(f float64) float64 { return rs[int(f*float64(reps-1)+0.5)] }
+		out[p] = benchResult{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}
+	}
+	return out, nil
 }
 
 // route names the path a staging transfer took, from the counters before
