@@ -270,16 +270,6 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	return check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.ptr, src.ptr, uintptr(b.ByteSize())))
 }
 
-// settled waits, unless err is set, until the work of a synchronous driver
-// call has landed on the device: some return before that (see
-// Context.legacyQueued).
-func settled(op string, err error) error {
-	if err != nil {
-		return err
-	}
-	return check(op, "cuStreamSynchronize", driver.StreamSynchronize(0))
-}
-
 // CopyFromDeviceAsync queues a copy of src into the buffer on s.
 func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) error {
 	const op = "DeviceBuffer.CopyFromDeviceAsync"

@@ -89,8 +89,11 @@ type StagingStats struct {
 // or Reserve; NewStagingBuffer pins memory up front. Memory grows to the
 // largest transfer staged and is kept until ShrinkToFit or Close.
 //
-// Every transfer is queued on the stream given, after the work already
-// there, and returns only once its data has landed.
+// Every transfer is ordered after the work already queued on the stream
+// given. Downloads return once the data is in host memory; uploads once it
+// is on the device or, for ordinary memory taken straight to the driver,
+// once the driver holds it and everything gocuda queues afterwards in the
+// context is ordered after it, as with CopyFromHost.
 //
 // A StagingBuffer is not safe for concurrent use, like bytes.Buffer: the
 // slice DownloadInto returns is the buffer's own memory, valid only until
@@ -385,8 +388,8 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 	return elems, nil
 }
 
-// Upload copies src into dst, a drop-in for dst.CopyFromHost that is
-// ordered on s and never slower: small slices are copied into pinned memory
+// Upload copies src into dst, a drop-in for dst.CopyFromHost, with its
+// postcondition, that is ordered after the work on s and never slower: small slices are copied into pinned memory
 // and moved from there (up to AutoStageMaxBytes), large ones are pipelined
 // through pinned slots by several goroutines (from Pipeline().MinBytes), the
 // sizes between go to the driver as they are, and so does memory that is
@@ -489,19 +492,21 @@ func (sb *StagingBuffer) route(host []byte, d Direction) route {
 	return routeDirect
 }
 
-// upload copies host to the device at d after the work queued on s, and
-// returns once the bytes have landed. The synchronous copy is the driver's
-// fastest for ordinary memory and as fast as any for pinned memory; it is
-// not itself on s, so the work on s is waited for first.
+// upload copies host to the device at d after the work queued on s. The
+// synchronous copy is the driver's fastest for ordinary memory and as fast
+// as any for pinned memory; it is not itself on s, so the work on s is
+// waited for first. From ordinary memory it may return before the last
+// bytes land, as CopyFromHost does: work queued afterwards in the context
+// is ordered after it (Context.legacyQueued).
 func upload(op string, d driver.DevicePtr, host []byte, s *Stream) error {
 	if err := s.drain(op); err != nil {
 		return err
 	}
 	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(d, hostPtr(host), uintptr(len(host))))
-	if err != nil || pageLocked(host) {
-		return err
+	if err == nil && !pageLocked(host) {
+		s.ctx.legacyQueued()
 	}
-	return settled(op, nil)
+	return err
 }
 
 // download copies from the device at d into host after the work queued on
