@@ -15,8 +15,10 @@ const maxSlots = 4096
 // measureAll times every path at every size and direction of cfg. Host and
 // device memory are arenas of at least 256 MiB that each transfer walks
 // through, a slice at a time, so that no cache holds what a transfer moves.
-// The paths take turns, transfer by transfer, so that whatever else the
-// machine does weighs on each alike.
+// Each path runs its transfers back to back, as an application would, and
+// the context is synchronized between paths: a synchronous copy from
+// pageable memory may return before its last bytes land, and taking turns
+// would charge that to whichever path came next.
 func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total int)) ([]benchResult, error) {
 	arena := max(slices.Max(cfg.sizes), 256<<20)
 	free, _, err := ctx.MemInfo()
@@ -101,12 +103,14 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 					return cuda.Download(&sb, at(host, i), b, s)
 				},
 			}
-			rs, err := measurePaths(ops, cfg.reps, n)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", dirName(d), formatSize(n), err)
-			}
 			for _, p := range benchPaths {
-				r := rs[p]
+				r, err := measurePath(ops[p], cfg.reps, n)
+				if err == nil {
+					err = ctx.Synchronize()
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s %s %s: %w", p, dirName(d), formatSize(n), err)
+				}
 				r.Direction, r.Path = dirName(d), p
 				if p == pathStaging {
 					before := sb.Stats()
@@ -124,34 +128,25 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 	return results, nil
 }
 
-// measurePaths warms each op up, then times reps calls of each, taking
-// turns, every call moving n bytes, and returns the median and quartiles of
-// their rates by path.
-func measurePaths(ops map[string]func(i int) error, reps, n int) (map[string]benchResult, error) {
-	rates := map[string][]float64{}
-	for _, p := range benchPaths {
-		for i := range 2 {
-			if err := ops[p](i); err != nil {
-				return nil, fmt.Errorf("%s: %w", p, err)
-			}
+// measurePath warms op up, then times reps calls of it, each moving n
+// bytes, and returns the median and quartiles of their rates.
+func measurePath(op func(i int) error, reps, n int) (benchResult, error) {
+	for i := range 2 {
+		if err := op(i); err != nil {
+			return benchResult{}, err
 		}
 	}
+	rates := make([]float64, reps)
 	for i := range reps {
-		for _, p := range benchPaths {
-			start := time.Now()
-			if err := ops[p](i + 2); err != nil {
-				return nil, fmt.Errorf("%s: %w", p, err)
-			}
-			rates[p] = append(rates[p], float64(n)/time.Since(start).Seconds()/1e9)
+		start := time.Now()
+		if err := op(i + 2); err != nil {
+			return benchResult{}, err
 		}
+		rates[i] = float64(n) / time.Since(start).Seconds() / 1e9
 	}
-	out := map[string]benchResult{}
-	for p, rs := range rates {
-		slices.Sort(rs)
-		q := func(f float64) float64 { return rs[int(f*float64(reps-1)+0.5)] }
-		out[p] = benchResult{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}
-	}
-	return out, nil
+	slices.Sort(rates)
+	q := func(f float64) float64 { return rates[int(f*float64(reps-1)+0.5)] }
+	return benchResult{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}, nil
 }
 
 // route names the path a staging transfer took, from the counters before
