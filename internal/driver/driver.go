@@ -27,6 +27,9 @@ const (
 	ErrorInvalidContext              Result = 201
 	ErrorNotReady                    Result = 600
 	ErrorNotSupported                Result = 801
+	ErrorInvalidImage                Result = 200
+	ErrorInvalidPTX                  Result = 218
+	ErrorNotFound                    Result = 500
 	ErrorHostMemoryAlreadyRegistered Result = 712
 
 	// ResultMissingSymbol is not a driver code: the loaded library lacks the
@@ -36,12 +39,16 @@ const (
 
 // Handle types, as the driver defines them.
 type (
-	Device          int32   // CUdevice
-	DeviceAttribute int32   // CUdevice_attribute
-	Context         uintptr // CUcontext
-	Stream          uintptr // CUstream
-	Event           uintptr // CUevent
-	DevicePtr       uint64  // CUdeviceptr
+	Device            int32   // CUdevice
+	DeviceAttribute   int32   // CUdevice_attribute
+	Context           uintptr // CUcontext
+	Stream            uintptr // CUstream
+	Event             uintptr // CUevent
+	DevicePtr         uint64  // CUdeviceptr
+	Module            uintptr // CUmodule
+	Function          uintptr // CUfunction
+	JITOption         int32   // CUjit_option
+	FunctionAttribute int32   // CUfunction_attribute
 )
 
 // Flags used by the layers above.

@@ -63,6 +63,14 @@ const (
 	symMemFreeHost
 	symMemHostRegister
 	symMemHostUnregister
+	symModuleLoadDataEx
+	symModuleUnload
+	symModuleGetFunction
+	symModuleGetGlobal
+	symFuncGetAttribute
+	symFuncSetAttribute
+	symFuncGetParamInfo
+	symLaunchKernel
 	symCount
 )
 
@@ -115,6 +123,14 @@ var symNames = [symCount]string{
 	"cuMemFreeHost",
 	"cuMemHostRegister_v2",
 	"cuMemHostUnregister",
+	"cuModuleLoadDataEx",
+	"cuModuleUnload",
+	"cuModuleGetFunction",
+	"cuModuleGetGlobal_v2",
+	"cuFuncGetAttribute",
+	"cuFuncSetAttribute",
+	"cuFuncGetParamInfo",
+	"cuLaunchKernel",
 }
 
 // Init calls cuInit.
@@ -908,6 +924,173 @@ func MemHostUnregister(p unsafe.Pointer) Result {
 	c.args[0] = uintptr(unsafe.Pointer(p))
 	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
 	runtime.KeepAlive(p)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// ModuleLoadDataEx calls cuModuleLoadDataEx.
+//
+//	CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options /*in*/, void **optionValues /*in*/);
+func ModuleLoadDataEx(module *Module, image unsafe.Pointer, numOptions uint32, options unsafe.Pointer, optionValues unsafe.Pointer) Result {
+	fn := syms[symModuleLoadDataEx]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	escape(unsafe.Pointer(image))
+	escape(unsafe.Pointer(options))
+	escape(unsafe.Pointer(optionValues))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(image))
+	c.args[2] = uintptr(numOptions)
+	c.args[3] = uintptr(unsafe.Pointer(options))
+	c.args[4] = uintptr(unsafe.Pointer(optionValues))
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	*module = *(*Module)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(image)
+	runtime.KeepAlive(options)
+	runtime.KeepAlive(optionValues)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// ModuleUnload calls cuModuleUnload.
+//
+//	CUresult cuModuleUnload(CUmodule hmod);
+func ModuleUnload(hmod Module) Result {
+	fn := syms[symModuleUnload]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(hmod)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// ModuleGetFunction calls cuModuleGetFunction.
+//
+//	CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+func ModuleGetFunction(hfunc *Function, hmod Module, name *byte) Result {
+	fn := syms[symModuleGetFunction]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	escape(unsafe.Pointer(name))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(hmod)
+	c.args[2] = uintptr(unsafe.Pointer(name))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*hfunc = *(*Function)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(name)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// ModuleGetGlobal calls cuModuleGetGlobal_v2.
+//
+//	CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
+func ModuleGetGlobal(dptr *DevicePtr, bytes *uintptr, hmod Module, name *byte) Result {
+	fn := syms[symModuleGetGlobal]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	escape(unsafe.Pointer(name))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[1]))
+	c.args[2] = uintptr(hmod)
+	c.args[3] = uintptr(unsafe.Pointer(name))
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	*bytes = *(*uintptr)(unsafe.Pointer(&c.out[1]))
+	runtime.KeepAlive(name)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// FuncGetAttribute calls cuFuncGetAttribute.
+//
+//	CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
+func FuncGetAttribute(pi *int32, attrib FunctionAttribute, hfunc Function) Result {
+	fn := syms[symFuncGetAttribute]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(attrib)
+	c.args[2] = uintptr(hfunc)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*pi = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Result(int32(r))
+}
+
+// FuncSetAttribute calls cuFuncSetAttribute.
+//
+//	CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+func FuncSetAttribute(hfunc Function, attrib FunctionAttribute, value int32) Result {
+	fn := syms[symFuncSetAttribute]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(hfunc)
+	c.args[1] = uintptr(attrib)
+	c.args[2] = uintptr(value)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// FuncGetParamInfo calls cuFuncGetParamInfo.
+//
+//	CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
+func FuncGetParamInfo(function Function, paramIndex uintptr, paramOffset *uintptr, paramSize *uintptr) Result {
+	fn := syms[symFuncGetParamInfo]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(function)
+	c.args[1] = uintptr(paramIndex)
+	c.args[2] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[3] = uintptr(unsafe.Pointer(&c.out[1]))
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	*paramOffset = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	*paramSize = *(*uintptr)(unsafe.Pointer(&c.out[1]))
+	putCall(c)
+	return Result(int32(r))
+}
+
+// LaunchKernel calls cuLaunchKernel.
+//
+//	CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams /*in*/, void **extra /*in*/);
+func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream Stream, kernelParams unsafe.Pointer, extra unsafe.Pointer) Result {
+	fn := syms[symLaunchKernel]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	escape(unsafe.Pointer(kernelParams))
+	escape(unsafe.Pointer(extra))
+	c := getCall()
+	c.args[0] = uintptr(f)
+	c.args[1] = uintptr(gridDimX)
+	c.args[2] = uintptr(gridDimY)
+	c.args[3] = uintptr(gridDimZ)
+	c.args[4] = uintptr(blockDimX)
+	c.args[5] = uintptr(blockDimY)
+	c.args[6] = uintptr(blockDimZ)
+	c.args[7] = uintptr(sharedMemBytes)
+	c.args[8] = uintptr(hStream)
+	c.args[9] = uintptr(unsafe.Pointer(kernelParams))
+	c.args[10] = uintptr(unsafe.Pointer(extra))
+	r, _, _ := purego.SyscallN(fn, c.args[:11]...)
+	runtime.KeepAlive(kernelParams)
+	runtime.KeepAlive(extra)
 	putCall(c)
 	return Result(int32(r))
 }

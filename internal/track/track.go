@@ -15,10 +15,11 @@ const (
 	DeviceBuffer
 	PinnedBuffer
 	Registered
+	Module
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -35,21 +35,25 @@ type cType struct {
 }
 
 var baseTypes = map[string]cType{
-	"unsigned int":       {"uint32", 4},
-	"int":                {"int32", 4},
-	"unsigned char":      {"uint8", 1},
-	"unsigned short":     {"uint16", 2},
-	"size_t":             {"uintptr", 8},
-	"float":              {"float32", 4},
-	"char":               {"byte", 1},
-	"void":               {"", 0},
-	"CUresult":           {"Result", 4},
-	"CUdevice":           {"Device", 4},
-	"CUdevice_attribute": {"DeviceAttribute", 4},
-	"CUcontext":          {"Context", 8},
-	"CUstream":           {"Stream", 8},
-	"CUevent":            {"Event", 8},
-	"CUdeviceptr":        {"DevicePtr", 8},
+	"unsigned int":         {"uint32", 4},
+	"int":                  {"int32", 4},
+	"unsigned char":        {"uint8", 1},
+	"unsigned short":       {"uint16", 2},
+	"size_t":               {"uintptr", 8},
+	"float":                {"float32", 4},
+	"char":                 {"byte", 1},
+	"void":                 {"", 0},
+	"CUresult":             {"Result", 4},
+	"CUdevice":             {"Device", 4},
+	"CUdevice_attribute":   {"DeviceAttribute", 4},
+	"CUcontext":            {"Context", 8},
+	"CUstream":             {"Stream", 8},
+	"CUevent":              {"Event", 8},
+	"CUdeviceptr":          {"DevicePtr", 8},
+	"CUmodule":             {"Module", 8},
+	"CUfunction":           {"Function", 8},
+	"CUjit_option":         {"JITOption", 4},
+	"CUfunction_attribute": {"FunctionAttribute", 4},
 }
 
 // Parameter kinds.
@@ -85,7 +89,9 @@ var (
 )
 
 // renamed keeps Go parameter names from shadowing predeclared identifiers.
-var renamed = map[string]string{"len": "n", "error": "code", "free": "free", "type": "typ"}
+var renamed = map[string]string{"len": "n", "error": "code", "func": "function", "type": "typ",
+	// the generated body's own variables
+	"fn": "fnArg", "c": "cArg", "r": "rArg"}
 
 func parse(r io.Reader) ([]proto, error) {
 	var protos []proto
@@ -125,6 +131,8 @@ func parse(r io.Reader) ([]proto, error) {
 }
 
 func parseParam(s string, outs *int) (param, error) {
+	in := strings.HasSuffix(s, "/*in*/")
+	s = strings.TrimSpace(strings.TrimSuffix(s, "/*in*/"))
 	m := paramRE.FindStringSubmatch(s)
 	if m == nil {
 		return param{}, fmt.Errorf("cannot parse parameter %q", s)
@@ -142,6 +150,9 @@ func parseParam(s string, outs *int) (param, error) {
 	}
 	p := param{CName: name, Name: goName, CType: strings.TrimSpace(m[1] + base + " " + m[3])}
 	switch {
+	case in && depth >= 1:
+		// An array the driver reads: the caller builds it.
+		p.Kind, p.GoType = kindBuffer, "unsafe.Pointer"
 	case depth == 0 && ct.goType != "":
 		p.Kind, p.GoType = kindValue, ct.goType
 	case depth == 1 && (base == "void" || base == "char"):

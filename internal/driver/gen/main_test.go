@@ -11,12 +11,16 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult cuCtxSynchronize(void);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, CUstream hStream, void **kernelParams /*in*/);
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(protos) != 4 {
-		t.Fatalf("%d prototypes, want 4", len(protos))
+	if len(protos) != 5 {
+		t.Fatalf("%d prototypes, want 5", len(protos))
+	}
+	if p := protos[4].Params[3]; p.Kind != kindBuffer || p.GoType != "unsafe.Pointer" || p.Name != "kernelParams" {
+		t.Errorf("void ** marked /*in*/ parsed as %+v", p)
 	}
 	a := protos[0]
 	if a.GoName != "MemAlloc" || a.Group != "group" || a.Outs != 1 {

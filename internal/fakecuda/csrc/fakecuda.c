@@ -28,6 +28,8 @@ typedef unsigned long long CUdeviceptr;
 typedef struct fake_ctx *CUcontext;
 typedef struct fake_stream *CUstream;
 typedef struct fake_event *CUevent;
+typedef struct fake_module *CUmodule;
+typedef struct fake_function *CUfunction;
 
 enum {
 	SUCCESS = 0,
@@ -36,7 +38,11 @@ enum {
 	NOT_INITIALIZED = 3,
 	NO_DEVICE = 100,
 	INVALID_DEVICE = 101,
+	INVALID_IMAGE = 200,
 	INVALID_CONTEXT = 201,
+	INVALID_PTX = 218,
+	NOT_FOUND = 500,
+	ILLEGAL_ADDRESS = 700,
 	INVALID_HANDLE = 400,
 	NOT_READY = 600,
 	HOST_MEMORY_ALREADY_REGISTERED = 712,
@@ -114,6 +120,7 @@ struct fake_ctx {
 	int device;
 	int refs;
 	size_t used;
+	int sticky; // an error a kernel caused, returned by every later synchronize
 };
 static struct fake_ctx primary[MAX_DEVICES];
 static __thread CUcontext current;
@@ -213,7 +220,9 @@ struct fake_event {
 	struct timespec when;
 };
 
-enum op_kind { OP_COPY, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT };
+enum op_kind { OP_COPY, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL };
+struct launch;
+static void run_kernel(struct launch *l);
 
 struct op {
 	enum op_kind kind;
@@ -223,6 +232,7 @@ struct op {
 	unsigned value;
 	CUevent event;
 	long target;
+	struct launch *launch;
 	struct op *next;
 };
 
@@ -269,6 +279,10 @@ static void run_op(struct op *o) {
 		pthread_mutex_lock(&mu);
 		while (o->event->completed < o->target) pthread_cond_wait(&event_cond, &mu);
 		pthread_mutex_unlock(&mu);
+		break;
+	case OP_KERNEL:
+		run_kernel(o->launch);
+		free(o->launch);
 		break;
 	}
 }
@@ -367,7 +381,10 @@ static const struct {
 	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
 	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
 	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
 	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	{600, "CUDA_ERROR_NOT_READY", "device not ready"},
 	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
@@ -508,6 +525,7 @@ static void reset_context(CUcontext c) {
 		}
 	}
 	c->used = 0;
+	c->sticky = 0;
 	pthread_mutex_unlock(&mu);
 	pthread_rwlock_unlock(&streams_lock);
 	while (dead) {
@@ -584,7 +602,7 @@ EXPORT CUresult cuCtxSynchronize(void) {
 	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < n; i++) drain(mine[i]);
 	pthread_rwlock_unlock(&streams_lock);
-	return SUCCESS;
+	return current->sticky;
 }
 
 EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
@@ -672,7 +690,7 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
 	pthread_mutex_unlock(&mu);
 	if (!ok) return INVALID_HANDLE;
 	drain(s);
-	return SUCCESS;
+	return current->sticky;
 }
 
 EXPORT CUresult cuStreamQuery(CUstream s) {
@@ -988,4 +1006,324 @@ EXPORT CUresult cuMemHostUnregister(void *p) {
 	if (r) remove_record(r);
 	pthread_mutex_unlock(&mu);
 	return r ? SUCCESS : HOST_MEMORY_NOT_REGISTERED;
+}
+
+// ---- modules and kernels ---------------------------------------------------
+//
+// The fake cannot run device code. A module is PTX text; its entries are
+// matched by name against built-in C versions of the kernels in gocuda's
+// testdata/kernels.ptx, and its .global variables get memory.
+
+struct kernel {
+	const char *name;
+	int nparams;
+	size_t size[4], offset[4];
+	void (*run)(struct launch *);
+};
+
+struct launch {
+	CUcontext ctx;
+	const struct kernel *k;
+	unsigned grid[3], block[3], shared;
+	unsigned char params[256];
+};
+
+#define P(l, i, T) (*(T *)((l)->params + (l)->k->offset[i]))
+#define DEVP(p) ((void *)(uintptr_t)(p))
+
+static void fault(struct launch *l) {
+	pthread_mutex_lock(&mu);
+	l->ctx->sticky = ILLEGAL_ADDRESS;
+	pthread_mutex_unlock(&mu);
+}
+
+static size_t threads(struct launch *l) { return (size_t)l->grid[0] * l->block[0]; }
+
+#define VADD(NAME, T)                                                               \
+	static void NAME(struct launch *l) {                                            \
+		CUdeviceptr a = P(l, 0, CUdeviceptr), b = P(l, 1, CUdeviceptr), c = P(l, 2, CUdeviceptr); \
+		size_t n = P(l, 3, unsigned), m = threads(l) < n ? threads(l) : n;          \
+		if (!range_ok(a, m * sizeof(T)) || !range_ok(b, m * sizeof(T)) || !range_ok(c, m * sizeof(T))) { \
+			if (m) fault(l);                                                        \
+			return;                                                                 \
+		}                                                                           \
+		for (size_t i = 0; i < m; i++) ((T *)DEVP(c))[i] = ((T *)DEVP(a))[i] + ((T *)DEVP(b))[i]; \
+	}
+VADD(vadd_f32, float)
+VADD(vadd_f64, double)
+VADD(vadd_s32, int32_t)
+
+static void k_empty(struct launch *l) { (void)l; }
+
+static void k_saxpy(struct launch *l) {
+	float a = P(l, 0, float);
+	CUdeviceptr x = P(l, 1, CUdeviceptr), y = P(l, 2, CUdeviceptr);
+	size_t n = P(l, 3, unsigned), m = threads(l) < n ? threads(l) : n;
+	if (m && (!range_ok(x, m * 4) || !range_ok(y, m * 4))) return fault(l);
+	for (size_t i = 0; i < m; i++) ((float *)DEVP(y))[i] = a * ((float *)DEVP(x))[i] + ((float *)DEVP(y))[i];
+}
+
+static void k_affine(struct launch *l) {
+	float scale = P(l, 0, float);
+	int32_t offset = *(int32_t *)(l->params + l->k->offset[0] + 4);
+	CUdeviceptr x = P(l, 1, CUdeviceptr), y = P(l, 2, CUdeviceptr);
+	size_t n = P(l, 3, unsigned), m = threads(l) < n ? threads(l) : n;
+	if (m && (!range_ok(x, m * 4) || !range_ok(y, m * 4))) return fault(l);
+	for (size_t i = 0; i < m; i++) ((float *)DEVP(y))[i] = ((float *)DEVP(x))[i] * scale + (float)offset;
+}
+
+static void k_reverse(struct launch *l) {
+	CUdeviceptr d = P(l, 0, CUdeviceptr);
+	size_t n = l->block[0];
+	if (l->shared < n * 4 || !range_ok(d, n * 4)) return fault(l);
+	int32_t *v = DEVP(d);
+	for (unsigned g = 0; g < l->grid[0]; g++)
+		for (size_t i = 0; i < n / 2; i++) {
+			int32_t t = v[i];
+			v[i] = v[n - 1 - i];
+			v[n - 1 - i] = t;
+		}
+}
+
+static void k_oob_write(struct launch *l) { fault(l); }
+
+static const struct kernel kernels[] = {
+	{"empty", 0, {0}, {0}, k_empty},
+	{"vadd_f32", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f32},
+	{"vadd_f64", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f64},
+	{"vadd_s32", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_s32},
+	{"saxpy", 4, {4, 8, 8, 4}, {0, 8, 16, 24}, k_saxpy},
+	{"affine", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, k_affine},
+	{"reverse", 1, {8}, {0}, k_reverse},
+	{"oob_write", 1, {8}, {0}, k_oob_write},
+};
+
+static void run_kernel(struct launch *l) { l->k->run(l); }
+
+struct fake_function {
+	char name[64];
+	const struct kernel *k; // NULL: in the module, but the fake has no C version
+	int max_dynamic_shared;
+};
+
+struct global_var {
+	char name[64];
+	CUdeviceptr ptr;
+	size_t size;
+};
+
+struct fake_module {
+	CUcontext ctx;
+	int nfuncs, nglobals;
+	struct fake_function funcs[32];
+	struct global_var globals[16];
+	struct fake_module *next;
+};
+static struct fake_module *modules;
+
+static void jit_log(unsigned n, const int *options, void **values, int which, const char *msg) {
+	// which: 5 error log, 3 info log; sizes follow at which+1.
+	char *buf = NULL;
+	size_t size = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (options[i] == which) buf = values[i];
+		if (options[i] == which + 1) size = (size_t)(uintptr_t)values[i];
+	}
+	if (buf && size) snprintf(buf, size, "%s", msg);
+}
+
+static size_t type_size(const char *t) {
+	if (!strncmp(t, ".u64", 4) || !strncmp(t, ".s64", 4) || !strncmp(t, ".f64", 4) || !strncmp(t, ".b64", 4)) return 8;
+	if (!strncmp(t, ".u16", 4) || !strncmp(t, ".s16", 4) || !strncmp(t, ".b16", 4) || !strncmp(t, ".f16", 4)) return 2;
+	if (!strncmp(t, ".u8", 3) || !strncmp(t, ".s8", 3) || !strncmp(t, ".b8", 3)) return 1;
+	return 4;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, int *options, void **values) {
+	FAULT("cuModuleLoadDataEx");
+	REQUIRE_CTX();
+	if (!pm || !image || (n && (!options || !values))) return INVALID_VALUE;
+	const char *text = image;
+	if (!memcmp(text, "\x7f" "ELF", 4) || *(const uint32_t *)image == 0xBA55ED50) {
+		jit_log(n, options, values, 5, "the fake driver runs no device code: only PTX of gocuda's test kernels");
+		return INVALID_IMAGE;
+	}
+	if (!strstr(text, ".version") || !strstr(text, ".target")) {
+		jit_log(n, options, values, 5, "ptxas fatal   : (fake driver) not PTX: no .version or .target directive");
+		return INVALID_PTX;
+	}
+	struct fake_module *m = calloc(1, sizeof *m);
+	m->ctx = current;
+	for (const char *p = text; (p = strstr(p, ".entry")) != NULL && m->nfuncs < 32; p += 6) {
+		const char *q = p + 6;
+		while (*q == ' ' || *q == '\t') q++;
+		size_t len = strcspn(q, " \t(\n");
+		struct fake_function *f = &m->funcs[m->nfuncs++];
+		snprintf(f->name, sizeof f->name, "%.*s", (int)len, q);
+		f->max_dynamic_shared = 48 << 10;
+		for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
+			if (!strcmp(kernels[k].name, f->name)) f->k = &kernels[k];
+	}
+	for (const char *p = text; (p = strstr(p, ".global")) != NULL && m->nglobals < 16; p += 7) {
+		if (p > text && p[-1] == '.') continue; // ".to.global" in code
+		const char *end = strchr(p, ';');
+		if (!end) break;
+		// The last token before ';' is NAME or NAME[COUNT]; the type is the
+		// last token starting with '.'.
+		char decl[256];
+		snprintf(decl, sizeof decl, "%.*s", (int)(end - p), p);
+		char *last = NULL, *type = ".b32";
+		for (char *t = strtok(decl, " \t\n"); t; t = strtok(NULL, " \t\n")) {
+			if (t[0] == '.' && strcmp(t, ".global") && strncmp(t, ".align", 6) && strcmp(t, ".visible")) type = t;
+			last = t;
+		}
+		if (!last || last[0] == '.') continue;
+		size_t count = 1;
+		char *br = strchr(last, '[');
+		if (br) {
+			count = strtoull(br + 1, NULL, 10);
+			*br = 0;
+		}
+		struct global_var *g = &m->globals[m->nglobals++];
+		snprintf(g->name, sizeof g->name, "%s", last);
+		g->size = count * type_size(type);
+		void *mem = calloc(1, g->size ? g->size : 1);
+		g->ptr = (CUdeviceptr)(uintptr_t)mem;
+		pthread_mutex_lock(&mu);
+		add_record((uintptr_t)mem, g->size, KIND_DEVICE, current);
+		pthread_mutex_unlock(&mu);
+	}
+	jit_log(n, options, values, 3, "fake JIT: loaded");
+	pthread_mutex_lock(&mu);
+	m->next = modules;
+	modules = m;
+	pthread_mutex_unlock(&mu);
+	*pm = m;
+	return SUCCESS;
+}
+
+static int module_live(CUmodule m) {
+	for (struct fake_module *p = modules; p; p = p->next)
+		if (p == m) return 1;
+	return 0;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m) {
+	FAULT("cuModuleUnload");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int found = 0;
+	for (struct fake_module **pp = &modules; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			found = 1;
+			break;
+		}
+	}
+	if (found) {
+		for (int i = 0; i < m->nglobals; i++) {
+			struct record *r = find_base((uintptr_t)m->globals[i].ptr, KIND_DEVICE);
+			if (r) remove_record(r);
+			free(DEVP(m->globals[i].ptr));
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	if (!found) return INVALID_HANDLE;
+	free(m); // functions die with their module, as on the real driver
+	return SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name) {
+	FAULT("cuModuleGetFunction");
+	REQUIRE_CTX();
+	if (!pf || !name) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int live = module_live(m);
+	pthread_mutex_unlock(&mu);
+	if (!live) return INVALID_HANDLE;
+	for (int i = 0; i < m->nfuncs; i++) {
+		if (!strcmp(m->funcs[i].name, name)) {
+			if (!m->funcs[i].k) return NOT_SUPPORTED;
+			*pf = &m->funcs[i];
+			return SUCCESS;
+		}
+	}
+	return NOT_FOUND;
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name) {
+	FAULT("cuModuleGetGlobal_v2");
+	REQUIRE_CTX();
+	if (!name) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int live = module_live(m);
+	pthread_mutex_unlock(&mu);
+	if (!live) return INVALID_HANDLE;
+	for (int i = 0; i < m->nglobals; i++) {
+		if (!strcmp(m->globals[i].name, name)) {
+			if (dptr) *dptr = m->globals[i].ptr;
+			if (bytes) *bytes = m->globals[i].size;
+			return SUCCESS;
+		}
+	}
+	return NOT_FOUND;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *v, int attr, CUfunction f) {
+	FAULT("cuFuncGetAttribute");
+	REQUIRE_CTX();
+	if (!v || !f) return INVALID_VALUE;
+	switch (attr) {
+	case 0: *v = 1024; break;                    // max threads per block
+	case 1: case 2: case 3: *v = 0; break;       // static shared, const, local bytes
+	case 4: *v = 16; break;                      // registers
+	case 5: *v = 70; break;                      // PTX version
+	case 6: *v = 90; break;                      // binary version
+	case 8: *v = f->max_dynamic_shared; break;   // max dynamic shared bytes
+	default:
+		if (attr < 0 || attr > 16) return INVALID_VALUE;
+		*v = 0;
+	}
+	return SUCCESS;
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v) {
+	FAULT("cuFuncSetAttribute");
+	REQUIRE_CTX();
+	if (!f) return INVALID_VALUE;
+	if (attr != 8) return attr < 0 || attr > 16 ? INVALID_VALUE : SUCCESS;
+	if (v < 0 || v > 227 << 10) return INVALID_VALUE;
+	f->max_dynamic_shared = v;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size) {
+	FAULT("cuFuncGetParamInfo");
+	REQUIRE_CTX();
+	if (!f || (int)i >= f->k->nparams) return INVALID_VALUE;
+	if (off) *off = f->k->offset[i];
+	if (size) *size = f->k->size[i];
+	return SUCCESS;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
+	FAULT("cuLaunchKernel");
+	REQUIRE_CTX();
+	if (!f || extra) return INVALID_VALUE;
+	if (!gx || !gy || !gz || !bx || !by || !bz) return INVALID_VALUE;
+	if (bx > 1024 || by > 1024 || bz > 64 || (size_t)bx * by * bz > 1024) return INVALID_VALUE;
+	if (gy > 65535 || gz > 65535 || gx > 0x7fffffffu) return INVALID_VALUE;
+	if ((int)shared > f->max_dynamic_shared) return INVALID_VALUE;
+	if (f->k->nparams && !params) return INVALID_VALUE;
+	if (current->sticky) return current->sticky;
+	struct launch *l = calloc(1, sizeof *l);
+	l->ctx = current;
+	l->k = f->k;
+	l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+	l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+	l->shared = shared;
+	for (int i = 0; i < f->k->nparams; i++) memcpy(l->params + f->k->offset[i], params[i], f->k->size[i]);
+	struct op o = {.kind = OP_KERNEL, .launch = l};
+	return enqueue(s, o);
 }

@@ -1,0 +1,311 @@
+package cuda_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// loadKernels loads testdata/kernels.ptx, closed when the test ends.
+func loadKernels(t testing.TB, ctx *cuda.Context) *cuda.Module {
+	t.Helper()
+	ptx, err := os.ReadFile("testdata/kernels.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ctx.LoadModule(ptx)
+	if err != nil {
+		t.Fatalf("LoadModule: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func blocks(n, block int) cuda.Dim3 { return cuda.Dim3{X: (n + block - 1) / block} }
+
+func testVectorAdd[T int32 | float32 | float64](t *testing.T, ctx *cuda.Context, s *cuda.Stream, f *cuda.Function, n int) {
+	a, b := make([]T, n), make([]T, n)
+	for i := range a { // random and finite: the device rounds a sum as Go does
+		a[i], b[i] = T(rand.NormFloat64()*1e4), T(rand.NormFloat64()*1e4)
+	}
+	da, db := must(cuda.FromHost(ctx, a)), must(cuda.FromHost(ctx, b))
+	dc := must(cuda.Alloc[T](ctx, n))
+	defer da.Free()
+	defer db.Free()
+	defer dc.Free()
+	cfg := cuda.LaunchConfig{Grid: blocks(n, 256), Block: cuda.Dim3{X: 256}, Stream: s}
+	if err := f.Launch(cfg, da, db, dc, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]T, n)
+	if err := dc.CopyToHostAsync(got, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != a[i]+b[i] {
+			t.Fatalf("%s, n=%d: c[%d] = %v, want %v", f.Name(), n, i, got[i], a[i]+b[i])
+		}
+	}
+}
+
+func TestVectorAdd(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadKernels(t, ctx)
+	for _, n := range []int{1, 1000, 100003} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			testVectorAdd[float32](t, ctx, s, must(m.Function("vadd_f32")), n)
+			testVectorAdd[float64](t, ctx, s, must(m.Function("vadd_f64")), n)
+			testVectorAdd[int32](t, ctx, s, must(m.Function("vadd_s32")), n)
+		})
+	}
+}
+
+func closeTo(got, want float32) bool {
+	return math.Abs(float64(got-want)) <= 1e-5*math.Max(1, math.Abs(float64(want)))
+}
+
+func TestStructByValue(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	f := must(loadKernels(t, ctx).Function("affine"))
+	type affine struct {
+		Scale  float32
+		Offset int32
+	}
+	const n = 4099
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i)*0.25 - 100
+	}
+	dx, dy := must(cuda.FromHost(ctx, x)), must(cuda.Alloc[float32](ctx, n))
+	defer dx.Free()
+	defer dy.Free()
+	p := affine{Scale: 1.5, Offset: -7}
+	if err := f.Launch(cuda.LaunchConfig{Grid: blocks(n, 128), Block: cuda.Dim3{X: 128}, Stream: s}, p, dx, dy, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, n)
+	dy.CopyToHostAsync(y, s)
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range y {
+		if want := x[i]*p.Scale + float32(p.Offset); !closeTo(y[i], want) {
+			t.Fatalf("y[%d] = %v, want %v", i, y[i], want)
+		}
+	}
+}
+
+func TestDynamicSharedMemory(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	f := must(loadKernels(t, ctx).Function("reverse"))
+	const n = 512
+	v := random[int32](n)
+	d := must(cuda.FromHost(ctx, v))
+	defer d.Free()
+	if err := f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: n}, SharedMemBytes: n * 4, Stream: s}, d); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int32, n)
+	d.CopyToHostAsync(got, s)
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != v[n-1-i] {
+			t.Fatalf("element %d = %d, want %d", i, got[i], v[n-1-i])
+		}
+	}
+	// More than the default 48 KiB needs the attribute raised first.
+	if err := f.SetAttribute(cuda.FuncMaxDynamicSharedSize, 64<<10); err != nil {
+		t.Fatalf("SetAttribute: %v", err)
+	}
+	if got, err := f.Attribute(cuda.FuncMaxDynamicSharedSize); err != nil || got != 64<<10 {
+		t.Errorf("FuncMaxDynamicSharedSize = %d, %v", got, err)
+	}
+	if err := f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: n}, SharedMemBytes: 64 << 10, Stream: s}, d); err != nil {
+		t.Errorf("launch with 64 KiB of dynamic shared memory: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFunctionAttributes(t *testing.T) {
+	ctx := cudatest.Context(t)
+	f := must(loadKernels(t, ctx).Function("saxpy"))
+	if v, err := f.Attribute(cuda.FuncMaxThreadsPerBlock); err != nil || v < 64 || v > 1024 {
+		t.Errorf("FuncMaxThreadsPerBlock = %d, %v", v, err)
+	}
+	if v, err := f.Attribute(cuda.FuncNumRegs); err != nil || v < 0 {
+		t.Errorf("FuncNumRegs = %d, %v", v, err)
+	}
+	if err := f.SetAttribute(cuda.FuncMaxDynamicSharedSize, -1); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("SetAttribute(-1): %v", err)
+	}
+}
+
+func TestLaunchErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadKernels(t, ctx)
+	f := must(m.Function("vadd_f32"))
+	a := must(cuda.Alloc[float32](ctx, 16))
+	defer a.Free()
+	var nilBuf *cuda.DeviceBuffer[float32]
+	other := cudatest.Context(t)
+	so := cudatest.Stream(t, other)
+	ok := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, Stream: s}
+	tests := []struct {
+		name string
+		cfg  cuda.LaunchConfig
+		args []any
+		want string
+	}{
+		{"too many threads per block", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 2048}, Stream: s}, []any{a, a, a, uint32(16)}, "cuLaunchKernel"},
+		{"zero grid", cuda.LaunchConfig{Block: cuda.Dim3{X: 16}, Stream: s}, []any{a, a, a, uint32(16)}, "every dimension"},
+		{"no stream", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}}, []any{a, a, a, uint32(16)}, "no stream"},
+		{"stream of another context", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, Stream: so}, []any{a, a, a, uint32(16)}, "another context"},
+		{"go int", ok, []any{a, a, a, 16}, "int32 or int64"},
+		{"bool", ok, []any{a, a, a, true}, "bool"},
+		{"nil buffer", ok, []any{a, nilBuf, a, uint32(16)}, "nil *DeviceBuffer"},
+		{"slice", ok, []any{a, a, a, []uint32{16}}, "slice"},
+		{"negative shared memory", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, SharedMemBytes: -1, Stream: s}, []any{a, a, a, uint32(16)}, "shared memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := f.Launch(tt.cfg, tt.args...)
+			if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v; want ErrInvalidValue mentioning %q", err, tt.want)
+			}
+		})
+	}
+	// The count and sizes of arguments, where the driver can describe them.
+	for name, args := range map[string][]any{
+		"too few":    {a, a, a},
+		"wrong size": {a, a, a, int64(16)},
+	} {
+		err := f.Launch(ok, args...)
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s: %v; want ErrInvalidValue (or, with a driver older than CUDA 12.4, nothing checked)", name, err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatalf("the stream after refused launches: %v", err)
+	}
+	var nilFn *cuda.Function
+	if err := nilFn.Launch(ok); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("nil function: %v", err)
+	}
+	m.Close()
+	if err := f.Launch(ok, a, a, a, uint32(16)); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("launch after the module closed: %v; want ErrClosed", err)
+	}
+	if _, err := f.Attribute(cuda.FuncNumRegs); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("Attribute after the module closed: %v; want ErrClosed", err)
+	}
+}
+
+func TestModuleErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	_, err := ctx.LoadModule([]byte("this is not PTX"))
+	var ce *cuda.Error
+	if !errors.Is(err, cuda.ErrInvalidValue) || !errors.As(err, &ce) || ce.Call != "cuModuleLoadDataEx" {
+		t.Fatalf("malformed PTX: %v; want ErrInvalidValue from cuModuleLoadDataEx", err)
+	}
+	if !strings.Contains(err.Error(), "JIT log") {
+		t.Errorf("malformed PTX: %v; want the JIT log in the error", err)
+	}
+	t.Log(err)
+	if _, err := ctx.LoadModule(nil); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("empty image: %v", err)
+	}
+	if _, err := ctx.LoadModule([]byte("x"), cuda.JITOptimizationLevel(9)); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("optimization level 9: %v", err)
+	}
+	m := loadKernels(t, ctx)
+	if _, err := m.Function("no_such_kernel"); !errors.Is(err, cuda.Result(500)) || !strings.Contains(err.Error(), "no_such_kernel") {
+		t.Errorf("unknown kernel: %v; want CUDA_ERROR_NOT_FOUND naming it", err)
+	}
+	// The same source twice gives two modules: closing one leaves the other.
+	m2 := loadKernels(t, ctx)
+	m.Close()
+	if _, err := m2.Function("empty"); err != nil {
+		t.Errorf("second module after the first closed: %v", err)
+	}
+	if _, err := m.Function("empty"); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("closed module: %v", err)
+	}
+	if m.Close() != nil {
+		t.Error("second Close failed")
+	}
+	withOpts, err := ctx.LoadModule(must(os.ReadFile("testdata/kernels.ptx")), cuda.JITOptimizationLevel(3), cuda.JITMaxRegisters(64), cuda.JITLineInfo())
+	if err != nil {
+		t.Fatalf("LoadModule with JIT options: %v", err)
+	}
+	withOpts.Close()
+}
+
+func TestGlobal(t *testing.T) {
+	ctx := cudatest.Context(t)
+	m := loadKernels(t, ctx)
+	table, err := cuda.Global[uint32](m, "table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if table.Len() != 4 {
+		t.Fatalf("table has %d elements, want 4", table.Len())
+	}
+	want := []uint32{1, 2, 3, 4}
+	if err := table.CopyFromHost(want); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]uint32, 4)
+	if err := table.CopyToHost(got); err != nil || !equal(got, want) {
+		t.Fatalf("global round trip: %v, %v", got, err)
+	}
+	if _, err := cuda.Global[[3]uint32](m, "table"); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Global of a type that does not divide it: %v", err)
+	}
+	if _, err := cuda.Global[uint32](m, "nope"); !errors.Is(err, cuda.Result(500)) {
+		t.Errorf("unknown global: %v", err)
+	}
+	m.Close()
+	if err := table.CopyToHost(got); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("global after the module closed: %v; want ErrClosed", err)
+	}
+}
+
+// TestKernelFault: a kernel that writes out of bounds is reported at the
+// next synchronize as CUDA_ERROR_ILLEGAL_ADDRESS, not a hang. The fault
+// ruins the context, so it runs in a child process.
+func TestKernelFault(t *testing.T) {
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t)
+		return
+	}
+	ctx := must(cuda.NewContext(cudatest.Device(t)))
+	s := must(ctx.NewStream())
+	m := loadKernels(t, ctx)
+	d := must(cuda.Alloc[int32](ctx, 16))
+	if err := must(m.Function("oob_write")).Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}, d); err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	err := s.Synchronize()
+	if !errors.Is(err, cuda.Result(700)) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
+		t.Fatalf("Synchronize after an out-of-bounds write: %v; want CUDA_ERROR_ILLEGAL_ADDRESS", err)
+	}
+	t.Log(err)
+}

@@ -1,0 +1,176 @@
+package cuda
+
+import (
+	"bytes"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// Module is code loaded onto a device: PTX (which the driver compiles for
+// the device), a cubin or a fatbin. Its kernels are Functions; its global
+// variables are device memory (Global). Close unloads it.
+type Module struct {
+	life
+	handle driver.Module
+
+	// globals are the allocation records of the DeviceBuffers Global
+	// handed out: they die with the module.
+	globals []*allocation
+}
+
+// JITOption tunes the driver's compilation of PTX when a module is loaded.
+type JITOption struct {
+	key   driver.JITOption
+	value uintptr
+}
+
+// CUjit_option values.
+const (
+	jitMaxRegisters        = 0
+	jitInfoLogBuffer       = 3
+	jitInfoLogBufferSize   = 4
+	jitErrorLogBuffer      = 5
+	jitErrorLogBufferSize  = 6
+	jitOptimizationLevel   = 7
+	jitGenerateDebugInfo   = 11
+	jitGenerateLineInfo    = 13
+	jitLogBytes            = 16 << 10
+	elfMagic, fatbinMagic0 = "\x7fELF", 0xBA55ED50
+)
+
+// JITMaxRegisters caps the registers each thread may use.
+func JITMaxRegisters(n int) JITOption { return JITOption{jitMaxRegisters, uintptr(n)} }
+
+// JITOptimizationLevel sets the optimization level, 0 to 4 (the default).
+func JITOptimizationLevel(n int) JITOption { return JITOption{jitOptimizationLevel, uintptr(n)} }
+
+// JITLineInfo generates line-number information.
+func JITLineInfo() JITOption { return JITOption{jitGenerateLineInfo, 1} }
+
+// JITDebugInfo generates debug information.
+func JITDebugInfo() JITOption { return JITOption{jitGenerateDebugInfo, 1} }
+
+// LoadModule loads PTX text, a cubin or a fatbin into the context. PTX is
+// compiled for the device by the driver; when that fails, the error carries
+// the compiler's log. Each call loads anew: the same image loaded twice gives
+// two modules.
+func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
+	const op = "Context.LoadModule"
+	if len(image) == 0 {
+		return nil, errorf(op, ErrInvalidValue, "empty image")
+	}
+	for _, o := range opts {
+		if (o.key == jitOptimizationLevel && o.value > 4) || (o.key == jitMaxRegisters && (o.value == 0 || o.value > 255)) {
+			return nil, errorf(op, ErrInvalidValue, "JIT option %d = %d out of range", o.key, int(o.value))
+		}
+	}
+	isBinary := bytes.HasPrefix(image, []byte(elfMagic)) ||
+		(len(image) >= 4 && *(*uint32)(unsafe.Pointer(&image[0])) == fatbinMagic0)
+	if !isBinary && image[len(image)-1] != 0 {
+		image = append(image[:len(image):len(image)], 0) // PTX text is read up to its NUL
+	}
+	errLog, infoLog := make([]byte, jitLogBytes), make([]byte, jitLogBytes)
+	keys := []driver.JITOption{jitErrorLogBuffer, jitErrorLogBufferSize, jitInfoLogBuffer, jitInfoLogBufferSize}
+	// The values are addresses or numbers, as the driver takes them; the
+	// buffers are heap memory, kept alive below, that does not move.
+	values := []uintptr{uintptr(unsafe.Pointer(&errLog[0])), jitLogBytes, uintptr(unsafe.Pointer(&infoLog[0])), jitLogBytes}
+	for _, o := range opts {
+		keys, values = append(keys, o.key), append(values, o.value)
+	}
+	if err := c.bind(op); err != nil {
+		return nil, err
+	}
+	defer c.unbind()
+	m := &Module{life: newLife(c)}
+	r := driver.ModuleLoadDataEx(&m.handle, unsafe.Pointer(&image[0]), uint32(len(keys)), unsafe.Pointer(&keys[0]), unsafe.Pointer(&values[0]))
+	runtime.KeepAlive(errLog)
+	runtime.KeepAlive(infoLog)
+	if err := check(op, "cuModuleLoadDataEx", r); err != nil {
+		if log := strings.TrimSpace(driver.GoString(&errLog[0])); log != "" {
+			err.(*Error).Detail = "JIT log:\n" + log
+		}
+		if r == driver.ErrorInvalidImage || r == driver.ErrorInvalidPTX {
+			err.(*Error).Err = ErrInvalidValue
+		}
+		return nil, err
+	}
+	track.Add(track.Module)
+	h := m.handle
+	m.cleanup = runtime.AddCleanup(m, func(ctx *Context) {
+		forgotten(ctx, track.Module, func() { driver.ModuleUnload(h) })
+	}, c)
+	return m, nil
+}
+
+func (m *Module) enter(op string) error {
+	if m == nil {
+		return errorf(op, ErrInvalidValue, "nil *Module")
+	}
+	return m.life.enter(op, "the module")
+}
+
+// Function returns the kernel named name (its mangled name, for C++; NVRTC
+// can say what a name expression lowers to).
+func (m *Module) Function(name string) (*Function, error) {
+	const op = "Module.Function"
+	if err := m.enter(op); err != nil {
+		return nil, err
+	}
+	defer m.leave()
+	f := &Function{mod: m, name: name}
+	cname := append([]byte(name), 0)
+	if err := check(op, "cuModuleGetFunction", driver.ModuleGetFunction(&f.handle, m.handle, &cname[0])); err != nil {
+		err.(*Error).Detail = "kernel " + name
+		return nil, err
+	}
+	return f, nil
+}
+
+// Global returns the module's global variable named name as device memory
+// of T, which must divide its size. It owns nothing and is closed with the
+// module.
+func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
+	const op = "Global"
+	if err := checkElem[T](op, false); err != nil {
+		return nil, err
+	}
+	if err := m.enter(op); err != nil {
+		return nil, err
+	}
+	defer m.leave()
+	var ptr driver.DevicePtr
+	var size uintptr
+	cname := append([]byte(name), 0)
+	if err := check(op, "cuModuleGetGlobal_v2", driver.ModuleGetGlobal(&ptr, &size, m.handle, &cname[0])); err != nil {
+		err.(*Error).Detail = "global " + name
+		return nil, err
+	}
+	elem := sizeOf[T]()
+	if elem == 0 || size%elem != 0 {
+		return nil, errorf(op, ErrInvalidValue, "global %s has %d bytes, not a whole number of %T", name, size, *new(T))
+	}
+	mem := &allocation{life: newLife(m.ctx), base: ptr, size: size}
+	m.globals = append(m.globals, mem)
+	return &DeviceBuffer[T]{mem: mem, ptr: ptr, n: int(size / elem)}, nil
+}
+
+// Close unloads the module; its Functions and globals become unusable.
+// Closing twice, or a nil Module, is a no-op.
+func (m *Module) Close() error {
+	if m == nil {
+		return nil
+	}
+	const op = "Module.Close"
+	return m.close(op, track.Module, func() error {
+		for _, g := range m.globals {
+			g.mu.Lock()
+			g.closed = true
+			g.mu.Unlock()
+		}
+		return check(op, "cuModuleUnload", driver.ModuleUnload(m.handle))
+	})
+}
