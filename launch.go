@@ -275,7 +275,9 @@ func (f *Function) readParams() {
 }
 
 // valueBytes views a value's memory.
-func valueBytes[T any](v *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v)) }
+func valueBytes[T any](v *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
+}
 
 // plainBytes returns the bytes and alignment of a number, or of an array or
 // struct of numbers, passed by value.

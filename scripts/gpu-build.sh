@@ -21,5 +21,6 @@ for pkg in $(go list ./...); do
 	fi
 done
 CGO_ENABLED=0 go build -o "$out/gocuda" ./cmd/gocuda
+CGO_ENABLED=0 go build -o "$out/quickstart" ./examples/quickstart
 cc -shared -fPIC -O2 -pthread -o "$out/libfakecuda.so" internal/fakecuda/csrc/fakecuda.c
 echo "built $(wc -l <"$out/tests/manifest") test binaries, gocuda and the fake driver into $out/"

@@ -1,32 +1,64 @@
 #!/usr/bin/env bash
-# On the GPU machine, after scripts/gpu-build.sh here: builds the C reference
-# with nvcc, then runs it and the Go copy benchmarks three times, interleaved
-# (the pageable path varies from run to run, in C as in Go, so one run says
-# little), the staging benchmarks once, and gocuda calibrate. Writes the
-# tables docs/performance.md quotes: OUTDIR/copy.md (Go against C, medians
-# of the three rounds), OUTDIR/staging.md (staging against the plain copy of
-# the same run) and OUTDIR/calibrate.txt; raw outputs stay beside them.
+# On the GPU machine, after scripts/gpu-build.sh here: the performance runs
+# docs/performance.md quotes, each writing its table into OUTDIR (raw
+# outputs stay beside them):
 #
-#   scripts/gpu-perf.sh OUTDIR
+#   copy      the Go copy benchmarks beside the C reference (bench/cref/copybench.c),
+#             three interleaved rounds (the pageable path varies run to run, in C
+#             as in Go), medians: OUTDIR/copy.md
+#   staging   the staging benchmarks beside the plain copy of the same run: OUTDIR/staging.md
+#   kernels   the launch and SAXPY benchmarks beside bench/cref/kernelbench.c: OUTDIR/kernels.md
+#   calibrate gocuda calibrate: OUTDIR/calibrate.txt
+#
+#   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate]}
+shift
+sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1
 machine=$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader)
-nvcc -O2 -o /tmp/copybench bench/cref/copybench.c -lcuda
-for round in 1 2 3; do
-	/tmp/copybench pageable pinned >"$out/cref$round.txt"
-	bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopy(From|To)(Host|Pinned)$' -test.benchtime 0.3s >"$out/gocopy$round.txt"
+stamp="Measured $(date -u +%Y-%m-%d) on $machine, GOMAXPROCS=$(nproc)"
+for section in $sections; do
+	case $section in
+	copy)
+		nvcc -O2 -o /tmp/copybench bench/cref/copybench.c -lcuda
+		for round in 1 2 3; do
+			/tmp/copybench pageable pinned >"$out/cref$round.txt"
+			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopy(From|To)(Host|Pinned)$' -test.benchtime 0.3s >"$out/gocopy$round.txt"
+		done
+		{
+			echo "$stamp; medians of 3 interleaved rounds"
+			python3 bench/copyreport.py "$out/cref1.txt,$out/cref2.txt,$out/cref3.txt" "$out/gocopy1.txt,$out/gocopy2.txt,$out/gocopy3.txt"
+		} >"$out/copy.md"
+		cat "$out/copy.md"
+		;;
+	staging)
+		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Copy(From|To)Host|Upload|Download)' -test.benchtime 0.5s -test.benchmem >"$out/gostaging.txt"
+		{
+			echo "$stamp"
+			python3 bench/stagingreport.py "$out/gostaging.txt"
+		} >"$out/staging.md"
+		cat "$out/staging.md"
+		;;
+	kernels)
+		nvcc -O2 -o /tmp/kernelbench bench/cref/kernelbench.c -lcuda
+		/tmp/kernelbench testdata/kernels.ptx >"$out/kcref.txt"
+		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Launch|Saxpy|CopyDeviceToDevice)' -test.benchtime 0.3s >"$out/gokernels.txt"
+		{
+			echo "$stamp"
+			python3 bench/kernelreport.py "$out/kcref.txt" "$out/gokernels.txt"
+		} >"$out/kernels.md"
+		cat "$out/kernels.md"
+		;;
+	calibrate)
+		bin/gocuda calibrate >"$out/calibrate.txt"
+		cat "$out/calibrate.txt"
+		;;
+	*)
+		echo "gpu-perf.sh: unknown section $section" >&2
+		exit 2
+		;;
+	esac
 done
-bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Copy(From|To)Host|Upload|Download)' -test.benchtime 0.5s -test.benchmem >"$out/gostaging.txt"
-bin/gocuda calibrate >"$out/calibrate.txt"
-{
-	echo "Measured $(date -u +%Y-%m-%d) on $machine; medians of 3 interleaved rounds"
-	python3 bench/copyreport.py "$out/cref1.txt,$out/cref2.txt,$out/cref3.txt" "$out/gocopy1.txt,$out/gocopy2.txt,$out/gocopy3.txt"
-} >"$out/copy.md"
-{
-	echo "Measured $(date -u +%Y-%m-%d) on $machine, GOMAXPROCS=$(nproc)"
-	python3 bench/stagingreport.py "$out/gostaging.txt"
-} >"$out/staging.md"
-cat "$out/copy.md" "$out/staging.md" "$out/calibrate.txt"

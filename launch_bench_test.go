@@ -1,0 +1,87 @@
+package cuda_test
+
+import (
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// The kernel benchmarks; bench/cref/kernelbench.c makes the same calls on
+// the same kernels (testdata/kernels.ptx) from C.
+
+func BenchmarkLaunchSync(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	f := must(loadKernels(b, ctx).Function("empty"))
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}
+	for b.Loop() {
+		if err := f.Launch(cfg); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLaunchAsync measures back-to-back launches: the time per launch
+// while the device keeps up.
+func BenchmarkLaunchAsync(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	f := must(loadKernels(b, ctx).Function("empty"))
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}
+	i := 0
+	for b.Loop() {
+		if err := f.Launch(cfg); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i%1024 == 0 {
+			s.Synchronize()
+		}
+	}
+	s.Synchronize()
+}
+
+// BenchmarkSaxpy runs y = a·x + y on 16 Mi floats; bytes are those read
+// and written (12 per element).
+func BenchmarkSaxpy(b *testing.B) {
+	const n = 16 << 20
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	f := must(loadKernels(b, ctx).Function("saxpy"))
+	x, y := must(cuda.FromHost(ctx, random[float32](n))), must(cuda.Zeroed[float32](ctx, n))
+	defer x.Free()
+	defer y.Free()
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: n / 256}, Block: cuda.Dim3{X: 256}, Stream: s}
+	b.SetBytes(12 * n)
+	for b.Loop() {
+		if err := f.Launch(cfg, float32(0.5), x, y, uint32(n)); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCopyDeviceToDevice copies 256 MiB on the device; bytes are those
+// read and written: the device memory's ceiling to compare SAXPY with.
+func BenchmarkCopyDeviceToDevice(b *testing.B) {
+	const n = 256 << 20
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	src, dst := must(cuda.Zeroed[byte](ctx, n)), must(cuda.Alloc[byte](ctx, n))
+	defer src.Free()
+	defer dst.Free()
+	b.SetBytes(2 * n)
+	for b.Loop() {
+		if err := dst.CopyFromDeviceAsync(src, s); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
