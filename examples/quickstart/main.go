@@ -25,7 +25,9 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned n) 
 func main() {
 	log.SetFlags(0)
 	const n, a = 16 << 20, float32(2.5)
-	step := func(name string, start time.Time) { fmt.Printf("%-28s %10v\n", name, time.Since(start).Round(time.Microsecond)) }
+	step := func(name string, start time.Time) {
+		fmt.Printf("%-28s %10v\n", name, time.Since(start).Round(time.Microsecond))
+	}
 
 	start := time.Now()
 	dev, err := cuda.GetDevice(0)
