@@ -130,7 +130,7 @@ type Options struct {
 	Arch string
 	// PTX asks for PTX instead of a cubin for the device.
 	PTX bool
-	// Flags are further NVRTC options, such as "-O3", "--use_fast_math"
+	// Flags are further NVRTC options, such as "--use_fast_math", "-lineinfo"
 	// or "-std=c++17".
 	Flags []string
 	// NameExpressions are C++ expressions naming kernels, such as

@@ -46,7 +46,7 @@ func TestCompileAndLaunch(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	for _, ptx := range []bool{false, true} {
-		out, err := nvrtc.Compile(ctx, saxpySrc, nvrtc.Options{Name: "scale.cu", PTX: ptx, Flags: []string{"-O3"},
+		out, err := nvrtc.Compile(ctx, saxpySrc, nvrtc.Options{Name: "scale.cu", PTX: ptx, Flags: []string{"--use_fast_math"},
 			NameExpressions: []string{"scale<float>", "scale<double>"}})
 		if err != nil {
 			t.Fatalf("Compile(PTX=%v): %v", ptx, err)

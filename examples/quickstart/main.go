@@ -42,7 +42,7 @@ func main() {
 	step("open "+name, start)
 
 	start = time.Now()
-	out, err := nvrtc.Compile(ctx, source, nvrtc.Options{Name: "saxpy.cu", Flags: []string{"-O3"}})
+	out, err := nvrtc.Compile(ctx, source, nvrtc.Options{Name: "saxpy.cu"})
 	check(err)
 	mod, err := ctx.LoadModule(out.Image)
 	check(err)
