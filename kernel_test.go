@@ -309,3 +309,25 @@ func TestKernelFault(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestLaunchAllocs: a launch allocates nothing of its own.
+func TestLaunchAllocs(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadKernels(t, ctx)
+	empty := must(m.Function("empty"))
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}
+	empty.Launch(cfg)
+	if n := testing.AllocsPerRun(100, func() { empty.Launch(cfg) }); n != 0 && !raceEnabled {
+		t.Errorf("%v allocations per launch of an empty kernel; want 0", n)
+	}
+	vadd := must(m.Function("vadd_f32"))
+	a := must(cuda.Alloc[float32](ctx, 16))
+	defer a.Free()
+	args := []any{a, a, a, uint32(16)} // boxed once, by the caller
+	vadd.Launch(cfg, args...)
+	if n := testing.AllocsPerRun(100, func() { vadd.Launch(cfg, args...) }); n != 0 && !raceEnabled {
+		t.Errorf("%v allocations per launch with four arguments; want 0", n)
+	}
+	s.Synchronize()
+}

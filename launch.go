@@ -168,21 +168,19 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 
 	pb := paramBlocks.Get().(*paramBlock)
 	defer paramBlocks.Put(pb)
-	mems, err := f.marshal(op, pb, args)
-	if err != nil {
-		return err
-	}
 	// Hold the module, the stream and every buffer passed, in creation
-	// order, so that none is closed or freed under the launch.
-	held := []heldLife{{&f.mod.life, "the kernel's module"}, {&s.life, "the stream"}}
-	for _, m := range mems {
-		held = append(held, heldLife{&m.life, "a device buffer passed to the kernel"})
-	}
-	release, err := holdAll(op, held)
+	// order, so that none is closed or freed under the launch. A small
+	// array keeps the common launch free of allocations.
+	var heldArray [8]heldLife
+	held := append(heldArray[:0], heldLife{&f.mod.life, "the kernel's module"}, heldLife{&s.life, "the stream"})
+	held, err := f.marshal(op, pb, args, held)
 	if err != nil {
 		return err
 	}
-	defer release()
+	if held, err = holdAll(op, held); err != nil {
+		return err
+	}
+	defer releaseAll(held)
 	if err := f.mod.ctx.bind(op); err != nil {
 		return err
 	}
@@ -199,9 +197,9 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	return nil
 }
 
-// marshal lays out args in pb and returns the allocations of the buffers
-// among them.
-func (f *Function) marshal(op string, pb *paramBlock, args []any) ([]*allocation, error) {
+// marshal lays out args in pb and appends the allocations of the buffers
+// among them to held.
+func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLife) ([]heldLife, error) {
 	f.paramsOnce.Do(f.readParams)
 	if f.paramsKnown && len(args) != len(f.params) {
 		return nil, errorf(op, ErrInvalidValue, "kernel %s takes %d arguments, %d given", f.name, len(f.params), len(args))
@@ -209,47 +207,92 @@ func (f *Function) marshal(op string, pb *paramBlock, args []any) ([]*allocation
 	if len(args) > len(pb.ptrs) {
 		return nil, errorf(op, ErrInvalidValue, "%d arguments; at most %d", len(args), len(pb.ptrs))
 	}
-	var mems []*allocation
 	off := uintptr(0)
 	for i, a := range args {
-		var b []byte
-		var align uintptr
+		var err error
 		switch v := a.(type) {
 		case kernelArg:
 			ptr, mem := v.kernelArg()
 			if mem == nil {
 				return nil, errorf(op, ErrInvalidValue, "argument %d is a nil *DeviceBuffer", i)
 			}
-			if !slices.Contains(mems, mem) {
-				mems = append(mems, mem)
-			}
-			b, align = valueBytes(&ptr), 8
+			held = append(held, heldLife{&mem.life, "a device buffer passed to the kernel"})
+			err = put(f, pb, &off, i, ptr)
 		case DevicePtr:
-			b, align = valueBytes(&v), 8
+			err = put(f, pb, &off, i, v)
+		case int8:
+			err = put(f, pb, &off, i, v)
+		case int16:
+			err = put(f, pb, &off, i, v)
+		case int32:
+			err = put(f, pb, &off, i, v)
+		case int64:
+			err = put(f, pb, &off, i, v)
+		case uint8:
+			err = put(f, pb, &off, i, v)
+		case uint16:
+			err = put(f, pb, &off, i, v)
+		case uint32:
+			err = put(f, pb, &off, i, v)
+		case uint64:
+			err = put(f, pb, &off, i, v)
+		case float32:
+			err = put(f, pb, &off, i, v)
+		case float64:
+			err = put(f, pb, &off, i, v)
 		case int, uint, uintptr:
 			return nil, errorf(op, ErrInvalidValue, "argument %d is a Go %T, which has no fixed C counterpart: pass an int32 or int64", i, a)
 		case nil:
 			return nil, errorf(op, ErrInvalidValue, "argument %d is nil", i)
 		default:
-			var err error
-			if b, align, err = plainBytes(a); err != nil {
-				return nil, errorf(op, ErrInvalidValue, "argument %d: %v", i, err)
+			b, align, perr := plainBytes(a)
+			if perr != nil {
+				return nil, errorf(op, ErrInvalidValue, "argument %d: %v", i, perr)
 			}
+			err = putBytes(f, pb, &off, i, b, align)
 		}
-		off = (off + align - 1) &^ (align - 1)
-		if f.paramsKnown {
-			if p := f.params[i]; p.size != uintptr(len(b)) {
-				return nil, errorf(op, ErrInvalidValue, "argument %d of kernel %s is %d bytes (%T); the kernel's parameter is %d bytes", i, f.name, len(b), a, p.size)
-			}
+		if err != nil {
+			return nil, errorf(op, ErrInvalidValue, "argument %d (%T): %v", i, a, err)
 		}
-		if off+uintptr(len(b)) > maxParamBytes {
-			return nil, errorf(op, ErrInvalidValue, "the arguments exceed %d bytes", maxParamBytes)
-		}
-		copy(pb.data[off:], b)
-		pb.ptrs[i] = uintptr(unsafe.Pointer(&pb.data[off]))
-		off += uintptr(len(b))
 	}
-	return mems, nil
+	return held, nil
+}
+
+// put writes argument i, v, at the next offset aligned for it.
+func put[T any](f *Function, pb *paramBlock, off *uintptr, i int, v T) error {
+	size, align := unsafe.Sizeof(v), unsafe.Alignof(v)
+	at := (*off + align - 1) &^ (align - 1)
+	if err := f.checkParam(i, size, at); err != nil {
+		return err
+	}
+	*(*T)(unsafe.Pointer(&pb.data[at])) = v
+	pb.ptrs[i] = uintptr(unsafe.Pointer(&pb.data[at]))
+	*off = at + size
+	return nil
+}
+
+// putBytes is put for a value given as its bytes.
+func putBytes(f *Function, pb *paramBlock, off *uintptr, i int, b []byte, align uintptr) error {
+	at := (*off + align - 1) &^ (align - 1)
+	if err := f.checkParam(i, uintptr(len(b)), at); err != nil {
+		return err
+	}
+	copy(pb.data[at:], b)
+	pb.ptrs[i] = uintptr(unsafe.Pointer(&pb.data[at]))
+	*off = at + uintptr(len(b))
+	return nil
+}
+
+// checkParam checks argument i, of size bytes at offset at, against what
+// the driver says of the kernel, and against the parameter space.
+func (f *Function) checkParam(i int, size, at uintptr) error {
+	if f.paramsKnown && f.params[i].size != size {
+		return fmt.Errorf("%d bytes, where kernel %s takes %d", size, f.name, f.params[i].size)
+	}
+	if at+size > maxParamBytes {
+		return fmt.Errorf("the arguments exceed %d bytes", maxParamBytes)
+	}
+	return nil
 }
 
 // readParams asks the driver for the kernel's parameters, where it can say
@@ -306,22 +349,22 @@ type heldLife struct {
 	what string
 }
 
-// holdAll holds each life, in creation order, once, and returns the
-// function that releases them.
-func holdAll(op string, lives []heldLife) (func(), error) {
+// holdAll holds each life, in creation order, once, and returns the lives
+// held, for releaseAll.
+func holdAll(op string, lives []heldLife) ([]heldLife, error) {
 	slices.SortFunc(lives, func(a, b heldLife) int { return cmp.Compare(a.l.id, b.l.id) })
 	lives = slices.CompactFunc(lives, func(a, b heldLife) bool { return a.l == b.l })
 	for i, h := range lives {
 		if err := h.l.hold(op, h.what); err != nil {
-			for _, done := range lives[:i] {
-				done.l.release()
-			}
+			releaseAll(lives[:i])
 			return nil, err
 		}
 	}
-	return func() {
-		for _, h := range lives {
-			h.l.release()
-		}
-	}, nil
+	return lives, nil
+}
+
+func releaseAll(lives []heldLife) {
+	for _, h := range lives {
+		h.l.release()
+	}
 }
