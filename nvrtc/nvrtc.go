@@ -50,19 +50,17 @@ func candidates() []string {
 func open() error {
 	lib.once.Do(func() {
 		var h uintptr
-		var reasons []string
+		var last error
 		tried := candidates()
 		for _, p := range tried {
-			var err error
-			if h, err = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
+			if h, last = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); last == nil {
 				lib.path = p
 				break
 			}
-			reasons = append(reasons, err.Error())
 		}
 		if h == 0 {
-			lib.err = fmt.Errorf("nvrtc: %w: cannot open NVRTC (tried %s); install NVIDIA's NVRTC (the CUDA toolkit, or the nvidia-cuda-nvrtc package) or set %s to libnvrtc.so",
-				cuda.ErrNotSupported, strings.Join(tried, ", "), EnvLibrary)
+			lib.err = fmt.Errorf("nvrtc: %w: cannot open NVRTC (tried %s; last: %v); install NVIDIA's NVRTC (the CUDA toolkit, or the nvidia-cuda-nvrtc package) or set %s to libnvrtc.so",
+				cuda.ErrNotSupported, strings.Join(tried, ", "), last, EnvLibrary)
 			return
 		}
 		f := &lib.fn

@@ -233,7 +233,14 @@ func writeAtomic(path string, write func(*os.File) error) error {
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, errors.Unwrap(err))
 	}
-	err = write(f)
+	mode := os.FileMode(0o644) // CreateTemp's 0600 would hide the result from others
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	err = f.Chmod(mode)
+	if err == nil {
+		err = write(f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -116,15 +116,21 @@ func panel(rep benchReport, dir string, paths []string) (*plot.Plot, bool, error
 	return p, true, nil
 }
 
-// sizeTicks marks powers of 4 from 4 KiB with binary units.
+// sizeTicks marks 4 KiB, 64 KiB, 1 MiB and so on, 16 times apart, with
+// binary units; sizes between get unlabelled ticks, 4 times apart.
 type sizeTicks struct{}
 
 func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 	var ticks []plot.Tick
-	for v := 1.0; v <= max*1.01; v *= 4 {
-		if v >= min/1.01 {
-			ticks = append(ticks, plot.Tick{Value: v, Label: strings.ReplaceAll(formatSize(int(v)), " ", "")})
+	for i, v := 0, 4.0; v <= max*1.01; i, v = i+1, v*4 {
+		if v < min/1.01 {
+			continue
 		}
+		t := plot.Tick{Value: v}
+		if i%2 == 1 { // 4 KiB is 4·4⁵: every other power of 4 from it
+			t.Label = strings.ReplaceAll(formatSize(int(v)), " ", "")
+		}
+		ticks = append(ticks, t)
 	}
 	return ticks
 }

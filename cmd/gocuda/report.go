@@ -87,7 +87,15 @@ func loadComparison(dir string) (benchReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("cref.txt: %w", err)
 	}
-	rep.Results = append(rep.Results, c...)
+	measured := map[int]bool{}
+	for _, r := range rep.Results {
+		measured[r.Bytes] = true
+	}
+	for _, r := range c { // the sizes gocuda bench measured
+		if measured[r.Bytes] {
+			rep.Results = append(rep.Results, r)
+		}
+	}
 	data, err = os.ReadFile(filepath.Join(dir, "torch.json"))
 	if err != nil {
 		return rep, err
