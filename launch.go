@@ -317,11 +317,6 @@ func (f *Function) readParams() {
 	}
 }
 
-// valueBytes views a value's memory.
-func valueBytes[T any](v *T) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
-}
-
 // plainBytes returns the bytes and alignment of a number, or of an array or
 // struct of numbers, passed by value.
 func plainBytes(a any) ([]byte, uintptr, error) {
