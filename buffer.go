@@ -80,24 +80,36 @@ func FromHost[T any](ctx *Context, src []T) (*DeviceBuffer[T], error) {
 	return b, nil
 }
 
-func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
+// elemBytes checks that T may live in device memory and that n of it, at
+// least least, make a size; it returns the size in bytes. what names the
+// memory in errors.
+func elemBytes[T any](op, what string, n, least int) (uintptr, error) {
 	if err := checkElem[T](op, false); err != nil {
-		return nil, err
+		return 0, err
 	}
 	size := sizeOf[T]()
 	switch {
-	case n <= 0:
-		return nil, errorf(op, ErrInvalidValue, "length %d; a device buffer needs at least one element", n)
+	case n < least && least > 0:
+		return 0, errorf(op, ErrInvalidValue, "length %d; a %s needs at least one element", n, what)
+	case n < least:
+		return 0, errorf(op, ErrInvalidValue, "negative length %d", n)
 	case size == 0:
-		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(T))
+		return 0, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(T))
 	case uint64(n) > math.MaxInt64/uint64(size):
-		return nil, errorf(op, ErrInvalidValue, "%d elements of %d bytes overflow", n, size)
+		return 0, errorf(op, ErrInvalidValue, "%d elements of %d bytes overflow", n, size)
+	}
+	return uintptr(n) * size, nil
+}
+
+func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
+	bytes, err := elemBytes[T](op, "device buffer", n, 1)
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.bind(op); err != nil {
 		return nil, err
 	}
 	defer ctx.unbind()
-	bytes := uintptr(n) * size
 	m := &allocation{life: newLife(ctx), size: bytes, owned: true}
 	if err := check(op, "cuMemAlloc_v2", driver.MemAlloc(&m.base, bytes)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
@@ -120,25 +132,18 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 // device, and outlives the buffer.
 func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error) {
 	const op = "FromRaw"
-	if err := checkElem[T](op, false); err != nil {
-		return nil, err
-	}
-	size := sizeOf[T]()
+	bytes, err := elemBytes[T](op, "device buffer", n, 0)
 	switch {
+	case err != nil:
+		return nil, err
 	case ctx == nil:
 		return nil, errorf(op, ErrInvalidValue, "nil *Context")
-	case n < 0:
-		return nil, errorf(op, ErrInvalidValue, "negative length %d", n)
 	case ptr == 0 && n != 0:
 		return nil, errorf(op, ErrInvalidValue, "null pointer with length %d", n)
-	case size == 0:
-		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(T))
-	case uint64(n) > math.MaxInt64/uint64(size):
-		return nil, errorf(op, ErrInvalidValue, "%d elements of %d bytes overflow", n, size)
 	case ptr%DevicePtr(alignOf[T]()) != 0:
 		return nil, errorf(op, ErrInvalidValue, "pointer %#x is not aligned for %T", uint64(ptr), *new(T))
 	}
-	m := &allocation{life: newLife(ctx), base: driver.DevicePtr(ptr), size: uintptr(n) * size}
+	m := &allocation{life: newLife(ctx), base: driver.DevicePtr(ptr), size: bytes}
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
 }
 

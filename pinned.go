@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"math"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -28,29 +27,21 @@ type PinnedBuffer[T any] struct {
 // AllocPinned allocates page-locked host memory for n elements, zeroed.
 func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	const op = "AllocPinned"
-	if err := checkElem[T](op, false); err != nil {
+	bytes, err := elemBytes[T](op, "pinned buffer", n, 1)
+	if err != nil {
 		return nil, err
-	}
-	size := sizeOf[T]()
-	switch {
-	case n <= 0:
-		return nil, errorf(op, ErrInvalidValue, "length %d; a pinned buffer needs at least one element", n)
-	case size == 0:
-		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(T))
-	case uint64(n) > math.MaxInt64/uint64(size):
-		return nil, errorf(op, ErrInvalidValue, "%d elements of %d bytes overflow", n, size)
 	}
 	if err := ctx.bind(op); err != nil {
 		return nil, err
 	}
 	defer ctx.unbind()
 	b := &PinnedBuffer[T]{life: newLife(ctx)}
-	if err := check(op, "cuMemHostAlloc", driver.MemHostAlloc(&b.p, uintptr(n)*size, driver.MemHostAllocPortable)); err != nil {
+	if err := check(op, "cuMemHostAlloc", driver.MemHostAlloc(&b.p, bytes, driver.MemHostAllocPortable)); err != nil {
 		return nil, err
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
 	clear(b.data)
-	addLocked(b.p, uintptr(n)*size)
+	addLocked(b.p, bytes)
 	track.Add(track.PinnedBuffer)
 	p := b.p
 	b.cleanup = runtime.AddCleanup(b, func(ctx *Context) {
