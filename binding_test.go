@@ -68,7 +68,7 @@ func TestUnboundCallFails(t *testing.T) {
 		t.Fatalf("cuCtxSetCurrent(NULL) = %d", r)
 	}
 	var free, total uintptr
-	if r := driver.MemGetInfo(&free, &total); r != driver.ErrorInvalidContext {
+	if r := driver.MemGetInfo(0, &free, &total); r != driver.ErrorInvalidContext { // 0: bind nothing
 		t.Errorf("cuMemGetInfo with no current context = %d, want %d (CUDA_ERROR_INVALID_CONTEXT)", r, driver.ErrorInvalidContext)
 	}
 }

@@ -111,7 +111,7 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 	}
 	defer ctx.unbind()
 	m := &allocation{life: newLife(ctx), size: bytes, owned: true}
-	if err := check(op, "cuMemAlloc_v2", driver.MemAlloc(&m.base, bytes)); err != nil {
+	if err := check(op, "cuMemAlloc_v2", driver.MemAlloc(ctx.handle, &m.base, bytes)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
 			ce.Detail = formatBytes(bytes) + " requested"
 		}
@@ -120,7 +120,7 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 	track.Add(track.DeviceBuffer)
 	base := m.base
 	m.cleanup = runtime.AddCleanup(m, func(ctx *Context) {
-		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(base) })
+		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(ctx.handle, base) })
 	}, ctx)
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
 }
@@ -237,7 +237,7 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
 		return err
 	}
-	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(b.ptr, hostPtr(src), uintptr(b.ByteSize())))
+	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(b.mem.ctx.handle, b.ptr, hostPtr(src), uintptr(b.ByteSize())))
 	if err == nil && !pageLocked(bytesOf(src)) {
 		b.mem.ctx.legacyQueued()
 	}
@@ -255,7 +255,7 @@ func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
 	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
 		return err
 	}
-	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(hostPtr(dst), b.ptr, uintptr(b.ByteSize())))
+	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(b.mem.ctx.handle, hostPtr(dst), b.ptr, uintptr(b.ByteSize())))
 }
 
 // CopyFromDevice copies src, which must have Len elements and belong to the
@@ -272,7 +272,7 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 		return nil
 	}
 	b.mem.ctx.legacyQueued()
-	return check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.ptr, src.ptr, uintptr(b.ByteSize())))
+	return check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize())))
 }
 
 // CopyFromDeviceAsync queues a copy of src into the buffer on s.
@@ -298,7 +298,7 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	return check(op, "cuMemcpyDtoDAsync_v2", driver.MemcpyDtoDAsync(b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
+	return check(op, "cuMemcpyDtoDAsync_v2", driver.MemcpyDtoDAsync(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
 }
 
 func (b *DeviceBuffer[T]) enterWithBuffer(op string, src *DeviceBuffer[T]) error {
@@ -341,7 +341,7 @@ func (b *DeviceBuffer[T]) CopyFromHostAsync(src []T, s *Stream) error {
 		return err
 	}
 	return s.enqueue(op, "cuMemcpyHtoDAsync_v2", unsafe.SliceData(src), func() driver.Result {
-		return driver.MemcpyHtoDAsync(b.ptr, hostPtr(src), uintptr(b.ByteSize()), s.handle)
+		return driver.MemcpyHtoDAsync(b.mem.ctx.handle, b.ptr, hostPtr(src), uintptr(b.ByteSize()), s.handle)
 	})
 }
 
@@ -358,7 +358,7 @@ func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
 		return err
 	}
 	return s.enqueue(op, "cuMemcpyDtoHAsync_v2", unsafe.SliceData(dst), func() driver.Result {
-		return driver.MemcpyDtoHAsync(hostPtr(dst), b.ptr, uintptr(b.ByteSize()), s.handle)
+		return driver.MemcpyDtoHAsync(b.mem.ctx.handle, hostPtr(dst), b.ptr, uintptr(b.ByteSize()), s.handle)
 	})
 }
 
@@ -478,17 +478,17 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 	}
 	switch {
 	case s == nil && width == 1:
-		return check(op, "cuMemsetD8_v2", driver.MemsetD8(b.ptr, uint8(v), n))
+		return check(op, "cuMemsetD8_v2", driver.MemsetD8(b.mem.ctx.handle, b.ptr, uint8(v), n))
 	case s == nil && width == 2:
-		return check(op, "cuMemsetD16_v2", driver.MemsetD16(b.ptr, uint16(v), n))
+		return check(op, "cuMemsetD16_v2", driver.MemsetD16(b.mem.ctx.handle, b.ptr, uint16(v), n))
 	case s == nil:
-		return check(op, "cuMemsetD32_v2", driver.MemsetD32(b.ptr, v, n))
+		return check(op, "cuMemsetD32_v2", driver.MemsetD32(b.mem.ctx.handle, b.ptr, v, n))
 	case width == 1:
-		return check(op, "cuMemsetD8Async", driver.MemsetD8Async(b.ptr, uint8(v), n, s.handle))
+		return check(op, "cuMemsetD8Async", driver.MemsetD8Async(b.mem.ctx.handle, b.ptr, uint8(v), n, s.handle))
 	case width == 2:
-		return check(op, "cuMemsetD16Async", driver.MemsetD16Async(b.ptr, uint16(v), n, s.handle))
+		return check(op, "cuMemsetD16Async", driver.MemsetD16Async(b.mem.ctx.handle, b.ptr, uint16(v), n, s.handle))
 	default:
-		return check(op, "cuMemsetD32Async", driver.MemsetD32Async(b.ptr, v, n, s.handle))
+		return check(op, "cuMemsetD32Async", driver.MemsetD32Async(b.mem.ctx.handle, b.ptr, v, n, s.handle))
 	}
 }
 
@@ -509,7 +509,7 @@ func (b *DeviceBuffer[T]) Free() error {
 		return nil
 	}
 	return b.mem.close(op, track.DeviceBuffer, func() error {
-		return check(op, "cuMemFree_v2", driver.MemFree(b.mem.base))
+		return check(op, "cuMemFree_v2", driver.MemFree(b.mem.ctx.handle, b.mem.base))
 	})
 }
 

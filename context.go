@@ -49,7 +49,7 @@ func (c *Context) settleLegacy(op string) error {
 	if !c.legacy.Swap(false) {
 		return nil
 	}
-	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(0)); err != nil {
+	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(c.handle, 0)); err != nil {
 		c.legacy.Store(true)
 		return err
 	}
@@ -110,8 +110,10 @@ func (c *Context) isClosed() bool {
 	return c.closed
 }
 
-// bind makes c current on the calling goroutine's OS thread, locked to it,
-// and holds c against Close, until the matching unbind.
+// bind holds c against Close until the matching unbind and, where the
+// driver backend does not bind in each call (purego), makes c current on the
+// calling goroutine's OS thread, locked to it until unbind. With cgo each
+// generated call binds its context itself, in the same crossing.
 func (c *Context) bind(op string) error {
 	if c == nil {
 		return errorf(op, ErrInvalidValue, "nil *Context")
@@ -120,6 +122,9 @@ func (c *Context) bind(op string) error {
 	if c.closed {
 		c.mu.RUnlock()
 		return closed(op, "the context")
+	}
+	if driver.BindsInCall {
+		return nil
 	}
 	runtime.LockOSThread()
 	var cur driver.Context
@@ -135,7 +140,9 @@ func (c *Context) bind(op string) error {
 }
 
 func (c *Context) unbind() {
-	runtime.UnlockOSThread()
+	if !driver.BindsInCall {
+		runtime.UnlockOSThread()
+	}
 	c.mu.RUnlock()
 }
 
@@ -148,7 +155,7 @@ func (c *Context) Synchronize() error {
 	}
 	defer c.unbind()
 	pending := c.legacy.Swap(false)
-	if err := check(op, "cuCtxSynchronize", driver.CtxSynchronize()); err != nil {
+	if err := check(op, "cuCtxSynchronize", driver.CtxSynchronize(c.handle)); err != nil {
 		if pending {
 			c.legacy.Store(true)
 		}
@@ -165,7 +172,7 @@ func (c *Context) MemInfo() (free, total uint64, err error) {
 	}
 	defer c.unbind()
 	var f, t uintptr
-	if err := check(op, "cuMemGetInfo_v2", driver.MemGetInfo(&f, &t)); err != nil {
+	if err := check(op, "cuMemGetInfo_v2", driver.MemGetInfo(c.handle, &f, &t)); err != nil {
 		return 0, 0, err
 	}
 	return uint64(f), uint64(t), nil
@@ -181,7 +188,7 @@ func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
 	}
 	defer c.unbind()
 	var l, g int32
-	if err := check(op, "cuCtxGetStreamPriorityRange", driver.CtxGetStreamPriorityRange(&l, &g)); err != nil {
+	if err := check(op, "cuCtxGetStreamPriorityRange", driver.CtxGetStreamPriorityRange(c.handle, &l, &g)); err != nil {
 		return 0, 0, err
 	}
 	return int(l), int(g), nil

@@ -43,13 +43,13 @@ func (c *Context) NewEvent(flags ...EventFlag) (*Event, error) {
 	}
 	defer c.unbind()
 	e := &Event{life: newLife(c), timing: f&EventDisableTiming == 0}
-	if err := check(op, "cuEventCreate", driver.EventCreate(&e.handle, uint32(f))); err != nil {
+	if err := check(op, "cuEventCreate", driver.EventCreate(c.handle, &e.handle, uint32(f))); err != nil {
 		return nil, err
 	}
 	track.Add(track.Event)
 	h := e.handle
 	e.cleanup = runtime.AddCleanup(e, func(ctx *Context) {
-		forgotten(ctx, track.Event, func() { driver.EventDestroy(h) })
+		forgotten(ctx, track.Event, func() { driver.EventDestroy(ctx.handle, h) })
 	}, c)
 	return e, nil
 }
@@ -78,7 +78,7 @@ func (e *Event) Record(s *Stream) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	return check(op, "cuEventRecord", driver.EventRecord(e.handle, s.handle))
+	return check(op, "cuEventRecord", driver.EventRecord(e.ctx.handle, e.handle, s.handle))
 }
 
 // Synchronize waits until the event has completed. An event never recorded
@@ -89,7 +89,7 @@ func (e *Event) Synchronize() error {
 		return err
 	}
 	defer e.leave()
-	return check(op, "cuEventSynchronize", driver.EventSynchronize(e.handle))
+	return check(op, "cuEventSynchronize", driver.EventSynchronize(e.ctx.handle, e.handle))
 }
 
 // Query reports whether the event has completed, without waiting.
@@ -99,7 +99,7 @@ func (e *Event) Query() (done bool, err error) {
 		return false, err
 	}
 	defer e.leave()
-	switch r := driver.EventQuery(e.handle); r {
+	switch r := driver.EventQuery(e.ctx.handle, e.handle); r {
 	case driver.Success:
 		return true, nil
 	case driver.ErrorNotReady:
@@ -116,7 +116,7 @@ func (e *Event) Close() error {
 	}
 	const op = "Event.Close"
 	return e.close(op, track.Event, func() error {
-		return check(op, "cuEventDestroy_v2", driver.EventDestroy(e.handle))
+		return check(op, "cuEventDestroy_v2", driver.EventDestroy(e.ctx.handle, e.handle))
 	})
 }
 
@@ -139,7 +139,7 @@ func ElapsedTime(start, end *Event) (time.Duration, error) {
 	}
 	defer leaveWith(&start.life, &end.life)
 	var ms float32
-	if err := check(op, "cuEventElapsedTime", driver.EventElapsedTime(&ms, start.handle, end.handle)); err != nil {
+	if err := check(op, "cuEventElapsedTime", driver.EventElapsedTime(start.ctx.handle, &ms, start.handle, end.handle)); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil

@@ -63,7 +63,7 @@ func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 	}
 	defer f.mod.leave()
 	var v int32
-	if err := check(op, "cuFuncGetAttribute", driver.FuncGetAttribute(&v, driver.FunctionAttribute(a), f.handle)); err != nil {
+	if err := check(op, "cuFuncGetAttribute", driver.FuncGetAttribute(f.mod.ctx.handle, &v, driver.FunctionAttribute(a), f.handle)); err != nil {
 		return 0, err
 	}
 	return int(v), nil
@@ -84,7 +84,7 @@ func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 		return err
 	}
 	defer f.mod.leave()
-	return check(op, "cuFuncSetAttribute", driver.FuncSetAttribute(f.handle, driver.FunctionAttribute(a), int32(value)))
+	return check(op, "cuFuncSetAttribute", driver.FuncSetAttribute(f.mod.ctx.handle, f.handle, driver.FunctionAttribute(a), int32(value)))
 }
 
 // Dim3 is a grid or block shape. Y and Z of zero mean 1.
@@ -188,7 +188,7 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	r := driver.LaunchKernel(f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
+	r := driver.LaunchKernel(f.mod.ctx.handle, f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
 		uint32(cfg.SharedMemBytes), s.handle, unsafe.Pointer(&pb.ptrs[0]), nil)
 	if err := check(op, "cuLaunchKernel", r); err != nil {
 		err.(*Error).Detail = fmt.Sprintf("kernel %s, grid %v, block %v, %d bytes of dynamic shared memory", f.name, cfg.Grid, cfg.Block, cfg.SharedMemBytes)
@@ -304,7 +304,7 @@ func (f *Function) readParams() {
 	defer f.mod.leave()
 	for i := uintptr(0); ; i++ {
 		var p paramInfo
-		switch r := driver.FuncGetParamInfo(f.handle, i, &p.offset, &p.size); r {
+		switch r := driver.FuncGetParamInfo(f.mod.ctx.handle, f.handle, i, &p.offset, &p.size); r {
 		case driver.Success:
 			f.params = append(f.params, p)
 		case driver.ErrorInvalidValue: // past the last parameter

@@ -85,3 +85,16 @@ func BenchmarkCopyDeviceToDevice(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStreamQuery is a trivial bound call: asking an idle stream
+// whether it is done. Its cost is gocuda's binding and crossing, beside the
+// driver's own.
+func BenchmarkStreamQuery(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	for b.Loop() {
+		if _, err := s.Query(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 	}
 	defer c.unbind()
 	m := &Module{life: newLife(c)}
-	r := driver.ModuleLoadDataEx(&m.handle, unsafe.Pointer(&image[0]), uint32(len(keys)), unsafe.Pointer(&keys[0]), unsafe.Pointer(&values[0]))
+	r := driver.ModuleLoadDataEx(c.handle, &m.handle, unsafe.Pointer(&image[0]), uint32(len(keys)), unsafe.Pointer(&keys[0]), unsafe.Pointer(&values[0]))
 	runtime.KeepAlive(errLog)
 	runtime.KeepAlive(infoLog)
 	if err := check(op, "cuModuleLoadDataEx", r); err != nil {
@@ -101,7 +101,7 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 	track.Add(track.Module)
 	h := m.handle
 	m.cleanup = runtime.AddCleanup(m, func(ctx *Context) {
-		forgotten(ctx, track.Module, func() { driver.ModuleUnload(h) })
+		forgotten(ctx, track.Module, func() { driver.ModuleUnload(ctx.handle, h) })
 	}, c)
 	return m, nil
 }
@@ -123,7 +123,7 @@ func (m *Module) Function(name string) (*Function, error) {
 	defer m.leave()
 	f := &Function{mod: m, name: name}
 	cname := append([]byte(name), 0)
-	if err := check(op, "cuModuleGetFunction", driver.ModuleGetFunction(&f.handle, m.handle, &cname[0])); err != nil {
+	if err := check(op, "cuModuleGetFunction", driver.ModuleGetFunction(m.ctx.handle, &f.handle, m.handle, &cname[0])); err != nil {
 		err.(*Error).Detail = "kernel " + name
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
 	var ptr driver.DevicePtr
 	var size uintptr
 	cname := append([]byte(name), 0)
-	if err := check(op, "cuModuleGetGlobal_v2", driver.ModuleGetGlobal(&ptr, &size, m.handle, &cname[0])); err != nil {
+	if err := check(op, "cuModuleGetGlobal_v2", driver.ModuleGetGlobal(m.ctx.handle, &ptr, &size, m.handle, &cname[0])); err != nil {
 		err.(*Error).Detail = "global " + name
 		return nil, err
 	}
@@ -171,6 +171,6 @@ func (m *Module) Close() error {
 			g.closed = true
 			g.mu.Unlock()
 		}
-		return check(op, "cuModuleUnload", driver.ModuleUnload(m.handle))
+		return check(op, "cuModuleUnload", driver.ModuleUnload(m.ctx.handle, m.handle))
 	})
 }

@@ -36,7 +36,7 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	}
 	defer ctx.unbind()
 	b := &PinnedBuffer[T]{life: newLife(ctx)}
-	if err := check(op, "cuMemHostAlloc", driver.MemHostAlloc(&b.p, bytes, driver.MemHostAllocPortable)); err != nil {
+	if err := check(op, "cuMemHostAlloc", driver.MemHostAlloc(ctx.handle, &b.p, bytes, driver.MemHostAllocPortable)); err != nil {
 		return nil, err
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
@@ -46,7 +46,7 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	p := b.p
 	b.cleanup = runtime.AddCleanup(b, func(ctx *Context) {
 		removeLocked(p)
-		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(p) })
+		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(ctx.handle, p) })
 	}, ctx)
 	return b, nil
 }
@@ -81,7 +81,7 @@ func (b *PinnedBuffer[T]) Free() error {
 	const op = "PinnedBuffer.Free"
 	return b.close(op, track.PinnedBuffer, func() error {
 		removeLocked(b.p)
-		return check(op, "cuMemFreeHost", driver.MemFreeHost(b.p))
+		return check(op, "cuMemFreeHost", driver.MemFreeHost(b.ctx.handle, b.p))
 	})
 }
 
@@ -115,7 +115,7 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 	defer ctx.unbind()
 	r := &Registered[T]{life: newLife(ctx), p: hostPtr(s), n: len(s), pinner: new(runtime.Pinner)}
 	r.pinner.Pin(unsafe.SliceData(s))
-	if res := driver.MemHostRegister(r.p, bytes, driver.MemHostRegisterPortable); res != driver.Success {
+	if res := driver.MemHostRegister(ctx.handle, r.p, bytes, driver.MemHostRegisterPortable); res != driver.Success {
 		r.pinner.Unpin()
 		err := check(op, "cuMemHostRegister_v2", res).(*Error)
 		if res == driver.ErrorHostMemoryAlreadyRegistered {
@@ -128,7 +128,7 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 	p, pinner := r.p, r.pinner
 	r.cleanup = runtime.AddCleanup(r, func(ctx *Context) {
 		removeLocked(p)
-		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(p) })
+		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(ctx.handle, p) })
 		pinner.Unpin()
 	}, ctx)
 	return r, nil
@@ -151,7 +151,7 @@ func (r *Registered[T]) Close() error {
 	const op = "Registered.Close"
 	err := r.close(op, track.Registered, func() error {
 		removeLocked(r.p)
-		return check(op, "cuMemHostUnregister", driver.MemHostUnregister(r.p))
+		return check(op, "cuMemHostUnregister", driver.MemHostUnregister(r.ctx.handle, r.p))
 	})
 	r.mu.Lock()
 	if r.pinner != nil {

@@ -55,16 +55,16 @@ func (c *Context) newStream(op string, priority int) (*Stream, error) {
 	}
 	defer c.unbind()
 	s := &Stream{life: newLife(c), priority: priority, pins: new(pinSet)}
-	if err := check(op, "cuStreamCreateWithPriority", driver.StreamCreateWithPriority(&s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
+	if err := check(op, "cuStreamCreateWithPriority", driver.StreamCreateWithPriority(c.handle, &s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
 		return nil, err
 	}
 	track.Add(track.Stream)
 	h, pins := s.handle, s.pins
 	s.cleanup = runtime.AddCleanup(s, func(ctx *Context) {
 		forgotten(ctx, track.Stream, func() {
-			driver.StreamSynchronize(h)
+			driver.StreamSynchronize(ctx.handle, h)
 			pins.unpin(pins.take())
-			driver.StreamDestroy(h)
+			driver.StreamDestroy(ctx.handle, h)
 		})
 	}, c)
 	return s, nil
@@ -111,7 +111,7 @@ func (s *Stream) synchronize(op string) error {
 	// was queued before the synchronize below starts.
 	taken := s.pins.take()
 	q := s.queued.Load()
-	err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.handle))
+	err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.ctx.handle, s.handle))
 	s.pins.unpin(taken)
 	if err == nil {
 		s.markSynced(q)
@@ -157,7 +157,7 @@ func (s *Stream) Query() (done bool, err error) {
 	}
 	defer s.leave()
 	q := s.queued.Load()
-	switch r := driver.StreamQuery(s.handle); r {
+	switch r := driver.StreamQuery(s.ctx.handle, s.handle); r {
 	case driver.Success:
 		s.markSynced(q)
 		return true, nil
@@ -183,7 +183,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	return check(op, "cuStreamWaitEvent", driver.StreamWaitEvent(s.handle, e.handle, 0))
+	return check(op, "cuStreamWaitEvent", driver.StreamWaitEvent(s.ctx.handle, s.handle, e.handle, 0))
 }
 
 // Close waits for the stream's queued work, then destroys the stream.
@@ -196,7 +196,7 @@ func (s *Stream) Close() error {
 	return s.close(op, track.Stream, func() error {
 		// Queued work may still read pinned Go memory: let it finish.
 		err := s.synchronize(op)
-		if derr := check(op, "cuStreamDestroy_v2", driver.StreamDestroy(s.handle)); err == nil {
+		if derr := check(op, "cuStreamDestroy_v2", driver.StreamDestroy(s.ctx.handle, s.handle)); err == nil {
 			err = derr
 		}
 		return err

@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
 # Builds everything the GPU machine runs, here, since that machine has no Go:
-# each package's test binary (CGO_ENABLED=0), the gocuda tool, and the fake
-# driver (for the tests that ask for it explicitly). Output: bin/ (git-ignored).
+# each package's test binary, once with CGO_ENABLED=0 (purego) and once with
+# cgo, the gocuda tool, the quickstart, and the fake driver (for the tests
+# that ask for it explicitly). Output: bin/ (git-ignored).
 #
 #   scripts/gpu-build.sh          then run scripts/gpu-run.sh there (CONTRIBUTING.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bin
 rm -rf "$out"
-mkdir -p "$out/tests"
-: >"$out/tests/manifest"
-for pkg in $(go list ./...); do
-	dir=${pkg#github.com/gocuda/cuda}
-	dir=${dir#/}
-	name=$(echo "${dir:-cuda}" | tr / _)
-	# go test -c writes nothing for a package without tests.
-	CGO_ENABLED=0 go test -c -o "$out/tests/$name.test" "$pkg"
-	if [ -f "$out/tests/$name.test" ]; then
-		echo "$name ${dir:-.}" >>"$out/tests/manifest"
-	fi
+# Two sets of test binaries: bin/tests calls the driver through purego
+# (CGO_ENABLED=0), bin/tests-cgo through the cgo shim.
+for set in tests:0 tests-cgo:1; do
+	tests=$out/${set%:*}
+	mkdir -p "$tests"
+	: >"$tests/manifest"
+	for pkg in $(go list ./...); do
+		dir=${pkg#github.com/gocuda/cuda}
+		dir=${dir#/}
+		name=$(echo "${dir:-cuda}" | tr / _)
+		# go test -c writes nothing for a package without tests.
+		CGO_ENABLED=${set#*:} go test -c -ldflags="-s -w" -o "$tests/$name.test" "$pkg"
+		if [ -f "$tests/$name.test" ]; then
+			echo "$name ${dir:-.}" >>"$tests/manifest"
+		fi
+	done
 done
-CGO_ENABLED=0 go build -o "$out/gocuda" ./cmd/gocuda
-CGO_ENABLED=0 go build -o "$out/quickstart" ./examples/quickstart
+CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/gocuda" ./cmd/gocuda
+CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/quickstart" ./examples/quickstart
 cc -shared -fPIC -O2 -pthread -o "$out/libfakecuda.so" internal/fakecuda/csrc/fakecuda.c
-echo "built $(wc -l <"$out/tests/manifest") test binaries, gocuda and the fake driver into $out/"
+echo "built $(cat "$out"/tests*/manifest | wc -l) test binaries (purego and cgo), gocuda, quickstart and the fake driver into $out/"

@@ -7,7 +7,8 @@
 #             three interleaved rounds (the pageable path varies run to run, in C
 #             as in Go), medians: OUTDIR/copy.md
 #   staging   the staging benchmarks beside the plain copy of the same run: OUTDIR/staging.md
-#   kernels   the launch and SAXPY benchmarks beside bench/cref/kernelbench.c: OUTDIR/kernels.md
+#   kernels   the call-overhead, launch and SAXPY benchmarks, purego and cgo, beside
+#             bench/cref/kernelbench.c: OUTDIR/kernels.md
 #   calibrate gocuda calibrate: OUTDIR/calibrate.txt
 #
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: all four)
@@ -45,10 +46,12 @@ for section in $sections; do
 	kernels)
 		nvcc -O2 -o /tmp/kernelbench bench/cref/kernelbench.c -lcuda
 		/tmp/kernelbench testdata/kernels.ptx >"$out/kcref.txt"
-		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Launch|Saxpy|CopyDeviceToDevice)' -test.benchtime 0.3s >"$out/gokernels.txt"
+		for set in tests tests-cgo; do
+			bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(StreamQuery|Launch|Saxpy|CopyDeviceToDevice|CopyFromHost/4B|CopyToHost/4B)$' -test.benchtime 0.3s >"$out/gokernels-$set.txt"
+		done
 		{
 			echo "$stamp"
-			python3 bench/kernelreport.py "$out/kcref.txt" "$out/gokernels.txt"
+			python3 bench/kernelreport.py "$out/kcref.txt" "$out/gokernels-tests.txt" "$out/gokernels-tests-cgo.txt"
 		} >"$out/kernels.md"
 		cat "$out/kernels.md"
 		;;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine what scripts/gpu-build.sh built, with
+# Runs on the GPU machine what scripts/gpu-build.sh built (both sets of test
+# binaries: purego and cgo), with
 # GOCUDA_REQUIRE_GPU=1 so that a missing GPU fails instead of falling back to
 # the fake driver. Logs go to LOGDIR, one file per test binary; the summary is
 # printed last (and saved as LOGDIR/summary.txt).
@@ -26,21 +27,24 @@ export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$bin/libfakecuda.so NCCL_NVLS_ENABLE
 echo "gocuda info: exit $?" >>"$logdir/info.txt"
 
 passed=0 failed=0 summary=()
-while read -r name dir; do
-	start=$(date +%s)
-	args=(-test.v -test.count=1 -test.run "$run")
-	[ -n "$bench" ] && args+=(-test.bench "$bench" -test.benchmem)
-	(cd "$dir" && "$bin/tests/$name.test" "${args[@]}") >"$logdir/$name.log" 2>&1
-	rc=$?
-	secs=$(($(date +%s) - start))
-	if [ $rc -eq 0 ]; then
-		passed=$((passed + 1))
-		summary+=("PASS $name (${secs}s, $(grep -c -- '--- PASS' "$logdir/$name.log") passed, $(grep -c -- '--- SKIP' "$logdir/$name.log") skipped)")
-	else
-		failed=$((failed + 1))
-		summary+=("FAIL $name (${secs}s): $(grep -m3 -- '--- FAIL' "$logdir/$name.log" | tr '\n' ' ')")
-	fi
-done <"$bin/tests/manifest"
+for set in tests tests-cgo; do
+	while read -r name dir; do
+		start=$(date +%s)
+		args=(-test.v -test.count=1 -test.run "$run")
+		[ -n "$bench" ] && args+=(-test.bench "$bench" -test.benchmem)
+		log=$logdir/$set-$name.log
+		(cd "$dir" && "$bin/$set/$name.test" "${args[@]}") >"$log" 2>&1
+		rc=$?
+		secs=$(($(date +%s) - start))
+		if [ $rc -eq 0 ]; then
+			passed=$((passed + 1))
+			summary+=("PASS $set/$name (${secs}s, $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- SKIP' "$log") skipped)")
+		else
+			failed=$((failed + 1))
+			summary+=("FAIL $set/$name (${secs}s): $(grep -m3 -- '--- FAIL' "$log" | tr '\n' ' ')")
+		fi
+	done <"$bin/$set/manifest"
+done
 
 {
 	echo "== machine"

@@ -32,6 +32,8 @@ static const unsigned n = 16u << 20;
 static const size_t copy_bytes = (size_t)256 << 20;
 static long launches;
 
+static void stream_query(void) { CHECK(cuStreamQuery(stream)); }
+
 static void launch_sync(void) {
 	CHECK(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL));
 	CHECK(cuStreamSynchronize(stream));
@@ -103,6 +105,7 @@ int main(int argc, char **argv) {
 	CHECK(cuMemAlloc_v2(&dst, copy_bytes));
 	CHECK(cuMemsetD8_v2(src, 0, copy_bytes));
 	CHECK(cuCtxSynchronize());
+	printf("StreamQuery %.1f\n", measure(stream_query));
 	printf("LaunchSync %.1f\n", measure(launch_sync));
 	printf("LaunchAsync %.1f\n", measure(launch_async));
 	printf("Saxpy %.1f\n", measure(run_saxpy));

@@ -6,7 +6,9 @@
 // Only this package talks to purego.
 package driver
 
+//go:generate go run ./gen -in prototypes.txt -backend syms -out zsyms.go
 //go:generate go run ./gen -in prototypes.txt -backend purego -out zcalls_purego.go
+//go:generate go run ./gen -in prototypes.txt -backend cgo -out zcalls_cgo.go
 
 import (
 	"sync"

@@ -25,7 +25,7 @@ func TestMissingSymbol(t *testing.T) {
 	syms[symMemAlloc] = 0
 	defer func() { syms[symMemAlloc] = saved }()
 	var p DevicePtr
-	if r := MemAlloc(&p, 16); r != ResultMissingSymbol {
+	if r := MemAlloc(0, &p, 16); r != ResultMissingSymbol {
 		t.Errorf("MemAlloc with no symbol = %d, want ResultMissingSymbol", r)
 	}
 }
@@ -37,5 +37,13 @@ func TestGoString(t *testing.T) {
 	}
 	if GoString(nil) != "" {
 		t.Error("GoString(nil) not empty")
+	}
+}
+
+// TestBackend: a build with cgo calls the driver through the cgo shim,
+// one without through purego.
+func TestBackend(t *testing.T) {
+	if Backend != wantBackend || BindsInCall != (wantBackend == "cgo") {
+		t.Errorf("Backend %q (binds in call: %v), want %q", Backend, BindsInCall, wantBackend)
 	}
 }

@@ -76,6 +76,7 @@ func load(paths []string, table *[symCount]uintptr) (string, error) {
 			}
 			table[i] = addr
 		}
+		setBinders(table)
 		if table[symInit] == 0 {
 			*table = [symCount]uintptr{}
 			return "", &OpenError{Tried: paths, Loaded: p, Reason: "the library has no cuInit: not a CUDA driver"}

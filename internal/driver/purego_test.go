@@ -1,0 +1,5 @@
+//go:build !cgo || gocuda_purego
+
+package driver
+
+const wantBackend = "purego"
