@@ -68,7 +68,7 @@ var cTypes = map[string]struct{ c, cgo string }{
 	"Context": {"uintptr_t", "C.uintptr_t"}, "Stream": {"uintptr_t", "C.uintptr_t"}, "Event": {"uintptr_t", "C.uintptr_t"},
 	"Module": {"uintptr_t", "C.uintptr_t"}, "Function": {"uintptr_t", "C.uintptr_t"},
 	"DevicePtr": {"unsigned long long", "C.ulonglong"},
-	"*byte": {"char *", "*C.char"}, "unsafe.Pointer": {"void *", "unsafe.Pointer"},
+	"*byte":     {"char *", "*C.char"}, "unsafe.Pointer": {"void *", "unsafe.Pointer"},
 }
 
 // Parameter kinds.
