@@ -732,3 +732,27 @@ func TestLegacyWorkSettled(t *testing.T) {
 	f.ResetFaults()
 	s.Synchronize()
 }
+
+// TestContextClosedUnderPins: Go memory pinned for an asynchronous copy is
+// released even when the context is closed before the stream, and when the
+// stream is forgotten; a Pinner collected while pinning would crash.
+func TestContextClosedUnderPins(t *testing.T) {
+	for _, forget := range []bool{false, true} {
+		ctx := must(cuda.NewContext(cudatest.Device(t)))
+		s := must(ctx.NewStream())
+		b := must(cuda.Alloc[byte](ctx, 1<<16))
+		if err := b.CopyFromHostAsync(random[byte](1<<16), s); err != nil {
+			t.Fatal(err)
+		}
+		b.Free()
+		ctx.Close()
+		if forget {
+			s = nil
+		} else if err := s.Close(); err != nil {
+			t.Errorf("Stream.Close after the context: %v", err)
+		}
+		for range 3 {
+			runtime.GC()
+		}
+	}
+}

@@ -63,9 +63,9 @@ func (c *Context) newStream(op string, priority int) (*Stream, error) {
 	s.cleanup = runtime.AddCleanup(s, func(ctx *Context) {
 		forgotten(ctx, track.Stream, func() {
 			driver.StreamSynchronize(ctx.handle, h)
-			pins.unpin(pins.take())
 			driver.StreamDestroy(ctx.handle, h)
 		})
+		unpin(pins.take()) // a Pinner collected while pinning crashes the program
 	}, c)
 	return s, nil
 }
@@ -112,7 +112,7 @@ func (s *Stream) synchronize(op string) error {
 	taken := s.pins.take()
 	q := s.queued.Load()
 	err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.ctx.handle, s.handle))
-	s.pins.unpin(taken)
+	unpin(taken)
 	if err == nil {
 		s.markSynced(q)
 	}
@@ -193,7 +193,7 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	const op = "Stream.Close"
-	return s.close(op, track.Stream, func() error {
+	err := s.close(op, track.Stream, func() error {
 		// Queued work may still read pinned Go memory: let it finish.
 		err := s.synchronize(op)
 		if derr := check(op, "cuStreamDestroy_v2", driver.StreamDestroy(s.ctx.handle, s.handle)); err == nil {
@@ -201,6 +201,10 @@ func (s *Stream) Close() error {
 		}
 		return err
 	})
+	// Whatever happened (the context may have been closed first, and its
+	// work with it), nothing queued on s reads Go memory any more.
+	unpin(s.pins.take())
+	return err
 }
 
 // enqueue runs queue, which queues work on s (the driver function call)
@@ -230,7 +234,7 @@ func (ps *pinSet) take() *runtime.Pinner {
 	return p
 }
 
-func (ps *pinSet) unpin(p *runtime.Pinner) {
+func unpin(p *runtime.Pinner) {
 	if p != nil {
 		p.Unpin()
 	}

@@ -493,6 +493,7 @@ static void stop_stream(struct fake_stream *s);
 // reset_context frees everything a context held, as the real driver does
 // when the last retain of a primary context is released.
 static void reset_context(CUcontext c) {
+	// Streams first: their queued work may still touch the memory freed below.
 	struct fake_stream *dead = NULL;
 	pthread_rwlock_wrlock(&streams_lock);
 	pthread_mutex_lock(&mu);
@@ -507,6 +508,14 @@ static void reset_context(CUcontext c) {
 			pp = &s->next_in_list;
 		}
 	}
+	pthread_mutex_unlock(&mu);
+	pthread_rwlock_unlock(&streams_lock);
+	while (dead) {
+		struct fake_stream *next = dead->next_in_list;
+		stop_stream(dead);
+		dead = next;
+	}
+	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAX_EVENTS; i++) {
 		if (events[i] && events[i]->ctx == c) {
 			events[i] = NULL;
@@ -527,12 +536,6 @@ static void reset_context(CUcontext c) {
 	c->used = 0;
 	c->sticky = 0;
 	pthread_mutex_unlock(&mu);
-	pthread_rwlock_unlock(&streams_lock);
-	while (dead) {
-		struct fake_stream *next = dead->next_in_list;
-		stop_stream(dead);
-		dead = next;
-	}
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d) {
@@ -588,20 +591,25 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *d) {
 	return SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize(void) {
-	FAULT("cuCtxSynchronize");
-	REQUIRE_CTX();
-	// streams_lock keeps the streams alive while they drain without holding
-	// mu, which their workers need.
+// drain_context waits until every stream of c is idle. streams_lock keeps
+// the streams alive while they drain without holding mu, which their
+// workers need.
+static void drain_context(CUcontext c) {
 	pthread_rwlock_rdlock(&streams_lock);
 	pthread_mutex_lock(&mu);
 	struct fake_stream *mine[256];
 	int n = 0;
 	for (struct fake_stream *s = streams; s && n < 256; s = s->next_in_list)
-		if (s->ctx == current) mine[n++] = s;
+		if (s->ctx == c) mine[n++] = s;
 	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < n; i++) drain(mine[i]);
 	pthread_rwlock_unlock(&streams_lock);
+}
+
+EXPORT CUresult cuCtxSynchronize(void) {
+	FAULT("cuCtxSynchronize");
+	REQUIRE_CTX();
+	drain_context(current);
 	return current->sticky;
 }
 
@@ -851,6 +859,8 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 	FAULT("cuMemFree_v2");
 	REQUIRE_CTX();
+	// As the real driver's, freeing waits for the context's queued work.
+	drain_context(current);
 	pthread_mutex_lock(&mu);
 	struct record *r = find_base((uintptr_t)p, KIND_DEVICE);
 	if (!r) {
