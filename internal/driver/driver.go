@@ -67,15 +67,9 @@ const (
 // the library lacks it. Written once, by Open.
 var syms [symCount]uintptr
 
-// call holds one call's arguments and out-parameters. It lives on the heap
-// and is reused: purego's SyscallN is marked go:uintptrescapes, so a
-// variadic argument list written at the call would be allocated on the heap
-// on every call, and so would every out variable whose address it got.
-type call struct {
-	args [16]uintptr
-	out  [4]uint64
-}
-
+// call holds one call's arguments and out-parameters (its fields are the
+// backend's: backend_purego.go, backend_cgo.go). It lives on the heap and is
+// reused, so that a caller's out variable never has to escape.
 var calls = sync.Pool{New: func() any { return new(call) }}
 
 func getCall() *call { return calls.Get().(*call) }
@@ -83,21 +77,6 @@ func getCall() *call { return calls.Get().(*call) }
 func putCall(c *call) {
 	*c = call{}
 	calls.Put(c)
-}
-
-// escape moves what p points to onto the heap, where it does not move, as
-// passing it to SyscallN directly would: the driver gets its address as a
-// plain number, which the garbage collector does not update. Callers keep
-// p alive across the call with runtime.KeepAlive.
-func escape(p unsafe.Pointer) {
-	if escapeSink.never {
-		escapeSink.p = p
-	}
-}
-
-var escapeSink struct {
-	never bool
-	p     unsafe.Pointer
 }
 
 // GoString copies a NUL-terminated C string.
