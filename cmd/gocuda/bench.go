@@ -145,11 +145,7 @@ func runBench(args []string, w io.Writer) error {
 			return err
 		}
 	}
-	dev, err := cuda.GetDevice(cfg.device)
-	if err != nil {
-		return err
-	}
-	ctx, err := cuda.NewContext(dev)
+	dev, ctx, err := openDevice(cfg.device)
 	if err != nil {
 		return err
 	}

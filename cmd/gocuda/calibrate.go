@@ -17,11 +17,7 @@ func runCalibrate(args []string, w io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	dev, err := cuda.GetDevice(*device)
-	if err != nil {
-		return err
-	}
-	ctx, err := cuda.NewContext(dev)
+	dev, ctx, err := openDevice(*device)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	cuda "github.com/gocuda/cuda"
 )
 
 // errUsage marks an error in how the command was called.
@@ -89,4 +91,14 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	return nil
+}
+
+// openDevice returns the device with the given ordinal and its context.
+func openDevice(ordinal int) (cuda.Device, *cuda.Context, error) {
+	dev, err := cuda.GetDevice(ordinal)
+	if err != nil {
+		return cuda.Device{}, nil, err
+	}
+	ctx, err := cuda.NewContext(dev)
+	return dev, ctx, err
 }
