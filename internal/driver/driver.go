@@ -32,6 +32,9 @@ const (
 	ErrorInvalidImage                Result = 200
 	ErrorInvalidPTX                  Result = 218
 	ErrorNotFound                    Result = 500
+	ErrorPeerAccessUnsupported       Result = 217
+	ErrorPeerAccessAlreadyEnabled    Result = 704
+	ErrorPeerAccessNotEnabled        Result = 705
 	ErrorHostMemoryAlreadyRegistered Result = 712
 
 	// ResultMissingSymbol is not a driver code: the loaded library lacks the

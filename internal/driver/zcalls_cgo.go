@@ -409,6 +409,42 @@ static int gocuda_LaunchKernel(uintptr_t fn, uintptr_t ctx, uintptr_t f, unsigne
 	}
 	return ((int (*)(uintptr_t, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, uintptr_t, void *, void *))fn)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
+
+static int gocuda_DeviceCanAccessPeer(uintptr_t fn, int * canAccessPeer, int dev, int peerDev) {
+	return ((int (*)(int *, int, int))fn)(canAccessPeer, dev, peerDev);
+}
+
+static int gocuda_CtxEnablePeerAccess(uintptr_t fn, uintptr_t ctx, uintptr_t peerContext, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, unsigned int))fn)(peerContext, flags);
+}
+
+static int gocuda_CtxDisablePeerAccess(uintptr_t fn, uintptr_t ctx, uintptr_t peerContext) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t))fn)(peerContext);
+}
+
+static int gocuda_MemcpyPeer(uintptr_t fn, uintptr_t ctx, unsigned long long dstDevice, uintptr_t dstContext, unsigned long long srcDevice, uintptr_t srcContext, size_t byteCount) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, uintptr_t, unsigned long long, uintptr_t, size_t))fn)(dstDevice, dstContext, srcDevice, srcContext, byteCount);
+}
+
+static int gocuda_MemcpyPeerAsync(uintptr_t fn, uintptr_t ctx, unsigned long long dstDevice, uintptr_t dstContext, unsigned long long srcDevice, uintptr_t srcContext, size_t byteCount, uintptr_t hStream) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, uintptr_t, unsigned long long, uintptr_t, size_t, uintptr_t))fn)(dstDevice, dstContext, srcDevice, srcContext, byteCount, hStream);
+}
 */
 import "C"
 
@@ -1156,5 +1192,68 @@ func LaunchKernel(ctx Context, f Function, gridDimX uint32, gridDimY uint32, gri
 		return ResultMissingSymbol
 	}
 	r := C.gocuda_LaunchKernel(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(f), C.uint(gridDimX), C.uint(gridDimY), C.uint(gridDimZ), C.uint(blockDimX), C.uint(blockDimY), C.uint(blockDimZ), C.uint(sharedMemBytes), C.uintptr_t(hStream), kernelParams, extra)
+	return Result(r)
+}
+
+// DeviceCanAccessPeer calls cuDeviceCanAccessPeer.
+//
+//	CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+func DeviceCanAccessPeer(canAccessPeer *int32, dev Device, peerDev Device) Result {
+	fn := syms[symDeviceCanAccessPeer]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	r := C.gocuda_DeviceCanAccessPeer(C.uintptr_t(fn), (*C.int)(unsafe.Pointer(&c.out[0])), C.int(dev), C.int(peerDev))
+	*canAccessPeer = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Result(r)
+}
+
+// CtxEnablePeerAccess calls cuCtxEnablePeerAccess, with ctx current.
+//
+//	CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);
+func CtxEnablePeerAccess(ctx Context, peerContext Context, flags uint32) Result {
+	fn := syms[symCtxEnablePeerAccess]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	r := C.gocuda_CtxEnablePeerAccess(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(peerContext), C.uint(flags))
+	return Result(r)
+}
+
+// CtxDisablePeerAccess calls cuCtxDisablePeerAccess, with ctx current.
+//
+//	CUresult cuCtxDisablePeerAccess(CUcontext peerContext);
+func CtxDisablePeerAccess(ctx Context, peerContext Context) Result {
+	fn := syms[symCtxDisablePeerAccess]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	r := C.gocuda_CtxDisablePeerAccess(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(peerContext))
+	return Result(r)
+}
+
+// MemcpyPeer calls cuMemcpyPeer, with ctx current.
+//
+//	CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount);
+func MemcpyPeer(ctx Context, dstDevice DevicePtr, dstContext Context, srcDevice DevicePtr, srcContext Context, byteCount uintptr) Result {
+	fn := syms[symMemcpyPeer]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	r := C.gocuda_MemcpyPeer(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(dstDevice), C.uintptr_t(dstContext), C.ulonglong(srcDevice), C.uintptr_t(srcContext), C.size_t(byteCount))
+	return Result(r)
+}
+
+// MemcpyPeerAsync calls cuMemcpyPeerAsync, with ctx current.
+//
+//	CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream);
+func MemcpyPeerAsync(ctx Context, dstDevice DevicePtr, dstContext Context, srcDevice DevicePtr, srcContext Context, byteCount uintptr, hStream Stream) Result {
+	fn := syms[symMemcpyPeerAsync]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	r := C.gocuda_MemcpyPeerAsync(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(dstDevice), C.uintptr_t(dstContext), C.ulonglong(srcDevice), C.uintptr_t(srcContext), C.size_t(byteCount), C.uintptr_t(hStream))
 	return Result(r)
 }

@@ -989,3 +989,91 @@ func LaunchKernel(ctx Context, f Function, gridDimX uint32, gridDimY uint32, gri
 	putCall(c)
 	return Result(int32(r))
 }
+
+// DeviceCanAccessPeer calls cuDeviceCanAccessPeer.
+//
+//	CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+func DeviceCanAccessPeer(canAccessPeer *int32, dev Device, peerDev Device) Result {
+	fn := syms[symDeviceCanAccessPeer]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(dev)
+	c.args[2] = uintptr(peerDev)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*canAccessPeer = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Result(int32(r))
+}
+
+// CtxEnablePeerAccess calls cuCtxEnablePeerAccess.
+//
+//	CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);
+func CtxEnablePeerAccess(ctx Context, peerContext Context, flags uint32) Result {
+	fn := syms[symCtxEnablePeerAccess]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(peerContext)
+	c.args[1] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// CtxDisablePeerAccess calls cuCtxDisablePeerAccess.
+//
+//	CUresult cuCtxDisablePeerAccess(CUcontext peerContext);
+func CtxDisablePeerAccess(ctx Context, peerContext Context) Result {
+	fn := syms[symCtxDisablePeerAccess]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(peerContext)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// MemcpyPeer calls cuMemcpyPeer.
+//
+//	CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount);
+func MemcpyPeer(ctx Context, dstDevice DevicePtr, dstContext Context, srcDevice DevicePtr, srcContext Context, byteCount uintptr) Result {
+	fn := syms[symMemcpyPeer]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(dstContext)
+	c.args[2] = uintptr(srcDevice)
+	c.args[3] = uintptr(srcContext)
+	c.args[4] = uintptr(byteCount)
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// MemcpyPeerAsync calls cuMemcpyPeerAsync.
+//
+//	CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream);
+func MemcpyPeerAsync(ctx Context, dstDevice DevicePtr, dstContext Context, srcDevice DevicePtr, srcContext Context, byteCount uintptr, hStream Stream) Result {
+	fn := syms[symMemcpyPeerAsync]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(dstDevice)
+	c.args[1] = uintptr(dstContext)
+	c.args[2] = uintptr(srcDevice)
+	c.args[3] = uintptr(srcContext)
+	c.args[4] = uintptr(byteCount)
+	c.args[5] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:6]...)
+	putCall(c)
+	return Result(int32(r))
+}

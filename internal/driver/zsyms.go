@@ -59,6 +59,11 @@ const (
 	symFuncSetAttribute
 	symFuncGetParamInfo
 	symLaunchKernel
+	symDeviceCanAccessPeer
+	symCtxEnablePeerAccess
+	symCtxDisablePeerAccess
+	symMemcpyPeer
+	symMemcpyPeerAsync
 	symCount
 )
 
@@ -119,4 +124,9 @@ var symNames = [symCount]string{
 	"cuFuncSetAttribute",
 	"cuFuncGetParamInfo",
 	"cuLaunchKernel",
+	"cuDeviceCanAccessPeer",
+	"cuCtxEnablePeerAccess",
+	"cuCtxDisablePeerAccess",
+	"cuMemcpyPeer",
+	"cuMemcpyPeerAsync",
 }

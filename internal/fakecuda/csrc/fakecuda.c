@@ -11,7 +11,8 @@
 // "Device memory" is host memory from malloc.
 //
 // Environment: FAKECUDA_DEVICES (default 1), FAKECUDA_MEMORY (bytes per
-// device, default 8 GiB), FAKECUDA_STREAM_DELAY_US (default 100).
+// device, default 8 GiB), FAKECUDA_STREAM_DELAY_US (default 100),
+// FAKECUDA_PEER (1, the default: devices can access each other's memory).
 
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -45,6 +46,9 @@ enum {
 	ILLEGAL_ADDRESS = 700,
 	INVALID_HANDLE = 400,
 	NOT_READY = 600,
+	PEER_ACCESS_UNSUPPORTED = 217,
+	PEER_ACCESS_ALREADY_ENABLED = 704,
+	PEER_ACCESS_NOT_ENABLED = 705,
 	HOST_MEMORY_ALREADY_REGISTERED = 712,
 	HOST_MEMORY_NOT_REGISTERED = 713,
 	NOT_SUPPORTED = 801,
@@ -58,6 +62,8 @@ static int initialized;
 static int ndevices = 1;
 static size_t device_memory = (size_t)8 << 30;
 static long stream_delay_us = 100;
+static int peer_capable = 1;
+static int peer_enabled[8][8]; // [from context's device][peer's device]; 8 is MAX_DEVICES
 
 // ---- fault injection -------------------------------------------------------
 
@@ -356,6 +362,7 @@ EXPORT CUresult cuInit(unsigned int flags) {
 		if (ndevices > MAX_DEVICES) ndevices = MAX_DEVICES;
 		if ((v = getenv("FAKECUDA_MEMORY"))) device_memory = strtoull(v, NULL, 10);
 		if ((v = getenv("FAKECUDA_STREAM_DELAY_US"))) stream_delay_us = atol(v);
+		if ((v = getenv("FAKECUDA_PEER"))) peer_capable = atoi(v);
 		for (int i = 0; i < MAX_DEVICES; i++) primary[i].device = i;
 		initialized = 1;
 	}
@@ -387,7 +394,10 @@ static const struct {
 	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	{600, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
 	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	{704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
+	{705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
 	{712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
 	{713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
 	{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
@@ -535,6 +545,7 @@ static void reset_context(CUcontext c) {
 	}
 	c->used = 0;
 	c->sticky = 0;
+	for (int i = 0; i < MAX_DEVICES; i++) peer_enabled[c->device][i] = peer_enabled[i][c->device] = 0;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -1336,4 +1347,67 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 	for (int i = 0; i < f->k->nparams; i++) memcpy(l->params + f->k->offset[i], params[i], f->k->size[i]);
 	struct op o = {.kind = OP_KERNEL, .launch = l};
 	return enqueue(s, o);
+}
+
+// ---- several devices -------------------------------------------------------
+
+EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
+	FAULT("cuDeviceCanAccessPeer");
+	REQUIRE_DEVICE(d);
+	REQUIRE_DEVICE(peer);
+	if (!can) return INVALID_VALUE;
+	*can = d != peer && peer_capable;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+	FAULT("cuCtxEnablePeerAccess");
+	REQUIRE_CTX();
+	if (flags) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int ok = ctx_live(peer);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_CONTEXT;
+	if (peer == current || !peer_capable) return PEER_ACCESS_UNSUPPORTED;
+	int *e = &peer_enabled[current->device][peer->device];
+	if (*e) return PEER_ACCESS_ALREADY_ENABLED;
+	*e = 1;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer) {
+	FAULT("cuCtxDisablePeerAccess");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int ok = ctx_live(peer);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_CONTEXT;
+	int *e = &peer_enabled[current->device][peer->device];
+	if (!*e) return PEER_ACCESS_NOT_ENABLED;
+	*e = 0;
+	return SUCCESS;
+}
+
+// cuMemcpyPeer works with or without peer access, as the real driver's
+// does (it then stages through host memory).
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+	FAULT("cuMemcpyPeer");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int ok = ctx_live(dctx) && ctx_live(sctx);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_CONTEXT;
+	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
+	return copy(NULL, DEV(dst), DEV(src), n);
+}
+
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {
+	FAULT("cuMemcpyPeerAsync");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int ok = ctx_live(dctx) && ctx_live(sctx);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_CONTEXT;
+	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
+	return copy(s, DEV(dst), DEV(src), n);
 }

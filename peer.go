@@ -1,0 +1,165 @@
+package cuda
+
+import (
+	"sync"
+
+	"github.com/gocuda/cuda/internal/driver"
+)
+
+// CanAccessPeer reports whether d can read and write peer's memory directly
+// (over NVLink or PCIe peer-to-peer), once peer access is enabled.
+func (d Device) CanAccessPeer(peer Device) (bool, error) {
+	var can int32
+	if err := check("Device.CanAccessPeer", "cuDeviceCanAccessPeer", driver.DeviceCanAccessPeer(&can, d.handle, peer.handle)); err != nil {
+		return false, err
+	}
+	return can != 0, nil
+}
+
+// EnablePeerAccess lets work in c use memory of peer's context directly.
+// Enabling it twice is not an error. Devices that cannot access each other
+// (Device.CanAccessPeer) get ErrNotSupported; CopyPeer still works between
+// them, through host memory.
+func (c *Context) EnablePeerAccess(peer *Context) error {
+	const op = "Context.EnablePeerAccess"
+	if err := samePeerCheck(op, c, peer); err != nil {
+		return err
+	}
+	if err := c.bind(op); err != nil {
+		return err
+	}
+	defer c.unbind()
+	switch r := driver.CtxEnablePeerAccess(c.handle, peer.handle, 0); r {
+	case driver.Success, driver.ErrorPeerAccessAlreadyEnabled:
+		peerAccess.Store([2]driver.Context{c.handle, peer.handle}, true)
+		return nil
+	case driver.ErrorPeerAccessUnsupported:
+		err := check(op, "cuCtxEnablePeerAccess", r).(*Error)
+		err.Err = ErrNotSupported
+		return err
+	default:
+		return check(op, "cuCtxEnablePeerAccess", r)
+	}
+}
+
+// DisablePeerAccess undoes EnablePeerAccess. Disabling access that is not
+// enabled is not an error.
+func (c *Context) DisablePeerAccess(peer *Context) error {
+	const op = "Context.DisablePeerAccess"
+	if err := samePeerCheck(op, c, peer); err != nil {
+		return err
+	}
+	if err := c.bind(op); err != nil {
+		return err
+	}
+	defer c.unbind()
+	r := driver.CtxDisablePeerAccess(c.handle, peer.handle)
+	if r == driver.Success || r == driver.ErrorPeerAccessNotEnabled {
+		peerAccess.Delete([2]driver.Context{c.handle, peer.handle})
+		return nil
+	}
+	return check(op, "cuCtxDisablePeerAccess", r)
+}
+
+// peerAccess records which driver contexts have peer access to which:
+// the driver does not say.
+var peerAccess sync.Map // [2]driver.Context{from, to} -> true
+
+func (c *Context) peerEnabled(peer *Context) bool {
+	_, ok := peerAccess.Load([2]driver.Context{c.handle, peer.handle})
+	return ok
+}
+
+func samePeerCheck(op string, c, peer *Context) error {
+	switch {
+	case c == nil || peer == nil:
+		return errorf(op, ErrInvalidValue, "nil *Context")
+	case c.dev.ordinal == peer.dev.ordinal:
+		return errorf(op, ErrInvalidValue, "both contexts are of device %d: a device needs no peer access to itself", c.dev.ordinal)
+	}
+	return peer.holdOpen(op)
+}
+
+// holdOpen reports ErrClosed for a closed context.
+func (c *Context) holdOpen(op string) error {
+	if c.isClosed() {
+		return closed(op, "the peer context")
+	}
+	return nil
+}
+
+// PeerPath says how CopyPeer moved data.
+type PeerPath int
+
+const (
+	// PeerDirect: device to device, over NVLink or PCIe peer-to-peer.
+	PeerDirect PeerPath = iota
+	// PeerStaged: through host memory, where the devices cannot reach each
+	// other or peer access was not enabled.
+	PeerStaged
+)
+
+func (p PeerPath) String() string {
+	if p == PeerDirect {
+		return "direct"
+	}
+	return "staged through the host"
+}
+
+// CopyPeer copies src, in one context, into dst, in another (of another
+// device), and returns once the copy is done, and which way it went: direct
+// where dst's context has peer access to src's, else staged through host
+// memory by the driver.
+func CopyPeer[T any](dst, src *DeviceBuffer[T]) (PeerPath, error) {
+	return copyPeer("CopyPeer", dst, src, nil)
+}
+
+// CopyPeerAsync queues CopyPeer on s, a stream of dst's context.
+func CopyPeerAsync[T any](dst, src *DeviceBuffer[T], s *Stream) (PeerPath, error) {
+	if s == nil {
+		return 0, errorf("CopyPeerAsync", ErrInvalidValue, "nil stream")
+	}
+	return copyPeer("CopyPeerAsync", dst, src, s)
+}
+
+func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath, error) {
+	if dst == nil || src == nil {
+		return 0, errorf(op, ErrInvalidValue, "nil buffer")
+	}
+	if err := dst.lengthsMatch(op, "src", src.n); err != nil {
+		return 0, err
+	}
+	dctx, sctx := dst.mem.ctx, src.mem.ctx
+	if s != nil && s.ctx != dctx {
+		return 0, errorf(op, ErrInvalidValue, "the stream belongs to another context than the destination")
+	}
+	held := []heldLife{{&dst.mem.life, "the destination buffer"}, {&src.mem.life, "the source buffer"}}
+	if s != nil {
+		held = append(held, heldLife{&s.life, "the stream"})
+	}
+	held, err := holdAll(op, held)
+	if err != nil {
+		return 0, err
+	}
+	defer releaseAll(held)
+	if err := dctx.bind(op); err != nil {
+		return 0, err
+	}
+	defer dctx.unbind()
+	path := PeerDirect // two contexts of one device: a copy on the device
+	if dctx.dev.ordinal != sctx.dev.ordinal && !dctx.peerEnabled(sctx) {
+		path = PeerStaged
+	}
+	if dst.n == 0 {
+		return path, nil
+	}
+	n := uintptr(dst.ByteSize())
+	if s == nil {
+		dctx.legacyQueued()
+		return path, check(op, "cuMemcpyPeer", driver.MemcpyPeer(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n))
+	}
+	if err := s.willQueue(op); err != nil {
+		return 0, err
+	}
+	return path, check(op, "cuMemcpyPeerAsync", driver.MemcpyPeerAsync(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n, s.handle))
+}
