@@ -264,10 +264,13 @@ func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
 // work gocuda queues afterwards in the context is ordered after it.
 func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	const op = "DeviceBuffer.CopyFromDevice"
-	if err := b.enterWithBuffer(op, src); err != nil {
+	if err := b.checkCopy(op, src); err != nil {
 		return err
 	}
-	defer b.leaveWithBuffer(src)
+	if err := enterWith(op, &b.mem.life, "the device buffer", &src.mem.life, "the source buffer"); err != nil {
+		return err
+	}
+	defer leaveWith(&b.mem.life, &src.mem.life)
 	if b.n == 0 {
 		return nil
 	}
@@ -281,17 +284,21 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	if s == nil {
 		return errorf(op, ErrInvalidValue, "nil stream")
 	}
-	if err := s.hold(op, "the stream"); err != nil {
+	if err := b.checkCopy(op, src); err != nil {
 		return err
 	}
-	defer s.release()
-	if b != nil && s.ctx != b.mem.ctx {
+	if s.ctx != b.mem.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
-	if err := b.enterWithBuffer(op, src); err != nil {
+	held, err := holdAll(op, []heldLife{{&b.mem.life, "the device buffer"}, {&src.mem.life, "the source buffer"}, {&s.life, "the stream"}})
+	if err != nil {
 		return err
 	}
-	defer b.leaveWithBuffer(src)
+	defer releaseAll(held)
+	if err := b.mem.ctx.bind(op); err != nil {
+		return err
+	}
+	defer b.mem.ctx.unbind()
 	if b.n == 0 {
 		return nil
 	}
@@ -301,7 +308,8 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	return check(op, "cuMemcpyDtoDAsync_v2", driver.MemcpyDtoDAsync(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
 }
 
-func (b *DeviceBuffer[T]) enterWithBuffer(op string, src *DeviceBuffer[T]) error {
+// checkCopy validates a copy of src into b on the device.
+func (b *DeviceBuffer[T]) checkCopy(op string, src *DeviceBuffer[T]) error {
 	if b == nil || src == nil {
 		return errorf(op, ErrInvalidValue, "nil buffer")
 	}
@@ -320,11 +328,7 @@ func (b *DeviceBuffer[T]) enterWithBuffer(op string, src *DeviceBuffer[T]) error
 			return errorf(op, ErrInvalidValue, "source and destination overlap")
 		}
 	}
-	return enterWith(op, &b.mem.life, "the device buffer", &src.mem.life, "the source buffer")
-}
-
-func (b *DeviceBuffer[T]) leaveWithBuffer(src *DeviceBuffer[T]) {
-	leaveWith(&b.mem.life, &src.mem.life)
+	return nil
 }
 
 // CopyFromHostAsync queues a copy of src, which must have Len elements, into

@@ -349,7 +349,7 @@ func UploadWith[T any](sb *StagingBuffer, dst *DeviceBuffer[T], n int, s *Stream
 	}
 	defer dst.leaveWithStream(s)
 	fill(elems)
-	if err := upload(op, dst.ptr, pinned, s); err != nil {
+	if err := upload(op, dst.ptr, pinned, false, s); err != nil {
 		return err
 	}
 	sb.stats.Staged++
@@ -401,7 +401,8 @@ func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) 
 		return err
 	}
 	host := bytesOf(src)
-	r := sb.route(host, HostToDevice)
+	locked := pageLocked(host)
+	r := sb.route(len(host), locked, HostToDevice)
 	pinned, err := sb.prepare(op, r, dst.mem.ctx, s, len(host))
 	if err != nil {
 		return err
@@ -413,13 +414,13 @@ func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) 
 	switch r {
 	case routeStaged:
 		parallelCopy(pinned, host, sb.Pipeline().Workers, &sb.copyWait)
-		err = upload(op, dst.ptr, pinned, s)
+		err = upload(op, dst.ptr, pinned, false, s)
 		sb.stats.Staged++
 	case routePipelined:
 		err = sb.pipeline(op, true, dst.ptr, host, pinned, s)
 		sb.stats.Pipelined++
 	default:
-		err = upload(op, dst.ptr, host, s)
+		err = upload(op, dst.ptr, host, !locked, s)
 		sb.stats.Direct++
 	}
 	runtime.KeepAlive(src)
@@ -440,7 +441,7 @@ func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream
 		return err
 	}
 	host := bytesOf(dst)
-	r := sb.route(host, DeviceToHost)
+	r := sb.route(len(host), pageLocked(host), DeviceToHost)
 	pinned, err := sb.prepare(op, r, src.mem.ctx, s, len(host))
 	if err != nil {
 		return err
@@ -478,11 +479,11 @@ const (
 	routePipelined
 )
 
-// route chooses the path for a transfer of host memory in direction d.
-func (sb *StagingBuffer) route(host []byte, d Direction) route {
-	n := len(host)
+// route chooses the path for a transfer of n bytes of host memory, locked
+// if page-locked, in direction d.
+func (sb *StagingBuffer) route(n int, locked bool, d Direction) route {
 	switch {
-	case pageLocked(host):
+	case locked:
 		return routeDirect
 	case n <= sb.StageMaxBytes(d):
 		return routeStaged
@@ -498,12 +499,13 @@ func (sb *StagingBuffer) route(host []byte, d Direction) route {
 // waited for first. From ordinary memory it may return before the last
 // bytes land, as CopyFromHost does: work queued afterwards in the context
 // is ordered after it (Context.legacyQueued).
-func upload(op string, d driver.DevicePtr, host []byte, s *Stream) error {
+// pageable says host is ordinary memory, for which the copy may return early.
+func upload(op string, d driver.DevicePtr, host []byte, pageable bool, s *Stream) error {
 	if err := s.drain(op); err != nil {
 		return err
 	}
 	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(s.ctx.handle, d, hostPtr(host), uintptr(len(host))))
-	if err == nil && !pageLocked(host) {
+	if err == nil && pageable {
 		s.ctx.legacyQueued()
 	}
 	return err
