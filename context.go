@@ -11,8 +11,8 @@ import (
 
 // Context is a device's primary context, retained. Every object made in a
 // Context (streams, events, buffers) remembers it, and every driver call made
-// for that object runs on a locked OS thread with the context current: CUDA
-// keeps the current context per OS thread, and goroutines move between
+// for that object runs with the context current on the thread that makes it:
+// CUDA keeps the current context per OS thread, and goroutines move between
 // threads. Callers never lock threads themselves.
 //
 // A Context is safe for use by many goroutines. Objects of one Context are

@@ -8,10 +8,12 @@
 //
 // CUDA keeps a current context per OS thread, and goroutines move between
 // threads. Every object (Stream, Event, Module, the memory types) remembers
-// the Context it was made in, and each of its methods makes that context
-// current on a locked OS thread for the duration of the driver call. Callers
-// never call runtime.LockOSThread, and objects may be shared between
-// goroutines (StagingBuffer excepted: see its docs).
+// the Context it was made in, and every driver call made for it runs with
+// that context current on the thread that makes the call: bound in the same
+// C call when built with cgo, or, with CGO_ENABLED=0 (purego), on an OS
+// thread locked for the operation. Callers never call runtime.LockOSThread,
+// and objects may be shared between goroutines (StagingBuffer excepted: see
+// its docs).
 //
 // # Errors
 //
