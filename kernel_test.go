@@ -331,3 +331,25 @@ func TestLaunchAllocs(t *testing.T) {
 	}
 	s.Synchronize()
 }
+
+func TestNilModuleAndStaging(t *testing.T) {
+	var m *cuda.Module
+	var sb *cuda.StagingBuffer
+	if m.Close() != nil || sb.Close() != nil || sb.Capacity() != 0 {
+		t.Error("nil Close or Capacity")
+	}
+	for name, err := range map[string]error{
+		"Module.Function":    second(m.Function("x")),
+		"Global":             second(cuda.Global[float32](m, "x")),
+		"Calibrate":          second(sb.Calibrate(nil, nil)),
+		"Calibrate nil ctx":  second((&cuda.StagingBuffer{}).Calibrate(nil, nil)),
+		"Reserve nil ctx":    (&cuda.StagingBuffer{}).Reserve(nil, 1),
+		"NewStagingBuffer":   second(cuda.NewStagingBuffer(nil, 1)),
+		"Register nil ctx":   second(cuda.Register(nil, []byte{1})),
+		"LoadModule nil ctx": second((*cuda.Context)(nil).LoadModule([]byte("x"))),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s: %v; want ErrInvalidValue", name, err)
+		}
+	}
+}
