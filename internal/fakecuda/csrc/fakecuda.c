@@ -1351,6 +1351,9 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 
 // ---- several devices -------------------------------------------------------
 
+// contexts_live reports, under mu, whether both contexts are retained.
+static int contexts_live(CUcontext a, CUcontext b);
+
 EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
 	FAULT("cuDeviceCanAccessPeer");
 	REQUIRE_DEVICE(d);
@@ -1364,10 +1367,7 @@ EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 	FAULT("cuCtxEnablePeerAccess");
 	REQUIRE_CTX();
 	if (flags) return INVALID_VALUE;
-	pthread_mutex_lock(&mu);
-	int ok = ctx_live(peer);
-	pthread_mutex_unlock(&mu);
-	if (!ok) return INVALID_CONTEXT;
+	if (!contexts_live(current, peer)) return INVALID_CONTEXT;
 	if (peer == current || !peer_capable) return PEER_ACCESS_UNSUPPORTED;
 	int *e = &peer_enabled[current->device][peer->device];
 	if (*e) return PEER_ACCESS_ALREADY_ENABLED;
@@ -1378,36 +1378,38 @@ EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer) {
 	FAULT("cuCtxDisablePeerAccess");
 	REQUIRE_CTX();
-	pthread_mutex_lock(&mu);
-	int ok = ctx_live(peer);
-	pthread_mutex_unlock(&mu);
-	if (!ok) return INVALID_CONTEXT;
+	if (!contexts_live(current, peer)) return INVALID_CONTEXT;
 	int *e = &peer_enabled[current->device][peer->device];
 	if (!*e) return PEER_ACCESS_NOT_ENABLED;
 	*e = 0;
 	return SUCCESS;
 }
 
-// cuMemcpyPeer works with or without peer access, as the real driver's
-// does (it then stages through host memory).
+// contexts_live reports, under mu, whether both contexts are retained.
+static int contexts_live(CUcontext a, CUcontext b) {
+	pthread_mutex_lock(&mu);
+	int ok = ctx_live(a) && ctx_live(b);
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+// peer_copy is cuMemcpyPeer and cuMemcpyPeerAsync (on s; NULL: now). It
+// works with or without peer access, as the real driver's does (it then
+// stages through host memory).
+static CUresult peer_copy(CUstream s, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+	if (!contexts_live(dctx, sctx)) return INVALID_CONTEXT;
+	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
+	return copy(s, DEV(dst), DEV(src), n);
+}
+
 EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
 	FAULT("cuMemcpyPeer");
 	REQUIRE_CTX();
-	pthread_mutex_lock(&mu);
-	int ok = ctx_live(dctx) && ctx_live(sctx);
-	pthread_mutex_unlock(&mu);
-	if (!ok) return INVALID_CONTEXT;
-	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
-	return copy(NULL, DEV(dst), DEV(src), n);
+	return peer_copy(NULL, dst, dctx, src, sctx, n);
 }
 
 EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {
 	FAULT("cuMemcpyPeerAsync");
 	REQUIRE_CTX();
-	pthread_mutex_lock(&mu);
-	int ok = ctx_live(dctx) && ctx_live(sctx);
-	pthread_mutex_unlock(&mu);
-	if (!ok) return INVALID_CONTEXT;
-	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
-	return copy(s, DEV(dst), DEV(src), n);
+	return peer_copy(s, dst, dctx, src, sctx, n);
 }
