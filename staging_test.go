@@ -122,7 +122,7 @@ func TestUploadWithDownloadInto(t *testing.T) {
 	}
 	b := must(cuda.Alloc[float64](ctx, 10))
 	defer b.Free()
-	for name, err := range map[string]error{
+	wantErrors(t, cuda.ErrInvalidValue, map[string]error{
 		"n mismatch":      cuda.UploadWith(&sb, b, 9, s, func([]float64) {}),
 		"n zero":          cuda.UploadWith(&sb, b, 0, s, func([]float64) {}),
 		"nil fill":        cuda.UploadWith(&sb, b, 10, s, nil),
@@ -133,11 +133,7 @@ func TestUploadWithDownloadInto(t *testing.T) {
 		"upload length":   cuda.Upload(&sb, b, make([]float64, 9), s),
 		"upload empty":    cuda.Upload(&sb, b, nil, s),
 		"download length": cuda.Download(&sb, make([]float64, 11), b, s),
-	} {
-		if !errors.Is(err, cuda.ErrInvalidValue) {
-			t.Errorf("%s: %v; want ErrInvalidValue", name, err)
-		}
-	}
+	})
 	if err := cuda.UploadWith(&sb, b, 9, s, func([]float64) {}); !strings.Contains(err.Error(), "9") || !strings.Contains(err.Error(), "10") {
 		t.Errorf("message %q lacks both lengths", err)
 	}

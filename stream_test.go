@@ -40,14 +40,10 @@ func TestStream(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	for name, err := range map[string]error{
+	wantErrors(t, cuda.ErrClosed, map[string]error{
 		"Synchronize": s.Synchronize(),
 		"Query":       second(s.Query()),
-	} {
-		if !errors.Is(err, cuda.ErrClosed) {
-			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
-		}
-	}
+	})
 }
 
 func TestStreamPriority(t *testing.T) {
@@ -81,7 +77,7 @@ func TestNilStreamAndEvent(t *testing.T) {
 	if s.Close() != nil || e.Close() != nil {
 		t.Error("Close of nil should be a no-op")
 	}
-	for name, err := range map[string]error{
+	wantErrors(t, cuda.ErrInvalidValue, map[string]error{
 		"Stream.Synchronize": s.Synchronize(),
 		"Stream.Query":       second(s.Query()),
 		"Stream.WaitEvent":   s.WaitEvent(e),
@@ -89,11 +85,7 @@ func TestNilStreamAndEvent(t *testing.T) {
 		"Event.Synchronize":  e.Synchronize(),
 		"Event.Query":        second(e.Query()),
 		"ElapsedTime":        second(cuda.ElapsedTime(e, e)),
-	} {
-		if !errors.Is(err, cuda.ErrInvalidValue) {
-			t.Errorf("%s on nil: %v, want ErrInvalidValue", name, err)
-		}
-	}
+	})
 }
 
 func TestEvents(t *testing.T) {
@@ -153,17 +145,13 @@ func TestEvents(t *testing.T) {
 	if err := end.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for name, err := range map[string]error{
+	wantErrors(t, cuda.ErrClosed, map[string]error{
 		"Record":      end.Record(s),
 		"Synchronize": end.Synchronize(),
 		"Query":       second(end.Query()),
 		"ElapsedTime": second(cuda.ElapsedTime(start, end)),
 		"WaitEvent":   s.WaitEvent(end),
-	} {
-		if !errors.Is(err, cuda.ErrClosed) {
-			t.Errorf("%s with a closed event: %v, want ErrClosed", name, err)
-		}
-	}
+	})
 }
 
 func TestStreamOfAnotherContext(t *testing.T) {
