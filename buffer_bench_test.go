@@ -43,10 +43,15 @@ type arenas struct {
 	host []byte
 }
 
-// slot returns the i-th n-byte slices of the arenas, wrapping around.
-func (a arenas) slot(i, n int) (*cuda.DeviceBuffer[byte], []byte) {
-	off := i % min(len(a.host)/n, maxSlots) * n
-	return must(a.dev.Slice(off, n)), a.host[off : off+n]
+// slots returns the arenas cut into n-byte transfers, made before the
+// timing starts so that the smallest transfers time the copy alone.
+func (a arenas) slots(n int) ([]*cuda.DeviceBuffer[byte], [][]byte) {
+	k := min(len(a.host)/n, maxSlots)
+	devs, hosts := make([]*cuda.DeviceBuffer[byte], k), make([][]byte, k)
+	for i := range k {
+		devs[i], hosts[i] = must(a.dev.Slice(i*n, n)), a.host[i*n:(i+1)*n]
+	}
+	return devs, hosts
 }
 
 // benchCopies runs copy for each size, on host memory from host.
@@ -57,14 +62,14 @@ func benchCopies(b *testing.B, host func(b *testing.B, ctx *cuda.Context, n int)
 	defer a.dev.Free()
 	for _, n := range copySizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			if err := copy(a.slot(0, n)); err != nil { // warm up
+			devs, hosts := a.slots(n)
+			if err := copy(devs[0], hosts[0]); err != nil { // warm up
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(n))
 			i := 1
 			for b.Loop() {
-				d, h := a.slot(i, n)
-				if err := copy(d, h); err != nil {
+				if err := copy(devs[i%len(devs)], hosts[i%len(devs)]); err != nil {
 					b.Fatal(err)
 				}
 				i++

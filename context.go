@@ -127,16 +127,21 @@ func (c *Context) bind(op string) error {
 		return nil
 	}
 	runtime.LockOSThread()
+	if err := c.makeCurrent(op); err != nil {
+		c.unbind()
+		return err
+	}
+	return nil
+}
+
+// makeCurrent makes c current on the calling thread, if it is not.
+func (c *Context) makeCurrent(op string) error {
 	var cur driver.Context
 	call, r := "cuCtxGetCurrent", driver.CtxGetCurrent(&cur)
 	if r == driver.Success && cur != c.handle {
 		call, r = "cuCtxSetCurrent", driver.CtxSetCurrent(c.handle)
 	}
-	if r != driver.Success {
-		c.unbind()
-		return check(op, call, r)
-	}
-	return nil
+	return check(op, call, r)
 }
 
 func (c *Context) unbind() {

@@ -112,17 +112,6 @@ type paramBlock struct {
 
 var paramBlocks = sync.Pool{New: func() any { return new(paramBlock) }}
 
-// kernelArg is what a *DeviceBuffer passes to a kernel: its address.
-type kernelArg interface {
-	kernelArg() (driver.DevicePtr, *allocation)
-}
-
-func (b *DeviceBuffer[T]) kernelArg() (driver.DevicePtr, *allocation) {
-	if b == nil {
-		return 0, nil
-	}
-	return b.ptr, b.mem
-}
 
 // Launch queues the kernel on cfg.Stream with the given arguments, in the
 // order of the kernel's parameters:
@@ -211,8 +200,8 @@ func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLif
 	for i, a := range args {
 		var err error
 		switch v := a.(type) {
-		case kernelArg:
-			ptr, mem := v.kernelArg()
+		case Memory:
+			ptr, mem := v.deviceMemory()
 			if mem == nil {
 				return nil, errorf(op, ErrInvalidValue, "argument %d is a nil *DeviceBuffer", i)
 			}

@@ -28,15 +28,14 @@ func benchStaging(b *testing.B, sizes []int, host func(*testing.B, *cuda.Context
 		b.Run(sizeName(n), func(b *testing.B) {
 			var sb cuda.StagingBuffer
 			defer sb.Close()
-			d, h := a.slot(0, n)
-			if err := move(&sb, d, h, s); err != nil {
+			devs, hosts := a.slots(n)
+			if err := move(&sb, devs[0], hosts[0], s); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(n))
 			i := 1
 			for b.Loop() {
-				d, h := a.slot(i, n)
-				if err := move(&sb, d, h, s); err != nil {
+				if err := move(&sb, devs[i%len(devs)], hosts[i%len(devs)], s); err != nil {
 					b.Fatal(err)
 				}
 				i++

@@ -1,33 +1,42 @@
-"""Table of the kernel benchmarks: Go beside C (bench/cref/kernelbench.c).
+"""Table of the call-overhead and kernel benchmarks: Go beside C
+(bench/cref/kernelbench.c).
 
-usage: python3 kernelreport.py C_OUTPUT GO_BENCH_OUTPUT [GO_BENCH_OUTPUT_2] > kernels.md
+usage: python3 kernelreport.py C_OUT[,C_OUT...] GO_OUT[,GO_OUT...] [GO_OUT[,GO_OUT...]] > kernels.md
 
-With two Go outputs (purego, then cgo), both columns are shown.
+Each argument lists the outputs of the rounds (run interleaved: C, purego,
+cgo, C, ...); each cell is the median over them. With two Go arguments
+(purego, then cgo), both columns are shown.
 """
 import re
+import statistics
 import sys
 
-
-def read_go(path):
-    go = {}
-    for line in open(path):
-        m = re.match(r"^Benchmark(\w+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op", line)
-        if m:
-            go[m.group(1)] = float(m.group(3))
-    return go
+NAMES = ("StreamQuery", "CopyFromHost/4B", "CopyToHost/4B", "LaunchSync", "LaunchAsync", "Saxpy", "CopyDeviceToDevice")
 
 
-def main(c_path, *go_paths):
-    c = {}
-    for line in open(c_path):
-        f = line.split()
-        if len(f) == 2:
-            c[f[0]] = float(f[1])
-    gos = [read_go(p) for p in go_paths]
+def read(paths, pattern):
+    runs = {}
+    for path in paths.split(","):
+        for line in open(path):
+            m = pattern.match(line)
+            if m:
+                runs.setdefault(m.group(1), []).append(float(m.group(2)))
+    return {name: statistics.median(v) for name, v in runs.items()}
+
+
+C_LINE = re.compile(r"^(\S+) ([\d.]+)$")
+GO_LINE = re.compile(r"^Benchmark([\w/]+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op")
+
+
+def main(c_paths, *go_paths):
+    c = read(c_paths, C_LINE)
+    gos = [read(p, GO_LINE) for p in go_paths]
+    rounds = len(c_paths.split(","))
     names = ["Go (purego)", "Go (cgo)"] if len(gos) == 2 else ["Go"]
+    print(f"\nMedians of {rounds} interleaved round{'s' if rounds > 1 else ''}.")
     print("\n| benchmark | C | " + " | ".join(f"{n} | ratio | over C" for n in names) + " |")
     print("|---|---|" + "---|---|---|" * len(gos))
-    for name in ("StreamQuery", "LaunchSync", "LaunchAsync", "Saxpy", "CopyDeviceToDevice"):
+    for name in NAMES:
         r = c.get(name)
         if not r:
             continue

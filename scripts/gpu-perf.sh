@@ -7,8 +7,9 @@
 #             three interleaved rounds (the pageable path varies run to run, in C
 #             as in Go), medians: OUTDIR/copy.md
 #   staging   the staging benchmarks beside the plain copy of the same run: OUTDIR/staging.md
-#   kernels   the call-overhead, launch and SAXPY benchmarks, purego and cgo, beside
-#             bench/cref/kernelbench.c: OUTDIR/kernels.md
+#   kernels   the call-overhead (trivial call, 4-byte copies), launch and SAXPY
+#             benchmarks, purego and cgo, beside bench/cref/kernelbench.c, three
+#             interleaved rounds, medians: OUTDIR/kernels.md
 #   calibrate gocuda calibrate: OUTDIR/calibrate.txt
 #
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: all four)
@@ -44,14 +45,23 @@ for section in $sections; do
 		cat "$out/staging.md"
 		;;
 	kernels)
+		# Three interleaved rounds (C, purego, cgo): a call's cost moves
+		# between runs, and a sequence would fold that drift into the ratios.
 		nvcc -O2 -o /tmp/kernelbench bench/cref/kernelbench.c -lcuda
-		/tmp/kernelbench testdata/kernels.ptx >"$out/kcref.txt"
-		for set in tests tests-cgo; do
-			bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(StreamQuery|LaunchSync|LaunchAsync|Saxpy|CopyDeviceToDevice)$' -test.benchtime 0.3s >"$out/gokernels-$set.txt"
+		for round in 1 2 3; do
+			/tmp/kernelbench testdata/kernels.ptx >"$out/kcref$round.txt"
+			for set in tests tests-cgo; do
+				# Two runs: a sub-benchmark pattern would skip those without any.
+				for benches in '^Benchmark(StreamQuery|LaunchSync|LaunchAsync|Saxpy|CopyDeviceToDevice)$' '^BenchmarkCopy(From|To)Host$/^4B$'; do
+					bin/$set/cuda.test -test.run '^$' -test.bench "$benches" -test.benchtime 0.3s
+				done >"$out/gokernels-$set-$round.txt"
+			done
 		done
 		{
 			echo "$stamp"
-			python3 bench/kernelreport.py "$out/kcref.txt" "$out/gokernels-tests.txt" "$out/gokernels-tests-cgo.txt"
+			python3 bench/kernelreport.py "$out/kcref1.txt,$out/kcref2.txt,$out/kcref3.txt" \
+				"$out/gokernels-tests-1.txt,$out/gokernels-tests-2.txt,$out/gokernels-tests-3.txt" \
+				"$out/gokernels-tests-cgo-1.txt,$out/gokernels-tests-cgo-2.txt,$out/gokernels-tests-cgo-3.txt"
 		} >"$out/kernels.md"
 		cat "$out/kernels.md"
 		;;

@@ -52,6 +52,12 @@ static void run_saxpy(void) {
 	CHECK(cuStreamSynchronize(stream));
 }
 
+// The 4-byte synchronous copies of BenchmarkCopy{From,To}Host/4B: the
+// latency of the smallest pageable transfer.
+static unsigned host4;
+static void copy_up4(void) { CHECK(cuMemcpyHtoD_v2(x, &host4, 4)); }
+static void copy_down4(void) { CHECK(cuMemcpyDtoH_v2(&host4, x, 4)); }
+
 static void copy_dtod(void) {
 	CHECK(cuMemcpyDtoDAsync_v2(dst, src, copy_bytes, stream));
 	CHECK(cuStreamSynchronize(stream));
@@ -110,5 +116,7 @@ int main(int argc, char **argv) {
 	printf("LaunchAsync %.1f\n", measure(launch_async));
 	printf("Saxpy %.1f\n", measure(run_saxpy));
 	printf("CopyDeviceToDevice %.1f\n", measure(copy_dtod));
+	printf("CopyFromHost/4B %.1f\n", measure(copy_up4));
+	printf("CopyToHost/4B %.1f\n", measure(copy_down4));
 	return 0;
 }

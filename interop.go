@@ -1,0 +1,107 @@
+package cuda
+
+import (
+	"runtime"
+
+	"github.com/gocuda/cuda/internal/driver"
+)
+
+// Memory is device memory that Stream.Do holds for other libraries: every
+// *DeviceBuffer[T] is one, whatever T. Kernel launches take it too.
+type Memory interface {
+	deviceMemory() (driver.DevicePtr, *allocation)
+}
+
+func (b *DeviceBuffer[T]) deviceMemory() (driver.DevicePtr, *allocation) {
+	if b == nil {
+		return 0, nil
+	}
+	return b.ptr, b.mem
+}
+
+// Do runs fn with c current on the calling goroutine's OS thread, locked to
+// it until fn returns, and c held open (Close waits for fn). It is for
+// calling other CUDA libraries, which find the device through the current
+// context: the CUDA runtime, and so NCCL, cuBLAS or a cgo kernel library,
+// then use the same primary context as gocuda.
+//
+// fn must not keep the thread's current context past its return, nor close
+// c.
+func (c *Context) Do(fn func() error) error {
+	const op = "Context.Do"
+	if fn == nil {
+		return errorf(op, ErrInvalidValue, "nil function")
+	}
+	if err := c.bindThread(op); err != nil {
+		return err
+	}
+	defer c.unbindThread()
+	return fn()
+}
+
+// bindThread is bind that always locks the OS thread and makes c current on
+// it, whatever the driver backend.
+func (c *Context) bindThread(op string) error {
+	if err := c.bind(op); err != nil {
+		return err
+	}
+	if !driver.BindsInCall {
+		return nil // bind did both
+	}
+	runtime.LockOSThread()
+	if err := c.makeCurrent(op); err != nil {
+		c.unbindThread()
+		return err
+	}
+	return nil
+}
+
+func (c *Context) unbindThread() {
+	if driver.BindsInCall {
+		runtime.UnlockOSThread()
+	}
+	c.unbind()
+}
+
+// Do queues work of another library on s: it runs fn as Context.Do does,
+// with the raw CUstream handle of s, after the device work that gocuda's
+// synchronous calls may have left pending (so that fn's work sees their
+// results), and with s and each of mem held open: neither closed nor freed
+// before fn returns. fn should only queue work on the stream; Synchronize
+// waits for it, like for gocuda's own.
+//
+// Each of mem must belong to the stream's context.
+func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
+	const op = "Stream.Do"
+	if s == nil || fn == nil {
+		return errorf(op, ErrInvalidValue, "nil stream or function")
+	}
+	var heldArray [4]heldLife
+	held := append(heldArray[:0], heldLife{&s.life, "the stream"})
+	for i, m := range mem {
+		var a *allocation
+		if m != nil {
+			_, a = m.deviceMemory()
+		}
+		if a == nil {
+			return errorf(op, ErrInvalidValue, "memory %d is nil", i)
+		}
+		if a.ctx != s.ctx {
+			return errorf(op, ErrInvalidValue, "memory %d belongs to another context than the stream", i)
+		}
+		held = append(held, heldLife{&a.life, "a device buffer"})
+	}
+	held, err := holdAll(op, held)
+	if err != nil {
+		return err
+	}
+	defer releaseAll(held)
+	if err := s.ctx.bindThread(op); err != nil {
+		return err
+	}
+	defer s.ctx.unbindThread()
+	if err := s.willQueue(op); err != nil {
+		return err
+	}
+	return fn(uintptr(s.handle))
+}
