@@ -112,7 +112,6 @@ type paramBlock struct {
 
 var paramBlocks = sync.Pool{New: func() any { return new(paramBlock) }}
 
-
 // Launch queues the kernel on cfg.Stream with the given arguments, in the
 // order of the kernel's parameters:
 //

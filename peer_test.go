@@ -2,31 +2,22 @@ package cuda_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// twoContexts returns contexts on devices 0 and 1. Where the driver sees
-// one device, the calling test runs again in a child process against the
-// fake driver with two (and extra environment), and twoContexts returns nils.
+// twoContexts returns contexts on devices 0 and 1, or nils where the test
+// ran in a child process instead (cudatest.Contexts).
 func twoContexts(t *testing.T, env ...string) (*cuda.Context, *cuda.Context) {
 	t.Helper()
-	if n, _ := cuda.DeviceCount(); n < 2 {
-		if cudatest.InChild(t) {
-			t.Fatalf("the child sees %d device(s), want 2", n)
-		}
-		cudatest.RunChild(t, append([]string{cudatest.EnvDriver + "=fake", cudatest.EnvRequireGPU + "=", "FAKECUDA_DEVICES=2"}, env...)...)
+	ctxs := cudatest.Contexts(t, 2, env...)
+	if ctxs == nil {
 		return nil, nil
 	}
-	cudatest.CheckLeaks(t)
-	open := func(ordinal int) *cuda.Context {
-		ctx := must(cuda.NewContext(must(cuda.GetDevice(ordinal))))
-		t.Cleanup(func() { ctx.Close() })
-		return ctx
-	}
-	return open(0), open(1)
+	return ctxs[0], ctxs[1]
 }
 
 func TestPeerCopy(t *testing.T) {
@@ -139,5 +130,47 @@ func TestPeerUnsupported(t *testing.T) {
 	dst.CopyToHost(got)
 	if !equal(got, []int64{1, 2, 3}) {
 		t.Errorf("got %v", got)
+	}
+}
+
+// BenchmarkCopyPeer copies 1 MiB to 1 GiB from device 0 to device 1 with
+// peer access (direct where the devices can reach each other) and without
+// (staged through the host by the driver).
+func BenchmarkCopyPeer(b *testing.B) {
+	if n, _ := cuda.DeviceCount(); n < 2 {
+		b.Skipf("needs two devices; the %s driver sees %d", cudatest.Kind(), n)
+	}
+	ctx0 := must(cuda.NewContext(must(cuda.GetDevice(0))))
+	defer ctx0.Close()
+	ctx1 := must(cuda.NewContext(must(cuda.GetDevice(1))))
+	defer ctx1.Close()
+	for _, enable := range []bool{true, false} {
+		if enable {
+			if err := ctx1.EnablePeerAccess(ctx0); err != nil {
+				b.Logf("no peer access: %v", err)
+				continue
+			}
+		} else if err := ctx1.DisablePeerAccess(ctx0); err != nil {
+			b.Fatal(err)
+		}
+		for size := 1 << 20; size <= 1<<30; size *= 4 {
+			src := must(cuda.Zeroed[byte](ctx0, size))
+			dst := must(cuda.Alloc[byte](ctx1, size))
+			var path cuda.PeerPath
+			b.Run(fmt.Sprintf("%s/%s", map[bool]string{true: "peer", false: "nopeer"}[enable], sizeName(size)), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					var err error
+					if path, err = cuda.CopyPeer(dst, src); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if want := map[bool]cuda.PeerPath{true: cuda.PeerDirect, false: cuda.PeerStaged}[enable]; path != want {
+					b.Fatalf("copied %v, want %v", path, want)
+				}
+			})
+			src.Free()
+			dst.Free()
+		}
 	}
 }

@@ -82,6 +82,12 @@ func open() error {
 }
 
 // call calls an NVRTC function and turns its nvrtcResult into an error.
+// Like purego.SyscallN, it takes pointers converted to uintptr in its
+// argument list, and uintptrescapes moves what they point to onto the heap
+// (a goroutine's stack can move while C holds the address) and keeps it
+// alive for the call.
+//
+//go:uintptrescapes
 func call(what string, fn uintptr, args ...uintptr) error {
 	r, _, _ := purego.SyscallN(fn, args...)
 	if int32(r) == 0 {

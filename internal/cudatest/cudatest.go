@@ -22,6 +22,7 @@ import (
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/fakecuda"
 	"github.com/gocuda/cuda/internal/track"
+	"github.com/gocuda/cuda/nccl"
 )
 
 // Environment variables read by Main.
@@ -81,7 +82,45 @@ func selectDriver() error {
 		return err
 	}
 	kind = "fake"
+	// The fake answers NCCL's calls too, unless another library is named
+	// (a real NCCL cannot work with the fake driver: Fake and Contexts
+	// clear the name for their child processes).
+	if os.Getenv(nccl.EnvLibrary) == "" {
+		if err := os.Setenv(nccl.EnvLibrary, path); err != nil {
+			return err
+		}
+	}
 	return os.Setenv(driver.EnvLibrary, path)
+}
+
+// Contexts returns contexts on devices 0 to n-1, closed when the test ends,
+// and fails the test if it leaks. Where the driver sees fewer devices, the
+// calling test runs again in a child process against the fake driver with
+// n devices (and extra environment), and Contexts returns nil: the caller
+// then returns.
+func Contexts(t *testing.T, n int, env ...string) []*cuda.Context {
+	t.Helper()
+	if have, _ := cuda.DeviceCount(); have < n {
+		if InChild(t) {
+			t.Fatalf("the child sees %d device(s), want %d", have, n)
+		}
+		RunChild(t, append([]string{EnvDriver + "=fake", EnvRequireGPU + "=", nccl.EnvLibrary + "=", fmt.Sprintf("FAKECUDA_DEVICES=%d", n)}, env...)...)
+		return nil
+	}
+	CheckLeaks(t)
+	ctxs := make([]*cuda.Context, n)
+	for i := range ctxs {
+		dev, err := cuda.GetDevice(i)
+		if err != nil {
+			t.Fatalf("GetDevice(%d): %v", i, err)
+		}
+		if ctxs[i], err = cuda.NewContext(dev); err != nil {
+			t.Fatalf("NewContext(%v): %v", dev, err)
+		}
+		ctx := ctxs[i]
+		t.Cleanup(func() { ctx.Close() })
+	}
+	return ctxs
 }
 
 // Kind returns "real" or "fake": the driver this test binary runs against.
@@ -130,7 +169,7 @@ func Stream(t testing.TB, ctx *cuda.Context) *cuda.Stream {
 
 var fakeKinds = map[track.Kind]string{
 	track.Stream: "stream", track.Event: "event", track.DeviceBuffer: "device",
-	track.PinnedBuffer: "host", track.Registered: "registered",
+	track.PinnedBuffer: "host", track.Registered: "registered", track.Comm: "comm",
 }
 
 // CheckLeaks fails t if, when it ends, more gocuda objects are alive than
@@ -177,7 +216,7 @@ func Fake(t *testing.T) *fakecuda.Control {
 		t.Cleanup(fake.ResetFaults)
 		return fake
 	}
-	RunChild(t, EnvDriver+"=fake", EnvRequireGPU+"=")
+	RunChild(t, EnvDriver+"=fake", EnvRequireGPU+"=", nccl.EnvLibrary+"=")
 	return nil
 }
 

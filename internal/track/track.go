@@ -16,10 +16,11 @@ const (
 	PinnedBuffer
 	Registered
 	Module
+	Comm // an NCCL communicator
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -1,0 +1,233 @@
+package nccl
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// UniqueID is what the ranks of a communicator spanning processes find
+// each other by (ncclUniqueId). One rank makes it with NewUniqueID and
+// hands it to the others: it marshals to text (hex) for flags, environment
+// variables or JSON.
+type UniqueID [128]byte
+
+// NewUniqueID returns a new UniqueID. With NCCL it also starts the
+// listener the other ranks contact, in this process.
+func NewUniqueID() (UniqueID, error) {
+	const op = "NewUniqueID"
+	if err := open(op); err != nil {
+		return UniqueID{}, err
+	}
+	id := new(UniqueID)
+	if err := call(op, "ncclGetUniqueId", lib.fn.getUniqueID, uintptr(unsafe.Pointer(id))); err != nil {
+		return UniqueID{}, err
+	}
+	return *id, nil
+}
+
+// MarshalText encodes the id in hex.
+func (id UniqueID) MarshalText() ([]byte, error) {
+	return hex.AppendEncode(nil, id[:]), nil
+}
+
+// UnmarshalText decodes an id MarshalText encoded.
+func (id *UniqueID) UnmarshalText(text []byte) error {
+	var b UniqueID
+	if len(text) != hex.EncodedLen(len(b)) {
+		return errorf("UniqueID.UnmarshalText", cuda.ErrInvalidValue, "want %d hex digits, got %d", hex.EncodedLen(len(b)), len(text))
+	}
+	if _, err := hex.Decode(b[:], text); err != nil {
+		return errorf("UniqueID.UnmarshalText", cuda.ErrInvalidValue, "want %d hex digits, got %q", 2*len(b), shorten(text))
+	}
+	*id = b
+	return nil
+}
+
+func shorten(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
+
+// Comm is one rank of an NCCL communicator, on one device. Close it when
+// done; it is safe for use by many goroutines.
+type Comm struct {
+	ctx    *cuda.Context
+	handle uintptr
+	rank   int
+	size   int
+
+	// mu is held for reading by every call, for writing by Close.
+	mu      sync.RWMutex
+	closed  bool
+	cleanup runtime.Cleanup
+}
+
+func newComm(ctx *cuda.Context, handle uintptr, rank, size int) *Comm {
+	c := &Comm{ctx: ctx, handle: handle, rank: rank, size: size}
+	track.Add(track.Comm)
+	c.cleanup = runtime.AddCleanup(c, func(h uintptr) {
+		call("Comm cleanup", "ncclCommDestroy", lib.fn.commDestroy, h)
+		track.Forgotten(track.Comm)
+	}, handle)
+	return c
+}
+
+// NewComms makes a communicator of the devices of ctxs, one per context,
+// in this process (ncclCommInitAll): the Comm of ctxs[i] is rank i. The
+// contexts must be of different devices.
+func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
+	const op = "NewComms"
+	if len(ctxs) == 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "no contexts")
+	}
+	devs := make([]int32, len(ctxs))
+	seen := map[int]int{}
+	for i, ctx := range ctxs {
+		if ctx == nil {
+			return nil, errorf(op, cuda.ErrInvalidValue, "context %d is nil", i)
+		}
+		d := ctx.Device().Ordinal()
+		if j, dup := seen[d]; dup {
+			return nil, errorf(op, cuda.ErrInvalidValue, "contexts %d and %d are both of device %d: one rank per device", j, i, d)
+		}
+		seen[d] = i
+		devs[i] = int32(d)
+	}
+	if err := open(op); err != nil {
+		return nil, err
+	}
+	handles := make([]uintptr, len(ctxs))
+	err := ctxs[0].Do(func() error {
+		return call(op, "ncclCommInitAll", lib.fn.initAll,
+			uintptr(unsafe.Pointer(&handles[0])), uintptr(len(ctxs)), uintptr(unsafe.Pointer(&devs[0])))
+	})
+	if err != nil {
+		return nil, err
+	}
+	comms := make([]*Comm, len(ctxs))
+	for i, ctx := range ctxs {
+		comms[i] = newComm(ctx, handles[i], i, len(ctxs))
+	}
+	return comms, nil
+}
+
+// NewComm makes rank rank of a communicator of nranks ranks, on ctx's
+// device, that finds the other ranks through id. It returns once every rank
+// has joined, so the ranks call it from different goroutines, processes or
+// hosts, or from one goroutine inside Group. Needs NCCL 2.23 or later.
+func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
+	const op = "NewComm"
+	switch {
+	case ctx == nil:
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
+	case nranks < 1 || nranks > 1<<30:
+		return nil, errorf(op, cuda.ErrInvalidValue, "%d ranks: want at least 1", nranks)
+	case rank < 0 || rank >= nranks:
+		return nil, errorf(op, cuda.ErrInvalidValue, "rank %d out of range [0, %d)", rank, nranks)
+	}
+	if err := open(op); err != nil {
+		return nil, err
+	}
+	// NCCL reads the id while the call runs: on the heap, it cannot move.
+	idp, handle := new(UniqueID), new(uintptr)
+	*idp = id
+	err := ctx.Do(func() error {
+		return call(op, "ncclCommInitRankScalable", lib.fn.initRankScalable,
+			uintptr(unsafe.Pointer(handle)), uintptr(nranks), uintptr(rank), 1, uintptr(unsafe.Pointer(idp)), 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newComm(ctx, *handle, rank, nranks), nil
+}
+
+// Rank returns the rank of c in its communicator.
+func (c *Comm) Rank() int {
+	if c == nil {
+		return 0
+	}
+	return c.rank
+}
+
+// Size returns how many ranks the communicator has.
+func (c *Comm) Size() int {
+	if c == nil {
+		return 0
+	}
+	return c.size
+}
+
+// Context returns the context of the rank's device.
+func (c *Comm) Context() *cuda.Context {
+	if c == nil {
+		return nil
+	}
+	return c.ctx
+}
+
+// Close frees the rank's resources (ncclCommDestroy), after its queued
+// collectives. Closing twice, or a nil Comm, is a no-op.
+func (c *Comm) Close() error { return c.destroy("Comm.Close", "ncclCommDestroy", lib.fn.commDestroy) }
+
+// Abort frees the rank's resources at once, abandoning collectives in
+// flight (ncclCommAbort): for giving up on a rank that failed.
+func (c *Comm) Abort() error { return c.destroy("Comm.Abort", "ncclCommAbort", lib.fn.commAbort) }
+
+func (c *Comm) destroy(op, name string, fn uintptr) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.cleanup.Stop()
+	track.Done(track.Comm)
+	destroy := func() error { return call(op, name, fn, c.handle) }
+	// NCCL finds the device through the current context; with the context
+	// closed, it makes one current itself.
+	if err := c.ctx.Do(destroy); !errors.Is(err, cuda.ErrClosed) {
+		return err
+	}
+	return destroy()
+}
+
+// Group runs fn between ncclGroupStart and ncclGroupEnd, on one OS thread:
+// the collectives (and NewComm calls) fn makes on that goroutine are queued
+// together, so that one goroutine can drive several ranks. The group ends
+// even when fn fails; Group returns fn's error, and ncclGroupEnd's.
+func Group(fn func() error) error {
+	const op = "Group"
+	if fn == nil {
+		return errorf(op, cuda.ErrInvalidValue, "nil function")
+	}
+	if err := open(op); err != nil {
+		return err
+	}
+	runtime.LockOSThread() // NCCL's group state is per thread
+	defer runtime.UnlockOSThread()
+	if err := call(op, "ncclGroupStart", lib.fn.groupStart); err != nil {
+		return err
+	}
+	ferr := fn()
+	return errors.Join(ferr, call(op, "ncclGroupEnd", lib.fn.groupEnd))
+}
+
+// String describes the rank.
+func (c *Comm) String() string {
+	if c == nil {
+		return "nccl rank <nil>"
+	}
+	return fmt.Sprintf("nccl rank %d of %d on %v", c.rank, c.size, c.ctx.Device())
+}

@@ -1,0 +1,74 @@
+package nccl_test
+
+import (
+	"fmt"
+	"log"
+	"math"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nccl"
+)
+
+// All-reduce across every GPU of the machine: each rank contributes its
+// rank+1, and every rank ends with the sum.
+func Example() {
+	devs, err := cuda.Devices()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctxs := make([]*cuda.Context, len(devs))
+	for i, d := range devs {
+		if ctxs[i], err = cuda.NewContext(d); err != nil {
+			log.Fatal(err)
+		}
+		defer ctxs[i].Close()
+	}
+	comms, err := nccl.NewComms(ctxs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	bufs := make([]*cuda.DeviceBuffer[float32], len(comms))
+	streams := make([]*cuda.Stream, len(comms))
+	for i, c := range comms {
+		defer c.Close()
+		if streams[i], err = c.Context().NewStream(); err != nil {
+			log.Fatal(err)
+		}
+		defer streams[i].Close()
+		if bufs[i], err = cuda.Alloc[float32](c.Context(), 1024); err != nil {
+			log.Fatal(err)
+		}
+		defer bufs[i].Free()
+		if err := bufs[i].Memset32Async(math.Float32bits(float32(c.Rank()+1)), streams[i]); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// One goroutine drives every rank: queue them in one group.
+	err = nccl.Group(func() error {
+		for i, c := range comms {
+			if err := nccl.AllReduce(c, bufs[i], bufs[i], nccl.Sum, streams[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	n := len(comms)
+	want := float32(n * (n + 1) / 2)
+	out := make([]float32, 1024)
+	for i := range comms {
+		if err := bufs[i].CopyToHostAsync(out, streams[i]); err != nil {
+			log.Fatal(err)
+		}
+		if err := streams[i].Synchronize(); err != nil {
+			log.Fatal(err)
+		}
+		if out[0] != want || out[1023] != want {
+			log.Fatalf("rank %d: %v, want %v", i, out[0], want)
+		}
+	}
+	fmt.Println("every rank holds the sum")
+	// Output: every rank holds the sum
+}

@@ -1,0 +1,153 @@
+// Package nccl runs collectives (all-reduce, broadcast, reduce, all-gather,
+// reduce-scatter) across GPUs on gocuda's DeviceBuffers and Streams, with
+// NVIDIA's NCCL library, opened at run time like the driver: nothing is
+// needed to build, and libnccl only where a communicator is made.
+//
+// A Comm is one rank of a communicator. NewComms makes one per device for
+// the GPUs of one process; NewComm makes one rank of a communicator that
+// spans processes or hosts, which find each other through a UniqueID that
+// one of them makes (NewUniqueID) and hands to the others (it marshals to
+// text). Collectives are queued on a stream of the rank's context and run
+// when every rank has queued its part; Stream.Synchronize waits for them.
+//
+// One goroutine queuing the collectives of several ranks must do so inside
+// Group, or each rank's call would wait for the others.
+//
+// The library is looked for as libnccl.so.2 and libnccl.so on the loader's
+// path; GOCUDA_LIBNCCL names another file (such as the one the nvidia-nccl
+// Python package installs). NewComm needs NCCL 2.23 or later.
+package nccl
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	cuda "github.com/gocuda/cuda"
+)
+
+// EnvLibrary names the environment variable that overrides which NCCL
+// library is opened.
+const EnvLibrary = "GOCUDA_LIBNCCL"
+
+// fns are NCCL's functions, resolved when the library is opened. A missing
+// one stays 0, and only calls that need it fail.
+type fns struct {
+	getVersion, getErrorString, getLastError, getUniqueID, initRankScalable, initAll,
+	commDestroy, commAbort, groupStart, groupEnd,
+	allReduce, broadcast, reduce, allGather, reduceScatter uintptr
+}
+
+var lib struct {
+	once sync.Once
+	err  error
+	path string
+	fn   fns
+}
+
+func candidates() []string {
+	if p := os.Getenv(EnvLibrary); p != "" {
+		return []string{p}
+	}
+	return []string{"libnccl.so.2", "libnccl.so"}
+}
+
+// open opens NCCL once per process.
+func open(op string) error {
+	lib.once.Do(func() {
+		var h uintptr
+		var last error
+		tried := candidates()
+		for _, p := range tried {
+			if h, last = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); last == nil {
+				lib.path = p
+				break
+			}
+		}
+		if h == 0 {
+			lib.err = fmt.Errorf("cannot open NCCL (tried %s; last: %v); install NCCL (libnccl2, or the nvidia-nccl Python package) or set %s to libnccl.so.2",
+				strings.Join(tried, ", "), last, EnvLibrary)
+			return
+		}
+		f := &lib.fn
+		for name, p := range map[string]*uintptr{
+			"ncclGetVersion": &f.getVersion, "ncclGetErrorString": &f.getErrorString, "ncclGetLastError": &f.getLastError,
+			"ncclGetUniqueId": &f.getUniqueID, "ncclCommInitRankScalable": &f.initRankScalable, "ncclCommInitAll": &f.initAll,
+			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
+			"ncclAllReduce": &f.allReduce, "ncclBroadcast": &f.broadcast, "ncclReduce": &f.reduce,
+			"ncclAllGather": &f.allGather, "ncclReduceScatter": &f.reduceScatter,
+		} {
+			*p, _ = purego.Dlsym(h, name)
+		}
+		if f.getVersion == 0 || f.getErrorString == 0 {
+			lib.err = fmt.Errorf("%s is not NCCL: it lacks ncclGetVersion", lib.path)
+		}
+	})
+	if lib.err != nil {
+		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+	}
+	return nil
+}
+
+// Library returns the path of the NCCL library opened, opening it if
+// needed.
+func Library() (string, error) {
+	if err := open("Library"); err != nil {
+		return "", err
+	}
+	return lib.path, nil
+}
+
+// Version returns the NCCL version, such as 2.28.3.
+func Version() (major, minor, patch int, err error) {
+	const op = "Version"
+	if err := open(op); err != nil {
+		return 0, 0, 0, err
+	}
+	v := new(int32)
+	if err := call(op, "ncclGetVersion", lib.fn.getVersion, uintptr(unsafe.Pointer(v))); err != nil {
+		return 0, 0, 0, err
+	}
+	// NCCL_VERSION: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z since.
+	code := int(*v)
+	if code < 20900 {
+		return code / 1000, code % 1000 / 100, code % 100, nil
+	}
+	return code / 10000, code % 10000 / 100, code % 100, nil
+}
+
+// call calls an NCCL function and turns its ncclResult_t into an error.
+// Like purego.SyscallN, it takes pointers converted to uintptr in its
+// argument list, and uintptrescapes moves what they point to onto the heap
+// (a goroutine's stack can move while C holds the address) and keeps it
+// alive for the call.
+//
+//go:uintptrescapes
+func call(op, name string, fn uintptr, args ...uintptr) error {
+	if fn == 0 {
+		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: fmt.Sprintf("%s lacks %s: a newer NCCL is needed", lib.path, name)}
+	}
+	r, _, _ := purego.SyscallN(fn, args...)
+	if Result(int32(r)) == Success {
+		return nil
+	}
+	return resultError(op, name, Result(int32(r)))
+}
+
+// cstring copies the C string at address p.
+func cstring(p uintptr) string {
+	if p == 0 {
+		return ""
+	}
+	var b []byte
+	for i := uintptr(0); ; i++ {
+		c := *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+i)) // C memory, not Go's
+		if c == 0 {
+			return string(b)
+		}
+		b = append(b, c)
+	}
+}

@@ -1,0 +1,530 @@
+package nccl_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ebitengine/purego"
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/nccl"
+)
+
+func TestMain(m *testing.M) {
+	// Keep NVLink multicast off: see CONTRIBUTING.md.
+	os.Setenv("NCCL_NVLS_ENABLE", "0")
+	// A GPU without NCCL: these tests (and the example) run against the
+	// fake driver, which answers NCCL's calls too, except where the GPU
+	// machine's scripts require the real thing.
+	if os.Getenv(nccl.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !haveNCCL() {
+		os.Setenv(cudatest.EnvDriver, "fake")
+	}
+	cudatest.Main(m)
+}
+
+func haveNCCL() bool {
+	h, err := purego.Dlopen("libnccl.so.2", purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err == nil {
+		purego.Dlclose(h)
+	}
+	return err == nil
+}
+
+// requireNCCL skips where NCCL is missing, except on the GPU machine
+// (GOCUDA_REQUIRE_GPU=1), where it must be there.
+func requireNCCL(t testing.TB) {
+	t.Helper()
+	major, minor, patch, err := nccl.Version()
+	if err == nil {
+		path, _ := nccl.Library()
+		t.Logf("NCCL %d.%d.%d (%s)", major, minor, patch, path)
+		return
+	}
+	if !errors.Is(err, cuda.ErrNotSupported) {
+		t.Fatalf("Version: %v", err)
+	}
+	if os.Getenv(cudatest.EnvRequireGPU) == "1" {
+		t.Fatalf("GOCUDA_REQUIRE_GPU=1 and no NCCL: %v", err)
+	}
+	t.Skip(err)
+}
+
+// must is for set-up steps that do not fail where the test can run.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// numbers returns n small random integers as T: sums of them are exact in
+// any order, as a reduction across GPUs adds them.
+func numbers[T nccl.Number](n int) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = T(rand.IntN(100))
+	}
+	return s
+}
+
+func download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
+	t.Helper()
+	out := make([]T, b.Len())
+	if err := b.CopyToHost(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func equal[T comparable](t testing.TB, what string, got, want []T) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+func TestUniqueIDText(t *testing.T) {
+	var id nccl.UniqueID
+	for i := range id {
+		id[i] = byte(i * 7)
+	}
+	text, err := id.MarshalText()
+	if err != nil || len(text) != 256 {
+		t.Fatalf("MarshalText = %d bytes, %v", len(text), err)
+	}
+	var back nccl.UniqueID
+	if err := back.UnmarshalText(text); err != nil || back != id {
+		t.Fatalf("UnmarshalText = %v; equal: %v", err, back == id)
+	}
+	for _, bad := range []string{"", "zz", strings.Repeat("ab", 127), strings.Repeat("ab", 129), strings.Repeat("g", 256)} {
+		if err := back.UnmarshalText([]byte(bad)); !errors.Is(err, cuda.ErrInvalidValue) || back != id {
+			t.Errorf("UnmarshalText(%d bytes) = %v (id changed: %v)", len(bad), err, back != id)
+		}
+	}
+}
+
+// TestOneRank runs every collective on a communicator of one rank, made
+// through a unique id: on any machine with one device.
+func TestOneRank(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	id := must(nccl.NewUniqueID())
+	c := must(nccl.NewComm(ctx, id, 1, 0))
+	defer c.Close()
+	if c.Rank() != 0 || c.Size() != 1 || c.Context() != ctx {
+		t.Fatalf("rank %d of %d, context %p", c.Rank(), c.Size(), c.Context())
+	}
+	t.Run("float32", func(t *testing.T) { oneRank[float32](t, c, s) })
+	t.Run("float64", func(t *testing.T) { oneRank[float64](t, c, s) })
+	t.Run("int32", func(t *testing.T) { oneRank[int32](t, c, s) })
+	t.Run("uint8", func(t *testing.T) { oneRank[uint8](t, c, s) })
+	t.Run("int64", func(t *testing.T) { oneRank[int64](t, c, s) })
+}
+
+func oneRank[T nccl.Number](t *testing.T, c *nccl.Comm, s *cuda.Stream) {
+	const n = 100003
+	ctx := c.Context()
+	want := numbers[T](n)
+	send := must(cuda.FromHost(ctx, want))
+	defer send.Free()
+	recv := must(cuda.Alloc[T](ctx, n))
+	defer recv.Free()
+	for name, run := range map[string]func() error{
+		"AllReduce":     func() error { return nccl.AllReduce(c, send, recv, nccl.Sum, s) },
+		"AllReduceMax":  func() error { return nccl.AllReduce(c, send, recv, nccl.Max, s) },
+		"Broadcast":     func() error { return nccl.Broadcast(c, send, recv, 0, s) },
+		"Reduce":        func() error { return nccl.Reduce(c, send, recv, nccl.Sum, 0, s) },
+		"AllGather":     func() error { return nccl.AllGather(c, send, recv, s) },
+		"ReduceScatter": func() error { return nccl.ReduceScatter(c, send, recv, nccl.Min, s) },
+	} {
+		if err := recv.Memset8(0xff); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		equal(t, name, download(t, recv), want)
+	}
+}
+
+// TestCollectives runs every collective across two devices, against the
+// same computed on the CPU: one goroutine drives both ranks in a Group.
+func TestCollectives(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	comms := must(nccl.NewComms(ctxs))
+	defer func() {
+		for _, c := range comms {
+			c.Close()
+		}
+	}()
+	streams := []*cuda.Stream{cudatest.Stream(t, ctxs[0]), cudatest.Stream(t, ctxs[1])}
+	for i, c := range comms {
+		if c.Rank() != i || c.Size() != 2 || c.Context() != ctxs[i] {
+			t.Fatalf("comm %d: %v", i, c)
+		}
+	}
+	t.Run("float32", func(t *testing.T) { collectives[float32](t, comms, streams) })
+	t.Run("float64", func(t *testing.T) { collectives[float64](t, comms, streams) })
+	t.Run("int32", func(t *testing.T) { collectives[int32](t, comms, streams) })
+	t.Run("uint64", func(t *testing.T) { collectives[uint64](t, comms, streams) })
+	t.Run("int8", func(t *testing.T) { collectives[int8](t, comms, streams) })
+}
+
+func collectives[T nccl.Number](t *testing.T, comms []*nccl.Comm, streams []*cuda.Stream) {
+	const n = 4099 // odd: the reduce-scatter's blocks are n each
+	ranks := len(comms)
+	in := make([][]T, ranks)
+	send := make([]*cuda.DeviceBuffer[T], ranks)
+	recv := make([]*cuda.DeviceBuffer[T], ranks)
+	for r, c := range comms {
+		in[r] = numbers[T](ranks * n)
+		send[r] = must(cuda.FromHost(c.Context(), in[r]))
+		defer send[r].Free()
+		recv[r] = must(cuda.Alloc[T](c.Context(), ranks*n))
+		defer recv[r].Free()
+	}
+	block := func(b *cuda.DeviceBuffer[T], i int) *cuda.DeviceBuffer[T] { return must(b.Slice(i*n, n)) }
+	fold := func(op func(a, b T) T, off, k int) []T {
+		out := append([]T(nil), in[0][off:off+k]...)
+		for r := 1; r < ranks; r++ {
+			for i := range out {
+				out[i] = op(out[i], in[r][off+i])
+			}
+		}
+		return out
+	}
+	sum := func(a, b T) T { return a + b }
+	maxOf := func(a, b T) T { return max(a, b) }
+	cases := []struct {
+		name string
+		run  func(r int) error
+		want func(r int) []T // rank r's whole recv
+	}{
+		{"AllReduceSum", func(r int) error { return nccl.AllReduce(comms[r], send[r], recv[r], nccl.Sum, streams[r]) },
+			func(int) []T { return fold(sum, 0, ranks*n) }},
+		{"AllReduceMax", func(r int) error { return nccl.AllReduce(comms[r], send[r], recv[r], nccl.Max, streams[r]) },
+			func(int) []T { return fold(maxOf, 0, ranks*n) }},
+		{"Broadcast", func(r int) error { return nccl.Broadcast(comms[r], send[r], recv[r], 1, streams[r]) },
+			func(int) []T { return in[1] }},
+		{"Reduce", func(r int) error {
+			return nccl.Reduce(comms[r], block(send[r], 0), block(recv[r], 0), nccl.Sum, 0, streams[r])
+		}, func(r int) []T {
+			if r == 0 {
+				return append(fold(sum, 0, n), make([]T, (ranks-1)*n)...)
+			}
+			return make([]T, ranks*n)
+		}},
+		{"AllGather", func(r int) error { return nccl.AllGather(comms[r], block(send[r], 0), recv[r], streams[r]) },
+			func(int) []T {
+				var out []T
+				for r := range ranks {
+					out = append(out, in[r][:n]...)
+				}
+				return out
+			}},
+		{"ReduceScatter", func(r int) error {
+			return nccl.ReduceScatter(comms[r], send[r], block(recv[r], 0), nccl.Sum, streams[r])
+		},
+			func(r int) []T { return append(fold(sum, r*n, n), make([]T, (ranks-1)*n)...) }},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			for r := range ranks {
+				if err := recv[r].Memset8(0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := nccl.Group(func() error {
+				for r := range ranks {
+					if err := tt.run(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range ranks {
+				if err := streams[r].Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				equal(t, fmt.Sprintf("rank %d", r), download(t, recv[r]), tt.want(r))
+			}
+		})
+	}
+}
+
+// TestUniqueIDRanks makes a communicator of two ranks through a unique id,
+// one goroutine per rank, then all-reduces.
+func TestUniqueIDRanks(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	id := must(nccl.NewUniqueID())
+	const n = 1 << 16
+	in := [][]float32{numbers[float32](n), numbers[float32](n)}
+	out := make([][]float32, 2)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for r := range 2 {
+		wg.Go(func() {
+			errs[r] = func() error {
+				c, err := nccl.NewComm(ctxs[r], id, 2, r)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				s, err := ctxs[r].NewStream()
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				b, err := cuda.FromHost(ctxs[r], in[r])
+				if err != nil {
+					return err
+				}
+				defer b.Free()
+				if err := nccl.AllReduce(c, b, b, nccl.Sum, s); err != nil { // in place
+					return err
+				}
+				out[r] = make([]float32, n)
+				if err := b.CopyToHostAsync(out[r], s); err != nil {
+					return err
+				}
+				return s.Synchronize()
+			}()
+			if errs[r] != nil {
+				t.Logf("rank %d: %v", r, errs[r])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		for i := range n {
+			if want := in[0][i] + in[1][i]; out[r][i] != want {
+				t.Fatalf("rank %d, element %d: %v, want %v", r, i, out[r][i], want)
+			}
+		}
+	}
+}
+
+// TestTwoProcesses is the all-reduce of TestUniqueIDRanks between two
+// processes, one GPU each, as on two hosts. It needs two real GPUs: the
+// fake driver's ranks live in one process.
+func TestTwoProcesses(t *testing.T) {
+	if rank := os.Getenv("GOCUDA_TEST_NCCL_RANK"); rank != "" {
+		twoProcessRank(t, rank)
+		return
+	}
+	requireNCCL(t)
+	if n, _ := cuda.DeviceCount(); cudatest.IsFake() || n < 2 {
+		t.Skipf("needs two GPUs (the %s driver sees %d)", cudatest.Kind(), n)
+	}
+	id := must(nccl.NewUniqueID())
+	text, _ := id.MarshalText()
+	var wg sync.WaitGroup
+	outs := make([][]byte, 2)
+	errs := make([]error, 2)
+	for r := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcesses$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "GOCUDA_TEST_NCCL_RANK="+strconv.Itoa(r), "GOCUDA_TEST_NCCL_ID="+string(text))
+		wg.Go(func() { outs[r], errs[r] = cmd.CombinedOutput() })
+	}
+	wg.Wait()
+	for r := range 2 {
+		if errs[r] != nil || !strings.Contains(string(outs[r]), "--- PASS") {
+			t.Errorf("rank %d: %v\n%s", r, errs[r], outs[r])
+		}
+	}
+}
+
+// twoProcessRank is one process of TestTwoProcesses: rank r on device r
+// all-reduces r+1 and i: the sum is 3 and 2i.
+func twoProcessRank(t *testing.T, rankText string) {
+	r, _ := strconv.Atoi(rankText)
+	var id nccl.UniqueID
+	if err := id.UnmarshalText([]byte(os.Getenv("GOCUDA_TEST_NCCL_ID"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := must(cuda.NewContext(must(cuda.GetDevice(r))))
+	defer ctx.Close()
+	c := must(nccl.NewComm(ctx, id, 2, r))
+	defer c.Close()
+	s := must(ctx.NewStream())
+	defer s.Close()
+	const n = 1 << 20
+	in := make([]int64, 2*n)
+	for i := range n {
+		in[i], in[n+i] = int64(r+1), int64(i)
+	}
+	b := must(cuda.FromHost(ctx, in))
+	defer b.Free()
+	if err := nccl.AllReduce(c, b, b, nccl.Sum, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	out := download(t, b)
+	for i := range n {
+		if out[i] != 3 || out[n+i] != 2*int64(i) {
+			t.Fatalf("element %d: %d and %d, want 3 and %d", i, out[i], out[n+i], 2*i)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+	defer c.Close()
+	other := must(cuda.NewContext(cudatest.Device(t)))
+	defer other.Close()
+	otherStream := must(other.NewStream())
+	defer otherStream.Close()
+	closedComm := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+	closedComm.Close()
+	a := must(cuda.Alloc[float32](ctx, 64))
+	defer a.Free()
+	b := must(cuda.Alloc[float32](ctx, 64))
+	defer b.Free()
+	short := must(cuda.Alloc[float32](ctx, 63))
+	defer short.Free()
+	foreign := must(cuda.Alloc[float32](other, 64))
+	defer foreign.Free()
+	freed := must(cuda.Alloc[float32](ctx, 64))
+	freed.Free()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"AllReduce nil comm", nccl.AllReduce(nil, a, b, nccl.Sum, s), cuda.ErrInvalidValue},
+		{"AllReduce nil buffer", nccl.AllReduce(c, nil, b, nccl.Sum, s), cuda.ErrInvalidValue},
+		{"AllReduce lengths", nccl.AllReduce(c, a, short, nccl.Sum, s), cuda.ErrInvalidValue},
+		{"AllReduce op", nccl.AllReduce(c, a, b, nccl.Op(9), s), cuda.ErrInvalidValue},
+		{"AllReduce nil stream", nccl.AllReduce(c, a, b, nccl.Sum, nil), cuda.ErrInvalidValue},
+		{"AllReduce stream of another context", nccl.AllReduce(c, a, b, nccl.Sum, otherStream), cuda.ErrInvalidValue},
+		{"AllReduce buffer of another context", nccl.AllReduce(c, a, foreign, nccl.Sum, s), cuda.ErrInvalidValue},
+		{"AllReduce freed buffer", nccl.AllReduce(c, freed, b, nccl.Sum, s), cuda.ErrClosed},
+		{"AllReduce closed comm", nccl.AllReduce(closedComm, a, b, nccl.Sum, s), cuda.ErrClosed},
+		{"Broadcast root", nccl.Broadcast(c, a, b, 1, s), cuda.ErrInvalidValue},
+		{"Broadcast negative root", nccl.Broadcast(c, a, b, -1, s), cuda.ErrInvalidValue},
+		{"Broadcast lengths", nccl.Broadcast(c, short, b, 0, s), cuda.ErrInvalidValue},
+		{"Reduce root", nccl.Reduce(c, a, b, nccl.Sum, 1, s), cuda.ErrInvalidValue},
+		{"Reduce op", nccl.Reduce(c, a, b, nccl.Op(-1), 0, s), cuda.ErrInvalidValue},
+		{"AllGather lengths", nccl.AllGather(c, a, short, s), cuda.ErrInvalidValue},
+		{"AllGather nil comm", nccl.AllGather(nil, a, b, s), cuda.ErrInvalidValue},
+		{"ReduceScatter lengths", nccl.ReduceScatter(c, short, a, nccl.Sum, s), cuda.ErrInvalidValue},
+		{"ReduceScatter nil comm", nccl.ReduceScatter(nil, a, b, nccl.Sum, s), cuda.ErrInvalidValue},
+		{"NewComm nil context", errOf(nccl.NewComm(nil, nccl.UniqueID{}, 1, 0)), cuda.ErrInvalidValue},
+		{"NewComm no ranks", errOf(nccl.NewComm(ctx, nccl.UniqueID{}, 0, 0)), cuda.ErrInvalidValue},
+		{"NewComm rank out of range", errOf(nccl.NewComm(ctx, nccl.UniqueID{}, 2, 2)), cuda.ErrInvalidValue},
+		{"NewComms none", errOf(nccl.NewComms(nil)), cuda.ErrInvalidValue},
+		{"NewComms nil context", errOf(nccl.NewComms([]*cuda.Context{ctx, nil})), cuda.ErrInvalidValue},
+		{"NewComms one device twice", errOf(nccl.NewComms([]*cuda.Context{ctx, other})), cuda.ErrInvalidValue},
+		{"Group nil", nccl.Group(nil), cuda.ErrInvalidValue},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, tt.want) {
+				t.Fatalf("got %v, want %v", tt.err, tt.want)
+			}
+			t.Log(tt.err)
+		})
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := (*nccl.Comm)(nil).Close(); err != nil {
+		t.Errorf("nil Close: %v", err)
+	}
+}
+
+func errOf[T any](_ T, err error) error { return err }
+
+// TestNCCLErrors: NCCL's errors carry its code and text, and a failing fn
+// still ends its group.
+func TestNCCLErrors(t *testing.T) {
+	requireNCCL(t)
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+	defer c.Close()
+	a := must(cuda.Alloc[int32](ctx, 16))
+	defer a.Free()
+	f.Fail("ncclAllReduce", 1, int(nccl.InvalidUsage))
+	err := nccl.AllReduce(c, a, a, nccl.Sum, s)
+	var ne *nccl.Error
+	if !errors.As(err, &ne) || ne.Call != "ncclAllReduce" || !errors.Is(err, nccl.InvalidUsage) ||
+		!errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "invalid usage") {
+		t.Fatalf("injected ncclInvalidUsage: %v", err)
+	}
+	f.Fail("ncclAllReduce", 1, int(nccl.RemoteError))
+	if err := nccl.AllReduce(c, a, a, nccl.Sum, s); !errors.Is(err, nccl.RemoteError) || errors.Is(err, cuda.ErrInvalidValue) {
+		t.Fatalf("injected ncclRemoteError: %v", err)
+	}
+	mine := errors.New("fn failed")
+	f.Fail("ncclGroupEnd", 1, int(nccl.InternalError))
+	if err := nccl.Group(func() error { return mine }); !errors.Is(err, mine) || !errors.Is(err, nccl.InternalError) {
+		t.Fatalf("Group = %v, want fn's error and ncclGroupEnd's", err)
+	}
+	// The group above ended: a new one starts and ends cleanly.
+	if err := nccl.Group(func() error { return nccl.AllReduce(c, a, a, nccl.Sum, s) }); err != nil {
+		t.Fatal(err)
+	}
+	f.Fail("ncclCommInitRankScalable", 1, int(nccl.SystemError))
+	if _, err := nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0); !errors.Is(err, nccl.SystemError) {
+		t.Fatalf("NewComm with an injected failure: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoLibrary(t *testing.T) {
+	if os.Getenv(nccl.EnvLibrary) != "/nonexistent/libnccl.so.2" {
+		cudatest.RunChild(t, nccl.EnvLibrary+"=/nonexistent/libnccl.so.2")
+		return
+	}
+	_, _, _, err := nccl.Version()
+	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "/nonexistent/libnccl.so.2") {
+		t.Fatalf("Version without NCCL: %v", err)
+	}
+	if _, err := nccl.NewUniqueID(); !errors.Is(err, cuda.ErrNotSupported) {
+		t.Fatalf("NewUniqueID without NCCL: %v", err)
+	}
+}
