@@ -20,3 +20,14 @@ func IsCurrent(c *Context) bool {
 	var cur driver.Context
 	return driver.CtxGetCurrent(&cur) == driver.Success && cur == c.handle
 }
+
+// QueryRaw calls cuStreamQuery on s directly, with none of Query's locks
+// and checks: the driver call and the crossing alone. With bound, the call
+// binds s's context itself (the cgo shim does; purego ignores it).
+func QueryRaw(s *Stream, bound bool) int {
+	ctx := driver.Context(0)
+	if bound {
+		ctx = s.ctx.handle
+	}
+	return int(driver.StreamQuery(ctx, s.handle))
+}

@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"fmt"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -96,5 +97,29 @@ func BenchmarkStreamQuery(b *testing.B) {
 		if _, err := s.Query(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkStreamQueryRaw is BenchmarkStreamQuery's driver call alone, on a
+// thread where the context is current: the crossing into C and the
+// driver's own time. "bound" adds the binding check the cgo shim makes in
+// the same crossing. Query's time less this is gocuda's locks and checks.
+func BenchmarkStreamQueryRaw(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	for _, bound := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unbound", true: "bound"}[bound], func(b *testing.B) {
+			err := ctx.Do(func() error {
+				for b.Loop() {
+					if r := cuda.QueryRaw(s, bound); r != 0 {
+						return fmt.Errorf("cuStreamQuery = %d", r)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }

@@ -52,7 +52,7 @@ for section in $sections; do
 			/tmp/kernelbench testdata/kernels.ptx >"$out/kcref$round.txt"
 			for set in tests tests-cgo; do
 				# Two runs: a sub-benchmark pattern would skip those without any.
-				for benches in '^Benchmark(StreamQuery|LaunchSync|LaunchAsync|Saxpy|CopyDeviceToDevice)$' '^BenchmarkCopy(From|To)Host$/^4B$'; do
+				for benches in '^Benchmark(StreamQuery|LaunchSync|LaunchAsync|Saxpy|CopyDeviceToDevice)$' '^BenchmarkCopy(From|To)Host$/^4B$' '^BenchmarkStreamQueryRaw$'; do
 					bin/$set/cuda.test -test.run '^$' -test.bench "$benches" -test.benchtime 0.3s
 				done >"$out/gokernels-$set-$round.txt"
 			done
