@@ -176,8 +176,14 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
+	// A kernel without parameters gets no parameter array, as C passes it:
+	// the driver then has nothing to read.
+	var params unsafe.Pointer
+	if len(args) > 0 {
+		params = unsafe.Pointer(&pb.ptrs[0])
+	}
 	r := driver.LaunchKernel(f.mod.ctx.handle, f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
-		uint32(cfg.SharedMemBytes), s.handle, unsafe.Pointer(&pb.ptrs[0]), nil)
+		uint32(cfg.SharedMemBytes), s.handle, params, nil)
 	if err := check(op, "cuLaunchKernel", r); err != nil {
 		err.(*Error).Detail = fmt.Sprintf("kernel %s, grid %v, block %v, %d bytes of dynamic shared memory", f.name, cfg.Grid, cfg.Block, cfg.SharedMemBytes)
 		return err
