@@ -3,7 +3,9 @@ package cuda_test
 import (
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -93,6 +95,80 @@ func registered(b *testing.B, ctx *cuda.Context, n int) []byte {
 	b.Cleanup(func() { r.Close() })
 	return h
 }
+
+// BenchmarkCopyPaired alternates, copy by copy, CopyFromHost (or
+// CopyToHost) with the bare driver call on the same memory in the same
+// process, and reports each one's mean time and their ratio. The pageable
+// path's time wanders by tens of percent between runs, in C as in Go
+// (docs/performance.md); pairing the two copies cancels that out and
+// leaves gocuda's own cost.
+func BenchmarkCopyPaired(b *testing.B) {
+	ctx := cudatest.Context(b)
+	size := max(arenaBytes, slices.Max(copySizes))
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: random[byte](size)}
+	defer a.dev.Free()
+	for _, dir := range []struct {
+		name string
+		up   bool
+		copy func(*cuda.DeviceBuffer[byte], []byte) error
+	}{{"up", true, up}, {"down", false, down}} {
+		for _, n := range copySizes[7:] { // 1 MiB up: where the pageable target applies
+			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
+				devs, hosts := a.slots(n)
+				var gocuda, raw time.Duration
+				err := ctx.Do(func() error {
+					// Each copy gets its own slot, so that neither finds the
+					// other's data in the CPU's caches, and they take turns
+					// going first.
+					for i := 0; b.Loop(); i++ {
+						j, k := (2*i)%len(devs), (2*i+1)%len(devs)
+						t0 := time.Now()
+						if i%2 == 1 {
+							if r := cuda.CopyRaw(devs[k], hosts[k], dir.up); r != 0 {
+								return fmt.Errorf("driver copy: %d", r)
+							}
+						}
+						t1 := time.Now()
+						if err := dir.copy(devs[j], hosts[j]); err != nil {
+							return err
+						}
+						t2 := time.Now()
+						if i%2 == 0 {
+							if r := cuda.CopyRaw(devs[k], hosts[k], dir.up); r != 0 {
+								return fmt.Errorf("driver copy: %d", r)
+							}
+						}
+						t3 := time.Now()
+						gocuda, raw = gocuda+t2.Sub(t1), raw+t1.Sub(t0)+t3.Sub(t2)
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(gocuda.Nanoseconds())/float64(b.N), "gocuda-ns/op")
+				b.ReportMetric(float64(raw.Nanoseconds())/float64(b.N), "driver-ns/op")
+				b.ReportMetric(float64(gocuda)/float64(raw), "ratio")
+			})
+		}
+	}
+}
+
+// mapped is host memory straight from mmap, as C's malloc gets a large
+// block, not from the Go heap: beside pageable it shows whether where the
+// memory comes from matters to the driver's pageable path.
+func mapped(b *testing.B, _ *cuda.Context, n int) []byte {
+	m, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { syscall.Munmap(m) })
+	copy(m, random[byte](n))
+	return m
+}
+
+func BenchmarkCopyFromMapped(b *testing.B) { benchCopies(b, mapped, up) }
+func BenchmarkCopyToMapped(b *testing.B)   { benchCopies(b, mapped, down) }
 
 func up(d *cuda.DeviceBuffer[byte], h []byte) error   { return d.CopyFromHost(h) }
 func down(d *cuda.DeviceBuffer[byte], h []byte) error { return d.CopyToHost(h) }

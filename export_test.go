@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
 )
@@ -30,4 +31,14 @@ func QueryRaw(s *Stream, bound bool) int {
 		ctx = s.ctx.handle
 	}
 	return int(driver.StreamQuery(ctx, s.handle))
+}
+
+// CopyRaw is CopyFromHost (up) or CopyToHost of d and h as the bare driver
+// call, with none of gocuda's locks and checks; call it with d's context
+// current on a locked thread (Context.Do).
+func CopyRaw(d *DeviceBuffer[byte], h []byte, up bool) int {
+	if up {
+		return int(driver.MemcpyHtoD(d.mem.ctx.handle, d.ptr, unsafe.Pointer(&h[0]), uintptr(len(h))))
+	}
+	return int(driver.MemcpyDtoH(d.mem.ctx.handle, unsafe.Pointer(&h[0]), d.ptr, uintptr(len(h))))
 }
