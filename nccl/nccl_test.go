@@ -14,6 +14,7 @@ import (
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/track"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -526,5 +527,17 @@ func TestNoLibrary(t *testing.T) {
 	}
 	if _, err := nccl.NewUniqueID(); !errors.Is(err, cuda.ErrNotSupported) {
 		t.Fatalf("NewUniqueID without NCCL: %v", err)
+	}
+}
+
+// TestCommForgotten: a communicator nobody closed is destroyed by its
+// cleanup once unreachable, and counted as forgotten.
+func TestCommForgotten(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	before := track.Take().Forgotten[track.Comm]
+	func() { must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0)) }()
+	if !cudatest.GC(func() bool { return track.Take().Forgotten[track.Comm] > before }) {
+		t.Fatal("the cleanup of an unreachable communicator did not run")
 	}
 }
