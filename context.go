@@ -46,9 +46,16 @@ func (c *Context) legacyQueued() { c.legacy.Store(true) }
 // settleLegacy waits for work synchronous calls left on the legacy default
 // stream, if any. Called with c bound.
 func (c *Context) settleLegacy(op string) error {
-	if !c.legacy.Swap(false) {
+	if !c.legacy.Load() {
 		return nil
 	}
+	return c.settleLegacyNow(op)
+}
+
+// settleLegacyNow waits for the work on c's legacy default stream, pending
+// or not. Called with c bound.
+func (c *Context) settleLegacyNow(op string) error {
+	c.legacy.Store(false)
 	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(c.handle, 0)); err != nil {
 		c.legacy.Store(true)
 		return err

@@ -114,7 +114,9 @@ func CopyPeer[T any](dst, src *DeviceBuffer[T]) (PeerPath, error) {
 	return copyPeer("CopyPeer", dst, src, nil)
 }
 
-// CopyPeerAsync queues CopyPeer on s, a stream of dst's context.
+// CopyPeerAsync queues CopyPeer on s, a stream of dst's context. Free
+// neither buffer before s is synchronized: freeing waits for the work of
+// the buffer's own context only, and the copy runs in dst's.
 func CopyPeerAsync[T any](dst, src *DeviceBuffer[T], s *Stream) (PeerPath, error) {
 	if s == nil {
 		return 0, errorf("CopyPeerAsync", ErrInvalidValue, "nil stream")
@@ -142,6 +144,19 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 		return 0, err
 	}
 	defer releaseAll(held)
+	// Work gocuda's synchronous calls left on the source context's legacy
+	// stream (a memset filling src, say) is not ordered before a copy in
+	// dst's context: wait for it first.
+	if sctx != dctx && sctx.legacy.Load() {
+		if err := sctx.bind(op); err != nil {
+			return 0, err
+		}
+		err := sctx.settleLegacy(op)
+		sctx.unbind()
+		if err != nil {
+			return 0, err
+		}
+	}
 	if err := dctx.bind(op); err != nil {
 		return 0, err
 	}
@@ -155,8 +170,13 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 	}
 	n := uintptr(dst.ByteSize())
 	if s == nil {
-		dctx.legacyQueued()
-		return path, check(op, "cuMemcpyPeer", driver.MemcpyPeer(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n))
+		// cuMemcpyPeer, like any device-to-device copy, may return before
+		// the copy is done; freeing src would then not wait for it (only
+		// for src's own context). Wait, as CopyPeer promises.
+		if err := check(op, "cuMemcpyPeer", driver.MemcpyPeer(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n)); err != nil {
+			return path, err
+		}
+		return path, dctx.settleLegacyNow(op)
 	}
 	if err := s.willQueue(op); err != nil {
 		return 0, err
