@@ -49,31 +49,21 @@ func copyWorker() {
 }
 
 // nextTask waits up to copySpin for a task without blocking the thread,
-// yielding the processor to other goroutines now and then while it waits.
-// Not at every turn: a yield takes the scheduler's global lock, and fifteen
-// workers yielding in a loop kept it busy enough (a CPU profile of a 16 MiB
-// download on the H200 machine: 37% of all time in runtime.lock2) to slow
-// the copies they were waiting to make.
+// yielding the processor to other goroutines while it waits.
 func nextTask() (copyTask, bool) {
 	deadline := time.Now().Add(copySpin)
-	for i := 1; ; i++ {
+	for {
 		select {
 		case t := <-copyPool.tasks:
 			return t, true
 		default:
 		}
-		if i%yieldEvery == 0 {
-			if time.Now().After(deadline) {
-				return copyTask{}, false
-			}
-			runtime.Gosched()
+		if time.Now().After(deadline) {
+			return copyTask{}, false
 		}
+		runtime.Gosched()
 	}
 }
-
-// yieldEvery is how many empty looks for work a spinning goroutine makes
-// between yields: some microseconds' worth.
-const yieldEvery = 1024
 
 // maxCopyWorkers bounds the pool: past 16 goroutines the copies of one chunk
 // stop getting faster on the H200 machine (DESIGN.md: 38 GB/s on 16).
@@ -107,8 +97,8 @@ func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
 	}
 	lo := min((parts-1)*size, len(src))
 	copy(dst[lo:], src[lo:]) // the last part on this goroutine
-	for spins := 1; left.Load() > 0; spins++ {
-		if spins%yieldEvery == 0 {
+	for spins := 0; left.Load() > 0; spins++ {
+		if spins > 1000 {
 			runtime.Gosched() // the others may need this thread's P
 		}
 	}
