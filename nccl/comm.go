@@ -206,7 +206,9 @@ func (c *Comm) destroy(op, name string, fn uintptr) error {
 // Group runs fn between ncclGroupStart and ncclGroupEnd, on one OS thread:
 // the collectives (and NewComm calls) fn makes on that goroutine are queued
 // together, so that one goroutine can drive several ranks. The group ends
-// even when fn fails; Group returns fn's error, and ncclGroupEnd's.
+// even when fn fails; Group returns fn's error, and ncclGroupEnd's. NCCL
+// queues the group's work when it ends: free no buffer passed to a
+// collective in fn before Group returns.
 func Group(fn func() error) error {
 	const op = "Group"
 	if fn == nil {
