@@ -80,9 +80,9 @@ func FromHost[T any](ctx *Context, src []T) (*DeviceBuffer[T], error) {
 	return b, nil
 }
 
-// elemBytes checks that T may live in device memory and that n of it, at
-// least least, make a size; it returns the size in bytes. what names the
-// memory in errors.
+// elemBytes checks that T may live in device memory and that n of it (at
+// least least) make a valid size; it returns the size in bytes. what names
+// the memory in errors.
 func elemBytes[T any](op, what string, n, least int) (uintptr, error) {
 	if err := checkElem[T](op, false); err != nil {
 		return 0, err

@@ -388,13 +388,14 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 	return elems, nil
 }
 
-// Upload copies src into dst, a drop-in for dst.CopyFromHost, with its
-// postcondition, that is ordered after the work on s and never slower: small slices are copied into pinned memory
-// and moved from there (up to AutoStageMaxBytes), large ones are pipelined
-// through pinned slots by several goroutines (from Pipeline().MinBytes), the
-// sizes between go to the driver as they are, and so does memory that is
-// already page-locked (a PinnedBuffer's, or Registered). len(src) must equal
-// dst.Len(). Prefer UploadWith where you produce the data: it saves the copy.
+// Upload copies src into dst: a drop-in for dst.CopyFromHost, with its
+// postcondition, that is ordered after the work on s and never slower.
+// Small slices are copied into pinned memory and moved from there (up to
+// AutoStageMaxBytes), large ones are pipelined through pinned slots by
+// several goroutines (from Pipeline().MinBytes), the sizes between go to the
+// driver as they are, and so does memory that is already page-locked (a
+// PinnedBuffer's, or Registered). len(src) must equal dst.Len(). Prefer
+// UploadWith where you produce the data: it saves the copy.
 func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) error {
 	const op = "Upload"
 	if err := checkTransfer(op, sb, dst, len(src), s); err != nil {
