@@ -466,8 +466,12 @@ func TestErrors(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := (*nccl.Comm)(nil).Close(); err != nil {
+	var nilComm *nccl.Comm
+	if err := nilComm.Close(); err != nil || nilComm.Abort() != nil {
 		t.Errorf("nil Close: %v", err)
+	}
+	if nilComm.Rank() != 0 || nilComm.Size() != 0 || nilComm.Context() != nil || nilComm.String() == "" {
+		t.Error("nil Comm accessors")
 	}
 }
 
@@ -525,8 +529,17 @@ func TestNoLibrary(t *testing.T) {
 	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "/nonexistent/libnccl.so.2") {
 		t.Fatalf("Version without NCCL: %v", err)
 	}
-	if _, err := nccl.NewUniqueID(); !errors.Is(err, cuda.ErrNotSupported) {
-		t.Fatalf("NewUniqueID without NCCL: %v", err)
+	ctx := cudatest.Context(t)
+	for name, err := range map[string]error{
+		"Library":     errOf(nccl.Library()),
+		"NewUniqueID": errOf(nccl.NewUniqueID()),
+		"NewComm":     errOf(nccl.NewComm(ctx, nccl.UniqueID{}, 1, 0)),
+		"NewComms":    errOf(nccl.NewComms([]*cuda.Context{ctx})),
+		"Group":       nccl.Group(func() error { return nil }),
+	} {
+		if !errors.Is(err, cuda.ErrNotSupported) {
+			t.Errorf("%s without NCCL: %v", name, err)
+		}
 	}
 }
 
