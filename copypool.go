@@ -10,11 +10,15 @@ import (
 // copyPool is a set of goroutines that copy host memory in parallel for the
 // staging pipeline: one goroutine's copy runs at about 6 GB/s on the H200
 // machine, far below the link's 55 GB/s. The goroutines live for the
-// process, so that a transfer starts none and allocates nothing.
+// process, so that a transfer starts none and allocates nothing. There is
+// one fewer than the processors the pool may use: the goroutine handing the
+// work out copies too.
 var copyPool struct {
-	once  sync.Once
-	tasks chan copyTask
-	n     int
+	once   sync.Once
+	tasks  chan copyTask
+	n      int
+	held   atomic.Int32 // transfers under way that keep the workers spinning
+	parked atomic.Int32 // workers blocked waiting for a task
 }
 
 type copyTask struct {
@@ -22,9 +26,46 @@ type copyTask struct {
 	left     *atomic.Int32
 }
 
+func (t copyTask) run() {
+	copy(t.dst, t.src)
+	if t.left != nil { // nil: a wake-up call (holdCopyWorkers)
+		t.left.Add(-1)
+	}
+}
+
+// copyHold says whether a pipelined transfer keeps the workers spinning
+// from its start to its end.
+var copyHold = true
+
+// holdCopyWorkers keeps the copy workers looking for work, instead of
+// blocking, until releaseCopyWorkers, and wakes those blocked; it reports
+// whether it did (copyHold), so whether to release. A pipelined transfer
+// hands the workers a chunk every few hundred microseconds, and the
+// scheduler wakes blocked goroutines one after another, tens of
+// microseconds apart: an execution trace of a 16 MiB download on the H200
+// machine showed a chunk's copy waiting on the wake-ups more than on the
+// copying. Hold them only while chunks flow: they spin on every processor.
+func holdCopyWorkers() bool {
+	copyPool.once.Do(startCopyPool)
+	if !copyHold {
+		return false
+	}
+	copyPool.held.Add(1)
+	for range copyPool.parked.Load() {
+		select {
+		case copyPool.tasks <- copyTask{}:
+		default: // the queue is full: the workers are busy anyway
+			return true
+		}
+	}
+	return true
+}
+
+func releaseCopyWorkers() { copyPool.held.Add(-1) }
+
 func startCopyPool() {
-	copyPool.n = min(runtime.GOMAXPROCS(0), maxCopyWorkers)
-	copyPool.tasks = make(chan copyTask, 4*copyPool.n)
+	copyPool.n = min(runtime.GOMAXPROCS(0), maxCopyWorkers) - 1
+	copyPool.tasks = make(chan copyTask, 4*maxCopyWorkers)
 	for range copyPool.n {
 		go copyWorker()
 	}
@@ -41,15 +82,19 @@ func copyWorker() {
 	for {
 		t, ok := nextTask()
 		if !ok {
+			copyPool.parked.Add(1)
 			t = <-copyPool.tasks
+			copyPool.parked.Add(-1)
 		}
-		copy(t.dst, t.src)
-		t.left.Add(-1)
+		t.run()
 	}
 }
 
-// nextTask waits up to copySpin for a task without blocking the thread,
-// yielding the processor to other goroutines while it waits.
+// nextTask waits for a task without blocking the thread, while a transfer
+// holds the workers and for copySpin after, yielding the processor to other
+// goroutines at each turn. (Yielding every 64 turns instead, which takes the
+// scheduler's lock less often, measured the same on the H200 machine:
+// BenchmarkCopyPool.)
 func nextTask() (copyTask, bool) {
 	deadline := time.Now().Add(copySpin)
 	for {
@@ -58,15 +103,18 @@ func nextTask() (copyTask, bool) {
 			return t, true
 		default:
 		}
-		if time.Now().After(deadline) {
+		if copyPool.held.Load() > 0 {
+			deadline = time.Now().Add(copySpin)
+		} else if time.Now().After(deadline) {
 			return copyTask{}, false
 		}
 		runtime.Gosched()
 	}
 }
 
-// maxCopyWorkers bounds the pool: past 16 goroutines the copies of one chunk
-// stop getting faster on the H200 machine (DESIGN.md: 38 GB/s on 16).
+// maxCopyWorkers bounds the goroutines copying one chunk, the caller's
+// among them: past 16 the copies stop getting faster on the H200 machine
+// (DESIGN.md: 38 GB/s on 16).
 const maxCopyWorkers = 16
 
 // minCopyPart is the least a worker is given: below it, handing the work
@@ -74,32 +122,48 @@ const maxCopyWorkers = 16
 const minCopyPart = 128 << 10
 
 // parallelCopy copies src into dst (of equal length) with up to workers
-// goroutines of the pool, this one among them, and returns when all are
-// done. left is the caller's, reused to keep the call free of allocations.
+// goroutines, this one among them, and returns when all are done. left is
+// the caller's, reused to keep the call free of allocations.
 //
-// The caller spins, briefly, instead of blocking until the others finish:
-// it is usually locked to its OS thread (it holds a context current), and
-// waking a locked goroutine that blocked costs tens of microseconds, which
-// the pipeline pays once per chunk.
+// The caller does not block until the others finish: it is usually locked
+// to its OS thread (it holds a context current), and a locked goroutine
+// that blocks or yields hands its thread's processor away and waits tens of
+// microseconds to get one back, which the pipeline would pay once per
+// chunk. It takes queued parts itself instead, and spins.
 func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
 	copyPool.once.Do(startCopyPool)
-	parts := min(workers, copyPool.n, len(src)/minCopyPart)
+	parts := min(workers, copyPool.n+1, len(src)/minCopyPart)
 	if parts <= 1 {
 		copy(dst, src)
 		return
 	}
 	size := (len(src) + parts - 1) / parts
 	size = (size + 63) &^ 63 // whole cache lines
-	left.Store(int32(parts - 1))
+	left.Store(int32(parts))
 	for i := range parts - 1 {
 		lo, hi := min(i*size, len(src)), min((i+1)*size, len(src))
 		copyPool.tasks <- copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left}
 	}
 	lo := min((parts-1)*size, len(src))
-	copy(dst[lo:], src[lo:]) // the last part on this goroutine
-	for spins := 0; left.Load() > 0; spins++ {
-		if spins > 1000 {
-			runtime.Gosched() // the others may need this thread's P
+	copyTask{dst: dst[lo:], src: src[lo:], left: left}.run()
+	var deadline time.Time
+	for i := 1; left.Load() > 0; i++ {
+		// A part no worker has taken yet, ours or another transfer's, is
+		// better copied here than waited for.
+		select {
+		case t := <-copyPool.tasks:
+			t.run()
+			continue
+		default:
+		}
+		if i%1024 == 0 {
+			// Past a millisecond a worker holding a part may be waiting
+			// for a processor: give this one up now and then.
+			if deadline.IsZero() {
+				deadline = time.Now().Add(time.Millisecond)
+			} else if time.Now().After(deadline) {
+				runtime.Gosched()
+			}
 		}
 	}
 }

@@ -1,18 +1,25 @@
 package cuda
 
 import (
-	"time"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
 )
 
-// SetCopySpin sets how long idle copy workers spin, for benchmarks that
-// compare; it returns the previous value.
-func SetCopySpin(d time.Duration) time.Duration {
-	old := copySpin
-	copySpin = d
+// SetCopyHold sets whether a pipelined transfer keeps the copy workers
+// spinning from start to end; it returns the previous value.
+func SetCopyHold(on bool) bool {
+	old := copyHold
+	copyHold = on
 	return old
+}
+
+// ParallelCopy is the staging pipeline's copy of src into dst on up to
+// workers goroutines.
+func ParallelCopy(dst, src []byte, workers int) {
+	var left atomic.Int32
+	parallelCopy(dst, src, workers, &left)
 }
 
 // IsCurrent reports whether c is the current context of the calling

@@ -528,6 +528,15 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return err
 	}
+	// Wait for the work already queued on s before holding the copy
+	// workers, which spin until the transfer ends: that work may take
+	// seconds.
+	if err := s.drain(op); err != nil {
+		return err
+	}
+	if holdCopyWorkers() {
+		defer releaseCopyWorkers()
+	}
 	p := sb.Pipeline()
 	// At least four chunks, so that even a transfer a few chunks long
 	// overlaps copying and DMA.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -120,39 +119,79 @@ func BenchmarkPipelineShape(b *testing.B) {
 	}
 }
 
-// BenchmarkCopySpin compares the pipeline at 16 MiB with idle copy workers
-// spinning before they block, and blocking at once.
-func BenchmarkCopySpin(b *testing.B) {
-	const n = 16 << 20
+// BenchmarkCopyPool compares, at a middle and a large size, both ways, on
+// memory the caches do not hold, the pipeline with its copy workers held
+// spinning for the whole transfer and left to block between chunks, split
+// over 8 and 16 goroutines.
+func BenchmarkCopyPool(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	dev := must(cuda.Alloc[byte](ctx, n))
-	defer dev.Free()
-	h := random[byte](n)
-	for _, spin := range []time.Duration{0, 200 * time.Microsecond} {
-		for _, dir := range []string{"up", "down"} {
-			b.Run(fmt.Sprintf("spin=%v/%s", spin, dir), func(b *testing.B) {
-				defer cuda.SetCopySpin(cuda.SetCopySpin(spin))
-				var sb cuda.StagingBuffer
-				defer sb.Close()
-				sb.SetAutoStageMaxBytes(0)
-				p := cuda.DefaultStagingPipeline()
-				p.MinBytes = 1
-				if err := sb.SetPipeline(p); err != nil {
-					b.Fatal(err)
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, 1<<30)), host: random[byte](1 << 30)}
+	defer a.dev.Free()
+	for _, n := range []int{16 << 20, 256 << 20} {
+		devs, hosts := a.slots(n)
+		for _, hold := range []bool{false, true} {
+			for _, workers := range []int{8, 16} {
+				for _, dir := range []string{"up", "down"} {
+					b.Run(fmt.Sprintf("%s/hold=%v/workers=%d/%s", sizeName(n), hold, workers, dir), func(b *testing.B) {
+						defer cuda.SetCopyHold(cuda.SetCopyHold(hold))
+						var sb cuda.StagingBuffer
+						defer sb.Close()
+						sb.SetAutoStageMaxBytes(0)
+						p := cuda.DefaultStagingPipeline()
+						p.MinBytes, p.Workers = 1, min(workers, p.Workers)
+						if err := sb.SetPipeline(p); err != nil {
+							b.Fatal(err)
+						}
+						move := upload
+						if dir == "down" {
+							move = download
+						}
+						if err := move(&sb, devs[0], hosts[0], s); err != nil {
+							b.Fatal(err)
+						}
+						b.SetBytes(int64(n))
+						i := 1
+						for b.Loop() {
+							if err := move(&sb, devs[i%len(devs)], hosts[i%len(devs)], s); err != nil {
+								b.Fatal(err)
+							}
+							i++
+						}
+					})
 				}
-				move := upload
-				if dir == "down" {
-					move = download
-				}
-				move(&sb, dev, h, s)
-				b.SetBytes(n)
-				for b.Loop() {
-					if err := move(&sb, dev, h, s); err != nil {
-						b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkParallelCopy times the pipeline's host copy alone, between a
+// pinned slot and ordinary memory the caches do not hold, by chunk size
+// and goroutines.
+func BenchmarkParallelCopy(b *testing.B) {
+	ctx := cudatest.Context(b)
+	const slots = 3
+	pin := must(cuda.AllocPinned[byte](ctx, slots*(16<<20)))
+	defer pin.Free()
+	host := random[byte](1 << 30)
+	for _, dir := range []string{"down", "up"} {
+		for _, n := range []int{1 << 20, 4 << 20, 16 << 20} {
+			for _, workers := range []int{1, 2, 4, 8, 16} {
+				b.Run(fmt.Sprintf("%s/%s/workers=%d", dir, sizeName(n), workers), func(b *testing.B) {
+					b.SetBytes(int64(n))
+					i := 0
+					for b.Loop() {
+						p := pin.Data()[i%slots*(16<<20):][:n]
+						h := host[i%(len(host)/n)*n:][:n]
+						if dir == "down" {
+							cuda.ParallelCopy(h, p, workers)
+						} else {
+							cuda.ParallelCopy(p, h, workers)
+						}
+						i++
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }

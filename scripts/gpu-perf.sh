@@ -11,6 +11,10 @@
 #             benchmarks, purego and cgo, beside bench/cref/kernelbench.c, three
 #             interleaved rounds, medians: OUTDIR/kernels.md
 #   calibrate gocuda calibrate: OUTDIR/calibrate.txt
+#   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
+#             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
+#             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
+#             times the host copy alone)
 #
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: all four)
 set -euo pipefail
@@ -68,6 +72,13 @@ for section in $sections; do
 	calibrate)
 		bin/gocuda calibrate >"$out/calibrate.txt"
 		cat "$out/calibrate.txt"
+		;;
+	pool)
+		for round in 1 2; do
+			bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Copy(From|To)Host|Upload|Download)$/^(16MiB|256MiB)$' -test.benchtime 0.3s
+			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopyPool$' -test.benchtime 0.3s
+		done >"$out/pool.txt"
+		grep -E '^Benchmark' "$out/pool.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /; s/ MB\/s.*//'
 		;;
 	*)
 		echo "gpu-perf.sh: unknown section $section" >&2

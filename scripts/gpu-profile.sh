@@ -1,18 +1,42 @@
 #!/usr/bin/env bash
-# On the GPU machine, after scripts/gpu-build.sh here: CPU profiles of the
-# call-overhead benchmarks, purego and cgo, to see where a call's time goes
-# beyond the driver's own (read them here with go tool pprof; the device
-# machines have no perf).
+# On the GPU machine, after scripts/gpu-build.sh here: CPU profiles (and,
+# for staging, execution traces) of benchmarks, to see where the time goes
+# beyond the driver's own (read them here with go tool pprof and go tool
+# trace; the device machines have no perf).
 #
-#   scripts/gpu-profile.sh OUTDIR
+#   calls     the call-overhead benchmarks, purego and cgo
+#   staging   Upload and Download at 16 MiB, purego, with the CPU's model and flags
+#
+#   scripts/gpu-profile.sh OUTDIR [calls] [staging]     (default: calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-profile.sh OUTDIR}
+out=${1:?usage: gpu-profile.sh OUTDIR [calls] [staging]}
+shift
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1
-for set in tests tests-cgo; do
-	for bench in StreamQuery LaunchAsync; do
-		bin/$set/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$" -test.benchtime 2s \
-			-test.cpuprofile "$out/$set-$bench.pprof" >"$out/$set-$bench.txt" 2>&1
-	done
+for section in ${*:-calls}; do
+	case $section in
+	calls)
+		for set in tests tests-cgo; do
+			for bench in StreamQuery LaunchAsync; do
+				bin/$set/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$" -test.benchtime 2s \
+					-test.cpuprofile "$out/$set-$bench.pprof" >"$out/$set-$bench.txt" 2>&1
+			done
+		done
+		;;
+	staging)
+		grep -m1 'model name' /proc/cpuinfo >"$out/cpu.txt"
+		grep -m1 '^flags' /proc/cpuinfo >>"$out/cpu.txt"
+		for bench in Upload Download; do
+			bin/tests/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$/^16MiB\$" -test.benchtime 2s \
+				-test.cpuprofile "$out/$bench.pprof" >"$out/$bench.txt" 2>&1
+			bin/tests/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$/^16MiB\$" -test.benchtime 100x \
+				-test.trace "$out/$bench.trace" >>"$out/$bench.txt" 2>&1
+		done
+		;;
+	*)
+		echo "gpu-profile.sh: unknown section $section" >&2
+		exit 2
+		;;
+	esac
 done

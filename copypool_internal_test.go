@@ -1,0 +1,92 @@
+package cuda
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestParallelCopy(t *testing.T) {
+	for _, n := range []int{1, minCopyPart - 1, 2 * minCopyPart, 5*minCopyPart + 17, 64 * minCopyPart} {
+		for _, workers := range []int{1, 3, maxCopyWorkers} {
+			t.Run(fmt.Sprintf("%d/workers=%d", n, workers), func(t *testing.T) {
+				src, dst := make([]byte, n), make([]byte, n)
+				for i := range src {
+					src[i] = byte(rand.Uint32())
+				}
+				var left atomic.Int32
+				parallelCopy(dst, src, workers, &left)
+				if !bytes.Equal(dst, src) {
+					t.Fatal("dst differs from src")
+				}
+				if l := left.Load(); l != 0 {
+					t.Fatalf("%d parts left after the copy returned", l)
+				}
+			})
+		}
+	}
+}
+
+// Transfers in several goroutines share the pool; each must get its own
+// bytes, whoever copies them.
+func TestParallelCopyConcurrent(t *testing.T) {
+	const goroutines, n = 8, 40 * minCopyPart
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			src, dst := bytes.Repeat([]byte{byte(g + 1)}, n), make([]byte, n)
+			var left atomic.Int32
+			for range 20 {
+				clear(dst)
+				parallelCopy(dst, src, maxCopyWorkers, &left)
+				if !bytes.Equal(dst, src) {
+					errs <- fmt.Errorf("goroutine %d: dst differs from src", g)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// A hold keeps every worker from blocking until it is released; then they
+// block again, and spin no more.
+func TestHoldCopyWorkers(t *testing.T) {
+	copyPool.once.Do(startCopyPool)
+	if copyPool.n == 0 {
+		t.Skip("GOMAXPROCS is 1: the pool has no workers")
+	}
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: parked %d of %d workers, held %d", what, copyPool.parked.Load(), copyPool.n, copyPool.held.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	parked := func() bool { return int(copyPool.parked.Load()) == copyPool.n }
+	eventually("idle pool", parked)
+	if !holdCopyWorkers() {
+		t.Fatal("holdCopyWorkers did not hold")
+	}
+	eventually("held pool", func() bool { return copyPool.parked.Load() == 0 })
+	time.Sleep(3 * copySpin)
+	if p := copyPool.parked.Load(); p != 0 {
+		t.Errorf("%d workers blocked while held", p)
+	}
+	releaseCopyWorkers()
+	if h := copyPool.held.Load(); h != 0 {
+		t.Errorf("held = %d after release", h)
+	}
+	eventually("released pool", parked)
+}
