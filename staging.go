@@ -47,9 +47,9 @@ type StagingPipeline struct {
 	// MinBytes is the size from which transfers are pipelined;
 	// math.MaxInt turns the pipeline off.
 	MinBytes int
-	// ChunkBytes is the largest chunk. Transfers use chunks of an eighth of
-	// their size, at least 1 MiB, at most ChunkBytes, so that even a
-	// transfer a few chunks long overlaps copying and DMA.
+	// ChunkBytes is the largest chunk. Transfers use chunks of a quarter
+	// of their size (rounded up to StagingGranularity), at most ChunkBytes,
+	// so that even a transfer a few chunks long overlaps copying and DMA.
 	ChunkBytes int
 	// Slots is the number of pinned slots, 2 or more; the pipeline pins
 	// Slots×ChunkBytes.
@@ -60,11 +60,11 @@ type StagingPipeline struct {
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, from 16 MiB up. Measured on the H200
+// workers as GOMAXPROCS, up to 16, from 2 MiB up. Measured on the H200
 // machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		MinBytes:   16 << 20,
+		MinBytes:   2 << 20,
 		ChunkBytes: 16 << 20,
 		Slots:      3,
 		Workers:    min(runtime.GOMAXPROCS(0), maxCopyWorkers),

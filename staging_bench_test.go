@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -67,6 +68,61 @@ func BenchmarkUpload(b *testing.B)       { benchStaging(b, stagingSizes, pageabl
 func BenchmarkDownload(b *testing.B)     { benchStaging(b, stagingSizes, pageable, download) }
 func BenchmarkUploadWith(b *testing.B)   { benchStaging(b, stagingSizes[:10], pageable, uploadWith) }
 func BenchmarkDownloadInto(b *testing.B) { benchStaging(b, stagingSizes[:10], pageable, downloadInto) }
+
+// BenchmarkStagingPaired alternates, transfer by transfer, Upload (or
+// Download) through a StagingBuffer with its default thresholds and the
+// plain CopyFromHost (or CopyToHost), each on its own cold slot, taking
+// turns going first, and reports how many times faster the staging buffer
+// was: the pageable path's rate wanders between runs, and pairing cancels
+// that out of the ratio the never-slower promise is about.
+func BenchmarkStagingPaired(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	size := max(arenaBytes, slices.Max(stagingSizes))
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: random[byte](size)}
+	defer a.dev.Free()
+	for _, dir := range []struct {
+		name  string
+		plain func(*cuda.DeviceBuffer[byte], []byte) error
+		move  func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
+	}{{"up", up, upload}, {"down", down, download}} {
+		for _, n := range stagingSizes {
+			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
+				var sb cuda.StagingBuffer
+				defer sb.Close()
+				devs, hosts := a.slots(n)
+				if err := dir.move(&sb, devs[0], hosts[0], s); err != nil { // pin what it needs
+					b.Fatal(err)
+				}
+				plain := func(k int) time.Duration {
+					t := time.Now()
+					if err := dir.plain(devs[k], hosts[k]); err != nil {
+						b.Fatal(err)
+					}
+					return time.Since(t)
+				}
+				var staging, direct time.Duration
+				for i := 0; b.Loop(); i++ {
+					j, k := (2*i)%len(devs), (2*i+1)%len(devs)
+					if i%2 == 1 {
+						direct += plain(k)
+					}
+					t := time.Now()
+					if err := dir.move(&sb, devs[j], hosts[j], s); err != nil {
+						b.Fatal(err)
+					}
+					staging += time.Since(t)
+					if i%2 == 0 {
+						direct += plain(k)
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/staging.Seconds()/1e9, "staging-GB/s")
+				b.ReportMetric(float64(n)*float64(b.N)/direct.Seconds()/1e9, "plain-GB/s")
+				b.ReportMetric(float64(direct)/float64(staging), "speedup")
+			})
+		}
+	}
+}
 
 // Upload and Download of a Registered slice go straight to the DMA engine.
 func BenchmarkUploadRegistered(b *testing.B) {

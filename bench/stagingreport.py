@@ -5,7 +5,9 @@ usage: python3 stagingreport.py GO_BENCH_OUTPUT > staging.md
 Reads `go test -bench` output holding BenchmarkCopyFromHost/CopyToHost (the
 plain copy), BenchmarkUpload/Download, UploadWith/DownloadInto and
 Upload/DownloadRegistered, and prints GB/s with the ratio to the plain copy
-(above 1: faster than the plain copy).
+(above 1: faster than the plain copy); and, where the output holds
+BenchmarkStagingPaired, the speedup of Upload/Download over the plain copy
+measured transfer by transfer in turns.
 """
 import re
 import sys
@@ -16,6 +18,7 @@ COLUMNS = {
     "down": [("CopyToHost", "plain CopyToHost"), ("Download", "Download"),
              ("DownloadInto", "DownloadInto"), ("DownloadRegistered", "Download, registered slice")],
 }
+paired = re.compile(r"^BenchmarkStagingPaired/(up|down)/(\S+?)(-\d+)?\s.*?([\d.]+) speedup")
 pat = re.compile(r"^Benchmark(\w+)/(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) MB/s")
 
 
@@ -26,16 +29,20 @@ def size_key(name):
 
 
 def main(path):
-    rates = {}
+    rates, speedups = {}, {}
     for line in open(path):
         m = pat.match(line)
         if m:
             rates[(m.group(1), m.group(2))] = float(m.group(5)) / 1000  # GB/s
+        m = paired.match(line)
+        if m:
+            speedups[(m.group(1), m.group(2))] = float(m.group(4))
     for d, cols in COLUMNS.items():
         sizes = sorted({s for (b, s) in rates if b == cols[1][0]}, key=size_key)
         print(f"\n### {'host to device' if d == 'up' else 'device to host'}: GB/s (ratio to the plain copy)\n")
-        print("| size | " + " | ".join(c[1] for c in cols) + " |")
-        print("|---" * (len(cols) + 1) + "|")
+        extra = ["paired speedup"] if any(k[0] == d for k in speedups) else []
+        print("| size | " + " | ".join([c[1] for c in cols] + extra) + " |")
+        print("|---" * (len(cols) + len(extra) + 1) + "|")
         for s in sizes:
             base = rates.get((cols[0][0], s))
             row = [s, f"{base:.2f}" if base else "-"]
@@ -47,6 +54,9 @@ def main(path):
                     row.append(f"{r:.2f} ({r / base:.2f}x)")
                 else:
                     row.append(f"{r:.2f}")
+            if extra:
+                sp = speedups.get((d, s))
+                row.append(f"{sp:.2f}x" if sp else "")
             print("| " + " | ".join(row) + " |")
 
 

@@ -6,7 +6,8 @@
 #   copy      the Go copy benchmarks beside the C reference (bench/cref/copybench.c),
 #             three interleaved rounds (the pageable path varies run to run, in C
 #             as in Go), medians: OUTDIR/copy.md
-#   staging   the staging benchmarks beside the plain copy of the same run: OUTDIR/staging.md
+#   staging   the staging benchmarks beside the plain copy of the same run, and
+#             Upload/Download paired with it transfer by transfer: OUTDIR/staging.md
 #   kernels   the call-overhead (trivial call, 4-byte copies), launch and SAXPY
 #             benchmarks, purego and cgo, beside bench/cref/kernelbench.c, three
 #             interleaved rounds, medians: OUTDIR/kernels.md
@@ -41,7 +42,7 @@ for section in $sections; do
 		cat "$out/copy.md"
 		;;
 	staging)
-		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Copy(From|To)Host|Upload|Download)' -test.benchtime 0.5s -test.benchmem >"$out/gostaging.txt"
+		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Copy(From|To)Host|Upload|Download|StagingPaired)' -test.benchtime 0.5s -test.benchmem >"$out/gostaging.txt"
 		{
 			echo "$stamp"
 			python3 bench/stagingreport.py "$out/gostaging.txt"
