@@ -5,6 +5,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/dl"
 )
 
 // Result is an NCCL result code (ncclResult_t).
@@ -85,12 +86,12 @@ var sentinels = map[Result]error{
 
 func resultError(op, call string, r Result) error {
 	p, _, _ := purego.SyscallN(lib.fn.getErrorString, uintptr(r))
-	text := cstring(p)
+	text := dl.String(p)
 	if lib.fn.getLastError != 0 {
 		// NCCL keeps the last error per thread (the comm argument is
 		// unused): callers make their call and this one on a locked thread.
-		if p, _, _ := purego.SyscallN(lib.fn.getLastError, 0); cstring(p) != "" {
-			text += ": " + cstring(p)
+		if p, _, _ := purego.SyscallN(lib.fn.getLastError, 0); dl.String(p) != "" {
+			text += ": " + dl.String(p)
 		}
 	}
 	return &Error{Op: op, Call: call, Code: r, Text: text, Err: sentinels[r]}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/dl"
 )
 
 // EnvLibrary names the environment variable that overrides which NCCL
@@ -63,15 +64,9 @@ func candidates() []string {
 // open opens NCCL once per process.
 func open(op string) error {
 	lib.once.Do(func() {
-		var h uintptr
-		var last error
 		tried := candidates()
-		for _, p := range tried {
-			if h, last = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); last == nil {
-				lib.path = p
-				break
-			}
-		}
+		h, path, last := dl.OpenFirst(tried)
+		lib.path = path
 		if h == 0 {
 			lib.err = fmt.Errorf("cannot open NCCL (tried %s; last: %v); install NCCL (libnccl2, or the nvidia-nccl Python package) or set %s to libnccl.so.2",
 				strings.Join(tried, ", "), last, EnvLibrary)
@@ -140,19 +135,4 @@ func call(op, name string, fn uintptr, args ...uintptr) error {
 		return nil
 	}
 	return resultError(op, name, Result(int32(r)))
-}
-
-// cstring copies the C string at address p.
-func cstring(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	var b []byte
-	for i := uintptr(0); ; i++ {
-		c := *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+i)) // C memory, not Go's
-		if c == 0 {
-			return string(b)
-		}
-		b = append(b, c)
-	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/dl"
 )
 
 // EnvLibrary names the environment variable that overrides which NVRTC
@@ -49,15 +50,9 @@ func candidates() []string {
 
 func open() error {
 	lib.once.Do(func() {
-		var h uintptr
-		var last error
 		tried := candidates()
-		for _, p := range tried {
-			if h, last = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); last == nil {
-				lib.path = p
-				break
-			}
-		}
+		h, path, last := dl.OpenFirst(tried)
+		lib.path = path
 		if h == 0 {
 			lib.err = fmt.Errorf("nvrtc: %w: cannot open NVRTC (tried %s; last: %v); install NVIDIA's NVRTC (the CUDA toolkit, or the nvidia-cuda-nvrtc package) or set %s to libnvrtc.so",
 				cuda.ErrNotSupported, strings.Join(tried, ", "), last, EnvLibrary)
@@ -94,22 +89,7 @@ func call(what string, fn uintptr, args ...uintptr) error {
 		return nil
 	}
 	s, _, _ := purego.SyscallN(lib.fn.errString, r)
-	return fmt.Errorf("nvrtc: %s: %s (%d)", what, cstring(s), int32(r))
-}
-
-// cstring copies the C string at address p.
-func cstring(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	var b []byte
-	for i := uintptr(0); ; i++ {
-		c := *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+i)) // C memory, not Go's
-		if c == 0 {
-			return string(b)
-		}
-		b = append(b, c)
-	}
+	return fmt.Errorf("nvrtc: %s: %s (%d)", what, dl.String(s), int32(r))
 }
 
 // Version returns the NVRTC version, such as 13.0.
@@ -238,7 +218,7 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 		if err := call("nvrtcGetLoweredName", lib.fn.lowered, prog, uintptr(unsafe.Pointer(&exprs[i][0])), uintptr(unsafe.Pointer(&p))); err != nil {
 			return nil, err
 		}
-		out.lowered[e] = cstring(p)
+		out.lowered[e] = dl.String(p)
 	}
 	return out, nil
 }
