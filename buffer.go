@@ -237,9 +237,18 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
 		return err
 	}
-	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(b.mem.ctx.handle, b.ptr, hostPtr(src), uintptr(b.ByteSize())))
-	if err == nil && !pageLocked(bytesOf(src)) {
-		b.mem.ctx.legacyQueued()
+	host := bytesOf(src)
+	return copyHtoD(op, b.mem.ctx, b.ptr, host, !pageLocked(host))
+}
+
+// copyHtoD makes the synchronous copy of host to the device at d, in ctx,
+// bound. From ordinary memory (pageable) the copy may return before the
+// last bytes land: work gocuda queues afterwards in the context is then
+// ordered after it (Context.legacyQueued).
+func copyHtoD(op string, ctx *Context, d driver.DevicePtr, host []byte, pageable bool) error {
+	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(ctx.handle, d, hostPtr(host), uintptr(len(host))))
+	if err == nil && pageable {
+		ctx.legacyQueued()
 	}
 	return err
 }

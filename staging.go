@@ -497,19 +497,12 @@ func (sb *StagingBuffer) route(n int, locked bool, d Direction) route {
 // upload copies host to the device at d after the work queued on s. The
 // synchronous copy is the driver's fastest for ordinary memory and as fast
 // as any for pinned memory; it is not itself on s, so the work on s is
-// waited for first. From ordinary memory it may return before the last
-// bytes land, as CopyFromHost does: work queued afterwards in the context
-// is ordered after it (Context.legacyQueued).
-// pageable says host is ordinary memory, for which the copy may return early.
+// waited for first. pageable says host is ordinary memory (see copyHtoD).
 func upload(op string, d driver.DevicePtr, host []byte, pageable bool, s *Stream) error {
 	if err := s.drain(op); err != nil {
 		return err
 	}
-	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(s.ctx.handle, d, hostPtr(host), uintptr(len(host))))
-	if err == nil && pageable {
-		s.ctx.legacyQueued()
-	}
-	return err
+	return copyHtoD(op, s.ctx, d, host, pageable)
 }
 
 // download copies from the device at d into host after the work queued on

@@ -106,11 +106,17 @@ func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
 		return nil, err
 	}
 	handles := make([]uintptr, len(ctxs))
-	err := ctxs[0].Do(func() error {
+	// Each context is held open, one Do inside the other, until NCCL has
+	// made the ranks: a closed one fails here, not at the first collective.
+	var initAll func(i int) error
+	initAll = func(i int) error {
+		if i < len(ctxs) {
+			return ctxs[i].Do(func() error { return initAll(i + 1) })
+		}
 		return call(op, "ncclCommInitAll", lib.fn.initAll,
 			uintptr(unsafe.Pointer(&handles[0])), uintptr(len(ctxs)), uintptr(unsafe.Pointer(&devs[0])))
-	})
-	if err != nil {
+	}
+	if err := initAll(0); err != nil {
 		return nil, err
 	}
 	comms := make([]*Comm, len(ctxs))

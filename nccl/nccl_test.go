@@ -400,6 +400,25 @@ func twoProcessRank(t *testing.T, rankText string) {
 	}
 }
 
+// A communicator is not made on a closed context, whichever rank it is.
+func TestNewCommsClosedContext(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	if err := ctxs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	comms, err := nccl.NewComms(ctxs)
+	if !errors.Is(err, cuda.ErrClosed) {
+		for _, c := range comms {
+			c.Close()
+		}
+		t.Fatalf("NewComms with context 1 closed: %v, want ErrClosed", err)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	requireNCCL(t)
 	ctx := cudatest.Context(t)
