@@ -7,7 +7,10 @@
 #             three interleaved rounds (the pageable path varies run to run, in C
 #             as in Go), medians: OUTDIR/copy.md
 #   staging   the staging benchmarks beside the plain copy of the same run, and
-#             Upload/Download paired with it transfer by transfer: OUTDIR/staging.md
+#             Upload/Download paired with it transfer by transfer: OUTDIR/staging.md;
+#             the pairing again with cgo: OUTDIR/stagingpaired-cgo.txt
+#   shape     the pipeline's chunk size and workers (BenchmarkPipelineShape):
+#             OUTDIR/shape.txt
 #   kernels   the call-overhead (trivial call, 4-byte copies), launch and SAXPY
 #             benchmarks, purego and cgo, beside bench/cref/kernelbench.c, three
 #             interleaved rounds, medians: OUTDIR/kernels.md
@@ -17,10 +20,10 @@
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
 #             times the host copy alone)
 #
-#   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: all four)
+#   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate] [shape] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -48,6 +51,12 @@ for section in $sections; do
 			python3 bench/stagingreport.py "$out/gostaging.txt"
 		} >"$out/staging.md"
 		cat "$out/staging.md"
+		bin/tests-cgo/cuda.test -test.run '^$' -test.bench '^BenchmarkStagingPaired$' -test.benchtime 0.5s >"$out/stagingpaired-cgo.txt"
+		grep -E '^Benchmark' "$out/stagingpaired-cgo.txt" | grep -oE '^\S+|[0-9.]+ speedup' | paste - -
+		;;
+	shape)
+		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineShape$' -test.benchtime 0.3s >"$out/shape.txt"
+		grep -E '^Benchmark' "$out/shape.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /; s/ MB\/s.*//'
 		;;
 	kernels)
 		# Three interleaved rounds (C, purego, cgo): a call's cost moves
