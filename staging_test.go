@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/metrics"
 	"strings"
 	"testing"
 
@@ -341,8 +342,23 @@ func TestStagingSteadyState(t *testing.T) {
 		}
 	}
 	round() // the pipeline creates its events here
-	if allocs := testing.AllocsPerRun(5, round); allocs != 0 && !raceEnabled {
-		t.Errorf("%v heap allocations per round of %d transfers; want 0", allocs, 4*len(sizes))
+	// AllocsPerRun counts the whole process's allocations, the runtime's
+	// among them, and the runtime allocates when it starts an OS thread:
+	// seen on the H200 machine, 2 per round in 1 run of 15, while the copy
+	// workers held every processor and the caller waited in the driver. An
+	// attempt that allocates is forgiven, up to twice, only if the runtime
+	// started a thread meanwhile.
+	for attempt := 1; ; attempt++ {
+		before := runtimeThreads()
+		allocs := testing.AllocsPerRun(5, round)
+		if allocs == 0 || raceEnabled {
+			break
+		}
+		if started := runtimeThreads() - before; started <= 0 || attempt == 3 {
+			t.Errorf("%v heap allocations per round of %d transfers (attempt %d, %d threads started); want 0", allocs, 4*len(sizes), attempt, started)
+			break
+		}
+		t.Logf("attempt %d: %v heap allocations per round while the runtime started a thread; again", attempt, allocs)
 	}
 	if st := sb.Stats(); st.Allocations != 1 || st.Staged == 0 || st.Direct == 0 || st.Pipelined == 0 {
 		t.Errorf("stats %+v: want one pinned allocation, and every path taken", st)
@@ -408,4 +424,14 @@ func TestCalibrate(t *testing.T) {
 		t.Errorf("thresholds not set: %d, %d; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline().MinBytes, cal)
 	}
 	t.Logf("%s driver: stage up to %v, pipeline from %d", cudatest.Kind(), cal.StageMaxBytes, cal.PipelineMinBytes)
+}
+
+// runtimeThreads returns the number of OS threads the Go runtime owns.
+func runtimeThreads() int64 {
+	m := []metrics.Sample{{Name: "/sched/threads/total:threads"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(m[0].Value.Uint64())
 }

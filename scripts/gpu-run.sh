@@ -2,8 +2,9 @@
 # Runs on the GPU machine what scripts/gpu-build.sh built (both sets of test
 # binaries: purego and cgo), with
 # GOCUDA_REQUIRE_GPU=1 so that a missing GPU fails instead of falling back to
-# the fake driver. Logs go to LOGDIR, one file per test binary; the summary is
-# printed last (and saved as LOGDIR/summary.txt).
+# the fake driver. Logs go to LOGDIR, one file per test binary, packed at the
+# end into LOGDIR/logs.tgz; the summary is printed last (and saved as
+# LOGDIR/summary.txt).
 #
 #   scripts/gpu-run.sh LOGDIR [-bench REGEXP] [-run REGEXP]
 set -uo pipefail
@@ -55,4 +56,6 @@ done
 	printf '%s\n' "${summary[@]}"
 	echo "binaries: $passed passed, $failed failed"
 } | tee "$logdir/summary.txt"
+# The device tool brings back at most 8 files: the logs travel as one.
+tar czf "$logdir/logs.tgz" -C "$logdir" $(cd "$logdir" && ls *.log) && rm -f "$logdir"/*.log
 [ $failed -eq 0 ]
