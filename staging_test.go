@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/metrics"
 	"strings"
 	"testing"
 
@@ -343,22 +342,25 @@ func TestStagingSteadyState(t *testing.T) {
 	}
 	round() // the pipeline creates its events here
 	// AllocsPerRun counts the whole process's allocations, the runtime's
-	// among them, and the runtime allocates when it starts an OS thread:
-	// seen on the H200 machine, 2 per round in 1 run of 15, while the copy
-	// workers held every processor and the caller waited in the driver. An
-	// attempt that allocates is forgiven, up to twice, only if the runtime
-	// started a thread meanwhile.
+	// among them. Copy workers that block take a wait record (a sudog)
+	// from their processor's cache, and the runtime allocates one when
+	// that cache and the central one are empty, until the caches settle,
+	// or refill after a garbage collection; a collection also empties
+	// sync.Pools. Seen on the H200 machine with a heap profile: 1-2
+	// allocations per round in 3 runs of 80, all sudogs and sync.Pool
+	// slots. So measure until a measurement shows none: an allocation of
+	// gocuda's own, made at every call, shows in every one.
+	const attempts = 10
 	for attempt := 1; ; attempt++ {
-		before := runtimeThreads()
 		allocs := testing.AllocsPerRun(5, round)
 		if allocs == 0 || raceEnabled {
 			break
 		}
-		if started := runtimeThreads() - before; started <= 0 || attempt == 3 {
-			t.Errorf("%v heap allocations per round of %d transfers (attempt %d, %d threads started); want 0", allocs, 4*len(sizes), attempt, started)
+		if attempt == attempts {
+			t.Errorf("%v heap allocations per round of %d transfers, in each of %d measurements; want 0", allocs, 4*len(sizes), attempts)
 			break
 		}
-		t.Logf("attempt %d: %v heap allocations per round while the runtime started a thread; again", attempt, allocs)
+		t.Logf("measurement %d: %v heap allocations per round; again", attempt, allocs)
 	}
 	if st := sb.Stats(); st.Allocations != 1 || st.Staged == 0 || st.Direct == 0 || st.Pipelined == 0 {
 		t.Errorf("stats %+v: want one pinned allocation, and every path taken", st)
@@ -424,14 +426,4 @@ func TestCalibrate(t *testing.T) {
 		t.Errorf("thresholds not set: %d, %d; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline().MinBytes, cal)
 	}
 	t.Logf("%s driver: stage up to %v, pipeline from %d", cudatest.Kind(), cal.StageMaxBytes, cal.PipelineMinBytes)
-}
-
-// runtimeThreads returns the number of OS threads the Go runtime owns.
-func runtimeThreads() int64 {
-	m := []metrics.Sample{{Name: "/sched/threads/total:threads"}}
-	metrics.Read(m)
-	if m[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(m[0].Value.Uint64())
 }
