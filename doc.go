@@ -33,17 +33,17 @@
 // order of speed:
 //
 //   - Make or use the data in pinned memory in place: StagingBuffer's
-//     UploadWith and DownloadInto, or a PinnedBuffer. 2-3x the plain copy at
-//     64-256 KiB, 4-8x from 1 MiB up, 55 GB/s from 16 MiB up.
+//     UploadWith and DownloadInto, or a PinnedBuffer. 1.6-3.6x the plain
+//     copy at 64-256 KiB, 3.5-7x from 1 MiB up, 53-55 GB/s from 16 MiB up.
 //   - Register a slice you transfer again and again (Register): it then
 //     moves at the link's speed too, and registering 256 MiB took 10 ms.
 //   - Move ordinary slices with StagingBuffer's Upload and Download: below
-//     16 MiB they take the driver's own path (on the H200 machine staging
+//     2 MiB they take the driver's own path (on the H200 machine staging
 //     them whole won nothing once the data was not in the CPU's caches);
-//     from 16 MiB up they are pipelined through pinned slots by several
-//     goroutines, 2-5x the plain copy: 36-39 GB/s uploading, 34-37 GB/s
-//     downloading from 256 MiB up. Calibrate finds the thresholds for the
-//     machine in hand.
+//     from 2 MiB up they are pipelined through pinned slots by several
+//     goroutines: 1.9-2.8x the plain copy at 4.7-16 MiB, 3-6.5x from 256 MiB
+//     up, 49-53 GB/s uploading and 42-47 GB/s downloading there. Calibrate
+//     finds the thresholds for the machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //
 // docs/performance.md in the repository has every number, with the
