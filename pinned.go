@@ -2,7 +2,9 @@ package cuda
 
 import (
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -164,38 +166,47 @@ func (r *Registered[T]) Close() error {
 
 // locked records the page-locked host memory gocuda holds (PinnedBuffers
 // and Registered slices), so that transfers from it skip staging: the device
-// reads it directly.
+// reads it directly. Every transfer of ordinary memory asks, so readers
+// take no lock: writers, rare, replace the list.
 var locked struct {
-	mu     sync.RWMutex
-	ranges map[uintptr]uintptr // start -> end
+	mu     sync.Mutex // serializes writers
+	ranges atomic.Pointer[[]lockedRange]
 }
+
+type lockedRange struct{ start, end uintptr }
 
 func addLocked(p unsafe.Pointer, n uintptr) {
 	locked.mu.Lock()
 	defer locked.mu.Unlock()
-	if locked.ranges == nil {
-		locked.ranges = make(map[uintptr]uintptr)
+	var old []lockedRange
+	if r := locked.ranges.Load(); r != nil {
+		old = *r
 	}
-	locked.ranges[uintptr(p)] = uintptr(p) + n
+	ranges := append(slices.Clip(old), lockedRange{uintptr(p), uintptr(p) + n})
+	locked.ranges.Store(&ranges)
 }
 
 func removeLocked(p unsafe.Pointer) {
 	locked.mu.Lock()
 	defer locked.mu.Unlock()
-	delete(locked.ranges, uintptr(p))
+	r := locked.ranges.Load()
+	if r == nil {
+		return
+	}
+	ranges := slices.DeleteFunc(slices.Clone(*r), func(l lockedRange) bool { return l.start == uintptr(p) })
+	locked.ranges.Store(&ranges)
 }
 
 // pageLocked reports whether all of b lies in memory gocuda page-locked.
 func pageLocked(b []byte) bool {
-	if len(b) == 0 {
+	r := locked.ranges.Load()
+	if len(b) == 0 || r == nil {
 		return false
 	}
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	hi := lo + uintptr(len(b))
-	locked.mu.RLock()
-	defer locked.mu.RUnlock()
-	for start, end := range locked.ranges {
-		if lo >= start && hi <= end {
+	for _, l := range *r {
+		if lo >= l.start && hi <= l.end {
 			return true
 		}
 	}

@@ -103,7 +103,7 @@ func BenchmarkStagingPaired(b *testing.B) {
 				}
 				var staging, direct time.Duration
 				for i := 0; b.Loop(); i++ {
-					j, k := (2*i)%len(devs), (2*i+1)%len(devs)
+					j, k := pairSlots(i, len(devs))
 					if i%2 == 1 {
 						direct += plain(k)
 					}
