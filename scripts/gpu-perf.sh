@@ -11,6 +11,9 @@
 #             the pairing again with cgo: OUTDIR/stagingpaired-cgo.txt
 #   shape     the pipeline's chunk size and workers (BenchmarkPipelineShape):
 #             OUTDIR/shape.txt
+#   paired    Upload/Download against the plain copy and the plain copy against
+#             the bare driver call, transfer by transfer, purego and cgo:
+#             OUTDIR/paired-*.txt
 #   kernels   the call-overhead (trivial call, 4-byte copies), launch and SAXPY
 #             benchmarks, purego and cgo, beside bench/cref/kernelbench.c, three
 #             interleaved rounds, medians: OUTDIR/kernels.md
@@ -23,7 +26,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate] [shape] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate] [shape] [paired] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -53,6 +56,13 @@ for section in $sections; do
 		cat "$out/staging.md"
 		bin/tests-cgo/cuda.test -test.run '^$' -test.bench '^BenchmarkStagingPaired$' -test.benchtime 0.5s >"$out/stagingpaired-cgo.txt"
 		grep -E '^Benchmark' "$out/stagingpaired-cgo.txt" | grep -oE '^\S+|[0-9.]+ speedup' | paste - -
+		;;
+	paired)
+		for set in tests tests-cgo; do
+			bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(StagingPaired|CopyPaired)$' -test.benchtime 0.4s >"$out/paired-$set.txt"
+			echo "== $set"
+			grep -E '^Benchmark' "$out/paired-$set.txt" | grep -oE '^\S+|[0-9.]+ (speedup|ratio)' | paste - -
+		done
 		;;
 	shape)
 		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineShape$' -test.benchtime 0.3s >"$out/shape.txt"
