@@ -41,9 +41,9 @@
 //     2 MiB they take the driver's own path (on the H200 machine staging
 //     them whole won nothing once the data was not in the CPU's caches);
 //     from 2 MiB up they are pipelined through pinned slots by several
-//     goroutines: 1.9-2.8x the plain copy at 4.7-16 MiB, 3-6.5x from 256 MiB
-//     up, 49-53 GB/s uploading and 42-47 GB/s downloading there. Calibrate
-//     finds the thresholds for the machine in hand.
+//     goroutines: 1.2-2.8x the plain copy at 4.7-16 MiB, 2.9-8x from
+//     256 MiB up, 49-53 GB/s uploading and 42-47 GB/s downloading there.
+//     Calibrate finds the thresholds for the machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //
 // docs/performance.md in the repository has every number, with the
