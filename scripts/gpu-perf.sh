@@ -7,8 +7,7 @@
 #             three interleaved rounds (the pageable path varies run to run, in C
 #             as in Go), medians: OUTDIR/copy.md
 #   staging   the staging benchmarks beside the plain copy of the same run, and
-#             Upload/Download paired with it transfer by transfer: OUTDIR/staging.md;
-#             the pairing again with cgo: OUTDIR/stagingpaired-cgo.txt
+#             Upload/Download paired with it transfer by transfer: OUTDIR/staging.md
 #   shape     the pipeline's chunk size and workers (BenchmarkPipelineShape):
 #             OUTDIR/shape.txt
 #   paired    Upload/Download against the plain copy and the plain copy against
@@ -54,8 +53,6 @@ for section in $sections; do
 			python3 bench/stagingreport.py "$out/gostaging.txt"
 		} >"$out/staging.md"
 		cat "$out/staging.md"
-		bin/tests-cgo/cuda.test -test.run '^$' -test.bench '^BenchmarkStagingPaired$' -test.benchtime 0.5s >"$out/stagingpaired-cgo.txt"
-		grep -E '^Benchmark' "$out/stagingpaired-cgo.txt" | grep -oE '^\S+|[0-9.]+ speedup' | paste - -
 		;;
 	paired)
 		for set in tests tests-cgo; do

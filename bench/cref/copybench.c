@@ -12,26 +12,8 @@
 //
 // Arguments, if any, name the paths to run (pageable, pinned, registered).
 // Build on the GPU machine: nvcc -O2 -o copybench copybench.c -lcuda
-#include <cuda.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "cref.h"
 #include <string.h>
-#include <time.h>
-
-#define CHECK(x)                                                            \
-	do {                                                                    \
-		CUresult r_ = (x);                                                  \
-		if (r_ != CUDA_SUCCESS) {                                           \
-			fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #x, r_); \
-			exit(1);                                                        \
-		}                                                                   \
-	} while (0)
-
-static double now(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 // The sizes of the Go benchmarks (copySizes in buffer_bench_test.go).
 static const size_t sizes[] = {4, 4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10,

@@ -5,25 +5,7 @@
 //
 // Build on the GPU machine: nvcc -O2 -o kernelbench kernelbench.c -lcuda
 // Run: kernelbench testdata/kernels.ptx
-#include <cuda.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#define CHECK(x)                                                            \
-	do {                                                                    \
-		CUresult r_ = (x);                                                  \
-		if (r_ != CUDA_SUCCESS) {                                           \
-			fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #x, r_); \
-			exit(1);                                                        \
-		}                                                                   \
-	} while (0)
-
-static double now(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "cref.h"
 
 static CUstream stream;
 static CUfunction empty, saxpy;
