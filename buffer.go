@@ -25,7 +25,8 @@ type DevicePtr uint64
 // plain data: numbers, and arrays and structs of numbers.
 //
 // A DeviceBuffer is safe for use by many goroutines; the device memory it
-// names is not protected against concurrent copies into it.
+// names is not protected against concurrent copies into it. The zero
+// DeviceBuffer is not usable: its methods return ErrInvalidValue.
 type DeviceBuffer[T any] struct {
 	mem   *allocation
 	ptr   driver.DevicePtr // first element of this buffer
@@ -39,7 +40,7 @@ type allocation struct {
 	life
 	base  driver.DevicePtr
 	size  uintptr
-	owned bool // false for FromRaw: Free marks it closed and frees nothing
+	owned bool // false for FromRaw and globals: Free marks it closed and frees nothing
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -110,18 +111,17 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 		return nil, err
 	}
 	defer ctx.unbind()
-	m := &allocation{life: newLife(ctx), size: bytes, owned: true}
+	m := &allocation{size: bytes, owned: true}
 	if err := check(op, "cuMemAlloc_v2", driver.MemAlloc(ctx.handle, &m.base, bytes)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
 			ce.Detail = formatBytes(bytes) + " requested"
 		}
 		return nil, err
 	}
-	track.Add(track.DeviceBuffer)
 	base := m.base
-	m.cleanup = runtime.AddCleanup(m, func(ctx *Context) {
+	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
 		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(ctx.handle, base) })
-	}, ctx)
+	}, ctx))
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
 }
 
@@ -143,8 +143,15 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 	case ptr%DevicePtr(alignOf[T]()) != 0:
 		return nil, errorf(op, ErrInvalidValue, "pointer %#x is not aligned for %T", uint64(ptr), *new(T))
 	}
-	m := &allocation{life: newLife(ctx), base: driver.DevicePtr(ptr), size: bytes}
+	m := foreign(ctx, driver.DevicePtr(ptr), bytes)
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
+}
+
+// foreign returns the record of memory owned elsewhere.
+func foreign(ctx *Context, base driver.DevicePtr, size uintptr) *allocation {
+	m := &allocation{life: life{ctx: ctx}, base: base, size: size}
+	m.ArmUntracked()
+	return m
 }
 
 func alignOf[T any]() uintptr {
@@ -179,15 +186,26 @@ func (b *DeviceBuffer[T]) Ptr() DevicePtr {
 
 // Context returns the context the memory belongs to.
 func (b *DeviceBuffer[T]) Context() *Context {
-	if b == nil {
+	if b == nil || b.mem == nil {
 		return nil
 	}
 	return b.mem.ctx
 }
 
-func (b *DeviceBuffer[T]) enter(op string) error {
-	if b == nil {
+// valid returns the error for a nil or zero buffer.
+func (b *DeviceBuffer[T]) valid(op string) error {
+	switch {
+	case b == nil:
 		return errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	case b.mem == nil:
+		return errorf(op, ErrInvalidValue, "a zero DeviceBuffer: make one with Alloc, Zeroed, FromHost or FromRaw")
+	}
+	return nil
+}
+
+func (b *DeviceBuffer[T]) enter(op string) error {
+	if err := b.valid(op); err != nil {
+		return err
 	}
 	return b.mem.enter(op, "the device buffer")
 }
@@ -196,8 +214,11 @@ func (b *DeviceBuffer[T]) leave() { b.mem.leave() }
 
 // enterWithStream enters b and s together, checking they belong together.
 func (b *DeviceBuffer[T]) enterWithStream(op string, s *Stream) error {
-	if b == nil || s == nil {
-		return errorf(op, ErrInvalidValue, "nil buffer or stream")
+	if err := b.valid(op); err != nil {
+		return err
+	}
+	if err := s.valid(op); err != nil {
+		return err
 	}
 	if s.ctx != b.mem.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
@@ -244,11 +265,11 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 // copyHtoD makes the synchronous copy of host to the device at d, in ctx,
 // bound. From ordinary memory (pageable) the copy may return before the
 // last bytes land: work gocuda queues afterwards in the context is then
-// ordered after it (Context.legacyQueued).
+// ordered after it (Context.legacyQueue).
 func copyHtoD(op string, ctx *Context, d driver.DevicePtr, host []byte, pageable bool) error {
 	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(ctx.handle, d, hostPtr(host), uintptr(len(host))))
 	if err == nil && pageable {
-		ctx.legacyQueued()
+		ctx.legacyQueue()
 	}
 	return err
 }
@@ -283,15 +304,18 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	if b.n == 0 {
 		return nil
 	}
-	b.mem.ctx.legacyQueued()
-	return check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize())))
+	if err := check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()))); err != nil {
+		return err
+	}
+	b.mem.ctx.legacyQueue()
+	return nil
 }
 
 // CopyFromDeviceAsync queues a copy of src into the buffer on s.
 func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) error {
 	const op = "DeviceBuffer.CopyFromDeviceAsync"
-	if s == nil {
-		return errorf(op, ErrInvalidValue, "nil stream")
+	if err := s.valid(op); err != nil {
+		return err
 	}
 	if err := b.checkCopy(op, src); err != nil {
 		return err
@@ -319,8 +343,11 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 
 // checkCopy validates a copy of src into b on the device.
 func (b *DeviceBuffer[T]) checkCopy(op string, src *DeviceBuffer[T]) error {
-	if b == nil || src == nil {
-		return errorf(op, ErrInvalidValue, "nil buffer")
+	if err := b.valid(op); err != nil {
+		return err
+	}
+	if err := src.valid(op); err != nil {
+		return err
 	}
 	if src.mem.ctx != b.mem.ctx {
 		return errorf(op, ErrInvalidValue, "the buffers belong to different contexts")
@@ -380,15 +407,18 @@ func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
 // return ErrClosed.
 func (b *DeviceBuffer[T]) Slice(off, n int) (*DeviceBuffer[T], error) {
 	const op = "DeviceBuffer.Slice"
-	if b == nil {
-		return nil, errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	if err := b.valid(op); err != nil {
+		return nil, err
 	}
 	if err := b.mem.hold(op, "the device buffer"); err != nil {
 		return nil, err
 	}
 	defer b.mem.release()
-	if off < 0 || n < 0 || off > b.n || n > b.n-off {
-		return nil, errorf(op, ErrInvalidValue, "elements [%d, %d+%d) out of range of a buffer of %d", off, off, n, b.n)
+	switch {
+	case off < 0 || n < 0:
+		return nil, errorf(op, ErrInvalidValue, "offset %d and length %d: both must be zero or more", off, n)
+	case off > b.n || n > b.n-off:
+		return nil, errorf(op, ErrInvalidValue, "elements %d to %d (offset %d, length %d) are out of range of a buffer of %d", off, off+n, off, n, b.n)
 	}
 	return &DeviceBuffer[T]{mem: b.mem, ptr: b.ptr + driver.DevicePtr(uintptr(off)*sizeOf[T]()), n: n}, nil
 }
@@ -401,8 +431,8 @@ func ViewAs[U, T any](b *DeviceBuffer[T]) (*DeviceBuffer[U], error) {
 	if err := checkElem[U](op, true); err != nil {
 		return nil, err
 	}
-	if b == nil {
-		return nil, errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	if err := b.valid(op); err != nil {
+		return nil, err
 	}
 	if err := b.mem.hold(op, "the device buffer"); err != nil {
 		return nil, err
@@ -453,8 +483,8 @@ func (b *DeviceBuffer[T]) Memset32Async(v uint32, s *Stream) error {
 }
 
 func (b *DeviceBuffer[T]) memsetOn(op string, width int, v uint32, s *Stream) error {
-	if s == nil {
-		return errorf(op, ErrInvalidValue, "nil stream")
+	if err := s.valid(op); err != nil {
+		return err
 	}
 	return b.memset(op, width, v, s)
 }
@@ -485,17 +515,24 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 	}
 	n := uintptr(bytes / width)
 	if s == nil {
-		b.mem.ctx.legacyQueued()
-	} else if err := s.willQueue(op); err != nil {
+		var err error
+		switch width {
+		case 1:
+			err = check(op, "cuMemsetD8_v2", driver.MemsetD8(b.mem.ctx.handle, b.ptr, uint8(v), n))
+		case 2:
+			err = check(op, "cuMemsetD16_v2", driver.MemsetD16(b.mem.ctx.handle, b.ptr, uint16(v), n))
+		default:
+			err = check(op, "cuMemsetD32_v2", driver.MemsetD32(b.mem.ctx.handle, b.ptr, v, n))
+		}
+		if err == nil {
+			b.mem.ctx.legacyQueue()
+		}
+		return err
+	}
+	if err := s.willQueue(op); err != nil {
 		return err
 	}
 	switch {
-	case s == nil && width == 1:
-		return check(op, "cuMemsetD8_v2", driver.MemsetD8(b.mem.ctx.handle, b.ptr, uint8(v), n))
-	case s == nil && width == 2:
-		return check(op, "cuMemsetD16_v2", driver.MemsetD16(b.mem.ctx.handle, b.ptr, uint16(v), n))
-	case s == nil:
-		return check(op, "cuMemsetD32_v2", driver.MemsetD32(b.mem.ctx.handle, b.ptr, v, n))
 	case width == 1:
 		return check(op, "cuMemsetD8Async", driver.MemsetD8Async(b.mem.ctx.handle, b.ptr, uint8(v), n, s.handle))
 	case width == 2:
@@ -506,24 +543,35 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 }
 
 // Free releases the buffer's device memory, if it owns it (a buffer from
-// Alloc, Zeroed or FromHost). Every slice and view of it becomes closed.
-// Free on a slice or view, on a nil buffer, or a second time, does nothing.
-// Free waits for calls in flight on the buffer, not for queued stream work:
-// synchronize streams that use it first.
+// Alloc, Zeroed or FromHost); a FromRaw buffer's Free frees nothing. Every
+// slice and view of it becomes closed. Free on a slice or view, on a nil
+// buffer, or a second time, does nothing. Free waits for calls in flight on
+// the buffer, not for queued stream work: synchronize streams that use it
+// first. If the driver refuses, the buffer stays usable and Free may be
+// called again.
 func (b *DeviceBuffer[T]) Free() error {
-	if b == nil || !b.owner {
-		return nil
-	}
 	const op = "DeviceBuffer.Free"
-	if !b.mem.owned {
-		b.mem.mu.Lock()
-		b.mem.closed = true
-		b.mem.mu.Unlock()
+	if b == nil {
 		return nil
 	}
-	return b.mem.close(op, track.DeviceBuffer, func() error {
-		return check(op, "cuMemFree_v2", driver.MemFree(b.mem.ctx.handle, b.mem.base))
-	})
+	if err := b.valid(op); err != nil {
+		return err
+	}
+	if !b.owner {
+		return nil
+	}
+	return b.mem.free(op)
+}
+
+// free releases the allocation: the driver's memory if it is owned.
+func (m *allocation) free(op string) error {
+	if !m.owned {
+		m.Close(func() (bool, error) { return true, nil })
+		return nil
+	}
+	return m.close(op, "the device buffer", func() error {
+		return check(op, "cuMemFree_v2", driver.MemFree(m.ctx.handle, m.base))
+	}, nil)
 }
 
 func formatBytes(n uintptr) string {

@@ -2,10 +2,10 @@ package cuda
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -17,50 +17,63 @@ import (
 //
 // A Context is safe for use by many goroutines. Objects of one Context are
 // used together: passing a stream of one Context to a buffer of another is
-// an error, even when both are of the same device.
+// an error, even when both are of the same device. The zero Context is not
+// usable: its methods return ErrInvalidValue.
 type Context struct {
+	// life is held by every call made in the context (bind) and closed by
+	// Close, which waits for calls in flight; no call starts on a released
+	// context.
+	life   lifetime.Life
 	dev    Device
 	handle driver.Context
 
-	// mu is held for reading by every call made in the context, and for
-	// writing by Close, so that Close waits for calls in flight and no call
-	// starts on a released context.
-	mu      sync.RWMutex
-	closed  bool
-	cleanup runtime.Cleanup
-
-	// legacy is set while synchronous calls may have left work in flight on
-	// the context's legacy default stream (see legacyQueued).
-	legacy atomic.Bool
+	// legacyQueued counts the synchronous calls that may have left work in
+	// flight on the context's legacy default stream, each counted after the
+	// driver call returned; legacySettled is the count of those a finished
+	// synchronize of that stream has seen done (see legacyQueue).
+	legacyQueued, legacySettled atomic.Uint64
 }
 
-// legacyQueued records that a synchronous call may have returned before its
-// work on the device was done: a copy from pageable memory returns once the
-// driver has staged the bytes, a device-to-device copy or a memset once
-// queued on the legacy default stream. gocuda's streams are non-blocking,
-// not ordered after that stream, so the next work queued on one first waits
-// for it (settleLegacy). Waiting lazily, rather than after each such call,
-// keeps them as fast as the driver's.
-func (c *Context) legacyQueued() { c.legacy.Store(true) }
+// legacyQueue records that a synchronous call, just returned, may have left
+// its work on the device unfinished: a copy from pageable memory returns
+// once the driver has staged the bytes, a device-to-device copy or a memset
+// once queued on the legacy default stream. gocuda's streams are
+// non-blocking, not ordered after that stream, so the next work queued on
+// one first waits for it (settleLegacy). Waiting lazily, rather than after
+// each such call, keeps them as fast as the driver's.
+//
+// The count is taken after the call returns, and a settle reads it before
+// its synchronize starts: a settle that saw count q covers every call
+// counted up to q, whichever goroutine made it, and a goroutine's own later
+// settle always sees its own calls. (A flag cleared by one goroutine while
+// another's work was still running would not.)
+func (c *Context) legacyQueue() { c.legacyQueued.Add(1) }
 
-// settleLegacy waits for work synchronous calls left on the legacy default
-// stream, if any. Called with c bound.
+// settleLegacy waits for the work synchronous calls left on the legacy
+// default stream, if any is not yet known finished. Called with c bound.
 func (c *Context) settleLegacy(op string) error {
-	if !c.legacy.Load() {
+	q := c.legacyQueued.Load()
+	if c.legacySettled.Load() >= q {
 		return nil
 	}
-	return c.settleLegacyNow(op)
-}
-
-// settleLegacyNow waits for the work on c's legacy default stream, pending
-// or not. Called with c bound.
-func (c *Context) settleLegacyNow(op string) error {
-	c.legacy.Store(false)
 	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(c.handle, 0)); err != nil {
-		c.legacy.Store(true)
 		return err
 	}
+	c.legacyDone(q)
 	return nil
+}
+
+// legacyPending reports whether counted calls may still be in flight.
+func (c *Context) legacyPending() bool { return c.legacySettled.Load() < c.legacyQueued.Load() }
+
+// legacyDone records that the first q counted calls have finished.
+func (c *Context) legacyDone(q uint64) {
+	for {
+		old := c.legacySettled.Load()
+		if old >= q || c.legacySettled.CompareAndSwap(old, q) {
+			return
+		}
+	}
 }
 
 // NewContext retains dev's primary context: the one context per device that
@@ -70,15 +83,17 @@ func NewContext(dev Device) (*Context, error) {
 	if err := openDriver(op); err != nil {
 		return nil, err
 	}
+	if err := dev.valid(op); err != nil {
+		return nil, err
+	}
 	c := &Context{dev: dev}
 	if err := check(op, "cuDevicePrimaryCtxRetain", driver.DevicePrimaryCtxRetain(&c.handle, dev.handle)); err != nil {
 		return nil, err
 	}
-	track.Add(track.Context)
-	c.cleanup = runtime.AddCleanup(c, func(d driver.Device) {
+	c.life.Arm(track.Context, runtime.AddCleanup(c, func(d driver.Device) {
 		driver.DevicePrimaryCtxRelease(d)
 		track.Forgotten(track.Context)
-	}, dev.handle)
+	}, dev.handle))
 	return c, nil
 }
 
@@ -91,31 +106,31 @@ func (c *Context) Device() Device {
 }
 
 // Close releases the context. It waits for calls in flight in the context;
-// afterwards every method of the context and of objects made in it returns
-// ErrClosed. Close objects made in the context before the context itself:
-// the driver destroys what they hold once the last retain of the primary
-// context is released. Closing twice, or a nil Context, is a no-op.
+// calls made while it runs, and afterwards every method of the context and
+// of objects made in it, return ErrClosed. Close objects made in the
+// context before the context itself: the driver destroys what they hold
+// once the last retain of the primary context is released. Closing twice,
+// or a nil Context, is a no-op; if the driver refuses the release, the
+// context stays open and Close may be called again.
 func (c *Context) Close() error {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
+	const op = "Context.Close"
+	s, err := c.life.Close(func() (bool, error) {
+		if err := check(op, "cuDevicePrimaryCtxRelease_v2", driver.DevicePrimaryCtxRelease(c.dev.handle)); err != nil {
+			return false, stillOpen(err, "the context")
+		}
+		return true, nil
+	})
+	if s == lifetime.Zero {
+		return holdErr(op, "the Context", s)
 	}
-	c.closed = true
-	c.cleanup.Stop()
-	track.Done(track.Context)
-	return check("Context.Close", "cuDevicePrimaryCtxRelease_v2", driver.DevicePrimaryCtxRelease(c.dev.handle))
+	return err
 }
 
-// isClosed reports whether Close was called.
-func (c *Context) isClosed() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.closed
-}
+// isClosed reports whether Close released the context.
+func (c *Context) isClosed() bool { return c.life.IsClosed() }
 
 // bind holds c against Close until the matching unbind and, where the
 // driver backend does not bind in each call (purego), makes c current on the
@@ -125,10 +140,8 @@ func (c *Context) bind(op string) error {
 	if c == nil {
 		return errorf(op, ErrInvalidValue, "nil *Context")
 	}
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
-		return closed(op, "the context")
+	if err := holdErr(op, "the context", c.life.Hold()); err != nil {
+		return err
 	}
 	if driver.BindsInCall {
 		return nil
@@ -155,7 +168,7 @@ func (c *Context) unbind() {
 	if !driver.BindsInCall {
 		runtime.UnlockOSThread()
 	}
-	c.mu.RUnlock()
+	c.life.Release()
 }
 
 // Synchronize waits until the device has finished all work queued in the
@@ -166,13 +179,11 @@ func (c *Context) Synchronize() error {
 		return err
 	}
 	defer c.unbind()
-	pending := c.legacy.Swap(false)
+	q := c.legacyQueued.Load()
 	if err := check(op, "cuCtxSynchronize", driver.CtxSynchronize(c.handle)); err != nil {
-		if pending {
-			c.legacy.Store(true)
-		}
 		return err
 	}
+	c.legacyDone(q)
 	return nil
 }
 

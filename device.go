@@ -34,8 +34,9 @@ func DriverLibrary() (string, error) {
 }
 
 // DeviceCount returns the number of CUDA devices the driver sees.
-func DeviceCount() (int, error) {
-	const op = "DeviceCount"
+func DeviceCount() (int, error) { return deviceCount("DeviceCount") }
+
+func deviceCount(op string) (int, error) {
 	if err := openDriver(op); err != nil {
 		return 0, err
 	}
@@ -47,17 +48,27 @@ func DeviceCount() (int, error) {
 }
 
 // Device is a CUDA device. Its methods need no context and may be called from
-// any goroutine.
+// any goroutine. The zero Device is no device: its methods return
+// ErrInvalidValue (GetDevice returns real ones).
 type Device struct {
 	ordinal int
 	handle  driver.Device
+	ok      bool // made by GetDevice
+}
+
+// valid returns the error for a zero Device.
+func (d Device) valid(op string) error {
+	if !d.ok {
+		return errorf(op, ErrInvalidValue, "a zero Device: get one with GetDevice")
+	}
+	return nil
 }
 
 // GetDevice returns the device with the given ordinal, from 0 to
 // DeviceCount()-1.
 func GetDevice(ordinal int) (Device, error) {
 	const op = "GetDevice"
-	n, err := DeviceCount()
+	n, err := deviceCount(op)
 	if err != nil {
 		return Device{}, err
 	}
@@ -71,7 +82,7 @@ func GetDevice(ordinal int) (Device, error) {
 	if err := check(op, "cuDeviceGet", driver.DeviceGet(&h, int32(ordinal))); err != nil {
 		return Device{}, err
 	}
-	return Device{ordinal: ordinal, handle: h}, nil
+	return Device{ordinal: ordinal, handle: h, ok: true}, nil
 }
 
 // Devices returns every device the driver sees.
@@ -97,6 +108,9 @@ func (d Device) String() string { return fmt.Sprintf("cuda:%d", d.ordinal) }
 
 // Name returns the device's name, such as "NVIDIA H200".
 func (d Device) Name() (string, error) {
+	if err := d.valid("Device.Name"); err != nil {
+		return "", err
+	}
 	var buf [256]byte
 	if err := check("Device.Name", "cuDeviceGetName", driver.DeviceGetName(&buf[0], int32(len(buf)), d.handle)); err != nil {
 		return "", err
@@ -106,6 +120,9 @@ func (d Device) Name() (string, error) {
 
 // TotalMemory returns the device's memory in bytes.
 func (d Device) TotalMemory() (uint64, error) {
+	if err := d.valid("Device.TotalMemory"); err != nil {
+		return 0, err
+	}
 	var n uintptr
 	if err := check("Device.TotalMemory", "cuDeviceTotalMem_v2", driver.DeviceTotalMem(&n, d.handle)); err != nil {
 		return 0, err
@@ -128,6 +145,9 @@ func (d Device) ComputeCapability() (Version, error) {
 
 // PCIBusID returns the device's PCI address, such as "0000:1B:00.0".
 func (d Device) PCIBusID() (string, error) {
+	if err := d.valid("Device.PCIBusID"); err != nil {
+		return "", err
+	}
 	var buf [64]byte
 	if err := check("Device.PCIBusID", "cuDeviceGetPCIBusId", driver.DeviceGetPCIBusId(&buf[0], int32(len(buf)), d.handle)); err != nil {
 		return "", err
@@ -141,6 +161,9 @@ func (d Device) MultiprocessorCount() (int, error) { return d.Attribute(AttrMult
 // Attribute returns one of the device's attributes.
 func (d Device) Attribute(a Attribute) (int, error) {
 	const op = "Device.Attribute"
+	if err := d.valid(op); err != nil {
+		return 0, err
+	}
 	if a <= 0 {
 		return 0, errorf(op, ErrInvalidValue, "attribute %d does not exist", int(a))
 	}

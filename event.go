@@ -2,9 +2,11 @@ package cuda
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -21,11 +23,13 @@ const (
 
 // Event marks a point in a stream's work: once recorded, it completes when
 // the work queued before it has finished. Events time device work (see
-// ElapsedTime) and order streams (see Stream.WaitEvent).
+// ElapsedTime) and order streams (see Stream.WaitEvent). The zero Event is
+// not usable: its methods return ErrInvalidValue.
 type Event struct {
 	life
-	handle driver.Event
-	timing bool
+	handle   driver.Event
+	timing   bool
+	recorded atomic.Bool // Record has queued it at least once
 }
 
 // NewEvent creates an event in c. Without flags it can be timed.
@@ -42,15 +46,14 @@ func (c *Context) NewEvent(flags ...EventFlag) (*Event, error) {
 		return nil, err
 	}
 	defer c.unbind()
-	e := &Event{life: newLife(c), timing: f&EventDisableTiming == 0}
+	e := &Event{timing: f&EventDisableTiming == 0}
 	if err := check(op, "cuEventCreate", driver.EventCreate(c.handle, &e.handle, uint32(f))); err != nil {
 		return nil, err
 	}
-	track.Add(track.Event)
 	h := e.handle
-	e.cleanup = runtime.AddCleanup(e, func(ctx *Context) {
+	e.arm(c, track.Event, runtime.AddCleanup(e, func(ctx *Context) {
 		forgotten(ctx, track.Event, func() { driver.EventDestroy(ctx.handle, h) })
-	}, c)
+	}, c))
 	return e, nil
 }
 
@@ -61,12 +64,26 @@ func (e *Event) enter(op string) error {
 	return e.life.enter(op, "the event")
 }
 
+// valid returns the error for a nil or zero event, without holding it.
+func (e *Event) valid(op string) error {
+	if e == nil {
+		return errorf(op, ErrInvalidValue, "nil *Event")
+	}
+	if e.Status() == lifetime.Zero {
+		return holdErr(op, "the event", lifetime.Zero)
+	}
+	return nil
+}
+
 // Record captures the work queued on s so far: the event completes when that
 // work has finished. s must belong to the event's context.
 func (e *Event) Record(s *Stream) error {
 	const op = "Event.Record"
-	if e == nil || s == nil {
-		return errorf(op, ErrInvalidValue, "nil event or stream")
+	if err := e.valid(op); err != nil {
+		return err
+	}
+	if err := s.valid(op); err != nil {
+		return err
 	}
 	if s.ctx != e.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the event")
@@ -78,7 +95,11 @@ func (e *Event) Record(s *Stream) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	return check(op, "cuEventRecord", driver.EventRecord(e.ctx.handle, e.handle, s.handle))
+	if err := check(op, "cuEventRecord", driver.EventRecord(e.ctx.handle, e.handle, s.handle)); err != nil {
+		return err
+	}
+	e.recorded.Store(true)
+	return nil
 }
 
 // Synchronize waits until the event has completed. An event never recorded
@@ -109,15 +130,16 @@ func (e *Event) Query() (done bool, err error) {
 	}
 }
 
-// Close destroys the event. Closing twice, or a nil Event, is a no-op.
+// Close destroys the event. Closing twice, or a nil Event, is a no-op; if
+// the driver refuses, the event stays usable and Close may be called again.
 func (e *Event) Close() error {
 	if e == nil {
 		return nil
 	}
 	const op = "Event.Close"
-	return e.close(op, track.Event, func() error {
+	return e.close(op, "the event", func() error {
 		return check(op, "cuEventDestroy_v2", driver.EventDestroy(e.ctx.handle, e.handle))
-	})
+	}, nil)
 }
 
 // ElapsedTime returns the device time between two recorded, completed events
@@ -125,8 +147,11 @@ func (e *Event) Close() error {
 // driver's resolution is about half a microsecond.
 func ElapsedTime(start, end *Event) (time.Duration, error) {
 	const op = "ElapsedTime"
-	if start == nil || end == nil {
-		return 0, errorf(op, ErrInvalidValue, "nil event")
+	if err := start.valid(op); err != nil {
+		return 0, err
+	}
+	if err := end.valid(op); err != nil {
+		return 0, err
 	}
 	if start.ctx != end.ctx {
 		return 0, errorf(op, ErrInvalidValue, "the events belong to different contexts")
@@ -138,6 +163,14 @@ func ElapsedTime(start, end *Event) (time.Duration, error) {
 		return 0, err
 	}
 	defer leaveWith(&start.life, &end.life)
+	for _, e := range [...]struct {
+		e    *Event
+		what string
+	}{{start, "the start event"}, {end, "the end event"}} {
+		if !e.e.recorded.Load() {
+			return 0, errorf(op, ErrInvalidValue, "%s was never recorded: record both on a stream first", e.what)
+		}
+	}
 	var ms float32
 	if err := check(op, "cuEventElapsedTime", driver.EventElapsedTime(start.ctx.handle, &ms, start.handle, end.handle)); err != nil {
 		return 0, err

@@ -1,11 +1,9 @@
 package cuda
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -13,20 +11,30 @@ import (
 )
 
 // Function is a kernel of a Module. It is valid until the module is closed.
+// The zero Function is not usable: its methods return ErrInvalidValue.
 type Function struct {
 	mod    *Module
 	handle driver.Function
 	name   string
 
-	// params is what the driver says of the kernel's parameters (CUDA
-	// 12.4 and later), read at the first launch; paramsKnown is false
-	// where the driver cannot say.
-	paramsOnce  sync.Once
-	params      []paramInfo
-	paramsKnown bool
+	// params is what is known of the kernel's parameters, read at the
+	// first launch that succeeds in reading it (a failure is not kept):
+	// the count and sizes from the driver (CUDA 12.4 and later) or the
+	// PTX text, and the types from the PTX text.
+	paramsMu   sync.Mutex
+	paramsRead bool
+	params     []paramInfo
+	paramsKnown,
+	typesKnown bool
 }
 
-type paramInfo struct{ offset, size uintptr }
+// paramInfo is one kernel parameter: its size in bytes, and from PTX its
+// type's class ('u', 's', 'b' or 'f') and width (0 where unknown).
+type paramInfo struct {
+	size  uintptr
+	class byte
+	width int
+}
 
 // FunctionAttribute is a kernel attribute (CUfunction_attribute).
 type FunctionAttribute int
@@ -55,8 +63,8 @@ func (f *Function) Name() string {
 // Attribute returns one of the kernel's attributes.
 func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 	const op = "Function.Attribute"
-	if f == nil {
-		return 0, errorf(op, ErrInvalidValue, "nil *Function")
+	if err := f.valid(op); err != nil {
+		return 0, err
 	}
 	if err := f.mod.enter(op); err != nil {
 		return 0, err
@@ -74,8 +82,8 @@ func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 // shared memory.
 func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 	const op = "Function.SetAttribute"
-	if f == nil {
-		return errorf(op, ErrInvalidValue, "nil *Function")
+	if err := f.valid(op); err != nil {
+		return err
 	}
 	if value < 0 || value > math.MaxInt32 {
 		return errorf(op, ErrInvalidValue, "value %d out of range", value)
@@ -87,8 +95,30 @@ func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 	return check(op, "cuFuncSetAttribute", driver.FuncSetAttribute(f.mod.ctx.handle, f.handle, driver.FunctionAttribute(a), int32(value)))
 }
 
+// valid returns the error for a nil or zero Function.
+func (f *Function) valid(op string) error {
+	switch {
+	case f == nil:
+		return errorf(op, ErrInvalidValue, "nil *Function")
+	case f.mod == nil:
+		return errorf(op, ErrInvalidValue, "a zero Function: get one with Module.Function")
+	}
+	return nil
+}
+
 // Dim3 is a grid or block shape. Y and Z of zero mean 1.
 type Dim3 struct{ X, Y, Z int }
+
+// LinearBlock is the block size LaunchConfigFor uses.
+const LinearBlock = 256
+
+// LaunchConfigFor returns the configuration of a one-dimensional launch
+// over n elements on s: blocks of LinearBlock threads, and enough of them
+// to cover all n, the last block partly (so the kernel checks its index
+// against n). A plain Grid of n/LinearBlock would drop the tail.
+func LaunchConfigFor(n int, s *Stream) LaunchConfig {
+	return LaunchConfig{Grid: Dim3{X: (max(n, 0) + LinearBlock - 1) / LinearBlock}, Block: Dim3{X: LinearBlock}, Stream: s}
+}
 
 // LaunchConfig says how to launch a kernel.
 type LaunchConfig struct {
@@ -122,20 +152,32 @@ var paramBlocks = sync.Pool{New: func() any { return new(paramBlock) }}
 //     out, which matches C for the same fields in the same order.
 //
 // Go's int, uint and uintptr have no fixed C counterpart and are refused:
-// use int32 or int64. Where the driver can describe the kernel's parameters
-// (CUDA 12.4 and later), a wrong count or size is ErrInvalidValue before
-// anything is launched; with older drivers that is the caller's duty.
+// use int32 or int64.
+//
+// What is checked before anything is launched (ErrInvalidValue otherwise):
+// the count of arguments and each one's size, where the driver describes
+// the kernel's parameters (CUDA 12.4 and later) or the module was loaded
+// from PTX; and, for a module loaded from PTX, each one's kind, from the
+// type on the kernel's .entry line: a float32 or float64 only for a .f32
+// or .f64 parameter, an integer, DevicePtr or buffer only for an integer
+// (.u, .s or .b) one. Each buffer must belong to the kernel's context. A
+// cubin or fatbin on a driver older than 12.4 cannot be described: there
+// the count is the caller's duty, and a launch with too few arguments
+// reads zeros, never memory beyond the arguments.
 //
 // Launch returns the driver's launch error; errors in the kernel itself
 // surface at the next synchronize, as cuda.Error with the code's name.
 func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	const op = "Function.Launch"
-	if f == nil {
-		return errorf(op, ErrInvalidValue, "nil *Function")
+	if err := f.valid(op); err != nil {
+		return err
 	}
 	s := cfg.Stream
 	if s == nil {
 		return errorf(op, ErrInvalidValue, "no stream in the launch configuration")
+	}
+	if err := s.valid(op); err != nil {
+		return err
 	}
 	if s.ctx != f.mod.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the kernel's module")
@@ -156,9 +198,9 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 
 	pb := paramBlocks.Get().(*paramBlock)
 	defer paramBlocks.Put(pb)
-	// Hold the module, the stream and every buffer passed, in creation
-	// order, so that none is closed or freed under the launch. A small
-	// array keeps the common launch free of allocations.
+	// Hold the module, the stream and every buffer passed, so that none
+	// is closed or freed under the launch. A small array keeps the common
+	// launch free of allocations.
 	var heldArray [8]heldLife
 	held := append(heldArray[:0], heldLife{&f.mod.life, "the kernel's module"}, heldLife{&s.life, "the stream"})
 	held, err := f.marshal(op, pb, args, held)
@@ -176,10 +218,10 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	// A kernel without parameters gets no parameter array, as C passes it:
-	// the driver then has nothing to read.
+	// A kernel known to take no parameters gets no parameter array, as C
+	// passes it: the driver then has nothing to read.
 	var params unsafe.Pointer
-	if len(args) > 0 {
+	if len(args) > 0 || !f.paramsKnown {
 		params = unsafe.Pointer(&pb.ptrs[0])
 	}
 	r := driver.LaunchKernel(f.mod.ctx.handle, f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
@@ -194,12 +236,21 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 // marshal lays out args in pb and appends the allocations of the buffers
 // among them to held.
 func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLife) ([]heldLife, error) {
-	f.paramsOnce.Do(f.readParams)
+	if err := f.readParams(op); err != nil {
+		return nil, err
+	}
 	if f.paramsKnown && len(args) != len(f.params) {
 		return nil, errorf(op, ErrInvalidValue, "kernel %s takes %d arguments, %d given", f.name, len(f.params), len(args))
 	}
 	if len(args) > len(pb.ptrs) {
 		return nil, errorf(op, ErrInvalidValue, "%d arguments; at most %d", len(args), len(pb.ptrs))
+	}
+	if !f.paramsKnown {
+		// The count is unknown: whatever the kernel reads past the
+		// arguments given is zeros, not whatever lies beyond them.
+		for i := len(args); i < len(pb.ptrs); i++ {
+			pb.ptrs[i] = uintptr(unsafe.Pointer(&zeroParams[0]))
+		}
 	}
 	off := uintptr(0)
 	for i, a := range args {
@@ -208,7 +259,10 @@ func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLif
 		case Memory:
 			ptr, mem := v.deviceMemory()
 			if mem == nil {
-				return nil, errorf(op, ErrInvalidValue, "argument %d is a nil *DeviceBuffer", i)
+				return nil, errorf(op, ErrInvalidValue, "argument %d is a nil *DeviceBuffer, or a zero DeviceBuffer", i)
+			}
+			if mem.ctx != f.mod.ctx {
+				return nil, errorf(op, ErrInvalidValue, "argument %d is a device buffer of another context than the kernel's module (%v, the kernel's %v)", i, mem.ctx.Device(), f.mod.ctx.Device())
 			}
 			held = append(held, heldLife{&mem.life, "a device buffer passed to the kernel"})
 			err = put(f, pb, &off, i, ptr)
@@ -252,11 +306,18 @@ func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLif
 	return held, nil
 }
 
+// zeroParams is what a kernel of unknown parameter count reads past the
+// arguments it was given.
+var zeroParams [maxParamBytes]byte
+
 // put writes argument i, v, at the next offset aligned for it.
 func put[T any](f *Function, pb *paramBlock, off *uintptr, i int, v T) error {
 	size, align := unsafe.Sizeof(v), unsafe.Alignof(v)
 	at := (*off + align - 1) &^ (align - 1)
 	if err := f.checkParam(i, size, at); err != nil {
+		return err
+	}
+	if err := f.checkKind(i, isFloat(v)); err != nil {
 		return err
 	}
 	*(*T)(unsafe.Pointer(&pb.data[at])) = v
@@ -278,7 +339,7 @@ func putBytes(f *Function, pb *paramBlock, off *uintptr, i int, b []byte, align 
 }
 
 // checkParam checks argument i, of size bytes at offset at, against what
-// the driver says of the kernel, and against the parameter space.
+// is known of the kernel, and against the parameter space.
 func (f *Function) checkParam(i int, size, at uintptr) error {
 	if f.paramsKnown && f.params[i].size != size {
 		return fmt.Errorf("%d bytes, where kernel %s takes %d", size, f.name, f.params[i].size)
@@ -289,26 +350,114 @@ func (f *Function) checkParam(i int, size, at uintptr) error {
 	return nil
 }
 
-// readParams asks the driver for the kernel's parameters, where it can say
-// (cuFuncGetParamInfo, CUDA 12.4 and later).
-func (f *Function) readParams() {
-	if f.mod.enter("Function.Launch") != nil {
-		return
+// checkKind checks that a number argument i, a float or not, matches the
+// type PTX gave parameter i.
+func (f *Function) checkKind(i int, float bool) error {
+	if !f.typesKnown {
+		return nil
+	}
+	p := f.params[i]
+	switch {
+	case float && p.class != 'f' && p.class != 'b':
+		return fmt.Errorf("a floating-point value, where kernel %s takes .%c%d (an integer or pointer)", f.name, p.class, p.width)
+	case !float && p.class == 'f':
+		return fmt.Errorf("an integer or pointer, where kernel %s takes .f%d (floating point)", f.name, p.width)
+	}
+	return nil
+}
+
+func isFloat(v any) bool {
+	switch v.(type) {
+	case float32, float64:
+		return true
+	}
+	return false
+}
+
+// readParams learns the kernel's parameters, once it succeeds: their
+// count and sizes from the driver (cuFuncGetParamCount and
+// cuFuncGetParamInfo), or, from a driver too old to say, from the PTX the
+// module was loaded from; their types from that PTX. A failure is returned
+// and not kept: the next launch asks again.
+func (f *Function) readParams(op string) error {
+	f.paramsMu.Lock()
+	defer f.paramsMu.Unlock()
+	if f.paramsRead {
+		return nil
+	}
+	if err := f.mod.enter(op); err != nil {
+		return err
 	}
 	defer f.mod.leave()
-	for i := uintptr(0); ; i++ {
-		var p paramInfo
-		switch r := driver.FuncGetParamInfo(f.mod.ctx.handle, f.handle, i, &p.offset, &p.size); r {
-		case driver.Success:
-			f.params = append(f.params, p)
-		case driver.ErrorInvalidValue: // past the last parameter
-			f.paramsKnown = true
-			return
-		default: // an older driver: the caller's duty
-			f.params = nil
-			return
+	ptx, fromPTX := f.mod.params[f.name]
+	params, known, err := f.driverParams(op)
+	if err != nil {
+		return err
+	}
+	switch {
+	case known && fromPTX && len(ptx) == len(params):
+		for i := range params {
+			params[i].class, params[i].width = ptx[i].class, ptx[i].width
+		}
+		f.typesKnown = true
+	case !known && fromPTX:
+		params, known = make([]paramInfo, len(ptx)), true
+		for i, p := range ptx {
+			params[i] = paramInfo{size: p.size, class: p.class, width: p.width}
+		}
+		f.typesKnown = true
+	}
+	f.params, f.paramsKnown, f.paramsRead = params, known, true
+	return nil
+}
+
+// driverParams asks the driver for the kernel's parameters; known is false
+// where the driver cannot say (older than CUDA 12.4).
+func (f *Function) driverParams(op string) (params []paramInfo, known bool, err error) {
+	ctx := f.mod.ctx.handle
+	var n uintptr
+	r := driver.FuncGetParamCount(ctx, f.handle, &n)
+	switch {
+	case r == driver.ResultMissingSymbol || r == driver.ErrorNotSupported:
+		// Before CUDA 13: the list ends where cuFuncGetParamInfo says
+		// CUDA_ERROR_INVALID_VALUE, which cannot be told from a
+		// failure; readParams checks the count against PTX, where it can.
+		for i := uintptr(0); ; i++ {
+			var off, size uintptr
+			switch r := driver.FuncGetParamInfo(ctx, f.handle, i, &off, &size); r {
+			case driver.Success:
+				params = append(params, paramInfo{size: size})
+			case driver.ErrorInvalidValue:
+				if ptx, ok := f.mod.params[f.name]; ok && len(ptx) != len(params) {
+					return nil, false, errorf(op, ErrInvalidValue, "kernel %s: the driver listed %d parameters, its PTX %d; try again", f.name, len(params), len(ptx))
+				}
+				return params, true, nil
+			case driver.ResultMissingSymbol, driver.ErrorNotSupported:
+				return nil, false, nil
+			default:
+				return nil, false, paramErr(op, "cuFuncGetParamInfo", r, f.name)
+			}
+		}
+	case r != driver.Success:
+		return nil, false, paramErr(op, "cuFuncGetParamCount", r, f.name)
+	}
+	if n > maxParamBytes {
+		return nil, false, errorf(op, ErrInvalidValue, "kernel %s: the driver says it takes %d parameters", f.name, n)
+	}
+	params = make([]paramInfo, n)
+	for i := range params {
+		var off uintptr
+		if r := driver.FuncGetParamInfo(ctx, f.handle, uintptr(i), &off, &params[i].size); r != driver.Success {
+			return nil, false, paramErr(op, "cuFuncGetParamInfo", r, f.name)
 		}
 	}
+	return params, true, nil
+}
+
+func paramErr(op, call string, r driver.Result, kernel string) error {
+	err := check(op, call, r).(*Error)
+	err.Detail = "reading the parameters of kernel " + kernel + " (nothing was launched)"
+	return err
 }
 
 // plainBytes returns the bytes and alignment of a number, or of an array or
@@ -333,27 +482,4 @@ func plainBytes(a any) ([]byte, uintptr, error) {
 	return unsafe.Slice((*byte)(p.UnsafePointer()), t.Size()), uintptr(t.Align()), nil
 }
 
-type heldLife struct {
-	l    *life
-	what string
-}
 
-// holdAll holds each life, in creation order, once, and returns the lives
-// held, for releaseAll.
-func holdAll(op string, lives []heldLife) ([]heldLife, error) {
-	slices.SortFunc(lives, func(a, b heldLife) int { return cmp.Compare(a.l.id, b.l.id) })
-	lives = slices.CompactFunc(lives, func(a, b heldLife) bool { return a.l == b.l })
-	for i, h := range lives {
-		if err := h.l.hold(op, h.what); err != nil {
-			releaseAll(lives[:i])
-			return nil, err
-		}
-	}
-	return lives, nil
-}
-
-func releaseAll(lives []heldLife) {
-	for _, h := range lives {
-		h.l.release()
-	}
-}

@@ -3,37 +3,52 @@ package cuda
 import (
 	"errors"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
-// life is the part every object made in a context shares: the context, and
-// a lock that makes Close wait for calls in flight and stops calls after it.
+// life is what every object made in a context shares: the context, and the
+// lifetime that makes Close wait for calls in flight and refuses calls
+// after it (internal/lifetime says why holds never wait, and the one rule
+// that keeps Close from deadlocking).
+//
+// Order of holds, where a call holds several: the objects it was given,
+// then their context (bind). Holds never wait, so the order is for reading,
+// not for safety; Close waits for holds, so no Close runs while its caller
+// holds the object or the object's context (Context.Do's fn must not close
+// its context; Module.Close closes its globals before it binds the context).
 type life struct {
-	ctx     *Context
-	id      uint64 // creation order, for locking two objects in a fixed order
-	mu      sync.RWMutex
-	closed  bool
-	cleanup runtime.Cleanup // the backstop for an object nobody closed
+	lifetime.Life
+	ctx *Context
 }
 
-var lifeIDs atomic.Uint64
-
-func newLife(ctx *Context) life { return life{ctx: ctx, id: lifeIDs.Add(1)} }
+// arm records a resource just made in ctx, with its cleanup backstop.
+func (l *life) arm(ctx *Context, kind track.Kind, cleanup runtime.Cleanup) {
+	l.ctx = ctx
+	l.Arm(kind, cleanup)
+}
 
 // hold keeps l open until release. what names the object in errors.
 func (l *life) hold(op, what string) error {
-	l.mu.RLock()
-	if l.closed {
-		l.mu.RUnlock()
+	if l == nil {
+		return errorf(op, ErrInvalidValue, "nil %s", what)
+	}
+	return holdErr(op, what, l.Hold())
+}
+
+// holdErr is the error for a Hold that found s.
+func holdErr(op, what string, s lifetime.Status) error {
+	switch s {
+	case lifetime.Zero:
+		return errorf(op, ErrInvalidValue, "%s is a zero value, not made by this package's constructors", what)
+	case lifetime.Closed:
 		return closed(op, what)
 	}
 	return nil
 }
 
-func (l *life) release() { l.mu.RUnlock() }
+func (l *life) release() { l.Release() }
 
 // enter holds l and binds its context, until leave.
 func (l *life) enter(op, what string) error {
@@ -53,23 +68,13 @@ func (l *life) leave() {
 }
 
 // enterWith is enter for an operation on two objects, a and b, of which a's
-// context is bound. The objects are held in creation order, so that two
-// goroutines doing the same to both never wait on each other.
+// context is bound.
 func enterWith(op string, a *life, aWhat string, b *life, bWhat string) error {
-	if a == b {
-		// One object in two roles (two slices of one allocation): a read
-		// lock taken twice could wait on a pending Close forever.
-		return a.enter(op, aWhat)
-	}
-	first, fWhat, second, sWhat := a, aWhat, b, bWhat
-	if b.id < a.id {
-		first, fWhat, second, sWhat = b, bWhat, a, aWhat
-	}
-	if err := first.hold(op, fWhat); err != nil {
+	if err := a.hold(op, aWhat); err != nil {
 		return err
 	}
-	if err := second.hold(op, sWhat); err != nil {
-		first.release()
+	if err := b.hold(op, bWhat); err != nil {
+		a.release()
 		return err
 	}
 	if err := a.ctx.bind(op); err != nil {
@@ -83,31 +88,77 @@ func enterWith(op string, a *life, aWhat string, b *life, bWhat string) error {
 func leaveWith(a, b *life) {
 	a.ctx.unbind()
 	a.release()
-	if b != a {
-		b.release()
+	b.release()
+}
+
+type heldLife struct {
+	l    *life
+	what string
+}
+
+// holdAll holds each life, in order, and returns them for releaseAll.
+func holdAll(op string, lives []heldLife) ([]heldLife, error) {
+	for i, h := range lives {
+		if err := h.l.hold(op, h.what); err != nil {
+			releaseAll(lives[:i])
+			return nil, err
+		}
+	}
+	return lives, nil
+}
+
+func releaseAll(lives []heldLife) {
+	for _, h := range lives {
+		h.l.release()
 	}
 }
 
-// close marks l closed, waiting for calls in flight, and runs free with the
-// context bound. Closing twice is a no-op. When the context was closed
-// first, the driver already released what the object held.
-func (l *life) close(op string, kind track.Kind, free func() error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil
-	}
-	l.closed = true
-	l.cleanup.Stop()
-	track.Done(kind)
-	if err := l.ctx.bind(op); err != nil {
-		if errors.Is(err, ErrClosed) {
-			return nil
+// close releases the object with free, run with the context bound, once:
+// after a failure of the bind or of free the object stays open and owned,
+// its backstop armed, and close may be called again. When the context was
+// closed first, the driver already released what the object held. gone,
+// if not nil, runs once the resource is released either way (to forget
+// what gocuda kept of it). what names the object in errors; closing a
+// closed object is a no-op.
+func (l *life) close(op, what string, free func() error, gone func()) error {
+	s, err := l.Close(func() (bool, error) {
+		if err := l.ctx.bind(op); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				return false, stillOpen(err, what)
+			}
+		} else {
+			err := free()
+			l.ctx.unbind()
+			if err != nil {
+				return false, stillOpen(err, what)
+			}
 		}
-		return err
+		if gone != nil {
+			gone()
+		}
+		return true, nil
+	})
+	if s == lifetime.Zero {
+		return holdErr(op, what, s)
 	}
-	defer l.ctx.unbind()
-	return free()
+	return err
+}
+
+// stillOpen adds to a failed release's error that the object is still
+// owned, and may be closed again.
+func stillOpen(err error, what string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Detail = join(e.Detail, what+" is still open: close it again, or close its context")
+	}
+	return err
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // forgotten is the cleanup backstop of an object nobody closed: it binds the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -16,10 +17,13 @@ import (
 type Module struct {
 	life
 	handle driver.Module
+	params map[string][]ptxParam // each kernel's parameters, from PTX text
 
 	// globals are the allocation records of the DeviceBuffers Global
-	// handed out: they die with the module.
-	globals []*allocation
+	// handed out: they die with the module. globalsMu guards the list
+	// (Global is called concurrently, each holding the module).
+	globalsMu sync.Mutex
+	globals   []*allocation
 }
 
 // JITOption tunes the driver's compilation of PTX when a module is loaded.
@@ -85,7 +89,10 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 		return nil, err
 	}
 	defer c.unbind()
-	m := &Module{life: newLife(c)}
+	m := &Module{}
+	if !isBinary {
+		m.params = parsePTXParams(image)
+	}
 	r := driver.ModuleLoadDataEx(c.handle, &m.handle, unsafe.Pointer(&image[0]), uint32(len(keys)), unsafe.Pointer(&keys[0]), unsafe.Pointer(&values[0]))
 	runtime.KeepAlive(errLog)
 	runtime.KeepAlive(infoLog)
@@ -98,11 +105,10 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 		}
 		return nil, err
 	}
-	track.Add(track.Module)
 	h := m.handle
-	m.cleanup = runtime.AddCleanup(m, func(ctx *Context) {
+	m.arm(c, track.Module, runtime.AddCleanup(m, func(ctx *Context) {
 		forgotten(ctx, track.Module, func() { driver.ModuleUnload(ctx.handle, h) })
-	}, c)
+	}, c))
 	return m, nil
 }
 
@@ -153,24 +159,30 @@ func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
 	if elem == 0 || size%elem != 0 {
 		return nil, errorf(op, ErrInvalidValue, "global %s has %d bytes, not a whole number of %T", name, size, *new(T))
 	}
-	mem := &allocation{life: newLife(m.ctx), base: ptr, size: size}
+	mem := foreign(m.ctx, ptr, size)
+	m.globalsMu.Lock()
 	m.globals = append(m.globals, mem)
+	m.globalsMu.Unlock()
 	return &DeviceBuffer[T]{mem: mem, ptr: ptr, n: int(size / elem)}, nil
 }
 
 // Close unloads the module; its Functions and globals become unusable.
-// Closing twice, or a nil Module, is a no-op.
+// Closing twice, or a nil Module, is a no-op. The globals are closed first
+// (waiting for copies in flight); if the driver then refuses to unload, the
+// module stays usable, its globals closed, and Close may be called again.
 func (m *Module) Close() error {
 	if m == nil {
 		return nil
 	}
 	const op = "Module.Close"
-	return m.close(op, track.Module, func() error {
-		for _, g := range m.globals {
-			g.mu.Lock()
-			g.closed = true
-			g.mu.Unlock()
+	return m.close(op, "the module", func() error {
+		m.globalsMu.Lock()
+		globals := m.globals
+		m.globals = nil
+		m.globalsMu.Unlock()
+		for _, g := range globals {
+			g.free(op)
 		}
 		return check(op, "cuModuleUnload", driver.ModuleUnload(m.ctx.handle, m.handle))
-	})
+	}, nil)
 }

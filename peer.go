@@ -9,6 +9,12 @@ import (
 // CanAccessPeer reports whether d can read and write peer's memory directly
 // (over NVLink or PCIe peer-to-peer), once peer access is enabled.
 func (d Device) CanAccessPeer(peer Device) (bool, error) {
+	if err := d.valid("Device.CanAccessPeer"); err != nil {
+		return false, err
+	}
+	if err := peer.valid("Device.CanAccessPeer"); err != nil {
+		return false, err
+	}
 	var can int32
 	if err := check("Device.CanAccessPeer", "cuDeviceCanAccessPeer", driver.DeviceCanAccessPeer(&can, d.handle, peer.handle)); err != nil {
 		return false, err
@@ -80,12 +86,10 @@ func samePeerCheck(op string, c, peer *Context) error {
 	return peer.holdOpen(op)
 }
 
-// holdOpen reports ErrClosed for a closed context.
+// holdOpen reports ErrClosed for a closed context, ErrInvalidValue for a
+// zero one.
 func (c *Context) holdOpen(op string) error {
-	if c.isClosed() {
-		return closed(op, "the peer context")
-	}
-	return nil
+	return holdErr(op, "the peer context", c.life.Status())
 }
 
 // PeerPath says how CopyPeer moved data.
@@ -125,8 +129,11 @@ func CopyPeerAsync[T any](dst, src *DeviceBuffer[T], s *Stream) (PeerPath, error
 }
 
 func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath, error) {
-	if dst == nil || src == nil {
-		return 0, errorf(op, ErrInvalidValue, "nil buffer")
+	if err := dst.valid(op); err != nil {
+		return 0, err
+	}
+	if err := src.valid(op); err != nil {
+		return 0, err
 	}
 	if err := dst.lengthsMatch(op, "src", src.n); err != nil {
 		return 0, err
@@ -147,7 +154,7 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 	// Work gocuda's synchronous calls left on the source context's legacy
 	// stream (a memset filling src, say) is not ordered before a copy in
 	// dst's context: wait for it first.
-	if sctx != dctx && sctx.legacy.Load() {
+	if sctx != dctx && sctx.legacyPending() {
 		if err := sctx.bind(op); err != nil {
 			return 0, err
 		}
@@ -176,7 +183,8 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 		if err := check(op, "cuMemcpyPeer", driver.MemcpyPeer(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n)); err != nil {
 			return path, err
 		}
-		return path, dctx.settleLegacyNow(op)
+		dctx.legacyQueue()
+		return path, dctx.settleLegacy(op)
 	}
 	if err := s.willQueue(op); err != nil {
 		return 0, err

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -37,31 +38,25 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 		return nil, err
 	}
 	defer ctx.unbind()
-	b := &PinnedBuffer[T]{life: newLife(ctx)}
+	b := &PinnedBuffer[T]{}
 	if err := check(op, "cuMemHostAlloc", driver.MemHostAlloc(ctx.handle, &b.p, bytes, driver.MemHostAllocPortable)); err != nil {
 		return nil, err
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
 	clear(b.data)
 	addLocked(b.p, bytes)
-	track.Add(track.PinnedBuffer)
 	p := b.p
-	b.cleanup = runtime.AddCleanup(b, func(ctx *Context) {
+	b.arm(ctx, track.PinnedBuffer, runtime.AddCleanup(b, func(ctx *Context) {
 		removeLocked(p)
 		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(ctx.handle, p) })
-	}, ctx)
+	}, ctx))
 	return b, nil
 }
 
 // Data returns the buffer's memory as a slice, or nil after Free. The slice
 // must not be used after Free.
 func (b *PinnedBuffer[T]) Data() []T {
-	if b == nil {
-		return nil
-	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
+	if b == nil || b.Status() != lifetime.Held {
 		return nil
 	}
 	return b.data
@@ -75,16 +70,17 @@ func (b *PinnedBuffer[T]) Len() int {
 	return len(b.data)
 }
 
-// Free releases the memory. Freeing twice, or a nil buffer, does nothing.
+// Free releases the memory. Freeing twice, or a nil buffer, does nothing;
+// if the driver refuses, the buffer stays usable and Free may be called
+// again.
 func (b *PinnedBuffer[T]) Free() error {
 	if b == nil {
 		return nil
 	}
 	const op = "PinnedBuffer.Free"
-	return b.close(op, track.PinnedBuffer, func() error {
-		removeLocked(b.p)
+	return b.close(op, "the pinned buffer", func() error {
 		return check(op, "cuMemFreeHost", driver.MemFreeHost(b.ctx.handle, b.p))
-	})
+	}, func() { removeLocked(b.p) })
 }
 
 // Registered is ordinary Go memory page-locked in place, so the device
@@ -115,7 +111,7 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 		return nil, err
 	}
 	defer ctx.unbind()
-	r := &Registered[T]{life: newLife(ctx), p: hostPtr(s), n: len(s), pinner: new(runtime.Pinner)}
+	r := &Registered[T]{p: hostPtr(s), n: len(s), pinner: new(runtime.Pinner)}
 	r.pinner.Pin(unsafe.SliceData(s))
 	if res := driver.MemHostRegister(ctx.handle, r.p, bytes, driver.MemHostRegisterPortable); res != driver.Success {
 		r.pinner.Unpin()
@@ -126,13 +122,12 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 		return nil, err
 	}
 	addLocked(r.p, bytes)
-	track.Add(track.Registered)
 	p, pinner := r.p, r.pinner
-	r.cleanup = runtime.AddCleanup(r, func(ctx *Context) {
+	r.arm(ctx, track.Registered, runtime.AddCleanup(r, func(ctx *Context) {
 		removeLocked(p)
 		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(ctx.handle, p) })
 		pinner.Unpin()
-	}, ctx)
+	}, ctx))
 	return r, nil
 }
 
@@ -145,23 +140,19 @@ func (r *Registered[T]) Len() int {
 }
 
 // Close unregisters the memory. Closing twice, or a nil Registered, does
-// nothing.
+// nothing; if the driver refuses, the memory stays registered and pinned,
+// and Close may be called again.
 func (r *Registered[T]) Close() error {
 	if r == nil {
 		return nil
 	}
 	const op = "Registered.Close"
-	err := r.close(op, track.Registered, func() error {
-		removeLocked(r.p)
+	return r.close(op, "the registered memory", func() error {
 		return check(op, "cuMemHostUnregister", driver.MemHostUnregister(r.ctx.handle, r.p))
-	})
-	r.mu.Lock()
-	if r.pinner != nil {
+	}, func() {
+		removeLocked(r.p)
 		r.pinner.Unpin()
-		r.pinner = nil
-	}
-	r.mu.Unlock()
-	return err
+	})
 }
 
 // locked records the page-locked host memory gocuda holds (PinnedBuffers

@@ -1,13 +1,12 @@
 package cuda
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/gocuda/cuda/internal/driver"
 )
 
 // StagingGranularity is the step in which a StagingBuffer's pinned memory
@@ -87,26 +86,43 @@ type StagingStats struct {
 //
 // The zero value is ready to use and pins nothing until its first transfer
 // or Reserve; NewStagingBuffer pins memory up front. Memory grows to the
-// largest transfer staged and is kept until ShrinkToFit or Close.
+// largest transfer staged and is kept until ShrinkToFit or Close. After
+// NewStagingBuffer(ctx, n) or Reserve(ctx, n), no transfer of at most n
+// bytes page-locks memory again, by any route: the pipeline then works in
+// slots cut from the memory held.
 //
 // Every transfer is ordered after the work already queued on the stream
 // given. Downloads return once the data is in host memory; uploads once it
 // is on the device or, for ordinary memory taken straight to the driver,
 // once the driver holds it and everything gocuda queues afterwards in the
-// context is ordered after it, as with CopyFromHost.
+// context is ordered after it, as with CopyFromHost. A transfer that fails
+// returns only once no copy it queued still reads or writes the pinned
+// memory; where that cannot be known (the wait fails too), the memory is
+// set aside, never reused, and released by Close.
 //
-// A StagingBuffer is not safe for concurrent use, like bytes.Buffer: the
+// A StagingBuffer is for one goroutine at a time, like bytes.Buffer: the
 // slice DownloadInto returns is the buffer's own memory, valid only until
 // the next call, which no lock could keep meaningful between goroutines.
-// Give each goroutine its own.
+// Give each goroutine its own. A transfer, Reserve, ShrinkToFit or Close
+// made while another is under way returns an error wrapping
+// ErrInvalidValue; the settings and Stats may be read and set at any time.
 type StagingBuffer struct {
-	mem      *PinnedBuffer[byte]
+	busy atomic.Bool // a transfer, Reserve, ShrinkToFit or Close is under way
+
+	// mu guards the settings and the counters, which Stats and the
+	// setters reach from any goroutine.
+	mu       sync.Mutex
 	stageMax [2]int // by Direction
 	stageSet [2]bool
 	pipe     StagingPipeline
 	pipeSet  bool
 	stats    StagingStats
-	events   []*Event // one per pipeline slot, in evCtx
+	capacity int // pinned bytes held
+
+	// Owned by the call that set busy.
+	mem      *PinnedBuffer[byte]
+	retired  []retiredMem // memory a failed transfer's copies may still use
+	events   []*Event     // one per pipeline slot, in evCtx
 	evCtx    *Context
 	copyWait atomic.Int32
 }
@@ -116,26 +132,63 @@ type StagingBuffer struct {
 // millisecond-scale page-locking stays out of the steady-state loop.
 func NewStagingBuffer(ctx *Context, bytes int) (*StagingBuffer, error) {
 	sb := new(StagingBuffer)
-	if err := sb.reserve("NewStagingBuffer", ctx, bytes); err != nil {
+	if err := sb.Reserve(ctx, bytes); err != nil {
 		return nil, err
 	}
 	return sb, nil
 }
 
-// Capacity returns the pinned memory held, in bytes: 0 before first use.
-func (sb *StagingBuffer) Capacity() int {
-	if sb == nil || sb.mem == nil {
-		return 0
+// acquire marks sb in use by one call, until done.
+func (sb *StagingBuffer) acquire(op string) error {
+	if sb == nil {
+		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
 	}
-	return sb.mem.Len()
+	if !sb.busy.CompareAndSwap(false, true) {
+		return errorf(op, ErrInvalidValue, "the staging buffer is in use by another call: a StagingBuffer is for one goroutine at a time")
+	}
+	return nil
 }
 
-// Stats returns the usage counters.
+func (sb *StagingBuffer) done() { sb.busy.Store(false) }
+
+// Capacity returns the pinned memory held, in bytes: 0 before first use.
+// While a transfer is under way it reports the memory held before it.
+func (sb *StagingBuffer) Capacity() int {
+	if sb == nil {
+		return 0
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.capacity
+}
+
+// Stats returns the usage counters. Each counts transfers that succeeded.
 func (sb *StagingBuffer) Stats() StagingStats {
 	if sb == nil {
 		return StagingStats{}
 	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
 	return sb.stats
+}
+
+// count records a transfer that succeeded.
+func (sb *StagingBuffer) count(r route, d Direction, bytes int) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	switch r {
+	case routeStaged:
+		sb.stats.Staged++
+	case routePipelined:
+		sb.stats.Pipelined++
+	default:
+		sb.stats.Direct++
+	}
+	if d == HostToDevice {
+		sb.stats.BytesUp += int64(bytes)
+	} else {
+		sb.stats.BytesDown += int64(bytes)
+	}
 }
 
 // AutoStageMaxBytes returns the size up to which Upload and Download stage
@@ -159,35 +212,34 @@ func (sb *StagingBuffer) SetAutoStageMaxBytes(bytes int) {
 // driver's own pageable path is hard to beat uploading small slices and
 // easy to beat downloading them.
 func (sb *StagingBuffer) StageMaxBytes(d Direction) int {
-	if sb == nil || !sb.stageSet[d&1] {
-		return defaults().stageMax[d&1]
-	}
-	return sb.stageMax[d&1]
+	return sb.settings().stageMax[d&1]
 }
 
 // SetStageMaxBytes sets the threshold of one direction (see
-// SetAutoStageMaxBytes).
+// SetAutoStageMaxBytes). On a nil StagingBuffer it does nothing.
 func (sb *StagingBuffer) SetStageMaxBytes(d Direction, bytes int) {
+	if sb == nil {
+		return
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
 	sb.stageMax[d&1], sb.stageSet[d&1] = max(bytes, 0), true
 }
 
 // Pipeline returns the configuration of the pipelined path.
-func (sb *StagingBuffer) Pipeline() StagingPipeline {
-	if sb == nil || !sb.pipeSet {
-		return defaults().pipe
-	}
-	return sb.pipe
-}
+func (sb *StagingBuffer) Pipeline() StagingPipeline { return sb.settings().pipe }
 
 // SetPipeline configures the pipelined path. It returns ErrInvalidValue,
 // and changes nothing, if a field is out of range.
 func (sb *StagingBuffer) SetPipeline(p StagingPipeline) error {
 	const op = "StagingBuffer.SetPipeline"
 	switch {
+	case sb == nil:
+		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
 	case p.MinBytes <= 0:
 		return errorf(op, ErrInvalidValue, "MinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.MinBytes)
 	case p.ChunkBytes < StagingGranularity || p.ChunkBytes%StagingGranularity != 0:
-		return errorf(op, ErrInvalidValue, "ChunkBytes %d: want a multiple of %d", p.ChunkBytes, StagingGranularity)
+		return errorf(op, ErrInvalidValue, "ChunkBytes %d: want a positive multiple of %d", p.ChunkBytes, StagingGranularity)
 	case p.Slots < 2 || p.Slots > 16:
 		return errorf(op, ErrInvalidValue, "Slots %d: want 2 to 16", p.Slots)
 	case p.Workers < 1 || p.Workers > maxCopyWorkers:
@@ -195,22 +247,52 @@ func (sb *StagingBuffer) SetPipeline(p StagingPipeline) error {
 	case p.ChunkBytes > math.MaxInt/p.Slots:
 		return errorf(op, ErrInvalidValue, "%d slots of %d bytes overflow", p.Slots, p.ChunkBytes)
 	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
 	sb.pipe, sb.pipeSet = p, true
 	return nil
+}
+
+// stagingSettings are a StagingBuffer's thresholds and pipeline, read once
+// per transfer.
+type stagingSettings struct {
+	stageMax [2]int
+	pipe     StagingPipeline
+}
+
+func (sb *StagingBuffer) settings() stagingSettings {
+	st := defaults()
+	if sb == nil {
+		return st
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	for d := range sb.stageMax {
+		if sb.stageSet[d] {
+			st.stageMax[d] = sb.stageMax[d]
+		}
+	}
+	if sb.pipeSet {
+		st.pipe = sb.pipe
+	}
+	return st
 }
 
 // Reserve makes sure at least bytes of pinned memory are held, allocating
 // in ctx (the memory is portable: every context can use it). It only grows:
 // a smaller request does nothing. Growth rounds up to StagingGranularity and
-// discards what the memory held.
+// discards what the memory held: the old memory is freed first, and if the
+// new allocation then fails the buffer holds none.
 func (sb *StagingBuffer) Reserve(ctx *Context, bytes int) error {
-	return sb.reserve("StagingBuffer.Reserve", ctx, bytes)
+	const op = "StagingBuffer.Reserve"
+	if err := sb.acquire(op); err != nil {
+		return err
+	}
+	defer sb.done()
+	return sb.reserve(op, ctx, bytes)
 }
 
 func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
-	if sb == nil {
-		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
-	}
 	if bytes <= 0 {
 		return errorf(op, ErrInvalidValue, "%d bytes; want a positive size", bytes)
 	}
@@ -220,14 +302,34 @@ func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
 	if sb.usable() && sb.mem.Len() >= bytes {
 		return nil
 	}
+	if err := sb.freeMem(); err != nil {
+		return err
+	}
 	rounded := (bytes + StagingGranularity - 1) / StagingGranularity * StagingGranularity
 	mem, err := AllocPinned[byte](ctx, rounded)
 	if err != nil {
 		return err
 	}
-	sb.mem.Free()
 	sb.mem = mem
+	sb.mu.Lock()
 	sb.stats.Allocations++
+	sb.capacity = rounded
+	sb.mu.Unlock()
+	return nil
+}
+
+// freeMem frees the pinned memory held, if any.
+func (sb *StagingBuffer) freeMem() error {
+	if sb.mem == nil {
+		return nil
+	}
+	if err := sb.mem.Free(); err != nil {
+		return err
+	}
+	sb.mem = nil
+	sb.mu.Lock()
+	sb.capacity = 0
+	sb.mu.Unlock()
 	return nil
 }
 
@@ -240,30 +342,49 @@ func (sb *StagingBuffer) usable() bool {
 // ShrinkToFit releases the pinned memory; capacity returns to 0 and the
 // counters stay. The next transfer pins again.
 func (sb *StagingBuffer) ShrinkToFit() error {
-	if sb == nil || sb.mem == nil {
-		return nil
-	}
-	err := sb.mem.Free()
-	sb.mem = nil
-	return err
-}
-
-// Close releases everything the staging buffer holds. It may be used again
-// afterwards, as a zero StagingBuffer.
-func (sb *StagingBuffer) Close() error {
+	const op = "StagingBuffer.ShrinkToFit"
 	if sb == nil {
 		return nil
 	}
-	err := sb.ShrinkToFit()
-	sb.closeEvents()
-	return err
+	if err := sb.acquire(op); err != nil {
+		return err
+	}
+	defer sb.done()
+	return sb.freeMem()
 }
 
-func (sb *StagingBuffer) closeEvents() {
-	for _, e := range sb.events {
-		e.Close()
+// Close releases everything the staging buffer holds. It may be used again
+// afterwards, as a zero StagingBuffer. If a release fails, what was not
+// released is kept and Close may be called again.
+func (sb *StagingBuffer) Close() error {
+	const op = "StagingBuffer.Close"
+	if sb == nil {
+		return nil
 	}
-	sb.events, sb.evCtx = nil, nil
+	if err := sb.acquire(op); err != nil {
+		return err
+	}
+	defer sb.done()
+	return errors.Join(sb.freeMem(), sb.freeRetired(op), sb.closeEvents())
+}
+
+// closeEvents closes the pipeline's events, keeping those whose Close
+// failed.
+func (sb *StagingBuffer) closeEvents() error {
+	var errs []error
+	kept := sb.events[:0]
+	for _, e := range sb.events {
+		if err := e.Close(); err != nil {
+			errs = append(errs, err)
+			kept = append(kept, e)
+		}
+	}
+	clear(sb.events[len(kept):])
+	sb.events = kept
+	if len(kept) == 0 {
+		sb.events, sb.evCtx = nil, nil
+	}
+	return errors.Join(errs...)
 }
 
 // staging returns n bytes of pinned memory, growing it in ctx if needed.
@@ -276,28 +397,19 @@ func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error)
 	return sb.mem.Data()[:n], nil
 }
 
-// stagingDefaults are the thresholds a StagingBuffer starts with.
-type stagingDefaults struct {
-	stageMax [2]int
-	pipe     StagingPipeline
-}
-
-var defaults = sync.OnceValue(func() stagingDefaults {
-	return stagingDefaults{
+var defaults = sync.OnceValue(func() stagingSettings {
+	return stagingSettings{
 		stageMax: [2]int{DefaultUploadStageMaxBytes, DefaultDownloadStageMaxBytes},
 		pipe:     DefaultStagingPipeline(),
 	}
 })
 
 // checkTransfer validates a transfer of n elements of T against buf.
-func checkTransfer[T any](op string, sb *StagingBuffer, buf *DeviceBuffer[T], n int, s *Stream) error {
-	if sb == nil {
-		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
-	}
+func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) error {
 	// T needs no check of its own: only a T fit for device memory makes a
 	// DeviceBuffer[T].
-	if buf == nil {
-		return errorf(op, ErrInvalidValue, "nil *DeviceBuffer")
+	if err := buf.valid(op); err != nil {
+		return err
 	}
 	if n <= 0 {
 		return errorf(op, ErrInvalidValue, "%d elements; a transfer needs at least one", n)
@@ -305,8 +417,11 @@ func checkTransfer[T any](op string, sb *StagingBuffer, buf *DeviceBuffer[T], n 
 	if n != buf.Len() {
 		return errorf(op, ErrInvalidValue, "%d elements requested, the device buffer has %d", n, buf.Len())
 	}
-	if s == nil {
-		return errorf(op, ErrInvalidValue, "nil *Stream")
+	if err := s.valid(op); err != nil {
+		return err
+	}
+	if s.ctx != buf.mem.ctx {
+		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
 	return nil
 }
@@ -328,14 +443,18 @@ func asElems[T any](op string, b []byte, n int) ([]T, error) {
 // first). n must equal dst.Len().
 func UploadWith[T any](sb *StagingBuffer, dst *DeviceBuffer[T], n int, s *Stream, fill func([]T)) error {
 	const op = "UploadWith"
-	if err := checkTransfer(op, sb, dst, n, s); err != nil {
+	if err := sb.acquire(op); err != nil {
+		return err
+	}
+	defer sb.done()
+	if err := checkTransfer(op, dst, n, s); err != nil {
 		return err
 	}
 	if fill == nil {
 		return errorf(op, ErrInvalidValue, "nil fill function")
 	}
 	bytes := dst.ByteSize()
-	pinned, err := sb.prepare(op, routeStaged, dst.mem.ctx, s, bytes)
+	pinned, err := sb.staging(op, dst.mem.ctx, bytes)
 	if err != nil {
 		return err
 	}
@@ -351,8 +470,7 @@ func UploadWith[T any](sb *StagingBuffer, dst *DeviceBuffer[T], n int, s *Stream
 	if err := upload(op, dst.ptr, pinned, false, s); err != nil {
 		return err
 	}
-	sb.stats.Staged++
-	sb.stats.BytesUp += int64(bytes)
+	sb.count(routeStaged, HostToDevice, bytes)
 	return nil
 }
 
@@ -363,11 +481,15 @@ func UploadWith[T any](sb *StagingBuffer, dst *DeviceBuffer[T], n int, s *Stream
 // src.Len().
 func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stream) ([]T, error) {
 	const op = "DownloadInto"
-	if err := checkTransfer(op, sb, src, n, s); err != nil {
+	if err := sb.acquire(op); err != nil {
+		return nil, err
+	}
+	defer sb.done()
+	if err := checkTransfer(op, src, n, s); err != nil {
 		return nil, err
 	}
 	bytes := src.ByteSize()
-	pinned, err := sb.prepare(op, routeStaged, src.mem.ctx, s, bytes)
+	pinned, err := sb.staging(op, src.mem.ctx, bytes)
 	if err != nil {
 		return nil, err
 	}
@@ -382,8 +504,7 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 	if err := download(op, pinned, src.ptr, s); err != nil {
 		return nil, err
 	}
-	sb.stats.Staged++
-	sb.stats.BytesDown += int64(bytes)
+	sb.count(routeStaged, DeviceToHost, bytes)
 	return elems, nil
 }
 
@@ -397,38 +518,16 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 // UploadWith where you produce the data: it saves the copy.
 func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) error {
 	const op = "Upload"
-	if err := checkTransfer(op, sb, dst, len(src), s); err != nil {
+	if err := sb.acquire(op); err != nil {
 		return err
 	}
-	host := bytesOf(src)
-	locked := pageLocked(host)
-	r := sb.route(len(host), locked, HostToDevice)
-	pinned, err := sb.prepare(op, r, dst.mem.ctx, s, len(host))
-	if err != nil {
+	defer sb.done()
+	if err := checkTransfer(op, dst, len(src), s); err != nil {
 		return err
 	}
-	if err := dst.enterWithStream(op, s); err != nil {
-		return err
-	}
-	defer dst.leaveWithStream(s)
-	switch r {
-	case routeStaged:
-		parallelCopy(pinned, host, sb.Pipeline().Workers, &sb.copyWait)
-		err = upload(op, dst.ptr, pinned, false, s)
-		sb.stats.Staged++
-	case routePipelined:
-		err = sb.pipeline(op, true, dst.ptr, host, pinned, s)
-		sb.stats.Pipelined++
-	default:
-		err = upload(op, dst.ptr, host, !locked, s)
-		sb.stats.Direct++
-	}
+	err := sb.transfer(op, HostToDevice, dst.mem, dst.ptr, bytesOf(src), s)
 	runtime.KeepAlive(src)
-	if err != nil {
-		return err
-	}
-	sb.stats.BytesUp += int64(len(host))
-	return nil
+	return err
 }
 
 // Download copies src into dst, a drop-in for src.CopyToHost that is
@@ -437,190 +536,16 @@ func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) 
 // DownloadInto where you can consume the data in place.
 func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream) error {
 	const op = "Download"
-	if err := checkTransfer(op, sb, src, len(dst), s); err != nil {
+	if err := sb.acquire(op); err != nil {
 		return err
 	}
-	host := bytesOf(dst)
-	r := sb.route(len(host), pageLocked(host), DeviceToHost)
-	pinned, err := sb.prepare(op, r, src.mem.ctx, s, len(host))
-	if err != nil {
+	defer sb.done()
+	if err := checkTransfer(op, src, len(dst), s); err != nil {
 		return err
 	}
-	if err := src.enterWithStream(op, s); err != nil {
-		return err
-	}
-	defer src.leaveWithStream(s)
-	switch r {
-	case routeStaged:
-		if err = download(op, pinned, src.ptr, s); err == nil {
-			parallelCopy(host, pinned, sb.Pipeline().Workers, &sb.copyWait)
-		}
-		sb.stats.Staged++
-	case routePipelined:
-		err = sb.pipeline(op, false, src.ptr, host, pinned, s)
-		sb.stats.Pipelined++
-	default:
-		err = download(op, host, src.ptr, s)
-		sb.stats.Direct++
-	}
+	err := sb.transfer(op, DeviceToHost, src.mem, src.ptr, bytesOf(dst), s)
 	runtime.KeepAlive(dst)
-	if err != nil {
-		return err
-	}
-	sb.stats.BytesDown += int64(len(host))
-	return nil
-}
-
-type route int
-
-const (
-	routeDirect route = iota
-	routeStaged
-	routePipelined
-)
-
-// route chooses the path for a transfer of n bytes of host memory, locked
-// if page-locked, in direction d.
-func (sb *StagingBuffer) route(n int, locked bool, d Direction) route {
-	switch {
-	case locked:
-		return routeDirect
-	case n <= sb.StageMaxBytes(d):
-		return routeStaged
-	case n >= sb.Pipeline().MinBytes:
-		return routePipelined
-	}
-	return routeDirect
-}
-
-// upload copies host to the device at d after the work queued on s. The
-// synchronous copy is the driver's fastest for ordinary memory and as fast
-// as any for pinned memory; it is not itself on s, so the work on s is
-// waited for first. pageable says host is ordinary memory (see copyHtoD).
-func upload(op string, d driver.DevicePtr, host []byte, pageable bool, s *Stream) error {
-	if err := s.drain(op); err != nil {
-		return err
-	}
-	return copyHtoD(op, s.ctx, d, host, pageable)
-}
-
-// download copies from the device at d into host after the work queued on
-// s; a synchronous copy to host memory returns only once it is done.
-func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
-	if err := s.drain(op); err != nil {
-		return err
-	}
-	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(s.ctx.handle, hostPtr(host), d, uintptr(len(host))))
-}
-
-// pipeline moves host to or from the device at d in chunks through pinned
-// slots: while the DMA engine moves one chunk, goroutines copy the next.
-// Called with s's context bound.
-func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, s *Stream) error {
-	if err := s.ctx.settleLegacy(op); err != nil {
-		return err
-	}
-	// Wait for the work already queued on s before holding the copy
-	// workers, which spin until the transfer ends: that work may take
-	// seconds.
-	if err := s.drain(op); err != nil {
-		return err
-	}
-	if holdCopyWorkers() {
-		defer releaseCopyWorkers()
-	}
-	p := sb.Pipeline()
-	// At least four chunks, so that even a transfer a few chunks long
-	// overlaps copying and DMA.
-	chunk := min((len(host)/4+StagingGranularity-1)/StagingGranularity*StagingGranularity, p.ChunkBytes)
-	nchunks := (len(host) + chunk - 1) / chunk
-	slot := func(i int) []byte {
-		k := i % p.Slots
-		n := min(chunk, len(host)-i*chunk)
-		return pinned[k*p.ChunkBytes : k*p.ChunkBytes+n]
-	}
-	part := func(i int) []byte { return host[i*chunk : min((i+1)*chunk, len(host))] }
-	dev := func(i int) driver.DevicePtr { return d + driver.DevicePtr(i*chunk) }
-	wait := func(i int) error {
-		return check(op, "cuEventSynchronize", driver.EventSynchronize(s.ctx.handle, sb.events[i%p.Slots].handle))
-	}
-	record := func(i int) error {
-		s.queued.Add(1)
-		return check(op, "cuEventRecord", driver.EventRecord(s.ctx.handle, sb.events[i%p.Slots].handle, s.handle))
-	}
-	if up {
-		for i := range nchunks {
-			if i >= p.Slots {
-				if err := wait(i); err != nil { // the slot's previous chunk has left
-					return err
-				}
-			}
-			sl := slot(i)
-			parallelCopy(sl, part(i), p.Workers, &sb.copyWait)
-			if err := check(op, "cuMemcpyHtoDAsync_v2", driver.MemcpyHtoDAsync(s.ctx.handle, dev(i), hostPtr(sl), uintptr(len(sl)), s.handle)); err != nil {
-				return err
-			}
-			if err := record(i); err != nil {
-				return err
-			}
-		}
-		return s.synchronize(op)
-	}
-	queue := func(i int) error {
-		sl := slot(i)
-		if err := check(op, "cuMemcpyDtoHAsync_v2", driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(sl), dev(i), uintptr(len(sl)), s.handle)); err != nil {
-			return err
-		}
-		return record(i)
-	}
-	for i := range min(p.Slots, nchunks) {
-		if err := queue(i); err != nil {
-			return err
-		}
-	}
-	for i := range nchunks {
-		if err := wait(i); err != nil {
-			return err
-		}
-		parallelCopy(part(i), slot(i), p.Workers, &sb.copyWait)
-		if next := i + p.Slots; next < nchunks {
-			if err := queue(next); err != nil {
-				return err
-			}
-		}
-	}
-	return s.synchronize(op) // all done: this only records it
-}
-
-// prepare gets what a transfer on route r of n bytes needs before any lock
-// is taken (allocating binds the context itself): pinned memory, and for
-// the pipeline its slots' events. It returns the pinned memory to use.
-func (sb *StagingBuffer) prepare(op string, r route, ctx *Context, s *Stream, n int) ([]byte, error) {
-	switch r {
-	case routeStaged:
-		return sb.staging(op, ctx, n)
-	case routePipelined:
-		p := sb.Pipeline()
-		// Room for full-size chunks whatever the transfer, so that mixed
-		// sizes settle on one allocation.
-		pinned, err := sb.staging(op, ctx, p.Slots*p.ChunkBytes)
-		if err != nil {
-			return nil, err
-		}
-		if sb.evCtx != s.ctx {
-			sb.closeEvents()
-			sb.evCtx = s.ctx
-		}
-		for len(sb.events) < p.Slots {
-			e, err := s.ctx.NewEvent(EventDisableTiming)
-			if err != nil {
-				return nil, err
-			}
-			sb.events = append(sb.events, e)
-		}
-		return pinned, nil
-	}
-	return nil, nil
+	return err
 }
 
 // bytesOf views a slice of plain data as its bytes.

@@ -6,12 +6,14 @@ import (
 	"sync/atomic"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
 // Stream is a queue of device work that runs in order. Streams are created
 // non-blocking: they do not synchronize with the legacy default stream.
-// A Stream is safe for use by many goroutines.
+// A Stream is safe for use by many goroutines. The zero Stream is not
+// usable: its methods return ErrInvalidValue.
 type Stream struct {
 	life
 	handle   driver.Stream
@@ -26,10 +28,19 @@ type Stream struct {
 }
 
 // pinSet keeps the Go memory that queued asynchronous copies read or write
-// pinned, and so alive and unmoved, until the stream is synchronized.
+// pinned, and so alive and unmoved, until a synchronize of the stream
+// succeeds or the stream is gone: a failed synchronize proves nothing
+// finished, so the pins it took go back (kept).
 type pinSet struct {
-	mu sync.Mutex
-	p  *runtime.Pinner // nil while nothing is pinned
+	mu   sync.Mutex
+	p    *runtime.Pinner   // pins of copies queued since the last take; nil if none
+	kept []*runtime.Pinner // pins a failed synchronize gave back
+}
+
+// pins are the pins taken from a pinSet, released together.
+type pins struct {
+	p    *runtime.Pinner
+	kept []*runtime.Pinner
 }
 
 // NewStream creates a stream of default priority in c.
@@ -54,27 +65,37 @@ func (c *Context) newStream(op string, priority int) (*Stream, error) {
 		return nil, err
 	}
 	defer c.unbind()
-	s := &Stream{life: newLife(c), priority: priority, pins: new(pinSet)}
+	s := &Stream{priority: priority, pins: new(pinSet)}
 	if err := check(op, "cuStreamCreateWithPriority", driver.StreamCreateWithPriority(c.handle, &s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
 		return nil, err
 	}
-	track.Add(track.Stream)
-	h, pins := s.handle, s.pins
-	s.cleanup = runtime.AddCleanup(s, func(ctx *Context) {
+	h, ps := s.handle, s.pins
+	s.arm(c, track.Stream, runtime.AddCleanup(s, func(ctx *Context) {
 		forgotten(ctx, track.Stream, func() {
 			driver.StreamSynchronize(ctx.handle, h)
 			driver.StreamDestroy(ctx.handle, h)
 		})
-		unpin(pins.take()) // a Pinner collected while pinning crashes the program
-	}, c)
+		ps.take().unpin() // a Pinner collected while pinning crashes the program
+	}, c))
 	return s, nil
 }
 
 func (s *Stream) enter(op string) error {
+	if err := s.valid(op); err != nil {
+		return err
+	}
+	return s.life.enter(op, "the stream")
+}
+
+// valid returns the error for a nil or zero stream, without holding it.
+func (s *Stream) valid(op string) error {
 	if s == nil {
 		return errorf(op, ErrInvalidValue, "nil *Stream")
 	}
-	return s.life.enter(op, "the stream")
+	if s.Status() == lifetime.Zero {
+		return holdErr(op, "the stream", lifetime.Zero)
+	}
+	return nil
 }
 
 // Context returns the context the stream belongs to.
@@ -94,8 +115,10 @@ func (s *Stream) Priority() int {
 }
 
 // Synchronize waits until all work queued on the stream has finished and
-// returns the first error of that work. It also releases the Go memory that
-// asynchronous copies queued before it had pinned.
+// returns the first error of that work. Once it succeeds, it releases the
+// Go memory that asynchronous copies queued before it had pinned; after a
+// failure that memory stays pinned (the copies may still run) until a later
+// synchronize succeeds or the stream is closed.
 func (s *Stream) Synchronize() error {
 	const op = "Stream.Synchronize"
 	if err := s.enter(op); err != nil {
@@ -111,12 +134,13 @@ func (s *Stream) synchronize(op string) error {
 	// was queued before the synchronize below starts.
 	taken := s.pins.take()
 	q := s.queued.Load()
-	err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.ctx.handle, s.handle))
-	unpin(taken)
-	if err == nil {
-		s.markSynced(q)
+	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.ctx.handle, s.handle)); err != nil {
+		s.pins.giveBack(taken)
+		return err
 	}
-	return err
+	taken.unpin()
+	s.markSynced(q)
+	return nil
 }
 
 // markSynced records that the first q pieces of work have finished.
@@ -149,21 +173,25 @@ func (s *Stream) drain(op string) error {
 }
 
 // Query reports whether all work queued on the stream has finished, without
-// waiting.
+// waiting. When it has, Query releases pins as Synchronize does.
 func (s *Stream) Query() (done bool, err error) {
 	const op = "Stream.Query"
 	if err := s.enter(op); err != nil {
 		return false, err
 	}
 	defer s.leave()
+	taken := s.pins.take()
 	q := s.queued.Load()
 	switch r := driver.StreamQuery(s.ctx.handle, s.handle); r {
 	case driver.Success:
+		taken.unpin()
 		s.markSynced(q)
 		return true, nil
 	case driver.ErrorNotReady:
+		s.pins.giveBack(taken)
 		return false, nil
 	default:
+		s.pins.giveBack(taken)
 		return false, check(op, "cuStreamQuery", r)
 	}
 }
@@ -173,8 +201,11 @@ func (s *Stream) Query() (done bool, err error) {
 // context, even of another device.
 func (s *Stream) WaitEvent(e *Event) error {
 	const op = "Stream.WaitEvent"
-	if s == nil || e == nil {
-		return errorf(op, ErrInvalidValue, "nil stream or event")
+	if err := s.valid(op); err != nil {
+		return err
+	}
+	if err := e.valid(op); err != nil {
+		return err
 	}
 	if err := enterWith(op, &s.life, "the stream", &e.life, "the event"); err != nil {
 		return err
@@ -187,24 +218,25 @@ func (s *Stream) WaitEvent(e *Event) error {
 }
 
 // Close waits for the stream's queued work, then destroys the stream.
-// Closing twice, or a nil Stream, is a no-op.
+// Closing twice, or a nil Stream, is a no-op. If the wait or the destroy
+// fails, the stream stays open, the Go memory its copies use stays pinned,
+// and Close may be called again (closing the context releases it too).
 func (s *Stream) Close() error {
 	if s == nil {
 		return nil
 	}
 	const op = "Stream.Close"
-	err := s.close(op, track.Stream, func() error {
+	return s.close(op, "the stream", func() error {
 		// Queued work may still read pinned Go memory: let it finish.
-		err := s.synchronize(op)
-		if derr := check(op, "cuStreamDestroy_v2", driver.StreamDestroy(s.ctx.handle, s.handle)); err == nil {
-			err = derr
+		if err := s.synchronize(op); err != nil {
+			return err
 		}
-		return err
+		return check(op, "cuStreamDestroy_v2", driver.StreamDestroy(s.ctx.handle, s.handle))
+	}, func() {
+		// Destroyed, or gone with its context: nothing queued on s reads
+		// Go memory any more.
+		s.pins.take().unpin()
 	})
-	// Whatever happened (the context may have been closed first, and its
-	// work with it), nothing queued on s reads Go memory any more.
-	unpin(s.pins.take())
-	return err
 }
 
 // enqueue runs queue, which queues work on s (the driver function call)
@@ -226,16 +258,32 @@ func (s *Stream) enqueue(op, call string, p any, queue func() driver.Result) err
 	return check(op, call, queue())
 }
 
-func (ps *pinSet) take() *runtime.Pinner {
+func (ps *pinSet) take() pins {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	p := ps.p
-	ps.p = nil
-	return p
+	t := pins{ps.p, ps.kept}
+	ps.p, ps.kept = nil, nil
+	return t
 }
 
-func unpin(p *runtime.Pinner) {
-	if p != nil {
+// giveBack returns pins taken for a wait that failed.
+func (ps *pinSet) giveBack(t pins) {
+	if t.p == nil && t.kept == nil {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.kept = append(ps.kept, t.kept...)
+	if t.p != nil {
+		ps.kept = append(ps.kept, t.p)
+	}
+}
+
+func (t pins) unpin() {
+	if t.p != nil {
+		t.p.Unpin()
+	}
+	for _, p := range t.kept {
 		p.Unpin()
 	}
 }

@@ -156,8 +156,8 @@ func checkOp(name string, op Op) error {
 }
 
 func (c *Comm) checkRoot(name string, root int) error {
-	if c == nil {
-		return errorf(name, cuda.ErrInvalidValue, "nil *Comm")
+	if err := c.valid(name); err != nil {
+		return err
 	}
 	if root < 0 || root >= c.size {
 		return errorf(name, cuda.ErrInvalidValue, "root %d out of range [0, %d)", root, c.size)
@@ -168,14 +168,10 @@ func (c *Comm) checkRoot(name string, root int) error {
 // enqueue queues one NCCL collective on s: args, then the communicator and
 // the stream, as every collective takes them last.
 func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, send, recv cuda.Memory, args ...uintptr) error {
-	if c == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil *Comm")
+	if err := c.hold(op); err != nil {
+		return err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed {
-		return errorf(op, cuda.ErrClosed, "the communicator is closed")
-	}
+	defer c.life.Release()
 	if s == nil {
 		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -58,27 +58,47 @@ func shorten(b []byte) string {
 }
 
 // Comm is one rank of an NCCL communicator, on one device. Close it when
-// done; it is safe for use by many goroutines.
+// done; it is safe for use by many goroutines. The zero Comm is not usable:
+// its methods return cuda.ErrInvalidValue.
 type Comm struct {
+	// life is held by every call and closed by Close and Abort, which wait
+	// for calls in flight (internal/lifetime).
+	life   lifetime.Life
 	ctx    *cuda.Context
 	handle uintptr
 	rank   int
 	size   int
-
-	// mu is held for reading by every call, for writing by Close.
-	mu      sync.RWMutex
-	closed  bool
-	cleanup runtime.Cleanup
 }
 
 func newComm(ctx *cuda.Context, handle uintptr, rank, size int) *Comm {
 	c := &Comm{ctx: ctx, handle: handle, rank: rank, size: size}
-	track.Add(track.Comm)
-	c.cleanup = runtime.AddCleanup(c, func(h uintptr) {
+	c.life.Arm(track.Comm, runtime.AddCleanup(c, func(h uintptr) {
 		call("Comm cleanup", "ncclCommDestroy", lib.fn.commDestroy, h)
 		track.Forgotten(track.Comm)
-	}, handle)
+	}, handle))
 	return c
+}
+
+// valid returns the error for a nil or zero Comm.
+func (c *Comm) valid(op string) error {
+	switch {
+	case c == nil:
+		return errorf(op, cuda.ErrInvalidValue, "nil *Comm")
+	case c.life.Status() == lifetime.Zero:
+		return errorf(op, cuda.ErrInvalidValue, "a zero Comm: make one with NewComm or NewComms")
+	}
+	return nil
+}
+
+// hold keeps c open until c.life.Release.
+func (c *Comm) hold(op string) error {
+	if err := c.valid(op); err != nil {
+		return err
+	}
+	if c.life.Hold() != lifetime.Held {
+		return errorf(op, cuda.ErrClosed, "the communicator is closed")
+	}
+	return nil
 }
 
 // NewComms makes a communicator of the devices of ctxs, one per context,
@@ -181,7 +201,8 @@ func (c *Comm) Context() *cuda.Context {
 }
 
 // Close frees the rank's resources (ncclCommDestroy), after its queued
-// collectives. Closing twice, or a nil Comm, is a no-op.
+// collectives. Closing twice, or a nil Comm, is a no-op; if NCCL refuses,
+// the communicator stays usable and Close (or Abort) may be called again.
 func (c *Comm) Close() error { return c.destroy("Comm.Close", "ncclCommDestroy", lib.fn.commDestroy) }
 
 // Abort frees the rank's resources at once, abandoning collectives in
@@ -192,21 +213,20 @@ func (c *Comm) destroy(op, name string, fn uintptr) error {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	c.closed = true
-	c.cleanup.Stop()
-	track.Done(track.Comm)
-	destroy := func() error { return call(op, name, fn, c.handle) }
-	// NCCL finds the device through the current context; with the context
-	// closed, it makes one current itself.
-	if err := c.ctx.Do(destroy); !errors.Is(err, cuda.ErrClosed) {
+	if err := c.valid(op); err != nil {
 		return err
 	}
-	return destroy()
+	_, err := c.life.Close(func() (bool, error) {
+		destroy := func() error { return call(op, name, fn, c.handle) }
+		// NCCL finds the device through the current context; with the
+		// context closed, it makes one current itself.
+		err := c.ctx.Do(destroy)
+		if errors.Is(err, cuda.ErrClosed) {
+			err = destroy()
+		}
+		return err == nil, err
+	})
+	return err
 }
 
 // Group runs fn between ncclGroupStart and ncclGroupEnd, on one OS thread:

@@ -82,14 +82,6 @@ static int gocuda_CtxSetCurrent(uintptr_t fn, uintptr_t ctx) {
 	return ((int (*)(uintptr_t))fn)(ctx);
 }
 
-static int gocuda_CtxGetDevice(uintptr_t fn, uintptr_t ctx, int * device) {
-	if (ctx) {
-		int r = gocuda_bind(ctx);
-		if (r) return r;
-	}
-	return ((int (*)(int *))fn)(device);
-}
-
 static int gocuda_CtxSynchronize(uintptr_t fn, uintptr_t ctx) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -394,6 +386,14 @@ static int gocuda_FuncSetAttribute(uintptr_t fn, uintptr_t ctx, uintptr_t hfunc,
 	return ((int (*)(uintptr_t, int, int))fn)(hfunc, attrib, value);
 }
 
+static int gocuda_FuncGetParamCount(uintptr_t fn, uintptr_t ctx, uintptr_t function, size_t * paramCount) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, size_t *))fn)(function, paramCount);
+}
+
 static int gocuda_FuncGetParamInfo(uintptr_t fn, uintptr_t ctx, uintptr_t function, size_t paramIndex, size_t * paramOffset, size_t * paramSize) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -657,21 +657,6 @@ func CtxSetCurrent(ctx Context) Result {
 		return ResultMissingSymbol
 	}
 	r := C.gocuda_CtxSetCurrent(C.uintptr_t(fn), C.uintptr_t(ctx))
-	return Result(r)
-}
-
-// CtxGetDevice calls cuCtxGetDevice, with ctx current.
-//
-//	CUresult cuCtxGetDevice(CUdevice *device);
-func CtxGetDevice(ctx Context, device *Device) Result {
-	fn := syms[symCtxGetDevice]
-	if fn == 0 {
-		return ResultMissingSymbol
-	}
-	c := getCall()
-	r := C.gocuda_CtxGetDevice(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.int)(unsafe.Pointer(&c.out[0])))
-	*device = *(*Device)(unsafe.Pointer(&c.out[0]))
-	putCall(c)
 	return Result(r)
 }
 
@@ -1164,6 +1149,21 @@ func FuncSetAttribute(ctx Context, hfunc Function, attrib FunctionAttribute, val
 		return ResultMissingSymbol
 	}
 	r := C.gocuda_FuncSetAttribute(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hfunc), C.int(attrib), C.int(value))
+	return Result(r)
+}
+
+// FuncGetParamCount calls cuFuncGetParamCount, with ctx current.
+//
+//	CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount);
+func FuncGetParamCount(ctx Context, function Function, paramCount *uintptr) Result {
+	fn := syms[symFuncGetParamCount]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	r := C.gocuda_FuncGetParamCount(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(function), (*C.size_t)(unsafe.Pointer(&c.out[0])))
+	*paramCount = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
 	return Result(r)
 }
 

@@ -262,22 +262,6 @@ func CtxSetCurrent(ctx Context) Result {
 	return Result(int32(r))
 }
 
-// CtxGetDevice calls cuCtxGetDevice.
-//
-//	CUresult cuCtxGetDevice(CUdevice *device);
-func CtxGetDevice(ctx Context, device *Device) Result {
-	fn := syms[symCtxGetDevice]
-	if fn == 0 {
-		return ResultMissingSymbol
-	}
-	c := getCall()
-	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
-	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
-	*device = *(*Device)(unsafe.Pointer(&c.out[0]))
-	putCall(c)
-	return Result(int32(r))
-}
-
 // CtxSynchronize calls cuCtxSynchronize.
 //
 //	CUresult cuCtxSynchronize(void);
@@ -937,6 +921,23 @@ func FuncSetAttribute(ctx Context, hfunc Function, attrib FunctionAttribute, val
 	c.args[1] = uintptr(attrib)
 	c.args[2] = uintptr(value)
 	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	putCall(c)
+	return Result(int32(r))
+}
+
+// FuncGetParamCount calls cuFuncGetParamCount.
+//
+//	CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount);
+func FuncGetParamCount(ctx Context, function Function, paramCount *uintptr) Result {
+	fn := syms[symFuncGetParamCount]
+	if fn == 0 {
+		return ResultMissingSymbol
+	}
+	c := getCall()
+	c.args[0] = uintptr(function)
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*paramCount = *(*uintptr)(unsafe.Pointer(&c.out[0]))
 	putCall(c)
 	return Result(int32(r))
 }

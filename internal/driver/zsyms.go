@@ -18,7 +18,6 @@ const (
 	symDevicePrimaryCtxRelease
 	symCtxGetCurrent
 	symCtxSetCurrent
-	symCtxGetDevice
 	symCtxSynchronize
 	symCtxGetStreamPriorityRange
 	symMemGetInfo
@@ -57,6 +56,7 @@ const (
 	symModuleGetGlobal
 	symFuncGetAttribute
 	symFuncSetAttribute
+	symFuncGetParamCount
 	symFuncGetParamInfo
 	symLaunchKernel
 	symDeviceCanAccessPeer
@@ -83,7 +83,6 @@ var symNames = [symCount]string{
 	"cuDevicePrimaryCtxRelease_v2",
 	"cuCtxGetCurrent",
 	"cuCtxSetCurrent",
-	"cuCtxGetDevice",
 	"cuCtxSynchronize",
 	"cuCtxGetStreamPriorityRange",
 	"cuMemGetInfo_v2",
@@ -122,6 +121,7 @@ var symNames = [symCount]string{
 	"cuModuleGetGlobal_v2",
 	"cuFuncGetAttribute",
 	"cuFuncSetAttribute",
+	"cuFuncGetParamCount",
 	"cuFuncGetParamInfo",
 	"cuLaunchKernel",
 	"cuDeviceCanAccessPeer",

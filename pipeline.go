@@ -1,0 +1,282 @@
+package cuda
+
+import (
+	"errors"
+
+	"github.com/gocuda/cuda/internal/driver"
+)
+
+// This file is the machinery under Upload and Download: choosing a route,
+// getting the pinned memory it needs, and the pipeline itself (copypool.go
+// holds the goroutines that copy for it).
+
+type route int
+
+const (
+	routeDirect route = iota
+	routeStaged
+	routePipelined
+)
+
+// route chooses the path for a transfer of n bytes of host memory, locked
+// if page-locked, in direction d.
+func (st stagingSettings) route(n int, locked bool, d Direction) route {
+	switch {
+	case locked:
+		return routeDirect
+	case n <= st.stageMax[d&1]:
+		return routeStaged
+	case n >= st.pipe.MinBytes:
+		return routePipelined
+	}
+	return routeDirect
+}
+
+// transfer moves host to or from the device memory at ptr of mem, on s,
+// by the route the settings choose, and counts it once it succeeded.
+func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr driver.DevicePtr, host []byte, s *Stream) error {
+	st := sb.settings()
+	locked := pageLocked(host)
+	r := st.route(len(host), locked, d)
+	pinned, slot, r, err := sb.prepare(op, r, st.pipe, mem.ctx, s, len(host))
+	if err != nil {
+		return err
+	}
+	if err := enterWith(op, &mem.life, "the device buffer", &s.life, "the stream"); err != nil {
+		return err
+	}
+	defer leaveWith(&mem.life, &s.life)
+	up := d == HostToDevice
+	switch {
+	case r == routeStaged && up:
+		parallelCopy(pinned, host, st.pipe.Workers, &sb.copyWait)
+		err = upload(op, ptr, pinned, false, s)
+	case r == routeStaged:
+		if err = download(op, pinned, ptr, s); err == nil {
+			parallelCopy(host, pinned, st.pipe.Workers, &sb.copyWait)
+		}
+	case r == routePipelined:
+		if err = sb.pipeline(op, up, ptr, host, pinned, slot, st.pipe, s); err != nil {
+			sb.settle(op, s)
+		}
+	case up:
+		err = upload(op, ptr, host, !locked, s)
+	default:
+		err = download(op, host, ptr, s)
+	}
+	if err != nil {
+		return err
+	}
+	sb.count(r, d, len(host))
+	return nil
+}
+
+// prepare gets what a transfer on route r of n bytes needs before the
+// buffer and stream are held (allocating binds the context itself): the
+// pinned memory to use and, for the pipeline, the size of its slots and
+// their events. Pinned memory reserved for transfers of n bytes or more is
+// used as it is: the pipeline then cuts its slots from it (or, where it is
+// too small to cut, the transfer is staged whole), so that a reservation
+// keeps page-locking out of every transfer it covers. It returns the route
+// to take.
+func (sb *StagingBuffer) prepare(op string, r route, p StagingPipeline, ctx *Context, s *Stream, n int) (pinned []byte, slot int, _ route, err error) {
+	switch r {
+	case routeStaged:
+		pinned, err = sb.staging(op, ctx, n)
+		return pinned, 0, r, err
+	case routePipelined:
+		slot = p.ChunkBytes
+		if held := sb.held(); held < p.Slots*p.ChunkBytes {
+			if n <= held {
+				if slot = held / p.Slots / StagingGranularity * StagingGranularity; slot == 0 {
+					pinned, err = sb.staging(op, ctx, n)
+					return pinned, 0, routeStaged, err
+				}
+			} else {
+				// Room for full-size chunks whatever the transfer, so
+				// that mixed sizes settle on one allocation.
+				slot = p.ChunkBytes
+			}
+		}
+		if pinned, err = sb.staging(op, ctx, p.Slots*slot); err != nil {
+			return nil, 0, r, err
+		}
+		if sb.evCtx != s.ctx {
+			if err := sb.closeEvents(); err != nil {
+				return nil, 0, r, err
+			}
+			sb.evCtx = s.ctx
+		}
+		for len(sb.events) < p.Slots {
+			e, err := s.ctx.NewEvent(EventDisableTiming)
+			if err != nil {
+				return nil, 0, r, err
+			}
+			sb.events = append(sb.events, e)
+		}
+		return pinned, slot, r, nil
+	}
+	return nil, 0, r, nil
+}
+
+// held returns the usable pinned memory held, in bytes.
+func (sb *StagingBuffer) held() int {
+	if !sb.usable() {
+		return 0
+	}
+	return sb.mem.Len()
+}
+
+// upload copies host to the device at d after the work queued on s. The
+// synchronous copy is the driver's fastest for ordinary memory and as fast
+// as any for pinned memory; it is not itself on s, so the work on s is
+// waited for first. pageable says host is ordinary memory (see copyHtoD).
+func upload(op string, d driver.DevicePtr, host []byte, pageable bool, s *Stream) error {
+	if err := s.drain(op); err != nil {
+		return err
+	}
+	return copyHtoD(op, s.ctx, d, host, pageable)
+}
+
+// download copies from the device at d into host after the work queued on
+// s; a synchronous copy to host memory returns only once it is done.
+func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
+	if err := s.drain(op); err != nil {
+		return err
+	}
+	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(s.ctx.handle, hostPtr(host), d, uintptr(len(host))))
+}
+
+// pipeline moves host to or from the device at d in chunks through pinned
+// slots of slot bytes: while the DMA engine moves one chunk, goroutines
+// copy the next. Called with s's context bound. When it fails, copies it
+// queued may still be running: the caller settles them (settle).
+func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, slotBytes int, p StagingPipeline, s *Stream) error {
+	if err := s.ctx.settleLegacy(op); err != nil {
+		return err
+	}
+	// Wait for the work already queued on s before holding the copy
+	// workers, which spin until the transfer ends: that work may take
+	// seconds.
+	if err := s.drain(op); err != nil {
+		return err
+	}
+	if holdCopyWorkers() {
+		defer releaseCopyWorkers()
+	}
+	// At least four chunks, so that even a transfer a few chunks long
+	// overlaps copying and DMA; never less than StagingGranularity.
+	quarter := (len(host) + 3) / 4
+	chunk := min((quarter+StagingGranularity-1)/StagingGranularity*StagingGranularity, slotBytes)
+	nchunks := (len(host) + chunk - 1) / chunk
+	slot := func(i int) []byte {
+		k := i % p.Slots
+		n := min(chunk, len(host)-i*chunk)
+		return pinned[k*slotBytes : k*slotBytes+n]
+	}
+	part := func(i int) []byte { return host[i*chunk : min((i+1)*chunk, len(host))] }
+	dev := func(i int) driver.DevicePtr { return d + driver.DevicePtr(i*chunk) }
+	wait := func(i int) error {
+		return check(op, "cuEventSynchronize", driver.EventSynchronize(s.ctx.handle, sb.events[i%p.Slots].handle))
+	}
+	record := func(i int) error {
+		s.queued.Add(1)
+		return check(op, "cuEventRecord", driver.EventRecord(s.ctx.handle, sb.events[i%p.Slots].handle, s.handle))
+	}
+	if up {
+		for i := range nchunks {
+			if i >= p.Slots {
+				if err := wait(i); err != nil { // the slot's previous chunk has left
+					return err
+				}
+			}
+			sl := slot(i)
+			parallelCopy(sl, part(i), p.Workers, &sb.copyWait)
+			s.queued.Add(1)
+			if err := check(op, "cuMemcpyHtoDAsync_v2", driver.MemcpyHtoDAsync(s.ctx.handle, dev(i), hostPtr(sl), uintptr(len(sl)), s.handle)); err != nil {
+				return err
+			}
+			if err := record(i); err != nil {
+				return err
+			}
+		}
+		return s.synchronize(op)
+	}
+	queue := func(i int) error {
+		sl := slot(i)
+		s.queued.Add(1)
+		if err := check(op, "cuMemcpyDtoHAsync_v2", driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(sl), dev(i), uintptr(len(sl)), s.handle)); err != nil {
+			return err
+		}
+		return record(i)
+	}
+	for i := range min(p.Slots, nchunks) {
+		if err := queue(i); err != nil {
+			return err
+		}
+	}
+	for i := range nchunks {
+		if err := wait(i); err != nil {
+			return err
+		}
+		parallelCopy(part(i), slot(i), p.Workers, &sb.copyWait)
+		if next := i + p.Slots; next < nchunks {
+			if err := queue(next); err != nil {
+				return err
+			}
+		}
+	}
+	return s.synchronize(op) // all done: this only records it
+}
+
+// settle waits, after a pipeline failed, until no copy it queued on s
+// still reads or writes the pinned memory. Where no wait succeeds, that is
+// unknown: the memory is set aside (retired), never handed out again, and
+// released by Close once its context's work is done.
+func (sb *StagingBuffer) settle(op string, s *Stream) {
+	if s.synchronize(op) == nil {
+		return
+	}
+	// The stream's synchronize failed; each slot's event was recorded
+	// after its latest chunk's copy.
+	waited := true
+	for _, e := range sb.events {
+		if driver.EventSynchronize(s.ctx.handle, e.handle) != driver.Success {
+			waited = false
+		}
+	}
+	if waited {
+		return
+	}
+	sb.retired = append(sb.retired, retiredMem{sb.mem, s.ctx})
+	sb.mem = nil
+	sb.mu.Lock()
+	sb.capacity = 0
+	sb.mu.Unlock()
+}
+
+// retiredMem is pinned memory that copies on a stream of ctx may still use.
+type retiredMem struct {
+	mem *PinnedBuffer[byte]
+	ctx *Context
+}
+
+// freeRetired frees the retired memory whose context has finished its
+// work (or is closed), keeping the rest.
+func (sb *StagingBuffer) freeRetired(op string) error {
+	var errs []error
+	kept := sb.retired[:0]
+	for _, r := range sb.retired {
+		err := r.ctx.Synchronize()
+		if err == nil || errors.Is(err, ErrClosed) {
+			err = r.mem.Free()
+		}
+		if err != nil {
+			errs = append(errs, err)
+			kept = append(kept, r)
+		}
+	}
+	clear(sb.retired[len(kept):])
+	sb.retired = kept
+	return errors.Join(errs...)
+}
