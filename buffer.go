@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -138,6 +139,8 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 		return nil, err
 	case ctx == nil:
 		return nil, errorf(op, ErrInvalidValue, "nil *Context")
+	case ctx.life.Status() == lifetime.Zero:
+		return nil, holdErr(op, "the context", lifetime.Zero)
 	case ptr == 0 && n != 0:
 		return nil, errorf(op, ErrInvalidValue, "null pointer with length %d", n)
 	case ptr%DevicePtr(alignOf[T]()) != 0:
@@ -150,7 +153,7 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 // foreign returns the record of memory owned elsewhere.
 func foreign(ctx *Context, base driver.DevicePtr, size uintptr) *allocation {
 	m := &allocation{life: life{ctx: ctx}, base: base, size: size}
-	m.ArmUntracked()
+	m.lt.ArmUntracked()
 	return m
 }
 
@@ -566,7 +569,7 @@ func (b *DeviceBuffer[T]) Free() error {
 // free releases the allocation: the driver's memory if it is owned.
 func (m *allocation) free(op string) error {
 	if !m.owned {
-		m.Close(func() (bool, error) { return true, nil })
+		m.lt.Close(func() (bool, error) { return true, nil })
 		return nil
 	}
 	return m.close(op, "the device buffer", func() error {

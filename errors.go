@@ -84,6 +84,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e == nil {
+		return "cuda: <nil>"
+	}
 	msg := "cuda: " + e.Op + ": "
 	switch {
 	case e.Call != "" && e.Code == Result(driver.ResultMissingSymbol):
@@ -102,7 +105,9 @@ func (e *Error) Error() string {
 		}
 		return msg
 	default:
-		msg += e.Err.Error()
+		if e.Err != nil {
+			msg += e.Err.Error()
+		}
 		if e.Detail != "" {
 			msg += ": " + e.Detail
 		}
@@ -111,12 +116,17 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns the sentinel error e matches.
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Is reports whether e carries the driver result target.
 func (e *Error) Is(target error) bool {
 	r, ok := target.(Result)
-	return ok && e.Call != "" && e.Code == r
+	return ok && e != nil && e.Call != "" && e.Code == r
 }
 
 // check turns a driver result into an error: nil on success.

@@ -69,7 +69,7 @@ func (e *Event) valid(op string) error {
 	if e == nil {
 		return errorf(op, ErrInvalidValue, "nil *Event")
 	}
-	if e.Status() == lifetime.Zero {
+	if e.status() == lifetime.Zero {
 		return holdErr(op, "the event", lifetime.Zero)
 	}
 	return nil

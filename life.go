@@ -19,14 +19,14 @@ import (
 // holds the object or the object's context (Context.Do's fn must not close
 // its context; Module.Close closes its globals before it binds the context).
 type life struct {
-	lifetime.Life
+	lt  lifetime.Life // a field, not embedded: its methods are not the API
 	ctx *Context
 }
 
 // arm records a resource just made in ctx, with its cleanup backstop.
 func (l *life) arm(ctx *Context, kind track.Kind, cleanup runtime.Cleanup) {
 	l.ctx = ctx
-	l.Arm(kind, cleanup)
+	l.lt.Arm(kind, cleanup)
 }
 
 // hold keeps l open until release. what names the object in errors.
@@ -34,7 +34,7 @@ func (l *life) hold(op, what string) error {
 	if l == nil {
 		return errorf(op, ErrInvalidValue, "nil %s", what)
 	}
-	return holdErr(op, what, l.Hold())
+	return holdErr(op, what, l.lt.Hold())
 }
 
 // holdErr is the error for a Hold that found s.
@@ -48,7 +48,13 @@ func holdErr(op, what string, s lifetime.Status) error {
 	return nil
 }
 
-func (l *life) release() { l.Release() }
+func (l *life) release() { l.lt.Release() }
+
+// status reports what a hold would find, without holding.
+func (l *life) status() lifetime.Status { return l.lt.Status() }
+
+// isClosed reports whether the object was released.
+func (l *life) isClosed() bool { return l.lt.IsClosed() }
 
 // enter holds l and binds its context, until leave.
 func (l *life) enter(op, what string) error {
@@ -121,7 +127,7 @@ func releaseAll(lives []heldLife) {
 // what gocuda kept of it). what names the object in errors; closing a
 // closed object is a no-op.
 func (l *life) close(op, what string, free func() error, gone func()) error {
-	s, err := l.Close(func() (bool, error) {
+	s, err := l.lt.Close(func() (bool, error) {
 		if err := l.ctx.bind(op); err != nil {
 			if !errors.Is(err, ErrClosed) {
 				return false, stillOpen(err, what)

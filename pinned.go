@@ -56,7 +56,7 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 // Data returns the buffer's memory as a slice, or nil after Free. The slice
 // must not be used after Free.
 func (b *PinnedBuffer[T]) Data() []T {
-	if b == nil || b.Status() != lifetime.Held {
+	if b == nil || b.status() != lifetime.Held {
 		return nil
 	}
 	return b.data

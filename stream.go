@@ -92,7 +92,7 @@ func (s *Stream) valid(op string) error {
 	if s == nil {
 		return errorf(op, ErrInvalidValue, "nil *Stream")
 	}
-	if s.Status() == lifetime.Zero {
+	if s.status() == lifetime.Zero {
 		return holdErr(op, "the stream", lifetime.Zero)
 	}
 	return nil

@@ -49,6 +49,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e == nil {
+		return "nccl: <nil>"
+	}
 	s := "nccl: " + e.Op
 	if e.Call != "" {
 		s += ": " + e.Call
@@ -68,6 +71,9 @@ func (e *Error) Error() string {
 // Unwrap returns the sentinel (cuda.ErrInvalidValue, cuda.ErrClosed,
 // cuda.ErrNotSupported) and NCCL's code, for errors.Is.
 func (e *Error) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
 	var out []error
 	if e.Err != nil {
 		out = append(out, e.Err)

@@ -133,6 +133,9 @@ type Output struct {
 // LoweredName returns the mangled name a name expression given in
 // Options.NameExpressions lowered to: the name to give Module.Function.
 func (o *Output) LoweredName(expr string) (string, error) {
+	if o == nil {
+		return "", fmt.Errorf("nvrtc: %w: nil *Output", cuda.ErrInvalidValue)
+	}
 	name, ok := o.lowered[expr]
 	if !ok {
 		return "", fmt.Errorf("nvrtc: %w: %q was not among the name expressions compiled", cuda.ErrInvalidValue, expr)

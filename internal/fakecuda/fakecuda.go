@@ -98,7 +98,7 @@ func Compile(cc, out string) error {
 
 // Control reaches the fake's test hooks.
 type Control struct {
-	fail, reset, live uintptr
+	fail, reset, live, calls uintptr
 }
 
 // Open returns the hooks of the fake library at path. When the library is
@@ -109,7 +109,7 @@ func Open(path string) (*Control, error) {
 		return nil, fmt.Errorf("fakecuda: %w", err)
 	}
 	var c Control
-	for name, p := range map[string]*uintptr{"fakecu_fail": &c.fail, "fakecu_reset_faults": &c.reset, "fakecu_live": &c.live} {
+	for name, p := range map[string]*uintptr{"fakecu_fail": &c.fail, "fakecu_reset_faults": &c.reset, "fakecu_live": &c.live, "fakecu_calls": &c.calls} {
 		if *p, err = purego.Dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("fakecuda: %s is not the fake driver: %w", path, err)
 		}
@@ -136,6 +136,13 @@ func (c *Control) Live(kind string) int {
 	name := cstring(kind)
 	r, _, _ := purego.SyscallN(c.live, uintptr(unsafe.Pointer(&name[0])))
 	return int(int64(r))
+}
+
+// Calls returns how many calls of the fake's functions (CUDA's and NCCL's)
+// were made so far, in this process.
+func (c *Control) Calls() int64 {
+	r, _, _ := purego.SyscallN(c.calls)
+	return int64(r)
 }
 
 func cstring(s string) []byte { return append([]byte(s), 0) }

@@ -6,7 +6,11 @@
 //   - every allocation is recorded, so an out-of-range copy, a double free or
 //     a leak is seen (the fake doubles as a memory checker);
 //   - each stream has a worker thread that runs its work later, after a
-//     delay, so a missing synchronize shows up as a wrong result;
+//     delay, so a missing synchronize shows up as a wrong result; so has
+//     each context's legacy default stream, which runs what the real
+//     driver may finish after a synchronous call returns: a copy from
+//     pageable memory (staged first, as the driver does), a
+//     device-to-device copy, a memset;
 //   - any function can be made to fail on its Nth call (fakecu_fail).
 // "Device memory" is host memory from malloc.
 //
@@ -79,7 +83,10 @@ struct fault {
 };
 static struct fault faults[16];
 
+static long calls; // driver calls made, every function counted (fakecu_calls)
+
 static int fault_check(const char *name) {
+	__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 	int code = 0;
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < 16; i++) {
@@ -118,6 +125,10 @@ EXPORT int fakecu_fail(const char *name, int nth, int code) {
 	return rc;
 }
 
+// fakecu_calls returns how many calls of the fake's CUDA and NCCL
+// functions were made so far.
+EXPORT long fakecu_calls(void) { return __atomic_load_n(&calls, __ATOMIC_RELAXED); }
+
 EXPORT void fakecu_reset_faults(void) {
 	pthread_mutex_lock(&mu);
 	memset(faults, 0, sizeof faults);
@@ -126,11 +137,13 @@ EXPORT void fakecu_reset_faults(void) {
 
 // ---- contexts --------------------------------------------------------------
 
+struct fake_stream;
 struct fake_ctx {
 	int device;
 	int refs;
 	size_t used;
 	int sticky; // an error a kernel caused, returned by every later synchronize
+	struct fake_stream *legacy; // the legacy default stream, made on first use
 };
 static struct fake_ctx primary[MAX_DEVICES];
 static __thread CUcontext current;
@@ -232,7 +245,7 @@ struct fake_event {
 	struct timespec when;
 };
 
-enum op_kind { OP_COPY, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL };
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL };
 struct launch;
 static void run_kernel(struct launch *l);
 struct coll_part;
@@ -260,6 +273,7 @@ struct fake_stream {
 	struct op *head, *tail;
 	int busy;
 	int stopping;
+	int legacy; // a context's legacy default stream, never handed out
 	struct fake_stream *next_in_list;
 };
 static struct fake_stream *streams;
@@ -288,6 +302,10 @@ static void record_now(CUevent e) {
 static void run_op(struct op *o) {
 	switch (o->kind) {
 	case OP_COPY: memmove(o->dst, o->src, o->n); break;
+	case OP_COPY_STAGED: // src is the fake's own staging copy
+		memmove(o->dst, o->src, o->n);
+		free((void *)o->src);
+		break;
 	case OP_SET8: case OP_SET16: case OP_SET32: fill(o->dst, o->kind, o->value, o->n); break;
 	case OP_RECORD: record_now(o->event); break;
 	case OP_WAIT:
@@ -525,7 +543,7 @@ static void reset_context(CUcontext c) {
 			*pp = s->next_in_list;
 			s->next_in_list = dead;
 			dead = s;
-			live_streams--;
+			if (!s->legacy) live_streams--;
 		} else {
 			pp = &s->next_in_list;
 		}
@@ -557,6 +575,7 @@ static void reset_context(CUcontext c) {
 	}
 	c->used = 0;
 	c->sticky = 0;
+	c->legacy = NULL;
 	for (int i = 0; i < MAX_DEVICES; i++) peer_enabled[c->device][i] = peer_enabled[i][c->device] = 0;
 	pthread_mutex_unlock(&mu);
 }
@@ -656,26 +675,67 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
 
 // ---- streams ---------------------------------------------------------------
 
-EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority) {
-	FAULT("cuStreamCreateWithPriority");
-	REQUIRE_CTX();
-	if (!ps || flags > 1) return INVALID_VALUE;
+// new_stream makes a stream of c with its worker; legacy marks c's legacy
+// default stream. The caller holds mu.
+static struct fake_stream *new_stream(CUcontext c, int priority, int legacy) {
 	struct fake_stream *s = calloc(1, sizeof *s);
-	s->ctx = current;
-	s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
+	s->ctx = c;
+	s->priority = priority;
+	s->legacy = legacy;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (pthread_create(&s->worker, NULL, worker, s) != 0) {
 		free(s);
-		return OUT_OF_MEMORY;
+		return NULL;
 	}
-	pthread_mutex_lock(&mu);
 	s->next_in_list = streams;
 	streams = s;
-	live_streams++;
+	if (!legacy) live_streams++;
+	return s;
+}
+
+EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority) {
+	FAULT("cuStreamCreateWithPriority");
+	REQUIRE_CTX();
+	if (!ps || flags > 1) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	struct fake_stream *s = new_stream(current, priority < -5 ? -5 : priority > 0 ? 0 : priority, 0);
 	pthread_mutex_unlock(&mu);
+	if (!s) return OUT_OF_MEMORY;
 	*ps = s;
 	return SUCCESS;
+}
+
+// legacy_stream returns the current context's legacy default stream,
+// making it on first use.
+static struct fake_stream *legacy_stream(void) {
+	pthread_mutex_lock(&mu);
+	if (!current->legacy) current->legacy = new_stream(current, 0, 1);
+	struct fake_stream *s = current->legacy;
+	pthread_mutex_unlock(&mu);
+	return s;
+}
+
+// drain_legacy waits for the work on the current context's legacy stream,
+// as every synchronous call that the real driver orders after that work.
+static void drain_legacy(void) {
+	pthread_rwlock_rdlock(&streams_lock);
+	pthread_mutex_lock(&mu);
+	struct fake_stream *s = current->legacy;
+	pthread_mutex_unlock(&mu);
+	if (s) drain(s);
+	pthread_rwlock_unlock(&streams_lock);
+}
+
+// host_locked reports whether [p, p+n) lies in page-locked host memory.
+static int host_locked(const void *p, size_t n) {
+	uintptr_t b = (uintptr_t)p;
+	int ok = 0;
+	pthread_mutex_lock(&mu);
+	for (struct record *r = records; r; r = r->next)
+		if (r->kind != KIND_DEVICE && b >= r->base && b - r->base <= r->size && n <= r->size - (b - r->base)) ok = 1;
+	pthread_mutex_unlock(&mu);
+	return ok;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
@@ -715,7 +775,10 @@ static void stop_stream(struct fake_stream *s) {
 EXPORT CUresult cuStreamSynchronize(CUstream s) {
 	FAULT("cuStreamSynchronize");
 	REQUIRE_CTX();
-	if (!s) return SUCCESS;
+	if (!s) {
+		drain_legacy();
+		return current->sticky;
+	}
 	pthread_mutex_lock(&mu);
 	int ok = stream_live(s);
 	pthread_mutex_unlock(&mu);
@@ -727,7 +790,7 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
 EXPORT CUresult cuStreamQuery(CUstream s) {
 	FAULT("cuStreamQuery");
 	REQUIRE_CTX();
-	if (!s) return SUCCESS;
+	if (!s) s = legacy_stream();
 	pthread_mutex_lock(&mu);
 	int ok = stream_live(s);
 	pthread_mutex_unlock(&mu);
@@ -904,25 +967,40 @@ static CUresult copy(CUstream s, void *dst, const void *src, size_t n) {
 	return enqueue(s, o);
 }
 
+// A synchronous copy to the device from pageable memory returns once the
+// bytes are staged: the fake copies them aside and lets the legacy stream
+// finish later. From page-locked memory it is synchronous.
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 	FAULT("cuMemcpyHtoD_v2");
 	REQUIRE_CTX();
 	if (!src || !range_ok(dst, n)) return INVALID_VALUE;
-	return copy(NULL, DEV(dst), src, n);
+	if (host_locked(src, n)) {
+		drain_legacy();
+		return copy(NULL, DEV(dst), src, n);
+	}
+	void *staged = malloc(n ? n : 1);
+	if (!staged) return OUT_OF_MEMORY;
+	memcpy(staged, src, n);
+	struct op o = {.kind = OP_COPY_STAGED, .dst = DEV(dst), .src = staged, .n = n};
+	return enqueue(legacy_stream(), o);
 }
 
+// A synchronous copy to the host returns once it is done, after the
+// legacy stream's earlier work.
 EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 	FAULT("cuMemcpyDtoH_v2");
 	REQUIRE_CTX();
 	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
+	drain_legacy();
 	return copy(NULL, dst, DEV(src), n);
 }
 
+// A device-to-device copy is queued on the legacy stream.
 EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 	FAULT("cuMemcpyDtoD_v2");
 	REQUIRE_CTX();
 	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
-	return copy(NULL, DEV(dst), DEV(src), n);
+	return copy(legacy_stream(), DEV(dst), DEV(src), n);
 }
 
 EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
@@ -956,17 +1034,17 @@ static CUresult set(CUstream s, enum op_kind k, CUdeviceptr dst, unsigned v, siz
 EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
 	FAULT("cuMemsetD8_v2");
 	REQUIRE_CTX();
-	return set(NULL, OP_SET8, d, v, n, 1);
+	return set(legacy_stream(), OP_SET8, d, v, n, 1); // queued on the legacy stream
 }
 EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
 	FAULT("cuMemsetD16_v2");
 	REQUIRE_CTX();
-	return set(NULL, OP_SET16, d, v, n, 2);
+	return set(legacy_stream(), OP_SET16, d, v, n, 2); // queued on the legacy stream
 }
 EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
 	FAULT("cuMemsetD32_v2");
 	REQUIRE_CTX();
-	return set(NULL, OP_SET32, d, v, n, 4);
+	return set(legacy_stream(), OP_SET32, d, v, n, 4); // queued on the legacy stream
 }
 EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
 	FAULT("cuMemsetD8Async");
@@ -1417,7 +1495,9 @@ static CUresult peer_copy(CUstream s, CUdeviceptr dst, CUcontext dctx, CUdevicep
 EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
 	FAULT("cuMemcpyPeer");
 	REQUIRE_CTX();
-	return peer_copy(NULL, dst, dctx, src, sctx, n);
+	// Like any device-to-device copy, it may finish after returning: it
+	// runs on the current context's legacy stream.
+	return peer_copy(legacy_stream(), dst, dctx, src, sctx, n);
 }
 
 EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {

@@ -1,0 +1,101 @@
+package cuda_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// TestSyncThenAsyncOrdered checks the promise of CopyFromHost, Memset and
+// CopyFromDevice: work gocuda queues afterwards in the context, on any
+// stream, sees their result, whatever other goroutines do meanwhile. Each
+// goroutine makes a synchronous call into its own buffer, then at once
+// downloads the buffer on its own stream. On the fake, the synchronous
+// calls finish later on the legacy stream's worker, as the real driver's
+// may; a settle that one goroutine's mark could skip shows up as stale data.
+func TestSyncThenAsyncOrdered(t *testing.T) {
+	ctx := cudatest.Context(t)
+	goroutines, rounds, n := 32, 200, 1<<18 // 1 MiB of uint32
+	if cudatest.IsFake() {
+		rounds, n = 40, 1<<12
+	}
+	ops := []struct {
+		name string
+		do   func(dst, scratch *cuda.DeviceBuffer[uint32], host []uint32, v uint32) error
+	}{
+		{"CopyFromHost", func(dst, _ *cuda.DeviceBuffer[uint32], host []uint32, v uint32) error {
+			for i := range host {
+				host[i] = v
+			}
+			return dst.CopyFromHost(host)
+		}},
+		{"Memset32", func(dst, _ *cuda.DeviceBuffer[uint32], _ []uint32, v uint32) error { return dst.Memset32(v) }},
+		{"CopyFromDevice", func(dst, scratch *cuda.DeviceBuffer[uint32], _ []uint32, v uint32) error {
+			if err := scratch.Memset32(v); err != nil {
+				return err
+			}
+			return dst.CopyFromDevice(scratch)
+		}},
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	stale := make([]int, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- func() error {
+				s, err := ctx.NewStream()
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				dst, err := cuda.Zeroed[uint32](ctx, n)
+				if err != nil {
+					return err
+				}
+				defer dst.Free()
+				scratch, err := cuda.Alloc[uint32](ctx, n)
+				if err != nil {
+					return err
+				}
+				defer scratch.Free()
+				host, out := make([]uint32, n), make([]uint32, n)
+				for r := range rounds {
+					op := ops[(g+r)%len(ops)]
+					v := uint32(g<<16 | r + 1)
+					if err := op.do(dst, scratch, host, v); err != nil {
+						return fmt.Errorf("%s: %w", op.name, err)
+					}
+					if err := dst.CopyToHostAsync(out, s); err != nil {
+						return err
+					}
+					if err := s.Synchronize(); err != nil {
+						return err
+					}
+					if out[0] != v || out[n-1] != v {
+						stale[g]++
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for _, n := range stale {
+		total += n
+	}
+	if total > 0 {
+		t.Fatalf("%d of %d downloads returned data older than the synchronous call before them", total, goroutines*rounds)
+	}
+}

@@ -1,0 +1,301 @@
+package cuda_test
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/nccl"
+	"github.com/gocuda/cuda/nvrtc"
+)
+
+// zeroTypes lists a pointer to the zero value of every exported type of
+// packages cuda, nccl and nvrtc, by package and name. driver says the zero
+// value is a valid value of its own (a number or a plain struct), whose
+// methods may ask the driver (a Result's name): those are checked for
+// panics only.
+var zeroTypes = map[string]struct {
+	zero   any
+	driver bool
+}{
+	"cuda.Attribute":          {new(cuda.Attribute), true},
+	"cuda.DevicePtr":          {new(cuda.DevicePtr), true},
+	"cuda.DeviceBuffer":       {new(cuda.DeviceBuffer[float32]), false},
+	"cuda.StagingMeasurement": {new(cuda.StagingMeasurement), true},
+	"cuda.StagingCalibration": {new(cuda.StagingCalibration), true},
+	"cuda.Context":            {new(cuda.Context), false},
+	"cuda.Version":            {new(cuda.Version), true},
+	"cuda.Device":             {new(cuda.Device), false},
+	"cuda.Result":             {new(cuda.Result), true},
+	"cuda.Error":              {new(cuda.Error), false},
+	"cuda.EventFlag":          {new(cuda.EventFlag), true},
+	"cuda.Event":              {new(cuda.Event), false},
+	"cuda.Memory":             {nil, false}, // an interface
+	"cuda.Function":           {new(cuda.Function), false},
+	"cuda.FunctionAttribute":  {new(cuda.FunctionAttribute), true},
+	"cuda.Dim3":               {new(cuda.Dim3), true},
+	"cuda.LaunchConfig":       {new(cuda.LaunchConfig), true},
+	"cuda.Module":             {new(cuda.Module), false},
+	"cuda.JITOption":          {new(cuda.JITOption), true},
+	"cuda.PeerPath":           {new(cuda.PeerPath), true},
+	"cuda.PinnedBuffer":       {new(cuda.PinnedBuffer[float32]), false},
+	"cuda.Registered":         {new(cuda.Registered[float32]), false},
+	"cuda.Direction":          {new(cuda.Direction), true},
+	"cuda.StagingPipeline":    {new(cuda.StagingPipeline), true},
+	"cuda.StagingStats":       {new(cuda.StagingStats), true},
+	"cuda.StagingBuffer":      {new(cuda.StagingBuffer), false},
+	"cuda.Stream":             {new(cuda.Stream), false},
+	"nccl.Number":             {nil, false}, // a constraint
+	"nccl.Op":                 {new(nccl.Op), true},
+	"nccl.UniqueID":           {new(nccl.UniqueID), true},
+	"nccl.Comm":               {new(nccl.Comm), false},
+	"nccl.Result":             {new(nccl.Result), true},
+	"nccl.Error":              {new(nccl.Error), false},
+	"nvrtc.Options":           {new(nvrtc.Options), true},
+	"nvrtc.Output":            {new(nvrtc.Output), false},
+}
+
+// zeroFuncs calls every exported function that takes an object of ours
+// with zero (and nil) objects; nil marks a function that takes none.
+var zeroFuncs = map[string]func() []error{
+	"cuda.DriverVersion": nil, "cuda.DriverLibrary": nil, "cuda.DeviceCount": nil, "cuda.GetDevice": nil,
+	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
+	"cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
+	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil,
+	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil,
+	"cuda.NewContext": func() []error { _, err := cuda.NewContext(cuda.Device{}); return []error{err} },
+	"cuda.Alloc": func() []error {
+		_, e1 := cuda.Alloc[float32](&cuda.Context{}, 1)
+		_, e2 := cuda.Alloc[float32](nil, 1)
+		return []error{e1, e2}
+	},
+	"cuda.Zeroed":   func() []error { _, err := cuda.Zeroed[float32](&cuda.Context{}, 1); return []error{err} },
+	"cuda.FromHost": func() []error { _, err := cuda.FromHost(&cuda.Context{}, []float32{1}); return []error{err} },
+	"cuda.FromRaw": func() []error {
+		_, e1 := cuda.FromRaw[float32](&cuda.Context{}, 256, 1)
+		_, e2 := cuda.FromRaw[float32](nil, 256, 1)
+		return []error{e1, e2}
+	},
+	"cuda.ViewAs": func() []error {
+		_, e1 := cuda.ViewAs[byte](&cuda.DeviceBuffer[float32]{})
+		_, e2 := cuda.ViewAs[byte]((*cuda.DeviceBuffer[float32])(nil))
+		return []error{e1, e2}
+	},
+	"cuda.AllocPinned": func() []error { _, err := cuda.AllocPinned[float32](&cuda.Context{}, 1); return []error{err} },
+	"cuda.Register":    func() []error { _, err := cuda.Register(&cuda.Context{}, []float32{1}); return []error{err} },
+	"cuda.NewStagingBuffer": func() []error {
+		_, err := cuda.NewStagingBuffer(&cuda.Context{}, 1)
+		return []error{err}
+	},
+	"cuda.ElapsedTime": func() []error {
+		_, e1 := cuda.ElapsedTime(&cuda.Event{}, &cuda.Event{})
+		_, e2 := cuda.ElapsedTime(nil, nil)
+		return []error{e1, e2}
+	},
+	"cuda.Global": func() []error { _, err := cuda.Global[float32](&cuda.Module{}, "x"); return []error{err} },
+	"cuda.CopyPeer": func() []error {
+		_, err := cuda.CopyPeer(&cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{})
+		return []error{err}
+	},
+	"cuda.CopyPeerAsync": func() []error {
+		_, err := cuda.CopyPeerAsync(&cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, &cuda.Stream{})
+		return []error{err}
+	},
+	"cuda.Upload": func() []error {
+		return []error{
+			cuda.Upload(new(cuda.StagingBuffer), &cuda.DeviceBuffer[float32]{}, []float32{1}, &cuda.Stream{}),
+			cuda.Upload(nil, (*cuda.DeviceBuffer[float32])(nil), nil, nil),
+		}
+	},
+	"cuda.Download": func() []error {
+		return []error{cuda.Download(new(cuda.StagingBuffer), []float32{1}, &cuda.DeviceBuffer[float32]{}, &cuda.Stream{})}
+	},
+	"cuda.UploadWith": func() []error {
+		return []error{cuda.UploadWith(new(cuda.StagingBuffer), &cuda.DeviceBuffer[float32]{}, 1, &cuda.Stream{}, func([]float32) {})}
+	},
+	"cuda.DownloadInto": func() []error {
+		_, err := cuda.DownloadInto(new(cuda.StagingBuffer), &cuda.DeviceBuffer[float32]{}, 1, &cuda.Stream{})
+		return []error{err}
+	},
+	"nccl.NewComms": func() []error {
+		_, err := nccl.NewComms([]*cuda.Context{{}})
+		return []error{err}
+	},
+	"nccl.NewComm": func() []error {
+		_, err := nccl.NewComm(&cuda.Context{}, nccl.UniqueID{}, 1, 0)
+		return []error{err}
+	},
+	"nccl.AllReduce": func() []error {
+		return []error{nccl.AllReduce(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, nccl.Sum, &cuda.Stream{})}
+	},
+	"nccl.Broadcast": func() []error {
+		return []error{nccl.Broadcast(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, 0, &cuda.Stream{})}
+	},
+	"nccl.Reduce": func() []error {
+		return []error{nccl.Reduce(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, nccl.Sum, 0, &cuda.Stream{})}
+	},
+	"nccl.AllGather": func() []error {
+		return []error{nccl.AllGather(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, &cuda.Stream{})}
+	},
+	"nccl.ReduceScatter": func() []error {
+		return []error{nccl.ReduceScatter(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, nccl.Sum, &cuda.Stream{})}
+	},
+	"nvrtc.Compile": func() []error {
+		_, err := nvrtc.Compile(&cuda.Context{}, "__global__ void k() {}", nvrtc.Options{})
+		return []error{err}
+	},
+}
+
+// TestZeroValues walks every exported type and method of packages cuda,
+// nccl and nvrtc by reflection, and every exported function taking their
+// objects: on a zero value, and on a nil pointer where the method has a
+// pointer receiver, each must work or return an error wrapping
+// ErrInvalidValue or ErrClosed, without panicking and without calling the
+// driver. A type or function added later without a line in the tables
+// above fails the test.
+func TestZeroValues(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t) // the driver is open: a call would count
+	_ = ctx
+	types, funcs := exportedNames(t)
+	for _, name := range types {
+		if _, ok := zeroTypes[name]; !ok {
+			t.Errorf("exported type %s is not in zeroTypes: add its zero value", name)
+		}
+	}
+	for _, name := range funcs {
+		if _, ok := zeroFuncs[name]; !ok {
+			t.Errorf("exported function %s is not in zeroFuncs: add a call with zero objects, or nil if it takes none", name)
+		}
+	}
+	acceptable := func(err error) bool {
+		return err == nil || errors.Is(err, cuda.ErrInvalidValue) || errors.Is(err, cuda.ErrClosed) ||
+			errors.Is(err, cuda.ErrNotSupported) // nvrtc without its library
+	}
+	methods := 0
+	for name, zt := range zeroTypes {
+		if zt.zero == nil {
+			continue
+		}
+		ptr := reflect.ValueOf(zt.zero)
+		valueMethods := map[string]bool{}
+		for m := range ptr.Elem().Type().Methods() {
+			valueMethods[m.Name] = true
+		}
+		receivers := []struct {
+			what string
+			v    reflect.Value
+		}{{"zero", ptr}, {"nil", reflect.Zero(ptr.Type())}}
+		for m := range ptr.Type().Methods() {
+			for _, r := range receivers {
+				if r.what == "nil" && valueMethods[m.Name] {
+					continue // a value receiver: Go itself dereferences nil
+				}
+				call := fmt.Sprintf("(%s %s).%s", r.what, name, m.Name)
+				before := f.Calls()
+				results, panicked := callZero(r.v.MethodByName(m.Name))
+				methods++
+				if panicked != nil {
+					t.Errorf("%s panicked: %v", call, panicked)
+					continue
+				}
+				for _, res := range results {
+					if err, ok := res.Interface().(error); ok && res.Type().Name() == "error" && !acceptable(err) {
+						t.Errorf("%s: error %v wraps neither ErrInvalidValue nor ErrClosed", call, err)
+					}
+				}
+				if !zt.driver && f.Calls() != before {
+					t.Errorf("%s called the driver %d time(s)", call, f.Calls()-before)
+				}
+			}
+		}
+	}
+	for name, fn := range zeroFuncs {
+		if fn == nil {
+			continue
+		}
+		before := f.Calls()
+		var errs []error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s with zero objects panicked: %v", name, p)
+				}
+			}()
+			errs = fn()
+		}()
+		for _, err := range errs {
+			if err == nil || !acceptable(err) {
+				t.Errorf("%s with zero objects: %v; want an error wrapping ErrInvalidValue or ErrClosed", name, err)
+			}
+		}
+		if name != "nvrtc.Compile" && f.Calls() != before {
+			t.Errorf("%s with zero objects called the driver %d time(s)", name, f.Calls()-before)
+		}
+	}
+	t.Logf("%d types, %d method calls on zero and nil receivers, %d functions with zero objects", len(zeroTypes), methods, len(zeroFuncs))
+}
+
+// callZero calls m with the zero value of each parameter.
+func callZero(m reflect.Value) (results []reflect.Value, panicked any) {
+	defer func() { panicked = recover() }()
+	mt := m.Type()
+	args := make([]reflect.Value, mt.NumIn())
+	for i := range args {
+		in := mt.In(i)
+		if mt.IsVariadic() && i == mt.NumIn()-1 {
+			args[i] = reflect.Zero(in.Elem())
+			args = args[:i] // no variadic arguments
+			break
+		}
+		args[i] = reflect.Zero(in)
+	}
+	return m.Call(args), nil
+}
+
+// exportedNames returns the exported types and functions (not methods) of
+// packages cuda, nccl and nvrtc, as "pkg.Name".
+func exportedNames(t *testing.T) (types, funcs []string) {
+	t.Helper()
+	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if d.Recv == nil && d.Name.IsExported() {
+						funcs = append(funcs, pkg+"."+d.Name.Name)
+					}
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						if ts, ok := s.(*ast.TypeSpec); ok && ts.Name.IsExported() {
+							types = append(types, pkg+"."+ts.Name.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	return types, funcs
+}
