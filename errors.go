@@ -134,6 +134,9 @@ func check(op, call string, r driver.Result) error {
 	if r == driver.Success {
 		return nil
 	}
+	if bind, code, ok := driver.BindFailure(r); ok {
+		return &Error{Op: op, Call: bind, Code: Result(code), Err: sentinels[code], Detail: "making the context current for " + call}
+	}
 	return &Error{Op: op, Call: call, Code: Result(r), Err: sentinels[r]}
 }
 

@@ -65,7 +65,7 @@ type benchReport struct {
 	Results  []benchResult `json:"results"`
 }
 
-func parseBenchFlags(args []string) (benchConfig, error) {
+func parseBenchFlags(args []string, stdout io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	sizes := fs.String("sizes", "", "comma-separated transfer sizes, such as 4KiB,1MiB,1GiB (default 4KiB to 1GiB)")
 	device := fs.Int("device", 0, "device ordinal")
@@ -73,7 +73,7 @@ func parseBenchFlags(args []string) (benchConfig, error) {
 	direction := fs.String("direction", "both", "up (host to device), down, or both")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "also plot the results to this file (.svg or .png)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return benchConfig{}, err
 	}
 	cfg := benchConfig{sizes: defaultSizes, device: *device, reps: *reps, jsonPath: *jsonPath, plotPath: *plotPath}
@@ -134,8 +134,8 @@ func parseSizes(s string) ([]int, error) {
 	return slices.Compact(sizes), nil
 }
 
-func runBench(args []string, w io.Writer) error {
-	cfg, err := parseBenchFlags(args)
+func runBench(args []string, w, stderr io.Writer) error {
+	cfg, err := parseBenchFlags(args, w)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func runBench(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prog := newProgress(os.Stderr, "measuring")
+	prog := newProgress(stderr, "measuring")
 	rep.Results, err = measureAll(ctx, cfg, prog.update)
 	prog.done()
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,11 +48,11 @@ func TestParseSizes(t *testing.T) {
 }
 
 func TestParseBenchFlags(t *testing.T) {
-	cfg, err := parseBenchFlags(nil)
+	cfg, err := parseBenchFlags(nil, io.Discard)
 	if err != nil || !slices.Equal(cfg.sizes, defaultSizes) || cfg.reps != 20 || len(cfg.directions) != 2 {
 		t.Errorf("defaults: %+v, %v", cfg, err)
 	}
-	cfg, err = parseBenchFlags([]string{"--sizes", "1MiB", "--direction", "down", "--reps", "3", "--device", "1", "--plot", "x.PNG", "--json", "x.json"})
+	cfg, err = parseBenchFlags([]string{"--sizes", "1MiB", "--direction", "down", "--reps", "3", "--device", "1", "--plot", "x.PNG", "--json", "x.json"}, io.Discard)
 	if err != nil || cfg.sizes[0] != 1<<20 || cfg.directions[0] != cuda.DeviceToHost || cfg.reps != 3 || cfg.device != 1 || cfg.plotPath != "x.PNG" || cfg.jsonPath != "x.json" {
 		t.Errorf("flags: %+v, %v", cfg, err)
 	}
@@ -63,8 +64,14 @@ func TestParseBenchFlags(t *testing.T) {
 		if code := run(append([]string{"bench"}, args...), &out, &errOut); code != 2 {
 			t.Errorf("bench %v: exit %d, want 2 (usage); stderr %q", args, code, errOut.String())
 		}
-		if strings.Count(errOut.String(), "\n") != 1 {
-			t.Errorf("bench %v: want one line, got %q", args, errOut.String())
+		// A bad flag or argument is followed by the list of flags; a bad
+		// value of a known flag by nothing more.
+		first, rest, _ := strings.Cut(errOut.String(), "\n")
+		if !strings.HasPrefix(first, "gocuda bench: ") {
+			t.Errorf("bench %v: first line %q", args, first)
+		}
+		if wantFlags := args[0] == "-nosuch" || args[0] == "stray"; wantFlags != strings.Contains(rest, "-sizes string") {
+			t.Errorf("bench %v: stderr %q: list of flags shown %v, want %v", args, errOut.String(), !wantFlags, wantFlags)
 		}
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"golang.org/x/term"
 )
 
-func runCalibrate(args []string, w io.Writer) error {
+func runCalibrate(args []string, w, stderr io.Writer) error {
 	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
 	device := fs.Int("device", 0, "device ordinal")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, w); err != nil {
 		return err
 	}
 	dev, ctx, err := openDevice(*device)
@@ -24,7 +24,7 @@ func runCalibrate(args []string, w io.Writer) error {
 	defer ctx.Close()
 	var sb cuda.StagingBuffer
 	defer sb.Close()
-	progress := newProgress(os.Stderr, "calibrating")
+	progress := newProgress(stderr, "calibrating")
 	cal, err := sb.Calibrate(ctx, progress.update)
 	progress.done()
 	if err != nil {
@@ -68,21 +68,27 @@ func formatSize(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// progress shows a single updating line on a terminal, and nothing
-// elsewhere (logs, pipes).
+// progress shows a single updating line on a terminal, and a line at each
+// tenth of the work elsewhere (logs, pipes).
 type progress struct {
-	w     io.Writer
-	label string
-	tty   bool
+	w      io.Writer
+	label  string
+	tty    bool
+	tenths int // tenths already reported, off a terminal
 }
 
-func newProgress(f *os.File, label string) *progress {
-	return &progress{w: f, label: label, tty: term.IsTerminal(int(f.Fd()))}
+func newProgress(w io.Writer, label string) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, label: label, tty: ok && term.IsTerminal(int(f.Fd()))}
 }
 
 func (p *progress) update(done, total int) {
-	if p.tty {
+	switch {
+	case p.tty:
 		fmt.Fprintf(p.w, "\r%s: %d/%d", p.label, done, total)
+	case total > 0 && done*10/total > p.tenths:
+		p.tenths = done * 10 / total
+		fmt.Fprintf(p.w, "%s: %d/%d\n", p.label, done, total)
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 	"github.com/gocuda/cuda/internal/nvml"
 )
 
-func runInfo(args []string, w io.Writer) error {
+func runInfo(args []string, w, _ io.Writer) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, w); err != nil {
 		return err
 	}
 	v, err := cuda.DriverVersion()

@@ -3,6 +3,7 @@
 //	gocuda bench      GB/s of each way to move data between host and device, at sizes from 4 KiB to 1 GiB
 //	gocuda info       the driver and each device: name, memory, compute capability, PCIe link
 //	gocuda calibrate  where staging and the pipeline beat the driver's copy, and how to set that
+//	gocuda report     merge bench, C and PyTorch results into docs/performance.md (for contributors)
 //
 // Run a command with -h for its flags.
 //
@@ -25,14 +26,24 @@ var errUsage = errors.New("usage")
 
 type command struct {
 	name, summary string
-	run           func(args []string, stdout io.Writer) error
+	// run does the command: results go to stdout, progress to stderr.
+	run func(args []string, stdout, stderr io.Writer) error
+}
+
+// summaries says what each command does, for the help texts. (Apart from
+// commands, which the commands' own help reaches through parseFlags.)
+var summaries = map[string]string{
+	"bench":     "measure each host-device transfer path on this machine",
+	"info":      "list the CUDA driver and devices",
+	"report":    "merge gocuda bench, C and PyTorch results into docs (for contributors)",
+	"calibrate": "measure where staging and the pipeline beat the driver's copy",
 }
 
 var commands = []command{
-	{"bench", "measure each host-device transfer path on this machine", runBench},
-	{"info", "list the CUDA driver and devices", runInfo},
-	{"report", "merge gocuda bench, C and PyTorch results into docs (for contributors)", runReport},
-	{"calibrate", "measure where staging and the pipeline beat the driver's copy", runCalibrate},
+	{"bench", summaries["bench"], runBench},
+	{"info", summaries["info"], runInfo},
+	{"report", summaries["report"], runReport},
+	{"calibrate", summaries["calibrate"], runCalibrate},
 }
 
 func main() {
@@ -40,23 +51,29 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) || args[0] == "help" {
+		usage(stdout)
 		return 0
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(args[1:], stdout)
+		err := c.run(args[1:], stdout, stderr)
+		var fe *flagError
 		switch {
 		case err == nil:
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
+		case errors.As(err, &fe):
+			fmt.Fprintf(stderr, "gocuda %s: %v\n\n", c.name, err)
+			commandUsage(stderr, fe.fs)
+			return 2
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(stderr, "gocuda %s: %v\n", c.name, err)
 			return 2
@@ -75,20 +92,42 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\nRun gocuda <command> -h for a command's flags.")
 }
 
-// parseFlags parses a command's flags, turning a flag error into a usage
-// error.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// commandUsage writes the help of the command whose flags fs holds.
+func commandUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: gocuda %s [flags]\n\n%s\n\nflags:\n", fs.Name(), summaries[fs.Name()])
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// flagError is a command line a command's flags do not accept: run prints
+// it with the command's help.
+type flagError struct {
+	err error
+	fs  *flag.FlagSet
+}
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return errUsage }
+
+// parseFlags parses a command's flags. -h writes the command's help to
+// stdout (flag.ErrHelp); a bad flag or argument is a flagError.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(stdout, fs)
 			return err
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return &flagError{err, fs}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+		return &flagError{fmt.Errorf("unexpected argument %q", fs.Arg(0)), fs}
 	}
 	return nil
 }

@@ -13,15 +13,17 @@ func TestMain(m *testing.M) { cudatest.Main(m) }
 
 func TestUsage(t *testing.T) {
 	tests := []struct {
-		args []string
-		code int
-		want string
+		args      []string
+		code      int
+		out, errs string // what stdout and stderr contain
 	}{
-		{nil, 2, "usage: gocuda"},
-		{[]string{"help"}, 0, "usage: gocuda"},
-		{[]string{"nosuch"}, 2, `unknown command "nosuch"`},
-		{[]string{"info", "-nosuch"}, 2, "flag provided but not defined"},
-		{[]string{"info", "extra"}, 2, `unexpected argument "extra"`},
+		{nil, 2, "", "usage: gocuda"},
+		{[]string{"help"}, 0, "usage: gocuda", ""},
+		{[]string{"-h"}, 0, "Run gocuda <command> -h", ""},
+		{[]string{"nosuch"}, 2, "", `unknown command "nosuch"`},
+		{[]string{"info", "-nosuch"}, 2, "", "flag provided but not defined"},
+		{[]string{"info", "extra"}, 2, "", `unexpected argument "extra"`},
+		{[]string{"calibrate", "-nosuch"}, 2, "", "-device int"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -29,8 +31,42 @@ func TestUsage(t *testing.T) {
 			if code := run(tt.args, &out, &errOut); code != tt.code {
 				t.Errorf("exit %d, want %d", code, tt.code)
 			}
-			if !strings.Contains(errOut.String(), tt.want) {
-				t.Errorf("stderr %q lacks %q", errOut.String(), tt.want)
+			if !strings.Contains(out.String(), tt.out) || !strings.Contains(errOut.String(), tt.errs) {
+				t.Errorf("stdout %q, stderr %q; want them to hold %q and %q", out.String(), errOut.String(), tt.out, tt.errs)
+			}
+		})
+	}
+}
+
+// TestCommandHelp: every command's -h prints its usage, what it does and
+// every flag it takes, on stdout, and exits 0 without doing the work.
+func TestCommandHelp(t *testing.T) {
+	flags := map[string][]string{
+		"bench":     {"-sizes", "-device", "-reps", "-direction", "-json", "-plot"},
+		"info":      nil,
+		"calibrate": {"-device"},
+		"report":    {"-dir", "-doc", "-plot"},
+	}
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			want, ok := flags[c.name]
+			if !ok {
+				t.Fatalf("command %s has no line in this test", c.name)
+			}
+			for _, h := range []string{"-h", "--help"} {
+				var out, errOut bytes.Buffer
+				if code := run([]string{c.name, h}, &out, &errOut); code != 0 {
+					t.Errorf("%s %s: exit %d, want 0; stderr %q", c.name, h, code, errOut.String())
+				}
+				help := out.String()
+				for _, w := range append([]string{"usage: gocuda " + c.name, c.summary}, want...) {
+					if !strings.Contains(help, w) {
+						t.Errorf("%s %s: help %q lacks %q", c.name, h, help, w)
+					}
+				}
+				if errOut.Len() != 0 {
+					t.Errorf("%s %s: stderr %q, want nothing", c.name, h, errOut.String())
+				}
 			}
 		})
 	}

@@ -33,12 +33,12 @@ const (
 // bench's JSON, the C reference's output, PyTorch's JSON) into a section of
 // a markdown document and a plot. It is for contributors regenerating
 // docs/performance.md.
-func runReport(args []string, w io.Writer) error {
+func runReport(args []string, w, _ io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	dir := fs.String("dir", "", "folder holding bench.json, cref.txt, torch.json and machine.txt (required)")
 	doc := fs.String("doc", "docs/performance.md", "markdown document to update between its report markers")
 	plotPath := fs.String("plot", "docs/transfers.svg", "plot to write (.svg or .png)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, w); err != nil {
 		return err
 	}
 	if *dir == "" {

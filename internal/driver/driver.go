@@ -42,6 +42,26 @@ const (
 	ResultMissingSymbol Result = -1
 )
 
+// Bits the cgo shim adds to a result when binding the context before the
+// call failed, rather than the call itself.
+const (
+	bindGetFailed Result = 0x40000000
+	bindSetFailed Result = 0x20000000
+)
+
+// BindFailure reports whether r says that binding the context failed
+// before a call (cgo backend), and if so which driver function failed and
+// with what code.
+func BindFailure(r Result) (call string, code Result, failed bool) {
+	switch {
+	case r > 0 && r&bindGetFailed != 0:
+		return "cuCtxGetCurrent", r &^ bindGetFailed, true
+	case r > 0 && r&bindSetFailed != 0:
+		return "cuCtxSetCurrent", r &^ bindSetFailed, true
+	}
+	return "", r, false
+}
+
 // Handle types, as the driver defines them.
 type (
 	Device            int32   // CUdevice

@@ -1,10 +1,12 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -33,17 +35,40 @@ func (e *OpenError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Loaded, e.Reason)
 }
 
-var (
-	openOnce sync.Once
-	openErr  error
-	openPath string
-)
+// opener opens the driver for the process. A success, and a library that
+// cannot be opened or is no driver, are kept; a cuInit that failed is not:
+// the next Open tries again, so a transient failure can be recovered.
+type opener struct {
+	mu   sync.Mutex
+	done atomic.Bool // path and err are final
+	path string
+	err  error
+}
 
-// Open loads the driver library and calls cuInit(0), once per process; later
-// calls return the first call's result.
-func Open() error {
-	openOnce.Do(func() { openPath, openErr = load(candidates(), &syms) })
-	return openErr
+var theDriver opener
+
+// Open loads the driver library and calls cuInit(0). It returns the first
+// success, or the first failure to load a library, to every later call;
+// after cuInit fails it tries again at the next call.
+func Open() error { return theDriver.open(candidates(), &syms) }
+
+func (o *opener) open(paths []string, table *[symCount]uintptr) error {
+	if o.done.Load() {
+		return o.err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done.Load() {
+		return o.err
+	}
+	path, err := load(paths, table)
+	var oe *OpenError
+	if err != nil && errors.As(err, &oe) && oe.Result != Success {
+		return err // cuInit failed: not kept
+	}
+	o.path, o.err = path, err
+	o.done.Store(true)
+	return err
 }
 
 // Path returns the library file Open loaded, or "" before a successful Open.
@@ -51,7 +76,7 @@ func Path() string {
 	if Open() != nil {
 		return ""
 	}
-	return openPath
+	return theDriver.path
 }
 
 func candidates() []string {

@@ -18,12 +18,19 @@ static void gocuda_set_binders(uintptr_t getcur, uintptr_t setcur) {
 }
 
 // gocuda_bind makes ctx current on this thread if it is not: the binding
-// and the call it precedes cost one crossing from Go together.
+// and the call it precedes cost one crossing from Go together. A failure
+// returns the code with a bit saying which binding call failed (see
+// BindFailure), so that the error names it rather than the call it
+// preceded.
 static int gocuda_bind(uintptr_t ctx) {
 	uintptr_t cur;
 	int r = ((gocuda_getcur_fn)gocuda_getcur)(&cur);
-	if (r == 0 && cur != ctx) r = ((gocuda_setcur_fn)gocuda_setcur)(ctx);
-	return r;
+	if (r) return r | 0x40000000;
+	if (cur != ctx) {
+		r = ((gocuda_setcur_fn)gocuda_setcur)(ctx);
+		if (r) return r | 0x20000000;
+	}
+	return 0;
 }
 
 static int gocuda_Init(uintptr_t fn, unsigned int flags) {
