@@ -573,3 +573,46 @@ func TestCommForgotten(t *testing.T) {
 		t.Fatal("the cleanup of an unreachable communicator did not run")
 	}
 }
+
+// TestFailedCloseRetried: a Close or Abort that NCCL refuses leaves the
+// communicator owned and usable, its resources held; a second one frees
+// them.
+func TestFailedCloseRetried(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	buf := must(cuda.FromHost(ctx, []float32{1, 2, 3}))
+	defer buf.Free()
+	for _, how := range []struct {
+		name  string
+		close func(*nccl.Comm) error
+	}{{"Close", (*nccl.Comm).Close}, {"Abort", (*nccl.Comm).Abort}} {
+		t.Run(how.name, func(t *testing.T) {
+			c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+			live := f.Live("comm")
+			f.Fail("ncclCommDestroy", 1, 3) // ncclInternalError
+			err := how.close(c)
+			if !errors.Is(err, nccl.Result(3)) {
+				t.Fatalf("%s with ncclCommDestroy failing: %v, want ncclInternalError", how.name, err)
+			}
+			if f.Live("comm") != live {
+				t.Errorf("the fake holds %d communicators, want %d", f.Live("comm"), live)
+			}
+			if err := nccl.AllReduce(c, buf, buf, nccl.Sum, s); err != nil {
+				t.Errorf("AllReduce after the failed %s: %v", how.name, err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			if err := how.close(c); err != nil {
+				t.Fatalf("second %s: %v", how.name, err)
+			}
+			if f.Live("comm") != live-1 {
+				t.Errorf("the fake holds %d communicators after the second %s, want %d", f.Live("comm"), how.name, live-1)
+			}
+		})
+	}
+}
