@@ -49,3 +49,7 @@ func CopyRaw(d *DeviceBuffer[byte], h []byte, up bool) int {
 	}
 	return int(driver.MemcpyDtoH(d.mem.ctx.handle, unsafe.Pointer(&h[0]), d.ptr, uintptr(len(h))))
 }
+
+// ForgetPTX makes m as a module loaded from a cubin: nothing known of its
+// kernels' parameters from PTX.
+func ForgetPTX(m *Module) { m.params = nil }

@@ -167,6 +167,8 @@ func TestLaunchErrors(t *testing.T) {
 	var nilBuf *cuda.DeviceBuffer[float32]
 	other := cudatest.Context(t)
 	so := cudatest.Stream(t, other)
+	ao := must(cuda.Alloc[float32](other, 16))
+	defer ao.Free()
 	ok := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, Stream: s}
 	tests := []struct {
 		name string
@@ -183,6 +185,9 @@ func TestLaunchErrors(t *testing.T) {
 		{"nil buffer", ok, []any{a, nilBuf, a, uint32(16)}, "nil *DeviceBuffer"},
 		{"slice", ok, []any{a, a, a, []uint32{16}}, "slice"},
 		{"negative shared memory", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, SharedMemBytes: -1, Stream: s}, []any{a, a, a, uint32(16)}, "shared memory"},
+		{"buffer of another context", ok, []any{a, a, ao, uint32(16)}, "argument 2 is a device buffer of another context"},
+		{"float for an integer", ok, []any{a, a, a, float32(16)}, "takes .u32"},
+		{"integer for a pointer", ok, []any{a, a, float64(0), uint32(16)}, "takes .u64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +221,92 @@ func TestLaunchErrors(t *testing.T) {
 	if _, err := f.Attribute(cuda.FuncNumRegs); !errors.Is(err, cuda.ErrClosed) {
 		t.Errorf("Attribute after the module closed: %v; want ErrClosed", err)
 	}
+}
+
+// TestLaunchTypesFromPTX: for a module loaded from PTX, each argument's
+// kind is checked against the type on the kernel's .entry line.
+func TestLaunchTypesFromPTX(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadKernels(t, ctx)
+	saxpy := must(m.Function("saxpy")) // (.f32 a, .u64 x, .u64 y, .u32 n)
+	x := must(cuda.Alloc[float32](ctx, 4))
+	defer x.Free()
+	cfg := cuda.LaunchConfigFor(4, s)
+	for name, args := range map[string][]any{
+		"uint32 for .f32":    {uint32(2), x, x, uint32(4)},
+		"float32 for .u32":   {float32(2), x, x, float32(4)},
+		"DevicePtr for .f32": {cuda.DevicePtr(0), x, x, uint32(4)},
+	} {
+		if err := saxpy.Launch(cfg, args...); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "kernel saxpy takes") {
+			t.Errorf("%s: %v; want ErrInvalidValue naming the parameter's type", name, err)
+		}
+	}
+	// Any integer of the width for an integer parameter (C's int is .u32
+	// in PTX), a DevicePtr for a pointer.
+	if err := saxpy.Launch(cfg, float32(2), x.Ptr(), x, int32(4)); err != nil {
+		t.Errorf("saxpy with int32 for .u32 and a DevicePtr for .u64: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLaunchParamFailures: a failure reading a kernel's parameters fails
+// that launch, names the call, and is not kept: the next launch reads them
+// again and checks as before. Where nothing can describe the kernel, a
+// launch with too few arguments reads zeros, never beyond the arguments.
+func TestLaunchParamFailures(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	a := must(cuda.Alloc[float32](ctx, 16))
+	defer a.Free()
+	ok := cuda.LaunchConfigFor(16, s)
+	for _, tt := range []struct {
+		name   string
+		faults [][2]any // function, code: each fails its next call
+		want   string   // in the first launch's error
+	}{
+		{"count fails", [][2]any{{"cuFuncGetParamCount", 999}}, "cuFuncGetParamCount"},
+		{"info fails", [][2]any{{"cuFuncGetParamInfo", 999}}, "cuFuncGetParamInfo"},
+		{"info says invalid value at 0", [][2]any{{"cuFuncGetParamInfo", 1}}, "cuFuncGetParamInfo"},
+		{"old driver, list cut short", [][2]any{{"cuFuncGetParamCount", 801}, {"cuFuncGetParamInfo", 1}}, "its PTX 4"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := must(loadKernels(t, ctx).Function("vadd_f32"))
+			for _, fault := range tt.faults {
+				f.Fail(fault[0].(string), 1, fault[1].(int))
+			}
+			if err := fn.Launch(ok, a, a, a, uint32(16)); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("first launch: %v; want an error mentioning %q", err, tt.want)
+			}
+			if err := fn.Launch(ok, a, a, a, uint32(16)); err != nil {
+				t.Fatalf("second launch: %v; a failure must not be kept", err)
+			}
+			if err := fn.Launch(ok, a, a, a); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "takes 4 arguments") {
+				t.Errorf("too few arguments after the failure: %v; checking must stay on", err)
+			}
+		})
+	}
+	t.Run("nothing describes the kernel", func(t *testing.T) {
+		m := loadKernels(t, ctx)
+		cuda.ForgetPTX(m)
+		fn := must(m.Function("vadd_f32"))
+		f.Fail("cuFuncGetParamCount", 1, 801)
+		f.Fail("cuFuncGetParamInfo", 1, 801)
+		// vadd_f32 reads four parameters; with none given it must read
+		// zeros (n = 0: nothing to do), not memory past the arguments.
+		if err := fn.Launch(ok); err != nil {
+			t.Fatalf("launch with the count unknown: %v", err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestModuleErrors(t *testing.T) {

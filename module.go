@@ -168,8 +168,10 @@ func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
 
 // Close unloads the module; its Functions and globals become unusable.
 // Closing twice, or a nil Module, is a no-op. The globals are closed first
-// (waiting for copies in flight); if the driver then refuses to unload, the
-// module stays usable, its globals closed, and Close may be called again.
+// (waiting for calls in flight, and for the synchronous copies into them to
+// land); work queued on streams that uses the module must be synchronized
+// first. If the driver then refuses to unload, the module stays usable, its
+// globals closed, and Close may be called again.
 func (m *Module) Close() error {
 	if m == nil {
 		return nil
@@ -182,6 +184,10 @@ func (m *Module) Close() error {
 		m.globalsMu.Unlock()
 		for _, g := range globals {
 			g.free(op)
+		}
+		// A synchronous copy into a global may still be landing.
+		if err := m.ctx.settleLegacy(op); err != nil {
+			return err
 		}
 		return check(op, "cuModuleUnload", driver.ModuleUnload(m.ctx.handle, m.handle))
 	}, nil)

@@ -1,7 +1,9 @@
 package cuda_test
 
 import (
+	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +223,54 @@ func TestStreamForgotten(t *testing.T) {
 	}()
 	if !cudatest.GC(func() bool { return trackForgotten() >= before+2 }) {
 		t.Fatal("the cleanups of an unreachable Stream and Event did not run")
+	}
+}
+
+// TestFailedSynchronizeKeepsPins: a synchronize that fails proves nothing
+// finished, so the Go memory queued copies write stays pinned (alive) until
+// one succeeds: the collector must not hand it to anyone else meanwhile.
+// The fake runs stream work 50 ms late here, so the copy is still queued
+// while the collector runs.
+func TestFailedSynchronizeKeepsPins(t *testing.T) {
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t, cudatest.EnvDriver+"=fake", cudatest.EnvRequireGPU+"=", "FAKECUDA_STREAM_DELAY_US=50000")
+		return
+	}
+	f := cudatest.Fake(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	const n = 16 << 10
+	b := must(cuda.Alloc[byte](ctx, n))
+	defer b.Free()
+	if err := b.Memset8(0x77); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		dst := make([]byte, n) // unreachable once queued: only the pin keeps it
+		if err := b.CopyToHostAsync(dst, s); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	f.Fail("cuStreamSynchronize", 1, 999)
+	if err := s.Synchronize(); !errors.Is(err, cuda.Result(999)) {
+		t.Fatalf("Synchronize with the driver failing: %v", err)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	victims := make([][]byte, 256)
+	for i := range victims {
+		victims[i] = make([]byte, n)
+		for j := range victims[i] {
+			victims[i][j] = 0x11
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range victims {
+		if bytes.IndexByte(v, 0x77) >= 0 {
+			t.Fatalf("slice %d, made after the failed synchronize, was written by the copy queued before it: its memory was released while the copy was pending", i)
+		}
 	}
 }

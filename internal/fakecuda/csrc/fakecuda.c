@@ -530,6 +530,8 @@ EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
 
 static void stop_stream(struct fake_stream *s);
 
+static void unload_modules(CUcontext c);
+
 // reset_context frees everything a context held, as the real driver does
 // when the last retain of a primary context is released.
 static void reset_context(CUcontext c) {
@@ -556,6 +558,7 @@ static void reset_context(CUcontext c) {
 		dead = next;
 	}
 	pthread_mutex_lock(&mu);
+	unload_modules(c);
 	for (int i = 0; i < MAX_EVENTS; i++) {
 		if (events[i] && events[i]->ctx == c) {
 			events[i] = NULL;
@@ -1319,6 +1322,31 @@ static int module_live(CUmodule m) {
 	return 0;
 }
 
+// free_module frees m and its globals. The caller holds mu and has taken
+// m off the list.
+static void free_module(struct fake_module *m) {
+	for (int i = 0; i < m->nglobals; i++) {
+		struct record *r = find_base((uintptr_t)m->globals[i].ptr, KIND_DEVICE);
+		if (r) remove_record(r);
+		free(DEVP(m->globals[i].ptr));
+	}
+	free(m); // functions die with their module, as on the real driver
+}
+
+// unload_modules unloads every module of c, as the driver does when it
+// destroys a context. The caller holds mu.
+static void unload_modules(CUcontext c) {
+	for (struct fake_module **pp = &modules; *pp;) {
+		struct fake_module *m = *pp;
+		if (m->ctx == c) {
+			*pp = m->next;
+			free_module(m);
+		} else {
+			pp = &m->next;
+		}
+	}
+}
+
 EXPORT CUresult cuModuleUnload(CUmodule m) {
 	FAULT("cuModuleUnload");
 	REQUIRE_CTX();
@@ -1331,17 +1359,9 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
 			break;
 		}
 	}
-	if (found) {
-		for (int i = 0; i < m->nglobals; i++) {
-			struct record *r = find_base((uintptr_t)m->globals[i].ptr, KIND_DEVICE);
-			if (r) remove_record(r);
-			free(DEVP(m->globals[i].ptr));
-		}
-	}
+	if (found) free_module(m);
 	pthread_mutex_unlock(&mu);
-	if (!found) return INVALID_HANDLE;
-	free(m); // functions die with their module, as on the real driver
-	return SUCCESS;
+	return found ? SUCCESS : INVALID_HANDLE;
 }
 
 EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name) {
@@ -1405,6 +1425,14 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v) {
 	if (attr != 8) return attr < 0 || attr > 16 ? INVALID_VALUE : SUCCESS;
 	if (v < 0 || v > 227 << 10) return INVALID_VALUE;
 	f->max_dynamic_shared = v;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetParamCount(CUfunction f, size_t *n) {
+	FAULT("cuFuncGetParamCount");
+	REQUIRE_CTX();
+	if (!f || !n) return INVALID_VALUE;
+	*n = (size_t)f->k->nparams;
 	return SUCCESS;
 }
 
