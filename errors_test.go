@@ -89,3 +89,78 @@ func TestNotADriver(t *testing.T) {
 		t.Fatalf("DeviceCount with libc as the driver: %v, want ErrNoDriver saying it is not a CUDA driver", err)
 	}
 }
+
+// TestErrorTexts: errors name the operation the caller called and say in
+// words what was wrong.
+func TestErrorTexts(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	b := must(cuda.Alloc[float32](ctx, 8))
+	defer b.Free()
+	e1, e2 := must(ctx.NewEvent()), must(ctx.NewEvent())
+	defer e1.Close()
+	defer e2.Close()
+	if err := e1.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		call    func() error
+		want    []string
+		notWant string
+	}{
+		{"GetDevice names itself", func() error {
+			f.Fail("cuDeviceGetCount", 1, 999)
+			_, err := cuda.GetDevice(0)
+			return err
+		}, []string{"cuda: GetDevice: cuDeviceGetCount"}, "DeviceCount:"},
+		{"Slice with a negative length", func() error { _, err := b.Slice(0, -1); return err }, []string{"length -1"}, "+-"},
+		{"Slice past the end", func() error { _, err := b.Slice(6, 4); return err }, []string{"elements 6 to 10", "buffer of 8"}, ""},
+		{"ElapsedTime of an event never recorded", func() error {
+			_, err := cuda.ElapsedTime(e1, e2)
+			return err
+		}, []string{"the end event was never recorded"}, "INVALID_HANDLE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+			if tt.notWant != "" && strings.Contains(err.Error(), tt.notWant) {
+				t.Errorf("%q holds %q", err, tt.notWant)
+			}
+		})
+	}
+}
+
+// TestBindFailureNamed: when making the context current fails, the error
+// names the call that failed (cuCtxGetCurrent), not the one it was for,
+// with either backend.
+func TestBindFailureNamed(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	b := must(cuda.Alloc[float32](ctx, 8))
+	defer b.Free()
+	f.Fail("cuCtxGetCurrent", 1, 999)
+	err := b.CopyFromHost(make([]float32, 8))
+	var ce *cuda.Error
+	if !errors.As(err, &ce) || ce.Call != "cuCtxGetCurrent" || ce.Code != 999 {
+		t.Fatalf("CopyFromHost with the bind failing: %v; want an error naming cuCtxGetCurrent with code 999", err)
+	}
+	if err := b.CopyFromHost(make([]float32, 8)); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+}
