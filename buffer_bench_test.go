@@ -11,8 +11,8 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// copySizes are the transfer sizes benchmarked, in bytes: the seed's 150
-// KiB, 196 KiB and 4.7 MiB among them. bench/cref/copybench.c uses the same.
+// copySizes are the transfer sizes benchmarked, in bytes: 150 KiB, 196 KiB
+// and 4.7 MiB (the sizes of the first measurements) among them. bench/cref/copybench.c uses the same.
 var copySizes = []int{4, 4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10,
 	1 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
 

@@ -114,7 +114,7 @@ func nextTask() (copyTask, bool) {
 
 // maxCopyWorkers bounds the goroutines copying one chunk, the caller's
 // among them: past 16 the copies stop getting faster on the H200 machine
-// (DESIGN.md: 38 GB/s on 16).
+// (BenchmarkParallelCopy: 38 GB/s on 16).
 const maxCopyWorkers = 16
 
 // minCopyPart is the least a worker is given: below it, handing the work

@@ -41,8 +41,9 @@
 //     2 MiB they take the driver's own path (on the H200 machine staging
 //     them whole won nothing once the data was not in the CPU's caches);
 //     from 2 MiB up they are pipelined through pinned slots by several
-//     goroutines: 1.2-2.8x the plain copy at 4.7-16 MiB, 2.9-8x from
-//     256 MiB up, 49-53 GB/s uploading and 42-47 GB/s downloading there.
+//     goroutines: 1.6-2.7x the plain copy at 4.7-16 MiB and 2.8-6.3x from
+//     256 MiB up, 49-51 GB/s uploading and 42-46 GB/s downloading there
+//     (the staging table of docs/performance.md, 2026-11-29).
 //     Calibrate finds the thresholds for the machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //
@@ -52,13 +53,39 @@
 // # Kernels
 //
 // Context.LoadModule loads PTX, a cubin or a fatbin; Function.Launch queues a
-// kernel with typed Go arguments. Package nvrtc compiles CUDA C++ at run
-// time.
+// kernel with Go arguments, checked as far as the driver and the PTX can
+// describe the kernel (see Function.Launch); LaunchConfigFor sizes a 1-D
+// launch over n elements. Package nvrtc compiles CUDA C++ at run time.
 //
 // # Releasing resources
 //
-// Close (or Free) each object when done; closing twice is a no-op. A cleanup
-// backstop releases what was forgotten once the garbage collector finds it
-// unreachable, but the GPU's memory is not the garbage collector's to
-// measure: do not rely on it.
+// Close (or Free) each object when done; closing twice is a no-op. Close
+// waits for the calls in flight on the object; calls made while it runs
+// return ErrClosed at once, so a gocuda call never waits on a Close (not
+// even one made inside Context.Do while the context is being closed). If
+// the driver refuses to release the resource, Close returns its error, the
+// object stays open, owned and usable, and Close may be called again. A
+// cleanup backstop releases what was forgotten once the garbage collector
+// finds it unreachable, but the GPU's memory is not the garbage collector's
+// to measure: do not rely on it.
+//
+// The zero value of every exported type, and a nil pointer to it, is safe:
+// StagingBuffer's is ready to use, a zero number or configuration is that
+// value, and the methods of the others (Context, Stream, Event, Module,
+// Function, DeviceBuffer, PinnedBuffer, Registered, Device) return an error
+// wrapping ErrInvalidValue without calling the driver.
+//
+// # Ordering
+//
+// Work queued on one stream runs in order. The synchronous calls that may
+// return before the device is done (CopyFromHost from ordinary memory,
+// CopyFromDevice, the Memset methods without a stream) are ordered before
+// everything gocuda queues afterwards in the context, on any stream and
+// from any goroutine: each is counted once the driver call returned, and
+// the next work queued waits until a synchronize of the legacy stream has
+// seen it done. Another library's stream is not ordered after them:
+// synchronize the context first. Go memory an asynchronous copy reads or
+// writes stays pinned until a synchronize of its stream succeeds (or the
+// stream is closed), and no failed transfer of a StagingBuffer returns
+// while the device may still copy into or out of memory gocuda reuses.
 package cuda

@@ -97,8 +97,9 @@ func ExampleFunction_Launch() {
 	defer b.Free()
 	defer c.Free()
 
-	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 32}, Stream: s}
-	if err := vadd.Launch(cfg, a, b, c, uint32(3)); err != nil {
+	// One thread per element, in blocks of cuda.LinearBlock; the kernel
+	// skips the threads past n.
+	if err := vadd.Launch(cuda.LaunchConfigFor(3, s), a, b, c, uint32(3)); err != nil {
 		log.Fatal(err)
 	}
 	out := make([]float32, 3)

@@ -23,8 +23,10 @@ func (b *DeviceBuffer[T]) deviceMemory() (driver.DevicePtr, *allocation) {
 // it until fn returns, and c held open (Close waits for fn). It is for
 // calling other CUDA libraries, which find the device through the current
 // context: the CUDA runtime, and so NCCL, cuBLAS or a cgo kernel library,
-// then use the same primary context as gocuda. fn must not close c (that
-// would wait for fn).
+// then use the same primary context as gocuda. gocuda's own calls work
+// inside fn too; once Close has been called on c they return ErrClosed at
+// once (Close waits for fn to return). fn must not close c itself: that
+// would wait for fn.
 func (c *Context) Do(fn func() error) error {
 	const op = "Context.Do"
 	if fn == nil {

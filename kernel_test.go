@@ -440,3 +440,38 @@ func TestNilModuleAndStaging(t *testing.T) {
 		"LoadModule nil ctx": second((*cuda.Context)(nil).LoadModule([]byte("x"))),
 	})
 }
+
+func TestLaunchConfigFor(t *testing.T) {
+	for _, tt := range []struct{ n, grid int }{{1, 1}, {255, 1}, {256, 1}, {257, 2}, {1 << 20, 4096}, {1<<20 + 1, 4097}, {0, 0}, {-5, 0}} {
+		cfg := cuda.LaunchConfigFor(tt.n, nil)
+		if cfg.Grid.X != tt.grid || cfg.Block.X != cuda.LinearBlock || cfg.Grid.X*cfg.Block.X < tt.n {
+			t.Errorf("LaunchConfigFor(%d): grid %v, block %v; want %d blocks of %d covering every element", tt.n, cfg.Grid, cfg.Block, tt.grid, cuda.LinearBlock)
+		}
+	}
+	// The tail is computed: n not a multiple of the block.
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadKernels(t, ctx)
+	vadd := must(m.Function("vadd_f32"))
+	const n = 1000
+	a := must(cuda.FromHost(ctx, random[float32](n)))
+	defer a.Free()
+	c := must(cuda.Zeroed[float32](ctx, n))
+	defer c.Free()
+	if err := vadd.Launch(cuda.LaunchConfigFor(n, s), a, a, c, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	in, out := make([]float32, n), make([]float32, n)
+	if err := a.CopyToHostAsync(in, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CopyToHostAsync(out, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if out[n-1] != in[n-1]+in[n-1] {
+		t.Errorf("last element %v, want %v: the tail was dropped", out[n-1], in[n-1]+in[n-1])
+	}
+}

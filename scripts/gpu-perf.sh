@@ -30,7 +30,8 @@ shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1
-machine=$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader)
+machine=$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader |
+	awk -F', ' 'NR == 1 { printf "%s, driver %s, PCIe Gen%s x%s", $1, $2, $3, $4 }')
 stamp="Measured $(date -u +%Y-%m-%d) on $machine, GOMAXPROCS=$(nproc)"
 for section in $sections; do
 	case $section in

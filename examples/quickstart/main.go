@@ -74,7 +74,7 @@ func main() {
 	defer end.Close()
 	start = time.Now()
 	check(begin.Record(s))
-	check(saxpy.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: (n + 255) / 256}, Block: cuda.Dim3{X: 256}, Stream: s}, a, dx, dy, uint32(n)))
+	check(saxpy.Launch(cuda.LaunchConfigFor(n, s), a, dx, dy, uint32(n)))
 	check(end.Record(s))
 	check(end.Synchronize())
 	kernel, err := cuda.ElapsedTime(begin, end)
