@@ -481,5 +481,3 @@ func plainBytes(a any) ([]byte, uintptr, error) {
 	p.Elem().Set(v)
 	return unsafe.Slice((*byte)(p.UnsafePointer()), t.Size()), uintptr(t.Align()), nil
 }
-
-
