@@ -53,9 +53,6 @@ func (l *life) release() { l.lt.Release() }
 // status reports what a hold would find, without holding.
 func (l *life) status() lifetime.Status { return l.lt.Status() }
 
-// isClosed reports whether the object was released.
-func (l *life) isClosed() bool { return l.lt.IsClosed() }
-
 // enter holds l and binds its context, until leave.
 func (l *life) enter(op, what string) error {
 	if err := l.hold(op, what); err != nil {
