@@ -274,7 +274,7 @@ func TestLaunchParamFailures(t *testing.T) {
 		{"count fails", [][2]any{{"cuFuncGetParamCount", 999}}, "cuFuncGetParamCount"},
 		{"info fails", [][2]any{{"cuFuncGetParamInfo", 999}}, "cuFuncGetParamInfo"},
 		{"info says invalid value at 0", [][2]any{{"cuFuncGetParamInfo", 1}}, "cuFuncGetParamInfo"},
-		{"old driver, list cut short", [][2]any{{"cuFuncGetParamCount", 801}, {"cuFuncGetParamInfo", 1}}, "its PTX 4"},
+		{"old driver, info fails", [][2]any{{"cuFuncGetParamCount", 801}, {"cuFuncGetParamInfo", 1}}, "cuFuncGetParamInfo"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fn := must(loadKernels(t, ctx).Function("vadd_f32"))
@@ -292,6 +292,15 @@ func TestLaunchParamFailures(t *testing.T) {
 			}
 		})
 	}
+	t.Run("cubin on a driver without cuFuncGetParamCount", func(t *testing.T) {
+		m := loadKernels(t, ctx)
+		cuda.ForgetPTX(m)
+		fn := must(m.Function("vadd_f32"))
+		f.Fail("cuFuncGetParamCount", 1, 801)
+		if err := fn.Launch(ok, a, a, a); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "takes 4 arguments") {
+			t.Errorf("too few arguments, the count read parameter by parameter: %v", err)
+		}
+	})
 	t.Run("nothing describes the kernel", func(t *testing.T) {
 		m := loadKernels(t, ctx)
 		cuda.ForgetPTX(m)

@@ -419,18 +419,32 @@ func (f *Function) driverParams(op string) (params []paramInfo, known bool, err 
 	r := driver.FuncGetParamCount(ctx, f.handle, &n)
 	switch {
 	case r == driver.ResultMissingSymbol || r == driver.ErrorNotSupported:
-		// Before CUDA 13: the list ends where cuFuncGetParamInfo says
-		// CUDA_ERROR_INVALID_VALUE, which cannot be told from a
-		// failure; readParams checks the count against PTX, where it can.
+		// A driver without cuFuncGetParamCount (the H200 machine's 580
+		// has none): where PTX gives the count, ask for just those
+		// parameters, every failure a failure. Otherwise the list ends
+		// where cuFuncGetParamInfo says CUDA_ERROR_INVALID_VALUE, which
+		// cannot be told from a failure (and which compute-sanitizer
+		// reports as an API error).
+		if ptx, ok := f.mod.params[f.name]; ok {
+			params = make([]paramInfo, len(ptx))
+			for i := range params {
+				var off uintptr
+				switch r := driver.FuncGetParamInfo(ctx, f.handle, uintptr(i), &off, &params[i].size); r {
+				case driver.Success:
+				case driver.ResultMissingSymbol, driver.ErrorNotSupported:
+					return nil, false, nil
+				default:
+					return nil, false, paramErr(op, "cuFuncGetParamInfo", r, f.name)
+				}
+			}
+			return params, true, nil
+		}
 		for i := uintptr(0); ; i++ {
 			var off, size uintptr
 			switch r := driver.FuncGetParamInfo(ctx, f.handle, i, &off, &size); r {
 			case driver.Success:
 				params = append(params, paramInfo{size: size})
 			case driver.ErrorInvalidValue:
-				if ptx, ok := f.mod.params[f.name]; ok && len(ptx) != len(params) {
-					return nil, false, errorf(op, ErrInvalidValue, "kernel %s: the driver listed %d parameters, its PTX %d; try again", f.name, len(params), len(ptx))
-				}
 				return params, true, nil
 			case driver.ResultMissingSymbol, driver.ErrorNotSupported:
 				return nil, false, nil
