@@ -37,8 +37,8 @@ type pinSet struct {
 	kept []*runtime.Pinner // pins a failed synchronize gave back
 }
 
-// pins are the pins taken from a pinSet, released together.
-type pins struct {
+// takenPins are the pins taken from a pinSet, released together.
+type takenPins struct {
 	p    *runtime.Pinner
 	kept []*runtime.Pinner
 }
@@ -258,16 +258,16 @@ func (s *Stream) enqueue(op, call string, p any, queue func() driver.Result) err
 	return check(op, call, queue())
 }
 
-func (ps *pinSet) take() pins {
+func (ps *pinSet) take() takenPins {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	t := pins{ps.p, ps.kept}
+	t := takenPins{ps.p, ps.kept}
 	ps.p, ps.kept = nil, nil
 	return t
 }
 
 // giveBack returns pins taken for a wait that failed.
-func (ps *pinSet) giveBack(t pins) {
+func (ps *pinSet) giveBack(t takenPins) {
 	if t.p == nil && t.kept == nil {
 		return
 	}
@@ -279,7 +279,7 @@ func (ps *pinSet) giveBack(t pins) {
 	}
 }
 
-func (t pins) unpin() {
+func (t takenPins) unpin() {
 	if t.p != nil {
 		t.p.Unpin()
 	}
