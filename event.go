@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/internal/driver"
-	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -69,10 +68,7 @@ func (e *Event) valid(op string) error {
 	if e == nil {
 		return errorf(op, ErrInvalidValue, "nil *Event")
 	}
-	if e.status() == lifetime.Zero {
-		return holdErr(op, "the event", lifetime.Zero)
-	}
-	return nil
+	return e.life.valid(op, "the event")
 }
 
 // Record captures the work queued on s so far: the event completes when that

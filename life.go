@@ -50,6 +50,14 @@ func holdErr(op, what string, s lifetime.Status) error {
 
 func (l *life) release() { l.lt.Release() }
 
+// valid returns the error for a zero object, without holding it.
+func (l *life) valid(op, what string) error {
+	if l.status() == lifetime.Zero {
+		return holdErr(op, what, lifetime.Zero)
+	}
+	return nil
+}
+
 // status reports what a hold would find, without holding.
 func (l *life) status() lifetime.Status { return l.lt.Status() }
 

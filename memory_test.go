@@ -3,7 +3,6 @@ package cuda_test
 import (
 	"bytes"
 	"fmt"
-	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -14,54 +13,38 @@ import (
 // making rounds of round trips of every size in sizes, then closes
 // everything.
 func churn(ctx *cuda.Context, goroutines, rounds int, sizes []int) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- func() error {
-				s, err := ctx.NewStream()
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				var sb cuda.StagingBuffer
-				defer sb.Close()
-				for range rounds {
-					for _, n := range sizes {
-						b, err := cuda.Alloc[byte](ctx, n)
-						if err != nil {
-							return err
-						}
-						src, got := random[byte](n), make([]byte, n)
-						err = cuda.Upload(&sb, b, src, s)
-						if err == nil {
-							err = cuda.Download(&sb, got, b, s)
-						}
-						if ferr := b.Free(); err == nil {
-							err = ferr
-						}
-						if err != nil {
-							return err
-						}
-						if !bytes.Equal(got, src) {
-							return fmt.Errorf("round trip of %d bytes: data differs", n)
-						}
-					}
-				}
-				return nil
-			}()
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	return eachGoroutine(goroutines, func(int) error {
+		s, err := ctx.NewStream()
 		if err != nil {
 			return err
 		}
-	}
-	return nil
+		defer s.Close()
+		var sb cuda.StagingBuffer
+		defer sb.Close()
+		for range rounds {
+			for _, n := range sizes {
+				b, err := cuda.Alloc[byte](ctx, n)
+				if err != nil {
+					return err
+				}
+				src, got := random[byte](n), make([]byte, n)
+				err = cuda.Upload(&sb, b, src, s)
+				if err == nil {
+					err = cuda.Download(&sb, got, b, s)
+				}
+				if ferr := b.Free(); err == nil {
+					err = ferr
+				}
+				if err != nil {
+					return err
+				}
+				if !bytes.Equal(got, src) {
+					return fmt.Errorf("round trip of %d bytes: data differs", n)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // TestDeviceMemoryAfterChurn: once every stream, staging buffer and device

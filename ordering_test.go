@@ -40,56 +40,44 @@ func TestSyncThenAsyncOrdered(t *testing.T) {
 			return dst.CopyFromDevice(scratch)
 		}},
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
 	stale := make([]int, goroutines)
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- func() error {
-				s, err := ctx.NewStream()
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				dst, err := cuda.Zeroed[uint32](ctx, n)
-				if err != nil {
-					return err
-				}
-				defer dst.Free()
-				scratch, err := cuda.Alloc[uint32](ctx, n)
-				if err != nil {
-					return err
-				}
-				defer scratch.Free()
-				host, out := make([]uint32, n), make([]uint32, n)
-				for r := range rounds {
-					op := ops[(g+r)%len(ops)]
-					v := uint32(g<<16 | r + 1)
-					if err := op.do(dst, scratch, host, v); err != nil {
-						return fmt.Errorf("%s: %w", op.name, err)
-					}
-					if err := dst.CopyToHostAsync(out, s); err != nil {
-						return err
-					}
-					if err := s.Synchronize(); err != nil {
-						return err
-					}
-					if out[0] != v || out[n-1] != v {
-						stale[g]++
-					}
-				}
-				return nil
-			}()
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	err := eachGoroutine(goroutines, func(g int) error {
+		s, err := ctx.NewStream()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
+		defer s.Close()
+		dst, err := cuda.Zeroed[uint32](ctx, n)
+		if err != nil {
+			return err
+		}
+		defer dst.Free()
+		scratch, err := cuda.Alloc[uint32](ctx, n)
+		if err != nil {
+			return err
+		}
+		defer scratch.Free()
+		host, out := make([]uint32, n), make([]uint32, n)
+		for r := range rounds {
+			op := ops[(g+r)%len(ops)]
+			v := uint32(g<<16 | r + 1)
+			if err := op.do(dst, scratch, host, v); err != nil {
+				return fmt.Errorf("%s: %w", op.name, err)
+			}
+			if err := dst.CopyToHostAsync(out, s); err != nil {
+				return err
+			}
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			if out[0] != v || out[n-1] != v {
+				stale[g]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	total := 0
 	for _, n := range stale {
@@ -98,4 +86,25 @@ func TestSyncThenAsyncOrdered(t *testing.T) {
 	if total > 0 {
 		t.Fatalf("%d of %d downloads returned data older than the synchronous call before them", total, goroutines*rounds)
 	}
+}
+
+// eachGoroutine runs fn(0) to fn(n-1) on n goroutines at once and returns
+// the first error.
+func eachGoroutine(n int, fn func(g int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[g] = fn(g)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/gocuda/cuda/internal/driver"
-	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -92,10 +91,7 @@ func (s *Stream) valid(op string) error {
 	if s == nil {
 		return errorf(op, ErrInvalidValue, "nil *Stream")
 	}
-	if s.status() == lifetime.Zero {
-		return holdErr(op, "the stream", lifetime.Zero)
-	}
-	return nil
+	return s.life.valid(op, "the stream")
 }
 
 // Context returns the context the stream belongs to.
