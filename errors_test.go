@@ -164,3 +164,20 @@ func TestBindFailureNamed(t *testing.T) {
 		t.Fatalf("the next call: %v", err)
 	}
 }
+
+// TestInitRetriedAfterFailure: a cuInit that fails (here the process's
+// first) is not kept: the next call initializes again and works.
+func TestInitRetriedAfterFailure(t *testing.T) {
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t, cudatest.EnvDriver+"=fake", cudatest.EnvRequireGPU+"=")
+		return
+	}
+	f := cudatest.Fake(t)
+	f.Fail("cuInit", 1, 999)
+	if _, err := cuda.DeviceCount(); !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "cuInit failed") {
+		t.Fatalf("DeviceCount with cuInit failing: %v; want ErrNoDriver saying cuInit failed", err)
+	}
+	if n, err := cuda.DeviceCount(); err != nil || n < 1 {
+		t.Fatalf("DeviceCount after the failure: %d, %v; a failed cuInit must be retried", n, err)
+	}
+}
