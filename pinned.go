@@ -53,10 +53,11 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	return b, nil
 }
 
-// Data returns the buffer's memory as a slice, or nil after Free. The slice
-// must not be used after Free.
+// Data returns the buffer's memory as a slice, or nil after Free or once
+// the context it was allocated in is closed (the driver frees the memory
+// with the context). The slice must not be used after either.
 func (b *PinnedBuffer[T]) Data() []T {
-	if b == nil || b.status() != lifetime.Held {
+	if b == nil || b.status() != lifetime.Held || b.ctx.isClosed() {
 		return nil
 	}
 	return b.data

@@ -587,13 +587,13 @@ func TestFailedCloseRetried(t *testing.T) {
 	buf := must(cuda.FromHost(ctx, []float32{1, 2, 3}))
 	defer buf.Free()
 	for _, how := range []struct {
-		name  string
-		close func(*nccl.Comm) error
-	}{{"Close", (*nccl.Comm).Close}, {"Abort", (*nccl.Comm).Abort}} {
+		name, call string
+		close      func(*nccl.Comm) error
+	}{{"Close", "ncclCommDestroy", (*nccl.Comm).Close}, {"Abort", "ncclCommAbort", (*nccl.Comm).Abort}} {
 		t.Run(how.name, func(t *testing.T) {
 			c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
 			live := f.Live("comm")
-			f.Fail("ncclCommDestroy", 1, 3) // ncclInternalError
+			f.Fail(how.call, 1, 3) // ncclInternalError
 			err := how.close(c)
 			if !errors.Is(err, nccl.Result(3)) {
 				t.Fatalf("%s with ncclCommDestroy failing: %v, want ncclInternalError", how.name, err)

@@ -565,12 +565,14 @@ static void reset_context(CUcontext c) {
 			live_events--;
 		}
 	}
+	// Device memory and page-locked host memory allocated in c go with it;
+	// host memory registered in c is unregistered (it is the caller's).
 	for (struct record **pp = &records; *pp;) {
 		struct record *r = *pp;
-		if (r->ctx == c && r->kind == KIND_DEVICE) {
+		if (r->ctx == c) {
 			*pp = r->next;
 			live[r->kind]--;
-			free((void *)r->base);
+			if (r->kind != KIND_REGISTERED) free((void *)r->base);
 			free(r);
 		} else {
 			pp = &r->next;
@@ -806,16 +808,27 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 
 static int event_live(CUevent e);
 
+// record_mu makes counting a record and queuing it one step, so that a wait
+// queued meanwhile (on the same stream, say) waits for a record queued
+// before it, never for one queued after it, which would wait for ever.
+static pthread_mutex_t record_mu = PTHREAD_MUTEX_INITIALIZER;
+
 EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 	FAULT("cuStreamWaitEvent");
 	REQUIRE_CTX();
+	if (flags != 0) return INVALID_VALUE;
+	pthread_mutex_lock(&record_mu);
 	pthread_mutex_lock(&mu);
 	int ok = event_live(e);
 	long target = ok ? e->recorded : 0;
 	pthread_mutex_unlock(&mu);
-	if (!ok || flags != 0) return !ok ? INVALID_HANDLE : INVALID_VALUE;
-	struct op o = {.kind = OP_WAIT, .event = e, .target = target};
-	return enqueue(s, o);
+	CUresult rc = INVALID_HANDLE;
+	if (ok) {
+		struct op o = {.kind = OP_WAIT, .event = e, .target = target};
+		rc = enqueue(s, o);
+	}
+	pthread_mutex_unlock(&record_mu);
+	return rc;
 }
 
 // ---- events ----------------------------------------------------------------
@@ -872,13 +885,21 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e) {
 EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
 	FAULT("cuEventRecord");
 	REQUIRE_CTX();
+	pthread_mutex_lock(&record_mu);
 	pthread_mutex_lock(&mu);
 	int ok = event_live(e);
-	if (ok) e->recorded++;
 	pthread_mutex_unlock(&mu);
-	if (!ok) return INVALID_HANDLE;
-	struct op o = {.kind = OP_RECORD, .event = e};
-	return enqueue(s, o);
+	CUresult rc = INVALID_HANDLE;
+	if (ok) {
+		struct op o = {.kind = OP_RECORD, .event = e};
+		if ((rc = enqueue(s, o)) == SUCCESS) {
+			pthread_mutex_lock(&mu);
+			e->recorded++;
+			pthread_mutex_unlock(&mu);
+		}
+	}
+	pthread_mutex_unlock(&record_mu);
+	return rc;
 }
 
 EXPORT CUresult cuEventQuery(CUevent e) {
@@ -1279,7 +1300,9 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, 
 			if (!strcmp(kernels[k].name, f->name)) f->k = &kernels[k];
 	}
 	for (const char *p = text; (p = strstr(p, ".global")) != NULL && m->nglobals < 16; p += 7) {
-		if (p > text && p[-1] == '.') continue; // ".to.global" in code
+		// A declaration's .global starts a word (".visible .global ...");
+		// in code it follows an instruction: ld.global, cvta.to.global.
+		if (p > text && p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n') continue;
 		const char *end = strchr(p, ';');
 		if (!end) break;
 		// The last token before ';' is NAME or NAME[COUNT]; the type is the
@@ -1835,8 +1858,14 @@ static int comm_live(struct fake_comm *c) {
 	return 0;
 }
 
+static int comm_destroy(struct fake_comm *c);
+
 EXPORT int ncclCommDestroy(struct fake_comm *c) {
 	FAULT("ncclCommDestroy");
+	return comm_destroy(c);
+}
+
+static int comm_destroy(struct fake_comm *c) {
 	pthread_mutex_lock(&mu);
 	if (!comm_live(c)) {
 		pthread_mutex_unlock(&mu);
@@ -1858,10 +1887,14 @@ EXPORT int ncclCommDestroy(struct fake_comm *c) {
 	return NCCL_SUCCESS;
 }
 
-EXPORT int ncclCommAbort(struct fake_comm *c) { return ncclCommDestroy(c); }
+EXPORT int ncclCommAbort(struct fake_comm *c) {
+	FAULT("ncclCommAbort");
+	return comm_destroy(c);
+}
 
 #define COMM_GETTER(name, expr)                                                   \
 	EXPORT int name(struct fake_comm *c, int *out) {                              \
+		FAULT(#name);                                                             \
 		pthread_mutex_lock(&mu);                                                  \
 		int ok = comm_live(c);                                                    \
 		pthread_mutex_unlock(&mu);                                                \
