@@ -58,7 +58,17 @@ func selectDriver() error {
 		kind = driverAsIs
 		return nil
 	case "", "real":
-		n, err := driver.Probe(os.Getenv(driver.EnvLibrary))
+		lib := os.Getenv(driver.EnvLibrary)
+		if lib != "" && want == "" {
+			// A process this one started (a child test, a go test -fuzz
+			// worker) inherits GOCUDA_LIBCUDA naming the fake: it is the
+			// fake, whatever name it has, and not a GPU.
+			if c, err := fakecuda.Open(lib); err == nil {
+				fake, kind = c, "fake"
+				return nil
+			}
+		}
+		n, err := driver.Probe(lib)
 		if err == nil && n > 0 {
 			kind = "real"
 			return nil

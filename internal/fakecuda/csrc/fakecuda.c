@@ -1092,6 +1092,15 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
 	FAULT("cuMemHostAlloc");
 	REQUIRE_CTX();
 	if (!pp || n == 0 || flags > 0xf) return INVALID_VALUE;
+	// Page-locked memory is bounded as device memory is (FAKECUDA_MEMORY),
+	// so that a test asking for too much gets OUT_OF_MEMORY, not the host's
+	// memory.
+	size_t held = 0;
+	pthread_mutex_lock(&mu);
+	for (struct record *r = records; r; r = r->next)
+		if (r->kind == KIND_HOST) held += r->size;
+	pthread_mutex_unlock(&mu);
+	if (n > device_memory - held) return OUT_OF_MEMORY;
 	void *mem = NULL;
 	if (posix_memalign(&mem, 4096, n) != 0) return OUT_OF_MEMORY;
 	memset(mem, 0, n);
