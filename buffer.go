@@ -58,7 +58,7 @@ func Zeroed[T any](ctx *Context, n int) (*DeviceBuffer[T], error) {
 		return nil, err
 	}
 	if err := b.memset(op, 1, 0, nil); err != nil {
-		b.Free()
+		closeTemp(&err, b.Free)
 		return nil, err
 	}
 	return b, nil
@@ -76,7 +76,7 @@ func FromHost[T any](ctx *Context, src []T) (*DeviceBuffer[T], error) {
 		return nil, err
 	}
 	if err := b.copyFromHost(op, src); err != nil {
-		b.Free()
+		closeTemp(&err, b.Free)
 		return nil, err
 	}
 	return b, nil

@@ -39,7 +39,7 @@ type StagingCalibration struct {
 // pipeline was faster than the driver at every larger size, both ways. It takes a few seconds and
 // temporarily pins sb's pipeline memory. progress, if not nil, is called
 // after each measurement with the number done and the total.
-func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int)) (StagingCalibration, error) {
+func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int)) (_ StagingCalibration, err error) {
 	const op = "StagingBuffer.Calibrate"
 	if sb == nil {
 		return StagingCalibration{}, errorf(op, ErrInvalidValue, "nil *StagingBuffer")
@@ -48,7 +48,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 	if err != nil {
 		return StagingCalibration{}, err
 	}
-	defer s.Close()
+	defer closeTemp(&err, s.Close)
 	// Each transfer takes the next slice of arenas larger than the CPU's
 	// caches: data cached from the previous transfer would flatter the
 	// staged path, which copies it once more.
@@ -57,7 +57,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 	if err != nil {
 		return StagingCalibration{}, err
 	}
-	defer dev.Free()
+	defer closeTemp(&err, dev.Free)
 	host := make([]byte, arena)
 	for i := range host {
 		host[i] = byte(i*7 + 1)
@@ -66,9 +66,9 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 	// One staging buffer per path, sharing sb's pipeline shape.
 	pipe := sb.Pipeline()
 	staged, direct, piped := new(StagingBuffer), new(StagingBuffer), new(StagingBuffer)
-	defer staged.Close()
-	defer direct.Close()
-	defer piped.Close()
+	defer closeTemp(&err, staged.Close)
+	defer closeTemp(&err, direct.Close)
+	defer closeTemp(&err, piped.Close)
 	off := pipe
 	off.MinBytes = math.MaxInt
 	staged.SetAutoStageMaxBytes(math.MaxInt)

@@ -247,6 +247,9 @@ func RunChild(t *testing.T, env ...string) {
 		t.Fatalf("child test run with %v failed (%v):\n%s", env, err, out)
 	}
 	t.Logf("passed in a child process with %v (%v)", env, time.Since(start).Round(time.Millisecond))
+	if testing.Verbose() {
+		t.Logf("the child's output:\n%s", out)
+	}
 }
 
 const childMarker = "GOCUDA_TEST_CHILD"

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -98,7 +99,7 @@ func Compile(cc, out string) error {
 
 // Control reaches the fake's test hooks.
 type Control struct {
-	fail, reset, live, calls uintptr
+	fail, reset, live, calls, counts, countReset, pending uintptr
 }
 
 // Open returns the hooks of the fake library at path. When the library is
@@ -109,7 +110,8 @@ func Open(path string) (*Control, error) {
 		return nil, fmt.Errorf("fakecuda: %w", err)
 	}
 	var c Control
-	for name, p := range map[string]*uintptr{"fakecu_fail": &c.fail, "fakecu_reset_faults": &c.reset, "fakecu_live": &c.live, "fakecu_calls": &c.calls} {
+	for name, p := range map[string]*uintptr{"fakecu_fail": &c.fail, "fakecu_reset_faults": &c.reset, "fakecu_live": &c.live, "fakecu_calls": &c.calls,
+		"fakecu_counts": &c.counts, "fakecu_count_reset": &c.countReset, "fakecu_pending": &c.pending} {
 		if *p, err = purego.Dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("fakecuda: %s is not the fake driver: %w", path, err)
 		}
@@ -144,5 +146,37 @@ func (c *Control) Calls() int64 {
 	r, _, _ := purego.SyscallN(c.calls)
 	return int64(r)
 }
+
+// Counts returns how often each function (CUDA's and NCCL's) was called
+// since ResetCounts.
+func (c *Control) Counts() map[string]int {
+	buf := make([]byte, 1<<16)
+	for {
+		r, _, _ := purego.SyscallN(c.counts, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		if int(r) < len(buf) {
+			buf = buf[:r]
+			break
+		}
+		buf = make([]byte, 2*int(r))
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(buf)), "\n") {
+		var name string
+		var n int
+		if _, err := fmt.Sscanf(line, "%s %d", &name, &n); err == nil {
+			counts[name] = n
+		}
+	}
+	return counts
+}
+
+// Pending returns how many of the faults Fail asked for have not fired.
+func (c *Control) Pending() int {
+	r, _, _ := purego.SyscallN(c.pending)
+	return int(int32(r))
+}
+
+// ResetCounts starts Counts from zero.
+func (c *Control) ResetCounts() { purego.SyscallN(c.countReset) }
 
 func cstring(s string) []byte { return append([]byte(s), 0) }

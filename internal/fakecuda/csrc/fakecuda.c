@@ -85,10 +85,31 @@ static struct fault faults[16];
 
 static long calls; // driver calls made, every function counted (fakecu_calls)
 
+// Calls of each function since fakecu_count_reset, for the fault sweep.
+static struct {
+	const char *name; // the literal FAULT was given
+	long n;
+} counts[256];
+static int ncounts;
+
+static void count_call(const char *name) {
+	for (int i = 0; i < ncounts; i++) {
+		if (counts[i].name == name || !strcmp(counts[i].name, name)) {
+			counts[i].n++;
+			return;
+		}
+	}
+	if (ncounts < 256) {
+		counts[ncounts].name = name;
+		counts[ncounts++].n = 1;
+	}
+}
+
 static int fault_check(const char *name) {
 	__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 	int code = 0;
 	pthread_mutex_lock(&mu);
+	count_call(name);
 	for (int i = 0; i < 16; i++) {
 		struct fault *f = &faults[i];
 		if (!f->active || strcmp(f->name, name) != 0) continue;
@@ -128,6 +149,36 @@ EXPORT int fakecu_fail(const char *name, int nth, int code) {
 // fakecu_calls returns how many calls of the fake's CUDA and NCCL
 // functions were made so far.
 EXPORT long fakecu_calls(void) { return __atomic_load_n(&calls, __ATOMIC_RELAXED); }
+
+// fakecu_counts writes "name count" lines, one for each function called
+// since the last fakecu_count_reset, into buf (NUL-terminated); it returns
+// the length the whole text needs.
+EXPORT long fakecu_counts(char *buf, long size) {
+	long n = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ncounts; i++) {
+		if (!counts[i].n) continue;
+		int w = snprintf(n < size ? buf + n : NULL, n < size ? (size_t)(size - n) : 0, "%s %ld\n", counts[i].name, counts[i].n);
+		n += w;
+	}
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+EXPORT void fakecu_count_reset(void) {
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ncounts; i++) counts[i].n = 0;
+	pthread_mutex_unlock(&mu);
+}
+
+// fakecu_pending returns how many faults asked for have not fired yet.
+EXPORT int fakecu_pending(void) {
+	int n = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < 16; i++) n += faults[i].active;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
 
 EXPORT void fakecu_reset_faults(void) {
 	pthread_mutex_lock(&mu);

@@ -1,0 +1,473 @@
+package cuda_test
+
+import (
+	"errors"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nccl"
+	"github.com/gocuda/cuda/nvrtc"
+)
+
+// closeAgain is the after of a case whose operation is a Close (or Free):
+// if it failed, the object stays usable and a second one succeeds.
+func closeAgain(use, close func() error) func(t *testing.T, err error) {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		if err == nil {
+			return
+		}
+		if uerr := use(); uerr != nil {
+			t.Errorf("after a failed close (%v), the object is unusable: %v", err, uerr)
+		}
+		if cerr := close(); cerr != nil {
+			t.Errorf("closing again after a failed close (%v): %v", err, cerr)
+		}
+	}
+}
+
+// firstErr runs fns in order and returns the first error.
+func firstErr(fns ...func() error) error {
+	for _, fn := range fns {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stagingRoute is a staging case: a transfer of n bytes by route (the
+// settings that make Upload and Download take it), on a fresh staging
+// buffer (cold) or one that made the transfer once already (warm).
+func stagingRoute(name string, n int, warm bool, configure func(sb *cuda.StagingBuffer), transfer func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error) sweepCase {
+	return sweepCase{
+		name:   name,
+		covers: []string{"cuda.Upload", "cuda.Download", "cuda.UploadWith", "cuda.DownloadInto"},
+		prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+			sb := new(cuda.StagingBuffer)
+			configure(sb)
+			b := must(cuda.Alloc[byte](e.ctx, n))
+			host := random[byte](n)
+			if warm {
+				if err := transfer(sb, b, host, e.s); err != nil {
+					t.Fatalf("warming: %v", err)
+				}
+			}
+			before := sb.Stats()
+			return func() error { return transfer(sb, b, host, e.s) }, func(t *testing.T, err error) {
+				t.Helper()
+				st := sb.Stats()
+				moved := st.BytesUp + st.BytesDown - before.BytesUp - before.BytesDown
+				done := st.Staged + st.Pipelined + st.Direct - before.Staged - before.Pipelined - before.Direct
+				if (err != nil && (moved != 0 || done != 0)) || (err == nil && (moved != int64(n) || done != 1)) {
+					t.Errorf("%s: stats %+v after %+v (error %v): counted what failed", name, st, before, err)
+				}
+				// The same staging buffer still moves data correctly.
+				src, got := random[byte](n), make([]byte, n)
+				if err := firstErr(
+					func() error { return cuda.Upload(sb, b, src, e.s) },
+					func() error { return cuda.Download(sb, got, b, e.s) },
+				); err != nil || !equal(src, got) {
+					t.Errorf("%s: the staging buffer after the failure: %v (data equal: %v)", name, err, equal(src, got))
+				}
+				if err := sb.Close(); err != nil {
+					t.Errorf("closing the staging buffer: %v", err)
+				}
+				if err := b.Free(); err != nil {
+					t.Errorf("freeing: %v", err)
+				}
+			}
+		},
+	}
+}
+
+func sweepCases() []sweepCase {
+	small := func(sb *cuda.StagingBuffer) { sb.SetPipeline(smallPipeline) }
+	staged := func(sb *cuda.StagingBuffer) { sb.SetPipeline(smallPipeline); sb.SetAutoStageMaxBytes(1 << 30) }
+	up := func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error {
+		return cuda.Upload(sb, b, host, s)
+	}
+	down := func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error {
+		return cuda.Download(sb, host, b, s)
+	}
+	with := func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error {
+		return cuda.UploadWith(sb, b, len(host), s, func(p []byte) { copy(p, host) })
+	}
+	into := func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error {
+		_, err := cuda.DownloadInto(sb, b, len(host), s)
+		return err
+	}
+	cases := []sweepCase{
+		{name: "devices", covers: []string{"cuda.DeviceCount", "cuda.GetDevice", "cuda.Devices", "cuda.DriverVersion", "cuda.DriverLibrary",
+			"Device.Name", "Device.TotalMemory", "Device.ComputeCapability", "Device.PCIBusID", "Device.MultiprocessorCount", "Device.Attribute", "Device.CanAccessPeer"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				return func() error {
+					return firstErr(
+						func() error { _, err := cuda.DeviceCount(); return err },
+						func() error { _, err := cuda.Devices(); return err },
+						func() error { _, err := cuda.DriverVersion(); return err },
+						func() error { _, err := cuda.DriverLibrary(); return err },
+						func() error {
+							d, err := cuda.GetDevice(1)
+							if err != nil {
+								return err
+							}
+							return firstErr(
+								func() error { _, err := d.Name(); return err },
+								func() error { _, err := d.TotalMemory(); return err },
+								func() error { _, err := d.ComputeCapability(); return err },
+								func() error { _, err := d.PCIBusID(); return err },
+								func() error { _, err := d.MultiprocessorCount(); return err },
+								func() error { _, err := d.Attribute(cuda.AttrWarpSize); return err },
+								func() error { _, err := d.CanAccessPeer(e.ctx.Device()); return err },
+							)
+						})
+				}, func(*testing.T, error) {}
+			}},
+		{name: "NewContext", covers: []string{"cuda.NewContext"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var c *cuda.Context
+				return func() (err error) { c, err = cuda.NewContext(e.ctx.Device()); return err },
+					func(t *testing.T, _ error) { c.Close() }
+			}},
+		{name: "Context.Close", covers: []string{"Context.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				c := must(cuda.NewContext(e.ctx.Device()))
+				return c.Close, closeAgain(func() error { _, _, err := c.MemInfo(); return err }, c.Close)
+			}},
+		{name: "context calls", covers: []string{"Context.Synchronize", "Context.MemInfo", "Context.StreamPriorityRange", "Context.Do"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				return func() error {
+					return firstErr(e.ctx.Synchronize,
+						func() error { _, _, err := e.ctx.MemInfo(); return err },
+						func() error { _, _, err := e.ctx.StreamPriorityRange(); return err },
+						func() error { return e.ctx.Do(func() error { _, _, err := e.ctx.MemInfo(); return err }) })
+				}, func(t *testing.T, _ error) { stillWorks(t, "context calls", e.ctx, e.s) }
+			}},
+		{name: "streams and events", covers: []string{"Context.NewStream", "Context.NewStreamWithPriority", "Context.NewEvent", "Stream.Synchronize",
+			"Stream.Query", "Stream.WaitEvent", "Stream.Do", "Event.Record", "Event.Synchronize", "Event.Query", "cuda.ElapsedTime"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var s, sp *cuda.Stream
+				var e1, e2 *cuda.Event
+				b := must(cuda.Alloc[byte](e.ctx, 16))
+				return func() (err error) {
+						return firstErr(
+							func() (err error) { s, err = e.ctx.NewStream(); return err },
+							func() (err error) { sp, err = e.ctx.NewStreamWithPriority(-1); return err },
+							func() (err error) { e1, err = e.ctx.NewEvent(); return err },
+							func() (err error) { e2, err = e.ctx.NewEvent(cuda.EventBlockingSync); return err },
+							func() error { return e1.Record(s) },
+							func() error { return b.Memset8Async(1, s) },
+							func() error { return e2.Record(s) },
+							func() error { return sp.WaitEvent(e2) },
+							func() error { return sp.Do(func(uintptr) error { return nil }, b) },
+							func() error { return sp.Synchronize() },
+							func() error { return e2.Synchronize() },
+							func() error { _, err := s.Query(); return err },
+							func() error { _, err := e2.Query(); return err },
+							func() error { _, err := cuda.ElapsedTime(e1, e2); return err },
+						)
+					}, func(t *testing.T, _ error) {
+						for _, c := range []interface{ Close() error }{s, sp, e1, e2} {
+							if err := c.Close(); err != nil {
+								t.Errorf("close: %v", err)
+							}
+						}
+						b.Free()
+						stillWorks(t, "streams and events", e.ctx, e.s)
+					}
+			}},
+		{name: "Stream.Close", covers: []string{"Stream.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				s := must(e.ctx.NewStream())
+				b := must(cuda.Alloc[uint32](e.ctx, 64))
+				host := make([]uint32, 64)
+				if err := b.CopyToHostAsync(host, s); err != nil { // Go memory pinned until s syncs
+					t.Fatal(err)
+				}
+				return s.Close, func(t *testing.T, err error) {
+					closeAgain(s.Synchronize, s.Close)(t, err)
+					b.Free()
+				}
+			}},
+		{name: "Event.Close", covers: []string{"Event.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				ev := must(e.ctx.NewEvent())
+				return ev.Close, closeAgain(ev.Synchronize, ev.Close)
+			}},
+		{name: "allocate", covers: []string{"cuda.Alloc", "cuda.Zeroed", "cuda.FromHost"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var a, z, h *cuda.DeviceBuffer[int32]
+				return func() error {
+						return firstErr(
+							func() (err error) { a, err = cuda.Alloc[int32](e.ctx, 100); return err },
+							func() (err error) { z, err = cuda.Zeroed[int32](e.ctx, 100); return err },
+							func() (err error) { h, err = cuda.FromHost(e.ctx, random[int32](100)); return err },
+						)
+					}, func(t *testing.T, _ error) {
+						for _, b := range []*cuda.DeviceBuffer[int32]{a, z, h} {
+							if err := b.Free(); err != nil {
+								t.Errorf("free: %v", err)
+							}
+						}
+					}
+			}},
+		{name: "DeviceBuffer.Free", covers: []string{"DeviceBuffer.Free"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				b := must(cuda.Alloc[byte](e.ctx, 64))
+				return b.Free, closeAgain(func() error { return b.CopyFromHost(make([]byte, 64)) }, b.Free)
+			}},
+		{name: "copies", covers: []string{"DeviceBuffer.CopyFromHost", "DeviceBuffer.CopyToHost", "DeviceBuffer.CopyFromDevice",
+			"DeviceBuffer.Memset8", "DeviceBuffer.Memset16", "DeviceBuffer.Memset32", "DeviceBuffer.CopyFromHostAsync",
+			"DeviceBuffer.CopyToHostAsync", "DeviceBuffer.CopyFromDeviceAsync", "DeviceBuffer.Memset8Async",
+			"DeviceBuffer.Memset16Async", "DeviceBuffer.Memset32Async"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				b, c := must(cuda.Alloc[uint32](e.ctx, 64)), must(cuda.Alloc[uint32](e.ctx, 64))
+				host := random[uint32](64)
+				sl := must(b.Slice(8, 16))
+				view := must(cuda.ViewAs[uint16](c))
+				return func() error {
+						return firstErr(
+							func() error { return b.CopyFromHost(host) },
+							func() error { return sl.CopyToHost(make([]uint32, 16)) },
+							func() error { return c.CopyFromDevice(b) },
+							func() error { return view.Memset16(7) },
+							func() error { return b.Memset8(1) },
+							func() error { return sl.Memset32(2) },
+							func() error { return b.CopyFromHostAsync(host, e.s) },
+							func() error { return sl.CopyToHostAsync(make([]uint32, 16), e.s) },
+							func() error { return c.CopyFromDeviceAsync(b, e.s) },
+							func() error { return b.Memset8Async(3, e.s) },
+							func() error { return view.Memset16Async(4, e.s) },
+							func() error { return sl.Memset32Async(5, e.s) },
+							e.s.Synchronize,
+						)
+					}, func(t *testing.T, err error) {
+						e.s.Synchronize() // a failed synchronize leaves its copies queued
+						// A buffer whose copy failed still copies, then frees.
+						got := make([]uint32, 64)
+						if err := firstErr(func() error { return b.CopyFromHost(host) }, func() error { return b.CopyToHost(got) }); err != nil || !equal(got, host) {
+							t.Errorf("copies: the buffer after the failure: %v", err)
+						}
+						b.Free()
+						c.Free()
+					}
+			}},
+		{name: "pinned and registered", covers: []string{"cuda.AllocPinned", "cuda.Register"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var p *cuda.PinnedBuffer[uint32]
+				var r *cuda.Registered[uint32]
+				host := make([]uint32, 1024)
+				b := must(cuda.Alloc[uint32](e.ctx, 1024))
+				return func() error {
+						return firstErr(
+							func() (err error) { p, err = cuda.AllocPinned[uint32](e.ctx, 1024); return err },
+							func() (err error) { r, err = cuda.Register(e.ctx, host); return err },
+							func() error { return b.CopyFromHost(p.Data()) },
+							func() error { return b.CopyToHostAsync(host, e.s) },
+							e.s.Synchronize,
+						)
+					}, func(t *testing.T, _ error) {
+						e.s.Synchronize()
+						if err := firstErr(p.Free, r.Close, b.Free); err != nil {
+							t.Errorf("release: %v", err)
+						}
+					}
+			}},
+		{name: "PinnedBuffer.Free", covers: []string{"PinnedBuffer.Free"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				p := must(cuda.AllocPinned[byte](e.ctx, 4096))
+				return p.Free, closeAgain(func() error {
+					if p.Data() == nil {
+						return errors.New("no memory")
+					}
+					return nil
+				}, p.Free)
+			}},
+		{name: "Registered.Close", covers: []string{"Registered.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				r := must(cuda.Register(e.ctx, make([]byte, 8192)))
+				return r.Close, closeAgain(func() error { return nil }, r.Close)
+			}},
+		stagingRoute("Upload direct cold", 16<<10, false, small, up),
+		stagingRoute("Upload staged cold", 16<<10, false, staged, up),
+		stagingRoute("Upload staged warm", 16<<10, true, staged, up),
+		stagingRoute("Upload pipelined cold", 512<<10, false, small, up),
+		stagingRoute("Upload pipelined warm", 512<<10, true, small, up),
+		stagingRoute("Download direct cold", 16<<10, false, small, down),
+		stagingRoute("Download staged cold", 16<<10, false, staged, down),
+		stagingRoute("Download staged warm", 16<<10, true, staged, down),
+		stagingRoute("Download pipelined cold", 512<<10, false, small, down),
+		stagingRoute("Download pipelined warm", 512<<10, true, small, down),
+		stagingRoute("UploadWith cold", 16<<10, false, small, with),
+		stagingRoute("UploadWith warm", 16<<10, true, small, with),
+		stagingRoute("DownloadInto cold", 16<<10, false, small, into),
+		stagingRoute("DownloadInto warm", 16<<10, true, small, into),
+		{name: "staging memory", covers: []string{"cuda.NewStagingBuffer", "StagingBuffer.Reserve", "StagingBuffer.ShrinkToFit", "StagingBuffer.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var sb *cuda.StagingBuffer
+				return func() error {
+						return firstErr(
+							func() (err error) { sb, err = cuda.NewStagingBuffer(e.ctx, 64<<10); return err },
+							func() error { return sb.Reserve(e.ctx, 256<<10) },
+							func() error { return sb.ShrinkToFit() },
+							func() error { return sb.Reserve(e.ctx, 64<<10) },
+							func() error { return sb.Close() },
+						)
+					}, func(t *testing.T, err error) {
+						if sb != nil {
+							for range 2 { // a failed Close or ShrinkToFit: again
+								if sb.Close() == nil {
+									break
+								}
+							}
+							if err := sb.Close(); err != nil {
+								t.Errorf("closing the staging buffer: %v", err)
+							}
+						}
+					}
+			}},
+		{name: "Calibrate", covers: []string{"StagingBuffer.Calibrate"}, maxNth: 1,
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				saved := cuda.CalibrationSizes
+				cuda.CalibrationSizes = []int{64 << 10, 4 << 20}
+				sb := new(cuda.StagingBuffer)
+				return func() error { _, err := sb.Calibrate(e.ctx, nil); return err }, func(t *testing.T, _ error) {
+					cuda.CalibrationSizes = saved
+					if err := sb.Close(); err != nil {
+						t.Errorf("close: %v", err)
+					}
+				}
+			}},
+		{name: "modules and launches", covers: []string{"Context.LoadModule", "Module.Function", "Function.Attribute",
+			"Function.SetAttribute", "Function.Launch", "cuda.Global"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var m *cuda.Module
+				a := must(cuda.FromHost(e.ctx, random[float32](300)))
+				return func() error {
+						var fn *cuda.Function
+						return firstErr(
+							func() (err error) { m, err = e.ctx.LoadModule(e.ptx, cuda.JITLineInfo()); return err },
+							func() (err error) { fn, err = m.Function("vadd_f32"); return err },
+							func() error { _, err := fn.Attribute(cuda.FuncNumRegs); return err },
+							func() error { return fn.SetAttribute(cuda.FuncMaxDynamicSharedSize, 1024) },
+							func() error {
+								g, err := cuda.Global[uint32](m, "table")
+								if err != nil {
+									return err
+								}
+								return g.CopyFromHost([]uint32{1, 2, 3, 4})
+							},
+							func() error { return fn.Launch(cuda.LaunchConfigFor(300, e.s), a, a, a, uint32(300)) },
+							e.s.Synchronize,
+						)
+					}, func(t *testing.T, _ error) {
+						e.s.Synchronize()
+						if err := m.Close(); err != nil {
+							t.Errorf("module close: %v", err)
+						}
+						a.Free()
+						stillWorks(t, "modules", e.ctx, e.s)
+					}
+			}},
+		{name: "Module.Close", covers: []string{"Module.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				m := must(e.ctx.LoadModule(e.ptx))
+				must(cuda.Global[uint32](m, "table"))
+				return m.Close, closeAgain(func() error { _, err := m.Function("empty"); return err }, m.Close)
+			}},
+		{name: "peers", covers: []string{"Context.EnablePeerAccess", "Context.DisablePeerAccess", "cuda.CopyPeer", "cuda.CopyPeerAsync"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				src := must(cuda.FromHost(e.ctx, random[int32](1000)))
+				dst := must(cuda.Alloc[int32](e.ctx1, 1000))
+				return func() error {
+						return firstErr(
+							func() error { _, err := cuda.CopyPeer(dst, src); return err },
+							func() error { return e.ctx1.EnablePeerAccess(e.ctx) },
+							func() error { _, err := cuda.CopyPeerAsync(dst, src, e.s1); return err },
+							e.s1.Synchronize,
+							func() error { return e.ctx1.DisablePeerAccess(e.ctx) },
+						)
+					}, func(t *testing.T, _ error) {
+						e.s1.Synchronize()
+						e.ctx1.DisablePeerAccess(e.ctx)
+						src.Free()
+						dst.Free()
+						stillWorks(t, "peers", e.ctx1, e.s1)
+					}
+			}},
+		{name: "nccl", covers: []string{"nccl.NewComms", "nccl.NewUniqueID", "nccl.NewComm", "nccl.AllReduce", "nccl.Broadcast",
+			"nccl.Reduce", "nccl.AllGather", "nccl.ReduceScatter", "nccl.Group", "nccl.Version", "Comm.Close"},
+			// The collectives run on a communicator of one rank: in one of
+			// two, a rank whose call fails leaves the other's waiting for
+			// it, as NCCL's do (Comm.Abort is the way out, not Close).
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var comms []*nccl.Comm
+				var one *nccl.Comm
+				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2})), must(cuda.Alloc[float32](e.ctx, 2))
+				return func() error {
+						return firstErr(
+							func() error { _, _, _, err := nccl.Version(); return err },
+							func() (err error) { comms, err = nccl.NewComms([]*cuda.Context{e.ctx, e.ctx1}); return err },
+							func() error { return firstErr(comms[0].Close, comms[1].Close) },
+							func() error {
+								id, err := nccl.NewUniqueID()
+								if err != nil {
+									return err
+								}
+								one, err = nccl.NewComm(e.ctx, id, 1, 0)
+								return err
+							},
+							func() error {
+								return nccl.Group(func() error {
+									return firstErr(
+										func() error { return nccl.AllReduce(one, b, b, nccl.Sum, e.s) },
+										func() error { return nccl.Broadcast(one, b, b, 0, e.s) },
+										func() error { return nccl.Reduce(one, b, b, nccl.Max, 0, e.s) },
+										func() error { return nccl.AllGather(one, b, g, e.s) },
+										func() error { return nccl.ReduceScatter(one, g, b, nccl.Sum, e.s) })
+								})
+							},
+							func() error { return e.s.Synchronize() },
+							func() error { return one.Close() },
+						)
+					}, func(t *testing.T, _ error) {
+						e.s.Synchronize()
+						for _, c := range append(comms, one) {
+							if c != nil && c.Close() != nil {
+								if err := c.Close(); err != nil {
+									t.Errorf("closing a communicator again: %v", err)
+								}
+							}
+						}
+						b.Free()
+						g.Free()
+					}
+			}},
+		{name: "Comm.Abort", covers: []string{"Comm.Abort"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				c := must(nccl.NewComm(e.ctx, must(nccl.NewUniqueID()), 1, 0))
+				return c.Abort, closeAgain(func() error { return nil }, c.Abort)
+			}},
+		{name: "nvrtc", covers: []string{"nvrtc.Compile", "nvrtc.Version"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var m *cuda.Module
+				return func() error {
+						// NVRTC has no fake: where the library is missing
+						// there is nothing to sweep.
+						if _, err := nvrtc.Version(); errors.Is(err, cuda.ErrNotSupported) {
+							return nil
+						}
+						out, err := nvrtc.Compile(e.ctx, `extern "C" __global__ void k() {}`, nvrtc.Options{PTX: true})
+						if err != nil {
+							return err
+						}
+						m, err = e.ctx.LoadModule(out.Image)
+						return err
+					}, func(t *testing.T, _ error) {
+						m.Close()
+					}
+			}},
+	}
+	return cases
+}
