@@ -111,10 +111,12 @@ func (p *hammerPool) loadModule() error {
 	}
 	fn, err := m.Function("vadd_s32")
 	if err != nil {
+		m.Close()
 		return err
 	}
 	g, err := cuda.Global[uint32](m, "table")
 	if err != nil {
+		m.Close()
 		return err
 	}
 	p.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +35,7 @@ func sampleSoak(t *testing.T, ctx *cuda.Context) soakSample {
 	if err := ctx.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
+	debug.FreeOSMemory() // a collection, and the freed pages back to the system: RSS then measures what is held
 	free, _, err := ctx.MemInfo()
 	if err != nil {
 		t.Fatal(err)

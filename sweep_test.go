@@ -67,11 +67,12 @@ var noDriverMethods = []string{
 // counts only what succeeded; a buffer whose copy failed is freed and
 // reused; a Close that failed works when called again).
 func TestFaultSweep(t *testing.T) {
-	f := cudatest.Fake(t)
-	if f == nil {
+	if !cudatest.IsFake() {
+		cudatest.RunChild(t, cudatest.EnvDriver+"=fake", cudatest.EnvRequireGPU+"=", nccl.EnvLibrary+"=", "FAKECUDA_DEVICES=2")
 		return
 	}
-	ctxs := cudatest.Contexts(t, 2)
+	f := cudatest.Fake(t)
+	ctxs := cudatest.Contexts(t, 2) // on a fake of one device: again, with two
 	if ctxs == nil {
 		return
 	}
