@@ -161,9 +161,13 @@ func injectOne(t *testing.T, f *fakecuda.Control, c sweepCase, e *sweepEnv, name
 	err := op()
 	fired := f.Pending() == 0
 	f.ResetFaults()
-	if fired {
+	switch {
+	case fired:
 		checkInjected(t, where, err, name, code)
-	} else {
+	case name == "cuCtxSetCurrent":
+		// Made only where the OS thread the goroutine runs on has
+		// another context current: how many depends on the scheduler.
+	default:
 		t.Errorf("%s: the operation made fewer calls of %s than without faults: it is not the same from run to run", where, name)
 	}
 	after(t, err)
