@@ -19,14 +19,7 @@ import (
 // test ends.
 func onFake(t *testing.T) (*fakecuda.Control, Context) {
 	t.Helper()
-	path, err := fakecuda.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake, err := fakecuda.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, fake := fakeLibrary(t)
 	if err := theDriver.open([]string{path}, &syms); err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +41,20 @@ func onFake(t *testing.T) (*fakecuda.Control, Context) {
 		runtime.UnlockOSThread()
 	})
 	return fake, ctx
+}
+
+// fakeLibrary builds the fake driver and returns its path and controls.
+func fakeLibrary(t *testing.T) (string, *fakecuda.Control) {
+	t.Helper()
+	path, err := fakecuda.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake, err := fakecuda.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, fake
 }
 
 // TestFakeLegacyStreamLate: a synchronous copy from pageable memory returns

@@ -3,26 +3,17 @@ package driver
 import (
 	"errors"
 	"testing"
-
-	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
 // TestInitRetried: a cuInit that fails is not kept for the life of the
 // process: the next Open initializes again and succeeds.
 func TestInitRetried(t *testing.T) {
-	path, err := fakecuda.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake, err := fakecuda.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, fake := fakeLibrary(t)
 	defer fake.ResetFaults()
 	fake.Fail("cuInit", 1, 999)
 	var o opener
 	table := &syms // Init calls through the process's table
-	err = o.open([]string{path}, table)
+	err := o.open([]string{path}, table)
 	var oe *OpenError
 	if !errors.As(err, &oe) || oe.Result != 999 {
 		t.Fatalf("first open with cuInit failing: %v, want an OpenError with code 999", err)
