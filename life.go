@@ -31,9 +31,6 @@ func (l *life) arm(ctx *Context, kind track.Kind, cleanup runtime.Cleanup) {
 
 // hold keeps l open until release. what names the object in errors.
 func (l *life) hold(op, what string) error {
-	if l == nil {
-		return errorf(op, ErrInvalidValue, "nil %s", what)
-	}
 	return holdErr(op, what, l.lt.Hold())
 }
 

@@ -85,17 +85,13 @@ func (sb *StagingBuffer) prepare(op string, r route, p StagingPipeline, ctx *Con
 		pinned, err = sb.staging(op, ctx, n)
 		return pinned, 0, r, err
 	case routePipelined:
+		// Room for full-size chunks whatever the transfer, so that mixed
+		// sizes settle on one allocation, unless what is held covers n.
 		slot = p.ChunkBytes
-		if held := sb.held(); held < p.Slots*p.ChunkBytes {
-			if n <= held {
-				if slot = held / p.Slots / StagingGranularity * StagingGranularity; slot == 0 {
-					pinned, err = sb.staging(op, ctx, n)
-					return pinned, 0, routeStaged, err
-				}
-			} else {
-				// Room for full-size chunks whatever the transfer, so
-				// that mixed sizes settle on one allocation.
-				slot = p.ChunkBytes
+		if held := sb.held(); held < p.Slots*p.ChunkBytes && n <= held {
+			if slot = held / p.Slots / StagingGranularity * StagingGranularity; slot == 0 {
+				pinned, err = sb.staging(op, ctx, n)
+				return pinned, 0, routeStaged, err
 			}
 		}
 		if pinned, err = sb.staging(op, ctx, p.Slots*slot); err != nil {
@@ -249,10 +245,7 @@ func (sb *StagingBuffer) settle(op string, s *Stream) {
 		return
 	}
 	sb.retired = append(sb.retired, retiredMem{sb.mem, s.ctx})
-	sb.mem = nil
-	sb.mu.Lock()
-	sb.capacity = 0
-	sb.mu.Unlock()
+	sb.setMem(nil)
 }
 
 // retiredMem is pinned memory that copies on a stream of ctx may still use.
@@ -263,20 +256,31 @@ type retiredMem struct {
 
 // freeRetired frees the retired memory whose context has finished its
 // work (or is closed), keeping the rest.
-func (sb *StagingBuffer) freeRetired(op string) error {
-	var errs []error
-	kept := sb.retired[:0]
-	for _, r := range sb.retired {
+func (sb *StagingBuffer) freeRetired() (err error) {
+	sb.retired, err = releaseEach(sb.retired, func(r retiredMem) error {
 		err := r.ctx.Synchronize()
 		if err == nil || errors.Is(err, ErrClosed) {
 			err = r.mem.Free()
 		}
-		if err != nil {
+		return err
+	})
+	return err
+}
+
+// releaseEach releases each of items, and returns those whose release
+// failed (kept for another try) and the failures.
+func releaseEach[T any](items []T, release func(T) error) ([]T, error) {
+	var errs []error
+	kept := items[:0]
+	for _, it := range items {
+		if err := release(it); err != nil {
 			errs = append(errs, err)
-			kept = append(kept, r)
+			kept = append(kept, it)
 		}
 	}
-	clear(sb.retired[len(kept):])
-	sb.retired = kept
-	return errors.Join(errs...)
+	clear(items[len(kept):])
+	if len(kept) == 0 {
+		kept = nil
+	}
+	return kept, errors.Join(errs...)
 }

@@ -310,12 +310,19 @@ func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
 	if err != nil {
 		return err
 	}
-	sb.mem = mem
+	sb.setMem(mem)
 	sb.mu.Lock()
 	sb.stats.Allocations++
-	sb.capacity = rounded
 	sb.mu.Unlock()
 	return nil
+}
+
+// setMem makes mem the pinned memory held (nil: none), and Capacity say so.
+func (sb *StagingBuffer) setMem(mem *PinnedBuffer[byte]) {
+	sb.mem = mem
+	sb.mu.Lock()
+	sb.capacity = mem.Len()
+	sb.mu.Unlock()
 }
 
 // freeMem frees the pinned memory held, if any.
@@ -326,10 +333,7 @@ func (sb *StagingBuffer) freeMem() error {
 	if err := sb.mem.Free(); err != nil {
 		return err
 	}
-	sb.mem = nil
-	sb.mu.Lock()
-	sb.capacity = 0
-	sb.mu.Unlock()
+	sb.setMem(nil)
 	return nil
 }
 
@@ -365,26 +369,17 @@ func (sb *StagingBuffer) Close() error {
 		return err
 	}
 	defer sb.done()
-	return errors.Join(sb.freeMem(), sb.freeRetired(op), sb.closeEvents())
+	return errors.Join(sb.freeMem(), sb.freeRetired(), sb.closeEvents())
 }
 
 // closeEvents closes the pipeline's events, keeping those whose Close
 // failed.
-func (sb *StagingBuffer) closeEvents() error {
-	var errs []error
-	kept := sb.events[:0]
-	for _, e := range sb.events {
-		if err := e.Close(); err != nil {
-			errs = append(errs, err)
-			kept = append(kept, e)
-		}
+func (sb *StagingBuffer) closeEvents() (err error) {
+	sb.events, err = releaseEach(sb.events, (*Event).Close)
+	if sb.events == nil {
+		sb.evCtx = nil
 	}
-	clear(sb.events[len(kept):])
-	sb.events = kept
-	if len(kept) == 0 {
-		sb.events, sb.evCtx = nil, nil
-	}
-	return errors.Join(errs...)
+	return err
 }
 
 // staging returns n bytes of pinned memory, growing it in ctx if needed.
