@@ -4,7 +4,7 @@
 # (bench/torch_copy.py) one after the other, writing OUTDIR/bench.json,
 # OUTDIR/bench.svg, OUTDIR/cref.txt and OUTDIR/torch.json. Then, here:
 #
-#   go run ./cmd/gocuda report -dir OUTDIR
+#   go run ./bench/report -dir OUTDIR
 #
 # merges them into docs/performance.md and docs/transfers.svg.
 set -euo pipefail

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/bench/results"
 	"github.com/gocuda/cuda/internal/nvml"
 )
 
@@ -24,16 +25,6 @@ import (
 var defaultSizes = []int{4 << 10, 16 << 10, 64 << 10, 150 << 10, 196 << 10, 256 << 10, 1 << 20,
 	4928307, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
 
-// The paths gocuda bench measures.
-const (
-	pathCopy    = "copy"     // CopyFromHost / CopyToHost from ordinary Go memory
-	pathPinned  = "pinned"   // the same from a PinnedBuffer
-	pathInPlace = "in-place" // UploadWith / DownloadInto: data made or used in pinned memory
-	pathStaging = "staging"  // StagingBuffer Upload / Download of ordinary Go memory
-)
-
-var benchPaths = []string{pathCopy, pathPinned, pathInPlace, pathStaging}
-
 type benchConfig struct {
 	sizes      []int
 	device     int
@@ -41,28 +32,6 @@ type benchConfig struct {
 	directions []cuda.Direction
 	jsonPath   string
 	plotPath   string
-}
-
-// benchResult is one measured cell: a path, a direction and a size.
-type benchResult struct {
-	Direction string  `json:"direction"` // "up" (host to device) or "down"
-	Bytes     int     `json:"bytes"`
-	Path      string  `json:"path"`
-	Route     string  `json:"route,omitempty"` // for the staging path: staged, pipelined or direct
-	Median    float64 `json:"median_gbps"`
-	P25       float64 `json:"p25_gbps"`
-	P75       float64 `json:"p75_gbps"`
-	Reps      int     `json:"reps"`
-}
-
-// benchReport is what gocuda bench --json writes.
-type benchReport struct {
-	Date     string        `json:"date"`
-	Device   string        `json:"device"`
-	Driver   string        `json:"driver"`
-	PCIe     string        `json:"pcie,omitempty"`
-	LinkGBps float64       `json:"link_gbps,omitempty"` // the PCIe link's raw rate, each way
-	Results  []benchResult `json:"results"`
 }
 
 func parseBenchFlags(args []string, stdout io.Writer) (benchConfig, error) {
@@ -166,12 +135,12 @@ func runBench(args []string, w, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(cfg.jsonPath, func(f *os.File) error { _, err := f.Write(append(data, '\n')); return err }); err != nil {
+		if err := results.WriteFile(cfg.jsonPath, func(f *os.File) error { _, err := f.Write(append(data, '\n')); return err }); err != nil {
 			return err
 		}
 	}
 	if cfg.plotPath != "" {
-		if err := writeAtomic(cfg.plotPath, func(f *os.File) error { return writePlot(f, cfg.plotPath, rep, benchPaths) }); err != nil {
+		if err := results.WriteFile(cfg.plotPath, func(f *os.File) error { return results.Plot(f, cfg.plotPath, rep, results.GocudaPaths()) }); err != nil {
 			return err
 		}
 	}
@@ -179,16 +148,16 @@ func runBench(args []string, w, stderr io.Writer) error {
 }
 
 // describe fills in what the report says of the machine.
-func describe(dev cuda.Device) (benchReport, error) {
+func describe(dev cuda.Device) (results.Report, error) {
 	name, err := dev.Name()
 	if err != nil {
-		return benchReport{}, err
+		return results.Report{}, err
 	}
 	v, err := cuda.DriverVersion()
 	if err != nil {
-		return benchReport{}, err
+		return results.Report{}, err
 	}
-	rep := benchReport{Date: time.Now().UTC().Format("2006-01-02"), Device: name, Driver: "CUDA " + v.String()}
+	rep := results.Report{Date: time.Now().UTC().Format("2006-01-02"), Device: name, Driver: "CUDA " + v.String()}
 	if bus, err := dev.PCIBusID(); err == nil {
 		if l, err := nvml.PCIeLink(bus); err == nil {
 			rep.PCIe = fmt.Sprintf("Gen%d x%d", l.Gen, l.Width)
@@ -222,34 +191,6 @@ func checkWritable(path string) error {
 	return os.Remove(f.Name())
 }
 
-// writeAtomic writes a file through a temporary one renamed into place, so
-// that a failure leaves nothing half-written.
-func writeAtomic(path string, write func(*os.File) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".gocuda-*"+filepath.Ext(path))
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, errors.Unwrap(err))
-	}
-	mode := os.FileMode(0o644) // CreateTemp's 0600 would hide the result from others
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	err = f.Chmod(mode)
-	if err == nil {
-		err = write(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
 func dirName(d cuda.Direction) string {
 	if d == cuda.HostToDevice {
 		return "up"
@@ -259,7 +200,7 @@ func dirName(d cuda.Direction) string {
 
 // printTable prints one table per direction: median GB/s and spread of each
 // path, the fastest marked with *.
-func printTable(w io.Writer, rep benchReport, dirs []cuda.Direction) {
+func printTable(w io.Writer, rep results.Report, dirs []cuda.Direction) {
 	fmt.Fprintf(w, "%s, %s", rep.Device, rep.Driver)
 	if rep.PCIe != "" {
 		fmt.Fprintf(w, ", PCIe %s (%.1f GB/s raw each way)", rep.PCIe, rep.LinkGBps)
@@ -267,7 +208,7 @@ func printTable(w io.Writer, rep benchReport, dirs []cuda.Direction) {
 	fmt.Fprintf(w, "\nGB/s, median ±half the interquartile range; * the fastest path at each size\n")
 	for _, d := range dirs {
 		fmt.Fprintf(w, "\n%s\n%-10s", d, "size")
-		for _, p := range benchPaths {
+		for _, p := range results.GocudaPaths() {
 			fmt.Fprintf(w, " %-22s", p)
 		}
 		fmt.Fprintln(w)
@@ -278,7 +219,7 @@ func printTable(w io.Writer, rep benchReport, dirs []cuda.Direction) {
 			}
 		}
 		for _, n := range sizes {
-			cells := map[string]benchResult{}
+			cells := map[string]results.Result{}
 			best := ""
 			for _, r := range rep.Results {
 				if r.Direction == dirName(d) && r.Bytes == n {
@@ -288,8 +229,8 @@ func printTable(w io.Writer, rep benchReport, dirs []cuda.Direction) {
 					}
 				}
 			}
-			fmt.Fprintf(w, "%-10s", formatSize(n))
-			for _, p := range benchPaths {
+			fmt.Fprintf(w, "%-10s", results.FormatSize(n))
+			for _, p := range results.GocudaPaths() {
 				r, ok := cells[p]
 				if !ok {
 					fmt.Fprintf(w, " %-22s", "-")

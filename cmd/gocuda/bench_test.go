@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/bench/results"
 )
 
 func TestParseSizes(t *testing.T) {
@@ -111,19 +112,19 @@ func TestBench(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", w, out.String())
 		}
 	}
-	var rep benchReport
+	var rep results.Report
 	data, err := os.ReadFile(jsonPath)
 	if err != nil || json.Unmarshal(data, &rep) != nil {
 		t.Fatalf("reading the JSON: %v", err)
 	}
-	if len(rep.Results) != 2*2*len(benchPaths) {
-		t.Errorf("%d results, want %d", len(rep.Results), 2*2*len(benchPaths))
+	if len(rep.Results) != 2*2*len(results.GocudaPaths()) {
+		t.Errorf("%d results, want %d", len(rep.Results), 2*2*len(results.GocudaPaths()))
 	}
 	for _, r := range rep.Results {
 		if r.Median <= 0 || r.P25 > r.Median || r.Median > r.P75 || r.Reps != 3 {
 			t.Errorf("result %+v", r)
 		}
-		if (r.Path == pathStaging) != (r.Route != "") {
+		if (r.Path == results.Staging) != (r.Route != "") {
 			t.Errorf("route %q on path %s", r.Route, r.Path)
 		}
 	}
@@ -135,22 +136,22 @@ func TestBench(t *testing.T) {
 }
 
 func TestWritePlot(t *testing.T) {
-	rep := benchReport{Device: "test", PCIe: "Gen5 x16", LinkGBps: 63}
+	rep := results.Report{Device: "test", PCIe: "Gen5 x16", LinkGBps: 63}
 	for i, n := range []int{4 << 10, 1 << 20, 1 << 30} {
-		for _, p := range benchPaths {
-			rep.Results = append(rep.Results, benchResult{Direction: "up", Bytes: n, Path: p, Median: float64(i + 1)})
+		for _, p := range results.GocudaPaths() {
+			rep.Results = append(rep.Results, results.Result{Direction: "up", Bytes: n, Path: p, Median: float64(i + 1)})
 		}
 	}
 	for _, name := range []string{"x.svg", "x.png"} {
 		var buf bytes.Buffer
-		if err := writePlot(&buf, name, rep, benchPaths); err != nil {
+		if err := results.Plot(&buf, name, rep, results.GocudaPaths()); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if buf.Len() < 1000 {
 			t.Errorf("%s: only %d bytes", name, buf.Len())
 		}
 	}
-	if err := writePlot(new(bytes.Buffer), "x.svg", benchReport{}, benchPaths); err == nil {
+	if err := results.Plot(new(bytes.Buffer), "x.svg", results.Report{}, results.GocudaPaths()); err == nil {
 		t.Error("plotting no results succeeded")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/bench/results"
 	"golang.org/x/term"
 )
 
@@ -38,34 +39,18 @@ func runCalibrate(args []string, w, stderr io.Writer) error {
 		if m.Upload {
 			dir = "up"
 		}
-		fmt.Fprintf(w, "%-4s %10s %8.2f %10.2f %8.2f\n", dir, formatSize(m.Bytes), m.Staged/1e9, m.Pipelined/1e9, m.Direct/1e9)
+		fmt.Fprintf(w, "%-4s %10s %8.2f %10.2f %8.2f\n", dir, results.FormatSize(m.Bytes), m.Staged/1e9, m.Pipelined/1e9, m.Direct/1e9)
 	}
 	pipeMin := "never"
 	if cal.PipelineMinBytes != math.MaxInt {
-		pipeMin = formatSize(cal.PipelineMinBytes)
+		pipeMin = results.FormatSize(cal.PipelineMinBytes)
 	}
 	up, down := cal.StageMaxBytes[cuda.HostToDevice], cal.StageMaxBytes[cuda.DeviceToHost]
-	fmt.Fprintf(w, "\nchosen: stage uploads up to %s, downloads up to %s; pipeline from %s\n", formatSize(up), formatSize(down), pipeMin)
+	fmt.Fprintf(w, "\nchosen: stage uploads up to %s, downloads up to %s; pipeline from %s\n", results.FormatSize(up), results.FormatSize(down), pipeMin)
 	fmt.Fprintf(w, "\nto use them:\n\tsb.SetStageMaxBytes(cuda.HostToDevice, %d)\n\tsb.SetStageMaxBytes(cuda.DeviceToHost, %d)\n\tp := sb.Pipeline()\n\tp.MinBytes = %d\n\tsb.SetPipeline(p)\n",
 		up, down, cal.PipelineMinBytes)
 	fmt.Fprintf(w, "or call sb.Calibrate(ctx, nil) once at start-up.\n")
 	return nil
-}
-
-func formatSize(n int) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // progress shows a single updating line on a terminal, and a line at each

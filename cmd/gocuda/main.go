@@ -3,7 +3,6 @@
 //	gocuda bench      GB/s of each way to move data between host and device, at sizes from 4 KiB to 1 GiB
 //	gocuda info       the driver and each device: name, memory, compute capability, PCIe link
 //	gocuda calibrate  where staging and the pipeline beat the driver's copy, and how to set that
-//	gocuda report     merge bench, C and PyTorch results into docs/performance.md (for contributors)
 //
 // Run a command with -h for its flags.
 //
@@ -35,14 +34,12 @@ type command struct {
 var summaries = map[string]string{
 	"bench":     "measure each host-device transfer path on this machine",
 	"info":      "list the CUDA driver and devices",
-	"report":    "merge gocuda bench, C and PyTorch results into docs (for contributors)",
 	"calibrate": "measure where staging and the pipeline beat the driver's copy",
 }
 
 var commands = []command{
 	{"bench", summaries["bench"], runBench},
 	{"info", summaries["info"], runInfo},
-	{"report", summaries["report"], runReport},
 	{"calibrate", summaries["calibrate"], runCalibrate},
 }
 

@@ -45,7 +45,6 @@ func TestCommandHelp(t *testing.T) {
 		"bench":     {"-sizes", "-device", "-reps", "-direction", "-json", "-plot"},
 		"info":      nil,
 		"calibrate": {"-device"},
-		"report":    {"-dir", "-doc", "-plot"},
 	}
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {

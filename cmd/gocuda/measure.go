@@ -6,6 +6,7 @@ import (
 	"time"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/bench/results"
 )
 
 // maxSlots bounds how many slices of the arenas the smallest transfers walk
@@ -19,7 +20,7 @@ const maxSlots = 4096
 // the context is synchronized between paths: a synchronous copy from
 // pageable memory may return before its last bytes land, and taking turns
 // would charge that to whichever path came next.
-func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total int)) ([]benchResult, error) {
+func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total int)) ([]results.Result, error) {
 	arena := max(slices.Max(cfg.sizes), 256<<20)
 	free, _, err := ctx.MemInfo()
 	if err != nil {
@@ -27,7 +28,7 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 	}
 	if need := uint64(arena) + 64<<20; need > free {
 		return nil, fmt.Errorf("the largest size, %s, needs %s of device memory; %s is free",
-			formatSize(slices.Max(cfg.sizes)), formatSize(int(need)), formatSize(int(free)))
+			results.FormatSize(slices.Max(cfg.sizes)), results.FormatSize(int(need)), results.FormatSize(int(free)))
 	}
 	s, err := ctx.NewStream()
 	if err != nil {
@@ -52,8 +53,8 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 	var sb cuda.StagingBuffer
 	defer sb.Close()
 
-	var results []benchResult
-	total, done := len(cfg.sizes)*len(cfg.directions)*len(benchPaths), 0
+	var out []results.Result
+	total, done := len(cfg.sizes)*len(cfg.directions)*len(results.GocudaPaths()), 0
 	for _, d := range cfg.directions {
 		for _, n := range cfg.sizes {
 			slots := min(arena/n, maxSlots)
@@ -61,7 +62,7 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 			at := func(mem []byte, i int) []byte { off := i % slots * n; return mem[off : off+n] }
 			up := d == cuda.HostToDevice
 			ops := map[string]func(i int) error{
-				pathCopy: func(i int) error {
+				results.Copy: func(i int) error {
 					b, err := devAt(i)
 					if err != nil {
 						return err
@@ -71,7 +72,7 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 					}
 					return b.CopyToHost(at(host, i))
 				},
-				pathPinned: func(i int) error {
+				results.Pinned: func(i int) error {
 					b, err := devAt(i)
 					if err != nil {
 						return err
@@ -81,7 +82,7 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 					}
 					return b.CopyToHost(at(pinned.Data(), i))
 				},
-				pathInPlace: func(i int) error {
+				results.InPlace: func(i int) error {
 					b, err := devAt(i)
 					if err != nil {
 						return err
@@ -92,7 +93,7 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 					_, err = cuda.DownloadInto(&sb, b, n, s)
 					return err
 				},
-				pathStaging: func(i int) error {
+				results.Staging: func(i int) error {
 					b, err := devAt(i)
 					if err != nil {
 						return err
@@ -103,50 +104,50 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 					return cuda.Download(&sb, at(host, i), b, s)
 				},
 			}
-			for _, p := range benchPaths {
+			for _, p := range results.GocudaPaths() {
 				r, err := measurePath(ops[p], cfg.reps, n)
 				if err == nil {
 					err = ctx.Synchronize()
 				}
 				if err != nil {
-					return nil, fmt.Errorf("%s %s %s: %w", p, dirName(d), formatSize(n), err)
+					return nil, fmt.Errorf("%s %s %s: %w", p, dirName(d), results.FormatSize(n), err)
 				}
 				r.Direction, r.Path = dirName(d), p
-				if p == pathStaging {
+				if p == results.Staging {
 					before := sb.Stats()
 					if err := ops[p](0); err != nil {
 						return nil, err
 					}
 					r.Route = route(before, sb.Stats())
 				}
-				results = append(results, r)
+				out = append(out, r)
 				done++
 				progress(done, total)
 			}
 		}
 	}
-	return results, nil
+	return out, nil
 }
 
 // measurePath warms op up, then times reps calls of it, each moving n
 // bytes, and returns the median and quartiles of their rates.
-func measurePath(op func(i int) error, reps, n int) (benchResult, error) {
+func measurePath(op func(i int) error, reps, n int) (results.Result, error) {
 	for i := range 2 {
 		if err := op(i); err != nil {
-			return benchResult{}, err
+			return results.Result{}, err
 		}
 	}
 	rates := make([]float64, reps)
 	for i := range reps {
 		start := time.Now()
 		if err := op(i + 2); err != nil {
-			return benchResult{}, err
+			return results.Result{}, err
 		}
 		rates[i] = float64(n) / time.Since(start).Seconds() / 1e9
 	}
 	slices.Sort(rates)
 	q := func(f float64) float64 { return rates[int(f*float64(reps-1)+0.5)] }
-	return benchResult{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}, nil
+	return results.Result{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}, nil
 }
 
 // route names the path a staging transfer took, from the counters before

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/bench/results"
 )
 
 func TestParseCRef(t *testing.T) {
@@ -14,7 +16,7 @@ func TestParseCRef(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("parseCRef = %v, %v", got, err)
 	}
-	if r := got[0]; r.Path != pathCPageable || r.Direction != "up" || r.Bytes != 4096 || r.Median != 0.5 {
+	if r := got[0]; r.Path != results.CPageable || r.Direction != "up" || r.Bytes != 4096 || r.Median != 0.5 {
 		t.Errorf("first line parsed as %+v", r)
 	}
 	for _, bad := range []string{"pageable H2D 4096", "pageable H2D x 1", "pageable H2D 4096 -1"} {
@@ -26,12 +28,12 @@ func TestParseCRef(t *testing.T) {
 
 func writeComparison(t *testing.T, dir string) {
 	t.Helper()
-	rep := benchReport{Date: "2026-11-29", Device: "GPU", Driver: "CUDA 13.0", PCIe: "Gen5 x16", LinkGBps: 63}
+	rep := results.Report{Date: "2026-11-29", Device: "GPU", Driver: "CUDA 13.0", PCIe: "Gen5 x16", LinkGBps: 63}
 	for _, d := range []string{"up", "down"} {
 		for _, n := range []int{1 << 20, 64 << 20} {
-			for i, p := range benchPaths {
-				r := benchResult{Direction: d, Bytes: n, Path: p, Median: float64(10 * (i + 1))}
-				if p == pathStaging {
+			for i, p := range results.GocudaPaths() {
+				r := results.Result{Direction: d, Bytes: n, Path: p, Median: float64(10 * (i + 1))}
+				if p == results.Staging {
 					r.Route = "pipelined"
 				}
 				rep.Results = append(rep.Results, r)
@@ -53,7 +55,7 @@ func TestReport(t *testing.T) {
 	os.WriteFile(doc, []byte("# Perf\n\nbefore\n"+reportBegin+"\nold text\n"+reportEnd+"\nafter\n"), 0o644)
 	plotPath := filepath.Join(dir, "t.svg")
 	var out, errOut bytes.Buffer
-	if code := run([]string{"report", "-dir", dir, "-doc", doc, "-plot", plotPath}, &out, &errOut); code != 0 {
+	if code := run([]string{"-dir", dir, "-doc", doc, "-plot", plotPath}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	text, _ := os.ReadFile(doc)
@@ -85,9 +87,12 @@ func TestReportErrors(t *testing.T) {
 		args []string
 		code int
 	}{
-		"no dir":      {[]string{"report"}, 2},
-		"missing dir": {[]string{"report", "-dir", filepath.Join(dir, "nope"), "-doc", noMarkers}, 1},
-		"no markers":  {[]string{"report", "-dir", dir, "-doc", noMarkers, "-plot", filepath.Join(dir, "x.svg")}, 1},
+		"no dir":      {nil, 2},
+		"bad flag":    {[]string{"-nope"}, 2},
+		"extra args":  {[]string{"-dir", dir, "more"}, 2},
+		"help":        {[]string{"-h"}, 0},
+		"missing dir": {[]string{"-dir", filepath.Join(dir, "nope"), "-doc", noMarkers}, 1},
+		"no markers":  {[]string{"-dir", dir, "-doc", noMarkers, "-plot", filepath.Join(dir, "x.svg")}, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -1,4 +1,4 @@
-package main
+package results
 
 import (
 	"fmt"
@@ -17,10 +17,10 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// writePlot draws GB/s against transfer size, one panel per direction and
+// Plot draws GB/s against transfer size, one panel per direction and
 // one line per path, with the link's raw rate dashed, as SVG or PNG by
 // name's extension.
-func writePlot(w io.Writer, name string, rep benchReport, paths []string) error {
+func Plot(w io.Writer, name string, rep Report, paths []string) error {
 	var panels []*plot.Plot
 	for _, dir := range []string{"up", "down"} {
 		p, ok, err := panel(rep, dir, paths)
@@ -52,17 +52,17 @@ func writePlot(w io.Writer, name string, rep benchReport, paths []string) error 
 }
 
 var pathColors = map[string]color.Color{
-	pathCopy:          color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff},
-	pathPinned:        color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	pathInPlace:       color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	pathStaging:       color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	pathCPageable:     color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-	pathCPinned:       color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
-	pathTorchPageable: color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	pathTorchPinned:   color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	Copy:          color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff},
+	Pinned:        color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	InPlace:       color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	Staging:       color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	CPageable:     color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+	CPinned:       color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
+	TorchPageable: color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	TorchPinned:   color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 }
 
-func panel(rep benchReport, dir string, paths []string) (*plot.Plot, bool, error) {
+func panel(rep Report, dir string, paths []string) (*plot.Plot, bool, error) {
 	p := plot.New()
 	title := "host to device"
 	if dir == "down" {
@@ -93,7 +93,7 @@ func panel(rep benchReport, dir string, paths []string) (*plot.Plot, bool, error
 		}
 		line.Color, points.Color = pathColors[path], pathColors[path]
 		line.Width = vg.Points(1.5)
-		if !slices.Contains(benchPaths, path) {
+		if !slices.Contains(GocudaPaths(), path) {
 			line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)} // another program's
 		}
 		p.Add(line, points)
@@ -128,7 +128,7 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		}
 		t := plot.Tick{Value: v}
 		if i%2 == 1 { // 4 KiB is 4·4⁵: every other power of 4 from it
-			t.Label = strings.ReplaceAll(formatSize(int(v)), " ", "")
+			t.Label = strings.ReplaceAll(FormatSize(int(v)), " ", "")
 		}
 		ticks = append(ticks, t)
 	}
