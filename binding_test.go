@@ -64,11 +64,11 @@ func TestUnboundCallFails(t *testing.T) {
 	var saved driver.Context
 	driver.CtxGetCurrent(&saved)
 	defer driver.CtxSetCurrent(saved)
-	if r := driver.CtxSetCurrent(0); r != driver.Success {
+	if r := driver.CtxSetCurrent(0); !r.OK() {
 		t.Fatalf("cuCtxSetCurrent(NULL) = %d", r)
 	}
 	var free, total uintptr
-	if r := driver.MemGetInfo(0, &free, &total); r != driver.ErrorInvalidContext { // 0: bind nothing
+	if r := driver.MemGetInfo(0, &free, &total); r.Code != driver.ErrorInvalidContext { // 0: bind nothing
 		t.Errorf("cuMemGetInfo with no current context = %d, want %d (CUDA_ERROR_INVALID_CONTEXT)", r, driver.ErrorInvalidContext)
 	}
 }

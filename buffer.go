@@ -113,7 +113,7 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 	}
 	defer ctx.unbind()
 	m := &allocation{size: bytes, owned: true}
-	if err := check(op, "cuMemAlloc_v2", driver.MemAlloc(ctx.handle, &m.base, bytes)); err != nil {
+	if err := check(op, driver.MemAlloc(ctx.handle, &m.base, bytes)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
 			ce.Detail = formatBytes(bytes) + " requested"
 		}
@@ -270,7 +270,7 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 // last bytes land: work gocuda queues afterwards in the context is then
 // ordered after it (Context.legacyQueue).
 func copyHtoD(op string, ctx *Context, d driver.DevicePtr, host []byte, pageable bool) error {
-	err := check(op, "cuMemcpyHtoD_v2", driver.MemcpyHtoD(ctx.handle, d, hostPtr(host), uintptr(len(host))))
+	err := check(op, driver.MemcpyHtoD(ctx.handle, d, hostPtr(host), uintptr(len(host))))
 	if err == nil && pageable {
 		ctx.legacyQueue()
 	}
@@ -288,7 +288,7 @@ func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
 	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
 		return err
 	}
-	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(b.mem.ctx.handle, hostPtr(dst), b.ptr, uintptr(b.ByteSize())))
+	return check(op, driver.MemcpyDtoH(b.mem.ctx.handle, hostPtr(dst), b.ptr, uintptr(b.ByteSize())))
 }
 
 // CopyFromDevice copies src, which must have Len elements and belong to the
@@ -307,7 +307,7 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	if b.n == 0 {
 		return nil
 	}
-	if err := check(op, "cuMemcpyDtoD_v2", driver.MemcpyDtoD(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()))); err != nil {
+	if err := check(op, driver.MemcpyDtoD(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()))); err != nil {
 		return err
 	}
 	b.mem.ctx.legacyQueue()
@@ -341,7 +341,7 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	return check(op, "cuMemcpyDtoDAsync_v2", driver.MemcpyDtoDAsync(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
+	return check(op, driver.MemcpyDtoDAsync(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()), s.handle))
 }
 
 // checkCopy validates a copy of src into b on the device.
@@ -383,7 +383,7 @@ func (b *DeviceBuffer[T]) CopyFromHostAsync(src []T, s *Stream) error {
 	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
 		return err
 	}
-	return s.enqueue(op, "cuMemcpyHtoDAsync_v2", unsafe.SliceData(src), func() driver.Result {
+	return s.enqueue(op, unsafe.SliceData(src), func() driver.Status {
 		return driver.MemcpyHtoDAsync(b.mem.ctx.handle, b.ptr, hostPtr(src), uintptr(b.ByteSize()), s.handle)
 	})
 }
@@ -400,7 +400,7 @@ func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
 	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
 		return err
 	}
-	return s.enqueue(op, "cuMemcpyDtoHAsync_v2", unsafe.SliceData(dst), func() driver.Result {
+	return s.enqueue(op, unsafe.SliceData(dst), func() driver.Status {
 		return driver.MemcpyDtoHAsync(b.mem.ctx.handle, hostPtr(dst), b.ptr, uintptr(b.ByteSize()), s.handle)
 	})
 }
@@ -521,11 +521,11 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 		var err error
 		switch width {
 		case 1:
-			err = check(op, "cuMemsetD8_v2", driver.MemsetD8(b.mem.ctx.handle, b.ptr, uint8(v), n))
+			err = check(op, driver.MemsetD8(b.mem.ctx.handle, b.ptr, uint8(v), n))
 		case 2:
-			err = check(op, "cuMemsetD16_v2", driver.MemsetD16(b.mem.ctx.handle, b.ptr, uint16(v), n))
+			err = check(op, driver.MemsetD16(b.mem.ctx.handle, b.ptr, uint16(v), n))
 		default:
-			err = check(op, "cuMemsetD32_v2", driver.MemsetD32(b.mem.ctx.handle, b.ptr, v, n))
+			err = check(op, driver.MemsetD32(b.mem.ctx.handle, b.ptr, v, n))
 		}
 		if err == nil {
 			b.mem.ctx.legacyQueue()
@@ -537,11 +537,11 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 	}
 	switch {
 	case width == 1:
-		return check(op, "cuMemsetD8Async", driver.MemsetD8Async(b.mem.ctx.handle, b.ptr, uint8(v), n, s.handle))
+		return check(op, driver.MemsetD8Async(b.mem.ctx.handle, b.ptr, uint8(v), n, s.handle))
 	case width == 2:
-		return check(op, "cuMemsetD16Async", driver.MemsetD16Async(b.mem.ctx.handle, b.ptr, uint16(v), n, s.handle))
+		return check(op, driver.MemsetD16Async(b.mem.ctx.handle, b.ptr, uint16(v), n, s.handle))
 	default:
-		return check(op, "cuMemsetD32Async", driver.MemsetD32Async(b.mem.ctx.handle, b.ptr, v, n, s.handle))
+		return check(op, driver.MemsetD32Async(b.mem.ctx.handle, b.ptr, v, n, s.handle))
 	}
 }
 
@@ -573,7 +573,7 @@ func (m *allocation) free(op string) error {
 		return nil
 	}
 	return m.close(op, "the device buffer", func() error {
-		return check(op, "cuMemFree_v2", driver.MemFree(m.ctx.handle, m.base))
+		return check(op, driver.MemFree(m.ctx.handle, m.base))
 	}, nil)
 }
 

@@ -56,7 +56,7 @@ func (c *Context) settleLegacy(op string) error {
 	if c.legacySettled.Load() >= q {
 		return nil
 	}
-	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(c.handle, 0)); err != nil {
+	if err := check(op, driver.StreamSynchronize(c.handle, 0)); err != nil {
 		return err
 	}
 	c.legacyDone(q)
@@ -87,7 +87,7 @@ func NewContext(dev Device) (*Context, error) {
 		return nil, err
 	}
 	c := &Context{dev: dev}
-	if err := check(op, "cuDevicePrimaryCtxRetain", driver.DevicePrimaryCtxRetain(&c.handle, dev.handle)); err != nil {
+	if err := check(op, driver.DevicePrimaryCtxRetain(&c.handle, dev.handle)); err != nil {
 		return nil, err
 	}
 	c.life.Arm(track.Context, runtime.AddCleanup(c, func(d driver.Device) {
@@ -118,7 +118,7 @@ func (c *Context) Close() error {
 	}
 	const op = "Context.Close"
 	s, err := c.life.Close(func() (bool, error) {
-		if err := check(op, "cuDevicePrimaryCtxRelease_v2", driver.DevicePrimaryCtxRelease(c.dev.handle)); err != nil {
+		if err := check(op, driver.DevicePrimaryCtxRelease(c.dev.handle)); err != nil {
 			return false, stillOpen(err, "the context")
 		}
 		return true, nil
@@ -157,11 +157,11 @@ func (c *Context) bind(op string) error {
 // makeCurrent makes c current on the calling thread, if it is not.
 func (c *Context) makeCurrent(op string) error {
 	var cur driver.Context
-	call, r := "cuCtxGetCurrent", driver.CtxGetCurrent(&cur)
-	if r == driver.Success && cur != c.handle {
-		call, r = "cuCtxSetCurrent", driver.CtxSetCurrent(c.handle)
+	s := driver.CtxGetCurrent(&cur)
+	if s.OK() && cur != c.handle {
+		s = driver.CtxSetCurrent(c.handle)
 	}
-	return check(op, call, r)
+	return check(op, s)
 }
 
 func (c *Context) unbind() {
@@ -180,7 +180,7 @@ func (c *Context) Synchronize() error {
 	}
 	defer c.unbind()
 	q := c.legacyQueued.Load()
-	if err := check(op, "cuCtxSynchronize", driver.CtxSynchronize(c.handle)); err != nil {
+	if err := check(op, driver.CtxSynchronize(c.handle)); err != nil {
 		return err
 	}
 	c.legacyDone(q)
@@ -195,7 +195,7 @@ func (c *Context) MemInfo() (free, total uint64, err error) {
 	}
 	defer c.unbind()
 	var f, t uintptr
-	if err := check(op, "cuMemGetInfo_v2", driver.MemGetInfo(c.handle, &f, &t)); err != nil {
+	if err := check(op, driver.MemGetInfo(c.handle, &f, &t)); err != nil {
 		return 0, 0, err
 	}
 	return uint64(f), uint64(t), nil
@@ -211,7 +211,7 @@ func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
 	}
 	defer c.unbind()
 	var l, g int32
-	if err := check(op, "cuCtxGetStreamPriorityRange", driver.CtxGetStreamPriorityRange(c.handle, &l, &g)); err != nil {
+	if err := check(op, driver.CtxGetStreamPriorityRange(c.handle, &l, &g)); err != nil {
 		return 0, 0, err
 	}
 	return int(l), int(g), nil

@@ -18,7 +18,7 @@ func DriverVersion() (Version, error) {
 		return Version{}, err
 	}
 	var v int32
-	if err := check(op, "cuDriverGetVersion", driver.DriverGetVersion(&v)); err != nil {
+	if err := check(op, driver.DriverGetVersion(&v)); err != nil {
 		return Version{}, err
 	}
 	return Version{int(v) / 1000, int(v) % 1000 / 10}, nil
@@ -41,7 +41,7 @@ func deviceCount(op string) (int, error) {
 		return 0, err
 	}
 	var n int32
-	if err := check(op, "cuDeviceGetCount", driver.DeviceGetCount(&n)); err != nil {
+	if err := check(op, driver.DeviceGetCount(&n)); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -79,7 +79,7 @@ func GetDevice(ordinal int) (Device, error) {
 		return Device{}, errorf(op, ErrInvalidDevice, "no device %d: the driver sees %d device(s), ordinals 0 to %d", ordinal, n, n-1)
 	}
 	var h driver.Device
-	if err := check(op, "cuDeviceGet", driver.DeviceGet(&h, int32(ordinal))); err != nil {
+	if err := check(op, driver.DeviceGet(&h, int32(ordinal))); err != nil {
 		return Device{}, err
 	}
 	return Device{ordinal: ordinal, handle: h, ok: true}, nil
@@ -112,7 +112,7 @@ func (d Device) Name() (string, error) {
 		return "", err
 	}
 	var buf [256]byte
-	if err := check("Device.Name", "cuDeviceGetName", driver.DeviceGetName(&buf[0], int32(len(buf)), d.handle)); err != nil {
+	if err := check("Device.Name", driver.DeviceGetName(&buf[0], int32(len(buf)), d.handle)); err != nil {
 		return "", err
 	}
 	return driver.GoString(&buf[0]), nil
@@ -124,7 +124,7 @@ func (d Device) TotalMemory() (uint64, error) {
 		return 0, err
 	}
 	var n uintptr
-	if err := check("Device.TotalMemory", "cuDeviceTotalMem_v2", driver.DeviceTotalMem(&n, d.handle)); err != nil {
+	if err := check("Device.TotalMemory", driver.DeviceTotalMem(&n, d.handle)); err != nil {
 		return 0, err
 	}
 	return uint64(n), nil
@@ -149,7 +149,7 @@ func (d Device) PCIBusID() (string, error) {
 		return "", err
 	}
 	var buf [64]byte
-	if err := check("Device.PCIBusID", "cuDeviceGetPCIBusId", driver.DeviceGetPCIBusId(&buf[0], int32(len(buf)), d.handle)); err != nil {
+	if err := check("Device.PCIBusID", driver.DeviceGetPCIBusId(&buf[0], int32(len(buf)), d.handle)); err != nil {
 		return "", err
 	}
 	return driver.GoString(&buf[0]), nil
@@ -168,7 +168,7 @@ func (d Device) Attribute(a Attribute) (int, error) {
 		return 0, errorf(op, ErrInvalidValue, "attribute %d does not exist", int(a))
 	}
 	var v int32
-	if err := check(op, "cuDeviceGetAttribute", driver.DeviceGetAttribute(&v, driver.DeviceAttribute(a), d.handle)); err != nil {
+	if err := check(op, driver.DeviceGetAttribute(&v, driver.DeviceAttribute(a), d.handle)); err != nil {
 		err.(*Error).Detail = "attribute " + a.String()
 		return 0, err
 	}

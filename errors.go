@@ -129,15 +129,16 @@ func (e *Error) Is(target error) bool {
 	return ok && e != nil && e.Call != "" && e.Code == r
 }
 
-// check turns a driver result into an error: nil on success.
-func check(op, call string, r driver.Result) error {
-	if r == driver.Success {
+// check turns a driver call's status into an error: nil on success.
+func check(op string, s driver.Status) error {
+	if s.OK() {
 		return nil
 	}
-	if bind, code, ok := driver.BindFailure(r); ok {
-		return &Error{Op: op, Call: bind, Code: Result(code), Err: sentinels[code], Detail: "making the context current for " + call}
+	e := &Error{Op: op, Call: s.Func.String(), Code: Result(s.Code), Err: sentinels[s.Code]}
+	if s.For != 0 {
+		e.Detail = "making the context current for " + s.For.String()
 	}
-	return &Error{Op: op, Call: call, Code: Result(r), Err: sentinels[r]}
+	return e
 }
 
 // errorf returns an error of ours, not the driver's, matching sentinel.

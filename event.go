@@ -46,7 +46,7 @@ func (c *Context) NewEvent(flags ...EventFlag) (*Event, error) {
 	}
 	defer c.unbind()
 	e := &Event{timing: f&EventDisableTiming == 0}
-	if err := check(op, "cuEventCreate", driver.EventCreate(c.handle, &e.handle, uint32(f))); err != nil {
+	if err := check(op, driver.EventCreate(c.handle, &e.handle, uint32(f))); err != nil {
 		return nil, err
 	}
 	h := e.handle
@@ -91,7 +91,7 @@ func (e *Event) Record(s *Stream) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	if err := check(op, "cuEventRecord", driver.EventRecord(e.ctx.handle, e.handle, s.handle)); err != nil {
+	if err := check(op, driver.EventRecord(e.ctx.handle, e.handle, s.handle)); err != nil {
 		return err
 	}
 	e.recorded.Store(true)
@@ -106,7 +106,7 @@ func (e *Event) Synchronize() error {
 		return err
 	}
 	defer e.leave()
-	return check(op, "cuEventSynchronize", driver.EventSynchronize(e.ctx.handle, e.handle))
+	return check(op, driver.EventSynchronize(e.ctx.handle, e.handle))
 }
 
 // Query reports whether the event has completed, without waiting.
@@ -116,13 +116,13 @@ func (e *Event) Query() (done bool, err error) {
 		return false, err
 	}
 	defer e.leave()
-	switch r := driver.EventQuery(e.ctx.handle, e.handle); r {
+	switch r := driver.EventQuery(e.ctx.handle, e.handle); r.Code {
 	case driver.Success:
 		return true, nil
 	case driver.ErrorNotReady:
 		return false, nil
 	default:
-		return false, check(op, "cuEventQuery", r)
+		return false, check(op, r)
 	}
 }
 
@@ -134,7 +134,7 @@ func (e *Event) Close() error {
 	}
 	const op = "Event.Close"
 	return e.close(op, "the event", func() error {
-		return check(op, "cuEventDestroy_v2", driver.EventDestroy(e.ctx.handle, e.handle))
+		return check(op, driver.EventDestroy(e.ctx.handle, e.handle))
 	}, nil)
 }
 
@@ -168,7 +168,7 @@ func ElapsedTime(start, end *Event) (time.Duration, error) {
 		}
 	}
 	var ms float32
-	if err := check(op, "cuEventElapsedTime", driver.EventElapsedTime(start.ctx.handle, &ms, start.handle, end.handle)); err != nil {
+	if err := check(op, driver.EventElapsedTime(start.ctx.handle, &ms, start.handle, end.handle)); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil

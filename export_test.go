@@ -26,7 +26,7 @@ func ParallelCopy(dst, src []byte, workers int) {
 // goroutine's OS thread; call it with the thread locked.
 func IsCurrent(c *Context) bool {
 	var cur driver.Context
-	return driver.CtxGetCurrent(&cur) == driver.Success && cur == c.handle
+	return driver.CtxGetCurrent(&cur).OK() && cur == c.handle
 }
 
 // QueryRaw calls cuStreamQuery on s directly, with none of Query's locks
@@ -37,7 +37,7 @@ func QueryRaw(s *Stream, bound bool) int {
 	if bound {
 		ctx = s.ctx.handle
 	}
-	return int(driver.StreamQuery(ctx, s.handle))
+	return int(driver.StreamQuery(ctx, s.handle).Code)
 }
 
 // CopyRaw is CopyFromHost (up) or CopyToHost of d and h as the bare driver
@@ -45,9 +45,9 @@ func QueryRaw(s *Stream, bound bool) int {
 // current on a locked thread (Context.Do).
 func CopyRaw(d *DeviceBuffer[byte], h []byte, up bool) int {
 	if up {
-		return int(driver.MemcpyHtoD(d.mem.ctx.handle, d.ptr, unsafe.Pointer(&h[0]), uintptr(len(h))))
+		return int(driver.MemcpyHtoD(d.mem.ctx.handle, d.ptr, unsafe.Pointer(&h[0]), uintptr(len(h))).Code)
 	}
-	return int(driver.MemcpyDtoH(d.mem.ctx.handle, unsafe.Pointer(&h[0]), d.ptr, uintptr(len(h))))
+	return int(driver.MemcpyDtoH(d.mem.ctx.handle, unsafe.Pointer(&h[0]), d.ptr, uintptr(len(h))).Code)
 }
 
 // ForgetPTX makes m as a module loaded from a cubin: nothing known of its

@@ -36,21 +36,17 @@ type paramInfo struct {
 	width int
 }
 
-// FunctionAttribute is a kernel attribute (CUfunction_attribute).
+// FunctionAttribute is a kernel attribute (CUfunction_attribute). The
+// constants are in zenums.go, generated from internal/driver/enums.txt.
 type FunctionAttribute int
 
-// Kernel attributes.
-const (
-	FuncMaxThreadsPerBlock      FunctionAttribute = 0 // the most threads a block of this kernel may have
-	FuncSharedSizeBytes         FunctionAttribute = 1 // static shared memory per block
-	FuncConstSizeBytes          FunctionAttribute = 2
-	FuncLocalSizeBytes          FunctionAttribute = 3 // local memory per thread
-	FuncNumRegs                 FunctionAttribute = 4 // registers per thread
-	FuncPTXVersion              FunctionAttribute = 5
-	FuncBinaryVersion           FunctionAttribute = 6
-	FuncMaxDynamicSharedSize    FunctionAttribute = 8 // settable: the most dynamic shared memory a launch may ask for
-	FuncPreferredSharedCarveout FunctionAttribute = 9 // settable: percent of L1 to give shared memory
-)
+// String returns the attribute's name without its "Func" prefix.
+func (a FunctionAttribute) String() string {
+	if s, ok := functionAttributeNames[a]; ok {
+		return s
+	}
+	return fmt.Sprintf("FunctionAttribute(%d)", int(a))
+}
 
 // Name returns the kernel's name.
 func (f *Function) Name() string {
@@ -71,7 +67,7 @@ func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 	}
 	defer f.mod.leave()
 	var v int32
-	if err := check(op, "cuFuncGetAttribute", driver.FuncGetAttribute(f.mod.ctx.handle, &v, driver.FunctionAttribute(a), f.handle)); err != nil {
+	if err := check(op, driver.FuncGetAttribute(f.mod.ctx.handle, &v, driver.FunctionAttribute(a), f.handle)); err != nil {
 		return 0, err
 	}
 	return int(v), nil
@@ -92,7 +88,7 @@ func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 		return err
 	}
 	defer f.mod.leave()
-	return check(op, "cuFuncSetAttribute", driver.FuncSetAttribute(f.mod.ctx.handle, f.handle, driver.FunctionAttribute(a), int32(value)))
+	return check(op, driver.FuncSetAttribute(f.mod.ctx.handle, f.handle, driver.FunctionAttribute(a), int32(value)))
 }
 
 // valid returns the error for a nil or zero Function.
@@ -226,7 +222,7 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	}
 	r := driver.LaunchKernel(f.mod.ctx.handle, f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
 		uint32(cfg.SharedMemBytes), s.handle, params, nil)
-	if err := check(op, "cuLaunchKernel", r); err != nil {
+	if err := check(op, r); err != nil {
 		err.(*Error).Detail = fmt.Sprintf("kernel %s, grid %v, block %v, %d bytes of dynamic shared memory", f.name, cfg.Grid, cfg.Block, cfg.SharedMemBytes)
 		return err
 	}
@@ -418,7 +414,7 @@ func (f *Function) driverParams(op string) (params []paramInfo, known bool, err 
 	var n uintptr
 	r := driver.FuncGetParamCount(ctx, f.handle, &n)
 	switch {
-	case r == driver.ResultMissingSymbol || r == driver.ErrorNotSupported:
+	case r.Code == driver.ResultMissingSymbol || r.Code == driver.ErrorNotSupported:
 		// A driver without cuFuncGetParamCount (the H200 machine's 580
 		// has none): where PTX gives the count, ask for just those
 		// parameters, every failure a failure. Otherwise the list ends
@@ -429,19 +425,19 @@ func (f *Function) driverParams(op string) (params []paramInfo, known bool, err 
 			params = make([]paramInfo, len(ptx))
 			for i := range params {
 				var off uintptr
-				switch r := driver.FuncGetParamInfo(ctx, f.handle, uintptr(i), &off, &params[i].size); r {
+				switch r := driver.FuncGetParamInfo(ctx, f.handle, uintptr(i), &off, &params[i].size); r.Code {
 				case driver.Success:
 				case driver.ResultMissingSymbol, driver.ErrorNotSupported:
 					return nil, false, nil
 				default:
-					return nil, false, paramErr(op, "cuFuncGetParamInfo", r, f.name)
+					return nil, false, paramErr(op, r, f.name)
 				}
 			}
 			return params, true, nil
 		}
 		for i := uintptr(0); ; i++ {
 			var off, size uintptr
-			switch r := driver.FuncGetParamInfo(ctx, f.handle, i, &off, &size); r {
+			switch r := driver.FuncGetParamInfo(ctx, f.handle, i, &off, &size); r.Code {
 			case driver.Success:
 				params = append(params, paramInfo{size: size})
 			case driver.ErrorInvalidValue:
@@ -449,11 +445,11 @@ func (f *Function) driverParams(op string) (params []paramInfo, known bool, err 
 			case driver.ResultMissingSymbol, driver.ErrorNotSupported:
 				return nil, false, nil
 			default:
-				return nil, false, paramErr(op, "cuFuncGetParamInfo", r, f.name)
+				return nil, false, paramErr(op, r, f.name)
 			}
 		}
-	case r != driver.Success:
-		return nil, false, paramErr(op, "cuFuncGetParamCount", r, f.name)
+	case !r.OK():
+		return nil, false, paramErr(op, r, f.name)
 	}
 	if n > maxParamBytes {
 		return nil, false, errorf(op, ErrInvalidValue, "kernel %s: the driver says it takes %d parameters", f.name, n)
@@ -461,15 +457,15 @@ func (f *Function) driverParams(op string) (params []paramInfo, known bool, err 
 	params = make([]paramInfo, n)
 	for i := range params {
 		var off uintptr
-		if r := driver.FuncGetParamInfo(ctx, f.handle, uintptr(i), &off, &params[i].size); r != driver.Success {
-			return nil, false, paramErr(op, "cuFuncGetParamInfo", r, f.name)
+		if r := driver.FuncGetParamInfo(ctx, f.handle, uintptr(i), &off, &params[i].size); !r.OK() {
+			return nil, false, paramErr(op, r, f.name)
 		}
 	}
 	return params, true, nil
 }
 
-func paramErr(op, call string, r driver.Result, kernel string) error {
-	err := check(op, call, r).(*Error)
+func paramErr(op string, r driver.Status, kernel string) error {
+	err := check(op, r).(*Error)
 	err.Detail = "reading the parameters of kernel " + kernel + " (nothing was launched)"
 	return err
 }

@@ -32,31 +32,22 @@ type JITOption struct {
 	value uintptr
 }
 
-// CUjit_option values.
 const (
-	jitMaxRegisters        = 0
-	jitInfoLogBuffer       = 3
-	jitInfoLogBufferSize   = 4
-	jitErrorLogBuffer      = 5
-	jitErrorLogBufferSize  = 6
-	jitOptimizationLevel   = 7
-	jitGenerateDebugInfo   = 11
-	jitGenerateLineInfo    = 13
-	jitLogBytes            = 16 << 10
+	jitLogBytes            = 16 << 10 // each of the error and information logs
 	elfMagic, fatbinMagic0 = "\x7fELF", 0xBA55ED50
 )
 
 // JITMaxRegisters caps the registers each thread may use.
-func JITMaxRegisters(n int) JITOption { return JITOption{jitMaxRegisters, uintptr(n)} }
+func JITMaxRegisters(n int) JITOption { return JITOption{driver.JITMaxRegisters, uintptr(n)} }
 
 // JITOptimizationLevel sets the optimization level, 0 to 4 (the default).
-func JITOptimizationLevel(n int) JITOption { return JITOption{jitOptimizationLevel, uintptr(n)} }
+func JITOptimizationLevel(n int) JITOption { return JITOption{driver.JITOptimizationLevel, uintptr(n)} }
 
 // JITLineInfo generates line-number information.
-func JITLineInfo() JITOption { return JITOption{jitGenerateLineInfo, 1} }
+func JITLineInfo() JITOption { return JITOption{driver.JITGenerateLineInfo, 1} }
 
 // JITDebugInfo generates debug information.
-func JITDebugInfo() JITOption { return JITOption{jitGenerateDebugInfo, 1} }
+func JITDebugInfo() JITOption { return JITOption{driver.JITGenerateDebugInfo, 1} }
 
 // LoadModule loads PTX text, a cubin or a fatbin into the context. PTX is
 // compiled for the device by the driver; when that fails, the error carries
@@ -68,7 +59,7 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 		return nil, errorf(op, ErrInvalidValue, "empty image")
 	}
 	for _, o := range opts {
-		if (o.key == jitOptimizationLevel && o.value > 4) || (o.key == jitMaxRegisters && (o.value == 0 || o.value > 255)) {
+		if (o.key == driver.JITOptimizationLevel && o.value > 4) || (o.key == driver.JITMaxRegisters && (o.value == 0 || o.value > 255)) {
 			return nil, errorf(op, ErrInvalidValue, "JIT option %d = %d out of range", o.key, int(o.value))
 		}
 	}
@@ -78,7 +69,7 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 		image = append(image[:len(image):len(image)], 0) // PTX text is read up to its NUL
 	}
 	errLog, infoLog := make([]byte, jitLogBytes), make([]byte, jitLogBytes)
-	keys := []driver.JITOption{jitErrorLogBuffer, jitErrorLogBufferSize, jitInfoLogBuffer, jitInfoLogBufferSize}
+	keys := []driver.JITOption{driver.JITErrorLogBuffer, driver.JITErrorLogBufferSize, driver.JITInfoLogBuffer, driver.JITInfoLogBufferSize}
 	// The values are addresses or numbers, as the driver takes them; the
 	// buffers are heap memory, kept alive below, that does not move.
 	values := []uintptr{uintptr(unsafe.Pointer(&errLog[0])), jitLogBytes, uintptr(unsafe.Pointer(&infoLog[0])), jitLogBytes}
@@ -96,11 +87,11 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 	r := driver.ModuleLoadDataEx(c.handle, &m.handle, unsafe.Pointer(&image[0]), uint32(len(keys)), unsafe.Pointer(&keys[0]), unsafe.Pointer(&values[0]))
 	runtime.KeepAlive(errLog)
 	runtime.KeepAlive(infoLog)
-	if err := check(op, "cuModuleLoadDataEx", r); err != nil {
+	if err := check(op, r); err != nil {
 		if log := strings.TrimSpace(driver.GoString(&errLog[0])); log != "" {
 			err.(*Error).Detail = "JIT log:\n" + log
 		}
-		if r == driver.ErrorInvalidImage || r == driver.ErrorInvalidPTX {
+		if r.Code == driver.ErrorInvalidImage || r.Code == driver.ErrorInvalidPTX {
 			err.(*Error).Err = ErrInvalidValue
 		}
 		return nil, err
@@ -129,7 +120,7 @@ func (m *Module) Function(name string) (*Function, error) {
 	defer m.leave()
 	f := &Function{mod: m, name: name}
 	cname := append([]byte(name), 0)
-	if err := check(op, "cuModuleGetFunction", driver.ModuleGetFunction(m.ctx.handle, &f.handle, m.handle, &cname[0])); err != nil {
+	if err := check(op, driver.ModuleGetFunction(m.ctx.handle, &f.handle, m.handle, &cname[0])); err != nil {
 		err.(*Error).Detail = "kernel " + name
 		return nil, err
 	}
@@ -151,7 +142,7 @@ func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
 	var ptr driver.DevicePtr
 	var size uintptr
 	cname := append([]byte(name), 0)
-	if err := check(op, "cuModuleGetGlobal_v2", driver.ModuleGetGlobal(m.ctx.handle, &ptr, &size, m.handle, &cname[0])); err != nil {
+	if err := check(op, driver.ModuleGetGlobal(m.ctx.handle, &ptr, &size, m.handle, &cname[0])); err != nil {
 		err.(*Error).Detail = "global " + name
 		return nil, err
 	}
@@ -189,6 +180,6 @@ func (m *Module) Close() error {
 		if err := m.ctx.settleLegacy(op); err != nil {
 			return err
 		}
-		return check(op, "cuModuleUnload", driver.ModuleUnload(m.ctx.handle, m.handle))
+		return check(op, driver.ModuleUnload(m.ctx.handle, m.handle))
 	}, nil)
 }

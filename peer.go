@@ -16,7 +16,7 @@ func (d Device) CanAccessPeer(peer Device) (bool, error) {
 		return false, err
 	}
 	var can int32
-	if err := check("Device.CanAccessPeer", "cuDeviceCanAccessPeer", driver.DeviceCanAccessPeer(&can, d.handle, peer.handle)); err != nil {
+	if err := check("Device.CanAccessPeer", driver.DeviceCanAccessPeer(&can, d.handle, peer.handle)); err != nil {
 		return false, err
 	}
 	return can != 0, nil
@@ -35,16 +35,16 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 		return err
 	}
 	defer c.unbind()
-	switch r := driver.CtxEnablePeerAccess(c.handle, peer.handle, 0); r {
+	switch r := driver.CtxEnablePeerAccess(c.handle, peer.handle, 0); r.Code {
 	case driver.Success, driver.ErrorPeerAccessAlreadyEnabled:
 		peerAccess.Store([2]driver.Context{c.handle, peer.handle}, true)
 		return nil
 	case driver.ErrorPeerAccessUnsupported:
-		err := check(op, "cuCtxEnablePeerAccess", r).(*Error)
+		err := check(op, r).(*Error)
 		err.Err = ErrNotSupported
 		return err
 	default:
-		return check(op, "cuCtxEnablePeerAccess", r)
+		return check(op, r)
 	}
 }
 
@@ -60,11 +60,11 @@ func (c *Context) DisablePeerAccess(peer *Context) error {
 	}
 	defer c.unbind()
 	r := driver.CtxDisablePeerAccess(c.handle, peer.handle)
-	if r == driver.Success || r == driver.ErrorPeerAccessNotEnabled {
+	if r.Code == driver.Success || r.Code == driver.ErrorPeerAccessNotEnabled {
 		peerAccess.Delete([2]driver.Context{c.handle, peer.handle})
 		return nil
 	}
-	return check(op, "cuCtxDisablePeerAccess", r)
+	return check(op, r)
 }
 
 // peerAccess records which driver contexts have peer access to which:
@@ -180,7 +180,7 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 		// cuMemcpyPeer, like any device-to-device copy, may return before
 		// the copy is done; freeing src would then not wait for it (only
 		// for src's own context). Wait, as CopyPeer promises.
-		if err := check(op, "cuMemcpyPeer", driver.MemcpyPeer(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n)); err != nil {
+		if err := check(op, driver.MemcpyPeer(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n)); err != nil {
 			return path, err
 		}
 		dctx.legacyQueue()
@@ -189,5 +189,5 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 	if err := s.willQueue(op); err != nil {
 		return 0, err
 	}
-	return path, check(op, "cuMemcpyPeerAsync", driver.MemcpyPeerAsync(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n, s.handle))
+	return path, check(op, driver.MemcpyPeerAsync(dctx.handle, dst.ptr, dctx.handle, src.ptr, sctx.handle, n, s.handle))
 }

@@ -39,7 +39,7 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	}
 	defer ctx.unbind()
 	b := &PinnedBuffer[T]{}
-	if err := check(op, "cuMemHostAlloc", driver.MemHostAlloc(ctx.handle, &b.p, bytes, driver.MemHostAllocPortable)); err != nil {
+	if err := check(op, driver.MemHostAlloc(ctx.handle, &b.p, bytes, driver.MemHostAllocPortable)); err != nil {
 		return nil, err
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
@@ -80,7 +80,7 @@ func (b *PinnedBuffer[T]) Free() error {
 	}
 	const op = "PinnedBuffer.Free"
 	return b.close(op, "the pinned buffer", func() error {
-		return check(op, "cuMemFreeHost", driver.MemFreeHost(b.ctx.handle, b.p))
+		return check(op, driver.MemFreeHost(b.ctx.handle, b.p))
 	}, func() { removeLocked(b.p) })
 }
 
@@ -114,10 +114,10 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 	defer ctx.unbind()
 	r := &Registered[T]{p: hostPtr(s), n: len(s), pinner: new(runtime.Pinner)}
 	r.pinner.Pin(unsafe.SliceData(s))
-	if res := driver.MemHostRegister(ctx.handle, r.p, bytes, driver.MemHostRegisterPortable); res != driver.Success {
+	if res := driver.MemHostRegister(ctx.handle, r.p, bytes, driver.MemHostRegisterPortable); !res.OK() {
 		r.pinner.Unpin()
-		err := check(op, "cuMemHostRegister_v2", res).(*Error)
-		if res == driver.ErrorHostMemoryAlreadyRegistered {
+		err := check(op, res).(*Error)
+		if res.Code == driver.ErrorHostMemoryAlreadyRegistered {
 			err.Err, err.Detail = ErrInvalidValue, "the memory overlaps memory already registered or page-locked"
 		}
 		return nil, err
@@ -149,7 +149,7 @@ func (r *Registered[T]) Close() error {
 	}
 	const op = "Registered.Close"
 	return r.close(op, "the registered memory", func() error {
-		return check(op, "cuMemHostUnregister", driver.MemHostUnregister(r.ctx.handle, r.p))
+		return check(op, driver.MemHostUnregister(r.ctx.handle, r.p))
 	}, func() {
 		removeLocked(r.p)
 		r.pinner.Unpin()

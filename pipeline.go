@@ -140,7 +140,7 @@ func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
 	if err := s.drain(op); err != nil {
 		return err
 	}
-	return check(op, "cuMemcpyDtoH_v2", driver.MemcpyDtoH(s.ctx.handle, hostPtr(host), d, uintptr(len(host))))
+	return check(op, driver.MemcpyDtoH(s.ctx.handle, hostPtr(host), d, uintptr(len(host))))
 }
 
 // pipeline moves host to or from the device at d in chunks through pinned
@@ -173,11 +173,11 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	part := func(i int) []byte { return host[i*chunk : min((i+1)*chunk, len(host))] }
 	dev := func(i int) driver.DevicePtr { return d + driver.DevicePtr(i*chunk) }
 	wait := func(i int) error {
-		return check(op, "cuEventSynchronize", driver.EventSynchronize(s.ctx.handle, sb.events[i%p.Slots].handle))
+		return check(op, driver.EventSynchronize(s.ctx.handle, sb.events[i%p.Slots].handle))
 	}
 	record := func(i int) error {
 		s.queued.Add(1)
-		return check(op, "cuEventRecord", driver.EventRecord(s.ctx.handle, sb.events[i%p.Slots].handle, s.handle))
+		return check(op, driver.EventRecord(s.ctx.handle, sb.events[i%p.Slots].handle, s.handle))
 	}
 	if up {
 		for i := range nchunks {
@@ -189,7 +189,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 			sl := slot(i)
 			parallelCopy(sl, part(i), p.Workers, &sb.copyWait)
 			s.queued.Add(1)
-			if err := check(op, "cuMemcpyHtoDAsync_v2", driver.MemcpyHtoDAsync(s.ctx.handle, dev(i), hostPtr(sl), uintptr(len(sl)), s.handle)); err != nil {
+			if err := check(op, driver.MemcpyHtoDAsync(s.ctx.handle, dev(i), hostPtr(sl), uintptr(len(sl)), s.handle)); err != nil {
 				return err
 			}
 			if err := record(i); err != nil {
@@ -201,7 +201,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	queue := func(i int) error {
 		sl := slot(i)
 		s.queued.Add(1)
-		if err := check(op, "cuMemcpyDtoHAsync_v2", driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(sl), dev(i), uintptr(len(sl)), s.handle)); err != nil {
+		if err := check(op, driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(sl), dev(i), uintptr(len(sl)), s.handle)); err != nil {
 			return err
 		}
 		return record(i)
@@ -237,7 +237,7 @@ func (sb *StagingBuffer) settle(op string, s *Stream) {
 	// after its latest chunk's copy.
 	waited := true
 	for _, e := range sb.events {
-		if driver.EventSynchronize(s.ctx.handle, e.handle) != driver.Success {
+		if !driver.EventSynchronize(s.ctx.handle, e.handle).OK() {
 			waited = false
 		}
 	}

@@ -65,7 +65,7 @@ func (c *Context) newStream(op string, priority int) (*Stream, error) {
 	}
 	defer c.unbind()
 	s := &Stream{priority: priority, pins: new(pinSet)}
-	if err := check(op, "cuStreamCreateWithPriority", driver.StreamCreateWithPriority(c.handle, &s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
+	if err := check(op, driver.StreamCreateWithPriority(c.handle, &s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
 		return nil, err
 	}
 	h, ps := s.handle, s.pins
@@ -130,7 +130,7 @@ func (s *Stream) synchronize(op string) error {
 	// was queued before the synchronize below starts.
 	taken := s.pins.take()
 	q := s.queued.Load()
-	if err := check(op, "cuStreamSynchronize", driver.StreamSynchronize(s.ctx.handle, s.handle)); err != nil {
+	if err := check(op, driver.StreamSynchronize(s.ctx.handle, s.handle)); err != nil {
 		s.pins.giveBack(taken)
 		return err
 	}
@@ -178,7 +178,7 @@ func (s *Stream) Query() (done bool, err error) {
 	defer s.leave()
 	taken := s.pins.take()
 	q := s.queued.Load()
-	switch r := driver.StreamQuery(s.ctx.handle, s.handle); r {
+	switch r := driver.StreamQuery(s.ctx.handle, s.handle); r.Code {
 	case driver.Success:
 		taken.unpin()
 		s.markSynced(q)
@@ -188,7 +188,7 @@ func (s *Stream) Query() (done bool, err error) {
 		return false, nil
 	default:
 		s.pins.giveBack(taken)
-		return false, check(op, "cuStreamQuery", r)
+		return false, check(op, r)
 	}
 }
 
@@ -210,7 +210,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
-	return check(op, "cuStreamWaitEvent", driver.StreamWaitEvent(s.ctx.handle, s.handle, e.handle, 0))
+	return check(op, driver.StreamWaitEvent(s.ctx.handle, s.handle, e.handle, 0))
 }
 
 // Close waits for the stream's queued work, then destroys the stream.
@@ -227,7 +227,7 @@ func (s *Stream) Close() error {
 		if err := s.synchronize(op); err != nil {
 			return err
 		}
-		return check(op, "cuStreamDestroy_v2", driver.StreamDestroy(s.ctx.handle, s.handle))
+		return check(op, driver.StreamDestroy(s.ctx.handle, s.handle))
 	}, func() {
 		// Destroyed, or gone with its context: nothing queued on s reads
 		// Go memory any more.
@@ -240,7 +240,7 @@ func (s *Stream) Close() error {
 // stream is synchronized. Pinning and queueing happen under one lock so
 // that a concurrent Synchronize never releases a pin whose work it did not
 // wait for.
-func (s *Stream) enqueue(op, call string, p any, queue func() driver.Result) error {
+func (s *Stream) enqueue(op string, p any, queue func() driver.Status) error {
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func (s *Stream) enqueue(op, call string, p any, queue func() driver.Result) err
 	}
 	s.pins.p.Pin(p)
 	s.queued.Add(1)
-	return check(op, call, queue())
+	return check(op, queue())
 }
 
 func (ps *pinSet) take() takenPins {

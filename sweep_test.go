@@ -50,7 +50,7 @@ var noDriverMethods = []string{
 	"Context.Device", "Stream.Context", "Stream.Priority", "DeviceBuffer.Len", "DeviceBuffer.ByteSize",
 	"DeviceBuffer.Ptr", "DeviceBuffer.Context", "PinnedBuffer.Data", "PinnedBuffer.Len", "Registered.Len",
 	"Function.Name", "Device.Ordinal", "Device.String", "Version.String", "Result.Error", "Result.String",
-	"Error.Error", "Error.Unwrap", "Error.Is", "Attribute.String", "Direction.String", "PeerPath.String",
+	"Error.Error", "Error.Unwrap", "Error.Is", "Attribute.String", "FunctionAttribute.String", "Direction.String", "PeerPath.String",
 	"StagingBuffer.Capacity", "StagingBuffer.Stats", "StagingBuffer.AutoStageMaxBytes", "StagingBuffer.SetAutoStageMaxBytes",
 	"StagingBuffer.StageMaxBytes", "StagingBuffer.SetStageMaxBytes", "StagingBuffer.Pipeline", "StagingBuffer.SetPipeline",
 	"cuda.FromRaw", "cuda.ParseAttribute", "cuda.KnownAttributes", "cuda.JITMaxRegisters", "cuda.JITOptimizationLevel",

@@ -9,6 +9,7 @@ package driver
 //go:generate go run ./gen -in prototypes.txt -backend syms -out zsyms.go
 //go:generate go run ./gen -in prototypes.txt -backend purego -out zcalls_purego.go
 //go:generate go run ./gen -in prototypes.txt -backend cgo -out zcalls_cgo.go
+//go:generate go run ./gen -in enums.txt -backend enums -pkg driver -out zenums.go
 
 import (
 	"sync"
@@ -18,48 +19,34 @@ import (
 // Result is a CUresult.
 type Result int32
 
-// Results the layers above test for by value.
-const (
-	Success                          Result = 0
-	ErrorInvalidValue                Result = 1
-	ErrorOutOfMemory                 Result = 2
-	ErrorNotInitialized              Result = 3
-	ErrorNoDevice                    Result = 100
-	ErrorInvalidDevice               Result = 101
-	ErrorInvalidContext              Result = 201
-	ErrorNotReady                    Result = 600
-	ErrorNotSupported                Result = 801
-	ErrorInvalidImage                Result = 200
-	ErrorInvalidPTX                  Result = 218
-	ErrorNotFound                    Result = 500
-	ErrorPeerAccessUnsupported       Result = 217
-	ErrorPeerAccessAlreadyEnabled    Result = 704
-	ErrorPeerAccessNotEnabled        Result = 705
-	ErrorHostMemoryAlreadyRegistered Result = 712
+// ResultMissingSymbol is not a driver code: the loaded library lacks the
+// function called, or no library is loaded. (The driver's codes are in
+// zenums.go, generated from enums.txt.)
+const ResultMissingSymbol Result = -1
 
-	// ResultMissingSymbol is not a driver code: the loaded library lacks the
-	// function called, or no library is loaded.
-	ResultMissingSymbol Result = -1
-)
+// Status is what a call returned: the driver's result and the function
+// that returned it. Each generated function fills Func itself, so an error
+// built from a Status names the call that failed.
+type Status struct {
+	Code Result
+	Func Func
+	// For is, when Func made the context current for another call and
+	// failed (the cgo shim binds before it calls), that other call; else 0.
+	For Func
+}
 
-// Bits the cgo shim adds to a result when binding the context before the
-// call failed, rather than the call itself.
-const (
-	bindGetFailed Result = 0x40000000
-	bindSetFailed Result = 0x20000000
-)
+// OK reports whether the call succeeded.
+func (s Status) OK() bool { return s.Code == Success }
 
-// BindFailure reports whether r says that binding the context failed
-// before a call (cgo backend), and if so which driver function failed and
-// with what code.
-func BindFailure(r Result) (call string, code Result, failed bool) {
-	switch {
-	case r > 0 && r&bindGetFailed != 0:
-		return "cuCtxGetCurrent", r &^ bindGetFailed, true
-	case r > 0 && r&bindSetFailed != 0:
-		return "cuCtxSetCurrent", r &^ bindSetFailed, true
+// Func names a driver function gocuda calls (zsyms.go); 0 names none.
+type Func uint16
+
+// String returns the function's C name, such as "cuMemAlloc_v2".
+func (f Func) String() string {
+	if f == 0 || int(f) > len(symNames) {
+		return ""
 	}
-	return "", r, false
+	return symNames[f-1]
 }
 
 // Handle types, as the driver defines them.
@@ -118,11 +105,11 @@ func GoString(p *byte) string {
 // its description, or empty strings where the driver does not know r.
 func ErrorName(r Result) (name, text string) {
 	var p *byte
-	if GetErrorName(r, &p) == Success {
+	if GetErrorName(r, &p).OK() {
 		name = GoString(p)
 	}
 	p = nil
-	if GetErrorString(r, &p) == Success {
+	if GetErrorString(r, &p).OK() {
 		text = GoString(p)
 	}
 	return name, text

@@ -25,8 +25,8 @@ func TestMissingSymbol(t *testing.T) {
 	syms[symMemAlloc] = 0
 	defer func() { syms[symMemAlloc] = saved }()
 	var p DevicePtr
-	if r := MemAlloc(0, &p, 16); r != ResultMissingSymbol {
-		t.Errorf("MemAlloc with no symbol = %d, want ResultMissingSymbol", r)
+	if r := MemAlloc(0, &p, 16); r.Code != ResultMissingSymbol || r.Func.String() != "cuMemAlloc_v2" {
+		t.Errorf("MemAlloc with no symbol = %+v, want ResultMissingSymbol from cuMemAlloc_v2", r)
 	}
 }
 
@@ -45,5 +45,30 @@ func TestGoString(t *testing.T) {
 func TestBackend(t *testing.T) {
 	if Backend != wantBackend || BindsInCall != (wantBackend == "cgo") {
 		t.Errorf("Backend %q (binds in call: %v), want %q", Backend, BindsInCall, wantBackend)
+	}
+}
+
+// TestFuncNames: each Func names its own function, and 0 names none.
+func TestFuncNames(t *testing.T) {
+	for _, tt := range []struct {
+		f    Func
+		want string
+	}{
+		{FuncInit, "cuInit"},
+		{FuncMemAlloc, "cuMemAlloc_v2"},
+		{FuncMemcpyPeerAsync, "cuMemcpyPeerAsync"},
+		{0, ""},
+		{Func(symCount + 1), ""},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := tt.f.String(); got != tt.want {
+				t.Errorf("Func(%d).String() = %q, want %q", tt.f, got, tt.want)
+			}
+		})
+	}
+	for i, name := range symNames {
+		if got := Func(i + 1).String(); got != name {
+			t.Errorf("Func(%d) names %q, want %q", i+1, got, name)
+		}
 	}
 }

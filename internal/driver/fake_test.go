@@ -28,10 +28,10 @@ func onFake(t *testing.T) (*fakecuda.Control, Context) {
 	}
 	runtime.LockOSThread()
 	var ctx Context
-	if r := DevicePrimaryCtxRetain(&ctx, 0); r != Success {
+	if r := DevicePrimaryCtxRetain(&ctx, 0); !r.OK() {
 		t.Fatalf("cuDevicePrimaryCtxRetain: %d", r)
 	}
-	if r := CtxSetCurrent(ctx); r != Success {
+	if r := CtxSetCurrent(ctx); !r.OK() {
 		t.Fatalf("cuCtxSetCurrent: %d", r)
 	}
 	t.Cleanup(func() {
@@ -63,29 +63,29 @@ func fakeLibrary(t *testing.T) (string, *fakecuda.Control) {
 func TestFakeLegacyStreamLate(t *testing.T) {
 	_, ctx := onFake(t)
 	var d DevicePtr
-	if r := MemAlloc(ctx, &d, 1<<20); r != Success {
+	if r := MemAlloc(ctx, &d, 1<<20); !r.OK() {
 		t.Fatal(r)
 	}
 	defer MemFree(ctx, d)
 	host := make([]byte, 1<<20)
-	if r := MemcpyHtoD(ctx, d, unsafe.Pointer(&host[0]), uintptr(len(host))); r != Success {
+	if r := MemcpyHtoD(ctx, d, unsafe.Pointer(&host[0]), uintptr(len(host))); !r.OK() {
 		t.Fatal(r)
 	}
-	if r := StreamQuery(ctx, 0); r != ErrorNotReady {
+	if r := StreamQuery(ctx, 0); r.Code != ErrorNotReady {
 		t.Errorf("legacy stream right after a pageable copy: %d, want CUDA_ERROR_NOT_READY (the copy lands later)", r)
 	}
-	if r := StreamSynchronize(ctx, 0); r != Success {
+	if r := StreamSynchronize(ctx, 0); !r.OK() {
 		t.Fatal(r)
 	}
 	var pinned unsafe.Pointer
-	if r := MemHostAlloc(ctx, &pinned, 1<<20, MemHostAllocPortable); r != Success {
+	if r := MemHostAlloc(ctx, &pinned, 1<<20, MemHostAllocPortable); !r.OK() {
 		t.Fatal(r)
 	}
 	defer MemFreeHost(ctx, pinned)
-	if r := MemcpyHtoD(ctx, d, pinned, 1<<20); r != Success {
+	if r := MemcpyHtoD(ctx, d, pinned, 1<<20); !r.OK() {
 		t.Fatal(r)
 	}
-	if r := StreamQuery(ctx, 0); r != Success {
+	if r := StreamQuery(ctx, 0); !r.OK() {
 		t.Errorf("legacy stream after a copy from page-locked memory: %d, want done", r)
 	}
 }
@@ -99,16 +99,16 @@ func TestFakeRecordAndWaitOnOneStream(t *testing.T) {
 	var e Event
 	// Destroyed only once the stream drained: destroying a stream stuck on
 	// a wait would wait for ever too.
-	if r := StreamCreateWithPriority(ctx, &s, StreamNonBlocking, 0); r != Success {
+	if r := StreamCreateWithPriority(ctx, &s, StreamNonBlocking, 0); !r.OK() {
 		t.Fatal(r)
 	}
-	if r := EventCreate(ctx, &e, EventDisableTiming); r != Success {
+	if r := EventCreate(ctx, &e, EventDisableTiming); !r.OK() {
 		t.Fatal(r)
 	}
 	var wg sync.WaitGroup
-	for _, fn := range []func() Result{
-		func() Result { return EventRecord(ctx, e, s) },
-		func() Result { return StreamWaitEvent(ctx, s, e, 0) },
+	for _, fn := range []func() Status{
+		func() Status { return EventRecord(ctx, e, s) },
+		func() Status { return StreamWaitEvent(ctx, s, e, 0) },
 	} {
 		wg.Add(1)
 		go func() {
@@ -117,7 +117,7 @@ func TestFakeRecordAndWaitOnOneStream(t *testing.T) {
 			defer runtime.UnlockOSThread()
 			CtxSetCurrent(ctx)
 			for range 3000 {
-				if r := fn(); r != Success {
+				if r := fn(); !r.OK() {
 					t.Errorf("call: %d", r)
 					return
 				}
@@ -125,7 +125,7 @@ func TestFakeRecordAndWaitOnOneStream(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	done := make(chan Result, 1)
+	done := make(chan Status, 1)
 	go func() {
 		runtime.LockOSThread()
 		CtxSetCurrent(ctx)
@@ -133,7 +133,7 @@ func TestFakeRecordAndWaitOnOneStream(t *testing.T) {
 	}()
 	select {
 	case r := <-done:
-		if r != Success {
+		if !r.OK() {
 			t.Fatal(r)
 		}
 		StreamDestroy(ctx, s)
@@ -149,11 +149,11 @@ func TestFakeContextResetFreesPinned(t *testing.T) {
 	fake, ctx := onFake(t)
 	before := fake.Live("host")
 	var c2 Context
-	if r := DevicePrimaryCtxRetain(&c2, 0); r != Success || c2 != ctx {
+	if r := DevicePrimaryCtxRetain(&c2, 0); !r.OK() || c2 != ctx {
 		t.Fatalf("second retain: %d", r)
 	}
 	var p unsafe.Pointer
-	if r := MemHostAlloc(ctx, &p, 4096, MemHostAllocPortable); r != Success {
+	if r := MemHostAlloc(ctx, &p, 4096, MemHostAllocPortable); !r.OK() {
 		t.Fatal(r)
 	}
 	// Release both retains: the context resets. Retain again for the
@@ -163,7 +163,7 @@ func TestFakeContextResetFreesPinned(t *testing.T) {
 	if n := fake.Live("host"); n != before {
 		t.Errorf("%d page-locked allocations after the context's reset, want %d", n, before)
 	}
-	if r := DevicePrimaryCtxRetain(&c2, 0); r != Success {
+	if r := DevicePrimaryCtxRetain(&c2, 0); !r.OK() {
 		t.Fatal(r)
 	}
 	CtxSetCurrent(c2)
@@ -179,13 +179,13 @@ func TestFakeGlobalsAreDeclarations(t *testing.T) {
 		"\tcvta.to.global.u64 rd2, rd1;\n\tld.global.f32 f1, [rd2];\n\tst.global.f32 [rd2], f1;\n\tret;\n}\n\x00")
 	before := fake.Live("device")
 	var m Module
-	if r := ModuleLoadDataEx(ctx, &m, unsafe.Pointer(&ptx[0]), 0, nil, nil); r != Success {
+	if r := ModuleLoadDataEx(ctx, &m, unsafe.Pointer(&ptx[0]), 0, nil, nil); !r.OK() {
 		t.Fatal(r)
 	}
 	if n := fake.Live("device") - before; n != 1 {
 		t.Errorf("loading PTX with one global and three global-memory instructions made %d device allocations, want 1", n)
 	}
-	if r := ModuleUnload(ctx, m); r != Success {
+	if r := ModuleUnload(ctx, m); !r.OK() {
 		t.Fatal(r)
 	}
 	if n := fake.Live("device"); n != before {

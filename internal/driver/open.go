@@ -106,7 +106,8 @@ func load(paths []string, table *[symCount]uintptr) (string, error) {
 			*table = [symCount]uintptr{}
 			return "", &OpenError{Tried: paths, Loaded: p, Reason: "the library has no cuInit: not a CUDA driver"}
 		}
-		if r := Init(0); r != Success {
+		if s := Init(0); !s.OK() {
+			r := s.Code
 			name, text := ErrorName(r)
 			if name == "" {
 				name = fmt.Sprintf("CUresult %d", r)

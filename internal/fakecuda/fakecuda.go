@@ -1,7 +1,9 @@
 // Package fakecuda builds and controls the fake libcuda that gocuda's tests
 // run against on machines without a GPU.
 //
-// The fake is C (csrc/fakecuda.c), compiled on first use with the machine's C
+// The fake is C (csrc: driver.c, the driver core; kernels.c, modules and
+// kernel emulation; nccl.c; the shared fakecuda.h and the generated
+// zenums.h), compiled on first use with the machine's C
 // compiler into a cache folder, and loaded through the very same loading and
 // calling code as the real driver (GOCUDA_LIBCUDA points at it). Its test
 // hooks are reached here directly, which is why this package, test plumbing
@@ -10,6 +12,7 @@ package fakecuda
 
 import (
 	"crypto/sha256"
+	"embed"
 	_ "embed"
 	"encoding/hex"
 	"fmt"
@@ -23,8 +26,29 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-//go:embed csrc/fakecuda.c
-var source []byte
+//go:generate go run ../driver/gen -in ../driver/enums.txt -backend enums-c -out csrc/zenums.h
+
+//go:embed csrc/*.c csrc/*.h
+var source embed.FS
+
+// sourceFiles returns the fake's C files and header, by name, in name order.
+func sourceFiles() (map[string][]byte, []string, error) {
+	entries, err := source.ReadDir("csrc")
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string][]byte{}
+	var names []string
+	for _, e := range entries {
+		data, err := source.ReadFile("csrc/" + e.Name())
+		if err != nil {
+			return nil, nil, err
+		}
+		files[e.Name()] = data
+		names = append(names, e.Name())
+	}
+	return files, names, nil
+}
 
 // EnvPrebuilt names a prebuilt fake library to use instead of compiling one
 // (the GPU machine's scripts carry one, since that machine has no Go).
@@ -58,7 +82,17 @@ func build() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fakecuda: no C compiler (%s) to build the fake driver: install gcc or set CC: %w", cc, err)
 	}
-	sum := sha256.Sum256(append(append([]byte{}, source...), ccPath...))
+	files, names, err := sourceFiles()
+	if err != nil {
+		return "", fmt.Errorf("fakecuda: %w", err)
+	}
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%s %d\n", name, len(files[name]))
+		h.Write(files[name])
+	}
+	h.Write([]byte(ccPath))
+	sum := h.Sum(nil)
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
@@ -82,12 +116,23 @@ func Compile(cc, out string) error {
 		return fmt.Errorf("fakecuda: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	src := filepath.Join(tmp, "fakecuda.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
+	files, names, err := sourceFiles()
+	if err != nil {
 		return fmt.Errorf("fakecuda: %w", err)
 	}
 	lib := filepath.Join(tmp, "libfakecuda.so")
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-g", "-pthread", "-o", lib, src)
+	// Only the functions marked EXPORT are the library's: the parts share
+	// the rest among themselves.
+	args := []string{"-shared", "-fPIC", "-O2", "-g", "-pthread", "-fvisibility=hidden", "-o", lib}
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(tmp, name), files[name], 0o644); err != nil {
+			return fmt.Errorf("fakecuda: %w", err)
+		}
+		if strings.HasSuffix(name, ".c") {
+			args = append(args, filepath.Join(tmp, name))
+		}
+	}
+	cmd := exec.Command(cc, args...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("fakecuda: compiling the fake driver: %v\n%s", err, msg)
 	}

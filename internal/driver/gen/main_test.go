@@ -1,15 +1,17 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func TestParse(t *testing.T) {
-	protos, err := parse(strings.NewReader(`# group
+func TestParseProtos(t *testing.T) {
+	protos, err := parseProtos(strings.NewReader(`# a comment
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult cuCtxSynchronize(void);
-CUresult cuGetErrorName(CUresult error, const char **pStr);
+CUresult cuGetErrorName(CUresult error, const char **pStr); // unbound
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, CUstream hStream, void **kernelParams /*in*/);
 `))
@@ -19,41 +21,135 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, CUstream hStream, v
 	if len(protos) != 5 {
 		t.Fatalf("%d prototypes, want 5", len(protos))
 	}
-	if p := protos[4].Params[3]; p.Kind != kindBuffer || p.GoType != "unsafe.Pointer" || p.Name != "kernelParams" {
-		t.Errorf("void ** marked /*in*/ parsed as %+v", p)
+	for _, tt := range []struct {
+		name        string
+		proto, arg  int
+		kind, goTyp string
+		goName      string
+	}{
+		{"out pointer", 0, 0, kindOut, "*DevicePtr", "dptr"},
+		{"size_t", 0, 1, kindValue, "uintptr", "bytesize"},
+		{"renamed parameter", 2, 0, kindValue, "Result", "code"},
+		{"const char **", 2, 1, kindOut, "**byte", "pStr"},
+		{"const void *", 3, 1, kindBuffer, "unsafe.Pointer", "srcHost"},
+		{"void ** marked in", 4, 3, kindBuffer, "unsafe.Pointer", "kernelParams"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := protos[tt.proto].Params[tt.arg]
+			if p.Kind != tt.kind || p.GoType != tt.goTyp || p.Name != tt.goName {
+				t.Errorf("parsed as %+v, want kind %s, type %s, name %s", p, tt.kind, tt.goTyp, tt.goName)
+			}
+		})
 	}
-	a := protos[0]
-	if a.GoName != "MemAlloc" || a.Group != "group" || a.Outs != 1 {
-		t.Errorf("MemAlloc parsed as %+v", a)
-	}
-	if p := a.Params[0]; p.Kind != kindOut || p.GoType != "*DevicePtr" {
-		t.Errorf("dptr parsed as %+v", p)
-	}
-	if p := a.Params[1]; p.Kind != kindValue || p.GoType != "uintptr" {
-		t.Errorf("bytesize parsed as %+v", p)
-	}
-	if len(protos[1].Params) != 0 {
-		t.Errorf("void parameter list parsed as %+v", protos[1].Params)
-	}
-	if p := protos[2].Params[0]; p.Name != "code" {
-		t.Errorf("C parameter 'error' became %q; want a name that shadows nothing", p.Name)
-	}
-	if p := protos[2].Params[1]; p.Kind != kindOut || p.GoType != "**byte" {
-		t.Errorf("const char ** parsed as %+v", p)
-	}
-	if p := protos[3].Params[1]; p.Kind != kindBuffer || p.GoType != "unsafe.Pointer" {
-		t.Errorf("const void * parsed as %+v", p)
+	for _, tt := range []struct {
+		i      int
+		goName string
+		bound  bool
+		params int
+	}{{0, "MemAlloc", true, 2}, {1, "CtxSynchronize", true, 0}, {2, "GetErrorName", false, 2}} {
+		p := protos[tt.i]
+		if p.GoName != tt.goName || p.Bound != tt.bound || len(p.Params) != tt.params {
+			t.Errorf("prototype %d parsed as %s (bound %v, %d parameters), want %s (%v, %d)", tt.i, p.GoName, p.Bound, len(p.Params), tt.goName, tt.bound, tt.params)
+		}
 	}
 }
 
-func TestParseErrors(t *testing.T) {
-	for _, line := range []string{
-		"int cuFoo(void);",
-		"CUresult cuFoo(struct weird x);",
-		"CUresult cuFoo(int ***x);",
+func TestParseProtosErrors(t *testing.T) {
+	for _, tt := range []struct{ name, line string }{
+		{"not CUresult", "int cuFoo(void);"},
+		{"unknown type", "CUresult cuFoo(struct weird x);"},
+		{"triple pointer", "CUresult cuFoo(int ***x);"},
 	} {
-		if _, err := parse(strings.NewReader(line)); err == nil {
-			t.Errorf("parse(%q) succeeded", line)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := parseProtos(strings.NewReader(tt.line)); err == nil {
+				t.Errorf("parseProtos(%q) succeeded", tt.line)
+			}
+		})
+	}
+}
+
+func TestParseEnums(t *testing.T) {
+	enums, err := parseEnums(strings.NewReader(`# comment
+enum CUresult Result driver
+CUDA_SUCCESS             0 Success           no error
+CUDA_ERROR_INVALID_VALUE 1 ErrorInvalidValue invalid argument
+enum CUdevice_attribute Attribute cuda Attr
+CU_DEVICE_ATTRIBUTE_WARP_SIZE 10 WarpSize
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enums) != 2 || len(enums[0].Values) != 2 || len(enums[1].Values) != 1 {
+		t.Fatalf("parsed %+v", enums)
+	}
+	for _, tt := range []struct {
+		name string
+		got  enumValue
+		want enumValue
+	}{
+		{"result", enums[0].Values[1], enumValue{CName: "CUDA_ERROR_INVALID_VALUE", Value: 1, GoName: "ErrorInvalidValue", Name: "ErrorInvalidValue", Text: "invalid argument"}},
+		{"prefixed", enums[1].Values[0], enumValue{CName: "CU_DEVICE_ATTRIBUTE_WARP_SIZE", Value: 10, GoName: "AttrWarpSize", Name: "WarpSize"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("parsed as %+v, want %+v", tt.got, tt.want)
+			}
+		})
+	}
+	if e := enums[1]; e.CType != "CUdevice_attribute" || e.GoType != "Attribute" || e.Package != "cuda" || e.Prefix != "Attr" {
+		t.Errorf("enum line parsed as %+v", e)
+	}
+	if got := shortName("CUDA_ERROR_INVALID_VALUE") + " " + shortName("CUDA_SUCCESS"); got != "INVALID_VALUE SUCCESS" {
+		t.Errorf("short names %q", got)
+	}
+}
+
+func TestParseEnumsErrors(t *testing.T) {
+	for _, tt := range []struct{ name, text string }{
+		{"value before enum", "CUDA_SUCCESS 0 Success"},
+		{"short enum line", "enum CUresult Result"},
+		{"short value line", "enum CUresult Result driver\nCUDA_SUCCESS 0"},
+		{"bad value", "enum CUresult Result driver\nCUDA_SUCCESS zero Success"},
+		{"repeated value", "enum CUresult Result driver\nA 1 A\nB 1 B"},
+		{"repeated name", "enum CUresult Result driver\nA 1 A\nB 2 A"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := parseEnums(strings.NewReader(tt.text)); err == nil {
+				t.Errorf("parseEnums(%q) succeeded", tt.text)
+			}
+		})
+	}
+}
+
+// TestGenerate: every backend runs over the real tables, and its output
+// starts with the line naming the command.
+func TestGenerate(t *testing.T) {
+	for _, tt := range []struct{ backend, in, pkg string }{
+		{"syms", "../prototypes.txt", "driver"},
+		{"purego", "../prototypes.txt", "driver"},
+		{"cgo", "../prototypes.txt", "driver"},
+		{"enums", "../enums.txt", "driver"},
+		{"enums", "../enums.txt", "cuda"},
+		{"enums-c", "../enums.txt", ""},
+	} {
+		t.Run(tt.backend+"_"+tt.pkg, func(t *testing.T) {
+			src, err := generate(tt.in, tt.backend, tt.pkg, "gen -test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first, _, _ := strings.Cut(string(src), "\n"); first != "// Code generated by gen -test; DO NOT EDIT." {
+				t.Errorf("first line %q", first)
+			}
+		})
+	}
+	if _, err := generate("../enums.txt", "nope", "", "gen"); err == nil {
+		t.Error("an unknown backend was accepted")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	if err := os.WriteFile(bad, []byte("CUresult cuFoo(struct weird x);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate(bad, "purego", "", "gen"); err == nil || !strings.Contains(err.Error(), "bad.txt") {
+		t.Errorf("a bad table gave %v, want an error naming it", err)
 	}
 }

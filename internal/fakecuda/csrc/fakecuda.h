@@ -1,0 +1,129 @@
+// What the fake driver's parts (driver.c, kernels.c, nccl.c) share.
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct fake_ctx *CUcontext;
+typedef struct fake_stream *CUstream;
+typedef struct fake_event *CUevent;
+typedef struct fake_module *CUmodule;
+typedef struct fake_function *CUfunction;
+
+
+#include "zenums.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_DEVICES 8
+
+// ---- driver.c: the state every part reads, under mu -------------------------
+
+extern pthread_mutex_t mu;
+extern int initialized;
+extern int ndevices;
+
+struct fake_stream;
+struct fake_ctx {
+	int device;
+	int refs;
+	size_t used;
+	int sticky; // an error a kernel caused, returned by every later synchronize
+	struct fake_stream *legacy; // the legacy default stream, made on first use
+};
+extern struct fake_ctx primary[MAX_DEVICES];
+extern __thread CUcontext current;
+int ctx_live(CUcontext c);
+
+#define REQUIRE_INIT() \
+	do { if (!initialized) return NOT_INITIALIZED; } while (0)
+#define REQUIRE_CTX()                                     \
+	do {                                                  \
+		REQUIRE_INIT();                                   \
+		pthread_mutex_lock(&mu);                          \
+		int live_ = ctx_live(current);                    \
+		pthread_mutex_unlock(&mu);                        \
+		if (!live_) return INVALID_CONTEXT;               \
+	} while (0)
+
+// Fault injection: fault_check counts a call of name and returns the code
+// it should fail with, or 0.
+int fault_check(const char *name);
+#define FAULT(name)                                  \
+	do {                                             \
+		int fault_code_ = fault_check(name);         \
+		if (fault_code_) return fault_code_;         \
+	} while (0)
+
+// Allocation records.
+enum kind { KIND_DEVICE, KIND_HOST, KIND_REGISTERED };
+struct record {
+	uintptr_t base;
+	size_t size;
+	enum kind kind;
+	CUcontext ctx;
+	struct record *next;
+};
+struct record *find_base(uintptr_t base, enum kind k);
+int range_ok(CUdeviceptr p, size_t n);
+void add_record(uintptr_t base, size_t size, enum kind k, CUcontext ctx);
+void remove_record(struct record *dead);
+extern long live_comms;
+
+// Streams and the work they run later.
+struct fake_event {
+	CUcontext ctx;
+	unsigned flags;
+	long recorded;  // how many records were issued
+	long completed; // how many have run
+	struct timespec when;
+};
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL };
+struct launch;
+struct coll_part;
+struct op {
+	enum op_kind kind;
+	void *dst;
+	const void *src;
+	size_t n;
+	unsigned value;
+	CUevent event;
+	long target;
+	struct launch *launch;
+	struct coll_part *coll;
+	struct op *next;
+};
+struct fake_stream {
+	CUcontext ctx;
+	int priority;
+	pthread_t worker;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	struct op *head, *tail;
+	int busy;
+	int stopping;
+	int legacy; // a context's legacy default stream, never handed out
+	struct fake_stream *next_in_list;
+};
+int stream_live(CUstream s);
+CUresult enqueue(CUstream s, struct op o);
+
+// ---- kernels.c ---------------------------------------------------------------
+
+void run_kernel(struct launch *l);
+void unload_modules(CUcontext c);
+
+// ---- nccl.c ------------------------------------------------------------------
+
+void run_collective(struct coll_part *p);
+
+#endif

@@ -1,0 +1,351 @@
+// The fake driver's modules and kernels (see driver.c).
+
+#include "fakecuda.h"
+
+// ---- modules and kernels ---------------------------------------------------
+//
+// The fake cannot run device code. A module is PTX text; its entries are
+// matched by name against built-in C versions of the kernels in gocuda's
+// testdata/kernels.ptx, and its .global variables get memory.
+
+struct kernel {
+	const char *name;
+	int nparams;
+	size_t size[4], offset[4];
+	void (*run)(struct launch *);
+};
+
+struct launch {
+	CUcontext ctx;
+	const struct kernel *k;
+	unsigned grid[3], block[3], shared;
+	unsigned char params[256];
+};
+
+#define P(l, i, T) (*(T *)((l)->params + (l)->k->offset[i]))
+#define DEVP(p) ((void *)(uintptr_t)(p))
+
+static void fault(struct launch *l) {
+	pthread_mutex_lock(&mu);
+	l->ctx->sticky = ILLEGAL_ADDRESS;
+	pthread_mutex_unlock(&mu);
+}
+
+static size_t threads(struct launch *l) { return (size_t)l->grid[0] * l->block[0]; }
+
+#define VADD(NAME, T)                                                               \
+	static void NAME(struct launch *l) {                                            \
+		CUdeviceptr a = P(l, 0, CUdeviceptr), b = P(l, 1, CUdeviceptr), c = P(l, 2, CUdeviceptr); \
+		size_t n = P(l, 3, unsigned), m = threads(l) < n ? threads(l) : n;          \
+		if (!range_ok(a, m * sizeof(T)) || !range_ok(b, m * sizeof(T)) || !range_ok(c, m * sizeof(T))) { \
+			if (m) fault(l);                                                        \
+			return;                                                                 \
+		}                                                                           \
+		for (size_t i = 0; i < m; i++) ((T *)DEVP(c))[i] = ((T *)DEVP(a))[i] + ((T *)DEVP(b))[i]; \
+	}
+VADD(vadd_f32, float)
+VADD(vadd_f64, double)
+VADD(vadd_s32, int32_t)
+
+static void k_empty(struct launch *l) { (void)l; }
+
+static void k_saxpy(struct launch *l) {
+	float a = P(l, 0, float);
+	CUdeviceptr x = P(l, 1, CUdeviceptr), y = P(l, 2, CUdeviceptr);
+	size_t n = P(l, 3, unsigned), m = threads(l) < n ? threads(l) : n;
+	if (m && (!range_ok(x, m * 4) || !range_ok(y, m * 4))) return fault(l);
+	for (size_t i = 0; i < m; i++) ((float *)DEVP(y))[i] = a * ((float *)DEVP(x))[i] + ((float *)DEVP(y))[i];
+}
+
+static void k_affine(struct launch *l) {
+	float scale = P(l, 0, float);
+	int32_t offset = *(int32_t *)(l->params + l->k->offset[0] + 4);
+	CUdeviceptr x = P(l, 1, CUdeviceptr), y = P(l, 2, CUdeviceptr);
+	size_t n = P(l, 3, unsigned), m = threads(l) < n ? threads(l) : n;
+	if (m && (!range_ok(x, m * 4) || !range_ok(y, m * 4))) return fault(l);
+	for (size_t i = 0; i < m; i++) ((float *)DEVP(y))[i] = ((float *)DEVP(x))[i] * scale + (float)offset;
+}
+
+static void k_reverse(struct launch *l) {
+	CUdeviceptr d = P(l, 0, CUdeviceptr);
+	size_t n = l->block[0];
+	if (l->shared < n * 4 || !range_ok(d, n * 4)) return fault(l);
+	int32_t *v = DEVP(d);
+	for (unsigned g = 0; g < l->grid[0]; g++)
+		for (size_t i = 0; i < n / 2; i++) {
+			int32_t t = v[i];
+			v[i] = v[n - 1 - i];
+			v[n - 1 - i] = t;
+		}
+}
+
+static void k_oob_write(struct launch *l) { fault(l); }
+
+static const struct kernel kernels[] = {
+	{"empty", 0, {0}, {0}, k_empty},
+	{"vadd_f32", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f32},
+	{"vadd_f64", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f64},
+	{"vadd_s32", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_s32},
+	{"saxpy", 4, {4, 8, 8, 4}, {0, 8, 16, 24}, k_saxpy},
+	{"affine", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, k_affine},
+	{"reverse", 1, {8}, {0}, k_reverse},
+	{"oob_write", 1, {8}, {0}, k_oob_write},
+};
+
+void run_kernel(struct launch *l) { l->k->run(l); }
+
+struct fake_function {
+	char name[64];
+	const struct kernel *k; // NULL: in the module, but the fake has no C version
+	int max_dynamic_shared;
+};
+
+struct global_var {
+	char name[64];
+	CUdeviceptr ptr;
+	size_t size;
+};
+
+struct fake_module {
+	CUcontext ctx;
+	int nfuncs, nglobals;
+	struct fake_function funcs[32];
+	struct global_var globals[16];
+	struct fake_module *next;
+};
+static struct fake_module *modules;
+
+static void jit_log(unsigned n, const int *options, void **values, int which, const char *msg) {
+	// which: 5 error log, 3 info log; sizes follow at which+1.
+	char *buf = NULL;
+	size_t size = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (options[i] == which) buf = values[i];
+		if (options[i] == which + 1) size = (size_t)(uintptr_t)values[i];
+	}
+	if (buf && size) snprintf(buf, size, "%s", msg);
+}
+
+static size_t type_size(const char *t) {
+	if (!strncmp(t, ".u64", 4) || !strncmp(t, ".s64", 4) || !strncmp(t, ".f64", 4) || !strncmp(t, ".b64", 4)) return 8;
+	if (!strncmp(t, ".u16", 4) || !strncmp(t, ".s16", 4) || !strncmp(t, ".b16", 4) || !strncmp(t, ".f16", 4)) return 2;
+	if (!strncmp(t, ".u8", 3) || !strncmp(t, ".s8", 3) || !strncmp(t, ".b8", 3)) return 1;
+	return 4;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, int *options, void **values) {
+	FAULT("cuModuleLoadDataEx");
+	REQUIRE_CTX();
+	if (!pm || !image || (n && (!options || !values))) return INVALID_VALUE;
+	const char *text = image;
+	if (!memcmp(text, "\x7f" "ELF", 4) || *(const uint32_t *)image == 0xBA55ED50) {
+		jit_log(n, options, values, CU_JIT_ERROR_LOG_BUFFER, "the fake driver runs no device code: only PTX of gocuda's test kernels");
+		return INVALID_IMAGE;
+	}
+	if (!strstr(text, ".version") || !strstr(text, ".target")) {
+		jit_log(n, options, values, CU_JIT_ERROR_LOG_BUFFER, "ptxas fatal   : (fake driver) not PTX: no .version or .target directive");
+		return INVALID_PTX;
+	}
+	struct fake_module *m = calloc(1, sizeof *m);
+	m->ctx = current;
+	for (const char *p = text; (p = strstr(p, ".entry")) != NULL && m->nfuncs < 32; p += 6) {
+		const char *q = p + 6;
+		while (*q == ' ' || *q == '\t') q++;
+		size_t len = strcspn(q, " \t(\n");
+		struct fake_function *f = &m->funcs[m->nfuncs++];
+		snprintf(f->name, sizeof f->name, "%.*s", (int)len, q);
+		f->max_dynamic_shared = 48 << 10;
+		for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
+			if (!strcmp(kernels[k].name, f->name)) f->k = &kernels[k];
+	}
+	for (const char *p = text; (p = strstr(p, ".global")) != NULL && m->nglobals < 16; p += 7) {
+		// A declaration's .global starts a word (".visible .global ...");
+		// in code it follows an instruction: ld.global, cvta.to.global.
+		if (p > text && p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n') continue;
+		const char *end = strchr(p, ';');
+		if (!end) break;
+		// The last token before ';' is NAME or NAME[COUNT]; the type is the
+		// last token starting with '.'.
+		char decl[256];
+		snprintf(decl, sizeof decl, "%.*s", (int)(end - p), p);
+		char *last = NULL, *type = ".b32";
+		for (char *t = strtok(decl, " \t\n"); t; t = strtok(NULL, " \t\n")) {
+			if (t[0] == '.' && strcmp(t, ".global") && strncmp(t, ".align", 6) && strcmp(t, ".visible")) type = t;
+			last = t;
+		}
+		if (!last || last[0] == '.') continue;
+		size_t count = 1;
+		char *br = strchr(last, '[');
+		if (br) {
+			count = strtoull(br + 1, NULL, 10);
+			*br = 0;
+		}
+		struct global_var *g = &m->globals[m->nglobals++];
+		snprintf(g->name, sizeof g->name, "%s", last);
+		g->size = count * type_size(type);
+		void *mem = calloc(1, g->size ? g->size : 1);
+		g->ptr = (CUdeviceptr)(uintptr_t)mem;
+		pthread_mutex_lock(&mu);
+		add_record((uintptr_t)mem, g->size, KIND_DEVICE, current);
+		pthread_mutex_unlock(&mu);
+	}
+	jit_log(n, options, values, CU_JIT_INFO_LOG_BUFFER, "fake JIT: loaded");
+	pthread_mutex_lock(&mu);
+	m->next = modules;
+	modules = m;
+	pthread_mutex_unlock(&mu);
+	*pm = m;
+	return SUCCESS;
+}
+
+static int module_live(CUmodule m) {
+	for (struct fake_module *p = modules; p; p = p->next)
+		if (p == m) return 1;
+	return 0;
+}
+
+// free_module frees m and its globals. The caller holds mu and has taken
+// m off the list.
+static void free_module(struct fake_module *m) {
+	for (int i = 0; i < m->nglobals; i++) {
+		struct record *r = find_base((uintptr_t)m->globals[i].ptr, KIND_DEVICE);
+		if (r) remove_record(r);
+		free(DEVP(m->globals[i].ptr));
+	}
+	free(m); // functions die with their module, as on the real driver
+}
+
+// unload_modules unloads every module of c, as the driver does when it
+// destroys a context. The caller holds mu.
+void unload_modules(CUcontext c) {
+	for (struct fake_module **pp = &modules; *pp;) {
+		struct fake_module *m = *pp;
+		if (m->ctx == c) {
+			*pp = m->next;
+			free_module(m);
+		} else {
+			pp = &m->next;
+		}
+	}
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m) {
+	FAULT("cuModuleUnload");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	int found = 0;
+	for (struct fake_module **pp = &modules; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			found = 1;
+			break;
+		}
+	}
+	if (found) free_module(m);
+	pthread_mutex_unlock(&mu);
+	return found ? SUCCESS : INVALID_HANDLE;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name) {
+	FAULT("cuModuleGetFunction");
+	REQUIRE_CTX();
+	if (!pf || !name) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int live = module_live(m);
+	pthread_mutex_unlock(&mu);
+	if (!live) return INVALID_HANDLE;
+	for (int i = 0; i < m->nfuncs; i++) {
+		if (!strcmp(m->funcs[i].name, name)) {
+			if (!m->funcs[i].k) return NOT_SUPPORTED;
+			*pf = &m->funcs[i];
+			return SUCCESS;
+		}
+	}
+	return NOT_FOUND;
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name) {
+	FAULT("cuModuleGetGlobal_v2");
+	REQUIRE_CTX();
+	if (!name) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int live = module_live(m);
+	pthread_mutex_unlock(&mu);
+	if (!live) return INVALID_HANDLE;
+	for (int i = 0; i < m->nglobals; i++) {
+		if (!strcmp(m->globals[i].name, name)) {
+			if (dptr) *dptr = m->globals[i].ptr;
+			if (bytes) *bytes = m->globals[i].size;
+			return SUCCESS;
+		}
+	}
+	return NOT_FOUND;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *v, int attr, CUfunction f) {
+	FAULT("cuFuncGetAttribute");
+	REQUIRE_CTX();
+	if (!v || !f) return INVALID_VALUE;
+	switch (attr) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+	case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *v = 0; break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 16; break;
+	case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = 70; break;
+	case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; break;
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dynamic_shared; break;
+	default:
+		if (attr < 0 || attr > 16) return INVALID_VALUE;
+		*v = 0;
+	}
+	return SUCCESS;
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v) {
+	FAULT("cuFuncSetAttribute");
+	REQUIRE_CTX();
+	if (!f) return INVALID_VALUE;
+	if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return attr < 0 || attr > 16 ? INVALID_VALUE : SUCCESS;
+	if (v < 0 || v > 227 << 10) return INVALID_VALUE;
+	f->max_dynamic_shared = v;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetParamCount(CUfunction f, size_t *n) {
+	FAULT("cuFuncGetParamCount");
+	REQUIRE_CTX();
+	if (!f || !n) return INVALID_VALUE;
+	*n = (size_t)f->k->nparams;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size) {
+	FAULT("cuFuncGetParamInfo");
+	REQUIRE_CTX();
+	if (!f || (int)i >= f->k->nparams) return INVALID_VALUE;
+	if (off) *off = f->k->offset[i];
+	if (size) *size = f->k->size[i];
+	return SUCCESS;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
+	FAULT("cuLaunchKernel");
+	REQUIRE_CTX();
+	if (!f || extra) return INVALID_VALUE;
+	if (!gx || !gy || !gz || !bx || !by || !bz) return INVALID_VALUE;
+	if (bx > 1024 || by > 1024 || bz > 64 || (size_t)bx * by * bz > 1024) return INVALID_VALUE;
+	if (gy > 65535 || gz > 65535 || gx > 0x7fffffffu) return INVALID_VALUE;
+	if ((int)shared > f->max_dynamic_shared) return INVALID_VALUE;
+	if (f->k->nparams && !params) return INVALID_VALUE;
+	if (current->sticky) return current->sticky;
+	struct launch *l = calloc(1, sizeof *l);
+	l->ctx = current;
+	l->k = f->k;
+	l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+	l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+	l->shared = shared;
+	for (int i = 0; i < f->k->nparams; i++) memcpy(l->params + f->k->offset[i], params[i], f->k->size[i]);
+	struct op o = {.kind = OP_KERNEL, .launch = l};
+	return enqueue(s, o);
+}
+

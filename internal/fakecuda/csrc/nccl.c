@@ -1,0 +1,420 @@
+// The fake NCCL (see driver.c): communicators of ranks in one process.
+
+#include "fakecuda.h"
+
+// ---- NCCL ------------------------------------------------------------------
+
+typedef struct { char internal[128]; } ncclUniqueId;
+enum {
+	NCCL_SUCCESS = 0,
+	NCCL_INTERNAL = 3,
+	NCCL_INVALID_ARGUMENT = 4,
+	NCCL_INVALID_USAGE = 5,
+	NCCL_NUM_RESULTS = 9,
+};
+enum coll_kind { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER };
+#define MAX_RANKS MAX_DEVICES
+
+// A clique is the ranks of one unique id (or of one ncclCommInitAll).
+struct clique {
+	uint64_t key;
+	int nranks, joined, alive;
+	struct fake_comm *ranks[MAX_RANKS];
+	struct coll *colls; // collectives some rank has reached
+	struct clique *next;
+};
+
+struct fake_comm {
+	struct clique *cl;
+	int rank, device;
+	long seq; // collectives issued, which numbers them across ranks
+};
+
+// A coll is one collective: what each rank passed, and who has arrived.
+struct coll_part {
+	struct fake_comm *comm;
+	long seq;
+	enum coll_kind kind;
+	const void *send;
+	void *recv;
+	size_t count;
+	int dtype, op, root;
+};
+struct coll {
+	long seq;
+	struct coll_part parts[MAX_RANKS];
+	int arrived, left, done;
+	struct coll *next;
+};
+
+static struct clique *cliques;
+static pthread_cond_t nccl_cond = PTHREAD_COND_INITIALIZER;
+static __thread char nccl_last_error[256];
+static __thread int nccl_group_depth;
+
+static int nccl_fail(int code, const char *msg) {
+	snprintf(nccl_last_error, sizeof nccl_last_error, "%s", msg);
+	return code;
+}
+
+static size_t dtype_size(int t) {
+	static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+	return t >= 0 && t < 10 ? sizes[t] : 0;
+}
+
+#define REDUCE(T)                                                                        \
+	static void reduce_##T(T *acc, const T *in, size_t n, int op) {                     \
+		for (size_t i = 0; i < n; i++) switch (op) {                                    \
+			case 0: case 4: acc[i] += in[i]; break;                                     \
+			case 1: acc[i] *= in[i]; break;                                             \
+			case 2: if (in[i] > acc[i]) acc[i] = in[i]; break;                          \
+			case 3: if (in[i] < acc[i]) acc[i] = in[i]; break;                          \
+			}                                                                           \
+	}                                                                                   \
+	static void divide_##T(T *acc, size_t n, int by) {                                  \
+		for (size_t i = 0; i < n; i++) acc[i] = (T)(acc[i] / by);                       \
+	}
+REDUCE(int8_t)
+REDUCE(uint8_t)
+REDUCE(int32_t)
+REDUCE(uint32_t)
+REDUCE(int64_t)
+REDUCE(uint64_t)
+REDUCE(float)
+REDUCE(double)
+
+// reduce folds in into acc, n elements of type t, with op; last divides for
+// ncclAvg.
+static void reduce(void *acc, const void *in, size_t n, int t, int op, int nranks, int last) {
+	switch (t) {
+#define CASE(id, T)                                          \
+	case id:                                                 \
+		reduce_##T(acc, in, n, op);                          \
+		if (last && op == 4) divide_##T(acc, n, nranks);     \
+		break;
+	CASE(0, int8_t) CASE(1, uint8_t) CASE(2, int32_t) CASE(3, uint32_t)
+	CASE(4, int64_t) CASE(5, uint64_t) CASE(7, float) CASE(8, double)
+#undef CASE
+	}
+}
+
+static void *xmalloc(size_t n) { return malloc(n ? n : 1); }
+
+// reduce_all reduces every rank's n elements at offset off of its send
+// buffer into out.
+static void reduce_all(struct coll *c, int nranks, void *out, size_t off, size_t n) {
+	struct coll_part *p0 = &c->parts[0];
+	size_t es = dtype_size(p0->dtype);
+	void *acc = xmalloc(n * es);
+	memcpy(acc, (const char *)p0->send + off * es, n * es);
+	for (int r = 1; r < nranks; r++)
+		reduce(acc, (const char *)c->parts[r].send + off * es, n, p0->dtype, p0->op, nranks, r == nranks - 1);
+	memcpy(out, acc, n * es);
+	free(acc);
+}
+
+// compute runs a collective once every rank has arrived. Inputs are all
+// read before any output is written, so in-place calls work.
+static void compute(struct coll *c, int nranks) {
+	struct coll_part *p0 = &c->parts[0];
+	size_t es = dtype_size(p0->dtype), n = p0->count;
+	switch (p0->kind) {
+	case COLL_ALLREDUCE: {
+		void *tmp = xmalloc(n * es);
+		reduce_all(c, nranks, tmp, 0, n);
+		for (int r = 0; r < nranks; r++) memcpy(c->parts[r].recv, tmp, n * es);
+		free(tmp);
+		break;
+	}
+	case COLL_REDUCE: {
+		void *tmp = xmalloc(n * es);
+		reduce_all(c, nranks, tmp, 0, n);
+		memcpy(c->parts[p0->root].recv, tmp, n * es);
+		free(tmp);
+		break;
+	}
+	case COLL_BROADCAST: {
+		void *tmp = xmalloc(n * es);
+		memcpy(tmp, c->parts[p0->root].send, n * es);
+		for (int r = 0; r < nranks; r++) memcpy(c->parts[r].recv, tmp, n * es);
+		free(tmp);
+		break;
+	}
+	case COLL_ALLGATHER: {
+		char *tmp = xmalloc(nranks * n * es);
+		for (int r = 0; r < nranks; r++) memcpy(tmp + r * n * es, c->parts[r].send, n * es);
+		for (int r = 0; r < nranks; r++) memcpy(c->parts[r].recv, tmp, nranks * n * es);
+		free(tmp);
+		break;
+	}
+	case COLL_REDUCESCATTER: {
+		char *tmp = xmalloc(nranks * n * es);
+		for (int r = 0; r < nranks; r++) reduce_all(c, nranks, tmp + r * n * es, r * n, n);
+		for (int r = 0; r < nranks; r++) memcpy(c->parts[r].recv, tmp + r * n * es, n * es);
+		free(tmp);
+		break;
+	}
+	}
+}
+
+// run_collective is a rank's part of a collective, on its stream's worker:
+// it waits there until every rank has arrived, and the last computes.
+void run_collective(struct coll_part *p) {
+	struct clique *cl = p->comm->cl;
+	pthread_mutex_lock(&mu);
+	struct coll *c = cl->colls;
+	while (c && c->seq != p->seq) c = c->next;
+	if (!c) {
+		c = calloc(1, sizeof *c);
+		c->seq = p->seq;
+		c->next = cl->colls;
+		cl->colls = c;
+	}
+	c->parts[p->comm->rank] = *p;
+	if (++c->arrived == cl->nranks) {
+		compute(c, cl->nranks);
+		c->done = 1;
+		pthread_cond_broadcast(&nccl_cond);
+	}
+	while (!c->done) pthread_cond_wait(&nccl_cond, &mu);
+	if (++c->left == cl->nranks) {
+		for (struct coll **pp = &cl->colls; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+		free(c);
+	}
+	pthread_mutex_unlock(&mu);
+	free(p);
+}
+
+EXPORT int ncclGetVersion(int *v) {
+	FAULT("ncclGetVersion");
+	if (!v) return nccl_fail(NCCL_INVALID_ARGUMENT, "version is NULL");
+	*v = 22803;
+	return NCCL_SUCCESS;
+}
+
+EXPORT const char *ncclGetErrorString(int r) {
+	static const char *text[] = {"no error", "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+		"unhandled system error", "internal error", "invalid argument", "invalid usage",
+		"remote process exited or there was a network error", "NCCL operation in progress", "timeout"};
+	return r >= 0 && r < NCCL_NUM_RESULTS ? text[r] : "unknown result code";
+}
+
+EXPORT const char *ncclGetLastError(void *comm) {
+	(void)comm;
+	return nccl_last_error;
+}
+
+EXPORT int ncclGetUniqueId(ncclUniqueId *id) {
+	FAULT("ncclGetUniqueId");
+	if (!id) return nccl_fail(NCCL_INVALID_ARGUMENT, "uniqueId is NULL");
+	static uint64_t next = 0x5eed;
+	memset(id, 0, sizeof *id);
+	memcpy(id->internal, "fakenccl", 8);
+	pthread_mutex_lock(&mu);
+	uint64_t key = ++next ^ (uint64_t)getpid() << 32;
+	pthread_mutex_unlock(&mu);
+	memcpy(id->internal + 8, &key, 8);
+	return NCCL_SUCCESS;
+}
+
+// join adds rank on device to the clique of key, under mu.
+static int join(uint64_t key, int nranks, int rank, int device, struct fake_comm **out) {
+	struct clique *cl = cliques;
+	while (cl && cl->key != key) cl = cl->next;
+	if (!cl) {
+		cl = calloc(1, sizeof *cl);
+		cl->key = key;
+		cl->nranks = nranks;
+		cl->next = cliques;
+		cliques = cl;
+	}
+	if (cl->nranks != nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "nranks differs from the other ranks'");
+	if (cl->ranks[rank]) return nccl_fail(NCCL_INVALID_USAGE, "rank already joined");
+	for (int r = 0; r < nranks; r++)
+		if (cl->ranks[r] && cl->ranks[r]->device == device)
+			return nccl_fail(NCCL_INVALID_USAGE, "Duplicate GPU detected");
+	struct fake_comm *c = calloc(1, sizeof *c);
+	c->cl = cl;
+	c->rank = rank;
+	c->device = device;
+	cl->ranks[rank] = c;
+	cl->joined++;
+	cl->alive++;
+	live_comms++;
+	pthread_cond_broadcast(&nccl_cond);
+	*out = c;
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclCommInitRankScalable(struct fake_comm **comm, int nranks, int rank, int nId, ncclUniqueId *ids, void *config) {
+	FAULT("ncclCommInitRankScalable");
+	(void)config;
+	if (!comm || !ids || nId < 1) return nccl_fail(NCCL_INVALID_ARGUMENT, "NULL argument");
+	if (nranks < 1 || nranks > MAX_RANKS || rank < 0 || rank >= nranks)
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "rank or nranks out of range");
+	if (memcmp(ids[0].internal, "fakenccl", 8)) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a unique id of this library");
+	uint64_t key;
+	memcpy(&key, ids[0].internal + 8, 8);
+	int device = current ? current->device : 0;
+	pthread_mutex_lock(&mu);
+	struct fake_comm *c;
+	int r = join(key, nranks, rank, device, &c);
+	if (r == NCCL_SUCCESS && nccl_group_depth == 0) {
+		// Like NCCL, wait for every rank (with a bound, so that a test
+		// fails instead of hanging).
+		struct timespec deadline;
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += 20;
+		while (c->cl->joined < nranks)
+			if (pthread_cond_timedwait(&nccl_cond, &mu, &deadline)) {
+				pthread_mutex_unlock(&mu);
+				return nccl_fail(NCCL_INTERNAL, "timed out waiting for the other ranks");
+			}
+	}
+	pthread_mutex_unlock(&mu);
+	if (r == NCCL_SUCCESS) *comm = c;
+	return r;
+}
+
+EXPORT int ncclCommInitAll(struct fake_comm **comms, int ndev, const int *devlist) {
+	FAULT("ncclCommInitAll");
+	if (!comms || ndev < 1 || ndev > MAX_RANKS) return nccl_fail(NCCL_INVALID_ARGUMENT, "ndev out of range");
+	pthread_mutex_lock(&mu);
+	static uint64_t all_keys = 1;
+	uint64_t key = ++all_keys;
+	int r = NCCL_SUCCESS;
+	for (int i = 0; i < ndev && r == NCCL_SUCCESS; i++) {
+		int dev = devlist ? devlist[i] : i;
+		if (dev < 0 || dev >= ndevices) r = nccl_fail(NCCL_INVALID_ARGUMENT, "invalid device");
+		else r = join(key, ndev, i, dev, &comms[i]);
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+static int comm_live(struct fake_comm *c) {
+	for (struct clique *cl = cliques; cl; cl = cl->next)
+		for (int r = 0; r < cl->nranks; r++)
+			if (cl->ranks[r] == c) return 1;
+	return 0;
+}
+
+static int comm_destroy(struct fake_comm *c);
+
+EXPORT int ncclCommDestroy(struct fake_comm *c) {
+	FAULT("ncclCommDestroy");
+	return comm_destroy(c);
+}
+
+static int comm_destroy(struct fake_comm *c) {
+	pthread_mutex_lock(&mu);
+	if (!comm_live(c)) {
+		pthread_mutex_unlock(&mu);
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	}
+	struct clique *cl = c->cl;
+	cl->ranks[c->rank] = NULL;
+	live_comms--;
+	if (--cl->alive == 0) {
+		for (struct clique **pp = &cliques; *pp; pp = &(*pp)->next)
+			if (*pp == cl) {
+				*pp = cl->next;
+				break;
+			}
+		free(cl);
+	}
+	pthread_mutex_unlock(&mu);
+	free(c);
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclCommAbort(struct fake_comm *c) {
+	FAULT("ncclCommAbort");
+	return comm_destroy(c);
+}
+
+#define COMM_GETTER(name, expr)                                                   \
+	EXPORT int name(struct fake_comm *c, int *out) {                              \
+		FAULT(#name);                                                             \
+		pthread_mutex_lock(&mu);                                                  \
+		int ok = comm_live(c);                                                    \
+		pthread_mutex_unlock(&mu);                                                \
+		if (!ok || !out) return nccl_fail(NCCL_INVALID_ARGUMENT, "bad argument"); \
+		*out = (expr);                                                            \
+		return NCCL_SUCCESS;                                                      \
+	}
+COMM_GETTER(ncclCommCount, c->cl->nranks)
+COMM_GETTER(ncclCommCuDevice, c->device)
+COMM_GETTER(ncclCommUserRank, c->rank)
+
+EXPORT int ncclGroupStart(void) {
+	FAULT("ncclGroupStart");
+	nccl_group_depth++;
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclGroupEnd(void) {
+	FAULT("ncclGroupEnd");
+	if (nccl_group_depth == 0) return nccl_fail(NCCL_INVALID_USAGE, "ncclGroupEnd without ncclGroupStart");
+	nccl_group_depth--;
+	return NCCL_SUCCESS;
+}
+
+// collective checks a rank's call and queues its part on the stream.
+static int collective(const char *name, enum coll_kind kind, const void *send, void *recv, size_t count,
+	int dtype, int op, int root, struct fake_comm *c, CUstream s) {
+	int code = fault_check(name);
+	if (code) return code;
+	size_t es = dtype_size(dtype);
+	if (!es || dtype == 6 || dtype == 9) return nccl_fail(NCCL_INVALID_ARGUMENT, "unsupported data type");
+	if (op < 0 || op > 4) return nccl_fail(NCCL_INVALID_ARGUMENT, "invalid reduction operation");
+	pthread_mutex_lock(&mu);
+	int ok = comm_live(c);
+	int nranks = ok ? c->cl->nranks : 0, rank = ok ? c->rank : 0;
+	int stream_ok = ok && s && stream_live(s) && s->ctx->device == c->device;
+	pthread_mutex_unlock(&mu);
+	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
+	if (root < 0 || root >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "root out of range");
+	size_t in = count * es, out = count * es;
+	if (kind == COLL_ALLGATHER) out *= nranks;
+	if (kind == COLL_REDUCESCATTER) in *= nranks;
+	int needs_send = kind != COLL_BROADCAST || rank == root;
+	int needs_recv = kind != COLL_REDUCE || rank == root;
+	if ((needs_send && !range_ok((CUdeviceptr)(uintptr_t)send, in)) || (needs_recv && !range_ok((CUdeviceptr)(uintptr_t)recv, out)))
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "buffer is not device memory of that size");
+	struct coll_part *p = malloc(sizeof *p);
+	*p = (struct coll_part){.comm = c, .seq = ++c->seq, .kind = kind, .send = send, .recv = recv,
+		.count = count, .dtype = dtype, .op = op, .root = root};
+	struct op o = {.kind = OP_NCCL, .coll = p};
+	if (enqueue(s, o) != SUCCESS) {
+		free(p);
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not live");
+	}
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclAllReduce(const void *send, void *recv, size_t count, int dtype, int op, struct fake_comm *c, CUstream s) {
+	return collective("ncclAllReduce", COLL_ALLREDUCE, send, recv, count, dtype, op, 0, c, s);
+}
+
+EXPORT int ncclBroadcast(const void *send, void *recv, size_t count, int dtype, int root, struct fake_comm *c, CUstream s) {
+	return collective("ncclBroadcast", COLL_BROADCAST, send, recv, count, dtype, 0, root, c, s);
+}
+
+EXPORT int ncclReduce(const void *send, void *recv, size_t count, int dtype, int op, int root, struct fake_comm *c, CUstream s) {
+	return collective("ncclReduce", COLL_REDUCE, send, recv, count, dtype, op, root, c, s);
+}
+
+EXPORT int ncclAllGather(const void *send, void *recv, size_t count, int dtype, struct fake_comm *c, CUstream s) {
+	return collective("ncclAllGather", COLL_ALLGATHER, send, recv, count, dtype, 0, 0, c, s);
+}
+
+EXPORT int ncclReduceScatter(const void *send, void *recv, size_t count, int dtype, int op, struct fake_comm *c, CUstream s) {
+	return collective("ncclReduceScatter", COLL_REDUCESCATTER, send, recv, count, dtype, op, 0, c, s);
+}
+
