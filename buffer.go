@@ -32,16 +32,16 @@ type DeviceBuffer[T any] struct {
 	mem   *allocation
 	ptr   driver.DevicePtr // first element of this buffer
 	n     int
-	owner bool // this buffer's Free releases mem
+	frees bool // Free releases mem: this is the allocation's own buffer, not a slice or a view
 }
 
 // allocation is one region of device memory, shared by its owner and all
 // its slices and views.
 type allocation struct {
 	life
-	base  driver.DevicePtr
-	size  uintptr
-	owned bool // false for FromRaw and globals: Free marks it closed and frees nothing
+	base      driver.DevicePtr
+	size      uintptr
+	allocated bool // gocuda allocated it; false for FromRaw and globals, whose Free marks it closed and frees nothing
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -112,7 +112,7 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 		return nil, err
 	}
 	defer ctx.unbind()
-	m := &allocation{size: bytes, owned: true}
+	m := &allocation{size: bytes, allocated: true}
 	if err := check(op, driver.MemAlloc(ctx.handle, &m.base, bytes)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
 			ce.Detail = formatBytes(bytes) + " requested"
@@ -123,7 +123,7 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
 		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(ctx.handle, base) })
 	}, ctx))
-	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
+	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
 }
 
 // FromRaw wraps n elements of device memory at ptr that something else owns
@@ -147,7 +147,7 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 		return nil, errorf(op, ErrInvalidValue, "pointer %#x is not aligned for %T", uint64(ptr), *new(T))
 	}
 	m := foreign(ctx, driver.DevicePtr(ptr), bytes)
-	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, owner: true}, nil
+	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
 }
 
 // foreign returns the record of memory owned elsewhere.
@@ -155,11 +155,6 @@ func foreign(ctx *Context, base driver.DevicePtr, size uintptr) *allocation {
 	m := &allocation{life: life{ctx: ctx}, base: base, size: size}
 	m.lt.ArmUntracked()
 	return m
-}
-
-func alignOf[T any]() uintptr {
-	var zero T
-	return unsafe.Alignof(zero)
 }
 
 // Len returns the number of elements.
@@ -237,9 +232,6 @@ func (b *DeviceBuffer[T]) lengthsMatch(op, what string, n int) error {
 	}
 	return nil
 }
-
-// hostPtr returns the address of s's first element for the driver.
-func hostPtr[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
 
 // CopyFromHost copies src, which must have Len elements, into the buffer.
 // It returns once src may be changed again. From a PinnedBuffer's memory or
@@ -560,15 +552,15 @@ func (b *DeviceBuffer[T]) Free() error {
 	if err := b.valid(op); err != nil {
 		return err
 	}
-	if !b.owner {
+	if !b.frees {
 		return nil
 	}
 	return b.mem.free(op)
 }
 
-// free releases the allocation: the driver's memory if it is owned.
+// free releases the allocation: the driver's memory if gocuda allocated it.
 func (m *allocation) free(op string) error {
-	if !m.owned {
+	if !m.allocated {
 		m.lt.Close(func() (bool, error) { return true, nil })
 		return nil
 	}
@@ -587,4 +579,17 @@ func formatBytes(n uintptr) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// Memory is device memory that Stream.Do holds for other libraries: every
+// *DeviceBuffer[T] is one, whatever T. Kernel launches take it too.
+type Memory interface {
+	deviceMemory() (driver.DevicePtr, *allocation)
+}
+
+func (b *DeviceBuffer[T]) deviceMemory() (driver.DevicePtr, *allocation) {
+	if b == nil {
+		return 0, nil
+	}
+	return b.ptr, b.mem
 }

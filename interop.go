@@ -6,19 +6,6 @@ import (
 	"github.com/gocuda/cuda/internal/driver"
 )
 
-// Memory is device memory that Stream.Do holds for other libraries: every
-// *DeviceBuffer[T] is one, whatever T. Kernel launches take it too.
-type Memory interface {
-	deviceMemory() (driver.DevicePtr, *allocation)
-}
-
-func (b *DeviceBuffer[T]) deviceMemory() (driver.DevicePtr, *allocation) {
-	if b == nil {
-		return 0, nil
-	}
-	return b.ptr, b.mem
-}
-
 // Do runs fn with c current on the calling goroutine's OS thread, locked to
 // it until fn returns, and c held open (Close waits for fn). It is for
 // calling other CUDA libraries, which find the device through the current

@@ -83,12 +83,12 @@ func samePeerCheck(op string, c, peer *Context) error {
 	case c.dev.ordinal == peer.dev.ordinal:
 		return errorf(op, ErrInvalidValue, "both contexts are of device %d: a device needs no peer access to itself", c.dev.ordinal)
 	}
-	return peer.holdOpen(op)
+	return peer.checkOpen(op)
 }
 
-// holdOpen reports ErrClosed for a closed context, ErrInvalidValue for a
+// checkOpen reports ErrClosed for a closed context, ErrInvalidValue for a
 // zero one.
-func (c *Context) holdOpen(op string) error {
+func (c *Context) checkOpen(op string) error {
 	return holdErr(op, "the peer context", c.life.Status())
 }
 

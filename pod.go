@@ -64,3 +64,16 @@ func sizeOf[T any]() uintptr {
 	var zero T
 	return unsafe.Sizeof(zero)
 }
+
+func alignOf[T any]() uintptr {
+	var zero T
+	return unsafe.Alignof(zero)
+}
+
+// hostPtr returns the address of s's first element for the driver.
+func hostPtr[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+// bytesOf views a slice of plain data as its bytes.
+func bytesOf[T any](s []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(sizeOf[T]()))
+}

@@ -261,7 +261,7 @@ type stagingSettings struct {
 }
 
 func (sb *StagingBuffer) settings() stagingSettings {
-	st := defaults()
+	st := defaultSettings()
 	if sb == nil {
 		return st
 	}
@@ -392,7 +392,8 @@ func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error)
 	return sb.mem.Data()[:n], nil
 }
 
-var defaults = sync.OnceValue(func() stagingSettings {
+// defaultSettings are a new StagingBuffer's settings, built once.
+var defaultSettings = sync.OnceValue(func() stagingSettings {
 	return stagingSettings{
 		stageMax: [2]int{DefaultUploadStageMaxBytes, DefaultDownloadStageMaxBytes},
 		pipe:     DefaultStagingPipeline(),
@@ -541,9 +542,4 @@ func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream
 	err := sb.transfer(op, DeviceToHost, src.mem, src.ptr, bytesOf(dst), s)
 	runtime.KeepAlive(dst)
 	return err
-}
-
-// bytesOf views a slice of plain data as its bytes.
-func bytesOf[T any](s []T) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(sizeOf[T]()))
 }

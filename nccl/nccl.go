@@ -25,8 +25,6 @@ package nccl
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -54,22 +52,22 @@ var lib struct {
 	fn   fns
 }
 
-func candidates() []string {
-	if p := os.Getenv(EnvLibrary); p != "" {
-		return []string{p}
-	}
-	return []string{"libnccl.so.2", "libnccl.so"}
+// library is where NCCL may be.
+var library = dl.Library{
+	Name:    "NCCL",
+	Env:     EnvLibrary,
+	Sonames: []string{"libnccl.so.2", "libnccl.so"},
+	Wheels:  []string{"cu13/lib", "nccl/lib"},
+	Install: "install NCCL (libnccl2, or pip install nvidia-nccl-cu13)",
 }
 
 // open opens NCCL once per process.
 func open(op string) error {
 	lib.once.Do(func() {
-		tried := candidates()
-		h, path, last := dl.OpenFirst(tried)
+		h, path, err := library.Open(dl.ProcessEnv())
 		lib.path = path
-		if h == 0 {
-			lib.err = fmt.Errorf("cannot open NCCL (tried %s; last: %v); install NCCL (libnccl2, or the nvidia-nccl Python package) or set %s to libnccl.so.2",
-				strings.Join(tried, ", "), last, EnvLibrary)
+		if err != nil {
+			lib.err = err
 			return
 		}
 		f := &lib.fn

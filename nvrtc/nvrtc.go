@@ -9,8 +9,6 @@ package nvrtc
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -35,27 +33,21 @@ var lib struct {
 	}
 }
 
-func candidates() []string {
-	if p := os.Getenv(EnvLibrary); p != "" {
-		return []string{p}
-	}
-	var out []string
-	for _, dir := range []string{"", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/targets/sbsa-linux/lib"} {
-		for _, name := range []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"} {
-			out = append(out, filepath.Join(dir, name))
-		}
-	}
-	return out
+// library is where NVRTC may be.
+var library = dl.Library{
+	Name:    "NVRTC",
+	Env:     EnvLibrary,
+	Sonames: []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"},
+	Wheels:  []string{"cu13/lib", "cuda_nvrtc/lib"},
+	Install: "install NVIDIA's NVRTC (the CUDA toolkit, or pip install nvidia-cuda-nvrtc)",
 }
 
 func open() error {
 	lib.once.Do(func() {
-		tried := candidates()
-		h, path, last := dl.OpenFirst(tried)
+		h, path, err := library.Open(dl.ProcessEnv())
 		lib.path = path
-		if h == 0 {
-			lib.err = fmt.Errorf("nvrtc: %w: cannot open NVRTC (tried %s; last: %v); install NVIDIA's NVRTC (the CUDA toolkit, or the nvidia-cuda-nvrtc package) or set %s to libnvrtc.so",
-				cuda.ErrNotSupported, strings.Join(tried, ", "), last, EnvLibrary)
+		if err != nil {
+			lib.err = fmt.Errorf("nvrtc: %w: %v", cuda.ErrNotSupported, err)
 			return
 		}
 		f := &lib.fn

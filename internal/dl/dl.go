@@ -1,22 +1,131 @@
-// Package dl opens the optional libraries that gocuda's packages call
-// through purego (NVRTC, NCCL): the first of several names that loads.
+// Package dl finds and opens the optional NVIDIA libraries that gocuda's
+// packages call through purego (NVRTC, NCCL, NVML; cuBLAS and the rest
+// next), and reads their C strings. One search order serves them all:
+//
+//  1. the override variable (GOCUDA_LIBNVRTC, ...), alone when set;
+//  2. each versioned soname, then the bare one, on the loader's path
+//     (LD_LIBRARY_PATH, the ld.so cache);
+//  3. /usr/local/cuda's library folders;
+//  4. the library folders of NVIDIA's Python wheels (nvidia/cu13/lib,
+//     nvidia/<library>/lib) in the site-packages of an active virtual
+//     environment, of the python3 on the PATH, and of the user's site.
+//
+// Wheels ship only versioned files (libnvrtc.so.13, not libnvrtc.so), so a
+// machine with only the NVIDIA driver and PyTorch installed has every
+// library in step 4.
 package dl
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
 
-// OpenFirst loads the first of paths that loads and returns its handle and
-// path, or the error of the last one tried.
-func OpenFirst(paths []string) (h uintptr, path string, err error) {
-	for _, p := range paths {
-		if h, err = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
+// Library says where a library may be and how to install it.
+type Library struct {
+	Name    string   // for messages: "NVRTC"
+	Env     string   // the override variable: "GOCUDA_LIBNVRTC"
+	Sonames []string // newest first, the bare name last: "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"
+	Wheels  []string // folders under a site-packages' nvidia/: "cu13/lib", "cuda_nvrtc/lib"
+	Install string   // how to get it: "install the CUDA toolkit, or pip install nvidia-cuda-nvrtc"
+}
+
+// ErrNotFound is what Open returns, wrapped, when no candidate loads.
+var ErrNotFound = errors.New("library not found")
+
+// cudaDirs are /usr/local/cuda's library folders.
+var cudaDirs = []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/targets/sbsa-linux/lib"}
+
+// Env is what the search reads of the process's environment; tests
+// replace it.
+type Env struct {
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
+}
+
+// ProcessEnv is the process's own environment.
+func ProcessEnv() Env { return Env{Getenv: os.Getenv, LookPath: exec.LookPath} }
+
+// Candidates returns what Open tries for lib, in order.
+func (lib Library) Candidates(env Env) []string {
+	if p := env.Getenv(lib.Env); p != "" {
+		return []string{p}
+	}
+	out := append([]string(nil), lib.Sonames...)
+	for _, dir := range cudaDirs {
+		for _, so := range lib.Sonames {
+			out = append(out, filepath.Join(dir, so))
+		}
+	}
+	for _, site := range sitePackages(env) {
+		for _, w := range lib.Wheels {
+			for _, so := range lib.Sonames {
+				p := filepath.Join(site, "nvidia", w, so)
+				if _, err := os.Stat(p); err == nil {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Open loads the first of lib's candidates that loads and returns its
+// handle and path. The error names every path tried and how to fix it.
+func (lib Library) Open(env Env) (h uintptr, path string, err error) {
+	tried := lib.Candidates(env)
+	var last error
+	for _, p := range tried {
+		if h, last = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); last == nil {
 			return h, p, nil
 		}
 	}
-	return 0, "", err
+	how := lib.Install + ", or set " + lib.Env + " to the library's path"
+	if env.Getenv(lib.Env) != "" {
+		how = lib.Env + " names a library that does not load; unset it to search"
+	}
+	return 0, "", fmt.Errorf("%w: cannot open %s (tried %s; last: %v): %s", ErrNotFound, lib.Name, strings.Join(tried, ", "), last, how)
+}
+
+// sitePackages returns the site-packages folders of an active virtual
+// environment, of the python3 on the PATH and of the user's site, in that
+// order, each once.
+func sitePackages(env Env) []string {
+	var prefixes []string
+	if v := env.Getenv("VIRTUAL_ENV"); v != "" {
+		prefixes = append(prefixes, v)
+	}
+	if py, err := env.LookPath("python3"); err == nil {
+		// A virtual environment's python3 links to the system's: both
+		// prefixes count.
+		prefixes = append(prefixes, filepath.Dir(filepath.Dir(py)))
+		if real, err := filepath.EvalSymlinks(py); err == nil {
+			prefixes = append(prefixes, filepath.Dir(filepath.Dir(real)))
+		}
+	}
+	if home := env.Getenv("HOME"); home != "" {
+		prefixes = append(prefixes, filepath.Join(home, ".local"))
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, prefix := range prefixes {
+		for _, pattern := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "local/lib/python3*/dist-packages", "lib/python3/dist-packages"} {
+			matches, _ := filepath.Glob(filepath.Join(prefix, pattern))
+			for _, m := range matches {
+				if !seen[m] {
+					seen[m] = true
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // String copies the NUL-terminated C string at address p; "" for 0.

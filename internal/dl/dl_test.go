@@ -1,18 +1,139 @@
 package dl
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
-func TestOpenFirst(t *testing.T) {
-	h, path, err := OpenFirst([]string{"/nonexistent/a.so", "/nonexistent/b.so"})
-	if h != 0 || path != "" || err == nil || !strings.Contains(err.Error(), "b.so") {
-		t.Fatalf("OpenFirst of missing libraries = %#x, %q, %v; want the last one's error", h, path, err)
+var testLib = Library{
+	Name:    "FOO",
+	Env:     "GOCUDA_LIBFOO",
+	Sonames: []string{"libfoo.so.13", "libfoo.so"},
+	Wheels:  []string{"cu13/lib", "foo/lib"},
+	Install: "install foo",
+}
+
+// tree makes the files named (relative to a temporary folder) and returns
+// the folder.
+func tree(t *testing.T, files ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, f := range files {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if h, path, err = OpenFirst([]string{"/nonexistent/a.so", "libc.so.6"}); h == 0 || path != "libc.so.6" || err != nil {
-		t.Fatalf("OpenFirst = %#x, %q, %v; want libc.so.6", h, path, err)
+	return root
+}
+
+// fakeEnv is an environment of vars, with python3 at python ("" for none).
+func fakeEnv(vars map[string]string, python string) Env {
+	return Env{
+		Getenv: func(k string) string { return vars[k] },
+		LookPath: func(string) (string, error) {
+			if python == "" {
+				return "", errors.New("no python3")
+			}
+			return python, nil
+		},
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	root := tree(t,
+		"venv/bin/python3",
+		"venv/lib/python3.12/site-packages/nvidia/cu13/lib/libfoo.so.13",
+		"usr/bin/python3",
+		"usr/local/lib/python3.11/dist-packages/nvidia/foo/lib/libfoo.so.13",
+		"usr/lib/python3/dist-packages/nvidia/cu13/lib/libbar.so.13",
+		"home/.local/lib/python3.10/site-packages/nvidia/foo/lib/libfoo.so",
+	)
+	j := func(p string) string { return filepath.Join(root, p) }
+	system := append([]string{"libfoo.so.13", "libfoo.so"}, func() (out []string) {
+		for _, d := range cudaDirs {
+			out = append(out, filepath.Join(d, "libfoo.so.13"), filepath.Join(d, "libfoo.so"))
+		}
+		return out
+	}()...)
+	for _, tt := range []struct {
+		name   string
+		vars   map[string]string
+		python string
+		wheels []string // after the loader's path and /usr/local/cuda
+		only   string   // the override: nothing else is tried
+	}{
+		{name: "override alone", vars: map[string]string{"GOCUDA_LIBFOO": "/opt/libfoo.so.7"}, python: j("usr/bin/python3"), only: "/opt/libfoo.so.7"},
+		{name: "no python", vars: map[string]string{}},
+		{name: "system python", python: j("usr/bin/python3"),
+			wheels: []string{j("usr/local/lib/python3.11/dist-packages/nvidia/foo/lib/libfoo.so.13")}},
+		{name: "virtual environment first, then user site", vars: map[string]string{"VIRTUAL_ENV": j("venv"), "HOME": j("home")}, python: j("usr/bin/python3"),
+			wheels: []string{
+				j("venv/lib/python3.12/site-packages/nvidia/cu13/lib/libfoo.so.13"),
+				j("usr/local/lib/python3.11/dist-packages/nvidia/foo/lib/libfoo.so.13"),
+				j("home/.local/lib/python3.10/site-packages/nvidia/foo/lib/libfoo.so"),
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := testLib.Candidates(fakeEnv(tt.vars, tt.python))
+			want := append(append([]string(nil), system...), tt.wheels...)
+			if tt.only != "" {
+				want = []string{tt.only}
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("candidates:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// TestOpenFromWheel: a library found only in a wheel's folder loads, and a
+// missing one's error lists what was tried and how to fix it.
+func TestOpenFromWheel(t *testing.T) {
+	fake, err := fakecuda.Build()
+	if err != nil {
+		t.Skip(err)
+	}
+	so, err := os.ReadFile(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := tree(t, "venv/bin/python3")
+	wheel := filepath.Join(root, "venv/lib/python3.12/site-packages/nvidia/cu13/lib/libfoo.so.13")
+	if err := os.MkdirAll(filepath.Dir(wheel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wheel, so, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := fakeEnv(map[string]string{"VIRTUAL_ENV": filepath.Join(root, "venv")}, "")
+	h, path, err := testLib.Open(env)
+	if err != nil || h == 0 || path != wheel {
+		t.Fatalf("Open = %#x, %q, %v; want the wheel's %s", h, path, err, wheel)
+	}
+	missing := testLib
+	missing.Sonames = []string{"libnothere.so.1"}
+	_, _, err = missing.Open(env)
+	for _, want := range []string{"cannot open FOO", "libnothere.so.1", "/usr/local/cuda/lib64/libnothere.so.1", "install foo", "GOCUDA_LIBFOO"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("error %v is not ErrNotFound", err)
+	}
+	_, _, err = testLib.Open(fakeEnv(map[string]string{"GOCUDA_LIBFOO": "/nonexistent/libfoo.so"}, ""))
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libfoo.so") || !strings.Contains(err.Error(), "unset it") {
+		t.Errorf("a bad override gave %v", err)
 	}
 }
 

@@ -3,7 +3,9 @@
 // libcuda opened at run time. It knows nothing of contexts on threads, Go
 // types or errors; package cuda builds those on top.
 //
-// Only this package talks to purego.
+// It and the packages over the optional libraries (internal/dl, nccl,
+// nvrtc, internal/nvml, and internal/fakecuda for the tests) call purego;
+// package cuda never does.
 package driver
 
 //go:generate go run ./gen -in prototypes.txt -backend syms -out zsyms.go

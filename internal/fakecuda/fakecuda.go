@@ -6,8 +6,7 @@
 // zenums.h), compiled on first use with the machine's C
 // compiler into a cache folder, and loaded through the very same loading and
 // calling code as the real driver (GOCUDA_LIBCUDA points at it). Its test
-// hooks are reached here directly, which is why this package, test plumbing
-// only, is the one place besides internal/driver that calls purego.
+// hooks are reached here directly, through purego.
 package fakecuda
 
 import (

@@ -9,22 +9,38 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/gocuda/cuda/internal/dl"
 )
 
-var (
+// EnvLibrary names the environment variable that overrides which NVML
+// library is opened.
+const EnvLibrary = "GOCUDA_LIBNVML"
+
+// library is where NVML may be: it comes with the driver.
+var library = dl.Library{
+	Name:    "NVML",
+	Env:     EnvLibrary,
+	Sonames: []string{"libnvidia-ml.so.1"},
+	Install: "install the NVIDIA driver's NVML (libnvidia-ml.so.1)",
+}
+
+var lib struct {
 	once  sync.Once
 	err   error
 	funcs struct {
 		init, byBusID, curGen, curWidth, maxGen, maxWidth uintptr
 	}
-)
+}
 
 func open() error {
-	once.Do(func() {
-		var h uintptr
-		if h, err = purego.Dlopen("libnvidia-ml.so.1", purego.RTLD_NOW|purego.RTLD_LOCAL); err != nil {
+	lib.once.Do(func() {
+		h, _, err := library.Open(dl.ProcessEnv())
+		if err != nil {
+			lib.err = err
 			return
 		}
+		funcs := &lib.funcs
 		for name, p := range map[string]*uintptr{
 			"nvmlInit_v2":                         &funcs.init,
 			"nvmlDeviceGetHandleByPciBusId_v2":    &funcs.byBusID,
@@ -34,14 +50,15 @@ func open() error {
 			"nvmlDeviceGetMaxPcieLinkWidth":       &funcs.maxWidth,
 		} {
 			if *p, err = purego.Dlsym(h, name); err != nil {
+				lib.err = err
 				return
 			}
 		}
 		if r, _, _ := purego.SyscallN(funcs.init); r != 0 {
-			err = fmt.Errorf("nvmlInit_v2 returned %d", int32(r))
+			lib.err = fmt.Errorf("nvmlInit_v2 returned %d", int32(r))
 		}
 	})
-	return err
+	return lib.err
 }
 
 // Link is a PCIe link: generation and lane count, now and at most.
@@ -57,11 +74,11 @@ func PCIeLink(busID string) (Link, error) {
 	}
 	id := append([]byte(busID), 0)
 	var dev uintptr
-	if r, _, _ := purego.SyscallN(funcs.byBusID, uintptr(unsafe.Pointer(&id[0])), uintptr(unsafe.Pointer(&dev))); r != 0 {
+	if r, _, _ := purego.SyscallN(lib.funcs.byBusID, uintptr(unsafe.Pointer(&id[0])), uintptr(unsafe.Pointer(&dev))); r != 0 {
 		return Link{}, fmt.Errorf("nvml: no device at %s (%d)", busID, int32(r))
 	}
 	var l Link
-	for fn, p := range map[uintptr]*int{funcs.curGen: &l.Gen, funcs.curWidth: &l.Width, funcs.maxGen: &l.MaxGen, funcs.maxWidth: &l.MaxWidth} {
+	for fn, p := range map[uintptr]*int{lib.funcs.curGen: &l.Gen, lib.funcs.curWidth: &l.Width, lib.funcs.maxGen: &l.MaxGen, lib.funcs.maxWidth: &l.MaxWidth} {
 		v := new(uint32)
 		if r, _, _ := purego.SyscallN(fn, dev, uintptr(unsafe.Pointer(v))); r != 0 {
 			return Link{}, fmt.Errorf("nvml: reading the PCIe link of %s (%d)", busID, int32(r))

@@ -1,0 +1,57 @@
+package cuda
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// hostLocks records the page-locked host memory gocuda holds (PinnedBuffers
+// and Registered slices), so that transfers from it skip staging: the device
+// reads it directly. Every transfer of ordinary memory asks, so readers
+// take no lock: writers, rare, replace the list.
+var hostLocks struct {
+	mu     sync.Mutex // serializes writers
+	ranges atomic.Pointer[[]lockedRange]
+}
+
+type lockedRange struct{ start, end uintptr }
+
+func addLocked(p unsafe.Pointer, n uintptr) {
+	hostLocks.mu.Lock()
+	defer hostLocks.mu.Unlock()
+	var old []lockedRange
+	if r := hostLocks.ranges.Load(); r != nil {
+		old = *r
+	}
+	ranges := append(slices.Clip(old), lockedRange{uintptr(p), uintptr(p) + n})
+	hostLocks.ranges.Store(&ranges)
+}
+
+func removeLocked(p unsafe.Pointer) {
+	hostLocks.mu.Lock()
+	defer hostLocks.mu.Unlock()
+	r := hostLocks.ranges.Load()
+	if r == nil {
+		return
+	}
+	ranges := slices.DeleteFunc(slices.Clone(*r), func(l lockedRange) bool { return l.start == uintptr(p) })
+	hostLocks.ranges.Store(&ranges)
+}
+
+// pageLocked reports whether all of b lies in memory gocuda page-locked.
+func pageLocked(b []byte) bool {
+	r := hostLocks.ranges.Load()
+	if len(b) == 0 || r == nil {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	hi := lo + uintptr(len(b))
+	for _, l := range *r {
+		if lo >= l.start && hi <= l.end {
+			return true
+		}
+	}
+	return false
+}
