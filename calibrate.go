@@ -6,9 +6,26 @@ import (
 	"time"
 )
 
-// CalibrationSizes are the transfer sizes Calibrate measures, in bytes.
-var CalibrationSizes = []int{4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10,
-	1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20}
+// DefaultCalibrationSizes returns the transfer sizes Calibrate measures
+// unless told otherwise, in bytes: 4 KiB to 64 MiB.
+func DefaultCalibrationSizes() []int {
+	return []int{4 << 10, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10,
+		1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20}
+}
+
+// CalibrateOption tunes Calibrate.
+type CalibrateOption func(*calibrateConfig)
+
+type calibrateConfig struct {
+	sizes []int
+}
+
+// CalibrateSizes makes Calibrate measure at sizes (bytes, each positive)
+// instead of DefaultCalibrationSizes: fewer sizes take less time.
+func CalibrateSizes(sizes ...int) CalibrateOption {
+	sizes = slices.Clone(sizes)
+	return func(c *calibrateConfig) { c.sizes = sizes }
+}
 
 // StagingMeasurement is the throughput of each path for one size and
 // direction, in bytes per second (the median of several timed runs).
@@ -32,17 +49,31 @@ type StagingCalibration struct {
 
 // Calibrate measures, on this machine's device, how fast ordinary slices move
 // through each of the staging buffer's paths (staged whole, pipelined, or
-// handed to the driver) at CalibrationSizes, both ways, and sets sb's
+// handed to the driver) at DefaultCalibrationSizes (or CalibrateSizes), both ways, and sets sb's
 // thresholds to where each wins: each direction's StageMaxBytes to the
 // largest size up to which staging was at least as fast as the driver at
 // every size, and the pipeline's MinBytes to the smallest from which the
 // pipeline was faster than the driver at every larger size, both ways. It takes a few seconds and
 // temporarily pins sb's pipeline memory. progress, if not nil, is called
 // after each measurement with the number done and the total.
-func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int)) (_ StagingCalibration, err error) {
+func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int), opts ...CalibrateOption) (_ StagingCalibration, err error) {
 	const op = "StagingBuffer.Calibrate"
 	if sb == nil {
 		return StagingCalibration{}, errorf(op, ErrInvalidValue, "nil *StagingBuffer")
+	}
+	cfg := calibrateConfig{sizes: DefaultCalibrationSizes()}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if len(cfg.sizes) == 0 {
+		return StagingCalibration{}, errorf(op, ErrInvalidValue, "no sizes to measure")
+	}
+	for _, n := range cfg.sizes {
+		if n <= 0 || n > 1<<40 {
+			return StagingCalibration{}, errorf(op, ErrInvalidValue, "calibration size %d: want 1 byte to 1 TiB", n)
+		}
 	}
 	s, err := ctx.NewStream()
 	if err != nil {
@@ -52,7 +83,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 	// Each transfer takes the next slice of arenas larger than the CPU's
 	// caches: data cached from the previous transfer would flatter the
 	// staged path, which copies it once more.
-	arena := max(slices.Max(CalibrationSizes), 256<<20)
+	arena := max(slices.Max(cfg.sizes), 256<<20)
 	dev, err := Alloc[byte](ctx, arena)
 	if err != nil {
 		return StagingCalibration{}, err
@@ -86,9 +117,9 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int))
 	}
 
 	var cal StagingCalibration
-	total, done := 2*len(CalibrationSizes), 0
+	total, done := 2*len(cfg.sizes), 0
 	for _, up := range []bool{true, false} {
-		for _, n := range CalibrationSizes {
+		for _, n := range cfg.sizes {
 			slots := min(arena/n, 4096)
 			slot := func(i int) (*DeviceBuffer[byte], []byte, error) {
 				off := i % slots * n

@@ -397,9 +397,6 @@ func TestStagingErrors(t *testing.T) {
 
 func TestCalibrate(t *testing.T) {
 	ctx := cudatest.Context(t)
-	saved := cuda.CalibrationSizes
-	defer func() { cuda.CalibrationSizes = saved }()
-	cuda.CalibrationSizes = []int{4 << 10, 64 << 10, 2 << 20}
 	var sb cuda.StagingBuffer
 	defer sb.Close()
 	var calls int
@@ -408,7 +405,7 @@ func TestCalibrate(t *testing.T) {
 		if done != calls || total != 6 {
 			t.Errorf("progress(%d, %d) on call %d", done, total, calls)
 		}
-	})
+	}, cuda.CalibrateSizes(4<<10, 64<<10, 2<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,4 +423,32 @@ func TestCalibrate(t *testing.T) {
 		t.Errorf("thresholds not set: %d, %d; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline().MinBytes, cal)
 	}
 	t.Logf("%s driver: stage up to %v, pipeline from %d", cudatest.Kind(), cal.StageMaxBytes, cal.PipelineMinBytes)
+}
+
+// TestCalibrateSizes: bad sizes are refused before anything is measured or
+// changed, and the defaults are a fresh slice each time.
+func TestCalibrateSizes(t *testing.T) {
+	ctx := cudatest.Context(t)
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	before := sb.Pipeline()
+	for _, tt := range []struct {
+		name  string
+		sizes []int
+	}{{"none", nil}, {"zero", []int{4096, 0}}, {"negative", []int{-1}}, {"huge", []int{1 << 50}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := sb.Calibrate(ctx, nil, cuda.CalibrateSizes(tt.sizes...))
+			if !errors.Is(err, cuda.ErrInvalidValue) {
+				t.Errorf("Calibrate with sizes %v: %v, want ErrInvalidValue", tt.sizes, err)
+			}
+			if sb.Pipeline() != before || sb.Capacity() != 0 {
+				t.Errorf("a refused Calibrate changed the buffer: %+v, capacity %d", sb.Pipeline(), sb.Capacity())
+			}
+		})
+	}
+	d := cuda.DefaultCalibrationSizes()
+	d[0] = -1
+	if cuda.DefaultCalibrationSizes()[0] != 4<<10 {
+		t.Error("DefaultCalibrationSizes shares its slice")
+	}
 }

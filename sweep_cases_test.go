@@ -329,11 +329,8 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Calibrate", covers: []string{"StagingBuffer.Calibrate"}, maxNth: 1,
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				saved := cuda.CalibrationSizes
-				cuda.CalibrationSizes = []int{64 << 10, 4 << 20}
 				sb := new(cuda.StagingBuffer)
-				return func() error { _, err := sb.Calibrate(e.ctx, nil); return err }, func(t *testing.T, _ error) {
-					cuda.CalibrationSizes = saved
+				return func() error { _, err := sb.Calibrate(e.ctx, nil, cuda.CalibrateSizes(64<<10, 4<<20)); return err }, func(t *testing.T, _ error) {
 					if err := sb.Close(); err != nil {
 						t.Errorf("close: %v", err)
 					}

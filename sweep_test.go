@@ -54,7 +54,7 @@ var noDriverMethods = []string{
 	"StagingBuffer.Capacity", "StagingBuffer.Stats", "StagingBuffer.AutoStageMaxBytes", "StagingBuffer.SetAutoStageMaxBytes",
 	"StagingBuffer.StageMaxBytes", "StagingBuffer.SetStageMaxBytes", "StagingBuffer.Pipeline", "StagingBuffer.SetPipeline",
 	"cuda.FromRaw", "cuda.ParseAttribute", "cuda.KnownAttributes", "cuda.JITMaxRegisters", "cuda.JITOptimizationLevel",
-	"cuda.JITLineInfo", "cuda.JITDebugInfo", "cuda.DefaultStagingPipeline", "cuda.LaunchConfigFor", "cuda.ViewAs",
+	"cuda.JITLineInfo", "cuda.JITDebugInfo", "cuda.DefaultStagingPipeline", "cuda.DefaultCalibrationSizes", "cuda.CalibrateSizes", "cuda.LaunchConfigFor", "cuda.ViewAs",
 	"DeviceBuffer.Slice", "Comm.Rank", "Comm.Size", "Comm.Context", "Comm.String", "Op.String", "UniqueID.MarshalText",
 	"UniqueID.UnmarshalText", "Error.Unwrap", "nccl.Library", "Output.LoweredName",
 }

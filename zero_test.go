@@ -26,6 +26,7 @@ var zeroTypes = map[string]struct {
 	zero   any
 	driver bool
 }{
+	"cuda.CalibrateOption":    {new(cuda.CalibrateOption), true},
 	"cuda.Attribute":          {new(cuda.Attribute), true},
 	"cuda.DevicePtr":          {new(cuda.DevicePtr), true},
 	"cuda.DeviceBuffer":       {new(cuda.DeviceBuffer[float32]), false},
@@ -69,7 +70,7 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.DriverVersion": nil, "cuda.DriverLibrary": nil, "cuda.DeviceCount": nil, "cuda.GetDevice": nil,
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
-	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil,
+	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
 	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil,
 	"cuda.NewContext": func() []error { _, err := cuda.NewContext(cuda.Device{}); return []error{err} },
 	"cuda.Alloc": func() []error {
