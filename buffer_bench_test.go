@@ -47,11 +47,11 @@ type arenas struct {
 
 // slots returns the arenas cut into n-byte transfers, made before the
 // timing starts so that the smallest transfers time the copy alone.
-func (a arenas) slots(n int) ([]*cuda.DeviceBuffer[byte], [][]byte) {
+func (a arenas) slots(tb testing.TB, n int) ([]*cuda.DeviceBuffer[byte], [][]byte) {
 	k := min(len(a.host)/n, maxSlots)
 	devs, hosts := make([]*cuda.DeviceBuffer[byte], k), make([][]byte, k)
 	for i := range k {
-		devs[i], hosts[i] = must(a.dev.Slice(i*n, n)), a.host[i*n:(i+1)*n]
+		devs[i], hosts[i] = must(a.dev.Slice(i*n, n))(tb), a.host[i*n:(i+1)*n]
 	}
 	return devs, hosts
 }
@@ -60,11 +60,11 @@ func (a arenas) slots(n int) ([]*cuda.DeviceBuffer[byte], [][]byte) {
 func benchCopies(b *testing.B, host func(b *testing.B, ctx *cuda.Context, n int) []byte, copy func(*cuda.DeviceBuffer[byte], []byte) error) {
 	ctx := cudatest.Context(b)
 	size := max(arenaBytes, slices.Max(copySizes))
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: host(b, ctx, size)}
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size))(b), host: host(b, ctx, size)}
 	defer a.dev.Free()
 	for _, n := range copySizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			devs, hosts := a.slots(n)
+			devs, hosts := a.slots(b, n)
 			if err := copy(devs[0], hosts[0]); err != nil { // warm up
 				b.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func benchCopies(b *testing.B, host func(b *testing.B, ctx *cuda.Context, n int)
 func pageable(_ *testing.B, _ *cuda.Context, n int) []byte { return random[byte](n) }
 
 func pinned(b *testing.B, ctx *cuda.Context, n int) []byte {
-	p := must(cuda.AllocPinned[byte](ctx, n))
+	p := must(cuda.AllocPinned[byte](ctx, n))(b)
 	b.Cleanup(func() { p.Free() })
 	copy(p.Data(), random[byte](n))
 	return p.Data()
@@ -91,7 +91,7 @@ func pinned(b *testing.B, ctx *cuda.Context, n int) []byte {
 
 func registered(b *testing.B, ctx *cuda.Context, n int) []byte {
 	h := random[byte](n)
-	r := must(cuda.Register(ctx, h))
+	r := must(cuda.Register(ctx, h))(b)
 	b.Cleanup(func() { r.Close() })
 	return h
 }
@@ -117,7 +117,7 @@ func pairSlots(i, n int) (int, int) {
 func BenchmarkCopyPaired(b *testing.B) {
 	ctx := cudatest.Context(b)
 	size := max(arenaBytes, slices.Max(copySizes))
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: random[byte](size)}
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size))(b), host: random[byte](size)}
 	defer a.dev.Free()
 	for _, dir := range []struct {
 		name string
@@ -126,7 +126,7 @@ func BenchmarkCopyPaired(b *testing.B) {
 	}{{"up", true, up}, {"down", false, down}} {
 		for _, n := range copySizes[7:] { // 1 MiB up: where the pageable target applies
 			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
-				devs, hosts := a.slots(n)
+				devs, hosts := a.slots(b, n)
 				var gocuda, raw time.Duration
 				err := ctx.Do(func() error {
 					// Each copy gets its own slot, so that neither finds the

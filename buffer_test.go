@@ -21,24 +21,6 @@ type particle struct {
 	Tag     [4]uint8
 }
 
-// random returns n elements of T of random bytes.
-func random[T any](n int) []T {
-	s := make([]T, n)
-	var seed [32]byte
-	for i := range seed {
-		seed[i] = byte(rand.Uint32())
-	}
-	rand.NewChaCha8(seed).Read(bytesOf(s))
-	return s
-}
-
-func bytesOf[T any](s []T) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(*new(T))))
-}
-
-// equal compares bytes, so that NaNs of random floats compare equal.
-func equal[T any](a, b []T) bool { return len(a) == len(b) && slices.Equal(bytesOf(a), bytesOf(b)) }
-
 func roundTrip[T any](t *testing.T, ctx *cuda.Context, n int) {
 	t.Helper()
 	src := random[T](n)
@@ -185,7 +167,7 @@ func TestElementTypes(t *testing.T) {
 		t.Fatalf("Alloc[bool]: %v", err)
 	}
 	defer b.Free()
-	bytes := must(cuda.Alloc[byte](ctx, 8))
+	bytes := must(cuda.Alloc[byte](ctx, 8))(t)
 	defer bytes.Free()
 	if _, err := cuda.ViewAs[bool](bytes); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "bool") {
 		t.Errorf("ViewAs[bool]: %v; want ErrInvalidValue", err)
@@ -195,9 +177,9 @@ func TestElementTypes(t *testing.T) {
 func TestLengthMismatch(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	b := must(cuda.Alloc[float32](ctx, 10))
+	b := must(cuda.Alloc[float32](ctx, 10))(t)
 	defer b.Free()
-	other := must(cuda.Alloc[float32](ctx, 11))
+	other := must(cuda.Alloc[float32](ctx, 11))(t)
 	defer other.Free()
 	for name, err := range map[string]error{
 		"CopyFromHost":        b.CopyFromHost(make([]float32, 9)),
@@ -219,7 +201,7 @@ func TestLengthMismatch(t *testing.T) {
 func TestSliceAndView(t *testing.T) {
 	ctx := cudatest.Context(t)
 	src := random[uint32](1000)
-	b := must(cuda.FromHost(ctx, src))
+	b := must(cuda.FromHost(ctx, src))(t)
 	defer b.Free()
 
 	sl, err := b.Slice(100, 50)
@@ -256,34 +238,34 @@ func TestSliceAndView(t *testing.T) {
 	}
 
 	// Views: float32, [4]byte and a struct over the same bytes.
-	f := must(cuda.ViewAs[float32](b))
+	f := must(cuda.ViewAs[float32](b))(t)
 	fs := make([]float32, f.Len())
 	f.CopyToHost(fs)
 	if f.Len() != 1000 || unsafe.Slice((*uint32)(unsafe.Pointer(&fs[0])), 1000)[7] != src[7] {
 		t.Error("float32 view reads other bits")
 	}
-	bytes4 := must(cuda.ViewAs[[4]byte](b))
+	bytes4 := must(cuda.ViewAs[[4]byte](b))(t)
 	bs := make([][4]byte, bytes4.Len())
 	bytes4.CopyToHost(bs)
 	if *(*uint32)(unsafe.Pointer(&bs[3])) != src[3] {
 		t.Error("[4]byte view reads other bytes")
 	}
-	parts := must(cuda.ViewAs[particle](b)) // 20 bytes: 4000/20 = 200
+	parts := must(cuda.ViewAs[particle](b))(t) // 20 bytes: 4000/20 = 200
 	if parts.Len() != 200 {
 		t.Errorf("particle view has %d elements, want 200", parts.Len())
 	}
-	back := must(cuda.ViewAs[uint32](parts))
+	back := must(cuda.ViewAs[uint32](parts))(t)
 	if back.Len() != 1000 {
 		t.Errorf("view of a view: %d elements", back.Len())
 	}
-	odd := must(b.Slice(0, 3)) // 12 bytes
+	odd := must(b.Slice(0, 3))(t) // 12 bytes
 	if _, err := cuda.ViewAs[[8]byte](odd); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "12 bytes") {
 		t.Errorf("ViewAs of 12 bytes as [8]byte: %v", err)
 	}
 	if _, err := cuda.ViewAs[struct{}](b); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("ViewAs zero-sized: %v", err)
 	}
-	if _, err := cuda.ViewAs[float64](must(b.Slice(1, 4))); !errors.Is(err, cuda.ErrInvalidValue) {
+	if _, err := cuda.ViewAs[float64](must(b.Slice(1, 4))(t)); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("ViewAs[float64] at a 4-byte offset: %v; want ErrInvalidValue (misaligned)", err)
 	}
 
@@ -314,7 +296,7 @@ func TestSliceAndView(t *testing.T) {
 func TestFromRaw(t *testing.T) {
 	ctx := cudatest.Context(t)
 	src := random[float32](256)
-	owner := must(cuda.FromHost(ctx, src))
+	owner := must(cuda.FromHost(ctx, src))(t)
 	defer owner.Free()
 	raw, err := cuda.FromRaw[float32](ctx, owner.Ptr(), 256)
 	if err != nil {
@@ -348,9 +330,9 @@ func TestFromRaw(t *testing.T) {
 func TestCopyFromDevice(t *testing.T) {
 	ctx := cudatest.Context(t)
 	src := random[int32](5001)
-	a := must(cuda.FromHost(ctx, src))
+	a := must(cuda.FromHost(ctx, src))(t)
 	defer a.Free()
-	b := must(cuda.Alloc[int32](ctx, 5001))
+	b := must(cuda.Alloc[int32](ctx, 5001))(t)
 	defer b.Free()
 	if err := b.CopyFromDevice(a); err != nil {
 		t.Fatal(err)
@@ -361,7 +343,7 @@ func TestCopyFromDevice(t *testing.T) {
 		t.Error("CopyFromDevice: data differs")
 	}
 	// Between two slices of one allocation.
-	lo, hi := must(a.Slice(0, 2000)), must(a.Slice(3000, 2000))
+	lo, hi := must(a.Slice(0, 2000))(t), must(a.Slice(3000, 2000))(t)
 	if err := lo.CopyFromDevice(hi); err != nil {
 		t.Fatal(err)
 	}
@@ -369,11 +351,11 @@ func TestCopyFromDevice(t *testing.T) {
 	if !equal(got[:2000], src[3000:5000]) {
 		t.Error("copy between slices of one buffer: data differs")
 	}
-	if err := must(a.Slice(0, 2000)).CopyFromDevice(must(a.Slice(1000, 2000))); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "overlap") {
+	if err := must(a.Slice(0, 2000))(t).CopyFromDevice(must(a.Slice(1000, 2000))(t)); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "overlap") {
 		t.Errorf("overlapping copy: %v; want ErrInvalidValue", err)
 	}
 	other := cudatest.Context(t)
-	c := must(cuda.Alloc[int32](other, 5001))
+	c := must(cuda.Alloc[int32](other, 5001))(t)
 	defer c.Free()
 	if err := c.CopyFromDevice(a); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "different contexts") {
 		t.Errorf("copy across contexts: %v", err)
@@ -383,7 +365,7 @@ func TestCopyFromDevice(t *testing.T) {
 func TestMemset(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	b := must(cuda.Alloc[uint32](ctx, 1001))
+	b := must(cuda.Alloc[uint32](ctx, 1001))(t)
 	defer b.Free()
 	got := make([]uint32, 1001)
 	check := func(name string, want uint32) {
@@ -413,12 +395,12 @@ func TestMemset(t *testing.T) {
 	b.CopyToHost(got)
 	check("Memset8Async after Memset16Async", 0x11111111)
 
-	odd := must(cuda.Alloc[byte](ctx, 7))
+	odd := must(cuda.Alloc[byte](ctx, 7))(t)
 	defer odd.Free()
 	if err := odd.Memset16(1); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Memset16 of 7 bytes: %v; want ErrInvalidValue", err)
 	}
-	if err := must(odd.Slice(1, 4)).Memset32(1); !errors.Is(err, cuda.ErrInvalidValue) {
+	if err := must(odd.Slice(1, 4))(t).Memset32(1); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Memset32 at an odd address: %v; want ErrInvalidValue", err)
 	}
 	if err := b.Memset8Async(1, nil); !errors.Is(err, cuda.ErrInvalidValue) {
@@ -431,12 +413,12 @@ func TestMemset(t *testing.T) {
 func TestAsyncTwoStreams(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s1, s2 := cudatest.Stream(t, ctx), cudatest.Stream(t, ctx)
-	ev := must(ctx.NewEvent(cuda.EventDisableTiming))
+	ev := must(ctx.NewEvent(cuda.EventDisableTiming))(t)
 	defer ev.Close()
 	const n = 1 << 16
-	a := must(cuda.Alloc[float32](ctx, n))
+	a := must(cuda.Alloc[float32](ctx, n))(t)
 	defer a.Free()
-	b := must(cuda.Alloc[float32](ctx, n))
+	b := must(cuda.Alloc[float32](ctx, n))(t)
 	defer b.Free()
 	for round := range 5 {
 		src := random[float32](n)
@@ -479,7 +461,7 @@ func TestAsyncUnderGC(t *testing.T) {
 	bufs := make([]*cuda.DeviceBuffer[uint64], rounds)
 	sums := make([]uint64, rounds)
 	for i := range bufs {
-		bufs[i] = must(cuda.Alloc[uint64](ctx, n))
+		bufs[i] = must(cuda.Alloc[uint64](ctx, n))(t)
 		defer bufs[i].Free()
 		src := random[uint64](n)
 		for _, v := range src {
@@ -527,7 +509,7 @@ func TestMissingSynchronizeShows(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	b := must(cuda.FromHost(ctx, random[byte](4096)))
+	b := must(cuda.FromHost(ctx, random[byte](4096)))(t)
 	defer b.Free()
 	dst := make([]byte, 4096)
 	if err := b.CopyToHostAsync(dst, s); err != nil {
@@ -591,13 +573,13 @@ func TestManyGoroutines(t *testing.T) {
 func TestPinnedBuffer(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	p := must(cuda.AllocPinned[float64](ctx, 3333))
+	p := must(cuda.AllocPinned[float64](ctx, 3333))(t)
 	if p.Len() != 3333 || len(p.Data()) != 3333 {
 		t.Fatalf("Len %d", p.Len())
 	}
 	src := random[float64](3333)
 	copy(p.Data(), src)
-	b := must(cuda.Alloc[float64](ctx, 3333))
+	b := must(cuda.Alloc[float64](ctx, 3333))(t)
 	defer b.Free()
 	if err := b.CopyFromHost(p.Data()); err != nil {
 		t.Fatal(err)
@@ -625,7 +607,7 @@ func TestRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := must(cuda.Alloc[int32](ctx, len(host)))
+	b := must(cuda.Alloc[int32](ctx, len(host)))(t)
 	defer b.Free()
 	if err := b.CopyFromHost(host); err != nil {
 		t.Fatal(err)
@@ -661,9 +643,9 @@ func TestBufferForgotten(t *testing.T) {
 	ctx := cudatest.Context(t)
 	before := trackForgotten()
 	func() {
-		must(cuda.Alloc[byte](ctx, 1<<20))
-		must(cuda.AllocPinned[byte](ctx, 1<<16))
-		must(cuda.Register(ctx, make([]byte, 1<<16)))
+		must(cuda.Alloc[byte](ctx, 1<<20))(t)
+		must(cuda.AllocPinned[byte](ctx, 1<<16))(t)
+		must(cuda.Register(ctx, make([]byte, 1<<16)))(t)
 	}()
 	if !cudatest.GC(func() bool { return trackForgotten() >= before+3 }) {
 		t.Fatal("the cleanups of unreachable buffers did not run")
@@ -694,7 +676,7 @@ func TestLegacyWorkSettled(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	b := must(cuda.Alloc[byte](ctx, 64))
+	b := must(cuda.Alloc[byte](ctx, 64))(t)
 	defer b.Free()
 	dst := make([]byte, 64)
 	if err := b.CopyToHostAsync(dst, s); err != nil { // nothing to settle yet
@@ -726,9 +708,9 @@ func TestLegacyWorkSettled(t *testing.T) {
 // stream is forgotten; a Pinner collected while pinning would crash.
 func TestContextClosedUnderPins(t *testing.T) {
 	for _, forget := range []bool{false, true} {
-		ctx := must(cuda.NewContext(cudatest.Device(t)))
-		s := must(ctx.NewStream())
-		b := must(cuda.Alloc[byte](ctx, 1<<16))
+		ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+		s := must(ctx.NewStream())(t)
+		b := must(cuda.Alloc[byte](ctx, 1<<16))(t)
 		if err := b.CopyFromHostAsync(random[byte](1<<16), s); err != nil {
 			t.Fatal(err)
 		}

@@ -11,21 +11,6 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// within fails t if fn does not return within d: a deadlock.
-func within(t *testing.T, d time.Duration, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("%s did not finish within %v: deadlock", what, d)
-	}
-}
-
 // TestGlobalsConcurrent: globals obtained from many goroutines at once are
 // all closed with their module.
 func TestGlobalsConcurrent(t *testing.T) {
@@ -38,7 +23,12 @@ func TestGlobalsConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			globals[i] = must(cuda.Global[uint32](m, "table"))
+			g, err := cuda.Global[uint32](m, "table")
+			if err != nil {
+				t.Error(err) // not Fatal: this is not the test's goroutine
+				return
+			}
+			globals[i] = g
 		}()
 	}
 	wg.Wait()
@@ -66,9 +56,9 @@ func TestCloseWhileCopying(t *testing.T) {
 	}
 	cudatest.CheckLeaks(t)
 	for range 8 {
-		ctx := must(cuda.NewContext(cudatest.Device(t)))
-		m := must(ctx.LoadModule(ptx))
-		g := must(cuda.Global[uint32](m, "table"))
+		ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+		m := must(ctx.LoadModule(ptx))(t)
+		g := must(cuda.Global[uint32](m, "table"))(t)
 		within(t, 10*time.Second, "Module.Close and Context.Close beside copies into a global", func() {
 			var wg sync.WaitGroup
 			for range 4 {
@@ -97,7 +87,7 @@ func TestCloseWhileCopying(t *testing.T) {
 // function while Context.Close waits for it returns ErrClosed at once
 // rather than waiting for the Close, which waits for Do.
 func TestCallInsideDoWhileClosing(t *testing.T) {
-	ctx := must(cuda.NewContext(cudatest.Device(t)))
+	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
 	defer ctx.Close()
 	// Outside a Close, calls inside Do work.
 	if err := ctx.Do(func() error { _, _, err := ctx.MemInfo(); return err }); err != nil {

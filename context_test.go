@@ -77,9 +77,3 @@ func TestContextForgotten(t *testing.T) {
 		t.Fatal("the cleanup of an unreachable Context did not run")
 	}
 }
-
-// second returns the last of two results: the error.
-func second[T any](_ T, err error) error { return err }
-
-// third returns the last of three results: the error.
-func third[T, U any](_ T, _ U, err error) error { return err }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/errfmt"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them where
@@ -87,32 +88,21 @@ func (e *Error) Error() string {
 	if e == nil {
 		return "cuda: <nil>"
 	}
-	msg := "cuda: " + e.Op + ": "
+	var code string
 	switch {
 	case e.Call != "" && e.Code == Result(driver.ResultMissingSymbol):
-		return msg + "the installed CUDA driver lacks " + e.Call + " (it is older than this call needs): " + ErrNotSupported.Error()
+		return errfmt.Message("cuda", e.Op, "", "", nil, "the installed CUDA driver lacks "+e.Call+" (it is older than this call needs): "+ErrNotSupported.Error())
 	case e.Call != "":
 		name, text := resultText(e.Code)
 		if name == "" {
 			name = fmt.Sprintf("CUresult %d", int32(e.Code))
 		}
-		msg += e.Call + ": " + name
+		code = name
 		if text != "" {
-			msg += " (" + text + ")"
+			code += " (" + text + ")"
 		}
-		if e.Detail != "" {
-			msg += ": " + e.Detail
-		}
-		return msg
-	default:
-		if e.Err != nil {
-			msg += e.Err.Error()
-		}
-		if e.Detail != "" {
-			msg += ": " + e.Detail
-		}
-		return msg
 	}
+	return errfmt.Message("cuda", e.Op, e.Call, code, e.Err, e.Detail)
 }
 
 // Unwrap returns the sentinel error e matches.

@@ -99,9 +99,9 @@ func TestErrorTexts(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	b := must(cuda.Alloc[float32](ctx, 8))
+	b := must(cuda.Alloc[float32](ctx, 8))(t)
 	defer b.Free()
-	e1, e2 := must(ctx.NewEvent()), must(ctx.NewEvent())
+	e1, e2 := must(ctx.NewEvent())(t), must(ctx.NewEvent())(t)
 	defer e1.Close()
 	defer e2.Close()
 	if err := e1.Record(s); err != nil {
@@ -152,7 +152,7 @@ func TestBindFailureNamed(t *testing.T) {
 		return
 	}
 	ctx := cudatest.Context(t)
-	b := must(cuda.Alloc[float32](ctx, 8))
+	b := must(cuda.Alloc[float32](ctx, 8))(t)
 	defer b.Free()
 	f.Fail("cuCtxGetCurrent", 1, 999)
 	err := b.CopyFromHost(make([]float32, 8))

@@ -7,8 +7,17 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
+// newContext opens device 0's context for the examples.
 func newContext() *cuda.Context {
-	return must(cuda.NewContext(must(cuda.GetDevice(0))))
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return ctx
 }
 
 func ExampleAlloc() {
@@ -31,7 +40,10 @@ func ExampleZeroed() {
 	ctx := newContext()
 	defer ctx.Close()
 
-	buf := must(cuda.Zeroed[int32](ctx, 4))
+	buf, err := cuda.Zeroed[int32](ctx, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Free()
 	out := []int32{9, 9, 9, 9}
 	if err := buf.CopyToHost(out); err != nil {
@@ -59,7 +71,10 @@ func ExampleFromHost() {
 func ExampleFromRaw() {
 	ctx := newContext()
 	defer ctx.Close()
-	owner := must(cuda.FromHost(ctx, []uint32{1, 2, 3, 4}))
+	owner, err := cuda.FromHost(ctx, []uint32{1, 2, 3, 4})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer owner.Free()
 
 	// A pointer from another library, wrapped without copying: Free on the
@@ -78,7 +93,10 @@ func ExampleFromRaw() {
 func ExampleViewAs() {
 	ctx := newContext()
 	defer ctx.Close()
-	buf := must(cuda.FromHost(ctx, []uint32{0x04030201}))
+	buf, err := cuda.FromHost(ctx, []uint32{0x04030201})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Free()
 
 	bytes, err := cuda.ViewAs[byte](buf)
@@ -94,7 +112,10 @@ func ExampleViewAs() {
 func ExampleDeviceBuffer_Slice() {
 	ctx := newContext()
 	defer ctx.Close()
-	buf := must(cuda.FromHost(ctx, []int16{10, 20, 30, 40, 50}))
+	buf, err := cuda.FromHost(ctx, []int16{10, 20, 30, 40, 50})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Free()
 
 	mid, err := buf.Slice(1, 3)
@@ -110,7 +131,10 @@ func ExampleDeviceBuffer_Slice() {
 func ExampleAllocPinned() {
 	ctx := newContext()
 	defer ctx.Close()
-	s := must(ctx.NewStream())
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 
 	host, err := cuda.AllocPinned[float32](ctx, 3)
@@ -119,7 +143,10 @@ func ExampleAllocPinned() {
 	}
 	defer host.Free()
 	copy(host.Data(), []float32{1, 2, 3})
-	buf := must(cuda.Alloc[float32](ctx, 3))
+	buf, err := cuda.Alloc[float32](ctx, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Free()
 	// Pinned memory needs no pin: the copy is a plain DMA.
 	buf.CopyFromHostAsync(host.Data(), s)
@@ -140,7 +167,10 @@ func ExampleRegister() {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	buf := must(cuda.Alloc[uint8](ctx, len(frames)))
+	buf, err := cuda.Alloc[uint8](ctx, len(frames))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Free()
 	for i := range 3 {
 		frames[0] = uint8(i)

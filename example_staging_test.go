@@ -11,9 +11,15 @@ import (
 func ExampleStagingBuffer() {
 	ctx := newContext()
 	defer ctx.Close()
-	s := must(ctx.NewStream())
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	buf := must(cuda.Alloc[float32](ctx, 4))
+	buf, err := cuda.Alloc[float32](ctx, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Free()
 
 	var sb cuda.StagingBuffer // ready to use; pins memory on first need
@@ -47,15 +53,21 @@ func ExampleNewStagingBuffer() {
 func ExampleUploadWith() {
 	ctx := newContext()
 	defer ctx.Close()
-	s := must(ctx.NewStream())
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	buf := must(cuda.Alloc[int32](ctx, 5))
+	buf, err := cuda.Alloc[int32](ctx, 5)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Free()
 	var sb cuda.StagingBuffer
 	defer sb.Close()
 
 	// Write the data straight into pinned memory: nothing to copy after.
-	err := cuda.UploadWith(&sb, buf, 5, s, func(p []int32) {
+	err = cuda.UploadWith(&sb, buf, 5, s, func(p []int32) {
 		for i := range p {
 			p[i] = int32(i * i)
 		}
@@ -75,7 +87,10 @@ func ExampleUploadWith() {
 func ExampleFunction_Launch() {
 	ctx := newContext()
 	defer ctx.Close()
-	s := must(ctx.NewStream())
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	ptx, err := os.ReadFile("testdata/kernels.ptx")
 	if err != nil {
@@ -90,9 +105,18 @@ func ExampleFunction_Launch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	a := must(cuda.FromHost(ctx, []float32{1, 2, 3}))
-	b := must(cuda.FromHost(ctx, []float32{10, 20, 30}))
-	c := must(cuda.Alloc[float32](ctx, 3))
+	a, err := cuda.FromHost(ctx, []float32{1, 2, 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := cuda.FromHost(ctx, []float32{10, 20, 30})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := cuda.Alloc[float32](ctx, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer a.Free()
 	defer b.Free()
 	defer c.Free()

@@ -27,7 +27,11 @@ func Example() {
 }
 
 func ExampleContext_NewStream() {
-	ctx, err := cuda.NewContext(must(cuda.GetDevice(0)))
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,14 +51,28 @@ func ExampleContext_NewStream() {
 }
 
 func ExampleElapsedTime() {
-	ctx, err := cuda.NewContext(must(cuda.GetDevice(0)))
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ctx.Close()
-	s := must(ctx.NewStream())
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
-	start, end := must(ctx.NewEvent()), must(ctx.NewEvent())
+	start, err := ctx.NewEvent()
+	if err != nil {
+		log.Fatal(err)
+	}
+	end, err := ctx.NewEvent()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer start.Close()
 	defer end.Close()
 
@@ -83,11 +101,4 @@ func ExampleGetDevice() {
 	}
 	fmt.Println("compute capability at least 3.0:", cc.Major >= 3)
 	// Output: compute capability at least 3.0: true
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		log.Fatal(err)
-	}
-	return v
 }

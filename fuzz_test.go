@@ -72,7 +72,7 @@ func FuzzSliceAndView(f *testing.F) {
 	f.Fuzz(func(t *testing.T, off, n int, view uint8) {
 		ctx := cudatest.Context(t)
 		const size = 64
-		b := must(cuda.FromHost(ctx, random[byte](size)))
+		b := must(cuda.FromHost(ctx, random[byte](size)))(t)
 		defer b.Free()
 		s, err := b.Slice(off, n)
 		inRange := off >= 0 && n >= 0 && off <= size && n <= size-off
@@ -200,7 +200,7 @@ func FuzzStagingSettings(f *testing.F) {
 			t.Fatalf("Reserve(%d): capacity %d", reserve, sb.Capacity())
 		}
 		n = 1 + int(uint(n)%(3<<20))
-		b := must(cuda.Alloc[byte](ctx, n))
+		b := must(cuda.Alloc[byte](ctx, n))(t)
 		defer b.Free()
 		src, got := random[byte](n), make([]byte, n)
 		before := sb.Stats()
@@ -237,10 +237,10 @@ func FuzzLaunchConfig(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := must(ctx.LoadModule(ptx))
+		m := must(ctx.LoadModule(ptx))(t)
 		defer m.Close()
-		fn := must(m.Function("vadd_f32"))
-		a := must(cuda.Alloc[float32](ctx, 1))
+		fn := must(m.Function("vadd_f32"))(t)
+		a := must(cuda.Alloc[float32](ctx, 1))(t)
 		defer a.Free()
 		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: gy, Z: gz}, Block: cuda.Dim3{X: bx, Y: by, Z: bz}, SharedMemBytes: shared, Stream: s}
 		// n = 0: whatever the shape, the kernel has nothing to do.
@@ -262,9 +262,9 @@ func FuzzCopyLengths(f *testing.F) {
 		ctx := cudatest.Context(t)
 		s := cudatest.Stream(t, ctx)
 		bufLen, hostLen = 1+int(uint(bufLen)%4096), int(uint(hostLen)%4097)
-		b := must(cuda.Alloc[uint32](ctx, bufLen))
+		b := must(cuda.Alloc[uint32](ctx, bufLen))(t)
 		defer b.Free()
-		other := must(cuda.Alloc[uint32](ctx, max(hostLen, 1)))
+		other := must(cuda.Alloc[uint32](ctx, max(hostLen, 1)))(t)
 		defer other.Free()
 		host := make([]uint32, hostLen)
 		var sb cuda.StagingBuffer

@@ -202,13 +202,13 @@ func TestHammer(t *testing.T) {
 	var done, refused atomic.Int64
 	for round := range 3 {
 		p := &hammerPool{ptx: ptx}
-		p.ctx = must(cuda.NewContext(cudatest.Device(t)))
+		p.ctx = must(cuda.NewContext(cudatest.Device(t)))(t)
 		for range 8 {
-			b := must(cuda.Alloc[uint32](p.ctx, hammerLen))
+			b := must(cuda.Alloc[uint32](p.ctx, hammerLen))(t)
 			p.bufs, p.frees = append(p.bufs, b), append(p.frees, b)
 		}
 		for range 4 {
-			s := must(p.ctx.NewStream())
+			s := must(p.ctx.NewStream())(t)
 			p.streams, p.made = append(p.streams, s), append(p.made, s)
 		}
 		if err := p.loadModule(); err != nil {

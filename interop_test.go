@@ -32,7 +32,7 @@ func TestContextDo(t *testing.T) {
 	if err := (*cuda.Context)(nil).Do(func() error { return nil }); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("nil Context.Do = %v", err)
 	}
-	closed := must(cuda.NewContext(cudatest.Device(t)))
+	closed := must(cuda.NewContext(cudatest.Device(t)))(t)
 	closed.Close()
 	ran := false
 	if err := closed.Do(func() error { ran = true; return nil }); !errors.Is(err, cuda.ErrClosed) || ran {
@@ -43,9 +43,9 @@ func TestContextDo(t *testing.T) {
 func TestStreamDo(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	src := must(cuda.FromHost(ctx, random[uint32](4099)))
+	src := must(cuda.FromHost(ctx, random[uint32](4099)))(t)
 	defer src.Free()
-	dst := must(cuda.Alloc[uint32](ctx, 4099))
+	dst := must(cuda.Alloc[uint32](ctx, 4099))(t)
 	defer dst.Free()
 	// Work queued through Do is ordered with gocuda's own on the stream:
 	// here a device-to-device copy queued "by another library" (gocuda's
@@ -73,11 +73,11 @@ func TestStreamDo(t *testing.T) {
 		t.Fatal("data differs after the copy queued in Do")
 	}
 
-	other := must(cuda.NewContext(cudatest.Device(t)))
+	other := must(cuda.NewContext(cudatest.Device(t)))(t)
 	defer other.Close()
-	foreign := must(cuda.Alloc[byte](other, 16))
+	foreign := must(cuda.Alloc[byte](other, 16))(t)
 	defer foreign.Free()
-	freed := must(cuda.Alloc[byte](ctx, 16))
+	freed := must(cuda.Alloc[byte](ctx, 16))(t)
 	freed.Free()
 	fn := func(uintptr) error { t.Error("fn ran"); return nil }
 	for _, tt := range []struct {

@@ -3,7 +3,6 @@ package cuda_test
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -13,21 +12,6 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// loadKernels loads testdata/kernels.ptx, closed when the test ends.
-func loadKernels(t testing.TB, ctx *cuda.Context) *cuda.Module {
-	t.Helper()
-	ptx, err := os.ReadFile("testdata/kernels.ptx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := ctx.LoadModule(ptx)
-	if err != nil {
-		t.Fatalf("LoadModule: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
-
 func blocks(n, block int) cuda.Dim3 { return cuda.Dim3{X: (n + block - 1) / block} }
 
 func testVectorAdd[T int32 | float32 | float64](t *testing.T, ctx *cuda.Context, s *cuda.Stream, f *cuda.Function, n int) {
@@ -35,8 +19,8 @@ func testVectorAdd[T int32 | float32 | float64](t *testing.T, ctx *cuda.Context,
 	for i := range a { // random and finite: the device rounds a sum as Go does
 		a[i], b[i] = T(rand.NormFloat64()*1e4), T(rand.NormFloat64()*1e4)
 	}
-	da, db := must(cuda.FromHost(ctx, a)), must(cuda.FromHost(ctx, b))
-	dc := must(cuda.Alloc[T](ctx, n))
+	da, db := must(cuda.FromHost(ctx, a))(t), must(cuda.FromHost(ctx, b))(t)
+	dc := must(cuda.Alloc[T](ctx, n))(t)
 	defer da.Free()
 	defer db.Free()
 	defer dc.Free()
@@ -64,21 +48,17 @@ func TestVectorAdd(t *testing.T) {
 	m := loadKernels(t, ctx)
 	for _, n := range []int{1, 1000, 100003} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			testVectorAdd[float32](t, ctx, s, must(m.Function("vadd_f32")), n)
-			testVectorAdd[float64](t, ctx, s, must(m.Function("vadd_f64")), n)
-			testVectorAdd[int32](t, ctx, s, must(m.Function("vadd_s32")), n)
+			testVectorAdd[float32](t, ctx, s, must(m.Function("vadd_f32"))(t), n)
+			testVectorAdd[float64](t, ctx, s, must(m.Function("vadd_f64"))(t), n)
+			testVectorAdd[int32](t, ctx, s, must(m.Function("vadd_s32"))(t), n)
 		})
 	}
-}
-
-func closeTo(got, want float32) bool {
-	return math.Abs(float64(got-want)) <= 1e-5*math.Max(1, math.Abs(float64(want)))
 }
 
 func TestStructByValue(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	f := must(loadKernels(t, ctx).Function("affine"))
+	f := must(loadKernels(t, ctx).Function("affine"))(t)
 	type affine struct {
 		Scale  float32
 		Offset int32
@@ -88,7 +68,7 @@ func TestStructByValue(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i)*0.25 - 100
 	}
-	dx, dy := must(cuda.FromHost(ctx, x)), must(cuda.Alloc[float32](ctx, n))
+	dx, dy := must(cuda.FromHost(ctx, x))(t), must(cuda.Alloc[float32](ctx, n))(t)
 	defer dx.Free()
 	defer dy.Free()
 	p := affine{Scale: 1.5, Offset: -7}
@@ -110,10 +90,10 @@ func TestStructByValue(t *testing.T) {
 func TestDynamicSharedMemory(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	f := must(loadKernels(t, ctx).Function("reverse"))
+	f := must(loadKernels(t, ctx).Function("reverse"))(t)
 	const n = 512
 	v := random[int32](n)
-	d := must(cuda.FromHost(ctx, v))
+	d := must(cuda.FromHost(ctx, v))(t)
 	defer d.Free()
 	if err := f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: n}, SharedMemBytes: n * 4, Stream: s}, d); err != nil {
 		t.Fatal(err)
@@ -145,7 +125,7 @@ func TestDynamicSharedMemory(t *testing.T) {
 
 func TestFunctionAttributes(t *testing.T) {
 	ctx := cudatest.Context(t)
-	f := must(loadKernels(t, ctx).Function("saxpy"))
+	f := must(loadKernels(t, ctx).Function("saxpy"))(t)
 	if v, err := f.Attribute(cuda.FuncMaxThreadsPerBlock); err != nil || v < 64 || v > 1024 {
 		t.Errorf("FuncMaxThreadsPerBlock = %d, %v", v, err)
 	}
@@ -161,13 +141,13 @@ func TestLaunchErrors(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	m := loadKernels(t, ctx)
-	f := must(m.Function("vadd_f32"))
-	a := must(cuda.Alloc[float32](ctx, 16))
+	f := must(m.Function("vadd_f32"))(t)
+	a := must(cuda.Alloc[float32](ctx, 16))(t)
 	defer a.Free()
 	var nilBuf *cuda.DeviceBuffer[float32]
 	other := cudatest.Context(t)
 	so := cudatest.Stream(t, other)
-	ao := must(cuda.Alloc[float32](other, 16))
+	ao := must(cuda.Alloc[float32](other, 16))(t)
 	defer ao.Free()
 	ok := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, Stream: s}
 	tests := []struct {
@@ -229,8 +209,8 @@ func TestLaunchTypesFromPTX(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	m := loadKernels(t, ctx)
-	saxpy := must(m.Function("saxpy")) // (.f32 a, .u64 x, .u64 y, .u32 n)
-	x := must(cuda.Alloc[float32](ctx, 4))
+	saxpy := must(m.Function("saxpy"))(t) // (.f32 a, .u64 x, .u64 y, .u32 n)
+	x := must(cuda.Alloc[float32](ctx, 4))(t)
 	defer x.Free()
 	cfg := cuda.LaunchConfigFor(4, s)
 	for name, args := range map[string][]any{
@@ -263,7 +243,7 @@ func TestLaunchParamFailures(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	a := must(cuda.Alloc[float32](ctx, 16))
+	a := must(cuda.Alloc[float32](ctx, 16))(t)
 	defer a.Free()
 	ok := cuda.LaunchConfigFor(16, s)
 	for _, tt := range []struct {
@@ -277,7 +257,7 @@ func TestLaunchParamFailures(t *testing.T) {
 		{"old driver, info fails", [][2]any{{"cuFuncGetParamCount", 801}, {"cuFuncGetParamInfo", 1}}, "cuFuncGetParamInfo"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fn := must(loadKernels(t, ctx).Function("vadd_f32"))
+			fn := must(loadKernels(t, ctx).Function("vadd_f32"))(t)
 			for _, fault := range tt.faults {
 				f.Fail(fault[0].(string), 1, fault[1].(int))
 			}
@@ -295,7 +275,7 @@ func TestLaunchParamFailures(t *testing.T) {
 	t.Run("cubin on a driver without cuFuncGetParamCount", func(t *testing.T) {
 		m := loadKernels(t, ctx)
 		cuda.ForgetPTX(m)
-		fn := must(m.Function("vadd_f32"))
+		fn := must(m.Function("vadd_f32"))(t)
 		f.Fail("cuFuncGetParamCount", 1, 801)
 		if err := fn.Launch(ok, a, a, a); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "takes 4 arguments") {
 			t.Errorf("too few arguments, the count read parameter by parameter: %v", err)
@@ -304,7 +284,7 @@ func TestLaunchParamFailures(t *testing.T) {
 	t.Run("nothing describes the kernel", func(t *testing.T) {
 		m := loadKernels(t, ctx)
 		cuda.ForgetPTX(m)
-		fn := must(m.Function("vadd_f32"))
+		fn := must(m.Function("vadd_f32"))(t)
 		f.Fail("cuFuncGetParamCount", 1, 801)
 		f.Fail("cuFuncGetParamInfo", 1, 801)
 		// vadd_f32 reads four parameters; with none given it must read
@@ -351,7 +331,7 @@ func TestModuleErrors(t *testing.T) {
 	if m.Close() != nil {
 		t.Error("second Close failed")
 	}
-	withOpts, err := ctx.LoadModule(must(os.ReadFile("testdata/kernels.ptx")), cuda.JITOptimizationLevel(3), cuda.JITMaxRegisters(64), cuda.JITLineInfo())
+	withOpts, err := ctx.LoadModule(must(os.ReadFile("testdata/kernels.ptx"))(t), cuda.JITOptimizationLevel(3), cuda.JITMaxRegisters(64), cuda.JITLineInfo())
 	if err != nil {
 		t.Fatalf("LoadModule with JIT options: %v", err)
 	}
@@ -396,11 +376,11 @@ func TestKernelFault(t *testing.T) {
 		cudatest.RunChild(t)
 		return
 	}
-	ctx := must(cuda.NewContext(cudatest.Device(t)))
-	s := must(ctx.NewStream())
+	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+	s := must(ctx.NewStream())(t)
 	m := loadKernels(t, ctx)
-	d := must(cuda.Alloc[int32](ctx, 16))
-	if err := must(m.Function("oob_write")).Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}, d); err != nil {
+	d := must(cuda.Alloc[int32](ctx, 16))(t)
+	if err := must(m.Function("oob_write"))(t).Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}, d); err != nil {
 		t.Fatalf("launch: %v", err)
 	}
 	err := s.Synchronize()
@@ -415,14 +395,14 @@ func TestLaunchAllocs(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	m := loadKernels(t, ctx)
-	empty := must(m.Function("empty"))
+	empty := must(m.Function("empty"))(t)
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}
 	empty.Launch(cfg)
 	if n := testing.AllocsPerRun(100, func() { empty.Launch(cfg) }); n != 0 && !raceEnabled {
 		t.Errorf("%v allocations per launch of an empty kernel; want 0", n)
 	}
-	vadd := must(m.Function("vadd_f32"))
-	a := must(cuda.Alloc[float32](ctx, 16))
+	vadd := must(m.Function("vadd_f32"))(t)
+	a := must(cuda.Alloc[float32](ctx, 16))(t)
 	defer a.Free()
 	args := []any{a, a, a, uint32(16)} // boxed once, by the caller
 	vadd.Launch(cfg, args...)
@@ -461,11 +441,11 @@ func TestLaunchConfigFor(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	m := loadKernels(t, ctx)
-	vadd := must(m.Function("vadd_f32"))
+	vadd := must(m.Function("vadd_f32"))(t)
 	const n = 1000
-	a := must(cuda.FromHost(ctx, random[float32](n)))
+	a := must(cuda.FromHost(ctx, random[float32](n)))(t)
 	defer a.Free()
-	c := must(cuda.Zeroed[float32](ctx, n))
+	c := must(cuda.Zeroed[float32](ctx, n))(t)
 	defer c.Free()
 	if err := vadd.Launch(cuda.LaunchConfigFor(n, s), a, a, c, uint32(n)); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 func BenchmarkLaunchSync(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	f := must(loadKernels(b, ctx).Function("empty"))
+	f := must(loadKernels(b, ctx).Function("empty"))(b)
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}
 	for b.Loop() {
 		if err := f.Launch(cfg); err != nil {
@@ -31,7 +31,7 @@ func BenchmarkLaunchSync(b *testing.B) {
 func BenchmarkLaunchAsync(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	f := must(loadKernels(b, ctx).Function("empty"))
+	f := must(loadKernels(b, ctx).Function("empty"))(b)
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 1}, Stream: s}
 	i := 0
 	for b.Loop() {
@@ -51,8 +51,8 @@ func BenchmarkSaxpy(b *testing.B) {
 	const n = 16 << 20
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	f := must(loadKernels(b, ctx).Function("saxpy"))
-	x, y := must(cuda.FromHost(ctx, random[float32](n))), must(cuda.Zeroed[float32](ctx, n))
+	f := must(loadKernels(b, ctx).Function("saxpy"))(b)
+	x, y := must(cuda.FromHost(ctx, random[float32](n)))(b), must(cuda.Zeroed[float32](ctx, n))(b)
 	defer x.Free()
 	defer y.Free()
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: n / 256}, Block: cuda.Dim3{X: 256}, Stream: s}
@@ -73,7 +73,7 @@ func BenchmarkCopyDeviceToDevice(b *testing.B) {
 	const n = 256 << 20
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	src, dst := must(cuda.Zeroed[byte](ctx, n)), must(cuda.Alloc[byte](ctx, n))
+	src, dst := must(cuda.Zeroed[byte](ctx, n))(b), must(cuda.Alloc[byte](ctx, n))(b)
 	defer src.Free()
 	defer dst.Free()
 	b.SetBytes(2 * n)

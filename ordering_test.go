@@ -2,7 +2,6 @@ package cuda_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -86,25 +85,4 @@ func TestSyncThenAsyncOrdered(t *testing.T) {
 	if total > 0 {
 		t.Fatalf("%d of %d downloads returned data older than the synchronous call before them", total, goroutines*rounds)
 	}
-}
-
-// eachGoroutine runs fn(0) to fn(n-1) on n goroutines at once and returns
-// the first error.
-func eachGoroutine(n int, fn func(g int) error) error {
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for g := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[g] = fn(g)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -30,9 +30,9 @@ func TestPeerCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s driver: device 1 can access device 0: %v", cudatest.Kind(), can)
-	src := must(cuda.FromHost(ctx0, random[int32](10007)))
+	src := must(cuda.FromHost(ctx0, random[int32](10007)))(t)
 	defer src.Free()
-	dst := must(cuda.Alloc[int32](ctx1, 10007))
+	dst := must(cuda.Alloc[int32](ctx1, 10007))(t)
 	defer dst.Free()
 	check := func(what string) {
 		t.Helper()
@@ -85,11 +85,11 @@ func TestPeerErrors(t *testing.T) {
 	if ctx0 == nil {
 		return
 	}
-	other := must(cuda.NewContext(ctx0.Device())) // a second context of device 0
+	other := must(cuda.NewContext(ctx0.Device()))(t) // a second context of device 0
 	defer other.Close()
-	a := must(cuda.Alloc[float32](ctx0, 8))
+	a := must(cuda.Alloc[float32](ctx0, 8))(t)
 	defer a.Free()
-	b := must(cuda.Alloc[float32](ctx1, 9))
+	b := must(cuda.Alloc[float32](ctx1, 9))(t)
 	defer b.Free()
 	s0 := cudatest.Stream(t, ctx0)
 	wantErrors(t, cuda.ErrInvalidValue, map[string]error{
@@ -98,8 +98,8 @@ func TestPeerErrors(t *testing.T) {
 		"nil context":          (*cuda.Context)(nil).DisablePeerAccess(ctx1),
 		"length mismatch":      second(cuda.CopyPeer(a, b)),
 		"nil buffer":           second(cuda.CopyPeer[float32](nil, b)),
-		"stream of the source": second(cuda.CopyPeerAsync(must(b.Slice(0, 8)), a, s0)),
-		"nil stream":           second(cuda.CopyPeerAsync(must(b.Slice(0, 8)), a, nil)),
+		"stream of the source": second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, s0)),
+		"nil stream":           second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, nil)),
 	})
 	if _, err := cuda.GetDevice(2); !errors.Is(err, cuda.ErrInvalidDevice) {
 		t.Errorf("GetDevice(2) with two devices: %v", err)
@@ -119,9 +119,9 @@ func TestPeerUnsupported(t *testing.T) {
 	if err := ctx1.EnablePeerAccess(ctx0); !errors.Is(err, cuda.ErrNotSupported) {
 		t.Errorf("EnablePeerAccess between devices that cannot: %v; want ErrNotSupported", err)
 	}
-	src := must(cuda.FromHost(ctx0, []int64{1, 2, 3}))
+	src := must(cuda.FromHost(ctx0, []int64{1, 2, 3}))(t)
 	defer src.Free()
-	dst := must(cuda.Alloc[int64](ctx1, 3))
+	dst := must(cuda.Alloc[int64](ctx1, 3))(t)
 	defer dst.Free()
 	if path, err := cuda.CopyPeer(dst, src); err != nil || path != cuda.PeerStaged {
 		t.Fatalf("CopyPeer = %v, %v; want staged", path, err)
@@ -140,9 +140,9 @@ func BenchmarkCopyPeer(b *testing.B) {
 	if n, _ := cuda.DeviceCount(); n < 2 {
 		b.Skipf("needs two devices; the %s driver sees %d", cudatest.Kind(), n)
 	}
-	ctx0 := must(cuda.NewContext(must(cuda.GetDevice(0))))
+	ctx0 := must(cuda.NewContext(must(cuda.GetDevice(0))(b)))(b)
 	defer ctx0.Close()
-	ctx1 := must(cuda.NewContext(must(cuda.GetDevice(1))))
+	ctx1 := must(cuda.NewContext(must(cuda.GetDevice(1))(b)))(b)
 	defer ctx1.Close()
 	for _, enable := range []bool{true, false} {
 		if enable {
@@ -154,8 +154,8 @@ func BenchmarkCopyPeer(b *testing.B) {
 			b.Fatal(err)
 		}
 		for size := 1 << 20; size <= 1<<30; size *= 4 {
-			src := must(cuda.Zeroed[byte](ctx0, size))
-			dst := must(cuda.Alloc[byte](ctx1, size))
+			src := must(cuda.Zeroed[byte](ctx0, size))(b)
+			dst := must(cuda.Alloc[byte](ctx1, size))(b)
 			var path cuda.PeerPath
 			b.Run(fmt.Sprintf("%s/%s", map[bool]string{true: "peer", false: "nopeer"}[enable], sizeName(size)), func(b *testing.B) {
 				b.SetBytes(int64(size))

@@ -74,7 +74,7 @@ func TestSoak(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	m := loadKernels(t, ctx)
-	vadd := must(m.Function("vadd_s32"))
+	vadd := must(m.Function("vadd_s32"))(t)
 	const workers = 8
 	var ops, provoked atomic.Int64
 	hosts := make([][]int32, workers) // one each, for the whole soak: the Go heap stays put

@@ -22,13 +22,13 @@ func benchStaging(b *testing.B, sizes []int, host func(*testing.B, *cuda.Context
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
 	size := max(arenaBytes, slices.Max(sizes))
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: host(b, ctx, size)}
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size))(b), host: host(b, ctx, size)}
 	defer a.dev.Free()
 	for _, n := range sizes {
 		b.Run(sizeName(n), func(b *testing.B) {
 			var sb cuda.StagingBuffer
 			defer sb.Close()
-			devs, hosts := a.slots(n)
+			devs, hosts := a.slots(b, n)
 			loopTransfers(b, &sb, devs, hosts, s, move)
 			b.ReportMetric(float64(sb.Stats().Allocations), "pinned-allocs")
 		})
@@ -87,7 +87,7 @@ func BenchmarkStagingPaired(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
 	size := max(arenaBytes, slices.Max(stagingSizes))
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, size)), host: random[byte](size)}
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size))(b), host: random[byte](size)}
 	defer a.dev.Free()
 	for _, dir := range []struct {
 		name  string
@@ -98,7 +98,7 @@ func BenchmarkStagingPaired(b *testing.B) {
 			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
 				var sb cuda.StagingBuffer
 				defer sb.Close()
-				devs, hosts := a.slots(n)
+				devs, hosts := a.slots(b, n)
 				if err := dir.move(&sb, devs[0], hosts[0], s); err != nil { // pin what it needs
 					b.Fatal(err)
 				}
@@ -149,7 +149,7 @@ func BenchmarkPipelineShape(b *testing.B) {
 		b.Run(sizeName(n), func(b *testing.B) {
 			ctx := cudatest.Context(b)
 			s := cudatest.Stream(b, ctx)
-			dev := must(cuda.Alloc[byte](ctx, n))
+			dev := must(cuda.Alloc[byte](ctx, n))(b)
 			defer dev.Free()
 			h := random[byte](n)
 			for _, chunk := range []int{1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20} {
@@ -190,10 +190,10 @@ func BenchmarkPipelineShape(b *testing.B) {
 func BenchmarkCopyPool(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, 1<<30)), host: random[byte](1 << 30)}
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, 1<<30))(b), host: random[byte](1 << 30)}
 	defer a.dev.Free()
 	for _, n := range []int{16 << 20, 256 << 20} {
-		devs, hosts := a.slots(n)
+		devs, hosts := a.slots(b, n)
 		for _, hold := range []bool{false, true} {
 			for _, workers := range []int{8, 16} {
 				for _, dir := range []string{"up", "down"} {
@@ -225,7 +225,7 @@ func BenchmarkCopyPool(b *testing.B) {
 func BenchmarkParallelCopy(b *testing.B) {
 	ctx := cudatest.Context(b)
 	const slots = 3
-	pin := must(cuda.AllocPinned[byte](ctx, slots*(16<<20)))
+	pin := must(cuda.AllocPinned[byte](ctx, slots*(16<<20)))(b)
 	defer pin.Free()
 	host := random[byte](1 << 30)
 	for _, dir := range []string{"down", "up"} {

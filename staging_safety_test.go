@@ -28,12 +28,12 @@ func TestFailedPipelineLeavesNoDMA(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s, s2 := cudatest.Stream(t, ctx), cudatest.Stream(t, ctx)
 	const n = 1 << 20
-	src := must(cuda.Alloc[byte](ctx, n))
+	src := must(cuda.Alloc[byte](ctx, n))(t)
 	defer src.Free()
 	if err := src.Memset8(0xaa); err != nil {
 		t.Fatal(err)
 	}
-	small := must(cuda.Alloc[byte](ctx, 64<<10))
+	small := must(cuda.Alloc[byte](ctx, 64<<10))(t)
 	defer small.Free()
 	if err := small.Memset8(0x55); err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestStagingConcurrentMisuse(t *testing.T) {
 	s := cudatest.Stream(t, ctx)
 	var sb cuda.StagingBuffer
 	defer sb.Close()
-	b := must(cuda.Alloc[float32](ctx, 1024))
+	b := must(cuda.Alloc[float32](ctx, 1024))(t)
 	defer b.Free()
 	inFill, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
@@ -142,7 +142,7 @@ func TestStagingReleaseErrors(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	sb := must(cuda.NewStagingBuffer(ctx, 64<<10))
+	sb := must(cuda.NewStagingBuffer(ctx, 64<<10))(t)
 	hosts := f.Live("host")
 	f.Fail("cuMemFreeHost", 1, 999)
 	if err := sb.Reserve(ctx, 1<<20); !errors.Is(err, cuda.Result(999)) {
@@ -157,7 +157,7 @@ func TestStagingReleaseErrors(t *testing.T) {
 	if err := sb.SetPipeline(smallPipeline); err != nil {
 		t.Fatal(err)
 	}
-	b := must(cuda.Alloc[byte](ctx, 512<<10))
+	b := must(cuda.Alloc[byte](ctx, 512<<10))(t)
 	defer b.Free()
 	if err := cuda.Upload(sb, b, make([]byte, 512<<10), s); err != nil { // makes the slots' events
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestStagingCountsSuccesses(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	b := must(cuda.Alloc[byte](ctx, 512<<10))
+	b := must(cuda.Alloc[byte](ctx, 512<<10))(t)
 	defer b.Free()
 	host := make([]byte, 512<<10)
 	for _, tt := range []struct {
@@ -250,7 +250,7 @@ func TestStagingEverySize(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range []int{1, 2, 3, 4, 5, 63, 64 << 10, 64<<10 + 1, 3*64<<10 - 1, 300 << 10} {
-			b := must(cuda.Alloc[byte](ctx, n))
+			b := must(cuda.Alloc[byte](ctx, n))(t)
 			src := random[byte](n)
 			if err := cuda.Upload(&sb, b, src, s); err != nil {
 				t.Fatalf("%+v: Upload of %d bytes: %v", p, n, err)
@@ -282,7 +282,7 @@ func TestReserveCoversEveryRoute(t *testing.T) {
 		name string
 		new  func() *cuda.StagingBuffer
 	}{
-		{"NewStagingBuffer", func() *cuda.StagingBuffer { return must(cuda.NewStagingBuffer(ctx, reserved)) }},
+		{"NewStagingBuffer", func() *cuda.StagingBuffer { return must(cuda.NewStagingBuffer(ctx, reserved))(t) }},
 		{"Reserve", func() *cuda.StagingBuffer {
 			sb := new(cuda.StagingBuffer)
 			if err := sb.Reserve(ctx, reserved); err != nil {
@@ -300,7 +300,7 @@ func TestReserveCoversEveryRoute(t *testing.T) {
 			}
 			sb.SetStageMaxBytes(cuda.DeviceToHost, 64<<10)
 			for _, n := range []int{4 << 10, 64 << 10, 200 << 10, 256 << 10, 512 << 10, reserved} {
-				b := must(cuda.Alloc[byte](ctx, n))
+				b := must(cuda.Alloc[byte](ctx, n))(t)
 				src := random[byte](n)
 				got := make([]byte, n)
 				if err := cuda.Upload(sb, b, src, s); err != nil {

@@ -28,7 +28,7 @@ func TestStagingZeroValue(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	defer sb.Close()
-	b := must(cuda.Alloc[int32](ctx, 1000))
+	b := must(cuda.Alloc[int32](ctx, 1000))(t)
 	defer b.Free()
 	src := random[int32](1000)
 	if err := cuda.Upload(&sb, b, src, s); err != nil {
@@ -92,7 +92,7 @@ func TestUploadWithDownloadInto(t *testing.T) {
 	defer sb.Close()
 	for _, n := range []int{1, 1000, 150 << 10 / 8, 1<<20 + 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			b := must(cuda.Alloc[float64](ctx, n))
+			b := must(cuda.Alloc[float64](ctx, n))(t)
 			defer b.Free()
 			want := random[float64](n)
 			err := cuda.UploadWith(&sb, b, n, s, func(p []float64) {
@@ -120,7 +120,7 @@ func TestUploadWithDownloadInto(t *testing.T) {
 			}
 		})
 	}
-	b := must(cuda.Alloc[float64](ctx, 10))
+	b := must(cuda.Alloc[float64](ctx, 10))(t)
 	defer b.Free()
 	wantErrors(t, cuda.ErrInvalidValue, map[string]error{
 		"n mismatch":      cuda.UploadWith(&sb, b, 9, s, func([]float64) {}),
@@ -164,7 +164,7 @@ func TestUploadDownloadRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := tt.bytes / 4
-			b := must(cuda.Alloc[uint32](ctx, n))
+			b := must(cuda.Alloc[uint32](ctx, n))(t)
 			defer b.Free()
 			before := sb.Stats()
 			src := random[uint32](n)
@@ -195,10 +195,10 @@ func TestUploadDownloadRoutes(t *testing.T) {
 		})
 	}
 	t.Run("page-locked source", func(t *testing.T) {
-		p := must(cuda.AllocPinned[uint32](ctx, 1024))
+		p := must(cuda.AllocPinned[uint32](ctx, 1024))(t)
 		defer p.Free()
 		copy(p.Data(), random[uint32](1024))
-		b := must(cuda.Alloc[uint32](ctx, 1024))
+		b := must(cuda.Alloc[uint32](ctx, 1024))(t)
 		defer b.Free()
 		before := sb.Stats()
 		if err := cuda.Upload(&sb, b, p.Data(), s); err != nil {
@@ -221,9 +221,9 @@ func TestUploadDownloadRoutes(t *testing.T) {
 func TestStagingThreshold(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	one := must(cuda.Alloc[byte](ctx, 1))
+	one := must(cuda.Alloc[byte](ctx, 1))(t)
 	defer one.Free()
-	big := must(cuda.Alloc[byte](ctx, 100<<10))
+	big := must(cuda.Alloc[byte](ctx, 100<<10))(t)
 	defer big.Free()
 	var never, always cuda.StagingBuffer
 	defer never.Close()
@@ -284,7 +284,7 @@ func TestStagingOrderedOnStream(t *testing.T) {
 	var sb cuda.StagingBuffer
 	defer sb.Close()
 	for _, n := range []int{1 << 10, 1 << 20, 8 << 20} {
-		b := must(cuda.Alloc[uint32](ctx, n/4))
+		b := must(cuda.Alloc[uint32](ctx, n/4))(t)
 		b.Memset32Async(0x12345678, s)
 		got := make([]uint32, n/4)
 		if err := cuda.Download(&sb, got, b, s); err != nil {
@@ -319,7 +319,7 @@ func TestStagingSteadyState(t *testing.T) {
 	bufs := make([]*cuda.DeviceBuffer[byte], len(sizes))
 	hosts := make([][]byte, len(sizes))
 	for i, n := range sizes {
-		bufs[i] = must(cuda.Alloc[byte](ctx, n))
+		bufs[i] = must(cuda.Alloc[byte](ctx, n))(t)
 		defer bufs[i].Free()
 		hosts[i] = random[byte](n)
 	}
@@ -378,7 +378,7 @@ func TestStagingErrors(t *testing.T) {
 	so := cudatest.Stream(t, other)
 	var sb cuda.StagingBuffer
 	defer sb.Close()
-	b := must(cuda.Alloc[int64](ctx, 8))
+	b := must(cuda.Alloc[int64](ctx, 8))(t)
 	if err := cuda.Upload(&sb, b, make([]int64, 8), so); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("stream of another context: %v", err)
 	}

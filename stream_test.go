@@ -10,16 +10,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
-	"github.com/gocuda/cuda/internal/track"
 )
-
-func trackForgotten() int64 {
-	var n int64
-	for _, v := range track.Take().Forgotten {
-		n += v
-	}
-	return n
-}
 
 func TestStream(t *testing.T) {
 	ctx := cudatest.Context(t)
@@ -240,7 +231,7 @@ func TestFailedSynchronizeKeepsPins(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	const n = 16 << 10
-	b := must(cuda.Alloc[byte](ctx, n))
+	b := must(cuda.Alloc[byte](ctx, n))(t)
 	defer b.Free()
 	if err := b.Memset8(0x77); err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func stagingRoute(name string, n int, warm bool, configure func(sb *cuda.Staging
 		prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 			sb := new(cuda.StagingBuffer)
 			configure(sb)
-			b := must(cuda.Alloc[byte](e.ctx, n))
+			b := must(cuda.Alloc[byte](e.ctx, n))(t)
 			host := random[byte](n)
 			if warm {
 				if err := transfer(sb, b, host, e.s); err != nil {
@@ -132,7 +132,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Context.Close", covers: []string{"Context.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				c := must(cuda.NewContext(e.ctx.Device()))
+				c := must(cuda.NewContext(e.ctx.Device()))(t)
 				return c.Close, closeAgain(func() error { _, _, err := c.MemInfo(); return err }, c.Close)
 			}},
 		{name: "context calls", covers: []string{"Context.Synchronize", "Context.MemInfo", "Context.StreamPriorityRange", "Context.Do"},
@@ -149,7 +149,7 @@ func sweepCases() []sweepCase {
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var s, sp *cuda.Stream
 				var e1, e2 *cuda.Event
-				b := must(cuda.Alloc[byte](e.ctx, 16))
+				b := must(cuda.Alloc[byte](e.ctx, 16))(t)
 				return func() (err error) {
 						return firstErr(
 							func() (err error) { s, err = e.ctx.NewStream(); return err },
@@ -179,8 +179,8 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Stream.Close", covers: []string{"Stream.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				s := must(e.ctx.NewStream())
-				b := must(cuda.Alloc[uint32](e.ctx, 64))
+				s := must(e.ctx.NewStream())(t)
+				b := must(cuda.Alloc[uint32](e.ctx, 64))(t)
 				host := make([]uint32, 64)
 				if err := b.CopyToHostAsync(host, s); err != nil { // Go memory pinned until s syncs
 					t.Fatal(err)
@@ -192,7 +192,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Event.Close", covers: []string{"Event.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				ev := must(e.ctx.NewEvent())
+				ev := must(e.ctx.NewEvent())(t)
 				return ev.Close, closeAgain(ev.Synchronize, ev.Close)
 			}},
 		{name: "allocate", covers: []string{"cuda.Alloc", "cuda.Zeroed", "cuda.FromHost"},
@@ -214,7 +214,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "DeviceBuffer.Free", covers: []string{"DeviceBuffer.Free"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				b := must(cuda.Alloc[byte](e.ctx, 64))
+				b := must(cuda.Alloc[byte](e.ctx, 64))(t)
 				return b.Free, closeAgain(func() error { return b.CopyFromHost(make([]byte, 64)) }, b.Free)
 			}},
 		{name: "copies", covers: []string{"DeviceBuffer.CopyFromHost", "DeviceBuffer.CopyToHost", "DeviceBuffer.CopyFromDevice",
@@ -222,10 +222,10 @@ func sweepCases() []sweepCase {
 			"DeviceBuffer.CopyToHostAsync", "DeviceBuffer.CopyFromDeviceAsync", "DeviceBuffer.Memset8Async",
 			"DeviceBuffer.Memset16Async", "DeviceBuffer.Memset32Async"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				b, c := must(cuda.Alloc[uint32](e.ctx, 64)), must(cuda.Alloc[uint32](e.ctx, 64))
+				b, c := must(cuda.Alloc[uint32](e.ctx, 64))(t), must(cuda.Alloc[uint32](e.ctx, 64))(t)
 				host := random[uint32](64)
-				sl := must(b.Slice(8, 16))
-				view := must(cuda.ViewAs[uint16](c))
+				sl := must(b.Slice(8, 16))(t)
+				view := must(cuda.ViewAs[uint16](c))(t)
 				return func() error {
 						return firstErr(
 							func() error { return b.CopyFromHost(host) },
@@ -258,7 +258,7 @@ func sweepCases() []sweepCase {
 				var p *cuda.PinnedBuffer[uint32]
 				var r *cuda.Registered[uint32]
 				host := make([]uint32, 1024)
-				b := must(cuda.Alloc[uint32](e.ctx, 1024))
+				b := must(cuda.Alloc[uint32](e.ctx, 1024))(t)
 				return func() error {
 						return firstErr(
 							func() (err error) { p, err = cuda.AllocPinned[uint32](e.ctx, 1024); return err },
@@ -276,7 +276,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "PinnedBuffer.Free", covers: []string{"PinnedBuffer.Free"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				p := must(cuda.AllocPinned[byte](e.ctx, 4096))
+				p := must(cuda.AllocPinned[byte](e.ctx, 4096))(t)
 				return p.Free, closeAgain(func() error {
 					if p.Data() == nil {
 						return errors.New("no memory")
@@ -286,7 +286,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Registered.Close", covers: []string{"Registered.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				r := must(cuda.Register(e.ctx, make([]byte, 8192)))
+				r := must(cuda.Register(e.ctx, make([]byte, 8192)))(t)
 				return r.Close, closeAgain(func() error { return nil }, r.Close)
 			}},
 		stagingRoute("Upload direct cold", 16<<10, false, small, up),
@@ -340,7 +340,7 @@ func sweepCases() []sweepCase {
 			"Function.SetAttribute", "Function.Launch", "cuda.Global"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var m *cuda.Module
-				a := must(cuda.FromHost(e.ctx, random[float32](300)))
+				a := must(cuda.FromHost(e.ctx, random[float32](300)))(t)
 				return func() error {
 						var fn *cuda.Function
 						return firstErr(
@@ -369,14 +369,14 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Module.Close", covers: []string{"Module.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				m := must(e.ctx.LoadModule(e.ptx))
-				must(cuda.Global[uint32](m, "table"))
+				m := must(e.ctx.LoadModule(e.ptx))(t)
+				must(cuda.Global[uint32](m, "table"))(t)
 				return m.Close, closeAgain(func() error { _, err := m.Function("empty"); return err }, m.Close)
 			}},
 		{name: "peers", covers: []string{"Context.EnablePeerAccess", "Context.DisablePeerAccess", "cuda.CopyPeer", "cuda.CopyPeerAsync"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				src := must(cuda.FromHost(e.ctx, random[int32](1000)))
-				dst := must(cuda.Alloc[int32](e.ctx1, 1000))
+				src := must(cuda.FromHost(e.ctx, random[int32](1000)))(t)
+				dst := must(cuda.Alloc[int32](e.ctx1, 1000))(t)
 				return func() error {
 						return firstErr(
 							func() error { _, err := cuda.CopyPeer(dst, src); return err },
@@ -401,7 +401,7 @@ func sweepCases() []sweepCase {
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var comms []*nccl.Comm
 				var one *nccl.Comm
-				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2})), must(cuda.Alloc[float32](e.ctx, 2))
+				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t), must(cuda.Alloc[float32](e.ctx, 2))(t)
 				return func() error {
 						return firstErr(
 							func() error { _, _, _, err := nccl.Version(); return err },
@@ -443,7 +443,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Comm.Abort", covers: []string{"Comm.Abort"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-				c := must(nccl.NewComm(e.ctx, must(nccl.NewUniqueID()), 1, 0))
+				c := must(nccl.NewComm(e.ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
 				return c.Abort, closeAgain(func() error { return nil }, c.Abort)
 			}},
 		{name: "nvrtc", covers: []string{"nvrtc.Compile", "nvrtc.Version"},

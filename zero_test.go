@@ -60,6 +60,8 @@ var zeroTypes = map[string]struct {
 	"nccl.Comm":               {new(nccl.Comm), false},
 	"nccl.Result":             {new(nccl.Result), true},
 	"nccl.Error":              {new(nccl.Error), false},
+	"nvrtc.Result":            {new(nvrtc.Result), true},
+	"nvrtc.Error":             {new(nvrtc.Error), false},
 	"nvrtc.Options":           {new(nvrtc.Options), true},
 	"nvrtc.Output":            {new(nvrtc.Output), false},
 }

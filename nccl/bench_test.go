@@ -22,12 +22,12 @@ func BenchmarkAllReduce(b *testing.B) {
 	ctxs := make([]*cuda.Context, n)
 	streams := make([]*cuda.Stream, n)
 	for i := range n {
-		ctxs[i] = must(cuda.NewContext(must(cuda.GetDevice(i))))
+		ctxs[i] = must(cuda.NewContext(must(cuda.GetDevice(i))(b)))(b)
 		defer ctxs[i].Close()
-		streams[i] = must(ctxs[i].NewStream())
+		streams[i] = must(ctxs[i].NewStream())(b)
 		defer streams[i].Close()
 	}
-	comms := must(nccl.NewComms(ctxs))
+	comms := must(nccl.NewComms(ctxs))(b)
 	defer func() {
 		for _, c := range comms {
 			c.Close()
@@ -37,7 +37,7 @@ func BenchmarkAllReduce(b *testing.B) {
 		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
 			bufs := make([]*cuda.DeviceBuffer[float32], n)
 			for i := range n {
-				bufs[i] = must(cuda.Zeroed[float32](ctxs[i], size/4))
+				bufs[i] = must(cuda.Zeroed[float32](ctxs[i], size/4))(b)
 				defer bufs[i].Free()
 			}
 			step := func() {

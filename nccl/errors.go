@@ -6,6 +6,7 @@ import (
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
+	"github.com/gocuda/cuda/internal/errfmt"
 )
 
 // Result is an NCCL result code (ncclResult_t).
@@ -52,36 +53,27 @@ func (e *Error) Error() string {
 	if e == nil {
 		return "nccl: <nil>"
 	}
-	s := "nccl: " + e.Op
-	if e.Call != "" {
-		s += ": " + e.Call
-	}
+	var code string
 	if e.Code != Success {
-		s += fmt.Sprintf(": %s (%s)", e.Text, e.Code)
+		code = fmt.Sprintf("%s (%s)", e.Text, e.Code)
 	}
-	if e.Err != nil && e.Code == Success {
-		s += ": " + e.Err.Error()
-	}
-	if e.Detail != "" {
-		s += ": " + e.Detail
-	}
-	return s
+	return errfmt.Message("nccl", e.Op, e.Call, code, e.Err, e.Detail)
 }
 
-// Unwrap returns the sentinel (cuda.ErrInvalidValue, cuda.ErrClosed,
-// cuda.ErrNotSupported) and NCCL's code, for errors.Is.
-func (e *Error) Unwrap() []error {
+// Unwrap returns the gocuda sentinel e matches (cuda.ErrInvalidValue,
+// cuda.ErrClosed, cuda.ErrNotSupported), if any.
+func (e *Error) Unwrap() error {
 	if e == nil {
 		return nil
 	}
-	var out []error
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	if e.Code != Success {
-		out = append(out, e.Code)
-	}
-	return out
+	return e.Err
+}
+
+// Is reports whether e carries NCCL's result target, so that
+// errors.Is(err, nccl.RemoteError) picks out one code.
+func (e *Error) Is(target error) bool {
+	r, ok := target.(Result)
+	return ok && e != nil && e.Code != Success && e.Code == r
 }
 
 // sentinels are the gocuda sentinels NCCL's codes match.

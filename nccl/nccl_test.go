@@ -3,7 +3,6 @@ package nccl_test
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/internal/track"
@@ -28,72 +26,6 @@ func TestMain(m *testing.M) {
 		os.Setenv(cudatest.EnvDriver, "fake")
 	}
 	cudatest.Main(m)
-}
-
-func haveNCCL() bool {
-	h, err := purego.Dlopen("libnccl.so.2", purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err == nil {
-		purego.Dlclose(h)
-	}
-	return err == nil
-}
-
-// requireNCCL skips where NCCL is missing, except on the GPU machine
-// (GOCUDA_REQUIRE_GPU=1), where it must be there.
-func requireNCCL(t testing.TB) {
-	t.Helper()
-	major, minor, patch, err := nccl.Version()
-	if err == nil {
-		path, _ := nccl.Library()
-		t.Logf("NCCL %d.%d.%d (%s)", major, minor, patch, path)
-		return
-	}
-	if !errors.Is(err, cuda.ErrNotSupported) {
-		t.Fatalf("Version: %v", err)
-	}
-	if os.Getenv(cudatest.EnvRequireGPU) == "1" {
-		t.Fatalf("GOCUDA_REQUIRE_GPU=1 and no NCCL: %v", err)
-	}
-	t.Skip(err)
-}
-
-// must is for set-up steps that do not fail where the test can run.
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// numbers returns n small random integers as T: sums of them are exact in
-// any order, as a reduction across GPUs adds them.
-func numbers[T nccl.Number](n int) []T {
-	s := make([]T, n)
-	for i := range s {
-		s[i] = T(rand.IntN(100))
-	}
-	return s
-}
-
-func download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
-	t.Helper()
-	out := make([]T, b.Len())
-	if err := b.CopyToHost(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func equal[T comparable](t testing.TB, what string, got, want []T) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
-		}
-	}
 }
 
 func TestUniqueIDText(t *testing.T) {
@@ -122,8 +54,8 @@ func TestOneRank(t *testing.T) {
 	requireNCCL(t)
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	id := must(nccl.NewUniqueID())
-	c := must(nccl.NewComm(ctx, id, 1, 0))
+	id := must(nccl.NewUniqueID())(t)
+	c := must(nccl.NewComm(ctx, id, 1, 0))(t)
 	defer c.Close()
 	if c.Rank() != 0 || c.Size() != 1 || c.Context() != ctx {
 		t.Fatalf("rank %d of %d, context %p", c.Rank(), c.Size(), c.Context())
@@ -139,9 +71,9 @@ func oneRank[T nccl.Number](t *testing.T, c *nccl.Comm, s *cuda.Stream) {
 	const n = 100003
 	ctx := c.Context()
 	want := numbers[T](n)
-	send := must(cuda.FromHost(ctx, want))
+	send := must(cuda.FromHost(ctx, want))(t)
 	defer send.Free()
-	recv := must(cuda.Alloc[T](ctx, n))
+	recv := must(cuda.Alloc[T](ctx, n))(t)
 	defer recv.Free()
 	for name, run := range map[string]func() error{
 		"AllReduce":     func() error { return nccl.AllReduce(c, send, recv, nccl.Sum, s) },
@@ -172,7 +104,7 @@ func TestCollectives(t *testing.T) {
 	if ctxs == nil {
 		return
 	}
-	comms := must(nccl.NewComms(ctxs))
+	comms := must(nccl.NewComms(ctxs))(t)
 	defer func() {
 		for _, c := range comms {
 			c.Close()
@@ -199,12 +131,12 @@ func collectives[T nccl.Number](t *testing.T, comms []*nccl.Comm, streams []*cud
 	recv := make([]*cuda.DeviceBuffer[T], ranks)
 	for r, c := range comms {
 		in[r] = numbers[T](ranks * n)
-		send[r] = must(cuda.FromHost(c.Context(), in[r]))
+		send[r] = must(cuda.FromHost(c.Context(), in[r]))(t)
 		defer send[r].Free()
-		recv[r] = must(cuda.Alloc[T](c.Context(), ranks*n))
+		recv[r] = must(cuda.Alloc[T](c.Context(), ranks*n))(t)
 		defer recv[r].Free()
 	}
-	block := func(b *cuda.DeviceBuffer[T], i int) *cuda.DeviceBuffer[T] { return must(b.Slice(i*n, n)) }
+	block := func(b *cuda.DeviceBuffer[T], i int) *cuda.DeviceBuffer[T] { return must(b.Slice(i*n, n))(t) }
 	fold := func(op func(a, b T) T, off, k int) []T {
 		out := append([]T(nil), in[0][off:off+k]...)
 		for r := 1; r < ranks; r++ {
@@ -284,7 +216,7 @@ func TestUniqueIDRanks(t *testing.T) {
 	if ctxs == nil {
 		return
 	}
-	id := must(nccl.NewUniqueID())
+	id := must(nccl.NewUniqueID())(t)
 	const n = 1 << 16
 	in := [][]float32{numbers[float32](n), numbers[float32](n)}
 	out := make([][]float32, 2)
@@ -347,7 +279,7 @@ func TestTwoProcesses(t *testing.T) {
 	if n, _ := cuda.DeviceCount(); cudatest.IsFake() || n < 2 {
 		t.Skipf("needs two GPUs (the %s driver sees %d)", cudatest.Kind(), n)
 	}
-	id := must(nccl.NewUniqueID())
+	id := must(nccl.NewUniqueID())(t)
 	text, _ := id.MarshalText()
 	var wg sync.WaitGroup
 	outs := make([][]byte, 2)
@@ -373,18 +305,18 @@ func twoProcessRank(t *testing.T, rankText string) {
 	if err := id.UnmarshalText([]byte(os.Getenv("GOCUDA_TEST_NCCL_ID"))); err != nil {
 		t.Fatal(err)
 	}
-	ctx := must(cuda.NewContext(must(cuda.GetDevice(r))))
+	ctx := must(cuda.NewContext(must(cuda.GetDevice(r))(t)))(t)
 	defer ctx.Close()
-	c := must(nccl.NewComm(ctx, id, 2, r))
+	c := must(nccl.NewComm(ctx, id, 2, r))(t)
 	defer c.Close()
-	s := must(ctx.NewStream())
+	s := must(ctx.NewStream())(t)
 	defer s.Close()
 	const n = 1 << 20
 	in := make([]int64, 2*n)
 	for i := range n {
 		in[i], in[n+i] = int64(r+1), int64(i)
 	}
-	b := must(cuda.FromHost(ctx, in))
+	b := must(cuda.FromHost(ctx, in))(t)
 	defer b.Free()
 	if err := nccl.AllReduce(c, b, b, nccl.Sum, s); err != nil {
 		t.Fatal(err)
@@ -423,23 +355,23 @@ func TestErrors(t *testing.T) {
 	requireNCCL(t)
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
 	defer c.Close()
-	other := must(cuda.NewContext(cudatest.Device(t)))
+	other := must(cuda.NewContext(cudatest.Device(t)))(t)
 	defer other.Close()
-	otherStream := must(other.NewStream())
+	otherStream := must(other.NewStream())(t)
 	defer otherStream.Close()
-	closedComm := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+	closedComm := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
 	closedComm.Close()
-	a := must(cuda.Alloc[float32](ctx, 64))
+	a := must(cuda.Alloc[float32](ctx, 64))(t)
 	defer a.Free()
-	b := must(cuda.Alloc[float32](ctx, 64))
+	b := must(cuda.Alloc[float32](ctx, 64))(t)
 	defer b.Free()
-	short := must(cuda.Alloc[float32](ctx, 63))
+	short := must(cuda.Alloc[float32](ctx, 63))(t)
 	defer short.Free()
-	foreign := must(cuda.Alloc[float32](other, 64))
+	foreign := must(cuda.Alloc[float32](other, 64))(t)
 	defer foreign.Free()
-	freed := must(cuda.Alloc[float32](ctx, 64))
+	freed := must(cuda.Alloc[float32](ctx, 64))(t)
 	freed.Free()
 	for _, tt := range []struct {
 		name string
@@ -494,8 +426,6 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func errOf[T any](_ T, err error) error { return err }
-
 // TestNCCLErrors: NCCL's errors carry its code and text, and a failing fn
 // still ends its group.
 func TestNCCLErrors(t *testing.T) {
@@ -506,9 +436,9 @@ func TestNCCLErrors(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
 	defer c.Close()
-	a := must(cuda.Alloc[int32](ctx, 16))
+	a := must(cuda.Alloc[int32](ctx, 16))(t)
 	defer a.Free()
 	f.Fail("ncclAllReduce", 1, int(nccl.InvalidUsage))
 	err := nccl.AllReduce(c, a, a, nccl.Sum, s)
@@ -531,7 +461,7 @@ func TestNCCLErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Fail("ncclCommInitRankScalable", 1, int(nccl.SystemError))
-	if _, err := nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0); !errors.Is(err, nccl.SystemError) {
+	if _, err := nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0); !errors.Is(err, nccl.SystemError) {
 		t.Fatalf("NewComm with an injected failure: %v", err)
 	}
 	if err := s.Synchronize(); err != nil {
@@ -568,7 +498,7 @@ func TestCommForgotten(t *testing.T) {
 	requireNCCL(t)
 	ctx := cudatest.Context(t)
 	before := track.Take().Forgotten[track.Comm]
-	func() { must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0)) }()
+	func() { must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t) }()
 	if !cudatest.GC(func() bool { return track.Take().Forgotten[track.Comm] > before }) {
 		t.Fatal("the cleanup of an unreachable communicator did not run")
 	}
@@ -584,14 +514,14 @@ func TestFailedCloseRetried(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	buf := must(cuda.FromHost(ctx, []float32{1, 2, 3}))
+	buf := must(cuda.FromHost(ctx, []float32{1, 2, 3}))(t)
 	defer buf.Free()
 	for _, how := range []struct {
 		name, call string
 		close      func(*nccl.Comm) error
 	}{{"Close", "ncclCommDestroy", (*nccl.Comm).Close}, {"Abort", "ncclCommAbort", (*nccl.Comm).Abort}} {
 		t.Run(how.name, func(t *testing.T) {
-			c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID()), 1, 0))
+			c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
 			live := f.Live("comm")
 			f.Fail(how.call, 1, 3) // ncclInternalError
 			err := how.close(c)

@@ -42,12 +42,13 @@ var library = dl.Library{
 	Install: "install NVIDIA's NVRTC (the CUDA toolkit, or pip install nvidia-cuda-nvrtc)",
 }
 
-func open() error {
+// open opens NVRTC once per process.
+func open(op string) error {
 	lib.once.Do(func() {
 		h, path, err := library.Open(dl.ProcessEnv())
 		lib.path = path
 		if err != nil {
-			lib.err = fmt.Errorf("nvrtc: %w: %v", cuda.ErrNotSupported, err)
+			lib.err = err
 			return
 		}
 		f := &lib.fn
@@ -60,12 +61,15 @@ func open() error {
 		} {
 			var err error
 			if *p, err = purego.Dlsym(h, name); err != nil {
-				lib.err = fmt.Errorf("nvrtc: %w: %s lacks %s", cuda.ErrNotSupported, lib.path, name)
+				lib.err = fmt.Errorf("%s lacks %s: not NVRTC, or too old", lib.path, name)
 				return
 			}
 		}
 	})
-	return lib.err
+	if lib.err != nil {
+		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+	}
+	return nil
 }
 
 // call calls an NVRTC function and turns its nvrtcResult into an error.
@@ -75,22 +79,24 @@ func open() error {
 // alive for the call.
 //
 //go:uintptrescapes
-func call(what string, fn uintptr, args ...uintptr) error {
+func call(op, what string, fn uintptr, args ...uintptr) error {
 	r, _, _ := purego.SyscallN(fn, args...)
 	if int32(r) == 0 {
 		return nil
 	}
 	s, _, _ := purego.SyscallN(lib.fn.errString, r)
-	return fmt.Errorf("nvrtc: %s: %s (%d)", what, dl.String(s), int32(r))
+	code := Result(int32(r))
+	return &Error{Op: op, Call: what, Code: code, Text: dl.String(s), Err: sentinels[code]}
 }
 
 // Version returns the NVRTC version, such as 13.0.
 func Version() (cuda.Version, error) {
-	if err := open(); err != nil {
+	const op = "Version"
+	if err := open(op); err != nil {
 		return cuda.Version{}, err
 	}
 	var major, minor int32
-	if err := call("nvrtcVersion", lib.fn.version, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor))); err != nil {
+	if err := call(op, "nvrtcVersion", lib.fn.version, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor))); err != nil {
 		return cuda.Version{}, err
 	}
 	return cuda.Version{Major: int(major), Minor: int(minor)}, nil
@@ -126,11 +132,11 @@ type Output struct {
 // Options.NameExpressions lowered to: the name to give Module.Function.
 func (o *Output) LoweredName(expr string) (string, error) {
 	if o == nil {
-		return "", fmt.Errorf("nvrtc: %w: nil *Output", cuda.ErrInvalidValue)
+		return "", errorf("Output.LoweredName", cuda.ErrInvalidValue, "nil *Output")
 	}
 	name, ok := o.lowered[expr]
 	if !ok {
-		return "", fmt.Errorf("nvrtc: %w: %q was not among the name expressions compiled", cuda.ErrInvalidValue, expr)
+		return "", errorf("Output.LoweredName", cuda.ErrInvalidValue, "%q was not among the name expressions compiled", expr)
 	}
 	return name, nil
 }
@@ -139,16 +145,17 @@ func (o *Output) LoweredName(expr string) (string, error) {
 // device of ctx. A compile error wraps cuda.ErrInvalidValue and carries the
 // compiler's log.
 func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
-	if err := open(); err != nil {
+	const op = "Compile"
+	if err := open(op); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(src) == "" {
-		return nil, fmt.Errorf("nvrtc: %w: empty source", cuda.ErrInvalidValue)
+		return nil, errorf(op, cuda.ErrInvalidValue, "empty source")
 	}
 	arch := opts.Arch
 	if arch == "" {
 		if ctx == nil {
-			return nil, fmt.Errorf("nvrtc: %w: no context and no Options.Arch to target", cuda.ErrInvalidValue)
+			return nil, errorf(op, cuda.ErrInvalidValue, "no context and no Options.Arch to target")
 		}
 		cc, err := ctx.Device().ComputeCapability()
 		if err != nil {
@@ -166,7 +173,7 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 	}
 	csrc, cname := cbytes(src), cbytes(name)
 	var prog uintptr
-	if err := call("nvrtcCreateProgram", lib.fn.create, uintptr(unsafe.Pointer(&prog)),
+	if err := call(op, "nvrtcCreateProgram", lib.fn.create, uintptr(unsafe.Pointer(&prog)),
 		uintptr(unsafe.Pointer(&csrc[0])), uintptr(unsafe.Pointer(&cname[0])), 0, 0, 0); err != nil {
 		return nil, err
 	}
@@ -174,7 +181,7 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 	exprs := make([][]byte, len(opts.NameExpressions))
 	for i, e := range opts.NameExpressions {
 		exprs[i] = cbytes(e)
-		if err := call("nvrtcAddNameExpression", lib.fn.addName, prog, uintptr(unsafe.Pointer(&exprs[i][0]))); err != nil {
+		if err := call(op, "nvrtcAddNameExpression", lib.fn.addName, prog, uintptr(unsafe.Pointer(&exprs[i][0]))); err != nil {
 			return nil, err
 		}
 	}
@@ -185,13 +192,16 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 		cflags[i] = cbytes(f)
 		ptrs[i] = uintptr(unsafe.Pointer(&cflags[i][0]))
 	}
-	compileErr := call("nvrtcCompileProgram", lib.fn.compile, prog, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))
+	compileErr := call(op, "nvrtcCompileProgram", lib.fn.compile, prog, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))
 	runtime.KeepAlive(cflags)
 	runtime.KeepAlive(csrc)
 	runtime.KeepAlive(cname)
 	log := programLog(prog)
 	if compileErr != nil {
-		return nil, fmt.Errorf("nvrtc: compiling %s for %s: %w: %v\n%s", name, arch, cuda.ErrInvalidValue, compileErr, log)
+		e := compileErr.(*Error)
+		e.Err = cuda.ErrInvalidValue
+		e.Detail = fmt.Sprintf("compiling %s for %s:\n%s", name, arch, log)
+		return nil, e
 	}
 	out := &Output{PTX: strings.HasPrefix(arch, "compute_"), Log: log, lowered: map[string]string{}}
 	sizeFn, getFn, what := lib.fn.cubinSize, lib.fn.cubin, "nvrtcGetCUBIN"
@@ -199,18 +209,18 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 		sizeFn, getFn, what = lib.fn.ptxSize, lib.fn.ptx, "nvrtcGetPTX"
 	}
 	var size uintptr
-	if err := call(what+"Size", sizeFn, prog, uintptr(unsafe.Pointer(&size))); err != nil {
+	if err := call(op, what+"Size", sizeFn, prog, uintptr(unsafe.Pointer(&size))); err != nil {
 		return nil, err
 	}
 	out.Image = make([]byte, size)
 	if size > 0 {
-		if err := call(what, getFn, prog, uintptr(unsafe.Pointer(&out.Image[0]))); err != nil {
+		if err := call(op, what, getFn, prog, uintptr(unsafe.Pointer(&out.Image[0]))); err != nil {
 			return nil, err
 		}
 	}
 	for i, e := range opts.NameExpressions {
 		var p uintptr
-		if err := call("nvrtcGetLoweredName", lib.fn.lowered, prog, uintptr(unsafe.Pointer(&exprs[i][0])), uintptr(unsafe.Pointer(&p))); err != nil {
+		if err := call(op, "nvrtcGetLoweredName", lib.fn.lowered, prog, uintptr(unsafe.Pointer(&exprs[i][0])), uintptr(unsafe.Pointer(&p))); err != nil {
 			return nil, err
 		}
 		out.lowered[e] = dl.String(p)
@@ -220,11 +230,11 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 
 func programLog(prog uintptr) string {
 	var size uintptr
-	if call("nvrtcGetProgramLogSize", lib.fn.logSize, prog, uintptr(unsafe.Pointer(&size))) != nil || size <= 1 {
+	if call("Compile", "nvrtcGetProgramLogSize", lib.fn.logSize, prog, uintptr(unsafe.Pointer(&size))) != nil || size <= 1 {
 		return ""
 	}
 	buf := make([]byte, size)
-	if call("nvrtcGetProgramLog", lib.fn.log, prog, uintptr(unsafe.Pointer(&buf[0]))) != nil {
+	if call("Compile", "nvrtcGetProgramLog", lib.fn.log, prog, uintptr(unsafe.Pointer(&buf[0]))) != nil {
 		return ""
 	}
 	return strings.TrimRight(string(buf), "\x00\n ")

@@ -102,6 +102,10 @@ func TestCompileError(t *testing.T) {
 	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "undeclared_thing") || !strings.Contains(err.Error(), "broken.cu") {
 		t.Fatalf("compile error: %v; want ErrInvalidValue carrying the log", err)
 	}
+	var e *nvrtc.Error
+	if !errors.Is(err, nvrtc.CompilationError) || !errors.As(err, &e) || e.Call != "nvrtcCompileProgram" || e.Op != "Compile" {
+		t.Errorf("compile error %#v: want an *nvrtc.Error from nvrtcCompileProgram matching nvrtc.CompilationError", err)
+	}
 	t.Log(err)
 	if _, err := nvrtc.Compile(ctx, " ", nvrtc.Options{}); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("empty source: %v", err)

@@ -1,0 +1,87 @@
+package nccl_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/ebitengine/purego"
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/nccl"
+)
+
+// haveNCCL reports whether the loader finds NCCL, without opening it for
+// the package (whose first open is kept for the process).
+func haveNCCL() bool {
+	h, err := purego.Dlopen("libnccl.so.2", purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err == nil {
+		purego.Dlclose(h)
+	}
+	return err == nil
+}
+
+// requireNCCL skips where NCCL is missing, except on the GPU machine
+// (GOCUDA_REQUIRE_GPU=1), where it must be there.
+func requireNCCL(t testing.TB) {
+	t.Helper()
+	major, minor, patch, err := nccl.Version()
+	if err == nil {
+		path, _ := nccl.Library()
+		t.Logf("NCCL %d.%d.%d (%s)", major, minor, patch, path)
+		return
+	}
+	if !errors.Is(err, cuda.ErrNotSupported) {
+		t.Fatalf("Version: %v", err)
+	}
+	if os.Getenv(cudatest.EnvRequireGPU) == "1" {
+		t.Fatalf("GOCUDA_REQUIRE_GPU=1 and no NCCL: %v", err)
+	}
+	t.Skip(err)
+}
+
+// must returns v, or ends the test that calls the returned function with
+// err (t.Fatal). Call it on the test's goroutine only.
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(tb testing.TB) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
+	}
+}
+
+// numbers returns n small random integers as T: sums of them are exact in
+// any order, as a reduction across GPUs adds them.
+func numbers[T nccl.Number](n int) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = T(rand.IntN(100))
+	}
+	return s
+}
+
+func download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
+	t.Helper()
+	out := make([]T, b.Len())
+	if err := b.CopyToHost(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func equal[T comparable](t testing.TB, what string, got, want []T) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+func errOf[T any](_ T, err error) error { return err }

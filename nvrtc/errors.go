@@ -1,0 +1,88 @@
+package nvrtc
+
+import (
+	"fmt"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/errfmt"
+)
+
+// Result is an NVRTC result code (nvrtcResult). A Result is itself an error
+// value to match with errors.Is:
+//
+//	errors.Is(err, nvrtc.CompilationError)
+type Result int32
+
+// NVRTC's result codes this package names.
+const (
+	Success             Result = 0
+	OutOfMemory         Result = 1
+	ProgramCreationFail Result = 2
+	InvalidInput        Result = 3
+	InvalidProgram      Result = 4
+	InvalidOption       Result = 5
+	CompilationError    Result = 6
+)
+
+var resultNames = [...]string{"NVRTC_SUCCESS", "NVRTC_ERROR_OUT_OF_MEMORY", "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+	"NVRTC_ERROR_INVALID_INPUT", "NVRTC_ERROR_INVALID_PROGRAM", "NVRTC_ERROR_INVALID_OPTION", "NVRTC_ERROR_COMPILATION"}
+
+func (r Result) String() string {
+	if r >= 0 && int(r) < len(resultNames) {
+		return resultNames[r]
+	}
+	return fmt.Sprintf("nvrtcResult(%d)", int32(r))
+}
+
+// Error makes a Result an error value for errors.Is.
+func (r Result) Error() string { return r.String() }
+
+// Error is the error type of this package, of the same shape as cuda.Error
+// and nccl.Error.
+type Error struct {
+	Op     string // the gocuda operation, such as "Compile"
+	Call   string // the NVRTC function, such as "nvrtcCompileProgram"; "" if NVRTC was not called
+	Code   Result // NVRTC's result; 0 if NVRTC was not called
+	Text   string // NVRTC's text for the code
+	Err    error  // the gocuda sentinel this error matches, if any
+	Detail string // what was wrong, in words (for a compile error, the log)
+}
+
+func (e *Error) Error() string {
+	if e == nil {
+		return "nvrtc: <nil>"
+	}
+	var code string
+	if e.Code != Success {
+		code = fmt.Sprintf("%s (%s)", e.Text, e.Code)
+	}
+	return errfmt.Message("nvrtc", e.Op, e.Call, code, e.Err, e.Detail)
+}
+
+// Unwrap returns the gocuda sentinel e matches (cuda.ErrInvalidValue for a
+// compile error or bad input, cuda.ErrNotSupported without NVRTC, ...).
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
+
+// Is reports whether e carries NVRTC's result target.
+func (e *Error) Is(target error) bool {
+	r, ok := target.(Result)
+	return ok && e != nil && e.Code != Success && e.Code == r
+}
+
+// sentinels are the gocuda sentinels NVRTC's codes match.
+var sentinels = map[Result]error{
+	OutOfMemory:      cuda.ErrOutOfMemory,
+	InvalidInput:     cuda.ErrInvalidValue,
+	InvalidOption:    cuda.ErrInvalidValue,
+	CompilationError: cuda.ErrInvalidValue,
+}
+
+// errorf returns an error of ours, not NVRTC's, matching sentinel.
+func errorf(op string, sentinel error, format string, args ...any) error {
+	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
+}
