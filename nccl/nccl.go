@@ -71,15 +71,14 @@ func open(op string) error {
 			return
 		}
 		f := &lib.fn
-		for name, p := range map[string]*uintptr{
+		// Missing functions stay 0: only the calls that need them fail.
+		_ = dl.Symbols(h, path, map[string]*uintptr{
 			"ncclGetVersion": &f.getVersion, "ncclGetErrorString": &f.getErrorString, "ncclGetLastError": &f.getLastError,
 			"ncclGetUniqueId": &f.getUniqueID, "ncclCommInitRankScalable": &f.initRankScalable, "ncclCommInitAll": &f.initAll,
 			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
 			"ncclAllReduce": &f.allReduce, "ncclBroadcast": &f.broadcast, "ncclReduce": &f.reduce,
 			"ncclAllGather": &f.allGather, "ncclReduceScatter": &f.reduceScatter,
-		} {
-			*p, _ = purego.Dlsym(h, name)
-		}
+		})
 		if f.getVersion == 0 || f.getErrorString == 0 {
 			lib.err = fmt.Errorf("%s is not NCCL: it lacks ncclGetVersion", lib.path)
 		}

@@ -52,19 +52,13 @@ func open(op string) error {
 			return
 		}
 		f := &lib.fn
-		for name, p := range map[string]*uintptr{
+		lib.err = dl.Symbols(h, path, map[string]*uintptr{
 			"nvrtcVersion": &f.version, "nvrtcCreateProgram": &f.create, "nvrtcDestroyProgram": &f.destroy,
 			"nvrtcCompileProgram": &f.compile, "nvrtcGetPTXSize": &f.ptxSize, "nvrtcGetPTX": &f.ptx,
 			"nvrtcGetCUBINSize": &f.cubinSize, "nvrtcGetCUBIN": &f.cubin, "nvrtcGetProgramLogSize": &f.logSize,
 			"nvrtcGetProgramLog": &f.log, "nvrtcAddNameExpression": &f.addName, "nvrtcGetLoweredName": &f.lowered,
 			"nvrtcGetErrorString": &f.errString,
-		} {
-			var err error
-			if *p, err = purego.Dlsym(h, name); err != nil {
-				lib.err = fmt.Errorf("%s lacks %s: not NVRTC, or too old", lib.path, name)
-				return
-			}
-		}
+		})
 	})
 	if lib.err != nil {
 		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"unsafe"
 
@@ -91,6 +92,26 @@ func (lib Library) Open(env Env) (h uintptr, path string, err error) {
 		how = lib.Env + " names a library that does not load; unset it to search"
 	}
 	return 0, "", fmt.Errorf("%w: cannot open %s (tried %s; last: %v): %s", ErrNotFound, lib.Name, strings.Join(tried, ", "), last, how)
+}
+
+// Symbols resolves each name of table in the library h into its entry, and
+// returns an error naming those the library lacks (their entries stay 0,
+// so that a caller for whom some are optional can go on).
+func Symbols(h uintptr, path string, table map[string]*uintptr) error {
+	var missing []string
+	for name, p := range table {
+		addr, err := purego.Dlsym(h, name)
+		if err != nil {
+			addr = 0
+			missing = append(missing, name)
+		}
+		*p = addr
+	}
+	if missing == nil {
+		return nil
+	}
+	sort.Strings(missing)
+	return fmt.Errorf("%s lacks %s: not the library, or too old", path, strings.Join(missing, ", "))
 }
 
 // sitePackages returns the site-packages folders of an active virtual

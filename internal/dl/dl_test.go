@@ -137,6 +137,30 @@ func TestOpenFromWheel(t *testing.T) {
 	}
 }
 
+// TestSymbols: present names resolve, missing ones stay 0 and are named.
+func TestSymbols(t *testing.T) {
+	fake, err := fakecuda.Build()
+	if err != nil {
+		t.Skip(err)
+	}
+	lib := Library{Name: "fake", Env: "GOCUDA_LIBFAKE_UNSET", Sonames: []string{fake}}
+	h, path, err := lib.Open(fakeEnv(nil, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var init, nope uintptr
+	err = Symbols(h, path, map[string]*uintptr{"cuInit": &init, "cuNoSuchFunction": &nope})
+	if init == 0 || nope != 0 {
+		t.Errorf("cuInit at %#x, cuNoSuchFunction at %#x", init, nope)
+	}
+	if err == nil || !strings.Contains(err.Error(), "cuNoSuchFunction") || strings.Contains(err.Error(), "cuInit") {
+		t.Errorf("error %v: want it to name cuNoSuchFunction alone", err)
+	}
+	if err := Symbols(h, path, map[string]*uintptr{"cuInit": &init}); err != nil {
+		t.Errorf("all present: %v", err)
+	}
+}
+
 func TestString(t *testing.T) {
 	b := []byte("hello\x00world")
 	if s := String(uintptr(unsafe.Pointer(&b[0]))); s != "hello" {

@@ -35,24 +35,21 @@ var lib struct {
 
 func open() error {
 	lib.once.Do(func() {
-		h, _, err := library.Open(dl.ProcessEnv())
+		h, path, err := library.Open(dl.ProcessEnv())
 		if err != nil {
 			lib.err = err
 			return
 		}
 		funcs := &lib.funcs
-		for name, p := range map[string]*uintptr{
+		if lib.err = dl.Symbols(h, path, map[string]*uintptr{
 			"nvmlInit_v2":                         &funcs.init,
 			"nvmlDeviceGetHandleByPciBusId_v2":    &funcs.byBusID,
 			"nvmlDeviceGetCurrPcieLinkGeneration": &funcs.curGen,
 			"nvmlDeviceGetCurrPcieLinkWidth":      &funcs.curWidth,
 			"nvmlDeviceGetMaxPcieLinkGeneration":  &funcs.maxGen,
 			"nvmlDeviceGetMaxPcieLinkWidth":       &funcs.maxWidth,
-		} {
-			if *p, err = purego.Dlsym(h, name); err != nil {
-				lib.err = err
-				return
-			}
+		}); lib.err != nil {
+			return
 		}
 		if r, _, _ := purego.SyscallN(funcs.init); r != 0 {
 			lib.err = fmt.Errorf("nvmlInit_v2 returned %d", int32(r))
