@@ -20,10 +20,13 @@ const (
 
 // The paths of the other programs in the comparison.
 const (
-	CPageable     = "C pageable"
-	CPinned       = "C pinned"
-	TorchPageable = "torch pageable"
-	TorchPinned   = "torch pinned"
+	CPageable      = "C pageable"
+	CPinned        = "C pinned"
+	TorchPageable  = "torch pageable"
+	TorchPinned    = "torch pinned"
+	TorchPinMemory = "torch pin_memory" // PyTorch's fastest path for an ordinary tensor
+	CuPy           = "cupy"
+	JAX            = "jax"
 )
 
 // GocudaPaths returns the paths gocuda bench measures, in its order.
