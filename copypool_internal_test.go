@@ -90,3 +90,36 @@ func TestHoldCopyWorkers(t *testing.T) {
 	}
 	eventually("released pool", parked)
 }
+
+// TestSmallCopyWakesNoWorker: a copy under wakeWorthBytes, with every worker
+// parked, is made by the caller alone. (From wakeWorthBytes up the parts are
+// handed out, but the caller may take them all before a worker wakes: no
+// assertion there.)
+func TestSmallCopyWakesNoWorker(t *testing.T) {
+	copyPool.once.Do(startCopyPool)
+	if copyPool.n == 0 {
+		t.Skip("GOMAXPROCS is 1: the pool has no workers")
+	}
+	for _, n := range []int{2 * minCopyPart, 4 * minCopyPart, wakeWorthBytes - 1} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			for deadline := time.Now().Add(5 * time.Second); int(copyPool.parked.Load()) != copyPool.n; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("parked %d of %d workers", copyPool.parked.Load(), copyPool.n)
+				}
+			}
+			src, dst := make([]byte, n), make([]byte, n)
+			for i := range src {
+				src[i] = byte(i*13 + 1)
+			}
+			var left atomic.Int32
+			parallelCopy(dst, src, maxCopyWorkers, &left)
+			if !bytes.Equal(dst, src) {
+				t.Fatal("data differs")
+			}
+			// A woken worker spins for copySpin before it parks again.
+			if p := int(copyPool.parked.Load()); p < copyPool.n {
+				t.Errorf("a copy of %d bytes woke %d parked workers", n, copyPool.n-p)
+			}
+		})
+	}
+}
