@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -128,6 +129,46 @@ func BenchmarkStagingPaired(b *testing.B) {
 				b.ReportMetric(float64(n)*float64(b.N)/direct.Seconds()/1e9, "plain-GB/s")
 				b.ReportMetric(float64(direct)/float64(staging), "speedup")
 			})
+		}
+	}
+}
+
+// BenchmarkStagingRoutesLoop moves mid sizes back to back, as an input
+// pipeline does, by each route forced (staged whole, pipelined, handed to
+// the driver): in a loop the copy workers stay warm between transfers,
+// which single transfers (gocuda calibrate) do not see.
+func BenchmarkStagingRoutesLoop(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
+	defer a.dev.Free()
+	off := cuda.DefaultStagingPipeline()
+	off.MinBytes = math.MaxInt
+	on := cuda.DefaultStagingPipeline()
+	on.MinBytes = 1
+	routes := []struct {
+		name     string
+		stageMax int
+		pipe     cuda.StagingPipeline
+	}{{"staged", math.MaxInt, off}, {"pipelined", 0, on}, {"direct", 0, off}}
+	for _, dir := range []struct {
+		name string
+		d    cuda.Direction
+		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
+	}{{"up", cuda.HostToDevice, upload}, {"down", cuda.DeviceToHost, download}} {
+		for _, n := range []int{256 << 10, 1 << 20, 4 << 20} {
+			for _, r := range routes {
+				b.Run(dir.name+"/"+sizeName(n)+"/"+r.name, func(b *testing.B) {
+					var sb cuda.StagingBuffer
+					defer sb.Close()
+					sb.SetStageMaxBytes(dir.d, r.stageMax)
+					if err := sb.SetPipeline(r.pipe); err != nil {
+						b.Fatal(err)
+					}
+					devs, hosts := a.slots(b, n)
+					loopTransfers(b, &sb, devs, hosts, s, dir.move)
+				})
+			}
 		}
 	}
 }
