@@ -12,21 +12,12 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/internal/track"
 )
 
-// must returns v, or ends the test that calls the returned function with
-// err (t.Fatal): buf := must(cuda.Alloc[float32](ctx, n))(t). Call it on
-// the test's goroutine only.
-func must[T any](v T, err error) func(testing.TB) T {
-	return func(tb testing.TB) T {
-		tb.Helper()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return v
-	}
-}
+// must is cudatest.Must: buf := must(cuda.Alloc[float32](ctx, n))(t).
+func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, err) }
 
 // random returns n elements of T of random bytes.
 func random[T any](n int) []T {

@@ -41,17 +41,8 @@ func requireNCCL(t testing.TB) {
 	t.Skip(err)
 }
 
-// must returns v, or ends the test that calls the returned function with
-// err (t.Fatal). Call it on the test's goroutine only.
-func must[T any](v T, err error) func(testing.TB) T {
-	return func(tb testing.TB) T {
-		tb.Helper()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return v
-	}
-}
+// must is cudatest.Must: c := must(nccl.NewComm(...))(t).
+func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, err) }
 
 // numbers returns n small random integers as T: sums of them are exact in
 // any order, as a reduction across GPUs adds them.

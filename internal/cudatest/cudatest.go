@@ -274,3 +274,16 @@ func GC(cond func() bool) bool {
 	}
 	return cond()
 }
+
+// Must returns v, or ends the test that calls the returned function with
+// err (t.Fatal): buf := Must(cuda.Alloc[float32](ctx, n))(t). Call it on
+// the test's goroutine only.
+func Must[T any](v T, err error) func(testing.TB) T {
+	return func(tb testing.TB) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
+	}
+}
