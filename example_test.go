@@ -27,14 +27,7 @@ func Example() {
 }
 
 func ExampleContext_NewStream() {
-	dev, err := cuda.GetDevice(0)
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, err := cuda.NewContext(dev)
-	if err != nil {
-		log.Fatal(err)
-	}
+	ctx := newContext() // as in Example
 	defer ctx.Close()
 
 	s, err := ctx.NewStream()
@@ -51,14 +44,7 @@ func ExampleContext_NewStream() {
 }
 
 func ExampleElapsedTime() {
-	dev, err := cuda.GetDevice(0)
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, err := cuda.NewContext(dev)
-	if err != nil {
-		log.Fatal(err)
-	}
+	ctx := newContext() // as in Example
 	defer ctx.Close()
 	s, err := ctx.NewStream()
 	if err != nil {

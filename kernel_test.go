@@ -272,20 +272,24 @@ func TestLaunchParamFailures(t *testing.T) {
 			}
 		})
 	}
-	t.Run("cubin on a driver without cuFuncGetParamCount", func(t *testing.T) {
+	// cubinKernel is vadd_f32 as from a cubin (no PTX to read its
+	// parameters from) on a driver without cuFuncGetParamCount.
+	cubinKernel := func(t *testing.T) *cuda.Function {
+		t.Helper()
 		m := loadKernels(t, ctx)
 		cuda.ForgetPTX(m)
 		fn := must(m.Function("vadd_f32"))(t)
 		f.Fail("cuFuncGetParamCount", 1, 801)
+		return fn
+	}
+	t.Run("cubin on a driver without cuFuncGetParamCount", func(t *testing.T) {
+		fn := cubinKernel(t)
 		if err := fn.Launch(ok, a, a, a); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "takes 4 arguments") {
 			t.Errorf("too few arguments, the count read parameter by parameter: %v", err)
 		}
 	})
 	t.Run("nothing describes the kernel", func(t *testing.T) {
-		m := loadKernels(t, ctx)
-		cuda.ForgetPTX(m)
-		fn := must(m.Function("vadd_f32"))(t)
-		f.Fail("cuFuncGetParamCount", 1, 801)
+		fn := cubinKernel(t)
 		f.Fail("cuFuncGetParamInfo", 1, 801)
 		// vadd_f32 reads four parameters; with none given it must read
 		// zeros (n = 0: nothing to do), not memory past the arguments.
