@@ -26,7 +26,14 @@ type copyTask struct {
 	left     *atomic.Int32
 }
 
+// copyDelay, in nanoseconds, slows every part down: tests that must see
+// a copy still running set it.
+var copyDelay atomic.Int64
+
 func (t copyTask) run() {
+	if d := copyDelay.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	copy(t.dst, t.src)
 	if t.left != nil { // nil: a wake-up call (holdCopyWorkers)
 		t.left.Add(-1)
@@ -65,7 +72,9 @@ func releaseCopyWorkers() { copyPool.held.Add(-1) }
 
 func startCopyPool() {
 	copyPool.n = min(runtime.GOMAXPROCS(0), maxCopyWorkers) - 1
-	copyPool.tasks = make(chan copyTask, 4*maxCopyWorkers)
+	// Room for every part of every chunk a pipeline has in flight, so
+	// that handing out work never blocks (copyAsync).
+	copyPool.tasks = make(chan copyTask, maxPipeSlots*maxCopyWorkers)
 	for range copyPool.n {
 		go copyWorker()
 	}
@@ -119,7 +128,7 @@ const maxCopyWorkers = 16
 
 // minCopyPart is the least a worker is given: below it, handing the work
 // over costs more than it saves.
-const minCopyPart = 128 << 10
+var minCopyPart = 128 << 10
 
 // wakeWorthBytes is the size below which a copy uses only the workers still
 // spinning: waking a parked one takes the scheduler tens of microseconds,
@@ -131,12 +140,6 @@ const wakeWorthBytes = 1 << 20
 // parallelCopy copies src into dst (of equal length) with up to workers
 // goroutines, this one among them, and returns when all are done. left is
 // the caller's, reused to keep the call free of allocations.
-//
-// The caller does not block until the others finish: it is usually locked
-// to its OS thread (it holds a context current), and a locked goroutine
-// that blocks or yields hands its thread's processor away and waits tens of
-// microseconds to get one back, which the pipeline would pay once per
-// chunk. It takes queued parts itself instead, and spins.
 func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
 	copyPool.once.Do(startCopyPool)
 	parts := min(workers, copyPool.n+1, len(src)/minCopyPart)
@@ -147,24 +150,63 @@ func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
 		copy(dst, src)
 		return
 	}
-	size := (len(src) + parts - 1) / parts
-	size = (size + 63) &^ 63 // whole cache lines
-	left.Store(int32(parts))
-	for i := range parts - 1 {
-		lo, hi := min(i*size, len(src)), min((i+1)*size, len(src))
-		copyPool.tasks <- copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left}
-	}
+	size := partSize(len(src), parts)
 	lo := min((parts-1)*size, len(src))
-	copyTask{dst: dst[lo:], src: src[lo:], left: left}.run()
+	handOut(dst[:lo], src[:lo], size, left)
+	copy(dst[lo:], src[lo:])
+	awaitCopies(left)
+}
+
+// copyAsync hands the copy of src into dst (of equal length) to up to
+// workers goroutines of the pool, counting its parts in left, and returns
+// at once; awaitCopies waits for them. With no workers to give it to, it
+// copies here.
+func copyAsync(dst, src []byte, workers int, left *atomic.Int32) {
+	copyPool.once.Do(startCopyPool)
+	parts := max(min(workers, copyPool.n, len(src)/minCopyPart), 1)
+	if copyPool.n == 0 {
+		copy(dst, src)
+		return
+	}
+	handOut(dst, src, partSize(len(src), parts), left)
+}
+
+// partSize is the size of each of parts parts of n bytes: whole cache
+// lines, the last part taking what is left.
+func partSize(n, parts int) int {
+	size := (n + parts - 1) / parts
+	return (size + 63) &^ 63
+}
+
+// handOut queues the copy of src into dst in parts of size bytes, adding
+// them to left. A part the queue has no room for is copied here.
+func handOut(dst, src []byte, size int, left *atomic.Int32) {
+	for lo := 0; lo < len(src); lo += size {
+		hi := min(lo+size, len(src))
+		t := copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left}
+		left.Add(1)
+		select {
+		case copyPool.tasks <- t:
+		default:
+			t.run()
+		}
+	}
+}
+
+// awaitCopies returns once the parts counted in left are copied.
+//
+// The caller does not block until the others finish: it is usually locked
+// to its OS thread (it holds a context current), and a locked goroutine
+// that blocks or yields hands its thread's processor away and waits tens of
+// microseconds to get one back, which the pipeline would pay once per
+// chunk. It takes queued parts itself instead, and spins.
+func awaitCopies(left *atomic.Int32) {
 	var deadline time.Time
 	for i := 1; left.Load() > 0; i++ {
 		// A part no worker has taken yet, ours or another transfer's, is
 		// better copied here than waited for.
-		select {
-		case t := <-copyPool.tasks:
-			t.run()
+		if runQueued() {
 			continue
-		default:
 		}
 		if i%1024 == 0 {
 			// Past a millisecond a worker holding a part may be waiting
@@ -175,5 +217,17 @@ func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
 				runtime.Gosched()
 			}
 		}
+	}
+}
+
+// runQueued copies one queued part here, if there is one, and reports
+// whether it did.
+func runQueued() bool {
+	select {
+	case t := <-copyPool.tasks:
+		t.run()
+		return true
+	default:
+		return false
 	}
 }

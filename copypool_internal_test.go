@@ -31,10 +31,40 @@ func TestParallelCopy(t *testing.T) {
 	}
 }
 
+// Copies handed out together, in parts of every size around minCopyPart,
+// are all done, every byte, once awaited, and no count is left over.
+func TestCopyAsync(t *testing.T) {
+	for _, n := range []int{1, minCopyPart - 1, minCopyPart, 3*minCopyPart + 5, 17 * minCopyPart} {
+		for _, workers := range []int{1, 2, maxCopyWorkers} {
+			t.Run(fmt.Sprintf("%d/workers=%d", n, workers), func(t *testing.T) {
+				var left [4]atomic.Int32
+				src, dst := make([][]byte, len(left)), make([][]byte, len(left))
+				for i := range left {
+					src[i], dst[i] = make([]byte, n), make([]byte, n)
+					for j := range src[i] {
+						src[i][j] = byte(rand.Uint32())
+					}
+					copyAsync(dst[i], src[i], workers, &left[i])
+				}
+				for i := range left {
+					awaitCopies(&left[i])
+					if !bytes.Equal(dst[i], src[i]) {
+						t.Fatalf("copy %d: dst differs from src", i)
+					}
+					if l := left[i].Load(); l != 0 {
+						t.Fatalf("copy %d: %d parts left after awaitCopies returned", i, l)
+					}
+				}
+			})
+		}
+	}
+}
+
 // Transfers in several goroutines share the pool; each must get its own
 // bytes, whoever copies them.
 func TestParallelCopyConcurrent(t *testing.T) {
-	const goroutines, n = 8, 40 * minCopyPart
+	const goroutines = 8
+	n := 40 * minCopyPart
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	for g := range goroutines {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -12,6 +13,27 @@ import (
 func SetCopyHold(on bool) bool {
 	old := copyHold
 	copyHold = on
+	return old
+}
+
+// SetCopyDelay makes every part the copy workers copy take d longer; it
+// returns the previous delay.
+func SetCopyDelay(d time.Duration) time.Duration {
+	return time.Duration(copyDelay.Swap(int64(d)))
+}
+
+// SetPipeSplit sets the least number of chunks a pipelined transfer is cut
+// into (1 to 16), and SetMinCopyPart the least a copy worker is given; each
+// returns the previous value. Call them with no transfer under way.
+func SetPipeSplit(n int) int {
+	old := pipeSplit
+	pipeSplit = n
+	return old
+}
+
+func SetMinCopyPart(n int) int {
+	old := minCopyPart
+	minCopyPart = n
 	return old
 }
 

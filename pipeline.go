@@ -49,11 +49,11 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	up := d == HostToDevice
 	switch {
 	case r == routeStaged && up:
-		parallelCopy(pinned, host, st.pipe.Workers, &sb.copyWait)
+		parallelCopy(pinned, host, st.pipe.Workers, &sb.copyLeft[0])
 		err = upload(op, ptr, pinned, false, s)
 	case r == routeStaged:
 		if err = download(op, pinned, ptr, s); err == nil {
-			parallelCopy(host, pinned, st.pipe.Workers, &sb.copyWait)
+			parallelCopy(host, pinned, st.pipe.Workers, &sb.copyLeft[0])
 		}
 	case r == routePipelined:
 		if err = sb.pipeline(op, up, ptr, host, pinned, slot, st.pipe, s); err != nil {
@@ -103,7 +103,7 @@ func (sb *StagingBuffer) prepare(op string, r route, p StagingPipeline, ctx *Con
 			}
 			sb.evCtx = s.ctx
 		}
-		for len(sb.events) < p.Slots {
+		for len(sb.events) < max(p.Slots, pipeSplit) {
 			e, err := s.ctx.NewEvent(EventDisableTiming)
 			if err != nil {
 				return nil, 0, r, err
@@ -143,11 +143,21 @@ func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
 	return check(op, driver.MemcpyDtoH(s.ctx.handle, hostPtr(host), d, uintptr(len(host))))
 }
 
+// pipeSplit is the least number of chunks a pipelined transfer is cut
+// into, so that even a transfer a few chunks long overlaps copying and DMA.
+var pipeSplit = 4
+
+// maxPipeSlots bounds StagingPipeline.Slots and pipeSplit: the chunks a
+// pipeline has in flight at once.
+const maxPipeSlots = 16
+
 // pipeline moves host to or from the device at d in chunks through pinned
-// slots of slot bytes: while the DMA engine moves one chunk, goroutines
-// copy the next. Called with s's context bound. When it fails, copies it
-// queued may still be running: the caller settles them (settle).
-func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, slotBytes int, p StagingPipeline, s *Stream) error {
+// memory cut in slots of slotBytes: while the DMA engine moves one chunk,
+// the copy workers copy others, every chunk in flight at once, each split
+// between several workers. Called with s's context bound. When it fails,
+// DMA it queued may still be running (the caller settles it: settle); no
+// copy between host and the pinned memory is.
+func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, slotBytes int, p StagingPipeline, s *Stream) (err error) {
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return err
 	}
@@ -160,67 +170,98 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	if holdCopyWorkers() {
 		defer releaseCopyWorkers()
 	}
-	// At least four chunks, so that even a transfer a few chunks long
-	// overlaps copying and DMA; never less than StagingGranularity.
-	quarter := (len(host) + 3) / 4
+	quarter := (len(host) + pipeSplit - 1) / pipeSplit
 	chunk := min((quarter+StagingGranularity-1)/StagingGranularity*StagingGranularity, slotBytes)
 	nchunks := (len(host) + chunk - 1) / chunk
+	// Chunks in flight: as many as the pinned memory holds, so that a
+	// transfer of a few chunks has them all copying at once.
+	k := min(nchunks, p.Slots*slotBytes/chunk)
+	left := sb.copyLeft[:k]
+	defer func() {
+		// On every way out: the copies read or write host, which is
+		// the caller's again once this returns.
+		for i := range left {
+			awaitCopies(&left[i])
+		}
+	}()
 	slot := func(i int) []byte {
-		k := i % p.Slots
-		n := min(chunk, len(host)-i*chunk)
-		return pinned[k*slotBytes : k*slotBytes+n]
+		off := i % k * chunk
+		return pinned[off : off+min(chunk, len(host)-i*chunk)]
 	}
 	part := func(i int) []byte { return host[i*chunk : min((i+1)*chunk, len(host))] }
 	dev := func(i int) driver.DevicePtr { return d + driver.DevicePtr(i*chunk) }
-	wait := func(i int) error {
-		return check(op, driver.EventSynchronize(s.ctx.handle, sb.events[i%p.Slots].handle))
+	event := func(i int) *Event { return sb.events[i%k] }
+	// await waits for chunk i's DMA, copying queued parts meanwhile.
+	await := func(i int) error {
+		for runQueued() {
+		}
+		return check(op, driver.EventSynchronize(s.ctx.handle, event(i).handle))
 	}
-	record := func(i int) error {
+	dma := func(i int) error {
+		sl := slot(i)
 		s.queued.Add(1)
-		return check(op, driver.EventRecord(s.ctx.handle, sb.events[i%p.Slots].handle, s.handle))
+		var st driver.Status
+		if up {
+			st = driver.MemcpyHtoDAsync(s.ctx.handle, dev(i), hostPtr(sl), uintptr(len(sl)), s.handle)
+		} else {
+			st = driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(sl), dev(i), uintptr(len(sl)), s.handle)
+		}
+		if err := check(op, st); err != nil {
+			return err
+		}
+		s.queued.Add(1)
+		return check(op, driver.EventRecord(s.ctx.handle, event(i).handle, s.handle))
 	}
 	if up {
-		for i := range nchunks {
-			if i >= p.Slots {
-				if err := wait(i); err != nil { // the slot's previous chunk has left
+		// Chunk i+k-1 goes into the slot chunk i-1 left, once its DMA is
+		// done: by then chunk i's DMA is queued behind it.
+		fill := func(i int) error {
+			if i >= k {
+				if err := await(i); err != nil {
 					return err
 				}
 			}
-			sl := slot(i)
-			parallelCopy(sl, part(i), p.Workers, &sb.copyWait)
-			s.queued.Add(1)
-			if err := check(op, driver.MemcpyHtoDAsync(s.ctx.handle, dev(i), hostPtr(sl), uintptr(len(sl)), s.handle)); err != nil {
+			copyAsync(slot(i), part(i), p.Workers, &left[i%k])
+			return nil
+		}
+		for i := range k {
+			if err := fill(i); err != nil {
 				return err
 			}
-			if err := record(i); err != nil {
+		}
+		for i := range nchunks {
+			awaitCopies(&left[i%k])
+			if err := dma(i); err != nil {
 				return err
+			}
+			if next := i - 1 + k; i > 0 && next < nchunks {
+				if err := fill(next); err != nil {
+					return err
+				}
 			}
 		}
 		return s.synchronize(op)
 	}
-	queue := func(i int) error {
-		sl := slot(i)
-		s.queued.Add(1)
-		if err := check(op, driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(sl), dev(i), uintptr(len(sl)), s.handle)); err != nil {
-			return err
-		}
-		return record(i)
-	}
-	for i := range min(p.Slots, nchunks) {
-		if err := queue(i); err != nil {
+	for i := range k {
+		if err := dma(i); err != nil {
 			return err
 		}
 	}
 	for i := range nchunks {
-		if err := wait(i); err != nil {
+		if err := await(i); err != nil {
 			return err
 		}
-		parallelCopy(part(i), slot(i), p.Workers, &sb.copyWait)
-		if next := i + p.Slots; next < nchunks {
-			if err := queue(next); err != nil {
+		copyAsync(part(i), slot(i), p.Workers, &left[i%k])
+		// Chunk i-1+k goes into the slot chunk i-1 was copied out of.
+		if next := i - 1 + k; i > 0 && next < nchunks {
+			awaitCopies(&left[(i-1)%k])
+			if err := dma(next); err != nil {
 				return err
 			}
 		}
+	}
+	for i := range left {
+		awaitCopies(&left[i])
 	}
 	return s.synchronize(op) // all done: this only records it
 }

@@ -124,7 +124,7 @@ type StagingBuffer struct {
 	retired  []retiredMem // memory a failed transfer's copies may still use
 	events   []*Event     // one per pipeline slot, in evCtx
 	evCtx    *Context
-	copyWait atomic.Int32
+	copyLeft [maxPipeSlots]atomic.Int32 // parts left to copy, by chunk in flight
 }
 
 // NewStagingBuffer returns a staging buffer with bytes of pinned memory
@@ -240,8 +240,8 @@ func (sb *StagingBuffer) SetPipeline(p StagingPipeline) error {
 		return errorf(op, ErrInvalidValue, "MinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.MinBytes)
 	case p.ChunkBytes < StagingGranularity || p.ChunkBytes%StagingGranularity != 0:
 		return errorf(op, ErrInvalidValue, "ChunkBytes %d: want a positive multiple of %d", p.ChunkBytes, StagingGranularity)
-	case p.Slots < 2 || p.Slots > 16:
-		return errorf(op, ErrInvalidValue, "Slots %d: want 2 to 16", p.Slots)
+	case p.Slots < 2 || p.Slots > maxPipeSlots:
+		return errorf(op, ErrInvalidValue, "Slots %d: want 2 to %d", p.Slots, maxPipeSlots)
 	case p.Workers < 1 || p.Workers > maxCopyWorkers:
 		return errorf(op, ErrInvalidValue, "Workers %d: want 1 to %d", p.Workers, maxCopyWorkers)
 	case p.ChunkBytes > math.MaxInt/p.Slots:

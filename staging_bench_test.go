@@ -156,7 +156,7 @@ func BenchmarkStagingRoutesLoop(b *testing.B) {
 		d    cuda.Direction
 		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
 	}{{"up", cuda.HostToDevice, upload}, {"down", cuda.DeviceToHost, download}} {
-		for _, n := range []int{256 << 10, 1 << 20, 4 << 20} {
+		for _, n := range []int{64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20} {
 			for _, r := range routes {
 				b.Run(dir.name+"/"+sizeName(n)+"/"+r.name, func(b *testing.B) {
 					var sb cuda.StagingBuffer
@@ -168,6 +168,42 @@ func BenchmarkStagingRoutesLoop(b *testing.B) {
 					devs, hosts := a.slots(b, n)
 					loopTransfers(b, &sb, devs, hosts, s, dir.move)
 				})
+			}
+		}
+	}
+}
+
+// BenchmarkPipelineSplit sweeps, at mid sizes, back to back, both ways,
+// the least number of chunks a pipelined transfer is cut into and the
+// least part a copy worker is given: the measurement behind pipeSplit and
+// minCopyPart.
+func BenchmarkPipelineSplit(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
+	defer a.dev.Free()
+	p := cuda.DefaultStagingPipeline()
+	p.MinBytes = 1
+	for _, dir := range []struct {
+		name string
+		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
+	}{{"up", upload}, {"down", download}} {
+		for _, n := range []int{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20} {
+			for _, split := range []int{4, 8, 16} {
+				for _, part := range []int{32 << 10, 64 << 10, 128 << 10} {
+					b.Run(fmt.Sprintf("%s/%s/split=%d/part=%s", dir.name, sizeName(n), split, sizeName(part)), func(b *testing.B) {
+						defer cuda.SetPipeSplit(cuda.SetPipeSplit(split))
+						defer cuda.SetMinCopyPart(cuda.SetMinCopyPart(part))
+						var sb cuda.StagingBuffer
+						defer sb.Close()
+						sb.SetAutoStageMaxBytes(0)
+						if err := sb.SetPipeline(p); err != nil {
+							b.Fatal(err)
+						}
+						devs, hosts := a.slots(b, n)
+						loopTransfers(b, &sb, devs, hosts, s, dir.move)
+					})
+				}
 			}
 		}
 	}

@@ -17,6 +17,9 @@
 #             benchmarks, purego and cgo, beside bench/cref/kernelbench.c, three
 #             interleaved rounds, medians: OUTDIR/kernels.md
 #   calibrate gocuda calibrate: OUTDIR/calibrate.txt
+#   split     the pipeline's least chunk count and copy part at mid sizes
+#             (BenchmarkPipelineSplit), then each route forced back to back
+#             (BenchmarkStagingRoutesLoop): OUTDIR/split.txt, OUTDIR/loop.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -25,7 +28,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate] [shape] [paired] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate] [shape] [paired] [split] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -90,6 +93,11 @@ for section in $sections; do
 	calibrate)
 		bin/gocuda calibrate >"$out/calibrate.txt"
 		cat "$out/calibrate.txt"
+		;;
+	split)
+		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineSplit$' -test.benchtime 300x >"$out/split.txt"
+		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkStagingRoutesLoop$' -test.benchtime 300x >"$out/loop.txt"
+		grep -hE '^Benchmark' "$out/split.txt" "$out/loop.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /; s/ MB\/s.*//'
 		;;
 	pool)
 		for round in 1 2; do
