@@ -37,6 +37,27 @@ func SetMinCopyPart(n int) int {
 	return old
 }
 
+// TracePipeline has every pipelined transfer report the time of each of its
+// steps since the transfer's start, by step name ("copied", "landed",
+// "queued", "done") and chunk; nil stops it. Call it with no transfer under
+// way.
+func TracePipeline(f func(step string, chunk int, since time.Duration)) {
+	if f == nil {
+		pipeTrace = nil
+		return
+	}
+	var start time.Time
+	names := [...]string{stepCopied: "copied", stepLanded: "landed", stepQueued: "queued", stepDone: "done"}
+	pipeTrace = func(step pipeStep, chunk int) {
+		now := time.Now()
+		if step == stepStart {
+			start = now
+			return
+		}
+		f(names[step], chunk, now.Sub(start))
+	}
+}
+
 // ParallelCopy is the staging pipeline's copy of src into dst on up to
 // workers goroutines.
 func ParallelCopy(dst, src []byte, workers int) {

@@ -147,6 +147,26 @@ func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
 // into, so that even a transfer a few chunks long overlaps copying and DMA.
 var pipeSplit = 4
 
+// pipeTrace, set by a benchmark, is told each step of a pipelined
+// transfer as it happens, with its chunk: the trace in docs/performance.md.
+var pipeTrace func(step pipeStep, chunk int)
+
+type pipeStep int
+
+const (
+	stepStart  pipeStep = iota // the stream drained, the workers held
+	stepCopied                 // chunk's copy between host and pinned memory done
+	stepLanded                 // chunk's DMA done (waited for)
+	stepQueued                 // chunk's DMA queued
+	stepDone                   // the stream synchronized
+)
+
+func trace(step pipeStep, chunk int) {
+	if pipeTrace != nil {
+		pipeTrace(step, chunk)
+	}
+}
+
 // maxPipeSlots bounds StagingPipeline.Slots and pipeSplit: the chunks a
 // pipeline has in flight at once.
 const maxPipeSlots = 16
@@ -170,6 +190,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	if holdCopyWorkers() {
 		defer releaseCopyWorkers()
 	}
+	trace(stepStart, 0)
 	quarter := (len(host) + pipeSplit - 1) / pipeSplit
 	chunk := min((quarter+StagingGranularity-1)/StagingGranularity*StagingGranularity, slotBytes)
 	nchunks := (len(host) + chunk - 1) / chunk
@@ -195,7 +216,9 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	await := func(i int) error {
 		for runQueued() {
 		}
-		return check(op, driver.EventSynchronize(s.ctx.handle, event(i).handle))
+		err := check(op, driver.EventSynchronize(s.ctx.handle, event(i).handle))
+		trace(stepLanded, i)
+		return err
 	}
 	dma := func(i int) error {
 		sl := slot(i)
@@ -210,7 +233,9 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 			return err
 		}
 		s.queued.Add(1)
-		return check(op, driver.EventRecord(s.ctx.handle, event(i).handle, s.handle))
+		err := check(op, driver.EventRecord(s.ctx.handle, event(i).handle, s.handle))
+		trace(stepQueued, i)
+		return err
 	}
 	if up {
 		// Chunk i+k-1 goes into the slot chunk i-1 left, once its DMA is
@@ -231,6 +256,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		}
 		for i := range nchunks {
 			awaitCopies(&left[i%k])
+			trace(stepCopied, i)
 			if err := dma(i); err != nil {
 				return err
 			}
@@ -240,7 +266,9 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 				}
 			}
 		}
-		return s.synchronize(op)
+		err = s.synchronize(op)
+		trace(stepDone, nchunks-1)
+		return err
 	}
 	for i := range k {
 		if err := dma(i); err != nil {
@@ -255,6 +283,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		// Chunk i-1+k goes into the slot chunk i-1 was copied out of.
 		if next := i - 1 + k; i > 0 && next < nchunks {
 			awaitCopies(&left[(i-1)%k])
+			trace(stepCopied, i-1)
 			if err := dma(next); err != nil {
 				return err
 			}
@@ -263,7 +292,10 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	for i := range left {
 		awaitCopies(&left[i])
 	}
-	return s.synchronize(op) // all done: this only records it
+	trace(stepCopied, nchunks-1)
+	err = s.synchronize(op) // all done: this only records it
+	trace(stepDone, nchunks-1)
+	return err
 }
 
 // settle waits, after a pipeline failed, until no copy it queued on s

@@ -188,9 +188,9 @@ func BenchmarkPipelineSplit(b *testing.B) {
 		name string
 		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
 	}{{"up", upload}, {"down", download}} {
-		for _, n := range []int{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20} {
-			for _, split := range []int{4, 8, 16} {
-				for _, part := range []int{32 << 10, 64 << 10, 128 << 10} {
+		for _, n := range []int{256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 16 << 20} {
+			for _, split := range []int{1, 2, 3, 4} {
+				for _, part := range []int{64 << 10, 128 << 10, 256 << 10} {
 					b.Run(fmt.Sprintf("%s/%s/split=%d/part=%s", dir.name, sizeName(n), split, sizeName(part)), func(b *testing.B) {
 						defer cuda.SetPipeSplit(cuda.SetPipeSplit(split))
 						defer cuda.SetMinCopyPart(cuda.SetMinCopyPart(part))
@@ -205,6 +205,62 @@ func BenchmarkPipelineSplit(b *testing.B) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkPipelineTrace times the steps of pipelined transfers, back to
+// back, both ways: when the first and last chunks were copied between host
+// and pinned memory, when their DMA was queued or seen done, and when the
+// transfer ended, in microseconds from the start (the stream drained, the
+// workers held), averaged; "entry-us" is what the call spent before that
+// start and after its end.
+func BenchmarkPipelineTrace(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
+	defer a.dev.Free()
+	p := cuda.DefaultStagingPipeline()
+	p.MinBytes = 1
+	for _, dir := range []struct {
+		name string
+		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
+	}{{"up", upload}, {"down", download}} {
+		for _, n := range []int{1 << 20, 4 << 20, 16 << 20, 256 << 20} {
+			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
+				var sb cuda.StagingBuffer
+				defer sb.Close()
+				sb.SetAutoStageMaxBytes(0)
+				if err := sb.SetPipeline(p); err != nil {
+					b.Fatal(err)
+				}
+				devs, hosts := a.slots(b, n)
+				sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
+				chunks := 0
+				cuda.TracePipeline(func(step string, chunk int, since time.Duration) {
+					if chunk == 0 {
+						sums[step+"0"] += since
+					}
+					cur[step] = since // the latest of each step in this transfer
+					if step == "done" {
+						for k, v := range cur {
+							sums[k] += v
+						}
+						clear(cur)
+						chunks = chunk + 1
+					}
+				})
+				defer cuda.TracePipeline(nil)
+				start := time.Now()
+				loopTransfers(b, &sb, devs, hosts, s, dir.move)
+				total := time.Since(start)
+				ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
+				for _, step := range []string{"copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
+					b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
+				}
+				b.ReportMetric((float64(total.Microseconds())-float64(sums["done"].Microseconds()))/ops, "entry-us")
+				b.ReportMetric(float64(chunks), "chunks")
+			})
 		}
 	}
 }

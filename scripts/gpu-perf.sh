@@ -19,7 +19,8 @@
 #   calibrate gocuda calibrate: OUTDIR/calibrate.txt
 #   split     the pipeline's least chunk count and copy part at mid sizes
 #             (BenchmarkPipelineSplit), then each route forced back to back
-#             (BenchmarkStagingRoutesLoop): OUTDIR/split.txt, OUTDIR/loop.txt
+#             (BenchmarkStagingRoutesLoop), and the steps of pipelined transfers
+#             timed (BenchmarkPipelineTrace): OUTDIR/split.txt, loop.txt, trace.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -97,6 +98,8 @@ for section in $sections; do
 	split)
 		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineSplit$' -test.benchtime 300x >"$out/split.txt"
 		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkStagingRoutesLoop$' -test.benchtime 300x >"$out/loop.txt"
+		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTrace$' -test.benchtime 300x >"$out/trace.txt"
+		grep -hE '^Benchmark' "$out/trace.txt"
 		grep -hE '^Benchmark' "$out/split.txt" "$out/loop.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /; s/ MB\/s.*//'
 		;;
 	pool)
