@@ -167,6 +167,56 @@ func trace(step pipeStep, chunk int) {
 	}
 }
 
+// minPipeChunk is the least chunk a transfer is cut into: below it the
+// DMA engine's cost per copy outweighs the overlap (BenchmarkPipelineSplit
+// and BenchmarkPipelineTrace on the H200 machine, docs/performance.md).
+const minPipeChunk = 512 << 10
+
+// chunking is how a pipelined transfer of n bytes is cut: in pipeSplit
+// chunks of size bytes or more, at least minPipeChunk and at most a slot.
+// A transfer of chunks of a whole slot ramps: an upload starts with chunks
+// of an eighth, an eighth, a quarter and a half of one, so that the DMA
+// engine starts once an eighth is copied instead of a whole slot; a
+// download ends so, mirrored, so that the last copy out is short.
+type chunking struct {
+	n, size, count int
+	ramp, up       bool
+}
+
+func cut(n, slotBytes int, up bool) chunking {
+	q := (n + pipeSplit - 1) / pipeSplit
+	q = (q + StagingGranularity - 1) / StagingGranularity * StagingGranularity
+	c := chunking{n: n, size: min(max(q, minPipeChunk), slotBytes), up: up}
+	if c.ramp = c.size == slotBytes && n >= 2*slotBytes && slotBytes >= 8*StagingGranularity; c.ramp {
+		c.count = 4 + (n-c.size+c.size-1)/c.size
+	} else {
+		c.count = (n + c.size - 1) / c.size
+	}
+	return c
+}
+
+// bounds returns the byte range of chunk i.
+func (c chunking) bounds(i int) (lo, hi int) {
+	if !c.ramp {
+		return i * c.size, min((i+1)*c.size, c.n)
+	}
+	if c.up {
+		return c.edge(i), c.edge(i + 1)
+	}
+	return c.n - c.edge(c.count-i), c.n - c.edge(c.count-1-i)
+}
+
+// edge returns where an upload's chunk j starts (j = count: its end).
+func (c chunking) edge(j int) int {
+	switch {
+	case j == 0:
+		return 0
+	case j <= 4:
+		return min(c.size>>(4-j), c.n)
+	}
+	return min((j-3)*c.size, c.n)
+}
+
 // maxPipeSlots bounds StagingPipeline.Slots and pipeSplit: the chunks a
 // pipeline has in flight at once.
 const maxPipeSlots = 16
@@ -191,12 +241,11 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		defer releaseCopyWorkers()
 	}
 	trace(stepStart, 0)
-	quarter := (len(host) + pipeSplit - 1) / pipeSplit
-	chunk := min((quarter+StagingGranularity-1)/StagingGranularity*StagingGranularity, slotBytes)
-	nchunks := (len(host) + chunk - 1) / chunk
+	c := cut(len(host), slotBytes, up)
+	nchunks := c.count
 	// Chunks in flight: as many as the pinned memory holds, so that a
 	// transfer of a few chunks has them all copying at once.
-	k := min(nchunks, p.Slots*slotBytes/chunk)
+	k := min(nchunks, p.Slots*slotBytes/c.size)
 	left := sb.copyLeft[:k]
 	defer func() {
 		// On every way out: the copies read or write host, which is
@@ -206,11 +255,18 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		}
 	}()
 	slot := func(i int) []byte {
-		off := i % k * chunk
-		return pinned[off : off+min(chunk, len(host)-i*chunk)]
+		lo, hi := c.bounds(i)
+		off := i % k * c.size
+		return pinned[off : off+hi-lo]
 	}
-	part := func(i int) []byte { return host[i*chunk : min((i+1)*chunk, len(host))] }
-	dev := func(i int) driver.DevicePtr { return d + driver.DevicePtr(i*chunk) }
+	part := func(i int) []byte {
+		lo, hi := c.bounds(i)
+		return host[lo:hi]
+	}
+	dev := func(i int) driver.DevicePtr {
+		lo, _ := c.bounds(i)
+		return d + driver.DevicePtr(lo)
+	}
 	event := func(i int) *Event { return sb.events[i%k] }
 	// await waits for chunk i's DMA, copying queued parts meanwhile.
 	await := func(i int) error {

@@ -40,15 +40,20 @@ const (
 
 // StagingPipeline configures the path Upload and Download take for large
 // ordinary slices: the transfer is cut into chunks, and while the DMA engine
-// moves one chunk between a pinned slot and the device, Workers goroutines
-// copy the next between the slice and another slot.
+// moves one chunk between pinned memory and the device, Workers goroutines
+// copy others between the slice and pinned memory, every chunk the pinned
+// memory has room for at once, each split between the workers.
 type StagingPipeline struct {
 	// MinBytes is the size from which transfers are pipelined;
 	// math.MaxInt turns the pipeline off.
 	MinBytes int
 	// ChunkBytes is the largest chunk. Transfers use chunks of a quarter
-	// of their size (rounded up to StagingGranularity), at most ChunkBytes,
-	// so that even a transfer a few chunks long overlaps copying and DMA.
+	// of their size (rounded up to StagingGranularity), at least 512 KiB
+	// and at most ChunkBytes, so that even a transfer a few chunks long
+	// overlaps copying and DMA; below 512 KiB the DMA engine's cost per
+	// copy outweighs the overlap. A transfer of chunks of ChunkBytes
+	// starts uploading (or ends downloading) with smaller ones, so that
+	// the DMA engine and the workers wait less for each other there.
 	ChunkBytes int
 	// Slots is the number of pinned slots, 2 or more; the pipeline pins
 	// Slots×ChunkBytes.
@@ -59,11 +64,11 @@ type StagingPipeline struct {
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, from 2 MiB up. Measured on the H200
+// workers as GOMAXPROCS, up to 16, from 256 KiB up. Measured on the H200
 // machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		MinBytes:   2 << 20,
+		MinBytes:   256 << 10,
 		ChunkBytes: 16 << 20,
 		Slots:      3,
 		Workers:    min(runtime.GOMAXPROCS(0), maxCopyWorkers),
