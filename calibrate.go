@@ -40,10 +40,10 @@ type StagingCalibration struct {
 	// StageMaxBytes is, by Direction, the largest size up to which staging
 	// was at least as fast as the driver at every size measured.
 	StageMaxBytes [2]int
-	// PipelineMinBytes is the smallest size from which the pipeline beat
-	// the driver at every larger size, both ways; math.MaxInt if it never
-	// did.
-	PipelineMinBytes int
+	// PipelineMinBytes is, by Direction, the smallest size from which the
+	// pipeline beat the driver at every larger size; math.MaxInt if it
+	// never did.
+	PipelineMinBytes [2]int
 	Measurements     []StagingMeasurement
 }
 
@@ -52,8 +52,9 @@ type StagingCalibration struct {
 // handed to the driver) at DefaultCalibrationSizes (or CalibrateSizes), both ways, and sets sb's
 // thresholds to where each wins: each direction's StageMaxBytes to the
 // largest size up to which staging was at least as fast as the driver at
-// every size, and the pipeline's MinBytes to the smallest from which the
-// pipeline was faster than the driver at every larger size, both ways. It takes a few seconds and
+// every size, and the pipeline's UploadMinBytes and DownloadMinBytes to the
+// smallest size from which the pipeline was faster than the driver at
+// every larger size, that way. It takes a few seconds and
 // temporarily pins sb's pipeline memory. progress, if not nil, is called
 // after each measurement with the number done and the total.
 func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int), opts ...CalibrateOption) (_ StagingCalibration, err error) {
@@ -101,7 +102,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 	defer closeTemp(&err, direct.Close)
 	defer closeTemp(&err, piped.Close)
 	off := pipe
-	off.MinBytes = math.MaxInt
+	off.UploadMinBytes, off.DownloadMinBytes = math.MaxInt, math.MaxInt
 	staged.SetAutoStageMaxBytes(math.MaxInt)
 	direct.SetAutoStageMaxBytes(0)
 	piped.SetAutoStageMaxBytes(0)
@@ -111,7 +112,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 		}
 	}
 	on := pipe
-	on.MinBytes = 1
+	on.UploadMinBytes, on.DownloadMinBytes = 1, 1
 	if err := piped.SetPipeline(on); err != nil {
 		return StagingCalibration{}, err
 	}
@@ -147,7 +148,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 	cal.StageMaxBytes, cal.PipelineMinBytes = chooseThresholds(cal.Measurements)
 	sb.SetStageMaxBytes(HostToDevice, cal.StageMaxBytes[HostToDevice])
 	sb.SetStageMaxBytes(DeviceToHost, cal.StageMaxBytes[DeviceToHost])
-	pipe.MinBytes = cal.PipelineMinBytes
+	pipe.UploadMinBytes, pipe.DownloadMinBytes = cal.PipelineMinBytes[HostToDevice], cal.PipelineMinBytes[DeviceToHost]
 	if err := sb.SetPipeline(pipe); err != nil {
 		return StagingCalibration{}, err
 	}
@@ -156,22 +157,21 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 
 // chooseThresholds picks, for each direction, the largest size up to which
 // staging beat the driver at every size, and the smallest size from which
-// the pipeline beat it at every larger size, both ways.
-func chooseThresholds(ms []StagingMeasurement) (stageMax [2]int, pipeMin int) {
+// the pipeline beat it at every larger size.
+func chooseThresholds(ms []StagingMeasurement) (stageMax, pipeMin [2]int) {
 	var sizes []int
 	stagedWins := [2]map[int]bool{{}, {}}
-	pipeWins := map[int]bool{}
+	pipeWins := [2]map[int]bool{{}, {}}
 	for _, m := range ms {
-		if _, seen := pipeWins[m.Bytes]; !seen {
-			sizes = append(sizes, m.Bytes)
-			pipeWins[m.Bytes] = true
-		}
 		d := HostToDevice
 		if !m.Upload {
 			d = DeviceToHost
 		}
+		if !slices.Contains(sizes, m.Bytes) {
+			sizes = append(sizes, m.Bytes)
+		}
 		stagedWins[d][m.Bytes] = m.Staged >= m.Direct
-		pipeWins[m.Bytes] = pipeWins[m.Bytes] && m.Pipelined > m.Direct
+		pipeWins[d][m.Bytes] = m.Pipelined > m.Direct
 	}
 	slices.Sort(sizes)
 	for d := range stageMax {
@@ -181,10 +181,10 @@ func chooseThresholds(ms []StagingMeasurement) (stageMax [2]int, pipeMin int) {
 			}
 			stageMax[d] = n
 		}
-	}
-	pipeMin = math.MaxInt
-	for i := len(sizes) - 1; i >= 0 && pipeWins[sizes[i]]; i-- {
-		pipeMin = sizes[i]
+		pipeMin[d] = math.MaxInt
+		for i := len(sizes) - 1; i >= 0 && pipeWins[d][sizes[i]]; i-- {
+			pipeMin[d] = sizes[i]
+		}
 	}
 	return stageMax, pipeMin
 }

@@ -13,7 +13,7 @@ func TestChooseThresholds(t *testing.T) {
 		name     string
 		ms       []StagingMeasurement
 		stageMax [2]int
-		pipeMin  int
+		pipeMin  [2]int
 	}{
 		{"typical", []StagingMeasurement{
 			m(4, true, 2, 0, 1), m(4, false, 2, 0, 1),
@@ -21,19 +21,24 @@ func TestChooseThresholds(t *testing.T) {
 			m(16, true, 2, 0, 3), m(16, false, 2, 0, 3),
 			m(32, true, 0, 5, 3), m(32, false, 0, 4, 3),
 			m(64, true, 0, 6, 3), m(64, false, 0, 6, 3),
-		}, [2]int{8, 4}, 32},
+		}, [2]int{8, 4}, [2]int{32, 32}},
+		{"the pipeline wins uploads sooner", []StagingMeasurement{
+			m(16, true, 0, 4, 3), m(16, false, 0, 2, 3),
+			m(32, true, 0, 5, 3), m(32, false, 0, 2, 3),
+			m(64, true, 0, 6, 3), m(64, false, 0, 6, 3),
+		}, [2]int{0, 0}, [2]int{16, 64}},
 		{"staging always loses, pipeline never wins", []StagingMeasurement{
 			m(4, true, 1, 1, 2), m(8, true, 1, 1, 2),
-		}, [2]int{0, 0}, math.MaxInt},
+		}, [2]int{0, 0}, [2]int{math.MaxInt, math.MaxInt}},
 		{"pipeline loses at the largest size", []StagingMeasurement{
 			m(4, true, 1, 3, 2), m(8, true, 1, 1, 2),
-		}, [2]int{0, 0}, math.MaxInt},
+		}, [2]int{0, 0}, [2]int{math.MaxInt, math.MaxInt}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, p := chooseThresholds(tt.ms)
 			if a != tt.stageMax || p != tt.pipeMin {
-				t.Errorf("chooseThresholds = %v, %d; want %v, %d", a, p, tt.stageMax, tt.pipeMin)
+				t.Errorf("chooseThresholds = %v, %v; want %v, %v", a, p, tt.stageMax, tt.pipeMin)
 			}
 		})
 	}

@@ -188,7 +188,7 @@ func FuzzStagingSettings(f *testing.F) {
 		s := cudatest.Stream(t, ctx)
 		var sb cuda.StagingBuffer
 		defer sb.Close()
-		p := cuda.StagingPipeline{MinBytes: minBytes, ChunkBytes: chunk, Slots: slots, Workers: workers}
+		p := cuda.StagingPipeline{UploadMinBytes: minBytes, DownloadMinBytes: minBytes, ChunkBytes: chunk, Slots: slots, Workers: workers}
 		err := sb.SetPipeline(p)
 		validOrOOM(t, "SetPipeline", err)
 		if err != nil && sb.Pipeline() != cuda.DefaultStagingPipeline() {

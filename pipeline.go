@@ -26,10 +26,18 @@ func (st stagingSettings) route(n int, locked bool, d Direction) route {
 		return routeDirect
 	case n <= st.stageMax[d&1]:
 		return routeStaged
-	case n >= st.pipe.MinBytes:
+	case n >= st.pipe.minBytes(d):
 		return routePipelined
 	}
 	return routeDirect
+}
+
+// minBytes is the size from which transfers in direction d are pipelined.
+func (p StagingPipeline) minBytes(d Direction) int {
+	if d == HostToDevice {
+		return p.UploadMinBytes
+	}
+	return p.DownloadMinBytes
 }
 
 // transfer moves host to or from the device memory at ptr of mem, on s,

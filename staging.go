@@ -44,9 +44,12 @@ const (
 // copy others between the slice and pinned memory, every chunk the pinned
 // memory has room for at once, each split between the workers.
 type StagingPipeline struct {
-	// MinBytes is the size from which transfers are pipelined;
-	// math.MaxInt turns the pipeline off.
-	MinBytes int
+	// UploadMinBytes and DownloadMinBytes are the sizes from which
+	// transfers each way are pipelined; math.MaxInt turns the pipeline
+	// off that way. They differ: on the H200 machine the pipeline beat
+	// the driver's own path from 512 KiB uploading and only from 2 MiB
+	// downloading, where the driver's path is faster.
+	UploadMinBytes, DownloadMinBytes int
 	// ChunkBytes is the largest chunk. Transfers use chunks of a quarter
 	// of their size (rounded up to StagingGranularity), at least 512 KiB
 	// and at most ChunkBytes, so that even a transfer a few chunks long
@@ -64,14 +67,16 @@ type StagingPipeline struct {
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, from 256 KiB up. Measured on the H200
+// workers as GOMAXPROCS, up to 16, uploading from 512 KiB up and
+// downloading from 2 MiB up. Measured on the H200
 // machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		MinBytes:   256 << 10,
-		ChunkBytes: 16 << 20,
-		Slots:      3,
-		Workers:    min(runtime.GOMAXPROCS(0), maxCopyWorkers),
+		UploadMinBytes:   512 << 10,
+		DownloadMinBytes: 2 << 20,
+		ChunkBytes:       16 << 20,
+		Slots:            3,
+		Workers:          min(runtime.GOMAXPROCS(0), maxCopyWorkers),
 	}
 }
 
@@ -241,8 +246,10 @@ func (sb *StagingBuffer) SetPipeline(p StagingPipeline) error {
 	switch {
 	case sb == nil:
 		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
-	case p.MinBytes <= 0:
-		return errorf(op, ErrInvalidValue, "MinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.MinBytes)
+	case p.UploadMinBytes <= 0:
+		return errorf(op, ErrInvalidValue, "UploadMinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.UploadMinBytes)
+	case p.DownloadMinBytes <= 0:
+		return errorf(op, ErrInvalidValue, "DownloadMinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.DownloadMinBytes)
 	case p.ChunkBytes < StagingGranularity || p.ChunkBytes%StagingGranularity != 0:
 		return errorf(op, ErrInvalidValue, "ChunkBytes %d: want a positive multiple of %d", p.ChunkBytes, StagingGranularity)
 	case p.Slots < 2 || p.Slots > maxPipeSlots:
@@ -513,7 +520,7 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 // postcondition, that is ordered after the work on s and never slower.
 // Small slices are copied into pinned memory and moved from there (up to
 // AutoStageMaxBytes), large ones are pipelined through pinned slots by
-// several goroutines (from Pipeline().MinBytes), the sizes between go to the
+// several goroutines (from Pipeline().UploadMinBytes), the sizes between go to the
 // driver as they are, and so does memory that is already page-locked (a
 // PinnedBuffer's, or Registered). len(src) must equal dst.Len(). Prefer
 // UploadWith where you produce the data: it saves the copy.

@@ -143,9 +143,9 @@ func BenchmarkStagingRoutesLoop(b *testing.B) {
 	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
 	defer a.dev.Free()
 	off := cuda.DefaultStagingPipeline()
-	off.MinBytes = math.MaxInt
+	off.UploadMinBytes, off.DownloadMinBytes = math.MaxInt, math.MaxInt
 	on := cuda.DefaultStagingPipeline()
-	on.MinBytes = 1
+	on.UploadMinBytes, on.DownloadMinBytes = 1, 1
 	routes := []struct {
 		name     string
 		stageMax int
@@ -183,7 +183,7 @@ func BenchmarkPipelineSplit(b *testing.B) {
 	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
 	defer a.dev.Free()
 	p := cuda.DefaultStagingPipeline()
-	p.MinBytes = 1
+	p.UploadMinBytes, p.DownloadMinBytes = 1, 1
 	for _, dir := range []struct {
 		name string
 		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
@@ -221,7 +221,7 @@ func BenchmarkPipelineTrace(b *testing.B) {
 	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
 	defer a.dev.Free()
 	p := cuda.DefaultStagingPipeline()
-	p.MinBytes = 1
+	p.UploadMinBytes, p.DownloadMinBytes = 1, 1
 	for _, dir := range []struct {
 		name string
 		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
@@ -292,7 +292,7 @@ func BenchmarkPipelineShape(b *testing.B) {
 							var sb cuda.StagingBuffer
 							defer sb.Close()
 							sb.SetAutoStageMaxBytes(0)
-							if err := sb.SetPipeline(cuda.StagingPipeline{MinBytes: 1, ChunkBytes: chunk, Slots: 3, Workers: workers}); err != nil {
+							if err := sb.SetPipeline(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: chunk, Slots: 3, Workers: workers}); err != nil {
 								b.Fatal(err)
 							}
 							move := upload
@@ -336,7 +336,7 @@ func BenchmarkCopyPool(b *testing.B) {
 						defer sb.Close()
 						sb.SetAutoStageMaxBytes(0)
 						p := cuda.DefaultStagingPipeline()
-						p.MinBytes, p.Workers = 1, min(workers, p.Workers)
+						p.UploadMinBytes, p.DownloadMinBytes, p.Workers = 1, 1, min(workers, p.Workers)
 						if err := sb.SetPipeline(p); err != nil {
 							b.Fatal(err)
 						}

@@ -14,7 +14,7 @@ import (
 
 // smallPipeline pipelines transfers from 256 KiB in chunks of 64 KiB, so
 // that the fake's tests move little memory.
-var smallPipeline = cuda.StagingPipeline{MinBytes: 256 << 10, ChunkBytes: 64 << 10, Slots: 3, Workers: 2}
+var smallPipeline = cuda.StagingPipeline{UploadMinBytes: 256 << 10, DownloadMinBytes: 256 << 10, ChunkBytes: 64 << 10, Slots: 3, Workers: 2}
 
 // TestFailedPipelineLeavesNoDMA: a pipelined transfer that fails part-way
 // returns only once none of the copies it queued still runs: the stream is
@@ -224,7 +224,7 @@ func TestStagingCountsSuccesses(t *testing.T) {
 			defer sb.Close()
 			p := smallPipeline
 			if tt.stage >= 0 {
-				p.MinBytes = 1 << 30
+				p.UploadMinBytes, p.DownloadMinBytes = 1<<30, 1<<30
 				sb.SetAutoStageMaxBytes(tt.stage)
 			}
 			if err := sb.SetPipeline(p); err != nil {
@@ -255,8 +255,8 @@ func TestStagingEverySize(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	for _, p := range []cuda.StagingPipeline{
-		{MinBytes: 1, ChunkBytes: cuda.StagingGranularity, Slots: 2, Workers: 1},
-		{MinBytes: 1, ChunkBytes: 2 * cuda.StagingGranularity, Slots: 3, Workers: 4},
+		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: cuda.StagingGranularity, Slots: 2, Workers: 1},
+		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 2 * cuda.StagingGranularity, Slots: 3, Workers: 4},
 	} {
 		var sb cuda.StagingBuffer
 		if err := sb.SetPipeline(p); err != nil {
@@ -307,7 +307,7 @@ func TestReserveCoversEveryRoute(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sb := tt.new()
 			defer sb.Close()
-			p := cuda.StagingPipeline{MinBytes: 256 << 10, ChunkBytes: 16 << 20, Slots: 3, Workers: 2}
+			p := cuda.StagingPipeline{UploadMinBytes: 256 << 10, DownloadMinBytes: 256 << 10, ChunkBytes: 16 << 20, Slots: 3, Workers: 2}
 			if err := sb.SetPipeline(p); err != nil {
 				t.Fatal(err)
 			}

@@ -147,7 +147,7 @@ func TestUploadDownloadRoutes(t *testing.T) {
 	var sb cuda.StagingBuffer
 	defer sb.Close()
 	sb.SetAutoStageMaxBytes(64 << 10)
-	if err := sb.SetPipeline(cuda.StagingPipeline{MinBytes: 1 << 20, ChunkBytes: 256 << 10, Slots: 3, Workers: 4}); err != nil {
+	if err := sb.SetPipeline(cuda.StagingPipeline{UploadMinBytes: 1 << 20, DownloadMinBytes: 1 << 20, ChunkBytes: 256 << 10, Slots: 3, Workers: 4}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -261,11 +261,11 @@ func TestStagingThreshold(t *testing.T) {
 	}
 	var sb cuda.StagingBuffer
 	for _, p := range []cuda.StagingPipeline{
-		{MinBytes: 0, ChunkBytes: 1 << 20, Slots: 3, Workers: 2},
-		{MinBytes: 1, ChunkBytes: 1000, Slots: 3, Workers: 2},
-		{MinBytes: 1, ChunkBytes: 1 << 20, Slots: 1, Workers: 2},
-		{MinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 0},
-		{MinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 99},
+		{UploadMinBytes: 0, DownloadMinBytes: 0, ChunkBytes: 1 << 20, Slots: 3, Workers: 2},
+		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1000, Slots: 3, Workers: 2},
+		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 1, Workers: 2},
+		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 0},
+		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 99},
 	} {
 		if err := sb.SetPipeline(p); !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("SetPipeline(%+v): %v", p, err)
@@ -310,7 +310,7 @@ func TestStagingSteadyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb.SetAutoStageMaxBytes(256 << 10)
-	p.MinBytes = 4 << 20
+	p.UploadMinBytes, p.DownloadMinBytes = 4<<20, 4<<20
 	if err := sb.SetPipeline(p); err != nil {
 		t.Fatal(err)
 	}
@@ -419,8 +419,8 @@ func TestCalibrate(t *testing.T) {
 	}
 	if sb.StageMaxBytes(cuda.HostToDevice) != cal.StageMaxBytes[cuda.HostToDevice] ||
 		sb.StageMaxBytes(cuda.DeviceToHost) != cal.StageMaxBytes[cuda.DeviceToHost] ||
-		sb.Pipeline().MinBytes != cal.PipelineMinBytes {
-		t.Errorf("thresholds not set: %d, %d; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline().MinBytes, cal)
+		sb.Pipeline().UploadMinBytes != cal.PipelineMinBytes[cuda.HostToDevice] || sb.Pipeline().DownloadMinBytes != cal.PipelineMinBytes[cuda.DeviceToHost] {
+		t.Errorf("thresholds not set: %d, %+v; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline(), cal)
 	}
 	t.Logf("%s driver: stage up to %v, pipeline from %d", cudatest.Kind(), cal.StageMaxBytes, cal.PipelineMinBytes)
 }

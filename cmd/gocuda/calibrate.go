@@ -41,14 +41,18 @@ func runCalibrate(args []string, w, stderr io.Writer) error {
 		}
 		fmt.Fprintf(w, "%-4s %10s %8.2f %10.2f %8.2f\n", dir, results.FormatSize(m.Bytes), m.Staged/1e9, m.Pipelined/1e9, m.Direct/1e9)
 	}
-	pipeMin := "never"
-	if cal.PipelineMinBytes != math.MaxInt {
-		pipeMin = results.FormatSize(cal.PipelineMinBytes)
+	size := func(n int) string {
+		if n == math.MaxInt {
+			return "never"
+		}
+		return results.FormatSize(n)
 	}
 	up, down := cal.StageMaxBytes[cuda.HostToDevice], cal.StageMaxBytes[cuda.DeviceToHost]
-	fmt.Fprintf(w, "\nchosen: stage uploads up to %s, downloads up to %s; pipeline from %s\n", results.FormatSize(up), results.FormatSize(down), pipeMin)
-	fmt.Fprintf(w, "\nto use them:\n\tsb.SetStageMaxBytes(cuda.HostToDevice, %d)\n\tsb.SetStageMaxBytes(cuda.DeviceToHost, %d)\n\tp := sb.Pipeline()\n\tp.MinBytes = %d\n\tsb.SetPipeline(p)\n",
-		up, down, cal.PipelineMinBytes)
+	pipeUp, pipeDown := cal.PipelineMinBytes[cuda.HostToDevice], cal.PipelineMinBytes[cuda.DeviceToHost]
+	fmt.Fprintf(w, "\nchosen: stage uploads up to %s, downloads up to %s; pipeline uploads from %s, downloads from %s\n",
+		size(up), size(down), size(pipeUp), size(pipeDown))
+	fmt.Fprintf(w, "\nto use them:\n\tsb.SetStageMaxBytes(cuda.HostToDevice, %d)\n\tsb.SetStageMaxBytes(cuda.DeviceToHost, %d)\n\tp := sb.Pipeline()\n\tp.UploadMinBytes, p.DownloadMinBytes = %d, %d\n\tsb.SetPipeline(p)\n",
+		up, down, pipeUp, pipeDown)
 	fmt.Fprintf(w, "or call sb.Calibrate(ctx, nil) once at start-up.\n")
 	return nil
 }
