@@ -37,13 +37,14 @@
 //     copy at 64-256 KiB, 3.5-7x from 1 MiB up, 53-55 GB/s from 16 MiB up.
 //   - Register a slice you transfer again and again (Register): it then
 //     moves at the link's speed too, and registering 256 MiB took 10 ms.
-//   - Move ordinary slices with StagingBuffer's Upload and Download: below
-//     2 MiB they take the driver's own path (on the H200 machine staging
-//     them whole won nothing once the data was not in the CPU's caches);
-//     from 2 MiB up they are pipelined through pinned slots by several
-//     goroutines: 1.6-2.7x the plain copy at 4.7-16 MiB and 2.8-6.3x from
-//     256 MiB up, 49-51 GB/s uploading and 42-46 GB/s downloading there
-//     (the staging table of docs/performance.md, 2026-11-29).
+//   - Move ordinary slices with StagingBuffer's Upload and Download: small
+//     ones take the driver's own path (on the H200 machine staging them
+//     whole won nothing once the data was not in the CPU's caches); uploads
+//     from 512 KiB and downloads from 2 MiB are pipelined through pinned
+//     memory by several goroutines: uploads 1.5x the plain copy at 1 MiB,
+//     1.9-3.1x at 4.7-16 MiB, downloads 1.8-2.5x there, and 3.3-7.1x from
+//     256 MiB up, 48-53 GB/s both ways there (BenchmarkStagingPaired and
+//     gocuda bench in docs/performance.md, 2026-12-01).
 //     Calibrate finds the thresholds for the machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //
