@@ -41,7 +41,8 @@ type allocation struct {
 	life
 	base      driver.DevicePtr
 	size      uintptr
-	allocated bool // gocuda allocated it; false for FromRaw and globals, whose Free marks it closed and frees nothing
+	allocated bool    // gocuda allocated it; false for FromRaw and globals, whose Free marks it closed and frees nothing
+	stream    *Stream // the stream it was allocated on in stream order (AllocAsync); nil for cuMemAlloc's
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -205,7 +206,18 @@ func (b *DeviceBuffer[T]) enter(op string) error {
 	if err := b.valid(op); err != nil {
 		return err
 	}
-	return b.mem.enter(op, "the device buffer")
+	if err := b.mem.enter(op, "the device buffer"); err != nil {
+		return err
+	}
+	if s := b.mem.stream; s != nil {
+		// A synchronous call runs outside every stream: order it after
+		// the stream the memory was allocated on.
+		if err := s.drainIfOpen(op); err != nil {
+			b.mem.leave()
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *DeviceBuffer[T]) leave() { b.mem.leave() }
@@ -542,8 +554,10 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 // slice and view of it becomes closed. Free on a slice or view, on a nil
 // buffer, or a second time, does nothing. Free waits for calls in flight on
 // the buffer, not for queued stream work: synchronize streams that use it
-// first. If the driver refuses, the buffer stays usable and Free may be
-// called again.
+// first. A buffer from AllocAsync is the exception: Free queues its release
+// on the stream it was allocated on, after the work queued there, and
+// returns (see AllocAsync). If the driver refuses, the buffer stays usable
+// and Free may be called again.
 func (b *DeviceBuffer[T]) Free() error {
 	const op = "DeviceBuffer.Free"
 	if b == nil {
@@ -563,6 +577,9 @@ func (m *allocation) free(op string) error {
 	if !m.allocated {
 		m.lt.Close(func() (bool, error) { return true, nil })
 		return nil
+	}
+	if m.stream != nil {
+		return m.freeOrdered(op, m.stream)
 	}
 	return m.close(op, "the device buffer", func() error {
 		return check(op, driver.MemFree(m.ctx.handle, m.base))

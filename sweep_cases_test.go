@@ -212,6 +212,25 @@ func sweepCases() []sweepCase {
 						}
 					}
 			}},
+		{name: "stream-ordered memory", covers: []string{"cuda.AllocAsync", "DeviceBuffer.FreeOn"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var b *cuda.DeviceBuffer[int32]
+				return func() (err error) {
+						if b, err = cuda.AllocAsync[int32](e.s, 100); err != nil {
+							return err
+						}
+						return firstErr(func() error { return b.Memset32Async(1, e.s) }, func() error { return b.FreeOn(e.s) })
+					}, func(t *testing.T, _ error) {
+						if err := errors.Join(b.Free(), e.s.Synchronize()); err != nil {
+							t.Errorf("free: %v", err)
+						}
+					}
+			}},
+		{name: "DeviceBuffer.Free stream-ordered", covers: []string{"DeviceBuffer.Free"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				b := must(cuda.AllocAsync[byte](e.s, 64))(t)
+				return b.Free, closeAgain(func() error { return b.CopyFromHost(make([]byte, 64)) }, b.Free)
+			}},
 		{name: "DeviceBuffer.Free", covers: []string{"DeviceBuffer.Free"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				b := must(cuda.Alloc[byte](e.ctx, 64))(t)

@@ -75,6 +75,11 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
 	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil,
 	"cuda.NewContext": func() []error { _, err := cuda.NewContext(cuda.Device{}); return []error{err} },
+	"cuda.AllocAsync": func() []error {
+		_, e1 := cuda.AllocAsync[float32](&cuda.Stream{}, 1)
+		_, e2 := cuda.AllocAsync[float32](nil, 1)
+		return []error{e1, e2}
+	},
 	"cuda.Alloc": func() []error {
 		_, e1 := cuda.Alloc[float32](&cuda.Context{}, 1)
 		_, e2 := cuda.Alloc[float32](nil, 1)

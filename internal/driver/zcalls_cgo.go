@@ -313,6 +313,22 @@ static int gocuda_MemsetD32Async(uintptr_t fn, uintptr_t ctx, unsigned long long
 	return ((int (*)(unsigned long long, unsigned int, size_t, uintptr_t))fn)(dstDevice, ui, n, hStream);
 }
 
+static int gocuda_MemAllocAsync(uintptr_t fn, uintptr_t ctx, unsigned long long * dptr, size_t bytesize, uintptr_t hStream) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, size_t, uintptr_t))fn)(dptr, bytesize, hStream);
+}
+
+static int gocuda_MemFreeAsync(uintptr_t fn, uintptr_t ctx, unsigned long long dptr, uintptr_t hStream) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, uintptr_t))fn)(dptr, hStream);
+}
+
 static int gocuda_MemHostAlloc(uintptr_t fn, uintptr_t ctx, void * * pp, size_t bytesize, unsigned int flags) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -1021,6 +1037,33 @@ func MemsetD32Async(ctx Context, dstDevice DevicePtr, ui uint32, n uintptr, hStr
 	}
 	r := C.gocuda_MemsetD32Async(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(dstDevice), C.uint(ui), C.size_t(n), C.uintptr_t(hStream))
 	return shimStatus(int32(r), FuncMemsetD32Async)
+}
+
+// MemAllocAsync calls cuMemAllocAsync, with ctx current.
+//
+//	CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+func MemAllocAsync(ctx Context, dptr *DevicePtr, bytesize uintptr, hStream Stream) Status {
+	fn := syms[symMemAllocAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAllocAsync}
+	}
+	c := getCall()
+	r := C.gocuda_MemAllocAsync(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), C.size_t(bytesize), C.uintptr_t(hStream))
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemAllocAsync)
+}
+
+// MemFreeAsync calls cuMemFreeAsync, with ctx current.
+//
+//	CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+func MemFreeAsync(ctx Context, dptr DevicePtr, hStream Stream) Status {
+	fn := syms[symMemFreeAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemFreeAsync}
+	}
+	r := C.gocuda_MemFreeAsync(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(dptr), C.uintptr_t(hStream))
+	return shimStatus(int32(r), FuncMemFreeAsync)
 }
 
 // MemHostAlloc calls cuMemHostAlloc, with ctx current.

@@ -736,6 +736,40 @@ func MemsetD32Async(ctx Context, dstDevice DevicePtr, ui uint32, n uintptr, hStr
 	return Status{Code: Result(int32(r)), Func: FuncMemsetD32Async}
 }
 
+// MemAllocAsync calls cuMemAllocAsync.
+//
+//	CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+func MemAllocAsync(ctx Context, dptr *DevicePtr, bytesize uintptr, hStream Stream) Status {
+	fn := syms[symMemAllocAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAllocAsync}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(bytesize)
+	c.args[2] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemAllocAsync}
+}
+
+// MemFreeAsync calls cuMemFreeAsync.
+//
+//	CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+func MemFreeAsync(ctx Context, dptr DevicePtr, hStream Stream) Status {
+	fn := syms[symMemFreeAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemFreeAsync}
+	}
+	c := getCall()
+	c.args[0] = uintptr(dptr)
+	c.args[1] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemFreeAsync}
+}
+
 // MemHostAlloc calls cuMemHostAlloc.
 //
 //	CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);

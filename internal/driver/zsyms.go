@@ -46,6 +46,8 @@ const (
 	symMemsetD8Async
 	symMemsetD16Async
 	symMemsetD32Async
+	symMemAllocAsync
+	symMemFreeAsync
 	symMemHostAlloc
 	symMemFreeHost
 	symMemHostRegister
@@ -111,6 +113,8 @@ const (
 	FuncMemsetD8Async
 	FuncMemsetD16Async
 	FuncMemsetD32Async
+	FuncMemAllocAsync
+	FuncMemFreeAsync
 	FuncMemHostAlloc
 	FuncMemFreeHost
 	FuncMemHostRegister
@@ -175,6 +179,8 @@ var symNames = [symCount]string{
 	"cuMemsetD8Async",
 	"cuMemsetD16Async",
 	"cuMemsetD32Async",
+	"cuMemAllocAsync",
+	"cuMemFreeAsync",
 	"cuMemHostAlloc",
 	"cuMemFreeHost",
 	"cuMemHostRegister_v2",

@@ -245,6 +245,8 @@ static void record_now(CUevent e) {
 	pthread_mutex_unlock(&mu);
 }
 
+static void free_device(void *base);
+
 static void run_op(struct op *o) {
 	switch (o->kind) {
 	case OP_COPY: memmove(o->dst, o->src, o->n); break;
@@ -266,6 +268,7 @@ static void run_op(struct op *o) {
 	case OP_NCCL:
 		run_collective(o->coll);
 		break;
+	case OP_FREE: free_device(o->dst); break;
 	}
 }
 
@@ -857,9 +860,7 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
 
 // ---- device memory ---------------------------------------------------------
 
-EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
-	FAULT("cuMemAlloc_v2");
-	REQUIRE_CTX();
+static CUresult alloc_device(CUdeviceptr *p, size_t n, int ordered) {
 	if (!p || n == 0) return INVALID_VALUE;
 	pthread_mutex_lock(&mu);
 	if (n > device_memory - current->used) {
@@ -873,19 +874,32 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	}
 	current->used += n;
 	add_record((uintptr_t)mem, n, KIND_DEVICE, current);
+	records->ordered = ordered;
 	pthread_mutex_unlock(&mu);
 	*p = (CUdeviceptr)(uintptr_t)mem;
 	return SUCCESS;
 }
 
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+	FAULT("cuMemAlloc_v2");
+	REQUIRE_CTX();
+	return alloc_device(p, n, 0);
+}
+
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 	FAULT("cuMemFree_v2");
 	REQUIRE_CTX();
-	// As the real driver's, freeing waits for the context's queued work.
-	drain_context(current);
+	// As the real driver's, freeing waits for the context's queued work,
+	// except for memory allocated stream-ordered: that is the caller's
+	// duty.
+	pthread_mutex_lock(&mu);
+	struct record *found = find_base((uintptr_t)p, KIND_DEVICE);
+	int ordered = found && found->ordered;
+	pthread_mutex_unlock(&mu);
+	if (!ordered) drain_context(current);
 	pthread_mutex_lock(&mu);
 	struct record *r = find_base((uintptr_t)p, KIND_DEVICE);
-	if (!r) {
+	if (!r || r->freeing) {
 		pthread_mutex_unlock(&mu);
 		return INVALID_VALUE;
 	}
@@ -894,6 +908,52 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 	pthread_mutex_unlock(&mu);
 	free((void *)(uintptr_t)p);
 	return SUCCESS;
+}
+
+// free_device releases the device allocation at base, if it is one.
+static void free_device(void *base) {
+	pthread_mutex_lock(&mu);
+	struct record *r = find_base((uintptr_t)base, KIND_DEVICE);
+	if (r) {
+		r->ctx->used -= r->size;
+		remove_record(r);
+	}
+	pthread_mutex_unlock(&mu);
+	if (r) free(base);
+}
+
+// Stream-ordered memory: the fake allocates at once (the memory is usable
+// earlier than the driver promises, which no correct program can tell) and
+// frees when the stream reaches the free, as the driver does: work queued
+// before the free may still use the memory.
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
+	FAULT("cuMemAllocAsync");
+	REQUIRE_CTX();
+	if (!p || n == 0) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int ok = !s || stream_live(s);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_HANDLE;
+	return alloc_device(p, n, 1);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+	FAULT("cuMemFreeAsync");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	struct record *r = find_base((uintptr_t)p, KIND_DEVICE);
+	int ok = r && !r->freeing;
+	if (ok) r->freeing = 1;
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_VALUE;
+	struct op o = {.kind = OP_FREE, .dst = (void *)(uintptr_t)p};
+	CUresult rc = enqueue(s, o);
+	if (rc != SUCCESS) {
+		pthread_mutex_lock(&mu);
+		r->freeing = 0;
+		pthread_mutex_unlock(&mu);
+	}
+	return rc;
 }
 
 #define DEV(p) ((void *)(uintptr_t)(p))

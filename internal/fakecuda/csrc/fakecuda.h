@@ -71,6 +71,8 @@ struct record {
 	size_t size;
 	enum kind kind;
 	CUcontext ctx;
+	int ordered; // allocated stream-ordered (cuMemAllocAsync)
+	int freeing; // a stream-ordered free of it is queued
 	struct record *next;
 };
 struct record *find_base(uintptr_t base, enum kind k);
@@ -87,7 +89,7 @@ struct fake_event {
 	long completed; // how many have run
 	struct timespec when;
 };
-enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL };
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE };
 struct launch;
 struct coll_part;
 struct op {

@@ -1,0 +1,128 @@
+package cuda
+
+import (
+	"errors"
+	"runtime"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// AllocAsync allocates a device buffer of n elements, uninitialized, in
+// stream order on s, from the device's memory pool: the allocation is a
+// step of s's work, so work queued on s after this call may use the
+// buffer, and Free releases it as a later step of s, returning at once.
+// Freed memory goes back to the pool for the next AllocAsync instead of to
+// the driver, so that allocating and freeing inside a loop costs about a
+// microsecond instead of a cuMemAlloc and a device-wide synchronization.
+//
+// As in CUDA, using the buffer on another stream is the caller's duty to
+// order: record an event on s after AllocAsync and have the other stream
+// WaitEvent it before its first use, and free the buffer on a stream
+// ordered after its last use (FreeOn), or synchronize. The buffer's
+// synchronous calls (CopyFromHost, CopyToHost, Memset8 and the like), which
+// run outside every stream, first wait for the work queued on s. n must be
+// positive; ErrOutOfMemory if the pool cannot grow to hold it.
+func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
+	const op = "AllocAsync"
+	bytes, err := elemBytes[T](op, "device buffer", n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.valid(op); err != nil {
+		return nil, err
+	}
+	if err := s.enter(op); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	if err := s.willQueue(op); err != nil {
+		return nil, err
+	}
+	ctx := s.ctx
+	m := &allocation{size: bytes, allocated: true, stream: s}
+	if err := check(op, driver.MemAllocAsync(ctx.handle, &m.base, bytes, s.handle)); err != nil {
+		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
+			ce.Detail = formatBytes(bytes) + " requested"
+		}
+		return nil, err
+	}
+	base := m.base
+	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
+		// Forgotten: no Go code can queue work on it any more, but work
+		// queued before may still run, and cuMemFree of stream-ordered
+		// memory does not wait for it.
+		forgotten(ctx, track.DeviceBuffer, func() {
+			driver.CtxSynchronize(ctx.handle)
+			driver.MemFree(ctx.handle, base)
+		})
+	}, ctx))
+	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
+}
+
+// FreeOn releases a buffer from AllocAsync in stream order on s instead of
+// on the stream it was allocated on: after the work queued on s, which the
+// caller has ordered after every use of the buffer (Stream.WaitEvent). It
+// returns at once. As Free, it does nothing on a nil buffer, a slice or a
+// view, or a buffer already freed; a buffer from Alloc is ErrInvalidValue
+// (free it with Free).
+func (b *DeviceBuffer[T]) FreeOn(s *Stream) error {
+	const op = "DeviceBuffer.FreeOn"
+	if b == nil {
+		return nil
+	}
+	if err := b.valid(op); err != nil {
+		return err
+	}
+	if !b.frees {
+		return nil
+	}
+	if b.mem.stream == nil {
+		return errorf(op, ErrInvalidValue, "the buffer was not allocated in stream order (AllocAsync): free it with Free")
+	}
+	if err := s.valid(op); err != nil {
+		return err
+	}
+	return b.mem.freeOrdered(op, s)
+}
+
+// freeOrdered queues the release of stream-ordered memory on s. When s is
+// the stream the memory came from and it is closed, its work is done: the
+// memory is released at once, after the context's work (cuMemFree does not
+// wait for it).
+func (m *allocation) freeOrdered(op string, s *Stream) error {
+	if err := s.hold(op, "the stream"); err != nil {
+		if s != m.stream || !errors.Is(err, ErrClosed) {
+			return err
+		}
+		return m.close(op, "the device buffer", func() error {
+			if err := check(op, driver.CtxSynchronize(m.ctx.handle)); err != nil {
+				return err
+			}
+			return check(op, driver.MemFree(m.ctx.handle, m.base))
+		}, nil)
+	}
+	defer s.release()
+	if s.ctx != m.ctx {
+		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
+	}
+	return m.close(op, "the device buffer", func() error {
+		if err := s.willQueue(op); err != nil {
+			return err
+		}
+		return check(op, driver.MemFreeAsync(m.ctx.handle, m.base, s.handle))
+	}, nil)
+}
+
+// drainIfOpen waits for the work queued on s through gocuda, unless s is
+// closed (its work is then done). Called with s's context bound.
+func (s *Stream) drainIfOpen(op string) error {
+	if err := s.hold(op, "the stream"); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil
+		}
+		return err
+	}
+	defer s.release()
+	return s.drain(op)
+}
