@@ -25,11 +25,19 @@ import (
 // positive; ErrOutOfMemory if the pool cannot grow to hold it.
 func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
 	const op = "AllocAsync"
-	bytes, err := elemBytes[T](op, "device buffer", n, 1)
-	if err != nil {
+	if err := s.valid(op); err != nil {
 		return nil, err
 	}
-	if err := s.valid(op); err != nil {
+	return allocOrdered[T](op, s, n, func(ptr *driver.DevicePtr, bytes uintptr) driver.Status {
+		return driver.MemAllocAsync(s.ctx.handle, ptr, bytes, s.handle)
+	})
+}
+
+// allocOrdered makes a stream-ordered buffer of n elements on s, allocated
+// by alloc.
+func allocOrdered[T any](op string, s *Stream, n int, alloc func(*driver.DevicePtr, uintptr) driver.Status) (*DeviceBuffer[T], error) {
+	bytes, err := elemBytes[T](op, "device buffer", n, 1)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.enter(op); err != nil {
@@ -41,7 +49,7 @@ func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
 	}
 	ctx := s.ctx
 	m := &allocation{size: bytes, allocated: true, stream: s}
-	if err := check(op, driver.MemAllocAsync(ctx.handle, &m.base, bytes, s.handle)); err != nil {
+	if err := check(op, alloc(&m.base, bytes)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
 			ce.Detail = formatBytes(bytes) + " requested"
 		}

@@ -226,6 +226,42 @@ func sweepCases() []sweepCase {
 						}
 					}
 			}},
+		{name: "memory pools", covers: []string{"Context.NewMemPool", "Context.DefaultMemPool", "cuda.AllocFromPool",
+			"MemPool.SetReleaseThreshold", "MemPool.ReleaseThreshold", "MemPool.TrimTo", "MemPool.Stats", "MemPool.ResetHighWater", "MemPool.SetAccess"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var p, d *cuda.MemPool
+				var b *cuda.DeviceBuffer[int32]
+				return func() (err error) {
+						if p, err = e.ctx.NewMemPool(); err != nil {
+							return err
+						}
+						if d, err = e.ctx.DefaultMemPool(); err != nil {
+							return err
+						}
+						if b, err = cuda.AllocFromPool[int32](p, e.s, 100); err != nil {
+							return err
+						}
+						return firstErr(
+							func() error { return p.SetReleaseThreshold(1 << 20) },
+							func() error { _, err := p.ReleaseThreshold(); return err },
+							func() error { return b.Free() },
+							e.s.Synchronize,
+							func() error { return p.TrimTo(0) },
+							func() error { _, err := d.Stats(); return err },
+							p.ResetHighWater,
+							func() error { return p.SetAccess(e.ctx1, true) },
+						)
+					}, func(t *testing.T, _ error) {
+						if err := errors.Join(b.Free(), e.s.Synchronize(), p.Close(), d.Close()); err != nil {
+							t.Errorf("cleanup: %v", err)
+						}
+					}
+			}},
+		{name: "MemPool.Close", covers: []string{"MemPool.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				p := must(e.ctx.NewMemPool())(t)
+				return p.Close, closeAgain(func() error { _, err := p.Stats(); return err }, p.Close)
+			}},
 		{name: "DeviceBuffer.Free stream-ordered", covers: []string{"DeviceBuffer.Free"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				b := must(cuda.AllocAsync[byte](e.s, 64))(t)

@@ -30,6 +30,8 @@ var zeroTypes = map[string]struct {
 	"cuda.Attribute":          {new(cuda.Attribute), true},
 	"cuda.DevicePtr":          {new(cuda.DevicePtr), true},
 	"cuda.DeviceBuffer":       {new(cuda.DeviceBuffer[float32]), false},
+	"cuda.MemPool":            {new(cuda.MemPool), false},
+	"cuda.MemPoolStats":       {new(cuda.MemPoolStats), true},
 	"cuda.StagingMeasurement": {new(cuda.StagingMeasurement), true},
 	"cuda.StagingCalibration": {new(cuda.StagingCalibration), true},
 	"cuda.Context":            {new(cuda.Context), false},
@@ -75,6 +77,11 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
 	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil,
 	"cuda.NewContext": func() []error { _, err := cuda.NewContext(cuda.Device{}); return []error{err} },
+	"cuda.AllocFromPool": func() []error {
+		_, e1 := cuda.AllocFromPool[float32](&cuda.MemPool{}, &cuda.Stream{}, 1)
+		_, e2 := cuda.AllocFromPool[float32](nil, nil, 1)
+		return []error{e1, e2}
+	},
 	"cuda.AllocAsync": func() []error {
 		_, e1 := cuda.AllocAsync[float32](&cuda.Stream{}, 1)
 		_, e2 := cuda.AllocAsync[float32](nil, 1)

@@ -63,6 +63,39 @@ type (
 	Function          uintptr // CUfunction
 	JITOption         int32   // CUjit_option
 	FunctionAttribute int32   // CUfunction_attribute
+	MemPool           uintptr // CUmemoryPool
+	MemPoolAttribute  int32   // CUmemPool_attribute
+)
+
+// MemPoolProps is the leading part of CUmemPoolProps gocuda sets, and room
+// for the rest, which stays zero: 88 bytes in every CUDA from 11.2.
+type MemPoolProps struct {
+	AllocType   int32 // CU_MEM_ALLOCATION_TYPE_PINNED
+	HandleTypes int32 // CU_MEM_HANDLE_TYPE_NONE
+	LocType     int32 // CU_MEM_LOCATION_TYPE_DEVICE
+	LocID       int32 // the device ordinal
+	_           [72]byte
+}
+
+// MemAccessDesc is CUmemAccessDesc.
+type MemAccessDesc struct {
+	LocType int32 // CU_MEM_LOCATION_TYPE_DEVICE
+	LocID   int32
+	Flags   int32 // CU_MEM_ACCESS_FLAGS_PROT_*
+}
+
+// Memory pool constants.
+const (
+	MemAllocationTypePinned   = 1 // CU_MEM_ALLOCATION_TYPE_PINNED
+	MemLocationTypeDevice     = 1 // CU_MEM_LOCATION_TYPE_DEVICE
+	MemAccessProtNone         = 0 // CU_MEM_ACCESS_FLAGS_PROT_NONE
+	MemAccessProtRead         = 1 // CU_MEM_ACCESS_FLAGS_PROT_READ
+	MemAccessProtReadWrite    = 3 // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+	MemPoolAttrReleaseThresh  = 4 // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+	MemPoolAttrReservedMemCur = 5 // CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
+	MemPoolAttrReservedMemHi  = 6 // CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
+	MemPoolAttrUsedMemCur     = 7 // CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+	MemPoolAttrUsedMemHi      = 8 // CU_MEMPOOL_ATTR_USED_MEM_HIGH
 )
 
 // Flags used by the layers above.

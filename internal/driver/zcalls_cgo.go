@@ -329,6 +329,70 @@ static int gocuda_MemFreeAsync(uintptr_t fn, uintptr_t ctx, unsigned long long d
 	return ((int (*)(unsigned long long, uintptr_t))fn)(dptr, hStream);
 }
 
+static int gocuda_DeviceGetDefaultMemPool(uintptr_t fn, uintptr_t ctx, uintptr_t * poolOut, int dev) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t *, int))fn)(poolOut, dev);
+}
+
+static int gocuda_MemPoolCreate(uintptr_t fn, uintptr_t ctx, uintptr_t * pool, void * poolProps) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t *, void *))fn)(pool, poolProps);
+}
+
+static int gocuda_MemPoolDestroy(uintptr_t fn, uintptr_t ctx, uintptr_t pool) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t))fn)(pool);
+}
+
+static int gocuda_MemAllocFromPoolAsync(uintptr_t fn, uintptr_t ctx, unsigned long long * dptr, size_t bytesize, uintptr_t pool, uintptr_t hStream) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, size_t, uintptr_t, uintptr_t))fn)(dptr, bytesize, pool, hStream);
+}
+
+static int gocuda_MemPoolTrimTo(uintptr_t fn, uintptr_t ctx, uintptr_t pool, size_t minBytesToKeep) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, size_t))fn)(pool, minBytesToKeep);
+}
+
+static int gocuda_MemPoolSetAttribute(uintptr_t fn, uintptr_t ctx, uintptr_t pool, int attr, void * value) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, int, void *))fn)(pool, attr, value);
+}
+
+static int gocuda_MemPoolGetAttribute(uintptr_t fn, uintptr_t ctx, uintptr_t pool, int attr, void * value) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, int, void *))fn)(pool, attr, value);
+}
+
+static int gocuda_MemPoolSetAccess(uintptr_t fn, uintptr_t ctx, uintptr_t pool, void * desc, size_t count) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, void *, size_t))fn)(pool, desc, count);
+}
+
 static int gocuda_MemHostAlloc(uintptr_t fn, uintptr_t ctx, void * * pp, size_t bytesize, unsigned int flags) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -1064,6 +1128,111 @@ func MemFreeAsync(ctx Context, dptr DevicePtr, hStream Stream) Status {
 	}
 	r := C.gocuda_MemFreeAsync(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(dptr), C.uintptr_t(hStream))
 	return shimStatus(int32(r), FuncMemFreeAsync)
+}
+
+// DeviceGetDefaultMemPool calls cuDeviceGetDefaultMemPool, with ctx current.
+//
+//	CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+func DeviceGetDefaultMemPool(ctx Context, poolOut *MemPool, dev Device) Status {
+	fn := syms[symDeviceGetDefaultMemPool]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncDeviceGetDefaultMemPool}
+	}
+	c := getCall()
+	r := C.gocuda_DeviceGetDefaultMemPool(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), C.int(dev))
+	*poolOut = *(*MemPool)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncDeviceGetDefaultMemPool)
+}
+
+// MemPoolCreate calls cuMemPoolCreate, with ctx current.
+//
+//	CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps /*in*/);
+func MemPoolCreate(ctx Context, pool *MemPool, poolProps unsafe.Pointer) Status {
+	fn := syms[symMemPoolCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolCreate}
+	}
+	c := getCall()
+	r := C.gocuda_MemPoolCreate(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), poolProps)
+	*pool = *(*MemPool)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemPoolCreate)
+}
+
+// MemPoolDestroy calls cuMemPoolDestroy, with ctx current.
+//
+//	CUresult cuMemPoolDestroy(CUmemoryPool pool);
+func MemPoolDestroy(ctx Context, pool MemPool) Status {
+	fn := syms[symMemPoolDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolDestroy}
+	}
+	r := C.gocuda_MemPoolDestroy(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(pool))
+	return shimStatus(int32(r), FuncMemPoolDestroy)
+}
+
+// MemAllocFromPoolAsync calls cuMemAllocFromPoolAsync, with ctx current.
+//
+//	CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+func MemAllocFromPoolAsync(ctx Context, dptr *DevicePtr, bytesize uintptr, pool MemPool, hStream Stream) Status {
+	fn := syms[symMemAllocFromPoolAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAllocFromPoolAsync}
+	}
+	c := getCall()
+	r := C.gocuda_MemAllocFromPoolAsync(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), C.size_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream))
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemAllocFromPoolAsync)
+}
+
+// MemPoolTrimTo calls cuMemPoolTrimTo, with ctx current.
+//
+//	CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+func MemPoolTrimTo(ctx Context, pool MemPool, minBytesToKeep uintptr) Status {
+	fn := syms[symMemPoolTrimTo]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolTrimTo}
+	}
+	r := C.gocuda_MemPoolTrimTo(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(pool), C.size_t(minBytesToKeep))
+	return shimStatus(int32(r), FuncMemPoolTrimTo)
+}
+
+// MemPoolSetAttribute calls cuMemPoolSetAttribute, with ctx current.
+//
+//	CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+func MemPoolSetAttribute(ctx Context, pool MemPool, attr MemPoolAttribute, value unsafe.Pointer) Status {
+	fn := syms[symMemPoolSetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolSetAttribute}
+	}
+	r := C.gocuda_MemPoolSetAttribute(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(pool), C.int(attr), value)
+	return shimStatus(int32(r), FuncMemPoolSetAttribute)
+}
+
+// MemPoolGetAttribute calls cuMemPoolGetAttribute, with ctx current.
+//
+//	CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+func MemPoolGetAttribute(ctx Context, pool MemPool, attr MemPoolAttribute, value unsafe.Pointer) Status {
+	fn := syms[symMemPoolGetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolGetAttribute}
+	}
+	r := C.gocuda_MemPoolGetAttribute(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(pool), C.int(attr), value)
+	return shimStatus(int32(r), FuncMemPoolGetAttribute)
+}
+
+// MemPoolSetAccess calls cuMemPoolSetAccess, with ctx current.
+//
+//	CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map /*in*/, size_t count);
+func MemPoolSetAccess(ctx Context, pool MemPool, desc unsafe.Pointer, count uintptr) Status {
+	fn := syms[symMemPoolSetAccess]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolSetAccess}
+	}
+	r := C.gocuda_MemPoolSetAccess(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(pool), desc, C.size_t(count))
+	return shimStatus(int32(r), FuncMemPoolSetAccess)
 }
 
 // MemHostAlloc calls cuMemHostAlloc, with ctx current.

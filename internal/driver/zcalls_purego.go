@@ -770,6 +770,149 @@ func MemFreeAsync(ctx Context, dptr DevicePtr, hStream Stream) Status {
 	return Status{Code: Result(int32(r)), Func: FuncMemFreeAsync}
 }
 
+// DeviceGetDefaultMemPool calls cuDeviceGetDefaultMemPool.
+//
+//	CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+func DeviceGetDefaultMemPool(ctx Context, poolOut *MemPool, dev Device) Status {
+	fn := syms[symDeviceGetDefaultMemPool]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncDeviceGetDefaultMemPool}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*poolOut = *(*MemPool)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncDeviceGetDefaultMemPool}
+}
+
+// MemPoolCreate calls cuMemPoolCreate.
+//
+//	CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps /*in*/);
+func MemPoolCreate(ctx Context, pool *MemPool, poolProps unsafe.Pointer) Status {
+	fn := syms[symMemPoolCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolCreate}
+	}
+	escape(unsafe.Pointer(poolProps))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(poolProps))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*pool = *(*MemPool)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(poolProps)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemPoolCreate}
+}
+
+// MemPoolDestroy calls cuMemPoolDestroy.
+//
+//	CUresult cuMemPoolDestroy(CUmemoryPool pool);
+func MemPoolDestroy(ctx Context, pool MemPool) Status {
+	fn := syms[symMemPoolDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolDestroy}
+	}
+	c := getCall()
+	c.args[0] = uintptr(pool)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemPoolDestroy}
+}
+
+// MemAllocFromPoolAsync calls cuMemAllocFromPoolAsync.
+//
+//	CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+func MemAllocFromPoolAsync(ctx Context, dptr *DevicePtr, bytesize uintptr, pool MemPool, hStream Stream) Status {
+	fn := syms[symMemAllocFromPoolAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAllocFromPoolAsync}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(bytesize)
+	c.args[2] = uintptr(pool)
+	c.args[3] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemAllocFromPoolAsync}
+}
+
+// MemPoolTrimTo calls cuMemPoolTrimTo.
+//
+//	CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+func MemPoolTrimTo(ctx Context, pool MemPool, minBytesToKeep uintptr) Status {
+	fn := syms[symMemPoolTrimTo]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolTrimTo}
+	}
+	c := getCall()
+	c.args[0] = uintptr(pool)
+	c.args[1] = uintptr(minBytesToKeep)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemPoolTrimTo}
+}
+
+// MemPoolSetAttribute calls cuMemPoolSetAttribute.
+//
+//	CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+func MemPoolSetAttribute(ctx Context, pool MemPool, attr MemPoolAttribute, value unsafe.Pointer) Status {
+	fn := syms[symMemPoolSetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolSetAttribute}
+	}
+	escape(unsafe.Pointer(value))
+	c := getCall()
+	c.args[0] = uintptr(pool)
+	c.args[1] = uintptr(attr)
+	c.args[2] = uintptr(unsafe.Pointer(value))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(value)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemPoolSetAttribute}
+}
+
+// MemPoolGetAttribute calls cuMemPoolGetAttribute.
+//
+//	CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+func MemPoolGetAttribute(ctx Context, pool MemPool, attr MemPoolAttribute, value unsafe.Pointer) Status {
+	fn := syms[symMemPoolGetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolGetAttribute}
+	}
+	escape(unsafe.Pointer(value))
+	c := getCall()
+	c.args[0] = uintptr(pool)
+	c.args[1] = uintptr(attr)
+	c.args[2] = uintptr(unsafe.Pointer(value))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(value)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemPoolGetAttribute}
+}
+
+// MemPoolSetAccess calls cuMemPoolSetAccess.
+//
+//	CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map /*in*/, size_t count);
+func MemPoolSetAccess(ctx Context, pool MemPool, desc unsafe.Pointer, count uintptr) Status {
+	fn := syms[symMemPoolSetAccess]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPoolSetAccess}
+	}
+	escape(unsafe.Pointer(desc))
+	c := getCall()
+	c.args[0] = uintptr(pool)
+	c.args[1] = uintptr(unsafe.Pointer(desc))
+	c.args[2] = uintptr(count)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(desc)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemPoolSetAccess}
+}
+
 // MemHostAlloc calls cuMemHostAlloc.
 //
 //	CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);

@@ -48,6 +48,14 @@ const (
 	symMemsetD32Async
 	symMemAllocAsync
 	symMemFreeAsync
+	symDeviceGetDefaultMemPool
+	symMemPoolCreate
+	symMemPoolDestroy
+	symMemAllocFromPoolAsync
+	symMemPoolTrimTo
+	symMemPoolSetAttribute
+	symMemPoolGetAttribute
+	symMemPoolSetAccess
 	symMemHostAlloc
 	symMemFreeHost
 	symMemHostRegister
@@ -115,6 +123,14 @@ const (
 	FuncMemsetD32Async
 	FuncMemAllocAsync
 	FuncMemFreeAsync
+	FuncDeviceGetDefaultMemPool
+	FuncMemPoolCreate
+	FuncMemPoolDestroy
+	FuncMemAllocFromPoolAsync
+	FuncMemPoolTrimTo
+	FuncMemPoolSetAttribute
+	FuncMemPoolGetAttribute
+	FuncMemPoolSetAccess
 	FuncMemHostAlloc
 	FuncMemFreeHost
 	FuncMemHostRegister
@@ -181,6 +197,14 @@ var symNames = [symCount]string{
 	"cuMemsetD32Async",
 	"cuMemAllocAsync",
 	"cuMemFreeAsync",
+	"cuDeviceGetDefaultMemPool",
+	"cuMemPoolCreate",
+	"cuMemPoolDestroy",
+	"cuMemAllocFromPoolAsync",
+	"cuMemPoolTrimTo",
+	"cuMemPoolSetAttribute",
+	"cuMemPoolGetAttribute",
+	"cuMemPoolSetAccess",
 	"cuMemHostAlloc",
 	"cuMemFreeHost",
 	"cuMemHostRegister_v2",

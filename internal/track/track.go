@@ -17,10 +17,11 @@ const (
 	Registered
 	Module
 	Comm // an NCCL communicator
+	MemPool
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -36,6 +36,11 @@ var baseTypes = map[string]cType{
 	"CUfunction":           {"Function", 8},
 	"CUjit_option":         {"JITOption", 4},
 	"CUfunction_attribute": {"FunctionAttribute", 4},
+	"CUmemoryPool":         {"MemPool", 8},
+	"CUmemPool_attribute":  {"MemPoolAttribute", 4},
+	// Structures, passed by pointer and read by the driver (/*in*/).
+	"CUmemPoolProps":  {"", 0},
+	"CUmemAccessDesc": {"", 0},
 }
 
 // cTypes are the types the cgo shim declares for each Go type: handles
@@ -48,6 +53,7 @@ var cTypes = map[string]struct{ c, cgo string }{
 	"JITOption": {"int", "C.int"}, "FunctionAttribute": {"int", "C.int"},
 	"Context": {"uintptr_t", "C.uintptr_t"}, "Stream": {"uintptr_t", "C.uintptr_t"}, "Event": {"uintptr_t", "C.uintptr_t"},
 	"Module": {"uintptr_t", "C.uintptr_t"}, "Function": {"uintptr_t", "C.uintptr_t"},
+	"MemPool": {"uintptr_t", "C.uintptr_t"}, "MemPoolAttribute": {"int", "C.int"},
 	"DevicePtr": {"unsigned long long", "C.ulonglong"},
 	"*byte":     {"char *", "*C.char"}, "unsafe.Pointer": {"void *", "unsafe.Pointer"},
 }
@@ -85,7 +91,7 @@ var (
 )
 
 // renamed keeps Go parameter names from shadowing predeclared identifiers.
-var renamed = map[string]string{"len": "n", "error": "code", "func": "function", "type": "typ",
+var renamed = map[string]string{"len": "n", "error": "code", "func": "function", "type": "typ", "map": "desc", "pool_out": "poolOut",
 	// the generated body's own variables
 	"fn": "fnArg", "c": "cArg", "r": "rArg"}
 

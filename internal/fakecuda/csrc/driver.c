@@ -156,6 +156,8 @@ int ctx_live(CUcontext c) { return c && c >= primary && c < primary + ndevices &
 static struct record *records;
 static long live[3];
 
+struct record *records_head(void) { return records; }
+
 struct record *find_base(uintptr_t base, enum kind k) {
 	for (struct record *r = records; r; r = r->next)
 		if (r->kind == k && r->base == base) return r;
@@ -213,6 +215,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "stream")) n = live_streams;
 	else if (!strcmp(kind, "event")) n = live_events;
 	else if (!strcmp(kind, "comm")) n = live_comms;
+	else if (!strcmp(kind, "pool")) n = live_pools;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -501,6 +504,7 @@ static void reset_context(CUcontext c) {
 			pp = &r->next;
 		}
 	}
+	pools_reset(c->device);
 	c->used = 0;
 	c->sticky = 0;
 	c->legacy = NULL;
@@ -572,6 +576,7 @@ EXPORT CUresult cuCtxSynchronize(void) {
 	FAULT("cuCtxSynchronize");
 	REQUIRE_CTX();
 	drain_context(current);
+	pools_release_over_threshold(current->device);
 	return current->sticky;
 }
 
@@ -704,6 +709,7 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
 	pthread_mutex_unlock(&mu);
 	if (!ok) return INVALID_HANDLE;
 	drain(s);
+	pools_release_over_threshold(current->device);
 	return current->sticky;
 }
 
@@ -839,6 +845,7 @@ EXPORT CUresult cuEventSynchronize(CUevent e) {
 	long target = e->recorded;
 	while (e->completed < target) pthread_cond_wait(&event_cond, &mu);
 	pthread_mutex_unlock(&mu);
+	pools_release_over_threshold(current->device);
 	return SUCCESS;
 }
 
@@ -860,7 +867,7 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
 
 // ---- device memory ---------------------------------------------------------
 
-static CUresult alloc_device(CUdeviceptr *p, size_t n, int ordered) {
+static CUresult alloc_device(CUdeviceptr *p, size_t n) {
 	if (!p || n == 0) return INVALID_VALUE;
 	pthread_mutex_lock(&mu);
 	if (n > device_memory - current->used) {
@@ -874,7 +881,6 @@ static CUresult alloc_device(CUdeviceptr *p, size_t n, int ordered) {
 	}
 	current->used += n;
 	add_record((uintptr_t)mem, n, KIND_DEVICE, current);
-	records->ordered = ordered;
 	pthread_mutex_unlock(&mu);
 	*p = (CUdeviceptr)(uintptr_t)mem;
 	return SUCCESS;
@@ -883,7 +889,7 @@ static CUresult alloc_device(CUdeviceptr *p, size_t n, int ordered) {
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	FAULT("cuMemAlloc_v2");
 	REQUIRE_CTX();
-	return alloc_device(p, n, 0);
+	return alloc_device(p, n);
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
@@ -903,6 +909,11 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 		pthread_mutex_unlock(&mu);
 		return INVALID_VALUE;
 	}
+	if (r->pool) {
+		pool_free(r);
+		pthread_mutex_unlock(&mu);
+		return SUCCESS;
+	}
 	r->ctx->used -= r->size;
 	remove_record(r);
 	pthread_mutex_unlock(&mu);
@@ -914,13 +925,23 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 static void free_device(void *base) {
 	pthread_mutex_lock(&mu);
 	struct record *r = find_base((uintptr_t)base, KIND_DEVICE);
-	if (r) {
+	if (r && r->pool) {
+		pool_free(r);
+		r = NULL;
+	} else if (r) {
 		r->ctx->used -= r->size;
 		remove_record(r);
 	}
 	pthread_mutex_unlock(&mu);
 	if (r) free(base);
 }
+
+size_t device_memory_of(int device) {
+	(void)device;
+	return device_memory;
+}
+
+int peer_possible(int from, int to) { return from != to && peer_capable; }
 
 // Stream-ordered memory: the fake allocates at once (the memory is usable
 // earlier than the driver promises, which no correct program can tell) and
@@ -934,7 +955,7 @@ EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
 	int ok = !s || stream_live(s);
 	pthread_mutex_unlock(&mu);
 	if (!ok) return INVALID_HANDLE;
-	return alloc_device(p, n, 1);
+	return alloc_async(p, n, s);
 }
 
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {

@@ -73,6 +73,8 @@ struct record {
 	CUcontext ctx;
 	int ordered; // allocated stream-ordered (cuMemAllocAsync)
 	int freeing; // a stream-ordered free of it is queued
+	struct fake_pool *pool; // the pool it came from (stream-ordered memory)
+	size_t capacity;        // the pool block's size, at least size
 	struct record *next;
 };
 struct record *find_base(uintptr_t base, enum kind k);
@@ -80,6 +82,18 @@ int range_ok(CUdeviceptr p, size_t n);
 void add_record(uintptr_t base, size_t size, enum kind k, CUcontext ctx);
 void remove_record(struct record *dead);
 extern long live_comms;
+
+// Memory pools (pools.c). Called with mu held, except where noted.
+typedef struct fake_pool *CUmemoryPool;
+CUresult pool_alloc(CUmemoryPool p, CUdeviceptr *out, size_t n);
+void pool_free(struct record *r); // r is removed
+void pools_release_over_threshold(int device); // mu not held
+void pools_reset(int device);
+extern long live_pools;
+CUresult alloc_async(CUdeviceptr *out, size_t n, CUstream s);
+size_t device_memory_of(int device);
+int peer_possible(int from, int to);
+struct record *records_head(void); // the record add_record made last
 
 // Streams and the work they run later.
 struct fake_event {
