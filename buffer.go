@@ -43,6 +43,7 @@ type allocation struct {
 	size      uintptr
 	allocated bool    // gocuda allocated it; false for FromRaw and globals, whose Free marks it closed and frees nothing
 	stream    *Stream // the stream it was allocated on in stream order (AllocAsync); nil for cuMemAlloc's
+	graphs    graphUses
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -233,7 +234,11 @@ func (b *DeviceBuffer[T]) enterWithStream(op string, s *Stream) error {
 	if s.ctx != b.mem.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
-	return enterWith(op, &b.mem.life, "the device buffer", &s.life, "the stream")
+	if err := enterWith(op, &b.mem.life, "the device buffer", &s.life, "the stream"); err != nil {
+		return err
+	}
+	s.uses(b.mem)
+	return nil
 }
 
 func (b *DeviceBuffer[T]) leaveWithStream(s *Stream) { leaveWith(&b.mem.life, &s.life) }
@@ -335,6 +340,7 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 		return err
 	}
 	defer releaseAll(held)
+	s.uses(b.mem, src.mem)
 	if err := b.mem.ctx.bind(op); err != nil {
 		return err
 	}
@@ -575,6 +581,9 @@ func (b *DeviceBuffer[T]) Free() error {
 // free releases the allocation: the driver's memory if gocuda allocated it.
 func (m *allocation) free(op string) error {
 	if !m.allocated {
+		if err := m.graphs.inUse(op, "the device buffer"); err != nil {
+			return err
+		}
 		m.lt.Close(func() (bool, error) { return true, nil })
 		return nil
 	}
@@ -582,6 +591,9 @@ func (m *allocation) free(op string) error {
 		return m.freeOrdered(op, m.stream)
 	}
 	return m.close(op, "the device buffer", func() error {
+		if err := m.graphs.inUse(op, "the device buffer"); err != nil {
+			return err
+		}
 		return check(op, driver.MemFree(m.ctx.handle, m.base))
 	}, nil)
 }

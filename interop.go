@@ -65,6 +65,8 @@ func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
 	}
 	var heldArray [4]heldLife
 	held := append(heldArray[:0], heldLife{&s.life, "the stream"})
+	var allocArray [4]*allocation
+	allocs := allocArray[:0]
 	for i, m := range mem {
 		var a *allocation
 		if m != nil {
@@ -77,12 +79,14 @@ func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
 			return errorf(op, ErrInvalidValue, "memory %d belongs to another context than the stream", i)
 		}
 		held = append(held, heldLife{&a.life, "a device buffer"})
+		allocs = append(allocs, a)
 	}
 	held, err := holdAll(op, held)
 	if err != nil {
 		return err
 	}
 	defer releaseAll(held)
+	s.uses(allocs...)
 	if err := s.ctx.bindThread(op); err != nil {
 		return err
 	}

@@ -207,6 +207,15 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 		return err
 	}
 	defer releaseAll(held)
+	if cs := s.capture.Load(); cs != nil {
+		cs.useModule(f.mod)
+		for _, a := range args {
+			if v, ok := a.(Memory); ok {
+				_, m := v.deviceMemory()
+				cs.useMem(m)
+			}
+		}
+	}
 	if err := f.mod.ctx.bind(op); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 type Module struct {
 	life
 	handle driver.Module
+	graphs graphUses // graphs whose kernels are the module's
 	params map[string][]ptxParam // each kernel's parameters, from PTX text
 
 	// globals are the allocation records of the DeviceBuffers Global
@@ -169,6 +170,9 @@ func (m *Module) Close() error {
 	}
 	const op = "Module.Close"
 	return m.close(op, "the module", func() error {
+		if err := m.graphs.inUse(op, "the module"); err != nil {
+			return err
+		}
 		m.globalsMu.Lock()
 		globals := m.globals
 		m.globals = nil

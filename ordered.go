@@ -55,6 +55,9 @@ func allocOrdered[T any](op string, s *Stream, n int, alloc func(*driver.DeviceP
 		}
 		return nil, err
 	}
+	if cs := s.capture.Load(); cs != nil {
+		cs.allocated(m)
+	}
 	base := m.base
 	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
 		// Forgotten: no Go code can queue work on it any more, but work
@@ -104,6 +107,9 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 			return err
 		}
 		return m.close(op, "the device buffer", func() error {
+			if err := m.graphs.inUse(op, "the device buffer"); err != nil {
+				return err
+			}
 			if err := check(op, driver.CtxSynchronize(m.ctx.handle)); err != nil {
 				return err
 			}
@@ -115,6 +121,9 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
 	return m.close(op, "the device buffer", func() error {
+		if err := m.graphs.inUse(op, "the device buffer"); err != nil {
+			return err
+		}
 		if err := s.willQueue(op); err != nil {
 			return err
 		}
@@ -132,5 +141,8 @@ func (s *Stream) drainIfOpen(op string) error {
 		return err
 	}
 	defer s.release()
+	if err := s.capturing(op, "a synchronous call on a buffer allocated on it would wait for the captured work"); err != nil {
+		return err
+	}
 	return s.drain(op)
 }

@@ -151,6 +151,9 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 		return 0, err
 	}
 	defer releaseAll(held)
+	if s != nil {
+		s.uses(dst.mem, src.mem)
+	}
 	// Work gocuda's synchronous calls left on the source context's legacy
 	// stream (a memset filling src, say) is not ordered before a copy in
 	// dst's context: wait for it first.

@@ -431,7 +431,7 @@ func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) err
 	if s.ctx != buf.mem.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
-	return nil
+	return s.capturing(op, "a staging buffer's transfer waits for its copies, which a capture does not run; transfer outside the capture")
 }
 
 // asElems views pinned bytes as n elements of T, checking alignment.

@@ -24,6 +24,9 @@ type Stream struct {
 	// equal, the stream is idle and a transfer that must follow its work
 	// need not wait.
 	queued, synced atomic.Uint64
+
+	// capture is the capture under way on the stream (Capture), or nil.
+	capture atomic.Pointer[captureState]
 }
 
 // pinSet keeps the Go memory that queued asynchronous copies read or write
@@ -126,6 +129,9 @@ func (s *Stream) Synchronize() error {
 
 // synchronize is Synchronize with the stream entered.
 func (s *Stream) synchronize(op string) error {
+	if err := s.capturing(op, "its work runs when the graph is launched, and cannot be waited for now"); err != nil {
+		return err
+	}
 	// Take the pins first: every copy that pinned memory in the set taken
 	// was queued before the synchronize below starts.
 	taken := s.pins.take()
@@ -176,6 +182,9 @@ func (s *Stream) Query() (done bool, err error) {
 		return false, err
 	}
 	defer s.leave()
+	if err := s.capturing(op, "its work runs when the graph is launched, and cannot be queried now"); err != nil {
+		return false, err
+	}
 	taken := s.pins.take()
 	q := s.queued.Load()
 	switch r := driver.StreamQuery(s.ctx.handle, s.handle); r.Code {
@@ -241,6 +250,9 @@ func (s *Stream) Close() error {
 // that a concurrent Synchronize never releases a pin whose work it did not
 // wait for.
 func (s *Stream) enqueue(op string, p any, queue func() driver.Status) error {
+	if err := s.capturing(op, "copies between the device and host memory cannot be captured, since a replay would read or write that memory again; copy outside the capture"); err != nil {
+		return err
+	}
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return err
 	}

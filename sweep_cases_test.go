@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"errors"
+	"io"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -261,6 +262,55 @@ func sweepCases() []sweepCase {
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				p := must(e.ctx.NewMemPool())(t)
 				return p.Close, closeAgain(func() error { _, err := p.Stats(); return err }, p.Close)
+			}},
+		{name: "graphs", covers: []string{"Stream.Capture", "Graph.Nodes", "Graph.WriteDot", "Graph.Instantiate", "GraphExec.Launch", "GraphExec.Update"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				b := must(cuda.Zeroed[int32](e.ctx, 64))(t)
+				var g, g2 *cuda.Graph
+				var x *cuda.GraphExec
+				memset := func(v uint32) func() error { return func() error { return b.Memset32Async(v, e.s) } }
+				return func() (err error) {
+						if g, err = e.s.Capture(cuda.CaptureGlobal, memset(1)); err != nil {
+							return err
+						}
+						if _, err = g.Nodes(); err != nil {
+							return err
+						}
+						if err = g.WriteDot(io.Discard, false); err != nil {
+							return err
+						}
+						if x, err = g.Instantiate(); err != nil {
+							return err
+						}
+						if err = x.Launch(e.s); err != nil {
+							return err
+						}
+						if g2, err = e.s.Capture(cuda.CaptureRelaxed, memset(2)); err != nil {
+							return err
+						}
+						_, err = x.Update(g2)
+						return firstErr(func() error { return err }, func() error { return x.Launch(e.s) }, e.s.Synchronize)
+					}, func(t *testing.T, _ error) {
+						if err := errors.Join(e.s.Synchronize(), x.Close(), g.Close(), g2.Close(), b.Free()); err != nil {
+							t.Errorf("cleanup: %v", err)
+						}
+					}
+			}},
+		{name: "Graph.Close", covers: []string{"Graph.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				g := must(e.s.Capture(cuda.CaptureGlobal, func() error { return nil }))(t)
+				return g.Close, closeAgain(func() error { _, err := g.Nodes(); return err }, g.Close)
+			}},
+		{name: "GraphExec.Close", covers: []string{"GraphExec.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				g := must(e.s.Capture(cuda.CaptureGlobal, func() error { return nil }))(t)
+				x := must(g.Instantiate())(t)
+				return x.Close, func(t *testing.T, err error) {
+					closeAgain(func() error { return x.Launch(e.s) }, x.Close)(t, err)
+					if err := errors.Join(e.s.Synchronize(), g.Close()); err != nil {
+						t.Errorf("cleanup: %v", err)
+					}
+				}
 			}},
 		{name: "DeviceBuffer.Free stream-ordered", covers: []string{"DeviceBuffer.Free"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {

@@ -179,7 +179,7 @@ func Stream(t testing.TB, ctx *cuda.Context) *cuda.Stream {
 
 var fakeKinds = map[track.Kind]string{
 	track.Stream: "stream", track.Event: "event", track.DeviceBuffer: "device",
-	track.PinnedBuffer: "host", track.Registered: "registered", track.Comm: "comm", track.MemPool: "pool",
+	track.PinnedBuffer: "host", track.Registered: "registered", track.Comm: "comm", track.MemPool: "pool", track.Graph: "graph", track.GraphExec: "graphexec",
 }
 
 // CheckLeaks fails t if, when it ends, more gocuda objects are alive than

@@ -65,6 +65,24 @@ type (
 	FunctionAttribute int32   // CUfunction_attribute
 	MemPool           uintptr // CUmemoryPool
 	MemPoolAttribute  int32   // CUmemPool_attribute
+	Graph             uintptr // CUgraph
+	GraphExec         uintptr // CUgraphExec
+	GraphNode         uintptr // CUgraphNode
+)
+
+// GraphExecUpdateResultInfo is CUgraphExecUpdateResultInfo.
+type GraphExecUpdateResultInfo struct {
+	Result        int32 // CUgraphExecUpdateResult
+	_             int32
+	ErrorNode     GraphNode
+	ErrorFromNode GraphNode
+}
+
+// Graph constants.
+const (
+	StreamCaptureStatusNone   = 0 // CU_STREAM_CAPTURE_STATUS_NONE
+	StreamCaptureStatusActive = 1 // CU_STREAM_CAPTURE_STATUS_ACTIVE
+	GraphDebugDotFlagsVerbose = 1 // CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE
 )
 
 // MemPoolProps is the leading part of CUmemPoolProps gocuda sets, and room

@@ -532,6 +532,86 @@ static int gocuda_MemcpyPeerAsync(uintptr_t fn, uintptr_t ctx, unsigned long lon
 	}
 	return ((int (*)(unsigned long long, uintptr_t, unsigned long long, uintptr_t, size_t, uintptr_t))fn)(dstDevice, dstContext, srcDevice, srcContext, byteCount, hStream);
 }
+
+static int gocuda_StreamBeginCapture(uintptr_t fn, uintptr_t ctx, uintptr_t hStream, int mode) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, int))fn)(hStream, mode);
+}
+
+static int gocuda_StreamEndCapture(uintptr_t fn, uintptr_t ctx, uintptr_t hStream, uintptr_t * phGraph) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, uintptr_t *))fn)(hStream, phGraph);
+}
+
+static int gocuda_StreamIsCapturing(uintptr_t fn, uintptr_t ctx, uintptr_t hStream, int * captureStatus) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, int *))fn)(hStream, captureStatus);
+}
+
+static int gocuda_GraphGetNodes(uintptr_t fn, uintptr_t ctx, uintptr_t hGraph, void * nodes, size_t * numNodes) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, void *, size_t *))fn)(hGraph, nodes, numNodes);
+}
+
+static int gocuda_GraphDebugDotPrint(uintptr_t fn, uintptr_t ctx, uintptr_t hGraph, char * path, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, char *, unsigned int))fn)(hGraph, path, flags);
+}
+
+static int gocuda_GraphDestroy(uintptr_t fn, uintptr_t ctx, uintptr_t hGraph) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t))fn)(hGraph);
+}
+
+static int gocuda_GraphInstantiateWithFlags(uintptr_t fn, uintptr_t ctx, uintptr_t * phGraphExec, uintptr_t hGraph, unsigned long long flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t *, uintptr_t, unsigned long long))fn)(phGraphExec, hGraph, flags);
+}
+
+static int gocuda_GraphExecUpdate(uintptr_t fn, uintptr_t ctx, uintptr_t hGraphExec, uintptr_t hGraph, void * resultInfo) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, uintptr_t, void *))fn)(hGraphExec, hGraph, resultInfo);
+}
+
+static int gocuda_GraphLaunch(uintptr_t fn, uintptr_t ctx, uintptr_t hGraphExec, uintptr_t hStream) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, uintptr_t))fn)(hGraphExec, hStream);
+}
+
+static int gocuda_GraphExecDestroy(uintptr_t fn, uintptr_t ctx, uintptr_t hGraphExec) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t))fn)(hGraphExec);
+}
 */
 import "C"
 
@@ -1475,4 +1555,136 @@ func MemcpyPeerAsync(ctx Context, dstDevice DevicePtr, dstContext Context, srcDe
 	}
 	r := C.gocuda_MemcpyPeerAsync(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(dstDevice), C.uintptr_t(dstContext), C.ulonglong(srcDevice), C.uintptr_t(srcContext), C.size_t(byteCount), C.uintptr_t(hStream))
 	return shimStatus(int32(r), FuncMemcpyPeerAsync)
+}
+
+// StreamBeginCapture calls cuStreamBeginCapture_v2, with ctx current.
+//
+//	CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
+func StreamBeginCapture(ctx Context, hStream Stream, mode int32) Status {
+	fn := syms[symStreamBeginCapture]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncStreamBeginCapture}
+	}
+	r := C.gocuda_StreamBeginCapture(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hStream), C.int(mode))
+	return shimStatus(int32(r), FuncStreamBeginCapture)
+}
+
+// StreamEndCapture calls cuStreamEndCapture, with ctx current.
+//
+//	CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+func StreamEndCapture(ctx Context, hStream Stream, phGraph *Graph) Status {
+	fn := syms[symStreamEndCapture]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncStreamEndCapture}
+	}
+	c := getCall()
+	r := C.gocuda_StreamEndCapture(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hStream), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])))
+	*phGraph = *(*Graph)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncStreamEndCapture)
+}
+
+// StreamIsCapturing calls cuStreamIsCapturing, with ctx current.
+//
+//	CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+func StreamIsCapturing(ctx Context, hStream Stream, captureStatus *int32) Status {
+	fn := syms[symStreamIsCapturing]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncStreamIsCapturing}
+	}
+	c := getCall()
+	r := C.gocuda_StreamIsCapturing(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(&c.out[0])))
+	*captureStatus = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncStreamIsCapturing)
+}
+
+// GraphGetNodes calls cuGraphGetNodes, with ctx current.
+//
+//	CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes /*in*/, size_t *numNodes);
+func GraphGetNodes(ctx Context, hGraph Graph, nodes unsafe.Pointer, numNodes *uintptr) Status {
+	fn := syms[symGraphGetNodes]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphGetNodes}
+	}
+	c := getCall()
+	r := C.gocuda_GraphGetNodes(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraph), nodes, (*C.size_t)(unsafe.Pointer(&c.out[0])))
+	*numNodes = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncGraphGetNodes)
+}
+
+// GraphDebugDotPrint calls cuGraphDebugDotPrint, with ctx current.
+//
+//	CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags);
+func GraphDebugDotPrint(ctx Context, hGraph Graph, path *byte, flags uint32) Status {
+	fn := syms[symGraphDebugDotPrint]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphDebugDotPrint}
+	}
+	r := C.gocuda_GraphDebugDotPrint(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraph), (*C.char)(unsafe.Pointer(path)), C.uint(flags))
+	return shimStatus(int32(r), FuncGraphDebugDotPrint)
+}
+
+// GraphDestroy calls cuGraphDestroy, with ctx current.
+//
+//	CUresult cuGraphDestroy(CUgraph hGraph);
+func GraphDestroy(ctx Context, hGraph Graph) Status {
+	fn := syms[symGraphDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphDestroy}
+	}
+	r := C.gocuda_GraphDestroy(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraph))
+	return shimStatus(int32(r), FuncGraphDestroy)
+}
+
+// GraphInstantiateWithFlags calls cuGraphInstantiateWithFlags, with ctx current.
+//
+//	CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags);
+func GraphInstantiateWithFlags(ctx Context, phGraphExec *GraphExec, hGraph Graph, flags uint64) Status {
+	fn := syms[symGraphInstantiateWithFlags]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphInstantiateWithFlags}
+	}
+	c := getCall()
+	r := C.gocuda_GraphInstantiateWithFlags(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), C.uintptr_t(hGraph), C.ulonglong(flags))
+	*phGraphExec = *(*GraphExec)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncGraphInstantiateWithFlags)
+}
+
+// GraphExecUpdate calls cuGraphExecUpdate_v2, with ctx current.
+//
+//	CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo /*in*/);
+func GraphExecUpdate(ctx Context, hGraphExec GraphExec, hGraph Graph, resultInfo unsafe.Pointer) Status {
+	fn := syms[symGraphExecUpdate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphExecUpdate}
+	}
+	r := C.gocuda_GraphExecUpdate(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraphExec), C.uintptr_t(hGraph), resultInfo)
+	return shimStatus(int32(r), FuncGraphExecUpdate)
+}
+
+// GraphLaunch calls cuGraphLaunch, with ctx current.
+//
+//	CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
+func GraphLaunch(ctx Context, hGraphExec GraphExec, hStream Stream) Status {
+	fn := syms[symGraphLaunch]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphLaunch}
+	}
+	r := C.gocuda_GraphLaunch(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraphExec), C.uintptr_t(hStream))
+	return shimStatus(int32(r), FuncGraphLaunch)
+}
+
+// GraphExecDestroy calls cuGraphExecDestroy, with ctx current.
+//
+//	CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
+func GraphExecDestroy(ctx Context, hGraphExec GraphExec) Status {
+	fn := syms[symGraphExecDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphExecDestroy}
+	}
+	r := C.gocuda_GraphExecDestroy(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraphExec))
+	return shimStatus(int32(r), FuncGraphExecDestroy)
 }

@@ -1255,3 +1255,175 @@ func MemcpyPeerAsync(ctx Context, dstDevice DevicePtr, dstContext Context, srcDe
 	putCall(c)
 	return Status{Code: Result(int32(r)), Func: FuncMemcpyPeerAsync}
 }
+
+// StreamBeginCapture calls cuStreamBeginCapture_v2.
+//
+//	CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
+func StreamBeginCapture(ctx Context, hStream Stream, mode int32) Status {
+	fn := syms[symStreamBeginCapture]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncStreamBeginCapture}
+	}
+	c := getCall()
+	c.args[0] = uintptr(hStream)
+	c.args[1] = uintptr(mode)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncStreamBeginCapture}
+}
+
+// StreamEndCapture calls cuStreamEndCapture.
+//
+//	CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+func StreamEndCapture(ctx Context, hStream Stream, phGraph *Graph) Status {
+	fn := syms[symStreamEndCapture]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncStreamEndCapture}
+	}
+	c := getCall()
+	c.args[0] = uintptr(hStream)
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*phGraph = *(*Graph)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncStreamEndCapture}
+}
+
+// StreamIsCapturing calls cuStreamIsCapturing.
+//
+//	CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+func StreamIsCapturing(ctx Context, hStream Stream, captureStatus *int32) Status {
+	fn := syms[symStreamIsCapturing]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncStreamIsCapturing}
+	}
+	c := getCall()
+	c.args[0] = uintptr(hStream)
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*captureStatus = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncStreamIsCapturing}
+}
+
+// GraphGetNodes calls cuGraphGetNodes.
+//
+//	CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes /*in*/, size_t *numNodes);
+func GraphGetNodes(ctx Context, hGraph Graph, nodes unsafe.Pointer, numNodes *uintptr) Status {
+	fn := syms[symGraphGetNodes]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphGetNodes}
+	}
+	escape(unsafe.Pointer(nodes))
+	c := getCall()
+	c.args[0] = uintptr(hGraph)
+	c.args[1] = uintptr(unsafe.Pointer(nodes))
+	c.args[2] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*numNodes = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(nodes)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphGetNodes}
+}
+
+// GraphDebugDotPrint calls cuGraphDebugDotPrint.
+//
+//	CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags);
+func GraphDebugDotPrint(ctx Context, hGraph Graph, path *byte, flags uint32) Status {
+	fn := syms[symGraphDebugDotPrint]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphDebugDotPrint}
+	}
+	escape(unsafe.Pointer(path))
+	c := getCall()
+	c.args[0] = uintptr(hGraph)
+	c.args[1] = uintptr(unsafe.Pointer(path))
+	c.args[2] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(path)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphDebugDotPrint}
+}
+
+// GraphDestroy calls cuGraphDestroy.
+//
+//	CUresult cuGraphDestroy(CUgraph hGraph);
+func GraphDestroy(ctx Context, hGraph Graph) Status {
+	fn := syms[symGraphDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphDestroy}
+	}
+	c := getCall()
+	c.args[0] = uintptr(hGraph)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphDestroy}
+}
+
+// GraphInstantiateWithFlags calls cuGraphInstantiateWithFlags.
+//
+//	CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags);
+func GraphInstantiateWithFlags(ctx Context, phGraphExec *GraphExec, hGraph Graph, flags uint64) Status {
+	fn := syms[symGraphInstantiateWithFlags]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphInstantiateWithFlags}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(hGraph)
+	c.args[2] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*phGraphExec = *(*GraphExec)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphInstantiateWithFlags}
+}
+
+// GraphExecUpdate calls cuGraphExecUpdate_v2.
+//
+//	CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo /*in*/);
+func GraphExecUpdate(ctx Context, hGraphExec GraphExec, hGraph Graph, resultInfo unsafe.Pointer) Status {
+	fn := syms[symGraphExecUpdate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphExecUpdate}
+	}
+	escape(unsafe.Pointer(resultInfo))
+	c := getCall()
+	c.args[0] = uintptr(hGraphExec)
+	c.args[1] = uintptr(hGraph)
+	c.args[2] = uintptr(unsafe.Pointer(resultInfo))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(resultInfo)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphExecUpdate}
+}
+
+// GraphLaunch calls cuGraphLaunch.
+//
+//	CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
+func GraphLaunch(ctx Context, hGraphExec GraphExec, hStream Stream) Status {
+	fn := syms[symGraphLaunch]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphLaunch}
+	}
+	c := getCall()
+	c.args[0] = uintptr(hGraphExec)
+	c.args[1] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphLaunch}
+}
+
+// GraphExecDestroy calls cuGraphExecDestroy.
+//
+//	CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
+func GraphExecDestroy(ctx Context, hGraphExec GraphExec) Status {
+	fn := syms[symGraphExecDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphExecDestroy}
+	}
+	c := getCall()
+	c.args[0] = uintptr(hGraphExec)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphExecDestroy}
+}

@@ -14,7 +14,9 @@ const (
 	ErrorInvalidContext              Result = 201 // CUDA_ERROR_INVALID_CONTEXT: invalid device context
 	ErrorPeerAccessUnsupported       Result = 217 // CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: peer access is not supported between these two devices
 	ErrorInvalidPTX                  Result = 218 // CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed
+	ErrorOperatingSystem             Result = 304 // CUDA_ERROR_OPERATING_SYSTEM: OS call failed or operation not supported on this OS
 	ErrorInvalidHandle               Result = 400 // CUDA_ERROR_INVALID_HANDLE: invalid resource handle
+	ErrorIllegalState                Result = 401 // CUDA_ERROR_ILLEGAL_STATE: the operation cannot be performed in the present state
 	ErrorNotFound                    Result = 500 // CUDA_ERROR_NOT_FOUND: named symbol not found
 	ErrorNotReady                    Result = 600 // CUDA_ERROR_NOT_READY: device not ready
 	ErrorIllegalAddress              Result = 700 // CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered
@@ -24,6 +26,12 @@ const (
 	ErrorHostMemoryNotRegistered     Result = 713 // CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: pointer does not correspond to a registered memory region
 	ErrorLaunchFailed                Result = 719 // CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure
 	ErrorNotSupported                Result = 801 // CUDA_ERROR_NOT_SUPPORTED: operation not supported
+	ErrorStreamCaptureUnsupported    Result = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: operation not permitted when stream is capturing
+	ErrorStreamCaptureInvalidated    Result = 901 // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: operation failed due to a previous error during capture
+	ErrorStreamCaptureUnmatched      Result = 903 // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: capture was not initiated in this stream
+	ErrorStreamCaptureImplicit       Result = 906 // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: operation would make the legacy stream depend on a capturing blocking stream
+	ErrorStreamCaptureWrongThread    Result = 908 // CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: attempt to terminate a thread-local capture sequence from another thread
+	ErrorGraphExecUpdateFailure      Result = 910 // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: the graph update was not performed because it included changes which violated constraints specific to instantiated graph update
 	ErrorUnknown                     Result = 999 // CUDA_ERROR_UNKNOWN: unknown error
 )
 

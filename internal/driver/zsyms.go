@@ -74,6 +74,16 @@ const (
 	symCtxDisablePeerAccess
 	symMemcpyPeer
 	symMemcpyPeerAsync
+	symStreamBeginCapture
+	symStreamEndCapture
+	symStreamIsCapturing
+	symGraphGetNodes
+	symGraphDebugDotPrint
+	symGraphDestroy
+	symGraphInstantiateWithFlags
+	symGraphExecUpdate
+	symGraphLaunch
+	symGraphExecDestroy
 	symCount
 )
 
@@ -149,6 +159,16 @@ const (
 	FuncCtxDisablePeerAccess
 	FuncMemcpyPeer
 	FuncMemcpyPeerAsync
+	FuncStreamBeginCapture
+	FuncStreamEndCapture
+	FuncStreamIsCapturing
+	FuncGraphGetNodes
+	FuncGraphDebugDotPrint
+	FuncGraphDestroy
+	FuncGraphInstantiateWithFlags
+	FuncGraphExecUpdate
+	FuncGraphLaunch
+	FuncGraphExecDestroy
 )
 
 // symNames are the names resolved in the driver library, by index.
@@ -223,4 +243,14 @@ var symNames = [symCount]string{
 	"cuCtxDisablePeerAccess",
 	"cuMemcpyPeer",
 	"cuMemcpyPeerAsync",
+	"cuStreamBeginCapture_v2",
+	"cuStreamEndCapture",
+	"cuStreamIsCapturing",
+	"cuGraphGetNodes",
+	"cuGraphDebugDotPrint",
+	"cuGraphDestroy",
+	"cuGraphInstantiateWithFlags",
+	"cuGraphExecUpdate_v2",
+	"cuGraphLaunch",
+	"cuGraphExecDestroy",
 }

@@ -18,10 +18,12 @@ const (
 	Module
 	Comm // an NCCL communicator
 	MemPool
+	Graph
+	GraphExec
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -38,7 +38,15 @@ var baseTypes = map[string]cType{
 	"CUfunction_attribute": {"FunctionAttribute", 4},
 	"CUmemoryPool":         {"MemPool", 8},
 	"CUmemPool_attribute":  {"MemPoolAttribute", 4},
-	// Structures, passed by pointer and read by the driver (/*in*/).
+	"CUgraph":               {"Graph", 8},
+	"CUgraphExec":           {"GraphExec", 8},
+	"CUgraphNode":           {"GraphNode", 8},
+	"CUstreamCaptureMode":   {"int32", 4},
+	"CUstreamCaptureStatus": {"int32", 4},
+	"unsigned long long":    {"uint64", 8},
+	// Structures, passed by pointer and read by the driver (/*in*/), or
+	// written (resultInfo).
+	"CUgraphExecUpdateResultInfo": {"", 0},
 	"CUmemPoolProps":  {"", 0},
 	"CUmemAccessDesc": {"", 0},
 }
@@ -54,6 +62,8 @@ var cTypes = map[string]struct{ c, cgo string }{
 	"Context": {"uintptr_t", "C.uintptr_t"}, "Stream": {"uintptr_t", "C.uintptr_t"}, "Event": {"uintptr_t", "C.uintptr_t"},
 	"Module": {"uintptr_t", "C.uintptr_t"}, "Function": {"uintptr_t", "C.uintptr_t"},
 	"MemPool": {"uintptr_t", "C.uintptr_t"}, "MemPoolAttribute": {"int", "C.int"},
+	"Graph": {"uintptr_t", "C.uintptr_t"}, "GraphExec": {"uintptr_t", "C.uintptr_t"}, "GraphNode": {"uintptr_t", "C.uintptr_t"},
+	"uint64": {"unsigned long long", "C.ulonglong"},
 	"DevicePtr": {"unsigned long long", "C.ulonglong"},
 	"*byte":     {"char *", "*C.char"}, "unsafe.Pointer": {"void *", "unsafe.Pointer"},
 }

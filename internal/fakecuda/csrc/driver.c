@@ -216,6 +216,8 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "event")) n = live_events;
 	else if (!strcmp(kind, "comm")) n = live_comms;
 	else if (!strcmp(kind, "pool")) n = live_pools;
+	else if (!strcmp(kind, "graph")) n = live_graphs;
+	else if (!strcmp(kind, "graphexec")) n = live_execs;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -248,7 +250,6 @@ static void record_now(CUevent e) {
 	pthread_mutex_unlock(&mu);
 }
 
-static void free_device(void *base);
 
 static void run_op(struct op *o) {
 	switch (o->kind) {
@@ -313,6 +314,7 @@ CUresult enqueue(CUstream s, struct op o) {
 	int ok = stream_live(s);
 	pthread_mutex_unlock(&mu);
 	if (!ok) return INVALID_HANDLE;
+	if (s->capture) return capture_op(s, o);
 	struct op *p = malloc(sizeof *p);
 	*p = o;
 	p->next = NULL;
@@ -705,9 +707,10 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
 		return current->sticky;
 	}
 	pthread_mutex_lock(&mu);
-	int ok = stream_live(s);
+	int ok = stream_live(s), capturing = ok && s->capture;
 	pthread_mutex_unlock(&mu);
 	if (!ok) return INVALID_HANDLE;
+	if (capturing) return STREAM_CAPTURE_UNSUPPORTED;
 	drain(s);
 	pools_release_over_threshold(current->device);
 	return current->sticky;
@@ -718,9 +721,10 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 	REQUIRE_CTX();
 	if (!s) s = legacy_stream();
 	pthread_mutex_lock(&mu);
-	int ok = stream_live(s);
+	int ok = stream_live(s), capturing = ok && s->capture;
 	pthread_mutex_unlock(&mu);
 	if (!ok) return INVALID_HANDLE;
+	if (capturing) return STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&s->mu);
 	int pending = s->head != NULL;
 	pthread_mutex_unlock(&s->mu);
@@ -922,7 +926,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 // free_device releases the device allocation at base, if it is one.
-static void free_device(void *base) {
+void free_device(void *base) {
 	pthread_mutex_lock(&mu);
 	struct record *r = find_base((uintptr_t)base, KIND_DEVICE);
 	if (r && r->pool) {

@@ -128,10 +128,19 @@ struct fake_stream {
 	int busy;
 	int stopping;
 	int legacy; // a context's legacy default stream, never handed out
+	struct fake_graph *capture; // the graph being captured, if capturing (graphs.c)
 	struct fake_stream *next_in_list;
 };
 int stream_live(CUstream s);
 CUresult enqueue(CUstream s, struct op o);
+
+// Graphs (graphs.c).
+CUresult capture_op(CUstream s, struct op o); // s is capturing
+void capture_alloc(CUstream s, uintptr_t base); // mu held
+struct launch *launch_clone(const struct launch *l);
+int launch_same_kernel(const struct launch *a, const struct launch *b);
+extern long live_graphs, live_execs;
+void free_device(void *base); // a device allocation, released now
 
 // ---- kernels.c ---------------------------------------------------------------
 

@@ -327,6 +327,14 @@ EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *
 	return SUCCESS;
 }
 
+int launch_same_kernel(const struct launch *a, const struct launch *b) { return a->k == b->k; }
+
+struct launch *launch_clone(const struct launch *l) {
+	struct launch *c = malloc(sizeof *c);
+	*c = *l;
+	return c;
+}
+
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
 	FAULT("cuLaunchKernel");

@@ -195,6 +195,7 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *out, size_t n, CUmemoryPool
 	CUresult rc;
 	if (!pool_live(p) || (s && !stream_live(s))) rc = INVALID_HANDLE;
 	else rc = pool_alloc(p, out, n);
+	if (rc == SUCCESS && s && s->capture) capture_alloc(s, (uintptr_t)*out);
 	pthread_mutex_unlock(&mu);
 	return rc;
 }
@@ -206,6 +207,7 @@ CUresult alloc_async(CUdeviceptr *out, size_t n, CUstream s) {
 	CUresult rc;
 	if (s && !stream_live(s)) rc = INVALID_HANDLE;
 	else rc = pool_alloc(default_pool(current->device), out, n);
+	if (rc == SUCCESS && s && s->capture) capture_alloc(s, (uintptr_t)*out);
 	pthread_mutex_unlock(&mu);
 	return rc;
 }

@@ -1,0 +1,487 @@
+package cuda
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// CaptureMode says which calls a capture forbids while it runs, as CUDA
+// defines it: calls that could wait for or disturb the captured work
+// without being part of it (a synchronous copy, cuMemAlloc) fail, and end
+// the capture with an error.
+type CaptureMode int
+
+const (
+	// CaptureGlobal forbids such calls in every goroutine of the process
+	// (CU_STREAM_CAPTURE_MODE_GLOBAL), the safe default.
+	CaptureGlobal CaptureMode = iota
+	// CaptureThreadLocal forbids them on the capturing OS thread only;
+	// Capture runs its function on one locked thread.
+	CaptureThreadLocal
+	// CaptureRelaxed forbids nothing beyond what cannot be captured.
+	CaptureRelaxed
+)
+
+func (m CaptureMode) String() string {
+	switch m {
+	case CaptureGlobal:
+		return "global"
+	case CaptureThreadLocal:
+		return "thread-local"
+	case CaptureRelaxed:
+		return "relaxed"
+	}
+	return fmt.Sprintf("CaptureMode(%d)", int(m))
+}
+
+// graphUses counts the graphs and instances that use an object's device
+// resource (a buffer's memory, a module's code), which may then not be
+// freed: replaying them would touch it.
+type graphUses struct{ n atomic.Int32 }
+
+func (u *graphUses) inUse(op, what string) error {
+	if n := u.n.Load(); n > 0 {
+		return errorf(op, ErrInvalidValue, "%s is used by %d graph(s) or graph instance(s): close them first", what, n)
+	}
+	return nil
+}
+
+// captureState is what a capture records beside the driver's graph: the
+// memory and modules the captured work uses, and the buffers it
+// allocated.
+type captureState struct {
+	mu     sync.Mutex
+	allocs map[*allocation]bool
+	mods   map[*Module]bool
+	made   []*allocation // allocated in stream order during the capture
+}
+
+func (c *captureState) useMem(m *allocation) {
+	c.mu.Lock()
+	c.allocs[m] = true
+	c.mu.Unlock()
+}
+
+func (c *captureState) useModule(m *Module) {
+	c.mu.Lock()
+	c.mods[m] = true
+	c.mu.Unlock()
+}
+
+func (c *captureState) allocated(m *allocation) {
+	c.mu.Lock()
+	c.made = append(c.made, m)
+	c.mu.Unlock()
+}
+
+// graphRefs are the uses a graph or an instance holds.
+type graphRefs struct {
+	allocs []*allocation
+	mods   []*Module
+}
+
+func (r graphRefs) acquire() graphRefs {
+	for _, a := range r.allocs {
+		a.graphs.n.Add(1)
+	}
+	for _, m := range r.mods {
+		m.graphs.n.Add(1)
+	}
+	return r
+}
+
+func (r graphRefs) drop() {
+	for _, a := range r.allocs {
+		a.graphs.n.Add(-1)
+	}
+	for _, m := range r.mods {
+		m.graphs.n.Add(-1)
+	}
+}
+
+// Graph is work captured from a stream (Stream.Capture): instantiate it
+// once (Instantiate) and launch the instance again and again. While a
+// graph or an instance of it is open, the device buffers and modules its
+// work uses cannot be freed or closed: Free and Close return
+// ErrInvalidValue. The zero Graph is not usable.
+type Graph struct {
+	life
+	handle driver.Graph
+	refs   graphRefs
+}
+
+// GraphExec is an instantiated graph, launched on a stream with Launch,
+// and updated from a newer capture with Update. The zero GraphExec is not
+// usable.
+type GraphExec struct {
+	life
+	st *execState
+}
+
+// execState is a GraphExec's driver instance and the uses it holds, which
+// Update replaces; apart from the GraphExec so that a forgotten one's
+// cleanup can release them.
+type execState struct {
+	mu     sync.Mutex // guards handle and refs against Update and Launch
+	handle driver.GraphExec
+	refs   graphRefs
+}
+
+// Capture records the work that record queues on s into a graph, instead
+// of running it: kernel launches, device-to-device copies, memsets, and
+// stream-ordered allocations and frees (AllocAsync, Free), which become the
+// graph's own memory. Capture ends when record returns, or panics: then
+// the capture is ended and thrown away, and the panic goes on.
+//
+// Some calls cannot be captured and return an error wrapping
+// ErrInvalidValue while s captures: waiting for s (Synchronize, Query, and
+// the synchronous calls on a buffer allocated on s), copies between the
+// device and host memory (which a replay would read or write again, long
+// after the Go memory may have moved on or been freed; copy outside the
+// capture, or through device memory), and StagingBuffer transfers. A
+// buffer allocated during the capture belongs to the graph's work: it must
+// be freed in the capture too, or Capture returns an error.
+//
+// If record returns an error, or the capture fails, Capture returns it and
+// no graph.
+func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err error) {
+	const op = "Stream.Capture"
+	if err := s.valid(op); err != nil {
+		return nil, err
+	}
+	if mode < CaptureGlobal || mode > CaptureRelaxed {
+		return nil, errorf(op, ErrInvalidValue, "capture mode %v", mode)
+	}
+	if record == nil {
+		return nil, errorf(op, ErrInvalidValue, "nil record function")
+	}
+	// The driver's thread-local mode ties the capture to the OS thread
+	// that began it; the context stays bound for the whole capture, so
+	// that ending it needs no call that could fail first.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := s.enter(op); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	if err := s.ctx.settleLegacy(op); err != nil {
+		return nil, err
+	}
+	cs := &captureState{allocs: map[*allocation]bool{}, mods: map[*Module]bool{}}
+	if !s.capture.CompareAndSwap(nil, cs) {
+		return nil, errorf(op, ErrInvalidValue, "the stream is already capturing")
+	}
+	if err := check(op, driver.StreamBeginCapture(s.ctx.handle, s.handle, int32(mode))); err != nil {
+		s.capture.Store(nil)
+		return nil, err
+	}
+	ended := false
+	end := func() (driver.Graph, error) {
+		ended = true
+		defer s.capture.Store(nil)
+		var g driver.Graph
+		st := driver.StreamEndCapture(s.ctx.handle, s.handle, &g)
+		if !st.OK() {
+			// The capture must end whatever happened: one left running
+			// would refuse every later use of the stream.
+			var status int32
+			if driver.StreamIsCapturing(s.ctx.handle, s.handle, &status).OK() && status != driver.StreamCaptureStatusNone {
+				var again driver.Graph
+				if driver.StreamEndCapture(s.ctx.handle, s.handle, &again).OK() && again != 0 {
+					driver.GraphDestroy(s.ctx.handle, again)
+				}
+			}
+			cs.closeMade()
+			return 0, check(op, st)
+		}
+		return g, nil
+	}
+	discard := func(g driver.Graph) {
+		driver.GraphDestroy(s.ctx.handle, g)
+		cs.closeMade()
+	}
+	defer func() {
+		if !ended { // record panicked: end the capture, drop the graph
+			if g, err := end(); err == nil {
+				discard(g)
+			}
+		}
+	}()
+	rerr := record()
+	g, err := end()
+	if err == nil && rerr != nil {
+		discard(g)
+	}
+	switch {
+	case rerr != nil:
+		return nil, rerr
+	case err != nil:
+		return nil, err
+	}
+	for _, m := range cs.made {
+		if !m.lt.IsClosed() {
+			discard(g)
+			return nil, errorf(op, ErrInvalidValue, "a buffer of %s allocated during the capture was not freed in it: the graph's memory must be freed in the graph", formatBytes(m.size))
+		}
+	}
+	gr := &Graph{handle: g}
+	for a := range cs.allocs {
+		if !cs.isMade(a) {
+			gr.refs.allocs = append(gr.refs.allocs, a)
+		}
+	}
+	for m := range cs.mods {
+		gr.refs.mods = append(gr.refs.mods, m)
+	}
+	gr.refs.acquire()
+	h, refs := g, gr.refs
+	gr.arm(s.ctx, track.Graph, runtime.AddCleanup(gr, func(ctx *Context) {
+		forgotten(ctx, track.Graph, func() { driver.GraphDestroy(ctx.handle, h) })
+		refs.drop()
+	}, s.ctx))
+	return gr, nil
+}
+
+func (c *captureState) isMade(a *allocation) bool {
+	for _, m := range c.made {
+		if m == a {
+			return true
+		}
+	}
+	return false
+}
+
+// closeMade marks the buffers allocated during a capture that came to
+// nothing closed: their memory was the graph's.
+func (c *captureState) closeMade() {
+	for _, m := range c.made {
+		m.lt.Close(func() (bool, error) { return true, nil })
+	}
+}
+
+// uses records, while s captures, that the captured work uses each of mem.
+func (s *Stream) uses(mem ...*allocation) {
+	if cs := s.capture.Load(); cs != nil {
+		for _, m := range mem {
+			cs.useMem(m)
+		}
+	}
+}
+
+// capturing returns an error if s is capturing: op cannot be captured.
+func (s *Stream) capturing(op, why string) error {
+	if s.capture.Load() != nil {
+		return errorf(op, ErrInvalidValue, "the stream is capturing a graph (Stream.Capture): %s", why)
+	}
+	return nil
+}
+
+func (g *Graph) valid(op string) error {
+	if g == nil || g.ctx == nil {
+		return errorf(op, ErrInvalidValue, "nil or zero *Graph: make one with Stream.Capture")
+	}
+	return g.life.valid(op, "the graph")
+}
+
+// Nodes returns the number of nodes of the graph: one per captured
+// operation, as the driver counts them.
+func (g *Graph) Nodes() (int, error) {
+	const op = "Graph.Nodes"
+	if err := g.valid(op); err != nil {
+		return 0, err
+	}
+	if err := g.enter(op, "the graph"); err != nil {
+		return 0, err
+	}
+	defer g.leave()
+	var n uintptr
+	if err := check(op, driver.GraphGetNodes(g.ctx.handle, g.handle, nil, &n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// WriteDot writes the graph to w in Graphviz's dot language, as the driver
+// describes it (cuGraphDebugDotPrint), with every node's parameters when
+// verbose.
+func (g *Graph) WriteDot(w io.Writer, verbose bool) error {
+	const op = "Graph.WriteDot"
+	if err := g.valid(op); err != nil {
+		return err
+	}
+	if w == nil {
+		return errorf(op, ErrInvalidValue, "nil io.Writer")
+	}
+	f, err := os.CreateTemp("", "gocuda-graph-*.dot")
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	if err := g.enter(op, "the graph"); err != nil {
+		return err
+	}
+	var flags uint32
+	if verbose {
+		flags = driver.GraphDebugDotFlagsVerbose
+	}
+	cpath := append([]byte(path), 0)
+	err = check(op, driver.GraphDebugDotPrint(g.ctx.handle, g.handle, &cpath[0], flags))
+	g.leave()
+	if err != nil {
+		return err
+	}
+	dot, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	_, err = w.Write(dot)
+	return err
+}
+
+// Instantiate makes an instance of the graph, to launch. The instance
+// keeps what the graph's work uses from being freed, and outlives the
+// graph if the graph is closed first.
+func (g *Graph) Instantiate() (*GraphExec, error) {
+	const op = "Graph.Instantiate"
+	if err := g.valid(op); err != nil {
+		return nil, err
+	}
+	if err := g.enter(op, "the graph"); err != nil {
+		return nil, err
+	}
+	defer g.leave()
+	st := &execState{}
+	if err := check(op, driver.GraphInstantiateWithFlags(g.ctx.handle, &st.handle, g.handle, 0)); err != nil {
+		return nil, err
+	}
+	st.refs = g.refs.acquire()
+	e := &GraphExec{st: st}
+	ctx := g.ctx
+	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(st *execState) {
+		forgotten(ctx, track.GraphExec, func() { driver.GraphExecDestroy(ctx.handle, st.handle) })
+		st.refs.drop()
+	}, st))
+	return e, nil
+}
+
+// Close releases the graph; instances made from it stay usable.
+func (g *Graph) Close() error {
+	const op = "Graph.Close"
+	if g == nil || g.ctx == nil {
+		return nil
+	}
+	return g.close(op, "the graph", func() error {
+		return check(op, driver.GraphDestroy(g.ctx.handle, g.handle))
+	}, g.refs.drop)
+}
+
+func (e *GraphExec) valid(op string) error {
+	if e == nil || e.ctx == nil {
+		return errorf(op, ErrInvalidValue, "nil or zero *GraphExec: make one with Graph.Instantiate")
+	}
+	return e.life.valid(op, "the graph instance")
+}
+
+// Launch queues the instance's work on s, which must belong to the
+// graph's context. A graph may be launched again before its previous
+// launch finished: the launches run one after the other.
+func (e *GraphExec) Launch(s *Stream) error {
+	const op = "GraphExec.Launch"
+	if err := e.valid(op); err != nil {
+		return err
+	}
+	if err := s.valid(op); err != nil {
+		return err
+	}
+	if s.ctx != e.ctx {
+		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the graph")
+	}
+	if err := s.capturing(op, "launching a graph into a capture is not supported"); err != nil {
+		return err
+	}
+	if err := enterWith(op, &e.life, "the graph instance", &s.life, "the stream"); err != nil {
+		return err
+	}
+	defer leaveWith(&e.life, &s.life)
+	if err := s.willQueue(op); err != nil {
+		return err
+	}
+	e.st.mu.Lock()
+	defer e.st.mu.Unlock()
+	return check(op, driver.GraphLaunch(e.ctx.handle, e.st.handle, s.handle))
+}
+
+// Update makes the instance run g's work from now on: the capture once,
+// replay many, re-capture when the sizes change loop. Where g has the
+// instance's shape (the same nodes, kernels and kinds of work, with other
+// arguments, sizes or addresses), the instance is updated in place, which
+// is cheap; otherwise Update instantiates g anew in its place and reports
+// reinstantiated. Either way the instance is still e, and launches queued
+// before keep the work they had.
+func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
+	const op = "GraphExec.Update"
+	if err := e.valid(op); err != nil {
+		return false, err
+	}
+	if err := g.valid(op); err != nil {
+		return false, err
+	}
+	if g.ctx != e.ctx {
+		return false, errorf(op, ErrInvalidValue, "the graph belongs to another context than the instance")
+	}
+	if err := enterWith(op, &e.life, "the graph instance", &g.life, "the graph"); err != nil {
+		return false, err
+	}
+	defer leaveWith(&e.life, &g.life)
+	x := e.st
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var info driver.GraphExecUpdateResultInfo
+	st := driver.GraphExecUpdate(e.ctx.handle, x.handle, g.handle, unsafe.Pointer(&info))
+	switch {
+	case st.OK():
+		x.refs.drop()
+		x.refs = g.refs.acquire()
+		return false, nil
+	case st.Code != driver.ErrorGraphExecUpdateFailure:
+		return false, check(op, st)
+	}
+	var h driver.GraphExec
+	if err := check(op, driver.GraphInstantiateWithFlags(e.ctx.handle, &h, g.handle, 0)); err != nil {
+		return false, err
+	}
+	// The old instance's queued launches keep running: the driver
+	// releases it once they are done.
+	if err := check(op, driver.GraphExecDestroy(e.ctx.handle, x.handle)); err != nil {
+		driver.GraphExecDestroy(e.ctx.handle, h)
+		return false, err
+	}
+	x.handle = h
+	x.refs.drop()
+	x.refs = g.refs.acquire()
+	return true, nil
+}
+
+// Close releases the instance. Launches already queued run to the end.
+func (e *GraphExec) Close() error {
+	const op = "GraphExec.Close"
+	if e == nil || e.ctx == nil {
+		return nil
+	}
+	return e.close(op, "the graph instance", func() error {
+		e.st.mu.Lock()
+		defer e.st.mu.Unlock()
+		return check(op, driver.GraphExecDestroy(e.ctx.handle, e.st.handle))
+	}, func() { e.st.refs.drop() })
+}
+

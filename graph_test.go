@@ -1,0 +1,293 @@
+package cuda_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// graphKit is what the graph tests share: a stream, vadd_s32 and two
+// int32 buffers of n elements, a filled with 1 to n and c with zeros.
+type graphKit struct {
+	ctx  *cuda.Context
+	s    *cuda.Stream
+	add  *cuda.Function
+	a, c *cuda.DeviceBuffer[int32]
+	n    int
+}
+
+func newGraphKit(t *testing.T) *graphKit {
+	t.Helper()
+	ctx := cudatest.Context(t)
+	k := &graphKit{ctx: ctx, s: cudatest.Stream(t, ctx), n: 1000}
+	k.add = must(loadKernels(t, ctx).Function("vadd_s32"))(t)
+	src := make([]int32, k.n)
+	for i := range src {
+		src[i] = int32(i + 1)
+	}
+	k.a = must(cuda.FromHost(ctx, src))(t)
+	k.c = must(cuda.Zeroed[int32](ctx, k.n))(t)
+	t.Cleanup(func() { k.a.Free(); k.c.Free() })
+	return k
+}
+
+// accumulate queues c += x, times times.
+func (k *graphKit) accumulate(x *cuda.DeviceBuffer[int32], times int) func() error {
+	return func() error {
+		for range times {
+			if err := k.add.Launch(cuda.LaunchConfigFor(k.n, k.s), x, k.c, k.c, uint32(k.n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// check wants c[i] = factor*(i+1).
+func (k *graphKit) check(t *testing.T, factor int32) {
+	t.Helper()
+	if err := k.s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int32, k.n)
+	if err := k.c.CopyToHost(got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != factor*int32(i+1) {
+			t.Fatalf("c[%d] = %d, want %d", i, v, factor*int32(i+1))
+		}
+	}
+}
+
+// TestGraphReplay: captured launches do not run until the graph is
+// launched, then run at every launch.
+func TestGraphReplay(t *testing.T) {
+	k := newGraphKit(t)
+	g := must(k.s.Capture(cuda.CaptureGlobal, k.accumulate(k.a, 3)))(t)
+	defer g.Close()
+	k.check(t, 0)
+	if n, err := g.Nodes(); err != nil || n != 3 {
+		t.Errorf("Nodes = %d, %v; want 3", n, err)
+	}
+	var dot bytes.Buffer
+	if err := g.WriteDot(&dot, true); err != nil || !strings.Contains(dot.String(), "digraph") {
+		t.Errorf("WriteDot: %v, %q", err, dot.String())
+	}
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	for range 5 {
+		if err := e.Launch(k.s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.check(t, 15)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Launch(k.s); err != nil {
+		t.Fatalf("an instance after its graph closed: %v", err)
+	}
+	k.check(t, 18)
+}
+
+// TestGraphUpdate: a capture of the same shape with other arguments
+// updates an instance in place; one of another shape replaces it.
+func TestGraphUpdate(t *testing.T) {
+	k := newGraphKit(t)
+	twice := must(cuda.Zeroed[int32](k.ctx, k.n))(t)
+	defer twice.Free()
+	if err := errors.Join(twice.CopyFromDevice(k.a), k.add.Launch(cuda.LaunchConfigFor(k.n, k.s), k.a, twice, twice, uint32(k.n)), k.s.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
+	g1 := must(k.s.Capture(cuda.CaptureGlobal, k.accumulate(k.a, 1)))(t)
+	defer g1.Close()
+	e := must(g1.Instantiate())(t)
+	defer e.Close()
+	if err := e.Launch(k.s); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 1)
+
+	g2 := must(k.s.Capture(cuda.CaptureGlobal, k.accumulate(twice, 1)))(t)
+	defer g2.Close()
+	if re, err := e.Update(g2); err != nil || re {
+		t.Fatalf("Update to the same shape: reinstantiated %v, %v; want in place", re, err)
+	}
+	if err := e.Launch(k.s); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 3)
+
+	g3 := must(k.s.Capture(cuda.CaptureRelaxed, k.accumulate(twice, 2)))(t)
+	defer g3.Close()
+	if re, err := e.Update(g3); err != nil || !re {
+		t.Fatalf("Update to another shape: reinstantiated %v, %v; want true", re, err)
+	}
+	if err := e.Launch(k.s); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 7)
+}
+
+// TestCaptureRefuses: what cannot be captured is refused with a clear
+// error while the capture runs, and the capture goes on.
+func TestCaptureRefuses(t *testing.T) {
+	k := newGraphKit(t)
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	host := make([]int32, k.n)
+	refused := map[string]error{}
+	g := must(k.s.Capture(cuda.CaptureGlobal, func() error {
+		refused["Synchronize"] = k.s.Synchronize()
+		_, refused["Query"] = k.s.Query()
+		refused["CopyFromHostAsync"] = k.c.CopyFromHostAsync(host, k.s)
+		refused["CopyToHostAsync"] = k.c.CopyToHostAsync(host, k.s)
+		refused["Upload"] = cuda.Upload(&sb, k.c, host, k.s)
+		refused["Download"] = cuda.Download(&sb, host, k.c, k.s)
+		_, refused["Capture again"] = k.s.Capture(cuda.CaptureGlobal, func() error { return nil })
+		return k.accumulate(k.a, 1)()
+	}))(t)
+	defer g.Close()
+	for name, err := range refused {
+		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "captur") {
+			t.Errorf("%s while capturing: %v; want ErrInvalidValue naming the capture", name, err)
+		}
+	}
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	if err := e.Launch(k.s); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 1)
+}
+
+// TestCaptureEnds: an error or a panic in the captured function ends the
+// capture, leaves no graph, and the stream works as before.
+func TestCaptureEnds(t *testing.T) {
+	k := newGraphKit(t)
+	boom := errors.New("boom")
+	g, err := k.s.Capture(cuda.CaptureGlobal, func() error {
+		if err := k.accumulate(k.a, 1)(); err != nil {
+			return err
+		}
+		return boom
+	})
+	if g != nil || !errors.Is(err, boom) {
+		t.Fatalf("Capture whose function failed: %v, %v; want no graph and its error", g, err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "panic in capture" {
+				t.Fatalf("recovered %v, want the captured function's panic", r)
+			}
+		}()
+		k.s.Capture(cuda.CaptureThreadLocal, func() error {
+			k.accumulate(k.a, 1)()
+			panic("panic in capture")
+		})
+	}()
+	if err := k.accumulate(k.a, 1)(); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 1) // the captured launches never ran
+}
+
+// TestCaptureAlloc: stream-ordered memory allocated and freed in a capture
+// is the graph's, and its work runs at every launch; a buffer allocated in a
+// capture and not freed there is an error.
+func TestCaptureAlloc(t *testing.T) {
+	k := newGraphKit(t)
+	g := must(k.s.Capture(cuda.CaptureGlobal, func() error {
+		tmp, err := cuda.AllocAsync[int32](k.s, k.n)
+		if err != nil {
+			return err
+		}
+		return errors.Join(
+			tmp.CopyFromDeviceAsync(k.a, k.s),
+			k.add.Launch(cuda.LaunchConfigFor(k.n, k.s), tmp, k.a, tmp, uint32(k.n)), // tmp = 2a
+			k.add.Launch(cuda.LaunchConfigFor(k.n, k.s), tmp, k.c, k.c, uint32(k.n)), // c += 2a
+			tmp.Free(),
+		)
+	}))(t)
+	defer g.Close()
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	for range 2 {
+		if err := e.Launch(k.s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.check(t, 4)
+
+	var kept *cuda.DeviceBuffer[int32]
+	g2, err := k.s.Capture(cuda.CaptureGlobal, func() (err error) {
+		kept, err = cuda.AllocAsync[int32](k.s, 16)
+		return err
+	})
+	if g2 != nil || !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a capture leaving its allocation: %v, %v; want ErrInvalidValue", g2, err)
+	}
+	if err := kept.Memset32Async(1, k.s); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("the buffer of a capture that failed: %v, want ErrClosed", err)
+	}
+}
+
+// TestGraphHoldsMemory: while a graph or an instance uses a buffer or a
+// module, neither can be freed; once both are closed, they can.
+func TestGraphHoldsMemory(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	mod := must(ctx.LoadModule(must(os.ReadFile("testdata/kernels.ptx"))(t)))(t)
+	add := must(mod.Function("vadd_s32"))(t)
+	b := must(cuda.Zeroed[int32](ctx, 64))(t)
+	g := must(s.Capture(cuda.CaptureGlobal, func() error {
+		return add.Launch(cuda.LaunchConfigFor(64, s), b, b, b, uint32(64))
+	}))(t)
+	e := must(g.Instantiate())(t)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of a buffer an instance uses: %v, want ErrInvalidValue", err)
+	}
+	if err := mod.Close(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Close of a module an instance uses: %v, want ErrInvalidValue", err)
+	}
+	if err := errors.Join(e.Launch(s), s.Synchronize(), e.Close(), b.Free(), mod.Close()); err != nil {
+		t.Fatalf("after the instance closed: %v", err)
+	}
+}
+
+func TestGraphErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	g := must(s.Capture(cuda.CaptureGlobal, func() error { return nil }))(t)
+	defer g.Close()
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	wantErrors(t, cuda.ErrInvalidValue, map[string]error{
+		"nil record":          second(s.Capture(cuda.CaptureGlobal, nil)),
+		"bad mode":            second(s.Capture(cuda.CaptureMode(7), func() error { return nil })),
+		"nil stream":          second((*cuda.Stream)(nil).Capture(cuda.CaptureGlobal, func() error { return nil })),
+		"zero graph":          second(new(cuda.Graph).Instantiate()),
+		"zero instance":       new(cuda.GraphExec).Launch(s),
+		"launch on nil":       e.Launch(nil),
+		"update from nil":     second(new(cuda.GraphExec).Update(g)),
+		"dot to nil writer":   g.WriteDot(nil, false),
+		"nodes of zero graph": second(new(cuda.Graph).Nodes()),
+	})
+}
+
+func TestCaptureModeString(t *testing.T) {
+	for m, want := range map[cuda.CaptureMode]string{cuda.CaptureGlobal: "global", cuda.CaptureThreadLocal: "thread-local", cuda.CaptureRelaxed: "relaxed", 9: "CaptureMode(9)"} {
+		if got := m.String(); got != want {
+			t.Errorf("%d: %q, want %q", int(m), got, want)
+		}
+	}
+}
