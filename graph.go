@@ -484,4 +484,3 @@ func (e *GraphExec) Close() error {
 		return check(op, driver.GraphExecDestroy(e.ctx.handle, e.st.handle))
 	}, func() { e.st.refs.drop() })
 }
-

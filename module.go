@@ -17,7 +17,7 @@ import (
 type Module struct {
 	life
 	handle driver.Module
-	graphs graphUses // graphs whose kernels are the module's
+	graphs graphUses             // graphs whose kernels are the module's
 	params map[string][]ptxParam // each kernel's parameters, from PTX text
 
 	// globals are the allocation records of the DeviceBuffers Global
