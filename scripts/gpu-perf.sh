@@ -21,6 +21,10 @@
 #             (BenchmarkPipelineSplit), then each route forced back to back
 #             (BenchmarkStagingRoutesLoop), and the steps of pipelined transfers
 #             timed (BenchmarkPipelineTrace): OUTDIR/split.txt, loop.txt, trace.txt
+#   graphs    stream-ordered allocation and CUDA graphs (BenchmarkAllocAsync,
+#             BenchmarkGraph*, BenchmarkStreamLaunches), purego and cgo, beside
+#             bench/cref/graphbench.c and bench/torch_graph.py, two interleaved
+#             rounds: OUTDIR/graphs.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -29,7 +33,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate] [shape] [paired] [split] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [kernels] [calibrate] [shape] [paired] [split] [graphs] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -101,6 +105,19 @@ for section in $sections; do
 		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTrace$' -test.benchtime 300x >"$out/trace.txt"
 		grep -hE '^Benchmark' "$out/trace.txt"
 		grep -hE '^Benchmark' "$out/split.txt" "$out/loop.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /; s/ MB\/s.*//'
+		;;
+	graphs)
+		nvcc -O2 -o /tmp/graphbench bench/cref/graphbench.c -lcuda
+		for round in 1 2; do
+			echo "== round $round: C"
+			/tmp/graphbench testdata/kernels.ptx
+			for set in tests tests-cgo; do
+				echo "== round $round: $set"
+				bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(AllocAsync|GraphReplay|StreamLaunches|GraphCapture|GraphUpdate)$' -test.benchtime 0.3s | grep -E '^Benchmark'
+			done
+		done >"$out/graphs.txt" 2>&1
+		python3 bench/torch_graph.py >"$out/torch_graph.json" 2>"$out/torch_graph.err" || echo "torch_graph.py failed: see torch_graph.err" >&2
+		cat "$out/graphs.txt" "$out/torch_graph.json"
 		;;
 	pool)
 		for round in 1 2; do
