@@ -44,6 +44,7 @@ type allocation struct {
 	allocated bool    // gocuda allocated it; false for FromRaw and globals, whose Free marks it closed and frees nothing
 	stream    *Stream // the stream it was allocated on in stream order (AllocAsync); nil for cuMemAlloc's
 	graphs    graphUses
+	pool      *MemPool // the pool it came from (AllocFromPool), which counts it until it is freed
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.

@@ -263,7 +263,7 @@ func (c *captureState) isMade(a *allocation) bool {
 // nothing closed: their memory was the graph's.
 func (c *captureState) closeMade() {
 	for _, m := range c.made {
-		m.lt.Close(func() (bool, error) { return true, nil })
+		m.lt.Close(func() (bool, error) { m.freed(); return true, nil })
 	}
 }
 

@@ -3,6 +3,7 @@ package cuda
 import (
 	"math"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -15,15 +16,16 @@ import (
 // again; the pool keeps up to its release threshold of unused memory across
 // synchronizations and gives the rest back to the device at each one.
 //
-// A pool made by NewMemPool is closed with Close, or with its context; a
-// buffer allocated from it stays usable after, and its memory goes when it
-// is freed. The zero MemPool is not usable: its methods return
-// ErrInvalidValue.
+// A pool made by NewMemPool is closed with Close, or with its context,
+// once the buffers allocated from it are freed: the driver was seen to
+// crash freeing memory of a destroyed pool. The zero MemPool is not usable:
+// its methods return ErrInvalidValue.
 type MemPool struct {
 	life
-	handle driver.MemPool
-	dev    Device
-	owned  bool // made by NewMemPool; false for the device's default pool
+	handle      driver.MemPool
+	dev         Device
+	owned       bool         // made by NewMemPool; false for the device's default pool
+	outstanding atomic.Int64 // buffers allocated from the pool and not yet freed
 }
 
 // MemPoolStats are a pool's figures in bytes: memory reserved from the
@@ -117,9 +119,15 @@ func AllocFromPool[T any](pool *MemPool, s *Stream, n int) (*DeviceBuffer[T], er
 		return nil, err
 	}
 	defer pool.release()
-	return allocOrdered[T](op, s, n, func(ptr *driver.DevicePtr, bytes uintptr) driver.Status {
+	b, err := allocOrdered[T](op, s, n, func(ptr *driver.DevicePtr, bytes uintptr) driver.Status {
 		return driver.MemAllocFromPoolAsync(s.ctx.handle, ptr, bytes, pool.handle, s.handle)
 	})
+	if err != nil {
+		return nil, err
+	}
+	pool.outstanding.Add(1)
+	b.mem.pool = pool
+	return b, nil
 }
 
 // SetReleaseThreshold sets how many bytes of unused memory the pool keeps
@@ -200,11 +208,12 @@ func (p *MemPool) SetAccess(peer *Context, readWrite bool) error {
 	return check(op, driver.MemPoolSetAccess(p.ctx.handle, p.handle, unsafe.Pointer(&desc), 1))
 }
 
-// Close destroys a pool made by NewMemPool: no allocation comes from it
-// afterwards, and the memory its buffers still hold goes back to the device
-// as they are freed. On the default pool it only makes this MemPool
-// unusable. Closing twice, or a nil MemPool, does nothing; if the driver
-// refuses, the pool stays open and Close may be called again.
+// Close destroys a pool made by NewMemPool, once the work queued in its
+// context is done (stream-ordered frees among it). While buffers allocated
+// from the pool are still open it returns ErrInvalidValue and the pool
+// stays open: free them first. On the default pool it only makes this
+// MemPool unusable. Closing twice, or a nil MemPool, does nothing; if the
+// driver refuses, the pool stays open and Close may be called again.
 func (p *MemPool) Close() error {
 	const op = "MemPool.Close"
 	if p == nil || p.ctx == nil {
@@ -213,6 +222,12 @@ func (p *MemPool) Close() error {
 	return p.close(op, "the memory pool", func() error {
 		if !p.owned {
 			return nil
+		}
+		if n := p.outstanding.Load(); n > 0 {
+			return errorf(op, ErrInvalidValue, "%d buffer(s) allocated from the pool are still open: free them first", n)
+		}
+		if err := check(op, driver.CtxSynchronize(p.ctx.handle)); err != nil {
+			return err
 		}
 		return check(op, driver.MemPoolDestroy(p.ctx.handle, p.handle))
 	}, nil)

@@ -81,25 +81,26 @@ func TestMemPoolReleaseThreshold(t *testing.T) {
 	}
 }
 
-// TestMemPoolClose: a pool's buffers outlive it; a closed pool refuses
-// everything; the default pool's MemPool closes without touching the pool.
+// TestMemPoolClose: a pool with buffers still open refuses to close and
+// stays usable; once they are freed it closes, and refuses everything
+// after; the default pool's MemPool closes without touching the pool.
 func TestMemPoolClose(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	p := must(ctx.NewMemPool())(t)
 	b := must(cuda.AllocFromPool[uint32](p, s, 256))(t)
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
+	if err := p.Close(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Close with a buffer open: %v, want ErrInvalidValue", err)
 	}
 	got := make([]uint32, 256)
 	if err := errors.Join(b.Memset32Async(5, s), b.CopyToHostAsync(got, s), s.Synchronize()); err != nil || got[255] != 5 {
-		t.Errorf("a buffer of a closed pool: %v, read %d", err, got[255])
+		t.Errorf("a buffer of a pool whose Close was refused: %v, read %d", err, got[255])
 	}
-	if err := errors.Join(b.Free(), s.Synchronize()); err != nil {
-		t.Fatal(err)
+	if _, err := p.Stats(); err != nil {
+		t.Errorf("the pool after its refused Close: %v", err)
+	}
+	if err := errors.Join(b.Free(), p.Close(), p.Close()); err != nil {
+		t.Fatalf("Close once the buffer is freed (twice): %v", err)
 	}
 	if _, err := cuda.AllocFromPool[byte](p, s, 8); !errors.Is(err, cuda.ErrClosed) {
 		t.Errorf("AllocFromPool on a closed pool: %v, want ErrClosed", err)

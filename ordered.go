@@ -114,7 +114,7 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 				return err
 			}
 			return check(op, driver.MemFree(m.ctx.handle, m.base))
-		}, nil)
+		}, m.freed)
 	}
 	defer s.release()
 	if s.ctx != m.ctx {
@@ -128,7 +128,15 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 			return err
 		}
 		return check(op, driver.MemFreeAsync(m.ctx.handle, m.base, s.handle))
-	}, nil)
+	}, m.freed)
+}
+
+// freed tells the pool a stream-ordered allocation came from that it is
+// gone.
+func (m *allocation) freed() {
+	if m.pool != nil {
+		m.pool.outstanding.Add(-1)
+	}
 }
 
 // drainIfOpen waits for the work queued on s through gocuda, unless s is
