@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"fmt"
 	"log"
+	"math"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -40,4 +41,45 @@ func ExampleAllocAsync() {
 	}
 	fmt.Println(out)
 	// Output: [2 2 2 2]
+}
+
+// A pool of one's own that keeps its memory across synchronizations, so
+// that the next step's allocations reserve nothing new.
+func ExampleAllocFromPool() {
+	ctx := newContext()
+	defer ctx.Close()
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	pool, err := ctx.NewMemPool()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pool.SetReleaseThreshold(math.MaxUint64); err != nil {
+		log.Fatal(err)
+	}
+	for range 3 {
+		buf, err := cuda.AllocFromPool[float32](pool, s, 1<<18) // 1 MiB
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := buf.Memset32Async(0, s); err != nil {
+			log.Fatal(err)
+		}
+		if err := buf.Free(); err != nil {
+			log.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	st, err := pool.Stats()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("in use:", st.Used, "bytes; kept for reuse:", st.Reserved >= 1<<20)
+	// Output: in use: 0 bytes; kept for reuse: true
 }
