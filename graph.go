@@ -55,30 +55,41 @@ func (u *graphUses) inUse(op, what string) error {
 }
 
 // captureState is what a capture records beside the driver's graph: the
-// memory and modules the captured work uses, and the buffers it
-// allocated.
+// memory and modules the captured work uses, each counted as used from its
+// first use on, so that it cannot be freed under the capture either, and
+// the buffers the capture allocated, which are the graph's.
 type captureState struct {
-	mu     sync.Mutex
-	allocs map[*allocation]bool
-	mods   map[*Module]bool
-	made   []*allocation // allocated in stream order during the capture
+	mu   sync.Mutex
+	refs graphRefs
+	seen map[any]bool
+	made map[*allocation]bool // allocated in stream order during the capture
 }
 
 func (c *captureState) useMem(m *allocation) {
 	c.mu.Lock()
-	c.allocs[m] = true
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.seen[m] || c.made[m] {
+		return
+	}
+	c.seen[m] = true
+	m.graphs.n.Add(1)
+	c.refs.allocs = append(c.refs.allocs, m)
 }
 
 func (c *captureState) useModule(m *Module) {
 	c.mu.Lock()
-	c.mods[m] = true
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.seen[m] {
+		return
+	}
+	c.seen[m] = true
+	m.graphs.n.Add(1)
+	c.refs.mods = append(c.refs.mods, m)
 }
 
 func (c *captureState) allocated(m *allocation) {
 	c.mu.Lock()
-	c.made = append(c.made, m)
+	c.made[m] = true
 	c.mu.Unlock()
 }
 
@@ -175,7 +186,7 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return nil, err
 	}
-	cs := &captureState{allocs: map[*allocation]bool{}, mods: map[*Module]bool{}}
+	cs := &captureState{seen: map[any]bool{}, made: map[*allocation]bool{}}
 	if !s.capture.CompareAndSwap(nil, cs) {
 		return nil, errorf(op, ErrInvalidValue, "the stream is already capturing")
 	}
@@ -208,6 +219,13 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 		driver.GraphDestroy(s.ctx.handle, g)
 		cs.closeMade()
 	}
+	// Whatever becomes of the capture, its uses go to the graph or go.
+	kept := false
+	defer func() {
+		if !kept {
+			cs.refs.drop()
+		}
+	}()
 	defer func() {
 		if !ended { // record panicked: end the capture, drop the graph
 			if g, err := end(); err == nil {
@@ -226,22 +244,14 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	case err != nil:
 		return nil, err
 	}
-	for _, m := range cs.made {
+	for m := range cs.made {
 		if !m.lt.IsClosed() {
 			discard(g)
 			return nil, errorf(op, ErrInvalidValue, "a buffer of %s allocated during the capture was not freed in it: the graph's memory must be freed in the graph", formatBytes(m.size))
 		}
 	}
-	gr := &Graph{handle: g}
-	for a := range cs.allocs {
-		if !cs.isMade(a) {
-			gr.refs.allocs = append(gr.refs.allocs, a)
-		}
-	}
-	for m := range cs.mods {
-		gr.refs.mods = append(gr.refs.mods, m)
-	}
-	gr.refs.acquire()
+	gr := &Graph{handle: g, refs: cs.refs}
+	kept = true
 	h, refs := g, gr.refs
 	gr.arm(s.ctx, track.Graph, runtime.AddCleanup(gr, func(ctx *Context) {
 		forgotten(ctx, track.Graph, func() { driver.GraphDestroy(ctx.handle, h) })
@@ -250,19 +260,10 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	return gr, nil
 }
 
-func (c *captureState) isMade(a *allocation) bool {
-	for _, m := range c.made {
-		if m == a {
-			return true
-		}
-	}
-	return false
-}
-
 // closeMade marks the buffers allocated during a capture that came to
 // nothing closed: their memory was the graph's.
 func (c *captureState) closeMade() {
-	for _, m := range c.made {
+	for m := range c.made {
 		m.lt.Close(func() (bool, error) { m.freed(); return true, nil })
 	}
 }

@@ -151,7 +151,13 @@ func TestCaptureRefuses(t *testing.T) {
 		refused["Upload"] = cuda.Upload(&sb, k.c, host, k.s)
 		refused["Download"] = cuda.Download(&sb, host, k.c, k.s)
 		_, refused["Capture again"] = k.s.Capture(cuda.CaptureGlobal, func() error { return nil })
-		return k.accumulate(k.a, 1)()
+		if err := k.accumulate(k.a, 1)(); err != nil {
+			return err
+		}
+		if err := k.a.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Free of a buffer the capture uses: %v, want ErrInvalidValue", err)
+		}
+		return nil
 	}))(t)
 	defer g.Close()
 	for name, err := range refused {
