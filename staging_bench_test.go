@@ -85,9 +85,28 @@ func BenchmarkDownloadInto(b *testing.B) { benchStaging(b, stagingSizes[:10], pa
 // was: the pageable path's rate wanders between runs, and pairing cancels
 // that out of the ratio the never-slower promise is about.
 func BenchmarkStagingPaired(b *testing.B) {
+	benchPaired(b, stagingSizes, func(*cuda.StagingBuffer) {})
+}
+
+// BenchmarkStagingPairedPipelined is BenchmarkStagingPaired at mid sizes
+// with the pipeline forced: whether it beats the plain copy there
+// transfer by transfer, which is what the pipeline thresholds promise.
+func BenchmarkStagingPairedPipelined(b *testing.B) {
+	benchPaired(b, []int{256 << 10, 512 << 10, 1 << 20, 2 << 20}, func(sb *cuda.StagingBuffer) {
+		p := cuda.DefaultStagingPipeline()
+		p.UploadMinBytes, p.DownloadMinBytes = 1, 1
+		if err := sb.SetPipeline(p); err != nil {
+			panic(err)
+		}
+	})
+}
+
+// benchPaired runs the paired benchmark at sizes, each staging buffer set
+// up by configure.
+func benchPaired(b *testing.B, sizes []int, configure func(*cuda.StagingBuffer)) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	size := max(arenaBytes, slices.Max(stagingSizes))
+	size := max(arenaBytes, slices.Max(sizes))
 	a := arenas{dev: must(cuda.Alloc[byte](ctx, size))(b), host: random[byte](size)}
 	defer a.dev.Free()
 	for _, dir := range []struct {
@@ -95,10 +114,11 @@ func BenchmarkStagingPaired(b *testing.B) {
 		plain func(*cuda.DeviceBuffer[byte], []byte) error
 		move  func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
 	}{{"up", up, upload}, {"down", down, download}} {
-		for _, n := range stagingSizes {
+		for _, n := range sizes {
 			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
 				var sb cuda.StagingBuffer
 				defer sb.Close()
+				configure(&sb)
 				devs, hosts := a.slots(b, n)
 				if err := dir.move(&sb, devs[0], hosts[0], s); err != nil { // pin what it needs
 					b.Fatal(err)
