@@ -567,16 +567,26 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 // and Free may be called again.
 func (b *DeviceBuffer[T]) Free() error {
 	const op = "DeviceBuffer.Free"
-	if b == nil {
-		return nil
-	}
-	if err := b.valid(op); err != nil {
+	m, err := b.freeable(op)
+	if m == nil || err != nil {
 		return err
 	}
-	if !b.frees {
-		return nil
+	return m.free(op)
+}
+
+// freeable returns the allocation Free releases, or nil where it releases
+// nothing: a nil buffer, a slice or a view.
+func (b *DeviceBuffer[T]) freeable(op string) (*allocation, error) {
+	if b == nil {
+		return nil, nil
 	}
-	return b.mem.free(op)
+	if err := b.valid(op); err != nil {
+		return nil, err
+	}
+	if !b.frees {
+		return nil, nil
+	}
+	return b.mem, nil
 }
 
 // free releases the allocation: the driver's memory if gocuda allocated it.
@@ -591,12 +601,18 @@ func (m *allocation) free(op string) error {
 	if m.stream != nil {
 		return m.freeOrdered(op, m.stream)
 	}
+	return m.freeWith(op, func() error { return check(op, driver.MemFree(m.ctx.handle, m.base)) })
+}
+
+// freeWith closes m, freeing its memory with free once no call holds it and
+// no graph uses it.
+func (m *allocation) freeWith(op string, free func() error) error {
 	return m.close(op, "the device buffer", func() error {
 		if err := m.graphs.inUse(op, "the device buffer"); err != nil {
 			return err
 		}
-		return check(op, driver.MemFree(m.ctx.handle, m.base))
-	}, nil)
+		return free()
+	}, m.freed)
 }
 
 func formatBytes(n uintptr) string {

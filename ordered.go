@@ -79,22 +79,17 @@ func allocOrdered[T any](op string, s *Stream, n int, alloc func(*driver.DeviceP
 // (free it with Free).
 func (b *DeviceBuffer[T]) FreeOn(s *Stream) error {
 	const op = "DeviceBuffer.FreeOn"
-	if b == nil {
-		return nil
-	}
-	if err := b.valid(op); err != nil {
+	m, err := b.freeable(op)
+	if m == nil || err != nil {
 		return err
 	}
-	if !b.frees {
-		return nil
-	}
-	if b.mem.stream == nil {
+	if m.stream == nil {
 		return errorf(op, ErrInvalidValue, "the buffer was not allocated in stream order (AllocAsync): free it with Free")
 	}
 	if err := s.valid(op); err != nil {
 		return err
 	}
-	return b.mem.freeOrdered(op, s)
+	return m.freeOrdered(op, s)
 }
 
 // freeOrdered queues the release of stream-ordered memory on s. When s is
@@ -106,33 +101,26 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 		if s != m.stream || !errors.Is(err, ErrClosed) {
 			return err
 		}
-		return m.close(op, "the device buffer", func() error {
-			if err := m.graphs.inUse(op, "the device buffer"); err != nil {
-				return err
-			}
+		return m.freeWith(op, func() error {
 			if err := check(op, driver.CtxSynchronize(m.ctx.handle)); err != nil {
 				return err
 			}
 			return check(op, driver.MemFree(m.ctx.handle, m.base))
-		}, m.freed)
+		})
 	}
 	defer s.release()
 	if s.ctx != m.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
-	return m.close(op, "the device buffer", func() error {
-		if err := m.graphs.inUse(op, "the device buffer"); err != nil {
-			return err
-		}
+	return m.freeWith(op, func() error {
 		if err := s.willQueue(op); err != nil {
 			return err
 		}
 		return check(op, driver.MemFreeAsync(m.ctx.handle, m.base, s.handle))
-	}, m.freed)
+	})
 }
 
-// freed tells the pool a stream-ordered allocation came from that it is
-// gone.
+// freed tells the pool an allocation came from, if any, that it is gone.
 func (m *allocation) freed() {
 	if m.pool != nil {
 		m.pool.outstanding.Add(-1)

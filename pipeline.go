@@ -196,7 +196,7 @@ func cut(n, slotBytes int, up bool) chunking {
 	q = (q + StagingGranularity - 1) / StagingGranularity * StagingGranularity
 	c := chunking{n: n, size: min(max(q, minPipeChunk), slotBytes), up: up}
 	if c.ramp = c.size == slotBytes && n >= 2*slotBytes && slotBytes >= 8*StagingGranularity; c.ramp {
-		c.count = 4 + (n-c.size+c.size-1)/c.size
+		c.count = 4 + (n-1)/c.size // the ramp makes one chunk's worth
 	} else {
 		c.count = (n + c.size - 1) / c.size
 	}

@@ -73,6 +73,42 @@ func downloadInto(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, 
 	return err
 }
 
+// directions are the two ways the staging benchmarks move data.
+var directions = []struct {
+	name string
+	d    cuda.Direction
+	move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
+}{{"up", cuda.HostToDevice, upload}, {"down", cuda.DeviceToHost, download}}
+
+// randomArenas returns device memory and random host memory of size bytes,
+// the device memory freed when b ends.
+func randomArenas(b *testing.B, ctx *cuda.Context, size int) arenas {
+	a := arenas{dev: must(cuda.Alloc[byte](ctx, size))(b), host: random[byte](size)}
+	b.Cleanup(func() { a.dev.Free() })
+	return a
+}
+
+// pipelineFrom returns the default pipeline taking transfers from min
+// bytes both ways.
+func pipelineFrom(min int) cuda.StagingPipeline {
+	p := cuda.DefaultStagingPipeline()
+	p.UploadMinBytes, p.DownloadMinBytes = min, min
+	return p
+}
+
+// pipelinedBuffer returns a staging buffer that stages nothing whole and
+// pipelines by p, closed when b ends.
+func pipelinedBuffer(b *testing.B, p cuda.StagingPipeline) *cuda.StagingBuffer {
+	b.Helper()
+	sb := new(cuda.StagingBuffer)
+	b.Cleanup(func() { sb.Close() })
+	sb.SetAutoStageMaxBytes(0)
+	if err := sb.SetPipeline(p); err != nil {
+		b.Fatal(err)
+	}
+	return sb
+}
+
 func BenchmarkUpload(b *testing.B)       { benchStaging(b, stagingSizes, pageable, upload) }
 func BenchmarkDownload(b *testing.B)     { benchStaging(b, stagingSizes, pageable, download) }
 func BenchmarkUploadWith(b *testing.B)   { benchStaging(b, stagingSizes[:10], pageable, uploadWith) }
@@ -93,9 +129,7 @@ func BenchmarkStagingPaired(b *testing.B) {
 // transfer by transfer, which is what the pipeline thresholds promise.
 func BenchmarkStagingPairedPipelined(b *testing.B) {
 	benchPaired(b, []int{256 << 10, 512 << 10, 1 << 20, 2 << 20}, func(sb *cuda.StagingBuffer) {
-		p := cuda.DefaultStagingPipeline()
-		p.UploadMinBytes, p.DownloadMinBytes = 1, 1
-		if err := sb.SetPipeline(p); err != nil {
+		if err := sb.SetPipeline(pipelineFrom(1)); err != nil {
 			panic(err)
 		}
 	})
@@ -106,9 +140,7 @@ func BenchmarkStagingPairedPipelined(b *testing.B) {
 func benchPaired(b *testing.B, sizes []int, configure func(*cuda.StagingBuffer)) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	size := max(arenaBytes, slices.Max(sizes))
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, size))(b), host: random[byte](size)}
-	defer a.dev.Free()
+	a := randomArenas(b, ctx, max(arenaBytes, slices.Max(sizes)))
 	for _, dir := range []struct {
 		name  string
 		plain func(*cuda.DeviceBuffer[byte], []byte) error
@@ -160,22 +192,14 @@ func benchPaired(b *testing.B, sizes []int, configure func(*cuda.StagingBuffer))
 func BenchmarkStagingRoutesLoop(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
-	defer a.dev.Free()
-	off := cuda.DefaultStagingPipeline()
-	off.UploadMinBytes, off.DownloadMinBytes = math.MaxInt, math.MaxInt
-	on := cuda.DefaultStagingPipeline()
-	on.UploadMinBytes, on.DownloadMinBytes = 1, 1
+	a := randomArenas(b, ctx, arenaBytes)
+	off, on := pipelineFrom(math.MaxInt), pipelineFrom(1)
 	routes := []struct {
 		name     string
 		stageMax int
 		pipe     cuda.StagingPipeline
 	}{{"staged", math.MaxInt, off}, {"pipelined", 0, on}, {"direct", 0, off}}
-	for _, dir := range []struct {
-		name string
-		d    cuda.Direction
-		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
-	}{{"up", cuda.HostToDevice, upload}, {"down", cuda.DeviceToHost, download}} {
+	for _, dir := range directions {
 		for _, n := range []int{64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20} {
 			for _, r := range routes {
 				b.Run(dir.name+"/"+sizeName(n)+"/"+r.name, func(b *testing.B) {
@@ -200,28 +224,16 @@ func BenchmarkStagingRoutesLoop(b *testing.B) {
 func BenchmarkPipelineSplit(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
-	defer a.dev.Free()
-	p := cuda.DefaultStagingPipeline()
-	p.UploadMinBytes, p.DownloadMinBytes = 1, 1
-	for _, dir := range []struct {
-		name string
-		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
-	}{{"up", upload}, {"down", download}} {
+	a := randomArenas(b, ctx, arenaBytes)
+	for _, dir := range directions {
 		for _, n := range []int{256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 16 << 20} {
 			for _, split := range []int{1, 2, 3, 4} {
 				for _, part := range []int{64 << 10, 128 << 10, 256 << 10} {
 					b.Run(fmt.Sprintf("%s/%s/split=%d/part=%s", dir.name, sizeName(n), split, sizeName(part)), func(b *testing.B) {
 						defer cuda.SetPipeSplit(cuda.SetPipeSplit(split))
 						defer cuda.SetMinCopyPart(cuda.SetMinCopyPart(part))
-						var sb cuda.StagingBuffer
-						defer sb.Close()
-						sb.SetAutoStageMaxBytes(0)
-						if err := sb.SetPipeline(p); err != nil {
-							b.Fatal(err)
-						}
 						devs, hosts := a.slots(b, n)
-						loopTransfers(b, &sb, devs, hosts, s, dir.move)
+						loopTransfers(b, pipelinedBuffer(b, pipelineFrom(1)), devs, hosts, s, dir.move)
 					})
 				}
 			}
@@ -233,27 +245,16 @@ func BenchmarkPipelineSplit(b *testing.B) {
 // back, both ways: when the first and last chunks were copied between host
 // and pinned memory, when their DMA was queued or seen done, and when the
 // transfer ended, in microseconds from the start (the stream drained, the
-// workers held), averaged; "entry-us" is what the call spent before that
-// start and after its end.
+// workers held), averaged. (The time before that start, ns/op less
+// done-us, is a microsecond or two.)
 func BenchmarkPipelineTrace(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
-	a := arenas{dev: must(cuda.Alloc[byte](ctx, arenaBytes))(b), host: random[byte](arenaBytes)}
-	defer a.dev.Free()
-	p := cuda.DefaultStagingPipeline()
-	p.UploadMinBytes, p.DownloadMinBytes = 1, 1
-	for _, dir := range []struct {
-		name string
-		move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
-	}{{"up", upload}, {"down", download}} {
+	a := randomArenas(b, ctx, arenaBytes)
+	for _, dir := range directions {
 		for _, n := range []int{1 << 20, 4 << 20, 16 << 20, 256 << 20} {
 			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
-				var sb cuda.StagingBuffer
-				defer sb.Close()
-				sb.SetAutoStageMaxBytes(0)
-				if err := sb.SetPipeline(p); err != nil {
-					b.Fatal(err)
-				}
+				sb := pipelinedBuffer(b, pipelineFrom(1))
 				devs, hosts := a.slots(b, n)
 				sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
 				chunks := 0
@@ -271,14 +272,11 @@ func BenchmarkPipelineTrace(b *testing.B) {
 					}
 				})
 				defer cuda.TracePipeline(nil)
-				start := time.Now()
-				loopTransfers(b, &sb, devs, hosts, s, dir.move)
-				total := time.Since(start)
+				loopTransfers(b, sb, devs, hosts, s, dir.move)
 				ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
 				for _, step := range []string{"copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
 					b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
 				}
-				b.ReportMetric((float64(total.Microseconds())-float64(sums["done"].Microseconds()))/ops, "entry-us")
 				b.ReportMetric(float64(chunks), "chunks")
 			})
 		}
