@@ -6,11 +6,12 @@
 #
 #   calls     the call-overhead benchmarks, purego and cgo
 #   staging   Upload and Download at 16 MiB, purego, with the CPU's model and flags
+#   ordered   AllocAsync + Free (warm pool, 256 B) and graph capture, purego and cgo
 #
-#   scripts/gpu-profile.sh OUTDIR [calls] [staging]     (default: calls)
+#   scripts/gpu-profile.sh OUTDIR [calls] [staging] [ordered]     (default: calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-profile.sh OUTDIR [calls] [staging]}
+out=${1:?usage: gpu-profile.sh OUTDIR [calls] [staging] [ordered]}
 shift
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1
@@ -32,6 +33,14 @@ for section in ${*:-calls}; do
 				-test.cpuprofile "$out/$bench.pprof" >"$out/$bench.txt" 2>&1
 			bin/tests/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$/^16MiB\$" -test.benchtime 100x \
 				-test.trace "$out/$bench.trace" >>"$out/$bench.txt" 2>&1
+		done
+		;;
+	ordered)
+		for set in tests tests-cgo; do
+			bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkAllocAsync$/^async/256B$' -test.benchtime 2s \
+				-test.cpuprofile "$out/$set-AllocAsync.pprof" >"$out/$set-AllocAsync.txt" 2>&1
+			bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkGraphCapture$' -test.benchtime 2s \
+				-test.cpuprofile "$out/$set-GraphCapture.pprof" >"$out/$set-GraphCapture.txt" 2>&1
 		done
 		;;
 	*)
