@@ -22,6 +22,7 @@ import (
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/fakecuda"
 	"github.com/gocuda/cuda/internal/track"
+	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -92,12 +93,14 @@ func selectDriver() error {
 		return err
 	}
 	kind = "fake"
-	// The fake answers NCCL's calls too, unless another library is named
-	// (a real NCCL cannot work with the fake driver: Fake and Contexts
-	// clear the name for their child processes).
-	if os.Getenv(nccl.EnvLibrary) == "" {
-		if err := os.Setenv(nccl.EnvLibrary, path); err != nil {
-			return err
+	// The fake answers NCCL's and cuBLAS's calls too, unless another
+	// library is named (a real one cannot work with the fake driver: Fake
+	// and Contexts clear the names for their child processes).
+	for _, env := range fakeLibraries {
+		if os.Getenv(env) == "" {
+			if err := os.Setenv(env, path); err != nil {
+				return err
+			}
 		}
 	}
 	return os.Setenv(driver.EnvLibrary, path)
@@ -114,7 +117,7 @@ func Contexts(t *testing.T, n int, env ...string) []*cuda.Context {
 		if InChild(t) {
 			t.Fatalf("the child sees %d device(s), want %d", have, n)
 		}
-		RunChild(t, append([]string{EnvDriver + "=fake", EnvRequireGPU + "=", nccl.EnvLibrary + "=", fmt.Sprintf("FAKECUDA_DEVICES=%d", n)}, env...)...)
+		RunChild(t, append(fakeEnv(fmt.Sprintf("FAKECUDA_DEVICES=%d", n)), env...)...)
 		return nil
 	}
 	CheckLeaks(t)
@@ -177,9 +180,22 @@ func Stream(t testing.TB, ctx *cuda.Context) *cuda.Stream {
 	return s
 }
 
+// fakeLibraries are the variables naming the libraries the fake answers for.
+var fakeLibraries = []string{nccl.EnvLibrary, cublas.EnvLibrary, cublas.EnvLibraryLt}
+
+// fakeEnv is the environment of a child process that runs against the fake
+// driver, with extra.
+func fakeEnv(extra ...string) []string {
+	env := []string{EnvDriver + "=fake", EnvRequireGPU + "="}
+	for _, v := range fakeLibraries {
+		env = append(env, v+"=")
+	}
+	return append(env, extra...)
+}
+
 var fakeKinds = map[track.Kind]string{
 	track.Stream: "stream", track.Event: "event", track.DeviceBuffer: "device",
-	track.PinnedBuffer: "host", track.Registered: "registered", track.Comm: "comm", track.MemPool: "pool", track.Graph: "graph", track.GraphExec: "graphexec",
+	track.PinnedBuffer: "host", track.Registered: "registered", track.Comm: "comm", track.MemPool: "pool", track.Graph: "graph", track.GraphExec: "graphexec", track.BLASHandle: "blas",
 }
 
 // CheckLeaks fails t if, when it ends, more gocuda objects are alive than
@@ -226,7 +242,7 @@ func Fake(t *testing.T) *fakecuda.Control {
 		t.Cleanup(fake.ResetFaults)
 		return fake
 	}
-	RunChild(t, EnvDriver+"=fake", EnvRequireGPU+"=", nccl.EnvLibrary+"=")
+	RunChild(t, fakeEnv()...)
 	return nil
 }
 

@@ -49,6 +49,9 @@ func sourceFiles() (map[string][]byte, []string, error) {
 	return files, names, nil
 }
 
+// ccFlags are the compiler's flags, part of the cached library's key.
+var ccFlags = []string{"-shared", "-fPIC", "-O2", "-g", "-pthread", "-fvisibility=hidden"}
+
 // EnvPrebuilt names a prebuilt fake library to use instead of compiling one
 // (the GPU machine's scripts carry one, since that machine has no Go).
 const EnvPrebuilt = "GOCUDA_FAKECUDA"
@@ -91,6 +94,7 @@ func build() (string, error) {
 		h.Write(files[name])
 	}
 	h.Write([]byte(ccPath))
+	fmt.Fprintf(h, "%q", ccFlags)
 	sum := h.Sum(nil)
 	dir, err := os.UserCacheDir()
 	if err != nil {
@@ -122,7 +126,7 @@ func Compile(cc, out string) error {
 	lib := filepath.Join(tmp, "libfakecuda.so")
 	// Only the functions marked EXPORT are the library's: the parts share
 	// the rest among themselves.
-	args := []string{"-shared", "-fPIC", "-O2", "-g", "-pthread", "-fvisibility=hidden", "-o", lib}
+	args := append([]string{"-o", lib}, ccFlags...)
 	for _, name := range names {
 		if err := os.WriteFile(filepath.Join(tmp, name), files[name], 0o644); err != nil {
 			return fmt.Errorf("fakecuda: %w", err)
@@ -131,7 +135,7 @@ func Compile(cc, out string) error {
 			args = append(args, filepath.Join(tmp, name))
 		}
 	}
-	cmd := exec.Command(cc, args...)
+	cmd := exec.Command(cc, append(args, "-lm")...) // libm after the sources that need it (cublas.c)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("fakecuda: compiling the fake driver: %v\n%s", err, msg)
 	}

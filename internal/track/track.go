@@ -20,10 +20,11 @@ const (
 	MemPool
 	Graph
 	GraphExec
+	BLASHandle // a cuBLAS handle
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -218,6 +218,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "pool")) n = live_pools;
 	else if (!strcmp(kind, "graph")) n = live_graphs;
 	else if (!strcmp(kind, "graphexec")) n = live_execs;
+	else if (!strcmp(kind, "blas")) n = live_blas;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -273,6 +274,10 @@ static void run_op(struct op *o) {
 		run_collective(o->coll);
 		break;
 	case OP_FREE: free_device(o->dst); break;
+	case OP_BLAS:
+		run_blas(o->blas);
+		free(o->blas);
+		break;
 	}
 }
 
@@ -562,7 +567,7 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext c) {
 // drain_context waits until every stream of c is idle. streams_lock keeps
 // the streams alive while they drain without holding mu, which their
 // workers need.
-static void drain_context(CUcontext c) {
+void drain_context(CUcontext c) {
 	pthread_rwlock_rdlock(&streams_lock);
 	pthread_mutex_lock(&mu);
 	struct fake_stream *mine[256];
@@ -571,6 +576,15 @@ static void drain_context(CUcontext c) {
 		if (s->ctx == c) mine[n++] = s;
 	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < n; i++) drain(mine[i]);
+	pthread_rwlock_unlock(&streams_lock);
+}
+
+void drain_stream(CUstream s) {
+	pthread_rwlock_rdlock(&streams_lock);
+	pthread_mutex_lock(&mu);
+	int ok = stream_live(s);
+	pthread_mutex_unlock(&mu);
+	if (ok) drain(s);
 	pthread_rwlock_unlock(&streams_lock);
 }
 

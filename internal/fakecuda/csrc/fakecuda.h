@@ -103,9 +103,10 @@ struct fake_event {
 	long completed; // how many have run
 	struct timespec when;
 };
-enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE };
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS };
 struct launch;
 struct coll_part;
+struct blas_op;
 struct op {
 	enum op_kind kind;
 	void *dst;
@@ -116,6 +117,7 @@ struct op {
 	long target;
 	struct launch *launch;
 	struct coll_part *coll;
+	struct blas_op *blas;
 	struct op *next;
 };
 struct fake_stream {
@@ -133,6 +135,8 @@ struct fake_stream {
 };
 int stream_live(CUstream s);
 CUresult enqueue(CUstream s, struct op o);
+void drain_stream(CUstream s);   // waits until s is idle, if it is live
+void drain_context(CUcontext c); // waits until every stream of c is idle
 
 // Graphs (graphs.c).
 CUresult capture_op(CUstream s, struct op o); // s is capturing
@@ -150,5 +154,10 @@ void unload_modules(CUcontext c);
 // ---- nccl.c ------------------------------------------------------------------
 
 void run_collective(struct coll_part *p);
+
+// ---- cublas.c ----------------------------------------------------------------
+
+void run_blas(struct blas_op *o);
+extern long live_blas; // cuBLAS and cuBLASLt handles and descriptors, under mu
 
 #endif

@@ -1,0 +1,219 @@
+// Package cublas computes matrix products and the other BLAS operations on
+// gocuda's DeviceBuffers with NVIDIA's cuBLAS and cuBLASLt, opened at run
+// time like the driver: nothing is needed to build, and the libraries only
+// where a Handle is made.
+//
+// Matrices are row-major, as Go lays them out: a Matrix describes rows,
+// columns and the stride between rows of a DeviceBuffer, and Gemm computes
+// C = alpha·A·B + beta·C on it. cuBLAS itself is column-major; the package
+// computes the transposed product on the same memory (Cᵀ = Bᵀ·Aᵀ) rather
+// than copying, so a row-major product costs what cuBLAS's own does.
+// Column-major matrices are a Layout away, and Matrix.T is a transposed view
+// of either, free of copies.
+//
+// A Handle is made for one Stream and queues all its work there; make one
+// per stream to run products side by side (cuBLAS's own advice: a handle's
+// workspace is shared by its calls). A Handle is safe for use by many
+// goroutines: its calls take turns.
+//
+// Elements are float32 and float64 everywhere, and cuda.Float16 and
+// cuda.BFloat16 in Gemm, its batched forms and Matmul, which accumulate in
+// float32. Float32 products may use the tensor cores' TF32 arithmetic when
+// the Handle's math mode allows it (SetMathMode), as PyTorch's
+// allow_tf32 does.
+//
+// The libraries are looked for as libcublas.so.13, libcublas.so.12 and
+// libcublas.so (libcublasLt likewise) on the loader's path, in
+// /usr/local/cuda, and in the folders of NVIDIA's Python wheels (nvidia/cu13,
+// nvidia/cublas), so a machine with the driver and PyTorch has them;
+// GOCUDA_LIBCUBLAS and GOCUDA_LIBCUBLASLT name other files.
+package cublas
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/dl"
+)
+
+// The environment variables that override which libraries are opened.
+const (
+	EnvLibrary   = "GOCUDA_LIBCUBLAS"
+	EnvLibraryLt = "GOCUDA_LIBCUBLASLT"
+)
+
+// fns are the libraries' functions, resolved when they are opened. A
+// missing one stays 0, and only calls that need it fail.
+type fns struct {
+	create, destroy, setStream, setWorkspace, setPointerMode, getVersion, statusName, statusString,
+	saxpy, daxpy, sdot, ddot, snrm2, dnrm2, sscal, dscal, sasum, dasum, isamax, idamax,
+	sgemv, dgemv, gemmEx, gemmStridedBatchedEx, gemmBatchedEx uintptr
+	// cuBLASLt
+	ltCreate, ltDestroy, ltStatusName, ltStatusString, ltDescCreate, ltDescDestroy, ltDescSetAttribute,
+	ltLayoutCreate, ltLayoutDestroy, ltPrefCreate, ltPrefDestroy, ltPrefSetAttribute,
+	ltHeuristic, ltMatmul uintptr
+}
+
+var lib struct {
+	once         sync.Once
+	err, errLt   error
+	path, pathLt string
+	fn           fns
+}
+
+var (
+	library = dl.Library{
+		Name:    "cuBLAS",
+		Env:     EnvLibrary,
+		Sonames: []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+		Wheels:  []string{"cu13/lib", "cublas/lib"},
+		Install: "install the CUDA toolkit's cuBLAS (libcublas), or pip install nvidia-cublas",
+	}
+	libraryLt = dl.Library{
+		Name:    "cuBLASLt",
+		Env:     EnvLibraryLt,
+		Sonames: []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+		Wheels:  []string{"cu13/lib", "cublas/lib"},
+		Install: "install the CUDA toolkit's cuBLAS (libcublasLt), or pip install nvidia-cublas",
+	}
+)
+
+// open opens cuBLAS and cuBLASLt once per process. cuBLASLt is needed only
+// by Matmul: without it the rest works.
+func open(op string) error {
+	lib.once.Do(func() {
+		f := &lib.fn
+		h, path, err := library.Open(dl.ProcessEnv())
+		lib.path = path
+		if err != nil {
+			lib.err = err
+		} else {
+			// Missing functions stay 0: only the calls that need them fail.
+			_ = dl.Symbols(h, path, map[string]*uintptr{
+				"cublasCreate_v2": &f.create, "cublasDestroy_v2": &f.destroy, "cublasSetStream_v2": &f.setStream,
+				"cublasSetWorkspace_v2": &f.setWorkspace, "cublasSetPointerMode_v2": &f.setPointerMode,
+				"cublasGetVersion_v2": &f.getVersion, "cublasGetStatusName": &f.statusName, "cublasGetStatusString": &f.statusString,
+				"cublasSaxpy_v2": &f.saxpy, "cublasDaxpy_v2": &f.daxpy, "cublasSdot_v2": &f.sdot, "cublasDdot_v2": &f.ddot,
+				"cublasSnrm2_v2": &f.snrm2, "cublasDnrm2_v2": &f.dnrm2, "cublasSscal_v2": &f.sscal, "cublasDscal_v2": &f.dscal,
+				"cublasSasum_v2": &f.sasum, "cublasDasum_v2": &f.dasum, "cublasIsamax_v2": &f.isamax, "cublasIdamax_v2": &f.idamax,
+				"cublasSgemv_v2": &f.sgemv, "cublasDgemv_v2": &f.dgemv, "cublasGemmEx": &f.gemmEx,
+				"cublasGemmStridedBatchedEx": &f.gemmStridedBatchedEx, "cublasGemmBatchedEx": &f.gemmBatchedEx,
+			})
+			if f.create == 0 || f.getVersion == 0 {
+				lib.err = fmt.Errorf("%s is not cuBLAS: it lacks cublasCreate_v2", path)
+			}
+		}
+		h, path, err = libraryLt.Open(dl.ProcessEnv())
+		lib.pathLt = path
+		if err != nil {
+			lib.errLt = err
+			return
+		}
+		_ = dl.Symbols(h, path, map[string]*uintptr{
+			"cublasLtCreate": &f.ltCreate, "cublasLtDestroy": &f.ltDestroy,
+			"cublasLtGetStatusName": &f.ltStatusName, "cublasLtGetStatusString": &f.ltStatusString,
+			"cublasLtMatmulDescCreate": &f.ltDescCreate, "cublasLtMatmulDescDestroy": &f.ltDescDestroy,
+			"cublasLtMatmulDescSetAttribute": &f.ltDescSetAttribute, "cublasLtMatrixLayoutCreate": &f.ltLayoutCreate,
+			"cublasLtMatrixLayoutDestroy": &f.ltLayoutDestroy, "cublasLtMatmulPreferenceCreate": &f.ltPrefCreate,
+			"cublasLtMatmulPreferenceDestroy": &f.ltPrefDestroy, "cublasLtMatmulPreferenceSetAttribute": &f.ltPrefSetAttribute,
+			"cublasLtMatmulAlgoGetHeuristic": &f.ltHeuristic, "cublasLtMatmul": &f.ltMatmul,
+		})
+		if f.ltCreate == 0 || f.ltMatmul == 0 {
+			lib.errLt = fmt.Errorf("%s is not cuBLASLt: it lacks cublasLtMatmul", path)
+		}
+	})
+	if lib.err != nil {
+		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+	}
+	return nil
+}
+
+// openLt is open for what needs cuBLASLt too.
+func openLt(op string) error {
+	if err := open(op); err != nil {
+		return err
+	}
+	if lib.errLt != nil {
+		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.errLt.Error()}
+	}
+	return nil
+}
+
+// Library returns the paths of the cuBLAS and cuBLASLt libraries opened,
+// opening them if needed; lt is "" where cuBLASLt did not open (Matmul
+// then returns ErrNotSupported, saying why).
+func Library() (path, lt string, err error) {
+	if err := open("Library"); err != nil {
+		return "", "", err
+	}
+	if lib.errLt == nil {
+		lt = lib.pathLt
+	}
+	return lib.path, lt, nil
+}
+
+// Version returns the version of cuBLAS, such as 13.0.2 (cublasGetVersion
+// of a handle made for the call, which needs a context: ctx's).
+func Version(ctx *cuda.Context) (major, minor, patch int, err error) {
+	const op = "Version"
+	if ctx == nil {
+		return 0, 0, 0, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
+	}
+	if err := open(op); err != nil {
+		return 0, 0, 0, err
+	}
+	v := new(int32)
+	err = ctx.Do(func() error {
+		h := new(uintptr)
+		if err := call(op, "cublasCreate_v2", lib.fn.create, uintptr(unsafe.Pointer(h))); err != nil {
+			return err
+		}
+		return errors.Join(call(op, "cublasGetVersion_v2", lib.fn.getVersion, *h, uintptr(unsafe.Pointer(v))),
+			call(op, "cublasDestroy_v2", lib.fn.destroy, *h))
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	// CUBLAS_VERSION: major*10000 + minor*100 + patch since cuBLAS 12.
+	code := int(*v)
+	return code / 10000, code % 10000 / 100, code % 100, nil
+}
+
+// call calls a cuBLAS function and turns its status into an error. Like
+// purego.SyscallN, it takes pointers converted to uintptr in its argument
+// list, and uintptrescapes moves what they point to onto the heap and keeps
+// it alive for the call.
+//
+//go:uintptrescapes
+func call(op, name string, fn uintptr, args ...uintptr) error {
+	if fn == 0 {
+		return missing(op, name, lib.path)
+	}
+	r, _, _ := purego.SyscallN(fn, args...)
+	if s := Status(int32(r)); s != StatusSuccess {
+		return statusError(op, name, s, lib.fn.statusName, lib.fn.statusString)
+	}
+	return nil
+}
+
+// callLt is call for a cuBLASLt function.
+//
+//go:uintptrescapes
+func callLt(op, name string, fn uintptr, args ...uintptr) error {
+	if fn == 0 {
+		return missing(op, name, lib.pathLt)
+	}
+	r, _, _ := purego.SyscallN(fn, args...)
+	if s := Status(int32(r)); s != StatusSuccess {
+		return statusError(op, name, s, lib.fn.ltStatusName, lib.fn.ltStatusString)
+	}
+	return nil
+}
+
+func missing(op, name, path string) error {
+	return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: fmt.Sprintf("%s lacks %s: a newer cuBLAS is needed", path, name)}
+}

@@ -1,0 +1,204 @@
+package cublas
+
+import (
+	"strconv"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// cudaDataType_t and cublasComputeType_t values.
+const (
+	typeF32  = 0  // CUDA_R_32F
+	typeF64  = 1  // CUDA_R_64F
+	typeF16  = 2  // CUDA_R_16F
+	typeBF16 = 14 // CUDA_R_16BF
+
+	compute32F     = 68 // CUBLAS_COMPUTE_32F
+	compute64F     = 70 // CUBLAS_COMPUTE_64F
+	compute32FTF32 = 77 // CUBLAS_COMPUTE_32F_FAST_TF32
+
+	gemmDefault = ^uintptr(0) // CUBLAS_GEMM_DEFAULT, -1
+)
+
+// dataType returns cuBLAS's data type for T.
+func dataType[T Element]() uintptr {
+	var zero T
+	switch any(zero).(type) {
+	case float32:
+		return typeF32
+	case float64:
+		return typeF64
+	case cuda.Float16:
+		return typeF16
+	}
+	return typeBF16 // Element allows nothing else
+}
+
+// computeType returns the compute type of a product of Ts under math, and
+// its scalars alpha and beta in that type's memory.
+func computeType[T Element](math MathMode, alpha, beta float64) (compute uintptr, a, b unsafe.Pointer) {
+	var zero T
+	if _, ok := any(zero).(float64); ok {
+		return compute64F, unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+	}
+	a32, b32 := float32(alpha), float32(beta)
+	compute = compute32F
+	if _, ok := any(zero).(float32); ok && math == TF32Math {
+		compute = compute32FTF32
+	}
+	return compute, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
+}
+
+// product is a product C = alpha·A·B + beta·C as cuBLAS computes it, on
+// column-major memory: C's memory is C itself, or Cᵀ when C is row-major,
+// and then cuBLAS computes Cᵀ = Bᵀ·Aᵀ with B first.
+type product[T Element] struct {
+	transA, transB uintptr // of the first and second operand
+	m, n, k        uintptr
+	first, second  Matrix[T] // A and B, or B and A
+}
+
+// shape checks that a, b and c agree (a is m×k, b k×n, c m×n) and returns
+// the product cuBLAS computes.
+func shape[T Element](op, suffix string, a, b, c Matrix[T]) (product[T], error) {
+	switch {
+	case a.Cols != b.Rows:
+		return product[T]{}, errorf(op, cuda.ErrInvalidValue, "A%s is %d×%d and B%s %d×%d: A's columns must equal B's rows", suffix, a.Rows, a.Cols, suffix, b.Rows, b.Cols)
+	case c.Rows != a.Rows || c.Cols != b.Cols:
+		return product[T]{}, errorf(op, cuda.ErrInvalidValue, "C%s is %d×%d: want %d×%d (A's rows × B's columns)", suffix, c.Rows, c.Cols, a.Rows, b.Cols)
+	}
+	if c.Layout == RowMajor {
+		return product[T]{transA: b.op(true), transB: a.op(true), m: uintptr(c.Cols), n: uintptr(c.Rows), k: uintptr(a.Cols), first: b, second: a}, nil
+	}
+	return product[T]{transA: a.op(false), transB: b.op(false), m: uintptr(c.Rows), n: uintptr(c.Cols), k: uintptr(a.Cols), first: a, second: b}, nil
+}
+
+// Gemm computes C = alpha·A·B + beta·C, with A m×k, B k×n and C m×n (use
+// A.T() or B.T() for a transposed operand). Float16 and BFloat16 inputs are
+// multiplied and summed in float32; float32 ones in TF32 where the handle's
+// math mode allows. With beta 0, C is not read (it may hold anything). The
+// work is queued on the handle's stream.
+func Gemm[T Element](h *Handle, alpha float64, a, b Matrix[T], beta float64, c Matrix[T]) error {
+	const op = "Gemm"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	p, err := checkProduct(op, h, a, b, c, 1, "")
+	if err != nil {
+		return err
+	}
+	dt := dataType[T]()
+	return h.do(op, []cuda.Memory{a.Data, b.Data, c.Data}, func(uintptr) error {
+		compute, al, be := computeType[T](h.math, alpha, beta)
+		return call(op, "cublasGemmEx", lib.fn.gemmEx, h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
+			uintptr(al), uintptr(p.first.Data.Ptr()), dt, uintptr(p.first.ld()),
+			uintptr(p.second.Data.Ptr()), dt, uintptr(p.second.ld()),
+			uintptr(be), uintptr(c.Data.Ptr()), dt, uintptr(c.ld()), compute, gemmDefault)
+	})
+}
+
+// checkProduct checks a product's operands, named A, B and C with suffix,
+// for a batch of count, and returns the product cuBLAS computes.
+func checkProduct[T Element](op string, h *Handle, a, b, c Matrix[T], count int, suffix string) (product[T], error) {
+	for _, m := range []struct {
+		name string
+		m    Matrix[T]
+	}{{"A", a}, {"B", b}, {"C", c}} {
+		if err := m.m.check(op, m.name+suffix, h.ctx, count); err != nil {
+			return product[T]{}, err
+		}
+	}
+	return shape(op, suffix, a, b, c)
+}
+
+// GemmStridedBatched computes count products C = alpha·A·B + beta·C, the
+// i-th of matrices BatchStride elements after the (i-1)-th in each buffer
+// (packed one after the other when BatchStride is 0), in one call.
+func GemmStridedBatched[T Element](h *Handle, count int, alpha float64, a, b Matrix[T], beta float64, c Matrix[T]) error {
+	const op = "GemmStridedBatched"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	if count < 1 || count > maxDim {
+		return errorf(op, cuda.ErrInvalidValue, "a batch of %d: want 1 to %d", count, maxDim)
+	}
+	p, err := checkProduct(op, h, a, b, c, count, "")
+	if err != nil {
+		return err
+	}
+	dt := dataType[T]()
+	return h.do(op, []cuda.Memory{a.Data, b.Data, c.Data}, func(uintptr) error {
+		compute, al, be := computeType[T](h.math, alpha, beta)
+		return call(op, "cublasGemmStridedBatchedEx", lib.fn.gemmStridedBatchedEx, h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
+			uintptr(al), uintptr(p.first.Data.Ptr()), dt, uintptr(p.first.ld()), uintptr(p.first.batchStride()),
+			uintptr(p.second.Data.Ptr()), dt, uintptr(p.second.ld()), uintptr(p.second.batchStride()),
+			uintptr(be), uintptr(c.Data.Ptr()), dt, uintptr(c.ld()), uintptr(c.batchStride()),
+			uintptr(count), compute, gemmDefault)
+	})
+}
+
+// GemmBatched computes the products C[i] = alpha·A[i]·B[i] + beta·C[i], of
+// matrices of one shape anywhere in memory (a matrix may be used by several
+// products as an input), in one call. The arrays of pointers cuBLAS reads
+// are stream-ordered device memory, allocated and freed on the handle's
+// stream.
+func GemmBatched[T Element](h *Handle, alpha float64, a, b []Matrix[T], beta float64, c []Matrix[T]) error {
+	const op = "GemmBatched"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	n := len(c)
+	switch {
+	case n == 0:
+		return errorf(op, cuda.ErrInvalidValue, "an empty batch")
+	case len(a) != n || len(b) != n:
+		return errorf(op, cuda.ErrInvalidValue, "%d As, %d Bs and %d Cs: want as many of each", len(a), len(b), n)
+	case n > maxDim:
+		return errorf(op, cuda.ErrInvalidValue, "a batch of %d: want at most %d", n, maxDim)
+	}
+	var p product[T]
+	mem := make([]cuda.Memory, 0, 3*n)
+	ptrs := make([]cuda.DevicePtr, 3*n) // first operands, second operands, Cs
+	for i := range n {
+		pi, err := checkProduct(op, h, a[i], b[i], c[i], 1, "["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			p = pi
+		} else if err := sameShape(op, i, p, pi, c[0], c[i]); err != nil {
+			return err
+		}
+		ptrs[i], ptrs[n+i], ptrs[2*n+i] = pi.first.Data.Ptr(), pi.second.Data.Ptr(), c[i].Data.Ptr()
+		mem = append(mem, a[i].Data, b[i].Data, c[i].Data)
+	}
+	dt := dataType[T]()
+	return h.do(op, mem, func(uintptr) error {
+		arrays, err := cuda.AllocAsync[cuda.DevicePtr](h.stream, len(ptrs))
+		if err != nil {
+			return err
+		}
+		// Freed after the product, in the stream's order.
+		defer arrays.Free()
+		if err := arrays.CopyFromHostAsync(ptrs, h.stream); err != nil {
+			return err
+		}
+		base := uintptr(arrays.Ptr())
+		size := unsafe.Sizeof(cuda.DevicePtr(0))
+		compute, al, be := computeType[T](h.math, alpha, beta)
+		return call(op, "cublasGemmBatchedEx", lib.fn.gemmBatchedEx, h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
+			uintptr(al), base, dt, uintptr(p.first.ld()), base+uintptr(n)*size, dt, uintptr(p.second.ld()),
+			uintptr(be), base+2*uintptr(n)*size, dt, uintptr(c[0].ld()), uintptr(n), compute, gemmDefault)
+	})
+}
+
+// sameShape returns the error for product i of a batch whose shape, layouts
+// or strides differ from the first's: cuBLAS takes one of each.
+func sameShape[T Element](op string, i int, p0, pi product[T], c0, ci Matrix[T]) error {
+	if p0.transA != pi.transA || p0.transB != pi.transB || p0.m != pi.m || p0.n != pi.n || p0.k != pi.k ||
+		p0.first.ld() != pi.first.ld() || p0.second.ld() != pi.second.ld() || c0.ld() != ci.ld() || c0.Layout != ci.Layout {
+		return errorf(op, cuda.ErrInvalidValue, "product %d differs from product 0 in shape, layout or stride: a batch has one of each", i)
+	}
+	return nil
+}

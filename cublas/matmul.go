@@ -1,0 +1,247 @@
+package cublas
+
+import (
+	"math/bits"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// Epilogue is what Matmul applies to each element of its result, after the
+// bias.
+type Epilogue int
+
+const (
+	NoEpilogue Epilogue = iota
+	ReLU                // max(x, 0)
+	GELU                // GELU in its tanh approximation, as cuBLASLt computes it
+)
+
+func (e Epilogue) String() string {
+	switch e {
+	case NoEpilogue:
+		return "none"
+	case ReLU:
+		return "ReLU"
+	case GELU:
+		return "GELU"
+	}
+	return "Epilogue(?)"
+}
+
+// cuBLASLt's attributes and epilogues.
+const (
+	descTransA   = 3 // CUBLASLT_MATMUL_DESC_TRANSA, int32
+	descTransB   = 4 // CUBLASLT_MATMUL_DESC_TRANSB, int32
+	descEpilogue = 7 // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32
+	descBias     = 8 // CUBLASLT_MATMUL_DESC_BIAS_POINTER, a pointer
+
+	prefMaxWorkspace = 1 // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64
+	prefAlignA       = 5 // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32; B, C and D follow
+
+	epiDefault = 1  // CUBLASLT_EPILOGUE_DEFAULT
+	epiReLU    = 2  // CUBLASLT_EPILOGUE_RELU
+	epiBias    = 4  // CUBLASLT_EPILOGUE_BIAS, or'ed with the others
+	epiGELU    = 32 // CUBLASLT_EPILOGUE_GELU
+)
+
+// planKey is what a Matmul's descriptors and algorithm depend on.
+type planKey struct {
+	dt, compute, transA, transB, m, n, k, lda, ldb, ldc uintptr
+	epilogue                                            uint32
+	align                                               [4]uint32 // of the first operand, the second, C and the bias
+}
+
+// plan is cuBLASLt's description of one shape of product and the algorithm
+// its heuristic chose, kept by the Handle for the next product of that
+// shape.
+type plan struct {
+	desc, la, lb, lc uintptr
+	// heuristic is a cublasLtMatmulHeuristicResult_t: the algorithm (64
+	// bytes), its workspace size, state and waves.
+	heuristic [12]uint64
+}
+
+// destroy releases p's descriptors, each zeroed once gone, so that a
+// failed destroy can be tried again.
+func (p *plan) destroy(op string) error {
+	for _, d := range []struct {
+		h    *uintptr
+		name string
+		fn   uintptr
+	}{
+		{&p.desc, "cublasLtMatmulDescDestroy", lib.fn.ltDescDestroy},
+		{&p.la, "cublasLtMatrixLayoutDestroy", lib.fn.ltLayoutDestroy},
+		{&p.lb, "cublasLtMatrixLayoutDestroy", lib.fn.ltLayoutDestroy},
+		{&p.lc, "cublasLtMatrixLayoutDestroy", lib.fn.ltLayoutDestroy},
+	} {
+		if *d.h != 0 {
+			if err := callLt(op, d.name, d.fn, *d.h); err != nil {
+				return err
+			}
+			*d.h = 0
+		}
+	}
+	return nil
+}
+
+// alignment returns the largest power of two up to 256 that divides p.
+func alignment(p uintptr) uint32 {
+	if p == 0 {
+		return 256
+	}
+	return uint32(1) << min(bits.TrailingZeros64(uint64(p)), 8)
+}
+
+// Matmul computes C = epilogue(alpha·A·B + beta·C + bias) with cuBLASLt,
+// with A m×k, B k×n and C m×n as for Gemm. bias, if not nil, is added to
+// every row of C (one element per column, as in y = x·W + b), and needs a
+// row-major C. The descriptors and the algorithm cuBLASLt's heuristic
+// chooses are made once per shape and kept by the handle until Close.
+func Matmul[T Element](h *Handle, alpha float64, a, b Matrix[T], beta float64, c Matrix[T], epi Epilogue, bias *cuda.DeviceBuffer[T]) error {
+	const op = "Matmul"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	if epi != NoEpilogue && epi != ReLU && epi != GELU {
+		return errorf(op, cuda.ErrInvalidValue, "unknown epilogue %d", int(epi))
+	}
+	p, err := checkProduct(op, h, a, b, c, 1, "")
+	if err != nil {
+		return err
+	}
+	if err := openLt(op); err != nil {
+		return err
+	}
+	mem := []cuda.Memory{a.Data, b.Data, c.Data}
+	epilogue := uint32(map[Epilogue]uint32{NoEpilogue: epiDefault, ReLU: epiReLU, GELU: epiGELU}[epi])
+	var biasPtr uintptr
+	if bias != nil {
+		switch {
+		case c.Layout != RowMajor:
+			return errorf(op, cuda.ErrInvalidValue, "a bias needs a row-major C (it is added to every row)")
+		case bias.Len() != c.Cols:
+			return errorf(op, cuda.ErrInvalidValue, "the bias has %d elements: want one per column of C, %d", bias.Len(), c.Cols)
+		case bias.Context() != h.ctx:
+			return errorf(op, cuda.ErrInvalidValue, "the bias belongs to another context than the handle")
+		}
+		biasPtr = uintptr(bias.Ptr())
+		mem = append(mem, bias)
+		if epi == NoEpilogue {
+			epilogue = epiBias
+		} else {
+			epilogue |= epiBias
+		}
+	}
+	dt := dataType[T]()
+	return h.do(op, mem, func(stream uintptr) error {
+		compute, al, be := computeType[T](h.math, alpha, beta)
+		key := planKey{dt: dt, compute: compute, transA: p.transA, transB: p.transB, m: p.m, n: p.n, k: p.k,
+			lda: uintptr(p.first.ld()), ldb: uintptr(p.second.ld()), ldc: uintptr(c.ld()), epilogue: epilogue,
+			align: [4]uint32{alignment(uintptr(p.first.Data.Ptr())), alignment(uintptr(p.second.Data.Ptr())), alignment(uintptr(c.Data.Ptr())), alignment(biasPtr)}}
+		pl, err := h.plan(op, key, biasPtr)
+		if err != nil {
+			return err
+		}
+		if biasPtr != 0 {
+			if err := callLt(op, "cublasLtMatmulDescSetAttribute", lib.fn.ltDescSetAttribute, pl.desc, descBias,
+				uintptr(unsafe.Pointer(&biasPtr)), unsafe.Sizeof(biasPtr)); err != nil {
+				return err
+			}
+		}
+		cp := uintptr(c.Data.Ptr())
+		return callLt(op, "cublasLtMatmul", lib.fn.ltMatmul, h.raw.lt, pl.desc, uintptr(al),
+			uintptr(p.first.Data.Ptr()), pl.la, uintptr(p.second.Data.Ptr()), pl.lb, uintptr(be), cp, pl.lc, cp, pl.lc,
+			uintptr(unsafe.Pointer(&pl.heuristic[0])), uintptr(h.workspace.Ptr()), WorkspaceBytes, stream)
+	})
+}
+
+// plan returns the plan of key, making it (and the cuBLASLt handle) on
+// first use. Called in h's turn, with the context current.
+func (h *Handle) plan(op string, key planKey, bias uintptr) (*plan, error) {
+	if p, ok := h.plans[key]; ok {
+		return p, nil
+	}
+	if h.raw.lt == 0 {
+		if err := callLt(op, "cublasLtCreate", lib.fn.ltCreate, uintptr(unsafe.Pointer(&h.raw.lt))); err != nil {
+			return nil, err
+		}
+	}
+	p := new(plan)
+	if err := p.make(op, h.raw.lt, key, bias); err != nil {
+		p.destroy(op)
+		return nil, err
+	}
+	h.plans[key] = p
+	return p, nil
+}
+
+// make makes p's descriptors for key and asks cuBLASLt's heuristic for the
+// best algorithm.
+func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) error {
+	scale := uintptr(typeF32)
+	if key.compute == compute64F {
+		scale = typeF64
+	}
+	if err := callLt(op, "cublasLtMatmulDescCreate", lib.fn.ltDescCreate, uintptr(unsafe.Pointer(&p.desc)), key.compute, scale); err != nil {
+		return err
+	}
+	transA, transB, epilogue := int32(key.transA), int32(key.transB), key.epilogue
+	for _, a := range []struct {
+		attr uintptr
+		v    unsafe.Pointer
+		size uintptr
+	}{
+		{descTransA, unsafe.Pointer(&transA), 4},
+		{descTransB, unsafe.Pointer(&transB), 4},
+		{descEpilogue, unsafe.Pointer(&epilogue), 4},
+		{descBias, unsafe.Pointer(&bias), 8},
+	} {
+		if err := callLt(op, "cublasLtMatmulDescSetAttribute", lib.fn.ltDescSetAttribute, p.desc, a.attr, uintptr(a.v), a.size); err != nil {
+			return err
+		}
+	}
+	// The layouts are of the operands' memory, before their operation.
+	rowsA, colsA := key.m, key.k
+	if key.transA == opT {
+		rowsA, colsA = key.k, key.m
+	}
+	rowsB, colsB := key.k, key.n
+	if key.transB == opT {
+		rowsB, colsB = key.n, key.k
+	}
+	for _, l := range []struct {
+		out            *uintptr
+		rows, cols, ld uintptr
+	}{{&p.la, rowsA, colsA, key.lda}, {&p.lb, rowsB, colsB, key.ldb}, {&p.lc, key.m, key.n, key.ldc}} {
+		if err := callLt(op, "cublasLtMatrixLayoutCreate", lib.fn.ltLayoutCreate, uintptr(unsafe.Pointer(l.out)), key.dt, l.rows, l.cols, l.ld); err != nil {
+			return err
+		}
+	}
+	var pref uintptr
+	if err := callLt(op, "cublasLtMatmulPreferenceCreate", lib.fn.ltPrefCreate, uintptr(unsafe.Pointer(&pref))); err != nil {
+		return err
+	}
+	defer callLt(op, "cublasLtMatmulPreferenceDestroy", lib.fn.ltPrefDestroy, pref)
+	ws := uint64(WorkspaceBytes)
+	if err := callLt(op, "cublasLtMatmulPreferenceSetAttribute", lib.fn.ltPrefSetAttribute, pref, prefMaxWorkspace, uintptr(unsafe.Pointer(&ws)), 8); err != nil {
+		return err
+	}
+	// Algorithms that need more alignment than the pointers have are
+	// left out (cuBLASLt assumes 256 bytes).
+	align := [4]uint32{key.align[0], key.align[1], key.align[2], key.align[2]}
+	for i := range align {
+		if err := callLt(op, "cublasLtMatmulPreferenceSetAttribute", lib.fn.ltPrefSetAttribute, pref, prefAlignA+uintptr(i), uintptr(unsafe.Pointer(&align[i])), 4); err != nil {
+			return err
+		}
+	}
+	returned := new(int32)
+	if err := callLt(op, "cublasLtMatmulAlgoGetHeuristic", lib.fn.ltHeuristic, lt, p.desc, p.la, p.lb, p.lc, p.lc, pref, 1,
+		uintptr(unsafe.Pointer(&p.heuristic[0])), uintptr(unsafe.Pointer(returned))); err != nil {
+		return err
+	}
+	if *returned == 0 {
+		return errorf(op, cuda.ErrNotSupported, "cuBLASLt has no algorithm for this product (%d×%d×%d)", key.m, key.n, key.k)
+	}
+	return nil
+}

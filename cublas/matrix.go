@@ -1,0 +1,172 @@
+package cublas
+
+import (
+	"fmt"
+	"math"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// Element is an element type of matrix products: Gemm, its batched forms
+// and Matmul take all four, float16 and bfloat16 accumulating in float32.
+type Element interface {
+	float32 | float64 | cuda.Float16 | cuda.BFloat16
+}
+
+// Float is an element type of the vector operations and Gemv.
+type Float interface {
+	float32 | float64
+}
+
+// Layout is how a Matrix lies in its buffer.
+type Layout uint8
+
+const (
+	// RowMajor: row after row, Stride elements from the start of one row
+	// to the next; Go's natural order, and the zero Layout.
+	RowMajor Layout = iota
+	// ColMajor: column after column, Stride elements from the start of one
+	// column to the next; cuBLAS's, Fortran's and LAPACK's order.
+	ColMajor
+)
+
+func (l Layout) String() string {
+	switch l {
+	case RowMajor:
+		return "row-major"
+	case ColMajor:
+		return "column-major"
+	}
+	return "Layout(?)"
+}
+
+// Matrix describes a matrix of Rows×Cols elements held in Data: the
+// element at row i, column j is Data[i*Stride+j] when row-major, and
+// Data[j*Stride+i] when column-major. A zero Stride means packed: Cols for
+// a row-major matrix, Rows for a column-major one. BatchStride is for
+// GemmStridedBatched: the elements from one matrix of the batch to the
+// next (0: the matrices are packed one after the other).
+//
+// A Matrix is a description, not an owner: Data stays the caller's to
+// free, after the work that uses it.
+type Matrix[T Element] struct {
+	Data        *cuda.DeviceBuffer[T]
+	Rows, Cols  int
+	Stride      int
+	Layout      Layout
+	BatchStride int
+}
+
+// NewMatrix describes data as a packed row-major matrix of rows×cols.
+func NewMatrix[T Element](data *cuda.DeviceBuffer[T], rows, cols int) Matrix[T] {
+	return Matrix[T]{Data: data, Rows: rows, Cols: cols}
+}
+
+// T returns the transpose of m, on the same memory: a row-major matrix
+// read column by column is its transpose, column-major.
+func (m Matrix[T]) T() Matrix[T] {
+	m.Rows, m.Cols = m.Cols, m.Rows
+	m.Layout ^= 1
+	return m
+}
+
+// maxDim is the largest dimension, stride or count cuBLAS's int arguments
+// take.
+const maxDim = math.MaxInt32
+
+// ld returns the leading dimension: the stride, or the packed one.
+func (m Matrix[T]) ld() int {
+	if m.Stride != 0 {
+		return m.Stride
+	}
+	return max(m.minor(), 1)
+}
+
+// major and minor are the number of rows and columns, in the order the
+// layout stores them: rows of columns (major), or columns of rows.
+func (m Matrix[T]) major() int {
+	if m.Layout == ColMajor {
+		return m.Cols
+	}
+	return m.Rows
+}
+
+func (m Matrix[T]) minor() int {
+	if m.Layout == ColMajor {
+		return m.Rows
+	}
+	return m.Cols
+}
+
+// size returns the elements a matrix spans: from its first to its last.
+func (m Matrix[T]) size() int {
+	if m.Rows == 0 || m.Cols == 0 {
+		return 0
+	}
+	return (m.major()-1)*m.ld() + m.minor()
+}
+
+// batchStride returns the elements from one matrix of a batch to the next.
+func (m Matrix[T]) batchStride() int {
+	if m.BatchStride != 0 {
+		return m.BatchStride
+	}
+	return m.size()
+}
+
+// check returns the error for a matrix, named name, that cannot be count
+// matrices of a batch in ctx: no data, negative or too large dimensions, a
+// stride shorter than a row (or column), a buffer too small, or another
+// context.
+func (m Matrix[T]) check(op, name string, ctx *cuda.Context, count int) error {
+	minorName := map[Layout]string{RowMajor: "columns", ColMajor: "rows"}[m.Layout]
+	switch {
+	case m.Data == nil:
+		return errorf(op, cuda.ErrInvalidValue, "%s has no data (a nil DeviceBuffer)", name)
+	case m.Layout != RowMajor && m.Layout != ColMajor:
+		return errorf(op, cuda.ErrInvalidValue, "%s has an unknown layout %d", name, m.Layout)
+	case m.Rows < 0 || m.Cols < 0:
+		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: dimensions cannot be negative", name, m.Rows, m.Cols)
+	case m.Rows > maxDim || m.Cols > maxDim || m.Stride > maxDim:
+		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d with stride %d: cuBLAS takes at most %d", name, m.Rows, m.Cols, m.Stride, maxDim)
+	case m.Stride < 0 || m.Stride != 0 && m.Stride < m.minor():
+		return errorf(op, cuda.ErrInvalidValue, "%s's stride %d is less than its %d %s (%s)", name, m.Stride, m.minor(), minorName, m.Layout)
+	case m.BatchStride < 0:
+		return errorf(op, cuda.ErrInvalidValue, "%s's batch stride %d is negative", name, m.BatchStride)
+	case m.Data.Context() != ctx:
+		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+	}
+	need := m.size()
+	if count > 1 && need > 0 {
+		step := m.batchStride()
+		if step > (math.MaxInt-need)/(count-1) {
+			return errorf(op, cuda.ErrInvalidValue, "%s: %d matrices %d elements apart are beyond any buffer", name, count, step)
+		}
+		need += (count - 1) * step
+	}
+	if have := m.Data.Len(); need > have {
+		batch := ""
+		if count > 1 {
+			batch = fmt.Sprintf(" for %d matrices", count)
+		}
+		return errorf(op, cuda.ErrInvalidValue, "%s (%d×%d, %s, stride %d) needs %d elements%s; its buffer holds %d",
+			name, m.Rows, m.Cols, m.Layout, m.ld(), need, batch, have)
+	}
+	return nil
+}
+
+// op returns the cuBLAS operation (CUBLAS_OP_N or CUBLAS_OP_T) that reads
+// m's memory, which cuBLAS sees column-major, as m, or as m's transpose
+// when transposed: column-major memory is m itself, row-major memory m's
+// transpose.
+func (m Matrix[T]) op(transposed bool) uintptr {
+	if (m.Layout == RowMajor) == transposed {
+		return opN
+	}
+	return opT
+}
+
+const (
+	opN = 0 // CUBLAS_OP_N
+	opT = 1 // CUBLAS_OP_T
+)

@@ -1,0 +1,91 @@
+package cublas_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cublas"
+)
+
+func TestVector(t *testing.T) {
+	ctx, s, h := handle(t)
+	t.Run("float32", func(t *testing.T) { vectorOps[float32](t, ctx, s, h) })
+	t.Run("float64", func(t *testing.T) { vectorOps[float64](t, ctx, s, h) })
+}
+
+func vectorOps[T cublas.Float](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle) {
+	r := rand.New(rand.NewPCG(9, 10))
+	tol := tolerance[T](false)
+	for _, n := range []int{1, 7, 1000} {
+		xs, ys := random[T](r, n), random[T](r, n)
+		xs[n/2] = 9 // the largest in magnitude, once
+		x, y := upload(t, ctx, xs), upload(t, ctx, ys)
+		var dot, nrm, asum, mag float64
+		for i := range xs {
+			dot += float64(xs[i]) * float64(ys[i])
+			mag += math.Abs(float64(xs[i]) * float64(ys[i]))
+			nrm += float64(xs[i]) * float64(xs[i])
+			asum += math.Abs(float64(xs[i]))
+		}
+		nrm = math.Sqrt(nrm)
+		if got := must(cublas.Dot(h, x, y))(t); !closeTo(float64(got), dot, mag+1, tol) {
+			t.Errorf("Dot of %d: %v, want %v", n, got, dot)
+		}
+		if got := must(cublas.Nrm2(h, x))(t); !closeTo(float64(got), nrm, nrm+1, tol) {
+			t.Errorf("Nrm2 of %d: %v, want %v", n, got, nrm)
+		}
+		if got := must(cublas.Asum(h, x))(t); !closeTo(float64(got), asum, asum+1, tol) {
+			t.Errorf("Asum of %d: %v, want %v", n, got, asum)
+		}
+		if got := must(cublas.Iamax(h, x))(t); got != n/2 {
+			t.Errorf("Iamax of %d: %d, want %d", n, got, n/2)
+		}
+		// y = 2x + y, then y = -0.5y, queued: the results are read after
+		// the stream's work.
+		if err := cublas.Axpy(h, 2, x, y); err != nil {
+			t.Fatal(err)
+		}
+		if err := cublas.Scal(h, -0.5, y); err != nil {
+			t.Fatal(err)
+		}
+		got := download(t, s, y)
+		for i := range got {
+			w := -0.5 * (2*float64(xs[i]) + float64(ys[i]))
+			if !closeTo(float64(got[i]), w, math.Abs(w)+1, tol) {
+				t.Fatalf("Axpy, Scal of %d: element %d is %v, want %v", n, i, got[i], w)
+			}
+		}
+	}
+}
+
+func TestGemv(t *testing.T) {
+	ctx, s, h := handle(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, layout := range []cublas.Layout{cublas.RowMajor, cublas.ColMajor} {
+		for _, transposed := range []bool{false, true} {
+			for _, sh := range [][2]int{{1, 1}, {7, 3}, {4, 33}} {
+				m, n := sh[0], sh[1]
+				a := makeOperand(t, ctx, m, n, layout, transposed, 1, func(k int) []float64 { return random[float64](r, k) })
+				xs, ys := random[float64](r, n), random[float64](r, m)
+				x, y := upload(t, ctx, xs), upload(t, ctx, ys)
+				if err := cublas.Gemv(h, 1.5, a.desc, x, 2, y); err != nil {
+					t.Fatalf("%s transposed=%v %dx%d: %v", layout, transposed, m, n, err)
+				}
+				got := download(t, s, y)
+				for i := range m {
+					var w, mag float64
+					for j := range n {
+						w += a.host.at(i, j) * xs[j]
+						mag += math.Abs(a.host.at(i, j) * xs[j])
+					}
+					w = 1.5*w + 2*ys[i]
+					if !closeTo(got[i], w, mag+1, 1e-13) {
+						t.Errorf("%s transposed=%v %dx%d: y[%d] = %v, want %v", layout, transposed, m, n, i, got[i], w)
+					}
+				}
+			}
+		}
+	}
+}
