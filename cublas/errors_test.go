@@ -1,0 +1,345 @@
+package cublas_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// TestBadInput: every malformed call is an ErrInvalidValue from gocuda,
+// before cuBLAS is called (no Call in the error), naming what was wrong;
+// the handle stays usable.
+func TestBadInput(t *testing.T) {
+	ctx, s, h := handle(t)
+	buf := func(n int) *cuda.DeviceBuffer[float32] { return upload(t, ctx, make([]float32, n)) }
+	a := cublas.NewMatrix(buf(12), 3, 4)
+	b := cublas.NewMatrix(buf(20), 4, 5)
+	c := cublas.NewMatrix(buf(15), 3, 5)
+	x3, x4 := buf(3), buf(4)
+	for _, tc := range []struct {
+		name, want string
+		err        error
+	}{
+		{"A without data", "A has no data", cublas.Gemm(h, 1, cublas.Matrix[float32]{Rows: 3, Cols: 4}, b, 0, c)},
+		{"inner dimensions", "A's columns must equal B's rows", cublas.Gemm(h, 1, a, a, 0, c)},
+		{"C's shape", "C is 3×5: want 3×4", cublas.Gemm(h, 1, a, cublas.NewMatrix(buf(16), 4, 4), 0, c)},
+		{"negative", "dimensions cannot be negative", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: -3, Cols: 4}, b, 0, c)},
+		{"stride", "A's stride 3 is less than its 4 columns", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, Stride: 3}, b, 0, c)},
+		{"column-major stride", "B's stride 2 is less than its 4 rows", cublas.Gemm(h, 1, a, cublas.Matrix[float32]{Data: b.Data, Rows: 4, Cols: 5, Stride: 2, Layout: cublas.ColMajor}, 0, c)},
+		{"buffer too small", "needs 24 elements; its buffer holds 12", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, Stride: 10}, b, 0, c)},
+		{"transposed view too small", "B (4×5, row-major, stride 5) needs 20 elements; its buffer holds 12", cublas.Gemm(h, 1, a, cublas.NewMatrix(a.Data, 4, 5), 0, c)},
+		{"layout", "unknown layout", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, Layout: 7}, b, 0, c)},
+		{"batch count", "a batch of 0", cublas.GemmStridedBatched(h, 0, 1, a, b, 0, c)},
+		{"batch too small", "needs 36 elements for 3 matrices; its buffer holds 12", cublas.GemmStridedBatched(h, 3, 1, a, b, 0, c)},
+		{"batch stride", "batch stride -1 is negative", cublas.GemmStridedBatched(h, 2, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, BatchStride: -1}, b, 0, c)},
+		{"empty batch", "an empty batch", cublas.GemmBatched[float32](h, 1, nil, nil, 0, nil)},
+		{"batch lengths", "2 As, 1 Bs and 1 Cs", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, a}, []cublas.Matrix[float32]{b}, 0, []cublas.Matrix[float32]{c})},
+		{"batched shapes", "product 1 differs from product 0", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, a}, []cublas.Matrix[float32]{b, b}, 0,
+			[]cublas.Matrix[float32]{c, {Data: c.Data, Rows: 3, Cols: 5, Layout: cublas.ColMajor}})},
+		{"batched product", "A[1] has no data", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, {}}, []cublas.Matrix[float32]{b, b}, 0, []cublas.Matrix[float32]{c, c})},
+		{"epilogue", "unknown epilogue", cublas.Matmul(h, 1, a, b, 0, c, 9, nil)},
+		{"bias length", "the bias has 3 elements: want one per column of C, 5", cublas.Matmul(h, 1, a, b, 0, c, cublas.ReLU, x3)},
+		{"bias layout", "a bias needs a row-major C", cublas.Matmul(h, 1, a, b, 0, cublas.Matrix[float32]{Data: c.Data, Rows: 3, Cols: 5, Layout: cublas.ColMajor}, cublas.NoEpilogue, x3)},
+		{"vector lengths", "x has 3 elements and y 4", cublas.Axpy(h, 1, x3, x4)},
+		{"nil vector", "y is nil", cublas.Axpy(h, 1, x3, nil)},
+		{"Dot lengths", "x has 3 elements and y 4", errOf(cublas.Dot(h, x3, x4))},
+		{"Scal nil", "x is nil", cublas.Scal[float32](h, 1, nil)},
+		{"Nrm2 nil", "x is nil", errOf(cublas.Nrm2[float32](h, nil))},
+		{"Gemv lengths", "A is 3×4, x has 3 elements and y 4: want 4 and 3", cublas.Gemv(h, 1, a, x3, 0, x4)},
+		{"math mode", "unknown math mode", h.SetMathMode(5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e *cublas.Error
+			if !errors.Is(tc.err, cuda.ErrInvalidValue) || !errors.As(tc.err, &e) || e.Call != "" {
+				t.Fatalf("got %v, want an ErrInvalidValue of ours", tc.err)
+			}
+			if !strings.Contains(tc.err.Error(), tc.want) {
+				t.Errorf("%q does not say %q", tc.err, tc.want)
+			}
+		})
+	}
+	// Still usable.
+	if err := cublas.Gemm(h, 1, a, b, 0, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func errOf[T any](_ T, err error) error { return err }
+
+// TestOtherContext: an operand of another context than the handle's is
+// refused, naming it.
+func TestOtherContext(t *testing.T) {
+	ctxs := cudatest.Contexts(t, 2)
+	if ctxs == nil {
+		return
+	}
+	s := cudatest.Stream(t, ctxs[0])
+	h := must(cublas.New(s))(t)
+	defer h.Close()
+	mine := upload(t, ctxs[0], make([]float32, 4))
+	other := upload(t, ctxs[1], make([]float32, 4))
+	m, o := cublas.NewMatrix(mine, 2, 2), cublas.NewMatrix(other, 2, 2)
+	for name, err := range map[string]error{
+		"B": cublas.Gemm(h, 1, m, o, 0, m),
+		"C": cublas.Matmul(h, 1, m, m, 0, o, cublas.NoEpilogue, nil),
+		"y": cublas.Axpy(h, 1, mine, other),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), name+" belongs to another context") {
+			t.Errorf("%s of another context: %v", name, err)
+		}
+	}
+}
+
+// TestZeroAndClosed: a nil or zero Handle, and a closed one, refuse every
+// call with an error; Close is idempotent.
+func TestZeroAndClosed(t *testing.T) {
+	_, s, _ := handle(t)
+	ctx := s.Context()
+	x := upload(t, ctx, []float32{1, 2})
+	m := cublas.NewMatrix(x, 1, 2)
+	closed := must(cublas.New(s))(t)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	calls := func(h *cublas.Handle) map[string]error {
+		return map[string]error{
+			"Gemm":        cublas.Gemm(h, 1, m, m.T(), 0, cublas.NewMatrix(x, 1, 1)),
+			"Matmul":      cublas.Matmul(h, 1, m, m.T(), 0, cublas.NewMatrix(x, 1, 1), cublas.NoEpilogue, nil),
+			"Dot":         errOf(cublas.Dot(h, x, x)),
+			"Axpy":        cublas.Axpy(h, 1, x, x),
+			"SetMathMode": h.SetMathMode(cublas.TF32Math),
+		}
+	}
+	for name, err := range calls(nil) {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s on a nil Handle: %v", name, err)
+		}
+	}
+	for name, err := range calls(new(cublas.Handle)) {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s on a zero Handle: %v", name, err)
+		}
+	}
+	if err := new(cublas.Handle).Close(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Close of a zero Handle: %v", err)
+	}
+	for name, err := range calls(closed) {
+		if !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("%s on a closed Handle: %v", name, err)
+		}
+	}
+	if _, err := cublas.New(nil); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("New(nil): %v", err)
+	}
+}
+
+// TestClosedStream: a handle whose stream was closed refuses work with
+// ErrClosed, and still closes.
+func TestClosedStream(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := must(ctx.NewStream())(t)
+	h := must(cublas.New(s))(t)
+	x := upload(t, ctx, []float32{1, 2})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cublas.Scal(h, 2, x); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("Scal on a closed stream: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrent: goroutines sharing a handle get their own products right
+// (run with -race).
+func TestConcurrent(t *testing.T) {
+	ctx, s, h := handle(t)
+	const n = 8
+	var wg sync.WaitGroup
+	outs := make([]*cuda.DeviceBuffer[float32], n)
+	a := upload(t, ctx, []float32{1, 2, 3, 4}) // 2×2
+	for i := range n {
+		outs[i] = upload(t, ctx, make([]float32, 4))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if err := cublas.Gemm(h, float64(i), cublas.NewMatrix(a, 2, 2), cublas.NewMatrix(a, 2, 2), 0, cublas.NewMatrix(outs[i], 2, 2)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		got := download(t, s, outs[i])
+		want := []float32{7, 10, 15, 22}
+		for j := range want {
+			if got[j] != float32(i)*want[j] {
+				t.Fatalf("goroutine %d: %v, want %v times %d", i, got, want, i)
+			}
+		}
+	}
+}
+
+// TestFaults: each cuBLAS or cuBLASLt call failing once is an error that
+// names the call and carries its status, and leaves the handle usable and
+// nothing leaked.
+func TestFaults(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	x := upload(t, ctx, []float32{1, 2, 3, 4})
+	m := cublas.NewMatrix(x, 2, 2)
+	out := cublas.NewMatrix(upload(t, ctx, make([]float32, 4)), 2, 2)
+	batch := []cublas.Matrix[float32]{m}
+	v2 := upload(t, ctx, []float32{1, 2})
+	for _, tc := range []struct {
+		call string
+		run  func(h *cublas.Handle) error
+	}{
+		{"cublasGemmEx", func(h *cublas.Handle) error { return cublas.Gemm(h, 1, m, m, 0, out) }},
+		{"cublasGemmStridedBatchedEx", func(h *cublas.Handle) error { return cublas.GemmStridedBatched(h, 1, 1, m, m, 0, out) }},
+		{"cublasGemmBatchedEx", func(h *cublas.Handle) error {
+			return cublas.GemmBatched(h, 1, batch, batch, 0, []cublas.Matrix[float32]{out})
+		}},
+		{"cublasSaxpy_v2", func(h *cublas.Handle) error { return cublas.Axpy(h, 1, x, out.Data) }},
+		{"cublasSscal_v2", func(h *cublas.Handle) error { return cublas.Scal(h, 1, x) }},
+		{"cublasSdot_v2", func(h *cublas.Handle) error { return errOf(cublas.Dot(h, x, x)) }},
+		{"cublasSnrm2_v2", func(h *cublas.Handle) error { return errOf(cublas.Nrm2(h, x)) }},
+		{"cublasSasum_v2", func(h *cublas.Handle) error { return errOf(cublas.Asum(h, x)) }},
+		{"cublasIsamax_v2", func(h *cublas.Handle) error { return errOf(cublas.Iamax(h, x)) }},
+		{"cublasSgemv_v2", func(h *cublas.Handle) error { return cublas.Gemv(h, 1, m, v2, 0, v2) }},
+		{"cublasLtCreate", matmul(m, out)},
+		{"cublasLtMatmulDescCreate", matmul(m, out)},
+		{"cublasLtMatmulDescSetAttribute", matmul(m, out)},
+		{"cublasLtMatrixLayoutCreate", matmul(m, out)},
+		{"cublasLtMatmulPreferenceCreate", matmul(m, out)},
+		{"cublasLtMatmulPreferenceSetAttribute", matmul(m, out)},
+		{"cublasLtMatmulAlgoGetHeuristic", matmul(m, out)},
+		{"cublasLtMatmul", matmul(m, out)},
+	} {
+		t.Run(tc.call, func(t *testing.T) {
+			h := must(cublas.New(s))(t)
+			defer h.Close()
+			f.Fail(tc.call, 1, int(cublas.StatusExecutionFailed))
+			err := tc.run(h)
+			var e *cublas.Error
+			if !errors.Is(err, cublas.StatusExecutionFailed) || !errors.As(err, &e) || e.Call != tc.call ||
+				!strings.Contains(err.Error(), "CUBLAS_STATUS_EXECUTION_FAILED") {
+				t.Fatalf("with %s failing: %v", tc.call, err)
+			}
+			if err := tc.run(h); err != nil {
+				t.Fatalf("again, with nothing failing: %v", err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	for _, call := range []string{"cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2", "cublasSetPointerMode_v2"} {
+		t.Run("New/"+call, func(t *testing.T) {
+			live := f.Live("device")
+			f.Fail(call, 1, int(cublas.StatusAllocFailed))
+			if _, err := cublas.New(s); !errors.Is(err, cuda.ErrOutOfMemory) || !strings.Contains(err.Error(), call) {
+				t.Fatalf("New with %s failing: %v", call, err)
+			}
+			if f.Live("device") != live || f.Live("blas") != 0 {
+				t.Errorf("a failed New left %d device allocations (want %d) and %d cuBLAS objects", f.Live("device"), live, f.Live("blas"))
+			}
+		})
+	}
+	for _, call := range []string{"cublasDestroy_v2", "cublasLtDestroy", "cublasLtMatmulDescDestroy", "cublasLtMatrixLayoutDestroy"} {
+		t.Run("Close/"+call, func(t *testing.T) {
+			h := must(cublas.New(s))(t)
+			if err := matmul(m, out)(h); err != nil {
+				t.Fatal(err)
+			}
+			f.Fail(call, 1, int(cublas.StatusInternalError))
+			if err := h.Close(); !errors.Is(err, cublas.StatusInternalError) {
+				t.Fatalf("Close with %s failing: %v", call, err)
+			}
+			if err := cublas.Gemm(h, 1, m, m, 0, out); err != nil {
+				t.Errorf("Gemm after the failed Close: %v", err)
+			}
+			if err := h.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			if f.Live("blas") != 0 {
+				t.Errorf("%d cuBLAS objects after Close", f.Live("blas"))
+			}
+		})
+	}
+}
+
+func matmul(m, out cublas.Matrix[float32]) func(*cublas.Handle) error {
+	return func(h *cublas.Handle) error { return cublas.Matmul(h, 1, m, m, 0, out, cublas.ReLU, nil) }
+}
+
+// TestNoLibrary: without cuBLAS, everything is ErrNotSupported naming what
+// was tried.
+func TestNoLibrary(t *testing.T) {
+	const missing = "/nonexistent/libcublas.so.13"
+	if cudatest.IsFake() && !strings.HasPrefix(os.Getenv(cublas.EnvLibrary), missing) {
+		cudatest.RunChild(t, cublas.EnvLibrary+"="+missing)
+		return
+	}
+	if os.Getenv(cublas.EnvLibrary) != missing {
+		t.Skip("runs in a child process on the fake driver")
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	if _, err := cublas.New(s); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("New without cuBLAS: %v", err)
+	}
+	if _, _, err := cublas.Library(); !errors.Is(err, cuda.ErrNotSupported) {
+		t.Errorf("Library without cuBLAS: %v", err)
+	}
+}
+
+// TestHandleForgotten: a handle nobody closed is destroyed by its cleanup
+// once unreachable.
+func TestHandleForgotten(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	before := track.Take().Forgotten
+	func() { must(cublas.New(s))(t) }()
+	if !cudatest.GC(func() bool {
+		now := track.Take().Forgotten
+		// The handle, and its workspace, a buffer of its own.
+		return now[track.BLASHandle] > before[track.BLASHandle] && now[track.DeviceBuffer] > before[track.DeviceBuffer]
+	}) {
+		t.Fatal("the cleanup of an unreachable handle did not run")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	ctx := cudatest.Context(t)
+	major, minor, patch, err := cublas.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, lt, _ := cublas.Library()
+	t.Logf("cuBLAS %d.%d.%d (%s, %s)", major, minor, patch, path, lt)
+	if major < 12 {
+		t.Errorf("cuBLAS %d: want 12 or later", major)
+	}
+}
