@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
 )
@@ -550,6 +551,44 @@ func sweepCases() []sweepCase {
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				c := must(nccl.NewComm(e.ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
 				return c.Abort, closeAgain(func() error { return nil }, c.Abort)
+			}},
+		{name: "cublas", covers: []string{"cublas.New", "cublas.Version", "cublas.Gemm", "cublas.GemmStridedBatched", "cublas.GemmBatched",
+			"cublas.Matmul", "cublas.Axpy", "cublas.Scal", "cublas.Dot", "cublas.Nrm2", "cublas.Asum", "cublas.Iamax", "cublas.Gemv", "Handle.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var h *cublas.Handle
+				x, y := must(cuda.FromHost(e.ctx, []float32{1, 2, 3, 4}))(t), must(cuda.Alloc[float32](e.ctx, 4))(t)
+				v := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t)
+				m, out := cublas.NewMatrix(x, 2, 2), cublas.NewMatrix(y, 2, 2)
+				ms := []cublas.Matrix[float32]{m}
+				return func() error {
+						return firstErr(
+							func() error { _, _, _, err := cublas.Version(e.ctx); return err },
+							func() (err error) { h, err = cublas.New(e.s); return err },
+							func() error { return cublas.Gemm(h, 1, m, m.T(), 0, out) },
+							func() error { return cublas.GemmStridedBatched(h, 1, 1, m, m, 1, out) },
+							func() error { return cublas.GemmBatched(h, 1, ms, ms, 0, []cublas.Matrix[float32]{out}) },
+							func() error { return cublas.Matmul(h, 1, m, m, 0, out, cublas.GELU, v) },
+							func() error { return cublas.Axpy(h, 2, x, y) },
+							func() error { return cublas.Scal(h, 2, y) },
+							func() error { _, err := cublas.Dot(h, x, y); return err },
+							func() error { _, err := cublas.Nrm2(h, x); return err },
+							func() error { _, err := cublas.Asum(h, x); return err },
+							func() error { _, err := cublas.Iamax(h, x); return err },
+							func() error { return cublas.Gemv(h, 1, m, v, 0, v) },
+							func() error { return e.s.Synchronize() },
+							func() error { return h.Close() },
+						)
+					}, func(t *testing.T, _ error) {
+						e.s.Synchronize()
+						if h != nil && h.Close() != nil {
+							if err := h.Close(); err != nil {
+								t.Errorf("closing a cuBLAS handle again: %v", err)
+							}
+						}
+						x.Free()
+						y.Free()
+						v.Free()
+					}
 			}},
 		{name: "nvrtc", covers: []string{"nvrtc.Compile", "nvrtc.Version"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/internal/fakecuda"
 	"github.com/gocuda/cuda/internal/track"
+	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -41,7 +42,7 @@ type sweepCase struct {
 // sweepCodes are the results each call is made to fail with: out of
 // memory, launch failure, invalid value, unknown; NCCL's calls fail with
 // internal error and invalid argument.
-var sweepCodes, ncclSweepCodes = []int{2, 719, 1, 999}, []int{3, 4}
+var sweepCodes, ncclSweepCodes, cublasSweepCodes = []int{2, 719, 1, 999}, []int{3, 4}, []int{3, 7, 13}
 
 // noDriverMethods are exported methods and functions that never call the
 // driver: there is nothing to inject into them (TestZeroValues checks them
@@ -57,6 +58,9 @@ var noDriverMethods = []string{
 	"cuda.JITLineInfo", "cuda.JITDebugInfo", "cuda.DefaultStagingPipeline", "cuda.DefaultCalibrationSizes", "cuda.CalibrateSizes", "cuda.LaunchConfigFor", "cuda.ViewAs",
 	"DeviceBuffer.Slice", "Comm.Rank", "Comm.Size", "Comm.Context", "Comm.String", "Op.String", "UniqueID.MarshalText",
 	"UniqueID.UnmarshalText", "Error.Unwrap", "nccl.Library", "Output.LoweredName",
+	"cuda.NewFloat16", "cuda.NewBFloat16", "Float16.Float32", "Float16.String", "BFloat16.Float32", "BFloat16.String",
+	"cublas.Library", "cublas.NewMatrix", "Matrix.T", "Status.Error", "Status.String", "MathMode.String", "Layout.String",
+	"Epilogue.String", "Handle.Stream", "Handle.SetMathMode", "Handle.MathMode",
 }
 
 // TestFaultSweep fails each driver call each public operation makes, one
@@ -110,8 +114,11 @@ func TestFaultSweep(t *testing.T) {
 			sort.Strings(names)
 			for _, name := range names {
 				codes := sweepCodes
-				if strings.HasPrefix(name, "nccl") {
+				switch {
+				case strings.HasPrefix(name, "nccl"):
 					codes = ncclSweepCodes
+				case strings.HasPrefix(name, "cublas"):
+					codes = cublasSweepCodes
 				}
 				n := counts[name]
 				if c.maxNth > 0 {
@@ -144,7 +151,7 @@ func injectOne(t *testing.T, f *fakecuda.Control, c sweepCase, e *sweepEnv, name
 	where := fmt.Sprintf("%s, call %d of %s failing with %d", c.name, nth, name, code)
 	before := track.Take()
 	fakeBefore := map[string]int{}
-	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm"} {
+	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas"} {
 		fakeBefore[k] = f.Live(k)
 	}
 	failed := t.Failed()
@@ -193,16 +200,18 @@ func checkInjected(t *testing.T, where string, err error, name string, code int)
 		t.Errorf("%s: the operation succeeded: the failure was lost", where)
 		return
 	}
-	var matches bool
-	if strings.HasPrefix(name, "nccl") {
-		matches = errors.Is(err, nccl.Result(code))
-	} else {
-		matches = errors.Is(err, cuda.Result(code))
+	matches := errors.Is(err, cuda.Result(code))
+	sentinels := map[int]error{1: cuda.ErrInvalidValue, 2: cuda.ErrOutOfMemory}
+	switch {
+	case strings.HasPrefix(name, "nccl"):
+		matches, sentinels = errors.Is(err, nccl.Result(code)), map[int]error{4: cuda.ErrInvalidValue}
+	case strings.HasPrefix(name, "cublas"):
+		matches, sentinels = errors.Is(err, cublas.Status(code)), map[int]error{3: cuda.ErrOutOfMemory, 7: cuda.ErrInvalidValue}
 	}
 	if !matches {
 		t.Errorf("%s: error %v does not carry code %d", where, err, code)
 	}
-	if sentinel := map[int]error{1: cuda.ErrInvalidValue, 2: cuda.ErrOutOfMemory, 4: cuda.ErrInvalidValue}[code]; sentinel != nil && !errors.Is(err, sentinel) {
+	if sentinel := sentinels[code]; sentinel != nil && !errors.Is(err, sentinel) {
 		t.Errorf("%s: error %v does not wrap %v", where, err, sentinel)
 	}
 	if !strings.Contains(err.Error(), name) {

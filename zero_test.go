@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
@@ -69,6 +70,17 @@ var zeroTypes = map[string]struct {
 	"nvrtc.Error":             {new(nvrtc.Error), false},
 	"nvrtc.Options":           {new(nvrtc.Options), true},
 	"nvrtc.Output":            {new(nvrtc.Output), false},
+	"cuda.Float16":            {new(cuda.Float16), false},
+	"cuda.BFloat16":           {new(cuda.BFloat16), false},
+	"cublas.Element":          {nil, false}, // constraints
+	"cublas.Float":            {nil, false},
+	"cublas.Status":           {new(cublas.Status), false},
+	"cublas.Error":            {new(cublas.Error), false},
+	"cublas.Handle":           {new(cublas.Handle), false},
+	"cublas.MathMode":         {new(cublas.MathMode), false},
+	"cublas.Layout":           {new(cublas.Layout), false},
+	"cublas.Epilogue":         {new(cublas.Epilogue), false},
+	"cublas.Matrix":           {new(cublas.Matrix[float32]), false},
 }
 
 // zeroFuncs calls every exported function that takes an object of ours
@@ -79,6 +91,7 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
 	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil,
+	"cuda.NewFloat16": nil, "cuda.NewBFloat16": nil, "cublas.Library": nil, "cublas.NewMatrix": nil,
 	"cuda.NewContext": func() []error { _, err := cuda.NewContext(cuda.Device{}); return []error{err} },
 	"cuda.AllocFromPool": func() []error {
 		_, e1 := cuda.AllocFromPool[float32](&cuda.MemPool{}, &cuda.Stream{}, 1)
@@ -165,6 +178,47 @@ var zeroFuncs = map[string]func() []error{
 	},
 	"nccl.ReduceScatter": func() []error {
 		return []error{nccl.ReduceScatter(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, nccl.Sum, &cuda.Stream{})}
+	},
+	"cublas.New":     func() []error { _, err := cublas.New(&cuda.Stream{}); return []error{err} },
+	"cublas.Version": func() []error { _, _, _, err := cublas.Version(&cuda.Context{}); return []error{err} },
+	"cublas.Gemm": func() []error {
+		m := cublas.Matrix[float32]{}
+		return []error{cublas.Gemm(&cublas.Handle{}, 1, m, m, 0, m), cublas.Gemm(nil, 1, m, m, 0, m)}
+	},
+	"cublas.GemmStridedBatched": func() []error {
+		m := cublas.Matrix[float32]{}
+		return []error{cublas.GemmStridedBatched(&cublas.Handle{}, 1, 1, m, m, 0, m)}
+	},
+	"cublas.GemmBatched": func() []error {
+		m := []cublas.Matrix[float32]{{}}
+		return []error{cublas.GemmBatched(&cublas.Handle{}, 1, m, m, 0, m)}
+	},
+	"cublas.Matmul": func() []error {
+		m := cublas.Matrix[float32]{}
+		return []error{cublas.Matmul(&cublas.Handle{}, 1, m, m, 0, m, cublas.ReLU, &cuda.DeviceBuffer[float32]{})}
+	},
+	"cublas.Axpy": func() []error {
+		return []error{cublas.Axpy(&cublas.Handle{}, 1, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{})}
+	},
+	"cublas.Scal": func() []error { return []error{cublas.Scal(&cublas.Handle{}, 1, &cuda.DeviceBuffer[float32]{})} },
+	"cublas.Dot": func() []error {
+		_, err := cublas.Dot(&cublas.Handle{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{})
+		return []error{err}
+	},
+	"cublas.Nrm2": func() []error {
+		_, err := cublas.Nrm2(&cublas.Handle{}, &cuda.DeviceBuffer[float32]{})
+		return []error{err}
+	},
+	"cublas.Asum": func() []error {
+		_, err := cublas.Asum(&cublas.Handle{}, &cuda.DeviceBuffer[float64]{})
+		return []error{err}
+	},
+	"cublas.Iamax": func() []error {
+		_, err := cublas.Iamax(&cublas.Handle{}, &cuda.DeviceBuffer[float32]{})
+		return []error{err}
+	},
+	"cublas.Gemv": func() []error {
+		return []error{cublas.Gemv(&cublas.Handle{}, 1, cublas.Matrix[float32]{}, &cuda.DeviceBuffer[float32]{}, 0, &cuda.DeviceBuffer[float32]{})}
 	},
 	"nvrtc.Compile": func() []error {
 		_, err := nvrtc.Compile(&cuda.Context{}, "__global__ void k() {}", nvrtc.Options{})
@@ -284,10 +338,10 @@ func callZero(m reflect.Value) (results []reflect.Value, panicked any) {
 }
 
 // exportedNames returns the exported types and functions (not methods) of
-// packages cuda, nccl and nvrtc, as "pkg.Name".
+// packages cuda, nccl, nvrtc and cublas, as "pkg.Name".
 func exportedNames(t *testing.T) (types, funcs []string) {
 	t.Helper()
-	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc"} {
+	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc", "cublas": "cublas"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

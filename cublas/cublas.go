@@ -30,7 +30,6 @@
 package cublas
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -167,13 +166,13 @@ func Version(ctx *cuda.Context) (major, minor, patch int, err error) {
 		return 0, 0, 0, err
 	}
 	v := new(int32)
-	err = ctx.Do(func() error {
+	err = ctx.Do(func() (err error) {
 		h := new(uintptr)
 		if err := call(op, "cublasCreate_v2", lib.fn.create, uintptr(unsafe.Pointer(h))); err != nil {
 			return err
 		}
-		return errors.Join(call(op, "cublasGetVersion_v2", lib.fn.getVersion, *h, uintptr(unsafe.Pointer(v))),
-			call(op, "cublasDestroy_v2", lib.fn.destroy, *h))
+		defer again(&err, func() error { return call(op, "cublasDestroy_v2", lib.fn.destroy, *h) })
+		return call(op, "cublasGetVersion_v2", lib.fn.getVersion, *h, uintptr(unsafe.Pointer(v)))
 	})
 	if err != nil {
 		return 0, 0, 0, err
@@ -212,6 +211,20 @@ func callLt(op, name string, fn uintptr, args ...uintptr) error {
 		return statusError(op, name, s, lib.fn.ltStatusName, lib.fn.ltStatusString)
 	}
 	return nil
+}
+
+// again runs release, the release of something a call made for itself,
+// and once more if it fails, so that a transient failure leaks nothing;
+// the first failure goes into *err unless it holds one already.
+func again(err *error, release func() error) {
+	if e := release(); e != nil {
+		if release() != nil {
+			e = fmt.Errorf("%w (and again)", e)
+		}
+		if *err == nil {
+			*err = e
+		}
+	}
 }
 
 func missing(op, name, path string) error {

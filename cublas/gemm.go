@@ -174,13 +174,13 @@ func GemmBatched[T Element](h *Handle, alpha float64, a, b []Matrix[T], beta flo
 		mem = append(mem, a[i].Data, b[i].Data, c[i].Data)
 	}
 	dt := dataType[T]()
-	return h.do(op, mem, func(uintptr) error {
+	return h.do(op, mem, func(uintptr) (err error) {
 		arrays, err := cuda.AllocAsync[cuda.DevicePtr](h.stream, len(ptrs))
 		if err != nil {
 			return err
 		}
 		// Freed after the product, in the stream's order.
-		defer arrays.Free()
+		defer again(&err, arrays.Free)
 		if err := arrays.CopyFromHostAsync(ptrs, h.stream); err != nil {
 			return err
 		}

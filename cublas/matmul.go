@@ -169,7 +169,7 @@ func (h *Handle) plan(op string, key planKey, bias uintptr) (*plan, error) {
 	}
 	p := new(plan)
 	if err := p.make(op, h.raw.lt, key, bias); err != nil {
-		p.destroy(op)
+		again(&err, func() error { return p.destroy(op) })
 		return nil, err
 	}
 	h.plans[key] = p
@@ -178,7 +178,7 @@ func (h *Handle) plan(op string, key planKey, bias uintptr) (*plan, error) {
 
 // make makes p's descriptors for key and asks cuBLASLt's heuristic for the
 // best algorithm.
-func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) error {
+func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) (err error) {
 	scale := uintptr(typeF32)
 	if key.compute == compute64F {
 		scale = typeF64
@@ -222,7 +222,7 @@ func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) error {
 	if err := callLt(op, "cublasLtMatmulPreferenceCreate", lib.fn.ltPrefCreate, uintptr(unsafe.Pointer(&pref))); err != nil {
 		return err
 	}
-	defer callLt(op, "cublasLtMatmulPreferenceDestroy", lib.fn.ltPrefDestroy, pref)
+	defer again(&err, func() error { return callLt(op, "cublasLtMatmulPreferenceDestroy", lib.fn.ltPrefDestroy, pref) })
 	ws := uint64(WorkspaceBytes)
 	if err := callLt(op, "cublasLtMatmulPreferenceSetAttribute", lib.fn.ltPrefSetAttribute, pref, prefMaxWorkspace, uintptr(unsafe.Pointer(&ws)), 8); err != nil {
 		return err

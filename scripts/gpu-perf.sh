@@ -25,6 +25,9 @@
 #             BenchmarkGraph*, BenchmarkStreamLaunches), purego and cgo, beside
 #             bench/cref/graphbench.c and bench/torch_graph.py, two interleaved
 #             rounds: OUTDIR/graphs.txt
+#   blas      cuBLAS products (package cublas: BenchmarkGemm, BenchmarkGemmBatched,
+#             BenchmarkGemmCall), purego and cgo, beside bench/torch_matmul.py and
+#             bench/cref/gemmcall.c, in one run: OUTDIR/blas.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -118,6 +121,24 @@ for section in $sections; do
 		done >"$out/graphs.txt" 2>&1
 		python3 bench/torch_graph.py >"$out/torch_graph.json" 2>"$out/torch_graph.err" || echo "torch_graph.py failed: see torch_graph.err" >&2
 		cat "$out/graphs.txt" "$out/torch_graph.json"
+		;;
+	blas)
+		lib=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null)
+		nvcc -O2 -o /tmp/gemmcall bench/cref/gemmcall.c -lcublas -lcuda
+		{
+			echo "== C"
+			/tmp/gemmcall
+			echo "== tests"
+			bin/tests/cublas.test -test.run '^$' -test.bench '^BenchmarkGemm(Call|Batched)?$' -test.benchtime 1s | grep -E '^(Benchmark|ok|FAIL)'
+			echo "== tests-cgo"
+			bin/tests-cgo/cublas.test -test.run '^$' -test.bench '^BenchmarkGemmCall$' -test.benchtime 1s | grep -E '^(Benchmark|ok|FAIL)'
+			echo "== torch"
+			python3 bench/torch_matmul.py
+			echo "== C again"
+			/tmp/gemmcall
+		} >"$out/blas.txt" 2>&1
+		echo "(PyTorch's cuBLAS: $lib)" >>"$out/blas.txt"
+		cat "$out/blas.txt"
 		;;
 	pool)
 		for round in 1 2; do
