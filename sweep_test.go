@@ -13,10 +13,10 @@ import (
 	"time"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/internal/fakecuda"
 	"github.com/gocuda/cuda/internal/track"
-	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/nccl"
 )
 
