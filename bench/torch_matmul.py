@@ -18,14 +18,17 @@ def tflops(op, flops, seconds=1.0):
     for _ in range(3):
         op()
     torch.cuda.synchronize()
+    # As many products as fill about `seconds`, queued back to back and
+    # synchronized once, as the Go benchmark does.
+    t0 = time.perf_counter()
+    for _ in range(10):
+        op()
+    torch.cuda.synchronize()
+    reps = max(10, int(seconds / ((time.perf_counter() - t0) / 10)))
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    reps, t0 = 0, time.perf_counter()
     start.record()
-    while time.perf_counter() - t0 < seconds:
-        for _ in range(4):
-            op()
-        reps += 4
-        torch.cuda.synchronize()
+    for _ in range(reps):
+        op()
     end.record()
     torch.cuda.synchronize()
     return flops * reps / (start.elapsed_time(end) / 1e3) / 1e12
