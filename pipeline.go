@@ -65,7 +65,7 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 		}
 	case r == routePipelined:
 		if err = sb.pipeline(op, up, ptr, host, pinned, slot, st.pipe, s); err != nil {
-			sb.settle(op, s)
+			sb.settle(op, s, sb.events)
 		}
 	case up:
 		err = upload(op, ptr, host, !locked, s)
@@ -362,27 +362,30 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	return err
 }
 
-// settle waits, after a pipeline failed, until no copy it queued on s
-// still reads or writes the pinned memory. Where no wait succeeds, that is
-// unknown: the memory is set aside (retired), never handed out again, and
-// released by Close once its context's work is done.
-func (sb *StagingBuffer) settle(op string, s *Stream) {
-	if s.synchronize(op) == nil {
-		return
+// settle waits, after a pipeline failed or at its end, until no copy it
+// queued on s still reads or writes the pinned memory: the stream's
+// synchronize, or else each of events (recorded after each slot's latest
+// copy). Where no wait succeeds, that is unknown: the memory is set aside
+// (retired), never handed out again, and released by Close once its
+// context's work is done. It returns the synchronize's error.
+func (sb *StagingBuffer) settle(op string, s *Stream, events []*Event) error {
+	err := s.synchronize(op)
+	if err == nil {
+		return nil
 	}
 	// The stream's synchronize failed; each slot's event was recorded
 	// after its latest chunk's copy.
 	waited := true
-	for _, e := range sb.events {
+	for _, e := range events {
 		if !driver.EventSynchronize(s.ctx.handle, e.handle).OK() {
 			waited = false
 		}
 	}
-	if waited {
-		return
+	if !waited {
+		sb.retired = append(sb.retired, retiredMem{sb.mem, s.ctx})
+		sb.setMem(nil)
 	}
-	sb.retired = append(sb.retired, retiredMem{sb.mem, s.ctx})
-	sb.setMem(nil)
+	return err
 }
 
 // retiredMem is pinned memory that copies on a stream of ctx may still use.

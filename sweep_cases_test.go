@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"testing"
@@ -409,6 +410,27 @@ func sweepCases() []sweepCase {
 		stagingRoute("UploadWith warm", 16<<10, true, small, with),
 		stagingRoute("DownloadInto cold", 16<<10, false, small, into),
 		stagingRoute("DownloadInto warm", 16<<10, true, small, into),
+		{name: "readers and writers", covers: []string{"cuda.ReadFrom", "cuda.WriteTo", "DeviceBuffer.ReadFrom", "DeviceBuffer.WriteTo"}, maxNth: 2,
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				data := make([]byte, 3<<20+5)
+				b := must(cuda.Alloc[byte](e.ctx, len(data)))(t)
+				sb := new(cuda.StagingBuffer)
+				c := cuda.IOConfig{Staging: sb, Stream: e.s}
+				return func() error {
+						return firstErr(
+							func() error { _, err := cuda.ReadFrom(b, bytes.NewReader(data), c); return err },
+							func() error { _, err := cuda.ReadFrom(b, onlyReader{bytes.NewReader(data)}, c); return err },
+							func() error { _, err := cuda.WriteTo(b, io.Discard, c); return err },
+							func() error { _, err := b.ReadFrom(bytes.NewReader(data)); return err },
+							func() error { _, err := b.WriteTo(io.Discard); return err },
+						)
+					}, func(t *testing.T, _ error) {
+						if err := sb.Close(); err != nil && sb.Close() != nil {
+							t.Errorf("closing the staging buffer: %v", err)
+						}
+						b.Free()
+					}
+			}},
 		{name: "staging memory", covers: []string{"cuda.NewStagingBuffer", "StagingBuffer.Reserve", "StagingBuffer.ShrinkToFit", "StagingBuffer.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var sb *cuda.StagingBuffer

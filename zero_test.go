@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -38,6 +39,7 @@ var zeroTypes = map[string]struct {
 	"cuda.MemPoolStats":       {new(cuda.MemPoolStats), true},
 	"cuda.StagingMeasurement": {new(cuda.StagingMeasurement), true},
 	"cuda.StagingCalibration": {new(cuda.StagingCalibration), true},
+	"cuda.IOConfig":           {new(cuda.IOConfig), false},
 	"cuda.Context":            {new(cuda.Context), false},
 	"cuda.Version":            {new(cuda.Version), true},
 	"cuda.Device":             {new(cuda.Device), false},
@@ -151,6 +153,15 @@ var zeroFuncs = map[string]func() []error{
 	},
 	"cuda.UploadWith": func() []error {
 		return []error{cuda.UploadWith(new(cuda.StagingBuffer), &cuda.DeviceBuffer[float32]{}, 1, &cuda.Stream{}, func([]float32) {})}
+	},
+	"cuda.ReadFrom": func() []error {
+		_, err := cuda.ReadFrom(&cuda.DeviceBuffer[float32]{}, strings.NewReader("x"), cuda.IOConfig{})
+		_, err2 := cuda.ReadFrom[float32](nil, nil, cuda.IOConfig{Staging: new(cuda.StagingBuffer), Stream: &cuda.Stream{}})
+		return []error{err, err2}
+	},
+	"cuda.WriteTo": func() []error {
+		_, err := cuda.WriteTo(&cuda.DeviceBuffer[float32]{}, io.Discard, cuda.IOConfig{})
+		return []error{err}
 	},
 	"cuda.DownloadInto": func() []error {
 		_, err := cuda.DownloadInto(new(cuda.StagingBuffer), &cuda.DeviceBuffer[float32]{}, 1, &cuda.Stream{})

@@ -1,0 +1,402 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/gocuda/cuda/internal/driver"
+)
+
+// IOConfig says how ReadFrom and WriteTo move data between a reader or
+// writer and device memory. The zero IOConfig works: a staging buffer and a
+// stream are made for the call.
+type IOConfig struct {
+	// Staging lends its pinned memory: the bytes are read into it (or
+	// written from it) and move by DMA from there, with no other copy.
+	// Keep one for repeated loads: page-locking memory costs milliseconds.
+	// nil: one is made for the call and closed after it.
+	Staging *StagingBuffer
+	// Stream is where the DMAs are queued, after the work already there.
+	// nil: one is made for the call. Either way the call returns once its
+	// DMAs are done.
+	Stream *Stream
+	// Progress, if not nil, is called on the calling goroutine after each
+	// chunk, with the bytes moved so far.
+	Progress func(done int64)
+}
+
+// The reader's pipeline: ioSlots chunks of up to ioChunkBytes in flight, each
+// read (or written) while the DMA engine moves the others.
+const (
+	ioSlots      = 8
+	ioChunkBytes = 8 << 20
+)
+
+// ioParts is how the pipeline cuts n bytes: chunks of size, the last
+// shorter, slots of them at a time.
+func ioParts(n int) (size, chunks, slots int) {
+	size = min(ioChunkBytes, max(n/ioSlots, StagingGranularity))
+	size = (size + StagingGranularity - 1) / StagingGranularity * StagingGranularity
+	chunks = (n + size - 1) / size
+	return size, chunks, min(chunks, ioSlots)
+}
+
+// ReadFrom reads exactly dst.ByteSize() bytes from r into dst, through the
+// pinned memory of c's staging buffer: each chunk is read straight into a
+// pinned slot and moved by DMA while the next ones are read. Where r is an
+// io.ReaderAt and an io.Seeker (an *os.File, an *io.SectionReader),
+// several goroutines read different chunks at once from r's offset, and r's
+// offset moves past the bytes read, as a sequential read would leave it.
+//
+// It returns the bytes read and, once it returns, no DMA it queued is in
+// flight: on success dst holds the data. A source shorter than dst is an
+// error wrapping io.ErrUnexpectedEOF that says how many bytes came; an
+// error of r comes back wrapped, with the offset it happened at. Bytes past
+// dst's size are left unread.
+func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, error) {
+	const op = "ReadFrom"
+	if err := dst.valid(op); err != nil {
+		return 0, err
+	}
+	if r == nil {
+		return 0, errorf(op, ErrInvalidValue, "nil reader")
+	}
+	var n int64
+	err := withIO(op, dst.mem.ctx, c, func(sb *StagingBuffer, s *Stream) error {
+		if err := dst.enterWithStream(op, s); err != nil {
+			return err
+		}
+		defer dst.leaveWithStream(s)
+		var err error
+		n, err = readPipeline(op, sb, s, dst.ptr, dst.ByteSize(), r, c.Progress)
+		return err
+	})
+	return n, err
+}
+
+// WriteTo writes the dst.ByteSize() bytes of src to w, through the pinned
+// memory of c's staging buffer: each chunk moves by DMA into a pinned slot
+// and is written from there while the next ones move. It returns the bytes
+// written; an error of w comes back wrapped, with the offset it happened
+// at, and no DMA in flight.
+func WriteTo[T any](src *DeviceBuffer[T], w io.Writer, c IOConfig) (int64, error) {
+	const op = "WriteTo"
+	if err := src.valid(op); err != nil {
+		return 0, err
+	}
+	if w == nil {
+		return 0, errorf(op, ErrInvalidValue, "nil writer")
+	}
+	var n int64
+	err := withIO(op, src.mem.ctx, c, func(sb *StagingBuffer, s *Stream) error {
+		if err := src.enterWithStream(op, s); err != nil {
+			return err
+		}
+		defer src.leaveWithStream(s)
+		var err error
+		n, err = writePipeline(op, sb, s, src.ptr, src.ByteSize(), w, c.Progress)
+		return err
+	})
+	return n, err
+}
+
+// ReadFrom implements io.ReaderFrom: it reads exactly b.ByteSize() bytes
+// from r into b, as the function ReadFrom does with a zero IOConfig (a
+// staging buffer and a stream for the call).
+func (b *DeviceBuffer[T]) ReadFrom(r io.Reader) (int64, error) { return ReadFrom(b, r, IOConfig{}) }
+
+// WriteTo implements io.WriterTo: it writes b's bytes to w, as the function
+// WriteTo does with a zero IOConfig.
+func (b *DeviceBuffer[T]) WriteTo(w io.Writer) (int64, error) { return WriteTo(b, w, IOConfig{}) }
+
+// withIO runs move with c's staging buffer and stream, making (and then
+// closing) those c leaves nil, with sb held for the call.
+func withIO(op string, ctx *Context, c IOConfig, move func(*StagingBuffer, *Stream) error) (err error) {
+	sb, s := c.Staging, c.Stream
+	if s == nil {
+		if s, err = ctx.NewStream(); err != nil {
+			return err
+		}
+		defer closeTemp(&err, s.Close)
+	}
+	if sb == nil {
+		sb = new(StagingBuffer) // its memory is allocated at first use
+		defer closeTemp(&err, sb.Close)
+	}
+	if err := sb.acquire(op); err != nil {
+		return err
+	}
+	defer sb.done()
+	if s.ctx != ctx {
+		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
+	}
+	if err := s.capturing(op, "its DMAs are waited for as they run, which a capture does not do; move the data outside the capture"); err != nil {
+		return err
+	}
+	return move(sb, s)
+}
+
+// ioEvents makes the events of the pipeline's slots.
+func ioEvents(s *Stream, n int) ([]*Event, func() error, error) {
+	evs := make([]*Event, 0, n)
+	closeAll := func() error {
+		var errs []error
+		for _, e := range evs {
+			errs = append(errs, e.Close())
+		}
+		return errors.Join(errs...)
+	}
+	for range n {
+		e, err := s.ctx.NewEvent(EventDisableTiming)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		evs = append(evs, e)
+	}
+	return evs, closeAll, nil
+}
+
+// readPipeline moves n bytes from r to the device at d on s, called with
+// the buffer and s held and the context bound.
+func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, r io.Reader, progress func(int64)) (read int64, err error) {
+	size, chunks, slots := ioParts(n)
+	if chunks == 0 {
+		return 0, nil
+	}
+	pinned, err := sb.staging(op, s.ctx, slots*size)
+	if err != nil {
+		return 0, err
+	}
+	evs, closeEvents, err := ioEvents(s, slots)
+	if err != nil {
+		return 0, err
+	}
+	defer closeTemp(&err, closeEvents)
+	if err := s.ctx.settleLegacy(op); err != nil {
+		return 0, err
+	}
+	// On every way out, the DMAs queued are done before the pinned
+	// memory is the staging buffer's again (or, where that cannot be
+	// known, the memory is retired: see settle).
+	defer func() {
+		if serr := sb.settle(op, s, evs); err == nil {
+			err = serr
+		}
+	}()
+	bounds := func(i int) (lo, hi int) { return i * size, min((i+1)*size, n) }
+	slot := func(i int) []byte {
+		lo, hi := bounds(i)
+		return pinned[i%slots*size:][:hi-lo]
+	}
+	f := newFetcher(r, slots)
+	defer func() {
+		if serr := f.stop(read); serr != nil && err == nil {
+			err = &Error{Op: op, Err: serr, Detail: "moving the source's offset past the bytes read"}
+		}
+	}()
+	for i := range slots {
+		lo, _ := bounds(i)
+		f.start(i, int64(lo), slot(i))
+	}
+	for i := range chunks {
+		lo, hi := bounds(i)
+		got, ferr := f.wait(i)
+		read += int64(got)
+		if ferr != nil {
+			return read, readError(op, ferr, int64(lo)+int64(got), n)
+		}
+		s.queued.Add(2)
+		if err := check(op, driver.MemcpyHtoDAsync(s.ctx.handle, d+driver.DevicePtr(lo), hostPtr(slot(i)), uintptr(hi-lo), s.handle)); err != nil {
+			return read, err
+		}
+		if err := check(op, driver.EventRecord(s.ctx.handle, evs[i%slots].handle, s.handle)); err != nil {
+			return read, err
+		}
+		if progress != nil {
+			progress(int64(hi))
+		}
+		// Chunk i-1+slots goes into the slot chunk i-1 left, once its
+		// DMA is done: chunk i's is queued behind it meanwhile.
+		if next := i - 1 + slots; i >= 1 && next < chunks {
+			if err := check(op, driver.EventSynchronize(s.ctx.handle, evs[(i-1)%slots].handle)); err != nil {
+				return read, err
+			}
+			nlo, _ := bounds(next)
+			f.start(next, int64(nlo), slot(next))
+		}
+	}
+	return read, nil
+}
+
+// readError is the error for a read of the source that stopped at byte at
+// of n: the source too short, or its own error.
+func readError(op string, err error, at int64, n int) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{Op: op, Err: io.ErrUnexpectedEOF, Detail: fmt.Sprintf("the source ended after %d of the %d bytes the buffer holds", at, n)}
+	}
+	return &Error{Op: op, Err: err, Detail: fmt.Sprintf("reading the source at byte %d of %d", at, n)}
+}
+
+// fetcher reads chunks of a reader into pinned slots: one goroutine per
+// chunk where the reader reads at offsets, else chunk after chunk on one
+// goroutine, in order.
+type fetcher struct {
+	at   io.ReaderAt // nil: sequential
+	r    io.Reader
+	base int64 // the ReaderAt's offset at the start
+	done []chan result
+	seq  chan job
+	wg   sync.WaitGroup
+}
+
+type job struct {
+	i   int
+	off int64
+	buf []byte
+}
+
+type result struct {
+	n   int
+	err error
+}
+
+func newFetcher(r io.Reader, slots int) *fetcher {
+	f := &fetcher{r: r, done: make([]chan result, slots)}
+	for i := range f.done {
+		f.done[i] = make(chan result, 1)
+	}
+	if at, ok := r.(io.ReaderAt); ok {
+		if sk, ok := r.(io.Seeker); ok {
+			if base, err := sk.Seek(0, io.SeekCurrent); err == nil {
+				f.at, f.base = at, base
+				return f
+			}
+		}
+	}
+	f.seq = make(chan job, slots)
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		failed := false
+		for j := range f.seq {
+			if failed { // the reader's position is lost: read nothing more
+				f.done[j.i%len(f.done)] <- result{0, io.ErrClosedPipe}
+				continue
+			}
+			n, err := io.ReadFull(f.r, j.buf)
+			failed = err != nil
+			f.done[j.i%len(f.done)] <- result{n, err}
+		}
+	}()
+	return f
+}
+
+// start reads chunk i, at offset off from the start, into buf.
+func (f *fetcher) start(i int, off int64, buf []byte) {
+	if f.at == nil {
+		f.seq <- job{i, off, buf}
+		return
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		n, err := f.at.ReadAt(buf, f.base+off)
+		if n == len(buf) {
+			err = nil // ReadAt may report io.EOF with the last byte
+		} else if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		f.done[i%len(f.done)] <- result{n, err}
+	}()
+}
+
+// wait returns the result of chunk i.
+func (f *fetcher) wait(i int) (int, error) {
+	res := <-f.done[i%len(f.done)]
+	return res.n, res.err
+}
+
+// stop waits for every read in flight (they write the pinned memory) and
+// moves a reader read at offsets past the read bytes it handed over, as a
+// sequential read would have left it.
+func (f *fetcher) stop(read int64) error {
+	if f.seq != nil {
+		close(f.seq)
+	}
+	f.wg.Wait()
+	if f.at != nil {
+		_, err := f.r.(io.Seeker).Seek(f.base+read, io.SeekStart)
+		return err
+	}
+	return nil
+}
+
+// writePipeline moves n bytes from the device at d to w, on s, called with
+// the buffer and s held and the context bound.
+func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, w io.Writer, progress func(int64)) (written int64, err error) {
+	size, chunks, slots := ioParts(n)
+	if chunks == 0 {
+		return 0, nil
+	}
+	pinned, err := sb.staging(op, s.ctx, slots*size)
+	if err != nil {
+		return 0, err
+	}
+	evs, closeEvents, err := ioEvents(s, slots)
+	if err != nil {
+		return 0, err
+	}
+	defer closeTemp(&err, closeEvents)
+	if err := s.ctx.settleLegacy(op); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if serr := sb.settle(op, s, evs); err == nil {
+			err = serr
+		}
+	}()
+	bounds := func(i int) (lo, hi int) { return i * size, min((i+1)*size, n) }
+	slot := func(i int) []byte {
+		lo, hi := bounds(i)
+		return pinned[i%slots*size:][:hi-lo]
+	}
+	dma := func(i int) error {
+		lo, hi := bounds(i)
+		s.queued.Add(2)
+		if err := check(op, driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(slot(i)), d+driver.DevicePtr(lo), uintptr(hi-lo), s.handle)); err != nil {
+			return err
+		}
+		return check(op, driver.EventRecord(s.ctx.handle, evs[i%slots].handle, s.handle))
+	}
+	for i := range slots {
+		if err := dma(i); err != nil {
+			return 0, err
+		}
+	}
+	for i := range chunks {
+		if err := check(op, driver.EventSynchronize(s.ctx.handle, evs[i%slots].handle)); err != nil {
+			return written, err
+		}
+		// The DMAs of the next chunks run while this one is written.
+		m, werr := w.Write(slot(i))
+		written += int64(m)
+		if werr == nil && m < len(slot(i)) {
+			werr = io.ErrShortWrite
+		}
+		if werr != nil {
+			return written, &Error{Op: op, Err: werr, Detail: fmt.Sprintf("writing byte %d of %d", written, n)}
+		}
+		if progress != nil {
+			progress(written)
+		}
+		if next := i + slots; next < chunks {
+			if err := dma(next); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}

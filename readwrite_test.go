@@ -1,0 +1,209 @@
+package cuda_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// onlyReader hides every method of a reader but Read: the sequential path.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestReadFromWriteTo(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	sb := must(cuda.NewStagingBuffer(ctx, 64<<20))(t)
+	defer sb.Close()
+	dir := t.TempDir()
+	for _, n := range []int{1, 1000, 5<<20 + 3, 70 << 20} {
+		data := randomBytes(n)
+		file := filepath.Join(dir, "data")
+		if err := os.WriteFile(file, append(append([]byte("head"), data...), "tail"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, how := range []struct {
+			name   string
+			reader func(t *testing.T) (io.Reader, func() int64) // the reader, and where it stands after
+			config cuda.IOConfig
+		}{
+			{"bytes.Reader", func(t *testing.T) (io.Reader, func() int64) {
+				r := bytes.NewReader(append(data, "more"...))
+				return r, func() int64 { return int64(r.Size()) - int64(r.Len()) }
+			}, cuda.IOConfig{Staging: sb, Stream: s}},
+			{"sequential", func(t *testing.T) (io.Reader, func() int64) {
+				r := bytes.NewReader(append(data, "more"...))
+				return onlyReader{r}, func() int64 { return int64(r.Size()) - int64(r.Len()) }
+			}, cuda.IOConfig{Staging: sb, Stream: s}},
+			{"os.File", func(t *testing.T) (io.Reader, func() int64) {
+				f := must(os.Open(file))(t)
+				t.Cleanup(func() { f.Close() })
+				if _, err := f.Seek(4, io.SeekStart); err != nil {
+					t.Fatal(err)
+				}
+				return f, func() int64 { off, _ := f.Seek(0, io.SeekCurrent); return off - 4 }
+			}, cuda.IOConfig{}},
+		} {
+			t.Run(sizeName(n)+"/"+how.name, func(t *testing.T) {
+				buf := must(cuda.Alloc[byte](ctx, n))(t)
+				defer buf.Free()
+				r, offset := how.reader(t)
+				var last int64
+				c := how.config
+				c.Progress = func(done int64) {
+					if done <= last || done > int64(n) {
+						t.Errorf("progress %d after %d, of %d", done, last, n)
+					}
+					last = done
+				}
+				got, err := cuda.ReadFrom(buf, r, c)
+				if err != nil || got != int64(n) {
+					t.Fatalf("ReadFrom: %d, %v; want %d bytes", got, err, n)
+				}
+				if last != int64(n) {
+					t.Errorf("the last progress said %d of %d", last, n)
+				}
+				if off := offset(); off != int64(n) {
+					t.Errorf("the reader stands at %d, want %d: only the buffer's bytes are read", off, n)
+				}
+				back := make([]byte, n)
+				if err := buf.CopyToHost(back); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(back, data) {
+					t.Fatal("the device holds other bytes than the source's")
+				}
+				var out bytes.Buffer
+				last = 0
+				if got, err := cuda.WriteTo(buf, &out, c); err != nil || got != int64(n) {
+					t.Fatalf("WriteTo: %d, %v", got, err)
+				}
+				if !bytes.Equal(out.Bytes(), data) {
+					t.Fatal("WriteTo wrote other bytes than the device's")
+				}
+				if last != int64(n) {
+					t.Errorf("WriteTo's last progress said %d of %d", last, n)
+				}
+			})
+		}
+	}
+}
+
+// TestReadFromInterfaces: a buffer is an io.ReaderFrom and an io.WriterTo,
+// whose methods move its bytes as the functions do.
+func TestReadFromInterfaces(t *testing.T) {
+	ctx := cudatest.Context(t)
+	data := randomBytes(3 << 20)
+	buf := must(cuda.Alloc[uint32](ctx, len(data)/4))(t)
+	defer buf.Free()
+	var rf io.ReaderFrom = buf
+	var wt io.WriterTo = buf
+	if n, err := rf.ReadFrom(bytes.NewReader(data)); err != nil || n != int64(len(data)) {
+		t.Fatalf("ReadFrom: %d, %v", n, err)
+	}
+	var out bytes.Buffer
+	if n, err := wt.WriteTo(&out); err != nil || n != int64(len(data)) {
+		t.Fatalf("WriteTo: %d, %v", n, err)
+	}
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Fatal("the bytes did not come back")
+	}
+}
+
+// failingWriter fails once it has taken limit bytes.
+type failingWriter struct {
+	limit, n int
+	err      error
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n+len(p) > w.limit {
+		k := w.limit - w.n
+		w.n = w.limit
+		return k, w.err
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+// TestReadFromErrors: a short source, a failing reader or writer: each an
+// error that says where, wrapping the cause, with the staging buffer and
+// the buffer usable after it.
+func TestReadFromErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	sb := must(cuda.NewStagingBuffer(ctx, 64<<20))(t)
+	defer sb.Close()
+	const n = 20 << 20
+	data := randomBytes(n)
+	buf := must(cuda.Alloc[byte](ctx, n))(t)
+	defer buf.Free()
+	c := cuda.IOConfig{Staging: sb, Stream: s}
+	broken := errors.New("the disk is on fire")
+	for _, tc := range []struct {
+		name   string
+		r      io.Reader
+		want   error
+		says   string
+		nbytes int64
+	}{
+		{"short", bytes.NewReader(data[:n-5]), io.ErrUnexpectedEOF, "the source ended after 20971515 of the 20971520 bytes", n - 5},
+		{"short sequential", onlyReader{bytes.NewReader(data[:12345])}, io.ErrUnexpectedEOF, "the source ended after 12345 of", 12345},
+		{"empty", onlyReader{bytes.NewReader(nil)}, io.ErrUnexpectedEOF, "ended after 0 of", 0},
+		{"failing", io.MultiReader(bytes.NewReader(data[:9<<20]), iotest.ErrReader(broken)), broken, "reading the source at byte 9437184", 9 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := cuda.ReadFrom(buf, tc.r, c)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("ReadFrom: %v; want %v saying %q", err, tc.want, tc.says)
+			}
+			// Whole chunks are counted as they are handed over.
+			if got > tc.nbytes {
+				t.Errorf("ReadFrom says %d bytes read; the source had %d", got, tc.nbytes)
+			}
+			// Usable again, at once.
+			if got, err := cuda.ReadFrom(buf, bytes.NewReader(data), c); err != nil || got != n {
+				t.Fatalf("ReadFrom after the failure: %d, %v", got, err)
+			}
+		})
+	}
+	w := &failingWriter{limit: 10<<20 + 7, err: broken}
+	if got, err := cuda.WriteTo(buf, w, c); !errors.Is(err, broken) || got != 10<<20+7 || !strings.Contains(err.Error(), "writing byte 10485767") {
+		t.Errorf("WriteTo into a failing writer: %d, %v", got, err)
+	}
+	var out bytes.Buffer
+	if _, err := cuda.WriteTo(buf, &out, c); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Errorf("WriteTo after the failure: %v", err)
+	}
+	for name, err := range map[string]error{
+		"ReadFrom nil reader": errOnly(cuda.ReadFrom(buf, nil, c)),
+		"WriteTo nil writer":  errOnly(cuda.WriteTo(buf, nil, c)),
+		"ReadFrom zero":       errOnly(cuda.ReadFrom(&cuda.DeviceBuffer[byte]{}, bytes.NewReader(data), c)),
+		"WriteTo nil buffer":  errOnly(cuda.WriteTo[byte](nil, &out, c)),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func errOnly[T any](_ T, err error) error { return err }
