@@ -2,14 +2,18 @@ package cuda_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
+	"github.com/gocuda/cuda/safetensors"
 )
 
 // closeAgain is the after of a case whose operation is a Close (or Free):
@@ -429,6 +433,37 @@ func sweepCases() []sweepCase {
 							t.Errorf("closing the staging buffer: %v", err)
 						}
 						b.Free()
+					}
+			}},
+		{name: "safetensors", covers: []string{"File.Load", "Weights.Free"}, maxNth: 2,
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				path := filepath.Join(t.TempDir(), "w.safetensors")
+				header := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]}}`
+				file := append(binary.LittleEndian.AppendUint64(nil, uint64(len(header))), header...)
+				if err := os.WriteFile(path, append(file, make([]byte, 11)...), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f := must(safetensors.Open(path))(t)
+				sb := new(cuda.StagingBuffer)
+				var all, one *safetensors.Weights
+				c := cuda.IOConfig{Staging: sb, Stream: e.s}
+				return func() error {
+						return firstErr(
+							func() (err error) { all, err = f.Load(e.ctx, c); return err },
+							func() (err error) { one, err = f.Load(e.ctx, c, "b"); return err },
+							func() error { return all.Free() },
+							func() error { return one.Free() },
+						)
+					}, func(t *testing.T, _ error) {
+						for _, w := range []*safetensors.Weights{all, one} {
+							if w.Free() != nil && w.Free() != nil {
+								t.Error("freeing the weights failed twice")
+							}
+						}
+						if err := sb.Close(); err != nil && sb.Close() != nil {
+							t.Errorf("closing the staging buffer: %v", err)
+						}
+						f.Close()
 					}
 			}},
 		{name: "staging memory", covers: []string{"cuda.NewStagingBuffer", "StagingBuffer.Reserve", "StagingBuffer.ShrinkToFit", "StagingBuffer.Close"},

@@ -61,6 +61,8 @@ var noDriverMethods = []string{
 	"cuda.NewFloat16", "cuda.NewBFloat16", "Float16.Float32", "Float16.String", "BFloat16.Float32", "BFloat16.String",
 	"cublas.Library", "cublas.NewMatrix", "Matrix.T", "Status.Error", "Status.String", "MathMode.String", "Layout.String",
 	"Epilogue.String", "Handle.Stream", "Handle.SetMathMode", "Handle.MathMode",
+	"safetensors.Parse", "safetensors.Open", "safetensors.Get", "DType.Size", "Tensor.Elements", "Header.Tensor", "File.Tensor", "File.Close",
+	"Weights.Bytes", "Weights.Tensor",
 }
 
 // TestFaultSweep fails each driver call each public operation makes, one

@@ -17,6 +17,7 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
+	"github.com/gocuda/cuda/safetensors"
 )
 
 // zeroTypes lists a pointer to the zero value of every exported type of
@@ -40,6 +41,12 @@ var zeroTypes = map[string]struct {
 	"cuda.StagingMeasurement": {new(cuda.StagingMeasurement), true},
 	"cuda.StagingCalibration": {new(cuda.StagingCalibration), true},
 	"cuda.IOConfig":           {new(cuda.IOConfig), false},
+	"safetensors.DType":       {new(safetensors.DType), false},
+	"safetensors.Tensor":      {new(safetensors.Tensor), false},
+	"safetensors.Error":       {new(safetensors.Error), false},
+	"safetensors.Header":      {new(safetensors.Header), false},
+	"safetensors.File":        {new(safetensors.File), false},
+	"safetensors.Weights":     {new(safetensors.Weights), false},
 	"cuda.Context":            {new(cuda.Context), false},
 	"cuda.Version":            {new(cuda.Version), true},
 	"cuda.Device":             {new(cuda.Device), false},
@@ -94,6 +101,16 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
 	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil,
 	"cuda.NewFloat16": nil, "cuda.NewBFloat16": nil, "cublas.Library": nil, "cublas.NewMatrix": nil,
+	"safetensors.Open": nil, // a path: nothing of gocuda's
+	"safetensors.Parse": func() []error {
+		_, err := safetensors.Parse(strings.NewReader(""), 0)
+		return []error{err}
+	},
+	"safetensors.Get": func() []error {
+		_, err := safetensors.Get[float32](&safetensors.Weights{}, "x")
+		_, err2 := safetensors.Get[float32](nil, "x")
+		return []error{err, err2}
+	},
 	"cuda.NewContext": func() []error { _, err := cuda.NewContext(cuda.Device{}); return []error{err} },
 	"cuda.AllocFromPool": func() []error {
 		_, e1 := cuda.AllocFromPool[float32](&cuda.MemPool{}, &cuda.Stream{}, 1)
@@ -349,10 +366,10 @@ func callZero(m reflect.Value) (results []reflect.Value, panicked any) {
 }
 
 // exportedNames returns the exported types and functions (not methods) of
-// packages cuda, nccl, nvrtc and cublas, as "pkg.Name".
+// packages cuda, nccl, nvrtc, cublas and safetensors, as "pkg.Name".
 func exportedNames(t *testing.T) (types, funcs []string) {
 	t.Helper()
-	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc", "cublas": "cublas"} {
+	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc", "cublas": "cublas", "safetensors": "safetensors"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs each fuzz target of package cuda against the fake driver for a while
+# Runs each fuzz target of packages cuda and safetensors against the fake driver for a while
 # (FUZZTIME, default 10s), one after another: go test runs one target at a
 # time. The fake holds FAKECUDA_MEMORY bytes of device and of page-locked
 # memory (256 MiB here), so that large generated sizes meet
@@ -17,12 +17,13 @@ cd "$(dirname "$0")/.."
 fuzztime=${1:-10s}
 export GOCUDA_TEST_DRIVER=fake FAKECUDA_MEMORY=$((256 << 20))
 failed=0
-for target in $(go test -list '^Fuzz' . | grep '^Fuzz'); do
-	echo "== $target ($fuzztime)"
-	corpus=testdata/fuzz/$target
+for pkgtarget in $(for pkg in . ./safetensors; do go test -list '^Fuzz' $pkg | grep '^Fuzz' | sed "s|^|$pkg:|"; done); do
+	pkg=${pkgtarget%%:*} target=${pkgtarget#*:}
+	echo "== $pkg $target ($fuzztime)"
+	corpus=$pkg/testdata/fuzz/$target
 	before=$(ls "$corpus" 2>/dev/null | wc -l)
 	log=$(mktemp)
-	go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" . 2>&1 | tee "$log"
+	go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" $pkg 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	after=$(ls "$corpus" 2>/dev/null | wc -l)
 	if [ "$rc" -ne 0 ]; then

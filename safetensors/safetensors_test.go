@@ -1,0 +1,221 @@
+package safetensors_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/safetensors"
+)
+
+func TestMain(m *testing.M) { cudatest.Main(m) }
+
+// build returns a safetensors file of the given header (marshalled as is)
+// and data.
+func build(t testing.TB, header any, data []byte) []byte {
+	t.Helper()
+	h, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(h)%8 != 0 {
+		h = append(h, ' ') // as the safetensors library pads it
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	return append(append(out, h...), data...)
+}
+
+type entry struct {
+	DType       string   `json:"dtype"`
+	Shape       []int    `json:"shape"`
+	DataOffsets [2]int64 `json:"data_offsets"`
+}
+
+// sample is a file of three tensors: an F32 2×3 matrix, a BF16 vector of 4
+// and an empty I64 tensor, with metadata.
+func sample(t testing.TB) (file, data []byte) {
+	var d []byte
+	for i := range 6 {
+		d = binary.LittleEndian.AppendUint32(d, math.Float32bits(float32(i)+0.5))
+	}
+	for i := range 4 {
+		d = binary.LittleEndian.AppendUint16(d, uint16(cuda.NewBFloat16(float32(-i))))
+	}
+	header := map[string]any{
+		"__metadata__": map[string]string{"format": "pt"},
+		"w":            entry{"F32", []int{2, 3}, [2]int64{0, 24}},
+		"b":            entry{"BF16", []int{4}, [2]int64{24, 32}},
+		"none":         entry{"I64", []int{0, 5}, [2]int64{32, 32}},
+	}
+	return build(t, header, d), d
+}
+
+func TestParse(t *testing.T) {
+	file, _ := sample(t)
+	h, err := safetensors.Parse(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Metadata["format"] != "pt" {
+		t.Errorf("metadata %v", h.Metadata)
+	}
+	var names []string
+	for _, tn := range h.Tensors {
+		names = append(names, tn.Name)
+	}
+	if strings.Join(names, ",") != "w,b,none" {
+		t.Errorf("tensors in the order %v, want the order of their bytes: w,b,none", names)
+	}
+	w, _ := h.Tensor("w")
+	if w.DType != safetensors.F32 || w.Elements() != 6 || w.Begin != 0 || w.End != 24 {
+		t.Errorf("w is %+v", w)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	data := make([]byte, 16)
+	ok := entry{"F32", []int{4}, [2]int64{0, 16}}
+	hdr := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	raw := func(header string, data []byte) []byte {
+		out := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+		return append(append(out, header...), data...)
+	}
+	for _, tc := range []struct {
+		name, says string
+		file       []byte
+	}{
+		{"too short", "want at least 8", []byte{1, 2, 3}},
+		{"huge header", "more than the", binary.LittleEndian.AppendUint64(nil, 1<<40)},
+		{"header past the end", "but the file has 4 after the length", append(binary.LittleEndian.AppendUint64(nil, 100), "{}  "...)},
+		{"not JSON", "not a JSON object", raw("nope", nil)},
+		{"an array", "not a JSON object", raw("[1, 2]", nil)},
+		{"broken JSON", "not valid JSON", raw(`{"a": {"dtype": "F32",`, nil)},
+		{"duplicate", `names "a" twice`, raw(`{"a": {"dtype":"F32","shape":[4],"data_offsets":[0,16]}, "a": {"dtype":"F32","shape":[4],"data_offsets":[0,16]}}`, data)},
+		{"unknown dtype", `unknown dtype "F128"`, build(t, hdr("a", entry{"F128", []int{4}, [2]int64{0, 16}}), data)},
+		{"unknown field", "not an entry", raw(`{"a": {"dtype":"F32","shape":[4],"data_offsets":[0,16],"extra":1}}`, data)},
+		{"negative offset", "bytes -4 to 16 are not inside", build(t, hdr("a", entry{"F32", []int{5}, [2]int64{-4, 16}}), data)},
+		{"end before begin", "bytes 16 to 0", build(t, hdr("a", entry{"F32", []int{4}, [2]int64{16, 0}}), data)},
+		{"past the data", "bytes 0 to 32 are not inside the data's 16", build(t, hdr("a", entry{"F32", []int{8}, [2]int64{0, 32}}), data)},
+		{"size", "F32 of shape [3] is 12 bytes, but its data_offsets span 16", build(t, hdr("a", entry{"F32", []int{3}, [2]int64{0, 16}}), data)},
+		{"negative dimension", "dimension 0 is -4", build(t, hdr("a", entry{"F32", []int{-4}, [2]int64{0, 16}}), data)},
+		{"overflow", "too many elements", build(t, hdr("a", entry{"F32", []int{1 << 40, 1 << 40}, [2]int64{0, 16}}), data)},
+		{"overlap", "overlaps", build(t, hdr("a", ok, "b", entry{"F32", []int{2}, [2]int64{8, 16}}), data)},
+		{"hole", "a hole from byte 8 to 12", build(t, hdr("a", entry{"F32", []int{2}, [2]int64{0, 8}}, "b", entry{"F32", []int{1}, [2]int64{12, 16}}), data)},
+		{"uncovered", "cover 8 bytes of data; the file has 16", build(t, hdr("a", entry{"F32", []int{2}, [2]int64{0, 8}}), data)},
+		{"metadata", "__metadata__ is not an object of strings", raw(`{"__metadata__": {"a": 1}}`, nil)},
+		{"trailing", "bytes after its JSON object", raw(`{}x`, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := safetensors.Parse(bytes.NewReader(tc.file), int64(len(tc.file)))
+			if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("got %v, want an ErrInvalidValue saying %q", err, tc.says)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	file, _ := sample(f)
+	f.Add(file)
+	f.Add([]byte{})
+	f.Add(binary.LittleEndian.AppendUint64(nil, 2))
+	f.Fuzz(func(t *testing.T, file []byte) {
+		h, err := safetensors.Parse(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			if !errors.Is(err, cuda.ErrInvalidValue) {
+				t.Fatalf("an error that is not ErrInvalidValue: %v", err)
+			}
+			return
+		}
+		// What parses is consistent: tensors tile the data, each its
+		// dtype's size times its elements.
+		var end int64
+		for _, tn := range h.Tensors {
+			if tn.Begin != end || tn.End-tn.Begin != tn.Elements()*int64(tn.DType.Size()) {
+				t.Fatalf("tensor %+v after byte %d", tn, end)
+			}
+			end = tn.End
+		}
+		if h.DataOffset+end != int64(len(file)) {
+			t.Fatalf("the tensors end at %d of a file of %d", h.DataOffset+end, len(file))
+		}
+	})
+}
+
+func TestLoad(t *testing.T) {
+	ctx := cudatest.Context(t)
+	file, data := sample(t)
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sb := new(cuda.StagingBuffer)
+	defer sb.Close()
+	for _, names := range [][]string{nil, {"b"}, {"b", "w", "b"}} {
+		t.Run(strings.Join(names, ","), func(t *testing.T) {
+			w, err := f.Load(ctx, cuda.IOConfig{Staging: sb}, names...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Free()
+			b, err := safetensors.Get[cuda.BFloat16](w, "b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]cuda.BFloat16, 4)
+			if err := b.CopyToHost(got); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range got {
+				if v.Float32() != float32(-i) {
+					t.Fatalf("b = %v", got)
+				}
+			}
+			if _, err := safetensors.Get[float32](w, "b"); !errors.Is(err, cuda.ErrInvalidValue) {
+				t.Errorf("b as float32: %v", err)
+			}
+			if names != nil && len(names) < 2 {
+				if _, err := w.Bytes("w"); !errors.Is(err, cuda.ErrInvalidValue) {
+					t.Errorf("w, not loaded: %v", err)
+				}
+				return
+			}
+			wv, err := safetensors.Get[float32](w, "w")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := make([]float32, 6)
+			if err := wv.CopyToHost(gw); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range gw {
+				if v != float32(i)+0.5 {
+					t.Fatalf("w = %v", gw)
+				}
+			}
+			_ = data
+		})
+	}
+	if _, err := f.Load(ctx, cuda.IOConfig{}, "missing"); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Load of a missing tensor: %v", err)
+	}
+}
