@@ -28,6 +28,10 @@
 #   blas      cuBLAS products (package cublas: BenchmarkGemm, BenchmarkGemmBatched,
 #             BenchmarkGemmCall), purego and cgo, beside bench/torch_matmul.py and
 #             bench/cref/gemmcall.c, in one run: OUTDIR/blas.txt
+#   load      safetensors loading (BenchmarkLoad, BenchmarkReadPinned in package
+#             safetensors) of a 2 GiB file in the page cache beside
+#             bench/torch_safetensors.py's load_file(device="cuda"), and ReadFrom
+#             from a pipe and a TCP connection beside their own speed: OUTDIR/load.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -139,6 +143,19 @@ for section in $sections; do
 		} >"$out/blas.txt" 2>&1
 		echo "(PyTorch's cuBLAS: $lib)" >>"$out/blas.txt"
 		cat "$out/blas.txt"
+		;;
+	load)
+		file=/tmp/gocuda-bench.safetensors
+		{
+			echo "== torch (first: makes the file)"
+			python3 bench/torch_safetensors.py $file
+			echo "== gocuda"
+			GOCUDA_SAFETENSORS_FILE=$file bin/tests/safetensors.test -test.run '^$' -test.bench '^Benchmark(Load|ReadPinned)$' -test.benchtime 5x | grep -E '^(Benchmark|ok|FAIL)'
+			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkReadFromStream$' -test.benchtime 3x | grep -E '^(Benchmark|ok|FAIL)'
+			echo "== torch again"
+			python3 bench/torch_safetensors.py $file
+		} >"$out/load.txt" 2>&1
+		cat "$out/load.txt"
 		;;
 	pool)
 		for round in 1 2; do
