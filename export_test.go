@@ -96,3 +96,11 @@ func CopyRaw(d *DeviceBuffer[byte], h []byte, up bool) int {
 // ForgetPTX makes m as a module loaded from a cubin: nothing known of its
 // kernels' parameters from PTX.
 func ForgetPTX(m *Module) { m.params = nil }
+
+// SetIOShape sets ReadFrom's and WriteTo's slots and chunk size, returning
+// the old ones.
+func SetIOShape(slots, chunk int) (int, int) {
+	os, oc := ioSlots, ioChunkBytes
+	ioSlots, ioChunkBytes = slots, chunk
+	return os, oc
+}

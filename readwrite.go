@@ -28,10 +28,11 @@ type IOConfig struct {
 }
 
 // The reader's pipeline: ioSlots chunks of up to ioChunkBytes in flight, each
-// read (or written) while the DMA engine moves the others.
-const (
-	ioSlots      = 8
-	ioChunkBytes = 8 << 20
+// read (or written) while the DMA engine moves the others. Variables for
+// the benchmarks that chose them (BenchmarkReadFromShape).
+var (
+	ioSlots      = 16
+	ioChunkBytes = 4 << 20
 )
 
 // ioParts is how the pipeline cuts n bytes: chunks of size, the last
