@@ -51,6 +51,25 @@
 // docs/performance.md in the repository has every number, with the
 // programs that measured them.
 //
+// # Loading data
+//
+// Data that comes from a file or a stream goes to the device without a Go
+// slice between:
+//
+//   - A file, or anything that reads at offsets (an *os.File, an
+//     *io.SectionReader): ReadFrom reads it straight into pinned slots, 16
+//     goroutines at once, while the DMA engine moves the slots already
+//     read. A 2 GiB file in the page cache loaded at 39.5 GB/s on the H200
+//     machine, 7.7x PyTorch's safetensors load_file(device="cuda");
+//     package safetensors does that for .safetensors files, checking their
+//     header first.
+//   - Any other io.Reader (a pipe, a network connection): ReadFrom reads it
+//     chunk after chunk into the slots, overlapped with the DMAs.
+//   - The way back: WriteTo, to any io.Writer. DeviceBuffer implements
+//     io.ReaderFrom and io.WriterTo with a staging buffer and a stream made
+//     for the call; the functions take yours (IOConfig), and a progress
+//     callback.
+//
 // # Allocating device memory
 //
 // Which allocation for which use:

@@ -139,30 +139,38 @@ func withIO(op string, ctx *Context, c IOConfig, move func(*StagingBuffer, *Stre
 	return move(sb, s)
 }
 
-// ioEvents makes the events of the pipeline's slots.
-func ioEvents(s *Stream, n int) ([]*Event, func() error, error) {
-	evs := make([]*Event, 0, n)
-	closeAll := func() error {
-		var errs []error
-		for _, e := range evs {
-			errs = append(errs, e.Close())
-		}
-		return errors.Join(errs...)
-	}
-	for range n {
-		e, err := s.ctx.NewEvent(EventDisableTiming)
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		evs = append(evs, e)
-	}
-	return evs, closeAll, nil
+// ioPlan is a pipeline's cut of n bytes into chunks of size, slots of
+// them in flight, each slot of pinned memory with its event.
+type ioPlan struct {
+	size, chunks, slots, n int
+	pinned                 []byte
+	evs                    []*Event
 }
 
-// readPipeline moves n bytes from r to the device at d on s, called with
-// the buffer and s held and the context bound.
-func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, r io.Reader, progress func(int64)) (read int64, err error) {
+func (p *ioPlan) bounds(i int) (lo, hi int) { return i * p.size, min((i+1)*p.size, p.n) }
+
+// slot returns chunk i's part of the pinned memory.
+func (p *ioPlan) slot(i int) []byte {
+	lo, hi := p.bounds(i)
+	return p.pinned[i%p.slots*p.size:][:hi-lo]
+}
+
+// queued records chunk i's event on s, after its DMA.
+func (p *ioPlan) queued(op string, s *Stream, i int) error {
+	return check(op, driver.EventRecord(s.ctx.handle, p.evs[i%p.slots].handle, s.handle))
+}
+
+// await waits until chunk i's DMA is done.
+func (p *ioPlan) await(op string, s *Stream, i int) error {
+	return check(op, driver.EventSynchronize(s.ctx.handle, p.evs[i%p.slots].handle))
+}
+
+// runIO runs move over a plan for n bytes in sb's pinned memory, on s,
+// called with the buffer and s held and the context bound. On every way
+// out the DMAs queued are done before the pinned memory is the staging
+// buffer's again (or, where that cannot be known, the memory is retired:
+// see settle).
+func runIO(op string, sb *StagingBuffer, s *Stream, n int, move func(*ioPlan) (int64, error)) (done int64, err error) {
 	size, chunks, slots := ioParts(n)
 	if chunks == 0 {
 		return 0, nil
@@ -171,65 +179,75 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 	if err != nil {
 		return 0, err
 	}
-	evs, closeEvents, err := ioEvents(s, slots)
-	if err != nil {
-		return 0, err
+	p := &ioPlan{size: size, chunks: chunks, slots: slots, n: n, pinned: pinned}
+	closeEvents := func() error {
+		var errs []error
+		for _, e := range p.evs {
+			errs = append(errs, e.Close())
+		}
+		return errors.Join(errs...)
 	}
 	defer closeTemp(&err, closeEvents)
+	for range slots {
+		e, err := s.ctx.NewEvent(EventDisableTiming)
+		if err != nil {
+			return 0, err
+		}
+		p.evs = append(p.evs, e)
+	}
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return 0, err
 	}
-	// On every way out, the DMAs queued are done before the pinned
-	// memory is the staging buffer's again (or, where that cannot be
-	// known, the memory is retired: see settle).
 	defer func() {
-		if serr := sb.settle(op, s, evs); err == nil {
+		if serr := sb.settle(op, s, p.evs); err == nil {
 			err = serr
 		}
 	}()
-	bounds := func(i int) (lo, hi int) { return i * size, min((i+1)*size, n) }
-	slot := func(i int) []byte {
-		lo, hi := bounds(i)
-		return pinned[i%slots*size:][:hi-lo]
-	}
-	f := newFetcher(r, slots)
-	defer func() {
-		if serr := f.stop(read); serr != nil && err == nil {
-			err = &Error{Op: op, Err: serr, Detail: "moving the source's offset past the bytes read"}
+	return move(p)
+}
+
+// readPipeline moves n bytes from r to the device at d on s.
+func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, r io.Reader, progress func(int64)) (int64, error) {
+	return runIO(op, sb, s, n, func(p *ioPlan) (read int64, err error) {
+		f := newFetcher(r, p.slots)
+		defer func() {
+			if serr := f.stop(read); serr != nil && err == nil {
+				err = &Error{Op: op, Err: serr, Detail: "moving the source's offset past the bytes read"}
+			}
+		}()
+		for i := range p.slots {
+			lo, _ := p.bounds(i)
+			f.start(i, int64(lo), p.slot(i))
 		}
-	}()
-	for i := range slots {
-		lo, _ := bounds(i)
-		f.start(i, int64(lo), slot(i))
-	}
-	for i := range chunks {
-		lo, hi := bounds(i)
-		got, ferr := f.wait(i)
-		read += int64(got)
-		if ferr != nil {
-			return read, readError(op, ferr, int64(lo)+int64(got), n)
-		}
-		s.queued.Add(2)
-		if err := check(op, driver.MemcpyHtoDAsync(s.ctx.handle, d+driver.DevicePtr(lo), hostPtr(slot(i)), uintptr(hi-lo), s.handle)); err != nil {
-			return read, err
-		}
-		if err := check(op, driver.EventRecord(s.ctx.handle, evs[i%slots].handle, s.handle)); err != nil {
-			return read, err
-		}
-		if progress != nil {
-			progress(int64(hi))
-		}
-		// Chunk i-1+slots goes into the slot chunk i-1 left, once its
-		// DMA is done: chunk i's is queued behind it meanwhile.
-		if next := i - 1 + slots; i >= 1 && next < chunks {
-			if err := check(op, driver.EventSynchronize(s.ctx.handle, evs[(i-1)%slots].handle)); err != nil {
+		for i := range p.chunks {
+			lo, hi := p.bounds(i)
+			got, ferr := f.wait(i)
+			read += int64(got)
+			if ferr != nil {
+				return read, readError(op, ferr, int64(lo)+int64(got), n)
+			}
+			s.queued.Add(2)
+			if err := check(op, driver.MemcpyHtoDAsync(s.ctx.handle, d+driver.DevicePtr(lo), hostPtr(p.slot(i)), uintptr(hi-lo), s.handle)); err != nil {
 				return read, err
 			}
-			nlo, _ := bounds(next)
-			f.start(next, int64(nlo), slot(next))
+			if err := p.queued(op, s, i); err != nil {
+				return read, err
+			}
+			if progress != nil {
+				progress(int64(hi))
+			}
+			// Chunk i-1+slots goes into the slot chunk i-1 left, once its
+			// DMA is done: chunk i's is queued behind it meanwhile.
+			if next := i - 1 + p.slots; i >= 1 && next < p.chunks {
+				if err := p.await(op, s, i-1); err != nil {
+					return read, err
+				}
+				nlo, _ := p.bounds(next)
+				f.start(next, int64(nlo), p.slot(next))
+			}
 		}
-	}
-	return read, nil
+		return read, nil
+	})
 }
 
 // readError is the error for a read of the source that stopped at byte at
@@ -335,69 +353,44 @@ func (f *fetcher) stop(read int64) error {
 	return nil
 }
 
-// writePipeline moves n bytes from the device at d to w, on s, called with
-// the buffer and s held and the context bound.
-func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, w io.Writer, progress func(int64)) (written int64, err error) {
-	size, chunks, slots := ioParts(n)
-	if chunks == 0 {
-		return 0, nil
-	}
-	pinned, err := sb.staging(op, s.ctx, slots*size)
-	if err != nil {
-		return 0, err
-	}
-	evs, closeEvents, err := ioEvents(s, slots)
-	if err != nil {
-		return 0, err
-	}
-	defer closeTemp(&err, closeEvents)
-	if err := s.ctx.settleLegacy(op); err != nil {
-		return 0, err
-	}
-	defer func() {
-		if serr := sb.settle(op, s, evs); err == nil {
-			err = serr
+// writePipeline moves n bytes from the device at d to w, on s.
+func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, w io.Writer, progress func(int64)) (int64, error) {
+	return runIO(op, sb, s, n, func(p *ioPlan) (written int64, err error) {
+		dma := func(i int) error {
+			lo, hi := p.bounds(i)
+			s.queued.Add(2)
+			if err := check(op, driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(p.slot(i)), d+driver.DevicePtr(lo), uintptr(hi-lo), s.handle)); err != nil {
+				return err
+			}
+			return p.queued(op, s, i)
 		}
-	}()
-	bounds := func(i int) (lo, hi int) { return i * size, min((i+1)*size, n) }
-	slot := func(i int) []byte {
-		lo, hi := bounds(i)
-		return pinned[i%slots*size:][:hi-lo]
-	}
-	dma := func(i int) error {
-		lo, hi := bounds(i)
-		s.queued.Add(2)
-		if err := check(op, driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(slot(i)), d+driver.DevicePtr(lo), uintptr(hi-lo), s.handle)); err != nil {
-			return err
-		}
-		return check(op, driver.EventRecord(s.ctx.handle, evs[i%slots].handle, s.handle))
-	}
-	for i := range slots {
-		if err := dma(i); err != nil {
-			return 0, err
-		}
-	}
-	for i := range chunks {
-		if err := check(op, driver.EventSynchronize(s.ctx.handle, evs[i%slots].handle)); err != nil {
-			return written, err
-		}
-		// The DMAs of the next chunks run while this one is written.
-		m, werr := w.Write(slot(i))
-		written += int64(m)
-		if werr == nil && m < len(slot(i)) {
-			werr = io.ErrShortWrite
-		}
-		if werr != nil {
-			return written, &Error{Op: op, Err: werr, Detail: fmt.Sprintf("writing byte %d of %d", written, n)}
-		}
-		if progress != nil {
-			progress(written)
-		}
-		if next := i + slots; next < chunks {
-			if err := dma(next); err != nil {
-				return written, err
+		for i := range p.slots {
+			if err := dma(i); err != nil {
+				return 0, err
 			}
 		}
-	}
-	return written, nil
+		for i := range p.chunks {
+			if err := p.await(op, s, i); err != nil {
+				return written, err
+			}
+			// The DMAs of the next chunks run while this one is written.
+			m, werr := w.Write(p.slot(i))
+			written += int64(m)
+			if werr == nil && m < len(p.slot(i)) {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				return written, &Error{Op: op, Err: werr, Detail: fmt.Sprintf("writing byte %d of %d", written, n)}
+			}
+			if progress != nil {
+				progress(written)
+			}
+			if next := i + p.slots; next < p.chunks {
+				if err := dma(next); err != nil {
+					return written, err
+				}
+			}
+		}
+		return written, nil
+	})
 }
