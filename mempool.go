@@ -119,15 +119,9 @@ func AllocFromPool[T any](pool *MemPool, s *Stream, n int) (*DeviceBuffer[T], er
 		return nil, err
 	}
 	defer pool.release()
-	b, err := allocOrdered[T](op, s, n, func(ptr *driver.DevicePtr, bytes uintptr) driver.Status {
+	return allocOrdered[T](op, s, pool, n, func(ptr *driver.DevicePtr, bytes uintptr) driver.Status {
 		return driver.MemAllocFromPoolAsync(s.ctx.handle, ptr, bytes, pool.handle, s.handle)
 	})
-	if err != nil {
-		return nil, err
-	}
-	pool.outstanding.Add(1)
-	b.mem.pool = pool
-	return b, nil
 }
 
 // SetReleaseThreshold sets how many bytes of unused memory the pool keeps

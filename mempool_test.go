@@ -8,6 +8,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/track"
 )
 
 func poolStats(t *testing.T, p *cuda.MemPool) cuda.MemPoolStats {
@@ -176,5 +177,24 @@ func TestMemPoolAccess(t *testing.T) {
 	}
 	if err := errors.Join(p.SetAccess(ctxs[1], false), b.Free(), s.Synchronize()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMemPoolForgottenBuffer: a buffer of a pool that nobody freed is freed
+// by its cleanup once unreachable, and the pool may then close.
+func TestMemPoolForgottenBuffer(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	p := must(ctx.NewMemPool())(t)
+	before := track.Take().Forgotten[track.DeviceBuffer]
+	func() { must(cuda.AllocFromPool[uint32](p, s, 256))(t) }()
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if !cudatest.GC(func() bool { return track.Take().Forgotten[track.DeviceBuffer] > before }) {
+		t.Fatal("the cleanup of an unreachable pool buffer did not run")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close once the forgotten buffer was freed: %v", err)
 	}
 }

@@ -28,14 +28,15 @@ func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
 	if err := s.valid(op); err != nil {
 		return nil, err
 	}
-	return allocOrdered[T](op, s, n, func(ptr *driver.DevicePtr, bytes uintptr) driver.Status {
+	return allocOrdered[T](op, s, nil, n, func(ptr *driver.DevicePtr, bytes uintptr) driver.Status {
 		return driver.MemAllocAsync(s.ctx.handle, ptr, bytes, s.handle)
 	})
 }
 
 // allocOrdered makes a stream-ordered buffer of n elements on s, allocated
-// by alloc.
-func allocOrdered[T any](op string, s *Stream, n int, alloc func(*driver.DevicePtr, uintptr) driver.Status) (*DeviceBuffer[T], error) {
+// by alloc, from pool (nil: the device's default pool), which counts it
+// until it is freed, by Free or by the cleanup of a buffer nobody freed.
+func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(*driver.DevicePtr, uintptr) driver.Status) (*DeviceBuffer[T], error) {
 	bytes, err := elemBytes[T](op, "device buffer", n, 1)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func allocOrdered[T any](op string, s *Stream, n int, alloc func(*driver.DeviceP
 		return nil, err
 	}
 	ctx := s.ctx
-	m := &allocation{size: bytes, allocated: true, stream: s}
+	m := &allocation{size: bytes, allocated: true, stream: s, pool: pool}
 	if err := check(op, alloc(&m.base, bytes)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
 			ce.Detail = formatBytes(bytes) + " requested"
@@ -59,6 +60,9 @@ func allocOrdered[T any](op string, s *Stream, n int, alloc func(*driver.DeviceP
 		cs.allocated(m)
 	}
 	base := m.base
+	if pool != nil {
+		pool.outstanding.Add(1)
+	}
 	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
 		// Forgotten: no Go code can queue work on it any more, but work
 		// queued before may still run, and cuMemFree of stream-ordered
@@ -67,6 +71,9 @@ func allocOrdered[T any](op string, s *Stream, n int, alloc func(*driver.DeviceP
 			driver.CtxSynchronize(ctx.handle)
 			driver.MemFree(ctx.handle, base)
 		})
+		if pool != nil {
+			pool.outstanding.Add(-1) // its pool may now close
+		}
 	}, ctx))
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
 }
