@@ -124,7 +124,7 @@ func (c gemmCase) String() string {
 // C to add.
 func gemmCases(r *rand.Rand) []gemmCase {
 	var out []gemmCase
-	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 9, 33}, {1, 13, 4}, {31, 1, 2}}
+	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 9, 33}, {1, 13, 4}, {31, 1, 2}, {0, 3, 4}, {3, 0, 4}, {3, 4, 0}}
 	for i, sh := range shapes {
 		for _, la := range []cublas.Layout{cublas.RowMajor, cublas.ColMajor} {
 			for _, lb := range []cublas.Layout{cublas.RowMajor, cublas.ColMajor} {
