@@ -105,6 +105,11 @@ func (s *Stream) Context() *Context {
 	return s.ctx
 }
 
+// Capturing reports whether the stream is capturing its work into a graph
+// (inside Capture): other libraries' calls that would wait for the work
+// (or hand a result to the host) must not be made then.
+func (s *Stream) Capturing() bool { return s != nil && s.capture.Load() != nil }
+
 // Priority returns the priority the stream was created with.
 func (s *Stream) Priority() int {
 	if s == nil {

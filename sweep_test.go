@@ -48,7 +48,7 @@ var sweepCodes, ncclSweepCodes, cublasSweepCodes = []int{2, 719, 1, 999}, []int{
 // driver: there is nothing to inject into them (TestZeroValues checks them
 // on zero values).
 var noDriverMethods = []string{
-	"Context.Device", "Stream.Context", "Stream.Priority", "MemPool.Context", "CaptureMode.String", "DeviceBuffer.Len", "DeviceBuffer.ByteSize",
+	"Context.Device", "Stream.Context", "Stream.Priority", "Stream.Capturing", "MemPool.Context", "CaptureMode.String", "DeviceBuffer.Len", "DeviceBuffer.ByteSize",
 	"DeviceBuffer.Ptr", "DeviceBuffer.Context", "PinnedBuffer.Data", "PinnedBuffer.Len", "Registered.Len",
 	"Function.Name", "Device.Ordinal", "Device.String", "Version.String", "Result.Error", "Result.String",
 	"Error.Error", "Error.Unwrap", "Error.Is", "Attribute.String", "FunctionAttribute.String", "Direction.String", "PeerPath.String",

@@ -16,6 +16,12 @@
 // workspace is shared by its calls). A Handle is safe for use by many
 // goroutines: its calls take turns.
 //
+// The products and vector updates can be captured into a CUDA graph
+// (cuda.Stream.Capture on the handle's stream) and replayed; Dot, Nrm2,
+// Asum and Iamax, whose results cuBLAS hands to the host, are refused while
+// the stream captures, and so is GemmBatched, whose pointer arrays are
+// copied from Go memory.
+//
 // Elements are float32 and float64 everywhere, and cuda.Float16 and
 // cuda.BFloat16 in Gemm, its batched forms and Matmul, which accumulate in
 // float32. Float32 products may use the tensor cores' TF32 arithmetic when

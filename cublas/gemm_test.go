@@ -1,6 +1,7 @@
 package cublas_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -293,5 +294,51 @@ func TestGemmBatched(t *testing.T) {
 	for i := range cops {
 		vals, scales := want(shared.host, bops[i].host, cops[i].host, 1, -1, nil, cublas.NoEpilogue)
 		checkResult(t, download(t, s, cops[i].buf), cops[i].host.data, vals, scales, tolerance[float64](false))
+	}
+}
+
+// TestCapture: cuBLAS work captured into a graph runs at each launch with
+// the buffers' contents of then; a result cuBLAS hands to the host cannot
+// be captured.
+func TestCapture(t *testing.T) {
+	ctx, s, h := handle(t)
+	a := upload(t, ctx, []float32{1, 2, 3, 4})
+	b := upload(t, ctx, []float32{1, 0, 0, 1})
+	c := upload(t, ctx, make([]float32, 4))
+	bias := upload(t, ctx, []float32{10, 20})
+	am, bm, cm := cublas.NewMatrix(a, 2, 2), cublas.NewMatrix(b, 2, 2), cublas.NewMatrix(c, 2, 2)
+	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
+		if err := cublas.Gemm(h, 1, am, bm, 0, cm); err != nil {
+			return err
+		}
+		if err := cublas.Matmul(h, 1, am, bm, 1, cm, cublas.NoEpilogue, bias); err != nil {
+			return err
+		}
+		if _, err := cublas.Dot(h, a, b); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Dot inside a capture: %v, want ErrInvalidValue: its result cannot be on the host", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	exec := must(g.Instantiate())(t)
+	defer exec.Close()
+	for _, k := range []float32{1, 3} {
+		if err := a.CopyFromHost([]float32{k, 2 * k, 3 * k, 4 * k}); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		got := download(t, s, c)
+		// C = A·I, then C = A·I + C + bias: 2A + bias.
+		want := []float32{2*k + 10, 4*k + 20, 6*k + 10, 8*k + 20}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("replay with A = %v·[1 2; 3 4]: C = %v, want %v", k, got, want)
+			}
+		}
 	}
 }

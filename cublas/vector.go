@@ -52,6 +52,15 @@ func checkVectors[T Float](op string, h *Handle, names string, xs ...*cuda.Devic
 	return nil
 }
 
+// hostResult refuses a call whose result cuBLAS hands to the host (and so
+// waits for the stream) while the stream captures a graph.
+func hostResult(op string, h *Handle) error {
+	if h.stream.Capturing() {
+		return errorf(op, cuda.ErrInvalidValue, "the handle's stream is capturing a graph: a result cuBLAS hands to the host waits for work that does not run until the graph is launched")
+	}
+	return nil
+}
+
 // Axpy computes y = alpha·x + y.
 func Axpy[T Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) error {
 	const op = "Axpy"
@@ -92,6 +101,9 @@ func Dot[T Float](h *Handle, x, y *cuda.DeviceBuffer[T]) (T, error) {
 	if err := checkVectors(op, h, "xy", x, y); err != nil {
 		return 0, err
 	}
+	if err := hostResult(op, h); err != nil {
+		return 0, err
+	}
 	r := new(T)
 	err := h.do(op, []cuda.Memory{x, y}, func(uintptr) error {
 		return call(op, pickName[T]("cublas", "dot_v2"), pick[T](lib.fn.sdot, lib.fn.ddot), h.raw.blas,
@@ -108,6 +120,9 @@ func reduce[T Float, R any](op, name string, f32, f64 uintptr, h *Handle, x *cud
 		return *r, err
 	}
 	if err := checkVectors(op, h, "x", x); err != nil {
+		return *r, err
+	}
+	if err := hostResult(op, h); err != nil {
 		return *r, err
 	}
 	err := h.do(op, []cuda.Memory{x}, func(uintptr) error {

@@ -284,7 +284,14 @@ void run_blas(struct blas_op *o) {
 	}
 }
 
-// queue hands o to h's stream, or returns the status for a dead one.
+struct blas_op *blas_clone(const struct blas_op *o) {
+	struct blas_op *c = malloc(sizeof *c);
+	*c = *o;
+	return c;
+}
+
+// queue hands o to h's stream (or to the graph it captures), or returns
+// the status for a dead one.
 static int queue(struct fake_blas *h, struct blas_op o) {
 	struct blas_op *p = malloc(sizeof *p);
 	*p = o;
@@ -331,6 +338,10 @@ static int reduction(const char *name, char what, int t, struct fake_blas *h, in
 	if (!result) return BLAS_INVALID_VALUE;
 	if (incx != 1 || (y && incy != 1)) return BLAS_NOT_SUPPORTED;
 	if (n > 0 && (!VEC_OK(x, n, t) || (y && !VEC_OK(y, n, t)))) return BLAS_EXECUTION_FAILED;
+	pthread_mutex_lock(&mu);
+	int capturing = h->stream && h->stream->capture;
+	pthread_mutex_unlock(&mu);
+	if (capturing) return BLAS_NOT_SUPPORTED; // a result on the host cannot wait for work that has not run
 	if (h->stream) drain_stream(h->stream);
 	double acc = 0;
 	int best = 0;

@@ -158,6 +158,7 @@ void run_collective(struct coll_part *p);
 // ---- cublas.c ----------------------------------------------------------------
 
 void run_blas(struct blas_op *o);
+struct blas_op *blas_clone(const struct blas_op *o);
 extern long live_blas; // cuBLAS and cuBLASLt handles and descriptors, under mu
 
 #endif

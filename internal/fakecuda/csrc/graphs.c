@@ -47,9 +47,14 @@ static int exec_live(CUgraphExec e) {
 	return 0;
 }
 
+// free_op frees what an op owns (an op is run, or thrown away, once).
+static void free_op(struct op *o) {
+	if (o->kind == OP_KERNEL) free(o->launch);
+	if (o->kind == OP_BLAS) free(o->blas);
+}
+
 static void free_ops(struct op *ops, int n) {
-	for (int i = 0; i < n; i++)
-		if (ops[i].kind == OP_KERNEL) free(ops[i].launch);
+	for (int i = 0; i < n; i++) free_op(&ops[i]);
 	free(ops);
 }
 
@@ -59,6 +64,7 @@ static struct op *copy_ops(const struct op *ops, int n) {
 	for (int i = 0; i < n; i++) {
 		c[i] = ops[i];
 		if (c[i].kind == OP_KERNEL) c[i].launch = launch_clone(ops[i].launch);
+		if (c[i].kind == OP_BLAS) c[i].blas = blas_clone(ops[i].blas);
 	}
 	return c;
 }
@@ -68,7 +74,7 @@ CUresult capture_op(CUstream s, struct op o) {
 	struct fake_graph *g = s->capture;
 	CUresult rc = SUCCESS;
 	switch (o.kind) {
-	case OP_COPY: case OP_SET8: case OP_SET16: case OP_SET32: case OP_KERNEL:
+	case OP_COPY: case OP_SET8: case OP_SET16: case OP_SET32: case OP_KERNEL: case OP_BLAS:
 		if (g->n == g->cap) {
 			g->cap = g->cap ? 2 * g->cap : 16;
 			g->ops = realloc(g->ops, g->cap * sizeof *g->ops);
@@ -176,7 +182,7 @@ static const char *op_name(const struct op *o) {
 	switch (o->kind) {
 	case OP_COPY: return "memcpy";
 	case OP_SET8: case OP_SET16: case OP_SET32: return "memset";
-	case OP_KERNEL: return "kernel";
+	case OP_KERNEL: case OP_BLAS: return "kernel";
 	default: return "op";
 	}
 }
@@ -298,7 +304,7 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
 	CUresult rc = SUCCESS;
 	for (int i = 0; i < n; i++) {
 		if (rc == SUCCESS) rc = enqueue(s, ops[i]);
-		else if (ops[i].kind == OP_KERNEL) free(ops[i].launch);
+		else free_op(&ops[i]);
 	}
 	free(ops);
 	return rc;
