@@ -21,7 +21,7 @@ import (
 )
 
 // zeroTypes lists a pointer to the zero value of every exported type of
-// packages cuda, nccl and nvrtc, by package and name. driver says the zero
+// packages cuda, nccl, nvrtc, cublas and safetensors, by package and name. driver says the zero
 // value is a valid value of its own (a number or a plain struct), whose
 // methods may ask the driver (a Result's name): those are checked for
 // panics only.

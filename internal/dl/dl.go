@@ -1,6 +1,6 @@
 // Package dl finds and opens the optional NVIDIA libraries that gocuda's
-// packages call through purego (NVRTC, NCCL, NVML; cuBLAS and the rest
-// next), and reads their C strings. One search order serves them all:
+// packages call through purego (NVRTC, NCCL, NVML, cuBLAS and cuBLASLt),
+// and reads their C strings. One search order serves them all:
 //
 //  1. the override variable (GOCUDA_LIBNVRTC, ...), alone when set;
 //  2. each versioned soname, then the bare one, on the loader's path

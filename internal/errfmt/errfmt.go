@@ -1,5 +1,5 @@
-// Package errfmt is the one shape of the errors of packages cuda, nccl and
-// nvrtc. Each has an Error type with the same fields (Op, Call, Code, Err,
+// Package errfmt is the one shape of the errors of packages cuda, nccl,
+// nvrtc, cublas and safetensors. Each has an Error type with the same fields (Op, Call, Code, Err,
 // Detail), whose Unwrap returns the gocuda sentinel it matches and whose Is
 // matches the library's own result codes, and whose text Message writes:
 //
