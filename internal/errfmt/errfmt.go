@@ -1,7 +1,9 @@
 // Package errfmt is the one shape of the errors of packages cuda, nccl,
-// nvrtc, cublas and safetensors. Each has an Error type with the same fields (Op, Call, Code, Err,
-// Detail), whose Unwrap returns the gocuda sentinel it matches and whose Is
-// matches the library's own result codes, and whose text Message writes:
+// nvrtc, cublas and safetensors. Each has an Error type with the same
+// fields (Op, Call, Code, Err, Detail; safetensors, which calls no library,
+// Op, Err and Detail), whose Unwrap returns the gocuda sentinel it matches
+// and whose Is matches the library's own result codes, and whose text
+// Message writes:
 //
 //	lib: Op: Call: code (text): Detail   an error the library returned
 //	lib: Op: sentinel: Detail            an error gocuda caught first
