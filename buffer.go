@@ -45,6 +45,7 @@ type allocation struct {
 	stream    *Stream // the stream it was allocated on in stream order (AllocAsync); nil for cuMemAlloc's
 	graphs    graphUses
 	pool      *MemPool // the pool it came from (AllocFromPool), which counts it until it is freed
+	ipc       bool     // another process's memory, opened by OpenIPC: Free closes the mapping
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -600,6 +601,9 @@ func (m *allocation) free(op string) error {
 	}
 	if m.stream != nil {
 		return m.freeOrdered(op, m.stream)
+	}
+	if m.ipc {
+		return m.freeWith(op, func() error { return closeIPC(op, m.ctx, m.base) })
 	}
 	return m.freeWith(op, func() error { return check(op, driver.MemFree(m.ctx.handle, m.base)) })
 }

@@ -18,6 +18,9 @@ const (
 	EventBlockingSync EventFlag = driver.EventBlockingSync
 	// EventDisableTiming makes the event cheaper; it cannot be timed.
 	EventDisableTiming EventFlag = driver.EventDisableTiming
+	// EventInterprocess lets another process wait for the event
+	// (Event.IPCHandle, OpenIPCEvent); it needs EventDisableTiming.
+	EventInterprocess EventFlag = driver.EventInterprocess
 )
 
 // Event marks a point in a stream's work: once recorded, it completes when
@@ -36,10 +39,13 @@ func (c *Context) NewEvent(flags ...EventFlag) (*Event, error) {
 	const op = "Context.NewEvent"
 	var f EventFlag
 	for _, x := range flags {
-		if x&^(EventBlockingSync|EventDisableTiming) != 0 {
+		if x&^(EventBlockingSync|EventDisableTiming|EventInterprocess) != 0 {
 			return nil, errorf(op, ErrInvalidValue, "unknown event flag %#x", uint32(x))
 		}
 		f |= x
+	}
+	if f&EventInterprocess != 0 && f&EventDisableTiming == 0 {
+		return nil, errorf(op, ErrInvalidValue, "EventInterprocess needs EventDisableTiming too")
 	}
 	if err := c.bind(op); err != nil {
 		return nil, err

@@ -321,7 +321,13 @@ func sweepCases() []sweepCase {
 		{name: "DeviceBuffer.Free stream-ordered", covers: []string{"DeviceBuffer.Free"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				b := must(cuda.AllocAsync[byte](e.s, 64))(t)
-				return b.Free, closeAgain(func() error { return b.CopyFromHost(make([]byte, 64)) }, b.Free)
+				after := closeAgain(func() error { return b.CopyFromHost(make([]byte, 64)) }, b.Free)
+				return b.Free, func(t *testing.T, err error) {
+					after(t, err)
+					// The free is a step of the stream: done once it is, and
+					// only then gone from the fake's count.
+					e.s.Synchronize()
+				}
 			}},
 		{name: "DeviceBuffer.Free", covers: []string{"DeviceBuffer.Free"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
@@ -414,6 +420,47 @@ func sweepCases() []sweepCase {
 		stagingRoute("UploadWith warm", 16<<10, true, small, with),
 		stagingRoute("DownloadInto cold", 16<<10, false, small, into),
 		stagingRoute("DownloadInto warm", 16<<10, true, small, into),
+		{name: "IPC", covers: []string{"DeviceBuffer.IPCHandle", "Event.IPCHandle", "cuda.OpenIPC", "cuda.OpenIPCEvent"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				b := must(cuda.Alloc[float32](e.ctx, 16))(t)
+				ev := must(e.ctx.NewEvent(cuda.EventDisableTiming, cuda.EventInterprocess))(t)
+				e.fake.SetIPCSameProcess(true)
+				var o *cuda.DeviceBuffer[float32]
+				return func() error {
+						return firstErr(
+							func() error {
+								h, err := b.IPCHandle()
+								if err == nil {
+									o, err = cuda.OpenIPC[float32](e.ctx, h, 16)
+								}
+								return err
+							},
+							func() error { return o.Free() },
+							func() error {
+								h, err := ev.IPCHandle()
+								if err != nil {
+									return err
+								}
+								// The fake opens no event of its own process, as the
+								// driver: CUDA_ERROR_INVALID_CONTEXT is the outcome
+								// without faults; an injected one shows instead.
+								if _, err := cuda.OpenIPCEvent(e.ctx, h); !errors.Is(err, cuda.Result(201)) {
+									return err
+								}
+								return nil
+							},
+						)
+					}, func(t *testing.T, _ error) {
+						e.fake.SetIPCSameProcess(false)
+						if o != nil && o.Free() != nil {
+							if err := o.Free(); err != nil {
+								t.Errorf("closing the mapping again: %v", err)
+							}
+						}
+						b.Free()
+						ev.Close()
+					}
+			}},
 		{name: "readers and writers", covers: []string{"cuda.ReadFrom", "cuda.WriteTo", "DeviceBuffer.ReadFrom", "DeviceBuffer.WriteTo"}, maxNth: 2,
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				data := make([]byte, 3<<20+5)

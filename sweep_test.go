@@ -26,6 +26,7 @@ type sweepEnv struct {
 	ctx, ctx1 *cuda.Context
 	s, s1     *cuda.Stream
 	ptx       []byte
+	fake      *fakecuda.Control
 }
 
 // sweepCase is one public operation. prepare makes what it needs (not
@@ -63,6 +64,7 @@ var noDriverMethods = []string{
 	"Epilogue.String", "Handle.Stream", "Handle.SetMathMode", "Handle.MathMode",
 	"safetensors.Parse", "safetensors.Open", "safetensors.Get", "DType.Size", "Tensor.Elements", "Header.Tensor", "File.Tensor", "File.Close",
 	"Weights.Bytes", "Weights.Tensor",
+	"IPCHandle.MarshalText", "IPCHandle.UnmarshalText", "IPCEventHandle.MarshalText", "IPCEventHandle.UnmarshalText",
 }
 
 // TestFaultSweep fails each driver call each public operation makes, one
@@ -86,7 +88,7 @@ func TestFaultSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &sweepEnv{ctx: ctxs[0], ctx1: ctxs[1], s: cudatest.Stream(t, ctxs[0]), s1: cudatest.Stream(t, ctxs[1]), ptx: ptx}
+	e := &sweepEnv{ctx: ctxs[0], ctx1: ctxs[1], s: cudatest.Stream(t, ctxs[0]), s1: cudatest.Stream(t, ctxs[1]), ptx: ptx, fake: f}
 	checkSweepCovers(t)
 	// A hang is a failure, with every goroutine's stack.
 	watchdog := time.AfterFunc(4*time.Minute, func() {
@@ -153,7 +155,7 @@ func injectOne(t *testing.T, f *fakecuda.Control, c sweepCase, e *sweepEnv, name
 	where := fmt.Sprintf("%s, call %d of %s failing with %d", c.name, nth, name, code)
 	before := track.Take()
 	fakeBefore := map[string]int{}
-	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas"} {
+	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas", "ipc"} {
 		fakeBefore[k] = f.Live(k)
 	}
 	failed := t.Failed()

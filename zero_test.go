@@ -41,6 +41,8 @@ var zeroTypes = map[string]struct {
 	"cuda.StagingMeasurement": {new(cuda.StagingMeasurement), true},
 	"cuda.StagingCalibration": {new(cuda.StagingCalibration), true},
 	"cuda.IOConfig":           {new(cuda.IOConfig), false},
+	"cuda.IPCHandle":          {new(cuda.IPCHandle), false},
+	"cuda.IPCEventHandle":     {new(cuda.IPCEventHandle), false},
 	"safetensors.DType":       {new(safetensors.DType), false},
 	"safetensors.Tensor":      {new(safetensors.Tensor), false},
 	"safetensors.Error":       {new(safetensors.Error), false},
@@ -170,6 +172,15 @@ var zeroFuncs = map[string]func() []error{
 	},
 	"cuda.UploadWith": func() []error {
 		return []error{cuda.UploadWith(new(cuda.StagingBuffer), &cuda.DeviceBuffer[float32]{}, 1, &cuda.Stream{}, func([]float32) {})}
+	},
+	"cuda.OpenIPC": func() []error {
+		_, err := cuda.OpenIPC[float32](&cuda.Context{}, cuda.IPCHandle{}, 1)
+		_, err2 := cuda.OpenIPC[float32](nil, cuda.IPCHandle{}, 1)
+		return []error{err, err2}
+	},
+	"cuda.OpenIPCEvent": func() []error {
+		_, err := cuda.OpenIPCEvent(&cuda.Context{}, cuda.IPCEventHandle{})
+		return []error{err}
 	},
 	"cuda.ReadFrom": func() []error {
 		_, err := cuda.ReadFrom(&cuda.DeviceBuffer[float32]{}, strings.NewReader("x"), cuda.IOConfig{})

@@ -27,3 +27,7 @@ func shimStatus(r int32, f Func) Status {
 	}
 	return Status{Code: Result(r), Func: f}
 }
+
+// ByValueSupported reports whether this build can pass a structure by
+// value to the driver (the IPC calls): C does it on every platform.
+const ByValueSupported = true

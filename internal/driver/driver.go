@@ -118,12 +118,14 @@ const (
 
 // Flags used by the layers above.
 const (
-	StreamNonBlocking       = 0x1 // CU_STREAM_NON_BLOCKING
-	EventDefault            = 0x0 // CU_EVENT_DEFAULT
-	EventBlockingSync       = 0x1 // CU_EVENT_BLOCKING_SYNC
-	EventDisableTiming      = 0x2 // CU_EVENT_DISABLE_TIMING
-	MemHostAllocPortable    = 0x1 // CU_MEMHOSTALLOC_PORTABLE
-	MemHostRegisterPortable = 0x1 // CU_MEMHOSTREGISTER_PORTABLE
+	StreamNonBlocking          = 0x1 // CU_STREAM_NON_BLOCKING
+	EventDefault               = 0x0 // CU_EVENT_DEFAULT
+	EventBlockingSync          = 0x1 // CU_EVENT_BLOCKING_SYNC
+	EventDisableTiming         = 0x2 // CU_EVENT_DISABLE_TIMING
+	EventInterprocess          = 0x4 // CU_EVENT_INTERPROCESS
+	IpcMemLazyEnablePeerAccess = 0x1 // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+	MemHostAllocPortable       = 0x1 // CU_MEMHOSTALLOC_PORTABLE
+	MemHostRegisterPortable    = 0x1 // CU_MEMHOSTREGISTER_PORTABLE
 )
 
 // syms holds the resolved address of each function in symNames; zero where

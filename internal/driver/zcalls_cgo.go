@@ -12,6 +12,11 @@ typedef int (*gocuda_getcur_fn)(uintptr_t *);
 typedef int (*gocuda_setcur_fn)(uintptr_t);
 static uintptr_t gocuda_getcur, gocuda_setcur;
 
+// gocuda_h64 is a 64-byte structure the driver takes by value
+// (CUipcMemHandle, CUipcEventHandle): C passes it as the platform's ABI
+// says.
+typedef struct { unsigned char bytes[64]; } gocuda_h64;
+
 static void gocuda_set_binders(uintptr_t getcur, uintptr_t setcur) {
 	gocuda_getcur = getcur;
 	gocuda_setcur = setcur;
@@ -611,6 +616,54 @@ static int gocuda_GraphExecDestroy(uintptr_t fn, uintptr_t ctx, uintptr_t hGraph
 		if (r) return r;
 	}
 	return ((int (*)(uintptr_t))fn)(hGraphExec);
+}
+
+static int gocuda_IpcGetMemHandle(uintptr_t fn, uintptr_t ctx, void * pHandle, unsigned long long dptr) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(void *, unsigned long long))fn)(pHandle, dptr);
+}
+
+static int gocuda_IpcOpenMemHandle(uintptr_t fn, uintptr_t ctx, unsigned long long * pdptr, const void * handle, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, gocuda_h64, unsigned int))fn)(pdptr, *(const gocuda_h64 *)handle, flags);
+}
+
+static int gocuda_IpcCloseMemHandle(uintptr_t fn, uintptr_t ctx, unsigned long long dptr) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long))fn)(dptr);
+}
+
+static int gocuda_IpcGetEventHandle(uintptr_t fn, uintptr_t ctx, void * pHandle, uintptr_t event) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(void *, uintptr_t))fn)(pHandle, event);
+}
+
+static int gocuda_IpcOpenEventHandle(uintptr_t fn, uintptr_t ctx, uintptr_t * phEvent, const void * handle) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t *, gocuda_h64))fn)(phEvent, *(const gocuda_h64 *)handle);
+}
+
+static int gocuda_MemGetAddressRange(uintptr_t fn, uintptr_t ctx, unsigned long long * pbase, size_t * psize, unsigned long long dptr) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, size_t *, unsigned long long))fn)(pbase, psize, dptr);
 }
 */
 import "C"
@@ -1687,4 +1740,86 @@ func GraphExecDestroy(ctx Context, hGraphExec GraphExec) Status {
 	}
 	r := C.gocuda_GraphExecDestroy(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraphExec))
 	return shimStatus(int32(r), FuncGraphExecDestroy)
+}
+
+// IpcGetMemHandle calls cuIpcGetMemHandle, with ctx current.
+//
+//	CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle /*in*/, CUdeviceptr dptr);
+func IpcGetMemHandle(ctx Context, pHandle unsafe.Pointer, dptr DevicePtr) Status {
+	fn := syms[symIpcGetMemHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcGetMemHandle}
+	}
+	r := C.gocuda_IpcGetMemHandle(C.uintptr_t(fn), C.uintptr_t(ctx), pHandle, C.ulonglong(dptr))
+	return shimStatus(int32(r), FuncIpcGetMemHandle)
+}
+
+// IpcOpenMemHandle calls cuIpcOpenMemHandle_v2, with ctx current.
+//
+//	CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+func IpcOpenMemHandle(ctx Context, pdptr *DevicePtr, handle *[64]byte, flags uint32) Status {
+	fn := syms[symIpcOpenMemHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcOpenMemHandle}
+	}
+	c := getCall()
+	r := C.gocuda_IpcOpenMemHandle(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), unsafe.Pointer(handle), C.uint(flags))
+	*pdptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncIpcOpenMemHandle)
+}
+
+// IpcCloseMemHandle calls cuIpcCloseMemHandle, with ctx current.
+//
+//	CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
+func IpcCloseMemHandle(ctx Context, dptr DevicePtr) Status {
+	fn := syms[symIpcCloseMemHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcCloseMemHandle}
+	}
+	r := C.gocuda_IpcCloseMemHandle(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(dptr))
+	return shimStatus(int32(r), FuncIpcCloseMemHandle)
+}
+
+// IpcGetEventHandle calls cuIpcGetEventHandle, with ctx current.
+//
+//	CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle /*in*/, CUevent event);
+func IpcGetEventHandle(ctx Context, pHandle unsafe.Pointer, event Event) Status {
+	fn := syms[symIpcGetEventHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcGetEventHandle}
+	}
+	r := C.gocuda_IpcGetEventHandle(C.uintptr_t(fn), C.uintptr_t(ctx), pHandle, C.uintptr_t(event))
+	return shimStatus(int32(r), FuncIpcGetEventHandle)
+}
+
+// IpcOpenEventHandle calls cuIpcOpenEventHandle, with ctx current.
+//
+//	CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle);
+func IpcOpenEventHandle(ctx Context, phEvent *Event, handle *[64]byte) Status {
+	fn := syms[symIpcOpenEventHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcOpenEventHandle}
+	}
+	c := getCall()
+	r := C.gocuda_IpcOpenEventHandle(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), unsafe.Pointer(handle))
+	*phEvent = *(*Event)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncIpcOpenEventHandle)
+}
+
+// MemGetAddressRange calls cuMemGetAddressRange_v2, with ctx current.
+//
+//	CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+func MemGetAddressRange(ctx Context, pbase *DevicePtr, psize *uintptr, dptr DevicePtr) Status {
+	fn := syms[symMemGetAddressRange]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemGetAddressRange}
+	}
+	c := getCall()
+	r := C.gocuda_MemGetAddressRange(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), (*C.size_t)(unsafe.Pointer(&c.out[1])), C.ulonglong(dptr))
+	*pbase = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	*psize = *(*uintptr)(unsafe.Pointer(&c.out[1]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemGetAddressRange)
 }

@@ -1427,3 +1427,112 @@ func GraphExecDestroy(ctx Context, hGraphExec GraphExec) Status {
 	putCall(c)
 	return Status{Code: Result(int32(r)), Func: FuncGraphExecDestroy}
 }
+
+// IpcGetMemHandle calls cuIpcGetMemHandle.
+//
+//	CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle /*in*/, CUdeviceptr dptr);
+func IpcGetMemHandle(ctx Context, pHandle unsafe.Pointer, dptr DevicePtr) Status {
+	fn := syms[symIpcGetMemHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcGetMemHandle}
+	}
+	escape(unsafe.Pointer(pHandle))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(pHandle))
+	c.args[1] = uintptr(dptr)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	runtime.KeepAlive(pHandle)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncIpcGetMemHandle}
+}
+
+// IpcOpenMemHandle calls cuIpcOpenMemHandle_v2.
+//
+//	CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+func IpcOpenMemHandle(ctx Context, pdptr *DevicePtr, handle *[64]byte, flags uint32) Status {
+	fn := syms[symIpcOpenMemHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcOpenMemHandle}
+	}
+	escape(unsafe.Pointer(handle))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = 0 // the structure: see byValue64
+	c.args[2] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, byValue64(c.args[:3], 1, handle)...)
+	*pdptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(handle)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncIpcOpenMemHandle}
+}
+
+// IpcCloseMemHandle calls cuIpcCloseMemHandle.
+//
+//	CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
+func IpcCloseMemHandle(ctx Context, dptr DevicePtr) Status {
+	fn := syms[symIpcCloseMemHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcCloseMemHandle}
+	}
+	c := getCall()
+	c.args[0] = uintptr(dptr)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncIpcCloseMemHandle}
+}
+
+// IpcGetEventHandle calls cuIpcGetEventHandle.
+//
+//	CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle /*in*/, CUevent event);
+func IpcGetEventHandle(ctx Context, pHandle unsafe.Pointer, event Event) Status {
+	fn := syms[symIpcGetEventHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcGetEventHandle}
+	}
+	escape(unsafe.Pointer(pHandle))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(pHandle))
+	c.args[1] = uintptr(event)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	runtime.KeepAlive(pHandle)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncIpcGetEventHandle}
+}
+
+// IpcOpenEventHandle calls cuIpcOpenEventHandle.
+//
+//	CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle);
+func IpcOpenEventHandle(ctx Context, phEvent *Event, handle *[64]byte) Status {
+	fn := syms[symIpcOpenEventHandle]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncIpcOpenEventHandle}
+	}
+	escape(unsafe.Pointer(handle))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = 0 // the structure: see byValue64
+	r, _, _ := purego.SyscallN(fn, byValue64(c.args[:2], 1, handle)...)
+	*phEvent = *(*Event)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(handle)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncIpcOpenEventHandle}
+}
+
+// MemGetAddressRange calls cuMemGetAddressRange_v2.
+//
+//	CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+func MemGetAddressRange(ctx Context, pbase *DevicePtr, psize *uintptr, dptr DevicePtr) Status {
+	fn := syms[symMemGetAddressRange]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemGetAddressRange}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[1]))
+	c.args[2] = uintptr(dptr)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*pbase = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	*psize = *(*uintptr)(unsafe.Pointer(&c.out[1]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemGetAddressRange}
+}

@@ -84,6 +84,12 @@ const (
 	symGraphExecUpdate
 	symGraphLaunch
 	symGraphExecDestroy
+	symIpcGetMemHandle
+	symIpcOpenMemHandle
+	symIpcCloseMemHandle
+	symIpcGetEventHandle
+	symIpcOpenEventHandle
+	symMemGetAddressRange
 	symCount
 )
 
@@ -169,6 +175,12 @@ const (
 	FuncGraphExecUpdate
 	FuncGraphLaunch
 	FuncGraphExecDestroy
+	FuncIpcGetMemHandle
+	FuncIpcOpenMemHandle
+	FuncIpcCloseMemHandle
+	FuncIpcGetEventHandle
+	FuncIpcOpenEventHandle
+	FuncMemGetAddressRange
 )
 
 // symNames are the names resolved in the driver library, by index.
@@ -253,4 +265,10 @@ var symNames = [symCount]string{
 	"cuGraphExecUpdate_v2",
 	"cuGraphLaunch",
 	"cuGraphExecDestroy",
+	"cuIpcGetMemHandle",
+	"cuIpcOpenMemHandle_v2",
+	"cuIpcCloseMemHandle",
+	"cuIpcGetEventHandle",
+	"cuIpcOpenEventHandle",
+	"cuMemGetAddressRange_v2",
 }

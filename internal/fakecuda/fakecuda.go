@@ -147,7 +147,7 @@ func Compile(cc, out string) error {
 
 // Control reaches the fake's test hooks.
 type Control struct {
-	fail, reset, live, calls, counts, countReset, pending uintptr
+	fail, reset, live, calls, counts, countReset, pending, ipcSame uintptr
 }
 
 // Open returns the hooks of the fake library at path. When the library is
@@ -159,7 +159,8 @@ func Open(path string) (*Control, error) {
 	}
 	var c Control
 	for name, p := range map[string]*uintptr{"fakecu_fail": &c.fail, "fakecu_reset_faults": &c.reset, "fakecu_live": &c.live, "fakecu_calls": &c.calls,
-		"fakecu_counts": &c.counts, "fakecu_count_reset": &c.countReset, "fakecu_pending": &c.pending} {
+		"fakecu_counts": &c.counts, "fakecu_count_reset": &c.countReset, "fakecu_pending": &c.pending,
+		"fakecu_ipc_same_process": &c.ipcSame} {
 		if *p, err = purego.Dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("fakecuda: %s is not the fake driver: %w", path, err)
 		}
@@ -175,6 +176,17 @@ func (c *Control) Fail(function string, nth int, code int) {
 	if int32(r) != 0 {
 		panic("fakecuda: fault table full")
 	}
+}
+
+// SetIPCSameProcess has the fake open IPC memory handles in the process
+// that exported them (the driver refuses: a test of an opened buffer's
+// lifetime needs it, since the fake cannot share memory across processes).
+func (c *Control) SetIPCSameProcess(on bool) {
+	v := uintptr(0)
+	if on {
+		v = 1
+	}
+	purego.SyscallN(c.ipcSame, v)
 }
 
 // ResetFaults forgets every pending fault.

@@ -49,7 +49,12 @@ var baseTypes = map[string]cType{
 	"CUgraphExecUpdateResultInfo": {"", 0},
 	"CUmemPoolProps":              {"", 0},
 	"CUmemAccessDesc":             {"", 0},
+	"CUipcMemHandle":              {"", 0},
+	"CUipcEventHandle":            {"", 0},
 }
+
+// handle64Types are the 64-byte structures passed by value.
+var handle64Types = map[string]bool{"CUipcMemHandle": true, "CUipcEventHandle": true}
 
 // cTypes are the types the cgo shim declares for each Go type: handles
 // travel as uintptr_t, which the platforms' C ABIs pass as they pass
@@ -73,6 +78,10 @@ const (
 	kindValue  = "value"  // passed by value: uintptr(x)
 	kindBuffer = "buffer" // a host buffer the caller owns: void* or char*
 	kindOut    = "out"    // a pointer to one scalar the driver writes
+	// a 64-byte structure passed by value (CUipcMemHandle,
+	// CUipcEventHandle): the caller gives a *[64]byte, which each
+	// backend passes as its platform's C ABI passes the structure
+	kindHandle64 = "handle64"
 )
 
 type param struct {
@@ -161,6 +170,8 @@ func parseParam(s string, outs *int) (param, error) {
 	}
 	p := param{CName: name, Name: goName, CType: strings.TrimSpace(m[1] + base + " " + m[3])}
 	switch {
+	case depth == 0 && handle64Types[base]:
+		p.Kind, p.GoType = kindHandle64, "*[64]byte"
 	case in && depth >= 1:
 		// An array the driver reads: the caller builds it.
 		p.Kind, p.GoType = kindBuffer, "unsafe.Pointer"

@@ -29,6 +29,8 @@ var funcs = template.FuncMap{
 				v = "uintptr(unsafe.Pointer(" + a.Name + "))"
 			case kindOut:
 				v = fmt.Sprintf("uintptr(unsafe.Pointer(&c.out[%d]))", a.Slot)
+			case kindHandle64:
+				v = "0 // the structure: see byValue64"
 			}
 			lines = append(lines, fmt.Sprintf("c.args[%d] = %s", i, v))
 		}
@@ -37,11 +39,21 @@ var funcs = template.FuncMap{
 	"buffers": func(p proto) []string {
 		var names []string
 		for _, a := range p.Params {
-			if a.Kind == kindBuffer {
+			if a.Kind == kindBuffer || a.Kind == kindHandle64 {
 				names = append(names, a.Name)
 			}
 		}
 		return names
+	},
+	// syscallArgs is SyscallN's argument list after fn: the argument
+	// block, rearranged by byValue64 where a structure is passed by value.
+	"syscallArgs": func(p proto) string {
+		for i, a := range p.Params {
+			if a.Kind == kindHandle64 {
+				return fmt.Sprintf("byValue64(c.args[:%d], %d, %s)...", len(p.Params), i, a.Name)
+			}
+		}
+		return fmt.Sprintf("c.args[:%d]...", len(p.Params))
 	},
 	// cparams declares the shim's parameters after fn (and ctx).
 	"cparams": func(p proto) string {
@@ -54,6 +66,10 @@ var funcs = template.FuncMap{
 	"ctypes": func(p proto) string {
 		var parts []string
 		for _, a := range p.Params {
+			if a.Kind == kindHandle64 {
+				parts = append(parts, "gocuda_h64")
+				continue
+			}
 			parts = append(parts, shimType(a))
 		}
 		if len(parts) == 0 {
@@ -64,6 +80,10 @@ var funcs = template.FuncMap{
 	"cnames": func(p proto) string {
 		var parts []string
 		for _, a := range p.Params {
+			if a.Kind == kindHandle64 {
+				parts = append(parts, "*(const gocuda_h64 *)"+a.Name)
+				continue
+			}
 			parts = append(parts, a.Name)
 		}
 		return strings.Join(parts, ", ")
@@ -83,6 +103,8 @@ var funcs = template.FuncMap{
 				}
 			case kindOut:
 				parts = append(parts, fmt.Sprintf("(*%s)(unsafe.Pointer(&c.out[%d]))", cgoElem(a.Elem), a.Slot))
+			case kindHandle64:
+				parts = append(parts, "unsafe.Pointer("+a.Name+")")
 			}
 		}
 		if len(parts) == 0 {
@@ -94,6 +116,9 @@ var funcs = template.FuncMap{
 
 // shimType is the shim's C type for a parameter.
 func shimType(a param) string {
+	if a.Kind == kindHandle64 {
+		return "const void *"
+	}
 	if a.Kind == kindOut {
 		return strings.TrimSuffix(cTypes[a.Elem].c, " ") + " *"
 	}
@@ -176,7 +201,7 @@ func {{.GoName}}({{signature .}}) Status {
 {{- if .Params}}
 	c := getCall()
 	{{args .}}
-	r, _, _ := purego.SyscallN(fn, c.args[:{{len .Params}}]...)
+	r, _, _ := purego.SyscallN(fn, {{syscallArgs .}})
 {{- range .Params}}{{if eq .Kind "out"}}
 	*{{.Name}} = *(*{{.Elem}})(unsafe.Pointer(&c.out[{{.Slot}}]))
 {{- end}}{{end}}
@@ -204,6 +229,11 @@ package driver
 typedef int (*gocuda_getcur_fn)(uintptr_t *);
 typedef int (*gocuda_setcur_fn)(uintptr_t);
 static uintptr_t gocuda_getcur, gocuda_setcur;
+
+// gocuda_h64 is a 64-byte structure the driver takes by value
+// (CUipcMemHandle, CUipcEventHandle): C passes it as the platform's ABI
+// says.
+typedef struct { unsigned char bytes[64]; } gocuda_h64;
 
 static void gocuda_set_binders(uintptr_t getcur, uintptr_t setcur) {
 	gocuda_getcur = getcur;

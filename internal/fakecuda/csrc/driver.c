@@ -219,6 +219,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "graph")) n = live_graphs;
 	else if (!strcmp(kind, "graphexec")) n = live_execs;
 	else if (!strcmp(kind, "blas")) n = live_blas;
+	else if (!strcmp(kind, "ipc")) n = live_ipc;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -745,7 +746,7 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 	return pending ? NOT_READY : SUCCESS;
 }
 
-static int event_live(CUevent e);
+int event_live(CUevent e);
 
 // record_mu makes counting a record and queuing it one step, so that a wait
 // queued meanwhile (on the same stream, say) waits for a record queued
@@ -773,7 +774,7 @@ EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 // ---- events ----------------------------------------------------------------
 
 
-static int event_live(CUevent e) {
+int event_live(CUevent e) {
 	if (!e) return 0;
 	for (int i = 0; i < MAX_EVENTS; i++)
 		if (events[i] == e) return 1;

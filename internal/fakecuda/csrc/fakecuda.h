@@ -78,6 +78,7 @@ struct record {
 	struct record *next;
 };
 struct record *find_base(uintptr_t base, enum kind k);
+int event_live(CUevent e); // mu held
 int range_ok(CUdeviceptr p, size_t n);
 void add_record(uintptr_t base, size_t size, enum kind k, CUcontext ctx);
 void remove_record(struct record *dead);
@@ -154,6 +155,10 @@ void unload_modules(CUcontext c);
 // ---- nccl.c ------------------------------------------------------------------
 
 void run_collective(struct coll_part *p);
+
+// ---- ipc.c --------------------------------------------------------------------
+
+extern long live_ipc; // IPC mappings opened and not closed, under mu
 
 // ---- cublas.c ----------------------------------------------------------------
 
