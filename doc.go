@@ -69,6 +69,10 @@
 //     io.ReaderFrom and io.WriterTo with a staging buffer and a stream made
 //     for the call; the functions take yours (IOConfig), and a progress
 //     callback.
+//   - Another process's device memory (one running CuPy or PyTorch, or
+//     gocuda): no copy at all. DeviceBuffer.IPCHandle exports a buffer as
+//     a handle that travels as text, OpenIPC opens one, and
+//     Event.IPCHandle and OpenIPCEvent order the two processes' work.
 //
 // # Allocating device memory
 //
