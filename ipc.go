@@ -126,9 +126,7 @@ func OpenIPC[T any](ctx *Context, h IPCHandle, n int) (*DeviceBuffer[T], error) 
 		err = errorf(op, ErrInvalidValue, "%s of %d elements do not fit in the %s the handle names", formatBytes(bytes), n, formatBytes(size-uintptr(base-start)))
 	}
 	if err != nil {
-		if cerr := check(op, driver.IpcCloseMemHandle(ctx.handle, base)); cerr != nil {
-			driver.IpcCloseMemHandle(ctx.handle, base) // once more: nothing leaks on a transient failure
-		}
+		closeTemp(&err, func() error { return check(op, driver.IpcCloseMemHandle(ctx.handle, base)) })
 		return nil, err
 	}
 	m := &allocation{base: base, size: bytes, allocated: true, ipc: true}

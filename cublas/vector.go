@@ -9,22 +9,14 @@ import (
 // The vector operations take whole DeviceBuffers, with unit stride: a
 // DeviceBuffer.Slice is a part of one.
 
-// pick returns the float32 or the float64 function of a pair.
-func pick[T Float](f32, f64 uintptr) uintptr {
+// pick returns the float32 or the float64 one of a pair (of functions, or
+// of their names).
+func pick[T Float, V any](f32, f64 V) V {
 	var zero T
 	if _, ok := any(zero).(float32); ok {
 		return f32
 	}
 	return f64
-}
-
-// pickName is pick for the functions' names: S or D after prefix.
-func pickName[T Float](prefix, name string) string {
-	var zero T
-	if _, ok := any(zero).(float32); ok {
-		return prefix + "S" + name
-	}
-	return prefix + "D" + name
 }
 
 // scalar returns alpha in T's memory, for cuBLAS to read.
@@ -71,7 +63,7 @@ func Axpy[T Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) error {
 		return err
 	}
 	return h.do(op, []cuda.Memory{x, y}, func(uintptr) error {
-		return call(op, pickName[T]("cublas", "axpy_v2"), pick[T](lib.fn.saxpy, lib.fn.daxpy), h.raw.blas,
+		return call(op, pick[T]("cublasSaxpy_v2", "cublasDaxpy_v2"), pick[T](lib.fn.saxpy, lib.fn.daxpy), h.raw.blas,
 			uintptr(x.Len()), uintptr(scalar[T](alpha)), uintptr(x.Ptr()), 1, uintptr(y.Ptr()), 1)
 	})
 }
@@ -86,7 +78,7 @@ func Scal[T Float](h *Handle, alpha float64, x *cuda.DeviceBuffer[T]) error {
 		return err
 	}
 	return h.do(op, []cuda.Memory{x}, func(uintptr) error {
-		return call(op, pickName[T]("cublas", "scal_v2"), pick[T](lib.fn.sscal, lib.fn.dscal), h.raw.blas,
+		return call(op, pick[T]("cublasSscal_v2", "cublasDscal_v2"), pick[T](lib.fn.sscal, lib.fn.dscal), h.raw.blas,
 			uintptr(x.Len()), uintptr(scalar[T](alpha)), uintptr(x.Ptr()), 1)
 	})
 }
@@ -106,15 +98,15 @@ func Dot[T Float](h *Handle, x, y *cuda.DeviceBuffer[T]) (T, error) {
 	}
 	r := new(T)
 	err := h.do(op, []cuda.Memory{x, y}, func(uintptr) error {
-		return call(op, pickName[T]("cublas", "dot_v2"), pick[T](lib.fn.sdot, lib.fn.ddot), h.raw.blas,
+		return call(op, pick[T]("cublasSdot_v2", "cublasDdot_v2"), pick[T](lib.fn.sdot, lib.fn.ddot), h.raw.blas,
 			uintptr(x.Len()), uintptr(x.Ptr()), 1, uintptr(y.Ptr()), 1, uintptr(unsafe.Pointer(r)))
 	})
 	return *r, err
 }
 
 // reduce runs one of the reductions of a vector to a host scalar: the
-// function of name, S or D by T.
-func reduce[T Float, R any](op, name string, f32, f64 uintptr, h *Handle, x *cuda.DeviceBuffer[T]) (R, error) {
+// function fn, named name.
+func reduce[T Float, R any](op, name string, fn uintptr, h *Handle, x *cuda.DeviceBuffer[T]) (R, error) {
 	r := new(R)
 	if err := h.valid(op); err != nil {
 		return *r, err
@@ -126,28 +118,27 @@ func reduce[T Float, R any](op, name string, f32, f64 uintptr, h *Handle, x *cud
 		return *r, err
 	}
 	err := h.do(op, []cuda.Memory{x}, func(uintptr) error {
-		return call(op, name, pick[T](f32, f64), h.raw.blas, uintptr(x.Len()), uintptr(x.Ptr()), 1, uintptr(unsafe.Pointer(r)))
+		return call(op, name, fn, h.raw.blas, uintptr(x.Len()), uintptr(x.Ptr()), 1, uintptr(unsafe.Pointer(r)))
 	})
 	return *r, err
 }
 
 // Nrm2 returns the Euclidean norm of x. It waits as Dot does.
 func Nrm2[T Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
-	return reduce[T, T]("Nrm2", pickName[T]("cublas", "nrm2_v2"), lib.fn.snrm2, lib.fn.dnrm2, h, x)
+	return reduce[T, T]("Nrm2", pick[T]("cublasSnrm2_v2", "cublasDnrm2_v2"), pick[T](lib.fn.snrm2, lib.fn.dnrm2), h, x)
 }
 
 // Asum returns the sum of the absolute values of x's elements. It waits as
 // Dot does.
 func Asum[T Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
-	return reduce[T, T]("Asum", pickName[T]("cublas", "asum_v2"), lib.fn.sasum, lib.fn.dasum, h, x)
+	return reduce[T, T]("Asum", pick[T]("cublasSasum_v2", "cublasDasum_v2"), pick[T](lib.fn.sasum, lib.fn.dasum), h, x)
 }
 
 // Iamax returns the index of the first element of x of largest absolute
 // value, counting from 0 (cuBLAS counts from 1), or -1 for an empty x. It
 // waits as Dot does.
 func Iamax[T Float](h *Handle, x *cuda.DeviceBuffer[T]) (int, error) {
-	name := map[bool]string{true: "cublasIsamax_v2", false: "cublasIdamax_v2"}[pickName[T]("", "") == "S"]
-	i, err := reduce[T, int32]("Iamax", name, lib.fn.isamax, lib.fn.idamax, h, x)
+	i, err := reduce[T, int32]("Iamax", pick[T]("cublasIsamax_v2", "cublasIdamax_v2"), pick[T](lib.fn.isamax, lib.fn.idamax), h, x)
 	return int(i) - 1, err
 }
 
@@ -177,7 +168,7 @@ func Gemv[T Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuffer[T
 		trans, m, n = opT, a.Cols, a.Rows
 	}
 	return h.do(op, []cuda.Memory{a.Data, x, y}, func(uintptr) error {
-		return call(op, pickName[T]("cublas", "gemv_v2"), pick[T](lib.fn.sgemv, lib.fn.dgemv), h.raw.blas,
+		return call(op, pick[T]("cublasSgemv_v2", "cublasDgemv_v2"), pick[T](lib.fn.sgemv, lib.fn.dgemv), h.raw.blas,
 			trans, uintptr(m), uintptr(n), uintptr(scalar[T](alpha)), uintptr(a.Data.Ptr()), uintptr(a.ld()),
 			uintptr(x.Ptr()), 1, uintptr(scalar[T](beta)), uintptr(y.Ptr()), 1)
 	})

@@ -18,6 +18,7 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -218,10 +219,7 @@ func parseHeader(raw []byte, dataBytes int64) (*Header, error) {
 	// Sorted by their bytes: no overlaps, and (as the format asks) no
 	// holes, so that the data is all the tensors' and nothing else.
 	slices.SortFunc(h.Tensors, func(a, b Tensor) int {
-		if a.Begin != b.Begin {
-			return int(min(max(a.Begin-b.Begin, -1), 1))
-		}
-		return int(min(max(a.End-b.End, -1), 1))
+		return cmp.Or(cmp.Compare(a.Begin, b.Begin), cmp.Compare(a.End, b.End))
 	})
 	var end int64
 	for i, t := range h.Tensors {
