@@ -22,8 +22,9 @@ var copyPool struct {
 }
 
 type copyTask struct {
-	dst, src []byte
-	left     *atomic.Int32
+	dst, src  []byte
+	left      *atomic.Int32
+	streaming bool // with streaming stores (see streams)
 }
 
 // copyDelay, in nanoseconds, slows every part down: tests that must see
@@ -34,7 +35,7 @@ func (t copyTask) run() {
 	if d := copyDelay.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	copy(t.dst, t.src)
+	pipeCopy(t.dst, t.src, t.streaming)
 	if t.left != nil { // nil: a wake-up call (holdCopyWorkers)
 		t.left.Add(-1)
 	}
@@ -140,22 +141,23 @@ var minCopyPart = 64 << 10
 const wakeWorthBytes = 1 << 20
 
 // parallelCopy copies src into dst (of equal length) with up to workers
-// goroutines, this one among them, and returns when all are done. left is
-// the caller's, reused to keep the call free of allocations.
-func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
+// goroutines, this one among them, with streaming stores or not, and
+// returns when all are done. left is the caller's, reused to keep the call
+// free of allocations.
+func parallelCopy(dst, src []byte, workers int, streaming bool, left *atomic.Int32) {
 	copyPool.once.Do(startCopyPool)
 	parts := min(workers, copyPool.n+1, len(src)/minCopyPart)
 	if len(src) < wakeWorthBytes {
 		parts = min(parts, copyPool.n-int(copyPool.parked.Load())+1)
 	}
 	if parts <= 1 {
-		copy(dst, src)
+		pipeCopy(dst, src, streaming)
 		return
 	}
 	size := partSize(len(src), parts)
 	lo := min((parts-1)*size, len(src))
-	handOut(dst[:lo], src[:lo], size, left)
-	copy(dst[lo:], src[lo:])
+	handOut(dst[:lo], src[:lo], size, streaming, left)
+	pipeCopy(dst[lo:], src[lo:], streaming)
 	awaitCopies(left)
 }
 
@@ -163,14 +165,14 @@ func parallelCopy(dst, src []byte, workers int, left *atomic.Int32) {
 // workers goroutines of the pool, counting its parts in left, and returns
 // at once; awaitCopies waits for them. With no workers to give it to, it
 // copies here.
-func copyAsync(dst, src []byte, workers int, left *atomic.Int32) {
+func copyAsync(dst, src []byte, workers int, streaming bool, left *atomic.Int32) {
 	copyPool.once.Do(startCopyPool)
 	parts := max(min(workers, copyPool.n, len(src)/minCopyPart), 1)
 	if copyPool.n == 0 {
-		copy(dst, src)
+		pipeCopy(dst, src, streaming)
 		return
 	}
-	handOut(dst, src, partSize(len(src), parts), left)
+	handOut(dst, src, partSize(len(src), parts), streaming, left)
 }
 
 // partSize is the size of each of parts parts of n bytes: whole cache
@@ -182,10 +184,10 @@ func partSize(n, parts int) int {
 
 // handOut queues the copy of src into dst in parts of size bytes, adding
 // them to left. A part the queue has no room for is copied here.
-func handOut(dst, src []byte, size int, left *atomic.Int32) {
+func handOut(dst, src []byte, size int, streaming bool, left *atomic.Int32) {
 	for lo := 0; lo < len(src); lo += size {
 		hi := min(lo+size, len(src))
-		t := copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left}
+		t := copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left, streaming: streaming}
 		left.Add(1)
 		select {
 		case copyPool.tasks <- t:

@@ -19,7 +19,7 @@ func TestParallelCopy(t *testing.T) {
 					src[i] = byte(rand.Uint32())
 				}
 				var left atomic.Int32
-				parallelCopy(dst, src, workers, &left)
+				parallelCopy(dst, src, workers, workers%2 == 1, &left)
 				if !bytes.Equal(dst, src) {
 					t.Fatal("dst differs from src")
 				}
@@ -44,7 +44,7 @@ func TestCopyAsync(t *testing.T) {
 					for j := range src[i] {
 						src[i][j] = byte(rand.Uint32())
 					}
-					copyAsync(dst[i], src[i], workers, &left[i])
+					copyAsync(dst[i], src[i], workers, i%2 == 0, &left[i])
 				}
 				for i := range left {
 					awaitCopies(&left[i])
@@ -73,7 +73,7 @@ func TestParallelCopyConcurrent(t *testing.T) {
 			var left atomic.Int32
 			for range 20 {
 				clear(dst)
-				parallelCopy(dst, src, maxCopyWorkers, &left)
+				parallelCopy(dst, src, maxCopyWorkers, true, &left)
 				if !bytes.Equal(dst, src) {
 					errs <- fmt.Errorf("goroutine %d: dst differs from src", g)
 					return
@@ -142,7 +142,7 @@ func TestSmallCopyWakesNoWorker(t *testing.T) {
 				src[i] = byte(i*13 + 1)
 			}
 			var left atomic.Int32
-			parallelCopy(dst, src, maxCopyWorkers, &left)
+			parallelCopy(dst, src, maxCopyWorkers, true, &left)
 			if !bytes.Equal(dst, src) {
 				t.Fatal("data differs")
 			}
@@ -151,5 +151,34 @@ func TestSmallCopyWakesNoWorker(t *testing.T) {
 				t.Errorf("a copy of %d bytes woke %d parked workers", n, copyPool.n-p)
 			}
 		})
+	}
+}
+
+// TestPipeCopy checks the pipeline's copy at lengths and alignments around
+// the edges of its streaming part (the aligned head, the 64-byte blocks,
+// the tail), both ways it can run: every byte copied, none beside.
+func TestPipeCopy(t *testing.T) {
+	for _, streaming := range []bool{true, false} {
+		for _, n := range []int{0, 1, 63, streamCopyMin - 1, streamCopyMin, streamCopyMin + 1, streamCopyMin + 79, 100_003, 1<<20 + 5} {
+			for _, off := range []int{0, 1, 8, 15, 16, 33} {
+				t.Run(fmt.Sprintf("streaming=%v/%d/offset=%d", streaming, n, off), func(t *testing.T) {
+					src := make([]byte, n+64)
+					for i := range src {
+						src[i] = byte(rand.Uint32())
+					}
+					mem := bytes.Repeat([]byte{0xa5}, n+128)
+					dst := mem[64+off:][:n]
+					pipeCopy(dst, src[off%7:][:n], streaming)
+					if !bytes.Equal(dst, src[off%7:][:n]) {
+						t.Fatalf("the copy differs from its source")
+					}
+					for i, c := range mem {
+						if (i < 64+off || i >= 64+off+n) && c != 0xa5 {
+							t.Fatalf("byte %d beside the destination changed to %#x", i-64-off, c)
+						}
+					}
+				})
+			}
+		}
 	}
 }

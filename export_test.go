@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -60,9 +61,9 @@ func TracePipeline(f func(step string, chunk int, since time.Duration)) {
 
 // ParallelCopy is the staging pipeline's copy of src into dst on up to
 // workers goroutines.
-func ParallelCopy(dst, src []byte, workers int) {
+func ParallelCopy(dst, src []byte, workers int, streaming bool) {
 	var left atomic.Int32
-	parallelCopy(dst, src, workers, &left)
+	parallelCopy(dst, src, workers, streaming, &left)
 }
 
 // IsCurrent reports whether c is the current context of the calling
@@ -97,10 +98,29 @@ func CopyRaw(d *DeviceBuffer[byte], h []byte, up bool) int {
 // kernels' parameters from PTX.
 func ForgetPTX(m *Module) { m.params = nil }
 
-// SetIOShape sets ReadFrom's and WriteTo's slots and chunk size, returning
-// the old ones.
-func SetIOShape(slots, chunk int) (int, int) {
-	os, oc := ioSlots, ioChunkBytes
-	ioSlots, ioChunkBytes = slots, chunk
-	return os, oc
+// SetIOShape sets the slots and chunk size of ReadFrom's pipeline for
+// readers at offsets, or (sequential) for readers read in order and
+// writers, returning the old ones.
+func SetIOShape(sequential bool, slots, chunk int) (int, int) {
+	sh := &ioAtOffsets
+	if sequential {
+		sh = &ioSequential
+	}
+	old := *sh
+	*sh = ioShape{slots: slots, chunk: chunk}
+	return old.slots, old.chunk
+}
+
+// SetCopyStreaming makes the staging pipeline's copies use streaming
+// stores at every size (on) or at none, and returns a function that puts
+// the sizes back. Call it with no transfer under way.
+func SetCopyStreaming(on bool) (restore func()) {
+	old := streamBelow
+	for d := range streamBelow {
+		streamBelow[d] = 0
+		if on {
+			streamBelow[d] = math.MaxInt
+		}
+	}
+	return func() { streamBelow = old }
 }

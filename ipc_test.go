@@ -179,17 +179,40 @@ func TestIPCWithCuPy(t *testing.T) {
 	defer stdin.Close()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		t.Fatalf("reading CuPy's handle: %v", err)
+		t.Fatalf("reading CuPy's handles: %v", err)
+	}
+	fields := strings.Fields(line)
+	if len(fields) != 2 {
+		t.Fatalf("CuPy's handles: %q, want two", line)
 	}
 	var h cuda.IPCHandle
-	if err := h.UnmarshalText([]byte(strings.TrimSpace(line))); err != nil {
+	var peh cuda.IPCEventHandle
+	if err := h.UnmarshalText([]byte(fields[0])); err != nil {
+		t.Fatal(err)
+	}
+	if err := peh.UnmarshalText([]byte(fields[1])); err != nil {
 		t.Fatal(err)
 	}
 	o, err := cuda.OpenIPC[float32](ctx, h, n)
 	if err != nil {
 		t.Fatalf("opening CuPy's memory: %v", err)
 	}
-	if err := o.CopyToHost(got); err != nil {
+	// CuPy's fill comes after a kernel of 200 ms: only its event orders
+	// this stream's copy after it.
+	oev, err := cuda.OpenIPCEvent(ctx, peh)
+	if err != nil {
+		t.Fatalf("opening CuPy's event: %v", err)
+	}
+	if err := s.WaitEvent(oev); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.CopyToHostAsync(got, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := oev.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range got {

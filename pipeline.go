@@ -57,11 +57,11 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	up := d == HostToDevice
 	switch {
 	case r == routeStaged && up:
-		parallelCopy(pinned, host, st.pipe.Workers, &sb.copyLeft[0])
+		parallelCopy(pinned, host, st.pipe.Workers, streams(d, len(host)), &sb.copyLeft[0])
 		err = upload(op, ptr, pinned, false, s)
 	case r == routeStaged:
 		if err = download(op, pinned, ptr, s); err == nil {
-			parallelCopy(host, pinned, st.pipe.Workers, &sb.copyLeft[0])
+			parallelCopy(host, pinned, st.pipe.Workers, streams(d, len(host)), &sb.copyLeft[0])
 		}
 	case r == routePipelined:
 		if err = sb.pipeline(op, up, ptr, host, pinned, slot, st.pipe, s); err != nil {
@@ -251,6 +251,10 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	trace(stepStart, 0)
 	c := cut(len(host), slotBytes, up)
 	nchunks := c.count
+	streaming := streams(HostToDevice, len(host))
+	if !up {
+		streaming = streams(DeviceToHost, len(host))
+	}
 	// Chunks in flight: as many as the pinned memory holds, so that a
 	// transfer of a few chunks has them all copying at once.
 	k := min(nchunks, p.Slots*slotBytes/c.size)
@@ -310,7 +314,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 					return err
 				}
 			}
-			copyAsync(slot(i), part(i), p.Workers, &left[i%k])
+			copyAsync(slot(i), part(i), p.Workers, streaming, &left[i%k])
 			return nil
 		}
 		for i := range k {
@@ -343,7 +347,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		if err := await(i); err != nil {
 			return err
 		}
-		copyAsync(part(i), slot(i), p.Workers, &left[i%k])
+		copyAsync(part(i), slot(i), p.Workers, streaming, &left[i%k])
 		// Chunk i-1+k goes into the slot chunk i-1 was copied out of.
 		if next := i - 1 + k; i > 0 && next < nchunks {
 			awaitCopies(&left[(i-1)%k])

@@ -27,21 +27,29 @@ type IOConfig struct {
 	Progress func(done int64)
 }
 
-// The reader's pipeline: ioSlots chunks of up to ioChunkBytes in flight, each
-// read (or written) while the DMA engine moves the others. Variables for
-// the benchmarks that chose them (BenchmarkReadFromShape).
+// ioShape is a pipeline's shape: slots chunks of up to chunk bytes in
+// flight, each read (or written) while the DMA engine moves the others.
+type ioShape struct{ slots, chunk int }
+
+// The shapes, variables for the benchmarks that chose them. Readers at
+// offsets are read by one goroutine per slot, and want many large slots to
+// keep the reads going (BenchmarkReadFromShape: 16 × 4 MiB). A reader read
+// in order, or a writer, is one goroutine's work, a few GB/s: four slots
+// of 1 MiB keep the DMA engine ahead of it, in memory the CPU's caches
+// still hold, where 16 × 4 MiB did not (a pipe on the H200 machine, 3.1-3.3
+// GB/s against 2.1-2.4: BenchmarkReadFromStream).
 var (
-	ioSlots      = 16
-	ioChunkBytes = 4 << 20
+	ioAtOffsets  = ioShape{slots: 16, chunk: 4 << 20}
+	ioSequential = ioShape{slots: 4, chunk: 1 << 20}
 )
 
-// ioParts is how the pipeline cuts n bytes: chunks of size, the last
+// parts is how the pipeline cuts n bytes: chunks of size, the last
 // shorter, slots of them at a time.
-func ioParts(n int) (size, chunks, slots int) {
-	size = min(ioChunkBytes, max(n/ioSlots, StagingGranularity))
+func (sh ioShape) parts(n int) (size, chunks, slots int) {
+	size = min(sh.chunk, max(n/sh.slots, StagingGranularity))
 	size = (size + StagingGranularity - 1) / StagingGranularity * StagingGranularity
 	chunks = (n + size - 1) / size
-	return size, chunks, min(chunks, ioSlots)
+	return size, chunks, min(chunks, sh.slots)
 }
 
 // ReadFrom reads exactly dst.ByteSize() bytes from r into dst, through the
@@ -165,13 +173,13 @@ func (p *ioPlan) await(op string, s *Stream, i int) error {
 	return check(op, driver.EventSynchronize(s.ctx.handle, p.evs[i%p.slots].handle))
 }
 
-// runIO runs move over a plan for n bytes in sb's pinned memory, on s,
+// runIO runs move over a plan for n bytes of shape sh in sb's pinned memory, on s,
 // called with the buffer and s held and the context bound. On every way
 // out the DMAs queued are done before the pinned memory is the staging
 // buffer's again (or, where that cannot be known, the memory is retired:
 // see settle).
-func runIO(op string, sb *StagingBuffer, s *Stream, n int, move func(*ioPlan) (int64, error)) (done int64, err error) {
-	size, chunks, slots := ioParts(n)
+func runIO(op string, sb *StagingBuffer, s *Stream, n int, sh ioShape, move func(*ioPlan) (int64, error)) (done int64, err error) {
+	size, chunks, slots := sh.parts(n)
 	if chunks == 0 {
 		return 0, nil
 	}
@@ -208,8 +216,13 @@ func runIO(op string, sb *StagingBuffer, s *Stream, n int, move func(*ioPlan) (i
 
 // readPipeline moves n bytes from r to the device at d on s.
 func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, r io.Reader, progress func(int64)) (int64, error) {
-	return runIO(op, sb, s, n, func(p *ioPlan) (read int64, err error) {
-		f := newFetcher(r, p.slots)
+	at, base := readsAt(r)
+	sh := ioSequential
+	if at != nil {
+		sh = ioAtOffsets
+	}
+	return runIO(op, sb, s, n, sh, func(p *ioPlan) (read int64, err error) {
+		f := newFetcher(r, at, base, p.slots)
 		defer func() {
 			if serr := f.stop(read); serr != nil && err == nil {
 				err = &Error{Op: op, Err: serr, Detail: "moving the source's offset past the bytes read"}
@@ -282,18 +295,31 @@ type result struct {
 	err error
 }
 
-func newFetcher(r io.Reader, slots int) *fetcher {
-	f := &fetcher{r: r, done: make([]chan result, slots)}
+// readsAt returns r as an io.ReaderAt, with its offset now, where it can be
+// read at offsets: it is an io.ReaderAt and an io.Seeker whose offset can
+// be told. Else it returns nil.
+func readsAt(r io.Reader) (io.ReaderAt, int64) {
+	at, ok := r.(io.ReaderAt)
+	sk, ok2 := r.(io.Seeker)
+	if !ok || !ok2 {
+		return nil, 0
+	}
+	base, err := sk.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0
+	}
+	return at, base
+}
+
+// newFetcher returns a fetcher of r: at offsets from base through at where
+// at is not nil (see readsAt), else in order.
+func newFetcher(r io.Reader, at io.ReaderAt, base int64, slots int) *fetcher {
+	f := &fetcher{r: r, at: at, base: base, done: make([]chan result, slots)}
 	for i := range f.done {
 		f.done[i] = make(chan result, 1)
 	}
-	if at, ok := r.(io.ReaderAt); ok {
-		if sk, ok := r.(io.Seeker); ok {
-			if base, err := sk.Seek(0, io.SeekCurrent); err == nil {
-				f.at, f.base = at, base
-				return f
-			}
-		}
+	if at != nil {
+		return f
 	}
 	f.seq = make(chan job, slots)
 	f.wg.Add(1)
@@ -355,7 +381,7 @@ func (f *fetcher) stop(read int64) error {
 
 // writePipeline moves n bytes from the device at d to w, on s.
 func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, w io.Writer, progress func(int64)) (int64, error) {
-	return runIO(op, sb, s, n, func(p *ioPlan) (written int64, err error) {
+	return runIO(op, sb, s, n, ioSequential, func(p *ioPlan) (written int64, err error) {
 		dma := func(i int) error {
 			lo, hi := p.bounds(i)
 			s.queued.Add(2)

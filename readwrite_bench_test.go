@@ -13,10 +13,11 @@ import (
 
 // BenchmarkReadFromStream reads 256 MiB from readers that are not files
 // (an os.Pipe, a TCP connection on loopback), fed by a goroutine writing
-// from memory: into device memory (ReadFrom), and into an ordinary 4 MiB
-// buffer, chunk after chunk (the source's own speed, the limit to compare
-// with; io.Discard's small buffer stays in the cache and is faster than any
-// consumer of the data).
+// from memory: into device memory (ReadFrom, at several shapes of its
+// pipeline for such readers: slots × chunk size), and into ordinary
+// memory, 4 MiB after 4 MiB, into one buffer or walking through 64 MiB (the
+// source's own speed, the limit to compare with; io.Discard's small buffer
+// stays in the cache and is faster than any consumer of the data).
 func BenchmarkReadFromStream(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
@@ -69,26 +70,33 @@ func BenchmarkReadFromStream(b *testing.B) {
 	}
 	for _, name := range []string{"pipe", "tcp"} {
 		open := sources[name]
-		b.Run(name+"/source", func(b *testing.B) {
-			b.SetBytes(n)
-			buf := make([]byte, 4<<20)
-			for b.Loop() {
-				r := open(b)
-				for left := n; left > 0; left -= len(buf) {
-					if _, err := io.ReadFull(r, buf[:min(len(buf), left)]); err != nil {
+		for _, foot := range []int{4 << 20, 64 << 20} {
+			b.Run(fmt.Sprintf("%s/source/into=%dMiB", name, foot>>20), func(b *testing.B) {
+				b.SetBytes(n)
+				buf := random[byte](foot)
+				for b.Loop() {
+					r := open(b)
+					for off := 0; off < n; off += 4 << 20 {
+						at := off % foot
+						if _, err := io.ReadFull(r, buf[at:at+min(4<<20, n-off)]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+		for _, shape := range [][2]int{{16, 4 << 20}, {4, 1 << 20}, {4, 512 << 10}, {2, 512 << 10}, {4, 256 << 10}, {8, 256 << 10}, {3, 512 << 10}} {
+			b.Run(fmt.Sprintf("%s/ReadFrom/slots=%d/chunk=%dKiB", name, shape[0], shape[1]>>10), func(b *testing.B) {
+				slots, chunk := cuda.SetIOShape(true, shape[0], shape[1])
+				defer cuda.SetIOShape(true, slots, chunk)
+				b.SetBytes(n)
+				for b.Loop() {
+					if _, err := cuda.ReadFrom(dst, open(b), cuda.IOConfig{Staging: sb, Stream: s}); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
-		})
-		b.Run(name+"/ReadFrom", func(b *testing.B) {
-			b.SetBytes(n)
-			for b.Loop() {
-				if _, err := cuda.ReadFrom(dst, open(b), cuda.IOConfig{Staging: sb, Stream: s}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -111,8 +119,8 @@ func BenchmarkReadFromShape(b *testing.B) {
 	defer sb.Close()
 	for _, shape := range [][2]int{{8, 8 << 20}, {16, 8 << 20}, {16, 4 << 20}, {32, 2 << 20}, {16, 16 << 20}, {24, 4 << 20}, {8, 4 << 20}} {
 		b.Run(fmt.Sprintf("slots=%d/chunk=%dMiB", shape[0], shape[1]>>20), func(b *testing.B) {
-			slots, chunk := cuda.SetIOShape(shape[0], shape[1])
-			defer cuda.SetIOShape(slots, chunk)
+			slots, chunk := cuda.SetIOShape(false, shape[0], shape[1])
+			defer cuda.SetIOShape(false, slots, chunk)
 			b.SetBytes(st.Size())
 			for b.Loop() {
 				if _, err := cuda.ReadFrom(dst, io.NewSectionReader(f, 0, st.Size()), cuda.IOConfig{Staging: sb, Stream: s}); err != nil {
@@ -121,4 +129,70 @@ func BenchmarkReadFromShape(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkWriteToStream writes 256 MiB of device memory to an os.Pipe
+// drained by a goroutine into a 4 MiB buffer: with WriteTo, and from an
+// ordinary 4 MiB buffer (the pipe's own speed).
+func BenchmarkWriteToStream(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	const n = 256 << 20
+	if cudatest.IsFake() {
+		b.Skip("the fake's DMA is a memmove: nothing to measure")
+	}
+	src := must(cuda.Alloc[byte](ctx, n))(b)
+	defer src.Free()
+	sb := new(cuda.StagingBuffer)
+	defer sb.Close()
+	// pipe returns the pipe's writer and a channel that yields once its
+	// reader has drained everything.
+	pipe := func(b *testing.B) (io.WriteCloser, chan error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			defer r.Close()
+			buf := make([]byte, 4<<20)
+			for left := n; left > 0; left -= len(buf) {
+				if _, err := io.ReadFull(r, buf[:min(len(buf), left)]); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		return w, done
+	}
+	b.Run("pipe/source", func(b *testing.B) {
+		b.SetBytes(n)
+		buf := random[byte](4 << 20)
+		for b.Loop() {
+			w, done := pipe(b)
+			for off := 0; off < n; off += len(buf) {
+				if _, err := w.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w.Close()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pipe/WriteTo", func(b *testing.B) {
+		b.SetBytes(n)
+		for b.Loop() {
+			w, done := pipe(b)
+			if _, err := cuda.WriteTo(src, w, cuda.IOConfig{Staging: sb, Stream: s}); err != nil {
+				b.Fatal(err)
+			}
+			w.Close()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -46,9 +46,9 @@ const (
 type StagingPipeline struct {
 	// UploadMinBytes and DownloadMinBytes are the sizes from which
 	// transfers each way are pipelined; math.MaxInt turns the pipeline
-	// off that way. They differ: on the H200 machine the pipeline beat
-	// the driver's own path from 512 KiB uploading and only from 2 MiB
-	// downloading, where the driver's path is faster.
+	// off that way. On the H200 machine the pipeline beat the driver's
+	// own path from 256 KiB both ways, transfer by transfer, once its
+	// copies used streaming stores (BenchmarkStagingPairedPipelined).
 	UploadMinBytes, DownloadMinBytes int
 	// ChunkBytes is the largest chunk. Transfers use chunks of a quarter
 	// of their size (rounded up to StagingGranularity), at least 512 KiB
@@ -67,13 +67,13 @@ type StagingPipeline struct {
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, uploading from 512 KiB up and
-// downloading from 2 MiB up. Measured on the H200
+// workers as GOMAXPROCS, up to 16, pipelining from 256 KiB up both
+// ways. Measured on the H200
 // machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		UploadMinBytes:   512 << 10,
-		DownloadMinBytes: 2 << 20,
+		UploadMinBytes:   256 << 10,
+		DownloadMinBytes: 256 << 10,
 		ChunkBytes:       16 << 20,
 		Slots:            3,
 		Workers:          min(runtime.GOMAXPROCS(0), maxCopyWorkers),

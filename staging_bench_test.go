@@ -242,7 +242,7 @@ func BenchmarkPipelineSplit(b *testing.B) {
 }
 
 // BenchmarkPipelineTrace times the steps of pipelined transfers, back to
-// back, both ways: when the first and last chunks were copied between host
+// back, both ways, with streaming stores and without: when the first and last chunks were copied between host
 // and pinned memory, when their DMA was queued or seen done, and when the
 // transfer ended, in microseconds from the start (the stream drained, the
 // workers held), averaged. (The time before that start, ns/op less
@@ -253,32 +253,35 @@ func BenchmarkPipelineTrace(b *testing.B) {
 	a := randomArenas(b, ctx, arenaBytes)
 	for _, dir := range directions {
 		for _, n := range []int{1 << 20, 4 << 20, 16 << 20, 256 << 20} {
-			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
-				sb := pipelinedBuffer(b, pipelineFrom(1))
-				devs, hosts := a.slots(b, n)
-				sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
-				chunks := 0
-				cuda.TracePipeline(func(step string, chunk int, since time.Duration) {
-					if chunk == 0 {
-						sums[step+"0"] += since
-					}
-					cur[step] = since // the latest of each step in this transfer
-					if step == "done" {
-						for k, v := range cur {
-							sums[k] += v
+			for _, streaming := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/%s/streaming=%v", dir.name, sizeName(n), streaming), func(b *testing.B) {
+					defer cuda.SetCopyStreaming(streaming)()
+					sb := pipelinedBuffer(b, pipelineFrom(1))
+					devs, hosts := a.slots(b, n)
+					sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
+					chunks := 0
+					cuda.TracePipeline(func(step string, chunk int, since time.Duration) {
+						if chunk == 0 {
+							sums[step+"0"] += since
 						}
-						clear(cur)
-						chunks = chunk + 1
+						cur[step] = since // the latest of each step in this transfer
+						if step == "done" {
+							for k, v := range cur {
+								sums[k] += v
+							}
+							clear(cur)
+							chunks = chunk + 1
+						}
+					})
+					defer cuda.TracePipeline(nil)
+					loopTransfers(b, sb, devs, hosts, s, dir.move)
+					ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
+					for _, step := range []string{"copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
+						b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
 					}
+					b.ReportMetric(float64(chunks), "chunks")
 				})
-				defer cuda.TracePipeline(nil)
-				loopTransfers(b, sb, devs, hosts, s, dir.move)
-				ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
-				for _, step := range []string{"copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
-					b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
-				}
-				b.ReportMetric(float64(chunks), "chunks")
-			})
+			}
 		}
 	}
 }
@@ -371,8 +374,8 @@ func BenchmarkCopyPool(b *testing.B) {
 }
 
 // BenchmarkParallelCopy times the pipeline's host copy alone, between a
-// pinned slot and ordinary memory the caches do not hold, by chunk size
-// and goroutines.
+// pinned slot and ordinary memory the caches do not hold, by chunk size,
+// goroutines and stores (streaming or not).
 func BenchmarkParallelCopy(b *testing.B) {
 	ctx := cudatest.Context(b)
 	const slots = 3
@@ -382,20 +385,55 @@ func BenchmarkParallelCopy(b *testing.B) {
 	for _, dir := range []string{"down", "up"} {
 		for _, n := range []int{1 << 20, 4 << 20, 16 << 20} {
 			for _, workers := range []int{1, 2, 4, 8, 16} {
-				b.Run(fmt.Sprintf("%s/%s/workers=%d", dir, sizeName(n), workers), func(b *testing.B) {
-					b.SetBytes(int64(n))
-					i := 0
-					for b.Loop() {
-						p := pin.Data()[i%slots*(16<<20):][:n]
-						h := host[i%(len(host)/n)*n:][:n]
-						if dir == "down" {
-							cuda.ParallelCopy(h, p, workers)
-						} else {
-							cuda.ParallelCopy(p, h, workers)
+				for _, streaming := range []bool{false, true} {
+					b.Run(fmt.Sprintf("%s/%s/workers=%d/streaming=%v", dir, sizeName(n), workers, streaming), func(b *testing.B) {
+						b.SetBytes(int64(n))
+						i := 0
+						for b.Loop() {
+							p := pin.Data()[i%slots*(16<<20):][:n]
+							h := host[i%(len(host)/n)*n:][:n]
+							if dir == "down" {
+								cuda.ParallelCopy(h, p, workers, streaming)
+							} else {
+								cuda.ParallelCopy(p, h, workers, streaming)
+							}
+							i++
 						}
-						i++
-					}
-				})
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPipelineStreaming runs Upload and Download of ordinary slices,
+// back to back, with the staging pipeline's copies made with streaming
+// stores and without, side by side at each size: the measurement behind
+// copyStreaming. At each size the routes are the default ones, and at
+// 256 KiB and 1 MiB the pipeline is forced too.
+func BenchmarkPipelineStreaming(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := randomArenas(b, ctx, arenaBytes)
+	for _, dir := range directions {
+		for _, n := range []int{64 << 10, 256 << 10, 1 << 20, 4928307, 16 << 20, 32 << 20, 64 << 20, 128 << 20, 256 << 20} {
+			routes := []string{"default"}
+			if n == 256<<10 || n == 1<<20 {
+				routes = append(routes, "pipelined")
+			}
+			for _, route := range routes {
+				for _, streaming := range []bool{false, true} {
+					b.Run(fmt.Sprintf("%s/%s/%s/streaming=%v", dir.name, sizeName(n), route, streaming), func(b *testing.B) {
+						defer cuda.SetCopyStreaming(streaming)()
+						sb := new(cuda.StagingBuffer)
+						defer sb.Close()
+						if route == "pipelined" {
+							sb = pipelinedBuffer(b, pipelineFrom(1))
+						}
+						devs, hosts := a.slots(b, n)
+						loopTransfers(b, sb, devs, hosts, s, dir.move)
+					})
+				}
 			}
 		}
 	}

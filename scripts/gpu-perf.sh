@@ -32,6 +32,13 @@
 #             safetensors) of a 2 GiB file in the page cache beside
 #             bench/torch_safetensors.py's load_file(device="cuda"), and ReadFrom
 #             from a pipe and a TCP connection beside their own speed: OUTDIR/load.txt
+#   streaming the staging pipeline's copies with streaming stores and without
+#             (BenchmarkPipelineStreaming, BenchmarkParallelCopy), two rounds, then
+#             the steps of pipelined transfers timed (BenchmarkPipelineTrace), both
+#             ways: OUTDIR/streaming.txt
+#   streams   ReadFrom from a pipe and a TCP connection beside their own speed,
+#             by the pipeline's shape (BenchmarkReadFromStream), and WriteTo into a
+#             pipe (BenchmarkWriteToStream): OUTDIR/streams.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -156,6 +163,20 @@ for section in $sections; do
 			python3 bench/torch_safetensors.py $file
 		} >"$out/load.txt" 2>&1
 		cat "$out/load.txt"
+		;;
+	streaming)
+		{
+			for round in 1 2; do
+				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineStreaming$' -test.benchtime 200x
+				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkParallelCopy$/(up|down)/(1|16)MiB/workers=(1|8|16)$/' -test.benchtime 200x
+			done
+			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTrace$' -test.benchtime 300x
+		} >"$out/streaming.txt" 2>&1
+		grep -E '^(Benchmark|==)' "$out/streaming.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		;;
+	streams)
+		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(ReadFromStream|WriteToStream)$' -test.benchtime 3x >"$out/streams.txt" 2>&1
+		grep -E '^(Benchmark|ok|FAIL)' "$out/streams.txt"
 		;;
 	pool)
 		for round in 1 2; do

@@ -1,12 +1,17 @@
 """The other process of gocuda's IPC tests (TestIPCWithCuPy): CuPy, which
 nobody here wrote, opening memory and events gocuda exported, and exporting
-memory for gocuda to open.
+memory and an event for gocuda to open.
 
   ipc_peer.py open MEMHEX N EVENTHEX   open gocuda's buffer of N float32 (after
                                        waiting for its event), check it holds
                                        0..N-1, double it in place; prints ok
-  ipc_peer.py export N                 allocate N float32 holding 3*i, print the
-                                       handle in hex, wait for a line on stdin
+  ipc_peer.py export N                 allocate N float32 of zeros; queue a
+                                       kernel that waits 200 ms, then the fill
+                                       3*i, then an interprocess event; print
+                                       the memory's and the event's handles in
+                                       hex (before the fill is done: the
+                                       reader must wait for the event); wait
+                                       for a line on stdin
 """
 import sys
 
@@ -38,10 +43,26 @@ def main():
     else:
         n = int(sys.argv[2])
         ptr = runtime.malloc(n * 4)  # a base pointer of its own, not a pool's slice
-        view(ptr, n)[:] = cupy.arange(n, dtype=cupy.float32) * 3
+        a = view(ptr, n)
+        a[:] = 0
         runtime.deviceSynchronize()
-        print(bytes(runtime.ipcGetMemHandle(ptr)).hex(), flush=True)
+        stream = cupy.cuda.Stream(non_blocking=True)
+        event = cupy.cuda.Event(disable_timing=True, interprocess=True)
+        with stream:
+            wait = cupy.RawKernel(
+                r'''extern "C" __global__ void wait(long long ns) {
+                    for (long long i = 0; i < ns / 1000; i++) __nanosleep(1000);
+                }''',
+                "wait",
+            )
+            wait((1,), (1,), (cupy.int64(200_000_000),))
+            a[:] = cupy.arange(n, dtype=cupy.float32) * 3
+        event.record(stream)
+        mem = bytes(runtime.ipcGetMemHandle(ptr)).hex()
+        ev = bytes(runtime.ipcGetEventHandle(event.ptr)).hex()
+        print(mem, ev, flush=True)
         sys.stdin.readline()
+        runtime.deviceSynchronize()
         runtime.free(ptr)
 
 

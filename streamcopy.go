@@ -1,0 +1,43 @@
+package cuda
+
+import "unsafe"
+
+// streamBelow is, by direction, the transfer size below which the staging
+// pipeline's copies between host memory and pinned memory use streaming
+// (non-temporal) stores: they write to memory without reading the
+// destination's cache lines first and without leaving them dirty in the
+// CPU's caches. Uploading, the DMA engine then reads the pinned memory
+// straight from memory instead of fetching lines from the caches: on the
+// H200 machine uploads of 1-16 MiB ran 1.2-1.7x faster, while from 128 MiB,
+// where the copy itself limits, streaming stores copied slower and lost
+// 8-19%. Downloading, the destination is the program's memory: streaming
+// won at 256 KiB-1 MiB (1.1-1.15x) and lost at 16 MiB
+// (BenchmarkPipelineStreaming, docs/performance.md). A variable for the
+// benchmarks.
+var streamBelow = [2]int{HostToDevice: 32 << 20, DeviceToHost: 4 << 20}
+
+// streams reports whether a transfer of n bytes in direction d copies with
+// streaming stores.
+func streams(d Direction, n int) bool { return n < streamBelow[d&1] }
+
+// streamCopyMin is the least part worth streaming: below it the fence that
+// ends a streaming copy costs more than the cache lines it spares.
+const streamCopyMin = 16 << 10
+
+// pipeCopy copies src into dst (of equal length) as the staging pipeline
+// does: with streaming stores if asked, where the platform has them and
+// the part is large enough, else with copy.
+func pipeCopy(dst, src []byte, streaming bool) {
+	n := len(src)
+	if !streaming || !haveStreamCopy || n < streamCopyMin {
+		copy(dst, src)
+		return
+	}
+	// Streaming stores want a 16-byte aligned destination: the bytes
+	// before it, and the tail short of a 64-byte block, go by copy.
+	head := int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst))) & 15)
+	body := (n - head) &^ 63
+	copy(dst[:head], src[:head])
+	streamCopy(unsafe.Pointer(&dst[head]), unsafe.Pointer(&src[head]), uintptr(body))
+	copy(dst[head+body:], src[head+body:])
+}
