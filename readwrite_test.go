@@ -129,13 +129,18 @@ func TestReadFromInterfaces(t *testing.T) {
 	}
 }
 
-// failingWriter fails once it has taken limit bytes.
+// failingWriter fails once it has taken limit bytes, and counts the writes
+// it is asked for after that.
 type failingWriter struct {
-	limit, n int
-	err      error
+	limit, n, after int
+	err             error
 }
 
 func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n == w.limit {
+		w.after++
+		return 0, w.err
+	}
 	if w.n+len(p) > w.limit {
 		k := w.limit - w.n
 		w.n = w.limit
@@ -189,6 +194,9 @@ func TestReadFromErrors(t *testing.T) {
 	w := &failingWriter{limit: 10<<20 + 7, err: broken}
 	if got, err := cuda.WriteTo(buf, w, c); !errors.Is(err, broken) || got != 10<<20+7 || !strings.Contains(err.Error(), "writing byte 10485767") {
 		t.Errorf("WriteTo into a failing writer: %d, %v", got, err)
+	}
+	if w.after != 0 {
+		t.Errorf("WriteTo wrote %d more times after the writer failed", w.after)
 	}
 	var out bytes.Buffer
 	if _, err := cuda.WriteTo(buf, &out, c); err != nil || !bytes.Equal(out.Bytes(), data) {
