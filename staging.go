@@ -46,9 +46,11 @@ const (
 type StagingPipeline struct {
 	// UploadMinBytes and DownloadMinBytes are the sizes from which
 	// transfers each way are pipelined; math.MaxInt turns the pipeline
-	// off that way. On the H200 machine the pipeline beat the driver's
-	// own path from 256 KiB both ways, transfer by transfer, once its
-	// copies used streaming stores (BenchmarkStagingPairedPipelined).
+	// off that way. On the H200 machine, once its copies used streaming
+	// stores, the pipeline beat the driver's own path transfer by transfer
+	// from 256 KiB downloading (BenchmarkStagingPaired); uploading, the
+	// driver's path of 256 KiB ran as fast in some runs (gocuda bench).
+	// Uploads are pipelined from 512 KiB, downloads from 256 KiB.
 	UploadMinBytes, DownloadMinBytes int
 	// ChunkBytes is the largest chunk. Transfers use chunks of a quarter
 	// of their size (rounded up to StagingGranularity), at least 512 KiB
@@ -67,12 +69,12 @@ type StagingPipeline struct {
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, pipelining from 256 KiB up both
-// ways. Measured on the H200
+// workers as GOMAXPROCS, up to 16, uploading from 512 KiB up and
+// downloading from 256 KiB up. Measured on the H200
 // machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		UploadMinBytes:   256 << 10,
+		UploadMinBytes:   512 << 10,
 		DownloadMinBytes: 256 << 10,
 		ChunkBytes:       16 << 20,
 		Slots:            3,
