@@ -40,11 +40,12 @@
 //   - Move ordinary slices with StagingBuffer's Upload and Download: small
 //     ones take the driver's own path (on the H200 machine staging them
 //     whole won nothing once the data was not in the CPU's caches); uploads
-//     from 512 KiB and downloads from 2 MiB are pipelined through pinned
-//     memory by several goroutines: uploads 1.5x the plain copy at 1 MiB,
-//     1.9-3.1x at 4.7-16 MiB, downloads 1.8-2.5x there, and 3.3-7.1x from
-//     256 MiB up, 48-53 GB/s both ways there (BenchmarkStagingPaired and
-//     gocuda bench in docs/performance.md, 2026-12-01).
+//     from 512 KiB and downloads from 256 KiB are pipelined through pinned
+//     memory by several goroutines: uploads 1.6x the plain copy at 1 MiB,
+//     3.0-4.5x at 4.7-64 MiB, downloads 1.2x at 256 KiB-1 MiB, 1.9-3.2x at
+//     4.7-64 MiB, and 48-53 GB/s both ways from 256 MiB up
+//     (BenchmarkStagingPaired and gocuda bench in docs/performance.md,
+//     2026-12-01).
 //     Calibrate finds the thresholds for the machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //
@@ -64,7 +65,9 @@
 //     package safetensors does that for .safetensors files, checking their
 //     header first.
 //   - Any other io.Reader (a pipe, a network connection): ReadFrom reads it
-//     chunk after chunk into the slots, overlapped with the DMAs.
+//     chunk after chunk into four slots of 1 MiB, overlapped with the
+//     DMAs, on a goroutine of its own: a pipe at 0.7-0.9x of its speed into
+//     a Go buffer, TCP on loopback at 0.84-1.05x, on the H200 machine.
 //   - The way back: WriteTo, to any io.Writer. DeviceBuffer implements
 //     io.ReaderFrom and io.WriterTo with a staging buffer and a stream made
 //     for the call; the functions take yours (IOConfig), and a progress
