@@ -62,8 +62,10 @@ func (sh ioShape) parts(n int) (size, chunks, slots int) {
 // It returns the bytes read and, once it returns, no DMA it queued is in
 // flight: on success dst holds the data. A source shorter than dst is an
 // error wrapping io.ErrUnexpectedEOF that says how many bytes came; an
-// error of r comes back wrapped, with the offset it happened at. Bytes past
-// dst's size are left unread.
+// error of r comes back wrapped, with the offset it happened at; a panic of
+// r's (which may run on another goroutine) is raised again on the calling
+// goroutine once no read or DMA is in flight. Bytes past dst's size are
+// left unread.
 func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, error) {
 	const op = "ReadFrom"
 	if err := dst.valid(op); err != nil {
@@ -89,7 +91,9 @@ func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, erro
 // memory of c's staging buffer: each chunk moves by DMA into a pinned slot
 // and is written from there while the next ones move. It returns the bytes
 // written; an error of w comes back wrapped, with the offset it happened
-// at, and no DMA in flight.
+// at, and no DMA in flight. w is called on a goroutine of its own, one
+// Write at a time, in order; its panic is raised again on the calling
+// goroutine.
 func WriteTo[T any](src *DeviceBuffer[T], w io.Writer, c IOConfig) (int64, error) {
 	const op = "WriteTo"
 	if err := src.valid(op); err != nil {
@@ -291,8 +295,31 @@ type job struct {
 }
 
 type result struct {
-	n   int
-	err error
+	n        int
+	err      error
+	panicked any // the reader's or writer's panic, raised again by get
+}
+
+// get returns the result, or raises again on the caller's goroutine the
+// panic of the Read or Write that made it, as a call made there would have:
+// the caller's deferred calls then wait for the other reads or writes and
+// the DMAs as on every way out.
+func (r result) get() (int, error) {
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.n, r.err
+}
+
+// guard runs a Read or Write, catching its panic into the result.
+func guard(call func() (int, error)) (res result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = result{panicked: p}
+		}
+	}()
+	n, err := call()
+	return result{n: n, err: err}
 }
 
 // readsAt returns r as an io.ReaderAt, with its offset now, where it can be
@@ -328,12 +355,12 @@ func newFetcher(r io.Reader, at io.ReaderAt, base int64, slots int) *fetcher {
 		failed := false
 		for j := range f.seq {
 			if failed { // the reader's position is lost: read nothing more
-				f.done[j.i%len(f.done)] <- result{0, io.ErrClosedPipe}
+				f.done[j.i%len(f.done)] <- result{err: io.ErrClosedPipe}
 				continue
 			}
-			n, err := io.ReadFull(f.r, j.buf)
-			failed = err != nil
-			f.done[j.i%len(f.done)] <- result{n, err}
+			res := guard(func() (int, error) { return io.ReadFull(f.r, j.buf) })
+			failed = res.err != nil || res.panicked != nil
+			f.done[j.i%len(f.done)] <- res
 		}
 	}()
 	return f
@@ -348,21 +375,20 @@ func (f *fetcher) start(i int, off int64, buf []byte) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		n, err := f.at.ReadAt(buf, f.base+off)
-		if n == len(buf) {
-			err = nil // ReadAt may report io.EOF with the last byte
-		} else if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		f.done[i%len(f.done)] <- result{n, err}
+		f.done[i%len(f.done)] <- guard(func() (int, error) {
+			n, err := f.at.ReadAt(buf, f.base+off)
+			if n == len(buf) {
+				err = nil // ReadAt may report io.EOF with the last byte
+			} else if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, err
+		})
 	}()
 }
 
-// wait returns the result of chunk i.
-func (f *fetcher) wait(i int) (int, error) {
-	res := <-f.done[i%len(f.done)]
-	return res.n, res.err
-}
+// wait returns the result of chunk i (see result.get).
+func (f *fetcher) wait(i int) (int, error) { return (<-f.done[i%len(f.done)]).get() }
 
 // stop waits for every read in flight (they write the pinned memory) and
 // moves a reader read at offsets past the read bytes it handed over, as a
@@ -457,15 +483,18 @@ func newSink(w io.Writer, slots int) *sink {
 		failed := false
 		for j := range k.jobs {
 			if failed { // a write failed: write nothing after it
-				k.done[j.i%slots] <- result{0, io.ErrClosedPipe}
+				k.done[j.i%slots] <- result{err: io.ErrClosedPipe}
 				continue
 			}
-			m, err := k.w.Write(j.buf)
-			if err == nil && m < len(j.buf) {
-				err = io.ErrShortWrite
-			}
-			failed = err != nil
-			k.done[j.i%slots] <- result{m, err}
+			res := guard(func() (int, error) {
+				m, err := k.w.Write(j.buf)
+				if err == nil && m < len(j.buf) {
+					err = io.ErrShortWrite
+				}
+				return m, err
+			})
+			failed = res.err != nil || res.panicked != nil
+			k.done[j.i%slots] <- res
 		}
 	}()
 	return k
@@ -474,11 +503,8 @@ func newSink(w io.Writer, slots int) *sink {
 // put hands chunk i, in buf, to the sink.
 func (k *sink) put(i int, buf []byte) { k.jobs <- job{i: i, buf: buf} }
 
-// wait returns the result of chunk i's write.
-func (k *sink) wait(i int) (int, error) {
-	res := <-k.done[i%len(k.done)]
-	return res.n, res.err
-}
+// wait returns the result of chunk i's write (see result.get).
+func (k *sink) wait(i int) (int, error) { return (<-k.done[i%len(k.done)]).get() }
 
 // stop waits for the write in flight, if any: it reads the pinned memory.
 func (k *sink) stop() {

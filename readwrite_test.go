@@ -215,3 +215,78 @@ func TestReadFromErrors(t *testing.T) {
 }
 
 func errOnly[T any](_ T, err error) error { return err }
+
+// panicky panics in its Read, ReadAt or Write once it has taken limit
+// bytes.
+type panicky struct {
+	limit, n int
+}
+
+var errPanicky = errors.New("the reader's own panic")
+
+func (p *panicky) take(b []byte) (int, error) {
+	if p.n+len(b) > p.limit {
+		panic(errPanicky)
+	}
+	p.n += len(b)
+	return len(b), nil
+}
+
+func (p *panicky) Read(b []byte) (int, error)  { return p.take(b) }
+func (p *panicky) Write(b []byte) (int, error) { return p.take(b) }
+
+type panickyAt struct{ panicky }
+
+func (p *panickyAt) ReadAt(b []byte, off int64) (int, error) {
+	if off+int64(len(b)) > int64(p.limit) {
+		panic(errPanicky)
+	}
+	return len(b), nil
+}
+
+func (p *panickyAt) Seek(off int64, whence int) (int64, error) { return off, nil }
+
+// TestReadFromPanics: a reader or writer that panics, in order or at
+// offsets, has its panic raised again on the caller's goroutine, as a
+// Read or Write called there would, once the other reads or writes and the
+// DMAs are done; the buffer, the staging buffer and the stream are usable
+// after it, and nothing leaks (the context's checks at cleanup).
+func TestReadFromPanics(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	sb := new(cuda.StagingBuffer)
+	defer sb.Close()
+	const n = 20 << 20
+	data := randomBytes(n)
+	buf := must(cuda.Alloc[byte](ctx, n))(t)
+	defer buf.Free()
+	c := cuda.IOConfig{Staging: sb, Stream: s}
+	for _, tc := range []struct {
+		name string
+		call func() (int64, error)
+	}{
+		{"in order", func() (int64, error) { return cuda.ReadFrom(buf, &panicky{limit: 9 << 20}, c) }},
+		{"at offsets", func() (int64, error) { return cuda.ReadFrom(buf, &panickyAt{panicky{limit: 9 << 20}}, c) }},
+		{"writer", func() (int64, error) { return cuda.WriteTo(buf, &panicky{limit: 9 << 20}, c) }},
+		{"first chunk", func() (int64, error) { return cuda.ReadFrom(buf, &panicky{limit: 0}, cuda.IOConfig{}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			func() {
+				defer func() {
+					if p := recover(); p != errPanicky {
+						t.Errorf("recovered %v; want the reader's panic", p)
+					}
+				}()
+				n, err := tc.call()
+				t.Errorf("returned %d, %v; want a panic", n, err)
+			}()
+			if got, err := cuda.ReadFrom(buf, bytes.NewReader(data), c); err != nil || got != n {
+				t.Fatalf("ReadFrom after the panic: %d, %v", got, err)
+			}
+			var out bytes.Buffer
+			if _, err := cuda.WriteTo(buf, &out, c); err != nil || !bytes.Equal(out.Bytes(), data) {
+				t.Fatalf("WriteTo after the panic: %v", err)
+			}
+		})
+	}
+}
