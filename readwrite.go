@@ -226,15 +226,32 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 		sh = ioAtOffsets
 	}
 	return runIO(op, sb, s, n, sh, func(p *ioPlan) (read int64, err error) {
-		f := newFetcher(r, at, base, p.slots)
+		read1 := func(_ int, buf []byte) (int, error) { return io.ReadFull(r, buf) }
+		if at != nil {
+			read1 = func(i int, buf []byte) (int, error) {
+				lo, _ := p.bounds(i)
+				m, err := at.ReadAt(buf, base+int64(lo))
+				if m == len(buf) {
+					err = nil // ReadAt may report io.EOF with the last byte
+				} else if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return m, err
+			}
+		}
+		f := newChunkCalls(p.slots, at == nil, read1)
 		defer func() {
-			if serr := f.stop(read); serr != nil && err == nil {
+			f.stop()
+			if at == nil {
+				return
+			}
+			// Leave r where a sequential read would have.
+			if _, serr := r.(io.Seeker).Seek(base+read, io.SeekStart); serr != nil && err == nil {
 				err = &Error{Op: op, Err: serr, Detail: "moving the source's offset past the bytes read"}
 			}
 		}()
 		for i := range p.slots {
-			lo, _ := p.bounds(i)
-			f.start(i, int64(lo), p.slot(i))
+			f.start(i, p.slot(i))
 		}
 		for i := range p.chunks {
 			lo, hi := p.bounds(i)
@@ -259,8 +276,7 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 				if err := p.await(op, s, i-1); err != nil {
 					return read, err
 				}
-				nlo, _ := p.bounds(next)
-				f.start(next, int64(nlo), p.slot(next))
+				f.start(next, p.slot(next))
 			}
 		}
 		return read, nil
@@ -276,24 +292,7 @@ func readError(op string, err error, at int64, n int) error {
 	return &Error{Op: op, Err: err, Detail: fmt.Sprintf("reading the source at byte %d of %d", at, n)}
 }
 
-// fetcher reads chunks of a reader into pinned slots: one goroutine per
-// chunk where the reader reads at offsets, else chunk after chunk on one
-// goroutine, in order.
-type fetcher struct {
-	at   io.ReaderAt // nil: sequential
-	r    io.Reader
-	base int64 // the ReaderAt's offset at the start
-	done []chan result
-	seq  chan job
-	wg   sync.WaitGroup
-}
-
-type job struct {
-	i   int
-	off int64
-	buf []byte
-}
-
+// result is the outcome of a chunk's read or write.
 type result struct {
 	n        int
 	err      error
@@ -338,76 +337,81 @@ func readsAt(r io.Reader) (io.ReaderAt, int64) {
 	return at, base
 }
 
-// newFetcher returns a fetcher of r: at offsets from base through at where
-// at is not nil (see readsAt), else in order.
-func newFetcher(r io.Reader, at io.ReaderAt, base int64, slots int) *fetcher {
-	f := &fetcher{r: r, at: at, base: base, done: make([]chan result, slots)}
-	for i := range f.done {
-		f.done[i] = make(chan result, 1)
+// job is a chunk's call: chunk i, in buf.
+type job struct {
+	i   int
+	buf []byte
+}
+
+// chunkCalls makes the reads or writes of a pipeline's chunks off the
+// pipeline's goroutine, which holds a context current on its locked
+// thread (a locked goroutine that blocks in a read or write, a pipe's
+// every 64 KiB, waits for a processor each time), and hands back each
+// chunk's result: in order on one goroutine (a reader read in order, a
+// writer; after a call fails or panics it makes no more), or each on a
+// goroutine of its own (a reader read at offsets).
+type chunkCalls struct {
+	call func(i int, buf []byte) (int, error)
+	done []chan result // chunk i's result, in done[i%len(done)]
+	seq  chan job      // in order: the calls for the one goroutine
+	wg   sync.WaitGroup
+}
+
+// newChunkCalls returns chunkCalls for a pipeline of slots slots making
+// call, in order or not.
+func newChunkCalls(slots int, inOrder bool, call func(i int, buf []byte) (int, error)) *chunkCalls {
+	c := &chunkCalls{call: call, done: make([]chan result, slots)}
+	for i := range c.done {
+		c.done[i] = make(chan result, 1)
 	}
-	if at != nil {
-		return f
+	if !inOrder {
+		return c
 	}
-	f.seq = make(chan job, slots)
-	f.wg.Add(1)
+	c.seq = make(chan job, slots)
+	c.wg.Add(1)
 	go func() {
-		defer f.wg.Done()
+		defer c.wg.Done()
 		failed := false
-		for j := range f.seq {
-			if failed { // the reader's position is lost: read nothing more
-				f.done[j.i%len(f.done)] <- result{err: io.ErrClosedPipe}
-				continue
+		for j := range c.seq {
+			res := result{err: io.ErrClosedPipe} // a call failed: where the reader or writer is, is lost
+			if !failed {
+				res = guard(func() (int, error) { return call(j.i, j.buf) })
+				failed = res.err != nil || res.panicked != nil
 			}
-			res := guard(func() (int, error) { return io.ReadFull(f.r, j.buf) })
-			failed = res.err != nil || res.panicked != nil
-			f.done[j.i%len(f.done)] <- res
+			c.done[j.i%slots] <- res
 		}
 	}()
-	return f
+	return c
 }
 
-// start reads chunk i, at offset off from the start, into buf.
-func (f *fetcher) start(i int, off int64, buf []byte) {
-	if f.at == nil {
-		f.seq <- job{i, off, buf}
+// start makes chunk i's call, on buf.
+func (c *chunkCalls) start(i int, buf []byte) {
+	if c.seq != nil {
+		c.seq <- job{i: i, buf: buf}
 		return
 	}
-	f.wg.Add(1)
+	c.wg.Add(1)
 	go func() {
-		defer f.wg.Done()
-		f.done[i%len(f.done)] <- guard(func() (int, error) {
-			n, err := f.at.ReadAt(buf, f.base+off)
-			if n == len(buf) {
-				err = nil // ReadAt may report io.EOF with the last byte
-			} else if err == nil {
-				err = io.ErrUnexpectedEOF
-			}
-			return n, err
-		})
+		defer c.wg.Done()
+		c.done[i%len(c.done)] <- guard(func() (int, error) { return c.call(i, buf) })
 	}()
 }
 
-// wait returns the result of chunk i (see result.get).
-func (f *fetcher) wait(i int) (int, error) { return (<-f.done[i%len(f.done)]).get() }
+// wait returns the result of chunk i's call (see result.get).
+func (c *chunkCalls) wait(i int) (int, error) { return (<-c.done[i%len(c.done)]).get() }
 
-// stop waits for every read in flight (they write the pinned memory) and
-// moves a reader read at offsets past the read bytes it handed over, as a
-// sequential read would have left it.
-func (f *fetcher) stop(read int64) error {
-	if f.seq != nil {
-		close(f.seq)
+// stop waits for every call in flight: they read or write the pinned
+// memory.
+func (c *chunkCalls) stop() {
+	if c.seq != nil {
+		close(c.seq)
 	}
-	f.wg.Wait()
-	if f.at != nil {
-		_, err := f.r.(io.Seeker).Seek(f.base+read, io.SeekStart)
-		return err
-	}
-	return nil
+	c.wg.Wait()
 }
 
 // writePipeline moves n bytes from the device at d to w, on s. The writes
-// run on a goroutine of their own (a sink) while this one waits for the
-// DMAs and queues the next.
+// run on a goroutine of their own while this one waits for the DMAs and
+// queues the next.
 func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, w io.Writer, progress func(int64)) (int64, error) {
 	return runIO(op, sb, s, n, ioSequential, func(p *ioPlan) (written int64, err error) {
 		dma := func(i int) error {
@@ -418,8 +422,14 @@ func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, 
 			}
 			return p.queued(op, s, i)
 		}
-		k := newSink(w, p.slots)
-		defer k.stop() // the writes read the pinned memory
+		k := newChunkCalls(p.slots, true, func(_ int, buf []byte) (int, error) {
+			m, err := w.Write(buf)
+			if err == nil && m < len(buf) {
+				err = io.ErrShortWrite
+			}
+			return m, err
+		})
+		defer k.stop()
 		// wrote takes the result of chunk i's write and, its slot free,
 		// queues the DMA of the chunk that goes there next.
 		wrote := func(i int) error {
@@ -445,8 +455,8 @@ func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, 
 			if err := p.await(op, s, i); err != nil {
 				return written, err
 			}
-			k.put(i, p.slot(i))
-			// The sink writes chunk i while chunk i-1's slot takes the
+			k.start(i, p.slot(i))
+			// Chunk i is written while chunk i-1's slot takes the
 			// next DMA.
 			if i >= 1 {
 				if err := wrote(i - 1); err != nil {
@@ -457,57 +467,4 @@ func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, 
 		err = wrote(p.chunks - 1) // written, read below, is what wrote leaves
 		return written, err
 	})
-}
-
-// sink writes chunks to a writer in order, on a goroutine of its own: the
-// pipeline's goroutine holds a context current on its locked thread, and a
-// locked goroutine that blocks in a write (a pipe's or a socket's, every
-// few KiB) waits tens of microseconds for a processor each time. On the
-// H200 machine writing into a pipe from the locked goroutine ran at a third
-// of the pipe's speed.
-type sink struct {
-	w    io.Writer
-	jobs chan job
-	done []chan result
-	wg   sync.WaitGroup
-}
-
-func newSink(w io.Writer, slots int) *sink {
-	k := &sink{w: w, jobs: make(chan job, slots), done: make([]chan result, slots)}
-	for i := range k.done {
-		k.done[i] = make(chan result, 1)
-	}
-	k.wg.Add(1)
-	go func() {
-		defer k.wg.Done()
-		failed := false
-		for j := range k.jobs {
-			if failed { // a write failed: write nothing after it
-				k.done[j.i%slots] <- result{err: io.ErrClosedPipe}
-				continue
-			}
-			res := guard(func() (int, error) {
-				m, err := k.w.Write(j.buf)
-				if err == nil && m < len(j.buf) {
-					err = io.ErrShortWrite
-				}
-				return m, err
-			})
-			failed = res.err != nil || res.panicked != nil
-			k.done[j.i%slots] <- res
-		}
-	}()
-	return k
-}
-
-// put hands chunk i, in buf, to the sink.
-func (k *sink) put(i int, buf []byte) { k.jobs <- job{i: i, buf: buf} }
-
-// wait returns the result of chunk i's write (see result.get).
-func (k *sink) wait(i int) (int, error) { return (<-k.done[i%len(k.done)]).get() }
-
-// stop waits for the write in flight, if any: it reads the pinned memory.
-func (k *sink) stop() {
-	close(k.jobs)
-	k.wg.Wait()
 }
