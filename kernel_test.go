@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -369,6 +370,48 @@ func TestGlobal(t *testing.T) {
 	m.Close()
 	if err := table.CopyToHost(got); !errors.Is(err, cuda.ErrClosed) {
 		t.Errorf("global after the module closed: %v; want ErrClosed", err)
+	}
+}
+
+// TestModulesLoadConcurrently loads modules on many goroutines at once,
+// each finding its global and function: loading is goroutine-safe. (On the
+// fake, whose PTX parser once kept state for the whole process, a global
+// was then sometimes not found: TestHammer caught it in CI.)
+func TestModulesLoadConcurrently(t *testing.T) {
+	ctx := cudatest.Context(t)
+	ptx, err := os.ReadFile("testdata/kernels.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroutines, loads := 16, 200 // the fake's race showed within a few hundred
+	if !cudatest.IsFake() {
+		loads = 10 // the driver's JIT takes milliseconds a load
+	}
+	errs := make(chan error, goroutines)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range loads {
+				m, err := ctx.LoadModule(ptx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, gerr := cuda.Global[uint32](m, "table")
+				_, ferr := m.Function("vadd_s32")
+				if err := errors.Join(gerr, ferr, m.Close()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 

@@ -168,8 +168,11 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, 
 		// last token starting with '.'.
 		char decl[256];
 		snprintf(decl, sizeof decl, "%.*s", (int)(end - p), p);
-		char *last = NULL, *type = ".b32";
-		for (char *t = strtok(decl, " \t\n"); t; t = strtok(NULL, " \t\n")) {
+		// strtok_r: modules load on many threads at once, and strtok's
+		// state is the process's (TestHammer once found a global under
+		// another module's name).
+		char *last = NULL, *type = ".b32", *save = NULL;
+		for (char *t = strtok_r(decl, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
 			if (t[0] == '.' && strcmp(t, ".global") && strncmp(t, ".align", 6) && strcmp(t, ".visible")) type = t;
 			last = t;
 		}
