@@ -62,7 +62,7 @@ func Zeroed[T any](ctx *Context, n int) (*DeviceBuffer[T], error) {
 		return nil, err
 	}
 	if err := b.memset(op, 1, 0, nil); err != nil {
-		closeTemp(&err, b.Free)
+		lifetime.CloseTemp(&err, b.Free)
 		return nil, err
 	}
 	return b, nil
@@ -80,7 +80,7 @@ func FromHost[T any](ctx *Context, src []T) (*DeviceBuffer[T], error) {
 		return nil, err
 	}
 	if err := b.copyFromHost(op, src); err != nil {
-		closeTemp(&err, b.Free)
+		lifetime.CloseTemp(&err, b.Free)
 		return nil, err
 	}
 	return b, nil

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // DefaultCalibrationSizes returns the transfer sizes Calibrate measures
@@ -80,7 +82,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 	if err != nil {
 		return StagingCalibration{}, err
 	}
-	defer closeTemp(&err, s.Close)
+	defer lifetime.CloseTemp(&err, s.Close)
 	// Each transfer takes the next slice of arenas larger than the CPU's
 	// caches: data cached from the previous transfer would flatter the
 	// staged path, which copies it once more.
@@ -89,7 +91,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 	if err != nil {
 		return StagingCalibration{}, err
 	}
-	defer closeTemp(&err, dev.Free)
+	defer lifetime.CloseTemp(&err, dev.Free)
 	host := make([]byte, arena)
 	for i := range host {
 		host[i] = byte(i*7 + 1)
@@ -98,9 +100,9 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 	// One staging buffer per path, sharing sb's pipeline shape.
 	pipe := sb.Pipeline()
 	staged, direct, piped := new(StagingBuffer), new(StagingBuffer), new(StagingBuffer)
-	defer closeTemp(&err, staged.Close)
-	defer closeTemp(&err, direct.Close)
-	defer closeTemp(&err, piped.Close)
+	defer lifetime.CloseTemp(&err, staged.Close)
+	defer lifetime.CloseTemp(&err, direct.Close)
+	defer lifetime.CloseTemp(&err, piped.Close)
 	off := pipe
 	off.UploadMinBytes, off.DownloadMinBytes = math.MaxInt, math.MaxInt
 	staged.SetAutoStageMaxBytes(math.MaxInt)

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -126,7 +127,7 @@ func OpenIPC[T any](ctx *Context, h IPCHandle, n int) (*DeviceBuffer[T], error) 
 		err = errorf(op, ErrInvalidValue, "%s of %d elements do not fit in the %s the handle names", formatBytes(bytes), n, formatBytes(size-uintptr(base-start)))
 	}
 	if err != nil {
-		closeTemp(&err, func() error { return check(op, driver.IpcCloseMemHandle(ctx.handle, base)) })
+		lifetime.CloseTemp(&err, func() error { return check(op, driver.IpcCloseMemHandle(ctx.handle, base)) })
 		return nil, err
 	}
 	m := &allocation{base: base, size: bytes, allocated: true, ipc: true}

@@ -179,16 +179,3 @@ func forgotten(ctx *Context, kind track.Kind, free func()) {
 	defer ctx.unbind()
 	free()
 }
-
-// closeTemp closes a temporary object an operation made for itself, into
-// *err: a Close that fails is tried once more, so that a transient failure
-// leaks nothing, and the first failure is reported either way.
-func closeTemp(err *error, close func() error) {
-	cerr := close()
-	if cerr != nil {
-		close()
-	}
-	if *err == nil {
-		*err = cerr
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // IOConfig says how ReadFrom and WriteTo move data between a reader or
@@ -132,11 +133,11 @@ func withIO(op string, ctx *Context, c IOConfig, move func(*StagingBuffer, *Stre
 		if s, err = ctx.NewStream(); err != nil {
 			return err
 		}
-		defer closeTemp(&err, s.Close)
+		defer lifetime.CloseTemp(&err, s.Close)
 	}
 	if sb == nil {
 		sb = new(StagingBuffer) // its memory is allocated at first use
-		defer closeTemp(&err, sb.Close)
+		defer lifetime.CloseTemp(&err, sb.Close)
 	}
 	if err := sb.acquire(op); err != nil {
 		return err
@@ -199,7 +200,7 @@ func runIO(op string, sb *StagingBuffer, s *Stream, n int, sh ioShape, move func
 		}
 		return errors.Join(errs...)
 	}
-	defer closeTemp(&err, closeEvents)
+	defer lifetime.CloseTemp(&err, closeEvents)
 	for range slots {
 		e, err := s.ctx.NewEvent(EventDisableTiming)
 		if err != nil {

@@ -19,16 +19,8 @@ import (
 // source's own speed, the limit to compare with; io.Discard's small buffer
 // stays in the cache and is faster than any consumer of the data).
 func BenchmarkReadFromStream(b *testing.B) {
-	ctx := cudatest.Context(b)
-	s := cudatest.Stream(b, ctx)
 	const n = 256 << 20
-	if cudatest.IsFake() {
-		b.Skip("the fake's DMA is a memmove: nothing to measure")
-	}
-	dst := must(cuda.Alloc[byte](ctx, n))(b)
-	defer dst.Free()
-	sb := new(cuda.StagingBuffer)
-	defer sb.Close()
+	dst, c := streamBench(b, n)
 	src := make([]byte, 4<<20)
 	feed := func(w io.WriteCloser) {
 		defer w.Close()
@@ -91,7 +83,7 @@ func BenchmarkReadFromStream(b *testing.B) {
 				defer cuda.SetIOShape(true, slots, chunk)
 				b.SetBytes(n)
 				for b.Loop() {
-					if _, err := cuda.ReadFrom(dst, open(b), cuda.IOConfig{Staging: sb, Stream: s}); err != nil {
+					if _, err := cuda.ReadFrom(dst, open(b), c); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -135,16 +127,8 @@ func BenchmarkReadFromShape(b *testing.B) {
 // drained by a goroutine into a 4 MiB buffer: with WriteTo, and from an
 // ordinary 4 MiB buffer (the pipe's own speed).
 func BenchmarkWriteToStream(b *testing.B) {
-	ctx := cudatest.Context(b)
-	s := cudatest.Stream(b, ctx)
 	const n = 256 << 20
-	if cudatest.IsFake() {
-		b.Skip("the fake's DMA is a memmove: nothing to measure")
-	}
-	src := must(cuda.Alloc[byte](ctx, n))(b)
-	defer src.Free()
-	sb := new(cuda.StagingBuffer)
-	defer sb.Close()
+	src, c := streamBench(b, n)
 	// pipe returns the pipe's writer and a channel that yields once its
 	// reader has drained everything.
 	pipe := func(b *testing.B) (io.WriteCloser, chan error) {
@@ -186,7 +170,7 @@ func BenchmarkWriteToStream(b *testing.B) {
 		b.SetBytes(n)
 		for b.Loop() {
 			w, done := pipe(b)
-			if _, err := cuda.WriteTo(src, w, cuda.IOConfig{Staging: sb, Stream: s}); err != nil {
+			if _, err := cuda.WriteTo(src, w, c); err != nil {
 				b.Fatal(err)
 			}
 			w.Close()
@@ -195,4 +179,21 @@ func BenchmarkWriteToStream(b *testing.B) {
 			}
 		}
 	})
+}
+
+// streamBench returns, for the streams' benchmarks, n bytes of device
+// memory and an IOConfig with a staging buffer and a stream, all released
+// at cleanup; on the fake it skips b: its DMA is a memmove, nothing to
+// measure.
+func streamBench(b *testing.B, n int) (*cuda.DeviceBuffer[byte], cuda.IOConfig) {
+	b.Helper()
+	if cudatest.IsFake() {
+		b.Skip("the fake's DMA is a memmove: nothing to measure")
+	}
+	ctx := cudatest.Context(b)
+	buf := must(cuda.Alloc[byte](ctx, n))(b)
+	b.Cleanup(func() { buf.Free() })
+	sb := new(cuda.StagingBuffer)
+	b.Cleanup(func() { sb.Close() })
+	return buf, cuda.IOConfig{Staging: sb, Stream: cudatest.Stream(b, ctx)}
 }

@@ -20,6 +20,15 @@ type onlyReader struct{ r io.Reader }
 
 func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
+// ioFixture returns n random bytes, a device buffer of n bytes (freed at
+// cleanup) and an IOConfig with sb and a stream of ctx.
+func ioFixture(t *testing.T, ctx *cuda.Context, sb *cuda.StagingBuffer, n int) ([]byte, *cuda.DeviceBuffer[byte], cuda.IOConfig) {
+	t.Helper()
+	buf := must(cuda.Alloc[byte](ctx, n))(t)
+	t.Cleanup(func() { buf.Free() })
+	return randomBytes(n), buf, cuda.IOConfig{Staging: sb, Stream: cudatest.Stream(t, ctx)}
+}
+
 func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	r := rand.New(rand.NewPCG(uint64(n), 1))
@@ -155,14 +164,10 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 // the buffer usable after it.
 func TestReadFromErrors(t *testing.T) {
 	ctx := cudatest.Context(t)
-	s := cudatest.Stream(t, ctx)
 	sb := must(cuda.NewStagingBuffer(ctx, 64<<20))(t)
 	defer sb.Close()
 	const n = 20 << 20
-	data := randomBytes(n)
-	buf := must(cuda.Alloc[byte](ctx, n))(t)
-	defer buf.Free()
-	c := cuda.IOConfig{Staging: sb, Stream: s}
+	data, buf, c := ioFixture(t, ctx, sb, n)
 	broken := errors.New("the disk is on fire")
 	for _, tc := range []struct {
 		name   string
@@ -253,14 +258,10 @@ func (p *panickyAt) Seek(off int64, whence int) (int64, error) { return off, nil
 // after it, and nothing leaks (the context's checks at cleanup).
 func TestReadFromPanics(t *testing.T) {
 	ctx := cudatest.Context(t)
-	s := cudatest.Stream(t, ctx)
 	sb := new(cuda.StagingBuffer)
 	defer sb.Close()
 	const n = 20 << 20
-	data := randomBytes(n)
-	buf := must(cuda.Alloc[byte](ctx, n))(t)
-	defer buf.Free()
-	c := cuda.IOConfig{Staging: sb, Stream: s}
+	data, buf, c := ioFixture(t, ctx, sb, n)
 	for _, tc := range []struct {
 		name string
 		call func() (int64, error)

@@ -43,6 +43,7 @@ import (
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // The environment variables that override which libraries are opened.
@@ -177,7 +178,7 @@ func Version(ctx *cuda.Context) (major, minor, patch int, err error) {
 		if err := call(op, "cublasCreate_v2", lib.fn.create, uintptr(unsafe.Pointer(h))); err != nil {
 			return err
 		}
-		defer again(&err, func() error { return call(op, "cublasDestroy_v2", lib.fn.destroy, *h) })
+		defer lifetime.CloseTemp(&err, func() error { return call(op, "cublasDestroy_v2", lib.fn.destroy, *h) })
 		return call(op, "cublasGetVersion_v2", lib.fn.getVersion, *h, uintptr(unsafe.Pointer(v)))
 	})
 	if err != nil {
@@ -217,20 +218,6 @@ func callLt(op, name string, fn uintptr, args ...uintptr) error {
 		return statusError(op, name, s, lib.fn.ltStatusName, lib.fn.ltStatusString)
 	}
 	return nil
-}
-
-// again runs release, the release of something a call made for itself,
-// and once more if it fails, so that a transient failure leaks nothing;
-// the first failure goes into *err unless it holds one already.
-func again(err *error, release func() error) {
-	if e := release(); e != nil {
-		if release() != nil {
-			e = fmt.Errorf("%w (and again)", e)
-		}
-		if *err == nil {
-			*err = e
-		}
-	}
 }
 
 func missing(op, name, path string) error {

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // cudaDataType_t and cublasComputeType_t values.
@@ -180,7 +181,7 @@ func GemmBatched[T Element](h *Handle, alpha float64, a, b []Matrix[T], beta flo
 			return err
 		}
 		// Freed after the product, in the stream's order.
-		defer again(&err, arrays.Free)
+		defer lifetime.CloseTemp(&err, arrays.Free)
 		if err := arrays.CopyFromHostAsync(ptrs, h.stream); err != nil {
 			return err
 		}

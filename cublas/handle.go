@@ -114,12 +114,12 @@ func New(s *cuda.Stream) (*Handle, error) {
 			call(op, "cublasSetPointerMode_v2", lib.fn.setPointerMode, r.blas, 0), // CUBLAS_POINTER_MODE_HOST
 		)
 		if err != nil {
-			again(&err, func() error { return r.destroy(op) })
+			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
 		}
 		return err
 	}, ws)
 	if err != nil {
-		again(&err, ws.Free)
+		lifetime.CloseTemp(&err, ws.Free)
 		return nil, err
 	}
 	h := &Handle{stream: s, ctx: ctx, raw: r, workspace: ws, plans: map[planKey]*plan{}}

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // Epilogue is what Matmul applies to each element of its result, after the
@@ -169,7 +170,7 @@ func (h *Handle) plan(op string, key planKey, bias uintptr) (*plan, error) {
 	}
 	p := new(plan)
 	if err := p.make(op, h.raw.lt, key, bias); err != nil {
-		again(&err, func() error { return p.destroy(op) })
+		lifetime.CloseTemp(&err, func() error { return p.destroy(op) })
 		return nil, err
 	}
 	h.plans[key] = p
@@ -222,7 +223,7 @@ func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) (err error
 	if err := callLt(op, "cublasLtMatmulPreferenceCreate", lib.fn.ltPrefCreate, uintptr(unsafe.Pointer(&pref))); err != nil {
 		return err
 	}
-	defer again(&err, func() error { return callLt(op, "cublasLtMatmulPreferenceDestroy", lib.fn.ltPrefDestroy, pref) })
+	defer lifetime.CloseTemp(&err, func() error { return callLt(op, "cublasLtMatmulPreferenceDestroy", lib.fn.ltPrefDestroy, pref) })
 	ws := uint64(WorkspaceBytes)
 	if err := callLt(op, "cublasLtMatmulPreferenceSetAttribute", lib.fn.ltPrefSetAttribute, pref, prefMaxWorkspace, uintptr(unsafe.Pointer(&ws)), 8); err != nil {
 		return err

@@ -134,3 +134,17 @@ func (l *Life) Close(release func() (gone bool, err error)) (Status, error) {
 	}
 	return Closed, err
 }
+
+// CloseTemp closes a temporary object an operation made for itself, into
+// *err: a Close that fails is tried once more, so that a transient failure
+// leaks nothing, and the first failure is reported unless *err holds one
+// already. Packages cuda and cublas share it.
+func CloseTemp(err *error, close func() error) {
+	cerr := close()
+	if cerr != nil {
+		close()
+	}
+	if *err == nil {
+		*err = cerr
+	}
+}
