@@ -143,15 +143,43 @@ func (c *Context) bind(op string) error {
 	if err := holdErr(op, "the context", c.life.Hold()); err != nil {
 		return err
 	}
+	if err := c.bindHeld(op); err != nil {
+		c.life.Release()
+		return err
+	}
+	return nil
+}
+
+// bindHeld is bind for a call made on behalf of an operation that holds c
+// already, on another goroutine: it makes c current (purego) without
+// holding c again, which a Close under way would refuse in the middle of
+// that operation.
+func (c *Context) bindHeld(op string) error {
 	if driver.BindsInCall {
 		return nil
 	}
 	runtime.LockOSThread()
 	if err := c.makeCurrent(op); err != nil {
-		c.unbind()
+		runtime.UnlockOSThread()
 		return err
 	}
 	return nil
+}
+
+func (c *Context) unbindHeld() {
+	if !driver.BindsInCall {
+		runtime.UnlockOSThread()
+	}
+}
+
+// doHeld runs calls, driver calls for an operation that holds c, between
+// bindHeld and unbindHeld.
+func (c *Context) doHeld(op string, calls func() error) error {
+	if err := c.bindHeld(op); err != nil {
+		return err
+	}
+	defer c.unbindHeld()
+	return calls()
 }
 
 // makeCurrent makes c current on the calling thread, if it is not.
@@ -165,9 +193,7 @@ func (c *Context) makeCurrent(op string) error {
 }
 
 func (c *Context) unbind() {
-	if !driver.BindsInCall {
-		runtime.UnlockOSThread()
-	}
+	c.unbindHeld()
 	c.life.Release()
 }
 

@@ -222,30 +222,41 @@ func runIO(op string, sb *StagingBuffer, s *Stream, n int, sh ioShape, move func
 // readPipeline moves n bytes from r to the device at d on s.
 func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, r io.Reader, progress func(int64)) (int64, error) {
 	at, base := readsAt(r)
-	sh := ioSequential
-	if at != nil {
-		sh = ioAtOffsets
-	}
-	return runIO(op, sb, s, n, sh, func(p *ioPlan) (read int64, err error) {
-		read1 := func(_ int, buf []byte) (int, error) { return io.ReadFull(r, buf) }
-		if at != nil {
-			read1 = func(i int, buf []byte) (int, error) {
-				lo, _ := p.bounds(i)
-				m, err := at.ReadAt(buf, base+int64(lo))
-				if m == len(buf) {
-					err = nil // ReadAt may report io.EOF with the last byte
-				} else if err == nil {
-					err = io.ErrUnexpectedEOF
+	if at == nil {
+		return runIO(op, sb, s, n, ioSequential, func(p *ioPlan) (int64, error) {
+			return p.inOrder(progress, func(i int) (int, error) {
+				lo, hi := p.bounds(i)
+				got, err := io.ReadFull(r, p.slot(i))
+				if err != nil {
+					return got, readError(op, err, int64(lo)+int64(got), n)
 				}
-				return m, err
+				// Chunk i+1 goes into the slot chunk i+1-slots left, once
+				// its DMA is done: chunk i's is queued behind it.
+				return got, s.ctx.doHeld(op, func() error {
+					if err := p.dma(op, s, i, driver.MemcpyHtoDAsync(s.ctx.handle, d+driver.DevicePtr(lo), hostPtr(p.slot(i)), uintptr(hi-lo), s.handle)); err != nil {
+						return err
+					}
+					if reuse := i + 1 - p.slots; reuse >= 0 && i+1 < p.chunks {
+						return p.await(op, s, reuse)
+					}
+					return nil
+				})
+			})
+		})
+	}
+	return runIO(op, sb, s, n, ioAtOffsets, func(p *ioPlan) (read int64, err error) {
+		f := newChunkReads(p.slots, func(i int, buf []byte) (int, error) {
+			lo, _ := p.bounds(i)
+			m, err := at.ReadAt(buf, base+int64(lo))
+			if m == len(buf) {
+				err = nil // ReadAt may report io.EOF with the last byte
+			} else if err == nil {
+				err = io.ErrUnexpectedEOF
 			}
-		}
-		f := newChunkCalls(p.slots, at == nil, read1)
+			return m, err
+		})
 		defer func() {
 			f.stop()
-			if at == nil {
-				return
-			}
 			// Leave r where a sequential read would have.
 			if _, serr := r.(io.Seeker).Seek(base+read, io.SeekStart); serr != nil && err == nil {
 				err = &Error{Op: op, Err: serr, Detail: "moving the source's offset past the bytes read"}
@@ -261,11 +272,7 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 			if ferr != nil {
 				return read, readError(op, ferr, int64(lo)+int64(got), n)
 			}
-			s.queued.Add(2)
-			if err := check(op, driver.MemcpyHtoDAsync(s.ctx.handle, d+driver.DevicePtr(lo), hostPtr(p.slot(i)), uintptr(hi-lo), s.handle)); err != nil {
-				return read, err
-			}
-			if err := p.queued(op, s, i); err != nil {
+			if err := p.dma(op, s, i, driver.MemcpyHtoDAsync(s.ctx.handle, d+driver.DevicePtr(lo), hostPtr(p.slot(i)), uintptr(hi-lo), s.handle)); err != nil {
 				return read, err
 			}
 			if progress != nil {
@@ -338,134 +345,141 @@ func readsAt(r io.Reader) (io.ReaderAt, int64) {
 	return at, base
 }
 
-// job is a chunk's call: chunk i, in buf.
-type job struct {
-	i   int
-	buf []byte
+// inOrder moves the plan's chunks in order on a goroutine of its own,
+// step(i) moving chunk i (its read or write and the DMA calls beside it,
+// made with Context.doHeld), while the calling goroutine waits: it holds the
+// context current on a locked thread (purego), and waking it at every
+// chunk, or blocking it in a pipe's read or write every 64 KiB, cost a
+// pipe a fifth of its speed. It returns the bytes moved, once the
+// goroutine has stopped: after the last chunk, or after the first step
+// that failed, with that step's error; a step's panic is raised again on
+// the calling goroutine. progress, if not nil, is called there after each
+// chunk with the bytes moved so far.
+func (p *ioPlan) inOrder(progress func(int64), step func(i int) (int, error)) (int64, error) {
+	var (
+		moved int64
+		res   result
+		done  = make(chan struct{})
+		quit  = make(chan struct{}) // the caller left (progress panicked): stop
+		ticks chan int64
+	)
+	if progress != nil {
+		ticks = make(chan int64, 1)
+	}
+	go func() {
+		defer close(done)
+		if ticks != nil {
+			defer close(ticks)
+		}
+		for i := range p.chunks {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if res = guard(func() (int, error) { return step(i) }); res.panicked != nil {
+				return
+			}
+			moved += int64(res.n)
+			if res.err != nil {
+				return
+			}
+			if ticks != nil {
+				select {
+				case ticks <- moved:
+				case <-quit:
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		<-done // the goroutine reads or writes the pinned memory
+	}()
+	if ticks != nil {
+		for m := range ticks {
+			progress(m)
+		}
+	}
+	<-done
+	_, err := res.get()
+	return moved, err
 }
 
-// chunkCalls makes the reads or writes of a pipeline's chunks off the
-// pipeline's goroutine, which holds a context current on its locked
-// thread (a locked goroutine that blocks in a read or write, a pipe's
-// every 64 KiB, waits for a processor each time), and hands back each
-// chunk's result: in order on one goroutine (a reader read in order, a
-// writer; after a call fails or panics it makes no more), or each on a
-// goroutine of its own (a reader read at offsets).
-type chunkCalls struct {
-	call func(i int, buf []byte) (int, error)
+// dma checks the status of chunk i's DMA, just queued on s, and records
+// the chunk's event after it.
+func (p *ioPlan) dma(op string, s *Stream, i int, st driver.Status) error {
+	s.queued.Add(2)
+	if err := check(op, st); err != nil {
+		return err
+	}
+	return p.queued(op, s, i)
+}
+
+// chunkReads makes a pipeline's reads at offsets off the pipeline's
+// goroutine, each chunk's on a goroutine of its own, and hands back each
+// chunk's result.
+type chunkReads struct {
+	read func(i int, buf []byte) (int, error)
 	done []chan result // chunk i's result, in done[i%len(done)]
-	seq  chan job      // in order: the calls for the one goroutine
 	wg   sync.WaitGroup
 }
 
-// newChunkCalls returns chunkCalls for a pipeline of slots slots making
-// call, in order or not.
-func newChunkCalls(slots int, inOrder bool, call func(i int, buf []byte) (int, error)) *chunkCalls {
-	c := &chunkCalls{call: call, done: make([]chan result, slots)}
+// newChunkReads returns chunkReads for a pipeline of slots slots.
+func newChunkReads(slots int, read func(i int, buf []byte) (int, error)) *chunkReads {
+	c := &chunkReads{read: read, done: make([]chan result, slots)}
 	for i := range c.done {
 		c.done[i] = make(chan result, 1)
 	}
-	if !inOrder {
-		return c
-	}
-	c.seq = make(chan job, slots)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		failed := false
-		for j := range c.seq {
-			res := result{err: io.ErrClosedPipe} // a call failed: where the reader or writer is, is lost
-			if !failed {
-				res = guard(func() (int, error) { return call(j.i, j.buf) })
-				failed = res.err != nil || res.panicked != nil
-			}
-			c.done[j.i%slots] <- res
-		}
-	}()
 	return c
 }
 
-// start makes chunk i's call, on buf.
-func (c *chunkCalls) start(i int, buf []byte) {
-	if c.seq != nil {
-		c.seq <- job{i: i, buf: buf}
-		return
-	}
+// start reads chunk i into buf.
+func (c *chunkReads) start(i int, buf []byte) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.done[i%len(c.done)] <- guard(func() (int, error) { return c.call(i, buf) })
+		c.done[i%len(c.done)] <- guard(func() (int, error) { return c.read(i, buf) })
 	}()
 }
 
-// wait returns the result of chunk i's call (see result.get).
-func (c *chunkCalls) wait(i int) (int, error) { return (<-c.done[i%len(c.done)]).get() }
+// wait returns the result of chunk i's read (see result.get).
+func (c *chunkReads) wait(i int) (int, error) { return (<-c.done[i%len(c.done)]).get() }
 
-// stop waits for every call in flight: they read or write the pinned
-// memory.
-func (c *chunkCalls) stop() {
-	if c.seq != nil {
-		close(c.seq)
-	}
-	c.wg.Wait()
-}
+// stop waits for every read in flight: they write the pinned memory.
+func (c *chunkReads) stop() { c.wg.Wait() }
 
-// writePipeline moves n bytes from the device at d to w, on s. The writes
-// run on a goroutine of their own while this one waits for the DMAs and
-// queues the next.
+// writePipeline moves n bytes from the device at d to w, on s: the DMAs
+// of the first chunks are queued here, and each chunk is then written
+// once its DMA is done, its slot then taking the DMA of a later chunk.
 func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n int, w io.Writer, progress func(int64)) (int64, error) {
-	return runIO(op, sb, s, n, ioSequential, func(p *ioPlan) (written int64, err error) {
+	return runIO(op, sb, s, n, ioSequential, func(p *ioPlan) (int64, error) {
 		dma := func(i int) error {
 			lo, hi := p.bounds(i)
-			s.queued.Add(2)
-			if err := check(op, driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(p.slot(i)), d+driver.DevicePtr(lo), uintptr(hi-lo), s.handle)); err != nil {
-				return err
-			}
-			return p.queued(op, s, i)
-		}
-		k := newChunkCalls(p.slots, true, func(_ int, buf []byte) (int, error) {
-			m, err := w.Write(buf)
-			if err == nil && m < len(buf) {
-				err = io.ErrShortWrite
-			}
-			return m, err
-		})
-		defer k.stop()
-		// wrote takes the result of chunk i's write and, its slot free,
-		// queues the DMA of the chunk that goes there next.
-		wrote := func(i int) error {
-			m, werr := k.wait(i)
-			written += int64(m)
-			if werr != nil {
-				return &Error{Op: op, Err: werr, Detail: fmt.Sprintf("writing byte %d of %d", written, n)}
-			}
-			if progress != nil {
-				progress(written)
-			}
-			if next := i + p.slots; next < p.chunks {
-				return dma(next)
-			}
-			return nil
+			return p.dma(op, s, i, driver.MemcpyDtoHAsync(s.ctx.handle, hostPtr(p.slot(i)), d+driver.DevicePtr(lo), uintptr(hi-lo), s.handle))
 		}
 		for i := range p.slots {
 			if err := dma(i); err != nil {
 				return 0, err
 			}
 		}
-		for i := range p.chunks {
-			if err := p.await(op, s, i); err != nil {
-				return written, err
+		return p.inOrder(progress, func(i int) (int, error) {
+			if err := s.ctx.doHeld(op, func() error { return p.await(op, s, i) }); err != nil {
+				return 0, err
 			}
-			k.start(i, p.slot(i))
-			// Chunk i is written while chunk i-1's slot takes the
-			// next DMA.
-			if i >= 1 {
-				if err := wrote(i - 1); err != nil {
-					return written, err
-				}
+			lo, _ := p.bounds(i)
+			m, err := w.Write(p.slot(i))
+			if err == nil && m < len(p.slot(i)) {
+				err = io.ErrShortWrite
 			}
-		}
-		err = wrote(p.chunks - 1) // written, read below, is what wrote leaves
-		return written, err
+			if err != nil {
+				return m, &Error{Op: op, Err: err, Detail: fmt.Sprintf("writing byte %d of %d", lo+m, n)}
+			}
+			if next := i + p.slots; next < p.chunks {
+				return m, s.ctx.doHeld(op, func() error { return dma(next) })
+			}
+			return m, nil
+		})
 	})
 }

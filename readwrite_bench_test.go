@@ -17,7 +17,8 @@ import (
 // pipeline for such readers: slots × chunk size), and into ordinary
 // memory, 4 MiB after 4 MiB, into one buffer or walking through 64 MiB (the
 // source's own speed, the limit to compare with; io.Discard's small buffer
-// stays in the cache and is faster than any consumer of the data).
+// stays in the cache and is faster than any consumer of the data), and
+// into 4 MiB of page-locked memory, as ReadFrom's slots are, with no DMA.
 func BenchmarkReadFromStream(b *testing.B) {
 	const n = 256 << 20
 	dst, c := streamBench(b, n)
@@ -62,10 +63,20 @@ func BenchmarkReadFromStream(b *testing.B) {
 	}
 	for _, name := range []string{"pipe", "tcp"} {
 		open := sources[name]
-		for _, foot := range []int{4 << 20, 64 << 20} {
-			b.Run(fmt.Sprintf("%s/source/into=%dMiB", name, foot>>20), func(b *testing.B) {
+		for _, foot := range []int{4 << 20, 64 << 20, -4 << 20} {
+			into := fmt.Sprintf("%dMiB", foot>>20)
+			buf := random[byte](max(foot, -foot))
+			if foot < 0 {
+				// Page-locked memory, as ReadFrom's slots are, without
+				// the DMA: whether pinned memory itself reads slower.
+				foot = -foot
+				into = fmt.Sprintf("pinned%dMiB", foot>>20)
+				pb := must(cuda.AllocPinned[byte](dst.Context(), foot))(b)
+				b.Cleanup(func() { pb.Free() })
+				buf = pb.Data()
+			}
+			b.Run(fmt.Sprintf("%s/source/into=%s", name, into), func(b *testing.B) {
 				b.SetBytes(n)
-				buf := random[byte](foot)
 				for b.Loop() {
 					r := open(b)
 					for off := 0; off < n; off += 4 << 20 {
@@ -77,7 +88,7 @@ func BenchmarkReadFromStream(b *testing.B) {
 				}
 			})
 		}
-		for _, shape := range [][2]int{{16, 4 << 20}, {4, 1 << 20}, {4, 512 << 10}, {2, 512 << 10}, {4, 256 << 10}, {8, 256 << 10}, {3, 512 << 10}} {
+		for _, shape := range [][2]int{{16, 4 << 20}, {4, 1 << 20}, {8, 1 << 20}, {4, 2 << 20}, {4, 512 << 10}, {2, 512 << 10}, {4, 256 << 10}, {8, 256 << 10}, {3, 512 << 10}} {
 			b.Run(fmt.Sprintf("%s/ReadFrom/slots=%d/chunk=%dKiB", name, shape[0], shape[1]>>10), func(b *testing.B) {
 				slots, chunk := cuda.SetIOShape(true, shape[0], shape[1])
 				defer cuda.SetIOShape(true, slots, chunk)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 
@@ -287,6 +288,81 @@ func TestReadFromPanics(t *testing.T) {
 			var out bytes.Buffer
 			if _, err := cuda.WriteTo(buf, &out, c); err != nil || !bytes.Equal(out.Bytes(), data) {
 				t.Fatalf("WriteTo after the panic: %v", err)
+			}
+		})
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	m, err := c.r.Read(b)
+	c.n.Add(int64(m))
+	return m, err
+}
+
+// TestProgressPanics: a Progress callback that panics has its panic raised
+// on the caller's goroutine, as any call there would; the transfer stops
+// (a reader read in order is read at most a few chunks further), and
+// everything is usable after it.
+func TestProgressPanics(t *testing.T) {
+	ctx := cudatest.Context(t)
+	sb := new(cuda.StagingBuffer)
+	defer sb.Close()
+	const n = 40 << 20
+	data, buf, c := ioFixture(t, ctx, sb, n)
+	errProgress := errors.New("progress's own panic")
+	for _, tc := range []struct {
+		name   string
+		source func() *countingReader
+		write  bool
+	}{
+		{"in order", func() *countingReader { return &countingReader{r: onlyReader{bytes.NewReader(data)}} }, false},
+		{"at offsets", nil, false},
+		{"writer", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var at int64
+			pc := c
+			pc.Progress = func(done int64) {
+				if done >= 4<<20 {
+					at = done
+					panic(errProgress)
+				}
+			}
+			var counted *countingReader
+			func() {
+				defer func() {
+					if p := recover(); p != errProgress {
+						t.Errorf("recovered %v; want Progress's panic", p)
+					}
+				}()
+				var got int64
+				var err error
+				switch {
+				case tc.write:
+					got, err = cuda.WriteTo(buf, io.Discard, pc)
+				case tc.source != nil:
+					counted = tc.source()
+					got, err = cuda.ReadFrom(buf, counted, pc)
+				default:
+					got, err = cuda.ReadFrom(buf, bytes.NewReader(data), pc)
+				}
+				t.Errorf("returned %d, %v; want a panic", got, err)
+			}()
+			// The reader's goroutine may be a chunk or two (of 1 MiB)
+			// ahead of the progress the caller saw.
+			if counted != nil {
+				if read := counted.n.Load(); read > at+3<<20 {
+					t.Errorf("the source was read to byte %d after Progress panicked at %d", read, at)
+				}
+			}
+			if got, err := cuda.ReadFrom(buf, bytes.NewReader(data), c); err != nil || got != n {
+				t.Fatalf("ReadFrom after the panic: %d, %v", got, err)
 			}
 		})
 	}

@@ -36,9 +36,10 @@
 #             (BenchmarkPipelineStreaming, BenchmarkParallelCopy), two rounds, then
 #             the steps of pipelined transfers timed (BenchmarkPipelineTrace), both
 #             ways: OUTDIR/streaming.txt
-#   streams   ReadFrom from a pipe and a TCP connection beside their own speed,
-#             by the pipeline's shape (BenchmarkReadFromStream), and WriteTo into a
-#             pipe (BenchmarkWriteToStream): OUTDIR/streams.txt
+#   streams   ReadFrom from a pipe and a TCP connection beside their own speed
+#             (BenchmarkReadFromStream), and WriteTo into a pipe
+#             (BenchmarkWriteToStream), three interleaved rounds, purego and cgo,
+#             then ReadFrom by the pipeline's shape: OUTDIR/streams.md
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -175,8 +176,28 @@ for section in $sections; do
 		grep -E '^(Benchmark|==)' "$out/streaming.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
 		;;
 	streams)
-		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(ReadFromStream|WriteToStream)$' -test.benchtime 3x >"$out/streams.txt" 2>&1
-		grep -E '^(Benchmark|ok|FAIL)' "$out/streams.txt"
+		# Three interleaved rounds of the sources, ReadFrom at its default
+		# shape and WriteTo, purego and cgo (a pipe's speed moves between
+		# runs), then every shape once, purego.
+		for round in 1 2 3; do
+			for set in tests tests-cgo; do
+				for pat in '^BenchmarkReadFromStream$/^(pipe|tcp)$/^source$' \
+					'^BenchmarkReadFromStream$/^(pipe|tcp)$/^ReadFrom$/^slots=4$/^chunk=1024KiB$' '^BenchmarkWriteToStream$'; do
+					bin/$set/cuda.test -test.run '^$' -test.bench "$pat" -test.benchtime 5x
+				done >"$out/streams-$set-r$round.txt" 2>&1
+			done
+		done
+		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkReadFromStream$/^(pipe|tcp)$/^ReadFrom$' -test.benchtime 5x >"$out/streams-shapes.txt" 2>&1
+		{
+			echo "$stamp; MB/s, rounds 1 / 2 / 3"
+			for set in tests tests-cgo; do
+				echo "== $set"
+				grep -h '^Benchmark' "$out"/streams-$set-r*.txt | awk '{ v[$1] = v[$1] (v[$1] == "" ? "" : " / ") $5 } END { for (k in v) print k, v[k] }' | sort
+			done
+			echo "== shapes, purego"
+			grep -h '^Benchmark' "$out/streams-shapes.txt" | awk '{ print $1, $5 }'
+		} >"$out/streams.md"
+		cat "$out/streams.md"
 		;;
 	pool)
 		for round in 1 2; do

@@ -7,11 +7,12 @@
 #   calls     the call-overhead benchmarks, purego and cgo
 #   staging   Upload and Download at 16 MiB, purego, with the CPU's model and flags
 #   ordered   AllocAsync + Free (warm pool, 256 B) and graph capture, purego and cgo
+#   stream    ReadFrom of a pipe, and the pipe read into Go and into page-locked memory, purego
 #
-#   scripts/gpu-profile.sh OUTDIR [calls] [staging] [ordered]     (default: calls)
+#   scripts/gpu-profile.sh OUTDIR [calls] [staging] [ordered] [stream]     (default: calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-profile.sh OUTDIR [calls] [staging] [ordered]}
+out=${1:?usage: gpu-profile.sh OUTDIR [calls] [staging] [ordered] [stream]}
 shift
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1
@@ -41,6 +42,17 @@ for section in ${*:-calls}; do
 				-test.cpuprofile "$out/$set-AllocAsync.pprof" >"$out/$set-AllocAsync.txt" 2>&1
 			bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkGraphCapture$' -test.benchtime 2s \
 				-test.cpuprofile "$out/$set-GraphCapture.pprof" >"$out/$set-GraphCapture.txt" 2>&1
+		done
+		;;
+	stream)
+		# ReadFrom of a pipe beside the pipe read into Go memory and into
+		# page-locked memory: where ReadFrom's time goes beyond the source's.
+		for sub in 'source/^into=4MiB$' 'source/^into=pinned4MiB$' 'ReadFrom/^slots=4$/^chunk=1024KiB$'; do
+			name=$(echo "${sub%%/*}-${sub##*=}" | tr -d '^$')
+			bin/tests/cuda.test -test.run '^$' -test.bench "^BenchmarkReadFromStream\$/^pipe\$/^$sub" -test.benchtime 20x \
+				-test.cpuprofile "$out/pipe-$name.pprof" >"$out/pipe-$name.txt" 2>&1
+			bin/tests/cuda.test -test.run '^$' -test.bench "^BenchmarkReadFromStream\$/^pipe\$/^$sub" -test.benchtime 3x \
+				-test.trace "$out/pipe-$name.trace" >>"$out/pipe-$name.txt" 2>&1
 		done
 		;;
 	*)
