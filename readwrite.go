@@ -24,7 +24,8 @@ type IOConfig struct {
 	// DMAs are done.
 	Stream *Stream
 	// Progress, if not nil, is called on the calling goroutine after each
-	// chunk, with the bytes moved so far.
+	// chunk, with the bytes moved so far. A panic of Progress stops the
+	// transfer and goes on once no read, write or DMA is in flight.
 	Progress func(done int64)
 }
 
