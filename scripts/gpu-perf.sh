@@ -182,7 +182,7 @@ for section in $sections; do
 		for round in 1 2 3; do
 			for set in tests tests-cgo; do
 				for pat in '^BenchmarkReadFromStream$/^(pipe|tcp)$/^source$' \
-					'^BenchmarkReadFromStream$/^(pipe|tcp)$/^ReadFrom$/^slots=4$/^chunk=512KiB$' '^BenchmarkWriteToStream$'; do
+					'^BenchmarkReadFromStream$/^(pipe|tcp)$/^ReadFrom$/^slots=4$/^chunk=1024KiB$' '^BenchmarkWriteToStream$'; do
 					bin/$set/cuda.test -test.run '^$' -test.bench "$pat" -test.benchtime 5x
 				done >"$out/streams-$set-r$round.txt" 2>&1
 			done

@@ -47,7 +47,7 @@ for section in ${*:-calls}; do
 	stream)
 		# ReadFrom of a pipe beside the pipe read into Go memory and into
 		# page-locked memory: where ReadFrom's time goes beyond the source's.
-		for sub in 'source/^into=4MiB$' 'source/^into=pinned4MiB$' 'ReadFrom/^slots=4$/^chunk=512KiB$'; do
+		for sub in 'source/^into=4MiB$' 'source/^into=pinned4MiB$' 'ReadFrom/^slots=4$/^chunk=1024KiB$'; do
 			name=$(echo "${sub%%/*}-${sub##*=}" | tr -d '^$')
 			bin/tests/cuda.test -test.run '^$' -test.bench "^BenchmarkReadFromStream\$/^pipe\$/^$sub" -test.benchtime 20x \
 				-test.cpuprofile "$out/pipe-$name.pprof" >"$out/pipe-$name.txt" 2>&1
