@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 
 	cuda "github.com/gocuda/cuda"
@@ -41,6 +42,39 @@ func ExampleReadFrom() {
 	// Output:
 	// read 12 bytes
 	// hello, GPU!
+}
+
+// Watching a long load: Progress is called on the calling goroutine after
+// each chunk. The reader here is not an io.ReaderAt (as a pipe or a
+// network connection is not), so it is read in order, in chunks of up to
+// 1 MiB.
+func ExampleIOConfig_progress() {
+	dev, _ := cuda.GetDevice(0)
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	const n = 4 << 20
+	buf, err := cuda.Alloc[byte](ctx, n)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer buf.Free()
+	src := io.MultiReader(bytes.NewReader(make([]byte, n)))
+	c := cuda.IOConfig{Progress: func(done int64) {
+		fmt.Printf("%d of %d MiB\n", done>>20, n>>20)
+	}}
+	if _, err := cuda.ReadFrom(buf, src, c); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// 1 of 4 MiB
+	// 2 of 4 MiB
+	// 3 of 4 MiB
+	// 4 of 4 MiB
 }
 
 // Sharing a buffer with another process (which may use CuPy or PyTorch):
