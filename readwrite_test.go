@@ -293,22 +293,27 @@ func TestReadFromPanics(t *testing.T) {
 	}
 }
 
-// countingReader counts the bytes read from it.
-type countingReader struct {
+// counting counts the bytes read from or written to it.
+type counting struct {
 	r io.Reader
 	n atomic.Int64
 }
 
-func (c *countingReader) Read(b []byte) (int, error) {
+func (c *counting) Read(b []byte) (int, error) {
 	m, err := c.r.Read(b)
 	c.n.Add(int64(m))
 	return m, err
 }
 
+func (c *counting) Write(b []byte) (int, error) {
+	c.n.Add(int64(len(b)))
+	return len(b), nil
+}
+
 // TestProgressPanics: a Progress callback that panics has its panic raised
 // on the caller's goroutine, as any call there would; the transfer stops
-// (a reader read in order is read at most a few chunks further), and
-// everything is usable after it.
+// (a reader read in order, or a writer, is taken at most a few chunks
+// further), and everything is usable after it.
 func TestProgressPanics(t *testing.T) {
 	ctx := cudatest.Context(t)
 	sb := new(cuda.StagingBuffer)
@@ -317,13 +322,16 @@ func TestProgressPanics(t *testing.T) {
 	data, buf, c := ioFixture(t, ctx, sb, n)
 	errProgress := errors.New("progress's own panic")
 	for _, tc := range []struct {
-		name   string
-		source func() *countingReader
-		write  bool
+		name    string
+		move    func(c cuda.IOConfig, k *counting) (int64, error)
+		counted bool // k sees the bytes moved
 	}{
-		{"in order", func() *countingReader { return &countingReader{r: onlyReader{bytes.NewReader(data)}} }, false},
-		{"at offsets", nil, false},
-		{"writer", nil, true},
+		{"in order", func(c cuda.IOConfig, k *counting) (int64, error) {
+			k.r = onlyReader{bytes.NewReader(data)}
+			return cuda.ReadFrom(buf, k, c)
+		}, true},
+		{"at offsets", func(c cuda.IOConfig, _ *counting) (int64, error) { return cuda.ReadFrom(buf, bytes.NewReader(data), c) }, false},
+		{"writer", func(c cuda.IOConfig, k *counting) (int64, error) { return cuda.WriteTo(buf, k, c) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var at int64
@@ -334,32 +342,20 @@ func TestProgressPanics(t *testing.T) {
 					panic(errProgress)
 				}
 			}
-			var counted *countingReader
+			k := new(counting)
 			func() {
 				defer func() {
 					if p := recover(); p != errProgress {
 						t.Errorf("recovered %v; want Progress's panic", p)
 					}
 				}()
-				var got int64
-				var err error
-				switch {
-				case tc.write:
-					got, err = cuda.WriteTo(buf, io.Discard, pc)
-				case tc.source != nil:
-					counted = tc.source()
-					got, err = cuda.ReadFrom(buf, counted, pc)
-				default:
-					got, err = cuda.ReadFrom(buf, bytes.NewReader(data), pc)
-				}
+				got, err := tc.move(pc, k)
 				t.Errorf("returned %d, %v; want a panic", got, err)
 			}()
-			// The reader's goroutine may be a chunk or two (of 1 MiB)
-			// ahead of the progress the caller saw.
-			if counted != nil {
-				if read := counted.n.Load(); read > at+3<<20 {
-					t.Errorf("the source was read to byte %d after Progress panicked at %d", read, at)
-				}
+			// The goroutine that reads or writes may be a chunk or two
+			// (of 1 MiB) ahead of the progress the caller saw.
+			if moved := k.n.Load(); tc.counted && moved > at+3<<20 {
+				t.Errorf("%d bytes moved after Progress panicked at %d", moved, at)
 			}
 			if got, err := cuda.ReadFrom(buf, bytes.NewReader(data), c); err != nil || got != n {
 				t.Fatalf("ReadFrom after the panic: %d, %v", got, err)
