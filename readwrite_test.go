@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -362,4 +363,56 @@ func TestProgressPanics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slowReader reads at most 256 KiB a call, a millisecond apart, saying
+// when the first read is done.
+type slowReader struct {
+	r     io.Reader
+	n     atomic.Int64
+	first chan struct{}
+}
+
+func (s *slowReader) Read(b []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	m, err := s.r.Read(b[:min(len(b), 256<<10)])
+	if s.n.Add(int64(m)) == int64(m) {
+		close(s.first)
+	}
+	return m, err
+}
+
+// TestContextCloseDuringReadFrom: Context.Close waits for a ReadFrom in
+// flight, whose reads, DMAs and waits run on a goroutine of gocuda's under
+// the caller's hold of the context: the ReadFrom completes, and the Close
+// returns after it.
+func TestContextCloseDuringReadFrom(t *testing.T) {
+	cudatest.CheckLeaks(t)
+	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+	const n = 4 << 20
+	data := randomBytes(n)
+	buf := must(cuda.Alloc[byte](ctx, n))(t)
+	s := must(ctx.NewStream())(t)
+	sb := new(cuda.StagingBuffer)
+	r := &slowReader{r: bytes.NewReader(data), first: make(chan struct{})}
+	closed := make(chan int64, 1)
+	within(t, 10*time.Second, "ReadFrom beside Context.Close", func() {
+		go func() {
+			<-r.first
+			if err := ctx.Close(); err != nil {
+				t.Errorf("Context.Close: %v", err)
+			}
+			closed <- r.n.Load()
+		}()
+		got, err := cuda.ReadFrom(buf, r, cuda.IOConfig{Staging: sb, Stream: s})
+		if err != nil || got != n {
+			t.Errorf("ReadFrom beside Close: %d, %v; want %d bytes", got, err, n)
+		}
+		if read := <-closed; read != n {
+			t.Errorf("Context.Close returned with %d of the %d bytes read: it did not wait for ReadFrom", read, n)
+		}
+	})
+	sb.Close()
+	s.Close()
+	buf.Free()
 }
