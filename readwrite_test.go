@@ -23,9 +23,14 @@ type onlyReader struct{ r io.Reader }
 func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
 // ioFixture returns n random bytes, a device buffer of n bytes (freed at
-// cleanup) and an IOConfig with sb and a stream of ctx.
+// cleanup) and an IOConfig with sb (nil: a staging buffer closed at
+// cleanup) and a stream of ctx.
 func ioFixture(t *testing.T, ctx *cuda.Context, sb *cuda.StagingBuffer, n int) ([]byte, *cuda.DeviceBuffer[byte], cuda.IOConfig) {
 	t.Helper()
+	if sb == nil {
+		sb = new(cuda.StagingBuffer)
+		t.Cleanup(func() { sb.Close() })
+	}
 	buf := must(cuda.Alloc[byte](ctx, n))(t)
 	t.Cleanup(func() { buf.Free() })
 	return randomBytes(n), buf, cuda.IOConfig{Staging: sb, Stream: cudatest.Stream(t, ctx)}
@@ -260,10 +265,8 @@ func (p *panickyAt) Seek(off int64, whence int) (int64, error) { return off, nil
 // after it, and nothing leaks (the context's checks at cleanup).
 func TestReadFromPanics(t *testing.T) {
 	ctx := cudatest.Context(t)
-	sb := new(cuda.StagingBuffer)
-	defer sb.Close()
 	const n = 20 << 20
-	data, buf, c := ioFixture(t, ctx, sb, n)
+	data, buf, c := ioFixture(t, ctx, nil, n)
 	for _, tc := range []struct {
 		name string
 		call func() (int64, error)
@@ -317,10 +320,8 @@ func (c *counting) Write(b []byte) (int, error) {
 // further), and everything is usable after it.
 func TestProgressPanics(t *testing.T) {
 	ctx := cudatest.Context(t)
-	sb := new(cuda.StagingBuffer)
-	defer sb.Close()
 	const n = 40 << 20
-	data, buf, c := ioFixture(t, ctx, sb, n)
+	data, buf, c := ioFixture(t, ctx, nil, n)
 	errProgress := errors.New("progress's own panic")
 	for _, tc := range []struct {
 		name    string

@@ -242,10 +242,10 @@ func BenchmarkPipelineSplit(b *testing.B) {
 }
 
 // BenchmarkPipelineTrace times the steps of pipelined transfers, back to
-// back, both ways, with streaming stores and without: when the first and last chunks were copied between host
-// and pinned memory, when their DMA was queued or seen done, and when the
-// transfer ended, in microseconds from the start (the stream drained, the
-// workers held), averaged. (The time before that start, ns/op less
+// back, both ways, with streaming stores and without: when the first and
+// last chunks were copied between host and pinned memory, when their DMA
+// was queued or seen done, and when the transfer ended, in microseconds
+// from the start (the stream drained, the workers held), averaged. (The time before that start, ns/op less
 // done-us, is a microsecond or two.)
 func BenchmarkPipelineTrace(b *testing.B) {
 	ctx := cudatest.Context(b)
@@ -409,7 +409,7 @@ func BenchmarkParallelCopy(b *testing.B) {
 // BenchmarkPipelineStreaming runs Upload and Download of ordinary slices,
 // back to back, with the staging pipeline's copies made with streaming
 // stores and without, side by side at each size: the measurement behind
-// copyStreaming. At each size the routes are the default ones, and at
+// streamBelow. At each size the routes are the default ones, and at
 // 256 KiB and 1 MiB the pipeline is forced too.
 func BenchmarkPipelineStreaming(b *testing.B) {
 	ctx := cudatest.Context(b)
