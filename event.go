@@ -29,9 +29,10 @@ const (
 // not usable: its methods return ErrInvalidValue.
 type Event struct {
 	life
-	handle   driver.Event
-	timing   bool
-	recorded atomic.Bool // Record has queued it at least once
+	handle       driver.Event
+	timing       bool
+	interprocess bool        // made with EventInterprocess: it can be exported
+	recorded     atomic.Bool // Record has queued it at least once
 }
 
 // NewEvent creates an event in c. Without flags it can be timed.
@@ -51,7 +52,7 @@ func (c *Context) NewEvent(flags ...EventFlag) (*Event, error) {
 		return nil, err
 	}
 	defer c.unbind()
-	e := &Event{timing: f&EventDisableTiming == 0}
+	e := &Event{timing: f&EventDisableTiming == 0, interprocess: f&EventInterprocess != 0}
 	if err := check(op, driver.EventCreate(c.handle, &e.handle, uint32(f))); err != nil {
 		return nil, err
 	}

@@ -159,6 +159,9 @@ func (e *Event) IPCHandle() (IPCEventHandle, error) {
 		return h, err
 	}
 	defer e.leave()
+	if !e.interprocess {
+		return h, errorf(op, ErrInvalidValue, "an event made without EventInterprocess (or opened from another process) cannot be exported")
+	}
 	p := new([64]byte)
 	if err := check(op, driver.IpcGetEventHandle(e.ctx.handle, unsafe.Pointer(p), e.handle)); err != nil {
 		return h, err

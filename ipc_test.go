@@ -57,8 +57,12 @@ func TestIPCExportErrors(t *testing.T) {
 	}
 	timed := must(ctx.NewEvent(cuda.EventDisableTiming))(t)
 	defer timed.Close()
-	if _, err := timed.IPCHandle(); err == nil {
-		t.Error("IPCHandle of an event made without EventInterprocess succeeded")
+	if _, err := timed.IPCHandle(); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "EventInterprocess") {
+		t.Errorf("IPCHandle of an event made without EventInterprocess: %v, want ErrInvalidValue naming the flag", err)
+	}
+	var zero cuda.Event
+	if _, err := zero.IPCHandle(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("IPCHandle of the zero Event: %v", err)
 	}
 }
 
