@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -32,6 +33,18 @@ type Context struct {
 	// driver call returned; legacySettled is the count of those a finished
 	// synchronize of that stream has seen done (see legacyQueue).
 	legacyQueued, legacySettled atomic.Uint64
+
+	// io is the staging buffer ReadFrom and WriteTo use when given none,
+	// kept between calls so that they do not page-lock memory each time;
+	// nil while a call has it (a call beside it makes one of its own).
+	// ioCalls counts those calls under way, which Close waits for before
+	// it frees io; ioClosing refuses new ones meanwhile. ioMu guards the
+	// three and is a leaf: nothing else is locked while it is held.
+	ioMu      sync.Mutex
+	ioDone    sync.Cond // on ioMu: ioCalls fell to 0
+	io        *StagingBuffer
+	ioCalls   int
+	ioClosing bool
 }
 
 // legacyQueue records that a synchronous call, just returned, may have left
@@ -87,6 +100,7 @@ func NewContext(dev Device) (*Context, error) {
 		return nil, err
 	}
 	c := &Context{dev: dev}
+	c.ioDone.L = &c.ioMu
 	if err := check(op, driver.DevicePrimaryCtxRetain(&c.handle, dev.handle)); err != nil {
 		return nil, err
 	}
@@ -107,7 +121,8 @@ func (c *Context) Device() Device {
 
 // Close releases the context. It waits for calls in flight in the context;
 // calls made while it runs, and afterwards every method of the context and
-// of objects made in it, return ErrClosed. Close objects made in the
+// of objects made in it, return ErrClosed. It frees the staging buffer
+// ReadFrom and WriteTo keep in the context. Close objects made in the
 // context before the context itself: the driver destroys what they hold
 // once the last retain of the primary context is released. Closing twice,
 // or a nil Context, is a no-op; if the driver refuses the release, the
@@ -117,16 +132,90 @@ func (c *Context) Close() error {
 		return nil
 	}
 	const op = "Context.Close"
+	if err := c.closeIO(); err != nil {
+		return err
+	}
 	s, err := c.life.Close(func() (bool, error) {
 		if err := check(op, driver.DevicePrimaryCtxRelease(c.dev.handle)); err != nil {
 			return false, stillOpen(err, "the context")
 		}
 		return true, nil
 	})
+	if s != lifetime.Closed {
+		c.reopenIO()
+	}
 	if s == lifetime.Zero {
 		return holdErr(op, "the Context", s)
 	}
 	return err
+}
+
+// takeIO starts a ReadFrom or WriteTo given no staging buffer: it returns
+// the context's, or a new one while another call has that, and counts the
+// call until giveIO. It refuses once Close has begun.
+func (c *Context) takeIO(op string) (*StagingBuffer, error) {
+	c.ioMu.Lock()
+	defer c.ioMu.Unlock()
+	if c.ioClosing {
+		return nil, errorf(op, ErrClosed, "the context is closing")
+	}
+	c.ioCalls++
+	sb := c.io
+	c.io = nil
+	if sb == nil {
+		sb = new(StagingBuffer) // its memory is allocated at first use
+	}
+	return sb, nil
+}
+
+// giveIO ends a call takeIO started: sb becomes the context's staging
+// buffer again, or is closed where the context has one already.
+func (c *Context) giveIO(sb *StagingBuffer) error {
+	c.ioMu.Lock()
+	keep := c.io == nil
+	if keep {
+		c.io = sb
+	}
+	c.ioMu.Unlock()
+	var err error
+	if !keep {
+		lifetime.CloseTemp(&err, sb.Close)
+	}
+	c.ioMu.Lock()
+	if c.ioCalls--; c.ioCalls == 0 {
+		c.ioDone.Broadcast()
+	}
+	c.ioMu.Unlock()
+	return err
+}
+
+// closeIO refuses new ReadFrom and WriteTo calls given no staging buffer,
+// waits for those under way, and frees the context's staging buffer. If
+// that fails, the context stays as it was.
+func (c *Context) closeIO() error {
+	c.ioMu.Lock()
+	c.ioClosing = true
+	for c.ioCalls > 0 {
+		c.ioDone.Wait()
+	}
+	sb := c.io
+	c.io = nil
+	c.ioMu.Unlock()
+	if err := sb.Close(); err != nil {
+		c.ioMu.Lock()
+		c.io = sb
+		c.ioMu.Unlock()
+		c.reopenIO()
+		return err
+	}
+	return nil
+}
+
+// reopenIO undoes closeIO's refusal, for a Close that failed.
+func (c *Context) reopenIO() {
+	c.ioMu.Lock()
+	c.ioClosing = false
+	c.ioMu.Unlock()
 }
 
 // isClosed reports whether Close released the context.

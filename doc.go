@@ -70,9 +70,10 @@
 //     on loopback at 0.95x of their speed into a Go buffer (the median of
 //     twelve rounds on the H200 machine, 0.78-1.07x).
 //   - The way back: WriteTo, to any io.Writer. DeviceBuffer implements
-//     io.ReaderFrom and io.WriterTo with a staging buffer and a stream made
-//     for the call; the functions take yours (IOConfig), and a progress
-//     callback.
+//     io.ReaderFrom and io.WriterTo with the staging buffer its context
+//     keeps for them (its page-locked memory reused from call to call, until
+//     Context.Close) and a stream made for the call; the functions take
+//     yours (IOConfig), and a progress callback.
 //   - Another process's device memory (one running CuPy or PyTorch, or
 //     gocuda): no copy at all. DeviceBuffer.IPCHandle exports a buffer as
 //     a handle that travels as text, OpenIPC opens one, and

@@ -11,13 +11,17 @@ import (
 )
 
 // IOConfig says how ReadFrom and WriteTo move data between a reader or
-// writer and device memory. The zero IOConfig works: a staging buffer and a
-// stream are made for the call.
+// writer and device memory. The zero IOConfig works: the context's staging
+// buffer and a stream made for the call.
 type IOConfig struct {
 	// Staging lends its pinned memory: the bytes are read into it (or
 	// written from it) and move by DMA from there, with no other copy.
-	// Keep one for repeated loads: page-locking memory costs milliseconds.
-	// nil: one is made for the call and closed after it.
+	// nil: the staging buffer the buffer's context keeps for these calls,
+	// whose memory (up to 64 MiB) stays page-locked between them, since
+	// page-locking costs milliseconds, until Context.Close frees it; a call
+	// made while another has it uses one of its own, closed after it. Give
+	// one to choose when its memory is freed, or to keep the context's for
+	// calls beside it.
 	Staging *StagingBuffer
 	// Stream is where the DMAs are queued, after the work already there.
 	// nil: one is made for the call. Either way the call returns once its
@@ -118,27 +122,34 @@ func WriteTo[T any](src *DeviceBuffer[T], w io.Writer, c IOConfig) (int64, error
 }
 
 // ReadFrom implements io.ReaderFrom: it reads exactly b.ByteSize() bytes
-// from r into b, as the function ReadFrom does with a zero IOConfig (a
-// staging buffer and a stream for the call).
+// from r into b, as the function ReadFrom does with a zero IOConfig (the
+// context's staging buffer and a stream for the call).
 func (b *DeviceBuffer[T]) ReadFrom(r io.Reader) (int64, error) { return ReadFrom(b, r, IOConfig{}) }
 
 // WriteTo implements io.WriterTo: it writes b's bytes to w, as the function
 // WriteTo does with a zero IOConfig.
 func (b *DeviceBuffer[T]) WriteTo(w io.Writer) (int64, error) { return WriteTo(b, w, IOConfig{}) }
 
-// withIO runs move with c's staging buffer and stream, making (and then
-// closing) those c leaves nil, with sb held for the call.
+// withIO runs move with c's staging buffer and stream, with sb held for
+// the call; where c leaves them nil, with the context's staging buffer and
+// a stream made (and then closed) for the call.
 func withIO(op string, ctx *Context, c IOConfig, move func(*StagingBuffer, *Stream) error) (err error) {
 	sb, s := c.Staging, c.Stream
+	if sb == nil {
+		if sb, err = ctx.takeIO(op); err != nil {
+			return err
+		}
+		defer func() {
+			if gerr := ctx.giveIO(sb); err == nil {
+				err = gerr
+			}
+		}()
+	}
 	if s == nil {
 		if s, err = ctx.NewStream(); err != nil {
 			return err
 		}
 		defer lifetime.CloseTemp(&err, s.Close)
-	}
-	if sb == nil {
-		sb = new(StagingBuffer) // its memory is allocated at first use
-		defer lifetime.CloseTemp(&err, sb.Close)
 	}
 	if err := sb.acquire(op); err != nil {
 		return err

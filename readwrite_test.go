@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -386,34 +387,119 @@ func (s *slowReader) Read(b []byte) (int, error) {
 // TestContextCloseDuringReadFrom: Context.Close waits for a ReadFrom in
 // flight, whose reads, DMAs and waits run on a goroutine of gocuda's under
 // the caller's hold of the context: the ReadFrom completes, and the Close
-// returns after it.
+// returns after it, having freed the staging buffer the context keeps when
+// the call used that one.
 func TestContextCloseDuringReadFrom(t *testing.T) {
+	for _, given := range []bool{true, false} {
+		name := map[bool]string{true: "given staging and stream", false: "the context's staging"}[given]
+		t.Run(name, func(t *testing.T) {
+			cudatest.CheckLeaks(t)
+			ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+			const n = 4 << 20
+			data := randomBytes(n)
+			buf := must(cuda.Alloc[byte](ctx, n))(t)
+			var c cuda.IOConfig
+			if given {
+				c = cuda.IOConfig{Staging: new(cuda.StagingBuffer), Stream: must(ctx.NewStream())(t)}
+			}
+			r := &slowReader{r: bytes.NewReader(data), first: make(chan struct{})}
+			closed := make(chan int64, 1)
+			within(t, 10*time.Second, "ReadFrom beside Context.Close", func() {
+				go func() {
+					<-r.first
+					if err := ctx.Close(); err != nil {
+						t.Errorf("Context.Close: %v", err)
+					}
+					closed <- r.n.Load()
+				}()
+				got, err := cuda.ReadFrom(buf, r, c)
+				if err != nil || got != n {
+					t.Errorf("ReadFrom beside Close: %d, %v; want %d bytes", got, err, n)
+				}
+				if read := <-closed; read != n {
+					t.Errorf("Context.Close returned with %d of the %d bytes read: it did not wait for ReadFrom", read, n)
+				}
+			})
+			if _, err := buf.ReadFrom(bytes.NewReader(data)); !errors.Is(err, cuda.ErrClosed) {
+				t.Errorf("ReadFrom after Context.Close: %v, want ErrClosed", err)
+			}
+			c.Staging.Close()
+			c.Stream.Close()
+			buf.Free()
+		})
+	}
+}
+
+// TestReadFromKeepsStaging: ReadFrom and WriteTo given no staging buffer
+// use the one their context keeps, page-locking no memory after the first
+// call; calls beside each other each get their own and all succeed; one
+// is kept, and Context.Close frees it.
+func TestReadFromKeepsStaging(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
 	cudatest.CheckLeaks(t)
 	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
-	const n = 4 << 20
+	defer ctx.Close()
+	host := f.Live("host")
+	const n = 3<<20 + 5
 	data := randomBytes(n)
 	buf := must(cuda.Alloc[byte](ctx, n))(t)
-	s := must(ctx.NewStream())(t)
-	sb := new(cuda.StagingBuffer)
-	r := &slowReader{r: bytes.NewReader(data), first: make(chan struct{})}
-	closed := make(chan int64, 1)
-	within(t, 10*time.Second, "ReadFrom beside Context.Close", func() {
+	defer buf.Free()
+	for i := range 3 {
+		f.ResetCounts()
+		if _, err := buf.ReadFrom(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if _, err := buf.WriteTo(&out); err != nil || !bytes.Equal(out.Bytes(), data) {
+			t.Fatalf("round %d: WriteTo: %v, equal %v", i, err, bytes.Equal(out.Bytes(), data))
+		}
+		if a := f.Counts()["cuMemHostAlloc"]; i > 0 && a != 0 {
+			t.Errorf("round %d: %d cuMemHostAlloc calls: the context's staging buffer was not reused", i, a)
+		}
+		if kept := f.Live("host") - host; kept != 1 {
+			t.Errorf("round %d: %d page-locked allocations kept, want the context's one", i, kept)
+		}
+	}
+	const calls = 8
+	bufs := make([]*cuda.DeviceBuffer[byte], calls)
+	for i := range bufs {
+		bufs[i] = must(cuda.Alloc[byte](ctx, 1<<20))(t)
+		defer bufs[i].Free()
+	}
+	errs := make(chan error, calls)
+	for i, b := range bufs {
 		go func() {
-			<-r.first
-			if err := ctx.Close(); err != nil {
-				t.Errorf("Context.Close: %v", err)
+			want := bytes.Repeat([]byte{byte(i)}, 1<<20)
+			if _, err := b.ReadFrom(bytes.NewReader(want)); err != nil {
+				errs <- err
+				return
 			}
-			closed <- r.n.Load()
+			var out bytes.Buffer
+			if _, err := b.WriteTo(&out); err != nil || !bytes.Equal(out.Bytes(), want) {
+				errs <- fmt.Errorf("buffer %d: WriteTo: %v, data equal %v", i, err, bytes.Equal(out.Bytes(), want))
+				return
+			}
+			errs <- nil
 		}()
-		got, err := cuda.ReadFrom(buf, r, cuda.IOConfig{Staging: sb, Stream: s})
-		if err != nil || got != n {
-			t.Errorf("ReadFrom beside Close: %d, %v; want %d bytes", got, err, n)
+	}
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
-		if read := <-closed; read != n {
-			t.Errorf("Context.Close returned with %d of the %d bytes read: it did not wait for ReadFrom", read, n)
-		}
-	})
-	sb.Close()
-	s.Close()
-	buf.Free()
+	}
+	if kept := f.Live("host") - host; kept != 1 {
+		t.Errorf("after %d calls at once: %d page-locked allocations kept, want one", calls, kept)
+	}
+	for _, b := range append(bufs, buf) {
+		b.Free()
+	}
+	if err := ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kept := f.Live("host") - host; kept != 0 {
+		t.Errorf("Context.Close left %d page-locked allocations", kept)
+	}
 }

@@ -463,10 +463,14 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "readers and writers", covers: []string{"cuda.ReadFrom", "cuda.WriteTo", "DeviceBuffer.ReadFrom", "DeviceBuffer.WriteTo"}, maxNth: 2,
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				// A context of its own: the one the methods' staging
+				// buffer is kept in, and freed with.
+				ctx := must(cuda.NewContext(e.ctx.Device()))(t)
 				data := make([]byte, 3<<20+5)
-				b := must(cuda.Alloc[byte](e.ctx, len(data)))(t)
+				b := must(cuda.Alloc[byte](ctx, len(data)))(t)
+				s := must(ctx.NewStream())(t)
 				sb := new(cuda.StagingBuffer)
-				c := cuda.IOConfig{Staging: sb, Stream: e.s}
+				c := cuda.IOConfig{Staging: sb, Stream: s}
 				return func() error {
 						return firstErr(
 							func() error { _, err := cuda.ReadFrom(b, bytes.NewReader(data), c); return err },
@@ -480,7 +484,29 @@ func sweepCases() []sweepCase {
 							t.Errorf("closing the staging buffer: %v", err)
 						}
 						b.Free()
+						s.Close()
+						if err := ctx.Close(); err != nil {
+							t.Errorf("closing the context: %v", err)
+						}
 					}
+			}},
+		{name: "Context.Close after ReadFrom", covers: []string{"Context.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				// Close frees the staging buffer the context keeps for
+				// ReadFrom and WriteTo; failing, it leaves it usable.
+				ctx := must(cuda.NewContext(e.ctx.Device()))(t)
+				b := must(cuda.Alloc[byte](ctx, 1<<20))(t)
+				use := func() error { _, err := b.ReadFrom(bytes.NewReader(make([]byte, 1<<20))); return err }
+				if err := use(); err != nil {
+					t.Fatal(err)
+				}
+				b.Free()
+				return ctx.Close, closeAgain(func() error {
+					b := must(cuda.Alloc[byte](ctx, 1<<20))(t)
+					defer b.Free()
+					_, err := b.ReadFrom(bytes.NewReader(make([]byte, 1<<20)))
+					return err
+				}, ctx.Close)
 			}},
 		{name: "safetensors", covers: []string{"File.Load", "Weights.Free"}, maxNth: 2,
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
