@@ -32,15 +32,6 @@ func SetPipeSplit(n int) int {
 	return old
 }
 
-// SetPipeRamp chooses which pipelined transfers ramp (see pipeRamp); it
-// returns a function that restores the previous choice. Call it with no
-// transfer under way.
-func SetPipeRamp(mode int) (restore func()) {
-	old := pipeRamp
-	pipeRamp = mode
-	return func() { pipeRamp = old }
-}
-
 func SetMinCopyPart(n int) int {
 	old := minCopyPart
 	minCopyPart = n

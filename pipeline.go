@@ -111,7 +111,7 @@ func (sb *StagingBuffer) prepare(op string, r route, p StagingPipeline, ctx *Con
 			}
 			sb.evCtx = s.ctx
 		}
-		for len(sb.events) < max(p.Slots, pipeSplit, inFlight(cut(n, slot, true), p.Slots, slot)) {
+		for len(sb.events) < max(p.Slots, pipeSplit) {
 			e, err := s.ctx.NewEvent(EventDisableTiming)
 			if err != nil {
 				return nil, 0, r, err
@@ -182,47 +182,23 @@ const minPipeChunk = 512 << 10
 
 // chunking is how a pipelined transfer of n bytes is cut: in pipeSplit
 // chunks of size bytes or more, at least minPipeChunk and at most a slot.
-// A transfer that ramps starts uploading with chunks of an eighth, an
-// eighth, a quarter and a half of size, so that the DMA engine starts once
-// an eighth is copied instead of a whole chunk; a download ends so,
-// mirrored, so that the last copy out is short. One that ramps at both
-// ends ends uploading (starts downloading) with the mirror of that too, so
-// that the last DMA after the last copy is short (the first DMA before the
-// first copy out). Which transfers ramp: see pipeRamp.
+// A transfer of chunks of a whole slot ramps: an upload starts with chunks
+// of an eighth, an eighth, a quarter and a half of one, so that the DMA
+// engine starts once an eighth is copied instead of a whole slot; a
+// download ends so, mirrored, so that the last copy out is short.
 type chunking struct {
 	n, size, count int
-	ramp, both, up bool
+	ramp, up       bool
 }
-
-// pipeRamp chooses which transfers ramp, a switch for the benchmark that
-// compares them (BenchmarkPipelineRamp): 0, those of whole-slot chunks at
-// the end their direction needs; 1, those at both ends; 2, every transfer
-// of chunks of 8×rampMin or more, at both ends.
-var pipeRamp = 0
-
-// rampMin is the least chunk of a ramp, with pipeRamp 2.
-const rampMin = 128 << 10
 
 func cut(n, slotBytes int, up bool) chunking {
 	q := (n + pipeSplit - 1) / pipeSplit
 	q = (q + StagingGranularity - 1) / StagingGranularity * StagingGranularity
 	c := chunking{n: n, size: min(max(q, minPipeChunk), slotBytes), up: up}
-	whole := c.size == slotBytes && n >= 2*slotBytes && slotBytes >= 8*StagingGranularity
-	switch pipeRamp {
-	case 0:
-		c.ramp = whole
-	case 1:
-		c.ramp, c.both = whole, whole
-	default:
-		c.ramp = c.size >= 8*rampMin && n >= 2*c.size
-		c.both = c.ramp
-	}
-	c.count = (n + c.size - 1) / c.size
-	if c.ramp {
-		c.count += 3 // the ramp cuts one chunk's worth in four
-	}
-	if c.both {
-		c.count += 3
+	if c.ramp = c.size == slotBytes && n >= 2*slotBytes && slotBytes >= 8*StagingGranularity; c.ramp {
+		c.count = 4 + (n-1)/c.size // the ramp makes one chunk's worth
+	} else {
+		c.count = (n + c.size - 1) / c.size
 	}
 	return c
 }
@@ -238,32 +214,15 @@ func (c chunking) bounds(i int) (lo, hi int) {
 	return c.n - c.edge(c.count-i), c.n - c.edge(c.count-1-i)
 }
 
-// edge returns where an upload's chunk j starts (j = count: its end): the
-// ramp's four chunks, chunks of size (the last of them shorter), and with
-// both, the ramp's mirror.
+// edge returns where an upload's chunk j starts (j = count: its end).
 func (c chunking) edge(j int) int {
-	tail, mid := 0, c.count-4 // the tail's bytes; the chunks of size
-	if c.both {
-		tail, mid = c.size, mid-4
-	}
 	switch {
 	case j == 0:
 		return 0
 	case j <= 4:
 		return min(c.size>>(4-j), c.n)
-	case j <= 4+mid:
-		return min((j-3)*c.size, c.n-tail)
-	case j-4-mid == 4:
-		return c.n
 	}
-	return c.n - c.size>>(j-4-mid) // the tail: a half, a quarter, an eighth, an eighth
-}
-
-// inFlight is the number of chunks of c a pipeline has in flight: as many
-// as its pinned memory holds, so that a transfer of a few chunks has them
-// all copying at once, and at most maxPipeSlots.
-func inFlight(c chunking, slots, slotBytes int) int {
-	return min(c.count, slots*slotBytes/c.size, maxPipeSlots)
+	return min((j-3)*c.size, c.n)
 }
 
 // maxPipeSlots bounds StagingPipeline.Slots and pipeSplit: the chunks a
@@ -296,7 +255,9 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	if !up {
 		streaming = streams(DeviceToHost, len(host))
 	}
-	k := inFlight(c, p.Slots, slotBytes)
+	// Chunks in flight: as many as the pinned memory holds, so that a
+	// transfer of a few chunks has them all copying at once.
+	k := min(nchunks, p.Slots*slotBytes/c.size)
 	left := sb.copyLeft[:k]
 	defer func() {
 		// On every way out: the copies read or write host, which is

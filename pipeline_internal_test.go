@@ -34,59 +34,22 @@ func TestCut(t *testing.T) {
 			if c.count != tt.count || c.ramp != tt.ramp {
 				t.Fatalf("%d chunks, ramp %v; want %d, %v", c.count, c.ramp, tt.count, tt.ramp)
 			}
-			checkTiles(t, c, tt.slot)
+			end := 0
+			for i := range c.count {
+				lo, hi := c.bounds(i)
+				if lo != end || hi <= lo || hi-lo > tt.slot || hi-lo > c.size {
+					t.Fatalf("chunk %d is [%d, %d) after %d: want it to follow, be non-empty and at most a slot (%d)", i, lo, hi, end, c.size)
+				}
+				end = hi
+			}
+			if end != tt.n {
+				t.Fatalf("the chunks end at %d, want %d", end, tt.n)
+			}
 			lo, hi := c.bounds(0)
 			llo, lhi := c.bounds(c.count - 1)
 			if hi-lo != tt.first || lhi-llo != tt.last {
 				t.Errorf("first chunk %d bytes, last %d; want %d, %d", hi-lo, lhi-llo, tt.first, tt.last)
 			}
 		})
-	}
-}
-
-// checkTiles fails t unless c's chunks tile its n bytes exactly, in order,
-// none empty and none larger than c.size or a slot.
-func checkTiles(t *testing.T, c chunking, slot int) {
-	t.Helper()
-	end := 0
-	for i := range c.count {
-		lo, hi := c.bounds(i)
-		if lo != end || hi <= lo || hi-lo > slot || hi-lo > c.size {
-			t.Fatalf("chunk %d is [%d, %d) after %d: want it to follow, be non-empty and at most a slot (%d)", i, lo, hi, end, c.size)
-		}
-		end = hi
-	}
-	if end != c.n {
-		t.Fatalf("the chunks end at %d, want %d", end, c.n)
-	}
-}
-
-// TestCutRamps: with each ramp setting, every size's chunks tile it, and a
-// transfer that ramps at both ends has chunks of an eighth of size first
-// and last.
-func TestCutRamps(t *testing.T) {
-	defer func(old int) { pipeRamp = old }(pipeRamp)
-	const slot = 16 << 20
-	for mode := range 3 {
-		pipeRamp = mode
-		for _, n := range []int{1, 512 << 10, 1<<20 + 1, 4 << 20, 4928307, 8 << 20, 16<<20 + 7, 32 << 20, 33<<20 + 1, 64 << 20, 256<<20 + 3} {
-			for _, up := range []bool{true, false} {
-				t.Run(fmt.Sprintf("ramp=%d/%d/up=%v", mode, n, up), func(t *testing.T) {
-					c := cut(n, slot, up)
-					checkTiles(t, c, slot)
-					if mode == 2 && n >= 4<<20 != c.both {
-						t.Errorf("ramps at both ends: %v, want %v", c.both, n >= 4<<20)
-					}
-					if !c.both {
-						return
-					}
-					for _, i := range []int{0, c.count - 1} {
-						if lo, hi := c.bounds(i); hi-lo != c.size/8 {
-							t.Errorf("chunk %d of %d is %d bytes, want an eighth of %d", i, c.count, hi-lo, c.size)
-						}
-					}
-				})
-			}
-		}
 	}
 }

@@ -406,28 +406,6 @@ func BenchmarkParallelCopy(b *testing.B) {
 	}
 }
 
-// BenchmarkPipelineRamp runs Upload and Download of ordinary slices, back
-// to back, with each choice of which transfers ramp (see pipeRamp), side
-// by side at each size.
-func BenchmarkPipelineRamp(b *testing.B) {
-	ctx := cudatest.Context(b)
-	s := cudatest.Stream(b, ctx)
-	a := randomArenas(b, ctx, arenaBytes)
-	for _, dir := range directions {
-		for _, n := range []int{4928307, 16 << 20, 64 << 20, 256 << 20} {
-			for mode := range 3 {
-				b.Run(fmt.Sprintf("%s/%s/ramp=%d", dir.name, sizeName(n), mode), func(b *testing.B) {
-					defer cuda.SetPipeRamp(mode)()
-					sb := new(cuda.StagingBuffer)
-					defer sb.Close()
-					devs, hosts := a.slots(b, n)
-					loopTransfers(b, sb, devs, hosts, s, dir.move)
-				})
-			}
-		}
-	}
-}
-
 // BenchmarkPipelineStreaming runs Upload and Download of ordinary slices,
 // back to back, with the staging pipeline's copies made with streaming
 // stores and without, side by side at each size: the measurement behind

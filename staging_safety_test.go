@@ -3,7 +3,6 @@ package cuda_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -282,41 +281,6 @@ func TestStagingEverySize(t *testing.T) {
 			t.Errorf("%+v: %d of 20 transfers pipelined", p, st.Pipelined)
 		}
 		sb.Close()
-	}
-}
-
-// TestStagingRamps: with every choice of which transfers ramp, data moves
-// intact both ways at sizes that ramp at one end, at both, or not at all,
-// with whole-slot chunks and with chunks of a quarter.
-func TestStagingRamps(t *testing.T) {
-	ctx := cudatest.Context(t)
-	s := cudatest.Stream(t, ctx)
-	for mode := range 3 {
-		for _, chunk := range []int{1 << 20, 16 << 20} {
-			t.Run(fmt.Sprintf("ramp=%d/chunk=%d", mode, chunk), func(t *testing.T) {
-				defer cuda.SetPipeRamp(mode)()
-				var sb cuda.StagingBuffer
-				defer sb.Close()
-				if err := sb.SetPipeline(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: chunk, Slots: 3, Workers: 4}); err != nil {
-					t.Fatal(err)
-				}
-				for _, n := range []int{2 << 20, 4<<20 + 1, 4928307, 16<<20 + 7, 33<<20 + 1} {
-					b := must(cuda.Alloc[byte](ctx, n))(t)
-					src := random[byte](n)
-					got := make([]byte, n)
-					if err := cuda.Upload(&sb, b, src, s); err != nil {
-						t.Fatal(err)
-					}
-					if err := cuda.Download(&sb, got, b, s); err != nil {
-						t.Fatal(err)
-					}
-					if !bytes.Equal(got, src) {
-						t.Fatalf("%d bytes: data differs", n)
-					}
-					b.Free()
-				}
-			})
-		}
 	}
 }
 

@@ -40,9 +40,6 @@
 #             (BenchmarkReadFromStream), and WriteTo into a pipe
 #             (BenchmarkWriteToStream), three interleaved rounds, purego and cgo,
 #             then ReadFrom by the pipeline's shape: OUTDIR/streams.md
-#   ramp      which pipelined transfers ramp (BenchmarkPipelineRamp: whole-slot chunks
-#             at one end, at both, or every transfer of chunks of 1 MiB or more at
-#             both), three rounds: OUTDIR/ramp.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -51,7 +48,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [ramp] [streams] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [streams] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -177,17 +174,6 @@ for section in $sections; do
 			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTrace$' -test.benchtime 300x
 		} >"$out/streaming.txt" 2>&1
 		grep -E '^(Benchmark|==)' "$out/streaming.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
-		;;
-	ramp)
-		# Which pipelined transfers ramp, side by side, three rounds, then
-		# the steps of pipelined transfers timed with each choice.
-		{
-			for round in 1 2 3; do
-				echo "== round $round"
-				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineRamp$' -test.benchtime 100x
-			done
-		} >"$out/ramp.txt" 2>&1
-		grep -E '^(Benchmark|==)' "$out/ramp.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
 		;;
 	streams)
 		# Three interleaved rounds of the sources, ReadFrom at its default
