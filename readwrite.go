@@ -70,8 +70,10 @@ func (sh ioShape) parts(n int) (size, chunks, slots int) {
 // error wrapping io.ErrUnexpectedEOF that says how many bytes came; an
 // error of r comes back wrapped, with the offset it happened at; a panic of
 // r's (which may run on another goroutine) is raised again on the calling
-// goroutine once no read or DMA is in flight. Bytes past dst's size are
-// left unread.
+// goroutine once no read or DMA is in flight. A reader that breaks the
+// io.Reader contract is an error too: a count outside the buffer it was
+// given (ErrInvalidValue), or nothing read a hundred times in a row
+// (io.ErrNoProgress). Bytes past dst's size are left unread.
 func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, error) {
 	const op = "ReadFrom"
 	if err := dst.valid(op); err != nil {
@@ -97,9 +99,9 @@ func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, erro
 // memory of c's staging buffer: each chunk moves by DMA into a pinned slot
 // and is written from there while the next ones move. It returns the bytes
 // written; an error of w comes back wrapped, with the offset it happened
-// at, and no DMA in flight. w is called on a goroutine of its own, one
-// Write at a time, in order; its panic is raised again on the calling
-// goroutine.
+// at, and no DMA in flight; a count outside the buffer given to Write is
+// ErrInvalidValue. w is called on a goroutine of its own, one Write at a
+// time, in order; its panic is raised again on the calling goroutine.
 func WriteTo[T any](src *DeviceBuffer[T], w io.Writer, c IOConfig) (int64, error) {
 	const op = "WriteTo"
 	if err := src.valid(op); err != nil {
@@ -238,7 +240,7 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 		return runIO(op, sb, s, n, ioSequential, func(p *ioPlan) (int64, error) {
 			return p.inOrder(progress, func(i int) (int, error) {
 				lo, hi := p.bounds(i)
-				got, err := io.ReadFull(r, p.slot(i))
+				got, err := readFull(r, p.slot(i))
 				if err != nil {
 					return got, readError(op, err, int64(lo)+int64(got), n)
 				}
@@ -260,6 +262,9 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 		f := newChunkReads(p.slots, func(i int, buf []byte) (int, error) {
 			lo, _ := p.bounds(i)
 			m, err := at.ReadAt(buf, base+int64(lo))
+			if m < 0 || m > len(buf) {
+				return 0, badCount("ReadAt", m, len(buf))
+			}
 			if m == len(buf) {
 				err = nil // ReadAt may report io.EOF with the last byte
 			} else if err == nil {
@@ -301,6 +306,46 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 		}
 		return read, nil
 	})
+}
+
+// maxEmptyReads is how many reads in a row may return no byte and no
+// error before readFull gives up on the reader, as bufio does.
+const maxEmptyReads = 100
+
+// readFull is io.ReadFull for a reader that may misbehave: a count outside
+// the buffer is an error, not a panic, and a reader that keeps returning
+// nothing is io.ErrNoProgress, not a hang.
+func readFull(r io.Reader, buf []byte) (int, error) {
+	n, empty := 0, 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		if m < 0 || m > len(buf)-n {
+			return n, badCount("Read", m, len(buf)-n)
+		}
+		n += m
+		switch {
+		case n == len(buf):
+			return n, nil // the data is here; an error with it can wait
+		case err != nil:
+			if err == io.EOF && n > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, err
+		case m == 0:
+			if empty++; empty >= maxEmptyReads {
+				return n, io.ErrNoProgress
+			}
+		default:
+			empty = 0
+		}
+	}
+	return n, nil
+}
+
+// badCount is the error for a Read, ReadAt or Write that reported a count
+// of bytes outside the buffer it was given.
+func badCount(call string, m, size int) error {
+	return fmt.Errorf("%w: %s reported %d bytes for a buffer of %d", ErrInvalidValue, call, m, size)
 }
 
 // readError is the error for a read of the source that stopped at byte at
@@ -482,7 +527,9 @@ func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, 
 			}
 			lo, _ := p.bounds(i)
 			m, err := w.Write(p.slot(i))
-			if err == nil && m < len(p.slot(i)) {
+			if m < 0 || m > len(p.slot(i)) {
+				m, err = 0, badCount("Write", m, len(p.slot(i)))
+			} else if err == nil && m < len(p.slot(i)) {
 				err = io.ErrShortWrite
 			}
 			if err != nil {

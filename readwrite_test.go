@@ -188,6 +188,10 @@ func TestReadFromErrors(t *testing.T) {
 		{"short sequential", onlyReader{bytes.NewReader(data[:12345])}, io.ErrUnexpectedEOF, "the source ended after 12345 of", 12345},
 		{"empty", onlyReader{bytes.NewReader(nil)}, io.ErrUnexpectedEOF, "ended after 0 of", 0},
 		{"failing", io.MultiReader(bytes.NewReader(data[:9<<20]), iotest.ErrReader(broken)), broken, "reading the source at byte 9437184", 9 << 20},
+		{"no progress", io.MultiReader(bytes.NewReader(data[:3<<20]), badReader{count: 0}), io.ErrNoProgress, "at byte 3145728", 3 << 20},
+		{"negative count", onlyReader{badReader{count: -1}}, cuda.ErrInvalidValue, "Read reported -1 bytes", 0},
+		{"count past the buffer", onlyReader{badReader{count: 1 << 30}}, cuda.ErrInvalidValue, "Read reported 1073741824 bytes", 0},
+		{"ReadAt count past the buffer", badReaderAt{bytes.NewReader(data)}, cuda.ErrInvalidValue, "ReadAt reported", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := cuda.ReadFrom(buf, tc.r, c)
@@ -211,6 +215,11 @@ func TestReadFromErrors(t *testing.T) {
 	if w.after != 0 {
 		t.Errorf("WriteTo wrote %d more times after the writer failed", w.after)
 	}
+	for _, m := range []int{-1, 1 << 30} {
+		if _, err := cuda.WriteTo(buf, badWriter{count: m}, c); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "Write reported") {
+			t.Errorf("WriteTo into a writer that reports %d bytes written: %v, want ErrInvalidValue", m, err)
+		}
+	}
 	var out bytes.Buffer
 	if _, err := cuda.WriteTo(buf, &out, c); err != nil || !bytes.Equal(out.Bytes(), data) {
 		t.Errorf("WriteTo after the failure: %v", err)
@@ -228,6 +237,24 @@ func TestReadFromErrors(t *testing.T) {
 }
 
 func errOnly[T any](_ T, err error) error { return err }
+
+// badReader's Read reports count bytes, whatever it was given, and no
+// error; badWriter's Write the same.
+type badReader struct{ count int }
+
+func (b badReader) Read([]byte) (int, error) { return b.count, nil }
+
+type badWriter struct{ count int }
+
+func (b badWriter) Write([]byte) (int, error) { return b.count, nil }
+
+// badReaderAt reads at offsets but reports a byte more than it was asked.
+type badReaderAt struct{ *bytes.Reader }
+
+func (b badReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := b.Reader.ReadAt(p, off)
+	return n + 1, err
+}
 
 // panicky panics in its Read, ReadAt or Write once it has taken limit
 // bytes.
