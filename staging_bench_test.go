@@ -406,6 +406,31 @@ func BenchmarkParallelCopy(b *testing.B) {
 	}
 }
 
+// BenchmarkPipelineSlots runs Upload and Download of ordinary slices, back
+// to back, through pipelines of more and smaller slots than the default 3
+// of 16 MiB, side by side at large sizes, where the copy workers share the
+// host's memory with the DMA engine: whether slots the caches can hold,
+// and more of them in flight, move more.
+func BenchmarkPipelineSlots(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := randomArenas(b, ctx, arenaBytes)
+	shapes := []struct{ chunk, slots int }{{16 << 20, 3}, {16 << 20, 4}, {8 << 20, 6}, {8 << 20, 8}, {4 << 20, 8}, {4 << 20, 12}, {2 << 20, 16}}
+	for _, dir := range directions {
+		for _, n := range []int{64 << 20, 256 << 20} {
+			for _, sh := range shapes {
+				b.Run(fmt.Sprintf("%s/%s/chunk=%s/slots=%d", dir.name, sizeName(n), sizeName(sh.chunk), sh.slots), func(b *testing.B) {
+					p := pipelineFrom(512 << 10)
+					p.ChunkBytes, p.Slots = sh.chunk, sh.slots
+					sb := pipelinedBuffer(b, p)
+					devs, hosts := a.slots(b, n)
+					loopTransfers(b, sb, devs, hosts, s, dir.move)
+				})
+			}
+		}
+	}
+}
+
 // BenchmarkPipelineStreaming runs Upload and Download of ordinary slices,
 // back to back, with the staging pipeline's copies made with streaming
 // stores and without, side by side at each size: the measurement behind

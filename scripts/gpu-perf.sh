@@ -40,6 +40,8 @@
 #             (BenchmarkReadFromStream), and WriteTo into a pipe
 #             (BenchmarkWriteToStream), three interleaved rounds, purego and cgo,
 #             then ReadFrom by the pipeline's shape: OUTDIR/streams.md
+#   slots     the pipeline's slots, more and smaller than the default, at 64 and
+#             256 MiB (BenchmarkPipelineSlots), three rounds: OUTDIR/slots.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -48,7 +50,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [streams] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -174,6 +176,17 @@ for section in $sections; do
 			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTrace$' -test.benchtime 300x
 		} >"$out/streaming.txt" 2>&1
 		grep -E '^(Benchmark|==)' "$out/streaming.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		;;
+	slots)
+		# The pipeline's slots: more and smaller than the default, three
+		# rounds.
+		{
+			for round in 1 2 3; do
+				echo "== round $round"
+				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineSlots$' -test.benchtime 60x
+			done
+		} >"$out/slots.txt" 2>&1
+		grep -E '^(Benchmark|==)' "$out/slots.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
 		;;
 	streams)
 		# Three interleaved rounds of the sources, ReadFrom at its default
