@@ -68,16 +68,17 @@ type StagingPipeline struct {
 }
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
-// SetPipeline says otherwise: 3 slots of 16 MiB (48 MiB pinned) and as many
+// SetPipeline says otherwise: 8 slots of 4 MiB (32 MiB pinned) and as many
 // workers as GOMAXPROCS, up to 16, uploading from 512 KiB up and
-// downloading from 256 KiB up. Measured on the H200
-// machine (BenchmarkPipelineShape, gocuda calibrate): docs/performance.md.
+// downloading from 256 KiB up. Measured on the H200 machine
+// (BenchmarkPipelineShape, BenchmarkPipelineSlots, gocuda calibrate):
+// docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
 		UploadMinBytes:   512 << 10,
 		DownloadMinBytes: 256 << 10,
-		ChunkBytes:       16 << 20,
-		Slots:            3,
+		ChunkBytes:       4 << 20,
+		Slots:            8,
 		Workers:          min(runtime.GOMAXPROCS(0), maxCopyWorkers),
 	}
 }

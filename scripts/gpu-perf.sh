@@ -40,8 +40,8 @@
 #             (BenchmarkReadFromStream), and WriteTo into a pipe
 #             (BenchmarkWriteToStream), three interleaved rounds, purego and cgo,
 #             then ReadFrom by the pipeline's shape: OUTDIR/streams.md
-#   slots     the pipeline's slots, more and smaller than the default, at 64 and
-#             256 MiB (BenchmarkPipelineSlots), three rounds: OUTDIR/slots.txt
+#   slots     the pipeline's slots, of several sizes and counts, at 16 MiB-1 GiB
+#             (BenchmarkPipelineSlots), three rounds: OUTDIR/slots.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -178,8 +178,7 @@ for section in $sections; do
 		grep -E '^(Benchmark|==)' "$out/streaming.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
 		;;
 	slots)
-		# The pipeline's slots: more and smaller than the default, three
-		# rounds.
+		# The pipeline's slots, of several sizes and counts, three rounds.
 		{
 			for round in 1 2 3; do
 				echo "== round $round"
