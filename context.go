@@ -177,6 +177,8 @@ func (c *Context) giveIO(sb *StagingBuffer) error {
 		c.io = sb
 	}
 	c.ioMu.Unlock()
+	// The call is counted until sb is closed, so that Context.Close, which
+	// waits for the count, never releases the context under that Close.
 	var err error
 	if !keep {
 		lifetime.CloseTemp(&err, sb.Close)
@@ -203,9 +205,8 @@ func (c *Context) closeIO() error {
 	c.ioMu.Unlock()
 	if err := sb.Close(); err != nil {
 		c.ioMu.Lock()
-		c.io = sb
+		c.io, c.ioClosing = sb, false
 		c.ioMu.Unlock()
-		c.reopenIO()
 		return err
 	}
 	return nil

@@ -25,8 +25,9 @@ func ExampleReadFrom() {
 		return
 	}
 	defer buf.Free()
-	// Keep a staging buffer (and a stream) for repeated loads: its pinned
-	// memory is reused.
+	// Without a staging buffer of its own a call uses the one the context
+	// keeps until Close; with one, the caller decides when its pinned
+	// memory is freed.
 	sb := new(cuda.StagingBuffer)
 	defer sb.Close()
 	c := cuda.IOConfig{Staging: sb}
