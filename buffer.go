@@ -45,6 +45,7 @@ type allocation struct {
 	stream    *Stream // the stream it was allocated on in stream order (AllocAsync); nil for cuMemAlloc's
 	graphs    graphUses
 	pool      *MemPool // the pool it came from (AllocFromPool), which counts it until it is freed
+	cacheable bool     // stream-ordered memory made outside a capture: its free may keep it for reuse (blockCache)
 	ipc       bool     // another process's memory, opened by OpenIPC: Free closes the mapping
 }
 

@@ -45,6 +45,11 @@ type Context struct {
 	io        *StagingBuffer
 	ioCalls   int
 	ioClosing bool
+
+	// caches are the block caches of the context's open streams (see
+	// blockCache, which says the lock order); cacheMu guards the map.
+	cacheMu sync.Mutex
+	caches  map[*blockCache]struct{}
 }
 
 // legacyQueue records that a synchronous call, just returned, may have left
@@ -122,7 +127,8 @@ func (c *Context) Device() Device {
 // Close releases the context. It waits for calls in flight in the context;
 // calls made while it runs, and afterwards every method of the context and
 // of objects made in it, return ErrClosed. It frees the staging buffer
-// ReadFrom and WriteTo keep in the context. Close objects made in the
+// ReadFrom and WriteTo keep in the context, and gives the memory its
+// streams keep for reuse (AllocAsync) back to its pools. Close objects made in the
 // context before the context itself: the driver destroys what they hold
 // once the last retain of the primary context is released. Closing twice,
 // or a nil Context, is a no-op; if the driver refuses the release, the
@@ -132,6 +138,9 @@ func (c *Context) Close() error {
 		return nil
 	}
 	const op = "Context.Close"
+	if err := c.flushCaches(op); err != nil {
+		return err
+	}
 	if err := c.closeIO(); err != nil {
 		return err
 	}
@@ -295,6 +304,9 @@ func (c *Context) Synchronize() error {
 		return err
 	}
 	defer c.unbind()
+	if _, err := c.flushAll(op); err != nil {
+		return err
+	}
 	q := c.legacyQueued.Load()
 	if err := check(op, driver.CtxSynchronize(c.handle)); err != nil {
 		return err

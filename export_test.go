@@ -124,3 +124,7 @@ func SetCopyStreaming(on bool) (restore func()) {
 	}
 	return func() { streamBelow = old }
 }
+
+// CacheRepeats is how many freed sizes a stream remembers between
+// synchronizes: a size freed once the list is full is never kept.
+const CacheRepeats = cacheRepeats

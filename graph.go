@@ -190,7 +190,14 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	if !s.capture.CompareAndSwap(nil, cs) {
 		return nil, errorf(op, ErrInvalidValue, "the stream is already capturing")
 	}
+	// The memory the stream keeps for reuse is freed before the capture,
+	// and none is kept during it: the capture's own is the graph's.
+	if err := s.cache.pause(op); err != nil {
+		s.capture.Store(nil)
+		return nil, err
+	}
 	if err := check(op, driver.StreamBeginCapture(s.ctx.handle, s.handle, int32(mode))); err != nil {
+		s.cache.resume()
 		s.capture.Store(nil)
 		return nil, err
 	}
@@ -198,6 +205,7 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	end := func() (driver.Graph, error) {
 		ended = true
 		defer s.capture.Store(nil)
+		defer s.cache.resume()
 		var g driver.Graph
 		st := driver.StreamEndCapture(s.ctx.handle, s.handle, &g)
 		if !st.OK() {

@@ -13,8 +13,10 @@ import (
 // MemPool is a pool of device memory that stream-ordered allocations come
 // from (AllocFromPool; AllocAsync takes from the device's default pool).
 // Memory freed in stream order goes back to the pool and is handed out
-// again; the pool keeps up to its release threshold of unused memory across
-// synchronizations and gives the rest back to the device at each one.
+// again (or is first kept by the stream it was freed on, for that stream's
+// next allocation of its size: see AllocAsync); the pool keeps up to its
+// release threshold of unused memory across synchronizations and gives the
+// rest back to the device at each one.
 //
 // A pool made by NewMemPool is closed with Close, or with its context,
 // once the buffers allocated from it are freed: the driver was seen to
@@ -216,6 +218,11 @@ func (p *MemPool) Close() error {
 	return p.close(op, "the memory pool", func() error {
 		if !p.owned {
 			return nil
+		}
+		// Buffers freed but kept by their streams for reuse count until
+		// their memory goes back to the pool.
+		if _, err := p.ctx.flushAll(op); err != nil {
+			return err
 		}
 		if n := p.outstanding.Load(); n > 0 {
 			return errorf(op, ErrInvalidValue, "%d buffer(s) allocated from the pool are still open: free them first", n)

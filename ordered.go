@@ -16,6 +16,18 @@ import (
 // the driver, so that allocating and freeing inside a loop costs about a
 // microsecond instead of a cuMemAlloc and a device-wide synchronization.
 //
+// A loop's repeated sizes cost less still: when a buffer is freed on a
+// stream where a buffer of the same byte size was freed since the stream
+// was last synchronized, the stream keeps its memory for its next
+// stream-ordered allocation of that size from the same pool, which then
+// makes no driver call (reusing it later on the same stream, as the pool
+// would). What a stream keeps (at most 16 buffers) goes back to the pool
+// when the stream or its context is synchronized, when the stream is
+// closed or begins a capture, when its context or a pool of the context is
+// closed, and when a stream-ordered allocation finds the device out of
+// memory; until then the pool's Stats count it as used. Inside a capture
+// nothing is kept or reused: the capture's allocations are the graph's.
+//
 // As in CUDA, using the buffer on another stream is the caller's duty to
 // order: record an event on s after AllocAsync and have the other stream
 // WaitEvent it before its first use, and free the buffer on a stream
@@ -41,29 +53,70 @@ func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(
 	if err != nil {
 		return nil, err
 	}
-	if err := s.enter(op); err != nil {
+	if err := s.hold(op, "the stream"); err != nil {
 		return nil, err
 	}
-	defer s.leave()
-	if err := s.willQueue(op); err != nil {
-		return nil, err
-	}
+	defer s.release()
 	ctx := s.ctx
 	m := &allocation{size: bytes, allocated: true, stream: s, pool: pool}
-	if err := check(op, alloc(&m.base, bytes)); err != nil {
-		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
-			ce.Detail = formatBytes(bytes) + " requested"
-		}
+	// Memory freed on s before is reused without a driver call: the
+	// allocation needs no context bound then, only held.
+	if err := holdErr(op, "the context", ctx.life.Hold()); err != nil {
 		return nil, err
 	}
+	base, ok := s.cache.take(pool, bytes)
+	ctx.life.Release()
+	if ok {
+		m.base, m.cacheable = base, true
+	} else if err := m.allocate(op, s, alloc); err != nil {
+		return nil, err
+	}
+	m.armOrdered()
+	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
+}
+
+// allocate gets m's memory from the driver with alloc, on s. When the
+// device is out of memory and the streams of the context keep freed memory
+// for reuse, that memory goes back to its pools, and alloc is tried once
+// more.
+func (m *allocation) allocate(op string, s *Stream, alloc func(*driver.DevicePtr, uintptr) driver.Status) error {
+	ctx := s.ctx
+	if err := ctx.bind(op); err != nil {
+		return err
+	}
+	defer ctx.unbind()
+	if err := s.willQueue(op); err != nil {
+		return err
+	}
+	st := alloc(&m.base, m.size)
+	if st.Code == driver.ErrorOutOfMemory {
+		if n, err := ctx.flushAll(op); n > 0 && err == nil {
+			st = alloc(&m.base, m.size)
+		}
+	}
+	if err := check(op, st); err != nil {
+		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
+			ce.Detail = formatBytes(m.size) + " requested"
+		}
+		return err
+	}
+	// Read after the allocation: a capture begun before it took it.
 	if cs := s.capture.Load(); cs != nil {
 		cs.allocated(m)
+	} else {
+		m.cacheable = true
 	}
-	base := m.base
-	if pool != nil {
-		pool.outstanding.Add(1)
+	if m.pool != nil {
+		m.pool.outstanding.Add(1)
 	}
-	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
+	return nil
+}
+
+// armOrdered arms a stream-ordered allocation just made, with the cleanup
+// that frees it if nobody does.
+func (m *allocation) armOrdered() {
+	base, pool := m.base, m.pool
+	m.arm(m.stream.ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
 		// Forgotten: no Go code can queue work on it any more, but work
 		// queued before may still run, and cuMemFree of stream-ordered
 		// memory does not wait for it.
@@ -74,14 +127,14 @@ func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(
 		if pool != nil {
 			pool.outstanding.Add(-1) // its pool may now close
 		}
-	}, ctx))
-	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
+	}, m.stream.ctx))
 }
 
 // FreeOn releases a buffer from AllocAsync in stream order on s instead of
 // on the stream it was allocated on: after the work queued on s, which the
 // caller has ordered after every use of the buffer (Stream.WaitEvent). It
-// returns at once. As Free, it does nothing on a nil buffer, a slice or a
+// returns at once; s may keep the memory for its own next allocation of
+// the size (see AllocAsync). As Free, it does nothing on a nil buffer, a slice or a
 // view, or a buffer already freed; a buffer from Alloc is ErrInvalidValue
 // (free it with Free).
 func (b *DeviceBuffer[T]) FreeOn(s *Stream) error {
@@ -118,6 +171,21 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 	defer s.release()
 	if s.ctx != m.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
+	}
+	if m.cacheable {
+		// Kept for s's next allocation of its size, if the cache takes it
+		// (no driver call, no context bound); otherwise freed below.
+		kept := false
+		_, err := m.lt.Close(func() (bool, error) {
+			if err := m.graphs.inUse(op, "the device buffer"); err != nil {
+				return false, err
+			}
+			kept = s.cache.put(cachedBlock{base: m.base, size: m.size, pool: m.pool})
+			return kept, nil
+		})
+		if kept || err != nil {
+			return err
+		}
 	}
 	return m.freeWith(op, func() error {
 		if err := s.willQueue(op); err != nil {

@@ -217,11 +217,40 @@ func TestAllocAsyncFaults(t *testing.T) {
 
 // BenchmarkAllocAsync times an allocation and its free in stream order on
 // one stream, from the warm pool, beside Alloc and Free (cuMemAlloc and
-// cuMemFree), at a small, a middle and a large size.
+// cuMemFree), at a small, a middle and a large size. async reuses the
+// memory the stream keeps (no driver call); uncached makes both driver
+// calls each time, C's calls: the stream has first freed as many other
+// sizes as it remembers, so that it keeps nothing of the size timed.
 func BenchmarkAllocAsync(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
 	for _, n := range []int{256, 1 << 20, 64 << 20} {
+		b.Run("uncached/"+sizeName(n), func(b *testing.B) {
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+			for i := range cuda.CacheRepeats {
+				d, err := cuda.AllocAsync[byte](s, 8<<10+i)
+				if err == nil {
+					err = d.Free()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				d, err := cuda.AllocAsync[byte](s, n)
+				if err == nil {
+					err = d.Free()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		})
 		b.Run("async/"+sizeName(n), func(b *testing.B) {
 			for b.Loop() {
 				d, err := cuda.AllocAsync[byte](s, n)

@@ -27,6 +27,10 @@ type Stream struct {
 
 	// capture is the capture under way on the stream (Capture), or nil.
 	capture atomic.Pointer[captureState]
+
+	// cache keeps the memory of stream-ordered buffers freed on the stream
+	// for its next allocations (blockCache).
+	cache *blockCache
 }
 
 // pinSet keeps the Go memory that queued asynchronous copies read or write
@@ -71,12 +75,19 @@ func (c *Context) newStream(op string, priority int) (*Stream, error) {
 	if err := check(op, driver.StreamCreateWithPriority(c.handle, &s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
 		return nil, err
 	}
-	h, ps := s.handle, s.pins
+	s.cache = newBlockCache(c, s.handle)
+	h, ps, bc := s.handle, s.pins, s.cache
 	s.arm(c, track.Stream, runtime.AddCleanup(s, func(ctx *Context) {
+		freed := true // unless forgotten's free runs: the context is gone
 		forgotten(ctx, track.Stream, func() {
+			freed = false
+			bc.release(false)
 			driver.StreamSynchronize(ctx.handle, h)
 			driver.StreamDestroy(ctx.handle, h)
 		})
+		if freed {
+			bc.release(true)
+		}
 		ps.take().unpin() // a Pinner collected while pinning crashes the program
 	}, c))
 	return s, nil
@@ -122,7 +133,8 @@ func (s *Stream) Priority() int {
 // returns the first error of that work. Once it succeeds, it releases the
 // Go memory that asynchronous copies queued before it had pinned; after a
 // failure that memory stays pinned (the copies may still run) until a later
-// synchronize succeeds or the stream is closed.
+// synchronize succeeds or the stream is closed. First it gives the memory of
+// freed buffers the stream keeps for reuse back to its pools (AllocAsync).
 func (s *Stream) Synchronize() error {
 	const op = "Stream.Synchronize"
 	if err := s.enter(op); err != nil {
@@ -135,6 +147,11 @@ func (s *Stream) Synchronize() error {
 // synchronize is Synchronize with the stream entered.
 func (s *Stream) synchronize(op string) error {
 	if err := s.capturing(op, "its work runs when the graph is launched, and cannot be waited for now"); err != nil {
+		return err
+	}
+	// The driver's pool gives unused memory back at a synchronize: so
+	// does the cache, first.
+	if err := s.cache.flush(op); err != nil {
 		return err
 	}
 	// Take the pins first: every copy that pinned memory in the set taken
@@ -244,8 +261,10 @@ func (s *Stream) Close() error {
 		return check(op, driver.StreamDestroy(s.ctx.handle, s.handle))
 	}, func() {
 		// Destroyed, or gone with its context: nothing queued on s reads
-		// Go memory any more.
+		// Go memory any more, and the synchronize flushed the cache (or
+		// the context took its memory).
 		s.pins.take().unpin()
+		s.cache.release(true)
 	})
 }
 

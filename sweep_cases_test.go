@@ -233,6 +233,37 @@ func sweepCases() []sweepCase {
 						}
 					}
 			}},
+		{name: "stream-ordered reuse", covers: []string{"cuda.AllocAsync", "DeviceBuffer.Free", "Stream.Synchronize", "Context.Synchronize"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var bufs []*cuda.DeviceBuffer[int32]
+				round := func() error {
+					b, err := cuda.AllocAsync[int32](e.s, 100)
+					if err != nil {
+						return err
+					}
+					bufs = append(bufs, b)
+					return firstErr(func() error { return b.Memset32Async(1, e.s) }, b.Free)
+				}
+				// Three frees of a size keep two blocks on the stream, which
+				// the next rounds reuse, and the synchronizes give back.
+				return func() error {
+						return firstErr(round, round, round, e.s.Synchronize, round, round, round, e.ctx.Synchronize)
+					}, func(t *testing.T, _ error) {
+						for _, b := range bufs {
+							if err := b.Free(); err != nil {
+								t.Errorf("free: %v", err)
+							}
+						}
+						b, err := cuda.AllocAsync[int32](e.s, 100)
+						got := make([]int32, 100)
+						if err == nil {
+							err = errors.Join(b.Memset32Async(7, e.s), b.CopyToHostAsync(got, e.s), b.Free(), e.s.Synchronize(), e.ctx.Synchronize())
+						}
+						if err != nil || got[99] != 7 {
+							t.Errorf("the stream's allocations afterwards: %v, read %d, want 7", err, got[99])
+						}
+					}
+			}},
 		{name: "memory pools", covers: []string{"Context.NewMemPool", "Context.DefaultMemPool", "cuda.AllocFromPool",
 			"MemPool.SetReleaseThreshold", "MemPool.ReleaseThreshold", "MemPool.TrimTo", "MemPool.Stats", "MemPool.ResetHighWater", "MemPool.SetAccess"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
