@@ -128,9 +128,9 @@ func (c *Context) Device() Device {
 // calls made while it runs, and afterwards every method of the context and
 // of objects made in it, return ErrClosed. It frees the staging buffer
 // ReadFrom and WriteTo keep in the context, and gives the memory its
-// streams keep for reuse (AllocAsync) back to its pools. Close objects made in the
-// context before the context itself: the driver destroys what they hold
-// once the last retain of the primary context is released. Closing twice,
+// streams keep for reuse (AllocAsync) back to its pools. Close objects made
+// in the context before the context itself: the driver destroys what they
+// hold once the last retain of the primary context is released. Closing twice,
 // or a nil Context, is a no-op; if the driver refuses the release, the
 // context stays open and Close may be called again.
 func (c *Context) Close() error {

@@ -88,8 +88,10 @@
 //     the device.
 //   - AllocAsync for memory a loop makes and drops at every step: the
 //     allocation and its Free are steps of a stream, served from the
-//     device's memory pool in about 2-3 µs from Go, and Free does not wait.
-//     Order other streams after it with an event (see AllocAsync).
+//     device's memory pool in about 2-3 µs from Go, and Free does not wait;
+//     a size the loop repeats is served from memory the stream kept at its
+//     last free, with no driver call (see AllocAsync for when the stream
+//     gives it back). Order other streams after it with an event.
 //   - AllocFromPool with a MemPool of your own (Context.NewMemPool) to keep
 //     memory across synchronizations (SetReleaseThreshold), give it back on
 //     demand (TrimTo), watch it (Stats), or share it with another device
