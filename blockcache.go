@@ -1,10 +1,12 @@
 package cuda
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // blockCache keeps the memory of stream-ordered buffers freed on one
@@ -24,8 +26,9 @@ import (
 // out of memory. While the stream captures, the cache neither takes nor
 // gives blocks: the capture's allocations and frees are the graph's.
 //
-// Lock order: mu, then the context's cacheMu (register, unregister);
-// flushAll takes cacheMu alone, then each cache's mu in turn.
+// Locks: mu and the context's cacheMu are leaves, neither held while the
+// other is taken (flushAll lists the caches under cacheMu, then takes each
+// cache's mu in turn).
 type blockCache struct {
 	ctx    *Context
 	handle driver.Stream
@@ -174,15 +177,9 @@ func (c *blockCache) release(freed bool) {
 // flushAll flushes the cache of every stream of c, returning how many
 // blocks it freed and the first error. Called with c bound.
 func (c *Context) flushAll(op string) (int, error) {
-	c.cacheMu.Lock()
-	caches := make([]*blockCache, 0, len(c.caches))
-	for bc := range c.caches {
-		caches = append(caches, bc)
-	}
-	c.cacheMu.Unlock()
 	var first error
 	freed := 0
-	for _, bc := range caches {
+	for _, bc := range c.blockCaches() {
 		bc.mu.Lock()
 		var err error
 		if !bc.gone && !bc.capturing {
@@ -198,14 +195,39 @@ func (c *Context) flushAll(op string) (int, error) {
 	return freed, first
 }
 
+// blockCaches lists the caches of c's streams.
+func (c *Context) blockCaches() []*blockCache {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	caches := make([]*blockCache, 0, len(c.caches))
+	for bc := range c.caches {
+		caches = append(caches, bc)
+	}
+	return caches
+}
+
 // flushCaches is flushAll before c closes, so that no block stays held in
-// a primary context that another Context still retains. A closed or zero
-// context has nothing to flush: Close reports it.
+// a primary context that another Context still retains. It binds c only
+// when a stream keeps memory: a closed or zero context keeps none (Close
+// reports it), and a Close with nothing to flush binds nothing.
 func (c *Context) flushCaches(op string) error {
-	if c.bind(op) != nil {
+	if c.life.Status() != lifetime.Held || !slices.ContainsFunc(c.blockCaches(), (*blockCache).keeps) {
 		return nil
+	}
+	if err := c.bind(op); err != nil {
+		if errors.Is(err, ErrClosed) { // closed meanwhile
+			return nil
+		}
+		return err
 	}
 	defer c.unbind()
 	_, err := c.flushAll(op)
 	return err
+}
+
+// keeps reports whether the cache holds memory.
+func (c *blockCache) keeps() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.blocks) > 0
 }

@@ -141,6 +141,14 @@ func TestBlockCacheContextClose(t *testing.T) {
 	ctx := must(cuda.NewContext(other.Device()))(t)
 	s := must(ctx.NewStream())(t)
 	cachedBlock(t, f, s)
+	// A free that fails leaves the context open, and Close can be retried.
+	f.Fail("cuMemFreeAsync", 1, 999)
+	if err := ctx.Close(); !errors.Is(err, cuda.Result(999)) {
+		t.Errorf("Context.Close with the kept block's free failing: %v", err)
+	}
+	if _, _, err := ctx.MemInfo(); err != nil {
+		t.Errorf("the context after a failed Close: %v", err)
+	}
 	if err := ctx.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -134,9 +134,9 @@ func (m *allocation) armOrdered() {
 // on the stream it was allocated on: after the work queued on s, which the
 // caller has ordered after every use of the buffer (Stream.WaitEvent). It
 // returns at once; s may keep the memory for its own next allocation of
-// the size (see AllocAsync). As Free, it does nothing on a nil buffer, a slice or a
-// view, or a buffer already freed; a buffer from Alloc is ErrInvalidValue
-// (free it with Free).
+// the size (see AllocAsync). As Free, it does nothing on a nil buffer, a
+// slice or a view, or a buffer already freed; a buffer from Alloc is
+// ErrInvalidValue (free it with Free).
 func (b *DeviceBuffer[T]) FreeOn(s *Stream) error {
 	const op = "DeviceBuffer.FreeOn"
 	m, err := b.freeable(op)
