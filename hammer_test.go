@@ -130,7 +130,7 @@ func (p *hammerPool) loadModule() error {
 // and staging buffer and the pool's shared objects.
 func hammerOp(r *rand.Rand, p *hammerPool, s *cuda.Stream, sb *cuda.StagingBuffer, host []uint32) error {
 	b := p.buf(r)
-	switch r.IntN(12) {
+	switch r.IntN(14) {
 	case 0:
 		return b.CopyFromHost(host)
 	case 1:
@@ -166,6 +166,36 @@ func hammerOp(r *rand.Rand, p *hammerPool, s *cuda.Stream, sb *cuda.StagingBuffe
 		return p.ctx.Do(func() error { _, _, err := p.ctx.MemInfo(); return err })
 	case 10:
 		return s.Do(func(uintptr) error { return b.Memset8Async(1, s) }, b)
+	case 11:
+		// Stream-ordered memory on a shared stream that others close: its
+		// memory kept and reused by the stream, or freed with it.
+		t := p.stream(r)
+		d, err := cuda.AllocAsync[uint32](t, hammerLen>>r.IntN(3))
+		if err != nil {
+			return err
+		}
+		return errors.Join(d.Memset32Async(3, t), d.Free())
+	case 12:
+		// Stream-ordered memory on the worker's stream, reused from one
+		// call to the next: each holds what was copied into it.
+		n := hammerLen >> r.IntN(3)
+		d, err := cuda.AllocAsync[uint32](s, n)
+		if err != nil {
+			return err
+		}
+		want := uint32(r.Uint32())
+		src, got := make([]uint32, n), make([]uint32, n)
+		for i := range src {
+			src[i] = want + uint32(i)
+		}
+		err = errors.Join(d.CopyFromHostAsync(src, s), d.CopyToHostAsync(got, s), d.Free())
+		if err == nil {
+			err = s.Synchronize()
+		}
+		if err == nil && (got[0] != want || got[n-1] != want+uint32(n-1)) {
+			err = fmt.Errorf("a stream-ordered buffer read %d..%d, want %d..%d", got[0], got[n-1], want, want+uint32(n-1))
+		}
+		return err
 	default:
 		other := p.buf(r)
 		if other == b {

@@ -21,7 +21,7 @@ steps=${*:-suite stress memchurn memcheck soak}
 mkdir -p "$out"
 bin=$PWD/bin
 export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$bin/libfakecuda.so NCCL_NVLS_ENABLE=0
-stress=${STRESS:-'TestSyncThenAsyncOrdered|TestDeviceMemoryAfterChurn|TestCloseWhileCopying|TestCallInsideDoWhileClosing|TestGlobalsConcurrent|TestStagingConcurrentMisuse|TestZeroValues|TestContextBinding|TestHammer|TestManyGoroutines'}
+stress=${STRESS:-'TestSyncThenAsyncOrdered|TestDeviceMemoryAfterChurn|TestCloseWhileCopying|TestCallInsideDoWhileClosing|TestGlobalsConcurrent|TestStagingConcurrentMisuse|TestZeroValues|TestContextBinding|TestHammer|TestManyGoroutines|TestBlockCacheConcurrent'}
 # The tests that make the driver fail on purpose (bad sizes, bad PTX, bad
 # launch shapes, faults, unknown names, closed or foreign objects).
 # The tests that close a context under live allocations on purpose.
