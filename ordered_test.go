@@ -224,47 +224,36 @@ func TestAllocAsyncFaults(t *testing.T) {
 func BenchmarkAllocAsync(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
+	allocFree := func(n int) error {
+		d, err := cuda.AllocAsync[byte](s, n)
+		if err != nil {
+			return err
+		}
+		return d.Free()
+	}
+	loop := func(b *testing.B, n int) {
+		for b.Loop() {
+			if err := allocFree(n); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, n := range []int{256, 1 << 20, 64 << 20} {
 		b.Run("uncached/"+sizeName(n), func(b *testing.B) {
 			if err := s.Synchronize(); err != nil {
 				b.Fatal(err)
 			}
 			for i := range cuda.CacheRepeats {
-				d, err := cuda.AllocAsync[byte](s, 8<<10+i)
-				if err == nil {
-					err = d.Free()
-				}
-				if err != nil {
+				if err := allocFree(8<<10 + i); err != nil {
 					b.Fatal(err)
 				}
 			}
-			for b.Loop() {
-				d, err := cuda.AllocAsync[byte](s, n)
-				if err == nil {
-					err = d.Free()
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := s.Synchronize(); err != nil {
-				b.Fatal(err)
-			}
+			loop(b, n)
 		})
-		b.Run("async/"+sizeName(n), func(b *testing.B) {
-			for b.Loop() {
-				d, err := cuda.AllocAsync[byte](s, n)
-				if err == nil {
-					err = d.Free()
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := s.Synchronize(); err != nil {
-				b.Fatal(err)
-			}
-		})
+		b.Run("async/"+sizeName(n), func(b *testing.B) { loop(b, n) })
 		b.Run("sync/"+sizeName(n), func(b *testing.B) {
 			for b.Loop() {
 				d, err := cuda.Alloc[byte](ctx, n)
