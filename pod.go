@@ -22,7 +22,11 @@ type typeUse struct {
 // on the device (and that the garbage collector must see). With reinterpret,
 // bool is refused too: not every byte is a valid bool.
 func checkElem[T any](op string, reinterpret bool) error {
-	key := typeUse{reflect.TypeFor[T](), reinterpret}
+	t := reflect.TypeFor[T]()
+	if isNumber(t.Kind()) { // the common case, without the map's hashing
+		return nil
+	}
+	key := typeUse{t, reinterpret}
 	why, ok := typeChecks.Load(key)
 	if !ok {
 		why, _ = typeChecks.LoadOrStore(key, whyNotPlain(key.t, key.t.String(), reinterpret))
@@ -33,12 +37,22 @@ func checkElem[T any](op string, reinterpret bool) error {
 	return nil
 }
 
-func whyNotPlain(t reflect.Type, path string, reinterpret bool) string {
-	switch t.Kind() {
+// isNumber reports whether k is a kind of number.
+func isNumber(k reflect.Kind) bool {
+	switch k {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	}
+	return false
+}
+
+func whyNotPlain(t reflect.Type, path string, reinterpret bool) string {
+	if isNumber(t.Kind()) {
 		return ""
+	}
+	switch t.Kind() {
 	case reflect.Bool:
 		if reinterpret {
 			return fmt.Sprintf("%s is a bool, which cannot be reinterpreted from arbitrary bytes", path)
