@@ -9,8 +9,9 @@ import (
 )
 
 // A scratch buffer per step of a loop, allocated and freed in stream order:
-// each AllocAsync reuses the memory the previous step's Free gave back to
-// the pool once the stream got there.
+// from the third step on, AllocAsync takes the memory the stream kept at the
+// previous step's Free, with no driver call; the Synchronize gives it back
+// to the pool.
 func ExampleAllocAsync() {
 	ctx := newContext()
 	defer ctx.Close()
