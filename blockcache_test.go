@@ -228,10 +228,10 @@ func TestBlockCacheStreams(t *testing.T) {
 	}
 }
 
-// TestBlockCachePool: a pool's memory kept for reuse counts as the pool's
+// TestBlockCachePoolClose: a pool's memory kept for reuse counts as the pool's
 // until it goes back, and the pool closes once its buffers are freed,
 // without a synchronize first.
-func TestBlockCachePool(t *testing.T) {
+func TestBlockCachePoolClose(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	p := must(ctx.NewMemPool())(t)
