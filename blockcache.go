@@ -124,9 +124,7 @@ func (c *blockCache) flushLocked(op string) (int, error) {
 		}
 		c.blocks = c.blocks[:len(c.blocks)-1]
 		n++
-		if b.pool != nil {
-			b.pool.outstanding.Add(-1)
-		}
+		b.pool.uncount()
 	}
 	return n, nil
 }
@@ -165,9 +163,7 @@ func (c *blockCache) release(freed bool) {
 		if !freed {
 			driver.MemFree(c.ctx.handle, b.base)
 		}
-		if b.pool != nil {
-			b.pool.outstanding.Add(-1)
-		}
+		b.pool.uncount()
 	}
 	c.ctx.cacheMu.Lock()
 	delete(c.ctx.caches, c)

@@ -239,7 +239,7 @@ func (c *Context) bind(op string) error {
 	if c == nil {
 		return errorf(op, ErrInvalidValue, "nil *Context")
 	}
-	if err := holdErr(op, "the context", c.life.Hold()); err != nil {
+	if err := c.hold(op); err != nil {
 		return err
 	}
 	if err := c.bindHeld(op); err != nil {
@@ -248,6 +248,10 @@ func (c *Context) bind(op string) error {
 	}
 	return nil
 }
+
+// hold keeps c open until c.life.Release, without making it current: for
+// a call that reaches no driver function.
+func (c *Context) hold(op string) error { return holdErr(op, "the context", c.life.Hold()) }
 
 // bindHeld is bind for a call made on behalf of an operation that holds c
 // already, on another goroutine: it makes c current (purego) without

@@ -234,6 +234,14 @@ func (p *MemPool) Close() error {
 	}, nil)
 }
 
+// uncount tells p, if not nil, that a buffer it counted in outstanding
+// is gone.
+func (p *MemPool) uncount() {
+	if p != nil {
+		p.outstanding.Add(-1)
+	}
+}
+
 func (p *MemPool) setAttr(op string, attr driver.MemPoolAttribute, v uint64) error {
 	if err := p.enter(op); err != nil {
 		return err

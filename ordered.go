@@ -61,7 +61,7 @@ func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(
 	m := &allocation{size: bytes, allocated: true, stream: s, pool: pool}
 	// Memory freed on s before is reused without a driver call: the
 	// allocation needs no context bound then, only held.
-	if err := holdErr(op, "the context", ctx.life.Hold()); err != nil {
+	if err := ctx.hold(op); err != nil {
 		return nil, err
 	}
 	base, ok := s.cache.take(pool, bytes)
@@ -124,9 +124,7 @@ func (m *allocation) armOrdered() {
 			driver.CtxSynchronize(ctx.handle)
 			driver.MemFree(ctx.handle, base)
 		})
-		if pool != nil {
-			pool.outstanding.Add(-1) // its pool may now close
-		}
+		pool.uncount() // its pool may now close
 	}, m.stream.ctx))
 }
 
@@ -196,11 +194,7 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 }
 
 // freed tells the pool an allocation came from, if any, that it is gone.
-func (m *allocation) freed() {
-	if m.pool != nil {
-		m.pool.outstanding.Add(-1)
-	}
-}
+func (m *allocation) freed() { m.pool.uncount() }
 
 // drainIfOpen waits for the work queued on s through gocuda, unless s is
 // closed (its work is then done). Called with s's context bound.
