@@ -47,7 +47,7 @@ type Context struct {
 	ioClosing bool
 
 	// caches are the block caches of the context's open streams (see
-	// blockCache, which says the lock order); cacheMu guards the map.
+	// blockCache, which says how its locks nest); cacheMu guards the map.
 	cacheMu sync.Mutex
 	caches  map[*blockCache]struct{}
 }
