@@ -13,12 +13,25 @@ import (
 // process, so that a transfer starts none and allocates nothing. There is
 // one fewer than the processors the pool may use: the goroutine handing the
 // work out copies too.
+//
+// Each worker has its own queue, and takes from the others' when its own is
+// empty: with one queue for all, fifteen workers spinning on it fought over
+// its lock whenever parts arrived, and a part of 16 KiB, copied in 3 us,
+// cost a worker about 20 us more on the H200 machine (BenchmarkPipelineGrain).
 var copyPool struct {
-	once   sync.Once
+	once    sync.Once
+	workers []copyWorker
+	n       int
+	next    atomic.Uint32 // where handOut starts looking for a worker
+	held    atomic.Int32  // transfers under way that keep the workers spinning
+	parked  atomic.Int32  // workers blocked waiting for a task
+	wakes   atomic.Int64  // wake-up calls sent to blocked workers
+}
+
+// copyWorker is one worker's queue and whether it is blocked on it.
+type copyWorker struct {
 	tasks  chan copyTask
-	n      int
-	held   atomic.Int32 // transfers under way that keep the workers spinning
-	parked atomic.Int32 // workers blocked waiting for a task
+	parked atomic.Bool
 }
 
 type copyTask struct {
@@ -59,25 +72,46 @@ func holdCopyWorkers() bool {
 		return false
 	}
 	copyPool.held.Add(1)
-	for range copyPool.parked.Load() {
-		select {
-		case copyPool.tasks <- copyTask{}:
-		default: // the queue is full: the workers are busy anyway
-			return true
+	wakeCopyWorkers()
+	return true
+}
+
+// wakeCopyWorkers wakes the blocked copy workers; they look for work for
+// copySpin before they block again.
+func wakeCopyWorkers() {
+	for i := range copyPool.workers {
+		if w := &copyPool.workers[i]; w.parked.Load() {
+			select {
+			case w.tasks <- copyTask{}:
+				copyPool.wakes.Add(1)
+			default: // its queue is full: it is busy anyway
+			}
 		}
 	}
-	return true
+}
+
+// copyWorkersAwake reports whether most copy workers are looking for work,
+// not blocked; if not, it wakes them, so that a transfer made soon after
+// finds them awake (StagingPipeline.WarmBelowBytes).
+func copyWorkersAwake() bool {
+	copyPool.once.Do(startCopyPool)
+	if 2*int(copyPool.parked.Load()) <= copyPool.n {
+		return true
+	}
+	wakeCopyWorkers()
+	return false
 }
 
 func releaseCopyWorkers() { copyPool.held.Add(-1) }
 
 func startCopyPool() {
 	copyPool.n = min(runtime.GOMAXPROCS(0), maxCopyWorkers) - 1
-	// Room for every part of every chunk a pipeline has in flight, so
-	// that handing out work never blocks (copyAsync).
-	copyPool.tasks = make(chan copyTask, maxPipeSlots*maxCopyWorkers)
-	for range copyPool.n {
-		go copyWorker()
+	copyPool.workers = make([]copyWorker, copyPool.n)
+	for i := range copyPool.workers {
+		// Room for a part of every chunk a pipeline has in flight, and a
+		// wake-up call, so that handing out work seldom finds it full.
+		copyPool.workers[i].tasks = make(chan copyTask, 4*maxPipeSlots)
+		go copyPool.workers[i].run(i)
 	}
 }
 
@@ -88,30 +122,35 @@ func startCopyPool() {
 // of a chunk's time.
 var copySpin = 200 * time.Microsecond
 
-func copyWorker() {
+func (w *copyWorker) run(i int) {
 	for {
-		t, ok := nextTask()
+		t, ok := nextTask(i)
 		if !ok {
+			w.parked.Store(true)
 			copyPool.parked.Add(1)
-			t = <-copyPool.tasks
+			t = <-w.tasks
 			copyPool.parked.Add(-1)
+			w.parked.Store(false)
 		}
 		t.run()
 	}
 }
 
-// nextTask waits for a task without blocking the thread, while a transfer
-// holds the workers and for copySpin after, yielding the processor to other
-// goroutines at each turn. (Yielding every 64 turns instead, which takes the
-// scheduler's lock less often, measured the same on the H200 machine:
-// BenchmarkCopyPool.)
-func nextTask() (copyTask, bool) {
+// nextTask waits for a task for worker i, its own or else another's,
+// without blocking the thread, while a transfer holds the workers and for
+// copySpin after. It yields the processor to other goroutines every few
+// turns: a worker that yields only every 20 us instead kept the goroutine
+// that hands out the work (back from a driver call, wanting a processor)
+// waiting, and transfers of 128 KiB-16 MiB ran at half the speed on the H200
+// machine (BenchmarkPipelineGrain).
+func nextTask(i int) (copyTask, bool) {
 	deadline := time.Now().Add(copySpin)
-	for {
-		select {
-		case t := <-copyPool.tasks:
+	for turn := 1; ; turn++ {
+		if t, ok := takeTask(i); ok {
 			return t, true
-		default:
+		}
+		if turn%32 != 0 {
+			continue
 		}
 		if copyPool.held.Load() > 0 {
 			deadline = time.Now().Add(copySpin)
@@ -122,16 +161,36 @@ func nextTask() (copyTask, bool) {
 	}
 }
 
+// takeTask takes a queued task, looking at worker i's queue first and then
+// at the others', and reports whether there was one. Only a queue that
+// holds something is locked.
+func takeTask(i int) (copyTask, bool) {
+	ws := copyPool.workers
+	for k := range ws {
+		w := &ws[(i+k)%len(ws)]
+		if len(w.tasks) == 0 {
+			continue
+		}
+		select {
+		case t := <-w.tasks:
+			return t, true
+		default:
+		}
+	}
+	return copyTask{}, false
+}
+
 // maxCopyWorkers bounds the goroutines copying one chunk, the caller's
 // among them: past 16 the copies stop getting faster on the H200 machine
 // (BenchmarkParallelCopy: 38 GB/s on 16).
 const maxCopyWorkers = 16
 
 // minCopyPart is the least a worker is given: below it, handing the work
-// over costs more than it saves. (BenchmarkPipelineSplit on the H200
-// machine: parts of 64 KiB beat 128 KiB and 256 KiB at 256 KiB-2 MiB, by up
-// to 1.5x, and tied from 4 MiB.)
-var minCopyPart = 64 << 10
+// over costs more than it saves. (BenchmarkPipelineGrain on the H200
+// machine, each worker with a queue of its own: parts of 32 KiB beat 64 KiB
+// by up to 1.1x at 128 KiB-2 MiB, and tied from 4 MiB; parts of 16 KiB
+// were slower at 256 KiB-1 MiB downloading.)
+var minCopyPart = 32 << 10
 
 // wakeWorthBytes is the size below which a copy uses only the workers still
 // spinning: waking a parked one takes the scheduler tens of microseconds,
@@ -183,18 +242,50 @@ func partSize(n, parts int) int {
 }
 
 // handOut queues the copy of src into dst in parts of size bytes, adding
-// them to left. A part the queue has no room for is copied here.
+// them to left, each part to the next worker not blocked (or, where every
+// such queue is full, to one blocked, which wakes it). A part no queue has
+// room for is copied here.
 func handOut(dst, src []byte, size int, streaming bool, left *atomic.Int32) {
 	for lo := 0; lo < len(src); lo += size {
 		hi := min(lo+size, len(src))
 		t := copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left, streaming: streaming}
 		left.Add(1)
-		select {
-		case copyPool.tasks <- t:
-		default:
+		if !queueTask(t) {
 			t.run()
 		}
 	}
+}
+
+// copyOneQueue, set by a benchmark, queues every part on one queue.
+var copyOneQueue bool
+
+// queueTask queues t, preferring a worker that is not blocked, and reports
+// whether a queue had room.
+func queueTask(t copyTask) bool {
+	ws := copyPool.workers
+	if copyOneQueue {
+		select {
+		case ws[0].tasks <- t:
+			return true
+		default:
+			return false
+		}
+	}
+	start := int(copyPool.next.Add(1))
+	for _, blocked := range []bool{false, true} {
+		for k := range ws {
+			w := &ws[(start+k)%len(ws)]
+			if w.parked.Load() != blocked || len(w.tasks) == cap(w.tasks) {
+				continue
+			}
+			select {
+			case w.tasks <- t:
+				return true
+			default:
+			}
+		}
+	}
+	return false
 }
 
 // awaitCopies returns once the parts counted in left are copied.
@@ -227,11 +318,12 @@ func awaitCopies(left *atomic.Int32) {
 // runQueued copies one queued part here, if there is one, and reports
 // whether it did.
 func runQueued() bool {
-	select {
-	case t := <-copyPool.tasks:
-		t.run()
-		return true
-	default:
+	if len(copyPool.workers) == 0 {
 		return false
 	}
+	t, ok := takeTask(int(copyPool.next.Load()) % len(copyPool.workers))
+	if ok {
+		t.run()
+	}
+	return ok
 }

@@ -38,6 +38,41 @@ func SetMinCopyPart(n int) int {
 	return old
 }
 
+// CopyWorkers returns the number of copy workers, how many of them are
+// blocked waiting for work, and how many wake-up calls blocked ones have
+// been sent so far.
+func CopyWorkers() (n, parked int, wakes int64) {
+	copyPool.once.Do(startCopyPool)
+	return copyPool.n, int(copyPool.parked.Load()), copyPool.wakes.Load()
+}
+
+// HoldCopyWorkers keeps the copy workers looking for work until the
+// function it returns is called.
+func HoldCopyWorkers() (release func()) {
+	if !holdCopyWorkers() {
+		return func() {}
+	}
+	return releaseCopyWorkers
+}
+
+// SetCopyOneQueue makes the copy workers' parts all go to one queue, which
+// every worker takes from, as before each had its own; it returns a
+// function that puts it back.
+func SetCopyOneQueue(on bool) (restore func()) {
+	old := copyOneQueue
+	copyOneQueue = on
+	return func() { copyOneQueue = old }
+}
+
+// SetPipeGrain sets the least chunk a pipelined transfer is cut into, the
+// least number of chunks and the least copy part, and returns a function
+// that puts them back. Call it with no transfer under way.
+func SetPipeGrain(minChunk, split, part int) (restore func()) {
+	oldChunk, oldSplit, oldPart := minPipeChunk, pipeSplit, minCopyPart
+	minPipeChunk, pipeSplit, minCopyPart = minChunk, split, part
+	return func() { minPipeChunk, pipeSplit, minCopyPart = oldChunk, oldSplit, oldPart }
+}
+
 // TracePipeline has every pipelined transfer report the time of each of its
 // steps since the transfer's start, by step name ("copied", "landed",
 // "queued", "done") and chunk; nil stops it. Call it with no transfer under

@@ -46,6 +46,9 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	st := sb.settings()
 	locked := pageLocked(host)
 	r := st.route(len(host), locked, d)
+	if r == routePipelined && len(host) < st.pipe.WarmBelowBytes && !copyWorkersAwake() {
+		r = routeDirect
+	}
 	pinned, slot, r, err := sb.prepare(op, r, st.pipe, mem.ctx, s, len(host))
 	if err != nil {
 		return err
@@ -178,7 +181,7 @@ func trace(step pipeStep, chunk int) {
 // minPipeChunk is the least chunk a transfer is cut into: below it the
 // DMA engine's cost per copy outweighs the overlap (BenchmarkPipelineSplit
 // and BenchmarkPipelineTrace on the H200 machine, docs/performance.md).
-const minPipeChunk = 512 << 10
+var minPipeChunk = 512 << 10
 
 // chunking is how a pipelined transfer of n bytes is cut: in pipeSplit
 // chunks of size bytes or more, at least minPipeChunk and at most a slot.

@@ -46,11 +46,10 @@ const (
 type StagingPipeline struct {
 	// UploadMinBytes and DownloadMinBytes are the sizes from which
 	// transfers each way are pipelined; math.MaxInt turns the pipeline
-	// off that way. On the H200 machine, once its copies used streaming
-	// stores, the pipeline beat the driver's own path transfer by transfer
-	// from 256 KiB downloading (BenchmarkStagingPaired); uploading, the
-	// driver's path of 256 KiB ran as fast in some runs (gocuda bench).
-	// Uploads are pipelined from 512 KiB, downloads from 256 KiB.
+	// off that way. On the H200 machine, once the copy workers each had a
+	// queue of their own, the pipeline beat the driver's own path from
+	// 128 KiB both ways, back to back (BenchmarkPipelineGrain), where the
+	// copy workers are awake (see WarmBelowBytes). Both are 128 KiB.
 	UploadMinBytes, DownloadMinBytes int
 	// ChunkBytes is the largest chunk. Transfers use chunks of a quarter
 	// of their size (rounded up to StagingGranularity), at least 512 KiB
@@ -65,21 +64,31 @@ type StagingPipeline struct {
 	Slots int
 	// Workers is the number of goroutines copying each chunk.
 	Workers int
+	// WarmBelowBytes is the size below which a transfer is pipelined only
+	// while the copy workers are awake: they spin for a while after each
+	// pipelined transfer, so that the next of a loop finds them, but then
+	// block, and waking them takes the scheduler tens of microseconds, as
+	// long as the whole of a transfer this small. A transfer below it made
+	// while most of them are blocked goes to the driver instead, and wakes
+	// them for the next. Zero pipelines every transfer from UploadMinBytes
+	// or DownloadMinBytes up, awake or not. It is 1 MiB.
+	WarmBelowBytes int
 }
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
 // SetPipeline says otherwise: 8 slots of 4 MiB (32 MiB pinned) and as many
-// workers as GOMAXPROCS, up to 16, uploading from 512 KiB up and
-// downloading from 256 KiB up. Measured on the H200 machine
-// (BenchmarkPipelineShape, BenchmarkPipelineSlots, gocuda calibrate):
-// docs/performance.md.
+// workers as GOMAXPROCS, up to 16, both ways from 128 KiB up, below 1 MiB
+// only while the copy workers are awake. Measured on the H200 machine
+// (BenchmarkPipelineShape, BenchmarkPipelineSlots, BenchmarkPipelineGrain,
+// gocuda calibrate): docs/performance.md.
 func DefaultStagingPipeline() StagingPipeline {
 	return StagingPipeline{
-		UploadMinBytes:   512 << 10,
-		DownloadMinBytes: 256 << 10,
+		UploadMinBytes:   128 << 10,
+		DownloadMinBytes: 128 << 10,
 		ChunkBytes:       4 << 20,
 		Slots:            8,
 		Workers:          min(runtime.GOMAXPROCS(0), maxCopyWorkers),
+		WarmBelowBytes:   wakeWorthBytes,
 	}
 }
 
@@ -259,6 +268,8 @@ func (sb *StagingBuffer) SetPipeline(p StagingPipeline) error {
 		return errorf(op, ErrInvalidValue, "Slots %d: want 2 to %d", p.Slots, maxPipeSlots)
 	case p.Workers < 1 || p.Workers > maxCopyWorkers:
 		return errorf(op, ErrInvalidValue, "Workers %d: want 1 to %d", p.Workers, maxCopyWorkers)
+	case p.WarmBelowBytes < 0:
+		return errorf(op, ErrInvalidValue, "WarmBelowBytes %d: want a size, or 0 to pipeline awake or not", p.WarmBelowBytes)
 	case p.ChunkBytes > math.MaxInt/p.Slots:
 		return errorf(op, ErrInvalidValue, "%d slots of %d bytes overflow", p.Slots, p.ChunkBytes)
 	}

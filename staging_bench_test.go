@@ -256,34 +256,44 @@ func BenchmarkPipelineTrace(b *testing.B) {
 			for _, streaming := range []bool{false, true} {
 				b.Run(fmt.Sprintf("%s/%s/streaming=%v", dir.name, sizeName(n), streaming), func(b *testing.B) {
 					defer cuda.SetCopyStreaming(streaming)()
-					sb := pipelinedBuffer(b, pipelineFrom(1))
 					devs, hosts := a.slots(b, n)
-					sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
-					chunks := 0
-					cuda.TracePipeline(func(step string, chunk int, since time.Duration) {
-						if chunk == 0 {
-							sums[step+"0"] += since
-						}
-						cur[step] = since // the latest of each step in this transfer
-						if step == "done" {
-							for k, v := range cur {
-								sums[k] += v
-							}
-							clear(cur)
-							chunks = chunk + 1
-						}
-					})
-					defer cuda.TracePipeline(nil)
-					loopTransfers(b, sb, devs, hosts, s, dir.move)
-					ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
-					for _, step := range []string{"copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
-						b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
-					}
-					b.ReportMetric(float64(chunks), "chunks")
+					traceTransfers(b, devs, hosts, s, dir.move)
 				})
 			}
 		}
 	}
+}
+
+// traceTransfers runs loopTransfers through the pipeline, every transfer
+// pipelined, and reports when its steps happened, in microseconds from
+// each transfer's start, averaged: chunk 0's copy, DMA queued and DMA seen
+// done, and the last of each.
+func traceTransfers(b *testing.B, devs []*cuda.DeviceBuffer[byte], hosts [][]byte, s *cuda.Stream,
+	move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error) {
+	b.Helper()
+	sb := pipelinedBuffer(b, pipelineFrom(1))
+	sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
+	chunks := 0
+	cuda.TracePipeline(func(step string, chunk int, since time.Duration) {
+		if chunk == 0 {
+			sums[step+"0"] += since
+		}
+		cur[step] = since // the latest of each step in this transfer
+		if step == "done" {
+			for k, v := range cur {
+				sums[k] += v
+			}
+			clear(cur)
+			chunks = chunk + 1
+		}
+	})
+	defer cuda.TracePipeline(nil)
+	loopTransfers(b, sb, devs, hosts, s, move)
+	ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
+	for _, step := range []string{"copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
+		b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
+	}
+	b.ReportMetric(float64(chunks), "chunks")
 }
 
 // Upload and Download of a Registered slice go straight to the DMA engine.
@@ -458,6 +468,51 @@ func BenchmarkPipelineStreaming(b *testing.B) {
 						devs, hosts := a.slots(b, n)
 						loopTransfers(b, sb, devs, hosts, s, dir.move)
 					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPipelineGrain runs Upload and Download of ordinary slices of
+// mid sizes, back to back, through the pipeline cut at several grains (the
+// least chunk, the least number of chunks, the least part a copy worker is
+// given) and with the copy workers' parts on one queue or each worker's
+// own, beside the driver's own path: what the hand-over of parts to the
+// workers costs, and whether finer chunks let the DMA engine start sooner. Its trace sub-benchmarks time the steps as
+// BenchmarkPipelineTrace does.
+func BenchmarkPipelineGrain(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := randomArenas(b, ctx, arenaBytes)
+	grains := []struct{ chunk, split, part int }{
+		{512 << 10, 4, 64 << 10}, {512 << 10, 4, 32 << 10}, {256 << 10, 4, 16 << 10},
+		{256 << 10, 4, 64 << 10}, {128 << 10, 8, 32 << 10},
+	}
+	for _, dir := range directions {
+		for _, n := range []int{128 << 10, 192 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4928307, 16 << 20, 64 << 20, 256 << 20} {
+			devs, hosts := a.slots(b, n)
+			b.Run(fmt.Sprintf("%s/%s/direct", dir.name, sizeName(n)), func(b *testing.B) {
+				loopTransfers(b, pipelinedBuffer(b, pipelineFrom(math.MaxInt)), devs, hosts, s, dir.move)
+			})
+			for gi, g := range grains {
+				if gi > 0 && n > 16<<20 {
+					break
+				}
+				for _, one := range []bool{true, false} {
+					name := fmt.Sprintf("%s/%s/chunk=%s/split=%d/part=%s/onequeue=%v", dir.name, sizeName(n), sizeName(g.chunk), g.split, sizeName(g.part), one)
+					b.Run(name, func(b *testing.B) {
+						defer cuda.SetPipeGrain(g.chunk, g.split, g.part)()
+						defer cuda.SetCopyOneQueue(one)()
+						loopTransfers(b, pipelinedBuffer(b, pipelineFrom(1)), devs, hosts, s, dir.move)
+					})
+					if n == 256<<10 || n == 1<<20 || n == 4928307 {
+						b.Run(name+"/trace", func(b *testing.B) {
+							defer cuda.SetPipeGrain(g.chunk, g.split, g.part)()
+							defer cuda.SetCopyOneQueue(one)()
+							traceTransfers(b, devs, hosts, s, dir.move)
+						})
+					}
 				}
 			}
 		}

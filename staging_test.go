@@ -1,11 +1,13 @@
 package cuda_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -266,6 +268,7 @@ func TestStagingThreshold(t *testing.T) {
 		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 1, Workers: 2},
 		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 0},
 		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 99},
+		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 2, WarmBelowBytes: -1},
 	} {
 		if err := sb.SetPipeline(p); !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("SetPipeline(%+v): %v", p, err)
@@ -273,6 +276,102 @@ func TestStagingThreshold(t *testing.T) {
 	}
 	if sb.Pipeline() != cuda.DefaultStagingPipeline() {
 		t.Error("a refused SetPipeline changed the configuration")
+	}
+}
+
+// TestWarmBelowBytes: below WarmBelowBytes, a transfer made while the copy
+// workers are blocked goes to the driver, and wakes them; one made while
+// they are awake is pipelined, and so is every transfer of WarmBelowBytes
+// or more, or with WarmBelowBytes 0, awake or not.
+func TestWarmBelowBytes(t *testing.T) {
+	if n, _, _ := cuda.CopyWorkers(); n == 0 {
+		t.Skip("GOMAXPROCS is 1: the pool has no workers")
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	off := cuda.DefaultStagingPipeline()
+	off.WarmBelowBytes = 0
+	for _, tt := range []struct {
+		name      string
+		bytes     int
+		pipe      cuda.StagingPipeline
+		awake     bool
+		pipelined bool
+	}{
+		{"asleep", 256 << 10, cuda.DefaultStagingPipeline(), false, false},
+		{"awake", 256 << 10, cuda.DefaultStagingPipeline(), true, true},
+		{"asleep at WarmBelowBytes", 1 << 20, cuda.DefaultStagingPipeline(), false, true},
+		{"asleep with WarmBelowBytes 0", 256 << 10, off, false, true},
+	} {
+		for _, dir := range []cuda.Direction{cuda.HostToDevice, cuda.DeviceToHost} {
+			t.Run(tt.name+"/"+dir.String(), func(t *testing.T) {
+				var sb cuda.StagingBuffer
+				defer sb.Close()
+				if err := sb.SetPipeline(tt.pipe); err != nil {
+					t.Fatal(err)
+				}
+				b := must(cuda.Alloc[byte](ctx, tt.bytes))(t)
+				defer b.Free()
+				src := random[byte](tt.bytes)
+				if err := b.CopyFromHost(src); err != nil {
+					t.Fatal(err)
+				}
+				awaitCopyWorkersParked(t)
+				_, _, wakes := cuda.CopyWorkers()
+				if tt.awake {
+					defer cuda.HoldCopyWorkers()()
+					for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+						if n, parked, _ := cuda.CopyWorkers(); parked == 0 {
+							break
+						} else if time.Now().After(deadline) {
+							t.Fatalf("%d of %d copy workers still blocked, held, after 5s", parked, n)
+						}
+					}
+				}
+				var err error
+				got := make([]byte, tt.bytes)
+				if dir == cuda.HostToDevice {
+					err = cuda.Upload(&sb, b, src, s)
+				} else {
+					err = cuda.Download(&sb, got, b, s)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if dir == cuda.HostToDevice {
+					if err := b.CopyToHost(got); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !bytes.Equal(got, src) {
+					t.Fatal("data differs")
+				}
+				st := sb.Stats()
+				if tt.pipelined && st.Pipelined != 1 || !tt.pipelined && st.Direct != 1 {
+					t.Fatalf("stats %+v; want it pipelined: %v", st, tt.pipelined)
+				}
+				if tt.pipelined || tt.awake {
+					return
+				}
+				if _, _, after := cuda.CopyWorkers(); after == wakes {
+					t.Error("a transfer sent to the driver while the copy workers were blocked did not wake them")
+				}
+			})
+		}
+	}
+}
+
+// awaitCopyWorkersParked waits until every copy worker is blocked.
+func awaitCopyWorkersParked(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		n, parked, _ := cuda.CopyWorkers()
+		if parked == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d copy workers blocked after 5s", parked, n)
+		}
 	}
 }
 

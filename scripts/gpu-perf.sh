@@ -42,6 +42,9 @@
 #             then ReadFrom by the pipeline's shape: OUTDIR/streams.md
 #   slots     the pipeline's slots, of several sizes and counts, at 16 MiB-1 GiB
 #             (BenchmarkPipelineSlots), three rounds: OUTDIR/slots.txt
+#   grain     the pipeline's grain (least chunk, chunks, copy part) at mid sizes
+#             beside the driver's path, with the steps of some transfers timed
+#             (BenchmarkPipelineGrain), two rounds: OUTDIR/grain.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -50,7 +53,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -186,6 +189,17 @@ for section in $sections; do
 			done
 		} >"$out/slots.txt" 2>&1
 		grep -E '^(Benchmark|==)' "$out/slots.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		;;
+	grain)
+		# The pipeline's grain at mid sizes beside the driver's path, with
+		# the steps of some transfers timed, two rounds.
+		{
+			for round in 1 2; do
+				echo "== round $round"
+				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineGrain$' -test.benchtime 0.15s
+			done
+		} >"$out/grain.txt" 2>&1
+		grep -E '^(Benchmark|==)' "$out/grain.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
 		;;
 	streams)
 		# Three interleaved rounds of the sources, ReadFrom at its default
