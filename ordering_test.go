@@ -86,3 +86,50 @@ func TestSyncThenAsyncOrdered(t *testing.T) {
 		t.Fatalf("%d of %d downloads returned data older than the synchronous call before them", total, goroutines*rounds)
 	}
 }
+
+// TestUploadAfterSyncCopyOrdered: Upload of an ordinary slice, by each
+// route, lands after a synchronous CopyFromHost into the same memory made
+// just before it, whose last bytes may still be in flight on the legacy
+// stream (on the fake they land later, on that stream's worker): the
+// device ends up holding what Upload moved.
+func TestUploadAfterSyncCopyOrdered(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	defer cuda.HoldCopyWorkers()() // pipelined below WarmBelowBytes too
+	for _, n := range []int{4 << 10, 256 << 10, 1 << 20, 9<<20 + 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var sb cuda.StagingBuffer
+			defer sb.Close()
+			b := must(cuda.Alloc[byte](ctx, n))(t)
+			defer b.Free()
+			old, src, got := make([]byte, n), random[byte](n), make([]byte, n)
+			for i := range old {
+				old[i] = ^src[i]
+			}
+			for r := range 8 {
+				if err := b.CopyFromHost(old); err != nil {
+					t.Fatal(err)
+				}
+				if err := cuda.Upload(&sb, b, src, s); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.CopyToHost(got); err != nil {
+					t.Fatal(err)
+				}
+				if i := firstDiff(got, src); i >= 0 {
+					t.Fatalf("round %d: byte %d is %#x, want %#x: the copy before Upload landed after it", r, i, got[i], src[i])
+				}
+			}
+		})
+	}
+}
+
+// firstDiff returns the first index where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}

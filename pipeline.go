@@ -239,12 +239,11 @@ const maxPipeSlots = 16
 // DMA it queued may still be running (the caller settles it: settle); no
 // copy between host and the pinned memory is.
 func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, slotBytes int, p StagingPipeline, s *Stream) (err error) {
-	if err := s.ctx.settleLegacy(op); err != nil {
-		return err
-	}
 	// Wait for the work already queued on s before holding the copy
 	// workers, which spin until the transfer ends: that work may take
-	// seconds.
+	// seconds. What synchronous copies left on the legacy stream is the
+	// tail of a copy, waited for once the first chunks are copying
+	// (uploading) or before the first DMA (downloading).
 	if err := s.drain(op); err != nil {
 		return err
 	}
@@ -325,6 +324,9 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 				return err
 			}
 		}
+		if err := s.ctx.settleLegacy(op); err != nil {
+			return err
+		}
 		for i := range nchunks {
 			awaitCopies(&left[i%k])
 			trace(stepCopied, i)
@@ -339,6 +341,9 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		}
 		err = s.synchronize(op)
 		trace(stepDone, nchunks-1)
+		return err
+	}
+	if err := s.ctx.settleLegacy(op); err != nil {
 		return err
 	}
 	for i := range k {
