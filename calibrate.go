@@ -40,7 +40,8 @@ type StagingMeasurement struct {
 // StagingCalibration is what Calibrate measured, and the thresholds it chose.
 type StagingCalibration struct {
 	// StageMaxBytes is, by Direction, the largest size up to which staging
-	// was at least as fast as the driver at every size measured.
+	// was at least as fast as the driver and the pipeline at every size
+	// measured.
 	StageMaxBytes [2]int
 	// PipelineMinBytes is, by Direction, the smallest size from which the
 	// pipeline beat the driver at every larger size; math.MaxInt if it
@@ -53,8 +54,8 @@ type StagingCalibration struct {
 // through each of the staging buffer's paths (staged whole, pipelined, or
 // handed to the driver) at DefaultCalibrationSizes (or CalibrateSizes), both ways, and sets sb's
 // thresholds to where each wins: each direction's StageMaxBytes to the
-// largest size up to which staging was at least as fast as the driver at
-// every size, and the pipeline's UploadMinBytes and DownloadMinBytes to the
+// largest size up to which staging was at least as fast as the driver and
+// the pipeline at every size, and the pipeline's UploadMinBytes and DownloadMinBytes to the
 // smallest size from which the pipeline was faster than the driver at
 // every larger size, that way. It takes a few seconds and
 // temporarily pins sb's pipeline memory. progress, if not nil, is called
@@ -158,8 +159,8 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 }
 
 // chooseThresholds picks, for each direction, the largest size up to which
-// staging beat the driver at every size, and the smallest size from which
-// the pipeline beat it at every larger size.
+// staging beat the driver and the pipeline at every size, and the smallest
+// size from which the pipeline beat the driver at every larger size.
 func chooseThresholds(ms []StagingMeasurement) (stageMax, pipeMin [2]int) {
 	var sizes []int
 	stagedWins := [2]map[int]bool{{}, {}}
@@ -172,7 +173,9 @@ func chooseThresholds(ms []StagingMeasurement) (stageMax, pipeMin [2]int) {
 		if !slices.Contains(sizes, m.Bytes) {
 			sizes = append(sizes, m.Bytes)
 		}
-		stagedWins[d][m.Bytes] = m.Staged >= m.Direct
+		// Staging whole must beat the pipeline too: a size staged is
+		// never pipelined.
+		stagedWins[d][m.Bytes] = m.Staged >= m.Direct && m.Staged >= m.Pipelined
 		pipeWins[d][m.Bytes] = m.Pipelined > m.Direct
 	}
 	slices.Sort(sizes)

@@ -27,6 +27,9 @@ func TestChooseThresholds(t *testing.T) {
 			m(32, true, 0, 5, 3), m(32, false, 0, 2, 3),
 			m(64, true, 0, 6, 3), m(64, false, 0, 6, 3),
 		}, [2]int{0, 0}, [2]int{16, 64}},
+		{"staging beats the driver but not the pipeline", []StagingMeasurement{
+			m(4, false, 2, 1, 1), m(8, false, 3, 4, 2), m(16, false, 3, 5, 2),
+		}, [2]int{0, 4}, [2]int{math.MaxInt, 8}},
 		{"staging always loses, pipeline never wins", []StagingMeasurement{
 			m(4, true, 1, 1, 2), m(8, true, 1, 1, 2),
 		}, [2]int{0, 0}, [2]int{math.MaxInt, math.MaxInt}},

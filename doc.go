@@ -39,13 +39,13 @@
 //     moves at the link's speed too, and registering 256 MiB took 10 ms.
 //   - Move ordinary slices with StagingBuffer's Upload and Download: small
 //     ones take the driver's own path (on the H200 machine staging them
-//     whole won nothing once the data was not in the CPU's caches); uploads
-//     from 512 KiB and downloads from 256 KiB are pipelined through pinned
-//     memory by several goroutines: uploads 1.6x the plain copy at 1 MiB,
-//     3.0-4.5x at 4.7-64 MiB, downloads 1.2x at 256 KiB-1 MiB, 1.9-3.2x at
-//     4.7-64 MiB, and 48-53 GB/s both ways from 256 MiB up
-//     (BenchmarkStagingPaired and gocuda bench in docs/performance.md,
-//     2026-12-01).
+//     whole won nothing once the data was not in the CPU's caches); from
+//     128 KiB both ways they are pipelined through pinned memory by several
+//     goroutines (below 1 MiB only while those are awake from a transfer
+//     just before): 1.1-1.3x the plain copy at 150-256 KiB, uploads 2.1-2.2x
+//     and downloads 1.3-1.5x at 1-4.7 MiB, 2-6x from 16 MiB, and 49-53 GB/s
+//     from 256 MiB up (BenchmarkStagingPaired and gocuda bench in
+//     docs/performance.md, 2026-12-02).
 //     Calibrate finds the thresholds for the machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //

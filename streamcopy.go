@@ -22,7 +22,7 @@ var streamBelow = [2]int{HostToDevice: 128 << 20, DeviceToHost: 4 << 20}
 func streams(d Direction, n int) bool { return n < streamBelow[d&1] }
 
 // streamCopyMin is the least part streamed. Chosen, not measured apart:
-// the pipeline's parts are 64 KiB or more, and a copy of a few KiB is over
+// the pipeline's parts are 32 KiB or more, and a copy of a few KiB is over
 // before the lines it leaves in the caches matter.
 const streamCopyMin = 16 << 10
 
