@@ -69,7 +69,7 @@ type StagingPipeline struct {
 	// pipelined transfer, so that the next of a loop finds them, but then
 	// block, and waking them takes the scheduler tens of microseconds, as
 	// long as the whole of a transfer this small. A transfer below it made
-	// while most of them are blocked goes to the driver instead, and wakes
+	// while all of them are blocked goes to the driver instead, and wakes
 	// them for the next. Zero pipelines every transfer from UploadMinBytes
 	// or DownloadMinBytes up, awake or not. It is 1 MiB.
 	WarmBelowBytes int
