@@ -30,7 +30,7 @@ func TestCut(t *testing.T) {
 		{n: 1 << 20, slot: 128 << 10, count: 8, first: 128 << 10, last: 128 << 10},
 	} {
 		t.Run(fmt.Sprintf("%d/slot=%d/up=%v", tt.n, tt.slot, tt.up), func(t *testing.T) {
-			c := cut(tt.n, tt.slot, tt.up)
+			c := cut(tt.n, tt.slot, true, tt.up)
 			if c.count != tt.count || c.ramp != tt.ramp {
 				t.Fatalf("%d chunks, ramp %v; want %d, %v", c.count, c.ramp, tt.count, tt.ramp)
 			}
@@ -51,5 +51,50 @@ func TestCut(t *testing.T) {
 				t.Errorf("first chunk %d bytes, last %d; want %d, %d", hi-lo, lhi-llo, tt.first, tt.last)
 			}
 		})
+	}
+}
+
+// TestSlotsFor: however much pinned memory is held, the slots a pipelined
+// transfer cuts from it fit in it, are whole steps of StagingGranularity,
+// and leave two chunks in flight whenever the transfer has two or more, no
+// more than the events and counters a StagingBuffer keeps; memory held for
+// 1 MiB moves 1 MiB in two chunks of 512 KiB.
+func TestSlotsFor(t *testing.T) {
+	const g = StagingGranularity
+	shapes := []StagingPipeline{
+		DefaultStagingPipeline(),
+		{ChunkBytes: g, Slots: 2},
+		{ChunkBytes: 3 * g, Slots: 3},
+		{ChunkBytes: 16 << 20, Slots: 16},
+	}
+	for _, p := range shapes {
+		for _, held := range []int{0, g, 2 * g, 3 * g, 5 * g, 8 * g, 17 * g, 1 << 20, 3<<20 + g, 9 << 20, 31 << 20, 64 << 20} {
+			for _, n := range []int{1, g - 1, g, g + 1, 2*g + 5, 300 << 10, 1 << 20, 1<<20 + 1, 5 << 20, 9 << 20, 40 << 20} {
+				for _, up := range []bool{true, false} {
+					count, size := p.slotsFor(n, held, up)
+					name := fmt.Sprintf("chunk=%d/slots=%d/held=%d/n=%d/up=%v: %d slots of %d", p.ChunkBytes, p.Slots, held, n, up, count, size)
+					if size <= 0 || size%g != 0 || count < 1 || count > p.Slots {
+						t.Fatalf("%s: want 1 to Slots slots of whole steps", name)
+					}
+					if n <= held && held < p.Slots*p.ChunkBytes && count*size > held {
+						t.Fatalf("%s: more than the %d bytes held", name, held)
+					}
+					c := cut(n, size, size == p.ChunkBytes, up)
+					k := min(c.count, count*size/c.size)
+					if k < min(c.count, 2) || k > max(p.Slots, pipeSplit) || k > maxPipeSlots {
+						t.Fatalf("%s: %d chunks, %d in flight", name, c.count, k)
+					}
+					for i := range c.count {
+						if lo, hi := c.bounds(i); hi-lo > size {
+							t.Fatalf("%s: chunk %d of %d bytes", name, i, hi-lo)
+						}
+					}
+				}
+			}
+		}
+	}
+	count, size := DefaultStagingPipeline().slotsFor(1<<20, 1<<20, true)
+	if c := cut(1<<20, size, false, true); count != 2 || size != 512<<10 || c.count != 2 || c.ramp {
+		t.Errorf("1 MiB held, 1 MiB moved: %d slots of %d, %d chunks (ramp %v); want 2 of 512 KiB, 2 chunks", count, size, c.count, c.ramp)
 	}
 }

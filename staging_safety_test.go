@@ -336,3 +336,48 @@ func TestReserveCoversEveryRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestReservedSlots: a buffer holding 1 MiB moves 1 MiB, both ways, in two
+// chunks of 512 KiB cut from what it holds (the chunks it would take from
+// slots of ChunkBytes), every byte right, and pins nothing more.
+func TestReservedSlots(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	const n = 1 << 20
+	sb := must(cuda.NewStagingBuffer(ctx, n))(t)
+	defer sb.Close()
+	p := cuda.DefaultStagingPipeline()
+	p.WarmBelowBytes = 0
+	if err := sb.SetPipeline(p); err != nil {
+		t.Fatal(err)
+	}
+	b := must(cuda.Alloc[byte](ctx, n))(t)
+	defer b.Free()
+	chunks := 0
+	cuda.TracePipeline(func(step string, chunk int, _ time.Duration) {
+		if step == "done" {
+			chunks = chunk + 1
+		}
+	})
+	defer cuda.TracePipeline(nil)
+	src, got := random[byte](n), make([]byte, n)
+	if err := cuda.Upload(sb, b, src, s); err != nil {
+		t.Fatal(err)
+	}
+	if chunks != 2 {
+		t.Errorf("Upload of 1 MiB through 1 MiB held: %d chunks, want 2", chunks)
+	}
+	chunks = 0
+	if err := cuda.Download(sb, got, b, s); err != nil {
+		t.Fatal(err)
+	}
+	if chunks != 2 {
+		t.Errorf("Download of 1 MiB through 1 MiB held: %d chunks, want 2", chunks)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("data differs")
+	}
+	if st := sb.Stats(); st.Allocations != 1 || st.Pipelined != 2 || sb.Capacity() != n {
+		t.Errorf("stats %+v, capacity %d; want 1 allocation, 2 pipelined, %d bytes held", st, sb.Capacity(), n)
+	}
+}
