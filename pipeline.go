@@ -124,18 +124,18 @@ func (sb *StagingBuffer) prepare(op string, r route, d Direction, p StagingPipel
 // buffer holding 1 MiB moves 1 MiB in two chunks of 512 KiB, not eight of
 // 128 KiB, which ran 1.15x slower uploading on the H200 machine and 1.5x
 // downloading: BenchmarkPipelineGrain). A transfer of one such chunk takes
-// one slot of all of it; one of more, two slots at least, so that one is
-// filled while the other's DMA runs.
+// one slot; one of more, two slots at least, so that one is filled while
+// the other's DMA runs. No slot is larger than ChunkBytes.
 func (p StagingPipeline) slotsFor(n, held int, up bool) (count, size int) {
 	if n > held || held >= p.Slots*p.ChunkBytes {
 		return p.Slots, p.ChunkBytes
 	}
 	want := cut(n, p.ChunkBytes, false, up).size
 	if n <= want {
-		return 1, held
+		return 1, min(held, p.ChunkBytes)
 	}
 	count = max(2, min(p.Slots, held/want))
-	return count, held / count / StagingGranularity * StagingGranularity
+	return count, min(held/count/StagingGranularity*StagingGranularity, p.ChunkBytes)
 }
 
 // held returns the usable pinned memory held, in bytes.

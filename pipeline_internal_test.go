@@ -76,6 +76,9 @@ func TestSlotsFor(t *testing.T) {
 					if size <= 0 || size%g != 0 || count < 1 || count > p.Slots {
 						t.Fatalf("%s: want 1 to Slots slots of whole steps", name)
 					}
+					if c := cut(n, size, false, up); c.size > p.ChunkBytes {
+						t.Fatalf("%s: chunks of %d, more than ChunkBytes", name, c.size)
+					}
 					if n <= held && held < p.Slots*p.ChunkBytes && count*size > held {
 						t.Fatalf("%s: more than the %d bytes held", name, held)
 					}
