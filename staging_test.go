@@ -316,17 +316,11 @@ func TestWarmBelowBytes(t *testing.T) {
 				if err := b.CopyFromHost(src); err != nil {
 					t.Fatal(err)
 				}
-				awaitCopyWorkersParked(t)
+				awaitCopyWorkers(t, "every copy worker blocked", func(n, parked int) bool { return parked == n })
 				_, _, wakes := cuda.CopyWorkers()
 				if tt.awake {
 					defer cuda.HoldCopyWorkers()()
-					for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-						if n, parked, _ := cuda.CopyWorkers(); parked == 0 {
-							break
-						} else if time.Now().After(deadline) {
-							t.Fatalf("%d of %d copy workers still blocked, held, after 5s", parked, n)
-						}
-					}
+					awaitCopyWorkers(t, "every copy worker awake, held", func(_, parked int) bool { return parked == 0 })
 				}
 				var err error
 				got := make([]byte, tt.bytes)
@@ -361,16 +355,17 @@ func TestWarmBelowBytes(t *testing.T) {
 	}
 }
 
-// awaitCopyWorkersParked waits until every copy worker is blocked.
-func awaitCopyWorkersParked(t *testing.T) {
+// awaitCopyWorkers waits up to 5s until cond holds of the number of copy
+// workers and of those blocked, and fails the test with what otherwise.
+func awaitCopyWorkers(t *testing.T, what string, cond func(n, parked int) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		n, parked, _ := cuda.CopyWorkers()
-		if parked == n {
+		if cond(n, parked) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d copy workers blocked after 5s", parked, n)
+			t.Fatalf("waiting for %s: %d of %d copy workers blocked after 5s", what, parked, n)
 		}
 	}
 }
