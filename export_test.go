@@ -73,6 +73,18 @@ func SetPipeGrain(minChunk, split, part int) (restore func()) {
 	return func() { minPipeChunk, pipeSplit, minCopyPart = oldChunk, oldSplit, oldPart }
 }
 
+// SetRotateDownloads sets whether each pipelined download starts its slots
+// where the last one's ended, and returns a function that puts it back.
+func SetRotateDownloads(on bool) (restore func()) {
+	old := rotateDownloads
+	rotateDownloads = on
+	return func() { rotateDownloads = old }
+}
+
+// DownloadOffset returns where, in sb's pinned memory, the next pipelined
+// download's slots start.
+func (sb *StagingBuffer) DownloadOffset() int { return sb.rot }
+
 // TracePipeline has every pipelined transfer report the time of each of its
 // steps since the transfer's start, by step name ("copied", "landed",
 // "queued", "done") and chunk; nil stops it. Call it with no transfer under
@@ -83,7 +95,7 @@ func TracePipeline(f func(step string, chunk int, since time.Duration)) {
 		return
 	}
 	var start time.Time
-	names := [...]string{stepCopied: "copied", stepLanded: "landed", stepQueued: "queued", stepDone: "done"}
+	names := [...]string{stepHeld: "held", stepCopied: "copied", stepLanded: "landed", stepQueued: "queued", stepDone: "done"}
 	pipeTrace = func(step pipeStep, chunk int) {
 		now := time.Now()
 		if step == stepStart {

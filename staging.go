@@ -147,6 +147,7 @@ type StagingBuffer struct {
 	events   []*Event     // one per pipeline slot, in evCtx
 	evCtx    *Context
 	copyLeft [maxPipeSlots]atomic.Int32 // parts left to copy, by chunk in flight
+	rot      int                        // where the next download's slots start (rotateDownloads)
 }
 
 // NewStagingBuffer returns a staging buffer with bytes of pinned memory

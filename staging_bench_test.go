@@ -290,10 +290,47 @@ func traceTransfers(b *testing.B, devs []*cuda.DeviceBuffer[byte], hosts [][]byt
 	defer cuda.TracePipeline(nil)
 	loopTransfers(b, sb, devs, hosts, s, move)
 	ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
-	for _, step := range []string{"copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
+	for _, step := range []string{"held", "copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
 		b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
 	}
 	b.ReportMetric(float64(chunks), "chunks")
+}
+
+// BenchmarkPipelineTail runs pipelined transfers of 128 KiB-4.7 MiB back to
+// back, with the steps of each timed (traceTransfers), downloads with their
+// slots rotating through the pinned memory (the default) and at one place
+// (rotateDownloads), beside the pinned path alone with the copy workers
+// blocked and spinning (spinning workers did not slow the DMA engine).
+func BenchmarkPipelineTail(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := randomArenas(b, ctx, arenaBytes)
+	for _, dir := range directions {
+		pinnedMove := uploadWith
+		if dir.name == "down" {
+			pinnedMove = downloadInto
+		}
+		for _, n := range []int{150 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4928307} {
+			devs, hosts := a.slots(b, n)
+			b.Run(fmt.Sprintf("%s/%s/direct", dir.name, sizeName(n)), func(b *testing.B) {
+				loopTransfers(b, pipelinedBuffer(b, pipelineFrom(math.MaxInt)), devs, hosts, s, dir.move)
+			})
+			for _, spin := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/%s/pinned/spinning=%v", dir.name, sizeName(n), spin), func(b *testing.B) {
+					if spin {
+						defer cuda.HoldCopyWorkers()()
+					}
+					loopTransfers(b, pipelinedBuffer(b, pipelineFrom(1)), devs, hosts, s, pinnedMove)
+				})
+			}
+			for _, rotate := range []bool{true, false} {
+				b.Run(fmt.Sprintf("%s/%s/pipelined/rotate=%v", dir.name, sizeName(n), rotate), func(b *testing.B) {
+					defer cuda.SetRotateDownloads(rotate)()
+					traceTransfers(b, devs, hosts, s, dir.move)
+				})
+			}
+		}
+	}
 }
 
 // Upload and Download of a Registered slice go straight to the DMA engine.

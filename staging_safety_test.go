@@ -381,3 +381,60 @@ func TestReservedSlots(t *testing.T) {
 		t.Errorf("stats %+v, capacity %d; want 1 allocation, 2 pipelined, %d bytes held", st, sb.Capacity(), n)
 	}
 }
+
+// TestDownloadSlotsRotate: each pipelined download starts its slots where
+// the last one's ended, wrapping to the start of the pinned memory when the
+// rest is too short, and uploads leave that alone; every byte arrives.
+func TestDownloadSlotsRotate(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	const chunk = 2 * cuda.StagingGranularity
+	var sb cuda.StagingBuffer
+	defer sb.Close()
+	// 4 slots of 128 KiB: 512 KiB pinned.
+	p := cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: chunk, Slots: 4, Workers: 4}
+	if err := sb.SetPipeline(p); err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []struct {
+		up     bool
+		n      int
+		offset int // after the transfer
+	}{
+		{n: 100 << 10, offset: chunk},           // one slot, at 0
+		{n: 300 << 10, offset: 4 * chunk},       // three slots, at 128 KiB
+		{n: 100 << 10, offset: chunk},           // no room left: at 0
+		{up: true, n: 300 << 10, offset: chunk}, // uploads do not move it
+		{n: 4 * chunk, offset: 4 * chunk},       // four slots: at 0
+		{n: 1 << 20, offset: 4 * chunk},         // more chunks than slots: all of them, at 0
+		{n: 1, offset: chunk},                   // a 1-byte download takes a slot too, at 0
+	} {
+		b := must(cuda.Alloc[byte](ctx, step.n))(t)
+		src, got := random[byte](step.n), make([]byte, step.n)
+		if err := b.CopyFromHost(src); err != nil {
+			t.Fatal(err)
+		}
+		op, err := "Download", error(nil)
+		if step.up {
+			op, err = "Upload", cuda.Upload(&sb, b, src, s)
+			if err == nil {
+				err = b.CopyToHost(got)
+			}
+		} else {
+			err = cuda.Download(&sb, got, b, s)
+		}
+		b.Free()
+		if err != nil {
+			t.Fatalf("step %d: %s of %d bytes: %v", i, op, step.n, err)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("step %d: %s of %d bytes: data differs", i, op, step.n)
+		}
+		if got := sb.DownloadOffset(); got != step.offset {
+			t.Errorf("step %d: after the %s of %d bytes the next download starts at %d, want %d", i, op, step.n, got, step.offset)
+		}
+	}
+	if st := sb.Stats(); st.Pipelined != 7 || st.Allocations != 1 {
+		t.Errorf("stats %+v: want 7 pipelined, 1 allocation", st)
+	}
+}

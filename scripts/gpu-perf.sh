@@ -45,6 +45,10 @@
 #   grain     the pipeline's grain (least chunk, chunks, copy part) at mid sizes
 #             beside the driver's path, with the steps of some transfers timed
 #             (BenchmarkPipelineGrain), two rounds: OUTDIR/grain.txt
+#   tail      pipelined transfers of 128 KiB-4.7 MiB, downloads with their
+#             slots rotating and at one place, beside the pinned path with the
+#             copy workers blocked and spinning, with the steps of each timed
+#             (BenchmarkPipelineTail), two rounds: OUTDIR/tail.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -53,7 +57,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -189,6 +193,18 @@ for section in $sections; do
 			done
 		} >"$out/slots.txt" 2>&1
 		grep -E '^(Benchmark|==)' "$out/slots.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		;;
+	tail)
+		# Pipelined downloads with their slots rotating and at one place,
+		# beside the pinned path with the copy workers blocked and
+		# spinning, two rounds.
+		{
+			for round in 1 2; do
+				echo "== round $round"
+				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTail$' -test.benchtime 0.15s
+			done
+		} >"$out/tail.txt" 2>&1
+		grep -E '^(Benchmark|==)' "$out/tail.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
 		;;
 	grain)
 		# The pipeline's grain at mid sizes beside the driver's path, with
