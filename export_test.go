@@ -82,8 +82,9 @@ func SetRotateDownloads(on bool) (restore func()) {
 }
 
 // DownloadOffset returns where, in sb's pinned memory, the next pipelined
-// download's slots start.
-func (sb *StagingBuffer) DownloadOffset() int { return sb.rot }
+// download's slots start. (A function, not a method: the zero-value and
+// fault sweeps walk every exported method.)
+func DownloadOffset(sb *StagingBuffer) int { return sb.rot }
 
 // TracePipeline has every pipelined transfer report the time of each of its
 // steps since the transfer's start, by step name ("copied", "landed",

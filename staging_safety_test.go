@@ -430,7 +430,7 @@ func TestDownloadSlotsRotate(t *testing.T) {
 		if !bytes.Equal(got, src) {
 			t.Fatalf("step %d: %s of %d bytes: data differs", i, op, step.n)
 		}
-		if got := sb.DownloadOffset(); got != step.offset {
+		if got := cuda.DownloadOffset(&sb); got != step.offset {
 			t.Errorf("step %d: after the %s of %d bytes the next download starts at %d, want %d", i, op, step.n, got, step.offset)
 		}
 	}
