@@ -42,8 +42,8 @@
 //     whole won nothing once the data was not in the CPU's caches); from
 //     128 KiB both ways they are pipelined through pinned memory by several
 //     goroutines (below 1 MiB only while those are awake from a transfer
-//     just before): 1.1-1.3x the plain copy at 150-256 KiB, uploads 2.1-2.2x
-//     and downloads 1.3-1.5x at 1-4.7 MiB, 2-6x from 16 MiB, and 49-53 GB/s
+//     just before): 1.1-1.3x the plain copy at 150-256 KiB, uploads 2.0-2.6x
+//     and downloads 1.6-2.1x at 1-4.7 MiB, 2.3-7x from 16 MiB, and 46-52 GB/s
 //     from 256 MiB up (BenchmarkStagingPaired and gocuda bench in
 //     docs/performance.md, 2026-12-02).
 //     Calibrate finds the thresholds for the machine in hand.
