@@ -62,6 +62,23 @@ shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1
+
+# summary prints the benchmark lines and round headers of a log, without
+# the iteration counts and ns/op.
+summary() {
+	grep -E '^(Benchmark|==)' "$1" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+}
+
+# rounds NAME N PATTERN BENCHTIME runs the purego benchmarks matching
+# PATTERN N times into OUTDIR/NAME.txt, each round headed, and prints the
+# summary.
+rounds() {
+	for round in $(seq "$2"); do
+		echo "== round $round"
+		bin/tests/cuda.test -test.run '^$' -test.bench "$3" -test.benchtime "$4"
+	done >"$out/$1.txt" 2>&1
+	summary "$out/$1.txt"
+}
 machine=$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader |
 	awk -F', ' 'NR == 1 { printf "%s, driver %s, PCIe Gen%s x%s", $1, $2, $3, $4 }')
 stamp="Measured $(date -u +%Y-%m-%d) on $machine, GOMAXPROCS=$(nproc)"
@@ -182,40 +199,22 @@ for section in $sections; do
 			done
 			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTrace$' -test.benchtime 300x
 		} >"$out/streaming.txt" 2>&1
-		grep -E '^(Benchmark|==)' "$out/streaming.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		summary "$out/streaming.txt"
 		;;
 	slots)
 		# The pipeline's slots, of several sizes and counts, three rounds.
-		{
-			for round in 1 2 3; do
-				echo "== round $round"
-				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineSlots$' -test.benchtime 60x
-			done
-		} >"$out/slots.txt" 2>&1
-		grep -E '^(Benchmark|==)' "$out/slots.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		rounds slots 3 '^BenchmarkPipelineSlots$' 60x
 		;;
 	tail)
 		# Pipelined downloads with their slots rotating and at one place,
 		# beside the pinned path with the copy workers blocked and
 		# spinning, two rounds.
-		{
-			for round in 1 2; do
-				echo "== round $round"
-				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTail$' -test.benchtime 0.15s
-			done
-		} >"$out/tail.txt" 2>&1
-		grep -E '^(Benchmark|==)' "$out/tail.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		rounds tail 2 '^BenchmarkPipelineTail$' 0.15s
 		;;
 	grain)
 		# The pipeline's grain at mid sizes beside the driver's path, with
 		# the steps of some transfers timed, two rounds.
-		{
-			for round in 1 2; do
-				echo "== round $round"
-				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineGrain$' -test.benchtime 0.15s
-			done
-		} >"$out/grain.txt" 2>&1
-		grep -E '^(Benchmark|==)' "$out/grain.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
+		rounds grain 2 '^BenchmarkPipelineGrain$' 0.15s
 		;;
 	streams)
 		# Three interleaved rounds of the sources, ReadFrom at its default
