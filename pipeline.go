@@ -211,16 +211,16 @@ type chunking struct {
 
 // rotateDownloads says whether a download's slots start where the last
 // download's ended, within the pinned memory, wrapping to its start, instead
-// of always at its start. The copies out of the slots read them into the
-// CPUs' caches, and on the H200 machine the DMA engine wrote memory just
-// read so at about half its speed: a 512 KiB chunk landed 26-30 us after it
-// was queued with the slots at one place, 15-16 us with them rotating, and
-// back-to-back downloads ran 1.1x faster at 512 KiB, 1.25x at 1 MiB, 1.3x
-// at 2 MiB and 1.55x at 4.7 MiB (BenchmarkPipelineTail). A download whose
-// slots take more than half the pinned memory (from 16 MiB with the
-// defaults) starts at its start each time. Uploads fill the slots with
-// streaming stores, which leave nothing cached, and tied rotating. A
-// variable for the benchmark.
+// of always at its start. On the H200 machine the DMA engine wrote memory
+// the copies out had just read at about half its speed (as we read it, the
+// reads leave the slots in the CPUs' caches, which its writes must clear):
+// a 512 KiB chunk landed 26-30 us after it was queued with the slots at one
+// place, 15-16 us with them rotating, and back-to-back downloads ran 1.1x
+// faster at 512 KiB, 1.25x at 1 MiB, 1.3x at 2 MiB and 1.55x at 4.7 MiB
+// (BenchmarkPipelineTail). A download whose slots take more than half the
+// pinned memory (from 16 MiB with the defaults) starts at its start each
+// time. Uploads fill the slots with streaming stores, which leave nothing
+// cached, and tied rotating. A variable for the benchmark.
 var rotateDownloads = true
 
 func cut(n, slotBytes int, ramps, up bool) chunking {
