@@ -44,11 +44,23 @@ type copyTask struct {
 // a copy still running set it.
 var copyDelay atomic.Int64
 
-func (t copyTask) run() {
+// partTrace, set by a benchmark with no copy under way, is told when each
+// part's copy started and ended, and by whom: worker by, or -1 for the
+// goroutine that handed it out.
+var partTrace func(by int, start, end time.Time)
+
+// run copies t's part; by is as partTrace's.
+func (t copyTask) run(by int) {
 	if d := copyDelay.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	pipeCopy(t.dst, t.src, t.streaming)
+	if partTrace != nil && t.left != nil {
+		start := time.Now()
+		pipeCopy(t.dst, t.src, t.streaming)
+		partTrace(by, start, time.Now())
+	} else {
+		pipeCopy(t.dst, t.src, t.streaming)
+	}
 	if t.left != nil { // nil: a wake-up call (holdCopyWorkers)
 		t.left.Add(-1)
 	}
@@ -136,7 +148,7 @@ func (w *copyWorker) run(i int) {
 			copyPool.parked.Add(-1)
 			w.parked.Store(false)
 		}
-		t.run()
+		t.run(i)
 	}
 }
 
@@ -255,7 +267,7 @@ func handOut(dst, src []byte, size int, streaming bool, left *atomic.Int32) {
 		t := copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left, streaming: streaming}
 		left.Add(1)
 		if !queueTask(t) {
-			t.run()
+			t.run(-1)
 		}
 	}
 }
@@ -327,7 +339,7 @@ func runQueued() bool {
 	}
 	t, ok := takeTask(int(copyPool.next.Load()) % len(copyPool.workers))
 	if ok {
-		t.run()
+		t.run(-1)
 	}
 	return ok
 }

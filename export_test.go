@@ -114,6 +114,23 @@ func ParallelCopy(dst, src []byte, workers int, streaming bool) {
 	parallelCopy(dst, src, workers, streaming, &left)
 }
 
+// CopyChunk is the staging pipeline's copy of one chunk: src into dst in
+// parts handed to up to workers copy workers, then the parts still queued
+// copied here, returning once every part is done.
+func CopyChunk(dst, src []byte, workers int, streaming bool) {
+	var left atomic.Int32
+	copyAsync(dst, src, workers, streaming, &left)
+	awaitCopies(&left)
+}
+
+// PipeCopy is one goroutine's copy of a part, as a copy worker makes it.
+func PipeCopy(dst, src []byte, streaming bool) { pipeCopy(dst, src, streaming) }
+
+// TraceCopyParts has every part the copy workers or their caller copy
+// report when it started and ended and who copied it (a worker's number,
+// or -1 for the caller); nil stops it. Call it with no copy under way.
+func TraceCopyParts(f func(by int, start, end time.Time)) { partTrace = f }
+
 // IsCurrent reports whether c is the current context of the calling
 // goroutine's OS thread; call it with the thread locked.
 func IsCurrent(c *Context) bool {
@@ -176,3 +193,7 @@ func SetCopyStreaming(on bool) (restore func()) {
 // CacheRepeats is how many freed sizes a stream remembers between
 // synchronizes: a size freed once the list is full is never kept.
 const CacheRepeats = cacheRepeats
+
+// Streams reports whether the pipeline copies a transfer of n bytes in
+// direction d with streaming stores.
+func Streams(d Direction, n int) bool { return streams(d, n) }

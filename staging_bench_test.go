@@ -555,3 +555,119 @@ func BenchmarkPipelineGrain(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCopyParts times the copy of one chunk of a small transfer
+// between ordinary memory the caches do not hold and pinned memory, as the
+// pipeline makes it (the copy workers held spinning, the parts handed out,
+// the caller copying what is still queued), by size, least part and
+// workers, with each part's start and end timed: what a part costs beyond
+// its copy. Beside it, one goroutine's copy of the whole with the workers
+// blocked and spinning, and, at 256 KiB, the same from memory the caches
+// hold.
+func BenchmarkCopyParts(b *testing.B) {
+	ctx := cudatest.Context(b)
+	const slot, slots = 1 << 20, 8
+	pin := must(cuda.AllocPinned[byte](ctx, slots*slot))(b)
+	defer pin.Free()
+	host := random[byte](arenaBytes)
+	for _, dir := range []string{"up", "down"} {
+		for _, n := range []int{64 << 10, 150 << 10, 196 << 10, 256 << 10, 512 << 10, 1 << 20} {
+			pair := func(i int, hot bool) (dst, src []byte) {
+				h := host[i%(len(host)/n)*n:][:n]
+				if hot {
+					h = host[:n]
+				}
+				if dir == "up" {
+					return pin.Data()[:n], h // an upload of one chunk fills slot 0
+				}
+				return h, pin.Data()[i%slots*slot:][:n] // downloads rotate
+			}
+			streaming := cuda.Streams(cuda.HostToDevice, n)
+			if dir == "down" {
+				streaming = cuda.Streams(cuda.DeviceToHost, n)
+			}
+			for _, spin := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/%s/alone/spinning=%v", dir, sizeName(n), spin), func(b *testing.B) {
+					if spin {
+						defer cuda.HoldCopyWorkers()()
+					}
+					b.SetBytes(int64(n))
+					i := 0
+					for b.Loop() {
+						dst, src := pair(i, false)
+						cuda.PipeCopy(dst, src, streaming)
+						i++
+					}
+				})
+			}
+			for _, part := range []int{16 << 10, 32 << 10, 64 << 10} {
+				seen := map[int]bool{}
+				for _, workers := range []int{1, 2, 4, 8, 16} {
+					if parts := min(workers, n/part); seen[parts] || parts == 0 {
+						continue
+					} else {
+						seen[parts] = true
+					}
+					for _, hot := range []bool{false, true} {
+						if hot && n != 256<<10 {
+							continue
+						}
+						name := fmt.Sprintf("%s/%s/part=%s/workers=%d", dir, sizeName(n), sizeName(part), workers)
+						if hot {
+							name += "/hot"
+						}
+						b.Run(name, func(b *testing.B) {
+							defer cuda.SetMinCopyPart(cuda.SetMinCopyPart(part))
+							defer cuda.HoldCopyWorkers()()
+							benchCopyChunk(b, n, workers, streaming, func(i int) ([]byte, []byte) { return pair(i, hot) })
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// benchCopyChunk times CopyChunk of the pairs pair gives, reporting per
+// chunk when its first and last parts started (after the call), how long
+// a part took, and how many parts the caller copied itself.
+func benchCopyChunk(b *testing.B, n, workers int, streaming bool, pair func(i int) (dst, src []byte)) {
+	b.Helper()
+	var t0 time.Time
+	var first, last, took time.Duration
+	var parts, byCaller, ops int
+	var opFirst, opLast time.Duration
+	cuda.TraceCopyParts(func(by int, start, end time.Time) {
+		since := start.Sub(t0)
+		if opFirst < 0 || since < opFirst {
+			opFirst = since
+		}
+		opLast = max(opLast, since)
+		took += end.Sub(start)
+		parts++
+		if by < 0 {
+			byCaller++
+		}
+	})
+	defer cuda.TraceCopyParts(nil)
+	b.SetBytes(int64(n))
+	i := 0
+	for b.Loop() {
+		dst, src := pair(i)
+		opFirst, opLast = -1, 0
+		t0 = time.Now()
+		cuda.CopyChunk(dst, src, workers, streaming)
+		first += opFirst
+		last += opLast
+		ops++
+		i++
+	}
+	if ops == 0 || parts == 0 {
+		return
+	}
+	b.ReportMetric(float64(first.Nanoseconds())/float64(ops)/1e3, "first-start-us")
+	b.ReportMetric(float64(last.Nanoseconds())/float64(ops)/1e3, "last-start-us")
+	b.ReportMetric(float64(took.Nanoseconds())/float64(parts)/1e3, "part-us")
+	b.ReportMetric(float64(parts)/float64(ops), "parts")
+	b.ReportMetric(float64(byCaller)/float64(ops), "caller-parts")
+}

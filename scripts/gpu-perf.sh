@@ -49,6 +49,11 @@
 #             slots rotating and at one place, beside the pinned path with the
 #             copy workers blocked and spinning, with the steps of each timed
 #             (BenchmarkPipelineTail), two rounds: OUTDIR/tail.txt
+#   parts     one small chunk's copy between host and pinned memory as the
+#             pipeline makes it, by size, least part and workers, each part's
+#             start and end timed, beside one goroutine's copy with the
+#             workers blocked and spinning (BenchmarkCopyParts), two rounds,
+#             and the CPUs' layout (lscpu): OUTDIR/parts.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -57,7 +62,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -210,6 +215,10 @@ for section in $sections; do
 		# beside the pinned path with the copy workers blocked and
 		# spinning, two rounds.
 		rounds tail 2 '^BenchmarkPipelineTail$' 0.15s
+		;;
+	parts)
+		lscpu >"$out/lscpu.txt" 2>&1 || true
+		rounds parts 2 '^BenchmarkCopyParts$' 2000x
 		;;
 	grain)
 		# The pipeline's grain at mid sizes beside the driver's path, with
