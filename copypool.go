@@ -14,30 +14,49 @@ import (
 // one fewer than the processors the pool may use: the goroutine handing the
 // work out copies too.
 //
-// Each worker has its own queue, and takes from the others' when its own is
-// empty: with one queue for all, fifteen workers spinning on it fought over
-// its lock whenever parts arrived, and a part of 16 KiB, copied in 3 us,
-// cost a worker about 20 us more on the H200 machine (BenchmarkPipelineGrain).
+// A copy is a copyJob, put on the board whole; the workers, and the
+// goroutine that put it there, claim its parts one at a time with an atomic
+// add. Handing each part to a worker's queue instead (a channel each, the
+// workers taking from one another's when their own was empty) cost about
+// 1.1 us a part on the H200 machine, one after another, as fifteen spinning
+// workers polled every queue: the eighth part of a 256 KiB chunk started
+// 10 us after the first, where copying it took 6 (BenchmarkCopyParts).
 var copyPool struct {
 	once    sync.Once
 	workers []copyWorker
 	n       int
-	next    atomic.Uint32 // where handOut starts looking for a worker
-	held    atomic.Int32  // transfers under way that keep the workers spinning
-	parked  atomic.Int32  // workers blocked waiting for a task
-	wakes   atomic.Int64  // wake-up calls sent to blocked workers
+	board   [copyBoardSlots]atomic.Pointer[copyJob] // copies with parts to claim
+	next    atomic.Uint32                           // where the next look at the board starts
+	held    atomic.Int32                            // transfers under way that keep the workers spinning
+	parked  atomic.Int32                            // workers blocked waiting for work
+	wakes   atomic.Int64                            // wake-up calls sent to blocked workers
 }
 
-// copyWorker is one worker's queue and whether it is blocked on it.
+// copyBoardSlots is how many copies the board holds at once: a pipeline
+// has up to maxPipeSlots chunks copying, and several may run at once. A copy
+// that finds the board full is made by the goroutine that asked for it.
+const copyBoardSlots = 4 * maxPipeSlots
+
+// copyWorker is a worker's wake-up call and whether it is blocked on it.
 type copyWorker struct {
-	tasks  chan copyTask
+	wake   chan struct{}
 	parked atomic.Bool
 }
 
-type copyTask struct {
+// copyJob is one copy of src into dst, cut into parts of size bytes (whole
+// cache lines, the last taking what is left). Its owner (a StagingBuffer,
+// one a chunk in flight) sets it up again for each copy once awaitCopies
+// returned. Goroutines that read it from the board may still hold it then
+// and claim from it: state keeps the parts and the next part to claim in
+// one word, so that such a claim gets a part of the copy set up since, with
+// its fields written before state, or none; never a part of the old one.
+type copyJob struct {
 	dst, src  []byte
-	left      *atomic.Int32
-	streaming bool // with streaming stores (see streams)
+	size      int
+	streaming bool          // with streaming stores (see streams)
+	slot      int           // its place on the board, or -1
+	state     atomic.Uint64 // parts << 32 | parts claimed (and failed claims)
+	left      atomic.Int32  // parts not yet copied
 }
 
 // copyDelay, in nanoseconds, slows every part down: tests that must see
@@ -46,24 +65,74 @@ var copyDelay atomic.Int64
 
 // partTrace, set by a benchmark with no copy under way, is told when each
 // part's copy started and ended, and by whom: worker by, or -1 for the
-// goroutine that handed it out.
+// goroutine that asked for the copy or another transfer's.
 var partTrace func(by int, start, end time.Time)
 
-// run copies t's part; by is as partTrace's.
-func (t copyTask) run(by int) {
+// start sets j up for the copy of src into dst (of equal length, not
+// empty) in up to parts parts, and puts it on the board. Call it only once
+// j's last copy was awaited.
+func (j *copyJob) start(dst, src []byte, parts int, streaming bool) {
+	j.dst, j.src, j.streaming = dst, src, streaming
+	j.size = partSize(len(src), parts)
+	parts = (len(src) + j.size - 1) / j.size
+	j.left.Store(int32(parts))
+	// On the board before its parts can be claimed: whoever finds it
+	// there first claims nothing until state is stored, and the claim of
+	// its last part reads slot.
+	j.slot = -1
+	from := int(copyPool.next.Add(1))
+	for k := range copyPool.board {
+		s := (from + k) % len(copyPool.board)
+		if copyPool.board[s].CompareAndSwap(nil, j) {
+			j.slot = s
+			break
+		}
+	}
+	j.state.Store(uint64(parts) << 32)
+	if j.slot >= 0 && int(copyPool.parked.Load()) == copyPool.n {
+		wakeCopyWorkers(parts)
+	}
+}
+
+// claim claims the next part of j's copy, if one is left, and takes j off
+// the board with the last.
+func (j *copyJob) claim() (part int, ok bool) {
+	v := j.state.Add(1)
+	parts, part := int(v>>32), int(uint32(v))-1
+	if part >= parts {
+		return 0, false
+	}
+	if part == parts-1 && j.slot >= 0 {
+		copyPool.board[j.slot].CompareAndSwap(j, nil)
+	}
+	return part, true
+}
+
+// run copies j's part (claimed); by is as partTrace's.
+func (j *copyJob) run(part, by int) {
 	if d := copyDelay.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	if partTrace != nil && t.left != nil {
+	lo := part * j.size
+	hi := min(lo+j.size, len(j.src))
+	if partTrace != nil {
 		start := time.Now()
-		pipeCopy(t.dst, t.src, t.streaming)
+		pipeCopy(j.dst[lo:hi], j.src[lo:hi], j.streaming)
 		partTrace(by, start, time.Now())
 	} else {
-		pipeCopy(t.dst, t.src, t.streaming)
+		pipeCopy(j.dst[lo:hi], j.src[lo:hi], j.streaming)
 	}
-	if t.left != nil { // nil: a wake-up call (holdCopyWorkers)
-		t.left.Add(-1)
+	j.left.Add(-1)
+}
+
+// runOne copies one part of j here, if one is left to claim, and reports
+// whether it did.
+func (j *copyJob) runOne() bool {
+	part, ok := j.claim()
+	if ok {
+		j.run(part, -1)
 	}
+	return ok
 }
 
 // copyHold says whether a pipelined transfer keeps the workers spinning
@@ -84,19 +153,23 @@ func holdCopyWorkers() bool {
 		return false
 	}
 	copyPool.held.Add(1)
-	wakeCopyWorkers()
+	wakeCopyWorkers(copyPool.n)
 	return true
 }
 
-// wakeCopyWorkers wakes the blocked copy workers; they look for work for
-// copySpin before they block again.
-func wakeCopyWorkers() {
+// wakeCopyWorkers wakes up to k of the blocked copy workers; they look for
+// work for copySpin before they block again.
+func wakeCopyWorkers(k int) {
 	for i := range copyPool.workers {
+		if k == 0 {
+			return
+		}
 		if w := &copyPool.workers[i]; w.parked.Load() {
 			select {
-			case w.tasks <- copyTask{}:
+			case w.wake <- struct{}{}:
 				copyPool.wakes.Add(1)
-			default: // its queue is full: it is busy anyway
+				k--
+			default: // woken already
 			}
 		}
 	}
@@ -114,7 +187,7 @@ func copyWorkersAwake() bool {
 	if int(copyPool.parked.Load()) < copyPool.n {
 		return true
 	}
-	wakeCopyWorkers()
+	wakeCopyWorkers(copyPool.n)
 	return false
 }
 
@@ -124,9 +197,7 @@ func startCopyPool() {
 	copyPool.n = min(runtime.GOMAXPROCS(0), maxCopyWorkers) - 1
 	copyPool.workers = make([]copyWorker, copyPool.n)
 	for i := range copyPool.workers {
-		// Room for a part of every chunk a pipeline has in flight, and a
-		// wake-up call, so that handing out work seldom finds it full.
-		copyPool.workers[i].tasks = make(chan copyTask, 4*maxPipeSlots)
+		copyPool.workers[i].wake = make(chan struct{}, 1)
 		go copyPool.workers[i].run(i)
 	}
 }
@@ -140,30 +211,38 @@ var copySpin = 200 * time.Microsecond
 
 func (w *copyWorker) run(i int) {
 	for {
-		t, ok := nextTask(i)
+		j, part, ok := nextPart(i)
 		if !ok {
 			w.parked.Store(true)
 			copyPool.parked.Add(1)
-			t = <-w.tasks
+			// A hold that began before this worker counted itself parked
+			// may not have woken it: look once more.
+			if copyPool.held.Load() == 0 {
+				<-w.wake
+			}
 			copyPool.parked.Add(-1)
 			w.parked.Store(false)
+			continue
 		}
-		t.run(i)
+		j.run(part, i)
 	}
 }
 
-// nextTask waits for a task for worker i, its own or else another's,
-// without blocking the thread, while a transfer holds the workers and for
-// copySpin after. It yields the processor to other goroutines every few
-// turns: a worker that yields only every 20 us instead kept the goroutine
-// that hands out the work (back from a driver call, wanting a processor)
-// waiting, and transfers of 128 KiB-16 MiB ran at half the speed on the H200
-// machine (BenchmarkPipelineGrain).
-func nextTask(i int) (copyTask, bool) {
+// nextPart waits for a part to copy for worker i, without blocking the
+// thread, while a transfer holds the workers and for copySpin after. It
+// yields the processor to other goroutines every few turns: a worker that
+// yields only every 20 us instead kept the goroutine that hands out the
+// work (back from a driver call, wanting a processor) waiting, and
+// transfers of 128 KiB-16 MiB ran at half the speed on the H200 machine
+// (BenchmarkPipelineGrain).
+func nextPart(i int) (*copyJob, int, bool) {
 	deadline := time.Now().Add(copySpin)
+	// Workers look at the board from different places, so that copies
+	// on it at once are claimed from side by side.
+	from := i * len(copyPool.board) / max(copyPool.n, 1)
 	for turn := 1; ; turn++ {
-		if t, ok := takeTask(i); ok {
-			return t, true
+		if j, part, ok := claimAny(from); ok {
+			return j, part, true
 		}
 		if turn%32 != 0 {
 			continue
@@ -171,29 +250,24 @@ func nextTask(i int) (copyTask, bool) {
 		if copyPool.held.Load() > 0 {
 			deadline = time.Now().Add(copySpin)
 		} else if time.Now().After(deadline) {
-			return copyTask{}, false
+			return nil, 0, false
 		}
 		runtime.Gosched()
 	}
 }
 
-// takeTask takes a queued task, looking at worker i's queue first and then
-// at the others', and reports whether there was one. Only a queue that
-// holds something is locked.
-func takeTask(i int) (copyTask, bool) {
-	ws := copyPool.workers
-	for k := range ws {
-		w := &ws[(i+k)%len(ws)]
-		if len(w.tasks) == 0 {
-			continue
-		}
-		select {
-		case t := <-w.tasks:
-			return t, true
-		default:
+// claimAny claims a part of a copy on the board, looking from slot from
+// on, and reports whether there was one.
+func claimAny(from int) (*copyJob, int, bool) {
+	b := &copyPool.board
+	for k := range b {
+		if j := b[(from+k)%len(b)].Load(); j != nil {
+			if part, ok := j.claim(); ok {
+				return j, part, true
+			}
 		}
 	}
-	return copyTask{}, false
+	return nil, 0, false
 }
 
 // maxCopyWorkers bounds the goroutines copying one chunk, the caller's
@@ -217,9 +291,9 @@ const wakeWorthBytes = 1 << 20
 
 // parallelCopy copies src into dst (of equal length) with up to workers
 // goroutines, this one among them, with streaming stores or not, and
-// returns when all are done. left is the caller's, reused to keep the call
+// returns when all are done. j is the caller's, reused to keep the call
 // free of allocations.
-func parallelCopy(dst, src []byte, workers int, streaming bool, left *atomic.Int32) {
+func parallelCopy(dst, src []byte, workers int, streaming bool, j *copyJob) {
 	copyPool.once.Do(startCopyPool)
 	parts := min(workers, copyPool.n+1, len(src)/minCopyPart)
 	if len(src) < wakeWorthBytes {
@@ -229,25 +303,20 @@ func parallelCopy(dst, src []byte, workers int, streaming bool, left *atomic.Int
 		pipeCopy(dst, src, streaming)
 		return
 	}
-	size := partSize(len(src), parts)
-	lo := min((parts-1)*size, len(src))
-	handOut(dst[:lo], src[:lo], size, streaming, left)
-	pipeCopy(dst[lo:], src[lo:], streaming)
-	awaitCopies(left)
+	j.start(dst, src, parts, streaming)
+	awaitCopies(j)
 }
 
-// copyAsync hands the copy of src into dst (of equal length) to up to
-// workers goroutines of the pool, counting its parts in left, and returns
-// at once; awaitCopies waits for them. With no workers to give it to, it
-// copies here.
-func copyAsync(dst, src []byte, workers int, streaming bool, left *atomic.Int32) {
+// copyAsync puts the copy of src into dst (of equal length) on the board,
+// in up to workers parts, for the pool's workers to copy, and returns at
+// once; awaitCopies(j) waits for it. With no workers, it copies here.
+func copyAsync(dst, src []byte, workers int, streaming bool, j *copyJob) {
 	copyPool.once.Do(startCopyPool)
-	parts := max(min(workers, copyPool.n, len(src)/minCopyPart), 1)
-	if copyPool.n == 0 {
+	if copyPool.n == 0 || len(src) == 0 {
 		pipeCopy(dst, src, streaming)
 		return
 	}
-	handOut(dst, src, partSize(len(src), parts), streaming, left)
+	j.start(dst, src, max(min(workers, copyPool.n, len(src)/minCopyPart), 1), streaming)
 }
 
 // partSize is the size of each of parts parts of n bytes: whole cache
@@ -257,65 +326,21 @@ func partSize(n, parts int) int {
 	return (size + 63) &^ 63
 }
 
-// handOut queues the copy of src into dst in parts of size bytes, adding
-// them to left, each part to the next worker not blocked (or, where every
-// such queue is full, to one blocked, which wakes it). A part no queue has
-// room for is copied here.
-func handOut(dst, src []byte, size int, streaming bool, left *atomic.Int32) {
-	for lo := 0; lo < len(src); lo += size {
-		hi := min(lo+size, len(src))
-		t := copyTask{dst: dst[lo:hi], src: src[lo:hi], left: left, streaming: streaming}
-		left.Add(1)
-		if !queueTask(t) {
-			t.run(-1)
-		}
-	}
-}
-
-// copyOneQueue, set by a benchmark, queues every part on one queue.
-var copyOneQueue bool
-
-// queueTask queues t, preferring a worker that is not blocked, and reports
-// whether a queue had room.
-func queueTask(t copyTask) bool {
-	ws := copyPool.workers
-	if copyOneQueue {
-		select {
-		case ws[0].tasks <- t:
-			return true
-		default:
-			return false
-		}
-	}
-	start := int(copyPool.next.Add(1))
-	for _, blocked := range []bool{false, true} {
-		for k := range ws {
-			w := &ws[(start+k)%len(ws)]
-			if w.parked.Load() != blocked || len(w.tasks) == cap(w.tasks) {
-				continue
-			}
-			select {
-			case w.tasks <- t:
-				return true
-			default:
-			}
-		}
-	}
-	return false
-}
-
-// awaitCopies returns once the parts counted in left are copied.
+// awaitCopies returns once j's copy is done, claiming and copying its
+// parts no one has yet, then others' on the board, meanwhile.
 //
 // The caller does not block until the others finish: it is usually locked
 // to its OS thread (it holds a context current), and a locked goroutine
 // that blocks or yields hands its thread's processor away and waits tens of
 // microseconds to get one back, which the pipeline would pay once per
-// chunk. It takes queued parts itself instead, and spins.
-func awaitCopies(left *atomic.Int32) {
+// chunk. It copies parts itself instead, and spins.
+func awaitCopies(j *copyJob) {
+	for j.left.Load() > 0 && j.runOne() {
+	}
 	var deadline time.Time
-	for i := 1; left.Load() > 0; i++ {
-		// A part no worker has taken yet, ours or another transfer's, is
-		// better copied here than waited for.
+	for i := 1; j.left.Load() > 0; i++ {
+		// Another copy's part, another transfer's perhaps, is better
+		// copied here than waited beside.
 		if runQueued() {
 			continue
 		}
@@ -331,15 +356,12 @@ func awaitCopies(left *atomic.Int32) {
 	}
 }
 
-// runQueued copies one queued part here, if there is one, and reports
-// whether it did.
+// runQueued copies here one part of a copy on the board, if there is one,
+// and reports whether it did.
 func runQueued() bool {
-	if len(copyPool.workers) == 0 {
-		return false
-	}
-	t, ok := takeTask(int(copyPool.next.Load()) % len(copyPool.workers))
+	j, part, ok := claimAny(int(copyPool.next.Load()))
 	if ok {
-		t.run(-1)
+		j.run(part, -1)
 	}
 	return ok
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -18,12 +17,12 @@ func TestParallelCopy(t *testing.T) {
 				for i := range src {
 					src[i] = byte(rand.Uint32())
 				}
-				var left atomic.Int32
-				parallelCopy(dst, src, workers, workers%2 == 1, &left)
+				var j copyJob
+				parallelCopy(dst, src, workers, workers%2 == 1, &j)
 				if !bytes.Equal(dst, src) {
 					t.Fatal("dst differs from src")
 				}
-				if l := left.Load(); l != 0 {
+				if l := j.left.Load(); l != 0 {
 					t.Fatalf("%d parts left after the copy returned", l)
 				}
 			})
@@ -37,21 +36,21 @@ func TestCopyAsync(t *testing.T) {
 	for _, n := range []int{1, minCopyPart - 1, minCopyPart, 3*minCopyPart + 5, 17 * minCopyPart} {
 		for _, workers := range []int{1, 2, maxCopyWorkers} {
 			t.Run(fmt.Sprintf("%d/workers=%d", n, workers), func(t *testing.T) {
-				var left [4]atomic.Int32
-				src, dst := make([][]byte, len(left)), make([][]byte, len(left))
-				for i := range left {
+				var jobs [4]copyJob
+				src, dst := make([][]byte, len(jobs)), make([][]byte, len(jobs))
+				for i := range jobs {
 					src[i], dst[i] = make([]byte, n), make([]byte, n)
 					for j := range src[i] {
 						src[i][j] = byte(rand.Uint32())
 					}
-					copyAsync(dst[i], src[i], workers, i%2 == 0, &left[i])
+					copyAsync(dst[i], src[i], workers, i%2 == 0, &jobs[i])
 				}
-				for i := range left {
-					awaitCopies(&left[i])
+				for i := range jobs {
+					awaitCopies(&jobs[i])
 					if !bytes.Equal(dst[i], src[i]) {
 						t.Fatalf("copy %d: dst differs from src", i)
 					}
-					if l := left[i].Load(); l != 0 {
+					if l := jobs[i].left.Load(); l != 0 {
 						t.Fatalf("copy %d: %d parts left after awaitCopies returned", i, l)
 					}
 				}
@@ -70,10 +69,10 @@ func TestParallelCopyConcurrent(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			src, dst := bytes.Repeat([]byte{byte(g + 1)}, n), make([]byte, n)
-			var left atomic.Int32
+			var j copyJob
 			for range 20 {
 				clear(dst)
-				parallelCopy(dst, src, maxCopyWorkers, true, &left)
+				parallelCopy(dst, src, maxCopyWorkers, true, &j)
 				if !bytes.Equal(dst, src) {
 					errs <- fmt.Errorf("goroutine %d: dst differs from src", g)
 					return
@@ -141,8 +140,8 @@ func TestSmallCopyWakesNoWorker(t *testing.T) {
 			for i := range src {
 				src[i] = byte(i*13 + 1)
 			}
-			var left atomic.Int32
-			parallelCopy(dst, src, maxCopyWorkers, true, &left)
+			var j copyJob
+			parallelCopy(dst, src, maxCopyWorkers, true, &j)
 			if !bytes.Equal(dst, src) {
 				t.Fatal("data differs")
 			}
@@ -181,4 +180,89 @@ func TestPipeCopy(t *testing.T) {
 			}
 		}
 	}
+}
+
+// boardEmpty fails t if a copy is still on the board with none under way.
+func boardEmpty(t *testing.T) {
+	t.Helper()
+	for s := range copyPool.board {
+		if j := copyPool.board[s].Load(); j != nil {
+			t.Errorf("board slot %d still holds a copy (%d parts left)", s, j.left.Load())
+		}
+	}
+}
+
+// One job set up again and again, while the held workers claim from it
+// through pointers they read from the board earlier: each copy gets its own
+// bytes, and no copy writes a destination after awaitCopies returned for it
+// (the memory is the caller's again then, as pinned memory is the DMA
+// engine's).
+func TestCopyJobReuse(t *testing.T) {
+	if !holdCopyWorkers() {
+		t.Skip("the copy workers are not held")
+	}
+	defer releaseCopyWorkers()
+	const rounds = 2000
+	n := 5*minCopyPart + 100
+	var j copyJob
+	done := make([][]byte, 0, rounds)
+	for r := range rounds {
+		src, dst := bytes.Repeat([]byte{byte(r + 1)}, n+r%7), make([]byte, n+r%7)
+		if r%2 == 0 {
+			copyAsync(dst, src, maxCopyWorkers, r%3 == 0, &j)
+			awaitCopies(&j)
+		} else {
+			parallelCopy(dst, src, maxCopyWorkers, r%3 == 0, &j)
+		}
+		if !bytes.Equal(dst, src) {
+			t.Fatalf("round %d: dst differs from src", r)
+		}
+		done = append(done, dst)
+	}
+	for r, dst := range done {
+		for i, c := range dst {
+			if c != byte(r+1) {
+				t.Fatalf("round %d: byte %d changed to %#x after its copy was awaited", r, i, c)
+			}
+		}
+	}
+	boardEmpty(t)
+}
+
+// More copies at once than the board holds all complete, every byte: those
+// that found it full are copied by whoever awaits them.
+func TestCopyBoardFull(t *testing.T) {
+	copyPool.once.Do(startCopyPool)
+	if copyPool.n == 0 {
+		t.Skip("GOMAXPROCS is 1: the pool has no workers")
+	}
+	if !holdCopyWorkers() {
+		t.Skip("the copy workers are not held")
+	}
+	defer releaseCopyWorkers()
+	// Parts that take milliseconds keep the copies on the board.
+	defer SetCopyDelay(SetCopyDelay(2 * time.Millisecond))
+	const copies = copyBoardSlots + 8
+	jobs := make([]copyJob, copies)
+	src, dst := make([][]byte, copies), make([][]byte, copies)
+	for i := range jobs {
+		src[i], dst[i] = bytes.Repeat([]byte{byte(i + 1)}, 3*minCopyPart), make([]byte, 3*minCopyPart)
+	}
+	onBoard := 0
+	for i := range jobs {
+		copyAsync(dst[i], src[i], 3, false, &jobs[i])
+		if jobs[i].slot >= 0 {
+			onBoard++
+		}
+	}
+	if onBoard == copies {
+		t.Errorf("all %d copies found room on a board of %d", copies, copyBoardSlots)
+	}
+	for i := range jobs {
+		awaitCopies(&jobs[i])
+		if !bytes.Equal(dst[i], src[i]) {
+			t.Fatalf("copy %d (board slot %d): dst differs from src", i, jobs[i].slot)
+		}
+	}
+	boardEmpty(t)
 }

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"math"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -55,15 +54,6 @@ func HoldCopyWorkers() (release func()) {
 	return releaseCopyWorkers
 }
 
-// SetCopyOneQueue makes the copy workers' parts all go to one queue, which
-// every worker takes from, as before each had its own; it returns a
-// function that puts it back.
-func SetCopyOneQueue(on bool) (restore func()) {
-	old := copyOneQueue
-	copyOneQueue = on
-	return func() { copyOneQueue = old }
-}
-
 // SetPipeGrain sets the least chunk a pipelined transfer is cut into, the
 // least number of chunks and the least copy part, and returns a function
 // that puts them back. Call it with no transfer under way.
@@ -110,17 +100,17 @@ func TracePipeline(f func(step string, chunk int, since time.Duration)) {
 // ParallelCopy is the staging pipeline's copy of src into dst on up to
 // workers goroutines.
 func ParallelCopy(dst, src []byte, workers int, streaming bool) {
-	var left atomic.Int32
-	parallelCopy(dst, src, workers, streaming, &left)
+	var j copyJob
+	parallelCopy(dst, src, workers, streaming, &j)
 }
 
 // CopyChunk is the staging pipeline's copy of one chunk: src into dst in
 // parts handed to up to workers copy workers, then the parts still queued
 // copied here, returning once every part is done.
 func CopyChunk(dst, src []byte, workers int, streaming bool) {
-	var left atomic.Int32
-	copyAsync(dst, src, workers, streaming, &left)
-	awaitCopies(&left)
+	var j copyJob
+	copyAsync(dst, src, workers, streaming, &j)
+	awaitCopies(&j)
 }
 
 // PipeCopy is one goroutine's copy of a part, as a copy worker makes it.

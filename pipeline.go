@@ -61,11 +61,11 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	up := d == HostToDevice
 	switch {
 	case r == routeStaged && up:
-		parallelCopy(pinned, host, st.pipe.Workers, streams(d, len(host)), &sb.copyLeft[0])
+		parallelCopy(pinned, host, st.pipe.Workers, streams(d, len(host)), &sb.copies[0])
 		err = upload(op, ptr, pinned, false, s)
 	case r == routeStaged:
 		if err = download(op, pinned, ptr, s); err == nil {
-			parallelCopy(host, pinned, st.pipe.Workers, streams(d, len(host)), &sb.copyLeft[0])
+			parallelCopy(host, pinned, st.pipe.Workers, streams(d, len(host)), &sb.copies[0])
 		}
 	case r == routePipelined:
 		if err = sb.pipeline(op, up, ptr, host, pinned, slot, st.pipe, s); err != nil {
@@ -290,12 +290,12 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	// transfer of a few chunks has them all copying at once. (slotsFor
 	// leaves room for two, or the transfer is one chunk.)
 	k := min(nchunks, len(pinned)/c.size)
-	left := sb.copyLeft[:k]
+	jobs := sb.copies[:k]
 	defer func() {
 		// On every way out: the copies read or write host, which is
 		// the caller's again once this returns.
-		for i := range left {
-			awaitCopies(&left[i])
+		for i := range jobs {
+			awaitCopies(&jobs[i])
 		}
 	}()
 	base := 0
@@ -353,7 +353,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 					return err
 				}
 			}
-			copyAsync(slot(i), part(i), p.Workers, streaming, &left[i%k])
+			copyAsync(slot(i), part(i), p.Workers, streaming, &jobs[i%k])
 			return nil
 		}
 		for i := range k {
@@ -365,7 +365,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 			return err
 		}
 		for i := range nchunks {
-			awaitCopies(&left[i%k])
+			awaitCopies(&jobs[i%k])
 			trace(stepCopied, i)
 			if err := dma(i); err != nil {
 				return err
@@ -392,18 +392,18 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		if err := await(i); err != nil {
 			return err
 		}
-		copyAsync(part(i), slot(i), p.Workers, streaming, &left[i%k])
+		copyAsync(part(i), slot(i), p.Workers, streaming, &jobs[i%k])
 		// Chunk i-1+k goes into the slot chunk i-1 was copied out of.
 		if next := i - 1 + k; i > 0 && next < nchunks {
-			awaitCopies(&left[(i-1)%k])
+			awaitCopies(&jobs[(i-1)%k])
 			trace(stepCopied, i-1)
 			if err := dma(next); err != nil {
 				return err
 			}
 		}
 	}
-	for i := range left {
-		awaitCopies(&left[i])
+	for i := range jobs {
+		awaitCopies(&jobs[i])
 	}
 	trace(stepCopied, nchunks-1)
 	err = s.synchronize(op) // all done: this only records it

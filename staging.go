@@ -142,12 +142,12 @@ type StagingBuffer struct {
 	capacity int // pinned bytes held
 
 	// Owned by the call that set busy.
-	mem      *PinnedBuffer[byte]
-	retired  []retiredMem // memory a failed transfer's copies may still use
-	events   []*Event     // one per pipeline slot, in evCtx
-	evCtx    *Context
-	copyLeft [maxPipeSlots]atomic.Int32 // parts left to copy, by chunk in flight
-	rot      int                        // where the next download's slots start (rotateDownloads)
+	mem     *PinnedBuffer[byte]
+	retired []retiredMem // memory a failed transfer's copies may still use
+	events  []*Event     // one per pipeline slot, in evCtx
+	evCtx   *Context
+	copies  [maxPipeSlots]copyJob // the copy of each chunk in flight
+	rot     int                   // where the next download's slots start (rotateDownloads)
 }
 
 // NewStagingBuffer returns a staging buffer with bytes of pinned memory

@@ -514,9 +514,8 @@ func BenchmarkPipelineStreaming(b *testing.B) {
 // BenchmarkPipelineGrain runs Upload and Download of ordinary slices of
 // mid sizes, back to back, through the pipeline cut at several grains (the
 // least chunk, the least number of chunks, the least part a copy worker is
-// given) and with the copy workers' parts on one queue or each worker's
-// own, beside the driver's own path: what the hand-over of parts to the
-// workers costs, and whether finer chunks let the DMA engine start sooner. Its trace sub-benchmarks time the steps as
+// given), beside the driver's own path: whether finer chunks let the DMA
+// engine start sooner. Its trace sub-benchmarks time the steps as
 // BenchmarkPipelineTrace does.
 func BenchmarkPipelineGrain(b *testing.B) {
 	ctx := cudatest.Context(b)
@@ -536,20 +535,16 @@ func BenchmarkPipelineGrain(b *testing.B) {
 				if gi > 0 && n > 16<<20 {
 					break
 				}
-				for _, one := range []bool{true, false} {
-					name := fmt.Sprintf("%s/%s/chunk=%s/split=%d/part=%s/onequeue=%v", dir.name, sizeName(n), sizeName(g.chunk), g.split, sizeName(g.part), one)
-					b.Run(name, func(b *testing.B) {
+				name := fmt.Sprintf("%s/%s/chunk=%s/split=%d/part=%s", dir.name, sizeName(n), sizeName(g.chunk), g.split, sizeName(g.part))
+				b.Run(name, func(b *testing.B) {
+					defer cuda.SetPipeGrain(g.chunk, g.split, g.part)()
+					loopTransfers(b, pipelinedBuffer(b, pipelineFrom(1)), devs, hosts, s, dir.move)
+				})
+				if n == 256<<10 || n == 1<<20 || n == 4928307 {
+					b.Run(name+"/trace", func(b *testing.B) {
 						defer cuda.SetPipeGrain(g.chunk, g.split, g.part)()
-						defer cuda.SetCopyOneQueue(one)()
-						loopTransfers(b, pipelinedBuffer(b, pipelineFrom(1)), devs, hosts, s, dir.move)
+						traceTransfers(b, devs, hosts, s, dir.move)
 					})
-					if n == 256<<10 || n == 1<<20 || n == 4928307 {
-						b.Run(name+"/trace", func(b *testing.B) {
-							defer cuda.SetPipeGrain(g.chunk, g.split, g.part)()
-							defer cuda.SetCopyOneQueue(one)()
-							traceTransfers(b, devs, hosts, s, dir.move)
-						})
-					}
 				}
 			}
 		}
