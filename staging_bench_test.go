@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -632,7 +633,10 @@ func benchCopyChunk(b *testing.B, n, workers int, streaming bool, pair func(i in
 	var first, last, took time.Duration
 	var parts, byCaller, ops int
 	var opFirst, opLast time.Duration
+	var mu sync.Mutex // parts end in several goroutines at once
 	cuda.TraceCopyParts(func(by int, start, end time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
 		since := start.Sub(t0)
 		if opFirst < 0 || since < opFirst {
 			opFirst = since
@@ -652,8 +656,10 @@ func benchCopyChunk(b *testing.B, n, workers int, streaming bool, pair func(i in
 		opFirst, opLast = -1, 0
 		t0 = time.Now()
 		cuda.CopyChunk(dst, src, workers, streaming)
+		mu.Lock()
 		first += opFirst
 		last += opLast
+		mu.Unlock()
 		ops++
 		i++
 	}
