@@ -672,3 +672,30 @@ func benchCopyChunk(b *testing.B, n, workers int, streaming bool, pair func(i in
 	b.ReportMetric(float64(parts)/float64(ops), "parts")
 	b.ReportMetric(float64(byCaller)/float64(ops), "caller-parts")
 }
+
+// BenchmarkPipelineLarge runs Upload and Download of ordinary slices of
+// 256 MiB and 1 GiB, back to back, with and without streaming stores and
+// with fewer copy workers than the default: at these sizes the copy
+// workers and the DMA engine share the host's memory, and fewer writers,
+// or stores that skip the caches, may leave more of it to the link.
+func BenchmarkPipelineLarge(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := randomArenas(b, ctx, 1<<30)
+	for _, dir := range directions {
+		for _, n := range []int{256 << 20, 1 << 30} {
+			devs, hosts := a.slots(b, n)
+			for _, streaming := range []bool{false, true} {
+				for _, workers := range []int{8, 12, 16} {
+					b.Run(fmt.Sprintf("%s/%s/streaming=%v/workers=%d", dir.name, sizeName(n), streaming, workers), func(b *testing.B) {
+						defer cuda.SetCopyStreaming(streaming)()
+						p := cuda.DefaultStagingPipeline()
+						p.Workers = workers
+						sb := pipelinedBuffer(b, p)
+						loopTransfers(b, sb, devs, hosts, s, dir.move)
+					})
+				}
+			}
+		}
+	}
+}

@@ -58,6 +58,9 @@
 #             256 KiB and 1 MiB (BenchmarkUpload, BenchmarkDownload), one
 #             each: OUTDIR/profile-DIRECTION-SIZE.pprof, read here with
 #             go tool pprof (the test binary's symbols are in the profile)
+#   large     Upload and Download at 256 MiB and 1 GiB with and without
+#             streaming stores and with 8, 12 and 16 copy workers
+#             (BenchmarkPipelineLarge), two rounds: OUTDIR/large.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -66,7 +69,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [profile] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [profile] [large] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -227,6 +230,9 @@ for section in $sections; do
 					-test.cpuprofile "$out/profile-$bench-$size.pprof" | grep '^Benchmark'
 			done
 		done
+		;;
+	large)
+		rounds large 2 '^BenchmarkPipelineLarge$' 12x
 		;;
 	parts)
 		lscpu >"$out/lscpu.txt" 2>&1 || true
