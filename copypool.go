@@ -26,7 +26,7 @@ var copyPool struct {
 	workers []copyWorker
 	n       int
 	board   [copyBoardSlots]atomic.Pointer[copyJob] // copies with parts to claim
-	next    atomic.Uint32                           // where the next look at the board starts
+	next    atomic.Uint32                           // the slot start last offered a copy (boardStart)
 	held    atomic.Int32                            // transfers under way that keep the workers spinning
 	parked  atomic.Int32                            // workers blocked waiting for work
 	wakes   atomic.Int64                            // wake-up calls sent to blocked workers
@@ -78,7 +78,8 @@ func (j *copyJob) start(dst, src []byte, parts int, streaming bool) {
 	j.left.Store(int32(parts))
 	// On the board before its parts can be claimed: whoever finds it
 	// there first claims nothing until state is stored, and the claim of
-	// its last part reads slot.
+	// its last part reads slot. Each copy is offered the slot after the
+	// last one's (boardStart).
 	j.slot = -1
 	from := int(copyPool.next.Add(1))
 	for k := range copyPool.board {
@@ -237,11 +238,8 @@ func (w *copyWorker) run(i int) {
 // (BenchmarkPipelineGrain).
 func nextPart(i int) (*copyJob, int, bool) {
 	deadline := time.Now().Add(copySpin)
-	// Workers look at the board from different places, so that copies
-	// on it at once are claimed from side by side.
-	from := i * len(copyPool.board) / max(copyPool.n, 1)
 	for turn := 1; ; turn++ {
-		if j, part, ok := claimAny(from); ok {
+		if j, part, ok := claimAny(boardStart(i)); ok {
 			return j, part, true
 		}
 		if turn%32 != 0 {
@@ -254,6 +252,23 @@ func nextPart(i int) (*copyJob, int, bool) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// copyBoardFIFO says whether the copies on the board are claimed from
+// oldest to newest, as start placed them round it, so that a pipeline's
+// chunks are copied, and reach the DMA engine, in order; else each worker
+// looks from a place of its own. A variable for the benchmark.
+var copyBoardFIFO = true
+
+// boardStart returns where worker i (or, with i < 0, a goroutine waiting
+// for its copy) starts looking at the board: the slot after the one start
+// offered the latest copy, where round the board the oldest copy is, or
+// else the empty slots before it.
+func boardStart(i int) int {
+	if !copyBoardFIFO && i >= 0 {
+		return i * len(copyPool.board) / max(copyPool.n, 1)
+	}
+	return int(copyPool.next.Load()) + 1
 }
 
 // claimAny claims a part of a copy on the board, looking from slot from
@@ -359,7 +374,7 @@ func awaitCopies(j *copyJob) {
 // runQueued copies here one part of a copy on the board, if there is one,
 // and reports whether it did.
 func runQueued() bool {
-	j, part, ok := claimAny(int(copyPool.next.Load()))
+	j, part, ok := claimAny(boardStart(-1))
 	if ok {
 		j.run(part, -1)
 	}
