@@ -291,10 +291,9 @@ func claimAny(from int) (*copyJob, int, bool) {
 const maxCopyWorkers = 16
 
 // minCopyPart is the least a worker is given: below it, handing the work
-// over costs more than it saves. (BenchmarkPipelineGrain on the H200
-// machine, each worker with a queue of its own: parts of 32 KiB beat 64 KiB
-// by up to 1.1x at 128 KiB-2 MiB, and tied from 4 MiB; parts of 16 KiB
-// were slower at 256 KiB-1 MiB downloading.)
+// over costs more than it saves. (On the H200 machine, with the board,
+// BenchmarkCopyParts: parts of 16 and 32 KiB tied at 196 KiB-1 MiB, 64 KiB
+// lost; BenchmarkPipelineGrain: 32 KiB tied or won from 128 KiB to 16 MiB.)
 var minCopyPart = 32 << 10
 
 // wakeWorthBytes is the size below which a copy uses only the workers still

@@ -42,10 +42,10 @@
 //     whole won nothing once the data was not in the CPU's caches); from
 //     128 KiB both ways they are pipelined through pinned memory by several
 //     goroutines (below 1 MiB only while those are awake from a transfer
-//     just before): 1.1-1.3x the plain copy at 150-256 KiB, uploads 2.0-2.6x
-//     and downloads 1.6-2.1x at 1-4.7 MiB, 2.3-7x from 16 MiB, and 46-52 GB/s
-//     from 256 MiB up (BenchmarkStagingPaired and gocuda bench in
-//     docs/performance.md, 2026-12-02).
+//     just before): 1.2-1.6x the plain copy at 150-256 KiB, 2.5-3.3x at
+//     1-4.7 MiB, 2.7-7.2x from 16 MiB, and 48-53 GB/s from 256 MiB up
+//     (BenchmarkStagingPaired and gocuda bench in docs/performance.md,
+//     2026-12-02).
 //     Calibrate finds the thresholds for the machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //
