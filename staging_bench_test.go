@@ -268,19 +268,32 @@ func BenchmarkPipelineTrace(b *testing.B) {
 // traceTransfers runs loopTransfers through the pipeline, every transfer
 // pipelined, and reports when its steps happened, in microseconds from
 // each transfer's start, averaged: chunk 0's copy, DMA queued and DMA seen
-// done, and the last of each.
+// done, and the last of each; and the time the transfer's goroutine spent
+// waiting for copies to finish (copywait) and for DMA (dmawait, the
+// stream's synchronize at the end included; before blocking on a DMA it
+// copies any part still queued), which says which of the two held the
+// transfer.
 func traceTransfers(b *testing.B, devs []*cuda.DeviceBuffer[byte], hosts [][]byte, s *cuda.Stream,
 	move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error) {
 	b.Helper()
 	sb := pipelinedBuffer(b, pipelineFrom(1))
 	sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
 	chunks := 0
+	var last time.Duration // the step before, in this transfer
 	cuda.TracePipeline(func(step string, chunk int, since time.Duration) {
 		if chunk == 0 {
 			sums[step+"0"] += since
 		}
+		switch step {
+		case "copied":
+			sums["copywait"] += since - last
+		case "landed", "done":
+			sums["dmawait"] += since - last
+		}
+		last = since
 		cur[step] = since // the latest of each step in this transfer
 		if step == "done" {
+			last = 0
 			for k, v := range cur {
 				sums[k] += v
 			}
@@ -291,7 +304,7 @@ func traceTransfers(b *testing.B, devs []*cuda.DeviceBuffer[byte], hosts [][]byt
 	defer cuda.TracePipeline(nil)
 	loopTransfers(b, sb, devs, hosts, s, move)
 	ops := float64(b.N + 1) // loopTransfers' untimed first transfer is traced too
-	for _, step := range []string{"held", "copied0", "queued0", "landed0", "copied", "queued", "landed", "done"} {
+	for _, step := range []string{"held", "copied0", "queued0", "landed0", "copied", "queued", "landed", "done", "copywait", "dmawait"} {
 		b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
 	}
 	b.ReportMetric(float64(chunks), "chunks")
