@@ -54,10 +54,6 @@
 #             start and end timed, beside one goroutine's copy with the
 #             workers blocked and spinning (BenchmarkCopyParts), two rounds,
 #             and the CPUs' layout (lscpu): OUTDIR/parts.txt
-#   profile   CPU profiles of Upload and Download, back to back, at 196 KiB,
-#             256 KiB and 1 MiB (BenchmarkUpload, BenchmarkDownload), one
-#             each: OUTDIR/profile-DIRECTION-SIZE.pprof, read here with
-#             go tool pprof (the test binary's symbols are in the profile)
 #   large     Upload and Download at 256 MiB and 1 GiB with and without
 #             streaming stores and with 8, 12 and 16 copy workers
 #             (BenchmarkPipelineLarge), two rounds: OUTDIR/large.txt
@@ -69,7 +65,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [profile] [large] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -222,14 +218,6 @@ for section in $sections; do
 		# beside the pinned path with the copy workers blocked and
 		# spinning, two rounds.
 		rounds tail 2 '^BenchmarkPipelineTail$' 0.15s
-		;;
-	profile)
-		for bench in Upload Download; do
-			for size in 196KiB 256KiB 1MiB; do
-				bin/tests/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$/^$size\$" -test.benchtime 4s \
-					-test.cpuprofile "$out/profile-$bench-$size.pprof" | grep '^Benchmark'
-			done
-		done
 		;;
 	large)
 		rounds large 2 '^BenchmarkPipelineLarge$' 12x

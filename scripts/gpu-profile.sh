@@ -6,13 +6,14 @@
 #
 #   calls     the call-overhead benchmarks, purego and cgo
 #   staging   Upload and Download at 16 MiB, purego, with the CPU's model and flags
+#   mid       Upload and Download at 196 KiB, 256 KiB and 1 MiB, purego
 #   ordered   AllocAsync + Free (warm pool, 256 B) and graph capture, purego and cgo
 #   stream    ReadFrom of a pipe, and the pipe read into Go and into page-locked memory, purego
 #
-#   scripts/gpu-profile.sh OUTDIR [calls] [staging] [ordered] [stream]     (default: calls)
+#   scripts/gpu-profile.sh OUTDIR [calls] [staging] [mid] [ordered] [stream]     (default: calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-profile.sh OUTDIR [calls] [staging] [ordered] [stream]}
+out=${1:?usage: gpu-profile.sh OUTDIR [calls] [staging] [mid] [ordered] [stream]}
 shift
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1
@@ -34,6 +35,14 @@ for section in ${*:-calls}; do
 				-test.cpuprofile "$out/$bench.pprof" >"$out/$bench.txt" 2>&1
 			bin/tests/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$/^16MiB\$" -test.benchtime 100x \
 				-test.trace "$out/$bench.trace" >>"$out/$bench.txt" 2>&1
+		done
+		;;
+	mid)
+		for bench in Upload Download; do
+			for size in 196KiB 256KiB 1MiB; do
+				bin/tests/cuda.test -test.run '^$' -test.bench "^Benchmark$bench\$/^$size\$" -test.benchtime 4s \
+					-test.cpuprofile "$out/$bench-$size.pprof" >"$out/$bench-$size.txt" 2>&1
+			done
 		done
 		;;
 	ordered)
