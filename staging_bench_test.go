@@ -612,11 +612,11 @@ func BenchmarkCopyParts(b *testing.B) {
 			for _, part := range []int{16 << 10, 32 << 10, 64 << 10} {
 				seen := map[int]bool{}
 				for _, workers := range []int{1, 2, 4, 8, 16} {
-					if parts := min(workers, n/part); seen[parts] || parts == 0 {
-						continue
-					} else {
-						seen[parts] = true
+					parts := min(workers, n/part)
+					if parts == 0 || seen[parts] {
+						continue // the same copy as a sub-benchmark before
 					}
+					seen[parts] = true
 					for _, hot := range []bool{false, true} {
 						if hot && n != 256<<10 {
 							continue
