@@ -212,7 +212,7 @@ var copySpin = 200 * time.Microsecond
 
 func (w *copyWorker) run(i int) {
 	for {
-		j, part, ok := nextPart(i)
+		j, part, ok := nextPart()
 		if !ok {
 			w.parked.Store(true)
 			copyPool.parked.Add(1)
@@ -229,17 +229,17 @@ func (w *copyWorker) run(i int) {
 	}
 }
 
-// nextPart waits for a part to copy for worker i, without blocking the
+// nextPart waits for a part to copy, without blocking the
 // thread, while a transfer holds the workers and for copySpin after. It
 // yields the processor to other goroutines every few turns: a worker that
 // yields only every 20 us instead kept the goroutine that hands out the
 // work (back from a driver call, wanting a processor) waiting, and
 // transfers of 128 KiB-16 MiB ran at half the speed on the H200 machine
 // (BenchmarkPipelineGrain).
-func nextPart(i int) (*copyJob, int, bool) {
+func nextPart() (*copyJob, int, bool) {
 	deadline := time.Now().Add(copySpin)
 	for turn := 1; ; turn++ {
-		if j, part, ok := claimAny(boardStart(i)); ok {
+		if j, part, ok := claimAny(boardStart()); ok {
 			return j, part, true
 		}
 		if turn%32 != 0 {
@@ -254,22 +254,14 @@ func nextPart(i int) (*copyJob, int, bool) {
 	}
 }
 
-// copyBoardFIFO says whether the copies on the board are claimed from
-// oldest to newest, as start placed them round it, so that a pipeline's
-// chunks are copied, and reach the DMA engine, in order; else each worker
-// looks from a place of its own. A variable for the benchmark.
-var copyBoardFIFO = true
-
-// boardStart returns where worker i (or, with i < 0, a goroutine waiting
-// for its copy) starts looking at the board: the slot after the one start
-// offered the latest copy, where round the board the oldest copy is, or
-// else the empty slots before it.
-func boardStart(i int) int {
-	if !copyBoardFIFO && i >= 0 {
-		return i * len(copyPool.board) / max(copyPool.n, 1)
-	}
-	return int(copyPool.next.Load()) + 1
-}
+// boardStart returns where a look at the board starts: the slot after the
+// one start offered the latest copy, where round the board the oldest copy
+// is, or else the empty slots before it. So the copies are claimed oldest
+// first, and a pipeline's chunks reach the DMA engine in order. (Each
+// worker looking from a place of its own tied on the H200 machine at 256 MiB
+// and 1 GiB, BenchmarkPipelineLarge; in order is the one that cannot starve
+// a chunk.)
+func boardStart() int { return int(copyPool.next.Load()) + 1 }
 
 // claimAny claims a part of a copy on the board, looking from slot from
 // on, and reports whether there was one.
@@ -375,7 +367,7 @@ func awaitCopies(j *copyJob) {
 // runQueued copies here one part of a copy on the board, if there is one,
 // and reports whether it did.
 func runQueued() bool {
-	j, part, ok := claimAny(boardStart(-1))
+	j, part, ok := claimAny(boardStart())
 	if ok {
 		j.run(part, -1)
 	}

@@ -187,12 +187,3 @@ const CacheRepeats = cacheRepeats
 // Streams reports whether the pipeline copies a transfer of n bytes in
 // direction d with streaming stores.
 func Streams(d Direction, n int) bool { return streams(d, n) }
-
-// SetCopyBoardFIFO has the copy workers claim the board's copies from
-// oldest to newest (on) or each from a place of its own, and returns a
-// function that puts it back.
-func SetCopyBoardFIFO(on bool) (restore func()) {
-	old := copyBoardFIFO
-	copyBoardFIFO = on
-	return func() { copyBoardFIFO = old }
-}

@@ -687,35 +687,25 @@ func benchCopyChunk(b *testing.B, n, workers int, streaming bool, pair func(i in
 }
 
 // BenchmarkPipelineLarge runs Upload and Download of ordinary slices of
-// 256 MiB and 1 GiB, back to back, with and without streaming stores, with
-// fewer copy workers than the default, and with the board's copies claimed
-// in no order: at these sizes the copy workers and the DMA engine share the
-// host's memory, and fewer writers, or stores that skip the caches, may
-// leave more of it to the link, while chunks copied out of order keep the
-// DMA engine waiting.
+// 256 MiB and 1 GiB, back to back, with and without streaming stores and
+// with fewer copy workers than the default: at these sizes the copy
+// workers and the DMA engine share the host's memory, and fewer writers, or
+// stores that skip the caches, may leave more of it to the link.
 func BenchmarkPipelineLarge(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
 	a := randomArenas(b, ctx, 1<<30)
-	def := cuda.DefaultStagingPipeline()
 	for _, dir := range directions {
 		for _, n := range []int{256 << 20, 1 << 30} {
 			devs, hosts := a.slots(b, n)
 			for _, streaming := range []bool{false, true} {
 				for _, workers := range []int{8, 12, 16} {
-					for _, fifo := range []bool{true, false} {
-						if !fifo && (streaming || workers != def.Workers) {
-							continue
-						}
-						b.Run(fmt.Sprintf("%s/%s/streaming=%v/workers=%d/fifo=%v", dir.name, sizeName(n), streaming, workers, fifo), func(b *testing.B) {
-							defer cuda.SetCopyStreaming(streaming)()
-							defer cuda.SetCopyBoardFIFO(fifo)()
-							p := def
-							p.Workers = workers
-							sb := pipelinedBuffer(b, p)
-							loopTransfers(b, sb, devs, hosts, s, dir.move)
-						})
-					}
+					b.Run(fmt.Sprintf("%s/%s/streaming=%v/workers=%d", dir.name, sizeName(n), streaming, workers), func(b *testing.B) {
+						defer cuda.SetCopyStreaming(streaming)()
+						p := cuda.DefaultStagingPipeline()
+						p.Workers = workers
+						loopTransfers(b, pipelinedBuffer(b, p), devs, hosts, s, dir.move)
+					})
 				}
 			}
 		}
