@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -243,11 +244,11 @@ func BenchmarkPipelineSplit(b *testing.B) {
 }
 
 // BenchmarkPipelineTrace times the steps of pipelined transfers, back to
-// back, both ways, with streaming stores and without: when the first and
-// last chunks were copied between host and pinned memory, when their DMA
-// was queued or seen done, and when the transfer ended, in microseconds
-// from the start (the stream drained, the workers held), averaged. (The time before that start, ns/op less
-// done-us, is a microsecond or two.)
+// back, both ways, with streaming stores and without: when the stream was
+// drained and the workers held, when the first and last chunks were copied
+// between host and pinned memory, when their DMA was queued or seen done,
+// and when the transfer ended, in microseconds from the transfer's call,
+// averaged.
 func BenchmarkPipelineTrace(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
@@ -277,6 +278,11 @@ func traceTransfers(b *testing.B, devs []*cuda.DeviceBuffer[byte], hosts [][]byt
 	move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error) {
 	b.Helper()
 	sb := pipelinedBuffer(b, pipelineFrom(1))
+	// Untraced: the first transfer pins the memory (milliseconds), which
+	// would shift every step's average.
+	if err := move(sb, devs[0], hosts[0], s); err != nil {
+		b.Fatal(err)
+	}
 	sums, cur := map[string]time.Duration{}, map[string]time.Duration{}
 	chunks := 0
 	var last time.Duration // the step before, in this transfer
@@ -308,6 +314,110 @@ func traceTransfers(b *testing.B, devs []*cuda.DeviceBuffer[byte], hosts [][]byt
 		b.ReportMetric(float64(sums[step].Microseconds())/ops, step+"-us")
 	}
 	b.ReportMetric(float64(chunks), "chunks")
+}
+
+// BenchmarkPipelineTimeline logs, chunk by chunk, when one pipelined
+// transfer's steps happened (the fourth of four back to back, each from
+// its own slot of a 1 GiB arena), in microseconds from its call: the
+// copy seen done, the DMA queued, and the DMA seen done (uploading, the
+// landing logged at chunk i is chunk i-slots', whose slot chunk i takes),
+// on one line. From the landings, the DMA engine's speed through the
+// transfer.
+func BenchmarkPipelineTimeline(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	a := randomArenas(b, ctx, 1<<30)
+	for _, dir := range directions {
+		for _, n := range []int{16 << 20, 64 << 20, 256 << 20, 1 << 30} {
+			for _, streaming := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/%s/streaming=%v", dir.name, sizeName(n), streaming), func(b *testing.B) {
+					defer cuda.SetCopyStreaming(streaming)()
+					sb := pipelinedBuffer(b, pipelineFrom(1))
+					devs, hosts := a.slots(b, n)
+					for i := range 3 {
+						if err := dir.move(sb, devs[i%len(devs)], hosts[i%len(devs)], s); err != nil {
+							b.Fatal(err)
+						}
+					}
+					type steps struct{ copied, queued, landed time.Duration }
+					var chunks []steps
+					at := func(i int) *steps {
+						for len(chunks) <= i {
+							chunks = append(chunks, steps{})
+						}
+						return &chunks[i]
+					}
+					cuda.TracePipeline(func(step string, chunk int, since time.Duration) {
+						switch step {
+						case "copied":
+							at(chunk).copied = since
+						case "queued":
+							at(chunk).queued = since
+						case "landed":
+							at(chunk).landed = since
+						}
+					})
+					defer cuda.TracePipeline(nil)
+					b.SetBytes(int64(n))
+					b.ResetTimer()
+					for range b.N {
+						chunks = chunks[:0]
+						if err := dir.move(sb, devs[3%len(devs)], hosts[3%len(devs)], s); err != nil {
+							b.Fatal(err)
+						}
+					}
+					// One line: a benchmark's log is cut at ten.
+					var log strings.Builder
+					for i, c := range chunks {
+						fmt.Fprintf(&log, "; %d %d %d %d", i, c.copied.Microseconds(), c.queued.Microseconds(), c.landed.Microseconds())
+					}
+					b.Logf("chunk copied queued landed (us)%s", log.String())
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkDMAAfterCopy times the DMA of pinned memory to the device
+// alone, after the pinned memory was written as the pipeline writes its
+// slots (its copy workers, with streaming stores or without), after that
+// and another copy as large through the workers (which moves the first's
+// lines out of the cores' own caches), or not written at all: whether the
+// DMA engine reads memory the CPUs have just written slower.
+func BenchmarkDMAAfterCopy(b *testing.B) {
+	ctx := cudatest.Context(b)
+	for _, n := range []int{4 << 20, 32 << 20} {
+		p := must(cuda.AllocPinned[byte](ctx, n))(b)
+		defer p.Free()
+		d := must(cuda.Alloc[byte](ctx, n))(b)
+		defer d.Free()
+		src, other, otherDst := random[byte](n), random[byte](n), make([]byte, n)
+		workers := cuda.DefaultStagingPipeline().Workers
+		for _, c := range []struct {
+			name  string
+			write func()
+		}{
+			{"unwritten", func() {}},
+			{"copied", func() { cuda.ParallelCopy(p.Data(), src, workers, false) }},
+			{"streamed", func() { cuda.ParallelCopy(p.Data(), src, workers, true) }},
+			{"copied+other", func() {
+				cuda.ParallelCopy(p.Data(), src, workers, false)
+				cuda.ParallelCopy(otherDst, other, workers, false)
+			}},
+		} {
+			b.Run(fmt.Sprintf("%s/%s", sizeName(n), c.name), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for range b.N {
+					b.StopTimer()
+					c.write()
+					b.StartTimer()
+					if err := d.CopyFromHost(p.Data()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
 
 // BenchmarkPipelineTail runs pipelined transfers of 128 KiB-4.7 MiB back to
@@ -690,7 +800,9 @@ func benchCopyChunk(b *testing.B, n, workers int, streaming bool, pair func(i in
 // 256 MiB and 1 GiB, back to back, with and without streaming stores and
 // with fewer copy workers than the default: at these sizes the copy
 // workers and the DMA engine share the host's memory, and fewer writers, or
-// stores that skip the caches, may leave more of it to the link.
+// stores that skip the caches, may leave more of it to the link. It
+// reports the median transfer's speed and the slowest's besides the mean:
+// one transfer held up a millisecond or more shows in them.
 func BenchmarkPipelineLarge(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
@@ -704,10 +816,36 @@ func BenchmarkPipelineLarge(b *testing.B) {
 						defer cuda.SetCopyStreaming(streaming)()
 						p := cuda.DefaultStagingPipeline()
 						p.Workers = workers
-						loopTransfers(b, pipelinedBuffer(b, p), devs, hosts, s, dir.move)
+						var took []time.Duration
+						loopTransfers(b, pipelinedBuffer(b, p), devs, hosts, s, timed(dir.move, &took))
+						reportSpread(b, n, took[1:]) // the first, untimed, pinned the memory
 					})
 				}
 			}
 		}
 	}
+}
+
+// timed returns move, appending the time each call took to took.
+func timed(move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error,
+	took *[]time.Duration) func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error {
+	return func(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, s *cuda.Stream) error {
+		start := time.Now()
+		err := move(sb, d, h, s)
+		*took = append(*took, time.Since(start))
+		return err
+	}
+}
+
+// reportSpread reports the median and the slowest of transfers of n bytes
+// that took took, in GB/s.
+func reportSpread(b *testing.B, n int, took []time.Duration) {
+	b.Helper()
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	gbs := func(d time.Duration) float64 { return float64(n) / d.Seconds() / 1e9 }
+	b.ReportMetric(gbs(took[len(took)/2]), "median-GB/s")
+	b.ReportMetric(gbs(took[len(took)-1]), "slowest-GB/s")
 }

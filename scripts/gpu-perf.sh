@@ -57,6 +57,16 @@
 #   large     Upload and Download at 256 MiB and 1 GiB with and without
 #             streaming stores and with 8, 12 and 16 copy workers
 #             (BenchmarkPipelineLarge), two rounds: OUTDIR/large.txt
+#   timeline  one pipelined transfer's steps, chunk by chunk, at 16 MiB-1 GiB
+#             both ways (BenchmarkPipelineTimeline), and the DMA of pinned
+#             memory just written by the copy workers, with streaming stores
+#             or without, beside memory not written (BenchmarkDMAAfterCopy):
+#             OUTDIR/timeline.txt, OUTDIR/dma.txt
+#   cores     Upload and Download at 256 MiB and 1 GiB by GOMAXPROCS (the copy
+#             pool has one worker fewer), each transfer timed
+#             (BenchmarkPipelineLarge), two interleaved rounds, then one upload's
+#             timeline at each (BenchmarkPipelineTimeline): OUTDIR/cores.txt,
+#             OUTDIR/cores-timeline.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -65,7 +75,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -225,6 +235,24 @@ for section in $sections; do
 	parts)
 		lscpu >"$out/lscpu.txt" 2>&1 || true
 		rounds parts 2 '^BenchmarkCopyParts$' 2000x
+		;;
+	timeline)
+		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTimeline$' -test.benchtime 1x >"$out/timeline.txt" 2>&1
+		rounds dma 2 '^BenchmarkDMAAfterCopy$' 40x
+		;;
+	cores)
+		procs=$(nproc)
+		for round in 1 2; do
+			for cpu in $procs $((procs - 1)) $((procs - 2)); do
+				echo "== round $round: GOMAXPROCS=$cpu"
+				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineLarge$///^streaming=false$/^workers=16$' -test.benchtime 16x -test.cpu "$cpu"
+			done
+		done >"$out/cores.txt" 2>&1
+		summary "$out/cores.txt"
+		for cpu in $procs $((procs - 1)) $((procs - 2)); do
+			echo "== GOMAXPROCS=$cpu"
+			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTimeline$/^up$/^(256MiB|1GiB)$/^streaming=false$' -test.benchtime 1x -test.cpu "$cpu"
+		done >"$out/cores-timeline.txt" 2>&1
 		;;
 	grain)
 		# The pipeline's grain at mid sizes beside the driver's path, with
