@@ -42,8 +42,8 @@
 //     whole won nothing once the data was not in the CPU's caches); from
 //     128 KiB both ways they are pipelined through pinned memory by several
 //     goroutines (below 1 MiB only while those are awake from a transfer
-//     just before): 1.2-1.6x the plain copy at 150-256 KiB, 2.5-3.3x at
-//     1-4.7 MiB, 2.7-7.2x from 16 MiB, and 48-53 GB/s from 256 MiB up
+//     just before): 1.2-1.5x the plain copy at 150-256 KiB, 2.3-2.9x at
+//     1-4.7 MiB, 2.4-7.2x from 16 MiB, and 49.6-53.5 GB/s from 256 MiB up
 //     (BenchmarkStagingPaired and gocuda bench in docs/performance.md,
 //     2026-12-02).
 //     Calibrate finds the thresholds for the machine in hand.
