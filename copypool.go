@@ -136,6 +136,12 @@ func (j *copyJob) runOne() bool {
 	return ok
 }
 
+// runRest copies here the parts of j no one has claimed yet.
+func (j *copyJob) runRest() {
+	for j.left.Load() > 0 && j.runOne() {
+	}
+}
+
 // copyHold says whether a pipelined transfer keeps the workers spinning
 // from its start to its end.
 var copyHold = true
@@ -343,8 +349,7 @@ func partSize(n, parts int) int {
 // microseconds to get one back, which the pipeline would pay once per
 // chunk. It copies parts itself instead, and spins.
 func awaitCopies(j *copyJob) {
-	for j.left.Load() > 0 && j.runOne() {
-	}
+	j.runRest()
 	var deadline time.Time
 	for i := 1; j.left.Load() > 0; i++ {
 		// Another copy's part, another transfer's perhaps, is better

@@ -328,7 +328,8 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	// 450-480 us of every transfer, which held 256 MiB uploads to 48 GB/s
 	// on the H200 machine, BenchmarkPipelineTimeline.)
 	await := func(i int, next *copyJob) error {
-		for next != nil && next.left.Load() > 0 && next.runOne() {
+		if next != nil {
+			next.runRest()
 		}
 		err := check(op, driver.EventSynchronize(s.ctx.handle, event(i).handle))
 		trace(stepLanded, i)
