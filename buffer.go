@@ -47,10 +47,13 @@ type allocation struct {
 	pool      *MemPool // the pool it came from (AllocFromPool), which counts it until it is freed
 	cacheable bool     // stream-ordered memory made outside a capture: its free may keep it for reuse (blockCache)
 	ipc       bool     // another process's memory, opened by OpenIPC: Free closes the mapping
+	users     streamUsers
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
-// n must be positive; ErrOutOfMemory if the device cannot hold it.
+// ErrOutOfMemory if the device cannot hold it. n may be zero: an empty
+// buffer holds no memory (its Ptr is 0) and every operation on it is a
+// valid no-op, as CuPy's and PyTorch's empty arrays are.
 func Alloc[T any](ctx *Context, n int) (*DeviceBuffer[T], error) {
 	return alloc[T]("Alloc", ctx, n)
 }
@@ -69,13 +72,10 @@ func Zeroed[T any](ctx *Context, n int) (*DeviceBuffer[T], error) {
 	return b, nil
 }
 
-// FromHost allocates a device buffer holding a copy of src, which must not
-// be empty.
+// FromHost allocates a device buffer holding a copy of src (empty if src
+// is).
 func FromHost[T any](ctx *Context, src []T) (*DeviceBuffer[T], error) {
 	const op = "FromHost"
-	if len(src) == 0 {
-		return nil, errorf(op, ErrInvalidValue, "src is empty; a device buffer needs at least one element")
-	}
 	b, err := alloc[T](op, ctx, len(src))
 	if err != nil {
 		return nil, err
@@ -109,9 +109,9 @@ func elemBytes[T any](op, what string, n, least int) (uintptr, error) {
 }
 
 func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
-	bytes, err := elemBytes[T](op, "device buffer", n, 1)
-	if err != nil {
-		return nil, err
+	bytes, err := elemBytes[T](op, "device buffer", n, 0)
+	if err != nil || bytes == 0 {
+		return empty[T](op, ctx, err)
 	}
 	if err := ctx.bind(op); err != nil {
 		return nil, err
@@ -153,6 +153,23 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 	}
 	m := foreign(ctx, driver.DevicePtr(ptr), bytes)
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
+}
+
+// empty returns a buffer of no elements in ctx, or err if it is not nil.
+// The driver allocates no memory of size zero: the buffer has none, and
+// its Free releases nothing.
+func empty[T any](op string, ctx *Context, err error) (*DeviceBuffer[T], error) {
+	if err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, errorf(op, ErrInvalidValue, "nil *Context")
+	}
+	if err := ctx.hold(op); err != nil {
+		return nil, err
+	}
+	defer ctx.life.Release()
+	return &DeviceBuffer[T]{mem: foreign(ctx, 0, 0), frees: true}, nil
 }
 
 // foreign returns the record of memory owned elsewhere.
@@ -213,13 +230,9 @@ func (b *DeviceBuffer[T]) enter(op string) error {
 	if err := b.mem.enter(op, "the device buffer"); err != nil {
 		return err
 	}
-	if s := b.mem.stream; s != nil {
-		// A synchronous call runs outside every stream: order it after
-		// the stream the memory was allocated on.
-		if err := s.drainIfOpen(op); err != nil {
-			b.mem.leave()
-			return err
-		}
+	if err := b.mem.settle(op); err != nil {
+		b.mem.leave()
+		return err
 	}
 	return nil
 }
@@ -254,7 +267,8 @@ func (b *DeviceBuffer[T]) lengthsMatch(op, what string, n int) error {
 }
 
 // CopyFromHost copies src, which must have Len elements, into the buffer.
-// It returns once src may be changed again. From a PinnedBuffer's memory or
+// It returns once src may be changed again. Work gocuda queued on the
+// buffer before, on any stream, finishes before the copy starts. From a PinnedBuffer's memory or
 // a Registered slice the device reads host memory directly (DMA) and the
 // copy is done when CopyFromHost returns; from other memory the driver
 // stages the bytes through its own pinned buffers and may still be moving
@@ -290,7 +304,9 @@ func copyHtoD(op string, ctx *Context, d driver.DevicePtr, host []byte, pageable
 }
 
 // CopyToHost copies the buffer into dst, which must have Len elements. It
-// returns when the copy is done.
+// returns when the copy is done. It first waits for the work gocuda queued
+// on the buffer on any stream (a kernel's, a copy's), so dst holds its
+// result; see the package overview's Ordering.
 func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
 	const op = "DeviceBuffer.CopyToHost"
 	if err := b.enter(op); err != nil {
@@ -304,7 +320,8 @@ func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
 }
 
 // CopyFromDevice copies src, which must have Len elements and belong to the
-// same context, into the buffer. The two may not overlap. Like
+// same context, into the buffer. The two may not overlap. Work gocuda
+// queued on either before, on any stream, finishes before the copy starts. Like
 // CopyFromHost from ordinary memory, it may return before the copy is done;
 // work gocuda queues afterwards in the context is ordered after it.
 func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
@@ -318,6 +335,12 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	defer leaveWith(&b.mem.life, &src.mem.life)
 	if b.n == 0 {
 		return nil
+	}
+	if err := b.mem.settle(op); err != nil {
+		return err
+	}
+	if err := src.mem.settle(op); err != nil {
+		return err
 	}
 	if err := check(op, driver.MemcpyDtoD(b.mem.ctx.handle, b.ptr, src.ptr, uintptr(b.ByteSize()))); err != nil {
 		return err
@@ -466,7 +489,8 @@ func ViewAs[U, T any](b *DeviceBuffer[T]) (*DeviceBuffer[U], error) {
 	return &DeviceBuffer[U]{mem: b.mem, ptr: b.ptr, n: int(bytes / size)}, nil
 }
 
-// Memset8 sets every byte of the buffer to v.
+// Memset8 sets every byte of the buffer to v, after the work gocuda queued
+// on the buffer on any stream (as CopyFromHost).
 func (b *DeviceBuffer[T]) Memset8(v uint8) error {
 	return b.memset("DeviceBuffer.Memset8", 1, uint32(v), nil)
 }

@@ -104,15 +104,13 @@ func TestAllocErrors(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"zero", func() error { _, err := cuda.Alloc[float32](ctx, 0); return err }, cuda.ErrInvalidValue, "length 0"},
 		{"negative", func() error { _, err := cuda.Alloc[float32](ctx, -5); return err }, cuda.ErrInvalidValue, "length -5"},
+		{"empty of a zero-sized type", func() error { _, err := cuda.Zeroed[struct{}](ctx, 0); return err }, cuda.ErrInvalidValue, "size zero"},
+		{"empty on a nil context", func() error { _, err := cuda.Alloc[float32](nil, 0); return err }, cuda.ErrInvalidValue, "nil *Context"},
 		{"overflow", func() error { _, err := cuda.Alloc[[1 << 20]byte](ctx, 1<<50); return err }, cuda.ErrInvalidValue, "overflow"},
 		{"out of memory", func() error { _, err := cuda.Alloc[[1 << 20]byte](ctx, 1<<30); return err }, cuda.ErrOutOfMemory, "GiB requested"},
-		{"zeroed zero", func() error { _, err := cuda.Zeroed[int](ctx, 0); return err }, cuda.ErrInvalidValue, "length 0"},
-		{"empty host", func() error { _, err := cuda.FromHost(ctx, []float32{}); return err }, cuda.ErrInvalidValue, "empty"},
 		{"zero-sized type", func() error { _, err := cuda.Alloc[struct{}](ctx, 4); return err }, cuda.ErrInvalidValue, "size zero"},
 		{"nil context", func() error { _, err := cuda.Alloc[int](nil, 4); return err }, cuda.ErrInvalidValue, "nil *Context"},
-		{"pinned zero", func() error { _, err := cuda.AllocPinned[int](ctx, 0); return err }, cuda.ErrInvalidValue, "length 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

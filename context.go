@@ -116,6 +116,33 @@ func NewContext(dev Device) (*Context, error) {
 	return c, nil
 }
 
+// Open is the one call to start: it returns device ordinal's primary
+// context (NewContext) and a new stream in it, for the work to queue. Close
+// both when done, the stream first:
+//
+//	ctx, s, err := cuda.Open(0)
+//	if err != nil {
+//		return err // no driver, or no such device: the error says which
+//	}
+//	defer ctx.Close()
+//	defer s.Close()
+func Open(ordinal int) (*Context, *Stream, error) {
+	dev, err := GetDevice(ordinal)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, err := NewContext(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := ctx.newStream("Open", 0)
+	if err != nil {
+		lifetime.CloseTemp(&err, ctx.Close)
+		return nil, nil, err
+	}
+	return ctx, s, nil
+}
+
 // Device returns the context's device.
 func (c *Context) Device() Device {
 	if c == nil {

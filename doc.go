@@ -135,7 +135,19 @@
 //
 // # Ordering
 //
-// Work queued on one stream runs in order. The synchronous calls that may
+// Work queued on one stream runs in order. A synchronous call on a buffer
+// (CopyToHost, CopyFromHost, CopyFromDevice, the Memset methods without a
+// stream, CopyPeer, and ReadFrom and WriteTo without a stream of the
+// caller's) sees all work queued on that buffer before it through gocuda, on
+// any stream: a kernel launched on s, then CopyToHost, returns the kernel's
+// result without a Synchronize, as in CuPy and PyTorch (CUDA's own rule for
+// non-blocking streams would not wait). It waits for the streams that used
+// the buffer, kernels among them; work queued on another library's stream,
+// or given the buffer as a bare DevicePtr, is not seen: synchronize that
+// stream first. The asynchronous calls follow CUDA's rule: they are ordered
+// after the work of their own stream only.
+//
+// The synchronous calls that may
 // return before the device is done (CopyFromHost from ordinary memory,
 // CopyFromDevice, the Memset methods without a stream) are ordered before
 // everything gocuda queues afterwards in the context, on any stream and

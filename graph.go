@@ -276,15 +276,6 @@ func (c *captureState) closeMade() {
 	}
 }
 
-// uses records, while s captures, that the captured work uses each of mem.
-func (s *Stream) uses(mem ...*allocation) {
-	if cs := s.capture.Load(); cs != nil {
-		for _, m := range mem {
-			cs.useMem(m)
-		}
-	}
-}
-
 // capturing returns an error if s is capturing: op cannot be captured.
 func (s *Stream) capturing(op, why string) error {
 	if s.capture.Load() != nil {
@@ -427,6 +418,7 @@ func (e *GraphExec) Launch(s *Stream) error {
 	}
 	e.st.mu.Lock()
 	defer e.st.mu.Unlock()
+	s.uses(e.st.refs.allocs...)
 	return check(op, driver.GraphLaunch(e.ctx.handle, e.st.handle, s.handle))
 }
 

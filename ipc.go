@@ -77,6 +77,8 @@ func (b *DeviceBuffer[T]) IPCHandle() (IPCHandle, error) {
 	}
 	m := b.mem
 	switch {
+	case m.size == 0:
+		return h, errorf(op, ErrInvalidValue, "an empty buffer holds no memory to export")
 	case !b.frees:
 		return h, errorf(op, ErrInvalidValue, "a slice or view of a buffer: export the buffer it is of, and hand the offset over")
 	case !m.allocated || m.ipc:

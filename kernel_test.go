@@ -158,7 +158,9 @@ func TestLaunchErrors(t *testing.T) {
 		want string
 	}{
 		{"too many threads per block", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 2048}, Stream: s}, []any{a, a, a, uint32(16)}, "cuLaunchKernel"},
-		{"zero grid", cuda.LaunchConfig{Block: cuda.Dim3{X: 16}, Stream: s}, []any{a, a, a, uint32(16)}, "every dimension"},
+		{"zero block", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Stream: s}, []any{a, a, a, uint32(16)}, "every dimension"},
+		{"negative grid", cuda.LaunchConfig{Grid: cuda.Dim3{X: -1}, Block: cuda.Dim3{X: 16}, Stream: s}, []any{a, a, a, uint32(16)}, "grid {-1 1 1}"},
+		{"zero grid with a bad argument", cuda.LaunchConfig{Block: cuda.Dim3{X: 16}, Stream: s}, []any{a, a, a, 16}, "int32 or int64"},
 		{"no stream", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}}, []any{a, a, a, uint32(16)}, "no stream"},
 		{"stream of another context", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, Stream: so}, []any{a, a, a, uint32(16)}, "another context"},
 		{"go int", ok, []any{a, a, a, 16}, "int32 or int64"},
@@ -514,5 +516,32 @@ func TestLaunchConfigFor(t *testing.T) {
 	}
 	if out[n-1] != in[n-1]+in[n-1] {
 		t.Errorf("last element %v, want %v: the tail was dropped", out[n-1], in[n-1]+in[n-1])
+	}
+}
+
+// TestFakeRunsOnlyItsKernels: the fake driver runs C versions of the kernels
+// in testdata/kernels.ptx, matched by name and by their text. A kernel of
+// the same name with another body, or any other kernel, must not load as a
+// function the fake would "run" by doing something else.
+func TestFakeRunsOnlyItsKernels(t *testing.T) {
+	if cudatest.Fake(t) == nil {
+		return // ran in a child process against the fake
+	}
+	ctx := cudatest.Context(t)
+	ptx := string(must(os.ReadFile("testdata/kernels.ptx"))(t))
+	changed := strings.Replace(ptx, "add.f32 f3, f1, f2;", "sub.f32 f3, f1, f2;", 1)
+	if changed == ptx {
+		t.Fatal("testdata/kernels.ptx has no vadd_f32 body to change")
+	}
+	changed += "\n.visible .entry mine()\n{\n\tret;\n}\n"
+	mod := must(ctx.LoadModule([]byte(changed)))(t)
+	defer mod.Close()
+	for _, name := range []string{"vadd_f32", "mine"} {
+		if _, err := mod.Function(name); !errors.Is(err, cuda.ErrNotSupported) {
+			t.Errorf("Function(%q) on the fake: %v; want ErrNotSupported: the fake has no C version of it", name, err)
+		}
+	}
+	if _, err := mod.Function("vadd_f64"); err != nil {
+		t.Errorf("Function(vadd_f64), unchanged: %v", err)
 	}
 }

@@ -105,13 +105,25 @@ func (f *Function) valid(op string) error {
 // Dim3 is a grid or block shape. Y and Z of zero mean 1.
 type Dim3 struct{ X, Y, Z int }
 
+// norm returns d with a Y or Z of zero made 1, as documented.
+func (d Dim3) norm() Dim3 {
+	if d.Y == 0 {
+		d.Y = 1
+	}
+	if d.Z == 0 {
+		d.Z = 1
+	}
+	return d
+}
+
 // LinearBlock is the block size LaunchConfigFor uses.
 const LinearBlock = 256
 
 // LaunchConfigFor returns the configuration of a one-dimensional launch
 // over n elements on s: blocks of LinearBlock threads, and enough of them
 // to cover all n, the last block partly (so the kernel checks its index
-// against n). A plain Grid of n/LinearBlock would drop the tail.
+// against n). A plain Grid of n/LinearBlock would drop the tail. For n of
+// zero the grid has no blocks, and Launch queues nothing.
 func LaunchConfigFor(n int, s *Stream) LaunchConfig {
 	return LaunchConfig{Grid: Dim3{X: (max(n, 0) + LinearBlock - 1) / LinearBlock}, Block: Dim3{X: LinearBlock}, Stream: s}
 }
@@ -178,13 +190,11 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if s.ctx != f.mod.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the kernel's module")
 	}
+	grid, block := cfg.Grid.norm(), cfg.Block.norm()
 	var dims [6]uint32
-	for i, d := range []int{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z, cfg.Block.X, cfg.Block.Y, cfg.Block.Z} {
-		if i%3 != 0 && d == 0 {
-			d = 1
-		}
-		if d < 1 || d > math.MaxUint32 {
-			return errorf(op, ErrInvalidValue, "grid %v, block %v: every dimension must be from 1 to %d", cfg.Grid, cfg.Block, uint32(math.MaxUint32))
+	for i, d := range []int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
+		if d < 0 || d > math.MaxUint32 || d == 0 && i != 0 {
+			return errorf(op, ErrInvalidValue, "grid %v, block %v: every dimension must be from 1 to %d (a grid's X may be 0: no launch)", grid, block, uint32(math.MaxUint32))
 		}
 		dims[i] = uint32(d)
 	}
@@ -209,12 +219,15 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	defer releaseAll(held)
 	if cs := s.capture.Load(); cs != nil {
 		cs.useModule(f.mod)
-		for _, a := range args {
-			if v, ok := a.(Memory); ok {
-				_, m := v.deviceMemory()
-				cs.useMem(m)
-			}
+	}
+	for _, a := range args {
+		if v, ok := a.(Memory); ok {
+			_, m := v.deviceMemory()
+			s.uses(m)
 		}
+	}
+	if dims[0] == 0 {
+		return nil // no blocks: nothing to run, as for an empty buffer
 	}
 	if err := f.mod.ctx.bind(op); err != nil {
 		return err

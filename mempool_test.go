@@ -129,7 +129,7 @@ func TestMemPoolErrors(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"zero length", second(cuda.AllocFromPool[byte](p, s, 0)), cuda.ErrInvalidValue},
+		{"negative length", second(cuda.AllocFromPool[byte](p, s, -1)), cuda.ErrInvalidValue},
 		{"nil pool", second(cuda.AllocFromPool[byte](nil, s, 8)), cuda.ErrInvalidValue},
 		{"zero pool", second(cuda.AllocFromPool[byte](new(cuda.MemPool), s, 8)), cuda.ErrInvalidValue},
 		{"nil stream", second(cuda.AllocFromPool[byte](p, nil, 8)), cuda.ErrInvalidValue},

@@ -33,8 +33,9 @@ import (
 // WaitEvent it before its first use, and free the buffer on a stream
 // ordered after its last use (FreeOn), or synchronize. The buffer's
 // synchronous calls (CopyFromHost, CopyToHost, Memset8 and the like), which
-// run outside every stream, first wait for the work queued on s. n must be
-// positive; ErrOutOfMemory if the pool cannot grow to hold it.
+// run outside every stream, first wait for the work queued on s. n may be
+// zero (an empty buffer, as Alloc's); ErrOutOfMemory if the pool cannot
+// grow to hold it.
 func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
 	const op = "AllocAsync"
 	if err := s.valid(op); err != nil {
@@ -49,9 +50,9 @@ func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
 // by alloc, from pool (nil: the device's default pool), which counts it
 // until it is freed, by Free or by the cleanup of a buffer nobody freed.
 func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(*driver.DevicePtr, uintptr) driver.Status) (*DeviceBuffer[T], error) {
-	bytes, err := elemBytes[T](op, "device buffer", n, 1)
-	if err != nil {
-		return nil, err
+	bytes, err := elemBytes[T](op, "device buffer", n, 0)
+	if err != nil || bytes == 0 {
+		return empty[T](op, s.ctx, err)
 	}
 	if err := s.hold(op, "the stream"); err != nil {
 		return nil, err
@@ -141,11 +142,14 @@ func (b *DeviceBuffer[T]) FreeOn(s *Stream) error {
 	if m == nil || err != nil {
 		return err
 	}
-	if m.stream == nil {
+	if m.stream == nil && m.size != 0 {
 		return errorf(op, ErrInvalidValue, "the buffer was not allocated in stream order (AllocAsync): free it with Free")
 	}
 	if err := s.valid(op); err != nil {
 		return err
+	}
+	if m.size == 0 {
+		return m.free(op) // an empty buffer: nothing to queue
 	}
 	return m.freeOrdered(op, s)
 }
@@ -194,7 +198,10 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 }
 
 // freed tells the pool an allocation came from, if any, that it is gone.
-func (m *allocation) freed() { m.pool.uncount() }
+func (m *allocation) freed() {
+	m.pool.uncount()
+	m.users.forget()
+}
 
 // drainIfOpen waits for the work queued on s through gocuda, unless s is
 // closed (its work is then done). Called with s's context bound.
@@ -206,7 +213,7 @@ func (s *Stream) drainIfOpen(op string) error {
 		return err
 	}
 	defer s.release()
-	if err := s.capturing(op, "a synchronous call on a buffer allocated on it would wait for the captured work"); err != nil {
+	if err := s.capturing(op, "a synchronous call on a buffer allocated or used on it would wait for the captured work"); err != nil {
 		return err
 	}
 	return s.drain(op)

@@ -167,10 +167,27 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 			return 0, err
 		}
 	}
+	if s == nil && dst.n > 0 {
+		// A synchronous copy sees the work queued on either buffer
+		// (streamusers.go); src's streams are of its own context.
+		if err := sctx.bind(op); err != nil {
+			return 0, err
+		}
+		err := src.mem.settle(op)
+		sctx.unbind()
+		if err != nil {
+			return 0, err
+		}
+	}
 	if err := dctx.bind(op); err != nil {
 		return 0, err
 	}
 	defer dctx.unbind()
+	if s == nil && dst.n > 0 {
+		if err := dst.mem.settle(op); err != nil {
+			return 0, err
+		}
+	}
 	path := PeerDirect // two contexts of one device: a copy on the device
 	if dctx.dev.ordinal != sctx.dev.ordinal && !dctx.peerEnabled(sctx) {
 		path = PeerStaged

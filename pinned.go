@@ -25,9 +25,10 @@ type PinnedBuffer[T any] struct {
 }
 
 // AllocPinned allocates page-locked host memory for n elements, zeroed.
+// n may be zero: the buffer then holds no memory and its Data is empty.
 func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	const op = "AllocPinned"
-	bytes, err := elemBytes[T](op, "pinned buffer", n, 1)
+	bytes, err := elemBytes[T](op, "pinned buffer", n, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -36,6 +37,11 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	}
 	defer ctx.unbind()
 	b := &PinnedBuffer[T]{}
+	if bytes == 0 {
+		b.ctx, b.data = ctx, []T{}
+		b.lt.ArmUntracked()
+		return b, nil
+	}
 	if err := check(op, driver.MemHostAlloc(ctx.handle, &b.p, bytes, driver.MemHostAllocPortable)); err != nil {
 		return nil, err
 	}
@@ -77,6 +83,9 @@ func (b *PinnedBuffer[T]) Free() error {
 	}
 	const op = "PinnedBuffer.Free"
 	return b.close(op, "the pinned buffer", func() error {
+		if b.p == nil {
+			return nil // empty: nothing was allocated
+		}
 		return check(op, driver.MemFreeHost(b.ctx.handle, b.p))
 	}, func() { removeLocked(b.p) })
 }

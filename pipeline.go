@@ -58,6 +58,7 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 		return err
 	}
 	defer leaveWith(&mem.life, &s.life)
+	s.uses(mem)
 	up := d == HostToDevice
 	switch {
 	case r == routeStaged && up:

@@ -88,6 +88,13 @@ func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, erro
 			return err
 		}
 		defer dst.leaveWithStream(s)
+		if c.Stream == nil {
+			// A call of its own stream is synchronous: it sees the
+			// work queued on the buffer (streamusers.go).
+			if err := dst.mem.settle(op); err != nil {
+				return err
+			}
+		}
 		var err error
 		n, err = readPipeline(op, sb, s, dst.ptr, dst.ByteSize(), r, c.Progress)
 		return err
@@ -116,6 +123,13 @@ func WriteTo[T any](src *DeviceBuffer[T], w io.Writer, c IOConfig) (int64, error
 			return err
 		}
 		defer src.leaveWithStream(s)
+		if c.Stream == nil {
+			// A call of its own stream is synchronous: it sees the
+			// work queued on the buffer (streamusers.go).
+			if err := src.mem.settle(op); err != nil {
+				return err
+			}
+		}
 		var err error
 		n, err = writePipeline(op, sb, s, src.ptr, src.ByteSize(), w, c.Progress)
 		return err

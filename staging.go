@@ -434,8 +434,8 @@ func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) err
 	if err := buf.valid(op); err != nil {
 		return err
 	}
-	if n <= 0 {
-		return errorf(op, ErrInvalidValue, "%d elements; a transfer needs at least one", n)
+	if n < 0 {
+		return errorf(op, ErrInvalidValue, "negative count %d elements", n)
 	}
 	if n != buf.Len() {
 		return errorf(op, ErrInvalidValue, "%d elements requested, the device buffer has %d", n, buf.Len())
@@ -463,7 +463,7 @@ func asElems[T any](op string, b []byte, n int) ([]T, error) {
 // reads, with no copy between, which makes this the fastest way to the
 // device. fill gets exactly n elements and should write all of them: what
 // it leaves keeps whatever the previous transfer left there (zeros at
-// first). n must equal dst.Len().
+// first). n must equal dst.Len(); for n of zero fill is not called.
 func UploadWith[T any](sb *StagingBuffer, dst *DeviceBuffer[T], n int, s *Stream, fill func([]T)) error {
 	const op = "UploadWith"
 	if err := sb.acquire(op); err != nil {
@@ -475,6 +475,9 @@ func UploadWith[T any](sb *StagingBuffer, dst *DeviceBuffer[T], n int, s *Stream
 	}
 	if fill == nil {
 		return errorf(op, ErrInvalidValue, "nil fill function")
+	}
+	if n == 0 {
+		return nil // nothing to fill or move
 	}
 	bytes := dst.ByteSize()
 	pinned, err := sb.staging(op, dst.mem.ctx, bytes)
@@ -511,6 +514,9 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 	if err := checkTransfer(op, src, n, s); err != nil {
 		return nil, err
 	}
+	if n == 0 {
+		return []T{}, nil
+	}
 	bytes := src.ByteSize()
 	pinned, err := sb.staging(op, src.mem.ctx, bytes)
 	if err != nil {
@@ -533,11 +539,12 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 
 // Upload copies src into dst: a drop-in for dst.CopyFromHost, with its
 // postcondition, that is ordered after the work on s and never slower.
-// Small slices are copied into pinned memory and moved from there (up to
-// AutoStageMaxBytes), large ones are pipelined through pinned slots by
-// several goroutines (from Pipeline().UploadMinBytes), the sizes between go to the
-// driver as they are, and so does memory that is already page-locked (a
-// PinnedBuffer's, or Registered). len(src) must equal dst.Len(). Prefer
+// Large slices are pipelined through pinned slots by several goroutines
+// (from Pipeline().UploadMinBytes); smaller ones go to the driver as they
+// are, as does memory that is already page-locked (a PinnedBuffer's, or
+// Registered), unless SetAutoStageMaxBytes asks for small slices to be
+// copied into pinned memory and moved from there (by default none are).
+// len(src) must equal dst.Len(); an empty src moves nothing. Prefer
 // UploadWith where you produce the data: it saves the copy.
 func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) error {
 	const op = "Upload"
@@ -545,7 +552,7 @@ func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) 
 		return err
 	}
 	defer sb.done()
-	if err := checkTransfer(op, dst, len(src), s); err != nil {
+	if err := checkTransfer(op, dst, len(src), s); err != nil || len(src) == 0 {
 		return err
 	}
 	err := sb.transfer(op, HostToDevice, dst.mem, dst.ptr, bytesOf(src), s)
@@ -563,7 +570,7 @@ func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream
 		return err
 	}
 	defer sb.done()
-	if err := checkTransfer(op, src, len(dst), s); err != nil {
+	if err := checkTransfer(op, src, len(dst), s); err != nil || len(dst) == 0 {
 		return err
 	}
 	err := sb.transfer(op, DeviceToHost, src.mem, src.ptr, bytesOf(dst), s)

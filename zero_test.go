@@ -97,7 +97,7 @@ var zeroTypes = map[string]struct {
 // zeroFuncs calls every exported function that takes an object of ours
 // with zero (and nil) objects; nil marks a function that takes none.
 var zeroFuncs = map[string]func() []error{
-	"cuda.DriverVersion": nil, "cuda.DriverLibrary": nil, "cuda.DeviceCount": nil, "cuda.GetDevice": nil,
+	"cuda.DriverVersion": nil, "cuda.DriverLibrary": nil, "cuda.DeviceCount": nil, "cuda.GetDevice": nil, "cuda.Open": nil,
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,

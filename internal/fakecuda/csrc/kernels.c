@@ -5,11 +5,16 @@
 // ---- modules and kernels ---------------------------------------------------
 //
 // The fake cannot run device code. A module is PTX text; its entries are
-// matched by name against built-in C versions of the kernels in gocuda's
-// testdata/kernels.ptx, and its .global variables get memory.
+// matched against built-in C versions of the kernels in gocuda's
+// testdata/kernels.ptx, by name and by a hash of the entry's text, so that
+// a kernel of the same name with another body is not one the fake can run
+// (cuModuleGetFunction fails with CUDA_ERROR_NOT_SUPPORTED, as for any
+// other kernel): the fake never reports success for a kernel it did not
+// execute. Its .global variables get memory.
 
 struct kernel {
 	const char *name;
+	uint64_t hash; // entry_hash of the entry in testdata/kernels.ptx
 	int nparams;
 	size_t size[4], offset[4];
 	void (*run)(struct launch *);
@@ -81,24 +86,41 @@ static void k_reverse(struct launch *l) {
 
 static void k_oob_write(struct launch *l) { fault(l); }
 
+// The hashes are entry_hash's of testdata/kernels.ptx: a change to a kernel
+// there needs its C version and hash changed here (TestFakeRunsOnlyItsKernels
+// says which hash it found).
 static const struct kernel kernels[] = {
-	{"empty", 0, {0}, {0}, k_empty},
-	{"vadd_f32", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f32},
-	{"vadd_f64", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f64},
-	{"vadd_s32", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_s32},
-	{"saxpy", 4, {4, 8, 8, 4}, {0, 8, 16, 24}, k_saxpy},
-	{"affine", 4, {8, 8, 8, 4}, {0, 8, 16, 24}, k_affine},
-	{"reverse", 1, {8}, {0}, k_reverse},
-	{"oob_write", 1, {8}, {0}, k_oob_write},
+	{"empty", 0x74f83254863a21f7ull, 0, {0}, {0}, k_empty},
+	{"vadd_f32", 0xb32353755978f392ull, 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f32},
+	{"vadd_f64", 0xe5865fd9ba3028baull, 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_f64},
+	{"vadd_s32", 0x3d88673e9b17aaa0ull, 4, {8, 8, 8, 4}, {0, 8, 16, 24}, vadd_s32},
+	{"saxpy", 0xe86a14d9d820939eull, 4, {4, 8, 8, 4}, {0, 8, 16, 24}, k_saxpy},
+	{"affine", 0x7d7b4421a24517c2ull, 4, {8, 8, 8, 4}, {0, 8, 16, 24}, k_affine},
+	{"reverse", 0x8719c7fe39ac8a03ull, 1, {8}, {0}, k_reverse},
+	{"oob_write", 0x62bac678defec713ull, 1, {8}, {0}, k_oob_write},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
 
 struct fake_function {
 	char name[64];
-	const struct kernel *k; // NULL: in the module, but the fake has no C version
+	const struct kernel *k; // NULL: in the module, but the fake has no C version of it
+	uint64_t hash;          // entry_hash of its text
 	int max_dynamic_shared;
 };
+
+// entry_hash is FNV-1a of an entry's text, from ".entry" to the "}" that
+// starts a line, leaving out white space.
+static uint64_t entry_hash(const char *p) {
+	const char *end = strstr(p, "\n}");
+	end = end ? end + 2 : p + strlen(p);
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; p < end; p++) {
+		if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') continue;
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	}
+	return h;
+}
 
 struct global_var {
 	char name[64];
@@ -155,8 +177,9 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, 
 		struct fake_function *f = &m->funcs[m->nfuncs++];
 		snprintf(f->name, sizeof f->name, "%.*s", (int)len, q);
 		f->max_dynamic_shared = 48 << 10;
+		f->hash = entry_hash(p);
 		for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
-			if (!strcmp(kernels[k].name, f->name)) f->k = &kernels[k];
+			if (!strcmp(kernels[k].name, f->name) && kernels[k].hash == f->hash) f->k = &kernels[k];
 	}
 	for (const char *p = text; (p = strstr(p, ".global")) != NULL && m->nglobals < 16; p += 7) {
 		// A declaration's .global starts a word (".visible .global ...");
