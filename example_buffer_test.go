@@ -7,8 +7,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// newContext opens device 0's context for the examples.
-func newContext() *cuda.Context {
+func ExampleAlloc() {
 	dev, err := cuda.GetDevice(0)
 	if err != nil {
 		log.Fatal(err)
@@ -17,11 +16,6 @@ func newContext() *cuda.Context {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return ctx
-}
-
-func ExampleAlloc() {
-	ctx := newContext()
 	defer ctx.Close()
 
 	buf, err := cuda.Alloc[float32](ctx, 1024)
@@ -37,7 +31,14 @@ func ExampleAlloc() {
 }
 
 func ExampleZeroed() {
-	ctx := newContext()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 
 	buf, err := cuda.Zeroed[int32](ctx, 4)
@@ -54,7 +55,14 @@ func ExampleZeroed() {
 }
 
 func ExampleFromHost() {
-	ctx := newContext()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 
 	buf, err := cuda.FromHost(ctx, []float64{1.5, 2.5, 3.5})
@@ -69,7 +77,14 @@ func ExampleFromHost() {
 }
 
 func ExampleFromRaw() {
-	ctx := newContext()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 	owner, err := cuda.FromHost(ctx, []uint32{1, 2, 3, 4})
 	if err != nil {
@@ -91,7 +106,14 @@ func ExampleFromRaw() {
 }
 
 func ExampleViewAs() {
-	ctx := newContext()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 	buf, err := cuda.FromHost(ctx, []uint32{0x04030201})
 	if err != nil {
@@ -110,7 +132,14 @@ func ExampleViewAs() {
 }
 
 func ExampleDeviceBuffer_Slice() {
-	ctx := newContext()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 	buf, err := cuda.FromHost(ctx, []int16{10, 20, 30, 40, 50})
 	if err != nil {
@@ -129,12 +158,11 @@ func ExampleDeviceBuffer_Slice() {
 }
 
 func ExampleAllocPinned() {
-	ctx := newContext()
-	defer ctx.Close()
-	s, err := ctx.NewStream()
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // no driver, or no GPU: the error says which
 	}
+	defer ctx.Close()
 	defer s.Close()
 
 	host, err := cuda.AllocPinned[float32](ctx, 3)
@@ -158,7 +186,14 @@ func ExampleAllocPinned() {
 }
 
 func ExampleRegister() {
-	ctx := newContext()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 
 	frames := make([]uint8, 1<<20) // reused for many transfers

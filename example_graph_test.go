@@ -3,26 +3,57 @@ package cuda_test
 import (
 	"fmt"
 	"log"
-	"os"
 
 	cuda "github.com/gocuda/cuda"
 )
 
+// vaddS32PTX is the kernel ExampleStream_Capture runs: c[i] = a[i] + b[i]
+// over int32, as ExampleFunction_Launch's vadd_f32 over float32.
+const vaddS32PTX = `.version 7.0
+.target sm_60
+.address_size 64
+
+.visible .entry vadd_s32(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n)
+{
+	.reg .pred p;
+	.reg .b32 r<9>;
+	.reg .b64 rd<9>;
+	ld.param.u64 rd1, [a];
+	ld.param.u64 rd2, [b];
+	ld.param.u64 rd3, [c];
+	ld.param.u32 r1, [n];
+	mov.u32 r2, %ctaid.x;
+	mov.u32 r3, %ntid.x;
+	mov.u32 r4, %tid.x;
+	mad.lo.s32 r5, r2, r3, r4;
+	setp.ge.u32 p, r5, r1;
+	@p bra DONE;
+	cvta.to.global.u64 rd4, rd1;
+	cvta.to.global.u64 rd5, rd2;
+	cvta.to.global.u64 rd6, rd3;
+	mul.wide.u32 rd7, r5, 4;
+	add.s64 rd8, rd4, rd7;
+	ld.global.u32 r6, [rd8];
+	add.s64 rd8, rd5, rd7;
+	ld.global.u32 r7, [rd8];
+	add.s32 r8, r6, r7;
+	add.s64 rd8, rd6, rd7;
+	st.global.u32 [rd8], r8;
+DONE:
+	ret;
+}
+`
+
 // Capture a step once, replay it many times, and re-capture when its
 // arguments change: an update in place when the shape stays the same.
 func ExampleStream_Capture() {
-	ctx := newContext()
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err) // no driver, or no GPU: the error says which
+	}
 	defer ctx.Close()
-	s, err := ctx.NewStream()
-	if err != nil {
-		log.Fatal(err)
-	}
 	defer s.Close()
-	ptx, err := os.ReadFile("testdata/kernels.ptx")
-	if err != nil {
-		log.Fatal(err)
-	}
-	mod, err := ctx.LoadModule(ptx)
+	mod, err := ctx.LoadModule([]byte(vaddS32PTX))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,12 +13,11 @@ import (
 // previous step's Free, with no driver call; the Synchronize gives it back
 // to the pool.
 func ExampleAllocAsync() {
-	ctx := newContext()
-	defer ctx.Close()
-	s, err := ctx.NewStream()
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // no driver, or no GPU: the error says which
 	}
+	defer ctx.Close()
 	defer s.Close()
 
 	out := make([]uint32, 4)
@@ -47,12 +46,11 @@ func ExampleAllocAsync() {
 // A pool of one's own that keeps its memory across synchronizations, so
 // that the next step's allocations reserve nothing new.
 func ExampleAllocFromPool() {
-	ctx := newContext()
-	defer ctx.Close()
-	s, err := ctx.NewStream()
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // no driver, or no GPU: the error says which
 	}
+	defer ctx.Close()
 	defer s.Close()
 	pool, err := ctx.NewMemPool()
 	if err != nil {

@@ -3,18 +3,16 @@ package cuda_test
 import (
 	"fmt"
 	"log"
-	"os"
 
 	cuda "github.com/gocuda/cuda"
 )
 
 func ExampleStagingBuffer() {
-	ctx := newContext()
-	defer ctx.Close()
-	s, err := ctx.NewStream()
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // no driver, or no GPU: the error says which
 	}
+	defer ctx.Close()
 	defer s.Close()
 	buf, err := cuda.Alloc[float32](ctx, 4)
 	if err != nil {
@@ -36,7 +34,14 @@ func ExampleStagingBuffer() {
 }
 
 func ExampleNewStagingBuffer() {
-	ctx := newContext()
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 
 	// Pin up front, so the millisecond-scale page-locking stays out of the
@@ -51,12 +56,11 @@ func ExampleNewStagingBuffer() {
 }
 
 func ExampleUploadWith() {
-	ctx := newContext()
-	defer ctx.Close()
-	s, err := ctx.NewStream()
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // no driver, or no GPU: the error says which
 	}
+	defer ctx.Close()
 	defer s.Close()
 	buf, err := cuda.Alloc[int32](ctx, 5)
 	if err != nil {
@@ -84,19 +88,59 @@ func ExampleUploadWith() {
 	// Output: [0 1 4 9 16]
 }
 
+// vaddPTX is the kernel ExampleFunction_Launch runs, c[i] = a[i] + b[i],
+// in PTX, which the driver compiles for the device. From CUDA C:
+//
+//	extern "C" __global__ void vadd_f32(const float *a, const float *b, float *c, unsigned n) {
+//		unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//		if (i < n) c[i] = a[i] + b[i];
+//	}
+//
+// package nvrtc compiles that at run time (see its example).
+const vaddPTX = `.version 7.0
+.target sm_60
+.address_size 64
+
+.visible .entry vadd_f32(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n)
+{
+	.reg .pred p;
+	.reg .b32 r<6>;
+	.reg .f32 f<4>;
+	.reg .b64 rd<9>;
+	ld.param.u64 rd1, [a];
+	ld.param.u64 rd2, [b];
+	ld.param.u64 rd3, [c];
+	ld.param.u32 r1, [n];
+	mov.u32 r2, %ctaid.x;
+	mov.u32 r3, %ntid.x;
+	mov.u32 r4, %tid.x;
+	mad.lo.s32 r5, r2, r3, r4;
+	setp.ge.u32 p, r5, r1;
+	@p bra DONE;
+	cvta.to.global.u64 rd4, rd1;
+	cvta.to.global.u64 rd5, rd2;
+	cvta.to.global.u64 rd6, rd3;
+	mul.wide.u32 rd7, r5, 4;
+	add.s64 rd8, rd4, rd7;
+	ld.global.f32 f1, [rd8];
+	add.s64 rd8, rd5, rd7;
+	ld.global.f32 f2, [rd8];
+	add.f32 f3, f1, f2;
+	add.s64 rd8, rd6, rd7;
+	st.global.f32 [rd8], f3;
+DONE:
+	ret;
+}
+`
+
 func ExampleFunction_Launch() {
-	ctx := newContext()
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err) // no driver, or no GPU: the error says which
+	}
 	defer ctx.Close()
-	s, err := ctx.NewStream()
-	if err != nil {
-		log.Fatal(err)
-	}
 	defer s.Close()
-	ptx, err := os.ReadFile("testdata/kernels.ptx")
-	if err != nil {
-		log.Fatal(err)
-	}
-	mod, err := ctx.LoadModule(ptx)
+	mod, err := ctx.LoadModule([]byte(vaddPTX))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -109,16 +153,16 @@ func ExampleFunction_Launch() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer a.Free()
 	b, err := cuda.FromHost(ctx, []float32{10, 20, 30})
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer b.Free()
 	c, err := cuda.Alloc[float32](ctx, 3)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer a.Free()
-	defer b.Free()
 	defer c.Free()
 
 	// One thread per element, in blocks of cuda.LinearBlock; the kernel
@@ -126,9 +170,9 @@ func ExampleFunction_Launch() {
 	if err := vadd.Launch(cuda.LaunchConfigFor(3, s), a, b, c, uint32(3)); err != nil {
 		log.Fatal(err)
 	}
+	// A synchronous copy waits for the work queued on c: no Synchronize.
 	out := make([]float32, 3)
-	c.CopyToHostAsync(out, s)
-	if err := s.Synchronize(); err != nil {
+	if err := c.CopyToHost(out); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(out)

@@ -27,7 +27,14 @@ func Example() {
 }
 
 func ExampleContext_NewStream() {
-	ctx := newContext() // as in Example
+	dev, err := cuda.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
 
 	s, err := ctx.NewStream()
@@ -44,12 +51,11 @@ func ExampleContext_NewStream() {
 }
 
 func ExampleElapsedTime() {
-	ctx := newContext() // as in Example
-	defer ctx.Close()
-	s, err := ctx.NewStream()
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // no driver, or no GPU: the error says which
 	}
+	defer ctx.Close()
 	defer s.Close()
 	start, err := ctx.NewEvent()
 	if err != nil {

@@ -10,14 +10,12 @@ import (
 // A row-major product, C = A·B, of a 2×3 and a 3×2 matrix, laid out as Go
 // lays them out.
 func ExampleGemm() {
-	dev, _ := cuda.GetDevice(0)
-	ctx, err := cuda.NewContext(dev)
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer ctx.Close()
-	s, _ := ctx.NewStream()
 	defer s.Close()
 	h, err := cublas.New(s)
 	if err != nil {
@@ -62,14 +60,12 @@ func ExampleGemm() {
 // A linear layer of a network, y = ReLU(x·W + b), in bfloat16, in one
 // cuBLASLt call.
 func ExampleMatmul() {
-	dev, _ := cuda.GetDevice(0)
-	ctx, err := cuda.NewContext(dev)
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer ctx.Close()
-	s, _ := ctx.NewStream()
 	defer s.Close()
 	h, err := cublas.New(s)
 	if err != nil {

@@ -30,15 +30,11 @@ func main() {
 	}
 
 	start := time.Now()
-	dev, err := cuda.GetDevice(0)
-	check(err)
-	ctx, err := cuda.NewContext(dev)
+	ctx, s, err := cuda.Open(0) // device 0's context, and a stream to queue work on
 	check(err)
 	defer ctx.Close()
-	s, err := ctx.NewStream()
-	check(err)
 	defer s.Close()
-	name, _ := dev.Name()
+	name, _ := ctx.Device().Name()
 	step("open "+name, start)
 
 	start = time.Now()
