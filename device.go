@@ -7,9 +7,15 @@ import (
 )
 
 // Version is a CUDA version, such as the driver's 13.0.
-type Version struct{ Major, Minor int }
+type Version struct{ Major, Minor, Patch int }
 
-func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+// String writes the version as 13.0, or 2.28.3 where it has a patch level.
+func (v Version) String() string {
+	if v.Patch != 0 {
+		return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+	}
+	return fmt.Sprintf("%d.%d", v.Major, v.Minor)
+}
 
 // DriverVersion returns the version of CUDA the installed driver supports.
 func DriverVersion() (Version, error) {
@@ -21,7 +27,7 @@ func DriverVersion() (Version, error) {
 	if err := check(op, driver.DriverGetVersion(&v)); err != nil {
 		return Version{}, err
 	}
-	return Version{int(v) / 1000, int(v) % 1000 / 10}, nil
+	return Version{Major: int(v) / 1000, Minor: int(v) % 1000 / 10}, nil
 }
 
 // DriverLibrary returns the path of the driver library gocuda opened, or an
@@ -140,7 +146,7 @@ func (d Device) ComputeCapability() (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	return Version{major, minor}, nil
+	return Version{Major: major, Minor: minor}, nil
 }
 
 // PCIBusID returns the device's PCI address, such as "0000:1B:00.0".

@@ -85,3 +85,20 @@ func TestBadOrdinal(t *testing.T) {
 		t.Errorf("Devices() = %d devices, %v; want %d", len(devs), err, n)
 	}
 }
+
+func TestVersionString(t *testing.T) {
+	for _, tt := range []struct {
+		v    cuda.Version
+		want string
+	}{
+		{cuda.Version{Major: 13}, "13.0"},
+		{cuda.Version{Major: 12, Minor: 4}, "12.4"},
+		{cuda.Version{Major: 2, Minor: 28, Patch: 3}, "2.28.3"},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := tt.v.String(); got != tt.want {
+				t.Errorf("%#v.String() = %q, want %q", tt.v, got, tt.want)
+			}
+		})
+	}
+}

@@ -673,7 +673,7 @@ func sweepCases() []sweepCase {
 				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t), must(cuda.Alloc[float32](e.ctx, 2))(t)
 				return func() error {
 						return firstErr(
-							func() error { _, _, _, err := nccl.Version(); return err },
+							func() error { _, err := nccl.Version(); return err },
 							func() (err error) { comms, err = nccl.NewComms([]*cuda.Context{e.ctx, e.ctx1}); return err },
 							func() error { return firstErr(comms[0].Close, comms[1].Close) },
 							func() error {
@@ -725,7 +725,7 @@ func sweepCases() []sweepCase {
 				ms := []cublas.Matrix[float32]{m}
 				return func() error {
 						return firstErr(
-							func() error { _, _, _, err := cublas.Version(e.ctx); return err },
+							func() error { _, err := cublas.Version(); return err },
 							func() (err error) { h, err = cublas.New(e.s); return err },
 							func() error { return cublas.Gemm(h, 1, m, m.T(), 0, out) },
 							func() error { return cublas.GemmStridedBatched(h, 1, 1, m, m, 1, out) },

@@ -101,7 +101,7 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
-	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil,
+	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "cublas.Version": nil,
 	"cuda.NewFloat16": nil, "cuda.NewBFloat16": nil, "cublas.Library": nil, "cublas.NewMatrix": nil,
 	"safetensors.Open": nil, // a path: nothing of gocuda's
 	"safetensors.Parse": func() []error {
@@ -219,7 +219,6 @@ var zeroFuncs = map[string]func() []error{
 		return []error{nccl.ReduceScatter(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, nccl.Sum, &cuda.Stream{})}
 	},
 	"cublas.New":     func() []error { _, err := cublas.New(&cuda.Stream{}); return []error{err} },
-	"cublas.Version": func() []error { _, _, _, err := cublas.Version(&cuda.Context{}); return []error{err} },
 	"cublas.Gemm": func() []error {
 		m := cublas.Matrix[float32]{}
 		return []error{cublas.Gemm(&cublas.Handle{}, 1, m, m, 0, m), cublas.Gemm(nil, 1, m, m, 0, m)}

@@ -43,7 +43,6 @@ import (
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
-	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // The environment variables that override which libraries are opened.
@@ -55,7 +54,7 @@ const (
 // fns are the libraries' functions, resolved when they are opened. A
 // missing one stays 0, and only calls that need it fail.
 type fns struct {
-	create, destroy, setStream, setWorkspace, setPointerMode, getVersion, statusName, statusString,
+	create, destroy, setStream, setWorkspace, setPointerMode, getProperty, statusName, statusString,
 	saxpy, daxpy, sdot, ddot, snrm2, dnrm2, sscal, dscal, sasum, dasum, isamax, idamax,
 	sgemv, dgemv, gemmEx, gemmStridedBatchedEx, gemmBatchedEx uintptr
 	// cuBLASLt
@@ -102,15 +101,15 @@ func open(op string) error {
 			_ = dl.Symbols(h, path, map[string]*uintptr{
 				"cublasCreate_v2": &f.create, "cublasDestroy_v2": &f.destroy, "cublasSetStream_v2": &f.setStream,
 				"cublasSetWorkspace_v2": &f.setWorkspace, "cublasSetPointerMode_v2": &f.setPointerMode,
-				"cublasGetVersion_v2": &f.getVersion, "cublasGetStatusName": &f.statusName, "cublasGetStatusString": &f.statusString,
+				"cublasGetProperty": &f.getProperty, "cublasGetStatusName": &f.statusName, "cublasGetStatusString": &f.statusString,
 				"cublasSaxpy_v2": &f.saxpy, "cublasDaxpy_v2": &f.daxpy, "cublasSdot_v2": &f.sdot, "cublasDdot_v2": &f.ddot,
 				"cublasSnrm2_v2": &f.snrm2, "cublasDnrm2_v2": &f.dnrm2, "cublasSscal_v2": &f.sscal, "cublasDscal_v2": &f.dscal,
 				"cublasSasum_v2": &f.sasum, "cublasDasum_v2": &f.dasum, "cublasIsamax_v2": &f.isamax, "cublasIdamax_v2": &f.idamax,
 				"cublasSgemv_v2": &f.sgemv, "cublasDgemv_v2": &f.dgemv, "cublasGemmEx": &f.gemmEx,
 				"cublasGemmStridedBatchedEx": &f.gemmStridedBatchedEx, "cublasGemmBatchedEx": &f.gemmBatchedEx,
 			})
-			if f.create == 0 || f.getVersion == 0 {
-				lib.err = fmt.Errorf("%s is not cuBLAS: it lacks cublasCreate_v2", path)
+			if f.create == 0 || f.getProperty == 0 {
+				lib.err = fmt.Errorf("%s is not cuBLAS: it lacks cublasCreate_v2 or cublasGetProperty", path)
 			}
 		}
 		h, path, err = libraryLt.Open(dl.ProcessEnv())
@@ -162,31 +161,20 @@ func Library() (path, lt string, err error) {
 	return lib.path, lt, nil
 }
 
-// Version returns the version of cuBLAS, such as 13.0.2 (cublasGetVersion
-// of a handle made for the call, which needs a context: ctx's).
-func Version(ctx *cuda.Context) (major, minor, patch int, err error) {
+// Version returns the version of cuBLAS, such as 13.0.2
+// (cublasGetProperty: no handle, no context needed).
+func Version() (cuda.Version, error) {
 	const op = "Version"
-	if ctx == nil {
-		return 0, 0, 0, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
-	}
 	if err := open(op); err != nil {
-		return 0, 0, 0, err
+		return cuda.Version{}, err
 	}
-	v := new(int32)
-	err = ctx.Do(func() (err error) {
-		h := new(uintptr)
-		if err := call(op, "cublasCreate_v2", lib.fn.create, uintptr(unsafe.Pointer(h))); err != nil {
-			return err
+	var v [3]int32 // libraryPropertyType: MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+	for i := range v {
+		if err := call(op, "cublasGetProperty", lib.fn.getProperty, uintptr(i), uintptr(unsafe.Pointer(&v[i]))); err != nil {
+			return cuda.Version{}, err
 		}
-		defer lifetime.CloseTemp(&err, func() error { return call(op, "cublasDestroy_v2", lib.fn.destroy, *h) })
-		return call(op, "cublasGetVersion_v2", lib.fn.getVersion, *h, uintptr(unsafe.Pointer(v)))
-	})
-	if err != nil {
-		return 0, 0, 0, err
 	}
-	// CUBLAS_VERSION: major*10000 + minor*100 + patch since cuBLAS 12.
-	code := int(*v)
-	return code / 10000, code % 10000 / 100, code % 100, nil
+	return cuda.Version{Major: int(v[0]), Minor: int(v[1]), Patch: int(v[2])}, nil
 }
 
 // call calls a cuBLAS function and turns its status into an error. Like

@@ -26,10 +26,10 @@ func haveNCCL() bool {
 // (GOCUDA_REQUIRE_GPU=1), where it must be there.
 func requireNCCL(t testing.TB) {
 	t.Helper()
-	major, minor, patch, err := nccl.Version()
+	v, err := nccl.Version()
 	if err == nil {
 		path, _ := nccl.Library()
-		t.Logf("NCCL %d.%d.%d (%s)", major, minor, patch, path)
+		t.Logf("NCCL %v (%s)", v, path)
 		return
 	}
 	if !errors.Is(err, cuda.ErrNotSupported) {

@@ -99,21 +99,21 @@ func Library() (string, error) {
 }
 
 // Version returns the NCCL version, such as 2.28.3.
-func Version() (major, minor, patch int, err error) {
+func Version() (cuda.Version, error) {
 	const op = "Version"
 	if err := open(op); err != nil {
-		return 0, 0, 0, err
+		return cuda.Version{}, err
 	}
 	v := new(int32)
 	if err := call(op, "ncclGetVersion", lib.fn.getVersion, uintptr(unsafe.Pointer(v))); err != nil {
-		return 0, 0, 0, err
+		return cuda.Version{}, err
 	}
 	// NCCL_VERSION: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z since.
 	code := int(*v)
 	if code < 20900 {
-		return code / 1000, code % 1000 / 100, code % 100, nil
+		return cuda.Version{Major: code / 1000, Minor: code % 1000 / 100, Patch: code % 100}, nil
 	}
-	return code / 10000, code % 10000 / 100, code % 100, nil
+	return cuda.Version{Major: code / 10000, Minor: code % 10000 / 100, Patch: code % 100}, nil
 }
 
 // call calls an NCCL function and turns its ncclResult_t into an error.

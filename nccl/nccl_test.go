@@ -474,7 +474,7 @@ func TestNoLibrary(t *testing.T) {
 		cudatest.RunChild(t, nccl.EnvLibrary+"=/nonexistent/libnccl.so.2")
 		return
 	}
-	_, _, _, err := nccl.Version()
+	_, err := nccl.Version()
 	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "/nonexistent/libnccl.so.2") {
 		t.Fatalf("Version without NCCL: %v", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 func runCalibrate(args []string, w, stderr io.Writer) error {
 	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
 	device := fs.Int("device", 0, "device ordinal")
+	jsonPath := fs.String("json", "", "also write the measurements and the choice as JSON to this file")
 	if err := parseFlags(fs, args, w); err != nil {
 		return err
 	}
@@ -32,29 +34,96 @@ func runCalibrate(args []string, w, stderr io.Writer) error {
 		return err
 	}
 	name, _ := dev.Name()
-	fmt.Fprintf(w, "staging calibration on device %d (%s), GB/s:\n\n", dev.Ordinal(), name)
+	rep := calibrationReport(dev.Ordinal(), name, cal)
+	if *jsonPath != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := results.WriteFile(*jsonPath, func(f *os.File) error { _, err := f.Write(append(data, '\n')); return err }); err != nil {
+			return err
+		}
+	}
+	writeCalibration(w, rep)
+	return nil
+}
+
+// writeCalibration writes the table of rep and how to use its choice.
+func writeCalibration(w io.Writer, rep calibration) {
+	fmt.Fprintf(w, "staging calibration on device %d (%s), GB/s:\n\n", rep.Device, rep.Name)
 	fmt.Fprintf(w, "%-4s %10s %8s %10s %8s\n", "dir", "size", "staged", "pipelined", "driver")
+	for _, m := range rep.Measurements {
+		fmt.Fprintf(w, "%-4s %10s %8.2f %10.2f %8.2f\n", m.Direction, results.FormatSize(m.Bytes), m.StagedGBps, m.PipelinedGBps, m.DriverGBps)
+	}
+	fmt.Fprintf(w, "\nchosen: stage uploads %s, downloads %s; pipeline uploads %s, downloads %s\n",
+		stageSize(rep.StageMaxBytes.Up), stageSize(rep.StageMaxBytes.Down), pipelineSize(rep.PipelineMinBytes.Up), pipelineSize(rep.PipelineMinBytes.Down))
+	fmt.Fprintf(w, "\nto use them:\n\tsb.SetStageMaxBytes(cuda.HostToDevice, %s)\n\tsb.SetStageMaxBytes(cuda.DeviceToHost, %s)\n\tp := sb.Pipeline()\n\tp.UploadMinBytes, p.DownloadMinBytes = %s, %s\n\tsb.SetPipeline(p)\n",
+		goBytes(rep.StageMaxBytes.Up), goBytes(rep.StageMaxBytes.Down), goBytes(rep.PipelineMinBytes.Up), goBytes(rep.PipelineMinBytes.Down))
+	fmt.Fprintf(w, "or call sb.Calibrate(ctx, nil) once at start-up.\n")
+}
+
+// calibration is what gocuda calibrate --json writes.
+type calibration struct {
+	Device           int                      `json:"device"`
+	Name             string                   `json:"name"`
+	Measurements     []calibrationMeasurement `json:"measurements"`
+	StageMaxBytes    upDown                   `json:"stage_max_bytes"`    // staged up to this size; 0 never, math.MaxInt always
+	PipelineMinBytes upDown                   `json:"pipeline_min_bytes"` // pipelined from this size; math.MaxInt never
+}
+
+type calibrationMeasurement struct {
+	Direction     string  `json:"direction"` // "up" or "down"
+	Bytes         int     `json:"bytes"`
+	StagedGBps    float64 `json:"staged_gbps"`
+	PipelinedGBps float64 `json:"pipelined_gbps"`
+	DriverGBps    float64 `json:"driver_gbps"`
+}
+
+type upDown struct {
+	Up   int `json:"up"`
+	Down int `json:"down"`
+}
+
+func calibrationReport(ordinal int, name string, cal cuda.StagingCalibration) calibration {
+	rep := calibration{Device: ordinal, Name: name,
+		StageMaxBytes:    upDown{cal.StageMaxBytes[cuda.HostToDevice], cal.StageMaxBytes[cuda.DeviceToHost]},
+		PipelineMinBytes: upDown{cal.PipelineMinBytes[cuda.HostToDevice], cal.PipelineMinBytes[cuda.DeviceToHost]},
+	}
 	for _, m := range cal.Measurements {
 		dir := "down"
 		if m.Upload {
 			dir = "up"
 		}
-		fmt.Fprintf(w, "%-4s %10s %8.2f %10.2f %8.2f\n", dir, results.FormatSize(m.Bytes), m.Staged/1e9, m.Pipelined/1e9, m.Direct/1e9)
+		rep.Measurements = append(rep.Measurements, calibrationMeasurement{dir, m.Bytes, m.Staged / 1e9, m.Pipelined / 1e9, m.Direct / 1e9})
 	}
-	size := func(n int) string {
-		if n == math.MaxInt {
-			return "never"
-		}
-		return results.FormatSize(n)
+	return rep
+}
+
+// stageSize says in words up to which size transfers are staged.
+func stageSize(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case math.MaxInt:
+		return "at every size"
 	}
-	up, down := cal.StageMaxBytes[cuda.HostToDevice], cal.StageMaxBytes[cuda.DeviceToHost]
-	pipeUp, pipeDown := cal.PipelineMinBytes[cuda.HostToDevice], cal.PipelineMinBytes[cuda.DeviceToHost]
-	fmt.Fprintf(w, "\nchosen: stage uploads up to %s, downloads up to %s; pipeline uploads from %s, downloads from %s\n",
-		size(up), size(down), size(pipeUp), size(pipeDown))
-	fmt.Fprintf(w, "\nto use them:\n\tsb.SetStageMaxBytes(cuda.HostToDevice, %d)\n\tsb.SetStageMaxBytes(cuda.DeviceToHost, %d)\n\tp := sb.Pipeline()\n\tp.UploadMinBytes, p.DownloadMinBytes = %d, %d\n\tsb.SetPipeline(p)\n",
-		up, down, pipeUp, pipeDown)
-	fmt.Fprintf(w, "or call sb.Calibrate(ctx, nil) once at start-up.\n")
-	return nil
+	return "up to " + results.FormatSize(n)
+}
+
+// pipelineSize says in words from which size transfers are pipelined.
+func pipelineSize(n int) string {
+	if n == math.MaxInt {
+		return "never"
+	}
+	return "from " + results.FormatSize(n)
+}
+
+// goBytes writes n as Go source: math.MaxInt by name.
+func goBytes(n int) string {
+	if n == math.MaxInt {
+		return "math.MaxInt"
+	}
+	return fmt.Sprint(n)
 }
 
 // progress shows a single updating line on a terminal, and a line at each

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/nvml"
 )
 
@@ -60,7 +62,20 @@ func printDevice(w io.Writer, d cuda.Device) error {
 	if l, err := nvml.PCIeLink(bus); err == nil {
 		fmt.Fprintf(w, "  PCIe link     Gen%d x%d (max Gen%d x%d)\n", l.Gen, l.Width, l.MaxGen, l.MaxWidth)
 	} else {
-		fmt.Fprintf(w, "  PCIe link     unknown (%v)\n", err)
+		fmt.Fprintf(w, "  PCIe link     unknown (%s)\n", shortNVMLError(err))
 	}
 	return nil
+}
+
+// shortNVMLError says in a few words why NVML could not tell the link:
+// its full error lists every path searched, which belongs in no table.
+func shortNVMLError(err error) string {
+	if errors.Is(err, dl.ErrNotFound) {
+		return "NVML not found: install the driver's libnvidia-ml.so.1, or set " + nvml.EnvLibrary
+	}
+	msg := err.Error()
+	if len(msg) > 60 {
+		msg = msg[:57] + "..."
+	}
+	return msg
 }

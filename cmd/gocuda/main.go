@@ -3,6 +3,11 @@
 //	gocuda bench      GB/s of each way to move data between host and device, at sizes from 4 KiB to 1 GiB
 //	gocuda info       the driver and each device: name, memory, compute capability, PCIe link
 //	gocuda calibrate  where staging and the pipeline beat the driver's copy, and how to set that
+//	gocuda version    the versions of gocuda, Go, and the CUDA driver and libraries found
+//
+// Install it with
+//
+//	go install github.com/gocuda/cuda/cmd/gocuda@latest
 //
 // Run a command with -h for its flags.
 //
@@ -35,12 +40,14 @@ var summaries = map[string]string{
 	"bench":     "measure each host-device transfer path on this machine",
 	"info":      "list the CUDA driver and devices",
 	"calibrate": "measure where staging and the pipeline beat the driver's copy",
+	"version":   "print the versions of gocuda, Go, the CUDA driver and the libraries found",
 }
 
 var commands = []command{
 	{"bench", summaries["bench"], runBench},
 	{"info", summaries["info"], runInfo},
 	{"calibrate", summaries["calibrate"], runCalibrate},
+	{"version", summaries["version"], runVersion},
 }
 
 func main() {
@@ -96,6 +103,12 @@ func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "-
 
 // commandUsage writes the help of the command whose flags fs holds.
 func commandUsage(w io.Writer, fs *flag.FlagSet) {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		fmt.Fprintf(w, "usage: gocuda %s\n\n%s\n", fs.Name(), summaries[fs.Name()])
+		return
+	}
 	fmt.Fprintf(w, "usage: gocuda %s [flags]\n\n%s\n\nflags:\n", fs.Name(), summaries[fs.Name()])
 	fs.SetOutput(w)
 	fs.PrintDefaults()

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
+	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/internal/driver"
 )
@@ -44,7 +48,8 @@ func TestCommandHelp(t *testing.T) {
 	flags := map[string][]string{
 		"bench":     {"-sizes", "-device", "-reps", "-direction", "-json", "-plot"},
 		"info":      nil,
-		"calibrate": {"-device"},
+		"calibrate": {"-device", "-json"},
+		"version":   nil,
 	}
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,6 +71,9 @@ func TestCommandHelp(t *testing.T) {
 				if errOut.Len() != 0 {
 					t.Errorf("%s %s: stderr %q, want nothing", c.name, h, errOut.String())
 				}
+				if want == nil && strings.Contains(help, "flags") {
+					t.Errorf("%s %s: help %q has a flags section, and the command has no flags", c.name, h, help)
+				}
 			}
 		})
 	}
@@ -84,6 +92,39 @@ func TestInfo(t *testing.T) {
 	t.Log("\n" + out.String())
 }
 
+// TestVersion: gocuda version names itself, Go, the driver and each
+// library, found or not, one line each.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"version"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, w := range []string{"gocuda ", "go1.", "CUDA driver", "NVRTC", "cuBLAS", "NCCL"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	t.Log("\n" + out.String())
+}
+
+// TestInfoPCIeLineShort: without NVML, gocuda info's PCIe line says so in
+// a few words, not the search's whole list of paths.
+func TestInfoPCIeLineShort(t *testing.T) {
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t, cudatest.DriverAsIs, "GOCUDA_LIBNVML=/nonexistent/libnvidia-ml.so.1")
+		return
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"info"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "PCIe link") && (len(line) > 120 || !strings.Contains(line, "NVML not found")) {
+			t.Errorf("PCIe line %q: want a short note that NVML is missing", line)
+		}
+	}
+}
+
 func TestInfoWithoutDriver(t *testing.T) {
 	if !cudatest.InChild(t) {
 		cudatest.RunChild(t, cudatest.DriverAsIs, driver.EnvLibrary+"=/nonexistent/libcuda.so.1")
@@ -99,5 +140,35 @@ func TestInfoWithoutDriver(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("stdout not empty: %q", out.String())
+	}
+}
+
+// TestCalibrationReport: calibrate's table and advice write sizes in
+// words and Go source, never math.MaxInt's digits, and --json keeps them.
+func TestCalibrationReport(t *testing.T) {
+	cal := cuda.StagingCalibration{
+		Measurements:     []cuda.StagingMeasurement{{Bytes: 1 << 20, Upload: true, Staged: 20e9, Pipelined: 30e9, Direct: 25e9}},
+		StageMaxBytes:    [2]int{cuda.HostToDevice: 0, cuda.DeviceToHost: 256 << 10},
+		PipelineMinBytes: [2]int{cuda.HostToDevice: 1 << 20, cuda.DeviceToHost: math.MaxInt},
+	}
+	rep := calibrationReport(0, "a GPU", cal)
+	var out bytes.Buffer
+	writeCalibration(&out, rep)
+	text := out.String()
+	for _, w := range []string{"stage uploads never", "downloads up to 256 KiB", "pipeline uploads from 1 MiB", "downloads never", "p.UploadMinBytes, p.DownloadMinBytes = 1048576, math.MaxInt", "30.00"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("output lacks %q:\n%s", w, text)
+		}
+	}
+	if strings.Contains(text, fmt.Sprint(math.MaxInt)) {
+		t.Errorf("output prints math.MaxInt's digits:\n%s", text)
+	}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back calibration
+	if err := json.Unmarshal(data, &back); err != nil || back.PipelineMinBytes.Down != math.MaxInt || back.Measurements[0].Direction != "up" {
+		t.Errorf("JSON %s read back as %+v, %v", data, back, err)
 	}
 }

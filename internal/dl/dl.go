@@ -8,7 +8,9 @@
 //  3. /usr/local/cuda's library folders;
 //  4. the library folders of NVIDIA's Python wheels (nvidia/cu13/lib,
 //     nvidia/<library>/lib) in the site-packages of an active virtual
-//     environment, of the python3 on the PATH, and of the user's site.
+//     environment or conda environment, of the python3 on the PATH, of
+//     pyenv's Pythons (PYENV_ROOT, or ~/.pyenv: its python3 on the PATH
+//     is a script, which leads nowhere), and of the user's site.
 //
 // Wheels ship only versioned files (libnvrtc.so.13, not libnvrtc.so), so a
 // machine with only the NVIDIA driver and PyTorch installed has every
@@ -114,13 +116,15 @@ func Symbols(h uintptr, path string, table map[string]*uintptr) error {
 	return fmt.Errorf("%s lacks %s: not the library, or too old", path, strings.Join(missing, ", "))
 }
 
-// sitePackages returns the site-packages folders of an active virtual
-// environment, of the python3 on the PATH and of the user's site, in that
-// order, each once.
+// sitePackages returns the site-packages folders of an active virtual or
+// conda environment, of the python3 on the PATH, of pyenv's Pythons and of
+// the user's site, in that order, each once.
 func sitePackages(env Env) []string {
 	var prefixes []string
-	if v := env.Getenv("VIRTUAL_ENV"); v != "" {
-		prefixes = append(prefixes, v)
+	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if p := env.Getenv(v); p != "" {
+			prefixes = append(prefixes, p)
+		}
 	}
 	if py, err := env.LookPath("python3"); err == nil {
 		// A virtual environment's python3 links to the system's: both
@@ -130,7 +134,22 @@ func sitePackages(env Env) []string {
 			prefixes = append(prefixes, filepath.Dir(filepath.Dir(real)))
 		}
 	}
-	if home := env.Getenv("HOME"); home != "" {
+	home := env.Getenv("HOME")
+	// pyenv's python3 is a shim, a script that picks a version at run
+	// time: each version it installed is a prefix, the selected one first.
+	pyenv := env.Getenv("PYENV_ROOT")
+	if pyenv == "" && home != "" {
+		pyenv = filepath.Join(home, ".pyenv")
+	}
+	if pyenv != "" {
+		if v := env.Getenv("PYENV_VERSION"); v != "" {
+			prefixes = append(prefixes, filepath.Join(pyenv, "versions", v))
+		}
+		versions, _ := filepath.Glob(filepath.Join(pyenv, "versions", "*"))
+		sort.Sort(sort.Reverse(sort.StringSlice(versions))) // newest first, near enough
+		prefixes = append(prefixes, versions...)
+	}
+	if home != "" {
 		prefixes = append(prefixes, filepath.Join(home, ".local"))
 	}
 	var out []string

@@ -57,6 +57,11 @@ func TestCandidates(t *testing.T) {
 		"usr/local/lib/python3.11/dist-packages/nvidia/foo/lib/libfoo.so.13",
 		"usr/lib/python3/dist-packages/nvidia/cu13/lib/libbar.so.13",
 		"home/.local/lib/python3.10/site-packages/nvidia/foo/lib/libfoo.so",
+		"pyenv/shims/python3",
+		"pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libfoo.so.13",
+		"pyenv/versions/3.12.1/lib/python3.12/site-packages/nvidia/foo/lib/libfoo.so.13",
+		"home/.pyenv/versions/3.10.4/lib/python3.10/site-packages/nvidia/cu13/lib/libfoo.so.13",
+		"conda/lib/python3.11/site-packages/nvidia/cu13/lib/libfoo.so.13",
 	)
 	j := func(p string) string { return filepath.Join(root, p) }
 	system := append([]string{"libfoo.so.13", "libfoo.so"}, func() (out []string) {
@@ -80,8 +85,26 @@ func TestCandidates(t *testing.T) {
 			wheels: []string{
 				j("venv/lib/python3.12/site-packages/nvidia/cu13/lib/libfoo.so.13"),
 				j("usr/local/lib/python3.11/dist-packages/nvidia/foo/lib/libfoo.so.13"),
+				j("home/.pyenv/versions/3.10.4/lib/python3.10/site-packages/nvidia/cu13/lib/libfoo.so.13"),
 				j("home/.local/lib/python3.10/site-packages/nvidia/foo/lib/libfoo.so"),
 			}},
+		{name: "pyenv's shim on the PATH, PYENV_ROOT set", vars: map[string]string{"PYENV_ROOT": j("pyenv")}, python: j("pyenv/shims/python3"),
+			wheels: []string{
+				j("pyenv/versions/3.12.1/lib/python3.12/site-packages/nvidia/foo/lib/libfoo.so.13"),
+				j("pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libfoo.so.13"),
+			}},
+		{name: "pyenv's selected version first", vars: map[string]string{"PYENV_ROOT": j("pyenv"), "PYENV_VERSION": "3.11.7"}, python: j("pyenv/shims/python3"),
+			wheels: []string{
+				j("pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libfoo.so.13"),
+				j("pyenv/versions/3.12.1/lib/python3.12/site-packages/nvidia/foo/lib/libfoo.so.13"),
+			}},
+		{name: "pyenv in the home folder", vars: map[string]string{"HOME": j("home")},
+			wheels: []string{
+				j("home/.pyenv/versions/3.10.4/lib/python3.10/site-packages/nvidia/cu13/lib/libfoo.so.13"),
+				j("home/.local/lib/python3.10/site-packages/nvidia/foo/lib/libfoo.so"),
+			}},
+		{name: "conda environment", vars: map[string]string{"CONDA_PREFIX": j("conda")},
+			wheels: []string{j("conda/lib/python3.11/site-packages/nvidia/cu13/lib/libfoo.so.13")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := testLib.Candidates(fakeEnv(tt.vars, tt.python))

@@ -178,6 +178,15 @@ EXPORT int cublasGetVersion_v2(struct fake_blas *h, int *v) {
 	return BLAS_SUCCESS;
 }
 
+// cublasGetProperty answers as cuBLAS 13.0.0 (libraryPropertyType:
+// 0 major, 1 minor, 2 patch level).
+EXPORT int cublasGetProperty(int type, int *v) {
+	FAULT("cublasGetProperty");
+	if (!v || type < 0 || type > 2) return BLAS_INVALID_VALUE;
+	*v = type == 0 ? 13 : 0;
+	return BLAS_SUCCESS;
+}
+
 EXPORT int cublasSetStream_v2(struct fake_blas *h, CUstream s) {
 	FAULT("cublasSetStream_v2");
 	if (!blas_live(h)) return BLAS_NOT_INITIALIZED;
