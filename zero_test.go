@@ -218,7 +218,7 @@ var zeroFuncs = map[string]func() []error{
 	"nccl.ReduceScatter": func() []error {
 		return []error{nccl.ReduceScatter(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, nccl.Sum, &cuda.Stream{})}
 	},
-	"cublas.New":     func() []error { _, err := cublas.New(&cuda.Stream{}); return []error{err} },
+	"cublas.New": func() []error { _, err := cublas.New(&cuda.Stream{}); return []error{err} },
 	"cublas.Gemm": func() []error {
 		m := cublas.Matrix[float32]{}
 		return []error{cublas.Gemm(&cublas.Handle{}, 1, m, m, 0, m), cublas.Gemm(nil, 1, m, m, 0, m)}
