@@ -17,9 +17,12 @@ go run ./bench/modproxy -dir "$tmp" -rev "$rev" . bench >"$tmp/versions"
 lib=$(awk '$1 == "github.com/gocuda/cuda" { print $2 }' "$tmp/versions")
 tools=$(awk '$1 == "github.com/gocuda/cuda/bench" { print $2 }' "$tmp/versions")
 proxy="file://$tmp,$(go env GOPROXY)"
+old_lib=$(awk '$1 == "github.com/gocuda/cuda" { print $2 }' cmd/gocuda/go.mod)
+old_tools=$(awk '$1 == "github.com/gocuda/cuda/bench" { print $2 }' cmd/gocuda/go.mod)
+go work edit -dropreplace="github.com/gocuda/cuda@$old_lib" -dropreplace="github.com/gocuda/cuda/bench@$old_tools" \
+	-replace="github.com/gocuda/cuda@$lib=./" -replace="github.com/gocuda/cuda/bench@$tools=./bench"
 cd cmd/gocuda
-go mod edit -dropreplace=github.com/gocuda/cuda -dropreplace=github.com/gocuda/cuda/bench
-GOWORK=off GOFLAGS=-mod=mod GONOSUMDB=github.com/gocuda/cuda GOPROXY="$proxy" \
-	go get "github.com/gocuda/cuda@$lib" "github.com/gocuda/cuda/bench@$tools"
+go mod edit -dropreplace=github.com/gocuda/cuda -dropreplace=github.com/gocuda/cuda/bench \
+	-require="github.com/gocuda/cuda@$lib" -require="github.com/gocuda/cuda/bench@$tools"
 GOWORK=off GOFLAGS=-mod=mod GONOSUMDB=github.com/gocuda/cuda GOPROXY="$proxy" go mod tidy
 echo "cmd/gocuda now requires github.com/gocuda/cuda $lib and github.com/gocuda/cuda/bench $tools"
