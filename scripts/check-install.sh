@@ -19,7 +19,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for m in github.com/gocuda/cuda:. github.com/gocuda/cuda/bench:bench; do
 	path=${m%%:*} folder=${m#*:}
-	version=$(awk -v p="$path" '$1 == p { print $2 }' cmd/gocuda/go.mod)
+	version=$(awk -v p="$path" '$1 == p && $2 ~ /^v[0-9]/ { print $2; exit }' cmd/gocuda/go.mod)
 	hash=${version##*-}
 	if ! git cat-file -e "$hash^{commit}" 2>/dev/null; then
 		if [ "$(git rev-parse --is-shallow-repository)" = true ]; then

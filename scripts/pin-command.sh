@@ -17,8 +17,8 @@ go run ./bench/modproxy -dir "$tmp" -rev "$rev" . bench >"$tmp/versions"
 lib=$(awk '$1 == "github.com/gocuda/cuda" { print $2 }' "$tmp/versions")
 tools=$(awk '$1 == "github.com/gocuda/cuda/bench" { print $2 }' "$tmp/versions")
 proxy="file://$tmp,$(go env GOPROXY)"
-old_lib=$(awk '$1 == "github.com/gocuda/cuda" { print $2 }' cmd/gocuda/go.mod)
-old_tools=$(awk '$1 == "github.com/gocuda/cuda/bench" { print $2 }' cmd/gocuda/go.mod)
+old_lib=$(awk '$1 == "github.com/gocuda/cuda" && $2 ~ /^v[0-9]/ { print $2; exit }' cmd/gocuda/go.mod)
+old_tools=$(awk '$1 == "github.com/gocuda/cuda/bench" && $2 ~ /^v[0-9]/ { print $2; exit }' cmd/gocuda/go.mod)
 go work edit -dropreplace="github.com/gocuda/cuda@$old_lib" -dropreplace="github.com/gocuda/cuda/bench@$old_tools" \
 	-replace="github.com/gocuda/cuda@$lib=./" -replace="github.com/gocuda/cuda/bench@$tools=./bench"
 cd cmd/gocuda
