@@ -3,8 +3,8 @@ module github.com/gocuda/cuda/cmd/gocuda
 go 1.26.0
 
 require (
-	github.com/gocuda/cuda v0.0.0
-	github.com/gocuda/cuda/bench v0.0.0
+	github.com/gocuda/cuda v0.0.0-20261203075728-acb372239d7b
+	github.com/gocuda/cuda/bench v0.0.0-20261203075728-acb372239d7b
 	golang.org/x/term v0.48.0
 )
 
@@ -20,10 +20,4 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 	gonum.org/v1/plot v0.17.0 // indirect
-)
-
-// The command is developed and released with the library beside it.
-replace (
-	github.com/gocuda/cuda => ../..
-	github.com/gocuda/cuda/bench => ../../bench
 )
