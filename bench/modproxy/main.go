@@ -93,7 +93,8 @@ func run(dir, rev string, folders []string) error {
 	return nil
 }
 
-// write puts m's .info, .mod and .zip, and its @latest, into the proxy.
+// write puts m's .info, .mod and .zip, its @latest and an empty list of
+// tagged versions into the proxy.
 func write(dir, root, commit, sub string, m module.Version, gomod string, t time.Time) error {
 	escaped, err := module.EscapePath(m.Path)
 	if err != nil {
@@ -119,6 +120,9 @@ func write(dir, root, commit, sub string, m module.Version, gomod string, t time
 		filepath.Join(base, m.Version+".mod"):  []byte(gomod),
 		filepath.Join(base, m.Version+".zip"):  z.Bytes(),
 		filepath.Join(base, "..", "@latest"):   info,
+		// No tagged versions: an empty list, so that the go command asks
+		// @latest here rather than the next proxy.
+		filepath.Join(base, "list"): nil,
 	} {
 		if err := os.WriteFile(name, data, 0o644); err != nil {
 			return err
