@@ -180,8 +180,8 @@ func (p *MemPool) ResetHighWater() error {
 
 // SetAccess lets kernels and copies in peer's context (another device's)
 // read and write memory allocated from the pool, or, with readWrite false,
-// takes that access away. peer access between the two devices must be
-// possible (Context.CanAccessPeer).
+// takes that access away. Peer access between the two devices must be
+// possible (Device.CanAccessPeer).
 func (p *MemPool) SetAccess(peer *Context, readWrite bool) error {
 	const op = "MemPool.SetAccess"
 	if err := p.valid(op); err != nil {

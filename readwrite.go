@@ -102,7 +102,7 @@ func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, erro
 	return n, err
 }
 
-// WriteTo writes the dst.ByteSize() bytes of src to w, through the pinned
+// WriteTo writes the src.ByteSize() bytes of src to w, through the pinned
 // memory of c's staging buffer: each chunk moves by DMA into a pinned slot
 // and is written from there while the next ones move. It returns the bytes
 // written; an error of w comes back wrapped, with the offset it happened

@@ -154,8 +154,8 @@ type StagingBuffer struct {
 // already allocated (rounded up to StagingGranularity), so that the
 // millisecond-scale page-locking stays out of the steady-state loop.
 func NewStagingBuffer(ctx *Context, bytes int) (*StagingBuffer, error) {
-	sb := new(StagingBuffer)
-	if err := sb.Reserve(ctx, bytes); err != nil {
+	sb := new(StagingBuffer) // no other call can have it: no acquire
+	if err := sb.reserve("NewStagingBuffer", ctx, bytes); err != nil {
 		return nil, err
 	}
 	return sb, nil

@@ -56,8 +56,8 @@ func TestStagingZeroValue(t *testing.T) {
 
 func TestStagingReserve(t *testing.T) {
 	ctx := cudatest.Context(t)
-	if _, err := cuda.NewStagingBuffer(ctx, 0); !errors.Is(err, cuda.ErrInvalidValue) {
-		t.Errorf("NewStagingBuffer(0): %v", err)
+	if _, err := cuda.NewStagingBuffer(ctx, 0); !errors.Is(err, cuda.ErrInvalidValue) || !strings.HasPrefix(err.Error(), "cuda: NewStagingBuffer:") {
+		t.Errorf("NewStagingBuffer(0): %v; want ErrInvalidValue naming NewStagingBuffer", err)
 	}
 	sb, err := cuda.NewStagingBuffer(ctx, 100)
 	if err != nil {

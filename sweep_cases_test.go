@@ -137,6 +137,19 @@ func sweepCases() []sweepCase {
 				return func() (err error) { c, err = cuda.NewContext(e.ctx.Device()); return err },
 					func(t *testing.T, _ error) { c.Close() }
 			}},
+		{name: "Open", covers: []string{"cuda.Open"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var c *cuda.Context
+				var s *cuda.Stream
+				return func() (err error) { c, s, err = cuda.Open(e.ctx.Device().Ordinal()); return err },
+					func(t *testing.T, err error) {
+						if err != nil && (c != nil || s != nil) {
+							t.Errorf("Open failed (%v) and returned a context or stream", err)
+						}
+						s.Close()
+						c.Close()
+					}
+			}},
 		{name: "Context.Close", covers: []string{"Context.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				c := must(cuda.NewContext(e.ctx.Device()))(t)

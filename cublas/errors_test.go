@@ -23,6 +23,10 @@ func TestBadInput(t *testing.T) {
 	b := cublas.NewMatrix(buf(20), 4, 5)
 	c := cublas.NewMatrix(buf(15), 3, 5)
 	x3, x4 := buf(3), buf(4)
+	sq := cublas.NewMatrix(buf(9), 3, 3)
+	whole := buf(40) // A's 12 elements, then C's 15, from one buffer
+	aPart := cublas.NewMatrix(must(whole.Slice(0, 12))(t), 3, 4)
+	cPart := cublas.NewMatrix(must(whole.Slice(10, 15))(t), 3, 5) // its first two elements are A's last
 	for _, tc := range []struct {
 		name, want string
 		err        error
@@ -54,6 +58,12 @@ func TestBadInput(t *testing.T) {
 		{"Nrm2 nil", "x is nil", errOf(cublas.Nrm2[float32](h, nil))},
 		{"Gemv lengths", "A is 3×4, x has 3 elements and y 4: want 4 and 3", cublas.Gemv(h, 1, a, x3, 0, x4)},
 		{"math mode", "unknown math mode", h.SetMathMode(5)},
+		{"C is A", "C shares memory with A", cublas.Gemm(h, 1, sq, sq.T(), 0, sq)},
+		{"C is B", "C shares memory with B", cublas.Gemm(h, 1, cublas.NewMatrix(buf(9), 3, 3), sq, 1, sq)},
+		{"C overlaps A", "C shares memory with A", cublas.Gemm(h, 1, aPart, b, 0, cPart)},
+		{"Matmul's C is A", "C shares memory with A", cublas.Matmul(h, 1, sq, cublas.NewMatrix(buf(9), 3, 3), 0, sq, cublas.NoEpilogue, nil)},
+		{"batched C overlaps B", "C shares memory with B", cublas.GemmStridedBatched(h, 2, 1, cublas.NewMatrix(buf(18), 3, 3), cublas.Matrix[float32]{Data: whole, Rows: 3, Cols: 3, BatchStride: 12}, 0, cublas.NewMatrix(must(whole.Slice(20, 18))(t), 3, 3))},
+		{"batched product's C is A", "C[0] shares memory with A[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq}, []cublas.Matrix[float32]{sq}, 0, []cublas.Matrix[float32]{sq})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var e *cublas.Error
@@ -65,9 +75,12 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	// Still usable.
+	// Still usable; and disjoint parts of one buffer are no aliasing.
 	if err := cublas.Gemm(h, 1, a, b, 0, c); err != nil {
 		t.Fatal(err)
+	}
+	if err := cublas.Gemm(h, 1, aPart, b, 0, cublas.NewMatrix(must(whole.Slice(12, 15))(t), 3, 5)); err != nil {
+		t.Fatalf("Gemm into the part of A's buffer after A: %v", err)
 	}
 	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)
@@ -107,6 +120,7 @@ func TestZeroAndClosed(t *testing.T) {
 	ctx := s.Context()
 	x := upload(t, ctx, []float32{1, 2})
 	m := cublas.NewMatrix(x, 1, 2)
+	out := cublas.NewMatrix(upload(t, ctx, []float32{0}), 1, 1)
 	closed := must(cublas.New(s))(t)
 	if err := closed.Close(); err != nil {
 		t.Fatal(err)
@@ -116,8 +130,8 @@ func TestZeroAndClosed(t *testing.T) {
 	}
 	calls := func(h *cublas.Handle) map[string]error {
 		return map[string]error{
-			"Gemm":        cublas.Gemm(h, 1, m, m.T(), 0, cublas.NewMatrix(x, 1, 1)),
-			"Matmul":      cublas.Matmul(h, 1, m, m.T(), 0, cublas.NewMatrix(x, 1, 1), cublas.NoEpilogue, nil),
+			"Gemm":        cublas.Gemm(h, 1, m, m.T(), 0, out),
+			"Matmul":      cublas.Matmul(h, 1, m, m.T(), 0, out, cublas.NoEpilogue, nil),
 			"Dot":         errOf(cublas.Dot(h, x, x)),
 			"Axpy":        cublas.Axpy(h, 1, x, x),
 			"SetMathMode": h.SetMathMode(cublas.TF32Math),

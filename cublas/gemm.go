@@ -76,7 +76,8 @@ func shape[T Element](op, suffix string, a, b, c Matrix[T]) (product[T], error) 
 }
 
 // Gemm computes C = alpha·A·B + beta·C, with A m×k, B k×n and C m×n (use
-// A.T() or B.T() for a transposed operand). Float16 and BFloat16 inputs are
+// A.T() or B.T() for a transposed operand). C may not share memory with A
+// or B (ErrInvalidValue): cuBLAS's result would be undefined. Float16 and BFloat16 inputs are
 // multiplied and summed in float32; float32 ones in TF32 where the handle's
 // math mode allows. With beta 0, C is not read (it may hold anything). The
 // work is queued on the handle's stream.
@@ -108,6 +109,16 @@ func checkProduct[T Element](op string, h *Handle, a, b, c Matrix[T], count int,
 	}{{"A", a}, {"B", b}, {"C", c}} {
 		if err := m.m.check(op, m.name+suffix, h.ctx, count); err != nil {
 			return product[T]{}, err
+		}
+	}
+	// cuBLAS reads A and B while it writes C: an output that shares memory
+	// with an input gives an undefined result.
+	for _, in := range []struct {
+		name string
+		m    Matrix[T]
+	}{{"A", a}, {"B", b}} {
+		if c.overlaps(in.m, count) {
+			return product[T]{}, errorf(op, cuda.ErrInvalidValue, "C%s shares memory with %s%s: cuBLAS's result is undefined when the output aliases an input; write C elsewhere", suffix, in.name, suffix)
 		}
 	}
 	return shape(op, suffix, a, b, c)

@@ -3,6 +3,7 @@ package cublas
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -114,6 +115,33 @@ func (m Matrix[T]) batchStride() int {
 	return m.size()
 }
 
+// span returns the elements count matrices of a batch span, from the first
+// element of the first to the last of the last; false if that overflows.
+func (m Matrix[T]) span(count int) (int, bool) {
+	need := m.size()
+	if count > 1 && need > 0 {
+		step := m.batchStride()
+		if step > (math.MaxInt-need)/(count-1) {
+			return 0, false
+		}
+		need += (count - 1) * step
+	}
+	return need, true
+}
+
+// overlaps reports whether the memory count matrices of m span and that of
+// o's share a byte. Called on checked matrices.
+func (m Matrix[T]) overlaps(o Matrix[T], count int) bool {
+	mn, _ := m.span(count)
+	on, _ := o.span(count)
+	if mn == 0 || on == 0 {
+		return false
+	}
+	size := uint64(unsafe.Sizeof(*new(T)))
+	mlo, olo := uint64(m.Data.Ptr()), uint64(o.Data.Ptr())
+	return mlo < olo+uint64(on)*size && olo < mlo+uint64(mn)*size
+}
+
 // check returns the error for a matrix, named name, that cannot be count
 // matrices of a batch in ctx: no data, negative or too large dimensions, a
 // stride shorter than a row (or column), a buffer too small, or another
@@ -136,13 +164,9 @@ func (m Matrix[T]) check(op, name string, ctx *cuda.Context, count int) error {
 	case m.Data.Context() != ctx:
 		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
 	}
-	need := m.size()
-	if count > 1 && need > 0 {
-		step := m.batchStride()
-		if step > (math.MaxInt-need)/(count-1) {
-			return errorf(op, cuda.ErrInvalidValue, "%s: %d matrices %d elements apart are beyond any buffer", name, count, step)
-		}
-		need += (count - 1) * step
+	need, ok := m.span(count)
+	if !ok {
+		return errorf(op, cuda.ErrInvalidValue, "%s: %d matrices %d elements apart are beyond any buffer", name, count, m.batchStride())
 	}
 	if have := m.Data.Len(); need > have {
 		batch := ""

@@ -283,12 +283,12 @@ type File struct {
 func Open(path string) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &Error{Op: "Open", Err: err, Detail: "opening " + path}
+		return nil, &Error{Op: "Open", Err: err} // err names the path
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, &Error{Op: "Open", Err: err, Detail: "reading the size of " + path}
+		return nil, &Error{Op: "Open", Err: err, Detail: "reading its size"} // err names the path
 	}
 	h, err := Parse(f, st.Size())
 	if err != nil {
@@ -400,7 +400,11 @@ func (f *File) Load(ctx *cuda.Context, c cuda.IOConfig, names ...string) (*Weigh
 // Bytes returns the bytes of the tensor of that name, a view of the
 // allocation.
 func (w *Weights) Bytes(name string) (*cuda.DeviceBuffer[byte], error) {
-	const op = "Weights.Bytes"
+	return w.bytes("Weights.Bytes", name)
+}
+
+// bytes is Bytes for op.
+func (w *Weights) bytes(op, name string) (*cuda.DeviceBuffer[byte], error) {
 	if w == nil || w.mem == nil {
 		return nil, invalid(op, "no weights")
 	}
@@ -426,7 +430,7 @@ func (w *Weights) Tensor(name string) (Tensor, bool) {
 // F16, and so on (any T of that size for the types Go lacks).
 func Get[T any](w *Weights, name string) (*cuda.DeviceBuffer[T], error) {
 	const op = "Get"
-	b, err := w.Bytes(name)
+	b, err := w.bytes(op, name)
 	if err != nil {
 		return nil, err
 	}

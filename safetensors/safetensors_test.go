@@ -194,8 +194,11 @@ func TestLoad(t *testing.T) {
 				t.Errorf("b as float32: %v", err)
 			}
 			if names != nil && len(names) < 2 {
-				if _, err := w.Bytes("w"); !errors.Is(err, cuda.ErrInvalidValue) {
-					t.Errorf("w, not loaded: %v", err)
+				if _, err := w.Bytes("w"); !errors.Is(err, cuda.ErrInvalidValue) || !strings.HasPrefix(err.Error(), "safetensors: Weights.Bytes:") {
+					t.Errorf("Bytes of w, not loaded: %v", err)
+				}
+				if _, err := safetensors.Get[float32](w, "w"); !errors.Is(err, cuda.ErrInvalidValue) || !strings.HasPrefix(err.Error(), "safetensors: Get:") {
+					t.Errorf("Get of w, not loaded: %v; want ErrInvalidValue naming Get", err)
 				}
 				return
 			}
@@ -217,5 +220,15 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := f.Load(ctx, cuda.IOConfig{}, "missing"); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Load of a missing tensor: %v", err)
+	}
+}
+
+// TestOpenMissing: the error of a file that is not there names its path
+// once, and wraps the os error.
+func TestOpenMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nothere.safetensors")
+	_, err := safetensors.Open(path)
+	if !errors.Is(err, os.ErrNotExist) || strings.Count(err.Error(), path) != 1 {
+		t.Errorf("Open of a missing file: %v; want os.ErrNotExist naming %s once", err, path)
 	}
 }
