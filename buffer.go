@@ -268,9 +268,9 @@ func (b *DeviceBuffer[T]) lengthsMatch(op, what string, n int) error {
 
 // CopyFromHost copies src, which must have Len elements, into the buffer.
 // It returns once src may be changed again. Work gocuda queued on the
-// buffer before, on any stream, finishes before the copy starts. From a PinnedBuffer's memory or
-// a Registered slice the device reads host memory directly (DMA) and the
-// copy is done when CopyFromHost returns; from other memory the driver
+// buffer before, on any stream, finishes before the copy starts. From a
+// PinnedBuffer's memory or a Registered slice the device reads host memory
+// directly (DMA) and the copy is done when CopyFromHost returns; from other memory the driver
 // stages the bytes through its own pinned buffers and may still be moving
 // the last of them: all work gocuda queues afterwards in the context (on
 // any stream) is ordered after the copy, but another library's stream is
@@ -321,9 +321,9 @@ func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
 
 // CopyFromDevice copies src, which must have Len elements and belong to the
 // same context, into the buffer. The two may not overlap. Work gocuda
-// queued on either before, on any stream, finishes before the copy starts. Like
-// CopyFromHost from ordinary memory, it may return before the copy is done;
-// work gocuda queues afterwards in the context is ordered after it.
+// queued on either before, on any stream, finishes before the copy starts.
+// Like CopyFromHost from ordinary memory, it may return before the copy is
+// done; work gocuda queues afterwards in the context is ordered after it.
 func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 	const op = "DeviceBuffer.CopyFromDevice"
 	if err := b.checkCopy(op, src); err != nil {

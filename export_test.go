@@ -187,3 +187,10 @@ const CacheRepeats = cacheRepeats
 // Streams reports whether the pipeline copies a transfer of n bytes in
 // direction d with streaming stores.
 func Streams(d Direction, n int) bool { return streams(d, n) }
+
+// StreamUsers returns how many streams b's memory records as its users.
+func StreamUsers[T any](b *DeviceBuffer[T]) int {
+	b.mem.users.mu.Lock()
+	defer b.mem.users.mu.Unlock()
+	return len(b.mem.users.s)
+}

@@ -84,17 +84,10 @@ func ReadFrom[T any](dst *DeviceBuffer[T], r io.Reader, c IOConfig) (int64, erro
 	}
 	var n int64
 	err := withIO(op, dst.mem.ctx, c, func(sb *StagingBuffer, s *Stream) error {
-		if err := dst.enterWithStream(op, s); err != nil {
+		if err := dst.enterIO(op, s, c); err != nil {
 			return err
 		}
 		defer dst.leaveWithStream(s)
-		if c.Stream == nil {
-			// A call of its own stream is synchronous: it sees the
-			// work queued on the buffer (streamusers.go).
-			if err := dst.mem.settle(op); err != nil {
-				return err
-			}
-		}
 		var err error
 		n, err = readPipeline(op, sb, s, dst.ptr, dst.ByteSize(), r, c.Progress)
 		return err
@@ -119,22 +112,31 @@ func WriteTo[T any](src *DeviceBuffer[T], w io.Writer, c IOConfig) (int64, error
 	}
 	var n int64
 	err := withIO(op, src.mem.ctx, c, func(sb *StagingBuffer, s *Stream) error {
-		if err := src.enterWithStream(op, s); err != nil {
+		if err := src.enterIO(op, s, c); err != nil {
 			return err
 		}
 		defer src.leaveWithStream(s)
-		if c.Stream == nil {
-			// A call of its own stream is synchronous: it sees the
-			// work queued on the buffer (streamusers.go).
-			if err := src.mem.settle(op); err != nil {
-				return err
-			}
-		}
 		var err error
 		n, err = writePipeline(op, sb, s, src.ptr, src.ByteSize(), w, c.Progress)
 		return err
 	})
 	return n, err
+}
+
+// enterIO enters b with s for ReadFrom or WriteTo. A call on a stream of
+// its own (c.Stream nil) is synchronous: it first waits for the work queued
+// on b (streamusers.go).
+func (b *DeviceBuffer[T]) enterIO(op string, s *Stream, c IOConfig) error {
+	if err := b.enterWithStream(op, s); err != nil {
+		return err
+	}
+	if c.Stream == nil {
+		if err := b.mem.settle(op); err != nil {
+			b.leaveWithStream(s)
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadFrom implements io.ReaderFrom: it reads exactly b.ByteSize() bytes

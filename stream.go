@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
@@ -31,6 +32,10 @@ type Stream struct {
 	// cache keeps the memory of stream-ordered buffers freed on the stream
 	// for its next allocations (blockCache).
 	cache *blockCache
+
+	// self is a weak pointer to the stream, made once, for the buffers
+	// that record it as a user (streamUsers).
+	self weak.Pointer[Stream]
 }
 
 // pinSet keeps the Go memory that queued asynchronous copies read or write
@@ -72,6 +77,7 @@ func (c *Context) newStream(op string, priority int) (*Stream, error) {
 	}
 	defer c.unbind()
 	s := &Stream{priority: priority, pins: new(pinSet)}
+	s.self = weak.Make(s)
 	if err := check(op, driver.StreamCreateWithPriority(c.handle, &s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
 		return nil, err
 	}

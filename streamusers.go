@@ -3,6 +3,7 @@ package cuda
 import (
 	"slices"
 	"sync"
+	"weak"
 )
 
 // Synchronous calls on a buffer (CopyToHost, CopyFromHost, CopyFromDevice,
@@ -11,50 +12,68 @@ import (
 // streams: as CuPy's and PyTorch's users expect, and unlike CUDA's own rule
 // for non-blocking streams, whose work a plain cuMemcpy does not wait for.
 // Each allocation records the streams that queued work on it (streamUsers)
-// and a synchronous call first waits for those not yet known idle. Work
-// queued on another library's stream, or on a raw DevicePtr, is not seen.
+// and a synchronous call first waits for those with work not yet known
+// finished. Work queued on another library's stream, or on a raw DevicePtr,
+// is not seen.
 
-// streamUsers are the streams that queued work on an allocation since a
-// synchronous call on it last waited for them. mu is a leaf: nothing is
-// locked or waited for while it is held.
+// streamUsers are the streams that queued work on an allocation. A stream
+// stays recorded until it is closed or collected, even when idle: dropping
+// an idle one could race with a goroutine that recorded it and has not yet
+// counted the work it is queueing (Stream.queued), which a later call would
+// then not wait for. The references are weak, so that a buffer does not
+// keep a forgotten stream from its cleanup. mu is a leaf: nothing is locked
+// or waited for while it is held.
 type streamUsers struct {
 	mu sync.Mutex
-	s  []*Stream
+	s  []weak.Pointer[Stream]
 }
 
+// pruneAt is the length from which add drops closed and collected streams,
+// so that a buffer used by many short-lived streams and no synchronous call
+// keeps a short list.
+const pruneAt = 8
+
 // add records that s is about to queue work on the memory. It allocates only
-// the first time s is added since the list was last emptied.
+// when the list grows.
 func (u *streamUsers) add(s *Stream) {
 	u.mu.Lock()
-	if !slices.Contains(u.s, s) {
-		u.s = append(u.s, s)
+	if !slices.Contains(u.s, s.self) {
+		if len(u.s) >= pruneAt {
+			u.s = slices.DeleteFunc(u.s, gone)
+		}
+		u.s = append(u.s, s.self)
 	}
 	u.mu.Unlock()
 }
 
-// wait waits for the work queued through gocuda on each recorded stream,
-// then forgets the streams found idle or closed. Called with the memory held
-// and its context bound.
+// gone reports whether a recorded stream can queue no more work: it was
+// closed (which waited for its work) or collected (its cleanup did).
+func gone(w weak.Pointer[Stream]) bool {
+	s := w.Value()
+	return s == nil || s.life.lt.IsClosed()
+}
+
+// wait waits for the work queued through gocuda on each recorded stream
+// that has some not known finished. Called with the memory held and its
+// context bound.
 func (u *streamUsers) wait(op string) error {
 	u.mu.Lock()
 	if len(u.s) == 0 {
 		u.mu.Unlock()
 		return nil
 	}
-	var small [4]*Stream
+	var small [pruneAt]weak.Pointer[Stream]
 	users := append(small[:0], u.s...)
 	u.mu.Unlock()
-	for _, s := range users {
-		if s.idle() {
+	for _, w := range users {
+		s := w.Value()
+		if s == nil || s.idle() {
 			continue
 		}
 		if err := s.drainIfOpen(op); err != nil {
 			return err
 		}
 	}
-	u.mu.Lock()
-	u.s = slices.DeleteFunc(u.s, func(s *Stream) bool { return s.idle() || s.life.lt.IsClosed() })
-	u.mu.Unlock()
 	return nil
 }
 
@@ -90,8 +109,6 @@ func (s *Stream) uses(mem ...*allocation) {
 // Called with m held and its context bound.
 func (m *allocation) settle(op string) error {
 	if s := m.stream; s != nil {
-		// A synchronous call runs outside every stream: order it after
-		// the stream the memory was allocated on.
 		if err := s.drainIfOpen(op); err != nil {
 			return err
 		}

@@ -191,3 +191,32 @@ func TestSyncWriteAfterStreamRead(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamUsersStayShort: a buffer used by many short-lived streams and
+// no synchronous call records few of them (closed streams are dropped as
+// the list grows), and still orders a synchronous call after an open one.
+func TestStreamUsersStayShort(t *testing.T) {
+	ctx := cudatest.Context(t)
+	b := must(cuda.Zeroed[float32](ctx, 16))(t)
+	defer b.Free()
+	for range 100 {
+		s := must(ctx.NewStream())(t)
+		if err := b.Memset32Async(1, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cuda.StreamUsers(b); n > 9 {
+		t.Errorf("%d streams recorded after 100 closed ones; want at most 9", n)
+	}
+	open := cudatest.Stream(t, ctx)
+	if err := b.Memset32Async(2, open); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 16)
+	if err := b.CopyToHost(got); err != nil || got[0] != math.Float32frombits(2) {
+		t.Errorf("after a Memset32Async on the open stream: %v, %v", got[0], err)
+	}
+}
