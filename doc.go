@@ -4,6 +4,14 @@
 // so there is no cgo requirement, no CUDA toolkit and no cuda.h.
 // GOCUDA_LIBCUDA names another driver library file.
 //
+// # Starting
+//
+// Open(0) returns device 0's context and a stream in it: the one call a
+// program needs before allocating, copying and launching (see Example).
+// Buffers may be empty: Alloc(ctx, 0), FromHost of an empty slice and a
+// launch over zero elements are valid and do nothing, as empty arrays do in
+// CuPy and PyTorch.
+//
 // # Contexts and threads
 //
 // CUDA keeps a current context per OS thread, and goroutines move between

@@ -3,21 +3,45 @@ package cuda_test
 import (
 	"fmt"
 	"log"
+	"math"
 
 	cuda "github.com/gocuda/cuda"
 )
 
 func Example() {
-	dev, err := cuda.GetDevice(0)
+	ctx, s, err := cuda.Open(0) // device 0's context, and a stream to queue work on
 	if err != nil {
 		log.Fatal(err) // no driver, or no GPU: the error says which, and how to fix it
 	}
-	ctx, err := cuda.NewContext(dev)
+	defer ctx.Close()
+	defer s.Close()
+
+	buf, err := cuda.FromHost(ctx, []float32{1, 2, 3, 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Free()
+	// Queued on s: it runs later, in s's order.
+	if err := buf.Memset32Async(math.Float32bits(7), s); err != nil {
+		log.Fatal(err)
+	}
+	// A synchronous copy waits for the work queued on its buffer.
+	out := make([]float32, 4)
+	if err := buf.CopyToHost(out); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out)
+	// Output: [7 7 7 7]
+}
+
+// ExampleContext_MemInfo reads how much of the device's memory is free.
+func ExampleContext_MemInfo() {
+	ctx, s, err := cuda.Open(0)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ctx.Close()
-
+	defer s.Close()
 	free, total, err := ctx.MemInfo()
 	if err != nil {
 		log.Fatal(err)
