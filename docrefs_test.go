@@ -19,7 +19,7 @@ import (
 func TestDocReferences(t *testing.T) {
 	ref := regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*)\.([A-Z][A-Za-z0-9]*)\b`)
 	sizeRef := regexp.MustCompile(`\b([a-z][A-Za-z0-9]*)\.(ByteSize|Len)\(\)`)
-	for _, dir := range []string{".", "nvrtc", "nccl", "cublas", "safetensors"} {
+	for _, dir := range []string{".", "nvrtc", "nccl", "cublas", "safetensors", "compute"} {
 		t.Run(dir, func(t *testing.T) {
 			fset := token.NewFileSet()
 			files := map[string]*ast.File{}

@@ -1,0 +1,207 @@
+package compute
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nvrtc"
+)
+
+// EnvCache names the environment variable that moves the kernel cache's
+// folder, or, set to "off", turns the disk cache off. Unset, the cache is
+// the folder gocuda/kernels under os.UserCacheDir().
+const EnvCache = "GOCUDA_KERNEL_CACHE"
+
+// cacheFormat is part of every key: a change of how kernels are generated
+// or stored changes it, and old entries are simply not found.
+const cacheFormat = "gocuda compute kernel cache 1"
+
+// compileFlags are the NVRTC options of every generated kernel.
+var compileFlags = []string{"-std=c++17"}
+
+// compiles counts NVRTC compilations, for the tests.
+var compiles atomic.Int64
+
+// modules are the modules loaded in each context, by key: a kernel is
+// compiled and loaded once per context (and compiled once per machine,
+// with the disk cache).
+var modules sync.Map // weak.Pointer[cuda.Context] -> *contextModules
+
+type contextModules struct {
+	mu   sync.Mutex
+	mods map[string]*moduleEntry
+}
+
+// moduleEntry is one module, loaded once: callers after the first wait for
+// ready.
+type moduleEntry struct {
+	ready chan struct{}
+	mod   *cuda.Module
+	err   error
+	funcs sync.Map // name -> *cuda.Function
+}
+
+// kernelKey returns the cache key of source compiled for ctx's device: a
+// hash of the format, the source, the flags, the target and NVRTC's
+// version.
+func kernelKey(ctx *cuda.Context, source string) (key, arch string, err error) {
+	v, err := nvrtc.Version()
+	if err != nil {
+		return "", "", err
+	}
+	cc, err := ctx.Device().ComputeCapability()
+	if err != nil {
+		return "", "", err
+	}
+	arch = fmt.Sprintf("sm_%d%d", cc.Major, cc.Minor)
+	h := sha256.New()
+	for _, part := range append([]string{cacheFormat, source, arch, "nvrtc " + v.String()}, compileFlags...) {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	return hex.EncodeToString(h.Sum(nil)), arch, nil
+}
+
+// module returns source's module in ctx: loaded before, or read from the
+// disk cache, or compiled (and written to the disk cache).
+func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *moduleEntry, error) {
+	key, arch, err := kernelKey(ctx, source)
+	if err != nil {
+		return nil, nil, wrap(op, err, "compiling kernel %s", name)
+	}
+	v, _ := modules.LoadOrStore(weak.Make(ctx), &contextModules{mods: map[string]*moduleEntry{}})
+	cm := v.(*contextModules)
+	cm.mu.Lock()
+	e, ok := cm.mods[key]
+	if !ok {
+		e = &moduleEntry{ready: make(chan struct{})}
+		cm.mods[key] = e
+	}
+	cm.mu.Unlock()
+	if ok {
+		<-e.ready
+		if e.err == nil {
+			return e.mod, e, nil
+		}
+		return nil, nil, e.err
+	}
+	e.mod, e.err = loadModule(op, ctx, name, source, key, arch)
+	if e.err != nil {
+		// Not kept: the next call tries again.
+		cm.mu.Lock()
+		delete(cm.mods, key)
+		cm.mu.Unlock()
+	}
+	close(e.ready)
+	if e.err != nil {
+		return nil, nil, e.err
+	}
+	return e.mod, e, nil
+}
+
+// loadModule loads the cached image of key, or compiles source.
+func loadModule(op string, ctx *cuda.Context, name, source, key, arch string) (*cuda.Module, error) {
+	dir := cacheDir()
+	if image, ok := readEntry(dir, key); ok {
+		if mod, err := ctx.LoadModule(image); err == nil {
+			return mod, nil
+		}
+		// An image the driver refuses is as good as damaged: compile.
+	}
+	compiles.Add(1)
+	out, err := nvrtc.Compile(ctx, source, nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: compileFlags})
+	if err != nil {
+		return nil, wrap(op, err, "compiling kernel %s", name)
+	}
+	mod, err := ctx.LoadModule(out.Image)
+	if err != nil {
+		return nil, wrap(op, err, "loading kernel %s", name)
+	}
+	writeEntry(dir, key, out.Image) // a cache that cannot be written only costs time
+	return mod, nil
+}
+
+// cacheDir returns the disk cache's folder, or "" when it is off.
+func cacheDir() string {
+	switch v := os.Getenv(EnvCache); v {
+	case "off":
+		return ""
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(base, "gocuda", "kernels")
+	default:
+		return v
+	}
+}
+
+// An entry on disk is entryMagic, the key (so that a file under another
+// name is not taken), the SHA-256 of the image, then the image: a damaged,
+// truncated or foreign file fails the check and is compiled anew.
+const entryMagic = "gocuda-kernel\x00\x01\n"
+
+func entryPath(dir, key string) string { return filepath.Join(dir, key+".bin") }
+
+// readEntry returns the image cached under key, if a whole, matching entry
+// is there.
+func readEntry(dir, key string) ([]byte, bool) {
+	if dir == "" {
+		return nil, false
+	}
+	data, err := os.ReadFile(entryPath(dir, key))
+	if err != nil {
+		return nil, false
+	}
+	rest, ok := bytes.CutPrefix(data, []byte(entryMagic))
+	if !ok || len(rest) < len(key)+sha256.Size {
+		return nil, false
+	}
+	if string(rest[:len(key)]) != key {
+		return nil, false
+	}
+	rest = rest[len(key):]
+	sum, image := rest[:sha256.Size], rest[sha256.Size:]
+	if got := sha256.Sum256(image); !bytes.Equal(got[:], sum) || len(image) == 0 {
+		return nil, false
+	}
+	return image, true
+}
+
+// writeEntry writes image under key: to a temporary file in the folder,
+// then renamed over the entry, so that a reader (another process too) sees
+// the old entry, none, or the whole new one, never a part.
+func writeEntry(dir, key string, image []byte) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, key+".*.tmp")
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(image)
+	data := append(append(append([]byte(entryMagic), key...), sum[:]...), image...)
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), entryPath(dir, key)); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+// Package compute computes on device buffers from Go, without writing a
+// whole CUDA C kernel: elementwise and reduction kernels declared from Go
+// (as CuPy's ElementwiseKernel and ReductionKernel), and a standard set of
+// operations built on them: Fill, Iota, Cast, Add, Sub, Mul, Div, Max, Min
+// (of two buffers, or a buffer and a scalar), Axpby, Abs, Neg, Relu, Exp,
+// Log, Sqrt, Tanh, Sigmoid, Gelu, Where, Sum, MaxOf, MinOf, Mean (of a
+// buffer, or per row or column of a matrix: SumAxis, ...), Softmax and
+// LogSoftmax of rows, Transpose.
+//
+// Every operation is queued on a stream, like a kernel launch: its result
+// is there for the work queued after it on that stream, and for a
+// synchronous copy of the buffer (CopyToHost waits for it). Lengths and
+// shapes are checked before anything is compiled or launched, and a bad
+// one is an error wrapping cuda.ErrInvalidValue that says what was wrong.
+// Every operation can be captured into a CUDA graph (Stream.Capture) once
+// its kernel is compiled: a capture does not compile, so call the
+// operation once before capturing it. (Reductions of a whole buffer
+// allocate their partial results in stream order, which a capture records
+// as a node of the graph.)
+//
+// Reductions are deterministic: the same input on the same device gives the
+// same bits, run after run. They fold in a fixed tree, with no atomics;
+// integers are summed in 64 bits and Float16 and BFloat16 in float32.
+//
+// # The kernel cache
+//
+// A kernel is generated from its declaration and the pattern of its
+// arguments (which are buffers, which scalars), compiled by NVRTC for the
+// device's architecture on its first use, and loaded once per context.
+// The compiled image is kept on disk, under os.UserCacheDir()'s
+// gocuda/kernels (GOCUDA_KERNEL_CACHE names another folder, or "off"),
+// keyed by a SHA-256 of the generated source, the compiler's options, the
+// target architecture and NVRTC's version: a warm cache's first call loads
+// the image without compiling. An entry holds the SHA-256 of the image and
+// its key, and is written to a temporary file renamed into place: a
+// damaged, truncated or foreign file is not trusted but compiled anew and
+// rewritten, and processes writing the same entry at once each leave it
+// whole.
+//
+// The package needs NVRTC (see package nvrtc) to compile; without it every
+// operation on a non-empty buffer fails with cuda.ErrNotSupported naming
+// where it looked.
+package compute

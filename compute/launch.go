@@ -1,0 +1,53 @@
+package compute
+
+import (
+	"sync"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// function returns kernel name of source, compiled and loaded in ctx.
+func function(op string, ctx *cuda.Context, name, source string) (*cuda.Function, error) {
+	mod, entry, err := module(op, ctx, name, source)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := entry.funcs.Load(name); ok {
+		return f.(*cuda.Function), nil
+	}
+	f, err := mod.Function(name)
+	if err != nil {
+		return nil, wrap(op, err, "loading kernel %s", name)
+	}
+	entry.funcs.Store(name, f)
+	return f, nil
+}
+
+// blockSize is the threads of a block of the generated kernels.
+const blockSize = 256
+
+// residentBlocks are, by device ordinal, the blocks of blockSize threads
+// the device runs at once: a grid-stride loop needs no more.
+var residentBlocks sync.Map // int -> int
+
+// linearConfig returns the launch of a grid-stride kernel over n elements
+// on s: a block per blockSize elements, at most as many as the device runs
+// at once (from its multiprocessors and their threads).
+func linearConfig(s *cuda.Stream, n int) (cuda.LaunchConfig, error) {
+	dev := s.Context().Device()
+	v, ok := residentBlocks.Load(dev.Ordinal())
+	if !ok {
+		sms, err := dev.MultiprocessorCount()
+		if err != nil {
+			return cuda.LaunchConfig{}, err
+		}
+		threads, err := dev.Attribute(cuda.AttrMaxThreadsPerMultiprocessor)
+		if err != nil {
+			return cuda.LaunchConfig{}, err
+		}
+		v = max(1, sms*max(1, threads/blockSize))
+		residentBlocks.Store(dev.Ordinal(), v)
+	}
+	blocks := min((n+blockSize-1)/blockSize, v.(int))
+	return cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, nil
+}

@@ -1,0 +1,692 @@
+package compute_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// The numbers of the standard operations, against Go on the host, on the
+// GPU (on the fake nothing compiles: these skip there).
+
+// sizes are the element counts every operation is checked at.
+var sizes = []int{0, 1, 31, 1000003}
+
+// toF and fromF convert between a Number and float64, as the device does:
+// the halves through float32.
+func toF[T compute.Number](v T) float64 {
+	switch x := any(v).(type) {
+	case cuda.Float16:
+		return float64(x.Float32())
+	case cuda.BFloat16:
+		return float64(x.Float32())
+	case float32:
+		return float64(x)
+	case float64:
+		return x
+	case int8:
+		return float64(x)
+	case int16:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint8:
+		return float64(x)
+	case uint16:
+		return float64(x)
+	case uint32:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	}
+	panic("unreachable")
+}
+
+func fromF[T compute.Number](f float64) T {
+	var zero T
+	switch any(zero).(type) {
+	case cuda.Float16:
+		return any(cuda.NewFloat16(float32(f))).(T)
+	case cuda.BFloat16:
+		return any(cuda.NewBFloat16(float32(f))).(T)
+	case float32:
+		return any(float32(f)).(T)
+	case float64:
+		return any(f).(T)
+	case int8:
+		return any(int8(f)).(T)
+	case int16:
+		return any(int16(f)).(T)
+	case int32:
+		return any(int32(f)).(T)
+	case int64:
+		return any(int64(f)).(T)
+	case uint8:
+		return any(uint8(f)).(T)
+	case uint16:
+		return any(uint16(f)).(T)
+	case uint32:
+		return any(uint32(f)).(T)
+	case uint64:
+		return any(uint64(f)).(T)
+	}
+	panic("unreachable")
+}
+
+// randoms returns n values of T in [lo, hi), rounded to T.
+func randoms[T compute.Number](n int, lo, hi float64) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = fromF[T](lo + rand.Float64()*(hi-lo))
+	}
+	return out
+}
+
+// tolerance is the relative error allowed of T's results computed in
+// floating point: a few of T's units in the last place.
+func tolerance[T compute.Number]() float64 {
+	var zero T
+	switch any(zero).(type) {
+	case cuda.Float16:
+		return 2e-3
+	case cuda.BFloat16:
+		return 1.6e-2
+	case float32:
+		return 2e-6
+	case float64:
+		return 1e-14
+	}
+	return 0 // integers: exact
+}
+
+func near[T compute.Number](got T, want float64, tol float64) bool {
+	g := toF(got)
+	if math.IsNaN(want) {
+		return math.IsNaN(g)
+	}
+	if tol == 0 {
+		return g == toF(fromF[T](want))
+	}
+	return math.Abs(g-want) <= tol*math.Max(1, math.Abs(want))
+}
+
+func upload[T any](t testing.TB, ctx *cuda.Context, v []T) *cuda.DeviceBuffer[T] {
+	t.Helper()
+	b := must(cuda.FromHost(ctx, v))(t)
+	t.Cleanup(func() { b.Free() })
+	return b
+}
+
+func download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
+	t.Helper()
+	out := make([]T, b.Len())
+	if err := b.CopyToHost(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type env struct {
+	ctx *cuda.Context
+	s   *cuda.Stream
+}
+
+func gpu(t *testing.T) env {
+	t.Helper()
+	requireNVRTC(t)
+	ctx := cudatest.Context(t)
+	return env{ctx, cudatest.Stream(t, ctx)}
+}
+
+// checkBinary checks op against ref over T at every size, both buffers
+// and a buffer and a scalar.
+func checkBinary[T compute.Number](t *testing.T, e env, name string, op func(s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error,
+	opScalar func(s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error, ref func(a, b float64) float64, lo, hi float64) {
+	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
+		for _, n := range sizes {
+			a, b := randoms[T](n, lo, hi), randoms[T](n, lo, hi)
+			da, db := upload(t, e.ctx, a), upload(t, e.ctx, b)
+			dst := must(cuda.Alloc[T](e.ctx, n))(t)
+			if err := op(e.s, dst, da, db); err != nil {
+				t.Fatal(err)
+			}
+			got := download(t, dst)
+			for i := range got {
+				if want := ref(toF(a[i]), toF(b[i])); !near(got[i], want, tolerance[T]()) {
+					t.Fatalf("n %d: element %d: %v op %v = %v, want %v", n, i, a[i], b[i], got[i], want)
+				}
+			}
+			if n == 0 {
+				dst.Free()
+				continue
+			}
+			v := b[0]
+			if err := opScalar(e.s, dst, da, v); err != nil {
+				t.Fatal(err)
+			}
+			got = download(t, dst)
+			for i := range got {
+				if want := ref(toF(a[i]), toF(v)); !near(got[i], want, tolerance[T]()) {
+					t.Fatalf("n %d, scalar: element %d: %v op %v = %v, want %v", n, i, a[i], v, got[i], want)
+				}
+			}
+			dst.Free()
+		}
+	})
+}
+
+func binaries[T compute.Number](t *testing.T, e env, lo, hi float64) {
+	checkBinary(t, e, "Add", compute.Add[T], compute.AddScalar[T], func(a, b float64) float64 { return a + b }, lo, hi)
+	checkBinary(t, e, "Sub", compute.Sub[T], compute.SubScalar[T], func(a, b float64) float64 { return a - b }, lo, hi)
+	checkBinary(t, e, "Mul", compute.Mul[T], compute.MulScalar[T], func(a, b float64) float64 { return a * b }, lo, hi)
+	checkBinary(t, e, "Max", compute.Max[T], compute.MaxScalar[T], math.Max, lo, hi)
+	checkBinary(t, e, "Min", compute.Min[T], compute.MinScalar[T], math.Min, lo, hi)
+	checkBinary(t, e, "Div", compute.Div[T], compute.DivScalar[T], func(a, b float64) float64 {
+		if tolerance[T]() == 0 {
+			return math.Trunc(a / b)
+		}
+		return a / b
+	}, lo+0.5*(hi-lo), hi) // positive divisors, away from zero
+}
+
+func TestBinary(t *testing.T) {
+	e := gpu(t)
+	binaries[int8](t, e, -10, 10)
+	binaries[int16](t, e, -100, 100)
+	binaries[int32](t, e, -1000, 1000)
+	binaries[int64](t, e, -1e6, 1e6)
+	binaries[uint8](t, e, 1, 15)
+	binaries[uint16](t, e, 1, 200)
+	binaries[uint32](t, e, 1, 1e4)
+	binaries[uint64](t, e, 1, 1e6)
+	binaries[float32](t, e, -100, 100)
+	binaries[float64](t, e, -100, 100)
+	binaries[cuda.Float16](t, e, -10, 10)
+	binaries[cuda.BFloat16](t, e, -10, 10)
+}
+
+func checkUnary[T compute.Number](t *testing.T, e env, name string, op func(s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error, ref func(float64) float64, lo, hi float64) {
+	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
+		for _, n := range sizes {
+			x := randoms[T](n, lo, hi)
+			dst := must(cuda.Alloc[T](e.ctx, n))(t)
+			if err := op(e.s, dst, upload(t, e.ctx, x)); err != nil {
+				t.Fatal(err)
+			}
+			tol := tolerance[T]() * 4 // the device's transcendental functions are within a few ulp
+			for i, g := range download(t, dst) {
+				if want := ref(toF(x[i])); !near(g, want, tol) {
+					t.Fatalf("n %d: element %d: %s(%v) = %v, want %v", n, i, name, x[i], g, want)
+				}
+			}
+			dst.Free()
+		}
+	})
+}
+
+func floatUnaries[T compute.Float](t *testing.T, e env) {
+	checkUnary(t, e, "Exp", compute.Exp[T], math.Exp, -5, 5)
+	checkUnary(t, e, "Log", compute.Log[T], math.Log, 0.01, 100)
+	checkUnary(t, e, "Sqrt", compute.Sqrt[T], math.Sqrt, 0, 100)
+	checkUnary(t, e, "Tanh", compute.Tanh[T], math.Tanh, -5, 5)
+	checkUnary(t, e, "Sigmoid", compute.Sigmoid[T], func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }, -8, 8)
+	checkUnary(t, e, "Gelu", compute.Gelu[T], func(x float64) float64 { return x * (1 + math.Erf(x/math.Sqrt2)) / 2 }, -5, 5)
+	checkUnary(t, e, "Abs", compute.Abs[T], math.Abs, -5, 5)
+	checkUnary(t, e, "Neg", compute.Neg[T], func(x float64) float64 { return -x }, -5, 5)
+	checkUnary(t, e, "Relu", compute.Relu[T], func(x float64) float64 { return math.Max(x, 0) }, -5, 5)
+}
+
+func intUnaries[T compute.Number](t *testing.T, e env, lo, hi float64) {
+	checkUnary(t, e, "Abs", compute.Abs[T], math.Abs, lo, hi)
+	checkUnary(t, e, "Relu", compute.Relu[T], func(x float64) float64 { return math.Max(x, 0) }, lo, hi)
+}
+
+func TestUnary(t *testing.T) {
+	e := gpu(t)
+	floatUnaries[float32](t, e)
+	floatUnaries[float64](t, e)
+	floatUnaries[cuda.Float16](t, e)
+	floatUnaries[cuda.BFloat16](t, e)
+	intUnaries[int8](t, e, -100, 100)
+	intUnaries[int32](t, e, -1e6, 1e6)
+	intUnaries[int64](t, e, -1e9, 1e9)
+	intUnaries[uint16](t, e, 0, 6e4)
+}
+
+// TestCastBits: float32 to Float16 and BFloat16 on the device round bit for
+// bit as cuda.NewFloat16 and cuda.NewBFloat16 on the host, over every
+// class of float32 (random bits: normals, subnormals, infinities, NaNs,
+// and the halves' ties), and every Float16 and BFloat16 widens exactly.
+func TestCastBits(t *testing.T) {
+	e := gpu(t)
+	n := 1 << 20
+	bits := make([]float32, n)
+	for i := range bits {
+		bits[i] = math.Float32frombits(rand.Uint32())
+	}
+	// Ties and edges: exactly halfway between two Float16s and BFloat16s,
+	// the largest finite halves, the smallest subnormals.
+	for i, b := range []uint32{0x33000000, 0x33000001, 0x387fe000, 0x477fe000, 0x477ff000, 0x3f808000, 0x3f818000, 0x7f7fffff, 0x00000001, 0x80000000, 0x7fc00001, 0xff800000} {
+		bits[i] = math.Float32frombits(b)
+	}
+	src := upload(t, e.ctx, bits)
+	h := must(cuda.Alloc[cuda.Float16](e.ctx, n))(t)
+	defer h.Free()
+	bf := must(cuda.Alloc[cuda.BFloat16](e.ctx, n))(t)
+	defer bf.Free()
+	if err := compute.Cast(e.s, h, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := compute.Cast(e.s, bf, src); err != nil {
+		t.Fatal(err)
+	}
+	gh, gbf := download(t, h), download(t, bf)
+	for i, f := range bits {
+		if want := cuda.NewFloat16(f); gh[i] != want {
+			t.Fatalf("float32 %#08x to Float16: %#04x, want %#04x", math.Float32bits(f), uint16(gh[i]), uint16(want))
+		}
+		if want := cuda.NewBFloat16(f); gbf[i] != want {
+			t.Fatalf("float32 %#08x to BFloat16: %#04x, want %#04x", math.Float32bits(f), uint16(gbf[i]), uint16(want))
+		}
+	}
+	all := make([]cuda.Float16, 1<<16)
+	allB := make([]cuda.BFloat16, 1<<16)
+	for i := range all {
+		all[i], allB[i] = cuda.Float16(i), cuda.BFloat16(i)
+	}
+	wide := must(cuda.Alloc[float32](e.ctx, 1<<16))(t)
+	defer wide.Free()
+	for name, cast := range map[string]func() (error, func(int) float32){
+		"Float16": func() (error, func(int) float32) {
+			return compute.Cast(e.s, wide, upload(t, e.ctx, all)), func(i int) float32 { return all[i].Float32() }
+		},
+		"BFloat16": func() (error, func(int) float32) {
+			return compute.Cast(e.s, wide, upload(t, e.ctx, allB)), func(i int) float32 { return allB[i].Float32() }
+		},
+	} {
+		err, want := cast()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range download(t, wide) {
+			if math.Float32bits(g) != math.Float32bits(want(i)) {
+				t.Fatalf("%s %#04x to float32: %#08x, want %#08x", name, i, math.Float32bits(g), math.Float32bits(want(i)))
+			}
+		}
+	}
+}
+
+// TestCastTypes: a cast between each pair of a set of types, as Go
+// converts.
+func TestCastTypes(t *testing.T) {
+	e := gpu(t)
+	x := randoms[float64](1000003, -100, 100)
+	src := upload(t, e.ctx, x)
+	check := func(name string, err error, got func(i int) float64, want func(float64) float64) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i := range x {
+			if g, w := got(i), want(x[i]); g != w {
+				t.Fatalf("%s: element %d (%v): %v, want %v", name, i, x[i], g, w)
+			}
+		}
+	}
+	i32 := must(cuda.Alloc[int32](e.ctx, len(x)))(t)
+	defer i32.Free()
+	f32 := must(cuda.Alloc[float32](e.ctx, len(x)))(t)
+	defer f32.Free()
+	u8 := must(cuda.Alloc[uint8](e.ctx, len(x)))(t)
+	defer u8.Free()
+	err := compute.Cast(e.s, i32, src)
+	gi := download(t, i32)
+	check("float64 to int32", err, func(i int) float64 { return float64(gi[i]) }, func(v float64) float64 { return float64(int32(v)) })
+	err = compute.Cast(e.s, f32, i32)
+	gf := download(t, f32)
+	check("int32 to float32", err, func(i int) float64 { return float64(gf[i]) }, func(v float64) float64 { return float64(float32(int32(v))) })
+	err = compute.Cast(e.s, u8, i32)
+	gu := download(t, u8)
+	check("int32 to uint8", err, func(i int) float64 { return float64(gu[i]) }, func(v float64) float64 { return float64(uint8(int32(v))) })
+}
+
+func TestFillIotaAxpbyWhere(t *testing.T) {
+	e := gpu(t)
+	for _, n := range sizes {
+		b := must(cuda.Alloc[float32](e.ctx, n))(t)
+		if err := compute.Fill(e.s, b, 2.5); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range download(t, b) {
+			if v != 2.5 {
+				t.Fatalf("Fill: element %d is %v", i, v)
+			}
+		}
+		if err := compute.Iota(e.s, b, 1, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range download(t, b) {
+			if want := 1 + float32(i)*0.5; v != want {
+				t.Fatalf("Iota: element %d is %v, want %v", i, v, want)
+			}
+		}
+		x := randoms[float32](n, -1, 1)
+		if err := compute.Axpby(e.s, 2, upload(t, e.ctx, x), -1, b); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range download(t, b) {
+			if want := 2*x[i] - (1 + float32(i)*0.5); !near(v, float64(want), 2e-6) {
+				t.Fatalf("Axpby: element %d is %v, want %v", i, v, want)
+			}
+		}
+		mask := make([]uint8, n)
+		for i := range mask {
+			mask[i] = uint8(i % 3)
+		}
+		a, c := randoms[int64](n, -1e9, 1e9), randoms[int64](n, -1e9, 1e9)
+		w := must(cuda.Alloc[int64](e.ctx, n))(t)
+		if err := compute.Where(e.s, w, upload(t, e.ctx, mask), upload(t, e.ctx, a), upload(t, e.ctx, c)); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range download(t, w) {
+			want := c[i]
+			if mask[i] != 0 {
+				want = a[i]
+			}
+			if v != want {
+				t.Fatalf("Where: element %d is %v, want %v", i, v, want)
+			}
+		}
+		b.Free()
+		w.Free()
+	}
+	ints := must(cuda.Alloc[int16](e.ctx, 1000003))(t)
+	defer ints.Free()
+	if err := compute.Iota(e.s, ints, -500, 3); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range download(t, ints) {
+		if want := int16(-500 + 3*i); v != want {
+			t.Fatalf("Iota int16: element %d is %v, want %v", i, v, want)
+		}
+	}
+}
+
+// checkReductions checks Sum, MaxOf, MinOf (and Mean for floats) of T, and
+// their per-row and per-column forms.
+func checkReductions[T compute.Number](t *testing.T, e env, lo, hi float64, mean func(s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error) {
+	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
+		out := must(cuda.Alloc[T](e.ctx, 1))(t)
+		defer out.Free()
+		tol := tolerance[T]()
+		for _, n := range sizes {
+			x := randoms[T](n, lo, hi)
+			dx := upload(t, e.ctx, x)
+			var sum float64
+			mx, mn := math.Inf(-1), math.Inf(1)
+			for _, v := range x {
+				f := toF(v)
+				sum += f
+				mx, mn = math.Max(mx, f), math.Min(mn, f)
+			}
+			sumTol := tol * math.Sqrt(float64(max(n, 1))) * 4
+			for name, c := range map[string]struct {
+				op   func(s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error
+				want float64
+				tol  float64
+			}{"Sum": {compute.Sum[T], sum, sumTol}, "MaxOf": {compute.MaxOf[T], mx, 0}, "MinOf": {compute.MinOf[T], mn, 0}} {
+				if n == 0 && name != "Sum" {
+					continue
+				}
+				if err := c.op(e.s, out, dx); err != nil {
+					t.Fatalf("%s of %d: %v", name, n, err)
+				}
+				got := download(t, out)[0]
+				if tol == 0 && name == "Sum" {
+					// Integers sum in 64 bits, then wrap to T.
+					var s int64
+					for _, v := range x {
+						s += int64(toF(v))
+					}
+					if fmt.Sprint(got) != fmt.Sprint(wrap[T](s)) {
+						t.Fatalf("Sum of %d: %v, want %v", n, got, wrap[T](s))
+					}
+					continue
+				}
+				if !near(got, c.want, max(c.tol, tol)) {
+					t.Fatalf("%s of %d: %v, want %v", name, n, got, c.want)
+				}
+			}
+			if mean != nil {
+				if err := mean(e.s, out, dx); err != nil {
+					t.Fatal(err)
+				}
+				got := download(t, out)[0]
+				if want := sum / float64(n); !near(got, want, max(tol*4, 1e-6)) {
+					t.Fatalf("Mean of %d: %v, want %v", n, got, want)
+				}
+			}
+		}
+		// Per row and per column of odd shapes.
+		for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 1001, Cols: 3}, {Rows: 3, Cols: 100003}} {
+			x := randoms[T](sh.Rows*sh.Cols, lo, hi)
+			dx := upload(t, e.ctx, x)
+			for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {
+				outer, inner := sh.Rows, sh.Cols
+				at := func(o, k int) T { return x[o*sh.Cols+k] }
+				if axis == compute.PerColumn {
+					outer, inner = sh.Cols, sh.Rows
+					at = func(o, k int) T { return x[k*sh.Cols+o] }
+				}
+				dst := must(cuda.Alloc[T](e.ctx, outer))(t)
+				if err := compute.MaxAxis(e.s, dst, dx, sh, axis); err != nil {
+					t.Fatal(err)
+				}
+				gotMax := download(t, dst)
+				if err := compute.SumAxis(e.s, dst, dx, sh, axis); err != nil {
+					t.Fatal(err)
+				}
+				gotSum := download(t, dst)
+				for o := range outer {
+					var s float64
+					m := math.Inf(-1)
+					var si int64
+					for k := range inner {
+						f := toF(at(o, k))
+						s += f
+						si += int64(f)
+						m = math.Max(m, f)
+					}
+					if !near(gotMax[o], m, 0) {
+						t.Fatalf("MaxAxis %v %v: %d: %v, want %v", sh, axis, o, gotMax[o], m)
+					}
+					if tol == 0 {
+						if fmt.Sprint(gotSum[o]) != fmt.Sprint(wrap[T](si)) {
+							t.Fatalf("SumAxis %v %v: %d: %v, want %v", sh, axis, o, gotSum[o], wrap[T](si))
+						}
+					} else if !near(gotSum[o], s, tol*math.Sqrt(float64(inner))*4) {
+						t.Fatalf("SumAxis %v %v: %d: %v, want %v", sh, axis, o, gotSum[o], s)
+					}
+				}
+				dst.Free()
+			}
+		}
+	})
+}
+
+// wrap converts an int64 sum to T as the device's store does (modulo
+// 2^bits for the integers).
+func wrap[T compute.Number](s int64) T {
+	var zero T
+	switch any(zero).(type) {
+	case int8:
+		return any(int8(s)).(T)
+	case int16:
+		return any(int16(s)).(T)
+	case int32:
+		return any(int32(s)).(T)
+	case int64:
+		return any(s).(T)
+	case uint8:
+		return any(uint8(s)).(T)
+	case uint16:
+		return any(uint16(s)).(T)
+	case uint32:
+		return any(uint32(s)).(T)
+	case uint64:
+		return any(uint64(s)).(T)
+	}
+	return fromF[T](float64(s))
+}
+
+func TestReductions(t *testing.T) {
+	e := gpu(t)
+	checkReductions[int8](t, e, -100, 100, nil)
+	checkReductions[int32](t, e, -1e6, 1e6, nil)
+	checkReductions[int64](t, e, -1e12, 1e12, nil)
+	checkReductions[uint8](t, e, 0, 250, nil)
+	checkReductions[uint64](t, e, 0, 1e12, nil)
+	checkReductions[float32](t, e, -1, 1, compute.Mean[float32])
+	checkReductions[float64](t, e, -1, 1, compute.Mean[float64])
+	checkReductions[cuda.Float16](t, e, -1, 1, compute.Mean[cuda.Float16])
+	checkReductions[cuda.BFloat16](t, e, -1, 1, compute.Mean[cuda.BFloat16])
+}
+
+// TestSumDeterministic: the same sum twice gives the same bits.
+func TestSumDeterministic(t *testing.T) {
+	e := gpu(t)
+	x := upload(t, e.ctx, randoms[float32](1<<24+3, -1, 1))
+	out := must(cuda.Alloc[float32](e.ctx, 1))(t)
+	defer out.Free()
+	var first uint32
+	for r := range 5 {
+		if err := compute.Sum(e.s, out, x); err != nil {
+			t.Fatal(err)
+		}
+		got := math.Float32bits(download(t, out)[0])
+		if r == 0 {
+			first = got
+		} else if got != first {
+			t.Fatalf("round %d: %#08x, the first %#08x", r, got, first)
+		}
+	}
+}
+
+func TestSoftmax(t *testing.T) {
+	e := gpu(t)
+	for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 2, Cols: 100003}} {
+		x := randoms[float32](sh.Rows*sh.Cols, -20, 20)
+		dx := upload(t, e.ctx, x)
+		sm := must(cuda.Alloc[float32](e.ctx, len(x)))(t)
+		lsm := must(cuda.Alloc[float32](e.ctx, len(x)))(t)
+		if err := compute.Softmax(e.s, sm, dx, sh); err != nil {
+			t.Fatal(err)
+		}
+		if err := compute.LogSoftmax(e.s, lsm, dx, sh); err != nil {
+			t.Fatal(err)
+		}
+		gs, gl := download(t, sm), download(t, lsm)
+		for r := range sh.Rows {
+			row := x[r*sh.Cols : (r+1)*sh.Cols]
+			m := math.Inf(-1)
+			for _, v := range row {
+				m = math.Max(m, float64(v))
+			}
+			var sum float64
+			for _, v := range row {
+				sum += math.Exp(float64(v) - m)
+			}
+			for c, v := range row {
+				want := math.Exp(float64(v)-m) / sum
+				if got := float64(gs[r*sh.Cols+c]); math.Abs(got-want) > 1e-5*math.Max(want, 1e-3) {
+					t.Fatalf("Softmax %v: [%d,%d] = %v, want %v", sh, r, c, got, want)
+				}
+				lwant := float64(v) - m - math.Log(sum)
+				if got := float64(gl[r*sh.Cols+c]); math.Abs(got-lwant) > 1e-4*math.Max(1, math.Abs(lwant)) {
+					t.Fatalf("LogSoftmax %v: [%d,%d] = %v, want %v", sh, r, c, got, lwant)
+				}
+			}
+		}
+		sm.Free()
+		lsm.Free()
+	}
+}
+
+func TestTranspose(t *testing.T) {
+	e := gpu(t)
+	for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 33, Cols: 65}, {Rows: 1, Cols: 1000003}, {Rows: 1025, Cols: 999}} {
+		x := randoms[int32](sh.Rows*sh.Cols, -1e9, 1e9)
+		dst := must(cuda.Alloc[int32](e.ctx, len(x)))(t)
+		if err := compute.Transpose(e.s, dst, upload(t, e.ctx, x), sh); err != nil {
+			t.Fatal(err)
+		}
+		got := download(t, dst)
+		for r := range sh.Rows {
+			for c := range sh.Cols {
+				if got[c*sh.Rows+r] != x[r*sh.Cols+c] {
+					t.Fatalf("Transpose %v: [%d,%d]", sh, r, c)
+				}
+			}
+		}
+		dst.Free()
+	}
+}
+
+// TestCompileError: a body that does not compile is the Launch's error,
+// with NVRTC's log, wrapping ErrInvalidValue.
+func TestCompileError(t *testing.T) {
+	e := gpu(t)
+	k := must(compute.NewElementwise("broken", "float32 x", "float32 y", "y = x +;"))(t)
+	b := must(cuda.Zeroed[float32](e.ctx, 4))(t)
+	defer b.Free()
+	err := k.Launch(e.s, b, b)
+	if err == nil || !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "broken.cu") {
+		t.Fatalf("a body that does not compile: %v", err)
+	}
+	t.Log(err)
+}
+
+// TestDiskCache: with a warm disk cache, a new context's first call of an
+// operation compiles nothing, and takes milliseconds.
+func TestDiskCache(t *testing.T) {
+	requireNVRTC(t)
+	t.Setenv(compute.EnvCache, t.TempDir())
+	first := func() time.Duration {
+		ctx := cudatest.Context(t) // a context of its own: the memory cache is empty
+		s := cudatest.Stream(t, ctx)
+		b := must(cuda.Zeroed[float32](ctx, 1<<10))(t)
+		defer b.Free()
+		start := time.Now()
+		if err := compute.Add(s, b, b, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	before := compute.Compiles()
+	cold := first()
+	if compute.Compiles() != before+1 {
+		t.Fatalf("the cold call compiled %d kernels, want 1", compute.Compiles()-before)
+	}
+	warm := first()
+	if compute.Compiles() != before+1 {
+		t.Fatalf("the warm call compiled %d kernels, want none", compute.Compiles()-before-1)
+	}
+	t.Logf("first call of Add: %v compiling, %v from the disk cache", cold, warm)
+	if os.Getenv(cudatest.EnvRequireGPU) == "1" {
+		t.Logf("(warm first call goal: under 2 ms)")
+	}
+}

@@ -1,0 +1,356 @@
+package compute
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// Shape is a row-major matrix's shape: Rows rows of Cols elements, one row
+// after the other.
+type Shape struct{ Rows, Cols int }
+
+// Axis says what a reduction over a matrix folds.
+type Axis int
+
+const (
+	// PerRow folds each row: Rows results.
+	PerRow Axis = iota
+	// PerColumn folds each column: Cols results.
+	PerColumn
+)
+
+func (a Axis) String() string {
+	switch a {
+	case PerRow:
+		return "per row"
+	case PerColumn:
+		return "per column"
+	}
+	return fmt.Sprintf("Axis(%d)", int(a))
+}
+
+// Reduction is a kernel that folds buffers into one value, or into one per
+// row or column of a matrix, as CuPy's ReductionKernel:
+//
+//	sumsq, err := compute.NewReduction("sumsq", "float32 x", "float32 y",
+//		"x * x", "a + b", "0", "y = a", "float32")
+//	err = sumsq.Launch(s, x, y) // y: a buffer of one element
+//
+// mapExpr is the value of element i, over the inputs (as Elementwise's body
+// sees them); reduceExpr folds two values, a and b, of the reduce type; identity
+// is the value that folds with any other to it; postMap sets the output
+// from the folded value a (and n, the elements folded into it). The reduce
+// type is one of the element types' names: Float16 and BFloat16 inputs are
+// best folded in float32.
+//
+// Results are deterministic: the same inputs on the same device give the
+// same bits every run. The elements are folded in a fixed tree (each
+// thread a fixed run of them, then the threads of a block, then the
+// blocks' results in a second kernel), with no atomics; the tree depends
+// on the element count and the device's size only. Floating-point sums
+// may differ in their last bits from a sequential sum on the host.
+//
+// A Reduction is safe for use by many goroutines.
+type Reduction struct {
+	name                                   string
+	in                                     []param
+	out                                    param
+	mapExpr, reduceExpr, identity, postMap string
+	acc                                    dtype
+	mu                                     sync.Mutex
+	variants                               map[string]string
+}
+
+// NewReduction checks a reduction's declaration (see Reduction). Nothing is
+// compiled until the first launch.
+func NewReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceType string) (*Reduction, error) {
+	const op = "NewReduction"
+	if !ident(name) {
+		return nil, errorf(op, cuda.ErrInvalidValue, "%q is not a kernel name (a C identifier, not starting with _ or gocuda_)", name)
+	}
+	ins, err := parseParams(op, "inputs", in)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := parseParams(op, "output", out)
+	if err != nil {
+		return nil, err
+	}
+	if len(ins) == 0 || len(outs) != 1 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "reduction %s has %d inputs and %d outputs: want at least one input and exactly one output", name, len(ins), len(outs))
+	}
+	acc, ok := dtypeNamed(reduceType)
+	if !ok {
+		return nil, errorf(op, cuda.ErrInvalidValue, "unknown reduce type %q (want one of %s)", reduceType, typeNames())
+	}
+	seen := map[string]bool{"a": true, "b": true, "i": true, "n": true}
+	for _, p := range append(append([]param(nil), ins...), outs...) {
+		if seen[p.name] {
+			return nil, errorf(op, cuda.ErrInvalidValue, "reduction %s: %q is declared twice, or is a, b, i or n", name, p.name)
+		}
+		seen[p.name] = true
+	}
+	for what, e := range map[string]string{"map": mapExpr, "reduce": reduceExpr, "identity": identity, "post-map": postMap} {
+		if strings.TrimSpace(e) == "" {
+			return nil, errorf(op, cuda.ErrInvalidValue, "reduction %s has an empty %s expression", name, what)
+		}
+	}
+	return &Reduction{name: name, in: ins, out: outs[0], mapExpr: mapExpr, reduceExpr: reduceExpr, identity: identity,
+		postMap: postMap, acc: acc, variants: map[string]string{}}, nil
+}
+
+// reduction kinds, each a kernel of the source.
+const (
+	kindWhole  = "whole"
+	kindRows   = "rows"
+	kindCols   = "cols"
+	maxPartial = 1024 // the most blocks a whole reduction's first pass runs
+)
+
+// source writes the reduction's kernels for an argument pattern: NAME_partial
+// and NAME_final (a whole buffer), NAME_rows, NAME_cols.
+func (r *Reduction) source(buffer []bool) string {
+	acc := r.acc.value
+	var b strings.Builder
+	b.WriteString(prelude)
+	fmt.Fprintf(&b, "\ntypedef %s gocuda_acc;\n", acc)
+	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_reduce(gocuda_acc a, gocuda_acc b) { return (gocuda_acc)(%s); }\n", r.reduceExpr)
+	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_identity() { return (gocuda_acc)(%s); }\n", r.identity)
+	// The inputs, as parameters and as values of element i.
+	var params, loads strings.Builder
+	for j, p := range r.in {
+		if buffer[j] {
+			fmt.Fprintf(&params, "const %s* __restrict__ gocuda_%s, ", p.t.storage, p.name)
+			fmt.Fprintf(&loads, "const %s %s = %s; ", p.t.value, p.name, p.t.load("gocuda_"+p.name+"[i]"))
+		} else {
+			fmt.Fprintf(&params, "%s gocuda_%s, ", p.t.storage, p.name)
+			fmt.Fprintf(&loads, "const %s %s = %s; ", p.t.value, p.name, p.t.load("gocuda_"+p.name))
+		}
+	}
+	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_map(%slong long i) { %sreturn (gocuda_acc)(%s); }\n",
+		strings.ReplaceAll(params.String(), "gocuda_", "gocuda_"), loads.String(), r.mapExpr)
+	var callArgs strings.Builder
+	for _, p := range r.in {
+		fmt.Fprintf(&callArgs, "gocuda_%s, ", p.name)
+	}
+	fmt.Fprintf(&b, "__device__ __forceinline__ void gocuda_post(%s* gocuda_out, long long gocuda_at, gocuda_acc a, long long n) { %s %s; { %s; } gocuda_out[gocuda_at] = %s; }\n",
+		r.out.t.storage, r.out.t.value, r.out.name, r.postMap, r.out.t.store(r.out.name))
+	// A block's fixed tree: each thread's value in shared memory, halved
+	// until thread 0 holds the block's.
+	b.WriteString(`__device__ __forceinline__ gocuda_acc gocuda_block(gocuda_acc v) {
+	__shared__ gocuda_acc s[256];
+	s[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
+		if (threadIdx.x < k) s[threadIdx.x] = gocuda_reduce(s[threadIdx.x], s[threadIdx.x + k]);
+		__syncthreads();
+	}
+	return s[0];
+}
+`)
+	fmt.Fprintf(&b, `extern "C" __global__ void %[1]s_partial(%[2]sgocuda_acc* gocuda_partial, long long n) {
+	gocuda_acc v = gocuda_identity();
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x)
+		v = gocuda_reduce(v, gocuda_map(%[3]si));
+	v = gocuda_block(v);
+	if (threadIdx.x == 0) gocuda_partial[blockIdx.x] = v;
+}
+extern "C" __global__ void %[1]s_final(const gocuda_acc* gocuda_partial, long long m, %[4]s* gocuda_out, long long n) {
+	gocuda_acc v = gocuda_identity();
+	for (long long j = threadIdx.x; j < m; j += blockDim.x) v = gocuda_reduce(v, gocuda_partial[j]);
+	v = gocuda_block(v);
+	if (threadIdx.x == 0) gocuda_post(gocuda_out, 0, v, n);
+}
+extern "C" __global__ void %[1]s_rows(%[2]s%[4]s* gocuda_out, long long rows, long long cols) {
+	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+		gocuda_acc v = gocuda_identity();
+		for (long long c = threadIdx.x; c < cols; c += blockDim.x) v = gocuda_reduce(v, gocuda_map(%[3]sr * cols + c));
+		v = gocuda_block(v);
+		if (threadIdx.x == 0) gocuda_post(gocuda_out, r, v, cols);
+		__syncthreads();
+	}
+}
+extern "C" __global__ void %[1]s_cols(%[2]s%[4]s* gocuda_out, long long rows, long long cols) {
+	for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (long long)blockDim.x * gridDim.x) {
+		gocuda_acc v = gocuda_identity();
+		for (long long r = 0; r < rows; r++) v = gocuda_reduce(v, gocuda_map(%[3]sr * cols + c));
+		gocuda_post(gocuda_out, c, v, rows);
+	}
+}
+`, r.name, params.String(), callArgs.String(), r.out.t.storage)
+	return b.String()
+}
+
+// args checks a launch's arguments: the inputs (buffers of want elements,
+// or scalars), then the output (a buffer of outN elements).
+func (r *Reduction) args(op string, s *cuda.Stream, want, outN int, args []any) ([]arg, error) {
+	if r == nil || r.variants == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil or zero *Reduction: make one with NewReduction")
+	}
+	if s == nil || s.Context() == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil or zero *cuda.Stream")
+	}
+	ps := append(append([]param(nil), r.in...), r.out)
+	if len(args) != len(ps) {
+		return nil, errorf(op, cuda.ErrInvalidValue, "reduction %s takes %d arguments (%s), %d given", r.name, len(ps), paramList(ps), len(args))
+	}
+	as := make([]arg, len(ps))
+	for j, p := range ps {
+		a, err := classify(op, p, args[j], j < len(r.in))
+		if err != nil {
+			return nil, err
+		}
+		if a.buffer {
+			if a.ctx != s.Context() {
+				return nil, errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the stream", p.name)
+			}
+			if n := map[bool]int{true: outN, false: want}[j == len(r.in)]; a.n != n {
+				return nil, errorf(op, cuda.ErrInvalidValue, "%s has %d elements: want %d", p.name, a.n, n)
+			}
+		}
+		as[j] = a
+	}
+	return as, nil
+}
+
+// Launch folds every element of the input buffers, which must have the same
+// length (scalars may stand for inputs), into the output, a buffer of one
+// element. An empty input gives the post-map of the identity.
+func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
+	const op = "Reduction.Launch"
+	n := -1
+	for _, v := range args {
+		if b, _, ok := asBuffer(v); ok {
+			n = b.Len() // the first buffer's length is the count; args checks the rest
+			break
+		}
+	}
+	if n < 0 {
+		n = 0
+	}
+	as, err := r.args(op, s, n, 1, args)
+	if err != nil {
+		return err
+	}
+	f, err := r.functions(op, s, as, "_partial", "_final")
+	if err != nil {
+		return err
+	}
+	blocks := 1
+	if n > 0 {
+		cfg, err := linearConfig(s, n)
+		if err != nil {
+			return wrap(op, err, "sizing the launch of %s", r.name)
+		}
+		blocks = min(cfg.Grid.X, maxPartial)
+	}
+	partial, err := cuda.AllocAsync[byte](s, blocks*int(accSize(r.acc)))
+	if err != nil {
+		return wrap(op, err, "allocating %s's partial results", r.name)
+	}
+	vals := r.values(as[:len(r.in)])
+	launchErr := f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, append(vals, partial, int64(n))...)
+	if launchErr == nil {
+		launchErr = f[1].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, partial, int64(blocks), as[len(r.in)].mem, int64(n))
+	}
+	freeErr := partial.Free() // in the stream's order, after the kernels
+	if launchErr != nil {
+		return wrap(op, launchErr, "launching %s", r.name)
+	}
+	return wrap(op, freeErr, "freeing %s's partial results", r.name)
+}
+
+// LaunchAxis folds each row (PerRow) or each column (PerColumn) of the
+// input matrices, of shape, into the output: a buffer of shape.Rows or
+// shape.Cols elements. A row is folded by the threads of a block; a column
+// by one thread, from the first row to the last.
+func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...any) error {
+	const op = "Reduction.LaunchAxis"
+	if shape.Rows < 0 || shape.Cols < 0 || shape.Cols > 0 && shape.Rows > int(^uint(0)>>1)/shape.Cols {
+		return errorf(op, cuda.ErrInvalidValue, "shape %d×%d: dimensions must be zero or more, and their product an int", shape.Rows, shape.Cols)
+	}
+	var outN int
+	var suffix string
+	switch axis {
+	case PerRow:
+		outN, suffix = shape.Rows, "_rows"
+	case PerColumn:
+		outN, suffix = shape.Cols, "_cols"
+	default:
+		return errorf(op, cuda.ErrInvalidValue, "unknown axis %d: want PerRow or PerColumn", int(axis))
+	}
+	as, err := r.args(op, s, shape.Rows*shape.Cols, outN, args)
+	if err != nil {
+		return err
+	}
+	if outN == 0 {
+		return nil
+	}
+	f, err := r.functions(op, s, as, suffix)
+	if err != nil {
+		return err
+	}
+	cfg, err := linearConfig(s, outN*blockSize)
+	if axis == PerColumn {
+		cfg, err = linearConfig(s, outN)
+	}
+	if err != nil {
+		return wrap(op, err, "sizing the launch of %s", r.name)
+	}
+	vals := append(r.values(as[:len(r.in)]), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
+	return wrap(op, f[0].Launch(cfg, vals...), "launching %s", r.name)
+}
+
+// functions returns the kernels name+suffix of the variant for the inputs'
+// pattern.
+func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...string) ([]*cuda.Function, error) {
+	pattern := make([]bool, len(r.in))
+	key := make([]byte, len(r.in))
+	for j := range r.in {
+		pattern[j] = as[j].buffer
+		key[j] = map[bool]byte{true: 'b', false: 's'}[as[j].buffer]
+	}
+	r.mu.Lock()
+	src, ok := r.variants[string(key)]
+	if !ok {
+		src = r.source(pattern)
+		r.variants[string(key)] = src
+	}
+	r.mu.Unlock()
+	var fs []*cuda.Function
+	for _, suffix := range suffixes {
+		f, err := function(op, s.Context(), r.name+suffix, src)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
+}
+
+// values are the launch arguments of the inputs.
+func (r *Reduction) values(as []arg) []any {
+	vals := make([]any, 0, len(as)+4)
+	for _, a := range as {
+		switch {
+		case a.buffer:
+			vals = append(vals, a.mem)
+		case a.t.half != "":
+			vals = append(vals, halfBits(a.scalar))
+		default:
+			vals = append(vals, a.scalar)
+		}
+	}
+	return vals
+}
+
+// accSize is the bytes of a reduce type's value in device memory.
+func accSize(t dtype) uintptr {
+	if t.half != "" {
+		return 4 // folded in float
+	}
+	return t.goType.Size()
+}
