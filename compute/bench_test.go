@@ -5,7 +5,6 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
-	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // The benchmarks of issue's table, each beside the device-to-device copy of
@@ -15,8 +14,7 @@ import (
 func benchEnv(b *testing.B) env {
 	b.Helper()
 	requireNVRTC(b)
-	ctx := cudatest.Context(b)
-	return env{ctx, cudatest.Stream(b, ctx)}
+	return newEnv(b)
 }
 
 func loop(b *testing.B, s *cuda.Stream, bytes int64, op func() error) {

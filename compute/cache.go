@@ -37,8 +37,77 @@ var compiles atomic.Int64
 var modules sync.Map // weak.Pointer[cuda.Context] -> *contextModules
 
 type contextModules struct {
-	mu   sync.Mutex
-	mods map[string]*moduleEntry
+	mu    sync.Mutex
+	mods  map[string]*moduleEntry
+	funcs sync.Map // funcKey -> *cuda.Function: a launch's one lookup
+}
+
+// variant is one generated kernel source; its address identifies it in
+// the function cache, which so skips hashing the source on every launch.
+type variant struct{ src string }
+
+type funcKey struct {
+	v    *variant
+	name string
+}
+
+// variants are the sources of the kernels that are not an Elementwise's or
+// a Reduction's (Softmax, Transpose), by name.
+var variants sync.Map // string -> *variant
+
+// namedVariant returns the variant of that name, made by gen the first
+// time.
+func namedVariant(name string, gen func() string) *variant {
+	if v, ok := variants.Load(name); ok {
+		return v.(*variant)
+	}
+	v, _ := variants.LoadOrStore(name, &variant{src: gen()})
+	return v.(*variant)
+}
+
+// Release closes the modules of the kernels compiled and loaded in ctx:
+// call it before closing a context that used this package, or to give
+// their memory back. The kernels stay on disk; a later call in ctx loads
+// them again.
+func Release(ctx *cuda.Context) error {
+	if ctx == nil {
+		return errorf("Release", cuda.ErrInvalidValue, "nil *cuda.Context")
+	}
+	v, ok := modules.LoadAndDelete(weak.Make(ctx))
+	if !ok {
+		return nil
+	}
+	cm := v.(*contextModules)
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	var errs []error
+	for _, e := range cm.mods {
+		<-e.ready
+		if e.mod != nil {
+			errs = append(errs, e.mod.Close())
+		}
+	}
+	return wrap("Release", errors.Join(errs...), "closing the kernels' modules")
+}
+
+// function returns kernel name of v, compiled and loaded in ctx.
+func function(op string, ctx *cuda.Context, v *variant, name string) (*cuda.Function, error) {
+	k := funcKey{v, name}
+	if cm, ok := modules.Load(weak.Make(ctx)); ok {
+		if f, ok := cm.(*contextModules).funcs.Load(k); ok {
+			return f.(*cuda.Function), nil
+		}
+	}
+	mod, cm, err := module(op, ctx, name, v.src)
+	if err != nil {
+		return nil, err
+	}
+	f, err := mod.Function(name)
+	if err != nil {
+		return nil, wrap(op, err, "loading kernel %s", name)
+	}
+	cm.funcs.Store(k, f)
+	return f, nil
 }
 
 // moduleEntry is one module, loaded once: callers after the first wait for
@@ -47,7 +116,6 @@ type moduleEntry struct {
 	ready chan struct{}
 	mod   *cuda.Module
 	err   error
-	funcs sync.Map // name -> *cuda.Function
 }
 
 // kernelKey returns the cache key of source compiled for ctx's device: a
@@ -72,7 +140,7 @@ func kernelKey(ctx *cuda.Context, source string) (key, arch string, err error) {
 
 // module returns source's module in ctx: loaded before, or read from the
 // disk cache, or compiled (and written to the disk cache).
-func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *moduleEntry, error) {
+func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *contextModules, error) {
 	key, arch, err := kernelKey(ctx, source)
 	if err != nil {
 		return nil, nil, wrap(op, err, "compiling kernel %s", name)
@@ -89,7 +157,7 @@ func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *m
 	if ok {
 		<-e.ready
 		if e.err == nil {
-			return e.mod, e, nil
+			return e.mod, cm, nil
 		}
 		return nil, nil, e.err
 	}
@@ -104,7 +172,7 @@ func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *m
 	if e.err != nil {
 		return nil, nil, e.err
 	}
-	return e.mod, e, nil
+	return e.mod, cm, nil
 }
 
 // loadModule loads the cached image of key, or compiles source.

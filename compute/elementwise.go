@@ -30,9 +30,10 @@ type Elementwise struct {
 	name     string
 	in, out  []param
 	inplace  map[string]bool // outputs that are inputs too
+	ps       []param         // the parameters in argument order (params)
 	body     string
 	mu       sync.Mutex
-	variants map[string]string // the source of each argument pattern
+	variants map[string]*variant // the source of each argument pattern
 }
 
 // NewElementwise checks a kernel's declaration: its name (a C identifier),
@@ -59,7 +60,7 @@ func NewElementwise(name, in, out, body string) (*Elementwise, error) {
 	if strings.TrimSpace(body) == "" {
 		return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s has an empty body", name)
 	}
-	k := &Elementwise{name: name, in: ins, out: outs, body: body, inplace: map[string]bool{}, variants: map[string]string{}}
+	k := &Elementwise{name: name, in: ins, out: outs, body: body, inplace: map[string]bool{}, variants: map[string]*variant{}}
 	seen := map[string]bool{"i": true, "n": true}
 	for _, p := range ins {
 		if seen[p.name] {
@@ -82,6 +83,7 @@ func NewElementwise(name, in, out, body string) (*Elementwise, error) {
 		}
 		seen[p.name] = true
 	}
+	k.ps = k.params()
 	return k, nil
 }
 
@@ -112,7 +114,7 @@ func (k *Elementwise) source(buffer []bool) string {
 	var b strings.Builder
 	b.WriteString(prelude)
 	fmt.Fprintf(&b, "\nextern \"C\" __global__ void %s(", k.name)
-	ps := k.params()
+	ps := k.ps
 	for j, p := range ps {
 		if buffer[j] {
 			if k.isInput(p.name) && !k.inplace[p.name] {
@@ -161,7 +163,7 @@ func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 	if s == nil || s.Context() == nil {
 		return errorf(op, cuda.ErrInvalidValue, "nil or zero *cuda.Stream")
 	}
-	ps := k.params()
+	ps := k.ps
 	if len(args) != len(ps) {
 		return errorf(op, cuda.ErrInvalidValue, "kernel %s takes %d arguments (%s), %d given", k.name, len(ps), paramList(ps), len(args))
 	}
@@ -219,13 +221,13 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 		}
 	}
 	k.mu.Lock()
-	src, ok := k.variants[key.String()]
+	v, ok := k.variants[key.String()]
 	if !ok {
-		src = k.source(pattern)
-		k.variants[key.String()] = src
+		v = &variant{src: k.source(pattern)}
+		k.variants[key.String()] = v
 	}
 	k.mu.Unlock()
-	f, err := function(op, s.Context(), k.name, src)
+	f, err := function(op, s.Context(), v, k.name)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func RawAdd(s *cuda.Stream, x *cuda.DeviceBuffer[float32]) (func() error, error)
 	if err != nil {
 		return nil, err
 	}
-	f, err := function("RawAdd", s.Context(), k.name, k.source([]bool{true, true, true}))
+	f, err := function("RawAdd", s.Context(), &variant{src: k.source([]bool{true, true, true})}, k.name)
 	if err != nil {
 		return nil, err
 	}

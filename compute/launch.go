@@ -6,23 +6,6 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// function returns kernel name of source, compiled and loaded in ctx.
-func function(op string, ctx *cuda.Context, name, source string) (*cuda.Function, error) {
-	mod, entry, err := module(op, ctx, name, source)
-	if err != nil {
-		return nil, err
-	}
-	if f, ok := entry.funcs.Load(name); ok {
-		return f.(*cuda.Function), nil
-	}
-	f, err := mod.Function(name)
-	if err != nil {
-		return nil, wrap(op, err, "loading kernel %s", name)
-	}
-	entry.funcs.Store(name, f)
-	return f, nil
-}
-
 // blockSize is the threads of a block of the generated kernels.
 const blockSize = 256
 

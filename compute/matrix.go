@@ -95,7 +95,7 @@ func softmax[T Float](op string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T],
 	if logarithm {
 		name = "log" + name
 	}
-	f, err := function(op, s.Context(), name, softmaxSource(t, name, logarithm))
+	f, err := function(op, s.Context(), namedVariant(name, func() string { return softmaxSource(t, name, logarithm) }), name)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func Transpose[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape S
 	}
 	t := dtypeOf[T]()
 	name := "transpose_" + t.name
-	f, err := function(op, s.Context(), name, transposeSource(t, name))
+	f, err := function(op, s.Context(), namedVariant(name, func() string { return transposeSource(t, name) }), name)
 	if err != nil {
 		return err
 	}

@@ -145,17 +145,29 @@ type env struct {
 func gpu(t *testing.T) env {
 	t.Helper()
 	requireNVRTC(t)
+	return newEnv(t)
+}
+
+// newEnv is a context and a stream, the context's kernels released before
+// it is closed.
+func newEnv(t testing.TB) env {
+	t.Helper()
 	ctx := cudatest.Context(t)
+	t.Cleanup(func() {
+		if err := compute.Release(ctx); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+	})
 	return env{ctx, cudatest.Stream(t, ctx)}
 }
 
 // checkBinary checks op against ref over T at every size, both buffers
 // and a buffer and a scalar.
 func checkBinary[T compute.Number](t *testing.T, e env, name string, op func(s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error,
-	opScalar func(s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error, ref func(a, b float64) float64, lo, hi float64) {
+	opScalar func(s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error, ref func(a, b float64) float64, lo, hi, bLo float64) {
 	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
 		for _, n := range sizes {
-			a, b := randoms[T](n, lo, hi), randoms[T](n, lo, hi)
+			a, b := randoms[T](n, lo, hi), randoms[T](n, bLo, hi)
 			da, db := upload(t, e.ctx, a), upload(t, e.ctx, b)
 			dst := must(cuda.Alloc[T](e.ctx, n))(t)
 			if err := op(e.s, dst, da, db); err != nil {
@@ -187,17 +199,17 @@ func checkBinary[T compute.Number](t *testing.T, e env, name string, op func(s *
 }
 
 func binaries[T compute.Number](t *testing.T, e env, lo, hi float64) {
-	checkBinary(t, e, "Add", compute.Add[T], compute.AddScalar[T], func(a, b float64) float64 { return a + b }, lo, hi)
-	checkBinary(t, e, "Sub", compute.Sub[T], compute.SubScalar[T], func(a, b float64) float64 { return a - b }, lo, hi)
-	checkBinary(t, e, "Mul", compute.Mul[T], compute.MulScalar[T], func(a, b float64) float64 { return a * b }, lo, hi)
-	checkBinary(t, e, "Max", compute.Max[T], compute.MaxScalar[T], math.Max, lo, hi)
-	checkBinary(t, e, "Min", compute.Min[T], compute.MinScalar[T], math.Min, lo, hi)
+	checkBinary(t, e, "Add", compute.Add[T], compute.AddScalar[T], func(a, b float64) float64 { return a + b }, lo, hi, lo)
+	checkBinary(t, e, "Sub", compute.Sub[T], compute.SubScalar[T], func(a, b float64) float64 { return a - b }, lo, hi, lo)
+	checkBinary(t, e, "Mul", compute.Mul[T], compute.MulScalar[T], func(a, b float64) float64 { return a * b }, lo, hi, lo)
+	checkBinary(t, e, "Max", compute.Max[T], compute.MaxScalar[T], math.Max, lo, hi, lo)
+	checkBinary(t, e, "Min", compute.Min[T], compute.MinScalar[T], math.Min, lo, hi, lo)
 	checkBinary(t, e, "Div", compute.Div[T], compute.DivScalar[T], func(a, b float64) float64 {
 		if tolerance[T]() == 0 {
 			return math.Trunc(a / b)
 		}
 		return a / b
-	}, lo+0.5*(hi-lo), hi) // positive divisors, away from zero
+	}, lo, hi, 1) // divisors from 1: away from zero
 }
 
 func TestBinary(t *testing.T) {
@@ -663,8 +675,8 @@ func TestDiskCache(t *testing.T) {
 	requireNVRTC(t)
 	t.Setenv(compute.EnvCache, t.TempDir())
 	first := func() time.Duration {
-		ctx := cudatest.Context(t) // a context of its own: the memory cache is empty
-		s := cudatest.Stream(t, ctx)
+		e := newEnv(t) // a context of its own: the memory cache is empty
+		ctx, s := e.ctx, e.s
 		b := must(cuda.Zeroed[float32](ctx, 1<<10))(t)
 		defer b.Free()
 		start := time.Now()

@@ -61,7 +61,7 @@ type Reduction struct {
 	mapExpr, reduceExpr, identity, postMap string
 	acc                                    dtype
 	mu                                     sync.Mutex
-	variants                               map[string]string
+	variants                               map[string]*variant
 }
 
 // NewReduction checks a reduction's declaration (see Reduction). Nothing is
@@ -99,7 +99,7 @@ func NewReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceT
 		}
 	}
 	return &Reduction{name: name, in: ins, out: outs[0], mapExpr: mapExpr, reduceExpr: reduceExpr, identity: identity,
-		postMap: postMap, acc: acc, variants: map[string]string{}}, nil
+		postMap: postMap, acc: acc, variants: map[string]*variant{}}, nil
 }
 
 // reduction kinds, each a kernel of the source.
@@ -314,15 +314,15 @@ func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...s
 		key[j] = map[bool]byte{true: 'b', false: 's'}[as[j].buffer]
 	}
 	r.mu.Lock()
-	src, ok := r.variants[string(key)]
+	v, ok := r.variants[string(key)]
 	if !ok {
-		src = r.source(pattern)
-		r.variants[string(key)] = src
+		v = &variant{src: r.source(pattern)}
+		r.variants[string(key)] = v
 	}
 	r.mu.Unlock()
 	var fs []*cuda.Function
 	for _, suffix := range suffixes {
-		f, err := function(op, s.Context(), r.name+suffix, src)
+		f, err := function(op, s.Context(), v, r.name+suffix)
 		if err != nil {
 			return nil, err
 		}

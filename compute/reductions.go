@@ -61,7 +61,7 @@ func reduction[T Number](what string) (*Reduction, error) {
 	if t.half != "" {
 		acc = "float32"
 	}
-	return stdReduction(what+"_"+t.name, t.name+" x", t.name+" y", mapExpr, reduceExpr, identity, post, acc)
+	return stdReduction("reduce_"+what+"_"+t.name, t.name+" x", t.name+" y", mapExpr, reduceExpr, identity, post, acc)
 }
 
 func reduce[T Number](op, what string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
