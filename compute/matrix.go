@@ -54,7 +54,7 @@ __device__ __forceinline__ gocuda_v gocuda_block(gocuda_v v, bool maximum) {
 	__syncthreads();
 	return r;
 }
-extern "C" __global__ void %[1]s(const %[3]s* __restrict__ gocuda_src, %[3]s* gocuda_dst, long long rows, long long cols) {
+extern "C" __global__ void %[1]s(const %[3]s* gocuda_src, %[3]s* gocuda_dst, long long rows, long long cols) { // dst may be src: no __restrict__
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		const %[3]s* in = gocuda_src + r * cols;
 		%[3]s* out = gocuda_dst + r * cols;
