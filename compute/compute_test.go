@@ -85,6 +85,8 @@ func TestLaunchErrors(t *testing.T) {
 	defer ints.Free()
 	empty := must(cuda.Alloc[float32](ctx, 0))(t)
 	defer empty.Free()
+	one := must(cuda.Alloc[int64](ctx, 1))(t)
+	defer one.Free()
 	var nilBuf *cuda.DeviceBuffer[float32]
 	for _, tt := range []struct {
 		name, want string
@@ -107,6 +109,8 @@ func TestLaunchErrors(t *testing.T) {
 		{"Softmax shape", "a 3×3 matrix has 9", compute.Softmax(s, y, x, compute.Shape{Rows: 3, Cols: 3})},
 		{"Transpose in place", "in place", compute.Transpose(s, x, x, compute.Shape{Rows: 2, Cols: 4})},
 		{"negative shape", "dimensions must be zero or more", compute.Transpose(s, y, x, compute.Shape{Rows: -2, Cols: -4})},
+		{"ArgMax of nothing", "src is empty", compute.ArgMax(s, one, empty)},
+		{"ArgMax output", "dst has 0 elements", compute.ArgMax(s, must(cuda.Alloc[int64](ctx, 0))(t), x)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if !errors.Is(tt.err, cuda.ErrInvalidValue) || !strings.Contains(tt.err.Error(), tt.want) {

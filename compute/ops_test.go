@@ -702,3 +702,58 @@ func TestDiskCache(t *testing.T) {
 		t.Logf("(warm first call goal: under 2 ms)")
 	}
 }
+
+func checkArg[T compute.Number](t *testing.T, e env, lo, hi float64) {
+	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
+		out := must(cuda.Alloc[int64](e.ctx, 1))(t)
+		defer out.Free()
+		for _, n := range []int{1, 31, 1000003} {
+			x := randoms[T](n, lo, hi)
+			best, worst := 0, 0
+			for i := range x {
+				if toF(x[i]) > toF(x[best]) {
+					best = i
+				}
+				if toF(x[i]) < toF(x[worst]) {
+					worst = i
+				}
+			}
+			dx := upload(t, e.ctx, x)
+			if err := compute.ArgMax(e.s, out, dx); err != nil {
+				t.Fatal(err)
+			}
+			if got := download(t, out)[0]; got != int64(best) {
+				t.Fatalf("ArgMax of %d: %d (%v), want %d (%v)", n, got, x[got], best, x[best])
+			}
+			if err := compute.ArgMin(e.s, out, dx); err != nil {
+				t.Fatal(err)
+			}
+			if got := download(t, out)[0]; got != int64(worst) {
+				t.Fatalf("ArgMin of %d: %d (%v), want %d (%v)", n, got, x[got], worst, x[worst])
+			}
+		}
+	})
+}
+
+// TestArgMaxMin: the first index of the largest and smallest element, ties
+// to the first (small integer ranges make many ties), a NaN first.
+func TestArgMaxMin(t *testing.T) {
+	e := gpu(t)
+	checkArg[int8](t, e, -5, 5)
+	checkArg[uint32](t, e, 0, 1e9)
+	checkArg[float32](t, e, -1, 1)
+	checkArg[float64](t, e, -1, 1)
+	checkArg[cuda.BFloat16](t, e, -1, 1)
+	x := []float32{1, 3, float32(math.NaN()), 3, float32(math.NaN())}
+	out := must(cuda.Alloc[int64](e.ctx, 1))(t)
+	defer out.Free()
+	for name, op := range map[string]func(*cuda.Stream, *cuda.DeviceBuffer[int64], *cuda.DeviceBuffer[float32]) error{
+		"ArgMax": compute.ArgMax[float32], "ArgMin": compute.ArgMin[float32]} {
+		if err := op(e.s, out, upload(t, e.ctx, x)); err != nil {
+			t.Fatal(err)
+		}
+		if got := download(t, out)[0]; got != 2 {
+			t.Errorf("%s of %v: %d, want 2 (the first NaN)", name, x, got)
+		}
+	}
+}
