@@ -3,7 +3,7 @@
 // (as CuPy's ElementwiseKernel and ReductionKernel), and a standard set of
 // operations built on them: Fill, Iota, Cast, Add, Sub, Mul, Div, Max, Min
 // (of two buffers, or a buffer and a scalar), Axpby, Abs, Neg, Relu, Exp,
-// Log, Sqrt, Tanh, Sigmoid, Gelu, Where, Sum, MaxOf, MinOf, Mean (of a
+// Log, Sqrt, Tanh, Sigmoid, Gelu, Where, ArgMax, ArgMin, Sum, MaxOf, MinOf, Mean (of a
 // buffer, or per row or column of a matrix: SumAxis, ...), Softmax and
 // LogSoftmax of rows, Transpose.
 //
