@@ -319,21 +319,20 @@ func TestCastBits(t *testing.T) {
 	}
 	wide := must(cuda.Alloc[float32](e.ctx, 1<<16))(t)
 	defer wide.Free()
-	for name, cast := range map[string]func() (error, func(int) float32){
-		"Float16": func() (error, func(int) float32) {
-			return compute.Cast(e.s, wide, upload(t, e.ctx, all)), func(i int) float32 { return all[i].Float32() }
-		},
-		"BFloat16": func() (error, func(int) float32) {
-			return compute.Cast(e.s, wide, upload(t, e.ctx, allB)), func(i int) float32 { return allB[i].Float32() }
-		},
+	for _, c := range []struct {
+		name string
+		cast func() error
+		want func(int) float32
+	}{
+		{"Float16", func() error { return compute.Cast(e.s, wide, upload(t, e.ctx, all)) }, func(i int) float32 { return all[i].Float32() }},
+		{"BFloat16", func() error { return compute.Cast(e.s, wide, upload(t, e.ctx, allB)) }, func(i int) float32 { return allB[i].Float32() }},
 	} {
-		err, want := cast()
-		if err != nil {
+		if err := c.cast(); err != nil {
 			t.Fatal(err)
 		}
 		for i, g := range download(t, wide) {
-			if math.Float32bits(g) != math.Float32bits(want(i)) {
-				t.Fatalf("%s %#04x to float32: %#08x, want %#08x", name, i, math.Float32bits(g), math.Float32bits(want(i)))
+			if math.Float32bits(g) != math.Float32bits(c.want(i)) {
+				t.Fatalf("%s %#04x to float32: %#08x, want %#08x", c.name, i, math.Float32bits(g), math.Float32bits(c.want(i)))
 			}
 		}
 	}
