@@ -33,8 +33,12 @@ type Elementwise struct {
 	ps       []param         // the parameters in argument order (params)
 	body     string
 	mu       sync.Mutex
-	variants map[string]*variant // the source of each argument pattern
+	variants map[uint64]*variant // the source of each argument pattern (bit j: parameter j is a buffer)
 }
+
+// maxParams is the most parameters a kernel may have (a launch's pattern
+// of buffers and scalars is a bit each of a uint64).
+const maxParams = 64
 
 // NewElementwise checks a kernel's declaration: its name (a C identifier),
 // its inputs and outputs ("float32 x, int64 y": types of Number's, by the
@@ -60,7 +64,7 @@ func NewElementwise(name, in, out, body string) (*Elementwise, error) {
 	if strings.TrimSpace(body) == "" {
 		return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s has an empty body", name)
 	}
-	k := &Elementwise{name: name, in: ins, out: outs, body: body, inplace: map[string]bool{}, variants: map[string]*variant{}}
+	k := &Elementwise{name: name, in: ins, out: outs, body: body, inplace: map[string]bool{}, variants: map[uint64]*variant{}}
 	seen := map[string]bool{"i": true, "n": true}
 	for _, p := range ins {
 		if seen[p.name] {
@@ -84,6 +88,9 @@ func NewElementwise(name, in, out, body string) (*Elementwise, error) {
 		seen[p.name] = true
 	}
 	k.ps = k.params()
+	if len(k.ps) > maxParams {
+		return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s has %d parameters: at most %d", name, len(k.ps), maxParams)
+	}
 	return k, nil
 }
 
@@ -210,21 +217,21 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 	if n == 0 {
 		return nil
 	}
-	pattern := make([]bool, len(as))
-	var key strings.Builder
+	var key uint64
 	for j, a := range as {
-		pattern[j] = a.buffer
 		if a.buffer {
-			key.WriteByte('b')
-		} else {
-			key.WriteByte('s')
+			key |= 1 << j
 		}
 	}
 	k.mu.Lock()
-	v, ok := k.variants[key.String()]
+	v, ok := k.variants[key]
 	if !ok {
+		pattern := make([]bool, len(as))
+		for j, a := range as {
+			pattern[j] = a.buffer
+		}
 		v = &variant{src: k.source(pattern)}
-		k.variants[key.String()] = v
+		k.variants[key] = v
 	}
 	k.mu.Unlock()
 	f, err := function(op, s.Context(), v, k.name)

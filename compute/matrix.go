@@ -29,9 +29,12 @@ func checkMatrix(op string, s *cuda.Stream, shape Shape, bufs map[string]bufferI
 }
 
 // softmaxSource is the kernel of Softmax and LogSoftmax over rows of T: a
-// block per row, which finds the row's largest element, then the sum of
-// the exponentials of the differences from it (in T's value type, float
-// for the halves; double for float64), each in a fixed tree.
+// block per row. One pass finds the row's largest element and the sum of
+// the exponentials of the differences from it together (each thread keeps
+// its largest so far and rescales its sum when that grows, then the
+// threads' pairs combine in a fixed tree), a second writes the results:
+// two reads of the row and a write. Computed in T's value type (float for
+// the halves, double for float64).
 func softmaxSource(t dtype, name string, logarithm bool) string {
 	out := "exp(x - m) / sum"
 	if logarithm {
@@ -39,31 +42,38 @@ func softmaxSource(t dtype, name string, logarithm bool) string {
 	}
 	return prelude + fmt.Sprintf(`
 typedef %[2]s gocuda_v;
-__device__ __forceinline__ gocuda_v gocuda_block(gocuda_v v, bool maximum) {
-	__shared__ gocuda_v s[256];
-	s[threadIdx.x] = v;
-	__syncthreads();
-	for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
-		if (threadIdx.x < k) {
-			gocuda_v a = s[threadIdx.x], b = s[threadIdx.x + k];
-			s[threadIdx.x] = maximum ? ((a != a) ? a : (b != b) ? b : (a > b ? a : b)) : a + b;
-		}
-		__syncthreads();
-	}
-	gocuda_v r = s[0];
-	__syncthreads();
-	return r;
+// gocuda_join folds (m2, s2) into (m, s): the largest, and the sum of
+// exponentials rescaled to it. A NaN anywhere makes both NaN.
+__device__ __forceinline__ void gocuda_join(gocuda_v* m, gocuda_v* s, gocuda_v m2, gocuda_v s2) {
+	if (m2 != m2 || *m != *m) { *m = m2 + *m; *s = *m; return; }
+	if (s2 == 0) return; // nothing folded yet
+	if (*s == 0) { *m = m2; *s = s2; return; }
+	if (m2 == *m) { *s += s2; return; } // infinities too, whose difference is NaN
+	if (m2 > *m) { *s = *s * exp(*m - m2) + s2; *m = m2; }
+	else *s += s2 * exp(m2 - *m);
 }
 extern "C" __global__ void %[1]s(const %[3]s* gocuda_src, %[3]s* gocuda_dst, long long rows, long long cols) { // dst may be src: no __restrict__
+	__shared__ gocuda_v sm[256], ss[256];
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		const %[3]s* in = gocuda_src + r * cols;
 		%[3]s* out = gocuda_dst + r * cols;
-		gocuda_v m = -__int_as_float(0x7f800000);
-		for (long long c = threadIdx.x; c < cols; c += blockDim.x) { gocuda_v x = %[4]s; m = (m != m) ? m : (x != x) ? x : (x > m ? x : m); }
-		m = gocuda_block(m, true);
-		gocuda_v sum = 0;
-		for (long long c = threadIdx.x; c < cols; c += blockDim.x) { gocuda_v x = %[4]s; sum += exp(x - m); }
-		sum = gocuda_block(sum, false);
+		gocuda_v m = 0, sum = 0;
+		for (long long c = threadIdx.x; c < cols; c += blockDim.x) { gocuda_v x = %[4]s; gocuda_join(&m, &sum, x, 1); }
+		sm[threadIdx.x] = m;
+		ss[threadIdx.x] = sum;
+		__syncthreads();
+		for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
+			if (threadIdx.x < k) {
+				gocuda_v a = sm[threadIdx.x], b = ss[threadIdx.x];
+				gocuda_join(&a, &b, sm[threadIdx.x + k], ss[threadIdx.x + k]);
+				sm[threadIdx.x] = a;
+				ss[threadIdx.x] = b;
+			}
+			__syncthreads();
+		}
+		m = sm[0];
+		sum = ss[0];
+		__syncthreads();
 		for (long long c = threadIdx.x; c < cols; c += blockDim.x) { gocuda_v x = %[4]s; out[c] = %[5]s; }
 	}
 }

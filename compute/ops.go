@@ -2,6 +2,7 @@ package compute
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -41,10 +42,47 @@ func stdReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceT
 	return v.(*Reduction), nil
 }
 
-// run launches the standard kernel of name for T, naming op in errors.
+// byType are the standard kernels, by name and element types: the lookup
+// of a call, which builds no string.
+var byType struct {
+	mu sync.RWMutex
+	m  map[typedKey]*Elementwise
+}
+
+type typedKey struct {
+	name string
+	t, u reflect.Type
+}
+
+// typed returns the standard kernel of key, declared by declare the first
+// time.
+func typed(key typedKey, declare func() (*Elementwise, error)) (*Elementwise, error) {
+	byType.mu.RLock()
+	k := byType.m[key]
+	byType.mu.RUnlock()
+	if k != nil {
+		return k, nil
+	}
+	k, err := declare()
+	if err != nil {
+		return nil, err
+	}
+	byType.mu.Lock()
+	defer byType.mu.Unlock()
+	if byType.m == nil {
+		byType.m = map[typedKey]*Elementwise{}
+	}
+	byType.m[key] = k
+	return k, nil
+}
+
+// run launches the standard kernel of name for T (its parameter lists with
+// %s for T's name), naming op in errors.
 func run[T Number](op, name, in, out, body string, s *cuda.Stream, args ...any) error {
-	t := dtypeOf[T]()
-	k, err := stdElementwise(name+"_"+t.name, strings.ReplaceAll(in, "%s", t.name), strings.ReplaceAll(out, "%s", t.name), body)
+	k, err := typed(typedKey{name, reflect.TypeFor[T](), nil}, func() (*Elementwise, error) {
+		t := dtypeOf[T]()
+		return stdElementwise(name+"_"+t.name, strings.ReplaceAll(in, "%s", t.name), strings.ReplaceAll(out, "%s", t.name), body)
+	})
 	if err != nil {
 		return err
 	}
@@ -77,12 +115,14 @@ func Iota[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[T], start, step T) er
 // to float32, as NewFloat16(float32(x)) does); floats to integers truncate
 // toward zero (out of range: undefined, as in Go). The lengths must match.
 func Cast[To, From Number](s *cuda.Stream, dst *cuda.DeviceBuffer[To], src *cuda.DeviceBuffer[From]) error {
-	from, to := dtypeOf[From](), dtypeOf[To]()
-	body := "y = x;"
-	if from.half != "" && !to.float {
-		body = fmt.Sprintf("y = (%s)x;", to.value)
-	}
-	k, err := stdElementwise("cast_"+from.name+"_"+to.name, from.name+" x", to.name+" y", body)
+	k, err := typed(typedKey{"cast", reflect.TypeFor[From](), reflect.TypeFor[To]()}, func() (*Elementwise, error) {
+		from, to := dtypeOf[From](), dtypeOf[To]()
+		body := "y = x;"
+		if from.half != "" && !to.float {
+			body = fmt.Sprintf("y = (%s)x;", to.value)
+		}
+		return stdElementwise("cast_"+from.name+"_"+to.name, from.name+" x", to.name+" y", body)
+	})
 	if err != nil {
 		return err
 	}
@@ -100,9 +140,8 @@ var binaryBodies = map[string][2]string{ // integer, float
 }
 
 func binary[T Number](op, name string, s *cuda.Stream, dst *cuda.DeviceBuffer[T], a, b any) error {
-	t := dtypeOf[T]()
 	body := binaryBodies[name][0]
-	if t.float {
+	if isFloat[T]() {
 		body = binaryBodies[name][1]
 	}
 	// The variant for a scalar b is compiled apart (Elementwise keys by it).
@@ -172,12 +211,7 @@ func MinScalar[T Number](s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) erro
 
 // Axpby sets y = alpha·x + beta·y.
 func Axpby[T Number](s *cuda.Stream, alpha T, x *cuda.DeviceBuffer[T], beta T, y *cuda.DeviceBuffer[T]) error {
-	t := dtypeOf[T]()
-	k, err := stdElementwise("axpby_"+t.name, fmt.Sprintf("%[1]s alpha, %[1]s x, %[1]s beta, %[1]s y", t.name), t.name+" y", "y = alpha * x + beta * y;")
-	if err != nil {
-		return err
-	}
-	return rename("Axpby", k.Launch(s, alpha, x, beta, y))
+	return run[T]("Axpby", "axpby", "%s alpha, %s x, %s beta, %s y", "%s y", "y = alpha * x + beta * y;", s, alpha, x, beta, y)
 }
 
 // unary bodies over x, into y; for the integer types where one is given.
@@ -194,13 +228,12 @@ var unaryBodies = map[string][2]string{ // integer ("" where not defined), float
 }
 
 func unary[T Number](op, name string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	t := dtypeOf[T]()
 	body := unaryBodies[name][1]
-	if !t.float {
+	if !isFloat[T]() {
 		body = unaryBodies[name][0]
-	}
-	if !t.signed && name == "abs" {
-		body = "y = x;"
+		if name == "abs" && !isSigned[T]() {
+			body = "y = x;"
+		}
 	}
 	return run[T](op, name, "%s x", "%s y", body, s, src, dst)
 }
@@ -254,8 +287,10 @@ func Gelu[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
 // unaryFloat is unary for the functions of floats only. (Float's types are
 // all Number's; Go cannot see it, so the kernel is found by name.)
 func unaryFloat[T Float](op, name string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	t := floatType[T]()
-	k, err := stdElementwise(name+"_"+t.name, t.name+" x", t.name+" y", unaryBodies[name][1])
+	k, err := typed(typedKey{name, reflect.TypeFor[T](), nil}, func() (*Elementwise, error) {
+		t := floatType[T]()
+		return stdElementwise(name+"_"+t.name, t.name+" x", t.name+" y", unaryBodies[name][1])
+	})
 	if err != nil {
 		return err
 	}
@@ -271,10 +306,22 @@ func floatType[T Float]() dtype {
 
 // Where sets dst = a where mask is not zero, else b.
 func Where[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[T], mask *cuda.DeviceBuffer[uint8], a, b *cuda.DeviceBuffer[T]) error {
-	t := dtypeOf[T]()
-	k, err := stdElementwise("where_"+t.name, fmt.Sprintf("uint8 mask, %[1]s a, %[1]s b", t.name), t.name+" y", "y = mask ? a : b;")
-	if err != nil {
-		return err
+	return run[T]("Where", "where", "uint8 mask, %s a, %s b", "%s y", "y = mask ? a : b;", s, mask, a, b, dst)
+}
+
+// isFloat and isSigned classify T without looking it up.
+func isFloat[T Number]() bool {
+	switch any(*new(T)).(type) {
+	case float32, float64, cuda.Float16, cuda.BFloat16:
+		return true
 	}
-	return rename("Where", k.Launch(s, mask, a, b, dst))
+	return false
+}
+
+func isSigned[T Number]() bool {
+	switch any(*new(T)).(type) {
+	case uint8, uint16, uint32, uint64:
+		return false
+	}
+	return true
 }
