@@ -57,13 +57,11 @@ func dtypeNamed(name string) (dtype, bool) {
 
 // dtypeOf returns T's description.
 func dtypeOf[T Number]() dtype {
-	t := reflect.TypeFor[T]()
-	for _, d := range dtypes {
-		if d.goType == t {
-			return d
-		}
+	d, ok := dtypeOfGo(reflect.TypeFor[T]())
+	if !ok {
+		panic("compute: no dtype for " + reflect.TypeFor[T]().String()) // Number admits only the types above
 	}
-	panic("compute: no dtype for " + t.String()) // Number admits only the types above
+	return d
 }
 
 // dtypeOfGo returns the description of a Go type, if it is one of Number's.
@@ -159,6 +157,3 @@ func ident(s string) bool {
 	}
 	return true
 }
-
-// reflectType is reflect.TypeOf for a value of one of Number's types.
-func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }

@@ -299,8 +299,7 @@ func unaryFloat[T Float](op, name string, s *cuda.Stream, dst, src *cuda.DeviceB
 
 // floatType returns a Float type's description.
 func floatType[T Float]() dtype {
-	var zero T
-	d, _ := dtypeOfGo(reflectType(zero))
+	d, _ := dtypeOfGo(reflect.TypeFor[T]())
 	return d
 }
 

@@ -131,7 +131,7 @@ func (r *Reduction) source(buffer []bool) string {
 		}
 	}
 	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_map(%slong long i) { %sreturn (gocuda_acc)(%s); }\n",
-		strings.ReplaceAll(params.String(), "gocuda_", "gocuda_"), loads.String(), r.mapExpr)
+		params.String(), loads.String(), r.mapExpr)
 	var callArgs strings.Builder
 	for _, p := range r.in {
 		fmt.Fprintf(&callArgs, "gocuda_%s, ", p.name)
