@@ -1,8 +1,10 @@
 package compute_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -231,4 +233,64 @@ func TestCacheEntries(t *testing.T) {
 	if _, ok := compute.ReadEntry("", key); ok {
 		t.Error("the disk cache turned off read an entry")
 	}
+}
+
+// envCacheWriter makes the test binary, run as a child by
+// TestCacheTwoProcesses, write one cache entry again and again.
+const envCacheWriter = "GOCUDA_TEST_CACHE_WRITER"
+
+// TestCacheTwoProcesses: two processes writing the same entry at once, with
+// a third reading it meanwhile, never leave or show a part of an entry:
+// each read is a miss or the whole image.
+func TestCacheTwoProcesses(t *testing.T) {
+	key := strings.Repeat("ef", 32)
+	image := bytes.Repeat([]byte("the image of a kernel "), 1<<14) // 352 KiB: a write is several syscalls
+	if dir := os.Getenv(envCacheWriter); dir != "" {
+		for range 200 {
+			if err := compute.WriteEntry(dir, key, image); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	dir := t.TempDir()
+	var children []*exec.Cmd
+	for range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCacheTwoProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envCacheWriter+"="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		children = append(children, cmd)
+	}
+	done := make(chan error, len(children))
+	for _, c := range children {
+		go func() { done <- c.Wait() }()
+	}
+	reads, whole := 0, 0
+	for finished := 0; finished < len(children); {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("a writer failed: %v", err)
+			}
+			finished++
+		default:
+			got, ok := compute.ReadEntry(dir, key)
+			reads++
+			if ok {
+				whole++
+				if !bytes.Equal(got, image) {
+					t.Fatal("a read returned an image that is not the one written")
+				}
+			}
+		}
+	}
+	if got, ok := compute.ReadEntry(dir, key); !ok || !bytes.Equal(got, image) {
+		t.Error("after both writers, the entry is not whole")
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(tmps) != 0 {
+		t.Errorf("temporary files left: %v", tmps)
+	}
+	t.Logf("%d reads while two processes wrote, %d of them whole entries, none partial", reads, whole)
 }

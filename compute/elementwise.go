@@ -47,14 +47,7 @@ const maxParams = 64
 // is an error of that Launch, with NVRTC's log.
 func NewElementwise(name, in, out, body string) (*Elementwise, error) {
 	const op = "NewElementwise"
-	if !ident(name) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "%q is not a kernel name (a C identifier, not starting with _ or gocuda_)", name)
-	}
-	ins, err := parseParams(op, "inputs", in)
-	if err != nil {
-		return nil, err
-	}
-	outs, err := parseParams(op, "outputs", out)
+	ins, outs, err := declaration(op, name, in, out)
 	if err != nil {
 		return nil, err
 	}

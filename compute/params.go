@@ -13,6 +13,20 @@ type param struct {
 	name string
 }
 
+// declaration checks a kernel's name and parses its parameter lists.
+func declaration(op, name, in, out string) (ins, outs []param, err error) {
+	if !ident(name) {
+		return nil, nil, errorf(op, cuda.ErrInvalidValue, "%q is not a kernel name (a C identifier, not starting with _ or gocuda_)", name)
+	}
+	if ins, err = parseParams(op, "inputs", in); err != nil {
+		return nil, nil, err
+	}
+	if outs, err = parseParams(op, "outputs", out); err != nil {
+		return nil, nil, err
+	}
+	return ins, outs, nil
+}
+
 // parseParams parses a parameter list such as "float32 x, float32 y"; what
 // names the list in errors ("inputs").
 func parseParams(op, what, list string) ([]param, error) {

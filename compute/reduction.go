@@ -68,14 +68,7 @@ type Reduction struct {
 // compiled until the first launch.
 func NewReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceType string) (*Reduction, error) {
 	const op = "NewReduction"
-	if !ident(name) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "%q is not a kernel name (a C identifier, not starting with _ or gocuda_)", name)
-	}
-	ins, err := parseParams(op, "inputs", in)
-	if err != nil {
-		return nil, err
-	}
-	outs, err := parseParams(op, "output", out)
+	ins, outs, err := declaration(op, name, in, out)
 	if err != nil {
 		return nil, err
 	}
