@@ -231,32 +231,10 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 	if err != nil {
 		return err
 	}
-	vals := make([]any, 0, len(as)+1)
-	for _, a := range as {
-		switch {
-		case a.buffer:
-			vals = append(vals, a.mem)
-		case a.t.half != "":
-			vals = append(vals, halfBits(a.scalar))
-		default:
-			vals = append(vals, a.scalar)
-		}
-	}
-	vals = append(vals, int64(n))
+	vals := append(launchValues(as, 1), int64(n))
 	cfg, err := linearConfig(s, n)
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", k.name)
 	}
 	return wrap(op, f.Launch(cfg, vals...), "launching %s", k.name)
-}
-
-// halfBits returns a Float16's or BFloat16's bits, as the kernel takes them.
-func halfBits(v any) uint16 {
-	switch h := v.(type) {
-	case cuda.Float16:
-		return uint16(h)
-	case cuda.BFloat16:
-		return uint16(h)
-	}
-	panic("compute: not a half") // only called for the halves
 }

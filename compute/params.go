@@ -136,3 +136,32 @@ func asBuffer(v any) (bufferInfo, dtype, bool) {
 	}
 	return nil, dtype{}, false
 }
+
+// launchValues are the kernel arguments of as, with room for extra more:
+// a buffer as itself, a Float16 or BFloat16 scalar as its bits (the kernel
+// takes unsigned short), any other scalar as it is.
+func launchValues(as []arg, extra int) []any {
+	vals := make([]any, 0, len(as)+extra)
+	for _, a := range as {
+		switch {
+		case a.buffer:
+			vals = append(vals, a.mem)
+		case a.t.half != "":
+			vals = append(vals, halfBits(a.scalar))
+		default:
+			vals = append(vals, a.scalar)
+		}
+	}
+	return vals
+}
+
+// halfBits returns a Float16's or BFloat16's bits.
+func halfBits(v any) uint16 {
+	switch h := v.(type) {
+	case cuda.Float16:
+		return uint16(h)
+	case cuda.BFloat16:
+		return uint16(h)
+	}
+	panic("compute: not a half") // only called for the halves
+}

@@ -244,7 +244,7 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 	if err != nil {
 		return wrap(op, err, "allocating %s's partial results", r.name)
 	}
-	vals := r.values(as[:len(r.in)])
+	vals := launchValues(as[:len(r.in)], 2)
 	launchErr := f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, append(vals, partial, int64(n))...)
 	if launchErr == nil {
 		launchErr = f[1].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, partial, int64(blocks), as[len(r.in)].mem, int64(n))
@@ -293,7 +293,7 @@ func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...a
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", r.name)
 	}
-	vals := append(r.values(as[:len(r.in)]), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
+	vals := append(launchValues(as[:len(r.in)], 3), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
 	return wrap(op, f[0].Launch(cfg, vals...), "launching %s", r.name)
 }
 
@@ -322,22 +322,6 @@ func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...s
 		fs = append(fs, f)
 	}
 	return fs, nil
-}
-
-// values are the launch arguments of the inputs.
-func (r *Reduction) values(as []arg) []any {
-	vals := make([]any, 0, len(as)+4)
-	for _, a := range as {
-		switch {
-		case a.buffer:
-			vals = append(vals, a.mem)
-		case a.t.half != "":
-			vals = append(vals, halfBits(a.scalar))
-		default:
-			vals = append(vals, a.scalar)
-		}
-	}
-	return vals
 }
 
 // accSize is the bytes of a reduce type's value in device memory.
