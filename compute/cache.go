@@ -44,7 +44,10 @@ type contextModules struct {
 
 // variant is one generated kernel source; its address identifies it in
 // the function cache, which so skips hashing the source on every launch.
-type variant struct{ src string }
+type variant struct {
+	src   string
+	width int // the elements a thread of an Elementwise's kernel takes at once
+}
 
 type funcKey struct {
 	v    *variant

@@ -146,35 +146,59 @@ func mustLaunch(t *testing.T, in, out string, s *cuda.Stream, args ...any) error
 }
 
 // TestSource: the generated kernel has a grid-stride loop with 64-bit
-// indices, inputs read through const restricted pointers, an in-place
-// output read before the body, halves converted on load and store, and a
-// scalar passed by value.
+// indices, over 16-byte vectors where every buffer is aligned for them and
+// then over the elements left; inputs read through const restricted
+// pointers, an in-place output read before the body, halves converted on
+// load and store, and a scalar passed by value.
 func TestSource(t *testing.T) {
 	k := must(compute.NewElementwise("axpy", "float16 a, float16 x, float16 y", "float16 y", "y = a * x + y;"))(t)
 	src := compute.ElementwiseSource(k, false, true, true)
 	for _, want := range []string{
+		"void gocuda_body(const float a, const float x, float& y, const long long i, const long long n) {\ny = a * x + y;\n}",
 		`extern "C" __global__ void axpy(unsigned short gocuda_a, const unsigned short* __restrict__ gocuda_x, unsigned short* gocuda_y, long long n)`,
-		"for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x)",
+		"if ((unsigned long long)gocuda_x % sizeof(gocuda_vec<unsigned short, 8>) == 0 && (unsigned long long)gocuda_y % sizeof(gocuda_vec<unsigned short, 8>) == 0) {",
+		"const gocuda_vec<unsigned short, 8> gocudav_x = ((const gocuda_vec<unsigned short, 8>*)gocuda_x)[gocuda_j];",
+		"gocuda_vec<unsigned short, 8> gocudav_y = ((gocuda_vec<unsigned short, 8>*)gocuda_y)[gocuda_j];",
+		"const long long i = gocuda_j * 8 + gocuda_k;",
+		"const float x = gocuda_f16_to_f32(gocudav_x.v[gocuda_k]);",
+		"gocudav_y.v[gocuda_k] = gocuda_f32_to_f16((float)(y));",
+		"((gocuda_vec<unsigned short, 8>*)gocuda_y)[gocuda_j] = gocudav_y;",
+		"gocuda_start = gocuda_vectors * 8;",
+		"for (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride)",
 		"const float a = gocuda_f16_to_f32(gocuda_a);",
 		"const float x = gocuda_f16_to_f32(gocuda_x[i]);",
 		"float y = gocuda_f16_to_f32(gocuda_y[i]);",
+		"gocuda_body(a, x, y, i, n);",
 		"gocuda_y[i] = gocuda_f32_to_f16((float)(y));",
 	} {
 		if !strings.Contains(src, want) {
 			t.Errorf("source lacks %q:\n%s", want, src)
 		}
 	}
-	out := must(compute.NewElementwise("cast", "int8 x", "float32 y", "y = x;"))(t)
-	if src := compute.ElementwiseSource(out, true, true); !strings.Contains(src, "float y;\n") || strings.Contains(src, "float y = ") {
+	// The vectors are 16 bytes of the widest buffer: 4 of int32 beside int8.
+	out := must(compute.NewElementwise("cast", "int8 x", "int32 y", "y = x;"))(t)
+	src = compute.ElementwiseSource(out, true, true)
+	if !strings.Contains(src, "int y;\n") || strings.Contains(src, "int y = ") {
 		t.Errorf("an output that is no input is read before the body:\n%s", src)
+	}
+	if !strings.Contains(src, "gocuda_vec<signed char, 4>") || !strings.Contains(src, "gocuda_vec<int, 4>") {
+		t.Errorf("int8 to int32 does not take 4 elements at a time:\n%s", src)
 	}
 	r := must(compute.NewReduction("sumsq", "float32 x, float32 m", "float64 y", "(x - m) * (x - m)", "a + b", "0", "y = a / n;", "float64"))(t)
 	src = compute.ReductionSource(r, true, false)
 	for _, want := range []string{"typedef double gocuda_acc;", "sumsq_partial(", "sumsq_final(", "sumsq_rows(", "sumsq_cols(",
-		"float gocuda_m, ", "const float x = gocuda_x[i];", "y = a / n;"} {
+		"float gocuda_m, ", "gocuda_map(const float x, const float m, const long long i) { return (gocuda_acc)((x - m) * (x - m)); }",
+		"if ((unsigned long long)gocuda_x % sizeof(gocuda_vec<float, 4>) == 0) {",
+		"v = gocuda_reduce(v, gocuda_map(gocudav_x.v[gocuda_k], gocuda_m, gocuda_j * 4 + gocuda_k));",
+		"v = gocuda_reduce(v, gocuda_map(gocuda_x[i], gocuda_m, i));", "y = a / n;"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("reduction source lacks %q:\n%s", want, src)
 		}
+	}
+	// A reduction of scalars only has nothing to load as vectors.
+	r = must(compute.NewReduction("scalars", "float32 x", "float32 y", "x", "a + b", "0", "y = a;", "float32"))(t)
+	if src := compute.ReductionSource(r, false); !strings.Contains(src, "if (false) {") {
+		t.Errorf("a reduction of a scalar loads vectors:\n%s", src)
 	}
 }
 

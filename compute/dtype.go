@@ -102,8 +102,12 @@ func (d dtype) store(value string) string {
 // the halves, written as cuda.NewFloat16, Float16.Float32, cuda.NewBFloat16
 // and BFloat16.Float32 are in Go, so that the device rounds bit for bit as
 // the host does (round to nearest, ties to even; NaNs quiet, payload kept),
-// and without CUDA's headers, which NVRTC does not always find.
+// and without CUDA's headers, which NVRTC does not always find; and the
+// vector type of the kernels' wide loads and stores.
 const prelude = `
+// gocuda_vec is V elements of T loaded or stored at once (a 16-byte
+// access at most): the pointer must be aligned to its size.
+template <typename T, int V> struct alignas(sizeof(T) * V) gocuda_vec { T v[V]; };
 __device__ __forceinline__ unsigned int gocuda_round_shift(unsigned int m, unsigned int shift) {
 	unsigned int r = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
 	if (rem > half || (rem == half && (r & 1u))) r++;
@@ -142,9 +146,10 @@ __device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
 __device__ __forceinline__ float gocuda_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
 `
 
-// ident reports whether s is a C identifier a parameter may be named.
+// ident reports whether s is a C identifier a parameter may be named: the
+// generated code's own names start with gocuda.
 func ident(s string) bool {
-	if s == "" || strings.HasPrefix(s, "gocuda_") || strings.HasPrefix(s, "_") {
+	if s == "" || strings.HasPrefix(s, "gocuda") || strings.HasPrefix(s, "_") {
 		return false
 	}
 	for i, r := range s {

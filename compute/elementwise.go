@@ -21,8 +21,9 @@ import (
 // an output also among the inputs (by name) starts with the buffer's value,
 // others start undefined. The variable i (long long) is the element's
 // index and n the element count. gocuda writes the kernel around the body
-// (a grid-stride loop with 64-bit indices), compiles it with NVRTC for the
-// device, once per argument pattern (which parameters are buffers), keeps
+// (a grid-stride loop with 64-bit indices, taking 16 bytes of each buffer
+// at a time where every buffer is aligned for it, then the elements left
+// one by one), compiles it with NVRTC for the device, once per argument pattern (which parameters are buffers), keeps
 // it (package docs: the kernel cache) and launches it on the stream.
 //
 // An Elementwise is safe for use by many goroutines.
@@ -108,46 +109,124 @@ func (k *Elementwise) params() []param {
 	return ps
 }
 
+// vectorWidth is the elements a thread of a variant loads and stores at
+// once: 16 bytes of the widest buffer's type (4 float32, 8 bfloat16).
+func (k *Elementwise) vectorWidth(buffer []bool) int {
+	widest := 1
+	for j, p := range k.ps {
+		if buffer[j] {
+			widest = max(widest, int(p.t.goType.Size()))
+		}
+	}
+	return 16 / widest
+}
+
 // source writes the kernel for an argument pattern: buffer[j] says whether
-// parameter j (in params' order) is a buffer.
+// parameter j (in params' order) is a buffer. The body becomes a function
+// of the element's values; the kernel calls it in a grid-stride loop over
+// vectors of vectorWidth elements when every buffer is aligned to its
+// vector's size (each buffer read and written 16 bytes or fewer at a
+// time), then over the elements left (all of them when a buffer is not
+// aligned, as a view into another may not be), with 64-bit indices.
 func (k *Elementwise) source(buffer []bool) string {
 	var b strings.Builder
 	b.WriteString(prelude)
-	fmt.Fprintf(&b, "\nextern \"C\" __global__ void %s(", k.name)
 	ps := k.ps
-	for j, p := range ps {
-		if buffer[j] {
-			if k.isInput(p.name) && !k.inplace[p.name] {
-				fmt.Fprintf(&b, "const %s* __restrict__ gocuda_%s, ", p.t.storage, p.name)
-			} else {
-				fmt.Fprintf(&b, "%s* gocuda_%s, ", p.t.storage, p.name)
-			}
+	input := func(p param) bool { return k.isInput(p.name) && !k.inplace[p.name] }
+	// The body, over values: inputs by value, outputs by reference.
+	var decl, call []string
+	for _, p := range ps {
+		if input(p) {
+			decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
 		} else {
+			decl = append(decl, fmt.Sprintf("%s& %s", p.t.value, p.name))
+		}
+		call = append(call, p.name)
+	}
+	fmt.Fprintf(&b, "\n__device__ __forceinline__ void gocuda_body(%s, const long long i, const long long n) {\n%s\n}\n",
+		strings.Join(decl, ", "), k.body)
+	body := fmt.Sprintf("gocuda_body(%s, i, n);", strings.Join(call, ", "))
+
+	fmt.Fprintf(&b, "extern \"C\" __global__ void %s(", k.name)
+	for j, p := range ps {
+		switch {
+		case !buffer[j]:
 			fmt.Fprintf(&b, "%s gocuda_%s, ", p.t.storage, p.name)
+		case input(p):
+			fmt.Fprintf(&b, "const %s* __restrict__ gocuda_%s, ", p.t.storage, p.name)
+		default:
+			fmt.Fprintf(&b, "%s* gocuda_%s, ", p.t.storage, p.name)
 		}
 	}
 	b.WriteString("long long n) {\n")
-	b.WriteString("\tfor (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x) {\n")
+	b.WriteString("\tconst long long gocuda_stride = (long long)blockDim.x * gridDim.x;\n\tlong long gocuda_start = 0;\n")
+
+	// The vector loop.
+	width := k.vectorWidth(buffer)
+	vec := func(p param) string { return fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, width) }
+	var aligned []string
 	for j, p := range ps {
-		v := "gocuda_" + p.name
 		if buffer[j] {
-			v += "[i]"
-		}
-		switch {
-		case k.isInput(p.name) && !k.inplace[p.name]:
-			fmt.Fprintf(&b, "\t\tconst %s %s = %s;\n", p.t.value, p.name, p.t.load(v))
-		case k.inplace[p.name]:
-			fmt.Fprintf(&b, "\t\t%s %s = %s;\n", p.t.value, p.name, p.t.load(v))
-		default:
-			fmt.Fprintf(&b, "\t\t%s %s;\n", p.t.value, p.name)
+			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocuda_%s %% sizeof(%s) == 0", p.name, vec(p)))
 		}
 	}
-	fmt.Fprintf(&b, "\t\t{\n%s\n\t\t}\n", k.body)
+	fmt.Fprintf(&b, "\tif (%s) {\n", strings.Join(aligned, " && "))
+	fmt.Fprintf(&b, "\t\tconst long long gocuda_vectors = n / %d;\n", width)
+	b.WriteString("\t\tfor (long long gocuda_j = (long long)blockIdx.x * blockDim.x + threadIdx.x; gocuda_j < gocuda_vectors; gocuda_j += gocuda_stride) {\n")
+	for j, p := range ps {
+		switch {
+		case !buffer[j]:
+		case input(p):
+			fmt.Fprintf(&b, "\t\t\tconst %[1]s gocudav_%[2]s = ((const %[1]s*)gocuda_%[2]s)[gocuda_j];\n", vec(p), p.name)
+		case k.inplace[p.name]:
+			fmt.Fprintf(&b, "\t\t\t%[1]s gocudav_%[2]s = ((%[1]s*)gocuda_%[2]s)[gocuda_j];\n", vec(p), p.name)
+		default:
+			fmt.Fprintf(&b, "\t\t\t%s gocudav_%s;\n", vec(p), p.name)
+		}
+	}
+	fmt.Fprintf(&b, "\t\t\t#pragma unroll\n\t\t\tfor (int gocuda_k = 0; gocuda_k < %d; gocuda_k++) {\n", width)
+	fmt.Fprintf(&b, "\t\t\t\tconst long long i = gocuda_j * %d + gocuda_k;\n", width)
+	k.values(&b, "\t\t\t\t", buffer, "gocudav_%s.v[gocuda_k]")
+	fmt.Fprintf(&b, "\t\t\t\t%s\n", body)
+	for _, p := range k.out {
+		fmt.Fprintf(&b, "\t\t\t\tgocudav_%s.v[gocuda_k] = %s;\n", p.name, p.t.store(p.name))
+	}
+	b.WriteString("\t\t\t}\n")
+	for _, p := range k.out {
+		fmt.Fprintf(&b, "\t\t\t((%[1]s*)gocuda_%[2]s)[gocuda_j] = gocudav_%[2]s;\n", vec(p), p.name)
+	}
+	fmt.Fprintf(&b, "\t\t}\n\t\tgocuda_start = gocuda_vectors * %d;\n\t}\n", width)
+
+	// The scalar loop: the tail, or every element.
+	b.WriteString("\tfor (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride) {\n")
+	k.values(&b, "\t\t", buffer, "gocuda_%s[i]")
+	fmt.Fprintf(&b, "\t\t%s\n", body)
 	for _, p := range k.out {
 		fmt.Fprintf(&b, "\t\tgocuda_%s[i] = %s;\n", p.name, p.t.store(p.name))
 	}
 	b.WriteString("\t}\n}\n")
 	return b.String()
+}
+
+// values declares each parameter's value for element i: a buffer's element
+// (element, a format of the parameter's name, says where it is), a
+// scalar's value, an output's variable (an in-place one holding the
+// buffer's element).
+func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, element string) {
+	for j, p := range k.ps {
+		v := "gocuda_" + p.name
+		if buffer[j] {
+			v = fmt.Sprintf(element, p.name)
+		}
+		switch {
+		case k.isInput(p.name) && !k.inplace[p.name]:
+			fmt.Fprintf(b, "%sconst %s %s = %s;\n", indent, p.t.value, p.name, p.t.load(v))
+		case k.inplace[p.name]:
+			fmt.Fprintf(b, "%s%s %s = %s;\n", indent, p.t.value, p.name, p.t.load(v))
+		default:
+			fmt.Fprintf(b, "%s%s %s;\n", indent, p.t.value, p.name)
+		}
+	}
 }
 
 // Launch runs the kernel on s over every element: each parameter's
@@ -223,7 +302,7 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 		for j, a := range as {
 			pattern[j] = a.buffer
 		}
-		v = &variant{src: k.source(pattern)}
+		v = &variant{src: k.source(pattern), width: k.vectorWidth(pattern)}
 		k.variants[key] = v
 	}
 	k.mu.Unlock()
@@ -232,7 +311,7 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 		return err
 	}
 	vals := append(launchValues(as, 1), int64(n))
-	cfg, err := linearConfig(s, n)
+	cfg, err := linearConfig(s, (n+v.width-1)/v.width)
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", k.name)
 	}

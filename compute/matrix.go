@@ -32,8 +32,11 @@ func checkMatrix(op string, s *cuda.Stream, shape Shape, bufs map[string]bufferI
 // block per row. One pass finds the row's largest element and the sum of
 // the exponentials of the differences from it together (each thread keeps
 // its largest so far and rescales its sum when that grows, then the
-// threads' pairs combine in a fixed tree), a second writes the results:
-// two reads of the row and a write. Computed in T's value type (float for
+// threads' pairs combine in a fixed tree), a second writes the results.
+// The first pass keeps the row in shared memory when the launch gives it
+// room (cached), so that the row is read from device memory once; the
+// passes take 16 bytes of the row at a time when its length and both
+// matrices allow (gocuda_pass<V>). Computed in T's value type (float for
 // the halves, double for float64).
 func softmaxSource(t dtype, name string, logarithm bool) string {
 	out := "exp(x - m) / sum"
@@ -42,6 +45,7 @@ func softmaxSource(t dtype, name string, logarithm bool) string {
 	}
 	return prelude + fmt.Sprintf(`
 typedef %[2]s gocuda_v;
+typedef %[3]s gocuda_s;
 // gocuda_join folds (m2, s2) into (m, s): the largest, and the sum of
 // exponentials rescaled to it. A NaN anywhere makes both NaN.
 __device__ __forceinline__ void gocuda_join(gocuda_v* m, gocuda_v* s, gocuda_v m2, gocuda_v s2) {
@@ -52,32 +56,58 @@ __device__ __forceinline__ void gocuda_join(gocuda_v* m, gocuda_v* s, gocuda_v m
 	if (m2 > *m) { *s = *s * exp(*m - m2) + s2; *m = m2; }
 	else *s += s2 * exp(m2 - *m);
 }
-extern "C" __global__ void %[1]s(const %[3]s* gocuda_src, %[3]s* gocuda_dst, long long rows, long long cols) { // dst may be src: no __restrict__
-	__shared__ gocuda_v sm[256], ss[256];
-	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-		const %[3]s* in = gocuda_src + r * cols;
-		%[3]s* out = gocuda_dst + r * cols;
-		gocuda_v m = 0, sum = 0;
-		for (long long c = threadIdx.x; c < cols; c += blockDim.x) { gocuda_v x = %[4]s; gocuda_join(&m, &sum, x, 1); }
-		sm[threadIdx.x] = m;
-		ss[threadIdx.x] = sum;
-		__syncthreads();
-		for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
-			if (threadIdx.x < k) {
-				gocuda_v a = sm[threadIdx.x], b = ss[threadIdx.x];
-				gocuda_join(&a, &b, sm[threadIdx.x + k], ss[threadIdx.x + k]);
-				sm[threadIdx.x] = a;
-				ss[threadIdx.x] = b;
-			}
-			__syncthreads();
+// gocuda_pass runs both passes over a row of cols elements, V at a time
+// (cols a multiple of V, in and out aligned to V elements), keeping the
+// row in cache when it is not null.
+template <int V>
+__device__ __forceinline__ void gocuda_pass(const gocuda_s* in, gocuda_s* out, long long cols, gocuda_vec<gocuda_s, V>* cache, gocuda_v* sm, gocuda_v* ss) {
+	typedef gocuda_vec<gocuda_s, V> vec;
+	const long long vectors = cols / V;
+	gocuda_v m = 0, sum = 0;
+	for (long long j = threadIdx.x; j < vectors; j += blockDim.x) {
+		const vec xs = ((const vec*)in)[j];
+		if (cache) cache[j] = xs;
+		#pragma unroll
+		for (int k = 0; k < V; k++) gocuda_join(&m, &sum, %[4]s, 1);
+	}
+	sm[threadIdx.x] = m;
+	ss[threadIdx.x] = sum;
+	__syncthreads();
+	for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
+		if (threadIdx.x < k) {
+			gocuda_v a = sm[threadIdx.x], b = ss[threadIdx.x];
+			gocuda_join(&a, &b, sm[threadIdx.x + k], ss[threadIdx.x + k]);
+			sm[threadIdx.x] = a;
+			ss[threadIdx.x] = b;
 		}
-		m = sm[0];
-		sum = ss[0];
 		__syncthreads();
-		for (long long c = threadIdx.x; c < cols; c += blockDim.x) { gocuda_v x = %[4]s; out[c] = %[5]s; }
+	}
+	m = sm[0];
+	sum = ss[0];
+	__syncthreads(); // sm and ss are the next row's
+	const vec* row = cache ? cache : (const vec*)in; // a thread reads back only what it cached
+	for (long long j = threadIdx.x; j < vectors; j += blockDim.x) {
+		const vec xs = row[j];
+		vec ys;
+		#pragma unroll
+		for (int k = 0; k < V; k++) { const gocuda_v x = %[4]s; ys.v[k] = %[5]s; }
+		((vec*)out)[j] = ys;
 	}
 }
-`, name, t.value, t.storage, t.load("in[c]"), t.store(out))
+// The kernel: cached says the launch's dynamic shared memory holds a row.
+extern "C" __global__ void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int cached) { // dst may be src: no __restrict__
+	__shared__ gocuda_v sm[256], ss[256];
+	extern __shared__ gocuda_vec<gocuda_s, 16 / sizeof(gocuda_s)> gocuda_cache[];
+	const int V = 16 / sizeof(gocuda_s);
+	const bool wide = cols %% V == 0 && (unsigned long long)gocuda_src %% 16 == 0 && (unsigned long long)gocuda_dst %% 16 == 0;
+	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+		const gocuda_s* in = gocuda_src + r * cols;
+		gocuda_s* out = gocuda_dst + r * cols;
+		if (wide) gocuda_pass<V>(in, out, cols, cached ? gocuda_cache : 0, sm, ss);
+		else gocuda_pass<1>(in, out, cols, cached ? (gocuda_vec<gocuda_s, 1>*)gocuda_cache : 0, sm, ss);
+	}
+}
+`, name, t.value, t.storage, t.load("xs.v[k]"), t.store(out))
 }
 
 // Softmax sets each row of dst to the softmax of src's row: e^(x-max) over
@@ -92,6 +122,14 @@ func Softmax[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shap
 func LogSoftmax[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape) error {
 	return softmax("LogSoftmax", s, dst, src, shape, true)
 }
+
+// softmaxCache is the longest row, in bytes, Softmax keeps in shared
+// memory: 48 KiB (what a block may have without asking), less the kernel's
+// own 4 KiB for float64 (11264 float32, 5632 float64).
+const softmaxCache = 44 << 10
+
+// maxGrid is the most blocks a launch of the package gives a grid's X.
+const maxGrid = 1<<31 - 1
 
 func softmax[T Float](op string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, logarithm bool) error {
 	if err := checkMatrix(op, s, shape, map[string]bufferInfo{"dst": dst, "src": src}); err != nil {
@@ -109,11 +147,14 @@ func softmax[T Float](op string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T],
 	if err != nil {
 		return err
 	}
-	cfg, err := linearConfig(s, shape.Rows*blockSize)
-	if err != nil {
-		return wrap(op, err, "sizing the launch")
+	// A block per row, each with room for its row in shared memory where
+	// the row fits in what every device gives a block without asking.
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(shape.Rows, maxGrid)}, Block: cuda.Dim3{X: blockSize}, Stream: s}
+	cached := int32(0)
+	if bytes := shape.Cols * int(t.goType.Size()); bytes <= softmaxCache {
+		cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
 	}
-	return wrap(op, f.Launch(cfg, src, dst, int64(shape.Rows), int64(shape.Cols)), "launching %s", name)
+	return wrap(op, f.Launch(cfg, src, dst, int64(shape.Rows), int64(shape.Cols), cached), "launching %s", name)
 }
 
 // transposeSource is the kernel of Transpose: tiles of 32×32 elements read

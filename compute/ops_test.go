@@ -594,44 +594,71 @@ func TestSumDeterministic(t *testing.T) {
 	}
 }
 
+// TestSoftmax checks Softmax and LogSoftmax against float64 on the host:
+// rows kept in shared memory 16 bytes at a time (1024, 8192 float32),
+// one at a time (1001), rows too long to keep (12000, 100003), in place,
+// and a row holding a NaN (all NaN) or an infinity.
 func TestSoftmax(t *testing.T) {
 	e := gpu(t)
-	for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 2, Cols: 100003}} {
-		x := randoms[float32](sh.Rows*sh.Cols, -20, 20)
-		dx := upload(t, e.ctx, x)
-		sm := must(cuda.Alloc[float32](e.ctx, len(x)))(t)
-		lsm := must(cuda.Alloc[float32](e.ctx, len(x)))(t)
-		if err := compute.Softmax(e.s, sm, dx, sh); err != nil {
-			t.Fatal(err)
-		}
-		if err := compute.LogSoftmax(e.s, lsm, dx, sh); err != nil {
-			t.Fatal(err)
-		}
-		gs, gl := download(t, sm), download(t, lsm)
-		for r := range sh.Rows {
-			row := x[r*sh.Cols : (r+1)*sh.Cols]
-			m := math.Inf(-1)
-			for _, v := range row {
-				m = math.Max(m, float64(v))
+	softmaxOf[float32](t, e, 2e-6)
+	softmaxOf[float64](t, e, 1e-13)
+	softmaxOf[cuda.BFloat16](t, e, 1.6e-2)
+	softmaxOf[cuda.Float16](t, e, 2e-3)
+}
+
+func softmaxOf[T compute.Float](t *testing.T, e env, tol float64) {
+	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
+		shapes := []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 5, Cols: 1024}, {Rows: 300, Cols: 8192},
+			{Rows: 3, Cols: 12000}, {Rows: 2, Cols: 100003}}
+		for i, sh := range shapes {
+			x := randoms[T](sh.Rows*sh.Cols, -20, 20)
+			if i == 2 {
+				x[3] = fromF[T](math.NaN())       // row 0: all NaN
+				x[1024+7] = fromF[T](math.Inf(1)) // row 1: NaN where +Inf, 0 elsewhere
 			}
-			var sum float64
-			for _, v := range row {
-				sum += math.Exp(float64(v) - m)
+			dx := upload(t, e.ctx, x)
+			sm := must(cuda.Alloc[T](e.ctx, len(x)))(t)
+			if err := compute.Softmax(e.s, sm, dx, sh); err != nil {
+				t.Fatal(err)
 			}
-			for c, v := range row {
-				want := math.Exp(float64(v)-m) / sum
-				if got := float64(gs[r*sh.Cols+c]); math.Abs(got-want) > 1e-5*math.Max(want, 1e-3) {
-					t.Fatalf("Softmax %v: [%d,%d] = %v, want %v", sh, r, c, got, want)
+			gs := download(t, sm)
+			sm.Free()
+			// In place: dst is src.
+			if err := compute.LogSoftmax(e.s, dx, dx, sh); err != nil {
+				t.Fatal(err)
+			}
+			gl := download(t, dx)
+			for r := range sh.Rows {
+				row := x[r*sh.Cols : (r+1)*sh.Cols]
+				m := math.Inf(-1)
+				for _, v := range row {
+					m = math.Max(m, toF(v))
 				}
-				lwant := float64(v) - m - math.Log(sum)
-				if got := float64(gl[r*sh.Cols+c]); math.Abs(got-lwant) > 1e-4*math.Max(1, math.Abs(lwant)) {
-					t.Fatalf("LogSoftmax %v: [%d,%d] = %v, want %v", sh, r, c, got, lwant)
+				var sum float64
+				for _, v := range row {
+					sum += math.Exp(toF(v) - m)
+				}
+				for c, v := range row {
+					want := math.Exp(toF(v)-m) / sum
+					lwant := toF(v) - m - math.Log(sum)
+					if math.IsInf(m, 1) { // +Inf - +Inf is NaN, as on the device and in PyTorch
+						want, lwant = math.NaN(), math.NaN()
+						if !math.IsInf(toF(v), 1) {
+							want, lwant = 0, math.Inf(-1)
+						}
+					}
+					got := toF(gs[r*sh.Cols+c])
+					if math.IsNaN(want) != math.IsNaN(got) || math.Abs(got-want) > tol*math.Max(want, 1e-3)*4 {
+						t.Fatalf("Softmax %v: [%d,%d] = %v, want %v", sh, r, c, got, want)
+					}
+					lgot := toF(gl[r*sh.Cols+c])
+					if math.IsNaN(lwant) != math.IsNaN(lgot) || lgot != lwant && math.Abs(lgot-lwant) > tol*4*math.Max(1, math.Abs(lwant)) {
+						t.Fatalf("LogSoftmax %v: [%d,%d] = %v, want %v", sh, r, c, lgot, lwant)
+					}
 				}
 			}
 		}
-		sm.Free()
-		lsm.Free()
-	}
+	})
 }
 
 func TestTranspose(t *testing.T) {

@@ -16,7 +16,7 @@ type param struct {
 // declaration checks a kernel's name and parses its parameter lists.
 func declaration(op, name, in, out string) (ins, outs []param, err error) {
 	if !ident(name) {
-		return nil, nil, errorf(op, cuda.ErrInvalidValue, "%q is not a kernel name (a C identifier, not starting with _ or gocuda_)", name)
+		return nil, nil, errorf(op, cuda.ErrInvalidValue, "%q is not a kernel name (a C identifier, not starting with _ or gocuda)", name)
 	}
 	if ins, err = parseParams(op, "inputs", in); err != nil {
 		return nil, nil, err
@@ -44,7 +44,7 @@ func parseParams(op, what, list string) ([]param, error) {
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s: unknown type %q (want one of %s)", what, f[0], typeNames())
 		}
 		if !ident(f[1]) {
-			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a name a parameter may have (a C identifier, not starting with _ or gocuda_)", what, f[1])
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a name a parameter may have (a C identifier, not starting with _ or gocuda)", what, f[1])
 		}
 		out = append(out, param{t, f[1]})
 	}

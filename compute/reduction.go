@@ -112,22 +112,43 @@ func (r *Reduction) source(buffer []bool) string {
 	fmt.Fprintf(&b, "\ntypedef %s gocuda_acc;\n", acc)
 	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_reduce(gocuda_acc a, gocuda_acc b) { return (gocuda_acc)(%s); }\n", r.reduceExpr)
 	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_identity() { return (gocuda_acc)(%s); }\n", r.identity)
-	// The inputs, as parameters and as values of element i.
-	var params, loads strings.Builder
+	// The inputs as parameters, and the map as a function of their values.
+	widest := 1
+	var params, decl, vecDecl, aligned []string
 	for j, p := range r.in {
+		decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
 		if buffer[j] {
-			fmt.Fprintf(&params, "const %s* __restrict__ gocuda_%s, ", p.t.storage, p.name)
-			fmt.Fprintf(&loads, "const %s %s = %s; ", p.t.value, p.name, p.t.load("gocuda_"+p.name+"[i]"))
+			params = append(params, fmt.Sprintf("const %s* __restrict__ gocuda_%s, ", p.t.storage, p.name))
+			widest = max(widest, int(p.t.goType.Size()))
 		} else {
-			fmt.Fprintf(&params, "%s gocuda_%s, ", p.t.storage, p.name)
-			fmt.Fprintf(&loads, "const %s %s = %s; ", p.t.value, p.name, p.t.load("gocuda_"+p.name))
+			params = append(params, fmt.Sprintf("%s gocuda_%s, ", p.t.storage, p.name))
 		}
 	}
-	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_map(%slong long i) { %sreturn (gocuda_acc)(%s); }\n",
-		params.String(), loads.String(), r.mapExpr)
-	var callArgs strings.Builder
-	for _, p := range r.in {
-		fmt.Fprintf(&callArgs, "gocuda_%s, ", p.name)
+	width := 16 / widest
+	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_map(%s, const long long i) { return (gocuda_acc)(%s); }\n",
+		strings.Join(decl, ", "), r.mapExpr)
+	// mapAt calls the map for element at, each buffer's element given by
+	// element (a format of the parameter's name).
+	mapAt := func(element, at string) string {
+		var vals []string
+		for j, p := range r.in {
+			v := "gocuda_" + p.name
+			if buffer[j] {
+				v = fmt.Sprintf(element, p.name)
+			}
+			vals = append(vals, p.t.load(v))
+		}
+		return fmt.Sprintf("gocuda_map(%s, %s)", strings.Join(vals, ", "), at)
+	}
+	for j, p := range r.in {
+		if buffer[j] {
+			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, width)
+			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocuda_%s %% sizeof(%s) == 0", p.name, vec))
+			vecDecl = append(vecDecl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocuda_%[2]s)[gocuda_j]; ", vec, p.name))
+		}
+	}
+	if len(aligned) == 0 {
+		aligned = []string{"false"} // no buffer: nothing to load
 	}
 	fmt.Fprintf(&b, "__device__ __forceinline__ void gocuda_post(%s* gocuda_out, long long gocuda_at, gocuda_acc a, long long n) { %s %s; { %s; } gocuda_out[gocuda_at] = %s; }\n",
 		r.out.t.storage, r.out.t.value, r.out.name, r.postMap, r.out.t.store(r.out.name))
@@ -144,10 +165,24 @@ func (r *Reduction) source(buffer []bool) string {
 	return s[0];
 }
 `)
+	// The first pass of a whole reduction: vectors of width elements where
+	// every buffer is aligned for them, then the elements left.
 	fmt.Fprintf(&b, `extern "C" __global__ void %[1]s_partial(%[2]sgocuda_acc* gocuda_partial, long long n) {
 	gocuda_acc v = gocuda_identity();
-	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x)
-		v = gocuda_reduce(v, gocuda_map(%[3]si));
+	const long long gocuda_stride = (long long)blockDim.x * gridDim.x;
+	long long gocuda_start = 0;
+	if (%[5]s) {
+		const long long gocuda_vectors = n / %[6]d;
+		#pragma unroll 2
+		for (long long gocuda_j = (long long)blockIdx.x * blockDim.x + threadIdx.x; gocuda_j < gocuda_vectors; gocuda_j += gocuda_stride) {
+			%[7]s
+			#pragma unroll
+			for (int gocuda_k = 0; gocuda_k < %[6]d; gocuda_k++) v = gocuda_reduce(v, %[8]s);
+		}
+		gocuda_start = gocuda_vectors * %[6]d;
+	}
+	for (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride)
+		v = gocuda_reduce(v, %[3]s);
 	v = gocuda_block(v);
 	if (threadIdx.x == 0) gocuda_partial[blockIdx.x] = v;
 }
@@ -160,7 +195,7 @@ extern "C" __global__ void %[1]s_final(const gocuda_acc* gocuda_partial, long lo
 extern "C" __global__ void %[1]s_rows(%[2]s%[4]s* gocuda_out, long long rows, long long cols) {
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		gocuda_acc v = gocuda_identity();
-		for (long long c = threadIdx.x; c < cols; c += blockDim.x) v = gocuda_reduce(v, gocuda_map(%[3]sr * cols + c));
+		for (long long c = threadIdx.x; c < cols; c += blockDim.x) v = gocuda_reduce(v, %[9]s);
 		v = gocuda_block(v);
 		if (threadIdx.x == 0) gocuda_post(gocuda_out, r, v, cols);
 		__syncthreads();
@@ -169,11 +204,13 @@ extern "C" __global__ void %[1]s_rows(%[2]s%[4]s* gocuda_out, long long rows, lo
 extern "C" __global__ void %[1]s_cols(%[2]s%[4]s* gocuda_out, long long rows, long long cols) {
 	for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (long long)blockDim.x * gridDim.x) {
 		gocuda_acc v = gocuda_identity();
-		for (long long r = 0; r < rows; r++) v = gocuda_reduce(v, gocuda_map(%[3]sr * cols + c));
+		for (long long r = 0; r < rows; r++) v = gocuda_reduce(v, %[9]s);
 		gocuda_post(gocuda_out, c, v, rows);
 	}
 }
-`, r.name, params.String(), callArgs.String(), r.out.t.storage)
+`, r.name, strings.Join(params, ""), mapAt("gocuda_%s[i]", "i"), r.out.t.storage,
+		strings.Join(aligned, " && "), width, strings.Join(vecDecl, ""),
+		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocuda_%s[r * cols + c]", "r * cols + c"))
 	return b.String()
 }
 
