@@ -126,7 +126,7 @@ func argBest[T Number](op string, s *cuda.Stream, dst *cuda.DeviceBuffer[int64],
 	if launchErr == nil {
 		launchErr = final.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, pv, pi, int64(blocks), dst)
 	}
-	freeErr := scratch.Free()
+	freeErr := freeScratch(scratch)
 	if launchErr != nil {
 		return wrap(op, launchErr, "launching %s", name)
 	}

@@ -31,6 +31,20 @@ var compileFlags = []string{"-std=c++17"}
 // compiles counts NVRTC compilations, for the tests.
 var compiles atomic.Int64
 
+// compiler is NVRTC: its version (part of every key) and its compilation
+// of a source to the image loaded. The tests put a stand-in in its place
+// on the fake driver, which has no NVRTC (export_test.go).
+var compiler = struct {
+	version func() (cuda.Version, error)
+	compile func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error)
+}{nvrtc.Version, func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error) {
+	out, err := nvrtc.Compile(ctx, source, opts)
+	if err != nil {
+		return nil, err
+	}
+	return out.Image, nil
+}}
+
 // modules are the modules loaded in each context, by key: a kernel is
 // compiled and loaded once per context (and compiled once per machine,
 // with the disk cache).
@@ -125,7 +139,7 @@ type moduleEntry struct {
 // hash of the format, the source, the flags, the target and NVRTC's
 // version.
 func kernelKey(ctx *cuda.Context, source string) (key, arch string, err error) {
-	v, err := nvrtc.Version()
+	v, err := compiler.version()
 	if err != nil {
 		return "", "", err
 	}
@@ -182,22 +196,37 @@ func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *c
 func loadModule(op string, ctx *cuda.Context, name, source, key, arch string) (*cuda.Module, error) {
 	dir := cacheDir()
 	if image, ok := readEntry(dir, key); ok {
-		if mod, err := ctx.LoadModule(image); err == nil {
+		mod, err := ctx.LoadModule(image)
+		if err == nil {
 			return mod, nil
+		}
+		if !refusedImage(err) { // out of memory, a broken context: compiling would not help
+			return nil, wrap(op, err, "loading kernel %s", name)
 		}
 		// An image the driver refuses is as good as damaged: compile.
 	}
 	compiles.Add(1)
-	out, err := nvrtc.Compile(ctx, source, nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: compileFlags})
+	image, err := compiler.compile(ctx, source, nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: compileFlags})
 	if err != nil {
 		return nil, wrap(op, err, "compiling kernel %s", name)
 	}
-	mod, err := ctx.LoadModule(out.Image)
+	mod, err := ctx.LoadModule(image)
 	if err != nil {
 		return nil, wrap(op, err, "loading kernel %s", name)
 	}
-	writeEntry(dir, key, out.Image) // a cache that cannot be written only costs time
+	writeEntry(dir, key, image) // a cache that cannot be written only costs time
 	return mod, nil
+}
+
+// refusedImage reports whether err is the driver refusing an image as
+// such: invalid, not PTX it can read, or for another architecture.
+func refusedImage(err error) bool {
+	for _, r := range []cuda.Result{200, 209, 218, 222} { // INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX, UNSUPPORTED_PTX_VERSION
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheDir returns the disk cache's folder, or "" when it is off.

@@ -32,6 +32,7 @@ type Elementwise struct {
 	in, out  []param
 	inplace  map[string]bool // outputs that are inputs too
 	ps       []param         // the parameters in argument order (params)
+	readOnly []bool          // by parameter: an input only, which may be a scalar
 	body     string
 	mu       sync.Mutex
 	variants map[uint64]*variant // the source of each argument pattern (bit j: parameter j is a buffer)
@@ -82,6 +83,9 @@ func NewElementwise(name, in, out, body string) (*Elementwise, error) {
 		seen[p.name] = true
 	}
 	k.ps = k.params()
+	for _, p := range k.ps {
+		k.readOnly = append(k.readOnly, k.isInput(p.name) && !k.inplace[p.name])
+	}
 	if len(k.ps) > maxParams {
 		return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s has %d parameters: at most %d", name, len(k.ps), maxParams)
 	}
@@ -246,15 +250,16 @@ func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 	if len(args) != len(ps) {
 		return errorf(op, cuda.ErrInvalidValue, "kernel %s takes %d arguments (%s), %d given", k.name, len(ps), paramList(ps), len(args))
 	}
-	as := make([]arg, len(ps))
+	var buf [stackArgs]arg
+	as := append(buf[:0], make([]arg, len(ps))...)
 	n := -1
 	for j, p := range ps {
-		a, err := classify(op, p, args[j], k.isInput(p.name) && !k.inplace[p.name])
+		a, err := classify(op, p, args[j], k.readOnly[j])
 		if err != nil {
 			return err
 		}
 		if a.buffer {
-			if a.ctx != s.Context() {
+			if a.mem.Context() != s.Context() {
 				return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the stream", p.name)
 			}
 			if n >= 0 && a.n != n {
@@ -310,10 +315,14 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 	if err != nil {
 		return err
 	}
-	vals := append(launchValues(as, 1), int64(n))
+	var buf [stackArgs + 1]any
+	vals := append(launchValues(buf[:0], as), int64(n))
 	cfg, err := linearConfig(s, (n+v.width-1)/v.width)
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", k.name)
 	}
-	return wrap(op, f.Launch(cfg, vals...), "launching %s", k.name)
+	if err := f.Launch(cfg, vals...); err != nil {
+		return wrap(op, err, "launching %s", k.name)
+	}
+	return nil
 }

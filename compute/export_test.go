@@ -1,6 +1,15 @@
 package compute
 
-import cuda "github.com/gocuda/cuda"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nvrtc"
+)
 
 // Compiles returns how many kernels NVRTC compiled in this process.
 func Compiles() int64 { return compiles.Load() }
@@ -32,4 +41,44 @@ func RawAdd(s *cuda.Stream, x *cuda.DeviceBuffer[float32]) (func() error, error)
 	}
 	cfg, err := linearConfig(s, x.Len())
 	return func() error { return f.Launch(cfg, x, x, x, int64(x.Len())) }, err
+}
+
+// UseStandIn puts the stand-in compiler in NVRTC's place until t ends, with
+// the disk cache in a folder of t's: on the fake driver, which has no
+// NVRTC, a generated source "compiles" to testdata/standin.ptx's entry of
+// each of its kernels, which the fake runs in C, or to an empty entry that
+// the fake loads but will not run (cuda.ErrNotSupported). A kernel whose
+// generated signature is not the one standin.ptx records is refused: the
+// fake's argument lists must follow the generator's.
+func UseStandIn(t testing.TB) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "standin.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	t.Setenv(EnvCache, t.TempDir())
+	saved := compiler
+	t.Cleanup(func() { compiler = saved })
+	compiler.version = func() (cuda.Version, error) { return cuda.Version{Major: 0, Minor: 0, Patch: 1}, nil }
+	compiler.compile = func(_ *cuda.Context, source string, _ nvrtc.Options) ([]byte, error) {
+		ptx := text[:strings.Index(text, "\n// source:")+1]
+		for _, line := range strings.Split(source, "\n") {
+			sig, ok := strings.CutPrefix(line, `extern "C" __global__ void `)
+			if !ok {
+				continue
+			}
+			name := sig[:strings.IndexByte(sig, '(')]
+			at := strings.Index(text, "\n.visible .entry "+name+"(")
+			if at < 0 {
+				ptx += fmt.Sprintf("\n.visible .entry %s()\n{\n\tret;\n}\n", name)
+				continue
+			}
+			if !strings.Contains(text, "// source: "+line+"\n") {
+				return nil, fmt.Errorf("stand-in compiler: the generated signature of %s is not testdata/standin.ptx's:\n%s", name, line)
+			}
+			ptx += text[at : at+strings.Index(text[at:], "\n}\n")+3]
+		}
+		return []byte(ptx), nil
+	}
 }

@@ -42,25 +42,26 @@ func stdReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceT
 	return v.(*Reduction), nil
 }
 
-// byType are the standard kernels, by name and element types: the lookup
-// of a call, which builds no string.
+// byType are the standard kernels (*Elementwise or *Reduction), by name
+// and element types: the lookup of a call, which builds no string.
 var byType struct {
 	mu sync.RWMutex
-	m  map[typedKey]*Elementwise
+	m  map[typedKey]any
 }
 
 type typedKey struct {
-	name string
-	t, u reflect.Type
+	name      string
+	t, u      reflect.Type
+	reduction bool // a reduction's name may be an elementwise kernel's ("max")
 }
 
 // typed returns the standard kernel of key, declared by declare the first
 // time.
-func typed(key typedKey, declare func() (*Elementwise, error)) (*Elementwise, error) {
+func typed[K *Elementwise | *Reduction](key typedKey, declare func() (K, error)) (K, error) {
 	byType.mu.RLock()
-	k := byType.m[key]
+	k, ok := byType.m[key].(K)
 	byType.mu.RUnlock()
-	if k != nil {
+	if ok {
 		return k, nil
 	}
 	k, err := declare()
@@ -70,7 +71,7 @@ func typed(key typedKey, declare func() (*Elementwise, error)) (*Elementwise, er
 	byType.mu.Lock()
 	defer byType.mu.Unlock()
 	if byType.m == nil {
-		byType.m = map[typedKey]*Elementwise{}
+		byType.m = map[typedKey]any{}
 	}
 	byType.m[key] = k
 	return k, nil
@@ -79,7 +80,7 @@ func typed(key typedKey, declare func() (*Elementwise, error)) (*Elementwise, er
 // run launches the standard kernel of name for T (its parameter lists with
 // %s for T's name), naming op in errors.
 func run[T Number](op, name, in, out, body string, s *cuda.Stream, args ...any) error {
-	k, err := typed(typedKey{name, reflect.TypeFor[T](), nil}, func() (*Elementwise, error) {
+	k, err := typed(typedKey{name: name, t: reflect.TypeFor[T]()}, func() (*Elementwise, error) {
 		t := dtypeOf[T]()
 		return stdElementwise(name+"_"+t.name, strings.ReplaceAll(in, "%s", t.name), strings.ReplaceAll(out, "%s", t.name), body)
 	})
@@ -115,7 +116,7 @@ func Iota[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[T], start, step T) er
 // to float32, as NewFloat16(float32(x)) does); floats to integers truncate
 // toward zero (out of range: undefined, as in Go). The lengths must match.
 func Cast[To, From Number](s *cuda.Stream, dst *cuda.DeviceBuffer[To], src *cuda.DeviceBuffer[From]) error {
-	k, err := typed(typedKey{"cast", reflect.TypeFor[From](), reflect.TypeFor[To]()}, func() (*Elementwise, error) {
+	k, err := typed(typedKey{name: "cast", t: reflect.TypeFor[From](), u: reflect.TypeFor[To]()}, func() (*Elementwise, error) {
 		from, to := dtypeOf[From](), dtypeOf[To]()
 		body := "y = x;"
 		if from.half != "" && !to.float {
@@ -287,7 +288,7 @@ func Gelu[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
 // unaryFloat is unary for the functions of floats only. (Float's types are
 // all Number's; Go cannot see it, so the kernel is found by name.)
 func unaryFloat[T Float](op, name string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	k, err := typed(typedKey{name, reflect.TypeFor[T](), nil}, func() (*Elementwise, error) {
+	k, err := typed(typedKey{name: name, t: reflect.TypeFor[T]()}, func() (*Elementwise, error) {
 		t := floatType[T]()
 		return stdElementwise(name+"_"+t.name, t.name+" x", t.name+" y", unaryBodies[name][1])
 	})

@@ -60,14 +60,13 @@ func typeNames() string {
 }
 
 // arg is an argument given for a parameter: a device buffer or a scalar.
+// It is small, so that a launch keeps its arguments on the stack.
 type arg struct {
 	buffer bool
-	t      dtype
-	n      int            // a buffer's length
-	mem    cuda.Memory    // a buffer
-	ctx    *cuda.Context  // a buffer's context
-	scalar any            // a scalar, of t's Go type
-	ptr    cuda.DevicePtr // a buffer's address
+	half   bool       // a Float16 or BFloat16 scalar: passed as its bits
+	n      int        // a buffer's length
+	mem    bufferInfo // a buffer
+	scalar any        // a scalar, of its parameter's Go type
 }
 
 // bufferInfo is what every *cuda.DeviceBuffer[T] tells, whatever T.
@@ -93,7 +92,7 @@ func classify(op string, p param, v any, scalarOK bool) (arg, error) {
 		case b.Context() == nil:
 			return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is a zero DeviceBuffer: make one with cuda.Alloc", p.name)
 		}
-		return arg{buffer: true, t: p.t, n: b.Len(), mem: b, ctx: b.Context(), ptr: b.Ptr()}, nil
+		return arg{buffer: true, n: b.Len(), mem: b}, nil
 	}
 	if !scalarOK {
 		return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is an output: it must be a *cuda.DeviceBuffer[%v], not a %T", p.name, p.t.goType, v)
@@ -101,7 +100,7 @@ func classify(op string, p param, v any, scalarOK bool) (arg, error) {
 	if reflect.TypeOf(v) != p.t.goType {
 		return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is declared %s (a Go %v, or a buffer of it), and a %T was given", p.name, p.t.name, p.t.goType, v)
 	}
-	return arg{t: p.t, scalar: v}, nil
+	return arg{half: p.t.half != "", scalar: v}, nil
 }
 
 // asBuffer returns v as a device buffer and its element type, if it is a
@@ -137,16 +136,15 @@ func asBuffer(v any) (bufferInfo, dtype, bool) {
 	return nil, dtype{}, false
 }
 
-// launchValues are the kernel arguments of as, with room for extra more:
-// a buffer as itself, a Float16 or BFloat16 scalar as its bits (the kernel
-// takes unsigned short), any other scalar as it is.
-func launchValues(as []arg, extra int) []any {
-	vals := make([]any, 0, len(as)+extra)
+// launchValues appends the kernel arguments of as to vals: a buffer as
+// itself, a Float16 or BFloat16 scalar as its bits (the kernel takes
+// unsigned short), any other scalar as it is.
+func launchValues(vals []any, as []arg) []any {
 	for _, a := range as {
 		switch {
 		case a.buffer:
 			vals = append(vals, a.mem)
-		case a.t.half != "":
+		case a.half:
 			vals = append(vals, halfBits(a.scalar))
 		default:
 			vals = append(vals, a.scalar)
@@ -154,6 +152,10 @@ func launchValues(as []arg, extra int) []any {
 	}
 	return vals
 }
+
+// stackArgs is how many arguments a launch keeps on the stack (more
+// spill to the heap).
+const stackArgs = 8
 
 // halfBits returns a Float16's or BFloat16's bits.
 func halfBits(v any) uint16 {

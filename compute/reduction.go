@@ -234,7 +234,7 @@ func (r *Reduction) args(op string, s *cuda.Stream, want, outN int, args []any) 
 			return nil, err
 		}
 		if a.buffer {
-			if a.ctx != s.Context() {
+			if a.mem.Context() != s.Context() {
 				return nil, errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the stream", p.name)
 			}
 			if n := map[bool]int{true: outN, false: want}[j == len(r.in)]; a.n != n {
@@ -281,12 +281,13 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 	if err != nil {
 		return wrap(op, err, "allocating %s's partial results", r.name)
 	}
-	vals := launchValues(as[:len(r.in)], 2)
+	var buf [stackArgs + 2]any
+	vals := launchValues(buf[:0], as[:len(r.in)])
 	launchErr := f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, append(vals, partial, int64(n))...)
 	if launchErr == nil {
 		launchErr = f[1].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, partial, int64(blocks), as[len(r.in)].mem, int64(n))
 	}
-	freeErr := partial.Free() // in the stream's order, after the kernels
+	freeErr := freeScratch(partial) // in the stream's order, after the kernels
 	if launchErr != nil {
 		return wrap(op, launchErr, "launching %s", r.name)
 	}
@@ -330,7 +331,8 @@ func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...a
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", r.name)
 	}
-	vals := append(launchValues(as[:len(r.in)], 3), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
+	var buf [stackArgs + 3]any
+	vals := append(launchValues(buf[:0], as[:len(r.in)]), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
 	return wrap(op, f[0].Launch(cfg, vals...), "launching %s", r.name)
 }
 
@@ -359,6 +361,18 @@ func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...s
 		fs = append(fs, f)
 	}
 	return fs, nil
+}
+
+// freeScratch frees a launch's stream-ordered scratch memory. A failed
+// Free leaves it allocated: a second try keeps a passing failure from
+// leaking it (the first failure is still returned). If that fails too,
+// the context is broken, and the memory goes with it.
+func freeScratch[T any](b *cuda.DeviceBuffer[T]) error {
+	err := b.Free()
+	if err != nil && b.Free() != nil {
+		err = fmt.Errorf("%w (and again)", err)
+	}
+	return err
 }
 
 // accSize is the bytes of a reduce type's value in device memory.

@@ -2,6 +2,7 @@ package compute
 
 import (
 	"fmt"
+	"reflect"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -41,7 +42,15 @@ func limits(t dtype) (lowest, highest string) {
 // reduction returns the standard reduction what ("sum", "max", "min",
 // "mean") of T.
 func reduction[T Number](what string) (*Reduction, error) {
-	t := dtypeOf[T]()
+	return typed(typedKey{name: what, t: reflect.TypeFor[T](), reduction: true}, declareReduction[T](what))
+}
+
+// declareReduction declares the standard reduction what of T.
+func declareReduction[T Number](what string) func() (*Reduction, error) {
+	return func() (*Reduction, error) { return newStdReduction(dtypeOf[T](), what) }
+}
+
+func newStdReduction(t dtype, what string) (*Reduction, error) {
 	lowest, highest := limits(t)
 	nanFirst := ""
 	if t.float {

@@ -86,7 +86,47 @@ static void k_reverse(struct launch *l) {
 
 static void k_oob_write(struct launch *l) { fault(l); }
 
-// The hashes are entry_hash's of testdata/kernels.ptx: a change to a kernel
+// Package compute's kernels that the fake runs, as its tests' stand-in
+// compiler emits them (compute/testdata/standin.ptx): a grid-stride loop
+// covers every element whatever the grid.
+static void k_add_float32(struct launch *l) {
+	CUdeviceptr a = P(l, 0, CUdeviceptr), b = P(l, 1, CUdeviceptr), y = P(l, 2, CUdeviceptr);
+	long long n = P(l, 3, long long);
+	if (n < 0) return fault(l);
+	if (n && (!range_ok(a, n * 4) || !range_ok(b, n * 4) || !range_ok(y, n * 4))) return fault(l);
+	for (long long i = 0; i < n; i++) ((float *)DEVP(y))[i] = ((float *)DEVP(a))[i] + ((float *)DEVP(b))[i];
+}
+
+// k_sum_float32_partial gives each block the sum of the elements its
+// threads take: vectors of 4 where x is aligned to 16 bytes, then the rest.
+static void k_sum_float32_partial(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), partial = P(l, 1, CUdeviceptr);
+	long long n = P(l, 2, long long), blocks = l->grid[0], threads = l->block[0], stride = blocks * threads;
+	if (n < 0 || (n && !range_ok(x, n * 4)) || !range_ok(partial, blocks * 4)) return fault(l);
+	const float *px = DEVP(x);
+	long long vectors = x % 16 == 0 ? n / 4 : 0;
+	for (long long b = 0; b < blocks; b++) {
+		float v = 0;
+		for (long long t = b * threads; t < (b + 1) * threads; t++) {
+			for (long long j = t; j < vectors; j += stride)
+				for (int k = 0; k < 4; k++) v += px[j * 4 + k];
+			for (long long i = vectors * 4 + t; i < n; i += stride) v += px[i];
+		}
+		((float *)DEVP(partial))[b] = v;
+	}
+}
+
+static void k_sum_float32_final(struct launch *l) {
+	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
+	long long m = P(l, 1, long long);
+	if (m < 0 || (m && !range_ok(partial, m * 4)) || !range_ok(out, 4)) return fault(l);
+	float v = 0;
+	for (long long j = 0; j < m; j++) v += ((float *)DEVP(partial))[j];
+	*(float *)DEVP(out) = v;
+}
+
+// The hashes are entry_hash's of testdata/kernels.ptx (and of
+// compute/testdata/standin.ptx): a change to a kernel
 // there needs its C version and hash changed here (TestFakeRunsOnlyItsKernels
 // says which hash it found).
 static const struct kernel kernels[] = {
@@ -98,6 +138,10 @@ static const struct kernel kernels[] = {
 	{"affine", 0x7d7b4421a24517c2ull, 4, {8, 8, 8, 4}, {0, 8, 16, 24}, k_affine},
 	{"reverse", 0x8719c7fe39ac8a03ull, 1, {8}, {0}, k_reverse},
 	{"oob_write", 0x62bac678defec713ull, 1, {8}, {0}, k_oob_write},
+	// compute/testdata/standin.ptx
+	{"add_float32", 0x9be63b4d5e294918ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_add_float32},
+	{"reduce_sum_float32_partial", 0x7b571f5cd2eb8033ull, 3, {8, 8, 8}, {0, 8, 16}, k_sum_float32_partial},
+	{"reduce_sum_float32_final", 0xa4d1e2c511ef6939ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_float32_final},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
