@@ -42,6 +42,7 @@ func TestDeclarationErrors(t *testing.T) {
 	}{
 		{"kernel name", "not a kernel name", second(compute.NewElementwise("1x", "float32 x", "float32 y", "y = x;"))},
 		{"reserved name", "not a kernel name", second(compute.NewElementwise("gocuda_x", "float32 x", "float32 y", "y = x;"))},
+		{"reserved parameter", "not a name a parameter may have", second(compute.NewElementwise("k", "float32 gocudax", "float32 y", "y = gocudax;"))},
 		{"unknown type", `unknown type "float"`, second(compute.NewElementwise("k", "float x", "float32 y", "y = x;"))},
 		{"no name", "not a type and a name", second(compute.NewElementwise("k", "float32", "float32 y", "y = x;"))},
 		{"bad parameter name", "is not a name", second(compute.NewElementwise("k", "float32 _x", "float32 y", "y = _x;"))},
@@ -155,21 +156,21 @@ func TestSource(t *testing.T) {
 	src := compute.ElementwiseSource(k, false, true, true)
 	for _, want := range []string{
 		"void gocuda_body(const float a, const float x, float& y, const long long i, const long long n) {\ny = a * x + y;\n}",
-		`extern "C" __global__ void axpy(unsigned short gocuda_a, const unsigned short* __restrict__ gocuda_x, unsigned short* gocuda_y, long long n)`,
-		"if ((unsigned long long)gocuda_x % sizeof(gocuda_vec<unsigned short, 8>) == 0 && (unsigned long long)gocuda_y % sizeof(gocuda_vec<unsigned short, 8>) == 0) {",
-		"const gocuda_vec<unsigned short, 8> gocudav_x = ((const gocuda_vec<unsigned short, 8>*)gocuda_x)[gocuda_j];",
-		"gocuda_vec<unsigned short, 8> gocudav_y = ((gocuda_vec<unsigned short, 8>*)gocuda_y)[gocuda_j];",
+		`extern "C" __global__ void axpy(unsigned short gocudap_a, const unsigned short* __restrict__ gocudap_x, unsigned short* gocudap_y, long long n)`,
+		"if ((unsigned long long)gocudap_x % sizeof(gocuda_vec<unsigned short, 8>) == 0 && (unsigned long long)gocudap_y % sizeof(gocuda_vec<unsigned short, 8>) == 0) {",
+		"const gocuda_vec<unsigned short, 8> gocudav_x = ((const gocuda_vec<unsigned short, 8>*)gocudap_x)[gocuda_j];",
+		"gocuda_vec<unsigned short, 8> gocudav_y = ((gocuda_vec<unsigned short, 8>*)gocudap_y)[gocuda_j];",
 		"const long long i = gocuda_j * 8 + gocuda_k;",
 		"const float x = gocuda_f16_to_f32(gocudav_x.v[gocuda_k]);",
 		"gocudav_y.v[gocuda_k] = gocuda_f32_to_f16((float)(y));",
-		"((gocuda_vec<unsigned short, 8>*)gocuda_y)[gocuda_j] = gocudav_y;",
+		"((gocuda_vec<unsigned short, 8>*)gocudap_y)[gocuda_j] = gocudav_y;",
 		"gocuda_start = gocuda_vectors * 8;",
 		"for (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride)",
-		"const float a = gocuda_f16_to_f32(gocuda_a);",
-		"const float x = gocuda_f16_to_f32(gocuda_x[i]);",
-		"float y = gocuda_f16_to_f32(gocuda_y[i]);",
+		"const float a = gocuda_f16_to_f32(gocudap_a);",
+		"const float x = gocuda_f16_to_f32(gocudap_x[i]);",
+		"float y = gocuda_f16_to_f32(gocudap_y[i]);",
 		"gocuda_body(a, x, y, i, n);",
-		"gocuda_y[i] = gocuda_f32_to_f16((float)(y));",
+		"gocudap_y[i] = gocuda_f32_to_f16((float)(y));",
 	} {
 		if !strings.Contains(src, want) {
 			t.Errorf("source lacks %q:\n%s", want, src)
@@ -187,10 +188,10 @@ func TestSource(t *testing.T) {
 	r := must(compute.NewReduction("sumsq", "float32 x, float32 m", "float64 y", "(x - m) * (x - m)", "a + b", "0", "y = a / n;", "float64"))(t)
 	src = compute.ReductionSource(r, true, false)
 	for _, want := range []string{"typedef double gocuda_acc;", "sumsq_partial(", "sumsq_final(", "sumsq_rows(", "sumsq_cols(",
-		"float gocuda_m, ", "gocuda_map(const float x, const float m, const long long i) { return (gocuda_acc)((x - m) * (x - m)); }",
-		"if ((unsigned long long)gocuda_x % sizeof(gocuda_vec<float, 4>) == 0) {",
-		"v = gocuda_reduce(v, gocuda_map(gocudav_x.v[gocuda_k], gocuda_m, gocuda_j * 4 + gocuda_k));",
-		"v = gocuda_reduce(v, gocuda_map(gocuda_x[i], gocuda_m, i));", "y = a / n;"} {
+		"float gocudap_m, ", "gocuda_map(const float x, const float m, const long long i) { return (gocuda_acc)((x - m) * (x - m)); }",
+		"if ((unsigned long long)gocudap_x % sizeof(gocuda_vec<float, 4>) == 0) {",
+		"v = gocuda_reduce(v, gocuda_map(gocudav_x.v[gocuda_k], gocudap_m, gocuda_j * 4 + gocuda_k));",
+		"v = gocuda_reduce(v, gocuda_map(gocudap_x[i], gocudap_m, i));", "y = a / n;"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("reduction source lacks %q:\n%s", want, src)
 		}

@@ -146,8 +146,10 @@ __device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
 __device__ __forceinline__ float gocuda_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
 `
 
-// ident reports whether s is a C identifier a parameter may be named: the
-// generated code's own names start with gocuda.
+// ident reports whether s is a C identifier a parameter may be named. The
+// generated code's own names start with gocuda_, and it names parameter
+// x's pointer or scalar gocudap_x and its vector gocudav_x: none of these
+// can be a user's name, which may not start with gocuda, nor each other.
 func ident(s string) bool {
 	if s == "" || strings.HasPrefix(s, "gocuda") || strings.HasPrefix(s, "_") {
 		return false

@@ -155,11 +155,11 @@ func (k *Elementwise) source(buffer []bool) string {
 	for j, p := range ps {
 		switch {
 		case !buffer[j]:
-			fmt.Fprintf(&b, "%s gocuda_%s, ", p.t.storage, p.name)
+			fmt.Fprintf(&b, "%s gocudap_%s, ", p.t.storage, p.name)
 		case input(p):
-			fmt.Fprintf(&b, "const %s* __restrict__ gocuda_%s, ", p.t.storage, p.name)
+			fmt.Fprintf(&b, "const %s* __restrict__ gocudap_%s, ", p.t.storage, p.name)
 		default:
-			fmt.Fprintf(&b, "%s* gocuda_%s, ", p.t.storage, p.name)
+			fmt.Fprintf(&b, "%s* gocudap_%s, ", p.t.storage, p.name)
 		}
 	}
 	b.WriteString("long long n) {\n")
@@ -171,7 +171,7 @@ func (k *Elementwise) source(buffer []bool) string {
 	var aligned []string
 	for j, p := range ps {
 		if buffer[j] {
-			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocuda_%s %% sizeof(%s) == 0", p.name, vec(p)))
+			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec(p)))
 		}
 	}
 	fmt.Fprintf(&b, "\tif (%s) {\n", strings.Join(aligned, " && "))
@@ -181,9 +181,9 @@ func (k *Elementwise) source(buffer []bool) string {
 		switch {
 		case !buffer[j]:
 		case input(p):
-			fmt.Fprintf(&b, "\t\t\tconst %[1]s gocudav_%[2]s = ((const %[1]s*)gocuda_%[2]s)[gocuda_j];\n", vec(p), p.name)
+			fmt.Fprintf(&b, "\t\t\tconst %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j];\n", vec(p), p.name)
 		case k.inplace[p.name]:
-			fmt.Fprintf(&b, "\t\t\t%[1]s gocudav_%[2]s = ((%[1]s*)gocuda_%[2]s)[gocuda_j];\n", vec(p), p.name)
+			fmt.Fprintf(&b, "\t\t\t%[1]s gocudav_%[2]s = ((%[1]s*)gocudap_%[2]s)[gocuda_j];\n", vec(p), p.name)
 		default:
 			fmt.Fprintf(&b, "\t\t\t%s gocudav_%s;\n", vec(p), p.name)
 		}
@@ -197,16 +197,16 @@ func (k *Elementwise) source(buffer []bool) string {
 	}
 	b.WriteString("\t\t\t}\n")
 	for _, p := range k.out {
-		fmt.Fprintf(&b, "\t\t\t((%[1]s*)gocuda_%[2]s)[gocuda_j] = gocudav_%[2]s;\n", vec(p), p.name)
+		fmt.Fprintf(&b, "\t\t\t((%[1]s*)gocudap_%[2]s)[gocuda_j] = gocudav_%[2]s;\n", vec(p), p.name)
 	}
 	fmt.Fprintf(&b, "\t\t}\n\t\tgocuda_start = gocuda_vectors * %d;\n\t}\n", width)
 
 	// The scalar loop: the tail, or every element.
 	b.WriteString("\tfor (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride) {\n")
-	k.values(&b, "\t\t", buffer, "gocuda_%s[i]")
+	k.values(&b, "\t\t", buffer, "gocudap_%s[i]")
 	fmt.Fprintf(&b, "\t\t%s\n", body)
 	for _, p := range k.out {
-		fmt.Fprintf(&b, "\t\tgocuda_%s[i] = %s;\n", p.name, p.t.store(p.name))
+		fmt.Fprintf(&b, "\t\tgocudap_%s[i] = %s;\n", p.name, p.t.store(p.name))
 	}
 	b.WriteString("\t}\n}\n")
 	return b.String()
@@ -218,7 +218,7 @@ func (k *Elementwise) source(buffer []bool) string {
 // buffer's element).
 func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, element string) {
 	for j, p := range k.ps {
-		v := "gocuda_" + p.name
+		v := "gocudap_" + p.name
 		if buffer[j] {
 			v = fmt.Sprintf(element, p.name)
 		}

@@ -35,11 +35,13 @@ func RawAdd(s *cuda.Stream, x *cuda.DeviceBuffer[float32]) (func() error, error)
 	if err != nil {
 		return nil, err
 	}
-	f, err := function("RawAdd", s.Context(), &variant{src: k.source([]bool{true, true, true})}, k.name)
+	pattern := []bool{true, true, true}
+	v := &variant{src: k.source(pattern), width: k.vectorWidth(pattern)}
+	f, err := function("RawAdd", s.Context(), v, k.name)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := linearConfig(s, x.Len())
+	cfg, err := linearConfig(s, (x.Len()+v.width-1)/v.width) // as Add launches it
 	return func() error { return f.Launch(cfg, x, x, x, int64(x.Len())) }, err
 }
 

@@ -683,6 +683,44 @@ func TestTranspose(t *testing.T) {
 
 // TestCompileError: a body that does not compile is the Launch's error,
 // with NVRTC's log, wrapping ErrInvalidValue.
+// TestNamesLikeTheGenerators: parameters named as the generated code's own
+// locals, functions and kernel parameters (start, stride, partial, out,
+// map, ...) compile and compute: the generator's names cannot collide
+// with a user's.
+func TestNamesLikeTheGenerators(t *testing.T) {
+	e := gpu(t)
+	ins := "float32 start, float32 stride, float32 vectors, float32 j, float32 k, float32 body, float32 vec, float32 partial"
+	k := must(compute.NewElementwise("names", ins, "float32 out", "out = start + stride + vectors + j + k + body + vec + partial;"))(t)
+	r := must(compute.NewReduction("names_sum", ins+", float32 map, float32 reduce, float32 identity, float32 post, float32 block, float32 at, float32 acc",
+		"float32 out", "start + map + at", "a + b", "0", "out = a;", "float32"))(t)
+	const n = 1001
+	x := upload(t, e.ctx, randoms[float32](n, -1, 1))
+	args := []any{x, float32(1), x, float32(2), x, float32(3), x, float32(4)}
+	out := must(cuda.Alloc[float32](e.ctx, n))(t)
+	defer out.Free()
+	if err := k.Launch(e.s, append(args, out)...); err != nil {
+		t.Fatal(err)
+	}
+	hx := download(t, x)
+	for i, got := range download(t, out) {
+		if want := 4*hx[i] + 10; math.Abs(float64(got-want)) > 1e-5 {
+			t.Fatalf("element %d = %v, want %v", i, got, want)
+		}
+	}
+	sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
+	defer sum.Free()
+	if err := r.Launch(e.s, append(args, x, float32(0), float32(0), float32(0), float32(0), float32(1), float32(0), sum)...); err != nil {
+		t.Fatal(err)
+	}
+	var want float64
+	for _, v := range hx {
+		want += 2*float64(v) + 1
+	}
+	if got := download(t, sum)[0]; math.Abs(float64(got)-want) > 1e-3 {
+		t.Errorf("names_sum = %v, want %v", got, want)
+	}
+}
+
 func TestCompileError(t *testing.T) {
 	e := gpu(t)
 	k := must(compute.NewElementwise("broken", "float32 x", "float32 y", "y = x +;"))(t)

@@ -118,10 +118,10 @@ func (r *Reduction) source(buffer []bool) string {
 	for j, p := range r.in {
 		decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
 		if buffer[j] {
-			params = append(params, fmt.Sprintf("const %s* __restrict__ gocuda_%s, ", p.t.storage, p.name))
+			params = append(params, fmt.Sprintf("const %s* __restrict__ gocudap_%s, ", p.t.storage, p.name))
 			widest = max(widest, int(p.t.goType.Size()))
 		} else {
-			params = append(params, fmt.Sprintf("%s gocuda_%s, ", p.t.storage, p.name))
+			params = append(params, fmt.Sprintf("%s gocudap_%s, ", p.t.storage, p.name))
 		}
 	}
 	width := 16 / widest
@@ -132,7 +132,7 @@ func (r *Reduction) source(buffer []bool) string {
 	mapAt := func(element, at string) string {
 		var vals []string
 		for j, p := range r.in {
-			v := "gocuda_" + p.name
+			v := "gocudap_" + p.name
 			if buffer[j] {
 				v = fmt.Sprintf(element, p.name)
 			}
@@ -143,8 +143,8 @@ func (r *Reduction) source(buffer []bool) string {
 	for j, p := range r.in {
 		if buffer[j] {
 			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, width)
-			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocuda_%s %% sizeof(%s) == 0", p.name, vec))
-			vecDecl = append(vecDecl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocuda_%[2]s)[gocuda_j]; ", vec, p.name))
+			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec))
+			vecDecl = append(vecDecl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j]; ", vec, p.name))
 		}
 	}
 	if len(aligned) == 0 {
@@ -208,9 +208,9 @@ extern "C" __global__ void %[1]s_cols(%[2]s%[4]s* gocuda_out, long long rows, lo
 		gocuda_post(gocuda_out, c, v, rows);
 	}
 }
-`, r.name, strings.Join(params, ""), mapAt("gocuda_%s[i]", "i"), r.out.t.storage,
+`, r.name, strings.Join(params, ""), mapAt("gocudap_%s[i]", "i"), r.out.t.storage,
 		strings.Join(aligned, " && "), width, strings.Join(vecDecl, ""),
-		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocuda_%s[r * cols + c]", "r * cols + c"))
+		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
 	return b.String()
 }
 

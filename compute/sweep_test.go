@@ -38,6 +38,7 @@ func TestStandIn(t *testing.T) {
 		v := must(dx.Slice(tc.off, tc.n))(t)
 		y := must(cuda.Alloc[float32](e.ctx, tc.n))(t)
 		sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
+		t.Cleanup(func() { y.Free(); sum.Free() })
 		if err := compute.Add(e.s, y, v, v); err != nil {
 			t.Fatal(err)
 		}
@@ -52,8 +53,6 @@ func TestStandIn(t *testing.T) {
 		if got := download(t, sum)[0]; got != want {
 			t.Errorf("%+v: Sum = %v, want %v", tc, got, want)
 		}
-		y.Free()
-		sum.Free()
 	}
 	z := must(cuda.Alloc[int32](e.ctx, 10))(t)
 	defer z.Free()

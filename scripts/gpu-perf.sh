@@ -67,6 +67,11 @@
 #             (BenchmarkPipelineLarge), two interleaved rounds, then one upload's
 #             timeline at each (BenchmarkPipelineTimeline): OUTDIR/cores.txt,
 #             OUTDIR/cores-timeline.txt
+#   compute   package compute's benchmarks (Add, CastBFloat16, Sum, Softmax, the
+#             device-to-device copy, a cached call against Function.Launch),
+#             purego and cgo, beside bench/cupy_compute.py (CuPy, PyTorch),
+#             three interleaved rounds, and the first call with a warm disk
+#             cache (TestDiskCache): OUTDIR/compute.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -75,7 +80,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -282,6 +287,22 @@ for section in $sections; do
 			grep -h '^Benchmark' "$out/streams-shapes.txt" | awk '{ print $1, $5 }'
 		} >"$out/streams.md"
 		cat "$out/streams.md"
+		;;
+	compute)
+		for round in 1 2 3; do
+			echo "== round $round"
+			for set in tests tests-cgo; do
+				echo "== $set"
+				(cd compute && "../bin/$set/compute.test" -test.run '^$' -test.bench . -test.benchtime 1s)
+			done
+			echo "== peers"
+			python3 bench/cupy_compute.py
+		done >"$out/compute.txt" 2>&1
+		echo "== first call, warm disk cache" >>"$out/compute.txt"
+		for set in tests tests-cgo; do
+			(cd compute && "../bin/$set/compute.test" -test.run '^TestDiskCache$' -test.v -test.count 3) 2>&1 | grep -E 'first call|^(ok|FAIL|---)' >>"$out/compute.txt"
+		done
+		grep -E '^(==|Benchmark|cupy|torch)|first call' "$out/compute.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
 		;;
 	pool)
 		for round in 1 2; do
