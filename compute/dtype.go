@@ -56,22 +56,39 @@ func dtypeNamed(name string) (dtype, bool) {
 }
 
 // dtypeOf returns T's description.
-func dtypeOf[T Number]() dtype {
-	d, ok := dtypeOfGo(reflect.TypeFor[T]())
-	if !ok {
-		panic("compute: no dtype for " + reflect.TypeFor[T]().String()) // Number admits only the types above
-	}
-	return d
-}
+func dtypeOf[T Number]() dtype { return *dtypePtr[T]() }
 
-// dtypeOfGo returns the description of a Go type, if it is one of Number's.
-func dtypeOfGo(t reflect.Type) (dtype, bool) {
-	for _, d := range dtypes {
-		if d.goType == t {
-			return d, true
-		}
+// dtypePtr returns T's entry of dtypes: a type switch, cheap enough for
+// every launch's arguments.
+func dtypePtr[T Number]() *dtype {
+	var i int
+	switch any(*new(T)).(type) {
+	case int8:
+		i = 0
+	case int16:
+		i = 1
+	case int32:
+		i = 2
+	case int64:
+		i = 3
+	case uint8:
+		i = 4
+	case uint16:
+		i = 5
+	case uint32:
+		i = 6
+	case uint64:
+		i = 7
+	case float32:
+		i = 8
+	case float64:
+		i = 9
+	case cuda.Float16:
+		i = 10
+	case cuda.BFloat16:
+		i = 11
 	}
-	return dtype{}, false
+	return &dtypes[i]
 }
 
 // load returns the C expression that reads element expr of storage as the
@@ -99,49 +116,42 @@ func (d dtype) store(value string) string {
 }
 
 // prelude is the C every generated kernel starts with: the conversions of
-// the halves, written as cuda.NewFloat16, Float16.Float32, cuda.NewBFloat16
-// and BFloat16.Float32 are in Go, so that the device rounds bit for bit as
-// the host does (round to nearest, ties to even; NaNs quiet, payload kept),
-// and without CUDA's headers, which NVRTC does not always find; and the
-// vector type of the kernels' wide loads and stores.
+// the halves, which give bit for bit what cuda.NewFloat16, Float16.Float32,
+// cuda.NewBFloat16 and BFloat16.Float32 give in Go: the device's own
+// conversion instructions for numbers (round to nearest, ties to even, as
+// Go's; bfloat16 before sm_80 in integer arithmetic), and NaNs made quiet
+// with their payload kept, as Go does, where the instructions would give
+// one NaN for all. No CUDA header is included: NVRTC does not always find
+// them. Then the vector type of the kernels' wide loads and stores.
 const prelude = `
 // gocuda_vec is V elements of T loaded or stored at once (a 16-byte
 // access at most): the pointer must be aligned to its size.
 template <typename T, int V> struct alignas(sizeof(T) * V) gocuda_vec { T v[V]; };
-__device__ __forceinline__ unsigned int gocuda_round_shift(unsigned int m, unsigned int shift) {
-	unsigned int r = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-	if (rem > half || (rem == half && (r & 1u))) r++;
-	return r;
-}
 __device__ __forceinline__ unsigned short gocuda_f32_to_f16(float f) {
 	unsigned int b = __float_as_uint(f);
-	unsigned short sign = (unsigned short)((b >> 16) & 0x8000u);
-	int exp = (int)((b >> 23) & 0xffu);
-	unsigned int frac = b & 0x7fffffu;
-	if (exp == 0xff) return frac ? (unsigned short)(sign | 0x7e00u | (frac >> 13)) : (unsigned short)(sign | 0x7c00u);
-	int e = exp - 127 + 15;
-	if (e >= 0x1f) return (unsigned short)(sign | 0x7c00u);
-	if (e <= 0) {
-		if (e < -10) return sign;
-		return (unsigned short)(sign | gocuda_round_shift(frac | 0x800000u, (unsigned int)(14 - e)));
-	}
-	return (unsigned short)(sign | gocuda_round_shift(((unsigned int)e << 23) | frac, 13));
+	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(((b >> 16) & 0x8000u) | 0x7e00u | ((b & 0x7fffffu) >> 13));
+	unsigned short h;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
 }
 __device__ __forceinline__ float gocuda_f16_to_f32(unsigned short h) {
-	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, frac = h & 0x3ffu;
-	if (exp == 0) {
-		if (frac == 0) return __uint_as_float(sign);
-		unsigned int e = 127 - 15 + 1;
-		while ((frac & 0x400u) == 0) { frac <<= 1; e--; }
-		return __uint_as_float(sign | (e << 23) | ((frac & 0x3ffu) << 13));
-	}
-	if (exp == 0x1f) return __uint_as_float(sign | 0x7f800000u | (frac << 13));
-	return __uint_as_float(sign | ((exp + 127 - 15) << 23) | (frac << 13));
+	if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) return __uint_as_float(((unsigned int)(h & 0x8000u) << 16) | 0x7f800000u | ((unsigned int)(h & 0x3ffu) << 13));
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
 }
 __device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
 	unsigned int b = __float_as_uint(f);
 	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u);
-	return (unsigned short)gocuda_round_shift(b, 16);
+#if __CUDA_ARCH__ >= 800
+	unsigned short h;
+	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+#else
+	unsigned int r = b >> 16, rem = b & 0xffffu;
+	if (rem > 0x8000u || (rem == 0x8000u && (r & 1u))) r++;
+	return (unsigned short)r;
+#endif
 }
 __device__ __forceinline__ float gocuda_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
 `

@@ -317,11 +317,7 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 	}
 	var buf [stackArgs + 1]any
 	vals := append(launchValues(buf[:0], as), int64(n))
-	cfg, err := linearConfig(s, (n+v.width-1)/v.width)
-	if err != nil {
-		return wrap(op, err, "sizing the launch of %s", k.name)
-	}
-	if err := f.Launch(cfg, vals...); err != nil {
+	if err := f.Launch(elementwiseConfig(s, n, v.width), vals...); err != nil {
 		return wrap(op, err, "launching %s", k.name)
 	}
 	return nil

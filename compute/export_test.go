@@ -41,8 +41,8 @@ func RawAdd(s *cuda.Stream, x *cuda.DeviceBuffer[float32]) (func() error, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := linearConfig(s, (x.Len()+v.width-1)/v.width) // as Add launches it
-	return func() error { return f.Launch(cfg, x, x, x, int64(x.Len())) }, err
+	cfg := elementwiseConfig(s, x.Len(), v.width) // as Add launches it
+	return func() error { return f.Launch(cfg, x, x, x, int64(x.Len())) }, nil
 }
 
 // UseStandIn puts the stand-in compiler in NVRTC's place until t ends, with

@@ -128,9 +128,6 @@ func LogSoftmax[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape S
 // own 4 KiB for float64 (11264 float32, 5632 float64).
 const softmaxCache = 44 << 10
 
-// maxGrid is the most blocks a launch of the package gives a grid's X.
-const maxGrid = 1<<31 - 1
-
 func softmax[T Float](op string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, logarithm bool) error {
 	if err := checkMatrix(op, s, shape, map[string]bufferInfo{"dst": dst, "src": src}); err != nil {
 		return err

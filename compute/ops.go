@@ -300,8 +300,15 @@ func unaryFloat[T Float](op, name string, s *cuda.Stream, dst, src *cuda.DeviceB
 
 // floatType returns a Float type's description.
 func floatType[T Float]() dtype {
-	d, _ := dtypeOfGo(reflect.TypeFor[T]())
-	return d
+	switch any(*new(T)).(type) {
+	case float32:
+		return dtypeOf[float32]()
+	case float64:
+		return dtypeOf[float64]()
+	case cuda.Float16:
+		return dtypeOf[cuda.Float16]()
+	}
+	return dtypeOf[cuda.BFloat16]()
 }
 
 // Where sets dst = a where mask is not zero, else b.

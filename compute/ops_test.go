@@ -286,6 +286,9 @@ func TestCastBits(t *testing.T) {
 	bits := make([]float32, n)
 	for i := range bits {
 		bits[i] = math.Float32frombits(rand.Uint32())
+		if i%2 == 1 { // Float16's range, from below its subnormals to past its largest
+			bits[i] = math.Float32frombits(rand.Uint32()&0x807fffff | uint32(100+rand.IntN(46))<<23)
+		}
 	}
 	// Ties and edges: exactly halfway between two Float16s and BFloat16s,
 	// the largest finite halves, the smallest subnormals.

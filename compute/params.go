@@ -83,7 +83,7 @@ func classify(op string, p param, v any, scalarOK bool) (arg, error) {
 	if v == nil {
 		return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is nil", p.name)
 	}
-	if b, t, ok := asBuffer(v); t.name != "" {
+	if b, t, ok := asBuffer(v); t != nil {
 		switch {
 		case !ok:
 			return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is a nil *DeviceBuffer", p.name)
@@ -105,35 +105,35 @@ func classify(op string, p param, v any, scalarOK bool) (arg, error) {
 
 // asBuffer returns v as a device buffer and its element type, if it is a
 // *cuda.DeviceBuffer of one of Number's types (ok false for a nil one);
-// the zero dtype otherwise.
-func asBuffer(v any) (bufferInfo, dtype, bool) {
+// a nil type otherwise.
+func asBuffer(v any) (bufferInfo, *dtype, bool) {
 	switch b := v.(type) {
 	case *cuda.DeviceBuffer[int8]:
-		return b, dtypeOf[int8](), b != nil
+		return b, dtypePtr[int8](), b != nil
 	case *cuda.DeviceBuffer[int16]:
-		return b, dtypeOf[int16](), b != nil
+		return b, dtypePtr[int16](), b != nil
 	case *cuda.DeviceBuffer[int32]:
-		return b, dtypeOf[int32](), b != nil
+		return b, dtypePtr[int32](), b != nil
 	case *cuda.DeviceBuffer[int64]:
-		return b, dtypeOf[int64](), b != nil
+		return b, dtypePtr[int64](), b != nil
 	case *cuda.DeviceBuffer[uint8]:
-		return b, dtypeOf[uint8](), b != nil
+		return b, dtypePtr[uint8](), b != nil
 	case *cuda.DeviceBuffer[uint16]:
-		return b, dtypeOf[uint16](), b != nil
+		return b, dtypePtr[uint16](), b != nil
 	case *cuda.DeviceBuffer[uint32]:
-		return b, dtypeOf[uint32](), b != nil
+		return b, dtypePtr[uint32](), b != nil
 	case *cuda.DeviceBuffer[uint64]:
-		return b, dtypeOf[uint64](), b != nil
+		return b, dtypePtr[uint64](), b != nil
 	case *cuda.DeviceBuffer[float32]:
-		return b, dtypeOf[float32](), b != nil
+		return b, dtypePtr[float32](), b != nil
 	case *cuda.DeviceBuffer[float64]:
-		return b, dtypeOf[float64](), b != nil
+		return b, dtypePtr[float64](), b != nil
 	case *cuda.DeviceBuffer[cuda.Float16]:
-		return b, dtypeOf[cuda.Float16](), b != nil
+		return b, dtypePtr[cuda.Float16](), b != nil
 	case *cuda.DeviceBuffer[cuda.BFloat16]:
-		return b, dtypeOf[cuda.BFloat16](), b != nil
+		return b, dtypePtr[cuda.BFloat16](), b != nil
 	}
-	return nil, dtype{}, false
+	return nil, nil, false
 }
 
 // launchValues appends the kernel arguments of as to vals: a buffer as
