@@ -1,7 +1,7 @@
 """The operations of package compute's benchmarks (compute/bench_test.go),
 timed with CUDA events in CuPy and PyTorch on the same GPU: float32 add of
 two 256 MiB buffers, a float32 to bfloat16 cast of 256 MiB (PyTorch: CuPy
-has no bfloat16), the sum of 1 Gi float32, the softmax of 8192 rows of
+has no bfloat16) and to float16 (both), the sum of 1 Gi float32, the softmax of 8192 rows of
 8192 float32 (PyTorch), and the device-to-device copy of the same bytes.
 Prints a line per row: name, median ms, GB/s (bytes read plus written;
 for the sum, read)."""
@@ -35,6 +35,10 @@ x, y, z = cp.zeros(n, cp.float32), cp.zeros(n, cp.float32), cp.zeros(n, cp.float
 row("cupy add f32 256MiB", timed(lambda: cp.add(x, y, out=z)), 12 * n)
 tx, ty, tz = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
 row("torch add f32 256MiB", timed(lambda: torch.add(tx, ty, out=tz)), 12 * n)
+h = cp.zeros(n, cp.float16)
+row("cupy cast f32->f16 256MiB", timed(lambda: h.__setitem__(slice(None), x)), 6 * n)
+th = torch.zeros(n, device="cuda", dtype=torch.float16)
+row("torch cast f32->f16 256MiB", timed(lambda: th.copy_(tx)), 6 * n)
 tb = torch.zeros(n, device="cuda", dtype=torch.bfloat16)
 row("torch cast f32->bf16 256MiB", timed(lambda: tb.copy_(tx)), 6 * n)
 big = cp.zeros(1 << 30, cp.float32)

@@ -53,6 +53,15 @@ func BenchmarkCastBFloat16(b *testing.B) {
 	loop(b, e.s, int64(6*n), func() error { return compute.Cast(e.s, y, x) })
 }
 
+// BenchmarkCastFloat16 casts 256 MiB of float32 to float16 (CuPy has
+// float16 and not bfloat16).
+func BenchmarkCastFloat16(b *testing.B) {
+	e := benchEnv(b)
+	n := 64 << 20
+	x, y := zeros[float32](b, e, n), zeros[cuda.Float16](b, e, n)
+	loop(b, e.s, int64(6*n), func() error { return compute.Cast(e.s, y, x) })
+}
+
 // BenchmarkSum sums 1 Gi float32 (4 GiB).
 func BenchmarkSum(b *testing.B) {
 	e := benchEnv(b)

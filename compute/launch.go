@@ -18,24 +18,34 @@ var residentBlocks sync.Map // int -> int
 
 // linearConfig returns the launch of a grid-stride kernel over n elements
 // on s: a block per blockSize elements, at most as many as the device runs
-// at once (from its multiprocessors and their threads).
+// at once.
 func linearConfig(s *cuda.Stream, n int) (cuda.LaunchConfig, error) {
-	dev := s.Context().Device()
-	v, ok := residentBlocks.Load(dev.Ordinal())
-	if !ok {
-		sms, err := dev.MultiprocessorCount()
-		if err != nil {
-			return cuda.LaunchConfig{}, err
-		}
-		threads, err := dev.Attribute(cuda.AttrMaxThreadsPerMultiprocessor)
-		if err != nil {
-			return cuda.LaunchConfig{}, err
-		}
-		v = max(1, sms*max(1, threads/blockSize))
-		residentBlocks.Store(dev.Ordinal(), v)
+	resident, err := residentBlockCount(s)
+	if err != nil {
+		return cuda.LaunchConfig{}, err
 	}
-	blocks := min((n+blockSize-1)/blockSize, v.(int))
+	blocks := min((n+blockSize-1)/blockSize, resident)
 	return cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, nil
+}
+
+// residentBlockCount returns how many blocks of blockSize threads s's
+// device runs at once, from its multiprocessors and their threads.
+func residentBlockCount(s *cuda.Stream) (int, error) {
+	dev := s.Context().Device()
+	if v, ok := residentBlocks.Load(dev.Ordinal()); ok {
+		return v.(int), nil
+	}
+	sms, err := dev.MultiprocessorCount()
+	if err != nil {
+		return 0, err
+	}
+	threads, err := dev.Attribute(cuda.AttrMaxThreadsPerMultiprocessor)
+	if err != nil {
+		return 0, err
+	}
+	v := max(1, sms*max(1, threads/blockSize))
+	residentBlocks.Store(dev.Ordinal(), v)
+	return v, nil
 }
 
 // elementwiseConfig returns the launch of an Elementwise's kernel over n

@@ -493,7 +493,7 @@ func checkReductions[T compute.Number](t *testing.T, e env, lo, hi float64, mean
 			}
 		}
 		// Per row and per column of odd shapes.
-		for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 1001, Cols: 3}, {Rows: 3, Cols: 100003}} {
+		for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 1001, Cols: 3}, {Rows: 3, Cols: 100003}, {Rows: 200003, Cols: 5}, {Rows: 4099, Cols: 4099}} {
 			x := randoms[T](sh.Rows*sh.Cols, lo, hi)
 			dx := upload(t, e.ctx, x)
 			for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {

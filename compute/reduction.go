@@ -95,16 +95,11 @@ func NewReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceT
 		postMap: postMap, acc: acc, variants: map[string]*variant{}}, nil
 }
 
-// reduction kinds, each a kernel of the source.
-const (
-	kindWhole  = "whole"
-	kindRows   = "rows"
-	kindCols   = "cols"
-	maxPartial = 1024 // the most blocks a whole reduction's first pass runs
-)
+// maxPartial is the most blocks a whole reduction's first pass runs.
+const maxPartial = 1024
 
 // source writes the reduction's kernels for an argument pattern: NAME_partial
-// and NAME_final (a whole buffer), NAME_rows, NAME_cols.
+// and NAME_final (a whole buffer), NAME_rows, NAME_cols and NAME_cols_final.
 func (r *Reduction) source(buffer []bool) string {
 	acc := r.acc.value
 	var b strings.Builder
@@ -201,10 +196,32 @@ extern "C" __global__ void %[1]s_rows(%[2]s%[4]s* gocuda_out, long long rows, lo
 		__syncthreads();
 	}
 }
-extern "C" __global__ void %[1]s_cols(%[2]s%[4]s* gocuda_out, long long rows, long long cols) {
+// A column's fold: a block takes 32 columns with 8 lanes of rows each,
+// lane y of row chunk k taking rows 8k+y, 8k+y + 8·chunks, ...; the lanes
+// fold in order through shared memory; with one chunk the result is
+// posted, else each chunk's is a partial result, which _cols_final folds
+// in chunk order.
+extern "C" __global__ void %[1]s_cols(%[2]s%[4]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols) {
+	__shared__ gocuda_acc gocuda_lanes[8][32];
+	for (long long gocuda_b = blockIdx.x; gocuda_b * 32 < cols; gocuda_b += gridDim.x) {
+		const long long c = gocuda_b * 32 + threadIdx.x;
+		gocuda_acc v = gocuda_identity();
+		if (c < cols)
+			for (long long r = (long long)blockIdx.y * 8 + threadIdx.y; r < rows; r += 8LL * gridDim.y) v = gocuda_reduce(v, %[9]s);
+		gocuda_lanes[threadIdx.y][threadIdx.x] = v;
+		__syncthreads();
+		if (threadIdx.y == 0 && c < cols) {
+			for (int y = 1; y < 8; y++) v = gocuda_reduce(v, gocuda_lanes[y][threadIdx.x]);
+			if (gridDim.y == 1) gocuda_post(gocuda_out, c, v, rows);
+			else gocuda_partial[blockIdx.y * cols + c] = v;
+		}
+		__syncthreads();
+	}
+}
+extern "C" __global__ void %[1]s_cols_final(const gocuda_acc* gocuda_partial, long long chunks, %[4]s* gocuda_out, long long rows, long long cols) {
 	for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (long long)blockDim.x * gridDim.x) {
 		gocuda_acc v = gocuda_identity();
-		for (long long r = 0; r < rows; r++) v = gocuda_reduce(v, %[9]s);
+		for (long long k = 0; k < chunks; k++) v = gocuda_reduce(v, gocuda_partial[k * cols + c]);
 		gocuda_post(gocuda_out, c, v, rows);
 	}
 }
@@ -297,19 +314,19 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 // LaunchAxis folds each row (PerRow) or each column (PerColumn) of the
 // input matrices, of shape, into the output: a buffer of shape.Rows or
 // shape.Cols elements. A row is folded by the threads of a block; a column
-// by one thread, from the first row to the last.
+// by 8 threads of a block and, when the columns are too few to fill the
+// device, by chunks of rows in blocks of their own, folded in turn.
 func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...any) error {
 	const op = "Reduction.LaunchAxis"
 	if shape.Rows < 0 || shape.Cols < 0 || shape.Cols > 0 && shape.Rows > int(^uint(0)>>1)/shape.Cols {
 		return errorf(op, cuda.ErrInvalidValue, "shape %d×%d: dimensions must be zero or more, and their product an int", shape.Rows, shape.Cols)
 	}
 	var outN int
-	var suffix string
 	switch axis {
 	case PerRow:
-		outN, suffix = shape.Rows, "_rows"
+		outN = shape.Rows
 	case PerColumn:
-		outN, suffix = shape.Cols, "_cols"
+		outN = shape.Cols
 	default:
 		return errorf(op, cuda.ErrInvalidValue, "unknown axis %d: want PerRow or PerColumn", int(axis))
 	}
@@ -320,20 +337,63 @@ func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...a
 	if outN == 0 {
 		return nil
 	}
-	f, err := r.functions(op, s, as, suffix)
+	if axis == PerColumn {
+		return r.launchColumns(op, s, shape, as)
+	}
+	f, err := r.functions(op, s, as, "_rows")
 	if err != nil {
 		return err
 	}
 	cfg, err := linearConfig(s, outN*blockSize)
-	if axis == PerColumn {
-		cfg, err = linearConfig(s, outN)
-	}
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", r.name)
 	}
 	var buf [stackArgs + 3]any
 	vals := append(launchValues(buf[:0], as[:len(r.in)]), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
 	return wrap(op, f[0].Launch(cfg, vals...), "launching %s", r.name)
+}
+
+// launchColumns folds the columns: blocks of 32 columns by 8 lanes of rows,
+// and, where the columns alone would not fill the device, the rows cut
+// into chunks of at least 64 rows, each chunk's results folded by a second
+// kernel.
+func (r *Reduction) launchColumns(op string, s *cuda.Stream, shape Shape, as []arg) error {
+	f, err := r.functions(op, s, as, "_cols", "_cols_final")
+	if err != nil {
+		return err
+	}
+	resident, err := residentBlockCount(s)
+	if err != nil {
+		return wrap(op, err, "sizing the launch of %s", r.name)
+	}
+	gx := min((shape.Cols+31)/32, maxGrid)
+	chunks := max(1, min(resident/gx, (shape.Rows+63)/64, 65535))
+	var partial any = cuda.DevicePtr(0) // null: one chunk posts its results itself
+	var scratch *cuda.DeviceBuffer[byte]
+	if chunks > 1 {
+		if scratch, err = cuda.AllocAsync[byte](s, chunks*shape.Cols*int(accSize(r.acc))); err != nil {
+			return wrap(op, err, "allocating %s's partial results", r.name)
+		}
+		partial = scratch
+	}
+	out, rows, cols := as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols)
+	var buf [stackArgs + 4]any
+	vals := append(launchValues(buf[:0], as[:len(r.in)]), out, partial, rows, cols)
+	err = f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: chunks}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}, vals...)
+	if err == nil && chunks > 1 {
+		var cfg cuda.LaunchConfig
+		if cfg, err = linearConfig(s, shape.Cols); err == nil {
+			err = f[1].Launch(cfg, scratch, int64(chunks), out, rows, cols)
+		}
+	}
+	var freeErr error
+	if scratch != nil {
+		freeErr = freeScratch(scratch) // in the stream's order, after the kernels
+	}
+	if err != nil {
+		return wrap(op, err, "launching %s", r.name)
+	}
+	return wrap(op, freeErr, "freeing %s's partial results", r.name)
 }
 
 // functions returns the kernels name+suffix of the variant for the inputs'
