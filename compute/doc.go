@@ -14,9 +14,14 @@
 // one is an error wrapping cuda.ErrInvalidValue that says what was wrong.
 // Every operation can be captured into a CUDA graph (Stream.Capture) once
 // its kernel is compiled: a capture does not compile, so call the
-// operation once before capturing it. (Reductions of a whole buffer
-// allocate their partial results in stream order, which a capture records
-// as a node of the graph.)
+// operation once before capturing it. (Reductions of a whole buffer, and
+// of the columns of a tall matrix, allocate their partial results in
+// stream order, which a capture records as nodes of the graph.)
+//
+// Generated kernels read and write 16 bytes of a buffer at a time where
+// every buffer of the call is aligned for it (buffers from cuda.Alloc
+// are; a view from Slice may not be, and the call then takes every
+// element one by one).
 //
 // Reductions are deterministic: the same input on the same device gives the
 // same bits, run after run. They fold in a fixed tree, with no atomics;
