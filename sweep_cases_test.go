@@ -619,7 +619,8 @@ func sweepCases() []sweepCase {
 				}
 			}},
 		{name: "modules and launches", covers: []string{"Context.LoadModule", "Module.Function", "Function.Attribute",
-			"Function.SetAttribute", "Function.Launch", "cuda.Global"},
+			"Function.SetAttribute", "Function.Launch", "cuda.Global", "Function.MaxActiveBlocks", "Function.SuggestBlockSize",
+			"Function.SuggestBlockSizeFunc", "Function.AvailableDynamicSharedMem"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var m *cuda.Module
 				a := must(cuda.FromHost(e.ctx, random[float32](300)))(t)
@@ -630,6 +631,10 @@ func sweepCases() []sweepCase {
 							func() (err error) { fn, err = m.Function("vadd_f32"); return err },
 							func() error { _, err := fn.Attribute(cuda.FuncNumRegs); return err },
 							func() error { return fn.SetAttribute(cuda.FuncMaxDynamicSharedSize, 1024) },
+							func() error { _, err := fn.MaxActiveBlocks(256, 0); return err },
+							func() error { _, err := fn.SuggestBlockSize(512, 0); return err },
+							func() error { _, err := fn.SuggestBlockSizeFunc(func(n int) int { return 4 * n }, 256); return err },
+							func() error { _, err := fn.AvailableDynamicSharedMem(2, 128); return err },
 							func() error {
 								g, err := cuda.Global[uint32](m, "table")
 								if err != nil {

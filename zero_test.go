@@ -60,6 +60,7 @@ var zeroTypes = map[string]struct {
 	"cuda.Function":           {new(cuda.Function), false},
 	"cuda.FunctionAttribute":  {new(cuda.FunctionAttribute), true},
 	"cuda.Dim3":               {new(cuda.Dim3), true},
+	"cuda.Occupancy":          {new(cuda.Occupancy), true},
 	"cuda.LaunchConfig":       {new(cuda.LaunchConfig), true},
 	"cuda.Module":             {new(cuda.Module), false},
 	"cuda.JITOption":          {new(cuda.JITOption), true},

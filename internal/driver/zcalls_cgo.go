@@ -478,6 +478,30 @@ static int gocuda_FuncSetAttribute(uintptr_t fn, uintptr_t ctx, uintptr_t hfunc,
 	return ((int (*)(uintptr_t, int, int))fn)(hfunc, attrib, value);
 }
 
+static int gocuda_OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(uintptr_t fn, uintptr_t ctx, int * numBlocks, uintptr_t function, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(int *, uintptr_t, int, size_t, unsigned int))fn)(numBlocks, function, blockSize, dynamicSMemSize, flags);
+}
+
+static int gocuda_OccupancyMaxPotentialBlockSizeWithFlags(uintptr_t fn, uintptr_t ctx, int * minGridSize, int * blockSize, uintptr_t function, void * blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(int *, int *, uintptr_t, void *, size_t, int, unsigned int))fn)(minGridSize, blockSize, function, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags);
+}
+
+static int gocuda_OccupancyAvailableDynamicSMemPerBlock(uintptr_t fn, uintptr_t ctx, size_t * dynamicSmemSize, uintptr_t function, int numBlocks, int blockSize) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(size_t *, uintptr_t, int, int))fn)(dynamicSmemSize, function, numBlocks, blockSize);
+}
+
 static int gocuda_FuncGetParamCount(uintptr_t fn, uintptr_t ctx, uintptr_t function, size_t * paramCount) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -1502,6 +1526,52 @@ func FuncSetAttribute(ctx Context, hfunc Function, attrib FunctionAttribute, val
 	}
 	r := C.gocuda_FuncSetAttribute(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hfunc), C.int(attrib), C.int(value))
 	return shimStatus(int32(r), FuncFuncSetAttribute)
+}
+
+// OccupancyMaxActiveBlocksPerMultiprocessorWithFlags calls cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, with ctx current.
+//
+//	CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags);
+func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(ctx Context, numBlocks *int32, function Function, blockSize int32, dynamicSMemSize uintptr, flags uint32) Status {
+	fn := syms[symOccupancyMaxActiveBlocksPerMultiprocessorWithFlags]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxActiveBlocksPerMultiprocessorWithFlags}
+	}
+	c := getCall()
+	r := C.gocuda_OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.int)(unsafe.Pointer(&c.out[0])), C.uintptr_t(function), C.int(blockSize), C.size_t(dynamicSMemSize), C.uint(flags))
+	*numBlocks = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+}
+
+// OccupancyMaxPotentialBlockSizeWithFlags calls cuOccupancyMaxPotentialBlockSizeWithFlags, with ctx current.
+//
+//	CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags);
+func OccupancyMaxPotentialBlockSizeWithFlags(ctx Context, minGridSize *int32, blockSize *int32, function Function, blockSizeToDynamicSMemSize unsafe.Pointer, dynamicSMemSize uintptr, blockSizeLimit int32, flags uint32) Status {
+	fn := syms[symOccupancyMaxPotentialBlockSizeWithFlags]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxPotentialBlockSizeWithFlags}
+	}
+	c := getCall()
+	r := C.gocuda_OccupancyMaxPotentialBlockSizeWithFlags(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.int)(unsafe.Pointer(&c.out[0])), (*C.int)(unsafe.Pointer(&c.out[1])), C.uintptr_t(function), blockSizeToDynamicSMemSize, C.size_t(dynamicSMemSize), C.int(blockSizeLimit), C.uint(flags))
+	*minGridSize = *(*int32)(unsafe.Pointer(&c.out[0]))
+	*blockSize = *(*int32)(unsafe.Pointer(&c.out[1]))
+	putCall(c)
+	return shimStatus(int32(r), FuncOccupancyMaxPotentialBlockSizeWithFlags)
+}
+
+// OccupancyAvailableDynamicSMemPerBlock calls cuOccupancyAvailableDynamicSMemPerBlock, with ctx current.
+//
+//	CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize);
+func OccupancyAvailableDynamicSMemPerBlock(ctx Context, dynamicSmemSize *uintptr, function Function, numBlocks int32, blockSize int32) Status {
+	fn := syms[symOccupancyAvailableDynamicSMemPerBlock]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyAvailableDynamicSMemPerBlock}
+	}
+	c := getCall()
+	r := C.gocuda_OccupancyAvailableDynamicSMemPerBlock(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.size_t)(unsafe.Pointer(&c.out[0])), C.uintptr_t(function), C.int(numBlocks), C.int(blockSize))
+	*dynamicSmemSize = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncOccupancyAvailableDynamicSMemPerBlock)
 }
 
 // FuncGetParamCount calls cuFuncGetParamCount, with ctx current.

@@ -1102,6 +1102,70 @@ func FuncSetAttribute(ctx Context, hfunc Function, attrib FunctionAttribute, val
 	return Status{Code: Result(int32(r)), Func: FuncFuncSetAttribute}
 }
 
+// OccupancyMaxActiveBlocksPerMultiprocessorWithFlags calls cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags.
+//
+//	CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags);
+func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(ctx Context, numBlocks *int32, function Function, blockSize int32, dynamicSMemSize uintptr, flags uint32) Status {
+	fn := syms[symOccupancyMaxActiveBlocksPerMultiprocessorWithFlags]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxActiveBlocksPerMultiprocessorWithFlags}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(function)
+	c.args[2] = uintptr(blockSize)
+	c.args[3] = uintptr(dynamicSMemSize)
+	c.args[4] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	*numBlocks = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncOccupancyMaxActiveBlocksPerMultiprocessorWithFlags}
+}
+
+// OccupancyMaxPotentialBlockSizeWithFlags calls cuOccupancyMaxPotentialBlockSizeWithFlags.
+//
+//	CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func, void *blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags);
+func OccupancyMaxPotentialBlockSizeWithFlags(ctx Context, minGridSize *int32, blockSize *int32, function Function, blockSizeToDynamicSMemSize unsafe.Pointer, dynamicSMemSize uintptr, blockSizeLimit int32, flags uint32) Status {
+	fn := syms[symOccupancyMaxPotentialBlockSizeWithFlags]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxPotentialBlockSizeWithFlags}
+	}
+	escape(unsafe.Pointer(blockSizeToDynamicSMemSize))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[1]))
+	c.args[2] = uintptr(function)
+	c.args[3] = uintptr(unsafe.Pointer(blockSizeToDynamicSMemSize))
+	c.args[4] = uintptr(dynamicSMemSize)
+	c.args[5] = uintptr(blockSizeLimit)
+	c.args[6] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:7]...)
+	*minGridSize = *(*int32)(unsafe.Pointer(&c.out[0]))
+	*blockSize = *(*int32)(unsafe.Pointer(&c.out[1]))
+	runtime.KeepAlive(blockSizeToDynamicSMemSize)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncOccupancyMaxPotentialBlockSizeWithFlags}
+}
+
+// OccupancyAvailableDynamicSMemPerBlock calls cuOccupancyAvailableDynamicSMemPerBlock.
+//
+//	CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize);
+func OccupancyAvailableDynamicSMemPerBlock(ctx Context, dynamicSmemSize *uintptr, function Function, numBlocks int32, blockSize int32) Status {
+	fn := syms[symOccupancyAvailableDynamicSMemPerBlock]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyAvailableDynamicSMemPerBlock}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(function)
+	c.args[2] = uintptr(numBlocks)
+	c.args[3] = uintptr(blockSize)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	*dynamicSmemSize = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncOccupancyAvailableDynamicSMemPerBlock}
+}
+
 // FuncGetParamCount calls cuFuncGetParamCount.
 //
 //	CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount);

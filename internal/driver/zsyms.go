@@ -66,6 +66,9 @@ const (
 	symModuleGetGlobal
 	symFuncGetAttribute
 	symFuncSetAttribute
+	symOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+	symOccupancyMaxPotentialBlockSizeWithFlags
+	symOccupancyAvailableDynamicSMemPerBlock
 	symFuncGetParamCount
 	symFuncGetParamInfo
 	symLaunchKernel
@@ -157,6 +160,9 @@ const (
 	FuncModuleGetGlobal
 	FuncFuncGetAttribute
 	FuncFuncSetAttribute
+	FuncOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+	FuncOccupancyMaxPotentialBlockSizeWithFlags
+	FuncOccupancyAvailableDynamicSMemPerBlock
 	FuncFuncGetParamCount
 	FuncFuncGetParamInfo
 	FuncLaunchKernel
@@ -247,6 +253,9 @@ var symNames = [symCount]string{
 	"cuModuleGetGlobal_v2",
 	"cuFuncGetAttribute",
 	"cuFuncSetAttribute",
+	"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+	"cuOccupancyMaxPotentialBlockSizeWithFlags",
+	"cuOccupancyAvailableDynamicSMemPerBlock",
 	"cuFuncGetParamCount",
 	"cuFuncGetParamInfo",
 	"cuLaunchKernel",

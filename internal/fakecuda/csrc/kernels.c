@@ -380,6 +380,66 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v) {
 	return SUCCESS;
 }
 
+// ---- occupancy ---------------------------------------------------------------
+//
+// A fake multiprocessor holds what an H100's or H200's does: 2048 threads,
+// 32 blocks, 64 Ki registers (given out per warp, 256 at a time) and
+// 228 KiB of shared memory, 1 KiB of it set aside per block. Every fake
+// kernel has 16 registers a thread and no static shared memory.
+
+enum { SM_THREADS = 2048, SM_BLOCKS = 32, SM_REGS = 65536, SM_SHARED = 228 << 10, BLOCK_RESERVED = 1024, FUNC_REGS = 16 };
+
+// blocks_by_threads is how many blocks of n threads fit on a
+// multiprocessor, shared memory aside.
+static int blocks_by_threads(int n) {
+	int warps = (n + 31) / 32, regs_per_warp = (FUNC_REGS * 32 + 255) / 256 * 256;
+	int by_threads = SM_THREADS / (warps * 32), by_regs = SM_REGS / regs_per_warp / warps;
+	int b = by_threads < by_regs ? by_threads : by_regs;
+	return b < SM_BLOCKS ? b : SM_BLOCKS;
+}
+
+static int active_blocks(CUfunction f, int n, size_t dynamic) {
+	if ((long long)dynamic > f->max_dynamic_shared) return 0;
+	int by_shared = (int)(SM_SHARED / (dynamic + BLOCK_RESERVED)), b = blocks_by_threads(n);
+	return b < by_shared ? b : by_shared;
+}
+
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction f, int n, size_t dynamic, unsigned flags) {
+	FAULT("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+	REQUIRE_CTX();
+	if (!blocks || !f || n <= 0 || n > 1024 || flags > 1) return INVALID_VALUE;
+	*blocks = active_blocks(f, n, dynamic);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *grid, int *block, CUfunction f, size_t (*shared)(int), size_t dynamic,
+                                                          int limit, unsigned flags) {
+	FAULT("cuOccupancyMaxPotentialBlockSizeWithFlags");
+	REQUIRE_CTX();
+	if (!grid || !block || !f || limit < 0 || flags > 1) return INVALID_VALUE;
+	if (limit == 0 || limit > 1024) limit = 1024;
+	int best = 0, best_blocks = 0, best_threads = 0;
+	for (int aligned = (limit + 31) / 32 * 32; aligned > 0; aligned -= 32) {
+		int n = aligned < limit ? aligned : limit;
+		int b = active_blocks(f, n, shared ? shared(n) : dynamic);
+		if (b * n > best_threads) best = n, best_blocks = b, best_threads = b * n;
+		if (best_threads == SM_THREADS) break;
+	}
+	*grid = best_blocks * 4; // the fake's multiprocessors
+	*block = best;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic, CUfunction f, int blocks, int n) {
+	FAULT("cuOccupancyAvailableDynamicSMemPerBlock");
+	REQUIRE_CTX();
+	if (!dynamic || !f || blocks <= 0 || n <= 0 || n > 1024) return INVALID_VALUE;
+	long long room = blocks > blocks_by_threads(n) ? 0 : SM_SHARED / blocks - BLOCK_RESERVED;
+	if (room > 227 << 10) room = 227 << 10;
+	*dynamic = room < 0 ? 0 : (size_t)room;
+	return SUCCESS;
+}
+
 EXPORT CUresult cuFuncGetParamCount(CUfunction f, size_t *n) {
 	FAULT("cuFuncGetParamCount");
 	REQUIRE_CTX();
