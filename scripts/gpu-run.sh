@@ -27,6 +27,13 @@ export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$bin/libfakecuda.so NCCL_NVLS_ENABLE
 "$bin/gocuda" info >"$logdir/info.txt" 2>&1
 echo "gocuda info: exit $?" >>"$logdir/info.txt"
 
+# The driver's occupancy answers from C, which TestOccupancyMatchesC
+# compares with gocuda's (bench/cref/occupancy.c).
+if nvcc -O2 -o "$logdir/occupancy" bench/cref/occupancy.c -lcuda >"$logdir/occupancy-build.log" 2>&1 &&
+	"$logdir/occupancy" testdata/occupancy.ptx testdata/kernels.ptx >"$logdir/occupancy.txt"; then
+	export GOCUDA_CREF_OCCUPANCY=$logdir/occupancy.txt
+fi
+
 passed=0 failed=0 summary=()
 for set in tests tests-cgo; do
 	while read -r name dir; do
