@@ -157,7 +157,11 @@ func (f *Function) SuggestBlockSizeFunc(sharedMem func(blockSize int) int, maxBl
 
 // AvailableDynamicSharedMem returns the most dynamic shared memory a block
 // of blockSize threads may have for blocksPerSM of them to run at once on
-// a multiprocessor (cuOccupancyAvailableDynamicSMemPerBlock).
+// a multiprocessor (cuOccupancyAvailableDynamicSMemPerBlock), no more than
+// the kernel may have (FuncMaxDynamicSharedSize). It is the driver's
+// estimate: on the H200 its room for 5 blocks of 128 threads holds 4 by
+// MaxActiveBlocks, which counts the memory the driver sets aside for each
+// block. Blocks that cannot fit at all are an error.
 func (f *Function) AvailableDynamicSharedMem(blocksPerSM, blockSize int) (int, error) {
 	const op = "Function.AvailableDynamicSharedMem"
 	if err := f.valid(op); err != nil {

@@ -5,7 +5,7 @@
 //	KERNEL active BLOCKSIZE SHARED BLOCKS
 //	KERNEL suggest SHARED LIMIT MINGRID BLOCKSIZE        (a fixed size)
 //	KERNEL suggestfn PERTHREAD LIMIT MINGRID BLOCKSIZE   (PERTHREAD bytes a thread, through the driver's callback)
-//	KERNEL available BLOCKS BLOCKSIZE SHARED
+//	KERNEL available BLOCKS BLOCKSIZE SHARED                (-1: refused)
 //
 // TestOccupancyMatchesC reads the lines and asks gocuda the same.
 //
@@ -77,8 +77,11 @@ int main(int argc, char **argv) {
 			for (int j = 0; j < 4; j++) {
 				size_t room;
 				int block = limit < 128 ? limit : 128;
-				CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&room, f, counts[j], block));
-				printf("%s available %d %d %zu\n", kernels[k], counts[j], block, room);
+				// Refused where the blocks cannot fit at all: -1.
+				if (cuOccupancyAvailableDynamicSMemPerBlock(&room, f, counts[j], block) != CUDA_SUCCESS)
+					printf("%s available %d %d -1\n", kernels[k], counts[j], block);
+				else
+					printf("%s available %d %d %zu\n", kernels[k], counts[j], block, room);
 			}
 		}
 		CHECK(cuModuleUnload(m));

@@ -434,9 +434,11 @@ EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic, CUfunct
 	FAULT("cuOccupancyAvailableDynamicSMemPerBlock");
 	REQUIRE_CTX();
 	if (!dynamic || !f || blocks <= 0 || n <= 0 || n > 1024) return INVALID_VALUE;
-	long long room = blocks > blocks_by_threads(n) ? 0 : SM_SHARED / blocks - BLOCK_RESERVED;
-	if (room > 227 << 10) room = 227 << 10;
-	*dynamic = room < 0 ? 0 : (size_t)room;
+	// As the driver: refused where the blocks cannot fit at all, and no
+	// more than the kernel may have.
+	long long room = SM_SHARED / blocks - BLOCK_RESERVED;
+	if (blocks > blocks_by_threads(n) || room < 0) return INVALID_VALUE;
+	*dynamic = room < f->max_dynamic_shared ? (size_t)room : (size_t)f->max_dynamic_shared;
 	return SUCCESS;
 }
 
