@@ -13,9 +13,10 @@ import (
 	"github.com/gocuda/cuda/internal/track"
 )
 
-// TestStandIn: on the fake driver, with the stand-in compiler, Add and Sum
-// of float32 compute their results (the fake runs its C versions of the
-// stand-in's kernels, from views aligned and not), a kernel the fake has
+// TestStandIn: on the fake driver, with the stand-in compiler, Add, Sum
+// and SumAxis per column of float32 compute their results (the fake runs
+// its C versions of the stand-in's kernels, from views aligned and not,
+// columns in one pass and in chunks of rows), a kernel the fake has
 // no C version of fails with ErrNotSupported instead of passing, and the
 // first call after Release loads from the disk cache without compiling.
 func TestStandIn(t *testing.T) {
@@ -54,6 +55,28 @@ func TestStandIn(t *testing.T) {
 			t.Errorf("%+v: Sum = %v, want %v", tc, got, want)
 		}
 	}
+	// Columns: in one pass, and in chunks of rows folded by a second.
+	x := make([]float32, 1000)
+	for i := range x {
+		x[i] = float32(i%9) - 3
+	}
+	dx := upload(t, e.ctx, x)
+	for _, sh := range []compute.Shape{{Rows: 10, Cols: 100}, {Rows: 1000, Cols: 1}, {Rows: 250, Cols: 4}} {
+		cols := must(cuda.Alloc[float32](e.ctx, sh.Cols))(t)
+		t.Cleanup(func() { cols.Free() })
+		if err := compute.SumAxis(e.s, cols, dx, sh, compute.PerColumn); err != nil {
+			t.Fatal(err)
+		}
+		for c, got := range download(t, cols) {
+			var want float32
+			for r := range sh.Rows {
+				want += x[r*sh.Cols+c]
+			}
+			if got != want {
+				t.Errorf("SumAxis %v per column: column %d = %v, want %v", sh, c, got, want)
+			}
+		}
+	}
 	z := must(cuda.Alloc[int32](e.ctx, 10))(t)
 	defer z.Free()
 	if err := compute.Add(e.s, z, z, z); !errors.Is(err, cuda.ErrNotSupported) {
@@ -66,8 +89,7 @@ func TestStandIn(t *testing.T) {
 	if err := compute.Add(e.s, must(cuda.Alloc[float32](e.ctx, 0))(t), must(cuda.Alloc[float32](e.ctx, 0))(t), must(cuda.Alloc[float32](e.ctx, 0))(t)); err != nil {
 		t.Fatal(err)
 	}
-	x := upload(t, e.ctx, []float32{1, 2})
-	if err := compute.Add(e.s, x, x, x); err != nil {
+	if err := compute.Add(e.s, dx, dx, dx); err != nil {
 		t.Fatal(err)
 	}
 	if n := compute.Compiles() - before; n != 0 {
@@ -75,7 +97,8 @@ func TestStandIn(t *testing.T) {
 	}
 }
 
-// TestFaultSweep fails each driver call that Add and Sum make, one at a
+// TestFaultSweep fails each driver call that Add, Sum and SumAxis (a column
+// folded in chunks of rows, then the chunks) make, one at a
 // time, with each of a few codes, on their first call in a context
 // (compiling or loading the kernel) and on a later one: the operation
 // returns an error carrying the code and naming the call, holds nothing
@@ -114,6 +137,12 @@ func TestFaultSweep(t *testing.T) {
 		{"Sum", func() error { return compute.Sum(e.s, sum, x) }, func() error {
 			if got := download(t, sum)[0]; got != 2000 {
 				return fmt.Errorf("Sum = %v, want 2000", got)
+			}
+			return nil
+		}},
+		{"SumAxis per column", func() error { return compute.SumAxis(e.s, sum, x, compute.Shape{Rows: n, Cols: 1}, compute.PerColumn) }, func() error {
+			if got := download(t, sum)[0]; got != 2000 {
+				return fmt.Errorf("SumAxis of one column = %v, want 2000", got)
 			}
 			return nil
 		}},

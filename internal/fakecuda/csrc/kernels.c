@@ -16,7 +16,7 @@ struct kernel {
 	const char *name;
 	uint64_t hash; // entry_hash of the entry in testdata/kernels.ptx
 	int nparams;
-	size_t size[4], offset[4];
+	size_t size[6], offset[6];
 	void (*run)(struct launch *);
 };
 
@@ -116,6 +116,40 @@ static void k_sum_float32_partial(struct launch *l) {
 	}
 }
 
+// k_sum_float32_cols folds each column of each chunk of rows as the
+// generated kernel does: 8 lanes of rows, lane y of chunk k taking rows
+// 8k+y, 8k+y + 8·chunks, ..., the lanes folded in order.
+static void k_sum_float32_cols(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr), partial = P(l, 2, CUdeviceptr);
+	long long rows = P(l, 3, long long), cols = P(l, 4, long long), chunks = l->grid[1];
+	if (rows < 0 || cols < 0 || l->block[0] != 32 || l->block[1] != 8) return fault(l);
+	if ((rows && cols && !range_ok(x, rows * cols * 4)) || (chunks == 1 ? !range_ok(out, cols * 4) : !range_ok(partial, chunks * cols * 4)))
+		return fault(l);
+	const float *px = DEVP(x);
+	for (long long c = 0; c < cols; c++)
+		for (long long k = 0; k < chunks; k++) {
+			float v = 0;
+			for (int y = 0; y < 8; y++) {
+				float lane = 0;
+				for (long long r = k * 8 + y; r < rows; r += 8 * chunks) lane += px[r * cols + c];
+				v = y ? v + lane : lane;
+			}
+			if (chunks == 1) ((float *)DEVP(out))[c] = v;
+			else ((float *)DEVP(partial))[k * cols + c] = v;
+		}
+}
+
+static void k_sum_float32_cols_final(struct launch *l) {
+	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
+	long long chunks = P(l, 1, long long), cols = P(l, 4, long long);
+	if (chunks < 1 || cols < 0 || !range_ok(partial, chunks * cols * 4) || !range_ok(out, cols * 4)) return fault(l);
+	for (long long c = 0; c < cols; c++) {
+		float v = 0;
+		for (long long k = 0; k < chunks; k++) v += ((float *)DEVP(partial))[k * cols + c];
+		((float *)DEVP(out))[c] = v;
+	}
+}
+
 static void k_sum_float32_final(struct launch *l) {
 	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
 	long long m = P(l, 1, long long);
@@ -142,6 +176,8 @@ static const struct kernel kernels[] = {
 	{"add_float32", 0x9be63b4d5e294918ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_add_float32},
 	{"reduce_sum_float32_partial", 0x7b571f5cd2eb8033ull, 3, {8, 8, 8}, {0, 8, 16}, k_sum_float32_partial},
 	{"reduce_sum_float32_final", 0xa4d1e2c511ef6939ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_float32_final},
+	{"reduce_sum_float32_cols", 0x8191617ec31a035eull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols},
+	{"reduce_sum_float32_cols_final", 0xe87390b49686d43full, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols_final},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
