@@ -48,6 +48,7 @@ type allocation struct {
 	cacheable bool     // stream-ordered memory made outside a capture: its free may keep it for reuse (blockCache)
 	ipc       bool     // another process's memory, opened by OpenIPC: Free closes the mapping
 	users     streamUsers
+	stat      *memCounter // what counts it in its context's MemoryStats; nil for memory not counted
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -124,8 +125,11 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 		}
 		return nil, err
 	}
-	base := m.base
+	base, stat := m.base, ctx.counter(MemoryDevice)
+	m.stat = stat
+	stat.add(bytes)
 	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
+		stat.sub(bytes)
 		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(ctx.handle, base) })
 	}, ctx))
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil

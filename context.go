@@ -50,6 +50,9 @@ type Context struct {
 	// blockCache, which says how its locks nest); cacheMu guards the map.
 	cacheMu sync.Mutex
 	caches  map[*blockCache]struct{}
+
+	// mem counts the memory of the context's buffers (MemoryStats).
+	mem [memoryKinds]memCounter
 }
 
 // legacyQueue records that a synchronous call, just returned, may have left

@@ -72,6 +72,11 @@ func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(
 	} else if err := m.allocate(op, s, alloc); err != nil {
 		return nil, err
 	}
+	m.stat = ctx.counter(MemoryStreamOrdered)
+	if pool != nil {
+		m.stat = ctx.counter(MemoryPool)
+	}
+	m.stat.add(bytes)
 	m.armOrdered()
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
 }
@@ -116,8 +121,9 @@ func (m *allocation) allocate(op string, s *Stream, alloc func(*driver.DevicePtr
 // armOrdered arms a stream-ordered allocation just made, with the cleanup
 // that frees it if nobody does.
 func (m *allocation) armOrdered() {
-	base, pool := m.base, m.pool
+	base, pool, stat, size := m.base, m.pool, m.stat, m.size
 	m.arm(m.stream.ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
+		stat.sub(size)
 		// Forgotten: no Go code can queue work on it any more, but work
 		// queued before may still run, and cuMemFree of stream-ordered
 		// memory does not wait for it.
@@ -185,6 +191,9 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 			kept = s.cache.put(cachedBlock{base: m.base, size: m.size, pool: m.pool})
 			return kept, nil
 		})
+		if kept {
+			m.stat.sub(m.size) // the stream's now, not a buffer's
+		}
 		if kept || err != nil {
 			return err
 		}
@@ -197,10 +206,12 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 	})
 }
 
-// freed tells the pool an allocation came from, if any, that it is gone.
+// freed tells the pool an allocation came from, if any, and the context's
+// MemoryStats that it is gone.
 func (m *allocation) freed() {
 	m.pool.uncount()
 	m.users.forget()
+	m.stat.sub(m.size)
 }
 
 // drainIfOpen waits for the work queued on s through gocuda, unless s is

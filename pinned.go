@@ -22,6 +22,7 @@ type PinnedBuffer[T any] struct {
 	life
 	p    unsafe.Pointer
 	data []T
+	stat *memCounter // what counts it in its context's MemoryStats; nil for an empty buffer
 }
 
 // AllocPinned allocates page-locked host memory for n elements, zeroed.
@@ -48,8 +49,11 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	b.data = unsafe.Slice((*T)(b.p), n)
 	clear(b.data)
 	addLocked(b.p, bytes)
-	p := b.p
+	p, stat := b.p, ctx.counter(MemoryPinned)
+	b.stat = stat
+	stat.add(bytes)
 	b.arm(ctx, track.PinnedBuffer, runtime.AddCleanup(b, func(ctx *Context) {
+		stat.sub(bytes)
 		removeLocked(p)
 		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(ctx.handle, p) })
 	}, ctx))
@@ -87,7 +91,10 @@ func (b *PinnedBuffer[T]) Free() error {
 			return nil // empty: nothing was allocated
 		}
 		return check(op, driver.MemFreeHost(b.ctx.handle, b.p))
-	}, func() { removeLocked(b.p) })
+	}, func() {
+		removeLocked(b.p)
+		b.stat.sub(uintptr(len(b.data)) * sizeOf[T]())
+	})
 }
 
 // Registered is ordinary Go memory page-locked in place, so the device

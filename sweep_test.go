@@ -65,6 +65,7 @@ var noDriverMethods = []string{
 	"safetensors.Parse", "safetensors.Open", "safetensors.Get", "DType.Size", "Tensor.Elements", "Header.Tensor", "File.Tensor", "File.Close",
 	"Weights.Bytes", "Weights.Tensor",
 	"IPCHandle.MarshalText", "IPCHandle.UnmarshalText", "IPCEventHandle.MarshalText", "IPCEventHandle.UnmarshalText",
+	"Context.MemoryStats", "Context.ResetPeakMemory", "MemoryStats.Kind", "MemoryKind.String",
 }
 
 // TestFaultSweep fails each driver call each public operation makes, one
