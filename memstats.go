@@ -21,6 +21,8 @@ const (
 	// MemoryPinned is page-locked host memory from AllocPinned, the
 	// staging buffers' included.
 	MemoryPinned
+	// MemoryManaged is managed memory from AllocManaged.
+	MemoryManaged
 	memoryKinds
 )
 
@@ -34,6 +36,8 @@ func (k MemoryKind) String() string {
 		return "pool"
 	case MemoryPinned:
 		return "pinned"
+	case MemoryManaged:
+		return "managed"
 	}
 	return fmt.Sprintf("MemoryKind(%d)", int(k))
 }
@@ -55,7 +59,7 @@ type MemoryCount struct {
 // once it is in a buffer again. Views, slices, FromRaw buffers, IPC
 // mappings and empty buffers count nothing.
 type MemoryStats struct {
-	Device, StreamOrdered, Pool, Pinned MemoryCount
+	Device, StreamOrdered, Pool, Pinned, Managed MemoryCount
 }
 
 // Kind returns the count of one kind; the zero MemoryCount for an unknown
@@ -70,6 +74,8 @@ func (s MemoryStats) Kind(k MemoryKind) MemoryCount {
 		return s.Pool
 	case MemoryPinned:
 		return s.Pinned
+	case MemoryManaged:
+		return s.Managed
 	}
 	return MemoryCount{}
 }
@@ -126,6 +132,7 @@ func (c *Context) MemoryStats() (MemoryStats, error) {
 		StreamOrdered: c.mem[MemoryStreamOrdered].count(),
 		Pool:          c.mem[MemoryPool].count(),
 		Pinned:        c.mem[MemoryPinned].count(),
+		Managed:       c.mem[MemoryManaged].count(),
 	}, nil
 }
 

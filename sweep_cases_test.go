@@ -232,6 +232,26 @@ func sweepCases() []sweepCase {
 						}
 					}
 			}},
+		{name: "managed memory", covers: []string{"cuda.AllocManaged", "ManagedBuffer.Prefetch", "ManagedBuffer.Advise",
+			"ManagedBuffer.Attributes", "ManagedBuffer.Free"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var m *cuda.ManagedBuffer[int32]
+				return func() error {
+						return firstErr(
+							func() (err error) { m, err = cuda.AllocManaged[int32](e.ctx, 1000, cuda.AttachGlobal); return err },
+							func() error { return m.Prefetch(cuda.OnDevice(e.ctx.Device()), e.s) },
+							func() error { return m.Advise(cuda.AdvisePreferredLocation, cuda.OnHost()) },
+							func() error { _, err := m.Attributes(); return err },
+							e.s.Synchronize,
+							m.Free,
+						)
+					}, func(t *testing.T, _ error) {
+						if err := m.Free(); err != nil {
+							t.Errorf("free: %v", err)
+						}
+						stillWorks(t, "managed memory", e.ctx, e.s)
+					}
+			}},
 		{name: "stream-ordered memory", covers: []string{"cuda.AllocAsync", "DeviceBuffer.FreeOn"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var b *cuda.DeviceBuffer[int32]

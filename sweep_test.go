@@ -66,6 +66,8 @@ var noDriverMethods = []string{
 	"Weights.Bytes", "Weights.Tensor",
 	"IPCHandle.MarshalText", "IPCHandle.UnmarshalText", "IPCEventHandle.MarshalText", "IPCEventHandle.UnmarshalText",
 	"Context.MemoryStats", "Context.ResetPeakMemory", "MemoryStats.Kind", "MemoryKind.String",
+	"ManagedBuffer.Data", "ManagedBuffer.Buffer", "ManagedBuffer.Len", "Location.IsHost", "Location.Device", "Location.String",
+	"Advice.String", "cuda.OnDevice", "cuda.OnHost",
 }
 
 // TestFaultSweep fails each driver call each public operation makes, one

@@ -64,6 +64,11 @@ var zeroTypes = map[string]struct {
 	"cuda.MemoryStats":        {new(cuda.MemoryStats), true},
 	"cuda.MemoryCount":        {new(cuda.MemoryCount), true},
 	"cuda.MemoryKind":         {new(cuda.MemoryKind), true},
+	"cuda.ManagedBuffer":      {new(cuda.ManagedBuffer[float32]), false},
+	"cuda.ManagedAttributes":  {new(cuda.ManagedAttributes), true},
+	"cuda.Location":           {new(cuda.Location), true},
+	"cuda.Advice":             {new(cuda.Advice), true},
+	"cuda.Attach":             {new(cuda.Attach), true},
 	"cuda.LaunchConfig":       {new(cuda.LaunchConfig), true},
 	"cuda.Module":             {new(cuda.Module), false},
 	"cuda.JITOption":          {new(cuda.JITOption), true},
@@ -146,6 +151,13 @@ var zeroFuncs = map[string]func() []error{
 		return []error{e1, e2}
 	},
 	"cuda.AllocPinned": func() []error { _, err := cuda.AllocPinned[float32](&cuda.Context{}, 1); return []error{err} },
+	"cuda.AllocManaged": func() []error {
+		_, e1 := cuda.AllocManaged[float32](&cuda.Context{}, 1, cuda.AttachGlobal)
+		_, e2 := cuda.AllocManaged[float32](nil, 1, cuda.AttachGlobal)
+		return []error{e1, e2}
+	},
+	"cuda.OnDevice": func() []error { cuda.OnDevice(cuda.Device{}); return nil },
+	"cuda.OnHost":   func() []error { cuda.OnHost(); return nil },
 	"cuda.Register":    func() []error { _, err := cuda.Register(&cuda.Context{}, []float32{1}); return []error{err} },
 	"cuda.NewStagingBuffer": func() []error {
 		_, err := cuda.NewStagingBuffer(&cuda.Context{}, 1)

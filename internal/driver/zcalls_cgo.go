@@ -478,6 +478,38 @@ static int gocuda_FuncSetAttribute(uintptr_t fn, uintptr_t ctx, uintptr_t hfunc,
 	return ((int (*)(uintptr_t, int, int))fn)(hfunc, attrib, value);
 }
 
+static int gocuda_MemAllocManaged(uintptr_t fn, uintptr_t ctx, unsigned long long * dptr, size_t bytesize, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, size_t, unsigned int))fn)(dptr, bytesize, flags);
+}
+
+static int gocuda_MemPrefetchAsync(uintptr_t fn, uintptr_t ctx, unsigned long long devPtr, size_t count, unsigned long long location, unsigned int flags, uintptr_t hStream) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, size_t, unsigned long long, unsigned int, uintptr_t))fn)(devPtr, count, location, flags, hStream);
+}
+
+static int gocuda_MemAdvise(uintptr_t fn, uintptr_t ctx, unsigned long long devPtr, size_t count, int advice, unsigned long long location) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, size_t, int, unsigned long long))fn)(devPtr, count, advice, location);
+}
+
+static int gocuda_MemRangeGetAttribute(uintptr_t fn, uintptr_t ctx, void * data, size_t dataSize, int attribute, unsigned long long devPtr, size_t count) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(void *, size_t, int, unsigned long long, size_t))fn)(data, dataSize, attribute, devPtr, count);
+}
+
 static int gocuda_OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(uintptr_t fn, uintptr_t ctx, int * numBlocks, uintptr_t function, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -1526,6 +1558,57 @@ func FuncSetAttribute(ctx Context, hfunc Function, attrib FunctionAttribute, val
 	}
 	r := C.gocuda_FuncSetAttribute(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hfunc), C.int(attrib), C.int(value))
 	return shimStatus(int32(r), FuncFuncSetAttribute)
+}
+
+// MemAllocManaged calls cuMemAllocManaged, with ctx current.
+//
+//	CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+func MemAllocManaged(ctx Context, dptr *DevicePtr, bytesize uintptr, flags uint32) Status {
+	fn := syms[symMemAllocManaged]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAllocManaged}
+	}
+	c := getCall()
+	r := C.gocuda_MemAllocManaged(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), C.size_t(bytesize), C.uint(flags))
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemAllocManaged)
+}
+
+// MemPrefetchAsync calls cuMemPrefetchAsync_v2, with ctx current.
+//
+//	CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, unsigned long long location, unsigned int flags, CUstream hStream);
+func MemPrefetchAsync(ctx Context, devPtr DevicePtr, count uintptr, location uint64, flags uint32, hStream Stream) Status {
+	fn := syms[symMemPrefetchAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPrefetchAsync}
+	}
+	r := C.gocuda_MemPrefetchAsync(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(devPtr), C.size_t(count), C.ulonglong(location), C.uint(flags), C.uintptr_t(hStream))
+	return shimStatus(int32(r), FuncMemPrefetchAsync)
+}
+
+// MemAdvise calls cuMemAdvise_v2, with ctx current.
+//
+//	CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, int advice, unsigned long long location);
+func MemAdvise(ctx Context, devPtr DevicePtr, count uintptr, advice int32, location uint64) Status {
+	fn := syms[symMemAdvise]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAdvise}
+	}
+	r := C.gocuda_MemAdvise(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(devPtr), C.size_t(count), C.int(advice), C.ulonglong(location))
+	return shimStatus(int32(r), FuncMemAdvise)
+}
+
+// MemRangeGetAttribute calls cuMemRangeGetAttribute, with ctx current.
+//
+//	CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, int attribute, CUdeviceptr devPtr, size_t count);
+func MemRangeGetAttribute(ctx Context, data unsafe.Pointer, dataSize uintptr, attribute int32, devPtr DevicePtr, count uintptr) Status {
+	fn := syms[symMemRangeGetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemRangeGetAttribute}
+	}
+	r := C.gocuda_MemRangeGetAttribute(C.uintptr_t(fn), C.uintptr_t(ctx), data, C.size_t(dataSize), C.int(attribute), C.ulonglong(devPtr), C.size_t(count))
+	return shimStatus(int32(r), FuncMemRangeGetAttribute)
 }
 
 // OccupancyMaxActiveBlocksPerMultiprocessorWithFlags calls cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, with ctx current.

@@ -1102,6 +1102,82 @@ func FuncSetAttribute(ctx Context, hfunc Function, attrib FunctionAttribute, val
 	return Status{Code: Result(int32(r)), Func: FuncFuncSetAttribute}
 }
 
+// MemAllocManaged calls cuMemAllocManaged.
+//
+//	CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+func MemAllocManaged(ctx Context, dptr *DevicePtr, bytesize uintptr, flags uint32) Status {
+	fn := syms[symMemAllocManaged]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAllocManaged}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(bytesize)
+	c.args[2] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemAllocManaged}
+}
+
+// MemPrefetchAsync calls cuMemPrefetchAsync_v2.
+//
+//	CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, unsigned long long location, unsigned int flags, CUstream hStream);
+func MemPrefetchAsync(ctx Context, devPtr DevicePtr, count uintptr, location uint64, flags uint32, hStream Stream) Status {
+	fn := syms[symMemPrefetchAsync]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemPrefetchAsync}
+	}
+	c := getCall()
+	c.args[0] = uintptr(devPtr)
+	c.args[1] = uintptr(count)
+	c.args[2] = uintptr(location)
+	c.args[3] = uintptr(flags)
+	c.args[4] = uintptr(hStream)
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemPrefetchAsync}
+}
+
+// MemAdvise calls cuMemAdvise_v2.
+//
+//	CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, int advice, unsigned long long location);
+func MemAdvise(ctx Context, devPtr DevicePtr, count uintptr, advice int32, location uint64) Status {
+	fn := syms[symMemAdvise]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAdvise}
+	}
+	c := getCall()
+	c.args[0] = uintptr(devPtr)
+	c.args[1] = uintptr(count)
+	c.args[2] = uintptr(advice)
+	c.args[3] = uintptr(location)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemAdvise}
+}
+
+// MemRangeGetAttribute calls cuMemRangeGetAttribute.
+//
+//	CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, int attribute, CUdeviceptr devPtr, size_t count);
+func MemRangeGetAttribute(ctx Context, data unsafe.Pointer, dataSize uintptr, attribute int32, devPtr DevicePtr, count uintptr) Status {
+	fn := syms[symMemRangeGetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemRangeGetAttribute}
+	}
+	escape(unsafe.Pointer(data))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(data))
+	c.args[1] = uintptr(dataSize)
+	c.args[2] = uintptr(attribute)
+	c.args[3] = uintptr(devPtr)
+	c.args[4] = uintptr(count)
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	runtime.KeepAlive(data)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemRangeGetAttribute}
+}
+
 // OccupancyMaxActiveBlocksPerMultiprocessorWithFlags calls cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags.
 //
 //	CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags);

@@ -66,6 +66,10 @@ const (
 	symModuleGetGlobal
 	symFuncGetAttribute
 	symFuncSetAttribute
+	symMemAllocManaged
+	symMemPrefetchAsync
+	symMemAdvise
+	symMemRangeGetAttribute
 	symOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 	symOccupancyMaxPotentialBlockSizeWithFlags
 	symOccupancyAvailableDynamicSMemPerBlock
@@ -160,6 +164,10 @@ const (
 	FuncModuleGetGlobal
 	FuncFuncGetAttribute
 	FuncFuncSetAttribute
+	FuncMemAllocManaged
+	FuncMemPrefetchAsync
+	FuncMemAdvise
+	FuncMemRangeGetAttribute
 	FuncOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 	FuncOccupancyMaxPotentialBlockSizeWithFlags
 	FuncOccupancyAvailableDynamicSMemPerBlock
@@ -253,6 +261,10 @@ var symNames = [symCount]string{
 	"cuModuleGetGlobal_v2",
 	"cuFuncGetAttribute",
 	"cuFuncSetAttribute",
+	"cuMemAllocManaged",
+	"cuMemPrefetchAsync_v2",
+	"cuMemAdvise_v2",
+	"cuMemRangeGetAttribute",
 	"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
 	"cuOccupancyMaxPotentialBlockSizeWithFlags",
 	"cuOccupancyAvailableDynamicSMemPerBlock",

@@ -422,6 +422,13 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
 	return SUCCESS;
 }
 
+// concurrent_managed is whether the devices have concurrent managed
+// access (see the managed memory below).
+static int concurrent_managed(void) {
+	const char *v = getenv("FAKECUDA_CONCURRENT_MANAGED");
+	return !v || strcmp(v, "0") != 0;
+}
+
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	FAULT("cuDeviceGetAttribute");
 	REQUIRE_DEVICE(d);
@@ -446,6 +453,8 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
 	case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: *v = 1; break;
 	case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: *v = 1; break;
+	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: *v = 1; break;
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = concurrent_managed(); break;
 	default:
 		if (attr <= 0 || attr > 140) return INVALID_VALUE;
 		*v = 0;
@@ -909,6 +918,84 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	FAULT("cuMemAlloc_v2");
 	REQUIRE_CTX();
 	return alloc_device(p, n);
+}
+
+// ---- managed memory ----------------------------------------------------------
+//
+// The fake's device memory is host memory already: managed memory is
+// device memory whose record remembers the advice and the last prefetch.
+// FAKECUDA_CONCURRENT_MANAGED=0 makes the devices lack concurrent managed
+// access. A CUmemLocation comes by value as one word: the type in the low
+// half (1 a device, 2 the host), the id in the high.
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
+	FAULT("cuMemAllocManaged");
+	REQUIRE_CTX();
+	if (flags != 1 && flags != 2) return INVALID_VALUE;
+	CUresult r = alloc_device(p, n);
+	if (r != SUCCESS) return r;
+	pthread_mutex_lock(&mu);
+	struct record *rec = find_base((uintptr_t)*p, KIND_DEVICE);
+	rec->managed = 1, rec->read_mostly = 0, rec->preferred = rec->last_prefetch = -2;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+// managed_range returns the managed record holding [p, p+n), mu held.
+static struct record *managed_range(CUdeviceptr p, size_t n) {
+	for (struct record *r = records_head(); r; r = r->next)
+		if (r->kind == KIND_DEVICE && r->managed && p >= r->base && n <= r->size && p - r->base <= r->size - n) return r;
+	return NULL;
+}
+
+// location_id reads a location word as a device id (-1 the host), or -3
+// for one that is not valid.
+static int location_id(unsigned long long loc) {
+	int type = (int)(loc & 0xffffffffu), id = (int)(loc >> 32);
+	if (type == 2) return -1;
+	if (type == 1 && id >= 0 && id < ndevices) return id;
+	return -3;
+}
+
+EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, unsigned long long loc, unsigned flags, CUstream s) {
+	FAULT("cuMemPrefetchAsync_v2");
+	REQUIRE_CTX();
+	int id = location_id(loc);
+	if (flags || id == -3 || n == 0 || (id >= 0 && !concurrent_managed())) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	struct record *r = managed_range(p, n);
+	if (r) r->last_prefetch = id;
+	pthread_mutex_unlock(&mu);
+	if (!r) return INVALID_VALUE;
+	struct op o = {.kind = OP_SET8, .dst = (void *)(uintptr_t)p, .n = 0}; // a step of s's work that changes nothing
+	return enqueue(s, o);
+}
+
+EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, unsigned long long loc) {
+	FAULT("cuMemAdvise_v2");
+	REQUIRE_CTX();
+	int id = location_id(loc);
+	if (advice < 1 || advice > 6 || n == 0 || (advice > 2 && id == -3)) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	struct record *r = managed_range(p, n);
+	if (r) {
+		if (advice == 1 || advice == 2) r->read_mostly = advice == 1;
+		if (advice == 3) r->preferred = id;
+		if (advice == 4) r->preferred = -2;
+	}
+	pthread_mutex_unlock(&mu);
+	return r ? SUCCESS : INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, int attr, CUdeviceptr p, size_t n) {
+	FAULT("cuMemRangeGetAttribute");
+	REQUIRE_CTX();
+	if (!data || size != 4 || n == 0 || (attr != 1 && attr != 2 && attr != 4)) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	struct record *r = managed_range(p, n);
+	if (r) *(int *)data = attr == 1 ? r->read_mostly : attr == 2 ? r->preferred : r->last_prefetch;
+	pthread_mutex_unlock(&mu);
+	return r ? SUCCESS : INVALID_VALUE;
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {

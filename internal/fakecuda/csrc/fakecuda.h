@@ -75,6 +75,8 @@ struct record {
 	int freeing; // a stream-ordered free of it is queued
 	struct fake_pool *pool; // the pool it came from (stream-ordered memory)
 	size_t capacity;        // the pool block's size, at least size
+	int managed;            // cuMemAllocManaged's, with its advice: read mostly, the
+	int read_mostly, preferred, last_prefetch; // preferred and last prefetch locations (-2 none, -1 host)
 	struct record *next;
 };
 struct record *find_base(uintptr_t base, enum kind k);
