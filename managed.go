@@ -157,7 +157,9 @@ func (l Location) String() string {
 }
 
 // word is l as the driver takes a CUmemLocation by value.
-func (l Location) word() uint64 { return uint64(uint32(l.kind)) | uint64(uint32(int32(l.dev.ordinal)))<<32 }
+func (l Location) word() uint64 {
+	return uint64(uint32(l.kind)) | uint64(uint32(int32(l.dev.ordinal)))<<32
+}
 
 // Prefetch queues on s the move of the buffer's pages to l, ahead of their
 // use there; work queued on s after it finds them moved. Moving to a

@@ -158,7 +158,7 @@ var zeroFuncs = map[string]func() []error{
 	},
 	"cuda.OnDevice": func() []error { cuda.OnDevice(cuda.Device{}); return nil },
 	"cuda.OnHost":   func() []error { cuda.OnHost(); return nil },
-	"cuda.Register":    func() []error { _, err := cuda.Register(&cuda.Context{}, []float32{1}); return []error{err} },
+	"cuda.Register": func() []error { _, err := cuda.Register(&cuda.Context{}, []float32{1}); return []error{err} },
 	"cuda.NewStagingBuffer": func() []error {
 		_, err := cuda.NewStagingBuffer(&cuda.Context{}, 1)
 		return []error{err}
