@@ -117,7 +117,10 @@ func AllocManaged[T any](ctx *Context, n int, attach Attach) (*ManagedBuffer[T],
 }
 
 // Data returns the memory as a slice for the host, or nil after Free or
-// once the context is closed. Mind the rule in the type's docs.
+// once the context is closed. Mind the rule in the type's docs. The slice
+// does not keep the buffer alive: a buffer the program no longer refers
+// to may be collected and its memory freed, so keep the buffer (and Free
+// it) past the slice's last use.
 func (b *ManagedBuffer[T]) Data() []T {
 	if b == nil || b.buf == nil || b.buf.mem == nil || b.buf.mem.status() != lifetime.Held || b.buf.mem.ctx.isClosed() {
 		return nil
