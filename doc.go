@@ -104,6 +104,12 @@
 //     memory across synchronizations (SetReleaseThreshold), give it back on
 //     demand (TrimTo), watch it (Stats), or share it with another device
 //     (SetAccess).
+//   - AllocManaged for memory the host and the device both use, as a slice
+//     and as a DeviceBuffer, its pages moving between them on demand or
+//     ahead of use (ManagedBuffer.Prefetch).
+//
+// Context.MemoryStats says what the context's buffers hold, by kind, now
+// and at the peak.
 //
 // # Graphs
 //
@@ -121,7 +127,9 @@
 // Context.LoadModule loads PTX, a cubin or a fatbin; Function.Launch queues a
 // kernel with Go arguments, checked as far as the driver and the PTX can
 // describe the kernel (see Function.Launch); LaunchConfigFor sizes a 1-D
-// launch over n elements. Package nvrtc compiles CUDA C++ at run time.
+// launch over n elements, and Function.SuggestBlockSize the block that
+// keeps the most of a kernel's threads resident (the occupancy calls).
+// Package nvrtc compiles CUDA C++ at run time.
 //
 // # Releasing resources
 //
