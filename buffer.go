@@ -118,21 +118,34 @@ func alloc[T any](op string, ctx *Context, n int) (*DeviceBuffer[T], error) {
 		return nil, err
 	}
 	defer ctx.unbind()
+	m, err := allocateFreed(op, ctx, bytes, MemoryDevice, func(p *driver.DevicePtr) driver.Status {
+		return driver.MemAlloc(ctx.handle, p, bytes)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
+}
+
+// allocateFreed makes an allocation of bytes in ctx (bound) with alloc,
+// memory that cuMemFree releases: counted as kind in the context's
+// MemoryStats and armed with the cleanup that frees it if nobody does.
+func allocateFreed(op string, ctx *Context, bytes uintptr, kind MemoryKind, alloc func(*driver.DevicePtr) driver.Status) (*allocation, error) {
 	m := &allocation{size: bytes, allocated: true}
-	if err := check(op, driver.MemAlloc(ctx.handle, &m.base, bytes)); err != nil {
+	if err := check(op, alloc(&m.base)); err != nil {
 		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
 			ce.Detail = formatBytes(bytes) + " requested"
 		}
 		return nil, err
 	}
-	base, stat := m.base, ctx.counter(MemoryDevice)
+	base, stat := m.base, ctx.counter(kind)
 	m.stat = stat
 	stat.add(bytes)
 	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
 		stat.sub(bytes)
 		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(ctx.handle, base) })
 	}, ctx))
-	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
+	return m, nil
 }
 
 // FromRaw wraps n elements of device memory at ptr that something else owns

@@ -2,12 +2,10 @@ package cuda
 
 import (
 	"fmt"
-	"runtime"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/lifetime"
-	"github.com/gocuda/cuda/internal/track"
 )
 
 // Attach says which streams may use a managed buffer at first
@@ -94,20 +92,12 @@ func AllocManaged[T any](ctx *Context, n int, attach Attach) (*ManagedBuffer[T],
 	} else if ok == 0 {
 		return nil, errorf(op, ErrNotSupported, "%v has no managed memory", ctx.dev)
 	}
-	m := &allocation{size: bytes, allocated: true} // freed as cuMemAlloc's memory is
-	if err := check(op, driver.MemAllocManaged(ctx.handle, &m.base, bytes, uint32(attach))); err != nil {
-		if ce := err.(*Error); ce.Err == ErrOutOfMemory {
-			ce.Detail = formatBytes(bytes) + " requested"
-		}
+	m, err := allocateFreed(op, ctx, bytes, MemoryManaged, func(p *driver.DevicePtr) driver.Status {
+		return driver.MemAllocManaged(ctx.handle, p, bytes, uint32(attach))
+	})
+	if err != nil {
 		return nil, err
 	}
-	base, stat := m.base, ctx.counter(MemoryManaged)
-	m.stat = stat
-	stat.add(bytes)
-	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
-		stat.sub(bytes)
-		forgotten(ctx, track.DeviceBuffer, func() { driver.MemFree(ctx.handle, base) })
-	}, ctx))
 	// Managed memory has one address for the host and the devices: the
 	// device pointer's bits are the host's pointer (read through memory, as
 	// the driver's out-parameter is, since a uintptr may not become one).

@@ -115,20 +115,14 @@ func argBest[T Number](op string, s *cuda.Stream, dst *cuda.DeviceBuffer[int64],
 	blocks := min(cfg.Grid.X, maxPartial)
 	// One allocation: the blocks' indices, then their values (8-byte
 	// aligned either way).
-	scratch, err := cuda.AllocAsync[int64](s, 2*blocks)
-	if err != nil {
-		return wrap(op, err, "allocating the partial results")
-	}
-	pi, _ := scratch.Slice(0, blocks)
-	pv, _ := scratch.Slice(blocks, blocks)
 	n := int64(src.Len())
-	launchErr := partial.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, src, n, pv, pi)
-	if launchErr == nil {
-		launchErr = final.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, pv, pi, int64(blocks), dst)
-	}
-	freeErr := freeScratch(scratch)
-	if launchErr != nil {
-		return wrap(op, launchErr, "launching %s", name)
-	}
-	return wrap(op, freeErr, "freeing the partial results")
+	return withScratch(op, name, s, 2*blocks, func(scratch *cuda.DeviceBuffer[int64]) error {
+		pi, _ := scratch.Slice(0, blocks)
+		pv, _ := scratch.Slice(blocks, blocks)
+		err := partial.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, src, n, pv, pi)
+		if err != nil {
+			return err
+		}
+		return final.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, pv, pi, int64(blocks), dst)
+	})
 }

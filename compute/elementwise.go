@@ -136,11 +136,10 @@ func (k *Elementwise) source(buffer []bool) string {
 	var b strings.Builder
 	b.WriteString(prelude)
 	ps := k.ps
-	input := func(p param) bool { return k.isInput(p.name) && !k.inplace[p.name] }
 	// The body, over values: inputs by value, outputs by reference.
 	var decl, call []string
-	for _, p := range ps {
-		if input(p) {
+	for j, p := range ps {
+		if k.readOnly[j] {
 			decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
 		} else {
 			decl = append(decl, fmt.Sprintf("%s& %s", p.t.value, p.name))
@@ -156,7 +155,7 @@ func (k *Elementwise) source(buffer []bool) string {
 		switch {
 		case !buffer[j]:
 			fmt.Fprintf(&b, "%s gocudap_%s, ", p.t.storage, p.name)
-		case input(p):
+		case k.readOnly[j]:
 			fmt.Fprintf(&b, "const %s* __restrict__ gocudap_%s, ", p.t.storage, p.name)
 		default:
 			fmt.Fprintf(&b, "%s* gocudap_%s, ", p.t.storage, p.name)
@@ -180,7 +179,7 @@ func (k *Elementwise) source(buffer []bool) string {
 	for j, p := range ps {
 		switch {
 		case !buffer[j]:
-		case input(p):
+		case k.readOnly[j]:
 			fmt.Fprintf(&b, "\t\t\tconst %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j];\n", vec(p), p.name)
 		case k.inplace[p.name]:
 			fmt.Fprintf(&b, "\t\t\t%[1]s gocudav_%[2]s = ((%[1]s*)gocudap_%[2]s)[gocuda_j];\n", vec(p), p.name)
@@ -223,7 +222,7 @@ func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, e
 			v = fmt.Sprintf(element, p.name)
 		}
 		switch {
-		case k.isInput(p.name) && !k.inplace[p.name]:
+		case k.readOnly[j]:
 			fmt.Fprintf(b, "%sconst %s %s = %s;\n", indent, p.t.value, p.name, p.t.load(v))
 		case k.inplace[p.name]:
 			fmt.Fprintf(b, "%s%s %s = %s;\n", indent, p.t.value, p.name, p.t.load(v))

@@ -294,21 +294,15 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 		}
 		blocks = min(cfg.Grid.X, maxPartial)
 	}
-	partial, err := cuda.AllocAsync[byte](s, blocks*int(accSize(r.acc)))
-	if err != nil {
-		return wrap(op, err, "allocating %s's partial results", r.name)
-	}
 	var buf [stackArgs + 2]any
 	vals := launchValues(buf[:0], as[:len(r.in)])
-	launchErr := f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, append(vals, partial, int64(n))...)
-	if launchErr == nil {
-		launchErr = f[1].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, partial, int64(blocks), as[len(r.in)].mem, int64(n))
-	}
-	freeErr := freeScratch(partial) // in the stream's order, after the kernels
-	if launchErr != nil {
-		return wrap(op, launchErr, "launching %s", r.name)
-	}
-	return wrap(op, freeErr, "freeing %s's partial results", r.name)
+	return withScratch(op, r.name, s, blocks*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
+		err := f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, append(vals, partial, int64(n))...)
+		if err != nil {
+			return err
+		}
+		return f[1].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, partial, int64(blocks), as[len(r.in)].mem, int64(n))
+	})
 }
 
 // LaunchAxis folds each row (PerRow) or each column (PerColumn) of the
@@ -368,32 +362,23 @@ func (r *Reduction) launchColumns(op string, s *cuda.Stream, shape Shape, as []a
 	}
 	gx := min((shape.Cols+31)/32, maxGrid)
 	chunks := max(1, min(resident/gx, (shape.Rows+63)/64, 65535))
-	var partial any = cuda.DevicePtr(0) // null: one chunk posts its results itself
-	var scratch *cuda.DeviceBuffer[byte]
-	if chunks > 1 {
-		if scratch, err = cuda.AllocAsync[byte](s, chunks*shape.Cols*int(accSize(r.acc))); err != nil {
-			return wrap(op, err, "allocating %s's partial results", r.name)
-		}
-		partial = scratch
-	}
 	out, rows, cols := as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols)
 	var buf [stackArgs + 4]any
-	vals := append(launchValues(buf[:0], as[:len(r.in)]), out, partial, rows, cols)
-	err = f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: chunks}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}, vals...)
-	if err == nil && chunks > 1 {
-		var cfg cuda.LaunchConfig
-		if cfg, err = linearConfig(s, shape.Cols); err == nil {
-			err = f[1].Launch(cfg, scratch, int64(chunks), out, rows, cols)
+	vals := append(launchValues(buf[:0], as[:len(r.in)]), out)
+	first := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: chunks}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
+	if chunks == 1 { // one chunk posts its results itself: no partial results (null)
+		return wrap(op, f[0].Launch(first, append(vals, cuda.DevicePtr(0), rows, cols)...), "launching %s", r.name)
+	}
+	return withScratch(op, r.name, s, chunks*shape.Cols*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
+		if err := f[0].Launch(first, append(vals, partial, rows, cols)...); err != nil {
+			return err
 		}
-	}
-	var freeErr error
-	if scratch != nil {
-		freeErr = freeScratch(scratch) // in the stream's order, after the kernels
-	}
-	if err != nil {
-		return wrap(op, err, "launching %s", r.name)
-	}
-	return wrap(op, freeErr, "freeing %s's partial results", r.name)
+		cfg, err := linearConfig(s, shape.Cols)
+		if err != nil {
+			return err
+		}
+		return f[1].Launch(cfg, partial, int64(chunks), out, rows, cols)
+	})
 }
 
 // functions returns the kernels name+suffix of the variant for the inputs'
@@ -423,16 +408,26 @@ func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...s
 	return fs, nil
 }
 
-// freeScratch frees a launch's stream-ordered scratch memory. A failed
-// Free leaves it allocated: a second try keeps a passing failure from
-// leaking it (the first failure is still returned). If that fails too,
-// the context is broken, and the memory goes with it.
-func freeScratch[T any](b *cuda.DeviceBuffer[T]) error {
-	err := b.Free()
-	if err != nil && b.Free() != nil {
-		err = fmt.Errorf("%w (and again)", err)
+// withScratch runs launch with n elements of stream-ordered scratch
+// memory on s, freed after it in the stream's order whether it failed or
+// not. A failed free leaves the memory allocated: a second try keeps a
+// passing failure from leaking it (the first failure is still returned);
+// if that fails too, the context is broken, and the memory goes with it.
+// name names the kernel in errors.
+func withScratch[T any](op, name string, s *cuda.Stream, n int, launch func(*cuda.DeviceBuffer[T]) error) error {
+	scratch, err := cuda.AllocAsync[T](s, n)
+	if err != nil {
+		return wrap(op, err, "allocating %s's partial results", name)
 	}
-	return err
+	launchErr := launch(scratch)
+	freeErr := scratch.Free()
+	if freeErr != nil && scratch.Free() != nil {
+		freeErr = fmt.Errorf("%w (and again)", freeErr)
+	}
+	if launchErr != nil {
+		return wrap(op, launchErr, "launching %s", name)
+	}
+	return wrap(op, freeErr, "freeing %s's partial results", name)
 }
 
 // accSize is the bytes of a reduce type's value in device memory.
