@@ -71,6 +71,9 @@ var sentinels = map[driver.Result]error{
 	driver.ErrorInvalidContext: ErrInvalidContext,
 	driver.ErrorNotSupported:   ErrNotSupported,
 	driver.ResultMissingSymbol: ErrNotSupported,
+	// A launch's shape the device cannot run.
+	driver.ErrorCooperativeLaunchTooLarge: ErrInvalidValue,
+	driver.ErrorInvalidClusterSize:        ErrInvalidValue,
 }
 
 // Error is the error type of this package. Op names the gocuda operation

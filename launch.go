@@ -128,11 +128,38 @@ func LaunchConfigFor(n int, s *Stream) LaunchConfig {
 	return LaunchConfig{Grid: Dim3{X: (max(n, 0) + LinearBlock - 1) / LinearBlock}, Block: Dim3{X: LinearBlock}, Stream: s}
 }
 
-// LaunchConfig says how to launch a kernel.
+// LaunchConfig says how to launch a kernel. The fields after Stream ask
+// for a launch with attributes (cuLaunchKernelEx, CUDA 12.0 and later);
+// their zero values ask for none, and such a launch is a plain
+// cuLaunchKernel.
 type LaunchConfig struct {
 	Grid, Block    Dim3
 	SharedMemBytes int     // dynamic shared memory per block
 	Stream         *Stream // required: the launch is queued on it
+
+	// Cooperative launches the grid with every block resident at once, as
+	// a kernel that waits for the whole grid (a grid-wide barrier) needs.
+	// Launch refuses a grid larger than the device holds at once, with
+	// both numbers (see Function.MaxCooperativeBlocks), and a device
+	// without cooperative launches (AttrCooperativeLaunch).
+	Cooperative bool
+
+	// Cluster groups the grid's blocks into thread block clusters of this
+	// shape (compute capability 9.0 and later), whose blocks run together
+	// and read and write each other's shared memory. Each dimension of
+	// Grid must be a multiple of Cluster's. The zero Dim3 asks for no
+	// clusters; Y or Z of zero mean 1 when X is set. A cluster of more
+	// than 8 blocks needs the kernel's FuncNonPortableClusterSizeAllowed
+	// set, and a device with room for it (Function.MaxActiveClusters).
+	Cluster Dim3
+	// ClusterPolicy is how the clusters are spread over the device; the
+	// zero value leaves it to the driver. Only with Cluster.
+	ClusterPolicy ClusterPolicy
+
+	// Priority is the launch's priority, within Context.StreamPriorityRange
+	// (lower numbers run first), in place of the stream's; 0 keeps the
+	// stream's.
+	Priority int
 }
 
 // maxParamBytes is the kernel parameter space the driver guarantees on
@@ -146,6 +173,10 @@ const maxParamBytes = 4096
 type paramBlock struct {
 	ptrs [maxParamBytes / 4]uintptr
 	data [maxParamBytes]byte
+	// ex and attrs are a launch with attributes' configuration; ex
+	// holds attrs' address as a number (see driver.LaunchConfig).
+	ex    driver.LaunchConfig
+	attrs [maxLaunchAttributes]driver.LaunchAttribute
 }
 
 var paramBlocks = sync.Pool{New: func() any { return new(paramBlock) }}
@@ -201,6 +232,14 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if cfg.SharedMemBytes < 0 || cfg.SharedMemBytes > math.MaxUint32 {
 		return errorf(op, ErrInvalidValue, "dynamic shared memory %d bytes out of range", cfg.SharedMemBytes)
 	}
+	ex := cfg.hasAttributes()
+	var cluster Dim3
+	if ex {
+		var err error
+		if cluster, err = cfg.checkShape(op, grid); err != nil {
+			return err
+		}
+	}
 
 	pb := paramBlocks.Get().(*paramBlock)
 	defer paramBlocks.Put(pb)
@@ -242,10 +281,18 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if len(args) > 0 || !f.paramsKnown {
 		params = unsafe.Pointer(&pb.ptrs[0])
 	}
-	r := driver.LaunchKernel(f.mod.ctx.handle, f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
-		uint32(cfg.SharedMemBytes), s.handle, params, nil)
+	var r driver.Status
+	if ex {
+		if err := f.checkAttributes(op, &cfg, grid, block); err != nil {
+			return err
+		}
+		r = driver.LaunchKernelEx(f.mod.ctx.handle, pb.launchConfig(&cfg, dims, cluster), f.handle, params, nil)
+	} else {
+		r = driver.LaunchKernel(f.mod.ctx.handle, f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
+			uint32(cfg.SharedMemBytes), s.handle, params, nil)
+	}
 	if err := check(op, r); err != nil {
-		err.(*Error).Detail = fmt.Sprintf("kernel %s, grid %v, block %v, %d bytes of dynamic shared memory", f.name, cfg.Grid, cfg.Block, cfg.SharedMemBytes)
+		err.(*Error).Detail = fmt.Sprintf("kernel %s, grid %v, block %v, %d bytes of dynamic shared memory%s", f.name, cfg.Grid, cfg.Block, cfg.SharedMemBytes, cfg.attributeText())
 		return err
 	}
 	return nil

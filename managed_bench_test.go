@@ -61,3 +61,46 @@ func BenchmarkPinnedRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkManagedFirstTouch times a kernel's first pass over 1 GiB of
+// managed memory that the host wrote last: "fault" lets the kernel's
+// accesses move the pages on demand, "prefetch" moves them on the stream
+// first (the prefetch is inside the timing). The host writes every page
+// again before each round, untimed.
+func BenchmarkManagedFirstTouch(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	saxpy := must(loadKernels(b, ctx).Function("saxpy"))(b) // y = a*x + y
+	const n = 1 << 28                                       // float32s: 1 GiB
+	m := must(cuda.AllocManaged[float32](ctx, n, cuda.AttachGlobal))(b)
+	defer m.Free()
+	data := m.Data()
+	cfg := cuda.LaunchConfigFor(n, s)
+	for _, prefetch := range []bool{false, true} {
+		name := "fault"
+		if prefetch {
+			name = "prefetch"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(4 * n)
+			for b.Loop() {
+				b.StopTimer()
+				for i := 0; i < n; i += 1024 {
+					data[i] = 1
+				}
+				b.StartTimer()
+				if prefetch {
+					if err := m.Prefetch(cuda.OnDevice(ctx.Device()), s); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := saxpy.Launch(cfg, float32(1), m.Buffer(), m.Buffer(), uint32(n)); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

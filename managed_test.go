@@ -151,13 +151,13 @@ func TestManagedErrors(t *testing.T) {
 // access a prefetch to it is refused in words, and to the host still
 // works (the fake plays such a device).
 func TestManagedNoConcurrentAccess(t *testing.T) {
-	if !cudatest.IsFake() {
+	if !cudatest.InChild(t) {
 		cudatest.RunChild(t, "GOCUDA_TEST_DRIVER=fake", "GOCUDA_REQUIRE_GPU=", "FAKECUDA_CONCURRENT_MANAGED=0")
 		return
 	}
 	ctx := cudatest.Context(t)
 	if v := must(ctx.Device().Attribute(cuda.AttrConcurrentManagedAccess))(t); v != 0 {
-		t.Skip("the device has concurrent managed access")
+		t.Fatal("the fake plays a device with concurrent managed access")
 	}
 	s := cudatest.Stream(t, ctx)
 	m := must(cuda.AllocManaged[byte](ctx, 4096, cuda.AttachGlobal))(t)

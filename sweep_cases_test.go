@@ -640,7 +640,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "modules and launches", covers: []string{"Context.LoadModule", "Module.Function", "Function.Attribute",
 			"Function.SetAttribute", "Function.Launch", "cuda.Global", "Function.MaxActiveBlocks", "Function.SuggestBlockSize",
-			"Function.SuggestBlockSizeFunc", "Function.AvailableDynamicSharedMem"},
+			"Function.SuggestBlockSizeFunc", "Function.AvailableDynamicSharedMem", "Function.MaxCooperativeBlocks", "Function.MaxActiveClusters"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var m *cuda.Module
 				a := must(cuda.FromHost(e.ctx, random[float32](300)))(t)
@@ -662,7 +662,19 @@ func sweepCases() []sweepCase {
 								}
 								return g.CopyFromHost([]uint32{1, 2, 3, 4})
 							},
+							func() error { _, err := fn.MaxCooperativeBlocks(256, 0); return err },
+							func() error {
+								_, err := fn.MaxActiveClusters(cuda.LaunchConfig{Block: cuda.Dim3{X: 128}, Cluster: cuda.Dim3{X: 2}})
+								return err
+							},
 							func() error { return fn.Launch(cuda.LaunchConfigFor(300, e.s), a, a, a, uint32(300)) },
+							func() error {
+								// Every attribute: the launch checks the device, the
+								// kernel's occupancy and the priorities first.
+								cfg := cuda.LaunchConfigFor(300, e.s)
+								cfg.Cooperative, cfg.Cluster, cfg.ClusterPolicy, cfg.Priority = true, cuda.Dim3{X: 2}, cuda.ClusterPolicySpread, -1
+								return fn.Launch(cfg, a, a, a, uint32(300))
+							},
 							e.s.Synchronize,
 						)
 					}, func(t *testing.T, _ error) {

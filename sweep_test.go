@@ -66,7 +66,7 @@ var noDriverMethods = []string{
 	"Weights.Bytes", "Weights.Tensor",
 	"IPCHandle.MarshalText", "IPCHandle.UnmarshalText", "IPCEventHandle.MarshalText", "IPCEventHandle.UnmarshalText",
 	"Context.MemoryStats", "Context.ResetPeakMemory", "MemoryStats.Kind", "MemoryKind.String",
-	"ManagedBuffer.Data", "ManagedBuffer.Buffer", "ManagedBuffer.Len", "Location.IsHost", "Location.Device", "Location.String",
+	"ManagedBuffer.Data", "ManagedBuffer.Buffer", "ManagedBuffer.Len", "Location.IsHost", "Location.Device", "Location.String", "ClusterPolicy.String",
 	"Advice.String", "cuda.OnDevice", "cuda.OnHost",
 }
 

@@ -122,26 +122,38 @@ var attributeNames = map[Attribute]string{
 
 // CUfunction_attribute values.
 const (
-	FuncMaxThreadsPerBlock      FunctionAttribute = 0 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the most threads a block of this kernel may have
-	FuncSharedSizeBytes         FunctionAttribute = 1 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: static shared memory per block
-	FuncConstSizeBytes          FunctionAttribute = 2 // CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: constant memory the kernel uses
-	FuncLocalSizeBytes          FunctionAttribute = 3 // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: local memory per thread
-	FuncNumRegs                 FunctionAttribute = 4 // CU_FUNC_ATTRIBUTE_NUM_REGS: registers per thread
-	FuncPTXVersion              FunctionAttribute = 5 // CU_FUNC_ATTRIBUTE_PTX_VERSION: the PTX version it was compiled for, major*10+minor
-	FuncBinaryVersion           FunctionAttribute = 6 // CU_FUNC_ATTRIBUTE_BINARY_VERSION: the architecture of its binary, major*10+minor
-	FuncMaxDynamicSharedSize    FunctionAttribute = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: settable: the most dynamic shared memory a launch may ask for
-	FuncPreferredSharedCarveout FunctionAttribute = 9 // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: settable: percent of L1 to give shared memory
+	FuncMaxThreadsPerBlock                FunctionAttribute = 0  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the most threads a block of this kernel may have
+	FuncSharedSizeBytes                   FunctionAttribute = 1  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: static shared memory per block
+	FuncConstSizeBytes                    FunctionAttribute = 2  // CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: constant memory the kernel uses
+	FuncLocalSizeBytes                    FunctionAttribute = 3  // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: local memory per thread
+	FuncNumRegs                           FunctionAttribute = 4  // CU_FUNC_ATTRIBUTE_NUM_REGS: registers per thread
+	FuncPTXVersion                        FunctionAttribute = 5  // CU_FUNC_ATTRIBUTE_PTX_VERSION: the PTX version it was compiled for, major*10+minor
+	FuncBinaryVersion                     FunctionAttribute = 6  // CU_FUNC_ATTRIBUTE_BINARY_VERSION: the architecture of its binary, major*10+minor
+	FuncMaxDynamicSharedSize              FunctionAttribute = 8  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: settable: the most dynamic shared memory a launch may ask for
+	FuncPreferredSharedCarveout           FunctionAttribute = 9  // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: settable: percent of L1 to give shared memory
+	FuncClusterSizeMustBeSet              FunctionAttribute = 10 // CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: whether a launch must give a cluster shape (the kernel was compiled for clusters)
+	FuncRequiredClusterWidth              FunctionAttribute = 11 // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: the cluster shape's X the kernel was compiled for, 0 if none
+	FuncRequiredClusterHeight             FunctionAttribute = 12 // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: the cluster shape's Y the kernel was compiled for, 0 if none
+	FuncRequiredClusterDepth              FunctionAttribute = 13 // CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: the cluster shape's Z the kernel was compiled for, 0 if none
+	FuncNonPortableClusterSizeAllowed     FunctionAttribute = 14 // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: settable: 1 allows clusters of more than 8 blocks where the device has room
+	FuncClusterSchedulingPolicyPreference FunctionAttribute = 15 // CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: settable: the cluster scheduling policy of launches that give none
 )
 
 // functionAttributeNames are the names of the FunctionAttribute values, without their prefix.
 var functionAttributeNames = map[FunctionAttribute]string{
-	FuncMaxThreadsPerBlock:      "MaxThreadsPerBlock",
-	FuncSharedSizeBytes:         "SharedSizeBytes",
-	FuncConstSizeBytes:          "ConstSizeBytes",
-	FuncLocalSizeBytes:          "LocalSizeBytes",
-	FuncNumRegs:                 "NumRegs",
-	FuncPTXVersion:              "PTXVersion",
-	FuncBinaryVersion:           "BinaryVersion",
-	FuncMaxDynamicSharedSize:    "MaxDynamicSharedSize",
-	FuncPreferredSharedCarveout: "PreferredSharedCarveout",
+	FuncMaxThreadsPerBlock:                "MaxThreadsPerBlock",
+	FuncSharedSizeBytes:                   "SharedSizeBytes",
+	FuncConstSizeBytes:                    "ConstSizeBytes",
+	FuncLocalSizeBytes:                    "LocalSizeBytes",
+	FuncNumRegs:                           "NumRegs",
+	FuncPTXVersion:                        "PTXVersion",
+	FuncBinaryVersion:                     "BinaryVersion",
+	FuncMaxDynamicSharedSize:              "MaxDynamicSharedSize",
+	FuncPreferredSharedCarveout:           "PreferredSharedCarveout",
+	FuncClusterSizeMustBeSet:              "ClusterSizeMustBeSet",
+	FuncRequiredClusterWidth:              "RequiredClusterWidth",
+	FuncRequiredClusterHeight:             "RequiredClusterHeight",
+	FuncRequiredClusterDepth:              "RequiredClusterDepth",
+	FuncNonPortableClusterSizeAllowed:     "NonPortableClusterSizeAllowed",
+	FuncClusterSchedulingPolicyPreference: "ClusterSchedulingPolicyPreference",
 }

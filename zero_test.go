@@ -61,6 +61,7 @@ var zeroTypes = map[string]struct {
 	"cuda.FunctionAttribute":  {new(cuda.FunctionAttribute), true},
 	"cuda.Dim3":               {new(cuda.Dim3), true},
 	"cuda.Occupancy":          {new(cuda.Occupancy), true},
+	"cuda.ClusterPolicy":      {new(cuda.ClusterPolicy), true},
 	"cuda.MemoryStats":        {new(cuda.MemoryStats), true},
 	"cuda.MemoryCount":        {new(cuda.MemoryCount), true},
 	"cuda.MemoryKind":         {new(cuda.MemoryKind), true},

@@ -72,6 +72,14 @@
 #             purego and cgo, beside bench/cupy_compute.py (CuPy, PyTorch),
 #             three interleaved rounds, and the first call with a warm disk
 #             cache (TestDiskCache): OUTDIR/compute.txt
+#   managed   managed memory (BenchmarkManagedPrefetch of 1 GiB there and back
+#             beside BenchmarkPinnedRoundTrip, BenchmarkManagedFirstTouch with and
+#             without a prefetch), purego and cgo, three interleaved rounds:
+#             OUTDIR/managed.txt
+#   stats     the cost of always-on memory statistics: BenchmarkAllocAsync of
+#             this build and, when GOCUDA_OLD_TEST names a root-package test
+#             binary built before them, of that one, three interleaved rounds:
+#             OUTDIR/stats.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -80,7 +88,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [stats] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -303,6 +311,25 @@ for section in $sections; do
 			(cd compute && "../bin/$set/compute.test" -test.run '^TestDiskCache$' -test.v -test.count 3) 2>&1 | grep -E 'first call|^(ok|FAIL|---)' >>"$out/compute.txt"
 		done
 		grep -E '^(==|Benchmark|cupy|torch)|first call' "$out/compute.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
+		;;
+	managed)
+		for round in 1 2 3; do
+			echo "== round $round"
+			for set in tests tests-cgo; do
+				echo "== $set"
+				bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(ManagedPrefetch|PinnedRoundTrip|ManagedFirstTouch)$' -test.benchtime 10x
+			done
+		done >"$out/managed.txt" 2>&1
+		summary "$out/managed.txt"
+		;;
+	stats)
+		for round in 1 2 3; do
+			for test in bin/tests/cuda.test ${GOCUDA_OLD_TEST:-}; do
+				echo "== round $round: $test"
+				$test -test.run '^$' -test.bench '^BenchmarkAllocAsync$' -test.benchtime 0.5s
+			done
+		done >"$out/stats.txt" 2>&1
+		summary "$out/stats.txt"
 		;;
 	pool)
 		for round in 1 2; do

@@ -68,6 +68,8 @@ type (
 	Graph             uintptr // CUgraph
 	GraphExec         uintptr // CUgraphExec
 	GraphNode         uintptr // CUgraphNode
+	Library           uintptr // CUlibrary
+	Kernel            uintptr // CUkernel
 )
 
 // GraphExecUpdateResultInfo is CUgraphExecUpdateResultInfo.
@@ -169,3 +171,52 @@ func ErrorName(r Result) (name, text string) {
 	}
 	return name, text
 }
+
+// LaunchConfig is CUlaunchConfig. Attrs is the address of an array of
+// NumAttrs LaunchAttribute, as a number: the caller keeps the array where
+// it does not move (the heap) until the call returns, and no Go pointer
+// is in memory the driver reads.
+type LaunchConfig struct {
+	GridDimX, GridDimY, GridDimZ    uint32
+	BlockDimX, BlockDimY, BlockDimZ uint32
+	SharedMemBytes                  uint32
+	_                               uint32
+	Stream                          Stream
+	Attrs                           uintptr
+	NumAttrs                        uint32
+	_                               uint32
+}
+
+// LaunchAttribute is CUlaunchAttribute: an id and a 64-byte union of
+// values, of which gocuda writes the leading 32-bit words.
+type LaunchAttribute struct {
+	ID    int32
+	_     int32
+	Value [16]uint32
+}
+
+// Launch attributes (CUlaunchAttributeID) and cluster scheduling policies.
+const (
+	LaunchAttributeCooperative             = 2 // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+	LaunchAttributeClusterDimension        = 4 // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+	LaunchAttributeClusterSchedulingPolicy = 5 // CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
+	LaunchAttributePriority                = 8 // CU_LAUNCH_ATTRIBUTE_PRIORITY
+)
+
+// MemAllocationProp is CUmemAllocationProp (32 bytes): pinned device
+// memory of one device, with the handle types it may be exported as.
+type MemAllocationProp struct {
+	Type        int32 // CU_MEM_ALLOCATION_TYPE_PINNED
+	HandleTypes int32 // CU_MEM_HANDLE_TYPE_*
+	LocType     int32 // CU_MEM_LOCATION_TYPE_DEVICE
+	LocID       int32 // the device ordinal
+	_           uintptr
+	_           [8]byte
+}
+
+// Virtual memory constants.
+const (
+	MemAllocationGranularityMinimum     = 0   // CU_MEM_ALLOC_GRANULARITY_MINIMUM
+	MemAllocationGranularityRecommended = 1   // CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+	MemHandleTypePosixFD                = 0x1 // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+)

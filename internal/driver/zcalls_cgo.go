@@ -558,6 +558,122 @@ static int gocuda_LaunchKernel(uintptr_t fn, uintptr_t ctx, uintptr_t f, unsigne
 	return ((int (*)(uintptr_t, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, uintptr_t, void *, void *))fn)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
+static int gocuda_LaunchKernelEx(uintptr_t fn, uintptr_t ctx, void * config, uintptr_t f, void * kernelParams, void * extra) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(void *, uintptr_t, void *, void *))fn)(config, f, kernelParams, extra);
+}
+
+static int gocuda_OccupancyMaxActiveClusters(uintptr_t fn, uintptr_t ctx, int * numClusters, uintptr_t function, void * config) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(int *, uintptr_t, void *))fn)(numClusters, function, config);
+}
+
+static int gocuda_OccupancyMaxPotentialClusterSize(uintptr_t fn, uintptr_t ctx, int * clusterSize, uintptr_t function, void * config) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(int *, uintptr_t, void *))fn)(clusterSize, function, config);
+}
+
+static int gocuda_LibraryLoadData(uintptr_t fn, uintptr_t * library, void * code, void * jitOptions, void * jitOptionsValues, unsigned int numJitOptions, void * libraryOptions, void * libraryOptionValues, unsigned int numLibraryOptions) {
+	return ((int (*)(uintptr_t *, void *, void *, void *, unsigned int, void *, void *, unsigned int))fn)(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
+}
+
+static int gocuda_LibraryUnload(uintptr_t fn, uintptr_t library) {
+	return ((int (*)(uintptr_t))fn)(library);
+}
+
+static int gocuda_LibraryGetKernel(uintptr_t fn, uintptr_t * pKernel, uintptr_t library, char * name) {
+	return ((int (*)(uintptr_t *, uintptr_t, char *))fn)(pKernel, library, name);
+}
+
+static int gocuda_KernelGetFunction(uintptr_t fn, uintptr_t ctx, uintptr_t * pFunc, uintptr_t kernel) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t *, uintptr_t))fn)(pFunc, kernel);
+}
+
+static int gocuda_KernelGetAttribute(uintptr_t fn, int * pi, int attrib, uintptr_t kernel, int dev) {
+	return ((int (*)(int *, int, uintptr_t, int))fn)(pi, attrib, kernel, dev);
+}
+
+static int gocuda_KernelSetAttribute(uintptr_t fn, int attrib, int val, uintptr_t kernel, int dev) {
+	return ((int (*)(int, int, uintptr_t, int))fn)(attrib, val, kernel, dev);
+}
+
+static int gocuda_MemAddressReserve(uintptr_t fn, uintptr_t ctx, unsigned long long * ptr, size_t size, size_t alignment, unsigned long long addr, unsigned long long flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, size_t, size_t, unsigned long long, unsigned long long))fn)(ptr, size, alignment, addr, flags);
+}
+
+static int gocuda_MemAddressFree(uintptr_t fn, uintptr_t ctx, unsigned long long ptr, size_t size) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, size_t))fn)(ptr, size);
+}
+
+static int gocuda_MemCreate(uintptr_t fn, uintptr_t ctx, unsigned long long * handle, size_t size, void * prop, unsigned long long flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, size_t, void *, unsigned long long))fn)(handle, size, prop, flags);
+}
+
+static int gocuda_MemRelease(uintptr_t fn, uintptr_t ctx, unsigned long long handle) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long))fn)(handle);
+}
+
+static int gocuda_MemMap(uintptr_t fn, uintptr_t ctx, unsigned long long ptr, size_t size, size_t offset, unsigned long long handle, unsigned long long flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, size_t, size_t, unsigned long long, unsigned long long))fn)(ptr, size, offset, handle, flags);
+}
+
+static int gocuda_MemUnmap(uintptr_t fn, uintptr_t ctx, unsigned long long ptr, size_t size) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, size_t))fn)(ptr, size);
+}
+
+static int gocuda_MemSetAccess(uintptr_t fn, uintptr_t ctx, unsigned long long ptr, size_t size, void * desc, size_t count) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long, size_t, void *, size_t))fn)(ptr, size, desc, count);
+}
+
+static int gocuda_MemGetAllocationGranularity(uintptr_t fn, uintptr_t ctx, size_t * granularity, void * prop, int option) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(size_t *, void *, int))fn)(granularity, prop, option);
+}
+
 static int gocuda_DeviceCanAccessPeer(uintptr_t fn, int * canAccessPeer, int dev, int peerDev) {
 	return ((int (*)(int *, int, int))fn)(canAccessPeer, dev, peerDev);
 }
@@ -1698,6 +1814,237 @@ func LaunchKernel(ctx Context, f Function, gridDimX uint32, gridDimY uint32, gri
 	}
 	r := C.gocuda_LaunchKernel(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(f), C.uint(gridDimX), C.uint(gridDimY), C.uint(gridDimZ), C.uint(blockDimX), C.uint(blockDimY), C.uint(blockDimZ), C.uint(sharedMemBytes), C.uintptr_t(hStream), kernelParams, extra)
 	return shimStatus(int32(r), FuncLaunchKernel)
+}
+
+// LaunchKernelEx calls cuLaunchKernelEx, with ctx current.
+//
+//	CUresult cuLaunchKernelEx(const CUlaunchConfig *config /*in*/, CUfunction f, void **kernelParams /*in*/, void **extra /*in*/);
+func LaunchKernelEx(ctx Context, config unsafe.Pointer, f Function, kernelParams unsafe.Pointer, extra unsafe.Pointer) Status {
+	fn := syms[symLaunchKernelEx]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLaunchKernelEx}
+	}
+	r := C.gocuda_LaunchKernelEx(C.uintptr_t(fn), C.uintptr_t(ctx), config, C.uintptr_t(f), kernelParams, extra)
+	return shimStatus(int32(r), FuncLaunchKernelEx)
+}
+
+// OccupancyMaxActiveClusters calls cuOccupancyMaxActiveClusters, with ctx current.
+//
+//	CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config /*in*/);
+func OccupancyMaxActiveClusters(ctx Context, numClusters *int32, function Function, config unsafe.Pointer) Status {
+	fn := syms[symOccupancyMaxActiveClusters]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxActiveClusters}
+	}
+	c := getCall()
+	r := C.gocuda_OccupancyMaxActiveClusters(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.int)(unsafe.Pointer(&c.out[0])), C.uintptr_t(function), config)
+	*numClusters = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncOccupancyMaxActiveClusters)
+}
+
+// OccupancyMaxPotentialClusterSize calls cuOccupancyMaxPotentialClusterSize, with ctx current.
+//
+//	CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config /*in*/);
+func OccupancyMaxPotentialClusterSize(ctx Context, clusterSize *int32, function Function, config unsafe.Pointer) Status {
+	fn := syms[symOccupancyMaxPotentialClusterSize]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxPotentialClusterSize}
+	}
+	c := getCall()
+	r := C.gocuda_OccupancyMaxPotentialClusterSize(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.int)(unsafe.Pointer(&c.out[0])), C.uintptr_t(function), config)
+	*clusterSize = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncOccupancyMaxPotentialClusterSize)
+}
+
+// LibraryLoadData calls cuLibraryLoadData.
+//
+//	CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions /*in*/, void **jitOptionsValues /*in*/, unsigned int numJitOptions, CUlibraryOption *libraryOptions /*in*/, void **libraryOptionValues /*in*/, unsigned int numLibraryOptions);
+func LibraryLoadData(library *Library, code unsafe.Pointer, jitOptions unsafe.Pointer, jitOptionsValues unsafe.Pointer, numJitOptions uint32, libraryOptions unsafe.Pointer, libraryOptionValues unsafe.Pointer, numLibraryOptions uint32) Status {
+	fn := syms[symLibraryLoadData]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryLoadData}
+	}
+	c := getCall()
+	r := C.gocuda_LibraryLoadData(C.uintptr_t(fn), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), code, jitOptions, jitOptionsValues, C.uint(numJitOptions), libraryOptions, libraryOptionValues, C.uint(numLibraryOptions))
+	*library = *(*Library)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncLibraryLoadData)
+}
+
+// LibraryUnload calls cuLibraryUnload.
+//
+//	CUresult cuLibraryUnload(CUlibrary library);
+func LibraryUnload(library Library) Status {
+	fn := syms[symLibraryUnload]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryUnload}
+	}
+	r := C.gocuda_LibraryUnload(C.uintptr_t(fn), C.uintptr_t(library))
+	return shimStatus(int32(r), FuncLibraryUnload)
+}
+
+// LibraryGetKernel calls cuLibraryGetKernel.
+//
+//	CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
+func LibraryGetKernel(pKernel *Kernel, library Library, name *byte) Status {
+	fn := syms[symLibraryGetKernel]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryGetKernel}
+	}
+	c := getCall()
+	r := C.gocuda_LibraryGetKernel(C.uintptr_t(fn), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), C.uintptr_t(library), (*C.char)(unsafe.Pointer(name)))
+	*pKernel = *(*Kernel)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncLibraryGetKernel)
+}
+
+// KernelGetFunction calls cuKernelGetFunction, with ctx current.
+//
+//	CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
+func KernelGetFunction(ctx Context, pFunc *Function, kernel Kernel) Status {
+	fn := syms[symKernelGetFunction]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncKernelGetFunction}
+	}
+	c := getCall()
+	r := C.gocuda_KernelGetFunction(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), C.uintptr_t(kernel))
+	*pFunc = *(*Function)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncKernelGetFunction)
+}
+
+// KernelGetAttribute calls cuKernelGetAttribute.
+//
+//	CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
+func KernelGetAttribute(pi *int32, attrib FunctionAttribute, kernel Kernel, dev Device) Status {
+	fn := syms[symKernelGetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncKernelGetAttribute}
+	}
+	c := getCall()
+	r := C.gocuda_KernelGetAttribute(C.uintptr_t(fn), (*C.int)(unsafe.Pointer(&c.out[0])), C.int(attrib), C.uintptr_t(kernel), C.int(dev))
+	*pi = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncKernelGetAttribute)
+}
+
+// KernelSetAttribute calls cuKernelSetAttribute.
+//
+//	CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
+func KernelSetAttribute(attrib FunctionAttribute, val int32, kernel Kernel, dev Device) Status {
+	fn := syms[symKernelSetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncKernelSetAttribute}
+	}
+	r := C.gocuda_KernelSetAttribute(C.uintptr_t(fn), C.int(attrib), C.int(val), C.uintptr_t(kernel), C.int(dev))
+	return shimStatus(int32(r), FuncKernelSetAttribute)
+}
+
+// MemAddressReserve calls cuMemAddressReserve, with ctx current.
+//
+//	CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags);
+func MemAddressReserve(ctx Context, ptr *DevicePtr, size uintptr, alignment uintptr, addr DevicePtr, flags uint64) Status {
+	fn := syms[symMemAddressReserve]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAddressReserve}
+	}
+	c := getCall()
+	r := C.gocuda_MemAddressReserve(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), C.size_t(size), C.size_t(alignment), C.ulonglong(addr), C.ulonglong(flags))
+	*ptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemAddressReserve)
+}
+
+// MemAddressFree calls cuMemAddressFree, with ctx current.
+//
+//	CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+func MemAddressFree(ctx Context, ptr DevicePtr, size uintptr) Status {
+	fn := syms[symMemAddressFree]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAddressFree}
+	}
+	r := C.gocuda_MemAddressFree(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(ptr), C.size_t(size))
+	return shimStatus(int32(r), FuncMemAddressFree)
+}
+
+// MemCreate calls cuMemCreate, with ctx current.
+//
+//	CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop /*in*/, unsigned long long flags);
+func MemCreate(ctx Context, handle *uint64, size uintptr, prop unsafe.Pointer, flags uint64) Status {
+	fn := syms[symMemCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemCreate}
+	}
+	c := getCall()
+	r := C.gocuda_MemCreate(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), C.size_t(size), prop, C.ulonglong(flags))
+	*handle = *(*uint64)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemCreate)
+}
+
+// MemRelease calls cuMemRelease, with ctx current.
+//
+//	CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+func MemRelease(ctx Context, handle uint64) Status {
+	fn := syms[symMemRelease]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemRelease}
+	}
+	r := C.gocuda_MemRelease(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(handle))
+	return shimStatus(int32(r), FuncMemRelease)
+}
+
+// MemMap calls cuMemMap, with ctx current.
+//
+//	CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags);
+func MemMap(ctx Context, ptr DevicePtr, size uintptr, offset uintptr, handle uint64, flags uint64) Status {
+	fn := syms[symMemMap]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemMap}
+	}
+	r := C.gocuda_MemMap(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(ptr), C.size_t(size), C.size_t(offset), C.ulonglong(handle), C.ulonglong(flags))
+	return shimStatus(int32(r), FuncMemMap)
+}
+
+// MemUnmap calls cuMemUnmap, with ctx current.
+//
+//	CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+func MemUnmap(ctx Context, ptr DevicePtr, size uintptr) Status {
+	fn := syms[symMemUnmap]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemUnmap}
+	}
+	r := C.gocuda_MemUnmap(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(ptr), C.size_t(size))
+	return shimStatus(int32(r), FuncMemUnmap)
+}
+
+// MemSetAccess calls cuMemSetAccess, with ctx current.
+//
+//	CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc /*in*/, size_t count);
+func MemSetAccess(ctx Context, ptr DevicePtr, size uintptr, desc unsafe.Pointer, count uintptr) Status {
+	fn := syms[symMemSetAccess]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemSetAccess}
+	}
+	r := C.gocuda_MemSetAccess(C.uintptr_t(fn), C.uintptr_t(ctx), C.ulonglong(ptr), C.size_t(size), desc, C.size_t(count))
+	return shimStatus(int32(r), FuncMemSetAccess)
+}
+
+// MemGetAllocationGranularity calls cuMemGetAllocationGranularity, with ctx current.
+//
+//	CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop /*in*/, CUmemAllocationGranularity_flags option);
+func MemGetAllocationGranularity(ctx Context, granularity *uintptr, prop unsafe.Pointer, option int32) Status {
+	fn := syms[symMemGetAllocationGranularity]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemGetAllocationGranularity}
+	}
+	c := getCall()
+	r := C.gocuda_MemGetAllocationGranularity(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.size_t)(unsafe.Pointer(&c.out[0])), prop, C.int(option))
+	*granularity = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncMemGetAllocationGranularity)
 }
 
 // DeviceCanAccessPeer calls cuDeviceCanAccessPeer.

@@ -1308,6 +1308,339 @@ func LaunchKernel(ctx Context, f Function, gridDimX uint32, gridDimY uint32, gri
 	return Status{Code: Result(int32(r)), Func: FuncLaunchKernel}
 }
 
+// LaunchKernelEx calls cuLaunchKernelEx.
+//
+//	CUresult cuLaunchKernelEx(const CUlaunchConfig *config /*in*/, CUfunction f, void **kernelParams /*in*/, void **extra /*in*/);
+func LaunchKernelEx(ctx Context, config unsafe.Pointer, f Function, kernelParams unsafe.Pointer, extra unsafe.Pointer) Status {
+	fn := syms[symLaunchKernelEx]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLaunchKernelEx}
+	}
+	escape(unsafe.Pointer(config))
+	escape(unsafe.Pointer(kernelParams))
+	escape(unsafe.Pointer(extra))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(config))
+	c.args[1] = uintptr(f)
+	c.args[2] = uintptr(unsafe.Pointer(kernelParams))
+	c.args[3] = uintptr(unsafe.Pointer(extra))
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	runtime.KeepAlive(config)
+	runtime.KeepAlive(kernelParams)
+	runtime.KeepAlive(extra)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLaunchKernelEx}
+}
+
+// OccupancyMaxActiveClusters calls cuOccupancyMaxActiveClusters.
+//
+//	CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config /*in*/);
+func OccupancyMaxActiveClusters(ctx Context, numClusters *int32, function Function, config unsafe.Pointer) Status {
+	fn := syms[symOccupancyMaxActiveClusters]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxActiveClusters}
+	}
+	escape(unsafe.Pointer(config))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(function)
+	c.args[2] = uintptr(unsafe.Pointer(config))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*numClusters = *(*int32)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(config)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncOccupancyMaxActiveClusters}
+}
+
+// OccupancyMaxPotentialClusterSize calls cuOccupancyMaxPotentialClusterSize.
+//
+//	CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config /*in*/);
+func OccupancyMaxPotentialClusterSize(ctx Context, clusterSize *int32, function Function, config unsafe.Pointer) Status {
+	fn := syms[symOccupancyMaxPotentialClusterSize]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncOccupancyMaxPotentialClusterSize}
+	}
+	escape(unsafe.Pointer(config))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(function)
+	c.args[2] = uintptr(unsafe.Pointer(config))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*clusterSize = *(*int32)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(config)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncOccupancyMaxPotentialClusterSize}
+}
+
+// LibraryLoadData calls cuLibraryLoadData.
+//
+//	CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions /*in*/, void **jitOptionsValues /*in*/, unsigned int numJitOptions, CUlibraryOption *libraryOptions /*in*/, void **libraryOptionValues /*in*/, unsigned int numLibraryOptions);
+func LibraryLoadData(library *Library, code unsafe.Pointer, jitOptions unsafe.Pointer, jitOptionsValues unsafe.Pointer, numJitOptions uint32, libraryOptions unsafe.Pointer, libraryOptionValues unsafe.Pointer, numLibraryOptions uint32) Status {
+	fn := syms[symLibraryLoadData]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryLoadData}
+	}
+	escape(unsafe.Pointer(code))
+	escape(unsafe.Pointer(jitOptions))
+	escape(unsafe.Pointer(jitOptionsValues))
+	escape(unsafe.Pointer(libraryOptions))
+	escape(unsafe.Pointer(libraryOptionValues))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(code))
+	c.args[2] = uintptr(unsafe.Pointer(jitOptions))
+	c.args[3] = uintptr(unsafe.Pointer(jitOptionsValues))
+	c.args[4] = uintptr(numJitOptions)
+	c.args[5] = uintptr(unsafe.Pointer(libraryOptions))
+	c.args[6] = uintptr(unsafe.Pointer(libraryOptionValues))
+	c.args[7] = uintptr(numLibraryOptions)
+	r, _, _ := purego.SyscallN(fn, c.args[:8]...)
+	*library = *(*Library)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(code)
+	runtime.KeepAlive(jitOptions)
+	runtime.KeepAlive(jitOptionsValues)
+	runtime.KeepAlive(libraryOptions)
+	runtime.KeepAlive(libraryOptionValues)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLibraryLoadData}
+}
+
+// LibraryUnload calls cuLibraryUnload.
+//
+//	CUresult cuLibraryUnload(CUlibrary library);
+func LibraryUnload(library Library) Status {
+	fn := syms[symLibraryUnload]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryUnload}
+	}
+	c := getCall()
+	c.args[0] = uintptr(library)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLibraryUnload}
+}
+
+// LibraryGetKernel calls cuLibraryGetKernel.
+//
+//	CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
+func LibraryGetKernel(pKernel *Kernel, library Library, name *byte) Status {
+	fn := syms[symLibraryGetKernel]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryGetKernel}
+	}
+	escape(unsafe.Pointer(name))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(library)
+	c.args[2] = uintptr(unsafe.Pointer(name))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*pKernel = *(*Kernel)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(name)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLibraryGetKernel}
+}
+
+// KernelGetFunction calls cuKernelGetFunction.
+//
+//	CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
+func KernelGetFunction(ctx Context, pFunc *Function, kernel Kernel) Status {
+	fn := syms[symKernelGetFunction]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncKernelGetFunction}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(kernel)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*pFunc = *(*Function)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncKernelGetFunction}
+}
+
+// KernelGetAttribute calls cuKernelGetAttribute.
+//
+//	CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
+func KernelGetAttribute(pi *int32, attrib FunctionAttribute, kernel Kernel, dev Device) Status {
+	fn := syms[symKernelGetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncKernelGetAttribute}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(attrib)
+	c.args[2] = uintptr(kernel)
+	c.args[3] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	*pi = *(*int32)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncKernelGetAttribute}
+}
+
+// KernelSetAttribute calls cuKernelSetAttribute.
+//
+//	CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
+func KernelSetAttribute(attrib FunctionAttribute, val int32, kernel Kernel, dev Device) Status {
+	fn := syms[symKernelSetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncKernelSetAttribute}
+	}
+	c := getCall()
+	c.args[0] = uintptr(attrib)
+	c.args[1] = uintptr(val)
+	c.args[2] = uintptr(kernel)
+	c.args[3] = uintptr(dev)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncKernelSetAttribute}
+}
+
+// MemAddressReserve calls cuMemAddressReserve.
+//
+//	CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags);
+func MemAddressReserve(ctx Context, ptr *DevicePtr, size uintptr, alignment uintptr, addr DevicePtr, flags uint64) Status {
+	fn := syms[symMemAddressReserve]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAddressReserve}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(size)
+	c.args[2] = uintptr(alignment)
+	c.args[3] = uintptr(addr)
+	c.args[4] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	*ptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemAddressReserve}
+}
+
+// MemAddressFree calls cuMemAddressFree.
+//
+//	CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+func MemAddressFree(ctx Context, ptr DevicePtr, size uintptr) Status {
+	fn := syms[symMemAddressFree]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemAddressFree}
+	}
+	c := getCall()
+	c.args[0] = uintptr(ptr)
+	c.args[1] = uintptr(size)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemAddressFree}
+}
+
+// MemCreate calls cuMemCreate.
+//
+//	CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop /*in*/, unsigned long long flags);
+func MemCreate(ctx Context, handle *uint64, size uintptr, prop unsafe.Pointer, flags uint64) Status {
+	fn := syms[symMemCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemCreate}
+	}
+	escape(unsafe.Pointer(prop))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(size)
+	c.args[2] = uintptr(unsafe.Pointer(prop))
+	c.args[3] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	*handle = *(*uint64)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(prop)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemCreate}
+}
+
+// MemRelease calls cuMemRelease.
+//
+//	CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+func MemRelease(ctx Context, handle uint64) Status {
+	fn := syms[symMemRelease]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemRelease}
+	}
+	c := getCall()
+	c.args[0] = uintptr(handle)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemRelease}
+}
+
+// MemMap calls cuMemMap.
+//
+//	CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags);
+func MemMap(ctx Context, ptr DevicePtr, size uintptr, offset uintptr, handle uint64, flags uint64) Status {
+	fn := syms[symMemMap]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemMap}
+	}
+	c := getCall()
+	c.args[0] = uintptr(ptr)
+	c.args[1] = uintptr(size)
+	c.args[2] = uintptr(offset)
+	c.args[3] = uintptr(handle)
+	c.args[4] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemMap}
+}
+
+// MemUnmap calls cuMemUnmap.
+//
+//	CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+func MemUnmap(ctx Context, ptr DevicePtr, size uintptr) Status {
+	fn := syms[symMemUnmap]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemUnmap}
+	}
+	c := getCall()
+	c.args[0] = uintptr(ptr)
+	c.args[1] = uintptr(size)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemUnmap}
+}
+
+// MemSetAccess calls cuMemSetAccess.
+//
+//	CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc /*in*/, size_t count);
+func MemSetAccess(ctx Context, ptr DevicePtr, size uintptr, desc unsafe.Pointer, count uintptr) Status {
+	fn := syms[symMemSetAccess]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemSetAccess}
+	}
+	escape(unsafe.Pointer(desc))
+	c := getCall()
+	c.args[0] = uintptr(ptr)
+	c.args[1] = uintptr(size)
+	c.args[2] = uintptr(unsafe.Pointer(desc))
+	c.args[3] = uintptr(count)
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	runtime.KeepAlive(desc)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemSetAccess}
+}
+
+// MemGetAllocationGranularity calls cuMemGetAllocationGranularity.
+//
+//	CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop /*in*/, CUmemAllocationGranularity_flags option);
+func MemGetAllocationGranularity(ctx Context, granularity *uintptr, prop unsafe.Pointer, option int32) Status {
+	fn := syms[symMemGetAllocationGranularity]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncMemGetAllocationGranularity}
+	}
+	escape(unsafe.Pointer(prop))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(unsafe.Pointer(prop))
+	c.args[2] = uintptr(option)
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*granularity = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(prop)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncMemGetAllocationGranularity}
+}
+
 // DeviceCanAccessPeer calls cuDeviceCanAccessPeer.
 //
 //	CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);

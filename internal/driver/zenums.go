@@ -25,6 +25,7 @@ const (
 	ErrorHostMemoryAlreadyRegistered Result = 712 // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: part or all of the requested memory range is already mapped
 	ErrorHostMemoryNotRegistered     Result = 713 // CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: pointer does not correspond to a registered memory region
 	ErrorLaunchFailed                Result = 719 // CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure
+	ErrorCooperativeLaunchTooLarge   Result = 720 // CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: too many blocks in cooperative launch
 	ErrorNotSupported                Result = 801 // CUDA_ERROR_NOT_SUPPORTED: operation not supported
 	ErrorStreamCaptureUnsupported    Result = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: operation not permitted when stream is capturing
 	ErrorStreamCaptureInvalidated    Result = 901 // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: operation failed due to a previous error during capture
@@ -32,6 +33,7 @@ const (
 	ErrorStreamCaptureImplicit       Result = 906 // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: operation would make the legacy stream depend on a capturing blocking stream
 	ErrorStreamCaptureWrongThread    Result = 908 // CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: attempt to terminate a thread-local capture sequence from another thread
 	ErrorGraphExecUpdateFailure      Result = 910 // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: the graph update was not performed because it included changes which violated constraints specific to instantiated graph update
+	ErrorInvalidClusterSize          Result = 912 // CUDA_ERROR_INVALID_CLUSTER_SIZE: invalid cluster size
 	ErrorUnknown                     Result = 999 // CUDA_ERROR_UNKNOWN: unknown error
 )
 

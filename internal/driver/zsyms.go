@@ -76,6 +76,23 @@ const (
 	symFuncGetParamCount
 	symFuncGetParamInfo
 	symLaunchKernel
+	symLaunchKernelEx
+	symOccupancyMaxActiveClusters
+	symOccupancyMaxPotentialClusterSize
+	symLibraryLoadData
+	symLibraryUnload
+	symLibraryGetKernel
+	symKernelGetFunction
+	symKernelGetAttribute
+	symKernelSetAttribute
+	symMemAddressReserve
+	symMemAddressFree
+	symMemCreate
+	symMemRelease
+	symMemMap
+	symMemUnmap
+	symMemSetAccess
+	symMemGetAllocationGranularity
 	symDeviceCanAccessPeer
 	symCtxEnablePeerAccess
 	symCtxDisablePeerAccess
@@ -174,6 +191,23 @@ const (
 	FuncFuncGetParamCount
 	FuncFuncGetParamInfo
 	FuncLaunchKernel
+	FuncLaunchKernelEx
+	FuncOccupancyMaxActiveClusters
+	FuncOccupancyMaxPotentialClusterSize
+	FuncLibraryLoadData
+	FuncLibraryUnload
+	FuncLibraryGetKernel
+	FuncKernelGetFunction
+	FuncKernelGetAttribute
+	FuncKernelSetAttribute
+	FuncMemAddressReserve
+	FuncMemAddressFree
+	FuncMemCreate
+	FuncMemRelease
+	FuncMemMap
+	FuncMemUnmap
+	FuncMemSetAccess
+	FuncMemGetAllocationGranularity
 	FuncDeviceCanAccessPeer
 	FuncCtxEnablePeerAccess
 	FuncCtxDisablePeerAccess
@@ -271,6 +305,23 @@ var symNames = [symCount]string{
 	"cuFuncGetParamCount",
 	"cuFuncGetParamInfo",
 	"cuLaunchKernel",
+	"cuLaunchKernelEx",
+	"cuOccupancyMaxActiveClusters",
+	"cuOccupancyMaxPotentialClusterSize",
+	"cuLibraryLoadData",
+	"cuLibraryUnload",
+	"cuLibraryGetKernel",
+	"cuKernelGetFunction",
+	"cuKernelGetAttribute",
+	"cuKernelSetAttribute",
+	"cuMemAddressReserve",
+	"cuMemAddressFree",
+	"cuMemCreate",
+	"cuMemRelease",
+	"cuMemMap",
+	"cuMemUnmap",
+	"cuMemSetAccess",
+	"cuMemGetAllocationGranularity",
 	"cuDeviceCanAccessPeer",
 	"cuCtxEnablePeerAccess",
 	"cuCtxDisablePeerAccess",

@@ -429,36 +429,48 @@ static int concurrent_managed(void) {
 	return !v || strcmp(v, "0") != 0;
 }
 
+// compute_capability is the devices' major*10+minor: 9.0, or
+// FAKECUDA_COMPUTE_CAPABILITY's ("8.0") to play an older device.
+static int compute_capability(void) {
+	const char *v = getenv("FAKECUDA_COMPUTE_CAPABILITY");
+	int major, minor;
+	if (v && sscanf(v, "%d.%d", &major, &minor) == 2) return major * 10 + minor;
+	return 90;
+}
+
+int device_attribute(int attr, CUdevice d) {
+	(void)d;
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 4;
+	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 1 + d;
+	case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 4 << 20;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
+	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return compute_capability() / 10;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return compute_capability() % 10;
+	case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
+	case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: return 1;
+	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return concurrent_managed();
+	case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+	case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: return compute_capability() >= 90;
+	}
+	return 0;
+}
+
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	FAULT("cuDeviceGetAttribute");
 	REQUIRE_DEVICE(d);
-	if (!v) return INVALID_VALUE;
-	switch (attr) {
-	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
-	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 2147483647; break;
-	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 49152; break;
-	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
-	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
-	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = 1 + d; break;
-	case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = 0; break;
-	case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 4 << 20; break;
-	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = 2048; break;
-	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *v = 2; break;
-	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
-	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *v = 0; break;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-	case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: *v = 1; break;
-	case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: *v = 1; break;
-	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: *v = 1; break;
-	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *v = concurrent_managed(); break;
-	default:
-		if (attr <= 0 || attr > 140) return INVALID_VALUE;
-		*v = 0;
-	}
+	if (!v || attr <= 0 || attr > 140) return INVALID_VALUE;
+	*v = device_attribute(attr, d);
 	return SUCCESS;
 }
 

@@ -43,6 +43,7 @@ struct fake_ctx {
 extern struct fake_ctx primary[MAX_DEVICES];
 extern __thread CUcontext current;
 int ctx_live(CUcontext c);
+int device_attribute(int attr, CUdevice d); // cuDeviceGetAttribute's answer, d valid
 
 #define REQUIRE_INIT() \
 	do { if (!initialized) return NOT_INITIALIZED; } while (0)

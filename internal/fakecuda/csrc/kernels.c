@@ -24,6 +24,8 @@ struct launch {
 	CUcontext ctx;
 	const struct kernel *k;
 	unsigned grid[3], block[3], shared;
+	unsigned cluster[3]; // {1, 1, 1} without clusters
+	int cooperative;
 	unsigned char params[256];
 };
 
@@ -159,6 +161,47 @@ static void k_sum_float32_final(struct launch *l) {
 	*(float *)DEVP(out) = v;
 }
 
+// testdata/launch.ptx, one-dimensional grids: a block's rank in its
+// cluster is its index modulo the cluster's width.
+static void k_cluster_info(struct launch *l) {
+	CUdeviceptr out = P(l, 0, CUdeviceptr);
+	unsigned n = l->grid[0], c = l->cluster[0];
+	if (!range_ok(out, (size_t)n * 16)) {
+		fault(l);
+		return;
+	}
+	uint32_t *o = DEVP(out);
+	for (unsigned b = 0; b < n; b++) o[4 * b] = b % c, o[4 * b + 1] = b / c, o[4 * b + 2] = c, o[4 * b + 3] = b;
+}
+
+static void k_cluster_exchange(struct launch *l) {
+	CUdeviceptr out = P(l, 0, CUdeviceptr);
+	unsigned n = l->grid[0], c = l->cluster[0];
+	if (!range_ok(out, (size_t)n * 4)) {
+		fault(l);
+		return;
+	}
+	uint32_t *o = DEVP(out);
+	for (unsigned b = 0; b < n; b++) o[b] = (b / c * c + (b % c + 1) % c) * 1000 + 7;
+}
+
+static void k_grid_sync(struct launch *l) {
+	CUdeviceptr flags = P(l, 0, CUdeviceptr), counter = P(l, 1, CUdeviceptr), out = P(l, 2, CUdeviceptr);
+	unsigned n = l->grid[0];
+	if (!range_ok(flags, (size_t)n * 4) || !range_ok(counter, 4) || !range_ok(out, (size_t)n * 4)) {
+		fault(l);
+		return;
+	}
+	uint32_t *f = DEVP(flags), *o = DEVP(out);
+	for (unsigned b = 0; b < n; b++) f[b] = 1;
+	*(uint32_t *)DEVP(counter) += n;
+	for (unsigned b = 0; b < n; b++) {
+		uint32_t sum = 0;
+		for (unsigned i = 0; i < n; i++) sum += f[i];
+		o[b] = sum;
+	}
+}
+
 // The hashes are entry_hash's of testdata/kernels.ptx (and of
 // compute/testdata/standin.ptx): a change to a kernel
 // there needs its C version and hash changed here (TestFakeRunsOnlyItsKernels
@@ -178,6 +221,10 @@ static const struct kernel kernels[] = {
 	{"reduce_sum_float32_final", 0xa4d1e2c511ef6939ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_float32_final},
 	{"reduce_sum_float32_cols", 0x8191617ec31a035eull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols},
 	{"reduce_sum_float32_cols_final", 0xe87390b49686d43full, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols_final},
+	// testdata/launch.ptx
+	{"cluster_info", 0x0d74ed981c005dffull, 1, {8}, {0}, k_cluster_info},
+	{"cluster_exchange", 0x480599213be00a67ull, 1, {8}, {0}, k_cluster_exchange},
+	{"grid_sync", 0x4276a76596a75091ull, 3, {8, 8, 8}, {0, 8, 16}, k_grid_sync},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
@@ -187,6 +234,7 @@ struct fake_function {
 	const struct kernel *k; // NULL: in the module, but the fake has no C version of it
 	uint64_t hash;          // entry_hash of its text
 	int max_dynamic_shared;
+	int non_portable_cluster; // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
 };
 
 // entry_hash is FNV-1a of an entry's text, from ".entry" to the "}" that
@@ -399,6 +447,7 @@ EXPORT CUresult cuFuncGetAttribute(int *v, int attr, CUfunction f) {
 	case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = 70; break;
 	case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; break;
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dynamic_shared; break;
+	case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *v = f->non_portable_cluster; break;
 	default:
 		if (attr < 0 || attr > 16) return INVALID_VALUE;
 		*v = 0;
@@ -410,6 +459,11 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v) {
 	FAULT("cuFuncSetAttribute");
 	REQUIRE_CTX();
 	if (!f) return INVALID_VALUE;
+	if (attr == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+		if (v != 0 && v != 1) return INVALID_VALUE;
+		f->non_portable_cluster = v;
+		return SUCCESS;
+	}
 	if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return attr < 0 || attr > 16 ? INVALID_VALUE : SUCCESS;
 	if (v < 0 || v > 227 << 10) return INVALID_VALUE;
 	f->max_dynamic_shared = v;
@@ -503,11 +557,11 @@ struct launch *launch_clone(const struct launch *l) {
 	return c;
 }
 
-EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                               unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
-	FAULT("cuLaunchKernel");
-	REQUIRE_CTX();
-	if (!f || extra) return INVALID_VALUE;
+// launch_kernel queues f on s: cuLaunchKernel's and cuLaunchKernelEx's
+// work, with their checks made.
+static CUresult launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
+                              void **params, const unsigned cluster[3], int cooperative) {
+	const unsigned gx = grid[0], gy = grid[1], gz = grid[2], bx = block[0], by = block[1], bz = block[2];
 	if (!gx || !gy || !gz || !bx || !by || !bz) return INVALID_VALUE;
 	if (bx > 1024 || by > 1024 || bz > 64 || (size_t)bx * by * bz > 1024) return INVALID_VALUE;
 	if (gy > 65535 || gz > 65535 || gx > 0x7fffffffu) return INVALID_VALUE;
@@ -517,11 +571,106 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 	struct launch *l = calloc(1, sizeof *l);
 	l->ctx = current;
 	l->k = f->k;
-	l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
-	l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+	memcpy(l->grid, grid, sizeof l->grid);
+	memcpy(l->block, block, sizeof l->block);
+	memcpy(l->cluster, cluster, sizeof l->cluster);
+	l->cooperative = cooperative;
 	l->shared = shared;
 	for (int i = 0; i < f->k->nparams; i++) memcpy(l->params + f->k->offset[i], params[i], f->k->size[i]);
 	struct op o = {.kind = OP_KERNEL, .launch = l};
 	return enqueue(s, o);
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
+	FAULT("cuLaunchKernel");
+	REQUIRE_CTX();
+	if (!f || extra) return INVALID_VALUE;
+	const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz}, none[3] = {1, 1, 1};
+	return launch_kernel(f, grid, block, shared, s, params, none, 0);
+}
+
+// CUlaunchConfig and CUlaunchAttribute, as cuda.h lays them out.
+typedef struct {
+	int id;
+	int pad;
+	union {
+		char bytes[64];
+		unsigned dim[3];
+		int value;
+	};
+} CUlaunchAttribute;
+typedef struct {
+	unsigned grid[3], block[3], shared;
+	CUstream stream;
+	CUlaunchAttribute *attrs;
+	unsigned nattrs;
+} CUlaunchConfig;
+
+// launch_attributes reads cfg's attributes the fake knows (cooperative,
+// cluster shape and policy, priority) and checks them against f.
+static CUresult launch_attributes(const CUlaunchConfig *cfg, CUfunction f, unsigned cluster[3], int *cooperative) {
+	cluster[0] = cluster[1] = cluster[2] = 1;
+	*cooperative = 0;
+	if (cfg->nattrs && !cfg->attrs) return INVALID_VALUE;
+	int clustered = 0;
+	for (unsigned i = 0; i < cfg->nattrs; i++) {
+		const CUlaunchAttribute *a = &cfg->attrs[i];
+		switch (a->id) {
+		case 0: break; // CU_LAUNCH_ATTRIBUTE_IGNORE
+		case 2: *cooperative = a->value != 0; break;
+		case 4:
+			memcpy(cluster, a->dim, sizeof a->dim);
+			clustered = 1;
+			break;
+		case 5:
+			if (a->value < 0 || a->value > 2) return INVALID_VALUE;
+			break;
+		case 8: break; // priority: clamped, as for streams
+		default: return INVALID_VALUE;
+		}
+	}
+	if (clustered) {
+		if (!device_attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, current->device)) return NOT_SUPPORTED;
+		if (!cluster[0] || !cluster[1] || !cluster[2]) return INVALID_CLUSTER_SIZE;
+		size_t n = (size_t)cluster[0] * cluster[1] * cluster[2];
+		if (n > (f->non_portable_cluster ? 16u : 8u)) return INVALID_CLUSTER_SIZE;
+		for (int d = 0; d < 3; d++)
+			if (cfg->grid[d] % cluster[d]) return INVALID_CLUSTER_SIZE;
+	}
+	return SUCCESS;
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra) {
+	FAULT("cuLaunchKernelEx");
+	REQUIRE_CTX();
+	if (!cfg || !f || extra) return INVALID_VALUE;
+	unsigned cluster[3];
+	int cooperative;
+	CUresult r = launch_attributes(cfg, f, cluster, &cooperative);
+	if (r != SUCCESS) return r;
+	if (cooperative) {
+		int per = active_blocks(f, (int)(cfg->block[0] * cfg->block[1] * cfg->block[2]), cfg->shared);
+		int sms = device_attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, current->device);
+		if ((unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2] > (unsigned long long)per * sms) return COOPERATIVE_LAUNCH_TOO_LARGE;
+	}
+	return launch_kernel(f, cfg->grid, cfg->block, cfg->shared, cfg->stream, params, cluster, cooperative);
+}
+
+EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg) {
+	FAULT("cuOccupancyMaxActiveClusters");
+	REQUIRE_CTX();
+	if (!n || !f || !cfg) return INVALID_VALUE;
+	unsigned cluster[3];
+	int cooperative;
+	CUresult r = launch_attributes(cfg, f, cluster, &cooperative);
+	if (r != SUCCESS) return r;
+	int size = (int)(cluster[0] * cluster[1] * cluster[2]);
+	int per = active_blocks(f, (int)(cfg->block[0] * cfg->block[1] * cfg->block[2]), cfg->shared);
+	int sms = device_attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, current->device);
+	// A cluster's blocks share one group of multiprocessors: the fake's
+	// whole device.
+	*n = per * sms / size;
+	return SUCCESS;
 }
 

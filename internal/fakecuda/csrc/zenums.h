@@ -25,6 +25,7 @@ enum {
 	HOST_MEMORY_ALREADY_REGISTERED = 712,
 	HOST_MEMORY_NOT_REGISTERED = 713,
 	LAUNCH_FAILED = 719,
+	COOPERATIVE_LAUNCH_TOO_LARGE = 720,
 	NOT_SUPPORTED = 801,
 	STREAM_CAPTURE_UNSUPPORTED = 900,
 	STREAM_CAPTURE_INVALIDATED = 901,
@@ -32,6 +33,7 @@ enum {
 	STREAM_CAPTURE_IMPLICIT = 906,
 	STREAM_CAPTURE_WRONG_THREAD = 908,
 	GRAPH_EXEC_UPDATE_FAILURE = 910,
+	INVALID_CLUSTER_SIZE = 912,
 	UNKNOWN = 999,
 };
 
@@ -105,6 +107,12 @@ enum {
 	CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6,
 	CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 	CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
+	CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET = 10,
+	CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11,
+	CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT = 12,
+	CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,
+	CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+	CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15,
 };
 
 /* CUjit_option */
@@ -145,6 +153,7 @@ static const struct {
 	{ 712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped" },
 	{ 713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region" },
 	{ 719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure" },
+	{ 720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch" },
 	{ 801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
 	{ 900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing" },
 	{ 901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture" },
@@ -152,6 +161,7 @@ static const struct {
 	{ 906, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream" },
 	{ 908, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread" },
 	{ 910, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update" },
+	{ 912, "CUDA_ERROR_INVALID_CLUSTER_SIZE", "invalid cluster size" },
 	{ 999, "CUDA_ERROR_UNKNOWN", "unknown error" },
 };
 

@@ -1,0 +1,337 @@
+package cuda_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// loadLaunchKernels loads testdata/launch.ptx: cluster_info,
+// cluster_exchange and grid_sync, for compute capability 9.0. It skips
+// on an older device, which cannot load them, and fails on one of 9.0 or
+// later.
+func loadLaunchKernels(t *testing.T, ctx *cuda.Context) *cuda.Module {
+	t.Helper()
+	cc := must(ctx.Device().ComputeCapability())(t)
+	if cc.Major < 9 {
+		t.Skipf("%v is compute capability %d.%d: the kernels need 9.0", ctx.Device(), cc.Major, cc.Minor)
+	}
+	ptx, err := os.ReadFile("testdata/launch.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ctx.LoadModule(ptx)
+	if err != nil {
+		t.Fatalf("LoadModule(launch.ptx): %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestClusterLaunch: blocks read their rank and cluster from the special
+// registers as the cluster shape asked for, under each scheduling policy,
+// and read a neighbour's shared memory through the cluster, at sizes 1 to
+// 8 and, where the device has room, 16 (a non-portable size the kernel
+// must allow first).
+func TestClusterLaunch(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadLaunchKernels(t, ctx)
+	info := must(m.Function("cluster_info"))(t)
+	exchange := must(m.Function("cluster_exchange"))(t)
+	const blocks = 128
+	out := must(cuda.Alloc[uint32](ctx, 4*blocks))(t)
+	defer out.Free()
+
+	run := func(t *testing.T, f *cuda.Function, cluster int, policy cuda.ClusterPolicy, words int) []uint32 {
+		t.Helper()
+		if err := out.Memset32(0xffffffff); err != nil {
+			t.Fatal(err)
+		}
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 64}, Stream: s, Cluster: cuda.Dim3{X: cluster}, ClusterPolicy: policy}
+		if err := f.Launch(cfg, out); err != nil {
+			t.Fatalf("%s, cluster of %d: %v", f.Name(), cluster, err)
+		}
+		got := make([]uint32, 4*blocks)
+		if err := out.CopyToHost(got); err != nil {
+			t.Fatal(err)
+		}
+		return got[:words*blocks]
+	}
+	sizes := []int{1, 2, 4, 8}
+	if err := info.SetAttribute(cuda.FuncNonPortableClusterSizeAllowed, 1); err != nil {
+		t.Fatalf("allowing clusters of 16: %v", err)
+	}
+	if err := exchange.SetAttribute(cuda.FuncNonPortableClusterSizeAllowed, 1); err != nil {
+		t.Fatalf("allowing clusters of 16: %v", err)
+	}
+	n := must(info.MaxActiveClusters(cuda.LaunchConfig{Block: cuda.Dim3{X: 64}, Cluster: cuda.Dim3{X: 16}}))(t)
+	t.Logf("clusters of 16 blocks of 64 threads the device runs at once: %d", n)
+	if n > 0 {
+		sizes = append(sizes, 16)
+	}
+	for _, c := range sizes {
+		for _, policy := range []cuda.ClusterPolicy{cuda.ClusterPolicyDefault, cuda.ClusterPolicySpread, cuda.ClusterPolicyLoadBalancing} {
+			t.Run(fmt.Sprintf("info/%d/%v", c, policy), func(t *testing.T) {
+				got := run(t, info, c, policy, 4)
+				for b := range blocks {
+					want := [4]uint32{uint32(b % c), uint32(b / c), uint32(c), uint32(b)}
+					if [4]uint32(got[4*b:4*b+4]) != want {
+						t.Fatalf("block %d: rank, cluster, size, block = %v, want %v", b, got[4*b:4*b+4], want)
+					}
+				}
+			})
+		}
+		t.Run(fmt.Sprintf("exchange/%d", c), func(t *testing.T) {
+			got := run(t, exchange, c, cuda.ClusterPolicyDefault, 1)
+			for b := range blocks {
+				next := b/c*c + (b%c+1)%c
+				if want := uint32(next*1000 + 7); got[b] != want {
+					t.Fatalf("block %d read %d from its cluster's next block, want %d (block %d's)", b, got[b], want, next)
+				}
+			}
+		})
+	}
+}
+
+// TestCooperativeLaunch: a grid of as many blocks as the device holds at
+// once passes a barrier of the whole grid, every block seeing every
+// other's flag; one block more is refused before launching, in words with
+// the numbers.
+func TestCooperativeLaunch(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadLaunchKernels(t, ctx)
+	sync := must(m.Function("grid_sync"))(t)
+	const block = 32
+	limit := must(sync.MaxCooperativeBlocks(block, 0))(t)
+	per := must(sync.MaxActiveBlocks(block, 0))(t)
+	sms := must(ctx.Device().MultiprocessorCount())(t)
+	if limit != per*sms || limit == 0 {
+		t.Fatalf("MaxCooperativeBlocks = %d, want MaxActiveBlocks %d × %d multiprocessors", limit, per, sms)
+	}
+	flags := must(cuda.Alloc[uint32](ctx, limit+1))(t)
+	defer flags.Free()
+	counter := must(cuda.Alloc[uint32](ctx, 1))(t)
+	defer counter.Free()
+	out := must(cuda.Alloc[uint32](ctx, limit+1))(t)
+	defer out.Free()
+	for _, grid := range []int{1, limit / 2, limit} {
+		t.Run(fmt.Sprint(grid), func(t *testing.T) {
+			for _, b := range []*cuda.DeviceBuffer[uint32]{flags, counter, out} {
+				if err := b.Memset32(0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: grid}, Block: cuda.Dim3{X: block}, Stream: s, Cooperative: true}
+			if err := sync.Launch(cfg, flags, counter, out); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]uint32, grid)
+			if err := must(out.Slice(0, grid))(t).CopyToHost(got); err != nil {
+				t.Fatal(err)
+			}
+			for b, n := range got {
+				if n != uint32(grid) {
+					t.Fatalf("block %d counted %d flags after the grid's barrier, want %d", b, n, grid)
+				}
+			}
+			c := []uint32{0}
+			if err := counter.CopyToHost(c); err != nil {
+				t.Fatal(err)
+			}
+			if c[0] != uint32(grid) {
+				t.Errorf("counter %d, want %d", c[0], grid)
+			}
+		})
+	}
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: limit + 1}, Block: cuda.Dim3{X: block}, Stream: s, Cooperative: true}
+	err := sync.Launch(cfg, flags, counter, out)
+	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), fmt.Sprintf("holds at once, %d (%d a multiprocessor × %d multiprocessors", limit, per, sms)) {
+		t.Errorf("cooperative launch of %d blocks: %v; want ErrInvalidValue with the device's %d", limit+1, err, limit)
+	}
+	// Two dimensions: the blocks are counted across them.
+	cfg.Grid = cuda.Dim3{X: limit, Y: 2}
+	if err := sync.Launch(cfg, flags, counter, out); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("cooperative launch of %d×2 blocks: %v; want ErrInvalidValue", limit, err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLaunchPriority: a launch at the context's greatest priority runs,
+// and one outside the range is refused with the range.
+func TestLaunchPriority(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
+	least, greatest, err := ctx.StreamPriorityRange()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := must(cuda.FromHost(ctx, []float32{1, 2, 3}))(t)
+	defer x.Free()
+	y := must(cuda.FromHost(ctx, []float32{10, 20, 30}))(t)
+	defer y.Free()
+	cfg := cuda.LaunchConfigFor(3, s)
+	cfg.Priority = greatest
+	if greatest == 0 {
+		t.Logf("the context has one priority, %d", least)
+	}
+	if err := saxpy.Launch(cfg, float32(2), x, y, uint32(3)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 3)
+	if err := y.CopyToHost(got); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 12 || got[1] != 24 || got[2] != 36 {
+		t.Errorf("saxpy at priority %d: %v, want [12 24 36]", greatest, got)
+	}
+	cfg.Priority = least + 1
+	if err := saxpy.Launch(cfg, float32(2), x, y, uint32(3)); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "outside the context's range") {
+		t.Errorf("priority %d: %v; want ErrInvalidValue giving the range", least+1, err)
+	}
+}
+
+// TestLaunchAttributeErrors: shapes and settings checked before anything
+// is launched, each refused in words.
+func TestLaunchAttributeErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadLaunchKernels(t, ctx)
+	info := must(m.Function("cluster_info"))(t)
+	out := must(cuda.Alloc[uint32](ctx, 4*64))(t)
+	defer out.Free()
+	base := cuda.LaunchConfig{Grid: cuda.Dim3{X: 64}, Block: cuda.Dim3{X: 32}, Stream: s}
+	for _, tt := range []struct {
+		name string
+		edit func(*cuda.LaunchConfig)
+		want string
+	}{
+		{"grid not whole clusters", func(c *cuda.LaunchConfig) { c.Grid.X = 63; c.Cluster.X = 2 }, "not a whole number of clusters"},
+		{"cluster Y without X", func(c *cuda.LaunchConfig) { c.Cluster.Y = 2 }, "every dimension"},
+		{"negative cluster", func(c *cuda.LaunchConfig) { c.Cluster.X = -2 }, "every dimension"},
+		{"policy without cluster", func(c *cuda.LaunchConfig) { c.ClusterPolicy = cuda.ClusterPolicySpread }, "without a Cluster"},
+		{"unknown policy", func(c *cuda.LaunchConfig) { c.Cluster.X = 2; c.ClusterPolicy = 7 }, "cluster policy 7"},
+		{"priority out of int32", func(c *cuda.LaunchConfig) { c.Priority = 1 << 40 }, "out of range"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := base
+			tt.edit(&cfg)
+			err := info.Launch(cfg, out)
+			if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v; want ErrInvalidValue saying %q", err, tt.want)
+			}
+		})
+	}
+	// More blocks a cluster than the kernel allows: the driver's refusal,
+	// naming the launch.
+	cfg := base
+	cfg.Cluster.X = 32
+	if err := info.Launch(cfg, out); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "cluster {32 1 1}") {
+		t.Errorf("cluster of 32: %v; want ErrInvalidValue naming the cluster", err)
+	}
+	if _, err := info.MaxActiveClusters(cuda.LaunchConfig{Block: cuda.Dim3{X: 32}}); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("MaxActiveClusters without a cluster: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLaunchAttributesOlderDevice: a device before compute capability 9.0
+// refuses clusters with ErrNotSupported in words (the fake plays one);
+// cooperative launches and priorities still work.
+func TestLaunchAttributesOlderDevice(t *testing.T) {
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t, "GOCUDA_TEST_DRIVER=fake", "GOCUDA_REQUIRE_GPU=", "FAKECUDA_COMPUTE_CAPABILITY=8.0")
+		return
+	}
+	ctx := cudatest.Context(t)
+	if cc := must(ctx.Device().ComputeCapability())(t); cc.Major >= 9 {
+		t.Fatalf("the fake plays compute capability %d.%d, not 8.0", cc.Major, cc.Minor)
+	}
+	s := cudatest.Stream(t, ctx)
+	saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
+	x := must(cuda.Alloc[float32](ctx, 64))(t)
+	defer x.Free()
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 2}, Block: cuda.Dim3{X: 32}, Stream: s, Cluster: cuda.Dim3{X: 2}}
+	err := saxpy.Launch(cfg, float32(1), x, x, uint32(64))
+	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "(compute capability 8.0) cannot run thread block clusters, which need compute capability 9.0") {
+		t.Errorf("cluster launch on 8.0: %v; want ErrNotSupported in words", err)
+	}
+	if _, err := saxpy.MaxActiveClusters(cfg); !errors.Is(err, cuda.ErrNotSupported) {
+		t.Errorf("MaxActiveClusters on 8.0: %v; want ErrNotSupported", err)
+	}
+	cfg.Cluster = cuda.Dim3{}
+	cfg.Cooperative = true
+	if err := saxpy.Launch(cfg, float32(1), x, x, uint32(64)); err != nil {
+		t.Errorf("cooperative launch on 8.0: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLaunchAttributesCapture: a cluster launch and a cooperative one
+// captured into a graph run again at each launch of it.
+func TestLaunchAttributesCapture(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadLaunchKernels(t, ctx)
+	info := must(m.Function("cluster_info"))(t)
+	sync := must(m.Function("grid_sync"))(t)
+	const blocks = 16
+	out := must(cuda.Alloc[uint32](ctx, 4*blocks))(t)
+	defer out.Free()
+	flags := must(cuda.Alloc[uint32](ctx, blocks))(t)
+	defer flags.Free()
+	counter := must(cuda.Alloc[uint32](ctx, 1))(t)
+	defer counter.Free()
+	counts := must(cuda.Alloc[uint32](ctx, blocks))(t)
+	defer counts.Free()
+	g := must(s.Capture(cuda.CaptureGlobal, func() error {
+		if err := info.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 32}, Stream: s, Cluster: cuda.Dim3{X: 4}}, out); err != nil {
+			return err
+		}
+		return sync.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 32}, Stream: s, Cooperative: true}, flags, counter, counts)
+	}))(t)
+	defer g.Close()
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	for round := 1; round <= 2; round++ {
+		for _, b := range []*cuda.DeviceBuffer[uint32]{out, flags, counter, counts} {
+			if err := b.Memset32(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]uint32, 4*blocks)
+		if err := out.CopyToHost(got); err != nil {
+			t.Fatal(err)
+		}
+		for b := range blocks {
+			if got[4*b] != uint32(b%4) || got[4*b+1] != uint32(b/4) || got[4*b+2] != 4 {
+				t.Fatalf("round %d, block %d: %v, want rank %d of cluster %d of 4", round, b, got[4*b:4*b+4], b%4, b/4)
+			}
+		}
+		c := make([]uint32, blocks)
+		if err := counts.CopyToHost(c); err != nil {
+			t.Fatal(err)
+		}
+		for b, n := range c {
+			if n != blocks {
+				t.Fatalf("round %d, block %d counted %d flags, want %d", round, b, n, blocks)
+			}
+		}
+	}
+}
