@@ -83,13 +83,13 @@ func (s MemoryStats) Kind(k MemoryKind) MemoryCount {
 // memCounter counts one kind of memory of a context; every field is
 // updated on its own (a reader may see an allocation in Bytes before
 // Buffers), and peak is raised by compare-and-swap, so that counting costs
-// an allocation or a free a few atomic adds and no lock.
+// an allocation or a free two atomic adds and no lock. The buffers alive
+// are the allocations less the frees.
 type memCounter struct {
-	bytes, peak, buffers, allocs atomic.Int64
+	bytes, peak, allocs, frees atomic.Int64
 }
 
 func (c *memCounter) add(n uintptr) {
-	c.buffers.Add(1)
 	c.allocs.Add(1)
 	c.raise(c.bytes.Add(int64(n)))
 }
@@ -106,11 +106,15 @@ func (c *memCounter) sub(n uintptr) {
 		return
 	}
 	c.bytes.Add(-int64(n))
-	c.buffers.Add(-1)
+	c.frees.Add(1)
 }
 
 func (c *memCounter) count() MemoryCount {
-	return MemoryCount{Bytes: c.bytes.Load(), PeakBytes: c.peak.Load(), Buffers: c.buffers.Load(), Allocations: c.allocs.Load()}
+	// The frees first: every free follows its allocation, so that the
+	// difference is never negative.
+	frees := c.frees.Load()
+	allocs := c.allocs.Load()
+	return MemoryCount{Bytes: c.bytes.Load(), PeakBytes: c.peak.Load(), Buffers: allocs - frees, Allocations: allocs}
 }
 
 // counter returns the context's counter of kind k.

@@ -73,8 +73,9 @@
 #             three interleaved rounds, and the first call with a warm disk
 #             cache (TestDiskCache): OUTDIR/compute.txt
 #   managed   managed memory (BenchmarkManagedPrefetch of 1 GiB there and back
-#             beside BenchmarkPinnedRoundTrip, BenchmarkManagedFirstTouch with and
-#             without a prefetch), purego and cgo, three interleaved rounds:
+#             and each way beside BenchmarkPinnedRoundTrip, BenchmarkManagedFirstTouch
+#             with and without a prefetch), purego and cgo, beside the same calls
+#             from C (bench/cref/managed.c), three interleaved rounds:
 #             OUTDIR/managed.txt
 #   stats     the cost of always-on memory statistics: BenchmarkAllocAsync of
 #             this build and, when GOCUDA_OLD_TEST names a root-package test
@@ -313,14 +314,18 @@ for section in $sections; do
 		grep -E '^(==|Benchmark|cupy|torch)|first call' "$out/compute.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
 		;;
 	managed)
+		nvcc -O2 -o "$out/managed" bench/cref/managed.c -lcuda
 		for round in 1 2 3; do
 			echo "== round $round"
 			for set in tests tests-cgo; do
 				echo "== $set"
 				bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(ManagedPrefetch|PinnedRoundTrip|ManagedFirstTouch)$' -test.benchtime 10x
 			done
+			echo "== C (bench/cref/managed.c), GB/s"
+			"$out/managed"
 		done >"$out/managed.txt" 2>&1
 		summary "$out/managed.txt"
+		grep -E '^(managed|pinned) ' "$out/managed.txt"
 		;;
 	stats)
 		for round in 1 2 3; do
