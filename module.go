@@ -1,9 +1,7 @@
 package cuda
 
 import (
-	"bytes"
 	"runtime"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -19,6 +17,7 @@ type Module struct {
 	handle driver.Module
 	graphs graphUses             // graphs whose kernels are the module's
 	params map[string][]ptxParam // each kernel's parameters, from PTX text
+	lib    *Library              // the library this is the module of in its context; nil: loaded by LoadModule
 
 	// globals are the allocation records of the DeviceBuffers Global
 	// handed out: they die with the module. globalsMu guards the list
@@ -56,27 +55,11 @@ func JITDebugInfo() JITOption { return JITOption{driver.JITGenerateDebugInfo, 1}
 // two modules.
 func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 	const op = "Context.LoadModule"
-	if len(image) == 0 {
-		return nil, errorf(op, ErrInvalidValue, "empty image")
+	image, isBinary, err := checkImage(op, image, opts)
+	if err != nil {
+		return nil, err
 	}
-	for _, o := range opts {
-		if (o.key == driver.JITOptimizationLevel && o.value > 4) || (o.key == driver.JITMaxRegisters && (o.value == 0 || o.value > 255)) {
-			return nil, errorf(op, ErrInvalidValue, "JIT option %d = %d out of range", o.key, int(o.value))
-		}
-	}
-	isBinary := bytes.HasPrefix(image, []byte(elfMagic)) ||
-		(len(image) >= 4 && *(*uint32)(unsafe.Pointer(&image[0])) == fatbinMagic0)
-	if !isBinary && image[len(image)-1] != 0 {
-		image = append(image[:len(image):len(image)], 0) // PTX text is read up to its NUL
-	}
-	errLog, infoLog := make([]byte, jitLogBytes), make([]byte, jitLogBytes)
-	keys := []driver.JITOption{driver.JITErrorLogBuffer, driver.JITErrorLogBufferSize, driver.JITInfoLogBuffer, driver.JITInfoLogBufferSize}
-	// The values are addresses or numbers, as the driver takes them; the
-	// buffers are heap memory, kept alive below, that does not move.
-	values := []uintptr{uintptr(unsafe.Pointer(&errLog[0])), jitLogBytes, uintptr(unsafe.Pointer(&infoLog[0])), jitLogBytes}
-	for _, o := range opts {
-		keys, values = append(keys, o.key), append(values, o.value)
-	}
+	keys, values, logs := jitOptions(opts)
 	if err := c.bind(op); err != nil {
 		return nil, err
 	}
@@ -86,16 +69,9 @@ func (c *Context) LoadModule(image []byte, opts ...JITOption) (*Module, error) {
 		m.params = parsePTXParams(image)
 	}
 	r := driver.ModuleLoadDataEx(c.handle, &m.handle, unsafe.Pointer(&image[0]), uint32(len(keys)), unsafe.Pointer(&keys[0]), unsafe.Pointer(&values[0]))
-	runtime.KeepAlive(errLog)
-	runtime.KeepAlive(infoLog)
+	runtime.KeepAlive(logs)
 	if err := check(op, r); err != nil {
-		if log := strings.TrimSpace(driver.GoString(&errLog[0])); log != "" {
-			err.(*Error).Detail = "JIT log:\n" + log
-		}
-		if r.Code == driver.ErrorInvalidImage || r.Code == driver.ErrorInvalidPTX {
-			err.(*Error).Err = ErrInvalidValue
-		}
-		return nil, err
+		return nil, loadError(err.(*Error), r, logs)
 	}
 	h := m.handle
 	m.arm(c, track.Module, runtime.AddCleanup(m, func(ctx *Context) {
@@ -121,7 +97,17 @@ func (m *Module) Function(name string) (*Function, error) {
 	defer m.leave()
 	f := &Function{mod: m, name: name}
 	cname := append([]byte(name), 0)
-	if err := check(op, driver.ModuleGetFunction(m.ctx.handle, &f.handle, m.handle, &cname[0])); err != nil {
+	var r driver.Status
+	if m.lib != nil {
+		// The library's kernel, then its function in this context.
+		var k driver.Kernel
+		if r = driver.LibraryGetKernel(&k, m.lib.handle, &cname[0]); r.OK() {
+			r = driver.KernelGetFunction(m.ctx.handle, &f.handle, k)
+		}
+	} else {
+		r = driver.ModuleGetFunction(m.ctx.handle, &f.handle, m.handle, &cname[0])
+	}
+	if err := check(op, r); err != nil {
 		err.(*Error).Detail = "kernel " + name
 		return nil, err
 	}
@@ -143,7 +129,13 @@ func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
 	var ptr driver.DevicePtr
 	var size uintptr
 	cname := append([]byte(name), 0)
-	if err := check(op, driver.ModuleGetGlobal(m.ctx.handle, &ptr, &size, m.handle, &cname[0])); err != nil {
+	var r driver.Status
+	if m.lib != nil {
+		r = driver.LibraryGetGlobal(m.ctx.handle, &ptr, &size, m.lib.handle, &cname[0])
+	} else {
+		r = driver.ModuleGetGlobal(m.ctx.handle, &ptr, &size, m.handle, &cname[0])
+	}
+	if err := check(op, r); err != nil {
 		err.(*Error).Detail = "global " + name
 		return nil, err
 	}
@@ -158,7 +150,8 @@ func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
 	return &DeviceBuffer[T]{mem: mem, ptr: ptr, n: int(size / elem)}, nil
 }
 
-// Close unloads the module; its Functions and globals become unusable.
+// Close unloads the module; its Functions and globals become unusable. A
+// Library's module unloads nothing: Library.Close unloads the library.
 // Closing twice, or a nil Module, is a no-op. The globals are closed first
 // (waiting for calls in flight, and for the synchronous copies into them to
 // land); work queued on streams that uses the module must be synchronized
@@ -183,6 +176,9 @@ func (m *Module) Close() error {
 		// A synchronous copy into a global may still be landing.
 		if err := m.ctx.settleLegacy(op); err != nil {
 			return err
+		}
+		if m.lib != nil {
+			return nil // the library's, unloaded by Library.Close
 		}
 		return check(op, driver.ModuleUnload(m.ctx.handle, m.handle))
 	}, nil)

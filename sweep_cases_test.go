@@ -686,6 +686,31 @@ func sweepCases() []sweepCase {
 						stillWorks(t, "modules", e.ctx, e.s)
 					}
 			}},
+		{name: "libraries", covers: []string{"cuda.LoadLibrary", "Library.Module", "Library.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var lib *cuda.Library
+				a := must(cuda.FromHost(e.ctx, random[float32](300)))(t)
+				return func() error {
+						var m *cuda.Module
+						var fn *cuda.Function
+						return firstErr(
+							func() (err error) { lib, err = cuda.LoadLibrary(e.ptx, cuda.JITLineInfo()); return err },
+							func() (err error) { m, err = lib.Module(e.ctx); return err },
+							func() (err error) { fn, err = m.Function("vadd_f32"); return err },
+							func() error { _, err := cuda.Global[uint32](m, "table"); return err },
+							func() error { return fn.Launch(cuda.LaunchConfigFor(300, e.s), a, a, a, uint32(300)) },
+							e.s.Synchronize,
+							lib.Close,
+						)
+					}, func(t *testing.T, _ error) {
+						e.s.Synchronize()
+						if err := lib.Close(); err != nil {
+							t.Errorf("library close: %v", err)
+						}
+						a.Free()
+						stillWorks(t, "libraries", e.ctx, e.s)
+					}
+			}},
 		{name: "Module.Close", covers: []string{"Module.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				m := must(e.ctx.LoadModule(e.ptx))(t)

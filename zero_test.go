@@ -62,6 +62,7 @@ var zeroTypes = map[string]struct {
 	"cuda.Dim3":               {new(cuda.Dim3), true},
 	"cuda.Occupancy":          {new(cuda.Occupancy), true},
 	"cuda.ClusterPolicy":      {new(cuda.ClusterPolicy), true},
+	"cuda.Library":            {new(cuda.Library), false},
 	"cuda.MemoryStats":        {new(cuda.MemoryStats), true},
 	"cuda.MemoryCount":        {new(cuda.MemoryCount), true},
 	"cuda.MemoryKind":         {new(cuda.MemoryKind), true},
@@ -109,7 +110,7 @@ var zeroTypes = map[string]struct {
 var zeroFuncs = map[string]func() []error{
 	"cuda.DriverVersion": nil, "cuda.DriverLibrary": nil, "cuda.DeviceCount": nil, "cuda.GetDevice": nil, "cuda.Open": nil,
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
-	"cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
+	"cuda.LoadLibrary": nil, "cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
 	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "cublas.Version": nil,
 	"cuda.NewFloat16": nil, "cuda.NewBFloat16": nil, "cublas.Library": nil, "cublas.NewMatrix": nil,

@@ -196,6 +196,7 @@ func fakeEnv(extra ...string) []string {
 var fakeKinds = map[track.Kind]string{
 	track.Stream: "stream", track.Event: "event", track.DeviceBuffer: "device",
 	track.PinnedBuffer: "host", track.Registered: "registered", track.Comm: "comm", track.MemPool: "pool", track.Graph: "graph", track.GraphExec: "graphexec", track.BLASHandle: "blas",
+	track.Library: "library",
 }
 
 // CheckLeaks fails t if, when it ends, more gocuda objects are alive than

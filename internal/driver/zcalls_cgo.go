@@ -602,12 +602,12 @@ static int gocuda_KernelGetFunction(uintptr_t fn, uintptr_t ctx, uintptr_t * pFu
 	return ((int (*)(uintptr_t *, uintptr_t))fn)(pFunc, kernel);
 }
 
-static int gocuda_KernelGetAttribute(uintptr_t fn, int * pi, int attrib, uintptr_t kernel, int dev) {
-	return ((int (*)(int *, int, uintptr_t, int))fn)(pi, attrib, kernel, dev);
-}
-
-static int gocuda_KernelSetAttribute(uintptr_t fn, int attrib, int val, uintptr_t kernel, int dev) {
-	return ((int (*)(int, int, uintptr_t, int))fn)(attrib, val, kernel, dev);
+static int gocuda_LibraryGetGlobal(uintptr_t fn, uintptr_t ctx, unsigned long long * dptr, size_t * bytes, uintptr_t library, char * name) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, size_t *, uintptr_t, char *))fn)(dptr, bytes, library, name);
 }
 
 static int gocuda_MemAddressReserve(uintptr_t fn, uintptr_t ctx, unsigned long long * ptr, size_t size, size_t alignment, unsigned long long addr, unsigned long long flags) {
@@ -1915,31 +1915,20 @@ func KernelGetFunction(ctx Context, pFunc *Function, kernel Kernel) Status {
 	return shimStatus(int32(r), FuncKernelGetFunction)
 }
 
-// KernelGetAttribute calls cuKernelGetAttribute.
+// LibraryGetGlobal calls cuLibraryGetGlobal, with ctx current.
 //
-//	CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
-func KernelGetAttribute(pi *int32, attrib FunctionAttribute, kernel Kernel, dev Device) Status {
-	fn := syms[symKernelGetAttribute]
+//	CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+func LibraryGetGlobal(ctx Context, dptr *DevicePtr, bytes *uintptr, library Library, name *byte) Status {
+	fn := syms[symLibraryGetGlobal]
 	if fn == 0 {
-		return Status{Code: ResultMissingSymbol, Func: FuncKernelGetAttribute}
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryGetGlobal}
 	}
 	c := getCall()
-	r := C.gocuda_KernelGetAttribute(C.uintptr_t(fn), (*C.int)(unsafe.Pointer(&c.out[0])), C.int(attrib), C.uintptr_t(kernel), C.int(dev))
-	*pi = *(*int32)(unsafe.Pointer(&c.out[0]))
+	r := C.gocuda_LibraryGetGlobal(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), (*C.size_t)(unsafe.Pointer(&c.out[1])), C.uintptr_t(library), (*C.char)(unsafe.Pointer(name)))
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	*bytes = *(*uintptr)(unsafe.Pointer(&c.out[1]))
 	putCall(c)
-	return shimStatus(int32(r), FuncKernelGetAttribute)
-}
-
-// KernelSetAttribute calls cuKernelSetAttribute.
-//
-//	CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
-func KernelSetAttribute(attrib FunctionAttribute, val int32, kernel Kernel, dev Device) Status {
-	fn := syms[symKernelSetAttribute]
-	if fn == 0 {
-		return Status{Code: ResultMissingSymbol, Func: FuncKernelSetAttribute}
-	}
-	r := C.gocuda_KernelSetAttribute(C.uintptr_t(fn), C.int(attrib), C.int(val), C.uintptr_t(kernel), C.int(dev))
-	return shimStatus(int32(r), FuncKernelSetAttribute)
+	return shimStatus(int32(r), FuncLibraryGetGlobal)
 }
 
 // MemAddressReserve calls cuMemAddressReserve, with ctx current.

@@ -1457,41 +1457,26 @@ func KernelGetFunction(ctx Context, pFunc *Function, kernel Kernel) Status {
 	return Status{Code: Result(int32(r)), Func: FuncKernelGetFunction}
 }
 
-// KernelGetAttribute calls cuKernelGetAttribute.
+// LibraryGetGlobal calls cuLibraryGetGlobal.
 //
-//	CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
-func KernelGetAttribute(pi *int32, attrib FunctionAttribute, kernel Kernel, dev Device) Status {
-	fn := syms[symKernelGetAttribute]
+//	CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+func LibraryGetGlobal(ctx Context, dptr *DevicePtr, bytes *uintptr, library Library, name *byte) Status {
+	fn := syms[symLibraryGetGlobal]
 	if fn == 0 {
-		return Status{Code: ResultMissingSymbol, Func: FuncKernelGetAttribute}
+		return Status{Code: ResultMissingSymbol, Func: FuncLibraryGetGlobal}
 	}
+	escape(unsafe.Pointer(name))
 	c := getCall()
 	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
-	c.args[1] = uintptr(attrib)
-	c.args[2] = uintptr(kernel)
-	c.args[3] = uintptr(dev)
+	c.args[1] = uintptr(unsafe.Pointer(&c.out[1]))
+	c.args[2] = uintptr(library)
+	c.args[3] = uintptr(unsafe.Pointer(name))
 	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
-	*pi = *(*int32)(unsafe.Pointer(&c.out[0]))
+	*dptr = *(*DevicePtr)(unsafe.Pointer(&c.out[0]))
+	*bytes = *(*uintptr)(unsafe.Pointer(&c.out[1]))
+	runtime.KeepAlive(name)
 	putCall(c)
-	return Status{Code: Result(int32(r)), Func: FuncKernelGetAttribute}
-}
-
-// KernelSetAttribute calls cuKernelSetAttribute.
-//
-//	CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
-func KernelSetAttribute(attrib FunctionAttribute, val int32, kernel Kernel, dev Device) Status {
-	fn := syms[symKernelSetAttribute]
-	if fn == 0 {
-		return Status{Code: ResultMissingSymbol, Func: FuncKernelSetAttribute}
-	}
-	c := getCall()
-	c.args[0] = uintptr(attrib)
-	c.args[1] = uintptr(val)
-	c.args[2] = uintptr(kernel)
-	c.args[3] = uintptr(dev)
-	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
-	putCall(c)
-	return Status{Code: Result(int32(r)), Func: FuncKernelSetAttribute}
+	return Status{Code: Result(int32(r)), Func: FuncLibraryGetGlobal}
 }
 
 // MemAddressReserve calls cuMemAddressReserve.

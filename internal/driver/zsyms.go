@@ -83,8 +83,7 @@ const (
 	symLibraryUnload
 	symLibraryGetKernel
 	symKernelGetFunction
-	symKernelGetAttribute
-	symKernelSetAttribute
+	symLibraryGetGlobal
 	symMemAddressReserve
 	symMemAddressFree
 	symMemCreate
@@ -198,8 +197,7 @@ const (
 	FuncLibraryUnload
 	FuncLibraryGetKernel
 	FuncKernelGetFunction
-	FuncKernelGetAttribute
-	FuncKernelSetAttribute
+	FuncLibraryGetGlobal
 	FuncMemAddressReserve
 	FuncMemAddressFree
 	FuncMemCreate
@@ -312,8 +310,7 @@ var symNames = [symCount]string{
 	"cuLibraryUnload",
 	"cuLibraryGetKernel",
 	"cuKernelGetFunction",
-	"cuKernelGetAttribute",
-	"cuKernelSetAttribute",
+	"cuLibraryGetGlobal",
 	"cuMemAddressReserve",
 	"cuMemAddressFree",
 	"cuMemCreate",

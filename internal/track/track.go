@@ -21,10 +21,11 @@ const (
 	Graph
 	GraphExec
 	BLASHandle // a cuBLAS handle
+	Library
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library"}
 
 func (k Kind) String() string { return names[k] }
 

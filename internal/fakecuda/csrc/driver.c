@@ -203,7 +203,7 @@ void remove_record(struct record *dead) {
 
 // fakecu_live returns how many objects of a kind are alive: "device",
 // "host" (page-locked allocations), "registered", "stream", "event", "comm"
-// (NCCL communicators).
+// (NCCL communicators), "library".
 static long live_streams, live_events;
 long live_comms;
 EXPORT long fakecu_live(const char *kind) {
@@ -220,6 +220,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "graphexec")) n = live_execs;
 	else if (!strcmp(kind, "blas")) n = live_blas;
 	else if (!strcmp(kind, "ipc")) n = live_ipc;
+	else if (!strcmp(kind, "library")) n = live_libraries;
 	pthread_mutex_unlock(&mu);
 	return n;
 }

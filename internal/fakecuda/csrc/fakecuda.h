@@ -86,6 +86,7 @@ int range_ok(CUdeviceptr p, size_t n);
 void add_record(uintptr_t base, size_t size, enum kind k, CUcontext ctx);
 void remove_record(struct record *dead);
 extern long live_comms;
+extern long live_libraries;
 
 // Memory pools (pools.c). Called with mu held, except where noted.
 typedef struct fake_pool *CUmemoryPool;

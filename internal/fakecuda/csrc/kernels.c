@@ -283,10 +283,11 @@ static size_t type_size(const char *t) {
 	return 4;
 }
 
-EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, int *options, void **values) {
-	FAULT("cuModuleLoadDataEx");
-	REQUIRE_CTX();
-	if (!pm || !image || (n && (!options || !values))) return INVALID_VALUE;
+static struct fake_module *parse_module(const char *text);
+
+// check_image refuses what the fake cannot load: binaries, and text
+// without PTX's directives, with the JIT's log.
+static CUresult check_image(const void *image, unsigned n, int *options, void **values) {
 	const char *text = image;
 	if (!memcmp(text, "\x7f" "ELF", 4) || *(const uint32_t *)image == 0xBA55ED50) {
 		jit_log(n, options, values, CU_JIT_ERROR_LOG_BUFFER, "the fake driver runs no device code: only PTX of gocuda's test kernels");
@@ -296,6 +297,30 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, 
 		jit_log(n, options, values, CU_JIT_ERROR_LOG_BUFFER, "ptxas fatal   : (fake driver) not PTX: no .version or .target directive");
 		return INVALID_PTX;
 	}
+	return SUCCESS;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, int *options, void **values) {
+	FAULT("cuModuleLoadDataEx");
+	REQUIRE_CTX();
+	if (!pm || !image || (n && (!options || !values))) return INVALID_VALUE;
+	const char *text = image;
+	CUresult r = check_image(image, n, options, values);
+	if (r != SUCCESS) return r;
+	struct fake_module *m = parse_module(text);
+	jit_log(n, options, values, CU_JIT_INFO_LOG_BUFFER, "fake JIT: loaded");
+	pthread_mutex_lock(&mu);
+	m->next = modules;
+	modules = m;
+	pthread_mutex_unlock(&mu);
+	*pm = m;
+	return SUCCESS;
+}
+
+// parse_module makes a module of PTX text in the current context: its
+// entries, matched against the fake's C kernels, and its globals, given
+// memory. The caller puts it on the list.
+static struct fake_module *parse_module(const char *text) {
 	struct fake_module *m = calloc(1, sizeof *m);
 	m->ctx = current;
 	for (const char *p = text; (p = strstr(p, ".entry")) != NULL && m->nfuncs < 32; p += 6) {
@@ -343,13 +368,7 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, 
 		add_record((uintptr_t)mem, g->size, KIND_DEVICE, current);
 		pthread_mutex_unlock(&mu);
 	}
-	jit_log(n, options, values, CU_JIT_INFO_LOG_BUFFER, "fake JIT: loaded");
-	pthread_mutex_lock(&mu);
-	m->next = modules;
-	modules = m;
-	pthread_mutex_unlock(&mu);
-	*pm = m;
-	return SUCCESS;
+	return m;
 }
 
 static int module_live(CUmodule m) {
@@ -430,6 +449,182 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule 
 		if (!strcmp(m->globals[i].name, name)) {
 			if (dptr) *dptr = m->globals[i].ptr;
 			if (bytes) *bytes = m->globals[i].size;
+			return SUCCESS;
+		}
+	}
+	return NOT_FOUND;
+}
+
+// ---- libraries ----------------------------------------------------------------
+//
+// A library is PTX text loaded for no context; in each context that asks
+// for one of its kernels it becomes a module of that context (a view),
+// which the context's destruction unloads as any module, and the
+// library's unload unloads everywhere.
+
+struct fake_kernel {
+	struct fake_library *lib;
+	char name[64];
+};
+struct lib_view {
+	CUcontext ctx;
+	struct fake_module *m;
+};
+struct fake_library {
+	char *text;
+	int nkernels, nviews;
+	struct fake_kernel kernels[32];
+	struct lib_view views[4 * MAX_DEVICES];
+	struct fake_library *next;
+};
+typedef struct fake_library *CUlibrary;
+typedef struct fake_kernel *CUkernel;
+static struct fake_library *libraries;
+long live_libraries;
+
+static int library_live(CUlibrary l) {
+	for (struct fake_library *p = libraries; p; p = p->next)
+		if (p == l) return 1;
+	return 0;
+}
+
+EXPORT CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, int *jit_options, void **jit_values, unsigned njit,
+                                  int *lib_options, void **lib_values, unsigned nlib) {
+	FAULT("cuLibraryLoadData");
+	REQUIRE_INIT();
+	if (!pl || !code || (njit && (!jit_options || !jit_values)) || (nlib && (!lib_options || !lib_values))) return INVALID_VALUE;
+	CUresult r = check_image(code, njit, jit_options, jit_values);
+	if (r != SUCCESS) return r;
+	struct fake_library *l = calloc(1, sizeof *l);
+	l->text = strdup(code);
+	jit_log(njit, jit_options, jit_values, CU_JIT_INFO_LOG_BUFFER, "fake JIT: loaded");
+	pthread_mutex_lock(&mu);
+	l->next = libraries;
+	libraries = l;
+	live_libraries++;
+	pthread_mutex_unlock(&mu);
+	*pl = l;
+	return SUCCESS;
+}
+
+// unlink_module takes m off the list of modules and frees it, if it is
+// still there. The caller holds mu.
+static void unlink_module(struct fake_module *m) {
+	for (struct fake_module **pp = &modules; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			free_module(m);
+			return;
+		}
+	}
+}
+
+EXPORT CUresult cuLibraryUnload(CUlibrary l) {
+	FAULT("cuLibraryUnload");
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	int found = 0;
+	for (struct fake_library **pp = &libraries; *pp; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			found = 1;
+			break;
+		}
+	}
+	if (found) {
+		for (int i = 0; i < l->nviews; i++) unlink_module(l->views[i].m);
+		live_libraries--;
+	}
+	pthread_mutex_unlock(&mu);
+	if (!found) return INVALID_HANDLE;
+	free(l->text);
+	free(l);
+	return SUCCESS;
+}
+
+// has_entry reports whether text has an entry named name.
+static int has_entry(const char *text, const char *name) {
+	size_t n = strlen(name);
+	for (const char *p = text; (p = strstr(p, ".entry")) != NULL; p += 6) {
+		const char *q = p + 6;
+		while (*q == ' ' || *q == '\t') q++;
+		if (!strncmp(q, name, n) && strchr(" \t(\n", q[n])) return 1;
+	}
+	return 0;
+}
+
+EXPORT CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name) {
+	FAULT("cuLibraryGetKernel");
+	REQUIRE_INIT();
+	if (!pk || !name || strlen(name) >= 64) return INVALID_VALUE;
+	CUresult r = NOT_FOUND;
+	pthread_mutex_lock(&mu);
+	if (!library_live(l)) {
+		r = INVALID_HANDLE;
+	} else {
+		for (int i = 0; i < l->nkernels; i++)
+			if (!strcmp(l->kernels[i].name, name)) *pk = &l->kernels[i], r = SUCCESS;
+		if (r != SUCCESS && has_entry(l->text, name) && l->nkernels < 32) {
+			struct fake_kernel *k = &l->kernels[l->nkernels++];
+			k->lib = l;
+			snprintf(k->name, sizeof k->name, "%s", name);
+			*pk = k;
+			r = SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// view_of returns l's module in the current context, loading it there the
+// first time; NULL if l is not loaded.
+static struct fake_module *view_of(CUlibrary l) {
+	pthread_mutex_lock(&mu);
+	int live = library_live(l);
+	struct fake_module *m = NULL;
+	for (int i = 0; live && i < l->nviews; i++)
+		if (l->views[i].ctx == current && module_live(l->views[i].m)) m = l->views[i].m;
+	pthread_mutex_unlock(&mu);
+	if (!live || m) return m;
+	m = parse_module(l->text);
+	pthread_mutex_lock(&mu);
+	m->next = modules;
+	modules = m;
+	int slot = l->nviews;
+	for (int i = 0; i < l->nviews; i++)
+		if (!module_live(l->views[i].m)) slot = i;
+	if (slot == l->nviews && l->nviews < (int)(sizeof l->views / sizeof l->views[0])) l->nviews++;
+	l->views[slot].ctx = current, l->views[slot].m = m;
+	pthread_mutex_unlock(&mu);
+	return m;
+}
+
+EXPORT CUresult cuKernelGetFunction(CUfunction *pf, CUkernel k) {
+	FAULT("cuKernelGetFunction");
+	REQUIRE_CTX();
+	if (!pf || !k) return INVALID_VALUE;
+	struct fake_module *m = view_of(k->lib);
+	if (!m) return INVALID_HANDLE;
+	for (int i = 0; i < m->nfuncs; i++) {
+		if (!strcmp(m->funcs[i].name, k->name)) {
+			if (!m->funcs[i].k) return NOT_SUPPORTED;
+			*pf = &m->funcs[i];
+			return SUCCESS;
+		}
+	}
+	return NOT_FOUND;
+}
+
+EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name) {
+	FAULT("cuLibraryGetGlobal");
+	REQUIRE_CTX();
+	if (!dptr || !bytes || !name) return INVALID_VALUE;
+	struct fake_module *m = view_of(l);
+	if (!m) return INVALID_HANDLE;
+	for (int i = 0; i < m->nglobals; i++) {
+		if (!strcmp(m->globals[i].name, name)) {
+			*dptr = m->globals[i].ptr;
+			*bytes = m->globals[i].size;
 			return SUCCESS;
 		}
 	}

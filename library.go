@@ -1,0 +1,190 @@
+package cuda
+
+import (
+	"bytes"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// Library is code loaded once for the whole process, not for one context
+// (cuLibraryLoadData, CUDA 12.0 and later): PTX, a cubin or a fatbin whose
+// kernels run in any context of any device. Library.Module gives the
+// library's Module in a context, whose Functions launch, describe
+// themselves and are captured as a loaded Module's; PTX is compiled for a
+// device the first time one of its contexts asks. Close unloads the library
+// from every context.
+//
+// A Library is safe for concurrent use. The zero Library is not usable:
+// get one from LoadLibrary.
+type Library struct {
+	mu      sync.Mutex
+	handle  driver.Library
+	params  map[string][]ptxParam // each kernel's parameters, from PTX text
+	views   map[*Context]*Module  // the library's module in each context that asked
+	closed  bool
+	cleanup runtime.Cleanup // unloads a library dropped without Close
+}
+
+// LoadLibrary loads PTX text, a cubin or a fatbin for every context of
+// the process. A driver older than CUDA 12.0 has no libraries:
+// ErrNotSupported, and Context.LoadModule loads the same image into one
+// context. When PTX fails to compile, the error carries the compiler's log.
+func LoadLibrary(image []byte, opts ...JITOption) (*Library, error) {
+	const op = "LoadLibrary"
+	image, isBinary, err := checkImage(op, image, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := openDriver(op); err != nil {
+		return nil, err
+	}
+	keys, values, logs := jitOptions(opts)
+	l := &Library{views: map[*Context]*Module{}}
+	if !isBinary {
+		l.params = parsePTXParams(image)
+	}
+	r := driver.LibraryLoadData(&l.handle, unsafe.Pointer(&image[0]), unsafe.Pointer(&keys[0]), unsafe.Pointer(&values[0]), uint32(len(keys)), nil, nil, 0)
+	runtime.KeepAlive(logs)
+	if err := check(op, r); err != nil {
+		err := loadError(err.(*Error), r, logs)
+		if r.Code == driver.ResultMissingSymbol {
+			err.Detail = join(err.Detail, "libraries need a CUDA 12.0 driver or later: Context.LoadModule loads the image into one context")
+		}
+		return nil, err
+	}
+	track.Add(track.Library)
+	l.cleanup = runtime.AddCleanup(l, func(h driver.Library) {
+		driver.LibraryUnload(h)
+		track.Forgotten(track.Library)
+	}, l.handle)
+	return l, nil
+}
+
+// Module returns the library's module in ctx: the same Module each time,
+// until it or the library is closed. Its Functions are the library's
+// kernels in ctx; closing it releases nothing of the library, whose Close
+// closes it.
+func (l *Library) Module(ctx *Context) (*Module, error) {
+	const op = "Library.Module"
+	if err := l.valid(op); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, errorf(op, ErrInvalidValue, "nil *Context")
+	}
+	if err := ctx.hold(op); err != nil {
+		return nil, err
+	}
+	defer ctx.life.Release()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, closed(op, "the library")
+	}
+	if m := l.views[ctx]; m != nil && !m.life.lt.IsClosed() {
+		return m, nil
+	}
+	m := &Module{lib: l, params: l.params}
+	m.life.ctx = ctx
+	m.life.lt.ArmUntracked() // the library holds the resource
+	l.views[ctx] = m
+	return m, nil
+}
+
+// Close closes the library's module in every context (waiting for calls
+// in flight, as Module.Close does), then unloads the library. Work queued
+// on streams that uses its kernels must be synchronized first. If a
+// module cannot close (a graph still uses it) or the driver refuses to
+// unload, the library stays usable and Close may be called again. Closing
+// twice, or a nil Library, is a no-op.
+func (l *Library) Close() error {
+	if l == nil {
+		return nil
+	}
+	const op = "Library.Close"
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	if l.views == nil {
+		return errorf(op, ErrInvalidValue, "a zero Library: get one with LoadLibrary")
+	}
+	for ctx, m := range l.views {
+		if err := m.Close(); err != nil {
+			return err
+		}
+		delete(l.views, ctx)
+	}
+	if err := check(op, driver.LibraryUnload(l.handle)); err != nil {
+		return stillOpen(err, "the library")
+	}
+	l.cleanup.Stop()
+	track.Done(track.Library)
+	l.closed = true
+	return nil
+}
+
+func (l *Library) valid(op string) error {
+	switch {
+	case l == nil:
+		return errorf(op, ErrInvalidValue, "nil *Library")
+	case l.views == nil && !l.closed:
+		return errorf(op, ErrInvalidValue, "a zero Library: get one with LoadLibrary")
+	}
+	return nil
+}
+
+// checkImage checks an image and its JIT options, and returns PTX text
+// with the NUL the driver reads it up to.
+func checkImage(op string, image []byte, opts []JITOption) (_ []byte, isBinary bool, _ error) {
+	if len(image) == 0 {
+		return nil, false, errorf(op, ErrInvalidValue, "empty image")
+	}
+	for _, o := range opts {
+		if (o.key == driver.JITOptimizationLevel && o.value > 4) || (o.key == driver.JITMaxRegisters && (o.value == 0 || o.value > 255)) {
+			return nil, false, errorf(op, ErrInvalidValue, "JIT option %d = %d out of range", o.key, int(o.value))
+		}
+	}
+	isBinary = bytes.HasPrefix(image, []byte(elfMagic)) ||
+		(len(image) >= 4 && *(*uint32)(unsafe.Pointer(&image[0])) == fatbinMagic0)
+	if !isBinary && image[len(image)-1] != 0 {
+		image = append(image[:len(image):len(image)], 0) // PTX text is read up to its NUL
+	}
+	return image, isBinary, nil
+}
+
+// jitLogs are the compiler's error and information logs, which the driver
+// writes while it loads an image.
+type jitLogs struct{ errLog, infoLog []byte }
+
+// jitOptions returns the JIT option keys and values for the driver: the
+// logs', then opts. The values are addresses or numbers, as the driver
+// takes them; the logs are heap memory, which does not move, kept alive
+// by the caller until the load returns.
+func jitOptions(opts []JITOption) ([]driver.JITOption, []uintptr, *jitLogs) {
+	logs := &jitLogs{make([]byte, jitLogBytes), make([]byte, jitLogBytes)}
+	keys := []driver.JITOption{driver.JITErrorLogBuffer, driver.JITErrorLogBufferSize, driver.JITInfoLogBuffer, driver.JITInfoLogBufferSize}
+	values := []uintptr{uintptr(unsafe.Pointer(&logs.errLog[0])), jitLogBytes, uintptr(unsafe.Pointer(&logs.infoLog[0])), jitLogBytes}
+	for _, o := range opts {
+		keys, values = append(keys, o.key), append(values, o.value)
+	}
+	return keys, values, logs
+}
+
+// loadError adds the compiler's log to a failed load's error, and makes
+// an image the driver refuses ErrInvalidValue.
+func loadError(err *Error, r driver.Status, logs *jitLogs) *Error {
+	if log := strings.TrimSpace(driver.GoString(&logs.errLog[0])); log != "" {
+		err.Detail = "JIT log:\n" + log
+	}
+	if r.Code == driver.ErrorInvalidImage || r.Code == driver.ErrorInvalidPTX {
+		err.Err = ErrInvalidValue
+	}
+	return err
+}
