@@ -100,6 +100,10 @@ func (c *memCounter) raise(b int64) {
 	}
 }
 
+// grow changes the bytes of a buffer counted already, by delta (a
+// GrowableBuffer's).
+func (c *memCounter) grow(delta int64) { c.raise(c.bytes.Add(delta)) }
+
 // sub takes back a buffer of n bytes; nil (memory not counted) is a no-op.
 func (c *memCounter) sub(n uintptr) {
 	if c == nil {

@@ -252,6 +252,28 @@ func sweepCases() []sweepCase {
 						stillWorks(t, "managed memory", e.ctx, e.s)
 					}
 			}},
+		{name: "growable buffers", covers: []string{"cuda.NewGrowableBuffer", "GrowableBuffer.Resize", "GrowableBuffer.Buffer", "GrowableBuffer.Free"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var g *cuda.GrowableBuffer[int32]
+				data := random[int32](3 << 20)
+				return func() error {
+						var b *cuda.DeviceBuffer[int32]
+						return firstErr(
+							func() (err error) { g, err = cuda.NewGrowableBuffer[int32](e.ctx, 16<<20); return err },
+							func() error { return g.Resize(1000) },
+							func() error { return g.Resize(len(data)) }, // a second piece
+							func() (err error) { b, err = g.Buffer(); return err },
+							func() error { return b.CopyFromHost(data) },
+							func() error { return g.Resize(10) }, // the second piece unmapped
+							g.Free,
+						)
+					}, func(t *testing.T, _ error) {
+						if err := g.Free(); err != nil {
+							t.Errorf("free: %v", err)
+						}
+						stillWorks(t, "growable buffers", e.ctx, e.s)
+					}
+			}},
 		{name: "stream-ordered memory", covers: []string{"cuda.AllocAsync", "DeviceBuffer.FreeOn"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var b *cuda.DeviceBuffer[int32]

@@ -67,6 +67,7 @@ var noDriverMethods = []string{
 	"IPCHandle.MarshalText", "IPCHandle.UnmarshalText", "IPCEventHandle.MarshalText", "IPCEventHandle.UnmarshalText",
 	"Context.MemoryStats", "Context.ResetPeakMemory", "MemoryStats.Kind", "MemoryKind.String",
 	"ManagedBuffer.Data", "ManagedBuffer.Buffer", "ManagedBuffer.Len", "Location.IsHost", "Location.Device", "Location.String", "ClusterPolicy.String",
+	"GrowableBuffer.Len", "GrowableBuffer.Cap", "GrowableBuffer.MaxLen", "GrowableBuffer.Ptr",
 	"Advice.String", "cuda.OnDevice", "cuda.OnHost",
 }
 
@@ -158,7 +159,7 @@ func injectOne(t *testing.T, f *fakecuda.Control, c sweepCase, e *sweepEnv, name
 	where := fmt.Sprintf("%s, call %d of %s failing with %d", c.name, nth, name, code)
 	before := track.Take()
 	fakeBefore := map[string]int{}
-	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas", "ipc", "library"} {
+	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas", "ipc", "library", "vmm"} {
 		fakeBefore[k] = f.Live(k)
 	}
 	failed := t.Failed()

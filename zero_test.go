@@ -63,6 +63,7 @@ var zeroTypes = map[string]struct {
 	"cuda.Occupancy":          {new(cuda.Occupancy), true},
 	"cuda.ClusterPolicy":      {new(cuda.ClusterPolicy), true},
 	"cuda.Library":            {new(cuda.Library), false},
+	"cuda.GrowableBuffer":     {new(cuda.GrowableBuffer[float32]), false},
 	"cuda.MemoryStats":        {new(cuda.MemoryStats), true},
 	"cuda.MemoryCount":        {new(cuda.MemoryCount), true},
 	"cuda.MemoryKind":         {new(cuda.MemoryKind), true},
@@ -159,6 +160,11 @@ var zeroFuncs = map[string]func() []error{
 		return []error{e1, e2}
 	},
 	"cuda.OnDevice": nil, "cuda.OnHost": nil,
+	"cuda.NewGrowableBuffer": func() []error {
+		_, e1 := cuda.NewGrowableBuffer[float32](&cuda.Context{}, 1)
+		_, e2 := cuda.NewGrowableBuffer[float32](nil, 1)
+		return []error{e1, e2}
+	},
 	"cuda.Register": func() []error { _, err := cuda.Register(&cuda.Context{}, []float32{1}); return []error{err} },
 	"cuda.NewStagingBuffer": func() []error {
 		_, err := cuda.NewStagingBuffer(&cuda.Context{}, 1)

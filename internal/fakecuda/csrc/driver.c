@@ -25,6 +25,8 @@
 
 #include "fakecuda.h"
 
+#include <sys/mman.h>
+
 
 pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 int initialized;
@@ -168,11 +170,21 @@ struct record *find_base(uintptr_t base, enum kind k) {
 int range_ok(CUdeviceptr p, size_t n) {
 	int ok = 0;
 	pthread_mutex_lock(&mu);
-	for (struct record *r = records; r; r = r->next) {
-		if (r->kind != KIND_DEVICE) continue;
-		if (p >= r->base && p - r->base <= r->size && n <= r->size - (p - r->base)) {
-			ok = 1;
-			break;
+	// A range may span records that adjoin (mappings of virtual memory
+	// next to each other): each part must lie in an accessible one.
+	for (int more = 1; more;) {
+		more = 0;
+		for (struct record *r = records; r; r = r->next) {
+			if (r->kind != KIND_DEVICE || r->no_access) continue;
+			if (p >= r->base && p - r->base <= r->size && n <= r->size - (p - r->base)) {
+				ok = 1;
+				break;
+			}
+			if (r->vmm && p >= r->base && p - r->base < r->size) {
+				size_t part = r->size - (p - r->base);
+				p += part, n -= part, more = 1;
+				break;
+			}
 		}
 	}
 	pthread_mutex_unlock(&mu);
@@ -203,7 +215,8 @@ void remove_record(struct record *dead) {
 
 // fakecu_live returns how many objects of a kind are alive: "device",
 // "host" (page-locked allocations), "registered", "stream", "event", "comm"
-// (NCCL communicators), "library".
+// (NCCL communicators), "library", "vmm" (reservations and physical
+// allocations of virtual memory).
 static long live_streams, live_events;
 long live_comms;
 EXPORT long fakecu_live(const char *kind) {
@@ -221,6 +234,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "blas")) n = live_blas;
 	else if (!strcmp(kind, "ipc")) n = live_ipc;
 	else if (!strcmp(kind, "library")) n = live_libraries;
+	else if (!strcmp(kind, "vmm")) n = live_vmm;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -525,7 +539,7 @@ static void reset_context(CUcontext c) {
 	// host memory registered in c is unregistered (it is the caller's).
 	for (struct record **pp = &records; *pp;) {
 		struct record *r = *pp;
-		if (r->ctx == c) {
+		if (r->ctx == c && !r->vmm) { // virtual memory belongs to no context
 			*pp = r->next;
 			live[r->kind]--;
 			if (r->kind != KIND_REGISTERED) free((void *)r->base);
@@ -931,6 +945,215 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	FAULT("cuMemAlloc_v2");
 	REQUIRE_CTX();
 	return alloc_device(p, n);
+}
+
+// ---- virtual memory ------------------------------------------------------------
+//
+// A reservation is address space mapped with no access; a physical
+// allocation (cuMemCreate) is counted in its device's memory; cuMemMap
+// makes a whole allocation's range of a reservation readable and
+// writable, a device record no copy or kernel may touch until
+// cuMemSetAccess; cuMemUnmap takes exactly one mapping back (its bytes
+// are lost, as the driver's are once the allocation is released).
+
+enum { VMM_GRANULARITY = 2 << 20 };
+
+struct reservation {
+	uintptr_t base, map_base; // base aligned; map_base as mmap gave it
+	size_t size, map_size;
+	struct reservation *next;
+};
+struct fake_phys {
+	size_t size;
+	CUcontext ctx; // whose used memory counts it
+	int mapped, released;
+	struct fake_phys *next;
+};
+static struct reservation *reservations;
+static struct fake_phys *physes;
+long live_vmm; // reservations and physical allocations not yet freed
+
+typedef struct {
+	int type, handle_types, loc_type, loc_id;
+	void *win32;
+	unsigned char flags[8];
+} CUmemAllocationProp;
+typedef struct {
+	int loc_type, loc_id;
+	int flags;
+} CUmemAccessDesc;
+
+static int prop_ok(const CUmemAllocationProp *prop) {
+	return prop && prop->type == 1 && prop->loc_type == 1 && prop->loc_id >= 0 && prop->loc_id < ndevices && !(prop->handle_types & ~1);
+}
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int option) {
+	FAULT("cuMemGetAllocationGranularity");
+	REQUIRE_INIT();
+	if (!g || !prop_ok(prop) || (option != 0 && option != 1)) return INVALID_VALUE;
+	*g = VMM_GRANULARITY;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags) {
+	FAULT("cuMemAddressReserve");
+	REQUIRE_INIT();
+	if (!ptr || size == 0 || size % VMM_GRANULARITY || flags || (alignment & (alignment - 1))) return INVALID_VALUE;
+	(void)addr; // a hint
+	size_t align = alignment > VMM_GRANULARITY ? alignment : VMM_GRANULARITY;
+	size_t map_size = size + align;
+	void *m = mmap(NULL, map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) return OUT_OF_MEMORY;
+	struct reservation *r = calloc(1, sizeof *r);
+	r->map_base = (uintptr_t)m, r->map_size = map_size;
+	r->base = ((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1);
+	r->size = size;
+	pthread_mutex_lock(&mu);
+	r->next = reservations;
+	reservations = r;
+	live_vmm++;
+	pthread_mutex_unlock(&mu);
+	*ptr = r->base;
+	return SUCCESS;
+}
+
+// mapping_in returns the first mapping record inside [p, p+n), mu held.
+static struct record *mapping_in(uintptr_t p, size_t n) {
+	for (struct record *r = records; r; r = r->next)
+		if (r->vmm && r->base < p + n && p < r->base + r->size) return r;
+	return NULL;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+	FAULT("cuMemAddressFree");
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct reservation **pp = &reservations;
+	while (*pp && ((*pp)->base != ptr || (*pp)->size != size)) pp = &(*pp)->next;
+	struct reservation *r = *pp;
+	if (!r || mapping_in(ptr, size)) { // the whole reservation, unmapped first
+		pthread_mutex_unlock(&mu);
+		return INVALID_VALUE;
+	}
+	*pp = r->next;
+	live_vmm--;
+	pthread_mutex_unlock(&mu);
+	munmap((void *)r->map_base, r->map_size);
+	free(r);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemCreate(unsigned long long *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags) {
+	FAULT("cuMemCreate");
+	REQUIRE_CTX();
+	if (!handle || size == 0 || size % VMM_GRANULARITY || !prop_ok(prop) || flags) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (size > device_memory - current->used) {
+		pthread_mutex_unlock(&mu);
+		return OUT_OF_MEMORY;
+	}
+	struct fake_phys *ph = calloc(1, sizeof *ph);
+	ph->size = size, ph->ctx = current;
+	current->used += size;
+	ph->next = physes;
+	physes = ph;
+	live_vmm++;
+	pthread_mutex_unlock(&mu);
+	*handle = (unsigned long long)(uintptr_t)ph;
+	return SUCCESS;
+}
+
+// phys_live reports whether h is a physical allocation not yet freed, mu held.
+static struct fake_phys *phys_of(unsigned long long h) {
+	for (struct fake_phys *p = physes; p; p = p->next)
+		if ((unsigned long long)(uintptr_t)p == h) return p;
+	return NULL;
+}
+
+// phys_free frees ph once it is released and unmapped, mu held.
+static void phys_free(struct fake_phys *ph) {
+	if (!ph->released || ph->mapped) return;
+	for (struct fake_phys **pp = &physes; *pp; pp = &(*pp)->next) {
+		if (*pp == ph) {
+			*pp = ph->next;
+			break;
+		}
+	}
+	if (ctx_live(ph->ctx) && ph->ctx->used >= ph->size) ph->ctx->used -= ph->size;
+	live_vmm--;
+	free(ph);
+}
+
+EXPORT CUresult cuMemRelease(unsigned long long handle) {
+	FAULT("cuMemRelease");
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct fake_phys *ph = phys_of(handle);
+	if (!ph || ph->released) {
+		pthread_mutex_unlock(&mu);
+		return INVALID_VALUE;
+	}
+	ph->released = 1;
+	phys_free(ph);
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, unsigned long long handle, unsigned long long flags) {
+	FAULT("cuMemMap");
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct fake_phys *ph = phys_of(handle);
+	struct reservation *r = reservations;
+	while (r && !(ptr >= r->base && ptr - r->base < r->size)) r = r->next;
+	CUresult res = SUCCESS;
+	if (!ph || ph->released || ph->mapped || offset || flags || size != ph->size || ptr % VMM_GRANULARITY) res = INVALID_VALUE;
+	else if (!r || size > r->size - (ptr - r->base) || mapping_in(ptr, size)) res = INVALID_VALUE;
+	else if (mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) != 0) res = OUT_OF_MEMORY;
+	if (res == SUCCESS) {
+		add_record((uintptr_t)ptr, size, KIND_DEVICE, ph->ctx);
+		records->vmm = ph, records->no_access = 1;
+		ph->mapped = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return res;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+	FAULT("cuMemUnmap");
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct record *rec = mapping_in(ptr, size);
+	if (!rec || rec->base != ptr || rec->size != size) { // exactly one whole mapping
+		pthread_mutex_unlock(&mu);
+		return INVALID_VALUE;
+	}
+	struct fake_phys *ph = rec->vmm;
+	remove_record(rec);
+	madvise((void *)(uintptr_t)ptr, size, MADV_DONTNEED);
+	mprotect((void *)(uintptr_t)ptr, size, PROT_NONE);
+	ph->mapped = 0;
+	phys_free(ph);
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+	FAULT("cuMemSetAccess");
+	REQUIRE_INIT();
+	if (!desc || !count || !size) return INVALID_VALUE;
+	for (size_t i = 0; i < count; i++)
+		if (desc[i].loc_type != 1 || desc[i].loc_id < 0 || desc[i].loc_id >= ndevices || (desc[i].flags != 1 && desc[i].flags != 3)) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	// Every byte of the range must be mapped.
+	size_t covered = 0;
+	for (struct record *r = records; r; r = r->next)
+		if (r->vmm && r->base >= ptr && r->base + r->size <= ptr + size) covered += r->size;
+	CUresult res = covered == size ? SUCCESS : INVALID_VALUE;
+	for (struct record *r = records; res == SUCCESS && r; r = r->next)
+		if (r->vmm && r->base >= ptr && r->base + r->size <= ptr + size) r->no_access = 0;
+	pthread_mutex_unlock(&mu);
+	return res;
 }
 
 // ---- managed memory ----------------------------------------------------------

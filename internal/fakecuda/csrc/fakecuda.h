@@ -78,6 +78,8 @@ struct record {
 	size_t capacity;        // the pool block's size, at least size
 	int managed;            // cuMemAllocManaged's, with its advice: read mostly, the
 	int read_mostly, preferred, last_prefetch; // preferred and last prefetch locations (-2 none, -1 host)
+	struct fake_phys *vmm;  // a mapping of virtual memory: the physical allocation mapped (driver.c)
+	int no_access;          // a mapping not yet made accessible (cuMemSetAccess): no copy or kernel may touch it
 	struct record *next;
 };
 struct record *find_base(uintptr_t base, enum kind k);
@@ -87,6 +89,7 @@ void add_record(uintptr_t base, size_t size, enum kind k, CUcontext ctx);
 void remove_record(struct record *dead);
 extern long live_comms;
 extern long live_libraries;
+extern long live_vmm;
 
 // Memory pools (pools.c). Called with mu held, except where noted.
 typedef struct fake_pool *CUmemoryPool;
