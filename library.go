@@ -34,6 +34,9 @@ type Library struct {
 // the process. A driver older than CUDA 12.0 has no libraries:
 // ErrNotSupported, and Context.LoadModule loads the same image into one
 // context. When PTX fails to compile, the error carries the compiler's log.
+// The driver may read the image only when a kernel or global of it is
+// first asked for (its lazy loading, the default since CUDA 12.2): an
+// image it cannot load is then that call's error, ErrInvalidValue.
 func LoadLibrary(image []byte, opts ...JITOption) (*Library, error) {
 	const op = "LoadLibrary"
 	image, isBinary, err := checkImage(op, image, opts)
@@ -138,6 +141,15 @@ func (l *Library) valid(op string) error {
 		return errorf(op, ErrInvalidValue, "a zero Library: get one with LoadLibrary")
 	}
 	return nil
+}
+
+// libraryImageErr makes the failure of a library's first use that the
+// driver's lazy load of its image caused ErrInvalidValue, saying so.
+func libraryImageErr(err *Error, r driver.Status) {
+	if r.Code == driver.ErrorInvalidImage || r.Code == driver.ErrorInvalidPTX {
+		err.Err = ErrInvalidValue
+		err.Detail = join(err.Detail, "the library's image cannot be loaded (the driver reads it at first use)")
+	}
 }
 
 // checkImage checks an image and its JIT options, and returns PTX text

@@ -180,7 +180,6 @@ func TestLibraryErrors(t *testing.T) {
 		want  string
 	}{
 		{"empty", nil, nil, "empty image"},
-		{"not PTX", []byte("hello"), nil, ""},
 		{"JIT option", []byte(".version 7.0\n.target sm_50\n"), []cuda.JITOption{cuda.JITOptimizationLevel(9)}, "out of range"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,8 +192,24 @@ func TestLibraryErrors(t *testing.T) {
 			}
 		})
 	}
+	// An image that is not code: refused at load, or where the driver
+	// loads lazily, at the first kernel asked for.
+	ctx := cudatest.Context(t)
+	if lib, err := cuda.LoadLibrary([]byte("hello")); err != nil {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("LoadLibrary(not code): %v; want ErrInvalidValue", err)
+		}
+	} else {
+		_, err := must(lib.Module(ctx))(t).Function("empty")
+		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "image") {
+			t.Errorf("the first kernel of a library of no code: %v; want ErrInvalidValue about the image", err)
+		}
+		if err := lib.Close(); err != nil {
+			t.Errorf("Close of a library of no code: %v", err)
+		}
+	}
 	var zero cuda.Library
-	if _, err := zero.Module(cudatest.Context(t)); !errors.Is(err, cuda.ErrInvalidValue) {
+	if _, err := zero.Module(ctx); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("zero Library's Module: %v", err)
 	}
 	lib := loadLibrary(t)

@@ -109,6 +109,9 @@ func (m *Module) Function(name string) (*Function, error) {
 	}
 	if err := check(op, r); err != nil {
 		err.(*Error).Detail = "kernel " + name
+		if m.lib != nil {
+			libraryImageErr(err.(*Error), r)
+		}
 		return nil, err
 	}
 	return f, nil
@@ -137,6 +140,9 @@ func Global[T any](m *Module, name string) (*DeviceBuffer[T], error) {
 	}
 	if err := check(op, r); err != nil {
 		err.(*Error).Detail = "global " + name
+		if m.lib != nil {
+			libraryImageErr(err.(*Error), r)
+		}
 		return nil, err
 	}
 	elem := sizeOf[T]()

@@ -77,6 +77,10 @@
 #             with and without a prefetch), purego and cgo, beside the same calls
 #             from C (bench/cref/managed.c), three interleaved rounds:
 #             OUTDIR/managed.txt
+#   growable  GrowableBuffer (BenchmarkGrowableGrow: 1 GiB to 16 GiB in 1 GiB
+#             steps in place beside allocating and copying; BenchmarkGrowableCopy:
+#             pinned copies into a grown buffer beside an Alloc'd one), purego and
+#             cgo, two rounds: OUTDIR/growable.txt
 #   stats     the cost of always-on memory statistics: BenchmarkAllocAsync of
 #             this build and, when GOCUDA_OLD_TEST names a root-package test
 #             binary built before them, of that one, three interleaved rounds:
@@ -89,7 +93,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [stats] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [growable] [stats] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -326,6 +330,15 @@ for section in $sections; do
 		done >"$out/managed.txt" 2>&1
 		summary "$out/managed.txt"
 		grep -E '^(managed|pinned) ' "$out/managed.txt"
+		;;
+	growable)
+		for round in 1 2; do
+			for set in tests tests-cgo; do
+				echo "== round $round: $set"
+				bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkGrowable(Grow|Copy)$' -test.benchtime 5x
+			done
+		done >"$out/growable.txt" 2>&1
+		summary "$out/growable.txt"
 		;;
 	stats)
 		for round in 1 2 3; do

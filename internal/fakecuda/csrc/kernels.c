@@ -493,8 +493,8 @@ EXPORT CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, int *jit_opti
 	FAULT("cuLibraryLoadData");
 	REQUIRE_INIT();
 	if (!pl || !code || (njit && (!jit_options || !jit_values)) || (nlib && (!lib_options || !lib_values))) return INVALID_VALUE;
-	CUresult r = check_image(code, njit, jit_options, jit_values);
-	if (r != SUCCESS) return r;
+	// The driver reads the image lazily, when a kernel or global is first
+	// asked for (CUDA_MODULE_LOADING=LAZY, its default): so does the fake.
 	struct fake_library *l = calloc(1, sizeof *l);
 	l->text = strdup(code);
 	jit_log(njit, jit_options, jit_values, CU_JIT_INFO_LOG_BUFFER, "fake JIT: loaded");
@@ -559,7 +559,9 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name) 
 	if (!pk || !name || strlen(name) >= 64) return INVALID_VALUE;
 	CUresult r = NOT_FOUND;
 	pthread_mutex_lock(&mu);
-	if (!library_live(l)) {
+	if (library_live(l) && (r = check_image(l->text, 0, NULL, NULL)) != SUCCESS) {
+		// an image the driver could not load, found at first use
+	} else if (r = NOT_FOUND, !library_live(l)) {
 		r = INVALID_HANDLE;
 	} else {
 		for (int i = 0; i < l->nkernels; i++)
@@ -619,6 +621,10 @@ EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l
 	FAULT("cuLibraryGetGlobal");
 	REQUIRE_CTX();
 	if (!dptr || !bytes || !name) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	CUresult bad = library_live(l) ? check_image(l->text, 0, NULL, NULL) : SUCCESS;
+	pthread_mutex_unlock(&mu);
+	if (bad != SUCCESS) return bad;
 	struct fake_module *m = view_of(l);
 	if (!m) return INVALID_HANDLE;
 	for (int i = 0; i < m->nglobals; i++) {
