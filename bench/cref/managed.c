@@ -9,6 +9,7 @@
 //	managed to-device GBPS
 //	managed to-host GBPS
 //	pinned roundtrip GBPS
+//	managed to-host-split K GBPS     (the move to the host in K parts on K streams)
 //
 // Build on the GPU machine: nvcc -O2 -o managed bench/cref/managed.c -lcuda
 #include "cref.h"
@@ -76,5 +77,22 @@ int main(void) {
 		pinned[r] = 2 * N / (now() - t0) / 1e9;
 	}
 	printf("managed roundtrip %.2f\nmanaged to-device %.2f\nmanaged to-host %.2f\npinned roundtrip %.2f\n", median(rt), median(up), median(down), median(pinned));
+	// Does the driver move to the host faster in parts on several streams?
+	enum { MAXK = 8 };
+	CUstream ss[MAXK];
+	for (int k = 0; k < MAXK; k++) CHECK(cuStreamCreate(&ss[k], CU_STREAM_NON_BLOCKING));
+	for (int k = 2; k <= MAXK; k *= 2) {
+		double split[ROUNDS];
+		for (int r = 0; r < ROUNDS; r++) {
+			touch(host);
+			CHECK(cuMemPrefetchAsync_v2(m, N, onDev, 0, s));
+			CHECK(cuStreamSynchronize(s));
+			double t0 = now();
+			for (int i = 0; i < k; i++) CHECK(cuMemPrefetchAsync_v2(m + i * (N / k), N / k, onHost, 0, ss[i]));
+			for (int i = 0; i < k; i++) CHECK(cuStreamSynchronize(ss[i]));
+			split[r] = N / (now() - t0) / 1e9;
+		}
+		printf("managed to-host-split %d %.2f\n", k, median(split));
+	}
 	return 0;
 }
