@@ -107,6 +107,8 @@
 //   - AllocManaged for memory the host and the device both use, as a slice
 //     and as a DeviceBuffer, its pages moving between them on demand or
 //     ahead of use (ManagedBuffer.Prefetch).
+//   - NewGrowableBuffer for memory that grows without moving: addresses
+//     reserved once, memory mapped behind them as it grows.
 //
 // Context.MemoryStats says what the context's buffers hold, by kind, now
 // and at the peak.
@@ -129,7 +131,10 @@
 // describe the kernel (see Function.Launch); LaunchConfigFor sizes a 1-D
 // launch over n elements, and Function.SuggestBlockSize the block that
 // keeps the most of a kernel's threads resident (the occupancy calls).
-// Package nvrtc compiles CUDA C++ at run time.
+// LaunchConfig's Cooperative, Cluster and Priority ask for a launch with
+// attributes: a grid whose blocks all run at once, thread block clusters,
+// a priority of its own. LoadLibrary loads code once for every context of
+// the process. Package nvrtc compiles CUDA C++ at run time.
 //
 // # Releasing resources
 //

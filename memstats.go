@@ -10,7 +10,7 @@ type MemoryKind int
 
 const (
 	// MemoryDevice is device memory from Alloc, Zeroed and FromHost
-	// (cuMemAlloc).
+	// (cuMemAlloc), and the memory mapped into GrowableBuffers.
 	MemoryDevice MemoryKind = iota
 	// MemoryStreamOrdered is device memory from AllocAsync: the device's
 	// default pool.
