@@ -1,9 +1,7 @@
 package cuda
 
 import (
-	"bytes"
 	"runtime"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -150,53 +148,4 @@ func libraryImageErr(err *Error, r driver.Status) {
 		err.Err = ErrInvalidValue
 		err.Detail = join(err.Detail, "the library's image cannot be loaded (the driver reads it at first use)")
 	}
-}
-
-// checkImage checks an image and its JIT options, and returns PTX text
-// with the NUL the driver reads it up to.
-func checkImage(op string, image []byte, opts []JITOption) (_ []byte, isBinary bool, _ error) {
-	if len(image) == 0 {
-		return nil, false, errorf(op, ErrInvalidValue, "empty image")
-	}
-	for _, o := range opts {
-		if (o.key == driver.JITOptimizationLevel && o.value > 4) || (o.key == driver.JITMaxRegisters && (o.value == 0 || o.value > 255)) {
-			return nil, false, errorf(op, ErrInvalidValue, "JIT option %d = %d out of range", o.key, int(o.value))
-		}
-	}
-	isBinary = bytes.HasPrefix(image, []byte(elfMagic)) ||
-		(len(image) >= 4 && *(*uint32)(unsafe.Pointer(&image[0])) == fatbinMagic0)
-	if !isBinary && image[len(image)-1] != 0 {
-		image = append(image[:len(image):len(image)], 0) // PTX text is read up to its NUL
-	}
-	return image, isBinary, nil
-}
-
-// jitLogs are the compiler's error and information logs, which the driver
-// writes while it loads an image.
-type jitLogs struct{ errLog, infoLog []byte }
-
-// jitOptions returns the JIT option keys and values for the driver: the
-// logs', then opts. The values are addresses or numbers, as the driver
-// takes them; the logs are heap memory, which does not move, kept alive
-// by the caller until the load returns.
-func jitOptions(opts []JITOption) ([]driver.JITOption, []uintptr, *jitLogs) {
-	logs := &jitLogs{make([]byte, jitLogBytes), make([]byte, jitLogBytes)}
-	keys := []driver.JITOption{driver.JITErrorLogBuffer, driver.JITErrorLogBufferSize, driver.JITInfoLogBuffer, driver.JITInfoLogBufferSize}
-	values := []uintptr{uintptr(unsafe.Pointer(&logs.errLog[0])), jitLogBytes, uintptr(unsafe.Pointer(&logs.infoLog[0])), jitLogBytes}
-	for _, o := range opts {
-		keys, values = append(keys, o.key), append(values, o.value)
-	}
-	return keys, values, logs
-}
-
-// loadError adds the compiler's log to a failed load's error, and makes
-// an image the driver refuses ErrInvalidValue.
-func loadError(err *Error, r driver.Status, logs *jitLogs) *Error {
-	if log := strings.TrimSpace(driver.GoString(&logs.errLog[0])); log != "" {
-		err.Detail = "JIT log:\n" + log
-	}
-	if r.Code == driver.ErrorInvalidImage || r.Code == driver.ErrorInvalidPTX {
-		err.Err = ErrInvalidValue
-	}
-	return err
 }
