@@ -179,8 +179,9 @@ func (g *GrowableBuffer[T]) valid(op string) error {
 // the old length keep theirs. Shrinking unmaps the pieces wholly past n,
 // once the context's work has finished, and closes the Buffers longer
 // than n (their later use is ErrClosed); a Buffer a graph still uses
-// makes it fail first, with nothing changed. A failure leaves the buffer
-// as it was.
+// makes it fail first, with nothing changed. A later failure (of the
+// driver) leaves the length as it was, or shorter where memory behind it
+// was unmapped already, and Resize may be called again.
 func (g *GrowableBuffer[T]) Resize(n int) error {
 	const op = "GrowableBuffer.Resize"
 	if g == nil {
@@ -241,8 +242,10 @@ func (g *GrowableBuffer[T]) mapPiece(op string, size uintptr) (err error) {
 }
 
 // shrink closes the views longer than n, then unmaps the pieces wholly
-// past need bytes.
+// past need bytes. Where it fails part way, the length is cut to what
+// stays mapped, so that no Buffer made later reaches past it.
 func (g *GrowableBuffer[T]) shrink(op string, n int, need uintptr) error {
+	defer func() { g.n = min(g.n, int(g.mapped/sizeOf[T]())) }()
 	long := g.views[:0:0]
 	for _, v := range g.liveViews() {
 		if v.size > uintptr(n)*sizeOf[T]() {

@@ -268,6 +268,10 @@ func sweepCases() []sweepCase {
 							g.Free,
 						)
 					}, func(t *testing.T, _ error) {
+						// Whatever failed, no length reaches past the memory mapped.
+						if g.Len() > g.Cap() {
+							t.Errorf("length %d past the %d elements mapped", g.Len(), g.Cap())
+						}
 						if err := g.Free(); err != nil {
 							t.Errorf("free: %v", err)
 						}
