@@ -11,6 +11,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
 	"github.com/gocuda/cuda/safetensors"
@@ -852,6 +853,40 @@ func sweepCases() []sweepCase {
 						x.Free()
 						y.Free()
 						v.Free()
+					}
+			}},
+		{name: "curand", covers: []string{"curand.New", "curand.Version", "Generator.SetSeed", "Generator.SetOffset", "curand.Uniform",
+			"curand.Normal", "curand.LogNormal", "curand.Poisson", "curand.Bits", "Generator.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var g *curand.Generator
+				f := must(cuda.Alloc[float32](e.ctx, 101))(t) // odd: Normal's own pair for the last
+				d := must(cuda.Alloc[float64](e.ctx, 64))(t)
+				u := must(cuda.Alloc[uint32](e.ctx, 64))(t)
+				return func() error {
+						return firstErr(
+							func() error { _, err := curand.Version(); return err },
+							func() (err error) { g, err = curand.New(e.s, curand.Philox4x32_10, 1); return err },
+							func() error { return g.SetSeed(2) },
+							func() error { return g.SetOffset(10) },
+							func() error { return curand.Uniform(g, f) },
+							func() error { return curand.Normal(g, f, 0, 1) },
+							func() error { return curand.LogNormal(g, d, 0, 1) },
+							func() error { return curand.Poisson(g, u, 3) },
+							func() error { return curand.Bits(g, u) },
+							e.s.Synchronize,
+							func() error { return g.Close() },
+						)
+					}, func(t *testing.T, _ error) {
+						e.s.Synchronize()
+						if g != nil && g.Close() != nil {
+							if err := g.Close(); err != nil {
+								t.Errorf("closing a cuRAND generator again: %v", err)
+							}
+						}
+						f.Free()
+						d.Free()
+						u.Free()
+						stillWorks(t, "curand", e.ctx, e.s)
 					}
 			}},
 		{name: "nvrtc", covers: []string{"nvrtc.Compile", "nvrtc.Version"},

@@ -14,6 +14,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
@@ -104,6 +105,11 @@ var zeroTypes = map[string]struct {
 	"cublas.Layout":           {new(cublas.Layout), false},
 	"cublas.Epilogue":         {new(cublas.Epilogue), false},
 	"cublas.Matrix":           {new(cublas.Matrix[float32]), false},
+	"curand.RNG":              {new(curand.RNG), false},
+	"curand.Status":           {new(curand.Status), false},
+	"curand.Error":            {new(curand.Error), false},
+	"curand.Generator":        {new(curand.Generator), false},
+	"curand.Float":            {nil, false}, // a constraint
 }
 
 // zeroFuncs calls every exported function that takes an object of ours
@@ -113,7 +119,27 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.LoadLibrary": nil, "cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
-	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "cublas.Version": nil,
+	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil,
+	"curand.New": func() []error {
+		_, e1 := curand.New(&cuda.Stream{}, curand.Philox4x32_10, 1)
+		_, e2 := curand.New(nil, curand.Philox4x32_10, 1)
+		return []error{e1, e2}
+	},
+	"curand.Uniform": func() []error {
+		return []error{curand.Uniform(&curand.Generator{}, &cuda.DeviceBuffer[float32]{}), curand.Uniform[float64](nil, nil)}
+	},
+	"curand.Normal": func() []error {
+		return []error{curand.Normal(&curand.Generator{}, &cuda.DeviceBuffer[float32]{}, 0, 1), curand.Normal[float64](nil, nil, 0, 1)}
+	},
+	"curand.LogNormal": func() []error {
+		return []error{curand.LogNormal(&curand.Generator{}, &cuda.DeviceBuffer[float32]{}, 0, 1), curand.LogNormal[float64](nil, nil, 0, 1)}
+	},
+	"curand.Poisson": func() []error {
+		return []error{curand.Poisson(&curand.Generator{}, &cuda.DeviceBuffer[uint32]{}, 1), curand.Poisson(nil, nil, 1)}
+	},
+	"curand.Bits": func() []error {
+		return []error{curand.Bits(&curand.Generator{}, &cuda.DeviceBuffer[uint32]{}), curand.Bits(nil, nil)}
+	},
 	"cuda.NewFloat16": nil, "cuda.NewBFloat16": nil, "cublas.Library": nil, "cublas.NewMatrix": nil,
 	"safetensors.Open": nil, // a path: nothing of gocuda's
 	"safetensors.Parse": func() []error {
@@ -402,7 +428,7 @@ func callZero(m reflect.Value) (results []reflect.Value, panicked any) {
 // packages cuda, nccl, nvrtc, cublas and safetensors, as "pkg.Name".
 func exportedNames(t *testing.T) (types, funcs []string) {
 	t.Helper()
-	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc", "cublas": "cublas", "safetensors": "safetensors"} {
+	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc", "cublas": "cublas", "curand": "curand", "safetensors": "safetensors"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

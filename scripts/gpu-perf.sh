@@ -77,6 +77,9 @@
 #             with and without a prefetch), purego and cgo, beside the same calls
 #             from C (bench/cref/managed.c), three interleaved rounds:
 #             OUTDIR/managed.txt
+#   rand      package curand's BenchmarkGenerate (Uniform and Normal of 256 Mi
+#             float32), purego and cgo, beside bench/torch_rand.py (torch.rand,
+#             torch.randn), two rounds: OUTDIR/rand.txt
 #   growable  GrowableBuffer (BenchmarkGrowableGrow: 1 GiB to 16 GiB in 1 GiB
 #             steps in place beside allocating and copying; BenchmarkGrowableCopy:
 #             pinned copies into a grown buffer beside an Alloc'd one), purego and
@@ -93,7 +96,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [growable] [stats] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [rand] [growable] [stats] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -330,6 +333,17 @@ for section in $sections; do
 		done >"$out/managed.txt" 2>&1
 		summary "$out/managed.txt"
 		grep -E '^(managed|pinned) ' "$out/managed.txt"
+		;;
+	rand)
+		for round in 1 2; do
+			for set in tests tests-cgo; do
+				echo "== round $round: $set"
+				(cd curand && "../bin/$set/curand.test" -test.run '^$' -test.bench '^BenchmarkGenerate$' -test.benchtime 20x)
+			done
+			echo "== PyTorch"
+			python3 bench/torch_rand.py
+		done >"$out/rand.txt" 2>&1
+		grep -E '^(==|Benchmark|torch)' "$out/rand.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
 		;;
 	growable)
 		for round in 1 2; do

@@ -34,6 +34,13 @@ if nvcc -O2 -o "$logdir/occupancy" bench/cref/occupancy.c -lcuda >"$logdir/occup
 	export GOCUDA_CREF_OCCUPANCY=$logdir/occupancy.txt
 fi
 
+# cuRAND's numbers from C, which TestMatchesC (package curand) compares
+# with gocuda's bit for bit (bench/cref/curand.c).
+if nvcc -O2 -o "$logdir/curand" bench/cref/curand.c -lcurand -lcuda >"$logdir/curand-build.log" 2>&1 &&
+	LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$logdir/curand" >"$logdir/curand.txt"; then
+	export GOCUDA_CREF_CURAND=$logdir/curand.txt
+fi
+
 passed=0 failed=0 summary=()
 for set in tests tests-cgo; do
 	while read -r name dir; do

@@ -22,10 +22,11 @@ const (
 	GraphExec
 	BLASHandle // a cuBLAS handle
 	Library
+	RandGenerator // a cuRAND generator
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator"}
 
 func (k Kind) String() string { return names[k] }
 

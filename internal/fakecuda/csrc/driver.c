@@ -232,6 +232,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "graph")) n = live_graphs;
 	else if (!strcmp(kind, "graphexec")) n = live_execs;
 	else if (!strcmp(kind, "blas")) n = live_blas;
+	else if (!strcmp(kind, "rand")) n = live_rand;
 	else if (!strcmp(kind, "ipc")) n = live_ipc;
 	else if (!strcmp(kind, "library")) n = live_libraries;
 	else if (!strcmp(kind, "vmm")) n = live_vmm;
@@ -293,6 +294,10 @@ static void run_op(struct op *o) {
 	case OP_BLAS:
 		run_blas(o->blas);
 		free(o->blas);
+		break;
+	case OP_RAND:
+		run_rand(o->rand);
+		free(o->rand);
 		break;
 	}
 }

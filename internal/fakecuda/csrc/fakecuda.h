@@ -111,10 +111,11 @@ struct fake_event {
 	long completed; // how many have run
 	struct timespec when;
 };
-enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS };
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_RAND };
 struct launch;
 struct coll_part;
 struct blas_op;
+struct rand_op;
 struct op {
 	enum op_kind kind;
 	void *dst;
@@ -126,6 +127,7 @@ struct op {
 	struct launch *launch;
 	struct coll_part *coll;
 	struct blas_op *blas;
+	struct rand_op *rand;
 	struct op *next;
 };
 struct fake_stream {
@@ -172,5 +174,11 @@ extern long live_ipc; // IPC mappings opened and not closed, under mu
 void run_blas(struct blas_op *o);
 struct blas_op *blas_clone(const struct blas_op *o);
 extern long live_blas; // cuBLAS and cuBLASLt handles and descriptors, under mu
+
+// ---- rand.c ------------------------------------------------------------------
+
+void run_rand(struct rand_op *o);
+struct rand_op *rand_clone(const struct rand_op *o);
+extern long live_rand; // cuRAND generators, under mu
 
 #endif

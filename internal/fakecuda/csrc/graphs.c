@@ -51,6 +51,7 @@ static int exec_live(CUgraphExec e) {
 static void free_op(struct op *o) {
 	if (o->kind == OP_KERNEL) free(o->launch);
 	if (o->kind == OP_BLAS) free(o->blas);
+	if (o->kind == OP_RAND) free(o->rand);
 }
 
 static void free_ops(struct op *ops, int n) {
@@ -65,6 +66,7 @@ static struct op *copy_ops(const struct op *ops, int n) {
 		c[i] = ops[i];
 		if (c[i].kind == OP_KERNEL) c[i].launch = launch_clone(ops[i].launch);
 		if (c[i].kind == OP_BLAS) c[i].blas = blas_clone(ops[i].blas);
+		if (c[i].kind == OP_RAND) c[i].rand = rand_clone(ops[i].rand);
 	}
 	return c;
 }
@@ -74,7 +76,7 @@ CUresult capture_op(CUstream s, struct op o) {
 	struct fake_graph *g = s->capture;
 	CUresult rc = SUCCESS;
 	switch (o.kind) {
-	case OP_COPY: case OP_SET8: case OP_SET16: case OP_SET32: case OP_KERNEL: case OP_BLAS:
+	case OP_COPY: case OP_SET8: case OP_SET16: case OP_SET32: case OP_KERNEL: case OP_BLAS: case OP_RAND:
 		if (g->n == g->cap) {
 			g->cap = g->cap ? 2 * g->cap : 16;
 			g->ops = realloc(g->ops, g->cap * sizeof *g->ops);
@@ -182,7 +184,7 @@ static const char *op_name(const struct op *o) {
 	switch (o->kind) {
 	case OP_COPY: return "memcpy";
 	case OP_SET8: case OP_SET16: case OP_SET32: return "memset";
-	case OP_KERNEL: case OP_BLAS: return "kernel";
+	case OP_KERNEL: case OP_BLAS: case OP_RAND: return "kernel";
 	default: return "op";
 	}
 }

@@ -1,0 +1,151 @@
+package curand
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// Float is the element type of the continuous distributions.
+type Float interface{ ~float32 | ~float64 }
+
+// Uniform fills dst with numbers uniform on (0, 1] (cuRAND's interval:
+// 0 excluded, 1 included), continuing g's sequence.
+func Uniform[T Float](g *Generator, dst *cuda.DeviceBuffer[T]) error {
+	const op = "Uniform"
+	name, fn := "curandGenerateUniform", lib.uniform
+	if isDouble[T]() {
+		name, fn = "curandGenerateUniformDouble", lib.uniformDouble
+	}
+	return fill(g, op, dst, false, func(out, n uintptr) error { return call(op, name, fn, g.raw.h, out, n) })
+}
+
+// Normal fills dst with normally distributed numbers of the given mean and
+// standard deviation, continuing g's sequence. cuRAND makes them in pairs
+// (Box-Muller) and takes only even counts from a pseudo-random generator:
+// for an odd count the last number is the first of a pair of its own,
+// which continues the sequence by two.
+func Normal[T Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stddev T) error {
+	return normal(g, "Normal", dst, mean, stddev, false)
+}
+
+// LogNormal fills dst with numbers whose logarithms are normally
+// distributed with the given mean and standard deviation; counts as for
+// Normal.
+func LogNormal[T Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stddev T) error {
+	return normal(g, "LogNormal", dst, mean, stddev, true)
+}
+
+func normal[T Float](g *Generator, op string, dst *cuda.DeviceBuffer[T], mean, stddev T, logNormal bool) error {
+	if stddev < 0 || stddev != stddev || mean != mean {
+		return errorf(op, cuda.ErrInvalidValue, "mean %v, standard deviation %v: want numbers, and a deviation of 0 or more", mean, stddev)
+	}
+	name := "curandGenerate" + op
+	if isDouble[T]() {
+		name += "Double"
+	}
+	gen := func(out, n uintptr) error {
+		var s int32
+		switch {
+		case isDouble[T]() && logNormal:
+			s = lib.logNormalDbl(g.raw.h, out, n, float64(mean), float64(stddev))
+		case isDouble[T]():
+			s = lib.normalDouble(g.raw.h, out, n, float64(mean), float64(stddev))
+		case logNormal:
+			s = lib.logNormal(g.raw.h, out, n, float32(mean), float32(stddev))
+		default:
+			s = lib.normal(g.raw.h, out, n, float32(mean), float32(stddev))
+		}
+		return statusErr(op, name, Status(s))
+	}
+	return fill(g, op, dst, true, gen)
+}
+
+// Poisson fills dst with numbers of the Poisson distribution of mean
+// lambda (more than 0), continuing g's sequence.
+func Poisson(g *Generator, dst *cuda.DeviceBuffer[uint32], lambda float64) error {
+	const op = "Poisson"
+	if !(lambda > 0) {
+		return errorf(op, cuda.ErrInvalidValue, "lambda %v: want more than 0", lambda)
+	}
+	return fill(g, op, dst, false, func(out, n uintptr) error {
+		return statusErr(op, "curandGeneratePoisson", Status(lib.poisson(g.raw.h, out, n, lambda)))
+	})
+}
+
+// Bits fills dst with the generator's raw 32-bit numbers, continuing its
+// sequence.
+func Bits(g *Generator, dst *cuda.DeviceBuffer[uint32]) error {
+	const op = "Bits"
+	return fill(g, op, dst, false, func(out, n uintptr) error { return call(op, "curandGenerate", lib.generate, g.raw.h, out, n) })
+}
+
+func isDouble[T Float]() bool { var z T; return unsafe.Sizeof(z) == 8 }
+
+// fill checks dst and runs gen on it in g's turn, on g's stream. pairs
+// says gen makes numbers in pairs: from a pseudo-random generator, for an
+// odd count, gen fills all but the last, then a pair in stream-ordered
+// scratch memory whose first number becomes the last.
+func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool, gen func(out, n uintptr) error) error {
+	if err := g.valid(op); err != nil {
+		return err
+	}
+	if dst == nil {
+		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.DeviceBuffer")
+	}
+	if c := dst.Context(); c != nil && c != g.stream.Context() {
+		return errorf(op, cuda.ErrInvalidValue, "the buffer belongs to another context than the generator's stream")
+	}
+	n := dst.Len()
+	odd := pairs && !g.rng.quasi() && n%2 == 1
+	var scratch *cuda.DeviceBuffer[T]
+	if odd {
+		var err error
+		if scratch, err = cuda.AllocAsync[T](g.stream, 2); err != nil {
+			return err
+		}
+	}
+	err := g.do(op, []cuda.Memory{dst}, func(uintptr) error {
+		whole := n
+		if odd {
+			whole = n - 1
+		}
+		if whole > 0 {
+			if err := gen(uintptr(dst.Ptr()), uintptr(whole)); err != nil {
+				return err
+			}
+		}
+		if odd {
+			return gen(uintptr(scratch.Ptr()), 2)
+		}
+		return nil
+	})
+	if !odd {
+		return err
+	}
+	if err == nil {
+		err = copyFirst(dst, n-1, scratch, g.stream)
+	}
+	// The scratch memory is freed in the stream's order, after the copy;
+	// a failed free is tried once more (so nothing is lost), and reported.
+	freeErr := scratch.Free()
+	if freeErr != nil && scratch.Free() != nil {
+		freeErr = fmt.Errorf("%w (and again)", freeErr)
+	}
+	return errors.Join(err, freeErr)
+}
+
+// copyFirst copies src's first element to dst's element i, on s.
+func copyFirst[T any](dst *cuda.DeviceBuffer[T], i int, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	last, err := dst.Slice(i, 1)
+	if err != nil {
+		return err
+	}
+	first, err := src.Slice(0, 1)
+	if err != nil {
+		return err
+	}
+	return last.CopyFromDeviceAsync(first, s)
+}

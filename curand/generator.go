@@ -1,0 +1,208 @@
+package curand
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// RNG is a cuRAND generator type (curandRngType_t).
+type RNG int
+
+// The generators. The pseudo-random ones take a seed; Sobol's are
+// quasi-random, one dimension, and take none.
+const (
+	XORWOW           RNG = 101
+	MRG32k3a         RNG = 121
+	MTGP32           RNG = 141
+	MT19937          RNG = 142
+	Philox4x32_10    RNG = 161 // the default of PyTorch and JAX on the GPU
+	Sobol32          RNG = 201
+	ScrambledSobol32 RNG = 202
+)
+
+var rngNames = map[RNG]string{
+	XORWOW: "XORWOW", MRG32k3a: "MRG32k3a", MTGP32: "MTGP32", MT19937: "MT19937",
+	Philox4x32_10: "Philox4x32-10", Sobol32: "Sobol32", ScrambledSobol32: "scrambled Sobol32",
+}
+
+func (r RNG) String() string {
+	if s, ok := rngNames[r]; ok {
+		return s
+	}
+	return fmt.Sprintf("RNG(%d)", int(r))
+}
+
+// quasi reports whether r is a quasi-random generator.
+func (r RNG) quasi() bool { return r == Sobol32 || r == ScrambledSobol32 }
+
+// Generator is a cuRAND generator for one stream: every call queues its
+// work on that stream, in the stream's order, and continues the
+// generator's sequence. It is safe for use by many goroutines, whose calls
+// take turns (the sequence follows their order). Close it when done. The
+// zero Generator is not usable: its methods return cuda.ErrInvalidValue.
+type Generator struct {
+	// life is held by every call and closed by Close, which waits for the
+	// calls in flight (internal/lifetime).
+	life lifetime.Life
+	// mu makes calls take turns: a cuRAND generator is not for concurrent
+	// use. Lock order: life's hold, then mu, then the holds Stream.Do takes.
+	mu     sync.Mutex
+	stream *cuda.Stream
+	rng    RNG
+	raw    *raw
+}
+
+// raw is the library's generator, shared with the cleanup of a Generator
+// nobody closed.
+type raw struct {
+	ctx *cuda.Context
+	h   uintptr
+}
+
+func (r *raw) destroy(op string) error {
+	if r.h == 0 {
+		return nil
+	}
+	if err := call(op, "curandDestroyGenerator", lib.destroy, r.h); err != nil {
+		return err
+	}
+	r.h = 0
+	return nil
+}
+
+// New makes a generator of type rng that queues its work on s, seeded
+// with seed (a pseudo-random generator; a quasi-random one takes no seed:
+// pass 0).
+func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
+	const op = "New"
+	if s == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+	}
+	if _, ok := rngNames[rng]; !ok {
+		return nil, errorf(op, cuda.ErrInvalidValue, "unknown generator type %d", int(rng))
+	}
+	if rng.quasi() && seed != 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "%v is quasi-random and takes no seed: pass 0", rng)
+	}
+	if err := open(op); err != nil {
+		return nil, err
+	}
+	r := &raw{ctx: s.Context()}
+	err := s.Do(func(stream uintptr) error {
+		if err := call(op, "curandCreateGenerator", lib.create, uintptr(unsafe.Pointer(&r.h)), uintptr(rng)); err != nil {
+			return err
+		}
+		err := call(op, "curandSetStream", lib.setStream, r.h, stream)
+		if err == nil && !rng.quasi() {
+			err = call(op, "curandSetPseudoRandomGeneratorSeed", lib.setSeed, r.h, uintptr(seed))
+		}
+		if err != nil {
+			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{stream: s, rng: rng, raw: r}
+	g.life.Arm(track.RandGenerator, runtime.AddCleanup(g, func(r *raw) {
+		track.Forgotten(track.RandGenerator)
+		r.ctx.Do(func() error { return r.destroy("Generator cleanup") })
+	}, r))
+	return g, nil
+}
+
+// valid returns the error for a nil or zero Generator.
+func (g *Generator) valid(op string) error {
+	switch {
+	case g == nil:
+		return errorf(op, cuda.ErrInvalidValue, "nil *Generator")
+	case g.life.Status() == lifetime.Zero:
+		return errorf(op, cuda.ErrInvalidValue, "a zero Generator: make one with New")
+	}
+	return nil
+}
+
+// do runs queue with g held, its turn taken, and g's stream and mem held
+// open with their context current (Stream.Do).
+func (g *Generator) do(op string, mem []cuda.Memory, queue func(stream uintptr) error) error {
+	if err := g.valid(op); err != nil {
+		return err
+	}
+	if g.life.Hold() != lifetime.Held {
+		return errorf(op, cuda.ErrClosed, "the generator is closed")
+	}
+	defer g.life.Release()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stream.Do(queue, mem...)
+}
+
+// Stream returns the stream g queues its work on.
+func (g *Generator) Stream() *cuda.Stream {
+	if g == nil {
+		return nil
+	}
+	return g.stream
+}
+
+// RNG returns g's generator type.
+func (g *Generator) RNG() RNG {
+	if g == nil {
+		return 0
+	}
+	return g.rng
+}
+
+// SetSeed seeds a pseudo-random generator again; its sequence starts over
+// at the offset last set.
+func (g *Generator) SetSeed(seed uint64) error {
+	const op = "Generator.SetSeed"
+	if err := g.valid(op); err != nil {
+		return err
+	}
+	if g.rng.quasi() {
+		return errorf(op, cuda.ErrInvalidValue, "%v is quasi-random and takes no seed", g.rng)
+	}
+	return g.do(op, nil, func(uintptr) error {
+		return call(op, "curandSetPseudoRandomGeneratorSeed", lib.setSeed, g.raw.h, uintptr(seed))
+	})
+}
+
+// SetOffset moves g to the offset-th number of its sequence: the next
+// call's numbers are those a fresh generator would give after skipping
+// offset of them. (MTGP32 and MT19937 have no offsets: cuRAND's
+// CURAND_STATUS_TYPE_ERROR.)
+func (g *Generator) SetOffset(offset uint64) error {
+	const op = "Generator.SetOffset"
+	return g.do(op, nil, func(uintptr) error {
+		return call(op, "curandSetGeneratorOffset", lib.setOffset, g.raw.h, uintptr(offset))
+	})
+}
+
+// Close waits for the calls in flight and destroys the generator (cuRAND
+// waits for its work on the device first). A Close the library refuses
+// leaves g usable and may be tried again; Close of a closed Generator
+// returns nil. Once g's context is closed, the library's generator went
+// with it.
+func (g *Generator) Close() error {
+	const op = "Generator.Close"
+	if err := g.valid(op); err != nil {
+		return err
+	}
+	_, err := g.life.Close(func() (bool, error) {
+		// A closed context took the generator with it.
+		if err := g.raw.ctx.Do(func() error { return g.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
+			return false, err
+		}
+		return true, nil
+	})
+	return err
+}
