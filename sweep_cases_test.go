@@ -11,6 +11,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
@@ -887,6 +888,59 @@ func sweepCases() []sweepCase {
 						d.Free()
 						u.Free()
 						stillWorks(t, "curand", e.ctx, e.s)
+					}
+			}},
+		{name: "cufft", covers: []string{"cufft.NewPlan", "cufft.Version", "cufft.ExecC2C", "cufft.ExecZ2Z", "cufft.ExecR2C",
+			"cufft.ExecD2Z", "cufft.ExecC2R", "cufft.ExecZ2D", "Plan.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var plans []*cufft.Plan
+				c := must(cuda.Alloc[complex64](e.ctx, 8))(t)
+				z := must(cuda.Alloc[complex128](e.ctx, 8))(t)
+				f := must(cuda.Alloc[float32](e.ctx, 8))(t)
+				d := must(cuda.Alloc[float64](e.ctx, 8))(t)
+				cz := must(cuda.Alloc[complex64](e.ctx, 5))(t)
+				zz := must(cuda.Alloc[complex128](e.ctx, 5))(t)
+				plan := func(typ cufft.Type) func() error {
+					return func() error {
+						p, err := cufft.NewPlan(e.s, typ, []int{8}, 1)
+						if err == nil {
+							plans = append(plans, p)
+						}
+						return err
+					}
+				}
+				return func() error {
+						plans = nil
+						return firstErr(
+							func() error { _, err := cufft.Version(); return err },
+							plan(cufft.C2C), plan(cufft.Z2Z), plan(cufft.R2C), plan(cufft.D2Z), plan(cufft.C2R), plan(cufft.Z2D),
+							func() error { return cufft.ExecC2C(plans[0], c, c, cufft.Forward) },
+							func() error { return cufft.ExecZ2Z(plans[1], z, z, cufft.Inverse) },
+							func() error { return cufft.ExecR2C(plans[2], f, cz) },
+							func() error { return cufft.ExecD2Z(plans[3], d, zz) },
+							func() error { return cufft.ExecC2R(plans[4], cz, f) },
+							func() error { return cufft.ExecZ2D(plans[5], zz, d) },
+							e.s.Synchronize,
+							func() error {
+								for _, p := range plans {
+									if err := p.Close(); err != nil {
+										return err
+									}
+								}
+								return nil
+							},
+						)
+					}, func(t *testing.T, _ error) {
+						e.s.Synchronize()
+						for _, p := range plans {
+							if err := p.Close(); err != nil {
+								t.Errorf("closing a cuFFT plan again: %v", err)
+							}
+						}
+						for _, b := range []cuda.Memory{c, z, f, d, cz, zz} {
+							b.(interface{ Free() error }).Free()
+						}
+						stillWorks(t, "cufft", e.ctx, e.s)
 					}
 			}},
 		{name: "nvrtc", covers: []string{"nvrtc.Compile", "nvrtc.Version"},

@@ -14,6 +14,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/internal/fakecuda"
@@ -44,7 +45,7 @@ type sweepCase struct {
 // sweepCodes are the results each call is made to fail with: out of
 // memory, launch failure, invalid value, unknown; NCCL's calls fail with
 // internal error and invalid argument.
-var sweepCodes, ncclSweepCodes, cublasSweepCodes, curandSweepCodes = []int{2, 719, 1, 999}, []int{3, 4}, []int{3, 7, 13}, []int{102, 201, 999}
+var sweepCodes, ncclSweepCodes, cublasSweepCodes, curandSweepCodes, cufftSweepCodes = []int{2, 719, 1, 999}, []int{3, 4}, []int{3, 7, 13}, []int{102, 201, 999}, []int{2, 5, 6}
 
 // noDriverMethods are exported methods and functions that never call the
 // driver: there is nothing to inject into them (TestZeroValues checks them
@@ -70,6 +71,7 @@ var noDriverMethods = []string{
 	"ManagedBuffer.Data", "ManagedBuffer.Buffer", "ManagedBuffer.Len", "Location.IsHost", "Location.Device", "Location.String", "ClusterPolicy.String",
 	"GrowableBuffer.Len", "GrowableBuffer.Cap", "GrowableBuffer.MaxLen", "GrowableBuffer.Ptr",
 	"curand.Library", "Generator.Stream", "Generator.RNG", "RNG.String",
+	"cufft.Library", "Plan.Type", "Plan.Shape", "Plan.WorkBytes", "Plan.Stream", "Type.String", "Result.String", "Result.Error",
 	"Advice.String", "cuda.OnDevice", "cuda.OnHost",
 }
 
@@ -131,6 +133,8 @@ func TestFaultSweep(t *testing.T) {
 					codes = cublasSweepCodes
 				case strings.HasPrefix(name, "curand"):
 					codes = curandSweepCodes
+				case strings.HasPrefix(name, "cufft"):
+					codes = cufftSweepCodes
 				}
 				n := counts[name]
 				if c.maxNth > 0 {
@@ -163,7 +167,7 @@ func injectOne(t *testing.T, f *fakecuda.Control, c sweepCase, e *sweepEnv, name
 	where := fmt.Sprintf("%s, call %d of %s failing with %d", c.name, nth, name, code)
 	before := track.Take()
 	fakeBefore := map[string]int{}
-	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas", "ipc", "library", "vmm", "rand"} {
+	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas", "ipc", "library", "vmm", "rand", "fft"} {
 		fakeBefore[k] = f.Live(k)
 	}
 	failed := t.Failed()
@@ -221,6 +225,8 @@ func checkInjected(t *testing.T, where string, err error, name string, code int)
 		matches, sentinels = errors.Is(err, cublas.Status(code)), map[int]error{3: cuda.ErrOutOfMemory, 7: cuda.ErrInvalidValue}
 	case strings.HasPrefix(name, "curand"):
 		matches, sentinels = errors.Is(err, curand.Status(code)), map[int]error{102: cuda.ErrOutOfMemory}
+	case strings.HasPrefix(name, "cufft"):
+		matches, sentinels = errors.Is(err, cufft.Result(code)), map[int]error{2: cuda.ErrOutOfMemory}
 	}
 	if !matches {
 		t.Errorf("%s: error %v does not carry code %d", where, err, code)

@@ -14,6 +14,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nccl"
@@ -110,6 +111,11 @@ var zeroTypes = map[string]struct {
 	"curand.Error":            {new(curand.Error), false},
 	"curand.Generator":        {new(curand.Generator), false},
 	"curand.Float":            {nil, false}, // a constraint
+	"cufft.Type":              {new(cufft.Type), false},
+	"cufft.Direction":         {new(cufft.Direction), false},
+	"cufft.Result":            {new(cufft.Result), false},
+	"cufft.Error":             {new(cufft.Error), false},
+	"cufft.Plan":              {new(cufft.Plan), false},
 }
 
 // zeroFuncs calls every exported function that takes an object of ours
@@ -119,7 +125,30 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.LoadLibrary": nil, "cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
-	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil,
+	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil, "cufft.Version": nil, "cufft.Library": nil,
+	"cufft.NewPlan": func() []error {
+		_, e1 := cufft.NewPlan(&cuda.Stream{}, cufft.C2C, []int{4}, 1)
+		_, e2 := cufft.NewPlan(nil, cufft.C2C, []int{4}, 1)
+		return []error{e1, e2}
+	},
+	"cufft.ExecC2C": func() []error {
+		return []error{cufft.ExecC2C(&cufft.Plan{}, &cuda.DeviceBuffer[complex64]{}, &cuda.DeviceBuffer[complex64]{}, cufft.Forward), cufft.ExecC2C(nil, nil, nil, cufft.Forward)}
+	},
+	"cufft.ExecZ2Z": func() []error {
+		return []error{cufft.ExecZ2Z(&cufft.Plan{}, &cuda.DeviceBuffer[complex128]{}, &cuda.DeviceBuffer[complex128]{}, cufft.Inverse), cufft.ExecZ2Z(nil, nil, nil, cufft.Forward)}
+	},
+	"cufft.ExecR2C": func() []error {
+		return []error{cufft.ExecR2C(&cufft.Plan{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[complex64]{}), cufft.ExecR2C(nil, nil, nil)}
+	},
+	"cufft.ExecD2Z": func() []error {
+		return []error{cufft.ExecD2Z(&cufft.Plan{}, &cuda.DeviceBuffer[float64]{}, &cuda.DeviceBuffer[complex128]{}), cufft.ExecD2Z(nil, nil, nil)}
+	},
+	"cufft.ExecC2R": func() []error {
+		return []error{cufft.ExecC2R(&cufft.Plan{}, &cuda.DeviceBuffer[complex64]{}, &cuda.DeviceBuffer[float32]{}), cufft.ExecC2R(nil, nil, nil)}
+	},
+	"cufft.ExecZ2D": func() []error {
+		return []error{cufft.ExecZ2D(&cufft.Plan{}, &cuda.DeviceBuffer[complex128]{}, &cuda.DeviceBuffer[float64]{}), cufft.ExecZ2D(nil, nil, nil)}
+	},
 	"curand.New": func() []error {
 		_, e1 := curand.New(&cuda.Stream{}, curand.Philox4x32_10, 1)
 		_, e2 := curand.New(nil, curand.Philox4x32_10, 1)
@@ -428,7 +457,7 @@ func callZero(m reflect.Value) (results []reflect.Value, panicked any) {
 // packages cuda, nccl, nvrtc, cublas and safetensors, as "pkg.Name".
 func exportedNames(t *testing.T) (types, funcs []string) {
 	t.Helper()
-	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc", "cublas": "cublas", "curand": "curand", "safetensors": "safetensors"} {
+	for dir, pkg := range map[string]string{".": "cuda", "nccl": "nccl", "nvrtc": "nvrtc", "cublas": "cublas", "curand": "curand", "cufft": "cufft", "safetensors": "safetensors"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -78,8 +78,9 @@
 #             from C (bench/cref/managed.c), three interleaved rounds:
 #             OUTDIR/managed.txt
 #   rand      package curand's BenchmarkGenerate (Uniform and Normal of 256 Mi
-#             float32), purego and cgo, beside bench/torch_rand.py (torch.rand,
-#             torch.randn), two rounds: OUTDIR/rand.txt
+#             float32) and package cufft's BenchmarkFFT, purego and cgo, beside
+#             bench/torch_rand.py (torch.rand, torch.randn) and bench/torch_fft.py,
+#             two rounds: OUTDIR/rand.txt
 #   growable  GrowableBuffer (BenchmarkGrowableGrow: 1 GiB to 16 GiB in 1 GiB
 #             steps in place beside allocating and copying; BenchmarkGrowableCopy:
 #             pinned copies into a grown buffer beside an Alloc'd one), purego and
@@ -339,9 +340,11 @@ for section in $sections; do
 			for set in tests tests-cgo; do
 				echo "== round $round: $set"
 				(cd curand && "../bin/$set/curand.test" -test.run '^$' -test.bench '^BenchmarkGenerate$' -test.benchtime 20x)
+				(cd cufft && "../bin/$set/cufft.test" -test.run '^$' -test.bench '^BenchmarkFFT$' -test.benchtime 20x)
 			done
 			echo "== PyTorch"
 			python3 bench/torch_rand.py
+			python3 bench/torch_fft.py
 		done >"$out/rand.txt" 2>&1
 		grep -E '^(==|Benchmark|torch)' "$out/rand.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
 		;;

@@ -20,6 +20,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/fakecuda"
@@ -94,7 +95,7 @@ func selectDriver() error {
 		return err
 	}
 	kind = "fake"
-	// The fake answers NCCL's, cuBLAS's and cuRAND's calls too, unless another
+	// The fake answers NCCL's, cuBLAS's, cuRAND's and cuFFT's calls too, unless another
 	// library is named (a real one cannot work with the fake driver: Fake
 	// and Contexts clear the names for their child processes).
 	for _, env := range fakeLibraries {
@@ -182,7 +183,7 @@ func Stream(t testing.TB, ctx *cuda.Context) *cuda.Stream {
 }
 
 // fakeLibraries are the variables naming the libraries the fake answers for.
-var fakeLibraries = []string{nccl.EnvLibrary, cublas.EnvLibrary, cublas.EnvLibraryLt, curand.EnvLibrary}
+var fakeLibraries = []string{nccl.EnvLibrary, cublas.EnvLibrary, cublas.EnvLibraryLt, curand.EnvLibrary, cufft.EnvLibrary}
 
 // fakeEnv is the environment of a child process that runs against the fake
 // driver, with extra.
@@ -197,7 +198,7 @@ func fakeEnv(extra ...string) []string {
 var fakeKinds = map[track.Kind]string{
 	track.Stream: "stream", track.Event: "event", track.DeviceBuffer: "device",
 	track.PinnedBuffer: "host", track.Registered: "registered", track.Comm: "comm", track.MemPool: "pool", track.Graph: "graph", track.GraphExec: "graphexec", track.BLASHandle: "blas",
-	track.Library: "library", track.RandGenerator: "rand",
+	track.Library: "library", track.RandGenerator: "rand", track.FFTPlan: "fft",
 }
 
 // CheckLeaks fails t if, when it ends, more gocuda objects are alive than

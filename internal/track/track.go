@@ -23,10 +23,11 @@ const (
 	BLASHandle // a cuBLAS handle
 	Library
 	RandGenerator // a cuRAND generator
+	FFTPlan       // a cuFFT plan
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator", "cuFFT plan"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -233,6 +233,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "graphexec")) n = live_execs;
 	else if (!strcmp(kind, "blas")) n = live_blas;
 	else if (!strcmp(kind, "rand")) n = live_rand;
+	else if (!strcmp(kind, "fft")) n = live_fft;
 	else if (!strcmp(kind, "ipc")) n = live_ipc;
 	else if (!strcmp(kind, "library")) n = live_libraries;
 	else if (!strcmp(kind, "vmm")) n = live_vmm;
@@ -295,9 +296,9 @@ static void run_op(struct op *o) {
 		run_blas(o->blas);
 		free(o->blas);
 		break;
-	case OP_RAND:
-		run_rand(o->rand);
-		free(o->rand);
+	case OP_LIB:
+		o->job->run(o->job);
+		free(o->job);
 		break;
 	}
 }
@@ -351,6 +352,12 @@ CUresult enqueue(CUstream s, struct op o) {
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->mu);
 	return SUCCESS;
+}
+
+CUresult enqueue_job(CUstream s, struct lib_job *job) {
+	CUresult r = enqueue(s, (struct op){.kind = OP_LIB, .job = job});
+	if (r != SUCCESS) free(job);
+	return r;
 }
 
 static void drain(CUstream s) {

@@ -111,11 +111,11 @@ struct fake_event {
 	long completed; // how many have run
 	struct timespec when;
 };
-enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_RAND };
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_LIB };
 struct launch;
 struct coll_part;
 struct blas_op;
-struct rand_op;
+struct lib_job;
 struct op {
 	enum op_kind kind;
 	void *dst;
@@ -127,7 +127,7 @@ struct op {
 	struct launch *launch;
 	struct coll_part *coll;
 	struct blas_op *blas;
-	struct rand_op *rand;
+	struct lib_job *job;
 	struct op *next;
 };
 struct fake_stream {
@@ -175,10 +175,16 @@ void run_blas(struct blas_op *o);
 struct blas_op *blas_clone(const struct blas_op *o);
 extern long live_blas; // cuBLAS and cuBLASLt handles and descriptors, under mu
 
-// ---- rand.c ------------------------------------------------------------------
+// ---- library work: rand.c (cuRAND), fft.c (cuFFT) ----------------------------
 
-void run_rand(struct rand_op *o);
-struct rand_op *rand_clone(const struct rand_op *o);
+// A lib_job is work a library queues on a stream (an OP_LIB): a job's
+// struct starts with it, and is copied whole (size bytes) for a graph.
+struct lib_job {
+	void (*run)(struct lib_job *);
+	size_t size;
+};
+CUresult enqueue_job(CUstream s, struct lib_job *job); // takes job, freed once run or refused
 extern long live_rand; // cuRAND generators, under mu
+extern long live_fft;  // cuFFT plans, under mu
 
 #endif

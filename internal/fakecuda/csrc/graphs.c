@@ -51,7 +51,7 @@ static int exec_live(CUgraphExec e) {
 static void free_op(struct op *o) {
 	if (o->kind == OP_KERNEL) free(o->launch);
 	if (o->kind == OP_BLAS) free(o->blas);
-	if (o->kind == OP_RAND) free(o->rand);
+	if (o->kind == OP_LIB) free(o->job);
 }
 
 static void free_ops(struct op *ops, int n) {
@@ -66,7 +66,10 @@ static struct op *copy_ops(const struct op *ops, int n) {
 		c[i] = ops[i];
 		if (c[i].kind == OP_KERNEL) c[i].launch = launch_clone(ops[i].launch);
 		if (c[i].kind == OP_BLAS) c[i].blas = blas_clone(ops[i].blas);
-		if (c[i].kind == OP_RAND) c[i].rand = rand_clone(ops[i].rand);
+		if (c[i].kind == OP_LIB) {
+			c[i].job = malloc(ops[i].job->size);
+			memcpy(c[i].job, ops[i].job, ops[i].job->size);
+		}
 	}
 	return c;
 }
@@ -76,7 +79,7 @@ CUresult capture_op(CUstream s, struct op o) {
 	struct fake_graph *g = s->capture;
 	CUresult rc = SUCCESS;
 	switch (o.kind) {
-	case OP_COPY: case OP_SET8: case OP_SET16: case OP_SET32: case OP_KERNEL: case OP_BLAS: case OP_RAND:
+	case OP_COPY: case OP_SET8: case OP_SET16: case OP_SET32: case OP_KERNEL: case OP_BLAS: case OP_LIB:
 		if (g->n == g->cap) {
 			g->cap = g->cap ? 2 * g->cap : 16;
 			g->ops = realloc(g->ops, g->cap * sizeof *g->ops);
@@ -184,7 +187,7 @@ static const char *op_name(const struct op *o) {
 	switch (o->kind) {
 	case OP_COPY: return "memcpy";
 	case OP_SET8: case OP_SET16: case OP_SET32: return "memset";
-	case OP_KERNEL: case OP_BLAS: case OP_RAND: return "kernel";
+	case OP_KERNEL: case OP_BLAS: case OP_LIB: return "kernel";
 	default: return "op";
 	}
 }

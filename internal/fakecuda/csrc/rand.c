@@ -26,6 +26,7 @@ struct fake_rand {
 long live_rand;
 
 struct rand_op {
+	struct lib_job job;
 	int dist, dbl;
 	unsigned long long seed, pos;
 	size_t n;
@@ -46,7 +47,8 @@ static uint64_t mix(uint64_t seed, uint64_t i) {
 // uniform is number i as cuRAND's uniforms are: in (0, 1].
 static double uniform(uint64_t seed, uint64_t i) { return ((mix(seed, i) >> 11) + 1) * 0x1p-53; }
 
-void run_rand(struct rand_op *o) {
+static void run_rand(struct lib_job *job) {
+	struct rand_op *o = (struct rand_op *)job;
 	for (size_t k = 0; k < o->n; k++) {
 		uint64_t i = o->pos + k;
 		double v = 0;
@@ -82,12 +84,6 @@ void run_rand(struct rand_op *o) {
 		if (o->dbl) ((double *)o->out)[k] = v;
 		else ((float *)o->out)[k] = (float)v;
 	}
-}
-
-struct rand_op *rand_clone(const struct rand_op *o) {
-	struct rand_op *c = malloc(sizeof *c);
-	*c = *o;
-	return c;
 }
 
 // usable returns the status for a call on g: its context must be current
@@ -174,11 +170,8 @@ static int generate(struct fake_rand *g, int dist, int dbl, void *out, size_t n,
 	if (!out || !range_ok((CUdeviceptr)(uintptr_t)out, n * es)) return RAND_LAUNCH_FAILURE;
 	if ((dist == R_NORMAL || dist == R_LOGNORMAL) && !quasi(g->type) && n % 2) return RAND_LENGTH_NOT_MULTIPLE;
 	struct rand_op *o = malloc(sizeof *o);
-	*o = (struct rand_op){.dist = dist, .dbl = dbl, .seed = g->seed, .pos = g->pos, .n = n, .a = a, .b = b, .out = out};
-	if (enqueue(g->stream, (struct op){.kind = OP_RAND, .rand = o}) != SUCCESS) {
-		free(o);
-		return RAND_LAUNCH_FAILURE;
-	}
+	*o = (struct rand_op){.job = {run_rand, sizeof *o}, .dist = dist, .dbl = dbl, .seed = g->seed, .pos = g->pos, .n = n, .a = a, .b = b, .out = out};
+	if (enqueue_job(g->stream, &o->job) != SUCCESS) return RAND_LAUNCH_FAILURE;
 	g->pos += n;
 	return RAND_SUCCESS;
 }

@@ -1,0 +1,102 @@
+package cufft
+
+import (
+	"fmt"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/errfmt"
+)
+
+// Result is a cuFFT result code (cufftResult). A Result is itself an
+// error value to match with errors.Is:
+//
+//	errors.Is(err, cufft.ResultInvalidSize)
+type Result int32
+
+// cuFFT's result codes.
+const (
+	ResultSuccess        Result = 0
+	ResultInvalidPlan    Result = 1
+	ResultAllocFailed    Result = 2
+	ResultInvalidType    Result = 3
+	ResultInvalidValue   Result = 4
+	ResultInternalError  Result = 5
+	ResultExecFailed     Result = 6
+	ResultSetupFailed    Result = 7
+	ResultInvalidSize    Result = 8
+	ResultUnalignedData  Result = 9
+	ResultInvalidDevice  Result = 11
+	ResultNoWorkspace    Result = 13
+	ResultNotImplemented Result = 14
+	ResultNotSupported   Result = 16
+)
+
+var resultNames = map[Result]string{
+	ResultSuccess: "CUFFT_SUCCESS", ResultInvalidPlan: "CUFFT_INVALID_PLAN", ResultAllocFailed: "CUFFT_ALLOC_FAILED",
+	ResultInvalidType: "CUFFT_INVALID_TYPE", ResultInvalidValue: "CUFFT_INVALID_VALUE", ResultInternalError: "CUFFT_INTERNAL_ERROR",
+	ResultExecFailed: "CUFFT_EXEC_FAILED", ResultSetupFailed: "CUFFT_SETUP_FAILED", ResultInvalidSize: "CUFFT_INVALID_SIZE",
+	ResultUnalignedData: "CUFFT_UNALIGNED_DATA", ResultInvalidDevice: "CUFFT_INVALID_DEVICE", ResultNoWorkspace: "CUFFT_NO_WORKSPACE",
+	ResultNotImplemented: "CUFFT_NOT_IMPLEMENTED", ResultNotSupported: "CUFFT_NOT_SUPPORTED",
+}
+
+func (s Result) String() string {
+	if name, ok := resultNames[s]; ok {
+		return name
+	}
+	return fmt.Sprintf("cufftResult(%d)", int32(s))
+}
+
+// Error makes a Result an error value for errors.Is.
+func (s Result) Error() string { return s.String() }
+
+// Error is the error type of this package, of the same shape as cuda.Error
+// and cublas.Error.
+type Error struct {
+	Op     string // the gocuda operation, such as "ExecC2C"
+	Call   string // the library function, such as "cufftExecC2C"; "" if cuFFT was not called
+	Code   Result // the library's result; 0 if it was not called
+	Err    error  // the gocuda sentinel this error matches, if any
+	Detail string // what was wrong, in words
+}
+
+func (e *Error) Error() string {
+	if e == nil {
+		return "cufft: <nil>"
+	}
+	var code string
+	if e.Code != ResultSuccess {
+		code = e.Code.String()
+	}
+	return errfmt.Message("cufft", e.Op, e.Call, code, e.Err, e.Detail)
+}
+
+// Unwrap returns the gocuda sentinel e matches (cuda.ErrInvalidValue,
+// cuda.ErrClosed, cuda.ErrNotSupported, cuda.ErrOutOfMemory), if any.
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
+
+// Is reports whether e carries the library's status target.
+func (e *Error) Is(target error) bool {
+	s, ok := target.(Result)
+	return ok && e != nil && e.Code != ResultSuccess && e.Code == s
+}
+
+// sentinels are the gocuda sentinels cuFFT's codes match.
+var sentinels = map[Result]error{
+	ResultInvalidValue:   cuda.ErrInvalidValue,
+	ResultInvalidSize:    cuda.ErrInvalidValue,
+	ResultInvalidType:    cuda.ErrInvalidValue,
+	ResultUnalignedData:  cuda.ErrInvalidValue,
+	ResultAllocFailed:    cuda.ErrOutOfMemory,
+	ResultNotSupported:   cuda.ErrNotSupported,
+	ResultNotImplemented: cuda.ErrNotSupported,
+}
+
+// errorf returns an error of ours, not the library's, matching sentinel.
+func errorf(op string, sentinel error, format string, args ...any) error {
+	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
+}

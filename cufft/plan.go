@@ -1,0 +1,329 @@
+package cufft
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// Type is a transform's type (cufftType).
+type Type int
+
+// The transforms: complex to complex, real to complex (forward) and
+// complex to real (inverse), in single and double precision.
+const (
+	C2C Type = 0x29 // complex64 to complex64
+	Z2Z Type = 0x69 // complex128 to complex128
+	R2C Type = 0x2a // float32 to complex64
+	D2Z Type = 0x6a // float64 to complex128
+	C2R Type = 0x2c // complex64 to float32
+	Z2D Type = 0x6c // complex128 to float64
+)
+
+var typeNames = map[Type]string{C2C: "C2C", Z2Z: "Z2Z", R2C: "R2C", D2Z: "D2Z", C2R: "C2R", Z2D: "Z2D"}
+
+func (t Type) String() string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Direction is a complex-to-complex transform's direction.
+type Direction int
+
+const (
+	Forward Direction = -1 // exp(-2πi jk/n)
+	Inverse Direction = 1  // exp(+2πi jk/n), not scaled
+)
+
+// Plan is a cuFFT plan: one transform's type, shape and batch, executed on
+// one stream. It is safe for use by many goroutines, whose executions take
+// turns. Close it when done. The zero Plan is not usable: its methods
+// return cuda.ErrInvalidValue.
+type Plan struct {
+	// life is held by every execution and closed by Close, which waits for
+	// those in flight (internal/lifetime).
+	life lifetime.Life
+	// mu makes executions take turns: they set the plan's work area.
+	// Lock order: life's hold, then mu, then the holds Stream.Do takes.
+	mu      sync.Mutex
+	stream  *cuda.Stream
+	raw     *raw
+	typ     Type
+	shape   []int
+	batch   int
+	work    int // bytes of work area an execution needs
+	in, out int // elements of the input and the output, batches included
+}
+
+// raw is the library's plan, shared with the cleanup of a Plan nobody
+// closed.
+type raw struct {
+	ctx *cuda.Context
+	h   int32
+	ok  bool // made: h is the library's
+}
+
+func (r *raw) destroy(op string) error {
+	if !r.ok {
+		return nil
+	}
+	if err := call(op, "cufftDestroy", lib.destroy, uintptr(r.h)); err != nil {
+		return err
+	}
+	r.ok = false
+	return nil
+}
+
+// NewPlan makes a plan of type t for arrays of the given shape (one to
+// three dimensions, row-major: the last one contiguous), batch of them one
+// after the other, executed on s. For R2C and D2Z the shape is the real
+// input's and the output's last dimension is shape[last]/2+1; for C2R and
+// Z2D the shape is the real output's.
+func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
+	const op = "NewPlan"
+	if s == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+	}
+	if _, ok := typeNames[t]; !ok {
+		return nil, errorf(op, cuda.ErrInvalidValue, "unknown transform type %d", int(t))
+	}
+	if len(shape) < 1 || len(shape) > 3 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "shape %v: want one to three dimensions", shape)
+	}
+	total := 1
+	for _, n := range shape {
+		if n < 1 || n > math.MaxInt32 || total > math.MaxInt32/n {
+			return nil, errorf(op, cuda.ErrInvalidValue, "shape %v: want dimensions of 1 or more, 2^31 elements at most", shape)
+		}
+		total *= n
+	}
+	if batch < 1 || batch > math.MaxInt32 || total > math.MaxInt/batch {
+		return nil, errorf(op, cuda.ErrInvalidValue, "batch %d: want 1 to 2^31-1 arrays", batch)
+	}
+	if err := open(op); err != nil {
+		return nil, err
+	}
+	p := &Plan{stream: s, typ: t, shape: append([]int(nil), shape...), batch: batch}
+	half := total / shape[len(shape)-1] * (shape[len(shape)-1]/2 + 1)
+	switch t {
+	case C2C, Z2Z:
+		p.in, p.out = total*batch, total*batch
+	case R2C, D2Z:
+		p.in, p.out = total*batch, half*batch
+	default:
+		p.in, p.out = half*batch, total*batch
+	}
+	r := &raw{ctx: s.Context()}
+	p.raw = r
+	var n [3]int32
+	for i, d := range shape {
+		n[i] = int32(d)
+	}
+	err := s.Do(func(stream uintptr) error {
+		if err := call(op, "cufftCreate", lib.create, uintptr(unsafe.Pointer(&r.h))); err != nil {
+			return err
+		}
+		r.ok = true
+		var work uintptr
+		err := errors.Join(
+			// The work area is gocuda's, set at each execution.
+			call(op, "cufftSetAutoAllocation", lib.setAutoAllocation, uintptr(r.h), 0),
+			call(op, "cufftMakePlanMany", lib.makePlanMany, uintptr(r.h), uintptr(len(shape)), uintptr(unsafe.Pointer(&n[0])),
+				0, 1, 0, 0, 1, 0, uintptr(t), uintptr(batch), uintptr(unsafe.Pointer(&work))),
+		)
+		if err == nil {
+			err = call(op, "cufftSetStream", lib.setStream, uintptr(r.h), stream)
+		}
+		if err != nil {
+			if e := (*Error)(nil); errors.As(err, &e) && e.Detail == "" {
+				e.Detail = fmt.Sprintf("%v of shape %v, batch %d", t, shape, batch)
+			}
+			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
+		}
+		p.work = int(work)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.life.Arm(track.FFTPlan, runtime.AddCleanup(p, func(r *raw) {
+		track.Forgotten(track.FFTPlan)
+		r.ctx.Do(func() error { return r.destroy("Plan cleanup") })
+	}, r))
+	return p, nil
+}
+
+// valid returns the error for a nil or zero Plan.
+func (p *Plan) valid(op string) error {
+	switch {
+	case p == nil:
+		return errorf(op, cuda.ErrInvalidValue, "nil *Plan")
+	case p.life.Status() == lifetime.Zero:
+		return errorf(op, cuda.ErrInvalidValue, "a zero Plan: make one with NewPlan")
+	}
+	return nil
+}
+
+// Type returns the plan's transform type.
+func (p *Plan) Type() Type {
+	if p == nil {
+		return 0
+	}
+	return p.typ
+}
+
+// Shape returns the plan's shape and batch.
+func (p *Plan) Shape() (shape []int, batch int) {
+	if p == nil {
+		return nil, 0
+	}
+	return append([]int(nil), p.shape...), p.batch
+}
+
+// WorkBytes returns the work area an execution allocates, stream-ordered.
+func (p *Plan) WorkBytes() int {
+	if p == nil {
+		return 0
+	}
+	return p.work
+}
+
+// Stream returns the stream p executes on.
+func (p *Plan) Stream() *cuda.Stream {
+	if p == nil {
+		return nil
+	}
+	return p.stream
+}
+
+// Close waits for the executions in flight and destroys the plan. A Close
+// the library refuses leaves p usable and may be tried again; Close of a
+// closed Plan returns nil. Once p's context is closed, the library's plan
+// went with it.
+func (p *Plan) Close() error {
+	const op = "Plan.Close"
+	if err := p.valid(op); err != nil {
+		return err
+	}
+	_, err := p.life.Close(func() (bool, error) {
+		if err := p.raw.ctx.Do(func() error { return p.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
+			return false, err
+		}
+		return true, nil
+	})
+	return err
+}
+
+// ExecC2C transforms in into out (which may be in itself) with a C2C
+// plan, in direction dir.
+func ExecC2C(p *Plan, in, out *cuda.DeviceBuffer[complex64], dir Direction) error {
+	return execDir(p, "ExecC2C", C2C, in, out, dir, lib.execC2C)
+}
+
+// ExecZ2Z transforms in into out (which may be in itself) with a Z2Z
+// plan, in direction dir.
+func ExecZ2Z(p *Plan, in, out *cuda.DeviceBuffer[complex128], dir Direction) error {
+	return execDir(p, "ExecZ2Z", Z2Z, in, out, dir, lib.execZ2Z)
+}
+
+// ExecR2C transforms real in into the half spectrum out with an R2C plan.
+func ExecR2C(p *Plan, in *cuda.DeviceBuffer[float32], out *cuda.DeviceBuffer[complex64]) error {
+	return exec(p, "ExecR2C", R2C, in, out, lib.execR2C)
+}
+
+// ExecD2Z transforms real in into the half spectrum out with a D2Z plan.
+func ExecD2Z(p *Plan, in *cuda.DeviceBuffer[float64], out *cuda.DeviceBuffer[complex128]) error {
+	return exec(p, "ExecD2Z", D2Z, in, out, lib.execD2Z)
+}
+
+// ExecC2R transforms the half spectrum in into real out with a C2R plan
+// (not scaled). cuFFT uses in as scratch: its contents are undefined
+// afterwards.
+func ExecC2R(p *Plan, in *cuda.DeviceBuffer[complex64], out *cuda.DeviceBuffer[float32]) error {
+	return exec(p, "ExecC2R", C2R, in, out, lib.execC2R)
+}
+
+// ExecZ2D transforms the half spectrum in into real out with a Z2D plan
+// (not scaled). cuFFT uses in as scratch: its contents are undefined
+// afterwards.
+func ExecZ2D(p *Plan, in *cuda.DeviceBuffer[complex128], out *cuda.DeviceBuffer[float64]) error {
+	return exec(p, "ExecZ2D", Z2D, in, out, lib.execZ2D)
+}
+
+func execDir[T any](p *Plan, op string, t Type, in, out *cuda.DeviceBuffer[T], dir Direction, fn uintptr) error {
+	if dir != Forward && dir != Inverse {
+		return errorf(op, cuda.ErrInvalidValue, "direction %d: want Forward or Inverse", int(dir))
+	}
+	return run(p, op, t, in, out, true, func(h int32, i, o uintptr) error {
+		return call(op, "cufft"+op, fn, uintptr(h), i, o, uintptr(int64(dir)))
+	})
+}
+
+func exec[I, O any](p *Plan, op string, t Type, in *cuda.DeviceBuffer[I], out *cuda.DeviceBuffer[O], fn uintptr) error {
+	return run(p, op, t, in, out, false, func(h int32, i, o uintptr) error {
+		return call(op, "cufft"+op, fn, uintptr(h), i, o)
+	})
+}
+
+// run checks the buffers against p and executes transform on them in p's
+// turn, with a work area of stream-ordered memory on p's stream, freed
+// after it.
+func run[I, O any](p *Plan, op string, t Type, in *cuda.DeviceBuffer[I], out *cuda.DeviceBuffer[O], inPlace bool,
+	transform func(h int32, in, out uintptr) error) error {
+	if err := p.valid(op); err != nil {
+		return err
+	}
+	switch {
+	case p.typ != t:
+		return errorf(op, cuda.ErrInvalidValue, "the plan is %v, not %v", p.typ, t)
+	case in == nil || out == nil:
+		return errorf(op, cuda.ErrInvalidValue, "a nil *cuda.DeviceBuffer")
+	case in.Len() != p.in || out.Len() != p.out:
+		return errorf(op, cuda.ErrInvalidValue, "input of %d and output of %d elements; the %v plan of shape %v, batch %d, takes %d and makes %d",
+			in.Len(), out.Len(), t, p.shape, p.batch, p.in, p.out)
+	}
+	ctx := p.stream.Context()
+	if in.Context() != ctx || out.Context() != ctx {
+		return errorf(op, cuda.ErrInvalidValue, "a buffer of another context than the plan's stream")
+	}
+	inStart, inEnd := uintptr(in.Ptr()), uintptr(in.Ptr())+uintptr(in.ByteSize())
+	outStart, outEnd := uintptr(out.Ptr()), uintptr(out.Ptr())+uintptr(out.ByteSize())
+	if inStart < outEnd && outStart < inEnd && !(inPlace && inStart == outStart) {
+		if inPlace {
+			return errorf(op, cuda.ErrInvalidValue, "the input and output overlap without being the same buffer")
+		}
+		return errorf(op, cuda.ErrInvalidValue, "the input and output overlap: %v transforms are out of place here", t)
+	}
+	if p.life.Hold() != lifetime.Held {
+		return errorf(op, cuda.ErrClosed, "the plan is closed")
+	}
+	defer p.life.Release()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	work, err := cuda.AllocAsync[byte](p.stream, p.work)
+	if err != nil {
+		return err
+	}
+	err = p.stream.Do(func(uintptr) error {
+		if err := call(op, "cufftSetWorkArea", lib.setWorkArea, uintptr(p.raw.h), uintptr(work.Ptr())); err != nil {
+			return err
+		}
+		return transform(p.raw.h, uintptr(in.Ptr()), uintptr(out.Ptr()))
+	}, in, out, work)
+	// The work area is freed in the stream's order, after the transform;
+	// a failed free is tried once more (so nothing is lost), and reported.
+	freeErr := work.Free()
+	if freeErr != nil && work.Free() != nil {
+		freeErr = fmt.Errorf("%w (and again)", freeErr)
+	}
+	return errors.Join(err, freeErr)
+}

@@ -1,0 +1,384 @@
+package cufft_test
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cufft"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// dft is the reference: the unscaled discrete Fourier transform of a
+// (row-major, of the given shape) along every dimension, in complex128,
+// computed directly; sign -1 forward, +1 inverse.
+func dft(a []complex128, shape []int, sign float64) []complex128 {
+	out := append([]complex128(nil), a...)
+	total := len(a)
+	for d := range shape {
+		n, stride := shape[d], 1
+		for _, e := range shape[d+1:] {
+			stride *= e
+		}
+		line := make([]complex128, n)
+		for start := range total {
+			if (start/stride)%n != 0 {
+				continue
+			}
+			for k := range n {
+				var s complex128
+				for j := range n {
+					s += out[start+j*stride] * cmplx.Rect(1, sign*2*math.Pi*float64(j*k%n)/float64(n))
+				}
+				line[k] = s
+			}
+			for k := range n {
+				out[start+k*stride] = line[k]
+			}
+		}
+	}
+	return out
+}
+
+// relErr is ||got - want|| / ||want||.
+func relErr[T complex64 | complex128](got []T, want []complex128) float64 {
+	var num, den float64
+	for i := range want {
+		d := complex128(got[i]) - want[i]
+		num += real(d)*real(d) + imag(d)*imag(d)
+		den += real(want[i])*real(want[i]) + imag(want[i])*imag(want[i])
+	}
+	return math.Sqrt(num / max(den, 1e-300))
+}
+
+var shapes = []struct {
+	shape []int
+	batch int
+}{{[]int{1}, 1}, {[]int{3}, 2}, {[]int{97}, 1}, {[]int{1000}, 1}, {[]int{4096}, 1}, {[]int{16, 12}, 3}, {[]int{3, 5, 7}, 2}}
+
+func elements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// TestC2C: forward and inverse complex transforms, single and double
+// precision, out of place and in place, against the direct DFT.
+func TestC2C(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	for _, sh := range shapes {
+		t.Run(fmt.Sprint(sh.shape, "x", sh.batch), func(t *testing.T) {
+			n := elements(sh.shape)
+			x := make([]complex128, n*sh.batch)
+			for i := range x {
+				x[i] = complex(rand.NormFloat64(), rand.NormFloat64())
+			}
+			var want []complex128
+			for b := range sh.batch {
+				want = append(want, dft(x[b*n:(b+1)*n], sh.shape, -1)...)
+			}
+			// complex64
+			p := must(cufft.NewPlan(s, cufft.C2C, sh.shape, sh.batch))(t)
+			defer p.Close()
+			x64 := make([]complex64, len(x))
+			for i, v := range x {
+				x64[i] = complex64(v)
+			}
+			in := must(cuda.FromHost(ctx, x64))(t)
+			defer in.Free()
+			out := must(cuda.Alloc[complex64](ctx, len(x)))(t)
+			defer out.Free()
+			if err := cufft.ExecC2C(p, in, out, cufft.Forward); err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(host(t, out), want); e > 1e-5 {
+				t.Errorf("C2C forward: relative error %.3g", e)
+			}
+			// In place, then back: n times the input.
+			if err := cufft.ExecC2C(p, in, in, cufft.Forward); err != nil {
+				t.Fatal(err)
+			}
+			if err := cufft.ExecC2C(p, in, in, cufft.Inverse); err != nil {
+				t.Fatal(err)
+			}
+			scaled := make([]complex128, len(x))
+			for i, v := range x64 {
+				scaled[i] = complex128(v) * complex(float64(n), 0)
+			}
+			if e := relErr(host(t, in), scaled); e > 1e-5 {
+				t.Errorf("C2C in place, forward then inverse: relative error %.3g from n·x", e)
+			}
+			// complex128
+			pz := must(cufft.NewPlan(s, cufft.Z2Z, sh.shape, sh.batch))(t)
+			defer pz.Close()
+			zin := must(cuda.FromHost(ctx, x))(t)
+			defer zin.Free()
+			zout := must(cuda.Alloc[complex128](ctx, len(x)))(t)
+			defer zout.Free()
+			if err := cufft.ExecZ2Z(pz, zin, zout, cufft.Forward); err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(host(t, zout), want); e > 1e-12 {
+				t.Errorf("Z2Z forward: relative error %.3g", e)
+			}
+		})
+	}
+}
+
+// TestRealTransforms: R2C and D2Z give the half spectrum of the direct
+// DFT; C2R and Z2D of it give n times the input.
+func TestRealTransforms(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	for _, sh := range shapes {
+		t.Run(fmt.Sprint(sh.shape, "x", sh.batch), func(t *testing.T) {
+			n, last := elements(sh.shape), sh.shape[len(sh.shape)-1]
+			half := n / last * (last/2 + 1)
+			x := make([]float64, n*sh.batch)
+			for i := range x {
+				x[i] = rand.NormFloat64()
+			}
+			var want []complex128
+			for b := range sh.batch {
+				c := make([]complex128, n)
+				for i := range c {
+					c[i] = complex(x[b*n+i], 0)
+				}
+				full := dft(c, sh.shape, -1)
+				for row := range n / last {
+					want = append(want, full[row*last:row*last+last/2+1]...)
+				}
+			}
+			// Double precision.
+			fwd := must(cufft.NewPlan(s, cufft.D2Z, sh.shape, sh.batch))(t)
+			defer fwd.Close()
+			inv := must(cufft.NewPlan(s, cufft.Z2D, sh.shape, sh.batch))(t)
+			defer inv.Close()
+			rin := must(cuda.FromHost(ctx, x))(t)
+			defer rin.Free()
+			spec := must(cuda.Alloc[complex128](ctx, half*sh.batch))(t)
+			defer spec.Free()
+			if err := cufft.ExecD2Z(fwd, rin, spec); err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(host(t, spec), want); e > 1e-12 {
+				t.Errorf("D2Z: relative error %.3g", e)
+			}
+			back := must(cuda.Alloc[float64](ctx, len(x)))(t)
+			defer back.Free()
+			if err := cufft.ExecZ2D(inv, spec, back); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range host(t, back) {
+				if math.Abs(v-float64(n)*x[i]) > 1e-9*float64(n) {
+					t.Fatalf("Z2D(D2Z(x))[%d] = %v, want %v", i, v, float64(n)*x[i])
+				}
+			}
+			// Single precision.
+			fwd32 := must(cufft.NewPlan(s, cufft.R2C, sh.shape, sh.batch))(t)
+			defer fwd32.Close()
+			x32 := make([]float32, len(x))
+			for i, v := range x {
+				x32[i] = float32(v)
+			}
+			rin32 := must(cuda.FromHost(ctx, x32))(t)
+			defer rin32.Free()
+			spec32 := must(cuda.Alloc[complex64](ctx, half*sh.batch))(t)
+			defer spec32.Free()
+			if err := cufft.ExecR2C(fwd32, rin32, spec32); err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(host(t, spec32), want); e > 1e-5 {
+				t.Errorf("R2C: relative error %.3g", e)
+			}
+			inv32 := must(cufft.NewPlan(s, cufft.C2R, sh.shape, sh.batch))(t)
+			defer inv32.Close()
+			back32 := must(cuda.Alloc[float32](ctx, len(x)))(t)
+			defer back32.Free()
+			if err := cufft.ExecC2R(inv32, spec32, back32); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range host(t, back32) {
+				if math.Abs(float64(v)-float64(n)*x[i]) > 1e-4*float64(n) {
+					t.Fatalf("C2R(R2C(x))[%d] = %v, want %v", i, v, float64(n)*x[i])
+				}
+			}
+		})
+	}
+}
+
+// TestConcurrentAndCapture: goroutines sharing a plan take turns, and an
+// execution captured into a graph runs at each launch of it.
+func TestConcurrentAndCapture(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	const n = 256
+	p := must(cufft.NewPlan(s, cufft.C2C, []int{n}, 1))(t)
+	defer p.Close()
+	x := make([]complex64, n)
+	for i := range x {
+		x[i] = complex(float32(i%7), float32(i%3))
+	}
+	ref := make([]complex128, n)
+	for i, v := range x {
+		ref[i] = complex128(v)
+	}
+	want := dft(ref, []int{n}, -1)
+	in := must(cuda.FromHost(ctx, x))(t)
+	defer in.Free()
+	outs := make([]*cuda.DeviceBuffer[complex64], 8)
+	for i := range outs {
+		outs[i] = must(cuda.Alloc[complex64](ctx, n))(t)
+		defer outs[i].Free()
+	}
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Go(func() {
+			if err := cufft.ExecC2C(p, in, outs[i], cufft.Forward); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if e := relErr(host(t, o), want); e > 1e-5 {
+			t.Errorf("goroutine %d: relative error %.3g", i, e)
+		}
+	}
+	g := must(s.Capture(cuda.CaptureGlobal, func() error { return cufft.ExecC2C(p, in, outs[0], cufft.Forward) }))(t)
+	defer g.Close()
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	for round := range 2 {
+		if err := outs[0].Memset32(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if e := relErr(host(t, outs[0]), want); e > 1e-5 {
+			t.Errorf("graph launch %d: relative error %.3g", round, e)
+		}
+	}
+}
+
+// TestErrors: bad shapes, types, buffers and directions refused in words
+// before cuFFT sees them; closed and zero plans.
+func TestErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	for _, tt := range []struct {
+		name  string
+		t     cufft.Type
+		shape []int
+		batch int
+		want  string
+	}{
+		{"no dimensions", cufft.C2C, nil, 1, "one to three"},
+		{"four dimensions", cufft.C2C, []int{2, 2, 2, 2}, 1, "one to three"},
+		{"zero dimension", cufft.R2C, []int{4, 0}, 1, "dimensions of 1 or more"},
+		{"batch 0", cufft.C2C, []int{8}, 0, "batch 0"},
+		{"unknown type", cufft.Type(5), []int{8}, 1, "unknown transform type"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := cufft.NewPlan(s, tt.t, tt.shape, tt.batch); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v; want ErrInvalidValue saying %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := cufft.NewPlan(nil, cufft.C2C, []int{8}, 1); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("NewPlan(nil stream): %v", err)
+	}
+	p := must(cufft.NewPlan(s, cufft.C2C, []int{8}, 2))(t)
+	r2c := must(cufft.NewPlan(s, cufft.R2C, []int{8}, 1))(t)
+	defer r2c.Close()
+	c := must(cuda.Alloc[complex64](ctx, 16))(t)
+	defer c.Free()
+	c2 := must(cuda.Alloc[complex64](ctx, 16))(t)
+	defer c2.Free()
+	short := must(c.Slice(0, 8))(t)
+	overlap := must(c.Slice(1, 15))(t)
+	r10 := must(cuda.Alloc[float32](ctx, 10))(t) // room for R2C's 5 complex numbers
+	defer r10.Free()
+	r := must(r10.Slice(0, 8))(t)
+	spectrum := must(cuda.ViewAs[complex64](r10))(t)
+	for name, err := range map[string]error{
+		"wrong type":         cufft.ExecR2C(p, r, short),
+		"short input":        cufft.ExecC2C(p, short, c2, cufft.Forward),
+		"bad direction":      cufft.ExecC2C(p, c, c2, cufft.Direction(3)),
+		"overlapping output": cufft.ExecC2C(p, c, overlap, cufft.Forward),
+		"nil output":         cufft.ExecC2C(p, c, nil, cufft.Forward),
+		"R2C in place":       cufft.ExecR2C(r2c, r, spectrum),
+		"zero plan":          cufft.ExecC2C(&cufft.Plan{}, c, c2, cufft.Forward),
+		"nil plan":           cufft.ExecC2C(nil, c, c2, cufft.Forward),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s: %v, want ErrInvalidValue", name, err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := cufft.ExecC2C(p, c, c2, cufft.Forward); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("ExecC2C on a closed plan: %v, want ErrClosed", err)
+	}
+	if v, err := cufft.Version(); err != nil || v.Major < 10 {
+		t.Errorf("Version() = %v, %v", v, err)
+	}
+}
+
+// A forward transform of a cosine: its energy lands at frequencies 1 and
+// n-1.
+func Example() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	const n = 8
+	p, err := cufft.NewPlan(s, cufft.C2C, []int{n}, 1)
+	if err != nil {
+		log.Fatal(err) // ErrNotSupported without cuFFT, naming the paths tried
+	}
+	defer p.Close()
+	x := make([]complex64, n)
+	for i := range x {
+		x[i] = complex(float32(math.Cos(2*math.Pi*float64(i)/n)), 0)
+	}
+	buf, err := cuda.FromHost(ctx, x)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Free()
+	if err := cufft.ExecC2C(p, buf, buf, cufft.Forward); err != nil { // in place
+		log.Fatal(err)
+	}
+	if err := buf.CopyToHost(x); err != nil {
+		log.Fatal(err)
+	}
+	for k, v := range x {
+		if cmplx.Abs(complex128(v)) > 1e-3 {
+			fmt.Printf("frequency %d: %.1f\n", k, real(v))
+		}
+	}
+	// Output:
+	// frequency 1: 4.0
+	// frequency 7: 4.0
+}
