@@ -382,3 +382,43 @@ func Example() {
 	// frequency 1: 4.0
 	// frequency 7: 4.0
 }
+
+// TestLarge: at 2^20 (where a direct DFT is out of reach on the CPU), a
+// cosine's spectrum is n/2 at its two frequencies and nothing elsewhere,
+// and the inverse of the forward transform is n times the input.
+func TestLarge(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	n := 1 << 20
+	if cudatest.IsFake() {
+		n = 1 << 10 // the fake's DFT is direct
+	}
+	p := must(cufft.NewPlan(s, cufft.Z2Z, []int{n}, 1))(t)
+	defer p.Close()
+	x := make([]complex128, n)
+	for i := range x {
+		x[i] = complex(math.Cos(2*math.Pi*5*float64(i)/float64(n)), 0)
+	}
+	buf := must(cuda.FromHost(ctx, x))(t)
+	defer buf.Free()
+	if err := cufft.ExecZ2Z(p, buf, buf, cufft.Forward); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range host(t, buf) {
+		want := 0.0
+		if k == 5 || k == n-5 {
+			want = float64(n) / 2
+		}
+		if cmplx.Abs(v-complex(want, 0)) > 1e-6*float64(n) {
+			t.Fatalf("frequency %d: %v, want %v", k, v, want)
+		}
+	}
+	if err := cufft.ExecZ2Z(p, buf, buf, cufft.Inverse); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range host(t, buf) {
+		if cmplx.Abs(v-x[i]*complex(float64(n), 0)) > 1e-6*float64(n) {
+			t.Fatalf("inverse of the forward at %d: %v, want %v", i, v, x[i]*complex(float64(n), 0))
+		}
+	}
+}
