@@ -890,6 +890,24 @@ func sweepCases() []sweepCase {
 						stillWorks(t, "curand", e.ctx, e.s)
 					}
 			}},
+		{name: "cufft plans", covers: []string{"cufft.NewPlans", "Plans.Plan", "Plans.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var c *cufft.Plans
+				return func() error {
+						return firstErr(
+							func() (err error) { c, err = cufft.NewPlans(e.s); return err },
+							func() error { _, err := c.Plan(cufft.C2C, []int{8}, 1); return err },
+							func() error { _, err := c.Plan(cufft.R2C, []int{4, 4}, 2); return err },
+							func() error { return c.Close() },
+						)
+					}, func(t *testing.T, _ error) {
+						if c != nil {
+							if err := c.Close(); err != nil {
+								t.Errorf("closing the plans again: %v", err)
+							}
+						}
+					}
+			}},
 		{name: "cufft", covers: []string{"cufft.NewPlan", "cufft.Version", "cufft.ExecC2C", "cufft.ExecZ2Z", "cufft.ExecR2C",
 			"cufft.ExecD2Z", "cufft.ExecC2R", "cufft.ExecZ2D", "Plan.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {

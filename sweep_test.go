@@ -71,7 +71,7 @@ var noDriverMethods = []string{
 	"ManagedBuffer.Data", "ManagedBuffer.Buffer", "ManagedBuffer.Len", "Location.IsHost", "Location.Device", "Location.String", "ClusterPolicy.String",
 	"GrowableBuffer.Len", "GrowableBuffer.Cap", "GrowableBuffer.MaxLen", "GrowableBuffer.Ptr",
 	"curand.Library", "Generator.Stream", "Generator.RNG", "RNG.String",
-	"cufft.Library", "Plan.Type", "Plan.Shape", "Plan.WorkBytes", "Plan.Stream", "Type.String", "Result.String", "Result.Error",
+	"cufft.Library", "Plan.Type", "Plan.Shape", "Plan.WorkBytes", "Plan.Stream", "Plans.Len", "Type.String", "Result.String", "Result.Error",
 	"Advice.String", "cuda.OnDevice", "cuda.OnHost",
 }
 

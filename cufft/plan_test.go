@@ -422,3 +422,45 @@ func TestLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestPlans: a shape asked for again gets the same plan; Close closes them
+// all, and the cache refuses afterwards.
+func TestPlans(t *testing.T) {
+	s := cudatest.Stream(t, cudatest.Context(t))
+	c := must(cufft.NewPlans(s))(t)
+	a := must(c.Plan(cufft.C2C, []int{64}, 2))(t)
+	if b := must(c.Plan(cufft.C2C, []int{64}, 2))(t); b != a {
+		t.Errorf("the same shape gave another plan")
+	}
+	for _, other := range []struct {
+		t     cufft.Type
+		shape []int
+		batch int
+	}{{cufft.Z2Z, []int{64}, 2}, {cufft.C2C, []int{64}, 3}, {cufft.C2C, []int{8, 8}, 2}} {
+		if p := must(c.Plan(other.t, other.shape, other.batch))(t); p == a {
+			t.Errorf("%v %v x%d gave the plan of C2C [64] x2", other.t, other.shape, other.batch)
+		}
+	}
+	if c.Len() != 4 {
+		t.Errorf("Len %d, want 4", c.Len())
+	}
+	if _, err := c.Plan(cufft.C2C, []int{0}, 1); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a bad shape: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := c.Plan(cufft.C2C, []int{64}, 2); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("Plan after Close: %v, want ErrClosed", err)
+	}
+	if err := cufft.ExecC2C(a, nil, nil, cufft.Forward); !errors.Is(err, cuda.ErrClosed) && !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a closed cache's plan: %v", err)
+	}
+	var zero cufft.Plans
+	if _, err := zero.Plan(cufft.C2C, []int{4}, 1); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("zero Plans: %v", err)
+	}
+}
