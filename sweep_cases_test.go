@@ -856,7 +856,7 @@ func sweepCases() []sweepCase {
 						v.Free()
 					}
 			}},
-		{name: "curand", covers: []string{"curand.New", "curand.Version", "Generator.SetSeed", "Generator.SetOffset", "curand.Uniform",
+		{name: "curand", covers: []string{"curand.New", "curand.Version", "Generator.SetSeed", "Generator.SetOffset", "Generator.SetOrdering", "curand.Uniform",
 			"curand.Normal", "curand.LogNormal", "curand.Poisson", "curand.Bits", "Generator.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var g *curand.Generator
@@ -869,6 +869,7 @@ func sweepCases() []sweepCase {
 							func() (err error) { g, err = curand.New(e.s, curand.Philox4x32_10, 1); return err },
 							func() error { return g.SetSeed(2) },
 							func() error { return g.SetOffset(10) },
+							func() error { return g.SetOrdering(curand.OrderingDefault) },
 							func() error { return curand.Uniform(g, f) },
 							func() error { return curand.Normal(g, f, 0, 1) },
 							func() error { return curand.LogNormal(g, d, 0, 1) },

@@ -107,6 +107,7 @@ var zeroTypes = map[string]struct {
 	"cublas.Epilogue":         {new(cublas.Epilogue), false},
 	"cublas.Matrix":           {new(cublas.Matrix[float32]), false},
 	"curand.RNG":              {new(curand.RNG), false},
+	"curand.Ordering":         {new(curand.Ordering), false},
 	"curand.Status":           {new(curand.Status), false},
 	"curand.Error":            {new(curand.Error), false},
 	"curand.Generator":        {new(curand.Generator), false},

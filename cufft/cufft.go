@@ -16,11 +16,10 @@
 // number of elements of the shape. Divide by it where the inverse should
 // undo the forward.
 //
-// A plan's work area is gocuda's stream-ordered memory, allocated for each
-// execution on the plan's stream and freed after it (served without a
-// driver call once the stream keeps memory of that size), so that plans
-// hold no device memory between executions, and an execution can be
-// captured into a CUDA graph.
+// A plan's work area is gocuda's stream-ordered memory on the plan's
+// stream, allocated once when the plan is made and freed by Close (as
+// cuFFT's own plans keep theirs): an execution allocates nothing, and can
+// be captured into a CUDA graph, which then keeps the work area alive.
 //
 // The library is looked for as libcufft.so.12, libcufft.so.11 and
 // libcufft.so on the loader's path, in /usr/local/cuda, and in the folders

@@ -60,8 +60,8 @@ type Plan struct {
 	typ     Type
 	shape   []int
 	batch   int
-	work    int // bytes of work area an execution needs
-	in, out int // elements of the input and the output, batches included
+	work    *cuda.DeviceBuffer[byte] // the work area, set once; empty where none is needed
+	in, out int                      // elements of the input and the output, batches included
 }
 
 // raw is the library's plan, shared with the cleanup of a Plan nobody
@@ -124,6 +124,7 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 	}
 	r := &raw{ctx: s.Context()}
 	p.raw = r
+	var workBytes int
 	var n [3]int32
 	for i, d := range shape {
 		n[i] = int32(d)
@@ -149,10 +150,14 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 			}
 			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
 		}
-		p.work = int(work)
+		workBytes = int(work)
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := p.setWorkArea(op, workBytes); err != nil {
+		lifetime.CloseTemp(&err, func() error { return r.ctx.Do(func() error { return r.destroy(op) }) })
 		return nil, err
 	}
 	p.life.Arm(track.FFTPlan, runtime.AddCleanup(p, func(r *raw) {
@@ -160,6 +165,31 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 		r.ctx.Do(func() error { return r.destroy("Plan cleanup") })
 	}, r))
 	return p, nil
+}
+
+// setWorkArea gives the plan its work area: stream-ordered memory on its
+// stream (cuMemAlloc's while the stream captures, whose allocations are the
+// graph's), kept until Close.
+func (p *Plan) setWorkArea(op string, bytes int) error {
+	var err error
+	if p.stream.Capturing() {
+		p.work, err = cuda.Alloc[byte](p.raw.ctx, bytes)
+	} else {
+		p.work, err = cuda.AllocAsync[byte](p.stream, bytes)
+	}
+	if err != nil {
+		return err
+	}
+	if bytes == 0 {
+		return nil
+	}
+	err = p.stream.Do(func(uintptr) error {
+		return call(op, "cufftSetWorkArea", lib.setWorkArea, uintptr(p.raw.h), uintptr(p.work.Ptr()))
+	}, p.work)
+	if err != nil {
+		lifetime.CloseTemp(&err, p.work.Free)
+	}
+	return err
 }
 
 // valid returns the error for a nil or zero Plan.
@@ -189,12 +219,12 @@ func (p *Plan) Shape() (shape []int, batch int) {
 	return append([]int(nil), p.shape...), p.batch
 }
 
-// WorkBytes returns the work area an execution allocates, stream-ordered.
+// WorkBytes returns the bytes of the plan's work area.
 func (p *Plan) WorkBytes() int {
 	if p == nil {
 		return 0
 	}
-	return p.work
+	return p.work.Len()
 }
 
 // Stream returns the stream p executes on.
@@ -205,17 +235,26 @@ func (p *Plan) Stream() *cuda.Stream {
 	return p.stream
 }
 
-// Close waits for the executions in flight and destroys the plan. A Close
-// the library refuses leaves p usable and may be tried again; Close of a
-// closed Plan returns nil. Once p's context is closed, the library's plan
-// went with it.
+// Close waits for the executions in flight, destroys the plan and frees
+// its work area (in the stream's order). While a graph that captured an
+// execution still exists, the work area cannot be freed: Close fails and
+// may be tried again once the graph is closed, as it may after a refusal of
+// the library. Close of a closed Plan returns nil. Once p's context is
+// closed, the library's plan went with it.
 func (p *Plan) Close() error {
 	const op = "Plan.Close"
 	if err := p.valid(op); err != nil {
 		return err
 	}
 	_, err := p.life.Close(func() (bool, error) {
+		// The plan first: the library must not reach the work area once
+		// it is freed. A graph that captured an execution keeps the work
+		// area (its kernels' memory) and makes the free fail; the plan is
+		// gone then, and Close frees the work area when tried again.
 		if err := p.raw.ctx.Do(func() error { return p.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
+			return false, err
+		}
+		if err := p.work.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
 			return false, err
 		}
 		return true, nil
@@ -275,8 +314,7 @@ func exec[I, O any](p *Plan, op string, t Type, in *cuda.DeviceBuffer[I], out *c
 }
 
 // run checks the buffers against p and executes transform on them in p's
-// turn, with a work area of stream-ordered memory on p's stream, freed
-// after it.
+// turn, on p's stream, with the work area held.
 func run[I, O any](p *Plan, op string, t Type, in *cuda.DeviceBuffer[I], out *cuda.DeviceBuffer[O], inPlace bool,
 	transform func(h int32, in, out uintptr) error) error {
 	if err := p.valid(op); err != nil {
@@ -309,21 +347,7 @@ func run[I, O any](p *Plan, op string, t Type, in *cuda.DeviceBuffer[I], out *cu
 	defer p.life.Release()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	work, err := cuda.AllocAsync[byte](p.stream, p.work)
-	if err != nil {
-		return err
-	}
-	err = p.stream.Do(func(uintptr) error {
-		if err := call(op, "cufftSetWorkArea", lib.setWorkArea, uintptr(p.raw.h), uintptr(work.Ptr())); err != nil {
-			return err
-		}
+	return p.stream.Do(func(uintptr) error {
 		return transform(p.raw.h, uintptr(in.Ptr()), uintptr(out.Ptr()))
-	}, in, out, work)
-	// The work area is freed in the stream's order, after the transform;
-	// a failed free is tried once more (so nothing is lost), and reported.
-	freeErr := work.Free()
-	if freeErr != nil && work.Free() != nil {
-		freeErr = fmt.Errorf("%w (and again)", freeErr)
-	}
-	return errors.Join(err, freeErr)
+	}, in, out, p.work)
 }

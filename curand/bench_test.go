@@ -16,6 +16,12 @@ func BenchmarkGenerate(b *testing.B) {
 	s := cudatest.Stream(b, ctx)
 	g := must(curand.New(s, curand.Philox4x32_10, 1))(b)
 	defer g.Close()
+	// OrderingDynamic: cuRAND's fastest layout for the GPU.
+	gd := must(curand.New(s, curand.Philox4x32_10, 1))(b)
+	defer gd.Close()
+	if err := gd.SetOrdering(curand.OrderingDynamic); err != nil {
+		b.Fatal(err)
+	}
 	const n = 256 << 20
 	x := must(cuda.Alloc[float32](ctx, n))(b)
 	defer x.Free()
@@ -25,6 +31,8 @@ func BenchmarkGenerate(b *testing.B) {
 	}{
 		{"uniform", func() error { return curand.Uniform(g, x) }},
 		{"normal", func() error { return curand.Normal(g, x, 0, 1) }},
+		{"uniform-dynamic", func() error { return curand.Uniform(gd, x) }},
+		{"normal-dynamic", func() error { return curand.Normal(gd, x, 0, 1) }},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			b.SetBytes(4 * n)

@@ -52,7 +52,7 @@ var lib struct {
 	once sync.Once
 	err  error
 	path string
-	create, destroy, setStream, setSeed, setOffset, getVersion,
+	create, destroy, setStream, setSeed, setOffset, setOrdering, getVersion,
 	generate, uniform, uniformDouble uintptr
 	normal       func(gen, out, n uintptr, mean, stddev float32) int32
 	normalDouble func(gen, out, n uintptr, mean, stddev float64) int32
@@ -75,7 +75,7 @@ func open(op string) error {
 		_ = dl.Symbols(h, path, map[string]*uintptr{
 			"curandCreateGenerator": &lib.create, "curandDestroyGenerator": &lib.destroy,
 			"curandSetStream": &lib.setStream, "curandSetPseudoRandomGeneratorSeed": &lib.setSeed,
-			"curandSetGeneratorOffset": &lib.setOffset, "curandGetVersion": &lib.getVersion,
+			"curandSetGeneratorOffset": &lib.setOffset, "curandSetGeneratorOrdering": &lib.setOrdering, "curandGetVersion": &lib.getVersion,
 			"curandGenerate": &lib.generate, "curandGenerateUniform": &lib.uniform,
 			"curandGenerateUniformDouble": &lib.uniformDouble,
 			"curandGenerateNormal":        &normal, "curandGenerateNormalDouble": &normalDouble,

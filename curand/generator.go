@@ -187,6 +187,37 @@ func (g *Generator) SetOffset(offset uint64) error {
 	})
 }
 
+// Ordering is how a generator lays its numbers out in memory
+// (curandOrdering_t), trading reproducibility across GPUs for speed.
+type Ordering int
+
+// The orderings. A pseudo-random generator's default is OrderingDefault;
+// OrderingDynamic lets cuRAND pick the fastest layout for the GPU, whose
+// numbers then differ from one kind of GPU to another (Philox4x32-10
+// only).
+const (
+	OrderingDefault Ordering = 100
+	OrderingBest    Ordering = 101
+	OrderingSeeded  Ordering = 102
+	OrderingLegacy  Ordering = 103
+	OrderingDynamic Ordering = 104
+)
+
+// SetOrdering sets how a pseudo-random generator lays its numbers out; the
+// sequence starts over.
+func (g *Generator) SetOrdering(o Ordering) error {
+	const op = "Generator.SetOrdering"
+	if err := g.valid(op); err != nil {
+		return err
+	}
+	if o < OrderingDefault || o > OrderingDynamic || g.rng.quasi() {
+		return errorf(op, cuda.ErrInvalidValue, "ordering %d for %v: want OrderingDefault to OrderingDynamic, for a pseudo-random generator", int(o), g.rng)
+	}
+	return g.do(op, nil, func(uintptr) error {
+		return call(op, "curandSetGeneratorOrdering", lib.setOrdering, g.raw.h, uintptr(o))
+	})
+}
+
 // Close waits for the calls in flight and destroys the generator (cuRAND
 // waits for its work on the device first). A Close the library refuses
 // leaves g usable and may be tried again; Close of a closed Generator

@@ -165,6 +165,9 @@ func TestSequence(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("two calls of %d differ from one of %d", n, 2*n)
 			}
+			if err := g2.SetOrdering(curand.OrderingDefault); err != nil { // starts over
+				t.Fatal(err)
+			}
 			if err := g2.SetSeed(7); err != nil {
 				t.Fatal(err)
 			}
@@ -294,6 +297,8 @@ func TestErrors(t *testing.T) {
 		"zero generator":        curand.Bits(&curand.Generator{}, u),
 		"nil generator":         curand.Bits(nil, u),
 		"zero generator's seed": (&curand.Generator{}).SetSeed(1),
+		"unknown ordering":      g.SetOrdering(7),
+		"ordering of a Sobol32": generatorOn(t, s, curand.Sobol32, 0).SetOrdering(curand.OrderingDefault),
 	} {
 		if !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("%s: %v, want ErrInvalidValue", name, err)

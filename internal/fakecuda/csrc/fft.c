@@ -179,8 +179,11 @@ EXPORT int cufftMakePlanMany(int h, int rank, int *n, int *inembed, int istride,
 		if (n[d] < 1) return FFT_INVALID_SIZE;
 	p->rank = rank, p->type = type, p->batch = batch;
 	memcpy(p->n, n, (size_t)rank * sizeof *n);
-	// Some scratch, so that the work area is asked for and used.
-	p->work_size = 256 * (size_t)batch;
+	// Some scratch for the larger plans, so that the work area is asked
+	// for and used; none for small ones, as cuFFT needs none there.
+	size_t total = (size_t)batch;
+	for (int d = 0; d < rank; d++) total *= (size_t)n[d];
+	p->work_size = total < 64 ? 0 : 256 * (size_t)batch;
 	if (p->autoalloc) p->work = malloc(p->work_size);
 	p->made = 1;
 	*work = p->work_size;
@@ -220,7 +223,7 @@ static int exec(int h, int type, const void *in, void *out, int dir) {
 	struct fake_plan *p = plan_of(h);
 	if (!p || !p->made) return FFT_INVALID_PLAN;
 	if (p->type != type) return FFT_INVALID_TYPE;
-	if (!p->work) return FFT_EXEC_FAILED;
+	if (p->work_size && !p->work) return FFT_EXEC_FAILED;
 	pthread_mutex_lock(&mu);
 	int ok = current == p->ctx && ctx_live(current) && (!p->stream || stream_live(p->stream));
 	pthread_mutex_unlock(&mu);

@@ -153,6 +153,14 @@ EXPORT int curandSetGeneratorOffset(struct fake_rand *g, unsigned long long offs
 	return RAND_SUCCESS;
 }
 
+EXPORT int curandSetGeneratorOrdering(struct fake_rand *g, int order) {
+	FAULT("curandSetGeneratorOrdering");
+	if (!rand_live(g)) return RAND_NOT_INITIALIZED;
+	if (order < 100 || order > 104 || quasi(g->type)) return RAND_OUT_OF_RANGE;
+	g->pos = 0; // the sequence starts over
+	return RAND_SUCCESS;
+}
+
 EXPORT int curandGetVersion(int *v) {
 	FAULT("curandGetVersion");
 	if (!v) return RAND_OUT_OF_RANGE;
