@@ -161,8 +161,9 @@ func (g *Generator) RNG() RNG {
 	return g.rng
 }
 
-// SetSeed seeds a pseudo-random generator again; its sequence starts over
-// at the offset last set.
+// SetSeed seeds a pseudo-random generator again. Set the offset after it
+// (SetOffset) to say where in the new seed's sequence the next call
+// starts.
 func (g *Generator) SetSeed(seed uint64) error {
 	const op = "Generator.SetSeed"
 	if err := g.valid(op); err != nil {
@@ -203,8 +204,8 @@ const (
 	OrderingDynamic Ordering = 104
 )
 
-// SetOrdering sets how a pseudo-random generator lays its numbers out; the
-// sequence starts over.
+// SetOrdering sets how a pseudo-random generator lays its numbers out.
+// Set the offset after it (SetOffset) to say where the next call starts.
 func (g *Generator) SetOrdering(o Ordering) error {
 	const op = "Generator.SetOrdering"
 	if err := g.valid(op); err != nil {
