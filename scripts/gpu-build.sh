@@ -16,7 +16,7 @@ for set in tests:0 tests-cgo:1; do
 	mkdir -p "$tests"
 	: >"$tests/manifest"
 	# The generator's tests are pure Go, with no driver to test: CI runs them.
-	for pkg in $(go list ./... ./cmd/gocuda/... ./cublas/gonumtest/... | grep -v /internal/driver/gen); do
+	for pkg in $(go list ./... ./cmd/gocuda/... ./cublas/gonumtest/... ./cufft/gonumtest/... | grep -v /internal/driver/gen); do
 		dir=${pkg#github.com/gocuda/cuda}
 		dir=${dir#/}
 		name=$(echo "${dir:-cuda}" | tr / _)
