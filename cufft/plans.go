@@ -2,7 +2,6 @@ package cufft
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
@@ -16,8 +15,17 @@ import (
 type Plans struct {
 	stream *cuda.Stream
 	mu     sync.Mutex
-	plans  map[string]*Plan
+	plans  map[planKey]*Plan
 	closed bool
+}
+
+// planKey names a plan in Plans: a comparable value, so that looking a plan
+// up formats and allocates nothing.
+type planKey struct {
+	typ   Type
+	rank  int
+	shape [3]int
+	batch int
 }
 
 // NewPlans returns an empty cache of plans executed on s.
@@ -25,7 +33,7 @@ func NewPlans(s *cuda.Stream) (*Plans, error) {
 	if s == nil {
 		return nil, errorf("NewPlans", cuda.ErrInvalidValue, "nil *cuda.Stream")
 	}
-	return &Plans{stream: s, plans: map[string]*Plan{}}, nil
+	return &Plans{stream: s, plans: map[planKey]*Plan{}}, nil
 }
 
 // Plan returns the plan of type t, shape and batch on the cache's stream,
@@ -35,7 +43,12 @@ func (c *Plans) Plan(t Type, shape []int, batch int) (*Plan, error) {
 	if c == nil || c.plans == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a nil or zero Plans: make one with NewPlans")
 	}
-	key := fmt.Sprint(int(t), shape, batch)
+	if len(shape) < 1 || len(shape) > 3 {
+		// NewPlan's check, before the key drops dimensions.
+		return NewPlan(c.stream, t, shape, batch)
+	}
+	key := planKey{typ: t, rank: len(shape), batch: batch}
+	copy(key.shape[:], shape)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

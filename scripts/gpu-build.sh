@@ -5,10 +5,15 @@
 # that ask for it explicitly). Output: bin/ (git-ignored).
 #
 #   scripts/gpu-build.sh          then run scripts/gpu-run.sh there (CONTRIBUTING.md)
+#   scripts/gpu-build.sh ./cufft/... ./curand
+#                                 only these packages' test binaries (a smaller
+#                                 bin.tgz for a check of a few packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bin
 rm -rf "$out"
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./... ./cmd/gocuda/... ./cublas/gonumtest/... ./cufft/gonumtest/...)
 # Two sets of test binaries: bin/tests calls the driver through purego
 # (CGO_ENABLED=0), bin/tests-cgo through the cgo shim.
 for set in tests:0 tests-cgo:1; do
@@ -16,7 +21,7 @@ for set in tests:0 tests-cgo:1; do
 	mkdir -p "$tests"
 	: >"$tests/manifest"
 	# The generator's tests are pure Go, with no driver to test: CI runs them.
-	for pkg in $(go list ./... ./cmd/gocuda/... ./cublas/gonumtest/... ./cufft/gonumtest/... | grep -v /internal/driver/gen); do
+	for pkg in $(go list "${pkgs[@]}" | grep -v /internal/driver/gen); do
 		dir=${pkg#github.com/gocuda/cuda}
 		dir=${dir#/}
 		name=$(echo "${dir:-cuda}" | tr / _)

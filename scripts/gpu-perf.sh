@@ -78,7 +78,8 @@
 #             from C (bench/cref/managed.c), three interleaved rounds:
 #             OUTDIR/managed.txt
 #   rand      package curand's BenchmarkGenerate (Uniform and Normal of 256 Mi
-#             float32) and package cufft's BenchmarkFFT, purego and cgo, beside
+#             float32) and package cufft's BenchmarkFFT and BenchmarkExecRepeated,
+#             purego and cgo, beside the same calls from C (bench/cref/randfft.c),
 #             bench/torch_rand.py (torch.rand, torch.randn) and bench/torch_fft.py,
 #             two rounds: OUTDIR/rand.txt
 #   growable  GrowableBuffer (BenchmarkGrowableGrow: 1 GiB to 16 GiB in 1 GiB
@@ -336,17 +337,21 @@ for section in $sections; do
 		grep -E '^(managed|pinned) ' "$out/managed.txt"
 		;;
 	rand)
+		nvcc -O2 -o "$out/randfft" bench/cref/randfft.c -lcurand -lcufft -lcuda
 		for round in 1 2; do
 			for set in tests tests-cgo; do
 				echo "== round $round: $set"
 				(cd curand && "../bin/$set/curand.test" -test.run '^$' -test.bench '^BenchmarkGenerate$' -test.benchtime 20x)
 				(cd cufft && "../bin/$set/cufft.test" -test.run '^$' -test.bench '^BenchmarkFFT$' -test.benchtime 20x)
+				(cd cufft && "../bin/$set/cufft.test" -test.run '^$' -test.bench '^BenchmarkExecRepeated$' -test.benchtime 40960x)
 			done
+			echo "== C (bench/cref/randfft.c), microseconds"
+			LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/randfft"
 			echo "== PyTorch"
 			python3 bench/torch_rand.py
 			python3 bench/torch_fft.py
 		done >"$out/rand.txt" 2>&1
-		grep -E '^(==|Benchmark|torch)' "$out/rand.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
+		grep -E '^(==|Benchmark|torch|c\.)' "$out/rand.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
 		;;
 	growable)
 		for round in 1 2; do
