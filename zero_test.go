@@ -127,7 +127,7 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.LoadLibrary": nil, "cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
-	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil, "cufft.Version": nil, "cufft.Library": nil,
+	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "nvrtc.Library": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil, "cufft.Version": nil, "cufft.Library": nil,
 	"cufft.NewPlans": func() []error { _, err := cufft.NewPlans(nil); return []error{err} },
 	"cufft.NewPlan": func() []error {
 		_, e1 := cufft.NewPlan(&cuda.Stream{}, cufft.C2C, []int{4}, 1)

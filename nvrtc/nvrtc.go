@@ -3,8 +3,9 @@
 // build, and libnvrtc only where Compile is called.
 //
 // The library is looked for as libnvrtc.so.13, .so.12 and libnvrtc.so, on
-// the loader's path and in /usr/local/cuda; GOCUDA_LIBNVRTC names another
-// file.
+// the loader's path, in /usr/local/cuda and in the folders of NVIDIA's
+// Python wheels (nvidia/cu13, nvidia/cuda_nvrtc); GOCUDA_LIBNVRTC names
+// another file.
 package nvrtc
 
 import (
@@ -81,6 +82,15 @@ func call(op, what string, fn uintptr, args ...uintptr) error {
 	s, _, _ := purego.SyscallN(lib.fn.errString, r)
 	code := Result(int32(r))
 	return &Error{Op: op, Call: what, Code: code, Text: dl.String(s), Err: sentinels[code]}
+}
+
+// Library returns the path of the NVRTC library opened, opening it if
+// needed.
+func Library() (string, error) {
+	if err := open("Library"); err != nil {
+		return "", err
+	}
+	return lib.path, nil
 }
 
 // Version returns the NVRTC version, such as 13.0.

@@ -19,7 +19,11 @@ func requireNVRTC(t *testing.T) {
 	t.Helper()
 	v, err := nvrtc.Version()
 	if err == nil {
-		t.Logf("NVRTC %v", v)
+		path, err := nvrtc.Library()
+		if err != nil || path == "" {
+			t.Fatalf("Version works and Library returns %q, %v", path, err)
+		}
+		t.Logf("NVRTC %v (%s)", v, path)
 		return
 	}
 	if !errors.Is(err, cuda.ErrNotSupported) {
@@ -125,5 +129,8 @@ func TestMissingLibrary(t *testing.T) {
 	_, err := nvrtc.Version()
 	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "/nonexistent/libnvrtc.so") || !strings.Contains(err.Error(), nvrtc.EnvLibrary) {
 		t.Fatalf("Version with no library: %v", err)
+	}
+	if path, err := nvrtc.Library(); path != "" || !errors.Is(err, cuda.ErrNotSupported) {
+		t.Fatalf("Library with no library: %q, %v", path, err)
 	}
 }

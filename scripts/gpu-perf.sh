@@ -338,20 +338,33 @@ for section in $sections; do
 		;;
 	rand)
 		nvcc -O2 -o "$out/randfft" bench/cref/randfft.c -lcurand -lcufft -lcuda
+		# C runs on the toolkit's libraries; Go on those it finds first (the
+		# Python wheels' may come first: gocuda version names them) and again
+		# on the toolkit's, so that a difference can be told from a version's.
+		toolkit=/usr/local/cuda/lib64
 		for round in 1 2; do
 			for set in tests tests-cgo; do
-				echo "== round $round: $set"
-				(cd curand && "../bin/$set/curand.test" -test.run '^$' -test.bench '^BenchmarkGenerate$' -test.benchtime 20x)
-				(cd cufft && "../bin/$set/cufft.test" -test.run '^$' -test.bench '^BenchmarkFFT$' -test.benchtime 20x)
-				(cd cufft && "../bin/$set/cufft.test" -test.run '^$' -test.bench '^BenchmarkExecRepeated$' -test.benchtime 40960x)
+				for libs in found toolkit; do
+					[ $libs = toolkit ] && [ $set = tests-cgo ] && continue
+					echo "== round $round: $set, libraries $libs"
+					(
+						if [ $libs = toolkit ]; then
+							export GOCUDA_LIBCURAND=$(ls $toolkit/libcurand.so.* | head -1) GOCUDA_LIBCUFFT=$(ls $toolkit/libcufft.so.* | head -1)
+						fi
+						bin/gocuda version | grep -E 'cuRAND|cuFFT'
+						cd curand && "../bin/$set/curand.test" -test.run '^$' -test.bench '^BenchmarkGenerate$' -test.benchtime 20x
+						cd ../cufft && "../bin/$set/cufft.test" -test.run '^$' -test.bench '^BenchmarkFFT$' -test.benchtime 20x
+						"../bin/$set/cufft.test" -test.run '^$' -test.bench '^BenchmarkExecRepeated$' -test.benchtime 40960x
+					)
+				done
 			done
-			echo "== C (bench/cref/randfft.c), microseconds"
-			LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/randfft"
+			echo "== C (bench/cref/randfft.c, $toolkit), microseconds"
+			LD_LIBRARY_PATH=$toolkit${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/randfft"
 			echo "== PyTorch"
 			python3 bench/torch_rand.py
 			python3 bench/torch_fft.py
 		done >"$out/rand.txt" 2>&1
-		grep -E '^(==|Benchmark|torch|c\.)' "$out/rand.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
+		grep -E '^(==|Benchmark|torch|c\.|cuRAND|cuFFT)' "$out/rand.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
 		;;
 	growable)
 		for round in 1 2; do

@@ -99,7 +99,7 @@ func TestVersion(t *testing.T) {
 	if code := run([]string{"version"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	for _, w := range []string{"gocuda ", "go1.", "CUDA driver", "NVRTC", "cuBLAS", "NCCL"} {
+	for _, w := range []string{"gocuda ", "go1.", "CUDA driver", "NVRTC", "cuBLAS", "NCCL", "cuRAND", "cuFFT"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output lacks %q:\n%s", w, out.String())
 		}

@@ -10,6 +10,8 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cufft"
+	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/nccl"
 	"github.com/gocuda/cuda/nvrtc"
 )
@@ -43,11 +45,19 @@ func runVersion(args []string, w, _ io.Writer) error {
 	libs := []struct {
 		name    string
 		version func() (cuda.Version, error)
-		path    func() (string, error)
+		path    func() (string, error) // after version: the library is open
 	}{
-		{"NVRTC", nvrtc.Version, nil},
-		{"cuBLAS", cublas.Version, func() (string, error) { p, _, err := cublas.Library(); return p, err }},
+		{"NVRTC", nvrtc.Version, nvrtc.Library},
+		{"cuBLAS", cublas.Version, func() (string, error) {
+			p, lt, err := cublas.Library()
+			if lt == "" {
+				lt = "not found"
+			}
+			return p + ", cuBLASLt " + lt, err
+		}},
 		{"NCCL", nccl.Version, nccl.Library},
+		{"cuRAND", curand.Version, curand.Library},
+		{"cuFFT", cufft.Version, cufft.Library},
 	}
 	for _, l := range libs {
 		v, err := l.version()
@@ -56,11 +66,9 @@ func runVersion(args []string, w, _ io.Writer) error {
 			fmt.Fprintf(w, "%-13s not found: %v\n", l.name, err)
 		case err != nil:
 			fmt.Fprintf(w, "%-13s %v\n", l.name, err)
-		case l.path != nil:
+		default:
 			p, _ := l.path()
 			fmt.Fprintf(w, "%-13s %v (%s)\n", l.name, v, p)
-		default:
-			fmt.Fprintf(w, "%-13s %v\n", l.name, v)
 		}
 	}
 	return nil
