@@ -75,6 +75,7 @@ var (
 		Name:    "cuBLAS",
 		Env:     EnvLibrary,
 		Sonames: []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+		DLLs:    []string{"cublas64_13.dll", "cublas64_12.dll"},
 		Wheels:  []string{"cu13/lib", "cublas/lib"},
 		Install: "install the CUDA toolkit's cuBLAS (libcublas), or pip install nvidia-cublas",
 	}
@@ -82,6 +83,7 @@ var (
 		Name:    "cuBLASLt",
 		Env:     EnvLibraryLt,
 		Sonames: []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+		DLLs:    []string{"cublasLt64_13.dll", "cublasLt64_12.dll"},
 		Wheels:  []string{"cu13/lib", "cublas/lib"},
 		Install: "install the CUDA toolkit's cuBLAS (libcublasLt), or pip install nvidia-cublas",
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -16,22 +15,10 @@ func TestMain(m *testing.M) {
 	// A GPU without cuBLAS: these tests run against the fake driver, which
 	// answers cuBLAS's calls too, except where the GPU machine's scripts
 	// require the real thing.
-	if os.Getenv(cublas.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !haveCUBLAS() {
+	if os.Getenv(cublas.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !cudatest.Loadable("libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.12") {
 		os.Setenv(cudatest.EnvDriver, "fake")
 	}
 	cudatest.Main(m)
-}
-
-// haveCUBLAS reports whether the loader finds cuBLAS where the package
-// looks first, without opening it for the package.
-func haveCUBLAS() bool {
-	for _, p := range []string{"libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.12"} {
-		if h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
-			purego.Dlclose(h)
-			return true
-		}
-	}
-	return false
 }
 
 // must is cudatest.Must: h := must(cublas.New(s))(t).

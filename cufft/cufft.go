@@ -45,6 +45,7 @@ var library = dl.Library{
 	Name:    "cuFFT",
 	Env:     EnvLibrary,
 	Sonames: []string{"libcufft.so.12", "libcufft.so.11", "libcufft.so"},
+	DLLs:    []string{"cufft64_12.dll", "cufft64_11.dll"},
 	Wheels:  []string{"cu13/lib", "cufft/lib"},
 	Install: "install the CUDA toolkit's cuFFT (libcufft), or pip install nvidia-cufft",
 }

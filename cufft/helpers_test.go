@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -14,22 +13,10 @@ func TestMain(m *testing.M) {
 	// A GPU without cuFFT: these tests run against the fake driver, which
 	// answers cuFFT's calls too, except where the GPU machine's scripts
 	// require the real thing.
-	if os.Getenv(cufft.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !haveCUFFT() {
+	if os.Getenv(cufft.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !cudatest.Loadable("libcufft.so.12", "libcufft.so.11", "/usr/local/cuda/lib64/libcufft.so.12", "/usr/local/cuda/lib64/libcufft.so.11") {
 		os.Setenv(cudatest.EnvDriver, "fake")
 	}
 	cudatest.Main(m)
-}
-
-// haveCUFFT reports whether the loader finds cuFFT where the package
-// looks first, without opening it for the package.
-func haveCUFFT() bool {
-	for _, p := range []string{"libcufft.so.12", "libcufft.so.11", "/usr/local/cuda/lib64/libcufft.so.12", "/usr/local/cuda/lib64/libcufft.so.11"} {
-		if h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
-			purego.Dlclose(h)
-			return true
-		}
-	}
-	return false
 }
 
 // must is cudatest.Must.

@@ -41,6 +41,7 @@ var library = dl.Library{
 	Name:    "cuRAND",
 	Env:     EnvLibrary,
 	Sonames: []string{"libcurand.so.10", "libcurand.so"},
+	DLLs:    []string{"curand64_10.dll"},
 	Wheels:  []string{"cu13/lib", "curand/lib"},
 	Install: "install the CUDA toolkit's cuRAND (libcurand), or pip install nvidia-curand",
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -14,22 +13,10 @@ func TestMain(m *testing.M) {
 	// A GPU without cuRAND: these tests run against the fake driver, which
 	// answers cuRAND's calls too, except where the GPU machine's scripts
 	// require the real thing.
-	if os.Getenv(curand.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !haveCURAND() {
+	if os.Getenv(curand.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !cudatest.Loadable("libcurand.so.10", "/usr/local/cuda/lib64/libcurand.so.10") {
 		os.Setenv(cudatest.EnvDriver, "fake")
 	}
 	cudatest.Main(m)
-}
-
-// haveCURAND reports whether the loader finds cuRAND where the package
-// looks first, without opening it for the package.
-func haveCURAND() bool {
-	for _, p := range []string{"libcurand.so.10", "/usr/local/cuda/lib64/libcurand.so.10"} {
-		if h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
-			purego.Dlclose(h)
-			return true
-		}
-	}
-	return false
 }
 
 // must is cudatest.Must.

@@ -6,21 +6,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nccl"
 )
-
-// haveNCCL reports whether the loader finds NCCL, without opening it for
-// the package (whose first open is kept for the process).
-func haveNCCL() bool {
-	h, err := purego.Dlopen("libnccl.so.2", purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err == nil {
-		purego.Dlclose(h)
-	}
-	return err == nil
-}
 
 // requireNCCL skips where NCCL is missing, except on the GPU machine
 // (GOCUDA_REQUIRE_GPU=1), where it must be there.

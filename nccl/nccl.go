@@ -57,6 +57,7 @@ var library = dl.Library{
 	Name:    "NCCL",
 	Env:     EnvLibrary,
 	Sonames: []string{"libnccl.so.2", "libnccl.so"},
+	// No DLLs: NCCL has no Windows build.
 	Wheels:  []string{"cu13/lib", "nccl/lib"},
 	Install: "install NCCL (libnccl2, or pip install nvidia-nccl-cu13)",
 }

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	// A GPU without NCCL: these tests (and the example) run against the
 	// fake driver, which answers NCCL's calls too, except where the GPU
 	// machine's scripts require the real thing.
-	if os.Getenv(nccl.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !haveNCCL() {
+	if os.Getenv(nccl.EnvLibrary) == "" && os.Getenv(cudatest.EnvRequireGPU) != "1" && !cudatest.Loadable("libnccl.so.2") {
 		os.Setenv(cudatest.EnvDriver, "fake")
 	}
 	cudatest.Main(m)

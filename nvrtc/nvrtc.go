@@ -39,6 +39,7 @@ var library = dl.Library{
 	Name:    "NVRTC",
 	Env:     EnvLibrary,
 	Sonames: []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"},
+	DLLs:    []string{"nvrtc64_130_0.dll", "nvrtc64_120_0.dll"},
 	Wheels:  []string{"cu13/lib", "cuda_nvrtc/lib"},
 	Install: "install NVIDIA's NVRTC (the CUDA toolkit, or pip install nvidia-cuda-nvrtc)",
 }

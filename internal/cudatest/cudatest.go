@@ -22,6 +22,7 @@ import (
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/curand"
+	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/fakecuda"
 	"github.com/gocuda/cuda/internal/track"
@@ -305,4 +306,18 @@ func Must[T any](v T, err error) func(testing.TB) T {
 		}
 		return v
 	}
+}
+
+// Loadable reports whether any of the library files named loads (each
+// closed again): a package's TestMain asks where the package looks first,
+// without opening the library for the package, whose first open is kept
+// for the process.
+func Loadable(paths ...string) bool {
+	for _, p := range paths {
+		if h, err := dl.Load(p); err == nil {
+			dl.Close(h)
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
-// Package dl finds and opens the optional NVIDIA libraries that gocuda's
-// packages call through purego (NVRTC, NCCL, NVML, cuBLAS and cuBLASLt),
-// and reads their C strings. One search order serves them all:
+// Package dl finds and opens the libraries that gocuda calls through
+// purego (the driver, NVRTC, NCCL, NVML, cuBLAS, cuBLASLt, cuRAND, cuFFT),
+// and reads their C strings. On Linux (and other Unix systems) one search
+// order serves them all:
 //
 //  1. the override variable (GOCUDA_LIBNVRTC, ...), alone when set;
 //  2. each versioned soname, then the bare one, on the loader's path
@@ -14,7 +15,9 @@
 //
 // Wheels ship only versioned files (libnvrtc.so.13, not libnvrtc.so), so a
 // machine with only the NVIDIA driver and PyTorch installed has every
-// library in step 4.
+// library in step 4. Windows has an order of its own (winsearch.go): the
+// DLL names on the system's search path, CUDA_PATH's bin folders, the
+// PATH's folders, then the wheels' bin folders.
 package dl
 
 import (
@@ -23,11 +26,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // Library says where a library may be and how to install it.
@@ -36,6 +38,7 @@ type Library struct {
 	Env     string   // the override variable: "GOCUDA_LIBNVRTC"
 	Sonames []string // newest first, the bare name last: "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"
 	Wheels  []string // folders under a site-packages' nvidia/: "cu13/lib", "cuda_nvrtc/lib"
+	DLLs    []string // the Windows names, newest first: "nvrtc64_130_0.dll", "nvrtc64_120_0.dll"; none where the library has no Windows build
 	Install string   // how to get it: "install the CUDA toolkit, or pip install nvidia-cuda-nvrtc"
 }
 
@@ -45,20 +48,52 @@ var ErrNotFound = errors.New("library not found")
 // cudaDirs are /usr/local/cuda's library folders.
 var cudaDirs = []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/targets/sbsa-linux/lib"}
 
-// Env is what the search reads of the process's environment; tests
-// replace it.
+// Env is what the search reads of the process's environment and files;
+// tests replace it. Only Getenv and LookPath are required: an empty GOOS
+// is the running system's, a nil Glob filepath.Glob, a nil Exists
+// os.Stat's answer.
 type Env struct {
 	Getenv   func(string) string
 	LookPath func(string) (string, error)
+	GOOS     string
+	Glob     func(pattern string) ([]string, error)
+	Exists   func(path string) bool
 }
 
 // ProcessEnv is the process's own environment.
 func ProcessEnv() Env { return Env{Getenv: os.Getenv, LookPath: exec.LookPath} }
 
+func (env Env) goos() string {
+	if env.GOOS == "" {
+		return runtime.GOOS
+	}
+	return env.GOOS
+}
+
+func (env Env) glob(pattern string) []string {
+	if env.Glob == nil {
+		m, _ := filepath.Glob(pattern)
+		return m
+	}
+	m, _ := env.Glob(pattern)
+	return m
+}
+
+func (env Env) exists(path string) bool {
+	if env.Exists == nil {
+		_, err := os.Stat(path)
+		return err == nil
+	}
+	return env.Exists(path)
+}
+
 // Candidates returns what Open tries for lib, in order.
 func (lib Library) Candidates(env Env) []string {
 	if p := env.Getenv(lib.Env); p != "" {
 		return []string{p}
+	}
+	if env.goos() == "windows" {
+		return lib.windowsCandidates(env)
 	}
 	out := append([]string(nil), lib.Sonames...)
 	for _, dir := range cudaDirs {
@@ -69,8 +104,7 @@ func (lib Library) Candidates(env Env) []string {
 	for _, site := range sitePackages(env) {
 		for _, w := range lib.Wheels {
 			for _, so := range lib.Sonames {
-				p := filepath.Join(site, "nvidia", w, so)
-				if _, err := os.Stat(p); err == nil {
+				if p := filepath.Join(site, "nvidia", w, so); env.exists(p) {
 					out = append(out, p)
 				}
 			}
@@ -85,13 +119,16 @@ func (lib Library) Open(env Env) (h uintptr, path string, err error) {
 	tried := lib.Candidates(env)
 	var last error
 	for _, p := range tried {
-		if h, last = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); last == nil {
+		if h, last = Load(p); last == nil {
 			return h, p, nil
 		}
 	}
 	how := lib.Install + ", or set " + lib.Env + " to the library's path"
-	if env.Getenv(lib.Env) != "" {
+	switch {
+	case env.Getenv(lib.Env) != "":
 		how = lib.Env + " names a library that does not load; unset it to search"
+	case len(tried) == 0:
+		return 0, "", fmt.Errorf("%w: %s has no build for %s; set %s to a library's path to try one", ErrNotFound, lib.Name, env.goos(), lib.Env)
 	}
 	return 0, "", fmt.Errorf("%w: cannot open %s (tried %s; last: %v): %s", ErrNotFound, lib.Name, strings.Join(tried, ", "), last, how)
 }
@@ -102,7 +139,7 @@ func (lib Library) Open(env Env) (h uintptr, path string, err error) {
 func Symbols(h uintptr, path string, table map[string]*uintptr) error {
 	var missing []string
 	for name, p := range table {
-		addr, err := purego.Dlsym(h, name)
+		addr, err := Sym(h, name)
 		if err != nil {
 			addr = 0
 			missing = append(missing, name)
@@ -145,23 +182,32 @@ func sitePackages(env Env) []string {
 		if v := env.Getenv("PYENV_VERSION"); v != "" {
 			prefixes = append(prefixes, filepath.Join(pyenv, "versions", v))
 		}
-		versions, _ := filepath.Glob(filepath.Join(pyenv, "versions", "*"))
+		versions := env.glob(filepath.Join(pyenv, "versions", "*"))
 		sort.Sort(sort.Reverse(sort.StringSlice(versions))) // newest first, near enough
 		prefixes = append(prefixes, versions...)
 	}
 	if home != "" {
 		prefixes = append(prefixes, filepath.Join(home, ".local"))
 	}
-	var out []string
-	seen := map[string]bool{}
+	var patterns []string
 	for _, prefix := range prefixes {
 		for _, pattern := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "local/lib/python3*/dist-packages", "lib/python3/dist-packages"} {
-			matches, _ := filepath.Glob(filepath.Join(prefix, pattern))
-			for _, m := range matches {
-				if !seen[m] {
-					seen[m] = true
-					out = append(out, m)
-				}
+			patterns = append(patterns, filepath.Join(prefix, pattern))
+		}
+	}
+	return globAll(env, patterns)
+}
+
+// globAll returns what the patterns match, in the patterns' order, each
+// folder once.
+func globAll(env Env, patterns []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, pattern := range patterns {
+		for _, m := range env.glob(pattern) {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
 			}
 		}
 	}

@@ -1,17 +1,20 @@
-package dl
+package dl_test
 
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
-var testLib = Library{
+var testLib = dl.Library{
 	Name:    "FOO",
 	Env:     "GOCUDA_LIBFOO",
 	Sonames: []string{"libfoo.so.13", "libfoo.so"},
@@ -37,8 +40,8 @@ func tree(t *testing.T, files ...string) string {
 }
 
 // fakeEnv is an environment of vars, with python3 at python ("" for none).
-func fakeEnv(vars map[string]string, python string) Env {
-	return Env{
+func fakeEnv(vars map[string]string, python string) dl.Env {
+	return dl.Env{
 		Getenv: func(k string) string { return vars[k] },
 		LookPath: func(string) (string, error) {
 			if python == "" {
@@ -65,7 +68,7 @@ func TestCandidates(t *testing.T) {
 	)
 	j := func(p string) string { return filepath.Join(root, p) }
 	system := append([]string{"libfoo.so.13", "libfoo.so"}, func() (out []string) {
-		for _, d := range cudaDirs {
+		for _, d := range dl.CUDADirs {
 			out = append(out, filepath.Join(d, "libfoo.so.13"), filepath.Join(d, "libfoo.so"))
 		}
 		return out
@@ -151,8 +154,8 @@ func TestOpenFromWheel(t *testing.T) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
 	}
-	if !errors.Is(err, ErrNotFound) {
-		t.Errorf("error %v is not ErrNotFound", err)
+	if !errors.Is(err, dl.ErrNotFound) {
+		t.Errorf("error %v is not dl.ErrNotFound", err)
 	}
 	_, _, err = testLib.Open(fakeEnv(map[string]string{"GOCUDA_LIBFOO": "/nonexistent/libfoo.so"}, ""))
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libfoo.so") || !strings.Contains(err.Error(), "unset it") {
@@ -166,30 +169,127 @@ func TestSymbols(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	lib := Library{Name: "fake", Env: "GOCUDA_LIBFAKE_UNSET", Sonames: []string{fake}}
+	lib := dl.Library{Name: "fake", Env: "GOCUDA_LIBFAKE_UNSET", Sonames: []string{fake}}
 	h, path, err := lib.Open(fakeEnv(nil, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var init, nope uintptr
-	err = Symbols(h, path, map[string]*uintptr{"cuInit": &init, "cuNoSuchFunction": &nope})
+	err = dl.Symbols(h, path, map[string]*uintptr{"cuInit": &init, "cuNoSuchFunction": &nope})
 	if init == 0 || nope != 0 {
 		t.Errorf("cuInit at %#x, cuNoSuchFunction at %#x", init, nope)
 	}
 	if err == nil || !strings.Contains(err.Error(), "cuNoSuchFunction") || strings.Contains(err.Error(), "cuInit") {
 		t.Errorf("error %v: want it to name cuNoSuchFunction alone", err)
 	}
-	if err := Symbols(h, path, map[string]*uintptr{"cuInit": &init}); err != nil {
+	if err := dl.Symbols(h, path, map[string]*uintptr{"cuInit": &init}); err != nil {
 		t.Errorf("all present: %v", err)
 	}
 }
 
 func TestString(t *testing.T) {
 	b := []byte("hello\x00world")
-	if s := String(uintptr(unsafe.Pointer(&b[0]))); s != "hello" {
+	if s := dl.String(uintptr(unsafe.Pointer(&b[0]))); s != "hello" {
 		t.Errorf("String = %q", s)
 	}
-	if String(0) != "" {
-		t.Error("String(0) not empty")
+	if dl.String(0) != "" {
+		t.Error("dl.String(0) not empty")
+	}
+}
+
+// winFiles is a Windows file system of the files named, for the search's
+// Exists and Glob: the search is tested on Linux with Windows-shaped paths.
+func winFiles(files ...string) (exists func(string) bool, glob func(string) ([]string, error)) {
+	set := map[string]bool{}
+	for _, f := range files {
+		for p := f; strings.Contains(p, `\`); p = p[:strings.LastIndex(p, `\`)] {
+			set[strings.ToLower(p)] = true // a file and the folders above it
+		}
+	}
+	exists = func(p string) bool { return set[strings.ToLower(p)] }
+	glob = func(pattern string) ([]string, error) {
+		var out []string
+		for p := range set {
+			// path.Match's * stops at '/': swap the separators.
+			ok, err := path.Match(strings.ReplaceAll(strings.ToLower(pattern), `\`, "/"), strings.ReplaceAll(p, `\`, "/"))
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, p)
+			}
+		}
+		sort.Strings(out)
+		return out, nil
+	}
+	return exists, glob
+}
+
+// TestWindowsCandidates: on Windows the DLL names come first (the system's
+// search), then CUDA_PATH's bin\x64 and bin, the PATH's folders that hold
+// the DLL, and the wheels' bin folders of the virtual environment, the
+// python on the PATH, the user's Pythons and the user's site.
+func TestWindowsCandidates(t *testing.T) {
+	lib := testLib
+	lib.DLLs = []string{"foo64_13.dll", "foo64_12.dll"}
+	exists, glob := winFiles(
+		`c:\tools\foo64_12.dll`,
+		`c:\work\venv\scripts\python.exe`,
+		`c:\work\venv\lib\site-packages\nvidia\cu13\bin\x86_64\foo64_13.dll`,
+		`c:\python312\python.exe`,
+		`c:\python312\lib\site-packages\nvidia\foo\bin\foo64_12.dll`,
+		`c:\users\me\appdata\local\programs\python\python311\lib\site-packages\nvidia\foo\bin\foo64_13.dll`,
+		`c:\users\me\appdata\roaming\python\python310\site-packages\nvidia\cu13\bin\foo64_13.dll`,
+		`c:\conda\lib\site-packages\nvidia\cu13\bin\x64\foo64_13.dll`,
+	)
+	cudaPath := []string{
+		`C:\CUDA\v13.0\bin\x64\foo64_13.dll`, `C:\CUDA\v13.0\bin\x64\foo64_12.dll`,
+		`C:\CUDA\v13.0\bin\foo64_13.dll`, `C:\CUDA\v13.0\bin\foo64_12.dll`,
+	}
+	for _, tt := range []struct {
+		name   string
+		vars   map[string]string
+		python string
+		want   []string // after the DLL names alone
+	}{
+		{name: "override alone", vars: map[string]string{"GOCUDA_LIBFOO": `D:\foo.dll`}, want: nil},
+		{name: "nothing installed", vars: map[string]string{}},
+		{name: "CUDA_PATH and the PATH", vars: map[string]string{"CUDA_PATH": `C:\CUDA\v13.0\`, "PATH": `C:\Windows;"c:\tools";;c:\empty`},
+			want: append(append([]string(nil), cudaPath...), `c:\tools\foo64_12.dll`)},
+		{name: "virtual environment, its python on the PATH", vars: map[string]string{"VIRTUAL_ENV": `c:\work\venv`}, python: `c:\work\venv\Scripts\python.exe`,
+			want: []string{`c:\work\venv\lib\site-packages\nvidia\cu13\bin\x86_64\foo64_13.dll`}},
+		{name: "system python, the user's Pythons and site", python: `c:\python312\python.exe`,
+			vars: map[string]string{"LOCALAPPDATA": `c:\users\me\appdata\local`, "APPDATA": `c:\users\me\appdata\roaming`},
+			want: []string{
+				`c:\python312\lib\site-packages\nvidia\foo\bin\foo64_12.dll`,
+				`c:\users\me\appdata\local\programs\python\python311\lib\site-packages\nvidia\foo\bin\foo64_13.dll`,
+				`c:\users\me\appdata\roaming\python\python310\site-packages\nvidia\cu13\bin\foo64_13.dll`,
+			}},
+		{name: "conda environment", vars: map[string]string{"CONDA_PREFIX": `c:\conda`},
+			want: []string{`c:\conda\lib\site-packages\nvidia\cu13\bin\x64\foo64_13.dll`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := fakeEnv(tt.vars, tt.python)
+			env.GOOS, env.Exists, env.Glob = "windows", exists, glob
+			got := lib.Candidates(env)
+			want := append(append([]string(nil), lib.DLLs...), tt.want...)
+			if p := tt.vars["GOCUDA_LIBFOO"]; p != "" {
+				want = []string{p}
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("candidates:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// TestNoWindowsBuild: a library without DLLs (NCCL) is not found on
+// Windows, in words, with nothing tried.
+func TestNoWindowsBuild(t *testing.T) {
+	env := fakeEnv(map[string]string{}, "")
+	env.GOOS = "windows"
+	_, _, err := testLib.Open(env)
+	if !errors.Is(err, dl.ErrNotFound) || !strings.Contains(err.Error(), "FOO has no build for windows") {
+		t.Errorf("Open = %v, want ErrNotFound saying FOO has no build for windows", err)
 	}
 }

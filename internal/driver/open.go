@@ -4,20 +4,31 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/gocuda/cuda/internal/dl"
 )
 
 // EnvLibrary names the environment variable that overrides which driver
 // library is opened.
 const EnvLibrary = "GOCUDA_LIBCUDA"
 
-// DefaultLibraries are tried in order when EnvLibrary is unset.
-var DefaultLibraries = []string{"libcuda.so.1", "libcuda.so"}
+// DefaultLibraries are tried in order when EnvLibrary is unset: the
+// driver's file names, on the system's search path (on Windows, System32
+// holds nvcuda.dll).
+var DefaultLibraries = defaultLibraries(runtime.GOOS)
+
+func defaultLibraries(goos string) []string {
+	if goos == "windows" {
+		return []string{"nvcuda.dll"}
+	}
+	return []string{"libcuda.so.1", "libcuda.so"}
+}
 
 // OpenError says why the driver could not be used.
 type OpenError struct {
@@ -89,13 +100,13 @@ func candidates() []string {
 func load(paths []string, table *[symCount]uintptr) (string, error) {
 	var reasons []string
 	for _, p := range paths {
-		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		h, err := dl.Load(p)
 		if err != nil {
 			reasons = append(reasons, err.Error())
 			continue
 		}
 		for i, name := range symNames {
-			addr, err := purego.Dlsym(h, name)
+			addr, err := dl.Sym(h, name)
 			if err != nil {
 				addr = 0
 			}
@@ -130,15 +141,15 @@ func Probe(path string) (int, error) {
 	var h uintptr
 	var err error
 	for _, p := range paths {
-		if h, err = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL); err == nil {
+		if h, err = dl.Load(p); err == nil {
 			break
 		}
 	}
 	if err != nil {
 		return 0, err
 	}
-	initFn, err1 := purego.Dlsym(h, "cuInit")
-	countFn, err2 := purego.Dlsym(h, "cuDeviceGetCount")
+	initFn, err1 := dl.Sym(h, "cuInit")
+	countFn, err2 := dl.Sym(h, "cuDeviceGetCount")
 	if err1 != nil || err2 != nil {
 		return 0, fmt.Errorf("not a CUDA driver library")
 	}

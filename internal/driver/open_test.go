@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +30,20 @@ func TestInitRetried(t *testing.T) {
 	_ = missing.open([]string{"/nonexistent/libcuda.so.1"}, table)
 	if !missing.done.Load() {
 		t.Error("a missing library was not kept")
+	}
+}
+
+// TestDefaultLibraries: the driver's file names on each system (Windows's
+// driver puts nvcuda.dll in System32, on the system's search path).
+func TestDefaultLibraries(t *testing.T) {
+	for _, tt := range []struct{ goos, want string }{
+		{"linux", "libcuda.so.1 libcuda.so"},
+		{"windows", "nvcuda.dll"},
+	} {
+		t.Run(tt.goos, func(t *testing.T) {
+			if got := strings.Join(defaultLibraries(tt.goos), " "); got != tt.want {
+				t.Errorf("defaultLibraries(%q) = %s, want %s", tt.goos, got, tt.want)
+			}
+		})
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/gocuda/cuda/internal/dl"
 )
 
 //go:generate go run ../driver/gen -in ../driver/enums.txt -backend enums-c -out csrc/zenums.h
@@ -154,7 +155,7 @@ type Control struct {
 // Open returns the hooks of the fake library at path. When the library is
 // already loaded (as the process's driver), the same instance is reached.
 func Open(path string) (*Control, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	h, err := dl.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("fakecuda: %w", err)
 	}
@@ -162,7 +163,7 @@ func Open(path string) (*Control, error) {
 	for name, p := range map[string]*uintptr{"fakecu_fail": &c.fail, "fakecu_reset_faults": &c.reset, "fakecu_live": &c.live, "fakecu_calls": &c.calls,
 		"fakecu_counts": &c.counts, "fakecu_count_reset": &c.countReset, "fakecu_pending": &c.pending,
 		"fakecu_ipc_same_process": &c.ipcSame} {
-		if *p, err = purego.Dlsym(h, name); err != nil {
+		if *p, err = dl.Sym(h, name); err != nil {
 			return nil, fmt.Errorf("fakecuda: %s is not the fake driver: %w", path, err)
 		}
 	}

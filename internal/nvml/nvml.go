@@ -22,6 +22,7 @@ var library = dl.Library{
 	Name:    "NVML",
 	Env:     EnvLibrary,
 	Sonames: []string{"libnvidia-ml.so.1"},
+	DLLs:    []string{"nvml.dll"},
 	Install: "install the NVIDIA driver's NVML (libnvidia-ml.so.1)",
 }
 
