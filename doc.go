@@ -34,27 +34,25 @@
 // # Moving data between host and device
 //
 // The device reads and writes page-locked (pinned) host memory directly, at
-// the link's speed: about 55 GB/s each way on the H200 test machine (PCIe
-// Gen5 x16). Ordinary Go memory the driver first copies into pinned memory
-// of its own, a piece at a time; that ran at 7-15 GB/s there. Pinning memory
+// the link's speed. Ordinary Go memory the driver first copies into pinned
+// memory of its own, a piece at a time, at a fraction of that. Pinning memory
 // is slow, about a millisecond per MiB, so pinned memory is for reuse. In
 // order of speed:
 //
 //   - Make or use the data in pinned memory in place: StagingBuffer's
-//     UploadWith and DownloadInto, or a PinnedBuffer. 1.6-3.6x the plain
-//     copy at 64-256 KiB, 3.5-7x from 1 MiB up, 53-55 GB/s from 16 MiB up.
+//     UploadWith and DownloadInto, or a PinnedBuffer: faster than the plain
+//     copy from 64 KiB, at the link's speed from a few MiB.
 //   - Register a slice you transfer again and again (Register): it then
-//     moves at the link's speed too, and registering 256 MiB took 10 ms.
+//     moves at the link's speed too (registering costs about as much as
+//     pinning).
 //   - Move ordinary slices with StagingBuffer's Upload and Download: small
 //     ones take the driver's own path (on the H200 machine staging them
 //     whole won nothing once the data was not in the CPU's caches); from
 //     128 KiB both ways they are pipelined through pinned memory by several
 //     goroutines (below 1 MiB only while those are awake from a transfer
-//     just before): 1.2-1.5x the plain copy at 150-256 KiB, 2.3-2.9x at
-//     1-4.7 MiB, 2.4-7.2x from 16 MiB, and 49.6-53.5 GB/s from 256 MiB up
-//     (BenchmarkStagingPaired and gocuda bench in docs/performance.md,
-//     2026-12-02).
-//     Calibrate finds the thresholds for the machine in hand.
+//     just before), faster than the plain copy from 150 KiB and near the
+//     link's speed from 256 MiB. Calibrate finds the thresholds for the
+//     machine in hand.
 //   - DeviceBuffer's CopyFromHost and CopyToHost: the driver's path.
 //
 // docs/performance.md in the repository has every number, with the
@@ -68,15 +66,13 @@
 //   - A file, or anything that reads at offsets (an *os.File, an
 //     *io.SectionReader): ReadFrom reads it straight into pinned slots, 16
 //     goroutines at once, while the DMA engine moves the slots already
-//     read. A 2 GiB file in the page cache loaded at 39.5 GB/s on the H200
-//     machine, 7.7x PyTorch's safetensors load_file(device="cuda");
-//     package safetensors does that for .safetensors files, checking their
-//     header first.
+//     read, several times faster than PyTorch's safetensors
+//     load_file(device="cuda"); package safetensors does that for
+//     .safetensors files, checking their header first.
 //   - Any other io.Reader (a pipe, a network connection): ReadFrom reads it
 //     chunk after chunk into four slots of 1 MiB on a goroutine of its own,
-//     which queues each chunk's DMA as soon as it is read: a pipe and TCP
-//     on loopback at 0.95x of their speed into a Go buffer (the median of
-//     twelve rounds on the H200 machine, 0.78-1.07x).
+//     which queues each chunk's DMA as soon as it is read: a pipe or a
+//     socket moves at nearly its speed into a Go buffer.
 //   - The way back: WriteTo, to any io.Writer. DeviceBuffer implements
 //     io.ReaderFrom and io.WriterTo with the staging buffer its context
 //     keeps for them (its page-locked memory reused from call to call, until
@@ -92,11 +88,11 @@
 // Which allocation for which use:
 //
 //   - Alloc (cuMemAlloc) for memory that lives long: model weights, buffers
-//     made once. It costs 70-170 µs on the H200 machine, and Free waits for
-//     the device.
+//     made once. It costs tens to hundreds of microseconds, and Free waits
+//     for the device.
 //   - AllocAsync for memory a loop makes and drops at every step: the
 //     allocation and its Free are steps of a stream, served from the
-//     device's memory pool in about 2-3 µs from Go, and Free does not wait;
+//     device's memory pool in a few microseconds, and Free does not wait;
 //     a size the loop repeats is served from memory the stream kept at its
 //     last free, with no driver call (see AllocAsync for when the stream
 //     gives it back). Order other streams after it with an event.
@@ -117,8 +113,8 @@
 //
 // Stream.Capture records the work queued on a stream into a Graph;
 // Graph.Instantiate makes a GraphExec to launch again and again, at about a
-// seventh of the cost of queuing the same kernels one by one (100 launches:
-// 57 µs against 430-550 µs); GraphExec.Update takes a newer capture of the
+// seventh of the cost of queuing the same kernels one by one;
+// GraphExec.Update takes a newer capture of the
 // same shape in place, or instantiates anew when the shape changed. A
 // capture refuses what it cannot replay safely: copies of host memory,
 // staging transfers, waiting for the stream. While a graph or an instance

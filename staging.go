@@ -46,10 +46,9 @@ const (
 type StagingPipeline struct {
 	// UploadMinBytes and DownloadMinBytes are the sizes from which
 	// transfers each way are pipelined; math.MaxInt turns the pipeline
-	// off that way. On the H200 machine, once the copy workers each had a
-	// queue of their own, the pipeline beat the driver's own path from
-	// 128 KiB both ways, back to back (BenchmarkPipelineGrain), where the
-	// copy workers are awake (see WarmBelowBytes). Both are 128 KiB.
+	// off that way. Both are 128 KiB: from there the pipeline beat the
+	// driver's own path both ways on the H200 machine, where the copy
+	// workers are awake (see WarmBelowBytes; docs/performance.md).
 	UploadMinBytes, DownloadMinBytes int
 	// ChunkBytes is the largest chunk. Transfers use chunks of a quarter
 	// of their size (rounded up to StagingGranularity), at least 512 KiB
