@@ -136,8 +136,8 @@ func (j *copyJob) runOne() bool {
 	return ok
 }
 
-// runRest copies here the parts of j no one has claimed yet.
-func (j *copyJob) runRest() {
+// runUnclaimed copies here the parts of j no one has claimed yet.
+func (j *copyJob) runUnclaimed() {
 	for j.left.Load() > 0 && j.runOne() {
 	}
 }
@@ -349,7 +349,7 @@ func partSize(n, parts int) int {
 // microseconds to get one back, which the pipeline would pay once per
 // chunk. It copies parts itself instead, and spins.
 func awaitCopies(j *copyJob) {
-	j.runRest()
+	j.runUnclaimed()
 	var deadline time.Time
 	for i := 1; j.left.Load() > 0; i++ {
 		// Another copy's part, another transfer's perhaps, is better

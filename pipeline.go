@@ -330,7 +330,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	// on the H200 machine, BenchmarkPipelineTimeline.)
 	await := func(i int, next *copyJob) error {
 		if next != nil {
-			next.runRest()
+			next.runUnclaimed()
 		}
 		err := check(op, driver.EventSynchronize(s.ctx.handle, event(i).handle))
 		trace(stepLanded, i)

@@ -203,8 +203,8 @@ func (p *ioPlan) queued(op string, s *Stream, i int) error {
 	return check(op, driver.EventRecord(s.ctx.handle, p.evs[i%p.slots].handle, s.handle))
 }
 
-// await waits until chunk i's DMA is done.
-func (p *ioPlan) await(op string, s *Stream, i int) error {
+// awaitDMA waits until chunk i's DMA is done.
+func (p *ioPlan) awaitDMA(op string, s *Stream, i int) error {
 	return check(op, driver.EventSynchronize(s.ctx.handle, p.evs[i%p.slots].handle))
 }
 
@@ -267,7 +267,7 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 						return err
 					}
 					if reuse := i + 1 - p.slots; reuse >= 0 && i+1 < p.chunks {
-						return p.await(op, s, reuse)
+						return p.awaitDMA(op, s, reuse)
 					}
 					return nil
 				})
@@ -314,7 +314,7 @@ func readPipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, n
 			// Chunk i-1+slots goes into the slot chunk i-1 left, once its
 			// DMA is done: chunk i's is queued behind it meanwhile.
 			if next := i - 1 + p.slots; i >= 1 && next < p.chunks {
-				if err := p.await(op, s, i-1); err != nil {
+				if err := p.awaitDMA(op, s, i-1); err != nil {
 					return read, err
 				}
 				f.start(next, p.slot(next))
@@ -538,7 +538,7 @@ func writePipeline(op string, sb *StagingBuffer, s *Stream, d driver.DevicePtr, 
 			}
 		}
 		return p.inOrder(progress, func(i int) (int, error) {
-			if err := s.ctx.doHeld(op, func() error { return p.await(op, s, i) }); err != nil {
+			if err := s.ctx.doHeld(op, func() error { return p.awaitDMA(op, s, i) }); err != nil {
 				return 0, err
 			}
 			lo, _ := p.bounds(i)
