@@ -28,14 +28,14 @@ func (d Direction) String() string {
 	return "device to host"
 }
 
-// Default thresholds up to which Upload and Download stage ordinary slices
-// through pinned memory, from the H200 measurement in docs/performance.md:
-// there the driver's own path for ordinary memory was as fast as staging
-// for small transfers, both ways, once the memory was not already in the
-// CPU's caches. Calibrate measures the machine in hand.
+// The default thresholds up to which Upload and Download stage ordinary
+// slices whole through pinned memory: none. On the H200 machine the
+// driver's own path for ordinary memory was as fast as staging small
+// transfers, both ways, once the memory was not already in the CPU's
+// caches (docs/performance.md). Calibrate measures the machine in hand.
 const (
-	DefaultUploadStageMaxBytes   = 0
-	DefaultDownloadStageMaxBytes = 0
+	defaultUploadStageMaxBytes   = 0
+	defaultDownloadStageMaxBytes = 0
 )
 
 // StagingPipeline configures the path Upload and Download take for large
@@ -421,7 +421,7 @@ func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error)
 // defaultSettings are a new StagingBuffer's settings, built once.
 var defaultSettings = sync.OnceValue(func() stagingSettings {
 	return stagingSettings{
-		stageMax: [2]int{DefaultUploadStageMaxBytes, DefaultDownloadStageMaxBytes},
+		stageMax: [2]int{defaultUploadStageMaxBytes, defaultDownloadStageMaxBytes},
 		pipe:     DefaultStagingPipeline(),
 	}
 })

@@ -18,10 +18,10 @@ func TestStagingZeroValue(t *testing.T) {
 	if sb.Capacity() != 0 || sb.Stats() != (cuda.StagingStats{}) {
 		t.Errorf("zero value: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
 	}
-	if sb.StageMaxBytes(cuda.HostToDevice) != cuda.DefaultUploadStageMaxBytes || sb.StageMaxBytes(cuda.DeviceToHost) != cuda.DefaultDownloadStageMaxBytes {
-		t.Errorf("StageMaxBytes = %d, %d; want the defaults", sb.StageMaxBytes(cuda.HostToDevice), sb.StageMaxBytes(cuda.DeviceToHost))
+	if sb.StageMaxBytes(cuda.HostToDevice) != 0 || sb.StageMaxBytes(cuda.DeviceToHost) != 0 {
+		t.Errorf("StageMaxBytes = %d, %d; want the defaults, 0", sb.StageMaxBytes(cuda.HostToDevice), sb.StageMaxBytes(cuda.DeviceToHost))
 	}
-	if sb.AutoStageMaxBytes() != max(cuda.DefaultUploadStageMaxBytes, cuda.DefaultDownloadStageMaxBytes) {
+	if sb.AutoStageMaxBytes() != 0 {
 		t.Errorf("AutoStageMaxBytes() = %d", sb.AutoStageMaxBytes())
 	}
 	if sb.Pipeline() != cuda.DefaultStagingPipeline() {

@@ -13,9 +13,9 @@ import (
 type Epilogue int
 
 const (
-	NoEpilogue Epilogue = iota
-	ReLU                // max(x, 0)
-	GELU                // GELU in its tanh approximation, as cuBLASLt computes it
+	NoEpilogue Epilogue = iota // the product alone, nothing applied after it
+	ReLU                       // max(x, 0)
+	GELU                       // GELU in its tanh approximation, as cuBLASLt computes it
 )
 
 func (e Epilogue) String() string {
