@@ -8,8 +8,8 @@ import (
 )
 
 // copyPool is a set of goroutines that copy host memory in parallel for the
-// staging pipeline: one goroutine's copy runs at about 6 GB/s on the H200
-// machine, far below the link's 55 GB/s. The goroutines live for the
+// staging pipeline: one goroutine copies far slower than the link moves
+// data (docs/performance.md). The goroutines live for the
 // process, so that a transfer starts none and allocates nothing. There is
 // one fewer than the processors the pool may use: the goroutine handing the
 // work out copies too.
@@ -17,10 +17,9 @@ import (
 // A copy is a copyJob, put on the board whole; the workers, and the
 // goroutine that put it there, claim its parts one at a time with an atomic
 // add. Handing each part to a worker's queue instead (a channel each, the
-// workers taking from one another's when their own was empty) cost about
-// 1.1 us a part on the H200 machine, one after another, as fifteen spinning
-// workers polled every queue: the eighth part of a 256 KiB chunk started
-// 10 us after the first, where copying it took 6 (BenchmarkCopyParts).
+// workers taking from one another's when their own was empty) started the
+// parts one after another, as the spinning workers polled every queue, and
+// took twice as long a chunk ("Tried and not kept" in docs/performance.md).
 var copyPool struct {
 	once    sync.Once
 	workers []copyWorker
@@ -186,9 +185,9 @@ func wakeCopyWorkers(k int) {
 // blocked; if none is, it wakes them, so that a transfer made soon after
 // finds them awake (StagingPipeline.WarmBelowBytes). One awake is enough: the
 // pipelined transfer that follows wakes the rest and keeps them spinning.
-// (Asking for most of them awake sent whole loops of 196 KiB downloads to
-// the driver on one H200 machine: the woken workers came up one by one,
-// each spinning 200 us before it blocked again, never half of them at once.)
+// (Asking for most of them awake sent whole loops of small downloads to the
+// driver: the woken workers came up one by one, each spinning a while
+// before it blocked again, never half of them at once.)
 func copyWorkersAwake() bool {
 	copyPool.once.Do(startCopyPool)
 	if int(copyPool.parked.Load()) < copyPool.n {
@@ -238,10 +237,9 @@ func (w *copyWorker) run(i int) {
 // nextPart waits for a part to copy, without blocking the
 // thread, while a transfer holds the workers and for copySpin after. It
 // yields the processor to other goroutines every few turns: a worker that
-// yields only every 20 us instead kept the goroutine that hands out the
-// work (back from a driver call, wanting a processor) waiting, and
-// transfers of 128 KiB-16 MiB ran at half the speed on the H200 machine
-// (BenchmarkPipelineGrain).
+// yields seldom keeps the goroutine that hands out the work (back from a
+// driver call, wanting a processor) waiting, which halved the speed of
+// mid-size transfers (docs/performance.md, "Tried and not kept").
 func nextPart() (*copyJob, int, bool) {
 	deadline := time.Now().Add(copySpin)
 	for turn := 1; ; turn++ {
@@ -264,9 +262,8 @@ func nextPart() (*copyJob, int, bool) {
 // one start offered the latest copy, where round the board the oldest copy
 // is, or else the empty slots before it. So the copies are claimed oldest
 // first, and a pipeline's chunks reach the DMA engine in order. (Each
-// worker looking from a place of its own tied on the H200 machine at 256 MiB
-// and 1 GiB, BenchmarkPipelineLarge; in order is the one that cannot starve
-// a chunk.)
+// worker looking from a place of its own tied; in order is the one that
+// cannot starve a chunk.)
 func boardStart() int { return int(copyPool.next.Load()) + 1 }
 
 // claimAny claims a part of a copy on the board, looking from slot from
@@ -284,23 +281,20 @@ func claimAny(from int) (*copyJob, int, bool) {
 }
 
 // maxCopyWorkers bounds the goroutines copying one chunk, the caller's
-// among them: past 16 the copies stop getting faster on the H200 machine
-// (BenchmarkParallelCopy: 38 GB/s on 16).
+// among them: past 16 the copies stopped getting faster on the H200
+// machine (BenchmarkParallelCopy).
 const maxCopyWorkers = 16
 
 // minCopyPart is the least a worker is given: below it, handing the work
-// over costs more than it saves. (On the H200 machine, with the board,
-// BenchmarkCopyParts: parts of 16 KiB copied a 196-256 KiB upload's chunk
-// 1.1-1.2x faster than 32 KiB, tied at 1 MiB and lost downloading it; 64
-// KiB lost. Whole transfers with 16 KiB parts are not yet measured with
-// the board; with the queues before it they lost downloading.)
+// over costs more than it saves. (Parts of 16 KiB won on small chunks and
+// lost downloading 1 MiB, parts of 64 KiB lost: docs/performance.md,
+// "Tried and not kept".)
 var minCopyPart = 32 << 10
 
 // wakeWorthBytes is the size below which a copy uses only the workers still
 // spinning: waking a parked one takes the scheduler tens of microseconds,
-// as long as copying a few hundred KiB takes. (gocuda calibrate on the H200
-// machine: staging 256 KiB, split in two, ran at 2.4 GB/s against 4.1 for
-// 128 KiB copied whole, both ways.)
+// as long as copying a few hundred KiB takes (gocuda calibrate showed
+// a small copy split over woken workers slower than copied whole).
 const wakeWorthBytes = 1 << 20
 
 // parallelCopy copies src into dst (of equal length) with up to workers

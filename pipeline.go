@@ -124,8 +124,8 @@ func (sb *StagingBuffer) prepare(op string, r route, d Direction, p StagingPipel
 // out of every transfer it covers: in slots no smaller than the chunk the
 // transfer takes from slots of ChunkBytes, where it has room for two (a
 // buffer holding 1 MiB moves 1 MiB in two chunks of 512 KiB, not eight of
-// 128 KiB, which ran 1.15x slower uploading on the H200 machine and 1.5x
-// downloading: BenchmarkPipelineGrain). A transfer of one such chunk takes
+// 128 KiB, which ran slower both ways: docs/performance.md). A transfer of
+// one such chunk takes
 // one slot; one of more, two slots at least, so that one is filled while
 // the other's DMA runs. No slot is larger than ChunkBytes.
 func (p StagingPipeline) slotsFor(n, held int, up bool) (count, size int) {
@@ -194,8 +194,7 @@ func trace(step pipeStep, chunk int) {
 }
 
 // minPipeChunk is the least chunk a transfer is cut into: below it the
-// DMA engine's cost per copy outweighs the overlap (BenchmarkPipelineSplit
-// and BenchmarkPipelineTrace on the H200 machine, docs/performance.md).
+// DMA engine's cost per copy outweighs the overlap (docs/performance.md).
 var minPipeChunk = 512 << 10
 
 // chunking is how a pipelined transfer of n bytes is cut: in pipeSplit
@@ -214,11 +213,9 @@ type chunking struct {
 // download's ended, within the pinned memory, wrapping to its start, instead
 // of always at its start. On the H200 machine the DMA engine wrote memory
 // the copies out had just read at about half its speed (as we read it, the
-// reads leave the slots in the CPUs' caches, which its writes must clear):
-// a 512 KiB chunk landed 26-30 us after it was queued with the slots at one
-// place, 15-16 us with them rotating, and back-to-back downloads ran 1.1x
-// faster at 512 KiB, 1.25x at 1 MiB, 1.3x at 2 MiB and 1.55x at 4.7 MiB
-// (BenchmarkPipelineTail). A download whose slots take more than half the
+// reads leave the slots in the CPUs' caches, which its writes must clear),
+// and back-to-back downloads ran up to 1.55x faster rotating
+// (docs/performance.md). A download whose slots take more than half the
 // pinned memory (from 16 MiB with the defaults) starts at its start each
 // time. Uploads fill the slots with streaming stores, which leave nothing
 // cached, and tied rotating. A variable for the benchmark.
@@ -325,9 +322,9 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	// and no others: once the DMA is done, this goroutine has chunks to
 	// hand the DMA engine. (Copying whatever was queued until no part was
 	// left, an upload's first wait copied most of the chunks filled at its
-	// start while the DMA engine, done with the first two, stood idle:
-	// 450-480 us of every transfer, which held 256 MiB uploads to 48 GB/s
-	// on the H200 machine, BenchmarkPipelineTimeline.)
+	// start while the DMA engine, done with the first two, stood idle, a
+	// fixed cost of every transfer that held large uploads back:
+	// BenchmarkPipelineTimeline shows it.)
 	await := func(i int, next *copyJob) error {
 		if next != nil {
 			next.runUnclaimed()

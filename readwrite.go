@@ -39,11 +39,10 @@ type ioShape struct{ slots, chunk int }
 
 // The shapes, variables for the benchmarks that chose them. Readers at
 // offsets are read by one goroutine per slot, and want many large slots to
-// keep the reads going (BenchmarkReadFromShape: 16 × 4 MiB). A reader read
-// in order, or a writer, is one goroutine's work, a few GB/s: four slots
-// of 1 MiB keep the DMA engine ahead of it, in memory the CPU's caches
-// still hold, where 16 × 4 MiB did not (a pipe on the H200 machine, 3.7
-// GB/s against 2.4: BenchmarkReadFromStream).
+// keep the reads going (BenchmarkReadFromShape chose 16 × 4 MiB). A reader
+// read in order, or a writer, is one goroutine's work: four slots of 1 MiB
+// keep the DMA engine ahead of it, in memory the CPU's caches still hold,
+// where 16 × 4 MiB did not (BenchmarkReadFromStream).
 var (
 	ioAtOffsets  = ioShape{slots: 16, chunk: 4 << 20}
 	ioSequential = ioShape{slots: 4, chunk: 1 << 20}

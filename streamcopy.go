@@ -7,13 +7,11 @@ import "unsafe"
 // (non-temporal) stores: they write to memory without reading the
 // destination's cache lines first and without leaving them dirty in the
 // CPU's caches. Uploading, the DMA engine then reads the pinned memory
-// straight from memory instead of fetching lines from the caches: on the
-// H200 machine uploads of 256 KiB-64 MiB ran up to 1.7x faster (1 MiB:
-// 1.3-1.4x; 4.7 MiB: 1.5-1.7x), while from 128 MiB, where the copy itself
-// limits, streaming stores tied or lost up to 19%. Downloading, the
-// destination is the program's memory: streaming won at 256 KiB-1 MiB (by
-// 1.05-1.2x), tied at 4.7 MiB and lost from 16 MiB
-// (BenchmarkPipelineStreaming, three runs, docs/performance.md). A
+// straight from memory instead of fetching lines from the caches: uploads
+// ran faster with them below 128 MiB, where the copy itself limits, and
+// tied or lost from there. Downloading, the destination is the program's
+// memory: streaming won below 4 MiB and lost from 16 MiB
+// (BenchmarkPipelineStreaming; the figures are in docs/performance.md). A
 // variable for the benchmarks.
 var streamBelow = [2]int{HostToDevice: 128 << 20, DeviceToHost: 4 << 20}
 
