@@ -90,6 +90,10 @@
 #             this build and, when GOCUDA_OLD_TEST names a root-package test
 #             binary built before them, of that one, three interleaved rounds:
 #             OUTDIR/stats.txt
+#   versus    transfers (BenchmarkUpload and BenchmarkDownload at 64 KiB, 1 MiB,
+#             16 MiB, 256 MiB) and allocations (BenchmarkAllocAsync) of this build
+#             beside GOCUDA_OLD_TEST, a root-package test binary of an earlier
+#             commit, three interleaved rounds: OUTDIR/versus.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -98,7 +102,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [rand] [growable] [stats] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [rand] [growable] [stats] [versus] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -383,6 +387,16 @@ for section in $sections; do
 			done
 		done >"$out/stats.txt" 2>&1
 		summary "$out/stats.txt"
+		;;
+	versus)
+		for round in 1 2 3; do
+			for test in bin/tests/cuda.test ${GOCUDA_OLD_TEST:-}; do
+				echo "== round $round: $test"
+				$test -test.run '^$' -test.bench '^Benchmark(Upload|Download)$/^(64KiB|1MiB|16MiB|256MiB)$' -test.benchtime 0.3s
+				$test -test.run '^$' -test.bench '^BenchmarkAllocAsync$/^(async|uncached)/' -test.benchtime 0.3s
+			done
+		done >"$out/versus.txt" 2>&1
+		summary "$out/versus.txt"
 		;;
 	pool)
 		for round in 1 2; do
