@@ -93,7 +93,7 @@
 #   versus    transfers (BenchmarkUpload and BenchmarkDownload at 64 KiB, 1 MiB,
 #             16 MiB, 256 MiB) and allocations (BenchmarkAllocAsync) of this build
 #             beside GOCUDA_OLD_TEST, a root-package test binary of an earlier
-#             commit, three interleaved rounds: OUTDIR/versus.txt
+#             commit, two interleaved rounds: OUTDIR/versus.txt
 #   pool      the staging pipeline's ways of waiting (BenchmarkCopyPool) beside the
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
@@ -389,7 +389,7 @@ for section in $sections; do
 		summary "$out/stats.txt"
 		;;
 	versus)
-		for round in 1 2 3; do
+		for round in 1 2; do
 			for test in bin/tests/cuda.test ${GOCUDA_OLD_TEST:-}; do
 				echo "== round $round: $test"
 				$test -test.run '^$' -test.bench '^Benchmark(Upload|Download)$/^(64KiB|1MiB|16MiB|256MiB)$' -test.benchtime 0.3s
