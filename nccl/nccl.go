@@ -13,9 +13,9 @@
 // One goroutine queuing the collectives of several ranks must do so inside
 // Group, or each rank's call would wait for the others.
 //
-// On two H200s joined by NVLink, an all-reduce of 1 GiB moved 329 GB/s of
-// bus bandwidth, as PyTorch's torch.distributed did in the same run; from
-// 16 MiB up the two were within 1% (docs/performance.md). On machines
+// On two H200s joined by NVLink, an all-reduce moved what PyTorch's
+// torch.distributed moved in the same run from 16 MiB up
+// (docs/performance.md). On machines
 // others share, keep NVLink multicast off: NCCL_NVLS_ENABLE=0.
 //
 // The library is looked for as libnccl.so.2 and libnccl.so on the loader's
