@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -766,13 +767,14 @@ func sweepCases() []sweepCase {
 					}
 			}},
 		{name: "nccl", covers: []string{"nccl.NewComms", "nccl.NewUniqueID", "nccl.NewComm", "nccl.AllReduce", "nccl.Broadcast",
-			"nccl.Reduce", "nccl.AllGather", "nccl.ReduceScatter", "nccl.Group", "nccl.Version", "Comm.Close"},
+			"nccl.Reduce", "nccl.AllGather", "nccl.ReduceScatter", "nccl.Group", "nccl.Version", "Comm.Close",
+			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch"},
 			// The collectives run on a communicator of one rank: in one of
 			// two, a rank whose call fails leaves the other's waiting for
 			// it, as NCCL's do (Comm.Abort is the way out, not Close).
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var comms []*nccl.Comm
-				var one *nccl.Comm
+				var one, launched *nccl.Comm
 				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t), must(cuda.Alloc[float32](e.ctx, 2))(t)
 				return func() error {
 						return firstErr(
@@ -799,10 +801,17 @@ func sweepCases() []sweepCase {
 							},
 							func() error { return e.s.Synchronize() },
 							func() error { return one.Close() },
+							// A job of one rank: the rendezvous makes the id
+							// and listens for nobody.
+							func() (err error) {
+								launched, err = nccl.NewCommFromLaunch(context.Background(), e.ctx, nccl.Launch{Size: 1, Addr: "127.0.0.1:1"})
+								return err
+							},
+							func() error { return launched.Close() },
 						)
 					}, func(t *testing.T, _ error) {
 						e.s.Synchronize()
-						for _, c := range append(comms, one) {
+						for _, c := range append(comms, one, launched) {
 							if c != nil && c.Close() != nil {
 								if err := c.Close(); err != nil {
 									t.Errorf("closing a communicator again: %v", err)

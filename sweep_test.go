@@ -60,7 +60,7 @@ var noDriverMethods = []string{
 	"cuda.FromRaw", "cuda.ParseAttribute", "cuda.KnownAttributes", "cuda.JITMaxRegisters", "cuda.JITOptimizationLevel",
 	"cuda.JITLineInfo", "cuda.JITDebugInfo", "cuda.DefaultStagingPipeline", "cuda.DefaultCalibrationSizes", "cuda.CalibrateSizes", "cuda.LaunchConfigFor", "cuda.ViewAs",
 	"DeviceBuffer.Slice", "Comm.Rank", "Comm.Size", "Comm.Context", "Comm.String", "Op.String", "UniqueID.MarshalText",
-	"UniqueID.UnmarshalText", "Error.Unwrap", "nccl.Library", "nvrtc.Library", "Output.LoweredName",
+	"UniqueID.UnmarshalText", "Error.Unwrap", "nccl.Library", "nvrtc.Library", "nccl.LaunchFromEnv", "Output.LoweredName",
 	"cuda.NewFloat16", "cuda.NewBFloat16", "Float16.Float32", "Float16.String", "BFloat16.Float32", "BFloat16.String",
 	"cublas.Library", "cublas.NewMatrix", "Matrix.T", "Status.Error", "Status.String", "MathMode.String", "Layout.String",
 	"Epilogue.String", "Handle.Stream", "Handle.SetMathMode", "Handle.MathMode",

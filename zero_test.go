@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -88,6 +89,7 @@ var zeroTypes = map[string]struct {
 	"nccl.Number":             {nil, false}, // a constraint
 	"nccl.Op":                 {new(nccl.Op), true},
 	"nccl.UniqueID":           {new(nccl.UniqueID), true},
+	"nccl.Launch":             {new(nccl.Launch), true},
 	"nccl.Comm":               {new(nccl.Comm), false},
 	"nccl.Result":             {new(nccl.Result), true},
 	"nccl.Error":              {new(nccl.Error), false},
@@ -127,7 +129,7 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.LoadLibrary": nil, "cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
 	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
-	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "nvrtc.Library": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil, "cufft.Version": nil, "cufft.Library": nil,
+	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.LaunchFromEnv": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "nvrtc.Library": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil, "cufft.Version": nil, "cufft.Library": nil,
 	"cufft.NewPlans": func() []error { _, err := cufft.NewPlans(nil); return []error{err} },
 	"cufft.NewPlan": func() []error {
 		_, e1 := cufft.NewPlan(&cuda.Stream{}, cufft.C2C, []int{4}, 1)
@@ -279,6 +281,15 @@ var zeroFuncs = map[string]func() []error{
 	"nccl.NewComms": func() []error {
 		_, err := nccl.NewComms([]*cuda.Context{{}})
 		return []error{err}
+	},
+	"nccl.ShareUniqueID": func() []error {
+		_, err := nccl.ShareUniqueID(context.Background(), nccl.Launch{})
+		return []error{err}
+	},
+	"nccl.NewCommFromLaunch": func() []error {
+		_, e1 := nccl.NewCommFromLaunch(context.Background(), &cuda.Context{}, nccl.Launch{})
+		_, e2 := nccl.NewCommFromLaunch(context.Background(), nil, nccl.Launch{})
+		return []error{e1, e2}
 	},
 	"nccl.NewComm": func() []error {
 		_, err := nccl.NewComm(&cuda.Context{}, nccl.UniqueID{}, 1, 0)

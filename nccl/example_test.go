@@ -1,9 +1,11 @@
 package nccl_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"math"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/nccl"
@@ -71,4 +73,32 @@ func Example() {
 	}
 	fmt.Println("every rank holds the sum")
 	// Output: every rank holds the sum
+}
+
+// A program started on every GPU of two hosts by a launcher, one process
+// each, such as
+//
+//	torchrun --nnodes 2 --nproc-per-node 8 --rdzv-endpoint host0:29500 ./train
+//	mpirun -np 16 -x MASTER_ADDR=host0 -x MASTER_PORT=29500 ./train
+//
+// makes its rank of one communicator from what the launcher told it.
+func ExampleNewCommFromLaunch() {
+	l, err := nccl.LaunchFromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, s, err := cuda.Open(l.LocalRank) // a GPU per process of the host
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	deadline, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	comm, err := nccl.NewCommFromLaunch(deadline, ctx, l)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer comm.Close()
+	fmt.Printf("rank %d of %d (%s)\n", comm.Rank(), comm.Size(), l.Launcher)
 }

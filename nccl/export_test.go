@@ -1,0 +1,4 @@
+package nccl
+
+// LaunchFrom is LaunchFromEnv reading getenv, for the tests.
+var LaunchFrom = launchFrom
