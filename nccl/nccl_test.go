@@ -1,14 +1,17 @@
 package nccl_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -279,14 +282,15 @@ func TestTwoProcesses(t *testing.T) {
 	if n, _ := cuda.DeviceCount(); cudatest.IsFake() || n < 2 {
 		t.Skipf("needs two GPUs (the %s driver sees %d)", cudatest.Kind(), n)
 	}
-	id := must(nccl.NewUniqueID())(t)
-	text, _ := id.MarshalText()
+	// The processes meet as a launcher's would: rank 0 serves the id.
+	host, port, _ := net.SplitHostPort(freeAddr(t))
 	var wg sync.WaitGroup
 	outs := make([][]byte, 2)
 	errs := make([]error, 2)
 	for r := range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcesses$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GOCUDA_TEST_NCCL_RANK="+strconv.Itoa(r), "GOCUDA_TEST_NCCL_ID="+string(text))
+		cmd.Env = append(os.Environ(), "GOCUDA_TEST_NCCL_RANK=1", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
+			"MASTER_ADDR="+host, "MASTER_PORT="+port)
 		wg.Go(func() { outs[r], errs[r] = cmd.CombinedOutput() })
 	}
 	wg.Wait()
@@ -299,15 +303,14 @@ func TestTwoProcesses(t *testing.T) {
 
 // twoProcessRank is one process of TestTwoProcesses: rank r on device r
 // all-reduces r+1 and i: the sum is 3 and 2i.
-func twoProcessRank(t *testing.T, rankText string) {
-	r, _ := strconv.Atoi(rankText)
-	var id nccl.UniqueID
-	if err := id.UnmarshalText([]byte(os.Getenv("GOCUDA_TEST_NCCL_ID"))); err != nil {
-		t.Fatal(err)
-	}
+func twoProcessRank(t *testing.T, _ string) {
+	l := must(nccl.LaunchFromEnv())(t)
+	r := l.Rank
 	ctx := must(cuda.NewContext(must(cuda.GetDevice(r))(t)))(t)
 	defer ctx.Close()
-	c := must(nccl.NewComm(ctx, id, 2, r))(t)
+	deadline, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := must(nccl.NewCommFromLaunch(deadline, ctx, l))(t)
 	defer c.Close()
 	s := must(ctx.NewStream())(t)
 	defer s.Close()
