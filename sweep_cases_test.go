@@ -768,7 +768,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "nccl", covers: []string{"nccl.NewComms", "nccl.NewUniqueID", "nccl.NewComm", "nccl.AllReduce", "nccl.Broadcast",
 			"nccl.Reduce", "nccl.AllGather", "nccl.ReduceScatter", "nccl.Group", "nccl.Version", "Comm.Close",
-			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch"},
+			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch", "nccl.Send", "nccl.Recv", "nccl.AllToAll"},
 			// The collectives run on a communicator of one rank: in one of
 			// two, a rank whose call fails leaves the other's waiting for
 			// it, as NCCL's do (Comm.Abort is the way out, not Close).
@@ -796,7 +796,12 @@ func sweepCases() []sweepCase {
 										func() error { return nccl.Broadcast(one, b, b, 0, e.s) },
 										func() error { return nccl.Reduce(one, b, b, nccl.Max, 0, e.s) },
 										func() error { return nccl.AllGather(one, b, g, e.s) },
-										func() error { return nccl.ReduceScatter(one, g, b, nccl.Sum, e.s) })
+										func() error { return nccl.ReduceScatter(one, g, b, nccl.Sum, e.s) },
+										func() error { return nccl.AllToAll(one, b, g, e.s) },
+										// A receive only after its send: a receive
+										// without one waits for ever, as NCCL's.
+										func() error { return nccl.Send(one, b, 0, e.s) },
+										func() error { return nccl.Recv(one, g, 0, e.s) })
 								})
 							},
 							func() error { return e.s.Synchronize() },

@@ -307,6 +307,15 @@ var zeroFuncs = map[string]func() []error{
 	"nccl.AllGather": func() []error {
 		return []error{nccl.AllGather(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, &cuda.Stream{})}
 	},
+	"nccl.Send": func() []error {
+		return []error{nccl.Send(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, 0, &cuda.Stream{})}
+	},
+	"nccl.Recv": func() []error {
+		return []error{nccl.Recv(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, 0, &cuda.Stream{})}
+	},
+	"nccl.AllToAll": func() []error {
+		return []error{nccl.AllToAll(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, &cuda.Stream{})}
+	},
 	"nccl.ReduceScatter": func() []error {
 		return []error{nccl.ReduceScatter(&nccl.Comm{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[float32]{}, nccl.Sum, &cuda.Stream{})}
 	},

@@ -1,5 +1,6 @@
 // Package nccl runs collectives (all-reduce, broadcast, reduce, all-gather,
-// reduce-scatter) across GPUs on gocuda's DeviceBuffers and Streams, with
+// reduce-scatter, all-to-all) and point-to-point sends and receives across
+// GPUs on gocuda's DeviceBuffers and Streams, with
 // NVIDIA's NCCL library, opened at run time like the driver: nothing is
 // needed to build, and libnccl only where a communicator is made.
 //
@@ -49,7 +50,7 @@ const EnvLibrary = "GOCUDA_LIBNCCL"
 type fns struct {
 	getVersion, getErrorString, getLastError, getUniqueID, initRankScalable, initAll,
 	commDestroy, commAbort, groupStart, groupEnd,
-	allReduce, broadcast, reduce, allGather, reduceScatter uintptr
+	allReduce, broadcast, reduce, allGather, reduceScatter, send, recv uintptr
 }
 
 var lib struct {
@@ -86,6 +87,7 @@ func open(op string) error {
 			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
 			"ncclAllReduce": &f.allReduce, "ncclBroadcast": &f.broadcast, "ncclReduce": &f.reduce,
 			"ncclAllGather": &f.allGather, "ncclReduceScatter": &f.reduceScatter,
+			"ncclSend": &f.send, "ncclRecv": &f.recv,
 		})
 		if f.getVersion == 0 || f.getErrorString == 0 {
 			lib.err = fmt.Errorf("%s is not NCCL: it lacks ncclGetVersion", lib.path)

@@ -12,7 +12,7 @@ enum {
 	NCCL_INVALID_USAGE = 5,
 	NCCL_NUM_RESULTS = 9,
 };
-enum coll_kind { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER };
+enum coll_kind { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER, P2P_SEND, P2P_RECV };
 #define MAX_RANKS MAX_DEVICES
 
 // A clique is the ranks of one unique id (or of one ncclCommInitAll).
@@ -27,7 +27,9 @@ struct clique {
 struct fake_comm {
 	struct clique *cl;
 	int rank, device;
-	long seq; // collectives issued, which numbers them across ranks
+	long seq;                // collectives issued, which numbers them across ranks
+	long sent[MAX_RANKS];    // sends issued to each peer, which number them
+	long received[MAX_RANKS]; // receives issued from each peer
 };
 
 // A coll is one collective: what each rank passed, and who has arrived.
@@ -38,7 +40,8 @@ struct coll_part {
 	const void *send;
 	void *recv;
 	size_t count;
-	int dtype, op, root;
+	int dtype, op, root; // root: the peer of a send or a receive
+	int grouped;         // a send or receive made inside a group
 };
 struct coll {
 	long seq;
@@ -154,12 +157,20 @@ static void compute(struct coll *c, int nranks) {
 		free(tmp);
 		break;
 	}
+	default: // sends and receives: run_p2p
+		break;
 	}
 }
 
 // run_collective is a rank's part of a collective, on its stream's worker:
 // it waits there until every rank has arrived, and the last computes.
+static void run_p2p(struct coll_part *p);
+
 void run_collective(struct coll_part *p) {
+	if (p->kind == P2P_SEND || p->kind == P2P_RECV) {
+		run_p2p(p);
+		return;
+	}
 	struct clique *cl = p->comm->cl;
 	pthread_mutex_lock(&mu);
 	struct coll *c = cl->colls;
@@ -396,6 +407,108 @@ static int collective(const char *name, enum coll_kind kind, const void *send, v
 		return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not live");
 	}
 	return NCCL_SUCCESS;
+}
+
+// A message is the data of one send, taken when the send runs, until the
+// matching receive (the same two ranks, the same number) copies it out.
+struct message {
+	struct clique *cl;
+	int from, to;
+	long seq;
+	void *data;
+	size_t bytes;
+	int taken, waited; // waited: its sender waits until it is taken, then frees it
+	struct message *next;
+};
+static struct message *messages;
+
+// unlink_message takes m off the list and frees it, under mu.
+static void unlink_message(struct message *m) {
+	for (struct message **pp = &messages; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	free(m->data);
+	free(m);
+}
+
+// run_p2p runs a send or a receive on its stream's worker. A send leaves
+// its data and, outside a group, waits until it is received, as NCCL's
+// does: two ranks that both send first, each before its receive and
+// outside a group, wait for each other for ever, here as there. Inside a
+// group the sends and receives progress together, so a send does not wait.
+static void run_p2p(struct coll_part *p) {
+	struct fake_comm *c = p->comm;
+	size_t bytes = p->count * dtype_size(p->dtype);
+	pthread_mutex_lock(&mu);
+	if (p->kind == P2P_SEND) {
+		struct message *m = calloc(1, sizeof *m);
+		*m = (struct message){.cl = c->cl, .from = c->rank, .to = p->root, .seq = p->seq, .data = xmalloc(bytes),
+			.bytes = bytes, .waited = !p->grouped};
+		memcpy(m->data, p->send, bytes);
+		m->next = messages;
+		messages = m;
+		pthread_cond_broadcast(&nccl_cond);
+		if (m->waited) {
+			while (!m->taken) pthread_cond_wait(&nccl_cond, &mu);
+			unlink_message(m);
+		}
+	} else {
+		struct message *m;
+		for (;;) {
+			for (m = messages; m; m = m->next)
+				if (m->cl == c->cl && m->from == p->root && m->to == c->rank && m->seq == p->seq && !m->taken) break;
+			if (m) break;
+			pthread_cond_wait(&nccl_cond, &mu);
+		}
+		memcpy(p->recv, m->data, m->bytes < bytes ? m->bytes : bytes);
+		m->taken = 1;
+		if (m->waited)
+			pthread_cond_broadcast(&nccl_cond); // its sender frees it
+		else
+			unlink_message(m);
+	}
+	pthread_mutex_unlock(&mu);
+	free(p);
+}
+
+// p2p checks a rank's send or receive and queues it on the stream.
+static int p2p(const char *name, enum coll_kind kind, const void *send, void *recv, size_t count, int dtype, int peer,
+	struct fake_comm *c, CUstream s) {
+	int code = fault_check(name);
+	if (code) return code;
+	size_t es = dtype_size(dtype);
+	if (!es || dtype == 6 || dtype == 9) return nccl_fail(NCCL_INVALID_ARGUMENT, "unsupported data type");
+	pthread_mutex_lock(&mu);
+	int ok = comm_live(c);
+	int nranks = ok ? c->cl->nranks : 0;
+	int stream_ok = ok && s && stream_live(s) && s->ctx->device == c->device;
+	pthread_mutex_unlock(&mu);
+	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
+	if (peer < 0 || peer >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "peer out of range");
+	const void *buf = kind == P2P_SEND ? send : recv;
+	if (!range_ok((CUdeviceptr)(uintptr_t)buf, count * es))
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "buffer is not device memory of that size");
+	struct coll_part *p = malloc(sizeof *p);
+	long seq = kind == P2P_SEND ? ++c->sent[peer] : ++c->received[peer];
+	*p = (struct coll_part){.comm = c, .seq = seq, .kind = kind, .send = send, .recv = recv, .count = count,
+		.dtype = dtype, .root = peer, .grouped = nccl_group_depth > 0};
+	struct op o = {.kind = OP_NCCL, .coll = p};
+	if (enqueue(s, o) != SUCCESS) {
+		free(p);
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not live");
+	}
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclSend(const void *send, size_t count, int dtype, int peer, struct fake_comm *c, CUstream s) {
+	return p2p("ncclSend", P2P_SEND, send, NULL, count, dtype, peer, c, s);
+}
+
+EXPORT int ncclRecv(void *recv, size_t count, int dtype, int peer, struct fake_comm *c, CUstream s) {
+	return p2p("ncclRecv", P2P_RECV, NULL, recv, count, dtype, peer, c, s);
 }
 
 EXPORT int ncclAllReduce(const void *send, void *recv, size_t count, int dtype, int op, struct fake_comm *c, CUstream s) {
