@@ -3,6 +3,7 @@ package cuda
 import (
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocuda/cuda/internal/lifetime"
@@ -87,7 +88,7 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 	// Each transfer takes the next slice of arenas larger than the CPU's
 	// caches: data cached from the previous transfer would flatter the
 	// staged path, which copies it once more.
-	arena := max(slices.Max(cfg.sizes), 256<<20)
+	arena := max(slices.Max(cfg.sizes), int(calibrateArena.Load()))
 	dev, err := Alloc[byte](ctx, arena)
 	if err != nil {
 		return StagingCalibration{}, err
@@ -194,6 +195,17 @@ func chooseThresholds(ms []StagingMeasurement) (stageMax, pipeMin [2]int) {
 	return stageMax, pipeMin
 }
 
+// calibrateArena is the least memory Calibrate walks through, and
+// calibrateRun how long each of its timed runs lasts; variables, so that
+// the fault sweep, which calibrates once for every failure it injects, can
+// run small ones.
+var calibrateArena, calibrateRun atomic.Int64
+
+func init() {
+	calibrateArena.Store(256 << 20)
+	calibrateRun.Store(int64(10 * time.Millisecond))
+}
+
 // measureTransfer returns the median throughput, in bytes per second, of
 // moving slices from slot to or from the device through sb, over five runs
 // of enough transfers to last about 10 ms each.
@@ -221,7 +233,7 @@ func measureTransfer(sb *StagingBuffer, slot func(int) (*DeviceBuffer[byte], []b
 				return 0, err
 			}
 		}
-		if el := time.Since(start); el > 10*time.Millisecond || reps >= 1<<16 {
+		if el := time.Since(start); el > time.Duration(calibrateRun.Load()) || reps >= 1<<16 {
 			break
 		}
 		reps *= 2

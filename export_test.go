@@ -194,3 +194,13 @@ func StreamUsers[T any](b *DeviceBuffer[T]) int {
 	defer b.mem.users.mu.Unlock()
 	return len(b.mem.users.s)
 }
+
+// SetCalibrateScale makes Calibrate walk through arena bytes at least and
+// time runs of run each; it returns a function that restores the defaults.
+func SetCalibrateScale(arena int, run time.Duration) (restore func()) {
+	oldArena, oldRun := calibrateArena.Swap(int64(arena)), calibrateRun.Swap(int64(run))
+	return func() {
+		calibrateArena.Store(oldArena)
+		calibrateRun.Store(oldRun)
+	}
+}

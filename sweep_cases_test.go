@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
@@ -660,8 +661,11 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "Calibrate", covers: []string{"StagingBuffer.Calibrate"}, maxNth: 1,
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				// Small: the sweep calibrates once for each failure.
+				restore := cuda.SetCalibrateScale(8<<20, 100*time.Microsecond)
 				sb := new(cuda.StagingBuffer)
 				return func() error { _, err := sb.Calibrate(e.ctx, nil, cuda.CalibrateSizes(64<<10, 4<<20)); return err }, func(t *testing.T, _ error) {
+					restore()
 					if err := sb.Close(); err != nil {
 						t.Errorf("close: %v", err)
 					}
