@@ -772,7 +772,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "nccl", covers: []string{"nccl.NewComms", "nccl.NewUniqueID", "nccl.NewComm", "nccl.AllReduce", "nccl.Broadcast",
 			"nccl.Reduce", "nccl.AllGather", "nccl.ReduceScatter", "nccl.Group", "nccl.Version", "Comm.Close",
-			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch", "nccl.Send", "nccl.Recv", "nccl.AllToAll"},
+			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch", "nccl.Send", "nccl.Recv", "nccl.AllToAll", "nccl.NewCommContext"},
 			// The collectives run on a communicator of one rank: in one of
 			// two, a rank whose call fails leaves the other's waiting for
 			// it, as NCCL's do (Comm.Abort is the way out, not Close).

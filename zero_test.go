@@ -286,6 +286,10 @@ var zeroFuncs = map[string]func() []error{
 		_, err := nccl.ShareUniqueID(context.Background(), nccl.Launch{})
 		return []error{err}
 	},
+	"nccl.NewCommContext": func() []error {
+		_, err := nccl.NewCommContext(context.Background(), &cuda.Context{}, nccl.UniqueID{}, 1, 0)
+		return []error{err}
+	},
 	"nccl.NewCommFromLaunch": func() []error {
 		_, e1 := nccl.NewCommFromLaunch(context.Background(), &cuda.Context{}, nccl.Launch{})
 		_, e2 := nccl.NewCommFromLaunch(context.Background(), nil, nccl.Launch{})

@@ -1,10 +1,13 @@
 package nccl
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"time"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -174,6 +177,98 @@ func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 		return nil, err
 	}
 	return newComm(ctx, *handle, rank, nranks), nil
+}
+
+// config is the head of NCCL's ncclConfig_t as NCCL 2.14 defined it (the
+// struct is versioned and only grows: NCCL reads the fields of the version
+// it is given), enough to ask for a non-blocking initialization.
+type config struct {
+	size                                       uintptr
+	magic, version                             uint32
+	blocking, cgaClusterSize, minCTAs, maxCTAs int32
+	netName                                    uintptr
+	splitShare                                 int32
+}
+
+// unset is NCCL_CONFIG_UNDEF_INT: NCCL's default for the field.
+const unset = math.MinInt32
+
+// NewCommContext is NewComm bounded by ctx: NCCL initializes the rank
+// without blocking (ncclCommInitRankConfig with blocking = 0), and
+// NewCommContext waits for it, asking NCCL's state every millisecond
+// (ncclCommGetAsyncError). When ctx ends first, the half-made
+// communicator is aborted (ncclCommAbort) and the error wraps ctx's
+// error (context.Canceled or context.DeadlineExceeded); an initialization
+// that fails (a rank that died: RemoteError, Timeout) returns NCCL's result.
+// Needs NCCL 2.23 or later.
+func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
+	const op = "NewCommContext"
+	switch {
+	case ctx == nil:
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil context.Context")
+	case cc == nil:
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
+	case nranks < 1 || nranks > 1<<30:
+		return nil, errorf(op, cuda.ErrInvalidValue, "%d ranks: want at least 1", nranks)
+	case rank < 0 || rank >= nranks:
+		return nil, errorf(op, cuda.ErrInvalidValue, "rank %d out of range [0, %d)", rank, nranks)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errorf(op, err, "done before the initialization began")
+	}
+	if err := open(op); err != nil {
+		return nil, err
+	}
+	// NCCL reads the id and the configuration while the call runs: on the
+	// heap, they cannot move.
+	idp, handle := new(UniqueID), new(uintptr)
+	*idp = id
+	cfg := &config{magic: 0xcafebeef, version: 21400, blocking: 0, cgaClusterSize: unset, minCTAs: unset, maxCTAs: unset, splitShare: unset}
+	cfg.size = unsafe.Sizeof(*cfg)
+	err := cc.Do(func() error {
+		return call(op, "ncclCommInitRankScalable", lib.fn.initRankScalable,
+			uintptr(unsafe.Pointer(handle)), uintptr(nranks), uintptr(rank), 1, uintptr(unsafe.Pointer(idp)), uintptr(unsafe.Pointer(cfg)))
+	})
+	if err != nil && !errors.Is(err, InProgress) {
+		return nil, err
+	}
+	state := new(int32)
+	for {
+		if err := cc.Do(func() error {
+			return call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, *handle, uintptr(unsafe.Pointer(state)))
+		}); err != nil {
+			abort(cc, *handle)
+			return nil, err
+		}
+		switch r := Result(*state); r {
+		case Success:
+			return newComm(cc, *handle, rank, nranks), nil
+		case InProgress:
+		default:
+			abort(cc, *handle)
+			return nil, resultError(op, "ncclCommInitRankScalable", r)
+		}
+		select {
+		case <-ctx.Done():
+			start := time.Now()
+			aerr := abort(cc, *handle)
+			return nil, &Error{Op: op, Err: ctx.Err(), Detail: join(fmt.Sprintf("rank %d of %d: the other ranks had not all joined; aborted in %v", rank, nranks, time.Since(start).Round(time.Millisecond)), aerr)}
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// abort aborts the half-made communicator h.
+func abort(cc *cuda.Context, h uintptr) error {
+	return cc.Do(func() error { return call("NewCommContext", "ncclCommAbort", lib.fn.commAbort, h) })
+}
+
+// join appends err's text to detail, if there is an err.
+func join(detail string, err error) string {
+	if err == nil {
+		return detail
+	}
+	return detail + " (and the abort failed: " + err.Error() + ")"
 }
 
 // Rank returns the rank of c in its communicator.

@@ -11,6 +11,10 @@
 // text). Collectives are queued on a stream of the rank's context and run
 // when every rank has queued its part; Stream.Synchronize waits for them.
 //
+// NewCommContext is NewComm bounded by a context.Context: NCCL initializes
+// without blocking, and when the context ends first the half-made
+// communicator is aborted.
+//
 // A job started by a launcher (torchrun, Kubernetes JobSet, mpirun, srun)
 // needs no code to hand the id round: LaunchFromEnv reads the rank, the
 // size and rank 0's address from the variables the launcher set, and
@@ -49,7 +53,7 @@ const EnvLibrary = "GOCUDA_LIBNCCL"
 // one stays 0, and only calls that need it fail.
 type fns struct {
 	getVersion, getErrorString, getLastError, getUniqueID, initRankScalable, initAll,
-	commDestroy, commAbort, groupStart, groupEnd,
+	commDestroy, commAbort, commGetAsyncError, groupStart, groupEnd,
 	allReduce, broadcast, reduce, allGather, reduceScatter, send, recv uintptr
 }
 
@@ -84,7 +88,7 @@ func open(op string) error {
 		_ = dl.Symbols(h, path, map[string]*uintptr{
 			"ncclGetVersion": &f.getVersion, "ncclGetErrorString": &f.getErrorString, "ncclGetLastError": &f.getLastError,
 			"ncclGetUniqueId": &f.getUniqueID, "ncclCommInitRankScalable": &f.initRankScalable, "ncclCommInitAll": &f.initAll,
-			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
+			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclCommGetAsyncError": &f.commGetAsyncError, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
 			"ncclAllReduce": &f.allReduce, "ncclBroadcast": &f.broadcast, "ncclReduce": &f.reduce,
 			"ncclAllGather": &f.allGather, "ncclReduceScatter": &f.reduceScatter,
 			"ncclSend": &f.send, "ncclRecv": &f.recv,

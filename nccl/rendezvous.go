@@ -122,7 +122,8 @@ func envInt(getenv func(string) string, name string, least int) (int, error) {
 // NewCommFromLaunch makes this process's rank of a communicator of l.Size
 // ranks on ctx's device: rank 0 makes a UniqueID and hands it to the
 // others over TCP at l.Addr (ShareUniqueID), then every rank joins
-// (NewComm). The context bounds the rendezvous. A program started by
+// (NewCommContext). The context bounds both: cancelling it aborts a
+// communicator half made. A program started by
 // torchrun or mpirun:
 //
 //	l, err := nccl.LaunchFromEnv()
@@ -136,7 +137,7 @@ func NewCommFromLaunch(ctx context.Context, cc *cuda.Context, l Launch) (*Comm, 
 	if err != nil {
 		return nil, err
 	}
-	return NewComm(cc, id, l.Size, l.Rank)
+	return NewCommContext(ctx, cc, id, l.Size, l.Rank)
 }
 
 // The rendezvous's messages. A rank connects to rank 0 and sends hello:

@@ -345,3 +345,66 @@ func TestNewCommFromLaunch(t *testing.T) {
 		t.Errorf("a nil context: %v", err)
 	}
 }
+
+// TestNewCommContextCancel: rank 0 of two, whose rank 1 never comes, gives
+// up when its context ends: the half-made communicator is aborted within a
+// second, and the error wraps the context's.
+func TestNewCommContextCancel(t *testing.T) {
+	requireNCCL(t)
+	cc := cudatest.Context(t)
+	id := must(nccl.NewUniqueID())(t)
+	for _, tt := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 300*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			start := time.Now()
+			c, err := nccl.NewCommContext(ctx, cc, id, 2, 0)
+			took := time.Since(start)
+			if c != nil || !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "aborted in") {
+				t.Fatalf("NewCommContext = %v, %v; want %v, aborted", c, err, tt.want)
+			}
+			if over := took - 300*time.Millisecond; over > time.Second {
+				t.Errorf("returned %v after the context ended, want under 1s", over)
+			}
+			t.Logf("%v (%v after the context ended)", err, (took - 300*time.Millisecond).Round(time.Millisecond))
+		})
+		id = must(nccl.NewUniqueID())(t) // a fresh id: the aborted rank's clique is gone
+	}
+	// A context already done: nothing begins.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := nccl.NewCommContext(done, cc, id, 1, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("a done context: %v", err)
+	}
+	// One rank alone needs nobody: made at once.
+	c := must(nccl.NewCommContext(context.Background(), cc, must(nccl.NewUniqueID())(t), 1, 0))(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []error{
+		errOf(nccl.NewCommContext(context.Background(), nil, id, 1, 0)),
+		errOf(nccl.NewCommContext(context.Background(), cc, id, 0, 0)),
+		errOf(nccl.NewCommContext(context.Background(), cc, id, 2, 2)),
+	} {
+		if !errors.Is(bad, cuda.ErrInvalidValue) {
+			t.Errorf("bad input: %v, want ErrInvalidValue", bad)
+		}
+	}
+	//lint:ignore SA1012 a nil context is the bad input under test
+	if _, err := nccl.NewCommContext(nil, cc, id, 1, 0); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a nil context: %v", err)
+	}
+}

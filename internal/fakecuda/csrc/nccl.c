@@ -10,6 +10,7 @@ enum {
 	NCCL_INTERNAL = 3,
 	NCCL_INVALID_ARGUMENT = 4,
 	NCCL_INVALID_USAGE = 5,
+	NCCL_IN_PROGRESS = 7,
 	NCCL_NUM_RESULTS = 9,
 };
 enum coll_kind { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, COLL_REDUCESCATTER, P2P_SEND, P2P_RECV };
@@ -263,8 +264,18 @@ static int join(uint64_t key, int nranks, int rank, int device, struct fake_comm
 
 EXPORT int ncclCommInitRankScalable(struct fake_comm **comm, int nranks, int rank, int nId, ncclUniqueId *ids, void *config) {
 	FAULT("ncclCommInitRankScalable");
-	(void)config;
 	if (!comm || !ids || nId < 1) return nccl_fail(NCCL_INVALID_ARGUMENT, "NULL argument");
+	// ncclConfig_t starts with size, magic and version, then blocking.
+	int nonblocking = 0;
+	if (config) {
+		const char *cf = config;
+		unsigned magic;
+		int blocking;
+		memcpy(&magic, cf + 8, 4);
+		memcpy(&blocking, cf + 16, 4);
+		if (magic != 0xcafebeef) return nccl_fail(NCCL_INVALID_ARGUMENT, "config not initialized");
+		nonblocking = blocking == 0;
+	}
 	if (nranks < 1 || nranks > MAX_RANKS || rank < 0 || rank >= nranks)
 		return nccl_fail(NCCL_INVALID_ARGUMENT, "rank or nranks out of range");
 	if (memcmp(ids[0].internal, "fakenccl", 8)) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a unique id of this library");
@@ -274,6 +285,14 @@ EXPORT int ncclCommInitRankScalable(struct fake_comm **comm, int nranks, int ran
 	pthread_mutex_lock(&mu);
 	struct fake_comm *c;
 	int r = join(key, nranks, rank, device, &c);
+	if (r == NCCL_SUCCESS && nonblocking) {
+		// Non-blocking: the communicator is there at once, in progress
+		// until every rank has joined (ncclCommGetAsyncError).
+		int done = c->cl->joined == nranks;
+		pthread_mutex_unlock(&mu);
+		*comm = c;
+		return done ? NCCL_SUCCESS : NCCL_IN_PROGRESS;
+	}
 	if (r == NCCL_SUCCESS && nccl_group_depth == 0) {
 		// Like NCCL, wait for every rank (with a bound, so that a test
 		// fails instead of hanging).
@@ -341,6 +360,16 @@ static int comm_destroy(struct fake_comm *c) {
 	pthread_mutex_unlock(&mu);
 	free(c);
 	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclCommGetAsyncError(struct fake_comm *c, int *state) {
+	FAULT("ncclCommGetAsyncError");
+	if (!state) return nccl_fail(NCCL_INVALID_ARGUMENT, "state is NULL");
+	pthread_mutex_lock(&mu);
+	int ok = comm_live(c);
+	if (ok) *state = c->cl->joined < c->cl->nranks ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
+	pthread_mutex_unlock(&mu);
+	return ok ? NCCL_SUCCESS : nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
 }
 
 EXPORT int ncclCommAbort(struct fake_comm *c) {
