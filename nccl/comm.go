@@ -155,13 +155,8 @@ func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
 // hosts, or from one goroutine inside Group. Needs NCCL 2.23 or later.
 func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 	const op = "NewComm"
-	switch {
-	case ctx == nil:
-		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
-	case nranks < 1 || nranks > 1<<30:
-		return nil, errorf(op, cuda.ErrInvalidValue, "%d ranks: want at least 1", nranks)
-	case rank < 0 || rank >= nranks:
-		return nil, errorf(op, cuda.ErrInvalidValue, "rank %d out of range [0, %d)", rank, nranks)
+	if err := checkRank(op, ctx, nranks, rank); err != nil {
+		return nil, err
 	}
 	if err := open(op); err != nil {
 		return nil, err
@@ -177,6 +172,19 @@ func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 		return nil, err
 	}
 	return newComm(ctx, *handle, rank, nranks), nil
+}
+
+// checkRank checks the arguments that make one rank of a communicator.
+func checkRank(op string, ctx *cuda.Context, nranks, rank int) error {
+	switch {
+	case ctx == nil:
+		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
+	case nranks < 1 || nranks > 1<<30:
+		return errorf(op, cuda.ErrInvalidValue, "%d ranks: want at least 1", nranks)
+	case rank < 0 || rank >= nranks:
+		return errorf(op, cuda.ErrInvalidValue, "rank %d out of range [0, %d)", rank, nranks)
+	}
+	return nil
 }
 
 // config is the head of NCCL's ncclConfig_t as NCCL 2.14 defined it (the
@@ -203,15 +211,11 @@ const unset = math.MinInt32
 // Needs NCCL 2.23 or later.
 func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 	const op = "NewCommContext"
-	switch {
-	case ctx == nil:
+	if ctx == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "nil context.Context")
-	case cc == nil:
-		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
-	case nranks < 1 || nranks > 1<<30:
-		return nil, errorf(op, cuda.ErrInvalidValue, "%d ranks: want at least 1", nranks)
-	case rank < 0 || rank >= nranks:
-		return nil, errorf(op, cuda.ErrInvalidValue, "rank %d out of range [0, %d)", rank, nranks)
+	}
+	if err := checkRank(op, cc, nranks, rank); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, errorf(op, err, "done before the initialization began")
@@ -252,7 +256,7 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 		case <-ctx.Done():
 			start := time.Now()
 			aerr := abort(cc, *handle)
-			return nil, &Error{Op: op, Err: ctx.Err(), Detail: join(fmt.Sprintf("rank %d of %d: the other ranks had not all joined; aborted in %v", rank, nranks, time.Since(start).Round(time.Millisecond)), aerr)}
+			return nil, &Error{Op: op, Err: ctx.Err(), Detail: withAbortErr(fmt.Sprintf("rank %d of %d: the other ranks had not all joined; aborted in %v", rank, nranks, time.Since(start).Round(time.Millisecond)), aerr)}
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -263,8 +267,8 @@ func abort(cc *cuda.Context, h uintptr) error {
 	return cc.Do(func() error { return call("NewCommContext", "ncclCommAbort", lib.fn.commAbort, h) })
 }
 
-// join appends err's text to detail, if there is an err.
-func join(detail string, err error) string {
+// withAbortErr appends a failed abort's error to detail.
+func withAbortErr(detail string, err error) string {
 	if err == nil {
 		return detail
 	}
