@@ -48,7 +48,7 @@ func BenchmarkFFT(b *testing.B) {
 				exec = func() error { return cufft.ExecR2C(p, in, out) }
 				b.SetBytes(int64(4 * n))
 			}
-			warmUp(b, s, exec)
+			cudatest.WarmUp(b, s, exec)
 			for b.Loop() {
 				if err := exec(); err != nil {
 					b.Fatal(err)
@@ -89,7 +89,7 @@ func BenchmarkExecRepeated(b *testing.B) {
 		{"sync", 1, func() (*cufft.Plan, error) { return p, nil }},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			warmUp(b, s, func() error { return cufft.ExecC2C(p, in, out, cufft.Forward) })
+			cudatest.WarmUp(b, s, func() error { return cufft.ExecC2C(p, in, out, cufft.Forward) })
 			i := 0
 			for b.Loop() {
 				p, err := tt.plan()
@@ -109,21 +109,5 @@ func BenchmarkExecRepeated(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
-	}
-}
-
-// warmUp makes three calls before the timed ones, as bench/torch_fft.py
-// and bench/cref/randfft.c do: the driver loads a library's kernels at
-// their first launch (lazy loading), a cost that 20 timed calls would
-// otherwise share.
-func warmUp(b *testing.B, s *cuda.Stream, call func() error) {
-	b.Helper()
-	for range 3 {
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.Synchronize(); err != nil {
-		b.Fatal(err)
 	}
 }

@@ -36,7 +36,7 @@ func BenchmarkGenerate(b *testing.B) {
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			b.SetBytes(4 * n)
-			warmUp(b, s, tt.gen)
+			cudatest.WarmUp(b, s, tt.gen)
 			for b.Loop() {
 				if err := tt.gen(); err != nil {
 					b.Fatal(err)
@@ -46,21 +46,5 @@ func BenchmarkGenerate(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// warmUp makes three calls before the timed ones, as bench/torch_rand.py
-// and bench/cref/randfft.c do: the driver loads a library's kernels at
-// their first launch (lazy loading), a cost that 20 timed calls would
-// otherwise share.
-func warmUp(b *testing.B, s *cuda.Stream, call func() error) {
-	b.Helper()
-	for range 3 {
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.Synchronize(); err != nil {
-		b.Fatal(err)
 	}
 }

@@ -321,3 +321,19 @@ func Loadable(paths ...string) bool {
 	}
 	return false
 }
+
+// WarmUp makes three calls of call, then synchronizes s, before a
+// benchmark's timed calls, as the C references and the PyTorch scripts do:
+// the driver loads a library's kernels at their first launch (lazy
+// loading), a cost that a few timed calls would otherwise share.
+func WarmUp(b *testing.B, s *cuda.Stream, call func() error) {
+	b.Helper()
+	for range 3 {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}
