@@ -772,13 +772,13 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "nccl", covers: []string{"nccl.NewComms", "nccl.NewUniqueID", "nccl.NewComm", "nccl.AllReduce", "nccl.Broadcast",
 			"nccl.Reduce", "nccl.AllGather", "nccl.ReduceScatter", "nccl.Group", "nccl.Version", "Comm.Close",
-			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch", "nccl.Send", "nccl.Recv", "nccl.AllToAll", "nccl.NewCommContext"},
+			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch", "nccl.Send", "nccl.Recv", "nccl.AllToAll", "nccl.NewCommContext", "Comm.Split"},
 			// The collectives run on a communicator of one rank: in one of
 			// two, a rank whose call fails leaves the other's waiting for
 			// it, as NCCL's do (Comm.Abort is the way out, not Close).
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var comms []*nccl.Comm
-				var one, launched *nccl.Comm
+				var one, launched, split *nccl.Comm
 				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t), must(cuda.Alloc[float32](e.ctx, 2))(t)
 				return func() error {
 						return firstErr(
@@ -809,6 +809,8 @@ func sweepCases() []sweepCase {
 								})
 							},
 							func() error { return e.s.Synchronize() },
+							func() (err error) { split, err = one.Split(0, 0); return err },
+							func() error { return split.Close() },
 							func() error { return one.Close() },
 							// A job of one rank: the rendezvous makes the id
 							// and listens for nobody.
@@ -820,7 +822,7 @@ func sweepCases() []sweepCase {
 						)
 					}, func(t *testing.T, _ error) {
 						e.s.Synchronize()
-						for _, c := range append(comms, one, launched) {
+						for _, c := range append(comms, one, launched, split) {
 							if c != nil && c.Close() != nil {
 								if err := c.Close(); err != nil {
 									t.Errorf("closing a communicator again: %v", err)

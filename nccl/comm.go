@@ -275,6 +275,48 @@ func withAbortErr(detail string, err error) string {
 	return detail + " (and the abort failed: " + err.Error() + ")"
 }
 
+// NoColor is the color of a rank that joins none of Split's communicators.
+const NoColor = -1
+
+// Split makes communicators of c's ranks by color (ncclCommSplit), such
+// as the tensor-parallel and the data-parallel groups of a job: every rank
+// of c calls it, each from its own goroutine or process, and the ranks of
+// one color form one communicator, ordered by key (ties by their rank in
+// c), on the same devices. A rank passing NoColor gets nil and no error.
+// Close the new communicators as any other; c stays usable.
+func (c *Comm) Split(color, key int) (*Comm, error) {
+	const op = "Comm.Split"
+	if err := c.valid(op); err != nil {
+		return nil, err
+	}
+	if color < NoColor || color > math.MaxInt32 || key < math.MinInt32 || key > math.MaxInt32 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "color %d, key %d: want a color of 0 or more (or NoColor) and keys that fit 32 bits", color, key)
+	}
+	if err := c.hold(op); err != nil {
+		return nil, err
+	}
+	defer c.life.Release()
+	handle, rank, size := new(uintptr), new(int32), new(int32)
+	err := c.ctx.Do(func() error {
+		if err := call(op, "ncclCommSplit", lib.fn.commSplit, c.handle, uintptr(int64(color)), uintptr(int64(key)), uintptr(unsafe.Pointer(handle)), 0); err != nil {
+			return err
+		}
+		if *handle == 0 {
+			return nil
+		}
+		err := errors.Join(call(op, "ncclCommUserRank", lib.fn.commUserRank, *handle, uintptr(unsafe.Pointer(rank))),
+			call(op, "ncclCommCount", lib.fn.commCount, *handle, uintptr(unsafe.Pointer(size))))
+		if err != nil {
+			call(op, "ncclCommDestroy", lib.fn.commDestroy, *handle)
+		}
+		return err
+	})
+	if err != nil || *handle == 0 {
+		return nil, err
+	}
+	return newComm(c.ctx, *handle, int(*rank), int(*size)), nil
+}
+
 // Rank returns the rank of c in its communicator.
 func (c *Comm) Rank() int {
 	if c == nil {

@@ -11,6 +11,9 @@
 // text). Collectives are queued on a stream of the rank's context and run
 // when every rank has queued its part; Stream.Synchronize waits for them.
 //
+// Comm.Split makes communicators of a communicator's ranks by color, as
+// the tensor- and data-parallel groups of a job are made.
+//
 // NewCommContext is NewComm bounded by a context.Context: NCCL initializes
 // without blocking, and when the context ends first the half-made
 // communicator is aborted.
@@ -53,7 +56,7 @@ const EnvLibrary = "GOCUDA_LIBNCCL"
 // one stays 0, and only calls that need it fail.
 type fns struct {
 	getVersion, getErrorString, getLastError, getUniqueID, initRankScalable, initAll,
-	commDestroy, commAbort, commGetAsyncError, groupStart, groupEnd,
+	commDestroy, commAbort, commGetAsyncError, commSplit, commCount, commUserRank, groupStart, groupEnd,
 	allReduce, broadcast, reduce, allGather, reduceScatter, send, recv uintptr
 }
 
@@ -88,7 +91,8 @@ func open(op string) error {
 		_ = dl.Symbols(h, path, map[string]*uintptr{
 			"ncclGetVersion": &f.getVersion, "ncclGetErrorString": &f.getErrorString, "ncclGetLastError": &f.getLastError,
 			"ncclGetUniqueId": &f.getUniqueID, "ncclCommInitRankScalable": &f.initRankScalable, "ncclCommInitAll": &f.initAll,
-			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclCommGetAsyncError": &f.commGetAsyncError, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
+			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclCommGetAsyncError": &f.commGetAsyncError,
+			"ncclCommSplit": &f.commSplit, "ncclCommCount": &f.commCount, "ncclCommUserRank": &f.commUserRank, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
 			"ncclAllReduce": &f.allReduce, "ncclBroadcast": &f.broadcast, "ncclReduce": &f.reduce,
 			"ncclAllGather": &f.allGather, "ncclReduceScatter": &f.reduceScatter,
 			"ncclSend": &f.send, "ncclRecv": &f.recv,

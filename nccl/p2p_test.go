@@ -235,3 +235,82 @@ func TestSendWaitsForRecv(t *testing.T) {
 		return nccl.Recv(c, b, 0, s)
 	})
 }
+
+// TestSplit: two ranks split into one communicator with their order
+// reversed by key, which all-reduces; then into one of rank 0 alone, rank
+// 1 taking NoColor.
+func TestSplit(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	ranks(t, ctxs, func(c *nccl.Comm, s *cuda.Stream) error {
+		r := c.Rank()
+		swapped, err := c.Split(0, 1-r)
+		if err != nil {
+			return err
+		}
+		defer swapped.Close()
+		if swapped.Rank() != 1-r || swapped.Size() != 2 {
+			return fmt.Errorf("split with key %d: rank %d of %d, want %d of 2", 1-r, swapped.Rank(), swapped.Size(), 1-r)
+		}
+		b, err := cuda.FromHost(c.Context(), []int32{int32(r + 1)})
+		if err != nil {
+			return err
+		}
+		defer b.Free()
+		if err := nccl.AllReduce(swapped, b, b, nccl.Sum, s); err != nil {
+			return err
+		}
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+		sum := make([]int32, 1)
+		if err := b.CopyToHost(sum); err != nil {
+			return err
+		}
+		if sum[0] != 3 {
+			return fmt.Errorf("all-reduce on the split communicator: %d, want 3", sum[0])
+		}
+		color := 7
+		if r == 1 {
+			color = nccl.NoColor
+		}
+		alone, err := c.Split(color, 0)
+		switch {
+		case err != nil:
+			return err
+		case r == 1 && alone != nil:
+			return fmt.Errorf("NoColor gave a communicator: %v", alone)
+		case r == 0 && (alone == nil || alone.Size() != 1 || alone.Rank() != 0):
+			return fmt.Errorf("rank 0 alone: %v", alone)
+		}
+		if alone != nil {
+			return alone.Close()
+		}
+		return nil
+	})
+	c := must(nccl.NewComm(cudatest.Context(t), must(nccl.NewUniqueID())(t), 1, 0))(t)
+	defer c.Close()
+	for _, bad := range []struct{ color, key int }{{-2, 0}, {1 << 40, 0}, {0, 1 << 40}} {
+		if _, err := c.Split(bad.color, bad.key); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Split(%d, %d) = %v, want ErrInvalidValue", bad.color, bad.key, err)
+		}
+	}
+	if _, err := new(nccl.Comm).Split(0, 0); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a zero Comm: %v", err)
+	}
+	// A communicator of one rank splits into one of one (on a GPU, NCCL's
+	// own split), or into none.
+	one := must(c.Split(3, 0))(t)
+	if one.Rank() != 0 || one.Size() != 1 {
+		t.Errorf("split of one rank: %v", one)
+	}
+	if err := one.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if none, err := c.Split(nccl.NoColor, 0); none != nil || err != nil {
+		t.Errorf("NoColor: %v, %v", none, err)
+	}
+}

@@ -22,7 +22,15 @@ struct clique {
 	int nranks, joined, alive;
 	struct fake_comm *ranks[MAX_RANKS];
 	struct coll *colls; // collectives some rank has reached
+	struct split *split; // the ncclCommSplit under way, if any
 	struct clique *next;
+};
+
+// A split is one ncclCommSplit of a clique: each rank's color and key, and
+// once every rank has come, each one's new communicator.
+struct split {
+	int color[MAX_RANKS], key[MAX_RANKS], arrived, left, done;
+	struct fake_comm *made[MAX_RANKS];
 };
 
 struct fake_comm {
@@ -359,6 +367,66 @@ static int comm_destroy(struct fake_comm *c) {
 	}
 	pthread_mutex_unlock(&mu);
 	free(c);
+	return NCCL_SUCCESS;
+}
+
+// ncclCommSplit: every rank of c's clique calls it; ranks of one color
+// make a communicator, ordered by key (then by their old rank); a rank of
+// NCCL_SPLIT_NOCOLOR (-1) gets none. The caller waits for the others, as
+// with NCCL.
+EXPORT int ncclCommSplit(struct fake_comm *c, int color, int key, struct fake_comm **newcomm, void *config) {
+	FAULT("ncclCommSplit");
+	(void)config;
+	if (!newcomm) return nccl_fail(NCCL_INVALID_ARGUMENT, "newcomm is NULL");
+	if (color < -1) return nccl_fail(NCCL_INVALID_ARGUMENT, "color must be non-negative or NCCL_SPLIT_NOCOLOR");
+	pthread_mutex_lock(&mu);
+	if (!comm_live(c)) {
+		pthread_mutex_unlock(&mu);
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	}
+	struct clique *cl = c->cl;
+	if (!cl->split) cl->split = calloc(1, sizeof *cl->split);
+	struct split *sp = cl->split;
+	sp->color[c->rank] = color;
+	sp->key[c->rank] = key;
+	if (++sp->arrived == cl->nranks) {
+		static uint64_t split_keys = 1;
+		for (int r = 0; r < cl->nranks; r++) {
+			if (sp->color[r] < 0 || sp->made[r]) continue;
+			// The ranks of r's color, by key then old rank.
+			int members[MAX_RANKS], n = 0;
+			for (int q = 0; q < cl->nranks; q++)
+				if (sp->color[q] == sp->color[r]) members[n++] = q;
+			for (int i = 1; i < n; i++)
+				for (int j = i; j > 0 && (sp->key[members[j]] < sp->key[members[j - 1]]); j--) {
+					int t = members[j];
+					members[j] = members[j - 1];
+					members[j - 1] = t;
+				}
+			uint64_t k = ++split_keys ^ (uint64_t)0x5b17 << 48;
+			for (int i = 0; i < n; i++) {
+				struct fake_comm *m;
+				join(k, n, i, cl->ranks[members[i]]->device, &m);
+				sp->made[members[i]] = m;
+			}
+		}
+		sp->done = 1;
+		pthread_cond_broadcast(&nccl_cond);
+	}
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 20;
+	while (!sp->done)
+		if (pthread_cond_timedwait(&nccl_cond, &mu, &deadline)) {
+			pthread_mutex_unlock(&mu);
+			return nccl_fail(NCCL_INTERNAL, "timed out waiting for the other ranks to split");
+		}
+	*newcomm = sp->made[c->rank];
+	if (++sp->left == cl->nranks) {
+		free(sp);
+		cl->split = NULL;
+	}
+	pthread_mutex_unlock(&mu);
 	return NCCL_SUCCESS;
 }
 
