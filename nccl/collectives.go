@@ -64,7 +64,7 @@ func AllReduce[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], op Op, s *cu
 	if err := checkOp(name, op); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclAllReduce", lib.fn.allReduce, s, send, recv,
+	return c.enqueue(name, "ncclAllReduce", lib.fn.allReduce, s, []cuda.Memory{send, recv},
 		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T](), uintptr(op))
 }
 
@@ -78,7 +78,7 @@ func Broadcast[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], root int, s 
 	if err := c.checkRoot(name, root); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclBroadcast", lib.fn.broadcast, s, send, recv,
+	return c.enqueue(name, "ncclBroadcast", lib.fn.broadcast, s, []cuda.Memory{send, recv},
 		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T](), uintptr(root))
 }
 
@@ -95,7 +95,7 @@ func Reduce[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], op Op, root int
 	if err := c.checkRoot(name, root); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclReduce", lib.fn.reduce, s, send, recv,
+	return c.enqueue(name, "ncclReduce", lib.fn.reduce, s, []cuda.Memory{send, recv},
 		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T](), uintptr(op), uintptr(root))
 }
 
@@ -109,7 +109,7 @@ func AllGather[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], s *cuda.Stre
 	if err := lengths(name, send, recv, 1, c.size); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclAllGather", lib.fn.allGather, s, send, recv,
+	return c.enqueue(name, "ncclAllGather", lib.fn.allGather, s, []cuda.Memory{send, recv},
 		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T]())
 }
 
@@ -126,7 +126,7 @@ func ReduceScatter[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], op Op, s
 	if err := checkOp(name, op); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclReduceScatter", lib.fn.reduceScatter, s, send, recv,
+	return c.enqueue(name, "ncclReduceScatter", lib.fn.reduceScatter, s, []cuda.Memory{send, recv},
 		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(recv.Len()), dataType[T](), uintptr(op))
 }
 
@@ -165,9 +165,10 @@ func (c *Comm) checkRoot(name string, root int) error {
 	return nil
 }
 
-// enqueue queues one NCCL collective on s: args, then the communicator and
-// the stream, as every collective takes them last.
-func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, send, recv cuda.Memory, args ...uintptr) error {
+// enqueue queues one NCCL call on s that reads or writes mems: args, then
+// the communicator and the stream, as every collective, send and receive
+// takes them last.
+func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, mems []cuda.Memory, args ...uintptr) error {
 	if err := c.hold(op); err != nil {
 		return err
 	}
@@ -180,5 +181,5 @@ func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, send, recv c
 	}
 	return s.Do(func(stream uintptr) error {
 		return call(op, name, fn, append(args, c.handle, stream)...)
-	}, send, recv)
+	}, mems...)
 }

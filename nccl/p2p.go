@@ -28,7 +28,7 @@ func p2p[T Number](c *Comm, op, name string, fn uintptr, buf *cuda.DeviceBuffer[
 	if peer < 0 || peer >= c.size {
 		return errorf(op, cuda.ErrInvalidValue, "peer %d out of range [0, %d)", peer, c.size)
 	}
-	return c.enqueue(op, name, fn, s, buf, buf, uintptr(buf.Ptr()), uintptr(buf.Len()), dataType[T](), uintptr(peer))
+	return c.enqueue(op, name, fn, s, []cuda.Memory{buf}, uintptr(buf.Ptr()), uintptr(buf.Len()), dataType[T](), uintptr(peer))
 }
 
 // AllToAll sends block j of send to rank j and receives rank j's block for
