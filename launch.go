@@ -160,6 +160,19 @@ type LaunchConfig struct {
 	// (lower numbers run first), in place of the stream's; 0 keeps the
 	// stream's.
 	Priority int
+
+	// ProgrammaticDependent lets the kernel start before the kernel queued
+	// before it on the stream has finished (programmatic dependent launch,
+	// compute capability 9.0 and later): from when every block of that
+	// kernel has executed griddepcontrol.launch_dependents
+	// (cudaTriggerProgrammaticLaunchCompletion in CUDA C), or ended. The
+	// kernel must execute griddepcontrol.wait (cudaGridDependencySynchronize)
+	// before it reads anything the previous kernel writes: the wait returns
+	// once that kernel has finished and its memory is visible. What it
+	// saves is the gap between two short kernels, a few microseconds each;
+	// a kernel that never waits races with the one before it. Captured
+	// into a graph, the dependency becomes a programmatic edge.
+	ProgrammaticDependent bool
 }
 
 // maxParamBytes is the kernel parameter space the driver guarantees on

@@ -123,3 +123,44 @@ func BenchmarkStreamQueryRaw(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDependentChain times a chain of 100 short kernels, each reading
+// what the one before wrote (chain_step over 32 Ki words, 128 blocks), then
+// a synchronize: queued one by one on a stream, or as a captured graph;
+// each launch plain, or a programmatic dependent launch, which lets a
+// kernel start while the one before finishes.
+func BenchmarkDependentChain(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	step := must(loadLaunchKernels(b, ctx).Function("chain_step"))(b)
+	x := must(cuda.Zeroed[uint32](ctx, 32<<10))(b)
+	defer x.Free()
+	const k = 100
+	for _, pdl := range []bool{false, true} {
+		name := map[bool]string{false: "serial", true: "programmatic"}[pdl]
+		b.Run(name+"/stream", func(b *testing.B) {
+			for b.Loop() {
+				if err := chainLaunches(step, s, x, k, pdl); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/graph", func(b *testing.B) {
+			g := must(s.Capture(cuda.CaptureGlobal, func() error { return chainLaunches(step, s, x, k, pdl) }))(b)
+			defer g.Close()
+			e := must(g.Instantiate())(b)
+			defer e.Close()
+			for b.Loop() {
+				if err := e.Launch(s); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -36,13 +36,14 @@ func (p ClusterPolicy) String() string {
 }
 
 // maxLaunchAttributes is how many attributes one launch sets at most:
-// cooperative, cluster shape, cluster policy, priority.
-const maxLaunchAttributes = 4
+// cooperative, cluster shape, cluster policy, priority, programmatic
+// dependent launch.
+const maxLaunchAttributes = 5
 
 // hasAttributes reports whether cfg asks for more than cuLaunchKernel
 // launches.
 func (cfg *LaunchConfig) hasAttributes() bool {
-	return cfg.Cooperative || cfg.Cluster != (Dim3{}) || cfg.ClusterPolicy != ClusterPolicyDefault || cfg.Priority != 0
+	return cfg.Cooperative || cfg.Cluster != (Dim3{}) || cfg.ClusterPolicy != ClusterPolicyDefault || cfg.Priority != 0 || cfg.ProgrammaticDependent
 }
 
 // checkShape checks the attributes that need no driver call against the
@@ -95,6 +96,15 @@ func (f *Function) checkAttributes(op string, cfg *LaunchConfig, grid, block Dim
 		if grid.X > limit || grid.Y > limit || grid.Z > limit || grid.X*grid.Y*grid.Z > limit {
 			return errorf(op, ErrInvalidValue, "cooperative launch of kernel %s: grid %v has more blocks than %v holds at once, %d (%d a multiprocessor × %d multiprocessors, for blocks of %d threads and %d bytes of dynamic shared memory)",
 				f.name, grid, dev, limit, per, sms, block.X*block.Y*block.Z, cfg.SharedMemBytes)
+		}
+	}
+	if cfg.ProgrammaticDependent {
+		cc, err := dev.ComputeCapability()
+		if err != nil {
+			return err
+		}
+		if cc.Major < 9 {
+			return errorf(op, ErrNotSupported, "%v (compute capability %d.%d) cannot start a kernel before the previous one ends (programmatic dependent launch needs 9.0 or later)", dev, cc.Major, cc.Minor)
 		}
 	}
 	if cfg.Priority != 0 {
@@ -221,6 +231,9 @@ func (pb *paramBlock) launchConfig(cfg *LaunchConfig, dims [6]uint32, cluster Di
 	if cfg.Priority != 0 {
 		add(driver.LaunchAttributePriority, uint32(int32(cfg.Priority)))
 	}
+	if cfg.ProgrammaticDependent {
+		add(driver.LaunchAttributeProgrammaticStreamSerialization, 1)
+	}
 	var stream driver.Stream
 	if cfg.Stream != nil {
 		stream = cfg.Stream.handle
@@ -250,6 +263,9 @@ func (cfg *LaunchConfig) attributeText() string {
 	}
 	if cfg.Priority != 0 {
 		s += fmt.Sprintf(", priority %d", cfg.Priority)
+	}
+	if cfg.ProgrammaticDependent {
+		s += ", programmatic dependent"
 	}
 	return s
 }

@@ -15,7 +15,7 @@ import (
 // cluster_exchange and grid_sync, for compute capability 9.0. It skips
 // on an older device, which cannot load them, and fails on one of 9.0 or
 // later.
-func loadLaunchKernels(t *testing.T, ctx *cuda.Context) *cuda.Module {
+func loadLaunchKernels(t testing.TB, ctx *cuda.Context) *cuda.Module {
 	t.Helper()
 	cc := must(ctx.Device().ComputeCapability())(t)
 	if cc.Major < 9 {
@@ -200,6 +200,66 @@ func TestLaunchPriority(t *testing.T) {
 	}
 }
 
+// chainLaunches queues k launches of chain_step over x (one word a thread,
+// blocks of 256), each a programmatic dependent launch when pdl.
+func chainLaunches(f *cuda.Function, s *cuda.Stream, x *cuda.DeviceBuffer[uint32], k int, pdl bool) error {
+	cfg := cuda.LaunchConfigFor(x.Len(), s)
+	cfg.ProgrammaticDependent = pdl
+	for i := range k {
+		if err := f.Launch(cfg, x, uint32(x.Len())); err != nil {
+			return fmt.Errorf("launch %d of %d: %w", i+1, k, err)
+		}
+	}
+	return nil
+}
+
+// TestProgrammaticDependentLaunch: a chain of kernels, each reading what
+// the one before wrote, gives the same words with programmatic dependent
+// launches as without, on a stream and captured into a graph launched
+// twice: each kernel waits for the one before, though it may start
+// earlier.
+func TestProgrammaticDependentLaunch(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	step := must(loadLaunchKernels(t, ctx).Function("chain_step"))(t)
+	const n, k = 1 << 16, 200
+	x := must(cuda.Zeroed[uint32](ctx, n))(t)
+	defer x.Free()
+	expect := func(t *testing.T, want uint32) {
+		t.Helper()
+		got := make([]uint32, n)
+		if err := x.CopyToHost(got); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			if v != want {
+				t.Fatalf("word %d is %d, want %d: a kernel of the chain did not wait for the one before", i, v, want)
+			}
+		}
+	}
+	for _, pdl := range []bool{false, true} {
+		t.Run(fmt.Sprintf("programmatic=%v", pdl), func(t *testing.T) {
+			if err := x.Memset32(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := chainLaunches(step, s, x, k, pdl); err != nil {
+				t.Fatal(err)
+			}
+			expect(t, k)
+			g := must(s.Capture(cuda.CaptureGlobal, func() error { return chainLaunches(step, s, x, k, pdl) }))(t)
+			defer g.Close()
+			e := must(g.Instantiate())(t)
+			defer e.Close()
+			for range 2 {
+				if err := e.Launch(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			expect(t, 3*k)
+		})
+	}
+}
+
 // TestLaunchAttributeErrors: shapes and settings checked before anything
 // is launched, each refused in words.
 func TestLaunchAttributeErrors(t *testing.T) {
@@ -271,6 +331,12 @@ func TestLaunchAttributesOlderDevice(t *testing.T) {
 		t.Errorf("MaxActiveClusters on 8.0: %v; want ErrNotSupported", err)
 	}
 	cfg.Cluster = cuda.Dim3{}
+	cfg.ProgrammaticDependent = true
+	err = saxpy.Launch(cfg, float32(1), x, x, uint32(64))
+	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "(compute capability 8.0) cannot start a kernel before the previous one ends") {
+		t.Errorf("programmatic dependent launch on 8.0: %v; want ErrNotSupported in words", err)
+	}
+	cfg.ProgrammaticDependent = false
 	cfg.Cooperative = true
 	if err := saxpy.Launch(cfg, float32(1), x, x, uint32(64)); err != nil {
 		t.Errorf("cooperative launch on 8.0: %v", err)

@@ -197,10 +197,11 @@ type LaunchAttribute struct {
 
 // Launch attributes (CUlaunchAttributeID) and cluster scheduling policies.
 const (
-	LaunchAttributeCooperative             = 2 // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-	LaunchAttributeClusterDimension        = 4 // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-	LaunchAttributeClusterSchedulingPolicy = 5 // CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
-	LaunchAttributePriority                = 8 // CU_LAUNCH_ATTRIBUTE_PRIORITY
+	LaunchAttributeCooperative                     = 2 // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+	LaunchAttributeClusterDimension                = 4 // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+	LaunchAttributeClusterSchedulingPolicy         = 5 // CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
+	LaunchAttributeProgrammaticStreamSerialization = 6 // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+	LaunchAttributePriority                        = 8 // CU_LAUNCH_ATTRIBUTE_PRIORITY
 )
 
 // MemAllocationProp is CUmemAllocationProp (32 bytes): pinned device

@@ -202,6 +202,13 @@ static void k_grid_sync(struct launch *l) {
 	}
 }
 
+static void k_chain_step(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr);
+	size_t n = P(l, 1, unsigned), m = threads(l) < n ? threads(l) : n;
+	if (m && !range_ok(x, m * 4)) return fault(l);
+	for (size_t i = 0; i < m; i++) ((uint32_t *)DEVP(x))[i]++;
+}
+
 // The hashes are entry_hash's of testdata/kernels.ptx (and of
 // compute/testdata/standin.ptx): a change to a kernel
 // there needs its C version and hash changed here (TestFakeRunsOnlyItsKernels
@@ -225,6 +232,7 @@ static const struct kernel kernels[] = {
 	{"cluster_info", 0x0d74ed981c005dffull, 1, {8}, {0}, k_cluster_info},
 	{"cluster_exchange", 0x480599213be00a67ull, 1, {8}, {0}, k_cluster_exchange},
 	{"grid_sync", 0x4276a76596a75091ull, 3, {8, 8, 8}, {0, 8, 16}, k_grid_sync},
+	{"chain_step", 0x91c54bdfd84f3944ull, 2, {8, 4}, {0, 8}, k_chain_step},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
@@ -809,7 +817,8 @@ typedef struct {
 } CUlaunchConfig;
 
 // launch_attributes reads cfg's attributes the fake knows (cooperative,
-// cluster shape and policy, priority) and checks them against f.
+// cluster shape and policy, programmatic dependent launch, priority) and
+// checks them against f.
 static CUresult launch_attributes(const CUlaunchConfig *cfg, CUfunction f, unsigned cluster[3], int *cooperative) {
 	cluster[0] = cluster[1] = cluster[2] = 1;
 	*cooperative = 0;
@@ -826,6 +835,10 @@ static CUresult launch_attributes(const CUlaunchConfig *cfg, CUfunction f, unsig
 			break;
 		case 5:
 			if (a->value < 0 || a->value > 2) return INVALID_VALUE;
+			break;
+		case 6: // programmatic stream serialization: the fake runs a
+			// stream's work in order anyway, which the attribute allows.
+			if (device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, current->device) < 9) return NOT_SUPPORTED;
 			break;
 		case 8: break; // priority: clamped, as for streams
 		default: return INVALID_VALUE;
