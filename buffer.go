@@ -49,6 +49,7 @@ type allocation struct {
 	ipc       bool     // another process's memory, opened by OpenIPC: Free closes the mapping
 	users     streamUsers
 	stat      *memCounter // what counts it in its context's MemoryStats; nil for memory not counted
+	graphOnly bool        // a graph's alloc node's memory (GraphMemory), which exists only while the graph runs
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -674,9 +675,11 @@ func formatBytes(n uintptr) string {
 }
 
 // Memory is device memory that Stream.Do holds for other libraries: every
-// *DeviceBuffer[T] is one, whatever T. Kernel launches take it too.
+// *DeviceBuffer[T] is one, whatever T. Kernel launches take it too, and a
+// graph's nodes; a *GraphMemory is one only for its graph's nodes.
 type Memory interface {
 	deviceMemory() (driver.DevicePtr, *allocation)
+	deviceBytes() uintptr
 }
 
 func (b *DeviceBuffer[T]) deviceMemory() (driver.DevicePtr, *allocation) {
@@ -685,3 +688,5 @@ func (b *DeviceBuffer[T]) deviceMemory() (driver.DevicePtr, *allocation) {
 	}
 	return b.ptr, b.mem
 }
+
+func (b *DeviceBuffer[T]) deviceBytes() uintptr { return uintptr(b.ByteSize()) }

@@ -51,6 +51,9 @@ type Context struct {
 	cacheMu sync.Mutex
 	caches  map[*blockCache]struct{}
 
+	// cond is the set-condition kernel of conditional graph nodes.
+	cond condKernel
+
 	// mem counts the memory of the context's buffers (MemoryStats).
 	mem [memoryKinds]memCounter
 }
@@ -171,6 +174,7 @@ func (c *Context) Close() error {
 	if err := c.flushCaches(op); err != nil {
 		return err
 	}
+	c.closeCondKernel()
 	if err := c.closeIO(); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ type Event struct {
 	timing       bool
 	interprocess bool        // made with EventInterprocess: it can be exported
 	recorded     atomic.Bool // Record has queued it at least once
+	graphs       graphUses   // event nodes of graphs and instances that record or wait on it
 }
 
 // NewEvent creates an event in c. Without flags it can be timed.
@@ -141,6 +142,9 @@ func (e *Event) Close() error {
 	}
 	const op = "Event.Close"
 	return e.close(op, "the event", func() error {
+		if err := e.graphs.inUse(op, "the event"); err != nil {
+			return err
+		}
 		return check(op, driver.EventDestroy(e.ctx.handle, e.handle))
 	}, nil)
 }

@@ -97,6 +97,7 @@ func (c *captureState) allocated(m *allocation) {
 type graphRefs struct {
 	allocs []*allocation
 	mods   []*Module
+	events []*Event
 }
 
 func (r graphRefs) acquire() graphRefs {
@@ -105,6 +106,9 @@ func (r graphRefs) acquire() graphRefs {
 	}
 	for _, m := range r.mods {
 		m.graphs.n.Add(1)
+	}
+	for _, e := range r.events {
+		e.graphs.n.Add(1)
 	}
 	return r
 }
@@ -116,17 +120,45 @@ func (r graphRefs) drop() {
 	for _, m := range r.mods {
 		m.graphs.n.Add(-1)
 	}
+	for _, e := range r.events {
+		e.graphs.n.Add(-1)
+	}
 }
 
-// Graph is work captured from a stream (Stream.Capture): instantiate it
-// once (Instantiate) and launch the instance again and again. While a
-// graph or an instance of it is open, the device buffers and modules its
+// Graph is work captured from a stream (Stream.Capture) or built node by
+// node (Context.NewGraph and the Add methods): instantiate it once
+// (Instantiate) and launch the instance again and again. While a graph or
+// an instance of it is open, the device buffers, modules and events its
 // work uses cannot be freed or closed: Free and Close return
 // ErrInvalidValue. The zero Graph is not usable.
+//
+// A Graph is safe for concurrent use; the nodes of one graph are added
+// one at a time.
 type Graph struct {
 	life
 	handle driver.Graph
-	refs   graphRefs
+	b      *graphBuild
+	parent *Graph // for a conditional node's body, the graph it is part of
+}
+
+// graphBuild is what a graph's nodes use, shared by the graph and its
+// conditional nodes' bodies.
+type graphBuild struct {
+	// mu guards the driver's graph and its bodies, which the driver does
+	// not let two threads change at once, and the fields below. A leaf:
+	// nothing else is locked while it is held.
+	mu   sync.Mutex
+	refs graphRefs
+	seen map[any]bool
+	made map[*allocation]bool // memory of the graph's alloc nodes: true once a free node frees it
+}
+
+// root returns the graph g is part of: g, or the graph a body is in.
+func (g *Graph) root() *Graph {
+	for g.parent != nil {
+		g = g.parent
+	}
+	return g
 }
 
 // GraphExec is an instantiated graph, launched on a stream with Launch,
@@ -141,9 +173,10 @@ type GraphExec struct {
 // Update replaces; apart from the GraphExec so that a forgotten one's
 // cleanup can release them.
 type execState struct {
-	mu     sync.Mutex // guards handle and refs against Update and Launch
+	mu     sync.Mutex // guards the fields against Update, Launch and SetKernelParams
 	handle driver.GraphExec
 	refs   graphRefs
+	graph  *Graph // the graph it was made or last updated from, whose nodes SetKernelParams takes
 }
 
 // Capture records the work that record queues on s into a graph, instead
@@ -258,14 +291,31 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 			return nil, errorf(op, ErrInvalidValue, "a buffer of %s allocated during the capture was not freed in it: the graph's memory must be freed in the graph", formatBytes(m.size))
 		}
 	}
-	gr := &Graph{handle: g, refs: cs.refs}
 	kept = true
-	h, refs := g, gr.refs
-	gr.arm(s.ctx, track.Graph, runtime.AddCleanup(gr, func(ctx *Context) {
+	return newGraph(s.ctx, g, &graphBuild{refs: cs.refs, seen: cs.seen, made: map[*allocation]bool{}}), nil
+}
+
+// newGraph makes the Graph of the driver's graph h, which b's uses are
+// for.
+func newGraph(ctx *Context, h driver.Graph, b *graphBuild) *Graph {
+	gr := &Graph{handle: h, b: b}
+	gr.arm(ctx, track.Graph, runtime.AddCleanup(gr, func(ctx *Context) {
 		forgotten(ctx, track.Graph, func() { driver.GraphDestroy(ctx.handle, h) })
-		refs.drop()
-	}, s.ctx))
-	return gr, nil
+		b.gone()
+	}, ctx))
+	return gr
+}
+
+// gone drops the graph's uses and closes the memory of its alloc nodes,
+// once the graph is destroyed.
+func (b *graphBuild) gone() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refs.drop()
+	b.refs = graphRefs{}
+	for m := range b.made {
+		m.lt.Close(func() (bool, error) { return true, nil })
+	}
 }
 
 // closeMade marks the buffers allocated during a capture that came to
@@ -285,10 +335,26 @@ func (s *Stream) capturing(op, why string) error {
 }
 
 func (g *Graph) valid(op string) error {
-	if g == nil || g.ctx == nil {
-		return errorf(op, ErrInvalidValue, "nil or zero *Graph: make one with Stream.Capture")
+	if g == nil || g.root().ctx == nil {
+		return errorf(op, ErrInvalidValue, "nil or zero *Graph: make one with Stream.Capture or Context.NewGraph")
 	}
-	return g.life.valid(op, "the graph")
+	return g.root().life.valid(op, "the graph")
+}
+
+// enterRoot holds the graph g is part of, with its context bound, and
+// locks its nodes; leaveRoot undoes it.
+func (g *Graph) enterRoot(op string) (*Graph, error) {
+	r := g.root()
+	if err := r.enter(op, "the graph"); err != nil {
+		return nil, err
+	}
+	r.b.mu.Lock()
+	return r, nil
+}
+
+func (r *Graph) leaveRoot() {
+	r.b.mu.Unlock()
+	r.leave()
 }
 
 // Nodes returns the number of nodes of the graph: one per captured
@@ -298,12 +364,13 @@ func (g *Graph) Nodes() (int, error) {
 	if err := g.valid(op); err != nil {
 		return 0, err
 	}
-	if err := g.enter(op, "the graph"); err != nil {
+	r, err := g.enterRoot(op)
+	if err != nil {
 		return 0, err
 	}
-	defer g.leave()
+	defer r.leaveRoot()
 	var n uintptr
-	if err := check(op, driver.GraphGetNodes(g.ctx.handle, g.handle, nil, &n)); err != nil {
+	if err := check(op, driver.GraphGetNodes(r.ctx.handle, g.handle, nil, &n)); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -327,7 +394,8 @@ func (g *Graph) WriteDot(w io.Writer, verbose bool) error {
 	path := f.Name()
 	f.Close()
 	defer os.Remove(path)
-	if err := g.enter(op, "the graph"); err != nil {
+	r, err := g.enterRoot(op)
+	if err != nil {
 		return err
 	}
 	var flags uint32
@@ -335,8 +403,8 @@ func (g *Graph) WriteDot(w io.Writer, verbose bool) error {
 		flags = driver.GraphDebugDotFlagsVerbose
 	}
 	cpath := append([]byte(path), 0)
-	err = check(op, driver.GraphDebugDotPrint(g.ctx.handle, g.handle, &cpath[0], flags))
-	g.leave()
+	err = check(op, driver.GraphDebugDotPrint(r.ctx.handle, g.handle, &cpath[0], flags))
+	r.leaveRoot()
 	if err != nil {
 		return err
 	}
@@ -356,15 +424,22 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	if err := g.valid(op); err != nil {
 		return nil, err
 	}
-	if err := g.enter(op, "the graph"); err != nil {
+	if g.parent != nil {
+		return nil, errorf(op, ErrInvalidValue, "the graph is the body of a conditional node, which runs as part of its graph: instantiate that graph")
+	}
+	r, err := g.enterRoot(op)
+	if err != nil {
 		return nil, err
 	}
-	defer g.leave()
-	st := &execState{}
+	defer r.leaveRoot()
+	if err := g.b.allFreed(op); err != nil {
+		return nil, err
+	}
+	st := &execState{graph: g}
 	if err := check(op, driver.GraphInstantiateWithFlags(g.ctx.handle, &st.handle, g.handle, 0)); err != nil {
 		return nil, err
 	}
-	st.refs = g.refs.acquire()
+	st.refs = g.b.refs.acquire()
 	e := &GraphExec{st: st}
 	ctx := g.ctx
 	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(st *execState) {
@@ -374,15 +449,30 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	return e, nil
 }
 
+// allFreed returns an error unless every alloc node's memory is freed by
+// a free node of the graph (b.mu held): a graph whose launch left memory
+// allocated could not be launched again.
+func (b *graphBuild) allFreed(op string) error {
+	for m, freed := range b.made {
+		if !freed {
+			return errorf(op, ErrInvalidValue, "the graph allocates %s (Graph.AddAlloc) that no free node frees: add one (Graph.AddFree)", formatBytes(m.size))
+		}
+	}
+	return nil
+}
+
 // Close releases the graph; instances made from it stay usable.
 func (g *Graph) Close() error {
 	const op = "Graph.Close"
-	if g == nil || g.ctx == nil {
+	if g == nil || g.root().ctx == nil {
 		return nil
+	}
+	if g.parent != nil {
+		return errorf(op, ErrInvalidValue, "the graph is the body of a conditional node: it is closed with the graph it is part of")
 	}
 	return g.close(op, "the graph", func() error {
 		return check(op, driver.GraphDestroy(g.ctx.handle, g.handle))
-	}, g.refs.drop)
+	}, g.b.gone)
 }
 
 func (e *GraphExec) valid(op string) error {
@@ -437,6 +527,9 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	if err := g.valid(op); err != nil {
 		return false, err
 	}
+	if g.parent != nil {
+		return false, errorf(op, ErrInvalidValue, "the graph is the body of a conditional node: update from the graph it is part of")
+	}
 	if g.ctx != e.ctx {
 		return false, errorf(op, ErrInvalidValue, "the graph belongs to another context than the instance")
 	}
@@ -447,12 +540,18 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	x := e.st
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	g.b.mu.Lock()
+	defer g.b.mu.Unlock()
+	if err := g.b.allFreed(op); err != nil {
+		return false, err
+	}
 	var info driver.GraphExecUpdateResultInfo
 	st := driver.GraphExecUpdate(e.ctx.handle, x.handle, g.handle, unsafe.Pointer(&info))
 	switch {
 	case st.OK():
 		x.refs.drop()
-		x.refs = g.refs.acquire()
+		x.refs = g.b.refs.acquire()
+		x.graph = g
 		return false, nil
 	case st.Code != driver.ErrorGraphExecUpdateFailure:
 		return false, check(op, st)
@@ -469,7 +568,8 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	}
 	x.handle = h
 	x.refs.drop()
-	x.refs = g.refs.acquire()
+	x.refs = g.b.refs.acquire()
+	x.graph = g
 	return true, nil
 }
 

@@ -87,3 +87,88 @@ func BenchmarkGraphUpdate(b *testing.B) {
 		g2.Close()
 	}
 }
+
+// BenchmarkGraphSetKernelParams changes one kernel's arguments in an
+// instance of a graph of 100 kernel nodes built node by node
+// (GraphExec.SetKernelParams), without launching it; bench/cref/graphbench.c
+// times cuGraphExecKernelNodeSetParams the same way.
+func BenchmarkGraphSetKernelParams(b *testing.B) {
+	ctx := cudatest.Context(b)
+	saxpy := must(loadKernels(b, ctx).Function("saxpy"))(b)
+	x := must(cuda.Zeroed[float32](ctx, 256))(b)
+	defer x.Free()
+	g := must(ctx.NewGraph())(b)
+	defer g.Close()
+	var last *cuda.GraphNode
+	var nodes []*cuda.GraphNode
+	for range 100 {
+		var after []*cuda.GraphNode
+		if last != nil {
+			after = []*cuda.GraphNode{last}
+		}
+		last = must(g.AddKernel(after, saxpy, cuda.LaunchConfigFor(256, nil), float32(1), x, x, uint32(256)))(b)
+		nodes = append(nodes, last)
+	}
+	e := must(g.Instantiate())(b)
+	defer e.Close()
+	a := float32(0)
+	for b.Loop() {
+		a++
+		if err := e.SetKernelParams(nodes[50], cuda.LaunchConfigFor(256, nil), a, x, x, uint32(256)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGraphWhile runs a small kernel 1000 times: as the body of one
+// graph's While node counted down on the device ("while"), or as 1000
+// launches of a one-kernel graph from the host ("host"); each op ends with
+// a synchronize.
+func BenchmarkGraphWhile(b *testing.B) {
+	ctx := cudatest.Context(b)
+	needDeviceRuntime(b)
+	s := cudatest.Stream(b, ctx)
+	saxpy := must(loadKernels(b, ctx).Function("saxpy"))(b)
+	const n, k = 256, 1000
+	x := must(cuda.Zeroed[float32](ctx, n))(b)
+	defer x.Free()
+	counter := must(cuda.Alloc[uint32](ctx, 1))(b)
+	defer counter.Free()
+	cfg := cuda.LaunchConfigFor(n, nil)
+	b.Run("while", func(b *testing.B) {
+		g := must(ctx.NewGraph())(b)
+		defer g.Close()
+		c := must(g.NewCondition(1))(b)
+		start := must(g.AddMemset(nil, counter, k, 4))(b)
+		_, body := must2(g.AddWhile([]*cuda.GraphNode{start}, c))(b)
+		step := must(body.AddKernel(nil, saxpy, cfg, float32(1), x, x, uint32(n)))(b)
+		must(body.AddCountDown([]*cuda.GraphNode{step}, c, counter))(b)
+		e := must(g.Instantiate())(b)
+		defer e.Close()
+		for b.Loop() {
+			if err := e.Launch(s); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("host", func(b *testing.B) {
+		g := must(ctx.NewGraph())(b)
+		defer g.Close()
+		must(g.AddKernel(nil, saxpy, cfg, float32(1), x, x, uint32(n)))(b)
+		e := must(g.Instantiate())(b)
+		defer e.Close()
+		for b.Loop() {
+			for range k {
+				if err := e.Launch(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -78,6 +78,9 @@ func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
 		if a.ctx != s.ctx {
 			return errorf(op, ErrInvalidValue, "memory %d belongs to another context than the stream", i)
 		}
+		if a.graphOnly {
+			return errorf(op, ErrInvalidValue, "memory %d is a graph's (Graph.AddAlloc), which exists only while the graph runs", i)
+		}
 		held = append(held, heldLife{&a.life, "a device buffer"})
 		allocs = append(allocs, a)
 	}

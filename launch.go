@@ -175,6 +175,23 @@ type LaunchConfig struct {
 	ProgrammaticDependent bool
 }
 
+// dims checks cfg's grid, block and dynamic shared memory and returns
+// the grid and block with zero Y and Z made 1, and the six as the driver
+// takes them.
+func (cfg *LaunchConfig) dims(op string) (grid, block Dim3, dims [6]uint32, err error) {
+	grid, block = cfg.Grid.norm(), cfg.Block.norm()
+	for i, d := range []int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
+		if d < 0 || d > math.MaxUint32 || d == 0 && i != 0 {
+			return grid, block, dims, errorf(op, ErrInvalidValue, "grid %v, block %v: every dimension must be from 1 to %d (a grid's X may be 0: no launch)", grid, block, uint32(math.MaxUint32))
+		}
+		dims[i] = uint32(d)
+	}
+	if cfg.SharedMemBytes < 0 || cfg.SharedMemBytes > math.MaxUint32 {
+		return grid, block, dims, errorf(op, ErrInvalidValue, "dynamic shared memory %d bytes out of range", cfg.SharedMemBytes)
+	}
+	return grid, block, dims, nil
+}
+
 // maxParamBytes is the kernel parameter space the driver guarantees on
 // every device.
 const maxParamBytes = 4096
@@ -234,16 +251,9 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if s.ctx != f.mod.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the kernel's module")
 	}
-	grid, block := cfg.Grid.norm(), cfg.Block.norm()
-	var dims [6]uint32
-	for i, d := range []int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
-		if d < 0 || d > math.MaxUint32 || d == 0 && i != 0 {
-			return errorf(op, ErrInvalidValue, "grid %v, block %v: every dimension must be from 1 to %d (a grid's X may be 0: no launch)", grid, block, uint32(math.MaxUint32))
-		}
-		dims[i] = uint32(d)
-	}
-	if cfg.SharedMemBytes < 0 || cfg.SharedMemBytes > math.MaxUint32 {
-		return errorf(op, ErrInvalidValue, "dynamic shared memory %d bytes out of range", cfg.SharedMemBytes)
+	grid, block, dims, err := cfg.dims(op)
+	if err != nil {
+		return err
 	}
 	ex := cfg.hasAttributes()
 	var cluster Dim3
@@ -261,7 +271,7 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	// launch free of allocations.
 	var heldArray [8]heldLife
 	held := append(heldArray[:0], heldLife{&f.mod.life, "the kernel's module"}, heldLife{&s.life, "the stream"})
-	held, err := f.marshal(op, pb, args, held)
+	held, err = f.marshal(op, pb, args, held)
 	if err != nil {
 		return err
 	}
@@ -272,9 +282,12 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if cs := s.capture.Load(); cs != nil {
 		cs.useModule(f.mod)
 	}
-	for _, a := range args {
+	for i, a := range args {
 		if v, ok := a.(Memory); ok {
 			_, m := v.deviceMemory()
+			if m.graphOnly {
+				return errorf(op, ErrInvalidValue, "argument %d is a graph's memory (Graph.AddAlloc), which exists only while the graph runs: pass it to the graph's nodes", i)
+			}
 			s.uses(m)
 		}
 	}

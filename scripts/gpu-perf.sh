@@ -199,7 +199,7 @@ for section in $sections; do
 			/tmp/graphbench testdata/kernels.ptx
 			for set in tests tests-cgo; do
 				echo "== round $round: $set"
-				bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(AllocAsync|GraphReplay|StreamLaunches|GraphCapture|GraphUpdate)$' -test.benchtime 0.3s | grep -E '^Benchmark'
+				bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(AllocAsync|GraphReplay|StreamLaunches|GraphCapture|GraphUpdate|GraphSetKernelParams|GraphWhile|DependentChain)$' -test.benchtime 0.3s | grep -E '^Benchmark'
 			done
 		done >"$out/graphs.txt" 2>&1
 		python3 bench/torch_graph.py >"$out/torch_graph.json" 2>"$out/torch_graph.err" || echo "torch_graph.py failed: see torch_graph.err" >&2

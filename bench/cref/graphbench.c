@@ -10,6 +10,9 @@
 //   StreamLaunches   the same 100 launches on the stream, then synchronized
 //   GraphCapture     capturing the 100 launches and instantiating the graph
 //   GraphUpdate      capturing them again and updating the instance in place
+//   GraphSetKernelParams  changing the arguments of node 50 of an instance
+//                    of 100 saxpy nodes built node by node
+//                    (cuGraphExecKernelNodeSetParams), no launch
 //
 // Build on the GPU machine: nvcc -O2 -o graphbench graphbench.c -lcuda
 // Run: graphbench testdata/kernels.ptx
@@ -69,6 +72,46 @@ static void graph_update(void) {
 	CHECK(cuGraphDestroy(g));
 }
 
+static CUfunction saxpy;
+static CUgraphExec built;
+static CUgraphNode middle;
+static CUdeviceptr x;
+static float a;
+
+static CUDA_KERNEL_NODE_PARAMS saxpy_params(float *pa, void **args) {
+	static unsigned n = 256;
+	args[0] = pa, args[1] = &x, args[2] = &x, args[3] = &n;
+	CUDA_KERNEL_NODE_PARAMS p = {0};
+	p.func = saxpy;
+	p.gridDimX = 1, p.gridDimY = 1, p.gridDimZ = 1;
+	p.blockDimX = 256, p.blockDimY = 1, p.blockDimZ = 1;
+	p.kernelParams = args;
+	return p;
+}
+
+static void build_graph(void) {
+	CUgraph g;
+	CHECK(cuGraphCreate(&g, 0));
+	CUgraphNode last = NULL;
+	float one = 1;
+	void *args[4];
+	for (int i = 0; i < 100; i++) {
+		CUDA_KERNEL_NODE_PARAMS p = saxpy_params(&one, args);
+		CUgraphNode node;
+		CHECK(cuGraphAddKernelNode(&node, g, last ? &last : NULL, last ? 1 : 0, &p));
+		if (i == 50) middle = node;
+		last = node;
+	}
+	CHECK(cuGraphInstantiateWithFlags(&built, g, 0));
+}
+
+static void graph_set_params(void) {
+	void *args[4];
+	a++;
+	CUDA_KERNEL_NODE_PARAMS p = saxpy_params(&a, args);
+	CHECK(cuGraphExecKernelNodeSetParams(built, middle, &p));
+}
+
 static double measure(void (*op)(void)) {
 	op();
 	long reps = 1;
@@ -120,5 +163,9 @@ int main(int argc, char **argv) {
 	printf("StreamLaunches %.1f\n", measure(stream_launches));
 	printf("GraphCapture %.1f\n", measure(graph_capture));
 	printf("GraphUpdate %.1f\n", measure(graph_update));
+	CHECK(cuModuleGetFunction(&saxpy, mod, "saxpy"));
+	CHECK(cuMemAlloc(&x, 256 * sizeof(float)));
+	build_graph();
+	printf("GraphSetKernelParams %.1f\n", measure(graph_set_params));
 	return 0;
 }

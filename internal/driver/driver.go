@@ -70,6 +70,7 @@ type (
 	GraphNode         uintptr // CUgraphNode
 	Library           uintptr // CUlibrary
 	Kernel            uintptr // CUkernel
+	LinkState         uintptr // CUlinkState
 )
 
 // GraphExecUpdateResultInfo is CUgraphExecUpdateResultInfo.
@@ -220,4 +221,113 @@ const (
 	MemAllocationGranularityMinimum     = 0   // CU_MEM_ALLOC_GRANULARITY_MINIMUM
 	MemAllocationGranularityRecommended = 1   // CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
 	MemHandleTypePosixFD                = 0x1 // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+)
+
+// GraphNodeParams is CUgraphNodeParams (256 bytes): a node's type and its
+// parameters, one of the *NodeParams structures below laid over Params.
+type GraphNodeParams struct {
+	Type   int32 // CU_GRAPH_NODE_TYPE_*
+	_      [3]int32
+	Params [29]uint64
+	_      int64
+}
+
+// Graph node types (CUgraphNodeType).
+const (
+	GraphNodeKernel      = 0
+	GraphNodeMemcpy      = 1
+	GraphNodeMemset      = 2
+	GraphNodeHost        = 3
+	GraphNodeEmpty       = 5
+	GraphNodeWaitEvent   = 6
+	GraphNodeEventRecord = 7
+	GraphNodeMemAlloc    = 10
+	GraphNodeMemFree     = 11
+	GraphNodeConditional = 13
+)
+
+// KernelNodeParams is CUDA_KERNEL_NODE_PARAMS_v3.
+type KernelNodeParams struct {
+	Func                                                                     Function
+	GridDimX, GridDimY, GridDimZ, BlockDimX, BlockDimY, BlockDimZ, SharedMem uint32
+	KernelParams, Extra                                                      uintptr // void **
+	Kern                                                                     Kernel
+	Ctx                                                                      Context
+}
+
+// Memcpy3D is CUDA_MEMCPY3D.
+type Memcpy3D struct {
+	SrcXInBytes, SrcY, SrcZ, SrcLOD uintptr
+	SrcMemoryType                   int32 // CU_MEMORYTYPE_*
+	SrcHost                         uintptr
+	SrcDevice                       DevicePtr
+	SrcArray, Reserved0             uintptr
+	SrcPitch, SrcHeight             uintptr
+	DstXInBytes, DstY, DstZ, DstLOD uintptr
+	DstMemoryType                   int32
+	DstHost                         uintptr
+	DstDevice                       DevicePtr
+	DstArray, Reserved1             uintptr
+	DstPitch, DstHeight             uintptr
+	WidthInBytes, Height, Depth     uintptr
+}
+
+// MemoryTypeDevice is CU_MEMORYTYPE_DEVICE.
+const MemoryTypeDevice = 2
+
+// MemcpyNodeParams is CUDA_MEMCPY_NODE_PARAMS.
+type MemcpyNodeParams struct {
+	Flags, Reserved int32
+	CopyCtx         Context
+	Copy            Memcpy3D
+}
+
+// MemsetNodeParams is CUDA_MEMSET_NODE_PARAMS_v2.
+type MemsetNodeParams struct {
+	Dst                DevicePtr
+	Pitch              uintptr
+	Value, ElementSize uint32
+	Width, Height      uintptr
+	Ctx                Context
+}
+
+// HostNodeParams is CUDA_HOST_NODE_PARAMS_v2.
+type HostNodeParams struct{ Fn, UserData uintptr }
+
+// EventNodeParams is CUDA_EVENT_RECORD_NODE_PARAMS and
+// CUDA_EVENT_WAIT_NODE_PARAMS.
+type EventNodeParams struct{ Event Event }
+
+// MemAllocNodeParams is CUDA_MEM_ALLOC_NODE_PARAMS_v2.
+type MemAllocNodeParams struct {
+	PoolProps       MemPoolProps
+	AccessDescs     uintptr // const CUmemAccessDesc *
+	AccessDescCount uintptr
+	Bytesize        uintptr
+	Dptr            DevicePtr // written by the driver
+}
+
+// MemFreeNodeParams is CUDA_MEM_FREE_NODE_PARAMS.
+type MemFreeNodeParams struct{ Dptr DevicePtr }
+
+// ConditionalNodeParams is CUDA_CONDITIONAL_NODE_PARAMS.
+type ConditionalNodeParams struct {
+	Handle   uint64
+	Type     int32 // CU_GRAPH_COND_TYPE_*
+	Size     uint32
+	GraphOut *Graph // the driver's array of body graphs (C memory)
+	Ctx      Context
+}
+
+// Conditional node types and handle flags.
+const (
+	GraphCondIf            = 0 // CU_GRAPH_COND_TYPE_IF
+	GraphCondWhile         = 1 // CU_GRAPH_COND_TYPE_WHILE
+	GraphCondAssignDefault = 1 // CU_GRAPH_COND_ASSIGN_DEFAULT
+)
+
+// JIT input types (CUjitInputType).
+const (
+	JITInputPTX     = 1
+	JITInputLibrary = 4
 )

@@ -790,6 +790,78 @@ static int gocuda_GraphExecDestroy(uintptr_t fn, uintptr_t ctx, uintptr_t hGraph
 	return ((int (*)(uintptr_t))fn)(hGraphExec);
 }
 
+static int gocuda_GraphCreate(uintptr_t fn, uintptr_t ctx, uintptr_t * phGraph, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t *, unsigned int))fn)(phGraph, flags);
+}
+
+static int gocuda_GraphAddNode(uintptr_t fn, uintptr_t ctx, uintptr_t * phGraphNode, uintptr_t hGraph, void * dependencies, size_t numDependencies, void * nodeParams) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t *, uintptr_t, void *, size_t, void *))fn)(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+}
+
+static int gocuda_GraphExecNodeSetParams(uintptr_t fn, uintptr_t ctx, uintptr_t hGraphExec, uintptr_t hNode, void * nodeParams) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, uintptr_t, void *))fn)(hGraphExec, hNode, nodeParams);
+}
+
+static int gocuda_GraphConditionalHandleCreate(uintptr_t fn, uintptr_t ctx, unsigned long long * pHandle_out, uintptr_t hGraph, uintptr_t graphCtx, unsigned int defaultLaunchValue, unsigned int flags) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned long long *, uintptr_t, uintptr_t, unsigned int, unsigned int))fn)(pHandle_out, hGraph, graphCtx, defaultLaunchValue, flags);
+}
+
+static int gocuda_LinkCreate(uintptr_t fn, uintptr_t ctx, unsigned int numOptions, void * options, void * optionValues, uintptr_t * stateOut) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(unsigned int, void *, void *, uintptr_t *))fn)(numOptions, options, optionValues, stateOut);
+}
+
+static int gocuda_LinkAddData(uintptr_t fn, uintptr_t ctx, uintptr_t state, int typ, void * data, size_t size, char * name, unsigned int numOptions, void * options, void * optionValues) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, int, void *, size_t, char *, unsigned int, void *, void *))fn)(state, typ, data, size, name, numOptions, options, optionValues);
+}
+
+static int gocuda_LinkAddFile(uintptr_t fn, uintptr_t ctx, uintptr_t state, int typ, char * path, unsigned int numOptions, void * options, void * optionValues) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, int, char *, unsigned int, void *, void *))fn)(state, typ, path, numOptions, options, optionValues);
+}
+
+static int gocuda_LinkComplete(uintptr_t fn, uintptr_t ctx, uintptr_t state, void * cubinOut, size_t * sizeOut) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, void *, size_t *))fn)(state, cubinOut, sizeOut);
+}
+
+static int gocuda_LinkDestroy(uintptr_t fn, uintptr_t ctx, uintptr_t state) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t))fn)(state);
+}
+
 static int gocuda_IpcGetMemHandle(uintptr_t fn, uintptr_t ctx, void * pHandle, unsigned long long dptr) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -2229,6 +2301,129 @@ func GraphExecDestroy(ctx Context, hGraphExec GraphExec) Status {
 	}
 	r := C.gocuda_GraphExecDestroy(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraphExec))
 	return shimStatus(int32(r), FuncGraphExecDestroy)
+}
+
+// GraphCreate calls cuGraphCreate, with ctx current.
+//
+//	CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags);
+func GraphCreate(ctx Context, phGraph *Graph, flags uint32) Status {
+	fn := syms[symGraphCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphCreate}
+	}
+	c := getCall()
+	r := C.gocuda_GraphCreate(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), C.uint(flags))
+	*phGraph = *(*Graph)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncGraphCreate)
+}
+
+// GraphAddNode calls cuGraphAddNode, with ctx current.
+//
+//	CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies /*in*/, size_t numDependencies, CUgraphNodeParams *nodeParams /*in*/);
+func GraphAddNode(ctx Context, phGraphNode *GraphNode, hGraph Graph, dependencies unsafe.Pointer, numDependencies uintptr, nodeParams unsafe.Pointer) Status {
+	fn := syms[symGraphAddNode]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphAddNode}
+	}
+	c := getCall()
+	r := C.gocuda_GraphAddNode(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(&c.out[0])), C.uintptr_t(hGraph), dependencies, C.size_t(numDependencies), nodeParams)
+	*phGraphNode = *(*GraphNode)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncGraphAddNode)
+}
+
+// GraphExecNodeSetParams calls cuGraphExecNodeSetParams, with ctx current.
+//
+//	CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams /*in*/);
+func GraphExecNodeSetParams(ctx Context, hGraphExec GraphExec, hNode GraphNode, nodeParams unsafe.Pointer) Status {
+	fn := syms[symGraphExecNodeSetParams]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphExecNodeSetParams}
+	}
+	r := C.gocuda_GraphExecNodeSetParams(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), nodeParams)
+	return shimStatus(int32(r), FuncGraphExecNodeSetParams)
+}
+
+// GraphConditionalHandleCreate calls cuGraphConditionalHandleCreate, with ctx current.
+//
+//	CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext graphCtx, unsigned int defaultLaunchValue, unsigned int flags);
+func GraphConditionalHandleCreate(ctx Context, pHandle_out *uint64, hGraph Graph, graphCtx Context, defaultLaunchValue uint32, flags uint32) Status {
+	fn := syms[symGraphConditionalHandleCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphConditionalHandleCreate}
+	}
+	c := getCall()
+	r := C.gocuda_GraphConditionalHandleCreate(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(&c.out[0])), C.uintptr_t(hGraph), C.uintptr_t(graphCtx), C.uint(defaultLaunchValue), C.uint(flags))
+	*pHandle_out = *(*uint64)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncGraphConditionalHandleCreate)
+}
+
+// LinkCreate calls cuLinkCreate_v2, with ctx current.
+//
+//	CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options /*in*/, void **optionValues /*in*/, CUlinkState *stateOut);
+func LinkCreate(ctx Context, numOptions uint32, options unsafe.Pointer, optionValues unsafe.Pointer, stateOut *LinkState) Status {
+	fn := syms[symLinkCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkCreate}
+	}
+	c := getCall()
+	r := C.gocuda_LinkCreate(C.uintptr_t(fn), C.uintptr_t(ctx), C.uint(numOptions), options, optionValues, (*C.uintptr_t)(unsafe.Pointer(&c.out[0])))
+	*stateOut = *(*LinkState)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncLinkCreate)
+}
+
+// LinkAddData calls cuLinkAddData_v2, with ctx current.
+//
+//	CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options /*in*/, void **optionValues /*in*/);
+func LinkAddData(ctx Context, state LinkState, typ int32, data unsafe.Pointer, size uintptr, name *byte, numOptions uint32, options unsafe.Pointer, optionValues unsafe.Pointer) Status {
+	fn := syms[symLinkAddData]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkAddData}
+	}
+	r := C.gocuda_LinkAddData(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(state), C.int(typ), data, C.size_t(size), (*C.char)(unsafe.Pointer(name)), C.uint(numOptions), options, optionValues)
+	return shimStatus(int32(r), FuncLinkAddData)
+}
+
+// LinkAddFile calls cuLinkAddFile_v2, with ctx current.
+//
+//	CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options /*in*/, void **optionValues /*in*/);
+func LinkAddFile(ctx Context, state LinkState, typ int32, path *byte, numOptions uint32, options unsafe.Pointer, optionValues unsafe.Pointer) Status {
+	fn := syms[symLinkAddFile]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkAddFile}
+	}
+	r := C.gocuda_LinkAddFile(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(state), C.int(typ), (*C.char)(unsafe.Pointer(path)), C.uint(numOptions), options, optionValues)
+	return shimStatus(int32(r), FuncLinkAddFile)
+}
+
+// LinkComplete calls cuLinkComplete, with ctx current.
+//
+//	CUresult cuLinkComplete(CUlinkState state, void **cubinOut /*in*/, size_t *sizeOut);
+func LinkComplete(ctx Context, state LinkState, cubinOut unsafe.Pointer, sizeOut *uintptr) Status {
+	fn := syms[symLinkComplete]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkComplete}
+	}
+	c := getCall()
+	r := C.gocuda_LinkComplete(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(state), cubinOut, (*C.size_t)(unsafe.Pointer(&c.out[0])))
+	*sizeOut = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return shimStatus(int32(r), FuncLinkComplete)
+}
+
+// LinkDestroy calls cuLinkDestroy, with ctx current.
+//
+//	CUresult cuLinkDestroy(CUlinkState state);
+func LinkDestroy(ctx Context, state LinkState) Status {
+	fn := syms[symLinkDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkDestroy}
+	}
+	r := C.gocuda_LinkDestroy(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(state))
+	return shimStatus(int32(r), FuncLinkDestroy)
 }
 
 // IpcGetMemHandle calls cuIpcGetMemHandle, with ctx current.

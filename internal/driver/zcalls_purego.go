@@ -1886,6 +1886,200 @@ func GraphExecDestroy(ctx Context, hGraphExec GraphExec) Status {
 	return Status{Code: Result(int32(r)), Func: FuncGraphExecDestroy}
 }
 
+// GraphCreate calls cuGraphCreate.
+//
+//	CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags);
+func GraphCreate(ctx Context, phGraph *Graph, flags uint32) Status {
+	fn := syms[symGraphCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphCreate}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:2]...)
+	*phGraph = *(*Graph)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphCreate}
+}
+
+// GraphAddNode calls cuGraphAddNode.
+//
+//	CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies /*in*/, size_t numDependencies, CUgraphNodeParams *nodeParams /*in*/);
+func GraphAddNode(ctx Context, phGraphNode *GraphNode, hGraph Graph, dependencies unsafe.Pointer, numDependencies uintptr, nodeParams unsafe.Pointer) Status {
+	fn := syms[symGraphAddNode]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphAddNode}
+	}
+	escape(unsafe.Pointer(dependencies))
+	escape(unsafe.Pointer(nodeParams))
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(hGraph)
+	c.args[2] = uintptr(unsafe.Pointer(dependencies))
+	c.args[3] = uintptr(numDependencies)
+	c.args[4] = uintptr(unsafe.Pointer(nodeParams))
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	*phGraphNode = *(*GraphNode)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(dependencies)
+	runtime.KeepAlive(nodeParams)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphAddNode}
+}
+
+// GraphExecNodeSetParams calls cuGraphExecNodeSetParams.
+//
+//	CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams /*in*/);
+func GraphExecNodeSetParams(ctx Context, hGraphExec GraphExec, hNode GraphNode, nodeParams unsafe.Pointer) Status {
+	fn := syms[symGraphExecNodeSetParams]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphExecNodeSetParams}
+	}
+	escape(unsafe.Pointer(nodeParams))
+	c := getCall()
+	c.args[0] = uintptr(hGraphExec)
+	c.args[1] = uintptr(hNode)
+	c.args[2] = uintptr(unsafe.Pointer(nodeParams))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(nodeParams)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphExecNodeSetParams}
+}
+
+// GraphConditionalHandleCreate calls cuGraphConditionalHandleCreate.
+//
+//	CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext graphCtx, unsigned int defaultLaunchValue, unsigned int flags);
+func GraphConditionalHandleCreate(ctx Context, pHandle_out *uint64, hGraph Graph, graphCtx Context, defaultLaunchValue uint32, flags uint32) Status {
+	fn := syms[symGraphConditionalHandleCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphConditionalHandleCreate}
+	}
+	c := getCall()
+	c.args[0] = uintptr(unsafe.Pointer(&c.out[0]))
+	c.args[1] = uintptr(hGraph)
+	c.args[2] = uintptr(graphCtx)
+	c.args[3] = uintptr(defaultLaunchValue)
+	c.args[4] = uintptr(flags)
+	r, _, _ := purego.SyscallN(fn, c.args[:5]...)
+	*pHandle_out = *(*uint64)(unsafe.Pointer(&c.out[0]))
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphConditionalHandleCreate}
+}
+
+// LinkCreate calls cuLinkCreate_v2.
+//
+//	CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options /*in*/, void **optionValues /*in*/, CUlinkState *stateOut);
+func LinkCreate(ctx Context, numOptions uint32, options unsafe.Pointer, optionValues unsafe.Pointer, stateOut *LinkState) Status {
+	fn := syms[symLinkCreate]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkCreate}
+	}
+	escape(unsafe.Pointer(options))
+	escape(unsafe.Pointer(optionValues))
+	c := getCall()
+	c.args[0] = uintptr(numOptions)
+	c.args[1] = uintptr(unsafe.Pointer(options))
+	c.args[2] = uintptr(unsafe.Pointer(optionValues))
+	c.args[3] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:4]...)
+	*stateOut = *(*LinkState)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(options)
+	runtime.KeepAlive(optionValues)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLinkCreate}
+}
+
+// LinkAddData calls cuLinkAddData_v2.
+//
+//	CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options /*in*/, void **optionValues /*in*/);
+func LinkAddData(ctx Context, state LinkState, typ int32, data unsafe.Pointer, size uintptr, name *byte, numOptions uint32, options unsafe.Pointer, optionValues unsafe.Pointer) Status {
+	fn := syms[symLinkAddData]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkAddData}
+	}
+	escape(unsafe.Pointer(data))
+	escape(unsafe.Pointer(name))
+	escape(unsafe.Pointer(options))
+	escape(unsafe.Pointer(optionValues))
+	c := getCall()
+	c.args[0] = uintptr(state)
+	c.args[1] = uintptr(typ)
+	c.args[2] = uintptr(unsafe.Pointer(data))
+	c.args[3] = uintptr(size)
+	c.args[4] = uintptr(unsafe.Pointer(name))
+	c.args[5] = uintptr(numOptions)
+	c.args[6] = uintptr(unsafe.Pointer(options))
+	c.args[7] = uintptr(unsafe.Pointer(optionValues))
+	r, _, _ := purego.SyscallN(fn, c.args[:8]...)
+	runtime.KeepAlive(data)
+	runtime.KeepAlive(name)
+	runtime.KeepAlive(options)
+	runtime.KeepAlive(optionValues)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLinkAddData}
+}
+
+// LinkAddFile calls cuLinkAddFile_v2.
+//
+//	CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options /*in*/, void **optionValues /*in*/);
+func LinkAddFile(ctx Context, state LinkState, typ int32, path *byte, numOptions uint32, options unsafe.Pointer, optionValues unsafe.Pointer) Status {
+	fn := syms[symLinkAddFile]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkAddFile}
+	}
+	escape(unsafe.Pointer(path))
+	escape(unsafe.Pointer(options))
+	escape(unsafe.Pointer(optionValues))
+	c := getCall()
+	c.args[0] = uintptr(state)
+	c.args[1] = uintptr(typ)
+	c.args[2] = uintptr(unsafe.Pointer(path))
+	c.args[3] = uintptr(numOptions)
+	c.args[4] = uintptr(unsafe.Pointer(options))
+	c.args[5] = uintptr(unsafe.Pointer(optionValues))
+	r, _, _ := purego.SyscallN(fn, c.args[:6]...)
+	runtime.KeepAlive(path)
+	runtime.KeepAlive(options)
+	runtime.KeepAlive(optionValues)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLinkAddFile}
+}
+
+// LinkComplete calls cuLinkComplete.
+//
+//	CUresult cuLinkComplete(CUlinkState state, void **cubinOut /*in*/, size_t *sizeOut);
+func LinkComplete(ctx Context, state LinkState, cubinOut unsafe.Pointer, sizeOut *uintptr) Status {
+	fn := syms[symLinkComplete]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkComplete}
+	}
+	escape(unsafe.Pointer(cubinOut))
+	c := getCall()
+	c.args[0] = uintptr(state)
+	c.args[1] = uintptr(unsafe.Pointer(cubinOut))
+	c.args[2] = uintptr(unsafe.Pointer(&c.out[0]))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	*sizeOut = *(*uintptr)(unsafe.Pointer(&c.out[0]))
+	runtime.KeepAlive(cubinOut)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLinkComplete}
+}
+
+// LinkDestroy calls cuLinkDestroy.
+//
+//	CUresult cuLinkDestroy(CUlinkState state);
+func LinkDestroy(ctx Context, state LinkState) Status {
+	fn := syms[symLinkDestroy]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncLinkDestroy}
+	}
+	c := getCall()
+	c.args[0] = uintptr(state)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncLinkDestroy}
+}
+
 // IpcGetMemHandle calls cuIpcGetMemHandle.
 //
 //	CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle /*in*/, CUdeviceptr dptr);

@@ -14,6 +14,7 @@ const (
 	ErrorInvalidContext              Result = 201 // CUDA_ERROR_INVALID_CONTEXT: invalid device context
 	ErrorPeerAccessUnsupported       Result = 217 // CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: peer access is not supported between these two devices
 	ErrorInvalidPTX                  Result = 218 // CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed
+	ErrorFileNotFound                Result = 301 // CUDA_ERROR_FILE_NOT_FOUND: file not found
 	ErrorOperatingSystem             Result = 304 // CUDA_ERROR_OPERATING_SYSTEM: OS call failed or operation not supported on this OS
 	ErrorInvalidHandle               Result = 400 // CUDA_ERROR_INVALID_HANDLE: invalid resource handle
 	ErrorIllegalState                Result = 401 // CUDA_ERROR_ILLEGAL_STATE: the operation cannot be performed in the present state

@@ -107,6 +107,15 @@ const (
 	symGraphExecUpdate
 	symGraphLaunch
 	symGraphExecDestroy
+	symGraphCreate
+	symGraphAddNode
+	symGraphExecNodeSetParams
+	symGraphConditionalHandleCreate
+	symLinkCreate
+	symLinkAddData
+	symLinkAddFile
+	symLinkComplete
+	symLinkDestroy
 	symIpcGetMemHandle
 	symIpcOpenMemHandle
 	symIpcCloseMemHandle
@@ -221,6 +230,15 @@ const (
 	FuncGraphExecUpdate
 	FuncGraphLaunch
 	FuncGraphExecDestroy
+	FuncGraphCreate
+	FuncGraphAddNode
+	FuncGraphExecNodeSetParams
+	FuncGraphConditionalHandleCreate
+	FuncLinkCreate
+	FuncLinkAddData
+	FuncLinkAddFile
+	FuncLinkComplete
+	FuncLinkDestroy
 	FuncIpcGetMemHandle
 	FuncIpcOpenMemHandle
 	FuncIpcCloseMemHandle
@@ -334,6 +352,15 @@ var symNames = [symCount]string{
 	"cuGraphExecUpdate_v2",
 	"cuGraphLaunch",
 	"cuGraphExecDestroy",
+	"cuGraphCreate",
+	"cuGraphAddNode",
+	"cuGraphExecNodeSetParams",
+	"cuGraphConditionalHandleCreate",
+	"cuLinkCreate_v2",
+	"cuLinkAddData_v2",
+	"cuLinkAddFile_v2",
+	"cuLinkComplete",
+	"cuLinkDestroy",
 	"cuIpcGetMemHandle",
 	"cuIpcOpenMemHandle_v2",
 	"cuIpcCloseMemHandle",

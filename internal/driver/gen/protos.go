@@ -49,6 +49,9 @@ var baseTypes = map[string]cType{
 	"CUlibraryOption":                  {"int32", 4},
 	"CUmemGenericAllocationHandle":     {"uint64", 8},
 	"CUmemAllocationGranularity_flags": {"int32", 4},
+	"CUgraphConditionalHandle":         {"uint64", 8},
+	"CUlinkState":                      {"LinkState", 8},
+	"CUjitInputType":                   {"int32", 4},
 	// Structures, passed by pointer and read by the driver (/*in*/), or
 	// written (resultInfo).
 	"CUgraphExecUpdateResultInfo": {"", 0},
@@ -58,6 +61,7 @@ var baseTypes = map[string]cType{
 	"CUmemAllocationProp":         {"", 0},
 	"CUipcMemHandle":              {"", 0},
 	"CUipcEventHandle":            {"", 0},
+	"CUgraphNodeParams":           {"", 0},
 }
 
 // handle64Types are the 64-byte structures passed by value.
@@ -75,7 +79,7 @@ var cTypes = map[string]struct{ c, cgo string }{
 	"Module": {"uintptr_t", "C.uintptr_t"}, "Function": {"uintptr_t", "C.uintptr_t"},
 	"MemPool": {"uintptr_t", "C.uintptr_t"}, "MemPoolAttribute": {"int", "C.int"},
 	"Graph": {"uintptr_t", "C.uintptr_t"}, "GraphExec": {"uintptr_t", "C.uintptr_t"}, "GraphNode": {"uintptr_t", "C.uintptr_t"},
-	"Library": {"uintptr_t", "C.uintptr_t"}, "Kernel": {"uintptr_t", "C.uintptr_t"},
+	"Library": {"uintptr_t", "C.uintptr_t"}, "Kernel": {"uintptr_t", "C.uintptr_t"}, "LinkState": {"uintptr_t", "C.uintptr_t"},
 	"uint64":    {"unsigned long long", "C.ulonglong"},
 	"DevicePtr": {"unsigned long long", "C.ulonglong"},
 	"*byte":     {"char *", "*C.char"}, "unsafe.Pointer": {"void *", "unsafe.Pointer"},

@@ -270,7 +270,7 @@ static void record_now(CUevent e) {
 }
 
 
-static void run_op(struct op *o) {
+void run_op(struct op *o) {
 	switch (o->kind) {
 	case OP_COPY: memmove(o->dst, o->src, o->n); break;
 	case OP_COPY_STAGED: // src is the fake's own staging copy
@@ -300,6 +300,7 @@ static void run_op(struct op *o) {
 		o->job->run(o->job);
 		free(o->job);
 		break;
+	case OP_COND: case OP_CONDRESET: run_conditional(o); break;
 	}
 }
 
@@ -799,7 +800,7 @@ int event_live(CUevent e);
 // record_mu makes counting a record and queuing it one step, so that a wait
 // queued meanwhile (on the same stream, say) waits for a record queued
 // before it, never for one queued after it, which would wait for ever.
-static pthread_mutex_t record_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t record_mu = PTHREAD_MUTEX_INITIALIZER;
 
 EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 	FAULT("cuStreamWaitEvent");
@@ -934,7 +935,7 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
 
 // ---- device memory ---------------------------------------------------------
 
-static CUresult alloc_device(CUdeviceptr *p, size_t n) {
+CUresult alloc_device(CUdeviceptr *p, size_t n) {
 	if (!p || n == 0) return INVALID_VALUE;
 	pthread_mutex_lock(&mu);
 	if (n > device_memory - current->used) {

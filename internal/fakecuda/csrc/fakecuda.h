@@ -111,7 +111,7 @@ struct fake_event {
 	long completed; // how many have run
 	struct timespec when;
 };
-enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_LIB };
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_LIB, OP_COND, OP_CONDRESET };
 struct launch;
 struct coll_part;
 struct blas_op;
@@ -128,6 +128,9 @@ struct op {
 	struct coll_part *coll;
 	struct blas_op *blas;
 	struct lib_job *job;
+	struct fake_cond *cond;  // OP_COND, OP_CONDRESET: the condition
+	struct fake_graph *body; // OP_COND: the body run while (or if) it holds
+	int loop;                // OP_COND: a while node, not an if
 	struct op *next;
 };
 struct fake_stream {
@@ -154,11 +157,25 @@ void capture_alloc(CUstream s, uintptr_t base); // mu held
 struct launch *launch_clone(const struct launch *l);
 int launch_same_kernel(const struct launch *a, const struct launch *b);
 extern long live_graphs, live_execs;
+extern pthread_mutex_t record_mu; // taken before mu (driver.c)
+int set_condition(uint64_t handle, unsigned value); // 0: no such handle
+void run_op(struct op *o);         // runs o and frees what it owns (driver.c)
+void run_conditional(struct op *o); // OP_COND, OP_CONDRESET (graphs.c)
+// A conditional handle's value: set at each launch of its graph when it
+// has a default to assign, and by the set-condition kernel (kernels.c).
+struct fake_cond {
+	unsigned value, initial;
+	int assign;
+	struct fake_cond *next;
+};
+CUresult alloc_device(CUdeviceptr *p, size_t n); // current's memory
 void free_device(void *base); // a device allocation, released now
 
 // ---- kernels.c ---------------------------------------------------------------
 
 void run_kernel(struct launch *l);
+CUresult make_launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, void **params,
+                     const unsigned cluster[3], int cooperative, struct launch **out); // checked, not queued
 void unload_modules(CUcontext c);
 
 // ---- nccl.c ------------------------------------------------------------------

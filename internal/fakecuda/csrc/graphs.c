@@ -11,9 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct fake_node;
+
 struct fake_graph {
 	struct op *ops;
 	int n, cap;
+	int opless;                // nodes that queue no work (empty, free)
+	struct fake_node *nodes;   // the nodes added one by one (cuGraphAddNode)
+	struct fake_cond *conds;   // the conditional handles made on it
+	struct fake_graph *owner;  // a conditional node's body: the graph it is part of
+	struct fake_graph *bodies; // its conditional nodes' bodies, linked by next_body
+	struct fake_graph *next_body;
 	uintptr_t *allocs; // stream-ordered memory allocated while capturing
 	int nallocs;
 	int invalid; // an operation the fake cannot capture was queued
@@ -22,9 +30,21 @@ struct fake_graph {
 	struct fake_graph *next;
 };
 
+// A node added by cuGraphAddNode: its graph, and its work's index in the
+// graph's ops (-1 for none).
+struct fake_node {
+	struct fake_graph *g;
+	int index;
+	struct fake_graph *body; // a conditional node's body, handed out through phGraph_out
+	struct fake_node *next;
+};
+
 struct fake_exec {
 	struct op *ops;
 	int n;
+	struct fake_graph *src; // the graph it was made from, whose nodes cuGraphExecNodeSetParams names
+	struct fake_cond **resets; // the handles whose default each launch assigns
+	int nresets;
 	struct fake_exec *next;
 };
 
@@ -47,11 +67,45 @@ static int exec_live(CUgraphExec e) {
 	return 0;
 }
 
-// free_op frees what an op owns (an op is run, or thrown away, once).
+static void free_ops(struct op *ops, int n);
+
+// The live conditional handles: each also on its graph's conds list
+// (linked by next), here by address.
+#define MAX_CONDS 4096
+static struct fake_cond *live_conds[MAX_CONDS];
+
+static int cond_live(struct fake_cond *c) {
+	for (int i = 0; c && i < MAX_CONDS; i++)
+		if (live_conds[i] == c) return 1;
+	return 0;
+}
+
+static void forget_cond(struct fake_cond *c) {
+	for (int i = 0; i < MAX_CONDS; i++)
+		if (live_conds[i] == c) live_conds[i] = NULL;
+	free(c);
+}
+
+int set_condition(uint64_t handle, unsigned value) {
+	pthread_mutex_lock(&mu);
+	struct fake_cond *c = (struct fake_cond *)(uintptr_t)handle;
+	int ok = cond_live(c);
+	if (ok) c->value = value;
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+// free_op frees what an op owns (an op is run, or thrown away, once). A
+// conditional op of a graph refers to its body graph, which the graph
+// owns; a copy of it (an instance's, a launch's) owns a copy of the body.
 static void free_op(struct op *o) {
 	if (o->kind == OP_KERNEL) free(o->launch);
 	if (o->kind == OP_BLAS) free(o->blas);
 	if (o->kind == OP_LIB) free(o->job);
+	if (o->kind == OP_COND && o->target) {
+		free_ops(o->body->ops, o->body->n);
+		free(o->body);
+	}
 }
 
 static void free_ops(struct op *ops, int n) {
@@ -59,11 +113,26 @@ static void free_ops(struct op *ops, int n) {
 	free(ops);
 }
 
-// copy_ops copies n ops, each kernel launch with its own parameters.
+static struct op *copy_ops(const struct op *ops, int n);
+
+// copy_body copies a conditional's body's work, for an op that owns it.
+static struct fake_graph *copy_body(const struct fake_graph *b) {
+	struct fake_graph *c = calloc(1, sizeof *c);
+	c->ops = copy_ops(b->ops, b->n);
+	c->n = b->n;
+	return c;
+}
+
+// copy_ops copies n ops, each kernel launch with its own parameters, each
+// conditional with its own copy of its body (target 1: it owns it).
 static struct op *copy_ops(const struct op *ops, int n) {
 	struct op *c = calloc(n ? n : 1, sizeof *c);
 	for (int i = 0; i < n; i++) {
 		c[i] = ops[i];
+		if (c[i].kind == OP_COND) {
+			c[i].body = copy_body(ops[i].body);
+			c[i].target = 1;
+		}
 		if (c[i].kind == OP_KERNEL) c[i].launch = launch_clone(ops[i].launch);
 		if (c[i].kind == OP_BLAS) c[i].blas = blas_clone(ops[i].blas);
 		if (c[i].kind == OP_LIB) {
@@ -72,6 +141,47 @@ static struct op *copy_ops(const struct op *ops, int n) {
 		}
 	}
 	return c;
+}
+
+static int cond_live(struct fake_cond *c);
+
+// unlink_bodies takes g's conditional bodies, and theirs, off the list of
+// live graphs (mu held).
+static void unlink_bodies(CUgraph g) {
+	for (CUgraph b = g->bodies; b; b = b->next_body) {
+		unlink_bodies(b);
+		for (CUgraph *pp = &graphs; *pp; pp = &(*pp)->next)
+			if (*pp == b) {
+				*pp = b->next;
+				break;
+			}
+	}
+}
+
+// free_graph frees a graph taken off the list: its work, its memory, its
+// nodes, handles and bodies.
+static void free_graph(CUgraph g) {
+	for (int i = 0; i < g->nallocs; i++) free_device((void *)g->allocs[i]);
+	free_ops(g->ops, g->n);
+	free(g->allocs);
+	while (g->nodes) {
+		struct fake_node *n = g->nodes;
+		g->nodes = n->next;
+		free(n);
+	}
+	pthread_mutex_lock(&mu);
+	for (struct fake_cond *c = g->conds; c;) {
+		struct fake_cond *next = c->next;
+		forget_cond(c);
+		c = next;
+	}
+	pthread_mutex_unlock(&mu);
+	for (CUgraph b = g->bodies; b;) {
+		CUgraph next = b->next_body;
+		free_graph(b);
+		b = next;
+	}
+	free(g);
 }
 
 CUresult capture_op(CUstream s, struct op o) {
@@ -174,10 +284,10 @@ EXPORT CUresult cuGraphGetNodes(CUgraph g, void *nodes, size_t *n) {
 	if (rc == SUCCESS) {
 		if (nodes) {
 			// The fake's nodes are the indices of the graph's work, plus one.
-			size_t k = *n < (size_t)g->n ? *n : (size_t)g->n;
+			size_t k = *n < (size_t)(g->n + g->opless) ? *n : (size_t)(g->n + g->opless);
 			for (size_t i = 0; i < k; i++) ((uintptr_t *)nodes)[i] = i + 1;
 		}
-		*n = g->n;
+		*n = g->n + g->opless;
 	}
 	pthread_mutex_unlock(&mu);
 	return rc;
@@ -218,20 +328,33 @@ EXPORT CUresult cuGraphDestroy(CUgraph g) {
 	FAULT("cuGraphDestroy");
 	REQUIRE_CTX();
 	pthread_mutex_lock(&mu);
+	if (g && graph_live(g) && g->owner) { // a body goes with its graph
+		pthread_mutex_unlock(&mu);
+		return INVALID_VALUE;
+	}
 	for (CUgraph *pp = &graphs; *pp; pp = &(*pp)->next) {
 		if (*pp == g) {
 			*pp = g->next;
 			live_graphs--;
+			unlink_bodies(g);
 			pthread_mutex_unlock(&mu);
-			for (int i = 0; i < g->nallocs; i++) free_device((void *)g->allocs[i]);
-			free_ops(g->ops, g->n);
-			free(g->allocs);
-			free(g);
+			free_graph(g);
 			return SUCCESS;
 		}
 	}
 	pthread_mutex_unlock(&mu);
 	return INVALID_HANDLE;
+}
+
+// collect_resets appends the handles of g and its bodies that assign a
+// default at each launch to e's (mu held).
+static void collect_resets(struct fake_exec *e, CUgraph g) {
+	for (struct fake_cond *c = g->conds; c; c = c->next)
+		if (c->assign) {
+			e->resets = realloc(e->resets, (e->nresets + 1) * sizeof *e->resets);
+			e->resets[e->nresets++] = c;
+		}
+	for (CUgraph b = g->bodies; b; b = b->next_body) collect_resets(e, b);
 }
 
 EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags) {
@@ -243,9 +366,15 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigne
 		pthread_mutex_unlock(&mu);
 		return INVALID_HANDLE;
 	}
+	if (g->owner) { // a conditional's body runs as part of its graph
+		pthread_mutex_unlock(&mu);
+		return INVALID_VALUE;
+	}
 	struct fake_exec *e = calloc(1, sizeof *e);
 	e->ops = copy_ops(g->ops, g->n);
 	e->n = g->n;
+	e->src = g;
+	collect_resets(e, g);
 	e->next = execs;
 	execs = e;
 	live_execs++;
@@ -288,6 +417,9 @@ EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *info) {
 	}
 	free_ops(e->ops, e->n);
 	e->ops = copy_ops(g->ops, g->n);
+	e->src = g;
+	e->nresets = 0;
+	collect_resets(e, g);
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
@@ -295,24 +427,65 @@ EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *info) {
 EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
 	FAULT("cuGraphLaunch");
 	REQUIRE_CTX();
+	pthread_mutex_lock(&record_mu);
 	pthread_mutex_lock(&mu);
 	int ok = exec_live(e) && (!s || stream_live(s));
 	int capturing = ok && s && s->capture;
 	struct op *ops = ok ? copy_ops(e->ops, e->n) : NULL;
 	int n = ok ? e->n : 0;
+	// A launch waits for the records of the events it waits on made
+	// before it, as cuStreamWaitEvent does, and counts its own records.
+	for (int i = 0; i < n; i++) {
+		if (ops[i].kind == OP_WAIT) ops[i].target = ops[i].event->recorded;
+		if (ops[i].kind == OP_RECORD && !capturing) ops[i].event->recorded++;
+	}
+	int nresets = ok ? e->nresets : 0;
+	struct fake_cond **resets = NULL;
+	if (nresets) {
+		resets = malloc(nresets * sizeof *resets);
+		memcpy(resets, e->resets, nresets * sizeof *resets);
+	}
 	pthread_mutex_unlock(&mu);
+	pthread_mutex_unlock(&record_mu);
 	if (!ok) return INVALID_HANDLE;
 	if (capturing) {
 		free_ops(ops, n);
+		free(resets);
 		return STREAM_CAPTURE_UNSUPPORTED;
 	}
 	CUresult rc = SUCCESS;
+	for (int i = 0; i < nresets && rc == SUCCESS; i++) rc = enqueue(s, (struct op){.kind = OP_CONDRESET, .cond = resets[i]});
+	free(resets);
 	for (int i = 0; i < n; i++) {
 		if (rc == SUCCESS) rc = enqueue(s, ops[i]);
 		else free_op(&ops[i]);
 	}
 	free(ops);
 	return rc;
+}
+
+// run_conditional runs a conditional op on its stream's worker: a reset
+// assigns the handle's default; an if runs a copy of its body once when
+// the handle is not 0, a while again and again while it is not.
+void run_conditional(struct op *o) {
+	pthread_mutex_lock(&mu);
+	int live = cond_live(o->cond);
+	pthread_mutex_unlock(&mu);
+	if (o->kind == OP_CONDRESET) {
+		if (live) set_condition((uintptr_t)o->cond, o->cond->initial);
+		return;
+	}
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		unsigned v = cond_live(o->cond) ? o->cond->value : 0;
+		pthread_mutex_unlock(&mu);
+		if (!v) break;
+		struct op *ops = copy_ops(o->body->ops, o->body->n);
+		for (int i = 0; i < o->body->n; i++) run_op(&ops[i]);
+		free(ops);
+		if (!o->loop) break;
+	}
+	free_op(o);
 }
 
 EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
@@ -325,10 +498,295 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
 			live_execs--;
 			pthread_mutex_unlock(&mu);
 			free_ops(e->ops, e->n);
+			free(e->resets);
 			free(e);
 			return SUCCESS;
 		}
 	}
 	pthread_mutex_unlock(&mu);
 	return INVALID_HANDLE;
+}
+
+// ---- graphs built node by node ---------------------------------------------
+
+EXPORT CUresult cuGraphCreate(CUgraph *out, unsigned flags) {
+	FAULT("cuGraphCreate");
+	REQUIRE_CTX();
+	if (!out || flags) return INVALID_VALUE;
+	CUgraph g = calloc(1, sizeof *g);
+	pthread_mutex_lock(&mu);
+	g->next = graphs;
+	graphs = g;
+	live_graphs++;
+	pthread_mutex_unlock(&mu);
+	*out = g;
+	return SUCCESS;
+}
+
+// The parameter structures of cuda.h that the fake reads.
+struct kernel_node { CUfunction f; unsigned grid[3], block[3], shared; void **params, **extra; void *kern; CUcontext ctx; };
+struct memcpy3d {
+	size_t srcX, srcY, srcZ, srcLOD;
+	int srcType;
+	const void *srcHost;
+	CUdeviceptr srcDevice;
+	void *srcArray, *reserved0;
+	size_t srcPitch, srcHeight;
+	size_t dstX, dstY, dstZ, dstLOD;
+	int dstType;
+	void *dstHost;
+	CUdeviceptr dstDevice;
+	void *dstArray, *reserved1;
+	size_t dstPitch, dstHeight;
+	size_t width, height, depth;
+};
+struct memcpy_node { int flags, reserved; CUcontext ctx; struct memcpy3d copy; };
+struct memset_node { CUdeviceptr dst; size_t pitch; unsigned value, elementSize; size_t width, height; CUcontext ctx; };
+struct event_node { CUevent event; };
+struct alloc_node { int allocType, handleTypes, locType, locID; unsigned char rest[72]; const void *access; size_t naccess, bytesize; CUdeviceptr dptr; };
+struct free_node { CUdeviceptr dptr; };
+struct cond_node { uint64_t handle; int type; unsigned size; CUgraph *out; CUcontext ctx; };
+struct node_params {
+	int type, reserved0[3];
+	union {
+		long long reserved1[29];
+		struct kernel_node kernel;
+		struct memcpy_node memcpy;
+		struct memset_node memset;
+		struct event_node event;
+		struct alloc_node alloc;
+		struct free_node free;
+		struct cond_node cond;
+	};
+	long long reserved2;
+};
+
+// node_op makes the work of a node of type p->type, or returns why not;
+// *none is set for a node that queues no work.
+static CUresult node_op(CUgraph g, struct node_params *p, struct op *o, int *none) {
+	*none = 0;
+	memset(o, 0, sizeof *o);
+	switch (p->type) {
+	case 0: {
+		struct kernel_node *k = &p->kernel;
+		if (!k->f || k->extra || k->kern) return INVALID_VALUE;
+		const unsigned cluster[3] = {1, 1, 1};
+		o->kind = OP_KERNEL;
+		return make_launch(k->f, k->grid, k->block, k->shared, k->params, cluster, 0, &o->launch);
+	}
+	case 1: {
+		struct memcpy3d *c = &p->memcpy.copy;
+		if (p->memcpy.flags || c->srcType != 2 || c->dstType != 2 || c->height > 1 || c->depth > 1 || c->srcX || c->dstX) return INVALID_VALUE;
+		if (!range_ok(c->srcDevice, c->width) || !range_ok(c->dstDevice, c->width)) return INVALID_VALUE;
+		*o = (struct op){.kind = OP_COPY, .dst = (void *)(uintptr_t)c->dstDevice, .src = (void *)(uintptr_t)c->srcDevice, .n = c->width};
+		return SUCCESS;
+	}
+	case 2: {
+		struct memset_node *m = &p->memset;
+		unsigned e = m->elementSize;
+		if ((e != 1 && e != 2 && e != 4) || m->height > 1 || !range_ok(m->dst, m->width * e)) return INVALID_VALUE;
+		*o = (struct op){.kind = e == 1 ? OP_SET8 : e == 2 ? OP_SET16 : OP_SET32, .dst = (void *)(uintptr_t)m->dst, .value = m->value, .n = m->width};
+		return SUCCESS;
+	}
+	case 5: *none = 1; return SUCCESS;
+	case 6: case 7:
+		if (!event_live(p->event.event)) return INVALID_HANDLE;
+		*o = (struct op){.kind = p->type == 6 ? OP_WAIT : OP_RECORD, .event = p->event.event};
+		return SUCCESS;
+	case 10: {
+		struct alloc_node *a = &p->alloc;
+		if (a->allocType != 1 || a->locType != 1 || a->locID != current->device) return INVALID_VALUE;
+		CUresult r = alloc_device(&a->dptr, a->bytesize);
+		if (r != SUCCESS) return r;
+		pthread_mutex_lock(&mu);
+		g->allocs = realloc(g->allocs, (g->nallocs + 1) * sizeof *g->allocs);
+		g->allocs[g->nallocs++] = (uintptr_t)a->dptr;
+		pthread_mutex_unlock(&mu);
+		*none = 1; // the graph's memory lives as long as the graph
+		return SUCCESS;
+	}
+	case 11: {
+		// Only memory an alloc node of this graph, or of the graph a
+		// body is part of, allocated.
+		for (CUgraph h = g; h; h = h->owner)
+			for (int i = 0; i < h->nallocs; i++)
+				if (h->allocs[i] == (uintptr_t)p->free.dptr) {
+					*none = 1;
+					return SUCCESS;
+				}
+		return INVALID_VALUE;
+	}
+	case 13: {
+		struct cond_node *c = &p->cond;
+		if ((c->type != 0 && c->type != 1) || c->size != 1) return INVALID_VALUE;
+		pthread_mutex_lock(&mu);
+		int live = cond_live((struct fake_cond *)(uintptr_t)c->handle);
+		pthread_mutex_unlock(&mu);
+		if (!live) return INVALID_VALUE;
+		CUgraph b = calloc(1, sizeof *b);
+		b->owner = g;
+		pthread_mutex_lock(&mu);
+		b->next = graphs;
+		graphs = b;
+		b->next_body = g->bodies;
+		g->bodies = b;
+		pthread_mutex_unlock(&mu);
+		*o = (struct op){.kind = OP_COND, .cond = (struct fake_cond *)(uintptr_t)c->handle, .body = b, .loop = c->type == 1};
+		return SUCCESS;
+	}
+	}
+	return NOT_SUPPORTED;
+}
+
+EXPORT CUresult cuGraphAddNode(void **out, CUgraph g, void **deps, size_t ndeps, struct node_params *p) {
+	FAULT("cuGraphAddNode");
+	REQUIRE_CTX();
+	if (!out || !p || (ndeps && !deps)) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	int ok = graph_live(g);
+	for (size_t i = 0; ok && i < ndeps; i++) {
+		struct fake_node *d = deps[i];
+		int found = 0;
+		for (struct fake_node *n = g->nodes; n; n = n->next) found |= n == d;
+		if (!found) ok = -1;
+	}
+	pthread_mutex_unlock(&mu);
+	if (ok <= 0) return ok ? INVALID_VALUE : INVALID_HANDLE;
+	struct op o;
+	int none;
+	CUresult r = node_op(g, p, &o, &none);
+	if (r != SUCCESS) return r;
+	struct fake_node *n = calloc(1, sizeof *n);
+	n->g = g;
+	n->index = -1;
+	pthread_mutex_lock(&mu);
+	if (none) g->opless++;
+	else {
+		if (g->n == g->cap) {
+			g->cap = g->cap ? 2 * g->cap : 16;
+			g->ops = realloc(g->ops, g->cap * sizeof *g->ops);
+		}
+		n->index = g->n;
+		g->ops[g->n++] = o;
+		if (o.kind == OP_COND) {
+			n->body = o.body;
+			p->cond.out = &n->body;
+		}
+	}
+	n->next = g->nodes;
+	g->nodes = n;
+	pthread_mutex_unlock(&mu);
+	*out = n;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, struct fake_node *n, struct node_params *p) {
+	FAULT("cuGraphExecNodeSetParams");
+	REQUIRE_CTX();
+	if (!p || !n) return INVALID_VALUE;
+	if (p->type != 0) return NOT_SUPPORTED; // the fake updates kernel nodes only
+	pthread_mutex_lock(&mu);
+	int ok = exec_live(e) && graph_live(e->src);
+	int found = 0;
+	for (struct fake_node *m = ok ? e->src->nodes : NULL; m; m = m->next) found |= m == n;
+	pthread_mutex_unlock(&mu);
+	if (!ok) return INVALID_HANDLE;
+	if (!found || n->index < 0 || n->index >= e->n || e->ops[n->index].kind != OP_KERNEL) return INVALID_VALUE;
+	struct op o;
+	int none;
+	CUresult r = node_op(e->src, p, &o, &none);
+	if (r != SUCCESS) return r;
+	pthread_mutex_lock(&mu);
+	struct launch *old = e->ops[n->index].launch;
+	if (!launch_same_kernel(old, o.launch)) r = INVALID_VALUE;
+	else e->ops[n->index].launch = o.launch;
+	pthread_mutex_unlock(&mu);
+	free(r == SUCCESS ? old : o.launch);
+	return r;
+}
+
+EXPORT CUresult cuGraphConditionalHandleCreate(uint64_t *out, CUgraph g, CUcontext ctx, unsigned initial, unsigned flags) {
+	FAULT("cuGraphConditionalHandleCreate");
+	REQUIRE_CTX();
+	if (!out || flags > 1 || ctx != current) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	CUresult r = graph_live(g) ? SUCCESS : INVALID_HANDLE;
+	int slot = -1;
+	for (int i = 0; r == SUCCESS && i < MAX_CONDS && slot < 0; i++)
+		if (!live_conds[i]) slot = i;
+	if (r == SUCCESS && slot < 0) r = OUT_OF_MEMORY;
+	if (r == SUCCESS) {
+		struct fake_cond *c = calloc(1, sizeof *c);
+		c->initial = c->value = initial;
+		c->assign = flags & 1;
+		c->next = g->conds;
+		g->conds = c;
+		live_conds[slot] = c;
+		*out = (uintptr_t)c;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// ---- linking -----------------------------------------------------------------
+//
+// The fake links by joining the PTX texts given (its modules are PTX), and
+// checks that each library file named can be read.
+
+struct fake_link {
+	char *text;
+	size_t n;
+};
+
+EXPORT CUresult cuLinkCreate_v2(unsigned n, int *options, void **values, struct fake_link **out) {
+	FAULT("cuLinkCreate_v2");
+	REQUIRE_CTX();
+	(void)options, (void)values;
+	if (!out || n > 64) return INVALID_VALUE;
+	*out = calloc(1, sizeof **out);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuLinkAddData_v2(struct fake_link *l, int type, void *data, size_t size, const char *name, unsigned n, int *options, void **values) {
+	FAULT("cuLinkAddData_v2");
+	REQUIRE_CTX();
+	(void)name, (void)n, (void)options, (void)values;
+	if (!l || !data || !size) return INVALID_VALUE;
+	if (type != 1) return INVALID_IMAGE; // PTX only
+	size_t len = strnlen(data, size);
+	l->text = realloc(l->text, l->n + len + 2);
+	memcpy(l->text + l->n, data, len);
+	l->n += len;
+	l->text[l->n++] = '\n';
+	l->text[l->n] = 0;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuLinkAddFile_v2(struct fake_link *l, int type, const char *path, unsigned n, int *options, void **values) {
+	FAULT("cuLinkAddFile_v2");
+	REQUIRE_CTX();
+	(void)n, (void)options, (void)values;
+	if (!l || !path || type != 4) return INVALID_VALUE;
+	FILE *f = fopen(path, "rb");
+	if (!f) return FILE_NOT_FOUND;
+	fclose(f);
+	return SUCCESS;
+}
+
+EXPORT CUresult cuLinkComplete(struct fake_link *l, void **out, size_t *size) {
+	FAULT("cuLinkComplete");
+	REQUIRE_CTX();
+	if (!l || !out || !size || !l->text) return INVALID_VALUE;
+	*out = l->text;
+	*size = l->n + 1;
+	return SUCCESS;
+}
+
+EXPORT CUresult cuLinkDestroy(struct fake_link *l) {
+	FAULT("cuLinkDestroy");
+	REQUIRE_CTX();
+	if (!l) return INVALID_VALUE;
+	free(l->text);
+	free(l);
+	return SUCCESS;
 }

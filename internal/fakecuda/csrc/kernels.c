@@ -209,6 +209,19 @@ static void k_chain_step(struct launch *l) {
 	for (size_t i = 0; i < m; i++) ((uint32_t *)DEVP(x))[i]++;
 }
 
+// gocuda's set-condition kernel (graphnode.go): sets a conditional
+// handle from a word of device memory, which it first counts down by one
+// (not below 0) when decrement is set.
+static void k_set_condition(struct launch *l) {
+	uint64_t handle = P(l, 0, uint64_t);
+	CUdeviceptr word = P(l, 1, CUdeviceptr);
+	unsigned decrement = P(l, 2, unsigned);
+	if (!range_ok(word, 4)) return fault(l);
+	uint32_t *w = DEVP(word);
+	if (decrement && *w) --*w;
+	if (!set_condition(handle, *w)) fault(l);
+}
+
 // The hashes are entry_hash's of testdata/kernels.ptx (and of
 // compute/testdata/standin.ptx): a change to a kernel
 // there needs its C version and hash changed here (TestFakeRunsOnlyItsKernels
@@ -232,6 +245,8 @@ static const struct kernel kernels[] = {
 	{"cluster_info", 0x0d74ed981c005dffull, 1, {8}, {0}, k_cluster_info},
 	{"cluster_exchange", 0x480599213be00a67ull, 1, {8}, {0}, k_cluster_exchange},
 	{"grid_sync", 0x4276a76596a75091ull, 3, {8, 8, 8}, {0, 8, 16}, k_grid_sync},
+	// graphnode.go's setConditionPTX
+	{"gocuda_set_condition", 0xa7d32088704212daull, 3, {8, 8, 4}, {0, 8, 16}, k_set_condition},
 	{"chain_step", 0x91c54bdfd84f3944ull, 2, {8, 4}, {0, 8}, k_chain_step},
 };
 
@@ -768,8 +783,8 @@ struct launch *launch_clone(const struct launch *l) {
 
 // launch_kernel queues f on s: cuLaunchKernel's and cuLaunchKernelEx's
 // work, with their checks made.
-static CUresult launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
-                              void **params, const unsigned cluster[3], int cooperative) {
+CUresult make_launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, void **params,
+                     const unsigned cluster[3], int cooperative, struct launch **out) {
 	const unsigned gx = grid[0], gy = grid[1], gz = grid[2], bx = block[0], by = block[1], bz = block[2];
 	if (!gx || !gy || !gz || !bx || !by || !bz) return INVALID_VALUE;
 	if (bx > 1024 || by > 1024 || bz > 64 || (size_t)bx * by * bz > 1024) return INVALID_VALUE;
@@ -786,8 +801,15 @@ static CUresult launch_kernel(CUfunction f, const unsigned grid[3], const unsign
 	l->cooperative = cooperative;
 	l->shared = shared;
 	for (int i = 0; i < f->k->nparams; i++) memcpy(l->params + f->k->offset[i], params[i], f->k->size[i]);
-	struct op o = {.kind = OP_KERNEL, .launch = l};
-	return enqueue(s, o);
+	*out = l;
+	return SUCCESS;
+}
+
+static CUresult launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
+                              void **params, const unsigned cluster[3], int cooperative) {
+	struct op o = {.kind = OP_KERNEL};
+	CUresult r = make_launch(f, grid, block, shared, params, cluster, cooperative, &o.launch);
+	return r == SUCCESS ? enqueue(s, o) : r;
 }
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

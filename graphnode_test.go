@@ -1,0 +1,368 @@
+package cuda_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// needDeviceRuntime makes the set-condition kernel linkable: on the fake,
+// which checks only that the library file exists, with a stand-in file;
+// on a GPU it skips where the toolkit's device runtime is missing, unless
+// GOCUDA_REQUIRE_GPU says the machine has it.
+func needDeviceRuntime(t testing.TB) {
+	t.Helper()
+	if os.Getenv(cuda.EnvDeviceRuntime) != "" {
+		return
+	}
+	if cudatest.IsFake() {
+		p := filepath.Join(t.TempDir(), "libcudadevrt.a")
+		if err := os.WriteFile(p, []byte("!<arch>\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(cuda.EnvDeviceRuntime, p)
+		return
+	}
+	for _, p := range []string{"/usr/local/cuda/lib64/libcudadevrt.a", "/usr/local/cuda/targets/x86_64-linux/lib/libcudadevrt.a"} {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+	}
+	if os.Getenv("GOCUDA_REQUIRE_GPU") == "" {
+		t.Skip("no CUDA device runtime (libcudadevrt.a) on this machine")
+	}
+}
+
+// TestGraphBuilt: a graph built node by node (alloc, memset, kernel, copy,
+// event record, free) computes what the same work on a stream does, at
+// every launch, and counts its nodes.
+func TestGraphBuilt(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	vadd := must(loadKernels(t, ctx).Function("vadd_s32"))(t)
+	const n = 1000
+	in := make([]int32, n)
+	for i := range in {
+		in[i] = int32(i)
+	}
+	a := must(cuda.FromHost(ctx, in))(t)
+	defer a.Free()
+	out := must(cuda.Alloc[int32](ctx, n))(t)
+	defer out.Free()
+	out2 := must(cuda.Alloc[int32](ctx, n))(t)
+	defer out2.Free()
+	ev := must(ctx.NewEvent())(t)
+	defer ev.Close()
+
+	g := must(ctx.NewGraph())(t)
+	defer g.Close()
+	alloc, tmp := must2(g.AddAlloc(nil, 4*n))(t)
+	set := must(g.AddMemset([]*cuda.GraphNode{alloc}, tmp, 7, 4))(t)
+	add := must(g.AddKernel([]*cuda.GraphNode{set}, vadd, cuda.LaunchConfigFor(n, nil), a, tmp, out, uint32(n)))(t)
+	cp := must(g.AddCopy([]*cuda.GraphNode{add}, out2, out))(t)
+	must(g.AddEventRecord([]*cuda.GraphNode{cp}, ev))(t)
+	must(g.AddFree([]*cuda.GraphNode{add}, tmp))(t)
+	if got := must(g.Nodes())(t); got != 6 {
+		t.Errorf("Nodes() = %d, want 6", got)
+	}
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	for round := range 2 {
+		if err := out2.Memset32(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]int32, n)
+		if err := out2.CopyToHost(got); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			if v != int32(i)+7 {
+				t.Fatalf("round %d: element %d is %d, want %d", round, i, v, i+7)
+			}
+		}
+	}
+	// The memory the graph uses is kept while the graph or an instance
+	// is open; the graph's own memory is closed with it.
+	if err := out.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of a buffer the graph uses: %v; want ErrInvalidValue", err)
+	}
+	if err := ev.Close(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Close of an event the graph records: %v; want ErrInvalidValue", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of a buffer an open instance uses: %v; want ErrInvalidValue", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Free(); err != nil {
+		t.Errorf("Free once the graph and instance are closed: %v", err)
+	}
+}
+
+// TestGraphSetKernelParams: an instance's kernel node takes new arguments
+// and a new grid without instantiating again; launches queued before keep
+// the old ones.
+func TestGraphSetKernelParams(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
+	const n = 256
+	x := must(cuda.FromHost(ctx, fill(n, float32(1))))(t)
+	defer x.Free()
+	y1 := must(cuda.Zeroed[float32](ctx, n))(t)
+	defer y1.Free()
+	y2 := must(cuda.Zeroed[float32](ctx, n))(t)
+	defer y2.Free()
+	g := must(ctx.NewGraph())(t)
+	defer g.Close()
+	k := must(g.AddKernel(nil, saxpy, cuda.LaunchConfigFor(n, nil), float32(2), x, y1, uint32(n)))(t)
+	set := must(g.AddMemset(nil, y2, 0, 4))(t)
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	if err := e.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(toHost(y1))(t); got[0] != 2 || got[n-1] != 2 {
+		t.Errorf("first launch: y1 = %v ... %v, want 2", got[0], got[n-1])
+	}
+	for _, tt := range []struct {
+		name string
+		node *cuda.GraphNode
+		args []any
+		want string
+	}{
+		{"not a kernel node", set, []any{float32(1), x, y2, uint32(n)}, "not a kernel node"},
+		{"nil node", nil, nil, "nil or zero"},
+		{"wrong arguments", k, []any{float32(1), x}, "takes 4 arguments"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := e.SetKernelParams(tt.node, cuda.LaunchConfigFor(n, nil), tt.args...)
+			if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v; want ErrInvalidValue saying %q", err, tt.want)
+			}
+		})
+	}
+	other := must(ctx.NewGraph())(t)
+	defer other.Close()
+	ok := must(other.AddKernel(nil, saxpy, cuda.LaunchConfigFor(n, nil), float32(1), x, y1, uint32(n)))(t)
+	if err := e.SetKernelParams(ok, cuda.LaunchConfigFor(n, nil), float32(1), x, y1, uint32(n)); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a node of another graph: %v; want ErrInvalidValue", err)
+	}
+	// A graph without the memset: the update alone decides y2.
+	g2 := must(ctx.NewGraph())(t)
+	defer g2.Close()
+	k2 := must(g2.AddKernel(nil, saxpy, cuda.LaunchConfigFor(n, nil), float32(2), x, y1, uint32(n)))(t)
+	e2 := must(g2.Instantiate())(t)
+	defer e2.Close()
+	if err := y2.Memset32(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.SetKernelParams(k2, cuda.LaunchConfigFor(n/2, nil), float32(3), x, y2, uint32(n/2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	got := must(toHost(y2))(t)
+	if got[0] != 3 || got[n/2-1] != 3 || got[n/2] != 0 {
+		t.Errorf("after SetKernelParams: y2[0], y2[n/2-1], y2[n/2] = %v, %v, %v; want 3, 3, 0", got[0], got[n/2-1], got[n/2])
+	}
+	if err := y2.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of a buffer an instance's new arguments use: %v; want ErrInvalidValue", err)
+	}
+}
+
+// TestGraphConditional: a While node runs its body as many times as its
+// count-down node's counter says, at each launch; an If node runs its
+// body when the word its set-condition node reads is not 0.
+func TestGraphConditional(t *testing.T) {
+	ctx := cudatest.Context(t)
+	needDeviceRuntime(t)
+	s := cudatest.Stream(t, ctx)
+	saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
+	const n, k = 64, 1000
+	ones := must(cuda.FromHost(ctx, fill(n, float32(1))))(t)
+	defer ones.Free()
+	y := must(cuda.Zeroed[float32](ctx, n))(t)
+	defer y.Free()
+	counter := must(cuda.Alloc[uint32](ctx, 1))(t)
+	defer counter.Free()
+	word := must(cuda.Alloc[uint32](ctx, 1))(t)
+	defer word.Free()
+
+	t.Run("while", func(t *testing.T) {
+		g := must(ctx.NewGraph())(t)
+		defer g.Close()
+		c := must(g.NewCondition(1))(t)
+		start := must(g.AddMemset(nil, counter, k, 4))(t)
+		_, body := must2(g.AddWhile([]*cuda.GraphNode{start}, c))(t)
+		step := must(body.AddKernel(nil, saxpy, cuda.LaunchConfigFor(n, nil), float32(1), ones, y, uint32(n)))(t)
+		must(body.AddCountDown([]*cuda.GraphNode{step}, c, counter))(t)
+		e := must(g.Instantiate())(t)
+		defer e.Close()
+		for round := 1; round <= 2; round++ {
+			if err := e.Launch(s); err != nil {
+				t.Fatal(err)
+			}
+			got := must(toHost(y))(t)
+			if got[0] != float32(round*k) || got[n-1] != float32(round*k) {
+				t.Fatalf("after launch %d: y = %v ... %v, want %d", round, got[0], got[n-1], round*k)
+			}
+		}
+		if err := body.Close(); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Close of a body: %v; want ErrInvalidValue", err)
+		}
+		if _, err := body.Instantiate(); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Instantiate of a body: %v; want ErrInvalidValue", err)
+		}
+		if _, _, err := body.AddAlloc(nil, 16); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("an alloc node in a body: %v; want ErrInvalidValue", err)
+		}
+	})
+	t.Run("if", func(t *testing.T) {
+		g := must(ctx.NewGraph())(t)
+		defer g.Close()
+		c := must(g.NewCondition(0))(t)
+		set := must(g.AddSetCondition(nil, c, word))(t)
+		_, body := must2(g.AddIf([]*cuda.GraphNode{set}, c))(t)
+		must(body.AddKernel(nil, saxpy, cuda.LaunchConfigFor(n, nil), float32(5), ones, y, uint32(n)))(t)
+		e := must(g.Instantiate())(t)
+		defer e.Close()
+		for _, w := range []uint32{0, 1, 0, 7} {
+			if err := y.Memset32(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := word.CopyFromHost([]uint32{w}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Launch(s); err != nil {
+				t.Fatal(err)
+			}
+			want := float32(0)
+			if w != 0 {
+				want = 5
+			}
+			if got := must(toHost(y))(t); got[0] != want {
+				t.Fatalf("word %d: y[0] = %v, want %v", w, got[0], want)
+			}
+		}
+	})
+}
+
+// TestGraphNodeErrors: what the Add methods refuse, each in words, with
+// nothing added.
+func TestGraphNodeErrors(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
+	buf := must(cuda.Alloc[float32](ctx, 16))(t)
+	defer buf.Free()
+	small := must(cuda.Alloc[float32](ctx, 8))(t)
+	defer small.Free()
+	g := must(ctx.NewGraph())(t)
+	defer g.Close()
+	other := must(ctx.NewGraph())(t)
+	defer other.Close()
+	foreign := must(other.AddEmpty(nil))(t)
+	_, mem := must2(g.AddAlloc(nil, 64))(t)
+	for _, tt := range []struct {
+		name string
+		add  func() error
+		want string
+	}{
+		{"nil after node", func() error { _, err := g.AddEmpty([]*cuda.GraphNode{nil}); return err }, "nil or zero"},
+		{"node of another graph", func() error { _, err := g.AddEmpty([]*cuda.GraphNode{foreign}); return err }, "another graph"},
+		{"kernel with a stream", func() error {
+			_, err := g.AddKernel(nil, saxpy, cuda.LaunchConfigFor(16, s), float32(1), buf, buf, uint32(16))
+			return err
+		}, "leave LaunchConfig.Stream nil"},
+		{"kernel with too few arguments", func() error {
+			_, err := g.AddKernel(nil, saxpy, cuda.LaunchConfigFor(16, nil), float32(1))
+			return err
+		}, "takes 4 arguments"},
+		{"copy of different sizes", func() error { _, err := g.AddCopy(nil, buf, small); return err }, "bytes"},
+		{"memset of 3-byte elements", func() error { _, err := g.AddMemset(nil, buf, 0, 3); return err }, "1, 2 or 4"},
+		{"memset value too large", func() error { _, err := g.AddMemset(nil, buf, 256, 1); return err }, "does not fit"},
+		{"alloc of nothing", func() error { _, _, err := g.AddAlloc(nil, 0); return err }, "at least one"},
+		{"free of another graph's memory", func() error { _, err := other.AddFree(nil, mem); return err }, "another graph"},
+		{"instantiate with memory not freed", func() error { _, err := g.Instantiate(); return err }, "no free node frees"},
+		{"launch on a stream with graph memory", func() error {
+			return saxpy.Launch(cuda.LaunchConfigFor(16, s), float32(1), mem, mem, uint32(16))
+		}, "exists only while the graph runs"},
+		{"Stream.Do with graph memory", func() error { return s.Do(func(uintptr) error { return nil }, mem) }, "exists only while the graph runs"},
+		{"condition of another graph", func() error {
+			c, err := other.NewCondition(0)
+			if err != nil {
+				return err
+			}
+			_, _, err = g.AddWhile(nil, c)
+			return err
+		}, "another graph"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := must(g.Nodes())(t)
+			err := tt.add()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v; want an error saying %q", err, tt.want)
+			}
+			if !errors.Is(err, cuda.ErrInvalidValue) && !errors.Is(err, cuda.ErrNotSupported) {
+				t.Errorf("%v wraps neither ErrInvalidValue nor ErrNotSupported", err)
+			}
+			if after := must(g.Nodes())(t); after != before {
+				t.Errorf("the graph went from %d nodes to %d", before, after)
+			}
+		})
+	}
+	must(g.AddFree(nil, mem))(t)
+	if _, err := g.AddFree(nil, mem); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a second free node: %v; want ErrInvalidValue", err)
+	}
+	e := must(g.Instantiate())(t)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// toHost copies a buffer to a new slice.
+func toHost[T any](b *cuda.DeviceBuffer[T]) ([]T, error) {
+	out := make([]T, b.Len())
+	return out, b.CopyToHost(out)
+}
+
+// fill returns n copies of v.
+func fill[T any](n int, v T) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// must2 is must for two results.
+func must2[A, B any](a A, b B, err error) func(testing.TB) (A, B) {
+	return func(t testing.TB) (A, B) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}
+}
