@@ -129,3 +129,82 @@ func ExampleStream_Capture() {
 	fmt.Println(out, "rebuilt:", rebuilt)
 	// Output: [26 26 26 26] rebuilt: false
 }
+
+// Build a graph node by node: a memset, then a kernel after it, then a
+// copy after the kernel; change the kernel's arguments in the instance
+// without building it again.
+func ExampleContext_NewGraph() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	mod, err := ctx.LoadModule([]byte(vaddS32PTX))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mod.Close()
+	add, err := mod.Function("vadd_s32")
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := cuda.FromHost(ctx, []int32{1, 2, 3, 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Free()
+	b, err := cuda.Alloc[int32](ctx, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Free()
+	sum, err := cuda.Alloc[int32](ctx, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sum.Free()
+	out, err := cuda.Alloc[int32](ctx, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer out.Free()
+
+	g, err := ctx.NewGraph()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	tens, err := g.AddMemset(nil, b, 10, 4) // b = 10, 10, 10, 10
+	if err != nil {
+		log.Fatal(err)
+	}
+	k, err := g.AddKernel([]*cuda.GraphNode{tens}, add, cuda.LaunchConfigFor(4, nil), a, b, sum, uint32(4))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := g.AddCopy([]*cuda.GraphNode{k}, out, sum); err != nil {
+		log.Fatal(err)
+	}
+	exec, err := g.Instantiate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer exec.Close()
+	got := make([]int32, 4)
+	for _, x := range []*cuda.DeviceBuffer[int32]{a, sum} { // a + 10, then sum + 10
+		if err := exec.SetKernelParams(k, cuda.LaunchConfigFor(4, nil), x, b, sum, uint32(4)); err != nil {
+			log.Fatal(err)
+		}
+		if err := exec.Launch(s); err != nil {
+			log.Fatal(err)
+		}
+		if err := out.CopyToHost(got); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(got)
+	}
+	// Output:
+	// [11 12 13 14]
+	// [21 22 23 24]
+}

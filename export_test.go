@@ -204,3 +204,7 @@ func SetCalibrateScale(arena int, run time.Duration) (restore func()) {
 		calibrateRun.Store(oldRun)
 	}
 }
+
+// CloseConditionKernel unloads the context's set-condition kernel, which
+// it otherwise keeps until Context.Close: for the fault sweep's counts.
+func CloseConditionKernel(c *Context) { c.closeCondKernel() }

@@ -80,7 +80,7 @@ func (g *Graph) begin(op string, after []*GraphNode) (*Graph, error) {
 // notInBody refuses, for a conditional body, the nodes the driver allows
 // only in a graph itself.
 func (g *Graph) notInBody(op, what string) error {
-	if g.parent != nil {
+	if g != nil && g.parent != nil {
 		return errorf(op, ErrInvalidValue, "%s in the body of a conditional node, which holds only kernel, copy, memset and conditional nodes", what)
 	}
 	return nil

@@ -396,6 +396,97 @@ func sweepCases() []sweepCase {
 						}
 					}
 			}},
+		{name: "graphs built", covers: []string{"Context.NewGraph", "Graph.AddKernel", "Graph.AddCopy", "Graph.AddMemset", "Graph.AddEmpty",
+			"Graph.AddEventRecord", "Graph.AddEventWait", "Graph.AddAlloc", "Graph.AddFree", "Graph.NewCondition", "Graph.AddIf", "Graph.AddWhile",
+			"Graph.AddSetCondition", "Graph.AddCountDown", "GraphExec.SetKernelParams"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				needDeviceRuntime(t)
+				mod := must(e.ctx.LoadModule(e.ptx))(t)
+				saxpy := must(mod.Function("saxpy"))(t)
+				x := must(cuda.Zeroed[float32](e.ctx, 64))(t)
+				w := must(cuda.Zeroed[uint32](e.ctx, 1))(t)
+				// The context links and loads its set-condition kernel once,
+				// and keeps it: load it before the sweep.
+				pre := must(e.ctx.NewGraph())(t)
+				must(pre.AddSetCondition(nil, must(pre.NewCondition(0))(t), w))(t)
+				if err := pre.Close(); err != nil {
+					t.Fatal(err)
+				}
+				ev := must(e.ctx.NewEvent())(t)
+				var g *cuda.Graph
+				var x2 *cuda.GraphExec
+				cfg := cuda.LaunchConfigFor(64, nil)
+				return func() (err error) {
+						if g, err = e.ctx.NewGraph(); err != nil {
+							return err
+						}
+						a, m, err := g.AddAlloc(nil, 256)
+						if err != nil {
+							return err
+						}
+						set, err := g.AddMemset([]*cuda.GraphNode{a}, m, 0, 4)
+						if err != nil {
+							return err
+						}
+						k, err := g.AddKernel([]*cuda.GraphNode{set}, saxpy, cfg, float32(1), m, x, uint32(64))
+						if err != nil {
+							return err
+						}
+						cp, err := g.AddCopy([]*cuda.GraphNode{k}, m, x)
+						if err != nil {
+							return err
+						}
+						if _, err = g.AddFree([]*cuda.GraphNode{cp}, m); err != nil {
+							return err
+						}
+						rec, err := g.AddEventRecord([]*cuda.GraphNode{k}, ev)
+						if err != nil {
+							return err
+						}
+						wait, err := g.AddEventWait([]*cuda.GraphNode{rec}, ev)
+						if err != nil {
+							return err
+						}
+						join, err := g.AddEmpty([]*cuda.GraphNode{wait})
+						if err != nil {
+							return err
+						}
+						c, err := g.NewCondition(0)
+						if err != nil {
+							return err
+						}
+						sc, err := g.AddSetCondition([]*cuda.GraphNode{join}, c, w)
+						if err != nil {
+							return err
+						}
+						if _, _, err = g.AddIf([]*cuda.GraphNode{sc}, c); err != nil {
+							return err
+						}
+						c2, err := g.NewCondition(0)
+						if err != nil {
+							return err
+						}
+						_, body, err := g.AddWhile(nil, c2)
+						if err != nil {
+							return err
+						}
+						if _, err = body.AddCountDown(nil, c2, w); err != nil {
+							return err
+						}
+						if x2, err = g.Instantiate(); err != nil {
+							return err
+						}
+						if err = x2.SetKernelParams(k, cfg, float32(2), m, x, uint32(64)); err != nil {
+							return err
+						}
+						return firstErr(func() error { return x2.Launch(e.s) }, e.s.Synchronize)
+					}, func(t *testing.T, _ error) {
+						if err := errors.Join(e.s.Synchronize(), x2.Close(), g.Close(), ev.Close(), x.Free(), w.Free(), mod.Close()); err != nil {
+							t.Errorf("cleanup: %v", err)
+						}
+						cuda.CloseConditionKernel(e.ctx)
+					}
+			}},
 		{name: "Graph.Close", covers: []string{"Graph.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				g := must(e.s.Capture(cuda.CaptureGlobal, func() error { return nil }))(t)
