@@ -43,13 +43,14 @@ func (m CaptureMode) String() string {
 }
 
 // graphUses counts the graphs and instances that use an object's device
-// resource (a buffer's memory, a module's code), which may then not be
-// freed: replaying them would touch it.
+// resource (a buffer's memory, a module's code), and for memory the NCCL
+// registrations of it (internal/uses), which may then not be freed:
+// replaying them, or NCCL, would touch it.
 type graphUses struct{ n atomic.Int32 }
 
 func (u *graphUses) inUse(op, what string) error {
 	if n := u.n.Load(); n > 0 {
-		return errorf(op, ErrInvalidValue, "%s is used by %d graph(s) or graph instance(s): close them first", what, n)
+		return errorf(op, ErrInvalidValue, "%s is used by %d graph(s), graph instance(s) or NCCL registration(s): close them first", what, n)
 	}
 	return nil
 }

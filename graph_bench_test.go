@@ -120,10 +120,14 @@ func BenchmarkGraphSetKernelParams(b *testing.B) {
 	}
 }
 
-// BenchmarkGraphWhile runs a small kernel 1000 times: as the body of one
-// graph's While node counted down on the device ("while"), or as 1000
-// launches of a one-kernel graph from the host ("host"); each op ends with
-// a synchronize.
+// BenchmarkGraphWhile runs a small kernel 1000 times, each op ending with
+// a synchronize: as the body of one graph's While node, counted down on
+// the device ("while/countdown": the body is the count-down kernel alone;
+// "while/saxpy": a saxpy over 256 floats, then the count-down), or as 1000
+// launches of a one-kernel graph from the host, queued back to back
+// ("host/queued", which a loop that decides on the device cannot do) or
+// each followed by a synchronize ("host/decided": what a host reading the
+// loop's condition must do).
 func BenchmarkGraphWhile(b *testing.B) {
 	ctx := cudatest.Context(b)
 	needDeviceRuntime(b)
@@ -135,40 +139,45 @@ func BenchmarkGraphWhile(b *testing.B) {
 	counter := must(cuda.Alloc[uint32](ctx, 1))(b)
 	defer counter.Free()
 	cfg := cuda.LaunchConfigFor(n, nil)
-	b.Run("while", func(b *testing.B) {
-		g := must(ctx.NewGraph())(b)
-		defer g.Close()
-		c := must(g.NewCondition(1))(b)
-		start := must(g.AddMemset(nil, counter, k, 4))(b)
-		_, body := must2(g.AddWhile([]*cuda.GraphNode{start}, c))(b)
-		step := must(body.AddKernel(nil, saxpy, cfg, float32(1), x, x, uint32(n)))(b)
-		must(body.AddCountDown([]*cuda.GraphNode{step}, c, counter))(b)
-		e := must(g.Instantiate())(b)
-		defer e.Close()
+	launch := func(b *testing.B, e *cuda.GraphExec, times int, sync bool) {
 		for b.Loop() {
-			if err := e.Launch(s); err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Synchronize(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("host", func(b *testing.B) {
-		g := must(ctx.NewGraph())(b)
-		defer g.Close()
-		must(g.AddKernel(nil, saxpy, cfg, float32(1), x, x, uint32(n)))(b)
-		e := must(g.Instantiate())(b)
-		defer e.Close()
-		for b.Loop() {
-			for range k {
+			for range times {
 				if err := e.Launch(s); err != nil {
 					b.Fatal(err)
+				}
+				if sync {
+					if err := s.Synchronize(); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 			if err := s.Synchronize(); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
+	}
+	for _, withSaxpy := range []bool{false, true} {
+		b.Run(map[bool]string{false: "while/countdown", true: "while/saxpy"}[withSaxpy], func(b *testing.B) {
+			g := must(ctx.NewGraph())(b)
+			defer g.Close()
+			c := must(g.NewCondition(1))(b)
+			start := must(g.AddMemset(nil, counter, k, 4))(b)
+			_, body := must2(g.AddWhile([]*cuda.GraphNode{start}, c))(b)
+			var after []*cuda.GraphNode
+			if withSaxpy {
+				after = []*cuda.GraphNode{must(body.AddKernel(nil, saxpy, cfg, float32(1), x, x, uint32(n)))(b)}
+			}
+			must(body.AddCountDown(after, c, counter))(b)
+			e := must(g.Instantiate())(b)
+			defer e.Close()
+			launch(b, e, 1, false)
+		})
+	}
+	g := must(ctx.NewGraph())(b)
+	defer g.Close()
+	must(g.AddKernel(nil, saxpy, cfg, float32(1), x, x, uint32(n)))(b)
+	e := must(g.Instantiate())(b)
+	defer e.Close()
+	b.Run("host/queued", func(b *testing.B) { launch(b, e, k, false) })
+	b.Run("host/decided", func(b *testing.B) { launch(b, e, k, true) })
 }

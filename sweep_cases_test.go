@@ -863,13 +863,16 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "nccl", covers: []string{"nccl.NewComms", "nccl.NewUniqueID", "nccl.NewComm", "nccl.AllReduce", "nccl.Broadcast",
 			"nccl.Reduce", "nccl.AllGather", "nccl.ReduceScatter", "nccl.Group", "nccl.Version", "Comm.Close",
-			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch", "nccl.Send", "nccl.Recv", "nccl.AllToAll", "nccl.NewCommContext", "Comm.Split"},
+			"nccl.ShareUniqueID", "nccl.NewCommFromLaunch", "nccl.Send", "nccl.Recv", "nccl.AllToAll", "nccl.NewCommContext", "Comm.Split",
+			"Comm.Register", "Registration.Close", "nccl.Alloc", "Allocation.Free", "Comm.Err", "Comm.Wait"},
 			// The collectives run on a communicator of one rank: in one of
 			// two, a rank whose call fails leaves the other's waiting for
 			// it, as NCCL's do (Comm.Abort is the way out, not Close).
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var comms []*nccl.Comm
 				var one, launched, split *nccl.Comm
+				var reg *nccl.Registration
+				var mem *nccl.Allocation
 				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t), must(cuda.Alloc[float32](e.ctx, 2))(t)
 				return func() error {
 						return firstErr(
@@ -884,6 +887,8 @@ func sweepCases() []sweepCase {
 								one, err = nccl.NewComm(e.ctx, id, 1, 0)
 								return err
 							},
+							func() (err error) { reg, err = one.Register(b); return err },
+							func() (err error) { mem, err = nccl.Alloc(e.ctx, 256); return err },
 							func() error {
 								return nccl.Group(func() error {
 									return firstErr(
@@ -900,6 +905,12 @@ func sweepCases() []sweepCase {
 								})
 							},
 							func() error { return e.s.Synchronize() },
+							// On an idle stream: one query, one look at the
+							// communicator, as many calls each run.
+							func() error { return one.Wait(context.Background(), e.s) },
+							func() error { return one.Err() },
+							func() error { return reg.Close() },
+							func() error { return mem.Free() },
 							func() (err error) { split, err = one.Split(0, 0); return err },
 							func() error { return split.Close() },
 							func() error { return one.Close() },
@@ -913,6 +924,9 @@ func sweepCases() []sweepCase {
 						)
 					}, func(t *testing.T, _ error) {
 						e.s.Synchronize()
+						if err := errors.Join(reg.Close(), mem.Free()); err != nil {
+							t.Errorf("cleanup: %v", err)
+						}
 						for _, c := range append(comms, one, launched, split) {
 							if c != nil && c.Close() != nil {
 								if err := c.Close(); err != nil {

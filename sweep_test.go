@@ -52,7 +52,7 @@ var sweepCodes, ncclSweepCodes, cublasSweepCodes, curandSweepCodes, cufftSweepCo
 // on zero values).
 var noDriverMethods = []string{
 	"Context.Device", "Stream.Context", "Stream.Priority", "Stream.Capturing", "MemPool.Context", "CaptureMode.String", "DeviceBuffer.Len", "DeviceBuffer.ByteSize",
-	"GraphMemory.ByteSize", "GraphMemory.Ptr", "GraphCondition.Handle", "DeviceBuffer.Ptr", "DeviceBuffer.Context", "PinnedBuffer.Data", "PinnedBuffer.Len", "Registered.Len",
+	"Allocation.Buffer", "GraphMemory.ByteSize", "GraphMemory.Ptr", "GraphCondition.Handle", "DeviceBuffer.Ptr", "DeviceBuffer.Context", "PinnedBuffer.Data", "PinnedBuffer.Len", "Registered.Len",
 	"Function.Name", "Device.Ordinal", "Device.String", "Version.String", "Result.Error", "Result.String",
 	"Error.Error", "Error.Unwrap", "Error.Is", "Attribute.String", "FunctionAttribute.String", "Direction.String", "PeerPath.String",
 	"StagingBuffer.Capacity", "StagingBuffer.Stats", "StagingBuffer.AutoStageMaxBytes", "StagingBuffer.SetAutoStageMaxBytes",

@@ -94,6 +94,8 @@ var zeroTypes = map[string]struct {
 	"nccl.UniqueID":           {new(nccl.UniqueID), true},
 	"nccl.Launch":             {new(nccl.Launch), true},
 	"nccl.Comm":               {new(nccl.Comm), false},
+	"nccl.Registration":       {new(nccl.Registration), false},
+	"nccl.Allocation":         {new(nccl.Allocation), false},
 	"nccl.Result":             {new(nccl.Result), true},
 	"nccl.Error":              {new(nccl.Error), false},
 	"nvrtc.Result":            {new(nvrtc.Result), true},
@@ -296,6 +298,11 @@ var zeroFuncs = map[string]func() []error{
 	"nccl.NewCommFromLaunch": func() []error {
 		_, e1 := nccl.NewCommFromLaunch(context.Background(), &cuda.Context{}, nccl.Launch{})
 		_, e2 := nccl.NewCommFromLaunch(context.Background(), nil, nccl.Launch{})
+		return []error{e1, e2}
+	},
+	"nccl.Alloc": func() []error {
+		_, e1 := nccl.Alloc(&cuda.Context{}, 64)
+		_, e2 := nccl.Alloc(nil, 64)
 		return []error{e1, e2}
 	},
 	"nccl.NewComm": func() []error {

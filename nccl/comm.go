@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -71,6 +72,11 @@ type Comm struct {
 	handle uintptr
 	rank   int
 	size   int
+
+	// regMu guards regs, the buffers registered with the communicator
+	// (Register), which Close deregisters first. A leaf.
+	regMu sync.Mutex
+	regs  map[*Registration]struct{}
 }
 
 func newComm(ctx *cuda.Context, handle uintptr, rank, size int) *Comm {
@@ -358,6 +364,9 @@ func (c *Comm) destroy(op, name string, fn uintptr) error {
 		return err
 	}
 	_, err := c.life.Close(func() (bool, error) {
+		if err := c.closeRegistrations(op, fn == lib.fn.commAbort); err != nil {
+			return false, err
+		}
 		destroy := func() error { return call(op, name, fn, c.handle) }
 		// NCCL finds the device through the current context; with the
 		// context closed, it makes one current itself.
@@ -368,6 +377,73 @@ func (c *Comm) destroy(op, name string, fn uintptr) error {
 		return err == nil, err
 	})
 	return err
+}
+
+// Err returns the communicator's asynchronous error
+// (ncclCommGetAsyncError): nil while it is sound, else an error matching
+// NCCL's code with errors.Is (RemoteError when another rank failed or
+// left, Timeout, SystemError, ...). Collectives in flight on a failed
+// communicator may never finish: Abort it. Wait does both.
+func (c *Comm) Err() error {
+	const op = "Comm.Err"
+	if err := c.hold(op); err != nil {
+		return err
+	}
+	defer c.life.Release()
+	return c.asyncError(op)
+}
+
+func (c *Comm) asyncError(op string) error {
+	state := new(int32)
+	if err := c.ctx.Do(func() error {
+		return call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, c.handle, uintptr(unsafe.Pointer(state)))
+	}); err != nil {
+		return err
+	}
+	if r := Result(*state); r != Success && r != InProgress {
+		return resultError(op, "ncclCommGetAsyncError", r)
+	}
+	return nil
+}
+
+// Wait waits until the work queued on s is done, as s.Synchronize does,
+// while it watches the communicator: when NCCL reports an asynchronous
+// error (another rank failed, a timeout), or ctx ends first, it aborts
+// the communicator (ncclCommAbort), so that the collectives stuck on it
+// end, and returns the error, which matches NCCL's code or ctx's error.
+// What the stream queued after the collectives may then have failed too.
+func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
+	const op = "Comm.Wait"
+	if ctx == nil || s == nil {
+		return errorf(op, cuda.ErrInvalidValue, "nil context.Context or *cuda.Stream")
+	}
+	if err := c.valid(op); err != nil {
+		return err
+	}
+	for pause := 10 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		done, err := s.Query()
+		if err != nil {
+			return err
+		}
+		// Checked after the stream too: collectives a failure ended may
+		// leave it done, with results that are not.
+		if err := c.Err(); err != nil {
+			if errors.Is(err, cuda.ErrClosed) {
+				return err
+			}
+			aerr := c.Abort()
+			return &Error{Op: op, Err: err, Detail: withAbortErr("the communicator is aborted", aerr)}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			aerr := c.Abort()
+			return &Error{Op: op, Err: ctx.Err(), Detail: withAbortErr("the stream's work had not finished; the communicator is aborted", aerr)}
+		case <-time.After(pause):
+		}
+	}
 }
 
 // Group runs fn between ncclGroupStart and ncclGroupEnd, on one OS thread:

@@ -57,7 +57,8 @@ const EnvLibrary = "GOCUDA_LIBNCCL"
 type fns struct {
 	getVersion, getErrorString, getLastError, getUniqueID, initRankScalable, initAll,
 	commDestroy, commAbort, commGetAsyncError, commSplit, commCount, commUserRank, groupStart, groupEnd,
-	allReduce, broadcast, reduce, allGather, reduceScatter, send, recv uintptr
+	allReduce, broadcast, reduce, allGather, reduceScatter, send, recv,
+	commRegister, commDeregister, memAlloc, memFree uintptr
 }
 
 var lib struct {
@@ -96,6 +97,8 @@ func open(op string) error {
 			"ncclAllReduce": &f.allReduce, "ncclBroadcast": &f.broadcast, "ncclReduce": &f.reduce,
 			"ncclAllGather": &f.allGather, "ncclReduceScatter": &f.reduceScatter,
 			"ncclSend": &f.send, "ncclRecv": &f.recv,
+			"ncclCommRegister": &f.commRegister, "ncclCommDeregister": &f.commDeregister,
+			"ncclMemAlloc": &f.memAlloc, "ncclMemFree": &f.memFree,
 		})
 		if f.getVersion == 0 || f.getErrorString == 0 {
 			lib.err = fmt.Errorf("%s is not NCCL: it lacks ncclGetVersion", lib.path)

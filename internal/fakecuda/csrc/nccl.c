@@ -10,6 +10,7 @@ enum {
 	NCCL_INTERNAL = 3,
 	NCCL_INVALID_ARGUMENT = 4,
 	NCCL_INVALID_USAGE = 5,
+	NCCL_REMOTE_ERROR = 6,
 	NCCL_IN_PROGRESS = 7,
 	NCCL_NUM_RESULTS = 9,
 };
@@ -20,6 +21,7 @@ enum coll_kind { COLL_ALLREDUCE, COLL_BROADCAST, COLL_REDUCE, COLL_ALLGATHER, CO
 struct clique {
 	uint64_t key;
 	int nranks, joined, alive;
+	int aborted; // a rank aborted: the others' collectives end, and they report a remote error
 	struct fake_comm *ranks[MAX_RANKS];
 	struct coll *colls; // collectives some rank has reached
 	struct split *split; // the ncclCommSplit under way, if any
@@ -39,7 +41,10 @@ struct fake_comm {
 	long seq;                // collectives issued, which numbers them across ranks
 	long sent[MAX_RANKS];    // sends issued to each peer, which number them
 	long received[MAX_RANKS]; // receives issued from each peer
+	int pending;              // its collectives, sends and receives queued and not yet run, under mu
 };
+
+
 
 // A coll is one collective: what each rank passed, and who has arrived.
 struct coll_part {
@@ -175,6 +180,28 @@ static void compute(struct coll *c, int nranks) {
 // it waits there until every rank has arrived, and the last computes.
 static void run_p2p(struct coll_part *p);
 
+// part_done ends a queued part of c's work (mu held).
+static void part_done(struct fake_comm *c) {
+	c->pending--;
+	pthread_cond_broadcast(&nccl_cond);
+}
+
+// queue_part queues p on s, counted as pending on its communicator.
+static int queue_part(struct coll_part *p, CUstream s) {
+	pthread_mutex_lock(&mu);
+	p->comm->pending++;
+	pthread_mutex_unlock(&mu);
+	struct op o = {.kind = OP_NCCL, .coll = p};
+	if (enqueue(s, o) != SUCCESS) {
+		pthread_mutex_lock(&mu);
+		part_done(p->comm);
+		pthread_mutex_unlock(&mu);
+		free(p);
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not live");
+	}
+	return NCCL_SUCCESS;
+}
+
 void run_collective(struct coll_part *p) {
 	if (p->kind == P2P_SEND || p->kind == P2P_RECV) {
 		run_p2p(p);
@@ -182,6 +209,12 @@ void run_collective(struct coll_part *p) {
 	}
 	struct clique *cl = p->comm->cl;
 	pthread_mutex_lock(&mu);
+	if (cl->aborted) { // queued before a rank aborted: abandoned
+		part_done(p->comm);
+		pthread_mutex_unlock(&mu);
+		free(p);
+		return;
+	}
 	struct coll *c = cl->colls;
 	while (c && c->seq != p->seq) c = c->next;
 	if (!c) {
@@ -196,7 +229,13 @@ void run_collective(struct coll_part *p) {
 		c->done = 1;
 		pthread_cond_broadcast(&nccl_cond);
 	}
-	while (!c->done) pthread_cond_wait(&nccl_cond, &mu);
+	while (!c->done && !cl->aborted) pthread_cond_wait(&nccl_cond, &mu);
+	if (!c->done) { // a rank aborted: the collective is abandoned
+		part_done(p->comm);
+		pthread_mutex_unlock(&mu);
+		free(p);
+		return;
+	}
 	if (++c->left == cl->nranks) {
 		for (struct coll **pp = &cl->colls; *pp; pp = &(*pp)->next)
 			if (*pp == c) {
@@ -205,6 +244,7 @@ void run_collective(struct coll_part *p) {
 			}
 		free(c);
 	}
+	part_done(p->comm);
 	pthread_mutex_unlock(&mu);
 	free(p);
 }
@@ -244,7 +284,9 @@ EXPORT int ncclGetUniqueId(ncclUniqueId *id) {
 // join adds rank on device to the clique of key, under mu.
 static int join(uint64_t key, int nranks, int rank, int device, struct fake_comm **out) {
 	struct clique *cl = cliques;
-	while (cl && cl->key != key) cl = cl->next;
+	// An aborted clique is done with, though a rank not yet destroyed
+	// keeps it: the same id makes a new one.
+	while (cl && (cl->key != key || cl->aborted)) cl = cl->next;
 	if (!cl) {
 		cl = calloc(1, sizeof *cl);
 		cl->key = key;
@@ -341,20 +383,29 @@ static int comm_live(struct fake_comm *c) {
 	return 0;
 }
 
-static int comm_destroy(struct fake_comm *c);
+static int comm_destroy(struct fake_comm *c, int abort);
 
 EXPORT int ncclCommDestroy(struct fake_comm *c) {
 	FAULT("ncclCommDestroy");
-	return comm_destroy(c);
+	return comm_destroy(c, 0);
 }
 
-static int comm_destroy(struct fake_comm *c) {
+// comm_destroy ends c; an abort ends the collectives of c's clique under
+// way, on every rank, and the others report a remote error from then on.
+static int comm_destroy(struct fake_comm *c, int abort) {
 	pthread_mutex_lock(&mu);
 	if (!comm_live(c)) {
 		pthread_mutex_unlock(&mu);
 		return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
 	}
 	struct clique *cl = c->cl;
+	if (abort) {
+		cl->aborted = 1;
+		pthread_cond_broadcast(&nccl_cond);
+	}
+	// As NCCL's, the end waits for the rank's queued work, which an abort
+	// ends at once; none of it may touch c or its clique afterwards.
+	while (c->pending) pthread_cond_wait(&nccl_cond, &mu);
 	cl->ranks[c->rank] = NULL;
 	live_comms--;
 	if (--cl->alive == 0) {
@@ -363,6 +414,11 @@ static int comm_destroy(struct fake_comm *c) {
 				*pp = cl->next;
 				break;
 			}
+		while (cl->colls) { // abandoned by an abort
+			struct coll *next = cl->colls->next;
+			free(cl->colls);
+			cl->colls = next;
+		}
 		free(cl);
 	}
 	pthread_mutex_unlock(&mu);
@@ -435,14 +491,68 @@ EXPORT int ncclCommGetAsyncError(struct fake_comm *c, int *state) {
 	if (!state) return nccl_fail(NCCL_INVALID_ARGUMENT, "state is NULL");
 	pthread_mutex_lock(&mu);
 	int ok = comm_live(c);
-	if (ok) *state = c->cl->joined < c->cl->nranks ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
+	if (ok) *state = c->cl->aborted ? NCCL_REMOTE_ERROR : c->cl->joined < c->cl->nranks ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
 	pthread_mutex_unlock(&mu);
 	return ok ? NCCL_SUCCESS : nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
 }
 
 EXPORT int ncclCommAbort(struct fake_comm *c) {
 	FAULT("ncclCommAbort");
-	return comm_destroy(c);
+	return comm_destroy(c, 1);
+}
+
+// Buffer registration: a registration is the range, kept until
+// deregistered; live_regs counts them for the leak checks.
+long live_regs;
+struct fake_reg {
+	struct fake_comm *comm;
+	CUdeviceptr p;
+	size_t n;
+};
+
+EXPORT int ncclCommRegister(struct fake_comm *c, void *buff, size_t size, void **handle) {
+	FAULT("ncclCommRegister");
+	if (!handle || !buff || !size) return nccl_fail(NCCL_INVALID_ARGUMENT, "bad argument");
+	pthread_mutex_lock(&mu);
+	int ok = comm_live(c);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	if (!range_ok((CUdeviceptr)(uintptr_t)buff, size)) return nccl_fail(NCCL_INVALID_ARGUMENT, "not device memory");
+	struct fake_reg *r = malloc(sizeof *r);
+	*r = (struct fake_reg){c, (CUdeviceptr)(uintptr_t)buff, size};
+	pthread_mutex_lock(&mu);
+	live_regs++;
+	pthread_mutex_unlock(&mu);
+	*handle = r;
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclCommDeregister(struct fake_comm *c, struct fake_reg *r) {
+	FAULT("ncclCommDeregister");
+	pthread_mutex_lock(&mu);
+	int ok = comm_live(c) && r && r->comm == c;
+	if (ok) live_regs--;
+	pthread_mutex_unlock(&mu);
+	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a registration of this communicator");
+	free(r);
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclMemAlloc(void **ptr, size_t size) {
+	FAULT("ncclMemAlloc");
+	if (!ptr || !size) return nccl_fail(NCCL_INVALID_ARGUMENT, "bad argument");
+	if (!current) return nccl_fail(NCCL_INVALID_USAGE, "no current context");
+	CUdeviceptr p;
+	if (alloc_device(&p, size) != SUCCESS) return nccl_fail(NCCL_INTERNAL, "out of device memory");
+	*ptr = (void *)(uintptr_t)p;
+	return NCCL_SUCCESS;
+}
+
+EXPORT int ncclMemFree(void *ptr) {
+	FAULT("ncclMemFree");
+	if (!ptr || !range_ok((CUdeviceptr)(uintptr_t)ptr, 1)) return nccl_fail(NCCL_INVALID_ARGUMENT, "not ncclMemAlloc's memory");
+	free_device(ptr);
+	return NCCL_SUCCESS;
 }
 
 #define COMM_GETTER(name, expr)                                                   \
@@ -466,9 +576,11 @@ EXPORT int ncclGroupStart(void) {
 }
 
 EXPORT int ncclGroupEnd(void) {
-	FAULT("ncclGroupEnd");
 	if (nccl_group_depth == 0) return nccl_fail(NCCL_INVALID_USAGE, "ncclGroupEnd without ncclGroupStart");
+	// The group ends even when ending it fails, as NCCL's does: a failed
+	// end left counted would make this thread's later calls grouped.
 	nccl_group_depth--;
+	FAULT("ncclGroupEnd");
 	return NCCL_SUCCESS;
 }
 
@@ -498,12 +610,7 @@ static int collective(const char *name, enum coll_kind kind, const void *send, v
 	struct coll_part *p = malloc(sizeof *p);
 	*p = (struct coll_part){.comm = c, .seq = ++c->seq, .kind = kind, .send = send, .recv = recv,
 		.count = count, .dtype = dtype, .op = op, .root = root};
-	struct op o = {.kind = OP_NCCL, .coll = p};
-	if (enqueue(s, o) != SUCCESS) {
-		free(p);
-		return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not live");
-	}
-	return NCCL_SUCCESS;
+	return queue_part(p, s);
 }
 
 // A message is the data of one send, taken when the send runs, until the
@@ -548,7 +655,7 @@ static void run_p2p(struct coll_part *p) {
 		messages = m;
 		pthread_cond_broadcast(&nccl_cond);
 		if (m->waited) {
-			while (!m->taken) pthread_cond_wait(&nccl_cond, &mu);
+			while (!m->taken && !c->cl->aborted) pthread_cond_wait(&nccl_cond, &mu);
 			unlink_message(m);
 		}
 	} else {
@@ -556,16 +663,19 @@ static void run_p2p(struct coll_part *p) {
 		for (;;) {
 			for (m = messages; m; m = m->next)
 				if (m->cl == c->cl && m->from == p->root && m->to == c->rank && m->seq == p->seq && !m->taken) break;
-			if (m) break;
+			if (m || c->cl->aborted) break;
 			pthread_cond_wait(&nccl_cond, &mu);
 		}
-		memcpy(p->recv, m->data, m->bytes < bytes ? m->bytes : bytes);
-		m->taken = 1;
-		if (m->waited)
-			pthread_cond_broadcast(&nccl_cond); // its sender frees it
-		else
-			unlink_message(m);
+		if (m) {
+			memcpy(p->recv, m->data, m->bytes < bytes ? m->bytes : bytes);
+			m->taken = 1;
+			if (m->waited)
+				pthread_cond_broadcast(&nccl_cond); // its sender frees it
+			else
+				unlink_message(m);
+		}
 	}
+	part_done(c);
 	pthread_mutex_unlock(&mu);
 	free(p);
 }
@@ -592,12 +702,7 @@ static int p2p(const char *name, enum coll_kind kind, const void *send, void *re
 	long seq = kind == P2P_SEND ? ++c->sent[peer] : ++c->received[peer];
 	*p = (struct coll_part){.comm = c, .seq = seq, .kind = kind, .send = send, .recv = recv, .count = count,
 		.dtype = dtype, .root = peer, .grouped = nccl_group_depth > 0};
-	struct op o = {.kind = OP_NCCL, .coll = p};
-	if (enqueue(s, o) != SUCCESS) {
-		free(p);
-		return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not live");
-	}
-	return NCCL_SUCCESS;
+	return queue_part(p, s);
 }
 
 EXPORT int ncclSend(const void *send, size_t count, int dtype, int peer, struct fake_comm *c, CUstream s) {

@@ -1,0 +1,193 @@
+package nccl
+
+import (
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
+	"github.com/gocuda/cuda/internal/uses"
+)
+
+// Registration is a device buffer registered with a communicator
+// (ncclCommRegister), which lets NCCL move it without copying through its
+// own buffers on the transports that can (NVLink SHARP, collnet, the
+// network's zero-copy paths); on others registering changes nothing.
+// While registered, the buffer cannot be freed: its Free returns
+// cuda.ErrInvalidValue. Close it before freeing the buffer; closing the
+// communicator closes its registrations. The zero Registration is not
+// usable.
+type Registration struct {
+	life    lifetime.Life
+	c       *Comm
+	handle  uintptr
+	release func()
+}
+
+// Register registers buf, device memory of the communicator's context,
+// with c (NCCL 2.19 and later).
+func (c *Comm) Register(buf cuda.Memory) (*Registration, error) {
+	const op = "Comm.Register"
+	if err := c.hold(op); err != nil {
+		return nil, err
+	}
+	defer c.life.Release()
+	if lib.fn.commRegister == 0 || lib.fn.commDeregister == 0 {
+		return nil, call(op, "ncclCommRegister", 0)
+	}
+	ptr, bytes, release, err := uses.Acquire(op, buf)
+	if err != nil {
+		return nil, err
+	}
+	if bytes == 0 {
+		release()
+		return nil, errorf(op, cuda.ErrInvalidValue, "an empty buffer: there is nothing to register")
+	}
+	handle := new(uintptr)
+	if err := c.ctx.Do(func() error {
+		return call(op, "ncclCommRegister", lib.fn.commRegister, c.handle, ptr, bytes, uintptr(unsafe.Pointer(handle)))
+	}); err != nil {
+		release()
+		return nil, err
+	}
+	r := &Registration{c: c, handle: *handle, release: release}
+	r.life.ArmUntracked()
+	c.regMu.Lock()
+	if c.regs == nil {
+		c.regs = map[*Registration]struct{}{}
+	}
+	c.regs[r] = struct{}{}
+	c.regMu.Unlock()
+	return r, nil
+}
+
+// Close deregisters the buffer (ncclCommDeregister); it may then be freed.
+// Closing twice, a nil Registration, or one whose communicator is closed,
+// is a no-op; if NCCL refuses, the registration stays and Close may be
+// called again.
+func (r *Registration) Close() error {
+	const op = "Registration.Close"
+	if r == nil {
+		return nil
+	}
+	if r.life.Status() == lifetime.Zero {
+		return errorf(op, cuda.ErrInvalidValue, "a zero Registration: make one with Comm.Register")
+	}
+	if err := r.c.hold(op); err != nil {
+		return nil // the communicator's Close deregistered it
+	}
+	defer r.c.life.Release()
+	return r.deregister(op)
+}
+
+// deregister ends the registration, with its communicator held.
+func (r *Registration) deregister(op string) error {
+	_, err := r.life.Close(func() (bool, error) {
+		if err := r.c.ctx.Do(func() error {
+			return call(op, "ncclCommDeregister", lib.fn.commDeregister, r.c.handle, r.handle)
+		}); err != nil {
+			return false, err
+		}
+		r.release()
+		r.c.regMu.Lock()
+		delete(r.c.regs, r)
+		r.c.regMu.Unlock()
+		return true, nil
+	})
+	return err
+}
+
+// closeRegistrations deregisters what is still registered with c, before
+// c is destroyed; an abort drops them with the communicator.
+func (c *Comm) closeRegistrations(op string, abort bool) error {
+	c.regMu.Lock()
+	regs := make([]*Registration, 0, len(c.regs))
+	for r := range c.regs {
+		regs = append(regs, r)
+	}
+	c.regMu.Unlock()
+	for _, r := range regs {
+		if abort {
+			r.life.Close(func() (bool, error) { r.release(); return true, nil })
+			continue
+		}
+		if err := r.deregister(op); err != nil {
+			return err
+		}
+	}
+	if abort {
+		c.regMu.Lock()
+		c.regs = nil
+		c.regMu.Unlock()
+	}
+	return nil
+}
+
+// Allocation is device memory NCCL allocated (ncclMemAlloc): memory of the
+// kind its fastest paths need (NVLink SHARP and other multicast or
+// registered transfers), to use as any device buffer through Buffer and to
+// register with a communicator. The zero Allocation is not usable.
+type Allocation struct {
+	life lifetime.Life
+	ctx  *cuda.Context
+	ptr  uintptr
+	buf  *cuda.DeviceBuffer[byte]
+}
+
+// Alloc allocates bytes of device memory on ctx's device through NCCL
+// (ncclMemAlloc, NCCL 2.19 and later). Free it with Free.
+func Alloc(ctx *cuda.Context, bytes int) (*Allocation, error) {
+	const op = "Alloc"
+	if ctx == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
+	}
+	if bytes <= 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "%d bytes: allocate at least one", bytes)
+	}
+	if err := open(op); err != nil {
+		return nil, err
+	}
+	ptr := new(uintptr)
+	if err := ctx.Do(func() error {
+		return call(op, "ncclMemAlloc", lib.fn.memAlloc, uintptr(unsafe.Pointer(ptr)), uintptr(bytes))
+	}); err != nil {
+		return nil, err
+	}
+	buf, err := cuda.FromRaw[byte](ctx, cuda.DevicePtr(*ptr), bytes)
+	if err != nil {
+		ctx.Do(func() error { return call(op, "ncclMemFree", lib.fn.memFree, *ptr) })
+		return nil, err
+	}
+	a := &Allocation{ctx: ctx, ptr: *ptr, buf: buf}
+	a.life.ArmUntracked()
+	return a, nil
+}
+
+// Buffer returns the memory as a device buffer of bytes (cuda.ViewAs
+// gives it another element type); it is closed by Free, and freeing it
+// frees nothing. Nil for a nil or zero Allocation.
+func (a *Allocation) Buffer() *cuda.DeviceBuffer[byte] {
+	if a == nil {
+		return nil
+	}
+	return a.buf
+}
+
+// Free returns the memory to NCCL (ncclMemFree), once no graph or
+// registration uses it; freeing twice, or a nil Allocation, is a no-op.
+func (a *Allocation) Free() error {
+	const op = "Allocation.Free"
+	if a == nil {
+		return nil
+	}
+	if a.life.Status() == lifetime.Zero {
+		return errorf(op, cuda.ErrInvalidValue, "a zero Allocation: make one with Alloc")
+	}
+	_, err := a.life.Close(func() (bool, error) {
+		if err := a.buf.Free(); err != nil {
+			return false, err
+		}
+		err := a.ctx.Do(func() error { return call(op, "ncclMemFree", lib.fn.memFree, a.ptr) })
+		return err == nil, err
+	})
+	return err
+}

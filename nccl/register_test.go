@@ -1,0 +1,174 @@
+package nccl_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/nccl"
+)
+
+// TestRegister: a registered buffer works in collectives and cannot be
+// freed until its registration is closed; closing the communicator closes
+// its registrations.
+func TestRegister(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+	want := numbers[float32](4096)
+	buf := must(cuda.FromHost(ctx, want))(t)
+	out := must(cuda.Alloc[float32](ctx, len(want)))(t)
+	defer out.Free()
+	r := must(c.Register(buf))(t)
+	if err := buf.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of a registered buffer: %v; want ErrInvalidValue", err)
+	}
+	if err := nccl.AllReduce(c, buf, out, nccl.Sum, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "AllReduce of a registered buffer", download(t, out), want)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := buf.Free(); err != nil {
+		t.Errorf("Free after Close: %v", err)
+	}
+	if _, err := c.Register(buf); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("Register of a freed buffer: %v; want ErrClosed", err)
+	}
+	empty := must(cuda.Alloc[float32](ctx, 0))(t)
+	if _, err := c.Register(empty); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Register of an empty buffer: %v; want ErrInvalidValue", err)
+	}
+	// Closing the communicator deregisters what is left.
+	b2 := must(cuda.Alloc[float32](ctx, 64))(t)
+	r2 := must(c.Register(b2))(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Close(); err != nil {
+		t.Errorf("Close of a registration of a closed communicator: %v", err)
+	}
+	if err := b2.Free(); err != nil {
+		t.Errorf("Free once the communicator is closed: %v", err)
+	}
+	if err := new(nccl.Registration).Close(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Close of a zero Registration: %v; want ErrInvalidValue", err)
+	}
+}
+
+// TestAlloc: NCCL's own memory is a device buffer like any other, and is
+// freed once nothing uses it.
+func TestAlloc(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+	defer c.Close()
+	const n = 1 << 18
+	a := must(nccl.Alloc(ctx, 4*n))(t)
+	buf := must(cuda.ViewAs[int32](a.Buffer()))(t)
+	want := numbers[int32](n)
+	if err := buf.CopyFromHost(want); err != nil {
+		t.Fatal(err)
+	}
+	r := must(c.Register(a.Buffer()))(t)
+	if err := nccl.AllReduce(c, buf, buf, nccl.Sum, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "AllReduce in place in NCCL's memory", download(t, buf), want)
+	if err := a.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of registered memory: %v; want ErrInvalidValue", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(); err != nil {
+		t.Errorf("second Free: %v", err)
+	}
+	for _, bytes := range []int{0, -1} {
+		if _, err := nccl.Alloc(ctx, bytes); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Alloc(%d): %v; want ErrInvalidValue", bytes, err)
+		}
+	}
+}
+
+// TestWait: Wait returns once the stream's work is done on a sound
+// communicator; when another rank aborts, the waiting rank's Wait reports
+// a remote error and aborts its own, ending the collective stuck on it;
+// when the context ends first, Wait aborts within a second.
+func TestWait(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	s := cudatest.Stream(t, ctxs[0])
+	buf := must(cuda.Zeroed[float32](ctxs[0], 1024))(t)
+	defer buf.Free()
+	t.Run("remote error", func(t *testing.T) {
+		comms := must(nccl.NewComms(ctxs))(t)
+		defer comms[0].Close()
+		if err := comms[0].Err(); err != nil {
+			t.Fatalf("Err of a sound communicator: %v", err)
+		}
+		// Rank 1 never joins the all-reduce: rank 0's waits for it.
+		if err := nccl.AllReduce(comms[0], buf, buf, nccl.Sum, s); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			comms[1].Abort()
+		}()
+		start := time.Now()
+		err := comms[0].Wait(context.Background(), s)
+		if !errors.Is(err, nccl.RemoteError) {
+			t.Fatalf("Wait after the other rank aborted: %v; want RemoteError", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("Wait took %v", d)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Errorf("the stream after the abort: %v", err)
+		}
+	})
+	t.Run("context ends", func(t *testing.T) {
+		comms := must(nccl.NewComms(ctxs))(t)
+		defer comms[1].Close()
+		if err := nccl.AllReduce(comms[0], buf, buf, nccl.Sum, s); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := comms[0].Wait(cctx, s)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait past the deadline: %v; want context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d > time.Second+100*time.Millisecond {
+			t.Errorf("Wait returned %v after it began, more than a second past the deadline", d)
+		}
+		if err := comms[0].Err(); !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("Err of the aborted rank: %v; want ErrClosed", err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Errorf("the stream after the abort: %v", err)
+		}
+	})
+}
