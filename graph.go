@@ -99,6 +99,7 @@ type graphRefs struct {
 	allocs []*allocation
 	mods   []*Module
 	events []*Event
+	hosts  []*hostFunc
 }
 
 func (r graphRefs) acquire() graphRefs {
@@ -110,6 +111,9 @@ func (r graphRefs) acquire() graphRefs {
 	}
 	for _, e := range r.events {
 		e.graphs.n.Add(1)
+	}
+	for _, h := range r.hosts {
+		h.acquire()
 	}
 	return r
 }
@@ -123,6 +127,9 @@ func (r graphRefs) drop() {
 	}
 	for _, e := range r.events {
 		e.graphs.n.Add(-1)
+	}
+	for _, h := range r.hosts {
+		h.drop()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -65,10 +66,12 @@ func TestGraphBuilt(t *testing.T) {
 	set := must(g.AddMemset([]*cuda.GraphNode{alloc}, tmp, 7, 4))(t)
 	add := must(g.AddKernel([]*cuda.GraphNode{set}, vadd, cuda.LaunchConfigFor(n, nil), a, tmp, out, uint32(n)))(t)
 	cp := must(g.AddCopy([]*cuda.GraphNode{add}, out2, out))(t)
-	must(g.AddEventRecord([]*cuda.GraphNode{cp}, ev))(t)
+	var calls atomic.Int32
+	host := must(g.AddHost([]*cuda.GraphNode{cp}, func() { calls.Add(1) }))(t)
+	must(g.AddEventRecord([]*cuda.GraphNode{host}, ev))(t)
 	must(g.AddFree([]*cuda.GraphNode{add}, tmp))(t)
-	if got := must(g.Nodes())(t); got != 6 {
-		t.Errorf("Nodes() = %d, want 6", got)
+	if got := must(g.Nodes())(t); got != 7 {
+		t.Errorf("Nodes() = %d, want 7", got)
 	}
 	e := must(g.Instantiate())(t)
 	defer e.Close()
@@ -90,6 +93,10 @@ func TestGraphBuilt(t *testing.T) {
 			if v != int32(i)+7 {
 				t.Fatalf("round %d: element %d is %d, want %d", round, i, v, i+7)
 			}
+		}
+		// The event is recorded after the host node returned.
+		if n := calls.Load(); n != int32(round+1) {
+			t.Fatalf("round %d: the host function ran %d times, want %d", round, n, round+1)
 		}
 	}
 	// The memory the graph uses is kept while the graph or an instance
@@ -302,6 +309,7 @@ func TestGraphNodeErrors(t *testing.T) {
 		{"memset of 3-byte elements", func() error { _, err := g.AddMemset(nil, buf, 0, 3); return err }, "1, 2 or 4"},
 		{"memset value too large", func() error { _, err := g.AddMemset(nil, buf, 256, 1); return err }, "does not fit"},
 		{"alloc of nothing", func() error { _, _, err := g.AddAlloc(nil, 0); return err }, "at least one"},
+		{"nil host function", func() error { _, err := g.AddHost(nil, nil); return err }, "nil function"},
 		{"free of another graph's memory", func() error { _, err := other.AddFree(nil, mem); return err }, "another graph"},
 		{"instantiate with memory not freed", func() error { _, err := g.Instantiate(); return err }, "no free node frees"},
 		{"launch on a stream with graph memory", func() error {

@@ -398,7 +398,7 @@ func sweepCases() []sweepCase {
 			}},
 		{name: "graphs built", covers: []string{"Context.NewGraph", "Graph.AddKernel", "Graph.AddCopy", "Graph.AddMemset", "Graph.AddEmpty",
 			"Graph.AddEventRecord", "Graph.AddEventWait", "Graph.AddAlloc", "Graph.AddFree", "Graph.NewCondition", "Graph.AddIf", "Graph.AddWhile",
-			"Graph.AddSetCondition", "Graph.AddCountDown", "GraphExec.SetKernelParams"},
+			"Graph.AddSetCondition", "Graph.AddCountDown", "GraphExec.SetKernelParams", "Graph.AddHost"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				needDeviceRuntime(t)
 				mod := must(e.ctx.LoadModule(e.ptx))(t)
@@ -447,7 +447,11 @@ func sweepCases() []sweepCase {
 						if err != nil {
 							return err
 						}
-						join, err := g.AddEmpty([]*cuda.GraphNode{wait})
+						host, err := g.AddHost([]*cuda.GraphNode{wait}, func() {})
+						if err != nil {
+							return err
+						}
+						join, err := g.AddEmpty([]*cuda.GraphNode{host})
 						if err != nil {
 							return err
 						}

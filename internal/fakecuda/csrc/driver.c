@@ -301,6 +301,7 @@ void run_op(struct op *o) {
 		free(o->job);
 		break;
 	case OP_COND: case OP_CONDRESET: run_conditional(o); break;
+	case OP_HOST: ((void (*)(void *))o->src)((void *)o->n); break; // a host node: fn(userData)
 	}
 }
 

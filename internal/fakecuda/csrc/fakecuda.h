@@ -111,7 +111,7 @@ struct fake_event {
 	long completed; // how many have run
 	struct timespec when;
 };
-enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_LIB, OP_COND, OP_CONDRESET };
+enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_LIB, OP_COND, OP_CONDRESET, OP_HOST };
 struct launch;
 struct coll_part;
 struct blas_op;

@@ -588,6 +588,12 @@ static CUresult node_op(CUgraph g, struct node_params *p, struct op *o, int *non
 		*o = (struct op){.kind = e == 1 ? OP_SET8 : e == 2 ? OP_SET16 : OP_SET32, .dst = (void *)(uintptr_t)m->dst, .value = m->value, .n = m->width};
 		return SUCCESS;
 	}
+	case 3: {
+		struct host_node { void (*fn)(void *); void *data; } *h = (void *)&p->reserved1;
+		if (!h->fn) return INVALID_VALUE;
+		*o = (struct op){.kind = OP_HOST, .src = (const void *)h->fn, .n = (size_t)h->data};
+		return SUCCESS;
+	}
 	case 5: *none = 1; return SUCCESS;
 	case 6: case 7:
 		if (!event_live(p->event.event)) return INVALID_HANDLE;
