@@ -102,3 +102,48 @@ func ExampleNewCommFromLaunch() {
 	defer comm.Close()
 	fmt.Printf("rank %d of %d (%s)\n", comm.Rank(), comm.Size(), l.Launcher)
 }
+
+// Register a buffer for NCCL's zero-copy paths, all-reduce in it, and wait
+// for the result while watching for a failed rank: Wait aborts the
+// communicator rather than hang when another rank dies.
+func ExampleComm_Wait() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	id, err := nccl.NewUniqueID()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := nccl.NewComm(ctx, id, 1, 0) // a job of one rank, for the example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	buf, err := cuda.FromHost(ctx, []float32{1, 2, 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Free()
+	reg, err := c.Register(buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close() // before buf.Free: deferred calls run last first
+	if err := nccl.AllReduce(c, buf, buf, nccl.Sum, s); err != nil {
+		log.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Wait(wctx, s); err != nil {
+		log.Fatal(err) // a rank failed (errors.Is(err, nccl.RemoteError)), or the minute passed
+	}
+	out := make([]float32, 3)
+	if err := buf.CopyToHost(out); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out)
+	// Output: [1 2 3]
+}
