@@ -285,22 +285,32 @@ func (c *Context) linkWithDeviceRuntime(op, ptx string) ([]byte, error) {
 	if err := check(op, driver.LinkCreate(c.handle, 0, nil, nil, &st)); err != nil {
 		return nil, err
 	}
-	defer driver.LinkDestroy(c.handle, st)
+	image, err := linkImage(op, c.handle, st, ptx, lib)
+	// The image is the link state's until it is destroyed: linkImage
+	// copied it. A failed destroy is an error of its own, after a success.
+	if derr := check(op, driver.LinkDestroy(c.handle, st)); err == nil && derr != nil {
+		return nil, derr
+	}
+	return image, err
+}
+
+// linkImage adds ptx and the library lib to the link state st and returns
+// a copy of the linked image.
+func linkImage(op string, ctx driver.Context, st driver.LinkState, ptx, lib string) ([]byte, error) {
 	text := append([]byte(ptx), 0)
 	name := append([]byte("gocuda_set_condition.ptx"), 0)
-	if err := check(op, driver.LinkAddData(c.handle, st, driver.JITInputPTX, unsafe.Pointer(&text[0]), uintptr(len(text)), &name[0], 0, nil, nil)); err != nil {
+	if err := check(op, driver.LinkAddData(ctx, st, driver.JITInputPTX, unsafe.Pointer(&text[0]), uintptr(len(text)), &name[0], 0, nil, nil)); err != nil {
 		return nil, err
 	}
 	path := append([]byte(lib), 0)
-	if err := check(op, driver.LinkAddFile(c.handle, st, driver.JITInputLibrary, &path[0], 0, nil, nil)); err != nil {
+	if err := check(op, driver.LinkAddFile(ctx, st, driver.JITInputLibrary, &path[0], 0, nil, nil)); err != nil {
 		err.(*Error).Detail = join(err.(*Error).Detail, "linking with "+lib)
 		return nil, err
 	}
 	var out unsafe.Pointer
 	var size uintptr
-	if err := check(op, driver.LinkComplete(c.handle, st, unsafe.Pointer(&out), &size)); err != nil {
+	if err := check(op, driver.LinkComplete(ctx, st, unsafe.Pointer(&out), &size)); err != nil {
 		return nil, err
 	}
-	// The image is the link state's until LinkDestroy: copy it.
 	return append([]byte(nil), unsafe.Slice((*byte)(out), size)...), nil
 }

@@ -491,6 +491,25 @@ func sweepCases() []sweepCase {
 						cuda.CloseConditionKernel(e.ctx)
 					}
 			}},
+		{name: "set-condition kernel", covers: []string{"Graph.AddSetCondition"},
+			// The kernel linked with the device runtime and loaded: each
+			// run starts without it and ends closing it.
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				needDeviceRuntime(t)
+				cuda.CloseConditionKernel(e.ctx)
+				w := must(cuda.Zeroed[uint32](e.ctx, 1))(t)
+				g := must(e.ctx.NewGraph())(t)
+				c := must(g.NewCondition(0))(t)
+				return func() error {
+						_, err := g.AddSetCondition(nil, c, w)
+						return err
+					}, func(t *testing.T, _ error) {
+						if err := errors.Join(g.Close(), w.Free()); err != nil {
+							t.Errorf("cleanup: %v", err)
+						}
+						cuda.CloseConditionKernel(e.ctx)
+					}
+			}},
 		{name: "Graph.Close", covers: []string{"Graph.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				g := must(e.s.Capture(cuda.CaptureGlobal, func() error { return nil }))(t)
