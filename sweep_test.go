@@ -167,7 +167,7 @@ func injectOne(t *testing.T, f *fakecuda.Control, c sweepCase, e *sweepEnv, name
 	where := fmt.Sprintf("%s, call %d of %s failing with %d", c.name, nth, name, code)
 	before := track.Take()
 	fakeBefore := map[string]int{}
-	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "blas", "ipc", "library", "vmm", "rand", "fft"} {
+	for _, k := range []string{"device", "host", "registered", "stream", "event", "comm", "ncclreg", "graph", "graphexec", "blas", "ipc", "library", "vmm", "rand", "fft"} {
 		fakeBefore[k] = f.Live(k)
 	}
 	failed := t.Failed()

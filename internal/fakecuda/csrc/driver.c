@@ -228,6 +228,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "stream")) n = live_streams;
 	else if (!strcmp(kind, "event")) n = live_events;
 	else if (!strcmp(kind, "comm")) n = live_comms;
+	else if (!strcmp(kind, "ncclreg")) n = live_regs;
 	else if (!strcmp(kind, "pool")) n = live_pools;
 	else if (!strcmp(kind, "graph")) n = live_graphs;
 	else if (!strcmp(kind, "graphexec")) n = live_execs;

@@ -88,6 +88,7 @@ int range_ok(CUdeviceptr p, size_t n);
 void add_record(uintptr_t base, size_t size, enum kind k, CUcontext ctx);
 void remove_record(struct record *dead);
 extern long live_comms;
+extern long live_regs; // NCCL buffer registrations (nccl.c)
 extern long live_libraries;
 extern long live_vmm;
 

@@ -383,6 +383,18 @@ static int comm_live(struct fake_comm *c) {
 	return 0;
 }
 
+// Buffer registration: a registration is the range, kept until
+// deregistered or its communicator ends (NCCL frees a communicator's
+// registrations with it); live_regs counts them for the leak checks.
+long live_regs;
+struct fake_reg {
+	struct fake_comm *comm;
+	CUdeviceptr p;
+	size_t n;
+	struct fake_reg *next;
+};
+static struct fake_reg *regs;
+
 static int comm_destroy(struct fake_comm *c, int abort);
 
 EXPORT int ncclCommDestroy(struct fake_comm *c) {
@@ -406,6 +418,16 @@ static int comm_destroy(struct fake_comm *c, int abort) {
 	// As NCCL's, the end waits for the rank's queued work, which an abort
 	// ends at once; none of it may touch c or its clique afterwards.
 	while (c->pending) pthread_cond_wait(&nccl_cond, &mu);
+	for (struct fake_reg **pp = &regs; *pp;) {
+		struct fake_reg *r = *pp;
+		if (r->comm != c) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		live_regs--;
+		free(r);
+	}
 	cl->ranks[c->rank] = NULL;
 	live_comms--;
 	if (--cl->alive == 0) {
@@ -501,14 +523,6 @@ EXPORT int ncclCommAbort(struct fake_comm *c) {
 	return comm_destroy(c, 1);
 }
 
-// Buffer registration: a registration is the range, kept until
-// deregistered; live_regs counts them for the leak checks.
-long live_regs;
-struct fake_reg {
-	struct fake_comm *comm;
-	CUdeviceptr p;
-	size_t n;
-};
 
 EXPORT int ncclCommRegister(struct fake_comm *c, void *buff, size_t size, void **handle) {
 	FAULT("ncclCommRegister");
@@ -519,8 +533,10 @@ EXPORT int ncclCommRegister(struct fake_comm *c, void *buff, size_t size, void *
 	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
 	if (!range_ok((CUdeviceptr)(uintptr_t)buff, size)) return nccl_fail(NCCL_INVALID_ARGUMENT, "not device memory");
 	struct fake_reg *r = malloc(sizeof *r);
-	*r = (struct fake_reg){c, (CUdeviceptr)(uintptr_t)buff, size};
+	*r = (struct fake_reg){c, (CUdeviceptr)(uintptr_t)buff, size, NULL};
 	pthread_mutex_lock(&mu);
+	r->next = regs;
+	regs = r;
 	live_regs++;
 	pthread_mutex_unlock(&mu);
 	*handle = r;
@@ -530,8 +546,15 @@ EXPORT int ncclCommRegister(struct fake_comm *c, void *buff, size_t size, void *
 EXPORT int ncclCommDeregister(struct fake_comm *c, struct fake_reg *r) {
 	FAULT("ncclCommDeregister");
 	pthread_mutex_lock(&mu);
-	int ok = comm_live(c) && r && r->comm == c;
-	if (ok) live_regs--;
+	int ok = 0;
+	if (comm_live(c))
+		for (struct fake_reg **pp = &regs; *pp; pp = &(*pp)->next)
+			if (*pp == r && r->comm == c) {
+				*pp = r->next;
+				live_regs--;
+				ok = 1;
+				break;
+			}
 	pthread_mutex_unlock(&mu);
 	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a registration of this communicator");
 	free(r);
