@@ -420,6 +420,9 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 	if err := c.valid(op); err != nil {
 		return err
 	}
+	if s.Context() != c.ctx {
+		return errorf(op, cuda.ErrInvalidValue, "the stream belongs to another context than the communicator's rank")
+	}
 	for pause := 10 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		done, err := s.Query()
 		if err != nil {

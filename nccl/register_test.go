@@ -128,6 +128,9 @@ func TestWait(t *testing.T) {
 		if err := comms[0].Err(); err != nil {
 			t.Fatalf("Err of a sound communicator: %v", err)
 		}
+		if err := comms[0].Wait(context.Background(), cudatest.Stream(t, ctxs[1])); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Wait on a stream of the other rank's context: %v; want ErrInvalidValue", err)
+		}
 		// Rank 1 never joins the all-reduce: rank 0's waits for it.
 		if err := nccl.AllReduce(comms[0], buf, buf, nccl.Sum, s); err != nil {
 			t.Fatal(err)
