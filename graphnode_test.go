@@ -274,6 +274,22 @@ func TestGraphConditional(t *testing.T) {
 	})
 }
 
+// TestGraphConditionalOldDriver: a driver before CUDA 12.4 has no
+// conditional nodes: NewCondition says so (the fake plays 12.3).
+func TestGraphConditionalOldDriver(t *testing.T) {
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t, "GOCUDA_TEST_DRIVER=fake", "GOCUDA_REQUIRE_GPU=", "FAKECUDA_DRIVER_VERSION=12030")
+		return
+	}
+	ctx := cudatest.Context(t)
+	g := must(ctx.NewGraph())(t)
+	defer g.Close()
+	_, err := g.NewCondition(1)
+	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "need a CUDA 12.4 driver or later; this one is 12.3") {
+		t.Errorf("NewCondition on a 12.3 driver: %v; want ErrNotSupported naming both versions", err)
+	}
+}
+
 // TestGraphNodeErrors: what the Add methods refuse, each in words, with
 // nothing added.
 func TestGraphNodeErrors(t *testing.T) {

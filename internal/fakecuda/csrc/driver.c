@@ -20,7 +20,8 @@
 //
 // Environment: FAKECUDA_DEVICES (default 1), FAKECUDA_MEMORY (bytes per
 // device, default 8 GiB), FAKECUDA_STREAM_DELAY_US (default 100),
-// FAKECUDA_PEER (1, the default: devices can access each other's memory).
+// FAKECUDA_PEER (1, the default: devices can access each other's memory),
+// FAKECUDA_DRIVER_VERSION (default 13000).
 
 
 #include "fakecuda.h"
@@ -394,7 +395,9 @@ EXPORT CUresult cuInit(unsigned int flags) {
 EXPORT CUresult cuDriverGetVersion(int *v) {
 	FAULT("cuDriverGetVersion");
 	if (!v) return INVALID_VALUE;
-	*v = 13000;
+	// FAKECUDA_DRIVER_VERSION ("12030") plays an older driver.
+	const char *e = getenv("FAKECUDA_DRIVER_VERSION");
+	*v = e ? atoi(e) : 13000;
 	return SUCCESS;
 }
 
