@@ -23,7 +23,8 @@
 #             timed (BenchmarkPipelineTrace): OUTDIR/split.txt, loop.txt, trace.txt
 #   graphs    stream-ordered allocation and CUDA graphs (BenchmarkAllocAsync,
 #             BenchmarkGraph*, BenchmarkStreamLaunches), purego and cgo, beside
-#             bench/cref/graphbench.c and bench/torch_graph.py, two interleaved
+#             bench/cref/graphbench.c, bench/cref/graphwhile.cu (While nodes,
+#             linked with the device runtime) and bench/torch_graph.py, two interleaved
 #             rounds: OUTDIR/graphs.txt
 #   blas      cuBLAS products (package cublas: BenchmarkGemm, BenchmarkGemmBatched,
 #             BenchmarkGemmCall), purego and cgo, beside bench/torch_matmul.py and
@@ -194,9 +195,11 @@ for section in $sections; do
 		;;
 	graphs)
 		nvcc -O2 -o /tmp/graphbench bench/cref/graphbench.c -lcuda
+		nvcc -O2 -arch=sm_90 -rdc=true -o /tmp/graphwhile bench/cref/graphwhile.cu -lcudadevrt
 		for round in 1 2; do
 			echo "== round $round: C"
 			/tmp/graphbench testdata/kernels.ptx
+			/tmp/graphwhile
 			for set in tests tests-cgo; do
 				echo "== round $round: $set"
 				bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(AllocAsync|GraphReplay|StreamLaunches|GraphCapture|GraphUpdate|GraphSetKernelParams|GraphWhile|DependentChain)$' -test.benchtime 0.3s | grep -E '^Benchmark'
