@@ -12,9 +12,8 @@
 // Build on the GPU machine:
 //   nvcc -O2 -arch=sm_90 -rdc=true -o graphwhile graphwhile.cu -lcudadevrt
 #include <cuda_runtime.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
+
+#include "cref.h"
 
 #define CK(x)                                                                            \
 	do {                                                                                 \
@@ -24,12 +23,6 @@
 			exit(1);                                                                     \
 		}                                                                                \
 	} while (0)
-
-static double now(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 __global__ void saxpy(float a, const float *x, float *y, unsigned n) {
 	unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
