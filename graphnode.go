@@ -86,22 +86,25 @@ func (g *Graph) notInBody(op, what string) error {
 	return nil
 }
 
-// useMem counts m as used by the graph (b.mu held), unless the graph's
-// own alloc node made it; memory of another graph's alloc node is
-// refused.
-func (b *graphBuild) useMem(op string, m *allocation) error {
-	if m.graphOnly {
-		if _, ok := b.made[m]; !ok {
-			return errorf(op, ErrInvalidValue, "memory of another graph's alloc node: it exists only while that graph runs")
-		}
-		return nil
-	}
-	if !b.seen[m] {
-		b.seen[m] = true
-		m.graphs.n.Add(1)
-		b.refs.allocs = append(b.refs.allocs, m)
+// checkMem refuses memory of another graph's alloc node, which exists
+// only while that graph runs (b.mu held).
+func (b *graphBuild) checkMem(op string, m *allocation) error {
+	if _, ok := b.made[m]; m.graphOnly && !ok {
+		return errorf(op, ErrInvalidValue, "memory of another graph's alloc node: it exists only while that graph runs")
 	}
 	return nil
+}
+
+// useMem counts memory checked by checkMem as used by the graph (b.mu
+// held), once its node is added, unless the graph's own alloc node made
+// it.
+func (b *graphBuild) useMem(m *allocation) {
+	if m.graphOnly || b.seen[m] {
+		return
+	}
+	b.seen[m] = true
+	m.graphs.n.Add(1)
+	b.refs.allocs = append(b.refs.allocs, m)
 }
 
 func (b *graphBuild) useModule(m *Module) {
@@ -193,8 +196,9 @@ func (g *Graph) AddKernel(after []*GraphNode, f *Function, cfg LaunchConfig, arg
 		return nil, err
 	}
 	defer releaseAll(held)
-	for _, m := range kernelMemory(args) {
-		if err := r.b.useMem(op, m); err != nil {
+	mems := kernelMemory(args)
+	for _, m := range mems {
+		if err := r.b.checkMem(op, m); err != nil {
 			return nil, err
 		}
 	}
@@ -203,13 +207,16 @@ func (g *Graph) AddKernel(after []*GraphNode, f *Function, cfg LaunchConfig, arg
 	if err != nil {
 		return nil, err
 	}
+	for _, m := range mems {
+		r.b.useMem(m)
+	}
 	r.b.useModule(f.mod)
 	n.fn = f
 	return n, nil
 }
 
 // graphMemory returns m's address, size and allocation, checked to be of
-// the graph's context.
+// the graph's context, and holds the allocation: the caller releases it.
 func (r *Graph) graphMemory(op, what string, m Memory) (driver.DevicePtr, uintptr, *allocation, error) {
 	if m == nil {
 		return 0, 0, nil, errorf(op, ErrInvalidValue, "nil %s", what)
@@ -221,10 +228,11 @@ func (r *Graph) graphMemory(op, what string, m Memory) (driver.DevicePtr, uintpt
 	if a.ctx != r.ctx {
 		return 0, 0, nil, errorf(op, ErrInvalidValue, "%s belongs to another context than the graph", what)
 	}
+	// Held until the graph's use is counted: a Free now waits for the
+	// hold, then sees the use.
 	if err := a.hold(op, what); err != nil {
 		return 0, 0, nil, err
 	}
-	a.release() // the graph's use, counted next, keeps it from now on
 	return ptr, m.deviceBytes(), a, nil
 }
 
@@ -242,10 +250,12 @@ func (g *Graph) AddCopy(after []*GraphNode, dst, src Memory) (*GraphNode, error)
 	if err != nil {
 		return nil, err
 	}
+	defer da.release()
 	sp, sn, sa, err := r.graphMemory(op, "the source", src)
 	if err != nil {
 		return nil, err
 	}
+	defer sa.release()
 	if dn != sn {
 		return nil, errorf(op, ErrInvalidValue, "the destination has %d bytes, the source %d: a copy node copies whole buffers of one size", dn, sn)
 	}
@@ -262,12 +272,25 @@ func (g *Graph) AddCopy(after []*GraphNode, dst, src Memory) (*GraphNode, error)
 			WidthInBytes: dn, Height: 1, Depth: 1,
 		}
 	}
-	for _, a := range []*allocation{da, sa} {
-		if err := r.b.useMem(op, a); err != nil {
+	return r.addMemNode(op, g, after, &p, da, sa)
+}
+
+// addMemNode adds a copy or memset node of g, which uses mems, after
+// checking them; they are counted once the node is added.
+func (r *Graph) addMemNode(op string, g *Graph, after []*GraphNode, p *driver.GraphNodeParams, mems ...*allocation) (*GraphNode, error) {
+	for _, m := range mems {
+		if err := r.b.checkMem(op, m); err != nil {
 			return nil, err
 		}
 	}
-	return g.addNode(op, after, &p)
+	n, err := g.addNode(op, after, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mems {
+		r.b.useMem(m)
+	}
+	return n, nil
 }
 
 // AddMemset adds a node that sets every element of dst, of elementBytes
@@ -289,6 +312,7 @@ func (g *Graph) AddMemset(after []*GraphNode, dst Memory, value uint32, elementB
 	if err != nil {
 		return nil, err
 	}
+	defer a.release()
 	if n%uintptr(elementBytes) != 0 || uintptr(ptr)%uintptr(elementBytes) != 0 {
 		return nil, errorf(op, ErrInvalidValue, "%d bytes at %#x are not whole elements of %d bytes", n, uint64(ptr), elementBytes)
 	}
@@ -301,10 +325,7 @@ func (g *Graph) AddMemset(after []*GraphNode, dst Memory, value uint32, elementB
 			Dst: ptr, Value: value, ElementSize: uint32(elementBytes), Width: n / uintptr(elementBytes), Height: 1, Ctx: r.ctx.handle,
 		}
 	}
-	if err := r.b.useMem(op, a); err != nil {
-		return nil, err
-	}
-	return g.addNode(op, after, &p)
+	return r.addMemNode(op, g, after, &p, a)
 }
 
 // AddEmpty adds a node that does nothing: a point to join dependencies at.
@@ -496,18 +517,17 @@ func (e *GraphExec) SetKernelParams(n *GraphNode, cfg LaunchConfig, args ...any)
 	}
 	defer releaseAll(held)
 	var uses []*allocation
+	n.g.b.mu.Lock()
 	for _, m := range kernelMemory(args) {
-		if m.graphOnly {
-			n.g.b.mu.Lock()
-			_, ok := n.g.b.made[m]
+		if err := n.g.b.checkMem(op, m); err != nil {
 			n.g.b.mu.Unlock()
-			if !ok {
-				return errorf(op, ErrInvalidValue, "memory of another graph's alloc node: it exists only while that graph runs")
-			}
-			continue
+			return err
 		}
-		uses = append(uses, m)
+		if !m.graphOnly {
+			uses = append(uses, m)
+		}
 	}
+	n.g.b.mu.Unlock()
 	err = check(op, driver.GraphExecNodeSetParams(e.ctx.handle, x.handle, n.handle, unsafe.Pointer(&p)))
 	runtime.KeepAlive(pb)
 	if err != nil {

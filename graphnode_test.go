@@ -355,6 +355,20 @@ func TestGraphNodeErrors(t *testing.T) {
 			}
 		})
 	}
+	// A refused node leaves nothing counted: a buffer named beside the
+	// refused argument can be freed at once.
+	_, otherMem := must2(other.AddAlloc(nil, 64))(t)
+	must(other.AddFree(nil, otherMem))(t)
+	fresh := must(cuda.Alloc[float32](ctx, 16))(t)
+	if _, err := g.AddKernel(nil, saxpy, cuda.LaunchConfigFor(16, nil), float32(1), fresh, otherMem, uint32(16)); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a kernel node on another graph's memory: %v; want ErrInvalidValue", err)
+	}
+	if _, err := g.AddCopy(nil, fresh, otherMem); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("a copy node from another graph's memory: %v; want ErrInvalidValue", err)
+	}
+	if err := fresh.Free(); err != nil {
+		t.Errorf("Free of a buffer only refused nodes named: %v", err)
+	}
 	must(g.AddFree(nil, mem))(t)
 	if _, err := g.AddFree(nil, mem); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("a second free node: %v; want ErrInvalidValue", err)
