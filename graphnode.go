@@ -8,8 +8,8 @@ import (
 )
 
 // GraphNode is one node of a graph built node by node: a kernel, a copy, a
-// memset, an event record or wait, an allocation or a free, or a
-// conditional. Pass nodes in the after list of a later node to make it run
+// memset, a host function, an event record or wait, an allocation or a
+// free, or a conditional. Pass nodes in the after list of a later node to make it run
 // after them; nodes with no path between them may run at the same time.
 // A node belongs to its graph and needs no closing. The zero GraphNode is
 // not usable.
