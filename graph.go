@@ -55,45 +55,6 @@ func (u *graphUses) inUse(op, what string) error {
 	return nil
 }
 
-// captureState is what a capture records beside the driver's graph: the
-// memory and modules the captured work uses, each counted as used from its
-// first use on, so that it cannot be freed under the capture either, and
-// the buffers the capture allocated, which are the graph's.
-type captureState struct {
-	mu   sync.Mutex
-	refs graphRefs
-	seen map[any]bool
-	made map[*allocation]bool // allocated in stream order during the capture
-}
-
-func (c *captureState) useMem(m *allocation) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seen[m] || c.made[m] {
-		return
-	}
-	c.seen[m] = true
-	m.graphs.n.Add(1)
-	c.refs.allocs = append(c.refs.allocs, m)
-}
-
-func (c *captureState) useModule(m *Module) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seen[m] {
-		return
-	}
-	c.seen[m] = true
-	m.graphs.n.Add(1)
-	c.refs.mods = append(c.refs.mods, m)
-}
-
-func (c *captureState) allocated(m *allocation) {
-	c.mu.Lock()
-	c.made[m] = true
-	c.mu.Unlock()
-}
-
 // graphRefs are the uses a graph or an instance holds.
 type graphRefs struct {
 	allocs []*allocation
@@ -149,16 +110,25 @@ type Graph struct {
 	parent *Graph // for a conditional node's body, the graph it is part of
 }
 
-// graphBuild is what a graph's nodes use, shared by the graph and its
-// conditional nodes' bodies.
+// graphBuild is what a graph's work uses: recorded by a capture as it
+// runs (Stream.capture), or by the Add methods, and shared by the graph and
+// its conditional bodies. Each object is counted as used from its first
+// use on, so that it cannot be freed under the capture either.
 type graphBuild struct {
 	// mu guards the driver's graph and its bodies, which the driver does
-	// not let two threads change at once, and the fields below. A leaf:
-	// nothing else is locked while it is held.
+	// not let two threads change at once, and the fields below. Only
+	// hostFuncs.mu, a leaf, is taken while it is held (counting uses).
 	mu   sync.Mutex
 	refs graphRefs
 	seen map[any]bool
-	made map[*allocation]bool // memory of the graph's alloc nodes: true once a free node frees it
+	// made is the graph's own memory, uncounted: allocated in stream
+	// order during its capture, or by its alloc nodes; true once freed in
+	// the graph.
+	made map[*allocation]bool
+}
+
+func newGraphBuild() *graphBuild {
+	return &graphBuild{seen: map[any]bool{}, made: map[*allocation]bool{}}
 }
 
 // root returns the graph g is part of: g, or the graph a body is in.
@@ -227,7 +197,7 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return nil, err
 	}
-	cs := &captureState{seen: map[any]bool{}, made: map[*allocation]bool{}}
+	cs := newGraphBuild()
 	if !s.capture.CompareAndSwap(nil, cs) {
 		return nil, errorf(op, ErrInvalidValue, "the stream is already capturing")
 	}
@@ -259,20 +229,17 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 					driver.GraphDestroy(s.ctx.handle, again)
 				}
 			}
-			cs.closeMade()
 			return 0, check(op, st)
 		}
 		return g, nil
 	}
-	discard := func(g driver.Graph) {
-		driver.GraphDestroy(s.ctx.handle, g)
-		cs.closeMade()
-	}
-	// Whatever becomes of the capture, its uses go to the graph or go.
+	discard := func(g driver.Graph) { driver.GraphDestroy(s.ctx.handle, g) }
+	// Whatever becomes of the capture, its uses and its memory go to the
+	// graph, or go.
 	kept := false
 	defer func() {
 		if !kept {
-			cs.refs.drop()
+			cs.gone()
 		}
 	}()
 	defer func() {
@@ -300,7 +267,7 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 		}
 	}
 	kept = true
-	return newGraph(s.ctx, g, &graphBuild{refs: cs.refs, seen: cs.seen, made: map[*allocation]bool{}}), nil
+	return newGraph(s.ctx, g, cs), nil
 }
 
 // newGraph makes the Graph of the driver's graph h, which b's uses are
@@ -314,24 +281,38 @@ func newGraph(ctx *Context, h driver.Graph, b *graphBuild) *Graph {
 	return gr
 }
 
-// gone drops the graph's uses and closes the memory of its alloc nodes,
-// once the graph is destroyed.
+// gone drops the graph's uses and closes its own memory, once the graph
+// is destroyed or its capture came to nothing. A second call does nothing.
 func (b *graphBuild) gone() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refs.drop()
 	b.refs = graphRefs{}
 	for m := range b.made {
-		m.lt.Close(func() (bool, error) { return true, nil })
+		m.lt.Close(func() (bool, error) { m.freed(); return true, nil })
 	}
 }
 
-// closeMade marks the buffers allocated during a capture that came to
-// nothing closed: their memory was the graph's.
-func (c *captureState) closeMade() {
-	for m := range c.made {
-		m.lt.Close(func() (bool, error) { m.freed(); return true, nil })
-	}
+// captured records, for a capture under way, that its work uses m.
+func (b *graphBuild) captured(m *allocation) {
+	b.mu.Lock()
+	b.useMem(m)
+	b.mu.Unlock()
+}
+
+// capturedModule records that a capture's work runs m's code.
+func (b *graphBuild) capturedModule(m *Module) {
+	b.mu.Lock()
+	b.useModule(m)
+	b.mu.Unlock()
+}
+
+// allocated records memory a capture allocated in stream order: the
+// graph's, which the capture must free.
+func (b *graphBuild) allocated(m *allocation) {
+	b.mu.Lock()
+	b.made[m] = true
+	b.mu.Unlock()
 }
 
 // capturing returns an error if s is capturing: op cannot be captured.

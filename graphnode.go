@@ -31,7 +31,7 @@ func (c *Context) NewGraph() (*Graph, error) {
 	if err := check(op, driver.GraphCreate(c.handle, &h, 0)); err != nil {
 		return nil, err
 	}
-	return newGraph(c, h, &graphBuild{seen: map[any]bool{}, made: map[*allocation]bool{}}), nil
+	return newGraph(c, h, newGraphBuild()), nil
 }
 
 // addNode adds a node of params p to g after the nodes after, with the
@@ -96,10 +96,9 @@ func (b *graphBuild) checkMem(op string, m *allocation) error {
 }
 
 // useMem counts memory checked by checkMem as used by the graph (b.mu
-// held), once its node is added, unless the graph's own alloc node made
-// it.
+// held), once its node is added, unless it is the graph's own.
 func (b *graphBuild) useMem(m *allocation) {
-	if m.graphOnly || b.seen[m] {
+	if _, own := b.made[m]; own || b.seen[m] {
 		return
 	}
 	b.seen[m] = true

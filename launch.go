@@ -280,7 +280,7 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	}
 	defer releaseAll(held)
 	if cs := s.capture.Load(); cs != nil {
-		cs.useModule(f.mod)
+		cs.capturedModule(f.mod)
 	}
 	for i, a := range args {
 		if v, ok := a.(Memory); ok {

@@ -27,7 +27,7 @@ type Stream struct {
 	queued, synced atomic.Uint64
 
 	// capture is the capture under way on the stream (Capture), or nil.
-	capture atomic.Pointer[captureState]
+	capture atomic.Pointer[graphBuild]
 
 	// cache keeps the memory of stream-ordered buffers freed on the stream
 	// for its next allocations (blockCache).

@@ -95,7 +95,7 @@ func (s *Stream) idle() bool { return s.synced.Load() == s.queued.Load() }
 func (s *Stream) uses(mem ...*allocation) {
 	if cs := s.capture.Load(); cs != nil {
 		for _, m := range mem {
-			cs.useMem(m)
+			cs.captured(m)
 		}
 		return
 	}
