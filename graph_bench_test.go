@@ -26,20 +26,34 @@ func benchGraph(b *testing.B) (*cuda.Stream, func() error) {
 	}
 }
 
+// replay times an op of launching e on s times times, each launch
+// followed by a synchronize when each is set, the last always.
+func replay(b *testing.B, s *cuda.Stream, e *cuda.GraphExec, times int, each bool) {
+	b.Helper()
+	for b.Loop() {
+		for range times {
+			if err := e.Launch(s); err != nil {
+				b.Fatal(err)
+			}
+			if each {
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkGraphReplay(b *testing.B) {
 	s, launches := benchGraph(b)
 	g := must(s.Capture(cuda.CaptureGlobal, launches))(b)
 	defer g.Close()
 	e := must(g.Instantiate())(b)
 	defer e.Close()
-	for b.Loop() {
-		if err := e.Launch(s); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Synchronize(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	replay(b, s, e, 1, false)
 }
 
 func BenchmarkStreamLaunches(b *testing.B) {
@@ -139,23 +153,6 @@ func BenchmarkGraphWhile(b *testing.B) {
 	counter := must(cuda.Alloc[uint32](ctx, 1))(b)
 	defer counter.Free()
 	cfg := cuda.LaunchConfigFor(n, nil)
-	launch := func(b *testing.B, e *cuda.GraphExec, times int, sync bool) {
-		for b.Loop() {
-			for range times {
-				if err := e.Launch(s); err != nil {
-					b.Fatal(err)
-				}
-				if sync {
-					if err := s.Synchronize(); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			if err := s.Synchronize(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 	for _, withSaxpy := range []bool{false, true} {
 		b.Run(map[bool]string{false: "while/countdown", true: "while/saxpy"}[withSaxpy], func(b *testing.B) {
 			g := must(ctx.NewGraph())(b)
@@ -170,7 +167,7 @@ func BenchmarkGraphWhile(b *testing.B) {
 			must(body.AddCountDown(after, c, counter))(b)
 			e := must(g.Instantiate())(b)
 			defer e.Close()
-			launch(b, e, 1, false)
+			replay(b, s, e, 1, false)
 		})
 	}
 	g := must(ctx.NewGraph())(b)
@@ -178,6 +175,6 @@ func BenchmarkGraphWhile(b *testing.B) {
 	must(g.AddKernel(nil, saxpy, cfg, float32(1), x, x, uint32(n)))(b)
 	e := must(g.Instantiate())(b)
 	defer e.Close()
-	b.Run("host/queued", func(b *testing.B) { launch(b, e, k, false) })
-	b.Run("host/decided", func(b *testing.B) { launch(b, e, k, true) })
+	b.Run("host/queued", func(b *testing.B) { replay(b, s, e, k, false) })
+	b.Run("host/decided", func(b *testing.B) { replay(b, s, e, k, true) })
 }

@@ -153,14 +153,7 @@ func BenchmarkDependentChain(b *testing.B) {
 			defer g.Close()
 			e := must(g.Instantiate())(b)
 			defer e.Close()
-			for b.Loop() {
-				if err := e.Launch(s); err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Synchronize(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			replay(b, s, e, 1, false)
 		})
 	}
 }
