@@ -32,6 +32,13 @@ func (c *GraphCondition) Handle() uint64 {
 	return c.handle
 }
 
+func (c *GraphCondition) valid(op string) error {
+	if c == nil || c.g == nil {
+		return errorf(op, ErrInvalidValue, "nil or zero *GraphCondition: make one with Graph.NewCondition")
+	}
+	return nil
+}
+
 // conditionalVersion is the first driver with conditional nodes (CUDA
 // 12.4).
 var conditionalVersion = Version{Major: 12, Minor: 4}
@@ -89,8 +96,8 @@ func (g *Graph) AddWhile(after []*GraphNode, c *GraphCondition) (*GraphNode, *Gr
 }
 
 func (g *Graph) addConditional(op string, after []*GraphNode, c *GraphCondition, typ int32) (*GraphNode, *Graph, error) {
-	if c == nil || c.g == nil {
-		return nil, nil, errorf(op, ErrInvalidValue, "nil or zero *GraphCondition: make one with Graph.NewCondition")
+	if err := c.valid(op); err != nil {
+		return nil, nil, err
 	}
 	if c.g != g {
 		return nil, nil, errorf(op, ErrInvalidValue, "the condition is another graph's: make it with this graph's NewCondition")
@@ -131,8 +138,8 @@ func (g *Graph) addSetCondition(op string, after []*GraphNode, c *GraphCondition
 	if err := g.valid(op); err != nil {
 		return nil, err
 	}
-	if c == nil || c.g == nil {
-		return nil, errorf(op, ErrInvalidValue, "nil or zero *GraphCondition: make one with Graph.NewCondition")
+	if err := c.valid(op); err != nil {
+		return nil, err
 	}
 	if c.g.root() != g.root() {
 		return nil, errorf(op, ErrInvalidValue, "the condition is another graph's")
