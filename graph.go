@@ -125,6 +125,10 @@ type graphBuild struct {
 	// order during its capture, or by its alloc nodes; true once freed in
 	// the graph.
 	made map[*allocation]bool
+	// lastModule is the module capturedModule recorded last: a capture's
+	// launches mostly run one module's kernels, and need not take mu to
+	// find it seen.
+	lastModule atomic.Pointer[Module]
 }
 
 func newGraphBuild() *graphBuild {
@@ -302,9 +306,13 @@ func (b *graphBuild) captured(m *allocation) {
 
 // capturedModule records that a capture's work runs m's code.
 func (b *graphBuild) capturedModule(m *Module) {
+	if b.lastModule.Load() == m {
+		return
+	}
 	b.mu.Lock()
 	b.useModule(m)
 	b.mu.Unlock()
+	b.lastModule.Store(m)
 }
 
 // allocated records memory a capture allocated in stream order: the

@@ -84,6 +84,20 @@ func BenchmarkGraphCapture(b *testing.B) {
 	}
 }
 
+// BenchmarkGraphCaptureOnly captures the 100 launches and closes the
+// graph: the launches' cost in a capture, without the driver's
+// instantiation or update.
+func BenchmarkGraphCaptureOnly(b *testing.B) {
+	s, launches := benchGraph(b)
+	for b.Loop() {
+		g, err := s.Capture(cuda.CaptureGlobal, launches)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g.Close()
+	}
+}
+
 func BenchmarkGraphUpdate(b *testing.B) {
 	s, launches := benchGraph(b)
 	g := must(s.Capture(cuda.CaptureGlobal, launches))(b)

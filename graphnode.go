@@ -133,7 +133,7 @@ func (f *Function) kernelParams(op string, pb *paramBlock, cfg LaunchConfig, arg
 	if cfg.hasAttributes() {
 		return p, nil, errorf(op, ErrNotSupported, "launch attributes%s on a graph node: capture the launch (Stream.Capture) instead", cfg.attributeText())
 	}
-	_, _, dims, err := cfg.dims(op)
+	dims, err := cfg.dims(op)
 	if err != nil {
 		return p, nil, err
 	}

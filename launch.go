@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -20,9 +21,12 @@ type Function struct {
 	// params is what is known of the kernel's parameters, read at the
 	// first launch that succeeds in reading it (a failure is not kept):
 	// the count and sizes from the driver (CUDA 12.4 and later) or the
-	// PTX text, and the types from the PTX text.
+	// PTX text, and the types from the PTX text. paramsRead is set, under
+	// paramsMu, once the fields after it are final: a launch that sees it
+	// set reads them without the lock, which concurrent launches of one
+	// kernel would otherwise all take.
 	paramsMu   sync.Mutex
-	paramsRead bool
+	paramsRead atomic.Bool
 	params     []paramInfo
 	paramsKnown,
 	typesKnown bool
@@ -178,18 +182,19 @@ type LaunchConfig struct {
 // dims checks cfg's grid, block and dynamic shared memory and returns
 // the grid and block with zero Y and Z made 1, and the six as the driver
 // takes them.
-func (cfg *LaunchConfig) dims(op string) (grid, block Dim3, dims [6]uint32, err error) {
-	grid, block = cfg.Grid.norm(), cfg.Block.norm()
-	for i, d := range []int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z} {
+func (cfg *LaunchConfig) dims(op string) (dims [6]uint32, err error) {
+	grid, block := cfg.Grid.norm(), cfg.Block.norm()
+	all := [6]int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z}
+	for i, d := range all {
 		if d < 0 || d > math.MaxUint32 || d == 0 && i != 0 {
-			return grid, block, dims, errorf(op, ErrInvalidValue, "grid %v, block %v: every dimension must be from 1 to %d (a grid's X may be 0: no launch)", grid, block, uint32(math.MaxUint32))
+			return dims, errorf(op, ErrInvalidValue, "grid %v, block %v: every dimension must be from 1 to %d (a grid's X may be 0: no launch)", grid, block, uint32(math.MaxUint32))
 		}
 		dims[i] = uint32(d)
 	}
 	if cfg.SharedMemBytes < 0 || cfg.SharedMemBytes > math.MaxUint32 {
-		return grid, block, dims, errorf(op, ErrInvalidValue, "dynamic shared memory %d bytes out of range", cfg.SharedMemBytes)
+		return dims, errorf(op, ErrInvalidValue, "dynamic shared memory %d bytes out of range", cfg.SharedMemBytes)
 	}
-	return grid, block, dims, nil
+	return dims, nil
 }
 
 // maxParamBytes is the kernel parameter space the driver guarantees on
@@ -238,6 +243,51 @@ var paramBlocks = sync.Pool{New: func() any { return new(paramBlock) }}
 // surface at the next synchronize, as cuda.Error with the code's name.
 func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	const op = "Function.Launch"
+	var l launchShape
+	if err := f.checkLaunch(op, &cfg, &l); err != nil {
+		return err
+	}
+	// Launch, launchHeld and launchBound are split so that each has
+	// few returns beside its defer: the compiler then inlines the
+	// deferred calls, where a function with many returns pays for a
+	// deferred record at each call (a capture's launches run back to
+	// back).
+	pb := paramBlocks.Get().(*paramBlock)
+	defer paramBlocks.Put(pb)
+	// Hold the module, the stream and every buffer passed, so that none
+	// is closed or freed under the launch. A small array keeps the common
+	// launch free of allocations.
+	var heldArray [8]heldLife
+	held := append(heldArray[:0], heldLife{&f.mod.life, "the kernel's module"}, heldLife{&cfg.Stream.life, "the stream"})
+	held, err := f.marshal(op, pb, args, held)
+	if err != nil {
+		return err
+	}
+	if held, err = holdAll(op, held); err != nil {
+		return err
+	}
+	defer releaseAll(held)
+	return f.launchHeld(op, &cfg, &l, pb, args)
+}
+
+// launchShape is a launch's checked shape: the grid and block as the six
+// numbers the driver takes, and the cluster (zero for none).
+type launchShape struct {
+	dims    [6]uint32
+	cluster Dim3
+	ex      bool // the launch has attributes: cuLaunchKernelEx
+}
+
+func (l *launchShape) grid() Dim3 {
+	return Dim3{int(l.dims[0]), int(l.dims[1]), int(l.dims[2])}
+}
+
+func (l *launchShape) block() Dim3 {
+	return Dim3{int(l.dims[3]), int(l.dims[4]), int(l.dims[5])}
+}
+
+// checkLaunch checks what Launch can without holding anything, into l.
+func (f *Function) checkLaunch(op string, cfg *LaunchConfig, l *launchShape) error {
 	if err := f.valid(op); err != nil {
 		return err
 	}
@@ -251,34 +301,21 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	if s.ctx != f.mod.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the kernel's module")
 	}
-	grid, block, dims, err := cfg.dims(op)
-	if err != nil {
+	var err error
+	if l.dims, err = cfg.dims(op); err != nil {
 		return err
 	}
-	ex := cfg.hasAttributes()
-	var cluster Dim3
-	if ex {
-		var err error
-		if cluster, err = cfg.checkShape(op, grid); err != nil {
+	if l.ex = cfg.hasAttributes(); l.ex {
+		if l.cluster, err = cfg.checkShape(op, l.grid()); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	pb := paramBlocks.Get().(*paramBlock)
-	defer paramBlocks.Put(pb)
-	// Hold the module, the stream and every buffer passed, so that none
-	// is closed or freed under the launch. A small array keeps the common
-	// launch free of allocations.
-	var heldArray [8]heldLife
-	held := append(heldArray[:0], heldLife{&f.mod.life, "the kernel's module"}, heldLife{&s.life, "the stream"})
-	held, err = f.marshal(op, pb, args, held)
-	if err != nil {
-		return err
-	}
-	if held, err = holdAll(op, held); err != nil {
-		return err
-	}
-	defer releaseAll(held)
+// launchHeld is Launch with the module, the stream and the buffers held.
+func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *paramBlock, args []any) error {
+	s := cfg.Stream
 	if cs := s.capture.Load(); cs != nil {
 		cs.capturedModule(f.mod)
 	}
@@ -291,30 +328,37 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 			s.uses(m)
 		}
 	}
-	if dims[0] == 0 {
+	if l.dims[0] == 0 {
 		return nil // no blocks: nothing to run, as for an empty buffer
 	}
 	if err := f.mod.ctx.bind(op); err != nil {
 		return err
 	}
 	defer f.mod.ctx.unbind()
+	return f.launchBound(op, cfg, l, pb, len(args) > 0)
+}
+
+// launchBound makes the driver's call, with the context bound.
+func (f *Function) launchBound(op string, cfg *LaunchConfig, l *launchShape, pb *paramBlock, hasArgs bool) error {
+	s := cfg.Stream
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
 	// A kernel known to take no parameters gets no parameter array, as C
 	// passes it: the driver then has nothing to read.
 	var params unsafe.Pointer
-	if len(args) > 0 || !f.paramsKnown {
+	if hasArgs || !f.paramsKnown {
 		params = unsafe.Pointer(&pb.ptrs[0])
 	}
 	var r driver.Status
-	if ex {
-		if err := f.checkAttributes(op, &cfg, grid, block); err != nil {
+	if l.ex {
+		if err := f.checkAttributes(op, cfg, l.grid(), l.block()); err != nil {
 			return err
 		}
-		r = driver.LaunchKernelEx(f.mod.ctx.handle, pb.launchConfig(&cfg, dims, cluster), f.handle, params, nil)
+		r = driver.LaunchKernelEx(f.mod.ctx.handle, pb.launchConfig(cfg, l.dims, l.cluster), f.handle, params, nil)
 	} else {
-		r = driver.LaunchKernel(f.mod.ctx.handle, f.handle, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
+		d := &l.dims
+		r = driver.LaunchKernel(f.mod.ctx.handle, f.handle, d[0], d[1], d[2], d[3], d[4], d[5],
 			uint32(cfg.SharedMemBytes), s.handle, params, nil)
 	}
 	if err := check(op, r); err != nil {
@@ -471,9 +515,12 @@ func isFloat(v any) bool {
 // module was loaded from; their types from that PTX. A failure is returned
 // and not kept: the next launch asks again.
 func (f *Function) readParams(op string) error {
+	if f.paramsRead.Load() {
+		return nil
+	}
 	f.paramsMu.Lock()
 	defer f.paramsMu.Unlock()
-	if f.paramsRead {
+	if f.paramsRead.Load() {
 		return nil
 	}
 	if err := f.mod.enter(op); err != nil {
@@ -498,7 +545,8 @@ func (f *Function) readParams(op string) error {
 		}
 		f.typesKnown = true
 	}
-	f.params, f.paramsKnown, f.paramsRead = params, known, true
+	f.params, f.paramsKnown = params, known
+	f.paramsRead.Store(true)
 	return nil
 }
 

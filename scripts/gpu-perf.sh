@@ -26,6 +26,10 @@
 #             bench/cref/graphbench.c, bench/cref/graphwhile.cu (While nodes,
 #             linked with the device runtime) and bench/torch_graph.py, two interleaved
 #             rounds: OUTDIR/graphs.txt
+#   capture   capturing 100 launches (BenchmarkGraphCapture, BenchmarkGraphCaptureOnly,
+#             BenchmarkGraphUpdate), purego and cgo, beside bench/cref/graphbench.c's
+#             rows, seven interleaved rounds and their medians, then a CPU profile of each set:
+#             OUTDIR/capture.txt, OUTDIR/capture-tests{,-cgo}.pprof
 #   blas      cuBLAS products (package cublas: BenchmarkGemm, BenchmarkGemmBatched,
 #             BenchmarkGemmCall), purego and cgo, beside bench/torch_matmul.py and
 #             bench/cref/gemmcall.c, in one run: OUTDIR/blas.txt
@@ -103,7 +107,7 @@
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [rand] [growable] [stats] [versus] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [capture] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [rand] [growable] [stats] [versus] [pool]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -207,6 +211,35 @@ for section in $sections; do
 		done >"$out/graphs.txt" 2>&1
 		python3 bench/torch_graph.py >"$out/torch_graph.json" 2>"$out/torch_graph.err" || echo "torch_graph.py failed: see torch_graph.err" >&2
 		cat "$out/graphs.txt" "$out/torch_graph.json"
+		;;
+	capture)
+		nvcc -O2 -o /tmp/graphbench bench/cref/graphbench.c -lcuda
+		# C and Go run on the same four cores: unpinned, the machine's
+		# times for both moved by up to 2x between rounds, with where the
+		# scheduler put each.
+		pin=
+		if command -v taskset >/dev/null; then
+			pin="taskset -c 2-5"
+		fi
+		for round in 1 2 3 4 5 6 7; do
+			echo "== round $round: C"
+			$pin /tmp/graphbench testdata/kernels.ptx | grep -E '^Graph(Capture|Update)' | sed 's/^/C /'
+			for set in tests tests-cgo; do
+				echo "== round $round: $set"
+				$pin bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkGraph(Capture|CaptureOnly|Update)$' -test.benchtime 0.2s |
+					awk -v set=$set '/^Benchmark/ { sub(/^BenchmarkGraph/, "Graph", $1); sub(/-[0-9]+$/, "", $1); print set, $1, $3 }'
+			done
+		done >"$out/capture.txt" 2>&1
+		for set in tests tests-cgo; do
+			$pin bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkGraph(CaptureOnly|Update)$' -test.benchtime 2s \
+				-test.cpuprofile "$out/capture-$set.pprof" >/dev/null 2>&1
+		done
+		# The median of the rounds, µs per op, by row and set.
+		awk '!/^==/ { v[$2 " " $1] = v[$2 " " $1] " " $3 } END { for (k in v) print k, v[k] }' "$out/capture.txt" |
+			python3 -c 'import sys, statistics as st
+for l in sorted(sys.stdin):
+    f = l.split(); xs = [float(x) / 1000 for x in f[2:]]
+    print("%-18s %-10s median %7.1f  min %7.1f  max %7.1f" % (f[0], f[1], st.median(xs), min(xs), max(xs)))'
 		;;
 	blas)
 		lib=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null)

@@ -10,6 +10,10 @@
 //   StreamLaunches   the same 100 launches on the stream, then synchronized
 //   GraphCapture     capturing the 100 launches and instantiating the graph
 //   GraphUpdate      capturing them again and updating the instance in place
+//   GraphCaptureOnly capturing the 100 launches, then destroying the graph
+//   GraphCaptureBound the same, each launch preceded by cuCtxGetCurrent (what
+//                    gocuda's cgo shim asks before each call): the price of
+//                    that check
 //   GraphSetKernelParams  changing the arguments of node 50 of an instance
 //                    of 100 saxpy nodes built node by node
 //                    (cuGraphExecKernelNodeSetParams), no launch
@@ -50,6 +54,20 @@ static CUgraph capture(void) {
 	launches();
 	CHECK(cuStreamEndCapture(stream, &g));
 	return g;
+}
+
+static void graph_capture_only(void) { CHECK(cuGraphDestroy(capture())); }
+
+static void graph_capture_bound(void) {
+	CUgraph g;
+	CHECK(cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	for (int i = 0; i < 100; i++) {
+		CUcontext cur;
+		CHECK(cuCtxGetCurrent(&cur));
+		CHECK(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL));
+	}
+	CHECK(cuStreamEndCapture(stream, &g));
+	CHECK(cuGraphDestroy(g));
 }
 
 static void graph_replay(void) {
@@ -163,6 +181,8 @@ int main(int argc, char **argv) {
 	printf("StreamLaunches %.1f\n", measure(stream_launches));
 	printf("GraphCapture %.1f\n", measure(graph_capture));
 	printf("GraphUpdate %.1f\n", measure(graph_update));
+	printf("GraphCaptureOnly %.1f\n", measure(graph_capture_only));
+	printf("GraphCaptureBound %.1f\n", measure(graph_capture_bound));
 	CHECK(cuModuleGetFunction(&saxpy, mod, "saxpy"));
 	CHECK(cuMemAlloc(&x, 256 * sizeof(float)));
 	build_graph();
