@@ -159,6 +159,29 @@ type execState struct {
 	handle driver.GraphExec
 	refs   graphRefs
 	graph  *Graph // the graph it was made or last updated from, whose nodes SetKernelParams takes
+	// set is the memory each node's arguments use where SetKernelParams
+	// changed them, counted by the instance: a node set again drops what
+	// it used before, so that a loop setting arguments holds only what
+	// the nodes name now.
+	set map[*GraphNode][]*allocation
+}
+
+// dropSet drops the uses of the arguments SetKernelParams set: the
+// instance runs its graph's again (Update), or is gone.
+func (x *execState) dropSet() {
+	for _, uses := range x.set {
+		for _, m := range uses {
+			m.graphs.n.Add(-1)
+		}
+	}
+	x.set = nil
+}
+
+// drop releases everything the instance counts.
+func (x *execState) drop() {
+	x.refs.drop()
+	x.refs = graphRefs{}
+	x.dropSet()
 }
 
 // Capture records the work that record queues on s into a graph, instead
@@ -441,7 +464,7 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	ctx := g.ctx
 	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(st *execState) {
 		forgotten(ctx, track.GraphExec, func() { driver.GraphExecDestroy(ctx.handle, st.handle) })
-		st.refs.drop()
+		st.drop()
 	}, st))
 	return e, nil
 }
@@ -506,6 +529,9 @@ func (e *GraphExec) Launch(s *Stream) error {
 	e.st.mu.Lock()
 	defer e.st.mu.Unlock()
 	s.uses(e.st.refs.allocs...)
+	for _, uses := range e.st.set {
+		s.uses(uses...)
+	}
 	return check(op, driver.GraphLaunch(e.ctx.handle, e.st.handle, s.handle))
 }
 
@@ -546,7 +572,7 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	st := driver.GraphExecUpdate(e.ctx.handle, x.handle, g.handle, unsafe.Pointer(&info))
 	switch {
 	case st.OK():
-		x.refs.drop()
+		x.drop()
 		x.refs = g.b.refs.acquire()
 		x.graph = g
 		return false, nil
@@ -564,7 +590,7 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 		return false, err
 	}
 	x.handle = h
-	x.refs.drop()
+	x.drop()
 	x.refs = g.b.refs.acquire()
 	x.graph = g
 	return true, nil
@@ -580,5 +606,5 @@ func (e *GraphExec) Close() error {
 		e.st.mu.Lock()
 		defer e.st.mu.Unlock()
 		return check(op, driver.GraphExecDestroy(e.ctx.handle, e.st.handle))
-	}, func() { e.st.refs.drop() })
+	}, func() { e.st.drop() })
 }

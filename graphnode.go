@@ -482,7 +482,11 @@ func (g *Graph) AddFree(after []*GraphNode, m *GraphMemory) (*GraphNode, error) 
 // instance was made or last updated from (not of a conditional body),
 // without instantiating again: the next launches run with them, those
 // queued before keep theirs. The kernel stays n's. The memory the new
-// arguments use is kept from being freed while the instance is open.
+// arguments use is kept from being freed while the instance runs with it:
+// until n is set again, the instance is updated (Update), or closed. Then
+// what the earlier call named can be freed, unless the graph uses it too;
+// Free waits for the launches queued with it first, as for any buffer a
+// stream used.
 func (e *GraphExec) SetKernelParams(n *GraphNode, cfg LaunchConfig, args ...any) error {
 	const op = "GraphExec.SetKernelParams"
 	if err := e.valid(op); err != nil {
@@ -535,7 +539,13 @@ func (e *GraphExec) SetKernelParams(n *GraphNode, cfg LaunchConfig, args ...any)
 	}
 	for _, m := range uses {
 		m.graphs.n.Add(1)
-		x.refs.allocs = append(x.refs.allocs, m)
 	}
+	for _, m := range x.set[n] {
+		m.graphs.n.Add(-1)
+	}
+	if x.set == nil {
+		x.set = map[*GraphNode][]*allocation{}
+	}
+	x.set[n] = uses
 	return nil
 }

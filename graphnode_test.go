@@ -195,6 +195,43 @@ func TestGraphSetKernelParams(t *testing.T) {
 	if err := y2.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Free of a buffer an instance's new arguments use: %v; want ErrInvalidValue", err)
 	}
+	// Set again, the node lets go of what it named before (the launch
+	// queued with it is waited for by Free) and holds the new buffer,
+	// until the instance runs its graph's arguments again. (y2 is the
+	// first graph's too, through its memset node.)
+	y3 := must(cuda.Zeroed[float32](ctx, n))(t)
+	defer y3.Free()
+	y4 := must(cuda.Zeroed[float32](ctx, n))(t)
+	defer y4.Free()
+	if err := e2.SetKernelParams(k2, cuda.LaunchConfigFor(n, nil), float32(5), x, y3, uint32(n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := e2.SetKernelParams(k2, cuda.LaunchConfigFor(n, nil), float32(4), x, y4, uint32(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := y3.Free(); err != nil {
+		t.Errorf("Free of a buffer a node no longer uses: %v", err)
+	}
+	if err := e2.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(toHost(y4))(t); got[0] != 4 || got[n-1] != 4 {
+		t.Errorf("after setting the node again: y4 = %v ... %v, want 4", got[0], got[n-1])
+	}
+	if err := y4.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of a buffer the node uses now: %v; want ErrInvalidValue", err)
+	}
+	if re, err := e2.Update(g2); err != nil || re {
+		t.Fatalf("Update from the instance's own graph: reinstantiated %v, %v", re, err)
+	}
+	if err := y4.Free(); err != nil {
+		t.Errorf("Free after Update gave the node its graph's arguments again: %v", err)
+	}
 }
 
 // TestGraphConditional: a While node runs its body as many times as its
