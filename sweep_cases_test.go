@@ -893,7 +893,7 @@ func sweepCases() []sweepCase {
 			// it, as NCCL's do (Comm.Abort is the way out, not Close).
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var comms []*nccl.Comm
-				var one, launched, split *nccl.Comm
+				var one, launched, split, lsplit *nccl.Comm
 				var reg *nccl.Registration
 				var mem *nccl.Allocation
 				b, g := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t), must(cuda.Alloc[float32](e.ctx, 2))(t)
@@ -943,6 +943,16 @@ func sweepCases() []sweepCase {
 								launched, err = nccl.NewCommFromLaunch(context.Background(), e.ctx, nccl.Launch{Size: 1, Addr: "127.0.0.1:1"})
 								return err
 							},
+							// It is non-blocking: NCCL may leave each call
+							// in progress, and gocuda waits.
+							func() error { return nccl.AllReduce(launched, b, b, nccl.Sum, e.s) },
+							func() error {
+								return nccl.Group(func() error { return nccl.AllReduce(launched, b, b, nccl.Sum, e.s) })
+							},
+							func() (err error) { lsplit, err = launched.Split(0, 0); return err },
+							func() error { return nccl.AllReduce(lsplit, b, b, nccl.Sum, e.s) },
+							func() error { return e.s.Synchronize() },
+							func() error { return lsplit.Close() },
 							func() error { return launched.Close() },
 						)
 					}, func(t *testing.T, _ error) {
@@ -950,7 +960,7 @@ func sweepCases() []sweepCase {
 						if err := errors.Join(reg.Close(), mem.Free()); err != nil {
 							t.Errorf("cleanup: %v", err)
 						}
-						for _, c := range append(comms, one, launched, split) {
+						for _, c := range append(comms, one, launched, split, lsplit) {
 							if c != nil && c.Close() != nil {
 								if err := c.Close(); err != nil {
 									t.Errorf("closing a communicator again: %v", err)

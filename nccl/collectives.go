@@ -180,6 +180,6 @@ func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, mems []cuda.
 		return errorf(op, cuda.ErrInvalidValue, "the stream belongs to another context than the communicator's rank")
 	}
 	return s.Do(func(stream uintptr) error {
-		return call(op, name, fn, append(args, c.handle, stream)...)
+		return c.do(op, name, fn, append(args, c.handle, stream)...)
 	}, mems...)
 }

@@ -72,6 +72,9 @@ type Comm struct {
 	handle uintptr
 	rank   int
 	size   int
+	// nonBlocking: made without blocking, and so NCCL's calls on it may
+	// leave it in progress (progress.go).
+	nonBlocking bool
 
 	// regMu guards regs, the buffers registered with the communicator
 	// (Register), which Close deregisters first. A leaf.
@@ -215,6 +218,12 @@ const unset = math.MinInt32
 // error (context.Canceled or context.DeadlineExceeded); an initialization
 // that fails (a rank that died: RemoteError, Timeout) returns NCCL's result.
 // Needs NCCL 2.23 or later.
+//
+// The communicator stays non-blocking in NCCL (and so do those Split makes
+// of it): NCCL may leave any call on it in progress. Each gocuda call
+// waits for that (ncclCommGetAsyncError), and Group for every
+// communicator it named, so that they return with their work queued on
+// the stream, as they do on a communicator NewComm made.
 func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 	const op = "NewCommContext"
 	if ctx == nil {
@@ -252,7 +261,9 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 		}
 		switch r := Result(*state); r {
 		case Success:
-			return newComm(cc, *handle, rank, nranks), nil
+			c := newComm(cc, *handle, rank, nranks)
+			c.nonBlocking = true
+			return c, nil
 		case InProgress:
 		default:
 			abort(cc, *handle)
@@ -304,13 +315,20 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	defer c.life.Release()
 	handle, rank, size := new(uintptr), new(int32), new(int32)
 	err := c.ctx.Do(func() error {
-		if err := call(op, "ncclCommSplit", lib.fn.commSplit, c.handle, uintptr(int64(color)), uintptr(int64(key)), uintptr(unsafe.Pointer(handle)), 0); err != nil {
+		// The new communicator has c's configuration (none is given): a
+		// split of a non-blocking one is made without blocking, done once
+		// NCCL's state of the new one is no longer in progress.
+		err := call(op, "ncclCommSplit", lib.fn.commSplit, c.handle, uintptr(int64(color)), uintptr(int64(key)), uintptr(unsafe.Pointer(handle)), 0)
+		if c.nonBlocking && *handle != 0 && (err == nil || errors.Is(err, InProgress)) {
+			if err = settle(op, "ncclCommSplit", *handle); err != nil {
+				call(op, "ncclCommAbort", lib.fn.commAbort, *handle)
+				return err
+			}
+		}
+		if err != nil || *handle == 0 {
 			return err
 		}
-		if *handle == 0 {
-			return nil
-		}
-		err := errors.Join(call(op, "ncclCommUserRank", lib.fn.commUserRank, *handle, uintptr(unsafe.Pointer(rank))),
+		err = errors.Join(call(op, "ncclCommUserRank", lib.fn.commUserRank, *handle, uintptr(unsafe.Pointer(rank))),
 			call(op, "ncclCommCount", lib.fn.commCount, *handle, uintptr(unsafe.Pointer(size))))
 		if err != nil {
 			call(op, "ncclCommDestroy", lib.fn.commDestroy, *handle)
@@ -320,7 +338,9 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if err != nil || *handle == 0 {
 		return nil, err
 	}
-	return newComm(c.ctx, *handle, int(*rank), int(*size)), nil
+	sc := newComm(c.ctx, *handle, int(*rank), int(*size))
+	sc.nonBlocking = c.nonBlocking
+	return sc, nil
 }
 
 // Rank returns the rank of c in its communicator.
@@ -465,11 +485,19 @@ func Group(fn func() error) error {
 	}
 	runtime.LockOSThread() // NCCL's group state is per thread
 	defer runtime.UnlockOSThread()
+	grouped.open.Add(1)
+	defer endGroup()
 	if err := call(op, "ncclGroupStart", lib.fn.groupStart); err != nil {
 		return err
 	}
 	ferr := fn()
-	return errors.Join(ferr, call(op, "ncclGroupEnd", lib.fn.groupEnd))
+	eerr := call(op, "ncclGroupEnd", lib.fn.groupEnd)
+	if errors.Is(eerr, InProgress) {
+		// The group's non-blocking communicators are in progress: its
+		// work is queued once they are not.
+		eerr = settleGrouped(op)
+	}
+	return errors.Join(ferr, eerr)
 }
 
 // String describes the rank.

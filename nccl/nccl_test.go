@@ -1,17 +1,12 @@
 package nccl_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -266,71 +261,6 @@ func TestUniqueIDRanks(t *testing.T) {
 			if want := in[0][i] + in[1][i]; out[r][i] != want {
 				t.Fatalf("rank %d, element %d: %v, want %v", r, i, out[r][i], want)
 			}
-		}
-	}
-}
-
-// TestTwoProcesses is the all-reduce of TestUniqueIDRanks between two
-// processes, one GPU each, as on two hosts. It needs two real GPUs: the
-// fake driver's ranks live in one process.
-func TestTwoProcesses(t *testing.T) {
-	if rank := os.Getenv("GOCUDA_TEST_NCCL_RANK"); rank != "" {
-		twoProcessRank(t, rank)
-		return
-	}
-	requireNCCL(t)
-	if n, _ := cuda.DeviceCount(); cudatest.IsFake() || n < 2 {
-		t.Skipf("needs two GPUs (the %s driver sees %d)", cudatest.Kind(), n)
-	}
-	// The processes meet as a launcher's would: rank 0 serves the id.
-	host, port, _ := net.SplitHostPort(freeAddr(t))
-	var wg sync.WaitGroup
-	outs := make([][]byte, 2)
-	errs := make([]error, 2)
-	for r := range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcesses$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GOCUDA_TEST_NCCL_RANK=1", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
-			"MASTER_ADDR="+host, "MASTER_PORT="+port)
-		wg.Go(func() { outs[r], errs[r] = cmd.CombinedOutput() })
-	}
-	wg.Wait()
-	for r := range 2 {
-		if errs[r] != nil || !strings.Contains(string(outs[r]), "--- PASS") {
-			t.Errorf("rank %d: %v\n%s", r, errs[r], outs[r])
-		}
-	}
-}
-
-// twoProcessRank is one process of TestTwoProcesses: rank r on device r
-// all-reduces r+1 and i: the sum is 3 and 2i.
-func twoProcessRank(t *testing.T, _ string) {
-	l := must(nccl.LaunchFromEnv())(t)
-	r := l.Rank
-	ctx := must(cuda.NewContext(must(cuda.GetDevice(r))(t)))(t)
-	defer ctx.Close()
-	deadline, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := must(nccl.NewCommFromLaunch(deadline, ctx, l))(t)
-	defer c.Close()
-	s := must(ctx.NewStream())(t)
-	defer s.Close()
-	const n = 1 << 20
-	in := make([]int64, 2*n)
-	for i := range n {
-		in[i], in[n+i] = int64(r+1), int64(i)
-	}
-	b := must(cuda.FromHost(ctx, in))(t)
-	defer b.Free()
-	if err := nccl.AllReduce(c, b, b, nccl.Sum, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Synchronize(); err != nil {
-		t.Fatal(err)
-	}
-	out := download(t, b)
-	for i := range n {
-		if out[i] != 3 || out[n+i] != 2*int64(i) {
-			t.Fatalf("element %d: %d and %d, want 3 and %d", i, out[i], out[n+i], 2*i)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func (c *Comm) Register(buf cuda.Memory) (*Registration, error) {
 	}
 	handle := new(uintptr)
 	if err := c.ctx.Do(func() error {
-		return call(op, "ncclCommRegister", lib.fn.commRegister, c.handle, ptr, bytes, uintptr(unsafe.Pointer(handle)))
+		return c.do(op, "ncclCommRegister", lib.fn.commRegister, c.handle, ptr, bytes, uintptr(unsafe.Pointer(handle)))
 	}); err != nil {
 		release()
 		return nil, err
@@ -83,7 +83,7 @@ func (r *Registration) Close() error {
 func (r *Registration) deregister(op string) error {
 	_, err := r.life.Close(func() (bool, error) {
 		if err := r.c.ctx.Do(func() error {
-			return call(op, "ncclCommDeregister", lib.fn.commDeregister, r.c.handle, r.handle)
+			return r.c.do(op, "ncclCommDeregister", lib.fn.commDeregister, r.c.handle, r.handle)
 		}); err != nil {
 			return false, err
 		}

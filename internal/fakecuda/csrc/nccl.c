@@ -42,6 +42,22 @@ struct fake_comm {
 	long sent[MAX_RANKS];    // sends issued to each peer, which number them
 	long received[MAX_RANKS]; // receives issued from each peer
 	int pending;              // its collectives, sends and receives queued and not yet run, under mu
+	// A non-blocking communicator (made by ncclCommInitRankScalable with
+	// config->blocking = 0, or split from one) leaves each collective,
+	// send and receive in progress, as NCCL may: the call returns
+	// ncclInProgress (or, in a group, ncclGroupEnd does), and the part is
+	// queued on its stream only once ncclCommGetAsyncError has reported
+	// ncclInProgress busy times. Until then NCCL refuses the next call.
+	int nonblocking, busy;
+	struct deferred *deferred;
+};
+
+// A deferred part is one a non-blocking communicator holds until its call
+// is no longer in progress.
+struct deferred {
+	struct coll_part *p;
+	CUstream s;
+	struct deferred *next;
 };
 
 
@@ -68,6 +84,11 @@ static struct clique *cliques;
 static pthread_cond_t nccl_cond = PTHREAD_COND_INITIALIZER;
 static __thread char nccl_last_error[256];
 static __thread int nccl_group_depth;
+// The non-blocking communicators the thread's group has held parts of,
+// which ncclGroupEnd leaves in progress.
+#define MAX_GROUPED 64
+static __thread struct fake_comm *nccl_grouped[MAX_GROUPED];
+static __thread int nccl_ngrouped;
 
 static int nccl_fail(int code, const char *msg) {
 	snprintf(nccl_last_error, sizeof nccl_last_error, "%s", msg);
@@ -200,6 +221,45 @@ static int queue_part(struct coll_part *p, CUstream s) {
 		return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not live");
 	}
 	return NCCL_SUCCESS;
+}
+
+// submit queues p on s; a non-blocking communicator holds it instead,
+// until its call is no longer in progress (see fake_comm).
+static int submit(struct fake_comm *c, struct coll_part *p, CUstream s) {
+	if (!c->nonblocking) return queue_part(p, s);
+	struct deferred *d = malloc(sizeof *d);
+	*d = (struct deferred){p, s, NULL};
+	pthread_mutex_lock(&mu);
+	struct deferred **pp = &c->deferred;
+	while (*pp) pp = &(*pp)->next;
+	*pp = d;
+	int grouped = nccl_group_depth > 0;
+	if (grouped) {
+		int seen = 0;
+		for (int i = 0; i < nccl_ngrouped; i++) seen |= nccl_grouped[i] == c;
+		if (!seen && nccl_ngrouped < MAX_GROUPED) nccl_grouped[nccl_ngrouped++] = c;
+	} else {
+		c->busy = 2;
+	}
+	pthread_mutex_unlock(&mu);
+	return grouped ? NCCL_SUCCESS : NCCL_IN_PROGRESS;
+}
+
+// take_deferred returns c's held parts and forgets them (mu held).
+static struct deferred *take_deferred(struct fake_comm *c) {
+	struct deferred *d = c->deferred;
+	c->deferred = NULL;
+	return d;
+}
+
+// free_deferred frees held parts that will never run.
+static void free_deferred(struct deferred *d) {
+	while (d) {
+		struct deferred *next = d->next;
+		free(d->p);
+		free(d);
+		d = next;
+	}
 }
 
 void run_collective(struct coll_part *p) {
@@ -338,6 +398,7 @@ EXPORT int ncclCommInitRankScalable(struct fake_comm **comm, int nranks, int ran
 	if (r == NCCL_SUCCESS && nonblocking) {
 		// Non-blocking: the communicator is there at once, in progress
 		// until every rank has joined (ncclCommGetAsyncError).
+		c->nonblocking = 1;
 		int done = c->cl->joined == nranks;
 		pthread_mutex_unlock(&mu);
 		*comm = c;
@@ -416,8 +477,10 @@ static int comm_destroy(struct fake_comm *c, int abort) {
 		pthread_cond_broadcast(&nccl_cond);
 	}
 	// As NCCL's, the end waits for the rank's queued work, which an abort
-	// ends at once; none of it may touch c or its clique afterwards.
+	// ends at once; none of it may touch c or its clique afterwards. Parts
+	// still held for a call in progress never run.
 	while (c->pending) pthread_cond_wait(&nccl_cond, &mu);
+	struct deferred *dropped = take_deferred(c);
 	for (struct fake_reg **pp = &regs; *pp;) {
 		struct fake_reg *r = *pp;
 		if (r->comm != c) {
@@ -444,6 +507,7 @@ static int comm_destroy(struct fake_comm *c, int abort) {
 		free(cl);
 	}
 	pthread_mutex_unlock(&mu);
+	free_deferred(dropped);
 	free(c);
 	return NCCL_SUCCESS;
 }
@@ -500,12 +564,20 @@ EXPORT int ncclCommSplit(struct fake_comm *c, int color, int key, struct fake_co
 			return nccl_fail(NCCL_INTERNAL, "timed out waiting for the other ranks to split");
 		}
 	*newcomm = sp->made[c->rank];
+	// Without a config of its own, the new communicator has c's: split
+	// from a non-blocking one, it is in progress for a while.
+	int in_progress = 0;
+	if (*newcomm && c->nonblocking && !config) {
+		(*newcomm)->nonblocking = 1;
+		(*newcomm)->busy = 2;
+		in_progress = 1;
+	}
 	if (++sp->left == cl->nranks) {
 		free(sp);
 		cl->split = NULL;
 	}
 	pthread_mutex_unlock(&mu);
-	return NCCL_SUCCESS;
+	return in_progress ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
 }
 
 EXPORT int ncclCommGetAsyncError(struct fake_comm *c, int *state) {
@@ -513,8 +585,22 @@ EXPORT int ncclCommGetAsyncError(struct fake_comm *c, int *state) {
 	if (!state) return nccl_fail(NCCL_INVALID_ARGUMENT, "state is NULL");
 	pthread_mutex_lock(&mu);
 	int ok = comm_live(c);
-	if (ok) *state = c->cl->aborted ? NCCL_REMOTE_ERROR : c->cl->joined < c->cl->nranks ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
+	struct deferred *ready = NULL;
+	if (ok) {
+		*state = c->cl->aborted ? NCCL_REMOTE_ERROR : c->cl->joined < c->cl->nranks ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
+		if (*state == NCCL_SUCCESS && c->busy) {
+			*state = NCCL_IN_PROGRESS;
+			if (--c->busy == 0) ready = take_deferred(c);
+		}
+	}
 	pthread_mutex_unlock(&mu);
+	// The calls in progress are done: their parts go on their streams.
+	while (ready) {
+		struct deferred *next = ready->next;
+		queue_part(ready->p, ready->s);
+		free(ready);
+		ready = next;
+	}
 	return ok ? NCCL_SUCCESS : nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
 }
 
@@ -604,7 +690,18 @@ EXPORT int ncclGroupEnd(void) {
 	// end left counted would make this thread's later calls grouped.
 	nccl_group_depth--;
 	FAULT("ncclGroupEnd");
-	return NCCL_SUCCESS;
+	if (nccl_group_depth > 0) return NCCL_SUCCESS;
+	// The group's non-blocking communicators are in progress from here.
+	int n = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < nccl_ngrouped; i++)
+		if (comm_live(nccl_grouped[i]) && nccl_grouped[i]->deferred) {
+			nccl_grouped[i]->busy = 2;
+			n++;
+		}
+	pthread_mutex_unlock(&mu);
+	nccl_ngrouped = 0;
+	return n ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
 }
 
 // collective checks a rank's call and queues its part on the stream.
@@ -619,8 +716,10 @@ static int collective(const char *name, enum coll_kind kind, const void *send, v
 	int ok = comm_live(c);
 	int nranks = ok ? c->cl->nranks : 0, rank = ok ? c->rank : 0;
 	int stream_ok = ok && s && stream_live(s) && s->ctx->device == c->device;
+	int busy = ok && c->busy;
 	pthread_mutex_unlock(&mu);
 	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	if (busy) return nccl_fail(NCCL_INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
 	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
 	if (root < 0 || root >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "root out of range");
 	size_t in = count * es, out = count * es;
@@ -633,7 +732,7 @@ static int collective(const char *name, enum coll_kind kind, const void *send, v
 	struct coll_part *p = malloc(sizeof *p);
 	*p = (struct coll_part){.comm = c, .seq = ++c->seq, .kind = kind, .send = send, .recv = recv,
 		.count = count, .dtype = dtype, .op = op, .root = root};
-	return queue_part(p, s);
+	return submit(c, p, s);
 }
 
 // A message is the data of one send, taken when the send runs, until the
@@ -714,8 +813,10 @@ static int p2p(const char *name, enum coll_kind kind, const void *send, void *re
 	int ok = comm_live(c);
 	int nranks = ok ? c->cl->nranks : 0;
 	int stream_ok = ok && s && stream_live(s) && s->ctx->device == c->device;
+	int busy = ok && c->busy;
 	pthread_mutex_unlock(&mu);
 	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	if (busy) return nccl_fail(NCCL_INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
 	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
 	if (peer < 0 || peer >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "peer out of range");
 	const void *buf = kind == P2P_SEND ? send : recv;
@@ -725,7 +826,7 @@ static int p2p(const char *name, enum coll_kind kind, const void *send, void *re
 	long seq = kind == P2P_SEND ? ++c->sent[peer] : ++c->received[peer];
 	*p = (struct coll_part){.comm = c, .seq = seq, .kind = kind, .send = send, .recv = recv, .count = count,
 		.dtype = dtype, .root = peer, .grouped = nccl_group_depth > 0};
-	return queue_part(p, s);
+	return submit(c, p, s);
 }
 
 EXPORT int ncclSend(const void *send, size_t count, int dtype, int peer, struct fake_comm *c, CUstream s) {

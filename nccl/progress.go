@@ -1,0 +1,120 @@
+package nccl
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/lifetime"
+)
+
+// A communicator made without blocking (NewCommContext, NewCommFromLaunch,
+// and the ones Split makes of them) stays non-blocking: any NCCL call on it
+// may return ncclInProgress, and then the call's work (a collective queued
+// on its stream, a split's new communicator) is done only once
+// ncclCommGetAsyncError stops reporting ncclInProgress. Until then NCCL
+// refuses further calls on the communicator, and nothing else may be
+// queued on its stream. gocuda waits for that inside each call, so that a
+// call returns with its work queued whichever way the communicator was
+// made, and a stream synchronized after it never misses it.
+
+// settle waits until NCCL's state of the communicator h is no longer in
+// progress, and returns the error it is left with, if any, as the error of
+// name. It spins a little first: most calls finish within microseconds.
+func settle(op, name string, h uintptr) error {
+	state := new(int32)
+	start := time.Now()
+	for pause := time.Microsecond; ; {
+		if err := call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, h, uintptr(unsafe.Pointer(state))); err != nil {
+			return err
+		}
+		switch r := Result(*state); r {
+		case Success:
+			return nil
+		case InProgress:
+		default:
+			return resultError(op, name, r)
+		}
+		if time.Since(start) < 50*time.Microsecond {
+			runtime.Gosched()
+			continue
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+}
+
+// do is call for a call on c, with c held and its context bound: on a
+// non-blocking communicator it waits for what the call left in progress,
+// and notes c for the Group under way, if any.
+//
+//go:uintptrescapes
+func (c *Comm) do(op, name string, fn uintptr, args ...uintptr) error {
+	err := call(op, name, fn, args...)
+	switch {
+	case !c.nonBlocking:
+		return err
+	case errors.Is(err, InProgress):
+		return settle(op, name, c.handle)
+	case err == nil:
+		noteGrouped(c)
+	}
+	return err
+}
+
+// grouped is the non-blocking communicators named in calls made while a
+// Group was under way, on any goroutine: ncclGroupEnd may leave each of
+// its group's in progress, and Group waits for them. Which Group named
+// which is not known (NCCL's group is the calling thread's), so a Group
+// waits for every one named since the Groups under way began: more than
+// its own at times, never fewer. The set is emptied when the last Group
+// under way ends. mu is a leaf.
+var grouped struct {
+	open  atomic.Int32 // Groups under way
+	mu    sync.Mutex
+	comms map[*Comm]struct{}
+}
+
+// noteGrouped records c, named in a call that NCCL took, if a Group is under way.
+func noteGrouped(c *Comm) {
+	if grouped.open.Load() == 0 {
+		return
+	}
+	grouped.mu.Lock()
+	if grouped.comms == nil {
+		grouped.comms = map[*Comm]struct{}{}
+	}
+	grouped.comms[c] = struct{}{}
+	grouped.mu.Unlock()
+}
+
+// settleGrouped waits for every communicator noted, those still open.
+func settleGrouped(op string) error {
+	grouped.mu.Lock()
+	comms := make([]*Comm, 0, len(grouped.comms))
+	for c := range grouped.comms {
+		comms = append(comms, c)
+	}
+	grouped.mu.Unlock()
+	var errs []error
+	for _, c := range comms {
+		if c.life.Hold() != lifetime.Held {
+			continue // closed since: nothing of it is left to wait for
+		}
+		errs = append(errs, c.ctx.Do(func() error { return settle(op, "ncclGroupEnd", c.handle) }))
+		c.life.Release()
+	}
+	return errors.Join(errs...)
+}
+
+// endGroup ends a Group's part in grouped.
+func endGroup() {
+	grouped.mu.Lock()
+	if grouped.open.Add(-1) == 0 {
+		grouped.comms = nil
+	}
+	grouped.mu.Unlock()
+}
