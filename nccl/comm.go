@@ -317,12 +317,18 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	err := c.ctx.Do(func() error {
 		// The new communicator has c's configuration (none is given): a
 		// split of a non-blocking one is made without blocking, done once
-		// NCCL's state of the new one is no longer in progress.
+		// NCCL's state of c, and then of the new one, is no longer in
+		// progress (NCCL 2.28 leaves c in progress, and the new one's rank
+		// and size unset until then).
 		err := call(op, "ncclCommSplit", lib.fn.commSplit, c.handle, uintptr(int64(color)), uintptr(int64(key)), uintptr(unsafe.Pointer(handle)), 0)
-		if c.nonBlocking && *handle != 0 && (err == nil || errors.Is(err, InProgress)) {
-			if err = settle(op, "ncclCommSplit", *handle); err != nil {
+		if c.nonBlocking && (err == nil || errors.Is(err, InProgress)) {
+			err = settle(op, "ncclCommSplit", c.handle)
+			if err == nil && *handle != 0 {
+				err = settle(op, "ncclCommSplit", *handle)
+			}
+			if err != nil && *handle != 0 {
 				call(op, "ncclCommAbort", lib.fn.commAbort, *handle)
-				return err
+				*handle = 0
 			}
 		}
 		if err != nil || *handle == 0 {

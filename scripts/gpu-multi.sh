@@ -48,7 +48,7 @@ ranks() {
 	local pids=()
 	for r in 0 1; do
 		env "$@" RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			bin/tests/nccl.test -test.run '^$' -test.bench '^BenchmarkLaunched$' -test.benchtime 10x >"$out/go-$name-rank$r.txt" 2>&1 &
+			bin/tests/nccl.test -test.run '^$' -test.bench '^BenchmarkLaunched$' -test.benchtime 30x >"$out/go-$name-rank$r.txt" 2>&1 &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do

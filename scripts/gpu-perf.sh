@@ -28,7 +28,7 @@
 #             rounds: OUTDIR/graphs.txt
 #   capture   capturing 100 launches (BenchmarkGraphCapture, BenchmarkGraphCaptureOnly,
 #             BenchmarkGraphUpdate), purego and cgo, beside bench/cref/graphbench.c's
-#             rows, seven interleaved rounds and their medians, then a CPU profile of each set:
+#             rows, seven interleaved rounds (CAPTURE_ROUNDS) and their medians, then a CPU profile of each set:
 #             OUTDIR/capture.txt, OUTDIR/capture-tests{,-cgo}.pprof
 #   blas      cuBLAS products (package cublas: BenchmarkGemm, BenchmarkGemmBatched,
 #             BenchmarkGemmCall), purego and cgo, beside bench/torch_matmul.py and
@@ -221,7 +221,7 @@ for section in $sections; do
 		if command -v taskset >/dev/null; then
 			pin="taskset -c 2-5"
 		fi
-		for round in 1 2 3 4 5 6 7; do
+		for round in $(seq "${CAPTURE_ROUNDS:-7}"); do
 			echo "== round $round: C"
 			$pin /tmp/graphbench testdata/kernels.ptx | grep -E '^Graph(Capture|Update)' | sed 's/^/C /'
 			for set in tests tests-cgo; do

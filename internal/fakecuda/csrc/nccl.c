@@ -526,6 +526,10 @@ EXPORT int ncclCommSplit(struct fake_comm *c, int color, int key, struct fake_co
 		pthread_mutex_unlock(&mu);
 		return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
 	}
+	if (c->busy) {
+		pthread_mutex_unlock(&mu);
+		return nccl_fail(NCCL_INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
+	}
 	struct clique *cl = c->cl;
 	if (!cl->split) cl->split = calloc(1, sizeof *cl->split);
 	struct split *sp = cl->split;
@@ -565,11 +569,15 @@ EXPORT int ncclCommSplit(struct fake_comm *c, int color, int key, struct fake_co
 		}
 	*newcomm = sp->made[c->rank];
 	// Without a config of its own, the new communicator has c's: split
-	// from a non-blocking one, it is in progress for a while.
+	// from a non-blocking one, the split is in progress for a while, on c
+	// (as NCCL 2.28 leaves it) and on the new one.
 	int in_progress = 0;
-	if (*newcomm && c->nonblocking && !config) {
-		(*newcomm)->nonblocking = 1;
-		(*newcomm)->busy = 2;
+	if (c->nonblocking && !config) {
+		c->busy = 2;
+		if (*newcomm) {
+			(*newcomm)->nonblocking = 1;
+			(*newcomm)->busy = 2;
+		}
 		in_progress = 1;
 	}
 	if (++sp->left == cl->nranks) {
