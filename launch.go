@@ -180,8 +180,8 @@ type LaunchConfig struct {
 }
 
 // dims checks cfg's grid, block and dynamic shared memory and returns
-// the grid and block with zero Y and Z made 1, and the six as the driver
-// takes them.
+// the grid's and the block's sizes as the driver takes them, a zero Y or Z
+// made 1.
 func (cfg *LaunchConfig) dims(op string) (dims [6]uint32, err error) {
 	grid, block := cfg.Grid.norm(), cfg.Block.norm()
 	all := [6]int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z}

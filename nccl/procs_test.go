@@ -64,6 +64,7 @@ func shareGPU(rank int) {
 // l.Rank % DeviceCount, with a stream; all three close when t ends.
 func rankComm(t testing.TB, l nccl.Launch) (*nccl.Comm, *cuda.Stream) {
 	t.Helper()
+	requireNCCL(t)
 	n := must(cuda.DeviceCount())(t)
 	ctx := must(cuda.NewContext(must(cuda.GetDevice(l.Rank % n))(t)))(t)
 	t.Cleanup(func() { ctx.Close() })
@@ -120,7 +121,6 @@ func procRank(t *testing.T) {
 	if !ok {
 		t.Fatal("no launch in the environment")
 	}
-	requireNCCL(t)
 	c, s := rankComm(t, l)
 	r, ctx := c.Rank(), c.Context()
 	if r != l.Rank || c.Size() != 2 {
@@ -153,7 +153,12 @@ func procRank(t *testing.T) {
 	})
 	t.Run("split", func(t *testing.T) {
 		swapped := must(c.Split(0, 1-r))(t)
-		defer swapped.Close()
+		defer func() {
+			// A non-blocking communicator's destroy, checked.
+			if err := swapped.Close(); err != nil {
+				t.Errorf("Close of the split communicator: %v", err)
+			}
+		}()
 		if swapped.Rank() != 1-r || swapped.Size() != 2 {
 			t.Fatalf("split with key %d: rank %d of %d", 1-r, swapped.Rank(), swapped.Size())
 		}
@@ -319,7 +324,6 @@ func BenchmarkLaunched(b *testing.B) {
 	if !ok {
 		b.Skip("run as one rank of a launched job: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (see the comment)")
 	}
-	requireNCCL(b)
 	c, s := rankComm(b, l)
 	ctx, n := c.Context(), c.Size()
 	for size := 16 << 20; size <= 256<<20; size *= 4 {
