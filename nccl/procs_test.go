@@ -284,9 +284,11 @@ func procRank(t *testing.T) {
 			t.Errorf("Abort after the all-reduce failed: %v", aerr)
 		}
 		d := time.Since(start)
-		var ne *nccl.Error
-		switch {
-		case errors.As(err, &ne) && ne.Code != nccl.Success:
+		switch code := ncclCode(err); {
+		case code != nccl.Success:
+			if !errors.Is(err, code) {
+				t.Errorf("%v does not match %v with errors.Is", err, code)
+			}
 			t.Logf("after the other rank aborted, %v later: %v", d.Round(time.Millisecond), err)
 		case errors.Is(err, context.DeadlineExceeded):
 			t.Logf("NCCL reported nothing in %v: Wait aborted at its deadline: %v", limit, err)
@@ -303,6 +305,17 @@ func procRank(t *testing.T) {
 			t.Errorf("the stream after the abort: %v", err)
 		}
 	})
+}
+
+// ncclCode returns the first NCCL result in err's chain other than
+// success: what errors.Is(err, code) matches.
+func ncclCode(err error) nccl.Result {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if ne, ok := err.(*nccl.Error); ok && ne.Code != nccl.Success {
+			return ne.Code
+		}
+	}
+	return nccl.Success
 }
 
 // BenchmarkLaunched measures all-reduce (sum, in place) and all-to-all of
