@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -73,8 +74,10 @@ type Comm struct {
 	rank   int
 	size   int
 	// nonBlocking: made without blocking, and so NCCL's calls on it may
-	// leave it in progress (progress.go).
+	// leave it in progress (progress.go). aborting is set while Abort
+	// runs: calls waiting for progress give up.
 	nonBlocking bool
+	aborting    atomic.Bool
 
 	// regMu guards regs, the buffers registered with the communicator
 	// (Register), which Close deregisters first. A leaf.
@@ -322,9 +325,9 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		// and size unset until then).
 		err := call(op, "ncclCommSplit", lib.fn.commSplit, c.handle, uintptr(int64(color)), uintptr(int64(key)), uintptr(unsafe.Pointer(handle)), 0)
 		if c.nonBlocking && (err == nil || errors.Is(err, InProgress)) {
-			err = settle(op, "ncclCommSplit", c.handle)
+			err = c.settle(op, "ncclCommSplit", c.handle)
 			if err == nil && *handle != 0 {
-				err = settle(op, "ncclCommSplit", *handle)
+				err = c.settle(op, "ncclCommSplit", *handle)
 			}
 			if err != nil && *handle != 0 {
 				call(op, "ncclCommAbort", lib.fn.commAbort, *handle)
@@ -379,8 +382,21 @@ func (c *Comm) Context() *cuda.Context {
 func (c *Comm) Close() error { return c.destroy("Comm.Close", "ncclCommDestroy", lib.fn.commDestroy) }
 
 // Abort frees the rank's resources at once, abandoning collectives in
-// flight (ncclCommAbort): for giving up on a rank that failed.
-func (c *Comm) Abort() error { return c.destroy("Comm.Abort", "ncclCommAbort", lib.fn.commAbort) }
+// flight (ncclCommAbort): for giving up on a rank that failed. On a
+// non-blocking communicator, calls of other goroutines still waiting for
+// NCCL to finish one of theirs (see NewCommContext) give up, returning an
+// error wrapping cuda.ErrClosed, instead of holding the abort up.
+func (c *Comm) Abort() error {
+	if c == nil {
+		return nil
+	}
+	c.aborting.Store(true)
+	err := c.destroy("Comm.Abort", "ncclCommAbort", lib.fn.commAbort)
+	if err != nil && c.life.Status() == lifetime.Held {
+		c.aborting.Store(false) // NCCL refused: the communicator is usable again
+	}
+	return err
+}
 
 func (c *Comm) destroy(op, name string, fn uintptr) error {
 	if c == nil {

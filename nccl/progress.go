@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -21,13 +22,20 @@ import (
 // call returns with its work queued whichever way the communicator was
 // made, and a stream synchronized after it never misses it.
 
-// settle waits until NCCL's state of the communicator h is no longer in
-// progress, and returns the error it is left with, if any, as the error of
-// name. It spins a little first: most calls finish within microseconds.
-func settle(op, name string, h uintptr) error {
+// settle waits until NCCL's state of the communicator h, a communicator
+// of c's or c itself, is no longer in progress, and returns the error it
+// is left with, if any, as the error of name. It spins a little first:
+// most calls finish within microseconds. A call can stay in progress
+// until the other ranks come, which a failed rank never does: when Abort
+// begins on c, settle gives up, so that the abort, which waits for the
+// calls holding c, can go on.
+func (c *Comm) settle(op, name string, h uintptr) error {
 	state := new(int32)
 	start := time.Now()
 	for pause := time.Microsecond; ; {
+		if c.aborting.Load() {
+			return errorf(op, cuda.ErrClosed, "%s was still in progress when the communicator was aborted (Comm.Abort)", name)
+		}
 		if err := call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, h, uintptr(unsafe.Pointer(state))); err != nil {
 			return err
 		}
@@ -58,7 +66,7 @@ func (c *Comm) do(op, name string, fn uintptr, args ...uintptr) error {
 	case !c.nonBlocking:
 		return err
 	case errors.Is(err, InProgress):
-		return settle(op, name, c.handle)
+		return c.settle(op, name, c.handle)
 	case err == nil:
 		noteGrouped(c)
 	}
@@ -104,7 +112,7 @@ func settleGrouped(op string) error {
 		if c.life.Hold() != lifetime.Held {
 			continue // closed since: nothing of it is left to wait for
 		}
-		errs = append(errs, c.ctx.Do(func() error { return settle(op, "ncclGroupEnd", c.handle) }))
+		errs = append(errs, c.ctx.Do(func() error { return c.settle(op, "ncclGroupEnd", c.handle) }))
 		c.life.Release()
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,4 +175,62 @@ func TestWait(t *testing.T) {
 			t.Errorf("the stream after the abort: %v", err)
 		}
 	})
+}
+
+// TestAbortInProgress: on non-blocking communicators, an all-reduce the
+// other rank never joins stays in progress, and the call waits; Abort from
+// another goroutine makes it give up with ErrClosed instead of waiting for
+// it, and returns at once.
+func TestAbortInProgress(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	id := must(nccl.NewUniqueID())(t)
+	comms := make([]*nccl.Comm, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() { comms[r], errs[r] = nccl.NewCommContext(context.Background(), ctxs[r], id, 2, r) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	defer comms[1].Close()
+	s := cudatest.Stream(t, ctxs[0])
+	b := must(cuda.Zeroed[float32](ctxs[0], 256))(t)
+	defer b.Free()
+	done := make(chan error, 1)
+	go func() { done <- nccl.AllReduce(comms[0], b, b, nccl.Sum, s) }()
+	select {
+	case err := <-done:
+		// NCCL may queue it without the other rank: nothing to give up.
+		if err != nil {
+			t.Fatalf("AllReduce: %v", err)
+		}
+		t.Log("the all-reduce was queued without the other rank")
+		done <- nil
+	case <-time.After(100 * time.Millisecond):
+	}
+	start := time.Now()
+	if err := comms[0].Abort(); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Abort took %v", d)
+	}
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("the all-reduce in progress after Abort: %v; want an error wrapping ErrClosed", err)
+		}
+		t.Logf("the all-reduce: %v", err)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the all-reduce in progress did not return after Abort")
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("the stream after the abort: %v", err)
+	}
 }

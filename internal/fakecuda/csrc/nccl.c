@@ -598,7 +598,15 @@ EXPORT int ncclCommGetAsyncError(struct fake_comm *c, int *state) {
 		*state = c->cl->aborted ? NCCL_REMOTE_ERROR : c->cl->joined < c->cl->nranks ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
 		if (*state == NCCL_SUCCESS && c->busy) {
 			*state = NCCL_IN_PROGRESS;
-			if (--c->busy == 0) ready = take_deferred(c);
+			// A collective stays in progress until every rank has
+			// called it, as NCCL's first one may (it connects the
+			// ranks): a rank that never comes leaves it so. A rank
+			// gone (destroyed) holds nothing up: it came, or its abort
+			// ended the clique.
+			int all = 1;
+			for (int r = 0; r < c->cl->nranks; r++)
+				if (c->cl->ranks[r] && c->cl->ranks[r]->seq < c->seq) all = 0;
+			if (all && --c->busy == 0) ready = take_deferred(c);
 		}
 	}
 	pthread_mutex_unlock(&mu);
