@@ -48,7 +48,7 @@ struct fake_comm {
 	// ncclInProgress (or, in a group, ncclGroupEnd does), and the part is
 	// queued on its stream only once ncclCommGetAsyncError has reported
 	// ncclInProgress busy times. Until then NCCL refuses the next call.
-	int nonblocking, busy;
+	int nonblocking, busy, connected;
 	struct deferred *deferred;
 };
 
@@ -598,15 +598,18 @@ EXPORT int ncclCommGetAsyncError(struct fake_comm *c, int *state) {
 		*state = c->cl->aborted ? NCCL_REMOTE_ERROR : c->cl->joined < c->cl->nranks ? NCCL_IN_PROGRESS : NCCL_SUCCESS;
 		if (*state == NCCL_SUCCESS && c->busy) {
 			*state = NCCL_IN_PROGRESS;
-			// A collective stays in progress until every rank has
-			// called it, as NCCL's first one may (it connects the
-			// ranks): a rank that never comes leaves it so. A rank
-			// gone (destroyed) holds nothing up: it came, or its abort
-			// ended the clique.
+			// The first collective stays in progress until every rank
+			// has called it, as NCCL's may (it connects the ranks): a
+			// rank that never comes leaves it so. Later ones do not
+			// wait for the others. A rank gone (destroyed) holds
+			// nothing up: it came, or its abort ended the clique.
 			int all = 1;
-			for (int r = 0; r < c->cl->nranks; r++)
+			for (int r = 0; r < c->cl->nranks && !c->connected; r++)
 				if (c->cl->ranks[r] && c->cl->ranks[r]->seq < c->seq) all = 0;
-			if (all && --c->busy == 0) ready = take_deferred(c);
+			if (all && --c->busy == 0) {
+				ready = take_deferred(c);
+				c->connected = c->seq > 0;
+			}
 		}
 	}
 	pthread_mutex_unlock(&mu);
