@@ -85,8 +85,8 @@ type Comm struct {
 	regs  map[*Registration]struct{}
 }
 
-func newComm(ctx *cuda.Context, handle uintptr, rank, size int) *Comm {
-	c := &Comm{ctx: ctx, handle: handle, rank: rank, size: size}
+func newComm(ctx *cuda.Context, handle uintptr, rank, size int, nonBlocking bool) *Comm {
+	c := &Comm{ctx: ctx, handle: handle, rank: rank, size: size, nonBlocking: nonBlocking}
 	c.life.Arm(track.Comm, runtime.AddCleanup(c, func(h uintptr) {
 		call("Comm cleanup", "ncclCommDestroy", lib.fn.commDestroy, h)
 		track.Forgotten(track.Comm)
@@ -156,7 +156,7 @@ func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
 	}
 	comms := make([]*Comm, len(ctxs))
 	for i, ctx := range ctxs {
-		comms[i] = newComm(ctx, handles[i], i, len(ctxs))
+		comms[i] = newComm(ctx, handles[i], i, len(ctxs), false)
 	}
 	return comms, nil
 }
@@ -183,7 +183,7 @@ func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newComm(ctx, *handle, rank, nranks), nil
+	return newComm(ctx, *handle, rank, nranks, false), nil
 }
 
 // checkRank checks the arguments that make one rank of a communicator.
@@ -254,19 +254,15 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 	if err != nil && !errors.Is(err, InProgress) {
 		return nil, err
 	}
-	state := new(int32)
 	for {
-		if err := cc.Do(func() error {
-			return call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, *handle, uintptr(unsafe.Pointer(state)))
-		}); err != nil {
+		var r Result
+		if err := cc.Do(func() (err error) { r, err = asyncState(op, *handle); return err }); err != nil {
 			abort(cc, *handle)
 			return nil, err
 		}
-		switch r := Result(*state); r {
+		switch r {
 		case Success:
-			c := newComm(cc, *handle, rank, nranks)
-			c.nonBlocking = true
-			return c, nil
+			return newComm(cc, *handle, rank, nranks, true), nil
 		case InProgress:
 		default:
 			abort(cc, *handle)
@@ -347,9 +343,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if err != nil || *handle == 0 {
 		return nil, err
 	}
-	sc := newComm(c.ctx, *handle, int(*rank), int(*size))
-	sc.nonBlocking = c.nonBlocking
-	return sc, nil
+	return newComm(c.ctx, *handle, int(*rank), int(*size), c.nonBlocking), nil
 }
 
 // Rank returns the rank of c in its communicator.
@@ -436,13 +430,11 @@ func (c *Comm) Err() error {
 }
 
 func (c *Comm) asyncError(op string) error {
-	state := new(int32)
-	if err := c.ctx.Do(func() error {
-		return call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, c.handle, uintptr(unsafe.Pointer(state)))
-	}); err != nil {
+	var r Result
+	if err := c.ctx.Do(func() (err error) { r, err = asyncState(op, c.handle); return err }); err != nil {
 		return err
 	}
-	if r := Result(*state); r != Success && r != InProgress {
+	if r != Success && r != InProgress {
 		return resultError(op, "ncclCommGetAsyncError", r)
 	}
 	return nil

@@ -30,16 +30,16 @@ import (
 // begins on c, settle gives up, so that the abort, which waits for the
 // calls holding c, can go on.
 func (c *Comm) settle(op, name string, h uintptr) error {
-	state := new(int32)
 	start := time.Now()
 	for pause := time.Microsecond; ; {
 		if c.aborting.Load() {
 			return errorf(op, cuda.ErrClosed, "%s was still in progress when the communicator was aborted (Comm.Abort)", name)
 		}
-		if err := call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, h, uintptr(unsafe.Pointer(state))); err != nil {
+		r, err := asyncState(op, h)
+		if err != nil {
 			return err
 		}
-		switch r := Result(*state); r {
+		switch r {
 		case Success:
 			return nil
 		case InProgress:
@@ -53,6 +53,15 @@ func (c *Comm) settle(op, name string, h uintptr) error {
 		time.Sleep(pause)
 		pause = min(2*pause, time.Millisecond)
 	}
+}
+
+// asyncState returns NCCL's state of the communicator h
+// (ncclCommGetAsyncError): Success, InProgress or the error it is left
+// with. The call's own failure is the error.
+func asyncState(op string, h uintptr) (Result, error) {
+	state := new(int32)
+	err := call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, h, uintptr(unsafe.Pointer(state)))
+	return Result(*state), err
 }
 
 // do is call for a call on c, with c held and its context bound: on a
