@@ -208,3 +208,33 @@ func SetCalibrateScale(arena int, run time.Duration) (restore func()) {
 // CloseConditionKernel unloads the context's set-condition kernel, which
 // it otherwise keeps until Context.Close: for the fault sweep's counts.
 func CloseConditionKernel(c *Context) { c.closeCondKernel() }
+
+// RawCapture captures n launches of f, a kernel without parameters, on s
+// with the driver's calls alone, none of Launch's checks or holds, and
+// destroys the graph: the floor under Stream.Capture of the same launches
+// from Go (BenchmarkGraphCaptureRaw).
+func RawCapture(s *Stream, f *Function, n int) error {
+	const op = "RawCapture"
+	if err := s.ctx.bind(op); err != nil {
+		return err
+	}
+	defer s.ctx.unbind()
+	if err := check(op, driver.StreamBeginCapture(s.ctx.handle, s.handle, int32(CaptureGlobal))); err != nil {
+		return err
+	}
+	var first driver.Status
+	for range n {
+		if r := driver.LaunchKernel(s.ctx.handle, f.handle, 1, 1, 1, 1, 1, 1, 0, s.handle, nil, nil); !r.OK() && first.OK() {
+			first = r
+		}
+	}
+	var g driver.Graph
+	end := driver.StreamEndCapture(s.ctx.handle, s.handle, &g)
+	if g != 0 {
+		driver.GraphDestroy(s.ctx.handle, g)
+	}
+	if err := check(op, first); err != nil {
+		return err
+	}
+	return check(op, end)
+}

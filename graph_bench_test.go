@@ -98,6 +98,20 @@ func BenchmarkGraphCaptureOnly(b *testing.B) {
 	}
 }
 
+// BenchmarkGraphCaptureRaw is BenchmarkGraphCaptureOnly with the driver's
+// calls made from Go directly, without Launch's checks and holds: what the
+// crossings alone cost beside bench/cref/graphbench.c's capture.
+func BenchmarkGraphCaptureRaw(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	empty := must(loadKernels(b, ctx).Function("empty"))(b)
+	for b.Loop() {
+		if err := cuda.RawCapture(s, empty, 100); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkGraphUpdate(b *testing.B) {
 	s, launches := benchGraph(b)
 	g := must(s.Capture(cuda.CaptureGlobal, launches))(b)

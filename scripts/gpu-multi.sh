@@ -14,10 +14,12 @@
 # go to OUTDIR. NVLink multicast stays off (NCCL_NVLS_ENABLE=0): see
 # CONTRIBUTING.md.
 #
-#   scripts/gpu-multi.sh OUTDIR
+#   scripts/gpu-multi.sh OUTDIR          the tests, then the bandwidth tables
+#   scripts/gpu-multi.sh OUTDIR tests    the tests alone
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-multi.sh OUTDIR}
+out=${1:?usage: gpu-multi.sh OUTDIR [tests]}
+only=${2:-}
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
@@ -37,6 +39,9 @@ for set in tests tests-cgo; do
 	grep -E -- '^(--- |ok|FAIL)' "$out/$set-nccl.log" "$out/$set-peer.log" 2>/dev/null | grep -v -- '--- PASS' || true
 	grep -E -- '^\s+--- (PASS|FAIL|SKIP): TestProcesses' "$out/$set-nccl.log" || true
 done
+if [ "$only" = tests ]; then
+	exit $rc
+fi
 
 # ranks NAME [VAR=VALUE...]: BenchmarkLaunched as two launched ranks, with
 # the variables given; rank 0's lines into OUTDIR/go-NAME.txt.

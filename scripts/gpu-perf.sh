@@ -26,7 +26,7 @@
 #             bench/cref/graphbench.c, bench/cref/graphwhile.cu (While nodes,
 #             linked with the device runtime) and bench/torch_graph.py, two interleaved
 #             rounds: OUTDIR/graphs.txt
-#   capture   capturing 100 launches (BenchmarkGraphCapture, BenchmarkGraphCaptureOnly,
+#   capture   capturing 100 launches (BenchmarkGraphCapture, BenchmarkGraphCaptureOnly, BenchmarkGraphCaptureRaw,
 #             BenchmarkGraphUpdate), purego and cgo, beside bench/cref/graphbench.c's
 #             rows, seven interleaved rounds (CAPTURE_ROUNDS) and their medians, then a CPU profile of each set:
 #             OUTDIR/capture.txt, OUTDIR/capture-tests{,-cgo}.pprof
@@ -226,7 +226,7 @@ for section in $sections; do
 			$pin /tmp/graphbench testdata/kernels.ptx | grep -E '^Graph(Capture|Update)' | sed 's/^/C /'
 			for set in tests tests-cgo; do
 				echo "== round $round: $set"
-				$pin bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkGraph(Capture|CaptureOnly|Update)$' -test.benchtime 0.2s |
+				$pin bin/$set/cuda.test -test.run '^$' -test.bench '^BenchmarkGraph(Capture|CaptureOnly|CaptureRaw|Update)$' -test.benchtime 0.2s |
 					awk -v set=$set '/^Benchmark/ { sub(/^BenchmarkGraph/, "Graph", $1); sub(/-[0-9]+$/, "", $1); print set, $1, $3 }'
 			done
 		done >"$out/capture.txt" 2>&1
