@@ -78,10 +78,12 @@ func Example() {
 // A program started on every GPU of two hosts by a launcher, one process
 // each, such as
 //
-//	torchrun --nnodes 2 --nproc-per-node 8 --rdzv-endpoint host0:29500 ./train
+//	torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint host0:29500 --no-python ./train
 //	mpirun -np 16 -x MASTER_ADDR=host0 -x MASTER_PORT=29500 ./train
 //
-// makes its rank of one communicator from what the launcher told it.
+// makes its rank of one communicator from what the launcher told it
+// (torchrun runs a program that is not Python's with --no-python; its ranks
+// meet in torchrun's store).
 func ExampleNewCommFromLaunch() {
 	l, err := nccl.LaunchFromEnv()
 	if err != nil {

@@ -22,8 +22,9 @@
 // needs no code to hand the id round: LaunchFromEnv reads the rank, the
 // size and rank 0's address from the variables the launcher set, and
 // NewCommFromLaunch has rank 0 serve the id over TCP to the others
-// (ShareUniqueID), with a deadline, and an error naming the address or
-// the missing ranks when they cannot meet.
+// (ShareUniqueID), or, under torchrun, put it in the store torchrun's
+// agent serves, with a deadline, and an error naming the address or the
+// missing ranks when they cannot meet.
 //
 // One goroutine queuing the collectives of several ranks must do so inside
 // Group, or each rank's call would wait for the others.

@@ -43,6 +43,17 @@ type Launch struct {
 	// operator), "openmpi" (OMPI_COMM_WORLD_*), "pmi" (PMI_RANK, PMI_SIZE:
 	// MPICH, Intel MPI) or "slurm" (SLURM_PROCID, SLURM_NTASKS).
 	Launcher string
+	// TorchStore reports that Addr is where torchrun's agent serves its
+	// store (PyTorch's TCPStore), which torchrun says by setting
+	// TORCHELASTIC_USE_AGENT_STORE=True: the port is the agent's, so the
+	// ranks meet in that store, as PyTorch's ranks do, and rank 0 does
+	// not listen. It needs the store of PyTorch 2.4 or later.
+	TorchStore bool
+
+	// attempt names the job's attempt in torchrun's store: its run id and
+	// restart count, so that workers torchrun restarts never read the id
+	// of the attempt before.
+	attempt string
 }
 
 // launchers are the variables each launcher sets, in the order they are
@@ -106,6 +117,10 @@ func launchFrom(getenv func(string) string) (Launch, error) {
 		}
 	}
 	l.Addr = net.JoinHostPort(host, strconv.Itoa(port))
+	if getenv("TORCHELASTIC_USE_AGENT_STORE") == "True" {
+		l.TorchStore = true
+		l.attempt = getenv("TORCHELASTIC_RUN_ID") + "/" + getenv("TORCHELASTIC_RESTART_COUNT")
+	}
 	return l, nil
 }
 
@@ -159,6 +174,13 @@ const (
 // ranks have not all met by the context's deadline (or
 // DefaultRendezvousTimeout), and at once when ctx is cancelled.
 //
+// Under torchrun (l.TorchStore), whose agent already listens on l.Addr,
+// the ranks meet in the agent's store instead: rank 0 sets the id there,
+// under keys of this job's attempt and of this rendezvous (the first,
+// second, ... that the process makes: every rank must call ShareUniqueID,
+// or NewCommFromLaunch, the same number of times, in the same order), and
+// the others read it; what is refused and the errors are as above.
+//
 // Anyone who can reach the port while rank 0 serves can fetch the id, as
 // with torchrun's store: run jobs on a network of their own.
 func ShareUniqueID(ctx context.Context, l Launch) (UniqueID, error) {
@@ -179,7 +201,12 @@ func ShareUniqueID(ctx context.Context, l Launch) (UniqueID, error) {
 		ctx, cancel = context.WithTimeout(ctx, DefaultRendezvousTimeout)
 		defer cancel()
 	}
-	if l.Rank == 0 {
+	switch {
+	case l.Size == 1:
+		return NewUniqueID()
+	case l.TorchStore:
+		return shareInStore(ctx, op, l)
+	case l.Rank == 0:
 		id, err := NewUniqueID()
 		if err != nil {
 			return UniqueID{}, err
@@ -202,9 +229,6 @@ func failed(ctx context.Context, op, format string, args ...any) error {
 // serve is rank 0's side: it listens on l.Addr's port, on every interface,
 // and answers each rank's hello until all have the id.
 func serve(ctx context.Context, op string, l Launch, id UniqueID) error {
-	if l.Size == 1 {
-		return nil
-	}
 	_, port, _ := net.SplitHostPort(l.Addr)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort("", port))

@@ -27,6 +27,11 @@ func TestLaunchFromEnv(t *testing.T) {
 	}{
 		{"torchrun", map[string]string{"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node0", "MASTER_PORT": "1234"},
 			nccl.Launch{Rank: 3, Size: 8, LocalRank: 1, Addr: "node0:1234", Launcher: "torchrun"}, ""},
+		{"torchrun with its agent's store", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "node0", "MASTER_PORT": "29400",
+			"TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RUN_ID": "job7", "TORCHELASTIC_RESTART_COUNT": "2"},
+			nccl.WithAttempt(nccl.Launch{Rank: 1, Size: 2, Addr: "node0:29400", Launcher: "torchrun", TorchStore: true}, "job7/2"), ""},
+		{"torchrun without its agent's store", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "node0", "TORCHELASTIC_USE_AGENT_STORE": "False"},
+			nccl.Launch{Rank: 1, Size: 2, Addr: "node0:29500", Launcher: "torchrun"}, ""},
 		{"openmpi, the default port", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "MASTER_ADDR": "10.0.0.1"},
 			nccl.Launch{Rank: 0, Size: 2, Addr: "10.0.0.1:29500", Launcher: "openmpi"}, ""},
 		{"pmi", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MASTER_ADDR": "h", "MASTER_PORT": "9"},
@@ -72,10 +77,19 @@ func freeAddr(t testing.TB) string {
 // share runs ShareUniqueID for the ranks given of a job of size ranks at
 // addr, each on a goroutine, and returns their ids and errors by rank.
 func share(ctx context.Context, addr string, size int, ranks ...int) ([]nccl.UniqueID, []error) {
-	ids, errs := make([]nccl.UniqueID, size), make([]error, size)
+	return shareLaunch(ctx, nccl.Launch{Size: size, Addr: addr}, ranks...)
+}
+
+// shareLaunch is share for the ranks of l, a Launch but for its Rank.
+func shareLaunch(ctx context.Context, l nccl.Launch, ranks ...int) ([]nccl.UniqueID, []error) {
+	ids, errs := make([]nccl.UniqueID, l.Size), make([]error, l.Size)
 	var wg sync.WaitGroup
 	for _, r := range ranks {
-		wg.Go(func() { ids[r], errs[r] = nccl.ShareUniqueID(ctx, nccl.Launch{Rank: r, Size: size, Addr: addr}) })
+		wg.Go(func() {
+			l := l
+			l.Rank = r
+			ids[r], errs[r] = nccl.ShareUniqueID(ctx, l)
+		})
 	}
 	wg.Wait()
 	return ids, errs
