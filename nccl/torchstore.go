@@ -195,11 +195,11 @@ func (s *torchStore) check(keys []string) (bool, error) {
 	return r[0] == storeReady, nil
 }
 
-// storeRounds counts, by store address and rank, the rendezvous this
-// process has made in torchrun's store: each takes keys of its own, so
-// that a second communicator of the job never reads the first one's id.
-// Every rank makes the same rendezvous in the same order, so their counts
-// agree.
+// storeRounds counts, by store address, attempt and rank, the rendezvous
+// this process has made in torchrun's store: each takes keys of its own,
+// so that a second communicator of the job never reads the first one's
+// id. Every rank makes the same rendezvous in the same order, so their
+// counts agree.
 var storeRounds struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -211,7 +211,7 @@ func nextStoreRound(l Launch) int {
 	if storeRounds.n == nil {
 		storeRounds.n = map[string]int{}
 	}
-	k := l.Addr + "/" + strconv.Itoa(l.Rank)
+	k := l.Addr + "/" + l.attempt + "/" + strconv.Itoa(l.Rank)
 	storeRounds.n[k]++
 	return storeRounds.n[k]
 }

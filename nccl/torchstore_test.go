@@ -241,7 +241,7 @@ func TestTorchStore(t *testing.T) {
 	}
 	t.Run("all meet, twice", func(t *testing.T) {
 		s := testStore(t)
-		l := launch(s, 4, "run/0")
+		l := launch(s, 4, "meet")
 		ids, errs := shareLaunch(deadline(t, 20*time.Second), l, 3, 2, 1, 0)
 		sameIDs(t, ids, errs)
 		// A second communicator of the same job gets an id of its own.
@@ -253,12 +253,10 @@ func TestTorchStore(t *testing.T) {
 	})
 	t.Run("a restarted attempt never reads the attempt before", func(t *testing.T) {
 		s := testStore(t)
-		first, errs := shareLaunch(deadline(t, 20*time.Second), launch(s, 2, "run/0"), 0, 1)
+		first, errs := shareLaunch(deadline(t, 20*time.Second), launch(s, 2, "restart/0"), 0, 1)
 		sameIDs(t, first, errs)
 		// torchrun restarts the workers; the new rank 1 comes first.
-		// (Another address of the store, so that this process counts the
-		// rendezvous as that address's first, as new processes would.)
-		second, errs := shareLaunch(deadline(t, 20*time.Second), launch("localhost:"+portOf(s), 2, "run/1"), 1, 0)
+		second, errs := shareLaunch(deadline(t, 20*time.Second), launch(s, 2, "restart/1"), 1, 0)
 		sameIDs(t, second, errs)
 		if second[1] == first[0] {
 			t.Fatal("the restarted rank 1 read the id of the attempt before")
@@ -267,7 +265,7 @@ func TestTorchStore(t *testing.T) {
 	t.Run("a rank never comes", func(t *testing.T) {
 		s := testStore(t)
 		start := time.Now()
-		_, errs := shareLaunch(deadline(t, time.Second), launch(s, 3, "a"), 0, 1)
+		_, errs := shareLaunch(deadline(t, time.Second), launch(s, 3, "never"), 0, 1)
 		if errs[1] != nil {
 			t.Fatalf("rank 1: %v", errs[1])
 		}
@@ -278,7 +276,7 @@ func TestTorchStore(t *testing.T) {
 	})
 	t.Run("rank 0 never comes", func(t *testing.T) {
 		s := testStore(t)
-		_, errs := shareLaunch(deadline(t, 500*time.Millisecond), launch(s, 2, "a"), 1)
+		_, errs := shareLaunch(deadline(t, 500*time.Millisecond), launch(s, 2, "rank0"), 1)
 		wantErr(t, errs[1], "rank 0 did not put the id in torchrun's store", context.DeadlineExceeded)
 	})
 	t.Run("a rank told another size", func(t *testing.T) {
@@ -286,8 +284,8 @@ func TestTorchStore(t *testing.T) {
 		ctx := deadline(t, time.Second)
 		var errs [2]error
 		var wg sync.WaitGroup
-		wg.Go(func() { _, errs[0] = nccl.ShareUniqueID(ctx, launch(s, 2, "a")) })
-		l := launch(s, 3, "a")
+		wg.Go(func() { _, errs[0] = nccl.ShareUniqueID(ctx, launch(s, 2, "size")) })
+		l := launch(s, 3, "size")
 		l.Rank = 1
 		wg.Go(func() { _, errs[1] = nccl.ShareUniqueID(ctx, l) })
 		wg.Wait()
@@ -297,7 +295,7 @@ func TestTorchStore(t *testing.T) {
 	t.Run("a rank comes twice", func(t *testing.T) {
 		s := testStore(t)
 		ctx := deadline(t, 10*time.Second)
-		l := launch(s, 2, "a")
+		l := launch(s, 2, "twice")
 		if _, errs := shareLaunch(ctx, l, 0, 1); errors.Join(errs...) != nil {
 			t.Fatal(errors.Join(errs...))
 		}
@@ -305,7 +303,7 @@ func TestTorchStore(t *testing.T) {
 		// first): the store's count says it came twice.
 		// (Another address of the store, so that this process counts it
 		// as that address's first rendezvous, as the other process would.)
-		l = launch("localhost:"+portOf(s), 2, "a")
+		l = launch("localhost:"+portOf(s), 2, "twice")
 		l.Rank = 1
 		_, err := nccl.ShareUniqueID(ctx, l)
 		wantErr(t, err, "rank 1 came twice", nil)
@@ -315,7 +313,7 @@ func TestTorchStore(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)
 		start := time.Now()
-		_, errs := shareLaunch(ctx, launch(s, 2, "a"), 0)
+		_, errs := shareLaunch(ctx, launch(s, 2, "cancel"), 0)
 		wantErr(t, errs[0], "did not come", context.Canceled)
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("returned %v after the cancel", d-200*time.Millisecond)
