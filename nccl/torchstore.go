@@ -54,13 +54,12 @@ func dialStore(ctx context.Context, addr string) (*torchStore, error) {
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			s := &torchStore{conn: conn, addr: addr}
-			if err = s.greet(ctx); err == nil {
+			var retry bool
+			if retry, err = s.greet(ctx); err == nil {
 				return s, nil
 			}
 			conn.Close()
-			if ctx.Err() == nil {
-				// It answered, but not as a store of PyTorch 2.4 or later
-				// does: trying again would not help.
+			if !retry {
 				return nil, err
 			}
 		}
@@ -74,8 +73,10 @@ func dialStore(ctx context.Context, addr string) (*torchStore, error) {
 }
 
 // greet validates the connection and pings the store, which must answer
-// within 10 seconds.
-func (s *torchStore) greet(ctx context.Context) error {
+// within 10 seconds. retry reports a failure worth another connection: a
+// store that closed it without answering (its queue of connections full,
+// as PyTorch's client allows for) rather than one that answered wrong.
+func (s *torchStore) greet(ctx context.Context) (retry bool, err error) {
 	deadline := time.Now().Add(10 * time.Second)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -86,16 +87,16 @@ func (s *torchStore) greet(ctx context.Context) error {
 	q := binary.LittleEndian.AppendUint32([]byte{storeValidate}, storeMagic)
 	q = binary.LittleEndian.AppendUint32(append(q, storePing), nonce)
 	if _, err := s.conn.Write(q); err != nil {
-		return err
+		return true, err
 	}
 	var back [4]byte
 	if _, err := io.ReadFull(s.conn, back[:]); err != nil {
-		return fmt.Errorf("%s is not a store of PyTorch 2.4 or later (TORCHELASTIC_USE_AGENT_STORE is set): no answer to a ping: %v", s.addr, err)
+		return true, fmt.Errorf("%s is not a store of PyTorch 2.4 or later, or not yet one (TORCHELASTIC_USE_AGENT_STORE is set): no answer to a ping: %v", s.addr, err)
 	}
 	if got := binary.LittleEndian.Uint32(back[:]); got != nonce {
-		return fmt.Errorf("%s is not a store of PyTorch 2.4 or later (TORCHELASTIC_USE_AGENT_STORE is set): a ping of %d came back as %d", s.addr, nonce, got)
+		return false, fmt.Errorf("%s is not a store of PyTorch 2.4 or later (TORCHELASTIC_USE_AGENT_STORE is set): a ping of %d came back as %d", s.addr, nonce, got)
 	}
-	return nil
+	return false, nil
 }
 
 // watch makes the store's calls end when ctx does, until the returned

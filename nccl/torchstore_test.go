@@ -319,28 +319,50 @@ func TestTorchStore(t *testing.T) {
 			t.Errorf("returned %v after the cancel", d-200*time.Millisecond)
 		}
 	})
-	t.Run("not torchrun's store", func(t *testing.T) {
-		// A listener that reads the greeting and closes, as a store of
-		// an older PyTorch or another server does.
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Read(make([]byte, 64))
-				c.Close()
+	// Servers that are not torchrun's store: one that reads the greeting
+	// and closes, as a store of an older PyTorch or another server does,
+	// and one that answers the ping with another number.
+	for _, tt := range []struct {
+		name   string
+		answer []byte
+		want   string
+		took   time.Duration // the most the error may take
+	}{
+		// Tried again until the time given is up: a store whose queue
+		// of connections is full closes them too.
+		{"closes", nil, "did not answer within the time given", 2 * time.Second},
+		// Not tried again.
+		{"answers wrong", []byte{1, 2, 3, 4}, "came back as 67305985", 500 * time.Millisecond},
+	} {
+		t.Run("not torchrun's store, "+tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
-		l := nccl.Launch{Rank: 1, Size: 2, Addr: ln.Addr().String(), TorchStore: true}
-		_, err = nccl.ShareUniqueID(deadline(t, 10*time.Second), l)
-		wantErr(t, err, "not a store of PyTorch 2.4 or later", nil)
-	})
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					io.ReadFull(c, make([]byte, 10)) // validation and ping
+					c.Write(tt.answer)
+					c.Close()
+				}
+			}()
+			l := nccl.Launch{Rank: 1, Size: 2, Addr: ln.Addr().String(), TorchStore: true}
+			start := time.Now()
+			_, err = nccl.ShareUniqueID(deadline(t, time.Second), l)
+			wantErr(t, err, "not a store of PyTorch 2.4 or later", nil)
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v; want it to say %q", err, tt.want)
+			}
+			if d := time.Since(start); d > tt.took {
+				t.Errorf("took %v, given 1s; want at most %v", d, tt.took)
+			}
+		})
+	}
 }
 
 // wantErr fails t unless err wraps ErrRendezvous (and also, when set,
