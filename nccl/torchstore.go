@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -45,8 +46,8 @@ const (
 )
 
 // dialStore connects to torchrun's store at addr, trying again while it
-// does not answer, until ctx ends. Each call of the returned store ends
-// when ctx does.
+// does not answer, until ctx ends. The calls of the store it returns end
+// with ctx once watch is called.
 func dialStore(ctx context.Context, addr string) (*torchStore, error) {
 	var d net.Dialer
 	wait := 50 * time.Millisecond
@@ -284,9 +285,9 @@ func shareInStore(ctx context.Context, op string, l Launch) (UniqueID, error) {
 	return id, nil
 }
 
-// storeMissing names the first few of keys, the ranks' keys of a
-// rendezvous, that are not set, asking the store again on a connection of
-// its own (the one that waited ended with the time given).
+// storeMissing names the first few ranks whose keys are not set, asking
+// the store again on a connection of its own (the one that waited ended
+// with the time given), for two seconds at most.
 func storeMissing(addr string, keys []string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -296,14 +297,18 @@ func storeMissing(addr string, keys []string) string {
 	}
 	defer s.Close()
 	defer s.watch(ctx)()
-	done := make([]bool, len(keys)+1)
-	done[0] = true
+	var ranks []string
 	for i, k := range keys {
 		set, err := s.check([]string{k})
-		if err != nil {
-			return "(unknown: " + err.Error() + ")"
+		switch {
+		case err != nil:
+			return strings.Join(append(ranks, "(and more unknown: "+err.Error()+")"), ", ")
+		case set:
+			continue
+		case len(ranks) == 8:
+			return strings.Join(append(ranks, "..."), ", ")
 		}
-		done[i+1] = set
+		ranks = append(ranks, strconv.Itoa(i+1)) // keys[i] is rank i+1's
 	}
-	return missing(done)
+	return strings.Join(ranks, ", ")
 }
