@@ -201,7 +201,7 @@ func (s *torchStore) check(keys []string) (bool, error) {
 // this process has made in torchrun's store: each takes keys of its own,
 // so that a second communicator of the job never reads the first one's
 // id. Every rank makes the same rendezvous in the same order, so their
-// counts agree.
+// counts agree. mu is a leaf.
 var storeRounds struct {
 	mu sync.Mutex
 	n  map[string]int
