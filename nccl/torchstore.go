@@ -108,38 +108,35 @@ func (s *torchStore) watch(ctx context.Context) func() bool {
 
 func (s *torchStore) Close() error { return s.conn.Close() }
 
-// query sends a query of type typ with the strings args, each as its
-// length and bytes.
-func (s *torchStore) query(typ byte, args ...[]byte) error {
-	q := []byte{typ}
-	for _, a := range args {
-		q = binary.LittleEndian.AppendUint64(q, uint64(len(a)))
-		q = append(q, a...)
-	}
+// A query is built by appending to its type's byte: a string as its
+// length and bytes, a number as its 8 bytes.
+func appendString(q []byte, str string) []byte {
+	return append(binary.LittleEndian.AppendUint64(q, uint64(len(str))), str...)
+}
+
+func (s *torchStore) send(q []byte) error {
 	_, err := s.conn.Write(q)
 	return err
 }
 
-// keysQuery sends a query that names several keys (WAIT, CHECK): their
-// count, then each key.
-func (s *torchStore) keysQuery(typ byte, keys []string) error {
+// keysQuery is a query naming several keys (WAIT, CHECK): their count,
+// then each key.
+func keysQuery(typ byte, keys []string) []byte {
 	q := binary.LittleEndian.AppendUint64([]byte{typ}, uint64(len(keys)))
 	for _, k := range keys {
-		q = binary.LittleEndian.AppendUint64(q, uint64(len(k)))
-		q = append(q, k...)
+		q = appendString(q, k)
 	}
-	_, err := s.conn.Write(q)
-	return err
+	return q
 }
 
 // set sets key to value; the store does not answer.
 func (s *torchStore) set(key string, value []byte) error {
-	return s.query(storeSet, []byte(key), value)
+	return s.send(appendString(appendString([]byte{storeSet}, key), string(value)))
 }
 
 // get returns key's value; the key must be set (wait for it first).
 func (s *torchStore) get(key string) ([]byte, error) {
-	if err := s.query(storeGet, []byte(key)); err != nil {
+	if err := s.send(appendString([]byte{storeGet}, key)); err != nil {
 		return nil, err
 	}
 	var n [8]byte
@@ -157,9 +154,7 @@ func (s *torchStore) get(key string) ([]byte, error) {
 
 // add adds n to the number key holds (0 when not set) and returns the sum.
 func (s *torchStore) add(key string, n int64) (int64, error) {
-	q := binary.LittleEndian.AppendUint64([]byte{storeAdd}, uint64(len(key)))
-	q = binary.LittleEndian.AppendUint64(append(q, key...), uint64(n))
-	if _, err := s.conn.Write(q); err != nil {
+	if err := s.send(binary.LittleEndian.AppendUint64(appendString([]byte{storeAdd}, key), uint64(n))); err != nil {
 		return 0, err
 	}
 	var r [8]byte
@@ -172,7 +167,7 @@ func (s *torchStore) add(key string, n int64) (int64, error) {
 // wait returns once every key is set; it ends with an error when the
 // connection's deadline passes (see watch), after which s is unusable.
 func (s *torchStore) wait(keys []string) error {
-	if err := s.keysQuery(storeWait, keys); err != nil {
+	if err := s.send(keysQuery(storeWait, keys)); err != nil {
 		return err
 	}
 	var r [1]byte
@@ -187,7 +182,7 @@ func (s *torchStore) wait(keys []string) error {
 
 // check reports whether every key is set.
 func (s *torchStore) check(keys []string) (bool, error) {
-	if err := s.keysQuery(storeCheck, keys); err != nil {
+	if err := s.send(keysQuery(storeCheck, keys)); err != nil {
 		return false, err
 	}
 	var r [1]byte
