@@ -36,7 +36,7 @@ const DefaultPort = 29500
 type Launch struct {
 	Rank, Size, LocalRank int
 	// Addr is rank 0's host and port, "host:port": rank 0 listens on the
-	// port, the other ranks connect to it.
+	// port, the other ranks connect to it (unless TorchStore).
 	Addr string
 	// Launcher names the variables Rank and Size came from: "torchrun"
 	// (RANK, WORLD_SIZE: torchrun, Kubernetes JobSet and the PyTorch
@@ -72,7 +72,9 @@ var launchers = []struct{ name, rank, size, local string }{
 // MPI_LOCALRANKID, else SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID (srun).
 // The address is MASTER_ADDR and MASTER_PORT (DefaultPort when unset),
 // which torchrun sets and other launchers pass on (mpirun -x MASTER_ADDR).
-// A local rank not set is 0.
+// A local rank not set is 0. TORCHELASTIC_USE_AGENT_STORE=True (torchrun's)
+// sets TorchStore, and TORCHELASTIC_RUN_ID and TORCHELASTIC_RESTART_COUNT
+// name the attempt.
 func LaunchFromEnv() (Launch, error) { return launchFrom(os.Getenv) }
 
 func launchFrom(getenv func(string) string) (Launch, error) {
