@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
@@ -16,7 +17,8 @@ import (
 type GraphNode struct {
 	g      *Graph // the graph, or conditional body, it is in
 	handle driver.GraphNode
-	fn     *Function // a kernel node's kernel
+	fn     *Function    // a kernel node's kernel
+	attrs  LaunchConfig // a kernel node's launch attributes (nodeAttributes), which an instance keeps
 }
 
 // NewGraph returns an empty graph of the context, to build node by node
@@ -122,16 +124,27 @@ func (b *graphBuild) useEvent(e *Event) {
 	}
 }
 
-// kernelParams checks a kernel node's configuration and lays out its
-// arguments in pb, holding the buffers among them; the caller releases
-// held.
+// nodeAttributes returns the launch attributes of cfg, with the cluster's
+// shape normalized: what a kernel node keeps of a configuration.
+func (cfg *LaunchConfig) nodeAttributes() LaunchConfig {
+	a := LaunchConfig{Cooperative: cfg.Cooperative, ClusterPolicy: cfg.ClusterPolicy, Priority: cfg.Priority, ProgrammaticDependent: cfg.ProgrammaticDependent}
+	if cfg.Cluster != (Dim3{}) {
+		a.Cluster = cfg.Cluster.norm()
+	}
+	return a
+}
+
+// kernelParams checks a kernel node's configuration, its attributes
+// included (with the context bound), and lays out its arguments in pb,
+// holding the buffers among them; the caller releases held. The node's
+// attributes are set once it is added (setNodeAttributes).
 func (f *Function) kernelParams(op string, pb *paramBlock, cfg LaunchConfig, args []any) (driver.GraphNodeParams, []heldLife, error) {
 	var p driver.GraphNodeParams
 	if cfg.Stream != nil {
 		return p, nil, errorf(op, ErrInvalidValue, "a graph node runs on no stream of its own: leave LaunchConfig.Stream nil")
 	}
-	if cfg.hasAttributes() {
-		return p, nil, errorf(op, ErrNotSupported, "launch attributes%s on a graph node: capture the launch (Stream.Capture) instead", cfg.attributeText())
+	if cfg.ProgrammaticDependent {
+		return p, nil, errorf(op, ErrNotSupported, "a programmatic dependent launch on a graph node: capture the launches (Stream.Capture), which makes the driver's edge between them programmatic")
 	}
 	dims, err := cfg.dims(op)
 	if err != nil {
@@ -140,12 +153,24 @@ func (f *Function) kernelParams(op string, pb *paramBlock, cfg LaunchConfig, arg
 	if dims[0] == 0 {
 		return p, nil, errorf(op, ErrInvalidValue, "a grid of no blocks: a kernel node must launch at least one")
 	}
+	shape := launchShape{dims: dims}
+	if cfg.hasAttributes() {
+		if _, err := cfg.checkShape(op, shape.grid()); err != nil {
+			return p, nil, err
+		}
+	}
 	held, err := f.marshal(op, pb, args, []heldLife{{&f.mod.life, "the kernel's module"}})
 	if err != nil {
 		return p, nil, err
 	}
 	if held, err = holdAll(op, held); err != nil {
 		return p, nil, err
+	}
+	if cfg.hasAttributes() {
+		if err := f.checkAttributes(op, &cfg, shape.grid(), shape.block()); err != nil {
+			releaseAll(held)
+			return p, nil, err
+		}
 	}
 	p.Type = driver.GraphNodeKernel
 	k := (*driver.KernelNodeParams)(unsafe.Pointer(&p.Params))
@@ -171,10 +196,13 @@ func kernelMemory(args []any) []*allocation {
 }
 
 // AddKernel adds a node that launches f with cfg's grid, block and dynamic
-// shared memory on args, as Function.Launch takes them. cfg.Stream must be
-// nil, and the launch attributes unset (capture such a launch instead).
-// The arguments are copied: what args point to may change afterwards, and
-// GraphExec.SetKernelParams changes them in an instance.
+// shared memory on args, as Function.Launch takes them, and with cfg's
+// launch attributes, checked as Launch checks them: Cooperative, Cluster
+// and ClusterPolicy, Priority. cfg.Stream must be nil, and
+// ProgrammaticDependent unset: capture such launches instead, whose edges
+// the driver then makes programmatic. The arguments are copied: what args
+// point to may change afterwards, and GraphExec.SetKernelParams changes
+// them in an instance.
 func (g *Graph) AddKernel(after []*GraphNode, f *Function, cfg LaunchConfig, args ...any) (*GraphNode, error) {
 	const op = "Graph.AddKernel"
 	if err := f.valid(op); err != nil {
@@ -206,12 +234,38 @@ func (g *Graph) AddKernel(after []*GraphNode, f *Function, cfg LaunchConfig, arg
 	if err != nil {
 		return nil, err
 	}
+	if err := n.setAttributes(op, pb, &cfg); err != nil {
+		return nil, err
+	}
 	for _, m := range mems {
 		r.b.useMem(m)
 	}
 	r.b.useModule(f.mod)
-	n.fn = f
+	n.fn, n.attrs = f, cfg.nodeAttributes()
 	return n, nil
+}
+
+// setAttributes sets cfg's launch attributes on n, a kernel node just
+// added (cuGraphKernelNodeSetAttribute), with the graph held, bound and
+// locked. When the driver refuses one, n is taken out of the graph again
+// (cuGraphDestroyNode), which is left as it was.
+func (n *GraphNode) setAttributes(op string, pb *paramBlock, cfg *LaunchConfig) error {
+	if !cfg.hasAttributes() {
+		return nil
+	}
+	ctx := n.g.root().ctx.handle
+	cluster, _ := cfg.checkShape(op, cfg.Grid.norm()) // checked before
+	ex := (*driver.LaunchConfig)(pb.launchConfig(cfg, [6]uint32{}, cluster))
+	for _, a := range pb.attrs[:ex.NumAttrs] {
+		if err := check(op, driver.GraphKernelNodeSetAttribute(ctx, n.handle, a.ID, unsafe.Pointer(&a.Value))); err != nil {
+			err.(*Error).Detail = join(err.(*Error).Detail, "setting the kernel node's launch attributes"+cfg.attributeText())
+			if r := driver.GraphDestroyNode(ctx, n.handle); !r.OK() {
+				err.(*Error).Detail += "; the node could not be taken out again: " + check(op, r).Error()
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // graphMemory returns m's address, size and allocation, checked to be of
@@ -486,7 +540,9 @@ func (g *Graph) AddFree(after []*GraphNode, m *GraphMemory) (*GraphNode, error) 
 // until n is set again, the instance is updated (Update), or closed. Then
 // what the earlier call named can be freed, unless the graph uses it too;
 // Free waits for the launches queued with it first, as for any buffer a
-// stream used.
+// stream used. The node's launch attributes stay: cfg must give the same
+// ones AddKernel was given, and the new grid must be a whole number of its
+// clusters.
 func (e *GraphExec) SetKernelParams(n *GraphNode, cfg LaunchConfig, args ...any) error {
 	const op = "GraphExec.SetKernelParams"
 	if err := e.valid(op); err != nil {
@@ -512,6 +568,9 @@ func (e *GraphExec) SetKernelParams(n *GraphNode, cfg LaunchConfig, args ...any)
 		return err
 	}
 	defer n.g.release()
+	if a := cfg.nodeAttributes(); a != n.attrs {
+		return errorf(op, ErrInvalidValue, "launch attributes: %s, where the node was added with %s (an instance keeps a node's attributes)", attributeList(&a), attributeList(&n.attrs))
+	}
 	pb := paramBlocks.Get().(*paramBlock)
 	defer paramBlocks.Put(pb)
 	p, held, err := n.fn.kernelParams(op, pb, cfg, args)
@@ -548,4 +607,12 @@ func (e *GraphExec) SetKernelParams(n *GraphNode, cfg LaunchConfig, args ...any)
 	}
 	x.set[n] = uses
 	return nil
+}
+
+// attributeList lists cfg's launch attributes, "none" for none.
+func attributeList(cfg *LaunchConfig) string {
+	if text := cfg.attributeText(); text != "" {
+		return strings.TrimPrefix(text, ", ")
+	}
+	return "none"
 }

@@ -401,3 +401,149 @@ func TestLaunchAttributesCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchAttributesGraphNodes: kernel nodes added with launch attributes
+// run with them (clusters, a cooperative grid, a priority), an instance
+// keeps them when a node's arguments and grid are set again, and what
+// cannot be is refused in words, leaving the graph as it was.
+func TestLaunchAttributesGraphNodes(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	m := loadLaunchKernels(t, ctx)
+	info := must(m.Function("cluster_info"))(t)
+	sync := must(m.Function("grid_sync"))(t)
+	const blocks = 16
+	out := must(cuda.Alloc[uint32](ctx, 4*2*blocks))(t)
+	defer out.Free()
+	out2 := must(cuda.Alloc[uint32](ctx, 4*blocks))(t)
+	defer out2.Free()
+	flags := must(cuda.Alloc[uint32](ctx, blocks))(t)
+	defer flags.Free()
+	counter := must(cuda.Alloc[uint32](ctx, 1))(t)
+	defer counter.Free()
+	counts := must(cuda.Alloc[uint32](ctx, blocks))(t)
+	defer counts.Free()
+	_, greatest := must2(ctx.StreamPriorityRange())(t)
+
+	g := must(ctx.NewGraph())(t)
+	defer g.Close()
+	clustered := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 32}, Cluster: cuda.Dim3{X: 4}}
+	a := must(g.AddKernel(nil, info, clustered, out))(t)
+	coop := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 32}, Cooperative: true}
+	b := must(g.AddKernel([]*cuda.GraphNode{a}, sync, coop, flags, counter, counts))(t)
+	spread := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 32}, Cluster: cuda.Dim3{X: 2}, ClusterPolicy: cuda.ClusterPolicySpread, Priority: greatest}
+	must(g.AddKernel([]*cuda.GraphNode{b}, info, spread, out2))(t)
+
+	// The refusals, each leaving the graph's three nodes.
+	for _, tt := range []struct {
+		name string
+		cfg  cuda.LaunchConfig
+		err  error
+		want string
+	}{
+		{"programmatic dependent", cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 32}, ProgrammaticDependent: true}, cuda.ErrNotSupported, "capture the launches"},
+		{"grid not whole clusters", cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks - 2}, Block: cuda.Dim3{X: 32}, Cluster: cuda.Dim3{X: 4}}, cuda.ErrInvalidValue, "not a whole number of clusters"},
+		{"cooperative grid too large", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1 << 20}, Block: cuda.Dim3{X: 32}, Cooperative: true}, cuda.ErrInvalidValue, "more blocks than"},
+		{"priority out of range", cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: 32}, Priority: greatest - 100}, cuda.ErrInvalidValue, "outside the context's range"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := g.AddKernel(nil, info, tt.cfg, out)
+			if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v; want %v saying %q", err, tt.err, tt.want)
+			}
+			if n := must(g.Nodes())(t); n != 3 {
+				t.Errorf("the graph has %d nodes after the refusal, want 3", n)
+			}
+		})
+	}
+
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	run := func(t *testing.T, n int) {
+		t.Helper()
+		for _, b := range []*cuda.DeviceBuffer[uint32]{out, out2, flags, counter, counts} {
+			if err := b.Memset32(0xffffffff); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := counter.Memset32(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := flags.Memset32(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			buf     *cuda.DeviceBuffer[uint32]
+			blocks  int
+			cluster int
+		}{{out, n, 4}, {out2, blocks, 2}} {
+			got := must(toHost(c.buf))(t)
+			for b := range c.blocks {
+				want := [4]uint32{uint32(b % c.cluster), uint32(b / c.cluster), uint32(c.cluster), uint32(b)}
+				if [4]uint32(got[4*b:4*b+4]) != want {
+					t.Fatalf("block %d of %d: rank, cluster, size, block = %v, want %v", b, c.blocks, got[4*b:4*b+4], want)
+				}
+			}
+		}
+		for b, v := range must(toHost(counts))(t) {
+			if v != blocks {
+				t.Fatalf("block %d of the cooperative node counted %d flags, want %d", b, v, blocks)
+			}
+		}
+	}
+	t.Run("run", func(t *testing.T) { run(t, blocks) })
+	t.Run("set again, attributes kept", func(t *testing.T) {
+		more := clustered
+		more.Grid.X = 2 * blocks
+		if err := e.SetKernelParams(a, more, out); err != nil {
+			t.Fatal(err)
+		}
+		run(t, 2*blocks)
+	})
+	t.Run("set again, refused", func(t *testing.T) {
+		plain := clustered
+		plain.Cluster = cuda.Dim3{}
+		if err := e.SetKernelParams(a, plain, out); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "where the node was added with cluster {4 1 1}") {
+			t.Errorf("without the node's cluster: %v; want ErrInvalidValue naming it", err)
+		}
+		odd := clustered
+		odd.Grid.X = blocks + 2
+		if err := e.SetKernelParams(a, odd, out); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "not a whole number of clusters") {
+			t.Errorf("a grid of %d blocks in clusters of 4: %v; want ErrInvalidValue", odd.Grid.X, err)
+		}
+		run(t, 2*blocks) // the instance as the last good call left it
+	})
+}
+
+// TestLaunchAttributesGraphNodeRefused: when the driver refuses a kernel
+// node's attribute, the node is taken out again and the graph is as it
+// was.
+func TestLaunchAttributesGraphNodeRefused(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	info := must(loadLaunchKernels(t, ctx).Function("cluster_info"))(t)
+	out := must(cuda.Alloc[uint32](ctx, 4*16))(t)
+	defer out.Free()
+	g := must(ctx.NewGraph())(t)
+	defer g.Close()
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 16}, Block: cuda.Dim3{X: 32}, Cluster: cuda.Dim3{X: 4}}
+	must(g.AddKernel(nil, info, cfg, out))(t)
+	f.Fail("cuGraphKernelNodeSetAttribute", 1, 1)
+	if _, err := g.AddKernel(nil, info, cfg, out); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "launch attributes") {
+		t.Fatalf("%v; want the driver's CUDA_ERROR_INVALID_VALUE, saying what was set", err)
+	}
+	if n := must(g.Nodes())(t); n != 1 {
+		t.Fatalf("the graph has %d nodes, want the 1 before the refusal", n)
+	}
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	if err := out.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Free of a buffer the graph uses: %v; want ErrInvalidValue", err)
+	}
+}

@@ -415,7 +415,11 @@ func sweepCases() []sweepCase {
 				ev := must(e.ctx.NewEvent())(t)
 				var g *cuda.Graph
 				var x2 *cuda.GraphExec
+				// The kernel node has a launch attribute (the context's
+				// greatest priority), which the driver sets once the node
+				// is added, and which SetKernelParams is given again.
 				cfg := cuda.LaunchConfigFor(64, nil)
+				_, cfg.Priority = must2(e.ctx.StreamPriorityRange())(t)
 				return func() (err error) {
 						if g, err = e.ctx.NewGraph(); err != nil {
 							return err

@@ -814,6 +814,22 @@ static int gocuda_GraphExecNodeSetParams(uintptr_t fn, uintptr_t ctx, uintptr_t 
 	return ((int (*)(uintptr_t, uintptr_t, void *))fn)(hGraphExec, hNode, nodeParams);
 }
 
+static int gocuda_GraphKernelNodeSetAttribute(uintptr_t fn, uintptr_t ctx, uintptr_t hNode, int attr, void * value) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t, int, void *))fn)(hNode, attr, value);
+}
+
+static int gocuda_GraphDestroyNode(uintptr_t fn, uintptr_t ctx, uintptr_t hNode) {
+	if (ctx) {
+		int r = gocuda_bind(ctx);
+		if (r) return r;
+	}
+	return ((int (*)(uintptr_t))fn)(hNode);
+}
+
 static int gocuda_GraphConditionalHandleCreate(uintptr_t fn, uintptr_t ctx, unsigned long long * pHandle_out, uintptr_t hGraph, uintptr_t graphCtx, unsigned int defaultLaunchValue, unsigned int flags) {
 	if (ctx) {
 		int r = gocuda_bind(ctx);
@@ -2343,6 +2359,30 @@ func GraphExecNodeSetParams(ctx Context, hGraphExec GraphExec, hNode GraphNode, 
 	}
 	r := C.gocuda_GraphExecNodeSetParams(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), nodeParams)
 	return shimStatus(int32(r), FuncGraphExecNodeSetParams)
+}
+
+// GraphKernelNodeSetAttribute calls cuGraphKernelNodeSetAttribute, with ctx current.
+//
+//	CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue *value /*in*/);
+func GraphKernelNodeSetAttribute(ctx Context, hNode GraphNode, attr int32, value unsafe.Pointer) Status {
+	fn := syms[symGraphKernelNodeSetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphKernelNodeSetAttribute}
+	}
+	r := C.gocuda_GraphKernelNodeSetAttribute(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hNode), C.int(attr), value)
+	return shimStatus(int32(r), FuncGraphKernelNodeSetAttribute)
+}
+
+// GraphDestroyNode calls cuGraphDestroyNode, with ctx current.
+//
+//	CUresult cuGraphDestroyNode(CUgraphNode hNode);
+func GraphDestroyNode(ctx Context, hNode GraphNode) Status {
+	fn := syms[symGraphDestroyNode]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphDestroyNode}
+	}
+	r := C.gocuda_GraphDestroyNode(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(hNode))
+	return shimStatus(int32(r), FuncGraphDestroyNode)
 }
 
 // GraphConditionalHandleCreate calls cuGraphConditionalHandleCreate, with ctx current.

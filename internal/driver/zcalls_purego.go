@@ -1946,6 +1946,40 @@ func GraphExecNodeSetParams(ctx Context, hGraphExec GraphExec, hNode GraphNode, 
 	return Status{Code: Result(int32(r)), Func: FuncGraphExecNodeSetParams}
 }
 
+// GraphKernelNodeSetAttribute calls cuGraphKernelNodeSetAttribute.
+//
+//	CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue *value /*in*/);
+func GraphKernelNodeSetAttribute(ctx Context, hNode GraphNode, attr int32, value unsafe.Pointer) Status {
+	fn := syms[symGraphKernelNodeSetAttribute]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphKernelNodeSetAttribute}
+	}
+	escape(unsafe.Pointer(value))
+	c := getCall()
+	c.args[0] = uintptr(hNode)
+	c.args[1] = uintptr(attr)
+	c.args[2] = uintptr(unsafe.Pointer(value))
+	r, _, _ := purego.SyscallN(fn, c.args[:3]...)
+	runtime.KeepAlive(value)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphKernelNodeSetAttribute}
+}
+
+// GraphDestroyNode calls cuGraphDestroyNode.
+//
+//	CUresult cuGraphDestroyNode(CUgraphNode hNode);
+func GraphDestroyNode(ctx Context, hNode GraphNode) Status {
+	fn := syms[symGraphDestroyNode]
+	if fn == 0 {
+		return Status{Code: ResultMissingSymbol, Func: FuncGraphDestroyNode}
+	}
+	c := getCall()
+	c.args[0] = uintptr(hNode)
+	r, _, _ := purego.SyscallN(fn, c.args[:1]...)
+	putCall(c)
+	return Status{Code: Result(int32(r)), Func: FuncGraphDestroyNode}
+}
+
 // GraphConditionalHandleCreate calls cuGraphConditionalHandleCreate.
 //
 //	CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext graphCtx, unsigned int defaultLaunchValue, unsigned int flags);

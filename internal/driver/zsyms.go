@@ -110,6 +110,8 @@ const (
 	symGraphCreate
 	symGraphAddNode
 	symGraphExecNodeSetParams
+	symGraphKernelNodeSetAttribute
+	symGraphDestroyNode
 	symGraphConditionalHandleCreate
 	symLinkCreate
 	symLinkAddData
@@ -233,6 +235,8 @@ const (
 	FuncGraphCreate
 	FuncGraphAddNode
 	FuncGraphExecNodeSetParams
+	FuncGraphKernelNodeSetAttribute
+	FuncGraphDestroyNode
 	FuncGraphConditionalHandleCreate
 	FuncLinkCreate
 	FuncLinkAddData
@@ -355,6 +359,8 @@ var symNames = [symCount]string{
 	"cuGraphCreate",
 	"cuGraphAddNode",
 	"cuGraphExecNodeSetParams",
+	"cuGraphKernelNodeSetAttribute",
+	"cuGraphDestroyNode",
 	"cuGraphConditionalHandleCreate",
 	"cuLinkCreate_v2",
 	"cuLinkAddData_v2",

@@ -52,6 +52,7 @@ var baseTypes = map[string]cType{
 	"CUgraphConditionalHandle":         {"uint64", 8},
 	"CUlinkState":                      {"LinkState", 8},
 	"CUjitInputType":                   {"int32", 4},
+	"CUkernelNodeAttrID":               {"int32", 4},
 	// Structures, passed by pointer and read by the driver (/*in*/), or
 	// written (resultInfo).
 	"CUgraphExecUpdateResultInfo": {"", 0},
@@ -62,6 +63,7 @@ var baseTypes = map[string]cType{
 	"CUipcMemHandle":              {"", 0},
 	"CUipcEventHandle":            {"", 0},
 	"CUgraphNodeParams":           {"", 0},
+	"CUkernelNodeAttrValue":       {"", 0},
 }
 
 // handle64Types are the 64-byte structures passed by value.

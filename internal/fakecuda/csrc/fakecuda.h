@@ -177,6 +177,8 @@ void free_device(void *base); // a device allocation, released now
 void run_kernel(struct launch *l);
 CUresult make_launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, void **params,
                      const unsigned cluster[3], int cooperative, struct launch **out); // checked, not queued
+CUresult launch_set_attribute(struct launch *l, int attr, const void *value); // a kernel node's attribute
+CUresult launch_keep_attributes(struct launch *to, const struct launch *from);   // an instance's node set again
 void unload_modules(CUcontext c);
 
 // ---- nccl.c ------------------------------------------------------------------

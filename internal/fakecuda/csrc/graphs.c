@@ -705,9 +705,61 @@ EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, struct fake_node *n, str
 	pthread_mutex_lock(&mu);
 	struct launch *old = e->ops[n->index].launch;
 	if (!launch_same_kernel(old, o.launch)) r = INVALID_VALUE;
-	else e->ops[n->index].launch = o.launch;
+	else r = launch_keep_attributes(o.launch, old);
+	if (r == SUCCESS) e->ops[n->index].launch = o.launch;
 	pthread_mutex_unlock(&mu);
 	free(r == SUCCESS ? old : o.launch);
+	return r;
+}
+
+// node_of returns n if it is a node of a live graph (mu held).
+static struct fake_node *node_of(struct fake_node *n) {
+	if (!n || !graph_live(n->g)) return NULL;
+	for (struct fake_node *m = n->g->nodes; m; m = m->next)
+		if (m == n) return n;
+	return NULL;
+}
+
+EXPORT CUresult cuGraphKernelNodeSetAttribute(struct fake_node *n, int attr, const void *value) {
+	FAULT("cuGraphKernelNodeSetAttribute");
+	REQUIRE_CTX();
+	if (!value) return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	CUresult r = INVALID_VALUE;
+	if (node_of(n) && n->index >= 0 && n->g->ops[n->index].kind == OP_KERNEL)
+		r = launch_set_attribute(n->g->ops[n->index].launch, attr, value);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// cuGraphDestroyNode removes a node and its work; the fake's nodes have no
+// edges to remove (a graph's work runs in the order it was added). A
+// conditional node, whose body the fake would have to take apart too, is
+// refused.
+EXPORT CUresult cuGraphDestroyNode(struct fake_node *n) {
+	FAULT("cuGraphDestroyNode");
+	REQUIRE_CTX();
+	pthread_mutex_lock(&mu);
+	CUresult r = node_of(n) ? SUCCESS : INVALID_VALUE;
+	if (r == SUCCESS && n->index >= 0 && n->g->ops[n->index].kind == OP_COND) r = NOT_SUPPORTED;
+	if (r == SUCCESS) {
+		CUgraph g = n->g;
+		for (struct fake_node **p = &g->nodes; *p; p = &(*p)->next)
+			if (*p == n) {
+				*p = n->next;
+				break;
+			}
+		if (n->index < 0) g->opless--;
+		else {
+			free_op(&g->ops[n->index]);
+			memmove(&g->ops[n->index], &g->ops[n->index + 1], (g->n - n->index - 1) * sizeof *g->ops);
+			g->n--;
+			for (struct fake_node *m = g->nodes; m; m = m->next)
+				if (m->index > n->index) m->index--;
+		}
+		free(n);
+	}
+	pthread_mutex_unlock(&mu);
 	return r;
 }
 

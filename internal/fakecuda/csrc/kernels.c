@@ -781,6 +781,38 @@ struct launch *launch_clone(const struct launch *l) {
 	return c;
 }
 
+// launch_set_attribute sets a kernel node's attribute (cuGraphKernelNodeSetAttribute):
+// cooperative, cluster shape and policy, priority; the driver's others are refused.
+// A cluster must divide the node's grid, on a device with clusters.
+CUresult launch_set_attribute(struct launch *l, int attr, const void *value) {
+	const int *v = value;
+	switch (attr) {
+	case 2: l->cooperative = *v != 0; return SUCCESS;
+	case 4: {
+		const unsigned *c = value;
+		if (!device_attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, l->ctx->device)) return NOT_SUPPORTED;
+		for (int i = 0; i < 3; i++)
+			if (!c[i] || l->grid[i] % c[i]) return INVALID_VALUE;
+		memcpy(l->cluster, c, sizeof l->cluster);
+		return SUCCESS;
+	}
+	case 5: return *v >= 0 && *v <= 2 ? SUCCESS : INVALID_VALUE;
+	case 8: return SUCCESS; // the fake runs work in order whatever its priority
+	}
+	return INVALID_VALUE;
+}
+
+// launch_keep_attributes gives to, an instance's kernel node set again, the
+// attributes from had: the node's, which setting its parameters keeps. Its
+// grid must still be a whole number of clusters.
+CUresult launch_keep_attributes(struct launch *to, const struct launch *from) {
+	for (int i = 0; i < 3; i++)
+		if (to->grid[i] % from->cluster[i]) return INVALID_VALUE;
+	memcpy(to->cluster, from->cluster, sizeof to->cluster);
+	to->cooperative = from->cooperative;
+	return SUCCESS;
+}
+
 // launch_kernel queues f on s: cuLaunchKernel's and cuLaunchKernelEx's
 // work, with their checks made.
 CUresult make_launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, void **params,
