@@ -137,7 +137,7 @@ func (cfg *LaunchConfig) nodeAttributes() LaunchConfig {
 // kernelParams checks a kernel node's configuration, its attributes
 // included (with the context bound), and lays out its arguments in pb,
 // holding the buffers among them; the caller releases held. The node's
-// attributes are set once it is added (setNodeAttributes).
+// attributes are set once it is added (GraphNode.setAttributes).
 func (f *Function) kernelParams(op string, pb *paramBlock, cfg LaunchConfig, args []any) (driver.GraphNodeParams, []heldLife, error) {
 	var p driver.GraphNodeParams
 	if cfg.Stream != nil {
@@ -234,31 +234,31 @@ func (g *Graph) AddKernel(after []*GraphNode, f *Function, cfg LaunchConfig, arg
 	if err != nil {
 		return nil, err
 	}
-	if err := n.setAttributes(op, pb, &cfg); err != nil {
+	n.fn, n.attrs = f, cfg.nodeAttributes()
+	if err := n.setAttributes(op, pb); err != nil {
 		return nil, err
 	}
 	for _, m := range mems {
 		r.b.useMem(m)
 	}
 	r.b.useModule(f.mod)
-	n.fn, n.attrs = f, cfg.nodeAttributes()
 	return n, nil
 }
 
-// setAttributes sets cfg's launch attributes on n, a kernel node just
-// added (cuGraphKernelNodeSetAttribute), with the graph held, bound and
-// locked. When the driver refuses one, n is taken out of the graph again
+// setAttributes sets n.attrs on n, a kernel node just added
+// (cuGraphKernelNodeSetAttribute), with the graph held, bound and locked.
+// When the driver refuses one, n is taken out of the graph again
 // (cuGraphDestroyNode), which is left as it was.
-func (n *GraphNode) setAttributes(op string, pb *paramBlock, cfg *LaunchConfig) error {
-	if !cfg.hasAttributes() {
+func (n *GraphNode) setAttributes(op string, pb *paramBlock) error {
+	a := &n.attrs
+	if !a.hasAttributes() {
 		return nil
 	}
 	ctx := n.g.root().ctx.handle
-	cluster, _ := cfg.checkShape(op, cfg.Grid.norm()) // checked before
-	ex := (*driver.LaunchConfig)(pb.launchConfig(cfg, [6]uint32{}, cluster))
-	for _, a := range pb.attrs[:ex.NumAttrs] {
-		if err := check(op, driver.GraphKernelNodeSetAttribute(ctx, n.handle, a.ID, unsafe.Pointer(&a.Value))); err != nil {
-			err.(*Error).Detail = join(err.(*Error).Detail, "setting the kernel node's launch attributes"+cfg.attributeText())
+	ex := (*driver.LaunchConfig)(pb.launchConfig(a, [6]uint32{}, a.Cluster))
+	for _, attr := range pb.attrs[:ex.NumAttrs] {
+		if err := check(op, driver.GraphKernelNodeSetAttribute(ctx, n.handle, attr.ID, unsafe.Pointer(&attr.Value))); err != nil {
+			err.(*Error).Detail = join(err.(*Error).Detail, "setting the kernel node's launch attributes"+a.attributeText())
 			if r := driver.GraphDestroyNode(ctx, n.handle); !r.OK() {
 				err.(*Error).Detail += "; the node could not be taken out again: " + check(op, r).Error()
 			}

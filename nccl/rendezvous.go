@@ -265,11 +265,7 @@ func serve(ctx context.Context, op string, l Launch, id UniqueID) error {
 func answer(ctx context.Context, conn net.Conn, size int, served []bool, id UniqueID) (int, bool) {
 	defer conn.Close()
 	// A rank that connects and says nothing must not hold up the others.
-	deadline := time.Now().Add(10 * time.Second)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	conn.SetDeadline(deadline)
+	conn.SetDeadline(within(ctx, 10*time.Second))
 	hello := make([]byte, len(magic)+8)
 	if _, err := io.ReadFull(conn, hello); err != nil || string(hello[:len(magic)]) != magic {
 		return 0, false // not a rank of ours, or it died: wait for another
@@ -316,27 +312,49 @@ func missing(served []bool) string {
 // fetch is the other ranks' side: connect to rank 0 (again while it is not
 // yet listening), say hello, read the id.
 func fetch(ctx context.Context, op string, l Launch) (UniqueID, error) {
+	var id UniqueID
+	gaveUp, err := redial(ctx, l.Addr, func(conn net.Conn) (retry bool, err error) {
+		id, retry, err = hello(ctx, op, conn, l)
+		return retry, err
+	})
+	if gaveUp {
+		return UniqueID{}, failed(ctx, op, "rank %d cannot reach rank 0 at %s within the time given: %v", l.Rank, l.Addr, err)
+	}
+	return id, err
+}
+
+// redial connects to addr and runs try on the connection, again after a
+// pause (from 50 ms, doubling up to a second) while the connection fails
+// or try asks for another, until ctx ends; it returns try's error, or,
+// having given up as ctx ended, the last error. try owns the connection.
+func redial(ctx context.Context, addr string, try func(net.Conn) (retry bool, err error)) (gaveUp bool, _ error) {
 	var d net.Dialer
 	wait := 50 * time.Millisecond
-	var last error
 	for {
-		conn, err := d.DialContext(ctx, "tcp", l.Addr)
+		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			id, retry, err := hello(ctx, op, conn, l)
-			if !retry {
-				return id, err
+			var retry bool
+			if retry, err = try(conn); !retry {
+				return false, err
 			}
-			last = err
-		} else {
-			last = err
 		}
 		select {
 		case <-ctx.Done():
-			return UniqueID{}, failed(ctx, op, "rank %d cannot reach rank 0 at %s within the time given: %v", l.Rank, l.Addr, last)
+			return true, err
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// within returns the deadline of a step that may take d at most, or less
+// when ctx ends first.
+func within(ctx context.Context, d time.Duration) time.Time {
+	deadline := time.Now().Add(d)
+	if c, ok := ctx.Deadline(); ok && c.Before(deadline) {
+		return c
+	}
+	return deadline
 }
 
 // hello asks rank 0 for the id on conn. retry reports a failure worth

@@ -49,28 +49,22 @@ const (
 // does not answer, until ctx ends. The calls of the store it returns end
 // with ctx once watch is called.
 func dialStore(ctx context.Context, addr string) (*torchStore, error) {
-	var d net.Dialer
-	wait := 50 * time.Millisecond
-	for {
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			s := &torchStore{conn: conn, addr: addr}
-			var retry bool
-			if retry, err = s.greet(ctx); err == nil {
-				return s, nil
-			}
+	var s *torchStore
+	gaveUp, err := redial(ctx, addr, func(conn net.Conn) (bool, error) {
+		s = &torchStore{conn: conn, addr: addr}
+		retry, err := s.greet(ctx)
+		if err != nil {
 			conn.Close()
-			if !retry {
-				return nil, err
-			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("torchrun's store at %s did not answer within the time given: %v", addr, err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
+		return retry, err
+	})
+	switch {
+	case gaveUp:
+		return nil, fmt.Errorf("torchrun's store at %s did not answer within the time given: %v", addr, err)
+	case err != nil:
+		return nil, err
 	}
+	return s, nil
 }
 
 // greet validates the connection and pings the store, which must answer
@@ -78,11 +72,7 @@ func dialStore(ctx context.Context, addr string) (*torchStore, error) {
 // store that closed it without answering (its queue of connections full,
 // as PyTorch's client allows for) rather than one that answered wrong.
 func (s *torchStore) greet(ctx context.Context) (retry bool, err error) {
-	deadline := time.Now().Add(10 * time.Second)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	s.conn.SetDeadline(deadline)
+	s.conn.SetDeadline(within(ctx, 10*time.Second))
 	defer s.conn.SetDeadline(time.Time{})
 	nonce := uint32(os.Getpid())
 	q := binary.LittleEndian.AppendUint32([]byte{storeValidate}, storeMagic)

@@ -25,10 +25,7 @@ export GOCUDA_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 nvidia-smi topo -m >"$out/topology.txt" 2>&1
 # PyTorch's NCCL, for both sides of the comparison.
-torchnccl=$(python3 -c 'import glob, os, nvidia; print(next(iter(sorted(p for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "*", "lib", "libnccl.so*")))), ""))' 2>/dev/null)
-if [ -n "$torchnccl" ]; then
-	export GOCUDA_LIBNCCL=$torchnccl
-fi
+. scripts/torch-nccl.sh
 echo "GPUs: $gpus; NCCL: ${GOCUDA_LIBNCCL:-libnccl.so.2 from the loader path}" | tee "$out/setup.txt"
 rc=0
 for set in tests tests-cgo; do

@@ -22,10 +22,7 @@ out=${1:?usage: gpu-torchrun.sh OUTDIR [OLDTEST]}
 old=${2:-}
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0
-torchnccl=$(python3 -c 'import glob, os, nvidia; print(next(iter(sorted(p for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "*", "lib", "libnccl.so*")))), ""))' 2>/dev/null)
-if [ -n "$torchnccl" ]; then
-	export GOCUDA_LIBNCCL=$torchnccl
-fi
+. scripts/torch-nccl.sh
 python3 -c 'import torch; print("PyTorch", torch.__version__)' | tee "$out/setup.txt"
 rc=0
 
