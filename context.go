@@ -56,6 +56,10 @@ type Context struct {
 
 	// mem counts the memory of the context's buffers (MemoryStats).
 	mem [memoryKinds]memCounter
+
+	// releases are what other packages release before the context closes
+	// (compute's kernels: internal/attach).
+	releases contextReleases
 }
 
 // legacyQueue records that a synchronous call, just returned, may have left
@@ -171,6 +175,11 @@ func (c *Context) Close() error {
 		return nil
 	}
 	const op = "Context.Close"
+	if c.life.Status() == lifetime.Held {
+		if err := c.runReleases(); err != nil {
+			return err // the context stays open; Close tries them again
+		}
+	}
 	if err := c.flushCaches(op); err != nil {
 		return err
 	}

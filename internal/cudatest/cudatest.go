@@ -9,6 +9,7 @@
 package cudatest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -46,10 +47,32 @@ var (
 // Main selects the driver, then runs the tests. Use it from TestMain:
 //
 //	func TestMain(m *testing.M) { cudatest.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainSkipFake(m, "") }
+
+// MainSkipFake is Main for a package whose Examples (or tests) matching the
+// regular expression onFake need what the fake driver lacks (NVRTC, a
+// kernel the fake has no C version of): on the fake they are skipped, as
+// go test's -skip would (joined with a -skip given), so that every Example
+// keeps its Output comment and runs wherever it can, on a GPU always.
+func MainSkipFake(m *testing.M, onFake string) {
 	if err := selectDriver(); err != nil {
 		fmt.Fprintln(os.Stderr, "cudatest:", err)
 		os.Exit(1)
+	}
+	if onFake != "" && kind == "fake" {
+		if !flag.Parsed() {
+			flag.Parse() // a -skip on the command line is joined, not replaced
+		}
+		skip := onFake
+		if f := flag.Lookup("test.skip"); f != nil {
+			if old := f.Value.String(); old != "" {
+				skip = old + "|" + onFake
+			}
+			if err := flag.Set("test.skip", skip); err != nil {
+				fmt.Fprintln(os.Stderr, "cudatest:", err)
+				os.Exit(1)
+			}
+		}
 	}
 	os.Exit(m.Run())
 }
