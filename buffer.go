@@ -326,7 +326,26 @@ func copyHtoD(op string, ctx *Context, d driver.DevicePtr, host []byte, pageable
 // on the buffer on any stream (a kernel's, a copy's), so dst holds its
 // result; see the package overview's Ordering.
 func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
-	const op = "DeviceBuffer.CopyToHost"
+	return b.copyToHost("DeviceBuffer.CopyToHost", dst)
+}
+
+// ToHost returns a new slice holding the buffer's elements, copied as
+// CopyToHost copies them (after the work gocuda queued on the buffer):
+//
+//	out, err := buf.ToHost()
+func (b *DeviceBuffer[T]) ToHost() ([]T, error) {
+	const op = "DeviceBuffer.ToHost"
+	if err := b.valid(op); err != nil {
+		return nil, err
+	}
+	out := make([]T, b.n)
+	if err := b.copyToHost(op, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (b *DeviceBuffer[T]) copyToHost(op string, dst []T) error {
 	if err := b.enter(op); err != nil {
 		return err
 	}

@@ -106,8 +106,9 @@ func (c *Context) legacyDone(q uint64) {
 
 // NewContext retains dev's primary context: the one context per device that
 // the CUDA runtime, and so PyTorch and CuPy, share. Close releases it.
-func NewContext(dev Device) (*Context, error) {
-	const op = "NewContext"
+func NewContext(dev Device) (*Context, error) { return newContext("NewContext", dev) }
+
+func newContext(op string, dev Device) (*Context, error) {
 	if err := openDriver(op); err != nil {
 		return nil, err
 	}
@@ -137,15 +138,16 @@ func NewContext(dev Device) (*Context, error) {
 //	defer ctx.Close()
 //	defer s.Close()
 func Open(ordinal int) (*Context, *Stream, error) {
-	dev, err := GetDevice(ordinal)
+	const op = "Open" // the call the user made, in every error it returns
+	dev, err := getDevice(op, ordinal)
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, err := NewContext(dev)
+	ctx, err := newContext(op, dev)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := ctx.newStream("Open", 0)
+	s, err := ctx.newStream(op, 0)
 	if err != nil {
 		lifetime.CloseTemp(&err, ctx.Close)
 		return nil, nil, err

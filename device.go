@@ -72,8 +72,9 @@ func (d Device) valid(op string) error {
 
 // GetDevice returns the device with the given ordinal, from 0 to
 // DeviceCount()-1.
-func GetDevice(ordinal int) (Device, error) {
-	const op = "GetDevice"
+func GetDevice(ordinal int) (Device, error) { return getDevice("GetDevice", ordinal) }
+
+func getDevice(op string, ordinal int) (Device, error) {
 	n, err := deviceCount(op)
 	if err != nil {
 		return Device{}, err

@@ -3,6 +3,9 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/gocuda/cuda/internal/dl"
+	"os"
+	"strings"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/errfmt"
@@ -144,17 +147,43 @@ func closed(op, what string) error {
 	return &Error{Op: op, Err: ErrClosed, Detail: what + " is closed"}
 }
 
-// openDriver opens the driver and says how to fix it when that fails.
+// LibraryError is the error, wrapped, of a call that needed an NVIDIA
+// library gocuda could not open (NVRTC, cuBLAS, cuRAND, cuFFT, NCCL): its
+// text says in one line what is missing and the one thing to do, and
+// Tried lists every path tried, for a user who asks:
+//
+//	var le *cuda.LibraryError
+//	if errors.As(err, &le) {
+//		fmt.Println(le.Tried)
+//	}
+//
+// It matches ErrNotSupported.
+type LibraryError = dl.NotFoundError
+
+// openDriver opens the driver and says how to fix it when that fails, in
+// one line: what is missing and the one thing to do.
 func openDriver(op string) error {
 	err := driver.Open()
 	if err == nil {
 		return nil
 	}
 	var oe *driver.OpenError
-	if errors.As(err, &oe) && oe.Result == driver.ErrorNoDevice {
-		return &Error{Op: op, Err: ErrNoDevice, Detail: err.Error() + "; the NVIDIA driver is installed but sees no GPU"}
+	if !errors.As(err, &oe) {
+		return &Error{Op: op, Err: ErrNoDriver, Detail: err.Error()}
 	}
-	return &Error{Op: op, Err: ErrNoDriver, Detail: err.Error() +
-		"; install the NVIDIA driver (gocuda needs only the driver, not the CUDA toolkit), or set " +
-		driver.EnvLibrary + " to the path of libcuda.so"}
+	if oe.Result == driver.ErrorNoDevice {
+		return &Error{Op: op, Err: ErrNoDevice, Detail: "the NVIDIA driver is installed but sees no GPU"}
+	}
+	var detail string
+	switch set := os.Getenv(driver.EnvLibrary); {
+	case set != "":
+		// The variable chose the library: it is what to fix.
+		detail = fmt.Sprintf("%s=%s: %s; point it at the NVIDIA driver's libcuda.so.1, or unset it to use the system's", driver.EnvLibrary, set, oe.Reason)
+	case oe.Loaded == "":
+		detail = fmt.Sprintf("the NVIDIA driver is not installed (%s not found): install the NVIDIA driver (gocuda needs nothing else, not the CUDA toolkit), or set %s to the path of libcuda.so.1",
+			strings.Join(oe.Tried, " or "), driver.EnvLibrary)
+	default:
+		detail = err.Error() + "; check the NVIDIA driver's installation (nvidia-smi)"
+	}
+	return &Error{Op: op, Err: ErrNoDriver, Detail: detail}
 }

@@ -65,13 +65,21 @@ func TestMissingDriver(t *testing.T) {
 	if !errors.Is(err, cuda.ErrNoDriver) {
 		t.Fatalf("DeviceCount with a missing driver: %v, want ErrNoDriver", err)
 	}
-	for _, w := range []string{"/nonexistent/libcuda.so.1", "install the NVIDIA driver", "GOCUDA_LIBCUDA"} {
+	// The variable was set: it is named with its value, and the hint is
+	// not to set it.
+	for _, w := range []string{"GOCUDA_LIBCUDA=/nonexistent/libcuda.so.1", "unset it"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}
 	}
+	if strings.Contains(err.Error(), "or set GOCUDA_LIBCUDA") {
+		t.Errorf("error %q tells the user to set GOCUDA_LIBCUDA, which is set", err)
+	}
 	if _, err := cuda.GetDevice(0); !errors.Is(err, cuda.ErrNoDriver) {
 		t.Errorf("GetDevice with a missing driver: %v, want ErrNoDriver", err)
+	}
+	if _, _, err := cuda.Open(0); !errors.Is(err, cuda.ErrNoDriver) || !strings.HasPrefix(err.Error(), "cuda: Open: ") {
+		t.Errorf("Open with a missing driver: %v, want ErrNoDriver labelled Open", err)
 	}
 	if _, err := cuda.DriverVersion(); !errors.Is(err, cuda.ErrNoDriver) {
 		t.Errorf("DriverVersion with a missing driver: %v, want ErrNoDriver", err)

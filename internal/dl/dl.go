@@ -40,6 +40,7 @@ type Library struct {
 	Wheels  []string // folders under a site-packages' nvidia/: "cu13/lib", "cuda_nvrtc/lib"
 	DLLs    []string // the Windows names, newest first: "nvrtc64_130_0.dll", "nvrtc64_120_0.dll"; none where the library has no Windows build
 	Install string   // how to get it: "install the CUDA toolkit, or pip install nvidia-cuda-nvrtc"
+	Missing error    // the sentinel a NotFoundError matches besides ErrNotFound: cuda.ErrNotSupported
 }
 
 // ErrNotFound is what Open returns, wrapped, when no candidate loads.
@@ -114,7 +115,7 @@ func (lib Library) Candidates(env Env) []string {
 }
 
 // Open loads the first of lib's candidates that loads and returns its
-// handle and path. The error names every path tried and how to fix it.
+// handle and path. Its error is a *NotFoundError.
 func (lib Library) Open(env Env) (h uintptr, path string, err error) {
 	tried := lib.Candidates(env)
 	var last error
@@ -123,14 +124,46 @@ func (lib Library) Open(env Env) (h uintptr, path string, err error) {
 			return h, p, nil
 		}
 	}
-	how := lib.Install + ", or set " + lib.Env + " to the library's path"
-	switch {
-	case env.Getenv(lib.Env) != "":
-		how = lib.Env + " names a library that does not load; unset it to search"
-	case len(tried) == 0:
-		return 0, "", fmt.Errorf("%w: %s has no build for %s; set %s to a library's path to try one", ErrNotFound, lib.Name, env.goos(), lib.Env)
+	e := &NotFoundError{Library: lib.Name, Env: lib.Env, Value: env.Getenv(lib.Env), Tried: tried, Install: lib.Install, GOOS: env.goos(), missing: lib.Missing}
+	if last != nil {
+		e.Last = last.Error()
 	}
-	return 0, "", fmt.Errorf("%w: cannot open %s (tried %s; last: %v): %s", ErrNotFound, lib.Name, strings.Join(tried, ", "), last, how)
+	return 0, "", e
+}
+
+// NotFoundError says that a library could not be opened, and the one thing
+// to do, in a line; Tried lists every path tried, for whoever asks.
+type NotFoundError struct {
+	Library string   // for messages: "NVRTC"
+	Env     string   // the override variable: "GOCUDA_LIBNVRTC"
+	Value   string   // the variable's value, when set: then the only path tried
+	Tried   []string // every path tried, in order
+	Last    string   // the loader's message for the last path tried
+	Install string   // how to get the library
+	GOOS    string   // the system searched for
+	missing error
+}
+
+func (e *NotFoundError) Error() string {
+	switch {
+	case e == nil:
+		return "<nil>"
+	case e.Value != "":
+		return fmt.Sprintf("%s=%s does not load (%s): point it at %s's library, or unset it to search the usual places",
+			e.Env, e.Value, e.Last, e.Library)
+	case len(e.Tried) == 0:
+		return fmt.Sprintf("%s has no build for %s; set %s to a library's path to try one", e.Library, e.GOOS, e.Env)
+	}
+	return fmt.Sprintf("%s not found: %s, or set %s to its path (%d places searched: the error's Tried lists them)",
+		e.Library, e.Install, e.Env, len(e.Tried))
+}
+
+// Unwrap returns ErrNotFound and the library's Missing sentinel.
+func (e *NotFoundError) Unwrap() []error {
+	if e == nil || e.missing == nil {
+		return []error{ErrNotFound}
+	}
+	return []error{ErrNotFound, e.missing}
 }
 
 // Symbols resolves each name of table in the library h into its entry, and

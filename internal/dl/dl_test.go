@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -149,17 +150,27 @@ func TestOpenFromWheel(t *testing.T) {
 	missing := testLib
 	missing.Sonames = []string{"libnothere.so.1"}
 	_, _, err = missing.Open(env)
-	for _, want := range []string{"cannot open FOO", "libnothere.so.1", "/usr/local/cuda/lib64/libnothere.so.1", "install foo", "GOCUDA_LIBFOO"} {
+	// One line: what is missing and what to do; the paths are the
+	// error's Tried.
+	for _, want := range []string{"FOO not found", "install foo", "or set GOCUDA_LIBFOO to its path"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
+	}
+	if err != nil && (len(err.Error()) > 200 || strings.Contains(err.Error(), "libnothere")) {
+		t.Errorf("error %q lists the paths (%d characters): they belong in Tried", err, len(err.Error()))
+	}
+	var nf *dl.NotFoundError
+	if !errors.As(err, &nf) || !slices.Contains(nf.Tried, "/usr/local/cuda/lib64/libnothere.so.1") || nf.Tried[0] != "libnothere.so.1" {
+		t.Errorf("error %v: Tried does not list the paths tried", err)
 	}
 	if !errors.Is(err, dl.ErrNotFound) {
 		t.Errorf("error %v is not dl.ErrNotFound", err)
 	}
 	_, _, err = testLib.Open(fakeEnv(map[string]string{"GOCUDA_LIBFOO": "/nonexistent/libfoo.so"}, ""))
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libfoo.so") || !strings.Contains(err.Error(), "unset it") {
-		t.Errorf("a bad override gave %v", err)
+	if err == nil || !strings.Contains(err.Error(), "GOCUDA_LIBFOO=/nonexistent/libfoo.so does not load") || !strings.Contains(err.Error(), "unset it") ||
+		strings.Contains(err.Error(), "or set GOCUDA_LIBFOO") {
+		t.Errorf("a bad override gave %v; want the variable named with its value, and no hint to set it", err)
 	}
 }
 
