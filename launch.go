@@ -328,13 +328,18 @@ func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *
 			s.uses(m)
 		}
 	}
-	if l.dims[0] == 0 {
+	if l.dims[0] == 0 && !l.ex {
 		return nil // no blocks: nothing to run, as for an empty buffer
 	}
 	if err := f.mod.ctx.bind(op); err != nil {
 		return err
 	}
 	defer f.mod.ctx.unbind()
+	if l.dims[0] == 0 {
+		// A bad configuration is an error whatever the grid, so that it
+		// shows before the data grows.
+		return f.checkAttributes(op, cfg, l.grid(), l.block())
+	}
 	return f.launchBound(op, cfg, l, pb, len(args) > 0)
 }
 

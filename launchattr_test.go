@@ -198,6 +198,19 @@ func TestLaunchPriority(t *testing.T) {
 	if err := saxpy.Launch(cfg, float32(2), x, y, uint32(3)); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "outside the context's range") {
 		t.Errorf("priority %d: %v; want ErrInvalidValue giving the range", least+1, err)
 	}
+	// An empty grid runs nothing, but its configuration is checked as any
+	// other's: a bad one fails now, not once the data grows.
+	empty := must(cuda.Alloc[float32](ctx, 0))(t)
+	defer empty.Free()
+	cfg = cuda.LaunchConfigFor(0, s)
+	cfg.Priority = least + 1
+	if err := saxpy.Launch(cfg, float32(2), empty, empty, uint32(0)); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "outside the context's range") {
+		t.Errorf("priority %d on an empty grid: %v; want ErrInvalidValue giving the range", least+1, err)
+	}
+	cfg.Priority = greatest
+	if err := saxpy.Launch(cfg, float32(2), empty, empty, uint32(0)); err != nil {
+		t.Errorf("an empty grid at priority %d: %v", greatest, err)
+	}
 }
 
 // chainLaunches queues k launches of chain_step over x (one word a thread,
