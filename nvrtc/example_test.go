@@ -10,8 +10,8 @@ import (
 
 // Compile CUDA C++ at run time for the device, load it, and launch it on
 // Go data. (It needs NVIDIA's NVRTC library beside the driver; on a machine
-// without it, Compile returns an error wrapping cuda.ErrNotSupported that
-// names every place it looked.)
+// without it, Compile returns an error wrapping cuda.ErrNotSupported, a
+// *cuda.LibraryError whose Tried lists every place it looked.)
 func ExampleCompile() {
 	const source = `
 extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned n) {
@@ -50,10 +50,10 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned n) 
 	if err := saxpy.Launch(cuda.LaunchConfigFor(3, s), float32(2), x, y, uint32(3)); err != nil {
 		log.Fatal(err)
 	}
-	got := make([]float32, 3)
-	if err := y.CopyToHost(got); err != nil { // waits for the kernel
+	got, err := y.ToHost() // waits for the kernel
+	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(got)
-	// [12 24 36]
+	// Output: [12 24 36]
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/gocuda/cuda/nvrtc"
 )
 
-func TestMain(m *testing.M) { cudatest.Main(m) }
+// The fake driver has no NVRTC, and runs only its own kernels.
+func TestMain(m *testing.M) { cudatest.MainSkipFake(m, "^ExampleCompile$") }
 
 // requireNVRTC skips where NVRTC is missing, except on the GPU machine
 // (GOCUDA_REQUIRE_GPU=1), where it must be there.
