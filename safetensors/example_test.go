@@ -61,3 +61,75 @@ func ExampleFile_Load() {
 	fmt.Println(t.DType, t.Shape, out)
 	// Output: F32 [3] [0.5 1.5 2.5]
 }
+
+// Saving device buffers as a .safetensors file, laid out as Hugging Face's
+// library lays it out (the widest dtype first, then by name), and loading
+// it back.
+func ExampleSaveFile() {
+	dev, _ := cuda.GetDevice(0)
+	ctx, err := cuda.NewContext(dev)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	weight, err := cuda.FromHost(ctx, []float32{1, 2, 3, 4, 5, 6})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer weight.Free()
+	ids, err := cuda.FromHost(ctx, []int64{7, 8})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ids.Free()
+
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "model.safetensors")
+	err = safetensors.SaveFile(path, []safetensors.Source{
+		safetensors.From("weight", weight, 2, 3),
+		safetensors.From("ids", ids, 2),
+	}, map[string]string{"format": "pt"}, cuda.IOConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	f, err := safetensors.Open(path)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Close()
+	fmt.Println(f.Metadata)
+	for _, t := range f.Tensors {
+		fmt.Println(t.Name, t.DType, t.Shape, "bytes", t.Begin, "to", t.End)
+	}
+	w, err := f.Load(ctx, cuda.IOConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Free()
+	fmt.Println(w)
+	back, err := safetensors.Get[float32](w, "weight")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out := make([]float32, back.Len())
+	if err := back.CopyToHost(out); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out)
+	// Output:
+	// map[format:pt]
+	// ids I64 [2] bytes 0 to 16
+	// weight F32 [2 3] bytes 16 to 40
+	// safetensors.Weights{2 tensors, 40 bytes, cuda:0}
+	// [1 2 3 4 5 6]
+}

@@ -11,6 +11,15 @@
 // malformed file is an error wrapping cuda.ErrInvalidValue that says what
 // was wrong, never a panic or a huge allocation.
 //
+// The format promises no alignment: a tensor's bytes may start at any
+// offset of the data. Load places each tensor at an address aligned for its
+// dtype, so that Get of its element type always works; a file whose offsets
+// are aligned already (every file Hugging Face's library writes) is read
+// as it lies, in one read.
+//
+// Save and SaveFile write device buffers as a file laid out as Hugging
+// Face's library lays it out, byte for byte.
+//
 // It is a package, not an example, because loading weights is the first
 // thing most GPU programs do, and the header checks are worth having once,
 // fuzzed, rather than copied.
@@ -21,12 +30,15 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
 	"os"
+	"reflect"
 	"slices"
+	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/errfmt"
@@ -275,8 +287,9 @@ func parseEntry(name string, value json.RawMessage, dataBytes int64) (Tensor, er
 // File is an open safetensors file. Close it when done.
 type File struct {
 	Header
-	f    *os.File
-	size int64
+	f      *os.File
+	size   int64
+	closed atomic.Bool // Close was called: Load says so rather than the os's "file already closed"
 }
 
 // Open opens the safetensors file at path and parses its header.
@@ -306,12 +319,46 @@ func (f *File) Tensor(name string) (Tensor, bool) {
 	return f.Header.Tensor(name)
 }
 
-// Close closes the file.
+// Close closes the file. Closing it again does nothing.
 func (f *File) Close() error {
-	if f == nil || f.f == nil {
+	if f == nil || f.f == nil || f.closed.Swap(true) {
 		return nil
 	}
 	return f.f.Close()
+}
+
+// String describes the file: `safetensors.File{model.safetensors, 3
+// tensors, 1.2 MiB}` (the path as given to Open), "closed" once closed, as
+// package cuda's objects print.
+func (f *File) String() string {
+	switch {
+	case f == nil:
+		return "safetensors.File(nil)"
+	case f.f == nil:
+		return "safetensors.File{zero}"
+	}
+	state := ""
+	if f.closed.Load() {
+		state = ", closed"
+	}
+	return "safetensors.File{" + f.f.Name() + ", " + f.Header.describe() + state + "}"
+}
+
+// String describes the header: `safetensors.Header{3 tensors, 1.2 MiB}`.
+func (h *Header) String() string {
+	if h == nil {
+		return "safetensors.Header(nil)"
+	}
+	return "safetensors.Header{" + h.describe() + "}"
+}
+
+// describe says how many tensors h has and how many bytes of data.
+func (h *Header) describe() string {
+	var n int64
+	for _, t := range h.Tensors {
+		n += t.End - t.Begin
+	}
+	return countOf(int64(len(h.Tensors)), "tensor") + ", " + formatBytes(n)
 }
 
 // Weights are tensors loaded into one device allocation, each a view of it.
@@ -321,14 +368,80 @@ type Weights struct {
 	tensors map[string]Tensor // Begin and End in mem
 }
 
+// runAlign is where in the allocation a run after the first starts: the
+// alignment cuMemAlloc gives an allocation, which is every dtype's and
+// what libraries such as cuBLAS prefer.
+const runAlign = 256
+
+// run is tensors read from the file in one read: contiguous in the data,
+// and each aligned for its dtype when the run is placed at at.
+type run struct {
+	first, last string // the tensors' names, for errors
+	begin, end  int64  // in the file's data
+	at          int64  // in the allocation
+}
+
+// what names the run's tensors, for errors.
+func (r run) what() string {
+	if r.first == r.last {
+		return fmt.Sprintf("tensor %q", r.first)
+	}
+	return fmt.Sprintf("tensors %q to %q (bytes %d to %d of the data)", r.first, r.last, r.begin, r.end)
+}
+
+// layout places tensors in one allocation, each at an offset aligned for
+// its dtype (the allocation itself is aligned to 256 bytes): in the file's
+// order, tensors contiguous in the file and aligned where they fall stay
+// together, one read each run. A run starts where a tensor would fall
+// misaligned, or where the file has bytes not chosen between two tensors.
+// A file whose offsets are all aligned, loaded whole, is one run at 0: the
+// file's own layout, read at once, with no copy more than before. Empty
+// tensors take no bytes and sit at 0.
+func layout(tensors []Tensor) (placed map[string]Tensor, runs []run, total int64) {
+	inFile := slices.Clone(tensors)
+	slices.SortFunc(inFile, func(a, b Tensor) int { return cmp.Compare(a.Begin, b.Begin) })
+	placed = make(map[string]Tensor, len(tensors))
+	for _, t := range inFile {
+		p := t
+		n := t.End - t.Begin
+		if n == 0 {
+			p.Begin, p.End = 0, 0
+			placed[t.Name] = p
+			continue
+		}
+		align := int64(t.DType.Size())
+		if k := len(runs) - 1; k >= 0 && runs[k].end == t.Begin && (runs[k].at+t.Begin-runs[k].begin)%align == 0 {
+			r := &runs[k]
+			p.Begin = r.at + t.Begin - r.begin
+			r.end, r.last = t.End, t.Name
+		} else {
+			p.Begin = (total + runAlign - 1) &^ (runAlign - 1)
+			runs = append(runs, run{first: t.Name, last: t.Name, begin: t.Begin, end: t.End, at: p.Begin})
+		}
+		p.End = p.Begin + n
+		placed[t.Name] = p
+		total = p.End
+	}
+	return placed, runs, total
+}
+
 // Load reads the tensors named (every tensor when none are) into one
 // allocation on ctx, through c's staging buffer and stream (cuda.ReadFrom:
-// many readers at once). Every tensor of the file is one read of the whole
-// data; a subset is one read per tensor, into a buffer of their sizes.
+// many readers at once). Each tensor is placed at an offset aligned for its
+// dtype, so that Get of its element type works whatever the file's offsets
+// (the format promises no alignment). Tensors contiguous in the file that
+// stay aligned together are one read: every tensor of a file written by
+// Hugging Face's library, whose offsets are aligned, is one read of the
+// whole data, at the file's own offsets; a tensor that would fall
+// misaligned, or a subset's tensors apart in the file, start a read of
+// their own, at an offset aligned to 256 bytes.
 func (f *File) Load(ctx *cuda.Context, c cuda.IOConfig, names ...string) (*Weights, error) {
 	const op = "Load"
-	if f == nil || f.f == nil {
+	switch {
+	case f == nil || f.f == nil:
 		return nil, invalid(op, "not an open file")
+	case f.closed.Load():
+		return nil, &Error{Op: op, Err: cuda.ErrClosed, Detail: "the file is closed"}
 	}
 	chosen := f.Tensors
 	if len(names) > 0 {
@@ -345,74 +458,48 @@ func (f *File) Load(ctx *cuda.Context, c cuda.IOConfig, names ...string) (*Weigh
 			}
 		}
 	}
-	// Each tensor at an offset aligned to 256 bytes where the subset is
-	// packed anew; the whole data keeps the file's offsets.
-	whole := len(chosen) == len(f.Tensors)
-	var total int64
-	placed := make(map[string]Tensor, len(chosen))
-	for _, t := range chosen {
-		if whole {
-			placed[t.Name] = t
-			total = max(total, t.End)
-			continue
-		}
-		total = (total + 255) &^ 255
-		p := t
-		p.Begin, p.End = total, total+(t.End-t.Begin)
-		placed[t.Name] = p
-		total = p.End
-	}
+	placed, runs, total := layout(chosen)
 	mem, err := cuda.Alloc[byte](ctx, int(max(total, 1)))
 	if err != nil {
-		return nil, err
+		return nil, &Error{Op: op, Err: err, Detail: fmt.Sprintf("allocating %s for %s", formatBytes(total), countOf(int64(len(chosen)), "tensor"))}
 	}
-	w := &Weights{mem: mem, tensors: placed}
-	read := func(dst *cuda.DeviceBuffer[byte], off, n int64) error {
-		_, err := cuda.ReadFrom(dst, io.NewSectionReader(f.f, f.DataOffset+off, n), c)
-		return err
-	}
-	if whole {
-		if total > 0 {
-			err = read(mem, 0, total)
+	for _, r := range runs {
+		var view *cuda.DeviceBuffer[byte]
+		if view, err = mem.Slice(int(r.at), int(r.end-r.begin)); err == nil {
+			_, err = cuda.ReadFrom(view, io.NewSectionReader(f.f, f.DataOffset+r.begin, r.end-r.begin), c)
 		}
-	} else {
-		for _, t := range chosen {
-			p := placed[t.Name]
-			if p.End == p.Begin {
-				continue
-			}
-			var view *cuda.DeviceBuffer[byte]
-			if view, err = mem.Slice(int(p.Begin), int(p.End-p.Begin)); err == nil {
-				err = read(view, t.Begin, t.End-t.Begin)
-			}
-			if err != nil {
-				break
-			}
+		if err != nil {
+			mem.Free()
+			return nil, &Error{Op: op, Err: err, Detail: "reading " + r.what()}
 		}
 	}
-	if err != nil {
-		mem.Free()
-		return nil, err
-	}
-	return w, nil
+	return &Weights{mem: mem, tensors: placed}, nil
 }
 
 // Bytes returns the bytes of the tensor of that name, a view of the
 // allocation.
 func (w *Weights) Bytes(name string) (*cuda.DeviceBuffer[byte], error) {
-	return w.bytes("Weights.Bytes", name)
+	b, _, err := w.bytes("Weights.Bytes", name)
+	return b, err
 }
 
-// bytes is Bytes for op.
-func (w *Weights) bytes(op, name string) (*cuda.DeviceBuffer[byte], error) {
+// bytes is Bytes for op, with the tensor's description.
+func (w *Weights) bytes(op, name string) (*cuda.DeviceBuffer[byte], Tensor, error) {
 	if w == nil || w.mem == nil {
-		return nil, invalid(op, "no weights")
+		return nil, Tensor{}, invalid(op, "tensor %q: no weights: load them with File.Load", name)
 	}
 	t, ok := w.tensors[name]
 	if !ok {
-		return nil, invalid(op, "no tensor %q was loaded", name)
+		return nil, Tensor{}, invalid(op, "no tensor %q was loaded", name)
 	}
-	return w.mem.Slice(int(t.Begin), int(t.End-t.Begin))
+	b, err := w.mem.Slice(int(t.Begin), int(t.End-t.Begin))
+	switch {
+	case errors.Is(err, cuda.ErrClosed): // the Slice is ours, not the caller's: say what it means to them
+		return nil, Tensor{}, &Error{Op: op, Err: cuda.ErrClosed, Detail: fmt.Sprintf("tensor %q: the weights are freed (or their context closed)", name)}
+	case err != nil:
+		return nil, Tensor{}, &Error{Op: op, Err: err, Detail: fmt.Sprintf("tensor %q", name)}
+	}
+	return b, t, nil
 }
 
 // Tensor returns the description of a loaded tensor, with Begin and End in
@@ -425,22 +512,47 @@ func (w *Weights) Tensor(name string) (Tensor, bool) {
 	return t, ok
 }
 
-// Get returns the tensor of that name as a buffer of T, whose size must be
-// its dtype's: float32 for F32, cuda.BFloat16 for BF16, cuda.Float16 for
-// F16, and so on (any T of that size for the types Go lacks).
+// Get returns the tensor of that name as a buffer of T, which must be its
+// dtype's type: float32 for F32, cuda.BFloat16 for BF16, cuda.Float16 for
+// F16, int8 for I8, and so on. The dtypes Go has no type for (BOOL,
+// F8_E4M3, F8_E5M2) read as uint8; a BOOL cannot read as bool, since a
+// file's bytes are not all valid bools. A T of none of these types (an
+// array, a struct, a type defined on a number) reads any dtype of its size.
 func Get[T any](w *Weights, name string) (*cuda.DeviceBuffer[T], error) {
 	const op = "Get"
-	b, err := w.bytes(op, name)
+	b, t, err := w.bytes(op, name)
 	if err != nil {
 		return nil, err
 	}
-	t := w.tensors[name]
-	var zero T
-	if want := DType(goDType(zero)); want != "" && want != t.DType {
-		return nil, invalid(op, "tensor %q is %s, not %T", name, t.DType, zero)
+	if why := misfit[T](t.DType); why != "" {
+		return nil, invalid(op, "tensor %q: %s", name, why)
 	}
-	return cuda.ViewAs[T](b)
+	v, err := cuda.ViewAs[T](b)
+	if err != nil {
+		return nil, &Error{Op: op, Err: err, Detail: fmt.Sprintf("tensor %q", name)}
+	}
+	return v, nil
 }
+
+// misfit says why elements of type T cannot hold dtype d ("" if they can).
+func misfit[T any](d DType) string {
+	typ := reflect.TypeFor[T]()
+	own := DType(goDType(*new(T)))
+	switch {
+	case own == Bool && d == Bool:
+		return "dtype BOOL cannot be read as bool (a file's bytes are not all valid bools): read it as uint8"
+	case own == d || own == U8 && noGoType[d]:
+		return ""
+	case own != "":
+		return fmt.Sprintf("dtype %s is not %v", d, typ)
+	case typ.Size() != uintptr(d.Size()):
+		return fmt.Sprintf("dtype %s has %d-byte elements; %v has %d", d, d.Size(), typ, typ.Size())
+	}
+	return ""
+}
+
+// noGoType are the dtypes Go has no type for, which read as uint8.
+var noGoType = map[DType]bool{Bool: true, F8E4M3: true, F8E5M2: true}
 
 // goDType names the dtype of the Go types that have one.
 func goDType(v any) string {
@@ -481,4 +593,48 @@ func (w *Weights) Free() error {
 		return nil
 	}
 	return w.mem.Free()
+}
+
+// String describes the weights: `safetensors.Weights{3 tensors, 1.2 MiB,
+// cuda:0}` (the tensors' bytes, without the padding between them),
+// "closed" once freed, as package cuda's objects print.
+func (w *Weights) String() string {
+	switch {
+	case w == nil:
+		return "safetensors.Weights(nil)"
+	case w.mem == nil:
+		return "safetensors.Weights{zero}"
+	}
+	var n int64
+	for _, t := range w.tensors {
+		n += t.End - t.Begin
+	}
+	state := ""
+	if _, err := w.mem.Slice(0, 0); err != nil { // the allocation is closed: freed, or its context closed
+		state = ", closed"
+	}
+	return fmt.Sprintf("safetensors.Weights{%s, %s, %v%s}", countOf(int64(len(w.tensors)), "tensor"), formatBytes(n), w.mem.Context().Device(), state)
+}
+
+// countOf is n things, in words.
+func countOf(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// formatBytes is n bytes, in words (as package cuda writes them).
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n == 1:
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -41,6 +41,16 @@ if nvcc -O2 -o "$logdir/curand" bench/cref/curand.c -lcurand -lcuda >"$logdir/cu
 	export GOCUDA_CREF_CURAND=$logdir/curand.txt
 fi
 
+# Hugging Face's own library reading what safetensors.Save wrote
+# (TestSavePython in package safetensors, bench/safetensors_check.py): the
+# first python with torch and safetensors, where there is one.
+for py in /opt/torch/.venv/bin/python python3; do
+	if "$py" -c 'import torch, safetensors.torch' >/dev/null 2>&1; then
+		export GOCUDA_TEST_PYTHON=$(command -v "$py")
+		break
+	fi
+done
+
 passed=0 failed=0 summary=()
 for set in tests tests-cgo; do
 	while read -r name dir; do
