@@ -66,45 +66,38 @@ extern "C" __global__ void %[1]s_final(const gocuda_v* pv, const long long* pi, 
 // ArgMax sets dst, one int64, to the index of src's largest element: the
 // first of equals, or the first NaN if src has one (as NumPy's argmax).
 // src may not be empty.
-func ArgMax[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T]) error {
-	return argBest("ArgMax", s, dst, src, true)
+func ArgMax[T cuda.Number](dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return argBest("ArgMax", dst, src, s, true)
 }
 
 // ArgMin sets dst, one int64, to the index of src's smallest element (the
 // first of equals, or the first NaN).
-func ArgMin[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T]) error {
-	return argBest("ArgMin", s, dst, src, false)
+func ArgMin[T cuda.Number](dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return argBest("ArgMin", dst, src, s, false)
 }
 
-func argBest[T Number](op string, s *cuda.Stream, dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], maximum bool) error {
-	if s == nil || s.Context() == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil or zero *cuda.Stream")
-	}
-	for name, b := range map[string]bufferInfo{"dst": dst, "src": src} {
-		if b == nil || b.Context() == nil {
-			return errorf(op, cuda.ErrInvalidValue, "%s is a nil or zero *DeviceBuffer", name)
-		}
-		if b.Context() != s.Context() {
-			return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the stream", name)
-		}
+func argBest[T cuda.Number](op string, dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream, maximum bool) error {
+	as := [2]arg{bufArg("dst", dst), bufArg("src", src)}
+	if err := checkBuffers(op, s, as[:]); err != nil {
+		return err
 	}
 	switch {
 	case dst.Len() != 1:
-		return errorf(op, cuda.ErrInvalidValue, "dst has %d elements: want 1", dst.Len())
+		return errorf(op, cuda.ErrInvalidValue, "dst has %d elements, want 1", dst.Len())
 	case src.Len() == 0:
 		return errorf(op, cuda.ErrInvalidValue, "src is empty: an empty buffer has no largest or smallest element")
 	}
-	t := dtypeOf[T]()
+	t := dtypePtr[T]()
 	name := "argmin_" + t.name
 	if maximum {
 		name = "argmax_" + t.name
 	}
-	v := namedVariant(name, func() string { return argSource(t, name, maximum) })
-	partial, err := function(op, s.Context(), v, name+"_partial")
+	v := namedVariant(name, func() string { return argSource(*t, name, maximum) })
+	partial, err := kernel(op, s, v, name+"_partial", as[:])
 	if err != nil {
 		return err
 	}
-	final, err := function(op, s.Context(), v, name+"_final")
+	final, err := kernel(op, s, v, name+"_final", as[:])
 	if err != nil {
 		return err
 	}
@@ -116,7 +109,7 @@ func argBest[T Number](op string, s *cuda.Stream, dst *cuda.DeviceBuffer[int64],
 	// One allocation: the blocks' indices, then their values (8-byte
 	// aligned either way).
 	n := int64(src.Len())
-	return withScratch(op, name, s, 2*blocks, func(scratch *cuda.DeviceBuffer[int64]) error {
+	return withScratch(op, name, s, as[:], 2*blocks, func(scratch *cuda.DeviceBuffer[int64]) error {
 		pi, _ := scratch.Slice(0, blocks)
 		pv, _ := scratch.Slice(blocks, blocks)
 		err := partial.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, src, n, pv, pi)

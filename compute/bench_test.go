@@ -42,7 +42,7 @@ func BenchmarkAdd(b *testing.B) {
 	e := benchEnv(b)
 	n := 64 << 20
 	x, y, z := zeros[float32](b, e, n), zeros[float32](b, e, n), zeros[float32](b, e, n)
-	loop(b, e.s, int64(12*n), func() error { return compute.Add(e.s, z, x, y) })
+	loop(b, e.s, int64(12*n), func() error { return compute.Add(z, x, y, e.s) })
 }
 
 // BenchmarkCastBFloat16 casts 256 MiB of float32 to bfloat16.
@@ -50,7 +50,7 @@ func BenchmarkCastBFloat16(b *testing.B) {
 	e := benchEnv(b)
 	n := 64 << 20
 	x, y := zeros[float32](b, e, n), zeros[cuda.BFloat16](b, e, n)
-	loop(b, e.s, int64(6*n), func() error { return compute.Cast(e.s, y, x) })
+	loop(b, e.s, int64(6*n), func() error { return compute.Cast(y, x, e.s) })
 }
 
 // BenchmarkCastFloat16 casts 256 MiB of float32 to float16 (CuPy has
@@ -59,7 +59,7 @@ func BenchmarkCastFloat16(b *testing.B) {
 	e := benchEnv(b)
 	n := 64 << 20
 	x, y := zeros[float32](b, e, n), zeros[cuda.Float16](b, e, n)
-	loop(b, e.s, int64(6*n), func() error { return compute.Cast(e.s, y, x) })
+	loop(b, e.s, int64(6*n), func() error { return compute.Cast(y, x, e.s) })
 }
 
 // BenchmarkSum sums 1 Gi float32 (4 GiB).
@@ -67,7 +67,7 @@ func BenchmarkSum(b *testing.B) {
 	e := benchEnv(b)
 	n := 1 << 30
 	x, y := zeros[float32](b, e, n), zeros[float32](b, e, 1)
-	loop(b, e.s, int64(4*n), func() error { return compute.Sum(e.s, y, x) })
+	loop(b, e.s, int64(4*n), func() error { return compute.Sum(y, x, e.s) })
 }
 
 // BenchmarkSoftmax takes the softmax of 8192 rows of 8192 float32.
@@ -75,7 +75,7 @@ func BenchmarkSoftmax(b *testing.B) {
 	e := benchEnv(b)
 	sh := compute.Shape{Rows: 8192, Cols: 8192}
 	x, y := zeros[float32](b, e, sh.Rows*sh.Cols), zeros[float32](b, e, sh.Rows*sh.Cols)
-	loop(b, e.s, int64(8*sh.Rows*sh.Cols), func() error { return compute.Softmax(e.s, y, x, sh) })
+	loop(b, e.s, int64(8*sh.Rows*sh.Cols), func() error { return compute.Softmax(y, x, sh, e.s) })
 }
 
 // BenchmarkCopy copies 256 MiB and 4 GiB on the device: the limit.
@@ -96,7 +96,7 @@ func BenchmarkLaunchCached(b *testing.B) {
 	e := benchEnv(b)
 	x := zeros[float32](b, e, 1024)
 	b.Run("compute.Add", func(b *testing.B) {
-		loop(b, e.s, 0, func() error { return compute.Add(e.s, x, x, x) })
+		loop(b, e.s, 0, func() error { return compute.Add(x, x, x, e.s) })
 	})
 	b.Run("Function.Launch", func(b *testing.B) {
 		raw := must(compute.RawAdd(e.s, x))(b)
@@ -104,7 +104,7 @@ func BenchmarkLaunchCached(b *testing.B) {
 	})
 }
 
-func zeros[T compute.Number](b *testing.B, e env, n int) *cuda.DeviceBuffer[T] {
+func zeros[T cuda.Number](b *testing.B, e env, n int) *cuda.DeviceBuffer[T] {
 	b.Helper()
 	buf := must(cuda.Zeroed[T](e.ctx, n))(b)
 	b.Cleanup(func() { buf.Free() })

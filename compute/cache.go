@@ -13,6 +13,7 @@ import (
 	"weak"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/nvrtc"
 )
 
@@ -31,30 +32,38 @@ var compileFlags = []string{"-std=c++17"}
 // compiles counts NVRTC compilations, for the tests.
 var compiles atomic.Int64
 
-// compiler is NVRTC: its version (part of every key) and its compilation
-// of a source to the image loaded. The tests put a stand-in in its place
-// on the fake driver, which has no NVRTC (export_test.go).
+// compiler is NVRTC: its version (part of every key), its compilation of
+// a source to the image loaded, and the disk cache's folder for its
+// images. The tests put a stand-in in its place on the fake driver, which
+// has no NVRTC (export_test.go).
 var compiler = struct {
 	version func() (cuda.Version, error)
 	compile func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error)
+	dir     func() string
 }{nvrtc.Version, func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error) {
 	out, err := nvrtc.Compile(ctx, source, opts)
 	if err != nil {
 		return nil, err
 	}
 	return out.Image, nil
-}}
+}, cacheDir}
 
 // modules are the modules loaded in each context, by key: a kernel is
 // compiled and loaded once per context (and compiled once per machine,
-// with the disk cache).
+// with the disk cache). The first entry of a context registers its
+// release with the context's Close (attach.OnClose).
 var modules sync.Map // weak.Pointer[cuda.Context] -> *contextModules
 
 type contextModules struct {
-	mu    sync.Mutex
-	mods  map[string]*moduleEntry
-	funcs sync.Map // funcKey -> *cuda.Function: a launch's one lookup
+	mu       sync.Mutex
+	mods     map[string]*moduleEntry
+	unclosed []*cuda.Module // modules a release failed to close: the next one tries again
+	released bool           // taken out of modules by a release: entries go to the next one
+	funcs    sync.Map       // funcKey -> *cuda.Function: a launch's one lookup
 }
+
+// releaseKey is compute's key among a context's releases (attach.OnClose).
+type releaseKey struct{}
 
 // variant is one generated kernel source; its address identifies it in
 // the function cache, which so skips hashing the source on every launch.
@@ -82,29 +91,113 @@ func namedVariant(name string, gen func() string) *variant {
 	return v.(*variant)
 }
 
-// Release closes the modules of the kernels compiled and loaded in ctx:
-// call it before closing a context that used this package, or to give
-// their memory back. The kernels stay on disk; a later call in ctx loads
-// them again.
+// Release closes the modules of the kernels compiled and loaded in ctx, to
+// give their memory back before ctx is closed: Context.Close releases them
+// itself. The kernels stay on disk; a later call in ctx loads them again.
+// A module that fails to close stays loaded, and the next Release (or
+// Context.Close) tries it again.
 func Release(ctx *cuda.Context) error {
 	if ctx == nil {
-		return errorf("Release", cuda.ErrInvalidValue, "nil *cuda.Context")
+		return errorf("Release", cuda.ErrInvalidValue, "ctx is a nil *cuda.Context")
 	}
+	return release("Release", ctx)
+}
+
+// release is Release, named op in errors: "Context.Close" where the
+// context's Close runs it.
+func release(op string, ctx *cuda.Context) error {
 	v, ok := modules.LoadAndDelete(weak.Make(ctx))
 	if !ok {
 		return nil
 	}
 	cm := v.(*contextModules)
 	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	var errs []error
-	for _, e := range cm.mods {
-		<-e.ready
+	cm.released = true // a call under way puts what it loads into the next entry
+	mods, unclosed := cm.mods, cm.unclosed
+	cm.mu.Unlock()
+	for _, e := range mods {
+		<-e.ready // not under cm.mu, which a failed load takes to forget its entry
 		if e.mod != nil {
-			errs = append(errs, e.mod.Close())
+			unclosed = append(unclosed, e.mod)
 		}
 	}
-	return wrap("Release", errors.Join(errs...), "closing the kernels' modules")
+	var failed []*cuda.Module
+	var errs []error
+	for _, m := range unclosed {
+		if err := m.Close(); err != nil {
+			failed = append(failed, m)
+			errs = append(errs, err)
+		}
+	}
+	if len(failed) > 0 {
+		if err := keepUnclosed(op, ctx, failed); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return wrap(op, errors.Join(errs...), "closing the kernels' modules")
+}
+
+// keepUnclosed keeps modules that failed to close in ctx's entry, for the
+// next release to close.
+func keepUnclosed(op string, ctx *cuda.Context, mods []*cuda.Module) error {
+	return withModules(op, ctx, func(cm *contextModules) {
+		cm.unclosed = append(cm.unclosed, mods...)
+	})
+}
+
+// withModules runs f on ctx's entry of modules, with its lock held: the
+// entry there, or a new one, whose release it registers with ctx's Close.
+func withModules(op string, ctx *cuda.Context, f func(*contextModules)) error {
+	key := weak.Make(ctx)
+	for {
+		v, loaded := modules.LoadOrStore(key, &contextModules{mods: map[string]*moduleEntry{}})
+		cm := v.(*contextModules)
+		if !loaded {
+			// Registered again after each release (a second registration
+			// under the key keeps the first).
+			if err := attach.OnClose(ctx, releaseKey{}, func() error { return release("Context.Close", ctx) }); err != nil {
+				modules.CompareAndDelete(key, cm)
+				return wrap(op, err, "tying the kernels' modules to the context")
+			}
+		}
+		cm.mu.Lock()
+		if !cm.released {
+			f(cm)
+			cm.mu.Unlock()
+			return nil
+		}
+		cm.mu.Unlock() // released meanwhile: the next entry
+	}
+}
+
+// kernel returns kernel name of v in s's context for a launch of as: the
+// function loaded before, or, once none of as is a closed buffer (which a
+// compile's error, or NVRTC missing, would otherwise hide), compiled and
+// loaded.
+func kernel(op string, s *cuda.Stream, v *variant, name string, as []arg) (*cuda.Function, error) {
+	if cm, ok := modules.Load(weak.Make(s.Context())); ok {
+		if f, ok := cm.(*contextModules).funcs.Load(funcKey{v, name}); ok {
+			return f.(*cuda.Function), nil
+		}
+	}
+	if err := closedArg(op, as); err != nil {
+		return nil, err
+	}
+	return function(op, s.Context(), v, name)
+}
+
+// launchError names op on a launch's error: where a closed argument made
+// it fail, the argument, as the caller's call names it.
+func launchError(op string, err error, as []arg, name string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, cuda.ErrClosed) {
+		if e := closedArg(op, as); e != nil {
+			return e
+		}
+	}
+	return wrap(op, err, "launching %s", name)
 }
 
 // function returns kernel name of v, compiled and loaded in ctx.
@@ -160,17 +253,21 @@ func kernelKey(ctx *cuda.Context, source string) (key, arch string, err error) {
 func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *contextModules, error) {
 	key, arch, err := kernelKey(ctx, source)
 	if err != nil {
-		return nil, nil, wrap(op, err, "compiling kernel %s", name)
+		return nil, nil, compilerError(op, err, name)
 	}
-	v, _ := modules.LoadOrStore(weak.Make(ctx), &contextModules{mods: map[string]*moduleEntry{}})
-	cm := v.(*contextModules)
-	cm.mu.Lock()
-	e, ok := cm.mods[key]
-	if !ok {
-		e = &moduleEntry{ready: make(chan struct{})}
-		cm.mods[key] = e
+	var cm *contextModules
+	var e *moduleEntry
+	var ok bool
+	err = withModules(op, ctx, func(m *contextModules) {
+		cm = m
+		if e, ok = m.mods[key]; !ok {
+			e = &moduleEntry{ready: make(chan struct{})}
+			m.mods[key] = e
+		}
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	cm.mu.Unlock()
 	if ok {
 		<-e.ready
 		if e.err == nil {
@@ -192,9 +289,20 @@ func module(op string, ctx *cuda.Context, name, source string) (*cuda.Module, *c
 	return e.mod, cm, nil
 }
 
+// compilerError names op on an error of making a kernel's key: NVRTC's
+// saying it is missing in compute's words (compilerMissing), another as it
+// is.
+func compilerError(op string, err error, name string) error {
+	var ne *nvrtc.Error
+	if errors.As(err, &ne) && errors.Is(err, cuda.ErrNotSupported) {
+		return &Error{Op: op, Err: compilerMissing{err}}
+	}
+	return wrap(op, err, "compiling kernel %s", name)
+}
+
 // loadModule loads the cached image of key, or compiles source.
 func loadModule(op string, ctx *cuda.Context, name, source, key, arch string) (*cuda.Module, error) {
-	dir := cacheDir()
+	dir := compiler.dir()
 	if image, ok := readEntry(dir, key); ok {
 		mod, err := ctx.LoadModule(image)
 		if err == nil {

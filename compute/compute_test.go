@@ -3,6 +3,7 @@ package compute_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,16 @@ import (
 	"github.com/gocuda/cuda/nvrtc"
 )
 
-func TestMain(m *testing.M) { cudatest.Main(m) }
+// TestMain runs the tests, and on the fake driver, which has no NVRTC,
+// with the stand-in compiler in its place (StandInOnFake): the Examples run
+// there too, on the kernels the fake knows.
+func TestMain(m *testing.M) {
+	if err := compute.StandInOnFake(); err != nil {
+		fmt.Fprintln(os.Stderr, "compute tests:", err)
+		os.Exit(1)
+	}
+	cudatest.Main(m)
+}
 
 func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, err) }
 
@@ -33,28 +43,53 @@ func requireNVRTC(t testing.TB) {
 	t.Skip("no NVRTC: kernels cannot be compiled here")
 }
 
-// TestDeclarationErrors: a kernel's declaration is checked in Go, before
-// anything is compiled, and refused in words.
+// TestDeclarationErrors: a kernel's declaration is checked in Go, field by
+// field before anything is compiled, and refused in words that name the
+// field.
 func TestDeclarationErrors(t *testing.T) {
+	ew := func(change func(*compute.ElementwiseSpec)) error {
+		spec := compute.ElementwiseSpec{Name: "k", InParams: "float32 x", OutParams: "float32 y", Operation: "y = x"}
+		change(&spec)
+		return second(compute.NewElementwise(spec))
+	}
+	red := func(change func(*compute.ReductionSpec)) error {
+		spec := compute.ReductionSpec{Name: "r", InParams: "float32 x", OutParams: "float32 y", MapExpr: "x", ReduceExpr: "a + b",
+			PostMapExpr: "y = a", Identity: "0", ReduceType: "float32"}
+		change(&spec)
+		return second(compute.NewReduction(spec))
+	}
 	for _, tt := range []struct {
 		name, want string
 		err        error
 	}{
-		{"kernel name", "not a kernel name", second(compute.NewElementwise("1x", "float32 x", "float32 y", "y = x;"))},
-		{"reserved name", "not a kernel name", second(compute.NewElementwise("gocuda_x", "float32 x", "float32 y", "y = x;"))},
-		{"reserved parameter", "not a name a parameter may have", second(compute.NewElementwise("k", "float32 gocudax", "float32 y", "y = gocudax;"))},
-		{"unknown type", `unknown type "float"`, second(compute.NewElementwise("k", "float x", "float32 y", "y = x;"))},
-		{"no name", "not a type and a name", second(compute.NewElementwise("k", "float32", "float32 y", "y = x;"))},
-		{"bad parameter name", "is not a name", second(compute.NewElementwise("k", "float32 _x", "float32 y", "y = _x;"))},
-		{"no outputs", "has no outputs", second(compute.NewElementwise("k", "float32 x", "", "x;"))},
-		{"empty body", "empty body", second(compute.NewElementwise("k", "float32 x", "float32 y", " "))},
-		{"twice", "declared twice", second(compute.NewElementwise("k", "float32 x, float32 x", "float32 y", "y = x;"))},
-		{"index name", "declared twice, or is i or n", second(compute.NewElementwise("k", "float32 i", "float32 y", "y = i;"))},
-		{"in-place of another type", "an input of type float32 and an output of type float64", second(compute.NewElementwise("k", "float32 y", "float64 y", "y = y;"))},
-		{"reduction outputs", "exactly one output", second(compute.NewReduction("r", "float32 x", "float32 y, float32 z", "x", "a + b", "0", "y = a;", "float32"))},
-		{"reduction type", "unknown reduce type", second(compute.NewReduction("r", "float32 x", "float32 y", "x", "a + b", "0", "y = a;", "float"))},
-		{"reduction names", "is a, b, i or n", second(compute.NewReduction("r", "float32 a", "float32 y", "a", "a + b", "0", "y = a;", "float32"))},
-		{"reduction expression", "empty identity expression", second(compute.NewReduction("r", "float32 x", "float32 y", "x", "a + b", "", "y = a;", "float32"))},
+		{"kernel name", `NewElementwise: invalid value: Name "1x" is not a kernel name`, ew(func(s *compute.ElementwiseSpec) { s.Name = "1x" })},
+		{"reserved name", `Name "gocuda_x" is not a kernel name`, ew(func(s *compute.ElementwiseSpec) { s.Name = "gocuda_x" })},
+		{"no name", "Name is empty", ew(func(s *compute.ElementwiseSpec) { s.Name = "" })},
+		{"reserved parameter", `InParams: "gocudax" is not a name a parameter may have`, ew(func(s *compute.ElementwiseSpec) { s.InParams = "float32 gocudax" })},
+		{"unknown type", `InParams: "float" is not a type: want one of int8, `, ew(func(s *compute.ElementwiseSpec) { s.InParams = "float x" })},
+		{"no parameter name", `InParams: "float32" is not a type and a name`, ew(func(s *compute.ElementwiseSpec) { s.InParams = "float32" })},
+		{"bad parameter name", `InParams: "_x" is not a name`, ew(func(s *compute.ElementwiseSpec) { s.InParams = "float32 _x" })},
+		{"output type", `OutParams: "float" is not a type`, ew(func(s *compute.ElementwiseSpec) { s.OutParams = "float y" })},
+		{"no outputs", "OutParams is empty", ew(func(s *compute.ElementwiseSpec) { s.OutParams = "" })},
+		{"empty operation", "Operation is empty", ew(func(s *compute.ElementwiseSpec) { s.Operation = " " })},
+		{"twice", `InParams declares "x" twice`, ew(func(s *compute.ElementwiseSpec) { s.InParams = "float32 x, float32 x" })},
+		{"output twice", `OutParams declares "y" twice`, ew(func(s *compute.ElementwiseSpec) { s.OutParams = "float32 y, float32 y" })},
+		{"index name", `InParams: "i" is reserved`, ew(func(s *compute.ElementwiseSpec) { s.InParams = "float32 i" })},
+		{"count name", `OutParams: "n" is reserved`, ew(func(s *compute.ElementwiseSpec) { s.OutParams = "float32 n" })},
+		{"in-place of another type", "OutParams: x is an input of type float32 and an output of type float64", ew(func(s *compute.ElementwiseSpec) { s.OutParams = "float64 x" })},
+		{"reduction name", `NewReduction: invalid value: Name "r-1" is not a kernel name`, red(func(s *compute.ReductionSpec) { s.Name = "r-1" })},
+		{"reduction inputs", "InParams is empty", red(func(s *compute.ReductionSpec) { s.InParams = "" })},
+		{"reduction outputs", "OutParams declares 2 parameters: a reduction has exactly one output", red(func(s *compute.ReductionSpec) { s.OutParams = "float32 y, float32 z" })},
+		{"reduction no output", "OutParams declares 0 parameters", red(func(s *compute.ReductionSpec) { s.OutParams = "" })},
+		{"reduction names", `InParams: "a" is reserved`, red(func(s *compute.ReductionSpec) { s.InParams = "float32 a" })},
+		{"reduction output name", `OutParams: "b" is reserved`, red(func(s *compute.ReductionSpec) { s.OutParams = "float32 b" })},
+		{"reduction output is an input", `OutParams declares "x" twice`, red(func(s *compute.ReductionSpec) { s.OutParams = "float32 x" })},
+		{"map", "MapExpr is empty", red(func(s *compute.ReductionSpec) { s.MapExpr = "" })},
+		{"reduce", "ReduceExpr is empty", red(func(s *compute.ReductionSpec) { s.ReduceExpr = "\t" })},
+		{"post-map", "PostMapExpr is empty", red(func(s *compute.ReductionSpec) { s.PostMapExpr = "" })},
+		{"identity", "NewReduction: invalid value: Identity is empty", red(func(s *compute.ReductionSpec) { s.Identity = "" })},
+		{"reduce type", `NewReduction: invalid value: ReduceType "float" is not a type: want one of int8, `, red(func(s *compute.ReductionSpec) { s.ReduceType = "float" })},
+		{"no reduce type", "ReduceType is empty", red(func(s *compute.ReductionSpec) { s.ReduceType = "" })},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if !errors.Is(tt.err, cuda.ErrInvalidValue) || !strings.Contains(tt.err.Error(), tt.want) {
@@ -68,16 +103,17 @@ func second[T any](_ T, err error) error { return err }
 
 // TestLaunchErrors: the arguments of a launch are checked before anything
 // is compiled or launched: count, types, lengths, contexts, streams; and an
-// empty launch does nothing. On the fake nothing compiles (no NVRTC), so a
-// call these checks let through fails with ErrNotSupported there: none of
-// them gets that far.
+// empty launch does nothing. Nothing compiles here (NVRTC put back, where
+// the fake has none), so a call these checks let through would fail with
+// ErrNotSupported: none of them gets that far.
 func TestLaunchErrors(t *testing.T) {
 	ctxs := cudatest.Contexts(t, 1)
 	ctx := ctxs[0]
+	compute.UseNVRTC(t)
 	s := cudatest.Stream(t, ctx)
 	other := must(ctx.NewStream())(t)
 	defer other.Close()
-	axpy := must(compute.NewElementwise("axpy", "float32 a, float32 x, float32 y", "float32 y", "y = a * x + y;"))(t)
+	axpy := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "axpy", InParams: "float32 a, float32 x, float32 y", OutParams: "float32 y", Operation: "y = a * x + y;"}))(t)
 	x := must(cuda.Zeroed[float32](ctx, 8))(t)
 	defer x.Free()
 	y := must(cuda.Zeroed[float32](ctx, 8))(t)
@@ -98,22 +134,22 @@ func TestLaunchErrors(t *testing.T) {
 		{"count", "takes 3 arguments", axpy.Launch(s, float32(1), x)},
 		{"scalar type", "a is declared float32", axpy.Launch(s, 1.0, x, y)},
 		{"buffer type", "x is declared float32, and a buffer of int32", axpy.Launch(s, float32(1), ints, y)},
-		{"lengths", "has 7 elements", axpy.Launch(s, float32(1), x, short)},
-		{"nil buffer", "nil *DeviceBuffer", axpy.Launch(s, float32(1), nilBuf, y)},
-		{"zero buffer", "zero DeviceBuffer", axpy.Launch(s, float32(1), new(cuda.DeviceBuffer[float32]), y)},
+		{"lengths", "y has 7 elements, and x 8: every buffer must have as many", axpy.Launch(s, float32(1), x, short)},
+		{"nil buffer", "x is a nil *cuda.DeviceBuffer", axpy.Launch(s, float32(1), nilBuf, y)},
+		{"zero buffer", "x is a zero cuda.DeviceBuffer", axpy.Launch(s, float32(1), new(cuda.DeviceBuffer[float32]), y)},
 		{"output scalar", "y is an output", mustLaunch(t, "float32 x", "float32 y", s, x, float32(0))},
-		{"nil stream", "nil or zero *cuda.Stream", axpy.Launch(nil, float32(1), x, y)},
+		{"nil stream", "s is a nil *cuda.Stream", axpy.Launch(nil, float32(1), x, y)},
 		{"zero kernel", "zero *Elementwise", new(compute.Elementwise).Launch(s, x)},
-		{"Add lengths", "has 7 elements", compute.Add(s, y, x, short)},
-		{"Cast lengths", "has 7 elements", compute.Cast(s, short, ints)},
-		{"Sum output", "y has 8 elements: want 1", compute.Sum(s, y, x)},
-		{"SumAxis shape", "want 2", compute.SumAxis(s, short, x, compute.Shape{Rows: 2, Cols: 4}, compute.PerRow)},
-		{"SumAxis axis", "unknown axis", compute.SumAxis(s, short, x, compute.Shape{Rows: 2, Cols: 4}, 7)},
-		{"Softmax shape", "a 3×3 matrix has 9", compute.Softmax(s, y, x, compute.Shape{Rows: 3, Cols: 3})},
-		{"Transpose in place", "in place", compute.Transpose(s, x, x, compute.Shape{Rows: 2, Cols: 4})},
-		{"negative shape", "dimensions must be zero or more", compute.Transpose(s, y, x, compute.Shape{Rows: -2, Cols: -4})},
-		{"ArgMax of nothing", "src is empty", compute.ArgMax(s, one, empty)},
-		{"ArgMax output", "dst has 0 elements", compute.ArgMax(s, must(cuda.Alloc[int64](ctx, 0))(t), x)},
+		{"Add lengths", "Add: invalid value: b has 7 elements, and a 8", compute.Add(y, x, short, s)},
+		{"Cast lengths", "Cast: invalid value: dst has 7 elements, and src 8", compute.Cast(short, ints, s)},
+		{"Sum output", "Sum: invalid value: dst has 8 elements, want 1", compute.Sum(y, x, s)},
+		{"SumAxis shape", "dst has 7 elements, want 2: one per row", compute.SumAxis(short, x, compute.Shape{Rows: 2, Cols: 4}, compute.PerRow, s)},
+		{"SumAxis axis", "axis 7 is not an axis", compute.SumAxis(short, x, compute.Shape{Rows: 2, Cols: 4}, 7, s)},
+		{"Softmax shape", "dst has 8 elements, want 9: a 3×3 matrix", compute.Softmax(y, x, compute.Shape{Rows: 3, Cols: 3}, s)},
+		{"Transpose in place", "in place", compute.Transpose(x, x, compute.Shape{Rows: 2, Cols: 4}, s)},
+		{"negative shape", "dimensions must be zero or more", compute.Transpose(y, x, compute.Shape{Rows: -2, Cols: -4}, s)},
+		{"ArgMax of nothing", "src is empty", compute.ArgMax(one, empty, s)},
+		{"ArgMax output", "dst has 0 elements, want 1", compute.ArgMax(must(cuda.Alloc[int64](ctx, 0))(t), x, s)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if !errors.Is(tt.err, cuda.ErrInvalidValue) || !strings.Contains(tt.err.Error(), tt.want) {
@@ -124,25 +160,20 @@ func TestLaunchErrors(t *testing.T) {
 	// Empty buffers launch nothing, and need no compiler.
 	for name, err := range map[string]error{
 		"Elementwise": axpy.Launch(s, float32(1), empty, empty),
-		"Add":         compute.Add(s, empty, empty, empty),
-		"Softmax":     compute.Softmax(s, empty, empty, compute.Shape{Rows: 0, Cols: 5}),
-		"Transpose":   compute.Transpose(s, empty, empty, compute.Shape{Rows: 3, Cols: 0}),
-		"SumAxis":     compute.SumAxis(s, empty, empty, compute.Shape{Rows: 0, Cols: 3}, compute.PerRow),
+		"Add":         compute.Add(empty, empty, empty, s),
+		"Softmax":     compute.Softmax(empty, empty, compute.Shape{Rows: 0, Cols: 5}, s),
+		"Transpose":   compute.Transpose(empty, empty, compute.Shape{Rows: 3, Cols: 0}, s),
+		"SumAxis":     compute.SumAxis(empty, empty, compute.Shape{Rows: 0, Cols: 3}, compute.PerRow, s),
 	} {
 		if err != nil {
 			t.Errorf("%s of empty buffers: %v", name, err)
-		}
-	}
-	if _, err := nvrtc.Version(); err != nil {
-		if err := compute.Add(s, y, x, x); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "compute: Add") {
-			t.Errorf("Add without NVRTC: %v; want ErrNotSupported naming Add", err)
 		}
 	}
 }
 
 func mustLaunch(t *testing.T, in, out string, s *cuda.Stream, args ...any) error {
 	t.Helper()
-	k := must(compute.NewElementwise("k", in, out, "y = x;"))(t)
+	k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "k", InParams: in, OutParams: out, Operation: "y = x;"}))(t)
 	return k.Launch(s, args...)
 }
 
@@ -152,10 +183,10 @@ func mustLaunch(t *testing.T, in, out string, s *cuda.Stream, args ...any) error
 // pointers, an in-place output read before the body, halves converted on
 // load and store, and a scalar passed by value.
 func TestSource(t *testing.T) {
-	k := must(compute.NewElementwise("axpy", "float16 a, float16 x, float16 y", "float16 y", "y = a * x + y;"))(t)
+	k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "axpy", InParams: "float16 a, float16 x, float16 y", OutParams: "float16 y", Operation: "y = a * x + y;"}))(t)
 	src := compute.ElementwiseSource(k, false, true, true)
 	for _, want := range []string{
-		"void gocuda_body(const float a, const float x, float& y, const long long i, const long long n) {\ny = a * x + y;\n}",
+		"void gocuda_body(const float a, const float x, float& y, const long long i, const long long n) {\ny = a * x + y;\n;\n}",
 		`extern "C" __global__ void axpy(unsigned short gocudap_a, const unsigned short* __restrict__ gocudap_x, unsigned short* gocudap_y, long long n)`,
 		"if ((unsigned long long)gocudap_x % sizeof(gocuda_vec<unsigned short, 8>) == 0 && (unsigned long long)gocudap_y % sizeof(gocuda_vec<unsigned short, 8>) == 0) {",
 		"const gocuda_vec<unsigned short, 8> gocudav_x = ((const gocuda_vec<unsigned short, 8>*)gocudap_x)[gocuda_j];",
@@ -177,7 +208,7 @@ func TestSource(t *testing.T) {
 		}
 	}
 	// The vectors are 16 bytes of the widest buffer: 4 of int32 beside int8.
-	out := must(compute.NewElementwise("cast", "int8 x", "int32 y", "y = x;"))(t)
+	out := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "cast", InParams: "int8 x", OutParams: "int32 y", Operation: "y = x;"}))(t)
 	src = compute.ElementwiseSource(out, true, true)
 	if !strings.Contains(src, "int y;\n") || strings.Contains(src, "int y = ") {
 		t.Errorf("an output that is no input is read before the body:\n%s", src)
@@ -185,10 +216,10 @@ func TestSource(t *testing.T) {
 	if !strings.Contains(src, "gocuda_vec<signed char, 4>") || !strings.Contains(src, "gocuda_vec<int, 4>") {
 		t.Errorf("int8 to int32 does not take 4 elements at a time:\n%s", src)
 	}
-	r := must(compute.NewReduction("sumsq", "float32 x, float32 m", "float64 y", "(x - m) * (x - m)", "a + b", "0", "y = a / n;", "float64"))(t)
+	r := must(compute.NewReduction(compute.ReductionSpec{Name: "sumsq", InParams: "float32 x, float32 m", OutParams: "float64 y", MapExpr: "(x - m) * (x - m)", ReduceExpr: "a + b", PostMapExpr: "y = a / n;", Identity: "0", ReduceType: "float64"}))(t)
 	src = compute.ReductionSource(r, true, false)
 	for _, want := range []string{"typedef double gocuda_acc;", "sumsq_partial(", "sumsq_final(", "sumsq_rows(", "sumsq_cols(",
-		"float gocudap_m, ", "gocuda_map(const float x, const float m, const long long i) { return (gocuda_acc)((x - m) * (x - m)); }",
+		"float gocudap_m, ", "gocuda_map(const float x, const float m, const long long i) { return (gocuda_acc)(\n(x - m) * (x - m)\n); }",
 		"if ((unsigned long long)gocudap_x % sizeof(gocuda_vec<float, 4>) == 0) {",
 		"v = gocuda_reduce(v, gocuda_map(gocudav_x.v[gocuda_k], gocudap_m, gocuda_j * 4 + gocuda_k));",
 		"v = gocuda_reduce(v, gocuda_map(gocudap_x[i], gocudap_m, i));", "y = a / n;"} {
@@ -197,9 +228,49 @@ func TestSource(t *testing.T) {
 		}
 	}
 	// A reduction of scalars only has nothing to load as vectors.
-	r = must(compute.NewReduction("scalars", "float32 x", "float32 y", "x", "a + b", "0", "y = a;", "float32"))(t)
+	r = must(compute.NewReduction(compute.ReductionSpec{Name: "scalars", InParams: "float32 x", OutParams: "float32 y", MapExpr: "x", ReduceExpr: "a + b", PostMapExpr: "y = a;", Identity: "0", ReduceType: "float32"}))(t)
 	if src := compute.ReductionSource(r, false); !strings.Contains(src, "if (false) {") {
 		t.Errorf("a reduction of a scalar loads vectors:\n%s", src)
+	}
+}
+
+// TestWithoutSemicolon: an operation and a post-map are taken with or
+// without their last semicolon (CuPy's bodies have none), or ending in a //
+// comment; an expression (map, reduce, identity) needs none, and one a port
+// ends with is dropped. The generated source ends each statement itself.
+func TestWithoutSemicolon(t *testing.T) {
+	for _, tt := range []struct{ operation, want string }{
+		{"z = x * y + 1.0f", "{\nz = x * y + 1.0f\n;\n}"},
+		{"z = x * y + 1.0f;", "{\nz = x * y + 1.0f;\n;\n}"},
+		{"z = x; // a copy", "{\nz = x; // a copy\n;\n}"},
+		{"z = x // a copy", "{\nz = x // a copy\n;\n}"},
+		{"if (x > 0) { z = x; } else { z = y; }", "{\nif (x > 0) { z = x; } else { z = y; }\n;\n}"},
+	} {
+		k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "k", InParams: "float32 x, float32 y", OutParams: "float32 z", Operation: tt.operation}))(t)
+		if src := compute.ElementwiseSource(k, true, true, true); !strings.Contains(src, "void gocuda_body(const float x, const float y, float& z, const long long i, const long long n) "+tt.want) {
+			t.Errorf("operation %q: the source lacks %q:\n%s", tt.operation, tt.want, src)
+		}
+	}
+	for _, tt := range []struct {
+		spec compute.ReductionSpec
+		want []string
+	}{
+		{compute.ReductionSpec{MapExpr: "x * x", ReduceExpr: "a + b", PostMapExpr: "y = a", Identity: "0"},
+			[]string{"return (gocuda_acc)(\nx * x\n); }", "return (gocuda_acc)(\na + b\n); }", "{\ny = a\n;\n}", "return (gocuda_acc)(\n0\n); }"}},
+		{compute.ReductionSpec{MapExpr: "x * x;", ReduceExpr: " a + b ; ", PostMapExpr: "y = a;", Identity: "0;"},
+			[]string{"return (gocuda_acc)(\nx * x\n); }", "return (gocuda_acc)(\na + b\n); }", "{\ny = a;\n;\n}", "return (gocuda_acc)(\n0\n); }"}},
+		{compute.ReductionSpec{MapExpr: "x * x // squares", ReduceExpr: "a + b", PostMapExpr: "y = a // the sum", Identity: "0"},
+			[]string{"return (gocuda_acc)(\nx * x // squares\n); }", "{\ny = a // the sum\n;\n}"}},
+	} {
+		spec := tt.spec
+		spec.Name, spec.InParams, spec.OutParams, spec.ReduceType = "r", "float32 x", "float32 y", "float32"
+		r := must(compute.NewReduction(spec))(t)
+		src := compute.ReductionSource(r, true)
+		for _, want := range tt.want {
+			if !strings.Contains(src, want) {
+				t.Errorf("%+v: the source lacks %q:\n%s", tt.spec, want, src)
+			}
+		}
 	}
 }
 

@@ -7,11 +7,19 @@
 // buffer, or per row or column of a matrix: SumAxis, ...), Softmax and
 // LogSoftmax of rows, Transpose.
 //
-// Every operation is queued on a stream, like a kernel launch: its result
-// is there for the work queued after it on that stream, and for a
-// synchronous copy of the buffer (CopyToHost waits for it). Lengths and
-// shapes are checked before anything is compiled or launched, and a bad
-// one is an error wrapping cuda.ErrInvalidValue that says what was wrong.
+// Every operation is queued on a stream, its last argument, like a kernel
+// launch: compute.Add(dst, a, b, s). Its result is there for the work
+// queued after it on that stream, and for a synchronous copy of the buffer
+// (CopyToHost waits for it). The element types are cuda.Number's (and
+// cuda.AnyFloat's for the functions of floats), types defined on them
+// too: a buffer of type Celsius float32 is a float32 buffer to every
+// operation. Arguments are checked before anything is compiled or
+// launched: a nil, zero, freed or other context's buffer, or a bad length
+// or shape, is an error that names the operation and the argument as its
+// signature names them ("compute: Sum: invalid value: dst has 3 elements,
+// want 1"), wrapping cuda.ErrInvalidValue (cuda.ErrClosed for a freed
+// buffer).
+//
 // Every operation can be captured into a CUDA graph (Stream.Capture) once
 // its kernel is compiled: a capture does not compile, so call the
 // operation once before capturing it. (Reductions of a whole buffer, and
@@ -31,7 +39,8 @@
 //
 // A kernel is generated from its declaration and the pattern of its
 // arguments (which are buffers, which scalars), compiled by NVRTC for the
-// device's architecture on its first use, and loaded once per context.
+// device's architecture on its first use, and loaded once per context,
+// until the context's Close (or Release, to give the memory back before).
 // The compiled image is kept on disk, under os.UserCacheDir()'s
 // gocuda/kernels (GOCUDA_KERNEL_CACHE names another folder, or "off"),
 // keyed by a SHA-256 of the generated source, the compiler's options, the
@@ -43,6 +52,7 @@
 // whole.
 //
 // The package needs NVRTC (see package nvrtc) to compile; without it every
-// operation on a non-empty buffer fails with cuda.ErrNotSupported naming
-// where it looked.
+// operation on a non-empty buffer fails with an error wrapping nvrtc's,
+// and so cuda.ErrNotSupported, that says so ("compute: Add: NVRTC is not
+// installed: ...").
 package compute

@@ -7,18 +7,6 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// Number is the element types the operations take: gocuda's integer and
-// floating-point types. Float16 and BFloat16 are computed in float32.
-type Number interface {
-	int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64 | float32 | float64 | cuda.Float16 | cuda.BFloat16
-}
-
-// Float is the floating-point element types, for the operations that make
-// sense only on them (Exp, Sqrt, Softmax, ...).
-type Float interface {
-	float32 | float64 | cuda.Float16 | cuda.BFloat16
-}
-
 // dtype describes an element type in the generated CUDA C.
 type dtype struct {
 	name    string // as a parameter list names it: "float32"
@@ -55,12 +43,12 @@ func dtypeNamed(name string) (dtype, bool) {
 	return dtype{}, false
 }
 
-// dtypeOf returns T's description.
-func dtypeOf[T Number]() dtype { return *dtypePtr[T]() }
-
-// dtypePtr returns T's entry of dtypes: a type switch, cheap enough for
-// every launch's arguments.
-func dtypePtr[T Number]() *dtype {
+// dtypePtr returns T's entry of dtypes: a type switch for Go's own types,
+// cheap enough for every launch's arguments; a type defined on one of them
+// (type Celsius float32) by its kind. Float16 and BFloat16 are told by
+// identity: their kind is uint16's, and a type defined on them is an
+// integer of 16 bits, as cuda.Integer has it.
+func dtypePtr[T cuda.Number]() *dtype {
 	var i int
 	switch any(*new(T)).(type) {
 	case int8:
@@ -87,8 +75,30 @@ func dtypePtr[T Number]() *dtype {
 		i = 10
 	case cuda.BFloat16:
 		i = 11
+	default:
+		d, _ := dtypeFor(reflect.TypeFor[T]())
+		return d // every Number has one
 	}
 	return &dtypes[i]
+}
+
+// dtypeFor returns the entry of dtypes of Go type t: Float16 and BFloat16
+// by identity, any other type by its kind; false for a type of no entry.
+func dtypeFor(t reflect.Type) (*dtype, bool) {
+	for i := range dtypes {
+		if dtypes[i].goType == t {
+			return &dtypes[i], true
+		}
+	}
+	if t == nil {
+		return nil, false
+	}
+	for i := range dtypes {
+		if dtypes[i].half == "" && dtypes[i].goType.Kind() == t.Kind() {
+			return &dtypes[i], true
+		}
+	}
+	return nil, false
 }
 
 // load returns the C expression that reads element expr of storage as the

@@ -8,23 +8,52 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
+// ElementwiseSpec declares an elementwise kernel, a field for each of CuPy's
+// ElementwiseKernel arguments (in_params, out_params, operation, name), so
+// that a port in any order of them means what it says.
+type ElementwiseSpec struct {
+	// Name is the kernel's name: a C identifier, not starting with _ or
+	// gocuda (CuPy's name).
+	Name string
+	// InParams are the inputs, such as "float32 a, float32 x" (in_params):
+	// each a type (float32, float64, float16, bfloat16, int8 ... uint64)
+	// and a name.
+	InParams string
+	// OutParams are the outputs, such as "float32 y" (out_params): at least
+	// one. An output named as an input is that input, read and then
+	// written (in place); it is given once at Launch.
+	OutParams string
+	// Operation is the CUDA C run for each element (operation): statements
+	// that set the outputs, the last with or without its semicolon, as
+	// CuPy takes them.
+	Operation string
+}
+
 // Elementwise is a kernel applied to every element of its buffers, made
-// from a parameter list and a CUDA C body, as CuPy's ElementwiseKernel:
+// from a parameter list and a CUDA C operation, as CuPy's
+// ElementwiseKernel:
 //
-//	axpy, err := compute.NewElementwise("axpy", "float32 a, float32 x, float32 y", "float32 y", "y = a * x + y")
+//	axpy, err := compute.NewElementwise(compute.ElementwiseSpec{
+//		Name:      "axpy",
+//		InParams:  "float32 a, float32 x, float32 y",
+//		OutParams: "float32 y",
+//		Operation: "y = a * x + y",
+//	})
 //	err = axpy.Launch(s, float32(2), x, y)
 //
-// Each parameter is given at Launch as a *cuda.DeviceBuffer of its type, or
-// an input as a value of it (a scalar, the same for every element). The
-// body sees, for element i, each input as a value of its type (Float16 and
+// Each parameter is given at Launch as a *cuda.DeviceBuffer of its type (or
+// of a type defined on it: type Celsius float32 for float32), or an input
+// as a value of it (a scalar, the same for every element). The operation
+// sees, for element i, each input as a value of its type (Float16 and
 // BFloat16 as float), and each output as a variable of it, which it sets;
 // an output also among the inputs (by name) starts with the buffer's value,
 // others start undefined. The variable i (long long) is the element's
-// index and n the element count. gocuda writes the kernel around the body
-// (a grid-stride loop with 64-bit indices, taking 16 bytes of each buffer
-// at a time where every buffer is aligned for it, then the elements left
-// one by one), compiles it with NVRTC for the device, once per argument pattern (which parameters are buffers), keeps
-// it (package docs: the kernel cache) and launches it on the stream.
+// index and n the element count. gocuda writes the kernel around the
+// operation (a grid-stride loop with 64-bit indices, taking 16 bytes of
+// each buffer at a time where every buffer is aligned for it, then the
+// elements left one by one), compiles it with NVRTC for the device, once
+// per argument pattern (which parameters are buffers), keeps it (package
+// docs: the kernel cache) and launches it on the stream.
 //
 // An Elementwise is safe for use by many goroutines.
 type Elementwise struct {
@@ -42,52 +71,56 @@ type Elementwise struct {
 // of buffers and scalars is a bit each of a uint64).
 const maxParams = 64
 
-// NewElementwise checks a kernel's declaration: its name (a C identifier),
-// its inputs and outputs ("float32 x, int64 y": types of Number's, by the
-// names float32, float64, float16, bfloat16, int8 ... uint64) and its body.
-// Nothing is compiled until the first Launch; a body that does not compile
-// is an error of that Launch, with NVRTC's log.
-func NewElementwise(name, in, out, body string) (*Elementwise, error) {
+// NewElementwise checks a kernel's declaration, each field of spec on its
+// own: an error names the field. Nothing is compiled until the first
+// Launch; an operation that does not compile is an error of that Launch,
+// with NVRTC's log.
+func NewElementwise(spec ElementwiseSpec) (*Elementwise, error) {
 	const op = "NewElementwise"
-	ins, outs, err := declaration(op, name, in, out)
+	ins, outs, err := declaration(op, spec.Name, spec.InParams, spec.OutParams)
 	if err != nil {
 		return nil, err
 	}
-	if len(outs) == 0 {
-		return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s has no outputs", name)
-	}
-	if strings.TrimSpace(body) == "" {
-		return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s has an empty body", name)
-	}
-	k := &Elementwise{name: name, in: ins, out: outs, body: body, inplace: map[string]bool{}, variants: map[uint64]*variant{}}
-	seen := map[string]bool{"i": true, "n": true}
+	seen := map[string]bool{}
 	for _, p := range ins {
-		if seen[p.name] {
-			return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s: %q is declared twice, or is i or n", name, p.name)
+		switch {
+		case p.name == "i" || p.name == "n":
+			return nil, errorf(op, cuda.ErrInvalidValue, "InParams: %q is reserved: i is the element's index and n the element count", p.name)
+		case seen[p.name]:
+			return nil, errorf(op, cuda.ErrInvalidValue, "InParams declares %q twice", p.name)
 		}
 		seen[p.name] = true
 	}
+	if len(outs) == 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "OutParams is empty: a kernel needs an output")
+	}
+	k := &Elementwise{name: spec.Name, in: ins, out: outs, inplace: map[string]bool{}, variants: map[uint64]*variant{}}
 	for _, p := range outs {
-		if seen[p.name] {
+		switch {
+		case p.name == "i" || p.name == "n":
+			return nil, errorf(op, cuda.ErrInvalidValue, "OutParams: %q is reserved: i is the element's index and n the element count", p.name)
+		case k.inplace[p.name] || seen[p.name] && !k.isInput(p.name):
+			return nil, errorf(op, cuda.ErrInvalidValue, "OutParams declares %q twice", p.name)
+		case seen[p.name]:
 			for _, q := range ins {
 				if q.name == p.name && q.t.name != p.t.name {
-					return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s: %s is an input of type %s and an output of type %s", name, p.name, q.t.name, p.t.name)
+					return nil, errorf(op, cuda.ErrInvalidValue, "OutParams: %s is an input of type %s and an output of type %s", p.name, q.t.name, p.t.name)
 				}
 			}
-			if !k.isInput(p.name) || k.inplace[p.name] {
-				return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s: output %q is declared twice, or is i or n", name, p.name)
-			}
 			k.inplace[p.name] = true
-			continue
 		}
 		seen[p.name] = true
 	}
+	if strings.TrimSpace(spec.Operation) == "" {
+		return nil, errorf(op, cuda.ErrInvalidValue, "Operation is empty: a kernel needs statements that set its outputs")
+	}
+	k.body = spec.Operation
 	k.ps = k.params()
 	for _, p := range k.ps {
 		k.readOnly = append(k.readOnly, k.isInput(p.name) && !k.inplace[p.name])
 	}
 	if len(k.ps) > maxParams {
-		return nil, errorf(op, cuda.ErrInvalidValue, "kernel %s has %d parameters: at most %d", name, len(k.ps), maxParams)
+		return nil, errorf(op, cuda.ErrInvalidValue, "InParams and OutParams declare %d parameters: at most %d", len(k.ps), maxParams)
 	}
 	return k, nil
 }
@@ -126,12 +159,15 @@ func (k *Elementwise) vectorWidth(buffer []bool) int {
 }
 
 // source writes the kernel for an argument pattern: buffer[j] says whether
-// parameter j (in params' order) is a buffer. The body becomes a function
-// of the element's values; the kernel calls it in a grid-stride loop over
-// vectors of vectorWidth elements when every buffer is aligned to its
-// vector's size (each buffer read and written 16 bytes or fewer at a
-// time), then over the elements left (all of them when a buffer is not
-// aligned, as a view into another may not be), with 64-bit indices.
+// parameter j (in params' order) is a buffer. The operation becomes a
+// function of the element's values, followed by a semicolon on a line of
+// its own: an operation may end without one (as CuPy's do) or in a //
+// comment, and after one that has it, an empty statement is nothing. The
+// kernel calls it in a grid-stride loop over vectors of vectorWidth
+// elements when every buffer is aligned to its vector's size (each buffer
+// read and written 16 bytes or fewer at a time), then over the elements
+// left (all of them when a buffer is not aligned, as a view into another
+// may not be), with 64-bit indices.
 func (k *Elementwise) source(buffer []bool) string {
 	var b strings.Builder
 	b.WriteString(prelude)
@@ -146,7 +182,7 @@ func (k *Elementwise) source(buffer []bool) string {
 		}
 		call = append(call, p.name)
 	}
-	fmt.Fprintf(&b, "\n__device__ __forceinline__ void gocuda_body(%s, const long long i, const long long n) {\n%s\n}\n",
+	fmt.Fprintf(&b, "\n__device__ __forceinline__ void gocuda_body(%s, const long long i, const long long n) {\n%s\n;\n}\n",
 		strings.Join(decl, ", "), k.body)
 	body := fmt.Sprintf("gocuda_body(%s, i, n);", strings.Join(call, ", "))
 
@@ -235,15 +271,15 @@ func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, e
 // Launch runs the kernel on s over every element: each parameter's
 // argument in declaration order, inputs then outputs (an output that is an
 // input is given once, as the input). Every buffer must have the same
-// length, the element count, and belong to s's context; at least one
-// argument is a buffer (the outputs are). Zero elements launch nothing.
+// length, the element count, and belong to s's context; the outputs are
+// buffers. Zero elements launch nothing.
 func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 	const op = "Elementwise.Launch"
 	if k == nil || k.variants == nil {
 		return errorf(op, cuda.ErrInvalidValue, "nil or zero *Elementwise: make one with NewElementwise")
 	}
-	if s == nil || s.Context() == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil or zero *cuda.Stream")
+	if err := checkStream(op, s); err != nil {
+		return err
 	}
 	ps := k.ps
 	if len(args) != len(ps) {
@@ -251,33 +287,40 @@ func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 	}
 	var buf [stackArgs]arg
 	as := append(buf[:0], make([]arg, len(ps))...)
-	n := -1
 	for j, p := range ps {
 		a, err := classify(op, p, args[j], k.readOnly[j])
 		if err != nil {
 			return err
 		}
-		if a.buffer {
-			if a.mem.Context() != s.Context() {
-				return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the stream", p.name)
-			}
-			if n >= 0 && a.n != n {
-				return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, and %s %d: every buffer must have as many", p.name, a.n, firstBuffer(ps, as[:j]), n)
-			}
-			n = a.n
-		}
 		as[j] = a
 	}
-	return k.launch(op, s, as, n)
+	return k.run(op, s, as)
 }
 
-func firstBuffer(ps []param, as []arg) string {
-	for j, a := range as {
-		if a.buffer {
-			return ps[j].name
+// run checks the arguments' buffers, each named as the caller's call names
+// it, and launches: Launch's arguments, or a standard operation's.
+func (k *Elementwise) run(op string, s *cuda.Stream, as []arg) error {
+	if err := checkStream(op, s); err != nil {
+		return err
+	}
+	for j := range as {
+		if as[j].buffer {
+			if err := checkBuffer(op, s, &as[j]); err != nil {
+				return err
+			}
 		}
 	}
-	return ""
+	first := -1
+	for j := range as {
+		switch {
+		case !as[j].buffer:
+		case first < 0:
+			first = j
+		case as[j].n != as[first].n:
+			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, and %s %d: every buffer must have as many", as[j].name, as[j].n, as[first].name, as[first].n)
+		}
+	}
+	return k.launch(op, s, as, as[first].n) // an output is a buffer
 }
 
 func paramList(ps []param) string {
@@ -310,14 +353,11 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 		k.variants[key] = v
 	}
 	k.mu.Unlock()
-	f, err := function(op, s.Context(), v, k.name)
+	f, err := kernel(op, s, v, k.name, as)
 	if err != nil {
 		return err
 	}
 	var buf [stackArgs + 1]any
 	vals := append(launchValues(buf[:0], as), int64(n))
-	if err := f.Launch(elementwiseConfig(s, n, v.width), vals...); err != nil {
-		return wrap(op, err, "launching %s", k.name)
-	}
-	return nil
+	return launchError(op, f.Launch(elementwiseConfig(s, n, v.width), vals...), as, k.name)
 }

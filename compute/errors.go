@@ -1,9 +1,12 @@
 package compute
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gocuda/cuda/internal/errfmt"
+	"github.com/gocuda/cuda/nvrtc"
 )
 
 // Error is the error type of this package, of the shape of cuda.Error. Its
@@ -42,3 +45,23 @@ func wrap(op string, err error, format string, args ...any) error {
 	}
 	return &Error{Op: op, Err: err, Detail: fmt.Sprintf(format, args...)}
 }
+
+// compilerMissing is NVRTC's absence, told in a line of compute's own
+// rather than as nvrtc's error inside compute's ("compute: Add: nvrtc:
+// Version: ..."): errors.Is and errors.As still reach nvrtc's error, and
+// its sentinel, cuda.ErrNotSupported.
+type compilerMissing struct{ err error }
+
+func (m compilerMissing) Error() string {
+	why := m.err.Error()
+	var ne *nvrtc.Error
+	if errors.As(m.err, &ne) && ne.Detail != "" {
+		why = ne.Detail
+	}
+	if strings.HasPrefix(why, nvrtc.EnvLibrary+"=") {
+		return why // the variable chose the library: the message says so, with its value
+	}
+	return "NVRTC is not installed: " + strings.TrimPrefix(why, "NVRTC not found: ")
+}
+
+func (m compilerMissing) Unwrap() error { return m.err }

@@ -8,15 +8,23 @@ import (
 	"github.com/gocuda/cuda/compute"
 )
 
-// An elementwise kernel of one's own: y = a·x + y, with a a scalar.
+// An elementwise kernel of one's own: y = a·x + y, with a a scalar. The
+// operation is written as CuPy takes it, without its last semicolon.
 func ExampleNewElementwise() {
 	ctx, s, err := cuda.Open(0)
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Closing the context also closes the kernels compute loaded in it:
+	// there is no compute.Release to call first.
 	defer ctx.Close()
 	defer s.Close()
-	axpy, err := compute.NewElementwise("axpy", "float32 a, float32 x, float32 y", "float32 y", "y = a * x + y;")
+	axpy, err := compute.NewElementwise(compute.ElementwiseSpec{
+		Name:      "axpy",
+		InParams:  "float32 a, float32 x, float32 y",
+		OutParams: "float32 y",
+		Operation: "y = a * x + y",
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -25,16 +33,18 @@ func ExampleNewElementwise() {
 	defer x.Free()
 	defer y.Free()
 	if err := axpy.Launch(s, float32(2), x, y); err != nil {
-		log.Fatal(err) // a body that does not compile: NVRTC's log is here
+		log.Fatal(err) // an operation that does not compile: NVRTC's log is here
 	}
 	out := make([]float32, 3)
 	if err := y.CopyToHost(out); err != nil { // waits for the kernel
 		log.Fatal(err)
 	}
-	fmt.Println(out) // [12 24 36]
+	fmt.Println(out)
+	// Output: [12 24 36]
 }
 
-// A reduction of one's own: the sum of squares, folded in float64.
+// A reduction of one's own: the sum of squares, folded in float64. Each
+// of CuPy's ReductionKernel arguments is a field of its own.
 func ExampleNewReduction() {
 	ctx, s, err := cuda.Open(0)
 	if err != nil {
@@ -42,7 +52,16 @@ func ExampleNewReduction() {
 	}
 	defer ctx.Close()
 	defer s.Close()
-	sumsq, err := compute.NewReduction("sumsq", "float32 x", "float64 y", "x * x", "a + b", "0", "y = a;", "float64")
+	sumsq, err := compute.NewReduction(compute.ReductionSpec{
+		Name:        "sumsq",
+		InParams:    "float32 x",
+		OutParams:   "float64 y",
+		MapExpr:     "x * x",
+		ReduceExpr:  "a + b",
+		PostMapExpr: "y = a",
+		Identity:    "0",
+		ReduceType:  "float64",
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,18 +76,24 @@ func ExampleNewReduction() {
 	if err := y.CopyToHost(out); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(out[0]) // 14
+	fmt.Println(out[0])
+	// Output: 14
 }
 
-// Three standard operations chained on one stream: a bfloat16 copy of
-// float32 data, its rows' softmax, and their sums (each 1, give or take
-// bfloat16's rounding).
+// Three standard operations chained on one stream, each taking it last: a
+// bfloat16 copy of float32 data, its rows' softmax, and their sums (each
+// 1, give or take bfloat16's rounding). Closing the context releases the
+// kernels they loaded.
 func Example() {
 	ctx, s, err := cuda.Open(0)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer ctx.Close()
+	defer func() {
+		if err := ctx.Close(); err != nil { // compute's kernels too
+			log.Fatal(err)
+		}
+	}()
 	defer s.Close()
 	shape := compute.Shape{Rows: 2, Cols: 3}
 	x, _ := cuda.FromHost(ctx, []float32{1, 2, 3, 0, 0, 0})
@@ -77,18 +102,19 @@ func Example() {
 	defer x.Free()
 	defer h.Free()
 	defer sums.Free()
-	if err := compute.Cast(s, h, x); err != nil {
+	if err := compute.Cast(h, x, s); err != nil {
 		log.Fatal(err)
 	}
-	if err := compute.Softmax(s, h, h, shape); err != nil {
+	if err := compute.Softmax(h, h, shape, s); err != nil {
 		log.Fatal(err)
 	}
-	if err := compute.SumAxis(s, sums, h, shape, compute.PerRow); err != nil {
+	if err := compute.SumAxis(sums, h, shape, compute.PerRow, s); err != nil {
 		log.Fatal(err)
 	}
 	out := make([]cuda.BFloat16, 2)
 	if err := sums.CopyToHost(out); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(out) // [1 1]
+	fmt.Println(out)
+	// Output: [1 1]
 }

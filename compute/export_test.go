@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"weak"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nvrtc"
 )
 
@@ -45,6 +47,13 @@ func RawAdd(s *cuda.Stream, x *cuda.DeviceBuffer[float32]) (func() error, error)
 	return func() error { return f.Launch(cfg, x, x, x, int64(x.Len())) }, nil
 }
 
+// nvrtcCompiler is NVRTC, the compiler the package starts with.
+var nvrtcCompiler = compiler
+
+// standInVersion is the stand-in's "NVRTC version": part of every cache
+// key, so that its images are never taken for NVRTC's.
+var standInVersion = cuda.Version{Major: 0, Minor: 0, Patch: 1}
+
 // UseStandIn puts the stand-in compiler in NVRTC's place until t ends, with
 // the disk cache in a folder of t's: on the fake driver, which has no
 // NVRTC, a generated source "compiles" to testdata/standin.ptx's entry of
@@ -54,16 +63,70 @@ func RawAdd(s *cuda.Stream, x *cuda.DeviceBuffer[float32]) (func() error, error)
 // fake's argument lists must follow the generator's.
 func UseStandIn(t testing.TB) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "standin.ptx"))
+	compile, err := standIn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(data)
 	t.Setenv(EnvCache, t.TempDir())
 	saved := compiler
 	t.Cleanup(func() { compiler = saved })
-	compiler.version = func() (cuda.Version, error) { return cuda.Version{Major: 0, Minor: 0, Patch: 1}, nil }
-	compiler.compile = func(_ *cuda.Context, source string, _ nvrtc.Options) ([]byte, error) {
+	compiler.version = func() (cuda.Version, error) { return standInVersion, nil }
+	compiler.compile = func(_ *cuda.Context, source string, _ nvrtc.Options) ([]byte, error) { return compile(source) }
+	compiler.dir = cacheDir
+}
+
+// UseNVRTC puts NVRTC back in the compiler's place until t ends, for a
+// test of what happens where NVRTC is missing (StandInOnFake put the
+// stand-in there).
+func UseNVRTC(t testing.TB) {
+	saved := compiler
+	t.Cleanup(func() { compiler = saved })
+	compiler = nvrtcCompiler
+}
+
+// StandInOnFake puts the stand-in (UseStandIn) in NVRTC's place for the
+// whole test binary wherever it runs against the fake driver, so that the
+// Examples, which cannot call UseStandIn, run there. TestMain calls it
+// before cudatest picks the driver, so each call decides then, by
+// cudatest.IsFake. On the fake the disk cache is off (the stand-in's
+// images are nothing to keep) unless GOCUDA_KERNEL_CACHE names a folder
+// (UseStandIn's); on a GPU, NVRTC and the disk cache are as they were.
+func StandInOnFake() error {
+	compile, err := standIn()
+	if err != nil {
+		return err
+	}
+	nv := compiler
+	compiler.version = func() (cuda.Version, error) {
+		if cudatest.IsFake() {
+			return standInVersion, nil
+		}
+		return nv.version()
+	}
+	compiler.compile = func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error) {
+		if cudatest.IsFake() {
+			return compile(source)
+		}
+		return nv.compile(ctx, source, opts)
+	}
+	compiler.dir = func() string {
+		if cudatest.IsFake() && os.Getenv(EnvCache) == "" {
+			return ""
+		}
+		return nv.dir()
+	}
+	return nil
+}
+
+// standIn returns the stand-in's compilation of a generated source, from
+// testdata/standin.ptx.
+func standIn() (func(source string) ([]byte, error), error) {
+	data, err := os.ReadFile(filepath.Join("testdata", "standin.ptx"))
+	if err != nil {
+		return nil, err
+	}
+	text := string(data)
+	return func(source string) ([]byte, error) {
 		ptx := text[:strings.Index(text, "\n// source:")+1]
 		for _, line := range strings.Split(source, "\n") {
 			sig, ok := strings.CutPrefix(line, `extern "C" __global__ void `)
@@ -82,5 +145,18 @@ func UseStandIn(t testing.TB) {
 			ptx += text[at : at+strings.Index(text[at:], "\n}\n")+3]
 		}
 		return []byte(ptx), nil
+	}, nil
+}
+
+// ModulesKept returns how many modules the package keeps loaded in ctx,
+// closed by Release or by ctx's Close.
+func ModulesKept(ctx *cuda.Context) int {
+	v, ok := modules.Load(weak.Make(ctx))
+	if !ok {
+		return 0
 	}
+	cm := v.(*contextModules)
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	return len(cm.mods) + len(cm.unclosed)
 }

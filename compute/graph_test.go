@@ -23,11 +23,11 @@ func TestCapture(t *testing.T) {
 	}
 	record := func() error {
 		for _, op := range []func() error{
-			func() error { return compute.MulScalar(e.s, y, x, 2) },
-			func() error { return compute.Sum(e.s, sum, y) },
-			func() error { return compute.SumAxis(e.s, rows, y, sh, compute.PerRow) },
-			func() error { return compute.Softmax(e.s, sm, y, sh) },
-			func() error { return compute.Transpose(e.s, tr, y, sh) },
+			func() error { return compute.MulScalar(y, x, 2, e.s) },
+			func() error { return compute.Sum(sum, y, e.s) },
+			func() error { return compute.SumAxis(rows, y, sh, compute.PerRow, e.s) },
+			func() error { return compute.Softmax(sm, y, sh, e.s) },
+			func() error { return compute.Transpose(tr, y, sh, e.s) },
 		} {
 			if err := op(); err != nil {
 				return err

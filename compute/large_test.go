@@ -63,17 +63,17 @@ func TestLargeCount(t *testing.T) {
 	da := upload(t, e.ctx, a)
 	db := must(cuda.Alloc[float64](e.ctx, n))(t)
 	defer db.Free()
-	if err := compute.Iota(e.s, db, 0, 1); err != nil {
+	if err := compute.Iota(db, 0, 1, e.s); err != nil {
 		t.Fatal(err)
 	}
-	if err := compute.Add(e.s, db, da, db); err != nil { // a[i] + i
+	if err := compute.Add(db, da, db, e.s); err != nil { // a[i] + i
 		t.Fatal(err)
 	}
 	got := download(t, db)
 	if i := firstWrong(n, func(i int) bool { return got[i] == a[i]+float64(i) }); i >= 0 {
 		t.Fatalf("Iota then Add: element %d = %v, want %v", i, got[i], a[i]+float64(i))
 	}
-	if err := compute.MulScalar(e.s, db, da, 2); err != nil {
+	if err := compute.MulScalar(db, da, 2, e.s); err != nil {
 		t.Fatal(err)
 	}
 	got = download(t, db)
@@ -86,7 +86,7 @@ func TestLargeCount(t *testing.T) {
 	// float64 to float32, then a whole sum and ArgMax of the float32s.
 	f := must(cuda.Alloc[float32](e.ctx, n))(t)
 	defer f.Free()
-	if err := compute.Cast(e.s, f, da); err != nil {
+	if err := compute.Cast(f, da, e.s); err != nil {
 		t.Fatal(err)
 	}
 	hf := download(t, f)
@@ -100,7 +100,7 @@ func TestLargeCount(t *testing.T) {
 	}
 	sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
 	defer sum.Free()
-	if err := compute.Sum(e.s, sum, f); err != nil {
+	if err := compute.Sum(sum, f, e.s); err != nil {
 		t.Fatal(err)
 	}
 	// float32 sums of 2^28 terms: off by some units of the last place of
@@ -114,7 +114,7 @@ func TestLargeCount(t *testing.T) {
 	}
 	idx := must(cuda.Alloc[int64](e.ctx, 1))(t)
 	defer idx.Free()
-	if err := compute.ArgMax(e.s, idx, f); err != nil {
+	if err := compute.ArgMax(idx, f, e.s); err != nil {
 		t.Fatal(err)
 	}
 	if got := download(t, idx)[0]; got != int64(n-1) {
@@ -125,7 +125,7 @@ func TestLargeCount(t *testing.T) {
 	sh := compute.Shape{Rows: 1 << 14, Cols: 1 << 14}
 	cols := must(cuda.Alloc[float32](e.ctx, sh.Cols))(t)
 	defer cols.Free()
-	if err := compute.MaxAxis(e.s, cols, must(f.Slice(0, sh.Rows*sh.Cols))(t), sh, compute.PerColumn); err != nil {
+	if err := compute.MaxAxis(cols, must(f.Slice(0, sh.Rows*sh.Cols))(t), sh, compute.PerColumn, e.s); err != nil {
 		t.Fatal(err)
 	}
 	for c, got := range download(t, cols) {
@@ -143,7 +143,7 @@ func TestLargeCount(t *testing.T) {
 	// Bytes: a fill, then Where choosing by them.
 	mask := must(cuda.Alloc[uint8](e.ctx, n))(t)
 	defer mask.Free()
-	if err := compute.Fill(e.s, mask, 1); err != nil {
+	if err := compute.Fill(mask, 1, e.s); err != nil {
 		t.Fatal(err)
 	}
 	if err := must(mask.Slice(n-3, 3))(t).Memset8(0); err != nil {
@@ -154,13 +154,13 @@ func TestLargeCount(t *testing.T) {
 	ones, twos := must(cuda.Alloc[uint8](e.ctx, n))(t), must(cuda.Alloc[uint8](e.ctx, n))(t)
 	defer ones.Free()
 	defer twos.Free()
-	if err := compute.Fill(e.s, ones, 1); err != nil {
+	if err := compute.Fill(ones, 1, e.s); err != nil {
 		t.Fatal(err)
 	}
-	if err := compute.Fill(e.s, twos, 2); err != nil {
+	if err := compute.Fill(twos, 2, e.s); err != nil {
 		t.Fatal(err)
 	}
-	if err := compute.Where(e.s, w, mask, ones, twos); err != nil {
+	if err := compute.Where(w, mask, ones, twos, e.s); err != nil {
 		t.Fatal(err)
 	}
 	hw := download(t, w)

@@ -6,23 +6,32 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// checkMatrix checks buffers of a matrix operation: each of shape's
-// elements and of s's context.
-func checkMatrix(op string, s *cuda.Stream, shape Shape, bufs map[string]bufferInfo) error {
-	if s == nil || s.Context() == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil or zero *cuda.Stream")
+// checkBuffers checks s and the buffers as, each named as the caller's
+// call names it: none nil or zero, each of s's context.
+func checkBuffers(op string, s *cuda.Stream, as []arg) error {
+	if err := checkStream(op, s); err != nil {
+		return err
 	}
-	if shape.Rows < 0 || shape.Cols < 0 || shape.Cols > 0 && shape.Rows > int(^uint(0)>>1)/shape.Cols {
-		return errorf(op, cuda.ErrInvalidValue, "shape %d×%d: dimensions must be zero or more, and their product an int", shape.Rows, shape.Cols)
+	for i := range as {
+		if err := checkBuffer(op, s, &as[i]); err != nil {
+			return err
+		}
 	}
-	for name, b := range bufs {
-		switch {
-		case b == nil || b.Context() == nil:
-			return errorf(op, cuda.ErrInvalidValue, "%s is a nil or zero *DeviceBuffer", name)
-		case b.Context() != s.Context():
-			return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the stream", name)
-		case b.Len() != shape.Rows*shape.Cols:
-			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements: a %d×%d matrix has %d", name, b.Len(), shape.Rows, shape.Cols, shape.Rows*shape.Cols)
+	return nil
+}
+
+// checkMatrix checks the buffers of a matrix operation, as checkBuffers,
+// and that each has shape's elements.
+func checkMatrix(op string, s *cuda.Stream, shape Shape, as []arg) error {
+	if err := checkBuffers(op, s, as); err != nil {
+		return err
+	}
+	if err := checkShape(op, shape); err != nil {
+		return err
+	}
+	for _, a := range as {
+		if a.n != shape.Rows*shape.Cols {
+			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, want %d: a %d×%d matrix", a.name, a.n, shape.Rows*shape.Cols, shape.Rows, shape.Cols)
 		}
 	}
 	return nil
@@ -113,14 +122,14 @@ extern "C" __global__ void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_ds
 // Softmax sets each row of dst to the softmax of src's row: e^(x-max) over
 // the row's sum of them. src and dst are row-major matrices of shape (dst
 // may be src).
-func Softmax[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape) error {
-	return softmax("Softmax", s, dst, src, shape, false)
+func Softmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
+	return softmax("Softmax", dst, src, shape, s, false)
 }
 
 // LogSoftmax sets each row of dst to the log of the softmax of src's row,
 // computed as x - max - log(sum of e^(x-max)).
-func LogSoftmax[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape) error {
-	return softmax("LogSoftmax", s, dst, src, shape, true)
+func LogSoftmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
+	return softmax("LogSoftmax", dst, src, shape, s, true)
 }
 
 // softmaxCache is the longest row, in bytes, Softmax keeps in shared
@@ -128,19 +137,20 @@ func LogSoftmax[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape S
 // own 4 KiB for float64 (11264 float32, 5632 float64).
 const softmaxCache = 44 << 10
 
-func softmax[T Float](op string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, logarithm bool) error {
-	if err := checkMatrix(op, s, shape, map[string]bufferInfo{"dst": dst, "src": src}); err != nil {
+func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream, logarithm bool) error {
+	as := [2]arg{bufArg("dst", dst), bufArg("src", src)}
+	if err := checkMatrix(op, s, shape, as[:]); err != nil {
 		return err
 	}
 	if shape.Rows == 0 || shape.Cols == 0 {
 		return nil
 	}
-	t := floatType[T]()
+	t := dtypePtr[T]()
 	name := "softmax_" + t.name
 	if logarithm {
 		name = "log" + name
 	}
-	f, err := function(op, s.Context(), namedVariant(name, func() string { return softmaxSource(t, name, logarithm) }), name)
+	f, err := kernel(op, s, namedVariant(name, func() string { return softmaxSource(*t, name, logarithm) }), name, as[:])
 	if err != nil {
 		return err
 	}
@@ -151,7 +161,7 @@ func softmax[T Float](op string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T],
 	if bytes := shape.Cols * int(t.goType.Size()); bytes <= softmaxCache {
 		cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
 	}
-	return wrap(op, f.Launch(cfg, src, dst, int64(shape.Rows), int64(shape.Cols), cached), "launching %s", name)
+	return launchError(op, f.Launch(cfg, src, dst, int64(shape.Rows), int64(shape.Cols), cached), as[:], name)
 }
 
 // transposeSource is the kernel of Transpose: tiles of 32×32 elements read
@@ -180,24 +190,28 @@ extern "C" __global__ void %[1]s(const %[2]s* __restrict__ src, %[2]s* dst, long
 
 // Transpose sets dst, a row-major matrix of shape.Cols rows of shape.Rows
 // elements, to the transpose of src, of shape. dst may not be src.
-func Transpose[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape) error {
+func Transpose[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
 	const op = "Transpose"
-	if err := checkMatrix(op, s, shape, map[string]bufferInfo{"dst": dst, "src": src}); err != nil {
+	as := [2]arg{bufArg("dst", dst), bufArg("src", src)}
+	if err := checkMatrix(op, s, shape, as[:]); err != nil {
 		return err
 	}
 	if shape.Rows*shape.Cols > 0 && dst.Ptr() == src.Ptr() {
+		if err := closedArg(op, as[:]); err != nil {
+			return err // freed, and its address another's now
+		}
 		return errorf(op, cuda.ErrInvalidValue, "dst is src: a transpose cannot be made in place")
 	}
 	if shape.Rows == 0 || shape.Cols == 0 {
 		return nil
 	}
-	t := dtypeOf[T]()
+	t := dtypePtr[T]()
 	name := "transpose_" + t.name
-	f, err := function(op, s.Context(), namedVariant(name, func() string { return transposeSource(t, name) }), name)
+	f, err := kernel(op, s, namedVariant(name, func() string { return transposeSource(*t, name) }), name, as[:])
 	if err != nil {
 		return err
 	}
 	gx, gy := min((shape.Cols+31)/32, 65535), min((shape.Rows+31)/32, 65535)
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: gy}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
-	return wrap(op, f.Launch(cfg, src, dst, int64(shape.Rows), int64(shape.Cols)), "launching %s", name)
+	return launchError(op, f.Launch(cfg, src, dst, int64(shape.Rows), int64(shape.Cols)), as[:], name)
 }

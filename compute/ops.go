@@ -2,7 +2,6 @@ package compute
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 
@@ -21,7 +20,7 @@ func stdElementwise(name, in, out, body string) (*Elementwise, error) {
 	if k, ok := standard.Load(name); ok {
 		return k.(*Elementwise), nil
 	}
-	k, err := NewElementwise(name, in, out, body)
+	k, err := NewElementwise(ElementwiseSpec{Name: name, InParams: in, OutParams: out, Operation: body})
 	if err != nil {
 		return nil, err
 	}
@@ -29,16 +28,17 @@ func stdElementwise(name, in, out, body string) (*Elementwise, error) {
 	return v.(*Elementwise), nil
 }
 
-// stdReduction returns the standard reduction of that name, declared once.
-func stdReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceType string) (*Reduction, error) {
-	if k, ok := standard.Load(name); ok {
+// stdReduction returns the standard reduction of spec's name, declared
+// once.
+func stdReduction(spec ReductionSpec) (*Reduction, error) {
+	if k, ok := standard.Load(spec.Name); ok {
 		return k.(*Reduction), nil
 	}
-	k, err := NewReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceType)
+	k, err := NewReduction(spec)
 	if err != nil {
 		return nil, err
 	}
-	v, _ := standard.LoadOrStore(name, k)
+	v, _ := standard.LoadOrStore(spec.Name, k)
 	return v.(*Reduction), nil
 }
 
@@ -49,9 +49,11 @@ var byType struct {
 	m  map[typedKey]any
 }
 
+// typedKey keys a standard kernel by its element types' entries of
+// dtypes: a type defined on float32 shares float32's kernels.
 type typedKey struct {
 	name      string
-	t, u      reflect.Type
+	t, u      *dtype
 	reduction bool // a reduction's name may be an elementwise kernel's ("max")
 }
 
@@ -78,19 +80,20 @@ func typed[K *Elementwise | *Reduction](key typedKey, declare func() (K, error))
 }
 
 // run launches the standard kernel of name for T (its parameter lists with
-// %s for T's name), naming op in errors.
-func run[T Number](op, name, in, out, body string, s *cuda.Stream, args ...any) error {
-	k, err := typed(typedKey{name: name, t: reflect.TypeFor[T]()}, func() (*Elementwise, error) {
-		t := dtypeOf[T]()
+// %s for T's name) on as, named op in errors, each argument named as the
+// operation's signature names it.
+func run[T cuda.Number](op, name, in, out, body string, s *cuda.Stream, as ...arg) error {
+	t := dtypePtr[T]()
+	k, err := typed(typedKey{name: name, t: t}, func() (*Elementwise, error) {
 		return stdElementwise(name+"_"+t.name, strings.ReplaceAll(in, "%s", t.name), strings.ReplaceAll(out, "%s", t.name), body)
 	})
 	if err != nil {
-		return err
+		return rename(op, err)
 	}
-	return rename(op, k.Launch(s, args...))
+	return k.run(op, s, as)
 }
 
-// rename makes an error of a standard kernel's Launch name the operation.
+// rename makes an error of declaring a standard kernel name the operation.
 func rename(op string, err error) error {
 	if e, ok := err.(*Error); ok {
 		return &Error{Op: op, Err: e.Err, Detail: e.Detail}
@@ -99,15 +102,16 @@ func rename(op string, err error) error {
 }
 
 // Fill sets every element of dst to v.
-func Fill[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[T], v T) error {
-	return run[T]("Fill", "fill", "%s v", "%s y", "y = v;", s, v, dst)
+func Fill[T cuda.Number](dst *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error {
+	return run[T]("Fill", "fill", "%s v", "%s y", "y = v;", s, scalarArg("v", v), bufArg("dst", dst))
 }
 
 // Iota sets element i of dst to start + i·step (NumPy's arange), computed
 // in T's arithmetic (float32 for Float16 and BFloat16).
-func Iota[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[T], start, step T) error {
-	t := dtypeOf[T]()
-	return run[T]("Iota", "iota", "%s start, %s step", "%s y", fmt.Sprintf("y = start + (%s)i * step;", t.value), s, start, step, dst)
+func Iota[T cuda.Number](dst *cuda.DeviceBuffer[T], start, step T, s *cuda.Stream) error {
+	t := dtypePtr[T]()
+	return run[T]("Iota", "iota", "%s start, %s step", "%s y", fmt.Sprintf("y = start + (%s)i * step;", t.value), s,
+		scalarArg("start", start), scalarArg("step", step), bufArg("dst", dst))
 }
 
 // Cast copies src into dst, converting each element as Go's conversion
@@ -115,9 +119,10 @@ func Iota[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[T], start, step T) er
 // for bit as cuda.NewFloat16 and cuda.NewBFloat16 (a float64 first rounds
 // to float32, as NewFloat16(float32(x)) does); floats to integers truncate
 // toward zero (out of range: undefined, as in Go). The lengths must match.
-func Cast[To, From Number](s *cuda.Stream, dst *cuda.DeviceBuffer[To], src *cuda.DeviceBuffer[From]) error {
-	k, err := typed(typedKey{name: "cast", t: reflect.TypeFor[From](), u: reflect.TypeFor[To]()}, func() (*Elementwise, error) {
-		from, to := dtypeOf[From](), dtypeOf[To]()
+func Cast[To, From cuda.Number](dst *cuda.DeviceBuffer[To], src *cuda.DeviceBuffer[From], s *cuda.Stream) error {
+	const op = "Cast"
+	from, to := dtypePtr[From](), dtypePtr[To]()
+	k, err := typed(typedKey{name: "cast", t: from, u: to}, func() (*Elementwise, error) {
 		body := "y = x;"
 		if from.half != "" && !to.float {
 			body = fmt.Sprintf("y = (%s)x;", to.value)
@@ -125,9 +130,10 @@ func Cast[To, From Number](s *cuda.Stream, dst *cuda.DeviceBuffer[To], src *cuda
 		return stdElementwise("cast_"+from.name+"_"+to.name, from.name+" x", to.name+" y", body)
 	})
 	if err != nil {
-		return err
+		return rename(op, err)
 	}
-	return rename("Cast", k.Launch(s, src, dst))
+	as := [2]arg{bufArg("src", src), bufArg("dst", dst)}
+	return k.run(op, s, as[:])
 }
 
 // binary bodies: a and b, into y.
@@ -140,79 +146,81 @@ var binaryBodies = map[string][2]string{ // integer, float
 	"min": {"y = a < b ? a : b;", "y = (a != a) ? a : (b != b) ? b : (a < b ? a : b);"},
 }
 
-func binary[T Number](op, name string, s *cuda.Stream, dst *cuda.DeviceBuffer[T], a, b any) error {
+func binary[T cuda.Number](op, name string, dst *cuda.DeviceBuffer[T], a, b arg, s *cuda.Stream) error {
 	body := binaryBodies[name][0]
-	if isFloat[T]() {
+	if dtypePtr[T]().float {
 		body = binaryBodies[name][1]
 	}
 	// The variant for a scalar b is compiled apart (Elementwise keys by it).
-	return run[T](op, name, "%s a, %s b", "%s y", body, s, a, b, dst)
+	return run[T](op, name, "%s a, %s b", "%s y", body, s, a, b, bufArg("dst", dst))
 }
 
 // Add sets dst = a + b, element by element.
-func Add[T Number](s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error {
-	return binary("Add", "add", s, dst, a, b)
+func Add[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return binary("Add", "add", dst, bufArg("a", a), bufArg("b", b), s)
 }
 
 // Sub sets dst = a - b.
-func Sub[T Number](s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error {
-	return binary("Sub", "sub", s, dst, a, b)
+func Sub[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return binary("Sub", "sub", dst, bufArg("a", a), bufArg("b", b), s)
 }
 
 // Mul sets dst = a · b.
-func Mul[T Number](s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error {
-	return binary("Mul", "mul", s, dst, a, b)
+func Mul[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return binary("Mul", "mul", dst, bufArg("a", a), bufArg("b", b), s)
 }
 
 // Div sets dst = a / b (for integers, truncated; a division by zero gives
 // an unspecified value, not an error).
-func Div[T Number](s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error {
-	return binary("Div", "div", s, dst, a, b)
+func Div[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return binary("Div", "div", dst, bufArg("a", a), bufArg("b", b), s)
 }
 
 // Max sets dst to the larger of a and b (a NaN wins, as in NumPy's maximum).
-func Max[T Number](s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error {
-	return binary("Max", "max", s, dst, a, b)
+func Max[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return binary("Max", "max", dst, bufArg("a", a), bufArg("b", b), s)
 }
 
 // Min sets dst to the smaller of a and b (a NaN wins).
-func Min[T Number](s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error {
-	return binary("Min", "min", s, dst, a, b)
+func Min[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return binary("Min", "min", dst, bufArg("a", a), bufArg("b", b), s)
 }
 
 // AddScalar sets dst = a + v.
-func AddScalar[T Number](s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error {
-	return binary("AddScalar", "add", s, dst, a, v)
+func AddScalar[T cuda.Number](dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error {
+	return binary("AddScalar", "add", dst, bufArg("a", a), scalarArg("v", v), s)
 }
 
 // SubScalar sets dst = a - v.
-func SubScalar[T Number](s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error {
-	return binary("SubScalar", "sub", s, dst, a, v)
+func SubScalar[T cuda.Number](dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error {
+	return binary("SubScalar", "sub", dst, bufArg("a", a), scalarArg("v", v), s)
 }
 
 // MulScalar sets dst = a · v.
-func MulScalar[T Number](s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error {
-	return binary("MulScalar", "mul", s, dst, a, v)
+func MulScalar[T cuda.Number](dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error {
+	return binary("MulScalar", "mul", dst, bufArg("a", a), scalarArg("v", v), s)
 }
 
 // DivScalar sets dst = a / v.
-func DivScalar[T Number](s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error {
-	return binary("DivScalar", "div", s, dst, a, v)
+func DivScalar[T cuda.Number](dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error {
+	return binary("DivScalar", "div", dst, bufArg("a", a), scalarArg("v", v), s)
 }
 
 // MaxScalar sets dst to the larger of a and v.
-func MaxScalar[T Number](s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error {
-	return binary("MaxScalar", "max", s, dst, a, v)
+func MaxScalar[T cuda.Number](dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error {
+	return binary("MaxScalar", "max", dst, bufArg("a", a), scalarArg("v", v), s)
 }
 
 // MinScalar sets dst to the smaller of a and v.
-func MinScalar[T Number](s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error {
-	return binary("MinScalar", "min", s, dst, a, v)
+func MinScalar[T cuda.Number](dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error {
+	return binary("MinScalar", "min", dst, bufArg("a", a), scalarArg("v", v), s)
 }
 
-// Axpby sets y = alpha·x + beta·y.
-func Axpby[T Number](s *cuda.Stream, alpha T, x *cuda.DeviceBuffer[T], beta T, y *cuda.DeviceBuffer[T]) error {
-	return run[T]("Axpby", "axpby", "%s alpha, %s x, %s beta, %s y", "%s y", "y = alpha * x + beta * y;", s, alpha, x, beta, y)
+// Axpby sets y = alpha·x + beta·y. It keeps BLAS's order of arguments,
+// where the output y is an input too (CONTRIBUTING: API conventions).
+func Axpby[T cuda.Number](alpha T, x *cuda.DeviceBuffer[T], beta T, y *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return run[T]("Axpby", "axpby", "%s alpha, %s x, %s beta, %s y", "%s y", "y = alpha * x + beta * y;", s,
+		scalarArg("alpha", alpha), bufArg("x", x), scalarArg("beta", beta), bufArg("y", y))
 }
 
 // unary bodies over x, into y; for the integer types where one is given.
@@ -228,107 +236,66 @@ var unaryBodies = map[string][2]string{ // integer ("" where not defined), float
 	"gelu":    {"", "y = x * (erf(x * 0.70710678118654752440) + 1) / 2;"},
 }
 
-func unary[T Number](op, name string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
+func unary[T cuda.Number](op, name string, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	t := dtypePtr[T]()
 	body := unaryBodies[name][1]
-	if !isFloat[T]() {
+	if !t.float {
 		body = unaryBodies[name][0]
-		if name == "abs" && !isSigned[T]() {
+		if name == "abs" && !t.signed {
 			body = "y = x;"
 		}
 	}
-	return run[T](op, name, "%s x", "%s y", body, s, src, dst)
+	return run[T](op, name, "%s x", "%s y", body, s, bufArg("src", src), bufArg("dst", dst))
 }
 
 // Abs sets dst = |src| (for unsigned types, a copy).
-func Abs[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unary("Abs", "abs", s, dst, src)
+func Abs[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Abs", "abs", dst, src, s)
 }
 
 // Neg sets dst = -src (for unsigned types, modulo 2^bits).
-func Neg[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unary("Neg", "neg", s, dst, src)
+func Neg[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Neg", "neg", dst, src, s)
 }
 
 // Relu sets dst = max(src, 0) (a NaN stays NaN).
-func Relu[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unary("Relu", "relu", s, dst, src)
+func Relu[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Relu", "relu", dst, src, s)
 }
 
 // Exp sets dst = e^src.
-func Exp[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unaryFloat("Exp", "exp", s, dst, src)
+func Exp[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Exp", "exp", dst, src, s)
 }
 
 // Log sets dst = ln(src).
-func Log[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unaryFloat("Log", "log", s, dst, src)
+func Log[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Log", "log", dst, src, s)
 }
 
 // Sqrt sets dst = √src.
-func Sqrt[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unaryFloat("Sqrt", "sqrt", s, dst, src)
+func Sqrt[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Sqrt", "sqrt", dst, src, s)
 }
 
 // Tanh sets dst = tanh(src).
-func Tanh[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unaryFloat("Tanh", "tanh", s, dst, src)
+func Tanh[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Tanh", "tanh", dst, src, s)
 }
 
 // Sigmoid sets dst = 1 / (1 + e^-src).
-func Sigmoid[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unaryFloat("Sigmoid", "sigmoid", s, dst, src)
+func Sigmoid[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Sigmoid", "sigmoid", dst, src, s)
 }
 
 // Gelu sets dst = src·Φ(src), with Φ the standard normal distribution's
 // (the exact GELU, with erf, as PyTorch's default).
-func Gelu[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return unaryFloat("Gelu", "gelu", s, dst, src)
-}
-
-// unaryFloat is unary for the functions of floats only. (Float's types are
-// all Number's; Go cannot see it, so the kernel is found by name.)
-func unaryFloat[T Float](op, name string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	k, err := typed(typedKey{name: name, t: reflect.TypeFor[T]()}, func() (*Elementwise, error) {
-		t := floatType[T]()
-		return stdElementwise(name+"_"+t.name, t.name+" x", t.name+" y", unaryBodies[name][1])
-	})
-	if err != nil {
-		return err
-	}
-	return rename(op, k.Launch(s, src, dst))
-}
-
-// floatType returns a Float type's description.
-func floatType[T Float]() dtype {
-	switch any(*new(T)).(type) {
-	case float32:
-		return dtypeOf[float32]()
-	case float64:
-		return dtypeOf[float64]()
-	case cuda.Float16:
-		return dtypeOf[cuda.Float16]()
-	}
-	return dtypeOf[cuda.BFloat16]()
+func Gelu[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return unary("Gelu", "gelu", dst, src, s)
 }
 
 // Where sets dst = a where mask is not zero, else b.
-func Where[T Number](s *cuda.Stream, dst *cuda.DeviceBuffer[T], mask *cuda.DeviceBuffer[uint8], a, b *cuda.DeviceBuffer[T]) error {
-	return run[T]("Where", "where", "uint8 mask, %s a, %s b", "%s y", "y = mask ? a : b;", s, mask, a, b, dst)
-}
-
-// isFloat and isSigned classify T without looking it up.
-func isFloat[T Number]() bool {
-	switch any(*new(T)).(type) {
-	case float32, float64, cuda.Float16, cuda.BFloat16:
-		return true
-	}
-	return false
-}
-
-func isSigned[T Number]() bool {
-	switch any(*new(T)).(type) {
-	case uint8, uint16, uint32, uint64:
-		return false
-	}
-	return true
+func Where[T cuda.Number](dst *cuda.DeviceBuffer[T], mask *cuda.DeviceBuffer[uint8], a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return run[T]("Where", "where", "uint8 mask, %s a, %s b", "%s y", "y = mask ? a : b;", s,
+		bufArg("mask", mask), bufArg("a", a), bufArg("b", b), bufArg("dst", dst))
 }

@@ -23,7 +23,7 @@ var sizes = []int{0, 1, 31, 1000003}
 
 // toF and fromF convert between a Number and float64, as the device does:
 // the halves through float32.
-func toF[T compute.Number](v T) float64 {
+func toF[T cuda.Number](v T) float64 {
 	switch x := any(v).(type) {
 	case cuda.Float16:
 		return float64(x.Float32())
@@ -53,7 +53,7 @@ func toF[T compute.Number](v T) float64 {
 	panic("unreachable")
 }
 
-func fromF[T compute.Number](f float64) T {
+func fromF[T cuda.Number](f float64) T {
 	var zero T
 	switch any(zero).(type) {
 	case cuda.Float16:
@@ -85,7 +85,7 @@ func fromF[T compute.Number](f float64) T {
 }
 
 // randoms returns n values of T in [lo, hi), rounded to T.
-func randoms[T compute.Number](n int, lo, hi float64) []T {
+func randoms[T cuda.Number](n int, lo, hi float64) []T {
 	out := make([]T, n)
 	for i := range out {
 		out[i] = fromF[T](lo + rand.Float64()*(hi-lo))
@@ -95,7 +95,7 @@ func randoms[T compute.Number](n int, lo, hi float64) []T {
 
 // tolerance is the relative error allowed of T's results computed in
 // floating point: a few of T's units in the last place.
-func tolerance[T compute.Number]() float64 {
+func tolerance[T cuda.Number]() float64 {
 	var zero T
 	switch any(zero).(type) {
 	case cuda.Float16:
@@ -110,7 +110,7 @@ func tolerance[T compute.Number]() float64 {
 	return 0 // integers: exact
 }
 
-func near[T compute.Number](got T, want float64, tol float64) bool {
+func near[T cuda.Number](got T, want float64, tol float64) bool {
 	g := toF(got)
 	if math.IsNaN(want) {
 		return math.IsNaN(g)
@@ -148,29 +148,24 @@ func gpu(t *testing.T) env {
 	return newEnv(t)
 }
 
-// newEnv is a context and a stream, the context's kernels released before
-// it is closed.
+// newEnv is a context and a stream, closed when t ends (and the kernels
+// compute loaded in the context with it: no Release), with leaks checked.
 func newEnv(t testing.TB) env {
 	t.Helper()
 	ctx := cudatest.Context(t)
-	t.Cleanup(func() {
-		if err := compute.Release(ctx); err != nil {
-			t.Errorf("Release: %v", err)
-		}
-	})
 	return env{ctx, cudatest.Stream(t, ctx)}
 }
 
 // checkBinary checks op against ref over T at every size, both buffers
 // and a buffer and a scalar.
-func checkBinary[T compute.Number](t *testing.T, e env, name string, op func(s *cuda.Stream, dst, a, b *cuda.DeviceBuffer[T]) error,
-	opScalar func(s *cuda.Stream, dst, a *cuda.DeviceBuffer[T], v T) error, ref func(a, b float64) float64, lo, hi, bLo float64) {
+func checkBinary[T cuda.Number](t *testing.T, e env, name string, op func(dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error,
+	opScalar func(dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error, ref func(a, b float64) float64, lo, hi, bLo float64) {
 	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
 		for _, n := range sizes {
 			a, b := randoms[T](n, lo, hi), randoms[T](n, bLo, hi)
 			da, db := upload(t, e.ctx, a), upload(t, e.ctx, b)
 			dst := must(cuda.Alloc[T](e.ctx, n))(t)
-			if err := op(e.s, dst, da, db); err != nil {
+			if err := op(dst, da, db, e.s); err != nil {
 				t.Fatal(err)
 			}
 			got := download(t, dst)
@@ -184,7 +179,7 @@ func checkBinary[T compute.Number](t *testing.T, e env, name string, op func(s *
 				continue
 			}
 			v := b[0]
-			if err := opScalar(e.s, dst, da, v); err != nil {
+			if err := opScalar(dst, da, v, e.s); err != nil {
 				t.Fatal(err)
 			}
 			got = download(t, dst)
@@ -198,7 +193,7 @@ func checkBinary[T compute.Number](t *testing.T, e env, name string, op func(s *
 	})
 }
 
-func binaries[T compute.Number](t *testing.T, e env, lo, hi float64) {
+func binaries[T cuda.Number](t *testing.T, e env, lo, hi float64) {
 	checkBinary(t, e, "Add", compute.Add[T], compute.AddScalar[T], func(a, b float64) float64 { return a + b }, lo, hi, lo)
 	checkBinary(t, e, "Sub", compute.Sub[T], compute.SubScalar[T], func(a, b float64) float64 { return a - b }, lo, hi, lo)
 	checkBinary(t, e, "Mul", compute.Mul[T], compute.MulScalar[T], func(a, b float64) float64 { return a * b }, lo, hi, lo)
@@ -228,12 +223,12 @@ func TestBinary(t *testing.T) {
 	binaries[cuda.BFloat16](t, e, -10, 10)
 }
 
-func checkUnary[T compute.Number](t *testing.T, e env, name string, op func(s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error, ref func(float64) float64, lo, hi float64) {
+func checkUnary[T cuda.Number](t *testing.T, e env, name string, op func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error, ref func(float64) float64, lo, hi float64) {
 	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
 		for _, n := range sizes {
 			x := randoms[T](n, lo, hi)
 			dst := must(cuda.Alloc[T](e.ctx, n))(t)
-			if err := op(e.s, dst, upload(t, e.ctx, x)); err != nil {
+			if err := op(dst, upload(t, e.ctx, x), e.s); err != nil {
 				t.Fatal(err)
 			}
 			tol := tolerance[T]() * 4 // the device's transcendental functions are within a few ulp
@@ -247,7 +242,7 @@ func checkUnary[T compute.Number](t *testing.T, e env, name string, op func(s *c
 	})
 }
 
-func floatUnaries[T compute.Float](t *testing.T, e env) {
+func floatUnaries[T cuda.AnyFloat](t *testing.T, e env) {
 	checkUnary(t, e, "Exp", compute.Exp[T], math.Exp, -5, 5)
 	checkUnary(t, e, "Log", compute.Log[T], math.Log, 0.01, 100)
 	checkUnary(t, e, "Sqrt", compute.Sqrt[T], math.Sqrt, 0, 100)
@@ -259,7 +254,7 @@ func floatUnaries[T compute.Float](t *testing.T, e env) {
 	checkUnary(t, e, "Relu", compute.Relu[T], func(x float64) float64 { return math.Max(x, 0) }, -5, 5)
 }
 
-func intUnaries[T compute.Number](t *testing.T, e env, lo, hi float64) {
+func intUnaries[T cuda.Number](t *testing.T, e env, lo, hi float64) {
 	checkUnary(t, e, "Abs", compute.Abs[T], math.Abs, lo, hi)
 	checkUnary(t, e, "Relu", compute.Relu[T], func(x float64) float64 { return math.Max(x, 0) }, lo, hi)
 }
@@ -300,10 +295,10 @@ func TestCastBits(t *testing.T) {
 	defer h.Free()
 	bf := must(cuda.Alloc[cuda.BFloat16](e.ctx, n))(t)
 	defer bf.Free()
-	if err := compute.Cast(e.s, h, src); err != nil {
+	if err := compute.Cast(h, src, e.s); err != nil {
 		t.Fatal(err)
 	}
-	if err := compute.Cast(e.s, bf, src); err != nil {
+	if err := compute.Cast(bf, src, e.s); err != nil {
 		t.Fatal(err)
 	}
 	gh, gbf := download(t, h), download(t, bf)
@@ -327,8 +322,8 @@ func TestCastBits(t *testing.T) {
 		cast func() error
 		want func(int) float32
 	}{
-		{"Float16", func() error { return compute.Cast(e.s, wide, upload(t, e.ctx, all)) }, func(i int) float32 { return all[i].Float32() }},
-		{"BFloat16", func() error { return compute.Cast(e.s, wide, upload(t, e.ctx, allB)) }, func(i int) float32 { return allB[i].Float32() }},
+		{"Float16", func() error { return compute.Cast(wide, upload(t, e.ctx, all), e.s) }, func(i int) float32 { return all[i].Float32() }},
+		{"BFloat16", func() error { return compute.Cast(wide, upload(t, e.ctx, allB), e.s) }, func(i int) float32 { return allB[i].Float32() }},
 	} {
 		if err := c.cast(); err != nil {
 			t.Fatal(err)
@@ -364,13 +359,13 @@ func TestCastTypes(t *testing.T) {
 	defer f32.Free()
 	u8 := must(cuda.Alloc[uint8](e.ctx, len(x)))(t)
 	defer u8.Free()
-	err := compute.Cast(e.s, i32, src)
+	err := compute.Cast(i32, src, e.s)
 	gi := download(t, i32)
 	check("float64 to int32", err, func(i int) float64 { return float64(gi[i]) }, func(v float64) float64 { return float64(int32(v)) })
-	err = compute.Cast(e.s, f32, i32)
+	err = compute.Cast(f32, i32, e.s)
 	gf := download(t, f32)
 	check("int32 to float32", err, func(i int) float64 { return float64(gf[i]) }, func(v float64) float64 { return float64(float32(int32(v))) })
-	err = compute.Cast(e.s, u8, i32)
+	err = compute.Cast(u8, i32, e.s)
 	gu := download(t, u8)
 	check("int32 to uint8", err, func(i int) float64 { return float64(gu[i]) }, func(v float64) float64 { return float64(uint8(int32(v))) })
 }
@@ -379,7 +374,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 	e := gpu(t)
 	for _, n := range sizes {
 		b := must(cuda.Alloc[float32](e.ctx, n))(t)
-		if err := compute.Fill(e.s, b, 2.5); err != nil {
+		if err := compute.Fill(b, 2.5, e.s); err != nil {
 			t.Fatal(err)
 		}
 		for i, v := range download(t, b) {
@@ -387,7 +382,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 				t.Fatalf("Fill: element %d is %v", i, v)
 			}
 		}
-		if err := compute.Iota(e.s, b, 1, 0.5); err != nil {
+		if err := compute.Iota(b, 1, 0.5, e.s); err != nil {
 			t.Fatal(err)
 		}
 		for i, v := range download(t, b) {
@@ -396,7 +391,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 			}
 		}
 		x := randoms[float32](n, -1, 1)
-		if err := compute.Axpby(e.s, 2, upload(t, e.ctx, x), -1, b); err != nil {
+		if err := compute.Axpby(2, upload(t, e.ctx, x), -1, b, e.s); err != nil {
 			t.Fatal(err)
 		}
 		for i, v := range download(t, b) {
@@ -410,7 +405,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 		}
 		a, c := randoms[int64](n, -1e9, 1e9), randoms[int64](n, -1e9, 1e9)
 		w := must(cuda.Alloc[int64](e.ctx, n))(t)
-		if err := compute.Where(e.s, w, upload(t, e.ctx, mask), upload(t, e.ctx, a), upload(t, e.ctx, c)); err != nil {
+		if err := compute.Where(w, upload(t, e.ctx, mask), upload(t, e.ctx, a), upload(t, e.ctx, c), e.s); err != nil {
 			t.Fatal(err)
 		}
 		for i, v := range download(t, w) {
@@ -427,7 +422,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 	}
 	ints := must(cuda.Alloc[int16](e.ctx, 1000003))(t)
 	defer ints.Free()
-	if err := compute.Iota(e.s, ints, -500, 3); err != nil {
+	if err := compute.Iota(ints, -500, 3, e.s); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range download(t, ints) {
@@ -439,7 +434,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 
 // checkReductions checks Sum, MaxOf, MinOf (and Mean for floats) of T, and
 // their per-row and per-column forms.
-func checkReductions[T compute.Number](t *testing.T, e env, lo, hi float64, mean func(s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error) {
+func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error) {
 	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
 		out := must(cuda.Alloc[T](e.ctx, 1))(t)
 		defer out.Free()
@@ -456,14 +451,14 @@ func checkReductions[T compute.Number](t *testing.T, e env, lo, hi float64, mean
 			}
 			sumTol := tol * math.Sqrt(float64(max(n, 1))) * 4
 			for name, c := range map[string]struct {
-				op   func(s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error
+				op   func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error
 				want float64
 				tol  float64
 			}{"Sum": {compute.Sum[T], sum, sumTol}, "MaxOf": {compute.MaxOf[T], mx, 0}, "MinOf": {compute.MinOf[T], mn, 0}} {
 				if n == 0 && name != "Sum" {
 					continue
 				}
-				if err := c.op(e.s, out, dx); err != nil {
+				if err := c.op(out, dx, e.s); err != nil {
 					t.Fatalf("%s of %d: %v", name, n, err)
 				}
 				got := download(t, out)[0]
@@ -483,7 +478,7 @@ func checkReductions[T compute.Number](t *testing.T, e env, lo, hi float64, mean
 				}
 			}
 			if mean != nil {
-				if err := mean(e.s, out, dx); err != nil {
+				if err := mean(out, dx, e.s); err != nil {
 					t.Fatal(err)
 				}
 				got := download(t, out)[0]
@@ -504,11 +499,11 @@ func checkReductions[T compute.Number](t *testing.T, e env, lo, hi float64, mean
 					at = func(o, k int) T { return x[k*sh.Cols+o] }
 				}
 				dst := must(cuda.Alloc[T](e.ctx, outer))(t)
-				if err := compute.MaxAxis(e.s, dst, dx, sh, axis); err != nil {
+				if err := compute.MaxAxis(dst, dx, sh, axis, e.s); err != nil {
 					t.Fatal(err)
 				}
 				gotMax := download(t, dst)
-				if err := compute.SumAxis(e.s, dst, dx, sh, axis); err != nil {
+				if err := compute.SumAxis(dst, dx, sh, axis, e.s); err != nil {
 					t.Fatal(err)
 				}
 				gotSum := download(t, dst)
@@ -541,7 +536,7 @@ func checkReductions[T compute.Number](t *testing.T, e env, lo, hi float64, mean
 
 // wrap converts an int64 sum to T as the device's store does (modulo
 // 2^bits for the integers).
-func wrap[T compute.Number](s int64) T {
+func wrap[T cuda.Number](s int64) T {
 	var zero T
 	switch any(zero).(type) {
 	case int8:
@@ -585,7 +580,7 @@ func TestSumDeterministic(t *testing.T) {
 	defer out.Free()
 	var first uint32
 	for r := range 5 {
-		if err := compute.Sum(e.s, out, x); err != nil {
+		if err := compute.Sum(out, x, e.s); err != nil {
 			t.Fatal(err)
 		}
 		got := math.Float32bits(download(t, out)[0])
@@ -609,7 +604,7 @@ func TestSoftmax(t *testing.T) {
 	softmaxOf[cuda.Float16](t, e, 2e-3)
 }
 
-func softmaxOf[T compute.Float](t *testing.T, e env, tol float64) {
+func softmaxOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
 	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
 		shapes := []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 5, Cols: 1024}, {Rows: 300, Cols: 8192},
 			{Rows: 3, Cols: 12000}, {Rows: 2, Cols: 100003}}
@@ -621,13 +616,13 @@ func softmaxOf[T compute.Float](t *testing.T, e env, tol float64) {
 			}
 			dx := upload(t, e.ctx, x)
 			sm := must(cuda.Alloc[T](e.ctx, len(x)))(t)
-			if err := compute.Softmax(e.s, sm, dx, sh); err != nil {
+			if err := compute.Softmax(sm, dx, sh, e.s); err != nil {
 				t.Fatal(err)
 			}
 			gs := download(t, sm)
 			sm.Free()
 			// In place: dst is src.
-			if err := compute.LogSoftmax(e.s, dx, dx, sh); err != nil {
+			if err := compute.LogSoftmax(dx, dx, sh, e.s); err != nil {
 				t.Fatal(err)
 			}
 			gl := download(t, dx)
@@ -669,7 +664,7 @@ func TestTranspose(t *testing.T) {
 	for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 33, Cols: 65}, {Rows: 1, Cols: 1000003}, {Rows: 1025, Cols: 999}} {
 		x := randoms[int32](sh.Rows*sh.Cols, -1e9, 1e9)
 		dst := must(cuda.Alloc[int32](e.ctx, len(x)))(t)
-		if err := compute.Transpose(e.s, dst, upload(t, e.ctx, x), sh); err != nil {
+		if err := compute.Transpose(dst, upload(t, e.ctx, x), sh, e.s); err != nil {
 			t.Fatal(err)
 		}
 		got := download(t, dst)
@@ -693,9 +688,8 @@ func TestTranspose(t *testing.T) {
 func TestNamesLikeTheGenerators(t *testing.T) {
 	e := gpu(t)
 	ins := "float32 start, float32 stride, float32 vectors, float32 j, float32 k, float32 body, float32 vec, float32 partial"
-	k := must(compute.NewElementwise("names", ins, "float32 out", "out = start + stride + vectors + j + k + body + vec + partial;"))(t)
-	r := must(compute.NewReduction("names_sum", ins+", float32 map, float32 reduce, float32 identity, float32 post, float32 block, float32 at, float32 acc",
-		"float32 out", "start + map + at", "a + b", "0", "out = a;", "float32"))(t)
+	k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "names", InParams: ins, OutParams: "float32 out", Operation: "out = start + stride + vectors + j + k + body + vec + partial;"}))(t)
+	r := must(compute.NewReduction(compute.ReductionSpec{Name: "names_sum", InParams: ins + ", float32 map, float32 reduce, float32 identity, float32 post, float32 block, float32 at, float32 acc", OutParams: "float32 out", MapExpr: "start + map + at", ReduceExpr: "a + b", PostMapExpr: "out = a;", Identity: "0", ReduceType: "float32"}))(t)
 	const n = 1001
 	x := upload(t, e.ctx, randoms[float32](n, -1, 1))
 	args := []any{x, float32(1), x, float32(2), x, float32(3), x, float32(4)}
@@ -724,9 +718,38 @@ func TestNamesLikeTheGenerators(t *testing.T) {
 	}
 }
 
+// TestWithoutSemicolonCompiles: an operation and a post-map without their
+// last semicolon, or ending in a // comment, and expressions ending in a
+// semicolon or a comment, compile and compute (TestWithoutSemicolon checks
+// the source).
+func TestWithoutSemicolonCompiles(t *testing.T) {
+	e := gpu(t)
+	k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "fma1", InParams: "float32 x, float32 y", OutParams: "float32 z",
+		Operation: "z = x * y + 1.0f // CuPy's way"}))(t)
+	r := must(compute.NewReduction(compute.ReductionSpec{Name: "sumsq1", InParams: "float32 x", OutParams: "float32 y",
+		MapExpr: "x * x // squares", ReduceExpr: "a + b;", PostMapExpr: "y = a", Identity: "0;", ReduceType: "float32"}))(t)
+	x := upload(t, e.ctx, []float32{1, 2, 3, 4})
+	z := must(cuda.Alloc[float32](e.ctx, 4))(t)
+	defer z.Free()
+	sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
+	defer sum.Free()
+	if err := k.Launch(e.s, x, x, z); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Launch(e.s, x, sum); err != nil {
+		t.Fatal(err)
+	}
+	if got := download(t, z); fmt.Sprint(got) != "[2 5 10 17]" {
+		t.Errorf("z = x*x + 1: %v", got)
+	}
+	if got := download(t, sum)[0]; got != 30 {
+		t.Errorf("sum of squares: %v, want 30", got)
+	}
+}
+
 func TestCompileError(t *testing.T) {
 	e := gpu(t)
-	k := must(compute.NewElementwise("broken", "float32 x", "float32 y", "y = x +;"))(t)
+	k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "broken", InParams: "float32 x", OutParams: "float32 y", Operation: "y = x +;"}))(t)
 	b := must(cuda.Zeroed[float32](e.ctx, 4))(t)
 	defer b.Free()
 	err := k.Launch(e.s, b, b)
@@ -747,7 +770,7 @@ func TestDiskCache(t *testing.T) {
 		b := must(cuda.Zeroed[float32](ctx, 1<<10))(t)
 		defer b.Free()
 		start := time.Now()
-		if err := compute.Add(s, b, b, b); err != nil {
+		if err := compute.Add(b, b, b, s); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Synchronize(); err != nil {
@@ -770,7 +793,7 @@ func TestDiskCache(t *testing.T) {
 	}
 }
 
-func checkArg[T compute.Number](t *testing.T, e env, lo, hi float64) {
+func checkArg[T cuda.Number](t *testing.T, e env, lo, hi float64) {
 	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
 		out := must(cuda.Alloc[int64](e.ctx, 1))(t)
 		defer out.Free()
@@ -786,13 +809,13 @@ func checkArg[T compute.Number](t *testing.T, e env, lo, hi float64) {
 				}
 			}
 			dx := upload(t, e.ctx, x)
-			if err := compute.ArgMax(e.s, out, dx); err != nil {
+			if err := compute.ArgMax(out, dx, e.s); err != nil {
 				t.Fatal(err)
 			}
 			if got := download(t, out)[0]; got != int64(best) {
 				t.Fatalf("ArgMax of %d: %d (%v), want %d (%v)", n, got, x[got], best, x[best])
 			}
-			if err := compute.ArgMin(e.s, out, dx); err != nil {
+			if err := compute.ArgMin(out, dx, e.s); err != nil {
 				t.Fatal(err)
 			}
 			if got := download(t, out)[0]; got != int64(worst) {
@@ -814,9 +837,9 @@ func TestArgMaxMin(t *testing.T) {
 	x := []float32{1, 3, float32(math.NaN()), 3, float32(math.NaN())}
 	out := must(cuda.Alloc[int64](e.ctx, 1))(t)
 	defer out.Free()
-	for name, op := range map[string]func(*cuda.Stream, *cuda.DeviceBuffer[int64], *cuda.DeviceBuffer[float32]) error{
+	for name, op := range map[string]func(*cuda.DeviceBuffer[int64], *cuda.DeviceBuffer[float32], *cuda.Stream) error{
 		"ArgMax": compute.ArgMax[float32], "ArgMin": compute.ArgMin[float32]} {
-		if err := op(e.s, out, upload(t, e.ctx, x)); err != nil {
+		if err := op(out, upload(t, e.ctx, x), e.s); err != nil {
 			t.Fatal(err)
 		}
 		if got := download(t, out)[0]; got != 2 {

@@ -32,19 +32,52 @@ func (a Axis) String() string {
 	return fmt.Sprintf("Axis(%d)", int(a))
 }
 
+// ReductionSpec declares a reduction, a field for each of CuPy's
+// ReductionKernel arguments (in_params, out_params, map_expr, reduce_expr,
+// post_map_expr, identity, name, reduce_type), so that a port in CuPy's
+// order, or any other, means what it says.
+type ReductionSpec struct {
+	// Name is the reduction's name: a C identifier, not starting with _ or
+	// gocuda (CuPy's name).
+	Name string
+	// InParams are the inputs, such as "float32 x, float32 m" (in_params):
+	// at least one, each a type and a name, as ElementwiseSpec's.
+	InParams string
+	// OutParams is the one output, such as "float32 y" (out_params).
+	OutParams string
+	// MapExpr is the value of element i, an expression over the inputs as
+	// an ElementwiseSpec's Operation sees them (map_expr), such as "x * x".
+	MapExpr string
+	// ReduceExpr folds two values, a and b, of ReduceType into one
+	// (reduce_expr), such as "a + b".
+	ReduceExpr string
+	// PostMapExpr sets the output from the folded value a and n, the
+	// elements folded into it (post_map_expr), such as "y = a / n": a
+	// statement, with or without its semicolon.
+	PostMapExpr string
+	// Identity is the value that folds with any other into it (identity),
+	// such as "0".
+	Identity string
+	// ReduceType is the type of a and b (reduce_type): one of the element
+	// types' names. Float16 and BFloat16 inputs are best folded in
+	// float32.
+	ReduceType string
+}
+
 // Reduction is a kernel that folds buffers into one value, or into one per
 // row or column of a matrix, as CuPy's ReductionKernel:
 //
-//	sumsq, err := compute.NewReduction("sumsq", "float32 x", "float32 y",
-//		"x * x", "a + b", "0", "y = a", "float32")
+//	sumsq, err := compute.NewReduction(compute.ReductionSpec{
+//		Name:        "sumsq",
+//		InParams:    "float32 x",
+//		OutParams:   "float32 y",
+//		MapExpr:     "x * x",
+//		ReduceExpr:  "a + b",
+//		PostMapExpr: "y = a",
+//		Identity:    "0",
+//		ReduceType:  "float32",
+//	})
 //	err = sumsq.Launch(s, x, y) // y: a buffer of one element
-//
-// mapExpr is the value of element i, over the inputs (as Elementwise's body
-// sees them); reduceExpr folds two values, a and b, of the reduce type; identity
-// is the value that folds with any other to it; postMap sets the output
-// from the folded value a (and n, the elements folded into it). The reduce
-// type is one of the element types' names: Float16 and BFloat16 inputs are
-// best folded in float32.
 //
 // Results are deterministic: the same inputs on the same device give the
 // same bits every run. The elements are folded in a fixed tree (each
@@ -64,35 +97,55 @@ type Reduction struct {
 	variants                               map[string]*variant
 }
 
-// NewReduction checks a reduction's declaration (see Reduction). Nothing is
-// compiled until the first launch.
-func NewReduction(name, in, out, mapExpr, reduceExpr, identity, postMap, reduceType string) (*Reduction, error) {
+// NewReduction checks a reduction's declaration, each field of spec on its
+// own: an error names the field. Nothing is compiled until the first
+// launch.
+func NewReduction(spec ReductionSpec) (*Reduction, error) {
 	const op = "NewReduction"
-	ins, outs, err := declaration(op, name, in, out)
+	ins, outs, err := declaration(op, spec.Name, spec.InParams, spec.OutParams)
 	if err != nil {
 		return nil, err
 	}
-	if len(ins) == 0 || len(outs) != 1 {
-		return nil, errorf(op, cuda.ErrInvalidValue, "reduction %s has %d inputs and %d outputs: want at least one input and exactly one output", name, len(ins), len(outs))
+	switch {
+	case len(ins) == 0:
+		return nil, errorf(op, cuda.ErrInvalidValue, "InParams is empty: a reduction needs an input")
+	case len(outs) != 1:
+		return nil, errorf(op, cuda.ErrInvalidValue, "OutParams declares %d parameters: a reduction has exactly one output", len(outs))
 	}
-	acc, ok := dtypeNamed(reduceType)
-	if !ok {
-		return nil, errorf(op, cuda.ErrInvalidValue, "unknown reduce type %q (want one of %s)", reduceType, typeNames())
-	}
-	seen := map[string]bool{"a": true, "b": true, "i": true, "n": true}
-	for _, p := range append(append([]param(nil), ins...), outs...) {
-		if seen[p.name] {
-			return nil, errorf(op, cuda.ErrInvalidValue, "reduction %s: %q is declared twice, or is a, b, i or n", name, p.name)
+	seen := map[string]bool{}
+	for j, p := range append(append([]param(nil), ins...), outs...) {
+		field := map[bool]string{true: "InParams", false: "OutParams"}[j < len(ins)]
+		switch {
+		case p.name == "a" || p.name == "b" || p.name == "i" || p.name == "n":
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is reserved: a and b are the values folded, i the element's index and n the element count", field, p.name)
+		case seen[p.name]:
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s declares %q twice", field, p.name)
 		}
 		seen[p.name] = true
 	}
-	for what, e := range map[string]string{"map": mapExpr, "reduce": reduceExpr, "identity": identity, "post-map": postMap} {
-		if strings.TrimSpace(e) == "" {
-			return nil, errorf(op, cuda.ErrInvalidValue, "reduction %s has an empty %s expression", name, what)
+	for _, f := range []struct{ name, value string }{
+		{"MapExpr", expression(spec.MapExpr)}, {"ReduceExpr", expression(spec.ReduceExpr)},
+		{"PostMapExpr", expression(spec.PostMapExpr)}, {"Identity", expression(spec.Identity)},
+	} {
+		if f.value == "" {
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s is empty", f.name)
 		}
 	}
-	return &Reduction{name: name, in: ins, out: outs[0], mapExpr: mapExpr, reduceExpr: reduceExpr, identity: identity,
-		postMap: postMap, acc: acc, variants: map[string]*variant{}}, nil
+	if strings.TrimSpace(spec.ReduceType) == "" {
+		return nil, errorf(op, cuda.ErrInvalidValue, "ReduceType is empty: want the type of a and b, one of %s", typeNames())
+	}
+	acc, ok := dtypeNamed(spec.ReduceType)
+	if !ok {
+		return nil, errorf(op, cuda.ErrInvalidValue, "ReduceType %q is not a type: want one of %s", spec.ReduceType, typeNames())
+	}
+	return &Reduction{name: spec.Name, in: ins, out: outs[0], mapExpr: expression(spec.MapExpr), reduceExpr: expression(spec.ReduceExpr),
+		identity: expression(spec.Identity), postMap: spec.PostMapExpr, acc: acc, variants: map[string]*variant{}}, nil
+}
+
+// expression returns e without the semicolon a port may end it with: an
+// expression is put in parentheses, where one would not compile.
+func expression(e string) string {
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(e), ";"))
 }
 
 // maxPartial is the most blocks a whole reduction's first pass runs.
@@ -105,8 +158,10 @@ func (r *Reduction) source(buffer []bool) string {
 	var b strings.Builder
 	b.WriteString(prelude)
 	fmt.Fprintf(&b, "\ntypedef %s gocuda_acc;\n", acc)
-	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_reduce(gocuda_acc a, gocuda_acc b) { return (gocuda_acc)(%s); }\n", r.reduceExpr)
-	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_identity() { return (gocuda_acc)(%s); }\n", r.identity)
+	// The user's expressions and statement each on a line of its own: one
+	// may end in a // comment.
+	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_reduce(gocuda_acc a, gocuda_acc b) { return (gocuda_acc)(\n%s\n); }\n", r.reduceExpr)
+	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_identity() { return (gocuda_acc)(\n%s\n); }\n", r.identity)
 	// The inputs as parameters, and the map as a function of their values.
 	widest := 1
 	var params, decl, vecDecl, aligned []string
@@ -120,7 +175,7 @@ func (r *Reduction) source(buffer []bool) string {
 		}
 	}
 	width := 16 / widest
-	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_map(%s, const long long i) { return (gocuda_acc)(%s); }\n",
+	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_map(%s, const long long i) { return (gocuda_acc)(\n%s\n); }\n",
 		strings.Join(decl, ", "), r.mapExpr)
 	// mapAt calls the map for element at, each buffer's element given by
 	// element (a format of the parameter's name).
@@ -145,7 +200,7 @@ func (r *Reduction) source(buffer []bool) string {
 	if len(aligned) == 0 {
 		aligned = []string{"false"} // no buffer: nothing to load
 	}
-	fmt.Fprintf(&b, "__device__ __forceinline__ void gocuda_post(%s* gocuda_out, long long gocuda_at, gocuda_acc a, long long n) { %s %s; { %s; } gocuda_out[gocuda_at] = %s; }\n",
+	fmt.Fprintf(&b, "__device__ __forceinline__ void gocuda_post(%s* gocuda_out, long long gocuda_at, gocuda_acc a, long long n) { %s %s; {\n%s\n;\n} gocuda_out[gocuda_at] = %s; }\n",
 		r.out.t.storage, r.out.t.value, r.out.name, r.postMap, r.out.t.store(r.out.name))
 	// A block's fixed tree: each thread's value in shared memory, halved
 	// until thread 0 holds the block's.
@@ -231,14 +286,14 @@ extern "C" __global__ void %[1]s_cols_final(const gocuda_acc* gocuda_partial, lo
 	return b.String()
 }
 
-// args checks a launch's arguments: the inputs (buffers of want elements,
-// or scalars), then the output (a buffer of outN elements).
-func (r *Reduction) args(op string, s *cuda.Stream, want, outN int, args []any) ([]arg, error) {
+// classify checks a launch's arguments against the parameters: their count
+// and types, the inputs buffers or scalars, the output a buffer.
+func (r *Reduction) classify(op string, s *cuda.Stream, args []any) ([]arg, error) {
 	if r == nil || r.variants == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "nil or zero *Reduction: make one with NewReduction")
 	}
-	if s == nil || s.Context() == nil {
-		return nil, errorf(op, cuda.ErrInvalidValue, "nil or zero *cuda.Stream")
+	if err := checkStream(op, s); err != nil {
+		return nil, err
 	}
 	ps := append(append([]param(nil), r.in...), r.out)
 	if len(args) != len(ps) {
@@ -250,17 +305,36 @@ func (r *Reduction) args(op string, s *cuda.Stream, want, outN int, args []any) 
 		if err != nil {
 			return nil, err
 		}
-		if a.buffer {
-			if a.mem.Context() != s.Context() {
-				return nil, errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the stream", p.name)
-			}
-			if n := map[bool]int{true: outN, false: want}[j == len(r.in)]; a.n != n {
-				return nil, errorf(op, cuda.ErrInvalidValue, "%s has %d elements: want %d", p.name, a.n, n)
-			}
-		}
 		as[j] = a
 	}
 	return as, nil
+}
+
+// check checks the buffers of as, each named as the caller's call names
+// it: of s's context, the inputs of want elements (why says why), the
+// output of outN (outWhy).
+func (r *Reduction) check(op string, s *cuda.Stream, as []arg, want int, why string, outN int, outWhy string) error {
+	if err := checkStream(op, s); err != nil {
+		return err
+	}
+	for j := range as {
+		if as[j].buffer {
+			if err := checkBuffer(op, s, &as[j]); err != nil {
+				return err
+			}
+		}
+	}
+	for j := range as {
+		a := &as[j]
+		switch {
+		case !a.buffer:
+		case j == len(r.in) && a.n != outN:
+			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, want %d%s", a.name, a.n, outN, outWhy)
+		case j < len(r.in) && a.n != want:
+			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, want %d%s", a.name, a.n, want, why)
+		}
+	}
+	return nil
 }
 
 // Launch folds every element of the input buffers, which must have the same
@@ -268,18 +342,24 @@ func (r *Reduction) args(op string, s *cuda.Stream, want, outN int, args []any) 
 // element. An empty input gives the post-map of the identity.
 func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 	const op = "Reduction.Launch"
-	n := -1
-	for _, v := range args {
-		if b, _, ok := asBuffer(v); ok {
-			n = b.Len() // the first buffer's length is the count; args checks the rest
+	as, err := r.classify(op, s, args)
+	if err != nil {
+		return err
+	}
+	return r.launch(op, s, as)
+}
+
+// launch is Launch of checked arguments (Launch's, or a standard
+// operation's).
+func (r *Reduction) launch(op string, s *cuda.Stream, as []arg) error {
+	n, why := 0, ""
+	for _, a := range as[:len(r.in)] {
+		if a.buffer && a.mem != nil {
+			n, why = a.n, " (as "+a.name+" has)" // the first buffer's length is the count
 			break
 		}
 	}
-	if n < 0 {
-		n = 0
-	}
-	as, err := r.args(op, s, n, 1, args)
-	if err != nil {
+	if err := r.check(op, s, as, n, why, 1, ""); err != nil {
 		return err
 	}
 	f, err := r.functions(op, s, as, "_partial", "_final")
@@ -296,7 +376,7 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 	}
 	var buf [stackArgs + 2]any
 	vals := launchValues(buf[:0], as[:len(r.in)])
-	return withScratch(op, r.name, s, blocks*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
+	return withScratch(op, r.name, s, as, blocks*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
 		err := f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, append(vals, partial, int64(n))...)
 		if err != nil {
 			return err
@@ -312,20 +392,30 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 // device, by chunks of rows in blocks of their own, folded in turn.
 func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...any) error {
 	const op = "Reduction.LaunchAxis"
-	if shape.Rows < 0 || shape.Cols < 0 || shape.Cols > 0 && shape.Rows > int(^uint(0)>>1)/shape.Cols {
-		return errorf(op, cuda.ErrInvalidValue, "shape %d×%d: dimensions must be zero or more, and their product an int", shape.Rows, shape.Cols)
+	as, err := r.classify(op, s, args)
+	if err != nil {
+		return err
+	}
+	return r.launchAxis(op, s, shape, axis, as)
+}
+
+// launchAxis is LaunchAxis of checked arguments.
+func (r *Reduction) launchAxis(op string, s *cuda.Stream, shape Shape, axis Axis, as []arg) error {
+	if err := checkShape(op, shape); err != nil {
+		return err
 	}
 	var outN int
+	var outWhy string
 	switch axis {
 	case PerRow:
-		outN = shape.Rows
+		outN, outWhy = shape.Rows, ": one per row"
 	case PerColumn:
-		outN = shape.Cols
+		outN, outWhy = shape.Cols, ": one per column"
 	default:
-		return errorf(op, cuda.ErrInvalidValue, "unknown axis %d: want PerRow or PerColumn", int(axis))
+		return errorf(op, cuda.ErrInvalidValue, "axis %d is not an axis: want PerRow or PerColumn", int(axis))
 	}
-	as, err := r.args(op, s, shape.Rows*shape.Cols, outN, args)
-	if err != nil {
+	why := fmt.Sprintf(": a %d×%d matrix", shape.Rows, shape.Cols)
+	if err := r.check(op, s, as, shape.Rows*shape.Cols, why, outN, outWhy); err != nil {
 		return err
 	}
 	if outN == 0 {
@@ -344,7 +434,16 @@ func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...a
 	}
 	var buf [stackArgs + 3]any
 	vals := append(launchValues(buf[:0], as[:len(r.in)]), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
-	return wrap(op, f[0].Launch(cfg, vals...), "launching %s", r.name)
+	return launchError(op, f[0].Launch(cfg, vals...), as, r.name)
+}
+
+// checkShape returns the error for a shape of a negative dimension, or of
+// more elements than an int counts.
+func checkShape(op string, shape Shape) error {
+	if shape.Rows < 0 || shape.Cols < 0 || shape.Cols > 0 && shape.Rows > int(^uint(0)>>1)/shape.Cols {
+		return errorf(op, cuda.ErrInvalidValue, "shape %d×%d: dimensions must be zero or more, and their product an int", shape.Rows, shape.Cols)
+	}
+	return nil
 }
 
 // launchColumns folds the columns: blocks of 32 columns by 8 lanes of rows,
@@ -367,9 +466,9 @@ func (r *Reduction) launchColumns(op string, s *cuda.Stream, shape Shape, as []a
 	vals := append(launchValues(buf[:0], as[:len(r.in)]), out)
 	first := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: chunks}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
 	if chunks == 1 { // one chunk posts its results itself: no partial results (null)
-		return wrap(op, f[0].Launch(first, append(vals, cuda.DevicePtr(0), rows, cols)...), "launching %s", r.name)
+		return launchError(op, f[0].Launch(first, append(vals, cuda.DevicePtr(0), rows, cols)...), as, r.name)
 	}
-	return withScratch(op, r.name, s, chunks*shape.Cols*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
+	return withScratch(op, r.name, s, as, chunks*shape.Cols*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
 		if err := f[0].Launch(first, append(vals, partial, rows, cols)...); err != nil {
 			return err
 		}
@@ -399,7 +498,7 @@ func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...s
 	r.mu.Unlock()
 	var fs []*cuda.Function
 	for _, suffix := range suffixes {
-		f, err := function(op, s.Context(), v, r.name+suffix)
+		f, err := kernel(op, s, v, r.name+suffix, as)
 		if err != nil {
 			return nil, err
 		}
@@ -413,8 +512,9 @@ func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...s
 // not. A failed free leaves the memory allocated: a second try keeps a
 // passing failure from leaking it (the first failure is still returned);
 // if that fails too, the context is broken, and the memory goes with it.
-// name names the kernel in errors.
-func withScratch[T any](op, name string, s *cuda.Stream, n int, launch func(*cuda.DeviceBuffer[T]) error) error {
+// name names the kernel in errors, as the arguments (a closed one is
+// named).
+func withScratch[T any](op, name string, s *cuda.Stream, as []arg, n int, launch func(*cuda.DeviceBuffer[T]) error) error {
 	scratch, err := cuda.AllocAsync[T](s, n)
 	if err != nil {
 		return wrap(op, err, "allocating %s's partial results", name)
@@ -425,7 +525,7 @@ func withScratch[T any](op, name string, s *cuda.Stream, n int, launch func(*cud
 		freeErr = fmt.Errorf("%w (and again)", freeErr)
 	}
 	if launchErr != nil {
-		return wrap(op, launchErr, "launching %s", name)
+		return launchError(op, launchErr, as, name)
 	}
 	return wrap(op, freeErr, "freeing %s's partial results", name)
 }

@@ -2,7 +2,6 @@ package compute
 
 import (
 	"fmt"
-	"reflect"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -41,13 +40,9 @@ func limits(t dtype) (lowest, highest string) {
 
 // reduction returns the standard reduction what ("sum", "max", "min",
 // "mean") of T.
-func reduction[T Number](what string) (*Reduction, error) {
-	return typed(typedKey{name: what, t: reflect.TypeFor[T](), reduction: true}, declareReduction[T](what))
-}
-
-// declareReduction declares the standard reduction what of T.
-func declareReduction[T Number](what string) func() (*Reduction, error) {
-	return func() (*Reduction, error) { return newStdReduction(dtypeOf[T](), what) }
+func reduction[T cuda.Number](what string) (*Reduction, error) {
+	t := dtypePtr[T]()
+	return typed(typedKey{name: what, t: t, reduction: true}, func() (*Reduction, error) { return newStdReduction(*t, what) })
 }
 
 func newStdReduction(t dtype, what string) (*Reduction, error) {
@@ -56,101 +51,81 @@ func newStdReduction(t dtype, what string) (*Reduction, error) {
 	if t.float {
 		nanFirst = "(a != a) ? a : (b != b) ? b : "
 	}
-	var mapExpr, reduceExpr, identity, post, acc string
+	spec := ReductionSpec{Name: "reduce_" + what + "_" + t.name, InParams: t.name + " x", OutParams: t.name + " y", MapExpr: "x", PostMapExpr: "y = a;"}
 	switch what {
 	case "sum":
-		mapExpr, reduceExpr, identity, post, acc = "x", "a + b", "0", "y = a;", accFor(t)
+		spec.ReduceExpr, spec.Identity, spec.ReduceType = "a + b", "0", accFor(t)
 	case "mean":
-		mapExpr, reduceExpr, identity, post, acc = "x", "a + b", "0", "y = a / n;", accFor(t)
+		spec.ReduceExpr, spec.Identity, spec.PostMapExpr, spec.ReduceType = "a + b", "0", "y = a / n;", accFor(t)
 	case "max":
-		mapExpr, reduceExpr, identity, post, acc = "x", nanFirst+"(a > b ? a : b)", lowest, "y = a;", t.name
+		spec.ReduceExpr, spec.Identity, spec.ReduceType = nanFirst+"(a > b ? a : b)", lowest, t.name
 	case "min":
-		mapExpr, reduceExpr, identity, post, acc = "x", nanFirst+"(a < b ? a : b)", highest, "y = a;", t.name
+		spec.ReduceExpr, spec.Identity, spec.ReduceType = nanFirst+"(a < b ? a : b)", highest, t.name
 	}
 	if t.half != "" {
-		acc = "float32"
+		spec.ReduceType = "float32"
 	}
-	return stdReduction("reduce_"+what+"_"+t.name, t.name+" x", t.name+" y", mapExpr, reduceExpr, identity, post, acc)
+	return stdReduction(spec)
 }
 
-func reduce[T Number](op, what string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
+func reduce[T cuda.Number](op, what string, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
 	r, err := reduction[T](what)
 	if err != nil {
-		return err
+		return rename(op, err)
 	}
-	return rename(op, r.Launch(s, src, dst))
+	as := [2]arg{bufArg("src", src), bufArg("dst", dst)}
+	return r.launch(op, s, as[:])
 }
 
-func reduceAxis[T Number](op, what string, s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis) error {
+func reduceAxis[T cuda.Number](op, what string, dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
 	r, err := reduction[T](what)
 	if err != nil {
-		return err
+		return rename(op, err)
 	}
-	return rename(op, r.LaunchAxis(s, shape, axis, src, dst))
+	as := [2]arg{bufArg("src", src), bufArg("dst", dst)}
+	return r.launchAxis(op, s, shape, axis, as[:])
 }
 
 // Sum sets dst, a buffer of one element, to the sum of src's elements (0
 // for an empty src).
-func Sum[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return reduce("Sum", "sum", s, dst, src)
+func Sum[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return reduce("Sum", "sum", dst, src, s)
 }
 
 // MaxOf sets dst, a buffer of one element, to src's largest element (a NaN if
 // src has one; the type's lowest value, -Inf for floats, if src is empty).
-func MaxOf[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return reduce("MaxOf", "max", s, dst, src)
+func MaxOf[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return reduce("MaxOf", "max", dst, src, s)
 }
 
 // MinOf sets dst, a buffer of one element, to src's smallest element.
-func MinOf[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	return reduce("MinOf", "min", s, dst, src)
+func MinOf[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return reduce("MinOf", "min", dst, src, s)
 }
 
 // Mean sets dst, a buffer of one element, to the mean of src's elements
 // (NaN for an empty src).
-func Mean[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T]) error {
-	r, err := floatReduction[T]("mean")
-	if err != nil {
-		return err
-	}
-	return rename("Mean", r.Launch(s, src, dst))
+func Mean[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	return reduce("Mean", "mean", dst, src, s)
 }
 
 // SumAxis sums each row (PerRow) or column (PerColumn) of src, a row-major
 // matrix of shape, into dst (shape.Rows or shape.Cols elements).
-func SumAxis[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis) error {
-	return reduceAxis("SumAxis", "sum", s, dst, src, shape, axis)
+func SumAxis[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
+	return reduceAxis("SumAxis", "sum", dst, src, shape, axis, s)
 }
 
 // MaxAxis sets dst to the largest element of each row or column of src.
-func MaxAxis[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis) error {
-	return reduceAxis("MaxAxis", "max", s, dst, src, shape, axis)
+func MaxAxis[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
+	return reduceAxis("MaxAxis", "max", dst, src, shape, axis, s)
 }
 
 // MinAxis sets dst to the smallest element of each row or column of src.
-func MinAxis[T Number](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis) error {
-	return reduceAxis("MinAxis", "min", s, dst, src, shape, axis)
+func MinAxis[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
+	return reduceAxis("MinAxis", "min", dst, src, shape, axis, s)
 }
 
 // MeanAxis sets dst to the mean of each row or column of src.
-func MeanAxis[T Float](s *cuda.Stream, dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis) error {
-	r, err := floatReduction[T]("mean")
-	if err != nil {
-		return err
-	}
-	return rename("MeanAxis", r.LaunchAxis(s, shape, axis, src, dst))
-}
-
-// floatReduction is reduction for the Float types.
-func floatReduction[T Float](what string) (*Reduction, error) {
-	switch any(*new(T)).(type) {
-	case float32:
-		return reduction[float32](what)
-	case float64:
-		return reduction[float64](what)
-	case cuda.Float16:
-		return reduction[cuda.Float16](what)
-	default:
-		return reduction[cuda.BFloat16](what)
-	}
+func MeanAxis[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
+	return reduceAxis("MeanAxis", "mean", dst, src, shape, axis, s)
 }

@@ -3,6 +3,8 @@ package compute_test
 import (
 	"errors"
 	"fmt"
+	"iter"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -40,10 +42,10 @@ func TestStandIn(t *testing.T) {
 		y := must(cuda.Alloc[float32](e.ctx, tc.n))(t)
 		sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
 		t.Cleanup(func() { y.Free(); sum.Free() })
-		if err := compute.Add(e.s, y, v, v); err != nil {
+		if err := compute.Add(y, v, v, e.s); err != nil {
 			t.Fatal(err)
 		}
-		if err := compute.Sum(e.s, sum, v); err != nil {
+		if err := compute.Sum(sum, v, e.s); err != nil {
 			t.Fatal(err)
 		}
 		for i, g := range download(t, y) {
@@ -64,7 +66,7 @@ func TestStandIn(t *testing.T) {
 	for _, sh := range []compute.Shape{{Rows: 10, Cols: 100}, {Rows: 1000, Cols: 1}, {Rows: 250, Cols: 4}} {
 		cols := must(cuda.Alloc[float32](e.ctx, sh.Cols))(t)
 		t.Cleanup(func() { cols.Free() })
-		if err := compute.SumAxis(e.s, cols, dx, sh, compute.PerColumn); err != nil {
+		if err := compute.SumAxis(cols, dx, sh, compute.PerColumn, e.s); err != nil {
 			t.Fatal(err)
 		}
 		for c, got := range download(t, cols) {
@@ -79,17 +81,17 @@ func TestStandIn(t *testing.T) {
 	}
 	z := must(cuda.Alloc[int32](e.ctx, 10))(t)
 	defer z.Free()
-	if err := compute.Add(e.s, z, z, z); !errors.Is(err, cuda.ErrNotSupported) {
+	if err := compute.Add(z, z, z, e.s); !errors.Is(err, cuda.ErrNotSupported) {
 		t.Errorf("Add of int32 on the fake: %v, want an error wrapping ErrNotSupported", err)
 	}
 	if err := compute.Release(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	before := compute.Compiles()
-	if err := compute.Add(e.s, must(cuda.Alloc[float32](e.ctx, 0))(t), must(cuda.Alloc[float32](e.ctx, 0))(t), must(cuda.Alloc[float32](e.ctx, 0))(t)); err != nil {
+	if err := compute.Add(must(cuda.Alloc[float32](e.ctx, 0))(t), must(cuda.Alloc[float32](e.ctx, 0))(t), must(cuda.Alloc[float32](e.ctx, 0))(t), e.s); err != nil {
 		t.Fatal(err)
 	}
-	if err := compute.Add(e.s, dx, dx, dx); err != nil {
+	if err := compute.Add(dx, dx, dx, e.s); err != nil {
 		t.Fatal(err)
 	}
 	if n := compute.Compiles() - before; n != 0 {
@@ -97,12 +99,15 @@ func TestStandIn(t *testing.T) {
 	}
 }
 
-// TestFaultSweep fails each driver call that Add, Sum and SumAxis (a column
-// folded in chunks of rows, then the chunks) make, one at a
-// time, with each of a few codes, on their first call in a context
-// (compiling or loading the kernel) and on a later one: the operation
-// returns an error carrying the code and naming the call, holds nothing
-// afterwards, and works when called again.
+// TestFaultSweep fails each driver call that the operations the fake can
+// run make (Add, Sum, SumAxis of a column folded in chunks of rows, then the
+// chunks, and of rows, Cast, Softmax, the Examples' kernels of one's own),
+// one at a time, with each of a few codes, on their first call in a
+// context (compiling or loading the kernel) and on a later one: the
+// operation returns an error carrying the code and naming the call, holds
+// nothing afterwards, and works when called again. So too Release, and
+// Context.Close closing the kernels' modules. Every exported function and
+// method is in a row, or in notSwept with the reason.
 func TestFaultSweep(t *testing.T) {
 	f := cudatest.Fake(t)
 	if f == nil {
@@ -111,21 +116,35 @@ func TestFaultSweep(t *testing.T) {
 	compute.UseStandIn(t)
 	e := newEnv(t)
 	const n = 1000
-	in := make([]float32, n)
+	in, ones := make([]float32, n), make([]float32, n)
 	for i := range in {
-		in[i] = float32(i % 5)
+		in[i], ones[i] = float32(i%5), float32(i%5+1)
 	}
-	x := upload(t, e.ctx, in)
+	x, x1 := upload(t, e.ctx, in), upload(t, e.ctx, ones)
 	y := must(cuda.Alloc[float32](e.ctx, n))(t)
+	acc := must(cuda.Zeroed[float32](e.ctx, n))(t)
 	sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
-	defer y.Free()
-	defer sum.Free()
+	sum64 := must(cuda.Alloc[float64](e.ctx, 1))(t)
+	sh := compute.Shape{Rows: 10, Cols: 100}
+	h := must(cuda.Alloc[cuda.BFloat16](e.ctx, n))(t)
+	soft := must(cuda.Alloc[cuda.BFloat16](e.ctx, n))(t)
+	rows := must(cuda.Alloc[cuda.BFloat16](e.ctx, sh.Rows))(t)
+	for _, b := range []interface{ Free() error }{y, acc, sum, sum64, h, soft, rows} {
+		defer b.Free()
+	}
+	axpy := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "axpy", InParams: "float32 a, float32 x, float32 y", OutParams: "float32 y", Operation: "y = a * x + y"}))(t)
+	sumsq := must(compute.NewReduction(compute.ReductionSpec{Name: "sumsq", InParams: "float32 x", OutParams: "float64 y", MapExpr: "x * x",
+		ReduceExpr: "a + b", PostMapExpr: "y = a", Identity: "0", ReduceType: "float64"}))(t)
+	var closing *cuda.Context // Context.Close's row: a context of its own each time
 	ops := []struct {
-		name  string
-		run   func() error
-		check func() error
+		name   string
+		covers []string     // the exported functions and methods it sweeps
+		once   bool         // no first and later call: one case
+		setup  func() error // not swept: what the operation needs before it
+		run    func() error
+		check  func() error
 	}{
-		{"Add", func() error { return compute.Add(e.s, y, x, x) }, func() error {
+		{name: "Add", covers: []string{"Add"}, run: func() error { return compute.Add(y, x, x, e.s) }, check: func() error {
 			got := download(t, y)
 			if i := slices.IndexFunc(got, func(v float32) bool {
 				return v != 2*in[0] && v != 2*in[1] && v != 2*in[2] && v != 2*in[3] && v != 2*in[4]
@@ -134,24 +153,117 @@ func TestFaultSweep(t *testing.T) {
 			}
 			return nil
 		}},
-		{"Sum", func() error { return compute.Sum(e.s, sum, x) }, func() error {
+		{name: "Sum", covers: []string{"Sum"}, run: func() error { return compute.Sum(sum, x, e.s) }, check: func() error {
 			if got := download(t, sum)[0]; got != 2000 {
 				return fmt.Errorf("Sum = %v, want 2000", got)
 			}
 			return nil
 		}},
-		{"SumAxis per column", func() error { return compute.SumAxis(e.s, sum, x, compute.Shape{Rows: n, Cols: 1}, compute.PerColumn) }, func() error {
+		{name: "SumAxis per column", covers: []string{"SumAxis"}, run: func() error {
+			return compute.SumAxis(sum, x, compute.Shape{Rows: n, Cols: 1}, compute.PerColumn, e.s)
+		}, check: func() error {
 			if got := download(t, sum)[0]; got != 2000 {
 				return fmt.Errorf("SumAxis of one column = %v, want 2000", got)
 			}
 			return nil
 		}},
+		{name: "Cast", covers: []string{"Cast"}, run: func() error { return compute.Cast(h, x, e.s) }, check: func() error {
+			for i, v := range download(t, h) {
+				if v != cuda.NewBFloat16(in[i]) {
+					return fmt.Errorf("Cast: element %d = %v, want %v", i, v, in[i])
+				}
+			}
+			return nil
+		}},
+		{name: "Softmax", covers: []string{"Softmax"}, setup: func() error { return compute.Cast(h, x, e.s) },
+			run: func() error { return compute.Softmax(soft, h, sh, e.s) }, check: func() error {
+				got := download(t, soft)
+				for r := range sh.Rows {
+					var total float64
+					for _, v := range got[r*sh.Cols : (r+1)*sh.Cols] {
+						total += float64(v.Float32())
+					}
+					if math.Abs(total-1) > 0.05 {
+						return fmt.Errorf("Softmax: row %d sums to %v", r, total)
+					}
+				}
+				return nil
+			}},
+		{name: "SumAxis per row", covers: []string{"SumAxis"}, setup: func() error { return compute.Cast(h, x, e.s) },
+			run: func() error { return compute.SumAxis(rows, h, sh, compute.PerRow, e.s) }, check: func() error {
+				for r, v := range download(t, rows) {
+					if v.Float32() != 200 {
+						return fmt.Errorf("SumAxis: row %d = %v, want 200", r, v)
+					}
+				}
+				return nil
+			}},
+		// axpy adds x1 into acc at each call: acc is k times x1, k the same
+		// for every element.
+		{name: "Elementwise.Launch", covers: []string{"NewElementwise", "Elementwise.Launch"}, run: func() error { return axpy.Launch(e.s, float32(1), x1, acc) }, check: func() error {
+			got := download(t, acc)
+			k := got[0] / ones[0]
+			for i, v := range got {
+				if k < 1 || v != k*ones[i] {
+					return fmt.Errorf("axpy: element %d = %v, want %v·%v", i, v, k, ones[i])
+				}
+			}
+			return nil
+		}},
+		{name: "Reduction.Launch", covers: []string{"NewReduction", "Reduction.Launch"}, run: func() error { return sumsq.Launch(e.s, x, sum64) }, check: func() error {
+			if got := download(t, sum64)[0]; got != 6000 { // 200 each of 0, 1, 4, 9, 16
+				return fmt.Errorf("sumsq = %v, want 6000", got)
+			}
+			return nil
+		}},
+		{name: "Release", covers: []string{"Release"}, once: true, setup: func() error { return compute.Add(y, x, x, e.s) },
+			run: func() error { return compute.Release(e.ctx) }, check: func() error {
+				if n := compute.ModulesKept(e.ctx); n != 0 {
+					return fmt.Errorf("%d modules kept after Release", n)
+				}
+				return nil
+			}},
+		{name: "Context.Close", once: true, setup: func() error {
+			var err error
+			if closing, err = cuda.NewContext(cudatest.Device(t)); err != nil {
+				return err
+			}
+			s, err := closing.NewStream()
+			if err != nil {
+				return err
+			}
+			b, err := cuda.Zeroed[float32](closing, 16)
+			if err != nil {
+				return err
+			}
+			return errors.Join(compute.Add(b, b, b, s), s.Synchronize(), b.Free(), s.Close())
+		}, run: func() error { return closing.Close() }, check: func() error {
+			if n := compute.ModulesKept(closing); n != 0 {
+				return fmt.Errorf("%d modules kept after Close", n)
+			}
+			return nil
+		}},
 	}
+	checkSweepCovers(t, func(yield func(string) bool) {
+		for _, op := range ops {
+			for _, name := range op.covers {
+				if !yield(name) {
+					return
+				}
+			}
+		}
+	})
 	codes := []int{2, 719, 1, 999}
 	points := 0
 	for _, op := range ops {
 		for _, first := range []bool{true, false} {
 			name := op.name + map[bool]string{true: "/first call", false: "/later call"}[first]
+			if op.once {
+				if !first {
+					continue
+				}
+				name = op.name
+			}
 			t.Run(name, func(t *testing.T) {
 				prepare := func() {
 					t.Helper()
@@ -160,6 +272,14 @@ func TestFaultSweep(t *testing.T) {
 					}
 					if first {
 						if err := compute.Release(e.ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if op.setup != nil {
+						if err := op.setup(); err != nil {
+							t.Fatal(err)
+						}
+						if err := e.s.Synchronize(); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -232,4 +352,42 @@ func TestFaultSweep(t *testing.T) {
 		}
 	}
 	t.Logf("fault sweep of compute: %d injection points", points)
+}
+
+// notSwept are the exported functions and methods no row of TestFaultSweep
+// covers, each with the reason.
+var notSwept = map[string]string{
+	"Error.Error": "calls nothing", "Error.Unwrap": "calls nothing", "Axis.String": "calls nothing",
+}
+
+// notOnFake are the operations whose kernels the fake has no C version of
+// (compute/testdata/standin.ptx): their driver calls are those of Add's
+// and Sum's kinds (a module loaded, a launch, partial results allocated in
+// stream order), swept on those.
+var notOnFake = []string{
+	"Fill", "Iota", "Sub", "Mul", "Div", "Max", "Min", "AddScalar", "SubScalar", "MulScalar", "DivScalar", "MaxScalar", "MinScalar",
+	"Axpby", "Abs", "Neg", "Relu", "Exp", "Log", "Sqrt", "Tanh", "Sigmoid", "Gelu", "Where",
+	"MaxOf", "MinOf", "Mean", "MaxAxis", "MinAxis", "MeanAxis", "ArgMax", "ArgMin", "LogSoftmax", "Transpose", "Reduction.LaunchAxis",
+}
+
+// checkSweepCovers fails t for an exported function or method of the
+// package in no row of the sweep (covered) and neither in notSwept nor in
+// notOnFake: a new one fails the sweep until it has a row, or a reason.
+func checkSweepCovers(t *testing.T, covered iter.Seq[string]) {
+	t.Helper()
+	in := map[string]bool{}
+	for name := range covered {
+		in[name] = true
+	}
+	for _, name := range notOnFake {
+		in[name] = true
+	}
+	for name := range notSwept {
+		in[name] = true
+	}
+	for _, name := range exportedFuncs(t) {
+		if !in[name] {
+			t.Errorf("exported %s is in no row of TestFaultSweep, nor in notSwept or notOnFake", name)
+		}
+	}
 }

@@ -31,7 +31,7 @@ func TestViews(t *testing.T) {
 			}
 			dst := upload(t, e.ctx, fill)
 			vd := must(dst.Slice(tc.offDst, tc.n))(t)
-			if err := compute.Add(e.s, vd, va, vb); err != nil {
+			if err := compute.Add(vd, va, vb, e.s); err != nil {
 				t.Fatal(err)
 			}
 			got := download(t, dst)
@@ -48,7 +48,7 @@ func TestViews(t *testing.T) {
 			// A cast to a narrower type: 4 float32 to 4 bfloat16 at a time.
 			half := upload(t, e.ctx, make([]cuda.BFloat16, tc.n+pad))
 			vh := must(half.Slice(tc.offDst, tc.n))(t)
-			if err := compute.Cast(e.s, vh, va); err != nil {
+			if err := compute.Cast(vh, va, e.s); err != nil {
 				t.Fatal(err)
 			}
 			for i, g := range download(t, half) {
@@ -72,7 +72,7 @@ func TestViews(t *testing.T) {
 			}
 			d64 := upload(t, e.ctx, append(make([]float64, tc.offA), a64...))
 			v64 := must(d64.Slice(tc.offA, tc.n))(t)
-			if err := compute.Sum(e.s, sum, v64); err != nil {
+			if err := compute.Sum(sum, v64, e.s); err != nil {
 				t.Fatal(err)
 			}
 			if got := download(t, sum)[0]; math.Abs(got-ref) > 1e-9*math.Max(1, math.Abs(ref)) {
@@ -88,7 +88,7 @@ func TestViews(t *testing.T) {
 				t.Fatal(err)
 			}
 			v := must(bytes.Slice(off, m))(t)
-			if err := compute.Fill(e.s, v, 7); err != nil {
+			if err := compute.Fill(v, 7, e.s); err != nil {
 				t.Fatal(err)
 			}
 			for i, g := range download(t, bytes) {

@@ -32,54 +32,54 @@ func TestZeroValues(t *testing.T) {
 	)
 	defer one.Free()
 	calls := map[string][]error{
-		"NewElementwise": {second(compute.NewElementwise("", "", "", ""))},
-		"NewReduction":   {second(compute.NewReduction("", "", "", "", "", "", "", ""))},
+		"NewElementwise": {second(compute.NewElementwise(compute.ElementwiseSpec{}))},
+		"NewReduction":   {second(compute.NewReduction(compute.ReductionSpec{}))},
 		"Elementwise.Launch": {(*compute.Elementwise)(nil).Launch(s, one), new(compute.Elementwise).Launch(s, one),
-			must(compute.NewElementwise("k", "float32 x", "float32 y", "y = x;"))(t).Launch(nil, one, one),
-			must(compute.NewElementwise("k", "float32 x", "float32 y", "y = x;"))(t).Launch(zs, one, one)},
+			must(compute.NewElementwise(compute.ElementwiseSpec{Name: "k", InParams: "float32 x", OutParams: "float32 y", Operation: "y = x;"}))(t).Launch(nil, one, one),
+			must(compute.NewElementwise(compute.ElementwiseSpec{Name: "k", InParams: "float32 x", OutParams: "float32 y", Operation: "y = x;"}))(t).Launch(zs, one, one)},
 		"Reduction.Launch":     {(*compute.Reduction)(nil).Launch(s, one), new(compute.Reduction).Launch(s, one)},
 		"Reduction.LaunchAxis": {(*compute.Reduction)(nil).LaunchAxis(s, sh, compute.PerRow, one), new(compute.Reduction).LaunchAxis(zs, sh, compute.PerRow)},
 		"Release":              {compute.Release(nil)},
-		"Fill":                 {compute.Fill(nil, one, 1), compute.Fill(s, nb, 1), compute.Fill(s, zb, 1)},
-		"Iota":                 {compute.Iota(zs, one, 1, 1), compute.Iota(s, nb, 1, 1)},
-		"Cast":                 {compute.Cast(nil, one, one), compute.Cast(s, ni, one), compute.Cast(s, one, zb)},
-		"Axpby":                {compute.Axpby(nil, 1, one, 1, one), compute.Axpby(s, 1, nb, 1, one)},
-		"Where":                {compute.Where(nil, one, nu, one, one), compute.Where(s, one, nu, one, one)},
-		"Softmax":              {compute.Softmax(nil, one, one, sh), compute.Softmax(s, nb, one, sh), compute.Softmax(s, zb, one, sh)},
-		"LogSoftmax":           {compute.LogSoftmax(zs, one, one, sh), compute.LogSoftmax(s, one, nb, sh)},
-		"Transpose":            {compute.Transpose(nil, one, one, sh), compute.Transpose(s, nb, one, sh)},
-		"ArgMax":               {compute.ArgMax(nil, ni, one), compute.ArgMax(s, ni, one)},
-		"ArgMin":               {compute.ArgMin(zs, ni, one), compute.ArgMin(s, ni, nb)},
-		"Sum":                  {compute.Sum(nil, one, one), compute.Sum(s, nb, one)},
-		"MaxOf":                {compute.MaxOf(nil, one, one), compute.MaxOf(s, one, zb)},
-		"MinOf":                {compute.MinOf(zs, one, one), compute.MinOf(s, nb, nb)},
-		"Mean":                 {compute.Mean(nil, one, one), compute.Mean(s, zb, one)},
-		"SumAxis":              {compute.SumAxis(nil, one, one, sh, compute.PerRow), compute.SumAxis(s, nb, one, sh, compute.PerColumn)},
-		"MaxAxis":              {compute.MaxAxis(zs, one, one, sh, compute.PerRow), compute.MaxAxis(s, one, one, sh, 9)},
-		"MinAxis":              {compute.MinAxis(nil, one, one, sh, compute.PerRow), compute.MinAxis(s, one, zb, sh, compute.PerRow)},
-		"MeanAxis":             {compute.MeanAxis(nil, one, one, sh, compute.PerRow), compute.MeanAxis(s, one, one, compute.Shape{Rows: -1}, compute.PerRow)},
+		"Fill":                 {compute.Fill(one, 1, nil), compute.Fill(nb, 1, s), compute.Fill(zb, 1, s)},
+		"Iota":                 {compute.Iota(one, 1, 1, zs), compute.Iota(nb, 1, 1, s)},
+		"Cast":                 {compute.Cast(one, one, nil), compute.Cast(ni, one, s), compute.Cast(one, zb, s)},
+		"Axpby":                {compute.Axpby(1, one, 1, one, nil), compute.Axpby(1, nb, 1, one, s)},
+		"Where":                {compute.Where(one, nu, one, one, nil), compute.Where(one, nu, one, one, s)},
+		"Softmax":              {compute.Softmax(one, one, sh, nil), compute.Softmax(nb, one, sh, s), compute.Softmax(zb, one, sh, s)},
+		"LogSoftmax":           {compute.LogSoftmax(one, one, sh, zs), compute.LogSoftmax(one, nb, sh, s)},
+		"Transpose":            {compute.Transpose(one, one, sh, nil), compute.Transpose(nb, one, sh, s)},
+		"ArgMax":               {compute.ArgMax(ni, one, nil), compute.ArgMax(ni, one, s)},
+		"ArgMin":               {compute.ArgMin(ni, one, zs), compute.ArgMin(ni, nb, s)},
+		"Sum":                  {compute.Sum(one, one, nil), compute.Sum(nb, one, s)},
+		"MaxOf":                {compute.MaxOf(one, one, nil), compute.MaxOf(one, zb, s)},
+		"MinOf":                {compute.MinOf(one, one, zs), compute.MinOf(nb, nb, s)},
+		"Mean":                 {compute.Mean(one, one, nil), compute.Mean(zb, one, s)},
+		"SumAxis":              {compute.SumAxis(one, one, sh, compute.PerRow, nil), compute.SumAxis(nb, one, sh, compute.PerColumn, s)},
+		"MaxAxis":              {compute.MaxAxis(one, one, sh, compute.PerRow, zs), compute.MaxAxis(one, one, sh, 9, s)},
+		"MinAxis":              {compute.MinAxis(one, one, sh, compute.PerRow, nil), compute.MinAxis(one, zb, sh, compute.PerRow, s)},
+		"MeanAxis":             {compute.MeanAxis(one, one, sh, compute.PerRow, nil), compute.MeanAxis(one, one, compute.Shape{Rows: -1}, compute.PerRow, s)},
 		"Error.Error":          {errors.New((*compute.Error)(nil).Error() + " " + new(compute.Error).Error())},
 		"Error.Unwrap":         {errors.Join((*compute.Error)(nil).Unwrap(), cuda.ErrInvalidValue)},
 		"Axis.String":          {errors.New(compute.Axis(5).String() + " " + compute.PerRow.String())},
 	}
-	unary := func(name string, op func(*cuda.Stream, *cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32]) error) {
-		calls[name] = []error{op(nil, one, one), op(zs, one, one), op(s, nb, one), op(s, one, zb)}
+	unary := func(name string, op func(*cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32], *cuda.Stream) error) {
+		calls[name] = []error{op(one, one, nil), op(one, one, zs), op(nb, one, s), op(one, zb, s)}
 	}
-	for name, op := range map[string]func(*cuda.Stream, *cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32]) error{
+	for name, op := range map[string]func(*cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32], *cuda.Stream) error{
 		"Abs": compute.Abs[float32], "Neg": compute.Neg[float32], "Relu": compute.Relu[float32], "Exp": compute.Exp[float32],
 		"Log": compute.Log[float32], "Sqrt": compute.Sqrt[float32], "Tanh": compute.Tanh[float32], "Sigmoid": compute.Sigmoid[float32],
 		"Gelu": compute.Gelu[float32]} {
 		unary(name, op)
 	}
-	for name, op := range map[string]func(*cuda.Stream, *cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32]) error{
+	for name, op := range map[string]func(*cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32], *cuda.Stream) error{
 		"Add": compute.Add[float32], "Sub": compute.Sub[float32], "Mul": compute.Mul[float32], "Div": compute.Div[float32],
 		"Max": compute.Max[float32], "Min": compute.Min[float32]} {
-		calls[name] = []error{op(nil, one, one, one), op(zs, one, one, one), op(s, one, nb, one), op(s, one, one, zb)}
+		calls[name] = []error{op(one, one, one, nil), op(one, one, one, zs), op(one, nb, one, s), op(one, one, zb, s)}
 	}
-	for name, op := range map[string]func(*cuda.Stream, *cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32], float32) error{
+	for name, op := range map[string]func(*cuda.DeviceBuffer[float32], *cuda.DeviceBuffer[float32], float32, *cuda.Stream) error{
 		"AddScalar": compute.AddScalar[float32], "SubScalar": compute.SubScalar[float32], "MulScalar": compute.MulScalar[float32],
 		"DivScalar": compute.DivScalar[float32], "MaxScalar": compute.MaxScalar[float32], "MinScalar": compute.MinScalar[float32]} {
-		calls[name] = []error{op(nil, one, one, 1), op(zs, one, one, 1), op(s, nb, one, 1), op(s, one, zb, 1)}
+		calls[name] = []error{op(one, one, 1, nil), op(one, one, 1, zs), op(nb, one, 1, s), op(one, zb, 1, s)}
 	}
 	for name, errs := range calls {
 		for i, err := range errs {
@@ -95,6 +95,18 @@ func TestZeroValues(t *testing.T) {
 		}
 	}
 	// Every exported function and method has a row.
+	for _, name := range exportedFuncs(t) {
+		if _, ok := calls[name]; !ok {
+			t.Errorf("exported %s has no row in TestZeroValues", name)
+		}
+	}
+}
+
+// exportedFuncs returns the package's exported functions, and the exported
+// methods of its exported types as Type.Method.
+func exportedFuncs(t *testing.T) []string {
+	t.Helper()
+	var names []string
 	fset := token.NewFileSet()
 	files, _ := filepath.Glob("*.go")
 	for _, file := range files {
@@ -116,11 +128,16 @@ func TestZeroValues(t *testing.T) {
 				if st, ok := recv.(*ast.StarExpr); ok {
 					recv = st.X
 				}
+				if ix, ok := recv.(*ast.IndexExpr); ok { // a generic type's method
+					recv = ix.X
+				}
+				if !ast.IsExported(recv.(*ast.Ident).Name) {
+					continue // an unexported type's method (an error's Error) is no API of the package
+				}
 				name = recv.(*ast.Ident).Name + "." + name
 			}
-			if _, ok := calls[name]; !ok {
-				t.Errorf("exported %s has no row in TestZeroValues", name)
-			}
+			names = append(names, name)
 		}
 	}
+	return names
 }

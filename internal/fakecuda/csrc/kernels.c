@@ -1,5 +1,7 @@
 // The fake driver's modules and kernels (see driver.c).
 
+#include <math.h>
+
 #include "fakecuda.h"
 
 // ---- modules and kernels ---------------------------------------------------
@@ -161,6 +163,100 @@ static void k_sum_float32_final(struct launch *l) {
 	*(float *)DEVP(out) = v;
 }
 
+// compute's Examples' kernels (compute/testdata/standin.ptx).
+static void k_axpy(struct launch *l) {
+	float a = P(l, 0, float);
+	CUdeviceptr x = P(l, 1, CUdeviceptr), y = P(l, 2, CUdeviceptr);
+	long long n = P(l, 3, long long);
+	if (n < 0 || (n && (!range_ok(x, n * 4) || !range_ok(y, n * 4)))) return fault(l);
+	for (long long i = 0; i < n; i++) ((float *)DEVP(y))[i] = a * ((float *)DEVP(x))[i] + ((float *)DEVP(y))[i];
+}
+
+// k_sumsq_partial gives each block the sum, in double, of the squares of
+// the elements its threads take (k_sum_float32_partial's layout).
+static void k_sumsq_partial(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), partial = P(l, 1, CUdeviceptr);
+	long long n = P(l, 2, long long), blocks = l->grid[0], threads = l->block[0], stride = blocks * threads;
+	if (n < 0 || (n && !range_ok(x, n * 4)) || !range_ok(partial, blocks * 8)) return fault(l);
+	const float *px = DEVP(x);
+	long long vectors = x % 16 == 0 ? n / 4 : 0;
+	for (long long b = 0; b < blocks; b++) {
+		double v = 0;
+		for (long long t = b * threads; t < (b + 1) * threads; t++) {
+			for (long long j = t; j < vectors; j += stride)
+				for (int k = 0; k < 4; k++) v += (double)px[j * 4 + k] * px[j * 4 + k];
+			for (long long i = vectors * 4 + t; i < n; i += stride) v += (double)px[i] * px[i];
+		}
+		((double *)DEVP(partial))[b] = v;
+	}
+}
+
+static void k_sumsq_final(struct launch *l) {
+	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
+	long long m = P(l, 1, long long);
+	if (m < 0 || (m && !range_ok(partial, m * 8)) || !range_ok(out, 8)) return fault(l);
+	double v = 0;
+	for (long long j = 0; j < m; j++) v += ((double *)DEVP(partial))[j];
+	*(double *)DEVP(out) = v;
+}
+
+// bf16 and bf16_float are compute's gocuda_f32_to_bf16 and
+// gocuda_bf16_to_f32: to nearest, ties to even, a NaN made quiet.
+static uint16_t bf16(float f) {
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
+	uint32_t r = b >> 16, rem = b & 0xffffu;
+	if (rem > 0x8000u || (rem == 0x8000u && (r & 1u))) r++;
+	return (uint16_t)r;
+}
+
+static float bf16_float(uint16_t h) {
+	uint32_t b = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &b, 4);
+	return f;
+}
+
+static void k_cast_float32_bfloat16(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), y = P(l, 1, CUdeviceptr);
+	long long n = P(l, 2, long long);
+	if (n < 0 || (n && (!range_ok(x, n * 4) || !range_ok(y, n * 2)))) return fault(l);
+	for (long long i = 0; i < n; i++) ((uint16_t *)DEVP(y))[i] = bf16(((float *)DEVP(x))[i]);
+}
+
+// k_softmax_bfloat16 takes each row's largest element, then e^(x - max)
+// over the row's sum of them, in float; a NaN in a row makes it all NaN.
+// dst may be src: a row is read whole before it is written.
+static void k_softmax_bfloat16(struct launch *l) {
+	CUdeviceptr src = P(l, 0, CUdeviceptr), dst = P(l, 1, CUdeviceptr);
+	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
+	if (rows < 0 || cols < 0 || (rows && cols && (!range_ok(src, rows * cols * 2) || !range_ok(dst, rows * cols * 2)))) return fault(l);
+	for (long long r = 0; r < rows; r++) {
+		const uint16_t *in = (const uint16_t *)DEVP(src) + r * cols;
+		uint16_t *out = (uint16_t *)DEVP(dst) + r * cols;
+		float m = -INFINITY, sum = 0;
+		for (long long c = 0; c < cols; c++) {
+			float v = bf16_float(in[c]);
+			if (v != v || m != m) m = NAN;
+			else if (v > m) m = v;
+		}
+		for (long long c = 0; c < cols; c++) sum += expf(bf16_float(in[c]) - m);
+		for (long long c = 0; c < cols; c++) out[c] = bf16(expf(bf16_float(in[c]) - m) / sum);
+	}
+}
+
+static void k_sum_bfloat16_rows(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr);
+	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
+	if (rows < 0 || cols < 0 || (rows && cols && !range_ok(x, rows * cols * 2)) || (rows && !range_ok(out, rows * 2))) return fault(l);
+	for (long long r = 0; r < rows; r++) {
+		float v = 0;
+		for (long long c = 0; c < cols; c++) v += bf16_float(((uint16_t *)DEVP(x))[r * cols + c]);
+		((uint16_t *)DEVP(out))[r] = bf16(v);
+	}
+}
+
 // testdata/launch.ptx, one-dimensional grids: a block's rank in its
 // cluster is its index modulo the cluster's width.
 static void k_cluster_info(struct launch *l) {
@@ -241,6 +337,12 @@ static const struct kernel kernels[] = {
 	{"reduce_sum_float32_final", 0xa4d1e2c511ef6939ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_float32_final},
 	{"reduce_sum_float32_cols", 0x8191617ec31a035eull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols},
 	{"reduce_sum_float32_cols_final", 0xe87390b49686d43full, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols_final},
+	{"axpy", 0x1a5389db0f2315faull, 4, {4, 8, 8, 8}, {0, 8, 16, 24}, k_axpy},
+	{"sumsq_partial", 0xd9c64c6285af71dfull, 3, {8, 8, 8}, {0, 8, 16}, k_sumsq_partial},
+	{"sumsq_final", 0x340f3f36070b3542ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sumsq_final},
+	{"cast_float32_bfloat16", 0x78ef5ed93b5957a6ull, 3, {8, 8, 8}, {0, 8, 16}, k_cast_float32_bfloat16},
+	{"softmax_bfloat16", 0xb21bb27bb2d2f192ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_softmax_bfloat16},
+	{"reduce_sum_bfloat16_rows", 0x99a62f73c0370e46ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_bfloat16_rows},
 	// testdata/launch.ptx
 	{"cluster_info", 0x0d74ed981c005dffull, 1, {8}, {0}, k_cluster_info},
 	{"cluster_exchange", 0x480599213be00a67ull, 1, {8}, {0}, k_cluster_exchange},
