@@ -3,6 +3,7 @@ package compute
 import (
 	"errors"
 	"fmt"
+	cuda "github.com/gocuda/cuda"
 	"strings"
 
 	"github.com/gocuda/cuda/internal/errfmt"
@@ -54,8 +55,12 @@ type compilerMissing struct{ err error }
 
 func (m compilerMissing) Error() string {
 	why := m.err.Error()
+	var le *cuda.LibraryError
 	var ne *nvrtc.Error
-	if errors.As(m.err, &ne) && ne.Detail != "" {
+	switch {
+	case errors.As(m.err, &le):
+		why = le.Error()
+	case errors.As(m.err, &ne) && ne.Detail != "":
 		why = ne.Detail
 	}
 	if strings.HasPrefix(why, nvrtc.EnvLibrary+"=") {

@@ -42,6 +42,7 @@ var library = dl.Library{
 	DLLs:    []string{"nvrtc64_130_0.dll", "nvrtc64_120_0.dll"},
 	Wheels:  []string{"cu13/lib", "cuda_nvrtc/lib"},
 	Install: "install NVIDIA's NVRTC (the CUDA toolkit, or pip install nvidia-cuda-nvrtc)",
+	Missing: cuda.ErrNotSupported,
 }
 
 // open opens NVRTC once per process.
@@ -63,7 +64,8 @@ func open(op string) error {
 		})
 	})
 	if lib.err != nil {
-		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+		match, detail := dl.Cause(lib.err, cuda.ErrNotSupported)
+		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
 }

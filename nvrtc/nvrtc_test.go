@@ -128,8 +128,15 @@ func TestMissingLibrary(t *testing.T) {
 		return
 	}
 	_, err := nvrtc.Version()
-	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "/nonexistent/libnvrtc.so") || !strings.Contains(err.Error(), nvrtc.EnvLibrary) {
-		t.Fatalf("Version with no library: %v", err)
+	// One line: the variable with its value, and what to do (not "set it").
+	want := "nvrtc: Version: " + nvrtc.EnvLibrary + "=/nonexistent/libnvrtc.so does not load ("
+	if !errors.Is(err, cuda.ErrNotSupported) || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "unset it") ||
+		strings.Contains(err.Error(), "or set "+nvrtc.EnvLibrary) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Version with no library: %v; want it to begin %q", err, want)
+	}
+	var le *cuda.LibraryError
+	if !errors.As(err, &le) || le.Value != "/nonexistent/libnvrtc.so" || len(le.Tried) != 1 {
+		t.Errorf("Version with no library: %v; want a *cuda.LibraryError naming the one path tried", err)
 	}
 	if path, err := nvrtc.Library(); path != "" || !errors.Is(err, cuda.ErrNotSupported) {
 		t.Fatalf("Library with no library: %q, %v", path, err)

@@ -154,8 +154,20 @@ func (e *NotFoundError) Error() string {
 	case len(e.Tried) == 0:
 		return fmt.Sprintf("%s has no build for %s; set %s to a library's path to try one", e.Library, e.GOOS, e.Env)
 	}
-	return fmt.Sprintf("%s not found: %s, or set %s to its path (%d places searched: the error's Tried lists them)",
+	return fmt.Sprintf("%s not found: %s, or set %s to its path (%d places searched; errors.As to a *cuda.LibraryError lists them)",
 		e.Library, e.Install, e.Env, len(e.Tried))
+}
+
+// Cause splits err, an Open or Symbols error, into what a package's Error
+// keeps: a *NotFoundError is itself the error to match (its text is the
+// message, and errors.As finds it); anything else matches sentinel and is
+// the detail.
+func Cause(err, sentinel error) (match error, detail string) {
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		return nf, ""
+	}
+	return sentinel, err.Error()
 }
 
 // Unwrap returns ErrNotFound and the library's Missing sentinel.
