@@ -111,5 +111,6 @@ func ExampleDeviceBuffer_IPCHandle() {
 	//	shared, err := cuda.OpenIPC[float32](ctx, h, 4)
 	//	...
 	//	shared.Free() // closes the mapping; the memory stays the exporter's
+
 	// Output: 128 hex digits to hand over
 }
