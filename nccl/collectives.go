@@ -1,19 +1,23 @@
 package nccl
 
 import (
+	"errors"
 	"reflect"
 
 	cuda "github.com/gocuda/cuda"
 )
 
-// Number is an element type NCCL reduces and moves: its types of fixed size
-// that Go has (not float16 or bfloat16).
-type Number interface {
+// Element is an element type NCCL reduces and moves: the types of fixed
+// size that Go has, and types defined on them (type Celsius float32). NCCL
+// has float16 and bfloat16 too (ncclFloat16, ncclBfloat16), but
+// cuda.Float16 and cuda.BFloat16 are not among these yet: the fake NCCL
+// the tests run on refuses them, so nothing would check them.
+type Element interface {
 	~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~float32 | ~float64
 }
 
 // dataType returns NCCL's ncclDataType_t for T.
-func dataType[T Number]() uintptr {
+func dataType[T Element]() uintptr {
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Int8:
 		return 0
@@ -29,7 +33,7 @@ func dataType[T Number]() uintptr {
 		return 5
 	case reflect.Float32:
 		return 7
-	default: // float64: Number allows nothing else
+	default: // float64: Element allows nothing else
 		return 8
 	}
 }
@@ -53,40 +57,43 @@ func (o Op) String() string {
 	return "Op(?)"
 }
 
-// AllReduce reduces send across the ranks with op and leaves the result
-// in recv on every rank. send and recv have the same length; they may be
-// the same buffer (in place).
-func AllReduce[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], op Op, s *cuda.Stream) error {
+// The collectives take dst before src (see the package doc); NCCL's C
+// functions take the send buffer first, and so do their arguments below.
+
+// AllReduce reduces src across the ranks with op and leaves the result in
+// dst on every rank. dst and src have the same length; they may be the
+// same buffer (in place).
+func AllReduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, s *cuda.Stream) error {
 	const name = "AllReduce"
-	if err := lengths(name, send, recv, 1, 1); err != nil {
+	if err := operands(name, c, dst, src, 1, 1); err != nil {
 		return err
 	}
 	if err := checkOp(name, op); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclAllReduce", lib.fn.allReduce, s, []cuda.Memory{send, recv},
-		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T](), uintptr(op))
+	return c.enqueue(name, "ncclAllReduce", lib.fn.allReduce, s, pair(dst, src),
+		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), uintptr(op))
 }
 
-// Broadcast copies root's send into recv on every rank. Every rank passes
-// both buffers, of the same length; only root's send is read.
-func Broadcast[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], root int, s *cuda.Stream) error {
+// Broadcast copies root's src into dst on every rank. Every rank passes
+// both buffers, of the same length; only root's src is read.
+func Broadcast[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], root int, s *cuda.Stream) error {
 	const name = "Broadcast"
-	if err := lengths(name, send, recv, 1, 1); err != nil {
+	if err := operands(name, c, dst, src, 1, 1); err != nil {
 		return err
 	}
 	if err := c.checkRoot(name, root); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclBroadcast", lib.fn.broadcast, s, []cuda.Memory{send, recv},
-		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T](), uintptr(root))
+	return c.enqueue(name, "ncclBroadcast", lib.fn.broadcast, s, pair(dst, src),
+		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), uintptr(root))
 }
 
-// Reduce reduces send across the ranks with op into root's recv. Every rank
-// passes both buffers, of the same length; only root's recv is written.
-func Reduce[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], op Op, root int, s *cuda.Stream) error {
+// Reduce reduces src across the ranks with op into root's dst. Every rank
+// passes both buffers, of the same length; only root's dst is written.
+func Reduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, root int, s *cuda.Stream) error {
 	const name = "Reduce"
-	if err := lengths(name, send, recv, 1, 1); err != nil {
+	if err := operands(name, c, dst, src, 1, 1); err != nil {
 		return err
 	}
 	if err := checkOp(name, op); err != nil {
@@ -95,91 +102,150 @@ func Reduce[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], op Op, root int
 	if err := c.checkRoot(name, root); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclReduce", lib.fn.reduce, s, []cuda.Memory{send, recv},
-		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T](), uintptr(op), uintptr(root))
+	return c.enqueue(name, "ncclReduce", lib.fn.reduce, s, pair(dst, src),
+		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), uintptr(op), uintptr(root))
 }
 
-// AllGather gathers every rank's send into recv on every rank, rank i's at
-// element i*send.Len(): recv holds Size() times send's length.
-func AllGather[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+// AllGather gathers every rank's src into dst on every rank, rank i's at
+// element i*src.Len(): dst holds Size() times src's length.
+func AllGather[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
 	const name = "AllGather"
-	if c == nil {
-		return errorf(name, cuda.ErrInvalidValue, "nil *Comm")
-	}
-	if err := lengths(name, send, recv, 1, c.size); err != nil {
+	if err := operands(name, c, dst, src, c.Size(), 1); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclAllGather", lib.fn.allGather, s, []cuda.Memory{send, recv},
-		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(send.Len()), dataType[T]())
+	return c.enqueue(name, "ncclAllGather", lib.fn.allGather, s, pair(dst, src),
+		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T]())
 }
 
-// ReduceScatter reduces send across the ranks with op and leaves block i of
-// the result in rank i's recv: send holds Size() times recv's length.
-func ReduceScatter[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], op Op, s *cuda.Stream) error {
+// ReduceScatter reduces src across the ranks with op and leaves block i of
+// the result in rank i's dst: src holds Size() times dst's length.
+func ReduceScatter[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, s *cuda.Stream) error {
 	const name = "ReduceScatter"
-	if c == nil {
-		return errorf(name, cuda.ErrInvalidValue, "nil *Comm")
-	}
-	if err := lengths(name, send, recv, c.size, 1); err != nil {
+	if err := operands(name, c, dst, src, 1, c.Size()); err != nil {
 		return err
 	}
 	if err := checkOp(name, op); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclReduceScatter", lib.fn.reduceScatter, s, []cuda.Memory{send, recv},
-		uintptr(send.Ptr()), uintptr(recv.Ptr()), uintptr(recv.Len()), dataType[T](), uintptr(op))
+	return c.enqueue(name, "ncclReduceScatter", lib.fn.reduceScatter, s, pair(dst, src),
+		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(dst.Len()), dataType[T](), uintptr(op))
 }
 
-// lengths checks the buffers' shape: send and recv hold n*sendBlocks and
-// n*recvBlocks elements for one n.
-func lengths[T any](op string, send, recv *cuda.DeviceBuffer[T], sendBlocks, recvBlocks int) error {
-	if send == nil || recv == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil send or receive buffer")
+// operands checks what a collective is given, before NCCL sees it: a
+// usable c, and dst and src of c's context holding n*dstBlocks and
+// n*srcBlocks elements for one n.
+func operands[T any](op string, c *Comm, dst, src *cuda.DeviceBuffer[T], dstBlocks, srcBlocks int) error {
+	if err := c.valid(op); err != nil {
+		return err
 	}
-	if send.Len()*recvBlocks != recv.Len()*sendBlocks {
+	if err := checkBuffer(op, c, "dst", dst); err != nil {
+		return err
+	}
+	if err := checkBuffer(op, c, "src", src); err != nil {
+		return err
+	}
+	if dst.Len()*srcBlocks != src.Len()*dstBlocks {
 		switch {
-		case sendBlocks > 1:
-			return errorf(op, cuda.ErrInvalidValue, "send has %d elements, want %d (%d ranks × the %d of recv)", send.Len(), sendBlocks*recv.Len(), sendBlocks, recv.Len())
-		case recvBlocks > 1:
-			return errorf(op, cuda.ErrInvalidValue, "recv has %d elements, want %d (%d ranks × the %d of send)", recv.Len(), recvBlocks*send.Len(), recvBlocks, send.Len())
+		case dstBlocks > 1:
+			return errorf(op, cuda.ErrInvalidValue, "dst has %d elements, want %d (%d ranks × the %d of src)", dst.Len(), dstBlocks*src.Len(), dstBlocks, src.Len())
+		case srcBlocks > 1:
+			return errorf(op, cuda.ErrInvalidValue, "src has %d elements, want %d (%d ranks × the %d of dst)", src.Len(), srcBlocks*dst.Len(), srcBlocks, dst.Len())
 		}
-		return errorf(op, cuda.ErrInvalidValue, "send has %d elements, recv %d: want the same", send.Len(), recv.Len())
+		return errorf(op, cuda.ErrInvalidValue, "dst has %d elements, src %d: want the same", dst.Len(), src.Len())
+	}
+	return nil
+}
+
+// checkBuffer checks b, given as parameter param of a call on c, a valid
+// Comm.
+func checkBuffer[T any](op string, c *Comm, param string, b *cuda.DeviceBuffer[T]) error {
+	switch {
+	case b == nil:
+		return errorf(op, cuda.ErrInvalidValue, "%s is nil", param)
+	case b.Context() == nil:
+		return errorf(op, cuda.ErrInvalidValue, "%s is a zero DeviceBuffer: make one with cuda.Alloc", param)
+	case b.Context() != c.ctx:
+		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the communicator's rank", param)
 	}
 	return nil
 }
 
 func checkOp(name string, op Op) error {
 	if op < Sum || op > Avg {
-		return errorf(name, cuda.ErrInvalidValue, "unknown reduction %d", int32(op))
+		return errorf(name, cuda.ErrInvalidValue, "op %d is no reduction: want Sum, Prod, Max, Min or Avg", int32(op))
 	}
 	return nil
 }
 
+// checkRoot checks root, of a call on c, a valid Comm.
 func (c *Comm) checkRoot(name string, root int) error {
-	if err := c.valid(name); err != nil {
-		return err
-	}
 	if root < 0 || root >= c.size {
 		return errorf(name, cuda.ErrInvalidValue, "root %d out of range [0, %d)", root, c.size)
 	}
 	return nil
 }
 
-// enqueue queues one NCCL call on s that reads or writes mems: args, then
+// checkStream checks the stream of a call on c, a valid Comm.
+func (c *Comm) checkStream(op string, s *cuda.Stream) error {
+	switch {
+	case s == nil:
+		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+	case s.Context() != c.ctx:
+		return errorf(op, cuda.ErrInvalidValue, "the stream belongs to another context than the communicator's rank")
+	}
+	return nil
+}
+
+// operand is a buffer a call is given, by its parameter's name, for the
+// errors of Stream.Do, which knows it only by its place.
+type operand struct {
+	param string
+	mem   cuda.Memory
+	freed func(cuda.Memory) bool
+}
+
+// pair is a collective's two operands.
+func pair[T any](dst, src *cuda.DeviceBuffer[T]) []operand {
+	return []operand{{"dst", dst, freed[T]}, {"src", src, freed[T]}}
+}
+
+// freed reports whether m, a *cuda.DeviceBuffer[T], is freed: what a
+// Slice of it says.
+func freed[T any](m cuda.Memory) bool {
+	_, err := m.(*cuda.DeviceBuffer[T]).Slice(0, 0)
+	return errors.Is(err, cuda.ErrClosed)
+}
+
+// enqueue queues one NCCL call on s that reads or writes bufs: args, then
 // the communicator and the stream, as every collective, send and receive
 // takes them last.
-func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, mems []cuda.Memory, args ...uintptr) error {
+func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, bufs []operand, args ...uintptr) error {
 	if err := c.hold(op); err != nil {
 		return err
 	}
 	defer c.life.Release()
-	if s == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+	if err := c.checkStream(op, s); err != nil {
+		return err
 	}
-	if s.Context() != c.ctx {
-		return errorf(op, cuda.ErrInvalidValue, "the stream belongs to another context than the communicator's rank")
+	mems := make([]cuda.Memory, len(bufs))
+	for i, b := range bufs {
+		mems[i] = b.mem
 	}
-	return s.Do(func(stream uintptr) error {
+	ran := false
+	err := s.Do(func(stream uintptr) error {
+		ran = true
 		return c.do(op, name, fn, append(args, c.handle, stream)...)
 	}, mems...)
+	if ran {
+		return err
+	}
+	// Stream.Do refused: a buffer or the stream closed, or the bind.
+	if errors.Is(err, cuda.ErrClosed) {
+		for _, b := range bufs {
+			if b.freed(b.mem) {
+				return errorf(op, cuda.ErrClosed, "%s is freed", b.param)
+			}
+		}
+	}
+	return renamed(op, err)
 }

@@ -146,7 +146,7 @@ func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
 	var initAll func(i int) error
 	initAll = func(i int) error {
 		if i < len(ctxs) {
-			return ctxs[i].Do(func() error { return initAll(i + 1) })
+			return bound(op, ctxs[i], func() error { return initAll(i + 1) })
 		}
 		return call(op, "ncclCommInitAll", lib.fn.initAll,
 			uintptr(unsafe.Pointer(&handles[0])), uintptr(len(ctxs)), uintptr(unsafe.Pointer(&devs[0])))
@@ -176,7 +176,7 @@ func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 	// NCCL reads the id while the call runs: on the heap, it cannot move.
 	idp, handle := new(UniqueID), new(uintptr)
 	*idp = id
-	err := ctx.Do(func() error {
+	err := bound(op, ctx, func() error {
 		return call(op, "ncclCommInitRankScalable", lib.fn.initRankScalable,
 			uintptr(unsafe.Pointer(handle)), uintptr(nranks), uintptr(rank), 1, uintptr(unsafe.Pointer(idp)), 0)
 	})
@@ -247,7 +247,7 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 	*idp = id
 	cfg := &config{magic: 0xcafebeef, version: 21400, blocking: 0, cgaClusterSize: unset, minCTAs: unset, maxCTAs: unset, splitShare: unset}
 	cfg.size = unsafe.Sizeof(*cfg)
-	err := cc.Do(func() error {
+	err := bound(op, cc, func() error {
 		return call(op, "ncclCommInitRankScalable", lib.fn.initRankScalable,
 			uintptr(unsafe.Pointer(handle)), uintptr(nranks), uintptr(rank), 1, uintptr(unsafe.Pointer(idp)), uintptr(unsafe.Pointer(cfg)))
 	})
@@ -256,7 +256,7 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 	}
 	for {
 		var r Result
-		if err := cc.Do(func() (err error) { r, err = asyncState(op, *handle); return err }); err != nil {
+		if err := bound(op, cc, func() (err error) { r, err = asyncState(op, *handle); return err }); err != nil {
 			abort(cc, *handle)
 			return nil, err
 		}
@@ -280,7 +280,8 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 
 // abort aborts the half-made communicator h.
 func abort(cc *cuda.Context, h uintptr) error {
-	return cc.Do(func() error { return call("NewCommContext", "ncclCommAbort", lib.fn.commAbort, h) })
+	const op = "NewCommContext"
+	return bound(op, cc, func() error { return call(op, "ncclCommAbort", lib.fn.commAbort, h) })
 }
 
 // withAbortErr appends a failed abort's error to detail.
@@ -313,7 +314,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	}
 	defer c.life.Release()
 	handle, rank, size := new(uintptr), new(int32), new(int32)
-	err := c.ctx.Do(func() error {
+	err := bound(op, c.ctx, func() error {
 		// The new communicator has c's configuration (none is given): a
 		// split of a non-blocking one is made without blocking, done once
 		// NCCL's state of c, and then of the new one, is no longer in
@@ -399,18 +400,26 @@ func (c *Comm) destroy(op, name string, fn uintptr) error {
 	if err := c.valid(op); err != nil {
 		return err
 	}
+	abort := fn == lib.fn.commAbort
 	_, err := c.life.Close(func() (bool, error) {
-		if err := c.closeRegistrations(op, fn == lib.fn.commAbort); err != nil {
-			return false, err
+		// Close deregisters the buffers first, each one for good once
+		// NCCL let go of it. Abort drops them only once NCCL has dropped
+		// them with the communicator: an abort NCCL refuses leaves them
+		// registered, as they still are in NCCL.
+		if !abort {
+			if err := c.closeRegistrations(op); err != nil {
+				return false, err
+			}
 		}
-		destroy := func() error { return call(op, name, fn, c.handle) }
 		// NCCL finds the device through the current context; with the
 		// context closed, it makes one current itself.
-		err := c.ctx.Do(destroy)
-		if errors.Is(err, cuda.ErrClosed) {
-			err = destroy()
+		if err := releasing(op, c.ctx, func() error { return call(op, name, fn, c.handle) }); err != nil {
+			return false, err
 		}
-		return err == nil, err
+		if abort {
+			c.dropRegistrations()
+		}
+		return true, nil
 	})
 	return err
 }
@@ -431,7 +440,7 @@ func (c *Comm) Err() error {
 
 func (c *Comm) asyncError(op string) error {
 	var r Result
-	if err := c.ctx.Do(func() (err error) { r, err = asyncState(op, c.handle); return err }); err != nil {
+	if err := bound(op, c.ctx, func() (err error) { r, err = asyncState(op, c.handle); return err }); err != nil {
 		return err
 	}
 	if r != Success && r != InProgress {
@@ -489,8 +498,10 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 // even when fn fails; Group returns fn's error, and ncclGroupEnd's. NCCL
 // queues the group's work when it ends: free no buffer passed to a
 // collective in fn before Group returns.
-func Group(fn func() error) error {
-	const op = "Group"
+func Group(fn func() error) error { return group("Group", fn) }
+
+// group is Group for op.
+func group(op string, fn func() error) error {
 	if fn == nil {
 		return errorf(op, cuda.ErrInvalidValue, "nil function")
 	}
@@ -512,12 +523,4 @@ func Group(fn func() error) error {
 		eerr = settleGrouped(op)
 	}
 	return errors.Join(ferr, eerr)
-}
-
-// String describes the rank.
-func (c *Comm) String() string {
-	if c == nil {
-		return "nccl rank <nil>"
-	}
-	return fmt.Sprintf("nccl rank %d of %d on %v", c.rank, c.size, c.ctx.Device())
 }

@@ -83,11 +83,13 @@ func Example() {
 //
 // makes its rank of one communicator from what the launcher told it
 // (torchrun runs a program that is not Python's with --no-python; its ranks
-// meet in torchrun's store).
+// meet in torchrun's store). Started alone, as go test runs this example,
+// it is a job of one rank.
 func ExampleNewCommFromLaunch() {
 	l, err := nccl.LaunchFromEnv()
 	if err != nil {
-		log.Fatal(err)
+		// No launcher: one rank, which makes the id and waits for nobody.
+		l = nccl.Launch{Size: 1, Addr: "127.0.0.1:29500"}
 	}
 	ctx, s, err := cuda.Open(l.LocalRank) // a GPU per process of the host
 	if err != nil {
@@ -102,7 +104,75 @@ func ExampleNewCommFromLaunch() {
 		log.Fatal(err)
 	}
 	defer comm.Close()
-	fmt.Printf("rank %d of %d (%s)\n", comm.Rank(), comm.Size(), l.Launcher)
+	fmt.Printf("rank %d of %d\n", comm.Rank(), comm.Size())
+	// Output: rank 0 of 1
+}
+
+// Gather every GPU's part into a whole on each: the destination comes
+// first, as in Go's copy, and here holds one part per rank.
+func ExampleAllGather() {
+	devs, err := cuda.Devices()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctxs := make([]*cuda.Context, len(devs))
+	for i, d := range devs {
+		if ctxs[i], err = cuda.NewContext(d); err != nil {
+			log.Fatal(err)
+		}
+		defer ctxs[i].Close()
+	}
+	comms, err := nccl.NewComms(ctxs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	n := len(comms)
+	parts := make([]*cuda.DeviceBuffer[int32], n)
+	wholes := make([]*cuda.DeviceBuffer[int32], n)
+	streams := make([]*cuda.Stream, n)
+	for i, c := range comms {
+		defer c.Close()
+		if streams[i], err = c.Context().NewStream(); err != nil {
+			log.Fatal(err)
+		}
+		defer streams[i].Close()
+		// Rank i's part is {10i, 10i+1}.
+		if parts[i], err = cuda.FromHost(c.Context(), []int32{int32(10 * i), int32(10*i + 1)}); err != nil {
+			log.Fatal(err)
+		}
+		defer parts[i].Free()
+		if wholes[i], err = cuda.Alloc[int32](c.Context(), 2*n); err != nil {
+			log.Fatal(err)
+		}
+		defer wholes[i].Free()
+	}
+	err = nccl.Group(func() error {
+		for i, c := range comms {
+			if err := nccl.AllGather(c, wholes[i], parts[i], streams[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range comms {
+		if err := streams[i].Synchronize(); err != nil {
+			log.Fatal(err)
+		}
+		whole, err := wholes[i].ToHost()
+		if err != nil {
+			log.Fatal(err)
+		}
+		for r := range n {
+			if whole[2*r] != int32(10*r) || whole[2*r+1] != int32(10*r+1) {
+				log.Fatalf("rank %d holds %v", i, whole)
+			}
+		}
+	}
+	fmt.Println("every rank holds every part, in rank order")
+	// Output: every rank holds every part, in rank order
 }
 
 // Register a buffer for NCCL's zero-copy paths, all-reduce in it, and wait

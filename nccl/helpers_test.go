@@ -35,7 +35,7 @@ func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, er
 
 // numbers returns n small random integers as T: sums of them are exact in
 // any order, as a reduction across GPUs adds them.
-func numbers[T nccl.Number](n int) []T {
+func numbers[T nccl.Element](n int) []T {
 	s := make([]T, n)
 	for i := range s {
 		s[i] = T(rand.IntN(100))

@@ -11,6 +11,13 @@
 // text). Collectives are queued on a stream of the rank's context and run
 // when every rank has queued its part; Stream.Synchronize waits for them.
 //
+// Every collective takes its destination before its source, as Go's
+// copy(dst, src) and PyTorch's all_gather_into_tensor(output, input) do,
+// and the stream last: AllReduce(c, dst, src, Sum, s), in place when dst
+// is src. NCCL's C functions take the two the other way round, the send
+// buffer first. Send(c, src, peer, s) and Recv(c, dst, peer, s) take one
+// buffer each.
+//
 // Comm.Split makes communicators of a communicator's ranks by color, as
 // the tensor- and data-parallel groups of a job are made.
 //
@@ -40,6 +47,7 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -154,4 +162,36 @@ func call(op, name string, fn uintptr, args ...uintptr) error {
 		return nil
 	}
 	return resultError(op, name, Result(int32(r)))
+}
+
+// bound runs fn with ctx current on the calling goroutine's OS thread
+// (Context.Do), as NCCL's calls need it. A bind that fails is an error of
+// op, the call the user made, not of Context.Do.
+func bound(op string, ctx *cuda.Context, fn func() error) error {
+	_, err := bind(op, ctx, fn)
+	return err
+}
+
+// releasing is bound for a call that releases what NCCL holds: with ctx
+// closed it calls fn unbound, as NCCL then makes a context of the device
+// current itself, so that what was made in a context can be released
+// after the context is closed.
+func releasing(op string, ctx *cuda.Context, fn func() error) error {
+	ran, err := bind(op, ctx, fn)
+	if !ran && errors.Is(err, cuda.ErrClosed) {
+		return fn()
+	}
+	return err
+}
+
+// bind is bound, reporting whether fn ran.
+func bind(op string, ctx *cuda.Context, fn func() error) (ran bool, err error) {
+	err = ctx.Do(func() error {
+		ran = true
+		return fn()
+	})
+	if ran {
+		return true, err
+	}
+	return false, renamed(op, err)
 }

@@ -63,25 +63,34 @@ func TestOneRank(t *testing.T) {
 	t.Run("int32", func(t *testing.T) { oneRank[int32](t, c, s) })
 	t.Run("uint8", func(t *testing.T) { oneRank[uint8](t, c, s) })
 	t.Run("int64", func(t *testing.T) { oneRank[int64](t, c, s) })
+	t.Run("celsius", func(t *testing.T) { oneRank[celsius](t, c, s) })
 }
 
-func oneRank[T nccl.Number](t *testing.T, c *nccl.Comm, s *cuda.Stream) {
+// celsius is a type defined on float32, which Element admits.
+type celsius float32
+
+// oneRank runs each collective from src into dst, each filled first with
+// 0xff bytes: on one rank, every collective copies src into dst, and a
+// call that took its buffers the other way round would leave dst as it
+// was and overwrite src.
+func oneRank[T nccl.Element](t *testing.T, c *nccl.Comm, s *cuda.Stream) {
 	const n = 100003
 	ctx := c.Context()
 	want := numbers[T](n)
-	send := must(cuda.FromHost(ctx, want))(t)
-	defer send.Free()
-	recv := must(cuda.Alloc[T](ctx, n))(t)
-	defer recv.Free()
+	src := must(cuda.FromHost(ctx, want))(t)
+	defer src.Free()
+	dst := must(cuda.Alloc[T](ctx, n))(t)
+	defer dst.Free()
 	for name, run := range map[string]func() error{
-		"AllReduce":     func() error { return nccl.AllReduce(c, send, recv, nccl.Sum, s) },
-		"AllReduceMax":  func() error { return nccl.AllReduce(c, send, recv, nccl.Max, s) },
-		"Broadcast":     func() error { return nccl.Broadcast(c, send, recv, 0, s) },
-		"Reduce":        func() error { return nccl.Reduce(c, send, recv, nccl.Sum, 0, s) },
-		"AllGather":     func() error { return nccl.AllGather(c, send, recv, s) },
-		"ReduceScatter": func() error { return nccl.ReduceScatter(c, send, recv, nccl.Min, s) },
+		"AllReduce":     func() error { return nccl.AllReduce(c, dst, src, nccl.Sum, s) },
+		"AllReduceMax":  func() error { return nccl.AllReduce(c, dst, src, nccl.Max, s) },
+		"Broadcast":     func() error { return nccl.Broadcast(c, dst, src, 0, s) },
+		"Reduce":        func() error { return nccl.Reduce(c, dst, src, nccl.Sum, 0, s) },
+		"AllGather":     func() error { return nccl.AllGather(c, dst, src, s) },
+		"ReduceScatter": func() error { return nccl.ReduceScatter(c, dst, src, nccl.Min, s) },
+		"AllToAll":      func() error { return nccl.AllToAll(c, dst, src, s) },
 	} {
-		if err := recv.Memset8(0xff); err != nil {
+		if err := dst.Memset8(0xff); err != nil {
 			t.Fatal(err)
 		}
 		if err := run(); err != nil {
@@ -90,7 +99,8 @@ func oneRank[T nccl.Number](t *testing.T, c *nccl.Comm, s *cuda.Stream) {
 		if err := s.Synchronize(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		equal(t, name, download(t, recv), want)
+		equal(t, name+": dst", download(t, dst), want)
+		equal(t, name+": src", download(t, src), want)
 	}
 }
 
@@ -121,18 +131,21 @@ func TestCollectives(t *testing.T) {
 	t.Run("int8", func(t *testing.T) { collectives[int8](t, comms, streams) })
 }
 
-func collectives[T nccl.Number](t *testing.T, comms []*nccl.Comm, streams []*cuda.Stream) {
+// collectives runs each collective from src into dst and checks both: the
+// ranks' src differ, and AllGather's and ReduceScatter's dst and src differ
+// in length, so that a call taking them the other way round fails.
+func collectives[T nccl.Element](t *testing.T, comms []*nccl.Comm, streams []*cuda.Stream) {
 	const n = 4099 // odd: the reduce-scatter's blocks are n each
 	ranks := len(comms)
 	in := make([][]T, ranks)
-	send := make([]*cuda.DeviceBuffer[T], ranks)
-	recv := make([]*cuda.DeviceBuffer[T], ranks)
+	src := make([]*cuda.DeviceBuffer[T], ranks)
+	dst := make([]*cuda.DeviceBuffer[T], ranks)
 	for r, c := range comms {
 		in[r] = numbers[T](ranks * n)
-		send[r] = must(cuda.FromHost(c.Context(), in[r]))(t)
-		defer send[r].Free()
-		recv[r] = must(cuda.Alloc[T](c.Context(), ranks*n))(t)
-		defer recv[r].Free()
+		src[r] = must(cuda.FromHost(c.Context(), in[r]))(t)
+		defer src[r].Free()
+		dst[r] = must(cuda.Alloc[T](c.Context(), ranks*n))(t)
+		defer dst[r].Free()
 	}
 	block := func(b *cuda.DeviceBuffer[T], i int) *cuda.DeviceBuffer[T] { return must(b.Slice(i*n, n))(t) }
 	fold := func(op func(a, b T) T, off, k int) []T {
@@ -149,23 +162,23 @@ func collectives[T nccl.Number](t *testing.T, comms []*nccl.Comm, streams []*cud
 	cases := []struct {
 		name string
 		run  func(r int) error
-		want func(r int) []T // rank r's whole recv
+		want func(r int) []T // rank r's whole dst
 	}{
-		{"AllReduceSum", func(r int) error { return nccl.AllReduce(comms[r], send[r], recv[r], nccl.Sum, streams[r]) },
+		{"AllReduceSum", func(r int) error { return nccl.AllReduce(comms[r], dst[r], src[r], nccl.Sum, streams[r]) },
 			func(int) []T { return fold(sum, 0, ranks*n) }},
-		{"AllReduceMax", func(r int) error { return nccl.AllReduce(comms[r], send[r], recv[r], nccl.Max, streams[r]) },
+		{"AllReduceMax", func(r int) error { return nccl.AllReduce(comms[r], dst[r], src[r], nccl.Max, streams[r]) },
 			func(int) []T { return fold(maxOf, 0, ranks*n) }},
-		{"Broadcast", func(r int) error { return nccl.Broadcast(comms[r], send[r], recv[r], 1, streams[r]) },
+		{"Broadcast", func(r int) error { return nccl.Broadcast(comms[r], dst[r], src[r], 1, streams[r]) },
 			func(int) []T { return in[1] }},
 		{"Reduce", func(r int) error {
-			return nccl.Reduce(comms[r], block(send[r], 0), block(recv[r], 0), nccl.Sum, 0, streams[r])
+			return nccl.Reduce(comms[r], block(dst[r], 0), block(src[r], 0), nccl.Sum, 0, streams[r])
 		}, func(r int) []T {
 			if r == 0 {
 				return append(fold(sum, 0, n), make([]T, (ranks-1)*n)...)
 			}
 			return make([]T, ranks*n)
 		}},
-		{"AllGather", func(r int) error { return nccl.AllGather(comms[r], block(send[r], 0), recv[r], streams[r]) },
+		{"AllGather", func(r int) error { return nccl.AllGather(comms[r], dst[r], block(src[r], 0), streams[r]) },
 			func(int) []T {
 				var out []T
 				for r := range ranks {
@@ -174,14 +187,14 @@ func collectives[T nccl.Number](t *testing.T, comms []*nccl.Comm, streams []*cud
 				return out
 			}},
 		{"ReduceScatter", func(r int) error {
-			return nccl.ReduceScatter(comms[r], send[r], block(recv[r], 0), nccl.Sum, streams[r])
+			return nccl.ReduceScatter(comms[r], block(dst[r], 0), src[r], nccl.Sum, streams[r])
 		},
 			func(r int) []T { return append(fold(sum, r*n, n), make([]T, (ranks-1)*n)...) }},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			for r := range ranks {
-				if err := recv[r].Memset8(0); err != nil {
+				if err := dst[r].Memset8(0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -200,7 +213,8 @@ func collectives[T nccl.Number](t *testing.T, comms []*nccl.Comm, streams []*cud
 				if err := streams[r].Synchronize(); err != nil {
 					t.Fatal(err)
 				}
-				equal(t, fmt.Sprintf("rank %d", r), download(t, recv[r]), tt.want(r))
+				equal(t, fmt.Sprintf("rank %d: dst", r), download(t, dst[r]), tt.want(r))
+				equal(t, fmt.Sprintf("rank %d: src", r), download(t, src[r]), in[r])
 			}
 		})
 	}
@@ -287,48 +301,15 @@ func TestNewCommsClosedContext(t *testing.T) {
 func TestErrors(t *testing.T) {
 	requireNCCL(t)
 	ctx := cudatest.Context(t)
-	s := cudatest.Stream(t, ctx)
 	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
 	defer c.Close()
 	other := must(cuda.NewContext(cudatest.Device(t)))(t)
 	defer other.Close()
-	otherStream := must(other.NewStream())(t)
-	defer otherStream.Close()
-	closedComm := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
-	closedComm.Close()
-	a := must(cuda.Alloc[float32](ctx, 64))(t)
-	defer a.Free()
-	b := must(cuda.Alloc[float32](ctx, 64))(t)
-	defer b.Free()
-	short := must(cuda.Alloc[float32](ctx, 63))(t)
-	defer short.Free()
-	foreign := must(cuda.Alloc[float32](other, 64))(t)
-	defer foreign.Free()
-	freed := must(cuda.Alloc[float32](ctx, 64))(t)
-	freed.Free()
 	for _, tt := range []struct {
 		name string
 		err  error
 		want error
 	}{
-		{"AllReduce nil comm", nccl.AllReduce(nil, a, b, nccl.Sum, s), cuda.ErrInvalidValue},
-		{"AllReduce nil buffer", nccl.AllReduce(c, nil, b, nccl.Sum, s), cuda.ErrInvalidValue},
-		{"AllReduce lengths", nccl.AllReduce(c, a, short, nccl.Sum, s), cuda.ErrInvalidValue},
-		{"AllReduce op", nccl.AllReduce(c, a, b, nccl.Op(9), s), cuda.ErrInvalidValue},
-		{"AllReduce nil stream", nccl.AllReduce(c, a, b, nccl.Sum, nil), cuda.ErrInvalidValue},
-		{"AllReduce stream of another context", nccl.AllReduce(c, a, b, nccl.Sum, otherStream), cuda.ErrInvalidValue},
-		{"AllReduce buffer of another context", nccl.AllReduce(c, a, foreign, nccl.Sum, s), cuda.ErrInvalidValue},
-		{"AllReduce freed buffer", nccl.AllReduce(c, freed, b, nccl.Sum, s), cuda.ErrClosed},
-		{"AllReduce closed comm", nccl.AllReduce(closedComm, a, b, nccl.Sum, s), cuda.ErrClosed},
-		{"Broadcast root", nccl.Broadcast(c, a, b, 1, s), cuda.ErrInvalidValue},
-		{"Broadcast negative root", nccl.Broadcast(c, a, b, -1, s), cuda.ErrInvalidValue},
-		{"Broadcast lengths", nccl.Broadcast(c, short, b, 0, s), cuda.ErrInvalidValue},
-		{"Reduce root", nccl.Reduce(c, a, b, nccl.Sum, 1, s), cuda.ErrInvalidValue},
-		{"Reduce op", nccl.Reduce(c, a, b, nccl.Op(-1), 0, s), cuda.ErrInvalidValue},
-		{"AllGather lengths", nccl.AllGather(c, a, short, s), cuda.ErrInvalidValue},
-		{"AllGather nil comm", nccl.AllGather(nil, a, b, s), cuda.ErrInvalidValue},
-		{"ReduceScatter lengths", nccl.ReduceScatter(c, short, a, nccl.Sum, s), cuda.ErrInvalidValue},
-		{"ReduceScatter nil comm", nccl.ReduceScatter(nil, a, b, nccl.Sum, s), cuda.ErrInvalidValue},
 		{"NewComm nil context", errOf(nccl.NewComm(nil, nccl.UniqueID{}, 1, 0)), cuda.ErrInvalidValue},
 		{"NewComm no ranks", errOf(nccl.NewComm(ctx, nccl.UniqueID{}, 0, 0)), cuda.ErrInvalidValue},
 		{"NewComm rank out of range", errOf(nccl.NewComm(ctx, nccl.UniqueID{}, 2, 2)), cuda.ErrInvalidValue},
@@ -356,6 +337,136 @@ func TestErrors(t *testing.T) {
 	}
 	if nilComm.Rank() != 0 || nilComm.Size() != 0 || nilComm.Context() != nil || nilComm.String() == "" {
 		t.Error("nil Comm accessors")
+	}
+}
+
+// TestArgumentErrors: each collective, send and receive refuses what it
+// cannot take before NCCL sees it, with an error of the call as made that
+// names the parameter at fault as the signature does.
+func TestArgumentErrors(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+	defer c.Close()
+	other := must(cuda.NewContext(cudatest.Device(t)))(t)
+	defer other.Close()
+	otherStream := must(other.NewStream())(t)
+	defer otherStream.Close()
+	closedComm := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+	closedComm.Close()
+	a := must(cuda.Alloc[float32](ctx, 64))(t)
+	defer a.Free()
+	b := must(cuda.Alloc[float32](ctx, 64))(t)
+	defer b.Free()
+	short := must(cuda.Alloc[float32](ctx, 63))(t)
+	defer short.Free()
+	foreign := must(cuda.Alloc[float32](other, 64))(t)
+	defer foreign.Free()
+	freed := must(cuda.Alloc[float32](ctx, 64))(t)
+	freed.Free()
+	zero := new(cuda.DeviceBuffer[float32])
+	inval, closed := cuda.ErrInvalidValue, cuda.ErrClosed
+	checkArgErrors(t, []argError{
+		{"AllReduce", nccl.AllReduce(nil, a, b, nccl.Sum, s), inval, "nil *Comm"},
+		{"AllReduce", nccl.AllReduce(&nccl.Comm{}, a, b, nccl.Sum, s), inval, "a zero Comm"},
+		{"AllReduce", nccl.AllReduce(closedComm, a, b, nccl.Sum, s), closed, "the communicator is closed"},
+		{"AllReduce", nccl.AllReduce(c, nil, b, nccl.Sum, s), inval, "dst is nil"},
+		{"AllReduce", nccl.AllReduce(c, a, nil, nccl.Sum, s), inval, "src is nil"},
+		{"AllReduce", nccl.AllReduce(c, zero, b, nccl.Sum, s), inval, "dst is a zero DeviceBuffer"},
+		{"AllReduce", nccl.AllReduce(c, a, foreign, nccl.Sum, s), inval, "src belongs to another context"},
+		{"AllReduce", nccl.AllReduce(c, foreign, a, nccl.Sum, s), inval, "dst belongs to another context"},
+		{"AllReduce", nccl.AllReduce(c, a, short, nccl.Sum, s), inval, "dst has 64 elements, src 63: want the same"},
+		{"AllReduce", nccl.AllReduce(c, a, b, nccl.Op(9), s), inval, "op 9 is no reduction"},
+		{"AllReduce", nccl.AllReduce(c, a, b, nccl.Sum, nil), inval, "nil *cuda.Stream"},
+		{"AllReduce", nccl.AllReduce(c, a, b, nccl.Sum, otherStream), inval, "the stream belongs to another context"},
+		{"AllReduce", nccl.AllReduce(c, freed, b, nccl.Sum, s), closed, "dst is freed"},
+		{"AllReduce", nccl.AllReduce(c, a, freed, nccl.Sum, s), closed, "src is freed"},
+		{"Broadcast", nccl.Broadcast(c, a, b, 1, s), inval, "root 1 out of range [0, 1)"},
+		{"Broadcast", nccl.Broadcast(c, a, b, -1, s), inval, "root -1 out of range"},
+		{"Broadcast", nccl.Broadcast(c, short, b, 0, s), inval, "dst has 63 elements, src 64"},
+		{"Broadcast", nccl.Broadcast(c, a, nil, 0, s), inval, "src is nil"},
+		{"Broadcast", nccl.Broadcast(c, a, freed, 0, s), closed, "src is freed"},
+		{"Reduce", nccl.Reduce(c, a, b, nccl.Sum, 1, s), inval, "root 1 out of range"},
+		{"Reduce", nccl.Reduce(c, a, b, nccl.Op(-1), 0, s), inval, "op -1 is no reduction"},
+		{"Reduce", nccl.Reduce(c, nil, b, nccl.Sum, 0, s), inval, "dst is nil"},
+		{"Reduce", nccl.Reduce(c, a, b, nccl.Sum, 0, nil), inval, "nil *cuda.Stream"},
+		{"AllGather", nccl.AllGather(nil, a, b, s), inval, "nil *Comm"},
+		{"AllGather", nccl.AllGather(c, a, short, s), inval, "dst has 64 elements, src 63"},
+		{"AllGather", nccl.AllGather(c, a, nil, s), inval, "src is nil"},
+		{"AllGather", nccl.AllGather(c, freed, b, s), closed, "dst is freed"},
+		{"ReduceScatter", nccl.ReduceScatter(nil, a, b, nccl.Sum, s), inval, "nil *Comm"},
+		{"ReduceScatter", nccl.ReduceScatter(c, short, a, nccl.Sum, s), inval, "dst has 63 elements, src 64"},
+		{"ReduceScatter", nccl.ReduceScatter(c, a, b, nccl.Avg+1, s), inval, "op 5 is no reduction"},
+		{"ReduceScatter", nccl.ReduceScatter(c, a, foreign, nccl.Sum, s), inval, "src belongs to another context"},
+		{"AllToAll", nccl.AllToAll(nil, a, b, s), inval, "nil *Comm"},
+		{"AllToAll", nccl.AllToAll(c, a, short, s), inval, "dst has 64 elements, src 63"},
+		{"AllToAll", nccl.AllToAll(c, a, a, s), inval, "dst and src overlap"},
+		{"AllToAll", nccl.AllToAll(c, a, b, nil), inval, "nil *cuda.Stream"},
+		{"AllToAll", nccl.AllToAll(c, a, freed, s), closed, "src is freed"},
+		{"Send", nccl.Send(c, a, 1, s), inval, "peer 1 out of range [0, 1)"},
+		{"Send", nccl.Send[float32](c, nil, 0, s), inval, "src is nil"},
+		{"Send", nccl.Send(c, freed, 0, s), closed, "src is freed"},
+		{"Send", nccl.Send(c, foreign, 0, s), inval, "src belongs to another context"},
+		{"Recv", nccl.Recv(c, a, -1, s), inval, "peer -1 out of range"},
+		{"Recv", nccl.Recv[float32](c, nil, 0, s), inval, "dst is nil"},
+		{"Recv", nccl.Recv(c, zero, 0, s), inval, "dst is a zero DeviceBuffer"},
+		{"Recv", nccl.Recv(c, a, 0, otherStream), inval, "the stream belongs to another context"},
+	})
+	// The lengths that depend on the number of ranks, on two.
+	t.Run("two ranks", func(t *testing.T) {
+		ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+		if ctxs == nil {
+			return
+		}
+		comms := must(nccl.NewComms(ctxs))(t)
+		defer func() {
+			for _, c := range comms {
+				c.Close()
+			}
+		}()
+		c, s := comms[0], cudatest.Stream(t, ctxs[0])
+		two := must(cuda.Alloc[int32](ctxs[0], 2))(t)
+		defer two.Free()
+		three := must(cuda.Alloc[int32](ctxs[0], 3))(t)
+		defer three.Free()
+		three2 := must(cuda.Alloc[int32](ctxs[0], 3))(t)
+		defer three2.Free()
+		checkArgErrors(t, []argError{
+			{"AllGather", nccl.AllGather(c, two, two, s), inval, "dst has 2 elements, want 4 (2 ranks × the 2 of src)"},
+			{"ReduceScatter", nccl.ReduceScatter(c, two, two, nccl.Sum, s), inval, "src has 2 elements, want 4 (2 ranks × the 2 of dst)"},
+			{"AllToAll", nccl.AllToAll(c, three, three2, s), inval, "src has 3 elements: want a block for each of the 2 ranks"},
+			{"Broadcast", nccl.Broadcast(c, two, two, 2, s), inval, "root 2 out of range [0, 2)"},
+			{"Send", nccl.Send(c, two, 2, s), inval, "peer 2 out of range [0, 2)"},
+		})
+	})
+}
+
+// argError is a call's error, and what it should be: of op, matching
+// sentinel, saying says.
+type argError struct {
+	op       string
+	err      error
+	sentinel error
+	says     string
+}
+
+// checkArgErrors fails t for each case whose error is not what it should be.
+func checkArgErrors(t *testing.T, cases []argError) {
+	t.Helper()
+	for _, tt := range cases {
+		var op string
+		var ne *nccl.Error
+		var ce *cuda.Error
+		switch {
+		case errors.As(tt.err, &ne):
+			op = ne.Op
+		case errors.As(tt.err, &ce):
+			op = ce.Op
+		}
+		if op != tt.op || !errors.Is(tt.err, tt.sentinel) || !strings.Contains(fmt.Sprint(tt.err), tt.says) {
+			t.Errorf("%v: want an error of %s, wrapping %v, saying %q", tt.err, tt.op, tt.sentinel, tt.says)
+		}
 	}
 }
 

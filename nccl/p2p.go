@@ -4,66 +4,83 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// Send sends buf to rank peer, whose Recv of as many elements takes it.
+// Send sends src to rank peer, whose Recv of as many elements takes it.
 // Outside a Group, NCCL's Send waits, on s, for the peer's Recv: two ranks
 // that each send to the other before receiving wait for ever. Make the
 // sends and receives of an exchange inside one Group (as AllToAll does),
 // where they progress together.
-func Send[T Number](c *Comm, buf *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
-	return p2p(c, "Send", "ncclSend", lib.fn.send, buf, peer, s)
-}
-
-// Recv receives into buf what rank peer sends with Send, of buf's length.
-func Recv[T Number](c *Comm, buf *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
-	return p2p(c, "Recv", "ncclRecv", lib.fn.recv, buf, peer, s)
-}
-
-func p2p[T Number](c *Comm, op, name string, fn uintptr, buf *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
+func Send[T Element](c *Comm, src *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
+	const op = "Send"
 	if err := c.valid(op); err != nil {
 		return err
 	}
-	if buf == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil buffer")
+	if err := checkBuffer(op, c, "src", src); err != nil {
+		return err
 	}
+	return p2p(c, op, "ncclSend", lib.fn.send, "src", src, peer, s)
+}
+
+// Recv receives into dst what rank peer sends with Send, of dst's length.
+func Recv[T Element](c *Comm, dst *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
+	const op = "Recv"
+	if err := c.valid(op); err != nil {
+		return err
+	}
+	if err := checkBuffer(op, c, "dst", dst); err != nil {
+		return err
+	}
+	return p2p(c, op, "ncclRecv", lib.fn.recv, "dst", dst, peer, s)
+}
+
+// p2p queues NCCL's send or receive (name) of b, checked already and
+// given as parameter param, for op.
+func p2p[T Element](c *Comm, op, name string, fn uintptr, param string, b *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
 	if peer < 0 || peer >= c.size {
 		return errorf(op, cuda.ErrInvalidValue, "peer %d out of range [0, %d)", peer, c.size)
 	}
-	return c.enqueue(op, name, fn, s, []cuda.Memory{buf}, uintptr(buf.Ptr()), uintptr(buf.Len()), dataType[T](), uintptr(peer))
+	return c.enqueue(op, name, fn, s, []operand{{param, b, freed[T]}}, uintptr(b.Ptr()), uintptr(b.Len()), dataType[T](), uintptr(peer))
 }
 
-// AllToAll sends block j of send to rank j and receives rank j's block for
-// this rank into block j of recv, on every rank: send and recv hold Size()
-// blocks of the same length. It is a Group of a Send and a Recv per rank,
-// this rank's own block copied through NCCL like the others.
-func AllToAll[T Number](c *Comm, send, recv *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+// AllToAll sends block j of src to rank j and receives rank j's block for
+// this rank into block j of dst, on every rank: dst and src hold Size()
+// blocks of the same length. It is a Group of a send and a receive per
+// rank, this rank's own block copied through NCCL like the others.
+func AllToAll[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
 	const op = "AllToAll"
-	if err := c.valid(op); err != nil {
+	if err := operands(op, c, dst, src, 1, 1); err != nil {
 		return err
 	}
-	if err := lengths(op, send, recv, 1, 1); err != nil {
+	if src.Len()%c.size != 0 {
+		return errorf(op, cuda.ErrInvalidValue, "src has %d elements: want a block for each of the %d ranks, of one length", src.Len(), c.size)
+	}
+	if overlap(dst, src) {
+		return errorf(op, cuda.ErrInvalidValue, "dst and src overlap: an all-to-all is out of place")
+	}
+	if err := c.checkStream(op, s); err != nil {
 		return err
 	}
-	if send.Len()%c.size != 0 {
-		return errorf(op, cuda.ErrInvalidValue, "%d elements: want a block for each of the %d ranks, of one length", send.Len(), c.size)
+	// The blocks are slices, which fail only for a freed buffer: name it
+	// before the first send is queued.
+	for _, b := range pair(dst, src) {
+		if b.freed(b.mem) {
+			return errorf(op, cuda.ErrClosed, "%s is freed", b.param)
+		}
 	}
-	if overlap(send, recv) {
-		return errorf(op, cuda.ErrInvalidValue, "send and recv overlap: an all-to-all is out of place")
-	}
-	n := send.Len() / c.size
-	return Group(func() error {
+	n := src.Len() / c.size
+	return group(op, func() error {
 		for peer := range c.size {
-			out, err := send.Slice(peer*n, n)
+			out, err := src.Slice(peer*n, n)
 			if err != nil {
-				return err
+				return renamed(op, err)
 			}
-			in, err := recv.Slice(peer*n, n)
+			in, err := dst.Slice(peer*n, n)
 			if err != nil {
+				return renamed(op, err)
+			}
+			if err := p2p(c, op, "ncclSend", lib.fn.send, "src", out, peer, s); err != nil {
 				return err
 			}
-			if err := Send(c, out, peer, s); err != nil {
-				return err
-			}
-			if err := Recv(c, in, peer, s); err != nil {
+			if err := p2p(c, op, "ncclRecv", lib.fn.recv, "dst", in, peer, s); err != nil {
 				return err
 			}
 		}

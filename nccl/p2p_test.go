@@ -164,7 +164,7 @@ func TestAllToAll(t *testing.T) {
 			return err
 		}
 		defer rb.Free()
-		if err := nccl.AllToAll(c, sb, rb, s); err != nil {
+		if err := nccl.AllToAll(c, rb, sb, s); err != nil {
 			return err
 		}
 		if err := s.Synchronize(); err != nil {
@@ -205,11 +205,11 @@ func TestP2PErrors(t *testing.T) {
 	}{
 		{"send to a peer out of range", nccl.Send(c, b, 1, s), "peer 1 out of range [0, 1)"},
 		{"receive from a negative peer", nccl.Recv(c, b, -1, s), "peer -1 out of range"},
-		{"nil buffer", nccl.Send[float32](c, nil, 0, s), "nil buffer"},
+		{"nil buffer", nccl.Send[float32](c, nil, 0, s), "src is nil"},
 		{"nil stream", nccl.Recv(c, b, 0, nil), "nil *cuda.Stream"},
 		{"nil communicator", nccl.Send(nil, b, 0, s), "nil *Comm"},
 		{"zero communicator", nccl.Recv(&nccl.Comm{}, b, 0, s), "a zero Comm"},
-		{"all-to-all of other lengths", nccl.AllToAll(c, b, odd, s), "send has 4 elements, recv 3"},
+		{"all-to-all of other lengths", nccl.AllToAll(c, b, odd, s), "dst has 4 elements, src 3"},
 		{"all-to-all in place", nccl.AllToAll(c, b, b, s), "out of place"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestP2PErrors(t *testing.T) {
 	// A rank sends to itself inside a group, as an all-to-all of one rank does.
 	in := must(cuda.FromHost(ctx, []float32{1, 2, 3, 4}))(t)
 	defer in.Free()
-	if err := nccl.AllToAll(c, in, b, s); err != nil {
+	if err := nccl.AllToAll(c, b, in, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {

@@ -231,7 +231,7 @@ func procRank(t *testing.T) {
 		defer sb.Free()
 		rb := must(cuda.Zeroed[int32](ctx, 2*n))(t)
 		defer rb.Free()
-		if err := nccl.AllToAll(c, sb, rb, s); err != nil {
+		if err := nccl.AllToAll(c, rb, sb, s); err != nil {
 			t.Fatal(err)
 		}
 		sync(t)
@@ -348,7 +348,7 @@ func BenchmarkLaunched(b *testing.B) {
 			run    func() error
 		}{
 			{"allreduce", 2 * float64(n-1) / float64(n), func() error { return nccl.AllReduce(c, x, x, nccl.Sum, s) }},
-			{"alltoall", float64(n-1) / float64(n), func() error { return nccl.AllToAll(c, x, y, s) }},
+			{"alltoall", float64(n-1) / float64(n), func() error { return nccl.AllToAll(c, y, x, s) }},
 		} {
 			b.Run(fmt.Sprintf("%s/%dMiB", op.name, size>>20), func(b *testing.B) {
 				wait := func() {

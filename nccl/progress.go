@@ -121,7 +121,7 @@ func settleGrouped(op string) error {
 		if c.life.Hold() != lifetime.Held {
 			continue // closed since: nothing of it is left to wait for
 		}
-		errs = append(errs, c.ctx.Do(func() error { return c.settle(op, "ncclGroupEnd", c.handle) }))
+		errs = append(errs, bound(op, c.ctx, func() error { return c.settle(op, "ncclGroupEnd", c.handle) }))
 		c.life.Release()
 	}
 	return errors.Join(errs...)

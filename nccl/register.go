@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -20,6 +21,7 @@ type Registration struct {
 	life    lifetime.Life
 	c       *Comm
 	handle  uintptr
+	bytes   uintptr // what is registered, for String
 	release func()
 }
 
@@ -40,16 +42,16 @@ func (c *Comm) Register(buf cuda.Memory) (*Registration, error) {
 	}
 	if bytes == 0 {
 		release()
-		return nil, errorf(op, cuda.ErrInvalidValue, "an empty buffer: there is nothing to register")
+		return nil, errorf(op, cuda.ErrInvalidValue, "buf is empty: there is nothing to register")
 	}
 	handle := new(uintptr)
-	if err := c.ctx.Do(func() error {
+	if err := bound(op, c.ctx, func() error {
 		return c.do(op, "ncclCommRegister", lib.fn.commRegister, c.handle, ptr, bytes, uintptr(unsafe.Pointer(handle)))
 	}); err != nil {
 		release()
 		return nil, err
 	}
-	r := &Registration{c: c, handle: *handle, release: release}
+	r := &Registration{c: c, handle: *handle, bytes: bytes, release: release}
 	r.life.ArmUntracked()
 	c.regMu.Lock()
 	if c.regs == nil {
@@ -82,7 +84,7 @@ func (r *Registration) Close() error {
 // deregister ends the registration, with its communicator held.
 func (r *Registration) deregister(op string) error {
 	_, err := r.life.Close(func() (bool, error) {
-		if err := r.c.ctx.Do(func() error {
+		if err := releasing(op, r.c.ctx, func() error {
 			return r.c.do(op, "ncclCommDeregister", lib.fn.commDeregister, r.c.handle, r.handle)
 		}); err != nil {
 			return false, err
@@ -97,29 +99,37 @@ func (r *Registration) deregister(op string) error {
 }
 
 // closeRegistrations deregisters what is still registered with c, before
-// c is destroyed; an abort drops them with the communicator.
-func (c *Comm) closeRegistrations(op string, abort bool) error {
-	c.regMu.Lock()
-	regs := make([]*Registration, 0, len(c.regs))
-	for r := range c.regs {
-		regs = append(regs, r)
-	}
-	c.regMu.Unlock()
-	for _, r := range regs {
-		if abort {
-			r.life.Close(func() (bool, error) { r.release(); return true, nil })
-			continue
-		}
+// c is destroyed; each one deregistered is gone for good even when a later
+// one fails.
+func (c *Comm) closeRegistrations(op string) error {
+	for _, r := range c.registrations() {
 		if err := r.deregister(op); err != nil {
 			return err
 		}
 	}
-	if abort {
-		c.regMu.Lock()
-		c.regs = nil
-		c.regMu.Unlock()
-	}
 	return nil
+}
+
+// dropRegistrations lets go of what was registered with c, once an abort
+// has dropped it in NCCL with the communicator.
+func (c *Comm) dropRegistrations() {
+	for _, r := range c.registrations() {
+		r.life.Close(func() (bool, error) { r.release(); return true, nil })
+	}
+	c.regMu.Lock()
+	c.regs = nil
+	c.regMu.Unlock()
+}
+
+// registrations returns what is registered with c now.
+func (c *Comm) registrations() []*Registration {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	regs := make([]*Registration, 0, len(c.regs))
+	for r := range c.regs {
+		regs = append(regs, r)
+	}
+	return regs
 }
 
 // Allocation is device memory NCCL allocated (ncclMemAlloc): memory of the
@@ -127,10 +137,13 @@ func (c *Comm) closeRegistrations(op string, abort bool) error {
 // registered transfers), to use as any device buffer through Buffer and to
 // register with a communicator. The zero Allocation is not usable.
 type Allocation struct {
-	life lifetime.Life
-	ctx  *cuda.Context
-	ptr  uintptr
-	buf  *cuda.DeviceBuffer[byte]
+	life  lifetime.Life
+	ctx   *cuda.Context
+	ptr   uintptr
+	bytes int
+	// buf is the memory as a buffer: Free closes it, and makes a new one
+	// when NCCL then refuses to free the memory.
+	buf atomic.Pointer[cuda.DeviceBuffer[byte]]
 }
 
 // Alloc allocates bytes of device memory on ctx's device through NCCL
@@ -147,33 +160,39 @@ func Alloc(ctx *cuda.Context, bytes int) (*Allocation, error) {
 		return nil, err
 	}
 	ptr := new(uintptr)
-	if err := ctx.Do(func() error {
+	if err := bound(op, ctx, func() error {
 		return call(op, "ncclMemAlloc", lib.fn.memAlloc, uintptr(unsafe.Pointer(ptr)), uintptr(bytes))
 	}); err != nil {
 		return nil, err
 	}
 	buf, err := cuda.FromRaw[byte](ctx, cuda.DevicePtr(*ptr), bytes)
 	if err != nil {
-		ctx.Do(func() error { return call(op, "ncclMemFree", lib.fn.memFree, *ptr) })
+		bound(op, ctx, func() error { return call(op, "ncclMemFree", lib.fn.memFree, *ptr) })
 		return nil, err
 	}
-	a := &Allocation{ctx: ctx, ptr: *ptr, buf: buf}
+	a := &Allocation{ctx: ctx, ptr: *ptr, bytes: bytes}
+	a.buf.Store(buf)
 	a.life.ArmUntracked()
 	return a, nil
 }
 
 // Buffer returns the memory as a device buffer of bytes (cuda.ViewAs
 // gives it another element type); it is closed by Free, and freeing it
-// frees nothing. Nil for a nil or zero Allocation.
+// frees nothing. Nil for a nil or zero Allocation. After a Free that NCCL
+// refused, Buffer returns a new buffer over the memory, which is still
+// allocated: the one Free closed stays closed.
 func (a *Allocation) Buffer() *cuda.DeviceBuffer[byte] {
 	if a == nil {
 		return nil
 	}
-	return a.buf
+	return a.buf.Load()
 }
 
 // Free returns the memory to NCCL (ncclMemFree), once no graph or
-// registration uses it; freeing twice, or a nil Allocation, is a no-op.
+// registration uses it, after the work queued in its context, as the
+// driver's free waits for it; freeing twice, or a nil Allocation, is a
+// no-op. A Free that fails leaves the memory allocated, and may be called
+// again.
 func (a *Allocation) Free() error {
 	const op = "Allocation.Free"
 	if a == nil {
@@ -183,10 +202,30 @@ func (a *Allocation) Free() error {
 		return errorf(op, cuda.ErrInvalidValue, "a zero Allocation: make one with Alloc")
 	}
 	_, err := a.life.Close(func() (bool, error) {
-		if err := a.buf.Free(); err != nil {
-			return false, err
-		}
-		err := a.ctx.Do(func() error { return call(op, "ncclMemFree", lib.fn.memFree, a.ptr) })
+		// The context is bound first, so that a bind that fails leaves
+		// the buffer open. The buffer's Free refuses while a graph or a
+		// registration uses it, leaving it open; once it has closed the
+		// buffer, nothing can reach the memory, and NCCL frees it.
+		err := bound(op, a.ctx, func() error {
+			if err := a.buf.Load().Free(); err != nil {
+				return renamed(op, err)
+			}
+			// cuMemFree waits for the context's work, NCCL's free need
+			// not: wait for it, such as the last bytes of a copy from
+			// pageable memory, which lands after CopyFromHost returns.
+			err := a.ctx.Synchronize()
+			if err == nil {
+				err = call(op, "ncclMemFree", lib.fn.memFree, a.ptr)
+			}
+			if err != nil {
+				// The memory stays. Package cuda reopens no buffer it
+				// closed: Buffer gets a new one over the memory.
+				if buf, ferr := cuda.FromRaw[byte](a.ctx, cuda.DevicePtr(a.ptr), a.bytes); ferr == nil {
+					a.buf.Store(buf)
+				}
+			}
+			return renamed(op, err)
+		})
 		return err == nil, err
 	})
 	return err

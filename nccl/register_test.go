@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestRegister(t *testing.T) {
 	if err := buf.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Free of a registered buffer: %v; want ErrInvalidValue", err)
 	}
-	if err := nccl.AllReduce(c, buf, out, nccl.Sum, s); err != nil {
+	if err := nccl.AllReduce(c, out, buf, nccl.Sum, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {
@@ -232,5 +233,120 @@ func TestAbortInProgress(t *testing.T) {
 	}
 	if err := s.Synchronize(); err != nil {
 		t.Errorf("the stream after the abort: %v", err)
+	}
+}
+
+// TestFailedReleaseRetried: a Free, Registration.Close or Abort that NCCL
+// refuses leaves the object whole: the memory allocated and its buffer
+// usable, the buffer registered, the registration held by the
+// communicator; a second call releases it.
+func TestFailedReleaseRetried(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	t.Run("Allocation.Free", func(t *testing.T) {
+		a := must(nccl.Alloc(ctx, 64))(t)
+		live := f.Live("device")
+		f.Fail("ncclMemFree", 1, int(nccl.InternalError))
+		err := a.Free()
+		var ne *nccl.Error
+		if !errors.Is(err, nccl.InternalError) || !errors.As(err, &ne) || ne.Op != "Allocation.Free" {
+			t.Fatalf("Free with ncclMemFree failing: %v, want ncclInternalError of Allocation.Free", err)
+		}
+		if f.Live("device") != live {
+			t.Errorf("the fake holds %d allocations, want %d", f.Live("device"), live)
+		}
+		if err := a.Buffer().CopyFromHost(make([]byte, 64)); err != nil {
+			t.Errorf("the buffer after the failed Free: %v", err)
+		}
+		if strings.Contains(a.String(), "closed") {
+			t.Errorf("after the failed Free: %v", a)
+		}
+		if err := a.Free(); err != nil {
+			t.Fatalf("second Free: %v", err)
+		}
+		if f.Live("device") != live-1 || !strings.Contains(a.String(), "closed") {
+			t.Errorf("after the second Free, %v: the fake holds %d allocations, want %d", a, f.Live("device"), live-1)
+		}
+		if err := a.Buffer().CopyFromHost(make([]byte, 64)); !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("the buffer after Free: %v, want ErrClosed", err)
+		}
+	})
+	t.Run("Registration.Close", func(t *testing.T) {
+		c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+		defer c.Close()
+		b := must(cuda.Alloc[float32](ctx, 64))(t)
+		defer b.Free()
+		r := must(c.Register(b))(t)
+		f.Fail("ncclCommDeregister", 1, int(nccl.InternalError))
+		if err := r.Close(); !errors.Is(err, nccl.InternalError) {
+			t.Fatalf("Close with ncclCommDeregister failing: %v", err)
+		}
+		if err := b.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Free of the buffer still registered: %v, want ErrInvalidValue", err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if f.Live("ncclreg") != 0 {
+			t.Errorf("the fake holds %d registrations", f.Live("ncclreg"))
+		}
+	})
+	// An abort drops the registrations with the communicator, once NCCL
+	// has: not before, when it refuses.
+	t.Run("Comm.Abort", func(t *testing.T) {
+		c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+		b := must(cuda.FromHost(ctx, []float32{1, 2}))(t)
+		defer b.Free()
+		r := must(c.Register(b))(t)
+		f.Fail("ncclCommAbort", 1, int(nccl.InternalError))
+		if err := c.Abort(); !errors.Is(err, nccl.InternalError) {
+			t.Fatalf("Abort with ncclCommAbort failing: %v", err)
+		}
+		if err := b.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Free of a buffer the communicator still registers: %v, want ErrInvalidValue", err)
+		}
+		if strings.Contains(r.String(), "closed") {
+			t.Errorf("after the failed Abort: %v", r)
+		}
+		if err := nccl.AllReduce(c, b, b, nccl.Sum, s); err != nil {
+			t.Errorf("AllReduce after the failed Abort: %v", err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Abort(); err != nil {
+			t.Fatalf("second Abort: %v", err)
+		}
+		if !strings.Contains(r.String(), "closed") {
+			t.Errorf("after the Abort: %v", r)
+		}
+	})
+}
+
+// TestReleaseAfterContextClose: a registration and a communicator whose
+// context was closed first are still released (NCCL makes a context
+// current itself), not refused for ever.
+func TestReleaseAfterContextClose(t *testing.T) {
+	requireNCCL(t)
+	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+	c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+	b := must(cuda.Alloc[float32](ctx, 64))(t)
+	r := must(c.Register(b))(t)
+	r2 := must(c.Register(b))(t) // left for c's Close
+	if err := ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("Registration.Close after the context's: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Comm.Close after the context's: %v", err)
+	}
+	if !strings.Contains(r2.String(), "closed") {
+		t.Errorf("a registration after its communicator's Close: %v", r2)
 	}
 }
