@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +35,47 @@ func closeAgain(use, close func() error) func(t *testing.T, err error) {
 		}
 		if cerr := close(); cerr != nil {
 			t.Errorf("closing again after a failed close (%v): %v", err, cerr)
+		}
+	}
+}
+
+// allReduces checks that c still all-reduces b on s, in place.
+func allReduces(c *nccl.Comm, b *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
+	return firstErr(func() error { return nccl.AllReduce(c, b, b, nccl.Sum, s) }, s.Synchronize)
+}
+
+// stillRegistered checks that b is registered with a communicator: its
+// Free is refused.
+func stillRegistered(b *cuda.DeviceBuffer[float32]) error {
+	if err := b.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
+		return fmt.Errorf("the buffer is no longer registered: its Free returned %v", err)
+	}
+	return nil
+}
+
+// closeRetried is the after of a case whose operation is the Close of an
+// object of several parts (a library's handle and gocuda's memory), which
+// a failed Close may have released in part: the error names op, the Close
+// the user called; the object is still usable, or (where mayRefuse) it
+// refuses use with ErrClosed, handing nothing released to the library;
+// and a second Close finishes (the sweep then checks nothing leaked).
+func closeRetried(op string, mayRefuse bool, use, close func() error) func(t *testing.T, err error) {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), ": "+op+":") {
+			t.Errorf("a failed %s: %q names another operation", op, err)
+		}
+		switch uerr := use(); {
+		case uerr == nil:
+		case mayRefuse && errors.Is(uerr, cuda.ErrClosed):
+		default:
+			t.Errorf("after a failed %s (%v), the object is unusable: %v", op, err, uerr)
+		}
+		if cerr := close(); cerr != nil {
+			t.Errorf("closing again after a failed %s (%v): %v", op, err, cerr)
 		}
 	}
 }
@@ -546,7 +589,7 @@ func sweepCases() []sweepCase {
 				b := must(cuda.Alloc[byte](e.ctx, 64))(t)
 				return b.Free, closeAgain(func() error { return b.CopyFromHost(make([]byte, 64)) }, b.Free)
 			}},
-		{name: "copies", covers: []string{"DeviceBuffer.CopyFromHost", "DeviceBuffer.CopyToHost", "DeviceBuffer.CopyFromDevice",
+		{name: "copies", covers: []string{"DeviceBuffer.CopyFromHost", "DeviceBuffer.CopyToHost", "DeviceBuffer.ToHost", "DeviceBuffer.CopyFromDevice",
 			"DeviceBuffer.Memset8", "DeviceBuffer.Memset16", "DeviceBuffer.Memset32", "DeviceBuffer.CopyFromHostAsync",
 			"DeviceBuffer.CopyToHostAsync", "DeviceBuffer.CopyFromDeviceAsync", "DeviceBuffer.Memset8Async",
 			"DeviceBuffer.Memset16Async", "DeviceBuffer.Memset32Async"},
@@ -559,6 +602,7 @@ func sweepCases() []sweepCase {
 						return firstErr(
 							func() error { return b.CopyFromHost(host) },
 							func() error { return sl.CopyToHost(make([]uint32, 16)) },
+							func() error { _, err := sl.ToHost(); return err },
 							func() error { return c.CopyFromDevice(b) },
 							func() error { return view.Memset16(7) },
 							func() error { return b.Memset8(1) },
@@ -720,12 +764,14 @@ func sweepCases() []sweepCase {
 					return err
 				}, ctx.Close)
 			}},
-		{name: "safetensors", covers: []string{"File.Load", "Weights.Free"}, maxNth: 2,
+		{name: "safetensors", covers: []string{"File.Load", "Weights.Free", "Weights.String", "File.String", "Header.String"}, maxNth: 2,
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				// c is misaligned in the file (I16 at byte 11): loaded whole,
+				// the file is two reads, c's at an aligned place.
 				path := filepath.Join(t.TempDir(), "w.safetensors")
-				header := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]}}`
+				header := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]},"c":{"dtype":"I16","shape":[1],"data_offsets":[11,13]}}`
 				file := append(binary.LittleEndian.AppendUint64(nil, uint64(len(header))), header...)
-				if err := os.WriteFile(path, append(file, make([]byte, 11)...), 0o644); err != nil {
+				if err := os.WriteFile(path, append(file, make([]byte, 13)...), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				f := must(safetensors.Open(path))(t)
@@ -736,6 +782,7 @@ func sweepCases() []sweepCase {
 						return firstErr(
 							func() (err error) { all, err = f.Load(e.ctx, c); return err },
 							func() (err error) { one, err = f.Load(e.ctx, c, "b"); return err },
+							func() error { _, _, _ = all.String(), f.String(), f.Header.String(); return nil },
 							func() error { return all.Free() },
 							func() error { return one.Free() },
 						)
@@ -751,6 +798,40 @@ func sweepCases() []sweepCase {
 							t.Errorf("closing the staging buffer: %v", err)
 						}
 						f.Close()
+					}
+			}},
+		{name: "safetensors.Save", covers: []string{"safetensors.From", "safetensors.Save", "safetensors.SaveFile"}, maxNth: 2,
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				a := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t)
+				b := must(cuda.FromHost(e.ctx, []uint8{3, 4, 5}))(t)
+				sb := new(cuda.StagingBuffer)
+				c := cuda.IOConfig{Staging: sb, Stream: e.s}
+				path := filepath.Join(t.TempDir(), "saved.safetensors")
+				var buf bytes.Buffer
+				return func() error {
+						sources := []safetensors.Source{safetensors.From("a", a, 2), safetensors.From("b", b, 3)}
+						return firstErr(
+							func() error { return safetensors.Save(&buf, sources, map[string]string{"format": "pt"}, c) },
+							func() error { return safetensors.SaveFile(path, sources, nil, c) },
+						)
+					}, func(t *testing.T, err error) {
+						if _, serr := os.Stat(path); err != nil && !errors.Is(serr, os.ErrNotExist) {
+							t.Errorf("a failed save left its file (%v)", serr)
+						}
+						if err == nil {
+							if _, err := safetensors.Parse(bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
+								t.Errorf("Save's file does not parse: %v", err)
+							}
+						}
+						got := make([]float32, 2)
+						if err := a.CopyToHost(got); err != nil || got[1] != 2 {
+							t.Errorf("the saved buffer no longer reads: %v %v", got, err)
+						}
+						a.Free()
+						b.Free()
+						if err := sb.Close(); err != nil && sb.Close() != nil {
+							t.Errorf("closing the staging buffer: %v", err)
+						}
 					}
 			}},
 		{name: "staging memory", covers: []string{"cuda.NewStagingBuffer", "StagingBuffer.Reserve", "StagingBuffer.ShrinkToFit", "StagingBuffer.Close"},
@@ -922,9 +1003,9 @@ func sweepCases() []sweepCase {
 										func() error { return nccl.AllReduce(one, b, b, nccl.Sum, e.s) },
 										func() error { return nccl.Broadcast(one, b, b, 0, e.s) },
 										func() error { return nccl.Reduce(one, b, b, nccl.Max, 0, e.s) },
-										func() error { return nccl.AllGather(one, b, g, e.s) },
-										func() error { return nccl.ReduceScatter(one, g, b, nccl.Sum, e.s) },
-										func() error { return nccl.AllToAll(one, b, g, e.s) },
+										func() error { return nccl.AllGather(one, g, b, e.s) },
+										func() error { return nccl.ReduceScatter(one, b, g, nccl.Sum, e.s) },
+										func() error { return nccl.AllToAll(one, g, b, e.s) },
 										// A receive only after its send: a receive
 										// without one waits for ever, as NCCL's.
 										func() error { return nccl.Send(one, b, 0, e.s) },
@@ -975,10 +1056,52 @@ func sweepCases() []sweepCase {
 						g.Free()
 					}
 			}},
+		// A communicator's Close and Abort, a registration's Close and an
+		// allocation's Free that fail leave it whole: a registered buffer
+		// stays registered (its Free refused), an allocation's buffer
+		// usable.
+		{name: "Comm.Close", covers: []string{"Comm.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				c := must(nccl.NewComm(e.ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+				b := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t)
+				must(c.Register(b))(t)
+				return c.Close, func(t *testing.T, err error) {
+					closeAgain(func() error { return allReduces(c, b, e.s) }, c.Close)(t, err)
+					if err := b.Free(); err != nil {
+						t.Errorf("the buffer once its communicator is closed: %v", err)
+					}
+				}
+			}},
 		{name: "Comm.Abort", covers: []string{"Comm.Abort"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				c := must(nccl.NewComm(e.ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
-				return c.Abort, closeAgain(func() error { return nil }, c.Abort)
+				b := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t)
+				must(c.Register(b))(t)
+				return c.Abort, func(t *testing.T, err error) {
+					closeAgain(func() error {
+						return firstErr(func() error { return allReduces(c, b, e.s) }, func() error { return stillRegistered(b) })
+					}, c.Abort)(t, err)
+					if err := b.Free(); err != nil {
+						t.Errorf("the buffer once its communicator is aborted: %v", err)
+					}
+				}
+			}},
+		{name: "Registration.Close", covers: []string{"Registration.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				c := must(nccl.NewComm(e.ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+				b := must(cuda.FromHost(e.ctx, []float32{1, 2}))(t)
+				r := must(c.Register(b))(t)
+				return r.Close, func(t *testing.T, err error) {
+					closeAgain(func() error { return stillRegistered(b) }, r.Close)(t, err)
+					if err := errors.Join(b.Free(), c.Close()); err != nil {
+						t.Errorf("cleanup: %v", err)
+					}
+				}
+			}},
+		{name: "Allocation.Free", covers: []string{"Allocation.Free"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				mem := must(nccl.Alloc(e.ctx, 256))(t)
+				return mem.Free, closeAgain(func() error { return mem.Buffer().CopyFromHost(make([]byte, 256)) }, mem.Free)
 			}},
 		{name: "cublas", covers: []string{"cublas.New", "cublas.Version", "cublas.Gemm", "cublas.GemmStridedBatched", "cublas.GemmBatched",
 			"cublas.Matmul", "cublas.Axpy", "cublas.Scal", "cublas.Dot", "cublas.Nrm2", "cublas.Asum", "cublas.Iamax", "cublas.Gemv", "Handle.Close"},
@@ -1019,7 +1142,7 @@ func sweepCases() []sweepCase {
 					}
 			}},
 		{name: "curand", covers: []string{"curand.New", "curand.Version", "Generator.SetSeed", "Generator.SetOffset", "Generator.SetOrdering", "curand.Uniform",
-			"curand.Normal", "curand.LogNormal", "curand.Poisson", "curand.Bits", "Generator.Close"},
+			"curand.Normal", "curand.LogNormal", "Generator.Poisson", "Generator.Bits", "Generator.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var g *curand.Generator
 				f := must(cuda.Alloc[float32](e.ctx, 101))(t) // odd: Normal's own pair for the last
@@ -1035,8 +1158,8 @@ func sweepCases() []sweepCase {
 							func() error { return curand.Uniform(g, f) },
 							func() error { return curand.Normal(g, f, 0, 1) },
 							func() error { return curand.LogNormal(g, d, 0, 1) },
-							func() error { return curand.Poisson(g, u, 3) },
-							func() error { return curand.Bits(g, u) },
+							func() error { return g.Poisson(u, 3) },
+							func() error { return g.Bits(u) },
 							e.s.Synchronize,
 							func() error { return g.Close() },
 						)
@@ -1071,8 +1194,8 @@ func sweepCases() []sweepCase {
 						}
 					}
 			}},
-		{name: "cufft", covers: []string{"cufft.NewPlan", "cufft.Version", "cufft.ExecC2C", "cufft.ExecZ2Z", "cufft.ExecR2C",
-			"cufft.ExecD2Z", "cufft.ExecC2R", "cufft.ExecZ2D", "Plan.Close"},
+		{name: "cufft", covers: []string{"cufft.NewPlan", "cufft.Version", "Plan.ExecC2C", "Plan.ExecZ2Z", "Plan.ExecR2C",
+			"Plan.ExecD2Z", "Plan.ExecC2R", "Plan.ExecZ2D", "Plan.Close"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
 				var plans []*cufft.Plan
 				c := must(cuda.Alloc[complex64](e.ctx, 8))(t)
@@ -1095,12 +1218,12 @@ func sweepCases() []sweepCase {
 						return firstErr(
 							func() error { _, err := cufft.Version(); return err },
 							plan(cufft.C2C), plan(cufft.Z2Z), plan(cufft.R2C), plan(cufft.D2Z), plan(cufft.C2R), plan(cufft.Z2D),
-							func() error { return cufft.ExecC2C(plans[0], c, c, cufft.Forward) },
-							func() error { return cufft.ExecZ2Z(plans[1], z, z, cufft.Inverse) },
-							func() error { return cufft.ExecR2C(plans[2], f, cz) },
-							func() error { return cufft.ExecD2Z(plans[3], d, zz) },
-							func() error { return cufft.ExecC2R(plans[4], cz, f) },
-							func() error { return cufft.ExecZ2D(plans[5], zz, d) },
+							func() error { return plans[0].ExecC2C(c, c, cufft.Forward) },
+							func() error { return plans[1].ExecZ2Z(z, z, cufft.Inverse) },
+							func() error { return plans[2].ExecR2C(cz, f) },
+							func() error { return plans[3].ExecD2Z(zz, d) },
+							func() error { return plans[4].ExecC2R(f, cz) },
+							func() error { return plans[5].ExecZ2D(d, zz) },
 							e.s.Synchronize,
 							func() error {
 								for _, p := range plans {
@@ -1123,6 +1246,84 @@ func sweepCases() []sweepCase {
 						}
 						stillWorks(t, "cufft", e.ctx, e.s)
 					}
+			}},
+		{name: "Handle.Close", covers: []string{"Handle.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				x, y := must(cuda.FromHost(e.ctx, []float32{1, 2, 3, 4}))(t), must(cuda.Alloc[float32](e.ctx, 4))(t)
+				m, out := cublas.NewMatrix(x, 2, 2), cublas.NewMatrix(y, 2, 2)
+				h := must(cublas.New(e.s))(t)
+				// Gemm's cuBLAS handle, and Matmul's cuBLASLt handle and
+				// plan: the parts Close releases, before the workspace.
+				use := func() error {
+					return firstErr(
+						func() error { return cublas.Gemm(h, 1, m, m, 0, out) },
+						func() error { return cublas.Matmul(h, 1, m, m, 0, out, cublas.ReLU, nil) },
+						e.s.Synchronize,
+					)
+				}
+				must(0, use())(t)
+				return h.Close, func(t *testing.T, err error) {
+					closeRetried("Handle.Close", true, use, h.Close)(t, err)
+					x.Free()
+					y.Free()
+				}
+			}},
+		{name: "Generator.Close", covers: []string{"Generator.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				f := must(cuda.Alloc[float32](e.ctx, 64))(t)
+				g := must(curand.New(e.s, curand.Philox4x32_10, 1))(t)
+				use := func() error { return firstErr(func() error { return curand.Uniform(g, f) }, e.s.Synchronize) }
+				must(0, use())(t)
+				return g.Close, func(t *testing.T, err error) {
+					closeRetried("Generator.Close", false, use, g.Close)(t, err)
+					f.Free()
+				}
+			}},
+		{name: "Plan.Close", covers: []string{"Plan.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				c := must(cuda.Alloc[complex64](e.ctx, 64))(t)
+				// Made while the stream captures, so that the work area (of
+				// a plan large enough to have one) is cuMemAlloc's, whose
+				// free is a call to fail: a stream-ordered one's goes to the
+				// stream's cache, calling nothing.
+				var p *cufft.Plan
+				g := must(e.s.Capture(cuda.CaptureThreadLocal, func() (err error) {
+					p, err = cufft.NewPlan(e.s, cufft.C2C, []int{64}, 1)
+					return err
+				}))(t)
+				must(0, g.Close())(t)
+				use := func() error { return firstErr(func() error { return p.ExecC2C(c, c, cufft.Forward) }, e.s.Synchronize) }
+				must(0, use())(t)
+				return p.Close, func(t *testing.T, err error) {
+					closeRetried("Plan.Close", true, use, p.Close)(t, err)
+					c.Free()
+				}
+			}},
+		{name: "Plans.Close", covers: []string{"Plans.Close"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				c := must(cuda.Alloc[complex64](e.ctx, 64))(t)
+				plans := must(cufft.NewPlans(e.s))(t)
+				use := func() error {
+					p, err := plans.Plan(cufft.C2C, []int{64}, 1)
+					if err != nil {
+						return err
+					}
+					return firstErr(func() error { return p.ExecC2C(c, c, cufft.Forward) }, e.s.Synchronize)
+				}
+				// The plan use asks for is made while the stream captures,
+				// as in the Plan.Close case: its work area's free is a call
+				// to fail. A second plan, with none, to close too.
+				g := must(e.s.Capture(cuda.CaptureThreadLocal, func() error {
+					_, err := plans.Plan(cufft.C2C, []int{64}, 1)
+					return err
+				}))(t)
+				must(0, g.Close())(t)
+				must(0, use())(t)
+				must(plans.Plan(cufft.R2C, []int{4, 4}, 2))(t)
+				return plans.Close, func(t *testing.T, err error) {
+					closeRetried("Plans.Close", false, use, plans.Close)(t, err)
+					c.Free()
+				}
 			}},
 		{name: "nvrtc", covers: []string{"nvrtc.Compile", "nvrtc.Version"},
 			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {

@@ -33,6 +33,11 @@ var zeroTypes = map[string]struct {
 	driver bool
 }{
 	"cuda.CalibrateOption":    {new(cuda.CalibrateOption), true},
+	"cuda.Integer":            {}, // constraints: no values
+	"cuda.Float":              {},
+	"cuda.AnyFloat":           {},
+	"cuda.Number":             {},
+	"cuda.LibraryError":       {new(cuda.LibraryError), false},
 	"cuda.Attribute":          {new(cuda.Attribute), true},
 	"cuda.DevicePtr":          {new(cuda.DevicePtr), true},
 	"cuda.DeviceBuffer":       {new(cuda.DeviceBuffer[float32]), false},
@@ -55,6 +60,7 @@ var zeroTypes = map[string]struct {
 	"safetensors.Header":      {new(safetensors.Header), false},
 	"safetensors.File":        {new(safetensors.File), false},
 	"safetensors.Weights":     {new(safetensors.Weights), false},
+	"safetensors.Source":      {new(safetensors.Source), false},
 	"cuda.Context":            {new(cuda.Context), false},
 	"cuda.Version":            {new(cuda.Version), true},
 	"cuda.Device":             {new(cuda.Device), false},
@@ -89,7 +95,7 @@ var zeroTypes = map[string]struct {
 	"cuda.StagingStats":       {new(cuda.StagingStats), true},
 	"cuda.StagingBuffer":      {new(cuda.StagingBuffer), false},
 	"cuda.Stream":             {new(cuda.Stream), false},
-	"nccl.Number":             {nil, false}, // a constraint
+	"nccl.Element":            {nil, false}, // a constraint
 	"nccl.Op":                 {new(nccl.Op), true},
 	"nccl.UniqueID":           {new(nccl.UniqueID), true},
 	"nccl.Launch":             {new(nccl.Launch), true},
@@ -104,9 +110,7 @@ var zeroTypes = map[string]struct {
 	"nvrtc.Output":            {new(nvrtc.Output), false},
 	"cuda.Float16":            {new(cuda.Float16), false},
 	"cuda.BFloat16":           {new(cuda.BFloat16), false},
-	"cublas.Element":          {nil, false}, // constraints
-	"cublas.Float":            {nil, false},
-	"cublas.Status":           {new(cublas.Status), false},
+	"cublas.Result":           {new(cublas.Result), false},
 	"cublas.Error":            {new(cublas.Error), false},
 	"cublas.Handle":           {new(cublas.Handle), false},
 	"cublas.MathMode":         {new(cublas.MathMode), false},
@@ -115,10 +119,9 @@ var zeroTypes = map[string]struct {
 	"cublas.Matrix":           {new(cublas.Matrix[float32]), false},
 	"curand.RNG":              {new(curand.RNG), false},
 	"curand.Ordering":         {new(curand.Ordering), false},
-	"curand.Status":           {new(curand.Status), false},
+	"curand.Result":           {new(curand.Result), false},
 	"curand.Error":            {new(curand.Error), false},
 	"curand.Generator":        {new(curand.Generator), false},
-	"curand.Float":            {nil, false}, // a constraint
 	"cufft.Type":              {new(cufft.Type), false},
 	"cufft.Direction":         {new(cufft.Direction), false},
 	"cufft.Result":            {new(cufft.Result), false},
@@ -141,24 +144,6 @@ var zeroFuncs = map[string]func() []error{
 		_, e2 := cufft.NewPlan(nil, cufft.C2C, []int{4}, 1)
 		return []error{e1, e2}
 	},
-	"cufft.ExecC2C": func() []error {
-		return []error{cufft.ExecC2C(&cufft.Plan{}, &cuda.DeviceBuffer[complex64]{}, &cuda.DeviceBuffer[complex64]{}, cufft.Forward), cufft.ExecC2C(nil, nil, nil, cufft.Forward)}
-	},
-	"cufft.ExecZ2Z": func() []error {
-		return []error{cufft.ExecZ2Z(&cufft.Plan{}, &cuda.DeviceBuffer[complex128]{}, &cuda.DeviceBuffer[complex128]{}, cufft.Inverse), cufft.ExecZ2Z(nil, nil, nil, cufft.Forward)}
-	},
-	"cufft.ExecR2C": func() []error {
-		return []error{cufft.ExecR2C(&cufft.Plan{}, &cuda.DeviceBuffer[float32]{}, &cuda.DeviceBuffer[complex64]{}), cufft.ExecR2C(nil, nil, nil)}
-	},
-	"cufft.ExecD2Z": func() []error {
-		return []error{cufft.ExecD2Z(&cufft.Plan{}, &cuda.DeviceBuffer[float64]{}, &cuda.DeviceBuffer[complex128]{}), cufft.ExecD2Z(nil, nil, nil)}
-	},
-	"cufft.ExecC2R": func() []error {
-		return []error{cufft.ExecC2R(&cufft.Plan{}, &cuda.DeviceBuffer[complex64]{}, &cuda.DeviceBuffer[float32]{}), cufft.ExecC2R(nil, nil, nil)}
-	},
-	"cufft.ExecZ2D": func() []error {
-		return []error{cufft.ExecZ2D(&cufft.Plan{}, &cuda.DeviceBuffer[complex128]{}, &cuda.DeviceBuffer[float64]{}), cufft.ExecZ2D(nil, nil, nil)}
-	},
 	"curand.New": func() []error {
 		_, e1 := curand.New(&cuda.Stream{}, curand.Philox4x32_10, 1)
 		_, e2 := curand.New(nil, curand.Philox4x32_10, 1)
@@ -173,12 +158,6 @@ var zeroFuncs = map[string]func() []error{
 	"curand.LogNormal": func() []error {
 		return []error{curand.LogNormal(&curand.Generator{}, &cuda.DeviceBuffer[float32]{}, 0, 1), curand.LogNormal[float64](nil, nil, 0, 1)}
 	},
-	"curand.Poisson": func() []error {
-		return []error{curand.Poisson(&curand.Generator{}, &cuda.DeviceBuffer[uint32]{}, 1), curand.Poisson(nil, nil, 1)}
-	},
-	"curand.Bits": func() []error {
-		return []error{curand.Bits(&curand.Generator{}, &cuda.DeviceBuffer[uint32]{}), curand.Bits(nil, nil)}
-	},
 	"cuda.NewFloat16": nil, "cuda.NewBFloat16": nil, "cublas.Library": nil, "cublas.NewMatrix": nil,
 	"safetensors.Open": nil, // a path: nothing of gocuda's
 	"safetensors.Parse": func() []error {
@@ -189,6 +168,21 @@ var zeroFuncs = map[string]func() []error{
 		_, err := safetensors.Get[float32](&safetensors.Weights{}, "x")
 		_, err2 := safetensors.Get[float32](nil, "x")
 		return []error{err, err2}
+	},
+	"safetensors.From": func() []error { // a Source of a zero or nil buffer: Save refuses it
+		return []error{
+			safetensors.Save(io.Discard, []safetensors.Source{safetensors.From("x", &cuda.DeviceBuffer[float32]{}, 1)}, nil, cuda.IOConfig{}),
+			safetensors.Save(io.Discard, []safetensors.Source{safetensors.From[float32]("x", nil, 1)}, nil, cuda.IOConfig{}),
+		}
+	},
+	"safetensors.Save": func() []error {
+		return []error{
+			safetensors.Save(io.Discard, []safetensors.Source{{}}, nil, cuda.IOConfig{}),
+			safetensors.Save(nil, nil, nil, cuda.IOConfig{}),
+		}
+	},
+	"safetensors.SaveFile": func() []error { // refused before the file is made: no folder is needed
+		return []error{safetensors.SaveFile("/nonexistent-gocuda/zero.safetensors", []safetensors.Source{{}}, nil, cuda.IOConfig{})}
 	},
 	"cuda.NewContext": func() []error { _, err := cuda.NewContext(cuda.Device{}); return []error{err} },
 	"cuda.AllocFromPool": func() []error {

@@ -22,11 +22,19 @@
 // the stream captures, and so is GemmBatched, whose pointer arrays are
 // copied from Go memory.
 //
-// Elements are float32 and float64 everywhere, and cuda.Float16 and
-// cuda.BFloat16 in Gemm, its batched forms and Matmul, which accumulate in
-// float32. Float32 products may use the tensor cores' TF32 arithmetic when
-// the Handle's math mode allows it (SetMathMode), as PyTorch's
-// allow_tf32 does.
+// Elements are float32 and float64 (cuda.Float) everywhere, and
+// cuda.Float16 and cuda.BFloat16 too (cuda.AnyFloat) in Gemm, its batched
+// forms and Matmul, which accumulate in float32; a type defined on float32
+// or float64 (type Celsius float32) is computed as its float. Float32
+// products may use the tensor cores' TF32 arithmetic when the Handle's
+// math mode allows it (SetMathMode), as PyTorch's allow_tf32 does.
+//
+// The calls keep BLAS's order of arguments, which every reader of BLAS
+// knows: the scalar before each operand, and the output, which is also an
+// input (C = alpha·A·B + beta·C, y = alpha·x + y), last. alpha and beta are
+// float64 for every element type: cuBLAS takes them in its compute type,
+// float32 or float64, not in T (a cuda.Float16 alpha would be rounded to
+// 11 bits first).
 //
 // The libraries are looked for as libcublas.so.13, libcublas.so.12 and
 // libcublas.so (libcublasLt likewise) on the loader's path, in
@@ -190,7 +198,7 @@ func call(op, name string, fn uintptr, args ...uintptr) error {
 		return missing(op, name, lib.path)
 	}
 	r, _, _ := purego.SyscallN(fn, args...)
-	if s := Status(int32(r)); s != StatusSuccess {
+	if s := Result(int32(r)); s != StatusSuccess {
 		return statusError(op, name, s, lib.fn.statusName, lib.fn.statusString)
 	}
 	return nil
@@ -204,7 +212,7 @@ func callLt(op, name string, fn uintptr, args ...uintptr) error {
 		return missing(op, name, lib.pathLt)
 	}
 	r, _, _ := purego.SyscallN(fn, args...)
-	if s := Status(int32(r)); s != StatusSuccess {
+	if s := Result(int32(r)); s != StatusSuccess {
 		return statusError(op, name, s, lib.fn.ltStatusName, lib.fn.ltStatusString)
 	}
 	return nil

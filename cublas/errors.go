@@ -2,6 +2,7 @@ package cublas
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
@@ -9,27 +10,28 @@ import (
 	"github.com/gocuda/cuda/internal/errfmt"
 )
 
-// Status is a cuBLAS status code (cublasStatus_t), which cuBLASLt shares. A
-// Status is itself an error value to match with errors.Is:
+// Result is a cuBLAS status code (cublasStatus_t), which cuBLASLt shares,
+// named Result as every package's status type is. A Result is itself an
+// error value to match with errors.Is:
 //
 //	errors.Is(err, cublas.StatusNotSupported)
-type Status int32
+type Result int32
 
 // cuBLAS's status codes.
 const (
-	StatusSuccess         Status = 0
-	StatusNotInitialized  Status = 1
-	StatusAllocFailed     Status = 3
-	StatusInvalidValue    Status = 7
-	StatusArchMismatch    Status = 8
-	StatusMappingError    Status = 11
-	StatusExecutionFailed Status = 13
-	StatusInternalError   Status = 14
-	StatusNotSupported    Status = 15
-	StatusLicenseError    Status = 16
+	StatusSuccess         Result = 0
+	StatusNotInitialized  Result = 1
+	StatusAllocFailed     Result = 3
+	StatusInvalidValue    Result = 7
+	StatusArchMismatch    Result = 8
+	StatusMappingError    Result = 11
+	StatusExecutionFailed Result = 13
+	StatusInternalError   Result = 14
+	StatusNotSupported    Result = 15
+	StatusLicenseError    Result = 16
 )
 
-var statusNames = map[Status]string{
+var resultNames = map[Result]string{
 	StatusSuccess: "CUBLAS_STATUS_SUCCESS", StatusNotInitialized: "CUBLAS_STATUS_NOT_INITIALIZED",
 	StatusAllocFailed: "CUBLAS_STATUS_ALLOC_FAILED", StatusInvalidValue: "CUBLAS_STATUS_INVALID_VALUE",
 	StatusArchMismatch: "CUBLAS_STATUS_ARCH_MISMATCH", StatusMappingError: "CUBLAS_STATUS_MAPPING_ERROR",
@@ -37,22 +39,22 @@ var statusNames = map[Status]string{
 	StatusNotSupported: "CUBLAS_STATUS_NOT_SUPPORTED", StatusLicenseError: "CUBLAS_STATUS_LICENSE_ERROR",
 }
 
-func (s Status) String() string {
-	if name, ok := statusNames[s]; ok {
+func (s Result) String() string {
+	if name, ok := resultNames[s]; ok {
 		return name
 	}
 	return fmt.Sprintf("cublasStatus(%d)", int32(s))
 }
 
-// Error makes a Status an error value for errors.Is.
-func (s Status) Error() string { return s.String() }
+// Error makes a Result an error value for errors.Is.
+func (s Result) Error() string { return s.String() }
 
 // Error is the error type of this package, of the same shape as cuda.Error,
 // nccl.Error and nvrtc.Error.
 type Error struct {
 	Op     string // the gocuda operation, such as "Gemm"
 	Call   string // the library function, such as "cublasGemmEx"; "" if cuBLAS was not called
-	Code   Status // the library's status; 0 if it was not called
+	Code   Result // the library's status; 0 if it was not called
 	Text   string // the library's name and text for the code
 	Err    error  // the gocuda sentinel this error matches, if any
 	Detail string // what was wrong, in words
@@ -80,12 +82,12 @@ func (e *Error) Unwrap() error {
 
 // Is reports whether e carries the library's status target.
 func (e *Error) Is(target error) bool {
-	s, ok := target.(Status)
+	s, ok := target.(Result)
 	return ok && e != nil && e.Code != StatusSuccess && e.Code == s
 }
 
 // sentinels are the gocuda sentinels cuBLAS's codes match.
-var sentinels = map[Status]error{
+var sentinels = map[Result]error{
 	StatusInvalidValue: cuda.ErrInvalidValue,
 	StatusAllocFailed:  cuda.ErrOutOfMemory,
 	StatusNotSupported: cuda.ErrNotSupported,
@@ -95,7 +97,7 @@ var sentinels = map[Status]error{
 // statusError is the error for a call that returned s; name and text are
 // the library's (cublasGetStatusName and cublasGetStatusString, or
 // cuBLASLt's), where it has them.
-func statusError(op, call string, s Status, nameFn, textFn uintptr) error {
+func statusError(op, call string, s Result, nameFn, textFn uintptr) error {
 	text := s.String()
 	if nameFn != 0 && textFn != 0 {
 		n, _, _ := purego.SyscallN(nameFn, uintptr(s))
@@ -110,4 +112,36 @@ func statusError(op, call string, s Status, nameFn, textFn uintptr) error {
 // errorf returns an error of ours, not the library's, matching sentinel.
 func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
+}
+
+// named returns err, an error of package cuda from a call made on the
+// user's behalf (a buffer's, a stream's, a context's), with op as its
+// operation: the error names the call the user made ("Gemm", not
+// "Stream.Do"). Other errors are returned as they are.
+func named(op string, err error) error {
+	if e, ok := err.(*cuda.Error); ok && e.Op != op {
+		c := *e
+		c.Op = op
+		return &c
+	}
+	return err
+}
+
+// unfreed is the error of a Close that released the library's objects but
+// could not free the memory called what: err, the free's, named as op (the
+// Close the user called) and saying what to do, in place of the advice the
+// buffer's own Free gives.
+func unfreed(op, what string, err error) error {
+	e, ok := err.(*cuda.Error)
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Op = op
+	detail := strings.TrimSuffix(strings.TrimSuffix(c.Detail, "the device buffer is still open: close it again, or close its context"), "; ")
+	if detail != "" {
+		detail += "; "
+	}
+	c.Detail = detail + what + " is not freed: call Close again"
+	return &c
 }

@@ -2,7 +2,9 @@ package cublas_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -31,39 +33,39 @@ func TestBadInput(t *testing.T) {
 		name, want string
 		err        error
 	}{
-		{"A without data", "A has no data", cublas.Gemm(h, 1, cublas.Matrix[float32]{Rows: 3, Cols: 4}, b, 0, c)},
-		{"inner dimensions", "A's columns must equal B's rows", cublas.Gemm(h, 1, a, a, 0, c)},
-		{"C's shape", "C is 3×5: want 3×4", cublas.Gemm(h, 1, a, cublas.NewMatrix(buf(16), 4, 4), 0, c)},
+		{"a without data", "a has no data", cublas.Gemm(h, 1, cublas.Matrix[float32]{Rows: 3, Cols: 4}, b, 0, c)},
+		{"inner dimensions", "a's columns must equal b's rows", cublas.Gemm(h, 1, a, a, 0, c)},
+		{"C's shape", "c is 3×5: want 3×4", cublas.Gemm(h, 1, a, cublas.NewMatrix(buf(16), 4, 4), 0, c)},
 		{"negative", "dimensions cannot be negative", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: -3, Cols: 4}, b, 0, c)},
-		{"stride", "A's stride 3 is less than its 4 columns", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, Stride: 3}, b, 0, c)},
-		{"column-major stride", "B's stride 2 is less than its 4 rows", cublas.Gemm(h, 1, a, cublas.Matrix[float32]{Data: b.Data, Rows: 4, Cols: 5, Stride: 2, Layout: cublas.ColMajor}, 0, c)},
+		{"stride", "a's stride 3 is less than its 4 columns", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, Stride: 3}, b, 0, c)},
+		{"column-major stride", "b's stride 2 is less than its 4 rows", cublas.Gemm(h, 1, a, cublas.Matrix[float32]{Data: b.Data, Rows: 4, Cols: 5, Stride: 2, Layout: cublas.ColMajor}, 0, c)},
 		{"buffer too small", "needs 24 elements; its buffer holds 12", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, Stride: 10}, b, 0, c)},
-		{"transposed view too small", "B (4×5, row-major, stride 5) needs 20 elements; its buffer holds 12", cublas.Gemm(h, 1, a, cublas.NewMatrix(a.Data, 4, 5), 0, c)},
+		{"transposed view too small", "b (4×5, row-major, stride 5) needs 20 elements; its buffer holds 12", cublas.Gemm(h, 1, a, cublas.NewMatrix(a.Data, 4, 5), 0, c)},
 		{"layout", "unknown layout", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, Layout: 7}, b, 0, c)},
-		{"batch count", "a batch of 0", cublas.GemmStridedBatched(h, 0, 1, a, b, 0, c)},
+		{"batch count", "count is 0", cublas.GemmStridedBatched(h, 0, 1, a, b, 0, c)},
 		{"batch too small", "needs 36 elements for 3 matrices; its buffer holds 12", cublas.GemmStridedBatched(h, 3, 1, a, b, 0, c)},
 		{"batch stride", "batch stride -1 is negative", cublas.GemmStridedBatched(h, 2, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, BatchStride: -1}, b, 0, c)},
-		{"empty batch", "an empty batch", cublas.GemmBatched[float32](h, 1, nil, nil, 0, nil)},
-		{"batch lengths", "2 As, 1 Bs and 1 Cs", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, a}, []cublas.Matrix[float32]{b}, 0, []cublas.Matrix[float32]{c})},
-		{"batched shapes", "product 1 differs from product 0", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, a}, []cublas.Matrix[float32]{b, b}, 0,
+		{"empty batch", "c is empty", cublas.GemmBatched[float32](h, 1, nil, nil, 0, nil)},
+		{"batch lengths", "a has 2 matrices, b 1 and c 1", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, a}, []cublas.Matrix[float32]{b}, 0, []cublas.Matrix[float32]{c})},
+		{"batched shapes", "product 1 (a[1], b[1], c[1]) differs from product 0", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, a}, []cublas.Matrix[float32]{b, b}, 0,
 			[]cublas.Matrix[float32]{c, {Data: c.Data, Rows: 3, Cols: 5, Layout: cublas.ColMajor}})},
-		{"batched product", "A[1] has no data", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, {}}, []cublas.Matrix[float32]{b, b}, 0, []cublas.Matrix[float32]{c, c})},
-		{"epilogue", "unknown epilogue", cublas.Matmul(h, 1, a, b, 0, c, 9, nil)},
-		{"bias length", "the bias has 3 elements: want one per column of C, 5", cublas.Matmul(h, 1, a, b, 0, c, cublas.ReLU, x3)},
-		{"bias layout", "a bias needs a row-major C", cublas.Matmul(h, 1, a, b, 0, cublas.Matrix[float32]{Data: c.Data, Rows: 3, Cols: 5, Layout: cublas.ColMajor}, cublas.NoEpilogue, x3)},
+		{"batched product", "a[1] has no data", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{a, {}}, []cublas.Matrix[float32]{b, b}, 0, []cublas.Matrix[float32]{c, c})},
+		{"epilogue", "epi is 9", cublas.Matmul(h, 1, a, b, 0, c, 9, nil)},
+		{"bias length", "bias has 3 elements: want one per column of c, 5", cublas.Matmul(h, 1, a, b, 0, c, cublas.ReLU, x3)},
+		{"bias layout", "a bias needs a row-major c", cublas.Matmul(h, 1, a, b, 0, cublas.Matrix[float32]{Data: c.Data, Rows: 3, Cols: 5, Layout: cublas.ColMajor}, cublas.NoEpilogue, x3)},
 		{"vector lengths", "x has 3 elements and y 4", cublas.Axpy(h, 1, x3, x4)},
 		{"nil vector", "y is nil", cublas.Axpy(h, 1, x3, nil)},
 		{"Dot lengths", "x has 3 elements and y 4", errOf(cublas.Dot(h, x3, x4))},
 		{"Scal nil", "x is nil", cublas.Scal[float32](h, 1, nil)},
 		{"Nrm2 nil", "x is nil", errOf(cublas.Nrm2[float32](h, nil))},
-		{"Gemv lengths", "A is 3×4, x has 3 elements and y 4: want 4 and 3", cublas.Gemv(h, 1, a, x3, 0, x4)},
-		{"math mode", "unknown math mode", h.SetMathMode(5)},
-		{"C is A", "C shares memory with A", cublas.Gemm(h, 1, sq, sq.T(), 0, sq)},
-		{"C is B", "C shares memory with B", cublas.Gemm(h, 1, cublas.NewMatrix(buf(9), 3, 3), sq, 1, sq)},
-		{"C overlaps A", "C shares memory with A", cublas.Gemm(h, 1, aPart, b, 0, cPart)},
-		{"Matmul's C is A", "C shares memory with A", cublas.Matmul(h, 1, sq, cublas.NewMatrix(buf(9), 3, 3), 0, sq, cublas.NoEpilogue, nil)},
-		{"batched C overlaps B", "C shares memory with B", cublas.GemmStridedBatched(h, 2, 1, cublas.NewMatrix(buf(18), 3, 3), cublas.Matrix[float32]{Data: whole, Rows: 3, Cols: 3, BatchStride: 12}, 0, cublas.NewMatrix(must(whole.Slice(20, 18))(t), 3, 3))},
-		{"batched product's C is A", "C[0] shares memory with A[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq}, []cublas.Matrix[float32]{sq}, 0, []cublas.Matrix[float32]{sq})},
+		{"Gemv lengths", "a is 3×4, x has 3 elements and y 4: want 4 and 3", cublas.Gemv(h, 1, a, x3, 0, x4)},
+		{"math mode", "m is 5", h.SetMathMode(5)},
+		{"c is a", "c shares memory with a", cublas.Gemm(h, 1, sq, sq.T(), 0, sq)},
+		{"c is b", "c shares memory with b", cublas.Gemm(h, 1, cublas.NewMatrix(buf(9), 3, 3), sq, 1, sq)},
+		{"c overlaps a", "c shares memory with a", cublas.Gemm(h, 1, aPart, b, 0, cPart)},
+		{"Matmul's c is a", "c shares memory with a", cublas.Matmul(h, 1, sq, cublas.NewMatrix(buf(9), 3, 3), 0, sq, cublas.NoEpilogue, nil)},
+		{"batched c overlaps b", "c shares memory with b", cublas.GemmStridedBatched(h, 2, 1, cublas.NewMatrix(buf(18), 3, 3), cublas.Matrix[float32]{Data: whole, Rows: 3, Cols: 3, BatchStride: 12}, 0, cublas.NewMatrix(must(whole.Slice(20, 18))(t), 3, 3))},
+		{"batched product's c is a", "c[0] shares memory with a[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq}, []cublas.Matrix[float32]{sq}, 0, []cublas.Matrix[float32]{sq})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var e *cublas.Error
@@ -103,8 +105,8 @@ func TestOtherContext(t *testing.T) {
 	other := upload(t, ctxs[1], make([]float32, 4))
 	m, o := cublas.NewMatrix(mine, 2, 2), cublas.NewMatrix(other, 2, 2)
 	for name, err := range map[string]error{
-		"B": cublas.Gemm(h, 1, m, o, 0, m),
-		"C": cublas.Matmul(h, 1, m, m, 0, o, cublas.NoEpilogue, nil),
+		"b": cublas.Gemm(h, 1, m, o, 0, m),
+		"c": cublas.Matmul(h, 1, m, m, 0, o, cublas.NoEpilogue, nil),
 		"y": cublas.Axpy(h, 1, mine, other),
 	} {
 		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), name+" belongs to another context") {
@@ -291,8 +293,13 @@ func TestFaults(t *testing.T) {
 			if err := h.Close(); !errors.Is(err, cublas.StatusInternalError) {
 				t.Fatalf("Close with %s failing: %v", call, err)
 			}
+			// Whole: the plans and the cuBLASLt handle Close released are
+			// made again, and no half-released one is reached.
 			if err := cublas.Gemm(h, 1, m, m, 0, out); err != nil {
 				t.Errorf("Gemm after the failed Close: %v", err)
+			}
+			if err := matmul(m, out)(h); err != nil {
+				t.Errorf("Matmul after the failed Close: %v", err)
 			}
 			if err := h.Close(); err != nil {
 				t.Fatalf("second Close: %v", err)
@@ -301,6 +308,92 @@ func TestFaults(t *testing.T) {
 				t.Errorf("%d cuBLAS objects after Close", f.Live("blas"))
 			}
 		})
+	}
+	// The workspace's free failing, once the library's handles are gone:
+	// the handle refuses calls (it has no cuBLAS handle to make them
+	// with) and a second Close frees what is left.
+	t.Run("Close/cuMemFree_v2", func(t *testing.T) {
+		live := f.Live("device")
+		h := must(cublas.New(s))(t)
+		if err := matmul(m, out)(h); err != nil {
+			t.Fatal(err)
+		}
+		f.Fail("cuMemFree_v2", 1, 999)
+		err := h.Close()
+		if !errors.Is(err, cuda.Result(999)) || !strings.Contains(err.Error(), "Handle.Close: cuMemFree_v2") {
+			t.Fatalf("Close with cuMemFree_v2 failing: %v, want an error of Handle.Close naming cuMemFree_v2", err)
+		}
+		if err := cublas.Gemm(h, 1, m, m, 0, out); !errors.Is(err, cuda.ErrClosed) || !strings.Contains(err.Error(), "call Close again") {
+			t.Errorf("Gemm after the failed Close: %v, want ErrClosed", err)
+		}
+		if got := h.String(); !strings.Contains(got, "call Close again") {
+			t.Errorf("String after the failed Close: %q", got)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if f.Live("device") != live || f.Live("blas") != 0 {
+			t.Errorf("after Close: %d device allocations (want %d) and %d cuBLAS objects", f.Live("device"), live, f.Live("blas"))
+		}
+	})
+}
+
+// TestCloseWhileCaptured: a graph that captured a product uses the
+// handle's workspace, which Close then cannot free: the handle refuses
+// calls, and Close finishes once the graph is closed.
+func TestCloseWhileCaptured(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	h := must(cublas.New(s))(t)
+	m := cublas.NewMatrix(upload(t, ctx, []float32{1, 2, 3, 4}), 2, 2)
+	out := cublas.NewMatrix(upload(t, ctx, make([]float32, 4)), 2, 2)
+	g := must(s.Capture(cuda.CaptureThreadLocal, func() error { return cublas.Gemm(h, 1, m, m, 0, out) }))(t)
+	err := h.Close()
+	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "Handle.Close") || !strings.Contains(err.Error(), "graph") {
+		t.Errorf("Close while a graph uses the workspace: %v", err)
+	}
+	if err := cublas.Gemm(h, 1, m, m, 0, out); !errors.Is(err, cuda.ErrClosed) {
+		t.Errorf("Gemm after that Close: %v, want ErrClosed", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close once the graph is closed: %v", err)
+	}
+}
+
+// TestString: a Handle says what it is, nil, zero and closed ones too, as
+// package cuda's objects do.
+func TestString(t *testing.T) {
+	ctx, s, h := handle(t)
+	dev := regexp.QuoteMeta(ctx.Device().String())
+	closed := must(cublas.New(s))(t)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tf32 := must(cublas.New(s))(t)
+	defer tf32.Close()
+	if err := tf32.SetMathMode(cublas.TF32Math); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		h    *cublas.Handle
+		want string // a regular expression matching all of it
+	}{
+		{h, `^cublas\.Handle\{` + dev + `, stream 0x[0-9a-f]+, TF32 off\}$`},
+		{tf32, `^cublas\.Handle\{` + dev + `, stream 0x[0-9a-f]+, TF32 on\}$`},
+		{closed, `^cublas\.Handle\{` + dev + `, stream 0x[0-9a-f]+, TF32 off, closed\}$`},
+		{new(cublas.Handle), `^cublas\.Handle\{zero\}$`},
+		{nil, `^cublas\.Handle\(nil\)$`},
+	} {
+		got := tc.h.String()
+		if !regexp.MustCompile(tc.want).MatchString(got) {
+			t.Errorf("String: %q, want %s", got, tc.want)
+		}
+		if p := fmt.Sprint(tc.h); p != got {
+			t.Errorf("fmt.Sprint = %q, String() = %q", p, got)
+		}
 	}
 }
 

@@ -39,11 +39,10 @@ func ExampleGemm() {
 	defer c.Free()
 
 	err = cublas.Gemm(h, 1, cublas.NewMatrix(a, 2, 3), cublas.NewMatrix(b, 3, 2), 0, cublas.NewMatrix(c, 2, 2))
-	if err == nil {
-		err = s.Synchronize() // the product is queued on s
-	}
 	out := make([]float32, 4)
 	if err == nil {
+		// The product is queued on s; the copy waits for the work queued
+		// on c first.
 		err = c.CopyToHost(out)
 	}
 	if err != nil {
@@ -91,12 +90,9 @@ func ExampleMatmul() {
 	defer y.Free()
 
 	err = cublas.Matmul(h, 1, cublas.NewMatrix(x, 1, 2), cublas.NewMatrix(w, 2, 3), 0, cublas.NewMatrix(y, 1, 3), cublas.ReLU, bias)
-	if err == nil {
-		err = s.Synchronize()
-	}
 	out := make([]cuda.BFloat16, 3)
 	if err == nil {
-		err = y.CopyToHost(out)
+		err = y.CopyToHost(out) // waits for the product
 	}
 	if err != nil {
 		fmt.Println(err)

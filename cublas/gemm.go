@@ -1,6 +1,7 @@
 package cublas
 
 import (
+	"reflect"
 	"strconv"
 	"unsafe"
 
@@ -22,30 +23,32 @@ const (
 	gemmDefault = ^uintptr(0) // CUBLAS_GEMM_DEFAULT, -1
 )
 
-// dataType returns cuBLAS's data type for T.
-func dataType[T Element]() uintptr {
-	var zero T
-	switch any(zero).(type) {
-	case float32:
+// dataType returns cuBLAS's data type for T. The kind, not T itself, says
+// which float T is, so that types defined on Go's floats (type Celsius
+// float32) are float32's; the half types, both uint16 underneath, are
+// told apart by name.
+func dataType[T cuda.AnyFloat]() uintptr {
+	switch t := reflect.TypeFor[T](); {
+	case t.Kind() == reflect.Float32:
 		return typeF32
-	case float64:
+	case t.Kind() == reflect.Float64:
 		return typeF64
-	case cuda.Float16:
+	case t == reflect.TypeFor[cuda.Float16]():
 		return typeF16
 	}
-	return typeBF16 // Element allows nothing else
+	return typeBF16 // AnyFloat allows nothing else
 }
 
 // computeType returns the compute type of a product of Ts under math, and
 // its scalars alpha and beta in that type's memory.
-func computeType[T Element](math MathMode, alpha, beta float64) (compute uintptr, a, b unsafe.Pointer) {
-	var zero T
-	if _, ok := any(zero).(float64); ok {
+func computeType[T cuda.AnyFloat](math MathMode, alpha, beta float64) (compute uintptr, a, b unsafe.Pointer) {
+	kind := reflect.TypeFor[T]().Kind()
+	if kind == reflect.Float64 {
 		return compute64F, unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
 	}
 	a32, b32 := float32(alpha), float32(beta)
 	compute = compute32F
-	if _, ok := any(zero).(float32); ok && math == TF32Math {
+	if kind == reflect.Float32 && math == TF32Math {
 		compute = compute32FTF32
 	}
 	return compute, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
@@ -54,7 +57,7 @@ func computeType[T Element](math MathMode, alpha, beta float64) (compute uintptr
 // product is a product C = alpha·A·B + beta·C as cuBLAS computes it, on
 // column-major memory: C's memory is C itself, or Cᵀ when C is row-major,
 // and then cuBLAS computes Cᵀ = Bᵀ·Aᵀ with B first.
-type product[T Element] struct {
+type product[T cuda.AnyFloat] struct {
 	transA, transB uintptr // of the first and second operand
 	m, n, k        uintptr
 	first, second  Matrix[T] // A and B, or B and A
@@ -62,12 +65,12 @@ type product[T Element] struct {
 
 // shape checks that a, b and c agree (a is m×k, b k×n, c m×n) and returns
 // the product cuBLAS computes.
-func shape[T Element](op, suffix string, a, b, c Matrix[T]) (product[T], error) {
+func shape[T cuda.AnyFloat](op, suffix string, a, b, c Matrix[T]) (product[T], error) {
 	switch {
 	case a.Cols != b.Rows:
-		return product[T]{}, errorf(op, cuda.ErrInvalidValue, "A%s is %d×%d and B%s %d×%d: A's columns must equal B's rows", suffix, a.Rows, a.Cols, suffix, b.Rows, b.Cols)
+		return product[T]{}, errorf(op, cuda.ErrInvalidValue, "a%s is %d×%d and b%s %d×%d: a's columns must equal b's rows", suffix, a.Rows, a.Cols, suffix, b.Rows, b.Cols)
 	case c.Rows != a.Rows || c.Cols != b.Cols:
-		return product[T]{}, errorf(op, cuda.ErrInvalidValue, "C%s is %d×%d: want %d×%d (A's rows × B's columns)", suffix, c.Rows, c.Cols, a.Rows, b.Cols)
+		return product[T]{}, errorf(op, cuda.ErrInvalidValue, "c%s is %d×%d: want %d×%d (a's rows × b's columns)", suffix, c.Rows, c.Cols, a.Rows, b.Cols)
 	}
 	if c.Layout == RowMajor {
 		return product[T]{transA: b.op(true), transB: a.op(true), m: uintptr(c.Cols), n: uintptr(c.Rows), k: uintptr(a.Cols), first: b, second: a}, nil
@@ -75,13 +78,17 @@ func shape[T Element](op, suffix string, a, b, c Matrix[T]) (product[T], error) 
 	return product[T]{transA: a.op(false), transB: b.op(false), m: uintptr(c.Rows), n: uintptr(c.Cols), k: uintptr(a.Cols), first: a, second: b}, nil
 }
 
-// Gemm computes C = alpha·A·B + beta·C, with A m×k, B k×n and C m×n (use
-// A.T() or B.T() for a transposed operand). C may not share memory with A
-// or B (ErrInvalidValue): cuBLAS's result would be undefined. Float16 and BFloat16 inputs are
-// multiplied and summed in float32; float32 ones in TF32 where the handle's
-// math mode allows. With beta 0, C is not read (it may hold anything). The
-// work is queued on the handle's stream.
-func Gemm[T Element](h *Handle, alpha float64, a, b Matrix[T], beta float64, c Matrix[T]) error {
+// Gemm computes C = alpha·A·B + beta·C, with A the m×k matrix a, B the
+// k×n matrix b and C the m×n matrix c (a.T() or b.T() for a transposed
+// operand). Its arguments are in BLAS's order, the output (also an input)
+// last. c may not share memory with a or b (ErrInvalidValue): cuBLAS's
+// result would be undefined. Float16 and BFloat16 inputs are multiplied
+// and summed in float32; float32 ones in TF32 where the handle's math mode
+// allows. With beta 0, c is not read (it may hold anything). alpha and
+// beta are float64 whatever T is: cuBLAS takes them in its compute type
+// (float64 for float64, float32 otherwise), not in T. The work is queued
+// on the handle's stream.
+func Gemm[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta float64, c Matrix[T]) error {
 	const op = "Gemm"
 	if err := h.valid(op); err != nil {
 		return err
@@ -100,13 +107,13 @@ func Gemm[T Element](h *Handle, alpha float64, a, b Matrix[T], beta float64, c M
 	})
 }
 
-// checkProduct checks a product's operands, named A, B and C with suffix,
+// checkProduct checks a product's operands, named a, b and c with suffix,
 // for a batch of count, and returns the product cuBLAS computes.
-func checkProduct[T Element](op string, h *Handle, a, b, c Matrix[T], count int, suffix string) (product[T], error) {
+func checkProduct[T cuda.AnyFloat](op string, h *Handle, a, b, c Matrix[T], count int, suffix string) (product[T], error) {
 	for _, m := range []struct {
 		name string
 		m    Matrix[T]
-	}{{"A", a}, {"B", b}, {"C", c}} {
+	}{{"a", a}, {"b", b}, {"c", c}} {
 		if err := m.m.check(op, m.name+suffix, h.ctx, count); err != nil {
 			return product[T]{}, err
 		}
@@ -116,24 +123,25 @@ func checkProduct[T Element](op string, h *Handle, a, b, c Matrix[T], count int,
 	for _, in := range []struct {
 		name string
 		m    Matrix[T]
-	}{{"A", a}, {"B", b}} {
+	}{{"a", a}, {"b", b}} {
 		if c.overlaps(in.m, count) {
-			return product[T]{}, errorf(op, cuda.ErrInvalidValue, "C%s shares memory with %s%s: cuBLAS's result is undefined when the output aliases an input; write C elsewhere", suffix, in.name, suffix)
+			return product[T]{}, errorf(op, cuda.ErrInvalidValue, "c%s shares memory with %s%s: cuBLAS's result is undefined when the output aliases an input; write c elsewhere", suffix, in.name, suffix)
 		}
 	}
 	return shape(op, suffix, a, b, c)
 }
 
-// GemmStridedBatched computes count products C = alpha·A·B + beta·C, the
-// i-th of matrices BatchStride elements after the (i-1)-th in each buffer
-// (packed one after the other when BatchStride is 0), in one call.
-func GemmStridedBatched[T Element](h *Handle, count int, alpha float64, a, b Matrix[T], beta float64, c Matrix[T]) error {
+// GemmStridedBatched computes count products C = alpha·A·B + beta·C, as
+// Gemm, the i-th of matrices BatchStride elements after the (i-1)-th in
+// each of a's, b's and c's buffers (packed one after the other when
+// BatchStride is 0), in one call.
+func GemmStridedBatched[T cuda.AnyFloat](h *Handle, count int, alpha float64, a, b Matrix[T], beta float64, c Matrix[T]) error {
 	const op = "GemmStridedBatched"
 	if err := h.valid(op); err != nil {
 		return err
 	}
 	if count < 1 || count > maxDim {
-		return errorf(op, cuda.ErrInvalidValue, "a batch of %d: want 1 to %d", count, maxDim)
+		return errorf(op, cuda.ErrInvalidValue, "count is %d: want 1 to %d", count, maxDim)
 	}
 	p, err := checkProduct(op, h, a, b, c, count, "")
 	if err != nil {
@@ -150,12 +158,12 @@ func GemmStridedBatched[T Element](h *Handle, count int, alpha float64, a, b Mat
 	})
 }
 
-// GemmBatched computes the products C[i] = alpha·A[i]·B[i] + beta·C[i], of
-// matrices of one shape anywhere in memory (a matrix may be used by several
+// GemmBatched computes the products c[i] = alpha·a[i]·b[i] + beta·c[i], as
+// Gemm, of matrices of one shape anywhere in memory (a matrix may be used by several
 // products as an input), in one call. The arrays of pointers cuBLAS reads
 // are stream-ordered device memory, allocated and freed on the handle's
 // stream.
-func GemmBatched[T Element](h *Handle, alpha float64, a, b []Matrix[T], beta float64, c []Matrix[T]) error {
+func GemmBatched[T cuda.AnyFloat](h *Handle, alpha float64, a, b []Matrix[T], beta float64, c []Matrix[T]) error {
 	const op = "GemmBatched"
 	if err := h.valid(op); err != nil {
 		return err
@@ -163,11 +171,11 @@ func GemmBatched[T Element](h *Handle, alpha float64, a, b []Matrix[T], beta flo
 	n := len(c)
 	switch {
 	case n == 0:
-		return errorf(op, cuda.ErrInvalidValue, "an empty batch")
+		return errorf(op, cuda.ErrInvalidValue, "c is empty: a batch needs one product or more")
 	case len(a) != n || len(b) != n:
-		return errorf(op, cuda.ErrInvalidValue, "%d As, %d Bs and %d Cs: want as many of each", len(a), len(b), n)
+		return errorf(op, cuda.ErrInvalidValue, "a has %d matrices, b %d and c %d: want as many in each", len(a), len(b), n)
 	case n > maxDim:
-		return errorf(op, cuda.ErrInvalidValue, "a batch of %d: want at most %d", n, maxDim)
+		return errorf(op, cuda.ErrInvalidValue, "c has %d matrices: want at most %d", n, maxDim)
 	}
 	var p product[T]
 	mem := make([]cuda.Memory, 0, 3*n)
@@ -207,10 +215,10 @@ func GemmBatched[T Element](h *Handle, alpha float64, a, b []Matrix[T], beta flo
 
 // sameShape returns the error for product i of a batch whose shape, layouts
 // or strides differ from the first's: cuBLAS takes one of each.
-func sameShape[T Element](op string, i int, p0, pi product[T], c0, ci Matrix[T]) error {
+func sameShape[T cuda.AnyFloat](op string, i int, p0, pi product[T], c0, ci Matrix[T]) error {
 	if p0.transA != pi.transA || p0.transB != pi.transB || p0.m != pi.m || p0.n != pi.n || p0.k != pi.k ||
 		p0.first.ld() != pi.first.ld() || p0.second.ld() != pi.second.ld() || c0.ld() != ci.ld() || c0.Layout != ci.Layout {
-		return errorf(op, cuda.ErrInvalidValue, "product %d differs from product 0 in shape, layout or stride: a batch has one of each", i)
+		return errorf(op, cuda.ErrInvalidValue, "product %d (a[%d], b[%d], c[%d]) differs from product 0 in shape, layout or stride: a batch has one of each", i, i, i, i)
 	}
 	return nil
 }

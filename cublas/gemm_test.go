@@ -149,6 +149,9 @@ func TestGemm(t *testing.T) {
 	t.Run("float64", func(t *testing.T) { gemmTypes[float64](t, ctx, s, h, false) })
 	t.Run("Float16", func(t *testing.T) { gemmTypes[cuda.Float16](t, ctx, s, h, false) })
 	t.Run("BFloat16", func(t *testing.T) { gemmTypes[cuda.BFloat16](t, ctx, s, h, false) })
+	// Types defined on Go's floats are computed as their floats.
+	t.Run("celsius", func(t *testing.T) { gemmTypes[celsius](t, ctx, s, h, false) })
+	t.Run("metres", func(t *testing.T) { gemmTypes[metres](t, ctx, s, h, false) })
 	t.Run("TF32", func(t *testing.T) {
 		if err := h.SetMathMode(cublas.TF32Math); err != nil {
 			t.Fatal(err)
@@ -157,6 +160,13 @@ func TestGemm(t *testing.T) {
 		gemmTypes[float32](t, ctx, s, h, true)
 	})
 }
+
+// celsius and metres are element types defined on float32 and float64,
+// as a user's program would define them.
+type (
+	celsius float32
+	metres  float64
+)
 
 func gemmTypes[T element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle, tf32 bool) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -191,6 +201,7 @@ func TestMatmul(t *testing.T) {
 	t.Run("Float16", func(t *testing.T) { matmulTypes[cuda.Float16](t, ctx, s, h) })
 	t.Run("BFloat16", func(t *testing.T) { matmulTypes[cuda.BFloat16](t, ctx, s, h) })
 	t.Run("float32", func(t *testing.T) { matmulTypes[float32](t, ctx, s, h) })
+	t.Run("celsius", func(t *testing.T) { matmulTypes[celsius](t, ctx, s, h) })
 }
 
 func matmulTypes[T element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle) {

@@ -2,8 +2,11 @@ package cublas
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -53,11 +56,19 @@ type Handle struct {
 	// buffers.
 	mu        sync.Mutex
 	stream    *cuda.Stream
+	rawStream uintptr // the stream's CUstream, for String
 	ctx       *cuda.Context
 	raw       *raw
 	workspace *cuda.DeviceBuffer[byte]
 	math      MathMode
 	plans     map[planKey]*plan // Matmul's descriptors and algorithm, per shape
+	// stale are plans Close took out of plans whose destroy failed: out
+	// of Matmul's reach, released when Close is tried again.
+	stale []*plan
+	// unfinished is set by a Close that released the library's handles
+	// but failed to free the workspace: the Handle refuses calls (there
+	// is no cuBLAS handle left to make them with) until a Close finishes.
+	unfinished atomic.Bool
 }
 
 // raw is the library's handles, shared with the cleanup of a Handle nobody
@@ -92,7 +103,7 @@ func (r *raw) destroy(op string) error {
 func New(s *cuda.Stream) (*Handle, error) {
 	const op = "New"
 	if s == nil {
-		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
 	}
 	if err := open(op); err != nil {
 		return nil, err
@@ -100,10 +111,12 @@ func New(s *cuda.Stream) (*Handle, error) {
 	ctx := s.Context()
 	ws, err := cuda.Alloc[byte](ctx, WorkspaceBytes)
 	if err != nil {
-		return nil, err
+		return nil, named(op, err)
 	}
 	r := &raw{ctx: ctx}
+	var rawStream uintptr
 	err = s.Do(func(stream uintptr) error {
+		rawStream = stream
 		if err := call(op, "cublasCreate_v2", lib.fn.create, uintptr(unsafe.Pointer(&r.blas))); err != nil {
 			return err
 		}
@@ -120,9 +133,9 @@ func New(s *cuda.Stream) (*Handle, error) {
 	}, ws)
 	if err != nil {
 		lifetime.CloseTemp(&err, ws.Free)
-		return nil, err
+		return nil, named(op, err)
 	}
-	h := &Handle{stream: s, ctx: ctx, raw: r, workspace: ws, plans: map[planKey]*plan{}}
+	h := &Handle{stream: s, rawStream: rawStream, ctx: ctx, raw: r, workspace: ws, plans: map[planKey]*plan{}}
 	h.life.Arm(track.BLASHandle, runtime.AddCleanup(h, func(r *raw) {
 		// Forgotten: its plans are lost to cuBLASLt's handle, which
 		// frees them with it. The workspace is a buffer of its own,
@@ -152,11 +165,19 @@ func (h *Handle) hold(op string) error {
 	if h.life.Hold() != lifetime.Held {
 		return errorf(op, cuda.ErrClosed, "the handle is closed")
 	}
+	if h.unfinished.Load() {
+		h.life.Release()
+		return errorf(op, cuda.ErrClosed, "the handle is closed, but its Close failed to free the workspace: call Close again")
+	}
 	return nil
 }
 
 // do runs queue, which calls the library, with h held, its turn taken, and
 // h's stream and mem held open with their context current (Stream.Do).
+// While the stream captures, the workspace is among the memory the call
+// uses, so that the graph keeps it from being freed (Close then fails
+// until the graph is closed); outside a capture Close's cublasDestroy
+// waits for the work that uses it, and a call holds no more than it names.
 func (h *Handle) do(op string, mem []cuda.Memory, queue func(stream uintptr) error) error {
 	if err := h.hold(op); err != nil {
 		return err
@@ -164,7 +185,10 @@ func (h *Handle) do(op string, mem []cuda.Memory, queue func(stream uintptr) err
 	defer h.life.Release()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.stream.Do(queue, mem...)
+	if h.stream.Capturing() {
+		mem = append(mem, h.workspace)
+	}
+	return named(op, h.stream.Do(queue, mem...))
 }
 
 // Stream returns the stream h queues its work on.
@@ -180,7 +204,7 @@ func (h *Handle) Stream() *cuda.Stream {
 func (h *Handle) SetMathMode(m MathMode) error {
 	const op = "Handle.SetMathMode"
 	if m != DefaultMath && m != TF32Math {
-		return errorf(op, cuda.ErrInvalidValue, "unknown math mode %d", int(m))
+		return errorf(op, cuda.ErrInvalidValue, "m is %d: want DefaultMath or TF32Math", int(m))
 	}
 	if err := h.hold(op); err != nil {
 		return err
@@ -202,33 +226,94 @@ func (h *Handle) MathMode() MathMode {
 	return h.math
 }
 
+// String describes h, as package cuda's objects print: its device, its
+// stream's CUstream and whether float32 products may use TF32, as
+// `cublas.Handle{cuda:0, stream 0x5a1c2e0, TF32 off}`, with "closed" once
+// closed. It calls neither cuBLAS nor the driver.
+func (h *Handle) String() string {
+	const kind = "cublas.Handle"
+	if h == nil {
+		return kind + "(nil)"
+	}
+	st := h.life.Status()
+	if st == lifetime.Zero {
+		return describe(kind, st)
+	}
+	tf32 := "off"
+	if h.MathMode() == TF32Math {
+		tf32 = "on"
+	}
+	parts := []string{h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream), "TF32 " + tf32}
+	if h.unfinished.Load() {
+		// Refusing calls, as a closed handle does, until Close finishes.
+		return describe(kind, lifetime.Held, append(parts, "closed (its workspace is not freed: call Close again)")...)
+	}
+	return describe(kind, st, parts...)
+}
+
+// describe writes kind{parts..., state}, as package cuda's objects print:
+// the state ("closed", a zero value's "zero") is left out for an object in
+// use.
+func describe(kind string, st lifetime.Status, parts ...string) string {
+	switch st {
+	case lifetime.Zero:
+		parts = append(parts, "zero")
+	case lifetime.Closed:
+		parts = append(parts, "closed")
+	}
+	return kind + "{" + strings.Join(parts, ", ") + "}"
+}
+
 // Close waits for the calls in flight, releases the library's handles
 // (cuBLAS waits for the device's work as it does) and frees the workspace.
-// A Close the library refuses leaves h usable and may be tried again; Close
-// of a closed Handle returns nil. Once h's context is closed, the library's
-// handles went with it, and Close frees what is left.
+// Close of a closed Handle returns nil. Once h's context is closed, the
+// library's handles went with it, and Close frees what is left.
+//
+// A Close that fails may be tried again, and finishes what the failed one
+// left. Where the library refused to release its handles, h is left usable
+// (the Matmul plans and the cuBLASLt handle Close released are made again
+// when needed). Where the handles are gone but the workspace could not be
+// freed (the driver refused, or a graph that captured one of h's calls
+// still uses it), h refuses calls with cuda.ErrClosed until a Close
+// finishes.
 func (h *Handle) Close() error {
 	const op = "Handle.Close"
 	if err := h.valid(op); err != nil {
 		return err
 	}
 	_, err := h.life.Close(func() (bool, error) {
-		err := h.ctx.Do(func() error {
-			for key, p := range h.plans {
-				if err := p.destroy(op); err != nil {
-					return err
-				}
-				delete(h.plans, key)
+		if !h.unfinished.Load() {
+			if err := h.ctx.Do(func() error { return h.release(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
+				return false, named(op, err)
 			}
-			return h.raw.destroy(op)
-		})
-		if err != nil && !errors.Is(err, cuda.ErrClosed) {
-			return false, err
 		}
+		// The library's handles are gone (or went with the context): h
+		// has nothing left to call cuBLAS with, and stays closed to calls
+		// until the workspace is freed too.
 		if err := h.workspace.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
-			return false, err
+			h.unfinished.Store(true)
+			return false, unfreed(op, "the workspace", err)
 		}
 		return true, nil
 	})
 	return err
+}
+
+// release releases the library's objects in an order that leaves h whole
+// if one fails: the Matmul plans, taken out of Matmul's reach first, and
+// the cuBLASLt handle (both made again when Matmul needs them), then the
+// cuBLAS handle, the one part that is not made again. Called in Close,
+// with h's context current.
+func (h *Handle) release(op string) error {
+	for key, p := range h.plans {
+		h.stale = append(h.stale, p)
+		delete(h.plans, key)
+	}
+	for len(h.stale) > 0 {
+		if err := h.stale[0].destroy(op); err != nil {
+			return err
+		}
+		h.stale = h.stale[1:]
+	}
+	return h.raw.destroy(op)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -42,53 +43,47 @@ func handle(t testing.TB) (*cuda.Context, *cuda.Stream, *cublas.Handle) {
 	return ctx, s, h
 }
 
-// element converts between float64 and each element type, and says how
-// precise a product of that type is.
-type element interface {
-	cublas.Element
-}
+// element is the element types of the products.
+type element interface{ cuda.AnyFloat }
 
+// fromFloat and toFloat convert between float64 and each element type, a
+// type defined on float32 or float64 too (by its kind).
 func fromFloat[T element](f float64) T {
-	var zero T
-	switch any(zero).(type) {
-	case float32:
-		return any(float32(f)).(T)
-	case float64:
-		return any(f).(T)
-	case cuda.Float16:
-		return any(cuda.NewFloat16(float32(f))).(T)
+	var out T
+	switch p := any(&out).(type) {
+	case *cuda.Float16:
+		*p = cuda.NewFloat16(float32(f))
+	case *cuda.BFloat16:
+		*p = cuda.NewBFloat16(float32(f))
+	default:
+		reflect.ValueOf(p).Elem().SetFloat(f)
 	}
-	return any(cuda.NewBFloat16(float32(f))).(T)
+	return out
 }
 
 func toFloat[T element](v T) float64 {
 	switch x := any(v).(type) {
-	case float32:
-		return float64(x)
-	case float64:
-		return x
 	case cuda.Float16:
 		return float64(x.Float32())
 	case cuda.BFloat16:
 		return float64(x.Float32())
 	}
-	panic("unreachable")
+	return reflect.ValueOf(v).Float()
 }
 
 // tolerance is the error allowed relative to the sum of the magnitudes of
 // a result's terms: the rounding of the result to T (its half ulp) and of
 // a float32 or float64 accumulation.
 func tolerance[T element](tf32 bool) float64 {
-	var zero T
-	switch any(zero).(type) {
-	case float64:
+	switch t := reflect.TypeFor[T](); {
+	case t.Kind() == reflect.Float64:
 		return 1e-13
-	case float32:
+	case t.Kind() == reflect.Float32:
 		if tf32 {
 			return 2e-3 // inputs rounded to 10 fraction bits
 		}
 		return 1e-5
-	case cuda.Float16:
+	case t == reflect.TypeFor[cuda.Float16]():
 		return 2e-3 // 2^-11, and float32 sums
 	}
 	return 1e-2 // bfloat16: 2^-8
@@ -114,8 +109,9 @@ func upload[T any](t testing.TB, ctx *cuda.Context, data []T) *cuda.DeviceBuffer
 
 func download[T any](t testing.TB, s *cuda.Stream, b *cuda.DeviceBuffer[T]) []T {
 	t.Helper()
-	// The handle's work is on s: wait for it before the synchronous copy,
-	// which is ordered with no stream of ours.
+	// The copy would wait for the handle's work on b by itself (CopyToHost
+	// orders itself after the work queued on its buffer); synchronizing s
+	// first reports a failure of that work as the stream's.
 	if err := s.Synchronize(); err != nil {
 		t.Fatalf("Synchronize: %v", err)
 	}

@@ -94,18 +94,18 @@ func alignment(p uintptr) uint32 {
 	return uint32(1) << min(bits.TrailingZeros64(uint64(p)), 8)
 }
 
-// Matmul computes C = epilogue(alpha·A·B + beta·C + bias) with cuBLASLt,
-// with A m×k, B k×n and C m×n as for Gemm. bias, if not nil, is added to
-// every row of C (one element per column, as in y = x·W + b), and needs a
-// row-major C. The descriptors and the algorithm cuBLASLt's heuristic
+// Matmul computes C = epi(alpha·A·B + beta·C + bias) with cuBLASLt, with
+// A the m×k matrix a, B the k×n matrix b and C the m×n matrix c, as for
+// Gemm. bias, if not nil, is added to every row of C (one element per
+// column, as in y = x·W + b), and needs a row-major c. The descriptors and the algorithm cuBLASLt's heuristic
 // chooses are made once per shape and kept by the handle until Close.
-func Matmul[T Element](h *Handle, alpha float64, a, b Matrix[T], beta float64, c Matrix[T], epi Epilogue, bias *cuda.DeviceBuffer[T]) error {
+func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta float64, c Matrix[T], epi Epilogue, bias *cuda.DeviceBuffer[T]) error {
 	const op = "Matmul"
 	if err := h.valid(op); err != nil {
 		return err
 	}
 	if epi != NoEpilogue && epi != ReLU && epi != GELU {
-		return errorf(op, cuda.ErrInvalidValue, "unknown epilogue %d", int(epi))
+		return errorf(op, cuda.ErrInvalidValue, "epi is %d: want NoEpilogue, ReLU or GELU", int(epi))
 	}
 	p, err := checkProduct(op, h, a, b, c, 1, "")
 	if err != nil {
@@ -120,11 +120,11 @@ func Matmul[T Element](h *Handle, alpha float64, a, b Matrix[T], beta float64, c
 	if bias != nil {
 		switch {
 		case c.Layout != RowMajor:
-			return errorf(op, cuda.ErrInvalidValue, "a bias needs a row-major C (it is added to every row)")
+			return errorf(op, cuda.ErrInvalidValue, "a bias needs a row-major c (it is added to every row)")
 		case bias.Len() != c.Cols:
-			return errorf(op, cuda.ErrInvalidValue, "the bias has %d elements: want one per column of C, %d", bias.Len(), c.Cols)
+			return errorf(op, cuda.ErrInvalidValue, "bias has %d elements: want one per column of c, %d", bias.Len(), c.Cols)
 		case bias.Context() != h.ctx:
-			return errorf(op, cuda.ErrInvalidValue, "the bias belongs to another context than the handle")
+			return errorf(op, cuda.ErrInvalidValue, "bias belongs to another context than the handle")
 		}
 		biasPtr = uintptr(bias.Ptr())
 		mem = append(mem, bias)

@@ -8,17 +8,6 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// Element is an element type of matrix products: Gemm, its batched forms
-// and Matmul take all four, float16 and bfloat16 accumulating in float32.
-type Element interface {
-	float32 | float64 | cuda.Float16 | cuda.BFloat16
-}
-
-// Float is an element type of the vector operations and Gemv.
-type Float interface {
-	float32 | float64
-}
-
 // Layout is how a Matrix lies in its buffer.
 type Layout uint8
 
@@ -41,7 +30,9 @@ func (l Layout) String() string {
 	return "Layout(?)"
 }
 
-// Matrix describes a matrix of Rows×Cols elements held in Data: the
+// Matrix describes a matrix of Rows×Cols elements held in Data (of any of
+// cuda.AnyFloat's types: Gemm, its batched forms and Matmul take them all,
+// the half types accumulating in float32; Gemv takes cuda.Float's): the
 // element at row i, column j is Data[i*Stride+j] when row-major, and
 // Data[j*Stride+i] when column-major. A zero Stride means packed: Cols for
 // a row-major matrix, Rows for a column-major one. BatchStride is for
@@ -50,7 +41,7 @@ func (l Layout) String() string {
 //
 // A Matrix is a description, not an owner: Data stays the caller's to
 // free, after the work that uses it.
-type Matrix[T Element] struct {
+type Matrix[T cuda.AnyFloat] struct {
 	Data        *cuda.DeviceBuffer[T]
 	Rows, Cols  int
 	Stride      int
@@ -59,7 +50,7 @@ type Matrix[T Element] struct {
 }
 
 // NewMatrix describes data as a packed row-major matrix of rows×cols.
-func NewMatrix[T Element](data *cuda.DeviceBuffer[T], rows, cols int) Matrix[T] {
+func NewMatrix[T cuda.AnyFloat](data *cuda.DeviceBuffer[T], rows, cols int) Matrix[T] {
 	return Matrix[T]{Data: data, Rows: rows, Cols: cols}
 }
 

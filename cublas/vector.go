@@ -1,6 +1,7 @@
 package cublas
 
 import (
+	"reflect"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -10,24 +11,24 @@ import (
 // DeviceBuffer.Slice is a part of one.
 
 // pick returns the float32 or the float64 one of a pair (of functions, or
-// of their names).
-func pick[T Float, V any](f32, f64 V) V {
-	var zero T
-	if _, ok := any(zero).(float32); ok {
+// of their names), by T's kind: a type defined on float32 is float32's.
+func pick[T cuda.Float, V any](f32, f64 V) V {
+	if reflect.TypeFor[T]().Kind() == reflect.Float32 {
 		return f32
 	}
 	return f64
 }
 
 // scalar returns alpha in T's memory, for cuBLAS to read.
-func scalar[T Float](alpha float64) unsafe.Pointer {
+func scalar[T cuda.Float](alpha float64) unsafe.Pointer {
 	v := T(alpha)
 	return unsafe.Pointer(&v)
 }
 
-// checkVectors returns the error for vectors, named by names, that are nil,
-// of different lengths, too long for cuBLAS, or of another context.
-func checkVectors[T Float](op string, h *Handle, names string, xs ...*cuda.DeviceBuffer[T]) error {
+// checkVectors returns the error for vectors, named by names (one letter
+// each, their parameters' names), that are nil, of different lengths, too
+// long for cuBLAS, or of another context.
+func checkVectors[T cuda.Float](op string, h *Handle, names string, xs ...*cuda.DeviceBuffer[T]) error {
 	for i, x := range xs {
 		name := names[i : i+1]
 		switch {
@@ -54,7 +55,7 @@ func hostResult(op string, h *Handle) error {
 }
 
 // Axpy computes y = alpha·x + y.
-func Axpy[T Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) error {
+func Axpy[T cuda.Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) error {
 	const op = "Axpy"
 	if err := h.valid(op); err != nil {
 		return err
@@ -69,7 +70,7 @@ func Axpy[T Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) error {
 }
 
 // Scal computes x = alpha·x.
-func Scal[T Float](h *Handle, alpha float64, x *cuda.DeviceBuffer[T]) error {
+func Scal[T cuda.Float](h *Handle, alpha float64, x *cuda.DeviceBuffer[T]) error {
 	const op = "Scal"
 	if err := h.valid(op); err != nil {
 		return err
@@ -85,7 +86,7 @@ func Scal[T Float](h *Handle, alpha float64, x *cuda.DeviceBuffer[T]) error {
 
 // Dot returns the dot product of x and y. It waits for the work queued on
 // the handle's stream before it, as cuBLAS does to hand the result back.
-func Dot[T Float](h *Handle, x, y *cuda.DeviceBuffer[T]) (T, error) {
+func Dot[T cuda.Float](h *Handle, x, y *cuda.DeviceBuffer[T]) (T, error) {
 	const op = "Dot"
 	if err := h.valid(op); err != nil {
 		return 0, err
@@ -106,7 +107,7 @@ func Dot[T Float](h *Handle, x, y *cuda.DeviceBuffer[T]) (T, error) {
 
 // reduce runs one of the reductions of a vector to a host scalar: the
 // function fn, named name.
-func reduce[T Float, R any](op, name string, fn uintptr, h *Handle, x *cuda.DeviceBuffer[T]) (R, error) {
+func reduce[T cuda.Float, R any](op, name string, fn uintptr, h *Handle, x *cuda.DeviceBuffer[T]) (R, error) {
 	r := new(R)
 	if err := h.valid(op); err != nil {
 		return *r, err
@@ -124,32 +125,33 @@ func reduce[T Float, R any](op, name string, fn uintptr, h *Handle, x *cuda.Devi
 }
 
 // Nrm2 returns the Euclidean norm of x. It waits as Dot does.
-func Nrm2[T Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
+func Nrm2[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
 	return reduce[T, T]("Nrm2", pick[T]("cublasSnrm2_v2", "cublasDnrm2_v2"), pick[T](lib.fn.snrm2, lib.fn.dnrm2), h, x)
 }
 
 // Asum returns the sum of the absolute values of x's elements. It waits as
 // Dot does.
-func Asum[T Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
+func Asum[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
 	return reduce[T, T]("Asum", pick[T]("cublasSasum_v2", "cublasDasum_v2"), pick[T](lib.fn.sasum, lib.fn.dasum), h, x)
 }
 
 // Iamax returns the index of the first element of x of largest absolute
 // value, counting from 0 (cuBLAS counts from 1), or -1 for an empty x. It
 // waits as Dot does.
-func Iamax[T Float](h *Handle, x *cuda.DeviceBuffer[T]) (int, error) {
+func Iamax[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (int, error) {
 	i, err := reduce[T, int32]("Iamax", pick[T]("cublasIsamax_v2", "cublasIdamax_v2"), pick[T](lib.fn.isamax, lib.fn.idamax), h, x)
 	return int(i) - 1, err
 }
 
-// Gemv computes y = alpha·A·x + beta·y, with A m×n (A.T() for its
-// transpose), x of n elements and y of m. With beta 0, y is not read.
-func Gemv[T Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuffer[T], beta float64, y *cuda.DeviceBuffer[T]) error {
+// Gemv computes y = alpha·A·x + beta·y, with A the m×n matrix a (a.T()
+// for its transpose), x of n elements and y of m. With beta 0, y is not
+// read.
+func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuffer[T], beta float64, y *cuda.DeviceBuffer[T]) error {
 	const op = "Gemv"
 	if err := h.valid(op); err != nil {
 		return err
 	}
-	if err := a.check(op, "A", h.ctx, 1); err != nil {
+	if err := a.check(op, "a", h.ctx, 1); err != nil {
 		return err
 	}
 	if err := checkVectors(op, h, "x", x); err != nil {
@@ -159,7 +161,7 @@ func Gemv[T Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuffer[T
 		return err
 	}
 	if x.Len() != a.Cols || y.Len() != a.Rows {
-		return errorf(op, cuda.ErrInvalidValue, "A is %d×%d, x has %d elements and y %d: want %d and %d", a.Rows, a.Cols, x.Len(), y.Len(), a.Cols, a.Rows)
+		return errorf(op, cuda.ErrInvalidValue, "a is %d×%d, x has %d elements and y %d: want %d and %d", a.Rows, a.Cols, x.Len(), y.Len(), a.Cols, a.Rows)
 	}
 	// cuBLAS reads A's memory column-major: A itself, or Aᵀ (n×m) when
 	// A is row-major.

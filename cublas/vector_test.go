@@ -13,9 +13,11 @@ func TestVector(t *testing.T) {
 	ctx, s, h := handle(t)
 	t.Run("float32", func(t *testing.T) { vectorOps[float32](t, ctx, s, h) })
 	t.Run("float64", func(t *testing.T) { vectorOps[float64](t, ctx, s, h) })
+	t.Run("celsius", func(t *testing.T) { vectorOps[celsius](t, ctx, s, h) })
+	t.Run("metres", func(t *testing.T) { vectorOps[metres](t, ctx, s, h) })
 }
 
-func vectorOps[T cublas.Float](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle) {
+func vectorOps[T cuda.Float](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle) {
 	r := rand.New(rand.NewPCG(9, 10))
 	tol := tolerance[T](false)
 	for _, n := range []int{1, 7, 1000} {

@@ -37,7 +37,7 @@ func BenchmarkFFT(b *testing.B) {
 				defer in.Free()
 				out := must(cuda.Alloc[complex64](ctx, n))(b)
 				defer out.Free()
-				exec = func() error { return cufft.ExecC2C(p, in, out, cufft.Forward) }
+				exec = func() error { return p.ExecC2C(out, in, cufft.Forward) }
 				b.SetBytes(int64(8 * n))
 			} else {
 				last := tt.shape[len(tt.shape)-1]
@@ -45,7 +45,7 @@ func BenchmarkFFT(b *testing.B) {
 				defer in.Free()
 				out := must(cuda.Alloc[complex64](ctx, n/last*(last/2+1)))(b)
 				defer out.Free()
-				exec = func() error { return cufft.ExecR2C(p, in, out) }
+				exec = func() error { return p.ExecR2C(out, in) }
 				b.SetBytes(int64(4 * n))
 			}
 			cudatest.WarmUp(b, s, exec)
@@ -89,14 +89,14 @@ func BenchmarkExecRepeated(b *testing.B) {
 		{"sync", 1, func() (*cufft.Plan, error) { return p, nil }},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			cudatest.WarmUp(b, s, func() error { return cufft.ExecC2C(p, in, out, cufft.Forward) })
+			cudatest.WarmUp(b, s, func() error { return p.ExecC2C(out, in, cufft.Forward) })
 			i := 0
 			for b.Loop() {
 				p, err := tt.plan()
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := cufft.ExecC2C(p, in, out, cufft.Forward); err != nil {
+				if err := p.ExecC2C(out, in, cufft.Forward); err != nil {
 					b.Fatal(err)
 				}
 				if i++; i%tt.every == 0 {

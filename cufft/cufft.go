@@ -9,7 +9,11 @@
 // complex64, Z2Z in complex128), real-to-complex (R2C, D2Z) and
 // complex-to-real (C2R, Z2D). The real transforms keep the half of the
 // spectrum the rest follows from: the last dimension n becomes n/2+1
-// complex numbers.
+// complex numbers. A Plan's methods execute it, the destination first as
+// in Go's copy(dst, src):
+//
+//	err = p.ExecC2C(dst, src, cufft.Forward)
+//	err = p.ExecC2C(buf, buf, cufft.Inverse) // in place: dst == src
 //
 // Scaling: none, as cuFFT's (and NumPy's "backward" norm for the forward
 // transform): a forward transform then an inverse one multiplies by the

@@ -2,6 +2,7 @@ package cufft
 
 import (
 	"fmt"
+	"strings"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/errfmt"
@@ -52,7 +53,7 @@ func (s Result) Error() string { return s.String() }
 // Error is the error type of this package, of the same shape as cuda.Error
 // and cublas.Error.
 type Error struct {
-	Op     string // the gocuda operation, such as "ExecC2C"
+	Op     string // the gocuda operation, such as "Plan.ExecC2C"
 	Call   string // the library function, such as "cufftExecC2C"; "" if cuFFT was not called
 	Code   Result // the library's result; 0 if it was not called
 	Err    error  // the gocuda sentinel this error matches, if any
@@ -99,4 +100,46 @@ var sentinels = map[Result]error{
 // errorf returns an error of ours, not the library's, matching sentinel.
 func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
+}
+
+// named returns err with op as its operation where err is package cuda's
+// (from a call made on the user's behalf: a buffer's, a stream's, a
+// context's) or this package's, so that it names the call the user made
+// ("Plan.Close", not "DeviceBuffer.Free"). Other errors are returned as
+// they are.
+func named(op string, err error) error {
+	switch e := err.(type) {
+	case *cuda.Error:
+		if e.Op != op {
+			c := *e
+			c.Op = op
+			return &c
+		}
+	case *Error:
+		if e.Op != op {
+			c := *e
+			c.Op = op
+			return &c
+		}
+	}
+	return err
+}
+
+// unfreed is the error of a Close that released the library's objects but
+// could not free the memory called what: err, the free's, named as op (the
+// Close the user called) and saying what to do, in place of the advice the
+// buffer's own Free gives.
+func unfreed(op, what string, err error) error {
+	e, ok := err.(*cuda.Error)
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Op = op
+	detail := strings.TrimSuffix(strings.TrimSuffix(c.Detail, "the device buffer is still open: close it again, or close its context"), "; ")
+	if detail != "" {
+		detail += "; "
+	}
+	c.Detail = detail + what + " is not freed: call Close again"
+	return &c
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -62,6 +64,10 @@ type Plan struct {
 	batch   int
 	work    *cuda.DeviceBuffer[byte] // the work area, set once; empty where none is needed
 	in, out int                      // elements of the input and the output, batches included
+	// unfinished is set by a Close that destroyed the library's plan but
+	// failed to free the work area: the Plan refuses executions (there is
+	// no cuFFT plan left to run) until a Close finishes.
+	unfinished atomic.Bool
 }
 
 // raw is the library's plan, shared with the cleanup of a Plan nobody
@@ -91,10 +97,10 @@ func (r *raw) destroy(op string) error {
 func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 	const op = "NewPlan"
 	if s == nil {
-		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
 	}
 	if _, ok := typeNames[t]; !ok {
-		return nil, errorf(op, cuda.ErrInvalidValue, "unknown transform type %d", int(t))
+		return nil, errorf(op, cuda.ErrInvalidValue, "t is %d: an unknown transform type", int(t))
 	}
 	if len(shape) < 1 || len(shape) > 3 {
 		return nil, errorf(op, cuda.ErrInvalidValue, "shape %v: want one to three dimensions", shape)
@@ -154,11 +160,11 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, named(op, err)
 	}
 	if err := p.setWorkArea(op, workBytes); err != nil {
 		lifetime.CloseTemp(&err, func() error { return r.ctx.Do(func() error { return r.destroy(op) }) })
-		return nil, err
+		return nil, named(op, err)
 	}
 	p.life.Arm(track.FFTPlan, runtime.AddCleanup(p, func(r *raw) {
 		track.Forgotten(track.FFTPlan)
@@ -235,12 +241,50 @@ func (p *Plan) Stream() *cuda.Stream {
 	return p.stream
 }
 
+// String describes p, as package cuda's objects print: its type, shape,
+// batch and device, as `cufft.Plan{C2C [64 64] ×8, cuda:0}`, with
+// "closed" once closed. It calls neither cuFFT nor the driver.
+func (p *Plan) String() string {
+	const kind = "cufft.Plan"
+	if p == nil {
+		return kind + "(nil)"
+	}
+	st := p.life.Status()
+	if st == lifetime.Zero {
+		return describe(kind, st)
+	}
+	parts := []string{fmt.Sprintf("%v %v ×%d", p.typ, p.shape, p.batch), p.raw.ctx.Device().String()}
+	if p.unfinished.Load() {
+		// Refusing executions, as a closed plan does, until Close
+		// finishes.
+		return describe(kind, lifetime.Held, append(parts, "closed (its work area is not freed: call Close again)")...)
+	}
+	return describe(kind, st, parts...)
+}
+
+// describe writes kind{parts..., state}, as package cuda's objects print:
+// the state ("closed", a zero value's "zero") is left out for an object in
+// use.
+func describe(kind string, st lifetime.Status, parts ...string) string {
+	switch st {
+	case lifetime.Zero:
+		parts = append(parts, "zero")
+	case lifetime.Closed:
+		parts = append(parts, "closed")
+	}
+	return kind + "{" + strings.Join(parts, ", ") + "}"
+}
+
 // Close waits for the executions in flight, destroys the plan and frees
-// its work area (in the stream's order). While a graph that captured an
-// execution still exists, the work area cannot be freed: Close fails and
-// may be tried again once the graph is closed, as it may after a refusal of
-// the library. Close of a closed Plan returns nil. Once p's context is
-// closed, the library's plan went with it.
+// its work area (in the stream's order). Close of a closed Plan returns
+// nil. Once p's context is closed, the library's plan went with it.
+//
+// A Close that fails may be tried again, and finishes what the failed one
+// left. Where the library refused to destroy its plan, p is left usable.
+// Where the plan is gone but its work area could not be freed (the driver
+// refused, or a graph that captured an execution still uses it: close the
+// graph first), p refuses executions with cuda.ErrClosed until a Close
+// finishes.
 func (p *Plan) Close() error {
 	const op = "Plan.Close"
 	if err := p.valid(op); err != nil {
@@ -248,106 +292,127 @@ func (p *Plan) Close() error {
 	}
 	_, err := p.life.Close(func() (bool, error) {
 		// The plan first: the library must not reach the work area once
-		// it is freed. A graph that captured an execution keeps the work
-		// area (its kernels' memory) and makes the free fail; the plan is
-		// gone then, and Close frees the work area when tried again.
-		if err := p.raw.ctx.Do(func() error { return p.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-			return false, err
+		// it is freed, and the plan, which the work area is set in, is
+		// not made again.
+		if !p.unfinished.Load() {
+			if err := p.raw.ctx.Do(func() error { return p.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
+				return false, named(op, err)
+			}
 		}
 		if err := p.work.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
-			return false, err
+			p.unfinished.Store(true)
+			return false, unfreed(op, "the work area", err)
 		}
 		return true, nil
 	})
 	return err
 }
 
-// ExecC2C transforms in into out (which may be in itself) with a C2C
-// plan, in direction dir.
-func ExecC2C(p *Plan, in, out *cuda.DeviceBuffer[complex64], dir Direction) error {
-	return execDir(p, "ExecC2C", C2C, in, out, dir, lib.execC2C)
+// ExecC2C transforms src into dst with a C2C plan, in direction dir. It
+// is in place where dst == src (the same buffer); otherwise the two may
+// not overlap.
+func (p *Plan) ExecC2C(dst, src *cuda.DeviceBuffer[complex64], dir Direction) error {
+	return execDir(p, "Plan.ExecC2C", C2C, dst, src, dir, lib.execC2C)
 }
 
-// ExecZ2Z transforms in into out (which may be in itself) with a Z2Z
-// plan, in direction dir.
-func ExecZ2Z(p *Plan, in, out *cuda.DeviceBuffer[complex128], dir Direction) error {
-	return execDir(p, "ExecZ2Z", Z2Z, in, out, dir, lib.execZ2Z)
+// ExecZ2Z transforms src into dst with a Z2Z plan, in direction dir. It
+// is in place where dst == src (the same buffer); otherwise the two may
+// not overlap.
+func (p *Plan) ExecZ2Z(dst, src *cuda.DeviceBuffer[complex128], dir Direction) error {
+	return execDir(p, "Plan.ExecZ2Z", Z2Z, dst, src, dir, lib.execZ2Z)
 }
 
-// ExecR2C transforms real in into the half spectrum out with an R2C plan.
-func ExecR2C(p *Plan, in *cuda.DeviceBuffer[float32], out *cuda.DeviceBuffer[complex64]) error {
-	return exec(p, "ExecR2C", R2C, in, out, lib.execR2C)
+// ExecR2C transforms the real src into its half spectrum dst with an R2C
+// plan, out of place: dst and src may not overlap.
+func (p *Plan) ExecR2C(dst *cuda.DeviceBuffer[complex64], src *cuda.DeviceBuffer[float32]) error {
+	return exec(p, "Plan.ExecR2C", R2C, dst, src, lib.execR2C)
 }
 
-// ExecD2Z transforms real in into the half spectrum out with a D2Z plan.
-func ExecD2Z(p *Plan, in *cuda.DeviceBuffer[float64], out *cuda.DeviceBuffer[complex128]) error {
-	return exec(p, "ExecD2Z", D2Z, in, out, lib.execD2Z)
+// ExecD2Z transforms the real src into its half spectrum dst with a D2Z
+// plan, out of place: dst and src may not overlap.
+func (p *Plan) ExecD2Z(dst *cuda.DeviceBuffer[complex128], src *cuda.DeviceBuffer[float64]) error {
+	return exec(p, "Plan.ExecD2Z", D2Z, dst, src, lib.execD2Z)
 }
 
-// ExecC2R transforms the half spectrum in into real out with a C2R plan
-// (not scaled). cuFFT uses in as scratch: its contents are undefined
-// afterwards.
-func ExecC2R(p *Plan, in *cuda.DeviceBuffer[complex64], out *cuda.DeviceBuffer[float32]) error {
-	return exec(p, "ExecC2R", C2R, in, out, lib.execC2R)
+// ExecC2R transforms the half spectrum src into the real dst with a C2R
+// plan (not scaled), out of place: dst and src may not overlap. cuFFT uses
+// src as scratch: its contents are undefined afterwards.
+func (p *Plan) ExecC2R(dst *cuda.DeviceBuffer[float32], src *cuda.DeviceBuffer[complex64]) error {
+	return exec(p, "Plan.ExecC2R", C2R, dst, src, lib.execC2R)
 }
 
-// ExecZ2D transforms the half spectrum in into real out with a Z2D plan
-// (not scaled). cuFFT uses in as scratch: its contents are undefined
-// afterwards.
-func ExecZ2D(p *Plan, in *cuda.DeviceBuffer[complex128], out *cuda.DeviceBuffer[float64]) error {
-	return exec(p, "ExecZ2D", Z2D, in, out, lib.execZ2D)
+// ExecZ2D transforms the half spectrum src into the real dst with a Z2D
+// plan (not scaled), out of place: dst and src may not overlap. cuFFT uses
+// src as scratch: its contents are undefined afterwards.
+func (p *Plan) ExecZ2D(dst *cuda.DeviceBuffer[float64], src *cuda.DeviceBuffer[complex128]) error {
+	return exec(p, "Plan.ExecZ2D", Z2D, dst, src, lib.execZ2D)
 }
 
-func execDir[T any](p *Plan, op string, t Type, in, out *cuda.DeviceBuffer[T], dir Direction, fn uintptr) error {
+// libName returns the name of the library function op calls: "cufftExecC2C"
+// for "Plan.ExecC2C".
+func libName(op string) string { return "cufft" + op[len("Plan."):] }
+
+func execDir[T any](p *Plan, op string, t Type, dst, src *cuda.DeviceBuffer[T], dir Direction, fn uintptr) error {
 	if dir != Forward && dir != Inverse {
-		return errorf(op, cuda.ErrInvalidValue, "direction %d: want Forward or Inverse", int(dir))
+		return errorf(op, cuda.ErrInvalidValue, "dir is %d: want Forward or Inverse", int(dir))
 	}
-	return run(p, op, t, in, out, true, func(h int32, i, o uintptr) error {
-		return call(op, "cufft"+op, fn, uintptr(h), i, o, uintptr(int64(dir)))
+	name := libName(op)
+	return run(p, op, t, dst, src, true, func(h int32, in, out uintptr) error {
+		return call(op, name, fn, uintptr(h), in, out, uintptr(int64(dir)))
 	})
 }
 
-func exec[I, O any](p *Plan, op string, t Type, in *cuda.DeviceBuffer[I], out *cuda.DeviceBuffer[O], fn uintptr) error {
-	return run(p, op, t, in, out, false, func(h int32, i, o uintptr) error {
-		return call(op, "cufft"+op, fn, uintptr(h), i, o)
+func exec[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *cuda.DeviceBuffer[I], fn uintptr) error {
+	name := libName(op)
+	return run(p, op, t, dst, src, false, func(h int32, in, out uintptr) error {
+		return call(op, name, fn, uintptr(h), in, out)
 	})
 }
 
 // run checks the buffers against p and executes transform on them in p's
-// turn, on p's stream, with the work area held.
-func run[I, O any](p *Plan, op string, t Type, in *cuda.DeviceBuffer[I], out *cuda.DeviceBuffer[O], inPlace bool,
+// turn, on p's stream, with the work area held. inPlace says the
+// transform may be in place (dst == src).
+func run[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *cuda.DeviceBuffer[I], inPlace bool,
 	transform func(h int32, in, out uintptr) error) error {
 	if err := p.valid(op); err != nil {
 		return err
 	}
 	switch {
 	case p.typ != t:
-		return errorf(op, cuda.ErrInvalidValue, "the plan is %v, not %v", p.typ, t)
-	case in == nil || out == nil:
-		return errorf(op, cuda.ErrInvalidValue, "a nil *cuda.DeviceBuffer")
-	case in.Len() != p.in || out.Len() != p.out:
-		return errorf(op, cuda.ErrInvalidValue, "input of %d and output of %d elements; the %v plan of shape %v, batch %d, takes %d and makes %d",
-			in.Len(), out.Len(), t, p.shape, p.batch, p.in, p.out)
+		return errorf(op, cuda.ErrInvalidValue, "the plan is %v: %s needs a plan of type %v", p.typ, op[len("Plan."):], t)
+	case dst == nil:
+		return errorf(op, cuda.ErrInvalidValue, "dst is a nil *cuda.DeviceBuffer")
+	case src == nil:
+		return errorf(op, cuda.ErrInvalidValue, "src is a nil *cuda.DeviceBuffer")
+	case src.Len() != p.in || dst.Len() != p.out:
+		return errorf(op, cuda.ErrInvalidValue, "src has %d elements and dst %d; the %v plan of shape %v, batch %d, takes %d and makes %d",
+			src.Len(), dst.Len(), t, p.shape, p.batch, p.in, p.out)
 	}
 	ctx := p.stream.Context()
-	if in.Context() != ctx || out.Context() != ctx {
-		return errorf(op, cuda.ErrInvalidValue, "a buffer of another context than the plan's stream")
+	switch {
+	case dst.Context() != ctx:
+		return errorf(op, cuda.ErrInvalidValue, "dst belongs to another context than the plan's stream")
+	case src.Context() != ctx:
+		return errorf(op, cuda.ErrInvalidValue, "src belongs to another context than the plan's stream")
 	}
-	inStart, inEnd := uintptr(in.Ptr()), uintptr(in.Ptr())+uintptr(in.ByteSize())
-	outStart, outEnd := uintptr(out.Ptr()), uintptr(out.Ptr())+uintptr(out.ByteSize())
+	inStart, inEnd := uintptr(src.Ptr()), uintptr(src.Ptr())+uintptr(src.ByteSize())
+	outStart, outEnd := uintptr(dst.Ptr()), uintptr(dst.Ptr())+uintptr(dst.ByteSize())
 	if inStart < outEnd && outStart < inEnd && !(inPlace && inStart == outStart) {
 		if inPlace {
-			return errorf(op, cuda.ErrInvalidValue, "the input and output overlap without being the same buffer")
+			return errorf(op, cuda.ErrInvalidValue, "dst and src overlap without being the same buffer (dst == src is in place)")
 		}
-		return errorf(op, cuda.ErrInvalidValue, "the input and output overlap: %v transforms are out of place here", t)
+		return errorf(op, cuda.ErrInvalidValue, "dst and src overlap: %v transforms are out of place here", t)
 	}
 	if p.life.Hold() != lifetime.Held {
 		return errorf(op, cuda.ErrClosed, "the plan is closed")
 	}
 	defer p.life.Release()
+	if p.unfinished.Load() {
+		return errorf(op, cuda.ErrClosed, "the plan is closed, but its Close failed to free the work area: call Close again")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stream.Do(func(uintptr) error {
-		return transform(p.raw.h, uintptr(in.Ptr()), uintptr(out.Ptr()))
-	}, in, out, p.work)
+	return named(op, p.stream.Do(func(uintptr) error {
+		return transform(p.raw.h, uintptr(src.Ptr()), uintptr(dst.Ptr()))
+	}, src, dst, p.work))
 }

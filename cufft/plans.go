@@ -2,9 +2,11 @@ package cufft
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // Plans keeps a stream's plans by type, shape and batch, made the first
@@ -16,7 +18,11 @@ type Plans struct {
 	stream *cuda.Stream
 	mu     sync.Mutex
 	plans  map[planKey]*Plan
-	closed bool
+	// pending are plans a failed Close took out of plans because their
+	// own Close left them unusable (Plan.Close's unfinished): out of
+	// Plan's reach, closed by the next Close.
+	pending []*Plan
+	closed  bool
 }
 
 // planKey names a plan in Plans: a comparable value, so that looking a plan
@@ -31,7 +37,7 @@ type planKey struct {
 // NewPlans returns an empty cache of plans executed on s.
 func NewPlans(s *cuda.Stream) (*Plans, error) {
 	if s == nil {
-		return nil, errorf("NewPlans", cuda.ErrInvalidValue, "nil *cuda.Stream")
+		return nil, errorf("NewPlans", cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
 	}
 	return &Plans{stream: s, plans: map[planKey]*Plan{}}, nil
 }
@@ -45,7 +51,8 @@ func (c *Plans) Plan(t Type, shape []int, batch int) (*Plan, error) {
 	}
 	if len(shape) < 1 || len(shape) > 3 {
 		// NewPlan's check, before the key drops dimensions.
-		return NewPlan(c.stream, t, shape, batch)
+		p, err := NewPlan(c.stream, t, shape, batch)
+		return p, named(op, err)
 	}
 	key := planKey{typ: t, rank: len(shape), batch: batch}
 	copy(key.shape[:], shape)
@@ -59,7 +66,7 @@ func (c *Plans) Plan(t Type, shape []int, batch int) (*Plan, error) {
 	}
 	p, err := NewPlan(c.stream, t, shape, batch)
 	if err != nil {
-		return nil, err
+		return nil, named(op, err)
 	}
 	c.plans[key] = p
 	return p, nil
@@ -75,22 +82,63 @@ func (c *Plans) Len() int {
 	return len(c.plans)
 }
 
-// Close closes every plan (waiting for executions in flight). Plans that
-// fail to close stay, and Close may be called again; closing twice is a
-// no-op.
+// String describes the cache, as package cuda's objects print: how many
+// plans it holds, and its device, as `cufft.Plans{3 plans, cuda:0}`, with
+// "closed" once closed.
+func (c *Plans) String() string {
+	const kind = "cufft.Plans"
+	if c == nil {
+		return kind + "(nil)"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plans == nil {
+		return describe(kind, lifetime.Zero)
+	}
+	plans := fmt.Sprintf("%d plans", len(c.plans))
+	if len(c.plans) == 1 {
+		plans = "1 plan"
+	}
+	st := lifetime.Held
+	if c.closed {
+		st = lifetime.Closed
+	}
+	return describe(kind, st, plans, c.stream.Context().Device().String())
+}
+
+// Close closes every plan (waiting for executions in flight); closing
+// twice is a no-op. A Close that fails leaves the cache usable, and may be
+// tried again: a plan whose Close left it usable stays in the cache, and
+// one whose Close left it unusable (destroyed, its work area not freed) is
+// out of the cache, made again when asked for, and closed by the next
+// Close.
 func (c *Plans) Close() error {
+	const op = "Plans.Close"
 	if c == nil || c.plans == nil {
-		return errorf("Plans.Close", cuda.ErrInvalidValue, "a nil or zero Plans: make one with NewPlans")
+		return errorf(op, cuda.ErrInvalidValue, "a nil or zero Plans: make one with NewPlans")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
-	for key, p := range c.plans {
+	pending := c.pending[:0]
+	for _, p := range c.pending {
 		if err := p.Close(); err != nil {
-			errs = append(errs, err)
-			continue
+			errs = append(errs, named(op, err))
+			pending = append(pending, p)
 		}
-		delete(c.plans, key)
+	}
+	c.pending = pending
+	for key, p := range c.plans {
+		err := p.Close()
+		if err == nil || p.unfinished.Load() {
+			delete(c.plans, key)
+		}
+		if err != nil {
+			errs = append(errs, named(op, err))
+			if p.unfinished.Load() {
+				c.pending = append(c.pending, p)
+			}
+		}
 	}
 	if len(errs) == 0 {
 		c.closed = true

@@ -3,20 +3,25 @@
 // opened at run time like the driver: nothing is needed to build, and the
 // library only where a Generator is made.
 //
-// A Generator is one of cuRAND's generators (Philox4x32-10 by default,
-// XORWOW, MRG32k3a, MTGP32, MT19937, or Sobol for quasi-random numbers),
-// made for one stream: Uniform, Normal, LogNormal, Poisson and Bits queue
-// their work there, and each call continues the generator's sequence. The
-// same generator type, seed and offset give the same numbers as cuRAND
-// called from C (the GPU tests check it bit for bit).
+// A Generator is one of cuRAND's generators (Philox4x32-10, the zero RNG
+// and so the default, XORWOW, MRG32k3a, MTGP32, MT19937, or Sobol for
+// quasi-random numbers), made for one stream: the functions Uniform, Normal
+// and LogNormal (generic in the element type, so functions taking the
+// generator first) and its methods Poisson and Bits queue their work
+// there, and each call continues the generator's sequence. The same
+// generator type, seed and offset give the same numbers as cuRAND called
+// from C (the GPU tests check it bit for bit).
 //
-//	g, err := curand.New(s, curand.Philox4x32_10, 42)
+//	g, err := curand.New(s, curand.Philox4x32_10, 42) // or curand.DefaultRNG, or 0
 //	err = curand.Normal(g, buf, 0, 1)
+//	err = g.Bits(words)
 //
-// Elements are float32 and float64 (uint32 for Poisson and Bits). cuRAND
-// has no half-precision output: generate float32 and convert (package
-// compute's Cast). cuRAND's normal distributions make numbers in pairs:
-// for an odd count gocuda makes the last one from a pair of its own.
+// Elements are float32 and float64, or types defined on them (cuda.Float),
+// and uint32 for Poisson and Bits. cuRAND has no half-precision output:
+// generate float32 and convert (package compute's Cast). cuRAND's normal
+// distributions make numbers in pairs: for an odd count gocuda makes the
+// last one from a pair of its own. Uniform's numbers are on (0, 1],
+// cuRAND's interval, not PyTorch's [0, 1) (see Uniform).
 //
 // The library is looked for as libcurand.so.10 and libcurand.so on the
 // loader's path, in /usr/local/cuda, and in the folders of NVIDIA's Python
@@ -132,5 +137,5 @@ func call(op, name string, fn uintptr, args ...uintptr) error {
 		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: lib.path + " has no " + name}
 	}
 	r, _, _ := purego.SyscallN(fn, args...)
-	return statusErr(op, name, Status(int32(r)))
+	return statusErr(op, name, Result(int32(r)))
 }

@@ -7,30 +7,31 @@ import (
 	"github.com/gocuda/cuda/internal/errfmt"
 )
 
-// Status is a cuRAND status code (curandStatus_t). A Status is itself an
-// error value to match with errors.Is:
+// Result is a cuRAND status code (curandStatus_t), named Result as every
+// package's status type is. A Result is itself an error value to match
+// with errors.Is:
 //
 //	errors.Is(err, curand.StatusLengthNotMultiple)
-type Status int32
+type Result int32
 
 // cuRAND's status codes.
 const (
-	StatusSuccess                 Status = 0
-	StatusVersionMismatch         Status = 100
-	StatusNotInitialized          Status = 101
-	StatusAllocationFailed        Status = 102
-	StatusTypeError               Status = 103
-	StatusOutOfRange              Status = 104
-	StatusLengthNotMultiple       Status = 105
-	StatusDoublePrecisionRequired Status = 106
-	StatusLaunchFailure           Status = 201
-	StatusPreexistingFailure      Status = 202
-	StatusInitializationFailed    Status = 203
-	StatusArchMismatch            Status = 204
-	StatusInternalError           Status = 999
+	StatusSuccess                 Result = 0
+	StatusVersionMismatch         Result = 100
+	StatusNotInitialized          Result = 101
+	StatusAllocationFailed        Result = 102
+	StatusTypeError               Result = 103
+	StatusOutOfRange              Result = 104
+	StatusLengthNotMultiple       Result = 105
+	StatusDoublePrecisionRequired Result = 106
+	StatusLaunchFailure           Result = 201
+	StatusPreexistingFailure      Result = 202
+	StatusInitializationFailed    Result = 203
+	StatusArchMismatch            Result = 204
+	StatusInternalError           Result = 999
 )
 
-var statusNames = map[Status]string{
+var resultNames = map[Result]string{
 	StatusSuccess: "CURAND_STATUS_SUCCESS", StatusVersionMismatch: "CURAND_STATUS_VERSION_MISMATCH",
 	StatusNotInitialized: "CURAND_STATUS_NOT_INITIALIZED", StatusAllocationFailed: "CURAND_STATUS_ALLOCATION_FAILED",
 	StatusTypeError: "CURAND_STATUS_TYPE_ERROR", StatusOutOfRange: "CURAND_STATUS_OUT_OF_RANGE",
@@ -40,22 +41,22 @@ var statusNames = map[Status]string{
 	StatusInternalError: "CURAND_STATUS_INTERNAL_ERROR",
 }
 
-func (s Status) String() string {
-	if name, ok := statusNames[s]; ok {
+func (s Result) String() string {
+	if name, ok := resultNames[s]; ok {
 		return name
 	}
 	return fmt.Sprintf("curandStatus(%d)", int32(s))
 }
 
-// Error makes a Status an error value for errors.Is.
-func (s Status) Error() string { return s.String() }
+// Error makes a Result an error value for errors.Is.
+func (s Result) Error() string { return s.String() }
 
 // Error is the error type of this package, of the same shape as cuda.Error
 // and cublas.Error.
 type Error struct {
-	Op     string // the gocuda operation, such as "Normal"
+	Op     string // the gocuda operation, such as "Normal" or "Generator.Bits"
 	Call   string // the library function, such as "curandGenerateNormal"; "" if cuRAND was not called
-	Code   Status // the library's status; 0 if it was not called
+	Code   Result // the library's status; 0 if it was not called
 	Err    error  // the gocuda sentinel this error matches, if any
 	Detail string // what was wrong, in words
 }
@@ -82,12 +83,12 @@ func (e *Error) Unwrap() error {
 
 // Is reports whether e carries the library's status target.
 func (e *Error) Is(target error) bool {
-	s, ok := target.(Status)
+	s, ok := target.(Result)
 	return ok && e != nil && e.Code != StatusSuccess && e.Code == s
 }
 
 // sentinels are the gocuda sentinels cuRAND's codes match.
-var sentinels = map[Status]error{
+var sentinels = map[Result]error{
 	StatusTypeError:               cuda.ErrInvalidValue,
 	StatusOutOfRange:              cuda.ErrInvalidValue,
 	StatusLengthNotMultiple:       cuda.ErrInvalidValue,
@@ -97,7 +98,7 @@ var sentinels = map[Status]error{
 }
 
 // statusErr is the error for a call that returned s, nil for success.
-func statusErr(op, call string, s Status) error {
+func statusErr(op, call string, s Result) error {
 	if s == StatusSuccess {
 		return nil
 	}
@@ -107,4 +108,17 @@ func statusErr(op, call string, s Status) error {
 // errorf returns an error of ours, not the library's, matching sentinel.
 func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
+}
+
+// named returns err, an error of package cuda from a call made on the
+// user's behalf (a buffer's, a stream's, a context's), with op as its
+// operation: the error names the call the user made ("Normal", not
+// "AllocAsync"). Other errors are returned as they are.
+func named(op string, err error) error {
+	if e, ok := err.(*cuda.Error); ok && e.Op != op {
+		c := *e
+		c.Op = op
+		return &c
+	}
+	return err
 }

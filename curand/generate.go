@@ -8,12 +8,15 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// Float is the element type of the continuous distributions.
-type Float interface{ ~float32 | ~float64 }
-
-// Uniform fills dst with numbers uniform on (0, 1] (cuRAND's interval:
-// 0 excluded, 1 included), continuing g's sequence.
-func Uniform[T Float](g *Generator, dst *cuda.DeviceBuffer[T]) error {
+// Uniform fills dst with numbers uniform on (0, 1], continuing g's
+// sequence. The interval is cuRAND's: 0 excluded, 1 included, the other way
+// round from PyTorch's torch.rand and NumPy's random, which give [0, 1).
+// Where 0 must be possible and 1 not, use 1 - x (package compute's Neg and
+// AddScalar, say), which is uniform on [0, 1).
+//
+// T is float32 or float64, or a type defined on one (cuda.Float), as for
+// Normal and LogNormal.
+func Uniform[T cuda.Float](g *Generator, dst *cuda.DeviceBuffer[T]) error {
 	const op = "Uniform"
 	name, fn := "curandGenerateUniform", lib.uniform
 	if isDouble[T]() {
@@ -27,20 +30,20 @@ func Uniform[T Float](g *Generator, dst *cuda.DeviceBuffer[T]) error {
 // (Box-Muller) and takes only even counts from a pseudo-random generator:
 // for an odd count the last number is the first of a pair of its own,
 // which continues the sequence by two.
-func Normal[T Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stddev T) error {
+func Normal[T cuda.Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stddev T) error {
 	return normal(g, "Normal", dst, mean, stddev, false)
 }
 
 // LogNormal fills dst with numbers whose logarithms are normally
 // distributed with the given mean and standard deviation; counts as for
 // Normal.
-func LogNormal[T Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stddev T) error {
+func LogNormal[T cuda.Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stddev T) error {
 	return normal(g, "LogNormal", dst, mean, stddev, true)
 }
 
-func normal[T Float](g *Generator, op string, dst *cuda.DeviceBuffer[T], mean, stddev T, logNormal bool) error {
+func normal[T cuda.Float](g *Generator, op string, dst *cuda.DeviceBuffer[T], mean, stddev T, logNormal bool) error {
 	if stddev < 0 || stddev != stddev || mean != mean {
-		return errorf(op, cuda.ErrInvalidValue, "mean %v, standard deviation %v: want numbers, and a deviation of 0 or more", mean, stddev)
+		return errorf(op, cuda.ErrInvalidValue, "mean is %v and stddev %v: want numbers, and a stddev of 0 or more", mean, stddev)
 	}
 	name := "curandGenerate" + op
 	if isDouble[T]() {
@@ -58,31 +61,31 @@ func normal[T Float](g *Generator, op string, dst *cuda.DeviceBuffer[T], mean, s
 		default:
 			s = lib.normal(g.raw.h, out, n, float32(mean), float32(stddev))
 		}
-		return statusErr(op, name, Status(s))
+		return statusErr(op, name, Result(s))
 	}
 	return fill(g, op, dst, true, gen)
 }
 
 // Poisson fills dst with numbers of the Poisson distribution of mean
 // lambda (more than 0), continuing g's sequence.
-func Poisson(g *Generator, dst *cuda.DeviceBuffer[uint32], lambda float64) error {
-	const op = "Poisson"
+func (g *Generator) Poisson(dst *cuda.DeviceBuffer[uint32], lambda float64) error {
+	const op = "Generator.Poisson"
 	if !(lambda > 0) {
-		return errorf(op, cuda.ErrInvalidValue, "lambda %v: want more than 0", lambda)
+		return errorf(op, cuda.ErrInvalidValue, "lambda is %v: want more than 0", lambda)
 	}
 	return fill(g, op, dst, false, func(out, n uintptr) error {
-		return statusErr(op, "curandGeneratePoisson", Status(lib.poisson(g.raw.h, out, n, lambda)))
+		return statusErr(op, "curandGeneratePoisson", Result(lib.poisson(g.raw.h, out, n, lambda)))
 	})
 }
 
 // Bits fills dst with the generator's raw 32-bit numbers, continuing its
 // sequence.
-func Bits(g *Generator, dst *cuda.DeviceBuffer[uint32]) error {
-	const op = "Bits"
+func (g *Generator) Bits(dst *cuda.DeviceBuffer[uint32]) error {
+	const op = "Generator.Bits"
 	return fill(g, op, dst, false, func(out, n uintptr) error { return call(op, "curandGenerate", lib.generate, g.raw.h, out, n) })
 }
 
-func isDouble[T Float]() bool { var z T; return unsafe.Sizeof(z) == 8 }
+func isDouble[T cuda.Float]() bool { var z T; return unsafe.Sizeof(z) == 8 }
 
 // fill checks dst and runs gen on it in g's turn, on g's stream. pairs
 // says gen makes numbers in pairs: from a pseudo-random generator, for an
@@ -93,10 +96,10 @@ func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool,
 		return err
 	}
 	if dst == nil {
-		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.DeviceBuffer")
+		return errorf(op, cuda.ErrInvalidValue, "dst is a nil *cuda.DeviceBuffer")
 	}
 	if c := dst.Context(); c != nil && c != g.stream.Context() {
-		return errorf(op, cuda.ErrInvalidValue, "the buffer belongs to another context than the generator's stream")
+		return errorf(op, cuda.ErrInvalidValue, "dst belongs to another context than the generator's stream")
 	}
 	n := dst.Len()
 	odd := pairs && !g.rng.quasi() && n%2 == 1
@@ -104,7 +107,7 @@ func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool,
 	if odd {
 		var err error
 		if scratch, err = cuda.AllocAsync[T](g.stream, 2); err != nil {
-			return err
+			return named(op, err)
 		}
 	}
 	err := g.do(op, []cuda.Memory{dst}, func(uintptr) error {
@@ -126,11 +129,11 @@ func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool,
 		return err
 	}
 	if err == nil {
-		err = copyFirst(dst, n-1, scratch, g.stream)
+		err = named(op, copyFirst(dst, n-1, scratch, g.stream))
 	}
 	// The scratch memory is freed in the stream's order, after the copy;
 	// a failed free is tried once more (so nothing is lost), and reported.
-	freeErr := scratch.Free()
+	freeErr := named(op, scratch.Free())
 	if freeErr != nil && scratch.Free() != nil {
 		freeErr = fmt.Errorf("%w (and again)", freeErr)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -16,8 +17,10 @@ import (
 type RNG int
 
 // The generators. The pseudo-random ones take a seed; Sobol's are
-// quasi-random, one dimension, and take none.
+// quasi-random, one dimension, and take none. The zero RNG, DefaultRNG, is
+// Philox4x32-10.
 const (
+	DefaultRNG       RNG = 0 // Philox4x32-10: New(s, 0, seed) makes one
 	XORWOW           RNG = 101
 	MRG32k3a         RNG = 121
 	MTGP32           RNG = 141
@@ -33,6 +36,9 @@ var rngNames = map[RNG]string{
 }
 
 func (r RNG) String() string {
+	if r == DefaultRNG {
+		r = Philox4x32_10
+	}
 	if s, ok := rngNames[r]; ok {
 		return s
 	}
@@ -56,6 +62,7 @@ type Generator struct {
 	mu     sync.Mutex
 	stream *cuda.Stream
 	rng    RNG
+	seed   uint64 // the last seed set, for String; guarded by mu
 	raw    *raw
 }
 
@@ -77,19 +84,22 @@ func (r *raw) destroy(op string) error {
 	return nil
 }
 
-// New makes a generator of type rng that queues its work on s, seeded
-// with seed (a pseudo-random generator; a quasi-random one takes no seed:
-// pass 0).
+// New makes a generator of type rng (DefaultRNG, the zero RNG, is
+// Philox4x32-10) that queues its work on s, seeded with seed (a
+// pseudo-random generator; a quasi-random one takes no seed: pass 0).
 func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
 	const op = "New"
 	if s == nil {
-		return nil, errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
+	}
+	if rng == DefaultRNG {
+		rng = Philox4x32_10
 	}
 	if _, ok := rngNames[rng]; !ok {
-		return nil, errorf(op, cuda.ErrInvalidValue, "unknown generator type %d", int(rng))
+		return nil, errorf(op, cuda.ErrInvalidValue, "rng is %d: an unknown generator type", int(rng))
 	}
 	if rng.quasi() && seed != 0 {
-		return nil, errorf(op, cuda.ErrInvalidValue, "%v is quasi-random and takes no seed: pass 0", rng)
+		return nil, errorf(op, cuda.ErrInvalidValue, "seed is %d, but %v is quasi-random and takes no seed: pass 0", seed, rng)
 	}
 	if err := open(op); err != nil {
 		return nil, err
@@ -109,9 +119,9 @@ func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, named(op, err)
 	}
-	g := &Generator{stream: s, rng: rng, raw: r}
+	g := &Generator{stream: s, rng: rng, seed: seed, raw: r}
 	g.life.Arm(track.RandGenerator, runtime.AddCleanup(g, func(r *raw) {
 		track.Forgotten(track.RandGenerator)
 		r.ctx.Do(func() error { return r.destroy("Generator cleanup") })
@@ -142,7 +152,7 @@ func (g *Generator) do(op string, mem []cuda.Memory, queue func(stream uintptr) 
 	defer g.life.Release()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.stream.Do(queue, mem...)
+	return named(op, g.stream.Do(queue, mem...))
 }
 
 // Stream returns the stream g queues its work on.
@@ -153,12 +163,48 @@ func (g *Generator) Stream() *cuda.Stream {
 	return g.stream
 }
 
-// RNG returns g's generator type.
+// RNG returns g's generator type (Philox4x32_10 for one New made of
+// DefaultRNG).
 func (g *Generator) RNG() RNG {
 	if g == nil {
 		return 0
 	}
 	return g.rng
+}
+
+// String describes g, as package cuda's objects print: its generator
+// type, its seed (a pseudo-random generator's, as last set) and its
+// device, as `curand.Generator{Philox4x32-10, seed 42, cuda:0}`, with
+// "closed" once closed. It calls neither cuRAND nor the driver.
+func (g *Generator) String() string {
+	const kind = "curand.Generator"
+	if g == nil {
+		return kind + "(nil)"
+	}
+	st := g.life.Status()
+	if st == lifetime.Zero {
+		return describe(kind, st)
+	}
+	parts := []string{g.rng.String()}
+	if !g.rng.quasi() {
+		g.mu.Lock()
+		parts = append(parts, fmt.Sprintf("seed %d", g.seed))
+		g.mu.Unlock()
+	}
+	return describe(kind, st, append(parts, g.raw.ctx.Device().String())...)
+}
+
+// describe writes kind{parts..., state}, as package cuda's objects print:
+// the state ("closed", a zero value's "zero") is left out for an object in
+// use.
+func describe(kind string, st lifetime.Status, parts ...string) string {
+	switch st {
+	case lifetime.Zero:
+		parts = append(parts, "zero")
+	case lifetime.Closed:
+		parts = append(parts, "closed")
+	}
+	return kind + "{" + strings.Join(parts, ", ") + "}"
 }
 
 // SetSeed seeds a pseudo-random generator again. Set the offset after it
@@ -173,7 +219,11 @@ func (g *Generator) SetSeed(seed uint64) error {
 		return errorf(op, cuda.ErrInvalidValue, "%v is quasi-random and takes no seed", g.rng)
 	}
 	return g.do(op, nil, func(uintptr) error {
-		return call(op, "curandSetPseudoRandomGeneratorSeed", lib.setSeed, g.raw.h, uintptr(seed))
+		if err := call(op, "curandSetPseudoRandomGeneratorSeed", lib.setSeed, g.raw.h, uintptr(seed)); err != nil {
+			return err
+		}
+		g.seed = seed
+		return nil
 	})
 }
 
@@ -206,24 +256,25 @@ const (
 
 // SetOrdering sets how a pseudo-random generator lays its numbers out.
 // Set the offset after it (SetOffset) to say where the next call starts.
-func (g *Generator) SetOrdering(o Ordering) error {
+func (g *Generator) SetOrdering(ordering Ordering) error {
 	const op = "Generator.SetOrdering"
 	if err := g.valid(op); err != nil {
 		return err
 	}
-	if o < OrderingDefault || o > OrderingDynamic || g.rng.quasi() {
-		return errorf(op, cuda.ErrInvalidValue, "ordering %d for %v: want OrderingDefault to OrderingDynamic, for a pseudo-random generator", int(o), g.rng)
+	if ordering < OrderingDefault || ordering > OrderingDynamic || g.rng.quasi() {
+		return errorf(op, cuda.ErrInvalidValue, "ordering %d for %v: want OrderingDefault to OrderingDynamic, for a pseudo-random generator", int(ordering), g.rng)
 	}
 	return g.do(op, nil, func(uintptr) error {
-		return call(op, "curandSetGeneratorOrdering", lib.setOrdering, g.raw.h, uintptr(o))
+		return call(op, "curandSetGeneratorOrdering", lib.setOrdering, g.raw.h, uintptr(ordering))
 	})
 }
 
 // Close waits for the calls in flight and destroys the generator (cuRAND
-// waits for its work on the device first). A Close the library refuses
-// leaves g usable and may be tried again; Close of a closed Generator
-// returns nil. Once g's context is closed, the library's generator went
-// with it.
+// waits for its work on the device first). A Close that fails (the library
+// refused, or the context could not be made current) leaves g usable and
+// may be tried again: the generator is g's one resource, released last or
+// not at all. Close of a closed Generator returns nil. Once g's context is
+// closed, the library's generator went with it.
 func (g *Generator) Close() error {
 	const op = "Generator.Close"
 	if err := g.valid(op); err != nil {
@@ -232,7 +283,7 @@ func (g *Generator) Close() error {
 	_, err := g.life.Close(func() (bool, error) {
 		// A closed context took the generator with it.
 		if err := g.raw.ctx.Do(func() error { return g.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-			return false, err
+			return false, named(op, err)
 		}
 		return true, nil
 	})

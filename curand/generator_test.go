@@ -124,7 +124,7 @@ func TestDistributions(t *testing.T) {
 			p := must(cuda.Alloc[uint32](ctx, n))(t)
 			defer p.Free()
 			for _, lambda := range []float64{4, 1000} {
-				if err := curand.Poisson(g, p, lambda); err != nil {
+				if err := g.Poisson(p, lambda); err != nil {
 					t.Fatal(err)
 				}
 				var sample []float64
@@ -148,7 +148,7 @@ func TestSequence(t *testing.T) {
 			ctx := s.Context()
 			whole := must(cuda.Alloc[uint32](ctx, 2*n))(t)
 			defer whole.Free()
-			if err := curand.Bits(g, whole); err != nil {
+			if err := g.Bits(whole); err != nil {
 				t.Fatal(err)
 			}
 			want := host(t, whole)
@@ -157,7 +157,7 @@ func TestSequence(t *testing.T) {
 			defer half.Free()
 			var got []uint32
 			for range 2 {
-				if err := curand.Bits(g2, half); err != nil {
+				if err := g2.Bits(half); err != nil {
 					t.Fatal(err)
 				}
 				got = append(got, host(t, half)...)
@@ -174,7 +174,7 @@ func TestSequence(t *testing.T) {
 			if err := g2.SetOffset(n); err != nil {
 				t.Fatal(err)
 			}
-			if err := curand.Bits(g2, half); err != nil {
+			if err := g2.Bits(half); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(host(t, half), want[n:]) {
@@ -186,7 +186,7 @@ func TestSequence(t *testing.T) {
 			if err := g2.SetOffset(0); err != nil {
 				t.Fatal(err)
 			}
-			if err := curand.Bits(g2, half); err != nil {
+			if err := g2.Bits(half); err != nil {
 				t.Fatal(err)
 			}
 			if slices.Equal(host(t, half), want[:n]) {
@@ -247,7 +247,7 @@ func TestConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range goroutines {
 		wg.Go(func() {
-			if err := curand.Bits(g, bufs[i]); err != nil {
+			if err := g.Bits(bufs[i]); err != nil {
 				t.Error(err)
 			}
 		})
@@ -260,7 +260,7 @@ func TestConcurrent(t *testing.T) {
 	one := generatorOn(t, s, curand.Philox4x32_10, 5)
 	all := must(cuda.Alloc[uint32](ctx, goroutines*n))(t)
 	defer all.Free()
-	if err := curand.Bits(one, all); err != nil {
+	if err := one.Bits(all); err != nil {
 		t.Fatal(err)
 	}
 	want := host(t, all)
@@ -292,10 +292,10 @@ func TestErrors(t *testing.T) {
 		"nil buffer":            curand.Uniform[float32](g, nil),
 		"negative deviation":    curand.Normal(g, f, 0, -1),
 		"NaN mean":              curand.LogNormal(g, f, float32(math.NaN()), 1),
-		"lambda 0":              curand.Poisson(g, u, 0),
+		"lambda 0":              g.Poisson(u, 0),
 		"SetSeed of a Sobol32":  generatorOn(t, s, curand.Sobol32, 0).SetSeed(1),
-		"zero generator":        curand.Bits(&curand.Generator{}, u),
-		"nil generator":         curand.Bits(nil, u),
+		"zero generator":        (&curand.Generator{}).Bits(u),
+		"nil generator":         (*curand.Generator)(nil).Bits(u),
 		"zero generator's seed": (&curand.Generator{}).SetSeed(1),
 		"unknown ordering":      g.SetOrdering(7),
 		"ordering of a Sobol32": generatorOn(t, s, curand.Sobol32, 0).SetOrdering(curand.OrderingDefault),
@@ -414,13 +414,13 @@ func TestMatchesC(t *testing.T) {
 			gen  func() error
 			read func() []byte
 		}{
-			{"bits", func() error { return curand.Bits(g, b32) }, func() []byte { return bytesOf(host(t, b32)) }},
+			{"bits", func() error { return g.Bits(b32) }, func() []byte { return bytesOf(host(t, b32)) }},
 			{"uniform32", func() error { return curand.Uniform(g, f32) }, func() []byte { return bytesOf(host(t, f32)) }},
 			{"normal32", func() error { return curand.Normal(g, f32, 0, 1) }, func() []byte { return bytesOf(host(t, f32)) }},
 			{"uniform64", func() error { return curand.Uniform(g, f64) }, func() []byte { return bytesOf(host(t, f64)) }},
 			{"normal64", func() error { return curand.Normal(g, f64, 1, 2) }, func() []byte { return bytesOf(host(t, f64)) }},
 			{"lognormal32", func() error { return curand.LogNormal(g, f32, 0, 0.5) }, func() []byte { return bytesOf(host(t, f32)) }},
-			{"poisson", func() error { return curand.Poisson(g, b32, 5.5) }, func() []byte { return bytesOf(host(t, b32)) }},
+			{"poisson", func() error { return g.Poisson(b32, 5.5) }, func() []byte { return bytesOf(host(t, b32)) }},
 		}
 		for _, st := range steps {
 			if err := st.gen(); err != nil {
@@ -442,4 +442,164 @@ func TestMatchesC(t *testing.T) {
 
 func bytesOf[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(*new(T))))
+}
+
+// TestDefaultRNG: the zero RNG, DefaultRNG, is Philox4x32-10, as the
+// package says: the same numbers for the same seed.
+func TestDefaultRNG(t *testing.T) {
+	const n = 1024
+	s, philox := generator(t, curand.Philox4x32_10, 42)
+	ctx := s.Context()
+	want := must(cuda.Alloc[uint32](ctx, n))(t)
+	defer want.Free()
+	if err := philox.Bits(want); err != nil {
+		t.Fatal(err)
+	}
+	for _, rng := range []curand.RNG{0, curand.DefaultRNG} {
+		g := generatorOn(t, s, rng, 42)
+		if g.RNG() != curand.Philox4x32_10 {
+			t.Errorf("New(s, %d, 42).RNG() = %v, want Philox4x32-10", int(rng), g.RNG())
+		}
+		got := must(cuda.Alloc[uint32](ctx, n))(t)
+		defer got.Free()
+		if err := g.Bits(got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(host(t, got), host(t, want)) {
+			t.Errorf("New(s, %d, 42) gave other numbers than Philox4x32-10's", int(rng))
+		}
+	}
+	if got := curand.DefaultRNG.String(); got != "Philox4x32-10" {
+		t.Errorf("DefaultRNG.String() = %q", got)
+	}
+}
+
+// celsius and metres are element types defined on float32 and float64,
+// as a user's program would define them.
+type (
+	celsius float32
+	metres  float64
+)
+
+// TestNamedFloats: buffers of types defined on float32 and float64 get the
+// numbers a float32 or float64 buffer gets, bit for bit.
+func TestNamedFloats(t *testing.T) {
+	t.Run("celsius", func(t *testing.T) { namedFloats[celsius, float32](t) })
+	t.Run("metres", func(t *testing.T) { namedFloats[metres, float64](t) })
+}
+
+func namedFloats[N, F cuda.Float](t *testing.T) {
+	const n = 1001 // odd: Normal's last number from a pair of its own
+	s, g := generator(t, curand.Philox4x32_10, 3)
+	ref := generatorOn(t, s, curand.Philox4x32_10, 3)
+	ctx := s.Context()
+	named := must(cuda.Alloc[N](ctx, n))(t)
+	defer named.Free()
+	plain := must(cuda.Alloc[F](ctx, n))(t)
+	defer plain.Free()
+	for _, step := range []struct {
+		name          string
+		gen, genPlain func() error
+	}{
+		{"Uniform", func() error { return curand.Uniform(g, named) }, func() error { return curand.Uniform(ref, plain) }},
+		{"Normal", func() error { return curand.Normal(g, named, 5, 2) }, func() error { return curand.Normal(ref, plain, 5, 2) }},
+		{"LogNormal", func() error { return curand.LogNormal(g, named, 0, 0.5) }, func() error { return curand.LogNormal(ref, plain, 0, 0.5) }},
+	} {
+		if err := step.gen(); err != nil {
+			t.Fatalf("%s into %T: %v", step.name, named, err)
+		}
+		if err := step.genPlain(); err != nil {
+			t.Fatal(err)
+		}
+		got, want := host(t, named), host(t, plain)
+		for i := range want {
+			if F(got[i]) != want[i] {
+				t.Fatalf("%s: element %d is %v, a %T buffer's %v", step.name, i, got[i], want[i], want[i])
+			}
+		}
+	}
+}
+
+// TestString: a Generator says what it is, nil, zero and closed ones too,
+// as package cuda's objects do.
+func TestString(t *testing.T) {
+	s, g := generator(t, curand.Philox4x32_10, 42)
+	dev := s.Context().Device().String()
+	if got, want := fmt.Sprint(g), "curand.Generator{Philox4x32-10, seed 42, "+dev+"}"; got != want {
+		t.Errorf("String: %q, want %q", got, want)
+	}
+	if err := g.SetSeed(7); err != nil {
+		t.Fatal(err)
+	}
+	sobol := generatorOn(t, s, curand.ScrambledSobol32, 0)
+	closed := must(curand.New(s, curand.XORWOW, 1))(t)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		g    *curand.Generator
+		want string
+	}{
+		{g, "curand.Generator{Philox4x32-10, seed 7, " + dev + "}"},
+		{sobol, "curand.Generator{scrambled Sobol32, " + dev + "}"},
+		{closed, "curand.Generator{XORWOW, seed 1, " + dev + ", closed}"},
+		{new(curand.Generator), "curand.Generator{zero}"},
+		{nil, "curand.Generator(nil)"},
+	} {
+		if got := tc.g.String(); got != tc.want {
+			t.Errorf("String: %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestFaults: an error names the call the user made, also where a call of
+// package cuda made for it failed; a Close that fails leaves the generator
+// usable, and a second one closes it.
+func TestFaults(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	s, g := generator(t, curand.Philox4x32_10, 1)
+	odd := must(cuda.Alloc[float32](s.Context(), 3))(t)
+	defer odd.Free()
+	f.Fail("cuMemAllocAsync", 1, 2)
+	if err := curand.Normal(g, odd, 0, 1); !errors.Is(err, cuda.ErrOutOfMemory) || !strings.Contains(err.Error(), ": Normal: cuMemAllocAsync") {
+		t.Errorf("Normal with its scratch memory's allocation failing: %v", err)
+	}
+	if err := g.Poisson(nil, 1); err == nil || !strings.Contains(err.Error(), "curand: Generator.Poisson: invalid value: dst is a nil") {
+		t.Errorf("Poisson into nil: %v", err)
+	}
+	closing := must(curand.New(s, curand.XORWOW, 1))(t)
+	f.Fail("curandDestroyGenerator", 1, int(curand.StatusInternalError))
+	if err := closing.Close(); !errors.Is(err, curand.StatusInternalError) || !strings.Contains(err.Error(), "Generator.Close") {
+		t.Fatalf("Close with curandDestroyGenerator failing: %v", err)
+	}
+	if err := curand.Uniform(closing, odd); err != nil {
+		t.Errorf("Uniform after the failed Close: %v", err)
+	}
+	if err := closing.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if n := f.Live("rand"); n != 1 {
+		t.Errorf("%d cuRAND generators alive, want 1 (the test's)", n)
+	}
+}
+
+// The zero RNG is Philox4x32-10, the generator PyTorch and JAX use on the
+// GPU; a Generator prints what it is.
+func ExampleNew_default() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	g, err := curand.New(s, 0, 42)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	fmt.Println(g)
+	// Output: curand.Generator{Philox4x32-10, seed 42, cuda:0}
 }

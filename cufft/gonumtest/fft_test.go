@@ -50,7 +50,7 @@ func TestAgainstGonum(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer buf.Free()
-				if err := cufft.ExecZ2Z(p, buf, buf, dir); err != nil {
+				if err := p.ExecZ2Z(buf, buf, dir); err != nil {
 					t.Fatal(err)
 				}
 				got := make([]complex128, n)
@@ -82,7 +82,7 @@ func TestAgainstGonum(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Free()
-			if err := cufft.ExecD2Z(p, in, out); err != nil {
+			if err := p.ExecD2Z(out, in); err != nil {
 				t.Fatal(err)
 			}
 			got := make([]complex128, n/2+1)
