@@ -86,6 +86,7 @@ var (
 		DLLs:    []string{"cublas64_13.dll", "cublas64_12.dll"},
 		Wheels:  []string{"cu13/lib", "cublas/lib"},
 		Install: "install the CUDA toolkit's cuBLAS (libcublas), or pip install nvidia-cublas",
+		Missing: cuda.ErrNotSupported,
 	}
 	libraryLt = dl.Library{
 		Name:    "cuBLASLt",
@@ -94,6 +95,7 @@ var (
 		DLLs:    []string{"cublasLt64_13.dll", "cublasLt64_12.dll"},
 		Wheels:  []string{"cu13/lib", "cublas/lib"},
 		Install: "install the CUDA toolkit's cuBLAS (libcublasLt), or pip install nvidia-cublas",
+		Missing: cuda.ErrNotSupported,
 	}
 )
 
@@ -142,7 +144,8 @@ func open(op string) error {
 		}
 	})
 	if lib.err != nil {
-		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+		match, detail := dl.Cause(lib.err, cuda.ErrNotSupported)
+		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
 }
@@ -153,7 +156,8 @@ func openLt(op string) error {
 		return err
 	}
 	if lib.errLt != nil {
-		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.errLt.Error()}
+		match, detail := dl.Cause(lib.errLt, cuda.ErrNotSupported)
+		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
 }

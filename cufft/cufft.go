@@ -52,6 +52,7 @@ var library = dl.Library{
 	DLLs:    []string{"cufft64_12.dll", "cufft64_11.dll"},
 	Wheels:  []string{"cu13/lib", "cufft/lib"},
 	Install: "install the CUDA toolkit's cuFFT (libcufft), or pip install nvidia-cufft",
+	Missing: cuda.ErrNotSupported,
 }
 
 var lib struct {
@@ -82,7 +83,8 @@ func open(op string) error {
 		}
 	})
 	if lib.err != nil {
-		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+		match, detail := dl.Cause(lib.err, cuda.ErrNotSupported)
+		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
 }

@@ -49,6 +49,7 @@ var library = dl.Library{
 	DLLs:    []string{"curand64_10.dll"},
 	Wheels:  []string{"cu13/lib", "curand/lib"},
 	Install: "install the CUDA toolkit's cuRAND (libcurand), or pip install nvidia-curand",
+	Missing: cuda.ErrNotSupported,
 }
 
 // lib is the library, opened once per process. The functions taking
@@ -99,7 +100,8 @@ func open(op string) error {
 		purego.RegisterFunc(&lib.poisson, poisson)
 	})
 	if lib.err != nil {
-		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+		match, detail := dl.Cause(lib.err, cuda.ErrNotSupported)
+		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
 }

@@ -85,6 +85,7 @@ var library = dl.Library{
 	// No DLLs: NCCL has no Windows build.
 	Wheels:  []string{"cu13/lib", "nccl/lib"},
 	Install: "install NCCL (libnccl2, or pip install nvidia-nccl-cu13)",
+	Missing: cuda.ErrNotSupported,
 }
 
 // open opens NCCL once per process.
@@ -114,7 +115,8 @@ func open(op string) error {
 		}
 	})
 	if lib.err != nil {
-		return &Error{Op: op, Err: cuda.ErrNotSupported, Detail: lib.err.Error()}
+		match, detail := dl.Cause(lib.err, cuda.ErrNotSupported)
+		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
 }
