@@ -144,7 +144,7 @@ func open(op string) error {
 		}
 	})
 	if lib.err != nil {
-		match, detail := dl.Cause(lib.err, cuda.ErrNotSupported)
+		detail, match := dl.Cause(lib.err, cuda.ErrNotSupported)
 		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
@@ -156,7 +156,7 @@ func openLt(op string) error {
 		return err
 	}
 	if lib.errLt != nil {
-		match, detail := dl.Cause(lib.errLt, cuda.ErrNotSupported)
+		detail, match := dl.Cause(lib.errLt, cuda.ErrNotSupported)
 		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil

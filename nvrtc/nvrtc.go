@@ -64,7 +64,7 @@ func open(op string) error {
 		})
 	})
 	if lib.err != nil {
-		match, detail := dl.Cause(lib.err, cuda.ErrNotSupported)
+		detail, match := dl.Cause(lib.err, cuda.ErrNotSupported)
 		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil

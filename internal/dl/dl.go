@@ -162,12 +162,12 @@ func (e *NotFoundError) Error() string {
 // keeps: a *NotFoundError is itself the error to match (its text is the
 // message, and errors.As finds it); anything else matches sentinel and is
 // the detail.
-func Cause(err, sentinel error) (match error, detail string) {
+func Cause(err, sentinel error) (detail string, match error) {
 	var nf *NotFoundError
 	if errors.As(err, &nf) {
-		return nf, ""
+		return "", nf
 	}
-	return sentinel, err.Error()
+	return err.Error(), sentinel
 }
 
 // Unwrap returns ErrNotFound and the library's Missing sentinel.
