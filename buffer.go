@@ -1,11 +1,11 @@
 package cuda
 
 import (
-	"fmt"
 	"math"
 	"runtime"
 	"unsafe"
 
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -681,17 +681,7 @@ func (m *allocation) freeWith(op string, free func() error) error {
 	}, m.freed)
 }
 
-func formatBytes(n uintptr) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
+func formatBytes(n uintptr) string { return describe.Bytes(int64(n)) }
 
 // Memory is device memory that Stream.Do holds for other libraries: every
 // *DeviceBuffer[T] is one, whatever T. Kernel launches take it too, and a

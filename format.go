@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -13,18 +14,6 @@ import (
 // is, its device and its state, so that a log line says which object it
 // was. None of them calls the driver: printing a closed object, or one on
 // a device that has failed, prints what gocuda knows.
-
-// describe writes kind{parts..., state}: the state ("closed", a zero
-// value's "zero") is left out for an object in use.
-func describe(kind string, st lifetime.Status, parts ...string) string {
-	switch st {
-	case lifetime.Zero:
-		parts = append(parts, "zero")
-	case lifetime.Closed:
-		parts = append(parts, "closed")
-	}
-	return kind + "{" + strings.Join(parts, ", ") + "}"
-}
 
 // device names the device of the context l was made in.
 func (l *life) device() string {
@@ -45,13 +34,13 @@ func (b *DeviceBuffer[T]) String() string {
 	case b == nil:
 		return kind + "(nil)"
 	case b.mem == nil:
-		return describe(kind, lifetime.Zero)
+		return describe.Object(kind, lifetime.Zero)
 	}
 	parts := []string{fmt.Sprintf("%d elements", b.n), formatBytes(uintptr(b.ByteSize())), b.mem.device()}
 	if !b.frees {
 		parts = append(parts, "view")
 	}
-	return describe(kind, b.mem.status(), parts...)
+	return describe.Object(kind, b.mem.status(), parts...)
 }
 
 // String describes c: `cuda.Context{cuda:0}`, "closed" once closed.
@@ -60,9 +49,9 @@ func (c *Context) String() string {
 		return "cuda.Context(nil)"
 	}
 	if c.life.Status() == lifetime.Zero {
-		return describe("cuda.Context", lifetime.Zero)
+		return describe.Object("cuda.Context", lifetime.Zero)
 	}
-	return describe("cuda.Context", c.life.Status(), c.dev.String())
+	return describe.Object("cuda.Context", c.life.Status(), c.dev.String())
 }
 
 // String describes s: `cuda.Stream{cuda:0, priority 0}`.
@@ -71,9 +60,9 @@ func (s *Stream) String() string {
 		return "cuda.Stream(nil)"
 	}
 	if s.status() == lifetime.Zero {
-		return describe("cuda.Stream", lifetime.Zero)
+		return describe.Object("cuda.Stream", lifetime.Zero)
 	}
-	return describe("cuda.Stream", s.status(), s.device(), fmt.Sprintf("priority %d", s.priority))
+	return describe.Object("cuda.Stream", s.status(), s.device(), fmt.Sprintf("priority %d", s.priority))
 }
 
 // String describes e: `cuda.Event{cuda:0, timed}`.
@@ -82,7 +71,7 @@ func (e *Event) String() string {
 		return "cuda.Event(nil)"
 	}
 	if e.status() == lifetime.Zero {
-		return describe("cuda.Event", lifetime.Zero)
+		return describe.Object("cuda.Event", lifetime.Zero)
 	}
 	parts := []string{e.device()}
 	if e.timing {
@@ -91,7 +80,7 @@ func (e *Event) String() string {
 	if e.interprocess {
 		parts = append(parts, "interprocess")
 	}
-	return describe("cuda.Event", e.status(), parts...)
+	return describe.Object("cuda.Event", e.status(), parts...)
 }
 
 // String describes m: `cuda.Module{cuda:0}`, with its kernels' names where
@@ -101,7 +90,7 @@ func (m *Module) String() string {
 		return "cuda.Module(nil)"
 	}
 	if m.status() == lifetime.Zero {
-		return describe("cuda.Module", lifetime.Zero)
+		return describe.Object("cuda.Module", lifetime.Zero)
 	}
 	parts := []string{m.device()}
 	if len(m.params) > 0 {
@@ -112,7 +101,7 @@ func (m *Module) String() string {
 		slices.Sort(names)
 		parts = append(parts, "kernels "+strings.Join(names, " "))
 	}
-	return describe("cuda.Module", m.status(), parts...)
+	return describe.Object("cuda.Module", m.status(), parts...)
 }
 
 // String describes f: `cuda.Function{saxpy, cuda:0}`.
@@ -121,9 +110,9 @@ func (f *Function) String() string {
 	case f == nil:
 		return "cuda.Function(nil)"
 	case f.mod == nil:
-		return describe("cuda.Function", lifetime.Zero)
+		return describe.Object("cuda.Function", lifetime.Zero)
 	}
-	return describe("cuda.Function", f.mod.status(), f.name, f.mod.device())
+	return describe.Object("cuda.Function", f.mod.status(), f.name, f.mod.device())
 }
 
 // String describes b: `cuda.PinnedBuffer[float32]{1024 elements, 4.0 KiB,
@@ -134,8 +123,8 @@ func (b *PinnedBuffer[T]) String() string {
 		return kind + "(nil)"
 	}
 	if b.status() == lifetime.Zero {
-		return describe(kind, lifetime.Zero)
+		return describe.Object(kind, lifetime.Zero)
 	}
 	n := len(b.data)
-	return describe(kind, b.status(), fmt.Sprintf("%d elements", n), formatBytes(uintptr(n)*sizeOf[T]()), b.device())
+	return describe.Object(kind, b.status(), fmt.Sprintf("%d elements", n), formatBytes(uintptr(n)*sizeOf[T]()), b.device())
 }

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -237,7 +237,7 @@ func (h *Handle) String() string {
 	}
 	st := h.life.Status()
 	if st == lifetime.Zero {
-		return describe(kind, st)
+		return describe.Object(kind, st)
 	}
 	tf32 := "off"
 	if h.MathMode() == TF32Math {
@@ -246,22 +246,9 @@ func (h *Handle) String() string {
 	parts := []string{h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream), "TF32 " + tf32}
 	if h.unfinished.Load() {
 		// Refusing calls, as a closed handle does, until Close finishes.
-		return describe(kind, lifetime.Held, append(parts, "closed (its workspace is not freed: call Close again)")...)
+		return describe.Object(kind, lifetime.Held, append(parts, "closed (its workspace is not freed: call Close again)")...)
 	}
-	return describe(kind, st, parts...)
-}
-
-// describe writes kind{parts..., state}, as package cuda's objects print:
-// the state ("closed", a zero value's "zero") is left out for an object in
-// use.
-func describe(kind string, st lifetime.Status, parts ...string) string {
-	switch st {
-	case lifetime.Zero:
-		parts = append(parts, "zero")
-	case lifetime.Closed:
-		parts = append(parts, "closed")
-	}
-	return kind + "{" + strings.Join(parts, ", ") + "}"
+	return describe.Object(kind, st, parts...)
 }
 
 // Close waits for the calls in flight, releases the library's handles

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -251,28 +251,15 @@ func (p *Plan) String() string {
 	}
 	st := p.life.Status()
 	if st == lifetime.Zero {
-		return describe(kind, st)
+		return describe.Object(kind, st)
 	}
 	parts := []string{fmt.Sprintf("%v %v ×%d", p.typ, p.shape, p.batch), p.raw.ctx.Device().String()}
 	if p.unfinished.Load() {
 		// Refusing executions, as a closed plan does, until Close
 		// finishes.
-		return describe(kind, lifetime.Held, append(parts, "closed (its work area is not freed: call Close again)")...)
+		return describe.Object(kind, lifetime.Held, append(parts, "closed (its work area is not freed: call Close again)")...)
 	}
-	return describe(kind, st, parts...)
-}
-
-// describe writes kind{parts..., state}, as package cuda's objects print:
-// the state ("closed", a zero value's "zero") is left out for an object in
-// use.
-func describe(kind string, st lifetime.Status, parts ...string) string {
-	switch st {
-	case lifetime.Zero:
-		parts = append(parts, "zero")
-	case lifetime.Closed:
-		parts = append(parts, "closed")
-	}
-	return kind + "{" + strings.Join(parts, ", ") + "}"
+	return describe.Object(kind, st, parts...)
 }
 
 // Close waits for the executions in flight, destroys the plan and frees

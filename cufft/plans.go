@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -93,7 +94,7 @@ func (c *Plans) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.plans == nil {
-		return describe(kind, lifetime.Zero)
+		return describe.Object(kind, lifetime.Zero)
 	}
 	plans := fmt.Sprintf("%d plans", len(c.plans))
 	if len(c.plans) == 1 {
@@ -103,7 +104,7 @@ func (c *Plans) String() string {
 	if c.closed {
 		st = lifetime.Closed
 	}
-	return describe(kind, st, plans, c.stream.Context().Device().String())
+	return describe.Object(kind, st, plans, c.stream.Context().Device().String())
 }
 
 // Close closes every plan (waiting for executions in flight); closing

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -183,7 +183,7 @@ func (g *Generator) String() string {
 	}
 	st := g.life.Status()
 	if st == lifetime.Zero {
-		return describe(kind, st)
+		return describe.Object(kind, st)
 	}
 	parts := []string{g.rng.String()}
 	if !g.rng.quasi() {
@@ -191,20 +191,7 @@ func (g *Generator) String() string {
 		parts = append(parts, fmt.Sprintf("seed %d", g.seed))
 		g.mu.Unlock()
 	}
-	return describe(kind, st, append(parts, g.raw.ctx.Device().String())...)
-}
-
-// describe writes kind{parts..., state}, as package cuda's objects print:
-// the state ("closed", a zero value's "zero") is left out for an object in
-// use.
-func describe(kind string, st lifetime.Status, parts ...string) string {
-	switch st {
-	case lifetime.Zero:
-		parts = append(parts, "zero")
-	case lifetime.Closed:
-		parts = append(parts, "closed")
-	}
-	return kind + "{" + strings.Join(parts, ", ") + "}"
+	return describe.Object(kind, st, append(parts, g.raw.ctx.Device().String())...)
 }
 
 // SetSeed seeds a pseudo-random generator again. Set the offset after it

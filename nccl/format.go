@@ -2,38 +2,14 @@ package nccl
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // What this package's objects print (fmt's %v and Println), as package
 // cuda's do: the type, what it is, its device and its state, from what
 // gocuda knows, without calling NCCL or the driver.
-
-// describe writes kind{parts..., state}: the state ("closed", a zero
-// value's "zero") is left out for an object in use.
-func describe(kind string, st lifetime.Status, parts ...string) string {
-	switch st {
-	case lifetime.Zero:
-		parts = append(parts, "zero")
-	case lifetime.Closed:
-		parts = append(parts, "closed")
-	}
-	return kind + "{" + strings.Join(parts, ", ") + "}"
-}
-
-func formatBytes(n int) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
 
 // String describes c: `nccl.Comm{rank 0 of 2, cuda:0}`, with
 // "non-blocking" for a communicator made without blocking
@@ -44,13 +20,13 @@ func (c *Comm) String() string {
 	}
 	st := c.life.Status()
 	if st == lifetime.Zero {
-		return describe("nccl.Comm", st)
+		return describe.Object("nccl.Comm", st)
 	}
 	parts := []string{fmt.Sprintf("rank %d of %d", c.rank, c.size), c.ctx.Device().String()}
 	if c.nonBlocking {
 		parts = append(parts, "non-blocking")
 	}
-	return describe("nccl.Comm", st, parts...)
+	return describe.Object("nccl.Comm", st, parts...)
 }
 
 // String describes r: `nccl.Registration{4.0 KiB, rank 0 of 2, cuda:0}`,
@@ -61,9 +37,9 @@ func (r *Registration) String() string {
 	}
 	st := r.life.Status()
 	if st == lifetime.Zero {
-		return describe("nccl.Registration", st)
+		return describe.Object("nccl.Registration", st)
 	}
-	return describe("nccl.Registration", st, formatBytes(int(r.bytes)), fmt.Sprintf("rank %d of %d", r.c.rank, r.c.size), r.c.ctx.Device().String())
+	return describe.Object("nccl.Registration", st, describe.Bytes(int64(r.bytes)), fmt.Sprintf("rank %d of %d", r.c.rank, r.c.size), r.c.ctx.Device().String())
 }
 
 // String describes a: `nccl.Allocation{4.0 KiB, cuda:0}`, "closed" once
@@ -74,9 +50,9 @@ func (a *Allocation) String() string {
 	}
 	st := a.life.Status()
 	if st == lifetime.Zero {
-		return describe("nccl.Allocation", st)
+		return describe.Object("nccl.Allocation", st)
 	}
-	return describe("nccl.Allocation", st, formatBytes(a.bytes), a.ctx.Device().String())
+	return describe.Object("nccl.Allocation", st, describe.Bytes(int64(a.bytes)), a.ctx.Device().String())
 }
 
 // String describes id by its size alone, `nccl.UniqueID{128 bytes}`

@@ -41,6 +41,7 @@ import (
 	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/errfmt"
 )
 
@@ -358,7 +359,7 @@ func (h *Header) describe() string {
 	for _, t := range h.Tensors {
 		n += t.End - t.Begin
 	}
-	return countOf(int64(len(h.Tensors)), "tensor") + ", " + formatBytes(n)
+	return countOf(int64(len(h.Tensors)), "tensor") + ", " + describe.Bytes(n)
 }
 
 // Weights are tensors loaded into one device allocation, each a view of it.
@@ -461,7 +462,7 @@ func (f *File) Load(ctx *cuda.Context, c cuda.IOConfig, names ...string) (*Weigh
 	placed, runs, total := layout(chosen)
 	mem, err := cuda.Alloc[byte](ctx, int(max(total, 1)))
 	if err != nil {
-		return nil, &Error{Op: op, Err: err, Detail: fmt.Sprintf("allocating %s for %s", formatBytes(total), countOf(int64(len(chosen)), "tensor"))}
+		return nil, &Error{Op: op, Err: err, Detail: fmt.Sprintf("allocating %s for %s", describe.Bytes(total), countOf(int64(len(chosen)), "tensor"))}
 	}
 	for _, r := range runs {
 		var view *cuda.DeviceBuffer[byte]
@@ -613,7 +614,7 @@ func (w *Weights) String() string {
 	if _, err := w.mem.Slice(0, 0); err != nil { // the allocation is closed: freed, or its context closed
 		state = ", closed"
 	}
-	return fmt.Sprintf("safetensors.Weights{%s, %s, %v%s}", countOf(int64(len(w.tensors)), "tensor"), formatBytes(n), w.mem.Context().Device(), state)
+	return fmt.Sprintf("safetensors.Weights{%s, %s, %v%s}", countOf(int64(len(w.tensors)), "tensor"), describe.Bytes(n), w.mem.Context().Device(), state)
 }
 
 // countOf is n things, in words.
@@ -622,19 +623,4 @@ func countOf(n int64, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
-}
-
-// formatBytes is n bytes, in words (as package cuda writes them).
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n == 1:
-		return "1 byte"
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
