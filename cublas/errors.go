@@ -2,7 +2,6 @@ package cublas
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
@@ -112,36 +111,4 @@ func statusError(op, call string, s Result, nameFn, textFn uintptr) error {
 // errorf returns an error of ours, not the library's, matching sentinel.
 func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
-}
-
-// named returns err, an error of package cuda from a call made on the
-// user's behalf (a buffer's, a stream's, a context's), with op as its
-// operation: the error names the call the user made ("Gemm", not
-// "Stream.Do"). Other errors are returned as they are.
-func named(op string, err error) error {
-	if e, ok := err.(*cuda.Error); ok && e.Op != op {
-		c := *e
-		c.Op = op
-		return &c
-	}
-	return err
-}
-
-// unfreed is the error of a Close that released the library's objects but
-// could not free the memory called what: err, the free's, named as op (the
-// Close the user called) and saying what to do, in place of the advice the
-// buffer's own Free gives.
-func unfreed(op, what string, err error) error {
-	e, ok := err.(*cuda.Error)
-	if !ok {
-		return err
-	}
-	c := *e
-	c.Op = op
-	detail := strings.TrimSuffix(strings.TrimSuffix(c.Detail, "the device buffer is still open: close it again, or close its context"), "; ")
-	if detail != "" {
-		detail += "; "
-	}
-	c.Detail = detail + what + " is not freed: call Close again"
-	return &c
 }

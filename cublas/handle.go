@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -111,7 +112,7 @@ func New(s *cuda.Stream) (*Handle, error) {
 	ctx := s.Context()
 	ws, err := cuda.Alloc[byte](ctx, WorkspaceBytes)
 	if err != nil {
-		return nil, named(op, err)
+		return nil, calledas.Op(op, err)
 	}
 	r := &raw{ctx: ctx}
 	var rawStream uintptr
@@ -133,7 +134,7 @@ func New(s *cuda.Stream) (*Handle, error) {
 	}, ws)
 	if err != nil {
 		lifetime.CloseTemp(&err, ws.Free)
-		return nil, named(op, err)
+		return nil, calledas.Op(op, err)
 	}
 	h := &Handle{stream: s, rawStream: rawStream, ctx: ctx, raw: r, workspace: ws, plans: map[planKey]*plan{}}
 	h.life.Arm(track.BLASHandle, runtime.AddCleanup(h, func(r *raw) {
@@ -188,7 +189,7 @@ func (h *Handle) do(op string, mem []cuda.Memory, queue func(stream uintptr) err
 	if h.stream.Capturing() {
 		mem = append(mem, h.workspace)
 	}
-	return named(op, h.stream.Do(queue, mem...))
+	return calledas.Op(op, h.stream.Do(queue, mem...))
 }
 
 // Stream returns the stream h queues its work on.
@@ -271,7 +272,7 @@ func (h *Handle) Close() error {
 	_, err := h.life.Close(func() (bool, error) {
 		if !h.unfinished.Load() {
 			if err := h.ctx.Do(func() error { return h.release(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-				return false, named(op, err)
+				return false, calledas.Op(op, err)
 			}
 		}
 		// The library's handles are gone (or went with the context): h
@@ -279,7 +280,7 @@ func (h *Handle) Close() error {
 		// until the workspace is freed too.
 		if err := h.workspace.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
 			h.unfinished.Store(true)
-			return false, unfreed(op, "the workspace", err)
+			return false, calledas.Unfreed(op, "the workspace", err)
 		}
 		return true, nil
 	})

@@ -2,9 +2,9 @@ package cufft
 
 import (
 	"fmt"
-	"strings"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/errfmt"
 )
 
@@ -108,38 +108,10 @@ func errorf(op string, sentinel error, format string, args ...any) error {
 // ("Plan.Close", not "DeviceBuffer.Free"). Other errors are returned as
 // they are.
 func named(op string, err error) error {
-	switch e := err.(type) {
-	case *cuda.Error:
-		if e.Op != op {
-			c := *e
-			c.Op = op
-			return &c
-		}
-	case *Error:
-		if e.Op != op {
-			c := *e
-			c.Op = op
-			return &c
-		}
+	if e, ok := err.(*Error); ok && e.Op != op {
+		c := *e
+		c.Op = op
+		return &c
 	}
-	return err
-}
-
-// unfreed is the error of a Close that released the library's objects but
-// could not free the memory called what: err, the free's, named as op (the
-// Close the user called) and saying what to do, in place of the advice the
-// buffer's own Free gives.
-func unfreed(op, what string, err error) error {
-	e, ok := err.(*cuda.Error)
-	if !ok {
-		return err
-	}
-	c := *e
-	c.Op = op
-	detail := strings.TrimSuffix(strings.TrimSuffix(c.Detail, "the device buffer is still open: close it again, or close its context"), "; ")
-	if detail != "" {
-		detail += "; "
-	}
-	c.Detail = detail + what + " is not freed: call Close again"
-	return &c
+	return calledas.Op(op, err)
 }

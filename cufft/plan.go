@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -288,7 +289,7 @@ func (p *Plan) Close() error {
 		}
 		if err := p.work.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
 			p.unfinished.Store(true)
-			return false, unfreed(op, "the work area", err)
+			return false, calledas.Unfreed(op, "the work area", err)
 		}
 		return true, nil
 	})

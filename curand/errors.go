@@ -109,16 +109,3 @@ func statusErr(op, call string, s Result) error {
 func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
 }
-
-// named returns err, an error of package cuda from a call made on the
-// user's behalf (a buffer's, a stream's, a context's), with op as its
-// operation: the error names the call the user made ("Normal", not
-// "AllocAsync"). Other errors are returned as they are.
-func named(op string, err error) error {
-	if e, ok := err.(*cuda.Error); ok && e.Op != op {
-		c := *e
-		c.Op = op
-		return &c
-	}
-	return err
-}

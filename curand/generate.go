@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 )
 
 // Uniform fills dst with numbers uniform on (0, 1], continuing g's
@@ -107,7 +108,7 @@ func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool,
 	if odd {
 		var err error
 		if scratch, err = cuda.AllocAsync[T](g.stream, 2); err != nil {
-			return named(op, err)
+			return calledas.Op(op, err)
 		}
 	}
 	err := g.do(op, []cuda.Memory{dst}, func(uintptr) error {
@@ -129,11 +130,11 @@ func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool,
 		return err
 	}
 	if err == nil {
-		err = named(op, copyFirst(dst, n-1, scratch, g.stream))
+		err = calledas.Op(op, copyFirst(dst, n-1, scratch, g.stream))
 	}
 	// The scratch memory is freed in the stream's order, after the copy;
 	// a failed free is tried once more (so nothing is lost), and reported.
-	freeErr := named(op, scratch.Free())
+	freeErr := calledas.Op(op, scratch.Free())
 	if freeErr != nil && scratch.Free() != nil {
 		freeErr = fmt.Errorf("%w (and again)", freeErr)
 	}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -119,7 +120,7 @@ func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
 		return err
 	})
 	if err != nil {
-		return nil, named(op, err)
+		return nil, calledas.Op(op, err)
 	}
 	g := &Generator{stream: s, rng: rng, seed: seed, raw: r}
 	g.life.Arm(track.RandGenerator, runtime.AddCleanup(g, func(r *raw) {
@@ -152,7 +153,7 @@ func (g *Generator) do(op string, mem []cuda.Memory, queue func(stream uintptr) 
 	defer g.life.Release()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return named(op, g.stream.Do(queue, mem...))
+	return calledas.Op(op, g.stream.Do(queue, mem...))
 }
 
 // Stream returns the stream g queues its work on.
@@ -270,7 +271,7 @@ func (g *Generator) Close() error {
 	_, err := g.life.Close(func() (bool, error) {
 		// A closed context took the generator with it.
 		if err := g.raw.ctx.Do(func() error { return g.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-			return false, named(op, err)
+			return false, calledas.Op(op, err)
 		}
 		return true, nil
 	})

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 )
 
 // Element is an element type NCCL reduces and moves: the types of fixed
@@ -247,5 +248,5 @@ func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, bufs []opera
 			}
 		}
 	}
-	return renamed(op, err)
+	return calledas.Op(op, err)
 }

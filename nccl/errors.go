@@ -99,16 +99,3 @@ func resultError(op, call string, r Result) error {
 func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
 }
-
-// renamed returns err, an error of package cuda's made on op's behalf
-// (Context.Do's, Stream.Do's, DeviceBuffer.Slice's), as an error of op:
-// the call the user made.
-func renamed(op string, err error) error {
-	ce, ok := err.(*cuda.Error)
-	if !ok || ce.Op == op {
-		return err
-	}
-	e := *ce
-	e.Op = op
-	return &e
-}

@@ -54,6 +54,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/dl"
 )
 
@@ -195,5 +196,5 @@ func bind(op string, ctx *cuda.Context, fn func() error) (ran bool, err error) {
 	if ran {
 		return true, err
 	}
-	return false, renamed(op, err)
+	return false, calledas.Op(op, err)
 }

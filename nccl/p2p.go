@@ -2,6 +2,7 @@ package nccl
 
 import (
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 )
 
 // Send sends src to rank peer, whose Recv of as many elements takes it.
@@ -71,11 +72,11 @@ func AllToAll[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream
 		for peer := range c.size {
 			out, err := src.Slice(peer*n, n)
 			if err != nil {
-				return renamed(op, err)
+				return calledas.Op(op, err)
 			}
 			in, err := dst.Slice(peer*n, n)
 			if err != nil {
-				return renamed(op, err)
+				return calledas.Op(op, err)
 			}
 			if err := p2p(c, op, "ncclSend", lib.fn.send, "src", out, peer, s); err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/uses"
 )
@@ -208,7 +209,7 @@ func (a *Allocation) Free() error {
 		// buffer, nothing can reach the memory, and NCCL frees it.
 		err := bound(op, a.ctx, func() error {
 			if err := a.buf.Load().Free(); err != nil {
-				return renamed(op, err)
+				return calledas.Op(op, err)
 			}
 			// cuMemFree waits for the context's work, NCCL's free need
 			// not: wait for it, such as the last bytes of a copy from
@@ -224,7 +225,7 @@ func (a *Allocation) Free() error {
 					a.buf.Store(buf)
 				}
 			}
-			return renamed(op, err)
+			return calledas.Op(op, err)
 		})
 		return err == nil, err
 	})
