@@ -103,11 +103,17 @@
 #             plain copies and Upload/Download at 16 and 256 MiB, two rounds:
 #             OUTDIR/pool.txt (not part of the default set; BenchmarkParallelCopy
 #             times the host copy alone)
+#   grid      issue 48's grid: package compute's operations at every size and
+#             shape of BenchmarkGrid beside the same cells in PyTorch and CuPy
+#             (bench/compute_grid.py), worst ratio first (bench/gridreport.py);
+#             GOCUDA_GRID_OPS, GOCUDA_GRID_DTYPES (comma lists) and
+#             GOCUDA_GRID_MAXELEMS pick the cells, GRID_BENCHTIME the Go
+#             cells' time (0.1s): OUTDIR/grid.md
 #
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [capture] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [rand] [growable] [stats] [versus] [pool]}
+out=${1:?usage: gpu-perf.sh OUTDIR [copy] [staging] [paired] [shape] [kernels] [calibrate] [split] [graphs] [capture] [blas] [load] [streaming] [slots] [streams] [grain] [tail] [parts] [large] [timeline] [cores] [compute] [managed] [rand] [growable] [stats] [versus] [pool] [grid]}
 shift
 sections=${*:-copy staging kernels calibrate}
 mkdir -p "$out"
@@ -440,6 +446,19 @@ for l in sorted(sys.stdin):
 			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopyPool$' -test.benchtime 0.3s
 		done >"$out/pool.txt"
 		grep -E '^Benchmark' "$out/pool.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /; s/ MB\/s.*//'
+		;;
+	grid)
+		# A failed cell leaves the others' rows: the table is still made.
+		(cd compute && ../bin/tests/compute.test -test.run '^$' -test.bench '^BenchmarkGrid$' -test.benchtime "${GRID_BENCHTIME:-0.1s}") >"$out/grid-go.txt" 2>&1 ||
+			echo "BenchmarkGrid failed: see grid-go.txt" >&2
+		python3 bench/compute_grid.py >"$out/grid-peers.json" 2>"$out/grid-peers.err" ||
+			echo "compute_grid.py failed: see grid-peers.err" >&2
+		{
+			echo "$stamp; µs per call (a loop of calls, then one synchronize), ratio = the faster peer's µs / gocuda's"
+			echo
+			python3 bench/gridreport.py "$out/grid-go.txt" "$out/grid-peers.json"
+		} >"$out/grid.md"
+		sed -n "/^[0-9]* cells/,\$p" "$out/grid.md"
 		;;
 	*)
 		echo "gpu-perf.sh: unknown section $section" >&2
