@@ -128,3 +128,126 @@ func (b *PinnedBuffer[T]) String() string {
 	n := len(b.data)
 	return describe.Object(kind, b.status(), fmt.Sprintf("%d elements", n), formatBytes(uintptr(n)*sizeOf[T]()), b.device())
 }
+
+// String describes p: `cuda.MemPool{cuda:0, 2 buffers}`, "default" for a
+// device's own pool.
+func (p *MemPool) String() string {
+	if p == nil {
+		return "cuda.MemPool(nil)"
+	}
+	if p.status() == lifetime.Zero {
+		return describe.Object("cuda.MemPool", lifetime.Zero)
+	}
+	parts := []string{p.dev.String(), fmt.Sprintf("%d buffers", p.outstanding.Load())}
+	if !p.owned {
+		parts = append(parts, "default")
+	}
+	return describe.Object("cuda.MemPool", p.status(), parts...)
+}
+
+// String describes g: `cuda.Graph{cuda:0}`.
+func (g *Graph) String() string {
+	if g == nil {
+		return "cuda.Graph(nil)"
+	}
+	if g.status() == lifetime.Zero {
+		return describe.Object("cuda.Graph", lifetime.Zero)
+	}
+	return describe.Object("cuda.Graph", g.status(), g.device())
+}
+
+// String describes e: `cuda.GraphExec{cuda:0}`.
+func (e *GraphExec) String() string {
+	if e == nil {
+		return "cuda.GraphExec(nil)"
+	}
+	if e.status() == lifetime.Zero {
+		return describe.Object("cuda.GraphExec", lifetime.Zero)
+	}
+	return describe.Object("cuda.GraphExec", e.status(), e.device())
+}
+
+// String describes sb: `cuda.StagingBuffer{64.0 MiB pinned}`. A zero
+// StagingBuffer is a usable one that holds no memory yet.
+func (sb *StagingBuffer) String() string {
+	if sb == nil {
+		return "cuda.StagingBuffer(nil)"
+	}
+	sb.mu.Lock()
+	held := sb.capacity
+	sb.mu.Unlock()
+	return "cuda.StagingBuffer{" + describe.Bytes(int64(held)) + " pinned}"
+}
+
+// String describes b: `cuda.ManagedBuffer[float32]{1024 elements, 4.0 KiB,
+// cuda:0}`.
+func (b *ManagedBuffer[T]) String() string {
+	kind := "cuda.ManagedBuffer[" + typeName[T]() + "]"
+	switch {
+	case b == nil:
+		return kind + "(nil)"
+	case b.buf == nil:
+		return describe.Object(kind, lifetime.Zero)
+	}
+	return describe.Object(kind, b.buf.mem.status(), fmt.Sprintf("%d elements", b.buf.n), formatBytes(uintptr(b.buf.ByteSize())), b.buf.mem.device())
+}
+
+// String describes b: `cuda.Registered[byte]{4096 elements, 4.0 KiB,
+// cuda:0}`.
+func (b *Registered[T]) String() string {
+	kind := "cuda.Registered[" + typeName[T]() + "]"
+	if b == nil {
+		return kind + "(nil)"
+	}
+	if b.status() == lifetime.Zero {
+		return describe.Object(kind, lifetime.Zero)
+	}
+	return describe.Object(kind, b.status(), fmt.Sprintf("%d elements", b.n), formatBytes(uintptr(b.n)*sizeOf[T]()), b.device())
+}
+
+// String describes b: `cuda.GrowableBuffer[float32]{1024 elements, 4.0 KiB
+// mapped of 1.0 GiB reserved, cuda:0}`.
+func (b *GrowableBuffer[T]) String() string {
+	kind := "cuda.GrowableBuffer[" + typeName[T]() + "]"
+	if b == nil {
+		return kind + "(nil)"
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.vmmRange == nil || b.ctx == nil {
+		return describe.Object(kind, lifetime.Zero)
+	}
+	st := lifetime.Held
+	if b.freed {
+		st = lifetime.Closed
+	}
+	return describe.Object(kind, st, fmt.Sprintf("%d elements", b.n),
+		describe.Bytes(int64(b.mapped))+" mapped of "+describe.Bytes(int64(b.reserved))+" reserved", b.ctx.dev.String())
+}
+
+// String describes l: `cuda.Library{kernels saxpy, 2 contexts}`.
+func (l *Library) String() string {
+	if l == nil {
+		return "cuda.Library(nil)"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.handle == 0 && !l.closed {
+		return describe.Object("cuda.Library", lifetime.Zero)
+	}
+	var parts []string
+	if len(l.params) > 0 {
+		names := make([]string, 0, len(l.params))
+		for name := range l.params {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		parts = append(parts, "kernels "+strings.Join(names, " "))
+	}
+	parts = append(parts, fmt.Sprintf("%d contexts", len(l.views)))
+	st := lifetime.Held
+	if l.closed {
+		st = lifetime.Closed
+	}
+	return describe.Object("cuda.Library", st, parts...)
+}

@@ -30,6 +30,16 @@ func TestStrings(t *testing.T) {
 	closedStream := must(ctx.NewStream())(t)
 	must(0, closedStream.Close())(t)
 	dev := ctx.Device().String()
+	pool := must(ctx.NewMemPool())(t)
+	defer pool.Close()
+	graph := must(ctx.NewGraph())(t)
+	defer graph.Close()
+	staging := must(cuda.NewStagingBuffer(ctx, 1<<20))(t)
+	defer staging.Close()
+	managed := must(cuda.AllocManaged[uint16](ctx, 5, cuda.AttachGlobal))(t)
+	defer managed.Free()
+	registered := must(cuda.Register(ctx, make([]float32, 1024)))(t)
+	defer registered.Close()
 
 	for _, c := range []struct {
 		name string
@@ -50,6 +60,16 @@ func TestStrings(t *testing.T) {
 		{"module", mod, `^cuda\.Module\{` + dev + `, kernels .*saxpy.*\}$`},
 		{"function", fn, `^cuda\.Function\{saxpy, ` + dev + `\}$`},
 		{"pinned", pinned, `^cuda\.PinnedBuffer\[int64\]\{3 elements, 24 bytes, ` + dev + `\}$`},
+		{"pool", pool, `^cuda\.MemPool\{` + dev + `, 0 buffers\}$`},
+		{"zero pool", new(cuda.MemPool), `^cuda\.MemPool\{zero\}$`},
+		{"graph", graph, `^cuda\.Graph\{` + dev + `\}$`},
+		{"nil graph exec", (*cuda.GraphExec)(nil), `^cuda\.GraphExec\(nil\)$`},
+		{"staging", staging, `^cuda\.StagingBuffer\{[0-9.]+ (KiB|MiB) pinned\}$`},
+		{"zero staging", new(cuda.StagingBuffer), `^cuda\.StagingBuffer\{0 bytes pinned\}$`},
+		{"managed", managed, `^cuda\.ManagedBuffer\[uint16\]\{5 elements, 10 bytes, ` + dev + `\}$`},
+		{"registered", registered, `^cuda\.Registered\[float32\]\{1024 elements, 4\.0 KiB, ` + dev + `\}$`},
+		{"zero growable", new(cuda.GrowableBuffer[int32]), `^cuda\.GrowableBuffer\[int32\]\{zero\}$`},
+		{"zero library", new(cuda.Library), `^cuda\.Library\{zero\}$`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := c.v.String()
