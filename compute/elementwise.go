@@ -300,15 +300,8 @@ func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 // run checks the arguments' buffers, each named as the caller's call names
 // it, and launches: Launch's arguments, or a standard operation's.
 func (k *Elementwise) run(op string, s *cuda.Stream, as []arg) error {
-	if err := checkStream(op, s); err != nil {
+	if err := checkBuffers(op, s, as); err != nil {
 		return err
-	}
-	for j := range as {
-		if as[j].buffer {
-			if err := checkBuffer(op, s, &as[j]); err != nil {
-				return err
-			}
-		}
 	}
 	first := -1
 	for j := range as {

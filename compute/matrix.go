@@ -6,20 +6,6 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// checkBuffers checks s and the buffers as, each named as the caller's
-// call names it: none nil or zero, each of s's context.
-func checkBuffers(op string, s *cuda.Stream, as []arg) error {
-	if err := checkStream(op, s); err != nil {
-		return err
-	}
-	for i := range as {
-		if err := checkBuffer(op, s, &as[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // checkMatrix checks the buffers of a matrix operation, as checkBuffers,
 // and that each has shape's elements.
 func checkMatrix(op string, s *cuda.Stream, shape Shape, as []arg) error {

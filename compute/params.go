@@ -247,6 +247,23 @@ func checkStream(op string, s *cuda.Stream) error {
 	return nil
 }
 
+// checkBuffers checks s and the buffers among as, each named as the caller's
+// call names it: none nil or zero, each of s's context.
+func checkBuffers(op string, s *cuda.Stream, as []arg) error {
+	if err := checkStream(op, s); err != nil {
+		return err
+	}
+	for i := range as {
+		if !as[i].buffer {
+			continue // a scalar
+		}
+		if err := checkBuffer(op, s, &as[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkBuffer returns the error for a buffer argument that is nil, zero,
 // or of another context than s.
 func checkBuffer(op string, s *cuda.Stream, a *arg) error {

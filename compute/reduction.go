@@ -314,15 +314,8 @@ func (r *Reduction) classify(op string, s *cuda.Stream, args []any) ([]arg, erro
 // it: of s's context, the inputs of want elements (why says why), the
 // output of outN (outWhy).
 func (r *Reduction) check(op string, s *cuda.Stream, as []arg, want int, why string, outN int, outWhy string) error {
-	if err := checkStream(op, s); err != nil {
+	if err := checkBuffers(op, s, as); err != nil {
 		return err
-	}
-	for j := range as {
-		if as[j].buffer {
-			if err := checkBuffer(op, s, &as[j]); err != nil {
-				return err
-			}
-		}
 	}
 	for j := range as {
 		a := &as[j]
