@@ -2,7 +2,8 @@
 cells of compute/grid_bench_test.go's BenchmarkGrid, op/dtype/shape named
 as there (shape n=<elements> for the whole-buffer operations, <rows>x<cols>
 for the matrix ones), timed the same way: inputs of zeros, one call to warm
-up, then a loop of N calls and one synchronize, the median of 3 repeats, N
+up, then a loop of N calls and one synchronize (timed by CUDA events for
+cells of 16 Mi elements or more), the median of 3 repeats, N
 chosen so that a repeat takes about 20 ms (at most MAX_CALLS). Each peer's
 fastest call: out= where it has one.
 
@@ -26,6 +27,7 @@ SIZES = (1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20)
 ROWS = (1, 7, 132, 4096, 65536, 1 << 20)
 COLS = (1, 5, 32, 128, 1000, 8192, 65536, 1 << 20)
 TARGET_S = 0.02
+EVENTS = 16 << 20  # the fewest elements of a cell timed by CUDA events
 MAX_CALLS = 20000
 REPEATS = 3
 
@@ -92,6 +94,12 @@ class Torch:
 
     def sync(self):
         self.t.cuda.synchronize()
+
+    def event(self):
+        return self.t.cuda.Event(enable_timing=True)
+
+    def elapsed_ms(self, start, end):
+        return start.elapsed_time(end)
 
     def free(self):
         self.t.cuda.empty_cache()
@@ -171,6 +179,12 @@ class Cupy:
     def sync(self):
         self.cp.cuda.get_current_stream().synchronize()
 
+    def event(self):
+        return self.cp.cuda.Event()
+
+    def elapsed_ms(self, start, end):
+        return self.cp.cuda.get_elapsed_time(start, end)
+
     def free(self):
         self.cp.get_default_memory_pool().free_all_blocks()
 
@@ -239,17 +253,27 @@ class Cupy:
         return None
 
 
-def loop(peer, call, calls):
-    start = time.perf_counter()
+def loop(peer, call, calls, events=False):
+    """Seconds of calls calls and one synchronize: by the host's clock, or
+    by CUDA events recorded before and after (events)."""
+    if events:
+        start, end = peer.event(), peer.event()
+        start.record()
+    t0 = time.perf_counter()
     for _ in range(calls):
         call()
+    if events:
+        end.record()
     peer.sync()
-    return time.perf_counter() - start
+    if events:
+        return peer.elapsed_ms(start, end) / 1e3
+    return time.perf_counter() - t0
 
 
-def time_us(peer, calls):
+def time_us(peer, calls, events=False):
     """µs per call of the first of calls that runs: warmed up, then the
-    median of REPEATS loops of N calls and one synchronize."""
+    median of REPEATS loops of N calls and one synchronize (timed by CUDA
+    events where events: the large cells, as BenchmarkGrid's gridLoop)."""
     if callable(calls):
         calls = [calls]
     for i, call in enumerate(calls):
@@ -266,7 +290,7 @@ def time_us(peer, calls):
         k = min(k * 10, MAX_CALLS)
         per = loop(peer, call, k) / k
     n = max(1, min(MAX_CALLS, int(TARGET_S / per)))
-    return statistics.median(loop(peer, call, n) / n for _ in range(REPEATS)) * 1e6
+    return statistics.median(loop(peer, call, n, events) / n for _ in range(REPEATS)) * 1e6
 
 
 def main():
@@ -298,7 +322,7 @@ def main():
                         call = peer.cell(op, dt, matrix, rows, cols)
                         if call is None:
                             continue
-                        us = time_us(peer, call)
+                        us = time_us(peer, call, rows * cols >= EVENTS)
                     except Exception as e:  # a peer's limit: the cell is left out
                         print(f"{peer.name} {op}/{dt}/{shape}: {type(e).__name__}: {e}", file=sys.stderr)
                         continue

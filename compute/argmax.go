@@ -26,31 +26,61 @@ __device__ __forceinline__ bool gocuda_better(gocuda_v av, long long ai, gocuda_
 	if (an || bn) return bn && (!an || bi < ai);
 	return bv %[5]s av || (bv == av && bi < ai);
 }
-__device__ __forceinline__ void gocuda_block(gocuda_v* v, long long* i) {
-	__shared__ gocuda_v sv[256];
-	__shared__ long long si[256];
-	sv[threadIdx.x] = *v;
-	si[threadIdx.x] = *i;
-	__syncthreads();
-	for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
-		if (threadIdx.x < k && gocuda_better(sv[threadIdx.x], si[threadIdx.x], sv[threadIdx.x + k], si[threadIdx.x + k])) {
-			sv[threadIdx.x] = sv[threadIdx.x + k];
-			si[threadIdx.x] = si[threadIdx.x + k];
-		}
-		__syncthreads();
+// gocuda_warp leaves lane 0 the best of its warp's, in a fixed tree.
+__device__ __forceinline__ void gocuda_warp(gocuda_v* v, long long* i) {
+	#pragma unroll
+	for (int k = 16; k > 0; k >>= 1) {
+		const gocuda_v v2 = gocuda_down(*v, k);
+		const long long i2 = gocuda_down(*i, k);
+		if (gocuda_better(*v, *i, v2, i2)) { *v = v2; *i = i2; }
 	}
-	*v = sv[0];
-	*i = si[0];
 }
+// gocuda_block leaves thread 0 the best of its block's (blockDim.x a
+// multiple of 32).
+__device__ __forceinline__ void gocuda_block(gocuda_v* v, long long* i) {
+	__shared__ gocuda_v sv[32];
+	__shared__ long long si[32];
+	gocuda_warp(v, i);
+	if (threadIdx.x %% 32 == 0) { sv[threadIdx.x / 32] = *v; si[threadIdx.x / 32] = *i; }
+	__syncthreads();
+	if (threadIdx.x < 32) {
+		const bool w = threadIdx.x < blockDim.x / 32;
+		*v = w ? sv[threadIdx.x] : 0;
+		*i = w ? si[threadIdx.x] : 0x7fffffffffffffffLL;
+		gocuda_warp(v, i);
+	}
+}
+// The first pass: each thread the best of its elements, 16 bytes at a
+// time where src is aligned for it; a block's best into pi (and pv, unless
+// null: a single block writes the index alone, into the output).
 extern "C" __global__ void %[1]s_partial(const %[3]s* __restrict__ src, long long n, gocuda_v* pv, long long* pi) {
+	typedef gocuda_vec<%[3]s, 16 / sizeof(%[3]s)> vec;
+	const int V = 16 / sizeof(%[3]s);
 	gocuda_v v = 0;
-	long long best = 0x7fffffffffffffffLL;
-	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x) {
-		gocuda_v x = %[4]s;
+	long long best = 0x7fffffffffffffffLL, start = 0;
+	const long long stride = (long long)blockDim.x * gridDim.x, t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if ((unsigned long long)src %% 16 == 0) {
+		const long long vectors = n / V;
+		#pragma unroll 4
+		for (long long j = t; j < vectors; j += stride) {
+			const vec xs = ((const vec*)src)[j];
+			#pragma unroll
+			for (int k = 0; k < V; k++) {
+				const gocuda_v x = %[6]s;
+				if (gocuda_better(v, best, x, j * V + k)) { v = x; best = j * V + k; }
+			}
+		}
+		start = vectors * V;
+	}
+	for (long long i = start + t; i < n; i += stride) {
+		const gocuda_v x = %[4]s;
 		if (gocuda_better(v, best, x, i)) { v = x; best = i; }
 	}
 	gocuda_block(&v, &best);
-	if (threadIdx.x == 0) { pv[blockIdx.x] = v; pi[blockIdx.x] = best; }
+	if (threadIdx.x == 0) {
+		if (pv) pv[blockIdx.x] = v;
+		pi[blockIdx.x] = best;
+	}
 }
 extern "C" __global__ void %[1]s_final(const gocuda_v* pv, const long long* pi, long long m, long long* out) {
 	gocuda_v v = 0;
@@ -60,7 +90,7 @@ extern "C" __global__ void %[1]s_final(const gocuda_v* pv, const long long* pi, 
 	gocuda_block(&v, &best);
 	if (threadIdx.x == 0) out[0] = best;
 }
-`, name, t.value, t.storage, t.load("src[i]"), cmp)
+`, name, t.value, t.storage, t.load("src[i]"), cmp, t.load("xs.v[k]"))
 }
 
 // ArgMax sets dst, one int64, to the index of src's largest element: the
@@ -101,21 +131,31 @@ func argBest[T cuda.Number](op string, dst *cuda.DeviceBuffer[int64], src *cuda.
 	if err != nil {
 		return err
 	}
-	cfg, err := linearConfig(s, src.Len())
+	// A small src in one block, which writes dst itself; a larger one
+	// in a block per 16 KiB or so, at most the blocks the device holds
+	// at once, then a block folding theirs.
+	n := src.Len()
+	if n <= argSmall {
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: bigBlock}, Stream: s}
+		return launchError(op, partial.Launch(cfg, src, int64(n), cuda.DevicePtr(0), dst), as[:], name)
+	}
+	d, err := sizeOf(s)
 	if err != nil {
 		return wrap(op, err, "sizing the launch")
 	}
-	blocks := min(cfg.Grid.X, maxPartial)
+	blocks := max(1, min(ceilDiv(n*int(t.goType.Size()), 16<<10), d.resident))
 	// One allocation: the blocks' indices, then their values (8-byte
 	// aligned either way).
-	n := int64(src.Len())
 	return withScratch(op, name, s, as[:], 2*blocks, func(scratch *cuda.DeviceBuffer[int64]) error {
 		pi, _ := scratch.Slice(0, blocks)
 		pv, _ := scratch.Slice(blocks, blocks)
-		err := partial.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, src, n, pv, pi)
+		err := partial.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, src, int64(n), pv, pi)
 		if err != nil {
 			return err
 		}
 		return final.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, pv, pi, int64(blocks), dst)
 	})
 }
+
+// argSmall is the most elements ArgMax and ArgMin take in one block.
+const argSmall = 32768

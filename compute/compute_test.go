@@ -218,9 +218,9 @@ func TestSource(t *testing.T) {
 	}
 	r := must(compute.NewReduction(compute.ReductionSpec{Name: "sumsq", InParams: "float32 x, float32 m", OutParams: "float64 y", MapExpr: "(x - m) * (x - m)", ReduceExpr: "a + b", PostMapExpr: "y = a / n;", Identity: "0", ReduceType: "float64"}))(t)
 	src = compute.ReductionSource(r, true, false)
-	for _, want := range []string{"typedef double gocuda_acc;", "sumsq_partial(", "sumsq_final(", "sumsq_rows(", "sumsq_cols(",
+	for _, want := range []string{"typedef double gocuda_acc;", "sumsq_rows(", "sumsq_split(", "sumsq_chunks(", "sumsq_cols(", "sumsq_narrow(",
 		"float gocudap_m, ", "gocuda_map(const float x, const float m, const long long i) { return (gocuda_acc)(\n(x - m) * (x - m)\n); }",
-		"if ((unsigned long long)gocudap_x % sizeof(gocuda_vec<float, 4>) == 0) {",
+		"const bool gocuda_wide = ((unsigned long long)gocudap_x % sizeof(gocuda_vec<float, 4>) == 0) && cols % 4 == 0;",
 		"v = gocuda_reduce(v, gocuda_map(gocudav_x.v[gocuda_k], gocudap_m, gocuda_j * 4 + gocuda_k));",
 		"v = gocuda_reduce(v, gocuda_map(gocudap_x[i], gocudap_m, i));", "y = a / n;"} {
 		if !strings.Contains(src, want) {
@@ -229,7 +229,7 @@ func TestSource(t *testing.T) {
 	}
 	// A reduction of scalars only has nothing to load as vectors.
 	r = must(compute.NewReduction(compute.ReductionSpec{Name: "scalars", InParams: "float32 x", OutParams: "float32 y", MapExpr: "x", ReduceExpr: "a + b", PostMapExpr: "y = a;", Identity: "0", ReduceType: "float32"}))(t)
-	if src := compute.ReductionSource(r, false); !strings.Contains(src, "if (false) {") {
+	if src := compute.ReductionSource(r, false); !strings.Contains(src, "const bool gocuda_wide = (false) && ") {
 		t.Errorf("a reduction of a scalar loads vectors:\n%s", src)
 	}
 }

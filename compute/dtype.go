@@ -164,6 +164,23 @@ __device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
 #endif
 }
 __device__ __forceinline__ float gocuda_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+// gocuda_down is lane l + k's v (__shfl_down_sync of every lane) for a v
+// of any type of 8 bytes or fewer.
+template <typename T> __device__ __forceinline__ T gocuda_down(T v, unsigned int k) {
+	if constexpr (sizeof(T) <= 4) {
+		union { T t; unsigned int u; } x;
+		x.u = 0;
+		x.t = v;
+		x.u = __shfl_down_sync(0xffffffffu, x.u, k);
+		return x.t;
+	} else {
+		union { T t; unsigned long long u; } x;
+		x.u = 0;
+		x.t = v;
+		x.u = __shfl_down_sync(0xffffffffu, x.u, k);
+		return x.t;
+	}
+}
 `
 
 // ident reports whether s is a C identifier a parameter may be named. The

@@ -19,7 +19,8 @@ import (
 // matrix ones (bench/compute_grid.py times the same cells in PyTorch and
 // CuPy, and bench/gridreport.py sets them side by side). A cell's inputs
 // are zeros; it calls the operation once (compiling its kernel), then
-// times b.N calls and one Synchronize, and reports µs per call (us/op).
+// times b.N calls and one Synchronize (by CUDA events for the large
+// cells: gridLoop), and reports µs per call (us/op).
 //
 // The casts are named by their source type: cast_f16 and cast_bf16 (from
 // f32), cast_from_f16 and cast_from_bf16 (to f32).
@@ -198,7 +199,7 @@ func gridBinary[T cuda.Number](f func(dst, a, b gbuf[T], s *cuda.Stream) error) 
 	return func(b *testing.B, e env, sh compute.Shape) {
 		n := sh.Rows * sh.Cols
 		x, y, z := zeros[T](b, e, n), zeros[T](b, e, n), zeros[T](b, e, n)
-		gridLoop(b, e.s, func() error { return f(z, x, y, e.s) })
+		gridLoop(b, e.s, n, func() error { return f(z, x, y, e.s) })
 	}
 }
 
@@ -207,7 +208,7 @@ func gridScalar[T cuda.Number](f func(dst, a gbuf[T], v T, s *cuda.Stream) error
 		n := sh.Rows * sh.Cols
 		x, z := zeros[T](b, e, n), zeros[T](b, e, n)
 		var v T
-		gridLoop(b, e.s, func() error { return f(z, x, v, e.s) })
+		gridLoop(b, e.s, n, func() error { return f(z, x, v, e.s) })
 	}
 }
 
@@ -215,7 +216,7 @@ func gridUnary[To, From cuda.Number](f func(dst gbuf[To], src gbuf[From], s *cud
 	return func(b *testing.B, e env, sh compute.Shape) {
 		n := sh.Rows * sh.Cols
 		x, z := zeros[From](b, e, n), zeros[To](b, e, n)
-		gridLoop(b, e.s, func() error { return f(z, x, e.s) })
+		gridLoop(b, e.s, n, func() error { return f(z, x, e.s) })
 	}
 }
 
@@ -228,27 +229,27 @@ func gridWhere[T cuda.Number](b *testing.B, e env, sh compute.Shape) {
 		b.Fatal(err)
 	}
 	x, y, z := zeros[T](b, e, n), zeros[T](b, e, n), zeros[T](b, e, n)
-	gridLoop(b, e.s, func() error { return compute.Where(z, mask, x, y, e.s) })
+	gridLoop(b, e.s, n, func() error { return compute.Where(z, mask, x, y, e.s) })
 }
 
 func gridReduce[T cuda.Number](f func(dst, src gbuf[T], s *cuda.Stream) error) gridCell {
 	return func(b *testing.B, e env, sh compute.Shape) {
 		x, y := zeros[T](b, e, sh.Rows*sh.Cols), zeros[T](b, e, 1)
-		gridLoop(b, e.s, func() error { return f(y, x, e.s) })
+		gridLoop(b, e.s, sh.Rows*sh.Cols, func() error { return f(y, x, e.s) })
 	}
 }
 
 func gridArg[T cuda.Number](f func(dst gbuf[int64], src gbuf[T], s *cuda.Stream) error) gridCell {
 	return func(b *testing.B, e env, sh compute.Shape) {
 		x, y := zeros[T](b, e, sh.Rows*sh.Cols), zeros[int64](b, e, 1)
-		gridLoop(b, e.s, func() error { return f(y, x, e.s) })
+		gridLoop(b, e.s, sh.Rows*sh.Cols, func() error { return f(y, x, e.s) })
 	}
 }
 
 func gridMatrix[T cuda.Number](f func(dst, src gbuf[T], sh compute.Shape, s *cuda.Stream) error) gridCell {
 	return func(b *testing.B, e env, sh compute.Shape) {
 		x, y := zeros[T](b, e, sh.Rows*sh.Cols), zeros[T](b, e, sh.Rows*sh.Cols)
-		gridLoop(b, e.s, func() error { return f(y, x, sh, e.s) })
+		gridLoop(b, e.s, sh.Rows*sh.Cols, func() error { return f(y, x, sh, e.s) })
 	}
 }
 
@@ -259,14 +260,17 @@ func gridAxis[T cuda.Number](f func(dst, src gbuf[T], sh compute.Shape, axis com
 			m = sh.Cols
 		}
 		x, y := zeros[T](b, e, sh.Rows*sh.Cols), zeros[T](b, e, m)
-		gridLoop(b, e.s, func() error { return f(y, x, sh, axis, e.s) })
+		gridLoop(b, e.s, sh.Rows*sh.Cols, func() error { return f(y, x, sh, axis, e.s) })
 	}
 }
 
 // gridLoop calls op once (compiled and warm), then times b.N calls and one
-// Synchronize, and reports µs per call. The buffers of the cell are freed
-// when the run ends (zeros' Cleanup).
-func gridLoop(b *testing.B, s *cuda.Stream, op func() error) {
+// Synchronize, and reports µs per call. A large cell (gridEvents elements
+// or more, its calls the device's time, not the host's) is timed by CUDA
+// events recorded before and after the calls, as bench/compute_grid.py
+// times it. The buffers of the cell are freed when the run ends (zeros'
+// Cleanup).
+func gridLoop(b *testing.B, s *cuda.Stream, n int, op func() error) {
 	b.Helper()
 	if err := op(); err != nil {
 		b.Fatal(err)
@@ -274,9 +278,25 @@ func gridLoop(b *testing.B, s *cuda.Stream, op func() error) {
 	if err := s.Synchronize(); err != nil {
 		b.Fatal(err)
 	}
+	var start, end *cuda.Event
+	if n >= gridEvents {
+		start, end = must(s.Context().NewEvent())(b), must(s.Context().NewEvent())(b)
+		defer start.Close()
+		defer end.Close()
+	}
 	b.ResetTimer()
+	if start != nil {
+		if err := start.Record(s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for range b.N {
 		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if end != nil {
+		if err := end.Record(s); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -284,5 +304,12 @@ func gridLoop(b *testing.B, s *cuda.Stream, op func() error) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "us/op")
+	elapsed := b.Elapsed()
+	if start != nil {
+		elapsed = must(cuda.ElapsedTime(start, end))(b)
+	}
+	b.ReportMetric(float64(elapsed.Nanoseconds())/1e3/float64(b.N), "us/op")
 }
+
+// gridEvents is the fewest elements of a cell timed by CUDA events.
+const gridEvents = 16 << 20

@@ -6,46 +6,38 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// blockSize is the threads of a block of the generated kernels.
+// blockSize is the threads of a block of the generated kernels, where a
+// layout does not say otherwise.
 const blockSize = 256
 
 // maxGrid is the most blocks a launch of the package gives a grid's X.
 const maxGrid = 1<<31 - 1
 
-// residentBlocks are, by device ordinal, the blocks of blockSize threads
-// the device runs at once: a grid-stride loop needs no more.
-var residentBlocks sync.Map // int -> int
+// deviceSize is what a layout needs of a device: its multiprocessors, and
+// the blocks of blockSize threads they run at once (a grid-stride loop
+// needs no more).
+type deviceSize struct{ sms, resident int }
 
-// linearConfig returns the launch of a grid-stride kernel over n elements
-// on s: a block per blockSize elements, at most as many as the device runs
-// at once.
-func linearConfig(s *cuda.Stream, n int) (cuda.LaunchConfig, error) {
-	resident, err := residentBlockCount(s)
-	if err != nil {
-		return cuda.LaunchConfig{}, err
-	}
-	blocks := min((n+blockSize-1)/blockSize, resident)
-	return cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, nil
-}
+// deviceSizes are the devices' sizes by ordinal.
+var deviceSizes sync.Map // int -> deviceSize
 
-// residentBlockCount returns how many blocks of blockSize threads s's
-// device runs at once, from its multiprocessors and their threads.
-func residentBlockCount(s *cuda.Stream) (int, error) {
+// sizeOf returns the size of s's device.
+func sizeOf(s *cuda.Stream) (deviceSize, error) {
 	dev := s.Context().Device()
-	if v, ok := residentBlocks.Load(dev.Ordinal()); ok {
-		return v.(int), nil
+	if v, ok := deviceSizes.Load(dev.Ordinal()); ok {
+		return v.(deviceSize), nil
 	}
 	sms, err := dev.MultiprocessorCount()
 	if err != nil {
-		return 0, err
+		return deviceSize{}, err
 	}
 	threads, err := dev.Attribute(cuda.AttrMaxThreadsPerMultiprocessor)
 	if err != nil {
-		return 0, err
+		return deviceSize{}, err
 	}
-	v := max(1, sms*max(1, threads/blockSize))
-	residentBlocks.Store(dev.Ordinal(), v)
-	return v, nil
+	d := deviceSize{sms: max(1, sms), resident: max(1, sms*max(1, threads/blockSize))}
+	deviceSizes.Store(dev.Ordinal(), d)
+	return d, nil
 }
 
 // elementwiseConfig returns the launch of an Elementwise's kernel over n

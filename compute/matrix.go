@@ -23,16 +23,18 @@ func checkMatrix(op string, s *cuda.Stream, shape Shape, as []arg) error {
 	return nil
 }
 
-// softmaxSource is the kernel of Softmax and LogSoftmax over rows of T: a
-// block per row. One pass finds the row's largest element and the sum of
-// the exponentials of the differences from it together (each thread keeps
-// its largest so far and rescales its sum when that grows, then the
-// threads' pairs combine in a fixed tree), a second writes the results.
-// The first pass keeps the row in shared memory when the launch gives it
-// room (cached), so that the row is read from device memory once; the
-// passes take 16 bytes of the row at a time when its length and both
-// matrices allow (gocuda_pass<V>). Computed in T's value type (float for
-// the halves, double for float64).
+// softmaxSource is the kernels of Softmax and LogSoftmax over rows of T,
+// laid out as planRows says (layout.go). One pass finds a row's largest
+// element and the sum of the exponentials of the differences from it
+// together (each thread keeps its largest so far and rescales its sum when
+// that grows, then the threads' pairs join in a fixed tree), a second
+// writes the results. A block per row keeps the row in shared memory
+// when the launch gives it room (cached), so that the row is read from
+// device memory once; short rows are taken by lanes of a warp; a few very
+// long rows are cut into chunks (NAME_stats, then NAME_apply, which joins
+// a row's chunks in order). The passes take 16 bytes of a row at a time
+// when its length and both matrices allow. Computed in T's value type
+// (float for the halves, double for float64).
 func softmaxSource(t dtype, name string, logarithm bool) string {
 	out := "exp(x - m) / sum"
 	if logarithm {
@@ -42,65 +44,129 @@ func softmaxSource(t dtype, name string, logarithm bool) string {
 typedef %[2]s gocuda_v;
 typedef %[3]s gocuda_s;
 // gocuda_join folds (m2, s2) into (m, s): the largest, and the sum of
-// exponentials rescaled to it. A NaN anywhere makes both NaN.
+// exponentials rescaled to it; a sum of 0 is nothing folded yet. A NaN
+// anywhere makes both NaN.
 __device__ __forceinline__ void gocuda_join(gocuda_v* m, gocuda_v* s, gocuda_v m2, gocuda_v s2) {
 	if (m2 != m2 || *m != *m) { *m = m2 + *m; *s = *m; return; }
-	if (s2 == 0) return; // nothing folded yet
+	if (s2 == 0) return;
 	if (*s == 0) { *m = m2; *s = s2; return; }
 	if (m2 == *m) { *s += s2; return; } // infinities too, whose difference is NaN
 	if (m2 > *m) { *s = *s * exp(*m - m2) + s2; *m = m2; }
 	else *s += s2 * exp(m2 - *m);
 }
-// gocuda_pass runs both passes over a row of cols elements, V at a time
-// (cols a multiple of V, in and out aligned to V elements), keeping the
-// row in cache when it is not null.
-template <int V>
-__device__ __forceinline__ void gocuda_pass(const gocuda_s* in, gocuda_s* out, long long cols, gocuda_vec<gocuda_s, V>* cache, gocuda_v* sm, gocuda_v* ss) {
-	typedef gocuda_vec<gocuda_s, V> vec;
-	const long long vectors = cols / V;
-	gocuda_v m = 0, sum = 0;
-	for (long long j = threadIdx.x; j < vectors; j += blockDim.x) {
-		const vec xs = ((const vec*)in)[j];
-		if (cache) cache[j] = xs;
-		#pragma unroll
-		for (int k = 0; k < V; k++) gocuda_join(&m, &sum, %[4]s, 1);
+// gocuda_warpjoin joins the pairs of G lanes into the first's, in a fixed
+// tree, and gives it to all G.
+template <int G> __device__ __forceinline__ void gocuda_warpjoin(gocuda_v* m, gocuda_v* s) {
+	#pragma unroll
+	for (int k = G / 2; k > 0; k >>= 1) {
+		const gocuda_v m2 = __shfl_down_sync(0xffffffffu, *m, k), s2 = __shfl_down_sync(0xffffffffu, *s, k);
+		gocuda_join(m, s, m2, s2);
 	}
-	sm[threadIdx.x] = m;
-	ss[threadIdx.x] = sum;
+	*m = __shfl_sync(0xffffffffu, *m, 0, G);
+	*s = __shfl_sync(0xffffffffu, *s, 0, G);
+}
+// gocuda_blockjoin joins a block's pairs, its warps' in its first warp,
+// and gives the result to every thread; every thread must call it.
+__device__ __forceinline__ void gocuda_blockjoin(gocuda_v* m, gocuda_v* s) {
+	__shared__ gocuda_v sm[32], ss[32];
+	gocuda_warpjoin<32>(m, s);
+	if (threadIdx.x %% 32 == 0) { sm[threadIdx.x / 32] = *m; ss[threadIdx.x / 32] = *s; }
 	__syncthreads();
-	for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
-		if (threadIdx.x < k) {
-			gocuda_v a = sm[threadIdx.x], b = ss[threadIdx.x];
-			gocuda_join(&a, &b, sm[threadIdx.x + k], ss[threadIdx.x + k]);
-			sm[threadIdx.x] = a;
-			ss[threadIdx.x] = b;
-		}
-		__syncthreads();
+	if (threadIdx.x < 32) {
+		const bool w = threadIdx.x < blockDim.x / 32;
+		*m = w ? sm[threadIdx.x] : 0;
+		*s = w ? ss[threadIdx.x] : 0;
+		gocuda_warpjoin<32>(m, s);
+		if (threadIdx.x == 0) { sm[0] = *m; ss[0] = *s; }
 	}
-	m = sm[0];
-	sum = ss[0];
-	__syncthreads(); // sm and ss are the next row's
-	const vec* row = cache ? cache : (const vec*)in; // a thread reads back only what it cached
-	for (long long j = threadIdx.x; j < vectors; j += blockDim.x) {
-		const vec xs = row[j];
+	__syncthreads();
+	*m = sm[0];
+	*s = ss[0];
+	__syncthreads(); // sm and ss are the next call's
+}
+// gocuda_stats folds vectors [from, to) of a row (V elements each), a
+// thread every lanes-th from lane, into (m, s), keeping each in cache[j -
+// from] when cache is not null.
+template <int V>
+__device__ __forceinline__ void gocuda_stats(const gocuda_s* in, long long from, long long to, long long lane, long long lanes, gocuda_vec<gocuda_s, V>* cache, gocuda_v* m, gocuda_v* s) {
+	typedef gocuda_vec<gocuda_s, V> vec;
+	#pragma unroll 2
+	for (long long j = from + lane; j < to; j += lanes) {
+		const vec xs = ((const vec*)in)[j];
+		if (cache) cache[j - from] = xs;
+		#pragma unroll
+		for (int k = 0; k < V; k++) gocuda_join(m, s, %[4]s, 1);
+	}
+}
+// gocuda_write writes the results of vectors [from, to) of a row, read
+// back from cache (only what this thread kept) or from in.
+template <int V>
+__device__ __forceinline__ void gocuda_write(const gocuda_s* in, gocuda_s* out, long long from, long long to, long long lane, long long lanes, const gocuda_vec<gocuda_s, V>* cache, gocuda_v m, gocuda_v sum) {
+	typedef gocuda_vec<gocuda_s, V> vec;
+	#pragma unroll 2
+	for (long long j = from + lane; j < to; j += lanes) {
+		const vec xs = cache ? cache[j - from] : ((const vec*)in)[j];
 		vec ys;
 		#pragma unroll
 		for (int k = 0; k < V; k++) { const gocuda_v x = %[4]s; ys.v[k] = %[5]s; }
 		((vec*)out)[j] = ys;
 	}
 }
-// The kernel: cached says the launch's dynamic shared memory holds a row.
-extern "C" __global__ void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int cached) { // dst may be src: no __restrict__
-	__shared__ gocuda_v sm[256], ss[256];
-	extern __shared__ gocuda_vec<gocuda_s, 16 / sizeof(gocuda_s)> gocuda_cache[];
-	const int V = 16 / sizeof(gocuda_s);
-	const bool wide = cols %% V == 0 && (unsigned long long)gocuda_src %% 16 == 0 && (unsigned long long)gocuda_dst %% 16 == 0;
-	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-		const gocuda_s* in = gocuda_src + r * cols;
-		gocuda_s* out = gocuda_dst + r * cols;
-		if (wide) gocuda_pass<V>(in, out, cols, cached ? gocuda_cache : 0, sm, ss);
-		else gocuda_pass<1>(in, out, cols, cached ? (gocuda_vec<gocuda_s, 1>*)gocuda_cache : 0, sm, ss);
+// gocuda_rows: G lanes of a warp take a row (G of 1 to 32), or the whole
+// block (G = 0).
+template <int V, int G>
+__device__ __forceinline__ void gocuda_rows(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols, gocuda_vec<gocuda_s, V>* cache) {
+	const long long per = G ? blockDim.x / G : 1, lanes = G ? G : blockDim.x, lane = G ? threadIdx.x %% G : threadIdx.x;
+	for (long long base = (long long)blockIdx.x * per; base < rows; base += (long long)gridDim.x * per) {
+		const long long r = base + (G ? threadIdx.x / G : 0);
+		gocuda_v m = 0, sum = 0;
+		if (r < rows) gocuda_stats<V>(src + r * cols, 0, cols / V, lane, lanes, cache, &m, &sum);
+		if constexpr (G == 0) gocuda_blockjoin(&m, &sum);
+		else gocuda_warpjoin<G>(&m, &sum);
+		if (r < rows) gocuda_write<V>(src + r * cols, dst + r * cols, 0, cols / V, lane, lanes, cache, m, sum);
 	}
+}
+template <int V>
+__device__ __forceinline__ void gocuda_grouped(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols, int group, gocuda_vec<gocuda_s, V>* cache) {
+	switch (group) {
+	case 1: gocuda_rows<V, 1>(src, dst, rows, cols, 0); break;
+	case 2: gocuda_rows<V, 2>(src, dst, rows, cols, 0); break;
+	case 4: gocuda_rows<V, 4>(src, dst, rows, cols, 0); break;
+	case 8: gocuda_rows<V, 8>(src, dst, rows, cols, 0); break;
+	case 16: gocuda_rows<V, 16>(src, dst, rows, cols, 0); break;
+	case 32: gocuda_rows<V, 32>(src, dst, rows, cols, 0); break;
+	default: gocuda_rows<V, 0>(src, dst, rows, cols, cache);
+	}
+}
+#define GOCUDA_V (16 / sizeof(gocuda_s))
+#define GOCUDA_WIDE (cols %% GOCUDA_V == 0 && (unsigned long long)gocuda_src %% 16 == 0 && (unsigned long long)gocuda_dst %% 16 == 0)
+// The kernel: group as planRows says, cached that the launch's dynamic
+// shared memory holds a row (a block per row).
+extern "C" __global__ void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int group, int cached) { // dst may be src: no __restrict__
+	extern __shared__ gocuda_vec<gocuda_s, GOCUDA_V> gocuda_cache[];
+	if (GOCUDA_WIDE) gocuda_grouped<GOCUDA_V>(gocuda_src, gocuda_dst, rows, cols, group, cached ? gocuda_cache : 0);
+	else gocuda_grouped<1>(gocuda_src, gocuda_dst, rows, cols, group, cached ? (gocuda_vec<gocuda_s, 1>*)gocuda_cache : 0);
+}
+// A few long rows: block (k, r) joins chunk k of row r (chunk elements, a
+// multiple of the vector width) into stats[2 * (k * rows + r)] and the next.
+extern "C" __global__ void %[1]s_stats(const gocuda_s* gocuda_src, gocuda_v* gocuda_stats_out, long long rows, long long cols, long long chunk) {
+	const long long r = blockIdx.y, from = (long long)blockIdx.x * chunk, to = from + chunk < cols ? from + chunk : cols;
+	const gocuda_s* gocuda_dst = gocuda_src; // for GOCUDA_WIDE
+	gocuda_v m = 0, sum = 0;
+	if (GOCUDA_WIDE) gocuda_stats<GOCUDA_V>(gocuda_src + r * cols, from / GOCUDA_V, to / GOCUDA_V, threadIdx.x, blockDim.x, 0, &m, &sum);
+	else gocuda_stats<1>(gocuda_src + r * cols, from, to, threadIdx.x, blockDim.x, 0, &m, &sum);
+	gocuda_blockjoin(&m, &sum);
+	if (threadIdx.x == 0) { gocuda_stats_out[2 * ((long long)blockIdx.x * rows + r)] = m; gocuda_stats_out[2 * ((long long)blockIdx.x * rows + r) + 1] = sum; }
+}
+// Then block (k, r) joins row r's chunks in order (each warp the same
+// tree, so every block the same result) and writes chunk k.
+extern "C" __global__ void %[1]s_apply(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, const gocuda_v* gocuda_stats_in, long long rows, long long cols, long long chunk, long long chunks) {
+	const long long r = blockIdx.y, from = (long long)blockIdx.x * chunk, to = from + chunk < cols ? from + chunk : cols;
+	gocuda_v m = 0, sum = 0;
+	for (long long k = threadIdx.x %% 32; k < chunks; k += 32) gocuda_join(&m, &sum, gocuda_stats_in[2 * (k * rows + r)], gocuda_stats_in[2 * (k * rows + r) + 1]);
+	gocuda_warpjoin<32>(&m, &sum);
+	if (GOCUDA_WIDE) gocuda_write<GOCUDA_V>(gocuda_src + r * cols, gocuda_dst + r * cols, from / GOCUDA_V, to / GOCUDA_V, threadIdx.x, blockDim.x, 0, m, sum);
+	else gocuda_write<1>(gocuda_src + r * cols, gocuda_dst + r * cols, from, to, threadIdx.x, blockDim.x, 0, m, sum);
 }
 `, name, t.value, t.storage, t.load("xs.v[k]"), t.store(out))
 }
@@ -120,7 +186,7 @@ func LogSoftmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s 
 
 // softmaxCache is the longest row, in bytes, Softmax keeps in shared
 // memory: 48 KiB (what a block may have without asking), less the kernel's
-// own 4 KiB for float64 (11264 float32, 5632 float64).
+// own 512 bytes (11264 float32, 5632 float64).
 const softmaxCache = 44 << 10
 
 func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream, logarithm bool) error {
@@ -136,18 +202,47 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	if logarithm {
 		name = "log" + name
 	}
-	f, err := kernel(op, s, namedVariant(name, func() string { return softmaxSource(*t, name, logarithm) }), name, as[:])
+	v := namedVariant(name, func() string { return softmaxSource(*t, name, logarithm) })
+	d, err := sizeOf(s)
+	if err != nil {
+		return wrap(op, err, "sizing the launch of %s", name)
+	}
+	size := int(t.goType.Size())
+	l := planRows(d, shape.Rows, shape.Cols, 16/size)
+	rows, cols := int64(shape.Rows), int64(shape.Cols)
+	if l.chunks <= 1 {
+		f, err := kernel(op, s, v, name, as[:])
+		if err != nil {
+			return err
+		}
+		// A block per row has room for its row in shared memory where the
+		// row fits in what every device gives a block without asking.
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.blocks}, Block: cuda.Dim3{X: l.threads}, Stream: s}
+		cached := int32(0)
+		if bytes := shape.Cols * size; l.group == 0 && bytes <= softmaxCache {
+			cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
+		}
+		return launchError(op, f.Launch(cfg, src, dst, rows, cols, int32(l.group), cached), as[:], name)
+	}
+	stats, err := kernel(op, s, v, name+"_stats", as[:])
 	if err != nil {
 		return err
 	}
-	// A block per row, each with room for its row in shared memory where
-	// the row fits in what every device gives a block without asking.
-	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(shape.Rows, maxGrid)}, Block: cuda.Dim3{X: blockSize}, Stream: s}
-	cached := int32(0)
-	if bytes := shape.Cols * int(t.goType.Size()); bytes <= softmaxCache {
-		cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
+	apply, err := kernel(op, s, v, name+"_apply", as[:])
+	if err != nil {
+		return err
 	}
-	return launchError(op, f.Launch(cfg, src, dst, int64(shape.Rows), int64(shape.Cols), cached), as[:], name)
+	valueSize := 4 // the halves are computed in float
+	if size == 8 {
+		valueSize = 8
+	}
+	return withScratch(op, name, s, as[:], 2*l.chunks*shape.Rows*valueSize, func(scratch *cuda.DeviceBuffer[byte]) error {
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
+		if err := stats.Launch(cfg, src, scratch, rows, cols, int64(l.chunk)); err != nil {
+			return err
+		}
+		return apply.Launch(cfg, src, dst, scratch, rows, cols, int64(l.chunk), int64(l.chunks))
+	})
 }
 
 // transposeSource is the kernel of Transpose: tiles of 32×32 elements read

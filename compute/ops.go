@@ -233,7 +233,7 @@ var unaryBodies = map[string][2]string{ // integer ("" where not defined), float
 	"sqrt":    {"", "y = sqrt(x);"},
 	"tanh":    {"", "y = tanh(x);"},
 	"sigmoid": {"", "y = 1 / (1 + exp(-x));"},
-	"gelu":    {"", "y = x * (erf(x * 0.70710678118654752440) + 1) / 2;"},
+	"gelu":    {"", "y = x * (erf(x * (decltype(x))0.70710678118654752440) + 1) / 2;"},
 }
 
 func unary[T cuda.Number](op, name string, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {

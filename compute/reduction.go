@@ -148,11 +148,9 @@ func expression(e string) string {
 	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(e), ";"))
 }
 
-// maxPartial is the most blocks a whole reduction's first pass runs.
-const maxPartial = 1024
-
-// source writes the reduction's kernels for an argument pattern: NAME_partial
-// and NAME_final (a whole buffer), NAME_rows, NAME_cols and NAME_cols_final.
+// source writes the reduction's kernels for an argument pattern (see
+// layout.go): NAME_rows, NAME_split and NAME_chunks fold rows (a whole
+// buffer is one row), NAME_cols, NAME_narrow and NAME_chunks columns.
 func (r *Reduction) source(buffer []bool) string {
 	acc := r.acc.value
 	var b strings.Builder
@@ -164,9 +162,10 @@ func (r *Reduction) source(buffer []bool) string {
 	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_identity() { return (gocuda_acc)(\n%s\n); }\n", r.identity)
 	// The inputs as parameters, and the map as a function of their values.
 	widest := 1
-	var params, decl, vecDecl, aligned []string
+	var params, args, decl, vecDecl, aligned []string
 	for j, p := range r.in {
 		decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
+		args = append(args, "gocudap_"+p.name+", ")
 		if buffer[j] {
 			params = append(params, fmt.Sprintf("const %s* __restrict__ gocudap_%s, ", p.t.storage, p.name))
 			widest = max(widest, int(p.t.goType.Size()))
@@ -202,67 +201,93 @@ func (r *Reduction) source(buffer []bool) string {
 	}
 	fmt.Fprintf(&b, "__device__ __forceinline__ void gocuda_post(%s* gocuda_out, long long gocuda_at, gocuda_acc a, long long n) { %s %s; {\n%s\n;\n} gocuda_out[gocuda_at] = %s; }\n",
 		r.out.t.storage, r.out.t.value, r.out.name, r.postMap, r.out.t.store(r.out.name))
-	// A block's fixed tree: each thread's value in shared memory, halved
-	// until thread 0 holds the block's.
-	b.WriteString(`__device__ __forceinline__ gocuda_acc gocuda_block(gocuda_acc v) {
-	__shared__ gocuda_acc s[256];
-	s[threadIdx.x] = v;
-	__syncthreads();
-	for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
-		if (threadIdx.x < k) s[threadIdx.x] = gocuda_reduce(s[threadIdx.x], s[threadIdx.x + k]);
-		__syncthreads();
-	}
-	return s[0];
-}
-`)
-	// The first pass of a whole reduction: vectors of width elements where
-	// every buffer is aligned for them, then the elements left.
-	fmt.Fprintf(&b, `extern "C" __global__ void %[1]s_partial(%[2]sgocuda_acc* gocuda_partial, long long n) {
+	b.WriteString(foldHelpers)
+	// gocuda_span folds elements [from, to) of the inputs (as one buffer
+	// of rows*cols, the index i of the whole), a thread taking every
+	// lanes-th from lane: vectors of width elements where wide (every
+	// buffer aligned for them, from and to multiples of width), else one
+	// at a time, several loads in flight either way.
+	fmt.Fprintf(&b, `__device__ __forceinline__ gocuda_acc gocuda_span(%[1]slong long from, long long to, long long lane, long long lanes, bool wide) {
 	gocuda_acc v = gocuda_identity();
-	const long long gocuda_stride = (long long)blockDim.x * gridDim.x;
-	long long gocuda_start = 0;
-	if (%[5]s) {
-		const long long gocuda_vectors = n / %[6]d;
-		#pragma unroll 2
-		for (long long gocuda_j = (long long)blockIdx.x * blockDim.x + threadIdx.x; gocuda_j < gocuda_vectors; gocuda_j += gocuda_stride) {
-			%[7]s
+	if (wide) {
+		#pragma unroll 4
+		for (long long gocuda_j = from / %[2]d + lane; gocuda_j < to / %[2]d; gocuda_j += lanes) {
+			%[3]s
 			#pragma unroll
-			for (int gocuda_k = 0; gocuda_k < %[6]d; gocuda_k++) v = gocuda_reduce(v, %[8]s);
+			for (int gocuda_k = 0; gocuda_k < %[2]d; gocuda_k++) v = gocuda_reduce(v, %[4]s);
 		}
-		gocuda_start = gocuda_vectors * %[6]d;
+		return v;
 	}
-	for (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride)
-		v = gocuda_reduce(v, %[3]s);
-	v = gocuda_block(v);
-	if (threadIdx.x == 0) gocuda_partial[blockIdx.x] = v;
+	#pragma unroll 4
+	for (long long i = from + lane; i < to; i += lanes) v = gocuda_reduce(v, %[5]s);
+	return v;
 }
-extern "C" __global__ void %[1]s_final(const gocuda_acc* gocuda_partial, long long m, %[4]s* gocuda_out, long long n) {
-	gocuda_acc v = gocuda_identity();
-	for (long long j = threadIdx.x; j < m; j += blockDim.x) v = gocuda_reduce(v, gocuda_partial[j]);
-	v = gocuda_block(v);
-	if (threadIdx.x == 0) gocuda_post(gocuda_out, 0, v, n);
-}
-extern "C" __global__ void %[1]s_rows(%[2]s%[4]s* gocuda_out, long long rows, long long cols) {
-	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+`, strings.Join(params, ""), width, strings.Join(vecDecl, ""),
+		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocudap_%s[i]", "i"))
+	wide := fmt.Sprintf("(%s) && cols %% %d == 0", strings.Join(aligned, " && "), width)
+	fmt.Fprintf(&b, `// Rows: G lanes of a warp fold a row (G of 1 to 32), or the whole block
+// (G = 0), a warp's or the block's rows each step.
+template <int G>
+__device__ __forceinline__ void gocuda_rows(%[2]s%[3]s* gocuda_out, long long rows, long long cols) {
+	const bool gocuda_wide = %[4]s;
+	const long long gocuda_per = G ? blockDim.x / G : 1, gocuda_lanes = G ? G : blockDim.x;
+	const long long gocuda_lane = G ? threadIdx.x %% G : threadIdx.x;
+	for (long long gocuda_base = (long long)blockIdx.x * gocuda_per; gocuda_base < rows; gocuda_base += (long long)gridDim.x * gocuda_per) {
+		const long long r = gocuda_base + (G ? threadIdx.x / G : 0);
 		gocuda_acc v = gocuda_identity();
-		for (long long c = threadIdx.x; c < cols; c += blockDim.x) v = gocuda_reduce(v, %[9]s);
-		v = gocuda_block(v);
-		if (threadIdx.x == 0) gocuda_post(gocuda_out, r, v, cols);
-		__syncthreads();
+		if (r < rows) v = gocuda_span(%[5]sr * cols, r * cols + cols, gocuda_lane, gocuda_lanes, gocuda_wide);
+		if constexpr (G == 0) v = gocuda_block(v);
+		else v = gocuda_warp<G>(v);
+		if (gocuda_lane == 0 && r < rows) gocuda_post(gocuda_out, r, v, cols);
 	}
 }
-// A column's fold: a block takes 32 columns with 8 lanes of rows each,
+extern "C" __global__ void %[1]s_rows(%[2]s%[3]s* gocuda_out, long long rows, long long cols, int group) {
+	switch (group) {
+	case 1: gocuda_rows<1>(%[5]sgocuda_out, rows, cols); break;
+	case 2: gocuda_rows<2>(%[5]sgocuda_out, rows, cols); break;
+	case 4: gocuda_rows<4>(%[5]sgocuda_out, rows, cols); break;
+	case 8: gocuda_rows<8>(%[5]sgocuda_out, rows, cols); break;
+	case 16: gocuda_rows<16>(%[5]sgocuda_out, rows, cols); break;
+	case 32: gocuda_rows<32>(%[5]sgocuda_out, rows, cols); break;
+	default: gocuda_rows<0>(%[5]sgocuda_out, rows, cols);
+	}
+}
+// A few long rows: block (k, r) folds chunk k of row r (chunk elements, a
+// multiple of the vector width) into partial[k * rows + r], which _chunks
+// folds in chunk order.
+extern "C" __global__ void %[1]s_split(%[2]sgocuda_acc* gocuda_partial, long long rows, long long cols, long long chunk) {
+	const long long r = blockIdx.y, gocuda_from = (long long)blockIdx.x * chunk;
+	const long long gocuda_to = gocuda_from + chunk < cols ? gocuda_from + chunk : cols;
+	gocuda_acc v = gocuda_span(%[5]sr * cols + gocuda_from, r * cols + gocuda_to, threadIdx.x, blockDim.x, %[4]s);
+	v = gocuda_block(v);
+	if (threadIdx.x == 0) gocuda_partial[(long long)blockIdx.x * rows + r] = v;
+}
+// Partial results, chunks of them for each of outs results
+// (partial[k * outs + o]): a warp folds each result's, in a fixed tree,
+// and posts it, of n elements.
+extern "C" __global__ void %[1]s_chunks(const gocuda_acc* gocuda_partial, long long chunks, %[3]s* gocuda_out, long long outs, long long n) {
+	const long long gocuda_warps = (long long)gridDim.x * (blockDim.x / 32);
+	for (long long o = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32; o < outs; o += gocuda_warps) {
+		gocuda_acc v = gocuda_identity();
+		for (long long k = threadIdx.x %% 32; k < chunks; k += 32) v = gocuda_reduce(v, gocuda_partial[k * outs + o]);
+		v = gocuda_warp<32>(v);
+		if (threadIdx.x %% 32 == 0) gocuda_post(gocuda_out, o, v, n);
+	}
+}
+// Columns, 32 or more: a block takes 32 columns with 8 lanes of rows each,
 // lane y of row chunk k taking rows 8k+y, 8k+y + 8·chunks, ...; the lanes
 // fold in order through shared memory; with one chunk the result is
-// posted, else each chunk's is a partial result, which _cols_final folds
-// in chunk order.
-extern "C" __global__ void %[1]s_cols(%[2]s%[4]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols) {
+// posted, else each chunk's is a partial result (partial[k * cols + c]),
+// which _chunks folds.
+extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols) {
 	__shared__ gocuda_acc gocuda_lanes[8][32];
 	for (long long gocuda_b = blockIdx.x; gocuda_b * 32 < cols; gocuda_b += gridDim.x) {
 		const long long c = gocuda_b * 32 + threadIdx.x;
 		gocuda_acc v = gocuda_identity();
-		if (c < cols)
-			for (long long r = (long long)blockIdx.y * 8 + threadIdx.y; r < rows; r += 8LL * gridDim.y) v = gocuda_reduce(v, %[9]s);
+		if (c < cols) {
+			#pragma unroll 4
+			for (long long r = (long long)blockIdx.y * 8 + threadIdx.y; r < rows; r += 8LL * gridDim.y) v = gocuda_reduce(v, %[6]s);
+		}
 		gocuda_lanes[threadIdx.y][threadIdx.x] = v;
 		__syncthreads();
 		if (threadIdx.y == 0 && c < cols) {
@@ -273,18 +298,62 @@ extern "C" __global__ void %[1]s_cols(%[2]s%[4]s* gocuda_out, gocuda_acc* gocuda
 		__syncthreads();
 	}
 }
-extern "C" __global__ void %[1]s_cols_final(const gocuda_acc* gocuda_partial, long long chunks, %[4]s* gocuda_out, long long rows, long long cols) {
-	for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (long long)blockDim.x * gridDim.x) {
-		gocuda_acc v = gocuda_identity();
-		for (long long k = 0; k < chunks; k++) v = gocuda_reduce(v, gocuda_partial[k * cols + c]);
-		gocuda_post(gocuda_out, c, v, rows);
+// Columns, fewer than 32: a block's threads read blockDim.x / cols whole
+// rows at a time, thread t column t %% cols of row group t / cols, so that
+// a step reads a run of the buffer; the groups fold in a fixed tree
+// through shared memory; with one block the result is posted, else each
+// block's is a partial result (partial[block * cols + c]), which _chunks
+// folds.
+extern "C" __global__ void %[1]s_narrow(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols) {
+	__shared__ gocuda_acc gocuda_groups[1024];
+	const long long gocuda_per = blockDim.x / cols, c = threadIdx.x %% cols, gocuda_g = threadIdx.x / cols;
+	gocuda_acc v = gocuda_identity();
+	if (gocuda_g < gocuda_per) {
+		#pragma unroll 4
+		for (long long r = (long long)blockIdx.x * gocuda_per + gocuda_g; r < rows; r += (long long)gridDim.x * gocuda_per) v = gocuda_reduce(v, %[6]s);
+	}
+	gocuda_groups[threadIdx.x] = v;
+	__syncthreads();
+	long long gocuda_k = 1;
+	while (gocuda_k < gocuda_per) gocuda_k <<= 1;
+	for (gocuda_k >>= 1; gocuda_k > 0; gocuda_k >>= 1) {
+		if (gocuda_g < gocuda_k && gocuda_g + gocuda_k < gocuda_per)
+			gocuda_groups[threadIdx.x] = gocuda_reduce(gocuda_groups[threadIdx.x], gocuda_groups[threadIdx.x + gocuda_k * cols]);
+		__syncthreads();
+	}
+	if (threadIdx.x < cols) {
+		if (gridDim.x == 1) gocuda_post(gocuda_out, c, gocuda_groups[threadIdx.x], rows);
+		else gocuda_partial[(long long)blockIdx.x * cols + c] = gocuda_groups[threadIdx.x];
 	}
 }
-`, r.name, strings.Join(params, ""), mapAt("gocudap_%s[i]", "i"), r.out.t.storage,
-		strings.Join(aligned, " && "), width, strings.Join(vecDecl, ""),
-		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
+`, r.name, strings.Join(params, ""), r.out.t.storage, wide, strings.Join(args, ""), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
 	return b.String()
 }
+
+// foldHelpers are the reductions' folds of a warp's and a block's values,
+// each in a fixed tree: lane l takes lane l + k's value for k = G/2, ...,
+// 1 (gocuda_down); a block folds its warps' results the same way in its
+// first warp.
+const foldHelpers = `template <int G> __device__ __forceinline__ gocuda_acc gocuda_warp(gocuda_acc v) {
+	#pragma unroll
+	for (int k = G / 2; k > 0; k >>= 1) v = gocuda_reduce(v, gocuda_down(v, k));
+	return v;
+}
+// gocuda_block folds a one-dimensional block's values (blockDim.x a
+// multiple of 32) into thread 0's; every thread must call it.
+__device__ __forceinline__ gocuda_acc gocuda_block(gocuda_acc v) {
+	__shared__ gocuda_acc s[32];
+	v = gocuda_warp<32>(v);
+	if (threadIdx.x % 32 == 0) s[threadIdx.x / 32] = v;
+	__syncthreads();
+	if (threadIdx.x < 32) {
+		v = threadIdx.x < blockDim.x / 32 ? s[threadIdx.x] : gocuda_identity();
+		v = gocuda_warp<32>(v);
+	}
+	__syncthreads(); // s is the next call's
+	return v;
+}
+`
 
 // classify checks a launch's arguments against the parameters: their count
 // and types, the inputs buffers or scalars, the output a buffer.
@@ -343,7 +412,7 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 }
 
 // launch is Launch of checked arguments (Launch's, or a standard
-// operation's).
+// operation's): the fold of one row of n elements.
 func (r *Reduction) launch(op string, s *cuda.Stream, as []arg) error {
 	n, why := 0, ""
 	for _, a := range as[:len(r.in)] {
@@ -355,34 +424,16 @@ func (r *Reduction) launch(op string, s *cuda.Stream, as []arg) error {
 	if err := r.check(op, s, as, n, why, 1, ""); err != nil {
 		return err
 	}
-	f, err := r.functions(op, s, as, "_partial", "_final")
-	if err != nil {
-		return err
-	}
-	blocks := 1
-	if n > 0 {
-		cfg, err := linearConfig(s, n)
-		if err != nil {
-			return wrap(op, err, "sizing the launch of %s", r.name)
-		}
-		blocks = min(cfg.Grid.X, maxPartial)
-	}
-	var buf [stackArgs + 2]any
-	vals := launchValues(buf[:0], as[:len(r.in)])
-	return withScratch(op, r.name, s, as, blocks*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
-		err := f[0].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, append(vals, partial, int64(n))...)
-		if err != nil {
-			return err
-		}
-		return f[1].Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, partial, int64(blocks), as[len(r.in)].mem, int64(n))
-	})
+	return r.foldRows(op, s, Shape{Rows: 1, Cols: n}, as)
 }
 
 // LaunchAxis folds each row (PerRow) or each column (PerColumn) of the
 // input matrices, of shape, into the output: a buffer of shape.Rows or
-// shape.Cols elements. A row is folded by the threads of a block; a column
-// by 8 threads of a block and, when the columns are too few to fill the
-// device, by chunks of rows in blocks of their own, folded in turn.
+// shape.Cols elements. Rows and columns of every length are laid over the
+// device so that it is kept busy: a short row by lanes of a warp, a long
+// one by a block, a few very long ones by several blocks each; columns by
+// threads that read whole rows at a time. Each layout is fixed by the
+// shape, so that a result is the same every time.
 func (r *Reduction) LaunchAxis(s *cuda.Stream, shape Shape, axis Axis, args ...any) error {
 	const op = "Reduction.LaunchAxis"
 	as, err := r.classify(op, s, args)
@@ -411,23 +462,17 @@ func (r *Reduction) launchAxis(op string, s *cuda.Stream, shape Shape, axis Axis
 	if err := r.check(op, s, as, shape.Rows*shape.Cols, why, outN, outWhy); err != nil {
 		return err
 	}
-	if outN == 0 {
+	switch {
+	case outN == 0:
 		return nil
+	case axis == PerRow:
+		return r.foldRows(op, s, shape, as)
+	case shape.Rows == 1 || shape.Cols == 1:
+		// A column of one row, or the one column: the rows of the
+		// transposed shape, whose element (r, c) is the same i.
+		return r.foldRows(op, s, Shape{Rows: shape.Cols, Cols: shape.Rows}, as)
 	}
-	if axis == PerColumn {
-		return r.launchColumns(op, s, shape, as)
-	}
-	f, err := r.functions(op, s, as, "_rows")
-	if err != nil {
-		return err
-	}
-	cfg, err := linearConfig(s, outN*blockSize)
-	if err != nil {
-		return wrap(op, err, "sizing the launch of %s", r.name)
-	}
-	var buf [stackArgs + 3]any
-	vals := append(launchValues(buf[:0], as[:len(r.in)]), as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols))
-	return launchError(op, f[0].Launch(cfg, vals...), as, r.name)
+	return r.foldColumns(op, s, shape, as)
 }
 
 // checkShape returns the error for a shape of a negative dimension, or of
@@ -439,38 +484,85 @@ func checkShape(op string, shape Shape) error {
 	return nil
 }
 
-// launchColumns folds the columns: blocks of 32 columns by 8 lanes of rows,
-// and, where the columns alone would not fill the device, the rows cut
-// into chunks of at least 64 rows, each chunk's results folded by a second
-// kernel.
-func (r *Reduction) launchColumns(op string, s *cuda.Stream, shape Shape, as []arg) error {
-	f, err := r.functions(op, s, as, "_cols", "_cols_final")
-	if err != nil {
-		return err
-	}
-	resident, err := residentBlockCount(s)
+// foldRows folds each row of shape (at least one) into the output, as
+// planRows lays them out.
+func (r *Reduction) foldRows(op string, s *cuda.Stream, shape Shape, as []arg) error {
+	d, err := sizeOf(s)
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", r.name)
 	}
-	gx := min((shape.Cols+31)/32, maxGrid)
-	chunks := max(1, min(resident/gx, (shape.Rows+63)/64, 65535))
+	l := planRows(d, shape.Rows, shape.Cols, r.width(as))
 	out, rows, cols := as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols)
 	var buf [stackArgs + 4]any
-	vals := append(launchValues(buf[:0], as[:len(r.in)]), out)
-	first := cuda.LaunchConfig{Grid: cuda.Dim3{X: gx, Y: chunks}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
-	if chunks == 1 { // one chunk posts its results itself: no partial results (null)
-		return launchError(op, f[0].Launch(first, append(vals, cuda.DevicePtr(0), rows, cols)...), as, r.name)
-	}
-	return withScratch(op, r.name, s, as, chunks*shape.Cols*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
-		if err := f[0].Launch(first, append(vals, partial, rows, cols)...); err != nil {
-			return err
-		}
-		cfg, err := linearConfig(s, shape.Cols)
+	vals := launchValues(buf[:0], as[:len(r.in)])
+	if l.chunks <= 1 {
+		f, err := r.functions(op, s, as, "_rows")
 		if err != nil {
 			return err
 		}
-		return f[1].Launch(cfg, partial, int64(chunks), out, rows, cols)
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.blocks}, Block: cuda.Dim3{X: l.threads}, Stream: s}
+		return launchError(op, f[0].Launch(cfg, append(vals, out, rows, cols, int32(l.group))...), as, r.name)
+	}
+	f, err := r.functions(op, s, as, "_split", "_chunks")
+	if err != nil {
+		return err
+	}
+	return withScratch(op, r.name, s, as, l.chunks*shape.Rows*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
+		if err := f[0].Launch(cfg, append(vals, partial, rows, cols, int64(l.chunk))...); err != nil {
+			return err
+		}
+		return launchChunks(f[1], s, partial, l.chunks, out, shape.Rows, cols)
 	})
+}
+
+// launchChunks launches _chunks: a warp per output of the outs, folding
+// its chunks partial results, of n elements.
+func launchChunks(f *cuda.Function, s *cuda.Stream, partial *cuda.DeviceBuffer[byte], chunks int, out any, outs int, n int64) error {
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(ceilDiv(outs, blockSize/32), maxGrid)}, Block: cuda.Dim3{X: blockSize}, Stream: s}
+	return f.Launch(cfg, partial, int64(chunks), out, int64(outs), n)
+}
+
+// foldColumns folds the columns of shape (at least two rows and two
+// columns), as planCols lays them out.
+func (r *Reduction) foldColumns(op string, s *cuda.Stream, shape Shape, as []arg) error {
+	d, err := sizeOf(s)
+	if err != nil {
+		return wrap(op, err, "sizing the launch of %s", r.name)
+	}
+	l := planCols(d, shape.Rows, shape.Cols)
+	kernel, cfg := "_cols", cuda.LaunchConfig{Grid: cuda.Dim3{X: l.gx, Y: l.gy}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
+	if l.narrow {
+		kernel, cfg.Block = "_narrow", cuda.Dim3{X: blockSize}
+	}
+	f, err := r.functions(op, s, as, kernel, "_chunks")
+	if err != nil {
+		return err
+	}
+	out, rows, cols := as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols)
+	var buf [stackArgs + 4]any
+	vals := append(launchValues(buf[:0], as[:len(r.in)]), out)
+	if l.chunks == 1 { // one chunk posts its results itself: no partial results (null)
+		return launchError(op, f[0].Launch(cfg, append(vals, cuda.DevicePtr(0), rows, cols)...), as, r.name)
+	}
+	return withScratch(op, r.name, s, as, l.chunks*shape.Cols*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
+		if err := f[0].Launch(cfg, append(vals, partial, rows, cols)...); err != nil {
+			return err
+		}
+		return launchChunks(f[1], s, partial, l.chunks, out, shape.Cols, rows)
+	})
+}
+
+// width returns the elements the kernels for as's pattern load at once:
+// 16 bytes of the widest buffer's type.
+func (r *Reduction) width(as []arg) int {
+	widest := 1
+	for j, p := range r.in {
+		if as[j].buffer {
+			widest = max(widest, int(p.t.goType.Size()))
+		}
+	}
+	return 16 / widest
 }
 
 // functions returns the kernels name+suffix of the variant for the inputs'

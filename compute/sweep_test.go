@@ -16,9 +16,9 @@ import (
 )
 
 // TestStandIn: on the fake driver, with the stand-in compiler, Add, Sum
-// and SumAxis per column of float32 compute their results (the fake runs
-// its C versions of the stand-in's kernels, from views aligned and not,
-// columns in one pass and in chunks of rows), a kernel the fake has
+// and SumAxis of float32 compute their results (the fake runs its C
+// versions of the stand-in's kernels, from views aligned and not, rows and
+// columns in each of their layouts), a kernel the fake has
 // no C version of fails with ErrNotSupported instead of passing, and the
 // first call after Release loads from the disk cache without compiling.
 func TestStandIn(t *testing.T) {
@@ -57,25 +57,38 @@ func TestStandIn(t *testing.T) {
 			t.Errorf("%+v: Sum = %v, want %v", tc, got, want)
 		}
 	}
-	// Columns: in one pass, and in chunks of rows folded by a second.
-	x := make([]float32, 1000)
+	// Rows and columns in each of their layouts (layout.go; the fake has
+	// 4 multiprocessors): rows by lanes, by a block, cut into chunks;
+	// columns of one row or one column as rows, fewer than 32 columns in
+	// one block and in several, more in one pass and in chunks of rows.
+	x := make([]float32, 140000)
 	for i := range x {
 		x[i] = float32(i%9) - 3
 	}
 	dx := upload(t, e.ctx, x)
-	for _, sh := range []compute.Shape{{Rows: 10, Cols: 100}, {Rows: 1000, Cols: 1}, {Rows: 250, Cols: 4}} {
-		cols := must(cuda.Alloc[float32](e.ctx, sh.Cols))(t)
-		t.Cleanup(func() { cols.Free() })
-		if err := compute.SumAxis(cols, dx, sh, compute.PerColumn, e.s); err != nil {
-			t.Fatal(err)
-		}
-		for c, got := range download(t, cols) {
-			var want float32
-			for r := range sh.Rows {
-				want += x[r*sh.Cols+c]
+	for _, sh := range []compute.Shape{{Rows: 10, Cols: 100}, {Rows: 1000, Cols: 1}, {Rows: 1, Cols: 1000}, {Rows: 250, Cols: 4},
+		{Rows: 70000, Cols: 2}, {Rows: 1400, Cols: 100}, {Rows: 2, Cols: 70000}, {Rows: 3, Cols: 5000}, {Rows: 1, Cols: 140000}} {
+		v := must(dx.Slice(0, sh.Rows*sh.Cols))(t)
+		for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {
+			outer, inner := sh.Rows, sh.Cols
+			at := func(o, k int) float32 { return x[o*sh.Cols+k] }
+			if axis == compute.PerColumn {
+				outer, inner = sh.Cols, sh.Rows
+				at = func(o, k int) float32 { return x[k*sh.Cols+o] }
 			}
-			if got != want {
-				t.Errorf("SumAxis %v per column: column %d = %v, want %v", sh, c, got, want)
+			out := must(cuda.Alloc[float32](e.ctx, outer))(t)
+			t.Cleanup(func() { out.Free() })
+			if err := compute.SumAxis(out, v, sh, axis, e.s); err != nil {
+				t.Fatalf("SumAxis %v %v: %v", sh, axis, err)
+			}
+			for o, got := range download(t, out) {
+				var want float32
+				for k := range inner {
+					want += at(o, k)
+				}
+				if got != want {
+					t.Fatalf("SumAxis %v %v: %d = %v, want %v", sh, axis, o, got, want)
+				}
 			}
 		}
 	}
@@ -121,6 +134,18 @@ func TestFaultSweep(t *testing.T) {
 		in[i], ones[i] = float32(i%5), float32(i%5+1)
 	}
 	x, x1 := upload(t, e.ctx, in), upload(t, e.ctx, ones)
+	// A buffer whose Sum cuts its one row into chunks (longer than
+	// splitCols), and whose columns as 700×100 fold in chunks of rows:
+	// both with partial results in stream-ordered memory.
+	const bigN = 70000
+	bigIn := make([]float32, bigN)
+	for i := range bigIn {
+		bigIn[i] = float32(i % 5)
+	}
+	big := upload(t, e.ctx, bigIn)
+	bigShape := compute.Shape{Rows: 700, Cols: 100}
+	colSums := must(cuda.Alloc[float32](e.ctx, bigShape.Cols))(t)
+	defer colSums.Free()
 	y := must(cuda.Alloc[float32](e.ctx, n))(t)
 	acc := must(cuda.Zeroed[float32](e.ctx, n))(t)
 	sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
@@ -153,17 +178,19 @@ func TestFaultSweep(t *testing.T) {
 			}
 			return nil
 		}},
-		{name: "Sum", covers: []string{"Sum"}, run: func() error { return compute.Sum(sum, x, e.s) }, check: func() error {
-			if got := download(t, sum)[0]; got != 2000 {
-				return fmt.Errorf("Sum = %v, want 2000", got)
+		{name: "Sum", covers: []string{"Sum"}, run: func() error { return compute.Sum(sum, big, e.s) }, check: func() error {
+			if got := download(t, sum)[0]; got != 2*bigN {
+				return fmt.Errorf("Sum = %v, want %v", got, 2*bigN)
 			}
 			return nil
 		}},
 		{name: "SumAxis per column", covers: []string{"SumAxis"}, run: func() error {
-			return compute.SumAxis(sum, x, compute.Shape{Rows: n, Cols: 1}, compute.PerColumn, e.s)
+			return compute.SumAxis(colSums, big, bigShape, compute.PerColumn, e.s)
 		}, check: func() error {
-			if got := download(t, sum)[0]; got != 2000 {
-				return fmt.Errorf("SumAxis of one column = %v, want 2000", got)
+			for c, got := range download(t, colSums) {
+				if want := float32(c%5) * float32(bigShape.Rows); got != want {
+					return fmt.Errorf("SumAxis per column: column %d = %v, want %v", c, got, want)
+				}
 			}
 			return nil
 		}},

@@ -101,22 +101,59 @@ static void k_add_float32(struct launch *l) {
 	for (long long i = 0; i < n; i++) ((float *)DEVP(y))[i] = ((float *)DEVP(a))[i] + ((float *)DEVP(b))[i];
 }
 
-// k_sum_float32_partial gives each block the sum of the elements its
-// threads take: vectors of 4 where x is aligned to 16 bytes, then the rest.
-static void k_sum_float32_partial(struct launch *l) {
-	CUdeviceptr x = P(l, 0, CUdeviceptr), partial = P(l, 1, CUdeviceptr);
-	long long n = P(l, 2, long long), blocks = l->grid[0], threads = l->block[0], stride = blocks * threads;
-	if (n < 0 || (n && !range_ok(x, n * 4)) || !range_ok(partial, blocks * 4)) return fault(l);
-	const float *px = DEVP(x);
-	long long vectors = x % 16 == 0 ? n / 4 : 0;
-	for (long long b = 0; b < blocks; b++) {
+// compute's reduction layouts (compute/layout.go), each run as the
+// generated kernel folds, in the order the C loops here take: a launch
+// whose grid misses elements gives a result that misses them too.
+
+// rows_ok checks a rows launch: group lanes of a warp a row (a power of
+// two to 32, dividing the block) or 0 (a block a row, a multiple of 32
+// threads); it returns the rows a step of the grid takes.
+static long long rows_step(struct launch *l, int group) {
+	unsigned t = l->block[0];
+	if (l->block[1] != 1 || t == 0 || t > 1024 || t % 32) return 0;
+	if (group == 0) return l->grid[0];
+	if (group < 1 || group > 32 || (group & (group - 1))) return 0;
+	return (long long)l->grid[0] * (t / group);
+}
+
+// k_sum_float32_rows folds each row of x into out (the grid-stride loop
+// over rows covers every row whatever the grid).
+static void k_sum_float32_rows(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr);
+	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
+	if (rows < 0 || cols < 0 || !rows_step(l, P(l, 4, int)) || (rows && cols && !range_ok(x, rows * cols * 4)) || (rows && !range_ok(out, rows * 4)))
+		return fault(l);
+	for (long long r = 0; r < rows; r++) {
 		float v = 0;
-		for (long long t = b * threads; t < (b + 1) * threads; t++) {
-			for (long long j = t; j < vectors; j += stride)
-				for (int k = 0; k < 4; k++) v += px[j * 4 + k];
-			for (long long i = vectors * 4 + t; i < n; i += stride) v += px[i];
+		for (long long c = 0; c < cols; c++) v += ((float *)DEVP(x))[r * cols + c];
+		((float *)DEVP(out))[r] = v;
+	}
+}
+
+// k_sum_float32_split: block (k, r) sums chunk k of row r into
+// partial[k * rows + r]; gridDim.y must be the rows.
+static void k_sum_float32_split(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), partial = P(l, 1, CUdeviceptr);
+	long long rows = P(l, 2, long long), cols = P(l, 3, long long), chunk = P(l, 4, long long), chunks = l->grid[0];
+	if (rows != l->grid[1] || cols < 0 || chunk < 1 || l->block[0] % 32 || !range_ok(x, rows * cols * 4) || !range_ok(partial, chunks * rows * 4))
+		return fault(l);
+	for (long long r = 0; r < rows; r++)
+		for (long long k = 0; k < chunks; k++) {
+			float v = 0;
+			for (long long c = k * chunk; c < (k + 1) * chunk && c < cols; c++) v += ((float *)DEVP(x))[r * cols + c];
+			((float *)DEVP(partial))[k * rows + r] = v;
 		}
-		((float *)DEVP(partial))[b] = v;
+}
+
+// k_sum_float32_chunks: out[o] = the sum of partial[k * outs + o].
+static void k_sum_float32_chunks(struct launch *l) {
+	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
+	long long chunks = P(l, 1, long long), outs = P(l, 3, long long);
+	if (chunks < 1 || outs < 1 || l->block[0] % 32 || !range_ok(partial, chunks * outs * 4) || !range_ok(out, outs * 4)) return fault(l);
+	for (long long o = 0; o < outs; o++) {
+		float v = 0;
+		for (long long k = 0; k < chunks; k++) v += ((float *)DEVP(partial))[k * outs + o];
+		((float *)DEVP(out))[o] = v;
 	}
 }
 
@@ -143,24 +180,23 @@ static void k_sum_float32_cols(struct launch *l) {
 		}
 }
 
-static void k_sum_float32_cols_final(struct launch *l) {
-	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
-	long long chunks = P(l, 1, long long), cols = P(l, 4, long long);
-	if (chunks < 1 || cols < 0 || !range_ok(partial, chunks * cols * 4) || !range_ok(out, cols * 4)) return fault(l);
-	for (long long c = 0; c < cols; c++) {
-		float v = 0;
-		for (long long k = 0; k < chunks; k++) v += ((float *)DEVP(partial))[k * cols + c];
-		((float *)DEVP(out))[c] = v;
-	}
-}
-
-static void k_sum_float32_final(struct launch *l) {
-	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
-	long long m = P(l, 1, long long);
-	if (m < 0 || (m && !range_ok(partial, m * 4)) || !range_ok(out, 4)) return fault(l);
-	float v = 0;
-	for (long long j = 0; j < m; j++) v += ((float *)DEVP(partial))[j];
-	*(float *)DEVP(out) = v;
+// k_sum_float32_narrow: block b takes rows b*per + g, + blocks*per, ...
+// (per = blockDim.x / cols row groups g), into out with one block, else
+// into partial[b * cols + c].
+static void k_sum_float32_narrow(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr), partial = P(l, 2, CUdeviceptr);
+	long long rows = P(l, 3, long long), cols = P(l, 4, long long), blocks = l->grid[0];
+	if (rows < 0 || cols < 1 || l->block[0] > 1024 || cols > l->block[0] || l->block[1] != 1 || l->grid[1] != 1) return fault(l);
+	long long per = l->block[0] / cols;
+	if (!range_ok(x, rows * cols * 4) || (blocks == 1 ? !range_ok(out, cols * 4) : !range_ok(partial, blocks * cols * 4))) return fault(l);
+	for (long long b = 0; b < blocks; b++)
+		for (long long c = 0; c < cols; c++) {
+			float v = 0;
+			for (long long g = 0; g < per; g++)
+				for (long long r = b * per + g; r < rows; r += blocks * per) v += ((float *)DEVP(x))[r * cols + c];
+			if (blocks == 1) ((float *)DEVP(out))[c] = v;
+			else ((float *)DEVP(partial))[b * cols + c] = v;
+		}
 }
 
 // compute's Examples' kernels (compute/testdata/standin.ptx).
@@ -172,32 +208,17 @@ static void k_axpy(struct launch *l) {
 	for (long long i = 0; i < n; i++) ((float *)DEVP(y))[i] = a * ((float *)DEVP(x))[i] + ((float *)DEVP(y))[i];
 }
 
-// k_sumsq_partial gives each block the sum, in double, of the squares of
-// the elements its threads take (k_sum_float32_partial's layout).
-static void k_sumsq_partial(struct launch *l) {
-	CUdeviceptr x = P(l, 0, CUdeviceptr), partial = P(l, 1, CUdeviceptr);
-	long long n = P(l, 2, long long), blocks = l->grid[0], threads = l->block[0], stride = blocks * threads;
-	if (n < 0 || (n && !range_ok(x, n * 4)) || !range_ok(partial, blocks * 8)) return fault(l);
-	const float *px = DEVP(x);
-	long long vectors = x % 16 == 0 ? n / 4 : 0;
-	for (long long b = 0; b < blocks; b++) {
+// k_sumsq_rows: out[r] = the sum, in double, of the squares of row r.
+static void k_sumsq_rows(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr);
+	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
+	if (rows < 0 || cols < 0 || !rows_step(l, P(l, 4, int)) || (rows && cols && !range_ok(x, rows * cols * 4)) || (rows && !range_ok(out, rows * 8)))
+		return fault(l);
+	for (long long r = 0; r < rows; r++) {
 		double v = 0;
-		for (long long t = b * threads; t < (b + 1) * threads; t++) {
-			for (long long j = t; j < vectors; j += stride)
-				for (int k = 0; k < 4; k++) v += (double)px[j * 4 + k] * px[j * 4 + k];
-			for (long long i = vectors * 4 + t; i < n; i += stride) v += (double)px[i] * px[i];
-		}
-		((double *)DEVP(partial))[b] = v;
+		for (long long c = 0; c < cols; c++) v += (double)((float *)DEVP(x))[r * cols + c] * ((float *)DEVP(x))[r * cols + c];
+		((double *)DEVP(out))[r] = v;
 	}
-}
-
-static void k_sumsq_final(struct launch *l) {
-	CUdeviceptr partial = P(l, 0, CUdeviceptr), out = P(l, 2, CUdeviceptr);
-	long long m = P(l, 1, long long);
-	if (m < 0 || (m && !range_ok(partial, m * 8)) || !range_ok(out, 8)) return fault(l);
-	double v = 0;
-	for (long long j = 0; j < m; j++) v += ((double *)DEVP(partial))[j];
-	*(double *)DEVP(out) = v;
 }
 
 // bf16 and bf16_float are compute's gocuda_f32_to_bf16 and
@@ -231,6 +252,8 @@ static void k_cast_float32_bfloat16(struct launch *l) {
 static void k_softmax_bfloat16(struct launch *l) {
 	CUdeviceptr src = P(l, 0, CUdeviceptr), dst = P(l, 1, CUdeviceptr);
 	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
+	int group = P(l, 4, int), cached = P(l, 5, int);
+	if (!rows_step(l, group) || (cached && (group || l->shared < cols * 2))) return fault(l);
 	if (rows < 0 || cols < 0 || (rows && cols && (!range_ok(src, rows * cols * 2) || !range_ok(dst, rows * cols * 2)))) return fault(l);
 	for (long long r = 0; r < rows; r++) {
 		const uint16_t *in = (const uint16_t *)DEVP(src) + r * cols;
@@ -249,7 +272,7 @@ static void k_softmax_bfloat16(struct launch *l) {
 static void k_sum_bfloat16_rows(struct launch *l) {
 	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr);
 	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
-	if (rows < 0 || cols < 0 || (rows && cols && !range_ok(x, rows * cols * 2)) || (rows && !range_ok(out, rows * 2))) return fault(l);
+	if (!rows_step(l, P(l, 4, int)) || rows < 0 || cols < 0 || (rows && cols && !range_ok(x, rows * cols * 2)) || (rows && !range_ok(out, rows * 2))) return fault(l);
 	for (long long r = 0; r < rows; r++) {
 		float v = 0;
 		for (long long c = 0; c < cols; c++) v += bf16_float(((uint16_t *)DEVP(x))[r * cols + c]);
@@ -333,16 +356,16 @@ static const struct kernel kernels[] = {
 	{"oob_write", 0x62bac678defec713ull, 1, {8}, {0}, k_oob_write},
 	// compute/testdata/standin.ptx
 	{"add_float32", 0x9be63b4d5e294918ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_add_float32},
-	{"reduce_sum_float32_partial", 0x7b571f5cd2eb8033ull, 3, {8, 8, 8}, {0, 8, 16}, k_sum_float32_partial},
-	{"reduce_sum_float32_final", 0xa4d1e2c511ef6939ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_float32_final},
+	{"reduce_sum_float32_rows", 0xd823f7bcace3acbbull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sum_float32_rows},
+	{"reduce_sum_float32_split", 0xe5103794eaa5ca46ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_split},
+	{"reduce_sum_float32_chunks", 0xa7c5c326fa83f563ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_chunks},
 	{"reduce_sum_float32_cols", 0x8191617ec31a035eull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols},
-	{"reduce_sum_float32_cols_final", 0xe87390b49686d43full, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols_final},
+	{"reduce_sum_float32_narrow", 0x93076524551afe09ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_narrow},
 	{"axpy", 0x1a5389db0f2315faull, 4, {4, 8, 8, 8}, {0, 8, 16, 24}, k_axpy},
-	{"sumsq_partial", 0xd9c64c6285af71dfull, 3, {8, 8, 8}, {0, 8, 16}, k_sumsq_partial},
-	{"sumsq_final", 0x340f3f36070b3542ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sumsq_final},
+	{"sumsq_rows", 0xd8ebbcfcda4fe577ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sumsq_rows},
 	{"cast_float32_bfloat16", 0x78ef5ed93b5957a6ull, 3, {8, 8, 8}, {0, 8, 16}, k_cast_float32_bfloat16},
-	{"softmax_bfloat16", 0xb21bb27bb2d2f192ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_softmax_bfloat16},
-	{"reduce_sum_bfloat16_rows", 0x99a62f73c0370e46ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_bfloat16_rows},
+	{"softmax_bfloat16", 0xdf4367bd4a43902cull, 6, {8, 8, 8, 8, 4, 4}, {0, 8, 16, 24, 32, 36}, k_softmax_bfloat16},
+	{"reduce_sum_bfloat16_rows", 0x37c4989918f65980ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sum_bfloat16_rows},
 	// testdata/launch.ptx
 	{"cluster_info", 0x0d74ed981c005dffull, 1, {8}, {0}, k_cluster_info},
 	{"cluster_exchange", 0x480599213be00a67ull, 1, {8}, {0}, k_cluster_exchange},

@@ -1,0 +1,97 @@
+package compute
+
+// How the reductions and Softmax lay a matrix's rows and columns over the
+// device. A layout depends on the shape, the element width and the
+// device's size only, so that the same call folds in the same tree every
+// time (deterministic), and each kind of shape gets the threads it can
+// use:
+//
+//   - short rows (groupCols elements or fewer): lanes of a warp per row, G
+//     of them (a power of two, 1 to 32) so that each lane takes about two
+//     16-byte loads, several rows a block, every row its own lanes: a
+//     1,048,576×5 matrix runs 4096 blocks of 256 rows;
+//   - longer rows: a block per row, of 1024 threads where the rows are
+//     too few to fill the device with blocks of blockSize;
+//   - a few very long rows (fewer than half the multiprocessors, each
+//     longer than splitCols): each row cut into chunks of at least
+//     minChunk elements, a block per chunk, the chunks' partial results
+//     folded in order by a second kernel (_chunks);
+//   - columns of a single row or a single column are the rows of the
+//     transposed shape (the same elements, the same index i);
+//   - fewer than 32 columns (narrow): a block reads whole rows at once,
+//     each thread one column;
+//   - 32 columns or more: blocks of 32 columns by 8 lanes of rows, cut
+//     into chunks of rows where the columns alone do not fill the device.
+//
+// The thresholds are the H200's measurements (docs/compute-grid.md); any
+// device gets a correct result from any layout.
+
+const (
+	// groupCols is the longest row lanes of a warp take (64 elements a
+	// lane at 32 lanes); a longer one gets a block.
+	groupCols = 2048
+	// splitCols is the shortest row a few rows are cut into chunks for:
+	// shorter, a block per row finishes in about the time of the second
+	// launch a cut costs.
+	splitCols = 65536
+	// minChunk is the fewest elements of a chunk of a cut row.
+	minChunk = 8192
+	// bigBlock is the threads of a block per row where rows are few.
+	bigBlock = 1024
+)
+
+// rowLayout is the layout of a fold of each row of rows×cols.
+type rowLayout struct {
+	group   int // lanes per row, 1 to 32; 0: a block per row
+	threads int // a block's threads
+	blocks  int // the grid (of the rows kernel)
+	chunks  int // more than 1: rows cut into chunks of chunk elements, a block each
+	chunk   int // a multiple of the vector width
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// planRows lays out rows of cols elements, vectors of width elements.
+func planRows(d deviceSize, rows, cols, width int) rowLayout {
+	if rows <= d.sms/2 && cols > splitCols {
+		chunks := min(ceilDiv(d.resident, rows), ceilDiv(cols, minChunk))
+		chunk := ceilDiv(ceilDiv(cols, chunks), width) * width
+		if chunks = ceilDiv(cols, chunk); chunks > 1 {
+			return rowLayout{threads: blockSize, blocks: chunks * rows, chunks: chunks, chunk: chunk}
+		}
+	}
+	if cols <= groupCols {
+		g := 1
+		for g < 32 && 2*g*width < cols {
+			g *= 2
+		}
+		perBlock := blockSize / g
+		return rowLayout{group: g, threads: blockSize, blocks: min(ceilDiv(rows, perBlock), maxGrid)}
+	}
+	threads := blockSize
+	if rows < 2*d.sms {
+		threads = bigBlock
+	}
+	return rowLayout{threads: threads, blocks: min(rows, maxGrid)}
+}
+
+// colLayout is the layout of a fold of each column of rows×cols with at
+// least two of each (planCols sends the others to planRows).
+type colLayout struct {
+	narrow bool // fewer than 32 columns: _narrow, blocks of whole rows
+	gx, gy int  // the grid: for _cols, column blocks by chunks of rows; for _narrow, gx blocks
+	chunks int  // the partial results per column (1: posted directly)
+}
+
+// planCols lays out the columns of rows×cols (rows, cols >= 2).
+func planCols(d deviceSize, rows, cols int) colLayout {
+	if cols < 32 {
+		// Each thread at least 8 steps of rows.
+		per := blockSize / cols
+		blocks := max(1, min(ceilDiv(rows, 8*per), d.resident))
+		return colLayout{narrow: true, gx: blocks, gy: 1, chunks: blocks}
+	}
+	gx := min(ceilDiv(cols, 32), maxGrid)
+	chunks := max(1, min(d.resident/gx, ceilDiv(rows, 64), 65535))
+	return colLayout{gx: gx, gy: chunks, chunks: chunks}
+}

@@ -1,0 +1,75 @@
+package compute
+
+import (
+	"fmt"
+	"testing"
+)
+
+// h200 is the H200's size: 132 multiprocessors of 2048 threads.
+var h200 = deviceSize{sms: 132, resident: 132 * 8}
+
+// TestPlanRows: each kind of row gets its layout on the H200, and every
+// layout of a sweep of shapes is one the kernels can run: every element in
+// a chunk, chunks a multiple of the vectors, blocks of whole warps.
+func TestPlanRows(t *testing.T) {
+	for _, tc := range []struct {
+		rows, cols int
+		want       string
+	}{
+		{1, 0, "lanes 1"}, {1048576, 1, "lanes 1"}, {1048576, 5, "lanes 1"}, {65536, 32, "lanes 4"}, {65536, 128, "lanes 16"},
+		{4096, 1000, "lanes 32"}, {4096, 2048, "lanes 32"}, {4096, 2049, "block 256"}, {8192, 8192, "block 256"},
+		{132, 65536, "block 1024"}, {264, 65537, "block 256"}, {66, 65536, "block 1024"}, {66, 65537, "chunks"},
+		{1, 1048576, "chunks"}, {7, 1048576, "chunks"}, {67, 1048576, "block 1024"},
+	} {
+		t.Run(fmt.Sprintf("%dx%d", tc.rows, tc.cols), func(t *testing.T) {
+			l := planRows(h200, tc.rows, tc.cols, 4)
+			got := "chunks"
+			switch {
+			case l.chunks > 1:
+			case l.group > 0:
+				got = fmt.Sprintf("lanes %d", l.group)
+			default:
+				got = fmt.Sprintf("block %d", l.threads)
+			}
+			if got != tc.want {
+				t.Errorf("layout %s (%+v), want %s", got, l, tc.want)
+			}
+		})
+	}
+	for _, d := range []deviceSize{h200, {sms: 4, resident: 32}, {sms: 1, resident: 1}} {
+		for _, rows := range []int{1, 2, 3, 7, 66, 67, 1000} {
+			for _, cols := range []int{0, 1, 31, 2048, 2049, 65536, 65537, 100003, 1 << 22} {
+				for _, width := range []int{1, 2, 4, 8, 16} {
+					l := planRows(d, rows, cols, width)
+					switch {
+					case l.threads%32 != 0 || l.threads > 1024 || l.blocks < 1:
+						t.Errorf("%+v %dx%d: %+v: blocks of whole warps, at most 1024 threads", d, rows, cols, l)
+					case l.chunks > 1 && (l.chunk%width != 0 || l.chunks*l.chunk < cols || (l.chunks-1)*l.chunk >= cols || l.blocks != l.chunks*rows):
+						t.Errorf("%+v %dx%d width %d: %+v: chunks miss elements, or one is empty", d, rows, cols, width, l)
+					case l.chunks <= 1 && l.group > 0 && (l.group > 32 || l.threads%l.group != 0):
+						t.Errorf("%+v %dx%d: %+v: lanes must divide a block", d, rows, cols, l)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPlanCols: narrow matrices read whole rows; wide ones are cut into
+// chunks of rows only where the columns do not fill the device.
+func TestPlanCols(t *testing.T) {
+	for _, tc := range []struct {
+		rows, cols int
+		want       colLayout
+	}{
+		{1048576, 5, colLayout{narrow: true, gx: 1056, gy: 1, chunks: 1056}},
+		{7, 5, colLayout{narrow: true, gx: 1, gy: 1, chunks: 1}},
+		{65536, 128, colLayout{gx: 4, gy: 264, chunks: 264}},
+		{4096, 65536, colLayout{gx: 2048, gy: 1, chunks: 1}},
+		{7, 1000, colLayout{gx: 32, gy: 1, chunks: 1}},
+	} {
+		if got := planCols(h200, tc.rows, tc.cols); got != tc.want {
+			t.Errorf("%dx%d: %+v, want %+v", tc.rows, tc.cols, got, tc.want)
+		}
+	}
+}
