@@ -50,9 +50,15 @@ __device__ __forceinline__ void gocuda_block(gocuda_v* v, long long* i) {
 		gocuda_warp(v, i);
 	}
 }
+// gocuda_take reports whether x, at a later index than v's, beats v
+// (best is v's index): the loops' test, each thread's indices rising.
+__device__ __forceinline__ bool gocuda_take(gocuda_v v, long long best, gocuda_v x) {
+	return best == 0x7fffffffffffffffLL || x %[5]s v || (x != x && v == v);
+}
 // The first pass: each thread the best of its elements, 16 bytes at a
-// time where src is aligned for it; a block's best into pi (and pv, unless
-// null: a single block writes the index alone, into the output).
+// time where src is aligned for it, four loads in flight; a block's best
+// into pi (and pv, unless null: a single block writes the index alone,
+// into the output).
 extern "C" __global__ void %[1]s_partial(const %[3]s* __restrict__ src, long long n, gocuda_v* pv, long long* pi) {
 	typedef gocuda_vec<%[3]s, 16 / sizeof(%[3]s)> vec;
 	const int V = 16 / sizeof(%[3]s);
@@ -61,20 +67,26 @@ extern "C" __global__ void %[1]s_partial(const %[3]s* __restrict__ src, long lon
 	const long long stride = (long long)blockDim.x * gridDim.x, t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
 	if ((unsigned long long)src %% 16 == 0) {
 		const long long vectors = n / V;
-		#pragma unroll 4
-		for (long long j = t; j < vectors; j += stride) {
-			const vec xs = ((const vec*)src)[j];
+		for (long long j = t; j < vectors; j += 4 * stride) {
+			vec xs[4];
 			#pragma unroll
-			for (int k = 0; k < V; k++) {
-				const gocuda_v x = %[6]s;
-				if (gocuda_better(v, best, x, j * V + k)) { v = x; best = j * V + k; }
+			for (int u = 0; u < 4; u++)
+				if (j + u * stride < vectors) xs[u] = ((const vec*)src)[j + u * stride];
+			#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				if (j + u * stride >= vectors) break;
+				#pragma unroll
+				for (int k = 0; k < V; k++) {
+					const gocuda_v x = %[6]s;
+					if (gocuda_take(v, best, x)) { v = x; best = (j + u * stride) * V + k; }
+				}
 			}
 		}
 		start = vectors * V;
 	}
 	for (long long i = start + t; i < n; i += stride) {
 		const gocuda_v x = %[4]s;
-		if (gocuda_better(v, best, x, i)) { v = x; best = i; }
+		if (gocuda_take(v, best, x)) { v = x; best = i; }
 	}
 	gocuda_block(&v, &best);
 	if (threadIdx.x == 0) {
@@ -90,7 +102,7 @@ extern "C" __global__ void %[1]s_final(const gocuda_v* pv, const long long* pi, 
 	gocuda_block(&v, &best);
 	if (threadIdx.x == 0) out[0] = best;
 }
-`, name, t.value, t.storage, t.load("src[i]"), cmp, t.load("xs.v[k]"))
+`, name, t.value, t.storage, t.load("src[i]"), cmp, t.load("xs[u].v[k]"))
 }
 
 // ArgMax sets dst, one int64, to the index of src's largest element: the

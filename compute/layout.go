@@ -19,9 +19,13 @@ package compute
 //   - columns of a single row or a single column are the rows of the
 //     transposed shape (the same elements, the same index i);
 //   - fewer than 32 columns (narrow): a block reads whole rows at once,
-//     each thread one column;
-//   - 32 columns or more: blocks of 32 columns by 8 lanes of rows, cut
-//     into chunks of rows where the columns alone do not fill the device.
+//     each thread one column, in one block where each thread takes 32
+//     rows or fewer;
+//   - 32 rows or fewer (short): a thread down a column, or down a vector's
+//     width of them;
+//   - else blocks of 32 columns by 8 lanes of rows, and, past 256 rows,
+//     the rows cut into chunks where the columns alone do not fill the
+//     device.
 //
 // The thresholds are the H200's measurements (docs/compute-grid.md); any
 // device gets a correct result from any layout.
@@ -78,20 +82,41 @@ func planRows(d deviceSize, rows, cols, width int) rowLayout {
 // colLayout is the layout of a fold of each column of rows×cols with at
 // least two of each (planCols sends the others to planRows).
 type colLayout struct {
-	narrow bool // fewer than 32 columns: _narrow, blocks of whole rows
-	gx, gy int  // the grid: for _cols, column blocks by chunks of rows; for _narrow, gx blocks
-	chunks int  // the partial results per column (1: posted directly)
+	kind   string // the kernel: _narrow (fewer than 32 columns), _short (few rows), _cols
+	gx, gy int    // the grid: for _cols, column blocks by chunks of rows; else gx blocks
+	chunks int    // the partial results per column (1: posted directly)
 }
 
-// planCols lays out the columns of rows×cols (rows, cols >= 2).
-func planCols(d deviceSize, rows, cols int) colLayout {
-	if cols < 32 {
-		// Each thread at least 8 steps of rows.
-		per := blockSize / cols
-		blocks := max(1, min(ceilDiv(rows, 8*per), d.resident))
-		return colLayout{narrow: true, gx: blocks, gy: 1, chunks: blocks}
+const (
+	// shortRows is the most rows _short takes, a thread down each
+	// column (a few of them with vectors).
+	shortRows = 32
+	// passRows is the most rows _cols folds in one pass; more are cut
+	// into chunks where the columns do not fill the device.
+	passRows = 256
+	// narrowSteps is the most rows a thread of a single _narrow block
+	// takes; more get blocks of at least 8 steps each.
+	narrowSteps = 32
+)
+
+// planCols lays out the columns of rows×cols (rows, cols >= 2), vectors of
+// width elements.
+func planCols(d deviceSize, rows, cols, width int) colLayout {
+	switch {
+	case cols < 32:
+		per := bigBlock / cols
+		blocks := 1
+		if ceilDiv(rows, per) > narrowSteps {
+			blocks = max(1, min(ceilDiv(rows, 8*per), d.resident*blockSize/bigBlock))
+		}
+		return colLayout{kind: "_narrow", gx: blocks, gy: 1, chunks: blocks}
+	case rows <= shortRows:
+		return colLayout{kind: "_short", gx: min(ceilDiv(ceilDiv(cols, width), blockSize), maxGrid), gy: 1, chunks: 1}
 	}
 	gx := min(ceilDiv(cols, 32), maxGrid)
-	chunks := max(1, min(d.resident/gx, ceilDiv(rows, 64), 65535))
-	return colLayout{gx: gx, gy: chunks, chunks: chunks}
+	chunks := 1
+	if rows > passRows {
+		chunks = max(1, min(d.resident/gx, ceilDiv(rows, 64), 65535))
+	}
+	return colLayout{kind: "_cols", gx: gx, gy: chunks, chunks: chunks}
 }

@@ -55,20 +55,28 @@ func TestPlanRows(t *testing.T) {
 	}
 }
 
-// TestPlanCols: narrow matrices read whole rows; wide ones are cut into
-// chunks of rows only where the columns do not fill the device.
+// TestPlanCols: narrow matrices read whole rows, in one block where it
+// takes 32 steps or fewer; a few rows are read down each column; taller
+// ones are cut into chunks of rows past 256 rows, where the columns do not
+// fill the device.
 func TestPlanCols(t *testing.T) {
 	for _, tc := range []struct {
 		rows, cols int
 		want       colLayout
 	}{
-		{1048576, 5, colLayout{narrow: true, gx: 1056, gy: 1, chunks: 1056}},
-		{7, 5, colLayout{narrow: true, gx: 1, gy: 1, chunks: 1}},
-		{65536, 128, colLayout{gx: 4, gy: 264, chunks: 264}},
-		{4096, 65536, colLayout{gx: 2048, gy: 1, chunks: 1}},
-		{7, 1000, colLayout{gx: 32, gy: 1, chunks: 1}},
+		{1048576, 5, colLayout{kind: "_narrow", gx: 264, gy: 1, chunks: 264}},
+		{6528, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1}},
+		{6529, 5, colLayout{kind: "_narrow", gx: 5, gy: 1, chunks: 5}},
+		{7, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1}},
+		{7, 1048576, colLayout{kind: "_short", gx: 1024, gy: 1, chunks: 1}},
+		{32, 1000, colLayout{kind: "_short", gx: 1, gy: 1, chunks: 1}},
+		{33, 1000, colLayout{kind: "_cols", gx: 32, gy: 1, chunks: 1}},
+		{256, 8192, colLayout{kind: "_cols", gx: 256, gy: 1, chunks: 1}},
+		{257, 8192, colLayout{kind: "_cols", gx: 256, gy: 4, chunks: 4}},
+		{65536, 128, colLayout{kind: "_cols", gx: 4, gy: 264, chunks: 264}},
+		{4096, 65536, colLayout{kind: "_cols", gx: 2048, gy: 1, chunks: 1}},
 	} {
-		if got := planCols(h200, tc.rows, tc.cols); got != tc.want {
+		if got := planCols(h200, tc.rows, tc.cols, 4); got != tc.want {
 			t.Errorf("%dx%d: %+v, want %+v", tc.rows, tc.cols, got, tc.want)
 		}
 	}

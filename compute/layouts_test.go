@@ -22,7 +22,7 @@ import (
 // where the columns do not fill the device; 11264 float32 the longest row
 // Softmax keeps in shared memory.
 var (
-	layoutRows = []int{1, 2, 3, 33, 66, 67, 133, 264, 265, 4099}
+	layoutRows = []int{1, 2, 3, 32, 33, 66, 67, 133, 256, 257, 264, 265, 4099}
 	layoutCols = []int{1, 2, 3, 5, 8, 31, 32, 33, 129, 1000, 2048, 2049, 11264, 11265, 65536, 65537, 200003}
 )
 

@@ -112,18 +112,53 @@ __device__ __forceinline__ void gocuda_write(const gocuda_s* in, gocuda_s* out, 
 		((vec*)out)[j] = ys;
 	}
 }
+// gocuda_short takes a short row with G lanes of a warp in three passes
+// over it (each lane's few elements stay in the cache): the largest
+// (a NaN its own largest), the sum of e^(x - m) (1 where x is m, so that
+// infinities count as the online join counts them), the results.
+template <int V, int G>
+__device__ __forceinline__ void gocuda_short(const gocuda_s* in, gocuda_s* out, long long vectors, long long lane, bool live) {
+	typedef gocuda_vec<gocuda_s, V> vec;
+	gocuda_v m = -__int_as_float(0x7f800000), sum = 0;
+	if (live) {
+		#pragma unroll 2
+		for (long long j = lane; j < vectors; j += G) {
+			const vec xs = ((const vec*)in)[j];
+			#pragma unroll
+			for (int k = 0; k < V; k++) { const gocuda_v x = %[4]s; m = (x != x || x > m) ? x : m; }
+		}
+	}
+	#pragma unroll
+	for (int k = G / 2; k > 0; k >>= 1) { const gocuda_v m2 = __shfl_down_sync(0xffffffffu, m, k); m = (m2 != m2 || m2 > m) ? m2 : m; }
+	m = __shfl_sync(0xffffffffu, m, 0, G);
+	if (live) {
+		#pragma unroll 2
+		for (long long j = lane; j < vectors; j += G) {
+			const vec xs = ((const vec*)in)[j];
+			#pragma unroll
+			for (int k = 0; k < V; k++) { const gocuda_v x = %[4]s; sum += x == m ? (gocuda_v)1 : exp(x - m); }
+		}
+	}
+	#pragma unroll
+	for (int k = G / 2; k > 0; k >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, k);
+	sum = __shfl_sync(0xffffffffu, sum, 0, G);
+	if (live) gocuda_write<V>(in, out, 0, vectors, lane, G, 0, m, sum);
+}
 // gocuda_rows: G lanes of a warp take a row (G of 1 to 32), or the whole
-// block (G = 0).
+// block (G = 0), in one pass with the online join, the row kept in cache.
 template <int V, int G>
 __device__ __forceinline__ void gocuda_rows(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols, gocuda_vec<gocuda_s, V>* cache) {
 	const long long per = G ? blockDim.x / G : 1, lanes = G ? G : blockDim.x, lane = G ? threadIdx.x %% G : threadIdx.x;
 	for (long long base = (long long)blockIdx.x * per; base < rows; base += (long long)gridDim.x * per) {
 		const long long r = base + (G ? threadIdx.x / G : 0);
-		gocuda_v m = 0, sum = 0;
-		if (r < rows) gocuda_stats<V>(src + r * cols, 0, cols / V, lane, lanes, cache, &m, &sum);
-		if constexpr (G == 0) gocuda_blockjoin(&m, &sum);
-		else gocuda_warpjoin<G>(&m, &sum);
-		if (r < rows) gocuda_write<V>(src + r * cols, dst + r * cols, 0, cols / V, lane, lanes, cache, m, sum);
+		if constexpr (G > 0) {
+			gocuda_short<V, G>(src + r * cols, dst + r * cols, cols / V, lane, r < rows);
+		} else {
+			gocuda_v m = 0, sum = 0;
+			gocuda_stats<V>(src + r * cols, 0, cols / V, lane, lanes, cache, &m, &sum);
+			gocuda_blockjoin(&m, &sum);
+			gocuda_write<V>(src + r * cols, dst + r * cols, 0, cols / V, lane, lanes, cache, m, sum);
+		}
 	}
 }
 template <int V>
@@ -245,9 +280,12 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	})
 }
 
-// transposeSource is the kernel of Transpose: tiles of 32×32 elements read
-// by rows and written by columns through shared memory, so that both the
-// reads and the writes are coalesced.
+// transposeSource is the kernels of Transpose: tiles of 32×32 elements
+// read by rows and written by columns through shared memory, so that both
+// the reads and the writes are coalesced; and, for a matrix of fewer than
+// skinny rows or columns, whose tiles would be nearly empty, a thread per
+// element of dst (NAME_skinny), its reads few runs of src that the cache
+// holds.
 func transposeSource(t dtype, name string) string {
 	return fmt.Sprintf(`
 extern "C" __global__ void %[1]s(const %[2]s* __restrict__ src, %[2]s* dst, long long rows, long long cols) {
@@ -266,8 +304,18 @@ extern "C" __global__ void %[1]s(const %[2]s* __restrict__ src, %[2]s* dst, long
 		__syncthreads();
 	}
 }
+extern "C" __global__ void %[1]s_skinny(const %[2]s* __restrict__ src, %[2]s* dst, unsigned long long rows, unsigned long long cols) {
+	const unsigned long long n = rows * cols, stride = (unsigned long long)blockDim.x * gridDim.x;
+	for (unsigned long long j = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+		const unsigned long long c = j / rows; // dst's row: src's column
+		dst[j] = src[(j - c * rows) * cols + c];
+	}
+}
 `, name, t.storage)
 }
+
+// skinny is the fewest rows and columns Transpose moves in tiles.
+const skinny = 8
 
 // Transpose sets dst, a row-major matrix of shape.Cols rows of shape.Rows
 // elements, to the transpose of src, of shape. dst may not be src.
@@ -288,7 +336,16 @@ func Transpose[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cu
 	}
 	t := dtypePtr[T]()
 	name := "transpose_" + t.name
-	f, err := kernel(op, s, namedVariant(name, func() string { return transposeSource(*t, name) }), name, as[:])
+	v := namedVariant(name, func() string { return transposeSource(*t, name) })
+	if shape.Rows < skinny || shape.Cols < skinny {
+		f, err := kernel(op, s, v, name+"_skinny", as[:])
+		if err != nil {
+			return err
+		}
+		cfg := elementwiseConfig(s, shape.Rows*shape.Cols, 1)
+		return launchError(op, f.Launch(cfg, src, dst, uint64(shape.Rows), uint64(shape.Cols)), as[:], name)
+	}
+	f, err := kernel(op, s, v, name, as[:])
 	if err != nil {
 		return err
 	}

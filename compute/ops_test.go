@@ -659,9 +659,12 @@ func softmaxOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
 	})
 }
 
+// TestTranspose: in tiles, and skinny (fewer than 8 rows or columns: a
+// thread per element), on both sides of the change.
 func TestTranspose(t *testing.T) {
 	e := gpu(t)
-	for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 33, Cols: 65}, {Rows: 1, Cols: 1000003}, {Rows: 1025, Cols: 999}} {
+	for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 33, Cols: 65}, {Rows: 1, Cols: 1000003}, {Rows: 1025, Cols: 999},
+		{Rows: 1000003, Cols: 1}, {Rows: 7, Cols: 100003}, {Rows: 100003, Cols: 5}, {Rows: 8, Cols: 8}, {Rows: 7, Cols: 8}, {Rows: 8, Cols: 70001}} {
 		x := randoms[int32](sh.Rows*sh.Cols, -1e9, 1e9)
 		dst := must(cuda.Alloc[int32](e.ctx, len(x)))(t)
 		if err := compute.Transpose(dst, upload(t, e.ctx, x), sh, e.s); err != nil {

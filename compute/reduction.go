@@ -150,7 +150,8 @@ func expression(e string) string {
 
 // source writes the reduction's kernels for an argument pattern (see
 // layout.go): NAME_rows, NAME_split and NAME_chunks fold rows (a whole
-// buffer is one row), NAME_cols, NAME_narrow and NAME_chunks columns.
+// buffer is one row), NAME_cols, NAME_narrow, NAME_short and NAME_chunks
+// columns.
 func (r *Reduction) source(buffer []bool) string {
 	acc := r.acc.value
 	var b strings.Builder
@@ -327,6 +328,36 @@ extern "C" __global__ void %[1]s_narrow(%[2]s%[3]s* gocuda_out, gocuda_acc* gocu
 	}
 }
 `, r.name, strings.Join(params, ""), r.out.t.storage, wide, strings.Join(args, ""), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
+	fmt.Fprintf(&b, `// Columns of a few rows: a thread folds width columns (one where the
+// buffers or the rows are not aligned for vectors) down every row.
+extern "C" __global__ void %[1]s_short(%[2]s%[3]s* gocuda_out, long long rows, long long cols) {
+	const long long gocuda_stride = (long long)blockDim.x * gridDim.x, gocuda_t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (%[4]s) {
+		for (long long gocuda_c = gocuda_t; gocuda_c < cols / %[5]d; gocuda_c += gocuda_stride) {
+			gocuda_acc v[%[5]d];
+			#pragma unroll
+			for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_identity();
+			#pragma unroll 4
+			for (long long r = 0; r < rows; r++) {
+				const long long gocuda_j = r * (cols / %[5]d) + gocuda_c;
+				%[6]s
+				#pragma unroll
+				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_reduce(v[gocuda_k], %[7]s);
+			}
+			#pragma unroll
+			for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) gocuda_post(gocuda_out, gocuda_c * %[5]d + gocuda_k, v[gocuda_k], rows);
+		}
+		return;
+	}
+	for (long long c = gocuda_t; c < cols; c += gocuda_stride) {
+		gocuda_acc v = gocuda_identity();
+		#pragma unroll 4
+		for (long long r = 0; r < rows; r++) v = gocuda_reduce(v, %[8]s);
+		gocuda_post(gocuda_out, c, v, rows);
+	}
+}
+`, r.name, strings.Join(params, ""), r.out.t.storage, wide, width, strings.Join(vecDecl, ""),
+		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
 	return b.String()
 }
 
@@ -530,18 +561,26 @@ func (r *Reduction) foldColumns(op string, s *cuda.Stream, shape Shape, as []arg
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", r.name)
 	}
-	l := planCols(d, shape.Rows, shape.Cols)
-	kernel, cfg := "_cols", cuda.LaunchConfig{Grid: cuda.Dim3{X: l.gx, Y: l.gy}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
-	if l.narrow {
-		kernel, cfg.Block = "_narrow", cuda.Dim3{X: blockSize}
-	}
-	f, err := r.functions(op, s, as, kernel, "_chunks")
-	if err != nil {
-		return err
-	}
+	l := planCols(d, shape.Rows, shape.Cols, r.width(as))
 	out, rows, cols := as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols)
 	var buf [stackArgs + 4]any
 	vals := append(launchValues(buf[:0], as[:len(r.in)]), out)
+	if l.kind == "_short" {
+		f, err := r.functions(op, s, as, "_short")
+		if err != nil {
+			return err
+		}
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.gx}, Block: cuda.Dim3{X: blockSize}, Stream: s}
+		return launchError(op, f[0].Launch(cfg, append(vals, rows, cols)...), as, r.name)
+	}
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.gx, Y: l.gy}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
+	if l.kind == "_narrow" {
+		cfg.Block = cuda.Dim3{X: bigBlock}
+	}
+	f, err := r.functions(op, s, as, l.kind, "_chunks")
+	if err != nil {
+		return err
+	}
 	if l.chunks == 1 { // one chunk posts its results itself: no partial results (null)
 		return launchError(op, f[0].Launch(cfg, append(vals, cuda.DevicePtr(0), rows, cols)...), as, r.name)
 	}

@@ -180,6 +180,19 @@ static void k_sum_float32_cols(struct launch *l) {
 		}
 }
 
+// k_sum_float32_short: a thread down each column (the grid-stride loop
+// over columns covers every one whatever the grid).
+static void k_sum_float32_short(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr);
+	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
+	if (rows < 0 || cols < 1 || l->block[0] % 32 || !range_ok(x, rows * cols * 4) || !range_ok(out, cols * 4)) return fault(l);
+	for (long long c = 0; c < cols; c++) {
+		float v = 0;
+		for (long long r = 0; r < rows; r++) v += ((float *)DEVP(x))[r * cols + c];
+		((float *)DEVP(out))[c] = v;
+	}
+}
+
 // k_sum_float32_narrow: block b takes rows b*per + g, + blocks*per, ...
 // (per = blockDim.x / cols row groups g), into out with one block, else
 // into partial[b * cols + c].
@@ -360,6 +373,7 @@ static const struct kernel kernels[] = {
 	{"reduce_sum_float32_split", 0xe5103794eaa5ca46ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_split},
 	{"reduce_sum_float32_chunks", 0xa7c5c326fa83f563ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_chunks},
 	{"reduce_sum_float32_cols", 0x8191617ec31a035eull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols},
+	{"reduce_sum_float32_short", 0x75489a119d6f51c2ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_float32_short},
 	{"reduce_sum_float32_narrow", 0x93076524551afe09ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_narrow},
 	{"axpy", 0x1a5389db0f2315faull, 4, {4, 8, 8, 8}, {0, 8, 16, 24}, k_axpy},
 	{"sumsq_rows", 0xd8ebbcfcda4fe577ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sumsq_rows},
