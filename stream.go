@@ -33,6 +33,10 @@ type Stream struct {
 	// for its next allocations (blockCache).
 	cache *blockCache
 
+	// scratch is the stream's scratch memory for gocuda's other packages
+	// (streamScratch).
+	scratch *streamScratch
+
 	// self is a weak pointer to the stream, made once, for the buffers
 	// that record it as a user (streamUsers).
 	self weak.Pointer[Stream]
@@ -76,23 +80,25 @@ func (c *Context) newStream(op string, priority int) (*Stream, error) {
 		return nil, err
 	}
 	defer c.unbind()
-	s := &Stream{priority: priority, pins: new(pinSet)}
+	s := &Stream{priority: priority, pins: new(pinSet), scratch: new(streamScratch)}
 	s.self = weak.Make(s)
 	if err := check(op, driver.StreamCreateWithPriority(c.handle, &s.handle, driver.StreamNonBlocking, int32(priority))); err != nil {
 		return nil, err
 	}
 	s.cache = newBlockCache(c, s.handle)
-	h, ps, bc := s.handle, s.pins, s.cache
+	h, ps, bc, sc := s.handle, s.pins, s.cache, s.scratch
 	s.arm(c, track.Stream, runtime.AddCleanup(s, func(ctx *Context) {
 		freed := true // unless forgotten's free runs: the context is gone
 		forgotten(ctx, track.Stream, func() {
 			freed = false
 			bc.release(false)
 			driver.StreamSynchronize(ctx.handle, h)
+			sc.free(ctx.handle)
 			driver.StreamDestroy(ctx.handle, h)
 		})
 		if freed {
 			bc.release(true)
+			sc.forget()
 		}
 		ps.take().unpin() // a Pinner collected while pinning crashes the program
 	}, c))
@@ -260,8 +266,12 @@ func (s *Stream) Close() error {
 	}
 	const op = "Stream.Close"
 	return s.close(op, "the stream", func() error {
-		// Queued work may still read pinned Go memory: let it finish.
+		// Queued work may still read pinned Go memory, and the scratch:
+		// let it finish.
 		if err := s.synchronize(op); err != nil {
+			return err
+		}
+		if err := s.scratch.free(s.ctx.handle); err != nil {
 			return err
 		}
 		return check(op, driver.StreamDestroy(s.ctx.handle, s.handle))
@@ -271,6 +281,7 @@ func (s *Stream) Close() error {
 		// the context took its memory).
 		s.pins.take().unpin()
 		s.cache.release(true)
+		s.scratch.forget() // freed, or gone with its context
 	})
 }
 

@@ -59,7 +59,7 @@ __device__ __forceinline__ bool gocuda_take(gocuda_v v, long long best, gocuda_v
 // time where src is aligned for it, four loads in flight; a block's best
 // into pi (and pv, unless null: a single block writes the index alone,
 // into the output).
-extern "C" __global__ void %[1]s_partial(const %[3]s* __restrict__ src, long long n, gocuda_v* pv, long long* pi) {
+extern "C" __global__ __launch_bounds__(1024) void %[1]s_partial(const %[3]s* __restrict__ src, long long n, gocuda_v* pv, long long* pi, unsigned int* counter, long long* out) {
 	typedef gocuda_vec<%[3]s, 16 / sizeof(%[3]s)> vec;
 	const int V = 16 / sizeof(%[3]s);
 	gocuda_v v = 0;
@@ -92,6 +92,27 @@ extern "C" __global__ void %[1]s_partial(const %[3]s* __restrict__ src, long lon
 	if (threadIdx.x == 0) {
 		if (pv) pv[blockIdx.x] = v;
 		pi[blockIdx.x] = best;
+	}
+	if (!counter) return; // _final folds the blocks'
+	// The last block to finish folds the blocks' bests, as _final does,
+	// and sets the counter back to zero.
+	__shared__ bool last;
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+	__syncthreads();
+	if (!last) return;
+	v = 0;
+	best = 0x7fffffffffffffffLL;
+	for (long long j = threadIdx.x; j < gridDim.x; j += blockDim.x) {
+		const gocuda_v pvj = *(const volatile gocuda_v*)&pv[j];
+		const long long pij = *(const volatile long long*)&pi[j];
+		if (gocuda_better(v, best, pvj, pij)) { v = pvj; best = pij; }
+	}
+	gocuda_block(&v, &best);
+	if (threadIdx.x == 0) {
+		out[0] = best;
+		*counter = 0;
 	}
 }
 extern "C" __global__ void %[1]s_final(const gocuda_v* pv, const long long* pi, long long m, long long* out) {
@@ -149,20 +170,29 @@ func argBest[T cuda.Number](op string, dst *cuda.DeviceBuffer[int64], src *cuda.
 	n := src.Len()
 	if n <= argSmall {
 		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: bigBlock}, Stream: s}
-		return launchError(op, partial.Launch(cfg, src, int64(n), cuda.DevicePtr(0), dst), as[:], name)
+		return launchError(op, partial.Launch(cfg, src, int64(n), cuda.DevicePtr(0), dst, cuda.DevicePtr(0), dst), as[:], name)
 	}
 	d, err := sizeOf(s)
 	if err != nil {
 		return wrap(op, err, "sizing the launch")
 	}
 	blocks := max(1, min(ceilDiv(n*int(t.goType.Size()), 16<<10), d.resident))
-	// One allocation: the blocks' indices, then their values (8-byte
-	// aligned either way).
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}
+	// The blocks' indices, then their values (8-byte aligned either way):
+	// in the stream's scratch, where the last block folds them, or in
+	// memory of the call's own, folded by _final.
+	counter, scratch, ok, err := streamScratch(op, s, 1, 16*blocks)
+	if err != nil {
+		return err
+	}
+	if ok {
+		pv := scratch + cuda.DevicePtr(8*blocks)
+		return launchError(op, partial.Launch(cfg, src, int64(n), pv, scratch, counter, dst), as[:], name)
+	}
 	return withScratch(op, name, s, as[:], 2*blocks, func(scratch *cuda.DeviceBuffer[int64]) error {
 		pi, _ := scratch.Slice(0, blocks)
 		pv, _ := scratch.Slice(blocks, blocks)
-		err := partial.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}, src, int64(n), pv, pi)
-		if err != nil {
+		if err := partial.Launch(cfg, src, int64(n), pv, pi, cuda.DevicePtr(0), dst); err != nil {
 			return err
 		}
 		return final.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, pv, pi, int64(blocks), dst)

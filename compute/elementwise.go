@@ -17,11 +17,13 @@ type ElementwiseSpec struct {
 	Name string
 	// InParams are the inputs, such as "float32 a, float32 x" (in_params):
 	// each a type (float32, float64, float16, bfloat16, int8 ... uint64)
-	// and a name.
+	// and a name, after the keyword raw for a buffer the operation indexes
+	// itself ("raw float32 x": see Elementwise).
 	InParams string
 	// OutParams are the outputs, such as "float32 y" (out_params): at least
-	// one. An output named as an input is that input, read and then
-	// written (in place); it is given once at Launch.
+	// one, raw or not. An output named as an input is that input, read and
+	// then written (in place), raw in both lists or neither; it is given
+	// once at Launch.
 	OutParams string
 	// Operation is the CUDA C run for each element (operation): statements
 	// that set the outputs, the last with or without its semicolon, as
@@ -55,13 +57,58 @@ type ElementwiseSpec struct {
 // per argument pattern (which parameters are buffers), keeps it (package
 // docs: the kernel cache) and launches it on the stream.
 //
+// # Raw parameters
+//
+// A parameter declared raw ("raw float32 x", as CuPy's) is not indexed
+// for the operation: it sees the whole buffer, a pointer it indexes as it
+// likes (x[i + 1], x[idx]), so that a gather, a scatter or a stencil is an
+// elementwise kernel. A gather of x by an index buffer, y[i] = x[idx[i]]:
+//
+//	gather, err := compute.NewElementwise(compute.ElementwiseSpec{
+//		Name:      "gather",
+//		InParams:  "raw float32 x, int64 idx",
+//		OutParams: "float32 y",
+//		Operation: "y = x[idx]",
+//	})
+//	err = gather.Launch(s, x, idx, y) // len(idx) == len(y) elements; x any length
+//
+// and a 3-point stencil, its ends checked against n:
+//
+//	blur, err := compute.NewElementwise(compute.ElementwiseSpec{
+//		Name:      "blur",
+//		InParams:  "raw float32 x, float32 w",
+//		OutParams: "float32 y",
+//		Operation: `const float l = i > 0 ? x[i - 1] : x[i];
+//			const float r = i + 1 < n ? x[i + 1] : x[i];
+//			y = w * l + (1 - 2 * w) * x[i] + w * r`,
+//	})
+//	err = blur.Launch(s, x, float32(0.25), y) // len(x) == len(y): n is y's
+//
+// A raw input is a const T* for the integers, float32 and float64 (a
+// raw output, written freely, y[j] = v, a T*), named as declared.
+// Float16 and BFloat16, stored as 16 bits, are given as a small accessor
+// instead, so that a raw half is indexed as a raw float32 is: x[j] is
+// element j as a float, and y[j] = v (or +=, -=, *=, /=) stores v rounded
+// to the half (a raw half is no pointer: x + j and &x[j] do not compile).
+// A raw parameter must be given a buffer, of any length, and takes no
+// part in the element count: every buffer not raw has n elements, and a
+// kernel needs one at Launch (an error otherwise: there is no size to
+// give in its place, as CuPy's size argument). The operation still runs
+// once per element i < n, in the vector loop too, where the buffers not
+// raw are aligned for it: bounds are the operation's to check, against n
+// or a length it is given. A raw output is the buffer itself: elements
+// the operation does not set keep their values, and two elements setting
+// one are a race. A raw input is read through a restricted pointer: a
+// buffer the launch writes (an output's) must not be given for it; read
+// and write one buffer through a raw parameter both input and output.
+//
 // An Elementwise is safe for use by many goroutines.
 type Elementwise struct {
 	name     string
 	in, out  []param
 	inplace  map[string]bool // outputs that are inputs too
 	ps       []param         // the parameters in argument order (params)
-	readOnly []bool          // by parameter: an input only, which may be a scalar
+	readOnly []bool          // by parameter: an input only, which may be a scalar unless raw
 	body     string
 	mu       sync.Mutex
 	variants map[uint64]*variant // the source of each argument pattern (bit j: parameter j is a buffer)
@@ -77,7 +124,7 @@ const maxParams = 64
 // with NVRTC's log.
 func NewElementwise(spec ElementwiseSpec) (*Elementwise, error) {
 	const op = "NewElementwise"
-	ins, outs, err := declaration(op, spec.Name, spec.InParams, spec.OutParams)
+	ins, outs, err := rawDeclaration(op, spec.Name, spec.InParams, spec.OutParams)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +150,14 @@ func NewElementwise(spec ElementwiseSpec) (*Elementwise, error) {
 			return nil, errorf(op, cuda.ErrInvalidValue, "OutParams declares %q twice", p.name)
 		case seen[p.name]:
 			for _, q := range ins {
-				if q.name == p.name && q.t.name != p.t.name {
+				switch {
+				case q.name != p.name:
+				case q.t.name != p.t.name:
 					return nil, errorf(op, cuda.ErrInvalidValue, "OutParams: %s is an input of type %s and an output of type %s", p.name, q.t.name, p.t.name)
+				case q.raw != p.raw:
+					// One buffer cannot be both indexed for the operation
+					// and handed to it whole.
+					return nil, errorf(op, cuda.ErrInvalidValue, "OutParams: %s is raw in one list and not in the other: a parameter both input and output is raw in both or neither", p.name)
 				}
 			}
 			k.inplace[p.name] = true
@@ -116,11 +169,16 @@ func NewElementwise(spec ElementwiseSpec) (*Elementwise, error) {
 	}
 	k.body = spec.Operation
 	k.ps = k.params()
+	allRaw := true
 	for _, p := range k.ps {
 		k.readOnly = append(k.readOnly, k.isInput(p.name) && !k.inplace[p.name])
+		allRaw = allRaw && p.raw
 	}
 	if len(k.ps) > maxParams {
 		return nil, errorf(op, cuda.ErrInvalidValue, "InParams and OutParams declare %d parameters: at most %d", len(k.ps), maxParams)
+	}
+	if allRaw {
+		return nil, errorf(op, cuda.ErrInvalidValue, "every parameter is raw: the element count n is the length of the buffers that are not raw, and a kernel needs one")
 	}
 	return k, nil
 }
@@ -147,11 +205,13 @@ func (k *Elementwise) params() []param {
 }
 
 // vectorWidth is the elements a thread of a variant loads and stores at
-// once: 16 bytes of the widest buffer's type (4 float32, 8 bfloat16).
+// once: 16 bytes of the widest buffer's type (4 float32, 8 bfloat16). A
+// raw buffer is not loaded with the others (the operation indexes it
+// itself) and does not count.
 func (k *Elementwise) vectorWidth(buffer []bool) int {
 	widest := 1
 	for j, p := range k.ps {
-		if buffer[j] {
+		if buffer[j] && !p.raw {
 			widest = max(widest, int(p.t.goType.Size()))
 		}
 	}
@@ -167,17 +227,31 @@ func (k *Elementwise) vectorWidth(buffer []bool) int {
 // elements when every buffer is aligned to its vector's size (each buffer
 // read and written 16 bytes or fewer at a time), then over the elements
 // left (all of them when a buffer is not aligned, as a view into another
-// may not be), with 64-bit indices.
+// may not be), with 64-bit indices. A raw parameter is no part of the
+// vectors: the function gets its pointer (rawArg) for every element, with
+// the element's i, in either loop.
 func (k *Elementwise) source(buffer []bool) string {
 	var b strings.Builder
 	b.WriteString(prelude)
 	ps := k.ps
-	// The body, over values: inputs by value, outputs by reference.
+	for _, p := range ps {
+		if p.raw && p.t.half != "" {
+			b.WriteString(rawHalves) // only where used: other kernels' sources, and so cache keys, stay as they were
+			break
+		}
+	}
+	// The body, over values: inputs by value, outputs by reference, raw
+	// parameters as pointers (or their accessors).
 	var decl, call []string
 	for j, p := range ps {
-		if k.readOnly[j] {
+		switch {
+		case p.raw:
+			decl = append(decl, fmt.Sprintf("%s %s", k.rawType(j), p.name))
+			call = append(call, k.rawArg(j))
+			continue
+		case k.readOnly[j]:
 			decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
-		} else {
+		default:
 			decl = append(decl, fmt.Sprintf("%s& %s", p.t.value, p.name))
 		}
 		call = append(call, p.name)
@@ -200,12 +274,13 @@ func (k *Elementwise) source(buffer []bool) string {
 	b.WriteString("long long n) {\n")
 	b.WriteString("\tconst long long gocuda_stride = (long long)blockDim.x * gridDim.x;\n\tlong long gocuda_start = 0;\n")
 
-	// The vector loop.
+	// The vector loop, over the buffers not raw (a kernel has one).
 	width := k.vectorWidth(buffer)
 	vec := func(p param) string { return fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, width) }
+	vector := func(j int) bool { return buffer[j] && !ps[j].raw }
 	var aligned []string
 	for j, p := range ps {
-		if buffer[j] {
+		if vector(j) {
 			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec(p)))
 		}
 	}
@@ -214,7 +289,7 @@ func (k *Elementwise) source(buffer []bool) string {
 	b.WriteString("\t\tfor (long long gocuda_j = (long long)blockIdx.x * blockDim.x + threadIdx.x; gocuda_j < gocuda_vectors; gocuda_j += gocuda_stride) {\n")
 	for j, p := range ps {
 		switch {
-		case !buffer[j]:
+		case !vector(j):
 		case k.readOnly[j]:
 			fmt.Fprintf(&b, "\t\t\tconst %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j];\n", vec(p), p.name)
 		case k.inplace[p.name]:
@@ -228,11 +303,15 @@ func (k *Elementwise) source(buffer []bool) string {
 	k.values(&b, "\t\t\t\t", buffer, "gocudav_%s.v[gocuda_k]")
 	fmt.Fprintf(&b, "\t\t\t\t%s\n", body)
 	for _, p := range k.out {
-		fmt.Fprintf(&b, "\t\t\t\tgocudav_%s.v[gocuda_k] = %s;\n", p.name, p.t.store(p.name))
+		if !p.raw {
+			fmt.Fprintf(&b, "\t\t\t\tgocudav_%s.v[gocuda_k] = %s;\n", p.name, p.t.store(p.name))
+		}
 	}
 	b.WriteString("\t\t\t}\n")
 	for _, p := range k.out {
-		fmt.Fprintf(&b, "\t\t\t((%[1]s*)gocudap_%[2]s)[gocuda_j] = gocudav_%[2]s;\n", vec(p), p.name)
+		if !p.raw {
+			fmt.Fprintf(&b, "\t\t\t((%[1]s*)gocudap_%[2]s)[gocuda_j] = gocudav_%[2]s;\n", vec(p), p.name)
+		}
 	}
 	fmt.Fprintf(&b, "\t\t}\n\t\tgocuda_start = gocuda_vectors * %d;\n\t}\n", width)
 
@@ -241,18 +320,82 @@ func (k *Elementwise) source(buffer []bool) string {
 	k.values(&b, "\t\t", buffer, "gocudap_%s[i]")
 	fmt.Fprintf(&b, "\t\t%s\n", body)
 	for _, p := range k.out {
-		fmt.Fprintf(&b, "\t\tgocudap_%s[i] = %s;\n", p.name, p.t.store(p.name))
+		if !p.raw {
+			fmt.Fprintf(&b, "\t\tgocudap_%s[i] = %s;\n", p.name, p.t.store(p.name))
+		}
 	}
 	b.WriteString("\t}\n}\n")
 	return b.String()
 }
 
+// rawType is the C type the operation sees raw parameter j as: a pointer
+// to its elements, const for an input only; for Float16 and BFloat16,
+// stored as unsigned short, an accessor (rawHalves) whose elements read,
+// and for an output are set, as floats, as the operation sees every other
+// half.
+func (k *Elementwise) rawType(j int) string {
+	p := k.ps[j]
+	switch {
+	case p.t.half == "" && k.readOnly[j]:
+		return "const " + p.t.storage + "*"
+	case p.t.half == "":
+		return p.t.storage + "*"
+	case k.readOnly[j]:
+		return fmt.Sprintf("const gocuda_raw_in<%t>", p.t.half == "bf16")
+	default:
+		return fmt.Sprintf("const gocuda_raw_out<%t>", p.t.half == "bf16")
+	}
+}
+
+// rawArg is raw parameter j as the kernel passes it to the operation.
+func (k *Elementwise) rawArg(j int) string {
+	p := k.ps[j]
+	if p.t.half == "" {
+		return "gocudap_" + p.name
+	}
+	t := strings.TrimPrefix(k.rawType(j), "const ")
+	return fmt.Sprintf("%s{gocudap_%s}", t, p.name)
+}
+
+// rawHalves is the C of raw Float16 and BFloat16 parameters (BF true for
+// BFloat16), written after prelude into the kernels that have them: x[j]
+// of an input is element j as a float; y[j] of an output is a reference
+// that reads as a float and stores a value assigned to it (=, +=, -=, *=,
+// /=) rounded to the half, so that a raw half is indexed as a raw float32
+// is.
+const rawHalves = `
+template <bool BF> __device__ __forceinline__ float gocuda_half_load(unsigned short h) { return BF ? gocuda_bf16_to_f32(h) : gocuda_f16_to_f32(h); }
+template <bool BF> __device__ __forceinline__ unsigned short gocuda_half_store(float f) { return BF ? gocuda_f32_to_bf16(f) : gocuda_f32_to_f16(f); }
+template <bool BF> struct gocuda_raw_in {
+	const unsigned short* p;
+	__device__ __forceinline__ float operator[](long long j) const { return gocuda_half_load<BF>(p[j]); }
+};
+template <bool BF> struct gocuda_half_ref {
+	unsigned short* p;
+	__device__ __forceinline__ operator float() const { return gocuda_half_load<BF>(*p); }
+	__device__ __forceinline__ gocuda_half_ref& operator=(float v) { *p = gocuda_half_store<BF>(v); return *this; }
+	__device__ __forceinline__ gocuda_half_ref& operator=(const gocuda_half_ref& o) { return *this = (float)o; }
+	__device__ __forceinline__ gocuda_half_ref& operator+=(float v) { return *this = (float)*this + v; }
+	__device__ __forceinline__ gocuda_half_ref& operator-=(float v) { return *this = (float)*this - v; }
+	__device__ __forceinline__ gocuda_half_ref& operator*=(float v) { return *this = (float)*this * v; }
+	__device__ __forceinline__ gocuda_half_ref& operator/=(float v) { return *this = (float)*this / v; }
+};
+template <bool BF> struct gocuda_raw_out {
+	unsigned short* p;
+	__device__ __forceinline__ gocuda_half_ref<BF> operator[](long long j) const { return gocuda_half_ref<BF>{p + j}; }
+};
+`
+
 // values declares each parameter's value for element i: a buffer's element
 // (element, a format of the parameter's name, says where it is), a
 // scalar's value, an output's variable (an in-place one holding the
-// buffer's element).
+// buffer's element). A raw parameter has none: the operation gets its
+// pointer.
 func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, element string) {
 	for j, p := range k.ps {
+		if p.raw {
+			continue
+		}
 		v := "gocudap_" + p.name
 		if buffer[j] {
 			v = fmt.Sprintf(element, p.name)
@@ -272,7 +415,9 @@ func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, e
 // argument in declaration order, inputs then outputs (an output that is an
 // input is given once, as the input). Every buffer must have the same
 // length, the element count, and belong to s's context; the outputs are
-// buffers. Zero elements launch nothing.
+// buffers. A raw parameter is a buffer of any length (of s's context too),
+// and there must be a buffer not raw, whose length is the count. Zero
+// elements launch nothing.
 func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 	const op = "Elementwise.Launch"
 	if k == nil || k.variants == nil {
@@ -306,19 +451,49 @@ func (k *Elementwise) run(op string, s *cuda.Stream, as []arg) error {
 	first := -1
 	for j := range as {
 		switch {
-		case !as[j].buffer:
+		case !as[j].buffer || k.ps[j].raw: // a raw buffer is any length
 		case first < 0:
 			first = j
 		case as[j].n != as[first].n:
-			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, and %s %d: every buffer must have as many", as[j].name, as[j].n, as[first].name, as[first].n)
+			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, and %s %d: every buffer must have as many%s", as[j].name, as[j].n, as[first].name, as[first].n, k.rawAside())
 		}
 	}
-	return k.launch(op, s, as, as[first].n) // an output is a buffer
+	if first < 0 {
+		// Only raw buffers: nothing says how many elements there are
+		// (CuPy asks for a size then).
+		return errorf(op, cuda.ErrInvalidValue, "every buffer given is raw: the element count n is the length of the buffers that are not raw; give one (%s) as a buffer", k.unraw())
+	}
+	return k.launch(op, s, as, as[first].n)
+}
+
+// rawAside is what the length check says of a kernel with raw parameters.
+func (k *Elementwise) rawAside() string {
+	for _, p := range k.ps {
+		if p.raw {
+			return ", raw ones aside"
+		}
+	}
+	return ""
+}
+
+// unraw names the parameters that are not raw.
+func (k *Elementwise) unraw() string {
+	var ps []param
+	for _, p := range k.ps {
+		if !p.raw {
+			ps = append(ps, p)
+		}
+	}
+	return paramList(ps)
 }
 
 func paramList(ps []param) string {
 	var names []string
 	for _, p := range ps {
+		if p.raw {
+			names = append(names, "raw "+p.t.name+" "+p.name)
+			continue
+		}
 		names = append(names, p.t.name+" "+p.name)
 	}
 	return strings.Join(names, ", ")

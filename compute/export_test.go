@@ -129,8 +129,14 @@ func standIn() (func(source string) ([]byte, error), error) {
 	return func(source string) ([]byte, error) {
 		ptx := text[:strings.Index(text, "\n// source:")+1]
 		for _, line := range strings.Split(source, "\n") {
-			sig, ok := strings.CutPrefix(line, `extern "C" __global__ void `)
+			sig, ok := strings.CutPrefix(line, `extern "C" __global__ `)
 			if !ok {
+				continue
+			}
+			if strings.HasPrefix(sig, "__launch_bounds__(") {
+				sig = sig[strings.IndexByte(sig, ')')+2:]
+			}
+			if sig, ok = strings.CutPrefix(sig, "void "); !ok {
 				continue
 			}
 			name := sig[:strings.IndexByte(sig, '(')]

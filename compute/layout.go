@@ -15,7 +15,9 @@ package compute
 //   - a few very long rows (fewer than half the multiprocessors, each
 //     longer than splitCols): each row cut into chunks of at least
 //     minChunk elements, a block per chunk, the chunks' partial results
-//     folded in order by a second kernel (_chunks);
+//     folded in order by the last block of the row to finish (in the
+//     stream's scratch memory; in a graph capture, by a second kernel,
+//     _chunks);
 //   - columns of a single row or a single column are the rows of the
 //     transposed shape (the same elements, the same index i);
 //   - fewer than 32 columns (narrow): a block reads whole rows at once,

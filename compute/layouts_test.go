@@ -230,7 +230,8 @@ func checkSoftmaxLayout[T cuda.Number](t *testing.T, e env, sh compute.Shape, x 
 // cut into chunks, narrow columns in several blocks then their partial
 // results, Softmax of chunks, ArgMax of many blocks), each with its
 // stream-ordered partial results, and launches the graph twice with new
-// inputs between: each launch computes from the inputs of its time.
+// inputs between: each launch computes from the inputs of its time, and
+// the last the same bits as the same calls outside a capture.
 func TestCaptureLayouts(t *testing.T) {
 	e := gpu(t)
 	const n = 1 << 20
@@ -297,5 +298,18 @@ func TestCaptureLayouts(t *testing.T) {
 		if got := download(t, sm)[peak]; math.Abs(float64(got)-1) > 1e-6 {
 			t.Errorf("round %d: softmax at the peak = %v, want 1", round, got)
 		}
+	}
+	// Outside a capture the kernels fold their partial results in the
+	// stream's scratch, the last block of each result folding them: the
+	// same tree, so the same bits as the graph's separate folds.
+	graphSum, graphCols := download(t, sum), download(t, cols)
+	if err := record(); err != nil {
+		t.Fatal(err)
+	}
+	if got := download(t, sum); !slices.Equal(got, graphSum) {
+		t.Errorf("Sum outside the graph = %v, in it %v", got, graphSum)
+	}
+	if got := download(t, cols); !slices.Equal(got, graphCols) {
+		t.Errorf("column sums outside the graph = %v, in it %v", got, graphCols)
 	}
 }

@@ -177,7 +177,7 @@ __device__ __forceinline__ void gocuda_grouped(const gocuda_s* src, gocuda_s* ds
 #define GOCUDA_WIDE (cols %% GOCUDA_V == 0 && (unsigned long long)gocuda_src %% 16 == 0 && (unsigned long long)gocuda_dst %% 16 == 0)
 // The kernel: group as planRows says, cached that the launch's dynamic
 // shared memory holds a row (a block per row).
-extern "C" __global__ void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int group, int cached) { // dst may be src: no __restrict__
+extern "C" __global__ __launch_bounds__(1024) void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int group, int cached) { // dst may be src: no __restrict__
 	extern __shared__ gocuda_vec<gocuda_s, GOCUDA_V> gocuda_cache[];
 	if (GOCUDA_WIDE) gocuda_grouped<GOCUDA_V>(gocuda_src, gocuda_dst, rows, cols, group, cached ? gocuda_cache : 0);
 	else gocuda_grouped<1>(gocuda_src, gocuda_dst, rows, cols, group, cached ? (gocuda_vec<gocuda_s, 1>*)gocuda_cache : 0);

@@ -8,15 +8,33 @@ import (
 	cuda "github.com/gocuda/cuda"
 )
 
-// param is one declared parameter: "float32 x".
+// param is one declared parameter: "float32 x", or "raw float32 x", which
+// an elementwise kernel does not index but hands its operation whole.
 type param struct {
 	t    dtype
 	name string
+	raw  bool
 }
 
 // declaration checks a kernel's name and parses its parameter lists, each
-// error naming the field of the declaration that was wrong.
+// error naming the field of the declaration that was wrong. A raw
+// parameter is an error: only Elementwise takes them (rawDeclaration), and
+// a reduction would otherwise index one as any other.
 func declaration(op, name, in, out string) (ins, outs []param, err error) {
+	if ins, outs, err = rawDeclaration(op, name, in, out); err != nil {
+		return nil, nil, err
+	}
+	for j, p := range append(append([]param(nil), ins...), outs...) {
+		if p.raw {
+			field := map[bool]string{true: "InParams", false: "OutParams"}[j < len(ins)]
+			return nil, nil, errorf(op, cuda.ErrInvalidValue, "%s: %s is raw: only an Elementwise takes raw parameters", field, p.name)
+		}
+	}
+	return ins, outs, nil
+}
+
+// rawDeclaration is declaration, with raw parameters taken.
+func rawDeclaration(op, name, in, out string) (ins, outs []param, err error) {
 	switch {
 	case strings.TrimSpace(name) == "":
 		return nil, nil, errorf(op, cuda.ErrInvalidValue, "Name is empty: a kernel needs a name (a C identifier)")
@@ -32,8 +50,9 @@ func declaration(op, name, in, out string) (ins, outs []param, err error) {
 	return ins, outs, nil
 }
 
-// parseParams parses a parameter list such as "float32 x, float32 y"; field
-// names the list in errors ("InParams").
+// parseParams parses a parameter list such as "raw float32 x, float32 y";
+// field names the list in errors ("InParams"). raw is a keyword only
+// before a type, as in CuPy: a parameter may still be named raw.
 func parseParams(op, field, list string) ([]param, error) {
 	var out []param
 	if strings.TrimSpace(list) == "" {
@@ -41,8 +60,17 @@ func parseParams(op, field, list string) ([]param, error) {
 	}
 	for _, p := range strings.Split(list, ",") {
 		f := strings.Fields(p)
-		if len(f) != 2 {
-			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a type and a name, such as \"float32 x\"", field, strings.TrimSpace(p))
+		raw := len(f) == 3 && f[0] == "raw"
+		if raw {
+			f = f[1:]
+		}
+		switch {
+		case len(f) == 2 && f[0] == "raw":
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not raw, a type and a name, such as \"raw float32 x\"", field, strings.TrimSpace(p))
+		case len(f) == 3 && f[1] == "raw":
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a type and a name: raw comes before the type, as in \"raw float32 x\"", field, strings.TrimSpace(p))
+		case len(f) != 2:
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a type and a name, such as \"float32 x\" (or \"raw float32 x\")", field, strings.TrimSpace(p))
 		}
 		t, ok := dtypeNamed(f[0])
 		if !ok {
@@ -51,7 +79,7 @@ func parseParams(op, field, list string) ([]param, error) {
 		if !ident(f[1]) {
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a name a parameter may have: want a C identifier, not starting with _ or gocuda", field, f[1])
 		}
-		out = append(out, param{t, f[1]})
+		out = append(out, param{t: t, name: f[1], raw: raw})
 	}
 	return out, nil
 }
@@ -151,9 +179,9 @@ func scalarArg[T cuda.Number](name string, v T) arg {
 }
 
 // classify checks that v may be passed for p: a *cuda.DeviceBuffer of p's
-// type, or (if scalarOK) a value of it. A type defined on p's (type
-// Celsius float32 for float32) is p's; Float16 and BFloat16 are only
-// float16's and bfloat16's.
+// type, or (if scalarOK, and p is not raw) a value of it. A type defined
+// on p's (type Celsius float32 for float32) is p's; Float16 and BFloat16
+// are only float16's and bfloat16's.
 func classify(op string, p param, v any, scalarOK bool) (arg, error) {
 	if v == nil {
 		return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is nil", p.name)
@@ -168,7 +196,10 @@ func classify(op string, p param, v any, scalarOK bool) (arg, error) {
 		}
 		return a, nil
 	}
-	if !scalarOK {
+	switch {
+	case p.raw:
+		return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is raw: it must be a *cuda.DeviceBuffer[%v], not a %T", p.name, p.t.goType, v)
+	case !scalarOK:
 		return arg{}, errorf(op, cuda.ErrInvalidValue, "%s is an output: it must be a *cuda.DeviceBuffer[%v], not a %T", p.name, p.t.goType, v)
 	}
 	vt := reflect.TypeOf(v)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 )
 
 // Shape is a row-major matrix's shape: Rows rows of Cols elements, one row
@@ -81,10 +82,13 @@ type ReductionSpec struct {
 //
 // Results are deterministic: the same inputs on the same device give the
 // same bits every run. The elements are folded in a fixed tree (each
-// thread a fixed run of them, then the threads of a block, then the
-// blocks' results in a second kernel), with no atomics; the tree depends
-// on the element count and the device's size only. Floating-point sums
-// may differ in their last bits from a sequential sum on the host.
+// thread a fixed run of them, then the lanes of its warp and the warps of
+// its block, then, where one result takes several blocks, their partial
+// results in block order, by the last of them to finish or, in a graph
+// capture, by a second kernel, in the same tree); the tree depends on the
+// shape and the device's size only (layout.go), never on timing: the
+// atomic counter that finds the last block adds nothing up. Floating-point
+// sums may differ in their last bits from a sequential sum on the host.
 //
 // A Reduction is safe for use by many goroutines.
 type Reduction struct {
@@ -242,7 +246,7 @@ __device__ __forceinline__ void gocuda_rows(%[2]s%[3]s* gocuda_out, long long ro
 		if (gocuda_lane == 0 && r < rows) gocuda_post(gocuda_out, r, v, cols);
 	}
 }
-extern "C" __global__ void %[1]s_rows(%[2]s%[3]s* gocuda_out, long long rows, long long cols, int group) {
+extern "C" __global__ __launch_bounds__(1024) void %[1]s_rows(%[2]s%[3]s* gocuda_out, long long rows, long long cols, int group) {
 	switch (group) {
 	case 1: gocuda_rows<1>(%[5]sgocuda_out, rows, cols); break;
 	case 2: gocuda_rows<2>(%[5]sgocuda_out, rows, cols); break;
@@ -253,34 +257,63 @@ extern "C" __global__ void %[1]s_rows(%[2]s%[3]s* gocuda_out, long long rows, lo
 	default: gocuda_rows<0>(%[5]sgocuda_out, rows, cols);
 	}
 }
+// The kernels that leave partial results (_split, _cols, _narrow) fold
+// them themselves where they are given counters (zero, in the stream's
+// scratch): each block, its partial results written, counts itself in, and
+// the last of a result's blocks folds its chunks as _chunks would, posts
+// the result and sets the counter back to zero. Without counters (a
+// capture, whose memory is stream-ordered), _chunks does it, in the same
+// tree: the same bits either way.
+//
+// gocuda_fold folds result o's chunks (partial[k * outs + o]) in a warp,
+// lane l taking chunks l, l + 32, ..., then the warp's tree; the reads
+// skip the cache another block's writes may be stale in.
+__device__ __forceinline__ gocuda_acc gocuda_fold(const gocuda_acc* partial, long long chunks, long long outs, long long o, unsigned int lane) {
+	gocuda_acc v = gocuda_identity();
+	for (long long k = lane; k < chunks; k += 32) v = gocuda_reduce(v, *(const volatile gocuda_acc*)&partial[k * outs + o]);
+	return gocuda_warp<32>(v);
+}
+// gocuda_arrive counts a block in at counter, once its partial results
+// are written (every thread must call it), and reports to every thread
+// whether it is the last of want.
+__device__ __forceinline__ bool gocuda_arrive(unsigned int* counter, unsigned int want) {
+	__shared__ bool gocuda_last;
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0 && threadIdx.y == 0) gocuda_last = atomicAdd(counter, 1u) == want - 1;
+	__syncthreads();
+	return gocuda_last;
+}
 // A few long rows: block (k, r) folds chunk k of row r (chunk elements, a
-// multiple of the vector width) into partial[k * rows + r], which _chunks
-// folds in chunk order.
-extern "C" __global__ void %[1]s_split(%[2]sgocuda_acc* gocuda_partial, long long rows, long long cols, long long chunk) {
+// multiple of the vector width) into partial[k * rows + r].
+extern "C" __global__ __launch_bounds__(1024) void %[1]s_split(%[2]sgocuda_acc* gocuda_partial, long long rows, long long cols, long long chunk, %[3]s* gocuda_out, unsigned int* gocuda_counters) {
 	const long long r = blockIdx.y, gocuda_from = (long long)blockIdx.x * chunk;
 	const long long gocuda_to = gocuda_from + chunk < cols ? gocuda_from + chunk : cols;
 	gocuda_acc v = gocuda_span(%[5]sr * cols + gocuda_from, r * cols + gocuda_to, threadIdx.x, blockDim.x, %[4]s);
 	v = gocuda_block(v);
 	if (threadIdx.x == 0) gocuda_partial[(long long)blockIdx.x * rows + r] = v;
+	if (gocuda_counters && gocuda_arrive(&gocuda_counters[r], gridDim.x) && threadIdx.x < 32) {
+		v = gocuda_fold(gocuda_partial, gridDim.x, rows, r, threadIdx.x);
+		if (threadIdx.x == 0) {
+			gocuda_post(gocuda_out, r, v, cols);
+			gocuda_counters[r] = 0;
+		}
+	}
 }
-// Partial results, chunks of them for each of outs results
-// (partial[k * outs + o]): a warp folds each result's, in a fixed tree,
-// and posts it, of n elements.
+// Partial results, chunks of them for each of outs results: a warp folds
+// each result's (gocuda_fold) and posts it, of n elements.
 extern "C" __global__ void %[1]s_chunks(const gocuda_acc* gocuda_partial, long long chunks, %[3]s* gocuda_out, long long outs, long long n) {
 	const long long gocuda_warps = (long long)gridDim.x * (blockDim.x / 32);
 	for (long long o = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32; o < outs; o += gocuda_warps) {
-		gocuda_acc v = gocuda_identity();
-		for (long long k = threadIdx.x %% 32; k < chunks; k += 32) v = gocuda_reduce(v, gocuda_partial[k * outs + o]);
-		v = gocuda_warp<32>(v);
+		const gocuda_acc v = gocuda_fold(gocuda_partial, chunks, outs, o, threadIdx.x %% 32);
 		if (threadIdx.x %% 32 == 0) gocuda_post(gocuda_out, o, v, n);
 	}
 }
 // Columns, 32 or more: a block takes 32 columns with 8 lanes of rows each,
 // lane y of row chunk k taking rows 8k+y, 8k+y + 8·chunks, ...; the lanes
 // fold in order through shared memory; with one chunk the result is
-// posted, else each chunk's is a partial result (partial[k * cols + c]),
-// which _chunks folds.
-extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols) {
+// posted, else each chunk's is a partial result (partial[k * cols + c]).
+extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
 	__shared__ gocuda_acc gocuda_lanes[8][32];
 	for (long long gocuda_b = blockIdx.x; gocuda_b * 32 < cols; gocuda_b += gridDim.x) {
 		const long long c = gocuda_b * 32 + threadIdx.x;
@@ -296,6 +329,16 @@ extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda
 			if (gridDim.y == 1) gocuda_post(gocuda_out, c, v, rows);
 			else gocuda_partial[blockIdx.y * cols + c] = v;
 		}
+		if (gridDim.y > 1 && gocuda_counters && gocuda_arrive(&gocuda_counters[gocuda_b], gridDim.y)) {
+			// The block's 8 warps (one a threadIdx.y) fold its 32 columns.
+			for (long long q = threadIdx.y; q < 32; q += 8) {
+				const long long o = gocuda_b * 32 + q;
+				if (o >= cols) break;
+				v = gocuda_fold(gocuda_partial, gridDim.y, cols, o, threadIdx.x);
+				if (threadIdx.x == 0) gocuda_post(gocuda_out, o, v, rows);
+			}
+			if (threadIdx.x == 0 && threadIdx.y == 0) gocuda_counters[gocuda_b] = 0;
+		}
 		__syncthreads();
 	}
 }
@@ -303,9 +346,8 @@ extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda
 // rows at a time, thread t column t %% cols of row group t / cols, so that
 // a step reads a run of the buffer; the groups fold in a fixed tree
 // through shared memory; with one block the result is posted, else each
-// block's is a partial result (partial[block * cols + c]), which _chunks
-// folds.
-extern "C" __global__ void %[1]s_narrow(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols) {
+// block's is a partial result (partial[block * cols + c]).
+extern "C" __global__ __launch_bounds__(1024) void %[1]s_narrow(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
 	__shared__ gocuda_acc gocuda_groups[1024];
 	const long long gocuda_per = blockDim.x / cols, c = threadIdx.x %% cols, gocuda_g = threadIdx.x / cols;
 	gocuda_acc v = gocuda_identity();
@@ -325,6 +367,14 @@ extern "C" __global__ void %[1]s_narrow(%[2]s%[3]s* gocuda_out, gocuda_acc* gocu
 	if (threadIdx.x < cols) {
 		if (gridDim.x == 1) gocuda_post(gocuda_out, c, gocuda_groups[threadIdx.x], rows);
 		else gocuda_partial[(long long)blockIdx.x * cols + c] = gocuda_groups[threadIdx.x];
+	}
+	if (gridDim.x > 1 && gocuda_counters && gocuda_arrive(gocuda_counters, gridDim.x)) {
+		// A warp a column.
+		for (long long o = threadIdx.x / 32; o < cols; o += blockDim.x / 32) {
+			v = gocuda_fold(gocuda_partial, gridDim.x, cols, o, threadIdx.x %% 32);
+			if (threadIdx.x %% 32 == 0) gocuda_post(gocuda_out, o, v, rows);
+		}
+		if (threadIdx.x == 0) *gocuda_counters = 0;
 	}
 }
 `, r.name, strings.Join(params, ""), r.out.t.storage, wide, strings.Join(args, ""), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
@@ -538,13 +588,41 @@ func (r *Reduction) foldRows(op string, s *cuda.Stream, shape Shape, as []arg) e
 	if err != nil {
 		return err
 	}
-	return withScratch(op, r.name, s, as, l.chunks*shape.Rows*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
-		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
-		if err := f[0].Launch(cfg, append(vals, partial, rows, cols, int64(l.chunk))...); err != nil {
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
+	bytes := l.chunks * shape.Rows * int(accSize(r.acc))
+	counters, partial, ok, err := streamScratch(op, s, shape.Rows, bytes)
+	if err != nil {
+		return err
+	}
+	if ok { // one launch: the last block of a row folds its chunks
+		return launchError(op, f[0].Launch(cfg, append(vals, partial, rows, cols, int64(l.chunk), out, counters)...), as, r.name)
+	}
+	return withScratch(op, r.name, s, as, bytes, func(partial *cuda.DeviceBuffer[byte]) error {
+		if err := f[0].Launch(cfg, append(vals, partial, rows, cols, int64(l.chunk), out, cuda.DevicePtr(0))...); err != nil {
 			return err
 		}
 		return launchChunks(f[1], s, partial, l.chunks, out, shape.Rows, cols)
 	})
+}
+
+// scratchCounters is how many counters (uint32) lead a stream's scratch;
+// the partial results follow them.
+const scratchCounters = 4096
+
+// streamScratch returns the counters and the partial results of a call of
+// kernels that fold their partial results themselves (the last block of a
+// result folds them, then sets its counter back to zero), in s's scratch:
+// ok false where the call must bring memory of its own, stream-ordered (s
+// captures a graph; the call needs more than the scratch holds).
+func streamScratch(op string, s *cuda.Stream, counters, bytes int) (cnt, partial cuda.DevicePtr, ok bool, err error) {
+	addr, size, err := attach.StreamScratch(s)
+	if err != nil {
+		return 0, 0, false, wrap(op, err, "taking the stream's scratch memory")
+	}
+	if addr == 0 || counters > scratchCounters || 4*scratchCounters+bytes > size {
+		return 0, 0, false, nil
+	}
+	return cuda.DevicePtr(addr), cuda.DevicePtr(addr + 4*scratchCounters), true, nil
 }
 
 // launchChunks launches _chunks: a warp per output of the outs, folding
@@ -582,10 +660,22 @@ func (r *Reduction) foldColumns(op string, s *cuda.Stream, shape Shape, as []arg
 		return err
 	}
 	if l.chunks == 1 { // one chunk posts its results itself: no partial results (null)
-		return launchError(op, f[0].Launch(cfg, append(vals, cuda.DevicePtr(0), rows, cols)...), as, r.name)
+		return launchError(op, f[0].Launch(cfg, append(vals, cuda.DevicePtr(0), rows, cols, cuda.DevicePtr(0))...), as, r.name)
 	}
-	return withScratch(op, r.name, s, as, l.chunks*shape.Cols*int(accSize(r.acc)), func(partial *cuda.DeviceBuffer[byte]) error {
-		if err := f[0].Launch(cfg, append(vals, partial, rows, cols)...); err != nil {
+	counterCount := 1 // _narrow: one for its blocks; _cols: one a block of columns
+	if l.kind == "_cols" {
+		counterCount = l.gx
+	}
+	bytes := l.chunks * shape.Cols * int(accSize(r.acc))
+	counters, partial, ok, err := streamScratch(op, s, counterCount, bytes)
+	if err != nil {
+		return err
+	}
+	if ok { // one launch: the last block of a result's folds its chunks
+		return launchError(op, f[0].Launch(cfg, append(vals, partial, rows, cols, counters)...), as, r.name)
+	}
+	return withScratch(op, r.name, s, as, bytes, func(partial *cuda.DeviceBuffer[byte]) error {
+		if err := f[0].Launch(cfg, append(vals, partial, rows, cols, cuda.DevicePtr(0))...); err != nil {
 			return err
 		}
 		return launchChunks(f[1], s, partial, l.chunks, out, shape.Cols, rows)

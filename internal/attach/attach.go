@@ -1,7 +1,8 @@
 // Package attach lets gocuda's other packages tie what they keep per
 // context (compute's loaded kernels) to the context's Close, so that a
-// user has no release call to forget. Package cuda sets OnClose when it
-// loads; nothing else writes it.
+// user has no release call to forget, and use a stream's scratch memory.
+// Package cuda sets OnClose and StreamScratch when it loads; nothing else
+// writes them.
 package attach
 
 // OnClose registers release to run when ctx, a *cuda.Context, is closed,
@@ -10,3 +11,11 @@ package attach
 // fails that Close and stays registered, so that the next Close tries it
 // again. It returns an error for a nil, zero or closed context.
 var OnClose func(ctx any, key any, release func() error) error
+
+// StreamScratch returns the address and size of s's scratch, a
+// *cuda.Stream's device memory for the kernels of one call on it, zeroed
+// when first given: a caller leaves it as it found the counters it uses
+// (zero). It returns 0 while s captures a graph, whose replays need memory
+// of their own (stream-ordered), and an error for a nil, zero or closed
+// stream or a failed allocation.
+var StreamScratch func(s any) (addr uintptr, size int, err error)

@@ -18,7 +18,7 @@ struct kernel {
 	const char *name;
 	uint64_t hash; // entry_hash of the entry in testdata/kernels.ptx
 	int nparams;
-	size_t size[6], offset[6];
+	size_t size[8], offset[8];
 	void (*run)(struct launch *);
 };
 
@@ -130,19 +130,36 @@ static void k_sum_float32_rows(struct launch *l) {
 	}
 }
 
+// counters_ok checks the counters a kernel that folds its partial
+// results itself is given (0: none): in range, and zero, as the generated
+// kernels need them (each last block sets its own back to zero).
+static int counters_ok(CUdeviceptr counters, long long n) {
+	if (!counters) return 1;
+	if (!range_ok(counters, n * 4)) return 0;
+	for (long long i = 0; i < n; i++)
+		if (((uint32_t *)DEVP(counters))[i]) return 0;
+	return 1;
+}
+
 // k_sum_float32_split: block (k, r) sums chunk k of row r into
-// partial[k * rows + r]; gridDim.y must be the rows.
+// partial[k * rows + r]; gridDim.y must be the rows. With counters, the
+// last block of each row sums its chunks into out[r].
 static void k_sum_float32_split(struct launch *l) {
-	CUdeviceptr x = P(l, 0, CUdeviceptr), partial = P(l, 1, CUdeviceptr);
+	CUdeviceptr x = P(l, 0, CUdeviceptr), partial = P(l, 1, CUdeviceptr), out = P(l, 5, CUdeviceptr), counters = P(l, 6, CUdeviceptr);
 	long long rows = P(l, 2, long long), cols = P(l, 3, long long), chunk = P(l, 4, long long), chunks = l->grid[0];
 	if (rows != l->grid[1] || cols < 0 || chunk < 1 || l->block[0] % 32 || !range_ok(x, rows * cols * 4) || !range_ok(partial, chunks * rows * 4))
 		return fault(l);
-	for (long long r = 0; r < rows; r++)
+	if (!counters_ok(counters, rows) || (counters && !range_ok(out, rows * 4))) return fault(l);
+	for (long long r = 0; r < rows; r++) {
+		float total = 0;
 		for (long long k = 0; k < chunks; k++) {
 			float v = 0;
 			for (long long c = k * chunk; c < (k + 1) * chunk && c < cols; c++) v += ((float *)DEVP(x))[r * cols + c];
 			((float *)DEVP(partial))[k * rows + r] = v;
+			total += v;
 		}
+		if (counters) ((float *)DEVP(out))[r] = total;
+	}
 }
 
 // k_sum_float32_chunks: out[o] = the sum of partial[k * outs + o].
@@ -161,13 +178,15 @@ static void k_sum_float32_chunks(struct launch *l) {
 // generated kernel does: 8 lanes of rows, lane y of chunk k taking rows
 // 8k+y, 8k+y + 8·chunks, ..., the lanes folded in order.
 static void k_sum_float32_cols(struct launch *l) {
-	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr), partial = P(l, 2, CUdeviceptr);
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr), partial = P(l, 2, CUdeviceptr), counters = P(l, 5, CUdeviceptr);
 	long long rows = P(l, 3, long long), cols = P(l, 4, long long), chunks = l->grid[1];
 	if (rows < 0 || cols < 0 || l->block[0] != 32 || l->block[1] != 8) return fault(l);
 	if ((rows && cols && !range_ok(x, rows * cols * 4)) || (chunks == 1 ? !range_ok(out, cols * 4) : !range_ok(partial, chunks * cols * 4)))
 		return fault(l);
+	if (chunks > 1 && (!counters_ok(counters, (cols + 31) / 32) || (counters && !range_ok(out, cols * 4)))) return fault(l);
 	const float *px = DEVP(x);
-	for (long long c = 0; c < cols; c++)
+	for (long long c = 0; c < cols; c++) {
+		float total = 0;
 		for (long long k = 0; k < chunks; k++) {
 			float v = 0;
 			for (int y = 0; y < 8; y++) {
@@ -177,7 +196,10 @@ static void k_sum_float32_cols(struct launch *l) {
 			}
 			if (chunks == 1) ((float *)DEVP(out))[c] = v;
 			else ((float *)DEVP(partial))[k * cols + c] = v;
+			total += v;
 		}
+		if (chunks > 1 && counters) ((float *)DEVP(out))[c] = total;
+	}
 }
 
 // k_sum_float32_short: a thread down each column (the grid-stride loop
@@ -197,19 +219,24 @@ static void k_sum_float32_short(struct launch *l) {
 // (per = blockDim.x / cols row groups g), into out with one block, else
 // into partial[b * cols + c].
 static void k_sum_float32_narrow(struct launch *l) {
-	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr), partial = P(l, 2, CUdeviceptr);
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr), partial = P(l, 2, CUdeviceptr), counters = P(l, 5, CUdeviceptr);
 	long long rows = P(l, 3, long long), cols = P(l, 4, long long), blocks = l->grid[0];
 	if (rows < 0 || cols < 1 || l->block[0] > 1024 || cols > l->block[0] || l->block[1] != 1 || l->grid[1] != 1) return fault(l);
 	long long per = l->block[0] / cols;
 	if (!range_ok(x, rows * cols * 4) || (blocks == 1 ? !range_ok(out, cols * 4) : !range_ok(partial, blocks * cols * 4))) return fault(l);
-	for (long long b = 0; b < blocks; b++)
-		for (long long c = 0; c < cols; c++) {
+	if (blocks > 1 && (!counters_ok(counters, 1) || (counters && !range_ok(out, cols * 4)))) return fault(l);
+	for (long long c = 0; c < cols; c++) {
+		float total = 0;
+		for (long long b = 0; b < blocks; b++) {
 			float v = 0;
 			for (long long g = 0; g < per; g++)
 				for (long long r = b * per + g; r < rows; r += blocks * per) v += ((float *)DEVP(x))[r * cols + c];
 			if (blocks == 1) ((float *)DEVP(out))[c] = v;
 			else ((float *)DEVP(partial))[b * cols + c] = v;
+			total += v;
 		}
+		if (blocks > 1 && counters) ((float *)DEVP(out))[c] = total;
+	}
 }
 
 // compute's Examples' kernels (compute/testdata/standin.ptx).
@@ -370,11 +397,11 @@ static const struct kernel kernels[] = {
 	// compute/testdata/standin.ptx
 	{"add_float32", 0x9be63b4d5e294918ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_add_float32},
 	{"reduce_sum_float32_rows", 0xd823f7bcace3acbbull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sum_float32_rows},
-	{"reduce_sum_float32_split", 0xe5103794eaa5ca46ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_split},
+	{"reduce_sum_float32_split", 0x2385ec1b062ae7aaull, 7, {8, 8, 8, 8, 8, 8, 8}, {0, 8, 16, 24, 32, 40, 48}, k_sum_float32_split},
 	{"reduce_sum_float32_chunks", 0xa7c5c326fa83f563ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_chunks},
-	{"reduce_sum_float32_cols", 0x8191617ec31a035eull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_cols},
+	{"reduce_sum_float32_cols", 0x254a9f566bce4b22ull, 6, {8, 8, 8, 8, 8, 8}, {0, 8, 16, 24, 32, 40}, k_sum_float32_cols},
 	{"reduce_sum_float32_short", 0x75489a119d6f51c2ull, 4, {8, 8, 8, 8}, {0, 8, 16, 24}, k_sum_float32_short},
-	{"reduce_sum_float32_narrow", 0x93076524551afe09ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_sum_float32_narrow},
+	{"reduce_sum_float32_narrow", 0x3e83e51a3a2184caull, 6, {8, 8, 8, 8, 8, 8}, {0, 8, 16, 24, 32, 40}, k_sum_float32_narrow},
 	{"axpy", 0x1a5389db0f2315faull, 4, {4, 8, 8, 8}, {0, 8, 16, 24}, k_axpy},
 	{"sumsq_rows", 0xd8ebbcfcda4fe577ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sumsq_rows},
 	{"cast_float32_bfloat16", 0x78ef5ed93b5957a6ull, 3, {8, 8, 8}, {0, 8, 16}, k_cast_float32_bfloat16},

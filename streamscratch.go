@@ -1,0 +1,97 @@
+package cuda
+
+import (
+	"sync"
+
+	"github.com/gocuda/cuda/internal/attach"
+	"github.com/gocuda/cuda/internal/driver"
+)
+
+// A stream's scratch is device memory that gocuda's other packages use
+// inside one call on the stream, between its kernels: compute's
+// reductions keep their blocks' partial results there, and counters that
+// tell the last block to finish that it folds them, so that a reduction
+// is one launch with no stream-ordered allocation. Work on one stream runs
+// in order, so one call's kernels never overlap another's; a user of the
+// scratch leaves its counters as it found them (zero). It is allocated and
+// zeroed on first use, and freed with the stream (Close, or the stream's
+// cleanup). A stream that captures a graph has none to give: a replay of
+// the graph may run beside the stream's later work (on another stream), so
+// the captured kernels must have memory of their own.
+type streamScratch struct {
+	mu   sync.Mutex
+	base driver.DevicePtr // 0: none yet, or freed
+}
+
+// scratchBytes is the size of every stream's scratch, when it has one.
+const scratchBytes = 1 << 20
+
+func init() { attach.StreamScratch = streamScratchOf }
+
+// streamScratchOf returns s's scratch (allocated and zeroed the first
+// time), or 0 while s captures (the driver is asked: a stream joined to
+// another's capture by an event captures too).
+func streamScratchOf(v any) (uintptr, int, error) {
+	const op = "Stream.scratch"
+	s, ok := v.(*Stream)
+	if !ok || s == nil {
+		return 0, 0, errorf(op, ErrInvalidValue, "not a *cuda.Stream: %T", v)
+	}
+	if err := s.enter(op); err != nil {
+		return 0, 0, err
+	}
+	defer s.leave()
+	var status int32
+	if err := check(op, driver.StreamIsCapturing(s.ctx.handle, s.handle, &status)); err != nil {
+		return 0, 0, err
+	}
+	if status != 0 {
+		return 0, 0, nil
+	}
+	sc := s.scratch
+	if sc == nil {
+		return 0, 0, errorf(op, ErrInvalidValue, "the stream has no scratch")
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.base == 0 {
+		var p driver.DevicePtr
+		if err := check(op, driver.MemAlloc(s.ctx.handle, &p, scratchBytes)); err != nil {
+			return 0, 0, err
+		}
+		if err := check(op, driver.MemsetD8(s.ctx.handle, p, 0, scratchBytes)); err != nil {
+			driver.MemFree(s.ctx.handle, p)
+			return 0, 0, err
+		}
+		sc.base = p
+	}
+	return uintptr(sc.base), scratchBytes, nil
+}
+
+// free frees the scratch, if there is one, with its context bound and
+// the stream's work finished.
+func (sc *streamScratch) free(ctx driver.Context) error {
+	if sc == nil {
+		return nil
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.base == 0 {
+		return nil
+	}
+	if r := driver.MemFree(ctx, sc.base); r.Code != driver.Success {
+		return check("Stream.Close", r)
+	}
+	sc.base = 0
+	return nil
+}
+
+// forget lets go of a scratch its context took with it.
+func (sc *streamScratch) forget() {
+	if sc == nil {
+		return
+	}
+	sc.mu.Lock()
+	sc.base = 0
+	sc.mu.Unlock()
+}
