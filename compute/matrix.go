@@ -161,6 +161,29 @@ __device__ __forceinline__ void gocuda_rows(const gocuda_s* src, gocuda_s* dst, 
 		}
 	}
 }
+// gocuda_staged takes rows of a few elements a thread each (G = 1), the
+// block's rows staged through shared memory (st, blockDim.x * cols values)
+// so that they are read and written in runs, each thread's row in three
+// passes as gocuda_short's.
+__device__ __forceinline__ void gocuda_staged(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols, gocuda_v* st) {
+	for (long long base = (long long)blockIdx.x * blockDim.x; base < rows; base += (long long)gridDim.x * blockDim.x) {
+		const long long n = (rows - base < blockDim.x ? rows - base : blockDim.x) * cols;
+		const gocuda_s* in = src + base * cols;
+		for (long long e = threadIdx.x; e < n; e += blockDim.x) st[e] = %[6]s;
+		__syncthreads();
+		if ((long long)threadIdx.x * cols < n) {
+			gocuda_v* row = st + threadIdx.x * cols;
+			gocuda_v m = -__int_as_float(0x7f800000), sum = 0;
+			for (long long c = 0; c < cols; c++) m = (row[c] != row[c] || row[c] > m) ? row[c] : m;
+			for (long long c = 0; c < cols; c++) sum += row[c] == m ? (gocuda_v)1 : exp(row[c] - m);
+			for (long long c = 0; c < cols; c++) { const gocuda_v x = row[c]; row[c] = %[7]s; }
+		}
+		__syncthreads();
+		gocuda_s* out = dst + base * cols;
+		for (long long e = threadIdx.x; e < n; e += blockDim.x) out[e] = %[8]s;
+		__syncthreads();
+	}
+}
 template <int V>
 __device__ __forceinline__ void gocuda_grouped(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols, int group, gocuda_vec<gocuda_s, V>* cache) {
 	switch (group) {
@@ -176,10 +199,12 @@ __device__ __forceinline__ void gocuda_grouped(const gocuda_s* src, gocuda_s* ds
 #define GOCUDA_V (16 / sizeof(gocuda_s))
 #define GOCUDA_WIDE (cols %% GOCUDA_V == 0 && (unsigned long long)gocuda_src %% 16 == 0 && (unsigned long long)gocuda_dst %% 16 == 0)
 // The kernel: group as planRows says, cached that the launch's dynamic
-// shared memory holds a row (a block per row).
+// shared memory holds a row (a block per row) or the block's rows (a
+// thread per row: staged).
 extern "C" __global__ __launch_bounds__(1024) void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int group, int cached) { // dst may be src: no __restrict__
 	extern __shared__ gocuda_vec<gocuda_s, GOCUDA_V> gocuda_cache[];
-	if (GOCUDA_WIDE) gocuda_grouped<GOCUDA_V>(gocuda_src, gocuda_dst, rows, cols, group, cached ? gocuda_cache : 0);
+	if (group == 1 && cached) gocuda_staged(gocuda_src, gocuda_dst, rows, cols, (gocuda_v*)gocuda_cache);
+	else if (GOCUDA_WIDE) gocuda_grouped<GOCUDA_V>(gocuda_src, gocuda_dst, rows, cols, group, cached ? gocuda_cache : 0);
 	else gocuda_grouped<1>(gocuda_src, gocuda_dst, rows, cols, group, cached ? (gocuda_vec<gocuda_s, 1>*)gocuda_cache : 0);
 }
 // A few long rows: block (k, r) joins chunk k of row r (chunk elements, a
@@ -203,7 +228,7 @@ extern "C" __global__ void %[1]s_apply(const gocuda_s* gocuda_src, gocuda_s* goc
 	if (GOCUDA_WIDE) gocuda_write<GOCUDA_V>(gocuda_src + r * cols, gocuda_dst + r * cols, from / GOCUDA_V, to / GOCUDA_V, threadIdx.x, blockDim.x, 0, m, sum);
 	else gocuda_write<1>(gocuda_src + r * cols, gocuda_dst + r * cols, from, to, threadIdx.x, blockDim.x, 0, m, sum);
 }
-`, name, t.value, t.storage, t.load("xs.v[k]"), t.store(out))
+`, name, t.value, t.storage, t.load("xs.v[k]"), t.store(out), t.load("in[e]"), out, t.store("st[e]"))
 }
 
 // Softmax sets each row of dst to the softmax of src's row: e^(x-max) over
@@ -218,6 +243,10 @@ func Softmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cu
 func LogSoftmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
 	return softmax("LogSoftmax", dst, src, shape, s, true)
 }
+
+// valueSize is the bytes of the type Softmax computes an element of size
+// bytes in: float for the halves, the type itself otherwise.
+func valueSize(size int) int { return max(size, 4) }
 
 // softmaxCache is the longest row, in bytes, Softmax keeps in shared
 // memory: 48 KiB (what a block may have without asking), less the kernel's
@@ -254,8 +283,11 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 		// row fits in what every device gives a block without asking.
 		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.blocks}, Block: cuda.Dim3{X: l.threads}, Stream: s}
 		cached := int32(0)
-		if bytes := shape.Cols * size; l.group == 0 && bytes <= softmaxCache {
+		switch bytes := shape.Cols * size; {
+		case l.group == 0 && bytes <= softmaxCache:
 			cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
+		case l.group == 1: // a thread a row: the block's rows staged, in the value type
+			cfg.SharedMemBytes, cached = l.threads*shape.Cols*valueSize(size), 1
 		}
 		return launchError(op, f.Launch(cfg, src, dst, rows, cols, int32(l.group), cached), as[:], name)
 	}
@@ -267,11 +299,7 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	if err != nil {
 		return err
 	}
-	valueSize := 4 // the halves are computed in float
-	if size == 8 {
-		valueSize = 8
-	}
-	return withScratch(op, name, s, as[:], 2*l.chunks*shape.Rows*valueSize, func(scratch *cuda.DeviceBuffer[byte]) error {
+	return withScratch(op, name, s, as[:], 2*l.chunks*shape.Rows*valueSize(size), func(scratch *cuda.DeviceBuffer[byte]) error {
 		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
 		if err := stats.Launch(cfg, src, scratch, rows, cols, int64(l.chunk)); err != nil {
 			return err

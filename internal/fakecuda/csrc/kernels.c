@@ -293,7 +293,10 @@ static void k_softmax_bfloat16(struct launch *l) {
 	CUdeviceptr src = P(l, 0, CUdeviceptr), dst = P(l, 1, CUdeviceptr);
 	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
 	int group = P(l, 4, int), cached = P(l, 5, int);
-	if (!rows_step(l, group) || (cached && (group || l->shared < cols * 2))) return fault(l);
+	// cached: a block per row keeps its row (bfloat16), a thread per row
+	// stages the block's rows (in float).
+	if (!rows_step(l, group) || (cached && (group > 1 || (group == 0 && l->shared < cols * 2) || (group == 1 && l->shared < l->block[0] * cols * 4))))
+		return fault(l);
 	if (rows < 0 || cols < 0 || (rows && cols && (!range_ok(src, rows * cols * 2) || !range_ok(dst, rows * cols * 2)))) return fault(l);
 	for (long long r = 0; r < rows; r++) {
 		const uint16_t *in = (const uint16_t *)DEVP(src) + r * cols;
