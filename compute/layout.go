@@ -87,7 +87,17 @@ type colLayout struct {
 	kind   string // the kernel: _narrow (fewer than 32 columns), _short (few rows), _cols
 	gx, gy int    // the grid: for _cols, column blocks by chunks of rows; else gx blocks
 	chunks int    // the partial results per column (1: posted directly)
+	// last says the last block of a result's may fold its chunks (in
+	// the stream's scratch): not where a block of _cols would fold 32
+	// columns of more than lastChunks chunks, which a second kernel's
+	// many warps fold faster (65536×32 float32: 24 µs in the last block,
+	// 12 in two kernels, on the H200).
+	last bool
 }
+
+// lastChunks is the most chunks of 32 columns the last block of _cols
+// folds itself.
+const lastChunks = 128
 
 const (
 	// shortRows is the most rows _short takes, a thread down each
@@ -111,14 +121,14 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 		if ceilDiv(rows, per) > narrowSteps {
 			blocks = max(1, min(ceilDiv(rows, 8*per), d.resident*blockSize/bigBlock))
 		}
-		return colLayout{kind: "_narrow", gx: blocks, gy: 1, chunks: blocks}
+		return colLayout{kind: "_narrow", gx: blocks, gy: 1, chunks: blocks, last: true}
 	case rows <= shortRows:
-		return colLayout{kind: "_short", gx: min(ceilDiv(ceilDiv(cols, width), blockSize), maxGrid), gy: 1, chunks: 1}
+		return colLayout{kind: "_short", gx: min(ceilDiv(ceilDiv(cols, width), blockSize), maxGrid), gy: 1, chunks: 1, last: true}
 	}
 	gx := min(ceilDiv(cols, 32), maxGrid)
 	chunks := 1
 	if rows > passRows {
 		chunks = max(1, min(d.resident/gx, ceilDiv(rows, 64), 65535))
 	}
-	return colLayout{kind: "_cols", gx: gx, gy: chunks, chunks: chunks}
+	return colLayout{kind: "_cols", gx: gx, gy: chunks, chunks: chunks, last: chunks <= lastChunks}
 }

@@ -64,17 +64,19 @@ func TestPlanCols(t *testing.T) {
 		rows, cols int
 		want       colLayout
 	}{
-		{1048576, 5, colLayout{kind: "_narrow", gx: 264, gy: 1, chunks: 264}},
-		{6528, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1}},
-		{6529, 5, colLayout{kind: "_narrow", gx: 5, gy: 1, chunks: 5}},
-		{7, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1}},
-		{7, 1048576, colLayout{kind: "_short", gx: 1024, gy: 1, chunks: 1}},
-		{32, 1000, colLayout{kind: "_short", gx: 1, gy: 1, chunks: 1}},
-		{33, 1000, colLayout{kind: "_cols", gx: 32, gy: 1, chunks: 1}},
-		{256, 8192, colLayout{kind: "_cols", gx: 256, gy: 1, chunks: 1}},
-		{257, 8192, colLayout{kind: "_cols", gx: 256, gy: 4, chunks: 4}},
+		{1048576, 5, colLayout{kind: "_narrow", gx: 264, gy: 1, chunks: 264, last: true}},
+		{6528, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1, last: true}},
+		{6529, 5, colLayout{kind: "_narrow", gx: 5, gy: 1, chunks: 5, last: true}},
+		{7, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1, last: true}},
+		{7, 1048576, colLayout{kind: "_short", gx: 1024, gy: 1, chunks: 1, last: true}},
+		{32, 1000, colLayout{kind: "_short", gx: 1, gy: 1, chunks: 1, last: true}},
+		{33, 1000, colLayout{kind: "_cols", gx: 32, gy: 1, chunks: 1, last: true}},
+		{256, 8192, colLayout{kind: "_cols", gx: 256, gy: 1, chunks: 1, last: true}},
+		{257, 8192, colLayout{kind: "_cols", gx: 256, gy: 4, chunks: 4, last: true}},
 		{65536, 128, colLayout{kind: "_cols", gx: 4, gy: 264, chunks: 264}},
-		{4096, 65536, colLayout{kind: "_cols", gx: 2048, gy: 1, chunks: 1}},
+		{8192, 256, colLayout{kind: "_cols", gx: 8, gy: 128, chunks: 128, last: true}},
+		{65536, 32, colLayout{kind: "_cols", gx: 1, gy: 1024, chunks: 1024}},
+		{4096, 65536, colLayout{kind: "_cols", gx: 2048, gy: 1, chunks: 1, last: true}},
 	} {
 		if got := planCols(h200, tc.rows, tc.cols, 4); got != tc.want {
 			t.Errorf("%dx%d: %+v, want %+v", tc.rows, tc.cols, got, tc.want)

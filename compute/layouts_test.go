@@ -19,10 +19,11 @@ import (
 // the H200 (132 multiprocessors): a warp's lanes per row up to 2048
 // elements, a block per row to 65536 and beyond for many rows, chunks for
 // 66 rows or fewer past 65536; fewer than 32 columns narrow, chunks of rows
-// where the columns do not fill the device; 11264 float32 the longest row
+// where the columns do not fill the device, folded by their last block up
+// to 128 chunks (65000×32: more); 11264 float32 the longest row
 // Softmax keeps in shared memory.
 var (
-	layoutRows = []int{1, 2, 3, 32, 33, 66, 67, 133, 256, 257, 264, 265, 4099}
+	layoutRows = []int{1, 2, 3, 32, 33, 66, 67, 133, 256, 257, 264, 265, 4099, 65000}
 	layoutCols = []int{1, 2, 3, 5, 8, 31, 32, 33, 129, 1000, 2048, 2049, 11264, 11265, 65536, 65537, 200003}
 )
 

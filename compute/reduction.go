@@ -667,9 +667,12 @@ func (r *Reduction) foldColumns(op string, s *cuda.Stream, shape Shape, as []arg
 		counterCount = l.gx
 	}
 	bytes := l.chunks * shape.Cols * int(accSize(r.acc))
-	counters, partial, ok, err := streamScratch(op, s, counterCount, bytes)
-	if err != nil {
-		return err
+	var counters, partial cuda.DevicePtr
+	ok := false
+	if l.last {
+		if counters, partial, ok, err = streamScratch(op, s, counterCount, bytes); err != nil {
+			return err
+		}
 	}
 	if ok { // one launch: the last block of a result's folds its chunks
 		return launchError(op, f[0].Launch(cfg, append(vals, partial, rows, cols, counters)...), as, r.name)
