@@ -18,6 +18,8 @@ import (
 // cleanup). A stream that captures a graph has none to give: a replay of
 // the graph may run beside the stream's later work (on another stream), so
 // the captured kernels must have memory of their own.
+//
+// Locks: mu is a leaf (the allocation and free under it are driver calls).
 type streamScratch struct {
 	mu   sync.Mutex
 	base driver.DevicePtr // 0: none yet, or freed

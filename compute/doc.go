@@ -23,9 +23,11 @@
 //
 // Every operation can be captured into a CUDA graph (Stream.Capture) once
 // its kernel is compiled: a capture does not compile, so call the
-// operation once before capturing it. (Reductions of a whole buffer, and
-// of the columns of a tall matrix, allocate their partial results in
-// stream order, which a capture records as nodes of the graph.)
+// operation once before capturing it. (A reduction that takes several
+// blocks for one result keeps their partial results in the stream's
+// scratch memory outside a capture, and in a capture allocates them in
+// stream order, which the capture records as nodes of the graph: a replay
+// may run beside the stream's later work. Both give the same bits.)
 //
 // Generated kernels read and write 16 bytes of a buffer at a time where
 // every buffer of the call is aligned for it (buffers from cuda.Alloc
@@ -33,8 +35,10 @@
 // element one by one).
 //
 // Reductions are deterministic: the same input on the same device gives the
-// same bits, run after run. They fold in a fixed tree, with no atomics;
-// integers are summed in 64 bits and Float16 and BFloat16 in float32.
+// same bits, run after run. They fold in a fixed tree that depends on the
+// shape only (an atomic counter finds the block that folds the others'
+// results, and adds nothing up); integers are summed in 64 bits and
+// Float16 and BFloat16 in float32.
 //
 // # The kernel cache
 //

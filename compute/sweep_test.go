@@ -136,7 +136,8 @@ func TestFaultSweep(t *testing.T) {
 	x, x1 := upload(t, e.ctx, in), upload(t, e.ctx, ones)
 	// A buffer whose Sum cuts its one row into chunks (longer than
 	// splitCols), and whose columns as 700×100 fold in chunks of rows:
-	// both with partial results in stream-ordered memory.
+	// both with partial results in the stream's scratch memory (whose
+	// making TestScratchFaults sweeps).
 	const bigN = 70000
 	bigIn := make([]float32, bigN)
 	for i := range bigIn {
@@ -389,8 +390,8 @@ var notSwept = map[string]string{
 
 // notOnFake are the operations whose kernels the fake has no C version of
 // (compute/testdata/standin.ptx): their driver calls are those of Add's
-// and Sum's kinds (a module loaded, a launch, partial results allocated in
-// stream order), swept on those.
+// and Sum's kinds (a module loaded, a launch, the stream's scratch
+// memory), swept on those.
 var notOnFake = []string{
 	"Fill", "Iota", "Sub", "Mul", "Div", "Max", "Min", "AddScalar", "SubScalar", "MulScalar", "DivScalar", "MaxScalar", "MinScalar",
 	"Axpby", "Abs", "Neg", "Relu", "Exp", "Log", "Sqrt", "Tanh", "Sigmoid", "Gelu", "Where",
@@ -416,5 +417,51 @@ func checkSweepCovers(t *testing.T, covered iter.Seq[string]) {
 		if !in[name] {
 			t.Errorf("exported %s is in no row of TestFaultSweep, nor in notSwept or notOnFake", name)
 		}
+	}
+}
+
+// TestScratchFaults: a failure of any call that makes a stream's scratch
+// memory (asking whether the stream captures, allocating, zeroing) is the
+// reduction's error, naming the call, holds no memory, and the next call
+// on the stream makes the scratch and computes.
+func TestScratchFaults(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	compute.UseStandIn(t)
+	e := newEnv(t)
+	x := make([]float32, 70000) // a row cut into chunks: the scratch's; sums to 69999
+	for i := range x {
+		x[i] = float32(i % 3)
+	}
+	dx, sum := upload(t, e.ctx, x), must(cuda.Alloc[float32](e.ctx, 1))(t)
+	defer sum.Free()
+	for _, fn := range []string{"cuStreamIsCapturing", "cuMemAlloc_v2", "cuMemsetD8_v2"} {
+		t.Run(fn, func(t *testing.T) {
+			s := must(e.ctx.NewStream())(t)
+			live := f.Live("device")
+			f.Fail(fn, 1, 2)
+			err := compute.Sum(sum, dx, s)
+			f.ResetFaults()
+			if !errors.Is(err, cuda.ErrOutOfMemory) || !strings.Contains(err.Error(), fn) {
+				t.Fatalf("Sum with %s failing: %v, want an error wrapping ErrOutOfMemory naming it", fn, err)
+			}
+			if got := f.Live("device"); got != live {
+				t.Errorf("%d device allocations after the failure, want %d", got, live)
+			}
+			if err := compute.Sum(sum, dx, s); err != nil {
+				t.Fatal(err)
+			}
+			if got := download(t, sum)[0]; got != 69999 {
+				t.Errorf("Sum after the failure = %v, want 69999", got)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Live("device"); got != live {
+				t.Errorf("%d device allocations after Close, want %d: the scratch stayed", got, live)
+			}
+		})
 	}
 }
