@@ -61,7 +61,10 @@ func streamScratchOf(v any) (uintptr, int, error) {
 		if err := check(op, driver.MemAlloc(s.ctx.handle, &p, scratchBytes)); err != nil {
 			return 0, 0, err
 		}
-		if err := check(op, driver.MemsetD8(s.ctx.handle, p, 0, scratchBytes)); err != nil {
+		// Zeroed on s itself: a memset without a stream is the legacy
+		// default stream's, which gocuda's streams (non-blocking) do not
+		// wait for, so the first kernel could read the counters first.
+		if err := check(op, driver.MemsetD8Async(s.ctx.handle, p, 0, scratchBytes, s.handle)); err != nil {
 			driver.MemFree(s.ctx.handle, p)
 			return 0, 0, err
 		}

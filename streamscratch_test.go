@@ -9,7 +9,8 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// TestStreamScratch: a stream's scratch is allocated zeroed on first use,
+// TestStreamScratch: a stream's scratch is allocated on first use, zeroed
+// in the stream's order,
 // the same memory every time after, none while the stream captures, and
 // freed when the stream closes; a zero or closed stream has none.
 func TestStreamScratch(t *testing.T) {
@@ -26,6 +27,10 @@ func TestStreamScratch(t *testing.T) {
 	}
 	if got := f.Live("device"); got != live+1 {
 		t.Fatalf("%d device allocations after the first use, want %d", got, live+1)
+	}
+	// Zeroed in s's order, before s's next work: wait for it to read it.
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
 	}
 	view := must(cuda.FromRaw[byte](ctx, cuda.DevicePtr(addr), size))(t)
 	zeros := make([]byte, size)

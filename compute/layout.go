@@ -12,7 +12,7 @@ package compute
 //     1,048,576×5 matrix runs 4096 blocks of 256 rows;
 //   - longer rows: a block per row, of 1024 threads where the rows are
 //     too few to fill the device with blocks of blockSize;
-//   - a few very long rows (fewer than half the multiprocessors, each
+//   - a few very long rows (at most half the multiprocessors, each
 //     longer than splitCols): each row cut into chunks of at least
 //     minChunk elements, a block per chunk, the chunks' partial results
 //     folded in order by the last block of the row to finish (in the
@@ -36,9 +36,9 @@ const (
 	// groupCols is the longest row lanes of a warp take (64 elements a
 	// lane at 32 lanes); a longer one gets a block.
 	groupCols = 2048
-	// splitCols is the shortest row a few rows are cut into chunks for:
-	// shorter, a block per row finishes in about the time of the second
-	// launch a cut costs.
+	// splitCols is the longest row a few rows are not cut into chunks
+	// for: up to it, a block per row finishes about as soon as a cut
+	// row's blocks and their fold.
 	splitCols = 65536
 	// minChunk is the fewest elements of a chunk of a cut row.
 	minChunk = 8192

@@ -437,7 +437,7 @@ func TestScratchFaults(t *testing.T) {
 	}
 	dx, sum := upload(t, e.ctx, x), must(cuda.Alloc[float32](e.ctx, 1))(t)
 	defer sum.Free()
-	for _, fn := range []string{"cuStreamIsCapturing", "cuMemAlloc_v2", "cuMemsetD8_v2"} {
+	for _, fn := range []string{"cuStreamIsCapturing", "cuMemAlloc_v2", "cuMemsetD8Async"} {
 		t.Run(fn, func(t *testing.T) {
 			s := must(e.ctx.NewStream())(t)
 			live := f.Live("device")

@@ -14,8 +14,9 @@ var OnClose func(ctx any, key any, release func() error) error
 
 // StreamScratch returns the address and size of s's scratch, a
 // *cuda.Stream's device memory for the kernels of one call on it, zeroed
-// when first given: a caller leaves it as it found the counters it uses
-// (zero). It returns 0 while s captures a graph, whose replays need memory
+// on the stream when first given (in the stream's order: work queued on
+// the stream after it sees zeros): a caller leaves the counters it uses
+// as it found them (zero). It returns 0 while s captures a graph, whose replays need memory
 // of their own (stream-ordered), and an error for a nil, zero or closed
 // stream or a failed allocation.
 var StreamScratch func(s any) (addr uintptr, size int, err error)
