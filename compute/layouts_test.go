@@ -47,15 +47,23 @@ func layoutShapes() []compute.Shape {
 // both times.
 func TestLayouts(t *testing.T) {
 	e := gpu(t)
-	layoutsOf[float32](t, e, 2e-6)
-	layoutsOf[float64](t, e, 1e-14)
-	layoutsOf[cuda.BFloat16](t, e, 2e-6)
-	layoutsOf[int32](t, e, 0)
+	layoutsOf(t, e, 2e-6, &floatOps[float32]{compute.MeanAxis[float32], compute.Softmax[float32]})
+	layoutsOf(t, e, 1e-14, &floatOps[float64]{compute.MeanAxis[float64], compute.Softmax[float64]})
+	layoutsOf(t, e, 2e-6, &floatOps[cuda.BFloat16]{compute.MeanAxis[cuda.BFloat16], compute.Softmax[cuda.BFloat16]})
+	layoutsOf[int32](t, e, 0, nil)
+}
+
+// floatOps are the operations of the float types alone, checked where
+// layoutsOf is given them.
+type floatOps[T cuda.Number] struct {
+	meanAxis func(dst, src *cuda.DeviceBuffer[T], sh compute.Shape, axis compute.Axis, s *cuda.Stream) error
+	softmax  func(dst, src *cuda.DeviceBuffer[T], sh compute.Shape, s *cuda.Stream) error
 }
 
 // layoutsOf checks T, whose sums accumulate with relative error acc per
-// fold (0: exactly, in 64 bits).
-func layoutsOf[T cuda.Number](t *testing.T, e env, acc float64) {
+// fold (0: exactly, in 64 bits), and its float operations where it has
+// them.
+func layoutsOf[T cuda.Number](t *testing.T, e env, acc float64, ops *floatOps[T]) {
 	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
 		lo, hi := -1.0, 1.0
 		if acc == 0 {
@@ -69,7 +77,7 @@ func layoutsOf[T cuda.Number](t *testing.T, e env, acc float64) {
 			if err := src.CopyFromHost(x); err != nil {
 				t.Fatal(err)
 			}
-			checkLayout(t, e, sh, x, src, acc)
+			checkLayout(t, e, sh, x, src, acc, ops)
 			if err := base.Free(); err != nil {
 				t.Fatal(err)
 			}
@@ -99,23 +107,19 @@ func twice[T cuda.Number](t *testing.T, what string, dst *cuda.DeviceBuffer[T], 
 	return first
 }
 
-func checkLayout[T cuda.Number](t *testing.T, e env, sh compute.Shape, x []T, src *cuda.DeviceBuffer[T], acc float64) {
+func checkLayout[T cuda.Number](t *testing.T, e env, sh compute.Shape, x []T, src *cuda.DeviceBuffer[T], acc float64, ops *floatOps[T]) {
 	t.Helper()
 	out := tolerance[T]() // the rounding of the result to T
 	for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {
-		outer, inner := sh.Rows, sh.Cols
-		at := func(o, k int) float64 { return toF(x[o*sh.Cols+k]) }
-		if axis == compute.PerColumn {
-			outer, inner = sh.Cols, sh.Rows
-			at = func(o, k int) float64 { return toF(x[k*sh.Cols+o]) }
-		}
+		outer, inner, elem := alongAxis(x, sh, axis)
+		at := func(o, k int) float64 { return toF(elem(o, k)) }
 		dst := must(cuda.Alloc[T](e.ctx, outer))(t)
 		name := func(op string) string { return fmt.Sprintf("%s %v %v", op, sh, axis) }
 		sums := twice(t, name("SumAxis"), dst, func() error { return compute.SumAxis(dst, src, sh, axis, e.s) })
 		maxes := twice(t, name("MaxAxis"), dst, func() error { return compute.MaxAxis(dst, src, sh, axis, e.s) })
 		var means []T
-		if acc != 0 {
-			means = twice(t, name("MeanAxis"), dst, func() error { return meanAxis(dst, src, sh, axis, e.s) })
+		if ops != nil {
+			means = twice(t, name("MeanAxis"), dst, func() error { return ops.meanAxis(dst, src, sh, axis, e.s) })
 		}
 		dst.Free()
 		for o := range outer {
@@ -139,7 +143,7 @@ func checkLayout[T cuda.Number](t *testing.T, e env, sh compute.Shape, x []T, sr
 			if math.Abs(toF(sums[o])-s) > bound {
 				t.Fatalf("%s: %d = %v, want %v (within %g)", name("SumAxis"), o, sums[o], s, bound)
 			}
-			if mean := s / float64(inner); math.Abs(toF(means[o])-mean) > bound/float64(inner)+out*math.Abs(mean) {
+			if mean := s / float64(inner); means != nil && math.Abs(toF(means[o])-mean) > bound/float64(inner)+out*math.Abs(mean) {
 				t.Fatalf("%s: %d = %v, want %v", name("MeanAxis"), o, means[o], mean)
 			}
 		}
@@ -169,59 +173,24 @@ func checkLayout[T cuda.Number](t *testing.T, e env, sh compute.Shape, x []T, sr
 	if got := twice(t, fmt.Sprintf("ArgMax of %d", n), index, func() error { return compute.ArgMax(index, src, e.s) })[0]; got != int64(best) {
 		t.Fatalf("ArgMax of %d = %d (%v), want %d (%v)", n, got, x[got], best, x[best])
 	}
-	if acc != 0 {
-		checkSoftmaxLayout(t, e, sh, x, src)
+	if ops != nil {
+		checkSoftmaxLayout(t, e, sh, x, src, ops.softmax)
 	}
 }
 
-// meanAxis is MeanAxis of a float T (the integers have none).
-func meanAxis[T cuda.Number](dst, src *cuda.DeviceBuffer[T], sh compute.Shape, axis compute.Axis, s *cuda.Stream) error {
-	switch d := any(dst).(type) {
-	case *cuda.DeviceBuffer[float32]:
-		return compute.MeanAxis(d, any(src).(*cuda.DeviceBuffer[float32]), sh, axis, s)
-	case *cuda.DeviceBuffer[float64]:
-		return compute.MeanAxis(d, any(src).(*cuda.DeviceBuffer[float64]), sh, axis, s)
-	case *cuda.DeviceBuffer[cuda.BFloat16]:
-		return compute.MeanAxis(d, any(src).(*cuda.DeviceBuffer[cuda.BFloat16]), sh, axis, s)
-	}
-	return fmt.Errorf("no MeanAxis of %T", dst)
-}
-
-// checkSoftmaxLayout checks Softmax of a float T's rows.
-func checkSoftmaxLayout[T cuda.Number](t *testing.T, e env, sh compute.Shape, x []T, src *cuda.DeviceBuffer[T]) {
+// checkSoftmaxLayout checks softmax (Softmax of a float T) of x's rows.
+func checkSoftmaxLayout[T cuda.Number](t *testing.T, e env, sh compute.Shape, x []T, src *cuda.DeviceBuffer[T],
+	softmax func(dst, src *cuda.DeviceBuffer[T], sh compute.Shape, s *cuda.Stream) error) {
 	t.Helper()
 	dst := must(cuda.Alloc[T](e.ctx, len(x)))(t)
 	defer dst.Free()
-	op := func() error {
-		switch d := any(dst).(type) {
-		case *cuda.DeviceBuffer[float32]:
-			return compute.Softmax(d, any(src).(*cuda.DeviceBuffer[float32]), sh, e.s)
-		case *cuda.DeviceBuffer[float64]:
-			return compute.Softmax(d, any(src).(*cuda.DeviceBuffer[float64]), sh, e.s)
-		case *cuda.DeviceBuffer[cuda.BFloat16]:
-			return compute.Softmax(d, any(src).(*cuda.DeviceBuffer[cuda.BFloat16]), sh, e.s)
-		}
-		return fmt.Errorf("no Softmax of %T", dst)
-	}
-	got := twice(t, fmt.Sprintf("Softmax %v", sh), dst, op)
-	tol := map[bool]float64{true: 1.6e-2, false: 2e-6}[tolerance[T]() > 1e-3]
-	if tolerance[T]() < 1e-10 {
-		tol = 1e-13
-	}
+	got := twice(t, fmt.Sprintf("Softmax %v", sh), dst, func() error { return softmax(dst, src, sh, e.s) })
+	tol := max(tolerance[T](), 1e-13) // float64's exponentials: 1e-13
 	for r := range sh.Rows {
-		row := x[r*sh.Cols : (r+1)*sh.Cols]
-		m := math.Inf(-1)
-		for _, v := range row {
-			m = math.Max(m, toF(v))
-		}
-		var sum float64
-		for _, v := range row {
-			sum += math.Exp(toF(v) - m)
-		}
-		for c, v := range row {
-			want := math.Exp(toF(v)-m) / sum
-			if g := toF(got[r*sh.Cols+c]); math.Abs(g-want) > tol*math.Max(want, 1e-3)*4 {
-				t.Fatalf("Softmax %v: [%d,%d] = %v, want %v", sh, r, c, g, want)
+		want, _ := softmaxWant(x[r*sh.Cols : (r+1)*sh.Cols])
+		for c, w := range want {
+			if g := toF(got[r*sh.Cols+c]); math.Abs(g-w) > tol*math.Max(w, 1e-3)*4 {
+				t.Fatalf("Softmax %v: [%d,%d] = %v, want %v", sh, r, c, g, w)
 			}
 		}
 	}

@@ -492,12 +492,7 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 			x := randoms[T](sh.Rows*sh.Cols, lo, hi)
 			dx := upload(t, e.ctx, x)
 			for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {
-				outer, inner := sh.Rows, sh.Cols
-				at := func(o, k int) T { return x[o*sh.Cols+k] }
-				if axis == compute.PerColumn {
-					outer, inner = sh.Cols, sh.Rows
-					at = func(o, k int) T { return x[k*sh.Cols+o] }
-				}
+				outer, inner, at := alongAxis(x, sh, axis)
 				dst := must(cuda.Alloc[T](e.ctx, outer))(t)
 				if err := compute.MaxAxis(dst, dx, sh, axis, e.s); err != nil {
 					t.Fatal(err)
@@ -532,6 +527,16 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 			}
 		}
 	})
+}
+
+// alongAxis views x, a row-major matrix of shape sh, as the results of a
+// reduction along axis: outer of them (rows, or columns), each folding
+// inner elements, element k of result o at(o, k).
+func alongAxis[T any](x []T, sh compute.Shape, axis compute.Axis) (outer, inner int, at func(o, k int) T) {
+	if axis == compute.PerColumn {
+		return sh.Cols, sh.Rows, func(o, k int) T { return x[k*sh.Cols+o] }
+	}
+	return sh.Rows, sh.Cols, func(o, k int) T { return x[o*sh.Cols+k] }
 }
 
 // wrap converts an int64 sum to T as the device's store does (modulo
@@ -627,24 +632,9 @@ func softmaxOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
 			}
 			gl := download(t, dx)
 			for r := range sh.Rows {
-				row := x[r*sh.Cols : (r+1)*sh.Cols]
-				m := math.Inf(-1)
-				for _, v := range row {
-					m = math.Max(m, toF(v))
-				}
-				var sum float64
-				for _, v := range row {
-					sum += math.Exp(toF(v) - m)
-				}
-				for c, v := range row {
-					want := math.Exp(toF(v)-m) / sum
-					lwant := toF(v) - m - math.Log(sum)
-					if math.IsInf(m, 1) { // +Inf - +Inf is NaN, as on the device and in PyTorch
-						want, lwant = math.NaN(), math.NaN()
-						if !math.IsInf(toF(v), 1) {
-							want, lwant = 0, math.Inf(-1)
-						}
-					}
+				wants, lwants := softmaxWant(x[r*sh.Cols : (r+1)*sh.Cols])
+				for c := range sh.Cols {
+					want, lwant := wants[c], lwants[c]
 					got := toF(gs[r*sh.Cols+c])
 					if math.IsNaN(want) != math.IsNaN(got) || math.Abs(got-want) > tol*math.Max(want, 1e-3)*4 {
 						t.Fatalf("Softmax %v: [%d,%d] = %v, want %v", sh, r, c, got, want)
@@ -657,6 +647,32 @@ func softmaxOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
 			}
 		}
 	})
+}
+
+// softmaxWant is the Softmax and the LogSoftmax of row in float64, as the
+// device computes them: e^(x-max) over the row's sum of them, and x - max
+// - log(sum); a row whose largest is +Inf is NaN where +Inf and 0 (-Inf)
+// elsewhere (+Inf - +Inf is NaN, as on the device and in PyTorch).
+func softmaxWant[T cuda.Number](row []T) (want, logWant []float64) {
+	m := math.Inf(-1)
+	for _, v := range row {
+		m = math.Max(m, toF(v))
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(toF(v) - m)
+	}
+	want, logWant = make([]float64, len(row)), make([]float64, len(row))
+	for c, v := range row {
+		want[c], logWant[c] = math.Exp(toF(v)-m)/sum, toF(v)-m-math.Log(sum)
+		if math.IsInf(m, 1) {
+			want[c], logWant[c] = math.NaN(), math.NaN()
+			if !math.IsInf(toF(v), 1) {
+				want[c], logWant[c] = 0, math.Inf(-1)
+			}
+		}
+	}
+	return want, logWant
 }
 
 // TestTranspose: in tiles, and skinny (fewer than 8 rows or columns: a

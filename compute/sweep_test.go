@@ -70,12 +70,7 @@ func TestStandIn(t *testing.T) {
 		{Rows: 70000, Cols: 2}, {Rows: 1400, Cols: 100}, {Rows: 2, Cols: 70000}, {Rows: 3, Cols: 5000}, {Rows: 1, Cols: 140000}} {
 		v := must(dx.Slice(0, sh.Rows*sh.Cols))(t)
 		for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {
-			outer, inner := sh.Rows, sh.Cols
-			at := func(o, k int) float32 { return x[o*sh.Cols+k] }
-			if axis == compute.PerColumn {
-				outer, inner = sh.Cols, sh.Rows
-				at = func(o, k int) float32 { return x[k*sh.Cols+o] }
-			}
+			outer, inner, at := alongAxis(x, sh, axis)
 			out := must(cuda.Alloc[float32](e.ctx, outer))(t)
 			t.Cleanup(func() { out.Free() })
 			if err := compute.SumAxis(out, v, sh, axis, e.s); err != nil {
