@@ -2,10 +2,7 @@ module github.com/gocuda/cuda/bench
 
 go 1.26.0
 
-require (
-	golang.org/x/mod v0.43.0
-	gonum.org/v1/plot v0.17.0
-)
+require gonum.org/v1/plot v0.17.0
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

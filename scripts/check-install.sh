@@ -3,7 +3,7 @@
 # as it will for a user: the command's go.mod has no replace directive, the
 # library and tooling versions it requires are commits of this repository,
 # its go.sum holds their sums, and it builds against them. The modules are
-# served from a proxy folder written from git (bench/modproxy), the rest
+# served from a proxy folder written from git (internal/cmd/modproxy), the rest
 # from the usual proxy; then the installed command runs `gocuda version`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,13 +29,13 @@ for m in github.com/gocuda/cuda:. github.com/gocuda/cuda/bench:bench; do
 		echo "cmd/gocuda/go.mod requires $path at $version, not a commit of this repository: run scripts/pin-command.sh"
 		exit 1
 	fi
-	got=$(go run ./bench/modproxy -dir "$tmp/proxy" -rev "$hash" "$folder" | awk '{ print $2 }')
+	got=$(go run ./internal/cmd/modproxy -dir "$tmp/proxy" -rev "$hash" "$folder" | awk '{ print $2 }')
 	if [ "$got" != "$version" ]; then
 		echo "cmd/gocuda/go.mod requires $path at $version, but that commit's pseudo-version is $got"
 		exit 1
 	fi
 done
-go run ./bench/modproxy -dir "$tmp/proxy" -rev HEAD cmd/gocuda
+go run ./internal/cmd/modproxy -dir "$tmp/proxy" -rev HEAD cmd/gocuda
 mkdir "$tmp/elsewhere"
 (cd "$tmp/elsewhere" && GOWORK=off GOFLAGS= GONOSUMDB=github.com/gocuda/cuda GOPROXY="file://$tmp/proxy,$(go env GOPROXY)" GOBIN="$tmp/bin" \
 	go install github.com/gocuda/cuda/cmd/gocuda@latest)

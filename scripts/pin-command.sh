@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 rev=${1:-HEAD}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go run ./bench/modproxy -dir "$tmp" -rev "$rev" . bench >"$tmp/versions"
+go run ./internal/cmd/modproxy -dir "$tmp" -rev "$rev" . bench >"$tmp/versions"
 lib=$(awk '$1 == "github.com/gocuda/cuda" { print $2 }' "$tmp/versions")
 tools=$(awk '$1 == "github.com/gocuda/cuda/bench" { print $2 }' "$tmp/versions")
 proxy="file://$tmp,$(go env GOPROXY)"
