@@ -24,13 +24,13 @@ func TestNamedElementType(t *testing.T) {
 	}
 	e := newEnv(t)
 	in := []Celsius{1.5, -2.25, 3, 0.5, 100, -7.75, 0, 12.125, 4, 1}
-	x := upload(t, e.ctx, in)
+	x := cudatest.Upload(t, e.ctx, in)
 	y := must(cuda.Alloc[Celsius](e.ctx, len(in)))(t)
 	defer y.Free()
 	if err := compute.Add(y, x, x, e.s); err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range download(t, y) {
+	for i, v := range cudatest.Download(t, y) {
 		if v != 2*in[i] {
 			t.Fatalf("Add: element %d = %v, want %v", i, v, 2*in[i])
 		}
@@ -44,7 +44,7 @@ func TestNamedElementType(t *testing.T) {
 	for _, v := range in {
 		want += v
 	}
-	if got := download(t, sum)[0]; got != want {
+	if got := cudatest.Download(t, sum)[0]; got != want {
 		t.Errorf("Sum = %v, want %v", got, want)
 	}
 	bf := must(cuda.Alloc[cuda.BFloat16](e.ctx, len(in)))(t)
@@ -52,7 +52,7 @@ func TestNamedElementType(t *testing.T) {
 	if err := compute.Cast(bf, x, e.s); err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range download(t, bf) {
+	for i, v := range cudatest.Download(t, bf) {
 		if w := cuda.NewBFloat16(float32(in[i])); v != w {
 			t.Fatalf("Cast: element %d = %v, want %v", i, v, w)
 		}
@@ -61,7 +61,7 @@ func TestNamedElementType(t *testing.T) {
 	if err := axpy.Launch(e.s, Celsius(3), x, y); err != nil { // y = 3x + 2x
 		t.Fatal(err)
 	}
-	for i, v := range download(t, y) {
+	for i, v := range cudatest.Download(t, y) {
 		if v != 5*in[i] {
 			t.Fatalf("axpy of Celsius: element %d = %v, want %v", i, v, 5*in[i])
 		}

@@ -5,6 +5,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // TestCapture captures operations of each kind (an elementwise kernel, a
@@ -60,10 +61,10 @@ func TestCapture(t *testing.T) {
 		for _, v := range in {
 			total += 2 * v
 		}
-		if got := download(t, sum)[0]; got != total {
+		if got := cudatest.Download(t, sum)[0]; got != total {
 			t.Errorf("round %d: Sum = %v, want %v", round, got, total)
 		}
-		gotRows, gotY, gotT := download(t, rows), download(t, y), download(t, tr)
+		gotRows, gotY, gotT := cudatest.Download(t, rows), cudatest.Download(t, y), cudatest.Download(t, tr)
 		for r := range sh.Rows {
 			var want float32
 			for c := range sh.Cols {
@@ -79,7 +80,7 @@ func TestCapture(t *testing.T) {
 		if gotY[n-1] != 2*in[n-1] {
 			t.Errorf("round %d: y[%d] = %v, want %v", round, n-1, gotY[n-1], 2*in[n-1])
 		}
-		smv := download(t, sm)
+		smv := cudatest.Download(t, sm)
 		if smv[sh.Cols-1] <= smv[0] { // softmax grows with the input
 			t.Errorf("round %d: softmax row 0 = %v", round, smv[:sh.Cols])
 		}

@@ -8,6 +8,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // largeN is the large count: past 2^28 elements, by a tail that
@@ -60,7 +61,7 @@ func TestLargeCount(t *testing.T) {
 			a[i] = float64(i%1000) - 500.25
 		}
 	})
-	da := upload(t, e.ctx, a)
+	da := cudatest.Upload(t, e.ctx, a)
 	db := must(cuda.Alloc[float64](e.ctx, n))(t)
 	defer db.Free()
 	if err := compute.Iota(db, 0, 1, e.s); err != nil {
@@ -69,14 +70,14 @@ func TestLargeCount(t *testing.T) {
 	if err := compute.Add(db, da, db, e.s); err != nil { // a[i] + i
 		t.Fatal(err)
 	}
-	got := download(t, db)
+	got := cudatest.Download(t, db)
 	if i := firstWrong(n, func(i int) bool { return got[i] == a[i]+float64(i) }); i >= 0 {
 		t.Fatalf("Iota then Add: element %d = %v, want %v", i, got[i], a[i]+float64(i))
 	}
 	if err := compute.MulScalar(db, da, 2, e.s); err != nil {
 		t.Fatal(err)
 	}
-	got = download(t, db)
+	got = cudatest.Download(t, db)
 	if i := firstWrong(n, func(i int) bool { return got[i] == 2*a[i] }); i >= 0 {
 		t.Fatalf("MulScalar: element %d = %v, want %v", i, got[i], 2*a[i])
 	}
@@ -89,7 +90,7 @@ func TestLargeCount(t *testing.T) {
 	if err := compute.Cast(f, da, e.s); err != nil {
 		t.Fatal(err)
 	}
-	hf := download(t, f)
+	hf := cudatest.Download(t, f)
 	if i := firstWrong(n, func(i int) bool { return hf[i] == float32(a[i]) }); i >= 0 {
 		t.Fatalf("Cast: element %d = %v, want %v", i, hf[i], float32(a[i]))
 	}
@@ -105,7 +106,7 @@ func TestLargeCount(t *testing.T) {
 	}
 	// float32 sums of 2^28 terms: off by some units of the last place of
 	// the partial sums, whose size is bounded by the terms' magnitudes.
-	if got := float64(download(t, sum)[0]); math.Abs(got-want) > 1e-6*magnitude {
+	if got := float64(cudatest.Download(t, sum)[0]); math.Abs(got-want) > 1e-6*magnitude {
 		t.Errorf("Sum = %v, want %v (within %v)", got, want, 1e-6*magnitude)
 	}
 	last := []float32{1e9}
@@ -117,7 +118,7 @@ func TestLargeCount(t *testing.T) {
 	if err := compute.ArgMax(idx, f, e.s); err != nil {
 		t.Fatal(err)
 	}
-	if got := download(t, idx)[0]; got != int64(n-1) {
+	if got := cudatest.Download(t, idx)[0]; got != int64(n-1) {
 		t.Errorf("ArgMax = %d, want %d", got, n-1)
 	}
 
@@ -128,7 +129,7 @@ func TestLargeCount(t *testing.T) {
 	if err := compute.MaxAxis(cols, must(f.Slice(0, sh.Rows*sh.Cols))(t), sh, compute.PerColumn, e.s); err != nil {
 		t.Fatal(err)
 	}
-	for c, got := range download(t, cols) {
+	for c, got := range cudatest.Download(t, cols) {
 		m := float32(math.Inf(-1))
 		for r := range sh.Rows {
 			m = max(m, hf[r*sh.Cols+c])
@@ -163,7 +164,7 @@ func TestLargeCount(t *testing.T) {
 	if err := compute.Where(w, mask, ones, twos, e.s); err != nil {
 		t.Fatal(err)
 	}
-	hw := download(t, w)
+	hw := cudatest.Download(t, w)
 	if i := firstWrong(n, func(i int) bool { return hw[i] == 1 && i < n-3 || hw[i] == 2 && i >= n-3 }); i >= 0 {
 		t.Fatalf("Fill then Where: byte %d = %d", i, hw[i])
 	}

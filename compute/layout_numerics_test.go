@@ -8,6 +8,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // The reductions, ArgMax and Softmax in each of their layouts (the
@@ -97,7 +98,7 @@ func twice[T cuda.Number](t *testing.T, what string, dst *cuda.DeviceBuffer[T], 
 		if err := op(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		got := download(t, dst)
+		got := cudatest.Download(t, dst)
 		if round == 0 {
 			first = got
 		} else if !slices.Equal(first, got) {
@@ -256,30 +257,30 @@ func TestCaptureLayouts(t *testing.T) {
 			total += v
 			perCol[i%4] += v
 		}
-		if got := download(t, sum)[0]; got != total {
+		if got := cudatest.Download(t, sum)[0]; got != total {
 			t.Errorf("round %d: Sum = %v, want %v", round, got, total)
 		}
-		if got := download(t, cols); !slices.Equal(got, perCol[:]) {
+		if got := cudatest.Download(t, cols); !slices.Equal(got, perCol[:]) {
 			t.Errorf("round %d: column sums %v, want %v", round, got, perCol)
 		}
-		if got := download(t, index)[0]; got != int64(peak) {
+		if got := cudatest.Download(t, index)[0]; got != int64(peak) {
 			t.Errorf("round %d: ArgMax = %d, want %d", round, got, peak)
 		}
-		if got := download(t, sm)[peak]; math.Abs(float64(got)-1) > 1e-6 {
+		if got := cudatest.Download(t, sm)[peak]; math.Abs(float64(got)-1) > 1e-6 {
 			t.Errorf("round %d: softmax at the peak = %v, want 1", round, got)
 		}
 	}
 	// Outside a capture the kernels fold their partial results in the
 	// stream's scratch, the last block of each result folding them: the
 	// same tree, so the same bits as the graph's separate folds.
-	graphSum, graphCols := download(t, sum), download(t, cols)
+	graphSum, graphCols := cudatest.Download(t, sum), cudatest.Download(t, cols)
 	if err := record(); err != nil {
 		t.Fatal(err)
 	}
-	if got := download(t, sum); !slices.Equal(got, graphSum) {
+	if got := cudatest.Download(t, sum); !slices.Equal(got, graphSum) {
 		t.Errorf("Sum outside the graph = %v, in it %v", got, graphSum)
 	}
-	if got := download(t, cols); !slices.Equal(got, graphCols) {
+	if got := cudatest.Download(t, cols); !slices.Equal(got, graphCols) {
 		t.Errorf("column sums outside the graph = %v, in it %v", got, graphCols)
 	}
 }

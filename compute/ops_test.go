@@ -121,22 +121,6 @@ func near[T cuda.Number](got T, want float64, tol float64) bool {
 	return math.Abs(g-want) <= tol*math.Max(1, math.Abs(want))
 }
 
-func upload[T any](t testing.TB, ctx *cuda.Context, v []T) *cuda.DeviceBuffer[T] {
-	t.Helper()
-	b := must(cuda.FromHost(ctx, v))(t)
-	t.Cleanup(func() { b.Free() })
-	return b
-}
-
-func download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
-	t.Helper()
-	out := make([]T, b.Len())
-	if err := b.CopyToHost(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 type env struct {
 	ctx *cuda.Context
 	s   *cuda.Stream
@@ -163,12 +147,12 @@ func checkBinary[T cuda.Number](t *testing.T, e env, name string, op func(dst, a
 	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
 		for _, n := range sizes {
 			a, b := randoms[T](n, lo, hi), randoms[T](n, bLo, hi)
-			da, db := upload(t, e.ctx, a), upload(t, e.ctx, b)
+			da, db := cudatest.Upload(t, e.ctx, a), cudatest.Upload(t, e.ctx, b)
 			dst := must(cuda.Alloc[T](e.ctx, n))(t)
 			if err := op(dst, da, db, e.s); err != nil {
 				t.Fatal(err)
 			}
-			got := download(t, dst)
+			got := cudatest.Download(t, dst)
 			for i := range got {
 				if want := ref(toF(a[i]), toF(b[i])); !near(got[i], want, tolerance[T]()) {
 					t.Fatalf("n %d: element %d: %v op %v = %v, want %v", n, i, a[i], b[i], got[i], want)
@@ -182,7 +166,7 @@ func checkBinary[T cuda.Number](t *testing.T, e env, name string, op func(dst, a
 			if err := opScalar(dst, da, v, e.s); err != nil {
 				t.Fatal(err)
 			}
-			got = download(t, dst)
+			got = cudatest.Download(t, dst)
 			for i := range got {
 				if want := ref(toF(a[i]), toF(v)); !near(got[i], want, tolerance[T]()) {
 					t.Fatalf("n %d, scalar: element %d: %v op %v = %v, want %v", n, i, a[i], v, got[i], want)
@@ -228,11 +212,11 @@ func checkUnary[T cuda.Number](t *testing.T, e env, name string, op func(dst, sr
 		for _, n := range sizes {
 			x := randoms[T](n, lo, hi)
 			dst := must(cuda.Alloc[T](e.ctx, n))(t)
-			if err := op(dst, upload(t, e.ctx, x), e.s); err != nil {
+			if err := op(dst, cudatest.Upload(t, e.ctx, x), e.s); err != nil {
 				t.Fatal(err)
 			}
 			tol := tolerance[T]() * 4 // the device's transcendental functions are within a few ulp
-			for i, g := range download(t, dst) {
+			for i, g := range cudatest.Download(t, dst) {
 				if want := ref(toF(x[i])); !near(g, want, tol) {
 					t.Fatalf("n %d: element %d: %s(%v) = %v, want %v", n, i, name, x[i], g, want)
 				}
@@ -290,7 +274,7 @@ func TestCastBits(t *testing.T) {
 	for i, b := range []uint32{0x33000000, 0x33000001, 0x387fe000, 0x477fe000, 0x477ff000, 0x3f808000, 0x3f818000, 0x7f7fffff, 0x00000001, 0x80000000, 0x7fc00001, 0xff800000} {
 		bits[i] = math.Float32frombits(b)
 	}
-	src := upload(t, e.ctx, bits)
+	src := cudatest.Upload(t, e.ctx, bits)
 	h := must(cuda.Alloc[cuda.Float16](e.ctx, n))(t)
 	defer h.Free()
 	bf := must(cuda.Alloc[cuda.BFloat16](e.ctx, n))(t)
@@ -301,7 +285,7 @@ func TestCastBits(t *testing.T) {
 	if err := compute.Cast(bf, src, e.s); err != nil {
 		t.Fatal(err)
 	}
-	gh, gbf := download(t, h), download(t, bf)
+	gh, gbf := cudatest.Download(t, h), cudatest.Download(t, bf)
 	for i, f := range bits {
 		if want := cuda.NewFloat16(f); gh[i] != want {
 			t.Fatalf("float32 %#08x to Float16: %#04x, want %#04x", math.Float32bits(f), uint16(gh[i]), uint16(want))
@@ -322,13 +306,13 @@ func TestCastBits(t *testing.T) {
 		cast func() error
 		want func(int) float32
 	}{
-		{"Float16", func() error { return compute.Cast(wide, upload(t, e.ctx, all), e.s) }, func(i int) float32 { return all[i].Float32() }},
-		{"BFloat16", func() error { return compute.Cast(wide, upload(t, e.ctx, allB), e.s) }, func(i int) float32 { return allB[i].Float32() }},
+		{"Float16", func() error { return compute.Cast(wide, cudatest.Upload(t, e.ctx, all), e.s) }, func(i int) float32 { return all[i].Float32() }},
+		{"BFloat16", func() error { return compute.Cast(wide, cudatest.Upload(t, e.ctx, allB), e.s) }, func(i int) float32 { return allB[i].Float32() }},
 	} {
 		if err := c.cast(); err != nil {
 			t.Fatal(err)
 		}
-		for i, g := range download(t, wide) {
+		for i, g := range cudatest.Download(t, wide) {
 			if math.Float32bits(g) != math.Float32bits(c.want(i)) {
 				t.Fatalf("%s %#04x to float32: %#08x, want %#08x", c.name, i, math.Float32bits(g), math.Float32bits(c.want(i)))
 			}
@@ -341,7 +325,7 @@ func TestCastBits(t *testing.T) {
 func TestCastTypes(t *testing.T) {
 	e := gpu(t)
 	x := randoms[float64](1000003, -100, 100)
-	src := upload(t, e.ctx, x)
+	src := cudatest.Upload(t, e.ctx, x)
 	check := func(name string, err error, got func(i int) float64, want func(float64) float64) {
 		t.Helper()
 		if err != nil {
@@ -360,13 +344,13 @@ func TestCastTypes(t *testing.T) {
 	u8 := must(cuda.Alloc[uint8](e.ctx, len(x)))(t)
 	defer u8.Free()
 	err := compute.Cast(i32, src, e.s)
-	gi := download(t, i32)
+	gi := cudatest.Download(t, i32)
 	check("float64 to int32", err, func(i int) float64 { return float64(gi[i]) }, func(v float64) float64 { return float64(int32(v)) })
 	err = compute.Cast(f32, i32, e.s)
-	gf := download(t, f32)
+	gf := cudatest.Download(t, f32)
 	check("int32 to float32", err, func(i int) float64 { return float64(gf[i]) }, func(v float64) float64 { return float64(float32(int32(v))) })
 	err = compute.Cast(u8, i32, e.s)
-	gu := download(t, u8)
+	gu := cudatest.Download(t, u8)
 	check("int32 to uint8", err, func(i int) float64 { return float64(gu[i]) }, func(v float64) float64 { return float64(uint8(int32(v))) })
 }
 
@@ -377,7 +361,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 		if err := compute.Fill(b, 2.5, e.s); err != nil {
 			t.Fatal(err)
 		}
-		for i, v := range download(t, b) {
+		for i, v := range cudatest.Download(t, b) {
 			if v != 2.5 {
 				t.Fatalf("Fill: element %d is %v", i, v)
 			}
@@ -385,16 +369,16 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 		if err := compute.Iota(b, 1, 0.5, e.s); err != nil {
 			t.Fatal(err)
 		}
-		for i, v := range download(t, b) {
+		for i, v := range cudatest.Download(t, b) {
 			if want := 1 + float32(i)*0.5; v != want {
 				t.Fatalf("Iota: element %d is %v, want %v", i, v, want)
 			}
 		}
 		x := randoms[float32](n, -1, 1)
-		if err := compute.Axpby(2, upload(t, e.ctx, x), -1, b, e.s); err != nil {
+		if err := compute.Axpby(2, cudatest.Upload(t, e.ctx, x), -1, b, e.s); err != nil {
 			t.Fatal(err)
 		}
-		for i, v := range download(t, b) {
+		for i, v := range cudatest.Download(t, b) {
 			if want := 2*x[i] - (1 + float32(i)*0.5); !near(v, float64(want), 2e-6) {
 				t.Fatalf("Axpby: element %d is %v, want %v", i, v, want)
 			}
@@ -405,10 +389,10 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 		}
 		a, c := randoms[int64](n, -1e9, 1e9), randoms[int64](n, -1e9, 1e9)
 		w := must(cuda.Alloc[int64](e.ctx, n))(t)
-		if err := compute.Where(w, upload(t, e.ctx, mask), upload(t, e.ctx, a), upload(t, e.ctx, c), e.s); err != nil {
+		if err := compute.Where(w, cudatest.Upload(t, e.ctx, mask), cudatest.Upload(t, e.ctx, a), cudatest.Upload(t, e.ctx, c), e.s); err != nil {
 			t.Fatal(err)
 		}
-		for i, v := range download(t, w) {
+		for i, v := range cudatest.Download(t, w) {
 			want := c[i]
 			if mask[i] != 0 {
 				want = a[i]
@@ -425,7 +409,7 @@ func TestFillIotaAxpbyWhere(t *testing.T) {
 	if err := compute.Iota(ints, -500, 3, e.s); err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range download(t, ints) {
+	for i, v := range cudatest.Download(t, ints) {
 		if want := int16(-500 + 3*i); v != want {
 			t.Fatalf("Iota int16: element %d is %v, want %v", i, v, want)
 		}
@@ -441,7 +425,7 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 		tol := tolerance[T]()
 		for _, n := range sizes {
 			x := randoms[T](n, lo, hi)
-			dx := upload(t, e.ctx, x)
+			dx := cudatest.Upload(t, e.ctx, x)
 			var sum float64
 			mx, mn := math.Inf(-1), math.Inf(1)
 			for _, v := range x {
@@ -461,7 +445,7 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 				if err := c.op(out, dx, e.s); err != nil {
 					t.Fatalf("%s of %d: %v", name, n, err)
 				}
-				got := download(t, out)[0]
+				got := cudatest.Download(t, out)[0]
 				if tol == 0 && name == "Sum" {
 					// Integers sum in 64 bits, then wrap to T.
 					var s int64
@@ -481,7 +465,7 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 				if err := mean(out, dx, e.s); err != nil {
 					t.Fatal(err)
 				}
-				got := download(t, out)[0]
+				got := cudatest.Download(t, out)[0]
 				if want := sum / float64(n); !near(got, want, max(tol*4, 1e-6)) {
 					t.Fatalf("Mean of %d: %v, want %v", n, got, want)
 				}
@@ -490,18 +474,18 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 		// Per row and per column of odd shapes.
 		for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 1001, Cols: 3}, {Rows: 3, Cols: 100003}, {Rows: 200003, Cols: 5}, {Rows: 4099, Cols: 4099}} {
 			x := randoms[T](sh.Rows*sh.Cols, lo, hi)
-			dx := upload(t, e.ctx, x)
+			dx := cudatest.Upload(t, e.ctx, x)
 			for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {
 				outer, inner, at := alongAxis(x, sh, axis)
 				dst := must(cuda.Alloc[T](e.ctx, outer))(t)
 				if err := compute.MaxAxis(dst, dx, sh, axis, e.s); err != nil {
 					t.Fatal(err)
 				}
-				gotMax := download(t, dst)
+				gotMax := cudatest.Download(t, dst)
 				if err := compute.SumAxis(dst, dx, sh, axis, e.s); err != nil {
 					t.Fatal(err)
 				}
-				gotSum := download(t, dst)
+				gotSum := cudatest.Download(t, dst)
 				for o := range outer {
 					var s float64
 					m := math.Inf(-1)
@@ -580,7 +564,7 @@ func TestReductions(t *testing.T) {
 // TestSumDeterministic: the same sum twice gives the same bits.
 func TestSumDeterministic(t *testing.T) {
 	e := gpu(t)
-	x := upload(t, e.ctx, randoms[float32](1<<24+3, -1, 1))
+	x := cudatest.Upload(t, e.ctx, randoms[float32](1<<24+3, -1, 1))
 	out := must(cuda.Alloc[float32](e.ctx, 1))(t)
 	defer out.Free()
 	var first uint32
@@ -588,7 +572,7 @@ func TestSumDeterministic(t *testing.T) {
 		if err := compute.Sum(out, x, e.s); err != nil {
 			t.Fatal(err)
 		}
-		got := math.Float32bits(download(t, out)[0])
+		got := math.Float32bits(cudatest.Download(t, out)[0])
 		if r == 0 {
 			first = got
 		} else if got != first {
@@ -619,18 +603,18 @@ func softmaxOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
 				x[3] = fromF[T](math.NaN())       // row 0: all NaN
 				x[1024+7] = fromF[T](math.Inf(1)) // row 1: NaN where +Inf, 0 elsewhere
 			}
-			dx := upload(t, e.ctx, x)
+			dx := cudatest.Upload(t, e.ctx, x)
 			sm := must(cuda.Alloc[T](e.ctx, len(x)))(t)
 			if err := compute.Softmax(sm, dx, sh, e.s); err != nil {
 				t.Fatal(err)
 			}
-			gs := download(t, sm)
+			gs := cudatest.Download(t, sm)
 			sm.Free()
 			// In place: dst is src.
 			if err := compute.LogSoftmax(dx, dx, sh, e.s); err != nil {
 				t.Fatal(err)
 			}
-			gl := download(t, dx)
+			gl := cudatest.Download(t, dx)
 			for r := range sh.Rows {
 				wants, lwants := softmaxWant(x[r*sh.Cols : (r+1)*sh.Cols])
 				for c := range sh.Cols {
@@ -683,10 +667,10 @@ func TestTranspose(t *testing.T) {
 		{Rows: 1000003, Cols: 1}, {Rows: 7, Cols: 100003}, {Rows: 100003, Cols: 5}, {Rows: 8, Cols: 8}, {Rows: 7, Cols: 8}, {Rows: 8, Cols: 70001}} {
 		x := randoms[int32](sh.Rows*sh.Cols, -1e9, 1e9)
 		dst := must(cuda.Alloc[int32](e.ctx, len(x)))(t)
-		if err := compute.Transpose(dst, upload(t, e.ctx, x), sh, e.s); err != nil {
+		if err := compute.Transpose(dst, cudatest.Upload(t, e.ctx, x), sh, e.s); err != nil {
 			t.Fatal(err)
 		}
-		got := download(t, dst)
+		got := cudatest.Download(t, dst)
 		for r := range sh.Rows {
 			for c := range sh.Cols {
 				if got[c*sh.Rows+r] != x[r*sh.Cols+c] {
@@ -710,15 +694,15 @@ func TestNamesLikeTheGenerators(t *testing.T) {
 	k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "names", InParams: ins, OutParams: "float32 out", Operation: "out = start + stride + vectors + j + k + body + vec + partial;"}))(t)
 	r := must(compute.NewReduction(compute.ReductionSpec{Name: "names_sum", InParams: ins + ", float32 map, float32 reduce, float32 identity, float32 post, float32 block, float32 at, float32 acc", OutParams: "float32 out", MapExpr: "start + map + at", ReduceExpr: "a + b", PostMapExpr: "out = a;", Identity: "0", ReduceType: "float32"}))(t)
 	const n = 1001
-	x := upload(t, e.ctx, randoms[float32](n, -1, 1))
+	x := cudatest.Upload(t, e.ctx, randoms[float32](n, -1, 1))
 	args := []any{x, float32(1), x, float32(2), x, float32(3), x, float32(4)}
 	out := must(cuda.Alloc[float32](e.ctx, n))(t)
 	defer out.Free()
 	if err := k.Launch(e.s, append(args, out)...); err != nil {
 		t.Fatal(err)
 	}
-	hx := download(t, x)
-	for i, got := range download(t, out) {
+	hx := cudatest.Download(t, x)
+	for i, got := range cudatest.Download(t, out) {
 		if want := 4*hx[i] + 10; math.Abs(float64(got-want)) > 1e-5 {
 			t.Fatalf("element %d = %v, want %v", i, got, want)
 		}
@@ -732,7 +716,7 @@ func TestNamesLikeTheGenerators(t *testing.T) {
 	for _, v := range hx {
 		want += 2*float64(v) + 1
 	}
-	if got := download(t, sum)[0]; math.Abs(float64(got)-want) > 1e-3 {
+	if got := cudatest.Download(t, sum)[0]; math.Abs(float64(got)-want) > 1e-3 {
 		t.Errorf("names_sum = %v, want %v", got, want)
 	}
 }
@@ -747,7 +731,7 @@ func TestWithoutSemicolonCompiles(t *testing.T) {
 		Operation: "z = x * y + 1.0f // CuPy's way"}))(t)
 	r := must(compute.NewReduction(compute.ReductionSpec{Name: "sumsq1", InParams: "float32 x", OutParams: "float32 y",
 		MapExpr: "x * x // squares", ReduceExpr: "a + b;", PostMapExpr: "y = a", Identity: "0;", ReduceType: "float32"}))(t)
-	x := upload(t, e.ctx, []float32{1, 2, 3, 4})
+	x := cudatest.Upload(t, e.ctx, []float32{1, 2, 3, 4})
 	z := must(cuda.Alloc[float32](e.ctx, 4))(t)
 	defer z.Free()
 	sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
@@ -758,10 +742,10 @@ func TestWithoutSemicolonCompiles(t *testing.T) {
 	if err := r.Launch(e.s, x, sum); err != nil {
 		t.Fatal(err)
 	}
-	if got := download(t, z); fmt.Sprint(got) != "[2 5 10 17]" {
+	if got := cudatest.Download(t, z); fmt.Sprint(got) != "[2 5 10 17]" {
 		t.Errorf("z = x*x + 1: %v", got)
 	}
-	if got := download(t, sum)[0]; got != 30 {
+	if got := cudatest.Download(t, sum)[0]; got != 30 {
 		t.Errorf("sum of squares: %v, want 30", got)
 	}
 }
@@ -827,17 +811,17 @@ func checkArg[T cuda.Number](t *testing.T, e env, lo, hi float64) {
 					worst = i
 				}
 			}
-			dx := upload(t, e.ctx, x)
+			dx := cudatest.Upload(t, e.ctx, x)
 			if err := compute.ArgMax(out, dx, e.s); err != nil {
 				t.Fatal(err)
 			}
-			if got := download(t, out)[0]; got != int64(best) {
+			if got := cudatest.Download(t, out)[0]; got != int64(best) {
 				t.Fatalf("ArgMax of %d: %d (%v), want %d (%v)", n, got, x[got], best, x[best])
 			}
 			if err := compute.ArgMin(out, dx, e.s); err != nil {
 				t.Fatal(err)
 			}
-			if got := download(t, out)[0]; got != int64(worst) {
+			if got := cudatest.Download(t, out)[0]; got != int64(worst) {
 				t.Fatalf("ArgMin of %d: %d (%v), want %d (%v)", n, got, x[got], worst, x[worst])
 			}
 		}
@@ -858,10 +842,10 @@ func TestArgMaxMin(t *testing.T) {
 	defer out.Free()
 	for name, op := range map[string]func(*cuda.DeviceBuffer[int64], *cuda.DeviceBuffer[float32], *cuda.Stream) error{
 		"ArgMax": compute.ArgMax[float32], "ArgMin": compute.ArgMin[float32]} {
-		if err := op(out, upload(t, e.ctx, x), e.s); err != nil {
+		if err := op(out, cudatest.Upload(t, e.ctx, x), e.s); err != nil {
 			t.Fatal(err)
 		}
-		if got := download(t, out)[0]; got != 2 {
+		if got := cudatest.Download(t, out)[0]; got != 2 {
 			t.Errorf("%s of %v: %d, want 2 (the first NaN)", name, x, got)
 		}
 	}

@@ -211,13 +211,13 @@ func TestRawGather(t *testing.T) {
 			}
 			// x a view at element 1: a raw buffer needs no alignment, and
 			// the others still take the vector loop.
-			whole := upload(t, e.ctx, append([]float32{-1}, x...))
+			whole := cudatest.Upload(t, e.ctx, append([]float32{-1}, x...))
 			dx := must(whole.Slice(1, len(x)))(t)
-			dy := upload(t, e.ctx, make([]float32, n))
-			if err := gather.Launch(e.s, dx, upload(t, e.ctx, idx), dy); err != nil {
+			dy := cudatest.Upload(t, e.ctx, make([]float32, n))
+			if err := gather.Launch(e.s, dx, cudatest.Upload(t, e.ctx, idx), dy); err != nil {
 				t.Fatal(err)
 			}
-			for i, g := range download(t, dy) {
+			for i, g := range cudatest.Download(t, dy) {
 				if g != x[idx[i]] {
 					t.Fatalf("y[%d] = %v, want x[%d] = %v", i, g, idx[i], x[idx[i]])
 				}
@@ -243,12 +243,12 @@ func TestRawStencil(t *testing.T) {
 		for _, off := range []int{0, 1} {
 			t.Run(fmt.Sprintf("%d at %d", n, off), func(t *testing.T) {
 				x := randoms[float32](n, -100, 100)
-				dx := must(upload(t, e.ctx, append(make([]float32, off), x...)).Slice(off, n))(t)
-				dy := must(upload(t, e.ctx, make([]float32, n+off)).Slice(off, n))(t)
+				dx := must(cudatest.Upload(t, e.ctx, append(make([]float32, off), x...)).Slice(off, n))(t)
+				dy := must(cudatest.Upload(t, e.ctx, make([]float32, n+off)).Slice(off, n))(t)
 				if err := stencil.Launch(e.s, dx, w, dy); err != nil {
 					t.Fatal(err)
 				}
-				for i, g := range download(t, dy) {
+				for i, g := range cudatest.Download(t, dy) {
 					var l, r float32
 					if i > 0 {
 						l = x[i-1]
@@ -282,14 +282,14 @@ func TestRawScatter(t *testing.T) {
 			for i := range y {
 				y[i] = kept
 			}
-			dy := upload(t, e.ctx, y)
-			if err := scatter.Launch(e.s, upload(t, e.ctx, v), upload(t, e.ctx, idx), dy); err != nil {
+			dy := cudatest.Upload(t, e.ctx, y)
+			if err := scatter.Launch(e.s, cudatest.Upload(t, e.ctx, v), cudatest.Upload(t, e.ctx, idx), dy); err != nil {
 				t.Fatal(err)
 			}
 			for i := range v {
 				y[idx[i]] = v[i]
 			}
-			for j, g := range download(t, dy) {
+			for j, g := range cudatest.Download(t, dy) {
 				if g != y[j] {
 					t.Fatalf("y[%d] = %v, want %v", j, g, y[j])
 				}
@@ -315,30 +315,30 @@ func TestRawHalves(t *testing.T) {
 	for _, n := range rawSizes {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			x := randoms[cuda.Float16](n+3, -100, 100)
-			dx := upload(t, e.ctx, x)
+			dx := cudatest.Upload(t, e.ctx, x)
 			idx := make([]int64, n)
 			for i, p := range rand.Perm(n) {
 				idx[i] = int64(p)
 			}
-			didx := upload(t, e.ctx, idx)
+			didx := cudatest.Upload(t, e.ctx, idx)
 
 			t.Run("gather", func(t *testing.T) {
-				dy := upload(t, e.ctx, make([]float32, n))
+				dy := cudatest.Upload(t, e.ctx, make([]float32, n))
 				if err := gather.Launch(e.s, dx, didx, dy); err != nil {
 					t.Fatal(err)
 				}
-				for i, g := range download(t, dy) {
+				for i, g := range cudatest.Download(t, dy) {
 					if want := x[idx[i]+3].Float32() * 2; g != want {
 						t.Fatalf("y[%d] = %v, want %v", i, g, want)
 					}
 				}
 			})
 			t.Run("stencil", func(t *testing.T) {
-				dy := upload(t, e.ctx, make([]cuda.Float16, n))
+				dy := cudatest.Upload(t, e.ctx, make([]cuda.Float16, n))
 				if err := stencil.Launch(e.s, must(dx.Slice(0, n))(t), dy); err != nil {
 					t.Fatal(err)
 				}
-				for i, g := range download(t, dy) {
+				for i, g := range cudatest.Download(t, dy) {
 					var l, r float32
 					if i > 0 {
 						l = x[i-1].Float32()
@@ -353,11 +353,11 @@ func TestRawHalves(t *testing.T) {
 			})
 			t.Run("scatter", func(t *testing.T) {
 				v := randoms[float32](n, -100, 100)
-				dy := upload(t, e.ctx, make([]cuda.Float16, n))
-				if err := scatter.Launch(e.s, upload(t, e.ctx, v), didx, dy); err != nil {
+				dy := cudatest.Upload(t, e.ctx, make([]cuda.Float16, n))
+				if err := scatter.Launch(e.s, cudatest.Upload(t, e.ctx, v), didx, dy); err != nil {
 					t.Fatal(err)
 				}
-				got := download(t, dy)
+				got := cudatest.Download(t, dy)
 				for i := range v {
 					if want := cuda.NewFloat16(v[i]); got[idx[i]] != want {
 						t.Fatalf("y[%d] = %#x, want %#x", idx[i], got[idx[i]], want)
@@ -366,11 +366,11 @@ func TestRawHalves(t *testing.T) {
 			})
 			t.Run("in place", func(t *testing.T) {
 				h := randoms[cuda.BFloat16](n, -100, 100)
-				dh := upload(t, e.ctx, h)
+				dh := cudatest.Upload(t, e.ctx, h)
 				if err := inc.Launch(e.s, didx, dh); err != nil {
 					t.Fatal(err)
 				}
-				for j, g := range download(t, dh) {
+				for j, g := range cudatest.Download(t, dh) {
 					if want := cuda.NewBFloat16(h[j].Float32() + 1); g != want {
 						t.Fatalf("h[%d] = %#x, want %#x", j, g, want)
 					}

@@ -37,7 +37,7 @@ func TestStandIn(t *testing.T) {
 				want += x[i]
 			}
 		}
-		dx := upload(t, e.ctx, x)
+		dx := cudatest.Upload(t, e.ctx, x)
 		v := must(dx.Slice(tc.off, tc.n))(t)
 		y := must(cuda.Alloc[float32](e.ctx, tc.n))(t)
 		sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
@@ -48,12 +48,12 @@ func TestStandIn(t *testing.T) {
 		if err := compute.Sum(sum, v, e.s); err != nil {
 			t.Fatal(err)
 		}
-		for i, g := range download(t, y) {
+		for i, g := range cudatest.Download(t, y) {
 			if g != 2*x[tc.off+i] {
 				t.Fatalf("%+v: Add: element %d = %v, want %v", tc, i, g, 2*x[tc.off+i])
 			}
 		}
-		if got := download(t, sum)[0]; got != want {
+		if got := cudatest.Download(t, sum)[0]; got != want {
 			t.Errorf("%+v: Sum = %v, want %v", tc, got, want)
 		}
 	}
@@ -65,7 +65,7 @@ func TestStandIn(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i%9) - 3
 	}
-	dx := upload(t, e.ctx, x)
+	dx := cudatest.Upload(t, e.ctx, x)
 	for _, sh := range []compute.Shape{{Rows: 10, Cols: 100}, {Rows: 1000, Cols: 1}, {Rows: 1, Cols: 1000}, {Rows: 250, Cols: 4},
 		{Rows: 70000, Cols: 2}, {Rows: 1400, Cols: 100}, {Rows: 2, Cols: 70000}, {Rows: 3, Cols: 5000}, {Rows: 1, Cols: 140000}} {
 		v := must(dx.Slice(0, sh.Rows*sh.Cols))(t)
@@ -76,7 +76,7 @@ func TestStandIn(t *testing.T) {
 			if err := compute.SumAxis(out, v, sh, axis, e.s); err != nil {
 				t.Fatalf("SumAxis %v %v: %v", sh, axis, err)
 			}
-			for o, got := range download(t, out) {
+			for o, got := range cudatest.Download(t, out) {
 				var want float32
 				for k := range inner {
 					want += at(o, k)
@@ -128,7 +128,7 @@ func TestFaultSweep(t *testing.T) {
 	for i := range in {
 		in[i], ones[i] = float32(i%5), float32(i%5+1)
 	}
-	x, x1 := upload(t, e.ctx, in), upload(t, e.ctx, ones)
+	x, x1 := cudatest.Upload(t, e.ctx, in), cudatest.Upload(t, e.ctx, ones)
 	// A buffer whose Sum cuts its one row into chunks (longer than
 	// splitCols), and whose columns as 700×100 fold in chunks of rows:
 	// both with partial results in the stream's scratch memory (whose
@@ -138,7 +138,7 @@ func TestFaultSweep(t *testing.T) {
 	for i := range bigIn {
 		bigIn[i] = float32(i % 5)
 	}
-	big := upload(t, e.ctx, bigIn)
+	big := cudatest.Upload(t, e.ctx, bigIn)
 	bigShape := compute.Shape{Rows: 700, Cols: 100}
 	colSums := must(cuda.Alloc[float32](e.ctx, bigShape.Cols))(t)
 	defer colSums.Free()
@@ -166,7 +166,7 @@ func TestFaultSweep(t *testing.T) {
 		check  func() error
 	}{
 		{name: "Add", covers: []string{"Add"}, run: func() error { return compute.Add(y, x, x, e.s) }, check: func() error {
-			got := download(t, y)
+			got := cudatest.Download(t, y)
 			if i := slices.IndexFunc(got, func(v float32) bool {
 				return v != 2*in[0] && v != 2*in[1] && v != 2*in[2] && v != 2*in[3] && v != 2*in[4]
 			}); i >= 0 || got[n-1] != 2*in[n-1] {
@@ -175,7 +175,7 @@ func TestFaultSweep(t *testing.T) {
 			return nil
 		}},
 		{name: "Sum", covers: []string{"Sum"}, run: func() error { return compute.Sum(sum, big, e.s) }, check: func() error {
-			if got := download(t, sum)[0]; got != 2*bigN {
+			if got := cudatest.Download(t, sum)[0]; got != 2*bigN {
 				return fmt.Errorf("Sum = %v, want %v", got, 2*bigN)
 			}
 			return nil
@@ -183,7 +183,7 @@ func TestFaultSweep(t *testing.T) {
 		{name: "SumAxis per column", covers: []string{"SumAxis"}, run: func() error {
 			return compute.SumAxis(colSums, big, bigShape, compute.PerColumn, e.s)
 		}, check: func() error {
-			for c, got := range download(t, colSums) {
+			for c, got := range cudatest.Download(t, colSums) {
 				if want := float32(c%5) * float32(bigShape.Rows); got != want {
 					return fmt.Errorf("SumAxis per column: column %d = %v, want %v", c, got, want)
 				}
@@ -191,7 +191,7 @@ func TestFaultSweep(t *testing.T) {
 			return nil
 		}},
 		{name: "Cast", covers: []string{"Cast"}, run: func() error { return compute.Cast(h, x, e.s) }, check: func() error {
-			for i, v := range download(t, h) {
+			for i, v := range cudatest.Download(t, h) {
 				if v != cuda.NewBFloat16(in[i]) {
 					return fmt.Errorf("Cast: element %d = %v, want %v", i, v, in[i])
 				}
@@ -200,7 +200,7 @@ func TestFaultSweep(t *testing.T) {
 		}},
 		{name: "Softmax", covers: []string{"Softmax"}, setup: func() error { return compute.Cast(h, x, e.s) },
 			run: func() error { return compute.Softmax(soft, h, sh, e.s) }, check: func() error {
-				got := download(t, soft)
+				got := cudatest.Download(t, soft)
 				for r := range sh.Rows {
 					var total float64
 					for _, v := range got[r*sh.Cols : (r+1)*sh.Cols] {
@@ -214,7 +214,7 @@ func TestFaultSweep(t *testing.T) {
 			}},
 		{name: "SumAxis per row", covers: []string{"SumAxis"}, setup: func() error { return compute.Cast(h, x, e.s) },
 			run: func() error { return compute.SumAxis(rows, h, sh, compute.PerRow, e.s) }, check: func() error {
-				for r, v := range download(t, rows) {
+				for r, v := range cudatest.Download(t, rows) {
 					if v.Float32() != 200 {
 						return fmt.Errorf("SumAxis: row %d = %v, want 200", r, v)
 					}
@@ -224,7 +224,7 @@ func TestFaultSweep(t *testing.T) {
 		// axpy adds x1 into acc at each call: acc is k times x1, k the same
 		// for every element.
 		{name: "Elementwise.Launch", covers: []string{"NewElementwise", "Elementwise.Launch"}, run: func() error { return axpy.Launch(e.s, float32(1), x1, acc) }, check: func() error {
-			got := download(t, acc)
+			got := cudatest.Download(t, acc)
 			k := got[0] / ones[0]
 			for i, v := range got {
 				if k < 1 || v != k*ones[i] {
@@ -234,7 +234,7 @@ func TestFaultSweep(t *testing.T) {
 			return nil
 		}},
 		{name: "Reduction.Launch", covers: []string{"NewReduction", "Reduction.Launch"}, run: func() error { return sumsq.Launch(e.s, x, sum64) }, check: func() error {
-			if got := download(t, sum64)[0]; got != 6000 { // 200 each of 0, 1, 4, 9, 16
+			if got := cudatest.Download(t, sum64)[0]; got != 6000 { // 200 each of 0, 1, 4, 9, 16
 				return fmt.Errorf("sumsq = %v, want 6000", got)
 			}
 			return nil
@@ -430,7 +430,7 @@ func TestScratchFaults(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i % 3)
 	}
-	dx, sum := upload(t, e.ctx, x), must(cuda.Alloc[float32](e.ctx, 1))(t)
+	dx, sum := cudatest.Upload(t, e.ctx, x), must(cuda.Alloc[float32](e.ctx, 1))(t)
 	defer sum.Free()
 	for _, fn := range []string{"cuStreamIsCapturing", "cuMemAlloc_v2", "cuMemsetD8Async"} {
 		t.Run(fn, func(t *testing.T) {
@@ -448,7 +448,7 @@ func TestScratchFaults(t *testing.T) {
 			if err := compute.Sum(sum, dx, s); err != nil {
 				t.Fatal(err)
 			}
-			if got := download(t, sum)[0]; got != 69999 {
+			if got := cudatest.Download(t, sum)[0]; got != 69999 {
 				t.Errorf("Sum after the failure = %v, want 69999", got)
 			}
 			if err := s.Close(); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // TestViews runs kernels on views that start at every offset into their
@@ -17,7 +18,7 @@ func TestViews(t *testing.T) {
 	e := gpu(t)
 	const n, pad = 1001, 16
 	a, b := randoms[float32](n+pad, -100, 100), randoms[float32](n+pad, -100, 100)
-	da, db := upload(t, e.ctx, a), upload(t, e.ctx, b)
+	da, db := cudatest.Upload(t, e.ctx, a), cudatest.Upload(t, e.ctx, b)
 	sentinel := float32(-12345)
 	for _, tc := range []struct{ offA, offB, offDst, n int }{
 		{0, 0, 0, n}, {0, 0, 0, n - 3}, {1, 0, 0, n}, {0, 0, 1, n}, {4, 8, 12, n}, {4, 8, 12, n - 1}, {3, 5, 7, 1}, {2, 2, 2, 30},
@@ -29,12 +30,12 @@ func TestViews(t *testing.T) {
 			for i := range fill {
 				fill[i] = sentinel
 			}
-			dst := upload(t, e.ctx, fill)
+			dst := cudatest.Upload(t, e.ctx, fill)
 			vd := must(dst.Slice(tc.offDst, tc.n))(t)
 			if err := compute.Add(vd, va, vb, e.s); err != nil {
 				t.Fatal(err)
 			}
-			got := download(t, dst)
+			got := cudatest.Download(t, dst)
 			for i, g := range got {
 				want := sentinel
 				if j := i - tc.offDst; j >= 0 && j < tc.n {
@@ -46,12 +47,12 @@ func TestViews(t *testing.T) {
 			}
 
 			// A cast to a narrower type: 4 float32 to 4 bfloat16 at a time.
-			half := upload(t, e.ctx, make([]cuda.BFloat16, tc.n+pad))
+			half := cudatest.Upload(t, e.ctx, make([]cuda.BFloat16, tc.n+pad))
 			vh := must(half.Slice(tc.offDst, tc.n))(t)
 			if err := compute.Cast(vh, va, e.s); err != nil {
 				t.Fatal(err)
 			}
-			for i, g := range download(t, half) {
+			for i, g := range cudatest.Download(t, half) {
 				want := cuda.BFloat16(0)
 				if j := i - tc.offDst; j >= 0 && j < tc.n {
 					want = cuda.NewBFloat16(a[tc.offA+j])
@@ -70,18 +71,18 @@ func TestViews(t *testing.T) {
 				a64[j] = float64(a[tc.offA+j])
 				ref += a64[j]
 			}
-			d64 := upload(t, e.ctx, append(make([]float64, tc.offA), a64...))
+			d64 := cudatest.Upload(t, e.ctx, append(make([]float64, tc.offA), a64...))
 			v64 := must(d64.Slice(tc.offA, tc.n))(t)
 			if err := compute.Sum(sum, v64, e.s); err != nil {
 				t.Fatal(err)
 			}
-			if got := download(t, sum)[0]; math.Abs(got-ref) > 1e-9*math.Max(1, math.Abs(ref)) {
+			if got := cudatest.Download(t, sum)[0]; math.Abs(got-ref) > 1e-9*math.Max(1, math.Abs(ref)) {
 				t.Fatalf("Sum of a view = %v, want %v", got, ref)
 			}
 		})
 	}
 	// Bytes: 16 to a wide store.
-	bytes := upload(t, e.ctx, make([]uint8, 100))
+	bytes := cudatest.Upload(t, e.ctx, make([]uint8, 100))
 	for _, off := range []int{0, 1, 15, 16, 17} {
 		for _, m := range []int{1, 15, 16, 17, 50} {
 			if err := bytes.Memset8(0); err != nil {
@@ -91,7 +92,7 @@ func TestViews(t *testing.T) {
 			if err := compute.Fill(v, 7, e.s); err != nil {
 				t.Fatal(err)
 			}
-			for i, g := range download(t, bytes) {
+			for i, g := range cudatest.Download(t, bytes) {
 				want := uint8(0)
 				if i >= off && i < off+m {
 					want = 7

@@ -103,7 +103,7 @@ func benchMatrix[T element](b *testing.B, h *cublas.Handle, rows, cols int) cubl
 	for i := range data {
 		data[i] = fromFloat[T](r.NormFloat64())
 	}
-	return cublas.NewMatrix(upload(b, h.Stream().Context(), data), rows, cols)
+	return cublas.NewMatrix(cudatest.Upload(b, h.Stream().Context(), data), rows, cols)
 }
 
 // timeProducts runs product b.N times, synchronizing at the end, and

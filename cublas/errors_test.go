@@ -20,7 +20,7 @@ import (
 // the handle stays usable.
 func TestBadInput(t *testing.T) {
 	ctx, s, h := handle(t)
-	buf := func(n int) *cuda.DeviceBuffer[float32] { return upload(t, ctx, make([]float32, n)) }
+	buf := func(n int) *cuda.DeviceBuffer[float32] { return cudatest.Upload(t, ctx, make([]float32, n)) }
 	a := cublas.NewMatrix(buf(12), 3, 4)
 	b := cublas.NewMatrix(buf(20), 4, 5)
 	c := cublas.NewMatrix(buf(15), 3, 5)
@@ -101,8 +101,8 @@ func TestOtherContext(t *testing.T) {
 	s := cudatest.Stream(t, ctxs[0])
 	h := must(cublas.New(s))(t)
 	defer h.Close()
-	mine := upload(t, ctxs[0], make([]float32, 4))
-	other := upload(t, ctxs[1], make([]float32, 4))
+	mine := cudatest.Upload(t, ctxs[0], make([]float32, 4))
+	other := cudatest.Upload(t, ctxs[1], make([]float32, 4))
 	m, o := cublas.NewMatrix(mine, 2, 2), cublas.NewMatrix(other, 2, 2)
 	for name, err := range map[string]error{
 		"b": cublas.Gemm(h, 1, m, o, 0, m),
@@ -120,9 +120,9 @@ func TestOtherContext(t *testing.T) {
 func TestZeroAndClosed(t *testing.T) {
 	_, s, _ := handle(t)
 	ctx := s.Context()
-	x := upload(t, ctx, []float32{1, 2})
+	x := cudatest.Upload(t, ctx, []float32{1, 2})
 	m := cublas.NewMatrix(x, 1, 2)
-	out := cublas.NewMatrix(upload(t, ctx, []float32{0}), 1, 1)
+	out := cublas.NewMatrix(cudatest.Upload(t, ctx, []float32{0}), 1, 1)
 	closed := must(cublas.New(s))(t)
 	if err := closed.Close(); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestClosedStream(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := must(ctx.NewStream())(t)
 	h := must(cublas.New(s))(t)
-	x := upload(t, ctx, []float32{1, 2})
+	x := cudatest.Upload(t, ctx, []float32{1, 2})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +187,9 @@ func TestConcurrent(t *testing.T) {
 	const n = 8
 	var wg sync.WaitGroup
 	outs := make([]*cuda.DeviceBuffer[float32], n)
-	a := upload(t, ctx, []float32{1, 2, 3, 4}) // 2×2
+	a := cudatest.Upload(t, ctx, []float32{1, 2, 3, 4}) // 2×2
 	for i := range n {
-		outs[i] = upload(t, ctx, make([]float32, 4))
+		outs[i] = cudatest.Upload(t, ctx, make([]float32, 4))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -223,11 +223,11 @@ func TestFaults(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	x := upload(t, ctx, []float32{1, 2, 3, 4})
+	x := cudatest.Upload(t, ctx, []float32{1, 2, 3, 4})
 	m := cublas.NewMatrix(x, 2, 2)
-	out := cublas.NewMatrix(upload(t, ctx, make([]float32, 4)), 2, 2)
+	out := cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2)
 	batch := []cublas.Matrix[float32]{m}
-	v2 := upload(t, ctx, []float32{1, 2})
+	v2 := cudatest.Upload(t, ctx, []float32{1, 2})
 	for _, tc := range []struct {
 		call string
 		run  func(h *cublas.Handle) error
@@ -345,8 +345,8 @@ func TestCloseWhileCaptured(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	h := must(cublas.New(s))(t)
-	m := cublas.NewMatrix(upload(t, ctx, []float32{1, 2, 3, 4}), 2, 2)
-	out := cublas.NewMatrix(upload(t, ctx, make([]float32, 4)), 2, 2)
+	m := cublas.NewMatrix(cudatest.Upload(t, ctx, []float32{1, 2, 3, 4}), 2, 2)
+	out := cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2)
 	g := must(s.Capture(cuda.CaptureThreadLocal, func() error { return cublas.Gemm(h, 1, m, m, 0, out) }))(t)
 	err := h.Close()
 	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "Handle.Close") || !strings.Contains(err.Error(), "graph") {

@@ -9,6 +9,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // operand is a matrix made for a test: on the device, described, and on
@@ -34,7 +35,7 @@ func makeOperand[T element](t *testing.T, ctx *cuda.Context, rows, cols int, lay
 	}
 	stride := minor + pad
 	data := fill(major*stride + 1) // one spare element at the end too
-	buf := upload(t, ctx, data)
+	buf := cudatest.Upload(t, ctx, data)
 	desc := cublas.Matrix[T]{Data: buf, Rows: sr, Cols: sc, Layout: layout}
 	if pad != 0 {
 		desc.Stride = stride
@@ -222,7 +223,7 @@ func matmulTypes[T element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *
 						var hostBias []float64
 						if withBias {
 							bv := random[T](r, sh[1])
-							bias, hostBias = upload(t, ctx, bv), floats(bv)
+							bias, hostBias = cudatest.Upload(t, ctx, bv), floats(bv)
 						}
 						if err := cublas.Matmul(h, 1, a.desc, b.desc, 0.5, c.desc, epi, bias); err != nil {
 							t.Fatal(err)
@@ -252,7 +253,7 @@ func TestGemmStridedBatched(t *testing.T) {
 				mk := func(rows, cols int) (cublas.Matrix[float32], []float32, int) {
 					step := rows*cols + spread
 					data := random[float32](r, count*step)
-					desc := cublas.Matrix[float32]{Data: upload(t, ctx, data), Rows: rows, Cols: cols, Layout: layout}
+					desc := cublas.Matrix[float32]{Data: cudatest.Upload(t, ctx, data), Rows: rows, Cols: cols, Layout: layout}
 					if spread != 0 {
 						desc.BatchStride = step
 					}
@@ -313,10 +314,10 @@ func TestGemmBatched(t *testing.T) {
 // be captured.
 func TestCapture(t *testing.T) {
 	ctx, s, h := handle(t)
-	a := upload(t, ctx, []float32{1, 2, 3, 4})
-	b := upload(t, ctx, []float32{1, 0, 0, 1})
-	c := upload(t, ctx, make([]float32, 4))
-	bias := upload(t, ctx, []float32{10, 20})
+	a := cudatest.Upload(t, ctx, []float32{1, 2, 3, 4})
+	b := cudatest.Upload(t, ctx, []float32{1, 0, 0, 1})
+	c := cudatest.Upload(t, ctx, make([]float32, 4))
+	bias := cudatest.Upload(t, ctx, []float32{10, 20})
 	am, bm, cm := cublas.NewMatrix(a, 2, 2), cublas.NewMatrix(b, 2, 2), cublas.NewMatrix(c, 2, 2)
 	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
 		if err := cublas.Gemm(h, 1, am, bm, 0, cm); err != nil {

@@ -99,27 +99,16 @@ func random[T element](r *rand.Rand, n int) []T {
 	return out
 }
 
-// upload makes a buffer of data, freed when the test ends.
-func upload[T any](t testing.TB, ctx *cuda.Context, data []T) *cuda.DeviceBuffer[T] {
-	t.Helper()
-	b := must(cuda.FromHost(ctx, data))(t)
-	t.Cleanup(func() { b.Free() })
-	return b
-}
-
+// download synchronizes s, then copies b to the host. The copy would wait
+// for the handle's work on b by itself (CopyToHost orders itself after the
+// work queued on its buffer); synchronizing s first reports a failure of
+// that work as the stream's.
 func download[T any](t testing.TB, s *cuda.Stream, b *cuda.DeviceBuffer[T]) []T {
 	t.Helper()
-	// The copy would wait for the handle's work on b by itself (CopyToHost
-	// orders itself after the work queued on its buffer); synchronizing s
-	// first reports a failure of that work as the stream's.
 	if err := s.Synchronize(); err != nil {
 		t.Fatalf("Synchronize: %v", err)
 	}
-	out := make([]T, b.Len())
-	if err := b.CopyToHost(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return cudatest.Download(t, b)
 }
 
 // hostMatrix is a matrix on the host in one of the layouts, for the

@@ -7,6 +7,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 func TestVector(t *testing.T) {
@@ -23,7 +24,7 @@ func vectorOps[T cuda.Float](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h 
 	for _, n := range []int{1, 7, 1000} {
 		xs, ys := random[T](r, n), random[T](r, n)
 		xs[n/2] = 9 // the largest in magnitude, once
-		x, y := upload(t, ctx, xs), upload(t, ctx, ys)
+		x, y := cudatest.Upload(t, ctx, xs), cudatest.Upload(t, ctx, ys)
 		var dot, nrm, asum, mag float64
 		for i := range xs {
 			dot += float64(xs[i]) * float64(ys[i])
@@ -71,7 +72,7 @@ func TestGemv(t *testing.T) {
 				m, n := sh[0], sh[1]
 				a := makeOperand(t, ctx, m, n, layout, transposed, 1, func(k int) []float64 { return random[float64](r, k) })
 				xs, ys := random[float64](r, n), random[float64](r, m)
-				x, y := upload(t, ctx, xs), upload(t, ctx, ys)
+				x, y := cudatest.Upload(t, ctx, xs), cudatest.Upload(t, ctx, ys)
 				if err := cublas.Gemv(h, 1.5, a.desc, x, 2, y); err != nil {
 					t.Fatalf("%s transposed=%v %dx%d: %v", layout, transposed, m, n, err)
 				}

@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/internal/cudatest"
 )
@@ -21,14 +20,3 @@ func TestMain(m *testing.M) {
 
 // must is cudatest.Must.
 func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, err) }
-
-// host copies b to the host (a synchronous copy: it waits for the
-// plan's work on b).
-func host[T any](t *testing.T, b *cuda.DeviceBuffer[T]) []T {
-	t.Helper()
-	out := make([]T, b.Len())
-	if err := b.CopyToHost(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}

@@ -101,7 +101,7 @@ func TestC2C(t *testing.T) {
 			if err := p.ExecC2C(out, in, cufft.Forward); err != nil {
 				t.Fatal(err)
 			}
-			if e := relErr(host(t, out), want); e > 1e-5 {
+			if e := relErr(cudatest.Download(t, out), want); e > 1e-5 {
 				t.Errorf("C2C forward: relative error %.3g", e)
 			}
 			// In place, then back: n times the input.
@@ -115,7 +115,7 @@ func TestC2C(t *testing.T) {
 			for i, v := range x64 {
 				scaled[i] = complex128(v) * complex(float64(n), 0)
 			}
-			if e := relErr(host(t, in), scaled); e > 1e-5 {
+			if e := relErr(cudatest.Download(t, in), scaled); e > 1e-5 {
 				t.Errorf("C2C in place, forward then inverse: relative error %.3g from n·x", e)
 			}
 			// complex128
@@ -128,7 +128,7 @@ func TestC2C(t *testing.T) {
 			if err := pz.ExecZ2Z(zout, zin, cufft.Forward); err != nil {
 				t.Fatal(err)
 			}
-			if e := relErr(host(t, zout), want); e > 1e-12 {
+			if e := relErr(cudatest.Download(t, zout), want); e > 1e-12 {
 				t.Errorf("Z2Z forward: relative error %.3g", e)
 			}
 		})
@@ -171,7 +171,7 @@ func TestRealTransforms(t *testing.T) {
 			if err := fwd.ExecD2Z(spec, rin); err != nil {
 				t.Fatal(err)
 			}
-			if e := relErr(host(t, spec), want); e > 1e-12 {
+			if e := relErr(cudatest.Download(t, spec), want); e > 1e-12 {
 				t.Errorf("D2Z: relative error %.3g", e)
 			}
 			back := must(cuda.Alloc[float64](ctx, len(x)))(t)
@@ -179,7 +179,7 @@ func TestRealTransforms(t *testing.T) {
 			if err := inv.ExecZ2D(back, spec); err != nil {
 				t.Fatal(err)
 			}
-			for i, v := range host(t, back) {
+			for i, v := range cudatest.Download(t, back) {
 				if math.Abs(v-float64(n)*x[i]) > 1e-9*float64(n) {
 					t.Fatalf("Z2D(D2Z(x))[%d] = %v, want %v", i, v, float64(n)*x[i])
 				}
@@ -198,7 +198,7 @@ func TestRealTransforms(t *testing.T) {
 			if err := fwd32.ExecR2C(spec32, rin32); err != nil {
 				t.Fatal(err)
 			}
-			if e := relErr(host(t, spec32), want); e > 1e-5 {
+			if e := relErr(cudatest.Download(t, spec32), want); e > 1e-5 {
 				t.Errorf("R2C: relative error %.3g", e)
 			}
 			inv32 := must(cufft.NewPlan(s, cufft.C2R, sh.shape, sh.batch))(t)
@@ -208,7 +208,7 @@ func TestRealTransforms(t *testing.T) {
 			if err := inv32.ExecC2R(back32, spec32); err != nil {
 				t.Fatal(err)
 			}
-			for i, v := range host(t, back32) {
+			for i, v := range cudatest.Download(t, back32) {
 				if math.Abs(float64(v)-float64(n)*x[i]) > 1e-4*float64(n) {
 					t.Fatalf("C2R(R2C(x))[%d] = %v, want %v", i, v, float64(n)*x[i])
 				}
@@ -251,7 +251,7 @@ func TestConcurrentAndCapture(t *testing.T) {
 	}
 	wg.Wait()
 	for i, o := range outs {
-		if e := relErr(host(t, o), want); e > 1e-5 {
+		if e := relErr(cudatest.Download(t, o), want); e > 1e-5 {
 			t.Errorf("goroutine %d: relative error %.3g", i, e)
 		}
 	}
@@ -269,7 +269,7 @@ func TestConcurrentAndCapture(t *testing.T) {
 		if err := s.Synchronize(); err != nil {
 			t.Fatal(err)
 		}
-		if e := relErr(host(t, outs[0]), want); e > 1e-5 {
+		if e := relErr(cudatest.Download(t, outs[0]), want); e > 1e-5 {
 			t.Errorf("graph launch %d: relative error %.3g", round, e)
 		}
 	}
@@ -441,7 +441,7 @@ func TestLarge(t *testing.T) {
 	if err := p.ExecZ2Z(buf, buf, cufft.Forward); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range host(t, buf) {
+	for k, v := range cudatest.Download(t, buf) {
 		want := 0.0
 		if k == 5 || k == n-5 {
 			want = float64(n) / 2
@@ -453,7 +453,7 @@ func TestLarge(t *testing.T) {
 	if err := p.ExecZ2Z(buf, buf, cufft.Inverse); err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range host(t, buf) {
+	for i, v := range cudatest.Download(t, buf) {
 		if cmplx.Abs(v-x[i]*complex(float64(n), 0)) > 1e-6*float64(n) {
 			t.Fatalf("inverse of the forward at %d: %v, want %v", i, v, x[i]*complex(float64(n), 0))
 		}

@@ -99,7 +99,7 @@ func TestDistributions(t *testing.T) {
 			if err := curand.Uniform(g, u64); err != nil {
 				t.Fatal(err)
 			}
-			for name, sample := range map[string][]float64{"float32": floats(host(t, u32)), "float64": floats(host(t, u64))} {
+			for name, sample := range map[string][]float64{"float32": floats(cudatest.Download(t, u32)), "float64": floats(cudatest.Download(t, u64))} {
 				if i := slices.IndexFunc(sample, func(x float64) bool { return !(x > 0 && x <= 1) }); i >= 0 {
 					t.Errorf("uniform %s: %v outside (0, 1]", name, sample[i])
 				}
@@ -111,12 +111,12 @@ func TestDistributions(t *testing.T) {
 			if err := curand.Normal(g, u64, -1, 0.5); err != nil {
 				t.Fatal(err)
 			}
-			checkDistribution(t, "normal float32", floats(host(t, u32)), 2, 9, normalCDF(2, 3))
-			checkDistribution(t, "normal float64", floats(host(t, u64)), -1, 0.25, normalCDF(-1, 0.5))
+			checkDistribution(t, "normal float32", floats(cudatest.Download(t, u32)), 2, 9, normalCDF(2, 3))
+			checkDistribution(t, "normal float64", floats(cudatest.Download(t, u64)), -1, 0.25, normalCDF(-1, 0.5))
 			if err := curand.LogNormal(g, u64, 0.5, 0.25); err != nil {
 				t.Fatal(err)
 			}
-			logs := floats(host(t, u64))
+			logs := floats(cudatest.Download(t, u64))
 			for i := range logs {
 				logs[i] = math.Log(logs[i])
 			}
@@ -128,7 +128,7 @@ func TestDistributions(t *testing.T) {
 					t.Fatal(err)
 				}
 				var sample []float64
-				for _, x := range host(t, p) {
+				for _, x := range cudatest.Download(t, p) {
 					sample = append(sample, float64(x))
 				}
 				checkDistribution(t, fmt.Sprintf("Poisson %v", lambda), sample, lambda, lambda, nil)
@@ -151,7 +151,7 @@ func TestSequence(t *testing.T) {
 			if err := g.Bits(whole); err != nil {
 				t.Fatal(err)
 			}
-			want := host(t, whole)
+			want := cudatest.Download(t, whole)
 			g2 := generatorOn(t, s, rng, 7)
 			half := must(cuda.Alloc[uint32](ctx, n))(t)
 			defer half.Free()
@@ -160,7 +160,7 @@ func TestSequence(t *testing.T) {
 				if err := g2.Bits(half); err != nil {
 					t.Fatal(err)
 				}
-				got = append(got, host(t, half)...)
+				got = append(got, cudatest.Download(t, half)...)
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("two calls of %d differ from one of %d", n, 2*n)
@@ -177,7 +177,7 @@ func TestSequence(t *testing.T) {
 			if err := g2.Bits(half); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(host(t, half), want[n:]) {
+			if !slices.Equal(cudatest.Download(t, half), want[n:]) {
 				t.Errorf("after SetOffset(%d): not the sequence's numbers from %d on", n, n)
 			}
 			if err := g2.SetSeed(8); err != nil {
@@ -189,7 +189,7 @@ func TestSequence(t *testing.T) {
 			if err := g2.Bits(half); err != nil {
 				t.Fatal(err)
 			}
-			if slices.Equal(host(t, half), want[:n]) {
+			if slices.Equal(cudatest.Download(t, half), want[:n]) {
 				t.Errorf("seed 8 gave seed 7's numbers")
 			}
 		})
@@ -212,7 +212,7 @@ func TestOddNormal(t *testing.T) {
 			if err := curand.Normal(g, odd, 0, 1); err != nil {
 				t.Fatal(err)
 			}
-			got := host(t, odd)
+			got := cudatest.Download(t, odd)
 			for i, x := range got {
 				if math.IsNaN(x) || math.Abs(x) > 8 {
 					t.Fatalf("number %d of %d is %v", i, n, x)
@@ -225,7 +225,7 @@ func TestOddNormal(t *testing.T) {
 				if err := curand.Normal(g2, even, 0, 1); err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(host(t, even), got[:n-1]) {
+				if !slices.Equal(cudatest.Download(t, even), got[:n-1]) {
 					t.Errorf("the first %d numbers differ from an even call's", n-1)
 				}
 			}
@@ -255,7 +255,7 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	var got []uint32
 	for _, b := range bufs {
-		got = append(got, host(t, b)...)
+		got = append(got, cudatest.Download(t, b)...)
 	}
 	one := generatorOn(t, s, curand.Philox4x32_10, 5)
 	all := must(cuda.Alloc[uint32](ctx, goroutines*n))(t)
@@ -263,7 +263,7 @@ func TestConcurrent(t *testing.T) {
 	if err := one.Bits(all); err != nil {
 		t.Fatal(err)
 	}
-	want := host(t, all)
+	want := cudatest.Download(t, all)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
@@ -414,13 +414,13 @@ func TestMatchesC(t *testing.T) {
 			gen  func() error
 			read func() []byte
 		}{
-			{"bits", func() error { return g.Bits(b32) }, func() []byte { return bytesOf(host(t, b32)) }},
-			{"uniform32", func() error { return curand.Uniform(g, f32) }, func() []byte { return bytesOf(host(t, f32)) }},
-			{"normal32", func() error { return curand.Normal(g, f32, 0, 1) }, func() []byte { return bytesOf(host(t, f32)) }},
-			{"uniform64", func() error { return curand.Uniform(g, f64) }, func() []byte { return bytesOf(host(t, f64)) }},
-			{"normal64", func() error { return curand.Normal(g, f64, 1, 2) }, func() []byte { return bytesOf(host(t, f64)) }},
-			{"lognormal32", func() error { return curand.LogNormal(g, f32, 0, 0.5) }, func() []byte { return bytesOf(host(t, f32)) }},
-			{"poisson", func() error { return g.Poisson(b32, 5.5) }, func() []byte { return bytesOf(host(t, b32)) }},
+			{"bits", func() error { return g.Bits(b32) }, func() []byte { return bytesOf(cudatest.Download(t, b32)) }},
+			{"uniform32", func() error { return curand.Uniform(g, f32) }, func() []byte { return bytesOf(cudatest.Download(t, f32)) }},
+			{"normal32", func() error { return curand.Normal(g, f32, 0, 1) }, func() []byte { return bytesOf(cudatest.Download(t, f32)) }},
+			{"uniform64", func() error { return curand.Uniform(g, f64) }, func() []byte { return bytesOf(cudatest.Download(t, f64)) }},
+			{"normal64", func() error { return curand.Normal(g, f64, 1, 2) }, func() []byte { return bytesOf(cudatest.Download(t, f64)) }},
+			{"lognormal32", func() error { return curand.LogNormal(g, f32, 0, 0.5) }, func() []byte { return bytesOf(cudatest.Download(t, f32)) }},
+			{"poisson", func() error { return g.Poisson(b32, 5.5) }, func() []byte { return bytesOf(cudatest.Download(t, b32)) }},
 		}
 		for _, st := range steps {
 			if err := st.gen(); err != nil {
@@ -465,7 +465,7 @@ func TestDefaultRNG(t *testing.T) {
 		if err := g.Bits(got); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(host(t, got), host(t, want)) {
+		if !slices.Equal(cudatest.Download(t, got), cudatest.Download(t, want)) {
 			t.Errorf("New(s, %d, 42) gave other numbers than Philox4x32-10's", int(rng))
 		}
 	}
@@ -511,7 +511,7 @@ func namedFloats[N, F cuda.Float](t *testing.T) {
 		if err := step.genPlain(); err != nil {
 			t.Fatal(err)
 		}
-		got, want := host(t, named), host(t, plain)
+		got, want := cudatest.Download(t, named), cudatest.Download(t, plain)
 		for i := range want {
 			if F(got[i]) != want[i] {
 				t.Fatalf("%s: element %d is %v, a %T buffer's %v", step.name, i, got[i], want[i], want[i])

@@ -41,14 +41,3 @@ func generatorOn(t *testing.T, s *cuda.Stream, rng curand.RNG, seed uint64) *cur
 	})
 	return g
 }
-
-// host copies b to the host (a synchronous copy: it waits for the
-// generator's work on b).
-func host[T any](t *testing.T, b *cuda.DeviceBuffer[T]) []T {
-	t.Helper()
-	out := make([]T, b.Len())
-	if err := b.CopyToHost(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}

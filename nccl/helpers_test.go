@@ -43,15 +43,6 @@ func numbers[T nccl.Element](n int) []T {
 	return s
 }
 
-func download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
-	t.Helper()
-	out := make([]T, b.Len())
-	if err := b.CopyToHost(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func equal[T comparable](t testing.TB, what string, got, want []T) {
 	t.Helper()
 	if len(got) != len(want) {

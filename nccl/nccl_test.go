@@ -99,8 +99,8 @@ func oneRank[T nccl.Element](t *testing.T, c *nccl.Comm, s *cuda.Stream) {
 		if err := s.Synchronize(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		equal(t, name+": dst", download(t, dst), want)
-		equal(t, name+": src", download(t, src), want)
+		equal(t, name+": dst", cudatest.Download(t, dst), want)
+		equal(t, name+": src", cudatest.Download(t, src), want)
 	}
 }
 
@@ -213,8 +213,8 @@ func collectives[T nccl.Element](t *testing.T, comms []*nccl.Comm, streams []*cu
 				if err := streams[r].Synchronize(); err != nil {
 					t.Fatal(err)
 				}
-				equal(t, fmt.Sprintf("rank %d: dst", r), download(t, dst[r]), tt.want(r))
-				equal(t, fmt.Sprintf("rank %d: src", r), download(t, src[r]), in[r])
+				equal(t, fmt.Sprintf("rank %d: dst", r), cudatest.Download(t, dst[r]), tt.want(r))
+				equal(t, fmt.Sprintf("rank %d: src", r), cudatest.Download(t, src[r]), in[r])
 			}
 		})
 	}

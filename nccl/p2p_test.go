@@ -227,7 +227,7 @@ func TestP2PErrors(t *testing.T) {
 	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "all-to-all of one rank", download(t, b), []float32{1, 2, 3, 4})
+	equal(t, "all-to-all of one rank", cudatest.Download(t, b), []float32{1, 2, 3, 4})
 }
 
 // TestSendWaitsForRecv: outside a group, a send is not done before its

@@ -144,7 +144,7 @@ func procRank(t *testing.T) {
 			t.Fatal(err)
 		}
 		sync(t)
-		out := download(t, b)
+		out := cudatest.Download(t, b)
 		for i := range n {
 			if out[i] != 3 || out[n+i] != 2*int64(i) {
 				t.Fatalf("element %d: %d and %d, want 3 and %d", i, out[i], out[n+i], 2*i)
@@ -172,7 +172,7 @@ func procRank(t *testing.T) {
 		if err := swapped.Wait(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
-		if got := download(t, b)[0]; got != 20 {
+		if got := cudatest.Download(t, b)[0]; got != 20 {
 			t.Errorf("broadcast from the split's rank 0: %d, want 20 (rank 1's)", got)
 		}
 		color := 1
@@ -214,7 +214,7 @@ func procRank(t *testing.T) {
 			t.Fatal(err)
 		}
 		sync(t)
-		got := download(t, rb)
+		got := cudatest.Download(t, rb)
 		for i := range got {
 			if want := float32(1000*(1-r) + i); got[i] != want {
 				t.Fatalf("element %d from rank %d: %v, want %v", i, 1-r, got[i], want)
@@ -241,7 +241,7 @@ func procRank(t *testing.T) {
 				want = append(want, int32(100*j+r*n+i))
 			}
 		}
-		equal(t, "received", download(t, rb), want)
+		equal(t, "received", cudatest.Download(t, rb), want)
 	})
 	t.Run("registered buffer", func(t *testing.T) {
 		b := must(cuda.FromHost(ctx, []float32{float32(r + 1), 5}))(t)
@@ -251,7 +251,7 @@ func procRank(t *testing.T) {
 			t.Fatal(err)
 		}
 		sync(t)
-		equal(t, "all-reduced", download(t, b), []float32{3, 10})
+		equal(t, "all-reduced", cudatest.Download(t, b), []float32{3, 10})
 		if err := reg.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func TestRegister(t *testing.T) {
 	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "AllReduce of a registered buffer", download(t, out), want)
+	equal(t, "AllReduce of a registered buffer", cudatest.Download(t, out), want)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestAlloc(t *testing.T) {
 	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "AllReduce in place in NCCL's memory", download(t, buf), want)
+	equal(t, "AllReduce in place in NCCL's memory", cudatest.Download(t, buf), want)
 	if err := a.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Free of registered memory: %v; want ErrInvalidValue", err)
 	}

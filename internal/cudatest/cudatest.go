@@ -331,6 +331,26 @@ func Must[T any](v T, err error) func(testing.TB) T {
 	}
 }
 
+// Upload returns a device buffer of data in ctx, freed when the test
+// ends. Call it on the test's goroutine only.
+func Upload[T any](t testing.TB, ctx *cuda.Context, data []T) *cuda.DeviceBuffer[T] {
+	t.Helper()
+	b := Must(cuda.FromHost(ctx, data))(t)
+	t.Cleanup(func() { b.Free() })
+	return b
+}
+
+// Download copies b to a new slice: a synchronous copy, which waits for
+// the work queued on b. Call it on the test's goroutine only.
+func Download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
+	t.Helper()
+	out := make([]T, b.Len())
+	if err := b.CopyToHost(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // Loadable reports whether any of the library files named loads (each
 // closed again): a package's TestMain asks where the package looks first,
 // without opening the library for the package, whose first open is kept
