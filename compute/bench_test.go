@@ -8,7 +8,7 @@ import (
 )
 
 // The benchmarks of issue's table, each beside the device-to-device copy of
-// the same bytes (bench/cupy_compute.py times CuPy's and PyTorch's in the
+// the same bytes (bench/pyref/cupy_compute.py times CuPy's and PyTorch's in the
 // same way). Bytes are those read plus written (for Sum, read).
 
 func benchEnv(b *testing.B) env {

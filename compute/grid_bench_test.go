@@ -16,8 +16,8 @@ import (
 // BenchmarkGrid is issue 48's grid: every operation at every size or shape
 // of the grid, each cell BenchmarkGrid/<op>/<dtype>/<shape>, with shape
 // n=<elements> for the whole-buffer operations and <rows>x<cols> for the
-// matrix ones (bench/compute_grid.py times the same cells in PyTorch and
-// CuPy, and bench/gridreport.py sets them side by side). A cell's inputs
+// matrix ones (bench/pyref/compute_grid.py times the same cells in PyTorch and
+// CuPy, and bench/report/gridreport.py sets them side by side). A cell's inputs
 // are zeros; it calls the operation once (compiling its kernel), then
 // times b.N calls and one Synchronize (by CUDA events for the large
 // cells: gridLoop), and reports µs per call (us/op).
@@ -267,7 +267,7 @@ func gridAxis[T cuda.Number](f func(dst, src gbuf[T], sh compute.Shape, axis com
 // gridLoop calls op once (compiled and warm), then times b.N calls and one
 // Synchronize, and reports µs per call. A large cell (gridEvents elements
 // or more, its calls the device's time, not the host's) is timed by CUDA
-// events recorded before and after the calls, as bench/compute_grid.py
+// events recorded before and after the calls, as bench/pyref/compute_grid.py
 // times it. The buffers of the cell are freed when the run ends (zeros'
 // Cleanup).
 func gridLoop(b *testing.B, s *cuda.Stream, n int, op func() error) {

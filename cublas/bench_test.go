@@ -13,7 +13,7 @@ import (
 
 // BenchmarkGemm times square products of random matrices, reporting
 // TFLOP/s (2n³ per product) from the wall time of b.N products queued back
-// to back and synchronized, as bench/torch_matmul.py times torch.matmul.
+// to back and synchronized, as bench/pyref/torch_matmul.py times torch.matmul.
 func BenchmarkGemm(b *testing.B) {
 	_, _, h := handle(b)
 	sizes := []int{1024, 4096, 8192}

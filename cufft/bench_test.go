@@ -8,7 +8,7 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// BenchmarkFFT executes a plan made once, beside bench/torch_fft.py's
+// BenchmarkFFT executes a plan made once, beside bench/pyref/torch_fft.py's
 // torch.fft calls of the same shapes: fft of 2^24 complex64, fft of 4096
 // rows of 4096 complex64 (batched), rfft2 of 8192×8192 float32.
 func BenchmarkFFT(b *testing.B) {

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkGenerate fills 256 Mi float32 with uniform and normal numbers
-// from Philox4x32-10, beside bench/torch_rand.py's torch.rand and
+// from Philox4x32-10, beside bench/pyref/torch_rand.py's torch.rand and
 // torch.randn of the same size (the goal: 0.98x PyTorch or better).
 func BenchmarkGenerate(b *testing.B) {
 	ctx := cudatest.Context(b)

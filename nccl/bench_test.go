@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkAllReduce all-reduces (sum, in place) float32 buffers of 1 MiB
-// to 1 GiB across every device, as nccl-tests and bench/torch_allreduce.py
+// to 1 GiB across every device, as nccl-tests and bench/pyref/torch_allreduce.py
 // do: one goroutine drives all ranks in a Group. It reports NCCL's bus
 // bandwidth: the algorithm's bytes/s times 2(n-1)/n, what each link moves.
 func BenchmarkAllReduce(b *testing.B) {

@@ -320,7 +320,7 @@ func ncclCode(err error) nccl.Result {
 
 // BenchmarkLaunched measures all-reduce (sum, in place) and all-to-all of
 // float32 buffers of 16 to 256 MiB between ranks in processes of their
-// own, beside bench/torch_collectives.py. It runs only as one rank of a
+// own, beside bench/pyref/torch_collectives.py. It runs only as one rank of a
 // job a launcher started, each rank with the same fixed -test.benchtime
 // (the ranks must run the same number of collectives), for example on
 // one machine:

@@ -13,7 +13,7 @@ import (
 )
 
 // EnvBenchFile names the file BenchmarkLoad and BenchmarkReadPinned read
-// (bench/torch_safetensors.py makes one of 2 GiB).
+// (bench/pyref/torch_safetensors.py makes one of 2 GiB).
 const envBenchFile = "GOCUDA_SAFETENSORS_FILE"
 
 func benchFile(b *testing.B) string {

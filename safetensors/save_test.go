@@ -384,7 +384,7 @@ const envPython = "GOCUDA_TEST_PYTHON"
 // TestSavePython: Hugging Face's own library reads what Save wrote
 // (safetensors.torch.load_file), with the values, dtypes, shapes and
 // metadata written, and writes the same tensors back byte for byte
-// (bench/safetensors_check.py).
+// (bench/pyref/safetensors_check.py).
 func TestSavePython(t *testing.T) {
 	py := os.Getenv(envPython)
 	if py == "" {
@@ -419,12 +419,12 @@ func TestSavePython(t *testing.T) {
 	if err := safetensors.SaveFile(path, tensors, metadata, cuda.IOConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, filepath.Join("..", "bench", "safetensors_check.py"), path)
+	cmd := exec.Command(py, filepath.Join("..", "bench", "pyref", "safetensors_check.py"), path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s bench/safetensors_check.py: %v\n%s", py, err, stderr.Bytes())
+		t.Fatalf("%s bench/pyref/safetensors_check.py: %v\n%s", py, err, stderr.Bytes())
 	}
 	var got struct {
 		Torch, Safetensors string

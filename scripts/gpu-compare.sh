@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, after scripts/gpu-build.sh here: runs gocuda bench, the
 # C reference (bench/cref/copybench.c, built with nvcc) and PyTorch's copies
-# (bench/torch_copy.py, with its pin_memory path) and CuPy's and JAX's
-# one-shot transfers (bench/oneshot_copy.py) one after the other, writing
+# (bench/pyref/torch_copy.py, with its pin_memory path) and CuPy's and JAX's
+# one-shot transfers (bench/pyref/oneshot_copy.py) one after the other, writing
 # OUTDIR/bench.json, OUTDIR/bench.svg, OUTDIR/cref.txt, OUTDIR/torch.json and
 # OUTDIR/oneshot.json. Then, here:
 #
@@ -17,7 +17,7 @@ export GOCUDA_REQUIRE_GPU=1
 nvcc -O2 -o /tmp/copybench bench/cref/copybench.c -lcuda
 bin/gocuda bench -json "$out/bench.json" -plot "$out/bench.svg" >"$out/bench.txt"
 /tmp/copybench pageable pinned >"$out/cref.txt"
-python3 bench/torch_copy.py >"$out/torch.json"
-python3 bench/oneshot_copy.py >"$out/oneshot.json" 2>"$out/oneshot.err" || echo "oneshot_copy.py failed: see oneshot.err" >&2
+python3 bench/pyref/torch_copy.py >"$out/torch.json"
+python3 bench/pyref/oneshot_copy.py >"$out/oneshot.json" 2>"$out/oneshot.err" || echo "oneshot_copy.py failed: see oneshot.err" >&2
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader >"$out/machine.txt"
 cat "$out/bench.txt"

@@ -5,7 +5,7 @@
 # GOCUDA_REQUIRE_GPU=1; then two ranks started as a launcher starts them
 # (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) running BenchmarkLaunched
 # (all-reduce and all-to-all bus bandwidth, 16-256 MiB) beside
-# bench/torch_collectives.py in the same run, through the same NCCL library
+# bench/pyref/torch_collectives.py in the same run, through the same NCCL library
 # as PyTorch's. On one GPU the two ranks share it over NCCL's socket
 # transport (they pass for two hosts: see nccl/procs_test.go); on two or
 # more, over NVLink or PCIe, then again over the socket transport
@@ -89,9 +89,9 @@ fi
 		for round in 1 2; do
 			ranks "$tr$round" ${vars[@]+"${vars[@]}"}
 			if [ "$tr" = socket ] && [ "$gpus" -ge 2 ]; then
-				SOCKET=1 python3 bench/torch_collectives.py >"$out/torch-$tr$round.txt" 2>&1 || rc=1
+				SOCKET=1 python3 bench/pyref/torch_collectives.py >"$out/torch-$tr$round.txt" 2>&1 || rc=1
 			else
-				python3 bench/torch_collectives.py >"$out/torch-$tr$round.txt" 2>&1 || rc=1
+				python3 bench/pyref/torch_collectives.py >"$out/torch-$tr$round.txt" 2>&1 || rc=1
 			fi
 			echo
 			echo "$tr transport, round $round (gocuda first, then PyTorch):"
@@ -102,9 +102,9 @@ fi
 	if [ "$gpus" -ge 2 ]; then
 		bin/tests/nccl.test -test.run '^$' -test.bench '^BenchmarkAllReduce$' -test.benchtime 20x >"$out/go-allreduce.txt" 2>&1 || rc=1
 		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkCopyPeer$' -test.benchtime 10x >"$out/go-peer.txt" 2>&1 || rc=1
-		python3 bench/torch_allreduce.py >"$out/torch-allreduce.txt" 2>&1 || rc=1
+		python3 bench/pyref/torch_allreduce.py >"$out/torch-allreduce.txt" 2>&1 || rc=1
 		echo
-		echo "One process driving every GPU (BenchmarkAllReduce) beside bench/torch_allreduce.py:"
+		echo "One process driving every GPU (BenchmarkAllReduce) beside bench/pyref/torch_allreduce.py:"
 		echo
 		echo "| size | gocuda busbw GB/s | PyTorch busbw GB/s | ratio |"
 		echo "|---|---|---|---|"

@@ -24,18 +24,18 @@
 #   graphs    stream-ordered allocation and CUDA graphs (BenchmarkAllocAsync,
 #             BenchmarkGraph*, BenchmarkStreamLaunches), purego and cgo, beside
 #             bench/cref/graphbench.c, bench/cref/graphwhile.cu (While nodes,
-#             linked with the device runtime) and bench/torch_graph.py, two interleaved
+#             linked with the device runtime) and bench/pyref/torch_graph.py, two interleaved
 #             rounds: OUTDIR/graphs.txt
 #   capture   capturing 100 launches (BenchmarkGraphCapture, BenchmarkGraphCaptureOnly, BenchmarkGraphCaptureRaw,
 #             BenchmarkGraphUpdate), purego and cgo, beside bench/cref/graphbench.c's
 #             rows, seven interleaved rounds (CAPTURE_ROUNDS) and their medians, then a CPU profile of each set:
 #             OUTDIR/capture.txt, OUTDIR/capture-tests{,-cgo}.pprof
 #   blas      cuBLAS products (package cublas: BenchmarkGemm, BenchmarkGemmBatched,
-#             BenchmarkGemmCall), purego and cgo, beside bench/torch_matmul.py and
+#             BenchmarkGemmCall), purego and cgo, beside bench/pyref/torch_matmul.py and
 #             bench/cref/gemmcall.c, in one run: OUTDIR/blas.txt
 #   load      safetensors loading (BenchmarkLoad, BenchmarkReadPinned in package
 #             safetensors) of a 2 GiB file in the page cache beside
-#             bench/torch_safetensors.py's load_file(device="cuda"), and ReadFrom
+#             bench/pyref/torch_safetensors.py's load_file(device="cuda"), and ReadFrom
 #             from a pipe and a TCP connection beside their own speed: OUTDIR/load.txt
 #   streaming the staging pipeline's copies with streaming stores and without
 #             (BenchmarkPipelineStreaming, BenchmarkParallelCopy), two rounds, then
@@ -74,7 +74,7 @@
 #             OUTDIR/cores-timeline.txt
 #   compute   package compute's benchmarks (Add, CastBFloat16, Sum, Softmax, the
 #             device-to-device copy, a cached call against Function.Launch),
-#             purego and cgo, beside bench/cupy_compute.py (CuPy, PyTorch),
+#             purego and cgo, beside bench/pyref/cupy_compute.py (CuPy, PyTorch),
 #             three interleaved rounds, and the first call with a warm disk
 #             cache (TestDiskCache): OUTDIR/compute.txt
 #   managed   managed memory (BenchmarkManagedPrefetch of 1 GiB there and back
@@ -85,7 +85,7 @@
 #   rand      package curand's BenchmarkGenerate (Uniform and Normal of 256 Mi
 #             float32) and package cufft's BenchmarkFFT and BenchmarkExecRepeated,
 #             purego and cgo, beside the same calls from C (bench/cref/randfft.c),
-#             bench/torch_rand.py (torch.rand, torch.randn) and bench/torch_fft.py,
+#             bench/pyref/torch_rand.py (torch.rand, torch.randn) and bench/pyref/torch_fft.py,
 #             two rounds: OUTDIR/rand.txt
 #   growable  GrowableBuffer (BenchmarkGrowableGrow: 1 GiB to 16 GiB in 1 GiB
 #             steps in place beside allocating and copying; BenchmarkGrowableCopy:
@@ -105,7 +105,7 @@
 #             times the host copy alone)
 #   grid      issue 48's grid: package compute's operations at every size and
 #             shape of BenchmarkGrid beside the same cells in PyTorch and CuPy
-#             (bench/compute_grid.py), worst ratio first (bench/gridreport.py);
+#             (bench/pyref/compute_grid.py), worst ratio first (bench/report/gridreport.py);
 #             GOCUDA_GRID_OPS, GOCUDA_GRID_DTYPES (comma lists) and
 #             GOCUDA_GRID_MAXELEMS pick the cells, GRID_BENCHTIME the Go
 #             cells' time (0.1s): OUTDIR/grid.md
@@ -148,7 +148,7 @@ for section in $sections; do
 		done
 		{
 			echo "$stamp; medians of 3 interleaved rounds"
-			python3 bench/copyreport.py "$out/cref1.txt,$out/cref2.txt,$out/cref3.txt" "$out/gocopy1.txt,$out/gocopy2.txt,$out/gocopy3.txt"
+			python3 bench/report/copyreport.py "$out/cref1.txt,$out/cref2.txt,$out/cref3.txt" "$out/gocopy1.txt,$out/gocopy2.txt,$out/gocopy3.txt"
 		} >"$out/copy.md"
 		cat "$out/copy.md"
 		;;
@@ -156,7 +156,7 @@ for section in $sections; do
 		bin/tests/cuda.test -test.run '^$' -test.bench '^Benchmark(Copy(From|To)Host|Upload|Download|StagingPaired)' -test.benchtime 0.5s -test.benchmem >"$out/gostaging.txt"
 		{
 			echo "$stamp"
-			python3 bench/stagingreport.py "$out/gostaging.txt"
+			python3 bench/report/stagingreport.py "$out/gostaging.txt"
 		} >"$out/staging.md"
 		cat "$out/staging.md"
 		;;
@@ -186,7 +186,7 @@ for section in $sections; do
 		done
 		{
 			echo "$stamp"
-			python3 bench/kernelreport.py "$out/kcref1.txt,$out/kcref2.txt,$out/kcref3.txt" \
+			python3 bench/report/kernelreport.py "$out/kcref1.txt,$out/kcref2.txt,$out/kcref3.txt" \
 				"$out/gokernels-tests-1.txt,$out/gokernels-tests-2.txt,$out/gokernels-tests-3.txt" \
 				"$out/gokernels-tests-cgo-1.txt,$out/gokernels-tests-cgo-2.txt,$out/gokernels-tests-cgo-3.txt"
 		} >"$out/kernels.md"
@@ -215,7 +215,7 @@ for section in $sections; do
 				bin/$set/cuda.test -test.run '^$' -test.bench '^Benchmark(AllocAsync|GraphReplay|StreamLaunches|GraphCapture|GraphUpdate|GraphSetKernelParams|GraphWhile|DependentChain)$' -test.benchtime 0.3s | grep -E '^Benchmark'
 			done
 		done >"$out/graphs.txt" 2>&1
-		python3 bench/torch_graph.py >"$out/torch_graph.json" 2>"$out/torch_graph.err" || echo "torch_graph.py failed: see torch_graph.err" >&2
+		python3 bench/pyref/torch_graph.py >"$out/torch_graph.json" 2>"$out/torch_graph.err" || echo "torch_graph.py failed: see torch_graph.err" >&2
 		cat "$out/graphs.txt" "$out/torch_graph.json"
 		;;
 	capture)
@@ -258,7 +258,7 @@ for l in sorted(sys.stdin):
 			echo "== tests-cgo"
 			bin/tests-cgo/cublas.test -test.run '^$' -test.bench '^BenchmarkGemmCall$' -test.benchtime 1s | grep -E '^(Benchmark|ok|FAIL)'
 			echo "== torch"
-			python3 bench/torch_matmul.py
+			python3 bench/pyref/torch_matmul.py
 			echo "== C again"
 			/tmp/gemmcall
 		} >"$out/blas.txt" 2>&1
@@ -269,12 +269,12 @@ for l in sorted(sys.stdin):
 		file=/tmp/gocuda-bench.safetensors
 		{
 			echo "== torch (first: makes the file)"
-			python3 bench/torch_safetensors.py $file
+			python3 bench/pyref/torch_safetensors.py $file
 			echo "== gocuda"
 			GOCUDA_SAFETENSORS_FILE=$file bin/tests/safetensors.test -test.run '^$' -test.bench '^Benchmark(Load|ReadPinned)$' -test.benchtime 5x | grep -E '^(Benchmark|ok|FAIL)'
 			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkReadFromStream$' -test.benchtime 3x | grep -E '^(Benchmark|ok|FAIL)'
 			echo "== torch again"
-			python3 bench/torch_safetensors.py $file
+			python3 bench/pyref/torch_safetensors.py $file
 		} >"$out/load.txt" 2>&1
 		cat "$out/load.txt"
 		;;
@@ -360,7 +360,7 @@ for l in sorted(sys.stdin):
 				(cd compute && "../bin/$set/compute.test" -test.run '^$' -test.bench . -test.benchtime 1s)
 			done
 			echo "== peers"
-			python3 bench/cupy_compute.py
+			python3 bench/pyref/cupy_compute.py
 		done >"$out/compute.txt" 2>&1
 		echo "== first call, warm disk cache" >>"$out/compute.txt"
 		for set in tests tests-cgo; do
@@ -407,8 +407,8 @@ for l in sorted(sys.stdin):
 			echo "== C (bench/cref/randfft.c, $toolkit), microseconds"
 			LD_LIBRARY_PATH=$toolkit${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$out/randfft"
 			echo "== PyTorch"
-			python3 bench/torch_rand.py
-			python3 bench/torch_fft.py
+			python3 bench/pyref/torch_rand.py
+			python3 bench/pyref/torch_fft.py
 		done >"$out/rand.txt" 2>&1
 		grep -E '^(==|Benchmark|torch|c\.|cuRAND|cuFFT)' "$out/rand.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+([0-9.]+ ns\/op)/ \1/'
 		;;
@@ -451,12 +451,12 @@ for l in sorted(sys.stdin):
 		# A failed cell leaves the others' rows: the table is still made.
 		(cd compute && ../bin/tests/compute.test -test.run '^$' -test.bench '^BenchmarkGrid$' -test.benchtime "${GRID_BENCHTIME:-0.1s}") >"$out/grid-go.txt" 2>&1 ||
 			echo "BenchmarkGrid failed: see grid-go.txt" >&2
-		python3 bench/compute_grid.py >"$out/grid-peers.json" 2>"$out/grid-peers.err" ||
+		python3 bench/pyref/compute_grid.py >"$out/grid-peers.json" 2>"$out/grid-peers.err" ||
 			echo "compute_grid.py failed: see grid-peers.err" >&2
 		{
 			echo "$stamp; µs per call (a loop of calls, then one synchronize), ratio = the faster peer's µs / gocuda's"
 			echo
-			python3 bench/gridreport.py "$out/grid-go.txt" "$out/grid-peers.json"
+			python3 bench/report/gridreport.py "$out/grid-go.txt" "$out/grid-peers.json"
 		} >"$out/grid.md"
 		sed -n "/^[0-9]* cells/,\$p" "$out/grid.md"
 		;;

@@ -42,7 +42,7 @@ if nvcc -O2 -o "$logdir/curand" bench/cref/curand.c -lcurand -lcuda >"$logdir/cu
 fi
 
 # Hugging Face's own library reading what safetensors.Save wrote
-# (TestSavePython in package safetensors, bench/safetensors_check.py): the
+# (TestSavePython in package safetensors, bench/pyref/safetensors_check.py): the
 # first python with torch and safetensors, where there is one.
 for py in /opt/torch/.venv/bin/python python3; do
 	if "$py" -c 'import torch, safetensors.torch' >/dev/null 2>&1; then

@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gocuda/cuda/bench/results"
+	"github.com/gocuda/cuda/bench/report/results"
 )
 
 // The markers between which report writes its section of the document.
@@ -206,9 +206,9 @@ func renderSection(rep results.Report, plotFile string) string {
 	b.WriteString(". GB/s, median; every program moves each transfer from the next slice of a 256 MiB arena. " +
 		"gocuda: `gocuda bench` (copy: `CopyFromHost`/`CopyToHost` of a Go slice; pinned: the same from a `PinnedBuffer`; " +
 		"in-place: `UploadWith`/`DownloadInto`; staging: `Upload`/`Download` of a Go slice, with the path it took). " +
-		"C: `bench/cref/copybench.c`, the same driver calls. PyTorch: `bench/torch_copy.py`, `copy_` between a CUDA tensor and a pageable or pinned CPU tensor, " +
+		"C: `bench/cref/copybench.c`, the same driver calls. PyTorch: `bench/pyref/torch_copy.py`, `copy_` between a CUDA tensor and a pageable or pinned CPU tensor, " +
 		"and pin_memory, PyTorch's fastest path for an ordinary tensor (`pin_memory()` then `copy_(non_blocking=True)`; down, through a pinned block). " +
-		"CuPy and JAX: `bench/oneshot_copy.py`, `cupy.asarray`/`cupy.asnumpy` and `jax.device_put`/`numpy.asarray` of an ordinary array. " +
+		"CuPy and JAX: `bench/pyref/oneshot_copy.py`, `cupy.asarray`/`cupy.asnumpy` and `jax.device_put`/`numpy.asarray` of an ordinary array. " +
 		"The ratios are against PyTorch's fastest path for an ordinary tensor at each size (the faster of pageable and pin_memory).\n\n")
 	cols := []string{results.Copy, results.Pinned, results.InPlace, results.Staging, results.CPageable, results.CPinned,
 		results.TorchPageable, results.TorchPinned, results.TorchPinMemory, results.CuPy, results.JAX}

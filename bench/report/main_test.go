@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gocuda/cuda/bench/results"
+	"github.com/gocuda/cuda/bench/report/results"
 )
 
 func TestParseCRef(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/bench/results"
+	"github.com/gocuda/cuda/bench/report/results"
 	"github.com/gocuda/cuda/internal/nvml"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/bench/results"
+	"github.com/gocuda/cuda/bench/report/results"
 )
 
 func TestParseSizes(t *testing.T) {

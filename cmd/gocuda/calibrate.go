@@ -9,7 +9,7 @@ import (
 	"os"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/bench/results"
+	"github.com/gocuda/cuda/bench/report/results"
 	"golang.org/x/term"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/bench/results"
+	"github.com/gocuda/cuda/bench/report/results"
 )
 
 // maxSlots bounds how many slices of the arenas the smallest transfers walk

@@ -1,5 +1,5 @@
 """Table of issue 48's benchmark grid: gocuda (BenchmarkGrid's us/op) beside
-PyTorch and CuPy (bench/compute_grid.py's JSON lines), cell by cell.
+PyTorch and CuPy (bench/pyref/compute_grid.py's JSON lines), cell by cell.
 
 usage: python3 gridreport.py GO_OUT[,GO_OUT...] [PEERS_JSON[,PEERS_JSON...]] > grid.md
 

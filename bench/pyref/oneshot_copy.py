@@ -1,5 +1,5 @@
 """CuPy's and JAX's one-shot transfers of part of an ordinary NumPy array,
-timed as bench/torch_copy.py times PyTorch's (wall clock around each
+timed as bench/pyref/torch_copy.py times PyTorch's (wall clock around each
 transfer, synchronized, median of the repeats, walking through a 256 MiB
 arena): what a user of those libraries gets from the obvious call.
 

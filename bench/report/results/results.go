@@ -1,5 +1,5 @@
 // Package results is the format of transfer measurements: what
-// `gocuda bench -json` writes, what bench/torch_copy.py and the C reference
+// `gocuda bench -json` writes, what bench/pyref/torch_copy.py and the C reference
 // (bench/cref) are merged into by bench/report, and the plot drawn from it.
 package results
 
