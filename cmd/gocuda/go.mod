@@ -3,8 +3,8 @@ module github.com/gocuda/cuda/cmd/gocuda
 go 1.26.0
 
 require (
-	github.com/gocuda/cuda v0.0.0-20261203163859-08c56b91abf8
-	github.com/gocuda/cuda/bench v0.0.0-20261203163859-08c56b91abf8
+	github.com/gocuda/cuda v0.0.0-20261205062259-39b9b17a4da9
+	github.com/gocuda/cuda/bench v0.0.0-20261205062259-39b9b17a4da9
 	golang.org/x/term v0.48.0
 )
 
