@@ -10,3 +10,6 @@ func WithAttempt(l Launch, a string) Launch {
 	l.attempt = a
 	return l
 }
+
+// JobOf is l as package rendezvous takes it.
+var JobOf = Launch.job

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,43 +15,37 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nccl"
+	"github.com/gocuda/cuda/nccl/internal/rendezvous"
 )
 
+// TestLaunchFromEnv: LaunchFromEnv is package rendezvous's reading of the
+// launchers' variables (its TestFromEnv), every field passed on and its
+// errors made ours.
 func TestLaunchFromEnv(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		env  map[string]string
 		want nccl.Launch
-		err  string // a part of the error; "" for none
+		err  string // the error; "" for none
 	}{
 		{"torchrun", map[string]string{"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node0", "MASTER_PORT": "1234"},
 			nccl.Launch{Rank: 3, Size: 8, LocalRank: 1, Addr: "node0:1234", Launcher: "torchrun"}, ""},
 		{"torchrun with its agent's store", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "node0", "MASTER_PORT": "29400",
 			"TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RUN_ID": "job7", "TORCHELASTIC_RESTART_COUNT": "2"},
 			nccl.WithAttempt(nccl.Launch{Rank: 1, Size: 2, Addr: "node0:29400", Launcher: "torchrun", TorchStore: true}, "job7/2"), ""},
-		{"torchrun without its agent's store", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "node0", "TORCHELASTIC_USE_AGENT_STORE": "False"},
-			nccl.Launch{Rank: 1, Size: 2, Addr: "node0:29500", Launcher: "torchrun"}, ""},
 		{"openmpi, the default port", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "MASTER_ADDR": "10.0.0.1"},
 			nccl.Launch{Rank: 0, Size: 2, Addr: "10.0.0.1:29500", Launcher: "openmpi"}, ""},
-		{"pmi", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MASTER_ADDR": "h", "MASTER_PORT": "9"},
-			nccl.Launch{Rank: 1, Size: 2, LocalRank: 1, Addr: "h:9", Launcher: "pmi"}, ""},
-		{"slurm, an IPv6 host", map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "6", "SLURM_LOCALID": "1", "MASTER_ADDR": "fe80::1", "MASTER_PORT": "7000"},
-			nccl.Launch{Rank: 5, Size: 6, LocalRank: 1, Addr: "[fe80::1]:7000", Launcher: "slurm"}, ""},
-		{"torchrun's variables first", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "4", "MASTER_ADDR": "a"},
-			nccl.Launch{Rank: 1, Size: 2, Addr: "a:29500", Launcher: "torchrun"}, ""},
-		{"no launcher", map[string]string{"MASTER_ADDR": "a"}, nccl.Launch{}, "none of RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE"},
-		{"no address", map[string]string{"RANK": "0", "WORLD_SIZE": "1"}, nccl.Launch{}, "MASTER_ADDR (rank 0's host) is not set"},
-		{"rank beyond size", map[string]string{"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "a"}, nccl.Launch{}, "RANK=2 is not below WORLD_SIZE=2"},
-		{"size missing", map[string]string{"RANK": "0", "MASTER_ADDR": "a"}, nccl.Launch{}, `WORLD_SIZE="": want a whole number of at least 1`},
-		{"rank not a number", map[string]string{"RANK": "x", "WORLD_SIZE": "2", "MASTER_ADDR": "a"}, nccl.Launch{}, `RANK="x"`},
-		{"negative local rank", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-1", "MASTER_ADDR": "a"}, nccl.Launch{}, `LOCAL_RANK="-1"`},
-		{"bad port", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "70000"}, nccl.Launch{}, `MASTER_PORT="70000"`},
+		{"no launcher", map[string]string{"MASTER_ADDR": "a"}, nccl.Launch{},
+			"nccl: LaunchFromEnv: invalid value: no launcher's variables: none of RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE"},
+		{"bad port", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "70000"}, nccl.Launch{},
+			`nccl: LaunchFromEnv: invalid value: MASTER_PORT="70000": want a port from 1 to 65535`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := nccl.LaunchFrom(func(k string) string { return tt.env[k] })
 			if tt.err != "" {
-				if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("LaunchFromEnv = %+v, %v; want ErrInvalidValue saying %q", got, err, tt.err)
+				var e *nccl.Error
+				if !errors.As(err, &e) || !errors.Is(err, cuda.ErrInvalidValue) || !strings.HasPrefix(err.Error(), tt.err) || got != (nccl.Launch{}) {
+					t.Fatalf("LaunchFromEnv = %+v, %v; want a *nccl.Error of ErrInvalidValue saying %q", got, err, tt.err)
 				}
 				return
 			}
@@ -60,6 +53,16 @@ func TestLaunchFromEnv(t *testing.T) {
 				t.Fatalf("LaunchFromEnv = %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestLaunchJob: ShareUniqueID hands package rendezvous every field of
+// the Launch, its attempt too.
+func TestLaunchJob(t *testing.T) {
+	l := nccl.WithAttempt(nccl.Launch{Rank: 1, Size: 4, LocalRank: 1, Addr: "node0:29400", Launcher: "torchrun", TorchStore: true}, "job7/2")
+	want := rendezvous.Job{Rank: 1, Size: 4, LocalRank: 1, Addr: "node0:29400", Launcher: "torchrun", TorchStore: true, Attempt: "job7/2"}
+	if got := nccl.JobOf(l); got != want {
+		t.Fatalf("job of %+v = %+v, want %+v", l, got, want)
 	}
 }
 
@@ -204,105 +207,31 @@ func checkFailed(t *testing.T, err, also error, want string) {
 	}
 }
 
-// TestRendezvousProcesses: three processes, started as a launcher starts
-// them (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), meet over loopback
-// and get one id; then a job whose rank 2 is killed before it connects:
-// rank 0 says which rank is missing when its time is up, rank 1 has the id.
-func TestRendezvousProcesses(t *testing.T) {
-	if os.Getenv("GOCUDA_TEST_RENDEZVOUS") != "" {
-		rendezvousRank(t)
-		return
+// TestShareUniqueIDTorchStore: under torchrun the ranks meet in its
+// agent's store (package rendezvous's TestTorchStore), whose errors are
+// ours as those of the port are: here a server that is not PyTorch's store
+// answers the ping wrong.
+func TestShareUniqueIDTorchStore(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	requireNCCL(t)
-	type proc struct {
-		cmd *exec.Cmd
-		out *strings.Builder
-	}
-	start := func(addr string, rank int, env ...string) proc {
-		host, port, _ := net.SplitHostPort(addr)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRendezvousProcesses$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GOCUDA_TEST_RENDEZVOUS=1", "RANK="+strconv.Itoa(rank), "WORLD_SIZE=3",
-			"MASTER_ADDR="+host, "MASTER_PORT="+port)
-		cmd.Env = append(cmd.Env, env...)
-		p := proc{cmd, new(strings.Builder)}
-		cmd.Stdout, cmd.Stderr = p.out, p.out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	t.Run("all meet", func(t *testing.T) {
-		addr := freeAddr(t)
-		var procs []proc
-		for r := range 3 {
-			procs = append(procs, start(addr, r))
-		}
-		var ids []string
-		for r, p := range procs {
-			if err := p.cmd.Wait(); err != nil {
-				t.Fatalf("rank %d: %v\n%s", r, err, p.out)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
 			}
-			ids = append(ids, idLine(p.out.String()))
+			io.ReadFull(c, make([]byte, 10)) // validation and ping
+			c.Write([]byte{1, 2, 3, 4})
+			c.Close()
 		}
-		if ids[0] == "" || ids[1] != ids[0] || ids[2] != ids[0] {
-			t.Fatalf("ids %q: want one for all", ids)
-		}
-	})
-	t.Run("rank 2 killed before it connects", func(t *testing.T) {
-		addr := freeAddr(t)
-		r0 := start(addr, 0, "GOCUDA_TEST_RENDEZVOUS_TIMEOUT=2s")
-		r1 := start(addr, 1)
-		r2 := start(addr, 2, "GOCUDA_TEST_RENDEZVOUS_SLEEP=1h")
-		time.Sleep(200 * time.Millisecond)
-		if err := r2.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		r2.cmd.Wait()
-		begun := time.Now()
-		if err := r1.cmd.Wait(); err != nil || idLine(r1.out.String()) == "" {
-			t.Fatalf("rank 1: %v\n%s", err, r1.out)
-		}
-		err := r0.cmd.Wait()
-		if err == nil || !strings.Contains(r0.out.String(), "ranks 2 did not come") {
-			t.Fatalf("rank 0: %v, want it to fail naming rank 2:\n%s", err, r0.out)
-		}
-		if d := time.Since(begun); d > 5*time.Second {
-			t.Errorf("rank 0 took %v to give up, given 2s", d)
-		}
-	})
-}
-
-// idLine returns the id a rank's process printed, "" if none.
-func idLine(out string) string {
-	for _, line := range strings.Split(out, "\n") {
-		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id "); ok {
-			return id
-		}
-	}
-	return ""
-}
-
-// rendezvousRank is one process of TestRendezvousProcesses.
-func rendezvousRank(t *testing.T) {
-	if d, err := time.ParseDuration(os.Getenv("GOCUDA_TEST_RENDEZVOUS_SLEEP")); err == nil {
-		time.Sleep(d)
-	}
-	timeout := 20 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("GOCUDA_TEST_RENDEZVOUS_TIMEOUT")); err == nil {
-		timeout = d
-	}
-	l, err := nccl.LaunchFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	id, err := nccl.ShareUniqueID(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := id.MarshalText()
-	fmt.Printf("id %s\n", text)
+	_, err = nccl.ShareUniqueID(ctx, nccl.Launch{Rank: 1, Size: 2, Addr: ln.Addr().String(), TorchStore: true})
+	checkFailed(t, err, nil, "nccl: ShareUniqueID: rendezvous failed: rank 1: "+ln.Addr().String()+" is not a store of PyTorch 2.4 or later")
 }
 
 // TestNewCommFromLaunch: two ranks, each on a device of its own, meet over

@@ -1,4 +1,4 @@
-package nccl_test
+package rendezvous_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocuda/cuda/nccl"
+	"github.com/gocuda/cuda/nccl/internal/rendezvous"
 )
 
 // fakeStore is a store as torchrun's agent serves it (PyTorch's TCPStore,
@@ -213,39 +213,27 @@ func (s *fakeStore) serve(c net.Conn) {
 
 // TestTorchStore: ranks started by torchrun meet in its agent's store, not
 // on a port of their own; each way a rendezvous can fail there ends as it
-// does without the store: an error in words, wrapping ErrRendezvous,
-// within the time given.
+// does without the store: an error in words, of ranks that could not
+// meet, within the time given.
 func TestTorchStore(t *testing.T) {
-	requireNCCL(t)
 	// Each test's attempts are its own, so that the tests can share
 	// PyTorch's store.
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	launch := func(addr string, size int, attempt string) nccl.Launch {
-		return nccl.WithAttempt(nccl.Launch{Size: size, Addr: addr, TorchStore: true, Launcher: "torchrun"}, run+"/"+attempt)
+	launch := func(addr string, size int, attempt string) rendezvous.Job {
+		return rendezvous.Job{Size: size, Addr: addr, TorchStore: true, Launcher: "torchrun", Attempt: run + "/" + attempt}
 	}
 	deadline := func(t *testing.T, d time.Duration) context.Context {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		t.Cleanup(cancel)
 		return ctx
 	}
-	sameIDs := func(t *testing.T, ids []nccl.UniqueID, errs []error) {
-		t.Helper()
-		if err := errors.Join(errs...); err != nil {
-			t.Fatal(err)
-		}
-		for r := range ids {
-			if ids[r] != ids[0] || ids[r] == (nccl.UniqueID{}) {
-				t.Fatalf("rank %d got another id than rank 0's", r)
-			}
-		}
-	}
 	t.Run("all meet, twice", func(t *testing.T) {
 		s := testStore(t)
 		l := launch(s, 4, "meet")
-		ids, errs := shareLaunch(deadline(t, 20*time.Second), l, 3, 2, 1, 0)
+		ids, errs := shareJob(deadline(t, 20*time.Second), l, 3, 2, 1, 0)
 		sameIDs(t, ids, errs)
 		// A second communicator of the same job gets an id of its own.
-		again, errs := shareLaunch(deadline(t, 20*time.Second), l, 0, 1, 2, 3)
+		again, errs := shareJob(deadline(t, 20*time.Second), l, 0, 1, 2, 3)
 		sameIDs(t, again, errs)
 		if again[0] == ids[0] {
 			t.Fatal("the second rendezvous gave the first one's id")
@@ -253,10 +241,10 @@ func TestTorchStore(t *testing.T) {
 	})
 	t.Run("a restarted attempt never reads the attempt before", func(t *testing.T) {
 		s := testStore(t)
-		first, errs := shareLaunch(deadline(t, 20*time.Second), launch(s, 2, "restart/0"), 0, 1)
+		first, errs := shareJob(deadline(t, 20*time.Second), launch(s, 2, "restart/0"), 0, 1)
 		sameIDs(t, first, errs)
 		// torchrun restarts the workers; the new rank 1 comes first.
-		second, errs := shareLaunch(deadline(t, 20*time.Second), launch(s, 2, "restart/1"), 1, 0)
+		second, errs := shareJob(deadline(t, 20*time.Second), launch(s, 2, "restart/1"), 1, 0)
 		sameIDs(t, second, errs)
 		if second[1] == first[0] {
 			t.Fatal("the restarted rank 1 read the id of the attempt before")
@@ -265,38 +253,38 @@ func TestTorchStore(t *testing.T) {
 	t.Run("a rank never comes", func(t *testing.T) {
 		s := testStore(t)
 		start := time.Now()
-		_, errs := shareLaunch(deadline(t, time.Second), launch(s, 3, "never"), 0, 1)
+		_, errs := shareJob(deadline(t, time.Second), launch(s, 3, "never"), 0, 1)
 		if errs[1] != nil {
 			t.Fatalf("rank 1: %v", errs[1])
 		}
-		wantErr(t, errs[0], "ranks 2 did not come", context.DeadlineExceeded)
+		wantFailed(t, errs[0], "ranks 2 did not come", context.DeadlineExceeded)
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("rank 0 gave up after %v, given 1s", d)
 		}
 	})
 	t.Run("rank 0 never comes", func(t *testing.T) {
 		s := testStore(t)
-		_, errs := shareLaunch(deadline(t, 500*time.Millisecond), launch(s, 2, "rank0"), 1)
-		wantErr(t, errs[1], "rank 0 did not put the id in torchrun's store", context.DeadlineExceeded)
+		_, errs := shareJob(deadline(t, 500*time.Millisecond), launch(s, 2, "rank0"), 1)
+		wantFailed(t, errs[1], "rank 0 did not put the id in torchrun's store", context.DeadlineExceeded)
 	})
 	t.Run("a rank told another size", func(t *testing.T) {
 		s := testStore(t)
 		ctx := deadline(t, time.Second)
 		var errs [2]error
 		var wg sync.WaitGroup
-		wg.Go(func() { _, errs[0] = nccl.ShareUniqueID(ctx, launch(s, 2, "size")) })
+		wg.Go(func() { _, errs[0] = rendezvous.Share(ctx, launch(s, 2, "size"), defaultTimeout, newID) })
 		l := launch(s, 3, "size")
 		l.Rank = 1
-		wg.Go(func() { _, errs[1] = nccl.ShareUniqueID(ctx, l) })
+		wg.Go(func() { _, errs[1] = rendezvous.Share(ctx, l, defaultTimeout, newID) })
 		wg.Wait()
-		wantErr(t, errs[1], "rank 1 was told the job has 3 ranks; rank 0 was told 2", nil)
-		wantErr(t, errs[0], "ranks 1 did not come", context.DeadlineExceeded)
+		wantFailed(t, errs[1], "rank 1 was told the job has 3 ranks; rank 0 was told 2", nil)
+		wantFailed(t, errs[0], "ranks 1 did not come", context.DeadlineExceeded)
 	})
 	t.Run("a rank comes twice", func(t *testing.T) {
 		s := testStore(t)
 		ctx := deadline(t, 10*time.Second)
 		l := launch(s, 2, "twice")
-		if _, errs := shareLaunch(ctx, l, 0, 1); errors.Join(errs...) != nil {
+		if _, errs := shareJob(ctx, l, 0, 1); errors.Join(errs...) != nil {
 			t.Fatal(errors.Join(errs...))
 		}
 		// Another process says it is rank 1 of the same rendezvous (its
@@ -305,16 +293,16 @@ func TestTorchStore(t *testing.T) {
 		// as that address's first rendezvous, as the other process would.)
 		l = launch("localhost:"+portOf(s), 2, "twice")
 		l.Rank = 1
-		_, err := nccl.ShareUniqueID(ctx, l)
-		wantErr(t, err, "rank 1 came twice", nil)
+		_, err := rendezvous.Share(ctx, l, defaultTimeout, newID)
+		wantFailed(t, err, "rank 1 came twice", nil)
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		s := testStore(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)
 		start := time.Now()
-		_, errs := shareLaunch(ctx, launch(s, 2, "cancel"), 0)
-		wantErr(t, errs[0], "did not come", context.Canceled)
+		_, errs := shareJob(ctx, launch(s, 2, "cancel"), 0)
+		wantFailed(t, errs[0], "did not come", context.Canceled)
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("returned %v after the cancel", d-200*time.Millisecond)
 		}
@@ -351,10 +339,10 @@ func TestTorchStore(t *testing.T) {
 					c.Close()
 				}
 			}()
-			l := nccl.Launch{Rank: 1, Size: 2, Addr: ln.Addr().String(), TorchStore: true}
+			l := rendezvous.Job{Rank: 1, Size: 2, Addr: ln.Addr().String(), TorchStore: true}
 			start := time.Now()
-			_, err = nccl.ShareUniqueID(deadline(t, time.Second), l)
-			wantErr(t, err, "not a store of PyTorch 2.4 or later", nil)
+			_, err = rendezvous.Share(deadline(t, time.Second), l, defaultTimeout, newID)
+			wantFailed(t, err, "not a store of PyTorch 2.4 or later", nil)
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v; want it to say %q", err, tt.want)
 			}
@@ -363,22 +351,6 @@ func TestTorchStore(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wantErr fails t unless err wraps ErrRendezvous (and also, when set,
-// also) and says want.
-func wantErr(t *testing.T, err error, want string, also error) {
-	t.Helper()
-	if !errors.Is(err, nccl.ErrRendezvous) || also != nil && !errors.Is(err, also) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("err = %v; want ErrRendezvous%s saying %q", err, map[bool]string{true: " and " + errString(also), false: ""}[also != nil], want)
-	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 func portOf(addr string) string {

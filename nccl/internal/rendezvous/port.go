@@ -1,0 +1,150 @@
+package rendezvous
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The rendezvous's messages on rank 0's port. A rank connects to rank 0
+// and sends hello: the magic, its rank and the size it was told
+// (big-endian uint32s). Rank 0 answers with a status byte, then the ID
+// (status ok) or a reason of up to 255 bytes (status refused).
+const (
+	magic         = "gocuda-nccl-rendezvous 1\n"
+	statusOK      = 0
+	statusRefused = 1
+)
+
+// serve is rank 0's side: it listens on j.Addr's port, on every interface,
+// and answers each rank's hello until all have the id.
+func serve(ctx context.Context, j Job, id ID) error {
+	_, port, _ := net.SplitHostPort(j.Addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort("", port))
+	if err != nil {
+		return failed(ctx, "rank 0 cannot listen on port %s: %v", port, err)
+	}
+	defer ln.Close()
+	// Close the listener when ctx ends, which ends Accept.
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	served := make([]bool, j.Size)
+	served[0] = true
+	left := j.Size - 1
+	for left > 0 {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return failed(ctx, "rank 0 at %s: ranks %s did not come within the time given", j.Addr, missing(served))
+			}
+			return failed(ctx, "rank 0 at %s: %v", j.Addr, err)
+		}
+		if rank, ok := answer(ctx, conn, j.Size, served, id); ok {
+			served[rank] = true
+			left--
+		}
+	}
+	return nil
+}
+
+// answer reads one hello from conn and sends the id, or the reason it is
+// refused. It reports the rank served.
+func answer(ctx context.Context, conn net.Conn, size int, served []bool, id ID) (int, bool) {
+	defer conn.Close()
+	// A rank that connects and says nothing must not hold up the others.
+	conn.SetDeadline(within(ctx, 10*time.Second))
+	hello := make([]byte, len(magic)+8)
+	if _, err := io.ReadFull(conn, hello); err != nil || string(hello[:len(magic)]) != magic {
+		return 0, false // not a rank of ours, or it died: wait for another
+	}
+	rank := int(binary.BigEndian.Uint32(hello[len(magic):]))
+	theirs := int(binary.BigEndian.Uint32(hello[len(magic)+4:]))
+	var reason string
+	switch {
+	case theirs != size:
+		reason = fmt.Sprintf("rank %d was told the job has %d ranks; rank 0 was told %d", rank, theirs, size)
+	case rank <= 0 || rank >= size:
+		reason = fmt.Sprintf("rank %d out of range [1, %d)", rank, size)
+	case served[rank]:
+		reason = fmt.Sprintf("rank %d came twice", rank)
+	}
+	if reason != "" {
+		if len(reason) > 255 {
+			reason = reason[:255]
+		}
+		conn.Write(append([]byte{statusRefused, byte(len(reason))}, reason...))
+		return 0, false
+	}
+	if _, err := conn.Write(append([]byte{statusOK}, id[:]...)); err != nil {
+		return 0, false // it died before reading: it may come again
+	}
+	return rank, true
+}
+
+// missing lists the ranks not served, the first few.
+func missing(served []bool) string {
+	var ranks []string
+	for r, ok := range served {
+		if !ok {
+			if len(ranks) == 8 {
+				ranks = append(ranks, "...")
+				break
+			}
+			ranks = append(ranks, strconv.Itoa(r))
+		}
+	}
+	return strings.Join(ranks, ", ")
+}
+
+// fetch is the other ranks' side: connect to rank 0 (again while it is not
+// yet listening), say hello, read the id.
+func fetch(ctx context.Context, j Job) (ID, error) {
+	var id ID
+	gaveUp, err := redial(ctx, j.Addr, func(conn net.Conn) (retry bool, err error) {
+		id, retry, err = hello(ctx, conn, j)
+		return retry, err
+	})
+	if gaveUp {
+		return ID{}, failed(ctx, "rank %d cannot reach rank 0 at %s within the time given: %v", j.Rank, j.Addr, err)
+	}
+	return id, err
+}
+
+// hello asks rank 0 for the id on conn. retry reports a failure worth
+// another try (rank 0 closed the connection before answering: a listener
+// from another job, or rank 0 dying and starting again).
+func hello(ctx context.Context, conn net.Conn, j Job) (id ID, retry bool, err error) {
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	msg := binary.BigEndian.AppendUint32([]byte(magic), uint32(j.Rank))
+	msg = binary.BigEndian.AppendUint32(msg, uint32(j.Size))
+	if _, err := conn.Write(msg); err != nil {
+		return id, true, err
+	}
+	var status [1]byte
+	if _, err := io.ReadFull(conn, status[:]); err != nil {
+		return id, true, fmt.Errorf("rank 0 closed the connection before answering: %v", err)
+	}
+	if status[0] == statusOK {
+		if _, err := io.ReadFull(conn, id[:]); err != nil {
+			return id, true, fmt.Errorf("rank 0 closed the connection while sending the id: %v", err)
+		}
+		if bytes.Equal(id[:], make([]byte, len(id))) {
+			return id, false, failed(ctx, "rank 0 at %s sent an empty id", j.Addr)
+		}
+		return id, false, nil
+	}
+	var n [1]byte
+	io.ReadFull(conn, n[:])
+	reason := make([]byte, n[0])
+	io.ReadFull(conn, reason)
+	return id, false, failed(ctx, "rank 0 at %s refused rank %d: %s", j.Addr, j.Rank, reason)
+}
