@@ -2,7 +2,8 @@
 # gocuda's ranks as torchrun starts them, on the GPU machine after
 # scripts/gpu-build.sh here: torchrun's agent serves its store on
 # MASTER_PORT and tells the workers so (TORCHELASTIC_USE_AGENT_STORE=True),
-# and gocuda's ranks must meet in that store (package nccl, torchstore.go).
+# and gocuda's ranks must meet in that store (nccl/internal/rendezvous,
+# torchstore.go).
 #
 #   1. TestTorchStore against PyTorch's own store (torch.distributed.TCPStore),
 #      both backends, in place of the test's fake store;
@@ -42,7 +43,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 for set in tests tests-cgo; do
-	(cd nccl && GOCUDA_TEST_TORCHSTORE=127.0.0.1:$port ../bin/$set/nccl.test -test.run '^TestTorchStore$' -test.v -test.count=1) >"$out/$set-store.log" 2>&1
+	(cd nccl/internal/rendezvous && GOCUDA_TEST_TORCHSTORE=127.0.0.1:$port ../../../bin/$set/nccl_internal_rendezvous.test -test.run '^TestTorchStore$' -test.v -test.count=1) >"$out/$set-store.log" 2>&1
 	echo "$set TestTorchStore on PyTorch's store: exit $?" | tee -a "$out/summary.txt"
 done
 
