@@ -19,6 +19,85 @@
 //	go run ./gen -in prototypes.txt -backend cgo -out zcalls_cgo.go
 //	go run ./gen -in enums.txt -backend enums -pkg driver -out zenums.go
 //	go run ./gen -in enums.txt -backend enums-c -out ../fakecuda/csrc/zenums.h
+//	go run ../../driver/gen -in prototypes.txt -backend lib -pkg cufft -out zcalls.go
+//	go run ../../driver/gen -in status.txt -backend lib-status -pkg cufft -out zstatus.go
+//
+// # The library backend
+//
+// The backends lib and lib-status (libprotos.go, libtemplates.go) make the
+// raw layer of each NVIDIA library gocuda calls (cuFFT, cuRAND, cuBLAS,
+// NCCL, NVRTC): one package internal/lib/<name> per public package, made
+// from two tables beside it.
+//
+// prototypes.txt holds the C prototypes as the library's header declares
+// them, one a line ('#' starts a comment line), and directives:
+//
+//	status cufftResult Result          the status type: its C and Go names
+//	library Table cufft                the functions below are one shared library's:
+//	                                   Table is the Go name of its symbol table,
+//	                                   cufft the C prefix its Go names drop
+//	library LtTable cublasLt Lt        ... and Lt a Go prefix they take instead
+//	cufftResult cufftCreate(cufftHandle *handle); // required
+//	cufftResult cufftExecC2C(cufftHandle plan, cufftComplex *idata /*device*/, cufftComplex *odata /*device*/, int direction);
+//
+// A function's Go name is its C name without the library's C prefix and a
+// version suffix (_v2), after the Go prefix: cufftExecC2C is ExecC2C,
+// cublasCreate_v2 Create, cublasLtMatmul LtMatmul. Its parameters keep
+// their C names (lowercase first, in camel case: rng_type is rngType; a Go
+// keyword or predeclared name takes Arg: type is typeArg), and their types
+// come from libTypes (libprotos.go), the one table of C types: int is int32, unsigned int uint32, long long int64, size_t uintptr,
+// float and double float32 and float64, the status type the Go status
+// type, and each handle a named Go type declared in zcalls.go (cufftHandle
+// is Handle, an int32; curandGenerator_t Generator, a uintptr). A pointer
+// is a typed Go pointer (int * is *int32, const char * const * is **byte),
+// void * is unsafe.Pointer; a pointer marked /*device*/ is a device
+// address, a uintptr, which Go's collector must never see as a pointer.
+// const is dropped. A type libTypes lacks is an error: add it there.
+//
+// "-backend lib" writes zcalls.go: each library's Table (a *dl.Table: its
+// symbols, its required ones, the function values it binds) and one Go
+// function per prototype, which calls the C function through
+// purego.SyscallN, or through a function value purego.RegisterFunc built
+// when float or double parameters are passed by value (SyscallN passes
+// only integer registers). A function returning the status type returns
+// the Go status, or Missing where the library opened lacks the function
+// (its address is 0). One returning anything else (const char * is a Go
+// string, void nothing) returns it and ok, false where the function is
+// missing.
+//
+// status.txt names the status codes:
+//
+//	status cufftResult Result cufftResult   C type, Go type, how an unknown code prints: cufftResult(17)
+//	CUFFT_SUCCESS 0 Success                 C name, value, Go name
+//
+// "-backend lib-status" writes zstatus.go: the status type, a constant per
+// code named as the table says (bare names in every package: Success,
+// InvalidPlan, LengthNotMultiple), Missing (-1<<31, no library's code),
+// and String, which prints the C name.
+//
+// How a package opens: the public package (cufft) declares its
+// dl.Library (where the file is looked for) and a dl.Lazy of it and the
+// generated Table; it calls Lazy.Open before its first call, which opens
+// the file once per process and resolves the table. A required function
+// the file lacks (// required) fails Open: "PATH is not cuFFT: it lacks
+// cufftCreate". Any other missing function leaves its address 0: only its
+// calls fail, the public package turning Missing into "PATH has no
+// cufftSetWorkArea" (Lazy.Lacks). The public package keeps its safe layer
+// and its errors: it re-declares its exported status constants from the
+// generated ones once, and passes the C function's name with each call's
+// status to its error.
+//
+// internal/lib/<name>/gen.go carries the //go:generate lines, so that
+// go generate ./internal/lib/... reproduces zcalls.go and zstatus.go.
+//
+// The libraries to come fit the same way: cuBLAS's two files are two
+// library lines in one prototypes.txt (library Table cublas, then library
+// LtTable cublasLt Lt), two Lazys in package cublas, one status type
+// (cublasStatus_t) for both; cublasGemmEx's 19 parameters are within
+// purego's 32. ncclGetErrorString and ncclGetLastError, and
+// nvrtcGetErrorString, return const char *: Go strings, and ok. Their
+// handles (cublasHandle_t, ncclComm_t, nvrtcProgram) and enumerations go
+// into libTypes.
 package main
 
 import (
@@ -35,8 +114,8 @@ import (
 func main() {
 	in := flag.String("in", "prototypes.txt", "table to read: prototypes.txt, or enums.txt for the enums backends")
 	out := flag.String("out", "", "file to write (default standard output)")
-	backend := flag.String("backend", "purego", "what to emit: syms, purego, cgo (from prototypes); enums, enums-c (from enums)")
-	pkg := flag.String("pkg", "driver", "for -backend enums: the Go package whose enumerations to emit")
+	backend := flag.String("backend", "purego", "what to emit: syms, purego, cgo (from prototypes); enums, enums-c (from enums); lib (from a library's prototypes.txt), lib-status (from its status.txt)")
+	pkg := flag.String("pkg", "driver", "for -backend enums: the Go package whose enumerations to emit; for lib and lib-status: the package written")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("gen: ")
@@ -56,6 +135,9 @@ func main() {
 
 // generate runs backend over the table in, as command.
 func generate(in, backend, pkg, command string) ([]byte, error) {
+	if _, ok := libTemplates[backend]; ok {
+		return generateLib(in, backend, pkg, command)
+	}
 	text, ok := templates[backend]
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q", backend)
