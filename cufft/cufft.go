@@ -32,58 +32,34 @@
 package cufft
 
 import (
-	"fmt"
-	"sync"
-	"unsafe"
-
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
+	clib "github.com/gocuda/cuda/internal/lib/cufft"
 )
 
 // EnvLibrary is the environment variable that names the cuFFT library to
 // open.
 const EnvLibrary = "GOCUDA_LIBCUFFT"
 
-var library = dl.Library{
-	Name:    "cuFFT",
-	Env:     EnvLibrary,
-	Sonames: []string{"libcufft.so.12", "libcufft.so.11", "libcufft.so"},
-	DLLs:    []string{"cufft64_12.dll", "cufft64_11.dll"},
-	Wheels:  []string{"cu13/lib", "cufft/lib"},
-	Install: "install the CUDA toolkit's cuFFT (libcufft), or pip install nvidia-cufft",
-	Missing: cuda.ErrNotSupported,
-}
-
-var lib struct {
-	once sync.Once
-	err  error
-	path string
-	create, destroy, setAutoAllocation, makePlanMany, setStream, setWorkArea, getVersion,
-	execC2C, execZ2Z, execR2C, execD2Z, execC2R, execZ2D uintptr
+// lib is cuFFT, opened once per process by the first call that needs it,
+// with the functions of internal/lib/cufft: a file that lacks one of the
+// required ones is not cuFFT, and the others fail only their own calls.
+var lib = dl.Lazy{
+	Library: dl.Library{
+		Name:    "cuFFT",
+		Env:     EnvLibrary,
+		Sonames: []string{"libcufft.so.12", "libcufft.so.11", "libcufft.so"},
+		DLLs:    []string{"cufft64_12.dll", "cufft64_11.dll"},
+		Wheels:  []string{"cu13/lib", "cufft/lib"},
+		Install: "install the CUDA toolkit's cuFFT (libcufft), or pip install nvidia-cufft",
+		Missing: cuda.ErrNotSupported,
+	},
+	Table: clib.Table,
 }
 
 func open(op string) error {
-	lib.once.Do(func() {
-		h, path, err := library.Open(dl.ProcessEnv())
-		lib.path = path
-		if err != nil {
-			lib.err = err
-			return
-		}
-		// Missing functions stay 0: only the calls that need them fail.
-		_ = dl.Symbols(h, path, map[string]*uintptr{
-			"cufftCreate": &lib.create, "cufftDestroy": &lib.destroy, "cufftSetAutoAllocation": &lib.setAutoAllocation,
-			"cufftMakePlanMany": &lib.makePlanMany, "cufftSetStream": &lib.setStream, "cufftSetWorkArea": &lib.setWorkArea,
-			"cufftGetVersion": &lib.getVersion, "cufftExecC2C": &lib.execC2C, "cufftExecZ2Z": &lib.execZ2Z,
-			"cufftExecR2C": &lib.execR2C, "cufftExecD2Z": &lib.execD2Z, "cufftExecC2R": &lib.execC2R, "cufftExecZ2D": &lib.execZ2D,
-		})
-		if lib.create == 0 || lib.makePlanMany == 0 || lib.getVersion == 0 {
-			lib.err = fmt.Errorf("%s is not cuFFT: it lacks cufftCreate or cufftMakePlanMany", path)
-		}
-	})
-	if lib.err != nil {
-		detail, match := dl.Cause(lib.err, cuda.ErrNotSupported)
+	if err := lib.Open(); err != nil {
+		detail, match := dl.Cause(err, cuda.ErrNotSupported)
 		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
@@ -92,10 +68,7 @@ func open(op string) error {
 // Library returns the path of the cuFFT library opened, or why none could
 // be.
 func Library() (string, error) {
-	if err := open("Library"); err != nil {
-		return lib.path, err
-	}
-	return lib.path, nil
+	return lib.Path(), open("Library")
 }
 
 // Version returns cuFFT's version, such as 12.0.0 (cufftGetVersion's
@@ -106,24 +79,8 @@ func Version() (cuda.Version, error) {
 		return cuda.Version{}, err
 	}
 	var v int32
-	if err := call(op, "cufftGetVersion", lib.getVersion, uintptr(unsafe.Pointer(&v))); err != nil {
+	if err := check(op, "cufftGetVersion", clib.GetVersion(&v)); err != nil {
 		return cuda.Version{}, err
 	}
 	return cuda.Version{Major: int(v / 1000), Minor: int(v % 1000 / 100), Patch: int(v % 100)}, nil
-}
-
-// call calls a cuFFT function and turns its result into an error. Like
-// purego.SyscallN, it takes pointers converted to uintptr in its argument
-// list, and uintptrescapes keeps what they point to alive for the call.
-//
-//go:uintptrescapes
-func call(op, name string, fn uintptr, args ...uintptr) error {
-	if fn == 0 {
-		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: lib.path + " has no " + name}
-	}
-	r, _, _ := purego.SyscallN(fn, args...)
-	if s := Result(int32(r)); s != ResultSuccess {
-		return &Error{Op: op, Call: name, Code: s, Err: sentinels[s]}
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/errfmt"
+	clib "github.com/gocuda/cuda/internal/lib/cufft"
 )
 
 // Result is a cuFFT result code (cufftResult). A Result is itself an
@@ -16,36 +17,24 @@ type Result int32
 
 // cuFFT's result codes.
 const (
-	ResultSuccess        Result = 0
-	ResultInvalidPlan    Result = 1
-	ResultAllocFailed    Result = 2
-	ResultInvalidType    Result = 3
-	ResultInvalidValue   Result = 4
-	ResultInternalError  Result = 5
-	ResultExecFailed     Result = 6
-	ResultSetupFailed    Result = 7
-	ResultInvalidSize    Result = 8
-	ResultUnalignedData  Result = 9
-	ResultInvalidDevice  Result = 11
-	ResultNoWorkspace    Result = 13
-	ResultNotImplemented Result = 14
-	ResultNotSupported   Result = 16
+	ResultSuccess        = Result(clib.Success)
+	ResultInvalidPlan    = Result(clib.InvalidPlan)
+	ResultAllocFailed    = Result(clib.AllocFailed)
+	ResultInvalidType    = Result(clib.InvalidType)
+	ResultInvalidValue   = Result(clib.InvalidValue)
+	ResultInternalError  = Result(clib.InternalError)
+	ResultExecFailed     = Result(clib.ExecFailed)
+	ResultSetupFailed    = Result(clib.SetupFailed)
+	ResultInvalidSize    = Result(clib.InvalidSize)
+	ResultUnalignedData  = Result(clib.UnalignedData)
+	ResultInvalidDevice  = Result(clib.InvalidDevice)
+	ResultNoWorkspace    = Result(clib.NoWorkspace)
+	ResultNotImplemented = Result(clib.NotImplemented)
+	ResultNotSupported   = Result(clib.NotSupported)
 )
 
-var resultNames = map[Result]string{
-	ResultSuccess: "CUFFT_SUCCESS", ResultInvalidPlan: "CUFFT_INVALID_PLAN", ResultAllocFailed: "CUFFT_ALLOC_FAILED",
-	ResultInvalidType: "CUFFT_INVALID_TYPE", ResultInvalidValue: "CUFFT_INVALID_VALUE", ResultInternalError: "CUFFT_INTERNAL_ERROR",
-	ResultExecFailed: "CUFFT_EXEC_FAILED", ResultSetupFailed: "CUFFT_SETUP_FAILED", ResultInvalidSize: "CUFFT_INVALID_SIZE",
-	ResultUnalignedData: "CUFFT_UNALIGNED_DATA", ResultInvalidDevice: "CUFFT_INVALID_DEVICE", ResultNoWorkspace: "CUFFT_NO_WORKSPACE",
-	ResultNotImplemented: "CUFFT_NOT_IMPLEMENTED", ResultNotSupported: "CUFFT_NOT_SUPPORTED",
-}
-
-func (s Result) String() string {
-	if name, ok := resultNames[s]; ok {
-		return name
-	}
-	return fmt.Sprintf("cufftResult(%d)", int32(s))
-}
+// String returns the code's C name, such as CUFFT_INVALID_SIZE.
+func (s Result) String() string { return clib.Result(s).String() }
 
 // Error makes a Result an error value for errors.Is.
 func (s Result) Error() string { return s.String() }
@@ -95,6 +84,20 @@ var sentinels = map[Result]error{
 	ResultAllocFailed:    cuda.ErrOutOfMemory,
 	ResultNotSupported:   cuda.ErrNotSupported,
 	ResultNotImplemented: cuda.ErrNotSupported,
+}
+
+// check turns what cuFFT's function name returned into an error: nil for
+// success, cuda.ErrNotSupported where the library opened lacks the
+// function.
+func check(op, name string, r clib.Result) error {
+	switch r {
+	case clib.Success:
+		return nil
+	case clib.Missing:
+		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: lib.Lacks(name)}
+	}
+	s := Result(r)
+	return &Error{Op: op, Call: name, Code: s, Err: sentinels[s]}
 }
 
 // errorf returns an error of ours, not the library's, matching sentinel.

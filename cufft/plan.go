@@ -7,11 +7,11 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
+	clib "github.com/gocuda/cuda/internal/lib/cufft"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -75,7 +75,7 @@ type Plan struct {
 // closed.
 type raw struct {
 	ctx *cuda.Context
-	h   int32
+	h   clib.Handle
 	ok  bool // made: h is the library's
 }
 
@@ -83,7 +83,7 @@ func (r *raw) destroy(op string) error {
 	if !r.ok {
 		return nil
 	}
-	if err := call(op, "cufftDestroy", lib.destroy, uintptr(r.h)); err != nil {
+	if err := check(op, "cufftDestroy", clib.Destroy(r.h)); err != nil {
 		return err
 	}
 	r.ok = false
@@ -137,19 +137,18 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 		n[i] = int32(d)
 	}
 	err := s.Do(func(stream uintptr) error {
-		if err := call(op, "cufftCreate", lib.create, uintptr(unsafe.Pointer(&r.h))); err != nil {
+		if err := check(op, "cufftCreate", clib.Create(&r.h)); err != nil {
 			return err
 		}
 		r.ok = true
 		var work uintptr
 		err := errors.Join(
 			// The work area is gocuda's, set at each execution.
-			call(op, "cufftSetAutoAllocation", lib.setAutoAllocation, uintptr(r.h), 0),
-			call(op, "cufftMakePlanMany", lib.makePlanMany, uintptr(r.h), uintptr(len(shape)), uintptr(unsafe.Pointer(&n[0])),
-				0, 1, 0, 0, 1, 0, uintptr(t), uintptr(batch), uintptr(unsafe.Pointer(&work))),
+			check(op, "cufftSetAutoAllocation", clib.SetAutoAllocation(r.h, 0)),
+			check(op, "cufftMakePlanMany", clib.MakePlanMany(r.h, int32(len(shape)), &n[0], nil, 1, 0, nil, 1, 0, int32(t), int32(batch), &work)),
 		)
 		if err == nil {
-			err = call(op, "cufftSetStream", lib.setStream, uintptr(r.h), stream)
+			err = check(op, "cufftSetStream", clib.SetStream(r.h, stream))
 		}
 		if err != nil {
 			if e := (*Error)(nil); errors.As(err, &e) && e.Detail == "" {
@@ -191,7 +190,7 @@ func (p *Plan) setWorkArea(op string, bytes int) error {
 		return nil
 	}
 	err = p.stream.Do(func(uintptr) error {
-		return call(op, "cufftSetWorkArea", lib.setWorkArea, uintptr(p.raw.h), uintptr(p.work.Ptr()))
+		return check(op, "cufftSetWorkArea", clib.SetWorkArea(p.raw.h, uintptr(p.work.Ptr())))
 	}, p.work)
 	if err != nil {
 		lifetime.CloseTemp(&err, p.work.Free)
@@ -300,60 +299,62 @@ func (p *Plan) Close() error {
 // is in place where dst == src (the same buffer); otherwise the two may
 // not overlap.
 func (p *Plan) ExecC2C(dst, src *cuda.DeviceBuffer[complex64], dir Direction) error {
-	return execDir(p, "Plan.ExecC2C", C2C, dst, src, dir, lib.execC2C)
+	return execDir(p, "Plan.ExecC2C", C2C, dst, src, dir, clib.ExecC2C)
 }
 
 // ExecZ2Z transforms src into dst with a Z2Z plan, in direction dir. It
 // is in place where dst == src (the same buffer); otherwise the two may
 // not overlap.
 func (p *Plan) ExecZ2Z(dst, src *cuda.DeviceBuffer[complex128], dir Direction) error {
-	return execDir(p, "Plan.ExecZ2Z", Z2Z, dst, src, dir, lib.execZ2Z)
+	return execDir(p, "Plan.ExecZ2Z", Z2Z, dst, src, dir, clib.ExecZ2Z)
 }
 
 // ExecR2C transforms the real src into its half spectrum dst with an R2C
 // plan, out of place: dst and src may not overlap.
 func (p *Plan) ExecR2C(dst *cuda.DeviceBuffer[complex64], src *cuda.DeviceBuffer[float32]) error {
-	return exec(p, "Plan.ExecR2C", R2C, dst, src, lib.execR2C)
+	return exec(p, "Plan.ExecR2C", R2C, dst, src, clib.ExecR2C)
 }
 
 // ExecD2Z transforms the real src into its half spectrum dst with a D2Z
 // plan, out of place: dst and src may not overlap.
 func (p *Plan) ExecD2Z(dst *cuda.DeviceBuffer[complex128], src *cuda.DeviceBuffer[float64]) error {
-	return exec(p, "Plan.ExecD2Z", D2Z, dst, src, lib.execD2Z)
+	return exec(p, "Plan.ExecD2Z", D2Z, dst, src, clib.ExecD2Z)
 }
 
 // ExecC2R transforms the half spectrum src into the real dst with a C2R
 // plan (not scaled), out of place: dst and src may not overlap. cuFFT uses
 // src as scratch: its contents are undefined afterwards.
 func (p *Plan) ExecC2R(dst *cuda.DeviceBuffer[float32], src *cuda.DeviceBuffer[complex64]) error {
-	return exec(p, "Plan.ExecC2R", C2R, dst, src, lib.execC2R)
+	return exec(p, "Plan.ExecC2R", C2R, dst, src, clib.ExecC2R)
 }
 
 // ExecZ2D transforms the half spectrum src into the real dst with a Z2D
 // plan (not scaled), out of place: dst and src may not overlap. cuFFT uses
 // src as scratch: its contents are undefined afterwards.
 func (p *Plan) ExecZ2D(dst *cuda.DeviceBuffer[float64], src *cuda.DeviceBuffer[complex128]) error {
-	return exec(p, "Plan.ExecZ2D", Z2D, dst, src, lib.execZ2D)
+	return exec(p, "Plan.ExecZ2D", Z2D, dst, src, clib.ExecZ2D)
 }
 
 // libName returns the name of the library function op calls: "cufftExecC2C"
 // for "Plan.ExecC2C".
 func libName(op string) string { return "cufft" + op[len("Plan."):] }
 
-func execDir[T any](p *Plan, op string, t Type, dst, src *cuda.DeviceBuffer[T], dir Direction, fn uintptr) error {
+func execDir[T any](p *Plan, op string, t Type, dst, src *cuda.DeviceBuffer[T], dir Direction,
+	fn func(plan clib.Handle, idata, odata uintptr, direction int32) clib.Result) error {
 	if dir != Forward && dir != Inverse {
 		return errorf(op, cuda.ErrInvalidValue, "dir is %d: want Forward or Inverse", int(dir))
 	}
 	name := libName(op)
-	return run(p, op, t, dst, src, true, func(h int32, in, out uintptr) error {
-		return call(op, name, fn, uintptr(h), in, out, uintptr(int64(dir)))
+	return run(p, op, t, dst, src, true, func(h clib.Handle, in, out uintptr) error {
+		return check(op, name, fn(h, in, out, int32(dir)))
 	})
 }
 
-func exec[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *cuda.DeviceBuffer[I], fn uintptr) error {
+func exec[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *cuda.DeviceBuffer[I],
+	fn func(plan clib.Handle, idata, odata uintptr) clib.Result) error {
 	name := libName(op)
-	return run(p, op, t, dst, src, false, func(h int32, in, out uintptr) error {
-		return call(op, name, fn, uintptr(h), in, out)
+	return run(p, op, t, dst, src, false, func(h clib.Handle, in, out uintptr) error {
+		return check(op, name, fn(h, in, out))
 	})
 }
 
@@ -361,7 +362,7 @@ func exec[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *
 // turn, on p's stream, with the work area held. inPlace says the
 // transform may be in place (dst == src).
 func run[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *cuda.DeviceBuffer[I], inPlace bool,
-	transform func(h int32, in, out uintptr) error) error {
+	transform func(h clib.Handle, in, out uintptr) error) error {
 	if err := p.valid(op); err != nil {
 		return err
 	}

@@ -1,0 +1,9 @@
+// Package cufft is cuFFT's raw layer, generated from prototypes.txt and
+// status.txt (internal/driver/gen's library backend): one Go function per
+// C function, returning its Result, or Missing where the library opened
+// lacks it. Package github.com/gocuda/cuda/cufft opens the library
+// (dl.Lazy of Table) and is the safe layer over these.
+package cufft
+
+//go:generate go run ../../driver/gen -in prototypes.txt -backend lib -pkg cufft -out zcalls.go
+//go:generate go run ../../driver/gen -in status.txt -backend lib-status -pkg cufft -out zstatus.go
