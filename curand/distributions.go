@@ -7,6 +7,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
+	clib "github.com/gocuda/cuda/internal/lib/curand"
 )
 
 // Uniform fills dst with numbers uniform on (0, 1], continuing g's
@@ -19,11 +20,11 @@ import (
 // Normal and LogNormal.
 func Uniform[T cuda.Float](g *Generator, dst *cuda.DeviceBuffer[T]) error {
 	const op = "Uniform"
-	name, fn := "curandGenerateUniform", lib.uniform
+	name, fn := "curandGenerateUniform", clib.GenerateUniform
 	if isDouble[T]() {
-		name, fn = "curandGenerateUniformDouble", lib.uniformDouble
+		name, fn = "curandGenerateUniformDouble", clib.GenerateUniformDouble
 	}
-	return fill(g, op, dst, false, func(out, n uintptr) error { return call(op, name, fn, g.raw.h, out, n) })
+	return fill(g, op, dst, false, func(out, n uintptr) error { return check(op, name, fn(g.raw.h, out, n)) })
 }
 
 // Normal fills dst with normally distributed numbers of the given mean and
@@ -51,18 +52,18 @@ func normal[T cuda.Float](g *Generator, op string, dst *cuda.DeviceBuffer[T], me
 		name += "Double"
 	}
 	gen := func(out, n uintptr) error {
-		var s int32
+		var s clib.Result
 		switch {
 		case isDouble[T]() && logNormal:
-			s = lib.logNormalDbl(g.raw.h, out, n, float64(mean), float64(stddev))
+			s = clib.GenerateLogNormalDouble(g.raw.h, out, n, float64(mean), float64(stddev))
 		case isDouble[T]():
-			s = lib.normalDouble(g.raw.h, out, n, float64(mean), float64(stddev))
+			s = clib.GenerateNormalDouble(g.raw.h, out, n, float64(mean), float64(stddev))
 		case logNormal:
-			s = lib.logNormal(g.raw.h, out, n, float32(mean), float32(stddev))
+			s = clib.GenerateLogNormal(g.raw.h, out, n, float32(mean), float32(stddev))
 		default:
-			s = lib.normal(g.raw.h, out, n, float32(mean), float32(stddev))
+			s = clib.GenerateNormal(g.raw.h, out, n, float32(mean), float32(stddev))
 		}
-		return statusErr(op, name, Result(s))
+		return check(op, name, s)
 	}
 	return fill(g, op, dst, true, gen)
 }
@@ -75,7 +76,7 @@ func (g *Generator) Poisson(dst *cuda.DeviceBuffer[uint32], lambda float64) erro
 		return errorf(op, cuda.ErrInvalidValue, "lambda is %v: want more than 0", lambda)
 	}
 	return fill(g, op, dst, false, func(out, n uintptr) error {
-		return statusErr(op, "curandGeneratePoisson", Result(lib.poisson(g.raw.h, out, n, lambda)))
+		return check(op, "curandGeneratePoisson", clib.GeneratePoisson(g.raw.h, out, n, lambda))
 	})
 }
 
@@ -83,7 +84,7 @@ func (g *Generator) Poisson(dst *cuda.DeviceBuffer[uint32], lambda float64) erro
 // sequence.
 func (g *Generator) Bits(dst *cuda.DeviceBuffer[uint32]) error {
 	const op = "Generator.Bits"
-	return fill(g, op, dst, false, func(out, n uintptr) error { return call(op, "curandGenerate", lib.generate, g.raw.h, out, n) })
+	return fill(g, op, dst, false, func(out, n uintptr) error { return check(op, "curandGenerate", clib.Generate(g.raw.h, out, n)) })
 }
 
 func isDouble[T cuda.Float]() bool { var z T; return unsafe.Sizeof(z) == 8 }

@@ -5,6 +5,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/errfmt"
+	clib "github.com/gocuda/cuda/internal/lib/curand"
 )
 
 // Result is a cuRAND status code (curandStatus_t), named Result as every
@@ -16,37 +17,23 @@ type Result int32
 
 // cuRAND's status codes.
 const (
-	StatusSuccess                 Result = 0
-	StatusVersionMismatch         Result = 100
-	StatusNotInitialized          Result = 101
-	StatusAllocationFailed        Result = 102
-	StatusTypeError               Result = 103
-	StatusOutOfRange              Result = 104
-	StatusLengthNotMultiple       Result = 105
-	StatusDoublePrecisionRequired Result = 106
-	StatusLaunchFailure           Result = 201
-	StatusPreexistingFailure      Result = 202
-	StatusInitializationFailed    Result = 203
-	StatusArchMismatch            Result = 204
-	StatusInternalError           Result = 999
+	StatusSuccess                 = Result(clib.Success)
+	StatusVersionMismatch         = Result(clib.VersionMismatch)
+	StatusNotInitialized          = Result(clib.NotInitialized)
+	StatusAllocationFailed        = Result(clib.AllocationFailed)
+	StatusTypeError               = Result(clib.TypeError)
+	StatusOutOfRange              = Result(clib.OutOfRange)
+	StatusLengthNotMultiple       = Result(clib.LengthNotMultiple)
+	StatusDoublePrecisionRequired = Result(clib.DoublePrecisionRequired)
+	StatusLaunchFailure           = Result(clib.LaunchFailure)
+	StatusPreexistingFailure      = Result(clib.PreexistingFailure)
+	StatusInitializationFailed    = Result(clib.InitializationFailed)
+	StatusArchMismatch            = Result(clib.ArchMismatch)
+	StatusInternalError           = Result(clib.InternalError)
 )
 
-var resultNames = map[Result]string{
-	StatusSuccess: "CURAND_STATUS_SUCCESS", StatusVersionMismatch: "CURAND_STATUS_VERSION_MISMATCH",
-	StatusNotInitialized: "CURAND_STATUS_NOT_INITIALIZED", StatusAllocationFailed: "CURAND_STATUS_ALLOCATION_FAILED",
-	StatusTypeError: "CURAND_STATUS_TYPE_ERROR", StatusOutOfRange: "CURAND_STATUS_OUT_OF_RANGE",
-	StatusLengthNotMultiple: "CURAND_STATUS_LENGTH_NOT_MULTIPLE", StatusDoublePrecisionRequired: "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED",
-	StatusLaunchFailure: "CURAND_STATUS_LAUNCH_FAILURE", StatusPreexistingFailure: "CURAND_STATUS_PREEXISTING_FAILURE",
-	StatusInitializationFailed: "CURAND_STATUS_INITIALIZATION_FAILED", StatusArchMismatch: "CURAND_STATUS_ARCH_MISMATCH",
-	StatusInternalError: "CURAND_STATUS_INTERNAL_ERROR",
-}
-
-func (s Result) String() string {
-	if name, ok := resultNames[s]; ok {
-		return name
-	}
-	return fmt.Sprintf("curandStatus(%d)", int32(s))
-}
+// String returns the code's C name, such as CURAND_STATUS_TYPE_ERROR.
+func (s Result) String() string { return clib.Result(s).String() }
 
 // Error makes a Result an error value for errors.Is.
 func (s Result) Error() string { return s.String() }
@@ -97,12 +84,18 @@ var sentinels = map[Result]error{
 	StatusArchMismatch:            cuda.ErrNotSupported,
 }
 
-// statusErr is the error for a call that returned s, nil for success.
-func statusErr(op, call string, s Result) error {
-	if s == StatusSuccess {
+// check turns what cuRAND's function name returned into an error: nil
+// for success, cuda.ErrNotSupported where the library opened lacks the
+// function.
+func check(op, name string, r clib.Result) error {
+	switch r {
+	case clib.Success:
 		return nil
+	case clib.Missing:
+		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: lib.Lacks(name)}
 	}
-	return &Error{Op: op, Call: call, Code: s, Err: sentinels[s]}
+	s := Result(r)
+	return &Error{Op: op, Call: name, Code: s, Err: sentinels[s]}
 }
 
 // errorf returns an error of ours, not the library's, matching sentinel.

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
+	clib "github.com/gocuda/cuda/internal/lib/curand"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -71,14 +71,14 @@ type Generator struct {
 // nobody closed.
 type raw struct {
 	ctx *cuda.Context
-	h   uintptr
+	h   clib.Generator
 }
 
 func (r *raw) destroy(op string) error {
 	if r.h == 0 {
 		return nil
 	}
-	if err := call(op, "curandDestroyGenerator", lib.destroy, r.h); err != nil {
+	if err := check(op, "curandDestroyGenerator", clib.DestroyGenerator(r.h)); err != nil {
 		return err
 	}
 	r.h = 0
@@ -107,12 +107,12 @@ func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
 	}
 	r := &raw{ctx: s.Context()}
 	err := s.Do(func(stream uintptr) error {
-		if err := call(op, "curandCreateGenerator", lib.create, uintptr(unsafe.Pointer(&r.h)), uintptr(rng)); err != nil {
+		if err := check(op, "curandCreateGenerator", clib.CreateGenerator(&r.h, int32(rng))); err != nil {
 			return err
 		}
-		err := call(op, "curandSetStream", lib.setStream, r.h, stream)
+		err := check(op, "curandSetStream", clib.SetStream(r.h, stream))
 		if err == nil && !rng.quasi() {
-			err = call(op, "curandSetPseudoRandomGeneratorSeed", lib.setSeed, r.h, uintptr(seed))
+			err = check(op, "curandSetPseudoRandomGeneratorSeed", clib.SetPseudoRandomGeneratorSeed(r.h, seed))
 		}
 		if err != nil {
 			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
@@ -207,7 +207,7 @@ func (g *Generator) SetSeed(seed uint64) error {
 		return errorf(op, cuda.ErrInvalidValue, "%v is quasi-random and takes no seed", g.rng)
 	}
 	return g.do(op, nil, func(uintptr) error {
-		if err := call(op, "curandSetPseudoRandomGeneratorSeed", lib.setSeed, g.raw.h, uintptr(seed)); err != nil {
+		if err := check(op, "curandSetPseudoRandomGeneratorSeed", clib.SetPseudoRandomGeneratorSeed(g.raw.h, seed)); err != nil {
 			return err
 		}
 		g.seed = seed
@@ -222,7 +222,7 @@ func (g *Generator) SetSeed(seed uint64) error {
 func (g *Generator) SetOffset(offset uint64) error {
 	const op = "Generator.SetOffset"
 	return g.do(op, nil, func(uintptr) error {
-		return call(op, "curandSetGeneratorOffset", lib.setOffset, g.raw.h, uintptr(offset))
+		return check(op, "curandSetGeneratorOffset", clib.SetGeneratorOffset(g.raw.h, offset))
 	})
 }
 
@@ -253,7 +253,7 @@ func (g *Generator) SetOrdering(ordering Ordering) error {
 		return errorf(op, cuda.ErrInvalidValue, "ordering %d for %v: want OrderingDefault to OrderingDynamic, for a pseudo-random generator", int(ordering), g.rng)
 	}
 	return g.do(op, nil, func(uintptr) error {
-		return call(op, "curandSetGeneratorOrdering", lib.setOrdering, g.raw.h, uintptr(ordering))
+		return check(op, "curandSetGeneratorOrdering", clib.SetGeneratorOrdering(g.raw.h, int32(ordering)))
 	})
 }
 
