@@ -12,16 +12,10 @@
 // A module folder is relative to the repository's root: "." for the
 // library, "bench", "cmd/gocuda". It prints a line per module: its path
 // and the version written.
-//
-// It is part of the library's module, so it uses the standard library
-// alone: golang.org/x/mod (module paths, pseudo-versions, zip.CreateFromVCS)
-// would be a requirement of every program importing the library. What it
-// takes from there is small and written out below, with the same rules
-// for which files a module zip holds (files.go), so that the sums in
-// cmd/gocuda/go.sum are those the public proxy computes.
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -31,6 +25,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/zip"
 )
 
 func main() {
@@ -73,7 +71,7 @@ func run(dir, rev string, folders []string) error {
 		return fmt.Errorf("commit time %q: %v", when, err)
 	}
 	t := time.Unix(secs, 0).UTC()
-	version := pseudoVersion(t, commit)
+	version := module.PseudoVersion("v0", "", t, commit[:12])
 	for _, folder := range folders {
 		sub := path.Clean(filepath.ToSlash(folder))
 		if sub == "." {
@@ -83,11 +81,11 @@ func run(dir, rev string, folders []string) error {
 		if err != nil {
 			return fmt.Errorf("%s has no go.mod at %s", folder, rev)
 		}
-		modPath := modulePath(gomod)
+		modPath := modfile.ModulePath([]byte(gomod))
 		if modPath == "" {
 			return fmt.Errorf("%s/go.mod names no module", folder)
 		}
-		if err := write(dir, root, commit, sub, modPath, version, gomod, t); err != nil {
+		if err := write(dir, root, commit, sub, module.Version{Path: modPath, Version: version}, gomod, t); err != nil {
 			return fmt.Errorf("%s: %v", modPath, err)
 		}
 		fmt.Println(modPath, version)
@@ -97,8 +95,11 @@ func run(dir, rev string, folders []string) error {
 
 // write puts m's .info, .mod and .zip, its @latest and an empty list of
 // tagged versions into the proxy.
-func write(dir, root, commit, sub, modPath, version, gomod string, t time.Time) error {
-	escaped := escapePath(modPath)
+func write(dir, root, commit, sub string, m module.Version, gomod string, t time.Time) error {
+	escaped, err := module.EscapePath(m.Path)
+	if err != nil {
+		return err
+	}
 	base := filepath.Join(dir, filepath.FromSlash(escaped), "@v")
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return err
@@ -106,19 +107,19 @@ func write(dir, root, commit, sub, modPath, version, gomod string, t time.Time) 
 	info, err := json.Marshal(struct {
 		Version string
 		Time    time.Time
-	}{version, t})
+	}{m.Version, t})
 	if err != nil {
 		return err
 	}
-	z, err := moduleZip(root, commit, sub, modPath, version)
-	if err != nil {
+	var z bytes.Buffer
+	if err := zip.CreateFromVCS(&z, m, root, commit, sub); err != nil {
 		return err
 	}
 	for name, data := range map[string][]byte{
-		filepath.Join(base, version+".info"): info,
-		filepath.Join(base, version+".mod"):  []byte(gomod),
-		filepath.Join(base, version+".zip"):  z,
-		filepath.Join(base, "..", "@latest"): info,
+		filepath.Join(base, m.Version+".info"): info,
+		filepath.Join(base, m.Version+".mod"):  []byte(gomod),
+		filepath.Join(base, m.Version+".zip"):  z.Bytes(),
+		filepath.Join(base, "..", "@latest"):   info,
 		// No tagged versions: an empty list, so that the go command asks
 		// @latest here rather than the next proxy.
 		filepath.Join(base, "list"): nil,
