@@ -38,7 +38,8 @@ type StagingMeasurement struct {
 	Staged, Pipelined, Direct float64
 }
 
-// StagingCalibration is what Calibrate measured, and the thresholds it chose.
+// StagingCalibration is what Calibrate measured, the thresholds it chose,
+// and the options that use them.
 type StagingCalibration struct {
 	// StageMaxBytes is, by Direction, the largest size up to which staging
 	// was at least as fast as the driver and the pipeline at every size
@@ -49,18 +50,27 @@ type StagingCalibration struct {
 	// never did.
 	PipelineMinBytes [2]int
 	Measurements     []StagingMeasurement
+	// Options are the options to build a staging buffer with
+	// (NewStagingBufferOptions): the calibrated buffer's pipeline, with
+	// UploadMinBytes and DownloadMinBytes of PipelineMinBytes, staging up
+	// to StageMaxBytes each way (UploadStageMaxBytes,
+	// DownloadStageMaxBytes).
+	Options StagingOptions
 }
 
 // Calibrate measures, on this machine's device, how fast ordinary slices move
 // through each of the staging buffer's paths (staged whole, pipelined, or
-// handed to the driver) at DefaultCalibrationSizes (or CalibrateSizes), both ways, and sets sb's
-// thresholds to where each wins: each direction's StageMaxBytes to the
-// largest size up to which staging was at least as fast as the driver and
-// the pipeline at every size, and the pipeline's UploadMinBytes and DownloadMinBytes to the
-// smallest size from which the pipeline was faster than the driver at
-// every larger size, that way. It takes a few seconds and
-// temporarily pins sb's pipeline memory. progress, if not nil, is called
-// after each measurement with the number done and the total.
+// handed to the driver) at DefaultCalibrationSizes (or CalibrateSizes),
+// both ways, on sb's pipeline shape, and returns the thresholds where each
+// wins, as options to build a staging buffer with (StagingCalibration's
+// Options): each direction's stage threshold at the largest size up to
+// which staging was at least as fast as the driver and the pipeline at
+// every size, and the pipeline's UploadMinBytes and DownloadMinBytes at the
+// smallest size from which the pipeline was faster than the driver at every
+// larger size, that way. sb itself is left as it was: its options are given
+// once, when it is built. It takes a few seconds and temporarily pins
+// pipeline memory of its own. progress, if not nil, is called after each
+// measurement with the number done and the total.
 func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int), opts ...CalibrateOption) (_ StagingCalibration, err error) {
 	const op = "StagingBuffer.Calibrate"
 	if sb == nil {
@@ -99,27 +109,18 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 		host[i] = byte(i*7 + 1)
 	}
 
-	// One staging buffer per path, sharing sb's pipeline shape.
-	pipe := sb.Pipeline()
-	staged, direct, piped := new(StagingBuffer), new(StagingBuffer), new(StagingBuffer)
+	// One staging buffer per path, sharing sb's pipeline shape (checked
+	// when sb was built, so that these are too).
+	pipe := sb.Options().Pipeline
+	off, on := pipe, pipe
+	off.UploadMinBytes, off.DownloadMinBytes = math.MaxInt, math.MaxInt
+	on.UploadMinBytes, on.DownloadMinBytes = 1, 1
+	staged := newStagingBuffer(StagingOptions{AutoStageMaxBytes: math.MaxInt, Pipeline: off})
+	direct := newStagingBuffer(StagingOptions{Pipeline: off})
+	piped := newStagingBuffer(StagingOptions{Pipeline: on})
 	defer lifetime.CloseTemp(&err, staged.Close)
 	defer lifetime.CloseTemp(&err, direct.Close)
 	defer lifetime.CloseTemp(&err, piped.Close)
-	off := pipe
-	off.UploadMinBytes, off.DownloadMinBytes = math.MaxInt, math.MaxInt
-	staged.SetAutoStageMaxBytes(math.MaxInt)
-	direct.SetAutoStageMaxBytes(0)
-	piped.SetAutoStageMaxBytes(0)
-	for _, b := range []*StagingBuffer{staged, direct} {
-		if err := b.SetPipeline(off); err != nil {
-			return StagingCalibration{}, err
-		}
-	}
-	on := pipe
-	on.UploadMinBytes, on.DownloadMinBytes = 1, 1
-	if err := piped.SetPipeline(on); err != nil {
-		return StagingCalibration{}, err
-	}
 
 	var cal StagingCalibration
 	total, done := 2*len(cfg.sizes), 0
@@ -150,11 +151,13 @@ func (sb *StagingBuffer) Calibrate(ctx *Context, progress func(done, total int),
 		}
 	}
 	cal.StageMaxBytes, cal.PipelineMinBytes = chooseThresholds(cal.Measurements)
-	sb.SetStageMaxBytes(HostToDevice, cal.StageMaxBytes[HostToDevice])
-	sb.SetStageMaxBytes(DeviceToHost, cal.StageMaxBytes[DeviceToHost])
 	pipe.UploadMinBytes, pipe.DownloadMinBytes = cal.PipelineMinBytes[HostToDevice], cal.PipelineMinBytes[DeviceToHost]
-	if err := sb.SetPipeline(pipe); err != nil {
-		return StagingCalibration{}, err
+	// AutoStageMaxBytes stays 0, so that a direction that stages nothing
+	// (its threshold 0) stages nothing.
+	cal.Options = StagingOptions{
+		UploadStageMaxBytes:   cal.StageMaxBytes[HostToDevice],
+		DownloadStageMaxBytes: cal.StageMaxBytes[DeviceToHost],
+		Pipeline:              pipe,
 	}
 	return cal, nil
 }

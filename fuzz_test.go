@@ -177,23 +177,46 @@ func roundTripBuf[T any](b *cuda.DeviceBuffer[T]) error {
 	return nil
 }
 
-func FuzzStagingSettings(f *testing.F) {
-	f.Add(1, 64<<10, 2, 1, 1, 0)
-	f.Add(2<<20, 16<<20, 3, 16, 5<<20, 1<<20)
-	f.Add(0, 0, 0, 0, 0, -1)
-	f.Add(math.MaxInt, math.MaxInt, 16, 16, 3, math.MaxInt)
-	f.Add(100, 64<<10*1000, 16, 2, 1<<20, 1<<40)
-	f.Fuzz(func(t *testing.T, minBytes, chunk, slots, workers, n, reserve int) {
+// FuzzStagingOptions: NewStagingBufferOptions refuses options out of range
+// with ErrInvalidValue (a negative threshold always) and builds a buffer of
+// the others that reports them; that buffer (or, where they were refused, a
+// zero one) reserves and moves data correctly.
+func FuzzStagingOptions(f *testing.F) {
+	f.Add(1, 64<<10, 2, 1, 0, 0, 1, 0)
+	f.Add(2<<20, 16<<20, 3, 16, 0, 0, 5<<20, 1<<20)
+	f.Add(0, 0, 0, 0, 0, 0, 0, -1)
+	f.Add(0, 64<<10, 2, 1, 0, 0, 0, -1)
+	f.Add(math.MaxInt, math.MaxInt, 16, 16, math.MaxInt, 0, 3, math.MaxInt)
+	f.Add(100, 64<<10*1000, 16, 2, -1, 0, 1<<20, 1<<40)
+	f.Add(1, 64<<10, 2, 1, 1<<20, 1, 200<<10, 0)
+	f.Add(0, 0, 0, 0, 0, math.MinInt, 4096, 64<<10)
+	f.Fuzz(func(t *testing.T, minBytes, chunk, slots, workers, stage, upStage, n, reserve int) {
 		ctx := cudatest.Context(t)
 		s := cudatest.Stream(t, ctx)
-		var sb cuda.StagingBuffer
-		defer sb.Close()
-		p := cuda.StagingPipeline{UploadMinBytes: minBytes, DownloadMinBytes: minBytes, ChunkBytes: chunk, Slots: slots, Workers: workers}
-		err := sb.SetPipeline(p)
-		validOrOOM(t, "SetPipeline", err)
-		if err != nil && sb.Pipeline() != cuda.DefaultStagingPipeline() {
-			t.Fatalf("a refused SetPipeline(%+v) changed the pipeline to %+v", p, sb.Pipeline())
+		opts := cuda.StagingOptions{
+			AutoStageMaxBytes:   stage,
+			UploadStageMaxBytes: upStage,
+			Pipeline:            cuda.StagingPipeline{UploadMinBytes: minBytes, DownloadMinBytes: minBytes, ChunkBytes: chunk, Slots: slots, Workers: workers},
 		}
+		sb, err := cuda.NewStagingBufferOptions(nil, 0, opts)
+		validOrOOM(t, "NewStagingBufferOptions", err)
+		switch {
+		case err == nil && (stage < 0 || upStage < 0):
+			t.Fatalf("options %+v with a negative threshold accepted", opts)
+		case err != nil && sb != nil:
+			t.Fatalf("refused options %+v returned a buffer too", opts)
+		case err != nil:
+			sb = new(cuda.StagingBuffer) // the defaults
+		default:
+			want := opts
+			if want.Pipeline == (cuda.StagingPipeline{}) {
+				want.Pipeline = cuda.DefaultStagingPipeline()
+			}
+			if sb.Options() != want || sb.Stats() != (cuda.StagingStats{}) || sb.Capacity() != 0 {
+				t.Fatalf("built with %+v: options %+v, stats %+v, capacity %d", opts, sb.Options(), sb.Stats(), sb.Capacity())
+			}
+		}
+		defer sb.Close()
 		if err := sb.Reserve(ctx, reserve); err != nil {
 			validOrOOM(t, "Reserve", err)
 		} else if sb.Capacity() < reserve {
@@ -204,19 +227,19 @@ func FuzzStagingSettings(f *testing.F) {
 		defer b.Free()
 		src, got := random[byte](n), make([]byte, n)
 		before := sb.Stats()
-		err = cuda.Upload(&sb, b, src, s)
+		err = cuda.Upload(sb, b, src, s)
 		if err == nil {
-			err = cuda.Download(&sb, got, b, s)
+			err = cuda.Download(sb, got, b, s)
 		}
 		if err != nil {
 			// Pinning more than the fake holds is the one failure allowed.
 			if !errors.Is(err, cuda.ErrOutOfMemory) {
-				t.Fatalf("round trip of %d bytes with %+v: %v", n, sb.Pipeline(), err)
+				t.Fatalf("round trip of %d bytes with %+v: %v", n, sb.Options(), err)
 			}
 			return
 		}
 		if !equal(src, got) {
-			t.Fatalf("round trip of %d bytes with %+v: data differs", n, sb.Pipeline())
+			t.Fatalf("round trip of %d bytes with %+v: data differs", n, sb.Options())
 		}
 		if st := sb.Stats(); st.BytesUp-before.BytesUp != int64(n) || st.BytesDown-before.BytesDown != int64(n) {
 			t.Fatalf("stats %+v after a round trip of %d bytes", st, n)

@@ -274,12 +274,14 @@ func TestHammer(t *testing.T) {
 						return
 					}
 					defer s.Close()
-					var sb cuda.StagingBuffer
+					sb, err := cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{Pipeline: smallPipeline})
+					if !check("NewStagingBufferOptions", err) || err != nil {
+						return
+					}
 					defer sb.Close()
-					sb.SetPipeline(smallPipeline)
 					host := make([]uint32, hammerLen)
 					for range ops {
-						if !check("operation", hammerOp(r, p, s, &sb, host)) {
+						if !check("operation", hammerOp(r, p, s, sb, host)) {
 							return
 						}
 						progress.Add(1)

@@ -19,14 +19,14 @@ const (
 )
 
 // route chooses the path for a transfer of n bytes of host memory, locked
-// if page-locked, in direction d.
-func (st stagingSettings) route(n int, locked bool, d Direction) route {
+// if page-locked, in direction d, staged up to stageMax bytes.
+func (p StagingPipeline) route(n int, locked bool, stageMax int, d Direction) route {
 	switch {
 	case locked:
 		return routeDirect
-	case n <= st.stageMax[d&1]:
+	case n <= stageMax:
 		return routeStaged
-	case n >= st.pipe.minBytes(d):
+	case n >= p.minBytes(d):
 		return routePipelined
 	}
 	return routeDirect
@@ -41,16 +41,17 @@ func (p StagingPipeline) minBytes(d Direction) int {
 }
 
 // transfer moves host to or from the device memory at ptr of mem, on s,
-// by the route the settings choose, and counts it once it succeeded.
+// by the route the options and the threshold choose, and counts it once it
+// succeeded.
 func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr driver.DevicePtr, host []byte, s *Stream) error {
 	trace(stepStart, 0)
-	st := sb.settings()
+	p := sb.opts.pipeline()
 	locked := pageLocked(host)
-	r := st.route(len(host), locked, d)
-	if r == routePipelined && len(host) < st.pipe.WarmBelowBytes && !copyWorkersAwake() {
+	r := p.route(len(host), locked, sb.stageMaxBytes(d), d)
+	if r == routePipelined && len(host) < p.WarmBelowBytes && !copyWorkersAwake() {
 		r = routeDirect
 	}
-	pinned, slot, err := sb.prepare(op, r, d, st.pipe, mem.ctx, s, len(host))
+	pinned, slot, err := sb.prepare(op, r, d, p, mem.ctx, s, len(host))
 	if err != nil {
 		return err
 	}
@@ -62,14 +63,14 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	up := d == HostToDevice
 	switch {
 	case r == routeStaged && up:
-		parallelCopy(pinned, host, st.pipe.Workers, streams(d, len(host)), &sb.copies[0])
+		parallelCopy(pinned, host, p.Workers, streams(d, len(host)), &sb.copies[0])
 		err = upload(op, ptr, pinned, false, s)
 	case r == routeStaged:
 		if err = download(op, pinned, ptr, s); err == nil {
-			parallelCopy(host, pinned, st.pipe.Workers, streams(d, len(host)), &sb.copies[0])
+			parallelCopy(host, pinned, p.Workers, streams(d, len(host)), &sb.copies[0])
 		}
 	case r == routePipelined:
-		if err = sb.pipeline(op, up, ptr, host, pinned, slot, st.pipe, s); err != nil {
+		if err = sb.pipeline(op, up, ptr, host, pinned, slot, p, s); err != nil {
 			sb.settle(op, s, sb.events)
 		}
 	case up:

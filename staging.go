@@ -28,16 +28,6 @@ func (d Direction) String() string {
 	return "device to host"
 }
 
-// The default thresholds up to which Upload and Download stage ordinary
-// slices whole through pinned memory: none. On the H200 machine the
-// driver's own path for ordinary memory was as fast as staging small
-// transfers, both ways, once the memory was not already in the CPU's
-// caches (docs/performance.md). Calibrate measures the machine in hand.
-const (
-	defaultUploadStageMaxBytes   = 0
-	defaultDownloadStageMaxBytes = 0
-)
-
 // StagingPipeline configures the path Upload and Download take for large
 // ordinary slices: the transfer is cut into chunks, and while the DMA engine
 // moves one chunk between pinned memory and the device, Workers goroutines
@@ -75,7 +65,7 @@ type StagingPipeline struct {
 }
 
 // DefaultStagingPipeline returns the pipeline configuration used unless
-// SetPipeline says otherwise: 8 slots of 4 MiB (32 MiB pinned) and as many
+// StagingOptions.Pipeline says otherwise: 8 slots of 4 MiB (32 MiB pinned) and as many
 // workers as GOMAXPROCS, up to 16, both ways from 128 KiB up, below 1 MiB
 // only while the copy workers are awake. Measured on the H200 machine
 // (BenchmarkPipelineShape, BenchmarkPipelineSlots, BenchmarkPipelineGrain,
@@ -90,6 +80,104 @@ func DefaultStagingPipeline() StagingPipeline {
 		WarmBelowBytes:   wakeWorthBytes,
 	}
 }
+
+// StagingOptions configure a StagingBuffer. They are given once, to
+// NewStagingBufferOptions, which checks them; the zero value of each field
+// means its default, so StagingOptions{} is DefaultStagingOptions(). Only
+// the threshold of both directions changes afterwards
+// (SetAutoStageMaxBytes).
+type StagingOptions struct {
+	// AutoStageMaxBytes is the size up to which Upload and Download stage
+	// ordinary slices, both ways: copy them whole into pinned memory and
+	// move them from there. 0, the default, stages none: on the H200
+	// machine the driver's own path for ordinary memory was as fast as
+	// staging small transfers, both ways, once the memory was not already
+	// in the CPU's caches (docs/performance.md). math.MaxInt stages every
+	// slice (and pins as much memory as the largest transfer). UploadWith
+	// and DownloadInto always stage: there the pinned memory is the
+	// caller's working memory.
+	AutoStageMaxBytes int
+	// UploadStageMaxBytes and DownloadStageMaxBytes, where not 0, take
+	// AutoStageMaxBytes's place for uploads and for downloads: the
+	// directions differ (on the H200 machine the driver's own path is hard
+	// to beat uploading small slices and easy to beat downloading them).
+	// To stage one way only, leave AutoStageMaxBytes 0.
+	UploadStageMaxBytes, DownloadStageMaxBytes int
+	// Pipeline configures the pipelined path; its zero value means
+	// DefaultStagingPipeline(). A pipeline that is not zero is taken
+	// whole: each of its fields must be in range.
+	Pipeline StagingPipeline
+}
+
+// DefaultStagingOptions returns the options a StagingBuffer has unless
+// told otherwise: no slice staged whole either way, and
+// DefaultStagingPipeline.
+func DefaultStagingOptions() StagingOptions {
+	return StagingOptions{Pipeline: DefaultStagingPipeline()}
+}
+
+// check reports the first field of o out of range, as an error wrapping
+// ErrInvalidValue.
+func (o StagingOptions) check(op string) error {
+	for _, f := range []struct {
+		name  string
+		bytes int
+		want  string
+	}{
+		{"AutoStageMaxBytes", o.AutoStageMaxBytes, "0 to stage none, or math.MaxInt to stage every slice"},
+		{"UploadStageMaxBytes", o.UploadStageMaxBytes, "0 for AutoStageMaxBytes's"},
+		{"DownloadStageMaxBytes", o.DownloadStageMaxBytes, "0 for AutoStageMaxBytes's"},
+	} {
+		if f.bytes < 0 {
+			return errorf(op, ErrInvalidValue, "StagingOptions.%s %d: want a size, %s", f.name, f.bytes, f.want)
+		}
+	}
+	if o.Pipeline == (StagingPipeline{}) {
+		return nil // the default
+	}
+	p := o.Pipeline
+	switch {
+	case p.UploadMinBytes <= 0:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.UploadMinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.UploadMinBytes)
+	case p.DownloadMinBytes <= 0:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.DownloadMinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.DownloadMinBytes)
+	case p.ChunkBytes < StagingGranularity || p.ChunkBytes%StagingGranularity != 0:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.ChunkBytes %d: want a positive multiple of %d", p.ChunkBytes, StagingGranularity)
+	case p.Slots < 2 || p.Slots > maxPipeSlots:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.Slots %d: want 2 to %d", p.Slots, maxPipeSlots)
+	case p.Workers < 1 || p.Workers > maxCopyWorkers:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.Workers %d: want 1 to %d", p.Workers, maxCopyWorkers)
+	case p.WarmBelowBytes < 0:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.WarmBelowBytes %d: want a size, or 0 to pipeline awake or not", p.WarmBelowBytes)
+	case p.ChunkBytes > math.MaxInt/p.Slots:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline: %d slots of %d bytes overflow", p.Slots, p.ChunkBytes)
+	}
+	return nil
+}
+
+// pipeline returns the pipeline o configures: a zero one is the default.
+func (o StagingOptions) pipeline() StagingPipeline {
+	if o.Pipeline == (StagingPipeline{}) {
+		return defaultPipeline()
+	}
+	return o.Pipeline
+}
+
+// stageMax returns the size up to which o stages transfers in direction d.
+func (o StagingOptions) stageMax(d Direction) int {
+	n := o.UploadStageMaxBytes
+	if d != HostToDevice {
+		n = o.DownloadStageMaxBytes
+	}
+	if n == 0 {
+		return o.AutoStageMaxBytes
+	}
+	return n
+}
+
+// defaultPipeline is the pipeline of a StagingBuffer given none, built
+// once.
+var defaultPipeline = sync.OnceValue(DefaultStagingPipeline)
 
 // StagingStats counts what a StagingBuffer did.
 type StagingStats struct {
@@ -126,17 +214,22 @@ type StagingStats struct {
 // the next call, which no lock could keep meaningful between goroutines.
 // Give each goroutine its own. A transfer, Reserve, ShrinkToFit or Close
 // made while another is under way returns an error wrapping
-// ErrInvalidValue; the settings and Stats may be read and set at any time.
+// ErrInvalidValue; Options, AutoStageMaxBytes, SetAutoStageMaxBytes,
+// Capacity and Stats may be called at any time.
 type StagingBuffer struct {
 	busy atomic.Bool // a transfer, Reserve, ShrinkToFit or Close is under way
 
-	// mu guards the settings and the counters, which Stats and the
-	// setters reach from any goroutine.
+	// opts are what the buffer was built with (zero for a zero
+	// StagingBuffer: the defaults), set before anyone else has the buffer
+	// and never changed: no lock.
+	opts StagingOptions
+	// stageMax is, by Direction, the size up to which ordinary slices are
+	// staged: opts's, until SetAutoStageMaxBytes, from any goroutine.
+	stageMax [2]atomic.Int64
+
+	// mu guards the counters, which Stats, Capacity and String reach from
+	// any goroutine.
 	mu       sync.Mutex
-	stageMax [2]int // by Direction
-	stageSet [2]bool
-	pipe     StagingPipeline
-	pipeSet  bool
 	stats    StagingStats
 	capacity int // pinned bytes held
 
@@ -151,13 +244,57 @@ type StagingBuffer struct {
 
 // NewStagingBuffer returns a staging buffer with bytes of pinned memory
 // already allocated (rounded up to StagingGranularity), so that the
-// millisecond-scale page-locking stays out of the steady-state loop.
+// millisecond-scale page-locking stays out of the steady-state loop. Its
+// options are the defaults (DefaultStagingOptions).
 func NewStagingBuffer(ctx *Context, bytes int) (*StagingBuffer, error) {
 	sb := new(StagingBuffer) // no other call can have it: no acquire
 	if err := sb.reserve("NewStagingBuffer", ctx, bytes); err != nil {
 		return nil, err
 	}
 	return sb, nil
+}
+
+// NewStagingBufferOptions returns a staging buffer configured by opts, with
+// bytes of pinned memory already allocated in ctx, as NewStagingBuffer; 0
+// bytes pins nothing until the first transfer or Reserve, and ctx is then
+// not used. A field of opts out of range is an error wrapping
+// ErrInvalidValue that names it, before anything is allocated.
+func NewStagingBufferOptions(ctx *Context, bytes int, opts StagingOptions) (*StagingBuffer, error) {
+	const op = "NewStagingBufferOptions"
+	if err := opts.check(op); err != nil {
+		return nil, err
+	}
+	sb := newStagingBuffer(opts)
+	if bytes == 0 {
+		return sb, nil
+	}
+	if err := sb.reserve(op, ctx, bytes); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// newStagingBuffer returns a staging buffer of opts, which are valid,
+// holding no memory.
+func newStagingBuffer(opts StagingOptions) *StagingBuffer {
+	sb := &StagingBuffer{opts: opts}
+	for _, d := range []Direction{HostToDevice, DeviceToHost} {
+		sb.stageMax[d].Store(int64(opts.stageMax(d)))
+	}
+	return sb
+}
+
+// Options returns the options sb was built with, its pipeline filled in
+// where they left it zero: DefaultStagingOptions for a zero or nil
+// StagingBuffer, or one from NewStagingBuffer. SetAutoStageMaxBytes does
+// not change them; AutoStageMaxBytes reports the threshold in force.
+func (sb *StagingBuffer) Options() StagingOptions {
+	var o StagingOptions
+	if sb != nil {
+		o = sb.opts
+	}
+	o.Pipeline = o.pipeline()
+	return o
 }
 
 // acquire marks sb in use by one call, until done.
@@ -215,93 +352,35 @@ func (sb *StagingBuffer) count(r route, d Direction, bytes int) {
 
 // AutoStageMaxBytes returns the size up to which Upload and Download stage
 // ordinary slices through pinned memory: the larger of the two directions'
-// thresholds (see StageMaxBytes).
+// thresholds (see StagingOptions).
 func (sb *StagingBuffer) AutoStageMaxBytes() int {
-	return max(sb.StageMaxBytes(HostToDevice), sb.StageMaxBytes(DeviceToHost))
+	if sb == nil {
+		return 0
+	}
+	return max(sb.stageMaxBytes(HostToDevice), sb.stageMaxBytes(DeviceToHost))
 }
 
 // SetAutoStageMaxBytes sets the size up to which Upload and Download stage
-// ordinary slices, both ways: 0 never stages, math.MaxInt always does (and
-// pins as much memory as the largest transfer). UploadWith and DownloadInto
-// always stage: there the pinned memory is the caller's working memory.
+// ordinary slices, both ways, in place of the options' thresholds
+// (StagingOptions.AutoStageMaxBytes): 0 never stages, math.MaxInt always
+// does (and pins as much memory as the largest transfer); a negative size
+// is 0. UploadWith and DownloadInto always stage: there the pinned memory
+// is the caller's working memory. It may be called from any goroutine; a
+// transfer under way keeps the threshold it began with. On a nil
+// StagingBuffer it does nothing.
 func (sb *StagingBuffer) SetAutoStageMaxBytes(bytes int) {
-	sb.SetStageMaxBytes(HostToDevice, bytes)
-	sb.SetStageMaxBytes(DeviceToHost, bytes)
-}
-
-// StageMaxBytes returns the size up to which transfers of ordinary slices
-// in direction d are staged. The directions differ: on the H200 machine the
-// driver's own pageable path is hard to beat uploading small slices and
-// easy to beat downloading them.
-func (sb *StagingBuffer) StageMaxBytes(d Direction) int {
-	return sb.settings().stageMax[d&1]
-}
-
-// SetStageMaxBytes sets the threshold of one direction (see
-// SetAutoStageMaxBytes). On a nil StagingBuffer it does nothing.
-func (sb *StagingBuffer) SetStageMaxBytes(d Direction, bytes int) {
 	if sb == nil {
 		return
 	}
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
-	sb.stageMax[d&1], sb.stageSet[d&1] = max(bytes, 0), true
-}
-
-// Pipeline returns the configuration of the pipelined path.
-func (sb *StagingBuffer) Pipeline() StagingPipeline { return sb.settings().pipe }
-
-// SetPipeline configures the pipelined path. It returns ErrInvalidValue,
-// and changes nothing, if a field is out of range.
-func (sb *StagingBuffer) SetPipeline(p StagingPipeline) error {
-	const op = "StagingBuffer.SetPipeline"
-	switch {
-	case sb == nil:
-		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
-	case p.UploadMinBytes <= 0:
-		return errorf(op, ErrInvalidValue, "UploadMinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.UploadMinBytes)
-	case p.DownloadMinBytes <= 0:
-		return errorf(op, ErrInvalidValue, "DownloadMinBytes %d: want a positive size, or math.MaxInt to turn the pipeline off", p.DownloadMinBytes)
-	case p.ChunkBytes < StagingGranularity || p.ChunkBytes%StagingGranularity != 0:
-		return errorf(op, ErrInvalidValue, "ChunkBytes %d: want a positive multiple of %d", p.ChunkBytes, StagingGranularity)
-	case p.Slots < 2 || p.Slots > maxPipeSlots:
-		return errorf(op, ErrInvalidValue, "Slots %d: want 2 to %d", p.Slots, maxPipeSlots)
-	case p.Workers < 1 || p.Workers > maxCopyWorkers:
-		return errorf(op, ErrInvalidValue, "Workers %d: want 1 to %d", p.Workers, maxCopyWorkers)
-	case p.WarmBelowBytes < 0:
-		return errorf(op, ErrInvalidValue, "WarmBelowBytes %d: want a size, or 0 to pipeline awake or not", p.WarmBelowBytes)
-	case p.ChunkBytes > math.MaxInt/p.Slots:
-		return errorf(op, ErrInvalidValue, "%d slots of %d bytes overflow", p.Slots, p.ChunkBytes)
-	}
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
-	sb.pipe, sb.pipeSet = p, true
-	return nil
-}
-
-// stagingSettings are a StagingBuffer's thresholds and pipeline, read once
-// per transfer.
-type stagingSettings struct {
-	stageMax [2]int
-	pipe     StagingPipeline
-}
-
-func (sb *StagingBuffer) settings() stagingSettings {
-	st := defaultSettings()
-	if sb == nil {
-		return st
-	}
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
 	for d := range sb.stageMax {
-		if sb.stageSet[d] {
-			st.stageMax[d] = sb.stageMax[d]
-		}
+		sb.stageMax[d].Store(int64(max(bytes, 0)))
 	}
-	if sb.pipeSet {
-		st.pipe = sb.pipe
-	}
-	return st
+}
+
+// stageMaxBytes returns the size up to which transfers of ordinary slices
+// in direction d are staged.
+func (sb *StagingBuffer) stageMaxBytes(d Direction) int {
+	return int(sb.stageMax[d&1].Load())
 }
 
 // Reserve makes sure at least bytes of pinned memory are held, allocating
@@ -418,14 +497,6 @@ func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error)
 	return sb.mem.Data()[:n], nil
 }
 
-// defaultSettings are a new StagingBuffer's settings, built once.
-var defaultSettings = sync.OnceValue(func() stagingSettings {
-	return stagingSettings{
-		stageMax: [2]int{defaultUploadStageMaxBytes, defaultDownloadStageMaxBytes},
-		pipe:     DefaultStagingPipeline(),
-	}
-})
-
 // checkTransfer validates a transfer of n elements of T against buf.
 func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) error {
 	// T needs no check of its own: only a T fit for device memory makes a
@@ -539,10 +610,11 @@ func DownloadInto[T any](sb *StagingBuffer, src *DeviceBuffer[T], n int, s *Stre
 // Upload copies src into dst: a drop-in for dst.CopyFromHost, with its
 // postcondition, that is ordered after the work on s and never slower.
 // Large slices are pipelined through pinned slots by several goroutines
-// (from Pipeline().UploadMinBytes); smaller ones go to the driver as they
-// are, as does memory that is already page-locked (a PinnedBuffer's, or
-// Registered), unless SetAutoStageMaxBytes asks for small slices to be
-// copied into pinned memory and moved from there (by default none are).
+// (from the options' Pipeline.UploadMinBytes); smaller ones go to the
+// driver as they are, as does memory that is already page-locked (a
+// PinnedBuffer's, or Registered), unless the options or
+// SetAutoStageMaxBytes ask for small slices to be copied into pinned memory
+// and moved from there (by default none are).
 // len(src) must equal dst.Len(); an empty src moves nothing. Prefer
 // UploadWith where you produce the data: it saves the copy.
 func Upload[T any](sb *StagingBuffer, dst *DeviceBuffer[T], src []T, s *Stream) error {

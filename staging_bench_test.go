@@ -78,9 +78,8 @@ func downloadInto(sb *cuda.StagingBuffer, d *cuda.DeviceBuffer[byte], h []byte, 
 // directions are the two ways the staging benchmarks move data.
 var directions = []struct {
 	name string
-	d    cuda.Direction
 	move func(*cuda.StagingBuffer, *cuda.DeviceBuffer[byte], []byte, *cuda.Stream) error
-}{{"up", cuda.HostToDevice, upload}, {"down", cuda.DeviceToHost, download}}
+}{{"up", upload}, {"down", download}}
 
 // randomArenas returns device memory and random host memory of size bytes,
 // the device memory freed when b ends.
@@ -102,12 +101,8 @@ func pipelineFrom(min int) cuda.StagingPipeline {
 // pipelines by p, closed when b ends.
 func pipelinedBuffer(b *testing.B, p cuda.StagingPipeline) *cuda.StagingBuffer {
 	b.Helper()
-	sb := new(cuda.StagingBuffer)
+	sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{Pipeline: p}))(b)
 	b.Cleanup(func() { sb.Close() })
-	sb.SetAutoStageMaxBytes(0)
-	if err := sb.SetPipeline(p); err != nil {
-		b.Fatal(err)
-	}
 	return sb
 }
 
@@ -123,23 +118,19 @@ func BenchmarkDownloadInto(b *testing.B) { benchStaging(b, stagingSizes[:10], pa
 // was: the pageable path's rate wanders between runs, and pairing cancels
 // that out of the ratio the never-slower promise is about.
 func BenchmarkStagingPaired(b *testing.B) {
-	benchPaired(b, stagingSizes, func(*cuda.StagingBuffer) {})
+	benchPaired(b, stagingSizes, cuda.StagingOptions{})
 }
 
 // BenchmarkStagingPairedPipelined is BenchmarkStagingPaired at mid sizes
 // with the pipeline forced: whether it beats the plain copy there
 // transfer by transfer, which is what the pipeline thresholds promise.
 func BenchmarkStagingPairedPipelined(b *testing.B) {
-	benchPaired(b, []int{256 << 10, 512 << 10, 1 << 20, 2 << 20}, func(sb *cuda.StagingBuffer) {
-		if err := sb.SetPipeline(pipelineFrom(1)); err != nil {
-			panic(err)
-		}
-	})
+	benchPaired(b, []int{256 << 10, 512 << 10, 1 << 20, 2 << 20}, cuda.StagingOptions{Pipeline: pipelineFrom(1)})
 }
 
-// benchPaired runs the paired benchmark at sizes, each staging buffer set
-// up by configure.
-func benchPaired(b *testing.B, sizes []int, configure func(*cuda.StagingBuffer)) {
+// benchPaired runs the paired benchmark at sizes, each staging buffer built
+// with opts.
+func benchPaired(b *testing.B, sizes []int, opts cuda.StagingOptions) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
 	a := randomArenas(b, ctx, max(arenaBytes, slices.Max(sizes)))
@@ -150,11 +141,10 @@ func benchPaired(b *testing.B, sizes []int, configure func(*cuda.StagingBuffer))
 	}{{"up", up, upload}, {"down", down, download}} {
 		for _, n := range sizes {
 			b.Run(dir.name+"/"+sizeName(n), func(b *testing.B) {
-				var sb cuda.StagingBuffer
+				sb := must(cuda.NewStagingBufferOptions(nil, 0, opts))(b)
 				defer sb.Close()
-				configure(&sb)
 				devs, hosts := a.slots(b, n)
-				if err := dir.move(&sb, devs[0], hosts[0], s); err != nil { // pin what it needs
+				if err := dir.move(sb, devs[0], hosts[0], s); err != nil { // pin what it needs
 					b.Fatal(err)
 				}
 				plain := func(k int) time.Duration {
@@ -171,7 +161,7 @@ func benchPaired(b *testing.B, sizes []int, configure func(*cuda.StagingBuffer))
 						direct += plain(k)
 					}
 					t := time.Now()
-					if err := dir.move(&sb, devs[j], hosts[j], s); err != nil {
+					if err := dir.move(sb, devs[j], hosts[j], s); err != nil {
 						b.Fatal(err)
 					}
 					staging += time.Since(t)
@@ -205,14 +195,10 @@ func BenchmarkStagingRoutesLoop(b *testing.B) {
 		for _, n := range []int{64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20} {
 			for _, r := range routes {
 				b.Run(dir.name+"/"+sizeName(n)+"/"+r.name, func(b *testing.B) {
-					var sb cuda.StagingBuffer
+					sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{AutoStageMaxBytes: r.stageMax, Pipeline: r.pipe}))(b)
 					defer sb.Close()
-					sb.SetStageMaxBytes(dir.d, r.stageMax)
-					if err := sb.SetPipeline(r.pipe); err != nil {
-						b.Fatal(err)
-					}
 					devs, hosts := a.slots(b, n)
-					loopTransfers(b, &sb, devs, hosts, s, dir.move)
+					loopTransfers(b, sb, devs, hosts, s, dir.move)
 				})
 			}
 		}
@@ -481,22 +467,17 @@ func BenchmarkPipelineShape(b *testing.B) {
 				for _, workers := range []int{4, 8, 16} {
 					for _, dir := range []string{"up", "down"} {
 						b.Run(fmt.Sprintf("%s/chunk=%s/workers=%d", dir, sizeName(chunk), workers), func(b *testing.B) {
-							var sb cuda.StagingBuffer
-							defer sb.Close()
-							sb.SetAutoStageMaxBytes(0)
-							if err := sb.SetPipeline(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: chunk, Slots: 3, Workers: workers}); err != nil {
-								b.Fatal(err)
-							}
+							sb := pipelinedBuffer(b, cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: chunk, Slots: 3, Workers: workers})
 							move := upload
 							if dir == "down" {
 								move = download
 							}
-							if err := move(&sb, dev, h, s); err != nil {
+							if err := move(sb, dev, h, s); err != nil {
 								b.Fatal(err)
 							}
 							b.SetBytes(int64(n))
 							for b.Loop() {
-								if err := move(&sb, dev, h, s); err != nil {
+								if err := move(sb, dev, h, s); err != nil {
 									b.Fatal(err)
 								}
 							}
@@ -524,19 +505,14 @@ func BenchmarkCopyPool(b *testing.B) {
 				for _, dir := range []string{"up", "down"} {
 					b.Run(fmt.Sprintf("%s/hold=%v/workers=%d/%s", sizeName(n), hold, workers, dir), func(b *testing.B) {
 						defer cuda.SetCopyHold(cuda.SetCopyHold(hold))
-						var sb cuda.StagingBuffer
-						defer sb.Close()
-						sb.SetAutoStageMaxBytes(0)
 						p := cuda.DefaultStagingPipeline()
 						p.UploadMinBytes, p.DownloadMinBytes, p.Workers = 1, 1, min(workers, p.Workers)
-						if err := sb.SetPipeline(p); err != nil {
-							b.Fatal(err)
-						}
+						sb := pipelinedBuffer(b, p)
 						move := upload
 						if dir == "down" {
 							move = download
 						}
-						loopTransfers(b, &sb, devs, hosts, s, move)
+						loopTransfers(b, sb, devs, hosts, s, move)
 					})
 				}
 			}

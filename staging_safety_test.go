@@ -51,15 +51,12 @@ func TestFailedPipelineLeavesNoDMA(t *testing.T) {
 		{"Upload/record", "cuEventRecord", 2, func(sb *cuda.StagingBuffer, host []byte) error { return cuda.Upload(sb, src, host, s) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var sb cuda.StagingBuffer
+			sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{Pipeline: smallPipeline}))(t)
 			defer sb.Close()
-			if err := sb.SetPipeline(smallPipeline); err != nil {
-				t.Fatal(err)
-			}
 			f.Fail(tt.call, tt.nth, 999)
 			host := make([]byte, n)
 			old := cuda.SetCopyDelay(time.Millisecond)
-			err := tt.transfer(&sb, host)
+			err := tt.transfer(sb, host)
 			cuda.SetCopyDelay(old)
 			if !errors.Is(err, cuda.Result(999)) {
 				t.Fatalf("transfer with %s failing: %v", tt.call, err)
@@ -68,7 +65,7 @@ func TestFailedPipelineLeavesNoDMA(t *testing.T) {
 			if done, err := s.Query(); !done || err != nil {
 				t.Errorf("the failed transfer returned with work still queued on its stream (%v, %v)", done, err)
 			}
-			got, err := cuda.DownloadInto(&sb, small, 64<<10, s2)
+			got, err := cuda.DownloadInto(sb, small, 64<<10, s2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,6 +117,8 @@ func TestStagingConcurrentMisuse(t *testing.T) {
 		}
 	}
 	sb.SetAutoStageMaxBytes(1 << 20)
+	_ = sb.AutoStageMaxBytes()
+	_ = sb.Options()
 	_ = sb.Stats()
 	_ = sb.Capacity()
 	close(release)
@@ -152,7 +151,7 @@ func TestStagingReleaseErrors(t *testing.T) {
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	sb := must(cuda.NewStagingBuffer(ctx, 64<<10))(t)
+	sb := must(cuda.NewStagingBufferOptions(ctx, 64<<10, cuda.StagingOptions{Pipeline: smallPipeline}))(t)
 	hosts := f.Live("host")
 	f.Fail("cuMemFreeHost", 1, 999)
 	if err := sb.Reserve(ctx, 1<<20); !errors.Is(err, cuda.Result(999)) {
@@ -163,9 +162,6 @@ func TestStagingReleaseErrors(t *testing.T) {
 	}
 	if err := sb.Reserve(ctx, 1<<20); err != nil || sb.Capacity() != 1<<20 || f.Live("host") != hosts {
 		t.Errorf("Reserve again: %v, capacity %d, %d host allocations", err, sb.Capacity(), f.Live("host"))
-	}
-	if err := sb.SetPipeline(smallPipeline); err != nil {
-		t.Fatal(err)
 	}
 	b := must(cuda.Alloc[byte](ctx, 512<<10))(t)
 	defer b.Free()
@@ -220,25 +216,22 @@ func TestStagingCountsSuccesses(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var sb cuda.StagingBuffer
-			defer sb.Close()
-			p := smallPipeline
+			o := cuda.StagingOptions{Pipeline: smallPipeline}
 			if tt.stage >= 0 {
-				p.UploadMinBytes, p.DownloadMinBytes = 1<<30, 1<<30
-				sb.SetAutoStageMaxBytes(tt.stage)
+				o.Pipeline.UploadMinBytes, o.Pipeline.DownloadMinBytes = 1<<30, 1<<30
+				o.AutoStageMaxBytes = tt.stage
 			}
-			if err := sb.SetPipeline(p); err != nil {
-				t.Fatal(err)
-			}
+			sb := must(cuda.NewStagingBufferOptions(nil, 0, o))(t)
+			defer sb.Close()
 			f.Fail(tt.call, 1, 999)
-			if err := tt.transfer(&sb); !errors.Is(err, cuda.Result(999)) {
+			if err := tt.transfer(sb); !errors.Is(err, cuda.Result(999)) {
 				t.Fatalf("with %s failing: %v", tt.call, err)
 			}
 			st := sb.Stats()
 			if st.Staged+st.Pipelined+st.Direct != 0 || st.BytesUp+st.BytesDown != 0 {
 				t.Errorf("after a failed transfer: %+v", st)
 			}
-			if err := tt.transfer(&sb); err != nil {
+			if err := tt.transfer(sb); err != nil {
 				t.Fatal(err)
 			}
 			st = sb.Stats()
@@ -250,7 +243,7 @@ func TestStagingCountsSuccesses(t *testing.T) {
 }
 
 // TestStagingEverySize: every size works with every configuration
-// SetPipeline accepts, down to a pipeline from 1 byte.
+// the options accept, down to a pipeline from 1 byte.
 func TestStagingEverySize(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
@@ -258,18 +251,15 @@ func TestStagingEverySize(t *testing.T) {
 		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: cuda.StagingGranularity, Slots: 2, Workers: 1},
 		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 2 * cuda.StagingGranularity, Slots: 3, Workers: 4},
 	} {
-		var sb cuda.StagingBuffer
-		if err := sb.SetPipeline(p); err != nil {
-			t.Fatal(err)
-		}
+		sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{Pipeline: p}))(t)
 		for _, n := range []int{1, 2, 3, 4, 5, 63, 64 << 10, 64<<10 + 1, 3*64<<10 - 1, 300 << 10} {
 			b := must(cuda.Alloc[byte](ctx, n))(t)
 			src := random[byte](n)
-			if err := cuda.Upload(&sb, b, src, s); err != nil {
+			if err := cuda.Upload(sb, b, src, s); err != nil {
 				t.Fatalf("%+v: Upload of %d bytes: %v", p, n, err)
 			}
 			got := make([]byte, n)
-			if err := cuda.Download(&sb, got, b, s); err != nil {
+			if err := cuda.Download(sb, got, b, s); err != nil {
 				t.Fatalf("%+v: Download of %d bytes: %v", p, n, err)
 			}
 			if !bytes.Equal(got, src) {
@@ -291,13 +281,17 @@ func TestReserveCoversEveryRoute(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	const reserved = 1 << 20
+	opts := cuda.StagingOptions{
+		DownloadStageMaxBytes: 64 << 10,
+		Pipeline:              cuda.StagingPipeline{UploadMinBytes: 256 << 10, DownloadMinBytes: 256 << 10, ChunkBytes: 16 << 20, Slots: 3, Workers: 2},
+	}
 	for _, tt := range []struct {
 		name string
 		new  func() *cuda.StagingBuffer
 	}{
-		{"NewStagingBuffer", func() *cuda.StagingBuffer { return must(cuda.NewStagingBuffer(ctx, reserved))(t) }},
+		{"NewStagingBufferOptions", func() *cuda.StagingBuffer { return must(cuda.NewStagingBufferOptions(ctx, reserved, opts))(t) }},
 		{"Reserve", func() *cuda.StagingBuffer {
-			sb := new(cuda.StagingBuffer)
+			sb := must(cuda.NewStagingBufferOptions(nil, 0, opts))(t)
 			if err := sb.Reserve(ctx, reserved); err != nil {
 				t.Fatal(err)
 			}
@@ -307,11 +301,6 @@ func TestReserveCoversEveryRoute(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sb := tt.new()
 			defer sb.Close()
-			p := cuda.StagingPipeline{UploadMinBytes: 256 << 10, DownloadMinBytes: 256 << 10, ChunkBytes: 16 << 20, Slots: 3, Workers: 2}
-			if err := sb.SetPipeline(p); err != nil {
-				t.Fatal(err)
-			}
-			sb.SetStageMaxBytes(cuda.DeviceToHost, 64<<10)
 			for _, n := range []int{4 << 10, 64 << 10, 200 << 10, 256 << 10, 512 << 10, reserved} {
 				b := must(cuda.Alloc[byte](ctx, n))(t)
 				src := random[byte](n)
@@ -344,13 +333,10 @@ func TestReservedSlots(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	const n = 1 << 20
-	sb := must(cuda.NewStagingBuffer(ctx, n))(t)
-	defer sb.Close()
 	p := cuda.DefaultStagingPipeline()
 	p.WarmBelowBytes = 0
-	if err := sb.SetPipeline(p); err != nil {
-		t.Fatal(err)
-	}
+	sb := must(cuda.NewStagingBufferOptions(ctx, n, cuda.StagingOptions{Pipeline: p}))(t)
+	defer sb.Close()
 	b := must(cuda.Alloc[byte](ctx, n))(t)
 	defer b.Free()
 	chunks := 0
@@ -389,13 +375,10 @@ func TestDownloadSlotsRotate(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	const chunk = 2 * cuda.StagingGranularity
-	var sb cuda.StagingBuffer
-	defer sb.Close()
 	// 4 slots of 128 KiB: 512 KiB pinned.
 	p := cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: chunk, Slots: 4, Workers: 4}
-	if err := sb.SetPipeline(p); err != nil {
-		t.Fatal(err)
-	}
+	sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{Pipeline: p}))(t)
+	defer sb.Close()
 	for i, step := range []struct {
 		up     bool
 		n      int
@@ -413,12 +396,12 @@ func TestDownloadSlotsRotate(t *testing.T) {
 		src, got := random[byte](step.n), make([]byte, step.n)
 		op, err := "Download", error(nil)
 		if step.up {
-			op, err = "Upload", cuda.Upload(&sb, b, src, s)
+			op, err = "Upload", cuda.Upload(sb, b, src, s)
 			if err == nil {
 				err = b.CopyToHost(got)
 			}
 		} else if err = b.CopyFromHost(src); err == nil {
-			err = cuda.Download(&sb, got, b, s)
+			err = cuda.Download(sb, got, b, s)
 		}
 		b.Free()
 		if err != nil {
@@ -427,7 +410,7 @@ func TestDownloadSlotsRotate(t *testing.T) {
 		if !bytes.Equal(got, src) {
 			t.Fatalf("step %d: %s of %d bytes: data differs", i, op, step.n)
 		}
-		if got := cuda.DownloadOffset(&sb); got != step.offset {
+		if got := cuda.DownloadOffset(sb); got != step.offset {
 			t.Errorf("step %d: after the %s of %d bytes the next download starts at %d, want %d", i, op, step.n, got, step.offset)
 		}
 	}

@@ -18,14 +18,11 @@ func TestStagingZeroValue(t *testing.T) {
 	if sb.Capacity() != 0 || sb.Stats() != (cuda.StagingStats{}) {
 		t.Errorf("zero value: capacity %d, stats %+v", sb.Capacity(), sb.Stats())
 	}
-	if sb.StageMaxBytes(cuda.HostToDevice) != 0 || sb.StageMaxBytes(cuda.DeviceToHost) != 0 {
-		t.Errorf("StageMaxBytes = %d, %d; want the defaults, 0", sb.StageMaxBytes(cuda.HostToDevice), sb.StageMaxBytes(cuda.DeviceToHost))
+	if o := sb.Options(); o != cuda.DefaultStagingOptions() || o.UploadStageMaxBytes != 0 || o.DownloadStageMaxBytes != 0 {
+		t.Errorf("Options() = %+v; want the defaults, staging nothing", o)
 	}
 	if sb.AutoStageMaxBytes() != 0 {
 		t.Errorf("AutoStageMaxBytes() = %d", sb.AutoStageMaxBytes())
-	}
-	if sb.Pipeline() != cuda.DefaultStagingPipeline() {
-		t.Errorf("Pipeline() = %+v", sb.Pipeline())
 	}
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
@@ -36,7 +33,7 @@ func TestStagingZeroValue(t *testing.T) {
 	if err := cuda.Upload(&sb, b, src, s); err != nil {
 		t.Fatal(err)
 	}
-	wantStaged := sb.StageMaxBytes(cuda.HostToDevice) >= 4000
+	wantStaged := sb.AutoStageMaxBytes() >= 4000
 	if st := sb.Stats(); st.BytesUp != 4000 || (st.Staged == 1) != wantStaged || (sb.Capacity() != 0) != wantStaged {
 		t.Errorf("after one small upload: capacity %d, stats %+v", sb.Capacity(), st)
 	}
@@ -146,12 +143,11 @@ func TestUploadWithDownloadInto(t *testing.T) {
 func TestUploadDownloadRoutes(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	var sb cuda.StagingBuffer
+	sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{
+		AutoStageMaxBytes: 64 << 10,
+		Pipeline:          cuda.StagingPipeline{UploadMinBytes: 1 << 20, DownloadMinBytes: 1 << 20, ChunkBytes: 256 << 10, Slots: 3, Workers: 4},
+	}))(t)
 	defer sb.Close()
-	sb.SetAutoStageMaxBytes(64 << 10)
-	if err := sb.SetPipeline(cuda.StagingPipeline{UploadMinBytes: 1 << 20, DownloadMinBytes: 1 << 20, ChunkBytes: 256 << 10, Slots: 3, Workers: 4}); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name  string
 		bytes int
@@ -170,7 +166,7 @@ func TestUploadDownloadRoutes(t *testing.T) {
 			defer b.Free()
 			before := sb.Stats()
 			src := random[uint32](n)
-			if err := cuda.Upload(&sb, b, src, s); err != nil {
+			if err := cuda.Upload(sb, b, src, s); err != nil {
 				t.Fatal(err)
 			}
 			got := make([]uint32, n)
@@ -179,7 +175,7 @@ func TestUploadDownloadRoutes(t *testing.T) {
 				t.Fatal("Upload: data differs")
 			}
 			b.Memset32(0xa5a5a5a5)
-			if err := cuda.Download(&sb, got, b, s); err != nil {
+			if err := cuda.Download(sb, got, b, s); err != nil {
 				t.Fatal(err)
 			}
 			for i, v := range got {
@@ -203,7 +199,7 @@ func TestUploadDownloadRoutes(t *testing.T) {
 		b := must(cuda.Alloc[uint32](ctx, 1024))(t)
 		defer b.Free()
 		before := sb.Stats()
-		if err := cuda.Upload(&sb, b, p.Data(), s); err != nil {
+		if err := cuda.Upload(sb, b, p.Data(), s); err != nil {
 			t.Fatal(err)
 		}
 		if sb.Stats().Direct != before.Direct+1 {
@@ -232,6 +228,9 @@ func TestStagingThreshold(t *testing.T) {
 	defer always.Close()
 	never.SetAutoStageMaxBytes(0)
 	always.SetAutoStageMaxBytes(math.MaxInt)
+	if always.AutoStageMaxBytes() != math.MaxInt || always.Options().AutoStageMaxBytes != 0 {
+		t.Errorf("after SetAutoStageMaxBytes(math.MaxInt): AutoStageMaxBytes() %d, Options() %+v; want math.MaxInt and the options it was built with", always.AutoStageMaxBytes(), always.Options())
+	}
 	for _, b := range []*cuda.DeviceBuffer[byte]{one, big} {
 		src := random[byte](b.Len())
 		if err := cuda.Upload(&never, b, src, s); err != nil {
@@ -247,35 +246,124 @@ func TestStagingThreshold(t *testing.T) {
 	if st := always.Stats(); st.Staged != 2 || st.Direct != 0 {
 		t.Errorf("threshold MaxInt did not stage: %+v", st)
 	}
-	var split cuda.StagingBuffer
-	defer split.Close()
-	split.SetStageMaxBytes(cuda.HostToDevice, 0)
-	split.SetStageMaxBytes(cuda.DeviceToHost, math.MaxInt)
-	h := random[byte](big.Len())
-	if err := cuda.Upload(&split, big, h, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := cuda.Download(&split, h, big, s); err != nil {
-		t.Fatal(err)
-	}
-	if st := split.Stats(); st.Direct != 1 || st.Staged != 1 || split.AutoStageMaxBytes() != math.MaxInt {
-		t.Errorf("per-direction thresholds: %+v", st)
-	}
-	var sb cuda.StagingBuffer
-	for _, p := range []cuda.StagingPipeline{
-		{UploadMinBytes: 0, DownloadMinBytes: 0, ChunkBytes: 1 << 20, Slots: 3, Workers: 2},
-		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1000, Slots: 3, Workers: 2},
-		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 1, Workers: 2},
-		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 0},
-		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 99},
-		{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 2, WarmBelowBytes: -1},
+	// Per direction: one of its own, or AutoStageMaxBytes where it is 0.
+	for _, tt := range []struct {
+		name       string
+		opts       cuda.StagingOptions
+		up, down   string // "staged" or "direct"
+		autoStaged int    // AutoStageMaxBytes()
+	}{
+		{"downloads only", cuda.StagingOptions{DownloadStageMaxBytes: math.MaxInt}, "direct", "staged", math.MaxInt},
+		{"uploads only", cuda.StagingOptions{UploadStageMaxBytes: math.MaxInt}, "staged", "direct", math.MaxInt},
+		{"both from auto", cuda.StagingOptions{AutoStageMaxBytes: math.MaxInt}, "staged", "staged", math.MaxInt},
+		{"a direction's own below auto", cuda.StagingOptions{AutoStageMaxBytes: math.MaxInt, UploadStageMaxBytes: 1}, "direct", "staged", math.MaxInt},
+		{"a direction's own above auto", cuda.StagingOptions{AutoStageMaxBytes: 1, DownloadStageMaxBytes: math.MaxInt}, "direct", "staged", math.MaxInt},
+		{"neither", cuda.StagingOptions{}, "direct", "direct", 0},
 	} {
-		if err := sb.SetPipeline(p); !errors.Is(err, cuda.ErrInvalidValue) {
-			t.Errorf("SetPipeline(%+v): %v", p, err)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			split := must(cuda.NewStagingBufferOptions(nil, 0, tt.opts))(t)
+			defer split.Close()
+			h := random[byte](big.Len())
+			if err := cuda.Upload(split, big, h, s); err != nil {
+				t.Fatal(err)
+			}
+			up := split.Stats()
+			if err := cuda.Download(split, h, big, s); err != nil {
+				t.Fatal(err)
+			}
+			down := split.Stats()
+			route := func(staged int) string {
+				if staged == 1 {
+					return "staged"
+				}
+				return "direct"
+			}
+			gotUp, gotDown := route(up.Staged), route(down.Staged-up.Staged)
+			if gotUp != tt.up || gotDown != tt.down || split.AutoStageMaxBytes() != tt.autoStaged {
+				t.Errorf("upload %s, download %s, AutoStageMaxBytes %d; want %s, %s, %d", gotUp, gotDown, split.AutoStageMaxBytes(), tt.up, tt.down, tt.autoStaged)
+			}
+			want := tt.opts
+			want.Pipeline = cuda.DefaultStagingPipeline()
+			if split.Options() != want {
+				t.Errorf("Options() = %+v; want what it was built with, the default pipeline", split.Options())
+			}
+			split.SetAutoStageMaxBytes(0)
+			if err := cuda.Upload(split, big, h, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := cuda.Download(split, h, big, s); err != nil {
+				t.Fatal(err)
+			}
+			if st := split.Stats(); st.Direct != down.Direct+2 || split.AutoStageMaxBytes() != 0 {
+				t.Errorf("after SetAutoStageMaxBytes(0): %+v, AutoStageMaxBytes %d; want both ways direct", st, split.AutoStageMaxBytes())
+			}
+		})
 	}
-	if sb.Pipeline() != cuda.DefaultStagingPipeline() {
-		t.Error("a refused SetPipeline changed the configuration")
+}
+
+// TestStagingOptionsChecked: NewStagingBufferOptions refuses every field
+// out of range, naming it, before it allocates anything; the zero options
+// and the defaults are accepted, and a buffer reports what it was built
+// with.
+func TestStagingOptionsChecked(t *testing.T) {
+	ctx := cudatest.Context(t)
+	pipe := func(p cuda.StagingPipeline) cuda.StagingOptions { return cuda.StagingOptions{Pipeline: p} }
+	for _, tt := range []struct {
+		opts  cuda.StagingOptions
+		field string // named in the error; "" for valid options
+	}{
+		{cuda.StagingOptions{}, ""},
+		{cuda.DefaultStagingOptions(), ""},
+		{cuda.StagingOptions{AutoStageMaxBytes: math.MaxInt, UploadStageMaxBytes: 1, DownloadStageMaxBytes: 64 << 10}, ""},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: math.MaxInt, DownloadMinBytes: 1, ChunkBytes: 64 << 10, Slots: 2, Workers: 1}), ""},
+		{cuda.StagingOptions{AutoStageMaxBytes: -1}, "AutoStageMaxBytes"},
+		{cuda.StagingOptions{UploadStageMaxBytes: -1}, "UploadStageMaxBytes"},
+		{cuda.StagingOptions{DownloadStageMaxBytes: math.MinInt}, "DownloadStageMaxBytes"},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: 0, DownloadMinBytes: 0, ChunkBytes: 1 << 20, Slots: 3, Workers: 2}), "Pipeline.UploadMinBytes"},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: -1, ChunkBytes: 1 << 20, Slots: 3, Workers: 2}), "Pipeline.DownloadMinBytes"},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1000, Slots: 3, Workers: 2}), "Pipeline.ChunkBytes"},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 1, Workers: 2}), "Pipeline.Slots"},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 0}), "Pipeline.Workers"},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 99}), "Pipeline.Workers"},
+		{pipe(cuda.StagingPipeline{UploadMinBytes: 1, DownloadMinBytes: 1, ChunkBytes: 1 << 20, Slots: 3, Workers: 2, WarmBelowBytes: -1}), "Pipeline.WarmBelowBytes"},
+		{pipe(cuda.StagingPipeline{WarmBelowBytes: 1 << 20}), "Pipeline.UploadMinBytes"}, // not zero: taken whole
+	} {
+		name := tt.field
+		if name == "" {
+			name = "valid"
+		}
+		t.Run(name, func(t *testing.T) {
+			pinned := func() int64 { return must(ctx.MemoryStats())(t).Pinned.Allocations }
+			before := pinned()
+			sb, err := cuda.NewStagingBufferOptions(ctx, 64<<10, tt.opts)
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("valid options refused: %v", err)
+				}
+				defer sb.Close()
+				want := tt.opts
+				if want.Pipeline == (cuda.StagingPipeline{}) {
+					want.Pipeline = cuda.DefaultStagingPipeline()
+				}
+				if sb.Options() != want || sb.Capacity() != 64<<10 {
+					t.Errorf("Options() = %+v, capacity %d; want %+v, %d", sb.Options(), sb.Capacity(), want, 64<<10)
+				}
+				return
+			}
+			if !errors.Is(err, cuda.ErrInvalidValue) || sb != nil || !strings.HasPrefix(err.Error(), "cuda: NewStagingBufferOptions:") || !strings.Contains(err.Error(), " StagingOptions."+tt.field+" ") {
+				t.Errorf("NewStagingBufferOptions(%+v): %v, %v; want nil and ErrInvalidValue naming StagingOptions.%s", tt.opts, sb, err, tt.field)
+			}
+			if after := pinned(); after != before {
+				t.Errorf("refused options pinned memory: %d allocations, then %d", before, after)
+			}
+		})
+	}
+	if sb, err := cuda.NewStagingBufferOptions(ctx, -1, cuda.StagingOptions{}); !errors.Is(err, cuda.ErrInvalidValue) || sb != nil {
+		t.Errorf("NewStagingBufferOptions(-1 bytes): %v, %v; want ErrInvalidValue", sb, err)
+	}
+	sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{}))(t)
+	if sb.Capacity() != 0 || sb.Stats().Allocations != 0 {
+		t.Errorf("0 bytes pinned %d", sb.Capacity())
 	}
 }
 
@@ -305,11 +393,8 @@ func TestWarmBelowBytes(t *testing.T) {
 	} {
 		for _, dir := range []cuda.Direction{cuda.HostToDevice, cuda.DeviceToHost} {
 			t.Run(tt.name+"/"+dir.String(), func(t *testing.T) {
-				var sb cuda.StagingBuffer
+				sb := must(cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{Pipeline: tt.pipe}))(t)
 				defer sb.Close()
-				if err := sb.SetPipeline(tt.pipe); err != nil {
-					t.Fatal(err)
-				}
 				b := must(cuda.Alloc[byte](ctx, tt.bytes))(t)
 				defer b.Free()
 				src := random[byte](tt.bytes)
@@ -325,9 +410,9 @@ func TestWarmBelowBytes(t *testing.T) {
 				var err error
 				got := make([]byte, tt.bytes)
 				if dir == cuda.HostToDevice {
-					err = cuda.Upload(&sb, b, src, s)
+					err = cuda.Upload(sb, b, src, s)
 				} else {
-					err = cuda.Download(&sb, got, b, s)
+					err = cuda.Download(sb, got, b, s)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -399,13 +484,9 @@ func TestStagingSteadyState(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	p := cuda.DefaultStagingPipeline()
-	sb, err := cuda.NewStagingBuffer(ctx, p.Slots*p.ChunkBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb.SetAutoStageMaxBytes(256 << 10)
 	p.UploadMinBytes, p.DownloadMinBytes = 4<<20, 4<<20
-	if err := sb.SetPipeline(p); err != nil {
+	sb, err := cuda.NewStagingBufferOptions(ctx, p.Slots*p.ChunkBytes, cuda.StagingOptions{AutoStageMaxBytes: 256 << 10, Pipeline: p})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close()
@@ -515,10 +596,20 @@ func TestCalibrate(t *testing.T) {
 			t.Errorf("measurement %+v has a non-positive rate", m)
 		}
 	}
-	if sb.StageMaxBytes(cuda.HostToDevice) != cal.StageMaxBytes[cuda.HostToDevice] ||
-		sb.StageMaxBytes(cuda.DeviceToHost) != cal.StageMaxBytes[cuda.DeviceToHost] ||
-		sb.Pipeline().UploadMinBytes != cal.PipelineMinBytes[cuda.HostToDevice] || sb.Pipeline().DownloadMinBytes != cal.PipelineMinBytes[cuda.DeviceToHost] {
-		t.Errorf("thresholds not set: %d, %+v; calibration %+v", sb.AutoStageMaxBytes(), sb.Pipeline(), cal)
+	want := cuda.DefaultStagingOptions()
+	want.UploadStageMaxBytes, want.DownloadStageMaxBytes = cal.StageMaxBytes[cuda.HostToDevice], cal.StageMaxBytes[cuda.DeviceToHost]
+	want.Pipeline.UploadMinBytes, want.Pipeline.DownloadMinBytes = cal.PipelineMinBytes[cuda.HostToDevice], cal.PipelineMinBytes[cuda.DeviceToHost]
+	if cal.Options != want {
+		t.Errorf("Options %+v; want the thresholds chosen, %+v", cal.Options, want)
+	}
+	if sb.Options() != cuda.DefaultStagingOptions() || sb.Capacity() != 0 {
+		t.Errorf("Calibrate changed the buffer: %+v, capacity %d", sb.Options(), sb.Capacity())
+	}
+	// The options build a buffer that takes the routes chosen.
+	built := must(cuda.NewStagingBufferOptions(ctx, 64<<10, cal.Options))(t)
+	defer built.Close()
+	if built.Options() != cal.Options || built.AutoStageMaxBytes() != max(cal.StageMaxBytes[0], cal.StageMaxBytes[1]) {
+		t.Errorf("a buffer built with the options: %+v, AutoStageMaxBytes %d", built.Options(), built.AutoStageMaxBytes())
 	}
 	t.Logf("%s driver: stage up to %v, pipeline from %d", cudatest.Kind(), cal.StageMaxBytes, cal.PipelineMinBytes)
 }
@@ -529,7 +620,7 @@ func TestCalibrateSizes(t *testing.T) {
 	ctx := cudatest.Context(t)
 	var sb cuda.StagingBuffer
 	defer sb.Close()
-	before := sb.Pipeline()
+	before := sb.Options()
 	for _, tt := range []struct {
 		name  string
 		sizes []int
@@ -539,8 +630,8 @@ func TestCalibrateSizes(t *testing.T) {
 			if !errors.Is(err, cuda.ErrInvalidValue) {
 				t.Errorf("Calibrate with sizes %v: %v, want ErrInvalidValue", tt.sizes, err)
 			}
-			if sb.Pipeline() != before || sb.Capacity() != 0 {
-				t.Errorf("a refused Calibrate changed the buffer: %+v, capacity %d", sb.Pipeline(), sb.Capacity())
+			if sb.Options() != before || sb.Capacity() != 0 {
+				t.Errorf("a refused Calibrate changed the buffer: %+v, capacity %d", sb.Options(), sb.Capacity())
 			}
 		})
 	}

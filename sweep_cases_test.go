@@ -91,15 +91,14 @@ func firstErr(fns ...func() error) error {
 }
 
 // stagingRoute is a staging case: a transfer of n bytes by route (the
-// settings that make Upload and Download take it), on a fresh staging
+// options that make Upload and Download take it), on a fresh staging
 // buffer (cold) or one that made the transfer once already (warm).
-func stagingRoute(name string, n int, warm bool, configure func(sb *cuda.StagingBuffer), transfer func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error) sweepCase {
+func stagingRoute(name string, n int, warm bool, opts cuda.StagingOptions, transfer func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error) sweepCase {
 	return sweepCase{
 		name:   name,
 		covers: []string{"cuda.Upload", "cuda.Download", "cuda.UploadWith", "cuda.DownloadInto"},
 		prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
-			sb := new(cuda.StagingBuffer)
-			configure(sb)
+			sb := must(cuda.NewStagingBufferOptions(nil, 0, opts))(t)
 			b := must(cuda.Alloc[byte](e.ctx, n))(t)
 			host := random[byte](n)
 			if warm {
@@ -136,8 +135,8 @@ func stagingRoute(name string, n int, warm bool, configure func(sb *cuda.Staging
 }
 
 func sweepCases() []sweepCase {
-	small := func(sb *cuda.StagingBuffer) { sb.SetPipeline(smallPipeline) }
-	staged := func(sb *cuda.StagingBuffer) { sb.SetPipeline(smallPipeline); sb.SetAutoStageMaxBytes(1 << 30) }
+	small := cuda.StagingOptions{Pipeline: smallPipeline}
+	staged := cuda.StagingOptions{AutoStageMaxBytes: 1 << 30, Pipeline: smallPipeline}
 	up := func(sb *cuda.StagingBuffer, b *cuda.DeviceBuffer[byte], host []byte, s *cuda.Stream) error {
 		return cuda.Upload(sb, b, host, s)
 	}
@@ -851,6 +850,26 @@ func sweepCases() []sweepCase {
 								if sb.Close() == nil {
 									break
 								}
+							}
+							if err := sb.Close(); err != nil {
+								t.Errorf("closing the staging buffer: %v", err)
+							}
+						}
+					}
+			}},
+		{name: "staging memory with options", covers: []string{"cuda.NewStagingBufferOptions"},
+			prepare: func(t *testing.T, e *sweepEnv) (func() error, func(*testing.T, error)) {
+				var sb *cuda.StagingBuffer
+				return func() (err error) {
+						sb, err = cuda.NewStagingBufferOptions(e.ctx, 64<<10, cuda.StagingOptions{Pipeline: smallPipeline})
+						return err
+					}, func(t *testing.T, err error) {
+						if (sb == nil) == (err == nil) {
+							t.Errorf("NewStagingBufferOptions returned %v and error %v: want one of them", sb, err)
+						}
+						if sb != nil {
+							if sb.Options().Pipeline != smallPipeline {
+								t.Errorf("options %+v: not the pipeline given", sb.Options())
 							}
 							if err := sb.Close(); err != nil {
 								t.Errorf("closing the staging buffer: %v", err)

@@ -92,6 +92,7 @@ var zeroTypes = map[string]struct {
 	"cuda.Registered":         {new(cuda.Registered[float32]), false},
 	"cuda.Direction":          {new(cuda.Direction), true},
 	"cuda.StagingPipeline":    {new(cuda.StagingPipeline), true},
+	"cuda.StagingOptions":     {new(cuda.StagingOptions), true},
 	"cuda.StagingStats":       {new(cuda.StagingStats), true},
 	"cuda.StagingBuffer":      {new(cuda.StagingBuffer), false},
 	"cuda.Stream":             {new(cuda.Stream), false},
@@ -136,7 +137,7 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.DriverVersion": nil, "cuda.DriverLibrary": nil, "cuda.DeviceCount": nil, "cuda.GetDevice": nil, "cuda.Open": nil,
 	"cuda.Devices": nil, "cuda.ParseAttribute": nil, "cuda.KnownAttributes": nil,
 	"cuda.LoadLibrary": nil, "cuda.JITMaxRegisters": nil, "cuda.JITOptimizationLevel": nil, "cuda.JITLineInfo": nil, "cuda.JITDebugInfo": nil,
-	"cuda.DefaultStagingPipeline": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
+	"cuda.DefaultStagingPipeline": nil, "cuda.DefaultStagingOptions": nil, "cuda.LaunchConfigFor": nil, "cuda.DefaultCalibrationSizes": nil, "cuda.CalibrateSizes": nil,
 	"nccl.NewUniqueID": nil, "nccl.Group": nil, "nccl.LaunchFromEnv": nil, "nccl.Library": nil, "nccl.Version": nil, "nvrtc.Version": nil, "nvrtc.Library": nil, "cublas.Version": nil, "curand.Version": nil, "curand.Library": nil, "cufft.Version": nil, "cufft.Library": nil,
 	"cufft.NewPlans": func() []error { _, err := cufft.NewPlans(nil); return []error{err} },
 	"cufft.NewPlan": func() []error {
@@ -228,6 +229,12 @@ var zeroFuncs = map[string]func() []error{
 	"cuda.NewStagingBuffer": func() []error {
 		_, err := cuda.NewStagingBuffer(&cuda.Context{}, 1)
 		return []error{err}
+	},
+	"cuda.NewStagingBufferOptions": func() []error {
+		_, e1 := cuda.NewStagingBufferOptions(&cuda.Context{}, 1, cuda.StagingOptions{})
+		_, e2 := cuda.NewStagingBufferOptions(nil, 1, cuda.StagingOptions{})
+		_, e3 := cuda.NewStagingBufferOptions(nil, 0, cuda.StagingOptions{Pipeline: cuda.StagingPipeline{Slots: 2}})
+		return []error{e1, e2, e3}
 	},
 	"cuda.ElapsedTime": func() []error {
 		_, e1 := cuda.ElapsedTime(&cuda.Event{}, &cuda.Event{})

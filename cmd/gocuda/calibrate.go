@@ -57,9 +57,11 @@ func writeCalibration(w io.Writer, rep calibration) {
 	}
 	fmt.Fprintf(w, "\nchosen: stage uploads %s, downloads %s; pipeline uploads %s, downloads %s\n",
 		stageSize(rep.StageMaxBytes.Up), stageSize(rep.StageMaxBytes.Down), pipelineSize(rep.PipelineMinBytes.Up), pipelineSize(rep.PipelineMinBytes.Down))
-	fmt.Fprintf(w, "\nto use them:\n\tsb.SetStageMaxBytes(cuda.HostToDevice, %s)\n\tsb.SetStageMaxBytes(cuda.DeviceToHost, %s)\n\tp := sb.Pipeline()\n\tp.UploadMinBytes, p.DownloadMinBytes = %s, %s\n\tsb.SetPipeline(p)\n",
-		goBytes(rep.StageMaxBytes.Up), goBytes(rep.StageMaxBytes.Down), goBytes(rep.PipelineMinBytes.Up), goBytes(rep.PipelineMinBytes.Down))
-	fmt.Fprintf(w, "or call sb.Calibrate(ctx, nil) once at start-up.\n")
+	// A staging buffer's options are given once, when it is built.
+	fmt.Fprintf(w, "\nto use them, build a staging buffer with them:\n\tp := cuda.DefaultStagingPipeline()\n\tp.UploadMinBytes, p.DownloadMinBytes = %s, %s\n"+
+		"\tsb, err := cuda.NewStagingBufferOptions(ctx, 0, cuda.StagingOptions{\n\t\tUploadStageMaxBytes:   %s,\n\t\tDownloadStageMaxBytes: %s,\n\t\tPipeline:              p,\n\t})\n",
+		goBytes(rep.PipelineMinBytes.Up), goBytes(rep.PipelineMinBytes.Down), goBytes(rep.StageMaxBytes.Up), goBytes(rep.StageMaxBytes.Down))
+	fmt.Fprintf(w, "or, once at start-up, with the Options that sb.Calibrate(ctx, nil) returns.\n")
 }
 
 // calibration is what gocuda calibrate --json writes.

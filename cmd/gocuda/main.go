@@ -2,7 +2,7 @@
 //
 //	gocuda bench      GB/s of each way to move data between host and device, at sizes from 4 KiB to 1 GiB
 //	gocuda info       the driver and each device: name, memory, compute capability, PCIe link
-//	gocuda calibrate  where staging and the pipeline beat the driver's copy, and how to set that
+//	gocuda calibrate  where staging and the pipeline beat the driver's copy, and the StagingOptions that use it
 //	gocuda version    the versions of gocuda, Go, and the CUDA driver and libraries found
 //
 // Install it with
@@ -39,7 +39,7 @@ type command struct {
 var summaries = map[string]string{
 	"bench":     "measure each host-device transfer path on this machine",
 	"info":      "list the CUDA driver and devices",
-	"calibrate": "measure where staging and the pipeline beat the driver's copy",
+	"calibrate": "measure where staging and the pipeline beat the driver's copy, and print the StagingOptions to use",
 	"version":   "print the versions of gocuda, Go, the CUDA driver and the libraries found",
 }
 

@@ -155,7 +155,8 @@ func TestCalibrationReport(t *testing.T) {
 	var out bytes.Buffer
 	writeCalibration(&out, rep)
 	text := out.String()
-	for _, w := range []string{"stage uploads never", "downloads up to 256 KiB", "pipeline uploads from 1 MiB", "downloads never", "p.UploadMinBytes, p.DownloadMinBytes = 1048576, math.MaxInt", "30.00"} {
+	for _, w := range []string{"stage uploads never", "downloads up to 256 KiB", "pipeline uploads from 1 MiB", "downloads never", "p.UploadMinBytes, p.DownloadMinBytes = 1048576, math.MaxInt",
+		"cuda.NewStagingBufferOptions(ctx, 0, cuda.StagingOptions{", "UploadStageMaxBytes:   0,", "DownloadStageMaxBytes: 262144,", "30.00"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("output lacks %q:\n%s", w, text)
 		}
