@@ -199,7 +199,7 @@ func dirName(d cuda.Direction) string {
 }
 
 // printTable prints one table per direction: median GB/s and spread of each
-// path, the fastest marked with *.
+// path (and the fresh path's slowest transfer), the fastest marked with *.
 func printTable(w io.Writer, rep results.Report, dirs []cuda.Direction) {
 	fmt.Fprintf(w, "%s, %s", rep.Device, rep.Driver)
 	if rep.PCIe != "" {
@@ -239,6 +239,10 @@ func printTable(w io.Writer, rep results.Report, dirs []cuda.Direction) {
 				cell := fmt.Sprintf("%.2f ±%.0f%%", r.Median, 50*(r.P75-r.P25)/r.Median)
 				if r.Route != "" {
 					cell += " " + r.Route
+				}
+				if p == results.Fresh && r.Min > 0 {
+					// Fresh slices vary most: the slowest transfer too.
+					cell += fmt.Sprintf(" min %.1f", r.Min)
 				}
 				if p == best {
 					cell += " *"

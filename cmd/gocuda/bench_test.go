@@ -107,7 +107,7 @@ func TestBench(t *testing.T) {
 	if code := run([]string{"bench", "-sizes", "4KiB,200KiB", "-reps", "3", "-json", jsonPath, "-plot", plotPath}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	for _, w := range []string{"host to device", "device to host", "copy", "pinned", "in-place", "staging", "4 KiB", "200 KiB", "*"} {
+	for _, w := range []string{"host to device", "device to host", "copy", "pinned", "in-place", "staging", "fresh", "min ", "4 KiB", "200 KiB", "*"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("table lacks %q:\n%s", w, out.String())
 		}
@@ -126,6 +126,9 @@ func TestBench(t *testing.T) {
 		}
 		if (r.Path == results.Staging) != (r.Route != "") {
 			t.Errorf("route %q on path %s", r.Route, r.Path)
+		}
+		if r.Min <= 0 || r.Min > r.P25 {
+			t.Errorf("slowest transfer %v of %+v", r.Min, r)
 		}
 	}
 	svg, err := os.ReadFile(plotPath)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -52,6 +53,7 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 	copy(pinned.Data(), host)
 	var sb cuda.StagingBuffer
 	defer sb.Close()
+	var fresh []byte // the fresh path's slice of the transfer at hand
 
 	var out []results.Result
 	total, done := len(cfg.sizes)*len(cfg.directions)*len(results.GocudaPaths()), 0
@@ -103,9 +105,34 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 					}
 					return cuda.Download(&sb, at(host, i), b, s)
 				},
+				results.Fresh: func(i int) error {
+					b, err := devAt(i)
+					if err != nil {
+						return err
+					}
+					if up {
+						return cuda.Upload(&sb, b, fresh, s)
+					}
+					return cuda.Download(&sb, fresh, b, s)
+				},
+			}
+			// prepare makes the fresh path's slice, untimed: pages the
+			// process has never touched (the runtime's freed memory goes
+			// back to the system first, so that make does not reuse pages
+			// it would zero, and so touch, itself). An upload's slice is
+			// filled first, as a user fills the data to send.
+			prepare := map[string]func(i int){
+				results.Fresh: func(i int) {
+					fresh = nil
+					debug.FreeOSMemory()
+					fresh = make([]byte, n)
+					if up {
+						copy(fresh, at(host, i))
+					}
+				},
 			}
 			for _, p := range results.GocudaPaths() {
-				r, err := measurePath(ops[p], cfg.reps, n)
+				r, err := measurePath(prepare[p], ops[p], cfg.reps, n)
 				if err == nil {
 					err = ctx.Synchronize()
 				}
@@ -130,15 +157,21 @@ func measureAll(ctx *cuda.Context, cfg benchConfig, progress func(done, total in
 }
 
 // measurePath warms op up, then times reps calls of it, each moving n
-// bytes, and returns the median and quartiles of their rates.
-func measurePath(op func(i int) error, reps, n int) (results.Result, error) {
+// bytes, and returns the median, quartiles and least of their rates.
+// prepare, where not nil, runs untimed before each call.
+func measurePath(prepare func(i int), op func(i int) error, reps, n int) (results.Result, error) {
+	if prepare == nil {
+		prepare = func(int) {}
+	}
 	for i := range 2 {
+		prepare(i)
 		if err := op(i); err != nil {
 			return results.Result{}, err
 		}
 	}
 	rates := make([]float64, reps)
 	for i := range reps {
+		prepare(i + 2)
 		start := time.Now()
 		if err := op(i + 2); err != nil {
 			return results.Result{}, err
@@ -147,7 +180,7 @@ func measurePath(op func(i int) error, reps, n int) (results.Result, error) {
 	}
 	slices.Sort(rates)
 	q := func(f float64) float64 { return rates[int(f*float64(reps-1)+0.5)] }
-	return results.Result{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Reps: reps}, nil
+	return results.Result{Bytes: n, Median: q(0.5), P25: q(0.25), P75: q(0.75), Min: rates[0], Reps: reps}, nil
 }
 
 // route names the path a staging transfer took, from the counters before

@@ -16,6 +16,11 @@ const (
 	Pinned  = "pinned"   // the same from a PinnedBuffer
 	InPlace = "in-place" // UploadWith / DownloadInto: data made or used in pinned memory
 	Staging = "staging"  // StagingBuffer Upload / Download of ordinary Go memory
+	// Fresh is Staging's transfer with a slice made just before it, as a
+	// user reads a result (out := make([]T, n)) or fills one to send: its
+	// pages are new to the process, and the transfer may pay for their
+	// first touch.
+	Fresh = "fresh"
 )
 
 // The paths of the other programs in the comparison.
@@ -30,7 +35,7 @@ const (
 )
 
 // GocudaPaths returns the paths gocuda bench measures, in its order.
-func GocudaPaths() []string { return []string{Copy, Pinned, InPlace, Staging} }
+func GocudaPaths() []string { return []string{Copy, Pinned, InPlace, Staging, Fresh} }
 
 // Result is one measured cell: a path, a direction and a size.
 type Result struct {
@@ -41,6 +46,7 @@ type Result struct {
 	Median    float64 `json:"median_gbps"`
 	P25       float64 `json:"p25_gbps"`
 	P75       float64 `json:"p75_gbps"`
+	Min       float64 `json:"min_gbps,omitempty"` // the slowest single transfer
 	Reps      int     `json:"reps"`
 }
 
