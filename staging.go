@@ -83,9 +83,9 @@ func DefaultStagingPipeline() StagingPipeline {
 
 // StagingOptions configure a StagingBuffer. They are given once, to
 // NewStagingBufferOptions, which checks them; the zero value of each field
-// means its default, so StagingOptions{} is DefaultStagingOptions(). Only
-// the threshold of both directions changes afterwards
-// (SetAutoStageMaxBytes).
+// means its default, so StagingOptions{} builds the buffer
+// DefaultStagingOptions() does. Only the threshold of both directions
+// changes afterwards (SetAutoStageMaxBytes).
 type StagingOptions struct {
 	// AutoStageMaxBytes is the size up to which Upload and Download stage
 	// ordinary slices, both ways: copy them whole into pinned memory and
@@ -193,8 +193,9 @@ type StagingStats struct {
 // between ordinary Go memory and the device go faster, and through which a
 // caller can produce or consume data in place (UploadWith, DownloadInto).
 //
-// The zero value is ready to use and pins nothing until its first transfer
-// or Reserve; NewStagingBuffer pins memory up front. Memory grows to the
+// The zero value is ready to use, with the default options, and pins
+// nothing until its first transfer or Reserve; NewStagingBuffer pins memory
+// up front, and NewStagingBufferOptions takes options too. Memory grows to the
 // largest transfer staged and is kept until ShrinkToFit or Close. After
 // NewStagingBuffer(ctx, n) or Reserve(ctx, n), no transfer of at most n
 // bytes page-locks memory again, by any route: the pipeline then works in
