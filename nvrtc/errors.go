@@ -5,6 +5,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/errfmt"
+	clib "github.com/gocuda/cuda/internal/lib/nvrtc"
 )
 
 // Result is an NVRTC result code (nvrtcResult). A Result is itself an error
@@ -15,24 +16,17 @@ type Result int32
 
 // NVRTC's result codes this package names.
 const (
-	Success             Result = 0
-	OutOfMemory         Result = 1
-	ProgramCreationFail Result = 2
-	InvalidInput        Result = 3
-	InvalidProgram      Result = 4
-	InvalidOption       Result = 5
-	CompilationError    Result = 6
+	Success             = Result(clib.Success)
+	OutOfMemory         = Result(clib.OutOfMemory)
+	ProgramCreationFail = Result(clib.ProgramCreationFail)
+	InvalidInput        = Result(clib.InvalidInput)
+	InvalidProgram      = Result(clib.InvalidProgram)
+	InvalidOption       = Result(clib.InvalidOption)
+	CompilationError    = Result(clib.CompilationError)
 )
 
-var resultNames = [...]string{"NVRTC_SUCCESS", "NVRTC_ERROR_OUT_OF_MEMORY", "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
-	"NVRTC_ERROR_INVALID_INPUT", "NVRTC_ERROR_INVALID_PROGRAM", "NVRTC_ERROR_INVALID_OPTION", "NVRTC_ERROR_COMPILATION"}
-
-func (r Result) String() string {
-	if r >= 0 && int(r) < len(resultNames) {
-		return resultNames[r]
-	}
-	return fmt.Sprintf("nvrtcResult(%d)", int32(r))
-}
+// String returns the code's C name, such as NVRTC_ERROR_COMPILATION.
+func (r Result) String() string { return clib.Result(r).String() }
 
 // Error makes a Result an error value for errors.Is.
 func (r Result) Error() string { return r.String() }
@@ -80,6 +74,22 @@ var sentinels = map[Result]error{
 	InvalidInput:     cuda.ErrInvalidValue,
 	InvalidOption:    cuda.ErrInvalidValue,
 	CompilationError: cuda.ErrInvalidValue,
+}
+
+// check turns what NVRTC's function name returned into an error: nil for
+// success, cuda.ErrNotSupported where the library opened lacks the
+// function, otherwise the code with NVRTC's text for it
+// (nvrtcGetErrorString, which every NVRTC has: it is required).
+func check(op, name string, r clib.Result) error {
+	switch r {
+	case clib.Success:
+		return nil
+	case clib.Missing:
+		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: lib.Lacks(name)}
+	}
+	text, _ := clib.GetErrorString(r)
+	code := Result(r)
+	return &Error{Op: op, Call: name, Code: code, Text: text, Err: sentinels[code]}
 }
 
 // errorf returns an error of ours, not NVRTC's, matching sentinel.

@@ -12,79 +12,41 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
+	clib "github.com/gocuda/cuda/internal/lib/nvrtc"
 )
 
 // EnvLibrary names the environment variable that overrides which NVRTC
 // library is opened.
 const EnvLibrary = "GOCUDA_LIBNVRTC"
 
-var lib struct {
-	once sync.Once
-	err  error
-	path string
-	fn   struct {
-		version, create, destroy, compile, ptxSize, ptx, cubinSize, cubin,
-		logSize, log, addName, lowered, errString uintptr
-	}
-}
-
-// library is where NVRTC may be.
-var library = dl.Library{
-	Name:    "NVRTC",
-	Env:     EnvLibrary,
-	Sonames: []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"},
-	DLLs:    []string{"nvrtc64_130_0.dll", "nvrtc64_120_0.dll"},
-	Wheels:  []string{"cu13/lib", "cuda_nvrtc/lib"},
-	Install: "install NVIDIA's NVRTC (the CUDA toolkit, or pip install nvidia-cuda-nvrtc)",
-	Missing: cuda.ErrNotSupported,
+// lib is NVRTC, opened once per process by the first call that needs it,
+// with the functions of internal/lib/nvrtc: a file that lacks one of the
+// required ones (those every compilation calls) is not NVRTC, and the
+// others fail only their own calls.
+var lib = dl.Lazy{
+	Library: dl.Library{
+		Name:    "NVRTC",
+		Env:     EnvLibrary,
+		Sonames: []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"},
+		DLLs:    []string{"nvrtc64_130_0.dll", "nvrtc64_120_0.dll"},
+		Wheels:  []string{"cu13/lib", "cuda_nvrtc/lib"},
+		Install: "install NVIDIA's NVRTC (the CUDA toolkit, or pip install nvidia-cuda-nvrtc)",
+		Missing: cuda.ErrNotSupported,
+	},
+	Table: clib.Table,
 }
 
 // open opens NVRTC once per process.
 func open(op string) error {
-	lib.once.Do(func() {
-		h, path, err := library.Open(dl.ProcessEnv())
-		lib.path = path
-		if err != nil {
-			lib.err = err
-			return
-		}
-		f := &lib.fn
-		lib.err = dl.Symbols(h, path, map[string]*uintptr{
-			"nvrtcVersion": &f.version, "nvrtcCreateProgram": &f.create, "nvrtcDestroyProgram": &f.destroy,
-			"nvrtcCompileProgram": &f.compile, "nvrtcGetPTXSize": &f.ptxSize, "nvrtcGetPTX": &f.ptx,
-			"nvrtcGetCUBINSize": &f.cubinSize, "nvrtcGetCUBIN": &f.cubin, "nvrtcGetProgramLogSize": &f.logSize,
-			"nvrtcGetProgramLog": &f.log, "nvrtcAddNameExpression": &f.addName, "nvrtcGetLoweredName": &f.lowered,
-			"nvrtcGetErrorString": &f.errString,
-		})
-	})
-	if lib.err != nil {
-		detail, match := dl.Cause(lib.err, cuda.ErrNotSupported)
+	if err := lib.Open(); err != nil {
+		detail, match := dl.Cause(err, cuda.ErrNotSupported)
 		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
-}
-
-// call calls an NVRTC function and turns its nvrtcResult into an error.
-// Like purego.SyscallN, it takes pointers converted to uintptr in its
-// argument list, and uintptrescapes moves what they point to onto the heap
-// (a goroutine's stack can move while C holds the address) and keeps it
-// alive for the call.
-//
-//go:uintptrescapes
-func call(op, what string, fn uintptr, args ...uintptr) error {
-	r, _, _ := purego.SyscallN(fn, args...)
-	if int32(r) == 0 {
-		return nil
-	}
-	s, _, _ := purego.SyscallN(lib.fn.errString, r)
-	code := Result(int32(r))
-	return &Error{Op: op, Call: what, Code: code, Text: dl.String(s), Err: sentinels[code]}
 }
 
 // Library returns the path of the NVRTC library opened, opening it if
@@ -93,7 +55,7 @@ func Library() (string, error) {
 	if err := open("Library"); err != nil {
 		return "", err
 	}
-	return lib.path, nil
+	return lib.Path(), nil
 }
 
 // Version returns the NVRTC version, such as 13.0.
@@ -103,7 +65,7 @@ func Version() (cuda.Version, error) {
 		return cuda.Version{}, err
 	}
 	var major, minor int32
-	if err := call(op, "nvrtcVersion", lib.fn.version, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor))); err != nil {
+	if err := check(op, "nvrtcVersion", clib.Version(&major, &minor)); err != nil {
 		return cuda.Version{}, err
 	}
 	return cuda.Version{Major: int(major), Minor: int(minor)}, nil
@@ -179,27 +141,24 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 		name = "kernel.cu"
 	}
 	csrc, cname := cbytes(src), cbytes(name)
-	var prog uintptr
-	if err := call(op, "nvrtcCreateProgram", lib.fn.create, uintptr(unsafe.Pointer(&prog)),
-		uintptr(unsafe.Pointer(&csrc[0])), uintptr(unsafe.Pointer(&cname[0])), 0, 0, 0); err != nil {
+	var prog clib.Program
+	if err := check(op, "nvrtcCreateProgram", clib.CreateProgram(&prog, &csrc[0], &cname[0], 0, nil, nil)); err != nil {
 		return nil, err
 	}
-	defer purego.SyscallN(lib.fn.destroy, uintptr(unsafe.Pointer(&prog)))
+	defer clib.DestroyProgram(&prog)
 	exprs := make([][]byte, len(opts.NameExpressions))
 	for i, e := range opts.NameExpressions {
 		exprs[i] = cbytes(e)
-		if err := call(op, "nvrtcAddNameExpression", lib.fn.addName, prog, uintptr(unsafe.Pointer(&exprs[i][0]))); err != nil {
+		if err := check(op, "nvrtcAddNameExpression", clib.AddNameExpression(prog, &exprs[i][0])); err != nil {
 			return nil, err
 		}
 	}
 	flags := append([]string{"-arch=" + arch}, opts.Flags...)
-	cflags := make([][]byte, len(flags))
-	ptrs := make([]uintptr, len(flags)) // addresses of heap memory kept alive below
+	cflags := make([]*byte, len(flags)) // the C strings, an array of them as NVRTC takes
 	for i, f := range flags {
-		cflags[i] = cbytes(f)
-		ptrs[i] = uintptr(unsafe.Pointer(&cflags[i][0]))
+		cflags[i] = &cbytes(f)[0]
 	}
-	compileErr := call(op, "nvrtcCompileProgram", lib.fn.compile, prog, uintptr(len(ptrs)), uintptr(unsafe.Pointer(&ptrs[0])))
+	compileErr := check(op, "nvrtcCompileProgram", clib.CompileProgram(prog, int32(len(cflags)), &cflags[0]))
 	runtime.KeepAlive(cflags)
 	runtime.KeepAlive(csrc)
 	runtime.KeepAlive(cname)
@@ -211,37 +170,37 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 		return nil, e
 	}
 	out := &Output{PTX: strings.HasPrefix(arch, "compute_"), Log: log, lowered: map[string]string{}}
-	sizeFn, getFn, what := lib.fn.cubinSize, lib.fn.cubin, "nvrtcGetCUBIN"
+	sizeFn, getFn, what := clib.GetCUBINSize, clib.GetCUBIN, "nvrtcGetCUBIN"
 	if out.PTX {
-		sizeFn, getFn, what = lib.fn.ptxSize, lib.fn.ptx, "nvrtcGetPTX"
+		sizeFn, getFn, what = clib.GetPTXSize, clib.GetPTX, "nvrtcGetPTX"
 	}
 	var size uintptr
-	if err := call(op, what+"Size", sizeFn, prog, uintptr(unsafe.Pointer(&size))); err != nil {
+	if err := check(op, what+"Size", sizeFn(prog, &size)); err != nil {
 		return nil, err
 	}
 	out.Image = make([]byte, size)
 	if size > 0 {
-		if err := call(op, what, getFn, prog, uintptr(unsafe.Pointer(&out.Image[0]))); err != nil {
+		if err := check(op, what, getFn(prog, &out.Image[0])); err != nil {
 			return nil, err
 		}
 	}
 	for i, e := range opts.NameExpressions {
-		var p uintptr
-		if err := call(op, "nvrtcGetLoweredName", lib.fn.lowered, prog, uintptr(unsafe.Pointer(&exprs[i][0])), uintptr(unsafe.Pointer(&p))); err != nil {
+		var p *byte // NVRTC's memory, until DestroyProgram
+		if err := check(op, "nvrtcGetLoweredName", clib.GetLoweredName(prog, &exprs[i][0], &p)); err != nil {
 			return nil, err
 		}
-		out.lowered[e] = dl.String(p)
+		out.lowered[e] = dl.String(uintptr(unsafe.Pointer(p)))
 	}
 	return out, nil
 }
 
-func programLog(prog uintptr) string {
+func programLog(prog clib.Program) string {
 	var size uintptr
-	if call("Compile", "nvrtcGetProgramLogSize", lib.fn.logSize, prog, uintptr(unsafe.Pointer(&size))) != nil || size <= 1 {
+	if clib.GetProgramLogSize(prog, &size) != clib.Success || size <= 1 {
 		return ""
 	}
 	buf := make([]byte, size)
-	if call("Compile", "nvrtcGetProgramLog", lib.fn.log, prog, uintptr(unsafe.Pointer(&buf[0]))) != nil {
+	if clib.GetProgramLog(prog, &buf[0]) != clib.Success {
 		return ""
 	}
 	return strings.TrimRight(string(buf), "\x00\n ")

@@ -44,6 +44,8 @@ var libTypes = map[string]libType{
 	"curandGenerator_t": {goType: "Generator", under: "uintptr"},
 	"curandRngType_t":   {goType: "int32"},
 	"curandOrdering_t":  {goType: "int32"},
+	// NVRTC (nvrtc.h): a pointer to an opaque struct, never Go memory.
+	"nvrtcProgram": {goType: "Program", under: "uintptr"},
 }
 
 // libParam is one parameter of a library function.
@@ -340,7 +342,7 @@ func goParamName(c string) string {
 		}
 	}
 	switch {
-	case token.IsKeyword(name), types.Universe.Lookup(name) != nil, name == "fn", name == "r", name == "ok", name == "unsafe", name == "purego", name == "dl":
+	case token.IsKeyword(name), types.Universe.Lookup(name) != nil, name == "fn", name == "r", name == "ret", name == "ok", name == "unsafe", name == "purego", name == "dl":
 		return name + "Arg"
 	}
 	return name

@@ -108,7 +108,8 @@ func libBody(t libTable, fn libFunc, statusGo string) string {
 	case fn.Return.GoType == "":
 		fmt.Fprintf(&b, "%s\nreturn true", call)
 	default:
-		fmt.Fprintf(&b, "r, _, _ := %s\nreturn %s, true", call, fmt.Sprintf(fn.Return.Conv, "r"))
+		// Not r: that is the named result (libResults), of the Go type.
+		fmt.Fprintf(&b, "ret, _, _ := %s\nreturn %s, true", call, fmt.Sprintf(fn.Return.Conv, "ret"))
 	}
 	return b.String()
 }
