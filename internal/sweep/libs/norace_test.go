@@ -1,0 +1,5 @@
+//go:build !race
+
+package libs_test
+
+const raceEnabled = false
