@@ -6,6 +6,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
+	clib "github.com/gocuda/cuda/internal/lib/nccl"
 )
 
 // Element is an element type NCCL reduces and moves: the types of fixed
@@ -18,7 +19,7 @@ type Element interface {
 }
 
 // dataType returns NCCL's ncclDataType_t for T.
-func dataType[T Element]() uintptr {
+func dataType[T Element]() clib.DataType {
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Int8:
 		return 0
@@ -72,8 +73,9 @@ func AllReduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, s *cud
 	if err := checkOp(name, op); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclAllReduce", lib.fn.allReduce, s, pair(dst, src),
-		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), uintptr(op))
+	return c.enqueue(name, "ncclAllReduce", s, pair(dst, src), func(comm clib.Comm, stream uintptr) clib.Result {
+		return clib.AllReduce(uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), clib.RedOp(op), comm, stream)
+	})
 }
 
 // Broadcast copies root's src into dst on every rank. Every rank passes
@@ -86,8 +88,9 @@ func Broadcast[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], root int, s *
 	if err := c.checkRoot(name, root); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclBroadcast", lib.fn.broadcast, s, pair(dst, src),
-		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), uintptr(root))
+	return c.enqueue(name, "ncclBroadcast", s, pair(dst, src), func(comm clib.Comm, stream uintptr) clib.Result {
+		return clib.Broadcast(uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), int32(root), comm, stream)
+	})
 }
 
 // Reduce reduces src across the ranks with op into root's dst. Every rank
@@ -103,8 +106,9 @@ func Reduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, root int,
 	if err := c.checkRoot(name, root); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclReduce", lib.fn.reduce, s, pair(dst, src),
-		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), uintptr(op), uintptr(root))
+	return c.enqueue(name, "ncclReduce", s, pair(dst, src), func(comm clib.Comm, stream uintptr) clib.Result {
+		return clib.Reduce(uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), clib.RedOp(op), int32(root), comm, stream)
+	})
 }
 
 // AllGather gathers every rank's src into dst on every rank, rank i's at
@@ -114,8 +118,9 @@ func AllGather[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Strea
 	if err := operands(name, c, dst, src, c.Size(), 1); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclAllGather", lib.fn.allGather, s, pair(dst, src),
-		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T]())
+	return c.enqueue(name, "ncclAllGather", s, pair(dst, src), func(comm clib.Comm, stream uintptr) clib.Result {
+		return clib.AllGather(uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(src.Len()), dataType[T](), comm, stream)
+	})
 }
 
 // ReduceScatter reduces src across the ranks with op and leaves block i of
@@ -128,8 +133,9 @@ func ReduceScatter[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, s 
 	if err := checkOp(name, op); err != nil {
 		return err
 	}
-	return c.enqueue(name, "ncclReduceScatter", lib.fn.reduceScatter, s, pair(dst, src),
-		uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(dst.Len()), dataType[T](), uintptr(op))
+	return c.enqueue(name, "ncclReduceScatter", s, pair(dst, src), func(comm clib.Comm, stream uintptr) clib.Result {
+		return clib.ReduceScatter(uintptr(src.Ptr()), uintptr(dst.Ptr()), uintptr(dst.Len()), dataType[T](), clib.RedOp(op), comm, stream)
+	})
 }
 
 // operands checks what a collective is given, before NCCL sees it: a
@@ -217,10 +223,10 @@ func freed[T any](m cuda.Memory) bool {
 	return errors.Is(err, cuda.ErrClosed)
 }
 
-// enqueue queues one NCCL call on s that reads or writes bufs: args, then
-// the communicator and the stream, as every collective, send and receive
-// takes them last.
-func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, bufs []operand, args ...uintptr) error {
+// enqueue queues one NCCL call, name, on s that reads or writes bufs: fn
+// makes it with the communicator and the stream, which every collective,
+// send and receive takes last, on the thread the context is bound to.
+func (c *Comm) enqueue(op, name string, s *cuda.Stream, bufs []operand, fn func(comm clib.Comm, stream uintptr) clib.Result) error {
 	if err := c.hold(op); err != nil {
 		return err
 	}
@@ -235,7 +241,7 @@ func (c *Comm) enqueue(op, name string, fn uintptr, s *cuda.Stream, bufs []opera
 	ran := false
 	err := s.Do(func(stream uintptr) error {
 		ran = true
-		return c.do(op, name, fn, append(args, c.handle, stream)...)
+		return c.do(op, name, fn(c.handle, stream))
 	}, mems...)
 	if ran {
 		return err

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/nccl"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -30,11 +31,11 @@ func NewUniqueID() (UniqueID, error) {
 	if err := open(op); err != nil {
 		return UniqueID{}, err
 	}
-	id := new(UniqueID)
-	if err := call(op, "ncclGetUniqueId", lib.fn.getUniqueID, uintptr(unsafe.Pointer(id))); err != nil {
+	var id UniqueID
+	if err := check(op, "ncclGetUniqueId", clib.GetUniqueId((*clib.UniqueID)(&id))); err != nil {
 		return UniqueID{}, err
 	}
-	return *id, nil
+	return id, nil
 }
 
 // MarshalText encodes the id in hex.
@@ -70,7 +71,7 @@ type Comm struct {
 	// for calls in flight (internal/lifetime).
 	life   lifetime.Life
 	ctx    *cuda.Context
-	handle uintptr
+	handle clib.Comm
 	rank   int
 	size   int
 	// nonBlocking: made without blocking, and so NCCL's calls on it may
@@ -85,10 +86,10 @@ type Comm struct {
 	regs  map[*Registration]struct{}
 }
 
-func newComm(ctx *cuda.Context, handle uintptr, rank, size int, nonBlocking bool) *Comm {
+func newComm(ctx *cuda.Context, handle clib.Comm, rank, size int, nonBlocking bool) *Comm {
 	c := &Comm{ctx: ctx, handle: handle, rank: rank, size: size, nonBlocking: nonBlocking}
-	c.life.Arm(track.Comm, runtime.AddCleanup(c, func(h uintptr) {
-		call("Comm cleanup", "ncclCommDestroy", lib.fn.commDestroy, h)
+	c.life.Arm(track.Comm, runtime.AddCleanup(c, func(h clib.Comm) {
+		clib.CommDestroy(h)
 		track.Forgotten(track.Comm)
 	}, handle))
 	return c
@@ -140,7 +141,7 @@ func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
 	if err := open(op); err != nil {
 		return nil, err
 	}
-	handles := make([]uintptr, len(ctxs))
+	handles := make([]clib.Comm, len(ctxs))
 	// Each context is held open, one Do inside the other, until NCCL has
 	// made the ranks: a closed one fails here, not at the first collective.
 	var initAll func(i int) error
@@ -148,8 +149,7 @@ func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
 		if i < len(ctxs) {
 			return bound(op, ctxs[i], func() error { return initAll(i + 1) })
 		}
-		return call(op, "ncclCommInitAll", lib.fn.initAll,
-			uintptr(unsafe.Pointer(&handles[0])), uintptr(len(ctxs)), uintptr(unsafe.Pointer(&devs[0])))
+		return check(op, "ncclCommInitAll", clib.CommInitAll(&handles[0], int32(len(ctxs)), &devs[0]))
 	}
 	if err := initAll(0); err != nil {
 		return nil, err
@@ -174,11 +174,10 @@ func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 		return nil, err
 	}
 	// NCCL reads the id while the call runs: on the heap, it cannot move.
-	idp, handle := new(UniqueID), new(uintptr)
+	idp, handle := new(UniqueID), new(clib.Comm)
 	*idp = id
 	err := bound(op, ctx, func() error {
-		return call(op, "ncclCommInitRankScalable", lib.fn.initRankScalable,
-			uintptr(unsafe.Pointer(handle)), uintptr(nranks), uintptr(rank), 1, uintptr(unsafe.Pointer(idp)), 0)
+		return check(op, "ncclCommInitRankScalable", clib.CommInitRankScalable(handle, int32(nranks), int32(rank), 1, (*clib.UniqueID)(idp), nil))
 	})
 	if err != nil {
 		return nil, err
@@ -243,13 +242,12 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 	}
 	// NCCL reads the id and the configuration while the call runs: on the
 	// heap, they cannot move.
-	idp, handle := new(UniqueID), new(uintptr)
+	idp, handle := new(UniqueID), new(clib.Comm)
 	*idp = id
 	cfg := &config{magic: 0xcafebeef, version: 21400, blocking: 0, cgaClusterSize: unset, minCTAs: unset, maxCTAs: unset, splitShare: unset}
 	cfg.size = unsafe.Sizeof(*cfg)
 	err := bound(op, cc, func() error {
-		return call(op, "ncclCommInitRankScalable", lib.fn.initRankScalable,
-			uintptr(unsafe.Pointer(handle)), uintptr(nranks), uintptr(rank), 1, uintptr(unsafe.Pointer(idp)), uintptr(unsafe.Pointer(cfg)))
+		return check(op, "ncclCommInitRankScalable", clib.CommInitRankScalable(handle, int32(nranks), int32(rank), 1, (*clib.UniqueID)(idp), unsafe.Pointer(cfg)))
 	})
 	if err != nil && !errors.Is(err, InProgress) {
 		return nil, err
@@ -279,9 +277,9 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 }
 
 // abort aborts the half-made communicator h.
-func abort(cc *cuda.Context, h uintptr) error {
+func abort(cc *cuda.Context, h clib.Comm) error {
 	const op = "NewCommContext"
-	return bound(op, cc, func() error { return call(op, "ncclCommAbort", lib.fn.commAbort, h) })
+	return bound(op, cc, func() error { return check(op, "ncclCommAbort", clib.CommAbort(h)) })
 }
 
 // withAbortErr appends a failed abort's error to detail.
@@ -313,31 +311,31 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		return nil, err
 	}
 	defer c.life.Release()
-	handle, rank, size := new(uintptr), new(int32), new(int32)
+	handle, rank, size := new(clib.Comm), new(int32), new(int32)
 	err := bound(op, c.ctx, func() error {
 		// The new communicator has c's configuration (none is given): a
 		// split of a non-blocking one is made without blocking, done once
 		// NCCL's state of c, and then of the new one, is no longer in
 		// progress (NCCL 2.28 leaves c in progress, and the new one's rank
 		// and size unset until then).
-		err := call(op, "ncclCommSplit", lib.fn.commSplit, c.handle, uintptr(int64(color)), uintptr(int64(key)), uintptr(unsafe.Pointer(handle)), 0)
+		err := check(op, "ncclCommSplit", clib.CommSplit(c.handle, int32(color), int32(key), handle, nil))
 		if c.nonBlocking && (err == nil || errors.Is(err, InProgress)) {
 			err = c.settle(op, "ncclCommSplit", c.handle)
 			if err == nil && *handle != 0 {
 				err = c.settle(op, "ncclCommSplit", *handle)
 			}
 			if err != nil && *handle != 0 {
-				call(op, "ncclCommAbort", lib.fn.commAbort, *handle)
+				clib.CommAbort(*handle)
 				*handle = 0
 			}
 		}
 		if err != nil || *handle == 0 {
 			return err
 		}
-		err = errors.Join(call(op, "ncclCommUserRank", lib.fn.commUserRank, *handle, uintptr(unsafe.Pointer(rank))),
-			call(op, "ncclCommCount", lib.fn.commCount, *handle, uintptr(unsafe.Pointer(size))))
+		err = errors.Join(check(op, "ncclCommUserRank", clib.CommUserRank(*handle, rank)),
+			check(op, "ncclCommCount", clib.CommCount(*handle, size)))
 		if err != nil {
-			call(op, "ncclCommDestroy", lib.fn.commDestroy, *handle)
+			clib.CommDestroy(*handle)
 		}
 		return err
 	})
@@ -374,7 +372,7 @@ func (c *Comm) Context() *cuda.Context {
 // Close frees the rank's resources (ncclCommDestroy), after its queued
 // collectives. Closing twice, or a nil Comm, is a no-op; if NCCL refuses,
 // the communicator stays usable and Close (or Abort) may be called again.
-func (c *Comm) Close() error { return c.destroy("Comm.Close", "ncclCommDestroy", lib.fn.commDestroy) }
+func (c *Comm) Close() error { return c.destroy("Comm.Close", false) }
 
 // Abort frees the rank's resources at once, abandoning collectives in
 // flight (ncclCommAbort): for giving up on a rank that failed. On a
@@ -386,21 +384,25 @@ func (c *Comm) Abort() error {
 		return nil
 	}
 	c.aborting.Store(true)
-	err := c.destroy("Comm.Abort", "ncclCommAbort", lib.fn.commAbort)
+	err := c.destroy("Comm.Abort", true)
 	if err != nil && c.life.Status() == lifetime.Held {
 		c.aborting.Store(false) // NCCL refused: the communicator is usable again
 	}
 	return err
 }
 
-func (c *Comm) destroy(op, name string, fn uintptr) error {
+// destroy is Close, or Abort where abort is set.
+func (c *Comm) destroy(op string, abort bool) error {
 	if c == nil {
 		return nil
 	}
 	if err := c.valid(op); err != nil {
 		return err
 	}
-	abort := fn == lib.fn.commAbort
+	name, fn := "ncclCommDestroy", clib.CommDestroy
+	if abort {
+		name, fn = "ncclCommAbort", clib.CommAbort
+	}
 	_, err := c.life.Close(func() (bool, error) {
 		// Close deregisters the buffers first, each one for good once
 		// NCCL let go of it. Abort drops them only once NCCL has dropped
@@ -413,7 +415,7 @@ func (c *Comm) destroy(op, name string, fn uintptr) error {
 		}
 		// NCCL finds the device through the current context; with the
 		// context closed, it makes one current itself.
-		if err := releasing(op, c.ctx, func() error { return call(op, name, fn, c.handle) }); err != nil {
+		if err := releasing(op, c.ctx, func() error { return check(op, name, fn(c.handle)) }); err != nil {
 			return false, err
 		}
 		if abort {
@@ -512,11 +514,11 @@ func group(op string, fn func() error) error {
 	defer runtime.UnlockOSThread()
 	grouped.open.Add(1)
 	defer endGroup()
-	if err := call(op, "ncclGroupStart", lib.fn.groupStart); err != nil {
+	if err := check(op, "ncclGroupStart", clib.GroupStart()); err != nil {
 		return err
 	}
 	ferr := fn()
-	eerr := call(op, "ncclGroupEnd", lib.fn.groupEnd)
+	eerr := check(op, "ncclGroupEnd", clib.GroupEnd())
 	if errors.Is(eerr, InProgress) {
 		// The group's non-blocking communicators are in progress: its
 		// work is queued once they are not.

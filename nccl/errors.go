@@ -3,10 +3,9 @@ package nccl
 import (
 	"fmt"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/errfmt"
+	clib "github.com/gocuda/cuda/internal/lib/nccl"
 )
 
 // Result is an NCCL result code (ncclResult_t).
@@ -14,26 +13,19 @@ type Result int32
 
 // NCCL's result codes.
 const (
-	Success            Result = 0
-	UnhandledCudaError Result = 1
-	SystemError        Result = 2
-	InternalError      Result = 3
-	InvalidArgument    Result = 4
-	InvalidUsage       Result = 5
-	RemoteError        Result = 6
-	InProgress         Result = 7
-	Timeout            Result = 8
+	Success            = Result(clib.Success)
+	UnhandledCudaError = Result(clib.UnhandledCudaError)
+	SystemError        = Result(clib.SystemError)
+	InternalError      = Result(clib.InternalError)
+	InvalidArgument    = Result(clib.InvalidArgument)
+	InvalidUsage       = Result(clib.InvalidUsage)
+	RemoteError        = Result(clib.RemoteError)
+	InProgress         = Result(clib.InProgress)
+	Timeout            = Result(clib.Timeout)
 )
 
-var resultNames = [...]string{"ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
-	"ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress", "ncclTimeout"}
-
-func (r Result) String() string {
-	if r >= 0 && int(r) < len(resultNames) {
-		return resultNames[r]
-	}
-	return fmt.Sprintf("ncclResult(%d)", int32(r))
-}
+// String returns the code's C name, such as ncclRemoteError.
+func (r Result) String() string { return clib.Result(r).String() }
 
 // Error makes a Result an error, so that errors.Is(err, nccl.RemoteError)
 // picks out one code.
@@ -82,15 +74,28 @@ var sentinels = map[Result]error{
 	InvalidUsage:    cuda.ErrInvalidValue,
 }
 
+// check turns what NCCL's function name returned into an error: nil for
+// success, cuda.ErrNotSupported where the library opened lacks the
+// function (one of a newer NCCL's).
+func check(op, name string, r clib.Result) error {
+	switch r {
+	case clib.Success:
+		return nil
+	case clib.Missing:
+		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: fmt.Sprintf("%s lacks %s: a newer NCCL is needed", lib.Path(), name)}
+	}
+	return resultError(op, name, Result(r))
+}
+
+// resultError is the error of NCCL's function call returning r, with
+// NCCL's text for it.
 func resultError(op, call string, r Result) error {
-	p, _, _ := purego.SyscallN(lib.fn.getErrorString, uintptr(r))
-	text := dl.String(p)
-	if lib.fn.getLastError != 0 {
-		// NCCL keeps the last error per thread (the comm argument is
-		// unused): callers make their call and this one on a locked thread.
-		if p, _, _ := purego.SyscallN(lib.fn.getLastError, 0); dl.String(p) != "" {
-			text += ": " + dl.String(p)
-		}
+	text, _ := clib.GetErrorString(clib.Result(r))
+	// NCCL keeps the last error per thread (the comm argument is unused):
+	// callers make their call and this one on a locked thread. An NCCL
+	// without ncclGetLastError gives "".
+	if last, _ := clib.GetLastError(0); last != "" {
+		text += ": " + last
 	}
 	return &Error{Op: op, Call: call, Code: r, Text: text, Err: sentinels[r]}
 }

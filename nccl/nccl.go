@@ -48,75 +48,39 @@ package nccl
 
 import (
 	"errors"
-	"fmt"
-	"sync"
-	"unsafe"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/dl"
+	clib "github.com/gocuda/cuda/internal/lib/nccl"
 )
 
 // EnvLibrary names the environment variable that overrides which NCCL
 // library is opened.
 const EnvLibrary = "GOCUDA_LIBNCCL"
 
-// fns are NCCL's functions, resolved when the library is opened. A missing
-// one stays 0, and only calls that need it fail.
-type fns struct {
-	getVersion, getErrorString, getLastError, getUniqueID, initRankScalable, initAll,
-	commDestroy, commAbort, commGetAsyncError, commSplit, commCount, commUserRank, groupStart, groupEnd,
-	allReduce, broadcast, reduce, allGather, reduceScatter, send, recv,
-	commRegister, commDeregister, memAlloc, memFree uintptr
-}
-
-var lib struct {
-	once sync.Once
-	err  error
-	path string
-	fn   fns
-}
-
-// library is where NCCL may be.
-var library = dl.Library{
-	Name:    "NCCL",
-	Env:     EnvLibrary,
-	Sonames: []string{"libnccl.so.2", "libnccl.so"},
-	// No DLLs: NCCL has no Windows build.
-	Wheels:  []string{"cu13/lib", "nccl/lib"},
-	Install: "install NCCL (libnccl2, or pip install nvidia-nccl-cu13)",
-	Missing: cuda.ErrNotSupported,
+// lib is NCCL, opened once per process by the first call that needs it,
+// with the functions of internal/lib/nccl: a file that lacks
+// ncclGetVersion or ncclGetErrorString is not NCCL, and the others
+// (ncclCommSplit, ncclCommRegister, ncclMemAlloc, ... of newer NCCLs)
+// fail only their own calls.
+var lib = dl.Lazy{
+	Library: dl.Library{
+		Name:    "NCCL",
+		Env:     EnvLibrary,
+		Sonames: []string{"libnccl.so.2", "libnccl.so"},
+		// No DLLs: NCCL has no Windows build.
+		Wheels:  []string{"cu13/lib", "nccl/lib"},
+		Install: "install NCCL (libnccl2, or pip install nvidia-nccl-cu13)",
+		Missing: cuda.ErrNotSupported,
+	},
+	Table: clib.Table,
 }
 
 // open opens NCCL once per process.
 func open(op string) error {
-	lib.once.Do(func() {
-		h, path, err := library.Open(dl.ProcessEnv())
-		lib.path = path
-		if err != nil {
-			lib.err = err
-			return
-		}
-		f := &lib.fn
-		// Missing functions stay 0: only the calls that need them fail.
-		_ = dl.Symbols(h, path, map[string]*uintptr{
-			"ncclGetVersion": &f.getVersion, "ncclGetErrorString": &f.getErrorString, "ncclGetLastError": &f.getLastError,
-			"ncclGetUniqueId": &f.getUniqueID, "ncclCommInitRankScalable": &f.initRankScalable, "ncclCommInitAll": &f.initAll,
-			"ncclCommDestroy": &f.commDestroy, "ncclCommAbort": &f.commAbort, "ncclCommGetAsyncError": &f.commGetAsyncError,
-			"ncclCommSplit": &f.commSplit, "ncclCommCount": &f.commCount, "ncclCommUserRank": &f.commUserRank, "ncclGroupStart": &f.groupStart, "ncclGroupEnd": &f.groupEnd,
-			"ncclAllReduce": &f.allReduce, "ncclBroadcast": &f.broadcast, "ncclReduce": &f.reduce,
-			"ncclAllGather": &f.allGather, "ncclReduceScatter": &f.reduceScatter,
-			"ncclSend": &f.send, "ncclRecv": &f.recv,
-			"ncclCommRegister": &f.commRegister, "ncclCommDeregister": &f.commDeregister,
-			"ncclMemAlloc": &f.memAlloc, "ncclMemFree": &f.memFree,
-		})
-		if f.getVersion == 0 || f.getErrorString == 0 {
-			lib.err = fmt.Errorf("%s is not NCCL: it lacks ncclGetVersion", lib.path)
-		}
-	})
-	if lib.err != nil {
-		detail, match := dl.Cause(lib.err, cuda.ErrNotSupported)
+	if err := lib.Open(); err != nil {
+		detail, match := dl.Cause(err, cuda.ErrNotSupported)
 		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
@@ -128,7 +92,7 @@ func Library() (string, error) {
 	if err := open("Library"); err != nil {
 		return "", err
 	}
-	return lib.path, nil
+	return lib.Path(), nil
 }
 
 // Version returns the NCCL version, such as 2.28.3.
@@ -137,34 +101,16 @@ func Version() (cuda.Version, error) {
 	if err := open(op); err != nil {
 		return cuda.Version{}, err
 	}
-	v := new(int32)
-	if err := call(op, "ncclGetVersion", lib.fn.getVersion, uintptr(unsafe.Pointer(v))); err != nil {
+	var v int32
+	if err := check(op, "ncclGetVersion", clib.GetVersion(&v)); err != nil {
 		return cuda.Version{}, err
 	}
 	// NCCL_VERSION: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z since.
-	code := int(*v)
+	code := int(v)
 	if code < 20900 {
 		return cuda.Version{Major: code / 1000, Minor: code % 1000 / 100, Patch: code % 100}, nil
 	}
 	return cuda.Version{Major: code / 10000, Minor: code % 10000 / 100, Patch: code % 100}, nil
-}
-
-// call calls an NCCL function and turns its ncclResult_t into an error.
-// Like purego.SyscallN, it takes pointers converted to uintptr in its
-// argument list, and uintptrescapes moves what they point to onto the heap
-// (a goroutine's stack can move while C holds the address) and keeps it
-// alive for the call.
-//
-//go:uintptrescapes
-func call(op, name string, fn uintptr, args ...uintptr) error {
-	if fn == 0 {
-		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: fmt.Sprintf("%s lacks %s: a newer NCCL is needed", lib.path, name)}
-	}
-	r, _, _ := purego.SyscallN(fn, args...)
-	if Result(int32(r)) == Success {
-		return nil
-	}
-	return resultError(op, name, Result(int32(r)))
 }
 
 // bound runs fn with ctx current on the calling goroutine's OS thread

@@ -3,6 +3,7 @@ package nccl
 import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
+	clib "github.com/gocuda/cuda/internal/lib/nccl"
 )
 
 // Send sends src to rank peer, whose Recv of as many elements takes it.
@@ -18,7 +19,7 @@ func Send[T Element](c *Comm, src *cuda.DeviceBuffer[T], peer int, s *cuda.Strea
 	if err := checkBuffer(op, c, "src", src); err != nil {
 		return err
 	}
-	return p2p(c, op, "ncclSend", lib.fn.send, "src", src, peer, s)
+	return p2p(c, op, "ncclSend", clib.Send, "src", src, peer, s)
 }
 
 // Recv receives into dst what rank peer sends with Send, of dst's length.
@@ -30,16 +31,21 @@ func Recv[T Element](c *Comm, dst *cuda.DeviceBuffer[T], peer int, s *cuda.Strea
 	if err := checkBuffer(op, c, "dst", dst); err != nil {
 		return err
 	}
-	return p2p(c, op, "ncclRecv", lib.fn.recv, "dst", dst, peer, s)
+	return p2p(c, op, "ncclRecv", clib.Recv, "dst", dst, peer, s)
 }
 
-// p2p queues NCCL's send or receive (name) of b, checked already and
+// p2pFunc is ncclSend or ncclRecv, which take the same arguments.
+type p2pFunc func(buff, count uintptr, datatype clib.DataType, peer int32, comm clib.Comm, stream uintptr) clib.Result
+
+// p2p queues NCCL's send or receive (name, fn) of b, checked already and
 // given as parameter param, for op.
-func p2p[T Element](c *Comm, op, name string, fn uintptr, param string, b *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
+func p2p[T Element](c *Comm, op, name string, fn p2pFunc, param string, b *cuda.DeviceBuffer[T], peer int, s *cuda.Stream) error {
 	if peer < 0 || peer >= c.size {
 		return errorf(op, cuda.ErrInvalidValue, "peer %d out of range [0, %d)", peer, c.size)
 	}
-	return c.enqueue(op, name, fn, s, []operand{{param, b, freed[T]}}, uintptr(b.Ptr()), uintptr(b.Len()), dataType[T](), uintptr(peer))
+	return c.enqueue(op, name, s, []operand{{param, b, freed[T]}}, func(comm clib.Comm, stream uintptr) clib.Result {
+		return fn(uintptr(b.Ptr()), uintptr(b.Len()), dataType[T](), int32(peer), comm, stream)
+	})
 }
 
 // AllToAll sends block j of src to rank j and receives rank j's block for
@@ -78,10 +84,10 @@ func AllToAll[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream
 			if err != nil {
 				return calledas.Op(op, err)
 			}
-			if err := p2p(c, op, "ncclSend", lib.fn.send, "src", out, peer, s); err != nil {
+			if err := p2p(c, op, "ncclSend", clib.Send, "src", out, peer, s); err != nil {
 				return err
 			}
-			if err := p2p(c, op, "ncclRecv", lib.fn.recv, "dst", in, peer, s); err != nil {
+			if err := p2p(c, op, "ncclRecv", clib.Recv, "dst", in, peer, s); err != nil {
 				return err
 			}
 		}

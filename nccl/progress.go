@@ -6,9 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/nccl"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -29,7 +29,7 @@ import (
 // until the other ranks come, which a failed rank never does: when Abort
 // begins on c, settle gives up, so that the abort, which waits for the
 // calls holding c, can go on.
-func (c *Comm) settle(op, name string, h uintptr) error {
+func (c *Comm) settle(op, name string, h clib.Comm) error {
 	start := time.Now()
 	for pause := time.Microsecond; ; {
 		if c.aborting.Load() {
@@ -58,19 +58,17 @@ func (c *Comm) settle(op, name string, h uintptr) error {
 // asyncState returns NCCL's state of the communicator h
 // (ncclCommGetAsyncError): Success, InProgress or the error it is left
 // with. The call's own failure is the error.
-func asyncState(op string, h uintptr) (Result, error) {
-	state := new(int32)
-	err := call(op, "ncclCommGetAsyncError", lib.fn.commGetAsyncError, h, uintptr(unsafe.Pointer(state)))
-	return Result(*state), err
+func asyncState(op string, h clib.Comm) (Result, error) {
+	var state clib.Result
+	err := check(op, "ncclCommGetAsyncError", clib.CommGetAsyncError(h, &state))
+	return Result(state), err
 }
 
-// do is call for a call on c, with c held and its context bound: on a
-// non-blocking communicator it waits for what the call left in progress,
-// and notes c for the Group under way, if any.
-//
-//go:uintptrescapes
-func (c *Comm) do(op, name string, fn uintptr, args ...uintptr) error {
-	err := call(op, name, fn, args...)
+// do is check for a call on c, name, that returned r, made with c held
+// and its context bound: on a non-blocking communicator it waits for what
+// the call left in progress, and notes c for the Group under way, if any.
+func (c *Comm) do(op, name string, r clib.Result) error {
+	err := check(op, name, r)
 	switch {
 	case !c.nonBlocking:
 		return err

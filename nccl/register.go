@@ -6,6 +6,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
+	clib "github.com/gocuda/cuda/internal/lib/nccl"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/uses"
 )
@@ -21,8 +22,8 @@ import (
 type Registration struct {
 	life    lifetime.Life
 	c       *Comm
-	handle  uintptr
-	bytes   uintptr // what is registered, for String
+	handle  unsafe.Pointer // NCCL's, never Go memory
+	bytes   uintptr        // what is registered, for String
 	release func()
 }
 
@@ -34,8 +35,10 @@ func (c *Comm) Register(buf cuda.Memory) (*Registration, error) {
 		return nil, err
 	}
 	defer c.life.Release()
-	if lib.fn.commRegister == 0 || lib.fn.commDeregister == 0 {
-		return nil, call(op, "ncclCommRegister", 0)
+	// A registration is made only where it can be ended: an NCCL that
+	// lacks either function has no registrations.
+	if !has("ncclCommRegister") || !has("ncclCommDeregister") {
+		return nil, check(op, "ncclCommRegister", clib.Missing)
 	}
 	ptr, bytes, release, err := uses.Acquire(op, buf)
 	if err != nil {
@@ -45,9 +48,9 @@ func (c *Comm) Register(buf cuda.Memory) (*Registration, error) {
 		release()
 		return nil, errorf(op, cuda.ErrInvalidValue, "buf is empty: there is nothing to register")
 	}
-	handle := new(uintptr)
+	handle := new(unsafe.Pointer)
 	if err := bound(op, c.ctx, func() error {
-		return c.do(op, "ncclCommRegister", lib.fn.commRegister, c.handle, ptr, bytes, uintptr(unsafe.Pointer(handle)))
+		return c.do(op, "ncclCommRegister", clib.CommRegister(c.handle, ptr, bytes, handle))
 	}); err != nil {
 		release()
 		return nil, err
@@ -86,7 +89,7 @@ func (r *Registration) Close() error {
 func (r *Registration) deregister(op string) error {
 	_, err := r.life.Close(func() (bool, error) {
 		if err := releasing(op, r.c.ctx, func() error {
-			return r.c.do(op, "ncclCommDeregister", lib.fn.commDeregister, r.c.handle, r.handle)
+			return r.c.do(op, "ncclCommDeregister", clib.CommDeregister(r.c.handle, r.handle))
 		}); err != nil {
 			return false, err
 		}
@@ -162,13 +165,13 @@ func Alloc(ctx *cuda.Context, bytes int) (*Allocation, error) {
 	}
 	ptr := new(uintptr)
 	if err := bound(op, ctx, func() error {
-		return call(op, "ncclMemAlloc", lib.fn.memAlloc, uintptr(unsafe.Pointer(ptr)), uintptr(bytes))
+		return check(op, "ncclMemAlloc", clib.MemAlloc(ptr, uintptr(bytes)))
 	}); err != nil {
 		return nil, err
 	}
 	buf, err := cuda.FromRaw[byte](ctx, cuda.DevicePtr(*ptr), bytes)
 	if err != nil {
-		bound(op, ctx, func() error { return call(op, "ncclMemFree", lib.fn.memFree, *ptr) })
+		bound(op, ctx, func() error { return check(op, "ncclMemFree", clib.MemFree(*ptr)) })
 		return nil, err
 	}
 	a := &Allocation{ctx: ctx, ptr: *ptr, bytes: bytes}
@@ -216,7 +219,7 @@ func (a *Allocation) Free() error {
 			// pageable memory, which lands after CopyFromHost returns.
 			err := a.ctx.Synchronize()
 			if err == nil {
-				err = call(op, "ncclMemFree", lib.fn.memFree, a.ptr)
+				err = check(op, "ncclMemFree", clib.MemFree(a.ptr))
 			}
 			if err != nil {
 				// The memory stays. Package cuda reopens no buffer it
@@ -230,4 +233,15 @@ func (a *Allocation) Free() error {
 		return err == nil, err
 	})
 	return err
+}
+
+// has reports whether the NCCL opened has the function name: for a call
+// that needs another one later, made only where both are there.
+func has(name string) bool {
+	for _, sym := range clib.Table.Symbols {
+		if sym.Name == name {
+			return *sym.Addr != 0
+		}
+	}
+	return false
 }

@@ -46,6 +46,16 @@ var libTypes = map[string]libType{
 	"curandOrdering_t":  {goType: "int32"},
 	// NVRTC (nvrtc.h): a pointer to an opaque struct, never Go memory.
 	"nvrtcProgram": {goType: "Program", under: "uintptr"},
+	// NCCL (nccl.h): the communicator is a pointer to an opaque struct,
+	// never Go memory; the id is 128 bytes, only pointed to here;
+	// ncclConfig_t is versioned (it only grows, and NCCL reads the version
+	// it is given), so package nccl lays out the version it fills and it
+	// goes as void *.
+	"ncclComm_t":     {goType: "Comm", under: "uintptr"},
+	"ncclUniqueId":   {goType: "UniqueID", under: "[128]byte", noVal: true},
+	"ncclConfig_t":   {},
+	"ncclDataType_t": {goType: "DataType", under: "int32"},
+	"ncclRedOp_t":    {goType: "RedOp", under: "int32"},
 }
 
 // libParam is one parameter of a library function.
@@ -275,12 +285,16 @@ func parseLibReturn(s string, f *libFile) (libReturn, error) {
 }
 
 func parseLibParam(s string, f *libFile) (libParam, error) {
-	device := false
+	device, deviceOut := false, false
 	for _, a := range libAnnotRE.FindAllStringSubmatch(s, -1) {
-		if a[1] != "device" {
+		switch a[1] {
+		case "device":
+			device = true
+		case "device_out":
+			deviceOut = true
+		default:
 			return libParam{}, fmt.Errorf("unknown annotation %q in %q", a[0], s)
 		}
-		device = true
 	}
 	decl := strings.TrimSpace(libAnnotRE.ReplaceAllString(s, ""))
 	i := strings.LastIndexFunc(decl, func(r rune) bool { return r == ' ' || r == '*' })
@@ -302,6 +316,13 @@ func parseLibParam(s string, f *libFile) (libParam, error) {
 		p.GoType, p.Arg = "uintptr", p.Name
 	case device:
 		return p, fmt.Errorf("parameter %q: /*device*/ marks a pointer to device memory", s)
+	case deviceOut && depth == 2:
+		// Host memory where C writes a device address (ncclMemAlloc's
+		// void **ptr): a *uintptr, so that the address is never Go's
+		// pointer.
+		p.GoType, p.Arg = "*uintptr", "uintptr(unsafe.Pointer("+p.Name+"))"
+	case deviceOut:
+		return p, fmt.Errorf("parameter %q: /*device_out*/ marks a pointer to a device pointer (T **)", s)
 	case depth == 0 && (lt.goType == "" || lt.noVal):
 		return p, fmt.Errorf("parameter %q: %s is not passed by value", s, base)
 	case depth == 0:

@@ -196,3 +196,19 @@ func TestGenerateLib(t *testing.T) {
 		t.Errorf("a bad table gave %v, want an error naming it", err)
 	}
 }
+
+// TestParseLibDeviceOut: /*device_out*/ marks host memory where C writes a
+// device address (ncclMemAlloc's void **ptr), a *uintptr, and nothing but
+// a pointer to a pointer.
+func TestParseLibDeviceOut(t *testing.T) {
+	f, err := parseLibProtos(strings.NewReader(libHeader + "fooStatus_t fooAlloc(void **ptr /*device_out*/, size_t size);\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Tables[0].Funcs[0].Params[0], (libParam{CName: "ptr", Name: "ptr", GoType: "*uintptr", Arg: "uintptr(unsafe.Pointer(ptr))"}); got != want {
+		t.Errorf("parsed as %+v, want %+v", got, want)
+	}
+	if _, err := parseLibProtos(strings.NewReader(libHeader + "fooStatus_t fooAlloc(void *ptr /*device_out*/);\n")); err == nil || !strings.Contains(err.Error(), "device_out") {
+		t.Errorf("/*device_out*/ on void * gave %v, want an error naming it", err)
+	}
+}

@@ -54,6 +54,9 @@
 // address, a uintptr, which Go's collector must never see as a pointer.
 // const is dropped. A type libTypes lacks is an error: add it there.
 //
+// A pointer to a pointer marked /*device_out*/ (void **ptr) is host memory
+// where C writes a device address: a *uintptr, as ncclMemAlloc's.
+//
 // "-backend lib" writes zcalls.go: each library's Table (a *dl.Table: its
 // symbols, its required ones, the function values it binds) and one Go
 // function per prototype, which calls the C function through
