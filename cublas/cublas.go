@@ -44,13 +44,9 @@
 package cublas
 
 import (
-	"fmt"
-	"sync"
-	"unsafe"
-
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
+	clib "github.com/gocuda/cuda/internal/lib/cublas"
 )
 
 // The environment variables that override which libraries are opened.
@@ -59,95 +55,41 @@ const (
 	EnvLibraryLt = "GOCUDA_LIBCUBLASLT"
 )
 
-// fns are the libraries' functions, resolved when they are opened. A
-// missing one stays 0, and only calls that need it fail.
-type fns struct {
-	create, destroy, setStream, setWorkspace, setPointerMode, getProperty, statusName, statusString,
-	saxpy, daxpy, sdot, ddot, snrm2, dnrm2, sscal, dscal, sasum, dasum, isamax, idamax,
-	sgemv, dgemv, gemmEx, gemmStridedBatchedEx, gemmBatchedEx uintptr
-	// cuBLASLt
-	ltCreate, ltDestroy, ltStatusName, ltStatusString, ltDescCreate, ltDescDestroy, ltDescSetAttribute,
-	ltLayoutCreate, ltLayoutDestroy, ltPrefCreate, ltPrefDestroy, ltPrefSetAttribute,
-	ltHeuristic, ltMatmul uintptr
-}
-
-var lib struct {
-	once         sync.Once
-	err, errLt   error
-	path, pathLt string
-	fn           fns
-}
-
+// lib and libLt are cuBLAS and cuBLASLt, each opened once per process by
+// the first call that needs it, with the functions of internal/lib/cublas
+// (its Table and LtTable): a file that lacks one of the required ones is
+// not the library, and the others fail only their own calls. cuBLASLt is
+// needed only by Matmul: without it the rest works.
 var (
-	library = dl.Library{
-		Name:    "cuBLAS",
-		Env:     EnvLibrary,
-		Sonames: []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
-		DLLs:    []string{"cublas64_13.dll", "cublas64_12.dll"},
-		Wheels:  []string{"cu13/lib", "cublas/lib"},
-		Install: "install the CUDA toolkit's cuBLAS (libcublas), or pip install nvidia-cublas",
-		Missing: cuda.ErrNotSupported,
+	lib = dl.Lazy{
+		Library: dl.Library{
+			Name:    "cuBLAS",
+			Env:     EnvLibrary,
+			Sonames: []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+			DLLs:    []string{"cublas64_13.dll", "cublas64_12.dll"},
+			Wheels:  []string{"cu13/lib", "cublas/lib"},
+			Install: "install the CUDA toolkit's cuBLAS (libcublas), or pip install nvidia-cublas",
+			Missing: cuda.ErrNotSupported,
+		},
+		Table: clib.Table,
 	}
-	libraryLt = dl.Library{
-		Name:    "cuBLASLt",
-		Env:     EnvLibraryLt,
-		Sonames: []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
-		DLLs:    []string{"cublasLt64_13.dll", "cublasLt64_12.dll"},
-		Wheels:  []string{"cu13/lib", "cublas/lib"},
-		Install: "install the CUDA toolkit's cuBLAS (libcublasLt), or pip install nvidia-cublas",
-		Missing: cuda.ErrNotSupported,
+	libLt = dl.Lazy{
+		Library: dl.Library{
+			Name:    "cuBLASLt",
+			Env:     EnvLibraryLt,
+			Sonames: []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+			DLLs:    []string{"cublasLt64_13.dll", "cublasLt64_12.dll"},
+			Wheels:  []string{"cu13/lib", "cublas/lib"},
+			Install: "install the CUDA toolkit's cuBLAS (libcublasLt), or pip install nvidia-cublas",
+			Missing: cuda.ErrNotSupported,
+		},
+		Table: clib.LtTable,
 	}
 )
 
-// open opens cuBLAS and cuBLASLt once per process. cuBLASLt is needed only
-// by Matmul: without it the rest works.
+// open opens cuBLAS.
 func open(op string) error {
-	lib.once.Do(func() {
-		f := &lib.fn
-		h, path, err := library.Open(dl.ProcessEnv())
-		lib.path = path
-		if err != nil {
-			lib.err = err
-		} else {
-			// Missing functions stay 0: only the calls that need them fail.
-			_ = dl.Symbols(h, path, map[string]*uintptr{
-				"cublasCreate_v2": &f.create, "cublasDestroy_v2": &f.destroy, "cublasSetStream_v2": &f.setStream,
-				"cublasSetWorkspace_v2": &f.setWorkspace, "cublasSetPointerMode_v2": &f.setPointerMode,
-				"cublasGetProperty": &f.getProperty, "cublasGetStatusName": &f.statusName, "cublasGetStatusString": &f.statusString,
-				"cublasSaxpy_v2": &f.saxpy, "cublasDaxpy_v2": &f.daxpy, "cublasSdot_v2": &f.sdot, "cublasDdot_v2": &f.ddot,
-				"cublasSnrm2_v2": &f.snrm2, "cublasDnrm2_v2": &f.dnrm2, "cublasSscal_v2": &f.sscal, "cublasDscal_v2": &f.dscal,
-				"cublasSasum_v2": &f.sasum, "cublasDasum_v2": &f.dasum, "cublasIsamax_v2": &f.isamax, "cublasIdamax_v2": &f.idamax,
-				"cublasSgemv_v2": &f.sgemv, "cublasDgemv_v2": &f.dgemv, "cublasGemmEx": &f.gemmEx,
-				"cublasGemmStridedBatchedEx": &f.gemmStridedBatchedEx, "cublasGemmBatchedEx": &f.gemmBatchedEx,
-			})
-			if f.create == 0 || f.getProperty == 0 {
-				lib.err = fmt.Errorf("%s is not cuBLAS: it lacks cublasCreate_v2 or cublasGetProperty", path)
-			}
-		}
-		h, path, err = libraryLt.Open(dl.ProcessEnv())
-		lib.pathLt = path
-		if err != nil {
-			lib.errLt = err
-			return
-		}
-		_ = dl.Symbols(h, path, map[string]*uintptr{
-			"cublasLtCreate": &f.ltCreate, "cublasLtDestroy": &f.ltDestroy,
-			"cublasLtGetStatusName": &f.ltStatusName, "cublasLtGetStatusString": &f.ltStatusString,
-			"cublasLtMatmulDescCreate": &f.ltDescCreate, "cublasLtMatmulDescDestroy": &f.ltDescDestroy,
-			"cublasLtMatmulDescSetAttribute": &f.ltDescSetAttribute, "cublasLtMatrixLayoutCreate": &f.ltLayoutCreate,
-			"cublasLtMatrixLayoutDestroy": &f.ltLayoutDestroy, "cublasLtMatmulPreferenceCreate": &f.ltPrefCreate,
-			"cublasLtMatmulPreferenceDestroy": &f.ltPrefDestroy, "cublasLtMatmulPreferenceSetAttribute": &f.ltPrefSetAttribute,
-			"cublasLtMatmulAlgoGetHeuristic": &f.ltHeuristic, "cublasLtMatmul": &f.ltMatmul,
-		})
-		if f.ltCreate == 0 || f.ltMatmul == 0 {
-			lib.errLt = fmt.Errorf("%s is not cuBLASLt: it lacks cublasLtMatmul", path)
-		}
-	})
-	if lib.err != nil {
-		detail, match := dl.Cause(lib.err, cuda.ErrNotSupported)
-		return &Error{Op: op, Err: match, Detail: detail}
-	}
-	return nil
+	return opened(op, &lib)
 }
 
 // openLt is open for what needs cuBLASLt too.
@@ -155,8 +97,13 @@ func openLt(op string) error {
 	if err := open(op); err != nil {
 		return err
 	}
-	if lib.errLt != nil {
-		detail, match := dl.Cause(lib.errLt, cuda.ErrNotSupported)
+	return opened(op, &libLt)
+}
+
+// opened opens l and returns why it could not be, as an error of op.
+func opened(op string, l *dl.Lazy) error {
+	if err := l.Open(); err != nil {
+		detail, match := dl.Cause(err, cuda.ErrNotSupported)
 		return &Error{Op: op, Err: match, Detail: detail}
 	}
 	return nil
@@ -169,10 +116,10 @@ func Library() (path, lt string, err error) {
 	if err := open("Library"); err != nil {
 		return "", "", err
 	}
-	if lib.errLt == nil {
-		lt = lib.pathLt
+	if libLt.Open() == nil {
+		lt = libLt.Path()
 	}
-	return lib.path, lt, nil
+	return lib.Path(), lt, nil
 }
 
 // Version returns the version of cuBLAS, such as 13.0.2
@@ -184,44 +131,9 @@ func Version() (cuda.Version, error) {
 	}
 	var v [3]int32 // libraryPropertyType: MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
 	for i := range v {
-		if err := call(op, "cublasGetProperty", lib.fn.getProperty, uintptr(i), uintptr(unsafe.Pointer(&v[i]))); err != nil {
+		if err := check(op, "cublasGetProperty", clib.GetProperty(int32(i), &v[i])); err != nil {
 			return cuda.Version{}, err
 		}
 	}
 	return cuda.Version{Major: int(v[0]), Minor: int(v[1]), Patch: int(v[2])}, nil
-}
-
-// call calls a cuBLAS function and turns its status into an error. Like
-// purego.SyscallN, it takes pointers converted to uintptr in its argument
-// list, and uintptrescapes moves what they point to onto the heap and keeps
-// it alive for the call.
-//
-//go:uintptrescapes
-func call(op, name string, fn uintptr, args ...uintptr) error {
-	if fn == 0 {
-		return missing(op, name, lib.path)
-	}
-	r, _, _ := purego.SyscallN(fn, args...)
-	if s := Result(int32(r)); s != StatusSuccess {
-		return statusError(op, name, s, lib.fn.statusName, lib.fn.statusString)
-	}
-	return nil
-}
-
-// callLt is call for a cuBLASLt function.
-//
-//go:uintptrescapes
-func callLt(op, name string, fn uintptr, args ...uintptr) error {
-	if fn == 0 {
-		return missing(op, name, lib.pathLt)
-	}
-	r, _, _ := purego.SyscallN(fn, args...)
-	if s := Result(int32(r)); s != StatusSuccess {
-		return statusError(op, name, s, lib.fn.ltStatusName, lib.fn.ltStatusString)
-	}
-	return nil
-}
-
-func missing(op, name, path string) error {
-	return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: fmt.Sprintf("%s lacks %s: a newer cuBLAS is needed", path, name)}
 }

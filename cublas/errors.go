@@ -3,10 +3,10 @@ package cublas
 import (
 	"fmt"
 
-	"github.com/ebitengine/purego"
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/errfmt"
+	clib "github.com/gocuda/cuda/internal/lib/cublas"
 )
 
 // Result is a cuBLAS status code (cublasStatus_t), which cuBLASLt shares,
@@ -18,32 +18,20 @@ type Result int32
 
 // cuBLAS's status codes.
 const (
-	StatusSuccess         Result = 0
-	StatusNotInitialized  Result = 1
-	StatusAllocFailed     Result = 3
-	StatusInvalidValue    Result = 7
-	StatusArchMismatch    Result = 8
-	StatusMappingError    Result = 11
-	StatusExecutionFailed Result = 13
-	StatusInternalError   Result = 14
-	StatusNotSupported    Result = 15
-	StatusLicenseError    Result = 16
+	StatusSuccess         = Result(clib.Success)
+	StatusNotInitialized  = Result(clib.NotInitialized)
+	StatusAllocFailed     = Result(clib.AllocFailed)
+	StatusInvalidValue    = Result(clib.InvalidValue)
+	StatusArchMismatch    = Result(clib.ArchMismatch)
+	StatusMappingError    = Result(clib.MappingError)
+	StatusExecutionFailed = Result(clib.ExecutionFailed)
+	StatusInternalError   = Result(clib.InternalError)
+	StatusNotSupported    = Result(clib.NotSupported)
+	StatusLicenseError    = Result(clib.LicenseError)
 )
 
-var resultNames = map[Result]string{
-	StatusSuccess: "CUBLAS_STATUS_SUCCESS", StatusNotInitialized: "CUBLAS_STATUS_NOT_INITIALIZED",
-	StatusAllocFailed: "CUBLAS_STATUS_ALLOC_FAILED", StatusInvalidValue: "CUBLAS_STATUS_INVALID_VALUE",
-	StatusArchMismatch: "CUBLAS_STATUS_ARCH_MISMATCH", StatusMappingError: "CUBLAS_STATUS_MAPPING_ERROR",
-	StatusExecutionFailed: "CUBLAS_STATUS_EXECUTION_FAILED", StatusInternalError: "CUBLAS_STATUS_INTERNAL_ERROR",
-	StatusNotSupported: "CUBLAS_STATUS_NOT_SUPPORTED", StatusLicenseError: "CUBLAS_STATUS_LICENSE_ERROR",
-}
-
-func (s Result) String() string {
-	if name, ok := resultNames[s]; ok {
-		return name
-	}
-	return fmt.Sprintf("cublasStatus(%d)", int32(s))
-}
+// String returns the code's C name, such as CUBLAS_STATUS_NOT_SUPPORTED.
+func (s Result) String() string { return clib.Result(s).String() }
 
 // Error makes a Result an error value for errors.Is.
 func (s Result) Error() string { return s.String() }
@@ -93,19 +81,36 @@ var sentinels = map[Result]error{
 	StatusArchMismatch: cuda.ErrNotSupported,
 }
 
-// statusError is the error for a call that returned s; name and text are
-// the library's (cublasGetStatusName and cublasGetStatusString, or
-// cuBLASLt's), where it has them.
-func statusError(op, call string, s Result, nameFn, textFn uintptr) error {
-	text := s.String()
-	if nameFn != 0 && textFn != 0 {
-		n, _, _ := purego.SyscallN(nameFn, uintptr(s))
-		t, _, _ := purego.SyscallN(textFn, uintptr(s))
-		if name := dl.String(n); name != "" {
-			text = dl.String(t) + " (" + name + ")"
-		}
+// check turns what cuBLAS's function name returned into an error: nil
+// for success, cuda.ErrNotSupported where the library opened lacks the
+// function.
+func check(op, name string, r clib.Result) error {
+	return statusError(op, name, r, &lib, clib.GetStatusName, clib.GetStatusString)
+}
+
+// checkLt is check for a cuBLASLt function.
+func checkLt(op, name string, r clib.Result) error {
+	return statusError(op, name, r, &libLt, clib.LtGetStatusName, clib.LtGetStatusString)
+}
+
+// statusError is the error for a call of l's function name that returned
+// r; the code's name and text are the library's (cublasGetStatusName and
+// cublasGetStatusString, or cuBLASLt's), where it has them.
+func statusError(op, name string, r clib.Result, l *dl.Lazy, nameOf, textOf func(clib.Result) (string, bool)) error {
+	switch r {
+	case clib.Success:
+		return nil
+	case clib.Missing:
+		return &Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: fmt.Sprintf("%s lacks %s: a newer cuBLAS is needed", l.Path(), name)}
 	}
-	return &Error{Op: op, Call: call, Code: s, Text: text, Err: sentinels[s]}
+	s := Result(r)
+	text := s.String()
+	cname, okName := nameOf(r)
+	ctext, okText := textOf(r)
+	if okName && okText && cname != "" {
+		text = ctext + " (" + cname + ")"
+	}
+	return &Error{Op: op, Call: name, Code: s, Text: text, Err: sentinels[s]}
 }
 
 // errorf returns an error of ours, not the library's, matching sentinel.

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cublas"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -20,14 +21,14 @@ const (
 	compute64F     = 70 // CUBLAS_COMPUTE_64F
 	compute32FTF32 = 77 // CUBLAS_COMPUTE_32F_FAST_TF32
 
-	gemmDefault = ^uintptr(0) // CUBLAS_GEMM_DEFAULT, -1
+	gemmDefault = -1 // CUBLAS_GEMM_DEFAULT
 )
 
 // dataType returns cuBLAS's data type for T. The kind, not T itself, says
 // which float T is, so that types defined on Go's floats (type Celsius
 // float32) are float32's; the half types, both uint16 underneath, are
 // told apart by name.
-func dataType[T cuda.AnyFloat]() uintptr {
+func dataType[T cuda.AnyFloat]() int32 {
 	switch t := reflect.TypeFor[T](); {
 	case t.Kind() == reflect.Float32:
 		return typeF32
@@ -41,7 +42,7 @@ func dataType[T cuda.AnyFloat]() uintptr {
 
 // computeType returns the compute type of a product of Ts under math, and
 // its scalars alpha and beta in that type's memory.
-func computeType[T cuda.AnyFloat](math MathMode, alpha, beta float64) (compute uintptr, a, b unsafe.Pointer) {
+func computeType[T cuda.AnyFloat](math MathMode, alpha, beta float64) (compute int32, a, b unsafe.Pointer) {
 	kind := reflect.TypeFor[T]().Kind()
 	if kind == reflect.Float64 {
 		return compute64F, unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
@@ -58,8 +59,8 @@ func computeType[T cuda.AnyFloat](math MathMode, alpha, beta float64) (compute u
 // column-major memory: C's memory is C itself, or Cᵀ when C is row-major,
 // and then cuBLAS computes Cᵀ = Bᵀ·Aᵀ with B first.
 type product[T cuda.AnyFloat] struct {
-	transA, transB uintptr // of the first and second operand
-	m, n, k        uintptr
+	transA, transB int32 // of the first and second operand
+	m, n, k        int32
 	first, second  Matrix[T] // A and B, or B and A
 }
 
@@ -73,9 +74,9 @@ func shape[T cuda.AnyFloat](op, suffix string, a, b, c Matrix[T]) (product[T], e
 		return product[T]{}, errorf(op, cuda.ErrInvalidValue, "c%s is %d×%d: want %d×%d (a's rows × b's columns)", suffix, c.Rows, c.Cols, a.Rows, b.Cols)
 	}
 	if c.Layout == RowMajor {
-		return product[T]{transA: b.op(true), transB: a.op(true), m: uintptr(c.Cols), n: uintptr(c.Rows), k: uintptr(a.Cols), first: b, second: a}, nil
+		return product[T]{transA: b.op(true), transB: a.op(true), m: int32(c.Cols), n: int32(c.Rows), k: int32(a.Cols), first: b, second: a}, nil
 	}
-	return product[T]{transA: a.op(false), transB: b.op(false), m: uintptr(c.Rows), n: uintptr(c.Cols), k: uintptr(a.Cols), first: a, second: b}, nil
+	return product[T]{transA: a.op(false), transB: b.op(false), m: int32(c.Rows), n: int32(c.Cols), k: int32(a.Cols), first: a, second: b}, nil
 }
 
 // Gemm computes C = alpha·A·B + beta·C, with A the m×k matrix a, B the
@@ -100,10 +101,10 @@ func Gemm[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta float6
 	dt := dataType[T]()
 	return h.do(op, []cuda.Memory{a.Data, b.Data, c.Data}, func(uintptr) error {
 		compute, al, be := computeType[T](h.math, alpha, beta)
-		return call(op, "cublasGemmEx", lib.fn.gemmEx, h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
-			uintptr(al), uintptr(p.first.Data.Ptr()), dt, uintptr(p.first.ld()),
-			uintptr(p.second.Data.Ptr()), dt, uintptr(p.second.ld()),
-			uintptr(be), uintptr(c.Data.Ptr()), dt, uintptr(c.ld()), compute, gemmDefault)
+		return check(op, "cublasGemmEx", clib.GemmEx(h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
+			al, uintptr(p.first.Data.Ptr()), dt, int32(p.first.ld()),
+			uintptr(p.second.Data.Ptr()), dt, int32(p.second.ld()),
+			be, uintptr(c.Data.Ptr()), dt, int32(c.ld()), compute, gemmDefault))
 	})
 }
 
@@ -150,11 +151,11 @@ func GemmStridedBatched[T cuda.AnyFloat](h *Handle, count int, alpha float64, a,
 	dt := dataType[T]()
 	return h.do(op, []cuda.Memory{a.Data, b.Data, c.Data}, func(uintptr) error {
 		compute, al, be := computeType[T](h.math, alpha, beta)
-		return call(op, "cublasGemmStridedBatchedEx", lib.fn.gemmStridedBatchedEx, h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
-			uintptr(al), uintptr(p.first.Data.Ptr()), dt, uintptr(p.first.ld()), uintptr(p.first.batchStride()),
-			uintptr(p.second.Data.Ptr()), dt, uintptr(p.second.ld()), uintptr(p.second.batchStride()),
-			uintptr(be), uintptr(c.Data.Ptr()), dt, uintptr(c.ld()), uintptr(c.batchStride()),
-			uintptr(count), compute, gemmDefault)
+		return check(op, "cublasGemmStridedBatchedEx", clib.GemmStridedBatchedEx(h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
+			al, uintptr(p.first.Data.Ptr()), dt, int32(p.first.ld()), int64(p.first.batchStride()),
+			uintptr(p.second.Data.Ptr()), dt, int32(p.second.ld()), int64(p.second.batchStride()),
+			be, uintptr(c.Data.Ptr()), dt, int32(c.ld()), int64(c.batchStride()),
+			int32(count), compute, gemmDefault))
 	})
 }
 
@@ -207,9 +208,9 @@ func GemmBatched[T cuda.AnyFloat](h *Handle, alpha float64, a, b []Matrix[T], be
 		base := uintptr(arrays.Ptr())
 		size := unsafe.Sizeof(cuda.DevicePtr(0))
 		compute, al, be := computeType[T](h.math, alpha, beta)
-		return call(op, "cublasGemmBatchedEx", lib.fn.gemmBatchedEx, h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
-			uintptr(al), base, dt, uintptr(p.first.ld()), base+uintptr(n)*size, dt, uintptr(p.second.ld()),
-			uintptr(be), base+2*uintptr(n)*size, dt, uintptr(c[0].ld()), uintptr(n), compute, gemmDefault)
+		return check(op, "cublasGemmBatchedEx", clib.GemmBatchedEx(h.raw.blas, p.transA, p.transB, p.m, p.n, p.k,
+			al, base, dt, int32(p.first.ld()), base+uintptr(n)*size, dt, int32(p.second.ld()),
+			be, base+2*uintptr(n)*size, dt, int32(c[0].ld()), int32(n), compute, gemmDefault))
 	})
 }
 

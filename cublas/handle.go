@@ -6,11 +6,11 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
+	clib "github.com/gocuda/cuda/internal/lib/cublas"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -75,22 +75,23 @@ type Handle struct {
 // raw is the library's handles, shared with the cleanup of a Handle nobody
 // closed.
 type raw struct {
-	ctx      *cuda.Context
-	blas, lt uintptr
+	ctx  *cuda.Context
+	blas clib.Handle
+	lt   clib.LtHandle
 }
 
 // destroy releases the handles, cuBLASLt's first; each is zeroed once gone,
 // so that a failed destroy can be tried again. Called with ctx current.
 func (r *raw) destroy(op string) error {
 	if r.lt != 0 {
-		if err := callLt(op, "cublasLtDestroy", lib.fn.ltDestroy, r.lt); err != nil {
+		if err := checkLt(op, "cublasLtDestroy", clib.LtDestroy(r.lt)); err != nil {
 			return err
 		}
 		r.lt = 0
 	}
 	if r.blas != 0 {
 		// cublasDestroy waits for the device's work first.
-		if err := call(op, "cublasDestroy_v2", lib.fn.destroy, r.blas); err != nil {
+		if err := check(op, "cublasDestroy_v2", clib.Destroy(r.blas)); err != nil {
 			return err
 		}
 		r.blas = 0
@@ -118,14 +119,14 @@ func New(s *cuda.Stream) (*Handle, error) {
 	var rawStream uintptr
 	err = s.Do(func(stream uintptr) error {
 		rawStream = stream
-		if err := call(op, "cublasCreate_v2", lib.fn.create, uintptr(unsafe.Pointer(&r.blas))); err != nil {
+		if err := check(op, "cublasCreate_v2", clib.Create(&r.blas)); err != nil {
 			return err
 		}
 		err := errors.Join(
-			call(op, "cublasSetStream_v2", lib.fn.setStream, r.blas, stream),
+			check(op, "cublasSetStream_v2", clib.SetStream(r.blas, stream)),
 			// After the stream: setting one resets the workspace.
-			call(op, "cublasSetWorkspace_v2", lib.fn.setWorkspace, r.blas, uintptr(ws.Ptr()), WorkspaceBytes),
-			call(op, "cublasSetPointerMode_v2", lib.fn.setPointerMode, r.blas, 0), // CUBLAS_POINTER_MODE_HOST
+			check(op, "cublasSetWorkspace_v2", clib.SetWorkspace(r.blas, uintptr(ws.Ptr()), WorkspaceBytes)),
+			check(op, "cublasSetPointerMode_v2", clib.SetPointerMode(r.blas, 0)), // CUBLAS_POINTER_MODE_HOST
 		)
 		if err != nil {
 			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cublas"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -48,7 +49,7 @@ const (
 
 // planKey is what a Matmul's descriptors and algorithm depend on.
 type planKey struct {
-	dt, compute, transA, transB, m, n, k, lda, ldb, ldc uintptr
+	dt, compute, transA, transB, m, n, k, lda, ldb, ldc int32
 	epilogue                                            uint32
 	align                                               [4]uint32 // of the first operand, the second, C and the bias
 }
@@ -57,30 +58,28 @@ type planKey struct {
 // its heuristic chose, kept by the Handle for the next product of that
 // shape.
 type plan struct {
-	desc, la, lb, lc uintptr
-	// heuristic is a cublasLtMatmulHeuristicResult_t: the algorithm (64
-	// bytes), its workspace size, state and waves.
-	heuristic [12]uint64
+	desc       clib.LtMatmulDesc
+	la, lb, lc clib.LtMatrixLayout
+	// heuristic is the heuristic's choice: the algorithm, its workspace
+	// size, state and waves.
+	heuristic clib.LtMatmulHeuristicResult
 }
 
 // destroy releases p's descriptors, each zeroed once gone, so that a
 // failed destroy can be tried again.
 func (p *plan) destroy(op string) error {
-	for _, d := range []struct {
-		h    *uintptr
-		name string
-		fn   uintptr
-	}{
-		{&p.desc, "cublasLtMatmulDescDestroy", lib.fn.ltDescDestroy},
-		{&p.la, "cublasLtMatrixLayoutDestroy", lib.fn.ltLayoutDestroy},
-		{&p.lb, "cublasLtMatrixLayoutDestroy", lib.fn.ltLayoutDestroy},
-		{&p.lc, "cublasLtMatrixLayoutDestroy", lib.fn.ltLayoutDestroy},
-	} {
-		if *d.h != 0 {
-			if err := callLt(op, d.name, d.fn, *d.h); err != nil {
+	if p.desc != 0 {
+		if err := checkLt(op, "cublasLtMatmulDescDestroy", clib.LtMatmulDescDestroy(p.desc)); err != nil {
+			return err
+		}
+		p.desc = 0
+	}
+	for _, l := range []*clib.LtMatrixLayout{&p.la, &p.lb, &p.lc} {
+		if *l != 0 {
+			if err := checkLt(op, "cublasLtMatrixLayoutDestroy", clib.LtMatrixLayoutDestroy(*l)); err != nil {
 				return err
 			}
-			*d.h = 0
+			*l = 0
 		}
 	}
 	return nil
@@ -138,22 +137,22 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 	return h.do(op, mem, func(stream uintptr) error {
 		compute, al, be := computeType[T](h.math, alpha, beta)
 		key := planKey{dt: dt, compute: compute, transA: p.transA, transB: p.transB, m: p.m, n: p.n, k: p.k,
-			lda: uintptr(p.first.ld()), ldb: uintptr(p.second.ld()), ldc: uintptr(c.ld()), epilogue: epilogue,
+			lda: int32(p.first.ld()), ldb: int32(p.second.ld()), ldc: int32(c.ld()), epilogue: epilogue,
 			align: [4]uint32{alignment(uintptr(p.first.Data.Ptr())), alignment(uintptr(p.second.Data.Ptr())), alignment(uintptr(c.Data.Ptr())), alignment(biasPtr)}}
 		pl, err := h.plan(op, key, biasPtr)
 		if err != nil {
 			return err
 		}
 		if biasPtr != 0 {
-			if err := callLt(op, "cublasLtMatmulDescSetAttribute", lib.fn.ltDescSetAttribute, pl.desc, descBias,
-				uintptr(unsafe.Pointer(&biasPtr)), unsafe.Sizeof(biasPtr)); err != nil {
+			if err := checkLt(op, "cublasLtMatmulDescSetAttribute", clib.LtMatmulDescSetAttribute(pl.desc, descBias,
+				unsafe.Pointer(&biasPtr), unsafe.Sizeof(biasPtr))); err != nil {
 				return err
 			}
 		}
 		cp := uintptr(c.Data.Ptr())
-		return callLt(op, "cublasLtMatmul", lib.fn.ltMatmul, h.raw.lt, pl.desc, uintptr(al),
-			uintptr(p.first.Data.Ptr()), pl.la, uintptr(p.second.Data.Ptr()), pl.lb, uintptr(be), cp, pl.lc, cp, pl.lc,
-			uintptr(unsafe.Pointer(&pl.heuristic[0])), uintptr(h.workspace.Ptr()), WorkspaceBytes, stream)
+		return checkLt(op, "cublasLtMatmul", clib.LtMatmul(h.raw.lt, pl.desc, al,
+			uintptr(p.first.Data.Ptr()), pl.la, uintptr(p.second.Data.Ptr()), pl.lb, be, cp, pl.lc, cp, pl.lc,
+			&pl.heuristic.Algo, uintptr(h.workspace.Ptr()), WorkspaceBytes, stream))
 	})
 }
 
@@ -164,7 +163,7 @@ func (h *Handle) plan(op string, key planKey, bias uintptr) (*plan, error) {
 		return p, nil
 	}
 	if h.raw.lt == 0 {
-		if err := callLt(op, "cublasLtCreate", lib.fn.ltCreate, uintptr(unsafe.Pointer(&h.raw.lt))); err != nil {
+		if err := checkLt(op, "cublasLtCreate", clib.LtCreate(&h.raw.lt)); err != nil {
 			return nil, err
 		}
 	}
@@ -179,17 +178,17 @@ func (h *Handle) plan(op string, key planKey, bias uintptr) (*plan, error) {
 
 // make makes p's descriptors for key and asks cuBLASLt's heuristic for the
 // best algorithm.
-func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) (err error) {
-	scale := uintptr(typeF32)
+func (p *plan) make(op string, lt clib.LtHandle, key planKey, bias uintptr) (err error) {
+	scale := int32(typeF32)
 	if key.compute == compute64F {
 		scale = typeF64
 	}
-	if err := callLt(op, "cublasLtMatmulDescCreate", lib.fn.ltDescCreate, uintptr(unsafe.Pointer(&p.desc)), key.compute, scale); err != nil {
+	if err := checkLt(op, "cublasLtMatmulDescCreate", clib.LtMatmulDescCreate(&p.desc, key.compute, scale)); err != nil {
 		return err
 	}
-	transA, transB, epilogue := int32(key.transA), int32(key.transB), key.epilogue
+	transA, transB, epilogue := key.transA, key.transB, key.epilogue
 	for _, a := range []struct {
-		attr uintptr
+		attr int32
 		v    unsafe.Pointer
 		size uintptr
 	}{
@@ -198,7 +197,7 @@ func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) (err error
 		{descEpilogue, unsafe.Pointer(&epilogue), 4},
 		{descBias, unsafe.Pointer(&bias), 8},
 	} {
-		if err := callLt(op, "cublasLtMatmulDescSetAttribute", lib.fn.ltDescSetAttribute, p.desc, a.attr, uintptr(a.v), a.size); err != nil {
+		if err := checkLt(op, "cublasLtMatmulDescSetAttribute", clib.LtMatmulDescSetAttribute(p.desc, a.attr, a.v, a.size)); err != nil {
 			return err
 		}
 	}
@@ -212,33 +211,35 @@ func (p *plan) make(op string, lt uintptr, key planKey, bias uintptr) (err error
 		rowsB, colsB = key.n, key.k
 	}
 	for _, l := range []struct {
-		out            *uintptr
-		rows, cols, ld uintptr
+		out            *clib.LtMatrixLayout
+		rows, cols, ld int32
 	}{{&p.la, rowsA, colsA, key.lda}, {&p.lb, rowsB, colsB, key.ldb}, {&p.lc, key.m, key.n, key.ldc}} {
-		if err := callLt(op, "cublasLtMatrixLayoutCreate", lib.fn.ltLayoutCreate, uintptr(unsafe.Pointer(l.out)), key.dt, l.rows, l.cols, l.ld); err != nil {
+		if err := checkLt(op, "cublasLtMatrixLayoutCreate", clib.LtMatrixLayoutCreate(l.out, key.dt, uint64(l.rows), uint64(l.cols), int64(l.ld))); err != nil {
 			return err
 		}
 	}
-	var pref uintptr
-	if err := callLt(op, "cublasLtMatmulPreferenceCreate", lib.fn.ltPrefCreate, uintptr(unsafe.Pointer(&pref))); err != nil {
+	var pref clib.LtMatmulPreference
+	if err := checkLt(op, "cublasLtMatmulPreferenceCreate", clib.LtMatmulPreferenceCreate(&pref)); err != nil {
 		return err
 	}
-	defer lifetime.CloseTemp(&err, func() error { return callLt(op, "cublasLtMatmulPreferenceDestroy", lib.fn.ltPrefDestroy, pref) })
+	defer lifetime.CloseTemp(&err, func() error {
+		return checkLt(op, "cublasLtMatmulPreferenceDestroy", clib.LtMatmulPreferenceDestroy(pref))
+	})
 	ws := uint64(WorkspaceBytes)
-	if err := callLt(op, "cublasLtMatmulPreferenceSetAttribute", lib.fn.ltPrefSetAttribute, pref, prefMaxWorkspace, uintptr(unsafe.Pointer(&ws)), 8); err != nil {
+	if err := checkLt(op, "cublasLtMatmulPreferenceSetAttribute", clib.LtMatmulPreferenceSetAttribute(pref, prefMaxWorkspace, unsafe.Pointer(&ws), 8)); err != nil {
 		return err
 	}
 	// Algorithms that need more alignment than the pointers have are
 	// left out (cuBLASLt assumes 256 bytes).
 	align := [4]uint32{key.align[0], key.align[1], key.align[2], key.align[2]}
 	for i := range align {
-		if err := callLt(op, "cublasLtMatmulPreferenceSetAttribute", lib.fn.ltPrefSetAttribute, pref, prefAlignA+uintptr(i), uintptr(unsafe.Pointer(&align[i])), 4); err != nil {
+		if err := checkLt(op, "cublasLtMatmulPreferenceSetAttribute", clib.LtMatmulPreferenceSetAttribute(pref, prefAlignA+int32(i), unsafe.Pointer(&align[i]), 4)); err != nil {
 			return err
 		}
 	}
 	returned := new(int32)
-	if err := callLt(op, "cublasLtMatmulAlgoGetHeuristic", lib.fn.ltHeuristic, lt, p.desc, p.la, p.lb, p.lc, p.lc, pref, 1,
-		uintptr(unsafe.Pointer(&p.heuristic[0])), uintptr(unsafe.Pointer(returned))); err != nil {
+	if err := checkLt(op, "cublasLtMatmulAlgoGetHeuristic", clib.LtMatmulAlgoGetHeuristic(lt, p.desc, p.la, p.lb, p.lc, p.lc, pref, 1,
+		&p.heuristic, returned)); err != nil {
 		return err
 	}
 	if *returned == 0 {

@@ -174,7 +174,7 @@ func (m Matrix[T]) check(op, name string, ctx *cuda.Context, count int) error {
 // m's memory, which cuBLAS sees column-major, as m, or as m's transpose
 // when transposed: column-major memory is m itself, row-major memory m's
 // transpose.
-func (m Matrix[T]) op(transposed bool) uintptr {
+func (m Matrix[T]) op(transposed bool) int32 {
 	if (m.Layout == RowMajor) == transposed {
 		return opN
 	}

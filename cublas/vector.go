@@ -5,21 +5,21 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cublas"
 )
 
 // The vector operations take whole DeviceBuffers, with unit stride: a
 // DeviceBuffer.Slice is a part of one.
 
-// pick returns the float32 or the float64 one of a pair (of functions, or
-// of their names), by T's kind: a type defined on float32 is float32's.
-func pick[T cuda.Float, V any](f32, f64 V) V {
-	if reflect.TypeFor[T]().Kind() == reflect.Float32 {
-		return f32
-	}
-	return f64
+// is32 reports whether T is computed by cuBLAS's float32 functions (S)
+// rather than its float64 ones (D), by T's kind: a type defined on float32
+// is float32's.
+func is32[T cuda.Float]() bool {
+	return reflect.TypeFor[T]().Kind() == reflect.Float32
 }
 
-// scalar returns alpha in T's memory, for cuBLAS to read.
+// scalar returns alpha in T's memory, for cuBLAS to read: a *float32 or a
+// *float64 as is32 says, which is T's memory.
 func scalar[T cuda.Float](alpha float64) unsafe.Pointer {
 	v := T(alpha)
 	return unsafe.Pointer(&v)
@@ -64,8 +64,11 @@ func Axpy[T cuda.Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) er
 		return err
 	}
 	return h.do(op, []cuda.Memory{x, y}, func(uintptr) error {
-		return call(op, pick[T]("cublasSaxpy_v2", "cublasDaxpy_v2"), pick[T](lib.fn.saxpy, lib.fn.daxpy), h.raw.blas,
-			uintptr(x.Len()), uintptr(scalar[T](alpha)), uintptr(x.Ptr()), 1, uintptr(y.Ptr()), 1)
+		n, a, xp, yp := int32(x.Len()), scalar[T](alpha), uintptr(x.Ptr()), uintptr(y.Ptr())
+		if is32[T]() {
+			return check(op, "cublasSaxpy_v2", clib.Saxpy(h.raw.blas, n, (*float32)(a), xp, 1, yp, 1))
+		}
+		return check(op, "cublasDaxpy_v2", clib.Daxpy(h.raw.blas, n, (*float64)(a), xp, 1, yp, 1))
 	})
 }
 
@@ -79,8 +82,11 @@ func Scal[T cuda.Float](h *Handle, alpha float64, x *cuda.DeviceBuffer[T]) error
 		return err
 	}
 	return h.do(op, []cuda.Memory{x}, func(uintptr) error {
-		return call(op, pick[T]("cublasSscal_v2", "cublasDscal_v2"), pick[T](lib.fn.sscal, lib.fn.dscal), h.raw.blas,
-			uintptr(x.Len()), uintptr(scalar[T](alpha)), uintptr(x.Ptr()), 1)
+		n, a, xp := int32(x.Len()), scalar[T](alpha), uintptr(x.Ptr())
+		if is32[T]() {
+			return check(op, "cublasSscal_v2", clib.Sscal(h.raw.blas, n, (*float32)(a), xp, 1))
+		}
+		return check(op, "cublasDscal_v2", clib.Dscal(h.raw.blas, n, (*float64)(a), xp, 1))
 	})
 }
 
@@ -99,15 +105,19 @@ func Dot[T cuda.Float](h *Handle, x, y *cuda.DeviceBuffer[T]) (T, error) {
 	}
 	r := new(T)
 	err := h.do(op, []cuda.Memory{x, y}, func(uintptr) error {
-		return call(op, pick[T]("cublasSdot_v2", "cublasDdot_v2"), pick[T](lib.fn.sdot, lib.fn.ddot), h.raw.blas,
-			uintptr(x.Len()), uintptr(x.Ptr()), 1, uintptr(y.Ptr()), 1, uintptr(unsafe.Pointer(r)))
+		n, xp, yp, rp := int32(x.Len()), uintptr(x.Ptr()), uintptr(y.Ptr()), unsafe.Pointer(r)
+		if is32[T]() {
+			return check(op, "cublasSdot_v2", clib.Sdot(h.raw.blas, n, xp, 1, yp, 1, (*float32)(rp)))
+		}
+		return check(op, "cublasDdot_v2", clib.Ddot(h.raw.blas, n, xp, 1, yp, 1, (*float64)(rp)))
 	})
 	return *r, err
 }
 
-// reduce runs one of the reductions of a vector to a host scalar: the
-// function fn, named name.
-func reduce[T cuda.Float, R any](op, name string, fn uintptr, h *Handle, x *cuda.DeviceBuffer[T]) (R, error) {
+// reduce runs one of the reductions of a vector to a host scalar: call
+// calls the function for T with x's length and address, and the result's
+// memory, an R.
+func reduce[T cuda.Float, R any](op string, h *Handle, x *cuda.DeviceBuffer[T], call func(n int32, xp uintptr, r unsafe.Pointer) error) (R, error) {
 	r := new(R)
 	if err := h.valid(op); err != nil {
 		return *r, err
@@ -119,27 +129,45 @@ func reduce[T cuda.Float, R any](op, name string, fn uintptr, h *Handle, x *cuda
 		return *r, err
 	}
 	err := h.do(op, []cuda.Memory{x}, func(uintptr) error {
-		return call(op, name, fn, h.raw.blas, uintptr(x.Len()), uintptr(x.Ptr()), 1, uintptr(unsafe.Pointer(r)))
+		return call(int32(x.Len()), uintptr(x.Ptr()), unsafe.Pointer(r))
 	})
 	return *r, err
 }
 
 // Nrm2 returns the Euclidean norm of x. It waits as Dot does.
 func Nrm2[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
-	return reduce[T, T]("Nrm2", pick[T]("cublasSnrm2_v2", "cublasDnrm2_v2"), pick[T](lib.fn.snrm2, lib.fn.dnrm2), h, x)
+	const op = "Nrm2"
+	return reduce[T, T](op, h, x, func(n int32, xp uintptr, r unsafe.Pointer) error {
+		if is32[T]() {
+			return check(op, "cublasSnrm2_v2", clib.Snrm2(h.raw.blas, n, xp, 1, (*float32)(r)))
+		}
+		return check(op, "cublasDnrm2_v2", clib.Dnrm2(h.raw.blas, n, xp, 1, (*float64)(r)))
+	})
 }
 
 // Asum returns the sum of the absolute values of x's elements. It waits as
 // Dot does.
 func Asum[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (T, error) {
-	return reduce[T, T]("Asum", pick[T]("cublasSasum_v2", "cublasDasum_v2"), pick[T](lib.fn.sasum, lib.fn.dasum), h, x)
+	const op = "Asum"
+	return reduce[T, T](op, h, x, func(n int32, xp uintptr, r unsafe.Pointer) error {
+		if is32[T]() {
+			return check(op, "cublasSasum_v2", clib.Sasum(h.raw.blas, n, xp, 1, (*float32)(r)))
+		}
+		return check(op, "cublasDasum_v2", clib.Dasum(h.raw.blas, n, xp, 1, (*float64)(r)))
+	})
 }
 
 // Iamax returns the index of the first element of x of largest absolute
 // value, counting from 0 (cuBLAS counts from 1), or -1 for an empty x. It
 // waits as Dot does.
 func Iamax[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (int, error) {
-	i, err := reduce[T, int32]("Iamax", pick[T]("cublasIsamax_v2", "cublasIdamax_v2"), pick[T](lib.fn.isamax, lib.fn.idamax), h, x)
+	const op = "Iamax"
+	i, err := reduce[T, int32](op, h, x, func(n int32, xp uintptr, r unsafe.Pointer) error {
+		if is32[T]() {
+			return check(op, "cublasIsamax_v2", clib.Isamax(h.raw.blas, n, xp, 1, (*int32)(r)))
+		}
+		return check(op, "cublasIdamax_v2", clib.Idamax(h.raw.blas, n, xp, 1, (*int32)(r)))
+	})
 	return int(i) - 1, err
 }
 
@@ -165,13 +193,16 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 	}
 	// cuBLAS reads A's memory column-major: A itself, or Aᵀ (n×m) when
 	// A is row-major.
-	trans, m, n := uintptr(opN), a.Rows, a.Cols
+	trans, m, n := int32(opN), int32(a.Rows), int32(a.Cols)
 	if a.Layout == RowMajor {
-		trans, m, n = opT, a.Cols, a.Rows
+		trans, m, n = opT, int32(a.Cols), int32(a.Rows)
 	}
 	return h.do(op, []cuda.Memory{a.Data, x, y}, func(uintptr) error {
-		return call(op, pick[T]("cublasSgemv_v2", "cublasDgemv_v2"), pick[T](lib.fn.sgemv, lib.fn.dgemv), h.raw.blas,
-			trans, uintptr(m), uintptr(n), uintptr(scalar[T](alpha)), uintptr(a.Data.Ptr()), uintptr(a.ld()),
-			uintptr(x.Ptr()), 1, uintptr(scalar[T](beta)), uintptr(y.Ptr()), 1)
+		al, be := scalar[T](alpha), scalar[T](beta)
+		ap, lda, xp, yp := uintptr(a.Data.Ptr()), int32(a.ld()), uintptr(x.Ptr()), uintptr(y.Ptr())
+		if is32[T]() {
+			return check(op, "cublasSgemv_v2", clib.Sgemv(h.raw.blas, trans, m, n, (*float32)(al), ap, lda, xp, 1, (*float32)(be), yp, 1))
+		}
+		return check(op, "cublasDgemv_v2", clib.Dgemv(h.raw.blas, trans, m, n, (*float64)(al), ap, lda, xp, 1, (*float64)(be), yp, 1))
 	})
 }

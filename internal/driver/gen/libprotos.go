@@ -28,6 +28,9 @@ var libTypes = map[string]libType{
 	"unsigned":           {goType: "uint32"},
 	"long long":          {goType: "int64"},
 	"unsigned long long": {goType: "uint64"},
+	"long long int":      {goType: "int64"},
+	"int64_t":            {goType: "int64"},
+	"uint64_t":           {goType: "uint64"},
 	"size_t":             {goType: "uintptr"},
 	"float":              {goType: "float32", float: true},
 	"double":             {goType: "float64", float: true},
@@ -44,6 +47,26 @@ var libTypes = map[string]libType{
 	"curandGenerator_t": {goType: "Generator", under: "uintptr"},
 	"curandRngType_t":   {goType: "int32"},
 	"curandOrdering_t":  {goType: "int32"},
+	// cuBLAS and cuBLASLt (cublas_api.h, cublasLt.h, library_types.h):
+	// handles and descriptors are pointers to opaque structs, never Go
+	// memory; the algorithm and the heuristic's result are structs
+	// cuBLASLt fills and reads, laid out as the header declares them.
+	"cublasHandle_t":                       {goType: "Handle", under: "uintptr"},
+	"cublasLtHandle_t":                     {goType: "LtHandle", under: "uintptr"},
+	"cublasLtMatmulDesc_t":                 {goType: "LtMatmulDesc", under: "uintptr"},
+	"cublasLtMatrixLayout_t":               {goType: "LtMatrixLayout", under: "uintptr"},
+	"cublasLtMatmulPreference_t":           {goType: "LtMatmulPreference", under: "uintptr"},
+	"cublasLtMatmulAlgo_t":                 {goType: "LtMatmulAlgo", under: "struct{ Data [8]uint64 }", noVal: true},
+	"cublasLtMatmulHeuristicResult_t":      {goType: "LtMatmulHeuristicResult", under: "struct {\nAlgo LtMatmulAlgo\nWorkspaceSize uintptr\nState int32\nWavesCount float32\nReserved [4]int32\n}", noVal: true},
+	"cublasOperation_t":                    {goType: "int32"},
+	"cublasPointerMode_t":                  {goType: "int32"},
+	"cublasComputeType_t":                  {goType: "int32"},
+	"cublasGemmAlgo_t":                     {goType: "int32"},
+	"cublasLtMatmulDescAttributes_t":       {goType: "int32"},
+	"cublasLtMatmulPreferenceAttributes_t": {goType: "int32"},
+	"libraryPropertyType":                  {goType: "int32"},
+	"cudaDataType":                         {goType: "int32"},
+	"cudaDataType_t":                       {goType: "int32"},
 	// NVRTC (nvrtc.h): a pointer to an opaque struct, never Go memory.
 	"nvrtcProgram": {goType: "Program", under: "uintptr"},
 	// NCCL (nccl.h): the communicator is a pointer to an opaque struct,
@@ -297,12 +320,21 @@ func parseLibParam(s string, f *libFile) (libParam, error) {
 		}
 	}
 	decl := strings.TrimSpace(libAnnotRE.ReplaceAllString(s, ""))
+	// A parameter declared as an array (const void *const Aarray[]) is a
+	// pointer to its first element, as C passes it.
+	array := false
+	if d, ok := strings.CutSuffix(decl, "[]"); ok {
+		decl, array = strings.TrimSpace(d), true
+	}
 	i := strings.LastIndexFunc(decl, func(r rune) bool { return r == ' ' || r == '*' })
 	if i < 0 || !libIdentRE.MatchString(decl[i+1:]) {
 		return libParam{}, fmt.Errorf("cannot parse parameter %q", s)
 	}
 	cname := decl[i+1:]
 	base, depth := splitCType(decl[:i+1])
+	if array {
+		depth++
+	}
 	if base == "" {
 		return libParam{}, fmt.Errorf("cannot parse parameter %q", s)
 	}
@@ -312,7 +344,8 @@ func parseLibParam(s string, f *libFile) (libParam, error) {
 	}
 	p := libParam{CName: cname, Name: goParamName(cname)}
 	switch {
-	case device && depth == 1:
+	case device && depth >= 1:
+		// Whatever it points to (an array of device pointers too).
 		p.GoType, p.Arg = "uintptr", p.Name
 	case device:
 		return p, fmt.Errorf("parameter %q: /*device*/ marks a pointer to device memory", s)

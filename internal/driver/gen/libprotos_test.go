@@ -197,6 +197,27 @@ func TestGenerateLib(t *testing.T) {
 	}
 }
 
+// TestParseLibArrayParams: an array parameter is a pointer, as C passes
+// it, and /*device*/ marks a device address whatever it points to (an
+// array of device pointers, as cublasGemmBatchedEx takes).
+func TestParseLibArrayParams(t *testing.T) {
+	fooTypes(t)
+	f, err := parseLibProtos(strings.NewReader(libHeader + "fooStatus_t fooBatched(const void *const Aarray[] /*device*/, int counts[], long long int stride, void **out /*device*/);\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []libParam{
+		{CName: "Aarray", Name: "aarray", GoType: "uintptr", Arg: "aarray"},
+		{CName: "counts", Name: "counts", GoType: "*int32", Arg: "uintptr(unsafe.Pointer(counts))"},
+		{CName: "stride", Name: "stride", GoType: "int64", Arg: "uintptr(stride)"},
+		{CName: "out", Name: "out", GoType: "uintptr", Arg: "out"},
+	} {
+		if got := f.Tables[0].Funcs[0].Params[i]; got != want {
+			t.Errorf("parameter %d parsed as %+v, want %+v", i, got, want)
+		}
+	}
+}
+
 // TestParseLibDeviceOut: /*device_out*/ marks host memory where C writes a
 // device address (ncclMemAlloc's void **ptr), a *uintptr, and nothing but
 // a pointer to a pointer.

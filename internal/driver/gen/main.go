@@ -51,8 +51,10 @@
 // is Handle, an int32; curandGenerator_t Generator, a uintptr). A pointer
 // is a typed Go pointer (int * is *int32, const char * const * is **byte),
 // void * is unsafe.Pointer; a pointer marked /*device*/ is a device
-// address, a uintptr, which Go's collector must never see as a pointer.
-// const is dropped. A type libTypes lacks is an error: add it there.
+// address, a uintptr, which Go's collector must never see as a pointer
+// (whatever it points to: cublasGemmBatchedEx's arrays of device pointers
+// too). An array parameter (T x[]) is a pointer, as C passes it. const is
+// dropped. A type libTypes lacks is an error: add it there.
 //
 // A pointer to a pointer marked /*device_out*/ (void **ptr) is host memory
 // where C writes a device address: a *uintptr, as ncclMemAlloc's.
