@@ -13,11 +13,21 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/hostcopy"
 	"github.com/gocuda/cuda/internal/track"
 )
 
 // must is cudatest.Must: buf := must(cuda.Alloc[float32](ctx, n))(t).
 func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, err) }
+
+// holdCopyWorkers keeps the copy workers looking for work, as a pipelined
+// transfer does, until the function it returns is called.
+func holdCopyWorkers() (release func()) {
+	if !hostcopy.Hold() {
+		return func() {}
+	}
+	return hostcopy.Release
+}
 
 // random returns n elements of T of random bytes.
 func random[T any](n int) []T {

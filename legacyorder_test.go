@@ -95,7 +95,7 @@ func TestSyncThenAsyncOrdered(t *testing.T) {
 func TestUploadAfterSyncCopyOrdered(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
-	defer cuda.HoldCopyWorkers()() // pipelined below WarmBelowBytes too
+	defer holdCopyWorkers()() // pipelined below WarmBelowBytes too
 	for _, n := range []int{4 << 10, 256 << 10, 1 << 20, 9<<20 + 4} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var sb cuda.StagingBuffer

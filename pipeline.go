@@ -4,11 +4,12 @@ import (
 	"errors"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/hostcopy"
 )
 
 // This file is the machinery under Upload and Download: choosing a route,
-// getting the pinned memory it needs, and the pipeline itself (copypool.go
-// holds the goroutines that copy for it).
+// getting the pinned memory it needs, and the pipeline itself (package
+// internal/hostcopy holds the goroutines that copy for it).
 
 type route int
 
@@ -48,7 +49,7 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	p := sb.opts.pipeline()
 	locked := pageLocked(host)
 	r := p.route(len(host), locked, sb.stageMaxBytes(d), d)
-	if r == routePipelined && len(host) < p.WarmBelowBytes && !copyWorkersAwake() {
+	if r == routePipelined && len(host) < p.WarmBelowBytes && !hostcopy.Awake() {
 		r = routeDirect
 	}
 	pinned, slot, err := sb.prepare(op, r, d, p, mem.ctx, s, len(host))
@@ -63,11 +64,11 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	up := d == HostToDevice
 	switch {
 	case r == routeStaged && up:
-		parallelCopy(pinned, host, p.Workers, streams(d, len(host)), &sb.copies[0])
+		sb.copies[0].Copy(pinned, host, p.Workers, streams(d, len(host)))
 		err = upload(op, ptr, pinned, false, s)
 	case r == routeStaged:
 		if err = download(op, pinned, ptr, s); err == nil {
-			parallelCopy(host, pinned, p.Workers, streams(d, len(host)), &sb.copies[0])
+			sb.copies[0].Copy(host, pinned, p.Workers, streams(d, len(host)))
 		}
 	case r == routePipelined:
 		if err = sb.pipeline(op, up, ptr, host, pinned, slot, p, s); err != nil {
@@ -257,8 +258,37 @@ func (c chunking) edge(j int) int {
 }
 
 // maxPipeSlots bounds StagingPipeline.Slots and pipeSplit: the chunks a
-// pipeline has in flight at once.
+// pipeline has in flight at once. The copy engine's board holds copies of
+// several such pipelines at once (hostcopy.BoardSlots; TestCopyBoardSlots).
 const maxPipeSlots = 16
+
+// The copy engine's bounds, as the pipeline's settings see them:
+// StagingPipeline.Workers is at most maxCopyWorkers, and WarmBelowBytes
+// defaults to the size from which a copy wakes blocked workers.
+const (
+	maxCopyWorkers = hostcopy.MaxWorkers
+	wakeWorthBytes = hostcopy.WakeWorthBytes
+)
+
+// copyJob is the copy of one chunk in flight (StagingBuffer.copies).
+type copyJob = hostcopy.Job
+
+// streamBelow is, by direction, the transfer size below which the staging
+// pipeline's copies between host memory and pinned memory use streaming
+// (non-temporal) stores: they write to memory without reading the
+// destination's cache lines first and without leaving them dirty in the
+// CPU's caches. Uploading, the DMA engine then reads the pinned memory
+// straight from memory instead of fetching lines from the caches: uploads
+// ran faster with them below 128 MiB, where the copy itself limits, and
+// tied or lost from there. Downloading, the destination is the program's
+// memory: streaming won below 4 MiB and lost from 16 MiB
+// (BenchmarkPipelineStreaming; the figures are in docs/performance.md). A
+// variable for the benchmarks.
+var streamBelow = [2]int{HostToDevice: 128 << 20, DeviceToHost: 4 << 20}
+
+// streams reports whether a transfer of n bytes in direction d copies with
+// streaming stores.
+func streams(d Direction, n int) bool { return n < streamBelow[d&1] }
 
 // pipeline moves host to or from the device at d in chunks through pinned
 // memory cut in slots of slotBytes: while the DMA engine moves one chunk,
@@ -275,8 +305,8 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	if err := s.drain(op); err != nil {
 		return err
 	}
-	if holdCopyWorkers() {
-		defer releaseCopyWorkers()
+	if hostcopy.Hold() {
+		defer hostcopy.Release()
 	}
 	trace(stepHeld, 0)
 	c := cut(len(host), slotBytes, slotBytes == p.ChunkBytes, up)
@@ -294,7 +324,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		// On every way out: the copies read or write host, which is
 		// the caller's again once this returns.
 		for i := range jobs {
-			awaitCopies(&jobs[i])
+			jobs[i].Await()
 		}
 	}()
 	base := 0
@@ -328,7 +358,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	// BenchmarkPipelineTimeline shows it.)
 	await := func(i int, next *copyJob) error {
 		if next != nil {
-			next.runUnclaimed()
+			next.CopyUnclaimed()
 		}
 		err := check(op, driver.EventSynchronize(s.ctx.handle, event(i).handle))
 		trace(stepLanded, i)
@@ -362,7 +392,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 					return err
 				}
 			}
-			copyAsync(slot(i), part(i), p.Workers, streaming, &jobs[i%k])
+			jobs[i%k].Start(slot(i), part(i), p.Workers, streaming)
 			return nil
 		}
 		for i := range k {
@@ -374,7 +404,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 			return err
 		}
 		for i := range nchunks {
-			awaitCopies(&jobs[i%k])
+			jobs[i%k].Await()
 			trace(stepCopied, i)
 			if err := dma(i); err != nil {
 				return err
@@ -405,10 +435,10 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		if err := await(i, next); err != nil {
 			return err
 		}
-		copyAsync(part(i), slot(i), p.Workers, streaming, &jobs[i%k])
+		jobs[i%k].Start(part(i), slot(i), p.Workers, streaming)
 		// Chunk i-1+k goes into the slot chunk i-1 was copied out of.
 		if next := i - 1 + k; i > 0 && next < nchunks {
-			awaitCopies(&jobs[(i-1)%k])
+			jobs[(i-1)%k].Await()
 			trace(stepCopied, i-1)
 			if err := dma(next); err != nil {
 				return err
@@ -416,7 +446,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		}
 	}
 	for i := range jobs {
-		awaitCopies(&jobs[i])
+		jobs[i].Await()
 	}
 	trace(stepCopied, nchunks-1)
 	err = s.synchronize(op) // all done: this only records it

@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gocuda/cuda/internal/hostcopy"
 )
 
 // TestCut: a transfer's chunks tile it exactly, in order, none empty and
@@ -99,5 +101,14 @@ func TestSlotsFor(t *testing.T) {
 	count, size := DefaultStagingPipeline().slotsFor(1<<20, 1<<20, true)
 	if c := cut(1<<20, size, false, true); count != 2 || size != 512<<10 || c.count != 2 || c.ramp {
 		t.Errorf("1 MiB held, 1 MiB moved: %d slots of %d, %d chunks (ramp %v); want 2 of 512 KiB, 2 chunks", count, size, c.count, c.ramp)
+	}
+}
+
+// TestCopyBoardSlots: the copy engine's board holds the copies of several
+// pipelines at once, each with up to maxPipeSlots chunks copying (a copy
+// that finds the board full is made by its caller alone).
+func TestCopyBoardSlots(t *testing.T) {
+	if hostcopy.BoardSlots < 4*maxPipeSlots {
+		t.Errorf("hostcopy.BoardSlots = %d: want room for 4 pipelines of %d chunks", hostcopy.BoardSlots, maxPipeSlots)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/hostcopy"
 )
 
 // smallPipeline pipelines transfers from 256 KiB in chunks of 64 KiB, so
@@ -55,9 +56,9 @@ func TestFailedPipelineLeavesNoDMA(t *testing.T) {
 			defer sb.Close()
 			f.Fail(tt.call, tt.nth, 999)
 			host := make([]byte, n)
-			old := cuda.SetCopyDelay(time.Millisecond)
+			old := hostcopy.SetDelay(time.Millisecond)
 			err := tt.transfer(sb, host)
-			cuda.SetCopyDelay(old)
+			hostcopy.SetDelay(old)
 			if !errors.Is(err, cuda.Result(999)) {
 				t.Fatalf("transfer with %s failing: %v", tt.call, err)
 			}

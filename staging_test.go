@@ -11,6 +11,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/hostcopy"
 )
 
 func TestStagingZeroValue(t *testing.T) {
@@ -372,7 +373,7 @@ func TestStagingOptionsChecked(t *testing.T) {
 // they are awake is pipelined, and so is every transfer of WarmBelowBytes
 // or more, or with WarmBelowBytes 0, awake or not.
 func TestWarmBelowBytes(t *testing.T) {
-	if n, _, _ := cuda.CopyWorkers(); n == 0 {
+	if n, _, _ := hostcopy.Workers(); n == 0 {
 		t.Skip("GOMAXPROCS is 1: the pool has no workers")
 	}
 	ctx := cudatest.Context(t)
@@ -402,9 +403,9 @@ func TestWarmBelowBytes(t *testing.T) {
 					t.Fatal(err)
 				}
 				awaitCopyWorkers(t, "every copy worker blocked", func(n, parked int) bool { return parked == n })
-				_, _, wakes := cuda.CopyWorkers()
+				_, _, wakes := hostcopy.Workers()
 				if tt.awake {
-					defer cuda.HoldCopyWorkers()()
+					defer holdCopyWorkers()()
 					awaitCopyWorkers(t, "every copy worker awake, held", func(_, parked int) bool { return parked == 0 })
 				}
 				var err error
@@ -432,7 +433,7 @@ func TestWarmBelowBytes(t *testing.T) {
 				if tt.pipelined || tt.awake {
 					return
 				}
-				if _, _, after := cuda.CopyWorkers(); after == wakes {
+				if _, _, after := hostcopy.Workers(); after == wakes {
 					t.Error("a transfer sent to the driver while the copy workers were blocked did not wake them")
 				}
 			})
@@ -445,7 +446,7 @@ func TestWarmBelowBytes(t *testing.T) {
 func awaitCopyWorkers(t *testing.T, what string, cond func(n, parked int) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		n, parked, _ := cuda.CopyWorkers()
+		n, parked, _ := hostcopy.Workers()
 		if cond(n, parked) {
 			return
 		}

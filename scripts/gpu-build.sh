@@ -2,7 +2,9 @@
 # Builds everything the GPU machine runs, here, since that machine has no Go:
 # each package's test binary, once with CGO_ENABLED=0 (purego) and once with
 # cgo, the gocuda tool, the quickstart, and the fake driver (for the tests
-# that ask for it explicitly). Output: bin/ (git-ignored).
+# that ask for it explicitly). Output: bin/ (git-ignored). The test binaries
+# carry the research benchmarks (-tags gocuda_research) that
+# scripts/gpu-perf.sh runs, among them internal/hostcopy's.
 #
 #   scripts/gpu-build.sh          then run scripts/gpu-run.sh there (CONTRIBUTING.md)
 #   scripts/gpu-build.sh ./cufft/... ./curand
@@ -26,7 +28,7 @@ for set in tests:0 tests-cgo:1; do
 		dir=${dir#/}
 		name=$(echo "${dir:-cuda}" | tr / _)
 		# go test -c writes nothing for a package without tests.
-		CGO_ENABLED=${set#*:} go test -c -ldflags="-s -w" -o "$tests/$name.test" "$pkg"
+		CGO_ENABLED=${set#*:} go test -c -tags gocuda_research -ldflags="-s -w" -o "$tests/$name.test" "$pkg"
 		if [ -f "$tests/$name.test" ]; then
 			echo "$name ${dir:-.}" >>"$tests/manifest"
 		fi

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine, after scripts/gpu-build.sh here: the performance runs
 # docs/performance.md quotes, each writing its table into OUTDIR (raw
-# outputs stay beside them):
+# outputs stay beside them). Most run the research benchmarks, which
+# gpu-build.sh's test binaries carry (-tags gocuda_research); the copy
+# engine's own (BenchmarkParallelCopy, BenchmarkCopyParts) are in
+# internal/hostcopy's binary:
 #
 #   copy      the Go copy benchmarks beside the C reference (bench/cref/copybench.c),
 #             three interleaved rounds (the pageable path varies run to run, in C
@@ -125,13 +128,14 @@ summary() {
 	grep -E '^(Benchmark|==)' "$1" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /'
 }
 
-# rounds NAME N PATTERN BENCHTIME runs the purego benchmarks matching
-# PATTERN N times into OUTDIR/NAME.txt, each round headed, and prints the
-# summary.
+# rounds NAME N PATTERN BENCHTIME [BINARY] runs the purego benchmarks
+# matching PATTERN, of the test binary BINARY (by default cuda, the root
+# package's), N times into OUTDIR/NAME.txt, each round headed, and prints
+# the summary.
 rounds() {
 	for round in $(seq "$2"); do
 		echo "== round $round"
-		bin/tests/cuda.test -test.run '^$' -test.bench "$3" -test.benchtime "$4"
+		"bin/tests/${5:-cuda}.test" -test.run '^$' -test.bench "$3" -test.benchtime "$4"
 	done >"$out/$1.txt" 2>&1
 	summary "$out/$1.txt"
 }
@@ -282,7 +286,7 @@ for l in sorted(sys.stdin):
 		{
 			for round in 1 2; do
 				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineStreaming$' -test.benchtime 200x
-				bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkParallelCopy$/(up|down)/(1|16)MiB/workers=(1|8|16)$/' -test.benchtime 200x
+				bin/tests/internal_hostcopy.test -test.run '^$' -test.bench '^BenchmarkParallelCopy$/(up|down)/(1|16)MiB/workers=(1|8|16)$/' -test.benchtime 200x
 			done
 			bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTrace$' -test.benchtime 300x
 		} >"$out/streaming.txt" 2>&1
@@ -303,7 +307,7 @@ for l in sorted(sys.stdin):
 		;;
 	parts)
 		lscpu >"$out/lscpu.txt" 2>&1 || true
-		rounds parts 2 '^BenchmarkCopyParts$' 2000x
+		rounds parts 2 '^BenchmarkCopyParts$' 2000x internal_hostcopy
 		;;
 	timeline)
 		bin/tests/cuda.test -test.run '^$' -test.bench '^BenchmarkPipelineTimeline$' -test.benchtime 1x >"$out/timeline.txt" 2>&1

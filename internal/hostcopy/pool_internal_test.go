@@ -1,4 +1,4 @@
-package cuda
+package hostcopy
 
 import (
 	"bytes"
@@ -9,16 +9,16 @@ import (
 	"time"
 )
 
-func TestParallelCopy(t *testing.T) {
-	for _, n := range []int{1, minCopyPart - 1, 2 * minCopyPart, 5*minCopyPart + 17, 64 * minCopyPart} {
-		for _, workers := range []int{1, 3, maxCopyWorkers} {
+func TestCopy(t *testing.T) {
+	for _, n := range []int{1, minPart - 1, 2 * minPart, 5*minPart + 17, 64 * minPart} {
+		for _, workers := range []int{1, 3, MaxWorkers} {
 			t.Run(fmt.Sprintf("%d/workers=%d", n, workers), func(t *testing.T) {
 				src, dst := make([]byte, n), make([]byte, n)
 				for i := range src {
 					src[i] = byte(rand.Uint32())
 				}
-				var j copyJob
-				parallelCopy(dst, src, workers, workers%2 == 1, &j)
+				var j Job
+				j.Copy(dst, src, workers, workers%2 == 1)
 				if !bytes.Equal(dst, src) {
 					t.Fatal("dst differs from src")
 				}
@@ -30,28 +30,28 @@ func TestParallelCopy(t *testing.T) {
 	}
 }
 
-// Copies handed out together, in parts of every size around minCopyPart,
+// Copies handed out together, in parts of every size around minPart,
 // are all done, every byte, once awaited, and no count is left over.
-func TestCopyAsync(t *testing.T) {
-	for _, n := range []int{1, minCopyPart - 1, minCopyPart, 3*minCopyPart + 5, 17 * minCopyPart} {
-		for _, workers := range []int{1, 2, maxCopyWorkers} {
+func TestStart(t *testing.T) {
+	for _, n := range []int{1, minPart - 1, minPart, 3*minPart + 5, 17 * minPart} {
+		for _, workers := range []int{1, 2, MaxWorkers} {
 			t.Run(fmt.Sprintf("%d/workers=%d", n, workers), func(t *testing.T) {
-				var jobs [4]copyJob
+				var jobs [4]Job
 				src, dst := make([][]byte, len(jobs)), make([][]byte, len(jobs))
 				for i := range jobs {
 					src[i], dst[i] = make([]byte, n), make([]byte, n)
 					for j := range src[i] {
 						src[i][j] = byte(rand.Uint32())
 					}
-					copyAsync(dst[i], src[i], workers, i%2 == 0, &jobs[i])
+					jobs[i].Start(dst[i], src[i], workers, i%2 == 0)
 				}
 				for i := range jobs {
-					awaitCopies(&jobs[i])
+					jobs[i].Await()
 					if !bytes.Equal(dst[i], src[i]) {
 						t.Fatalf("copy %d: dst differs from src", i)
 					}
 					if l := jobs[i].left.Load(); l != 0 {
-						t.Fatalf("copy %d: %d parts left after awaitCopies returned", i, l)
+						t.Fatalf("copy %d: %d parts left after Await returned", i, l)
 					}
 				}
 			})
@@ -61,18 +61,18 @@ func TestCopyAsync(t *testing.T) {
 
 // Transfers in several goroutines share the pool; each must get its own
 // bytes, whoever copies them.
-func TestParallelCopyConcurrent(t *testing.T) {
+func TestCopyConcurrent(t *testing.T) {
 	const goroutines = 8
-	n := 40 * minCopyPart
+	n := 40 * minPart
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
 		wg.Go(func() {
 			src, dst := bytes.Repeat([]byte{byte(g + 1)}, n), make([]byte, n)
-			var j copyJob
+			var j Job
 			for range 20 {
 				clear(dst)
-				parallelCopy(dst, src, maxCopyWorkers, true, &j)
+				j.Copy(dst, src, MaxWorkers, true)
 				if !bytes.Equal(dst, src) {
 					errs <- fmt.Errorf("goroutine %d: dst differs from src", g)
 					return
@@ -89,65 +89,65 @@ func TestParallelCopyConcurrent(t *testing.T) {
 
 // A hold keeps every worker from blocking until it is released; then they
 // block again, and spin no more.
-func TestHoldCopyWorkers(t *testing.T) {
-	copyPool.once.Do(startCopyPool)
-	if copyPool.n == 0 {
+func TestHold(t *testing.T) {
+	pool.once.Do(start)
+	if pool.n == 0 {
 		t.Skip("GOMAXPROCS is 1: the pool has no workers")
 	}
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); !cond(); {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: parked %d of %d workers, held %d", what, copyPool.parked.Load(), copyPool.n, copyPool.held.Load())
+				t.Fatalf("%s: parked %d of %d workers, held %d", what, pool.parked.Load(), pool.n, pool.held.Load())
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
-	parked := func() bool { return int(copyPool.parked.Load()) == copyPool.n }
+	parked := func() bool { return int(pool.parked.Load()) == pool.n }
 	eventually("idle pool", parked)
-	if !holdCopyWorkers() {
-		t.Fatal("holdCopyWorkers did not hold")
+	if !Hold() {
+		t.Fatal("Hold did not hold")
 	}
-	eventually("held pool", func() bool { return copyPool.parked.Load() == 0 })
-	time.Sleep(3 * copySpin)
-	if p := copyPool.parked.Load(); p != 0 {
+	eventually("held pool", func() bool { return pool.parked.Load() == 0 })
+	time.Sleep(3 * spin)
+	if p := pool.parked.Load(); p != 0 {
 		t.Errorf("%d workers blocked while held", p)
 	}
-	releaseCopyWorkers()
-	if h := copyPool.held.Load(); h != 0 {
+	Release()
+	if h := pool.held.Load(); h != 0 {
 		t.Errorf("held = %d after release", h)
 	}
 	eventually("released pool", parked)
 }
 
-// TestSmallCopyWakesNoWorker: a copy under wakeWorthBytes, with every worker
-// parked, is made by the caller alone. (From wakeWorthBytes up the parts are
+// TestSmallCopyWakesNoWorker: a copy under WakeWorthBytes, with every worker
+// parked, is made by the caller alone. (From WakeWorthBytes up the parts are
 // handed out, but the caller may take them all before a worker wakes: no
 // assertion there.)
 func TestSmallCopyWakesNoWorker(t *testing.T) {
-	copyPool.once.Do(startCopyPool)
-	if copyPool.n == 0 {
+	pool.once.Do(start)
+	if pool.n == 0 {
 		t.Skip("GOMAXPROCS is 1: the pool has no workers")
 	}
-	for _, n := range []int{2 * minCopyPart, 4 * minCopyPart, wakeWorthBytes - 1} {
+	for _, n := range []int{2 * minPart, 4 * minPart, WakeWorthBytes - 1} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			for deadline := time.Now().Add(5 * time.Second); int(copyPool.parked.Load()) != copyPool.n; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(5 * time.Second); int(pool.parked.Load()) != pool.n; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("parked %d of %d workers", copyPool.parked.Load(), copyPool.n)
+					t.Fatalf("parked %d of %d workers", pool.parked.Load(), pool.n)
 				}
 			}
 			src, dst := make([]byte, n), make([]byte, n)
 			for i := range src {
 				src[i] = byte(i*13 + 1)
 			}
-			var j copyJob
-			parallelCopy(dst, src, maxCopyWorkers, true, &j)
+			var j Job
+			j.Copy(dst, src, MaxWorkers, true)
 			if !bytes.Equal(dst, src) {
 				t.Fatal("data differs")
 			}
-			// A woken worker spins for copySpin before it parks again.
-			if p := int(copyPool.parked.Load()); p < copyPool.n {
-				t.Errorf("a copy of %d bytes woke %d parked workers", n, copyPool.n-p)
+			// A woken worker spins for spin before it parks again.
+			if p := int(pool.parked.Load()); p < pool.n {
+				t.Errorf("a copy of %d bytes woke %d parked workers", n, pool.n-p)
 			}
 		})
 	}
@@ -185,8 +185,8 @@ func TestPipeCopy(t *testing.T) {
 // boardEmpty fails t if a copy is still on the board with none under way.
 func boardEmpty(t *testing.T) {
 	t.Helper()
-	for s := range copyPool.board {
-		if j := copyPool.board[s].Load(); j != nil {
+	for s := range pool.board {
+		if j := pool.board[s].Load(); j != nil {
 			t.Errorf("board slot %d still holds a copy (%d parts left)", s, j.left.Load())
 		}
 	}
@@ -194,25 +194,25 @@ func boardEmpty(t *testing.T) {
 
 // One job set up again and again, while the held workers claim from it
 // through pointers they read from the board earlier: each copy gets its own
-// bytes, and no copy writes a destination after awaitCopies returned for it
+// bytes, and no copy writes a destination after Await returned for it
 // (the memory is the caller's again then, as pinned memory is the DMA
 // engine's).
 func TestCopyJobReuse(t *testing.T) {
-	if !holdCopyWorkers() {
+	if !Hold() {
 		t.Skip("the copy workers are not held")
 	}
-	defer releaseCopyWorkers()
+	defer Release()
 	const rounds = 2000
-	n := 5*minCopyPart + 100
-	var j copyJob
+	n := 5*minPart + 100
+	var j Job
 	done := make([][]byte, 0, rounds)
 	for r := range rounds {
 		src, dst := bytes.Repeat([]byte{byte(r + 1)}, n+r%7), make([]byte, n+r%7)
 		if r%2 == 0 {
-			copyAsync(dst, src, maxCopyWorkers, r%3 == 0, &j)
-			awaitCopies(&j)
+			j.Start(dst, src, MaxWorkers, r%3 == 0)
+			j.Await()
 		} else {
-			parallelCopy(dst, src, maxCopyWorkers, r%3 == 0, &j)
+			j.Copy(dst, src, MaxWorkers, r%3 == 0)
 		}
 		if !bytes.Equal(dst, src) {
 			t.Fatalf("round %d: dst differs from src", r)
@@ -232,34 +232,34 @@ func TestCopyJobReuse(t *testing.T) {
 // More copies at once than the board holds all complete, every byte: those
 // that found it full are copied by whoever awaits them.
 func TestCopyBoardFull(t *testing.T) {
-	copyPool.once.Do(startCopyPool)
-	if copyPool.n == 0 {
+	pool.once.Do(start)
+	if pool.n == 0 {
 		t.Skip("GOMAXPROCS is 1: the pool has no workers")
 	}
-	if !holdCopyWorkers() {
+	if !Hold() {
 		t.Skip("the copy workers are not held")
 	}
-	defer releaseCopyWorkers()
+	defer Release()
 	// Parts that take milliseconds keep the copies on the board.
-	defer SetCopyDelay(SetCopyDelay(2 * time.Millisecond))
-	const copies = copyBoardSlots + 8
-	jobs := make([]copyJob, copies)
+	defer SetDelay(SetDelay(2 * time.Millisecond))
+	const copies = BoardSlots + 8
+	jobs := make([]Job, copies)
 	src, dst := make([][]byte, copies), make([][]byte, copies)
 	for i := range jobs {
-		src[i], dst[i] = bytes.Repeat([]byte{byte(i + 1)}, 3*minCopyPart), make([]byte, 3*minCopyPart)
+		src[i], dst[i] = bytes.Repeat([]byte{byte(i + 1)}, 3*minPart), make([]byte, 3*minPart)
 	}
 	onBoard := 0
 	for i := range jobs {
-		copyAsync(dst[i], src[i], 3, false, &jobs[i])
+		jobs[i].Start(dst[i], src[i], 3, false)
 		if jobs[i].slot >= 0 {
 			onBoard++
 		}
 	}
 	if onBoard == copies {
-		t.Errorf("all %d copies found room on a board of %d", copies, copyBoardSlots)
+		t.Errorf("all %d copies found room on a board of %d", copies, BoardSlots)
 	}
 	for i := range jobs {
-		awaitCopies(&jobs[i])
+		jobs[i].Await()
 		if !bytes.Equal(dst[i], src[i]) {
 			t.Fatalf("copy %d (board slot %d): dst differs from src", i, jobs[i].slot)
 		}

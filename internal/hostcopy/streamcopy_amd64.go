@@ -1,6 +1,6 @@
 //go:build !race
 
-package cuda
+package hostcopy
 
 import "unsafe"
 

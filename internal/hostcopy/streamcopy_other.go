@@ -1,6 +1,6 @@
 //go:build !amd64 || race
 
-package cuda
+package hostcopy
 
 import "unsafe"
 

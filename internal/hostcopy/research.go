@@ -1,0 +1,23 @@
+//go:build gocuda_research
+
+package hostcopy
+
+// Tuning hooks for the research benchmarks (built with -tags
+// gocuda_research: scripts/gpu-build.sh), here and in package cuda, which
+// sweep what ordinary builds keep fixed. Call them with no copy under way.
+
+// SetMinPart sets the least part a copy worker is given, and returns the
+// previous one.
+func SetMinPart(n int) int {
+	old := minPart
+	minPart = n
+	return old
+}
+
+// SetHold sets whether Hold keeps the copy workers spinning, and returns
+// the previous setting.
+func SetHold(on bool) bool {
+	old := hold
+	hold = on
+	return old
+}
