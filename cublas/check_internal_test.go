@@ -22,8 +22,8 @@ func TestCheck(t *testing.T) {
 			t.Errorf("check of success = %v", err)
 		}
 		err := c.check("Op", c.name, clib.InvalidValue)
-		if e := (*Error)(nil); !errors.As(err, &e) || e.Code != StatusInvalidValue || e.Call != c.name || !strings.Contains(e.Text, "CUBLAS_STATUS_INVALID_VALUE") ||
-			!errors.Is(err, StatusInvalidValue) || !errors.Is(err, cuda.ErrInvalidValue) {
+		if e := (*Error)(nil); !errors.As(err, &e) || e.Code != ResultInvalidValue || e.Call != c.name || !strings.Contains(e.Text, "CUBLAS_STATUS_INVALID_VALUE") ||
+			!errors.Is(err, ResultInvalidValue) || !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("check of %v = %#v, want the code, its name, its call and cuda.ErrInvalidValue", clib.InvalidValue, err)
 		}
 		err = c.check("Op", c.name, clib.Missing)

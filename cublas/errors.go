@@ -13,21 +13,21 @@ import (
 // named Result as every package's status type is. A Result is itself an
 // error value to match with errors.Is:
 //
-//	errors.Is(err, cublas.StatusNotSupported)
+//	errors.Is(err, cublas.ResultNotSupported)
 type Result int32
 
 // cuBLAS's status codes.
 const (
-	StatusSuccess         = Result(clib.Success)
-	StatusNotInitialized  = Result(clib.NotInitialized)
-	StatusAllocFailed     = Result(clib.AllocFailed)
-	StatusInvalidValue    = Result(clib.InvalidValue)
-	StatusArchMismatch    = Result(clib.ArchMismatch)
-	StatusMappingError    = Result(clib.MappingError)
-	StatusExecutionFailed = Result(clib.ExecutionFailed)
-	StatusInternalError   = Result(clib.InternalError)
-	StatusNotSupported    = Result(clib.NotSupported)
-	StatusLicenseError    = Result(clib.LicenseError)
+	ResultSuccess         = Result(clib.Success)
+	ResultNotInitialized  = Result(clib.NotInitialized)
+	ResultAllocFailed     = Result(clib.AllocFailed)
+	ResultInvalidValue    = Result(clib.InvalidValue)
+	ResultArchMismatch    = Result(clib.ArchMismatch)
+	ResultMappingError    = Result(clib.MappingError)
+	ResultExecutionFailed = Result(clib.ExecutionFailed)
+	ResultInternalError   = Result(clib.InternalError)
+	ResultNotSupported    = Result(clib.NotSupported)
+	ResultLicenseError    = Result(clib.LicenseError)
 )
 
 // String returns the code's C name, such as CUBLAS_STATUS_NOT_SUPPORTED.
@@ -52,7 +52,7 @@ func (e *Error) Error() string {
 		return "cublas: <nil>"
 	}
 	var code string
-	if e.Code != StatusSuccess {
+	if e.Code != ResultSuccess {
 		code = e.Text
 	}
 	return errfmt.Message("cublas", e.Op, e.Call, code, e.Err, e.Detail)
@@ -70,15 +70,15 @@ func (e *Error) Unwrap() error {
 // Is reports whether e carries the library's status target.
 func (e *Error) Is(target error) bool {
 	s, ok := target.(Result)
-	return ok && e != nil && e.Code != StatusSuccess && e.Code == s
+	return ok && e != nil && e.Code != ResultSuccess && e.Code == s
 }
 
 // sentinels are the gocuda sentinels cuBLAS's codes match.
 var sentinels = map[Result]error{
-	StatusInvalidValue: cuda.ErrInvalidValue,
-	StatusAllocFailed:  cuda.ErrOutOfMemory,
-	StatusNotSupported: cuda.ErrNotSupported,
-	StatusArchMismatch: cuda.ErrNotSupported,
+	ResultInvalidValue: cuda.ErrInvalidValue,
+	ResultAllocFailed:  cuda.ErrOutOfMemory,
+	ResultNotSupported: cuda.ErrNotSupported,
+	ResultArchMismatch: cuda.ErrNotSupported,
 }
 
 // check turns what cuBLAS's function name returned into an error: nil

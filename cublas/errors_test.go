@@ -256,10 +256,10 @@ func TestFaults(t *testing.T) {
 		t.Run(tc.call, func(t *testing.T) {
 			h := must(cublas.New(s))(t)
 			defer h.Close()
-			f.Fail(tc.call, 1, int(cublas.StatusExecutionFailed))
+			f.Fail(tc.call, 1, int(cublas.ResultExecutionFailed))
 			err := tc.run(h)
 			var e *cublas.Error
-			if !errors.Is(err, cublas.StatusExecutionFailed) || !errors.As(err, &e) || e.Call != tc.call ||
+			if !errors.Is(err, cublas.ResultExecutionFailed) || !errors.As(err, &e) || e.Call != tc.call ||
 				!strings.Contains(err.Error(), "CUBLAS_STATUS_EXECUTION_FAILED") {
 				t.Fatalf("with %s failing: %v", tc.call, err)
 			}
@@ -274,7 +274,7 @@ func TestFaults(t *testing.T) {
 	for _, call := range []string{"cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2", "cublasSetPointerMode_v2"} {
 		t.Run("New/"+call, func(t *testing.T) {
 			live := f.Live("device")
-			f.Fail(call, 1, int(cublas.StatusAllocFailed))
+			f.Fail(call, 1, int(cublas.ResultAllocFailed))
 			if _, err := cublas.New(s); !errors.Is(err, cuda.ErrOutOfMemory) || !strings.Contains(err.Error(), call) {
 				t.Fatalf("New with %s failing: %v", call, err)
 			}
@@ -289,8 +289,8 @@ func TestFaults(t *testing.T) {
 			if err := matmul(m, out)(h); err != nil {
 				t.Fatal(err)
 			}
-			f.Fail(call, 1, int(cublas.StatusInternalError))
-			if err := h.Close(); !errors.Is(err, cublas.StatusInternalError) {
+			f.Fail(call, 1, int(cublas.ResultInternalError))
+			if err := h.Close(); !errors.Is(err, cublas.ResultInternalError) {
 				t.Fatalf("Close with %s failing: %v", call, err)
 			}
 			// Whole: the plans and the cuBLASLt handle Close released are

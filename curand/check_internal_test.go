@@ -17,7 +17,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check of success = %v", err)
 	}
 	err := check("Op", "curandGenerateNormal", clib.LengthNotMultiple)
-	if e := (*Error)(nil); !errors.As(err, &e) || e.Code != StatusLengthNotMultiple || e.Call != "curandGenerateNormal" || !errors.Is(err, StatusLengthNotMultiple) || !errors.Is(err, cuda.ErrInvalidValue) {
+	if e := (*Error)(nil); !errors.As(err, &e) || e.Code != ResultLengthNotMultiple || e.Call != "curandGenerateNormal" || !errors.Is(err, ResultLengthNotMultiple) || !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("check of %v = %#v, want the code, its call and cuda.ErrInvalidValue", clib.LengthNotMultiple, err)
 	}
 	err = check("Op", "curandGenerateNormal", clib.Missing)

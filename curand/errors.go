@@ -12,24 +12,24 @@ import (
 // package's status type is. A Result is itself an error value to match
 // with errors.Is:
 //
-//	errors.Is(err, curand.StatusLengthNotMultiple)
+//	errors.Is(err, curand.ResultLengthNotMultiple)
 type Result int32
 
 // cuRAND's status codes.
 const (
-	StatusSuccess                 = Result(clib.Success)
-	StatusVersionMismatch         = Result(clib.VersionMismatch)
-	StatusNotInitialized          = Result(clib.NotInitialized)
-	StatusAllocationFailed        = Result(clib.AllocationFailed)
-	StatusTypeError               = Result(clib.TypeError)
-	StatusOutOfRange              = Result(clib.OutOfRange)
-	StatusLengthNotMultiple       = Result(clib.LengthNotMultiple)
-	StatusDoublePrecisionRequired = Result(clib.DoublePrecisionRequired)
-	StatusLaunchFailure           = Result(clib.LaunchFailure)
-	StatusPreexistingFailure      = Result(clib.PreexistingFailure)
-	StatusInitializationFailed    = Result(clib.InitializationFailed)
-	StatusArchMismatch            = Result(clib.ArchMismatch)
-	StatusInternalError           = Result(clib.InternalError)
+	ResultSuccess                 = Result(clib.Success)
+	ResultVersionMismatch         = Result(clib.VersionMismatch)
+	ResultNotInitialized          = Result(clib.NotInitialized)
+	ResultAllocationFailed        = Result(clib.AllocationFailed)
+	ResultTypeError               = Result(clib.TypeError)
+	ResultOutOfRange              = Result(clib.OutOfRange)
+	ResultLengthNotMultiple       = Result(clib.LengthNotMultiple)
+	ResultDoublePrecisionRequired = Result(clib.DoublePrecisionRequired)
+	ResultLaunchFailure           = Result(clib.LaunchFailure)
+	ResultPreexistingFailure      = Result(clib.PreexistingFailure)
+	ResultInitializationFailed    = Result(clib.InitializationFailed)
+	ResultArchMismatch            = Result(clib.ArchMismatch)
+	ResultInternalError           = Result(clib.InternalError)
 )
 
 // String returns the code's C name, such as CURAND_STATUS_TYPE_ERROR.
@@ -53,7 +53,7 @@ func (e *Error) Error() string {
 		return "curand: <nil>"
 	}
 	var code string
-	if e.Code != StatusSuccess {
+	if e.Code != ResultSuccess {
 		code = e.Code.String()
 	}
 	return errfmt.Message("curand", e.Op, e.Call, code, e.Err, e.Detail)
@@ -71,17 +71,17 @@ func (e *Error) Unwrap() error {
 // Is reports whether e carries the library's status target.
 func (e *Error) Is(target error) bool {
 	s, ok := target.(Result)
-	return ok && e != nil && e.Code != StatusSuccess && e.Code == s
+	return ok && e != nil && e.Code != ResultSuccess && e.Code == s
 }
 
 // sentinels are the gocuda sentinels cuRAND's codes match.
 var sentinels = map[Result]error{
-	StatusTypeError:               cuda.ErrInvalidValue,
-	StatusOutOfRange:              cuda.ErrInvalidValue,
-	StatusLengthNotMultiple:       cuda.ErrInvalidValue,
-	StatusAllocationFailed:        cuda.ErrOutOfMemory,
-	StatusDoublePrecisionRequired: cuda.ErrNotSupported,
-	StatusArchMismatch:            cuda.ErrNotSupported,
+	ResultTypeError:               cuda.ErrInvalidValue,
+	ResultOutOfRange:              cuda.ErrInvalidValue,
+	ResultLengthNotMultiple:       cuda.ErrInvalidValue,
+	ResultAllocationFailed:        cuda.ErrOutOfMemory,
+	ResultDoublePrecisionRequired: cuda.ErrNotSupported,
+	ResultArchMismatch:            cuda.ErrNotSupported,
 }
 
 // check turns what cuRAND's function name returned into an error: nil

@@ -571,8 +571,8 @@ func TestFaults(t *testing.T) {
 		t.Errorf("Poisson into nil: %v", err)
 	}
 	closing := must(curand.New(s, curand.XORWOW, 1))(t)
-	f.Fail("curandDestroyGenerator", 1, int(curand.StatusInternalError))
-	if err := closing.Close(); !errors.Is(err, curand.StatusInternalError) || !strings.Contains(err.Error(), "Generator.Close") {
+	f.Fail("curandDestroyGenerator", 1, int(curand.ResultInternalError))
+	if err := closing.Close(); !errors.Is(err, curand.ResultInternalError) || !strings.Contains(err.Error(), "Generator.Close") {
 		t.Fatalf("Close with curandDestroyGenerator failing: %v", err)
 	}
 	if err := curand.Uniform(closing, odd); err != nil {

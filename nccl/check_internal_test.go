@@ -26,7 +26,7 @@ func TestCheck(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	var n int32
 	err := check("Op", "ncclCommCount", clib.CommCount(0, &n))
-	if e := (*Error)(nil); !errors.As(err, &e) || e.Code != InvalidArgument || e.Call != "ncclCommCount" || !strings.HasPrefix(e.Text, "invalid argument") || !errors.Is(err, InvalidArgument) || !errors.Is(err, cuda.ErrInvalidValue) {
+	if e := (*Error)(nil); !errors.As(err, &e) || e.Code != ResultInvalidArgument || e.Call != "ncclCommCount" || !strings.HasPrefix(e.Text, "invalid argument") || !errors.Is(err, ResultInvalidArgument) || !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("check of ncclCommCount of no communicator = %#v, want the code, NCCL's text, its call and cuda.ErrInvalidValue", err)
 	}
 	err = check("Op", "ncclCommRegister", clib.Missing)

@@ -218,7 +218,7 @@ const unset = math.MinInt32
 // (ncclCommGetAsyncError). When ctx ends first, the half-made
 // communicator is aborted (ncclCommAbort) and the error wraps ctx's
 // error (context.Canceled or context.DeadlineExceeded); an initialization
-// that fails (a rank that died: RemoteError, Timeout) returns NCCL's result.
+// that fails (a rank that died: ResultRemoteError, ResultTimeout) returns NCCL's result.
 // Needs NCCL 2.23 or later.
 //
 // The communicator stays non-blocking in NCCL (and so do those Split makes
@@ -249,7 +249,7 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 	err := bound(op, cc, func() error {
 		return check(op, "ncclCommInitRankScalable", clib.CommInitRankScalable(handle, int32(nranks), int32(rank), 1, (*clib.UniqueID)(idp), unsafe.Pointer(cfg)))
 	})
-	if err != nil && !errors.Is(err, InProgress) {
+	if err != nil && !errors.Is(err, ResultInProgress) {
 		return nil, err
 	}
 	for {
@@ -259,9 +259,9 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 			return nil, err
 		}
 		switch r {
-		case Success:
+		case ResultSuccess:
 			return newComm(cc, *handle, rank, nranks, true), nil
-		case InProgress:
+		case ResultInProgress:
 		default:
 			abort(cc, *handle)
 			return nil, resultError(op, "ncclCommInitRankScalable", r)
@@ -319,7 +319,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		// progress (NCCL 2.28 leaves c in progress, and the new one's rank
 		// and size unset until then).
 		err := check(op, "ncclCommSplit", clib.CommSplit(c.handle, int32(color), int32(key), handle, nil))
-		if c.nonBlocking && (err == nil || errors.Is(err, InProgress)) {
+		if c.nonBlocking && (err == nil || errors.Is(err, ResultInProgress)) {
 			err = c.settle(op, "ncclCommSplit", c.handle)
 			if err == nil && *handle != 0 {
 				err = c.settle(op, "ncclCommSplit", *handle)
@@ -428,8 +428,8 @@ func (c *Comm) destroy(op string, abort bool) error {
 
 // Err returns the communicator's asynchronous error
 // (ncclCommGetAsyncError): nil while it is sound, else an error matching
-// NCCL's code with errors.Is (RemoteError when another rank failed or
-// left, Timeout, SystemError, ...). Collectives in flight on a failed
+// NCCL's code with errors.Is (ResultRemoteError when another rank failed or
+// left, ResultTimeout, ResultSystemError, ...). Collectives in flight on a failed
 // communicator may never finish: Abort it. Wait does both.
 func (c *Comm) Err() error {
 	const op = "Comm.Err"
@@ -445,7 +445,7 @@ func (c *Comm) asyncError(op string) error {
 	if err := bound(op, c.ctx, func() (err error) { r, err = asyncState(op, c.handle); return err }); err != nil {
 		return err
 	}
-	if r != Success && r != InProgress {
+	if r != ResultSuccess && r != ResultInProgress {
 		return resultError(op, "ncclCommGetAsyncError", r)
 	}
 	return nil
@@ -519,7 +519,7 @@ func group(op string, fn func() error) error {
 	}
 	ferr := fn()
 	eerr := check(op, "ncclGroupEnd", clib.GroupEnd())
-	if errors.Is(eerr, InProgress) {
+	if errors.Is(eerr, ResultInProgress) {
 		// The group's non-blocking communicators are in progress: its
 		// work is queued once they are not.
 		eerr = settleGrouped(op)

@@ -13,21 +13,21 @@ type Result int32
 
 // NCCL's result codes.
 const (
-	Success            = Result(clib.Success)
-	UnhandledCudaError = Result(clib.UnhandledCudaError)
-	SystemError        = Result(clib.SystemError)
-	InternalError      = Result(clib.InternalError)
-	InvalidArgument    = Result(clib.InvalidArgument)
-	InvalidUsage       = Result(clib.InvalidUsage)
-	RemoteError        = Result(clib.RemoteError)
-	InProgress         = Result(clib.InProgress)
-	Timeout            = Result(clib.Timeout)
+	ResultSuccess            = Result(clib.Success)
+	ResultUnhandledCudaError = Result(clib.UnhandledCudaError)
+	ResultSystemError        = Result(clib.SystemError)
+	ResultInternalError      = Result(clib.InternalError)
+	ResultInvalidArgument    = Result(clib.InvalidArgument)
+	ResultInvalidUsage       = Result(clib.InvalidUsage)
+	ResultRemoteError        = Result(clib.RemoteError)
+	ResultInProgress         = Result(clib.InProgress)
+	ResultTimeout            = Result(clib.Timeout)
 )
 
 // String returns the code's C name, such as ncclRemoteError.
 func (r Result) String() string { return clib.Result(r).String() }
 
-// Error makes a Result an error, so that errors.Is(err, nccl.RemoteError)
+// Error makes a Result an error, so that errors.Is(err, nccl.ResultRemoteError)
 // picks out one code.
 func (r Result) Error() string { return r.String() }
 
@@ -46,7 +46,7 @@ func (e *Error) Error() string {
 		return "nccl: <nil>"
 	}
 	var code string
-	if e.Code != Success {
+	if e.Code != ResultSuccess {
 		code = fmt.Sprintf("%s (%s)", e.Text, e.Code)
 	}
 	return errfmt.Message("nccl", e.Op, e.Call, code, e.Err, e.Detail)
@@ -62,16 +62,16 @@ func (e *Error) Unwrap() error {
 }
 
 // Is reports whether e carries NCCL's result target, so that
-// errors.Is(err, nccl.RemoteError) picks out one code.
+// errors.Is(err, nccl.ResultRemoteError) picks out one code.
 func (e *Error) Is(target error) bool {
 	r, ok := target.(Result)
-	return ok && e != nil && e.Code != Success && e.Code == r
+	return ok && e != nil && e.Code != ResultSuccess && e.Code == r
 }
 
 // sentinels are the gocuda sentinels NCCL's codes match.
 var sentinels = map[Result]error{
-	InvalidArgument: cuda.ErrInvalidValue,
-	InvalidUsage:    cuda.ErrInvalidValue,
+	ResultInvalidArgument: cuda.ErrInvalidValue,
+	ResultInvalidUsage:    cuda.ErrInvalidValue,
 }
 
 // check turns what NCCL's function name returned into an error: nil for

@@ -210,7 +210,7 @@ func ExampleComm_Wait() {
 	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := c.Wait(wctx, s); err != nil {
-		log.Fatal(err) // a rank failed (errors.Is(err, nccl.RemoteError)), or the minute passed
+		log.Fatal(err) // a rank failed (errors.Is(err, nccl.ResultRemoteError)), or the minute passed
 	}
 	out := make([]float32, 3)
 	if err := buf.CopyToHost(out); err != nil {

@@ -484,28 +484,28 @@ func TestNCCLErrors(t *testing.T) {
 	defer c.Close()
 	a := must(cuda.Alloc[int32](ctx, 16))(t)
 	defer a.Free()
-	f.Fail("ncclAllReduce", 1, int(nccl.InvalidUsage))
+	f.Fail("ncclAllReduce", 1, int(nccl.ResultInvalidUsage))
 	err := nccl.AllReduce(c, a, a, nccl.Sum, s)
 	var ne *nccl.Error
-	if !errors.As(err, &ne) || ne.Call != "ncclAllReduce" || !errors.Is(err, nccl.InvalidUsage) ||
+	if !errors.As(err, &ne) || ne.Call != "ncclAllReduce" || !errors.Is(err, nccl.ResultInvalidUsage) ||
 		!errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "invalid usage") {
 		t.Fatalf("injected ncclInvalidUsage: %v", err)
 	}
-	f.Fail("ncclAllReduce", 1, int(nccl.RemoteError))
-	if err := nccl.AllReduce(c, a, a, nccl.Sum, s); !errors.Is(err, nccl.RemoteError) || errors.Is(err, cuda.ErrInvalidValue) {
+	f.Fail("ncclAllReduce", 1, int(nccl.ResultRemoteError))
+	if err := nccl.AllReduce(c, a, a, nccl.Sum, s); !errors.Is(err, nccl.ResultRemoteError) || errors.Is(err, cuda.ErrInvalidValue) {
 		t.Fatalf("injected ncclRemoteError: %v", err)
 	}
 	mine := errors.New("fn failed")
-	f.Fail("ncclGroupEnd", 1, int(nccl.InternalError))
-	if err := nccl.Group(func() error { return mine }); !errors.Is(err, mine) || !errors.Is(err, nccl.InternalError) {
+	f.Fail("ncclGroupEnd", 1, int(nccl.ResultInternalError))
+	if err := nccl.Group(func() error { return mine }); !errors.Is(err, mine) || !errors.Is(err, nccl.ResultInternalError) {
 		t.Fatalf("Group = %v, want fn's error and ncclGroupEnd's", err)
 	}
 	// The group above ended: a new one starts and ends cleanly.
 	if err := nccl.Group(func() error { return nccl.AllReduce(c, a, a, nccl.Sum, s) }); err != nil {
 		t.Fatal(err)
 	}
-	f.Fail("ncclCommInitRankScalable", 1, int(nccl.SystemError))
-	if _, err := nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0); !errors.Is(err, nccl.SystemError) {
+	f.Fail("ncclCommInitRankScalable", 1, int(nccl.ResultSystemError))
+	if _, err := nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0); !errors.Is(err, nccl.ResultSystemError) {
 		t.Fatalf("NewComm with an injected failure: %v", err)
 	}
 	if err := s.Synchronize(); err != nil {

@@ -285,7 +285,7 @@ func procRank(t *testing.T) {
 		}
 		d := time.Since(start)
 		switch code := ncclCode(err); {
-		case code != nccl.Success:
+		case code != nccl.ResultSuccess:
 			if !errors.Is(err, code) {
 				t.Errorf("%v does not match %v with errors.Is", err, code)
 			}
@@ -311,11 +311,11 @@ func procRank(t *testing.T) {
 // success: what errors.Is(err, code) matches.
 func ncclCode(err error) nccl.Result {
 	for ; err != nil; err = errors.Unwrap(err) {
-		if ne, ok := err.(*nccl.Error); ok && ne.Code != nccl.Success {
+		if ne, ok := err.(*nccl.Error); ok && ne.Code != nccl.ResultSuccess {
 			return ne.Code
 		}
 	}
-	return nccl.Success
+	return nccl.ResultSuccess
 }
 
 // BenchmarkLaunched measures all-reduce (sum, in place) and all-to-all of

@@ -40,9 +40,9 @@ func (c *Comm) settle(op, name string, h clib.Comm) error {
 			return err
 		}
 		switch r {
-		case Success:
+		case ResultSuccess:
 			return nil
-		case InProgress:
+		case ResultInProgress:
 		default:
 			return resultError(op, name, r)
 		}
@@ -56,7 +56,7 @@ func (c *Comm) settle(op, name string, h clib.Comm) error {
 }
 
 // asyncState returns NCCL's state of the communicator h
-// (ncclCommGetAsyncError): Success, InProgress or the error it is left
+// (ncclCommGetAsyncError): ResultSuccess, ResultInProgress or the error it is left
 // with. The call's own failure is the error.
 func asyncState(op string, h clib.Comm) (Result, error) {
 	var state clib.Result
@@ -72,7 +72,7 @@ func (c *Comm) do(op, name string, r clib.Result) error {
 	switch {
 	case !c.nonBlocking:
 		return err
-	case errors.Is(err, InProgress):
+	case errors.Is(err, ResultInProgress):
 		return c.settle(op, name, c.handle)
 	case err == nil:
 		noteGrouped(c)

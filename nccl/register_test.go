@@ -143,8 +143,8 @@ func TestWait(t *testing.T) {
 		}()
 		start := time.Now()
 		err := comms[0].Wait(context.Background(), s)
-		if !errors.Is(err, nccl.RemoteError) {
-			t.Fatalf("Wait after the other rank aborted: %v; want RemoteError", err)
+		if !errors.Is(err, nccl.ResultRemoteError) {
+			t.Fatalf("Wait after the other rank aborted: %v; want ResultRemoteError", err)
 		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("Wait took %v", d)
@@ -250,10 +250,10 @@ func TestFailedReleaseRetried(t *testing.T) {
 	t.Run("Allocation.Free", func(t *testing.T) {
 		a := must(nccl.Alloc(ctx, 64))(t)
 		live := f.Live("device")
-		f.Fail("ncclMemFree", 1, int(nccl.InternalError))
+		f.Fail("ncclMemFree", 1, int(nccl.ResultInternalError))
 		err := a.Free()
 		var ne *nccl.Error
-		if !errors.Is(err, nccl.InternalError) || !errors.As(err, &ne) || ne.Op != "Allocation.Free" {
+		if !errors.Is(err, nccl.ResultInternalError) || !errors.As(err, &ne) || ne.Op != "Allocation.Free" {
 			t.Fatalf("Free with ncclMemFree failing: %v, want ncclInternalError of Allocation.Free", err)
 		}
 		if f.Live("device") != live {
@@ -281,8 +281,8 @@ func TestFailedReleaseRetried(t *testing.T) {
 		b := must(cuda.Alloc[float32](ctx, 64))(t)
 		defer b.Free()
 		r := must(c.Register(b))(t)
-		f.Fail("ncclCommDeregister", 1, int(nccl.InternalError))
-		if err := r.Close(); !errors.Is(err, nccl.InternalError) {
+		f.Fail("ncclCommDeregister", 1, int(nccl.ResultInternalError))
+		if err := r.Close(); !errors.Is(err, nccl.ResultInternalError) {
 			t.Fatalf("Close with ncclCommDeregister failing: %v", err)
 		}
 		if err := b.Free(); !errors.Is(err, cuda.ErrInvalidValue) {
@@ -302,8 +302,8 @@ func TestFailedReleaseRetried(t *testing.T) {
 		b := must(cuda.FromHost(ctx, []float32{1, 2}))(t)
 		defer b.Free()
 		r := must(c.Register(b))(t)
-		f.Fail("ncclCommAbort", 1, int(nccl.InternalError))
-		if err := c.Abort(); !errors.Is(err, nccl.InternalError) {
+		f.Fail("ncclCommAbort", 1, int(nccl.ResultInternalError))
+		if err := c.Abort(); !errors.Is(err, nccl.ResultInternalError) {
 			t.Fatalf("Abort with ncclCommAbort failing: %v", err)
 		}
 		if err := b.Free(); !errors.Is(err, cuda.ErrInvalidValue) {

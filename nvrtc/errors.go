@@ -11,18 +11,18 @@ import (
 // Result is an NVRTC result code (nvrtcResult). A Result is itself an error
 // value to match with errors.Is:
 //
-//	errors.Is(err, nvrtc.CompilationError)
+//	errors.Is(err, nvrtc.ResultCompilationError)
 type Result int32
 
 // NVRTC's result codes this package names.
 const (
-	Success             = Result(clib.Success)
-	OutOfMemory         = Result(clib.OutOfMemory)
-	ProgramCreationFail = Result(clib.ProgramCreationFail)
-	InvalidInput        = Result(clib.InvalidInput)
-	InvalidProgram      = Result(clib.InvalidProgram)
-	InvalidOption       = Result(clib.InvalidOption)
-	CompilationError    = Result(clib.CompilationError)
+	ResultSuccess             = Result(clib.Success)
+	ResultOutOfMemory         = Result(clib.OutOfMemory)
+	ResultProgramCreationFail = Result(clib.ProgramCreationFail)
+	ResultInvalidInput        = Result(clib.InvalidInput)
+	ResultInvalidProgram      = Result(clib.InvalidProgram)
+	ResultInvalidOption       = Result(clib.InvalidOption)
+	ResultCompilationError    = Result(clib.CompilationError)
 )
 
 // String returns the code's C name, such as NVRTC_ERROR_COMPILATION.
@@ -47,7 +47,7 @@ func (e *Error) Error() string {
 		return "nvrtc: <nil>"
 	}
 	var code string
-	if e.Code != Success {
+	if e.Code != ResultSuccess {
 		code = fmt.Sprintf("%s (%s)", e.Text, e.Code)
 	}
 	return errfmt.Message("nvrtc", e.Op, e.Call, code, e.Err, e.Detail)
@@ -65,15 +65,15 @@ func (e *Error) Unwrap() error {
 // Is reports whether e carries NVRTC's result target.
 func (e *Error) Is(target error) bool {
 	r, ok := target.(Result)
-	return ok && e != nil && e.Code != Success && e.Code == r
+	return ok && e != nil && e.Code != ResultSuccess && e.Code == r
 }
 
 // sentinels are the gocuda sentinels NVRTC's codes match.
 var sentinels = map[Result]error{
-	OutOfMemory:      cuda.ErrOutOfMemory,
-	InvalidInput:     cuda.ErrInvalidValue,
-	InvalidOption:    cuda.ErrInvalidValue,
-	CompilationError: cuda.ErrInvalidValue,
+	ResultOutOfMemory:      cuda.ErrOutOfMemory,
+	ResultInvalidInput:     cuda.ErrInvalidValue,
+	ResultInvalidOption:    cuda.ErrInvalidValue,
+	ResultCompilationError: cuda.ErrInvalidValue,
 }
 
 // check turns what NVRTC's function name returned into an error: nil for

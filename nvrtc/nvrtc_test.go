@@ -108,8 +108,8 @@ func TestCompileError(t *testing.T) {
 		t.Fatalf("compile error: %v; want ErrInvalidValue carrying the log", err)
 	}
 	var e *nvrtc.Error
-	if !errors.Is(err, nvrtc.CompilationError) || !errors.As(err, &e) || e.Call != "nvrtcCompileProgram" || e.Op != "Compile" {
-		t.Errorf("compile error %#v: want an *nvrtc.Error from nvrtcCompileProgram matching nvrtc.CompilationError", err)
+	if !errors.Is(err, nvrtc.ResultCompilationError) || !errors.As(err, &e) || e.Call != "nvrtcCompileProgram" || e.Op != "Compile" {
+		t.Errorf("compile error %#v: want an *nvrtc.Error from nvrtcCompileProgram matching nvrtc.ResultCompilationError", err)
 	}
 	t.Log(err)
 	if _, err := nvrtc.Compile(ctx, " ", nvrtc.Options{}); !errors.Is(err, cuda.ErrInvalidValue) {
