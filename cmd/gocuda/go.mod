@@ -3,8 +3,8 @@ module github.com/gocuda/cuda/cmd/gocuda
 go 1.26.0
 
 require (
-	github.com/gocuda/cuda v0.0.0-20261205062700-7ae943c76bc3
-	github.com/gocuda/cuda/bench v0.0.0-20261205062700-7ae943c76bc3
+	github.com/gocuda/cuda v0.0.0-20261205065016-227cee1c1152
+	github.com/gocuda/cuda/bench v0.0.0-20261205065016-227cee1c1152
 	golang.org/x/term v0.48.0
 )
 
