@@ -64,6 +64,23 @@ var (
 	buildErr  error
 )
 
+// Lazy returns a dl.Lazy of table (name is the library's, for its
+// errors) whose file is the fake driver, built first: the fake answers
+// cuBLAS's, cuBLASLt's, cuRAND's, cuFFT's and NCCL's calls, so that the
+// raw layers' tests (internal/lib) call through it. Its error is Build's.
+func Lazy(name string, table *dl.Table) (*dl.Lazy, error) {
+	path, err := Build()
+	if err != nil {
+		return nil, err
+	}
+	const env = "GOCUDA_FAKE_LIBRARY"
+	return &dl.Lazy{
+		Library: dl.Library{Name: name, Env: env},
+		Table:   table,
+		Env:     dl.Env{Getenv: func(k string) string { return map[string]string{env: path}[k] }, LookPath: func(string) (string, error) { return "", nil }},
+	}, nil
+}
+
 // Build compiles the fake driver, once per process and once per source
 // version on the machine, and returns the path of the shared library.
 func Build() (string, error) {

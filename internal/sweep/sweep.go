@@ -9,7 +9,7 @@
 // no panic and no hang, an error that carries the code, its sentinel and
 // the call's name, nothing leaked once the caller frees what it was given,
 // and every object involved still working (the Case's after checks that).
-// CheckZeroValues calls every method of the zero value of every exported
+// ZeroValues calls every method of the zero value of every exported
 // type, and every exported function with zero objects. Both run against
 // the fake driver only (internal/fakecuda), which fails calls on demand.
 package sweep

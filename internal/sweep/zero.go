@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
@@ -40,12 +41,23 @@ type Zero struct {
 	Driving []string
 }
 
-// CheckZeroValues checks z against the fake f: every exported name is in
-// its tables; no method of a zero or nil receiver, and no function with
-// zero objects, panics; each returns nil or an error wrapping
-// ErrInvalidValue, ErrClosed or ErrNotSupported (a library missing); and
-// none calls the driver unless its type says so (Driver).
-func CheckZeroValues(t *testing.T, f *fakecuda.Control, z Zero) {
+// ZeroValues checks z against the fake driver (on a GPU machine, in a
+// child process against it): every exported name is in its tables; no
+// method of a zero or nil receiver, and no function with zero objects,
+// panics; each returns nil or an error wrapping ErrInvalidValue, ErrClosed
+// or ErrNotSupported (a library missing); and none calls the driver unless
+// its type says so (Driver).
+func ZeroValues(t *testing.T, z Zero) {
+	t.Helper()
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	cudatest.Context(t) // the driver is open: a call would count
+	checkZeroValues(t, f, z)
+}
+
+func checkZeroValues(t *testing.T, f *fakecuda.Control, z Zero) {
 	t.Helper()
 	types, funcs := ExportedNames(t, z.Packages)
 	for _, name := range types {

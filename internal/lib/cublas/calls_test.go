@@ -35,16 +35,15 @@ func TestCalls(t *testing.T) {
 	if a, r := unsafe.Sizeof(LtMatmulAlgo{}), unsafe.Sizeof(LtMatmulHeuristicResult{}); a != 64 || r != 96 {
 		t.Errorf("cublasLtMatmulAlgo_t is %d bytes and cublasLtMatmulHeuristicResult_t %d: want 64 and 96", a, r)
 	}
-	fake, err := fakecuda.Build()
-	if err != nil {
-		t.Skip("no C compiler for the fake driver:", err)
-	}
-	env := dl.Env{Getenv: func(string) string { return fake }, LookPath: func(string) (string, error) { return "", nil }}
-	for _, l := range []*dl.Lazy{
-		{Library: dl.Library{Name: "cuBLAS", Env: "GOCUDA_LIBCUBLAS"}, Table: Table, Env: env},
-		{Library: dl.Library{Name: "cuBLASLt", Env: "GOCUDA_LIBCUBLASLT"}, Table: LtTable, Env: env},
-	} {
-		if err := l.Open(); err != nil {
+	for _, l := range []struct {
+		name  string
+		table *dl.Table
+	}{{"cuBLAS", Table}, {"cuBLASLt", LtTable}} {
+		lib, err := fakecuda.Lazy(l.name, l.table)
+		if err != nil {
+			t.Skip("no C compiler for the fake driver:", err)
+		}
+		if err := lib.Open(); err != nil {
 			t.Fatal(err)
 		}
 	}

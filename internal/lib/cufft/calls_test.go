@@ -3,7 +3,6 @@ package cufft
 import (
 	"testing"
 
-	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
@@ -22,14 +21,9 @@ func TestCalls(t *testing.T) {
 			t.Errorf("Result(%d).String() = %q, want %q", int32(tt.r), got, tt.want)
 		}
 	}
-	fake, err := fakecuda.Build()
+	lib, err := fakecuda.Lazy("cuFFT", Table)
 	if err != nil {
 		t.Skip("no C compiler for the fake driver:", err)
-	}
-	lib := dl.Lazy{
-		Library: dl.Library{Name: "cuFFT", Env: "GOCUDA_LIBCUFFT"},
-		Table:   Table,
-		Env:     dl.Env{Getenv: func(k string) string { return map[string]string{"GOCUDA_LIBCUFFT": fake}[k] }, LookPath: func(string) (string, error) { return "", nil }},
 	}
 	if err := lib.Open(); err != nil {
 		t.Fatal(err)

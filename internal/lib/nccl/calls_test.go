@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
@@ -28,14 +27,9 @@ func TestCalls(t *testing.T) {
 			t.Errorf("Result(%d).String() = %q, want %q", int32(tt.r), got, tt.want)
 		}
 	}
-	fake, err := fakecuda.Build()
+	lib, err := fakecuda.Lazy("NCCL", Table)
 	if err != nil {
 		t.Skip("no C compiler for the fake driver:", err)
-	}
-	lib := dl.Lazy{
-		Library: dl.Library{Name: "NCCL", Env: "GOCUDA_LIBNCCL"},
-		Table:   Table,
-		Env:     dl.Env{Getenv: func(k string) string { return map[string]string{"GOCUDA_LIBNCCL": fake}[k] }, LookPath: func(string) (string, error) { return "", nil }},
 	}
 	if err := lib.Open(); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
@@ -101,14 +100,9 @@ func TestCalls(t *testing.T) {
 			t.Errorf("Result(%d).String() = %q, want %q", int32(tt.r), got, tt.want)
 		}
 	}
-	fake, err := fakecuda.Build()
+	lib, err := fakecuda.Lazy("NVRTC", Table)
 	if err != nil {
 		t.Skip("no C compiler for the fake driver:", err)
-	}
-	lib := dl.Lazy{
-		Library: dl.Library{Name: "NVRTC", Env: "GOCUDA_LIBNVRTC"},
-		Table:   Table,
-		Env:     dl.Env{Getenv: func(k string) string { return map[string]string{"GOCUDA_LIBNVRTC": fake}[k] }, LookPath: func(string) (string, error) { return "", nil }},
 	}
 	err = lib.Open()
 	if err == nil || !strings.Contains(err.Error(), "is not NVRTC: it lacks nvrtcGetErrorString, nvrtcVersion, nvrtcCreateProgram") {
