@@ -43,6 +43,8 @@
 // GOCUDA_LIBCUBLAS and GOCUDA_LIBCUBLASLT name other files.
 package cublas
 
+//go:generate go run ../internal/driver/gen -in ../internal/lib/cublas/status.txt -backend lib-public -pkg cublas -out zerrors.go
+
 import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
@@ -87,26 +89,12 @@ var (
 	}
 )
 
-// open opens cuBLAS.
-func open(op string) error {
-	return opened(op, &lib)
-}
-
 // openLt is open for what needs cuBLASLt too.
 func openLt(op string) error {
 	if err := open(op); err != nil {
 		return err
 	}
 	return opened(op, &libLt)
-}
-
-// opened opens l and returns why it could not be, as an error of op.
-func opened(op string, l *dl.Lazy) error {
-	if err := l.Open(); err != nil {
-		detail, match := dl.Cause(err, cuda.ErrNotSupported)
-		return &Error{Op: op, Err: match, Detail: detail}
-	}
-	return nil
 }
 
 // Library returns the paths of the cuBLAS and cuBLASLt libraries opened,

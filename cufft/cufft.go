@@ -31,6 +31,8 @@
 // names another file.
 package cufft
 
+//go:generate go run ../internal/driver/gen -in ../internal/lib/cufft/status.txt -backend lib-public -pkg cufft -out zerrors.go
+
 import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
@@ -55,14 +57,6 @@ var lib = dl.Lazy{
 		Missing: cuda.ErrNotSupported,
 	},
 	Table: clib.Table,
-}
-
-func open(op string) error {
-	if err := lib.Open(); err != nil {
-		detail, match := dl.Cause(err, cuda.ErrNotSupported)
-		return &Error{Op: op, Err: match, Detail: detail}
-	}
-	return nil
 }
 
 // Library returns the path of the cuFFT library opened, or why none could

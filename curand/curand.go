@@ -28,6 +28,8 @@
 // wheels (nvidia/cu13, nvidia/curand); GOCUDA_LIBCURAND names another file.
 package curand
 
+//go:generate go run ../internal/driver/gen -in ../internal/lib/curand/status.txt -backend lib-public -pkg curand -out zerrors.go
+
 import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/dl"
@@ -52,14 +54,6 @@ var lib = dl.Lazy{
 		Missing: cuda.ErrNotSupported,
 	},
 	Table: clib.Table,
-}
-
-func open(op string) error {
-	if err := lib.Open(); err != nil {
-		detail, match := dl.Cause(err, cuda.ErrNotSupported)
-		return &Error{Op: op, Err: match, Detail: detail}
-	}
-	return nil
 }
 
 // Library returns the path of the cuRAND library opened, or why none could

@@ -46,6 +46,8 @@
 // Python package installs). NewComm needs NCCL 2.23 or later.
 package nccl
 
+//go:generate go run ../internal/driver/gen -in ../internal/lib/nccl/status.txt -backend lib-public -pkg nccl -out zerrors.go
+
 import (
 	"errors"
 
@@ -75,15 +77,6 @@ var lib = dl.Lazy{
 		Missing: cuda.ErrNotSupported,
 	},
 	Table: clib.Table,
-}
-
-// open opens NCCL once per process.
-func open(op string) error {
-	if err := lib.Open(); err != nil {
-		detail, match := dl.Cause(err, cuda.ErrNotSupported)
-		return &Error{Op: op, Err: match, Detail: detail}
-	}
-	return nil
 }
 
 // Library returns the path of the NCCL library opened, opening it if

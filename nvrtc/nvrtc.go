@@ -8,6 +8,8 @@
 // another file.
 package nvrtc
 
+//go:generate go run ../internal/driver/gen -in ../internal/lib/nvrtc/status.txt -backend lib-public -pkg nvrtc -out zerrors.go
+
 import (
 	"fmt"
 	"runtime"
@@ -38,15 +40,6 @@ var lib = dl.Lazy{
 		Missing: cuda.ErrNotSupported,
 	},
 	Table: clib.Table,
-}
-
-// open opens NVRTC once per process.
-func open(op string) error {
-	if err := lib.Open(); err != nil {
-		detail, match := dl.Cause(err, cuda.ErrNotSupported)
-		return &Error{Op: op, Err: match, Detail: detail}
-	}
-	return nil
 }
 
 // Library returns the path of the NVRTC library opened, opening it if

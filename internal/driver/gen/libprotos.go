@@ -130,6 +130,21 @@ type libNamed struct{ CType, GoType, Under string }
 type libStatus struct {
 	CType, GoType, Unknown string
 	Codes                  []libCode
+	Public                 libPublic // what the public package's file says (lib-public)
+}
+
+// libPublic is what status.txt's directives (public, example, text) say
+// of the public package's Result and Error, which -backend lib-public
+// writes; lib-status ignores them. The package comment (main.go) says
+// what the lines mean.
+type libPublic struct {
+	Name     string   // cuBLAS
+	Sharers  []string // cuBLASLt
+	Example  string   // a code's Go name: NotSupported
+	Call     string   // cublasGemmEx
+	Ops      []string // Gemm
+	Text     string   // "", alone or coded
+	TextNote string   // the Text field's comment
 }
 
 type libCode struct {
@@ -422,6 +437,12 @@ func parseLibStatus(r io.Reader) (*libStatus, error) {
 		if s == nil {
 			return nil, fmt.Errorf("line %d: a code before the status line", n)
 		}
+		if ok, err := s.Public.directive(f); ok || err != nil {
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			continue
+		}
 		if len(f) != 3 {
 			return nil, fmt.Errorf("line %d: want <C name> <value> <Go name>, got %q", n, line)
 		}
@@ -446,4 +467,57 @@ func parseLibStatus(r io.Reader) (*libStatus, error) {
 		return nil, fmt.Errorf("no status line, or no codes")
 	}
 	return s, nil
+}
+
+// directive parses a directive line of status.txt's (its fields f) into p;
+// ok is false where the line is none (a code's).
+func (p *libPublic) directive(f []string) (ok bool, err error) {
+	switch f[0] {
+	case "public":
+		if len(f) < 2 || p.Name != "" {
+			return true, fmt.Errorf("want one line public <library's name> [<libraries sharing its codes>...], got %q", strings.Join(f, " "))
+		}
+		p.Name = f[1]
+		if len(f) > 2 {
+			p.Sharers = f[2:]
+		}
+	case "example":
+		if len(f) < 4 || p.Example != "" {
+			return true, fmt.Errorf("want one line example <code's Go name> <C function> <operation>..., got %q", strings.Join(f, " "))
+		}
+		p.Example, p.Call, p.Ops = f[1], f[2], f[3:]
+	case "text":
+		if len(f) < 3 || f[1] != "alone" && f[1] != "coded" || p.Text != "" {
+			return true, fmt.Errorf("want one line text alone|coded <the Text field's comment>, got %q", strings.Join(f, " "))
+		}
+		p.Text, p.TextNote = f[1], strings.Join(f[2:], " ")
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// publicCodes checks what -backend lib-public needs of s: the public and
+// example lines, the example a code of s's, and a code 0 (success, which
+// Error takes for "not called"); it returns the example and success codes.
+func (s *libStatus) publicCodes() (example, success libCode, err error) {
+	if s.Public.Name == "" || s.Public.Example == "" {
+		return example, success, fmt.Errorf("lib-public needs the public and example lines")
+	}
+	var okExample, okSuccess bool
+	for _, c := range s.Codes {
+		if c.GoName == s.Public.Example {
+			example, okExample = c, true
+		}
+		if c.Value == 0 {
+			success, okSuccess = c, true
+		}
+	}
+	switch {
+	case !okExample:
+		return example, success, fmt.Errorf("example %s is no code of the table's", s.Public.Example)
+	case !okSuccess:
+		return example, success, fmt.Errorf("no code 0, which an Error whose library was not called has")
+	}
+	return example, success, nil
 }

@@ -21,13 +21,15 @@
 //	go run ./gen -in enums.txt -backend enums-c -out ../fakecuda/csrc/zenums.h
 //	go run ../../driver/gen -in prototypes.txt -backend lib -pkg cufft -out zcalls.go
 //	go run ../../driver/gen -in status.txt -backend lib-status -pkg cufft -out zstatus.go
+//	go run ../internal/driver/gen -in ../internal/lib/cufft/status.txt -backend lib-public -pkg cufft -out zerrors.go
 //
 // # The library backend
 //
 // The backends lib and lib-status (libprotos.go, libtemplates.go) make the
 // raw layer of each NVIDIA library gocuda calls (cuFFT, cuRAND, cuBLAS,
 // NCCL, NVRTC): one package internal/lib/<name> per public package, made
-// from two tables beside it.
+// from two tables beside it; lib-public makes the public package's Result
+// and Error from the second.
 //
 // prototypes.txt holds the C prototypes as the library's header declares
 // them, one a line ('#' starts a comment line), and directives:
@@ -80,6 +82,28 @@
 // InvalidPlan, LengthNotMultiple), Missing (-1<<31, no library's code),
 // and String, which prints the C name.
 //
+// status.txt's directives say what the public package's docs show, and
+// its Error's one difference, the Text field (lib-status ignores them):
+//
+//	public cuBLAS cuBLASLt                   the library's name, then the others sharing its codes
+//	example NotSupported cublasGemmEx Gemm   the docs' example: a code, a C function, operations
+//	text alone|coded <the field's comment>   a Text field, printed as the code alone (it names
+//	                                         the code) or coded, as "Text (C name)"
+//
+// "-backend lib-public" writes the public package's zerrors.go: its Result
+// (a constant per code, Result and the Go name: ResultInvalidSize, as the
+// raw one; String and Error, so that errors.Is matches a code), its Error
+// (Op, Call, Code, Text where the table says, Err, Detail; Error, Unwrap,
+// and Is for a Result), open and opened, which open the package's dl.Lazy
+// (its lib, or cuBLASLt's) with dl.Cause's error, and, without a text
+// line, check, which turns a raw status into an Error (lib.Lacks says
+// what a Missing function is). Every package's errors are alike but for
+// those lines, so one template writes them; the package's errors.go keeps
+// what is its own: the sentinels its codes match (the map sentinels),
+// errorf, named, and with a text line its check, which asks the library
+// for the text. The //go:generate line is in the file with the package
+// comment (cufft.go).
+//
 // How a package opens: the public package (cufft) declares its
 // dl.Library (where the file is looked for) and a dl.Lazy of it and the
 // generated Table; it calls Lazy.Open before its first call, which opens
@@ -88,9 +112,7 @@
 // cufftCreate". Any other missing function leaves its address 0: only its
 // calls fail, the public package turning Missing into "PATH has no
 // cufftSetWorkArea" (Lazy.Lacks). The public package keeps its safe layer
-// and its errors: it re-declares its exported status constants from the
-// generated ones once, and passes the C function's name with each call's
-// status to its error.
+// and passes the C function's name with each call's status to its check.
 //
 // internal/lib/<name>/gen.go carries the //go:generate lines, so that
 // go generate ./internal/lib/... reproduces zcalls.go and zstatus.go.
@@ -119,8 +141,8 @@ import (
 func main() {
 	in := flag.String("in", "prototypes.txt", "table to read: prototypes.txt, or enums.txt for the enums backends")
 	out := flag.String("out", "", "file to write (default standard output)")
-	backend := flag.String("backend", "purego", "what to emit: syms, purego, cgo (from prototypes); enums, enums-c (from enums); lib (from a library's prototypes.txt), lib-status (from its status.txt)")
-	pkg := flag.String("pkg", "driver", "for -backend enums: the Go package whose enumerations to emit; for lib and lib-status: the package written")
+	backend := flag.String("backend", "purego", "what to emit: syms, purego, cgo (from prototypes); enums, enums-c (from enums); lib (from a library's prototypes.txt), lib-status, lib-public (from its status.txt)")
+	pkg := flag.String("pkg", "driver", "for -backend enums: the Go package whose enumerations to emit; for lib, lib-status and lib-public: the package written")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("gen: ")
