@@ -2,101 +2,99 @@ package cuda
 
 import (
 	"errors"
+	"math"
+	"unsafe"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/hostcopy"
 )
 
-// This file is the machinery under Upload and Download: choosing a route,
-// getting the pinned memory it needs, and the pipeline itself (package
-// internal/hostcopy holds the goroutines that copy for it).
+// This file is the machinery under the StagingBuffer's face (staging.go,
+// which checks the arguments and chooses the route): one call at a time,
+// carrying a transfer out on its route, the pinned memory's life, the
+// pipeline's events, the counters, the staged and direct copies, and the
+// pipeline itself (package internal/hostcopy holds the goroutines that copy
+// for it).
 
-type route int
-
-const (
-	routeDirect route = iota
-	routeStaged
-	routePipelined
-)
-
-// route chooses the path for a transfer of n bytes of host memory, locked
-// if page-locked, in direction d, staged up to stageMax bytes.
-func (p StagingPipeline) route(n int, locked bool, stageMax int, d Direction) route {
-	switch {
-	case locked:
-		return routeDirect
-	case n <= stageMax:
-		return routeStaged
-	case n >= p.minBytes(d):
-		return routePipelined
+// acquire marks sb in use by one call, until done.
+func (sb *StagingBuffer) acquire(op string) error {
+	if sb == nil {
+		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
 	}
-	return routeDirect
+	if !sb.busy.CompareAndSwap(false, true) {
+		return errorf(op, ErrInvalidValue, "the staging buffer is in use by another call: a StagingBuffer is for one goroutine at a time")
+	}
+	return nil
 }
 
-// minBytes is the size from which transfers in direction d are pipelined.
-func (p StagingPipeline) minBytes(d Direction) int {
-	if d == HostToDevice {
-		return p.UploadMinBytes
-	}
-	return p.DownloadMinBytes
+func (sb *StagingBuffer) done() { sb.busy.Store(false) }
+
+// transfer is one transfer as the machinery carries it out: what moves
+// between host memory and the device memory at dev, which way, on s, with
+// the pipeline's shape, and, once prepare has them, the pinned memory it
+// goes through and the size of the pipeline's slots in it.
+type transfer struct {
+	op        string
+	dir       Direction
+	dev       driver.DevicePtr
+	host      []byte
+	pinned    []byte // staged and pipelined routes
+	slotBytes int    // pipelined route
+	shape     StagingPipeline
+	s         *Stream
 }
 
-// transfer moves host to or from the device memory at ptr of mem, on s,
-// by the route the options and the threshold choose, and counts it once it
-// succeeded.
-func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr driver.DevicePtr, host []byte, s *Stream) error {
-	trace(stepStart, 0)
-	p := sb.opts.pipeline()
-	locked := pageLocked(host)
-	r := p.route(len(host), locked, sb.stageMaxBytes(d), d)
-	if r == routePipelined && len(host) < p.WarmBelowBytes && !hostcopy.Awake() {
-		r = routeDirect
-	}
-	pinned, slot, err := sb.prepare(op, r, d, p, mem.ctx, s, len(host))
+// move carries t out by route r (host is page-locked if locked), holding
+// mem, the device memory's allocation, and counts it once it succeeded.
+func (sb *StagingBuffer) move(r route, locked bool, mem *allocation, t transfer) error {
+	op, s, p := t.op, t.s, t.shape
+	pinned, slot, err := sb.prepare(r, t, mem.ctx)
 	if err != nil {
 		return err
 	}
+	t.pinned, t.slotBytes = pinned, slot
 	if err := enterWith(op, &mem.life, "the device buffer", &s.life, "the stream"); err != nil {
 		return err
 	}
 	defer leaveWith(&mem.life, &s.life)
 	s.uses(mem)
-	up := d == HostToDevice
+	up := t.dir == HostToDevice
 	switch {
 	case r == routeStaged && up:
-		sb.copies[0].Copy(pinned, host, p.Workers, streams(d, len(host)))
-		err = upload(op, ptr, pinned, false, s)
+		sb.copies[0].Copy(pinned, t.host, p.Workers, streams(t.dir, len(t.host)))
+		err = upload(op, t.dev, pinned, false, s)
 	case r == routeStaged:
-		if err = download(op, pinned, ptr, s); err == nil {
-			sb.copies[0].Copy(host, pinned, p.Workers, streams(d, len(host)))
+		if err = download(op, pinned, t.dev, s); err == nil {
+			sb.copies[0].Copy(t.host, pinned, p.Workers, streams(t.dir, len(t.host)))
 		}
 	case r == routePipelined:
-		if err = sb.pipeline(op, up, ptr, host, pinned, slot, p, s); err != nil {
+		if err = sb.pipeline(t); err != nil {
 			sb.settle(op, s, sb.events)
 		}
 	case up:
-		err = upload(op, ptr, host, !locked, s)
+		err = upload(op, t.dev, t.host, !locked, s)
 	default:
-		err = download(op, host, ptr, s)
+		err = download(op, t.host, t.dev, s)
 	}
 	if err != nil {
 		return err
 	}
-	sb.count(r, d, len(host))
+	sb.count(r, t.dir, len(t.host))
 	return nil
 }
 
-// prepare gets what a transfer on route r of n bytes in direction d needs
-// before the buffer and stream are held (allocating binds the context
-// itself): the pinned memory to use and, for the pipeline, the size of its
-// slots (slotsFor) and their events.
-func (sb *StagingBuffer) prepare(op string, r route, d Direction, p StagingPipeline, ctx *Context, s *Stream, n int) (pinned []byte, slot int, err error) {
+// prepare gets what t needs on route r before the buffer and stream are
+// held (allocating binds the context itself): the pinned memory to use,
+// allocated in ctx and, for the pipeline, the size of its slots (slotsFor)
+// and their events.
+func (sb *StagingBuffer) prepare(r route, t transfer, ctx *Context) (pinned []byte, slot int, err error) {
+	op, s, p, n := t.op, t.s, t.shape, len(t.host)
 	switch r {
 	case routeStaged:
 		pinned, err = sb.staging(op, ctx, n)
 		return pinned, 0, err
 	case routePipelined:
-		count, slot := p.slotsFor(n, sb.held(), d == HostToDevice)
+		count, slot := p.slotsFor(n, sb.held(), t.dir)
 		if pinned, err = sb.staging(op, ctx, count*slot); err != nil {
 			return nil, 0, err
 		}
@@ -130,16 +128,81 @@ func (sb *StagingBuffer) prepare(op string, r route, d Direction, p StagingPipel
 // one such chunk takes
 // one slot; one of more, two slots at least, so that one is filled while
 // the other's DMA runs. No slot is larger than ChunkBytes.
-func (p StagingPipeline) slotsFor(n, held int, up bool) (count, size int) {
+func (p StagingPipeline) slotsFor(n, held int, d Direction) (count, size int) {
 	if n > held || held >= p.Slots*p.ChunkBytes {
 		return p.Slots, p.ChunkBytes
 	}
-	want := cut(n, p.ChunkBytes, false, up).size
+	want := cut(n, p.ChunkBytes, false, d).size
 	if n <= want {
 		return 1, min(held, p.ChunkBytes)
 	}
 	count = max(2, min(p.Slots, held/want))
 	return count, min(held/count/StagingGranularity*StagingGranularity, p.ChunkBytes)
+}
+
+// The pinned memory's life: got (staging) and grown (reserve) as
+// transfers need it, set aside (retired: see settle) where a failed
+// transfer's copies may still use it, freed by ShrinkToFit and Close.
+
+// staging returns n bytes of pinned memory, growing it in ctx if needed.
+func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error) {
+	if !sb.usable() || sb.mem.Len() < n {
+		if err := sb.reserve(op, ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	return sb.mem.Data()[:n], nil
+}
+
+func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
+	if bytes <= 0 {
+		return errorf(op, ErrInvalidValue, "%d bytes; want a positive size", bytes)
+	}
+	if bytes > math.MaxInt-(StagingGranularity-1) {
+		return errorf(op, ErrInvalidValue, "%d bytes overflow when rounded up to %d", bytes, StagingGranularity)
+	}
+	if sb.usable() && sb.mem.Len() >= bytes {
+		return nil
+	}
+	if err := sb.freeMem(); err != nil {
+		return err
+	}
+	rounded := (bytes + StagingGranularity - 1) / StagingGranularity * StagingGranularity
+	mem, err := AllocPinned[byte](ctx, rounded)
+	if err != nil {
+		return err
+	}
+	sb.setMem(mem)
+	sb.mu.Lock()
+	sb.stats.Allocations++
+	sb.mu.Unlock()
+	return nil
+}
+
+// setMem makes mem the pinned memory held (nil: none), and Capacity say so.
+func (sb *StagingBuffer) setMem(mem *PinnedBuffer[byte]) {
+	sb.mem = mem
+	sb.mu.Lock()
+	sb.capacity = mem.Len()
+	sb.mu.Unlock()
+}
+
+// freeMem frees the pinned memory held, if any.
+func (sb *StagingBuffer) freeMem() error {
+	if sb.mem == nil {
+		return nil
+	}
+	if err := sb.mem.Free(); err != nil {
+		return err
+	}
+	sb.setMem(nil)
+	return nil
+}
+
+// usable reports whether the pinned memory held can be used: it is gone
+// when the context it was allocated in was closed.
+func (sb *StagingBuffer) usable() bool {
+	return sb.mem != nil && !sb.mem.ctx.isClosed() && sb.mem.Data() != nil
 }
 
 // held returns the usable pinned memory held, in bytes.
@@ -148,6 +211,44 @@ func (sb *StagingBuffer) held() int {
 		return 0
 	}
 	return sb.mem.Len()
+}
+
+// asElems views pinned bytes as n elements of T, checking alignment.
+func asElems[T any](op string, b []byte, n int) ([]T, error) {
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%alignOf[T]() != 0 {
+		return nil, errorf(op, ErrInvalidValue, "pinned memory at %p is not aligned for %T", p, *new(T))
+	}
+	return unsafe.Slice((*T)(p), n), nil
+}
+
+// closeEvents closes the pipeline's events, keeping those whose Close
+// failed.
+func (sb *StagingBuffer) closeEvents() (err error) {
+	sb.events, err = releaseEach(sb.events, (*Event).Close)
+	if sb.events == nil {
+		sb.evCtx = nil
+	}
+	return err
+}
+
+// count records a transfer that succeeded.
+func (sb *StagingBuffer) count(r route, d Direction, bytes int) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	switch r {
+	case routeStaged:
+		sb.stats.Staged++
+	case routePipelined:
+		sb.stats.Pipelined++
+	default:
+		sb.stats.Direct++
+	}
+	if d == HostToDevice {
+		sb.stats.BytesUp += int64(bytes)
+	} else {
+		sb.stats.BytesDown += int64(bytes)
+	}
 }
 
 // upload copies host to the device at d after the work queued on s. The
@@ -201,14 +302,16 @@ var minPipeChunk = 512 << 10
 
 // chunking is how a pipelined transfer of n bytes is cut: in pipeSplit
 // chunks of size bytes or more, at least minPipeChunk and at most a slot.
-// A transfer of chunks of a whole slot ramps, where ramps says the slots
-// are of ChunkBytes (as StagingPipeline.ChunkBytes documents): an upload
-// starts with chunks of an eighth, an eighth, a quarter and a half of one,
-// so that the DMA engine starts once an eighth is copied instead of a whole
-// slot; a download ends so, mirrored, so that the last copy out is short.
+// A transfer of chunks of a whole slot ramps, where fullSlots says the
+// slots are of ChunkBytes (as StagingPipeline.ChunkBytes documents): an
+// upload starts with chunks of an eighth, an eighth, a quarter and a half
+// of one, so that the DMA engine starts once an eighth is copied instead of
+// a whole slot; a download ends so, mirrored, so that the last copy out is
+// short.
 type chunking struct {
 	n, size, count int
-	ramp, up       bool
+	ramp           bool
+	dir            Direction
 }
 
 // rotateDownloads says whether a download's slots start where the last
@@ -223,11 +326,11 @@ type chunking struct {
 // cached, and tied rotating. A variable for the benchmark.
 var rotateDownloads = true
 
-func cut(n, slotBytes int, ramps, up bool) chunking {
+func cut(n, slotBytes int, fullSlots bool, d Direction) chunking {
 	q := (n + pipeSplit - 1) / pipeSplit
 	q = (q + StagingGranularity - 1) / StagingGranularity * StagingGranularity
-	c := chunking{n: n, size: min(max(q, minPipeChunk), slotBytes), up: up}
-	if c.ramp = ramps && c.size == slotBytes && n >= 2*slotBytes && slotBytes >= 8*StagingGranularity; c.ramp {
+	c := chunking{n: n, size: min(max(q, minPipeChunk), slotBytes), dir: d}
+	if c.ramp = fullSlots && c.size == slotBytes && n >= 2*slotBytes && slotBytes >= 8*StagingGranularity; c.ramp {
 		c.count = 4 + (n-1)/c.size // the ramp makes one chunk's worth
 	} else {
 		c.count = (n + c.size - 1) / c.size
@@ -240,7 +343,7 @@ func (c chunking) bounds(i int) (lo, hi int) {
 	if !c.ramp {
 		return i * c.size, min((i+1)*c.size, c.n)
 	}
-	if c.up {
+	if c.dir == HostToDevice {
 		return c.edge(i), c.edge(i + 1)
 	}
 	return c.n - c.edge(c.count-i), c.n - c.edge(c.count-1-i)
@@ -290,13 +393,14 @@ var streamBelow = [2]int{HostToDevice: 128 << 20, DeviceToHost: 4 << 20}
 // streaming stores.
 func streams(d Direction, n int) bool { return n < streamBelow[d&1] }
 
-// pipeline moves host to or from the device at d in chunks through pinned
-// memory cut in slots of slotBytes: while the DMA engine moves one chunk,
-// the copy workers copy others, every chunk in flight at once, each split
-// between several workers. Called with s's context bound. When it fails,
-// DMA it queued may still be running (the caller settles it: settle); no
-// copy between host and the pinned memory is.
-func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, pinned []byte, slotBytes int, p StagingPipeline, s *Stream) (err error) {
+// pipeline moves t.host to or from the device at t.dev in chunks through
+// t.pinned, cut in slots of t.slotBytes: while the DMA engine moves one
+// chunk, the copy workers copy others, every chunk in flight at once, each
+// split between several workers. Called with t.s's context bound. When it
+// fails, DMA it queued may still be running (the caller settles it:
+// settle); no copy between host and the pinned memory is.
+func (sb *StagingBuffer) pipeline(t transfer) (err error) {
+	op, s, up := t.op, t.s, t.dir == HostToDevice
 	// Wait for the work already queued on s before holding the copy
 	// workers, which spin until the transfer ends: that work may take
 	// seconds. What synchronous copies left on the legacy stream is the
@@ -309,16 +413,13 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		defer hostcopy.Release()
 	}
 	trace(stepHeld, 0)
-	c := cut(len(host), slotBytes, slotBytes == p.ChunkBytes, up)
+	c := cut(len(t.host), t.slotBytes, t.slotBytes == t.shape.ChunkBytes, t.dir)
 	nchunks := c.count
-	streaming := streams(HostToDevice, len(host))
-	if !up {
-		streaming = streams(DeviceToHost, len(host))
-	}
+	streaming := streams(t.dir, len(t.host))
 	// Chunks in flight: as many as the pinned memory holds, so that a
 	// transfer of a few chunks has them all copying at once. (slotsFor
 	// leaves room for two, or the transfer is one chunk.)
-	k := min(nchunks, len(pinned)/c.size)
+	k := min(nchunks, len(t.pinned)/c.size)
 	jobs := sb.copies[:k]
 	defer func() {
 		// On every way out: the copies read or write host, which is
@@ -329,7 +430,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	}()
 	base := 0
 	if !up && rotateDownloads {
-		if sb.rot+k*c.size > len(pinned) {
+		if sb.rot+k*c.size > len(t.pinned) {
 			sb.rot = 0
 		}
 		base, sb.rot = sb.rot, sb.rot+k*c.size
@@ -337,15 +438,15 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 	slot := func(i int) []byte {
 		lo, hi := c.bounds(i)
 		off := base + i%k*c.size
-		return pinned[off : off+hi-lo]
+		return t.pinned[off : off+hi-lo]
 	}
 	part := func(i int) []byte {
 		lo, hi := c.bounds(i)
-		return host[lo:hi]
+		return t.host[lo:hi]
 	}
 	dev := func(i int) driver.DevicePtr {
 		lo, _ := c.bounds(i)
-		return d + driver.DevicePtr(lo)
+		return t.dev + driver.DevicePtr(lo)
 	}
 	event := func(i int) *Event { return sb.events[i%k] }
 	// await waits for chunk i's DMA, copying meanwhile the parts left to
@@ -392,7 +493,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 					return err
 				}
 			}
-			jobs[i%k].Start(slot(i), part(i), p.Workers, streaming)
+			jobs[i%k].Start(slot(i), part(i), t.shape.Workers, streaming)
 			return nil
 		}
 		for i := range k {
@@ -435,7 +536,7 @@ func (sb *StagingBuffer) pipeline(op string, up bool, d driver.DevicePtr, host, 
 		if err := await(i, next); err != nil {
 			return err
 		}
-		jobs[i%k].Start(part(i), slot(i), p.Workers, streaming)
+		jobs[i%k].Start(part(i), slot(i), t.shape.Workers, streaming)
 		// Chunk i-1+k goes into the slot chunk i-1 was copied out of.
 		if next := i - 1 + k; i > 0 && next < nchunks {
 			jobs[(i-1)%k].Await()

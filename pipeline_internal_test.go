@@ -32,7 +32,11 @@ func TestCut(t *testing.T) {
 		{n: 1 << 20, slot: 128 << 10, count: 8, first: 128 << 10, last: 128 << 10},
 	} {
 		t.Run(fmt.Sprintf("%d/slot=%d/up=%v", tt.n, tt.slot, tt.up), func(t *testing.T) {
-			c := cut(tt.n, tt.slot, true, tt.up)
+			d := DeviceToHost
+			if tt.up {
+				d = HostToDevice
+			}
+			c := cut(tt.n, tt.slot, true, d)
 			if c.count != tt.count || c.ramp != tt.ramp {
 				t.Fatalf("%d chunks, ramp %v; want %d, %v", c.count, c.ramp, tt.count, tt.ramp)
 			}
@@ -72,19 +76,19 @@ func TestSlotsFor(t *testing.T) {
 	for _, p := range shapes {
 		for _, held := range []int{0, g, 2 * g, 3 * g, 5 * g, 8 * g, 17 * g, 1 << 20, 3<<20 + g, 9 << 20, 31 << 20, 64 << 20} {
 			for _, n := range []int{1, g - 1, g, g + 1, 2*g + 5, 300 << 10, 1 << 20, 1<<20 + 1, 5 << 20, 9 << 20, 40 << 20} {
-				for _, up := range []bool{true, false} {
-					count, size := p.slotsFor(n, held, up)
-					name := fmt.Sprintf("chunk=%d/slots=%d/held=%d/n=%d/up=%v: %d slots of %d", p.ChunkBytes, p.Slots, held, n, up, count, size)
+				for _, d := range []Direction{HostToDevice, DeviceToHost} {
+					count, size := p.slotsFor(n, held, d)
+					name := fmt.Sprintf("chunk=%d/slots=%d/held=%d/n=%d/%v: %d slots of %d", p.ChunkBytes, p.Slots, held, n, d, count, size)
 					if size <= 0 || size%g != 0 || count < 1 || count > p.Slots {
 						t.Fatalf("%s: want 1 to Slots slots of whole steps", name)
 					}
-					if c := cut(n, size, false, up); c.size > p.ChunkBytes {
+					if c := cut(n, size, false, d); c.size > p.ChunkBytes {
 						t.Fatalf("%s: chunks of %d, more than ChunkBytes", name, c.size)
 					}
 					if n <= held && held < p.Slots*p.ChunkBytes && count*size > held {
 						t.Fatalf("%s: more than the %d bytes held", name, held)
 					}
-					c := cut(n, size, size == p.ChunkBytes, up)
+					c := cut(n, size, size == p.ChunkBytes, d)
 					k := min(c.count, count*size/c.size)
 					if k < min(c.count, 2) || k > max(p.Slots, pipeSplit) || k > maxPipeSlots {
 						t.Fatalf("%s: %d chunks, %d in flight", name, c.count, k)
@@ -98,8 +102,8 @@ func TestSlotsFor(t *testing.T) {
 			}
 		}
 	}
-	count, size := DefaultStagingPipeline().slotsFor(1<<20, 1<<20, true)
-	if c := cut(1<<20, size, false, true); count != 2 || size != 512<<10 || c.count != 2 || c.ramp {
+	count, size := DefaultStagingPipeline().slotsFor(1<<20, 1<<20, HostToDevice)
+	if c := cut(1<<20, size, false, HostToDevice); count != 2 || size != 512<<10 || c.count != 2 || c.ramp {
 		t.Errorf("1 MiB held, 1 MiB moved: %d slots of %d, %d chunks (ramp %v); want 2 of 512 KiB, 2 chunks", count, size, c.count, c.ramp)
 	}
 }

@@ -6,8 +6,15 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/hostcopy"
 )
+
+// This file is the StagingBuffer's face: its types, options and methods,
+// the checks of their arguments, and the route each transfer takes. What
+// carries a transfer out (the pinned memory, the events, the counters, the
+// staged and direct copies and the pipeline) is in pipeline.go.
 
 // StagingGranularity is the step in which a StagingBuffer's pinned memory
 // grows.
@@ -298,19 +305,6 @@ func (sb *StagingBuffer) Options() StagingOptions {
 	return o
 }
 
-// acquire marks sb in use by one call, until done.
-func (sb *StagingBuffer) acquire(op string) error {
-	if sb == nil {
-		return errorf(op, ErrInvalidValue, "nil *StagingBuffer")
-	}
-	if !sb.busy.CompareAndSwap(false, true) {
-		return errorf(op, ErrInvalidValue, "the staging buffer is in use by another call: a StagingBuffer is for one goroutine at a time")
-	}
-	return nil
-}
-
-func (sb *StagingBuffer) done() { sb.busy.Store(false) }
-
 // Capacity returns the pinned memory held, in bytes: 0 before first use.
 // While a transfer is under way it reports the memory held before it.
 func (sb *StagingBuffer) Capacity() int {
@@ -330,25 +324,6 @@ func (sb *StagingBuffer) Stats() StagingStats {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	return sb.stats
-}
-
-// count records a transfer that succeeded.
-func (sb *StagingBuffer) count(r route, d Direction, bytes int) {
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
-	switch r {
-	case routeStaged:
-		sb.stats.Staged++
-	case routePipelined:
-		sb.stats.Pipelined++
-	default:
-		sb.stats.Direct++
-	}
-	if d == HostToDevice {
-		sb.stats.BytesUp += int64(bytes)
-	} else {
-		sb.stats.BytesDown += int64(bytes)
-	}
 }
 
 // AutoStageMaxBytes returns the size up to which Upload and Download stage
@@ -398,57 +373,6 @@ func (sb *StagingBuffer) Reserve(ctx *Context, bytes int) error {
 	return sb.reserve(op, ctx, bytes)
 }
 
-func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
-	if bytes <= 0 {
-		return errorf(op, ErrInvalidValue, "%d bytes; want a positive size", bytes)
-	}
-	if bytes > math.MaxInt-(StagingGranularity-1) {
-		return errorf(op, ErrInvalidValue, "%d bytes overflow when rounded up to %d", bytes, StagingGranularity)
-	}
-	if sb.usable() && sb.mem.Len() >= bytes {
-		return nil
-	}
-	if err := sb.freeMem(); err != nil {
-		return err
-	}
-	rounded := (bytes + StagingGranularity - 1) / StagingGranularity * StagingGranularity
-	mem, err := AllocPinned[byte](ctx, rounded)
-	if err != nil {
-		return err
-	}
-	sb.setMem(mem)
-	sb.mu.Lock()
-	sb.stats.Allocations++
-	sb.mu.Unlock()
-	return nil
-}
-
-// setMem makes mem the pinned memory held (nil: none), and Capacity say so.
-func (sb *StagingBuffer) setMem(mem *PinnedBuffer[byte]) {
-	sb.mem = mem
-	sb.mu.Lock()
-	sb.capacity = mem.Len()
-	sb.mu.Unlock()
-}
-
-// freeMem frees the pinned memory held, if any.
-func (sb *StagingBuffer) freeMem() error {
-	if sb.mem == nil {
-		return nil
-	}
-	if err := sb.mem.Free(); err != nil {
-		return err
-	}
-	sb.setMem(nil)
-	return nil
-}
-
-// usable reports whether the pinned memory held can be used: it is gone
-// when the context it was allocated in was closed.
-func (sb *StagingBuffer) usable() bool {
-	return sb.mem != nil && !sb.mem.ctx.isClosed() && sb.mem.Data() != nil
-}
-
 // ShrinkToFit releases the pinned memory; capacity returns to 0 and the
 // counters stay. The next transfer pins again.
 func (sb *StagingBuffer) ShrinkToFit() error {
@@ -478,26 +402,6 @@ func (sb *StagingBuffer) Close() error {
 	return errors.Join(sb.freeMem(), sb.freeRetired(), sb.closeEvents())
 }
 
-// closeEvents closes the pipeline's events, keeping those whose Close
-// failed.
-func (sb *StagingBuffer) closeEvents() (err error) {
-	sb.events, err = releaseEach(sb.events, (*Event).Close)
-	if sb.events == nil {
-		sb.evCtx = nil
-	}
-	return err
-}
-
-// staging returns n bytes of pinned memory, growing it in ctx if needed.
-func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error) {
-	if !sb.usable() || sb.mem.Len() < n {
-		if err := sb.reserve(op, ctx, n); err != nil {
-			return nil, err
-		}
-	}
-	return sb.mem.Data()[:n], nil
-}
-
 // checkTransfer validates a transfer of n elements of T against buf.
 func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) error {
 	// T needs no check of its own: only a T fit for device memory makes a
@@ -518,15 +422,6 @@ func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) err
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
 	return s.capturing(op, "a staging buffer's transfer waits for its copies, which a capture does not run; transfer outside the capture")
-}
-
-// asElems views pinned bytes as n elements of T, checking alignment.
-func asElems[T any](op string, b []byte, n int) ([]T, error) {
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	if uintptr(p)%alignOf[T]() != 0 {
-		return nil, errorf(op, ErrInvalidValue, "pinned memory at %p is not aligned for %T", p, *new(T))
-	}
-	return unsafe.Slice((*T)(p), n), nil
 }
 
 // UploadWith uploads n elements to dst, letting fill write them straight
@@ -648,4 +543,51 @@ func Download[T any](sb *StagingBuffer, dst []T, src *DeviceBuffer[T], s *Stream
 	err := sb.transfer(op, DeviceToHost, src.mem, src.ptr, bytesOf(dst), s)
 	runtime.KeepAlive(dst)
 	return err
+}
+
+// The route: which path a transfer takes, chosen here; move (pipeline.go)
+// carries it out.
+
+type route int
+
+const (
+	routeDirect route = iota
+	routeStaged
+	routePipelined
+)
+
+// route chooses the path for a transfer of n bytes of host memory, locked
+// if page-locked, in direction d, staged up to stageMax bytes.
+func (p StagingPipeline) route(n int, locked bool, stageMax int, d Direction) route {
+	switch {
+	case locked:
+		return routeDirect
+	case n <= stageMax:
+		return routeStaged
+	case n >= p.minBytes(d):
+		return routePipelined
+	}
+	return routeDirect
+}
+
+// minBytes is the size from which transfers in direction d are pipelined.
+func (p StagingPipeline) minBytes(d Direction) int {
+	if d == HostToDevice {
+		return p.UploadMinBytes
+	}
+	return p.DownloadMinBytes
+}
+
+// transfer moves host to or from the device memory at ptr of mem, on s,
+// by the route the options and the threshold choose, and counts it once it
+// succeeded.
+func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr driver.DevicePtr, host []byte, s *Stream) error {
+	trace(stepStart, 0)
+	p := sb.opts.pipeline()
+	locked := pageLocked(host)
+	r := p.route(len(host), locked, sb.stageMaxBytes(d), d)
+	if r == routePipelined && len(host) < p.WarmBelowBytes && !hostcopy.Awake() {
+		r = routeDirect
+	}
+	return sb.move(r, locked, mem, transfer{op: op, dir: d, dev: ptr, host: host, shape: p, s: s})
 }
