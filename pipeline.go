@@ -365,17 +365,6 @@ func (c chunking) edge(j int) int {
 // several such pipelines at once (hostcopy.BoardSlots; TestCopyBoardSlots).
 const maxPipeSlots = 16
 
-// The copy engine's bounds, as the pipeline's settings see them:
-// StagingPipeline.Workers is at most maxCopyWorkers, and WarmBelowBytes
-// defaults to the size from which a copy wakes blocked workers.
-const (
-	maxCopyWorkers = hostcopy.MaxWorkers
-	wakeWorthBytes = hostcopy.WakeWorthBytes
-)
-
-// copyJob is the copy of one chunk in flight (StagingBuffer.copies).
-type copyJob = hostcopy.Job
-
 // streamBelow is, by direction, the transfer size below which the staging
 // pipeline's copies between host memory and pinned memory use streaming
 // (non-temporal) stores: they write to memory without reading the
@@ -457,7 +446,7 @@ func (sb *StagingBuffer) pipeline(t transfer) (err error) {
 	// start while the DMA engine, done with the first two, stood idle, a
 	// fixed cost of every transfer that held large uploads back:
 	// BenchmarkPipelineTimeline shows it.)
-	await := func(i int, next *copyJob) error {
+	await := func(i int, next *hostcopy.Job) error {
 		if next != nil {
 			next.CopyUnclaimed()
 		}
@@ -529,7 +518,7 @@ func (sb *StagingBuffer) pipeline(t transfer) (err error) {
 		}
 	}
 	for i := range nchunks {
-		var next *copyJob // the copy awaited after this DMA
+		var next *hostcopy.Job // the copy awaited after this DMA
 		if i > 0 {
 			next = &jobs[(i-1)%k]
 		}

@@ -83,8 +83,8 @@ func DefaultStagingPipeline() StagingPipeline {
 		DownloadMinBytes: 128 << 10,
 		ChunkBytes:       4 << 20,
 		Slots:            8,
-		Workers:          min(runtime.GOMAXPROCS(0), maxCopyWorkers),
-		WarmBelowBytes:   wakeWorthBytes,
+		Workers:          min(runtime.GOMAXPROCS(0), hostcopy.MaxWorkers),
+		WarmBelowBytes:   hostcopy.WakeWorthBytes,
 	}
 }
 
@@ -152,8 +152,8 @@ func (o StagingOptions) check(op string) error {
 		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.ChunkBytes %d: want a positive multiple of %d", p.ChunkBytes, StagingGranularity)
 	case p.Slots < 2 || p.Slots > maxPipeSlots:
 		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.Slots %d: want 2 to %d", p.Slots, maxPipeSlots)
-	case p.Workers < 1 || p.Workers > maxCopyWorkers:
-		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.Workers %d: want 1 to %d", p.Workers, maxCopyWorkers)
+	case p.Workers < 1 || p.Workers > hostcopy.MaxWorkers:
+		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.Workers %d: want 1 to %d", p.Workers, hostcopy.MaxWorkers)
 	case p.WarmBelowBytes < 0:
 		return errorf(op, ErrInvalidValue, "StagingOptions.Pipeline.WarmBelowBytes %d: want a size, or 0 to pipeline awake or not", p.WarmBelowBytes)
 	case p.ChunkBytes > math.MaxInt/p.Slots:
@@ -246,8 +246,8 @@ type StagingBuffer struct {
 	retired []retiredMem // memory a failed transfer's copies may still use
 	events  []*Event     // one per pipeline slot, in evCtx
 	evCtx   *Context
-	copies  [maxPipeSlots]copyJob // the copy of each chunk in flight
-	rot     int                   // where the next download's slots start (rotateDownloads)
+	copies  [maxPipeSlots]hostcopy.Job // the copy of each chunk in flight
+	rot     int                        // where the next download's slots start (rotateDownloads)
 }
 
 // NewStagingBuffer returns a staging buffer with bytes of pinned memory
