@@ -43,7 +43,7 @@
 // GOCUDA_LIBCUBLAS and GOCUDA_LIBCUBLASLT name other files.
 package cublas
 
-//go:generate go run ../internal/driver/gen -in ../internal/lib/cublas/status.txt -backend lib-public -pkg cublas -out zerrors.go
+//go:generate go run ../internal/driver/gen -in ../internal/lib/cublas/status.txt -backend lib-public -pkg cublas -out zstatus.go
 
 import (
 	cuda "github.com/gocuda/cuda"

@@ -31,7 +31,7 @@
 // names another file.
 package cufft
 
-//go:generate go run ../internal/driver/gen -in ../internal/lib/cufft/status.txt -backend lib-public -pkg cufft -out zerrors.go
+//go:generate go run ../internal/driver/gen -in ../internal/lib/cufft/status.txt -backend lib-public -pkg cufft -out zstatus.go
 
 import (
 	cuda "github.com/gocuda/cuda"

@@ -28,7 +28,7 @@
 // wheels (nvidia/cu13, nvidia/curand); GOCUDA_LIBCURAND names another file.
 package curand
 
-//go:generate go run ../internal/driver/gen -in ../internal/lib/curand/status.txt -backend lib-public -pkg curand -out zerrors.go
+//go:generate go run ../internal/driver/gen -in ../internal/lib/curand/status.txt -backend lib-public -pkg curand -out zstatus.go
 
 import (
 	cuda "github.com/gocuda/cuda"

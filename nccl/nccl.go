@@ -46,7 +46,7 @@
 // Python package installs). NewComm needs NCCL 2.23 or later.
 package nccl
 
-//go:generate go run ../internal/driver/gen -in ../internal/lib/nccl/status.txt -backend lib-public -pkg nccl -out zerrors.go
+//go:generate go run ../internal/driver/gen -in ../internal/lib/nccl/status.txt -backend lib-public -pkg nccl -out zstatus.go
 
 import (
 	"errors"

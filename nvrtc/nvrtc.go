@@ -8,7 +8,7 @@
 // another file.
 package nvrtc
 
-//go:generate go run ../internal/driver/gen -in ../internal/lib/nvrtc/status.txt -backend lib-public -pkg nvrtc -out zerrors.go
+//go:generate go run ../internal/driver/gen -in ../internal/lib/nvrtc/status.txt -backend lib-public -pkg nvrtc -out zstatus.go
 
 import (
 	"fmt"

@@ -116,7 +116,7 @@ func TestPublicWords(t *testing.T) {
 }
 
 // TestGenerateLibPublic: -backend lib-public over each internal/lib
-// package's status.txt gives the zerrors.go committed in the public
+// package's status.txt gives the zstatus.go committed in the public
 // package, as go generate would; and what differs between packages comes
 // from the table.
 func TestGenerateLibPublic(t *testing.T) {
@@ -128,17 +128,17 @@ func TestGenerateLibPublic(t *testing.T) {
 		pkg := filepath.Base(filepath.Dir(status))
 		t.Run(pkg, func(t *testing.T) {
 			in := "../internal/lib/" + pkg + "/status.txt"
-			command := "internal/driver/gen -in " + in + " -backend lib-public -pkg " + pkg + " -out zerrors.go"
+			command := "internal/driver/gen -in " + in + " -backend lib-public -pkg " + pkg + " -out zstatus.go"
 			got, err := generate(status, "lib-public", pkg, command)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := os.ReadFile(filepath.Join("../../..", pkg, "zerrors.go"))
+			want, err := os.ReadFile(filepath.Join("../../..", pkg, "zstatus.go"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != string(want) {
-				t.Errorf("%s/zerrors.go is not what go generate makes of %s: run go generate ./%s", pkg, status, pkg)
+				t.Errorf("%s/zstatus.go is not what go generate makes of %s: run go generate ./%s", pkg, status, pkg)
 			}
 			gen, err := os.ReadFile(filepath.Join("../../..", pkg, pkg+".go"))
 			if err != nil {

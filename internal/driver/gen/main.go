@@ -21,7 +21,7 @@
 //	go run ./gen -in enums.txt -backend enums-c -out ../fakecuda/csrc/zenums.h
 //	go run ../../driver/gen -in prototypes.txt -backend lib -pkg cufft -out zcalls.go
 //	go run ../../driver/gen -in status.txt -backend lib-status -pkg cufft -out zstatus.go
-//	go run ../internal/driver/gen -in ../internal/lib/cufft/status.txt -backend lib-public -pkg cufft -out zerrors.go
+//	go run ../internal/driver/gen -in ../internal/lib/cufft/status.txt -backend lib-public -pkg cufft -out zstatus.go
 //
 // # The library backend
 //
@@ -90,7 +90,7 @@
 //	text alone|coded <the field's comment>   a Text field, printed as the code alone (it names
 //	                                         the code) or coded, as "Text (C name)"
 //
-// "-backend lib-public" writes the public package's zerrors.go: its Result
+// "-backend lib-public" writes the public package's zstatus.go: its Result
 // (a constant per code, Result and the Go name: ResultInvalidSize, as the
 // raw one; String and Error, so that errors.Is matches a code), its Error
 // (Op, Call, Code, Text where the table says, Err, Detail; Error, Unwrap,
