@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs each fuzz target of packages cuda and safetensors against the fake driver for a while
+# Runs each fuzz target of packages cuda, safetensors and internal/ndshape against the fake driver for a while
 # (FUZZTIME, default 10s), one after another: go test runs one target at a
 # time. The fake holds FAKECUDA_MEMORY bytes of device and of page-locked
 # memory (256 MiB here), so that large generated sizes meet
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 fuzztime=${1:-10s}
 export GOCUDA_TEST_DRIVER=fake FAKECUDA_MEMORY=$((256 << 20))
 failed=0
-for pkgtarget in $(for pkg in . ./safetensors; do go test -list '^Fuzz' $pkg | grep '^Fuzz' | sed "s|^|$pkg:|"; done); do
+for pkgtarget in $(for pkg in . ./safetensors ./internal/ndshape; do go test -list '^Fuzz' $pkg | grep '^Fuzz' | sed "s|^|$pkg:|"; done); do
 	pkg=${pkgtarget%%:*} target=${pkgtarget#*:}
 	echo "== $pkg $target ($fuzztime)"
 	corpus=$pkg/testdata/fuzz/$target
