@@ -169,16 +169,11 @@ func NewElementwise(spec ElementwiseSpec) (*Elementwise, error) {
 	}
 	k.body = spec.Operation
 	k.ps = k.params()
-	allRaw := true
 	for _, p := range k.ps {
 		k.readOnly = append(k.readOnly, k.isInput(p.name) && !k.inplace[p.name])
-		allRaw = allRaw && p.raw
 	}
 	if len(k.ps) > maxParams {
 		return nil, errorf(op, cuda.ErrInvalidValue, "InParams and OutParams declare %d parameters: at most %d", len(k.ps), maxParams)
-	}
-	if allRaw {
-		return nil, errorf(op, cuda.ErrInvalidValue, "every parameter is raw: the element count n is the length of the buffers that are not raw, and a kernel needs one")
 	}
 	return k, nil
 }
@@ -283,6 +278,10 @@ func (k *Elementwise) source(buffer []bool) string {
 		if vector(j) {
 			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec(p)))
 		}
+	}
+	if len(aligned) == 0 {
+		// Every buffer is raw (LaunchN): only the scalar loop.
+		aligned = append(aligned, "false")
 	}
 	fmt.Fprintf(&b, "\tif (%s) {\n", strings.Join(aligned, " && "))
 	fmt.Fprintf(&b, "\t\tconst long long gocuda_vectors = n / %d;\n", width)
@@ -416,10 +415,27 @@ func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, e
 // input is given once, as the input). Every buffer must have the same
 // length, the element count, and belong to s's context; the outputs are
 // buffers. A raw parameter is a buffer of any length (of s's context too),
-// and there must be a buffer not raw, whose length is the count. Zero
-// elements launch nothing.
+// and there must be a buffer not raw, whose length is the count (else
+// LaunchN). Zero elements launch nothing.
 func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
-	const op = "Elementwise.Launch"
+	return k.launchArgs("Elementwise.Launch", s, -1, args)
+}
+
+// LaunchN runs the kernel on s over n elements, i from 0 to n-1, as Launch
+// does, for a kernel whose parameters may all be raw (CuPy's size
+// argument): a strided or broadcast operation that computes every
+// buffer's index from i itself. Buffers not raw, if any, must have n
+// elements.
+func (k *Elementwise) LaunchN(s *cuda.Stream, n int, args ...any) error {
+	const op = "Elementwise.LaunchN"
+	if n < 0 {
+		return errorf(op, cuda.ErrInvalidValue, "n is %d: the element count cannot be negative", n)
+	}
+	return k.launchArgs(op, s, n, args)
+}
+
+// launchArgs is Launch (n < 0: the count is the buffers') and LaunchN.
+func (k *Elementwise) launchArgs(op string, s *cuda.Stream, n int, args []any) error {
 	if k == nil || k.variants == nil {
 		return errorf(op, cuda.ErrInvalidValue, "nil or zero *Elementwise: make one with NewElementwise")
 	}
@@ -439,12 +455,13 @@ func (k *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 		}
 		as[j] = a
 	}
-	return k.run(op, s, as)
+	return k.run(op, s, as, n)
 }
 
 // run checks the arguments' buffers, each named as the caller's call names
-// it, and launches: Launch's arguments, or a standard operation's.
-func (k *Elementwise) run(op string, s *cuda.Stream, as []arg) error {
+// it, and launches over n elements (n < 0: as many as the buffers not raw
+// have): Launch's arguments, or a standard operation's.
+func (k *Elementwise) run(op string, s *cuda.Stream, as []arg, n int) error {
 	if err := checkBuffers(op, s, as); err != nil {
 		return err
 	}
@@ -458,12 +475,21 @@ func (k *Elementwise) run(op string, s *cuda.Stream, as []arg) error {
 			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, and %s %d: every buffer must have as many%s", as[j].name, as[j].n, as[first].name, as[first].n, k.rawAside())
 		}
 	}
-	if first < 0 {
+	switch {
+	case n >= 0 && first >= 0 && as[first].n != n:
+		return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, and n is %d: every buffer not raw must have n", as[first].name, as[first].n, n)
+	case n >= 0:
+	case first < 0:
 		// Only raw buffers: nothing says how many elements there are
 		// (CuPy asks for a size then).
-		return errorf(op, cuda.ErrInvalidValue, "every buffer given is raw: the element count n is the length of the buffers that are not raw; give one (%s) as a buffer", k.unraw())
+		if k.unraw() == "" {
+			return errorf(op, cuda.ErrInvalidValue, "every parameter is raw: give the element count with LaunchN")
+		}
+		return errorf(op, cuda.ErrInvalidValue, "every buffer given is raw: the element count n is the length of the buffers that are not raw; give one (%s) as a buffer, or the count with LaunchN", k.unraw())
+	default:
+		n = as[first].n
 	}
-	return k.launch(op, s, as, as[first].n)
+	return k.launch(op, s, as, n)
 }
 
 // rawAside is what the length check says of a kernel with raw parameters.

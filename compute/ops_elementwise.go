@@ -90,7 +90,7 @@ func run[T cuda.Number](op, name, in, out, body string, s *cuda.Stream, as ...ar
 	if err != nil {
 		return rename(op, err)
 	}
-	return k.run(op, s, as)
+	return k.run(op, s, as, -1)
 }
 
 // rename makes an error of declaring a standard kernel name the operation.
@@ -133,7 +133,7 @@ func Cast[To, From cuda.Number](dst *cuda.DeviceBuffer[To], src *cuda.DeviceBuff
 		return rename(op, err)
 	}
 	as := [2]arg{bufArg("src", src), bufArg("dst", dst)}
-	return k.run(op, s, as[:])
+	return k.run(op, s, as[:], -1)
 }
 
 // binary bodies: a and b, into y.

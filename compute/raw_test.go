@@ -117,7 +117,6 @@ func TestRawDeclarationErrors(t *testing.T) {
 		{"unknown type", `InParams: "float" is not a type`, ew("raw float x", "float32 y")},
 		{"bad name", `OutParams: "_y" is not a name`, ew("float32 x", "raw float32 _y")},
 		{"reserved name", `InParams: "i" is reserved`, ew("raw float32 i", "float32 y")},
-		{"every parameter raw", "every parameter is raw: the element count n is the length of the buffers that are not raw", ew("raw float32 x", "raw float32 y")},
 		{"raw input, plain output", "OutParams: x is raw in one list and not in the other", ew("raw float32 x, float32 w", "float32 x")},
 		{"plain input, raw output", "OutParams: x is raw in one list and not in the other", ew("float32 x, float32 w", "raw float32 x")},
 		{"reduction", "NewReduction: invalid value: InParams: x is raw: only an Elementwise takes raw parameters", second(compute.NewReduction(compute.ReductionSpec{
@@ -149,6 +148,7 @@ func TestRawLaunchErrors(t *testing.T) {
 	s := cudatest.Stream(t, ctx)
 	gather := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "gather", InParams: "raw float32 x, int64 idx", OutParams: "float32 y", Operation: "y = x[idx]"}))(t)
 	scatter := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "scatter", InParams: "float32 v, int64 idx", OutParams: "raw float32 y", Operation: "y[idx] = v"}))(t)
+	allRaw := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "copy", InParams: "raw float32 x", OutParams: "raw float32 y", Operation: "y[i] = x[i]"}))(t)
 	buf := func(n int) *cuda.DeviceBuffer[float32] {
 		t.Helper()
 		b := must(cuda.Zeroed[float32](ctx, n))(t)
@@ -173,6 +173,10 @@ func TestRawLaunchErrors(t *testing.T) {
 		{"lengths", "y has 7 elements, and idx 8: every buffer must have as many, raw ones aside", gather.Launch(s, x, idx, short)},
 		{"only raw buffers", "every buffer given is raw: the element count n is the length of the buffers that are not raw; give one (float32 v) as a buffer",
 			must(compute.NewElementwise(compute.ElementwiseSpec{Name: "fill", InParams: "float32 v", OutParams: "raw float32 y", Operation: "y[i] = v"}))(t).Launch(s, float32(1), y)},
+		{"every parameter raw", "every parameter is raw: give the element count with LaunchN", allRaw.Launch(s, x, y)},
+		{"negative n", "n is -1: the element count cannot be negative", allRaw.LaunchN(s, -1, x, y)},
+		{"n and a buffer", "y has 7 elements, and n is 8: every buffer not raw must have n",
+			must(compute.NewElementwise(compute.ElementwiseSpec{Name: "fill", InParams: "float32 v", OutParams: "float32 y", Operation: "y = v"}))(t).LaunchN(s, 8, float32(1), short)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if !errors.Is(tt.err, cuda.ErrInvalidValue) || !strings.Contains(tt.err.Error(), tt.want) {
@@ -220,6 +224,33 @@ func TestRawGather(t *testing.T) {
 			for i, g := range cudatest.Download(t, dy) {
 				if g != x[idx[i]] {
 					t.Fatalf("y[%d] = %v, want x[%d] = %v", i, g, idx[i], x[idx[i]])
+				}
+			}
+		})
+	}
+}
+
+// TestLaunchN: a kernel whose every parameter is raw runs over the count
+// LaunchN gives: a strided copy (every other element of x, reversed, into
+// every third of y), the others of y untouched, against Go.
+func TestLaunchN(t *testing.T) {
+	e := gpu(t)
+	k := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "strided", InParams: "raw float32 x, int64 xs", OutParams: "raw float32 y",
+		Operation: "y[3 * i] = x[(n - 1 - i) * xs]"}))(t)
+	for _, n := range rawSizes {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			x := randoms[float32](2*n, -100, 100)
+			y := randoms[float32](3*n, -100, 100)
+			dy := cudatest.Upload(t, e.ctx, y)
+			if err := k.LaunchN(e.s, n, cudatest.Upload(t, e.ctx, x), int64(2), dy); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				y[3*i] = x[(n-1-i)*2]
+			}
+			for i, g := range cudatest.Download(t, dy) {
+				if g != y[i] {
+					t.Fatalf("y[%d] = %v, want %v", i, g, y[i])
 				}
 			}
 		})
