@@ -92,8 +92,8 @@ type ElementwiseSpec struct {
 // to the half (a raw half is no pointer: x + j and &x[j] do not compile).
 // A raw parameter must be given a buffer, of any length, and takes no
 // part in the element count: every buffer not raw has n elements, and a
-// kernel needs one at Launch (an error otherwise: there is no size to
-// give in its place, as CuPy's size argument). The operation still runs
+// kernel needs one at Launch, or the count given with LaunchN (CuPy's size
+// argument), where every parameter may be raw. The operation still runs
 // once per element i < n, in the vector loop too, where the buffers not
 // raw are aligned for it: bounds are the operation's to check, against n
 // or a length it is given. A raw output is the buffer itself: elements
