@@ -1,0 +1,36 @@
+// Package nd is n-dimensional arrays on the GPU, as NumPy's and CuPy's
+// ndarray: an Array[T] has a shape, strides in elements (0 for a
+// broadcast axis, negative for a reversed one) and an offset into device
+// memory, and operations on arrays allocate their results, so that array
+// code in Go reads as it does in CuPy:
+//
+//	x, _ := nd.FromSlice(s, data, 4, 3)     // a 4×3 matrix on stream s
+//	bias, _ := nd.FromSlice(s, b, 3)        // one value per column
+//	y, _ := nd.Add(x, bias)                 // bias added to every row
+//	z, _ := nd.Exp(y.T())                   // a transposed view, no copy
+//	fmt.Println(z)                          // printed as NumPy prints
+//
+// # Arrays and views
+//
+// Constructors (Empty, Zeros, Ones, Full, FromSlice, FromBuffer, Arange,
+// Linspace, Eye) allocate on a stream, in stream order. Reshape, Permute,
+// T, Slice, Index, At, BroadcastTo, Expand, Squeeze and Unsqueeze return
+// views of the same memory (Reshape copies where the strides allow no
+// view, as NumPy's); writing through a view writes its base. Free releases
+// an array's own memory and closes its views.
+//
+// # Operations
+//
+// Elementwise operations (Add, Mul, Pow, Maximum, comparisons giving
+// masks of Bool, Where, Clip, Exp, Gelu, Cast, ...) take arrays of any
+// shapes and strides, broadcast together by NumPy's rules, with Scalar for
+// a number; each has an Into form that writes into an array given. Each
+// is one CUDA C expression, compiled by package compute into a kernel for
+// the pattern of its operands: where every operand is contiguous the
+// kernel reads and writes 16 bytes at a time, as compute's own operations
+// do; otherwise it computes each operand's offset from the element's
+// index, over the fewest axes the operands' layouts merge into.
+//
+// Operations need NVRTC (see package compute); the arrays, their views
+// and their reading and printing do not.
+package nd

@@ -1,0 +1,517 @@
+package nd
+
+import (
+	"fmt"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/ndshape"
+)
+
+// The elementwise operations, each an expression of kernels.go's engine.
+// Every one takes arrays of any shapes and strides, broadcast together as
+// NumPy broadcasts them (Scalar for a number), and either allocates its
+// result, a contiguous array of the broadcast shape on the operands'
+// stream, or (the Into form) writes into an array given, which must have
+// the broadcast shape and may be a view or one of the inputs (an input
+// that overlaps the output other than element for element is read from a
+// copy first, as NumPy does).
+
+// mathf names the C math function name for t: expf for float and the
+// halves, exp for double.
+func mathf(t ctype, name string) string {
+	if t.name == "float64" {
+		return name
+	}
+	return name + "f"
+}
+
+// resultStream is the stream of the first operand that is not a Scalar.
+func resultStream(op string, ops []operand) (*cuda.Stream, error) {
+	for _, o := range ops {
+		if !o.scalar {
+			return o.s, nil
+		}
+	}
+	return nil, errorf(op, cuda.ErrInvalidValue, "every operand is a Scalar: at least one must be an array on the GPU")
+}
+
+// run applies e to the inputs into a new array of their broadcast shape.
+func run[U Elem](op string, e expr, ins ...operand) (*Array[U], error) {
+	s, err := resultStream(op, ins)
+	if err != nil {
+		return nil, err
+	}
+	shapes := make([][]int, len(ins))
+	for j, in := range ins {
+		shapes[j] = in.layout.Shape()
+	}
+	shape, err := ndshape.Broadcast(shapes...)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := empty[U](op, s, shape)
+	if err != nil {
+		return nil, err
+	}
+	o, _ := operandOf(op, "out", out)
+	if err := apply(op, e, o, ins); err != nil {
+		out.Free()
+		return nil, err
+	}
+	return out, nil
+}
+
+// runInto applies e to the inputs into dst, which must have their
+// broadcast shape.
+func runInto[U Elem](op string, e expr, dst *Array[U], ins ...operand) error {
+	if err := writable(op, "dst", dst); err != nil {
+		return err
+	}
+	shapes := [][]int{dst.layout.Shape()}
+	for _, in := range ins {
+		shapes = append(shapes, in.layout.Shape())
+	}
+	shape, err := ndshape.Broadcast(shapes...)
+	if err != nil {
+		return wrap(op, err)
+	}
+	if fmt.Sprint(shape) != fmt.Sprint(dst.layout.Shape()) {
+		return errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the operands broadcast to %v", dst.layout.Shape(), shape)
+	}
+	o, err := operandOf(op, "dst", dst)
+	if err != nil {
+		return err
+	}
+	return apply(op, e, o, ins)
+}
+
+// operands makes the operands of arrays named a, b, c, ... in order.
+func operands[T Elem](op string, arrays ...*Array[T]) ([]operand, error) {
+	names := []string{"a", "b", "c"}
+	out := make([]operand, len(arrays))
+	for j, a := range arrays {
+		o, err := operandOf(op, names[j], a)
+		if err != nil {
+			return nil, err
+		}
+		out[j] = o
+	}
+	return out, nil
+}
+
+// unary and binary give an operation of one or two arrays of T, with a
+// result of U, in both forms.
+func unary[T, U Elem](op string, e func(ctype) expr, a *Array[T]) (*Array[U], error) {
+	ins, err := operands(op, a)
+	if err != nil {
+		return nil, err
+	}
+	return run[U](op, e(ctypeOf[T]()), ins...)
+}
+
+func unaryInto[T, U Elem](op string, e func(ctype) expr, dst *Array[U], a *Array[T]) error {
+	ins, err := operands(op, a)
+	if err != nil {
+		return err
+	}
+	return runInto(op, e(ctypeOf[T]()), dst, ins...)
+}
+
+func binary[T, U Elem](op string, e func(ctype) expr, a, b *Array[T]) (*Array[U], error) {
+	ins, err := operands(op, a, b)
+	if err != nil {
+		return nil, err
+	}
+	return run[U](op, e(ctypeOf[T]()), ins...)
+}
+
+func binaryInto[T, U Elem](op string, e func(ctype) expr, dst *Array[U], a, b *Array[T]) error {
+	ins, err := operands(op, a, b)
+	if err != nil {
+		return err
+	}
+	return runInto(op, e(ctypeOf[T]()), dst, ins...)
+}
+
+// fixed is an expression the same for every type.
+func fixed(name, code string) func(ctype) expr {
+	return func(ctype) expr { return expr{name: name, code: code} }
+}
+
+var (
+	addExpr = fixed("add", "x0 + x1")
+	subExpr = fixed("sub", "x0 - x1")
+	mulExpr = fixed("mul", "x0 * x1")
+	divExpr = fixed("div", "x0 / x1")
+	eqExpr  = fixed("eq", "x0 == x1")
+	neExpr  = fixed("ne", "x0 != x1")
+	ltExpr  = fixed("lt", "x0 < x1")
+	leExpr  = fixed("le", "x0 <= x1")
+	gtExpr  = fixed("gt", "x0 > x1")
+	geExpr  = fixed("ge", "x0 >= x1")
+	andExpr = fixed("and", "x0 != 0 && x1 != 0")
+	orExpr  = fixed("or", "x0 != 0 || x1 != 0")
+	notExpr = fixed("not", "x0 == 0")
+)
+
+// maxExpr and minExpr: NumPy's maximum and minimum, a NaN winning.
+func maxExpr(t ctype) expr {
+	if t.float {
+		return expr{name: "maximum", code: "x0 != x0 || x0 > x1 ? x0 : x1"}
+	}
+	return expr{name: "maximum", code: "x0 > x1 ? x0 : x1"}
+}
+
+func minExpr(t ctype) expr {
+	if t.float {
+		return expr{name: "minimum", code: "x0 != x0 || x0 < x1 ? x0 : x1"}
+	}
+	return expr{name: "minimum", code: "x0 < x1 ? x0 : x1"}
+}
+
+// powExpr: pow for floats; for integers, exact repeated squaring (a
+// negative exponent gives 0, or ±1 for a base of ±1, as integer division
+// would).
+func powExpr(t ctype) expr {
+	if t.float {
+		return expr{name: "pow", code: mathf(t, "pow") + "(x0, x1)"}
+	}
+	return expr{name: "pow", code: `long long b_ = x0, e_ = x1, p_ = 1;
+if (e_ < 0) { p_ = b_ == 1 ? 1 : b_ == -1 ? ((e_ & 1) ? -1 : 1) : 0; }
+else { while (e_ > 0) { if (e_ & 1) p_ *= b_; b_ *= b_; e_ >>= 1; } }
+r = p_;`}
+}
+
+// Add returns a + b, broadcast.
+func Add[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Add", addExpr, a, b) }
+
+// AddInto sets dst = a + b.
+func AddInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("AddInto", addExpr, dst, a, b) }
+
+// Sub returns a - b, broadcast.
+func Sub[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Sub", subExpr, a, b) }
+
+// SubInto sets dst = a - b.
+func SubInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("SubInto", subExpr, dst, a, b) }
+
+// Mul returns a · b, element by element, broadcast.
+func Mul[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Mul", mulExpr, a, b) }
+
+// MulInto sets dst = a · b.
+func MulInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("MulInto", mulExpr, dst, a, b) }
+
+// Div returns a / b, broadcast (for integers, truncated toward zero; a
+// division by zero gives an unspecified value, not an error).
+func Div[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Div", divExpr, a, b) }
+
+// DivInto sets dst = a / b.
+func DivInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("DivInto", divExpr, dst, a, b) }
+
+// Pow returns a raised to b, broadcast: exact for integers (a negative
+// exponent gives 0 but for bases ±1).
+func Pow[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Pow", powExpr, a, b) }
+
+// PowInto sets dst = a raised to b.
+func PowInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("PowInto", powExpr, dst, a, b) }
+
+// Maximum returns the larger of a and b, element by element (a NaN wins,
+// as NumPy's maximum).
+func Maximum[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Maximum", maxExpr, a, b) }
+
+// MaximumInto sets dst to the larger of a and b.
+func MaximumInto[T Elem](dst, a, b *Array[T]) error {
+	return binaryInto("MaximumInto", maxExpr, dst, a, b)
+}
+
+// Minimum returns the smaller of a and b, element by element (a NaN wins).
+func Minimum[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Minimum", minExpr, a, b) }
+
+// MinimumInto sets dst to the smaller of a and b.
+func MinimumInto[T Elem](dst, a, b *Array[T]) error {
+	return binaryInto("MinimumInto", minExpr, dst, a, b)
+}
+
+// Equal returns the mask of a == b, broadcast (a NaN equals nothing).
+func Equal[T Elem](a, b *Array[T]) (*Array[Bool], error) { return binary[T, Bool]("Equal", eqExpr, a, b) }
+
+// NotEqual returns the mask of a != b.
+func NotEqual[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+	return binary[T, Bool]("NotEqual", neExpr, a, b)
+}
+
+// Less returns the mask of a < b.
+func Less[T Elem](a, b *Array[T]) (*Array[Bool], error) { return binary[T, Bool]("Less", ltExpr, a, b) }
+
+// LessEqual returns the mask of a <= b.
+func LessEqual[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+	return binary[T, Bool]("LessEqual", leExpr, a, b)
+}
+
+// Greater returns the mask of a > b.
+func Greater[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+	return binary[T, Bool]("Greater", gtExpr, a, b)
+}
+
+// GreaterEqual returns the mask of a >= b.
+func GreaterEqual[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+	return binary[T, Bool]("GreaterEqual", geExpr, a, b)
+}
+
+// CompareInto sets dst to the mask of a compared with b by cmp: one of
+// "==", "!=", "<", "<=", ">", ">=".
+func CompareInto[T Elem](dst *Array[Bool], a, b *Array[T], cmp string) error {
+	const op = "CompareInto"
+	e, ok := map[string]func(ctype) expr{"==": eqExpr, "!=": neExpr, "<": ltExpr, "<=": leExpr, ">": gtExpr, ">=": geExpr}[cmp]
+	if !ok {
+		return errorf(op, cuda.ErrInvalidValue, "cmp is %q: want one of ==, !=, <, <=, >, >=", cmp)
+	}
+	return binaryInto(op, e, dst, a, b)
+}
+
+// LogicalAnd returns the mask of a and b both true (nonzero).
+func LogicalAnd(a, b *Array[Bool]) (*Array[Bool], error) {
+	return binary[Bool, Bool]("LogicalAnd", andExpr, a, b)
+}
+
+// LogicalOr returns the mask of a or b true (nonzero).
+func LogicalOr(a, b *Array[Bool]) (*Array[Bool], error) {
+	return binary[Bool, Bool]("LogicalOr", orExpr, a, b)
+}
+
+// LogicalNot returns the mask of a false (zero).
+func LogicalNot(a *Array[Bool]) (*Array[Bool], error) {
+	return unary[Bool, Bool]("LogicalNot", notExpr, a)
+}
+
+// IsNaN returns the mask of a's NaNs (all false for integers).
+func IsNaN[T Elem](a *Array[T]) (*Array[Bool], error) {
+	return unary[T, Bool]("IsNaN", func(t ctype) expr {
+		if t.float {
+			return expr{name: "isnan", code: "x0 != x0"}
+		}
+		return expr{name: "isnan", code: "0"}
+	}, a)
+}
+
+// Where returns, element by element, a where mask is true (nonzero) and b
+// elsewhere, the three broadcast together.
+func Where[T Elem](mask *Array[Bool], a, b *Array[T]) (*Array[T], error) {
+	const op = "Where"
+	ins, err := whereOperands(op, mask, a, b)
+	if err != nil {
+		return nil, err
+	}
+	return run[T](op, whereExpr, ins...)
+}
+
+// WhereInto sets dst to a where mask is true and b elsewhere.
+func WhereInto[T Elem](dst *Array[T], mask *Array[Bool], a, b *Array[T]) error {
+	const op = "WhereInto"
+	ins, err := whereOperands(op, mask, a, b)
+	if err != nil {
+		return err
+	}
+	return runInto(op, whereExpr, dst, ins...)
+}
+
+var whereExpr = expr{name: "where", code: "x0 != 0 ? x1 : x2"}
+
+func whereOperands[T Elem](op string, mask *Array[Bool], a, b *Array[T]) ([]operand, error) {
+	m, err := operandOf(op, "mask", mask)
+	if err != nil {
+		return nil, err
+	}
+	ab, err := operands(op, a, b)
+	if err != nil {
+		return nil, err
+	}
+	ab[0].name, ab[1].name = "a", "b"
+	return append([]operand{m}, ab...), nil
+}
+
+// Clip returns a limited to [lo, hi]: lo where a < lo, hi where a > hi (a
+// NaN stays NaN), as NumPy's clip.
+func Clip[T Elem](a *Array[T], lo, hi T) (*Array[T], error) {
+	const op = "Clip"
+	ins, err := operands(op, a, Scalar(lo), Scalar(hi))
+	if err != nil {
+		return nil, err
+	}
+	return run[T](op, clipExpr, ins...)
+}
+
+// ClipInto sets dst to a limited to [lo, hi].
+func ClipInto[T Elem](dst, a *Array[T], lo, hi T) error {
+	const op = "ClipInto"
+	ins, err := operands(op, a, Scalar(lo), Scalar(hi))
+	if err != nil {
+		return err
+	}
+	return runInto(op, clipExpr, dst, ins...)
+}
+
+var clipExpr = expr{name: "clip", code: "x0 < x1 ? x1 : x0 > x2 ? x2 : x0"}
+
+// Cast returns a's elements converted to U as Go's conversion converts
+// them (Float16 and BFloat16 results rounded to nearest, ties to even; a
+// float to an integer truncated toward zero, out of range undefined).
+func Cast[U, T Elem](a *Array[T]) (*Array[U], error) {
+	return unary[T, U]("Cast", castExpr, a)
+}
+
+// CastInto sets dst to a's elements converted to dst's type.
+func CastInto[U, T Elem](dst *Array[U], a *Array[T]) error {
+	return unaryInto("CastInto", castExpr, dst, a)
+}
+
+var castExpr = fixed("cast", "x0")
+
+// The functions of one array.
+var (
+	negExpr = fixed("neg", "-x0")
+	absExpr = func(t ctype) expr {
+		switch {
+		case t.float:
+			return expr{name: "abs", code: mathf(t, "fabs") + "(x0)"}
+		case t.value[0] == 'u':
+			return expr{name: "abs", code: "x0"}
+		}
+		return expr{name: "abs", code: "x0 < 0 ? -x0 : x0"}
+	}
+	signExpr = func(t ctype) expr {
+		if t.float {
+			return expr{name: "sign", code: "x0 > 0 ? 1 : x0 < 0 ? -1 : x0"} // ±0 and NaN stay
+		}
+		return expr{name: "sign", code: "(x0 > 0) - (x0 < 0)"}
+	}
+	reluExpr = func(t ctype) expr {
+		if t.float {
+			return expr{name: "relu", code: "x0 > 0 || x0 != x0 ? x0 : 0"}
+		}
+		return expr{name: "relu", code: "x0 > 0 ? x0 : 0"}
+	}
+)
+
+// mathExpr is the C math function name of every float type.
+func mathExpr(name string) func(ctype) expr {
+	return func(t ctype) expr { return expr{name: name, code: mathf(t, name) + "(x0)"} }
+}
+
+var (
+	expExpr   = mathExpr("exp")
+	logExpr   = mathExpr("log")
+	sqrtExpr  = mathExpr("sqrt")
+	sinExpr   = mathExpr("sin")
+	cosExpr   = mathExpr("cos")
+	tanhExpr  = mathExpr("tanh")
+	floorExpr = mathExpr("floor")
+	ceilExpr  = mathExpr("ceil")
+	roundExpr = mathExpr("rint") // half to even, as NumPy's round
+	sigmoid   = func(t ctype) expr {
+		return expr{name: "sigmoid", code: fmt.Sprintf("1 / (1 + %s(-x0))", mathf(t, "exp"))}
+	}
+	gelu = func(t ctype) expr {
+		return expr{name: "gelu", code: fmt.Sprintf("x0 * (%[1]s)0.5 * (1 + %[2]s(x0 * (%[1]s)0.7071067811865476))", t.value, mathf(t, "erf"))}
+	}
+)
+
+// Neg returns -a (for unsigned types, modulo 2^bits).
+func Neg[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Neg", negExpr, a) }
+
+// NegInto sets dst = -a.
+func NegInto[T Elem](dst, a *Array[T]) error { return unaryInto("NegInto", negExpr, dst, a) }
+
+// Abs returns |a|.
+func Abs[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Abs", absExpr, a) }
+
+// AbsInto sets dst = |a|.
+func AbsInto[T Elem](dst, a *Array[T]) error { return unaryInto("AbsInto", absExpr, dst, a) }
+
+// Sign returns -1, 0 or 1 as a is negative, zero or positive (a float's
+// ±0 and NaN stay).
+func Sign[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sign", signExpr, a) }
+
+// SignInto sets dst to a's sign.
+func SignInto[T Elem](dst, a *Array[T]) error { return unaryInto("SignInto", signExpr, dst, a) }
+
+// Relu returns max(a, 0) (a NaN stays NaN).
+func Relu[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Relu", reluExpr, a) }
+
+// ReluInto sets dst = max(a, 0).
+func ReluInto[T Elem](dst, a *Array[T]) error { return unaryInto("ReluInto", reluExpr, dst, a) }
+
+// Exp returns e^a.
+func Exp[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Exp", expExpr, a) }
+
+// ExpInto sets dst = e^a.
+func ExpInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("ExpInto", expExpr, dst, a) }
+
+// Log returns ln(a).
+func Log[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Log", logExpr, a) }
+
+// LogInto sets dst = ln(a).
+func LogInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("LogInto", logExpr, dst, a) }
+
+// Sqrt returns √a.
+func Sqrt[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sqrt", sqrtExpr, a) }
+
+// SqrtInto sets dst = √a.
+func SqrtInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("SqrtInto", sqrtExpr, dst, a) }
+
+// Sin returns sin(a), a in radians.
+func Sin[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sin", sinExpr, a) }
+
+// SinInto sets dst = sin(a).
+func SinInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("SinInto", sinExpr, dst, a) }
+
+// Cos returns cos(a), a in radians.
+func Cos[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Cos", cosExpr, a) }
+
+// CosInto sets dst = cos(a).
+func CosInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("CosInto", cosExpr, dst, a) }
+
+// Tanh returns tanh(a).
+func Tanh[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Tanh", tanhExpr, a) }
+
+// TanhInto sets dst = tanh(a).
+func TanhInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("TanhInto", tanhExpr, dst, a) }
+
+// Sigmoid returns 1 / (1 + e^-a).
+func Sigmoid[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return unary[T, T]("Sigmoid", sigmoid, a)
+}
+
+// SigmoidInto sets dst = 1 / (1 + e^-a).
+func SigmoidInto[T cuda.AnyFloat](dst, a *Array[T]) error {
+	return unaryInto("SigmoidInto", sigmoid, dst, a)
+}
+
+// Gelu returns a·Φ(a), with Φ the standard normal distribution's (the
+// exact GELU, with erf).
+func Gelu[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Gelu", gelu, a) }
+
+// GeluInto sets dst = a·Φ(a).
+func GeluInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("GeluInto", gelu, dst, a) }
+
+// Floor returns the largest integers not above a.
+func Floor[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Floor", floorExpr, a) }
+
+// FloorInto sets dst = floor(a).
+func FloorInto[T cuda.AnyFloat](dst, a *Array[T]) error {
+	return unaryInto("FloorInto", floorExpr, dst, a)
+}
+
+// Ceil returns the smallest integers not below a.
+func Ceil[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Ceil", ceilExpr, a) }
+
+// CeilInto sets dst = ceil(a).
+func CeilInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("CeilInto", ceilExpr, dst, a) }
+
+// Round returns a rounded to the nearest integers, halves to even (as
+// NumPy's round).
+func Round[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Round", roundExpr, a) }
+
+// RoundInto sets dst = round(a).
+func RoundInto[T cuda.AnyFloat](dst, a *Array[T]) error {
+	return unaryInto("RoundInto", roundExpr, dst, a)
+}
