@@ -216,7 +216,9 @@ func PowInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("PowInto", p
 
 // Maximum returns the larger of a and b, element by element (a NaN wins,
 // as NumPy's maximum).
-func Maximum[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Maximum", maxExpr, a, b) }
+func Maximum[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return binary[T, T]("Maximum", maxExpr, a, b)
+}
 
 // MaximumInto sets dst to the larger of a and b.
 func MaximumInto[T Elem](dst, a, b *Array[T]) error {
@@ -224,7 +226,9 @@ func MaximumInto[T Elem](dst, a, b *Array[T]) error {
 }
 
 // Minimum returns the smaller of a and b, element by element (a NaN wins).
-func Minimum[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Minimum", minExpr, a, b) }
+func Minimum[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return binary[T, T]("Minimum", minExpr, a, b)
+}
 
 // MinimumInto sets dst to the smaller of a and b.
 func MinimumInto[T Elem](dst, a, b *Array[T]) error {
@@ -232,7 +236,9 @@ func MinimumInto[T Elem](dst, a, b *Array[T]) error {
 }
 
 // Equal returns the mask of a == b, broadcast (a NaN equals nothing).
-func Equal[T Elem](a, b *Array[T]) (*Array[Bool], error) { return binary[T, Bool]("Equal", eqExpr, a, b) }
+func Equal[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+	return binary[T, Bool]("Equal", eqExpr, a, b)
+}
 
 // NotEqual returns the mask of a != b.
 func NotEqual[T Elem](a, b *Array[T]) (*Array[Bool], error) {
@@ -456,7 +462,9 @@ func LogInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("LogInt
 func Sqrt[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sqrt", sqrtExpr, a) }
 
 // SqrtInto sets dst = √a.
-func SqrtInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("SqrtInto", sqrtExpr, dst, a) }
+func SqrtInto[T cuda.AnyFloat](dst, a *Array[T]) error {
+	return unaryInto("SqrtInto", sqrtExpr, dst, a)
+}
 
 // Sin returns sin(a), a in radians.
 func Sin[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sin", sinExpr, a) }
@@ -474,7 +482,9 @@ func CosInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("CosInt
 func Tanh[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Tanh", tanhExpr, a) }
 
 // TanhInto sets dst = tanh(a).
-func TanhInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("TanhInto", tanhExpr, dst, a) }
+func TanhInto[T cuda.AnyFloat](dst, a *Array[T]) error {
+	return unaryInto("TanhInto", tanhExpr, dst, a)
+}
 
 // Sigmoid returns 1 / (1 + e^-a).
 func Sigmoid[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
@@ -494,7 +504,9 @@ func Gelu[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T](
 func GeluInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("GeluInto", gelu, dst, a) }
 
 // Floor returns the largest integers not above a.
-func Floor[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Floor", floorExpr, a) }
+func Floor[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return unary[T, T]("Floor", floorExpr, a)
+}
 
 // FloorInto sets dst = floor(a).
 func FloorInto[T cuda.AnyFloat](dst, a *Array[T]) error {
@@ -505,11 +517,15 @@ func FloorInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 func Ceil[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Ceil", ceilExpr, a) }
 
 // CeilInto sets dst = ceil(a).
-func CeilInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("CeilInto", ceilExpr, dst, a) }
+func CeilInto[T cuda.AnyFloat](dst, a *Array[T]) error {
+	return unaryInto("CeilInto", ceilExpr, dst, a)
+}
 
 // Round returns a rounded to the nearest integers, halves to even (as
 // NumPy's round).
-func Round[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Round", roundExpr, a) }
+func Round[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return unary[T, T]("Round", roundExpr, a)
+}
 
 // RoundInto sets dst = round(a).
 func RoundInto[T cuda.AnyFloat](dst, a *Array[T]) error {
