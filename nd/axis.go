@@ -1,0 +1,260 @@
+package nd
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/compute"
+)
+
+// The operations along one axis (softmax, cumulative sums, arg max and
+// min): the axis is made the last of a contiguous array (a itself where
+// it is already, else a copy of the permuted view), so that each kernel
+// takes rows: rows of cols elements, one after the other.
+
+// alongAxis returns a's elements as rows along axis (a contiguous array
+// whose last axis is axis; free it with the returned function), the
+// permutation that made it, and rows and cols.
+func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm []int, nrows, ncols int, release func(), err error) {
+	release = func() {}
+	if err := a.check(op, "a"); err != nil {
+		return nil, nil, 0, 0, release, err
+	}
+	if a.scalar {
+		return nil, nil, 0, 0, release, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
+	}
+	n := a.layout.Ndim()
+	ax := axis
+	if ax < 0 {
+		ax += n
+	}
+	if ax < 0 || ax >= n {
+		return nil, nil, 0, 0, release, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	}
+	for i := range n {
+		if i != ax {
+			perm = append(perm, i)
+		}
+	}
+	perm = append(perm, ax)
+	v, err := a.Permute(perm...)
+	if err != nil {
+		return nil, nil, 0, 0, release, wrap(op, err)
+	}
+	if !v.layout.IsContiguous() {
+		if v, err = contiguous(op, v); err != nil {
+			return nil, nil, 0, 0, release, err
+		}
+		release = func() { v.Free() }
+	}
+	ncols = a.layout.Shape()[ax]
+	nrows = 1
+	if ncols > 0 {
+		nrows = v.layout.Size() / ncols
+	} else {
+		for i, d := range a.layout.Shape() {
+			if i != ax {
+				nrows *= d
+			}
+		}
+	}
+	return v, perm, nrows, ncols, release, nil
+}
+
+// unpermuted returns the array of the permuted shape in out's memory seen
+// in a's axis order: perm's inverse applied.
+func unpermuted[T Elem](out *Array[T], perm []int) (*Array[T], error) {
+	inv := make([]int, len(perm))
+	for i, p := range perm {
+		inv[p] = i
+	}
+	l, err := out.layout.Permute(inv...)
+	if err != nil {
+		return nil, err
+	}
+	out.layout = l
+	return out, nil
+}
+
+// rowFunc computes rows of cols elements of src into dst, on s.
+type rowFunc[T Elem] func(dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.Stream) error
+
+// rowwise runs f over a's rows along axis into a new array of a's shape
+// (its own memory, laid out with axis last), or into dst.
+func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[T]) (*Array[T], error) {
+	src, perm, rows, cols, release, err := alongAxis(op, a, axis)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if dst != nil {
+		if err := writable(op, "dst", dst); err != nil {
+			return nil, err
+		}
+		if !slices.Equal(dst.layout.Shape(), a.layout.Shape()) {
+			return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and a %v", dst.layout.Shape(), a.layout.Shape())
+		}
+		if dst.s != a.s {
+			return nil, errorf(op, cuda.ErrInvalidValue, "dst and a are on different streams: the operands of an operation share one")
+		}
+	}
+	out, err := empty[T](op, a.s, src.layout.Shape())
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Array[T], error) {
+		out.Free()
+		return nil, err
+	}
+	if out.layout.Size() > 0 {
+		in, err := src.Buffer()
+		if err != nil {
+			return fail(wrap(op, err))
+		}
+		if err := f(out.buf, in, rows, cols, a.s); err != nil {
+			return fail(wrap(op, err))
+		}
+	}
+	if out, err = unpermuted(out, perm); err != nil {
+		return fail(wrap(op, err))
+	}
+	if dst == nil {
+		return out, nil
+	}
+	defer out.Free()
+	return nil, copyInto(op, dst, out)
+}
+
+// Softmax returns the softmax of a along axis (negative counting from the
+// end): e^(x-max) over the sum of them, each line along the axis on its
+// own.
+func Softmax[T cuda.AnyFloat](a *Array[T], axis int) (*Array[T], error) {
+	return rowwise("Softmax", a, axis, nil, softmaxRows[T](compute.Softmax[T]))
+}
+
+// SoftmaxInto sets dst to the softmax of a along axis.
+func SoftmaxInto[T cuda.AnyFloat](dst, a *Array[T], axis int) error {
+	return errOnly(rowwise("SoftmaxInto", a, axis, dst, softmaxRows[T](compute.Softmax[T])))
+}
+
+// LogSoftmax returns the log of the softmax of a along axis, computed as
+// x - max - log(sum of e^(x-max)).
+func LogSoftmax[T cuda.AnyFloat](a *Array[T], axis int) (*Array[T], error) {
+	return rowwise("LogSoftmax", a, axis, nil, softmaxRows[T](compute.LogSoftmax[T]))
+}
+
+// LogSoftmaxInto sets dst to the log-softmax of a along axis.
+func LogSoftmaxInto[T cuda.AnyFloat](dst, a *Array[T], axis int) error {
+	return errOnly(rowwise("LogSoftmaxInto", a, axis, dst, softmaxRows[T](compute.LogSoftmax[T])))
+}
+
+func softmaxRows[T cuda.AnyFloat](f func(dst, src *cuda.DeviceBuffer[T], shape compute.Shape, s *cuda.Stream) error) rowFunc[T] {
+	return func(dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.Stream) error {
+		return f(dst, src, compute.Shape{Rows: rows, Cols: cols}, s)
+	}
+}
+
+// Cumsum returns the cumulative sums of a along axis: element k of a line
+// is the sum of its elements 0 to k, folded in order (in 64 bits for
+// integers, float32 for the halves, as Sum). Each line is summed by one
+// thread, in order: fast for many short lines, slow for a few long ones.
+func Cumsum[T Elem](a *Array[T], axis int) (*Array[T], error) {
+	return rowwise("Cumsum", a, axis, nil, cumsumRows[T])
+}
+
+// CumsumInto sets dst to the cumulative sums of a along axis.
+func CumsumInto[T Elem](dst, a *Array[T], axis int) error {
+	return errOnly(rowwise("CumsumInto", a, axis, dst, cumsumRows[T]))
+}
+
+// rowKernels are the kernels of the row operations, by name and type.
+var rowKernels sync.Map // "cumsum float32" -> *compute.Elementwise
+
+// rowKernel returns the kernel name of t, declared by spec on first use.
+func rowKernel(name string, t ctype, spec func() compute.ElementwiseSpec) (*compute.Elementwise, error) {
+	key := name + " " + t.name
+	if k, ok := rowKernels.Load(key); ok {
+		return k.(*compute.Elementwise), nil
+	}
+	k, err := compute.NewElementwise(spec())
+	if err != nil {
+		return nil, err
+	}
+	got, _ := rowKernels.LoadOrStore(key, k)
+	return got.(*compute.Elementwise), nil
+}
+
+func cumsumRows[T Elem](dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.Stream) error {
+	t := ctypeOf[T]()
+	acc := map[string]string{"float32": "float", "float64": "double", "int64": "long long", "uint64": "unsigned long long"}[accOf(t)]
+	k, err := rowKernel("cumsum", t, func() compute.ElementwiseSpec {
+		return compute.ElementwiseSpec{Name: "nd_cumsum_" + t.name, InParams: fmt.Sprintf("raw %s x, int64 cols", t.name), OutParams: fmt.Sprintf("raw %s y", t.name),
+			Operation: fmt.Sprintf("const long long base = i * cols;\n%s acc = 0;\nfor (long long k = 0; k < cols; k++) { acc += x[base + k]; y[base + k] = (%s)acc; }", acc, t.value)}
+	})
+	if err != nil {
+		return err
+	}
+	return k.LaunchN(s, rows, src, int64(cols), dst)
+}
+
+// ArgMax returns the index of the largest element of each line of a along
+// axis (the first of equals, or the first NaN, as NumPy's argmax): an
+// array of int64 of a's shape without axis. Each line is searched by one
+// thread, except a's only line, which compute's ArgMax searches.
+func ArgMax[T Elem](a *Array[T], axis int) (*Array[int64], error) {
+	return argExtreme("ArgMax", ">", compute.ArgMax[T], a, axis)
+}
+
+// ArgMin returns the index of the smallest element of each line of a
+// along axis (the first of equals, or the first NaN).
+func ArgMin[T Elem](a *Array[T], axis int) (*Array[int64], error) {
+	return argExtreme("ArgMin", "<", compute.ArgMin[T], a, axis)
+}
+
+func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream) error, a *Array[T], axis int) (*Array[int64], error) {
+	src, _, rows, cols, release, err := alongAxis(op, a, axis)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if cols == 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: an empty line has no %s", a.layout.Shape(), map[string]string{">": "largest", "<": "smallest"}[cmp]+" element")
+	}
+	shape := src.layout.Shape()
+	out, err := empty[int64](op, a.s, shape[:len(shape)-1])
+	if err != nil {
+		return nil, err
+	}
+	// The line's axis is gone: the others keep a's order.
+	if rows == 0 {
+		return out, nil
+	}
+	in, err := src.Buffer()
+	if err == nil {
+		if rows == 1 {
+			err = whole(out.buf, in, a.s)
+		} else {
+			t := ctypeOf[T]()
+			var k *compute.Elementwise
+			k, err = rowKernel("arg"+cmp, t, func() compute.ElementwiseSpec {
+				return compute.ElementwiseSpec{Name: "nd_arg" + map[string]string{">": "max", "<": "min"}[cmp] + "_" + t.name,
+					InParams: fmt.Sprintf("raw %s x, int64 cols", t.name), OutParams: "int64 y",
+					Operation: fmt.Sprintf(`const long long base = i * cols;
+long long best = 0;
+%[1]s v = x[base];
+for (long long k = 1; k < cols && v == v; k++) { const %[1]s w = x[base + k]; if (w != w || w %[2]s v) { v = w; best = k; } }
+y = best;`, t.value, cmp)}
+			})
+			if err == nil {
+				err = k.Launch(a.s, in, int64(cols), out.buf)
+			}
+		}
+	}
+	if err != nil {
+		out.Free()
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}

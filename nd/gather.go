@@ -1,0 +1,224 @@
+package nd
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/compute"
+)
+
+// Take returns the elements of a at indices along axis (NumPy's take with
+// an axis, PyTorch's index_select for 1-d indices): the result's shape is
+// a's with axis replaced by indices' shape. An index may be negative,
+// counting from the end; one out of range [-n, n) gives 0 (zero) rather
+// than reading outside a: the device cannot stop to report it.
+func Take[T Elem](a *Array[T], indices *Array[int64], axis int) (*Array[T], error) {
+	const op = "Take"
+	if err := indices.check(op, "indices"); err != nil {
+		return nil, err
+	}
+	if indices.scalar {
+		return nil, errorf(op, cuda.ErrInvalidValue, "indices is a Scalar: give an array (a.Index takes one index)")
+	}
+	if err := a.check(op, "a"); err != nil {
+		return nil, err
+	}
+	if a.scalar {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
+	}
+	if indices.s != a.s {
+		return nil, errorf(op, cuda.ErrInvalidValue, "indices and a are on different streams: the operands of an operation share one")
+	}
+	n := a.layout.Ndim()
+	ax := axis
+	if ax < 0 {
+		ax += n
+	}
+	if ax < 0 || ax >= n {
+		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	}
+	shape := a.layout.Shape()
+	outShape := append(append(slices.Clone(shape[:ax]), indices.layout.Shape()...), shape[ax+1:]...)
+	out, err := empty[T](op, a.s, outShape)
+	if err != nil {
+		return nil, err
+	}
+	if out.layout.Size() == 0 {
+		return out, nil
+	}
+	if shape[ax] == 0 {
+		// Every index is out of range of an empty axis.
+		if err := fill(op, out, *new(T)); err != nil {
+			out.Free()
+			return nil, err
+		}
+		return out, nil
+	}
+	fail := func(err error) (*Array[T], error) {
+		out.Free()
+		return nil, err
+	}
+	src, err := a.Contiguous()
+	if err != nil {
+		return fail(err)
+	}
+	defer src.Free()
+	idx, err := indices.Contiguous()
+	if err != nil {
+		return fail(err)
+	}
+	defer idx.Free()
+	post := 1
+	for _, d := range shape[ax+1:] {
+		post *= d
+	}
+	t := ctypeOf[T]()
+	k, err := rowKernel("take", t, func() compute.ElementwiseSpec {
+		return compute.ElementwiseSpec{Name: "nd_take_" + t.name,
+			InParams: fmt.Sprintf("raw %s x, raw int64 idx, int64 nidx, int64 dim, int64 post", t.name), OutParams: t.name + " y",
+			Operation: `const long long p = i % post, q = i / post;
+long long k = idx[q % nidx];
+if (k < 0) k += dim;
+y = k >= 0 && k < dim ? x[((q / nidx) * dim + k) * post + p] : 0;`}
+	})
+	if err != nil {
+		return fail(wrap(op, err))
+	}
+	xb, err := src.Buffer()
+	if err != nil {
+		return fail(wrap(op, err))
+	}
+	ib, err := idx.Buffer()
+	if err != nil {
+		return fail(wrap(op, err))
+	}
+	if err := k.Launch(a.s, xb, ib, int64(idx.layout.Size()), int64(shape[ax]), int64(post), out.buf); err != nil {
+		return fail(wrap(op, err))
+	}
+	return out, nil
+}
+
+// Concat returns the arrays joined along axis (NumPy's concatenate): their
+// shapes must agree but on axis. One copy per array.
+func Concat[T Elem](arrays []*Array[T], axis int) (*Array[T], error) {
+	const op = "Concat"
+	if len(arrays) == 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "no arrays to join")
+	}
+	for i, a := range arrays {
+		name := fmt.Sprintf("arrays[%d]", i)
+		if err := a.check(op, name); err != nil {
+			return nil, err
+		}
+		if a.scalar {
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s is a Scalar: join arrays", name)
+		}
+		if a.s != arrays[0].s {
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s and arrays[0] are on different streams: the operands of an operation share one", name)
+		}
+	}
+	first := arrays[0].layout.Shape()
+	n := len(first)
+	ax := axis
+	if ax < 0 {
+		ax += n
+	}
+	if n == 0 || ax < 0 || ax >= n {
+		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	}
+	outShape := slices.Clone(first)
+	outShape[ax] = 0
+	for i, a := range arrays {
+		sh := a.layout.Shape()
+		ok := len(sh) == n
+		for d := 0; ok && d < n; d++ {
+			ok = d == ax || sh[d] == first[d]
+		}
+		if !ok {
+			return nil, errorf(op, cuda.ErrInvalidValue, "arrays[%d] has shape %v, and arrays[0] %v: they must agree but on axis %d", i, sh, first, axis)
+		}
+		outShape[ax] += sh[ax]
+	}
+	out, err := empty[T](op, arrays[0].s, outShape)
+	if err != nil {
+		return nil, err
+	}
+	at := 0
+	for _, a := range arrays {
+		d := a.layout.Shape()[ax]
+		part, err := out.Slice(ax, at, at+d, 1)
+		if err == nil {
+			err = copyInto(op, part, a)
+		}
+		if err != nil {
+			out.Free()
+			return nil, err
+		}
+		at += d
+	}
+	return out, nil
+}
+
+// Stack returns the arrays, all of one shape, joined along a new axis
+// (NumPy's stack): axis in [-ndim-1, ndim].
+func Stack[T Elem](arrays []*Array[T], axis int) (*Array[T], error) {
+	const op = "Stack"
+	views := make([]*Array[T], len(arrays))
+	for i, a := range arrays {
+		if err := a.check(op, fmt.Sprintf("arrays[%d]", i)); err != nil {
+			return nil, err
+		}
+		if i > 0 && !slices.Equal(a.layout.Shape(), arrays[0].layout.Shape()) {
+			return nil, errorf(op, cuda.ErrInvalidValue, "arrays[%d] has shape %v, and arrays[0] %v: they must be equal", i, a.layout.Shape(), arrays[0].layout.Shape())
+		}
+		v, err := a.Unsqueeze(axis)
+		if err != nil {
+			return nil, wrap(op, err)
+		}
+		views[i] = v
+	}
+	out, err := Concat(views, axis)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Op = op
+		}
+	}
+	return out, err
+}
+
+// Split returns views of a cut along axis before each of the indices
+// (NumPy's split with indices, clipped to the axis): len(indices)+1 views,
+// no copy.
+func Split[T Elem](a *Array[T], indices []int, axis int) ([]*Array[T], error) {
+	const op = "Split"
+	if err := a.check(op, "a"); err != nil {
+		return nil, err
+	}
+	n := a.layout.Ndim()
+	ax := axis
+	if ax < 0 {
+		ax += n
+	}
+	if ax < 0 || ax >= n {
+		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	}
+	d := a.layout.Shape()[ax]
+	var out []*Array[T]
+	at := 0
+	for i, cut := range append(slices.Clone(indices), d) {
+		cut = min(max(cut, 0), d)
+		if cut < at && i < len(indices) {
+			return nil, errorf(op, cuda.ErrInvalidValue, "indices %v are not in order", indices)
+		}
+		v, err := a.Slice(ax, at, max(cut, at), 1)
+		if err != nil {
+			return nil, wrap(op, err)
+		}
+		out = append(out, v)
+		at = max(cut, at)
+	}
+	return out, nil
+}

@@ -1,0 +1,266 @@
+package nd
+
+import (
+	"slices"
+	"sync"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/internal/attach"
+	"github.com/gocuda/cuda/internal/ndshape"
+)
+
+// Matmul returns the matrix product of a and b by NumPy's rules (matmul,
+// the @ operator): 2-d arrays multiply as matrices; a 1-d a is a row and a
+// 1-d b a column, their axis dropped from the result; the axes before the
+// last two are batches, broadcast together. It computes with cuBLAS, on a
+// handle of a's stream that the package makes on first use and closes
+// with the stream's context (Float16 and BFloat16 accumulating in
+// float32). A transposed view (a.T(), Permute of the last two axes) is
+// read as cuBLAS's transposed operand, not copied; an operand whose last
+// two axes are strided otherwise is copied first.
+func Matmul[T cuda.AnyFloat](a, b *Array[T]) (*Array[T], error) {
+	return matmul("Matmul", a, b, nil)
+}
+
+// MatmulInto sets dst to the matrix product of a and b.
+func MatmulInto[T cuda.AnyFloat](dst, a, b *Array[T]) error {
+	return errOnly(matmul("MatmulInto", a, b, dst))
+}
+
+func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (*Array[T], error) {
+	for _, x := range []struct {
+		name string
+		a    *Array[T]
+	}{{"a", a}, {"b", b}} {
+		if err := x.a.check(op, x.name); err != nil {
+			return nil, err
+		}
+		if x.a.scalar || x.a.layout.Ndim() == 0 {
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s is 0-d: matmul takes arrays of 1 or more dimensions (Mul multiplies by a scalar)", x.name)
+		}
+	}
+	if a.s != b.s {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a and b are on different streams: the operands of an operation share one")
+	}
+	// 1-d operands as a row and a column.
+	av, bv := a, b
+	var err error
+	if a.layout.Ndim() == 1 {
+		if av, err = a.Unsqueeze(0); err != nil {
+			return nil, wrap(op, err)
+		}
+	}
+	if b.layout.Ndim() == 1 {
+		if bv, err = b.Unsqueeze(1); err != nil {
+			return nil, wrap(op, err)
+		}
+	}
+	as, bs := av.layout.Shape(), bv.layout.Shape()
+	m, k, k2, n := as[len(as)-2], as[len(as)-1], bs[len(bs)-2], bs[len(bs)-1]
+	if k != k2 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v and b %v: a's last axis (%d) must match b's second to last (%d)", a.layout.Shape(), b.layout.Shape(), k, k2)
+	}
+	batch, err := ndshape.Broadcast(as[:len(as)-2], bs[:len(bs)-2])
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	full := append(slices.Clone(batch), m, n)
+	var outShape []int
+	outShape = append(outShape, batch...)
+	if a.layout.Ndim() > 1 {
+		outShape = append(outShape, m)
+	}
+	if b.layout.Ndim() > 1 {
+		outShape = append(outShape, n)
+	}
+	if dst != nil {
+		if err := writable(op, "dst", dst); err != nil {
+			return nil, err
+		}
+		if dst.s != a.s {
+			return nil, errorf(op, cuda.ErrInvalidValue, "dst and a are on different streams: the operands of an operation share one")
+		}
+		if !slices.Equal(dst.layout.Shape(), outShape) {
+			return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the product %v", dst.layout.Shape(), outShape)
+		}
+	}
+	out, err := empty[T](op, a.s, full)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Array[T], error) {
+		out.Free()
+		return nil, err
+	}
+	if out.layout.Size() > 0 {
+		if err := gemm(op, av, bv, out, batch, m, k, n); err != nil {
+			return fail(err)
+		}
+	}
+	l, _, err := out.layout.Reshape(outShape) // a view: out is contiguous
+	if err != nil {
+		return fail(wrap(op, err))
+	}
+	out.layout = l
+	if dst == nil {
+		return out, nil
+	}
+	defer out.Free()
+	return nil, copyInto(op, dst, out)
+}
+
+// gemm computes out (batch..., m, n, contiguous) = a·b, a and b broadcast
+// to batch.
+func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n int) error {
+	h, err := handleOf(op, a.s)
+	if err != nil {
+		return err
+	}
+	count := 1
+	for _, d := range batch {
+		count *= d
+	}
+	if k == 0 {
+		return fill(op, out, *new(T))
+	}
+	ma, releaseA, err := matrices(op, a, batch, m, k)
+	if err != nil {
+		return err
+	}
+	defer releaseA()
+	mb, releaseB, err := matrices(op, b, batch, k, n)
+	if err != nil {
+		return err
+	}
+	defer releaseB()
+	mc := cublas.NewMatrix(out.buf, m, n)
+	if count == 1 {
+		return wrap(op, cublas.Gemm(h, 1, ma[0], mb[0], 0, mc))
+	}
+	mcs := make([]cublas.Matrix[T], count)
+	for i := range mcs {
+		c, err := out.buf.Slice(i*m*n, m*n)
+		if err != nil {
+			return wrap(op, err)
+		}
+		mcs[i] = cublas.NewMatrix(c, m, n)
+	}
+	if len(ma) == 1 {
+		ma = slices.Repeat(ma, count)
+	}
+	if len(mb) == 1 {
+		mb = slices.Repeat(mb, count)
+	}
+	return wrap(op, cublas.GemmBatched(h, 1, ma, mb, 0, mcs))
+}
+
+// matrices returns x's matrices (its last two axes, rows×cols) for each
+// batch index in row-major order, or one where x has no batch: each a
+// row-major or (for a transposed view) column-major matrix of x's memory,
+// or of a contiguous copy where x's last two axes are neither.
+func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols int) ([]cublas.Matrix[T], func(), error) {
+	release := func() {}
+	nb := len(x.layout.Shape()) - 2
+	st := x.layout.Strides()
+	rs, cs := st[nb], st[nb+1]
+	layout := func(rs, cs int) (cublas.Layout, int, bool) {
+		switch {
+		case (cs == 1 || cols == 1) && rs >= max(cols, 1):
+			return cublas.RowMajor, rs, true
+		case (rs == 1 || rows == 1) && cs >= max(rows, 1):
+			return cublas.ColMajor, cs, true
+		case rows == 1 && cols == 1:
+			return cublas.RowMajor, 1, true
+		}
+		return 0, 0, false
+	}
+	lay, ld, ok := layout(rs, cs)
+	if !ok {
+		c, err := contiguous(op, x)
+		if err != nil {
+			return nil, release, err
+		}
+		release = func() { c.Free() }
+		x = c
+		lay, ld = cublas.RowMajor, cols
+	}
+	span, off, err := x.span(op)
+	if err != nil {
+		release()
+		return nil, release, err
+	}
+	// The matrix at each batch index: x's batch axes broadcast to batch.
+	bl, err := ndshape.New(x.layout.Shape()[:nb], x.layout.Strides()[:nb], off)
+	if err == nil {
+		bl, err = bl.BroadcastTo(batch)
+	}
+	if err != nil {
+		release()
+		return nil, release, wrap(op, err)
+	}
+	extent := (rows-1)*ld + cols // the elements a matrix reaches
+	if lay != cublas.RowMajor {
+		extent = (cols-1)*ld + rows
+	}
+	var out []cublas.Matrix[T]
+	for o := range bl.Offsets() {
+		data, err := span.Slice(o, extent)
+		if err != nil {
+			release()
+			return nil, release, wrap(op, err)
+		}
+		mx := cublas.Matrix[T]{Data: data, Rows: rows, Cols: cols, Stride: ld, Layout: lay}
+		out = append(out, mx)
+		if bl.Size() > 0 && allZero(bl.Strides()) {
+			break // one matrix for every product
+		}
+	}
+	return out, release, nil
+}
+
+func allZero(s []int) bool {
+	for _, v := range s {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// handles are the cuBLAS handles of the streams Matmul ran on, each
+// closed with its stream's context.
+var handles sync.Map // *cuda.Stream -> *cublas.Handle
+
+type handleKey struct{ s *cuda.Stream }
+
+var handleMu sync.Mutex
+
+// handleOf returns s's handle, made on first use.
+func handleOf(op string, s *cuda.Stream) (*cublas.Handle, error) {
+	if h, ok := handles.Load(s); ok {
+		return h.(*cublas.Handle), nil
+	}
+	handleMu.Lock()
+	defer handleMu.Unlock()
+	if h, ok := handles.Load(s); ok {
+		return h.(*cublas.Handle), nil
+	}
+	h, err := cublas.New(s)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	err = attach.OnClose(s.Context(), handleKey{s}, func() error {
+		if err := h.Close(); err != nil {
+			return err
+		}
+		handles.Delete(s)
+		return nil
+	})
+	if err != nil {
+		h.Close()
+		return nil, wrap(op, err)
+	}
+	handles.Store(s, h)
+	return h, nil
+}

@@ -1,0 +1,457 @@
+package nd_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nd"
+)
+
+// The operations against the same computation in Go, over the operand
+// patterns that take each of the engine's paths: contiguous, broadcast
+// rows and columns, transposed, reversed and stepped views, Scalars, 0-d
+// and empty arrays.
+
+// hostOf returns a host copy of a (its elements and shape).
+func hostOf[T nd.Elem](t testing.TB, a *nd.Array[T]) host[T] {
+	t.Helper()
+	return host[T]{must(a.ToSlice())(t), a.Shape()}
+}
+
+// broadcastShape is NumPy's broadcast of the shapes.
+func broadcastShape(shapes ...[]int) []int {
+	n := 0
+	for _, s := range shapes {
+		n = max(n, len(s))
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = 1
+	}
+	for _, s := range shapes {
+		for j, d := range s {
+			if i := j + n - len(s); d != 1 {
+				out[i] = d
+			}
+		}
+	}
+	return out
+}
+
+// atBroadcast returns h's element at index of the broadcast shape.
+func (h host[T]) atBroadcast(index []int) T {
+	off := 0
+	for i, d := range h.shape {
+		j := index[len(index)-len(h.shape)+i]
+		if d == 1 {
+			j = 0
+		}
+		off = off*d + j
+	}
+	return h.data[off]
+}
+
+// mapHost computes f over the broadcast of the inputs.
+func mapHost[T, U any](f func(xs []T) U, ins ...host[T]) host[U] {
+	var shapes [][]int
+	for _, in := range ins {
+		shapes = append(shapes, in.shape)
+	}
+	shape := broadcastShape(shapes...)
+	out := host[U]{data: []U{}, shape: shape}
+	each(shape, func(idx []int) {
+		xs := make([]T, len(ins))
+		for j, in := range ins {
+			xs[j] = in.atBroadcast(idx)
+		}
+		out.data = append(out.data, f(xs))
+	})
+	if len(shape) == 0 {
+		xs := make([]T, len(ins))
+		for j, in := range ins {
+			xs[j] = in.data[0]
+		}
+		out.data = []U{f(xs)}
+	}
+	return out
+}
+
+// close checks that got holds want's elements within a relative tol (0:
+// exactly, NaNs equal).
+func closeTo[T nd.Elem](t testing.TB, what string, a *nd.Array[T], want host[float64], tol float64) {
+	t.Helper()
+	got := hostOf(t, a)
+	if !slices.Equal(got.shape, want.shape) && !(len(got.shape) == 0 && len(want.shape) == 0) {
+		t.Fatalf("%s: shape %v, want %v", what, got.shape, want.shape)
+	}
+	for i, g := range got.data {
+		gf, w := toF64(g), want.data[i]
+		if math.IsNaN(w) && math.IsNaN(gf) || gf == w {
+			continue
+		}
+		if tol == 0 || math.Abs(gf-w) > tol*math.Max(1, math.Abs(w)) {
+			t.Fatalf("%s: element %d is %v, want %v\ngot  %v\nwant %v", what, i, gf, w, got.data, want.data)
+		}
+	}
+}
+
+// toF64 converts any element to float64.
+func toF64[T nd.Elem](v T) float64 {
+	switch x := any(v).(type) {
+	case cuda.Float16:
+		return float64(x.Float32())
+	case cuda.BFloat16:
+		return float64(x.Float32())
+	case float32:
+		return float64(x)
+	case float64:
+		return x
+	case nd.Bool:
+		return float64(x)
+	}
+	return float64(v)
+}
+
+// floats returns n values, integers and halves among them, and a NaN
+// where nan.
+func floats(n int, seed float64, nan bool) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(math.Round(math.Sin(float64(i)*1.7+seed)*8*4) / 4)
+	}
+	if nan && n > 2 {
+		out[n/2] = float32(math.NaN())
+	}
+	return out
+}
+
+func toHost64(h host[float32]) host[float64] {
+	out := host[float64]{data: make([]float64, len(h.data)), shape: h.shape}
+	for i, v := range h.data {
+		out.data[i] = float64(v)
+	}
+	return out
+}
+
+// operandCase is a pair of operands of a binary operation.
+type operandCase struct {
+	name string
+	a, b func(t *testing.T) *nd.Array[float32]
+}
+
+// operandCases returns pairs that take every path of the engine, from a
+// 4×3 base and a 3×4 one.
+func operandCases(s *cuda.Stream) []operandCase {
+	arr := func(shape ...int) func(t *testing.T) *nd.Array[float32] {
+		return func(t *testing.T) *nd.Array[float32] {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			return free(t, must(nd.FromSlice(s, floats(n, float64(len(shape)+n), false), shape...))(t))
+		}
+	}
+	view := func(base func(*testing.T) *nd.Array[float32], f func(*nd.Array[float32]) (*nd.Array[float32], error)) func(t *testing.T) *nd.Array[float32] {
+		return func(t *testing.T) *nd.Array[float32] { return must(f(base(t)))(t) }
+	}
+	scalar := func(v float32) func(*testing.T) *nd.Array[float32] {
+		return func(*testing.T) *nd.Array[float32] { return nd.Scalar(v) }
+	}
+	transposed := view(arr(3, 4), func(a *nd.Array[float32]) (*nd.Array[float32], error) { return a.T(), nil })
+	return []operandCase{
+		{"contiguous", arr(4, 3), arr(4, 3)},
+		{"row", arr(4, 3), arr(3)},
+		{"column", arr(4, 1), arr(1, 3)},
+		{"transposed", transposed, arr(4, 3)},
+		{"both transposed", transposed, transposed},
+		{"reversed", view(arr(4, 3), func(a *nd.Array[float32]) (*nd.Array[float32], error) { return a.Slice(0, nd.None, nd.None, -1) }), arr(3)},
+		{"stepped", view(arr(8, 3), func(a *nd.Array[float32]) (*nd.Array[float32], error) { return a.Slice(0, 1, nd.None, 2) }), transposed},
+		{"scalar", arr(4, 3), scalar(2.5)},
+		{"scalar first", scalar(-1.5), transposed},
+		{"0-d", arr(), arr()},
+		{"0-d and matrix", arr(), arr(4, 3)},
+		{"empty", arr(0, 3), arr(3)},
+		{"3-d broadcast", arr(2, 1, 3), arr(4, 1)},
+	}
+}
+
+// TestBinary: each binary operation, allocating and Into, over every
+// operand pattern, against Go.
+func TestBinary(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	ops := []struct {
+		name string
+		f    func(a, b *nd.Array[float32]) (*nd.Array[float32], error)
+		into func(dst, a, b *nd.Array[float32]) error
+		ref  func(x, y float64) float64
+	}{
+		{"Add", nd.Add[float32], nd.AddInto[float32], func(x, y float64) float64 { return float64(float32(x) + float32(y)) }},
+		{"Sub", nd.Sub[float32], nd.SubInto[float32], func(x, y float64) float64 { return float64(float32(x) - float32(y)) }},
+		{"Mul", nd.Mul[float32], nd.MulInto[float32], func(x, y float64) float64 { return float64(float32(x) * float32(y)) }},
+		{"Div", nd.Div[float32], nd.DivInto[float32], func(x, y float64) float64 { return float64(float32(x) / float32(y)) }},
+		{"Maximum", nd.Maximum[float32], nd.MaximumInto[float32], func(x, y float64) float64 {
+			if math.IsNaN(x) || math.IsNaN(y) {
+				return math.NaN()
+			}
+			return math.Max(x, y)
+		}},
+		{"Minimum", nd.Minimum[float32], nd.MinimumInto[float32], func(x, y float64) float64 {
+			if math.IsNaN(x) || math.IsNaN(y) {
+				return math.NaN()
+			}
+			return math.Min(x, y)
+		}},
+		{"Pow", nd.Pow[float32], nd.PowInto[float32], func(x, y float64) float64 { return float64(float32(math.Pow(x, y))) }},
+	}
+	for _, c := range operandCases(s) {
+		for _, o := range ops {
+			t.Run(c.name+"/"+o.name, func(t *testing.T) {
+				a, b := c.a(t), c.b(t)
+				want := mapHost(func(xs []float64) float64 { return o.ref(xs[0], xs[1]) }, toHost64(hostOf(t, a)), toHost64(hostOf(t, b)))
+				tol := 0.0
+				if o.name == "Pow" || o.name == "Div" {
+					tol = 1e-6
+				}
+				got := free(t, must(o.f(a, b))(t))
+				closeTo(t, o.name, got, want, tol)
+				dst := free(t, must(nd.Full(s, float32(99), want.shape...))(t))
+				if err := o.into(dst, a, b); err != nil {
+					t.Fatal(err)
+				}
+				closeTo(t, o.name+"Into", dst, want, tol)
+				// Into a transposed view: the base holds the transpose.
+				if len(want.shape) == 2 {
+					base := free(t, must(nd.Zeros[float32](s, want.shape[1], want.shape[0]))(t))
+					if err := o.into(base.T(), a, b); err != nil {
+						t.Fatal(err)
+					}
+					closeTo(t, o.name+"Into a view", base.T(), want, tol)
+				}
+			})
+		}
+	}
+}
+
+// TestCompare: the comparisons give masks, NaN comparing false but for
+// NotEqual; the logical operations combine them; Where picks by them.
+func TestCompare(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	cmps := []struct {
+		name string
+		f    func(a, b *nd.Array[float32]) (*nd.Array[nd.Bool], error)
+		ref  func(x, y float64) bool
+	}{
+		{"==", nd.Equal[float32], func(x, y float64) bool { return x == y }},
+		{"!=", nd.NotEqual[float32], func(x, y float64) bool { return x != y }},
+		{"<", nd.Less[float32], func(x, y float64) bool { return x < y }},
+		{"<=", nd.LessEqual[float32], func(x, y float64) bool { return x <= y }},
+		{">", nd.Greater[float32], func(x, y float64) bool { return x > y }},
+		{">=", nd.GreaterEqual[float32], func(x, y float64) bool { return x >= y }},
+	}
+	a := free(t, must(nd.FromSlice(s, floats(12, 1, true), 4, 3))(t))
+	b := free(t, must(nd.FromSlice(s, floats(3, 1, false), 3))(t))
+	ha, hb := toHost64(hostOf(t, a)), toHost64(hostOf(t, b))
+	b2f := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for _, c := range cmps {
+		t.Run(c.name, func(t *testing.T) {
+			want := mapHost(func(xs []float64) float64 { return b2f(c.ref(xs[0], xs[1])) }, ha, hb)
+			m := free(t, must(c.f(a, b))(t))
+			closeTo(t, c.name, m, want, 0)
+			into := free(t, must(nd.Zeros[nd.Bool](s, 4, 3))(t))
+			if err := nd.CompareInto(into, a, b, c.name); err != nil {
+				t.Fatal(err)
+			}
+			closeTo(t, "CompareInto "+c.name, into, want, 0)
+			w := free(t, must(nd.Where(m, a, nd.Scalar[float32](-100)))(t))
+			closeTo(t, "Where", w, mapHost(func(xs []float64) float64 {
+				if c.ref(xs[0], xs[1]) {
+					return xs[0]
+				}
+				return -100
+			}, ha, hb), 0)
+		})
+	}
+	lt := free(t, must(nd.Less(a, b))(t))
+	nan := free(t, must(nd.IsNaN(a))(t))
+	closeTo(t, "IsNaN", nan, mapHost(func(xs []float64) float64 { return b2f(math.IsNaN(xs[0])) }, ha), 0)
+	closeTo(t, "LogicalOr", free(t, must(nd.LogicalOr(lt, nan))(t)), mapHost(func(xs []float64) float64 {
+		return b2f(xs[0] < xs[1] || math.IsNaN(xs[0]))
+	}, ha, hb), 0)
+	closeTo(t, "LogicalAnd", free(t, must(nd.LogicalAnd(lt, nd.Scalar[nd.Bool](1)))(t)), mapHost(func(xs []float64) float64 { return b2f(xs[0] < xs[1]) }, ha, hb), 0)
+	closeTo(t, "LogicalNot", free(t, must(nd.LogicalNot(nan))(t)), mapHost(func(xs []float64) float64 { return b2f(!math.IsNaN(xs[0])) }, ha), 0)
+}
+
+// TestUnary: the functions of one array over a strided view, against Go
+// in float64 (float32's functions within a few ulps).
+func TestUnary(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	data := floats(24, 3, false)
+	data[13] = float32(math.NaN())
+	base := free(t, must(nd.FromSlice(s, data, 4, 6))(t))
+	a := must(base.Slice(1, nd.None, nd.None, -2))(t) // 4×3, strided and reversed, with the NaN
+	a = a.T()
+	ha := toHost64(hostOf(t, a))
+	for _, o := range []struct {
+		name string
+		f    func(*nd.Array[float32]) (*nd.Array[float32], error)
+		ref  func(float64) float64
+		tol  float64
+	}{
+		{"Neg", nd.Neg[float32], func(x float64) float64 { return -x }, 0},
+		{"Abs", nd.Abs[float32], math.Abs, 0},
+		{"Sign", nd.Sign[float32], func(x float64) float64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return x
+		}, 0},
+		{"Relu", nd.Relu[float32], func(x float64) float64 {
+			if x > 0 || math.IsNaN(x) {
+				return x
+			}
+			return 0
+		}, 0},
+		{"Exp", nd.Exp[float32], math.Exp, 1e-6},
+		{"Log", nd.Log[float32], math.Log, 1e-6},
+		{"Sqrt", nd.Sqrt[float32], math.Sqrt, 1e-7},
+		{"Sin", nd.Sin[float32], math.Sin, 1e-6},
+		{"Cos", nd.Cos[float32], math.Cos, 1e-6},
+		{"Tanh", nd.Tanh[float32], math.Tanh, 1e-6},
+		{"Sigmoid", nd.Sigmoid[float32], func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }, 1e-6},
+		{"Gelu", nd.Gelu[float32], func(x float64) float64 { return x * 0.5 * (1 + math.Erf(x/math.Sqrt2)) }, 1e-6},
+		{"Floor", nd.Floor[float32], math.Floor, 0},
+		{"Ceil", nd.Ceil[float32], math.Ceil, 0},
+		{"Round", nd.Round[float32], math.RoundToEven, 0},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			closeTo(t, o.name, free(t, must(o.f(a))(t)), mapHost(func(xs []float64) float64 { return o.ref(xs[0]) }, ha), o.tol)
+		})
+	}
+	t.Run("Clip", func(t *testing.T) {
+		closeTo(t, "Clip", free(t, must(nd.Clip(a, -2, 3))(t)), mapHost(func(xs []float64) float64 {
+			return math.Max(-2, math.Min(3, xs[0])) + 0*xs[0] // NaN stays
+		}, ha), 0)
+	})
+	t.Run("Cast", func(t *testing.T) {
+		h := free(t, must(nd.Cast[cuda.Float16](a))(t))
+		want := mapHost(func(xs []float64) float64 { return float64(cuda.NewFloat16(float32(xs[0])).Float32()) }, ha)
+		closeTo(t, "Cast to Float16", h, want, 0)
+		back := free(t, must(nd.Cast[float64](h))(t))
+		closeTo(t, "Cast back", back, want, 0)
+		// A NaN's integer is undefined: 0 in its place.
+		finite := free(t, must(nd.Where(free(t, must(nd.IsNaN(a))(t)), nd.Scalar[float32](0), a))(t))
+		i := free(t, must(nd.Cast[int32](finite))(t))
+		closeTo(t, "Cast to int32", i, mapHost(func(xs []float64) float64 {
+			if math.IsNaN(xs[0]) {
+				return 0
+			}
+			return math.Trunc(xs[0])
+		}, ha), 0)
+	})
+}
+
+// TestInPlaceOverlap: an Into whose output is an input read in another
+// order (a transpose of itself) gives NumPy's answer, as if the input had
+// been read first.
+func TestInPlaceOverlap(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	a := free(t, must(nd.FromSlice(s, iota[float32](16), 4, 4))(t))
+	ha := toHost64(hostOf(t, a))
+	at := toHost64(hostOf(t, a.T()))
+	want := mapHost(func(xs []float64) float64 { return xs[0] + xs[1] }, ha, at)
+	if err := nd.AddInto(a, a, a.T()); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "a += a.T", a, want, 0)
+	// Element for element in place needs no copy and is right too.
+	if err := nd.MulInto(a, a, nd.Scalar[float32](2)); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "a *= 2", a, mapHost(func(xs []float64) float64 { return 2 * xs[0] }, want), 0)
+}
+
+// TestTypes: Add and a comparison of every element type, over a
+// transposed view and a broadcast row.
+func TestTypes(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	t.Run("int8", func(t *testing.T) { typeCase[int8](t, s) })
+	t.Run("uint16", func(t *testing.T) { typeCase[uint16](t, s) })
+	t.Run("int32", func(t *testing.T) { typeCase[int32](t, s) })
+	t.Run("int64", func(t *testing.T) { typeCase[int64](t, s) })
+	t.Run("uint64", func(t *testing.T) { typeCase[uint64](t, s) })
+	t.Run("float64", func(t *testing.T) { typeCase[float64](t, s) })
+	t.Run("Float16", func(t *testing.T) { typeCase[cuda.Float16](t, s) })
+	t.Run("BFloat16", func(t *testing.T) { typeCase[cuda.BFloat16](t, s) })
+}
+
+func typeCase[T nd.Elem](t *testing.T, s *cuda.Stream) {
+	a := free(t, must(nd.Arange[T](s, 0, 12, 1))(t))
+	m := must(a.Reshape(3, 4))(t)
+	row := free(t, must(nd.Arange[T](s, 1, 4, 1))(t))
+	sum := free(t, must(nd.Add(m.T(), row))(t))
+	want := host[float64]{shape: []int{4, 3}}
+	each(want.shape, func(i []int) { want.data = append(want.data, float64(i[1]*4+i[0])+float64(i[1]+1)) })
+	closeTo(t, "Add", sum, want, 0)
+	lt := free(t, must(nd.Less(m.T(), row))(t))
+	wlt := host[float64]{shape: []int{4, 3}}
+	each(wlt.shape, func(i []int) {
+		v := 0.0
+		if i[1]*4+i[0] < i[1]+1 {
+			v = 1
+		}
+		wlt.data = append(wlt.data, v)
+	})
+	closeTo(t, "Less", lt, wlt, 0)
+	p := free(t, must(nd.Pow(row, nd.Scalar(row2[T]())))(t))
+	closeTo(t, "Pow", p, host[float64]{[]float64{1, 4, 9}, []int{3}}, 0)
+}
+
+func row2[T nd.Elem]() T {
+	var v T
+	switch p := any(&v).(type) {
+	case *cuda.Float16:
+		*p = cuda.NewFloat16(2)
+	case *cuda.BFloat16:
+		*p = cuda.NewBFloat16(2)
+	default:
+		v = T(2)
+	}
+	return v
+}
+
+// TestRamps: Arange, Linspace, Eye and Full of 8-byte values.
+func TestRamps(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	closeTo(t, "Arange", free(t, must(nd.Arange[float32](s, 1, 2, 0.25))(t)), host[float64]{[]float64{1, 1.25, 1.5, 1.75}, []int{4}}, 0)
+	closeTo(t, "Arange down", free(t, must(nd.Arange[int32](s, 5, 0, -2))(t)), host[float64]{[]float64{5, 3, 1}, []int{3}}, 0)
+	closeTo(t, "Arange empty", free(t, must(nd.Arange[int32](s, 5, 0, 2))(t)), host[float64]{[]float64{}, []int{0}}, 0)
+	closeTo(t, "Linspace", free(t, must(nd.Linspace[float64](s, 0, 1, 5))(t)), host[float64]{[]float64{0, 0.25, 0.5, 0.75, 1}, []int{5}}, 0)
+	closeTo(t, "Linspace 1", free(t, must(nd.Linspace[float64](s, 3, 7, 1))(t)), host[float64]{[]float64{3}, []int{1}}, 0)
+	lin := must(free(t, must(nd.Linspace[float32](s, -1, 0.3, 7))(t)).ToSlice())(t)
+	if lin[6] != 0.3 {
+		t.Errorf("Linspace's last is %v, want stop exactly", lin[6])
+	}
+	closeTo(t, "Eye", free(t, must(nd.Eye[float32](s, 2, 3))(t)), host[float64]{[]float64{1, 0, 0, 0, 1, 0}, []int{2, 3}}, 0)
+	closeTo(t, "Full float64", free(t, must(nd.Full(s, 0.1, 3))(t)), host[float64]{[]float64{0.1, 0.1, 0.1}, []int{3}}, 0)
+	v := free(t, must(nd.Zeros[float64](s, 3, 4))(t))
+	if err := nd.Fill(must(v.Slice(1, 1, 3, 1))(t), -2); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "Fill a view", v, host[float64]{[]float64{0, -2, -2, 0, 0, -2, -2, 0, 0, -2, -2, 0}, []int{3, 4}}, 0)
+}

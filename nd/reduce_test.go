@@ -1,0 +1,337 @@
+package nd_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nd"
+)
+
+// foldHost folds h over the axes (nil: all) with f, keeping them as size
+// 1 where keep.
+func foldHost(h host[float64], axes []int, keep bool, f func([]float64) float64) host[float64] {
+	n := len(h.shape)
+	fold := make([]bool, n)
+	for _, a := range axes {
+		fold[(a+n)%n] = true
+	}
+	if axes == nil {
+		for i := range fold {
+			fold[i] = true
+		}
+	}
+	var outShape, keptShape []int
+	for i, d := range h.shape {
+		if fold[i] {
+			if keep {
+				outShape = append(outShape, 1)
+			}
+			continue
+		}
+		outShape = append(outShape, d)
+		keptShape = append(keptShape, d)
+	}
+	groups := map[string][]float64{}
+	each(h.shape, func(idx []int) {
+		var k []int
+		for i, v := range idx {
+			if !fold[i] {
+				k = append(k, v)
+			}
+		}
+		key := fmt.Sprint(k)
+		groups[key] = append(groups[key], h.at(idx))
+	})
+	out := host[float64]{data: []float64{}, shape: outShape}
+	emit := func(k []int) { out.data = append(out.data, f(groups[fmt.Sprint(k)])) }
+	if len(keptShape) == 0 {
+		emit(nil)
+	} else {
+		each(keptShape, emit)
+	}
+	if outShape == nil {
+		out.shape = []int{}
+	}
+	return out
+}
+
+func sum(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func mean(xs []float64) float64 { return sum(xs) / float64(len(xs)) }
+
+// TestReductions: every reduction over every set of axes of a 3-d array,
+// contiguous and transposed, with and without keepdims, against Go.
+func TestReductions(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	base := free(t, must(nd.FromSlice(s, floats(24, 5, false), 2, 3, 4))(t))
+	reds := []struct {
+		name string
+		f    func(*nd.Array[float32], nd.Axes) (*nd.Array[float32], error)
+		ref  func([]float64) float64
+		tol  float64
+	}{
+		{"Sum", nd.Sum[float32], sum, 1e-6},
+		{"Mean", nd.Mean[float32], mean, 1e-6},
+		{"Max", nd.Max[float32], func(xs []float64) float64 { return slices.Max(xs) }, 0},
+		{"Min", nd.Min[float32], func(xs []float64) float64 { return slices.Min(xs) }, 0},
+		{"Prod", nd.Prod[float32], func(xs []float64) float64 {
+			p := 1.0
+			for _, x := range xs {
+				p *= x
+			}
+			return p
+		}, 1e-5},
+		{"Var", nd.Var[float32], func(xs []float64) float64 {
+			m := mean(xs)
+			v := 0.0
+			for _, x := range xs {
+				v += (x - m) * (x - m)
+			}
+			return v / float64(len(xs))
+		}, 1e-5},
+		{"Std", nd.Std[float32], func(xs []float64) float64 {
+			m := mean(xs)
+			v := 0.0
+			for _, x := range xs {
+				v += (x - m) * (x - m)
+			}
+			return math.Sqrt(v / float64(len(xs)))
+		}, 1e-5},
+	}
+	inputs := map[string]*nd.Array[float32]{"contiguous": base, "transposed": base.T(), "reversed": must(base.Slice(1, nd.None, nd.None, -1))(t)}
+	for in, a := range inputs {
+		ha := toHost64(hostOf(t, a))
+		for _, axes := range [][]int{nil, {0}, {1}, {2}, {-1}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}} {
+			for _, keep := range []bool{false, true} {
+				x := nd.Along(axes...)
+				if keep {
+					x = x.KeepDims()
+				}
+				for _, r := range reds {
+					t.Run(fmt.Sprintf("%s/%s/%v", in, r.name, x), func(t *testing.T) {
+						closeTo(t, r.name, free(t, must(r.f(a, x))(t)), foldHost(ha, axes, keep, r.ref), r.tol)
+					})
+				}
+			}
+		}
+	}
+	t.Run("Into", func(t *testing.T) {
+		dst := free(t, must(nd.Zeros[float32](s, 4, 2))(t))
+		if err := nd.SumInto(dst.T(), base, nd.Along(2)); err != nil { // dst.T() is 2×4: the result's shape, strided
+			t.Fatal(err)
+		}
+		closeTo(t, "SumInto a view", dst.T(), foldHost(toHost64(hostOf(t, base)), []int{1}, false, sum), 1e-6)
+	})
+	t.Run("All Any", func(t *testing.T) {
+		m := free(t, must(nd.Greater(base, nd.Scalar[float32](0)))(t))
+		hm := hostOf(t, must(nd.Cast[float32](m))(t))
+		all := func(xs []float64) float64 {
+			for _, x := range xs {
+				if x == 0 {
+					return 0
+				}
+			}
+			return 1
+		}
+		closeTo(t, "All", free(t, must(nd.All(m, nd.Along(1)))(t)), foldHost(toHost64(hm), []int{1}, false, all), 0)
+		closeTo(t, "Any of floats", free(t, must(nd.Any(base, nd.Along(0, 2)))(t)), foldHost(toHost64(hostOf(t, base)), []int{0, 2}, false, func(xs []float64) float64 {
+			for _, x := range xs {
+				if x != 0 {
+					return 1
+				}
+			}
+			return 0
+		}), 0)
+	})
+	t.Run("empty", func(t *testing.T) {
+		e := free(t, must(nd.Zeros[float32](s, 3, 0))(t))
+		closeTo(t, "Sum of nothing", free(t, must(nd.Sum(e, nd.Along(1)))(t)), host[float64]{[]float64{0, 0, 0}, []int{3}}, 0)
+		closeTo(t, "Prod of nothing", free(t, must(nd.Prod(e, nd.Along(1)))(t)), host[float64]{[]float64{1, 1, 1}, []int{3}}, 0)
+		closeTo(t, "Sum of no rows", free(t, must(nd.Sum(e, nd.Along(0)))(t)), host[float64]{[]float64{}, []int{0}}, 0)
+		if _, err := nd.Max(e, nd.Along(1)); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Max of nothing: %v, want ErrInvalidValue", err)
+		}
+	})
+}
+
+// TestAxisOps: Softmax, LogSoftmax, Cumsum, ArgMax and ArgMin along each
+// axis of a 3-d array and of a transposed view.
+func TestAxisOps(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	data := floats(60, 7, false)
+	data[17] = float32(math.NaN())
+	base := free(t, must(nd.FromSlice(s, data, 3, 4, 5))(t))
+	finite := free(t, must(nd.FromSlice(s, floats(60, 9, false), 3, 4, 5))(t))
+	for name, a := range map[string]*nd.Array[float32]{"contiguous": finite, "transposed": finite.T()} {
+		ha := toHost64(hostOf(t, a))
+		for axis := -1; axis < 3; axis++ {
+			t.Run(fmt.Sprintf("%s/%d", name, axis), func(t *testing.T) {
+				closeTo(t, "Softmax", free(t, must(nd.Softmax(a, axis))(t)), lineMap(ha, axis, func(xs []float64) []float64 {
+					m := slices.Max(xs)
+					out := make([]float64, len(xs))
+					s := 0.0
+					for i, x := range xs {
+						out[i] = math.Exp(x - m)
+						s += out[i]
+					}
+					for i := range out {
+						out[i] /= s
+					}
+					return out
+				}), 1e-5)
+				closeTo(t, "LogSoftmax", free(t, must(nd.LogSoftmax(a, axis))(t)), lineMap(ha, axis, func(xs []float64) []float64 {
+					m := slices.Max(xs)
+					s := 0.0
+					for _, x := range xs {
+						s += math.Exp(x - m)
+					}
+					out := make([]float64, len(xs))
+					for i, x := range xs {
+						out[i] = x - m - math.Log(s)
+					}
+					return out
+				}), 1e-5)
+				closeTo(t, "Cumsum", free(t, must(nd.Cumsum(a, axis))(t)), lineMap(ha, axis, func(xs []float64) []float64 {
+					out := make([]float64, len(xs))
+					acc := float32(0)
+					for i, x := range xs {
+						acc += float32(x)
+						out[i] = float64(acc)
+					}
+					return out
+				}), 1e-6)
+			})
+		}
+	}
+	hb := toHost64(hostOf(t, base))
+	for axis := 0; axis < 3; axis++ {
+		t.Run(fmt.Sprint("ArgMax/", axis), func(t *testing.T) {
+			closeTo(t, "ArgMax", free(t, must(nd.ArgMax(base, axis))(t)), foldHost(hb, []int{axis}, false, argExtreme(func(a, b float64) bool { return a > b })), 0)
+			closeTo(t, "ArgMin", free(t, must(nd.ArgMin(base.T(), axis))(t)), foldHost(toHost64(hostOf(t, base.T())), []int{axis}, false, argExtreme(func(a, b float64) bool { return a < b })), 0)
+		})
+	}
+	one := free(t, must(nd.FromSlice(s, floats(1000, 2, false)))(t))
+	closeTo(t, "ArgMax of one line", free(t, must(nd.ArgMax(one, 0))(t)), foldHost(toHost64(hostOf(t, one)), nil, false, argExtreme(func(a, b float64) bool { return a > b })), 0)
+}
+
+// argExtreme is NumPy's argmax (better: a > b) or argmin: the first of
+// equals, the first NaN.
+func argExtreme(better func(a, b float64) bool) func([]float64) float64 {
+	return func(xs []float64) float64 {
+		best := 0
+		for i, x := range xs {
+			if math.IsNaN(xs[best]) {
+				break
+			}
+			if math.IsNaN(x) || better(x, xs[best]) {
+				best = i
+			}
+		}
+		return float64(best)
+	}
+}
+
+// lineMap applies f to each line of h along axis.
+func lineMap(h host[float64], axis int, f func([]float64) []float64) host[float64] {
+	n := len(h.shape)
+	axis = (axis + n) % n
+	out := host[float64]{data: make([]float64, len(h.data)), shape: h.shape}
+	strides := make([]int, n)
+	st := 1
+	for i := n - 1; i >= 0; i-- {
+		strides[i] = st
+		st *= h.shape[i]
+	}
+	rest := slices.Clone(h.shape)
+	rest[axis] = 1
+	each(rest, func(idx []int) {
+		off := 0
+		for i, v := range idx {
+			off += v * strides[i]
+		}
+		var line []float64
+		for k := range h.shape[axis] {
+			line = append(line, h.data[off+k*strides[axis]])
+		}
+		for k, v := range f(line) {
+			out.data[off+k*strides[axis]] = v
+		}
+	})
+	return out
+}
+
+// TestGather: Take along each axis with negative and out-of-range
+// indices, Concat, Stack and Split.
+func TestGather(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	a := free(t, must(nd.FromSlice(s, iota[float32](24), 2, 3, 4))(t))
+	ha := toHost64(hostOf(t, a))
+	idx := free(t, must(nd.FromSlice(s, []int64{1, -1, 0, 7, 1, 1}, 3, 2))(t))
+	for axis := 0; axis < 3; axis++ {
+		t.Run(fmt.Sprint("Take/", axis), func(t *testing.T) {
+			got := free(t, must(nd.Take(a.T(), idx, axis))(t))
+			ht := toHost64(hostOf(t, a.T()))
+			shape := slices.Concat(ht.shape[:axis], []int{3, 2}, ht.shape[axis+1:])
+			want := host[float64]{shape: shape}
+			each(shape, func(i []int) {
+				k := []int64{1, -1, 0, 7, 1, 1}[i[axis]*2+i[axis+1]]
+				d := int64(ht.shape[axis])
+				if k < 0 {
+					k += d
+				}
+				if k < 0 || k >= d {
+					want.data = append(want.data, 0)
+					return
+				}
+				src := slices.Concat(i[:axis], []int{int(k)}, i[axis+2:])
+				want.data = append(want.data, ht.at(src))
+			})
+			closeTo(t, "Take", got, want, 0)
+		})
+	}
+	t.Run("Concat", func(t *testing.T) {
+		b := free(t, must(nd.FromSlice(s, iota[float32](6), 2, 3, 1))(t))
+		got := free(t, must(nd.Concat([]*nd.Array[float32]{a, b, a}, -1))(t))
+		want := host[float64]{shape: []int{2, 3, 9}}
+		each(want.shape, func(i []int) {
+			switch k := i[2]; {
+			case k < 4:
+				want.data = append(want.data, ha.at([]int{i[0], i[1], k}))
+			case k == 4:
+				want.data = append(want.data, float64(i[0]*3+i[1]))
+			default:
+				want.data = append(want.data, ha.at([]int{i[0], i[1], k - 5}))
+			}
+		})
+		closeTo(t, "Concat", got, want, 0)
+		if _, err := nd.Concat([]*nd.Array[float32]{a, a.T()}, 0); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Concat of disagreeing shapes: %v", err)
+		}
+	})
+	t.Run("Stack Split", func(t *testing.T) {
+		st := free(t, must(nd.Stack([]*nd.Array[float32]{a, a}, 1))(t))
+		if !slices.Equal(st.Shape(), []int{2, 2, 3, 4}) {
+			t.Fatalf("Stack: shape %v", st.Shape())
+		}
+		parts := must(nd.Split(st, []int{1}, 1))(t)
+		if len(parts) != 2 {
+			t.Fatalf("Split: %d parts", len(parts))
+		}
+		for _, p := range parts {
+			closeTo(t, "Split", must(p.Squeeze(1))(t), ha, 0)
+		}
+	})
+}
