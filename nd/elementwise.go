@@ -2,6 +2,7 @@ package nd
 
 import (
 	"fmt"
+	"slices"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/ndshape"
@@ -61,13 +62,13 @@ func run[U Elem](op string, e expr, ins ...operand) (*Array[U], error) {
 	return out, nil
 }
 
-// runInto applies e to the inputs into dst, which must have their
-// broadcast shape.
+// runInto applies e to the inputs into dst: their broadcast shape must
+// broadcast to dst's (NumPy's out=).
 func runInto[U Elem](op string, e expr, dst *Array[U], ins ...operand) error {
 	if err := writable(op, "dst", dst); err != nil {
 		return err
 	}
-	shapes := [][]int{dst.layout.Shape()}
+	var shapes [][]int
 	for _, in := range ins {
 		shapes = append(shapes, in.layout.Shape())
 	}
@@ -75,7 +76,7 @@ func runInto[U Elem](op string, e expr, dst *Array[U], ins ...operand) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	if fmt.Sprint(shape) != fmt.Sprint(dst.layout.Shape()) {
+	if to, err := ndshape.Broadcast(dst.layout.Shape(), shape); err != nil || !slices.Equal(to, dst.layout.Shape()) {
 		return errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the operands broadcast to %v", dst.layout.Shape(), shape)
 	}
 	o, err := operandOf(op, "dst", dst)

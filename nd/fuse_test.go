@@ -1,0 +1,74 @@
+package nd_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nd"
+)
+
+// TestFuse: a fused expression computes what its operations compute one
+// by one, over broadcast and strided arrays, an array used twice, and
+// constants; Into writes a view.
+func TestFuse(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	a := free(t, must(nd.FromSlice(s, floats(12, 1, false), 4, 3))(t))
+	b := free(t, must(nd.FromSlice(s, floats(3, 2, false), 3))(t))
+	c := free(t, must(nd.FromSlice(s, floats(12, 3, false), 3, 4))(t))
+	e := nd.Lazy(a).Mul(nd.Lazy(b)).Add(nd.Lazy(c.T())).Relu().Mul(nd.Lazy(a)).Add(nd.Const[float32](0.5)).Exp()
+	if got, want := e.String(), "exp(add(mul(relu(add(mul(a0, a1), a2)), a0), 0.5))"; got != want {
+		t.Errorf("String: %s, want %s", got, want)
+	}
+	want := mapHost(func(xs []float64) float64 {
+		v := float32(xs[0])*float32(xs[1]) + float32(xs[2])
+		v = float32(math.Max(float64(v), 0)) * float32(xs[0])
+		return math.Exp(float64(v + 0.5))
+	}, toHost64(hostOf(t, a)), toHost64(hostOf(t, b)), toHost64(hostOf(t, c.T())))
+	closeTo(t, "Eval", free(t, must(e.Eval())(t)), want, 1e-6)
+	dst := free(t, must(nd.Zeros[float32](s, 3, 4))(t))
+	if err := e.EvalInto(dst.T()); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "EvalInto a view", dst.T(), want, 1e-6)
+	// In place, the output one of the arrays read in another order.
+	sq := free(t, must(nd.FromSlice(s, floats(9, 4, false), 3, 3))(t))
+	hsq, hsqT := toHost64(hostOf(t, sq)), toHost64(hostOf(t, sq.T()))
+	if err := nd.Lazy(sq).Sub(nd.Lazy(sq.T())).EvalInto(sq); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "in place", sq, mapHost(func(xs []float64) float64 { return xs[0] - xs[1] }, hsq, hsqT), 0)
+	// Integers, with their exact Pow.
+	i := free(t, must(nd.Arange[int64](s, -3, 4, 1))(t))
+	closeTo(t, "int64", free(t, must(nd.Lazy(i).Pow(nd.Const[int64](3)).Add(nd.Lazy(i)).Eval())(t)),
+		host[float64]{[]float64{-30, -10, -2, 0, 2, 10, 30}, []int{7}}, 0)
+}
+
+// TestFuseErrors: every mistake in an expression is Eval's error.
+func TestFuseErrors(t *testing.T) {
+	s := stream(t)
+	a := free(t, must(nd.Zeros[float32](s, 2, 3))(t))
+	i := free(t, must(nd.Zeros[int32](s, 2))(t))
+	var zero nd.Expr[float32]
+	for _, tt := range []struct {
+		name, want string
+		err        error
+	}{
+		{"zero", "a zero Expr", second(zero.Eval())},
+		{"zero argument", "a zero Expr among its arguments", second(nd.Lazy(a).Add(zero).Eval())},
+		{"nil array", "is a nil *Array", second(nd.Lazy[float32](nil).Eval())},
+		{"float function of ints", "exp is a function of floats, and the expression's type is int32", second(nd.Lazy(i).Exp().Eval())},
+		{"shapes", "cannot be broadcast together", second(nd.Lazy(a).Add(nd.Lazy(a.T())).Eval())},
+		{"constants only", "every operand is a Scalar", second(nd.Const[float32](1).Exp().Eval())},
+		{"into shape", "dst has shape [3 2]", nd.Lazy(a).EvalInto(a.T())},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, cuda.ErrInvalidValue) || !strings.Contains(tt.err.Error(), tt.want) {
+				t.Errorf("got %v; want ErrInvalidValue saying %q", tt.err, tt.want)
+			}
+		})
+	}
+}
