@@ -36,6 +36,19 @@ type Bool uint8
 // as for any buffer. Reading to the host (ToSlice, Item, String) waits for
 // the work queued before it.
 //
+// An operation that fails returns its error and, in place of its result,
+// an Array that carries the error: an operation given that Array fails at
+// once with an error that wraps it (errors.Is and errors.As reach the
+// first). So a chain of operations may check once, at its end, and hear
+// of the step that failed first:
+//
+//	h, _ := nd.Matmul(x, w)
+//	h, _ = nd.Add(h, bias)
+//	y, err := nd.Softmax(h, -1) // Matmul's error, if it failed
+//
+// (as NaN flows through arithmetic, and as bufio.Scanner keeps its first
+// error). Its Free does nothing.
+//
 // An Array is a value handle: its methods may be called from many
 // goroutines at once, but work on the memory (an operation writing an
 // array while another reads it) is ordered by its stream, as any GPU
@@ -46,8 +59,9 @@ type Array[T Elem] struct {
 	owns   bool                  // Free frees buf
 	s      *cuda.Stream
 	layout ndshape.Layout
-	value  T    // a Scalar's value
-	scalar bool // made by Scalar: a 0-d value on the host, passed to kernels as an argument
+	value  T     // a Scalar's value
+	scalar bool  // made by Scalar: a 0-d value on the host, passed to kernels as an argument
+	err    error // the error of the operation that returned this stand-in (poison)
 }
 
 // Scalar returns a 0-d array holding v on the host: an operand of any
@@ -163,7 +177,7 @@ func (a *Array[T]) Buffer() (*cuda.DeviceBuffer[T], error) {
 }
 
 // valid reports whether a is an array (a Scalar or one with memory).
-func (a *Array[T]) valid() bool { return a != nil && (a.scalar || a.buf != nil) }
+func (a *Array[T]) valid() bool { return a != nil && a.err == nil && (a.scalar || a.buf != nil) }
 
 // check returns the error of an operation given a nil or zero Array as
 // the argument named name.
@@ -171,6 +185,8 @@ func (a *Array[T]) check(op, name string) error {
 	switch {
 	case a == nil:
 		return errorf(op, cuda.ErrInvalidValue, "%s is a nil *Array", name)
+	case a.err != nil:
+		return &Error{Op: op, Err: a.err, Detail: name + " is the result of an operation that failed"}
 	case !a.valid():
 		return errorf(op, cuda.ErrInvalidValue, "%s is a zero Array: make arrays with Zeros, FromSlice and the like", name)
 	}
@@ -179,7 +195,7 @@ func (a *Array[T]) check(op, name string) error {
 
 // with returns a view of a's memory with another layout.
 func (a *Array[T]) with(l ndshape.Layout) *Array[T] {
-	return &Array[T]{buf: a.buf, s: a.s, layout: l, value: a.value, scalar: a.scalar}
+	return &Array[T]{buf: a.buf, s: a.s, layout: l, value: a.value, scalar: a.scalar, err: a.err}
 }
 
 // span returns the buffer over the elements the layout reaches (from the
@@ -224,4 +240,22 @@ func typeName[T Elem]() string {
 		return "float32"
 	}
 	return "float64"
+}
+
+// result returns a's failed stand-in (see poison) where err is not nil.
+func result[T Elem](a *Array[T], err error) (*Array[T], error) {
+	if err != nil {
+		return &Array[T]{err: err}, err
+	}
+	return a, nil
+}
+
+// poison makes *out a failed array, carrying *err, where *err is not nil:
+// every exported operation returns one with its error, so that an
+// operation given it fails at once with an error that wraps the first, and
+// a chain of operations needs one check, at its end.
+func poison[T Elem](out **Array[T], err *error) {
+	if *err != nil {
+		*out = &Array[T]{err: *err}
+	}
 }

@@ -130,7 +130,8 @@ func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[
 // Softmax returns the softmax of a along axis (negative counting from the
 // end): e^(x-max) over the sum of them, each line along the axis on its
 // own.
-func Softmax[T cuda.AnyFloat](a *Array[T], axis int) (*Array[T], error) {
+func Softmax[T cuda.AnyFloat](a *Array[T], axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return rowwise("Softmax", a, axis, nil, softmaxRows[T](compute.Softmax[T]))
 }
 
@@ -141,7 +142,8 @@ func SoftmaxInto[T cuda.AnyFloat](dst, a *Array[T], axis int) error {
 
 // LogSoftmax returns the log of the softmax of a along axis, computed as
 // x - max - log(sum of e^(x-max)).
-func LogSoftmax[T cuda.AnyFloat](a *Array[T], axis int) (*Array[T], error) {
+func LogSoftmax[T cuda.AnyFloat](a *Array[T], axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return rowwise("LogSoftmax", a, axis, nil, softmaxRows[T](compute.LogSoftmax[T]))
 }
 
@@ -160,7 +162,8 @@ func softmaxRows[T cuda.AnyFloat](f func(dst, src *cuda.DeviceBuffer[T], shape c
 // is the sum of its elements 0 to k, folded in order (in 64 bits for
 // integers, float32 for the halves, as Sum). Each line is summed by one
 // thread, in order: fast for many short lines, slow for a few long ones.
-func Cumsum[T Elem](a *Array[T], axis int) (*Array[T], error) {
+func Cumsum[T Elem](a *Array[T], axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return rowwise("Cumsum", a, axis, nil, cumsumRows[T])
 }
 
@@ -203,13 +206,15 @@ func cumsumRows[T Elem](dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.
 // axis (the first of equals, or the first NaN, as NumPy's argmax): an
 // array of int64 of a's shape without axis. Each line is searched by one
 // thread, except a's only line, which compute's ArgMax searches.
-func ArgMax[T Elem](a *Array[T], axis int) (*Array[int64], error) {
+func ArgMax[T Elem](a *Array[T], axis int) (out *Array[int64], failure error) {
+	defer poison(&out, &failure)
 	return argExtreme("ArgMax", ">", compute.ArgMax[T], a, axis)
 }
 
 // ArgMin returns the index of the smallest element of each line of a
 // along axis (the first of equals, or the first NaN).
-func ArgMin[T Elem](a *Array[T], axis int) (*Array[int64], error) {
+func ArgMin[T Elem](a *Array[T], axis int) (out *Array[int64], failure error) {
+	defer poison(&out, &failure)
 	return argExtreme("ArgMin", "<", compute.ArgMin[T], a, axis)
 }
 

@@ -12,7 +12,8 @@ import (
 // allocated in stream order on s (cuda.AllocAsync): the work queued on s
 // after it may use it. No shape is a 0-d array of one element; a
 // dimension may be 0.
-func Empty[T Elem](s *cuda.Stream, shape ...int) (*Array[T], error) {
+func Empty[T Elem](s *cuda.Stream, shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return empty[T]("Empty", s, shape)
 }
 
@@ -33,7 +34,8 @@ func empty[T Elem](op string, s *cuda.Stream, shape []int) (*Array[T], error) {
 
 // Zeros returns a contiguous array of the shape, every element zero,
 // allocated and set in stream order on s.
-func Zeros[T Elem](s *cuda.Stream, shape ...int) (*Array[T], error) {
+func Zeros[T Elem](s *cuda.Stream, shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Zeros"
 	a, err := empty[T](op, s, shape)
 	if err != nil {
@@ -47,12 +49,14 @@ func Zeros[T Elem](s *cuda.Stream, shape ...int) (*Array[T], error) {
 }
 
 // Ones returns a contiguous array of the shape, every element one.
-func Ones[T Elem](s *cuda.Stream, shape ...int) (*Array[T], error) {
+func Ones[T Elem](s *cuda.Stream, shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return full("Ones", s, one[T](), shape)
 }
 
 // Full returns a contiguous array of the shape, every element v.
-func Full[T Elem](s *cuda.Stream, v T, shape ...int) (*Array[T], error) {
+func Full[T Elem](s *cuda.Stream, v T, shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return full("Full", s, v, shape)
 }
 
@@ -138,7 +142,8 @@ func one[T Elem]() T {
 // row-major order: len(data) must be the shape's size. No shape is a 1-d
 // array of len(data) elements. The copy is done when FromSlice returns
 // (data may change then); the array belongs to s.
-func FromSlice[T Elem](s *cuda.Stream, data []T, shape ...int) (*Array[T], error) {
+func FromSlice[T Elem](s *cuda.Stream, data []T, shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "FromSlice"
 	if shape == nil {
 		shape = []int{len(data)}
@@ -166,7 +171,8 @@ func FromSlice[T Elem](s *cuda.Stream, data []T, shape ...int) (*Array[T], error
 // closes the array). The shape's size must be buf.Len(); no shape is a 1-d
 // array of buf.Len() elements. Its work is queued on s, which must be of
 // buf's context.
-func FromBuffer[T Elem](s *cuda.Stream, buf *cuda.DeviceBuffer[T], shape ...int) (*Array[T], error) {
+func FromBuffer[T Elem](s *cuda.Stream, buf *cuda.DeviceBuffer[T], shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "FromBuffer"
 	switch {
 	case s == nil:
@@ -195,7 +201,8 @@ func FromBuffer[T Elem](s *cuda.Stream, buf *cuda.DeviceBuffer[T], shape ...int)
 // (excluded), as NumPy's arange: ceil((stop-start)/step) elements, each
 // start + i·step computed in float64 and converted to T. step must not be
 // zero.
-func Arange[T Elem](s *cuda.Stream, start, stop, step float64) (*Array[T], error) {
+func Arange[T Elem](s *cuda.Stream, start, stop, step float64) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Arange"
 	if step == 0 || math.IsNaN(start) || math.IsNaN(stop) || math.IsNaN(step) || math.IsInf(start, 0) || math.IsInf(stop, 0) || math.IsInf(step, 0) {
 		return nil, errorf(op, cuda.ErrInvalidValue, "start %v, stop %v, step %v: the step must be nonzero and all finite", start, stop, step)
@@ -213,7 +220,8 @@ func Arange[T Elem](s *cuda.Stream, start, stop, step float64) (*Array[T], error
 // Linspace returns num evenly spaced values from start to stop, both
 // included (num 1: start alone), as NumPy's linspace: start + i·step in
 // float64, the last exactly stop, converted to T.
-func Linspace[T Elem](s *cuda.Stream, start, stop float64, num int) (*Array[T], error) {
+func Linspace[T Elem](s *cuda.Stream, start, stop float64, num int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Linspace"
 	if num < 0 {
 		return nil, errorf(op, cuda.ErrInvalidValue, "num is %d: it cannot be negative", num)
@@ -251,7 +259,8 @@ func ramp[T Elem](op string, s *cuda.Stream, n int, start, step, last float64) (
 
 // Eye returns the n×m array with ones on the diagonal (row i, column i)
 // and zeros elsewhere.
-func Eye[T Elem](s *cuda.Stream, n, m int) (*Array[T], error) {
+func Eye[T Elem](s *cuda.Stream, n, m int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Eye"
 	a, err := Zeros[T](s, n, m)
 	if err != nil {

@@ -184,40 +184,51 @@ r = p_;`}
 }
 
 // Add returns a + b, broadcast.
-func Add[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Add", addExpr, a, b) }
+func Add[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return result(binary[T, T]("Add", addExpr, a, b))
+}
 
 // AddInto sets dst = a + b.
 func AddInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("AddInto", addExpr, dst, a, b) }
 
 // Sub returns a - b, broadcast.
-func Sub[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Sub", subExpr, a, b) }
+func Sub[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return result(binary[T, T]("Sub", subExpr, a, b))
+}
 
 // SubInto sets dst = a - b.
 func SubInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("SubInto", subExpr, dst, a, b) }
 
 // Mul returns a · b, element by element, broadcast.
-func Mul[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Mul", mulExpr, a, b) }
+func Mul[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return result(binary[T, T]("Mul", mulExpr, a, b))
+}
 
 // MulInto sets dst = a · b.
 func MulInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("MulInto", mulExpr, dst, a, b) }
 
 // Div returns a / b, broadcast (for integers, truncated toward zero; a
 // division by zero gives an unspecified value, not an error).
-func Div[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Div", divExpr, a, b) }
+func Div[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return result(binary[T, T]("Div", divExpr, a, b))
+}
 
 // DivInto sets dst = a / b.
 func DivInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("DivInto", divExpr, dst, a, b) }
 
 // Pow returns a raised to b, broadcast: exact for integers (a negative
 // exponent gives 0 but for bases ±1).
-func Pow[T Elem](a, b *Array[T]) (*Array[T], error) { return binary[T, T]("Pow", powExpr, a, b) }
+func Pow[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return result(binary[T, T]("Pow", powExpr, a, b))
+}
 
 // PowInto sets dst = a raised to b.
 func PowInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("PowInto", powExpr, dst, a, b) }
 
 // Maximum returns the larger of a and b, element by element (a NaN wins,
 // as NumPy's maximum).
-func Maximum[T Elem](a, b *Array[T]) (*Array[T], error) {
+func Maximum[T Elem](a, b *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return binary[T, T]("Maximum", maxExpr, a, b)
 }
 
@@ -227,7 +238,8 @@ func MaximumInto[T Elem](dst, a, b *Array[T]) error {
 }
 
 // Minimum returns the smaller of a and b, element by element (a NaN wins).
-func Minimum[T Elem](a, b *Array[T]) (*Array[T], error) {
+func Minimum[T Elem](a, b *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return binary[T, T]("Minimum", minExpr, a, b)
 }
 
@@ -237,30 +249,37 @@ func MinimumInto[T Elem](dst, a, b *Array[T]) error {
 }
 
 // Equal returns the mask of a == b, broadcast (a NaN equals nothing).
-func Equal[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+func Equal[T Elem](a, b *Array[T]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return binary[T, Bool]("Equal", eqExpr, a, b)
 }
 
 // NotEqual returns the mask of a != b.
-func NotEqual[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+func NotEqual[T Elem](a, b *Array[T]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return binary[T, Bool]("NotEqual", neExpr, a, b)
 }
 
 // Less returns the mask of a < b.
-func Less[T Elem](a, b *Array[T]) (*Array[Bool], error) { return binary[T, Bool]("Less", ltExpr, a, b) }
+func Less[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+	return result(binary[T, Bool]("Less", ltExpr, a, b))
+}
 
 // LessEqual returns the mask of a <= b.
-func LessEqual[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+func LessEqual[T Elem](a, b *Array[T]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return binary[T, Bool]("LessEqual", leExpr, a, b)
 }
 
 // Greater returns the mask of a > b.
-func Greater[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+func Greater[T Elem](a, b *Array[T]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return binary[T, Bool]("Greater", gtExpr, a, b)
 }
 
 // GreaterEqual returns the mask of a >= b.
-func GreaterEqual[T Elem](a, b *Array[T]) (*Array[Bool], error) {
+func GreaterEqual[T Elem](a, b *Array[T]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return binary[T, Bool]("GreaterEqual", geExpr, a, b)
 }
 
@@ -276,22 +295,26 @@ func CompareInto[T Elem](dst *Array[Bool], a, b *Array[T], cmp string) error {
 }
 
 // LogicalAnd returns the mask of a and b both true (nonzero).
-func LogicalAnd(a, b *Array[Bool]) (*Array[Bool], error) {
+func LogicalAnd(a, b *Array[Bool]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return binary[Bool, Bool]("LogicalAnd", andExpr, a, b)
 }
 
 // LogicalOr returns the mask of a or b true (nonzero).
-func LogicalOr(a, b *Array[Bool]) (*Array[Bool], error) {
+func LogicalOr(a, b *Array[Bool]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return binary[Bool, Bool]("LogicalOr", orExpr, a, b)
 }
 
 // LogicalNot returns the mask of a false (zero).
-func LogicalNot(a *Array[Bool]) (*Array[Bool], error) {
+func LogicalNot(a *Array[Bool]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return unary[Bool, Bool]("LogicalNot", notExpr, a)
 }
 
 // IsNaN returns the mask of a's NaNs (all false for integers).
-func IsNaN[T Elem](a *Array[T]) (*Array[Bool], error) {
+func IsNaN[T Elem](a *Array[T]) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return unary[T, Bool]("IsNaN", func(t ctype) expr {
 		if t.float {
 			return expr{name: "isnan", code: "x0 != x0"}
@@ -302,7 +325,8 @@ func IsNaN[T Elem](a *Array[T]) (*Array[Bool], error) {
 
 // Where returns, element by element, a where mask is true (nonzero) and b
 // elsewhere, the three broadcast together.
-func Where[T Elem](mask *Array[Bool], a, b *Array[T]) (*Array[T], error) {
+func Where[T Elem](mask *Array[Bool], a, b *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Where"
 	ins, err := whereOperands(op, mask, a, b)
 	if err != nil {
@@ -338,7 +362,8 @@ func whereOperands[T Elem](op string, mask *Array[Bool], a, b *Array[T]) ([]oper
 
 // Clip returns a limited to [lo, hi]: lo where a < lo, hi where a > hi (a
 // NaN stays NaN), as NumPy's clip.
-func Clip[T Elem](a *Array[T], lo, hi T) (*Array[T], error) {
+func Clip[T Elem](a *Array[T], lo, hi T) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Clip"
 	ins, err := operands(op, a, Scalar(lo), Scalar(hi))
 	if err != nil {
@@ -362,7 +387,8 @@ var clipExpr = expr{name: "clip", code: "x0 < x1 ? x1 : x0 > x2 ? x2 : x0"}
 // Cast returns a's elements converted to U as Go's conversion converts
 // them (Float16 and BFloat16 results rounded to nearest, ties to even; a
 // float to an integer truncated toward zero, out of range undefined).
-func Cast[U, T Elem](a *Array[T]) (*Array[U], error) {
+func Cast[U, T Elem](a *Array[T]) (out *Array[U], failure error) {
+	defer poison(&out, &failure)
 	return unary[T, U]("Cast", castExpr, a)
 }
 
@@ -423,44 +449,50 @@ var (
 )
 
 // Neg returns -a (for unsigned types, modulo 2^bits).
-func Neg[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Neg", negExpr, a) }
+func Neg[T Elem](a *Array[T]) (*Array[T], error) { return result(unary[T, T]("Neg", negExpr, a)) }
 
 // NegInto sets dst = -a.
 func NegInto[T Elem](dst, a *Array[T]) error { return unaryInto("NegInto", negExpr, dst, a) }
 
 // Abs returns |a|.
-func Abs[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Abs", absExpr, a) }
+func Abs[T Elem](a *Array[T]) (*Array[T], error) { return result(unary[T, T]("Abs", absExpr, a)) }
 
 // AbsInto sets dst = |a|.
 func AbsInto[T Elem](dst, a *Array[T]) error { return unaryInto("AbsInto", absExpr, dst, a) }
 
 // Sign returns -1, 0 or 1 as a is negative, zero or positive (a float's
 // ±0 and NaN stay).
-func Sign[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sign", signExpr, a) }
+func Sign[T Elem](a *Array[T]) (*Array[T], error) { return result(unary[T, T]("Sign", signExpr, a)) }
 
 // SignInto sets dst to a's sign.
 func SignInto[T Elem](dst, a *Array[T]) error { return unaryInto("SignInto", signExpr, dst, a) }
 
 // Relu returns max(a, 0) (a NaN stays NaN).
-func Relu[T Elem](a *Array[T]) (*Array[T], error) { return unary[T, T]("Relu", reluExpr, a) }
+func Relu[T Elem](a *Array[T]) (*Array[T], error) { return result(unary[T, T]("Relu", reluExpr, a)) }
 
 // ReluInto sets dst = max(a, 0).
 func ReluInto[T Elem](dst, a *Array[T]) error { return unaryInto("ReluInto", reluExpr, dst, a) }
 
 // Exp returns e^a.
-func Exp[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Exp", expExpr, a) }
+func Exp[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Exp", expExpr, a))
+}
 
 // ExpInto sets dst = e^a.
 func ExpInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("ExpInto", expExpr, dst, a) }
 
 // Log returns ln(a).
-func Log[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Log", logExpr, a) }
+func Log[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Log", logExpr, a))
+}
 
 // LogInto sets dst = ln(a).
 func LogInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("LogInto", logExpr, dst, a) }
 
 // Sqrt returns √a.
-func Sqrt[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sqrt", sqrtExpr, a) }
+func Sqrt[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Sqrt", sqrtExpr, a))
+}
 
 // SqrtInto sets dst = √a.
 func SqrtInto[T cuda.AnyFloat](dst, a *Array[T]) error {
@@ -468,19 +500,25 @@ func SqrtInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 }
 
 // Sin returns sin(a), a in radians.
-func Sin[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Sin", sinExpr, a) }
+func Sin[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Sin", sinExpr, a))
+}
 
 // SinInto sets dst = sin(a).
 func SinInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("SinInto", sinExpr, dst, a) }
 
 // Cos returns cos(a), a in radians.
-func Cos[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Cos", cosExpr, a) }
+func Cos[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Cos", cosExpr, a))
+}
 
 // CosInto sets dst = cos(a).
 func CosInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("CosInto", cosExpr, dst, a) }
 
 // Tanh returns tanh(a).
-func Tanh[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Tanh", tanhExpr, a) }
+func Tanh[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Tanh", tanhExpr, a))
+}
 
 // TanhInto sets dst = tanh(a).
 func TanhInto[T cuda.AnyFloat](dst, a *Array[T]) error {
@@ -488,7 +526,8 @@ func TanhInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 }
 
 // Sigmoid returns 1 / (1 + e^-a).
-func Sigmoid[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+func Sigmoid[T cuda.AnyFloat](a *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return unary[T, T]("Sigmoid", sigmoid, a)
 }
 
@@ -499,13 +538,16 @@ func SigmoidInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 
 // Gelu returns a·Φ(a), with Φ the standard normal distribution's (the
 // exact GELU, with erf).
-func Gelu[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Gelu", gelu, a) }
+func Gelu[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Gelu", gelu, a))
+}
 
 // GeluInto sets dst = a·Φ(a).
 func GeluInto[T cuda.AnyFloat](dst, a *Array[T]) error { return unaryInto("GeluInto", gelu, dst, a) }
 
 // Floor returns the largest integers not above a.
-func Floor[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+func Floor[T cuda.AnyFloat](a *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return unary[T, T]("Floor", floorExpr, a)
 }
 
@@ -515,7 +557,9 @@ func FloorInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 }
 
 // Ceil returns the smallest integers not below a.
-func Ceil[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) { return unary[T, T]("Ceil", ceilExpr, a) }
+func Ceil[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+	return result(unary[T, T]("Ceil", ceilExpr, a))
+}
 
 // CeilInto sets dst = ceil(a).
 func CeilInto[T cuda.AnyFloat](dst, a *Array[T]) error {
@@ -524,7 +568,8 @@ func CeilInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 
 // Round returns a rounded to the nearest integers, halves to even (as
 // NumPy's round).
-func Round[T cuda.AnyFloat](a *Array[T]) (*Array[T], error) {
+func Round[T cuda.AnyFloat](a *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return unary[T, T]("Round", roundExpr, a)
 }
 

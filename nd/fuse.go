@@ -160,7 +160,8 @@ func (x Expr[T]) String() string {
 
 // Eval computes the expression into a new array of its arrays' broadcast
 // shape, on their stream, in one kernel.
-func (x Expr[T]) Eval() (*Array[T], error) {
+func (x Expr[T]) Eval() (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Expr.Eval"
 	e, ins, err := x.fuse(op)
 	if err != nil {

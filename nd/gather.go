@@ -14,7 +14,8 @@ import (
 // a's with axis replaced by indices' shape. An index may be negative,
 // counting from the end; one out of range [-n, n) gives 0 (zero) rather
 // than reading outside a: the device cannot stop to report it.
-func Take[T Elem](a *Array[T], indices *Array[int64], axis int) (*Array[T], error) {
+func Take[T Elem](a *Array[T], indices *Array[int64], axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Take"
 	if err := indices.check(op, "indices"); err != nil {
 		return nil, err
@@ -102,7 +103,8 @@ y = k >= 0 && k < dim ? x[((q / nidx) * dim + k) * post + p] : 0;`}
 
 // Concat returns the arrays joined along axis (NumPy's concatenate): their
 // shapes must agree but on axis. One copy per array.
-func Concat[T Elem](arrays []*Array[T], axis int) (*Array[T], error) {
+func Concat[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Concat"
 	if len(arrays) == 0 {
 		return nil, errorf(op, cuda.ErrInvalidValue, "no arrays to join")
@@ -163,7 +165,8 @@ func Concat[T Elem](arrays []*Array[T], axis int) (*Array[T], error) {
 
 // Stack returns the arrays, all of one shape, joined along a new axis
 // (NumPy's stack): axis in [-ndim-1, ndim].
-func Stack[T Elem](arrays []*Array[T], axis int) (*Array[T], error) {
+func Stack[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Stack"
 	views := make([]*Array[T], len(arrays))
 	for i, a := range arrays {

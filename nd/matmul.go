@@ -19,7 +19,8 @@ import (
 // float32). A transposed view (a.T(), Permute of the last two axes) is
 // read as cuBLAS's transposed operand, not copied; an operand whose last
 // two axes are strided otherwise is copied first.
-func Matmul[T cuda.AnyFloat](a, b *Array[T]) (*Array[T], error) {
+func Matmul[T cuda.AnyFloat](a, b *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return matmul("Matmul", a, b, nil)
 }
 

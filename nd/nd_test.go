@@ -357,3 +357,28 @@ func TestErrors(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestFailedChain: an operation's error comes with an array that carries
+// it; the operations given that array fail at once with errors that wrap
+// the first, so a chain checks once.
+func TestFailedChain(t *testing.T) {
+	s := stream(t)
+	a := free(t, must(nd.Zeros[float32](s, 2, 3))(t))
+	h, err1 := nd.Add(a, a.T()) // shapes disagree
+	if err1 == nil || h == nil {
+		t.Fatalf("Add of disagreeing shapes: %v, %v", h, err1)
+	}
+	v := h.T()
+	r, _ := v.Reshape(-1)
+	y, err := nd.Sum(r, nd.Along())
+	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), err1.Error()) {
+		t.Errorf("the chain's error: %v, want one wrapping %v", err, err1)
+	}
+	if !strings.Contains(y.String(), "failed: ") || y.Free() != nil || y.Size() != 0 {
+		t.Errorf("a failed array: %s", y)
+	}
+	var e *nd.Error
+	if !errors.As(err, &e) || e.Op != "Sum" {
+		t.Errorf("errors.As: %#v", e)
+	}
+}

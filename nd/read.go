@@ -66,7 +66,10 @@ var printDefaults = printOptions{Precision: 8, Threshold: 1000, EdgeItems: 3, Li
 // does; an array it cannot read prints the error in their place.
 func (a *Array[T]) String() string {
 	prefix := fmt.Sprintf("nd.Array[%s](", a.Dtype())
-	if !a.valid() {
+	switch {
+	case a != nil && a.err != nil:
+		return prefix + "failed: " + a.err.Error() + ")"
+	case !a.valid():
 		return prefix + "invalid)"
 	}
 	data, err := a.ToSlice()

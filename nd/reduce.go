@@ -269,7 +269,8 @@ func ptr[T any](v T) *T { return &v }
 // Sum returns the sum of a's elements over the axes (0 for none); integers
 // are summed in 64 bits and Float16 and BFloat16 in float32, the result
 // of T.
-func Sum[T Elem](a *Array[T], x Axes) (*Array[T], error) {
+func Sum[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return reduce("Sum", a, x, stdFold(compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), nil)
 }
 
@@ -280,7 +281,8 @@ func SumInto[T Elem](dst, a *Array[T], x Axes) error {
 
 // Max returns the largest of a's elements over the axes (a NaN if there
 // is one); an empty fold is an error, as NumPy's.
-func Max[T Elem](a *Array[T], x Axes) (*Array[T], error) {
+func Max[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return reduce("Max", a, x, stdFold(compute.MaxOf[T], compute.MaxAxis[T]), nil, nil)
 }
 
@@ -291,7 +293,8 @@ func MaxInto[T Elem](dst, a *Array[T], x Axes) error {
 
 // Min returns the smallest of a's elements over the axes (a NaN if there
 // is one); an empty fold is an error.
-func Min[T Elem](a *Array[T], x Axes) (*Array[T], error) {
+func Min[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return reduce("Min", a, x, stdFold(compute.MinOf[T], compute.MinAxis[T]), nil, nil)
 }
 
@@ -301,7 +304,8 @@ func MinInto[T Elem](dst, a *Array[T], x Axes) error {
 }
 
 // Mean returns the mean of a's elements over the axes (NaN for none).
-func Mean[T cuda.AnyFloat](a *Array[T], x Axes) (*Array[T], error) {
+func Mean[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return reduce("Mean", a, x, stdFold(compute.Mean[T], compute.MeanAxis[T]), ptr(nan[T]()), nil)
 }
 
@@ -311,7 +315,8 @@ func MeanInto[T cuda.AnyFloat](dst, a *Array[T], x Axes) error {
 }
 
 // Prod returns the product of a's elements over the axes (1 for none).
-func Prod[T Elem](a *Array[T], x Axes) (*Array[T], error) {
+func Prod[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return specReduce("Prod", "prod", a, x, one[T](), nil)
 }
 
@@ -322,13 +327,15 @@ func ProdInto[T Elem](dst, a *Array[T], x Axes) error {
 
 // All returns whether every element of a over the axes is true (nonzero;
 // true for none).
-func All[T Elem](a *Array[T], x Axes) (*Array[Bool], error) {
+func All[T Elem](a *Array[T], x Axes) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return truth("All", "all", a, x, 1)
 }
 
 // Any returns whether some element of a over the axes is true (false for
 // none).
-func Any[T Elem](a *Array[T], x Axes) (*Array[Bool], error) {
+func Any[T Elem](a *Array[T], x Axes) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
 	return truth("Any", "any", a, x, 0)
 }
 
@@ -356,13 +363,15 @@ func truth[T Elem](op, what string, a *Array[T], x Axes, identity Bool) (*Array[
 // Var returns the variance of a's elements over the axes: the mean of the
 // squared deviations from their mean (NumPy's var with ddof 0), in two
 // passes.
-func Var[T cuda.AnyFloat](a *Array[T], x Axes) (*Array[T], error) {
+func Var[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return variance("Var", a, x, false)
 }
 
 // Std returns the standard deviation of a's elements over the axes: the
 // square root of Var.
-func Std[T cuda.AnyFloat](a *Array[T], x Axes) (*Array[T], error) {
+func Std[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return variance("Std", a, x, true)
 }
 

@@ -26,7 +26,8 @@ func (a *Array[T]) view(op string, f func(ndshape.Layout) (ndshape.Layout, error
 // row-major order: a view where the strides allow it (always, for a
 // contiguous array), else a contiguous copy, as NumPy's reshape. One
 // dimension may be -1: it is inferred from the others.
-func (a *Array[T]) Reshape(shape ...int) (*Array[T], error) {
+func (a *Array[T]) Reshape(shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Array.Reshape"
 	if err := a.check(op, "a"); err != nil {
 		return nil, err
@@ -42,22 +43,30 @@ func (a *Array[T]) Reshape(shape ...int) (*Array[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	l, _, err = c.layout.Reshape(shape)
+	if l, _, err = c.layout.Reshape(shape); err != nil { // a view: c is contiguous
+		c.Free()
+		return nil, wrap(op, err)
+	}
 	c.layout = l
-	return c, wrap(op, err)
+	return c, nil
 }
 
 // Permute returns the view whose axis i is a's axis axes[i] (NumPy's
 // transpose with axes; negative axes count from the end).
-func (a *Array[T]) Permute(axes ...int) (*Array[T], error) {
+func (a *Array[T]) Permute(axes ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.Permute", func(l ndshape.Layout) (ndshape.Layout, error) { return l.Permute(axes...) })
 }
 
 // T returns the view with the axes reversed (NumPy's .T): the transpose of
-// a matrix. The T of a zero Array is a zero Array.
+// a matrix. The T of a zero Array is a zero Array, and of a failed one
+// a failed one.
 func (a *Array[T]) T() *Array[T] {
-	if !a.valid() {
+	switch {
+	case a == nil:
 		return &Array[T]{}
+	case !a.valid():
+		return &Array[T]{err: a.err}
 	}
 	return a.with(a.layout.Transpose())
 }
@@ -66,20 +75,23 @@ func (a *Array[T]) T() *Array[T] {
 // start:stop:step: negative start and stop count from the end, bounds out
 // of range are clipped, None is an omitted bound, and step may be
 // negative but not 0 (a[2:10:3] is a.Slice(0, 2, 10, 3)).
-func (a *Array[T]) Slice(axis, start, stop, step int) (*Array[T], error) {
+func (a *Array[T]) Slice(axis, start, stop, step int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.Slice", func(l ndshape.Layout) (ndshape.Layout, error) { return l.Slice(axis, start, stop, step) })
 }
 
 // Index returns the view of the elements whose index along axis is i
 // (negative counts from the end), without that axis: a[i] is
 // a.Index(0, i).
-func (a *Array[T]) Index(axis, i int) (*Array[T], error) {
+func (a *Array[T]) Index(axis, i int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.Index", func(l ndshape.Layout) (ndshape.Layout, error) { return l.Index(axis, i) })
 }
 
 // At returns the 0-d view of the element at index (one entry per axis,
 // negative counting from the end). Item reads it.
-func (a *Array[T]) At(index ...int) (*Array[T], error) {
+func (a *Array[T]) At(index ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.At", func(l ndshape.Layout) (ndshape.Layout, error) {
 		off, err := l.At(index...)
 		if err != nil {
@@ -93,24 +105,28 @@ func (a *Array[T]) At(index ...int) (*Array[T], error) {
 // broadcast_to: a's axes align with shape's last, and an axis of size 1,
 // or one shape adds in front, repeats its elements with stride 0. Writing
 // through such a view writes one element many times: use it as an input.
-func (a *Array[T]) BroadcastTo(shape ...int) (*Array[T], error) {
+func (a *Array[T]) BroadcastTo(shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.BroadcastTo", func(l ndshape.Layout) (ndshape.Layout, error) { return l.BroadcastTo(shape) })
 }
 
 // Expand is BroadcastTo where -1 keeps a's dimension (PyTorch's expand).
-func (a *Array[T]) Expand(shape ...int) (*Array[T], error) {
+func (a *Array[T]) Expand(shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.Expand", func(l ndshape.Layout) (ndshape.Layout, error) { return l.Expand(shape) })
 }
 
 // Squeeze returns the view without the given axes, which must have size
 // 1; with no axes, without every axis of size 1.
-func (a *Array[T]) Squeeze(axes ...int) (*Array[T], error) {
+func (a *Array[T]) Squeeze(axes ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.Squeeze", func(l ndshape.Layout) (ndshape.Layout, error) { return l.Squeeze(axes...) })
 }
 
 // Unsqueeze returns the view with an axis of size 1 inserted as axis axis
 // of the result (NumPy's expand_dims; negative counts from the end).
-func (a *Array[T]) Unsqueeze(axis int) (*Array[T], error) {
+func (a *Array[T]) Unsqueeze(axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	return a.view("Array.Unsqueeze", func(l ndshape.Layout) (ndshape.Layout, error) { return l.Unsqueeze(axis) })
 }
 
@@ -118,7 +134,8 @@ func (a *Array[T]) Unsqueeze(axis int) (*Array[T], error) {
 // itself where it is contiguous already, else a copy (NumPy's
 // ascontiguousarray). Free the result either way: a view's Free does
 // nothing.
-func (a *Array[T]) Contiguous() (*Array[T], error) {
+func (a *Array[T]) Contiguous() (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Array.Contiguous"
 	if err := a.check(op, "a"); err != nil {
 		return nil, err
@@ -130,7 +147,8 @@ func (a *Array[T]) Contiguous() (*Array[T], error) {
 }
 
 // Copy returns a contiguous copy of a, its own memory on a's stream.
-func (a *Array[T]) Copy() (*Array[T], error) {
+func (a *Array[T]) Copy() (out *Array[T], failure error) {
+	defer poison(&out, &failure)
 	const op = "Array.Copy"
 	if err := a.check(op, "a"); err != nil {
 		return nil, err
