@@ -3,12 +3,14 @@ package nd_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nd"
 	"github.com/gocuda/cuda/nvrtc"
@@ -380,5 +382,37 @@ func TestFailedChain(t *testing.T) {
 	var e *nd.Error
 	if !errors.As(err, &e) || e.Op != "Sum" {
 		t.Errorf("errors.As: %#v", e)
+	}
+}
+
+// TestRandom: Uniform and Normal draw from the generator's sequence, as
+// curand does into a buffer, on the generator's stream.
+func TestRandom(t *testing.T) {
+	s := stream(t)
+	g := must(curand.New(s, curand.DefaultRNG, 7))(t)
+	defer g.Close()
+	u := free(t, must(nd.Uniform[float32](g, 3, 1000))(t))
+	if u.Stream() != s || !slices.Equal(u.Shape(), []int{3, 1000}) {
+		t.Fatalf("Uniform: %v on %v", u.Shape(), u.Stream())
+	}
+	for _, v := range must(u.ToSlice())(t) {
+		if !(v > 0 && v <= 1) {
+			t.Fatalf("Uniform gave %v", v)
+		}
+	}
+	n := free(t, must(nd.Normal(g, 10.0, 2, 5001))(t))
+	xs := must(n.ToSlice())(t)
+	m := 0.0
+	for _, v := range xs {
+		m += v
+	}
+	if m /= float64(len(xs)); math.Abs(m-10) > 0.3 {
+		t.Errorf("Normal's mean is %v, want about 10", m)
+	}
+	if _, err := nd.Normal[float32](nil, 0, 1, 2); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("nil generator: %v", err)
+	}
+	if _, err := nd.Normal(g, float32(0), -1, 2); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("negative stddev: %v", err)
 	}
 }
