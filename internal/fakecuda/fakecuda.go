@@ -2,7 +2,8 @@
 // run against on machines without a GPU.
 //
 // The fake is C (csrc: driver.c, the driver core; kernels.c, modules and
-// kernel emulation; pools.c, stream-ordered memory pools; graphs.c; ipc.c;
+// kernel emulation; hostkernels.c, kernels compiled for the host by
+// internal/hostcc, run a block's threads as fibers of fiber.c; pools.c, stream-ordered memory pools; graphs.c; ipc.c;
 // nccl.c; cublas.c; rand.c, cuRAND; fft.c, cuFFT; the shared fakecuda.h and the generated zenums.h),
 // compiled on first use with the machine's C
 // compiler into a cache folder, and loaded through the very same loading and
@@ -154,7 +155,7 @@ func Compile(cc, out string) error {
 			args = append(args, filepath.Join(tmp, name))
 		}
 	}
-	cmd := exec.Command(cc, append(args, "-lm")...) // libm after the sources that need it (cublas.c)
+	cmd := exec.Command(cc, append(args, "-lm", "-ldl")...) // libm and libdl after the sources that need them (cublas.c, hostkernels.c)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("fakecuda: compiling the fake driver: %v\n%s", err, msg)
 	}

@@ -174,12 +174,50 @@ void free_device(void *base); // a device allocation, released now
 
 // ---- kernels.c ---------------------------------------------------------------
 
+// A kernel the fake runs: a built-in C version (kernels.c), or one
+// compiled for the host (hostkernels.c). Its parameters lie in a launch's
+// params at their offsets.
+#define KERNEL_PARAMS 128 // parameters of a kernel, at most
+#define PARAM_BYTES 4096  // their bytes, at most (the driver's old limit)
+struct kernel {
+	const char *name;
+	uint64_t hash; // entry_hash of the entry in testdata/kernels.ptx
+	int nparams;
+	size_t size[KERNEL_PARAMS], offset[KERNEL_PARAMS];
+	void (*run)(struct launch *);
+};
+
+struct launch {
+	CUcontext ctx;
+	const struct kernel *k;
+	unsigned grid[3], block[3], shared;
+	unsigned cluster[3]; // {1, 1, 1} without clusters
+	int cooperative;
+	unsigned char params[PARAM_BYTES];
+};
+void launch_fault(struct launch *l, int code); // the context's sticky error, as a kernel's fault
+
 void run_kernel(struct launch *l);
 CUresult make_launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, void **params,
                      const unsigned cluster[3], int cooperative, struct launch **out); // checked, not queued
 CUresult launch_set_attribute(struct launch *l, int attr, const void *value); // a kernel node's attribute
 CUresult launch_keep_attributes(struct launch *to, const struct launch *from);   // an instance's node set again
 void unload_modules(CUcontext c);
+
+// ---- hostkernels.c: kernels compiled for the host (internal/hostcc) -------------
+
+// host_kernel returns entry name of a module's text that internal/hostcc
+// compiled, its library loaded; NULL for any other entry.
+const struct kernel *host_kernel(const char *text, const char *name);
+int host_image_ok(const char *text); // 0: it names a host-compiled library that cannot be loaded
+
+// ---- fiber.c: the threads of a block, switched by hand ---------------------------
+
+struct fiber;
+struct fiber *fiber_new(void);                                  // NULL: out of memory
+void fiber_start(struct fiber *f, void (*fn)(void *), void *arg); // f runs fn(arg) from its next resume
+int fiber_resume(struct fiber *f); // runs f until it yields or fn returns (then 1)
+void fiber_yield(struct fiber *f); // from inside f: back to its resume
 
 // ---- nccl.c ------------------------------------------------------------------
 

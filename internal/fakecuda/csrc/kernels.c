@@ -14,29 +14,15 @@
 // other kernel): the fake never reports success for a kernel it did not
 // execute. Its .global variables get memory.
 
-struct kernel {
-	const char *name;
-	uint64_t hash; // entry_hash of the entry in testdata/kernels.ptx
-	int nparams;
-	size_t size[8], offset[8];
-	void (*run)(struct launch *);
-};
-
-struct launch {
-	CUcontext ctx;
-	const struct kernel *k;
-	unsigned grid[3], block[3], shared;
-	unsigned cluster[3]; // {1, 1, 1} without clusters
-	int cooperative;
-	unsigned char params[256];
-};
 
 #define P(l, i, T) (*(T *)((l)->params + (l)->k->offset[i]))
 #define DEVP(p) ((void *)(uintptr_t)(p))
 
-static void fault(struct launch *l) {
+static void fault(struct launch *l) { launch_fault(l, ILLEGAL_ADDRESS); }
+
+void launch_fault(struct launch *l, int code) {
 	pthread_mutex_lock(&mu);
-	l->ctx->sticky = ILLEGAL_ADDRESS;
+	l->ctx->sticky = code;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -489,6 +475,10 @@ static CUresult check_image(const void *image, unsigned n, int *options, void **
 		jit_log(n, options, values, CU_JIT_ERROR_LOG_BUFFER, "ptxas fatal   : (fake driver) not PTX: no .version or .target directive");
 		return INVALID_PTX;
 	}
+	if (!host_image_ok(text)) {
+		jit_log(n, options, values, CU_JIT_ERROR_LOG_BUFFER, "(fake driver) the host-compiled library this image names cannot be loaded");
+		return INVALID_IMAGE;
+	}
 	return SUCCESS;
 }
 
@@ -525,6 +515,7 @@ static struct fake_module *parse_module(const char *text) {
 		f->hash = entry_hash(p);
 		for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
 			if (!strcmp(kernels[k].name, f->name) && kernels[k].hash == f->hash) f->k = &kernels[k];
+		if (!f->k) f->k = host_kernel(text, f->name); // compiled for the host (hostkernels.c)?
 	}
 	for (const char *p = text; (p = strstr(p, ".global")) != NULL && m->nglobals < 16; p += 7) {
 		// A declaration's .global starts a word (".visible .global ...");

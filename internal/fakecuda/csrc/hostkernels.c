@@ -1,0 +1,359 @@
+// Kernels compiled for the host by internal/hostcc (the tests' stand-in
+// for NVRTC): the fake runs them, on the CPU, as a GPU would.
+//
+// Such a module is PTX-looking text whose entries name functions of a
+// shared library, named on a line of the text (hostcc.LibraryLine). A
+// launch runs later on its stream's worker, as any: its blocks one after
+// another, each block's threads as fibers (fiber.c) in the order of their
+// index, each until it returns or waits at a barrier: __syncthreads (the
+// block's) or a warp shuffle (its warp's, where every lane deposits its
+// value before any reads); a barrier opens once every thread it waits for
+// has come (run_block). So block- and
+// warp-synchronous code gives the GPU's results; threads that have
+// returned count as arrived, as on the GPU. Threads that wait at barriers
+// that can never open (some at a block's, the others at a warp's) are a
+// kernel's bug: the launch fails (CUDA_ERROR_LAUNCH_FAILED), where a GPU
+// would hang.
+
+#include <dlfcn.h>
+
+#include "fakecuda.h"
+
+// ---- the ABI of internal/hostcc/shim.h ------------------------------------------
+
+struct hc_dim3 {
+	unsigned x, y, z;
+};
+struct hc_thread {
+	struct hc_dim3 threadIdx, blockIdx, blockDim, gridDim;
+	void *dynamic_shared;
+};
+struct hc_ops {
+	int abi;
+	void (*syncthreads)(void);
+	unsigned long long (*warp)(unsigned mask, unsigned long long v, int kind, int arg, int width);
+	void (*trap)(const char *why);
+};
+enum { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT, SYNCWARP };
+enum { HOSTCC_ABI = 1 };
+
+static const char library_line[] = "// gocuda hostcc library: ";
+
+// ---- the kernels, by library and name ---------------------------------------------
+
+struct host_kernel {
+	struct kernel k; // first: a launch's k is this
+	char name[128];
+	void (*entry)(const struct hc_thread *self, void **args);
+	unsigned char pointer[KERNEL_PARAMS]; // parameter i is a pointer: checked at launch
+	struct host_kernel *next;
+	char lib[4096];
+};
+
+// Never freed, nor their libraries closed: a launch queued before its
+// module's unload still runs, as the driver's does.
+static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct host_kernel *host_kernels;
+
+static void host_run(struct launch *l);
+static const struct hc_ops ops;
+
+// describe reads a kernel's parameters from its library: sizes,
+// alignments and which are pointers, laid out as cuLaunchKernel's.
+static int describe(struct host_kernel *h, unsigned (*params)(unsigned *, unsigned)) {
+	unsigned d[3 * KERNEL_PARAMS];
+	unsigned n = params(d, 3 * KERNEL_PARAMS);
+	if (n > KERNEL_PARAMS) return 0;
+	size_t off = 0;
+	for (unsigned i = 0; i < n; i++) {
+		size_t size = d[3 * i], align = d[3 * i + 1] ? d[3 * i + 1] : 1;
+		off = (off + align - 1) / align * align;
+		h->k.size[i] = size;
+		h->k.offset[i] = off;
+		h->pointer[i] = (unsigned char)d[3 * i + 2];
+		off += size;
+	}
+	h->k.nparams = (int)n;
+	return off <= PARAM_BYTES;
+}
+
+// library_of copies the path of the library text names into lib; 0 if
+// it names none.
+static int library_of(const char *text, char lib[4096]) {
+	const char *at = strstr(text, library_line);
+	if (!at) return 0;
+	at += sizeof library_line - 1;
+	snprintf(lib, 4096, "%.*s", (int)strcspn(at, "\r\n"), at);
+	return 1;
+}
+
+// A module whose library is gone (a kernel cache's image outliving the
+// compiled library) is refused as a damaged image is, which a cache
+// compiles again. The library stays open for host_kernel.
+int host_image_ok(const char *text) {
+	char lib[4096];
+	return !library_of(text, lib) || dlopen(lib, RTLD_NOW | RTLD_LOCAL) != NULL;
+}
+
+const struct kernel *host_kernel(const char *text, const char *name) {
+	char lib[4096];
+	if (!library_of(text, lib)) return NULL;
+	pthread_mutex_lock(&host_mu);
+	struct host_kernel *h;
+	for (h = host_kernels; h; h = h->next)
+		if (!strcmp(h->lib, lib) && !strcmp(h->name, name)) break;
+	if (h) goto out;
+	void *so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!so) {
+		fprintf(stderr, "fakecuda: loading a host-compiled kernel: %s\n", dlerror());
+		goto out;
+	}
+	int (*bind)(const struct hc_ops *) = (int (*)(const struct hc_ops *))dlsym(so, "gocuda_hostcc_bind");
+	char sym[192];
+	snprintf(sym, sizeof sym, "gocuda_hostcc_run_%s", name);
+	void (*entry)(const struct hc_thread *, void **) = (void (*)(const struct hc_thread *, void **))dlsym(so, sym);
+	snprintf(sym, sizeof sym, "gocuda_hostcc_params_%s", name);
+	unsigned (*params)(unsigned *, unsigned) = (unsigned (*)(unsigned *, unsigned))dlsym(so, sym);
+	if (!bind || !entry || !params || bind(&ops) != HOSTCC_ABI) {
+		fprintf(stderr, "fakecuda: %s: no host kernel %s of this fake's ABI\n", lib, name);
+		goto out;
+	}
+	h = calloc(1, sizeof *h);
+	snprintf(h->name, sizeof h->name, "%s", name);
+	snprintf(h->lib, sizeof h->lib, "%s", lib);
+	h->k.name = h->name;
+	h->k.run = host_run;
+	h->entry = entry;
+	if (!describe(h, params)) {
+		fprintf(stderr, "fakecuda: host kernel %s: too many parameters\n", name);
+		free(h);
+		h = NULL;
+		goto out;
+	}
+	h->next = host_kernels;
+	host_kernels = h;
+out:
+	pthread_mutex_unlock(&host_mu);
+	return h ? &h->k : NULL;
+}
+
+// ---- fibers, kept for the next launch ---------------------------------------------
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fiber **pool;
+static size_t npool, pool_cap;
+
+static struct fiber *take_fiber(void) {
+	struct fiber *f = NULL;
+	pthread_mutex_lock(&pool_mu);
+	if (npool) f = pool[--npool];
+	pthread_mutex_unlock(&pool_mu);
+	return f ? f : fiber_new();
+}
+
+static void give_fiber(struct fiber *f) {
+	pthread_mutex_lock(&pool_mu);
+	if (npool == pool_cap) {
+		pool_cap = pool_cap ? 2 * pool_cap : 1024;
+		pool = realloc(pool, pool_cap * sizeof *pool);
+	}
+	pool[npool++] = f;
+	pthread_mutex_unlock(&pool_mu);
+}
+
+// ---- a block's threads -----------------------------------------------------------
+
+enum state { T_RUN, T_BLOCK, T_WARP, T_DONE, T_TRAPPED };
+
+struct emu_thread {
+	struct hc_thread abi; // the kernel's view of it
+	struct fiber *fiber;  // while it has started and not returned
+	enum state state;
+	// A warp exchange it waits at: its op, and its value and result.
+	unsigned mask;
+	int kind, arg, width;
+	unsigned long long value, result;
+};
+
+struct block {
+	const struct host_kernel *h;
+	void **args;
+	struct emu_thread *t;
+	unsigned n;
+	struct emu_thread *cur; // the thread running
+	struct fiber **idle;    // fibers of threads that returned, for the next
+	unsigned nidle;
+	int failed; // a CUresult: the launch's error
+};
+
+// The block this OS thread runs (a stream's worker, one launch at a time).
+static __thread struct block *running;
+
+static void run_thread(void *arg) {
+	struct emu_thread *t = arg;
+	running->h->entry(&t->abi, running->args);
+}
+
+static void op_syncthreads(void) {
+	struct emu_thread *me = running->cur;
+	me->state = T_BLOCK;
+	fiber_yield(me->fiber);
+}
+
+static unsigned long long op_warp(unsigned mask, unsigned long long v, int kind, int arg, int width) {
+	struct emu_thread *me = running->cur;
+	me->mask = mask, me->value = v, me->kind = kind, me->arg = arg;
+	me->width = width > 0 && width <= 32 && !(width & (width - 1)) ? width : 32;
+	me->state = T_WARP;
+	fiber_yield(me->fiber);
+	return me->result;
+}
+
+static void op_trap(const char *why) {
+	struct emu_thread *me = running->cur;
+	fprintf(stderr, "fakecuda: kernel %s: %s (block %u,%u,%u thread %u,%u,%u)\n", running->h->name, why, me->abi.blockIdx.x,
+	        me->abi.blockIdx.y, me->abi.blockIdx.z, me->abi.threadIdx.x, me->abi.threadIdx.y, me->abi.threadIdx.z);
+	me->state = T_TRAPPED;
+	fiber_yield(me->fiber); // never resumed
+}
+
+static const struct hc_ops ops = {HOSTCC_ABI, op_syncthreads, op_warp, op_trap};
+
+// exchange lets warp w's exchange go, if every lane it needs has come:
+// each waiting lane gets its op's value. It returns whether it did.
+static int exchange(struct block *b, unsigned w) {
+	struct emu_thread *lane = b->t + 32 * w;
+	unsigned lanes = b->n - 32 * w < 32 ? b->n - 32 * w : 32;
+	unsigned waiting = 0, live = 0, need = 0;
+	for (unsigned i = 0; i < lanes; i++) {
+		if (lane[i].state != T_DONE) live |= 1u << i;
+		if (lane[i].state == T_WARP) waiting |= 1u << i, need |= lane[i].mask;
+	}
+	if (!waiting || (need & live & ~waiting)) return 0;
+	for (unsigned i = 0; i < lanes; i++) {
+		struct emu_thread *t = &lane[i];
+		if (t->state != T_WARP) continue;
+		unsigned width = (unsigned)t->width, base = i / width * width, src = i;
+		switch (t->kind) {
+		case SHFL_IDX: src = base + ((unsigned)t->arg & (width - 1)); break;
+		case SHFL_UP: src = i - base >= (unsigned)t->arg ? i - (unsigned)t->arg : i; break;
+		case SHFL_DOWN: src = i - base + (unsigned)t->arg < width ? i + (unsigned)t->arg : i; break;
+		case SHFL_XOR: src = i ^ (unsigned)t->arg; src = src < base + width ? src : i; break;
+		}
+		if (t->kind == BALLOT) {
+			unsigned bits = 0;
+			for (unsigned j = 0; j < lanes; j++)
+				if (lane[j].state == T_WARP && lane[j].value && (t->mask >> j & 1)) bits |= 1u << j;
+			t->result = bits;
+		} else {
+			t->result = src < lanes && lane[src].state == T_WARP ? lane[src].value : t->value;
+		}
+	}
+	for (unsigned i = 0; i < lanes; i++)
+		if (lane[i].state == T_WARP) lane[i].state = T_RUN;
+	return 1;
+}
+
+// run_lanes runs warp w's lanes that can run, each until it returns or
+// waits; 0, or the launch's error.
+static int run_lanes(struct block *b, unsigned w) {
+	unsigned end = 32 * w + 32 < b->n ? 32 * w + 32 : b->n;
+	for (unsigned i = 32 * w; i < end; i++) {
+		struct emu_thread *t = &b->t[i];
+		if (t->state != T_RUN) continue;
+		if (!t->fiber) {
+			t->fiber = b->nidle ? b->idle[--b->nidle] : take_fiber();
+			if (!t->fiber) return OUT_OF_MEMORY;
+			fiber_start(t->fiber, run_thread, t);
+		}
+		b->cur = t;
+		if (fiber_resume(t->fiber)) {
+			t->state = T_DONE;
+			b->idle[b->nidle++] = t->fiber;
+			t->fiber = NULL;
+		} else if (t->state == T_TRAPPED) {
+			t->state = T_DONE;
+			t->fiber = NULL; // stopped mid-kernel: not reusable
+			return LAUNCH_FAILED;
+		}
+	}
+	return 0;
+}
+
+// run_block runs b's threads to their end; 0, or the launch's error. A
+// warp at a time: its lanes, then its exchange and its lanes again, until
+// they wait at the block's barrier, have returned, or wait for a lane
+// that never comes; then the next warp. Once every warp is so, the block
+// barrier opens, if every thread that has not returned waits there.
+static int run_block(struct block *b) {
+	for (unsigned i = 0; i < b->n; i++) b->t[i].state = T_RUN, b->t[i].fiber = NULL;
+	for (;;) {
+		for (unsigned w = 0; 32 * w < b->n; w++) {
+			do {
+				int err = run_lanes(b, w);
+				if (err) return err;
+			} while (exchange(b, w));
+		}
+		int done = 1, at_block = 1;
+		for (unsigned i = 0; i < b->n; i++) {
+			if (b->t[i].state != T_DONE) done = 0;
+			if (b->t[i].state == T_WARP) at_block = 0;
+		}
+		if (done) return 0;
+		if (!at_block) {
+			fprintf(stderr, "fakecuda: kernel %s: block %u,%u,%u: its threads wait at barriers that cannot open (a warp's and the block's)\n",
+			        b->h->name, b->t[0].abi.blockIdx.x, b->t[0].abi.blockIdx.y, b->t[0].abi.blockIdx.z);
+			return LAUNCH_FAILED; // the waiting fibers are lost: a GPU would hang
+		}
+		for (unsigned i = 0; i < b->n; i++)
+			if (b->t[i].state == T_BLOCK) b->t[i].state = T_RUN;
+	}
+}
+
+// host_run runs a launch of a host kernel, on its stream's worker.
+static void host_run(struct launch *l) {
+	const struct host_kernel *h = (const struct host_kernel *)l->k;
+	void *args[KERNEL_PARAMS];
+	for (int i = 0; i < h->k.nparams; i++) {
+		args[i] = l->params + h->k.offset[i];
+		// The cheap part of a GPU's memory protection: a pointer
+		// argument, unless null, points into (or just past) an
+		// allocation. What a kernel then touches is not checked.
+		CUdeviceptr p;
+		memcpy(&p, args[i], sizeof p);
+		if (h->pointer[i] && p && !range_ok(p, 0)) {
+			launch_fault(l, ILLEGAL_ADDRESS);
+			return;
+		}
+	}
+	unsigned n = l->block[0] * l->block[1] * l->block[2];
+	struct block b = {.h = h, .args = args, .n = n};
+	b.t = calloc(n, sizeof *b.t);
+	b.idle = calloc(n, sizeof *b.idle);
+	void *shared = l->shared ? aligned_alloc(128, (l->shared + 127) / 128 * 128) : NULL;
+	if (!b.t || !b.idle || (l->shared && !shared)) {
+		launch_fault(l, OUT_OF_MEMORY);
+		goto out;
+	}
+	running = &b;
+	for (unsigned bz = 0; bz < l->grid[2] && !b.failed; bz++)
+		for (unsigned by = 0; by < l->grid[1] && !b.failed; by++)
+			for (unsigned bx = 0; bx < l->grid[0] && !b.failed; bx++) {
+				for (unsigned i = 0; i < n; i++) {
+					struct hc_thread *t = &b.t[i].abi;
+					t->threadIdx = (struct hc_dim3){i % l->block[0], i / l->block[0] % l->block[1], i / (l->block[0] * l->block[1])};
+					t->blockIdx = (struct hc_dim3){bx, by, bz};
+					t->blockDim = (struct hc_dim3){l->block[0], l->block[1], l->block[2]};
+					t->gridDim = (struct hc_dim3){l->grid[0], l->grid[1], l->grid[2]};
+					t->dynamic_shared = shared;
+				}
+				b.failed = run_block(&b);
+			}
+	running = NULL;
+	if (b.failed) launch_fault(l, b.failed);
+out:
+	for (unsigned i = 0; i < b.nidle; i++) give_fiber(b.idle[i]);
+	free(b.t);
+	free(b.idle);
+	free(shared);
+}

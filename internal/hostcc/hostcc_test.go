@@ -1,0 +1,252 @@
+package hostcc_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/hostcc"
+)
+
+func TestMain(m *testing.M) { cudatest.Main(m) }
+
+// kernels exercise what the fake must get right to run compute's
+// kernels: a block barrier with static shared memory, dynamic shared
+// memory, warp shuffles of each kind (a tree, a broadcast of a group's
+// lane, up, xor, a ballot), grids of two and three dimensions, scalar
+// parameters of each size, and the last block of a grid found by an
+// atomic counter.
+const kernels = `
+extern "C" __global__ void reverse(int* x) {
+	__shared__ int s[256];
+	const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	s[threadIdx.x] = x[i];
+	__syncthreads();
+	x[i] = s[blockDim.x - 1 - threadIdx.x];
+}
+extern "C" __global__ void rotate(float* x, int by) {
+	extern __shared__ float d[];
+	const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	d[threadIdx.x] = x[i];
+	__syncthreads();
+	x[i] = d[(threadIdx.x + by) % blockDim.x];
+}
+extern "C" __global__ __launch_bounds__(1024) void warps(const double* x, double* sum, int* lane0, int* up, int* flip, unsigned* votes, long long n) {
+	const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	double v = i < n ? x[i] : 0;
+	for (int k = 16; k > 0; k >>= 1) v += __shfl_down_sync(0xffffffffu, v, k);
+	if (threadIdx.x % 32 == 0) sum[i / 32] = v;
+	const int lane = threadIdx.x % 32;
+	lane0[i] = __shfl_sync(0xffffffffu, lane * 10, 3, 8);
+	up[i] = __shfl_up_sync(0xffffffffu, lane, 2);
+	flip[i] = __shfl_xor_sync(0xffffffffu, lane, 1);
+	const unsigned b = __ballot_sync(0xffffffffu, lane % 3 == 0);
+	if (lane == 0) votes[i / 32] = b;
+}
+extern "C" __global__ void grid3(unsigned* out, unsigned char c, short s, unsigned long long big) {
+	const unsigned bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+	const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	out[bx * blockDim.x * blockDim.y * blockDim.z + t] = bx * 1000 + t + c + s + (unsigned)(big >> 40);
+}
+extern "C" __global__ void last(unsigned* counter, int* who) {
+	__shared__ bool is_last;
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+	__syncthreads();
+	if (is_last && threadIdx.x == 0) { *who = blockIdx.x; *counter = 0; }
+}
+extern "C" __global__ void stuck(int* x) {
+	if (threadIdx.x < 16) x[0] = __shfl_sync(0xffffffffu, 1, 0); // lanes 16 to 31 never come
+	else __syncthreads();
+}
+extern "C" __global__ void mathf(float* x) { x[threadIdx.x] = expf(x[threadIdx.x]) + sqrt(x[threadIdx.x]) + max(1.0f, x[threadIdx.x]); }
+`
+
+// load returns a stream of a context of the test's and the kernels
+// loaded in the context.
+func load(t *testing.T) (*cuda.Stream, *cuda.Module) {
+	t.Helper()
+	skipUnlessFake(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	mod := loadIn(t, ctx)
+	t.Cleanup(func() { mod.Close() })
+	return s, mod
+}
+
+func skipUnlessFake(t *testing.T) {
+	t.Helper()
+	if !cudatest.IsFake() {
+		t.Skip("the fake driver runs host-compiled kernels; a GPU does not")
+	}
+	if !hostcc.Available() {
+		t.Skip("no C++ compiler")
+	}
+	t.Setenv(hostcc.EnvCache, t.TempDir())
+}
+
+func loadIn(t *testing.T, ctx *cuda.Context) *cuda.Module {
+	t.Helper()
+	image, err := hostcc.Compile(kernels, "kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := ctx.LoadModule(image)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, image)
+	}
+	return mod
+}
+
+func fn(t *testing.T, mod *cuda.Module, name string) *cuda.Function {
+	t.Helper()
+	f, err := mod.Function(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestRun(t *testing.T) {
+	s, mod := load(t)
+	ctx := s.Context()
+	launch := func(f *cuda.Function, cfg cuda.LaunchConfig, args ...any) {
+		t.Helper()
+		cfg.Stream = s
+		if err := f.Launch(cfg, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("reverse", func(t *testing.T) {
+		x := make([]int32, 1024)
+		for i := range x {
+			x[i] = int32(i)
+		}
+		d := cudatest.Upload(t, ctx, x)
+		launch(fn(t, mod, "reverse"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 4}, Block: cuda.Dim3{X: 256}}, d)
+		for i, g := range cudatest.Download(t, d) {
+			if want := int32(i/256*256 + 255 - i%256); g != want {
+				t.Fatalf("x[%d] = %d, want %d", i, g, want)
+			}
+		}
+	})
+	t.Run("dynamic shared", func(t *testing.T) {
+		x := make([]float32, 192)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		d := cudatest.Upload(t, ctx, x)
+		launch(fn(t, mod, "rotate"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 2}, Block: cuda.Dim3{X: 96}, SharedMemBytes: 96 * 4}, d, int32(5))
+		for i, g := range cudatest.Download(t, d) {
+			if want := float32(i/96*96 + (i%96+5)%96); g != want {
+				t.Fatalf("x[%d] = %v, want %v", i, g, want)
+			}
+		}
+	})
+	t.Run("warps", func(t *testing.T) {
+		const n, threads = 1000, 1024
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = float64(i)
+		}
+		dx := cudatest.Upload(t, ctx, x)
+		sum := cudatest.Must(cuda.Alloc[float64](ctx, threads/32))(t)
+		lane0 := cudatest.Must(cuda.Alloc[int32](ctx, threads))(t)
+		up := cudatest.Must(cuda.Alloc[int32](ctx, threads))(t)
+		flip := cudatest.Must(cuda.Alloc[int32](ctx, threads))(t)
+		votes := cudatest.Must(cuda.Alloc[uint32](ctx, threads/32))(t)
+		for _, b := range []interface{ Free() error }{sum, lane0, up, flip, votes} {
+			defer b.Free()
+		}
+		launch(fn(t, mod, "warps"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: threads}}, dx, sum, lane0, up, flip, votes, int64(n))
+		for w, g := range cudatest.Download(t, sum) {
+			var want float64
+			for i := 32 * w; i < 32*w+32 && i < n; i++ {
+				want += float64(i)
+			}
+			if g != want {
+				t.Fatalf("warp %d: sum %v, want %v", w, g, want)
+			}
+		}
+		gl, gu, gf := cudatest.Download(t, lane0), cudatest.Download(t, up), cudatest.Download(t, flip)
+		for i := range threads {
+			lane := int32(i % 32)
+			wantUp := lane - 2
+			if lane < 2 {
+				wantUp = lane
+			}
+			if want := (lane/8*8 + 3) * 10; gl[i] != want || gu[i] != wantUp || gf[i] != lane^1 {
+				t.Fatalf("thread %d: shfl %d up %d xor %d, want %d %d %d", i, gl[i], gu[i], gf[i], want, wantUp, lane^1)
+			}
+		}
+		for w, g := range cudatest.Download(t, votes) {
+			if g != 0x49249249 {
+				t.Fatalf("warp %d: ballot %#x, want 0x49249249", w, g)
+			}
+		}
+	})
+	t.Run("grid3", func(t *testing.T) {
+		grid, block := cuda.Dim3{X: 3, Y: 2, Z: 2}, cuda.Dim3{X: 4, Y: 3, Z: 2}
+		out := cudatest.Must(cuda.Alloc[uint32](ctx, 12*24))(t)
+		defer out.Free()
+		launch(fn(t, mod, "grid3"), cuda.LaunchConfig{Grid: grid, Block: block}, out, uint8(7), int16(-2), uint64(3)<<40)
+		for i, g := range cudatest.Download(t, out) {
+			if want := uint32(i/24*1000 + i%24 + 7 - 2 + 3); g != want {
+				t.Fatalf("out[%d] = %d, want %d", i, g, want)
+			}
+		}
+	})
+	t.Run("last block", func(t *testing.T) {
+		counter := cudatest.Must(cuda.Zeroed[uint32](ctx, 1))(t)
+		defer counter.Free()
+		who := cudatest.Must(cuda.Zeroed[int32](ctx, 1))(t)
+		defer who.Free()
+		launch(fn(t, mod, "last"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 9}, Block: cuda.Dim3{X: 64}}, counter, who)
+		if g := cudatest.Download(t, who)[0]; g != 8 {
+			t.Errorf("the last block: %d, want 8", g)
+		}
+		if g := cudatest.Download(t, counter)[0]; g != 0 {
+			t.Errorf("the counter: %d, want 0 again", g)
+		}
+	})
+	t.Run("math", func(t *testing.T) {
+		d := cudatest.Upload(t, ctx, []float32{0, 4})
+		launch(fn(t, mod, "mathf"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 2}}, d)
+		if g := cudatest.Download(t, d); g[0] != 2 || g[1] < 60.59 || g[1] > 60.61 {
+			t.Errorf("exp + sqrt + max: %v, want [2 60.598]", g)
+		}
+	})
+}
+
+// TestDeadlock: threads that wait at barriers that cannot open (a warp's
+// and the block's) fail the launch, where a GPU would hang.
+func TestDeadlock(t *testing.T) {
+	skipUnlessFake(t)
+	// A context of its own, left open: the error is its for good.
+	ctx := cudatest.Must(cuda.NewContext(cudatest.Device(t)))(t)
+	s := cudatest.Must(ctx.NewStream())(t)
+	mod := loadIn(t, ctx)
+	x := cudatest.Must(cuda.Zeroed[int32](ctx, 1))(t)
+	if err := fn(t, mod, "stuck").Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 64}, Stream: s}, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); !errors.Is(err, cuda.Result(719)) {
+		t.Errorf("a kernel that cannot go on: %v, want CUDA_ERROR_LAUNCH_FAILED", err)
+	}
+}
+
+// TestCompileError: the compiler's log names the source as given.
+func TestCompileError(t *testing.T) {
+	if !hostcc.Available() {
+		t.Skip("no C++ compiler")
+	}
+	t.Setenv(hostcc.EnvCache, t.TempDir())
+	_, err := hostcc.Compile("extern \"C\" __global__ void k(float* x) { x[0] = ; }", "broken.cu")
+	var ce *hostcc.CompileError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Log, "broken.cu:1:") {
+		t.Fatalf("got %v; want a CompileError naming broken.cu:1", err)
+	}
+}
