@@ -16,7 +16,9 @@ import (
 	"github.com/gocuda/cuda/nvrtc"
 )
 
-func TestMain(m *testing.M) { cudatest.Main(m) }
+// TestMain runs the tests; on the fake driver, which runs no generated
+// kernel, the Examples that need one are skipped.
+func TestMain(m *testing.M) { cudatest.MainSkipFake(m, "^Example(Add|Sum|Lazy)$") }
 
 func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, err) }
 
