@@ -50,6 +50,12 @@ func formatValues[T any](data []T, shape []int, opt printOptions) string {
 // the shape and the type: ", shape=(2, 2), dtype=float32)" (NumPy 2 adds shape= only for summarized
 // arrays; here it is always there, so a reader sees both).
 func formatRepr[T any](data []T, shape []int, dtype string, prefix string, opt printOptions) string {
+	return formatReprOf(data, shape, shape, dtype, prefix, opt)
+}
+
+// formatReprOf is formatRepr of data of shape, whose repr names another
+// shape: that of the array data summarizes (read.go's summary).
+func formatReprOf[T any](data []T, shape, named []int, dtype string, prefix string, opt printOptions) string {
 	size, ok := apSize(shape)
 	if !ok || size != len(data) {
 		return apMismatch(len(data), shape)
@@ -62,7 +68,7 @@ func formatRepr[T any](data []T, shape []int, dtype string, prefix string, opt p
 		lst = apArray(data, shape, opt, ", ", prefixLen, 1)
 	}
 	arr := prefix + lst + ","
-	extra := "shape=" + apShapeString(shape) + ", dtype=" + dtype + ")"
+	extra := "shape=" + apShapeString(named) + ", dtype=" + dtype + ")"
 	// As _array_repr_implementation: the extras go on a line of their own,
 	// indented under the values, when they would overflow the last line.
 	last := arr[strings.LastIndexByte(arr, '\n')+1:]

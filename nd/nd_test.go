@@ -418,3 +418,41 @@ func TestRandom(t *testing.T) {
 		t.Errorf("negative stddev: %v", err)
 	}
 }
+
+// TestStringSummary: a large array prints as NumPy elides it, reading only
+// what it shows; views print what they see.
+func TestStringSummary(t *testing.T) {
+	s := stream(t)
+	a := free(t, must(nd.FromSlice(s, iota[int32](2000)))(t))
+	if got, want := a.String(), "nd.Array[int32]([   0,    1,    2, ..., 1997, 1998, 1999], shape=(2000,), dtype=int32)"; got != want {
+		t.Errorf("1-d:\n%s\nwant\n%s", got, want)
+	}
+	m := must(a.Reshape(40, 50))(t)
+	want := `nd.Array[int32]([[   0,    1,    2, ...,   47,   48,   49],
+                 [  50,   51,   52, ...,   97,   98,   99],
+                 [ 100,  101,  102, ...,  147,  148,  149],
+                 ...,
+                 [1850, 1851, 1852, ..., 1897, 1898, 1899],
+                 [1900, 1901, 1902, ..., 1947, 1948, 1949],
+                 [1950, 1951, 1952, ..., 1997, 1998, 1999]],
+                shape=(40, 50), dtype=int32)`
+	if got := m.String(); got != want {
+		t.Errorf("2-d:\n%s\nwant\n%s", got, want)
+	}
+	// The transpose, strided: the same elements, read one by one.
+	want = `nd.Array[int32]([[   0,   50,  100, ..., 1850, 1900, 1950],
+                 [   1,   51,  101, ..., 1851, 1901, 1951],
+                 [   2,   52,  102, ..., 1852, 1902, 1952],
+                 ...,
+                 [  47,   97,  147, ..., 1897, 1947, 1997],
+                 [  48,   98,  148, ..., 1898, 1948, 1998],
+                 [  49,   99,  149, ..., 1899, 1949, 1999]],
+                shape=(50, 40), dtype=int32)`
+	if got := m.T().String(); got != want {
+		t.Errorf("transposed:\n%s\nwant\n%s", got, want)
+	}
+	r := must(m.Slice(1, nd.None, nd.None, -1))(t)
+	if got := r.String(); !strings.HasPrefix(got, "nd.Array[int32]([[  49,   48,   47, ...,    2,    1,    0],") {
+		t.Errorf("reversed:\n%s", got)
+	}
+}

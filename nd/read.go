@@ -61,9 +61,10 @@ var printDefaults = printOptions{Precision: 8, Threshold: 1000, EdgeItems: 3, Li
 //	nd.Array[float32]([[0., 1., 2.],
 //	                   [3., 4., 5.]], shape=(2, 3), dtype=float32)
 //
-// all of a small array's elements, and the first and last three of each
-// axis of one of more than 1000 elements. It reads the elements as ToSlice
-// does; an array it cannot read prints the error in their place.
+// all of a small array's elements, and of one of more than 1000 the first
+// and last three along each longer axis, which are all it reads (after the
+// work queued on a's memory). An array it cannot read prints the error in
+// place of its elements.
 func (a *Array[T]) String() string {
 	prefix := fmt.Sprintf("nd.Array[%s](", a.Dtype())
 	switch {
@@ -72,7 +73,7 @@ func (a *Array[T]) String() string {
 	case !a.valid():
 		return prefix + "invalid)"
 	}
-	data, err := a.ToSlice()
+	data, shape, opt, err := a.shown()
 	if err != nil {
 		return prefix + "<" + err.Error() + ">)"
 	}
@@ -81,9 +82,89 @@ func (a *Array[T]) String() string {
 		for i, v := range bools {
 			b[i] = v != 0
 		}
-		return formatRepr(b, a.layout.Shape(), a.Dtype(), prefix, printDefaults)
+		return formatReprOf(b, shape, a.layout.Shape(), a.Dtype(), prefix, opt)
 	}
-	return formatRepr(data, a.layout.Shape(), a.Dtype(), prefix, printDefaults)
+	return formatReprOf(data, shape, a.layout.Shape(), a.Dtype(), prefix, opt)
+}
+
+// shown returns the elements String prints, the shape they have and the
+// options to print them with: every element of an array of at most
+// printDefaults.Threshold; else a summary, each axis longer than twice
+// the edge items cut to its first and last ones around one element that
+// stands for those left out (never read or shown), printed with every
+// axis summarized that can be: what NumPy shows of the whole array.
+func (a *Array[T]) shown() ([]T, []int, printOptions, error) {
+	opt := printDefaults
+	if a.layout.Size() <= opt.Threshold {
+		data, err := a.ToSlice()
+		return data, a.layout.Shape(), opt, err
+	}
+	opt.Threshold = 0
+	e := opt.EdgeItems
+	shape, strides := a.layout.Shape(), a.layout.Strides()
+	idx := make([][]int, len(shape)) // each axis's indices read; -1 the stand-in
+	sumShape := make([]int, len(shape))
+	for k, d := range shape {
+		if d > 2*e {
+			for i := range e {
+				idx[k] = append(idx[k], i)
+			}
+			idx[k] = append(idx[k], -1)
+			for i := d - e; i < d; i++ {
+				idx[k] = append(idx[k], i)
+			}
+		} else {
+			for i := range d {
+				idx[k] = append(idx[k], i)
+			}
+		}
+		sumShape[k] = len(idx[k])
+	}
+	n := 1
+	for _, d := range sumShape {
+		n *= d
+	}
+	out := make([]T, n)
+	last := len(shape) - 1
+	pos := make([]int, last) // the summary's index on the other axes
+	for at := 0; at < n; at += sumShape[last] {
+		base, skip := a.layout.Offset(), false
+		for k, p := range pos {
+			i := idx[k][p]
+			skip = skip || i < 0
+			base += i * strides[k]
+		}
+		if !skip {
+			// Runs of consecutive indices along the last axis, one copy
+			// each where it is contiguous.
+			row := idx[last]
+			for j := 0; j < len(row); {
+				if row[j] < 0 {
+					j++
+					continue
+				}
+				r := j + 1
+				for strides[last] == 1 && r < len(row) && row[r] == row[r-1]+1 {
+					r++
+				}
+				b, err := a.buf.Slice(base+row[j]*strides[last], r-j)
+				if err == nil {
+					err = b.CopyToHost(out[at+j : at+r])
+				}
+				if err != nil {
+					return nil, nil, opt, wrap("Array.String", err)
+				}
+				j = r
+			}
+		}
+		for k := last - 1; k >= 0; k-- {
+			if pos[k]++; pos[k] < sumShape[k] {
+				break
+			}
+			pos[k] = 0
+		}
+	}
+	return out, sumShape, opt, nil
 }
 
 // String prints true or false.
