@@ -424,7 +424,7 @@ func TestRandom(t *testing.T) {
 func TestStringSummary(t *testing.T) {
 	s := stream(t)
 	a := free(t, must(nd.FromSlice(s, iota[int32](2000)))(t))
-	if got, want := a.String(), "nd.Array[int32]([   0,    1,    2, ..., 1997, 1998, 1999], shape=(2000,), dtype=int32)"; got != want {
+	if got, want := a.String(), "nd.Array[int32]([   0,    1,    2, ..., 1997, 1998, 1999],\n                shape=(2000,), dtype=int32)"; got != want {
 		t.Errorf("1-d:\n%s\nwant\n%s", got, want)
 	}
 	m := must(a.Reshape(40, 50))(t)
