@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nd"
 	"github.com/gocuda/cuda/nvrtc"
@@ -46,6 +47,9 @@ func TestKernelsCompile(t *testing.T) {
 	compiled(t, "LogicalAnd", second(nd.LogicalAnd(mask, mask.T().T())))
 	compiled(t, "LogicalOr", second(nd.LogicalOr(mask, nd.Scalar[nd.Bool](1))))
 	compiled(t, "LogicalNot", second(nd.LogicalNot(mask)))
+	g := must(curand.New(s, curand.DefaultRNG, 1))(t)
+	defer g.Close()
+	compiled(t, "RandInt", second(nd.RandInt[int32](g, 0, 10, 4)))
 	compileReductions[int32](t, s)
 	compileReductions[float32](t, s)
 	compileReductions[cuda.BFloat16](t, s)
@@ -123,6 +127,8 @@ func compileAll[T nd.Elem](t *testing.T, s *cuda.Stream) {
 		compiled(t, name("Cast from float64"), second(nd.Cast[T](must(nd.Zeros[float64](s, 2, 3))(t))))
 		mask := free(t, must(nd.Zeros[nd.Bool](s, 3))(t))
 		compiled(t, name("Where"), second(nd.Where(mask, a, b)))
+		compiled(t, name("IsClose"), second(nd.IsClose(a, b, 1e-5, 1e-8)))
+		compiled(t, name("Tile"), second(nd.Tile(a, 2, 1)))
 	}
 	compiled(t, "Arange["+typeName[T]()+"]", second(nd.Arange[T](s, 0, 10, 3)))
 	compiled(t, "Linspace["+typeName[T]()+"]", second(nd.Linspace[T](s, 0, 10, 7)))

@@ -281,3 +281,38 @@ func Eye[T Elem](s *cuda.Stream, n, m int) (out *Array[T], failure error) {
 	}
 	return a, nil
 }
+
+// Diag returns, for a matrix, the view of its diagonal (elements [i, i]),
+// and for a 1-d array a new square matrix with a on its diagonal and zeros
+// elsewhere (NumPy's diag).
+func Diag[T Elem](a *Array[T]) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
+	const op = "Diag"
+	if err := a.check(op, "a"); err != nil {
+		return nil, err
+	}
+	shape, strides := a.layout.Shape(), a.layout.Strides()
+	switch len(shape) {
+	case 2:
+		l, err := ndshape.New([]int{min(shape[0], shape[1])}, []int{strides[0] + strides[1]}, a.layout.Offset())
+		if err != nil {
+			return nil, wrap(op, err)
+		}
+		return a.with(l), nil
+	case 1:
+		m, err := Zeros[T](a.s, shape[0], shape[0])
+		if err != nil {
+			return nil, wrap(op, err)
+		}
+		d, err := Diag(m)
+		if err == nil {
+			err = copyInto(op, d, a)
+		}
+		if err != nil {
+			m.Free()
+			return nil, wrap(op, err)
+		}
+		return m, nil
+	}
+	return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: want a 1-d or 2-d array", shape)
+}

@@ -577,3 +577,63 @@ func Round[T cuda.AnyFloat](a *Array[T]) (out *Array[T], failure error) {
 func RoundInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 	return unaryInto("RoundInto", roundExpr, dst, a)
 }
+
+// IsClose returns the mask of a and b equal within a tolerance, as
+// NumPy's isclose: |a - b| <= atol + rtol·|b|, computed in T's arithmetic
+// type (float64 for integers); NaNs are never close, infinities only to
+// themselves.
+func IsClose[T Elem](a, b *Array[T], rtol, atol float64) (out *Array[Bool], failure error) {
+	defer poison(&out, &failure)
+	const op = "IsClose"
+	ins, err := operands(op, a, b)
+	if err != nil {
+		return nil, err
+	}
+	r, _ := operandOf(op, "rtol", Scalar(rtol))
+	at, _ := operandOf(op, "atol", Scalar(atol))
+	return run[Bool](op, isCloseExpr(ctypeOf[T]()), append(ins, r, at)...)
+}
+
+// isCloseExpr compares in double where T is not a float, as NumPy does.
+func isCloseExpr(t ctype) expr {
+	v := t.value
+	if !t.float {
+		v = "double"
+	}
+	return expr{name: "isclose", code: fmt.Sprintf(`const %[1]s a_ = (%[1]s)x0, b_ = (%[1]s)x1;
+r = a_ == b_ || (a_ - b_ <= (%[1]s)x3 + (%[1]s)x2 * (b_ < 0 ? -b_ : b_) && b_ - a_ <= (%[1]s)x3 + (%[1]s)x2 * (b_ < 0 ? -b_ : b_));`, v)}
+}
+
+// AllClose reports whether every element of a is close to b's, broadcast,
+// as IsClose says (NumPy's allclose), reading the answer to the host.
+func AllClose[T Elem](a, b *Array[T], rtol, atol float64) (bool, error) {
+	const op = "AllClose"
+	m, err := IsClose(a, b, rtol, atol)
+	if err != nil {
+		return false, &Error{Op: op, Err: err}
+	}
+	defer m.Free()
+	all, err := All(m, Along())
+	if err != nil {
+		return false, &Error{Op: op, Err: err}
+	}
+	defer all.Free()
+	v, err := all.Item()
+	return v != 0, err
+}
+
+// Diff returns the differences of neighbours along axis, a[i+1] - a[i]
+// (NumPy's diff, once): the axis one shorter.
+func Diff[T Elem](a *Array[T], axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
+	const op = "Diff"
+	hi, err := a.Slice(axis, 1, None, 1)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	lo, err := a.Slice(axis, 0, -1, 1)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return binary[T, T](op, subExpr, hi, lo)
+}

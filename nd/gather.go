@@ -225,3 +225,138 @@ func Split[T Elem](a *Array[T], indices []int, axis int) ([]*Array[T], error) {
 	}
 	return out, nil
 }
+
+// Tile returns a repeated reps[i] times along each axis (NumPy's tile):
+// where reps are fewer than a's axes they repeat the last ones; where
+// more, a gains axes of size 1 in front. One copy.
+func Tile[T Elem](a *Array[T], reps ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
+	const op = "Tile"
+	if err := a.check(op, "a"); err != nil {
+		return nil, err
+	}
+	if a.scalar {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
+	}
+	for _, r := range reps {
+		if r < 0 {
+			return nil, errorf(op, cuda.ErrInvalidValue, "reps %v: a repetition cannot be negative", reps)
+		}
+	}
+	n := max(a.layout.Ndim(), len(reps))
+	reps = append(slices.Repeat([]int{1}, n-len(reps)), reps...)
+	v, err := a.padded(op, n)
+	if err != nil {
+		return nil, err
+	}
+	// Axis i of size d is (r, d) with the repeats' axis of stride 0, then
+	// merged by one copy.
+	var shape, final []int
+	for i, d := range v.layout.Shape() {
+		if v, err = v.Unsqueeze(2 * i); err != nil {
+			return nil, wrap(op, err)
+		}
+		shape = append(shape, reps[i], d)
+		final = append(final, reps[i]*d)
+	}
+	return repeated(op, v, shape, final)
+}
+
+// Repeat returns a with each element along axis repeated n times in a row
+// (NumPy's repeat with one count): the axis n times longer. One copy.
+func Repeat[T Elem](a *Array[T], n, axis int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
+	const op = "Repeat"
+	if err := a.check(op, "a"); err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "n is %d: a repetition cannot be negative", n)
+	}
+	nd := a.layout.Ndim()
+	ax := axis
+	if ax < 0 {
+		ax += nd
+	}
+	if ax < 0 || ax >= nd {
+		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, nd)
+	}
+	v, err := a.Unsqueeze(ax + 1)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	shape := v.layout.Shape()
+	shape[ax+1] = n
+	final := a.layout.Shape()
+	final[ax] *= n
+	return repeated(op, v, shape, final)
+}
+
+// repeated copies v broadcast to shape into a new array, of shape final.
+func repeated[T Elem](op string, v *Array[T], shape, final []int) (*Array[T], error) {
+	b, err := v.BroadcastTo(shape...)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	c, err := contiguous(op, b)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := c.layout.Reshape(final) // a view: c is contiguous
+	if err != nil {
+		c.Free()
+		return nil, wrap(op, err)
+	}
+	c.layout = l
+	return c, nil
+}
+
+// padded returns the view of a with axes of size 1 in front, n in all.
+func (a *Array[T]) padded(op string, n int) (*Array[T], error) {
+	v := a
+	for v.layout.Ndim() < n {
+		var err error
+		if v, err = v.Unsqueeze(0); err != nil {
+			return nil, wrap(op, err)
+		}
+	}
+	return v, nil
+}
+
+// Meshgrid returns, for 1-d arrays x0, x1, ..., the views that broadcast
+// each along its own axis of the grid of all of them (NumPy's meshgrid
+// with indexing="ij"): result i has shape (len(x0), len(x1), ...) and
+// element [j0, j1, ...] = xi[ji]. No copy: write a Copy to change one.
+func Meshgrid[T Elem](xs ...*Array[T]) ([]*Array[T], error) {
+	const op = "Meshgrid"
+	shape := make([]int, len(xs))
+	for i, x := range xs {
+		name := fmt.Sprintf("xs[%d]", i)
+		if err := x.check(op, name); err != nil {
+			return nil, err
+		}
+		if x.layout.Ndim() != 1 {
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s has shape %v: want 1-d arrays", name, x.layout.Shape())
+		}
+		shape[i] = x.layout.Shape()[0]
+	}
+	out := make([]*Array[T], len(xs))
+	for i, x := range xs {
+		v := x
+		for j := range xs {
+			if j == i {
+				continue
+			}
+			var err error
+			if v, err = v.Unsqueeze(min(j, v.layout.Ndim())); err != nil {
+				return nil, wrap(op, err)
+			}
+		}
+		b, err := v.BroadcastTo(shape...)
+		if err != nil {
+			return nil, wrap(op, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}

@@ -36,3 +36,26 @@ func random[T cuda.Float](op string, g *curand.Generator, shape []int, gen func(
 	}
 	return a, nil
 }
+
+// RandInt returns an array of the shape holding integers uniform on [lo,
+// hi) (NumPy's randint), from g's uniform sequence in float64, on g's
+// stream.
+func RandInt[T cuda.Integer](g *curand.Generator, lo, hi int64, shape ...int) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
+	const op = "RandInt"
+	if hi <= lo {
+		return nil, errorf(op, cuda.ErrInvalidValue, "lo %d and hi %d: want lo < hi", lo, hi)
+	}
+	u, err := random(op, g, shape, func(b *cuda.DeviceBuffer[float64]) error { return curand.Uniform(g, b) })
+	if err != nil {
+		return nil, err
+	}
+	defer u.Free()
+	// u is on (0, 1]: 1 - u on [0, 1), scaled to [lo, hi) and floored (the
+	// last guard for hi - lo past 2^53, where the product may round up).
+	ins := make([]operand, 3)
+	ins[0], _ = operandOf(op, "u", u)
+	ins[1], _ = operandOf(op, "lo", Scalar(float64(lo)))
+	ins[2], _ = operandOf(op, "span", Scalar(float64(hi)-float64(lo)))
+	return run[T](op, expr{name: "randint", code: "const double v_ = floor(x1 + (1.0 - x0) * x2);\nr = v_ >= x1 + x2 ? x1 + x2 - 1 : v_;"}, ins...)
+}

@@ -417,3 +417,25 @@ func nan[T cuda.AnyFloat]() T {
 // errOnly returns a call's error, for the Into forms of the functions
 // that return their result.
 func errOnly[T any](_ T, err error) error { return err }
+
+// Norm returns the Euclidean (Frobenius) norm of a's elements over the
+// axes: the square root of the sum of their squares (NumPy's
+// linalg.norm of a vector, or of a matrix with axes of both).
+func Norm[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
+	defer poison(&out, &failure)
+	const op = "Norm"
+	sq, err := Mul(a, a)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	defer sq.Free()
+	s, err := Sum(sq, x)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	if err := SqrtInto(s, s); err != nil {
+		s.Free()
+		return nil, wrap(op, err)
+	}
+	return s, nil
+}
