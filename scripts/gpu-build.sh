@@ -10,6 +10,9 @@
 #   scripts/gpu-build.sh ./cufft/... ./curand
 #                                 only these packages' test binaries (a smaller
 #                                 bin.tgz for a check of a few packages)
+#   scripts/gpu-build.sh ./compute .   compute's and the root's, for scripts/gpu-compute.sh
+#   scripts/gpu-build.sh ./nd     nd's (bin/tests/nd.test, bin/tests-cgo/nd.test),
+#                                 for scripts/gpu-nd.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bin
