@@ -124,22 +124,10 @@ func benchCases() []benchCase {
 }
 
 // fusedChain is relu(a*b + c) * d, the chain of issue 50's fusion goal,
-// as a result of its own (torch.compile's and cupy.fuse's function).
-//
-// TODO(issue 50, item 5): this becomes the fused expression (one kernel
-// for the four operations) once package nd has one; until then it is the
-// chain unfused, four calls on one result, so that BenchmarkND's
-// chain_fused cases run and name what they will time.
+// as one kernel (nd.Expr) with a result of its own (torch.compile's and
+// cupy.fuse's function).
 func fusedChain(a, b, c, d *nd.Array[float32]) (*nd.Array[float32], error) {
-	o, err := nd.Mul(a, b)
-	if err != nil {
-		return nil, err
-	}
-	if err := chainInto(o, o, c, d); err != nil {
-		o.Free()
-		return nil, err
-	}
-	return o, nil
+	return nd.Lazy(a).Mul(nd.Lazy(b)).Add(nd.Lazy(c)).Relu().Mul(nd.Lazy(d)).Eval()
 }
 
 // chainInto sets o to relu(ab + c) * d, where ab is a*b already: Add,
