@@ -84,30 +84,40 @@ func UseNVRTC(t testing.TB) {
 	compiler = nvrtcCompiler
 }
 
-// StandInOnFake puts the stand-in (UseStandIn) in NVRTC's place for the
-// whole test binary wherever it runs against the fake driver, so that the
-// Examples, which cannot call UseStandIn, run there. TestMain calls it
-// before cudatest picks the driver, so each call decides then, by
-// cudatest.IsFake. On the fake the disk cache is off (the stand-in's
-// images are nothing to keep) unless GOCUDA_KERNEL_CACHE names a folder
-// (UseStandIn's); on a GPU, NVRTC and the disk cache are as they were.
+// StandInOnFake puts a compiler in NVRTC's place for the whole test
+// binary wherever it runs against the fake driver, so that the tests and
+// the Examples, which cannot call UseStandIn, run there: the host compiler
+// (hostCompile), whose kernels the fake runs on the CPU, where there is a
+// C++ compiler, else the stand-in (UseStandIn). TestMain calls it before
+// cudatest picks the driver, so each call decides then, by
+// cudatest.IsFake. On the fake the disk cache is off (the images only name
+// libraries in the host compiler's own cache) unless GOCUDA_KERNEL_CACHE
+// names a folder (UseStandIn's); on a GPU, NVRTC and the disk cache are as
+// they were.
 func StandInOnFake() error {
 	compile, err := standIn()
 	if err != nil {
 		return err
 	}
+	version := standInVersion
+	if HostCompiles() {
+		compile, version = func(source string) ([]byte, error) { return hostCompile(source, nvrtc.Options{Name: "kernel.cu"}) }, hostVersion
+	}
 	nv := compiler
 	compiler.version = func() (cuda.Version, error) {
 		if cudatest.IsFake() {
-			return standInVersion, nil
+			return version, nil
 		}
 		return nv.version()
 	}
 	compiler.compile = func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error) {
-		if cudatest.IsFake() {
-			return compile(source)
+		switch {
+		case !cudatest.IsFake():
+			return nv.compile(ctx, source, opts)
+		case version == hostVersion:
+			return hostCompile(source, opts) // the kernel's name in the compiler's log, as NVRTC's
 		}
-		return nv.compile(ctx, source, opts)
+		return compile(source)
 	}
 	compiler.dir = func() string {
 		if cudatest.IsFake() && os.Getenv(EnvCache) == "" {

@@ -53,6 +53,9 @@ func TestLargeCount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large buffers: not with -short")
 	}
+	if cudatest.IsFake() {
+		t.Skip("2^28 elements: minutes on the fake driver, which runs the kernels on the CPU")
+	}
 	e := gpu(t)
 	n := largeN
 	a := make([]float64, n)

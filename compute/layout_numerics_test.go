@@ -28,12 +28,14 @@ var (
 	layoutCols = []int{1, 2, 3, 5, 8, 31, 32, 33, 129, 1000, 2048, 2049, 11264, 11265, 65536, 65537, 200003}
 )
 
-// layoutShapes are the crossings of at most 2^21 elements.
+// layoutShapes are the crossings of at most 2^21 elements; on the fake
+// driver 2^18, which still cross its layouts (4 multiprocessors: chunks
+// of a row from 2 rows down, narrow columns in blocks past 32 steps).
 func layoutShapes() []compute.Shape {
 	var out []compute.Shape
 	for _, r := range layoutRows {
 		for _, c := range layoutCols {
-			if r*c <= 1<<21 {
+			if r*c <= onFake(1<<21, 1<<18) {
 				out = append(out, compute.Shape{Rows: r, Cols: c})
 			}
 		}

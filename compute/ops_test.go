@@ -16,10 +16,13 @@ import (
 )
 
 // The numbers of the standard operations, against Go on the host, on the
-// GPU (on the fake nothing compiles: these skip there).
+// GPU, and on the fake driver, which runs the kernels compiled for the host
+// (StandInOnFake) where a C++ compiler is found.
 
-// sizes are the element counts every operation is checked at.
-var sizes = []int{0, 1, 31, 1000003}
+// sizes are the element counts every operation is checked at: on the fake
+// driver, which runs kernels on the CPU, the largest is 100003, past a
+// grid of blocks and with a tail after the vectors as 1000003.
+func sizes() []int { return []int{0, 1, 31, onFake(1000003, 100003)} }
 
 // toF and fromF convert between a Number and float64, as the device does:
 // the halves through float32.
@@ -145,7 +148,7 @@ func newEnv(t testing.TB) env {
 func checkBinary[T cuda.Number](t *testing.T, e env, name string, op func(dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error,
 	opScalar func(dst, a *cuda.DeviceBuffer[T], v T, s *cuda.Stream) error, ref func(a, b float64) float64, lo, hi, bLo float64) {
 	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
-		for _, n := range sizes {
+		for _, n := range sizes() {
 			a, b := randoms[T](n, lo, hi), randoms[T](n, bLo, hi)
 			da, db := cudatest.Upload(t, e.ctx, a), cudatest.Upload(t, e.ctx, b)
 			dst := must(cuda.Alloc[T](e.ctx, n))(t)
@@ -209,7 +212,7 @@ func TestBinary(t *testing.T) {
 
 func checkUnary[T cuda.Number](t *testing.T, e env, name string, op func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error, ref func(float64) float64, lo, hi float64) {
 	t.Run(fmt.Sprintf("%s/%T", name, *new(T)), func(t *testing.T) {
-		for _, n := range sizes {
+		for _, n := range sizes() {
 			x := randoms[T](n, lo, hi)
 			dst := must(cuda.Alloc[T](e.ctx, n))(t)
 			if err := op(dst, cudatest.Upload(t, e.ctx, x), e.s); err != nil {
@@ -356,7 +359,7 @@ func TestCastTypes(t *testing.T) {
 
 func TestFillIotaAxpbyWhere(t *testing.T) {
 	e := gpu(t)
-	for _, n := range sizes {
+	for _, n := range sizes() {
 		b := must(cuda.Alloc[float32](e.ctx, n))(t)
 		if err := compute.Fill(b, 2.5, e.s); err != nil {
 			t.Fatal(err)
@@ -423,7 +426,7 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 		out := must(cuda.Alloc[T](e.ctx, 1))(t)
 		defer out.Free()
 		tol := tolerance[T]()
-		for _, n := range sizes {
+		for _, n := range sizes() {
 			x := randoms[T](n, lo, hi)
 			dx := cudatest.Upload(t, e.ctx, x)
 			var sum float64
@@ -472,7 +475,7 @@ func checkReductions[T cuda.Number](t *testing.T, e env, lo, hi float64, mean fu
 			}
 		}
 		// Per row and per column of odd shapes.
-		for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 1001, Cols: 3}, {Rows: 3, Cols: 100003}, {Rows: 200003, Cols: 5}, {Rows: 4099, Cols: 4099}} {
+		for _, sh := range []compute.Shape{{Rows: 1, Cols: 1}, {Rows: 37, Cols: 1001}, {Rows: 1001, Cols: 3}, {Rows: 3, Cols: 100003}, {Rows: 200003, Cols: 5}, onFake(compute.Shape{Rows: 4099, Cols: 4099}, compute.Shape{Rows: 1031, Cols: 1029})} {
 			x := randoms[T](sh.Rows*sh.Cols, lo, hi)
 			dx := cudatest.Upload(t, e.ctx, x)
 			for _, axis := range []compute.Axis{compute.PerRow, compute.PerColumn} {
