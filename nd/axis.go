@@ -208,17 +208,29 @@ func cumsumRows[T Elem](dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.
 // thread, except a's only line, which compute's ArgMax searches.
 func ArgMax[T Elem](a *Array[T], axis int) (out *Array[int64], failure error) {
 	defer poison(&out, &failure)
-	return argExtreme("ArgMax", ">", compute.ArgMax[T], a, axis)
+	return argExtreme("ArgMax", ">", compute.ArgMax[T], a, axis, nil)
+}
+
+// ArgMaxInto sets dst to the index of the largest element of each line of
+// a along axis.
+func ArgMaxInto[T Elem](dst *Array[int64], a *Array[T], axis int) error {
+	return errOnly(argExtreme("ArgMaxInto", ">", compute.ArgMax[T], a, axis, dst))
 }
 
 // ArgMin returns the index of the smallest element of each line of a
 // along axis (the first of equals, or the first NaN).
 func ArgMin[T Elem](a *Array[T], axis int) (out *Array[int64], failure error) {
 	defer poison(&out, &failure)
-	return argExtreme("ArgMin", "<", compute.ArgMin[T], a, axis)
+	return argExtreme("ArgMin", "<", compute.ArgMin[T], a, axis, nil)
 }
 
-func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream) error, a *Array[T], axis int) (*Array[int64], error) {
+// ArgMinInto sets dst to the index of the smallest element of each line
+// of a along axis.
+func ArgMinInto[T Elem](dst *Array[int64], a *Array[T], axis int) error {
+	return errOnly(argExtreme("ArgMinInto", "<", compute.ArgMin[T], a, axis, dst))
+}
+
+func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream) error, a *Array[T], axis int, dst *Array[int64]) (*Array[int64], error) {
 	src, _, rows, cols, release, err := alongAxis(op, a, axis)
 	if err != nil {
 		return nil, err
@@ -228,18 +240,22 @@ func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64]
 		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: an empty line has no %s", a.layout.Shape(), map[string]string{">": "largest", "<": "smallest"}[cmp]+" element")
 	}
 	shape := src.layout.Shape()
-	out, err := empty[int64](op, a.s, shape[:len(shape)-1])
+	// The line's axis is gone: the others keep a's order.
+	out, finish, err := target(op, a.s, dst, shape[:len(shape)-1])
 	if err != nil {
 		return nil, err
 	}
-	// The line's axis is gone: the others keep a's order.
 	if rows == 0 {
-		return out, nil
+		return finish(nil)
 	}
 	in, err := src.Buffer()
+	var ob *cuda.DeviceBuffer[int64]
+	if err == nil {
+		ob, err = out.Buffer()
+	}
 	if err == nil {
 		if rows == 1 {
-			err = whole(out.buf, in, a.s)
+			err = whole(ob, in, a.s)
 		} else {
 			t := ctypeOf[T]()
 			var k *compute.Elementwise
@@ -253,13 +269,9 @@ for (long long k = 1; k < cols && v == v; k++) { const %[1]s w = x[base + k]; if
 y = best;`, t.value, cmp)}
 			})
 			if err == nil {
-				err = k.Launch(a.s, in, int64(cols), out.buf)
+				err = k.Launch(a.s, in, int64(cols), ob)
 			}
 		}
 	}
-	if err != nil {
-		out.Free()
-		return nil, wrap(op, err)
-	}
-	return out, nil
+	return finish(wrap(op, err))
 }

@@ -306,6 +306,21 @@ func LogicalOr(a, b *Array[Bool]) (out *Array[Bool], failure error) {
 	return binary[Bool, Bool]("LogicalOr", orExpr, a, b)
 }
 
+// LogicalAndInto sets dst to the mask of a and b both true.
+func LogicalAndInto(dst, a, b *Array[Bool]) error {
+	return binaryInto("LogicalAndInto", andExpr, dst, a, b)
+}
+
+// LogicalOrInto sets dst to the mask of a or b true.
+func LogicalOrInto(dst, a, b *Array[Bool]) error {
+	return binaryInto("LogicalOrInto", orExpr, dst, a, b)
+}
+
+// LogicalNotInto sets dst to the mask of a false.
+func LogicalNotInto(dst, a *Array[Bool]) error {
+	return unaryInto("LogicalNotInto", notExpr, dst, a)
+}
+
 // LogicalNot returns the mask of a false (zero).
 func LogicalNot(a *Array[Bool]) (out *Array[Bool], failure error) {
 	defer poison(&out, &failure)
@@ -313,14 +328,20 @@ func LogicalNot(a *Array[Bool]) (out *Array[Bool], failure error) {
 }
 
 // IsNaN returns the mask of a's NaNs (all false for integers).
-func IsNaN[T Elem](a *Array[T]) (out *Array[Bool], failure error) {
-	defer poison(&out, &failure)
-	return unary[T, Bool]("IsNaN", func(t ctype) expr {
-		if t.float {
-			return expr{name: "isnan", code: "x0 != x0"}
-		}
-		return expr{name: "isnan", code: "0"}
-	}, a)
+func IsNaN[T Elem](a *Array[T]) (*Array[Bool], error) {
+	return result(unary[T, Bool]("IsNaN", isNaNExpr, a))
+}
+
+// IsNaNInto sets dst to the mask of a's NaNs.
+func IsNaNInto[T Elem](dst *Array[Bool], a *Array[T]) error {
+	return unaryInto("IsNaNInto", isNaNExpr, dst, a)
+}
+
+func isNaNExpr(t ctype) expr {
+	if t.float {
+		return expr{name: "isnan", code: "x0 != x0"}
+	}
+	return expr{name: "isnan", code: "0"}
 }
 
 // Where returns, element by element, a where mask is true (nonzero) and b

@@ -16,7 +16,16 @@ import (
 // than reading outside a: the device cannot stop to report it.
 func Take[T Elem](a *Array[T], indices *Array[int64], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	const op = "Take"
+	return take("Take", a, indices, axis, nil)
+}
+
+// TakeInto sets dst to the elements of a at indices along axis; dst must
+// not share memory with a or indices.
+func TakeInto[T Elem](dst, a *Array[T], indices *Array[int64], axis int) error {
+	return errOnly(take("TakeInto", a, indices, axis, dst))
+}
+
+func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *Array[T]) (*Array[T], error) {
 	if err := indices.check(op, "indices"); err != nil {
 		return nil, err
 	}
@@ -42,25 +51,18 @@ func Take[T Elem](a *Array[T], indices *Array[int64], axis int) (out *Array[T], 
 	}
 	shape := a.layout.Shape()
 	outShape := append(append(slices.Clone(shape[:ax]), indices.layout.Shape()...), shape[ax+1:]...)
-	out, err := empty[T](op, a.s, outShape)
+	out, finish, err := target(op, a.s, dst, outShape)
 	if err != nil {
 		return nil, err
 	}
 	if out.layout.Size() == 0 {
-		return out, nil
+		return finish(nil)
 	}
 	if shape[ax] == 0 {
 		// Every index is out of range of an empty axis.
-		if err := fill(op, out, *new(T)); err != nil {
-			out.Free()
-			return nil, err
-		}
-		return out, nil
+		return finish(fill(op, out, *new(T)))
 	}
-	fail := func(err error) (*Array[T], error) {
-		out.Free()
-		return nil, err
-	}
+	fail := func(err error) (*Array[T], error) { return finish(err) }
 	src, err := a.Contiguous()
 	if err != nil {
 		return fail(err)
@@ -95,17 +97,67 @@ y = k >= 0 && k < dim ? x[((q / nidx) * dim + k) * post + p] : 0;`}
 	if err != nil {
 		return fail(wrap(op, err))
 	}
-	if err := k.Launch(a.s, xb, ib, int64(idx.layout.Size()), int64(shape[ax]), int64(post), out.buf); err != nil {
+	ob, err := out.Buffer()
+	if err != nil {
 		return fail(wrap(op, err))
 	}
-	return out, nil
+	return finish(wrap(op, k.Launch(a.s, xb, ib, int64(idx.layout.Size()), int64(shape[ax]), int64(post), ob)))
+}
+
+// target returns the array an operation with a result of shape writes:
+// dst itself where it is contiguous, a new array where dst is nil or
+// strided; finish ends the operation with its error, copying a new
+// array's elements into a strided dst, freeing what it must, and returns
+// the result (dst, or the new array where dst is nil).
+func target[T Elem](op string, s *cuda.Stream, dst *Array[T], shape []int) (*Array[T], func(error) (*Array[T], error), error) {
+	if dst != nil {
+		if err := writable(op, "dst", dst); err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case dst.s != s:
+			return nil, nil, errorf(op, cuda.ErrInvalidValue, "dst and the operands are on different streams: the operands of an operation share one")
+		case !slices.Equal(dst.layout.Shape(), shape):
+			return nil, nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), shape)
+		case dst.layout.IsContiguous():
+			return dst, func(err error) (*Array[T], error) { return dst, err }, nil
+		}
+	}
+	out, err := empty[T](op, s, shape)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, func(err error) (*Array[T], error) {
+		if err == nil && dst != nil {
+			err = copyInto(op, dst, out)
+		}
+		if err != nil || dst != nil {
+			out.Free()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if dst != nil {
+			return dst, nil
+		}
+		return out, nil
+	}, nil
 }
 
 // Concat returns the arrays joined along axis (NumPy's concatenate): their
 // shapes must agree but on axis. One copy per array.
 func Concat[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	const op = "Concat"
+	return concat("Concat", arrays, axis, nil)
+}
+
+// ConcatInto sets dst to the arrays joined along axis, each copied into
+// its part of dst, in order; dst must not share memory with the arrays.
+func ConcatInto[T Elem](dst *Array[T], arrays []*Array[T], axis int) error {
+	return errOnly(concat("ConcatInto", arrays, axis, dst))
+}
+
+func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Array[T], error) {
 	if len(arrays) == 0 {
 		return nil, errorf(op, cuda.ErrInvalidValue, "no arrays to join")
 	}
@@ -143,10 +195,18 @@ func Concat[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error)
 		}
 		outShape[ax] += sh[ax]
 	}
-	out, err := empty[T](op, arrays[0].s, outShape)
-	if err != nil {
+	out := dst
+	if dst == nil {
+		var err error
+		if out, err = empty[T](op, arrays[0].s, outShape); err != nil {
+			return nil, err
+		}
+	} else if err := writable(op, "dst", dst); err != nil {
 		return nil, err
+	} else if !slices.Equal(dst.layout.Shape(), outShape) || dst.s != arrays[0].s {
+		return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the arrays join into %v on their stream", dst.layout.Shape(), outShape)
 	}
+	// Each array into its part of out (a view, written through).
 	at := 0
 	for _, a := range arrays {
 		d := a.layout.Shape()[ax]
@@ -155,7 +215,9 @@ func Concat[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error)
 			err = copyInto(op, part, a)
 		}
 		if err != nil {
-			out.Free()
+			if dst == nil {
+				out.Free()
+			}
 			return nil, err
 		}
 		at += d

@@ -327,16 +327,24 @@ func ProdInto[T Elem](dst, a *Array[T], x Axes) error {
 
 // All returns whether every element of a over the axes is true (nonzero;
 // true for none).
-func All[T Elem](a *Array[T], x Axes) (out *Array[Bool], failure error) {
-	defer poison(&out, &failure)
-	return truth("All", "all", a, x, 1)
+func All[T Elem](a *Array[T], x Axes) (*Array[Bool], error) {
+	return result(truth("All", "all", a, x, 1, nil))
+}
+
+// AllInto sets dst to whether every element of a over the axes is true.
+func AllInto[T Elem](dst *Array[Bool], a *Array[T], x Axes) error {
+	return errOnly(truth("AllInto", "all", a, x, 1, dst))
 }
 
 // Any returns whether some element of a over the axes is true (false for
 // none).
-func Any[T Elem](a *Array[T], x Axes) (out *Array[Bool], failure error) {
-	defer poison(&out, &failure)
-	return truth("Any", "any", a, x, 0)
+func Any[T Elem](a *Array[T], x Axes) (*Array[Bool], error) {
+	return result(truth("Any", "any", a, x, 0, nil))
+}
+
+// AnyInto sets dst to whether some element of a over the axes is true.
+func AnyInto[T Elem](dst *Array[Bool], a *Array[T], x Axes) error {
+	return errOnly(truth("AnyInto", "any", a, x, 0, dst))
 }
 
 func specReduce[T Elem](op, what string, a *Array[T], x Axes, identity T, dst *Array[T]) (*Array[T], error) {
@@ -348,16 +356,16 @@ func specReduce[T Elem](op, what string, a *Array[T], x Axes, identity T, dst *A
 }
 
 // truth folds a's truth values: as a mask first, where T is not Bool.
-func truth[T Elem](op, what string, a *Array[T], x Axes, identity Bool) (*Array[Bool], error) {
+func truth[T Elem](op, what string, a *Array[T], x Axes, identity Bool, dst *Array[Bool]) (*Array[Bool], error) {
 	if m, ok := any(a).(*Array[Bool]); ok {
-		return specReduce(op, what, m, x, identity, nil)
+		return specReduce(op, what, m, x, identity, dst)
 	}
 	m, err := NotEqual(a, Scalar(*new(T)))
 	if err != nil {
 		return nil, wrap(op, err)
 	}
 	defer m.Free()
-	return specReduce(op, what, m, x, identity, nil)
+	return specReduce(op, what, m, x, identity, dst)
 }
 
 // Var returns the variance of a's elements over the axes: the mean of the
@@ -373,6 +381,32 @@ func Var[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
 func Std[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	return variance("Std", a, x, true)
+}
+
+// VarInto sets dst to the variance of a's elements over the axes.
+func VarInto[T cuda.AnyFloat](dst, a *Array[T], x Axes) error {
+	return varianceInto("VarInto", dst, a, x, false)
+}
+
+// StdInto sets dst to the standard deviation of a's elements over the
+// axes.
+func StdInto[T cuda.AnyFloat](dst, a *Array[T], x Axes) error {
+	return varianceInto("StdInto", dst, a, x, true)
+}
+
+func varianceInto[T cuda.AnyFloat](op string, dst, a *Array[T], x Axes, root bool) error {
+	if err := writable(op, "dst", dst); err != nil {
+		return err
+	}
+	v, err := variance(op, a, x, root)
+	if err != nil {
+		return err
+	}
+	defer v.Free()
+	if !slices.Equal(dst.layout.Shape(), v.layout.Shape()) {
+		return errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), v.layout.Shape())
+	}
+	return copyInto(op, dst, v)
 }
 
 func variance[T cuda.AnyFloat](op string, a *Array[T], x Axes, root bool) (*Array[T], error) {
