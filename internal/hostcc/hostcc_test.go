@@ -50,13 +50,16 @@ extern "C" __global__ void grid3(unsigned* out, unsigned char c, short s, unsign
 	const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 	out[bx * blockDim.x * blockDim.y * blockDim.z + t] = bx * 1000 + t + c + s + (unsigned)(big >> 40);
 }
-extern "C" __global__ void last(unsigned* counter, int* who) {
+extern "C" __global__ void last(unsigned* counter, int* lasts) {
 	__shared__ bool is_last;
 	__threadfence();
 	__syncthreads();
 	if (threadIdx.x == 0) is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
 	__syncthreads();
-	if (is_last && threadIdx.x == 0) { *who = blockIdx.x; *counter = 0; }
+	if (is_last && threadIdx.x == 0) { atomicAdd(lasts, 1); *counter = 0; }
+}
+extern "C" __global__ void order(unsigned* next, unsigned* ticket) {
+	if (threadIdx.x == 0) ticket[blockIdx.x] = atomicAdd(next, 1u);
 }
 extern "C" __global__ void stuck(int* x) {
 	if (threadIdx.x < 16) x[0] = __shfl_sync(0xffffffffu, 1, 0); // lanes 16 to 31 never come
@@ -110,7 +113,9 @@ func fn(t *testing.T, mod *cuda.Module, name string) *cuda.Function {
 	return f
 }
 
-func TestRun(t *testing.T) {
+func TestRun(t *testing.T) { testRun(t) }
+
+func testRun(t *testing.T) {
 	s, mod := load(t)
 	ctx := s.Context()
 	launch := func(f *cuda.Function, cfg cuda.LaunchConfig, args ...any) {
@@ -202,11 +207,11 @@ func TestRun(t *testing.T) {
 	t.Run("last block", func(t *testing.T) {
 		counter := cudatest.Must(cuda.Zeroed[uint32](ctx, 1))(t)
 		defer counter.Free()
-		who := cudatest.Must(cuda.Zeroed[int32](ctx, 1))(t)
-		defer who.Free()
-		launch(fn(t, mod, "last"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 9}, Block: cuda.Dim3{X: 64}}, counter, who)
-		if g := cudatest.Download(t, who)[0]; g != 8 {
-			t.Errorf("the last block: %d, want 8", g)
+		lasts := cudatest.Must(cuda.Zeroed[int32](ctx, 1))(t)
+		defer lasts.Free()
+		launch(fn(t, mod, "last"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 9}, Block: cuda.Dim3{X: 64}}, counter, lasts)
+		if g := cudatest.Download(t, lasts)[0]; g != 1 {
+			t.Errorf("%d blocks found they were the last, want 1", g)
 		}
 		if g := cudatest.Download(t, counter)[0]; g != 0 {
 			t.Errorf("the counter: %d, want 0 again", g)
@@ -219,6 +224,30 @@ func TestRun(t *testing.T) {
 			t.Errorf("exp + sqrt + max: %v, want [2 60.598]", g)
 		}
 	})
+}
+
+// TestReverseSchedule: with the blocks, warps and lanes run last first
+// (FAKECUDA_HOST_SCHEDULE=reverse, in a child process: the fake reads it
+// once) the kernels of TestRun, which have no races, give the same
+// results.
+func TestReverseSchedule(t *testing.T) {
+	if cudatest.InChild(t) {
+		testRun(t)
+		s, mod := load(t)
+		next := cudatest.Must(cuda.Zeroed[uint32](s.Context(), 1))(t)
+		defer next.Free()
+		ticket := cudatest.Must(cuda.Zeroed[uint32](s.Context(), 3))(t)
+		defer ticket.Free()
+		if err := fn(t, mod, "order").Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 3}, Block: cuda.Dim3{X: 32}, Stream: s}, next, ticket); err != nil {
+			t.Fatal(err)
+		}
+		if g := cudatest.Download(t, ticket); g[0] != 2 || g[2] != 0 {
+			t.Errorf("the blocks' order: %v, want [2 1 0] (the last first)", g)
+		}
+		return
+	}
+	skipUnlessFake(t)
+	cudatest.RunChild(t, "FAKECUDA_HOST_SCHEDULE=reverse")
 }
 
 // TestDeadlock: threads that wait at barriers that cannot open (a warp's

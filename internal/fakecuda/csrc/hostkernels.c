@@ -254,11 +254,26 @@ static int exchange(struct block *b, unsigned w) {
 	return 1;
 }
 
+// FAKECUDA_HOST_SCHEDULE=reverse runs the blocks of a grid, the warps of
+// a block and the lanes of a warp last first: a kernel whose result changes with it has
+// a race (a shared memory read not behind the barrier after its write, a
+// block that counts on another's having run), which a GPU's schedule may
+// or may not show.
+static int reverse_schedule(void) {
+	static int v = -1;
+	if (v < 0) {
+		const char *e = getenv("FAKECUDA_HOST_SCHEDULE");
+		v = e && !strcmp(e, "reverse");
+	}
+	return v;
+}
+
 // run_lanes runs warp w's lanes that can run, each until it returns or
 // waits; 0, or the launch's error.
 static int run_lanes(struct block *b, unsigned w) {
 	unsigned end = 32 * w + 32 < b->n ? 32 * w + 32 : b->n;
-	for (unsigned i = 32 * w; i < end; i++) {
+	for (unsigned k = 32 * w; k < end; k++) {
+		unsigned i = reverse_schedule() ? end - 1 - (k - 32 * w) : k;
 		struct emu_thread *t = &b->t[i];
 		if (t->state != T_RUN) continue;
 		if (!t->fiber) {
@@ -288,7 +303,9 @@ static int run_lanes(struct block *b, unsigned w) {
 static int run_block(struct block *b) {
 	for (unsigned i = 0; i < b->n; i++) b->t[i].state = T_RUN, b->t[i].fiber = NULL;
 	for (;;) {
-		for (unsigned w = 0; 32 * w < b->n; w++) {
+		unsigned warps = (b->n + 31) / 32;
+		for (unsigned k = 0; k < warps; k++) {
+			unsigned w = reverse_schedule() ? warps - 1 - k : k;
 			do {
 				int err = run_lanes(b, w);
 				if (err) return err;
@@ -336,19 +353,20 @@ static void host_run(struct launch *l) {
 		goto out;
 	}
 	running = &b;
-	for (unsigned bz = 0; bz < l->grid[2] && !b.failed; bz++)
-		for (unsigned by = 0; by < l->grid[1] && !b.failed; by++)
-			for (unsigned bx = 0; bx < l->grid[0] && !b.failed; bx++) {
-				for (unsigned i = 0; i < n; i++) {
-					struct hc_thread *t = &b.t[i].abi;
-					t->threadIdx = (struct hc_dim3){i % l->block[0], i / l->block[0] % l->block[1], i / (l->block[0] * l->block[1])};
-					t->blockIdx = (struct hc_dim3){bx, by, bz};
-					t->blockDim = (struct hc_dim3){l->block[0], l->block[1], l->block[2]};
-					t->gridDim = (struct hc_dim3){l->grid[0], l->grid[1], l->grid[2]};
-					t->dynamic_shared = shared;
-				}
-				b.failed = run_block(&b);
-			}
+	const unsigned long long blocks = (unsigned long long)l->grid[0] * l->grid[1] * l->grid[2];
+	for (unsigned long long k = 0; k < blocks && !b.failed; k++) {
+		const unsigned long long j = reverse_schedule() ? blocks - 1 - k : k;
+		const struct hc_dim3 block_idx = {(unsigned)(j % l->grid[0]), (unsigned)(j / l->grid[0] % l->grid[1]), (unsigned)(j / l->grid[0] / l->grid[1])};
+		for (unsigned i = 0; i < n; i++) {
+			struct hc_thread *t = &b.t[i].abi;
+			t->threadIdx = (struct hc_dim3){i % l->block[0], i / l->block[0] % l->block[1], i / (l->block[0] * l->block[1])};
+			t->blockIdx = block_idx;
+			t->blockDim = (struct hc_dim3){l->block[0], l->block[1], l->block[2]};
+			t->gridDim = (struct hc_dim3){l->grid[0], l->grid[1], l->grid[2]};
+			t->dynamic_shared = shared;
+		}
+		b.failed = run_block(&b);
+	}
 	running = NULL;
 	if (b.failed) launch_fault(l, b.failed);
 out:

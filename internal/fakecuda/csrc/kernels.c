@@ -12,8 +12,9 @@
 // a kernel of the same name with another body is not one the fake can run
 // (cuModuleGetFunction fails with CUDA_ERROR_NOT_SUPPORTED, as for any
 // other kernel): the fake never reports success for a kernel it did not
-// execute. Its .global variables get memory.
-
+// execute. Its .global variables get memory. An image internal/hostcc
+// compiled names a library of the kernels compiled for the host: its
+// entries are those (hostkernels.c), which the fake runs on the CPU.
 
 #define P(l, i, T) (*(T *)((l)->params + (l)->k->offset[i]))
 #define DEVP(p) ((void *)(uintptr_t)(p))
