@@ -233,6 +233,17 @@ func TestFaultSweep(t *testing.T) {
 			}
 			return nil
 		}},
+		// LaunchN with the count the buffers have: the same kernel.
+		{name: "Elementwise.LaunchN", covers: []string{"Elementwise.LaunchN"}, run: func() error { return axpy.LaunchN(e.s, acc.Len(), float32(1), x1, acc) }, check: func() error {
+			got := cudatest.Download(t, acc)
+			k := got[0] / ones[0]
+			for i, v := range got {
+				if k < 1 || v != k*ones[i] {
+					return fmt.Errorf("axpy: element %d = %v, want %v·%v", i, v, k, ones[i])
+				}
+			}
+			return nil
+		}},
 		{name: "Reduction.Launch", covers: []string{"NewReduction", "Reduction.Launch"}, run: func() error { return sumsq.Launch(e.s, x, sum64) }, check: func() error {
 			if got := cudatest.Download(t, sum64)[0]; got != 6000 { // 200 each of 0, 1, 4, 9, 16
 				return fmt.Errorf("sumsq = %v, want 6000", got)
