@@ -1,0 +1,5 @@
+//go:build !race
+
+package nd_test
+
+const raceEnabled = false
