@@ -14,6 +14,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
+	"github.com/gocuda/cuda/internal/kernelhook"
 	"github.com/gocuda/cuda/nvrtc"
 )
 
@@ -34,19 +35,42 @@ var compiles atomic.Int64
 
 // compiler is NVRTC: its version (part of every key), its compilation of
 // a source to the image loaded, and the disk cache's folder for its
-// images. The tests put a stand-in in its place on the fake driver, which
-// has no NVRTC (export_test.go).
+// images; or, where the tests set internal/kernelhook's compiler (the
+// fake driver's, for the host), that one, its images kept out of the disk
+// cache unless GOCUDA_KERNEL_CACHE names a folder. The tests put other
+// stand-ins in its place too (export_test.go).
 var compiler = struct {
 	version func() (cuda.Version, error)
 	compile func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error)
 	dir     func() string
-}{nvrtc.Version, func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error) {
-	out, err := nvrtc.Compile(ctx, source, opts)
-	if err != nil {
-		return nil, err
-	}
-	return out.Image, nil
-}, cacheDir}
+}{
+	func() (cuda.Version, error) {
+		if kernelhook.Compile != nil {
+			return hookVersion, nil
+		}
+		return nvrtc.Version()
+	},
+	func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error) {
+		if c := kernelhook.Compile; c != nil {
+			return c(source, opts.Name)
+		}
+		out, err := nvrtc.Compile(ctx, source, opts)
+		if err != nil {
+			return nil, err
+		}
+		return out.Image, nil
+	},
+	func() string {
+		if kernelhook.Compile != nil && os.Getenv(EnvCache) == "" {
+			return ""
+		}
+		return cacheDir()
+	},
+}
+
+// hookVersion is internal/kernelhook's compiler's "NVRTC version": part
+// of every cache key, so that its images are never taken for NVRTC's.
+var hookVersion = cuda.Version{Major: 0, Minor: 0, Patch: 2}
 
 // modules are the modules loaded in each context, by key: a kernel is
 // compiled and loaded once per context (and compiled once per machine,

@@ -133,6 +133,11 @@ func (d dtype) store(value string) string {
 // with their payload kept, as Go does, where the instructions would give
 // one NaN for all. No CUDA header is included: NVRTC does not always find
 // them. Then the vector type of the kernels' wide loads and stores.
+//
+// Compiled for the host (no __CUDA_ARCH__: the fake driver's tests, which
+// run kernels on the CPU through internal/hostcc and internal/kernelhook),
+// the conversions are integer arithmetic that gives the same bits, and
+// TestCastBits holds both to Go's.
 const prelude = `
 // gocuda_vec is V elements of T loaded or stored at once (a 16-byte
 // access at most): the pointer must be aligned to its size.
@@ -140,15 +145,40 @@ template <typename T, int V> struct alignas(sizeof(T) * V) gocuda_vec { T v[V]; 
 __device__ __forceinline__ unsigned short gocuda_f32_to_f16(float f) {
 	unsigned int b = __float_as_uint(f);
 	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(((b >> 16) & 0x8000u) | 0x7e00u | ((b & 0x7fffffu) >> 13));
+#ifdef __CUDA_ARCH__
 	unsigned short h;
 	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
 	return h;
+#else
+	unsigned int sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+	if (a <= 0x33000000u) return (unsigned short)sign; // 2^-25 or less: to zero (2^-25 a tie, to even)
+	if (a < 0x38800000u) { // below 2^-14: a subnormal, in units of 2^-24
+		unsigned int shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
+		unsigned int q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+		if (rem > half || (rem == half && (q & 1u))) q++;
+		return (unsigned short)(sign | q);
+	}
+	unsigned int q = (a >> 13) - (112u << 10), rem = a & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+	if (q >= 0x7c00u) q = 0x7c00u; // past the largest: infinity
+	return (unsigned short)(sign | q);
+#endif
 }
 __device__ __forceinline__ float gocuda_f16_to_f32(unsigned short h) {
 	if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) return __uint_as_float(((unsigned int)(h & 0x8000u) << 16) | 0x7f800000u | ((unsigned int)(h & 0x3ffu) << 13));
+#ifdef __CUDA_ARCH__
 	float f;
 	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
 	return f;
+#else
+	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u);
+	if (e == 0) {
+		float v = (float)m * 5.9604644775390625e-08f; // m * 2^-24, exact
+		return sign ? -v : v;
+	}
+	return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+#endif
 }
 __device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
 	unsigned int b = __float_as_uint(f);

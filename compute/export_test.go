@@ -10,6 +10,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/kernelhook"
 	"github.com/gocuda/cuda/nvrtc"
 )
 
@@ -76,51 +77,48 @@ func UseStandIn(t testing.TB) {
 }
 
 // UseNVRTC puts NVRTC back in the compiler's place until t ends, for a
-// test of what happens where NVRTC is missing (StandInOnFake put the
-// stand-in there).
+// test of what happens where NVRTC is missing (on the fake driver, the
+// host compiler (internal/kernelhook) or the stand-in is there).
 func UseNVRTC(t testing.TB) {
-	saved := compiler
-	t.Cleanup(func() { compiler = saved })
-	compiler = nvrtcCompiler
+	saved, hook := compiler, kernelhook.Compile
+	t.Cleanup(func() { compiler, kernelhook.Compile = saved, hook })
+	compiler, kernelhook.Compile = nvrtcCompiler, nil
 }
 
-// StandInOnFake puts a compiler in NVRTC's place for the whole test
-// binary wherever it runs against the fake driver, so that the tests and
-// the Examples, which cannot call UseStandIn, run there: the host compiler
-// (hostCompile), whose kernels the fake runs on the CPU, where there is a
-// C++ compiler, else the stand-in (UseStandIn). TestMain calls it before
-// cudatest picks the driver, so each call decides then, by
-// cudatest.IsFake. On the fake the disk cache is off (the images only name
-// libraries in the host compiler's own cache) unless GOCUDA_KERNEL_CACHE
-// names a folder (UseStandIn's); on a GPU, NVRTC and the disk cache are as
-// they were.
+// HostCompiles reports whether the fake driver's tests compile kernels for
+// the host and run them on the CPU (internal/cudatest sets
+// internal/kernelhook's compiler where a C++ compiler is found).
+func HostCompiles() bool { return kernelhook.Compile != nil }
+
+// StandInOnFake puts the stand-in (UseStandIn) in NVRTC's place for the
+// whole test binary wherever it runs against the fake driver without the
+// host compiler (no C++ compiler found), so that the tests and the
+// Examples, which cannot call UseStandIn, run there on the kernels the
+// fake knows in C. TestMain calls it before cudatest picks the driver and
+// the compiler, so each call decides then. On the fake the disk cache is
+// off unless GOCUDA_KERNEL_CACHE names a folder; on a GPU, NVRTC and the
+// disk cache are as they were.
 func StandInOnFake() error {
 	compile, err := standIn()
 	if err != nil {
 		return err
 	}
-	version := standInVersion
-	if HostCompiles() {
-		compile, version = func(source string) ([]byte, error) { return hostCompile(source, nvrtc.Options{Name: "kernel.cu"}) }, hostVersion
-	}
 	nv := compiler
+	standIn := func() bool { return cudatest.IsFake() && kernelhook.Compile == nil }
 	compiler.version = func() (cuda.Version, error) {
-		if cudatest.IsFake() {
-			return version, nil
+		if standIn() {
+			return standInVersion, nil
 		}
 		return nv.version()
 	}
 	compiler.compile = func(ctx *cuda.Context, source string, opts nvrtc.Options) ([]byte, error) {
-		switch {
-		case !cudatest.IsFake():
-			return nv.compile(ctx, source, opts)
-		case version == hostVersion:
-			return hostCompile(source, opts) // the kernel's name in the compiler's log, as NVRTC's
+		if standIn() {
+			return compile(source)
 		}
-		return compile(source)
+		return nv.compile(ctx, source, opts)
 	}
 	compiler.dir = func() string {
-		if cudatest.IsFake() && os.Getenv(EnvCache) == "" {
+		if standIn() && os.Getenv(EnvCache) == "" {
 			return ""
 		}
 		return nv.dir()

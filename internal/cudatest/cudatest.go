@@ -59,6 +59,7 @@ func MainSkipFake(m *testing.M, onFake string) {
 		fmt.Fprintln(os.Stderr, "cudatest:", err)
 		os.Exit(1)
 	}
+	useHostCompiler()
 	if onFake != "" && kind == "fake" {
 		if !flag.Parsed() {
 			flag.Parse() // a -skip on the command line is joined, not replaced
