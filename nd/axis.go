@@ -137,6 +137,9 @@ func Softmax[T cuda.AnyFloat](a *Array[T], axis int) (out *Array[T], failure err
 
 // SoftmaxInto sets dst to the softmax of a along axis.
 func SoftmaxInto[T cuda.AnyFloat](dst, a *Array[T], axis int) error {
+	if err := writable("SoftmaxInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(rowwise("SoftmaxInto", a, axis, dst, softmaxRows[T](compute.Softmax[T])))
 }
 
@@ -149,6 +152,9 @@ func LogSoftmax[T cuda.AnyFloat](a *Array[T], axis int) (out *Array[T], failure 
 
 // LogSoftmaxInto sets dst to the log-softmax of a along axis.
 func LogSoftmaxInto[T cuda.AnyFloat](dst, a *Array[T], axis int) error {
+	if err := writable("LogSoftmaxInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(rowwise("LogSoftmaxInto", a, axis, dst, softmaxRows[T](compute.LogSoftmax[T])))
 }
 
@@ -169,6 +175,9 @@ func Cumsum[T Elem](a *Array[T], axis int) (out *Array[T], failure error) {
 
 // CumsumInto sets dst to the cumulative sums of a along axis.
 func CumsumInto[T Elem](dst, a *Array[T], axis int) error {
+	if err := writable("CumsumInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(rowwise("CumsumInto", a, axis, dst, cumsumRows[T]))
 }
 
@@ -214,6 +223,9 @@ func ArgMax[T Elem](a *Array[T], axis int) (out *Array[int64], failure error) {
 // ArgMaxInto sets dst to the index of the largest element of each line of
 // a along axis.
 func ArgMaxInto[T Elem](dst *Array[int64], a *Array[T], axis int) error {
+	if err := writable("ArgMaxInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(argExtreme("ArgMaxInto", ">", compute.ArgMax[T], a, axis, dst))
 }
 
@@ -227,6 +239,9 @@ func ArgMin[T Elem](a *Array[T], axis int) (out *Array[int64], failure error) {
 // ArgMinInto sets dst to the index of the smallest element of each line
 // of a along axis.
 func ArgMinInto[T Elem](dst *Array[int64], a *Array[T], axis int) error {
+	if err := writable("ArgMinInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(argExtreme("ArgMinInto", "<", compute.ArgMin[T], a, axis, dst))
 }
 

@@ -124,7 +124,7 @@ func compileAll[T nd.Elem](t *testing.T, s *cuda.Stream) {
 		compiled(t, name("Clip"), second(nd.Clip(a, *new(T), *new(T))))
 		compiled(t, name("Cast to float32"), second(nd.Cast[float32](a)))
 		compiled(t, name("Cast to bfloat16"), second(nd.Cast[cuda.BFloat16](a)))
-		compiled(t, name("Cast from float64"), second(nd.Cast[T](must(nd.Zeros[float64](s, 2, 3))(t))))
+		compiled(t, name("Cast from float64"), second(nd.Cast[T](free(t, must(nd.Zeros[float64](s, 2, 3))(t)))))
 		mask := free(t, must(nd.Zeros[nd.Bool](s, 3))(t))
 		compiled(t, name("Where"), second(nd.Where(mask, a, b)))
 		compiled(t, name("IsClose"), second(nd.IsClose(a, b, 1e-5, 1e-8)))

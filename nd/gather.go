@@ -22,6 +22,9 @@ func Take[T Elem](a *Array[T], indices *Array[int64], axis int) (out *Array[T], 
 // TakeInto sets dst to the elements of a at indices along axis; dst must
 // not share memory with a or indices.
 func TakeInto[T Elem](dst, a *Array[T], indices *Array[int64], axis int) error {
+	if err := writable("TakeInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(take("TakeInto", a, indices, axis, dst))
 }
 
@@ -154,6 +157,9 @@ func Concat[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error)
 // ConcatInto sets dst to the arrays joined along axis, each copied into
 // its part of dst, in order; dst must not share memory with the arrays.
 func ConcatInto[T Elem](dst *Array[T], arrays []*Array[T], axis int) error {
+	if err := writable("ConcatInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(concat("ConcatInto", arrays, axis, dst))
 }
 

@@ -26,6 +26,9 @@ func Matmul[T cuda.AnyFloat](a, b *Array[T]) (out *Array[T], failure error) {
 
 // MatmulInto sets dst to the matrix product of a and b.
 func MatmulInto[T cuda.AnyFloat](dst, a, b *Array[T]) error {
+	if err := writable("MatmulInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(matmul("MatmulInto", a, b, dst))
 }
 

@@ -13,12 +13,11 @@ import (
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nd"
-	"github.com/gocuda/cuda/nvrtc"
 )
 
-// TestMain runs the tests; on the fake driver, which runs no generated
-// kernel, the Examples that need one are skipped.
-func TestMain(m *testing.M) { cudatest.MainSkipFake(m, "^Example(Add|Sum|Lazy)$") }
+// TestMain runs the tests; the Examples that need generated kernels are
+// skipped where none can run.
+func TestMain(m *testing.M) { cudatest.MainSkipWithoutKernels(m, "^Example(Add|Sum|Lazy)$") }
 
 func must[T any](v T, err error) func(testing.TB) T { return cudatest.Must(v, err) }
 
@@ -29,19 +28,19 @@ func stream(t *testing.T) *cuda.Stream {
 	return cudatest.Stream(t, cudatest.Contexts(t, 1)[0])
 }
 
-// requireKernels skips where generated kernels cannot run: the fake
-// driver runs no device code, and a machine without NVRTC compiles none;
-// on the GPU machine (GOCUDA_REQUIRE_GPU=1) both must be there.
+// requireKernels skips where generated kernels cannot run: a machine
+// without NVRTC, or the fake driver without a C++ compiler to compile them
+// for the host (internal/kernelhook); on the GPU machine
+// (GOCUDA_REQUIRE_GPU=1) they must run.
 func requireKernels(t testing.TB) {
 	t.Helper()
-	_, err := nvrtc.Version()
 	switch {
-	case err == nil && !cudatest.IsFake():
+	case cudatest.KernelsRun():
 		return
 	case os.Getenv(cudatest.EnvRequireGPU) == "1":
-		t.Fatalf("GOCUDA_REQUIRE_GPU=1 and kernels cannot run: NVRTC: %v", err)
+		t.Fatal("GOCUDA_REQUIRE_GPU=1 and kernels cannot run: no NVRTC")
 	case cudatest.IsFake():
-		t.Skip("the fake driver runs no generated kernel")
+		t.Skip("the fake driver runs kernels compiled for the host, and no C++ compiler is found")
 	}
 	t.Skip("no NVRTC: kernels cannot be compiled here")
 }

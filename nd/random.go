@@ -23,8 +23,11 @@ func Normal[T cuda.Float](g *curand.Generator, mean, stddev T, shape ...int) (ou
 }
 
 func random[T cuda.Float](op string, g *curand.Generator, shape []int, gen func(*cuda.DeviceBuffer[T]) error) (*Array[T], error) {
-	if g == nil {
+	switch {
+	case g == nil:
 		return nil, errorf(op, cuda.ErrInvalidValue, "g is a nil *curand.Generator")
+	case g.Stream() == nil:
+		return nil, errorf(op, cuda.ErrInvalidValue, "g is a zero *curand.Generator: make one with curand.New")
 	}
 	a, err := empty[T](op, g.Stream(), shape)
 	if err != nil {

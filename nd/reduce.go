@@ -2,6 +2,7 @@ package nd
 
 import (
 	"fmt"
+	"strings"
 	"math"
 	"reflect"
 	"slices"
@@ -37,7 +38,11 @@ func (x Axes) KeepDims() Axes {
 func (x Axes) String() string {
 	s := "axis=None"
 	if !x.all && x.axes != nil {
-		s = fmt.Sprintf("axis=%v", x.axes)
+		parts := make([]string, len(x.axes))
+		for i, a := range x.axes {
+			parts[i] = fmt.Sprint(a)
+		}
+		s = "axis=(" + strings.Join(parts, ", ") + ")"
 	}
 	if x.keep {
 		s += ", keepdims"
@@ -276,6 +281,9 @@ func Sum[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 
 // SumInto sets dst to the sum of a's elements over the axes.
 func SumInto[T Elem](dst, a *Array[T], x Axes) error {
+	if err := writable("SumInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(reduce("SumInto", a, x, stdFold(compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), dst))
 }
 
@@ -288,6 +296,9 @@ func Max[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 
 // MaxInto sets dst to the largest of a's elements over the axes.
 func MaxInto[T Elem](dst, a *Array[T], x Axes) error {
+	if err := writable("MaxInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(reduce("MaxInto", a, x, stdFold(compute.MaxOf[T], compute.MaxAxis[T]), nil, dst))
 }
 
@@ -300,6 +311,9 @@ func Min[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 
 // MinInto sets dst to the smallest of a's elements over the axes.
 func MinInto[T Elem](dst, a *Array[T], x Axes) error {
+	if err := writable("MinInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(reduce("MinInto", a, x, stdFold(compute.MinOf[T], compute.MinAxis[T]), nil, dst))
 }
 
@@ -311,6 +325,9 @@ func Mean[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
 
 // MeanInto sets dst to the mean of a's elements over the axes.
 func MeanInto[T cuda.AnyFloat](dst, a *Array[T], x Axes) error {
+	if err := writable("MeanInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(reduce("MeanInto", a, x, stdFold(compute.Mean[T], compute.MeanAxis[T]), ptr(nan[T]()), dst))
 }
 
@@ -322,6 +339,9 @@ func Prod[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 
 // ProdInto sets dst to the product of a's elements over the axes.
 func ProdInto[T Elem](dst, a *Array[T], x Axes) error {
+	if err := writable("ProdInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(specReduce("ProdInto", "prod", a, x, one[T](), dst))
 }
 
@@ -333,6 +353,9 @@ func All[T Elem](a *Array[T], x Axes) (*Array[Bool], error) {
 
 // AllInto sets dst to whether every element of a over the axes is true.
 func AllInto[T Elem](dst *Array[Bool], a *Array[T], x Axes) error {
+	if err := writable("AllInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(truth("AllInto", "all", a, x, 1, dst))
 }
 
@@ -344,6 +367,9 @@ func Any[T Elem](a *Array[T], x Axes) (*Array[Bool], error) {
 
 // AnyInto sets dst to whether some element of a over the axes is true.
 func AnyInto[T Elem](dst *Array[Bool], a *Array[T], x Axes) error {
+	if err := writable("AnyInto", "dst", dst); err != nil {
+		return err
+	}
 	return errOnly(truth("AnyInto", "any", a, x, 0, dst))
 }
 

@@ -33,31 +33,7 @@ type zeroRow struct {
 // zeroDefects are the rows that find a defect of package nd: where such a
 // row fails it is skipped, saying so, until the defect is fixed (the row
 // then passes and its note can go).
-var zeroDefects = map[string]string{
-	"SumInto": intoNilDst("reduce (reduce.go) takes a nil dst for the allocating form's call"), "MaxInto": intoNilDst("reduce (reduce.go) takes a nil dst for the allocating form's call"),
-	"MinInto": intoNilDst("reduce (reduce.go) takes a nil dst for the allocating form's call"), "MeanInto": intoNilDst("reduce (reduce.go) takes a nil dst for the allocating form's call"),
-	"ProdInto": intoNilDst("specReduce and reduce (reduce.go) take a nil dst for the allocating form's call"),
-	"AllInto": intoNilDst("truth, specReduce and reduce (reduce.go) take a nil dst for the allocating form's call") + "; and truth computes the mask NotEqual(a, 0) " +
-		"(an allocation and a kernel) before anything checks dst, so that a zero dst too makes driver calls and a kernel " +
-		"before it is refused (on a machine without NVRTC, the error is NVRTC's, not ErrInvalidValue)",
-	"AnyInto":        intoNilDst("truth, specReduce and reduce (reduce.go) take a nil dst for the allocating form's call") + "; and, as AllInto, a zero dst is refused only after the mask is computed",
-	"SoftmaxInto":    intoNilDst("rowwise (axis.go) checks dst only under `if dst != nil`"),
-	"LogSoftmaxInto": intoNilDst("rowwise (axis.go) checks dst only under `if dst != nil`"),
-	"CumsumInto":     intoNilDst("rowwise (axis.go) checks dst only under `if dst != nil`"),
-	"ArgMaxInto":     intoNilDst("argExtreme (axis.go) calls target (gather.go), which makes a new array for a nil dst"),
-	"ArgMinInto":     intoNilDst("argExtreme (axis.go) calls target (gather.go), which makes a new array for a nil dst"),
-	"TakeInto":       intoNilDst("take (gather.go) calls target, which makes a new array for a nil dst"),
-	"ConcatInto":     intoNilDst("concat (gather.go) calls target, which makes a new array for a nil dst"),
-	"MatmulInto":     intoNilDst("matmul (matmul.go) checks dst only under `if dst != nil`"),
-}
-
-// intoNilDst is the defect of an Into form that passes its dst to the
-// function beneath, which takes a nil dst for "make a new array".
-func intoNilDst(where string) string {
-	return "given a nil dst and valid operands, the Into form neither refuses dst nor writes it: " + where +
-		", so it allocates a new array, computes into it, and the Into form's errOnly drops it: a nil error, " +
-		"nothing written, the array leaked until the garbage collector's cleanup"
-}
+var zeroDefects = map[string]string{}
 
 // zeroTypes are the zero values of the package's exported types (nil for
 // a constraint, which has no value): every method of each is called on a

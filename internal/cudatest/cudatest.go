@@ -55,19 +55,31 @@ func Main(m *testing.M) { MainSkipFake(m, "") }
 // go test's -skip would (joined with a -skip given), so that every Example
 // keeps its Output comment and runs wherever it can, on a GPU always.
 func MainSkipFake(m *testing.M, onFake string) {
+	mainSkip(m, onFake, func() bool { return kind == "fake" })
+}
+
+// MainSkipWithoutKernels is Main for a package whose Examples (or tests)
+// matching the regular expression need generated kernels to run: they are
+// skipped where none can (KernelsRun: the fake driver without a C++
+// compiler, a machine without NVRTC), as MainSkipFake skips.
+func MainSkipWithoutKernels(m *testing.M, needKernels string) {
+	mainSkip(m, needKernels, func() bool { return !KernelsRun() })
+}
+
+func mainSkip(m *testing.M, pattern string, skipHere func() bool) {
 	if err := selectDriver(); err != nil {
 		fmt.Fprintln(os.Stderr, "cudatest:", err)
 		os.Exit(1)
 	}
 	useHostCompiler()
-	if onFake != "" && kind == "fake" {
+	if pattern != "" && skipHere() {
 		if !flag.Parsed() {
 			flag.Parse() // a -skip on the command line is joined, not replaced
 		}
-		skip := onFake
+		skip := pattern
 		if f := flag.Lookup("test.skip"); f != nil {
 			if old := f.Value.String(); old != "" {
-				skip = old + "|" + onFake
+				skip = old + "|" + pattern
 			}
 			if err := flag.Set("test.skip", skip); err != nil {
 				fmt.Fprintln(os.Stderr, "cudatest:", err)

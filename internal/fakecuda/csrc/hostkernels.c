@@ -43,7 +43,7 @@ static const char library_line[] = "// gocuda hostcc library: ";
 
 struct host_kernel {
 	struct kernel k; // first: a launch's k is this
-	char name[128];
+	char name[256];
 	void (*entry)(const struct hc_thread *self, void **args);
 	unsigned char pointer[KERNEL_PARAMS]; // parameter i is a pointer: checked at launch
 	struct host_kernel *next;

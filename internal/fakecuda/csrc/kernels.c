@@ -409,7 +409,7 @@ static const struct kernel kernels[] = {
 void run_kernel(struct launch *l) { l->k->run(l); }
 
 struct fake_function {
-	char name[64];
+	char name[256]; // mangled C++ names run long
 	const struct kernel *k; // NULL: in the module, but the fake has no C version of it
 	uint64_t hash;          // entry_hash of its text
 	int max_dynamic_shared;
@@ -648,7 +648,7 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule 
 
 struct fake_kernel {
 	struct fake_library *lib;
-	char name[64];
+	char name[256];
 };
 struct lib_view {
 	CUcontext ctx;
