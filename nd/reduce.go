@@ -2,10 +2,10 @@ package nd
 
 import (
 	"fmt"
-	"strings"
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
