@@ -29,7 +29,11 @@
 // the pattern of its operands: where every operand is contiguous the
 // kernel reads and writes 16 bytes at a time, as compute's own operations
 // do; otherwise it computes each operand's offset from the element's
-// index, over the fewest axes the operands' layouts merge into.
+// index, over the fewest axes the operands' layouts merge into. A result
+// is laid out in the memory order of its first operand of the result's
+// shape (NumPy's order K): an operation on a transposed view reads and
+// writes memory in order, and returns a transposed result; Contiguous
+// makes one row-major.
 //
 // Operations need NVRTC (see package compute); the arrays, their views
 // and their reading and printing do not.

@@ -50,7 +50,7 @@ func run[U Elem](op string, e expr, ins ...operand) (*Array[U], error) {
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	out, err := empty[U](op, s, shape)
+	out, err := emptyInOrder[U](op, s, shape, memoryOrder(shape, ins))
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +60,71 @@ func run[U Elem](op string, e expr, ins ...operand) (*Array[U], error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// memoryOrder is the order of the axes in memory, outermost first, of the
+// first input that is an array of the result's shape (NumPy's order K):
+// the result is laid out so, so that an operation on a transposed or
+// permuted view reads and writes memory in order, in one contiguous pass
+// (and returns a view of that order, as NumPy's). nil where that is the
+// row-major order, or no input has the result's shape.
+func memoryOrder(shape []int, ins []operand) []int {
+	for _, in := range ins {
+		if in.scalar || !slices.Equal(in.layout.Shape(), shape) {
+			continue
+		}
+		st := in.layout.Strides()
+		// Axes of size 1 keep their places (their strides mean nothing);
+		// the others take theirs in order of decreasing stride.
+		var axes []int
+		for i, d := range shape {
+			if d != 1 {
+				axes = append(axes, i)
+			}
+		}
+		sorted := slices.Clone(axes)
+		abs := func(v int) int { return max(v, -v) }
+		slices.SortStableFunc(sorted, func(a, b int) int { return abs(st[b]) - abs(st[a]) })
+		order := make([]int, len(shape))
+		for i := range order {
+			order[i] = i
+		}
+		for k, ax := range axes {
+			order[ax] = sorted[k]
+		}
+		if slices.IsSorted(order) {
+			return nil
+		}
+		return order
+	}
+	return nil
+}
+
+// emptyInOrder is empty with the axes laid out in memory in order (nil:
+// row-major), seen in shape's order.
+func emptyInOrder[T Elem](op string, s *cuda.Stream, shape, order []int) (*Array[T], error) {
+	if order == nil {
+		return empty[T](op, s, shape)
+	}
+	mem := make([]int, len(order))
+	for i, ax := range order {
+		mem[i] = shape[ax]
+	}
+	a, err := empty[T](op, s, mem)
+	if err != nil {
+		return nil, err
+	}
+	inv := make([]int, len(order))
+	for i, ax := range order {
+		inv[ax] = i
+	}
+	l, err := a.layout.Permute(inv...)
+	if err != nil {
+		a.Free()
+		return nil, wrap(op, err)
+	}
+	a.layout = l
+	return a, nil
 }
 
 // runInto applies e to the inputs into dst: their broadcast shape must

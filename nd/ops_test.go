@@ -455,3 +455,31 @@ func TestRamps(t *testing.T) {
 	}
 	closeTo(t, "Fill a view", v, host[float64]{[]float64{0, -2, -2, 0, 0, -2, -2, 0, 0, -2, -2, 0}, []int{3, 4}}, 0)
 }
+
+// TestResultOrder: an operation on a transposed view lays its result out
+// in the view's memory order (NumPy's order K), so that it reads and
+// writes in one pass: the result is itself transposed, and holds the
+// right values.
+func TestResultOrder(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	a := free(t, must(nd.FromSlice(s, floats(24, 1, false), 2, 3, 4))(t))
+	v := must(a.Permute(2, 0, 1))(t)
+	r := free(t, must(nd.Neg(v))(t))
+	if got, want := r.Strides(), []int{1, 12, 4}; !slices.Equal(got, want) {
+		t.Errorf("Neg of a permuted view: strides %v, want %v (its operand's order)", got, want)
+	}
+	closeTo(t, "Neg", r, mapHost(func(xs []float64) float64 { return -xs[0] }, toHost64(hostOf(t, v))), 0)
+	// A broadcast operand does not set the order; the first of the
+	// result's shape does.
+	row := free(t, must(nd.FromSlice(s, floats(2, 5, false), 2))(t))
+	m := free(t, must(nd.FromSlice(s, floats(6, 6, false), 2, 3))(t))
+	r2 := free(t, must(nd.Add(row, m.T()))(t))
+	if !slices.Equal(r2.Strides(), []int{1, 3}) {
+		t.Errorf("Add(row, m.T()): strides %v, want m.T()'s order [1 3]", r2.Strides())
+	}
+	c := free(t, must(nd.Add(m, m))(t))
+	if !c.IsContiguous() {
+		t.Errorf("Add of contiguous arrays: strides %v, want row-major", c.Strides())
+	}
+}
