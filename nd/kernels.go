@@ -2,6 +2,7 @@ package nd
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -121,6 +122,7 @@ type kernelKey struct {
 	types      string // "float32,float32->bool"
 	axes       int    // -1: the contiguous kernel
 	scalars    uint64
+	narrow     bool // a strided kernel's index arithmetic in 32 bits (fewer than 2^32 elements)
 }
 
 var kernelCache sync.Map // kernelKey -> *compute.Elementwise
@@ -247,7 +249,8 @@ func kernelFor(op string, e expr, out operand, ins []operand, axes int, scalars 
 	for _, in := range ins {
 		types = append(types, in.t.name)
 	}
-	key := kernelKey{name: e.name, code: e.code, types: strings.Join(types, ",") + "->" + out.t.name, axes: axes, scalars: scalars}
+	key := kernelKey{name: e.name, code: e.code, types: strings.Join(types, ",") + "->" + out.t.name, axes: axes, scalars: scalars,
+		narrow: axes >= 0 && out.layout.Size() <= math.MaxUint32}
 	if k, ok := kernelCache.Load(key); ok {
 		return k.(*compute.Elementwise), nil
 	}
@@ -266,6 +269,9 @@ func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) comput
 	name := fmt.Sprintf("nd_%s_%s", e.name, strings.NewReplacer(",", "_", "->", "_to_").Replace(key.types))
 	if axes >= 0 {
 		name += fmt.Sprintf("_%dd", axes)
+	}
+	if key.narrow {
+		name += "_32"
 	}
 	if key.scalars != 0 {
 		name += fmt.Sprintf("_s%x", key.scalars)
@@ -308,21 +314,28 @@ func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) comput
 	inParams = append(inParams, offs...)
 	inParams = append(inParams, dims...)
 	inParams = append(inParams, strides...)
-	b.WriteString("long long q = i")
+	// The index's arithmetic in 32 bits where the count allows: a 64-bit
+	// division is several times a 32-bit one's instructions, and there is
+	// one an axis an element.
+	idx := "long long"
+	if key.narrow {
+		idx = "unsigned int"
+	}
+	fmt.Fprintf(&b, "%[1]s q = (%[1]s)i;\nlong long c", idx)
 	for _, a := range arrays {
 		fmt.Fprintf(&b, ", j_%[1]s = o_%[1]s", a)
 	}
 	b.WriteString(";\n")
 	for d := axes - 1; d >= 0; d-- {
 		if d > 0 {
-			fmt.Fprintf(&b, "{ const long long c = q %% d%[1]d; q /= d%[1]d;", d)
+			fmt.Fprintf(&b, "c = q %% (%[2]s)d%[1]d; q /= (%[2]s)d%[1]d;", d, idx)
 		} else {
-			b.WriteString("{ const long long c = q;")
+			b.WriteString("c = q;")
 		}
 		for _, a := range arrays {
 			fmt.Fprintf(&b, " j_%[1]s += c * s%[2]d_%[1]s;", a, d)
 		}
-		b.WriteString(" }\n")
+		b.WriteString("\n")
 	}
 	for j, in := range ins {
 		if !in.scalar {
