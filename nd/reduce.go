@@ -75,15 +75,19 @@ func (x Axes) resolve(op string, n int) ([]bool, error) {
 	return fold, nil
 }
 
-// A fold is a reduction's kernel: it folds each row of a row-major
-// matrix (rows of cols elements, contiguous) into one element of dst, or
-// each column where perColumn.
-type fold[T Elem] func(dst, src *cuda.DeviceBuffer[T], rows, cols int, perColumn bool, s *cuda.Stream) error
+// A fold is a reduction's kernels: what it is ("sum", "max", "min",
+// "mean", "prod", "all", "any"), and rows, which folds each row of a
+// row-major matrix (rows of cols elements, contiguous) into one element of
+// dst, or each column where perColumn.
+type fold[T Elem] struct {
+	what string
+	rows func(dst, src *cuda.DeviceBuffer[T], rows, cols int, perColumn bool, s *cuda.Stream) error
+}
 
 // stdFold is a fold by one of compute's standard reductions.
-func stdFold[T Elem](whole func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error,
+func stdFold[T Elem](what string, whole func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error,
 	axis func(dst, src *cuda.DeviceBuffer[T], shape compute.Shape, axis compute.Axis, s *cuda.Stream) error) fold[T] {
-	return func(dst, src *cuda.DeviceBuffer[T], rows, cols int, perColumn bool, s *cuda.Stream) error {
+	return fold[T]{what, func(dst, src *cuda.DeviceBuffer[T], rows, cols int, perColumn bool, s *cuda.Stream) error {
 		switch {
 		case perColumn:
 			return axis(dst, src, compute.Shape{Rows: rows, Cols: cols}, compute.PerColumn, s)
@@ -91,16 +95,16 @@ func stdFold[T Elem](whole func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) 
 			return whole(dst, src, s)
 		}
 		return axis(dst, src, compute.Shape{Rows: rows, Cols: cols}, compute.PerRow, s)
-	}
+	}}
 }
 
 // specFold is a fold by a compute.Reduction declared here.
 func specFold[T Elem](what string) (fold[T], error) {
 	r, err := reductionFor[T](what)
 	if err != nil {
-		return nil, err
+		return fold[T]{}, err
 	}
-	return func(dst, src *cuda.DeviceBuffer[T], rows, cols int, perColumn bool, s *cuda.Stream) error {
+	return fold[T]{what, func(dst, src *cuda.DeviceBuffer[T], rows, cols int, perColumn bool, s *cuda.Stream) error {
 		switch {
 		case perColumn:
 			return r.LaunchAxis(s, compute.Shape{Rows: rows, Cols: cols}, compute.PerColumn, src, dst)
@@ -108,7 +112,7 @@ func specFold[T Elem](what string) (fold[T], error) {
 			return r.Launch(s, src, dst)
 		}
 		return r.LaunchAxis(s, compute.Shape{Rows: rows, Cols: cols}, compute.PerRow, src, dst)
-	}, nil
+	}}, nil
 }
 
 var reductions sync.Map // "prod float32" -> *compute.Reduction
@@ -210,13 +214,25 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	}
 	// The rows: a itself where its elements are in this order already,
 	// else a contiguous copy of the permuted view. Where a is contiguous
-	// and only its leading axes fold, its columns fold in place.
+	// and only its leading axes fold, its columns fold in place; where a
+	// block of axes in its middle folds, the block folds in place
+	// (middle.go).
 	src, perColumn := a, false
 	lead := len(folded) > 0 && folded[len(folded)-1] == len(folded)-1
-	if a.layout.IsContiguous() && lead && len(kept) > 0 {
+	block := len(folded) > 0 && folded[len(folded)-1]-folded[0] == len(folded)-1
+	inner := 1
+	if block {
+		for _, d := range shape[folded[len(folded)-1]+1:] {
+			inner *= d
+		}
+	}
+	middle := a.layout.IsContiguous() && block && !lead && inner > 1
+	switch {
+	case middle:
+	case a.layout.IsContiguous() && lead && len(kept) > 0:
 		perColumn = true
 		rows, cols = cols, rows
-	} else {
+	default:
 		v, err := a.Permute(append(slices.Clone(kept), folded...)...)
 		if err != nil {
 			return done(wrap(op, err))
@@ -245,7 +261,12 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	if err != nil {
 		return done(wrap(op, err))
 	}
-	if err := f(rb, in, rows, cols, perColumn, a.s); err != nil {
+	if middle {
+		err = middleFold(f.what, rb, in, rows/inner, cols, inner, a.s)
+	} else {
+		err = f.rows(rb, in, rows, cols, perColumn, a.s)
+	}
+	if err != nil {
 		return done(wrap(op, err))
 	}
 	if res != out {
@@ -276,7 +297,7 @@ func ptr[T any](v T) *T { return &v }
 // of T.
 func Sum[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return reduce("Sum", a, x, stdFold(compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), nil)
+	return reduce("Sum", a, x, stdFold("sum", compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), nil)
 }
 
 // SumInto sets dst to the sum of a's elements over the axes.
@@ -284,14 +305,14 @@ func SumInto[T Elem](dst, a *Array[T], x Axes) error {
 	if err := writable("SumInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(reduce("SumInto", a, x, stdFold(compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), dst))
+	return errOnly(reduce("SumInto", a, x, stdFold("sum", compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), dst))
 }
 
 // Max returns the largest of a's elements over the axes (a NaN if there
 // is one); an empty fold is an error, as NumPy's.
 func Max[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return reduce("Max", a, x, stdFold(compute.MaxOf[T], compute.MaxAxis[T]), nil, nil)
+	return reduce("Max", a, x, stdFold("max", compute.MaxOf[T], compute.MaxAxis[T]), nil, nil)
 }
 
 // MaxInto sets dst to the largest of a's elements over the axes.
@@ -299,14 +320,14 @@ func MaxInto[T Elem](dst, a *Array[T], x Axes) error {
 	if err := writable("MaxInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(reduce("MaxInto", a, x, stdFold(compute.MaxOf[T], compute.MaxAxis[T]), nil, dst))
+	return errOnly(reduce("MaxInto", a, x, stdFold("max", compute.MaxOf[T], compute.MaxAxis[T]), nil, dst))
 }
 
 // Min returns the smallest of a's elements over the axes (a NaN if there
 // is one); an empty fold is an error.
 func Min[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return reduce("Min", a, x, stdFold(compute.MinOf[T], compute.MinAxis[T]), nil, nil)
+	return reduce("Min", a, x, stdFold("min", compute.MinOf[T], compute.MinAxis[T]), nil, nil)
 }
 
 // MinInto sets dst to the smallest of a's elements over the axes.
@@ -314,13 +335,13 @@ func MinInto[T Elem](dst, a *Array[T], x Axes) error {
 	if err := writable("MinInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(reduce("MinInto", a, x, stdFold(compute.MinOf[T], compute.MinAxis[T]), nil, dst))
+	return errOnly(reduce("MinInto", a, x, stdFold("min", compute.MinOf[T], compute.MinAxis[T]), nil, dst))
 }
 
 // Mean returns the mean of a's elements over the axes (NaN for none).
 func Mean[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return reduce("Mean", a, x, stdFold(compute.Mean[T], compute.MeanAxis[T]), ptr(nan[T]()), nil)
+	return reduce("Mean", a, x, stdFold("mean", compute.Mean[T], compute.MeanAxis[T]), ptr(nan[T]()), nil)
 }
 
 // MeanInto sets dst to the mean of a's elements over the axes.
@@ -328,7 +349,7 @@ func MeanInto[T cuda.AnyFloat](dst, a *Array[T], x Axes) error {
 	if err := writable("MeanInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(reduce("MeanInto", a, x, stdFold(compute.Mean[T], compute.MeanAxis[T]), ptr(nan[T]()), dst))
+	return errOnly(reduce("MeanInto", a, x, stdFold("mean", compute.Mean[T], compute.MeanAxis[T]), ptr(nan[T]()), dst))
 }
 
 // Prod returns the product of a's elements over the axes (1 for none).

@@ -335,3 +335,67 @@ func TestGather(t *testing.T) {
 		}
 	})
 }
+
+// TestMiddleFold: a block of axes in the middle of a contiguous array
+// folds in place, its columns cut into chunks whose partial results fold
+// in order: every fold, at shapes that take one chunk and many, against
+// Go.
+func TestMiddleFold(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	for _, shape := range [][]int{{2, 1000, 3}, {3, 5, 7}, {2, 3, 40, 5}, {1, 2049, 2}} {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		data := floats(n, float64(n), false)
+		data[n/3] = float32(math.NaN())
+		a := free(t, must(nd.FromSlice(s, data, shape...))(t))
+		ha := toHost64(hostOf(t, a))
+		axes := []int{1}
+		if len(shape) == 4 {
+			axes = []int{1, 2}
+		}
+		for _, r := range []struct {
+			name string
+			f    func(*nd.Array[float32], nd.Axes) (*nd.Array[float32], error)
+			ref  func([]float64) float64
+			tol  float64
+		}{
+			{"Sum", nd.Sum[float32], sum, 1e-5},
+			{"Mean", nd.Mean[float32], mean, 1e-5},
+			{"Max", nd.Max[float32], func(xs []float64) float64 {
+				for _, x := range xs {
+					if math.IsNaN(x) {
+						return x
+					}
+				}
+				return slices.Max(xs)
+			}, 0},
+			{"Min", nd.Min[float32], func(xs []float64) float64 {
+				for _, x := range xs {
+					if math.IsNaN(x) {
+						return x
+					}
+				}
+				return slices.Min(xs)
+			}, 0},
+		} {
+			t.Run(fmt.Sprint(shape, r.name), func(t *testing.T) {
+				closeTo(t, r.name, free(t, must(r.f(a, nd.Along(axes...)))(t)), foldHost(ha, axes, false, r.ref), r.tol)
+				closeTo(t, r.name+" keepdims", free(t, must(r.f(a, nd.Along(axes...).KeepDims()))(t)), foldHost(ha, axes, true, r.ref), r.tol)
+			})
+		}
+		ints := free(t, must(nd.Cast[int32](free(t, must(nd.Where(free(t, must(nd.IsNaN(a))(t)), nd.Scalar[float32](0), a))(t))))(t))
+		hi := toHostAny(hostOf(t, ints))
+		closeTo(t, fmt.Sprint(shape, " Sum of int32"), free(t, must(nd.Sum(ints, nd.Along(axes...)))(t)), foldHost(hi, axes, false, sum), 0)
+		closeTo(t, fmt.Sprint(shape, " Any"), free(t, must(nd.Any(ints, nd.Along(axes...)))(t)), foldHost(hi, axes, false, func(xs []float64) float64 {
+			for _, x := range xs {
+				if x != 0 {
+					return 1
+				}
+			}
+			return 0
+		}), 0)
+	}
+}
