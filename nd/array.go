@@ -259,3 +259,16 @@ func poison[T Elem](out **Array[T], err *error) {
 		*out = &Array[T]{err: *err}
 	}
 }
+
+// axisOf returns axis (negative counting from the end) of an array of n
+// dimensions as an index, or op's error where it is out of range.
+func axisOf(op string, axis, n int) (int, error) {
+	ax := axis
+	if ax < 0 {
+		ax += n
+	}
+	if ax < 0 || ax >= n {
+		return 0, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	}
+	return ax, nil
+}

@@ -26,12 +26,9 @@ func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm [
 		return nil, nil, 0, 0, release, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
 	}
 	n := a.layout.Ndim()
-	ax := axis
-	if ax < 0 {
-		ax += n
-	}
-	if ax < 0 || ax >= n {
-		return nil, nil, 0, 0, release, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	ax, err := axisOf(op, axis, n)
+	if err != nil {
+		return nil, nil, 0, 0, release, err
 	}
 	for i := range n {
 		if i != ax {

@@ -45,12 +45,9 @@ func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *
 		return nil, errorf(op, cuda.ErrInvalidValue, "indices and a are on different streams: the operands of an operation share one")
 	}
 	n := a.layout.Ndim()
-	ax := axis
-	if ax < 0 {
-		ax += n
-	}
-	if ax < 0 || ax >= n {
-		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	ax, err := axisOf(op, axis, n)
+	if err != nil {
+		return nil, err
 	}
 	shape := a.layout.Shape()
 	outShape := append(append(slices.Clone(shape[:ax]), indices.layout.Shape()...), shape[ax+1:]...)
@@ -181,12 +178,9 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 	}
 	first := arrays[0].layout.Shape()
 	n := len(first)
-	ax := axis
-	if ax < 0 {
-		ax += n
-	}
-	if n == 0 || ax < 0 || ax >= n {
-		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	ax, err := axisOf(op, axis, n)
+	if err != nil {
+		return nil, err
 	}
 	outShape := slices.Clone(first)
 	outShape[ax] = 0
@@ -269,12 +263,9 @@ func Split[T Elem](a *Array[T], indices []int, axis int) ([]*Array[T], error) {
 		return nil, err
 	}
 	n := a.layout.Ndim()
-	ax := axis
-	if ax < 0 {
-		ax += n
-	}
-	if ax < 0 || ax >= n {
-		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
+	ax, err := axisOf(op, axis, n)
+	if err != nil {
+		return nil, err
 	}
 	d := a.layout.Shape()[ax]
 	var out []*Array[T]
@@ -342,12 +333,9 @@ func Repeat[T Elem](a *Array[T], n, axis int) (out *Array[T], failure error) {
 		return nil, errorf(op, cuda.ErrInvalidValue, "n is %d: a repetition cannot be negative", n)
 	}
 	nd := a.layout.Ndim()
-	ax := axis
-	if ax < 0 {
-		ax += nd
-	}
-	if ax < 0 || ax >= nd {
-		return nil, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, nd)
+	ax, err := axisOf(op, axis, nd)
+	if err != nil {
+		return nil, err
 	}
 	v, err := a.Unsqueeze(ax + 1)
 	if err != nil {
