@@ -1,6 +1,7 @@
 package nd
 
 import (
+	"errors"
 	"reflect"
 
 	cuda "github.com/gocuda/cuda"
@@ -242,22 +243,27 @@ func typeName[T Elem]() string {
 	return "float64"
 }
 
-// result returns a's failed stand-in (see poison) where err is not nil.
+// result returns a, or its failed stand-in where err is not nil (see
+// poison).
 func result[T Elem](a *Array[T], err error) (*Array[T], error) {
-	if err != nil {
-		return &Array[T]{err: err}, err
-	}
-	return a, nil
+	poison(&a, &err)
+	return a, err
 }
 
 // poison makes *out a failed array, carrying *err, where *err is not nil:
 // every exported operation returns one with its error, so that an
 // operation given it fails at once with an error that wraps the first, and
-// a chain of operations needs one check, at its end.
+// a chain of operations needs one check, at its end. A result the
+// operation made before it failed (a temporary's release failing last) is
+// freed.
 func poison[T Elem](out **Array[T], err *error) {
-	if *err != nil {
-		*out = &Array[T]{err: *err}
+	if *err == nil {
+		return
 	}
+	if *out != nil && (*out).err == nil && (*out).owns {
+		freed(err, *out)
+	}
+	*out = &Array[T]{err: *err}
 }
 
 // axisOf returns axis (negative counting from the end) of an array of n
@@ -271,4 +277,17 @@ func axisOf(op string, axis, n int) (int, error) {
 		return 0, errorf(op, cuda.ErrInvalidValue, "axis %d is out of range for %d dimensions", axis, n)
 	}
 	return ax, nil
+}
+
+// freed frees a, a temporary of an operation, joining Free's error into
+// *err: a release that fails is the operation's error, not lost (its
+// result, where it has one, is then freed by poison). A refused Free
+// leaves the memory allocated and may be called again: it is, once, so
+// that a passing refusal leaks nothing (what a second refusal keeps, the
+// buffer's cleanup frees when it is collected).
+func freed[T Elem](err *error, a *Array[T]) {
+	if e := a.Free(); e != nil {
+		a.Free()
+		*err = errors.Join(*err, e)
+	}
 }

@@ -15,20 +15,19 @@ import (
 // takes rows: rows of cols elements, one after the other.
 
 // alongAxis returns a's elements as rows along axis (a contiguous array
-// whose last axis is axis; free it with the returned function), the
-// permutation that made it, and rows and cols.
-func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm []int, nrows, ncols int, release func(), err error) {
-	release = func() {}
+// whose last axis is axis: a view of a, or a copy, which its Free frees),
+// the permutation that made it, and rows and cols.
+func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm []int, nrows, ncols int, err error) {
 	if err := a.check(op, "a"); err != nil {
-		return nil, nil, 0, 0, release, err
+		return nil, nil, 0, 0, err
 	}
 	if a.scalar {
-		return nil, nil, 0, 0, release, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
+		return nil, nil, 0, 0, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
 	}
 	n := a.layout.Ndim()
 	ax, err := axisOf(op, axis, n)
 	if err != nil {
-		return nil, nil, 0, 0, release, err
+		return nil, nil, 0, 0, err
 	}
 	for i := range n {
 		if i != ax {
@@ -38,13 +37,12 @@ func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm [
 	perm = append(perm, ax)
 	v, err := a.Permute(perm...)
 	if err != nil {
-		return nil, nil, 0, 0, release, wrap(op, err)
+		return nil, nil, 0, 0, wrap(op, err)
 	}
 	if !v.layout.IsContiguous() {
 		if v, err = contiguous(op, v); err != nil {
-			return nil, nil, 0, 0, release, err
+			return nil, nil, 0, 0, err
 		}
-		release = func() { v.Free() }
 	}
 	ncols = a.layout.Shape()[ax]
 	nrows = 1
@@ -57,7 +55,7 @@ func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm [
 			}
 		}
 	}
-	return v, perm, nrows, ncols, release, nil
+	return v, perm, nrows, ncols, nil
 }
 
 // unpermuted returns the array of the permuted shape in out's memory seen
@@ -80,12 +78,12 @@ type rowFunc[T Elem] func(dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cud
 
 // rowwise runs f over a's rows along axis into a new array of a's shape
 // (its own memory, laid out with axis last), or into dst.
-func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[T]) (*Array[T], error) {
-	src, perm, rows, cols, release, err := alongAxis(op, a, axis)
+func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[T]) (result *Array[T], err error) {
+	src, perm, rows, cols, err := alongAxis(op, a, axis)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer freed(&err, src)
 	if dst != nil {
 		if err := writable(op, "dst", dst); err != nil {
 			return nil, err
@@ -120,7 +118,7 @@ func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[
 	if dst == nil {
 		return out, nil
 	}
-	defer out.Free()
+	defer freed(&err, out)
 	return nil, copyInto(op, dst, out)
 }
 
@@ -242,12 +240,12 @@ func ArgMinInto[T Elem](dst *Array[int64], a *Array[T], axis int) error {
 	return errOnly(argExtreme("ArgMinInto", "<", compute.ArgMin[T], a, axis, dst))
 }
 
-func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream) error, a *Array[T], axis int, dst *Array[int64]) (*Array[int64], error) {
-	src, _, rows, cols, release, err := alongAxis(op, a, axis)
+func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64], src *cuda.DeviceBuffer[T], s *cuda.Stream) error, a *Array[T], axis int, dst *Array[int64]) (result *Array[int64], err error) {
+	src, _, rows, cols, err := alongAxis(op, a, axis)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer freed(&err, src)
 	if cols == 0 {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: an empty line has no %s", a.layout.Shape(), map[string]string{">": "largest", "<": "smallest"}[cmp]+" element")
 	}

@@ -692,18 +692,18 @@ r = a_ == b_ || (a_ - b_ <= (%[1]s)x3 + (%[1]s)x2 * (b_ < 0 ? -b_ : b_) && b_ - 
 
 // AllClose reports whether every element of a is close to b's, broadcast,
 // as IsClose says (NumPy's allclose), reading the answer to the host.
-func AllClose[T Elem](a, b *Array[T], rtol, atol float64) (bool, error) {
+func AllClose[T Elem](a, b *Array[T], rtol, atol float64) (close bool, err error) {
 	const op = "AllClose"
 	m, err := IsClose(a, b, rtol, atol)
 	if err != nil {
 		return false, &Error{Op: op, Err: err}
 	}
-	defer m.Free()
+	defer freed(&err, m)
 	all, err := All(m, Along())
 	if err != nil {
 		return false, &Error{Op: op, Err: err}
 	}
-	defer all.Free()
+	defer freed(&err, all)
 	v, err := all.Item()
 	return v != 0, err
 }

@@ -28,7 +28,7 @@ func TakeInto[T Elem](dst, a *Array[T], indices *Array[int64], axis int) error {
 	return errOnly(take("TakeInto", a, indices, axis, dst))
 }
 
-func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *Array[T]) (*Array[T], error) {
+func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *Array[T]) (result *Array[T], err error) {
 	if err := indices.check(op, "indices"); err != nil {
 		return nil, err
 	}
@@ -67,12 +67,12 @@ func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *
 	if err != nil {
 		return fail(err)
 	}
-	defer src.Free()
+	defer freed(&err, src)
 	idx, err := indices.Contiguous()
 	if err != nil {
 		return fail(err)
 	}
-	defer idx.Free()
+	defer freed(&err, idx)
 	post := 1
 	for _, d := range shape[ax+1:] {
 		post *= d
@@ -131,11 +131,14 @@ func target[T Elem](op string, s *cuda.Stream, dst *Array[T], shape []int) (*Arr
 		if err == nil && dst != nil {
 			err = copyInto(op, dst, out)
 		}
-		if err != nil || dst != nil {
+		switch {
+		case err != nil:
 			out.Free()
-		}
-		if err != nil {
 			return nil, err
+		case dst != nil:
+			if freed(&err, out); err != nil {
+				return nil, err
+			}
 		}
 		if dst != nil {
 			return dst, nil
@@ -255,32 +258,28 @@ func Stack[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error) 
 }
 
 // Split returns views of a cut along axis before each of the indices
-// (NumPy's split with indices, clipped to the axis): len(indices)+1 views,
-// no copy.
+// (NumPy's split with indices): a[:i0], a[i0:i1], ..., a[ik:] along axis,
+// sliced as Python slices (negative indices count from the end; a cut
+// before the previous one gives an empty view), len(indices)+1 views, no
+// copy.
 func Split[T Elem](a *Array[T], indices []int, axis int) ([]*Array[T], error) {
 	const op = "Split"
 	if err := a.check(op, "a"); err != nil {
 		return nil, err
 	}
-	n := a.layout.Ndim()
-	ax, err := axisOf(op, axis, n)
+	ax, err := axisOf(op, axis, a.layout.Ndim())
 	if err != nil {
 		return nil, err
 	}
-	d := a.layout.Shape()[ax]
-	var out []*Array[T]
-	at := 0
-	for i, cut := range append(slices.Clone(indices), d) {
-		cut = min(max(cut, 0), d)
-		if cut < at && i < len(indices) {
-			return nil, errorf(op, cuda.ErrInvalidValue, "indices %v are not in order", indices)
-		}
-		v, err := a.Slice(ax, at, max(cut, at), 1)
+	out := make([]*Array[T], 0, len(indices)+1)
+	prev := 0
+	for _, cut := range append(slices.Clone(indices), None) {
+		v, err := a.Slice(ax, prev, cut, 1)
 		if err != nil {
 			return nil, wrap(op, err)
 		}
 		out = append(out, v)
-		at = max(cut, at)
+		prev = cut
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package nd
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -65,7 +66,7 @@ type operand struct {
 	slice func(off, n int) (any, error)
 	// copy returns a contiguous copy of the operand, on its stream, and
 	// the function that frees it.
-	copy func(op string) (operand, func(), error)
+	copy func(op string) (operand, func() error, error)
 }
 
 // operandOf makes an operand of array a, named name in op's errors.
@@ -86,13 +87,17 @@ func operandOf[T Elem](op, name string, a *Array[T]) (operand, error) {
 	o.lo = span.Ptr()
 	o.hi = o.lo + cuda.DevicePtr(span.ByteSize())
 	o.slice = func(off, n int) (any, error) { return span.Slice(off, n) }
-	o.copy = func(op string) (operand, func(), error) {
+	o.copy = func(op string) (operand, func() error, error) {
 		c, err := contiguous(op, a)
 		if err != nil {
 			return operand{}, nil, err
 		}
 		co, err := operandOf(op, name, c)
-		return co, func() { c.Free() }, err
+		if err != nil {
+			c.Free()
+			return operand{}, nil, err
+		}
+		return co, func() (err error) { freed(&err, c); return err }, nil
 	}
 	o.layout, err = ndshape.New(a.layout.Shape(), a.layout.Strides(), off)
 	return o, wrap(op, err)
@@ -130,7 +135,7 @@ var kernelCache sync.Map // kernelKey -> *compute.Elementwise
 // apply runs e over the broadcast of the inputs into out, which has the
 // broadcast shape (the caller checked): out's layout is written, element
 // for element of the shape. All operands must share out's stream.
-func apply(op string, e expr, out operand, ins []operand) error {
+func apply(op string, e expr, out operand, ins []operand) (failure error) {
 	shape := out.layout.Shape()
 	n := out.layout.Size()
 	for _, in := range ins {
@@ -155,7 +160,11 @@ func apply(op string, e expr, out operand, ins []operand) error {
 		if err != nil {
 			return err
 		}
-		defer free()
+		defer func() {
+			if e := free(); e != nil {
+				failure = errors.Join(failure, e)
+			}
+		}()
 		ins[j] = c
 	}
 	// Broadcast every input to the result's shape, then coalesce the

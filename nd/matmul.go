@@ -32,7 +32,7 @@ func MatmulInto[T cuda.AnyFloat](dst, a, b *Array[T]) error {
 	return errOnly(matmul("MatmulInto", a, b, dst))
 }
 
-func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (*Array[T], error) {
+func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (result *Array[T], failure error) {
 	for _, x := range []struct {
 		name string
 		a    *Array[T]
@@ -110,13 +110,13 @@ func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (*Array[T], error) 
 	if dst == nil {
 		return out, nil
 	}
-	defer out.Free()
+	defer freed(&failure, out)
 	return nil, copyInto(op, dst, out)
 }
 
 // gemm computes out (batch..., m, n, contiguous) = a·b, a and b broadcast
 // to batch.
-func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n int) error {
+func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n int) (err error) {
 	h, err := handleOf(op, a.s)
 	if err != nil {
 		return err
@@ -128,16 +128,16 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n 
 	if k == 0 {
 		return fill(op, out, *new(T))
 	}
-	ma, releaseA, err := matrices(op, a, batch, m, k)
+	ma, copyA, err := matrices(op, a, batch, m, k)
 	if err != nil {
 		return err
 	}
-	defer releaseA()
-	mb, releaseB, err := matrices(op, b, batch, k, n)
+	defer freed(&err, copyA)
+	mb, copyB, err := matrices(op, b, batch, k, n)
 	if err != nil {
 		return err
 	}
-	defer releaseB()
+	defer freed(&err, copyB)
 	mc := cublas.NewMatrix(out.buf, m, n)
 	if count == 1 {
 		return wrap(op, cublas.Gemm(h, 1, ma[0], mb[0], 0, mc))
@@ -162,9 +162,9 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n 
 // matrices returns x's matrices (its last two axes, rows×cols) for each
 // batch index in row-major order, or one where x has no batch: each a
 // row-major or (for a transposed view) column-major matrix of x's memory,
-// or of a contiguous copy where x's last two axes are neither.
-func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols int) ([]cublas.Matrix[T], func(), error) {
-	release := func() {}
+// or of a contiguous copy where x's last two axes are neither (copied, to
+// free after the product; nil where none was made).
+func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols int) (ms []cublas.Matrix[T], copied *Array[T], err error) {
 	nb := len(x.layout.Shape()) - 2
 	st := x.layout.Strides()
 	rs, cs := st[nb], st[nb+1]
@@ -181,18 +181,16 @@ func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols i
 	}
 	lay, ld, ok := layout(rs, cs)
 	if !ok {
-		c, err := contiguous(op, x)
-		if err != nil {
-			return nil, release, err
+		if copied, err = contiguous(op, x); err != nil {
+			return nil, nil, err
 		}
-		release = func() { c.Free() }
-		x = c
+		x = copied
 		lay, ld = cublas.RowMajor, cols
 	}
 	span, off, err := x.span(op)
 	if err != nil {
-		release()
-		return nil, release, err
+		copied.Free()
+		return nil, nil, err
 	}
 	// The matrix at each batch index: x's batch axes broadcast to batch.
 	bl, err := ndshape.New(x.layout.Shape()[:nb], x.layout.Strides()[:nb], off)
@@ -200,8 +198,8 @@ func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols i
 		bl, err = bl.BroadcastTo(batch)
 	}
 	if err != nil {
-		release()
-		return nil, release, wrap(op, err)
+		copied.Free()
+		return nil, nil, wrap(op, err)
 	}
 	extent := (rows-1)*ld + cols // the elements a matrix reaches
 	if lay != cublas.RowMajor {
@@ -211,8 +209,8 @@ func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols i
 	for o := range bl.Offsets() {
 		data, err := span.Slice(o, extent)
 		if err != nil {
-			release()
-			return nil, release, wrap(op, err)
+			copied.Free()
+			return nil, nil, wrap(op, err)
 		}
 		mx := cublas.Matrix[T]{Data: data, Rows: rows, Cols: cols, Stride: ld, Layout: lay}
 		out = append(out, mx)
@@ -220,7 +218,7 @@ func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols i
 			break // one matrix for every product
 		}
 	}
-	return out, release, nil
+	return out, copied, nil
 }
 
 func allZero(s []int) bool {

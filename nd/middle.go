@@ -1,6 +1,7 @@
 package nd
 
 import (
+	"errors"
 	"fmt"
 
 	cuda "github.com/gocuda/cuda"
@@ -20,12 +21,9 @@ import (
 const middleThreads = 1 << 17
 
 // middleFold folds src, outer×mid×inner, over mid into dst, outer×inner.
-func middleFold[T Elem](what string, dst, src *cuda.DeviceBuffer[T], outer, mid, inner int, s *cuda.Stream) error {
+func middleFold[T Elem](what string, dst, src *cuda.DeviceBuffer[T], outer, mid, inner int, s *cuda.Stream) (err error) {
 	t := ctypeOf[T]()
-	acc := accOf(t)
-	if what == "max" || what == "min" {
-		acc = map[bool]string{true: "float32", false: t.name}[t.half]
-	}
+	acc := accOf(t) // max and min too: every value of T is one of its accumulator's
 	if what == "all" || what == "any" {
 		acc = "uint8"
 	}
@@ -36,7 +34,11 @@ func middleFold[T Elem](what string, dst, src *cuda.DeviceBuffer[T], outer, mid,
 	if err != nil {
 		return err
 	}
-	defer free()
+	defer func() {
+		if e := free(); e != nil {
+			err = errors.Join(err, e)
+		}
+	}()
 	k1, k2, err := middleKernels(what, t, acc)
 	if err != nil {
 		return err
@@ -49,23 +51,34 @@ func middleFold[T Elem](what string, dst, src *cuda.DeviceBuffer[T], outer, mid,
 
 // allocAcc allocates n elements of the accumulator type named, in stream
 // order on s.
-func allocAcc(name string, n int, s *cuda.Stream) (any, func(), error) {
+func allocAcc(name string, n int, s *cuda.Stream) (any, func() error, error) {
 	switch name {
 	case "float32":
 		b, err := cuda.AllocAsync[float32](s, n)
-		return b, func() { b.Free() }, err
+		return b, retried(b.Free), err
 	case "float64":
 		b, err := cuda.AllocAsync[float64](s, n)
-		return b, func() { b.Free() }, err
+		return b, retried(b.Free), err
 	case "int64":
 		b, err := cuda.AllocAsync[int64](s, n)
-		return b, func() { b.Free() }, err
+		return b, retried(b.Free), err
 	case "uint64":
 		b, err := cuda.AllocAsync[uint64](s, n)
-		return b, func() { b.Free() }, err
+		return b, retried(b.Free), err
 	}
 	b, err := cuda.AllocAsync[uint8](s, n)
-	return b, func() { b.Free() }, err
+	return b, retried(b.Free), err
+}
+
+// retried is free, tried again where it fails, as freed does.
+func retried(free func() error) func() error {
+	return func() error {
+		err := free()
+		if err != nil {
+			free()
+		}
+		return err
+	}
 }
 
 // middleOps are each fold's identity, combination of a and b, and value

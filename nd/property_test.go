@@ -897,9 +897,6 @@ func match[U nd.Elem](t testing.TB, what fmt.Stringer, a *nd.Array[U], want host
 		t.Fatalf("%v: shape %v, want %v", what, a.Shape(), want.shape)
 	}
 	got, err := toSlice(a)
-	if err != nil && size(want.shape) == 0 && strings.HasPrefix(err.Error(), "panic") {
-		return // the defect TestPropertyRegressionEmptyView keeps
-	}
 	if err != nil {
 		t.Fatalf("%v: ToSlice: %v (shape %v, strides %v)", what, err, a.Shape(), a.Strides())
 	}
@@ -1575,7 +1572,6 @@ func reduceCase[T nd.Elem](t *testing.T, s *cuda.Stream, rng *rand.Rand, mean fu
 	case "Any":
 		mask, err = nd.Any(a.dev, x)
 	}
-	skipKnown(t, what, err)
 	if err != nil {
 		t.Fatalf("%v: %v", what, err)
 	}
@@ -1594,7 +1590,6 @@ func reduceCase[T nd.Elem](t *testing.T, s *cuda.Stream, rng *rand.Rand, mean fu
 		}
 		what = describe("%sInto(%v, %v, %v)", op, dst, a, x)
 		err := into(dst.dev, a.dev, x)
-		skipKnown(t, what, err)
 		if err != nil {
 			t.Fatalf("%v: %v", what, err)
 		}
@@ -2188,49 +2183,29 @@ func TestPropertyBadArgs(t *testing.T) {
 	})
 }
 
-// skipKnown skips a case that meets a defect TestPropertyRegressions
-// keeps, so that the property goes on checking the others meanwhile.
-func skipKnown(t *testing.T, what fmt.Stringer, err error) {
-	t.Helper()
-	if err != nil && strings.Contains(err.Error(), "part is declared") {
-		t.Skipf("defect (TestPropertyRegressions/MiddleMaxMin): %v: %v", what, err)
-	}
-}
-
 // TestPropertyRegressions: the defects the properties found, each shrunk
-// to its smallest case. Each skips, saying what is wrong, while the defect
-// is there (so that the package's tests stay green for the others working
-// on it), and passes once it is fixed.
+// to its smallest case (both fixed in 2026-12-05's stop).
 func TestPropertyRegressions(t *testing.T) {
 	s := stream(t)
 	t.Run("EmptyViewToSlice", func(t *testing.T) {
 		// A view of an empty array at a nonzero offset: [2 0] from a [3 0]
-		// array's rows 1 and 2 (offset 1). Its span holds no element, but
-		// ToSlice slices its empty copy at the offset: host[1:1] of a
-		// slice of capacity 0 (nd/read.go, the contiguous case).
+		// array's rows 1 and 2 (offset 1). Its span holds no element;
+		// ToSlice sliced its empty copy at the offset (a panic).
 		z := free(t, must(nd.Zeros[float32](s, 3, 0))(t))
 		v := must(z.Slice(0, 1, 3, 1))(t)
 		got, err := toSlice(v)
-		if err != nil && strings.HasPrefix(err.Error(), "panic") {
-			t.Skipf("defect: Zeros[float32](s, 3, 0).Slice(0, 1, 3, 1).ToSlice() panics (%v), want [] and no error: Array.ToSlice (nd/read.go) slices the span's empty copy at the view's offset", err)
-		}
 		if err != nil || len(got) != 0 {
 			t.Fatalf("ToSlice of an empty view: %v, %v; want [], nil", got, err)
 		}
 	})
 	t.Run("MiddleMaxMin", func(t *testing.T) {
 		// Max and Min over a middle axis of a contiguous array of int8,
-		// int16, int32, uint16 or uint32 (nd/middle.go): middleFold takes
-		// T itself as the accumulator, and allocAcc, which knows float32,
-		// float64, int64 and uint64, allocates uint8 for any other: the
-		// kernel refuses the buffer.
+		// int16, int32, uint16 or uint32 (nd/middle.go): middleFold took
+		// T itself as the accumulator, which allocAcc had no buffer of.
 		requireKernels(t)
 		a := free(t, must(nd.FromSlice(s, iota[int32](8), 2, 2, 2))(t))
 		got, err := nd.Max(a, nd.Along(1))
 		free(t, got)
-		if err != nil && strings.Contains(err.Error(), "part is declared") {
-			t.Skipf("defect: Max(FromSlice[int32](0..7, 2, 2, 2), Along(1)) = %v; want [[2 3] [6 7]]: middleFold (nd/middle.go) allocates the accumulator of int32 (as of int8, int16, uint16, uint32) as uint8 in allocAcc", err)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}

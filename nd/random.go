@@ -53,7 +53,7 @@ func RandInt[T cuda.Integer](g *curand.Generator, lo, hi int64, shape ...int) (o
 	if err != nil {
 		return nil, err
 	}
-	defer u.Free()
+	defer freed(&failure, u)
 	// u is on (0, 1]: 1 - u on [0, 1), scaled to [lo, hi) and floored (the
 	// last guard for hi - lo past 2^53, where the product may round up).
 	ins := make([]operand, 3)

@@ -15,6 +15,9 @@ func (a *Array[T]) ToSlice() ([]T, error) {
 	if a.scalar {
 		return []T{a.value}, nil
 	}
+	if a.layout.Size() == 0 {
+		return []T{}, nil
+	}
 	span, off, err := a.span(op)
 	if err != nil {
 		return nil, err

@@ -188,7 +188,7 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 		rows *= d
 		outShape = append(outShape, d)
 	}
-	if cols == 0 && rows > 0 && identity == nil {
+	if cols == 0 && identity == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: the operation has no identity to give for an empty fold (%v)", shape, x)
 	}
 	out := dst
@@ -199,7 +199,13 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	} else if err := intoShape(op, out, a, outShape); err != nil {
 		return nil, err
 	}
+	// done ends the fold: the temporaries freed (a failed release is the
+	// fold's error), and a new result freed where the fold failed.
+	var temps []*Array[T]
 	done := func(err error) (*Array[T], error) {
+		for _, t := range temps {
+			freed(&err, t)
+		}
 		if err != nil && dst == nil {
 			out.Free()
 			return nil, err
@@ -241,7 +247,7 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 			if v, err = contiguous(op, v); err != nil {
 				return done(err)
 			}
-			defer v.Free()
+			temps = append(temps, v)
 		}
 		src = v
 	}
@@ -255,7 +261,7 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 		if res, err = empty[T](op, a.s, outShape); err != nil {
 			return done(err)
 		}
-		defer res.Free()
+		temps = append(temps, res)
 	}
 	rb, err := res.Buffer()
 	if err != nil {
@@ -403,7 +409,7 @@ func specReduce[T Elem](op, what string, a *Array[T], x Axes, identity T, dst *A
 }
 
 // truth folds a's truth values: as a mask first, where T is not Bool.
-func truth[T Elem](op, what string, a *Array[T], x Axes, identity Bool, dst *Array[Bool]) (*Array[Bool], error) {
+func truth[T Elem](op, what string, a *Array[T], x Axes, identity Bool, dst *Array[Bool]) (out *Array[Bool], err error) {
 	if m, ok := any(a).(*Array[Bool]); ok {
 		return specReduce(op, what, m, x, identity, dst)
 	}
@@ -411,7 +417,7 @@ func truth[T Elem](op, what string, a *Array[T], x Axes, identity Bool, dst *Arr
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	defer m.Free()
+	defer freed(&err, m)
 	return specReduce(op, what, m, x, identity, dst)
 }
 
@@ -441,7 +447,7 @@ func StdInto[T cuda.AnyFloat](dst, a *Array[T], x Axes) error {
 	return varianceInto("StdInto", dst, a, x, true)
 }
 
-func varianceInto[T cuda.AnyFloat](op string, dst, a *Array[T], x Axes, root bool) error {
+func varianceInto[T cuda.AnyFloat](op string, dst, a *Array[T], x Axes, root bool) (err error) {
 	if err := writable(op, "dst", dst); err != nil {
 		return err
 	}
@@ -449,34 +455,35 @@ func varianceInto[T cuda.AnyFloat](op string, dst, a *Array[T], x Axes, root boo
 	if err != nil {
 		return err
 	}
-	defer v.Free()
+	defer freed(&err, v)
 	if !slices.Equal(dst.layout.Shape(), v.layout.Shape()) {
 		return errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), v.layout.Shape())
 	}
 	return copyInto(op, dst, v)
 }
 
-func variance[T cuda.AnyFloat](op string, a *Array[T], x Axes, root bool) (*Array[T], error) {
+func variance[T cuda.AnyFloat](op string, a *Array[T], x Axes, root bool) (v *Array[T], err error) {
 	m, err := Mean(a, x.KeepDims())
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	defer m.Free()
+	defer freed(&err, m)
 	d, err := Sub(a, m)
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	defer d.Free()
+	defer freed(&err, d)
 	if err := MulInto(d, d, d); err != nil {
 		return nil, wrap(op, err)
 	}
-	v, err := Mean(d, x)
-	if err != nil || !root {
-		return v, wrap(op, err)
-	}
-	if err := SqrtInto(v, v); err != nil {
-		v.Free()
+	if v, err = Mean(d, x); err != nil {
 		return nil, wrap(op, err)
+	}
+	if root {
+		if err := SqrtInto(v, v); err != nil {
+			v.Free()
+			return nil, wrap(op, err)
+		}
 	}
 	return v, nil
 }
@@ -509,7 +516,7 @@ func Norm[T cuda.AnyFloat](a *Array[T], x Axes) (out *Array[T], failure error) {
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	defer sq.Free()
+	defer freed(&failure, sq)
 	s, err := Sum(sq, x)
 	if err != nil {
 		return nil, wrap(op, err)
