@@ -649,12 +649,16 @@ func kernelCase(name string, covers []string, build func(r *rowArrays) []kernelS
 // envSweepDefects, set to 1, runs the rows that defectCase skips.
 const envSweepDefects = "GOCUDA_ND_SWEEP_DEFECTS"
 
-// tempFreeDefect is the defect of the operations that free arrays of their
-// own before they return: they drop the error of that Free.
-const tempFreeDefect = "defect: the operation frees a temporary array of its own (a deferred Free, alongAxis's release, target's " +
-	"finish, apply's copy of an overlapping input) and drops the Free's error: where its cuMemFreeAsync, or the cuCtxGetCurrent of DeviceBuffer.Free, fails, the " +
-	"operation returns nil (the failure lost) and the temporary's device buffer stays allocated, unreachable, until the " +
-	"garbage collector's cleanup frees it; " + envSweepDefects + "=1 runs the row"
+// tempFreeDefect is why defectCase's rows are skipped. They found that
+// the operations freeing temporary arrays of their own dropped the Free's
+// error; that is fixed (nd's freed joins it, and tries the Free again), and
+// the failure now comes back. What is left: where the N-th cuCtxGetCurrent
+// of a row fails (N about 70 in the first row), the sweep counts one more
+// device buffer alive afterwards, not yet traced to a leak of nd's rather
+// than to the stream's cache of freed blocks (package cuda's blockCache),
+// which a refused synchronize keeps.
+const tempFreeDefect = "not yet clean: one device buffer counted alive after some injected cuCtxGetCurrent refusals " +
+	"(a leak of nd's, or the stream's cache of freed blocks: to trace); " + envSweepDefects + "=1 runs the row"
 
 // defectCase is kernelCase of steps whose operations free temporaries of
 // their own (tempFreeDefect): skipped, unless envSweepDefects is 1. Its
@@ -683,7 +687,16 @@ func kernelRow(name string, covers []string, flush bool, build func(r *rowArrays
 		Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 			r := &rowArrays{t: t, s: e.S}
 			if flush {
-				r.between = e.S.Synchronize
+				// A synchronize refused is tried again, so that the
+				// stream's cache of freed blocks is emptied either way
+				// (what it keeps is no leak of the operations').
+				r.between = func() error {
+					err := e.S.Synchronize()
+					if err != nil {
+						e.S.Synchronize()
+					}
+					return err
+				}
 			}
 			steps := build(r)
 			if !warmed {
