@@ -287,9 +287,10 @@ func apTrimRight(b []byte) []byte {
 
 // apFloatKind is what FloatingFormat learns from the dtype.
 type apFloatKind struct {
-	// bits is strconv's bitSize for the shortest digits: 32 for float32
-	// and the halves, whose digits are those of their float32 value (as
-	// cuda.Float16's String prints them).
+	// bits is strconv's bitSize for the shortest digits: 32 for float32;
+	// 64 for float64 and for the halves, whose values are first made the
+	// decimal of fewest digits that rounds back to the half (apShortest):
+	// NumPy prints float16(0.1) as 0.1, not as its float32 value's digits.
 	bits int
 	// cutoff is the magnitude from which the array turns scientific:
 	// 10**min(8, finfo(dtype).precision) since NumPy 2.3, as a type with
@@ -305,9 +306,25 @@ type apFloatKind struct {
 var (
 	apFloat64  = apFloatKind{bits: 64, cutoff: 1e8, round: func(x float64) float64 { return x }}
 	apFloat32  = apFloatKind{bits: 32, cutoff: 1e6, round: func(x float64) float64 { return float64(float32(x)) }}
-	apFloat16  = apFloatKind{bits: 32, cutoff: 1e3, round: func(x float64) float64 { return float64(cuda.NewFloat16(float32(x)).Float32()) }}
-	apBFloat16 = apFloatKind{bits: 32, cutoff: 1e2, round: func(x float64) float64 { return float64(cuda.NewBFloat16(float32(x)).Float32()) }}
+	apFloat16  = apFloatKind{bits: 64, cutoff: 1e3, round: func(x float64) float64 { return float64(cuda.NewFloat16(float32(x)).Float32()) }}
+	apBFloat16 = apFloatKind{bits: 64, cutoff: 1e2, round: func(x float64) float64 { return float64(cuda.NewBFloat16(float32(x)).Float32()) }}
 )
+
+// apShortest returns the decimal of fewest significant digits that round
+// takes back to x, as a float64 (whose own shortest digits are those): a
+// half's shortest digits, as NumPy prints a float16.
+func apShortest(x float64, round func(float64) float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	for p := 1; p < 17; p++ {
+		y, err := strconv.ParseFloat(strconv.FormatFloat(x, 'e', p-1, 64), 64)
+		if err == nil && round(y) == x {
+			return y
+		}
+	}
+	return x
+}
 
 // apFormatter is _get_format_function: a formatter for data's element type
 // whose widths fit the shown elements. zeroD drops the bool padding, as
@@ -359,9 +376,9 @@ func apFormatterOf(data any, shown []int, zeroD bool, prec int) func(int) string
 	case []float32:
 		return apFloats(func(i int) float64 { return float64(d[i]) }, shown, apFloat32, prec)
 	case []cuda.Float16:
-		return apFloats(func(i int) float64 { return float64(d[i].Float32()) }, shown, apFloat16, prec)
+		return apFloats(func(i int) float64 { return apShortest(float64(d[i].Float32()), apFloat16.round) }, shown, apFloat16, prec)
 	case []cuda.BFloat16:
-		return apFloats(func(i int) float64 { return float64(d[i].Float32()) }, shown, apBFloat16, prec)
+		return apFloats(func(i int) float64 { return apShortest(float64(d[i].Float32()), apBFloat16.round) }, shown, apBFloat16, prec)
 	}
 	return nil
 }
@@ -409,9 +426,9 @@ func apUnderlying[T any](data []T) any {
 func apScalar[T any](v T) string {
 	switch x := any(v).(type) {
 	case cuda.Float16:
-		return apScalarFloat(float64(x.Float32()), 32)
+		return apScalarFloat(apShortest(float64(x.Float32()), apFloat16.round), 64)
 	case cuda.BFloat16:
-		return apScalarFloat(float64(x.Float32()), 32)
+		return apScalarFloat(apShortest(float64(x.Float32()), apBFloat16.round), 64)
 	}
 	switch rv := reflect.ValueOf(v); rv.Kind() {
 	case reflect.Float32:

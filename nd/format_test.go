@@ -178,15 +178,17 @@ func TestFormatValuesHalvesAndBools(t *testing.T) {
 	opt := apDefaults
 	apRun(t, []apCase{
 		{"float16", formatValues(apHalves(0.5, 1.5, -2), []int{3}, opt), "[ 0.5  1.5 -2. ]"},
-		// Float16(0.1) is 0.0999755859375, whose float32 digits
-		// 0.099975586 round to 8 places.
-		{"float16 0.1", formatValues(apHalves(0.1), []int{1}, opt), "[0.09997559]"},
+		// Float16(0.1) is 0.0999755859375: 0.1 is the decimal of fewest
+		// digits that rounds back to it, what NumPy prints.
+		{"float16 0.1", formatValues(apHalves(0.1), []int{1}, opt), "[0.1]"},
+		{"float16 0.1 scalar", formatValues(apHalves(0.1), []int{}, opt), "0.1"},
+		{"float16 1/3", formatValues(apHalves(1.0/3), []int{1}, opt), "[0.3333]"},
 		// float16's cutoff is 10**finfo(float16).precision = 1000.
 		{"float16 1000", formatValues(apHalves(1000, 2000), []int{2}, opt), "[1.e+03 2.e+03]"},
 		{"float16 nan", formatValues(apHalves(float32(math.NaN()), 1), []int{2}, opt), "[nan  1.]"},
 		{"bfloat16", formatValues(apBHalves(1, 2.5), []int{2}, opt), "[1.  2.5]"},
-		// BFloat16(0.1) is 0.10009765625.
-		{"bfloat16 0.1", formatValues(apBHalves(0.1), []int{1}, opt), "[0.10009766]"},
+		// BFloat16(0.1) is 0.10009765625: 0.1 rounds back to it.
+		{"bfloat16 0.1", formatValues(apBHalves(0.1), []int{1}, opt), "[0.1]"},
 		{"bfloat16 128", formatValues(apBHalves(128, 256), []int{2}, opt), "[1.28e+02 2.56e+02]"},
 		{"bools", formatValues([]bool{true, false, true}, []int{3}, opt), "[ true false  true]"},
 		{"all true", formatValues([]bool{true, true}, []int{2}, opt), "[ true  true]"},
