@@ -204,6 +204,9 @@ func (a *Array[T]) with(l ndshape.Layout) *Array[T] {
 // reaches below the offset).
 func (a *Array[T]) span(op string) (*cuda.DeviceBuffer[T], int, error) {
 	lo, hi := a.layout.Span() // hi is the last element's offset, lo-1 for none
+	if lo == 0 && hi == a.buf.Len()-1 {
+		return a.buf, a.layout.Offset(), nil // the whole buffer: no slice to make
+	}
 	b, err := a.buf.Slice(lo, hi+1-lo)
 	return b, a.layout.Offset() - lo, wrap(op, err)
 }

@@ -44,11 +44,11 @@ func errorf(op string, sentinel error, format string, args ...any) error {
 // error of the arithmetic beneath becomes cuda.ErrInvalidValue's, with
 // its words.
 func wrap(op string, err error) error {
+	if err == nil {
+		return nil // before se, which escapes: no allocation on the way that succeeds
+	}
 	var se *ndshape.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &se):
+	if errors.As(err, &se) {
 		return &Error{Op: op, Err: cuda.ErrInvalidValue, Detail: se.Msg}
 	}
 	return &Error{Op: op, Err: err}

@@ -62,11 +62,39 @@ type operand struct {
 	scalar bool
 	s      *cuda.Stream
 	lo, hi cuda.DevicePtr // the span's addresses: an output that overlaps an input
+	n      int            // the span's length
+	array  spanned        // what is typed in the array's element type
+}
+
+// spanned is an operand's array, typed: its span sliced, and a
+// contiguous copy of it.
+type spanned interface {
 	// slice returns n elements of the span from off.
-	slice func(off, n int) (any, error)
+	slice(off, n int) (any, error)
 	// copy returns a contiguous copy of the operand, on its stream, and
 	// the function that frees it.
-	copy func(op string) (operand, func() error, error)
+	copy(op string) (operand, func() error, error)
+}
+
+type spanOf[T Elem] struct {
+	a    *Array[T]
+	span *cuda.DeviceBuffer[T]
+	name string
+}
+
+func (s *spanOf[T]) slice(off, n int) (any, error) { return s.span.Slice(off, n) }
+
+func (s *spanOf[T]) copy(op string) (operand, func() error, error) {
+	c, err := contiguous(op, s.a)
+	if err != nil {
+		return operand{}, nil, err
+	}
+	co, err := operandOf(op, s.name, c)
+	if err != nil {
+		c.Free()
+		return operand{}, nil, err
+	}
+	return co, func() (err error) { freed(&err, c); return err }, nil
 }
 
 // operandOf makes an operand of array a, named name in op's errors.
@@ -83,23 +111,11 @@ func operandOf[T Elem](op, name string, a *Array[T]) (operand, error) {
 	if err != nil {
 		return operand{}, err
 	}
-	o.buf = span
+	o.buf, o.n = span, span.Len()
 	o.lo = span.Ptr()
 	o.hi = o.lo + cuda.DevicePtr(span.ByteSize())
-	o.slice = func(off, n int) (any, error) { return span.Slice(off, n) }
-	o.copy = func(op string) (operand, func() error, error) {
-		c, err := contiguous(op, a)
-		if err != nil {
-			return operand{}, nil, err
-		}
-		co, err := operandOf(op, name, c)
-		if err != nil {
-			c.Free()
-			return operand{}, nil, err
-		}
-		return co, func() (err error) { freed(&err, c); return err }, nil
-	}
-	o.layout, err = ndshape.New(a.layout.Shape(), a.layout.Strides(), off)
+	o.array = &spanOf[T]{a: a, span: span, name: name}
+	o.layout, err = a.layout.WithOffset(off)
 	return o, wrap(op, err)
 }
 
@@ -156,7 +172,7 @@ func apply(op string, e expr, out operand, ins []operand) (failure error) {
 		if l, err := in.layout.BroadcastTo(shape); err == nil && in.lo == out.lo && l.Equal(out.layout) {
 			continue
 		}
-		c, free, err := in.copy(op)
+		c, free, err := in.array.copy(op)
 		if err != nil {
 			return err
 		}
@@ -211,8 +227,14 @@ func apply(op string, e expr, out operand, ins []operand) (failure error) {
 	// then the output.
 	args := make([]any, 0, len(ins)+1+len(co)*(1+max(axes, 0))+max(axes, 0))
 	if axes < 0 {
-		// Each array from its first element, n elements long.
-		slice := func(o operand, l ndshape.Layout) (any, error) { return o.slice(l.Offset(), n) }
+		// Each array from its first element, n elements long: its span
+		// itself where that is all it is.
+		slice := func(o operand, l ndshape.Layout) (any, error) {
+			if l.Offset() == 0 && o.n == n {
+				return o.buf, nil
+			}
+			return o.array.slice(l.Offset(), n)
+		}
 		at := 1
 		for _, in := range ins {
 			if in.scalar {

@@ -161,6 +161,16 @@ func New(shape, strides []int, offset int) (Layout, error) {
 	return Layout{shape: slices.Clone(shape), strides: slices.Clone(strides), offset: offset}, nil
 }
 
+// WithOffset returns the layout moved to another offset (the same shape
+// and strides; the layouts share their slices, which no Layout changes),
+// or an error where its offsets would overflow an int.
+func (l Layout) WithOffset(offset int) (Layout, error) {
+	if _, _, ok := extent(l.shape, l.strides, offset); !ok {
+		return Layout{}, errorf("offset", "shape %v, strides %v, offset %d: offsets overflow int", shapeStr(l.shape), l.strides, offset)
+	}
+	return Layout{shape: l.shape, strides: l.strides, offset: offset}, nil
+}
+
 // ContiguousStrides returns the row-major (C order) strides of shape, in
 // elements: the last axis has stride 1, each other axis the product of the
 // dimensions after it (a dimension 0 counting as 1, as in NumPy).

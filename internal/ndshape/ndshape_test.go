@@ -465,3 +465,25 @@ func TestString(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+// TestWithOffset: a layout moved keeps its shape and strides, reaches its
+// elements from the new offset, and refuses one whose offsets overflow.
+func TestWithOffset(t *testing.T) {
+	l, err := New([]int{2, 3}, []int{-3, 1}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := l.WithOffset(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.AppendOffsets(nil); !slices.Equal(got, []int{10, 11, 12, 7, 8, 9}) {
+		t.Errorf("offsets %v", got)
+	}
+	if !slices.Equal(m.Shape(), l.Shape()) || !slices.Equal(m.Strides(), l.Strides()) || l.Offset() != 3 {
+		t.Errorf("moved %v from %v", m, l)
+	}
+	if _, err := l.WithOffset(math.MaxInt); !errors.Is(err, ErrShape) {
+		t.Errorf("an overflowing offset: %v", err)
+	}
+}
