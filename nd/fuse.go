@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -40,6 +41,11 @@ type exprNode[T Elem] struct {
 	float bool // op is a function of floats only
 	name  string
 	args  []*exprNode[T]
+
+	// The node's fusion as the root of an expression, written by its
+	// first Eval (nodes never change once made).
+	once   sync.Once
+	fusion *fusion[T]
 }
 
 // Lazy returns the expression of array a's elements.
@@ -183,47 +189,73 @@ func (x Expr[T]) EvalInto(dst *Array[T]) error {
 
 var operandName = regexp.MustCompile(`\bx([0-9]+)\b`)
 
-// fuse writes the expression as one engine expression over its arrays
-// and constants, each a temporary of T's arithmetic type computed once.
+// fusion is an expression written as one engine expression (its code
+// and kernel name, made once for each expression: Eval after Eval of it
+// reuses them), and its leaves in the order of the code's operands x0,
+// x1, ...; or, where the expression cannot be one, why.
+type fusion[T Elem] struct {
+	e      expr
+	leaves []*exprNode[T]
+	err    string
+}
+
+// fuse returns the expression's engine expression over its arrays and
+// constants, each a temporary of T's arithmetic type computed once, and
+// its operands.
 func (x Expr[T]) fuse(op string) (expr, []operand, error) {
 	if x.n == nil {
 		return expr{}, nil, errorf(op, cuda.ErrInvalidValue, "a zero Expr: make one with Lazy or Const")
 	}
+	x.n.once.Do(func() { x.n.fusion = x.write() })
+	f := x.n.fusion
+	if f.err != "" {
+		return expr{}, nil, errorf(op, cuda.ErrInvalidValue, "%s", f.err)
+	}
+	ins := make([]operand, len(f.leaves))
+	for j, l := range f.leaves {
+		o, err := operandOf(op, fmt.Sprintf("array %d of the expression", j), l.array)
+		if err != nil {
+			return expr{}, nil, err
+		}
+		ins[j] = o
+	}
+	return f.e, ins, nil
+}
+
+// write writes the expression's code: each array once (an array used
+// twice is one operand), each node once.
+func (x Expr[T]) write() *fusion[T] {
 	t := ctypeOf[T]()
-	var ins []operand
+	f := &fusion[T]{}
 	leaves := map[*Array[T]]string{}
 	done := map[*exprNode[T]]string{}
 	var b strings.Builder
-	var walk func(n *exprNode[T]) (string, error)
-	walk = func(n *exprNode[T]) (string, error) {
+	var walk func(n *exprNode[T]) (string, string)
+	walk = func(n *exprNode[T]) (v, failure string) {
 		if v, ok := done[n]; ok {
-			return v, nil
+			return v, ""
 		}
 		if n == nil {
-			return "", errorf(op, cuda.ErrInvalidValue, "the expression has a zero Expr among its arguments")
+			return "", "the expression has a zero Expr among its arguments"
 		}
 		if n.op == nil {
 			if v, ok := leaves[n.array]; ok && !n.array.scalar {
-				return v, nil
+				return v, ""
 			}
-			o, err := operandOf(op, fmt.Sprintf("array %d of the expression", len(ins)), n.array)
-			if err != nil {
-				return "", err
-			}
-			v := fmt.Sprintf("x%d", len(ins))
-			ins = append(ins, o)
+			v := fmt.Sprintf("x%d", len(f.leaves))
+			f.leaves = append(f.leaves, n)
 			leaves[n.array] = v
 			done[n] = v
-			return v, nil
+			return v, ""
 		}
 		if n.float && !t.float {
-			return "", errorf(op, cuda.ErrInvalidValue, "%s is a function of floats, and the expression's type is %s", n.name, t.name)
+			return "", fmt.Sprintf("%s is a function of floats, and the expression's type is %s", n.name, t.name)
 		}
 		var args []string
 		for _, a := range n.args {
-			v, err := walk(a)
-			if err != nil {
-				return "", err
+			v, failure := walk(a)
+			if failure != "" {
+				return "", failure
 			}
 			args = append(args, v)
 		}
@@ -232,17 +264,18 @@ func (x Expr[T]) fuse(op string) (expr, []operand, error) {
 			fmt.Sscanf(s, "x%d", &j)
 			return args[j]
 		})
-		v := fmt.Sprintf("t%d", len(done))
+		v = fmt.Sprintf("t%d", len(done))
 		fmt.Fprintf(&b, "%[1]s %[2]s;\n{ %[1]s r;\n%[3]s\n%[2]s = r; }\n", t.value, v, body)
 		done[n] = v
-		return v, nil
+		return v, ""
 	}
-	last, err := walk(x.n)
-	if err != nil {
-		return expr{}, nil, err
+	last, failure := walk(x.n)
+	if failure != "" {
+		return &fusion[T]{err: failure}
 	}
 	fmt.Fprintf(&b, "r = %s;", last)
 	code := b.String()
 	sum := sha256.Sum256([]byte(code))
-	return expr{name: "fused_" + hex.EncodeToString(sum[:6]), code: code}, ins, nil
+	f.e = expr{name: "fused_" + hex.EncodeToString(sum[:6]), code: code}
+	return f
 }

@@ -139,8 +139,21 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n 
 	}
 	defer freed(&err, copyB)
 	mc := cublas.NewMatrix(out.buf, m, n)
-	if count == 1 {
-		return wrap(op, cublas.Gemm(h, 1, ma[0], mb[0], 0, mc))
+	switch {
+	case count == 1:
+		return wrap(op, cublas.Gemm(h, 1, ma.first, mb.first, 0, mc))
+	case mb.one && ma.strided && ma.first.Layout == cublas.RowMajor && ma.first.BatchStride == m*ma.first.Stride:
+		// One b for every a, and a's matrices are the rows of one
+		// taller matrix: one product, as PyTorch folds the batch of a
+		// into its rows.
+		// (The batch's span is the tall matrix's.)
+		tall := ma.first
+		tall.Rows, tall.BatchStride = count*m, 0
+		return wrap(op, cublas.Gemm(h, 1, tall, mb.first, 0, cublas.NewMatrix(out.buf, count*m, n)))
+	case ma.strided && mb.strided:
+		// A stride from one matrix to the next in each: cuBLAS's strided
+		// batch, with no arrays of pointers to build and copy.
+		return wrap(op, cublas.GemmStridedBatched(h, count, 1, ma.first, mb.first, 0, mc))
 	}
 	mcs := make([]cublas.Matrix[T], count)
 	for i := range mcs {
@@ -150,21 +163,35 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n 
 		}
 		mcs[i] = cublas.NewMatrix(c, m, n)
 	}
-	if len(ma) == 1 {
-		ma = slices.Repeat(ma, count)
+	as, bs := ma.each(count), mb.each(count)
+	return wrap(op, cublas.GemmBatched(h, 1, as, bs, 0, mcs))
+}
+
+// batchOf is an operand's matrices, one for each product of a batch: a
+// list of them, and where they are evenly spaced in memory (strided), the
+// first with the elements from one to the next as its BatchStride; or
+// one matrix for every product (one: x has no batch axes, or they
+// broadcast).
+type batchOf[T cuda.AnyFloat] struct {
+	all          []cublas.Matrix[T]
+	first        cublas.Matrix[T]
+	strided, one bool
+}
+
+// each returns the matrix of each of count products.
+func (b batchOf[T]) each(count int) []cublas.Matrix[T] {
+	if b.one {
+		return slices.Repeat(b.all[:1], count)
 	}
-	if len(mb) == 1 {
-		mb = slices.Repeat(mb, count)
-	}
-	return wrap(op, cublas.GemmBatched(h, 1, ma, mb, 0, mcs))
+	return b.all
 }
 
 // matrices returns x's matrices (its last two axes, rows×cols) for each
-// batch index in row-major order, or one where x has no batch: each a
-// row-major or (for a transposed view) column-major matrix of x's memory,
-// or of a contiguous copy where x's last two axes are neither (copied, to
-// free after the product; nil where none was made).
-func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols int) (ms []cublas.Matrix[T], copied *Array[T], err error) {
+// batch index in row-major order: each a row-major or (for a transposed
+// view) column-major matrix of x's memory, or of a contiguous copy where
+// x's last two axes are neither (copied, to free after the product; nil
+// where none was made).
+func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols int) (ms batchOf[T], copied *Array[T], err error) {
 	nb := len(x.layout.Shape()) - 2
 	st := x.layout.Strides()
 	rs, cs := st[nb], st[nb+1]
@@ -179,18 +206,21 @@ func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols i
 		}
 		return 0, 0, false
 	}
+	fail := func(err error) (batchOf[T], *Array[T], error) {
+		copied.Free()
+		return batchOf[T]{}, nil, err
+	}
 	lay, ld, ok := layout(rs, cs)
 	if !ok {
 		if copied, err = contiguous(op, x); err != nil {
-			return nil, nil, err
+			return batchOf[T]{}, nil, err
 		}
 		x = copied
 		lay, ld = cublas.RowMajor, cols
 	}
 	span, off, err := x.span(op)
 	if err != nil {
-		copied.Free()
-		return nil, nil, err
+		return fail(err)
 	}
 	// The matrix at each batch index: x's batch axes broadcast to batch.
 	bl, err := ndshape.New(x.layout.Shape()[:nb], x.layout.Strides()[:nb], off)
@@ -198,27 +228,45 @@ func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols i
 		bl, err = bl.BroadcastTo(batch)
 	}
 	if err != nil {
-		copied.Free()
-		return nil, nil, wrap(op, err)
+		return fail(wrap(op, err))
 	}
 	extent := (rows-1)*ld + cols // the elements a matrix reaches
 	if lay != cublas.RowMajor {
 		extent = (cols-1)*ld + rows
 	}
-	var out []cublas.Matrix[T]
+	var offs []int
 	for o := range bl.Offsets() {
-		data, err := span.Slice(o, extent)
-		if err != nil {
-			copied.Free()
-			return nil, nil, wrap(op, err)
-		}
-		mx := cublas.Matrix[T]{Data: data, Rows: rows, Cols: cols, Stride: ld, Layout: lay}
-		out = append(out, mx)
+		offs = append(offs, o)
 		if bl.Size() > 0 && allZero(bl.Strides()) {
+			ms.one = true
 			break // one matrix for every product
 		}
 	}
-	return out, copied, nil
+	for _, o := range offs {
+		data, err := span.Slice(o, extent)
+		if err != nil {
+			return fail(wrap(op, err))
+		}
+		ms.all = append(ms.all, cublas.Matrix[T]{Data: data, Rows: rows, Cols: cols, Stride: ld, Layout: lay})
+	}
+	ms.first = ms.all[0]
+	// Evenly spaced, a positive stride apart: one matrix of the batch
+	// with its stride (cublas.Matrix's BatchStride, where 0 means packed,
+	// cannot say that every product reads the same).
+	if step := 0; len(offs) > 1 {
+		step = offs[1] - offs[0]
+		ms.strided = step > 0
+		for i, o := range offs {
+			ms.strided = ms.strided && o == offs[0]+i*step
+		}
+		if ms.strided {
+			if ms.first.Data, err = span.Slice(offs[0], (len(offs)-1)*step+extent); err != nil {
+				return fail(wrap(op, err))
+			}
+			ms.first.BatchStride = step
+		}
+	}
+	return ms, copied, nil
 }
 
 func allZero(s []int) bool {

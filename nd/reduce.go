@@ -220,9 +220,11 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	}
 	// The rows: a itself where its elements are in this order already,
 	// else a contiguous copy of the permuted view. Where a is contiguous
-	// and only its leading axes fold, its columns fold in place; where a
-	// block of axes in its middle folds, the block folds in place
-	// (middle.go).
+	// and only its leading axes fold (or axes of one element precede
+	// those that fold), its columns fold in place, by compute's layouts
+	// for the matrix's shape; where a block of axes in its middle folds,
+	// the block folds in place (middle.go) if there are columns enough
+	// for the fold's second kernel.
 	src, perColumn := a, false
 	lead := len(folded) > 0 && folded[len(folded)-1] == len(folded)-1
 	block := len(folded) > 0 && folded[len(folded)-1]-folded[0] == len(folded)-1
@@ -232,13 +234,15 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 			inner *= d
 		}
 	}
-	middle := a.layout.IsContiguous() && block && !lead && inner > 1
+	contiguousRows := a.layout.IsContiguous()
+	middle := contiguousRows && block && !lead && inner > 1
 	switch {
-	case middle:
-	case a.layout.IsContiguous() && lead && len(kept) > 0:
-		perColumn = true
+	case contiguousRows && lead && len(kept) > 0, middle && rows == inner:
+		middle, perColumn = false, true
 		rows, cols = cols, rows
+	case middle && middleFits(rows/inner, cols, inner):
 	default:
+		middle = false
 		v, err := a.Permute(append(slices.Clone(kept), folded...)...)
 		if err != nil {
 			return done(wrap(op, err))

@@ -338,12 +338,14 @@ func TestGather(t *testing.T) {
 
 // TestMiddleFold: a block of axes in the middle of a contiguous array
 // folds in place, its columns cut into chunks whose partial results fold
-// in order: every fold, at shapes that take one chunk and many, against
-// Go.
+// in order, or (too few columns for the chunks: 2×3000×3) through a
+// permuted copy, or (only axes of one element before the block) as the
+// columns of a matrix: every fold, at shapes that take one chunk and
+// many, against Go.
 func TestMiddleFold(t *testing.T) {
 	requireKernels(t)
 	s := stream(t)
-	for _, shape := range [][]int{{2, 1000, 3}, {3, 5, 7}, {2, 3, 40, 5}, {1, 2049, 2}} {
+	for _, shape := range [][]int{{2, 1000, 3}, {3, 5, 7}, {2, 3, 40, 5}, {1, 2049, 2}, {2, 3000, 3}, {1, 3, 700, 2}} {
 		n := 1
 		for _, d := range shape {
 			n *= d
