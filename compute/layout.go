@@ -25,9 +25,11 @@ package compute
 //     rows or fewer;
 //   - 32 rows or fewer (short): a thread down a column, or down a vector's
 //     width of them;
-//   - else blocks of 32 columns by 8 lanes of rows, and, past 256 rows,
-//     the rows cut into chunks where the columns alone do not fill the
-//     device.
+//   - else blocks of 256 threads: lanes of columns, each taking vec
+//     adjacent columns (colVector: one column of 4-byte and wider types,
+//     8 bytes of narrower ones), by lanes of rows, 32 by 8 where the
+//     columns are many; past 256 rows the rows cut into chunks where the
+//     columns alone do not fill the device.
 //
 // The thresholds are the H200's measurements (docs/compute-grid.md); any
 // device gets a correct result from any layout.
@@ -87,17 +89,40 @@ type colLayout struct {
 	kind   string // the kernel: _narrow (fewer than 32 columns), _short (few rows), _cols
 	gx, gy int    // the grid: for _cols, column blocks by chunks of rows; else gx blocks
 	chunks int    // the partial results per column (1: posted directly)
+	// lanes is, for _cols, the block's threads across columns (blockDim.x,
+	// a power of two up to 32, each taking colVector columns); the rest of
+	// its blockSize threads are lanes of rows (blockDim.y).
+	lanes int
 	// last says the last block of a result's may fold its chunks (in
-	// the stream's scratch): not where a block of _cols would fold 32
-	// columns of more than lastChunks chunks, which a second kernel's
-	// many warps fold faster (65536×32 float32: 24 µs in the last block,
-	// 12 in two kernels, on the H200).
+	// the stream's scratch): not where a block of _cols would fold more
+	// than lastChunks chunks of 32 columns (or as many partial results
+	// of other columns), which a second kernel's many warps fold faster
+	// (65536×32 float32: 24 µs in the last block, 12 in two kernels, on
+	// the H200).
 	last bool
 }
 
 // lastChunks is the most chunks of 32 columns the last block of _cols
 // folds itself.
 const lastChunks = 128
+
+// colBytes is the bytes of adjacent columns a thread of _cols takes in
+// one load where elements are narrower than 4 bytes: one 2-byte element
+// a thread made 64-byte rows a warp, and too few bytes in flight, so
+// float16 columns ran at a third of PyTorch's speed (4096×8192: 107.8
+// µs, PyTorch 28.6, on the H200) where float32 ran near it.
+const colBytes = 8
+
+// colVector returns the columns a thread of _cols takes, of vectors of
+// width elements (16 bytes of the widest input): colBytes of elements
+// narrower than 4 bytes, else one, as float32's and float64's columns run
+// near memory speed that way.
+func colVector(width int) int {
+	if widest := 16 / width; widest < 4 {
+		return colBytes / widest
+	}
+	return 1
+}
 
 const (
 	// shortRows is the most rows _short takes, a thread down each
@@ -125,10 +150,18 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	case rows <= shortRows:
 		return colLayout{kind: "_short", gx: min(ceilDiv(ceilDiv(cols, width), blockSize), maxGrid), gy: 1, chunks: 1, last: true}
 	}
-	gx := min(ceilDiv(cols, 32), maxGrid)
-	chunks := 1
-	if rows > passRows {
-		chunks = max(1, min(d.resident/gx, ceilDiv(rows, 64), 65535))
+	// The fewest lanes of columns (a power of two, 32 at most) that take
+	// the columns, so that narrow ones leave none idle: 32 float16 columns
+	// are 8 lanes of 4 by 32 lanes of rows, a warp reading 4 whole rows.
+	vec, lanes := colVector(width), 32
+	for lanes > 1 && lanes/2*vec >= cols {
+		lanes /= 2
 	}
-	return colLayout{kind: "_cols", gx: gx, gy: chunks, chunks: chunks, last: chunks <= lastChunks}
+	span := lanes * vec // the columns of a block
+	gx := min(ceilDiv(cols, span), maxGrid)
+	chunks := 1
+	if rows > passRows { // at least 8 rows a lane of rows
+		chunks = max(1, min(d.resident/gx, ceilDiv(rows, 8*blockSize/lanes), 65535))
+	}
+	return colLayout{kind: "_cols", gx: gx, gy: chunks, chunks: chunks, lanes: lanes, last: chunks*span <= lastChunks*32}
 }

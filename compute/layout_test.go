@@ -58,28 +58,50 @@ func TestPlanRows(t *testing.T) {
 // TestPlanCols: narrow matrices read whole rows, in one block where it
 // takes 32 steps or fewer; a few rows are read down each column; taller
 // ones are cut into chunks of rows past 256 rows, where the columns do not
-// fill the device.
+// fill the device. A thread of _cols takes one float32 column, or 4
+// float16 ones (8 bytes), in as few lanes of columns as take them.
 func TestPlanCols(t *testing.T) {
 	for _, tc := range []struct {
-		rows, cols int
-		want       colLayout
+		rows, cols, width int
+		want              colLayout
 	}{
-		{1048576, 5, colLayout{kind: "_narrow", gx: 264, gy: 1, chunks: 264, last: true}},
-		{6528, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1, last: true}},
-		{6529, 5, colLayout{kind: "_narrow", gx: 5, gy: 1, chunks: 5, last: true}},
-		{7, 5, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1, last: true}},
-		{7, 1048576, colLayout{kind: "_short", gx: 1024, gy: 1, chunks: 1, last: true}},
-		{32, 1000, colLayout{kind: "_short", gx: 1, gy: 1, chunks: 1, last: true}},
-		{33, 1000, colLayout{kind: "_cols", gx: 32, gy: 1, chunks: 1, last: true}},
-		{256, 8192, colLayout{kind: "_cols", gx: 256, gy: 1, chunks: 1, last: true}},
-		{257, 8192, colLayout{kind: "_cols", gx: 256, gy: 4, chunks: 4, last: true}},
-		{65536, 128, colLayout{kind: "_cols", gx: 4, gy: 264, chunks: 264}},
-		{8192, 256, colLayout{kind: "_cols", gx: 8, gy: 128, chunks: 128, last: true}},
-		{65536, 32, colLayout{kind: "_cols", gx: 1, gy: 1024, chunks: 1024}},
-		{4096, 65536, colLayout{kind: "_cols", gx: 2048, gy: 1, chunks: 1, last: true}},
+		{1048576, 5, 4, colLayout{kind: "_narrow", gx: 264, gy: 1, chunks: 264, last: true}},
+		{6528, 5, 4, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1, last: true}},
+		{6529, 5, 4, colLayout{kind: "_narrow", gx: 5, gy: 1, chunks: 5, last: true}},
+		{7, 5, 4, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1, last: true}},
+		{7, 1048576, 4, colLayout{kind: "_short", gx: 1024, gy: 1, chunks: 1, last: true}},
+		{32, 1000, 4, colLayout{kind: "_short", gx: 1, gy: 1, chunks: 1, last: true}},
+		{33, 1000, 4, colLayout{kind: "_cols", gx: 32, gy: 1, chunks: 1, lanes: 32, last: true}},
+		{256, 8192, 4, colLayout{kind: "_cols", gx: 256, gy: 1, chunks: 1, lanes: 32, last: true}},
+		{257, 8192, 4, colLayout{kind: "_cols", gx: 256, gy: 4, chunks: 4, lanes: 32, last: true}},
+		{65536, 128, 4, colLayout{kind: "_cols", gx: 4, gy: 264, chunks: 264, lanes: 32}},
+		{8192, 256, 4, colLayout{kind: "_cols", gx: 8, gy: 128, chunks: 128, lanes: 32, last: true}},
+		{65536, 32, 4, colLayout{kind: "_cols", gx: 1, gy: 1024, chunks: 1024, lanes: 32}},
+		{4096, 65536, 4, colLayout{kind: "_cols", gx: 2048, gy: 1, chunks: 1, lanes: 32, last: true}},
+		{65536, 32, 2, colLayout{kind: "_cols", gx: 1, gy: 1024, chunks: 1024, lanes: 32}}, // float64 as float32
+		// float16 (and bfloat16): 4 columns a thread.
+		{4096, 8192, 8, colLayout{kind: "_cols", gx: 64, gy: 16, chunks: 16, lanes: 32, last: true}},
+		{65536, 1000, 8, colLayout{kind: "_cols", gx: 8, gy: 132, chunks: 132, lanes: 32}},
+		{1048576, 32, 8, colLayout{kind: "_cols", gx: 1, gy: 1056, chunks: 1056, lanes: 8}},
+		{65536, 32, 8, colLayout{kind: "_cols", gx: 1, gy: 256, chunks: 256, lanes: 8}},
+		{8192, 32, 8, colLayout{kind: "_cols", gx: 1, gy: 32, chunks: 32, lanes: 8, last: true}},
+		{33, 33, 8, colLayout{kind: "_cols", gx: 1, gy: 1, chunks: 1, lanes: 16, last: true}},
+		{33, 1001, 8, colLayout{kind: "_cols", gx: 8, gy: 1, chunks: 1, lanes: 32, last: true}},
+		// int8: 8 columns a thread.
+		{33, 32, 16, colLayout{kind: "_cols", gx: 1, gy: 1, chunks: 1, lanes: 4, last: true}},
 	} {
-		if got := planCols(h200, tc.rows, tc.cols, 4); got != tc.want {
-			t.Errorf("%dx%d: %+v, want %+v", tc.rows, tc.cols, got, tc.want)
+		if got := planCols(h200, tc.rows, tc.cols, tc.width); got != tc.want {
+			t.Errorf("%dx%d of width %d: %+v, want %+v", tc.rows, tc.cols, tc.width, got, tc.want)
+		}
+	}
+}
+
+// TestColVector: 8 bytes of columns a thread of _cols where elements are
+// narrower than 4 bytes, else one.
+func TestColVector(t *testing.T) {
+	for _, tc := range []struct{ width, want int }{{16, 8}, {8, 4}, {4, 1}, {2, 1}} {
+		if got := colVector(tc.width); got != tc.want {
+			t.Errorf("colVector(%d) = %d, want %d", tc.width, got, tc.want)
 		}
 	}
 }

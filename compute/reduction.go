@@ -309,39 +309,6 @@ extern "C" __global__ void %[1]s_chunks(const gocuda_acc* gocuda_partial, long l
 		if (threadIdx.x %% 32 == 0) gocuda_post(gocuda_out, o, v, n);
 	}
 }
-// Columns, 32 or more: a block takes 32 columns with 8 lanes of rows each,
-// lane y of row chunk k taking rows 8k+y, 8k+y + 8·chunks, ...; the lanes
-// fold in order through shared memory; with one chunk the result is
-// posted, else each chunk's is a partial result (partial[k * cols + c]).
-extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
-	__shared__ gocuda_acc gocuda_lanes[8][32];
-	for (long long gocuda_b = blockIdx.x; gocuda_b * 32 < cols; gocuda_b += gridDim.x) {
-		const long long c = gocuda_b * 32 + threadIdx.x;
-		gocuda_acc v = gocuda_identity();
-		if (c < cols) {
-			#pragma unroll 4
-			for (long long r = (long long)blockIdx.y * 8 + threadIdx.y; r < rows; r += 8LL * gridDim.y) v = gocuda_reduce(v, %[6]s);
-		}
-		gocuda_lanes[threadIdx.y][threadIdx.x] = v;
-		__syncthreads();
-		if (threadIdx.y == 0 && c < cols) {
-			for (int y = 1; y < 8; y++) v = gocuda_reduce(v, gocuda_lanes[y][threadIdx.x]);
-			if (gridDim.y == 1) gocuda_post(gocuda_out, c, v, rows);
-			else gocuda_partial[blockIdx.y * cols + c] = v;
-		}
-		if (gridDim.y > 1 && gocuda_counters && gocuda_arrive(&gocuda_counters[gocuda_b], gridDim.y)) {
-			// The block's 8 warps (one a threadIdx.y) fold its 32 columns.
-			for (long long q = threadIdx.y; q < 32; q += 8) {
-				const long long o = gocuda_b * 32 + q;
-				if (o >= cols) break;
-				v = gocuda_fold(gocuda_partial, gridDim.y, cols, o, threadIdx.x);
-				if (threadIdx.x == 0) gocuda_post(gocuda_out, o, v, rows);
-			}
-			if (threadIdx.x == 0 && threadIdx.y == 0) gocuda_counters[gocuda_b] = 0;
-		}
-		__syncthreads();
-	}
-}
 // Columns, fewer than 32: a block's threads read blockDim.x / cols whole
 // rows at a time, thread t column t %% cols of row group t / cols, so that
 // a step reads a run of the buffer; the groups fold in a fixed tree
@@ -378,6 +345,88 @@ extern "C" __global__ __launch_bounds__(1024) void %[1]s_narrow(%[2]s%[3]s* gocu
 	}
 }
 `, r.name, strings.Join(params, ""), r.out.t.storage, wide, strings.Join(args, ""), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
+	// _cols' threads take cv adjacent columns each: their vectors, and
+	// whether every buffer is aligned for them.
+	cv := colVector(width)
+	var colAligned, colDecl []string
+	for j, p := range r.in {
+		if buffer[j] {
+			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, cv)
+			colAligned = append(colAligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec))
+			colDecl = append(colDecl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j]; ", vec, p.name))
+		}
+	}
+	if len(colAligned) == 0 {
+		colAligned = []string{"false"}
+	}
+	fmt.Fprintf(&b, `// Columns, 32 or more: a block of %[4]d threads takes blockDim.x·V
+// columns (V = %[5]d), thread x the V from column x·V, with blockDim.y
+// lanes of rows, lane y of row chunk k taking rows Yk+y, Yk+y + Y·chunks,
+// ... (Y = blockDim.y). Where every buffer and every row start is aligned
+// for them, the V columns are one load a row; else V loads, each column
+// folded in the same order either way: the same bits from a view as from
+// an aligned buffer. The lanes fold in order through shared memory; with
+// one chunk the result is posted, else each chunk's is a partial result
+// (partial[k * cols + c]).
+extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
+	__shared__ gocuda_acc gocuda_lanes[%[4]d * %[5]d];
+	const unsigned int gocuda_t = threadIdx.y * blockDim.x + threadIdx.x;
+	const long long gocuda_span = (long long)blockDim.x * %[5]d;
+	const bool gocuda_wide = (%[6]s) && cols %% %[5]d == 0;
+	for (long long gocuda_b = blockIdx.x; gocuda_b * gocuda_span < cols; gocuda_b += gridDim.x) {
+		const long long c = gocuda_b * gocuda_span + threadIdx.x * %[5]d;
+		const long long gocuda_first = (long long)blockIdx.y * blockDim.y + threadIdx.y, gocuda_step = (long long)blockDim.y * gridDim.y;
+		gocuda_acc v[%[5]d];
+		#pragma unroll
+		for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_identity();
+		if (c < cols && gocuda_wide) {
+			#pragma unroll 4
+			for (long long r = gocuda_first; r < rows; r += gocuda_step) {
+				const long long gocuda_j = r * (cols / %[5]d) + c / %[5]d;
+				%[7]s
+				#pragma unroll
+				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_reduce(v[gocuda_k], %[8]s);
+			}
+		} else if (c < cols) {
+			#pragma unroll 4
+			for (long long r = gocuda_first; r < rows; r += gocuda_step) {
+				#pragma unroll
+				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) {
+					const long long gocuda_i = r * cols + c + gocuda_k;
+					if (c + gocuda_k < cols) v[gocuda_k] = gocuda_reduce(v[gocuda_k], %[9]s);
+				}
+			}
+		}
+		#pragma unroll
+		for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) gocuda_lanes[gocuda_t * %[5]d + gocuda_k] = v[gocuda_k];
+		__syncthreads();
+		if (threadIdx.y == 0 && c < cols) {
+			for (unsigned int y = 1; y < blockDim.y; y++) {
+				#pragma unroll
+				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_reduce(v[gocuda_k], gocuda_lanes[(y * blockDim.x + threadIdx.x) * %[5]d + gocuda_k]);
+			}
+			#pragma unroll
+			for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) {
+				if (c + gocuda_k >= cols) break;
+				if (gridDim.y == 1) gocuda_post(gocuda_out, c + gocuda_k, v[gocuda_k], rows);
+				else gocuda_partial[blockIdx.y * cols + c + gocuda_k] = v[gocuda_k];
+			}
+		}
+		if (gridDim.y > 1 && gocuda_counters && gocuda_arrive(&gocuda_counters[gocuda_b], gridDim.y)) {
+			// The block's warps (of %[4]d threads) fold its columns, a warp a column.
+			for (long long q = gocuda_t / 32; q < gocuda_span; q += %[4]d / 32) {
+				const long long o = gocuda_b * gocuda_span + q;
+				if (o >= cols) break;
+				const gocuda_acc w = gocuda_fold(gocuda_partial, gridDim.y, cols, o, gocuda_t %% 32);
+				if (gocuda_t %% 32 == 0) gocuda_post(gocuda_out, o, w, rows);
+			}
+			if (gocuda_t == 0) gocuda_counters[gocuda_b] = 0;
+		}
+		__syncthreads();
+	}
+}
+`, r.name, strings.Join(params, ""), r.out.t.storage, blockSize, cv, strings.Join(colAligned, " && "), strings.Join(colDecl, ""),
+		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(cv)+" + gocuda_k"), mapAt("gocudap_%s[gocuda_i]", "gocuda_i"))
 	fmt.Fprintf(&b, `// Columns of a few rows: a thread folds width columns (one where the
 // buffers or the rows are not aligned for vectors) down every row.
 extern "C" __global__ void %[1]s_short(%[2]s%[3]s* gocuda_out, long long rows, long long cols) {
@@ -651,7 +700,7 @@ func (r *Reduction) foldColumns(op string, s *cuda.Stream, shape Shape, as []arg
 		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.gx}, Block: cuda.Dim3{X: blockSize}, Stream: s}
 		return launchError(op, f[0].Launch(cfg, append(vals, rows, cols)...), as, r.name)
 	}
-	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.gx, Y: l.gy}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.gx, Y: l.gy}, Block: cuda.Dim3{X: l.lanes, Y: blockSize / max(1, l.lanes)}, Stream: s}
 	if l.kind == "_narrow" {
 		cfg.Block = cuda.Dim3{X: bigBlock}
 	}
