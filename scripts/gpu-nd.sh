@@ -10,8 +10,8 @@
 #   scripts/gpu-nd.sh OUTDIR [GO_S PEERS_S]
 #
 # OUTDIR gets machine.txt, nd-go.txt (-test.count ND_COUNT rounds, default
-# 3, of -test.benchtime ND_BENCHTIME, default 0.1s), nd-peers.json and
-# nd-peers.err, nd.md (the table, worst ratio first) and summary.txt.
+# 3, of -test.benchtime ND_BENCHTIME, default 0.1s), call.prof (a CPU
+# profile of the call-cost cases), nd-peers.json and nd-peers.err, nd.md (the table, worst ratio first) and summary.txt.
 # GOCUDA_ND_OPS (a comma list of ops, such as add,matmul) selects a subset
 # on both sides.
 set -uo pipefail
@@ -33,6 +33,12 @@ fi
 (cd nd && timeout "$go_s" "$bin/tests/nd.test" -test.run '^$' -test.bench '^BenchmarkND$' \
 	-test.benchtime "${ND_BENCHTIME:-0.1s}" -test.count "${ND_COUNT:-3}") >"$out/nd-go.txt" 2>&1
 echo "BenchmarkND: exit $?" >>"$out/summary.txt"
+# Where a small call's host time goes: a CPU profile of the call-cost cases
+# (go tool pprof -top OUTDIR/call.prof here; Go's profiles carry their
+# symbols, so the stripped binary is enough).
+(cd nd && timeout 60 "$bin/tests/nd.test" -test.run '^$' -test.bench '^BenchmarkND$/^call_' \
+	-test.benchtime 2s -test.cpuprofile "$out/call.prof") >"$out/call-profile.txt" 2>&1
+echo "call profile: exit $?" >>"$out/summary.txt"
 timeout "$peers_s" python3 bench/pyref/nd_peers.py >"$out/nd-peers.json" 2>"$out/nd-peers.err"
 echo "nd_peers.py: exit $?" >>"$out/summary.txt"
 python3 bench/report/ndreport.py "$out/nd-go.txt" "$out/nd-peers.json" >"$out/nd.md" 2>>"$out/summary.txt"
