@@ -134,22 +134,43 @@ func (d dtype) store(value string) string {
 // one NaN for all. No CUDA header is included: NVRTC does not always find
 // them. Then the vector type of the kernels' wide loads and stores.
 //
+// Each conversion is in two parts: _num, the instruction, exact for any
+// value but a NaN (whose bits it does not keep, but which it leaves a
+// NaN), and _nan, the bits of a NaN. The whole conversion tests for a NaN
+// with one float comparison, v != v (of the float it is given, or of the
+// instruction's result), cheaper than a test of the bits, and takes
+// _nan's bits for one. Even so the NaN's bits cost a select and their
+// making on every element, as many instructions as the conversion: the
+// vectors' loads and stores (gocuda_load_f16 and the others, which the
+// elementwise kernels use) test their whole vector at once instead, and
+// convert element by element only a vector with a NaN in it. The common
+// vector is converted by the instructions alone, and on sm_80 and later
+// two floats to a pair of halves by one (cvt.rn.f16x2.f32,
+// cvt.rn.bf16x2.f32), so that an elementwise kernel of halves does about
+// as much per element as one of float32s.
+//
 // Compiled for the host (no __CUDA_ARCH__: the fake driver's tests, which
 // run kernels on the CPU through internal/hostcc and internal/kernelhook),
-// the conversions are integer arithmetic that gives the same bits, and
+// the instructions are integer arithmetic that gives the same bits, and
 // TestCastBits holds both to Go's.
 const prelude = `
 // gocuda_vec is V elements of T loaded or stored at once (a 16-byte
 // access at most): the pointer must be aligned to its size.
 template <typename T, int V> struct alignas(sizeof(T) * V) gocuda_vec { T v[V]; };
-__device__ __forceinline__ unsigned short gocuda_f32_to_f16(float f) {
+// gocuda_f32_to_f16_nan is NaN f as a float16: its sign, quiet, and the
+// top of its payload.
+__device__ __forceinline__ unsigned short gocuda_f32_to_f16_nan(float f) {
 	unsigned int b = __float_as_uint(f);
-	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(((b >> 16) & 0x8000u) | 0x7e00u | ((b & 0x7fffffu) >> 13));
+	return (unsigned short)(((b >> 16) & 0x8000u) | 0x7e00u | ((b & 0x7fffffu) >> 13));
+}
+// gocuda_f32_to_f16_num is f, not a NaN, rounded to a float16.
+__device__ __forceinline__ unsigned short gocuda_f32_to_f16_num(float f) {
 #ifdef __CUDA_ARCH__
 	unsigned short h;
 	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
 	return h;
 #else
+	unsigned int b = __float_as_uint(f);
 	unsigned int sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
 	if (a <= 0x33000000u) return (unsigned short)sign; // 2^-25 or less: to zero (2^-25 a tie, to even)
 	if (a < 0x38800000u) { // below 2^-14: a subnormal, in units of 2^-24
@@ -164,15 +185,28 @@ __device__ __forceinline__ unsigned short gocuda_f32_to_f16(float f) {
 	return (unsigned short)(sign | q);
 #endif
 }
-__device__ __forceinline__ float gocuda_f16_to_f32(unsigned short h) {
-	if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) return __uint_as_float(((unsigned int)(h & 0x8000u) << 16) | 0x7f800000u | ((unsigned int)(h & 0x3ffu) << 13));
+__device__ __forceinline__ unsigned short gocuda_f32_to_f16(float f) {
+	return f != f ? gocuda_f32_to_f16_nan(f) : gocuda_f32_to_f16_num(f);
+}
+// gocuda_f16_to_f32_nan is NaN h as a float: its sign and payload, as
+// they are (Float16.Float32 keeps a signaling NaN signaling). Shifted up
+// 13, h's payload is the float's, its exponent (a NaN's, all ones) bits
+// 27-23 and its sign bit 28; sign-extended first, the sign fills bits
+// 31-29 too, so that with the float's exponent set (bits 30-23) bit 31
+// alone is left of it, in three instructions rather than six.
+__device__ __forceinline__ float gocuda_f16_to_f32_nan(unsigned short h) {
+	return __uint_as_float((unsigned int)(int)(short)h << 13 | 0x7f800000u);
+}
+// gocuda_f16_to_f32_num is h as a float, exactly, for any h but a NaN,
+// and a NaN for a NaN.
+__device__ __forceinline__ float gocuda_f16_to_f32_num(unsigned short h) {
 #ifdef __CUDA_ARCH__
 	float f;
 	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
 	return f;
 #else
 	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u);
+	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13)); // an infinity, or a NaN (gocuda_f16_to_f32_nan's bits)
 	if (e == 0) {
 		float v = (float)m * 5.9604644775390625e-08f; // m * 2^-24, exact
 		return sign ? -v : v;
@@ -180,20 +214,100 @@ __device__ __forceinline__ float gocuda_f16_to_f32(unsigned short h) {
 	return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
 #endif
 }
-__device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
-	unsigned int b = __float_as_uint(f);
-	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u);
+__device__ __forceinline__ float gocuda_f16_to_f32(unsigned short h) {
+	const float f = gocuda_f16_to_f32_num(h);
+	return f != f ? gocuda_f16_to_f32_nan(h) : f;
+}
+// gocuda_f32_to_bf16_nan is NaN f as a bfloat16: its sign, quiet, and the
+// top of its payload.
+__device__ __forceinline__ unsigned short gocuda_f32_to_bf16_nan(float f) { return (unsigned short)((__float_as_uint(f) >> 16) | 0x40u); }
+// gocuda_f32_to_bf16_num is f, not a NaN, rounded to a bfloat16.
+__device__ __forceinline__ unsigned short gocuda_f32_to_bf16_num(float f) {
 #if __CUDA_ARCH__ >= 800
 	unsigned short h;
 	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
 	return h;
 #else
-	unsigned int r = b >> 16, rem = b & 0xffffu;
+	unsigned int b = __float_as_uint(f), r = b >> 16, rem = b & 0xffffu;
 	if (rem > 0x8000u || (rem == 0x8000u && (r & 1u))) r++;
 	return (unsigned short)r;
 #endif
 }
+__device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
+	return f != f ? gocuda_f32_to_bf16_nan(f) : gocuda_f32_to_bf16_num(f);
+}
 __device__ __forceinline__ float gocuda_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+// gocuda_any_nan is whether any of f is a NaN: one test and one branch
+// for a vector, not one for each element. Two floats at a time, which
+// the compiler tests for NaNs in one instruction.
+template <int W> __device__ __forceinline__ bool gocuda_any_nan(const float (&f)[W]) {
+	bool nan = W % 2 && f[W - 1] != f[W - 1];
+#pragma unroll
+	for (int k = 0; k + 1 < W; k += 2) nan |= (f[k] != f[k]) | (f[k + 1] != f[k + 1]);
+	return nan;
+}
+// gocuda_load_f16 and gocuda_load_bf16 set f to v's elements as floats,
+// as gocuda_f16_to_f32 and gocuda_bf16_to_f32 do: by the instruction
+// alone, then element by element only if that made a NaN, of a NaN in v.
+template <int W> __device__ __forceinline__ void gocuda_load_f16(float (&f)[W], const gocuda_vec<unsigned short, W>& v) {
+#pragma unroll
+	for (int k = 0; k < W; k++) f[k] = gocuda_f16_to_f32_num(v.v[k]);
+	if (gocuda_any_nan(f)) {
+#pragma unroll
+		for (int k = 0; k < W; k++) f[k] = gocuda_f16_to_f32(v.v[k]);
+	}
+}
+template <int W> __device__ __forceinline__ void gocuda_load_bf16(float (&f)[W], const gocuda_vec<unsigned short, W>& v) {
+#pragma unroll
+	for (int k = 0; k < W; k++) f[k] = gocuda_bf16_to_f32(v.v[k]);
+}
+// gocuda_store_f16 and gocuda_store_bf16 set v's elements to f's rounded,
+// as gocuda_f32_to_f16 and gocuda_f32_to_bf16 do: element by element if
+// one of f is a NaN, else by the instruction alone, which from sm_80 on
+// rounds two floats to a pair of halves at once, the first float given
+// to the upper half (element k + 1 of a little-endian pair: the device
+// and the hosts the fake runs on are little-endian). Either way each
+// pair is made a 32-bit word, as the vector is stored: the pairs are not
+// split into halves and joined again. W is even: a vector of halves has
+// 2, 4 or 8 elements.
+template <int W> __device__ __forceinline__ void gocuda_store_f16(gocuda_vec<unsigned short, W>& v, const float (&f)[W]) {
+	static_assert(W % 2 == 0, "halves come in pairs");
+	union { unsigned int pair[W / 2]; gocuda_vec<unsigned short, W> v; } u; // as gocuda_down's
+	unsigned int (&pair)[W / 2] = u.pair;
+	if (gocuda_any_nan(f)) {
+#pragma unroll
+		for (int k = 0; k < W / 2; k++) pair[k] = gocuda_f32_to_f16(f[2 * k]) | (unsigned int)gocuda_f32_to_f16(f[2 * k + 1]) << 16;
+	} else {
+#pragma unroll
+		for (int k = 0; k < W / 2; k++) {
+#if __CUDA_ARCH__ >= 800
+			asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(pair[k]) : "f"(f[2 * k + 1]), "f"(f[2 * k]));
+#else
+			pair[k] = gocuda_f32_to_f16_num(f[2 * k]) | (unsigned int)gocuda_f32_to_f16_num(f[2 * k + 1]) << 16;
+#endif
+		}
+	}
+	v = u.v;
+}
+template <int W> __device__ __forceinline__ void gocuda_store_bf16(gocuda_vec<unsigned short, W>& v, const float (&f)[W]) {
+	static_assert(W % 2 == 0, "halves come in pairs");
+	union { unsigned int pair[W / 2]; gocuda_vec<unsigned short, W> v; } u; // as gocuda_down's
+	unsigned int (&pair)[W / 2] = u.pair;
+	if (gocuda_any_nan(f)) {
+#pragma unroll
+		for (int k = 0; k < W / 2; k++) pair[k] = gocuda_f32_to_bf16(f[2 * k]) | (unsigned int)gocuda_f32_to_bf16(f[2 * k + 1]) << 16;
+	} else {
+#pragma unroll
+		for (int k = 0; k < W / 2; k++) {
+#if __CUDA_ARCH__ >= 800
+			asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(pair[k]) : "f"(f[2 * k + 1]), "f"(f[2 * k]));
+#else
+			pair[k] = gocuda_f32_to_bf16_num(f[2 * k]) | (unsigned int)gocuda_f32_to_bf16_num(f[2 * k + 1]) << 16;
+#endif
+		}
+	}
+	v = u.v;
+}
 // gocuda_down is lane l + k's v (__shfl_down_sync of every lane) for a v
 // of any type of 8 bytes or fewer.
 template <typename T> __device__ __forceinline__ T gocuda_down(T v, unsigned int k) {
@@ -215,8 +329,9 @@ template <typename T> __device__ __forceinline__ T gocuda_down(T v, unsigned int
 
 // ident reports whether s is a C identifier a parameter may be named. The
 // generated code's own names start with gocuda_, and it names parameter
-// x's pointer or scalar gocudap_x and its vector gocudav_x: none of these
-// can be a user's name, which may not start with gocuda, nor each other.
+// x's pointer or scalar gocudap_x, its vector gocudav_x and, for a half,
+// that vector's floats gocudaf_x: none of these can be a user's name,
+// which may not start with gocuda, nor each other.
 func ident(s string) bool {
 	if s == "" || strings.HasPrefix(s, "gocuda") || strings.HasPrefix(s, "_") {
 		return false

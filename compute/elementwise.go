@@ -296,19 +296,42 @@ func (k *Elementwise) source(buffer []bool) string {
 		default:
 			fmt.Fprintf(&b, "\t\t\t%s gocudav_%s;\n", vec(p), p.name)
 		}
+		// A vector of halves is converted whole, to floats (gocudaf_)
+		// before the operation's loop and back after it, so that the
+		// prelude's vector conversions test it for NaNs once, not each
+		// element. Conversions have no effects: the one loop still runs
+		// the operation once per element, however a vector converts.
+		if vector(j) && p.t.half != "" {
+			fmt.Fprintf(&b, "\t\t\tfloat gocudaf_%s[%d];\n", p.name, width)
+			if k.readOnly[j] || k.inplace[p.name] {
+				fmt.Fprintf(&b, "\t\t\tgocuda_load_%s(gocudaf_%[2]s, gocudav_%[2]s);\n", p.t.half, p.name)
+			}
+		}
 	}
 	fmt.Fprintf(&b, "\t\t\t#pragma unroll\n\t\t\tfor (int gocuda_k = 0; gocuda_k < %d; gocuda_k++) {\n", width)
 	fmt.Fprintf(&b, "\t\t\t\tconst long long i = gocuda_j * %d + gocuda_k;\n", width)
-	k.values(&b, "\t\t\t\t", buffer, "gocudav_%s.v[gocuda_k]")
+	k.values(&b, "\t\t\t\t", buffer, func(p param) string {
+		if p.t.half != "" {
+			return "gocudaf_" + p.name + "[gocuda_k]"
+		}
+		return "gocudav_" + p.name + ".v[gocuda_k]"
+	})
 	fmt.Fprintf(&b, "\t\t\t\t%s\n", body)
 	for _, p := range k.out {
-		if !p.raw {
+		switch {
+		case p.raw:
+		case p.t.half != "":
+			fmt.Fprintf(&b, "\t\t\t\tgocudaf_%s[gocuda_k] = (float)(%[1]s);\n", p.name)
+		default:
 			fmt.Fprintf(&b, "\t\t\t\tgocudav_%s.v[gocuda_k] = %s;\n", p.name, p.t.store(p.name))
 		}
 	}
 	b.WriteString("\t\t\t}\n")
 	for _, p := range k.out {
 		if !p.raw {
+			if p.t.half != "" {
+				fmt.Fprintf(&b, "\t\t\tgocuda_store_%s(gocudav_%[2]s, gocudaf_%[2]s);\n", p.t.half, p.name)
+			}
 			fmt.Fprintf(&b, "\t\t\t((%[1]s*)gocudap_%[2]s)[gocuda_j] = gocudav_%[2]s;\n", vec(p), p.name)
 		}
 	}
@@ -316,7 +339,7 @@ func (k *Elementwise) source(buffer []bool) string {
 
 	// The scalar loop: the tail, or every element.
 	b.WriteString("\tfor (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride) {\n")
-	k.values(&b, "\t\t", buffer, "gocudap_%s[i]")
+	k.values(&b, "\t\t", buffer, func(p param) string { return p.t.load("gocudap_" + p.name + "[i]") })
 	fmt.Fprintf(&b, "\t\t%s\n", body)
 	for _, p := range k.out {
 		if !p.raw {
@@ -386,24 +409,24 @@ template <bool BF> struct gocuda_raw_out {
 `
 
 // values declares each parameter's value for element i: a buffer's element
-// (element, a format of the parameter's name, says where it is), a
-// scalar's value, an output's variable (an in-place one holding the
-// buffer's element). A raw parameter has none: the operation gets its
-// pointer.
-func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, element string) {
+// (element says how to read it, converted to the type the operation
+// computes in), a scalar's value, an output's variable (an in-place one
+// holding the buffer's element). A raw parameter has none: the operation
+// gets its pointer.
+func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, element func(p param) string) {
 	for j, p := range k.ps {
 		if p.raw {
 			continue
 		}
-		v := "gocudap_" + p.name
+		v := p.t.load("gocudap_" + p.name)
 		if buffer[j] {
-			v = fmt.Sprintf(element, p.name)
+			v = element(p)
 		}
 		switch {
 		case k.readOnly[j]:
-			fmt.Fprintf(b, "%sconst %s %s = %s;\n", indent, p.t.value, p.name, p.t.load(v))
+			fmt.Fprintf(b, "%sconst %s %s = %s;\n", indent, p.t.value, p.name, v)
 		case k.inplace[p.name]:
-			fmt.Fprintf(b, "%s%s %s = %s;\n", indent, p.t.value, p.name, p.t.load(v))
+			fmt.Fprintf(b, "%s%s %s = %s;\n", indent, p.t.value, p.name, v)
 		default:
 			fmt.Fprintf(b, "%s%s %s;\n", indent, p.t.value, p.name)
 		}

@@ -1,0 +1,85 @@
+package compute
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/nvrtc"
+)
+
+// halfKernels returns the sources of kernels that convert halves of type
+// d, by name: elementwise, standard operations of d (their buffers' vectors
+// loaded and stored through the prelude's vector conversions, a scalar
+// converted on its own), the vectors of other widths beside a wider or
+// narrower type (4 halves beside float32, 2 beside float64, 8 beside
+// int8) and a raw half; others, a reduction, softmax's rows and arg max,
+// which convert element by element.
+func halfKernels(t *testing.T, d dtype) (elementwise, others map[string]string) {
+	t.Helper()
+	elementwise, others = map[string]string{}, map[string]string{}
+	add := func(name, in, out, body string, pattern ...bool) {
+		t.Helper()
+		k, err := NewElementwise(ElementwiseSpec{Name: name, InParams: in, OutParams: out, Operation: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		elementwise[fmt.Sprint(name, pattern)] = k.source(pattern)
+	}
+	h := d.name
+	add("gelu_"+h, h+" x", h+" y", unaryBodies["gelu"][1], true, true)
+	add("max_"+h, h+" a, "+h+" b", h+" y", binaryBodies["max"][1], true, true, true)
+	add("max_"+h, h+" a, "+h+" b", h+" y", binaryBodies["max"][1], true, false, true)
+	add("axpby_"+h, h+" alpha, "+h+" x, "+h+" beta, "+h+" y", h+" y", "y = alpha * x + beta * y;", false, true, false, true)
+	add("from_f32_"+h, "float32 x", h+" y", "y = x;", true, true)
+	add("to_f32_"+h, h+" x", "float32 y", "y = x;", true, true)
+	add("from_f64_"+h, "float64 x", h+" y", "y = x;", true, true)
+	add("from_i8_"+h, "int8 x", h+" y, "+h+" z", "y = x; z = -x;", true, true, true)
+	add("raw_"+h, "raw "+h+" x", h+" y, raw "+h+" acc", "y = x[i]; acc[i] += y;", true, true, true)
+	r, err := newStdReduction(d, "max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	others["reduce_max_"+h] = r.source([]bool{true, true})
+	others["softmax_"+h] = softmaxSource(d, "softmax_"+h, false)
+	others["argmax_"+h] = argSource(d, "argmax_"+h, true)
+	return elementwise, others
+}
+
+// TestHalvesCompile compiles the kernels that convert halves with a real
+// NVRTC (GOCUDA_LIBNVRTC naming one, as a machine without a GPU may
+// have), for each branch of the prelude's conversions that the device
+// takes and the fake's tests, which run the host's, do not: sm_70 (no
+// bfloat16 instruction, no packed conversions), sm_80 (both) and sm_90,
+// the H100's and H200's.
+func TestHalvesCompile(t *testing.T) {
+	if _, err := nvrtc.Version(); err != nil {
+		t.Skip("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
+	}
+	if !cudatest.IsFake() {
+		t.Skip("on the GPU the numeric tests compile and run them")
+	}
+	if testing.Short() {
+		t.Skip("compiles 60 kernels, a minute's work")
+	}
+	compile := func(name, src string, archs ...string) {
+		t.Helper()
+		for _, arch := range archs {
+			if _, err := nvrtc.Compile(nil, src, nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: compileFlags}); err != nil {
+				t.Errorf("%s for %s: %v", name, arch, err)
+			}
+		}
+	}
+	for _, d := range dtypes {
+		if d.half == "" {
+			continue
+		}
+		elementwise, others := halfKernels(t, d)
+		for name, src := range elementwise {
+			compile(name, src, "sm_70", "sm_80", "sm_90")
+		}
+		for name, src := range others {
+			compile(name, src, "sm_70", "sm_90") // slower to compile; no branch of sm_80's own
+		}
+	}
+}
