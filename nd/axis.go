@@ -95,6 +95,22 @@ func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[
 			return nil, errorf(op, cuda.ErrInvalidValue, "dst and a are on different streams: the operands of an operation share one")
 		}
 	}
+	// Along the last axis into a contiguous dst that shares no memory
+	// with a, f writes the result itself: no result to allocate and copy.
+	if last := a.layout.Ndim() - 1; dst != nil && perm[last] == last && dst.layout.IsContiguous() && !overlapping(op, dst, a) {
+		if dst.layout.Size() == 0 {
+			return nil, nil
+		}
+		in, err := src.Buffer()
+		if err != nil {
+			return nil, wrap(op, err)
+		}
+		c, err := dst.Buffer()
+		if err != nil {
+			return nil, wrap(op, err)
+		}
+		return nil, wrap(op, f(c, in, rows, cols, a.s))
+	}
 	out, err := empty[T](op, a.s, src.layout.Shape())
 	if err != nil {
 		return nil, err

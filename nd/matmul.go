@@ -89,6 +89,21 @@ func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (result *Array[T], 
 			return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the product %v", dst.layout.Shape(), outShape)
 		}
 	}
+	// Into a contiguous dst that shares no memory with a or b, cuBLAS
+	// writes the product itself (dst's shape is the product's, its axes of
+	// one element aside): no result to allocate and copy.
+	if dst != nil && dst.layout.IsContiguous() && !overlapping(op, dst, a) && !overlapping(op, dst, b) {
+		if dst.layout.Size() > 0 {
+			c, err := dst.Buffer()
+			if err != nil {
+				return nil, wrap(op, err)
+			}
+			if err := gemm(op, av, bv, dst, c, batch, m, k, n); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
 	out, err := empty[T](op, a.s, full)
 	if err != nil {
 		return nil, err
@@ -98,7 +113,7 @@ func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (result *Array[T], 
 		return nil, err
 	}
 	if out.layout.Size() > 0 {
-		if err := gemm(op, av, bv, out, batch, m, k, n); err != nil {
+		if err := gemm(op, av, bv, out, out.buf, batch, m, k, n); err != nil {
 			return fail(err)
 		}
 	}
@@ -114,9 +129,18 @@ func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (result *Array[T], 
 	return nil, copyInto(op, dst, out)
 }
 
-// gemm computes out (batch..., m, n, contiguous) = a·b, a and b broadcast
-// to batch.
-func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n int) (err error) {
+// overlapping reports whether x's and y's elements may share memory:
+// whether their spans do.
+func overlapping[T Elem](op string, x, y *Array[T]) bool {
+	ox, errX := operandOf(op, "x", x)
+	oy, errY := operandOf(op, "y", y)
+	return errX != nil || errY != nil || ox.lo < oy.hi && oy.lo < ox.hi
+}
+
+// gemm computes out = a·b, a and b broadcast to batch: out is
+// contiguous, of the shape (batch..., m, n) but for axes of one element,
+// and c its memory.
+func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], c *cuda.DeviceBuffer[T], batch []int, m, k, n int) (err error) {
 	h, err := handleOf(op, a.s)
 	if err != nil {
 		return err
@@ -138,7 +162,7 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n 
 		return err
 	}
 	defer freed(&err, copyB)
-	mc := cublas.NewMatrix(out.buf, m, n)
+	mc := cublas.NewMatrix(c, m, n)
 	switch {
 	case count == 1:
 		return wrap(op, cublas.Gemm(h, 1, ma.first, mb.first, 0, mc))
@@ -149,7 +173,7 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n 
 		// (The batch's span is the tall matrix's.)
 		tall := ma.first
 		tall.Rows, tall.BatchStride = count*m, 0
-		return wrap(op, cublas.Gemm(h, 1, tall, mb.first, 0, cublas.NewMatrix(out.buf, count*m, n)))
+		return wrap(op, cublas.Gemm(h, 1, tall, mb.first, 0, cublas.NewMatrix(c, count*m, n)))
 	case ma.strided && mb.strided:
 		// A stride from one matrix to the next in each: cuBLAS's strided
 		// batch, with no arrays of pointers to build and copy.
@@ -157,11 +181,11 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], batch []int, m, k, n 
 	}
 	mcs := make([]cublas.Matrix[T], count)
 	for i := range mcs {
-		c, err := out.buf.Slice(i*m*n, m*n)
+		ci, err := c.Slice(i*m*n, m*n)
 		if err != nil {
 			return wrap(op, err)
 		}
-		mcs[i] = cublas.NewMatrix(c, m, n)
+		mcs[i] = cublas.NewMatrix(ci, m, n)
 	}
 	as, bs := ma.each(count), mb.each(count)
 	return wrap(op, cublas.GemmBatched(h, 1, as, bs, 0, mcs))

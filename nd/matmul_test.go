@@ -97,6 +97,39 @@ func TestMatmul(t *testing.T) {
 			}
 		})
 	}
+	// Into a contiguous dst, cuBLAS writes the product itself; into one
+	// that is an operand, the product goes through a result of its own.
+	t.Run("into", func(t *testing.T) {
+		for _, tt := range []struct {
+			name  string
+			a, b  *nd.Array[float32]
+			dstIs int // 0: a new array; 1: a; 2: b
+		}{
+			{"new", arr(t, 3, 4), arr(t, 4, 5), 0},
+			{"batched", arr(t, 2, 3, 4), arr(t, 2, 4, 5), 0},
+			{"batch folded", arr(t, 2, 3, 4), arr(t, 4, 5), 0},
+			{"vector", arr(t, 4), arr(t, 4, 5), 0},
+			{"dst is a", arr(t, 4, 4), arr(t, 4, 4), 1},
+			{"dst is b", arr(t, 2, 4, 4), arr(t, 2, 4, 4), 2},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				want := matmulHost(toHost64(hostOf(t, tt.a)), toHost64(hostOf(t, tt.b)))
+				var dst *nd.Array[float32]
+				switch tt.dstIs {
+				case 0:
+					dst = free(t, must(nd.Full[float32](s, 7, want.shape...))(t))
+				case 1:
+					dst = tt.a
+				case 2:
+					dst = tt.b
+				}
+				if err := nd.MatmulInto(dst, tt.a, tt.b); err != nil {
+					t.Fatal(err)
+				}
+				closeTo(t, "MatmulInto", dst, want, 1e-5)
+			})
+		}
+	})
 	t.Run("halves", func(t *testing.T) {
 		a16 := free(t, must(nd.FromSlice(s, halves[cuda.BFloat16](12), 3, 4))(t))
 		b16 := free(t, must(nd.FromSlice(s, halves[cuda.BFloat16](8), 4, 2))(t))

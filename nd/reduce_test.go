@@ -212,6 +212,26 @@ func TestAxisOps(t *testing.T) {
 					}
 					return out
 				}), 1e-6)
+				// Into: a contiguous dst (written by the rows' kernel
+				// itself along the last axis), a transposed one, and a
+				// itself (in place, through a result of its own): each
+				// as the allocating form.
+				want := free(t, must(nd.Softmax(a, axis))(t))
+				for _, into := range []string{"contiguous", "transposed", "in place"} {
+					var dst *nd.Array[float32]
+					switch into {
+					case "contiguous":
+						dst = free(t, must(nd.Full[float32](s, 7, a.Shape()...))(t))
+					case "transposed":
+						dst = free(t, must(nd.Full[float32](s, 7, reversed(a.Shape())...))(t)).T()
+					default:
+						dst = free(t, must(a.Copy())(t))
+					}
+					if err := nd.SoftmaxInto(dst, dst0(into, a, dst), axis); err != nil {
+						t.Fatal(into, err)
+					}
+					closeTo(t, "SoftmaxInto "+into, dst, toHost64(hostOf(t, want)), 0)
+				}
 			})
 		}
 	}
@@ -224,6 +244,21 @@ func TestAxisOps(t *testing.T) {
 	}
 	one := free(t, must(nd.FromSlice(s, floats(1000, 2, false)))(t))
 	closeTo(t, "ArgMax of one line", free(t, must(nd.ArgMax(one, 0))(t)), foldHost(toHost64(hostOf(t, one)), nil, false, argExtreme(func(a, b float64) bool { return a > b })), 0)
+}
+
+// dst0 is the input of an Into test: dst itself where the test is in
+// place, else a.
+func dst0(into string, a, dst *nd.Array[float32]) *nd.Array[float32] {
+	if into == "in place" {
+		return dst
+	}
+	return a
+}
+
+func reversed(s []int) []int {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
 }
 
 // argExtreme is NumPy's argmax (better: a > b) or argmin: the first of
