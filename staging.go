@@ -585,6 +585,9 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	trace(stepStart, 0)
 	p := sb.opts.pipeline()
 	locked := pageLocked(host)
+	if d == DeviceToHost && !locked {
+		adviseHugePages(host) // pages the download may be first to touch
+	}
 	r := p.route(len(host), locked, sb.stageMaxBytes(d), d)
 	if r == routePipelined && len(host) < p.WarmBelowBytes && !hostcopy.Awake() {
 		r = routeDirect
