@@ -135,6 +135,8 @@ func compileAll[T nd.Elem](t *testing.T, s *cuda.Stream) {
 		compiled(t, name("IsClose"), second(nd.IsClose(a, b, 1e-5, 1e-8)))
 		compiled(t, name("Tile"), second(nd.Tile(a, 2, 1)))
 	}
+	a := free(t, must(nd.Zeros[T](s, 2, 3))(t))
+	compiled(t, "Concat["+typeName[T]()+"] of 3", second(nd.Concat([]*nd.Array[T]{a, a, a}, 1)))
 	compiled(t, "Arange["+typeName[T]()+"]", second(nd.Arange[T](s, 0, 10, 3)))
 	compiled(t, "Linspace["+typeName[T]()+"]", second(nd.Linspace[T](s, 0, 10, 7)))
 }

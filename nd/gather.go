@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
@@ -209,6 +211,13 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 	} else if !slices.Equal(dst.layout.Shape(), outShape) || dst.s != arrays[0].s {
 		return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the arrays join into %v on their stream", dst.layout.Shape(), outShape)
 	}
+	// Contiguous arrays into a contiguous out: one kernel for them all.
+	if done, err := concatOnce(op, out, arrays, ax); done || err != nil {
+		if err != nil && dst == nil {
+			out.Free()
+		}
+		return out, err
+	}
 	// Each array into its part of out (a view, written through).
 	at := 0
 	for _, a := range arrays {
@@ -226,6 +235,124 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 		at += d
 	}
 	return out, nil
+}
+
+// maxConcatOnce is the most arrays concatOnce joins in one kernel.
+const maxConcatOnce = 8
+
+// concatOnce joins the arrays along axis ax into out in one kernel, as
+// PyTorch's cat does, where out and every array are contiguous and there
+// are at most maxConcatOnce arrays with elements; done is false (and
+// nothing is written) where they are not. Seen as rows, out's row (the
+// elements from axis ax on, at each index before it) is the arrays' rows
+// one after the other: element r of out's row o is element r - c of
+// array k's row o, c being the rows of the arrays before k. The elements
+// are copied as their bits (unsigned integers of their size), so that a
+// half's NaN keeps its payload and signal.
+func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (done bool, err error) {
+	if !out.layout.IsContiguous() || out.layout.Size() == 0 {
+		return false, nil
+	}
+	var parts []*cuda.DeviceBuffer[T]
+	var ends []int64 // the end of each part's row in out's row
+	row, outer := int64(0), out.layout.Size()/rowOf(out.layout.Shape(), ax)
+	for _, a := range arrays {
+		if !a.layout.IsContiguous() {
+			return false, nil
+		}
+		n := a.layout.Size()
+		if n == 0 {
+			continue
+		}
+		b, err := a.Buffer()
+		if err != nil {
+			return false, wrap(op, err)
+		}
+		row += int64(n / outer)
+		parts = append(parts, b)
+		ends = append(ends, row)
+	}
+	if len(parts) == 0 || len(parts) > maxConcatOnce {
+		return false, nil
+	}
+	o, err := out.Buffer()
+	if err != nil {
+		return false, wrap(op, err)
+	}
+	switch size := unsafe.Sizeof(*new(T)); size {
+	case 1:
+		err = concatBits[uint8](o, parts, ends, out.s)
+	case 2:
+		err = concatBits[uint16](o, parts, ends, out.s)
+	case 4:
+		err = concatBits[uint32](o, parts, ends, out.s)
+	default:
+		err = concatBits[uint64](o, parts, ends, out.s)
+	}
+	return true, wrap(op, err)
+}
+
+// rowOf returns the elements of shape from axis ax on.
+func rowOf(shape []int, ax int) int {
+	n := 1
+	for _, d := range shape[ax:] {
+		n *= d
+	}
+	return n
+}
+
+// concatBits is concatOnce's kernel over the elements' bits, U an
+// unsigned integer of their size: out's rows are ends[len(ends)-1] long,
+// part k's from ends[k-1] (0 for the first) to ends[k].
+func concatBits[U uint8 | uint16 | uint32 | uint64, T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T], ends []int64, s *cuda.Stream) error {
+	k := len(parts)
+	t := ctypeOf[U]()
+	kern, err := rowKernel(fmt.Sprintf("concat%d", k), t, func() compute.ElementwiseSpec {
+		var in []string
+		for j := range k {
+			in = append(in, fmt.Sprintf("raw %s p%d", t.name, j))
+		}
+		for j := range k {
+			in = append(in, fmt.Sprintf("int64 e%d", j))
+		}
+		// Part j's rows are e(j) - e(j-1) long.
+		var b strings.Builder
+		b.WriteString("const long long o = i / e" + fmt.Sprint(k-1) + ", r = i % e" + fmt.Sprint(k-1) + ";\n")
+		for j := range k {
+			start := "0"
+			if j > 0 {
+				start = fmt.Sprintf("e%d", j-1)
+			}
+			if j < k-1 {
+				fmt.Fprintf(&b, "if (r < e%d) ", j)
+			}
+			fmt.Fprintf(&b, "{ y = p%[1]d[o * (e%[1]d - %[2]s) + r - %[2]s]; }", j, start)
+			if j < k-1 {
+				b.WriteString(" else ")
+			}
+		}
+		return compute.ElementwiseSpec{Name: fmt.Sprintf("nd_concat%d_%s", k, t.name),
+			InParams: strings.Join(in, ", "), OutParams: t.name + " y", Operation: b.String()}
+	})
+	if err != nil {
+		return err
+	}
+	args := make([]any, 0, 2*k+1)
+	for _, p := range parts {
+		v, err := cuda.ViewAs[U](p)
+		if err != nil {
+			return err
+		}
+		args = append(args, v)
+	}
+	for _, e := range ends {
+		args = append(args, e)
+	}
+	y, err := cuda.ViewAs[U](out)
+	if err != nil {
+		return err
+	}
+	return kern.Launch(s, append(args, y)...)
 }
 
 // Stack returns the arrays, all of one shape, joined along a new axis

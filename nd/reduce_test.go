@@ -356,6 +356,47 @@ func TestGather(t *testing.T) {
 			t.Errorf("Concat of disagreeing shapes: %v", err)
 		}
 	})
+	// Contiguous arrays join in one kernel (up to 8 of them, empty ones
+	// aside), copying bits: a float16 NaN keeps its payload and signal;
+	// 10 (one empty) go one copy each. Either way, as Go joins them.
+	t.Run("Concat at once", func(t *testing.T) {
+		for _, k := range []int{1, 2, 3, 9, 10} {
+			t.Run(fmt.Sprint(k, " arrays"), func(t *testing.T) {
+				// Signaling NaNs where one kernel copies bits; quiet ones
+				// where the arrays are copied one by one, through floats,
+				// which make a NaN quiet (keeping its payload), as compute's
+				// conversions do.
+				nan := 0x7c01
+				if k > 9 {
+					nan = 0x7e01
+				}
+				var parts []*nd.Array[cuda.Float16]
+				var want [][]cuda.Float16 // each row of the result
+				want = make([][]cuda.Float16, 3)
+				for j := range k {
+					cols := j%3 + 1
+					if j == 1 {
+						cols = 0 // an empty one
+					}
+					data := make([]cuda.Float16, 3*cols)
+					for x := range data {
+						data[x] = cuda.Float16(nan + j*16 + x) // NaNs, each its own payload
+						if x%2 == 1 {
+							data[x] = cuda.NewFloat16(float32(j*100 + x))
+						}
+					}
+					parts = append(parts, free(t, must(nd.FromSlice(s, data, 3, cols))(t)))
+					for r := range 3 {
+						want[r] = append(want[r], data[r*cols:(r+1)*cols]...)
+					}
+				}
+				got := hostOf(t, free(t, must(nd.Concat(parts, 1))(t)))
+				if flat := slices.Concat(want...); !slices.Equal(got.data, flat) {
+					t.Errorf("Concat of %d arrays: bits\n%x\nwant\n%x", k, got.data, flat)
+				}
+			})
+		}
+	})
 	t.Run("Stack Split", func(t *testing.T) {
 		st := free(t, must(nd.Stack([]*nd.Array[float32]{a, a}, 1))(t))
 		if !slices.Equal(st.Shape(), []int{2, 2, 3, 4}) {
