@@ -119,6 +119,51 @@ func operandOf[T Elem](op, name string, a *Array[T]) (operand, error) {
 	return o, wrap(op, err)
 }
 
+// copyExpr is the copy of an array's elements.
+var copyExpr = expr{name: "copy", code: "x0"}
+
+// asBits makes o, a half's operand, one of uint16s over the same memory
+// (or a scalar's same bits).
+func asBits(op string, o *operand) error {
+	v, err := bitsOf(o.buf)
+	if err != nil {
+		return wrap(op, err)
+	}
+	o.buf, o.t = v, ctypes["uint16"]
+	if o.array != nil {
+		o.array = halfBits{o.array}
+	}
+	return nil
+}
+
+// bitsOf returns a half's buffer as one of uint16s, or its value as its
+// bits.
+func bitsOf(v any) (any, error) {
+	switch b := v.(type) {
+	case *cuda.DeviceBuffer[cuda.Float16]:
+		return cuda.ViewAs[uint16](b)
+	case *cuda.DeviceBuffer[cuda.BFloat16]:
+		return cuda.ViewAs[uint16](b)
+	case cuda.Float16:
+		return uint16(b), nil
+	case cuda.BFloat16:
+		return uint16(b), nil
+	}
+	return v, nil
+}
+
+// halfBits is a half operand's span whose slices are of uint16s (asBits:
+// made after apply's copies of overlapping inputs, the one use of copy).
+type halfBits struct{ spanned }
+
+func (h halfBits) slice(off, n int) (any, error) {
+	b, err := h.spanned.slice(off, n)
+	if err != nil {
+		return nil, err
+	}
+	return bitsOf(b)
+}
+
 // expr is an elementwise operation: C that computes the result's value
 // from the inputs' values x0, x1, ... (each in its ctype's value type)
 // into r, a variable of the result's value type.
@@ -182,6 +227,16 @@ func apply(op string, e expr, out operand, ins []operand) (failure error) {
 			}
 		}()
 		ins[j] = c
+	}
+	// A copy of halves copies their bits, as unsigned 16-bit integers:
+	// through float32 a signaling NaN would come out quiet.
+	if e == copyExpr && out.t.half && len(ins) == 1 && ins[0].t == out.t {
+		if err := asBits(op, &out); err != nil {
+			return err
+		}
+		if err := asBits(op, &ins[0]); err != nil {
+			return err
+		}
 	}
 	// Broadcast every input to the result's shape, then coalesce the
 	// arrays' layouts together (a scalar takes no part).

@@ -246,6 +246,15 @@ func TestAxisOps(t *testing.T) {
 	closeTo(t, "ArgMax of one line", free(t, must(nd.ArgMax(one, 0))(t)), foldHost(toHost64(hostOf(t, one)), nil, false, argExtreme(func(a, b float64) bool { return a > b })), 0)
 }
 
+// bits returns halves' bits (Float16 prints its value).
+func bits(h []cuda.Float16) []uint16 {
+	out := make([]uint16, len(h))
+	for i, v := range h {
+		out[i] = uint16(v)
+	}
+	return out
+}
+
 // dst0 is the input of an Into test: dst itself where the test is in
 // place, else a.
 func dst0(into string, a, dst *nd.Array[float32]) *nd.Array[float32] {
@@ -357,19 +366,11 @@ func TestGather(t *testing.T) {
 		}
 	})
 	// Contiguous arrays join in one kernel (up to 8 of them, empty ones
-	// aside), copying bits: a float16 NaN keeps its payload and signal;
-	// 10 (one empty) go one copy each. Either way, as Go joins them.
+	// aside), 10 (one empty) one copy each: either way copying bits, a
+	// float16 NaN keeping its payload and signal, as Go joins them.
 	t.Run("Concat at once", func(t *testing.T) {
 		for _, k := range []int{1, 2, 3, 9, 10} {
 			t.Run(fmt.Sprint(k, " arrays"), func(t *testing.T) {
-				// Signaling NaNs where one kernel copies bits; quiet ones
-				// where the arrays are copied one by one, through floats,
-				// which make a NaN quiet (keeping its payload), as compute's
-				// conversions do.
-				nan := 0x7c01
-				if k > 9 {
-					nan = 0x7e01
-				}
 				var parts []*nd.Array[cuda.Float16]
 				var want [][]cuda.Float16 // each row of the result
 				want = make([][]cuda.Float16, 3)
@@ -380,7 +381,7 @@ func TestGather(t *testing.T) {
 					}
 					data := make([]cuda.Float16, 3*cols)
 					for x := range data {
-						data[x] = cuda.Float16(nan + j*16 + x) // NaNs, each its own payload
+						data[x] = cuda.Float16(0x7c01 + j*16 + x) // signaling NaNs, each its own payload
 						if x%2 == 1 {
 							data[x] = cuda.NewFloat16(float32(j*100 + x))
 						}
@@ -390,9 +391,19 @@ func TestGather(t *testing.T) {
 						want[r] = append(want[r], data[r*cols:(r+1)*cols]...)
 					}
 				}
-				got := hostOf(t, free(t, must(nd.Concat(parts, 1))(t)))
-				if flat := slices.Concat(want...); !slices.Equal(got.data, flat) {
-					t.Errorf("Concat of %d arrays: bits\n%x\nwant\n%x", k, got.data, flat)
+				joined := free(t, must(nd.Concat(parts, 1))(t))
+				if got, flat := hostOf(t, joined), slices.Concat(want...); !slices.Equal(got.data, flat) {
+					t.Errorf("Concat of %d arrays: bits\n%x\nwant\n%x", k, bits(got.data), bits(flat))
+				}
+				// A copy of halves copies bits too, from a view at an
+				// offset (a slice of the span) and a transposed one.
+				rows := must(joined.Slice(0, 1, 3, 1))(t)
+				if got := hostOf(t, free(t, must(rows.Copy())(t))); !slices.Equal(got.data, slices.Concat(want[1:]...)) {
+					t.Errorf("Copy of rows 1 and 2: bits\n%x\nwant\n%x", bits(got.data), bits(slices.Concat(want[1:]...)))
+				}
+				back := free(t, must(free(t, must(joined.T().Copy())(t)).T().Copy())(t))
+				if got := hostOf(t, back); !slices.Equal(got.data, slices.Concat(want...)) {
+					t.Errorf("Copy of a transposed copy: bits\n%x\nwant\n%x", bits(got.data), bits(slices.Concat(want...)))
 				}
 			})
 		}

@@ -195,5 +195,5 @@ func copyInto[T Elem](op string, dst, src *Array[T]) error {
 	if _, err := src.layout.BroadcastTo(dst.layout.Shape()); err != nil {
 		return wrap(op, err)
 	}
-	return apply(op, expr{name: "copy", code: "x0"}, out, []operand{in})
+	return apply(op, copyExpr, out, []operand{in})
 }
