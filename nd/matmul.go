@@ -168,9 +168,8 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], c *cuda.DeviceBuffer[
 		return wrap(op, cublas.Gemm(h, 1, ma.first, mb.first, 0, mc))
 	case mb.one && ma.strided && ma.first.Layout == cublas.RowMajor && ma.first.BatchStride == m*ma.first.Stride:
 		// One b for every a, and a's matrices are the rows of one
-		// taller matrix: one product, as PyTorch folds the batch of a
-		// into its rows.
-		// (The batch's span is the tall matrix's.)
+		// taller matrix (the batch's span is that matrix's): one product,
+		// as PyTorch folds the batch of a into its rows.
 		tall := ma.first
 		tall.Rows, tall.BatchStride = count*m, 0
 		return wrap(op, cublas.Gemm(h, 1, tall, mb.first, 0, cublas.NewMatrix(c, count*m, n)))

@@ -372,8 +372,7 @@ func TestGather(t *testing.T) {
 		for _, k := range []int{1, 2, 3, 9, 10} {
 			t.Run(fmt.Sprint(k, " arrays"), func(t *testing.T) {
 				var parts []*nd.Array[cuda.Float16]
-				var want [][]cuda.Float16 // each row of the result
-				want = make([][]cuda.Float16, 3)
+				want := make([][]cuda.Float16, 3) // each row of the result
 				for j := range k {
 					cols := j%3 + 1
 					if j == 1 {
