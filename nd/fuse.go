@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -206,7 +207,7 @@ func (x Expr[T]) fuse(op string) (expr, []operand, error) {
 	if x.n == nil {
 		return expr{}, nil, errorf(op, cuda.ErrInvalidValue, "a zero Expr: make one with Lazy or Const")
 	}
-	x.n.once.Do(func() { x.n.fusion = x.write() })
+	x.n.once.Do(func() { x.n.fusion = x.fusion() })
 	f := x.n.fusion
 	if f.err != "" {
 		return expr{}, nil, errorf(op, cuda.ErrInvalidValue, "%s", f.err)
@@ -220,6 +221,77 @@ func (x Expr[T]) fuse(op string) (expr, []operand, error) {
 		ins[j] = o
 	}
 	return f.e, ins, nil
+}
+
+// fusedCodes are the code of each shape of expression (Expr.shape's key):
+// an expression built again, as a chain written inside a loop is built
+// at every call, reuses the code of the first, whose writing (its
+// operations' bodies renamed, its name hashed) cost more than the
+// kernel's launch.
+var fusedCodes sync.Map // string -> *fusion (e and err; no leaves)
+
+// fusion returns the expression's fusion: its code, written or found by
+// its shape, and its leaves.
+func (x Expr[T]) fusion() *fusion[T] {
+	key, leaves := x.shape()
+	if c, ok := fusedCodes.Load(key); ok {
+		return &fusion[T]{e: c.(codeOf).e, err: c.(codeOf).err, leaves: leaves}
+	}
+	f := x.write()
+	fusedCodes.Store(key, codeOf{f.e, f.err})
+	return &fusion[T]{e: f.e, err: f.err, leaves: leaves}
+}
+
+// codeOf is a fusion's code, or why there is none.
+type codeOf struct {
+	e   expr
+	err string
+}
+
+// shape returns the key of what write writes from the expression: T,
+// then its nodes in write's order, each operation by name with its
+// arguments, each array by its operand's number (an array used twice one
+// operand, each constant its own), a node met again by its number; and
+// the leaves in their operands' order, as write numbers them.
+func (x Expr[T]) shape() (string, []*exprNode[T]) {
+	var b strings.Builder
+	b.WriteString(ctypeOf[T]().name)
+	var leaves []*exprNode[T]
+	arrays := map[*Array[T]]int{}
+	nodes := map[*exprNode[T]]int{}
+	var walk func(n *exprNode[T])
+	walk = func(n *exprNode[T]) {
+		if n == nil {
+			b.WriteString(" nil")
+			return
+		}
+		if k, ok := nodes[n]; ok {
+			b.WriteString(" #")
+			b.WriteString(strconv.Itoa(k))
+			return
+		}
+		nodes[n] = len(nodes)
+		if n.op == nil {
+			j, ok := arrays[n.array]
+			if !ok || n.array.scalar {
+				j = len(leaves)
+				leaves = append(leaves, n)
+				arrays[n.array] = j
+			}
+			b.WriteString(" x")
+			b.WriteString(strconv.Itoa(j))
+			return
+		}
+		b.WriteString(" ")
+		b.WriteString(n.name)
+		b.WriteString("(")
+		for _, a := range n.args {
+			walk(a)
+		}
+		b.WriteString(" )")
+	}
+	walk(x.n)
+	return b.String(), leaves
 }
 
 // write writes the expression's code: each array once (an array used

@@ -72,3 +72,35 @@ func TestFuseErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestFuseShapes: expressions built again with the same shape reuse the
+// first's code; shapes that differ only in which arrays repeat, or in
+// their type, each compute their own.
+func TestFuseShapes(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	a := free(t, must(nd.FromSlice(s, floats(6, 1, false), 2, 3))(t))
+	b := free(t, must(nd.FromSlice(s, floats(6, 2, false), 2, 3))(t))
+	ha, hb := toHost64(hostOf(t, a)), toHost64(hostOf(t, b))
+	product := func(xs []float64) float64 { return float64(float32(xs[0]) * float32(xs[1])) }
+	for _, tt := range []struct {
+		name string
+		e    nd.Expr[float32]
+		want host[float64]
+	}{
+		{"a·b", nd.Lazy(a).Mul(nd.Lazy(b)), mapHost(product, ha, hb)},
+		{"a·b again", nd.Lazy(a).Mul(nd.Lazy(b)), mapHost(product, ha, hb)},
+		{"b·a", nd.Lazy(b).Mul(nd.Lazy(a)), mapHost(product, hb, ha)},
+		{"a·a", nd.Lazy(a).Mul(nd.Lazy(a)), mapHost(product, ha, ha)},
+		{"b·b", nd.Lazy(b).Mul(nd.Lazy(b)), mapHost(product, hb, hb)},
+		{"a·a of two nodes", nd.Lazy(a).Mul(nd.Lazy(a)), mapHost(product, ha, ha)},
+		{"a·1.5 and a·2", nd.Lazy(a).Mul(nd.Const[float32](1.5)).Add(nd.Lazy(a).Mul(nd.Const[float32](2))),
+			mapHost(func(xs []float64) float64 { return float64(float32(xs[0])*1.5 + float32(xs[0])*2) }, ha)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			closeTo(t, tt.name, free(t, must(tt.e.Eval())(t)), tt.want, 0)
+		})
+	}
+	d := free(t, must(nd.Cast[float64](a))(t))
+	closeTo(t, "a·a of float64", free(t, must(nd.Lazy(d).Mul(nd.Lazy(d)).Eval())(t)), mapHost(func(xs []float64) float64 { return xs[0] * xs[0] }, ha), 0)
+}
