@@ -212,11 +212,15 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 		return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the arrays join into %v on their stream", dst.layout.Shape(), outShape)
 	}
 	// Contiguous arrays into a contiguous out: one kernel for them all.
-	if done, err := concatOnce(op, out, arrays, ax); done || err != nil {
-		if err != nil && dst == nil {
+	done, err := concatOnce(op, out, arrays, ax)
+	if err != nil {
+		if dst == nil {
 			out.Free()
 		}
-		return out, err
+		return nil, err
+	}
+	if done {
+		return out, nil
 	}
 	// Each array into its part of out (a view, written through).
 	at := 0
