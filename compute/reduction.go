@@ -152,6 +152,25 @@ func expression(e string) string {
 	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(e), ";"))
 }
 
+// vectors returns, for loads of v elements of each buffer input at a
+// time (buffer[j]: input j is a buffer), the conditions that every such
+// buffer is aligned for them ("false" where none is a buffer: nothing to
+// load), and the declarations of each one's vector gocudav_NAME, vector
+// gocuda_j of its buffer.
+func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
+	for j, p := range r.in {
+		if buffer[j] {
+			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, v)
+			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec))
+			decl = append(decl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j]; ", vec, p.name))
+		}
+	}
+	if len(aligned) == 0 {
+		aligned = []string{"false"}
+	}
+	return aligned, decl
+}
+
 // source writes the reduction's kernels for an argument pattern (see
 // layout.go): NAME_rows, NAME_split and NAME_chunks fold rows (a whole
 // buffer is one row), NAME_cols, NAME_narrow, NAME_short and NAME_chunks
@@ -167,7 +186,7 @@ func (r *Reduction) source(buffer []bool) string {
 	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_identity() { return (gocuda_acc)(\n%s\n); }\n", r.identity)
 	// The inputs as parameters, and the map as a function of their values.
 	widest := 1
-	var params, args, decl, vecDecl, aligned []string
+	var params, args, decl []string
 	for j, p := range r.in {
 		decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
 		args = append(args, "gocudap_"+p.name+", ")
@@ -194,16 +213,7 @@ func (r *Reduction) source(buffer []bool) string {
 		}
 		return fmt.Sprintf("gocuda_map(%s, %s)", strings.Join(vals, ", "), at)
 	}
-	for j, p := range r.in {
-		if buffer[j] {
-			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, width)
-			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec))
-			vecDecl = append(vecDecl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j]; ", vec, p.name))
-		}
-	}
-	if len(aligned) == 0 {
-		aligned = []string{"false"} // no buffer: nothing to load
-	}
+	aligned, vecDecl := r.vectors(buffer, width)
 	fmt.Fprintf(&b, "__device__ __forceinline__ void gocuda_post(%s* gocuda_out, long long gocuda_at, gocuda_acc a, long long n) { %s %s; {\n%s\n;\n} gocuda_out[gocuda_at] = %s; }\n",
 		r.out.t.storage, r.out.t.value, r.out.name, r.postMap, r.out.t.store(r.out.name))
 	b.WriteString(foldHelpers)
@@ -348,17 +358,7 @@ extern "C" __global__ __launch_bounds__(1024) void %[1]s_narrow(%[2]s%[3]s* gocu
 	// _cols' threads take cv adjacent columns each: their vectors, and
 	// whether every buffer is aligned for them.
 	cv := colVector(width)
-	var colAligned, colDecl []string
-	for j, p := range r.in {
-		if buffer[j] {
-			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, cv)
-			colAligned = append(colAligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec))
-			colDecl = append(colDecl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j]; ", vec, p.name))
-		}
-	}
-	if len(colAligned) == 0 {
-		colAligned = []string{"false"}
-	}
+	colAligned, colDecl := r.vectors(buffer, cv)
 	fmt.Fprintf(&b, `// Columns, 32 or more: a block of %[4]d threads takes blockDim.x·V
 // columns (V = %[5]d), thread x the V from column x·V, with blockDim.y
 // lanes of rows, lane y of row chunk k taking rows Yk+y, Yk+y + Y·chunks,

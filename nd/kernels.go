@@ -164,6 +164,14 @@ func (h halfBits) slice(off, n int) (any, error) {
 	return bitsOf(b)
 }
 
+// overlapping reports whether x's and y's elements may share memory:
+// whether their spans do.
+func overlapping[T Elem](op string, x, y *Array[T]) bool {
+	ox, errX := operandOf(op, "x", x)
+	oy, errY := operandOf(op, "y", y)
+	return errX != nil || errY != nil || ox.lo < oy.hi && oy.lo < ox.hi
+}
+
 // expr is an elementwise operation: C that computes the result's value
 // from the inputs' values x0, x1, ... (each in its ctype's value type)
 // into r, a variable of the result's value type.

@@ -129,14 +129,6 @@ func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (result *Array[T], 
 	return nil, copyInto(op, dst, out)
 }
 
-// overlapping reports whether x's and y's elements may share memory:
-// whether their spans do.
-func overlapping[T Elem](op string, x, y *Array[T]) bool {
-	ox, errX := operandOf(op, "x", x)
-	oy, errY := operandOf(op, "y", y)
-	return errX != nil || errY != nil || ox.lo < oy.hi && oy.lo < ox.hi
-}
-
 // gemm computes out = a·b, a and b broadcast to batch: out is
 // contiguous, of the shape (batch..., m, n) but for axes of one element,
 // and c its memory.
