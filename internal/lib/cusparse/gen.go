@@ -1,0 +1,9 @@
+// Package cusparse is cuSPARSE's raw layer, generated from prototypes.txt
+// and status.txt (internal/driver/gen's library backend): one Go function
+// per C function, returning its Result, or Missing where the library
+// opened lacks it. Package github.com/gocuda/cuda/cusparse opens the
+// library (dl.Lazy of Table) and is the safe layer over these.
+package cusparse
+
+//go:generate go run ../../driver/gen -in prototypes.txt -backend lib -pkg cusparse -out zcalls.go
+//go:generate go run ../../driver/gen -in status.txt -backend lib-status -pkg cusparse -out zstatus.go
