@@ -1,0 +1,22 @@
+package main
+
+// cuSOLVER's C types (cusolverDn.h, cusolver_common.h), kept beside
+// libTypes rather than in it so that each library's block is a file of its
+// own: the handle, the 64-bit API's parameters and the Jacobi methods'
+// settings are pointers to opaque structs, never Go memory; the modes are
+// C enumerations (ints); signed char is gesvd's job letters ('A', 'S',
+// 'O', 'N').
+func init() {
+	for c, t := range map[string]libType{
+		"cusolverDnHandle_t": {goType: "Handle", under: "uintptr"},
+		"cusolverDnParams_t": {goType: "Params", under: "uintptr"},
+		"gesvdjInfo_t":       {goType: "GesvdjInfo", under: "uintptr"},
+		"syevjInfo_t":        {goType: "SyevjInfo", under: "uintptr"},
+		"cusolverEigMode_t":  {goType: "int32"},
+		"cublasFillMode_t":   {goType: "int32"},
+		"cublasSideMode_t":   {goType: "int32"},
+		"signed char":        {goType: "int8"},
+	} {
+		libTypes[c] = t
+	}
+}
