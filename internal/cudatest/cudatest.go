@@ -23,6 +23,7 @@ import (
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/curand"
+	"github.com/gocuda/cuda/cusolver"
 	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/fakecuda"
@@ -132,7 +133,7 @@ func selectDriver() error {
 		return err
 	}
 	kind = "fake"
-	// The fake answers NCCL's, cuBLAS's, cuRAND's and cuFFT's calls too, unless another
+	// The fake answers NCCL's, cuBLAS's, cuRAND's, cuFFT's and cuSOLVER's calls too, unless another
 	// library is named (a real one cannot work with the fake driver: Fake
 	// and Contexts clear the names for their child processes).
 	for _, env := range fakeLibraries {
@@ -220,7 +221,7 @@ func Stream(t testing.TB, ctx *cuda.Context) *cuda.Stream {
 }
 
 // fakeLibraries are the variables naming the libraries the fake answers for.
-var fakeLibraries = []string{nccl.EnvLibrary, cublas.EnvLibrary, cublas.EnvLibraryLt, curand.EnvLibrary, cufft.EnvLibrary}
+var fakeLibraries = []string{nccl.EnvLibrary, cublas.EnvLibrary, cublas.EnvLibraryLt, curand.EnvLibrary, cufft.EnvLibrary, cusolver.EnvLibrary}
 
 // fakeEnv is the environment of a child process that runs against the fake
 // driver, with extra.

@@ -24,10 +24,11 @@ const (
 	Library
 	RandGenerator // a cuRAND generator
 	FFTPlan       // a cuFFT plan
+	SolverHandle  // a cuSOLVER handle
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator", "cuFFT plan"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator", "cuFFT plan", "cuSOLVER handle"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -1,0 +1,168 @@
+package cusolver
+
+import (
+	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cusolver"
+)
+
+// CholeskyFactor is the Cholesky factor of a symmetric positive definite
+// matrix, in one triangle of the matrix's own memory, with its info.
+type CholeskyFactor[T cuda.Float] struct {
+	Info // Err says whether the matrix was positive definite
+	a    Matrix[T]
+	tri  Triangle
+}
+
+// Matrix returns the factored matrix and the triangle holding the factor:
+// L (A = L·Lᵀ) in Lower, U (A = Uᵀ·U) in Upper, as the matrix's layout
+// reads it.
+func (f *CholeskyFactor[T]) Matrix() (Matrix[T], Triangle) {
+	if f == nil {
+		return Matrix[T]{}, Lower
+	}
+	return f.a, f.tri
+}
+
+// Cholesky factors the symmetric positive definite matrix a in place
+// (cusolverDnXpotrf), queued on h's stream: reading triangle tri of a, as
+// a's layout reads it, it writes there L with A = L·Lᵀ (Lower) or U with
+// A = Uᵀ·U (Upper), and leaves the other triangle as it was. The returned
+// factor's Err says (waiting for the stream) whether a was positive
+// definite: ErrNotPositiveDefinite, naming the first leading minor that is
+// not.
+func Cholesky[T cuda.Float](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[T], error) {
+	const op = "Cholesky"
+	if err := checkSymmetric(h, op, a, tri); err != nil {
+		return nil, err
+	}
+	n := a.Rows
+	var f *CholeskyFactor[T]
+	err := h.do(op, []cuda.Memory{a.Data}, func() error {
+		info, err := newInfo(h, op, infoMinor, 1)
+		if err != nil {
+			return err
+		}
+		dt, fill := dataType[T](), a.fill(tri)
+		var dev, host uintptr
+		err = check(op, "cusolverDnXpotrf_bufferSize", clib.DnXpotrf_bufferSize(h.raw.h, h.raw.params, fill, int64(n), dt, a.ptr(), int64(a.ld()), dt, &dev, &host))
+		if err == nil {
+			d, p, werr := h.workspace(op, dev, host)
+			err = werr
+			if err == nil {
+				err = check(op, "cusolverDnXpotrf", clib.DnXpotrf(h.raw.h, h.raw.params, fill, int64(n), dt, a.ptr(), int64(a.ld()), dt, d, dev, p, host, info.ptr()))
+			}
+		}
+		if err != nil {
+			info.discard()
+			return err
+		}
+		f = &CholeskyFactor[T]{Info: Info{h: h, op: op, kind: infoMinor, count: 1, buf: info.buf}, a: a, tri: tri}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkSymmetric checks h, and a square matrix a and triangle tri.
+func checkSymmetric[T cuda.Float](h *Handle, op string, a Matrix[T], tri Triangle) error {
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	if tri != Lower && tri != Upper {
+		return errorf(op, cuda.ErrInvalidValue, "tri is %d: want Lower or Upper", tri)
+	}
+	if err := a.check(op, "a", h.ctx); err != nil {
+		return err
+	}
+	return a.square(op, "a")
+}
+
+// factor checks f for op.
+func (f *CholeskyFactor[T]) usable(h *Handle, op string) error {
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	switch {
+	case f == nil || f.h == nil:
+		return errorf(op, cuda.ErrInvalidValue, "f is a nil or zero *CholeskyFactor: Cholesky returns one")
+	case f.h != h:
+		return errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
+	}
+	return nil
+}
+
+// CholeskySolve solves A·X = B with f's factor, queued on h's stream
+// (cusolverDnXpotrs): b holds nrhs right-hand sides of n elements each,
+// one after another (B column-major; the rows of a row-major nrhs×n
+// matrix), overwritten with the solutions. A matrix that was not positive
+// definite is f's Err; CholeskySolve does not wait for it.
+func CholeskySolve[T cuda.Float](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuffer[T], nrhs int) error {
+	const op = "CholeskySolve"
+	if err := f.usable(h, op); err != nil {
+		return err
+	}
+	n := f.a.Rows
+	if err := checkVectors(op, "b", b, n, nrhs, h.ctx); err != nil {
+		return err
+	}
+	if overlap(b, n*nrhs, f.a.Data, n*n) {
+		return errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix")
+	}
+	return h.do(op, []cuda.Memory{f.a.Data, b}, func() error {
+		info, err := h.scratchInfo()
+		if err != nil {
+			return err
+		}
+		dt := dataType[T]()
+		return check(op, "cusolverDnXpotrs", clib.DnXpotrs(h.raw.h, h.raw.params, f.a.fill(f.tri), int64(n), int64(nrhs), dt, f.a.ptr(), int64(f.a.ld()), dt, uintptr(b.Ptr()), int64(max(n, 1)), info))
+	})
+}
+
+// CholeskyInverse overwrites f's triangle with that of A⁻¹, queued on h's
+// stream (cusolverDnSpotri, cusolverDnDpotri: cuSOLVER has no 64-bit
+// form): the inverse of a symmetric matrix is symmetric, and as LAPACK's
+// potri only the triangle that held the factor is written; the other is
+// left as it was. f holds the inverse afterwards, no longer the factor.
+// The returned Info's Err says whether the factor had a zero on its
+// diagonal.
+func CholeskyInverse[T cuda.Float](h *Handle, f *CholeskyFactor[T]) (*Info, error) {
+	const op = "CholeskyInverse"
+	if err := f.usable(h, op); err != nil {
+		return nil, err
+	}
+	n := f.a.Rows
+	var out *Info
+	err := h.do(op, []cuda.Memory{f.a.Data}, func() error {
+		info, err := newInfo(h, op, infoInverse, 1)
+		if err != nil {
+			return err
+		}
+		fill := f.a.fill(f.tri)
+		var lw int32
+		if isF64[T]() {
+			err = check(op, "cusolverDnDpotri_bufferSize", clib.DnDpotri_bufferSize(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), &lw))
+		} else {
+			err = check(op, "cusolverDnSpotri_bufferSize", clib.DnSpotri_bufferSize(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), &lw))
+		}
+		var work uintptr
+		if err == nil {
+			work, err = lwork[T](h, op, lw)
+		}
+		if err == nil {
+			if isF64[T]() {
+				err = check(op, "cusolverDnDpotri", clib.DnDpotri(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), work, lw, info.ptr()))
+			} else {
+				err = check(op, "cusolverDnSpotri", clib.DnSpotri(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), work, lw, info.ptr()))
+			}
+		}
+		if err != nil {
+			info.discard()
+			return err
+		}
+		out = info
+		return nil
+	})
+	return out, err
+}

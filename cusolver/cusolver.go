@@ -1,0 +1,147 @@
+// Package cusolver factors matrices and solves dense linear systems on
+// gocuda's DeviceBuffers with NVIDIA's cuSOLVER (its dense part,
+// cusolverDn), opened at run time like the driver: nothing is needed to
+// build, and the library only where a Handle is made.
+//
+// # Operations
+//
+// LU factors a square matrix with partial pivoting (getrf) and Solve
+// solves with its factors (getrs); Cholesky factors a symmetric positive
+// definite matrix (potrf), CholeskySolve solves with it (potrs) and
+// CholeskyInverse inverts it (potri); QR factors a matrix into Householder
+// reflectors and R (geqrf), QRQ forms Q (orgqr), ApplyQ multiplies by Q or
+// Qᵀ (ormqr); SVD computes singular values and vectors (gesvd) and Eigh
+// the eigenvalues and vectors of a symmetric matrix (syevd). For many
+// small matrices (at most 32×32) CholeskyBatched (potrfBatched),
+// SVDBatched (gesvdjBatched, Jacobi) and EighBatched (syevjBatched) do a
+// whole batch in one call. The 64-bit API (cusolverDnX*) is used where
+// cuSOLVER has one: getrf, getrs, potrf, potrs, geqrf, gesvd, syevd.
+// Elements are float32 and float64 (cuda.Float).
+//
+// # Layout
+//
+// A Matrix is packed, row-major by default (Go's order) or column-major
+// (Layout ColMajor, cuSOLVER's and LAPACK's). cuSOLVER reads memory
+// column-major: the memory of a row-major A is, to cuSOLVER, Aᵀ. Nothing
+// is copied or transposed; each operation says what that means for it:
+//
+//   - LU and Solve: cuSOLVER factors Aᵀ (P·Aᵀ = L·U) and Solve asks it to
+//     solve with the transpose of what it factored (CUBLAS_OP_T), which is
+//     A: the solution is A's, for either layout. The factors left in a's
+//     memory are those of the matrix cuSOLVER saw (Aᵀ for a row-major a).
+//   - Cholesky, CholeskySolve, CholeskyInverse, Eigh: a symmetric matrix
+//     is its own transpose, so the layout does not matter, only which
+//     triangle is read and written: the lower triangle of a row-major
+//     matrix is the upper one of its memory read column-major, so the
+//     package passes cuSOLVER the other fill mode. Cholesky(h, a, Lower)
+//     leaves L (A = L·Lᵀ) in a's lower triangle, as a's layout reads it,
+//     and does not touch the other triangle.
+//   - Right-hand sides (Solve, CholeskySolve) are nrhs vectors of n
+//     elements each, one after another in the buffer: B column-major, or
+//     equivalently the rows of a row-major nrhs×n matrix (Bᵀ). One vector
+//     is just that vector.
+//   - SVD: row-major A = Vᵀ-side and U-side swapped: cuSOLVER computes
+//     Aᵀ = U'·S·V'ᵀ, so A = V'·S·U'ᵀ, and the package hands cuSOLVER the
+//     user's Vt buffer as its U and the user's U as its Vᵀ: U and Vt come
+//     out in a's layout, exactly U and Vᵀ. cuSOLVER's gesvd takes only
+//     matrices with at least as many rows as columns, as it sees them:
+//     so a row-major a must be wide or square (Rows <= Cols) and a
+//     column-major one tall or square (Rows >= Cols); for the other
+//     shape, take the SVD of the transpose (swap U and Vᵀ) or store the
+//     matrix in the other layout.
+//   - QR, QRQ, ApplyQ: Householder QR of A needs A column-major (of a
+//     row-major matrix, cuSOLVER would factor Aᵀ, which is A's LQ, not
+//     its QR). They take column-major matrices and refuse row-major ones.
+//   - Eigenvectors (Eigh, EighBatched) and the batched SVD's singular
+//     vectors come out each contiguous: vector i at elements i·n to
+//     (i+1)·n of its matrix, that is V column-major (or Vᵀ row-major).
+//
+// # Info: singular and not positive definite matrices
+//
+// cuSOLVER reports what it found in the data (a zero pivot, a leading
+// minor that is not positive definite, an SVD or eigensolver that did not
+// converge) in an info value it writes on the device, after the call has
+// returned. Reading it needs the stream to reach that point: the package
+// never waits for it unasked. Each call that computes returns what holds
+// its info (an *LU, a *CholeskyFactor, a *QRFactors, or an *Info), whose
+// Err method waits for the handle's stream (Stream.Synchronize), reads the
+// info and says what it means: nil, or an error matching ErrSingular
+// ("pivot 3 is exactly zero (U(3,3), 1-based): the matrix is singular"),
+// ErrNotPositiveDefinite ("the leading minor of order 3 is not positive
+// definite") or ErrNoConvergence. Err reads once and remembers; calls
+// queued after it do not need it. Errors in the arguments (shapes,
+// buffers, contexts) are returned at once, by the call, without waiting.
+//
+// # Handles and workspaces
+//
+// A Handle is made for one Stream and queues all its work there, as the
+// library binds one (cusolverDnSetStream); make one per stream to work on
+// several. It keeps the device workspace cuSOLVER asks for, grown when a
+// call needs more (the old one freed in stream order, the new one
+// allocated so: cuda.AllocAsync), and the host workspace some calls ask
+// for (page-locked), and reuses them across calls: a loop of
+// factorizations allocates nothing after the first, but the small info
+// and pivot buffers of the results it keeps. A Handle is safe for use by
+// many goroutines: its calls take turns.
+//
+// # The library
+//
+// The library is looked for as libcusolver.so.12, libcusolver.so.11 and
+// libcusolver.so on the loader's path, in /usr/local/cuda, and in the
+// folders of NVIDIA's Python wheels (nvidia/cu13, nvidia/cusolver);
+// GOCUDA_LIBCUSOLVER names another file. cuSOLVER needs cuBLAS, cuBLASLt,
+// cuSPARSE and nvJitLink, which the dynamic loader finds beside it (the
+// toolkit's folder) or through the wheel's own search path; where it
+// cannot, opening fails and the error says which library was missing.
+package cusolver
+
+//go:generate go run ../internal/driver/gen -in ../internal/lib/cusolver/status.txt -backend lib-public -pkg cusolver -out zstatus.go
+
+import (
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/dl"
+	clib "github.com/gocuda/cuda/internal/lib/cusolver"
+)
+
+// EnvLibrary is the environment variable that names the cuSOLVER library
+// to open.
+const EnvLibrary = "GOCUDA_LIBCUSOLVER"
+
+// lib is cuSOLVER, opened once per process by the first call that needs
+// it, with the functions of internal/lib/cusolver: a file that lacks one of
+// the required ones is not cuSOLVER, and the others fail only their own
+// calls.
+var lib = dl.Lazy{
+	Library: dl.Library{
+		Name:    "cuSOLVER",
+		Env:     EnvLibrary,
+		Sonames: []string{"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"},
+		DLLs:    []string{"cusolver64_12.dll", "cusolver64_11.dll"},
+		Wheels:  []string{"cu13/lib", "cusolver/lib"},
+		Install: "install the CUDA toolkit's cuSOLVER (libcusolver), or pip install nvidia-cusolver",
+		Missing: cuda.ErrNotSupported,
+	},
+	Table: clib.Table,
+}
+
+// Library returns the path of the cuSOLVER library opened, or why none
+// could be.
+func Library() (string, error) {
+	return lib.Path(), open("Library")
+}
+
+// Version returns cuSOLVER's version, such as 11.7.1 (cusolverGetProperty:
+// no handle, no context needed).
+func Version() (cuda.Version, error) {
+	const op = "Version"
+	if err := open(op); err != nil {
+		return cuda.Version{}, err
+	}
+	var v [3]int32 // libraryPropertyType: MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+	for i := range v {
+		if err := check(op, "cusolverGetProperty", clib.GetProperty(int32(i), &v[i])); err != nil {
+			return cuda.Version{}, err
+		}
+	}
+	return cuda.Version{Major: int(v[0]), Minor: int(v[1]), Patch: int(v[2])}, nil
+}

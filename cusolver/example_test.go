@@ -1,0 +1,82 @@
+package cusolver_test
+
+import (
+	"errors"
+	"fmt"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cusolver"
+)
+
+// Solve a linear system A·x = b through an LU factorization; A is
+// row-major, as Go lays it out.
+func Example() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	defer s.Close()
+	h, err := cusolver.New(s)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+
+	a, _ := cuda.FromHost(ctx, []float64{
+		2, 1, 1,
+		1, 3, 2,
+		1, 0, 0,
+	})
+	defer a.Free()
+	b, _ := cuda.FromHost(ctx, []float64{4, 5, 6})
+	defer b.Free()
+
+	lu, err := cusolver.LU(h, cusolver.NewMatrix(a, 3, 3))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lu.Free()
+	if err := cusolver.Solve(h, lu, b, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Err waits for the stream and says whether A was singular.
+	if err := lu.Err(); errors.Is(err, cusolver.ErrSingular) {
+		fmt.Println("singular:", err)
+		return
+	}
+	x, _ := b.ToHost()
+	fmt.Printf("%.3g\n", x)
+	// Output: [6 15 -23]
+}
+
+// A matrix that is not positive definite: Err names the leading minor.
+func ExampleCholesky() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	defer s.Close()
+	h, _ := cusolver.New(s)
+	defer h.Close()
+
+	a, _ := cuda.FromHost(ctx, []float32{
+		4, 2, 2,
+		2, 5, 7,
+		2, 7, 1,
+	})
+	defer a.Free()
+	f, _ := cusolver.Cholesky(h, cusolver.NewMatrix(a, 3, 3), cusolver.Lower)
+	err = f.Err()
+	fmt.Println(errors.Is(err, cusolver.ErrNotPositiveDefinite))
+	fmt.Println(err)
+	// Output:
+	// true
+	// cusolver: Cholesky: the matrix is not positive definite: the leading minor of order 3 is not positive definite
+}

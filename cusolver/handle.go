@@ -1,0 +1,309 @@
+package cusolver
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
+	"github.com/gocuda/cuda/internal/describe"
+	clib "github.com/gocuda/cuda/internal/lib/cusolver"
+	"github.com/gocuda/cuda/internal/lifetime"
+	"github.com/gocuda/cuda/internal/track"
+)
+
+// Handle is a cuSOLVER handle for one stream: every call queues its work on
+// that stream, in the stream's order, with the handle's workspaces. Close
+// it when done. It is safe for use by many goroutines, whose calls take
+// turns. The zero Handle is not usable: its methods return
+// cuda.ErrInvalidValue.
+type Handle struct {
+	// life is held by every call and closed by Close, which waits for the
+	// calls in flight (internal/lifetime).
+	life lifetime.Life
+	// mu makes calls take turns: a cuSOLVER handle is not for concurrent
+	// use, and the workspaces are shared. Lock order: life's hold, then
+	// mu, then the holds Stream.Do takes.
+	mu        sync.Mutex
+	stream    *cuda.Stream
+	rawStream uintptr
+	ctx       *cuda.Context
+	raw       *raw
+	// dev is the device workspace (stream-ordered memory, grown by
+	// freeing it in stream order and allocating more); host the host
+	// workspace, page-locked; retired are host workspaces outgrown, kept
+	// until Close since work queued before may still use them.
+	dev     *cuda.DeviceBuffer[byte]
+	host    *cuda.PinnedBuffer[byte]
+	retired []*cuda.PinnedBuffer[byte]
+	// ptrs is the batched Cholesky's array of device pointers, for the
+	// batch it was last made for.
+	ptrs    *cuda.DeviceBuffer[uint64]
+	ptrsKey [3]uintptr // base address, matrix bytes, count
+	// scratch takes the info of the calls whose info only numbers a bad
+	// argument (getrs, potrs, orgqr, ormqr), which the package checks
+	// before calling: nobody reads it.
+	scratch *cuda.DeviceBuffer[int32]
+}
+
+// raw is the library's objects, shared with the cleanup of a Handle nobody
+// closed.
+type raw struct {
+	ctx    *cuda.Context
+	h      clib.Handle
+	params clib.Params
+	svdj   clib.GesvdjInfo
+	syevj  clib.SyevjInfo
+}
+
+// destroy releases the library's objects, each zeroed once gone, so that
+// a failed destroy can be tried again. Called with ctx current.
+func (r *raw) destroy(op string) error {
+	if r.svdj != 0 {
+		if err := check(op, "cusolverDnDestroyGesvdjInfo", clib.DnDestroyGesvdjInfo(r.svdj)); err != nil {
+			return err
+		}
+		r.svdj = 0
+	}
+	if r.syevj != 0 {
+		if err := check(op, "cusolverDnDestroySyevjInfo", clib.DnDestroySyevjInfo(r.syevj)); err != nil {
+			return err
+		}
+		r.syevj = 0
+	}
+	if r.params != 0 {
+		if err := check(op, "cusolverDnDestroyParams", clib.DnDestroyParams(r.params)); err != nil {
+			return err
+		}
+		r.params = 0
+	}
+	if r.h != 0 {
+		if err := check(op, "cusolverDnDestroy", clib.DnDestroy(r.h)); err != nil {
+			return err
+		}
+		r.h = 0
+	}
+	return nil
+}
+
+// New makes a Handle that queues its work on s. Its workspaces are
+// allocated by the first calls that need them.
+func New(s *cuda.Stream) (*Handle, error) {
+	const op = "New"
+	if s == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
+	}
+	if err := open(op); err != nil {
+		return nil, err
+	}
+	r := &raw{ctx: s.Context()}
+	var rawStream uintptr
+	err := s.Do(func(stream uintptr) error {
+		rawStream = stream
+		if err := check(op, "cusolverDnCreate", clib.DnCreate(&r.h)); err != nil {
+			return err
+		}
+		err := check(op, "cusolverDnSetStream", clib.DnSetStream(r.h, stream))
+		if err == nil {
+			err = check(op, "cusolverDnCreateParams", clib.DnCreateParams(&r.params))
+		}
+		if err == nil {
+			err = check(op, "cusolverDnCreateGesvdjInfo", clib.DnCreateGesvdjInfo(&r.svdj))
+		}
+		if err == nil {
+			err = check(op, "cusolverDnCreateSyevjInfo", clib.DnCreateSyevjInfo(&r.syevj))
+		}
+		if err != nil {
+			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
+		}
+		return err
+	})
+	if err != nil {
+		return nil, calledas.Op(op, err)
+	}
+	h := &Handle{stream: s, rawStream: rawStream, ctx: r.ctx, raw: r}
+	h.life.Arm(track.SolverHandle, runtime.AddCleanup(h, func(r *raw) {
+		// The workspaces are buffers of their own, freed by their own
+		// cleanups.
+		track.Forgotten(track.SolverHandle)
+		r.ctx.Do(func() error { return r.destroy("Handle cleanup") })
+	}, r))
+	return h, nil
+}
+
+// valid returns the error for a nil or zero Handle.
+func (h *Handle) valid(op string) error {
+	switch {
+	case h == nil:
+		return errorf(op, cuda.ErrInvalidValue, "nil *Handle")
+	case h.life.Status() == lifetime.Zero:
+		return errorf(op, cuda.ErrInvalidValue, "a zero Handle: make one with New")
+	}
+	return nil
+}
+
+// do runs queue, which calls the library, with h held, its turn taken, and
+// h's stream and mem held open with their context current (Stream.Do).
+func (h *Handle) do(op string, mem []cuda.Memory, queue func() error) error {
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	if h.life.Hold() != lifetime.Held {
+		return errorf(op, cuda.ErrClosed, "the handle is closed")
+	}
+	defer h.life.Release()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return calledas.Op(op, h.stream.Do(func(uintptr) error { return queue() }, mem...))
+}
+
+// workspace returns device and host workspaces of at least dev and host
+// bytes, growing h's: the device one is freed in stream order and a larger
+// one allocated so (a little more than asked, so that sizes that creep up
+// do not reallocate each call); a host one outgrown is kept until Close.
+// Called in do.
+func (h *Handle) workspace(op string, dev, host uintptr) (uintptr, unsafe.Pointer, error) {
+	if dev > 0 && (h.dev == nil || uintptr(h.dev.Len()) < dev) {
+		if h.dev != nil {
+			if err := h.dev.FreeOn(h.stream); err != nil {
+				return 0, nil, err
+			}
+			h.dev = nil
+		}
+		b, err := cuda.AllocAsync[byte](h.stream, int(dev+dev/8))
+		if err != nil {
+			return 0, nil, err
+		}
+		h.dev = b
+	}
+	if host > 0 && (h.host == nil || uintptr(h.host.Len()) < host) {
+		b, err := cuda.AllocPinned[byte](h.ctx, int(host+host/8))
+		if err != nil {
+			return 0, nil, err
+		}
+		if h.host != nil {
+			h.retired = append(h.retired, h.host)
+		}
+		h.host = b
+	}
+	var d uintptr
+	var p unsafe.Pointer
+	if dev > 0 {
+		d = uintptr(h.dev.Ptr())
+	}
+	if host > 0 {
+		p = unsafe.Pointer(&h.host.Data()[0])
+	}
+	return d, p, nil
+}
+
+// scratchInfo returns the device address of h's scratch info, allocated
+// by the first call that needs it. Called in do.
+func (h *Handle) scratchInfo() (uintptr, error) {
+	if h.scratch == nil {
+		b, err := cuda.AllocAsync[int32](h.stream, 4)
+		if err != nil {
+			return 0, err
+		}
+		h.scratch = b
+	}
+	return uintptr(h.scratch.Ptr()), nil
+}
+
+// lwork returns a device workspace of lwork elements of T (the legacy
+// API's), as workspace does.
+func lwork[T cuda.Float](h *Handle, op string, lwork int32) (uintptr, error) {
+	if lwork < 0 {
+		return 0, errorf(op, cuda.ErrInvalidValue, "cuSOLVER asked for a workspace of %d elements", lwork)
+	}
+	d, _, err := h.workspace(op, uintptr(lwork)*unsafe.Sizeof(*new(T)), 0)
+	return d, err
+}
+
+// Stream returns the stream h queues its work on.
+func (h *Handle) Stream() *cuda.Stream {
+	if h == nil {
+		return nil
+	}
+	return h.stream
+}
+
+// WorkspaceBytes returns the sizes of h's device and host workspaces now:
+// what the calls so far asked for, and a little more. It calls neither
+// cuSOLVER nor the driver.
+func (h *Handle) WorkspaceBytes() (device, host int) {
+	if h.valid("Handle.WorkspaceBytes") != nil {
+		return 0, 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dev != nil {
+		device = h.dev.Len()
+	}
+	if h.host != nil {
+		host = h.host.Len()
+	}
+	return device, host
+}
+
+// String describes h, as package cuda's objects print: its device and its
+// stream's CUstream, as `cusolver.Handle{cuda:0, stream 0x5a1c2e0}`, with
+// "closed" once closed. It calls neither cuSOLVER nor the driver.
+func (h *Handle) String() string {
+	const kind = "cusolver.Handle"
+	if h == nil {
+		return kind + "(nil)"
+	}
+	st := h.life.Status()
+	if st == lifetime.Zero {
+		return describe.Object(kind, st)
+	}
+	return describe.Object(kind, st, h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream))
+}
+
+// Close waits for the calls in flight, releases the library's objects
+// (cuSOLVER waits for the device's work as it does) and frees the
+// workspaces. Close of a closed Handle returns nil. Once h's context is
+// closed, the library's objects went with it. A Close that fails may be
+// tried again; where the library refused to release its objects h is left
+// usable.
+func (h *Handle) Close() error {
+	const op = "Handle.Close"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	_, err := h.life.Close(func() (bool, error) {
+		if err := h.ctx.Do(func() error { return h.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
+			return false, calledas.Op(op, err)
+		}
+		var errs []error
+		free := func(what string, f func() error) {
+			if err := f(); err != nil && !errors.Is(err, cuda.ErrClosed) {
+				errs = append(errs, calledas.Unfreed(op, what, err))
+			}
+		}
+		if h.dev != nil {
+			free("the device workspace", func() error { return h.dev.FreeOn(h.stream) })
+			h.dev = nil
+		}
+		if h.scratch != nil {
+			free("the scratch info", func() error { return h.scratch.FreeOn(h.stream) })
+			h.scratch = nil
+		}
+		if h.ptrs != nil {
+			free("the batch's pointers", func() error { return h.ptrs.FreeOn(h.stream) })
+			h.ptrs = nil
+		}
+		for _, b := range append(h.retired, h.host) {
+			if b != nil {
+				free("the host workspace", b.Free)
+			}
+		}
+		h.retired, h.host = nil, nil
+		return true, errors.Join(errs...)
+	})
+	return err
+}

@@ -1,0 +1,118 @@
+package cusolver
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// infoKind is what an info value means.
+type infoKind uint8
+
+const (
+	infoPivot       infoKind = iota // getrf: i > 0 is U(i,i) = 0
+	infoMinor                       // potrf: i > 0 is the leading minor of order i
+	infoInverse                     // potri: i > 0 is a zero on the factor's diagonal
+	infoConvergence                 // gesvd, syevd, the Jacobi batches: i > 0 did not converge
+	infoNone                        // getrs, potrs, orgqr, ormqr, geqrf: only < 0 (an argument)
+)
+
+// Info holds the info values cuSOLVER writes on the device for one call
+// (one value, or one for each matrix of a batch) until Err reads them.
+// The zero Info is not usable: Err returns cuda.ErrInvalidValue.
+type Info struct {
+	h     *Handle
+	op    string
+	kind  infoKind
+	count int
+	mu    sync.Mutex
+	buf   *cuda.DeviceBuffer[int32] // nil once read
+	read  bool
+	err   error
+}
+
+// newInfo allocates count info values in stream order on h's stream.
+func newInfo(h *Handle, op string, kind infoKind, count int) (*Info, error) {
+	buf, err := cuda.AllocAsync[int32](h.stream, max(count, 1))
+	if err != nil {
+		return nil, err
+	}
+	return &Info{h: h, op: op, kind: kind, count: count, buf: buf}, nil
+}
+
+// discard frees an info whose call failed before queuing its work.
+func (i *Info) discard() {
+	if i != nil && i.buf != nil {
+		i.buf.FreeOn(i.h.stream)
+		i.buf = nil
+	}
+}
+
+// ptr is the device address of the info values.
+func (i *Info) ptr() uintptr { return uintptr(i.buf.Ptr()) }
+
+// Err waits for the handle's stream to finish the call (and what was
+// queued before it), reads the info values, frees them, and returns what
+// they mean: nil, or an error matching ErrSingular,
+// ErrNotPositiveDefinite or ErrNoConvergence that names the pivot or the
+// minor (and, in a batch, the matrix, counted from 0). It reads once: later
+// calls return the same answer without waiting.
+func (i *Info) Err() error {
+	const op = "Info.Err"
+	if i == nil || i.h == nil {
+		return errorf(op, cuda.ErrInvalidValue, "a nil or zero *Info: the calls of this package return one")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.read {
+		return i.err
+	}
+	vals := make([]int32, max(i.count, 1))
+	err := i.buf.CopyToHostAsync(vals, i.h.stream)
+	if err == nil {
+		err = i.h.stream.Synchronize()
+	}
+	if err != nil {
+		// The stream failed (or was closed): the values are lost; try
+		// again once the stream is usable.
+		return fmt.Errorf("%s: reading the info of %s: %w", op, i.op, err)
+	}
+	i.buf.FreeOn(i.h.stream)
+	i.buf = nil
+	i.read = true
+	var errs []error
+	for m, v := range vals[:i.count] {
+		if v != 0 {
+			errs = append(errs, i.meaning(m, v))
+			if len(errs) == 8 {
+				break
+			}
+		}
+	}
+	i.err = errors.Join(errs...)
+	return i.err
+}
+
+// meaning says in words what info value v of matrix m means.
+func (i *Info) meaning(m int, v int32) error {
+	where := ""
+	if i.count > 1 {
+		where = fmt.Sprintf("matrix %d: ", m)
+	}
+	if v < 0 {
+		return errorf(i.op, cuda.ErrInvalidValue, "%scuSOLVER refused argument %d (info %d)", where, -v, v)
+	}
+	switch i.kind {
+	case infoPivot:
+		return &Error{Op: i.op, Err: ErrSingular, Detail: fmt.Sprintf("%spivot %d is exactly zero (U(%d,%d), 1-based)", where, v, v, v)}
+	case infoMinor:
+		return &Error{Op: i.op, Err: ErrNotPositiveDefinite, Detail: fmt.Sprintf("%sthe leading minor of order %d is not positive definite", where, v)}
+	case infoInverse:
+		return &Error{Op: i.op, Err: ErrNotPositiveDefinite, Detail: fmt.Sprintf("%sthe factor's diagonal element %d is zero: no inverse", where, v)}
+	case infoConvergence:
+		return &Error{Op: i.op, Err: ErrNoConvergence, Detail: fmt.Sprintf("%s%d values did not converge (info %d)", where, v, v)}
+	}
+	return errorf(i.op, cuda.ErrInvalidValue, "%scuSOLVER wrote info %d", where, v)
+}

@@ -1,0 +1,137 @@
+package cusolver
+
+import (
+	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cusolver"
+)
+
+// LUFactors is an LU factorization with partial pivoting of an n×n matrix, in
+// the matrix's own memory, with its pivots (device memory it owns) and its
+// info. Free it when done.
+type LUFactors[T cuda.Float] struct {
+	Info // Err says whether the matrix was singular
+	a    Matrix[T]
+	piv  *cuda.DeviceBuffer[int64]
+}
+
+// Matrix returns the factored matrix (its memory holds L and U of the
+// matrix cuSOLVER saw: Aᵀ for a row-major a).
+func (f *LUFactors[T]) Matrix() Matrix[T] {
+	if f == nil {
+		return Matrix[T]{}
+	}
+	return f.a
+}
+
+// Free frees the pivots in stream order (after the work queued that uses
+// them), and the info if Err has not read it. Free of a freed LU does
+// nothing.
+func (f *LUFactors[T]) Free() error {
+	if f == nil || f.h == nil {
+		return errorf("LUFactors.Free", cuda.ErrInvalidValue, "a nil or zero *LUFactors: LU returns one")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.discard()
+	if f.piv == nil {
+		return nil
+	}
+	err := f.piv.FreeOn(f.h.stream)
+	f.piv = nil
+	return err
+}
+
+// LU factors the square matrix a in place, P·A = L·U with partial
+// pivoting (cusolverDnXgetrf), queued on h's stream. The returned LUFactors'
+// Err says (waiting for the stream) whether a was singular; Solve uses it.
+func LU[T cuda.Float](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
+	const op = "LU"
+	if err := h.valid(op); err != nil {
+		return nil, err
+	}
+	if err := a.check(op, "a", h.ctx); err != nil {
+		return nil, err
+	}
+	if err := a.square(op, "a"); err != nil {
+		return nil, err
+	}
+	n := a.Rows
+	var f *LUFactors[T]
+	err := h.do(op, []cuda.Memory{a.Data}, func() error {
+		info, err := newInfo(h, op, infoPivot, 1)
+		if err != nil {
+			return err
+		}
+		piv, err := cuda.AllocAsync[int64](h.stream, max(n, 1))
+		if err != nil {
+			info.discard()
+			return err
+		}
+		f = &LUFactors[T]{Info: Info{h: h, op: op, kind: infoPivot, count: 1, buf: info.buf}, a: a, piv: piv}
+		dt := dataType[T]()
+		var dev, host uintptr
+		err = check(op, "cusolverDnXgetrf_bufferSize", clib.DnXgetrf_bufferSize(h.raw.h, h.raw.params, int64(n), int64(n), dt, a.ptr(), int64(a.ld()), dt, &dev, &host))
+		if err == nil {
+			d, p, werr := h.workspace(op, dev, host)
+			err = werr
+			if err == nil {
+				err = check(op, "cusolverDnXgetrf", clib.DnXgetrf(h.raw.h, h.raw.params, int64(n), int64(n), dt, a.ptr(), int64(a.ld()), uintptr(piv.Ptr()), dt, d, dev, p, host, f.ptr()))
+			}
+		}
+		if err != nil {
+			f.discard()
+			piv.FreeOn(h.stream)
+			f = nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Solve solves A·X = B with f's factors, queued on h's stream
+// (cusolverDnXgetrs): b holds nrhs right-hand sides of n elements each, one
+// after another (B column-major; the rows of a row-major nrhs×n matrix),
+// and is overwritten with the solutions. The answer is A's whatever a's
+// layout: for a row-major a, whose transpose cuSOLVER factored, Solve asks
+// cuSOLVER for the transposed solve. A singular matrix is f's Err; Solve
+// does not wait for it.
+func Solve[T cuda.Float](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs int) error {
+	const op = "Solve"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	if f == nil || f.h == nil {
+		return errorf(op, cuda.ErrInvalidValue, "f is a nil or zero *LUFactors: LU returns one")
+	}
+	if f.h != h {
+		return errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
+	}
+	n := f.a.Rows
+	if err := checkVectors(op, "b", b, n, nrhs, h.ctx); err != nil {
+		return err
+	}
+	if overlap(b, n*nrhs, f.a.Data, n*n) {
+		return errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix")
+	}
+	f.mu.Lock()
+	piv := f.piv
+	f.mu.Unlock()
+	if piv == nil {
+		return errorf(op, cuda.ErrInvalidValue, "f is freed")
+	}
+	trans := int32(opN)
+	if f.a.Layout == RowMajor {
+		trans = opT
+	}
+	return h.do(op, []cuda.Memory{f.a.Data, b, piv}, func() error {
+		info, err := h.scratchInfo()
+		if err != nil {
+			return err
+		}
+		dt := dataType[T]()
+		return check(op, "cusolverDnXgetrs", clib.DnXgetrs(h.raw.h, h.raw.params, trans, int64(n), int64(nrhs), dt, f.a.ptr(), int64(f.a.ld()), uintptr(piv.Ptr()), dt, uintptr(b.Ptr()), int64(max(n, 1)), info))
+	})
+}

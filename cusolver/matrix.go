@@ -1,0 +1,197 @@
+package cusolver
+
+import (
+	"math"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+)
+
+// Layout is how a Matrix lies in its buffer.
+type Layout uint8
+
+const (
+	// RowMajor: row after row; Go's natural order, and the zero Layout.
+	RowMajor Layout = iota
+	// ColMajor: column after column; cuSOLVER's, Fortran's and LAPACK's
+	// order.
+	ColMajor
+)
+
+func (l Layout) String() string {
+	switch l {
+	case RowMajor:
+		return "row-major"
+	case ColMajor:
+		return "column-major"
+	}
+	return "Layout(?)"
+}
+
+// Triangle names the triangle of a symmetric matrix that is read (and,
+// for Cholesky, written), as the matrix's own layout reads it.
+type Triangle uint8
+
+const (
+	// Lower: on and below the diagonal; the zero Triangle.
+	Lower Triangle = iota
+	// Upper: on and above the diagonal.
+	Upper
+)
+
+func (t Triangle) String() string {
+	switch t {
+	case Lower:
+		return "lower"
+	case Upper:
+		return "upper"
+	}
+	return "Triangle(?)"
+}
+
+// Matrix describes a packed matrix of Rows×Cols elements at the start of
+// Data: the element at row i, column j is Data[i*Cols+j] when row-major
+// (the zero Layout), and Data[j*Rows+i] when column-major. The buffer may
+// be longer. The operations that factor a matrix overwrite its elements.
+//
+// A Matrix is a description, not an owner: Data stays the caller's to
+// free, after the work that uses it.
+type Matrix[T cuda.Float] struct {
+	Data       *cuda.DeviceBuffer[T]
+	Rows, Cols int
+	Layout     Layout
+}
+
+// NewMatrix describes data as a packed row-major matrix of rows×cols.
+func NewMatrix[T cuda.Float](data *cuda.DeviceBuffer[T], rows, cols int) Matrix[T] {
+	return Matrix[T]{Data: data, Rows: rows, Cols: cols}
+}
+
+// maxDim is the largest dimension the legacy API's int arguments take
+// (and so the package's, for one rule).
+const maxDim = math.MaxInt32
+
+// cuRows and cuCols are the matrix's dimensions as cuSOLVER sees its
+// memory, column-major: a row-major matrix is its transpose.
+func (m Matrix[T]) cuRows() int {
+	if m.Layout == ColMajor {
+		return m.Rows
+	}
+	return m.Cols
+}
+
+func (m Matrix[T]) cuCols() int {
+	if m.Layout == ColMajor {
+		return m.Cols
+	}
+	return m.Rows
+}
+
+// ld is the leading dimension cuSOLVER is given: packed, at least 1.
+func (m Matrix[T]) ld() int { return max(m.cuRows(), 1) }
+
+func (m Matrix[T]) ptr() uintptr { return uintptr(m.Data.Ptr()) }
+
+// check returns the error for a matrix named name that cannot be used in
+// ctx: no data, an unknown layout, negative or too large dimensions, a
+// buffer too small, or another context.
+func (m Matrix[T]) check(op, name string, ctx *cuda.Context) error {
+	switch {
+	case m.Data == nil:
+		return errorf(op, cuda.ErrInvalidValue, "%s has no data (a nil DeviceBuffer)", name)
+	case m.Layout != RowMajor && m.Layout != ColMajor:
+		return errorf(op, cuda.ErrInvalidValue, "%s has an unknown layout %d", name, m.Layout)
+	case m.Rows < 0 || m.Cols < 0:
+		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: dimensions cannot be negative", name, m.Rows, m.Cols)
+	case m.Rows > maxDim || m.Cols > maxDim:
+		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: cuSOLVER takes at most %d", name, m.Rows, m.Cols, maxDim)
+	case m.Data.Context() != ctx:
+		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+	}
+	if m.Rows > 0 && m.Cols > math.MaxInt/m.Rows {
+		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: beyond any buffer", name, m.Rows, m.Cols)
+	}
+	if need, have := m.Rows*m.Cols, m.Data.Len(); need > have {
+		return errorf(op, cuda.ErrInvalidValue, "%s (%d×%d) needs %d elements; its buffer holds %d", name, m.Rows, m.Cols, need, have)
+	}
+	return nil
+}
+
+// square returns the error for a matrix that is not square.
+func (m Matrix[T]) square(op, name string) error {
+	if m.Rows != m.Cols {
+		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: want a square matrix", name, m.Rows, m.Cols)
+	}
+	return nil
+}
+
+// checkVectors checks a buffer named name of count vectors of n elements each
+// (right-hand sides, singular values, eigenvalues).
+func checkVectors[T cuda.Float](op, name string, b *cuda.DeviceBuffer[T], n, count int, ctx *cuda.Context) error {
+	switch {
+	case b == nil:
+		return errorf(op, cuda.ErrInvalidValue, "%s is a nil DeviceBuffer", name)
+	case n < 0 || count < 0:
+		return errorf(op, cuda.ErrInvalidValue, "%s: %d vectors of %d elements: counts cannot be negative", name, count, n)
+	case count > maxDim:
+		return errorf(op, cuda.ErrInvalidValue, "%s: %d vectors: cuSOLVER takes at most %d", name, count, maxDim)
+	case b.Context() != ctx:
+		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+	}
+	if n > 0 && count > math.MaxInt/n {
+		return errorf(op, cuda.ErrInvalidValue, "%s: %d vectors of %d elements are beyond any buffer", name, count, n)
+	}
+	if need, have := n*count, b.Len(); need > have {
+		return errorf(op, cuda.ErrInvalidValue, "%s: %d vectors of %d elements need %d; its buffer holds %d", name, count, n, need, have)
+	}
+	return nil
+}
+
+// overlap reports whether the first na elements of a and nb of b share a
+// byte.
+func overlap[T cuda.Float](a *cuda.DeviceBuffer[T], na int, b *cuda.DeviceBuffer[T], nb int) bool {
+	if na == 0 || nb == 0 {
+		return false
+	}
+	size := uint64(unsafe.Sizeof(*new(T)))
+	alo, blo := uint64(a.Ptr()), uint64(b.Ptr())
+	return alo < blo+uint64(nb)*size && blo < alo+uint64(na)*size
+}
+
+// cudaDataType_t values, and cuSOLVER's enumerations.
+const (
+	typeF32 = 0 // CUDA_R_32F
+	typeF64 = 1 // CUDA_R_64F
+
+	fillLower = 0 // CUBLAS_FILL_MODE_LOWER
+	fillUpper = 1 // CUBLAS_FILL_MODE_UPPER
+
+	opN = 0 // CUBLAS_OP_N
+	opT = 1 // CUBLAS_OP_T
+
+	sideLeft = 0 // CUBLAS_SIDE_LEFT
+
+	eigNoVector = 0 // CUSOLVER_EIG_MODE_NOVECTOR
+	eigVector   = 1 // CUSOLVER_EIG_MODE_VECTOR
+)
+
+// isF64 reports whether T is float64 (or a type defined on it).
+func isF64[T cuda.Float]() bool { return unsafe.Sizeof(*new(T)) == 8 }
+
+// dataType returns cuSOLVER's data type for T.
+func dataType[T cuda.Float]() int32 {
+	if isF64[T]() {
+		return typeF64
+	}
+	return typeF32
+}
+
+// fill returns cuSOLVER's fill mode for triangle t of m as m's layout reads
+// it: the other one for a row-major matrix, whose memory is its
+// transpose.
+func (m Matrix[T]) fill(t Triangle) int32 {
+	if (t == Lower) == (m.Layout == ColMajor) {
+		return fillLower
+	}
+	return fillUpper
+}

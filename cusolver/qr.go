@@ -1,0 +1,241 @@
+package cusolver
+
+import (
+	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cusolver"
+)
+
+// QRFactors is a QR factorization A = Q·R of an m×n column-major matrix,
+// as LAPACK's geqrf leaves it: R on and above the diagonal of the
+// matrix's own memory, Q as min(m,n) Householder reflectors below it and
+// their scales tau (device memory it owns). Free it when done.
+type QRFactors[T cuda.Float] struct {
+	h   *Handle
+	a   Matrix[T]
+	tau *cuda.DeviceBuffer[T]
+}
+
+// Matrix returns the factored matrix: R on and above its diagonal.
+func (f *QRFactors[T]) Matrix() Matrix[T] {
+	if f == nil {
+		return Matrix[T]{}
+	}
+	return f.a
+}
+
+// Tau returns the reflectors' scales, min(m,n) of them (LAPACK's tau).
+func (f *QRFactors[T]) Tau() *cuda.DeviceBuffer[T] {
+	if f == nil {
+		return nil
+	}
+	return f.tau
+}
+
+// Free frees tau in stream order (after the work queued that uses it).
+// Free of a freed QRFactors does nothing.
+func (f *QRFactors[T]) Free() error {
+	if f == nil || f.h == nil {
+		return errorf("QRFactors.Free", cuda.ErrInvalidValue, "a nil or zero *QRFactors: QR returns one")
+	}
+	if f.tau == nil {
+		return nil
+	}
+	err := f.tau.FreeOn(f.h.stream)
+	f.tau = nil
+	return err
+}
+
+// colMajor returns the error for a matrix, named name, that is not
+// column-major: of a row-major matrix's memory cuSOLVER would factor Aᵀ.
+func colMajor[T cuda.Float](op, name string, m Matrix[T]) error {
+	if m.Layout != ColMajor {
+		return errorf(op, cuda.ErrInvalidValue, "%s is row-major: QR takes column-major matrices (of a row-major one's memory cuSOLVER would factor Aᵀ, A's LQ): set Layout to ColMajor with the elements in that order", name)
+	}
+	return nil
+}
+
+// QR factors the column-major m×n matrix a in place, A = Q·R
+// (cusolverDnXgeqrf), queued on h's stream.
+func QR[T cuda.Float](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
+	const op = "QR"
+	if err := h.valid(op); err != nil {
+		return nil, err
+	}
+	if err := a.check(op, "a", h.ctx); err != nil {
+		return nil, err
+	}
+	if err := colMajor(op, "a", a); err != nil {
+		return nil, err
+	}
+	m, n := a.Rows, a.Cols
+	var f *QRFactors[T]
+	err := h.do(op, []cuda.Memory{a.Data}, func() error {
+		tau, err := cuda.AllocAsync[T](h.stream, max(min(m, n), 1))
+		if err != nil {
+			return err
+		}
+		dt := dataType[T]()
+		var dev, host uintptr
+		err = check(op, "cusolverDnXgeqrf_bufferSize", clib.DnXgeqrf_bufferSize(h.raw.h, h.raw.params, int64(m), int64(n), dt, a.ptr(), int64(a.ld()), dt, uintptr(tau.Ptr()), dt, &dev, &host))
+		var d uintptr
+		if err == nil {
+			dd, hp, werr := h.workspace(op, dev, host)
+			d, err = dd, werr
+			if err == nil {
+				var info uintptr
+				info, err = h.scratchInfo()
+				if err == nil {
+					err = check(op, "cusolverDnXgeqrf", clib.DnXgeqrf(h.raw.h, h.raw.params, int64(m), int64(n), dt, a.ptr(), int64(a.ld()), dt, uintptr(tau.Ptr()), dt, d, dev, hp, host, info))
+				}
+			}
+		}
+		if err != nil {
+			tau.FreeOn(h.stream)
+			return err
+		}
+		f = &QRFactors[T]{h: h, a: a, tau: tau}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// usable checks f for op.
+func (f *QRFactors[T]) usable(h *Handle, op string) error {
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	switch {
+	case f == nil || f.h == nil:
+		return errorf(op, cuda.ErrInvalidValue, "f is a nil or zero *QRFactors: QR returns one")
+	case f.h != h:
+		return errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
+	case f.tau == nil:
+		return errorf(op, cuda.ErrInvalidValue, "f is freed")
+	}
+	return nil
+}
+
+// QRQ writes Q's first n columns (the m×n matrix with orthonormal columns,
+// A = Q·R with R n×n) into q, column-major m×n, queued on h's stream: it
+// copies f's reflectors into q and forms Q there (cusolverDnSorgqr,
+// cusolverDnDorgqr: cuSOLVER has no 64-bit form). f's matrix must have at
+// least as many rows as columns, and is left as it was.
+func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
+	const op = "QRQ"
+	if err := f.usable(h, op); err != nil {
+		return err
+	}
+	if err := q.check(op, "q", h.ctx); err != nil {
+		return err
+	}
+	if err := colMajor(op, "q", q); err != nil {
+		return err
+	}
+	m, n := f.a.Rows, f.a.Cols
+	switch {
+	case m < n:
+		return errorf(op, cuda.ErrInvalidValue, "f's matrix is %d×%d: QRQ forms Q of a matrix with at least as many rows as columns", m, n)
+	case q.Rows != m || q.Cols != n:
+		return errorf(op, cuda.ErrInvalidValue, "q is %d×%d: want %d×%d, f's matrix's shape", q.Rows, q.Cols, m, n)
+	case overlap(q.Data, m*n, f.a.Data, m*n):
+		return errorf(op, cuda.ErrInvalidValue, "q overlaps f's matrix")
+	}
+	if m*n == 0 {
+		return nil
+	}
+	src, err := f.a.Data.Slice(0, m*n)
+	if err != nil {
+		return err
+	}
+	dst, err := q.Data.Slice(0, m*n)
+	if err != nil {
+		return err
+	}
+	return h.do(op, []cuda.Memory{f.a.Data, q.Data, f.tau}, func() error {
+		if err := dst.CopyFromDeviceAsync(src, h.stream); err != nil {
+			return err
+		}
+		var lw int32
+		var err error
+		if isF64[T]() {
+			err = check(op, "cusolverDnDorgqr_bufferSize", clib.DnDorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), &lw))
+		} else {
+			err = check(op, "cusolverDnSorgqr_bufferSize", clib.DnSorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), &lw))
+		}
+		if err != nil {
+			return err
+		}
+		work, err := lwork[T](h, op, lw)
+		if err != nil {
+			return err
+		}
+		info, err := h.scratchInfo()
+		if err != nil {
+			return err
+		}
+		if isF64[T]() {
+			return check(op, "cusolverDnDorgqr", clib.DnDorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), work, lw, info))
+		}
+		return check(op, "cusolverDnSorgqr", clib.DnSorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), work, lw, info))
+	})
+}
+
+// ApplyQ overwrites the column-major m×k matrix c with Q·C, or Qᵀ·C where
+// transpose is true, Q the m×m orthogonal matrix of f's reflectors (f's
+// matrix m×n), queued on h's stream (cusolverDnSormqr, cusolverDnDormqr:
+// cuSOLVER has no 64-bit form). Qᵀ·B is the first step of a least-squares
+// solve.
+func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) error {
+	const op = "ApplyQ"
+	if err := f.usable(h, op); err != nil {
+		return err
+	}
+	if err := c.check(op, "c", h.ctx); err != nil {
+		return err
+	}
+	if err := colMajor(op, "c", c); err != nil {
+		return err
+	}
+	m, k := f.a.Rows, min(f.a.Rows, f.a.Cols)
+	switch {
+	case c.Rows != m:
+		return errorf(op, cuda.ErrInvalidValue, "c has %d rows: want %d, f's matrix's", c.Rows, m)
+	case overlap(c.Data, c.Rows*c.Cols, f.a.Data, f.a.Rows*f.a.Cols):
+		return errorf(op, cuda.ErrInvalidValue, "c overlaps f's matrix")
+	}
+	if c.Rows*c.Cols == 0 {
+		return nil
+	}
+	trans := int32(opN)
+	if transpose {
+		trans = opT
+	}
+	nc := c.Cols
+	return h.do(op, []cuda.Memory{f.a.Data, c.Data, f.tau}, func() error {
+		var lw int32
+		var err error
+		if isF64[T]() {
+			err = check(op, "cusolverDnDormqr_bufferSize", clib.DnDormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
+		} else {
+			err = check(op, "cusolverDnSormqr_bufferSize", clib.DnSormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
+		}
+		if err != nil {
+			return err
+		}
+		work, err := lwork[T](h, op, lw)
+		if err != nil {
+			return err
+		}
+		info, err := h.scratchInfo()
+		if err != nil {
+			return err
+		}
+		if isF64[T]() {
+			return check(op, "cusolverDnDormqr", clib.DnDormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
+		}
+		return check(op, "cusolverDnSormqr", clib.DnSormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
+	})
+}
