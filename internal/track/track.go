@@ -24,11 +24,12 @@ const (
 	Library
 	RandGenerator // a cuRAND generator
 	FFTPlan       // a cuFFT plan
+	SparseHandle  // a cuSPARSE handle
 	SolverHandle  // a cuSOLVER handle
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator", "cuFFT plan", "cuSOLVER handle"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator", "cuFFT plan", "cuSPARSE handle", "cuSOLVER handle"}
 
 func (k Kind) String() string { return names[k] }
 

@@ -1,0 +1,110 @@
+// Package cusparse computes with sparse matrices on gocuda's DeviceBuffers
+// with NVIDIA's cuSPARSE (its generic API), opened at run time like the
+// driver: nothing is needed to build, and the library only where a Handle
+// is made.
+//
+// A Matrix holds a sparse matrix in device memory in one of three formats:
+// CSR (compressed rows), CSC (compressed columns) or COO (coordinates,
+// sorted by row, then column). Its indices are int32 or int64 (Index), its
+// values float32, float64, complex64 or complex128 (Element), and it owns
+// its arrays: Free releases them. Matrices are made from Go slices
+// (NewCSR, NewCSC, and NewCOO, which sorts triplets and sums duplicates),
+// from a dense matrix on the device (FromDense), and from one another
+// (Convert); ToDense writes one out dense.
+//
+//	a, err := cusparse.NewCOO(s, 3, 3, rows, cols, vals) // *Matrix[int32, float64]
+//	err = cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, y) // y = A·x
+//
+// The operations take a Handle first (they are generic, and Go has no
+// generic methods): SpMV (y = alpha·op(A)·x + beta·y), SpMM (C =
+// alpha·op(A)·B + beta·C with dense B and C, row- or column-major),
+// SpGEMM (C = A·B of two CSR matrices, the result allocated), and the
+// triangular solves SpSV and SpSM (op(A)·y = alpha·x, op(A)·C = alpha·B,
+// A lower or upper, its diagonal stored or unit). Scalars have the element
+// type: cuSPARSE computes in it.
+//
+// A Handle is made for one Stream and queues all its work there. The work
+// buffers cuSPARSE asks for come from stream-ordered memory, kept in the
+// Handle and reused by later calls, grown when a call needs more, and
+// freed by Close. A Handle is safe for use by many goroutines: its calls
+// take turns. Make one per stream to run work side by side.
+//
+// The library is looked for as libcusparse.so.12 and libcusparse.so on the
+// loader's path, in /usr/local/cuda, and in the folders of NVIDIA's Python
+// wheels (nvidia/cu13, nvidia/cusparse); GOCUDA_LIBCUSPARSE names another
+// file. cuSPARSE needs nvJitLink: the package loads it first from the same
+// places (libnvJitLink.so.13 or .12, the wheels' nvidia/nvjitlink), where
+// the loader's path lacks it.
+package cusparse
+
+//go:generate go run ../internal/driver/gen -in ../internal/lib/cusparse/status.txt -backend lib-public -pkg cusparse -out zstatus.go
+
+import (
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/dl"
+	clib "github.com/gocuda/cuda/internal/lib/cusparse"
+)
+
+// EnvLibrary is the environment variable that names the cuSPARSE library
+// to open.
+const EnvLibrary = "GOCUDA_LIBCUSPARSE"
+
+// lib is cuSPARSE, opened once per process by the first call that needs
+// it, with the functions of internal/lib/cusparse: a file that lacks one
+// of the required ones is not cuSPARSE, and the others fail only their own
+// calls. jitLink is nvJitLink, which cuSPARSE 12 links against, opened
+// first where it can be found so that cuSPARSE's own dependency is met
+// from the same places (a library already loaded satisfies it); cuSPARSE
+// opens without it where the loader finds nvJitLink itself.
+var (
+	lib = dl.Lazy{
+		Library: dl.Library{
+			Name:    "cuSPARSE",
+			Env:     EnvLibrary,
+			Sonames: []string{"libcusparse.so.12", "libcusparse.so"},
+			DLLs:    []string{"cusparse64_12.dll"},
+			Wheels:  []string{"cu13/lib", "cusparse/lib"},
+			Install: "install the CUDA toolkit's cuSPARSE (libcusparse), or pip install nvidia-cusparse",
+			Missing: cuda.ErrNotSupported,
+		},
+		Table: clib.Table,
+	}
+	jitLink = dl.Lazy{
+		Library: dl.Library{
+			Name:    "nvJitLink",
+			Sonames: []string{"libnvJitLink.so.13", "libnvJitLink.so.12"},
+			DLLs:    []string{"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"},
+			Wheels:  []string{"cu13/lib", "nvjitlink/lib"},
+		},
+	}
+)
+
+// load opens cuSPARSE (after nvJitLink, where it is found) once per
+// process; op's Error says why it could not.
+func load(op string) error {
+	_ = jitLink.Open() // cuSPARSE's own error says what is missing, if anything
+	return open(op)
+}
+
+// Library returns the path of the cuSPARSE library opened, or why none
+// could be.
+func Library() (string, error) {
+	err := load("Library")
+	return lib.Path(), err
+}
+
+// Version returns cuSPARSE's version, such as 12.5.8 (cusparseGetProperty:
+// no handle, no context needed).
+func Version() (cuda.Version, error) {
+	const op = "Version"
+	if err := load(op); err != nil {
+		return cuda.Version{}, err
+	}
+	var v [3]int32 // libraryPropertyType: MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+	for i := range v {
+		if err := check(op, "cusparseGetProperty", clib.GetProperty(int32(i), &v[i])); err != nil {
+			return cuda.Version{}, err
+		}
+	}
+	return cuda.Version{Major: int(v[0]), Minor: int(v[1]), Patch: int(v[2])}, nil
+}

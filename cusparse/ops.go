@@ -1,0 +1,488 @@
+package cusparse
+
+import (
+	"errors"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cusparse"
+)
+
+// descs are the library's descriptors one call makes, destroyed when it
+// returns (cuSPARSE reads them when a function is called, not when its
+// work runs).
+type descs struct {
+	op   string
+	sp   []clib.SpMatDescr
+	vec  []clib.DnVecDescr
+	mat  []clib.DnMatDescr
+	gemm clib.SpGEMMDescr
+	sv   clib.SpSVDescr
+	sm   clib.SpSMDescr
+}
+
+// release destroys them all, inside the call's Stream.Do (their context
+// current: cuSPARSE may free device memory of its own with them), into
+// *err where it holds no error yet.
+func (d *descs) release(err *error) {
+	if derr := d.destroy(); *err == nil {
+		*err = derr
+	}
+}
+
+// destroy destroys them all; the first failure is the error.
+func (d *descs) destroy() error {
+	var errs []error
+	if d.gemm != 0 {
+		errs = append(errs, check(d.op, "cusparseSpGEMM_destroyDescr", clib.SpGEMM_destroyDescr(d.gemm)))
+	}
+	if d.sv != 0 {
+		errs = append(errs, check(d.op, "cusparseSpSV_destroyDescr", clib.SpSV_destroyDescr(d.sv)))
+	}
+	if d.sm != 0 {
+		errs = append(errs, check(d.op, "cusparseSpSM_destroyDescr", clib.SpSM_destroyDescr(d.sm)))
+	}
+	for _, s := range d.sp {
+		errs = append(errs, check(d.op, "cusparseDestroySpMat", clib.DestroySpMat(s)))
+	}
+	for _, v := range d.vec {
+		errs = append(errs, check(d.op, "cusparseDestroyDnVec", clib.DestroyDnVec(v)))
+	}
+	for _, m := range d.mat {
+		errs = append(errs, check(d.op, "cusparseDestroyDnMat", clib.DestroyDnMat(m)))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spMat makes m's descriptor.
+func spMat[I Index, T Element](d *descs, m *Matrix[I, T]) (clib.SpMatDescr, error) {
+	var s clib.SpMatDescr
+	it, vt := indexType[I](), valueType[T]()
+	a, b, v := uintptr(m.outer.Ptr()), uintptr(m.inner.Ptr()), uintptr(m.values.Ptr())
+	var err error
+	switch m.format {
+	case CSR:
+		err = check(d.op, "cusparseCreateCsr", clib.CreateCsr(&s, int64(m.rows), int64(m.cols), int64(m.nnz), a, b, v, it, it, 0, vt))
+	case CSC:
+		err = check(d.op, "cusparseCreateCsc", clib.CreateCsc(&s, int64(m.rows), int64(m.cols), int64(m.nnz), a, b, v, it, it, 0, vt))
+	default:
+		err = check(d.op, "cusparseCreateCoo", clib.CreateCoo(&s, int64(m.rows), int64(m.cols), int64(m.nnz), a, b, v, it, 0, vt))
+	}
+	if err != nil {
+		return 0, err
+	}
+	d.sp = append(d.sp, s)
+	return s, nil
+}
+
+// dnVec makes x's descriptor.
+func dnVec[T Element](d *descs, x *cuda.DeviceBuffer[T]) (clib.DnVecDescr, error) {
+	var v clib.DnVecDescr
+	if err := check(d.op, "cusparseCreateDnVec", clib.CreateDnVec(&v, int64(x.Len()), uintptr(x.Ptr()), valueType[T]())); err != nil {
+		return 0, err
+	}
+	d.vec = append(d.vec, v)
+	return v, nil
+}
+
+// dnMat makes m's descriptor.
+func dnMat[T Element](d *descs, m Dense[T]) (clib.DnMatDescr, error) {
+	var v clib.DnMatDescr
+	if err := check(d.op, "cusparseCreateDnMat", clib.CreateDnMat(&v, int64(m.Rows), int64(m.Cols), int64(m.ld()), uintptr(m.Data.Ptr()), valueType[T](), m.order())); err != nil {
+		return 0, err
+	}
+	d.mat = append(d.mat, v)
+	return v, nil
+}
+
+// opShape returns op(A)'s rows and columns.
+func opShape(op Op, rows, cols int) (int, int) {
+	if op == NoTrans {
+		return rows, cols
+	}
+	return cols, rows
+}
+
+func checkOp(op, name string, o Op) error {
+	if o > ConjTrans {
+		return errorf(op, cuda.ErrInvalidValue, "%s is %d: want NoTrans, Trans or ConjTrans", name, int(o))
+	}
+	return nil
+}
+
+// checkVec checks a vector operand's length.
+func checkVec[T Element](op, name string, x *cuda.DeviceBuffer[T], n int) error {
+	switch {
+	case x == nil:
+		return errorf(op, cuda.ErrInvalidValue, "%s is nil", name)
+	case x.Len() != n:
+		return errorf(op, cuda.ErrInvalidValue, "len(%s) is %d: want %d", name, x.Len(), n)
+	}
+	return nil
+}
+
+// SpMV computes y = alpha·op(A)·x + beta·y (cusparseSpMV, its default
+// algorithm), queued on h's stream. x has op(A)'s columns, y its rows;
+// where beta is 0, y is not read. The work buffer cuSPARSE asks for is
+// h's, reused by later calls.
+func SpMV[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], x *cuda.DeviceBuffer[T], beta T, y *cuda.DeviceBuffer[T]) error {
+	const name = "SpMV"
+	if err := h.valid(name); err != nil {
+		return err
+	}
+	if err := a.hold(name); err != nil {
+		return err
+	}
+	defer a.life.Release()
+	rows, cols := opShape(op, a.rows, a.cols)
+	if err := errors.Join(checkOp(name, "op", op), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
+		return err
+	}
+	d := &descs{op: name}
+	err := h.do(name, append(a.mem(), x, y), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
+		defer d.release(&err)
+		da, err := spMat(d, a)
+		if err != nil {
+			return err
+		}
+		dx, err := dnVec(d, x)
+		if err != nil {
+			return err
+		}
+		dy, err := dnVec(d, y)
+		if err != nil {
+			return err
+		}
+		ct := valueType[T]()
+		pa, pb := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+		var n uintptr
+		if err := check(name, "cusparseSpMV_bufferSize", clib.SpMV_bufferSize(lh, int32(op), pa, da, dx, pb, dy, ct, 0, &n)); err != nil {
+			return err
+		}
+		buf, err := work(0, n)
+		if err != nil {
+			return err
+		}
+		return check(name, "cusparseSpMV", clib.SpMV(lh, int32(op), pa, da, dx, pb, dy, ct, 0, buf))
+	})
+	return err
+}
+
+// SpMM computes C = alpha·op(A)·B + beta·C (cusparseSpMM, its default
+// algorithm), with B and C dense, each row- or column-major, queued on h's
+// stream. B has op(A)'s columns as rows, C op(A)'s rows and B's columns;
+// where beta is 0, C is not read.
+func SpMM[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], b Dense[T], beta T, c Dense[T]) error {
+	const name = "SpMM"
+	if err := h.valid(name); err != nil {
+		return err
+	}
+	if err := a.hold(name); err != nil {
+		return err
+	}
+	defer a.life.Release()
+	rows, k := opShape(op, a.rows, a.cols)
+	if err := errors.Join(checkOp(name, "op", op), b.check(name, "b"), c.check(name, "c")); err != nil {
+		return err
+	}
+	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {
+		return errorf(name, cuda.ErrInvalidValue, "op(A) is %dx%d, b %dx%d, c %dx%d: want b %dx%d and c %dx%d", rows, k, b.Rows, b.Cols, c.Rows, c.Cols, k, b.Cols, rows, b.Cols)
+	}
+	d := &descs{op: name}
+	err := h.do(name, append(a.mem(), b.Data, c.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
+		defer d.release(&err)
+		da, err := spMat(d, a)
+		if err != nil {
+			return err
+		}
+		db, err := dnMat(d, b)
+		if err != nil {
+			return err
+		}
+		dc, err := dnMat(d, c)
+		if err != nil {
+			return err
+		}
+		ct := valueType[T]()
+		pa, pb := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+		var n uintptr
+		if err := check(name, "cusparseSpMM_bufferSize", clib.SpMM_bufferSize(lh, int32(op), 0, pa, da, db, pb, dc, ct, 0, &n)); err != nil {
+			return err
+		}
+		buf, err := work(0, n)
+		if err != nil {
+			return err
+		}
+		return check(name, "cusparseSpMM", clib.SpMM(lh, int32(op), 0, pa, da, db, pb, dc, ct, 0, buf))
+	})
+	return err
+}
+
+// SpGEMM returns C = A·B (cusparseSpGEMM, its default algorithm) of two
+// CSR matrices, a new CSR matrix in stream-ordered memory of h's stream.
+// cuSPARSE computes C's number of non-zeros on the device and hands it to
+// the host, so SpGEMM waits for h's stream (cusparseSpGEMM_compute
+// does). Convert other formats to CSR first.
+func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], error) {
+	const name = "SpGEMM"
+	if err := h.valid(name); err != nil {
+		return nil, err
+	}
+	if err := a.hold(name); err != nil {
+		return nil, err
+	}
+	defer a.life.Release()
+	if err := b.hold(name); err != nil {
+		return nil, err
+	}
+	defer b.life.Release()
+	switch {
+	case a.format != CSR || b.format != CSR:
+		return nil, errorf(name, cuda.ErrInvalidValue, "a is %v and b %v: SpGEMM takes CSR (Convert first)", a.format, b.format)
+	case a.cols != b.rows:
+		return nil, errorf(name, cuda.ErrInvalidValue, "a is %dx%d and b %dx%d: a's columns must be b's rows", a.rows, a.cols, b.rows, b.cols)
+	}
+	var c *Matrix[I, T]
+	d := &descs{op: name}
+	err := h.do(name, append(a.mem(), b.mem()...), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
+		defer d.release(&err)
+		out, err := allocMatrix[I, T](h.stream, CSR, a.rows, b.cols, 0)
+		if err != nil {
+			return err
+		}
+		c = out
+		da, err := spMat(d, a)
+		if err != nil {
+			return err
+		}
+		db, err := spMat(d, b)
+		if err != nil {
+			return err
+		}
+		dc, err := spMat(d, c)
+		if err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpGEMM_createDescr", clib.SpGEMM_createDescr(&d.gemm)); err != nil {
+			return err
+		}
+		var alpha, beta T
+		alpha = 1
+		pa, pb := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+		ct := valueType[T]()
+		var n1, n2 uintptr
+		if err := check(name, "cusparseSpGEMM_workEstimation", clib.SpGEMM_workEstimation(lh, 0, 0, pa, da, db, pb, dc, ct, 0, d.gemm, &n1, 0)); err != nil {
+			return err
+		}
+		buf1, err := work(0, n1)
+		if err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpGEMM_workEstimation", clib.SpGEMM_workEstimation(lh, 0, 0, pa, da, db, pb, dc, ct, 0, d.gemm, &n1, buf1)); err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpGEMM_compute", clib.SpGEMM_compute(lh, 0, 0, pa, da, db, pb, dc, ct, 0, d.gemm, &n2, 0)); err != nil {
+			return err
+		}
+		buf2, err := work(1, n2)
+		if err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpGEMM_compute", clib.SpGEMM_compute(lh, 0, 0, pa, da, db, pb, dc, ct, 0, d.gemm, &n2, buf2)); err != nil {
+			return err
+		}
+		var rows, cols, nnz int64
+		if err := check(name, "cusparseSpMatGetSize", clib.SpMatGetSize(dc, &rows, &cols, &nnz)); err != nil {
+			return err
+		}
+		if nnz < 0 || int(nnz) > maxIndex[I]() {
+			return errorf(name, cuda.ErrNotSupported, "the product has %d non-zeros: more than its indices count", nnz)
+		}
+		if err := c.resize(int(nnz)); err != nil {
+			return err
+		}
+		if err := check(name, "cusparseCsrSetPointers", clib.CsrSetPointers(dc, uintptr(c.outer.Ptr()), uintptr(c.inner.Ptr()), uintptr(c.values.Ptr()))); err != nil {
+			return err
+		}
+		return check(name, "cusparseSpGEMM_copy", clib.SpGEMM_copy(lh, 0, 0, pa, da, db, pb, dc, ct, 0, d.gemm))
+	})
+	if err != nil {
+		if c != nil {
+			c.freeAll()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// resize gives a matrix being made nnz non-zeros: new inner and value
+// arrays (stream-ordered), the old ones freed.
+func (m *Matrix[I, T]) resize(nnz int) error {
+	if err := errors.Join(m.freeInner(), m.freeValues()); err != nil {
+		return err
+	}
+	m.nnz, m.innerN = nnz, nnz
+	if m.format == COO {
+		if err := m.freeOuter(); err != nil {
+			return err
+		}
+		m.outerLen = nnz
+		var err error
+		if m.outer, err = cuda.AllocAsync[I](m.stream, max(nnz, 1)); err != nil {
+			return err
+		}
+	}
+	var err error
+	if m.inner, err = cuda.AllocAsync[I](m.stream, max(nnz, 1)); err != nil {
+		return err
+	}
+	m.values, err = cuda.AllocAsync[T](m.stream, max(nnz, 1))
+	return err
+}
+
+// SpSV solves op(A)·y = alpha·x for y (cusparseSpSV: its analysis, then
+// its solve), with A square, CSR or COO, triangular: only its triangle
+// fill is read, and its diagonal as diag says. x and y have A's rows.
+func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a *Matrix[I, T], x, y *cuda.DeviceBuffer[T]) error {
+	const name = "SpSV"
+	if err := h.valid(name); err != nil {
+		return err
+	}
+	if err := a.hold(name); err != nil {
+		return err
+	}
+	defer a.life.Release()
+	if err := checkTriangular(name, op, fill, diag, a.format, a.rows, a.cols); err != nil {
+		return err
+	}
+	if err := errors.Join(checkVec(name, "x", x, a.rows), checkVec(name, "y", y, a.rows)); err != nil {
+		return err
+	}
+	d := &descs{op: name}
+	err := h.do(name, append(a.mem(), x, y), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
+		defer d.release(&err)
+		da, err := triMat(d, a, fill, diag)
+		if err != nil {
+			return err
+		}
+		dx, err := dnVec(d, x)
+		if err != nil {
+			return err
+		}
+		dy, err := dnVec(d, y)
+		if err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpSV_createDescr", clib.SpSV_createDescr(&d.sv)); err != nil {
+			return err
+		}
+		ct, pa := valueType[T](), unsafe.Pointer(&alpha)
+		var n uintptr
+		if err := check(name, "cusparseSpSV_bufferSize", clib.SpSV_bufferSize(lh, int32(op), pa, da, dx, dy, ct, 0, d.sv, &n)); err != nil {
+			return err
+		}
+		buf, err := work(0, n)
+		if err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpSV_analysis", clib.SpSV_analysis(lh, int32(op), pa, da, dx, dy, ct, 0, d.sv, buf)); err != nil {
+			return err
+		}
+		return check(name, "cusparseSpSV_solve", clib.SpSV_solve(lh, int32(op), pa, da, dx, dy, ct, 0, d.sv))
+	})
+	return err
+}
+
+// SpSM solves op(A)·C = alpha·B for C (cusparseSpSM: its analysis, then
+// its solve), with A square, CSR or COO, triangular as for SpSV, and B and
+// C dense of A's rows, each row- or column-major.
+func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a *Matrix[I, T], b, c Dense[T]) error {
+	const name = "SpSM"
+	if err := h.valid(name); err != nil {
+		return err
+	}
+	if err := a.hold(name); err != nil {
+		return err
+	}
+	defer a.life.Release()
+	if err := checkTriangular(name, op, fill, diag, a.format, a.rows, a.cols); err != nil {
+		return err
+	}
+	if err := errors.Join(b.check(name, "b"), c.check(name, "c")); err != nil {
+		return err
+	}
+	if b.Rows != a.rows || c.Rows != a.rows || c.Cols != b.Cols {
+		return errorf(name, cuda.ErrInvalidValue, "a is %dx%d, b %dx%d, c %dx%d: want b and c of a's rows and the same columns", a.rows, a.cols, b.Rows, b.Cols, c.Rows, c.Cols)
+	}
+	d := &descs{op: name}
+	err := h.do(name, append(a.mem(), b.Data, c.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
+		defer d.release(&err)
+		da, err := triMat(d, a, fill, diag)
+		if err != nil {
+			return err
+		}
+		db, err := dnMat(d, b)
+		if err != nil {
+			return err
+		}
+		dc, err := dnMat(d, c)
+		if err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpSM_createDescr", clib.SpSM_createDescr(&d.sm)); err != nil {
+			return err
+		}
+		ct, pa := valueType[T](), unsafe.Pointer(&alpha)
+		var n uintptr
+		if err := check(name, "cusparseSpSM_bufferSize", clib.SpSM_bufferSize(lh, int32(op), 0, pa, da, db, dc, ct, 0, d.sm, &n)); err != nil {
+			return err
+		}
+		buf, err := work(0, n)
+		if err != nil {
+			return err
+		}
+		if err := check(name, "cusparseSpSM_analysis", clib.SpSM_analysis(lh, int32(op), 0, pa, da, db, dc, ct, 0, d.sm, buf)); err != nil {
+			return err
+		}
+		return check(name, "cusparseSpSM_solve", clib.SpSM_solve(lh, int32(op), 0, pa, da, db, dc, ct, 0, d.sm))
+	})
+	return err
+}
+
+func checkTriangular(name string, op Op, fill Fill, diag Diag, f Format, rows, cols int) error {
+	switch {
+	case op > ConjTrans:
+		return errorf(name, cuda.ErrInvalidValue, "op is %d: want NoTrans, Trans or ConjTrans", int(op))
+	case fill > Upper:
+		return errorf(name, cuda.ErrInvalidValue, "fill is %d: want Lower or Upper", int(fill))
+	case diag > Unit:
+		return errorf(name, cuda.ErrInvalidValue, "diag is %d: want NonUnit or Unit", int(diag))
+	case f == CSC:
+		return errorf(name, cuda.ErrInvalidValue, "a is CSC: the triangular solves take CSR or COO (Convert first)")
+	case rows != cols:
+		return errorf(name, cuda.ErrInvalidValue, "a is %dx%d: a triangular solve needs a square matrix", rows, cols)
+	}
+	return nil
+}
+
+// triMat makes a's descriptor with its fill mode and diagonal type
+// (CUSPARSE_SPMAT_FILL_MODE 0, CUSPARSE_SPMAT_DIAG_TYPE 1).
+func triMat[I Index, T Element](d *descs, a *Matrix[I, T], fill Fill, diag Diag) (clib.SpMatDescr, error) {
+	da, err := spMat(d, a)
+	if err != nil {
+		return 0, err
+	}
+	f, g := int32(fill), int32(diag)
+	if err := check(d.op, "cusparseSpMatSetAttribute", clib.SpMatSetAttribute(da, 0, unsafe.Pointer(&f), 4)); err != nil {
+		return 0, err
+	}
+	if err := check(d.op, "cusparseSpMatSetAttribute", clib.SpMatSetAttribute(da, 1, unsafe.Pointer(&g), 4)); err != nil {
+		return 0, err
+	}
+	return da, nil
+}

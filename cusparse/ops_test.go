@@ -1,0 +1,442 @@
+package cusparse_test
+
+import (
+	"fmt"
+	"math/cmplx"
+	"math/rand/v2"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cusparse"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// shapes are the matrices every operation is checked on: each kind at the
+// issue's odd sizes, and rectangular ones.
+var shapes = []struct {
+	kind       string
+	rows, cols int
+}{
+	{"random", 1, 1}, {"banded", 3, 3}, {"powerlaw", 3, 3}, {"random", 97, 97}, {"banded", 97, 97}, {"powerlaw", 97, 97},
+	{"random", 1000, 1000}, {"banded", 1000, 1000}, {"powerlaw", 1000, 1000},
+	{"random", 4099, 4099}, {"banded", 4099, 4099}, {"powerlaw", 4099, 4099},
+	{"random", 97, 41}, {"powerlaw", 3, 1000},
+}
+
+// TestOperations checks every operation against the CPU reference, on
+// each shape, with both index types and every value type.
+func TestOperations(t *testing.T) {
+	ctx, s, h := handle(t)
+	for i, sh := range shapes {
+		if testing.Short() && sh.rows > 1000 {
+			continue
+		}
+		name := fmt.Sprintf("%s-%dx%d", sh.kind, sh.rows, sh.cols)
+		seed := uint64(i + 1)
+		t.Run(name+"/int32-float32", func(t *testing.T) { checkAll[int32, float32](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+		t.Run(name+"/int32-float64", func(t *testing.T) { checkAll[int32, float64](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+		t.Run(name+"/int32-complex64", func(t *testing.T) { checkAll[int32, complex64](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+		t.Run(name+"/int32-complex128", func(t *testing.T) { checkAll[int32, complex128](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+		t.Run(name+"/int64-float32", func(t *testing.T) { checkAll[int64, float32](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+		t.Run(name+"/int64-float64", func(t *testing.T) { checkAll[int64, float64](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+		t.Run(name+"/int64-complex64", func(t *testing.T) { checkAll[int64, complex64](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+		t.Run(name+"/int64-complex128", func(t *testing.T) { checkAll[int64, complex128](t, ctx, s, h, sh.kind, sh.rows, sh.cols, seed) })
+	}
+}
+
+func checkAll[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cusparse.Handle, kind string, rows, cols int, seed uint64) {
+	m := gen(kind, rows, cols, isComplex[T](), seed)
+	coo := fromTriplets[I, T](t, s, m, seed)
+	formats := map[cusparse.Format]*cusparse.Matrix[I, T]{cusparse.COO: coo}
+	outer := t // the matrices kept live for the operations after
+	t.Run("Convert", func(t *testing.T) {
+		// Every format from every other: COO to CSR and CSC, then each of
+		// those back to the others.
+		for _, from := range []cusparse.Format{cusparse.COO, cusparse.CSR, cusparse.CSC} {
+			for _, to := range []cusparse.Format{cusparse.CSR, cusparse.CSC, cusparse.COO} {
+				src := formats[from]
+				if src == nil {
+					t.Fatalf("no %v matrix to convert from", from)
+				}
+				out := must(cusparse.Convert(h, src, to))(t)
+				if formats[to] == nil {
+					formats[to] = free(outer, out)
+				} else {
+					free(t, out)
+				}
+				checkArrays(t, fmt.Sprintf("%v from %v", to, from), out, m)
+			}
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	for _, f := range []cusparse.Format{cusparse.CSR, cusparse.CSC, cusparse.COO} {
+		a := formats[f]
+		t.Run("SpMV/"+f.String(), func(t *testing.T) { checkSpMV(t, ctx, s, h, a, m, seed) })
+		t.Run("SpMM/"+f.String(), func(t *testing.T) { checkSpMM(t, ctx, s, h, a, m, seed) })
+		if rows*cols <= 1<<20 {
+			t.Run("ToDense/"+f.String(), func(t *testing.T) { checkToDense(t, ctx, h, a, m) })
+		}
+	}
+	t.Run("SpGEMM", func(t *testing.T) { checkSpGEMM(t, s, h, formats[cusparse.CSR], m, seed) })
+	if rows == cols {
+		for _, f := range []cusparse.Format{cusparse.CSR, cusparse.COO} {
+			t.Run("SpSV/"+f.String(), func(t *testing.T) { checkSpSV[I, T](t, ctx, s, h, f, m, seed) })
+		}
+	}
+}
+
+// fromTriplets makes m with NewCOO from its entries shuffled, some split
+// in two (duplicates summed), and checks what it holds.
+func fromTriplets[I cusparse.Index, T cusparse.Element](t *testing.T, s *cuda.Stream, m ref, seed uint64) *cusparse.Matrix[I, T] {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var ri, ci []I
+	var v []T
+	for k, e := range m.e {
+		if k%3 == 0 {
+			// Split: two halves that sum to the value. Halves of a
+			// float are exact, so the sum is the value in every type.
+			half := of[T](e.v / 2)
+			ri, ci, v = append(ri, I(e.r), I(e.r)), append(ci, I(e.c), I(e.c)), append(v, half, of[T](e.v)-half)
+			continue
+		}
+		ri, ci, v = append(ri, I(e.r)), append(ci, I(e.c)), append(v, of[T](e.v))
+	}
+	rng.Shuffle(len(v), func(a, b int) { ri[a], ri[b] = ri[b], ri[a]; ci[a], ci[b] = ci[b], ci[a]; v[a], v[b] = v[b], v[a] })
+	coo := free(t, must(cusparse.NewCOO(s, m.rows, m.cols, ri, ci, v))(t))
+	checkArrays(t, "NewCOO", coo, m)
+	return coo
+}
+
+// checkArrays checks a's arrays are m's in a's format.
+func checkArrays[I cusparse.Index, T cusparse.Element](t *testing.T, what string, a *cusparse.Matrix[I, T], m ref) {
+	t.Helper()
+	if a.Rows() != m.rows || a.Cols() != m.cols || a.NNZ() != len(m.e) {
+		t.Fatalf("%s: %dx%d with %d non-zeros, want %dx%d with %d", what, a.Rows(), a.Cols(), a.NNZ(), m.rows, m.cols, len(m.e))
+	}
+	outer, inner, val := must3(a.ToHost())(t)
+	var wo, wi []I
+	var wv []T
+	switch a.Format() {
+	case cusparse.CSR:
+		wo, wi, wv = csrOf[I, T](m)
+	case cusparse.CSC:
+		wo, wi, wv = csrOf[I, T](m.op(cusparse.Trans))
+	case cusparse.COO:
+		for _, e := range m.e {
+			wo, wi, wv = append(wo, I(e.r)), append(wi, I(e.c)), append(wv, of[T](e.v))
+		}
+	}
+	if len(outer) != len(wo) {
+		t.Fatalf("%s: %d outer indices, want %d", what, len(outer), len(wo))
+	}
+	for k := range wo {
+		if outer[k] != wo[k] {
+			t.Fatalf("%s: outer[%d] = %d, want %d", what, k, outer[k], wo[k])
+		}
+	}
+	for k := range wi {
+		if inner[k] != wi[k] || val[k] != wv[k] {
+			t.Fatalf("%s: non-zero %d is %d: %v, want %d: %v", what, k, inner[k], val[k], wi[k], wv[k])
+		}
+	}
+}
+
+// must3 is must for three results and an error.
+func must3[A, B, C any](a A, b B, c C, err error) func(testing.TB) (A, B, C) {
+	return func(t testing.TB) (A, B, C) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b, c
+	}
+}
+
+// ops are the operations to check with T: ConjTrans only where it differs.
+func ops[T cusparse.Element]() []cusparse.Op {
+	if isComplex[T]() {
+		return []cusparse.Op{cusparse.NoTrans, cusparse.Trans, cusparse.ConjTrans}
+	}
+	return []cusparse.Op{cusparse.NoTrans, cusparse.Trans}
+}
+
+// mulRef returns alpha·op(A)·x + beta·y, and the size of the terms summed
+// into each element.
+func mulRef(a ref, x []complex128, alpha complex128, beta complex128, y []complex128) ([]complex128, []float64) {
+	out, scale := make([]complex128, a.rows), make([]float64, a.rows)
+	for _, e := range a.e {
+		out[e.r] += e.v * x[e.c]
+		scale[e.r] += cmplx.Abs(e.v * x[e.c])
+	}
+	for i := range out {
+		out[i] = alpha*out[i] + beta*y[i]
+		scale[i] = cmplx.Abs(alpha)*scale[i] + cmplx.Abs(beta*y[i])
+	}
+	return out, scale
+}
+
+func toC[T cusparse.Element](xs []T) []complex128 {
+	out := make([]complex128, len(xs))
+	for i, x := range xs {
+		out[i] = back(x)
+	}
+	return out
+}
+
+func checkSpMV[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cusparse.Handle, a *cusparse.Matrix[I, T], m ref, seed uint64) {
+	for _, op := range ops[T]() {
+		om := m.op(op)
+		x, y0 := values[T](om.cols, seed+1), values[T](om.rows, seed+2)
+		dx, dy := upload(t, ctx, x), upload(t, ctx, y0)
+		alpha, beta := of[T](complex(1.5, 0.5)), of[T](complex(-0.5, 0.25))
+		if err := cusparse.SpMV(h, op, alpha, a, dx, beta, dy); err != nil {
+			t.Fatalf("SpMV(%v): %v", op, err)
+		}
+		want, scale := mulRef(om, toC(x), back(alpha), back(beta), toC(y0))
+		near(t, "SpMV("+op.String()+") y", cudatest.Download(t, dy), want, scale, eps[T]())
+		// beta 0: y is not read (NaN there stays out of the result).
+		if err := dy.Memset8(0xff); err != nil {
+			t.Fatal(err)
+		}
+		if err := cusparse.SpMV(h, op, alpha, a, dx, 0, dy); err != nil {
+			t.Fatalf("SpMV(%v, beta 0): %v", op, err)
+		}
+		want, scale = mulRef(om, toC(x), back(alpha), 0, make([]complex128, om.rows))
+		near(t, "SpMV("+op.String()+", beta 0) y", cudatest.Download(t, dy), want, scale, eps[T]())
+	}
+	_ = s
+}
+
+func checkSpMM[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cusparse.Handle, a *cusparse.Matrix[I, T], m ref, seed uint64) {
+	const n = 3
+	for _, op := range ops[T]() {
+		om := m.op(op)
+		for _, layouts := range [][2]cusparse.Layout{{cusparse.RowMajor, cusparse.RowMajor}, {cusparse.ColMajor, cusparse.ColMajor}, {cusparse.RowMajor, cusparse.ColMajor}} {
+			b, c0 := values[T](om.cols*n, seed+3), values[T](om.rows*n, seed+4)
+			db, dc := upload(t, ctx, b), upload(t, ctx, c0)
+			B := cusparse.Dense[T]{Data: db, Rows: om.cols, Cols: n, Layout: layouts[0]}
+			C := cusparse.Dense[T]{Data: dc, Rows: om.rows, Cols: n, Layout: layouts[1]}
+			alpha, beta := of[T](complex(0.75, -1)), of[T](complex(2, 0))
+			if err := cusparse.SpMM(h, op, alpha, a, B, beta, C); err != nil {
+				t.Fatalf("SpMM(%v, b %v, c %v): %v", op, layouts[0], layouts[1], err)
+			}
+			at := func(d cusparse.Dense[T], xs []T, i, j int) complex128 {
+				if d.Layout == cusparse.ColMajor {
+					return back(xs[j*d.Rows+i])
+				}
+				return back(xs[i*d.Cols+j])
+			}
+			got := cudatest.Download(t, dc)
+			var gotCol []T
+			var want []complex128
+			var scale []float64
+			for j := range n {
+				x, y := make([]complex128, om.cols), make([]complex128, om.rows)
+				for i := range x {
+					x[i] = at(B, b, i, j)
+				}
+				for i := range y {
+					y[i] = at(C, c0, i, j)
+					if C.Layout == cusparse.ColMajor {
+						gotCol = append(gotCol, got[j*C.Rows+i])
+					} else {
+						gotCol = append(gotCol, got[i*C.Cols+j])
+					}
+				}
+				w, sc := mulRef(om, x, back(alpha), back(beta), y)
+				want, scale = append(want, w...), append(scale, sc...)
+			}
+			near(t, fmt.Sprintf("SpMM(%v, b %v, c %v) c", op, layouts[0], layouts[1]), gotCol, want, scale, eps[T]())
+		}
+	}
+	_ = s
+}
+
+func checkToDense[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Context, h *cusparse.Handle, a *cusparse.Matrix[I, T], m ref) {
+	for _, layout := range []cusparse.Layout{cusparse.RowMajor, cusparse.ColMajor} {
+		d := cusparse.Dense[T]{Data: upload(t, ctx, values[T](m.rows*m.cols, 5)), Rows: m.rows, Cols: m.cols, Layout: layout}
+		if err := cusparse.ToDense(h, a, d); err != nil {
+			t.Fatalf("ToDense(%v): %v", layout, err)
+		}
+		want := make([]complex128, m.rows*m.cols)
+		for _, e := range m.e {
+			if layout == cusparse.ColMajor {
+				want[e.c*m.rows+e.r] = back(of[T](e.v))
+			} else {
+				want[e.r*m.cols+e.c] = back(of[T](e.v))
+			}
+		}
+		near(t, "ToDense("+layout.String()+")", cudatest.Download(t, d.Data), want, nil, 0)
+		// And back: FromDense finds the same non-zeros, as CSR.
+		back := free(t, must(cusparse.FromDense[I](h, d))(t))
+		checkArrays(t, "FromDense("+layout.String()+")", back, m)
+	}
+}
+
+// checkSpGEMM multiplies m by a matrix of m's columns as rows, made from
+// another reference of the same kind, and checks the product densely by
+// rows.
+func checkSpGEMM[I cusparse.Index, T cusparse.Element](t *testing.T, s *cuda.Stream, h *cusparse.Handle, a *cusparse.Matrix[I, T], m ref, seed uint64) {
+	bm := gen("random", m.cols, max(m.rows/2, 1), isComplex[T](), seed+9)
+	off, ind, val := csrOf[I, T](bm)
+	b := free(t, must(cusparse.NewCSR(s, bm.rows, bm.cols, off, ind, val))(t))
+	c := free(t, must(cusparse.SpGEMM(h, a, b))(t))
+	if c.Format() != cusparse.CSR || c.Rows() != m.rows || c.Cols() != bm.cols {
+		t.Fatalf("SpGEMM: %v %dx%d, want CSR %dx%d", c.Format(), c.Rows(), c.Cols(), m.rows, bm.cols)
+	}
+	// The reference product, row by row.
+	byRow := make([][]entry, bm.rows)
+	for _, e := range bm.e {
+		byRow[e.r] = append(byRow[e.r], e)
+	}
+	want := map[[2]int]complex128{}
+	scale := map[[2]int]float64{}
+	for _, e := range m.e {
+		for _, f := range byRow[e.c] {
+			k := [2]int{e.r, f.c}
+			want[k] += e.v * f.v
+			scale[k] += cmplx.Abs(e.v * f.v)
+		}
+	}
+	co, ci, cv := must3(c.ToHost())(t)
+	seen := 0
+	for i := range c.Rows() {
+		for k := co[i]; k < co[i+1]; k++ {
+			if k > co[i] && ci[k] <= ci[k-1] {
+				t.Fatalf("SpGEMM: row %d's columns do not increase at %d", i, k)
+			}
+			key := [2]int{i, int(ci[k])}
+			w, ok := want[key]
+			if !ok {
+				if back(cv[k]) != 0 {
+					t.Fatalf("SpGEMM: (%d, %d) = %v, where the product has nothing", i, ci[k], cv[k])
+				}
+				continue
+			}
+			seen++
+			if d := cmplx.Abs(back(cv[k]) - w); !(d <= eps[T]()*(1+scale[key])) {
+				t.Fatalf("SpGEMM: (%d, %d) = %v, want %v", i, ci[k], cv[k], w)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("SpGEMM: %d of the product's %d positions stored", seen, len(want))
+	}
+}
+
+// checkSpSV solves with each triangle, diagonal and op, by SpSV and SpSM,
+// and checks the residual op(T)·y - alpha·x on the CPU.
+func checkSpSV[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cusparse.Handle, f cusparse.Format, m ref, seed uint64) {
+	// A diagonal that dominates, so that the solve is well conditioned;
+	// the whole matrix is stored, and the solve must read one triangle.
+	d := ref{rows: m.rows, cols: m.cols}
+	diag := map[int]bool{}
+	for _, e := range m.e {
+		if e.r == e.c {
+			e.v = 8 + e.v
+			diag[e.r] = true
+		}
+		d.e = append(d.e, e)
+	}
+	for i := range m.rows {
+		if !diag[i] && i%4 != 1 { // rows without a stored diagonal: Unit only
+			d.e = append(d.e, entry{i, i, 8})
+		}
+	}
+	d.sort()
+	off, ind, val := csrOf[I, T](d)
+	var a *cusparse.Matrix[I, T]
+	if f == cusparse.CSR {
+		a = free(t, must(cusparse.NewCSR(s, d.rows, d.cols, off, ind, val))(t))
+	} else {
+		var ri, ci []I
+		for _, e := range d.e {
+			ri, ci = append(ri, I(e.r)), append(ci, I(e.c))
+		}
+		a = free(t, must(cusparse.NewCOO(s, d.rows, d.cols, ri, ci, val))(t))
+	}
+	// NonUnit only where every row stores its diagonal.
+	stored := 0
+	for _, e := range d.e {
+		if e.r == e.c {
+			stored++
+		}
+	}
+	hasDiag := stored == d.rows
+	alpha := of[T](complex(2, -1))
+	for _, op := range ops[T]() {
+		for _, fill := range []cusparse.Fill{cusparse.Lower, cusparse.Upper} {
+			for _, dg := range []cusparse.Diag{cusparse.NonUnit, cusparse.Unit} {
+				if dg == cusparse.NonUnit && !hasDiag {
+					continue
+				}
+				name := fmt.Sprintf("%v-%v-%v", op, fill, dg)
+				tri := triangle(d, fill, dg).op(op)
+				x := values[T](d.rows, seed+6)
+				dx, dy := upload(t, ctx, x), upload(t, ctx, make([]T, d.rows))
+				if err := cusparse.SpSV(h, op, fill, dg, alpha, a, dx, dy); err != nil {
+					t.Fatalf("SpSV(%s): %v", name, err)
+				}
+				y := cudatest.Download(t, dy)
+				res, scale := mulRef(tri, toC(y), 1, 0, make([]complex128, d.rows))
+				want := toC(x)
+				for i := range want {
+					want[i] *= back(alpha)
+					scale[i] += cmplx.Abs(want[i])
+				}
+				near(t, "SpSV("+name+") op(T)·y", toTyped[T](res), want, scale, 10*eps[T]())
+				// SpSM with two columns: the first x, the second 2x.
+				const k = 2
+				b := make([]T, d.rows*k)
+				for i := range d.rows {
+					b[i*k], b[i*k+1] = x[i], x[i]+x[i]
+				}
+				B := cusparse.Dense[T]{Data: upload(t, ctx, b), Rows: d.rows, Cols: k}
+				C := cusparse.Dense[T]{Data: upload(t, ctx, make([]T, d.rows*k)), Rows: d.rows, Cols: k, Layout: cusparse.ColMajor}
+				if err := cusparse.SpSM(h, op, fill, dg, alpha, a, B, C); err != nil {
+					t.Fatalf("SpSM(%s): %v", name, err)
+				}
+				c := cudatest.Download(t, C.Data)
+				twice := make([]complex128, d.rows)
+				for i := range twice {
+					twice[i] = 2 * back(y[i])
+				}
+				near(t, "SpSM("+name+") first column", c[:d.rows], toC(y), nil, 10*eps[T]())
+				near(t, "SpSM("+name+") second column", c[d.rows:], twice, nil, 20*eps[T]())
+			}
+		}
+	}
+}
+
+// triangle returns m's triangle fill with its diagonal (ones for Unit).
+func triangle(m ref, fill cusparse.Fill, dg cusparse.Diag) ref {
+	out := ref{rows: m.rows, cols: m.cols}
+	for _, e := range m.e {
+		switch {
+		case e.r == e.c:
+			if dg == cusparse.NonUnit {
+				out.e = append(out.e, e)
+			}
+		case fill == cusparse.Lower && e.c < e.r, fill == cusparse.Upper && e.c > e.r:
+			out.e = append(out.e, e)
+		}
+	}
+	if dg == cusparse.Unit {
+		for i := range m.rows {
+			out.e = append(out.e, entry{i, i, 1})
+		}
+		out.sort()
+	}
+	return out
+}
+
+func toTyped[T cusparse.Element](xs []complex128) []T {
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = of[T](x)
+	}
+	return out
+}
