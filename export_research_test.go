@@ -53,3 +53,13 @@ func SetCopyStreaming(on bool) (restore func()) {
 	}
 	return func() { streamBelow = old }
 }
+
+// SetFreshPages sets whether a download advises huge pages over its
+// destination and whether it populates the destination's missing pages
+// ahead of the copies (freshpages.go), and returns a function that puts
+// both back.
+func SetFreshPages(advise, populate bool) (restore func()) {
+	oldAdvise, oldPopulate := adviseHuge, populateFresh
+	adviseHuge, populateFresh = advise, populate
+	return func() { adviseHuge, populateFresh = oldAdvise, oldPopulate }
+}

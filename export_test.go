@@ -132,3 +132,10 @@ func RawCapture(s *Stream, f *Function, n int) error {
 	}
 	return check(op, end)
 }
+
+// PagesMissing reports whether a page of b has no memory yet, as a
+// download into b sees it (freshpages.go).
+func PagesMissing(b []byte) bool {
+	missing, _ := pagesMissing(b, nil)
+	return missing
+}

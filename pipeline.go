@@ -42,6 +42,7 @@ type transfer struct {
 	slotBytes int    // pipelined route
 	shape     StagingPipeline
 	s         *Stream
+	fresh     bool // a download whose host pages may lack memory (freshpages.go)
 }
 
 // move carries t out by route r (host is page-locked if locked), holding
@@ -409,12 +410,13 @@ func (sb *StagingBuffer) pipeline(t transfer) (err error) {
 	// transfer of a few chunks has them all copying at once. (slotsFor
 	// leaves room for two, or the transfer is one chunk.)
 	k := min(nchunks, len(t.pinned)/c.size)
-	jobs := sb.copies[:k]
+	jobs, fills := sb.copies[:k], sb.fills[:k]
 	defer func() {
 		// On every way out: the copies read or write host, which is
 		// the caller's again once this returns.
 		for i := range jobs {
 			jobs[i].Await()
+			fills[i].Await()
 		}
 	}()
 	base := 0
@@ -512,10 +514,24 @@ func (sb *StagingBuffer) pipeline(t transfer) (err error) {
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return err
 	}
+	// fill populates chunk i's host pages, where some lack memory, on
+	// the copy workers while its DMA runs; its copy out awaits that.
+	fill := func(i int) {
+		if !t.fresh {
+			return
+		}
+		var missing bool
+		if missing, sb.pageVec = pagesMissing(part(i), sb.pageVec); missing {
+			fills[i%k].Populate(part(i), populatePart(t.host))
+		}
+	}
 	for i := range k {
 		if err := dma(i); err != nil {
 			return err
 		}
+	}
+	for i := range k {
+		fill(i)
 	}
 	for i := range nchunks {
 		var next *hostcopy.Job // the copy awaited after this DMA
@@ -525,6 +541,7 @@ func (sb *StagingBuffer) pipeline(t transfer) (err error) {
 		if err := await(i, next); err != nil {
 			return err
 		}
+		fills[i%k].Await()
 		jobs[i%k].Start(part(i), slot(i), t.shape.Workers, streaming)
 		// Chunk i-1+k goes into the slot chunk i-1 was copied out of.
 		if next := i - 1 + k; i > 0 && next < nchunks {
@@ -533,6 +550,7 @@ func (sb *StagingBuffer) pipeline(t transfer) (err error) {
 			if err := dma(next); err != nil {
 				return err
 			}
+			fill(next)
 		}
 	}
 	for i := range jobs {

@@ -247,6 +247,8 @@ type StagingBuffer struct {
 	events  []*Event     // one per pipeline slot, in evCtx
 	evCtx   *Context
 	copies  [maxPipeSlots]hostcopy.Job // the copy of each chunk in flight
+	fills   [maxPipeSlots]hostcopy.Job // the population of each fresh chunk's pages (freshpages.go)
+	pageVec []byte                     // mincore's vector (pagesMissing)
 	rot     int                        // where the next download's slots start (rotateDownloads)
 }
 
@@ -585,6 +587,7 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	trace(stepStart, 0)
 	p := sb.opts.pipeline()
 	locked := pageLocked(host)
+	fresh := d == DeviceToHost && !locked && len(host) >= freshMinBytes && populateFresh
 	if d == DeviceToHost && !locked {
 		adviseHugePages(host) // pages the download may be first to touch
 	}
@@ -592,5 +595,5 @@ func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr d
 	if r == routePipelined && len(host) < p.WarmBelowBytes && !hostcopy.Awake() {
 		r = routeDirect
 	}
-	return sb.move(r, locked, mem, transfer{op: op, dir: d, dev: ptr, host: host, shape: p, s: s})
+	return sb.move(r, locked, mem, transfer{op: op, dir: d, dev: ptr, host: host, shape: p, s: s, fresh: fresh})
 }

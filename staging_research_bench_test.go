@@ -11,6 +11,7 @@ package cuda_test
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -521,4 +522,74 @@ func reportSpread(b *testing.B, n int, took []time.Duration) {
 	gbs := func(d time.Duration) float64 { return float64(n) / d.Seconds() / 1e9 }
 	b.ReportMetric(gbs(took[len(took)/2]), "median-GB/s")
 	b.ReportMetric(gbs(took[len(took)-1]), "slowest-GB/s")
+}
+
+// BenchmarkFreshSlices moves data to and from slices made just before each
+// transfer (pages the process never touched, as out := make([]T, n) gives
+// them; an upload's filled first, as a user fills what to send), beside
+// the same slice reused, with the download's two measures for fresh pages
+// on or off (freshpages.go): huge pages advised, pages populated ahead of
+// the copies. Seven timed transfers each; the median and the slowest.
+func BenchmarkFreshSlices(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	modes := []struct {
+		name             string
+		fresh            bool
+		advise, populate bool
+	}{
+		{"reused", false, true, true},
+		{"fresh", true, true, true},
+		{"fresh-noadvise", true, false, true},
+		{"fresh-nopopulate", true, true, false},
+		{"fresh-neither", true, false, false},
+	}
+	for _, dir := range directions {
+		for _, n := range []int{4 << 20, 16 << 20, 64 << 20, 256 << 20} {
+			dev := must(cuda.Alloc[byte](ctx, n))(b)
+			src := make([]byte, n)
+			for i := range src {
+				src[i] = byte(i*131 + 1)
+			}
+			if err := dev.CopyFromHost(src); err != nil {
+				b.Fatal(err)
+			}
+			for _, m := range modes {
+				if dir.name == "up" && m.name != "reused" && m.name != "fresh" {
+					continue // the measures are a download's
+				}
+				b.Run(fmt.Sprintf("%s/%s/%s", dir.name, sizeName(n), m.name), func(b *testing.B) {
+					defer cuda.SetFreshPages(m.advise, m.populate)()
+					sb := pipelinedBuffer(b, cuda.DefaultStagingPipeline())
+					if err := dir.move(sb, dev, src, s); err != nil { // pins the memory, wakes the workers
+						b.Fatal(err)
+					}
+					var took []time.Duration
+					for range 7 {
+						host := src
+						if m.fresh {
+							host = nil
+							debug.FreeOSMemory()
+							host = make([]byte, n)
+							if dir.name == "up" {
+								copy(host, src)
+							}
+						}
+						start := time.Now()
+						if err := dir.move(sb, dev, host, s); err != nil {
+							b.Fatal(err)
+						}
+						took = append(took, time.Since(start))
+						if dir.name == "down" && host[n-1] != src[n-1] {
+							b.Fatalf("byte %d is %d after the download, want %d", n-1, host[n-1], src[n-1])
+						}
+					}
+					reportSpread(b, n, took)
+				})
+			}
+			if err := dev.Free(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }

@@ -74,12 +74,15 @@ var delay atomic.Int64
 var partTrace func(by int, start, end time.Time)
 
 // post sets j up for the copy of src into dst (of equal length, not
-// empty) in up to parts parts, and puts it on the board. Call it only once
+// empty) in up to parts parts, or for the population of dst's pages in
+// parts of j.size where src is nil (Populate), and puts it on the board. Call it only once
 // j's last copy was awaited.
 func (j *Job) post(dst, src []byte, parts int, streaming bool) {
 	j.dst, j.src, j.streaming = dst, src, streaming
-	j.size = partSize(len(src), parts)
-	parts = (len(src) + j.size - 1) / j.size
+	if src != nil {
+		j.size = partSize(len(src), parts)
+		parts = (len(src) + j.size - 1) / j.size
+	}
 	j.left.Store(int32(parts))
 	// On the board before its parts can be claimed: whoever finds it
 	// there first claims nothing until state is stored, and the claim of
@@ -119,14 +122,19 @@ func (j *Job) run(part, by int) {
 	if d := delay.Load(); d > 0 {
 		time.Sleep(time.Duration(d))
 	}
-	lo := part * j.size
-	hi := min(lo+j.size, len(j.src))
+	var start time.Time
 	if partTrace != nil {
-		start := time.Now()
-		pipeCopy(j.dst[lo:hi], j.src[lo:hi], j.streaming)
-		partTrace(by, start, time.Now())
+		start = time.Now()
+	}
+	if j.src == nil {
+		j.populatePart(part)
 	} else {
+		lo := part * j.size
+		hi := min(lo+j.size, len(j.src))
 		pipeCopy(j.dst[lo:hi], j.src[lo:hi], j.streaming)
+	}
+	if partTrace != nil {
+		partTrace(by, start, time.Now())
 	}
 	j.left.Add(-1)
 }

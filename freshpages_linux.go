@@ -47,7 +47,7 @@ var hugePageBytes = sync.OnceValue(func() uintptr {
 // its error is ignored, and it changes no data.
 func adviseHugePages(b []byte) {
 	huge := hugePageBytes()
-	if huge == 0 || len(b) < hugeAdviceMinBytes {
+	if huge == 0 || len(b) < hugeAdviceMinBytes || !adviseHuge {
 		return
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
@@ -57,4 +57,44 @@ func adviseHugePages(b []byte) {
 		return
 	}
 	syscall.Madvise(b[lo-p:hi-p], syscall.MADV_HUGEPAGE)
+}
+
+// pageBytes is the kernel's page size: mincore's unit.
+var pageBytes = uintptr(syscall.Getpagesize())
+
+// pagesMissing reports whether a page of b has no memory yet (mincore: a
+// slice made and not yet written), with vec as mincore's vector, which it
+// returns, grown where it was too short for b.
+func pagesMissing(b []byte, vec []byte) (bool, []byte) {
+	if len(b) == 0 {
+		return false, vec
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := p &^ (pageBytes - 1)
+	n := int((p + uintptr(len(b)) - lo + pageBytes - 1) / pageBytes)
+	if cap(vec) < n {
+		vec = make([]byte, n)
+	}
+	v := vec[:n]
+	_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, lo, p+uintptr(len(b))-lo, uintptr(unsafe.Pointer(&v[0])))
+	if errno != 0 {
+		return false, vec // unknown: the copy faults them in as before
+	}
+	for _, r := range v {
+		if r&1 == 0 {
+			return true, vec
+		}
+	}
+	return false, vec
+}
+
+// populatePart is the part of a download's destination one copy worker
+// populates ahead of the copy (pipeline's fill jobs): a huge page where b
+// was advised to take them (adviseHugePages), so that no two workers
+// fault in, and zero, the same one; else 256 KiB.
+func populatePart(b []byte) int {
+	if huge := hugePageBytes(); huge != 0 && len(b) >= hugeAdviceMinBytes && adviseHuge {
+		return int(huge)
+	}
+	return 256 << 10
 }
