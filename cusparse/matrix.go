@@ -60,13 +60,13 @@ func (f Format) String() string {
 // names is not protected against concurrent writes. The zero Matrix is
 // not usable: the operations return cuda.ErrInvalidValue for it.
 type Matrix[I Index, T Element] struct {
-	life             lifetime.Life
-	format           Format
-	rows, cols, nnz  int
-	outer, inner     *cuda.DeviceBuffer[I] // see Arrays
-	values           *cuda.DeviceBuffer[T]
-	stream           *cuda.Stream
-	outerLen, innerN int // the arrays' lengths (the buffers hold at least one element each)
+	life            lifetime.Life
+	format          Format
+	rows, cols, nnz int
+	outer, inner    *cuda.DeviceBuffer[I] // see Arrays
+	values          *cuda.DeviceBuffer[T]
+	stream          *cuda.Stream
+	outerLen        int // the first array's length (the buffers hold at least one element each)
 }
 
 // Format returns how m stores its non-zeros.
@@ -263,7 +263,7 @@ func copyOut[E any](b *cuda.DeviceBuffer[E], dst []E) error {
 
 // upload makes a Matrix of h's arrays in stream-ordered memory of s.
 func upload[I Index, T Element](op string, s *cuda.Stream, h hostMatrix[I, T]) (*Matrix[I, T], error) {
-	m := &Matrix[I, T]{format: h.format, rows: h.rows, cols: h.cols, nnz: h.nnz, stream: s, outerLen: len(h.outer), innerN: h.nnz}
+	m := &Matrix[I, T]{format: h.format, rows: h.rows, cols: h.cols, nnz: h.nnz, stream: s, outerLen: len(h.outer)}
 	var err error
 	// Each array holds at least one element: cuSPARSE is never given a
 	// NULL array.
@@ -306,7 +306,7 @@ func (m *Matrix[I, T]) freeAll() {
 // allocMatrix makes a Matrix of the given shape with uninitialized arrays,
 // in stream-ordered memory of s.
 func allocMatrix[I Index, T Element](s *cuda.Stream, f Format, rows, cols, nnz int) (*Matrix[I, T], error) {
-	m := &Matrix[I, T]{format: f, rows: rows, cols: cols, nnz: nnz, stream: s, outerLen: outerLen(f, rows, cols, nnz), innerN: nnz}
+	m := &Matrix[I, T]{format: f, rows: rows, cols: cols, nnz: nnz, stream: s, outerLen: outerLen(f, rows, cols, nnz)}
 	var err error
 	if m.outer, err = cuda.AllocAsync[I](s, max(m.outerLen, 1)); err == nil {
 		if m.inner, err = cuda.AllocAsync[I](s, max(nnz, 1)); err == nil {
@@ -390,6 +390,9 @@ func newCompressed[I Index, T Element](op string, s *cuda.Stream, f Format, rows
 		lo, hi := offsets[o], offsets[o+1]
 		if hi < lo {
 			return nil, errorf(op, cuda.ErrInvalidValue, "offsets[%d] is %d, less than offsets[%d], %d", o+1, hi, o, lo)
+		}
+		if int(hi) > len(indices) {
+			return nil, errorf(op, cuda.ErrInvalidValue, "offsets[%d] is %d, past len(indices), %d", o+1, hi, len(indices))
 		}
 		for k := lo; k < hi; k++ {
 			i := indices[k]

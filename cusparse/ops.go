@@ -326,7 +326,7 @@ func (m *Matrix[I, T]) resize(nnz int) error {
 	if err := errors.Join(m.freeInner(), m.freeValues()); err != nil {
 		return err
 	}
-	m.nnz, m.innerN = nnz, nnz
+	m.nnz = nnz
 	if m.format == COO {
 		if err := m.freeOuter(); err != nil {
 			return err

@@ -244,5 +244,6 @@ struct lib_job {
 CUresult enqueue_job(CUstream s, struct lib_job *job); // takes job, freed once run or refused
 extern long live_rand; // cuRAND generators, under mu
 extern long live_fft;  // cuFFT plans, under mu
+extern long live_sparse; // cuSPARSE handles and descriptors, under mu (sparse.c)
 
 #endif
