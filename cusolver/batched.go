@@ -63,7 +63,7 @@ func CholeskyBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triang
 		}
 		ptrs, err := h.pointers(a.ptr(), uintptr(n*n)*unsafe.Sizeof(*new(T)), count)
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
 		fill := a.fill(tri)
@@ -73,7 +73,7 @@ func CholeskyBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triang
 			err = check(op, "cusolverDnSpotrfBatched", clib.DnSpotrfBatched(h.raw.h, fill, int32(n), ptrs, int32(a.ld()), info.ptr(), int32(count)))
 		}
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
 		out = info
@@ -105,7 +105,7 @@ func (h *Handle) pointers(base, size uintptr, count int) (uintptr, error) {
 		return 0, err
 	}
 	if err := b.CopyFromHostAsync(host, h.stream); err != nil {
-		b.FreeOn(h.stream)
+		freeTemp(&err, b, h.stream)
 		return 0, err
 	}
 	h.ptrs, h.ptrsKey = b, key
@@ -206,7 +206,7 @@ func SVDBatched[T cuda.Float](h *Handle, a Matrix[T], count int, s, u, v *cuda.D
 			}
 		}
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
 		out = info
@@ -273,7 +273,7 @@ func EighBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle, 
 			}
 		}
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
 		out = info

@@ -8,9 +8,19 @@ import (
 // CholeskyFactor is the Cholesky factor of a symmetric positive definite
 // matrix, in one triangle of the matrix's own memory, with its info.
 type CholeskyFactor[T cuda.Float] struct {
-	Info // Err says whether the matrix was positive definite
+	info *Info
 	a    Matrix[T]
 	tri  Triangle
+}
+
+// Err waits for the handle's stream to finish the factorization, and says
+// whether the matrix was positive definite (ErrNotPositiveDefinite, naming
+// the first leading minor that is not); see Info.Err.
+func (f *CholeskyFactor[T]) Err() error {
+	if f == nil || f.info == nil {
+		return errorf("CholeskyFactor.Err", cuda.ErrInvalidValue, "a nil or zero *CholeskyFactor: Cholesky returns one")
+	}
+	return f.info.Err()
 }
 
 // Matrix returns the factored matrix and the triangle holding the factor:
@@ -53,10 +63,10 @@ func Cholesky[T cuda.Float](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFact
 			}
 		}
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
-		f = &CholeskyFactor[T]{Info: Info{h: h, op: op, kind: infoMinor, count: 1, buf: info.buf}, a: a, tri: tri}
+		f = &CholeskyFactor[T]{info: info, a: a, tri: tri}
 		return nil
 	})
 	if err != nil {
@@ -85,9 +95,9 @@ func (f *CholeskyFactor[T]) usable(h *Handle, op string) error {
 		return err
 	}
 	switch {
-	case f == nil || f.h == nil:
+	case f == nil || f.info == nil:
 		return errorf(op, cuda.ErrInvalidValue, "f is a nil or zero *CholeskyFactor: Cholesky returns one")
-	case f.h != h:
+	case f.info.h != h:
 		return errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
 	}
 	return nil
@@ -158,7 +168,7 @@ func CholeskyInverse[T cuda.Float](h *Handle, f *CholeskyFactor[T]) (*Info, erro
 			}
 		}
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
 		out = info

@@ -264,46 +264,50 @@ func (h *Handle) String() string {
 	return describe.Object(kind, st, h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream))
 }
 
-// Close waits for the calls in flight, releases the library's objects
-// (cuSOLVER waits for the device's work as it does) and frees the
-// workspaces. Close of a closed Handle returns nil. Once h's context is
-// closed, the library's objects went with it. A Close that fails may be
-// tried again; where the library refused to release its objects h is left
-// usable.
+// Close waits for the calls in flight, frees the workspaces (the device
+// ones in stream order, after the work queued) and releases the library's
+// objects. Close of a closed Handle returns nil. Once h's context is
+// closed, the library's objects went with it. A Close that fails leaves h
+// usable, and may be tried again.
 func (h *Handle) Close() error {
 	const op = "Handle.Close"
 	if err := h.valid(op); err != nil {
 		return err
 	}
 	_, err := h.life.Close(func() (bool, error) {
+		// The workspaces first: a handle whose free failed stays usable
+		// (they are made again when needed), and Close may be tried
+		// again. Stream-ordered frees follow the work that uses them.
+		var errs []error
+		free := func(what string, f func() error) bool {
+			if err := f(); err != nil && !errors.Is(err, cuda.ErrClosed) {
+				errs = append(errs, calledas.Unfreed(op, what, err))
+				return false
+			}
+			return true
+		}
+		if h.dev != nil && free("the device workspace", func() error { return h.dev.FreeOn(h.stream) }) {
+			h.dev = nil
+		}
+		if h.scratch != nil && free("the scratch info", func() error { return h.scratch.FreeOn(h.stream) }) {
+			h.scratch = nil
+		}
+		if h.ptrs != nil && free("the batch's pointers", func() error { return h.ptrs.FreeOn(h.stream) }) {
+			h.ptrs = nil
+		}
+		for len(h.retired) > 0 && free("a host workspace", h.retired[0].Free) {
+			h.retired = h.retired[1:]
+		}
+		if h.host != nil && free("the host workspace", h.host.Free) {
+			h.host = nil
+		}
+		if len(errs) > 0 {
+			return false, errors.Join(errs...)
+		}
 		if err := h.ctx.Do(func() error { return h.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
 			return false, calledas.Op(op, err)
 		}
-		var errs []error
-		free := func(what string, f func() error) {
-			if err := f(); err != nil && !errors.Is(err, cuda.ErrClosed) {
-				errs = append(errs, calledas.Unfreed(op, what, err))
-			}
-		}
-		if h.dev != nil {
-			free("the device workspace", func() error { return h.dev.FreeOn(h.stream) })
-			h.dev = nil
-		}
-		if h.scratch != nil {
-			free("the scratch info", func() error { return h.scratch.FreeOn(h.stream) })
-			h.scratch = nil
-		}
-		if h.ptrs != nil {
-			free("the batch's pointers", func() error { return h.ptrs.FreeOn(h.stream) })
-			h.ptrs = nil
-		}
-		for _, b := range append(h.retired, h.host) {
-			if b != nil {
-				free("the host workspace", b.Free)
-			}
-		}
-		h.retired, h.host = nil, nil
-		return true, errors.Join(errs...)
+		return true, nil
 	})
 	return err
 }

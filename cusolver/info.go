@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // infoKind is what an info value means.
@@ -42,12 +43,23 @@ func newInfo(h *Handle, op string, kind infoKind, count int) (*Info, error) {
 	return &Info{h: h, op: op, kind: kind, count: count, buf: buf}, nil
 }
 
-// discard frees an info whose call failed before queuing its work.
-func (i *Info) discard() {
+// discard frees an info whose call failed (or that nobody will read), in
+// stream order, into *err as lifetime.CloseTemp does: a free that fails is
+// tried once more, and reported unless *err holds an error already.
+func (i *Info) discard(err *error) {
 	if i != nil && i.buf != nil {
-		i.buf.FreeOn(i.h.stream)
-		i.buf = nil
+		var ferr error
+		if freeTemp(&ferr, i.buf, i.h.stream); ferr == nil {
+			i.buf = nil
+		} else if *err == nil {
+			*err = ferr
+		}
 	}
+}
+
+// freeTemp frees b in stream order on s into *err, as lifetime.CloseTemp.
+func freeTemp[T any](err *error, b *cuda.DeviceBuffer[T], s *cuda.Stream) {
+	lifetime.CloseTemp(err, func() error { return b.FreeOn(s) })
 }
 
 // ptr is the device address of the info values.
@@ -67,6 +79,13 @@ func (i *Info) Err() error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.read {
+		// Read already; a free that failed is tried again.
+		if i.buf != nil {
+			var err error
+			if i.discard(&err); err != nil {
+				return err
+			}
+		}
 		return i.err
 	}
 	vals := make([]int32, max(i.count, 1))
@@ -79,8 +98,6 @@ func (i *Info) Err() error {
 		// again once the stream is usable.
 		return fmt.Errorf("%s: reading the info of %s: %w", op, i.op, err)
 	}
-	i.buf.FreeOn(i.h.stream)
-	i.buf = nil
 	i.read = true
 	var errs []error
 	for m, v := range vals[:i.count] {
@@ -92,6 +109,11 @@ func (i *Info) Err() error {
 		}
 	}
 	i.err = errors.Join(errs...)
+	var ferr error
+	if i.discard(&ferr); ferr != nil {
+		// The answer is kept; the next Err frees the values again.
+		return ferr
+	}
 	return i.err
 }
 

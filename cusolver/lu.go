@@ -9,9 +9,19 @@ import (
 // the matrix's own memory, with its pivots (device memory it owns) and its
 // info. Free it when done.
 type LUFactors[T cuda.Float] struct {
-	Info // Err says whether the matrix was singular
+	info *Info
 	a    Matrix[T]
 	piv  *cuda.DeviceBuffer[int64]
+}
+
+// Err waits for the handle's stream to finish the factorization, and says
+// whether the matrix was singular (ErrSingular, naming the zero pivot); see
+// Info.Err.
+func (f *LUFactors[T]) Err() error {
+	if f == nil || f.info == nil {
+		return errorf("LUFactors.Err", cuda.ErrInvalidValue, "a nil or zero *LUFactors: LU returns one")
+	}
+	return f.info.Err()
 }
 
 // Matrix returns the factored matrix (its memory holds L and U of the
@@ -27,17 +37,24 @@ func (f *LUFactors[T]) Matrix() Matrix[T] {
 // them), and the info if Err has not read it. Free of a freed LU does
 // nothing.
 func (f *LUFactors[T]) Free() error {
-	if f == nil || f.h == nil {
+	if f == nil || f.info == nil {
 		return errorf("LUFactors.Free", cuda.ErrInvalidValue, "a nil or zero *LUFactors: LU returns one")
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.discard()
-	if f.piv == nil {
-		return nil
+	f.info.mu.Lock()
+	defer f.info.mu.Unlock()
+	var err error
+	if !f.info.read {
+		f.info.discard(&err)
 	}
-	err := f.piv.FreeOn(f.h.stream)
-	f.piv = nil
+	if f.piv != nil {
+		var perr error
+		if freeTemp(&perr, f.piv, f.info.h.stream); perr == nil {
+			f.piv = nil
+		}
+		if err == nil {
+			err = perr
+		}
+	}
 	return err
 }
 
@@ -64,10 +81,10 @@ func LU[T cuda.Float](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 		}
 		piv, err := cuda.AllocAsync[int64](h.stream, max(n, 1))
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
-		f = &LUFactors[T]{Info: Info{h: h, op: op, kind: infoPivot, count: 1, buf: info.buf}, a: a, piv: piv}
+		f = &LUFactors[T]{info: info, a: a, piv: piv}
 		dt := dataType[T]()
 		var dev, host uintptr
 		err = check(op, "cusolverDnXgetrf_bufferSize", clib.DnXgetrf_bufferSize(h.raw.h, h.raw.params, int64(n), int64(n), dt, a.ptr(), int64(a.ld()), dt, &dev, &host))
@@ -75,12 +92,12 @@ func LU[T cuda.Float](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 			d, p, werr := h.workspace(op, dev, host)
 			err = werr
 			if err == nil {
-				err = check(op, "cusolverDnXgetrf", clib.DnXgetrf(h.raw.h, h.raw.params, int64(n), int64(n), dt, a.ptr(), int64(a.ld()), uintptr(piv.Ptr()), dt, d, dev, p, host, f.ptr()))
+				err = check(op, "cusolverDnXgetrf", clib.DnXgetrf(h.raw.h, h.raw.params, int64(n), int64(n), dt, a.ptr(), int64(a.ld()), uintptr(piv.Ptr()), dt, d, dev, p, host, info.ptr()))
 			}
 		}
 		if err != nil {
-			f.discard()
-			piv.FreeOn(h.stream)
+			info.discard(&err)
+			freeTemp(&err, piv, h.stream)
 			f = nil
 		}
 		return err
@@ -103,10 +120,10 @@ func Solve[T cuda.Float](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nr
 	if err := h.valid(op); err != nil {
 		return err
 	}
-	if f == nil || f.h == nil {
+	if f == nil || f.info == nil {
 		return errorf(op, cuda.ErrInvalidValue, "f is a nil or zero *LUFactors: LU returns one")
 	}
-	if f.h != h {
+	if f.info.h != h {
 		return errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
 	}
 	n := f.a.Rows
@@ -116,9 +133,9 @@ func Solve[T cuda.Float](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nr
 	if overlap(b, n*nrhs, f.a.Data, n*n) {
 		return errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix")
 	}
-	f.mu.Lock()
+	f.info.mu.Lock()
 	piv := f.piv
-	f.mu.Unlock()
+	f.info.mu.Unlock()
 	if piv == nil {
 		return errorf(op, cuda.ErrInvalidValue, "f is freed")
 	}

@@ -40,8 +40,10 @@ func (f *QRFactors[T]) Free() error {
 	if f.tau == nil {
 		return nil
 	}
-	err := f.tau.FreeOn(f.h.stream)
-	f.tau = nil
+	var err error
+	if freeTemp(&err, f.tau, f.h.stream); err == nil {
+		f.tau = nil
+	}
 	return err
 }
 
@@ -90,7 +92,7 @@ func QR[T cuda.Float](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
 			}
 		}
 		if err != nil {
-			tau.FreeOn(h.stream)
+			freeTemp(&err, tau, h.stream)
 			return err
 		}
 		f = &QRFactors[T]{h: h, a: a, tau: tau}

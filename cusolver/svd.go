@@ -92,7 +92,7 @@ func SVD[T cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[T], u, vt Ma
 			}
 		}
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
 		out = info
@@ -140,7 +140,7 @@ func Eigh[T cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda.DeviceBuff
 			}
 		}
 		if err != nil {
-			info.discard()
+			info.discard(&err)
 			return err
 		}
 		out = info

@@ -1,0 +1,72 @@
+package libs_test
+
+import (
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cusolver"
+	"github.com/gocuda/cuda/internal/sweep"
+)
+
+// The zero values of package cusolver, added to the libraries' table.
+func init() {
+	zero.Packages["../../../cusolver"] = "cusolver"
+	for name, zt := range map[string]sweep.ZeroType{
+		"cusolver.Result":         {Zero: new(cusolver.Result), Driver: false},
+		"cusolver.Error":          {Zero: new(cusolver.Error), Driver: false},
+		"cusolver.Handle":         {Zero: new(cusolver.Handle), Driver: false},
+		"cusolver.Layout":         {Zero: new(cusolver.Layout), Driver: false},
+		"cusolver.Triangle":       {Zero: new(cusolver.Triangle), Driver: false},
+		"cusolver.Matrix":         {Zero: new(cusolver.Matrix[float32]), Driver: false},
+		"cusolver.LUFactors":      {Zero: new(cusolver.LUFactors[float32]), Driver: false},
+		"cusolver.CholeskyFactor": {Zero: new(cusolver.CholeskyFactor[float64]), Driver: false},
+		"cusolver.QRFactors":      {Zero: new(cusolver.QRFactors[float32]), Driver: false},
+		"cusolver.Info":           {Zero: new(cusolver.Info), Driver: false},
+	} {
+		zero.Types[name] = zt
+	}
+	h, m, md := &cusolver.Handle{}, cusolver.Matrix[float32]{}, cusolver.Matrix[float64]{}
+	b := &cuda.DeviceBuffer[float32]{}
+	for name, f := range map[string]func() []error{
+		"cusolver.Version":   nil,
+		"cusolver.Library":   nil,
+		"cusolver.NewMatrix": nil,
+		"cusolver.New": func() []error {
+			_, e1 := cusolver.New(&cuda.Stream{})
+			_, e2 := cusolver.New(nil)
+			return []error{e1, e2}
+		},
+		"cusolver.LU": func() []error {
+			_, e1 := cusolver.LU(h, m)
+			_, e2 := cusolver.LU(nil, md)
+			return []error{e1, e2}
+		},
+		"cusolver.Solve": func() []error {
+			return []error{cusolver.Solve(h, &cusolver.LUFactors[float32]{}, b, 1), cusolver.Solve[float64](nil, nil, nil, 0)}
+		},
+		"cusolver.Cholesky": func() []error { _, err := cusolver.Cholesky(h, m, cusolver.Lower); return []error{err} },
+		"cusolver.CholeskySolve": func() []error {
+			return []error{cusolver.CholeskySolve(h, &cusolver.CholeskyFactor[float32]{}, b, 1)}
+		},
+		"cusolver.CholeskyInverse": func() []error {
+			_, err := cusolver.CholeskyInverse(h, &cusolver.CholeskyFactor[float64]{})
+			return []error{err}
+		},
+		"cusolver.QR":  func() []error { _, err := cusolver.QR(h, m); return []error{err} },
+		"cusolver.QRQ": func() []error { return []error{cusolver.QRQ(h, &cusolver.QRFactors[float32]{}, m)} },
+		"cusolver.ApplyQ": func() []error {
+			return []error{cusolver.ApplyQ(h, &cusolver.QRFactors[float32]{}, m, false)}
+		},
+		"cusolver.SVD":  func() []error { _, err := cusolver.SVD(h, m, b, m, m); return []error{err} },
+		"cusolver.Eigh": func() []error { _, err := cusolver.Eigh(h, md, cusolver.Lower, nil, true); return []error{err} },
+		"cusolver.CholeskyBatched": func() []error {
+			_, err := cusolver.CholeskyBatched(h, m, 1, cusolver.Lower)
+			return []error{err}
+		},
+		"cusolver.SVDBatched": func() []error { _, err := cusolver.SVDBatched(h, m, 1, b, nil, nil); return []error{err} },
+		"cusolver.EighBatched": func() []error {
+			_, err := cusolver.EighBatched(h, m, 1, cusolver.Lower, b, false)
+			return []error{err}
+		},
+	} {
+		zero.Funcs[name] = f
+	}
+}
