@@ -103,7 +103,10 @@ func convert32[I Index, T Element](op string, s *cuda.Stream, lh clib.Handle, wo
 	if err == nil {
 		err = convert32(op, s, lh, work, mid, m)
 	}
-	mid.freeAll() // stream-ordered: after the work that reads it
+	// Stream-ordered: after the work that reads it.
+	if ferr := mid.freeAll(); err == nil {
+		err = ferr
+	}
 	return err
 }
 
@@ -257,7 +260,7 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 	ds := &descs{op: name}
 	err := h.do(name, []cuda.Memory{d.Data}, func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer ds.release(&err)
-		m, err := allocMatrix[I, T](h.stream, CSR, d.Rows, d.Cols, 0)
+		m, err := allocMatrix[I, T](h.stream, CSR, d.Rows, d.Cols, -1)
 		if err != nil {
 			return err
 		}

@@ -169,25 +169,27 @@ func (h *Handle) do(op string, mem []cuda.Memory, fn func(lh clib.Handle, work f
 }
 
 // grow replaces work buffer i by one of at least n bytes (rounded up to
-// 1 MiB past 1 MiB, so that sizes close to one another share a buffer),
-// freeing the old one on the stream, after the work queued there. Called
+// 1 MiB past 1 MiB, so that sizes close to one another share a buffer):
+// the new one is allocated first, so that a failure leaves the old one,
+// which is then freed on the stream, after the work queued there. Called
 // with mu held.
 func (h *Handle) grow(op string, i int, n uintptr) error {
 	const round = 1 << 20
 	if n > round {
 		n = (n + round - 1) / round * round
 	}
-	if old := h.work[i]; old != nil {
-		if err := old.FreeOn(h.stream); err != nil {
-			return calledas.Op(op, err)
-		}
-		h.work[i] = nil
-	}
 	b, err := cuda.AllocAsync[byte](h.stream, int(n))
 	if err != nil {
 		return calledas.Op(op, err)
 	}
+	old := h.work[i]
 	h.work[i] = b
+	if old != nil {
+		if err := old.FreeOn(h.stream); err != nil {
+			lifetime.CloseTemp(&err, func() error { return old.FreeOn(h.stream) })
+			return calledas.Op(op, err)
+		}
+	}
 	return nil
 }
 

@@ -295,20 +295,25 @@ func copyIn[E any](b *cuda.DeviceBuffer[E], src []E) error {
 	return v.CopyFromHost(src)
 }
 
-// freeAll frees what a matrix being made has allocated, its errors
-// dropped: the matrix was never the user's.
-func (m *Matrix[I, T]) freeAll() {
+// freeAll frees what a matrix being made has allocated (each free tried
+// twice, lifetime.CloseTemp): a matrix that was never the user's. Its
+// error is the first failure, for a caller that has none of its own.
+func (m *Matrix[I, T]) freeAll() error {
+	var err error
 	for _, free := range []func() error{m.freeOuter, m.freeInner, m.freeValues} {
-		lifetime.CloseTemp(new(error), free)
+		lifetime.CloseTemp(&err, free)
 	}
+	return err
 }
 
 // allocMatrix makes a Matrix of the given shape with uninitialized arrays,
-// in stream-ordered memory of s.
+// in stream-ordered memory of s. A negative nnz makes a CSR matrix whose
+// number of non-zeros is not known yet: its offsets alone, the rest made
+// by resize.
 func allocMatrix[I Index, T Element](s *cuda.Stream, f Format, rows, cols, nnz int) (*Matrix[I, T], error) {
-	m := &Matrix[I, T]{format: f, rows: rows, cols: cols, nnz: nnz, stream: s, outerLen: outerLen(f, rows, cols, nnz)}
+	m := &Matrix[I, T]{format: f, rows: rows, cols: cols, nnz: max(nnz, 0), stream: s, outerLen: outerLen(f, rows, cols, nnz)}
 	var err error
-	if m.outer, err = cuda.AllocAsync[I](s, max(m.outerLen, 1)); err == nil {
+	if m.outer, err = cuda.AllocAsync[I](s, max(m.outerLen, 1)); err == nil && nnz >= 0 {
 		if m.inner, err = cuda.AllocAsync[I](s, max(nnz, 1)); err == nil {
 			m.values, err = cuda.AllocAsync[T](s, max(nnz, 1))
 		}

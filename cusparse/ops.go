@@ -251,7 +251,7 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), b.mem()...), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer d.release(&err)
-		out, err := allocMatrix[I, T](h.stream, CSR, a.rows, b.cols, 0)
+		out, err := allocMatrix[I, T](h.stream, CSR, a.rows, b.cols, -1)
 		if err != nil {
 			return err
 		}
@@ -320,23 +320,11 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 	return c, nil
 }
 
-// resize gives a matrix being made nnz non-zeros: new inner and value
-// arrays (stream-ordered), the old ones freed.
+// resize gives a CSR matrix being made, whose offsets alone are
+// allocated (allocMatrix with a negative nnz), nnz non-zeros: its index
+// and value arrays, stream-ordered.
 func (m *Matrix[I, T]) resize(nnz int) error {
-	if err := errors.Join(m.freeInner(), m.freeValues()); err != nil {
-		return err
-	}
 	m.nnz = nnz
-	if m.format == COO {
-		if err := m.freeOuter(); err != nil {
-			return err
-		}
-		m.outerLen = nnz
-		var err error
-		if m.outer, err = cuda.AllocAsync[I](m.stream, max(nnz, 1)); err != nil {
-			return err
-		}
-	}
 	var err error
 	if m.inner, err = cuda.AllocAsync[I](m.stream, max(nnz, 1)); err != nil {
 		return err
