@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOOS=${1:-windows} GOARCH=${2:-amd64} CGO_ENABLED=0
-all="./... ./cmd/gocuda/... ./bench/... ./cublas/gonumtest/... ./cufft/gonumtest/..."
+all="./... ./cmd/gocuda/... ./bench/... ./cublas/gonumtest/... ./cufft/gonumtest/... ./cusolver/gonumtest/..."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 go build -o "$out/" $all

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 out=bin
 rm -rf "$out"
 pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(./... ./cmd/gocuda/... ./cublas/gonumtest/... ./cufft/gonumtest/...)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./... ./cmd/gocuda/... ./cublas/gonumtest/... ./cufft/gonumtest/... ./cusolver/gonumtest/...)
 # Two sets of test binaries: bin/tests calls the driver through purego
 # (CGO_ENABLED=0), bin/tests-cgo through the cgo shim.
 for set in tests:0 tests-cgo:1; do
