@@ -1,9 +1,11 @@
 package cusparse_test
 
 import (
+	"errors"
 	"fmt"
 	"math/cmplx"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -283,6 +285,13 @@ func checkSpGEMM[I cusparse.Index, T cusparse.Element](t *testing.T, s *cuda.Str
 	bm := gen("random", m.cols, max(m.rows/2, 1), isComplex[T](), seed+9)
 	off, ind, val := csrOf[I, T](bm)
 	b := free(t, must(cusparse.NewCSR(s, bm.rows, bm.cols, off, ind, val))(t))
+	if reflect.TypeFor[I]().Kind() == reflect.Int64 {
+		// cuSPARSE's SpGEMM takes 32-bit indices only.
+		if _, err := cusparse.SpGEMM(h, a, b); !errors.Is(err, cuda.ErrNotSupported) {
+			t.Fatalf("SpGEMM of int64 indices: %v, want cuda.ErrNotSupported", err)
+		}
+		return
+	}
 	c := free(t, must(cusparse.SpGEMM(h, a, b))(t))
 	if c.Format() != cusparse.CSR || c.Rows() != m.rows || c.Cols() != bm.cols {
 		t.Fatalf("SpGEMM: %v %dx%d, want CSR %dx%d", c.Format(), c.Rows(), c.Cols(), m.rows, bm.cols)

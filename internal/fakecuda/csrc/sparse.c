@@ -640,6 +640,9 @@ static int spgemm_check(struct fake_sparse *h, int opa, int opb, const void *alp
 	if (opa != 0 || opb != 0) return SP_NOT_SUPPORTED; // cuSPARSE's SpGEMM: non-transposed only
 	if (alg < 0 || alg > 5) return SP_INVALID_VALUE;
 	if (A->m.fmt != F_CSR || B->m.fmt != F_CSR || C->m.fmt != F_CSR) return SP_NOT_SUPPORTED;
+	// cuSPARSE's SpGEMM: 32-bit indices only.
+	if (A->m.ta != I_32I || B->m.ta != I_32I || C->m.ta != I_32I || A->m.tb != I_32I || B->m.tb != I_32I || C->m.tb != I_32I)
+		return SP_NOT_SUPPORTED;
 	if (A->m.cols != B->m.rows || C->m.rows != A->m.rows || C->m.cols != B->m.cols) return SP_INVALID_VALUE;
 	if (A->m.vt != ct || B->m.vt != ct || C->m.vt != ct) return SP_NOT_SUPPORTED;
 	if ((r = spm_ok(&A->m, 1)) || (r = spm_ok(&B->m, 1))) return r;
