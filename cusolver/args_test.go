@@ -75,6 +75,8 @@ func TestBadArguments(t *testing.T) {
 		{"EighBatched short w", func() error { _, err := cusolver.EighBatched(h, sq, 1, cusolver.Lower, buf(2), false); return err }},
 		{"Info zero", func() error { return (&cusolver.Info{}).Err() }},
 		{"LUFactors.Free zero", func() error { return (&cusolver.LUFactors[float64]{}).Free() }},
+		{"Info.Free nil", func() error { return (*cusolver.Info)(nil).Free() }},
+		{"CholeskyFactor.Free zero", func() error { return (&cusolver.CholeskyFactor[float32]{}).Free() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.call(); !errors.Is(err, cuda.ErrInvalidValue) {
@@ -84,6 +86,16 @@ func TestBadArguments(t *testing.T) {
 	}
 	if err := chol.Err(); err == nil {
 		t.Error("Cholesky of zeros: Err = nil, want ErrNotPositiveDefinite")
+	}
+	if err := chol.Free(); err != nil {
+		t.Errorf("Free after Err = %v, want nil", err)
+	}
+	freed := must(cusolver.Cholesky(h, cusolver.NewMatrix(buf(9), 3, 3), cusolver.Lower))(t)
+	if err := freed.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := freed.Err(); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("Err after Free = %v, want cuda.ErrInvalidValue (freed unread)", err)
 	}
 	closed := must(cusolver.New(cudatest.Stream(t, ctx)))(t)
 	if err := closed.Close(); err != nil {

@@ -23,6 +23,15 @@ func (f *CholeskyFactor[T]) Err() error {
 	return f.info.Err()
 }
 
+// Free frees the info in stream order if Err has not read it (see
+// Info.Free); the factor itself is in the matrix, the caller's.
+func (f *CholeskyFactor[T]) Free() error {
+	if f == nil || f.info == nil {
+		return errorf("CholeskyFactor.Free", cuda.ErrInvalidValue, "a nil or zero *CholeskyFactor: Cholesky returns one")
+	}
+	return f.info.Free()
+}
+
 // Matrix returns the factored matrix and the triangle holding the factor:
 // L (A = L·Lᵀ) in Lower, U (A = Uᵀ·U) in Upper, as the matrix's layout
 // reads it.

@@ -29,9 +29,29 @@ type Info struct {
 	kind  infoKind
 	count int
 	mu    sync.Mutex
-	buf   *cuda.DeviceBuffer[int32] // nil once read
+	buf   *cuda.DeviceBuffer[int32] // nil once read or freed
 	read  bool
+	freed bool // by Free, unread
 	err   error
+}
+
+// Free frees the info values in stream order without reading them, for a
+// caller who will not ask (Err then says they were freed); after Err has
+// read them it does nothing. An Info neither read nor freed keeps its few
+// bytes of device memory until the garbage collector finds it, whose
+// cleanup then synchronizes the context to free them: in a loop, read or
+// free each.
+func (i *Info) Free() error {
+	if i == nil || i.h == nil {
+		return errorf("Info.Free", cuda.ErrInvalidValue, "a nil or zero *Info: the calls of this package return one")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	var err error
+	if i.discard(&err); err == nil && !i.read {
+		i.freed = true
+	}
+	return err
 }
 
 // newInfo allocates count info values in stream order on h's stream.
@@ -78,6 +98,9 @@ func (i *Info) Err() error {
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.freed {
+		return errorf(op, cuda.ErrInvalidValue, "the info of %s was freed before Err read it", i.op)
+	}
 	if i.read {
 		// Read already; a free that failed is tried again.
 		if i.buf != nil {

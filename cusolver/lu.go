@@ -34,8 +34,8 @@ func (f *LUFactors[T]) Matrix() Matrix[T] {
 }
 
 // Free frees the pivots in stream order (after the work queued that uses
-// them), and the info if Err has not read it. Free of a freed LU does
-// nothing.
+// them), and the info if Err has not read it (see Info.Free). Free of a
+// freed LUFactors does nothing.
 func (f *LUFactors[T]) Free() error {
 	if f == nil || f.info == nil {
 		return errorf("LUFactors.Free", cuda.ErrInvalidValue, "a nil or zero *LUFactors: LU returns one")
@@ -43,8 +43,8 @@ func (f *LUFactors[T]) Free() error {
 	f.info.mu.Lock()
 	defer f.info.mu.Unlock()
 	var err error
-	if !f.info.read {
-		f.info.discard(&err)
+	if f.info.discard(&err); err == nil && !f.info.read {
+		f.info.freed = true
 	}
 	if f.piv != nil {
 		var perr error

@@ -27,7 +27,7 @@ func sweepSolver() []sweep.Case {
 		{Name: "cusolver", Covers: []string{"cusolver.New", "cusolver.Version", "cusolver.LU", "cusolver.Solve", "LUFactors.Err", "LUFactors.Free",
 			"cusolver.Cholesky", "CholeskyFactor.Err", "cusolver.CholeskySolve", "cusolver.CholeskyInverse", "Info.Err", "cusolver.QR", "cusolver.QRQ",
 			"cusolver.ApplyQ", "QRFactors.Free", "cusolver.SVD", "cusolver.Eigh", "cusolver.CholeskyBatched", "cusolver.SVDBatched",
-			"cusolver.EighBatched", "Handle.Close"},
+			"cusolver.EighBatched", "Info.Free", "CholeskyFactor.Free", "Handle.Close"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				var h *cusolver.Handle
 				var lu *cusolver.LUFactors[float32]
@@ -71,6 +71,7 @@ func sweepSolver() []sweep.Case {
 							},
 							func() error { return cusolver.CholeskySolve(h, chol, bd, 1) },
 							func() error { return chol.Err() },
+							func() error { return chol.Free() },
 							func() error { return keep(cusolver.CholeskyInverse(h, chol)) },
 							func() (err error) { qr, err = cusolver.QR(h, cm); return err },
 							func() error {
@@ -99,7 +100,7 @@ func sweepSolver() []sweep.Case {
 						// factors unfreed (each tried again: a refused
 						// call passes).
 						for _, i := range infos {
-							i.Err()
+							i.Free()
 						}
 						if lu != nil {
 							lu.Err()

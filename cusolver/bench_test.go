@@ -1,0 +1,291 @@
+package cusolver_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cusolver"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// BenchmarkSolver is issue 51's dense benchmarks (item 4), each case
+// BenchmarkSolver/<op>/<dtype>/<shape>, beside PyTorch and CuPy:
+// bench/pyref/solver_peers.py times the same cases under the same names
+// and scripts/gpu-solver.sh runs both and sets them side by side.
+//
+// Each call is what the peers' call does, from an input they leave
+// untouched: a copy of A on the stream into a work matrix (the peers copy
+// their input into the column-major matrix cuSOLVER overwrites, as
+// PyTorch's clone and CuPy's asfortranarray do), then the factorization,
+// and for lu_solve the solve of one right-hand side (torch.linalg.solve_ex,
+// cupy.linalg.solve), for qr Q formed (torch.linalg.qr's and cupy's
+// reduced mode: geqrf and orgqr), for svd U and Vᵀ in full, for eigh the
+// vectors, for the batches the vectors. No call waits for its info (as
+// PyTorch's _ex forms): each result is freed unread (Info.Free). The handle's
+// workspaces are reused from call to call, as the package does.
+//
+// A case times b.N calls and one Synchronize by CUDA events recorded
+// before and after them, after a call to warm up, and reports µs per call
+// (us/op), as package nd's BenchmarkND. GOCUDA_SOLVER_OPS (a comma list of
+// ops) selects a subset. On the fake driver, whose cuSOLVER computes on the
+// CPU, the cases skip unless GOCUDA_SOLVER_FAKE=1, which runs each at a
+// small size (to check the benchmark, not to time it).
+func BenchmarkSolver(b *testing.B) {
+	ops := map[string]bool{}
+	for _, op := range strings.Split(os.Getenv("GOCUDA_SOLVER_OPS"), ",") {
+		if op = strings.TrimSpace(op); op != "" {
+			ops[op] = true
+		}
+	}
+	small := cudatest.IsFake()
+	if small && os.Getenv("GOCUDA_SOLVER_FAKE") != "1" {
+		b.Skip("the fake computes cuSOLVER's calls on the CPU: GOCUDA_SOLVER_FAKE=1 runs the cases small")
+	}
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	h := must(cusolver.New(s))(b)
+	defer h.Close()
+	for _, c := range solverCases() {
+		if len(ops) > 0 && !ops[c.op] {
+			continue
+		}
+		b.Run(c.op+"/"+c.dtype+"/"+c.shape, func(b *testing.B) {
+			n, count := c.n, c.count
+			if small {
+				n, count = min(n, 24), min(count, 16)
+			}
+			c.run(b, h, n, count)
+		})
+	}
+}
+
+// solverCase is one case: its name's parts, its size (n, or the batch's
+// count of 8×8 matrices), and what sets it up and times it.
+type solverCase struct {
+	op, dtype, shape string
+	n, count         int
+	run              func(b *testing.B, h *cusolver.Handle, n, count int)
+}
+
+// solverCases is the table of cases. bench/pyref/solver_peers.py's CASES
+// is the same table: a case added here is added there, under the same
+// name.
+func solverCases() []solverCase {
+	var cases []solverCase
+	add := func(op string, sizes []int, f32, f64 func(b *testing.B, h *cusolver.Handle, n, count int)) {
+		for _, n := range sizes {
+			cases = append(cases, solverCase{op, "f32", fmt.Sprint(n), n, 0, f32}, solverCase{op, "f64", fmt.Sprint(n), n, 0, f64})
+		}
+	}
+	add("lu_solve", []int{256, 1024, 4096, 8192}, benchLUSolve[float32], benchLUSolve[float64])
+	add("cholesky", []int{256, 1024, 4096, 8192}, benchCholesky[float32], benchCholesky[float64])
+	add("qr", []int{256, 1024, 4096}, benchQR[float32], benchQR[float64])
+	add("svd", []int{256, 1024, 4096}, benchSVD[float32], benchSVD[float64])
+	add("eigh", []int{256, 1024, 4096}, benchEigh[float32], benchEigh[float64])
+	for _, op := range []struct {
+		name     string
+		f32, f64 func(b *testing.B, h *cusolver.Handle, n, count int)
+	}{{"cholesky_batched", benchCholeskyBatched[float32], benchCholeskyBatched[float64]}, {"svd_batched", benchSVDBatched[float32], benchSVDBatched[float64]}} {
+		cases = append(cases, solverCase{op.name, "f32", "10000x8x8", 8, 10000, op.f32}, solverCase{op.name, "f64", "10000x8x8", 8, 10000, op.f64})
+	}
+	return cases
+}
+
+// benchMatrix returns count n×n matrices on the device, freed when the
+// run ends: random in [-1, 1), symmetric where sym, plus n·I where dominant
+// (symmetric positive definite, as diagonally dominant), and a work buffer
+// of the same size.
+func benchMatrix[T cuda.Float](b *testing.B, ctx *cuda.Context, n, count int, sym, dominant bool) (src, work *cuda.DeviceBuffer[T]) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(count)))
+	v := make([]T, n*n*max(count, 1))
+	for m := 0; m < max(count, 1); m++ {
+		a := v[m*n*n : (m+1)*n*n]
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if sym && j > i {
+					a[i*n+j] = a[j*n+i]
+					continue
+				}
+				a[i*n+j] = T(2*rng.Float64() - 1)
+			}
+			if dominant {
+				a[i*n+i] += T(n)
+			}
+		}
+	}
+	src = cudatest.Upload(b, ctx, v)
+	work = cudatest.Upload(b, ctx, v)
+	return src, work
+}
+
+// solverLoop times op as BenchmarkSolver says.
+func solverLoop(b *testing.B, s *cuda.Stream, op func() error) {
+	b.Helper()
+	if err := op(); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+	start, end := must(s.Context().NewEvent())(b), must(s.Context().NewEvent())(b)
+	defer start.Close()
+	defer end.Close()
+	b.ResetTimer()
+	if err := start.Record(s); err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := end.Record(s); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	elapsed := must(cuda.ElapsedTime(start, end))(b)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/1e3/float64(b.N), "us/op")
+}
+
+func benchLUSolve[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+	s := h.Stream()
+	src, work := benchMatrix[T](b, s.Context(), n, 1, false, false)
+	rhs, x := benchMatrix[T](b, s.Context(), n, 0, false, false) // n·n elements: the first n are b
+	rhs1 := must(rhs.Slice(0, n))(b)
+	x1 := must(x.Slice(0, n))(b)
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		if err := x1.CopyFromDeviceAsync(rhs1, s); err != nil {
+			return err
+		}
+		f, err := cusolver.LU(h, cusolver.NewMatrix(work, n, n))
+		if err != nil {
+			return err
+		}
+		if err := cusolver.Solve(h, f, x1, 1); err != nil {
+			return err
+		}
+		return f.Free()
+	})
+}
+
+func benchCholesky[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+	s := h.Stream()
+	src, work := benchMatrix[T](b, s.Context(), n, 1, true, true)
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		f, err := cusolver.Cholesky(h, cusolver.NewMatrix(work, n, n), cusolver.Lower)
+		if err != nil {
+			return err
+		}
+		return f.Free()
+	})
+}
+
+func benchQR[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+	s := h.Stream()
+	src, work := benchMatrix[T](b, s.Context(), n, 1, false, false)
+	q := must(cuda.Alloc[T](s.Context(), n*n))(b)
+	defer q.Free()
+	a := cusolver.Matrix[T]{Data: work, Rows: n, Cols: n, Layout: cusolver.ColMajor}
+	qm := cusolver.Matrix[T]{Data: q, Rows: n, Cols: n, Layout: cusolver.ColMajor}
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		f, err := cusolver.QR(h, a)
+		if err != nil {
+			return err
+		}
+		if err := cusolver.QRQ(h, f, qm); err != nil {
+			return err
+		}
+		return f.Free()
+	})
+}
+
+func benchSVD[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+	s := h.Stream()
+	src, work := benchMatrix[T](b, s.Context(), n, 1, false, false)
+	sv := must(cuda.Alloc[T](s.Context(), n))(b)
+	u := must(cuda.Alloc[T](s.Context(), n*n))(b)
+	vt := must(cuda.Alloc[T](s.Context(), n*n))(b)
+	defer sv.Free()
+	defer u.Free()
+	defer vt.Free()
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		info, err := cusolver.SVD(h, cusolver.NewMatrix(work, n, n), sv, cusolver.NewMatrix(u, n, n), cusolver.NewMatrix(vt, n, n))
+		if err != nil {
+			return err
+		}
+		return info.Free()
+	})
+}
+
+func benchEigh[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+	s := h.Stream()
+	src, work := benchMatrix[T](b, s.Context(), n, 1, true, false)
+	w := must(cuda.Alloc[T](s.Context(), n))(b)
+	defer w.Free()
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		info, err := cusolver.Eigh(h, cusolver.NewMatrix(work, n, n), cusolver.Lower, w, true)
+		if err != nil {
+			return err
+		}
+		return info.Free()
+	})
+}
+
+func benchCholeskyBatched[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int) {
+	s := h.Stream()
+	src, work := benchMatrix[T](b, s.Context(), n, count, true, true)
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		info, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(work, n, n), count, cusolver.Lower)
+		if err != nil {
+			return err
+		}
+		return info.Free()
+	})
+}
+
+func benchSVDBatched[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int) {
+	s := h.Stream()
+	src, work := benchMatrix[T](b, s.Context(), n, count, false, false)
+	sv := must(cuda.Alloc[T](s.Context(), n*count))(b)
+	u := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
+	v := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
+	defer sv.Free()
+	defer u.Free()
+	defer v.Free()
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		info, err := cusolver.SVDBatched(h, cusolver.NewMatrix(work, n, n), count, sv, u, v)
+		if err != nil {
+			return err
+		}
+		return info.Free()
+	})
+}
