@@ -11,7 +11,8 @@ import (
 // on the device, in h's stream's order (cusparseCsr2cscEx2,
 // cusparseXcsr2coo, cusparseXcoo2csr); cuSPARSE's conversions take 32-bit
 // indices only, so with int64 indices it waits for h's stream, converts on
-// the host and copies the result back.
+// the host and copies the result back (and is refused while the stream
+// captures).
 func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[I, T], error) {
 	const name = "Convert"
 	if err := h.valid(name); err != nil {
@@ -25,6 +26,9 @@ func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[
 		return nil, errorf(name, cuda.ErrInvalidValue, "f is %d: want CSR, CSC or COO", int(f))
 	}
 	if indexType[I]() != 2 {
+		if h.stream.Capturing() {
+			return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: a conversion of int64 indices goes through the host, which a capture cannot")
+		}
 		if err := h.hold(name); err != nil {
 			return nil, err
 		}
@@ -244,7 +248,8 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 // FromDense returns the non-zeros of d as a new CSR Matrix in
 // stream-ordered memory of h's stream (cusparseDenseToSparse). cuSPARSE
 // counts the non-zeros on the device and hands the count to the host, so
-// FromDense waits for h's stream (its analysis does).
+// FromDense waits for h's stream (its analysis does), and is refused while
+// the stream captures.
 func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error) {
 	const name = "FromDense"
 	if err := h.valid(name); err != nil {
@@ -255,6 +260,9 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 	}
 	if err := checkShape[I](name, d.Rows, d.Cols, 0); err != nil {
 		return nil, err
+	}
+	if h.stream.Capturing() {
+		return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: FromDense hands the count of non-zeros to the host, which a capture cannot")
 	}
 	var out *Matrix[I, T]
 	ds := &descs{op: name}

@@ -134,7 +134,7 @@ func TestLibraryErrors(t *testing.T) {
 			if err := cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, y); err != nil {
 				t.Fatalf("SpMV after: %v", err)
 			}
-			if got := cudatest.Download(t, y); got[0] != 2 || got[1] != 5 {
+			if got := download(t, s, y); got[0] != 2 || got[1] != 5 {
 				t.Fatalf("SpMV after: y = %v, want [2 5]", got)
 			}
 		})
@@ -219,6 +219,89 @@ func TestString(t *testing.T) {
 	} {
 		if tt.got != tt.want {
 			t.Errorf("String() = %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+// TestCapture: SpMV and SpMM captured into a graph run at each launch with
+// the buffers' contents of then, once a call outside the capture has
+// grown the work buffer; what hands a count to the host is refused.
+func TestCapture(t *testing.T) {
+	ctx, s, h := handle(t)
+	a := free(t, must(cusparse.NewCOO(s, 2, 2, []int32{0, 1, 1}, []int32{0, 0, 1}, []float32{2, 1, 4}))(t))
+	csr := free(t, must(cusparse.Convert(h, a, cusparse.CSR))(t))
+	x, y := upload(t, ctx, []float32{1, 1}), upload(t, ctx, []float32{0, 0})
+	spmv := func() error { return cusparse.SpMV(h, cusparse.NoTrans, 1, csr, x, 0, y) }
+	// A fresh handle has no work buffer to capture with.
+	if _, err := s.Capture(cuda.CaptureThreadLocal, spmv); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "run the call once before the capture") {
+		t.Fatalf("SpMV captured by a fresh handle: %v", err)
+	}
+	if err := spmv(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
+		if _, err := cusparse.SpGEMM(h, csr, csr); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("SpGEMM inside a capture: %v, want ErrInvalidValue", err)
+		}
+		if _, err := cusparse.FromDense[int32](h, cusparse.NewDense(x, 1, 2)); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("FromDense inside a capture: %v, want ErrInvalidValue", err)
+		}
+		return spmv()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	exec := must(g.Instantiate())(t)
+	defer exec.Close()
+	for _, k := range []float32{1, 3} {
+		if err := x.CopyFromHost([]float32{k, 2 * k}); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if got := download(t, s, y); got[0] != 2*k || got[1] != 9*k {
+			t.Fatalf("replay with x = %v·[1 2]: y = %v, want [%v %v]", k, got, 2*k, 9*k)
+		}
+	}
+}
+
+// TestConcurrent: goroutines sharing a Handle take turns; each gets its
+// own product.
+func TestConcurrent(t *testing.T) {
+	ctx, s, h := handle(t)
+	a := free(t, must(cusparse.NewCOO(s, 2, 2, []int32{0, 1, 1}, []int32{0, 0, 1}, []float64{2, 1, 4}))(t))
+	const n = 8
+	errs := make(chan error, n)
+	ys := make([]*cuda.DeviceBuffer[float64], n)
+	for i := range n {
+		x := upload(t, ctx, []float64{float64(i), 1})
+		ys[i] = upload(t, ctx, []float64{0, 0})
+		go func() {
+			for range 20 {
+				if err := cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, ys[i]); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, y := range ys {
+		if got := download(t, s, y); got[0] != 2*float64(i) || got[1] != float64(i)+4 {
+			t.Errorf("goroutine %d: y = %v, want [%d %d]", i, got, 2*i, i+4)
 		}
 	}
 }

@@ -233,3 +233,12 @@ func near[T cusparse.Element](t *testing.T, what string, got []T, want []complex
 		t.Errorf("%s: %d elements wrong in all", what, bad)
 	}
 }
+
+// download waits for s, then copies b to a new slice.
+func download[T any](t testing.TB, s *cuda.Stream, b *cuda.DeviceBuffer[T]) []T {
+	t.Helper()
+	if err := s.Synchronize(); err != nil {
+		t.Fatalf("Synchronize: %v", err)
+	}
+	return cudatest.Download(t, b)
+}

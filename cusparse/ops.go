@@ -228,9 +228,9 @@ func SpMM[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], b Dens
 // CSR matrices, a new CSR matrix in stream-ordered memory of h's stream.
 // cuSPARSE computes C's number of non-zeros on the device and hands it to
 // the host, so SpGEMM waits for h's stream (cusparseSpGEMM_compute
-// does). Convert other formats to CSR first. cuSPARSE's SpGEMM takes
-// 32-bit indices only: with int64 indices SpGEMM returns
-// cuda.ErrNotSupported.
+// does), and is refused while the stream captures. Convert other formats
+// to CSR first. cuSPARSE's SpGEMM takes 32-bit indices only: with int64
+// indices SpGEMM returns cuda.ErrNotSupported.
 func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], error) {
 	const name = "SpGEMM"
 	if err := h.valid(name); err != nil {
@@ -251,6 +251,8 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 		return nil, errorf(name, cuda.ErrInvalidValue, "a is %dx%d and b %dx%d: a's columns must be b's rows", a.rows, a.cols, b.rows, b.cols)
 	case indexType[I]() != 2:
 		return nil, errorf(name, cuda.ErrNotSupported, "cuSPARSE's SpGEMM takes 32-bit indices only: these are %v", reflect.TypeFor[I]())
+	case h.stream.Capturing():
+		return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: SpGEMM hands the product's count to the host, which a capture cannot")
 	}
 	var c *Matrix[I, T]
 	d := &descs{op: name}

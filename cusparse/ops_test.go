@@ -10,7 +10,6 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cusparse"
-	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // shapes are the matrices every operation is checked on: each kind at the
@@ -198,7 +197,7 @@ func checkSpMV[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Con
 			t.Fatalf("SpMV(%v): %v", op, err)
 		}
 		want, scale := mulRef(om, toC(x), back(alpha), back(beta), toC(y0))
-		near(t, "SpMV("+op.String()+") y", cudatest.Download(t, dy), want, scale, eps[T]())
+		near(t, "SpMV("+op.String()+") y", download(t, s, dy), want, scale, eps[T]())
 		// beta 0: y is not read (NaN there stays out of the result).
 		if err := dy.Memset8(0xff); err != nil {
 			t.Fatal(err)
@@ -207,9 +206,8 @@ func checkSpMV[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Con
 			t.Fatalf("SpMV(%v, beta 0): %v", op, err)
 		}
 		want, scale = mulRef(om, toC(x), back(alpha), 0, make([]complex128, om.rows))
-		near(t, "SpMV("+op.String()+", beta 0) y", cudatest.Download(t, dy), want, scale, eps[T]())
+		near(t, "SpMV("+op.String()+", beta 0) y", download(t, s, dy), want, scale, eps[T]())
 	}
-	_ = s
 }
 
 func checkSpMM[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cusparse.Handle, a *cusparse.Matrix[I, T], m ref, seed uint64) {
@@ -231,7 +229,7 @@ func checkSpMM[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Con
 				}
 				return back(xs[i*d.Cols+j])
 			}
-			got := cudatest.Download(t, dc)
+			got := download(t, s, dc)
 			var gotCol []T
 			var want []complex128
 			var scale []float64
@@ -254,7 +252,6 @@ func checkSpMM[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Con
 			near(t, fmt.Sprintf("SpMM(%v, b %v, c %v) c", op, layouts[0], layouts[1]), gotCol, want, scale, eps[T]())
 		}
 	}
-	_ = s
 }
 
 func checkToDense[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Context, h *cusparse.Handle, a *cusparse.Matrix[I, T], m ref) {
@@ -271,7 +268,7 @@ func checkToDense[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.
 				want[e.r*m.cols+e.c] = back(of[T](e.v))
 			}
 		}
-		near(t, "ToDense("+layout.String()+")", cudatest.Download(t, d.Data), want, nil, 0)
+		near(t, "ToDense("+layout.String()+")", download(t, h.Stream(), d.Data), want, nil, 0)
 		// And back: FromDense finds the same non-zeros, as CSR.
 		back := free(t, must(cusparse.FromDense[I](h, d))(t))
 		checkArrays(t, "FromDense("+layout.String()+")", back, m)
@@ -389,7 +386,7 @@ func checkSpSV[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Con
 				if err := cusparse.SpSV(h, op, fill, dg, alpha, a, dx, dy); err != nil {
 					t.Fatalf("SpSV(%s): %v", name, err)
 				}
-				y := cudatest.Download(t, dy)
+				y := download(t, s, dy)
 				res, scale := mulRef(tri, toC(y), 1, 0, make([]complex128, d.rows))
 				want := toC(x)
 				for i := range want {
@@ -408,7 +405,7 @@ func checkSpSV[I cusparse.Index, T cusparse.Element](t *testing.T, ctx *cuda.Con
 				if err := cusparse.SpSM(h, op, fill, dg, alpha, a, B, C); err != nil {
 					t.Fatalf("SpSM(%s): %v", name, err)
 				}
-				c := cudatest.Download(t, C.Data)
+				c := download(t, s, C.Data)
 				twice := make([]complex128, d.rows)
 				for i := range twice {
 					twice[i] = 2 * back(y[i])
