@@ -305,3 +305,28 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestFakeChecks: the fake answers what the real library leaves undefined
+// with cuSPARSE's statuses: a work buffer smaller than asked for, none at
+// all, a descriptor destroyed.
+func TestFakeChecks(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx, s, h := handle(t)
+	a := free(t, must(cusparse.NewCOO(s, 2, 2, []int32{0, 1, 1}, []int32{0, 0, 1}, []float64{2, 1, 4}))(t))
+	x, y := upload(t, ctx, []float64{1, 1}), upload(t, ctx, []float64{0, 0})
+	for _, how := range []string{"short", "nil", "destroyed"} {
+		asked, err := cusparse.SpMVMisused(h, a, x, y, how)
+		if asked == 0 || !errors.Is(err, cusparse.ResultInvalidValue) || !strings.Contains(err.Error(), "cusparseSpMV") {
+			t.Errorf("SpMV with its buffer %s (%d bytes asked for): %v, want CUSPARSE_STATUS_INVALID_VALUE", how, asked, err)
+		}
+	}
+	if err := cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, y); err != nil {
+		t.Fatalf("SpMV after: %v", err)
+	}
+	if got := download(t, s, y); got[0] != 2 || got[1] != 5 {
+		t.Fatalf("SpMV after: y = %v, want [2 5]", got)
+	}
+}
