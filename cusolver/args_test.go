@@ -52,6 +52,12 @@ func TestBadArguments(t *testing.T) {
 		{"QRQ wrong shape", func() error { return cusolver.QRQ(h, qr, col(3, 3)) }},
 		{"QRQ row-major", func() error { return cusolver.QRQ(h, qr, cusolver.NewMatrix(buf(15), 5, 3)) }},
 		{"ApplyQ wrong rows", func() error { return cusolver.ApplyQ(h, qr, col(4, 1), false) }},
+		{"LeastSquares wide", func() error { _, err := cusolver.LeastSquares(h, col(2, 3), buf(2), buf(3), 1); return err }},
+		{"LeastSquares row-major", func() error {
+			_, err := cusolver.LeastSquares(h, cusolver.NewMatrix(buf(6), 3, 2), buf(3), buf(2), 1)
+			return err
+		}},
+		{"LeastSquares short x", func() error { _, err := cusolver.LeastSquares(h, col(3, 2), buf(3), buf(1), 1); return err }},
 		{"SVD tall row-major", func() error {
 			_, err := cusolver.SVD(h, cusolver.NewMatrix(buf(6), 3, 2), buf(2), cusolver.Matrix[float64]{}, cusolver.Matrix[float64]{})
 			return err

@@ -10,8 +10,9 @@
 // definite matrix (potrf), CholeskySolve solves with it (potrs) and
 // CholeskyInverse inverts it (potri); QR factors a matrix into Householder
 // reflectors and R (geqrf), QRQ forms Q (orgqr), ApplyQ multiplies by Q or
-// Qᵀ (ormqr); SVD computes singular values and vectors (gesvd) and Eigh
-// the eigenvalues and vectors of a symmetric matrix (syevd). For many
+// Qᵀ (ormqr), LeastSquares solves min ||A·X - B|| (gels, QR-based); SVD
+// computes singular values and vectors (gesvd) and Eigh the eigenvalues
+// and vectors of a symmetric matrix (syevd). For many
 // small matrices (at most 32×32) CholeskyBatched (potrfBatched),
 // SVDBatched (gesvdjBatched, Jacobi) and EighBatched (syevjBatched) do a
 // whole batch in one call. The 64-bit API (cusolverDnX*) is used where
@@ -49,9 +50,10 @@
 //     column-major one tall or square (Rows >= Cols); for the other
 //     shape, take the SVD of the transpose (swap U and Vᵀ) or store the
 //     matrix in the other layout.
-//   - QR, QRQ, ApplyQ: Householder QR of A needs A column-major (of a
-//     row-major matrix, cuSOLVER would factor Aᵀ, which is A's LQ, not
-//     its QR). They take column-major matrices and refuse row-major ones.
+//   - QR, QRQ, ApplyQ, LeastSquares: Householder QR of A needs A
+//     column-major (of a row-major matrix, cuSOLVER would factor Aᵀ,
+//     which is A's LQ, not its QR). They take column-major matrices and
+//     refuse row-major ones.
 //   - Eigenvectors (Eigh, EighBatched) and the batched SVD's singular
 //     vectors come out each contiguous: vector i at elements i·n to
 //     (i+1)·n of its matrix, that is V column-major (or Vᵀ row-major).

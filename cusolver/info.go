@@ -17,6 +17,7 @@ const (
 	infoMinor                       // potrf: i > 0 is the leading minor of order i
 	infoInverse                     // potri: i > 0 is a zero on the factor's diagonal
 	infoConvergence                 // gesvd, syevd, the Jacobi batches: i > 0 did not converge
+	infoRank                        // gels: i > 0 is R(i,i) = 0
 	infoNone                        // getrs, potrs, orgqr, ormqr, geqrf: only < 0 (an argument)
 )
 
@@ -156,6 +157,8 @@ func (i *Info) meaning(m int, v int32) error {
 		return &Error{Op: i.op, Err: ErrNotPositiveDefinite, Detail: fmt.Sprintf("%sthe leading minor of order %d is not positive definite", where, v)}
 	case infoInverse:
 		return &Error{Op: i.op, Err: ErrNotPositiveDefinite, Detail: fmt.Sprintf("%sthe factor's diagonal element %d is zero: no inverse", where, v)}
+	case infoRank:
+		return &Error{Op: i.op, Err: ErrSingular, Detail: fmt.Sprintf("%sR(%d,%d) is exactly zero (1-based): the matrix lacks full column rank", where, v, v)}
 	case infoConvergence:
 		return &Error{Op: i.op, Err: ErrNoConvergence, Detail: fmt.Sprintf("%s%d values did not converge (info %d)", where, v, v)}
 	}

@@ -241,3 +241,73 @@ func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose boo
 		return check(op, "cusolverDnSormqr", clib.DnSormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
 	})
 }
+
+// LeastSquares solves the least-squares problem min ||A·X - B|| for the
+// column-major m×n matrix a with m >= n and full column rank, queued on
+// h's stream (cusolverDnSSgels, cusolverDnDDgels: cuSOLVER's QR-based
+// solver, in one precision, so without iterative refinement): b holds nrhs
+// right-hand sides of m elements each, one after another (B
+// column-major), and x receives nrhs solutions of n elements each. a and b
+// may be overwritten (cuSOLVER's documentation allows it to use them);
+// keep copies where they are needed after. The Info's Err says whether a
+// lacked full column rank (ErrSingular, naming the zero on R's diagonal).
+func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T], nrhs int) (*Info, error) {
+	const op = "LeastSquares"
+	if err := h.valid(op); err != nil {
+		return nil, err
+	}
+	if err := a.check(op, "a", h.ctx); err != nil {
+		return nil, err
+	}
+	if err := colMajor(op, "a", a); err != nil {
+		return nil, err
+	}
+	m, n := a.Rows, a.Cols
+	if m < n {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a is %d×%d: LeastSquares takes a matrix with at least as many rows as columns", m, n)
+	}
+	if err := checkVectors(op, "b", b, m, nrhs, h.ctx); err != nil {
+		return nil, err
+	}
+	if err := checkVectors(op, "x", x, n, nrhs, h.ctx); err != nil {
+		return nil, err
+	}
+	if overlap(b, m*nrhs, a.Data, m*n) || overlap(x, n*nrhs, a.Data, m*n) || overlap(x, n*nrhs, b, m*nrhs) {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a, b and x must not overlap")
+	}
+	var out *Info
+	err := h.do(op, []cuda.Memory{a.Data, b, x}, func() error {
+		info, err := newInfo(h, op, infoRank, 1)
+		if err != nil {
+			return err
+		}
+		lda, ldb, ldx := int32(max(m, 1)), int32(max(m, 1)), int32(max(n, 1))
+		var size uintptr
+		if isF64[T]() {
+			err = check(op, "cusolverDnDDgels_bufferSize", clib.DnDDgels_bufferSize(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, 0, &size))
+		} else {
+			err = check(op, "cusolverDnSSgels_bufferSize", clib.DnSSgels_bufferSize(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, 0, &size))
+		}
+		if err == nil {
+			// The iteration count cuSOLVER writes on the host goes to
+			// the page-locked host workspace.
+			d, p, werr := h.workspace(op, size, 8)
+			err = werr
+			if err == nil {
+				iter := (*int32)(p)
+				if isF64[T]() {
+					err = check(op, "cusolverDnDDgels", clib.DnDDgels(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, d, size, iter, info.ptr()))
+				} else {
+					err = check(op, "cusolverDnSSgels", clib.DnSSgels(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, d, size, iter, info.ptr()))
+				}
+			}
+		}
+		if err != nil {
+			info.discard(&err)
+			return err
+		}
+		out = info
+		return nil
+	})
+	return out, err
+}

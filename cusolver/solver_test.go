@@ -477,3 +477,53 @@ func TestWorkspaceReused(t *testing.T) {
 		t.Errorf("workspace %d bytes after a larger LU: want more than %d", d3, d1)
 	}
 }
+
+func TestLeastSquares(t *testing.T) {
+	t.Run("float32", testLeastSquares[float32])
+	t.Run("float64", testLeastSquares[float64])
+}
+
+// testLeastSquares: the solution of an overdetermined system makes the
+// residual orthogonal to A's columns (Aᵀ·(A·X - B) = 0), and an exact
+// system's solution is its X; a rank-deficient A is ErrSingular.
+func testLeastSquares[T cuda.Float](t *testing.T) {
+	ctx, h := handle(t)
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, shape := range [][2]int{{1, 1}, {3, 3}, {5, 3}, {97, 40}} {
+		m, n := shape[0], shape[1]
+		t.Run(fmt.Sprintf("%dx%d", m, n), func(t *testing.T) {
+			a := random(rng, m, n)
+			for i := 0; i < n; i++ {
+				a.add(i, i, 2)
+			}
+			b := random(rng, m, 2)
+			am := upload[T](t, ctx, a, cusolver.ColMajor)
+			bb := cudatest.Upload(t, ctx, elements[T](b, cusolver.ColMajor))
+			x := must(cuda.Alloc[T](ctx, n*2))(t)
+			defer x.Free()
+			info := must(cusolver.LeastSquares(h, am, bb, x, 2))(t)
+			if err := info.Err(); err != nil {
+				t.Fatal(err)
+			}
+			xd := fromElements(floats(t, h, x), n, 2, cusolver.ColMajor)
+			r := mul(a, xd)
+			for i := range r.v {
+				r.v[i] -= b.v[i]
+			}
+			if d := maxDiff(mul(a.t(), r), newDense(n, 2)); d > tol[T](m)*10 {
+				t.Errorf("Aᵀ·(A·X - B) is %g from zero", d)
+			}
+		})
+	}
+	t.Run("rank-deficient", func(t *testing.T) {
+		a := dense{3, 2, []float64{1, 0, 2, 0, 3, 0}} // the second column zero
+		am := upload[T](t, ctx, a, cusolver.ColMajor)
+		bb := cudatest.Upload(t, ctx, []T{1, 2, 3})
+		x := must(cuda.Alloc[T](ctx, 2))(t)
+		defer x.Free()
+		info := must(cusolver.LeastSquares(h, am, bb, x, 1))(t)
+		if err := info.Err(); !errors.Is(err, cusolver.ErrSingular) || !strings.Contains(err.Error(), "R(2,2) is exactly zero") {
+			t.Errorf("Err = %v, want ErrSingular naming R(2,2)", err)
+		}
+	})
+}

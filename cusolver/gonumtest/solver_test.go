@@ -412,3 +412,34 @@ func testEigh[T cuda.Float](t *testing.T) {
 		}
 	}
 }
+
+func TestLeastSquaresAgainstGonum(t *testing.T) {
+	t.Run("float32", testLeastSquares[float32])
+	t.Run("float64", testLeastSquares[float64])
+}
+
+func testLeastSquares[T cuda.Float](t *testing.T) {
+	ctx, h := handle(t)
+	rng := rand.New(rand.NewPCG(6, 6))
+	for _, n := range sizes(1000) {
+		m := n + n/2 + 1
+		t.Run(fmt.Sprintf("%dx%d", m, n), func(t *testing.T) {
+			a := random(rng, m, n)
+			b := random(rng, m, 2)
+			x := cudatest.Must(cuda.Alloc[T](ctx, n*2))(t)
+			defer x.Free()
+			info := cudatest.Must(cusolver.LeastSquares(h, put[T](t, ctx, a, cusolver.ColMajor), put[T](t, ctx, b, cusolver.ColMajor).Data, x, 2))(t)
+			if err := info.Err(); err != nil {
+				t.Fatal(err)
+			}
+			got := get(t, h, cusolver.Matrix[T]{Data: x, Rows: n, Cols: 2, Layout: cusolver.ColMajor})
+			var want mat.Dense
+			if err := want.Solve(a, b); err != nil {
+				t.Fatal(err)
+			}
+			var d mat.Dense
+			d.Sub(got, &want)
+			check(t, "||X - gonum's X|| / ||X||", mat.Norm(&d, 2)/mat.Norm(&want, 2), 1e3*bound[T](m))
+		})
+	}
+}

@@ -5,7 +5,7 @@ package main
 // own: the handle, the 64-bit API's parameters and the Jacobi methods'
 // settings are pointers to opaque structs, never Go memory; the modes are
 // C enumerations (ints); signed char is gesvd's job letters ('A', 'S',
-// 'O', 'N').
+// 'O', 'N'); cusolver_int_t, the IRS solvers' int, is int.
 func init() {
 	for c, t := range map[string]libType{
 		"cusolverDnHandle_t": {goType: "Handle", under: "uintptr"},
@@ -16,6 +16,7 @@ func init() {
 		"cublasFillMode_t":   {goType: "int32"},
 		"cublasSideMode_t":   {goType: "int32"},
 		"signed char":        {goType: "int8"},
+		"cusolver_int_t":     {goType: "int32"},
 	} {
 		libTypes[c] = t
 	}

@@ -502,15 +502,15 @@ static void eig(const double *a, int64_t n, int upper, double *w, double *v) {
 
 // ---- the queued work -----------------------------------------------------
 
-enum solver_kind { S_GETRF, S_GETRS, S_POTRF, S_POTRS, S_POTRI, S_GEQRF, S_ORGQR, S_ORMQR, S_GESVD, S_SYEVD, S_GESVDJB, S_SYEVJB, S_POTRFB };
+enum solver_kind { S_GELS, S_GETRF, S_GETRS, S_POTRF, S_POTRS, S_POTRI, S_GEQRF, S_ORGQR, S_ORMQR, S_GESVD, S_SYEVD, S_GESVDJB, S_SYEVJB, S_POTRFB };
 
 struct solver_op {
 	struct lib_job job;
 	enum solver_kind kind;
 	int dbl;
-	int64_t m, n, k, lda, ldb, ldu, ldv, batch;
+	int64_t m, n, k, lda, ldb, ldu, ldv, ldx, batch;
 	int trans, upper, side, vectors, jobu, jobvt;
-	void *a, *b, *tau, *s, *u, *v, *info;
+	void *a, *b, *x, *tau, *s, *u, *v, *info;
 	int64_t *ipiv;
 };
 
@@ -523,6 +523,31 @@ static void run_solver(struct lib_job *job) {
 	int dbl = o->dbl;
 	size_t es = dbl ? 8 : 4;
 	switch (o->kind) {
+	case S_GELS: {
+		// X = R⁻¹ (Qᵀ B)(1:n), A left as it was.
+		double *a = load(o->a, dbl, o->m, o->n, o->lda), *b = load(o->b, dbl, o->m, o->k, o->ldb);
+		double *tau = calloc((size_t)o->n + 1, sizeof *tau);
+		qr(a, o->m, o->n, tau);
+		for (int64_t i = 0; i < o->n; i++) {
+			double *v = vec(a, o->m, i);
+			reflect_left(b, o->m, 0, o->k, i, v, o->m - i, tau[i]);
+			free(v);
+		}
+		int info = 0;
+		for (int64_t i = 0; i < o->n && !info; i++)
+			if (AT(a, o->m, i, i) == 0) info = (int)(i + 1);
+		double *x = calloc((size_t)(o->n * o->k) + 1, sizeof *x);
+		for (int64_t r = 0; r < o->k && !info; r++)
+			for (int64_t i = o->n - 1; i >= 0; i--) {
+				double t = AT(b, o->m, i, r);
+				for (int64_t c = i + 1; c < o->n; c++) t -= AT(a, o->m, i, c) * AT(x, o->n, c, r);
+				AT(x, o->n, i, r) = t / AT(a, o->m, i, i);
+			}
+		if (!info) store(o->x, dbl, o->n, o->k, o->ldx, x);
+		put_info(o->info, 0, info);
+		free(a), free(b), free(tau), free(x);
+		break;
+	}
 	case S_GETRF: {
 		double *a = load(o->a, dbl, o->m, o->n, o->lda);
 		int64_t k = o->m < o->n ? o->m : o->n;
@@ -1022,6 +1047,50 @@ EXPORT int cusolverDnSpotrfBatched(struct fake_solver *h, int uplo, int n, float
 EXPORT int cusolverDnDpotrfBatched(struct fake_solver *h, int uplo, int n, double **arr, int lda, int *info, int batch) {
 	FAULT("cusolverDnDpotrfBatched");
 	return potrf_batched(h, 1, uplo, n, arr, lda, info, batch);
+}
+
+// The least-squares solvers: m >= n, column-major; the fake's workspace
+// in bytes; iter (host) is 0, as for a solve without refinement.
+static size_t lw_gels(int m, int n, int nrhs, size_t es) { return (size_t)(m + n) * (size_t)(nrhs + 1) * es + 64; }
+static int gels_args(int m, int n, int nrhs, int lda, int ldb, int ldx) {
+	if (m < 0 || n < 0 || nrhs < 0 || m < n || lda < (m > 1 ? m : 1) || ldb < (m > 1 ? m : 1) || ldx < (n > 1 ? n : 1)) return SOLVER_INVALID_VALUE;
+	return SOLVER_SUCCESS;
+}
+static int gels_bs(struct fake_solver *h, int dbl, int m, int n, int nrhs, int lda, int ldb, int ldx, size_t *lwork) {
+	CHECK(usable(h, NULL, 0));
+	CHECK(gels_args(m, n, nrhs, lda, ldb, ldx));
+	if (!lwork) return SOLVER_INVALID_VALUE;
+	*lwork = lw_gels(m, n, nrhs, dbl ? 8 : 4);
+	return SOLVER_SUCCESS;
+}
+EXPORT int cusolverDnSSgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, float *a, int lda, float *b, int ldb, float *x, int ldx, void *work, size_t *lwork) {
+	FAULT("cusolverDnSSgels_bufferSize");
+	return gels_bs(h, 0, m, n, nrhs, lda, ldb, ldx, lwork);
+}
+EXPORT int cusolverDnDDgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, double *a, int lda, double *b, int ldb, double *x, int ldx, void *work, size_t *lwork) {
+	FAULT("cusolverDnDDgels_bufferSize");
+	return gels_bs(h, 1, m, n, nrhs, lda, ldb, ldx, lwork);
+}
+static int gels(struct fake_solver *h, int dbl, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
+	CHECK(usable(h, NULL, 0));
+	CHECK(gels_args(m, n, nrhs, lda, ldb, ldx));
+	size_t es = dbl ? 8 : 4;
+	if (!iter || !info) return SOLVER_INVALID_VALUE;
+	if (lwork < lw_gels(m, n, nrhs, es)) return SOLVER_INVALID_WORKSPACE;
+	CHECK(mat_ok(a, m, n, lda, es));
+	CHECK(mat_ok(b, m, nrhs, ldb, es));
+	CHECK(mat_ok(x, n, nrhs, ldx, es));
+	if (!mem_ok(work, lwork) || !mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
+	*iter = 0;
+	return queue(h, (struct solver_op){.kind = S_GELS, .dbl = dbl, .m = m, .n = n, .k = nrhs, .lda = lda, .ldb = ldb, .ldx = ldx, .a = a, .b = b, .x = x, .info = info});
+}
+EXPORT int cusolverDnSSgels(struct fake_solver *h, int m, int n, int nrhs, float *a, int lda, float *b, int ldb, float *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
+	FAULT("cusolverDnSSgels");
+	return gels(h, 0, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
+}
+EXPORT int cusolverDnDDgels(struct fake_solver *h, int m, int n, int nrhs, double *a, int lda, double *b, int ldb, double *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
+	FAULT("cusolverDnDDgels");
+	return gels(h, 1, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
 }
 
 // The Jacobi batches: matrices of at most 32×32, packed one after another

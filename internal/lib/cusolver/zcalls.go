@@ -57,6 +57,10 @@ var Table = &dl.Table{
 		{Name: "cusolverDnDormqr", Addr: &tableAddrs.cusolverDnDormqr},
 		{Name: "cusolverDnSpotrfBatched", Addr: &tableAddrs.cusolverDnSpotrfBatched},
 		{Name: "cusolverDnDpotrfBatched", Addr: &tableAddrs.cusolverDnDpotrfBatched},
+		{Name: "cusolverDnSSgels_bufferSize", Addr: &tableAddrs.cusolverDnSSgels_bufferSize},
+		{Name: "cusolverDnDDgels_bufferSize", Addr: &tableAddrs.cusolverDnDDgels_bufferSize},
+		{Name: "cusolverDnSSgels", Addr: &tableAddrs.cusolverDnSSgels},
+		{Name: "cusolverDnDDgels", Addr: &tableAddrs.cusolverDnDDgels},
 		{Name: "cusolverDnCreateGesvdjInfo", Addr: &tableAddrs.cusolverDnCreateGesvdjInfo},
 		{Name: "cusolverDnDestroyGesvdjInfo", Addr: &tableAddrs.cusolverDnDestroyGesvdjInfo},
 		{Name: "cusolverDnSgesvdjBatched_bufferSize", Addr: &tableAddrs.cusolverDnSgesvdjBatched_bufferSize},
@@ -107,6 +111,10 @@ var tableAddrs struct {
 	cusolverDnDormqr                    uintptr
 	cusolverDnSpotrfBatched             uintptr
 	cusolverDnDpotrfBatched             uintptr
+	cusolverDnSSgels_bufferSize         uintptr
+	cusolverDnDDgels_bufferSize         uintptr
+	cusolverDnSSgels                    uintptr
+	cusolverDnDDgels                    uintptr
 	cusolverDnCreateGesvdjInfo          uintptr
 	cusolverDnDestroyGesvdjInfo         uintptr
 	cusolverDnSgesvdjBatched_bufferSize uintptr
@@ -502,6 +510,54 @@ func DnDpotrfBatched(handle Handle, uplo int32, n int32, aarray uintptr, lda int
 		return Missing
 	}
 	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(uplo), uintptr(n), aarray, uintptr(lda), infoArray, uintptr(batchSize))
+	return Result(r)
+}
+
+// DnSSgels_bufferSize calls cusolverDnSSgels_bufferSize:
+//
+//	cusolverStatus_t cusolverDnSSgels_bufferSize(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, float *dA /*device*/, cusolver_int_t ldda, float *dB /*device*/, cusolver_int_t lddb, float *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t *lwork_bytes);
+func DnSSgels_bufferSize(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes *uintptr) Result {
+	fn := tableAddrs.cusolverDnSSgels_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, uintptr(unsafe.Pointer(lworkBytes)))
+	return Result(r)
+}
+
+// DnDDgels_bufferSize calls cusolverDnDDgels_bufferSize:
+//
+//	cusolverStatus_t cusolverDnDDgels_bufferSize(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, double *dA /*device*/, cusolver_int_t ldda, double *dB /*device*/, cusolver_int_t lddb, double *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t *lwork_bytes);
+func DnDDgels_bufferSize(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes *uintptr) Result {
+	fn := tableAddrs.cusolverDnDDgels_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, uintptr(unsafe.Pointer(lworkBytes)))
+	return Result(r)
+}
+
+// DnSSgels calls cusolverDnSSgels:
+//
+//	cusolverStatus_t cusolverDnSSgels(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, float *dA /*device*/, cusolver_int_t ldda, float *dB /*device*/, cusolver_int_t lddb, float *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t lwork_bytes, cusolver_int_t *iter, cusolver_int_t *d_info /*device*/);
+func DnSSgels(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes uintptr, iter *int32, dInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnSSgels
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, lworkBytes, uintptr(unsafe.Pointer(iter)), dInfo)
+	return Result(r)
+}
+
+// DnDDgels calls cusolverDnDDgels:
+//
+//	cusolverStatus_t cusolverDnDDgels(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, double *dA /*device*/, cusolver_int_t ldda, double *dB /*device*/, cusolver_int_t lddb, double *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t lwork_bytes, cusolver_int_t *iter, cusolver_int_t *d_info /*device*/);
+func DnDDgels(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes uintptr, iter *int32, dInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnDDgels
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, lworkBytes, uintptr(unsafe.Pointer(iter)), dInfo)
 	return Result(r)
 }
 

@@ -26,7 +26,7 @@ func sweepSolver() []sweep.Case {
 	return []sweep.Case{
 		{Name: "cusolver", Covers: []string{"cusolver.New", "cusolver.Version", "cusolver.LU", "cusolver.Solve", "LUFactors.Err", "LUFactors.Free",
 			"cusolver.Cholesky", "CholeskyFactor.Err", "cusolver.CholeskySolve", "cusolver.CholeskyInverse", "Info.Err", "cusolver.QR", "cusolver.QRQ",
-			"cusolver.ApplyQ", "QRFactors.Free", "cusolver.SVD", "cusolver.Eigh", "cusolver.CholeskyBatched", "cusolver.SVDBatched",
+			"cusolver.ApplyQ", "QRFactors.Free", "cusolver.LeastSquares", "cusolver.SVD", "cusolver.Eigh", "cusolver.CholeskyBatched", "cusolver.SVDBatched",
 			"cusolver.EighBatched", "Info.Free", "CholeskyFactor.Free", "Handle.Close"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				var h *cusolver.Handle
@@ -81,6 +81,9 @@ func sweepSolver() []sweep.Case {
 								return cusolver.ApplyQ(h, qr, cusolver.Matrix[float32]{Data: b, Rows: 2, Cols: 1, Layout: cusolver.ColMajor}, true)
 							},
 							func() error { return qr.Free() },
+							func() error {
+								return keep(cusolver.LeastSquares(h, cusolver.Matrix[float32]{Data: a, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}, b, q, 1))
+							},
 							func() error {
 								return keep(cusolver.SVD(h, m, s, cusolver.NewMatrix(u, 2, 2), cusolver.NewMatrix(v, 2, 2)))
 							},

@@ -55,6 +55,10 @@ func init() {
 		"cusolver.ApplyQ": func() []error {
 			return []error{cusolver.ApplyQ(h, &cusolver.QRFactors[float32]{}, m, false)}
 		},
+		"cusolver.LeastSquares": func() []error {
+			_, err := cusolver.LeastSquares(h, m, b, b, 1)
+			return []error{err}
+		},
 		"cusolver.SVD":  func() []error { _, err := cusolver.SVD(h, m, b, m, m); return []error{err} },
 		"cusolver.Eigh": func() []error { _, err := cusolver.Eigh(h, md, cusolver.Lower, nil, true); return []error{err} },
 		"cusolver.CholeskyBatched": func() []error {
