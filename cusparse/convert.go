@@ -44,6 +44,12 @@ func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[
 	}
 	var out *Matrix[I, T]
 	err := h.do(name, a.mem(), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) error {
+		if a.nnz == 0 {
+			// No non-zeros: offsets of zeros, without asking cuSPARSE.
+			m, err := zeroMatrix[I, T](h.stream, f, a.rows, a.cols)
+			out = m
+			return err
+		}
 		m, err := allocMatrix[I, T](h.stream, f, a.rows, a.cols, a.nnz)
 		if err != nil {
 			return err

@@ -80,7 +80,8 @@ type ref struct {
 // row at random columns), "banded" (the diagonals -2..2) or "powerlaw"
 // (row i holds about 60/(i+1)^0.7 non-zeros, columns drawn towards the
 // first ones), with empty rows and columns in each. Values are on
-// [-1, 1], with imaginary parts where complex is set.
+// [-1, 1], with imaginary parts where complex is set. "empty" has no
+// non-zeros at all.
 func gen(kind string, rows, cols int, complexValues bool, seed uint64) ref {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	value := func() complex128 {

@@ -258,6 +258,12 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), b.mem()...), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer d.release(&err)
+		if a.nnz == 0 || b.nnz == 0 {
+			// Nothing to multiply: a product of no non-zeros, its
+			// offsets zeros, without asking cuSPARSE.
+			c, err = zeroMatrix[I, T](h.stream, CSR, a.rows, b.cols)
+			return err
+		}
 		out, err := allocMatrix[I, T](h.stream, CSR, a.rows, b.cols, -1)
 		if err != nil {
 			return err
@@ -325,6 +331,20 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 		return nil, err
 	}
 	return c, nil
+}
+
+// zeroMatrix makes a matrix of no non-zeros in format f, its offsets
+// zeroed on s.
+func zeroMatrix[I Index, T Element](s *cuda.Stream, f Format, rows, cols int) (*Matrix[I, T], error) {
+	m, err := allocMatrix[I, T](s, f, rows, cols, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.outer.Memset8Async(0, s); err != nil {
+		m.freeAll()
+		return nil, err
+	}
+	return m, nil
 }
 
 // resize gives a CSR matrix being made, whose offsets alone are

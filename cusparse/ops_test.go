@@ -21,7 +21,7 @@ var shapes = []struct {
 	{"random", 1, 1}, {"banded", 3, 3}, {"powerlaw", 3, 3}, {"random", 97, 97}, {"banded", 97, 97}, {"powerlaw", 97, 97},
 	{"random", 1000, 1000}, {"banded", 1000, 1000}, {"powerlaw", 1000, 1000},
 	{"random", 4099, 4099}, {"banded", 4099, 4099}, {"powerlaw", 4099, 4099},
-	{"random", 97, 41}, {"powerlaw", 3, 1000},
+	{"random", 97, 41}, {"powerlaw", 3, 1000}, {"empty", 5, 5}, {"empty", 1, 7},
 }
 
 // TestOperations checks every operation against the CPU reference, on
