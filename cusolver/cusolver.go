@@ -84,7 +84,9 @@
 // for (page-locked), and reuses them across calls: a loop of
 // factorizations allocates nothing after the first, but the small info
 // and pivot buffers of the results it keeps. A Handle is safe for use by
-// many goroutines: its calls take turns.
+// many goroutines: its calls take turns. Capturing its calls into a CUDA
+// graph is not supported (untested: some of cuSOLVER's calls use host
+// memory or wait for the device while they run, and Err synchronizes).
 //
 // # The library
 //
