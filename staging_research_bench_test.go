@@ -526,23 +526,30 @@ func reportSpread(b *testing.B, n int, took []time.Duration) {
 
 // BenchmarkFreshSlices moves data to and from slices made just before each
 // transfer (pages the process never touched, as out := make([]T, n) gives
-// them; an upload's filled first, as a user fills what to send), beside
-// the same slice reused, with the download's two measures for fresh pages
-// on or off (freshpages.go): huge pages advised, pages populated ahead of
-// the copies. Seven timed transfers each; the median and the slowest.
+// them, after debug.FreeOSMemory; an upload's filled first, as a user
+// fills what to send), beside the same slice reused back to back, and
+// reused after the same pause (paused: the copy workers parked, as they
+// are after the fresh slice is made), with the download's two measures for
+// fresh pages on or off (freshpages.go: huge pages advised, pages
+// populated ahead of the copies) and the workers parked in the kernel
+// (futex) or on channels. Seven timed transfers each; the median and the
+// slowest.
 func BenchmarkFreshSlices(b *testing.B) {
 	ctx := cudatest.Context(b)
 	s := cudatest.Stream(b, ctx)
 	modes := []struct {
-		name             string
-		fresh            bool
-		advise, populate bool
+		name                     string
+		fresh, paused, futex     bool
+		advise, populate, upward bool // upward: run uploads too
 	}{
-		{"reused", false, true, true},
-		{"fresh", true, true, true},
-		{"fresh-noadvise", true, false, true},
-		{"fresh-nopopulate", true, true, false},
-		{"fresh-neither", true, false, false},
+		{"reused", false, false, false, true, true, true},
+		{"reused-paused", false, true, false, true, true, true},
+		{"reused-paused-futex", false, true, true, true, true, true},
+		{"fresh", true, true, false, true, true, true},
+		{"fresh-futex", true, true, true, true, true, true},
+		{"fresh-noadvise", true, true, false, false, true, false},
+		{"fresh-nopopulate", true, true, false, true, false, false},
+		{"fresh-neither", true, true, false, false, false, false},
 	}
 	for _, dir := range directions {
 		for _, n := range []int{4 << 20, 16 << 20, 64 << 20, 256 << 20} {
@@ -555,11 +562,12 @@ func BenchmarkFreshSlices(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, m := range modes {
-				if dir.name == "up" && m.name != "reused" && m.name != "fresh" {
+				if dir.name == "up" && !m.upward {
 					continue // the measures are a download's
 				}
 				b.Run(fmt.Sprintf("%s/%s/%s", dir.name, sizeName(n), m.name), func(b *testing.B) {
 					defer cuda.SetFreshPages(m.advise, m.populate)()
+					defer hostcopy.SetFutexParking(hostcopy.SetFutexParking(m.futex))
 					sb := pipelinedBuffer(b, cuda.DefaultStagingPipeline())
 					if err := dir.move(sb, dev, src, s); err != nil { // pins the memory, wakes the workers
 						b.Fatal(err)
@@ -567,9 +575,10 @@ func BenchmarkFreshSlices(b *testing.B) {
 					var took []time.Duration
 					for range 7 {
 						host := src
-						if m.fresh {
-							host = nil
+						if m.paused {
 							debug.FreeOSMemory()
+						}
+						if m.fresh {
 							host = make([]byte, n)
 							if dir.name == "up" {
 								copy(host, src)

@@ -24,14 +24,16 @@ import (
 // parts one after another, as the spinning workers polled every queue, and
 // took twice as long a chunk ("Tried and not kept" in docs/performance.md).
 var pool struct {
-	once    sync.Once
-	workers []worker
-	n       int
-	board   [BoardSlots]atomic.Pointer[Job] // copies with parts to claim
-	next    atomic.Uint32                   // the slot post last offered a copy (boardStart)
-	held    atomic.Int32                    // transfers under way that keep the workers spinning
-	parked  atomic.Int32                    // workers blocked waiting for work
-	wakes   atomic.Int64                    // wake-up calls sent to blocked workers
+	once      sync.Once
+	workers   []worker
+	n         int
+	board     [BoardSlots]atomic.Pointer[Job] // copies with parts to claim
+	next      atomic.Uint32                   // the slot post last offered a copy (boardStart)
+	held      atomic.Int32                    // transfers under way that keep the workers spinning
+	parked    atomic.Int32                    // workers blocked waiting for work
+	wakes     atomic.Int64                    // wake-up calls sent to blocked workers
+	parkSeq   atomic.Uint32                   // bumped by each wake, for workers parked in the kernel (futexParking)
+	futexUsed atomic.Bool                     // a worker has parked in the kernel: wake there too
 }
 
 // BoardSlots is how many copies the board holds at once. It must cover the
@@ -184,6 +186,18 @@ func Release() { pool.held.Add(-1) }
 // wake wakes up to k of the blocked copy workers; they look for work for
 // spin before they block again.
 func wake(k int) {
+	if pool.futexUsed.Load() {
+		// Bumped first: a worker that read the old value before it
+		// counted itself parked returns from its wait at once.
+		pool.parkSeq.Add(1)
+		if pool.parked.Load() > 0 {
+			n := wakeFutex(&pool.parkSeq, k)
+			pool.wakes.Add(int64(n))
+			if k -= n; k <= 0 {
+				return
+			}
+		}
+	}
 	for i := range pool.workers {
 		if k == 0 {
 			return
@@ -235,12 +249,17 @@ func (w *worker) run(i int) {
 	for {
 		j, part, ok := nextPart()
 		if !ok {
+			seq := pool.parkSeq.Load()
 			w.parked.Store(true)
 			pool.parked.Add(1)
 			// A hold that began before this worker counted itself parked
 			// may not have woken it: look once more.
 			if pool.held.Load() == 0 {
-				<-w.wake
+				if futexParking {
+					parkFutex(&pool.parkSeq, seq)
+				} else {
+					<-w.wake
+				}
 			}
 			pool.parked.Add(-1)
 			w.parked.Store(false)

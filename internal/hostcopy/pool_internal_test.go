@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -88,36 +89,70 @@ func TestCopyConcurrent(t *testing.T) {
 }
 
 // A hold keeps every worker from blocking until it is released; then they
-// block again, and spin no more.
+// block again, and spin no more: parked on channels, and in the kernel
+// (futexParking, Linux; last, since workers parked there stay woken there
+// too).
 func TestHold(t *testing.T) {
 	pool.once.Do(start)
 	if pool.n == 0 {
 		t.Skip("GOMAXPROCS is 1: the pool has no workers")
 	}
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(); {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: parked %d of %d workers, held %d", what, pool.parked.Load(), pool.n, pool.held.Load())
+	for _, futex := range []bool{false, true} {
+		t.Run(fmt.Sprintf("futex=%v", futex), func(t *testing.T) {
+			if futex {
+				if runtime.GOOS != "linux" {
+					t.Skip("futex parking is Linux's")
+				}
+				pool.futexUsed.Store(true)
+				futexParking = true
+				defer func() { futexParking = false }()
 			}
-			time.Sleep(time.Millisecond)
-		}
+			eventually := func(what string, cond func() bool) {
+				t.Helper()
+				for deadline := time.Now().Add(5 * time.Second); !cond(); {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: parked %d of %d workers, held %d", what, pool.parked.Load(), pool.n, pool.held.Load())
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			parked := func() bool { return int(pool.parked.Load()) == pool.n }
+			eventually("idle pool", parked)
+			if futex {
+				// The workers parked on channels before: around once more,
+				// so that they park in the kernel.
+				Hold()
+				eventually("held pool", func() bool { return pool.parked.Load() == 0 })
+				Release()
+				eventually("idle pool", parked)
+			}
+			if !Hold() {
+				t.Fatal("Hold did not hold")
+			}
+			eventually("held pool", func() bool { return pool.parked.Load() == 0 })
+			time.Sleep(3 * spin)
+			if p := pool.parked.Load(); p != 0 {
+				t.Errorf("%d workers blocked while held", p)
+			}
+			Release()
+			if h := pool.held.Load(); h != 0 {
+				t.Errorf("held = %d after release", h)
+			}
+			eventually("released pool", parked)
+			// A copy put on the board with every worker parked wakes
+			// them, and is done.
+			src, dst := make([]byte, 64*minPart), make([]byte, 64*minPart)
+			for i := range src {
+				src[i] = byte(i)
+			}
+			var j Job
+			j.Start(dst, src, MaxWorkers, false)
+			j.Await()
+			if !bytes.Equal(dst, src) {
+				t.Fatal("dst differs from src")
+			}
+		})
 	}
-	parked := func() bool { return int(pool.parked.Load()) == pool.n }
-	eventually("idle pool", parked)
-	if !Hold() {
-		t.Fatal("Hold did not hold")
-	}
-	eventually("held pool", func() bool { return pool.parked.Load() == 0 })
-	time.Sleep(3 * spin)
-	if p := pool.parked.Load(); p != 0 {
-		t.Errorf("%d workers blocked while held", p)
-	}
-	Release()
-	if h := pool.held.Load(); h != 0 {
-		t.Errorf("held = %d after release", h)
-	}
-	eventually("released pool", parked)
 }
 
 // TestSmallCopyWakesNoWorker: a copy under WakeWorthBytes, with every worker

@@ -2,6 +2,8 @@
 
 package hostcopy
 
+import "runtime"
+
 // Tuning hooks for the research benchmarks (built with -tags
 // gocuda_research: scripts/gpu-build.sh), here and in package cuda, which
 // sweep what ordinary builds keep fixed. Call them with no copy under way.
@@ -19,5 +21,18 @@ func SetMinPart(n int) int {
 func SetHold(on bool) bool {
 	old := hold
 	hold = on
+	return old
+}
+
+// SetFutexParking sets whether copy workers that block park in the kernel
+// (a futex, woken all at once) rather than on channels (woken by the
+// scheduler one after another), and returns the previous setting. Only on
+// Linux.
+func SetFutexParking(on bool) bool {
+	old := futexParking
+	futexParking = on && runtime.GOOS == "linux"
+	if futexParking {
+		pool.futexUsed.Store(true)
+	}
 	return old
 }
