@@ -527,3 +527,44 @@ func testLeastSquares[T cuda.Float](t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentCalls: one handle's calls from several goroutines take
+// turns, each solving its own system right.
+func TestConcurrentCalls(t *testing.T) {
+	ctx, h := handle(t)
+	const workers, n = 4, 20
+	type job struct {
+		m    cusolver.Matrix[float64]
+		b    *cuda.DeviceBuffer[float64]
+		want dense
+	}
+	rng := rand.New(rand.NewPCG(17, 18))
+	jobs := make([]job, workers)
+	for i := range jobs {
+		a := spd(rng, n)
+		x := random(rng, n, 1)
+		jobs[i] = job{upload[float64](t, ctx, a, cusolver.RowMajor), cudatest.Upload(t, ctx, elements[float64](mul(a, x), cusolver.ColMajor)), x}
+	}
+	errs := make(chan error, workers)
+	for _, j := range jobs {
+		go func() {
+			f, err := cusolver.LU(h, j.m)
+			if err == nil {
+				err = cusolver.Solve(h, f, j.b, 1)
+				err = errors.Join(err, f.Err(), f.Free())
+			}
+			errs <- err
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, j := range jobs {
+		got := fromElements(floats(t, h, j.b), n, 1, cusolver.ColMajor)
+		if d := maxDiff(got, j.want); d > tol[float64](n) {
+			t.Errorf("worker %d: X differs by %g", i, d)
+		}
+	}
+}
