@@ -67,14 +67,16 @@ func SVD[T cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[T], u, vt Ma
 	if a.Layout == RowMajor {
 		cu, cvt = vt, u
 	}
-	job := func(x Matrix[T]) (int8, uintptr, int64) {
+	// The leading dimensions are the full ones even where a matrix is
+	// left out ('N'), which every reading of gesvd's rules accepts.
+	job := func(x Matrix[T], dim int) (int8, uintptr, int64) {
 		if x.Data == nil {
-			return 'N', 0, 1
+			return 'N', 0, int64(max(dim, 1))
 		}
-		return 'A', x.ptr(), int64(max(x.Rows, 1))
+		return 'A', x.ptr(), int64(max(dim, 1))
 	}
-	jobu, pu, ldu := job(cu)
-	jobvt, pvt, ldvt := job(cvt)
+	jobu, pu, ldu := job(cu, cm)
+	jobvt, pvt, ldvt := job(cvt, cn)
 	var out *Info
 	err := h.do(op, mem, func() error {
 		info, err := newInfo(h, op, infoConvergence, 1)
