@@ -94,9 +94,10 @@
 // libcusolver.so on the loader's path, in /usr/local/cuda, and in the
 // folders of NVIDIA's Python wheels (nvidia/cu13, nvidia/cusolver);
 // GOCUDA_LIBCUSOLVER names another file. cuSOLVER needs cuBLAS, cuBLASLt,
-// cuSPARSE and nvJitLink, which the dynamic loader finds beside it (the
-// toolkit's folder) or through the wheel's own search path; where it
-// cannot, opening fails and the error says which library was missing.
+// cuSPARSE and nvJitLink: where the dynamic loader does not find one by
+// itself (the wheels keep each library in a folder of its own), the
+// package loads it first from the same places (see deps.go); where none
+// is found, opening fails and the error names the library missing.
 package cusolver
 
 //go:generate go run ../internal/driver/gen -in ../internal/lib/cusolver/status.txt -backend lib-public -pkg cusolver -out zstatus.go
@@ -131,6 +132,7 @@ var lib = dl.Lazy{
 // Library returns the path of the cuSOLVER library opened, or why none
 // could be.
 func Library() (string, error) {
+	preloadDeps()
 	return lib.Path(), open("Library")
 }
 
@@ -138,6 +140,7 @@ func Library() (string, error) {
 // no handle, no context needed).
 func Version() (cuda.Version, error) {
 	const op = "Version"
+	preloadDeps()
 	if err := open(op); err != nil {
 		return cuda.Version{}, err
 	}

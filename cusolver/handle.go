@@ -96,6 +96,7 @@ func New(s *cuda.Stream) (*Handle, error) {
 	if s == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
 	}
+	preloadDeps()
 	if err := open(op); err != nil {
 		return nil, err
 	}
