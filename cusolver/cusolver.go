@@ -12,10 +12,9 @@
 // reflectors and R (geqrf), QRQ forms Q (orgqr), ApplyQ multiplies by Q or
 // Qᵀ (ormqr), LeastSquares solves min ||A·X - B|| (gels, QR-based); SVD
 // computes singular values and vectors (gesvd) and Eigh the eigenvalues
-// and vectors of a symmetric matrix (syevd). For many
-// small matrices (at most 32×32) CholeskyBatched (potrfBatched),
-// SVDBatched (gesvdjBatched, Jacobi) and EighBatched (syevjBatched) do a
-// whole batch in one call. The 64-bit API (cusolverDnX*) is used where
+// and vectors of a symmetric matrix (syevd). For many small matrices (at
+// most 32×32) CholeskyBatched (potrfBatched), SVDBatched (gesvdjBatched,
+// Jacobi) and EighBatched (syevjBatched) do a whole batch in one call. The 64-bit API (cusolverDnX*) is used where
 // cuSOLVER has one: getrf, getrs, potrf, potrs, geqrf, gesvd, syevd.
 // Elements are float32 and float64 (cuda.Float).
 //
@@ -41,10 +40,10 @@
 //     elements each, one after another in the buffer: B column-major, or
 //     equivalently the rows of a row-major nrhs×n matrix (Bᵀ). One vector
 //     is just that vector.
-//   - SVD: row-major A = Vᵀ-side and U-side swapped: cuSOLVER computes
-//     Aᵀ = U'·S·V'ᵀ, so A = V'·S·U'ᵀ, and the package hands cuSOLVER the
-//     user's Vt buffer as its U and the user's U as its Vᵀ: U and Vt come
-//     out in a's layout, exactly U and Vᵀ. cuSOLVER's gesvd takes only
+//   - SVD: of a row-major A's memory cuSOLVER computes Aᵀ = U'·S·V'ᵀ, so
+//     A = V'·S·U'ᵀ: the package hands cuSOLVER the caller's vt as its U
+//     and the caller's u as its Vᵀ, and U and Vᵀ come out exactly, in a's
+//     layout. cuSOLVER's gesvd takes only
 //     matrices with at least as many rows as columns, as it sees them:
 //     so a row-major a must be wide or square (Rows <= Cols) and a
 //     column-major one tall or square (Rows >= Cols); for the other
@@ -64,14 +63,17 @@
 // minor that is not positive definite, an SVD or eigensolver that did not
 // converge) in an info value it writes on the device, after the call has
 // returned. Reading it needs the stream to reach that point: the package
-// never waits for it unasked. Each call that computes returns what holds
-// its info (an *LU, a *CholeskyFactor, a *QRFactors, or an *Info), whose
-// Err method waits for the handle's stream (Stream.Synchronize), reads the
-// info and says what it means: nil, or an error matching ErrSingular
-// ("pivot 3 is exactly zero (U(3,3), 1-based): the matrix is singular"),
-// ErrNotPositiveDefinite ("the leading minor of order 3 is not positive
-// definite") or ErrNoConvergence. Err reads once and remembers; calls
-// queued after it do not need it. Errors in the arguments (shapes,
+// never waits for it unasked. Each call whose info can say something of
+// the data returns what holds it (an *LUFactors, a *CholeskyFactor, or an
+// *Info), whose Err method waits for the handle's stream
+// (Stream.Synchronize), reads the info and says what it means: nil, or an
+// error matching ErrSingular ("cusolver: LU: the matrix is singular: pivot
+// 3 is exactly zero (U(3,3), 1-based)"), ErrNotPositiveDefinite ("...: the
+// leading minor of order 3 is not positive definite") or ErrNoConvergence;
+// in a batch, each matrix counted from 0. Err reads once and remembers.
+// A caller who will not ask frees the info unread (Free), in stream order
+// as the rest. The other calls' info only numbers a bad argument, which
+// the package checks before calling. Errors in the arguments (shapes,
 // buffers, contexts) are returned at once, by the call, without waiting.
 //
 // # Handles and workspaces
@@ -81,9 +83,11 @@
 // several. It keeps the device workspace cuSOLVER asks for, grown when a
 // call needs more (the old one freed in stream order, the new one
 // allocated so: cuda.AllocAsync), and the host workspace some calls ask
-// for (page-locked), and reuses them across calls: a loop of
-// factorizations allocates nothing after the first, but the small info
-// and pivot buffers of the results it keeps. A Handle is safe for use by
+// for (page-locked), and reuses them across calls. The results' info and
+// pivots are stream-ordered memory too, freed on the stream by Err or
+// Free, whose memory the stream keeps for the next call's: a loop of
+// factorizations that reads or frees each result allocates nothing the
+// driver sees after the first. A Handle is safe for use by
 // many goroutines: its calls take turns. Capturing its calls into a CUDA
 // graph is not supported (untested: some of cuSOLVER's calls use host
 // memory or wait for the device while they run, and Err synchronizes).
@@ -96,8 +100,8 @@
 // GOCUDA_LIBCUSOLVER names another file. cuSOLVER needs cuBLAS, cuBLASLt,
 // cuSPARSE and nvJitLink: where the dynamic loader does not find one by
 // itself (the wheels keep each library in a folder of its own), the
-// package loads it first from the same places (see deps.go); where none
-// is found, opening fails and the error names the library missing.
+// package loads it first from the same places, as PyTorch does; where
+// none is found, opening fails and the error names the library missing.
 package cusolver
 
 //go:generate go run ../internal/driver/gen -in ../internal/lib/cusolver/status.txt -backend lib-public -pkg cusolver -out zstatus.go
