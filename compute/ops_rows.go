@@ -86,7 +86,11 @@ __device__ __forceinline__ void gocuda_blockjoin(gocuda_v* m, gocuda_v* s) {
 }
 // gocuda_stats folds vectors [from, to) of a row (V elements each), a
 // thread every lanes-th from lane, into (m, s), keeping each in cache[j -
-// from] when cache is not null.
+// from] when cache is not null. A vector's pair is made whole first, as
+// gocuda_short makes a row's (its largest, a NaN its own largest; then
+// the sum of e^(x - largest), 1 where x is the largest), and joined once:
+// an exponential an element and one a vector, not one or two an element
+// and a branch each.
 template <int V>
 __device__ __forceinline__ void gocuda_stats(const gocuda_s* in, long long from, long long to, long long lane, long long lanes, gocuda_vec<gocuda_s, V>* cache, gocuda_v* m, gocuda_v* s) {
 	typedef gocuda_vec<gocuda_s, V> vec;
@@ -94,8 +98,15 @@ __device__ __forceinline__ void gocuda_stats(const gocuda_s* in, long long from,
 	for (long long j = from + lane; j < to; j += lanes) {
 		const vec xs = ((const vec*)in)[j];
 		if (cache) cache[j - from] = xs;
+		gocuda_v x[V];
 		#pragma unroll
-		for (int k = 0; k < V; k++) gocuda_join(m, s, %[4]s, 1);
+		for (int k = 0; k < V; k++) x[k] = %[4]s;
+		gocuda_v vm = x[0], vs = 0;
+		#pragma unroll
+		for (int k = 1; k < V; k++) vm = (x[k] != x[k] || x[k] > vm) ? x[k] : vm;
+		#pragma unroll
+		for (int k = 0; k < V; k++) vs += x[k] == vm ? (gocuda_v)1 : exp(x[k] - vm);
+		gocuda_join(m, s, vm, vs);
 	}
 }
 // gocuda_write writes the results of vectors [from, to) of a row, read
