@@ -24,4 +24,4 @@ bin/tests/cuda.test -test.run 'Staging|Download|Upload|Pipeline|Fresh|Huge' -tes
 echo "staging tests: exit $?" >>"$out/tests.txt"
 bin/tests/internal_hostcopy.test -test.count 1 >"$out/hostcopy.txt" 2>&1
 echo "hostcopy tests: exit $?" >>"$out/hostcopy.txt"
-cat "$out/system.txt"; grep -E 'Fresh|ok|FAIL' "$out/fresh.txt"; tail -3 "$out/tests.txt" "$out/hostcopy.txt"
+cat "$out/system.txt"; grep -E 'Fresh|ok|FAIL' "$out/fresh.txt"; tail -n 3 "$out/tests.txt" "$out/hostcopy.txt"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One device call's worth of checks after scripts/gpu-build.sh (bin/
+# unpacked there): each named step under its own time limit in seconds, so
+# that a step that runs long leaves the rest their turn and the logs are
+# packed. Output in OUT, one folder a step, and OUT/summary.txt.
+#
+#   scripts/gpu-session.sh OUT STEP:SECONDS...
+#
+# Steps:
+#   fresh     scripts/gpu-fresh.sh (issue 49's fresh-slice transfers) and
+#             internal/hostcopy's BenchmarkPopulate
+#   softmax   issue 48's grid for softmax and logsoftmax, float16 and float32
+#             (scripts/gpu-perf.sh grid), beside PyTorch and CuPy
+#   solver    scripts/gpu-solver.sh, a short round (issue 51)
+#   sparse    package cusparse's BenchmarkSparse and bench/pyref/sparse_peers.py
+#   nd-calls  issue 50's call-cost and small cases (scripts/gpu-nd.sh subset)
+#   cgo-new   the cgo test binaries of the packages this session added or
+#             changed most (cusolver, cusparse, their gonum checks, nd, compute)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: gpu-session.sh OUT STEP:SECONDS...}
+shift
+mkdir -p "$out"
+export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$PWD/bin/libfakecuda.so NCCL_NVLS_ENABLE=0
+bin=$PWD/bin
+for arg in "$@"; do
+	step=${arg%%:*} secs=${arg#*:}
+	dir=$out/$step
+	mkdir -p "$dir"
+	start=$SECONDS
+	case $step in
+	fresh)
+		timeout "$secs" bash -c "bash scripts/gpu-fresh.sh '$dir'; '$bin/tests/internal_hostcopy.test' -test.run '^\$' -test.bench BenchmarkPopulate -test.benchtime 1x >'$dir/populate.txt' 2>&1" >"$dir/log.txt" 2>&1 ;;
+	softmax)
+		GOCUDA_GRID_OPS=softmax,logsoftmax GOCUDA_GRID_DTYPES=f16,f32 timeout "$secs" bash scripts/gpu-perf.sh "$dir" grid >"$dir/log.txt" 2>&1 ;;
+	solver)
+		SOLVER_COUNT=1 timeout "$secs" bash scripts/gpu-solver.sh "$dir" $((secs / 2)) $((secs / 2)) >"$dir/log.txt" 2>&1 ;;
+	sparse)
+		timeout "$secs" bash -c "cd cusparse && '$bin/tests/cusparse.test' -test.run '^\$' -test.bench BenchmarkSparse -test.benchtime 0.2s >'$dir/sparse-go.txt' 2>&1; cd .. && python3 bench/pyref/sparse_peers.py >'$dir/sparse-peers.json' 2>'$dir/sparse-peers.err'" >"$dir/log.txt" 2>&1 ;;
+	nd-calls)
+		GOCUDA_ND_OPS=call_into,call_alloc,add,softmax_last,concat0,concat1,sum_mid,take timeout "$secs" bash scripts/gpu-nd.sh "$dir" $((secs / 2)) $((secs / 2)) >"$dir/log.txt" 2>&1 ;;
+	cgo-new)
+		for t in cusolver:cusolver cusolver_gonumtest:cusolver/gonumtest cusparse:cusparse nd:nd compute:compute; do
+			left=$((secs - (SECONDS - start)))
+			[ "$left" -gt 5 ] || break
+			(cd "${t#*:}" && timeout "$left" "$bin/tests-cgo/${t%%:*}.test" -test.count 1 -test.v) >"$dir/${t%%:*}.log" 2>&1
+			echo "tests-cgo/${t%%:*}: exit $? ($(grep -c -- '--- PASS' "$dir/${t%%:*}.log") passed, $(grep -c -- '--- FAIL' "$dir/${t%%:*}.log") failed)" >>"$dir/log.txt"
+		done ;;
+	*)
+		echo "gpu-session.sh: unknown step $step" >&2
+		exit 2 ;;
+	esac
+	echo "$step: exit $? in $((SECONDS - start))s" >>"$out/summary.txt"
+done
+cat "$out/summary.txt"
