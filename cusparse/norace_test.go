@@ -1,0 +1,5 @@
+//go:build !race
+
+package cusparse_test
+
+const raceEnabled = false
