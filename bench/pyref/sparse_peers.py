@@ -12,7 +12,8 @@ The matrices are 1 Mi x 1 Mi, float32, CSR with int32 indices:
 (i, k) in wrapping uint64 arithmetic, the Go side's benchColumn; a column
 drawn twice is stored once, its values summed; value (i + c) % 7 / 8 +
 1/8. SpMV is y = A x, SpMM C = A B with B 1 Mi x 64 (row-major, as the Go
-side's), SpGEMM A A of the power-law matrix. Each peer's calls are tried
+side's; column-major too, where a peer is faster so), SpGEMM A A of the
+power-law matrix. Each peer's calls are tried
 in turn, every one that runs is timed, and the fastest is reported with
 what it was ("how"): the forms with an output given (no allocation a
 call) where the peer has them.
@@ -152,8 +153,11 @@ class Torch:
                     ("a @ x", lambda: a @ x)]
         if op == "spmm64":
             b, c = t.zeros(N, COLS, device="cuda"), t.zeros(N, COLS, device="cuda")
+            # The same product on column-major B and C, where the peer is
+            # faster so.
+            bf, cf = t.zeros(COLS, N, device="cuda").t(), t.zeros(COLS, N, device="cuda").t()
             return [("mm(out=)", lambda: t.mm(a, b, out=c)), ("addmm(beta=0, out=)", lambda: t.addmm(c, a, b, beta=0, out=c)),
-                    ("a @ b", lambda: a @ b)]
+                    ("a @ b", lambda: a @ b), ("mm(out=), column-major", lambda: t.mm(a, bf, out=cf))]
         if op == "spgemm":
             return [("a @ a", lambda: a @ a), ("sparse.mm(a, a)", lambda: t.sparse.mm(a, a))]
         return []
@@ -208,8 +212,11 @@ class Cupy:
         elif op == "spmm64":
             b = cp.zeros((N, COLS), dtype=cp.float32)
             c = cp.zeros((N, COLS), dtype=cp.float32)
+            bf = cp.zeros((N, COLS), dtype=cp.float32, order="F")
+            cf = cp.zeros((N, COLS), dtype=cp.float32, order="F")
             if cs is not None:
                 out.append(("cusparse.spmm(c=)", lambda: cs.spmm(a, b, c=c)))
+                out.append(("cusparse.spmm(c=), column-major", lambda: cs.spmm(a, bf, c=cf)))
             out.append(("a @ b", lambda: a @ b))
         elif op == "spgemm":
             out.append(("a @ a", lambda: a @ a))
