@@ -249,8 +249,10 @@ func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose boo
 // right-hand sides of m elements each, one after another (B
 // column-major), and x receives nrhs solutions of n elements each. a and b
 // may be overwritten (cuSOLVER's documentation allows it to use them);
-// keep copies where they are needed after. The Info's Err says whether a
-// lacked full column rank (ErrSingular, naming the zero on R's diagonal).
+// keep copies where they are needed after. The Info's Err says what
+// cuSOLVER's info says: a zero on R's diagonal is ErrSingular, naming it
+// (where cuSOLVER checks for one: its documentation promises nothing of a
+// matrix without full column rank).
 func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T], nrhs int) (*Info, error) {
 	const op = "LeastSquares"
 	if err := h.valid(op); err != nil {
