@@ -16,7 +16,10 @@
 // most 32×32) CholeskyBatched (potrfBatched), SVDBatched (gesvdjBatched,
 // Jacobi) and EighBatched (syevjBatched) do a whole batch in one call. The 64-bit API (cusolverDnX*) is used where
 // cuSOLVER has one: getrf, getrs, potrf, potrs, geqrf, gesvd, syevd.
-// Elements are float32 and float64 (cuda.Float).
+// Elements are float32 and float64 (cuda.Float). The calls keep LAPACK's
+// order of arguments, as package cublas keeps BLAS's: the matrix first
+// (which most of them overwrite), what it yields after (SVD's s, u and
+// vt; LeastSquares' x after b).
 //
 // # Layout
 //
