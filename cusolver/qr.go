@@ -1,6 +1,8 @@
 package cusolver
 
 import (
+	"sync"
+
 	cuda "github.com/gocuda/cuda"
 	clib "github.com/gocuda/cuda/internal/lib/cusolver"
 )
@@ -12,6 +14,7 @@ import (
 type QRFactors[T cuda.Float] struct {
 	h   *Handle
 	a   Matrix[T]
+	mu  sync.Mutex // guards tau, which Free takes
 	tau *cuda.DeviceBuffer[T]
 }
 
@@ -28,6 +31,8 @@ func (f *QRFactors[T]) Tau() *cuda.DeviceBuffer[T] {
 	if f == nil {
 		return nil
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return f.tau
 }
 
@@ -37,6 +42,8 @@ func (f *QRFactors[T]) Free() error {
 	if f == nil || f.h == nil {
 		return errorf("QRFactors.Free", cuda.ErrInvalidValue, "a nil or zero *QRFactors: QR returns one")
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.tau == nil {
 		return nil
 	}
@@ -104,20 +111,21 @@ func QR[T cuda.Float](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
 	return f, nil
 }
 
-// usable checks f for op.
-func (f *QRFactors[T]) usable(h *Handle, op string) error {
+// usable checks f for op and returns its tau.
+func (f *QRFactors[T]) usable(h *Handle, op string) (*cuda.DeviceBuffer[T], error) {
 	if err := h.valid(op); err != nil {
-		return err
+		return nil, err
 	}
 	switch {
 	case f == nil || f.h == nil:
-		return errorf(op, cuda.ErrInvalidValue, "f is a nil or zero *QRFactors: QR returns one")
+		return nil, errorf(op, cuda.ErrInvalidValue, "f is a nil or zero *QRFactors: QR returns one")
 	case f.h != h:
-		return errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
-	case f.tau == nil:
-		return errorf(op, cuda.ErrInvalidValue, "f is freed")
+		return nil, errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
 	}
-	return nil
+	if tau := f.Tau(); tau != nil {
+		return tau, nil
+	}
+	return nil, errorf(op, cuda.ErrInvalidValue, "f is freed")
 }
 
 // QRQ writes Q's first n columns (the m×n matrix with orthonormal columns,
@@ -127,7 +135,8 @@ func (f *QRFactors[T]) usable(h *Handle, op string) error {
 // least as many rows as columns, and is left as it was.
 func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 	const op = "QRQ"
-	if err := f.usable(h, op); err != nil {
+	tau, err := f.usable(h, op)
+	if err != nil {
 		return err
 	}
 	if err := q.check(op, "q", h.ctx); err != nil {
@@ -156,16 +165,16 @@ func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 	if err != nil {
 		return err
 	}
-	return h.do(op, []cuda.Memory{f.a.Data, q.Data, f.tau}, func() error {
+	return h.do(op, []cuda.Memory{f.a.Data, q.Data, tau}, func() error {
 		if err := dst.CopyFromDeviceAsync(src, h.stream); err != nil {
 			return err
 		}
 		var lw int32
 		var err error
 		if isF64[T]() {
-			err = check(op, "cusolverDnDorgqr_bufferSize", clib.DnDorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), &lw))
+			err = check(op, "cusolverDnDorgqr_bufferSize", clib.DnDorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), &lw))
 		} else {
-			err = check(op, "cusolverDnSorgqr_bufferSize", clib.DnSorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), &lw))
+			err = check(op, "cusolverDnSorgqr_bufferSize", clib.DnSorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), &lw))
 		}
 		if err != nil {
 			return err
@@ -179,9 +188,9 @@ func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 			return err
 		}
 		if isF64[T]() {
-			return check(op, "cusolverDnDorgqr", clib.DnDorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), work, lw, info))
+			return check(op, "cusolverDnDorgqr", clib.DnDorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), work, lw, info))
 		}
-		return check(op, "cusolverDnSorgqr", clib.DnSorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(f.tau.Ptr()), work, lw, info))
+		return check(op, "cusolverDnSorgqr", clib.DnSorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), work, lw, info))
 	})
 }
 
@@ -192,7 +201,8 @@ func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 // solve.
 func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) error {
 	const op = "ApplyQ"
-	if err := f.usable(h, op); err != nil {
+	tau, err := f.usable(h, op)
+	if err != nil {
 		return err
 	}
 	if err := c.check(op, "c", h.ctx); err != nil {
@@ -216,13 +226,13 @@ func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose boo
 		trans = opT
 	}
 	nc := c.Cols
-	return h.do(op, []cuda.Memory{f.a.Data, c.Data, f.tau}, func() error {
+	return h.do(op, []cuda.Memory{f.a.Data, c.Data, tau}, func() error {
 		var lw int32
 		var err error
 		if isF64[T]() {
-			err = check(op, "cusolverDnDormqr_bufferSize", clib.DnDormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
+			err = check(op, "cusolverDnDormqr_bufferSize", clib.DnDormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
 		} else {
-			err = check(op, "cusolverDnSormqr_bufferSize", clib.DnSormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
+			err = check(op, "cusolverDnSormqr_bufferSize", clib.DnSormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
 		}
 		if err != nil {
 			return err
@@ -236,9 +246,9 @@ func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose boo
 			return err
 		}
 		if isF64[T]() {
-			return check(op, "cusolverDnDormqr", clib.DnDormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
+			return check(op, "cusolverDnDormqr", clib.DnDormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
 		}
-		return check(op, "cusolverDnSormqr", clib.DnSormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(f.tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
+		return check(op, "cusolverDnSormqr", clib.DnSormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
 	})
 }
 
