@@ -7,6 +7,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // descs are the library's descriptors one call makes, destroyed when it
@@ -31,33 +32,29 @@ func (d *descs) release(err *error) {
 	}
 }
 
-// destroy destroys them all; the first failure is the error.
+// destroy destroys them all, each failure tried once more
+// (lifetime.CloseTemp: a passing refusal leaks nothing); the first
+// failure is the error.
 func (d *descs) destroy() error {
-	var errs []error
-	if d.gemm != 0 {
-		errs = append(errs, check(d.op, "cusparseSpGEMM_destroyDescr", clib.SpGEMM_destroyDescr(d.gemm)))
-	}
-	if d.sv != 0 {
-		errs = append(errs, check(d.op, "cusparseSpSV_destroyDescr", clib.SpSV_destroyDescr(d.sv)))
-	}
-	if d.sm != 0 {
-		errs = append(errs, check(d.op, "cusparseSpSM_destroyDescr", clib.SpSM_destroyDescr(d.sm)))
-	}
-	for _, s := range d.sp {
-		errs = append(errs, check(d.op, "cusparseDestroySpMat", clib.DestroySpMat(s)))
-	}
-	for _, v := range d.vec {
-		errs = append(errs, check(d.op, "cusparseDestroyDnVec", clib.DestroyDnVec(v)))
-	}
-	for _, m := range d.mat {
-		errs = append(errs, check(d.op, "cusparseDestroyDnMat", clib.DestroyDnMat(m)))
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
+	var err error
+	closeAll := func(name string, n int, destroy func(i int) clib.Result) {
+		for i := range n {
+			lifetime.CloseTemp(&err, func() error { return check(d.op, name, destroy(i)) })
 		}
 	}
-	return nil
+	if d.gemm != 0 {
+		closeAll("cusparseSpGEMM_destroyDescr", 1, func(int) clib.Result { return clib.SpGEMM_destroyDescr(d.gemm) })
+	}
+	if d.sv != 0 {
+		closeAll("cusparseSpSV_destroyDescr", 1, func(int) clib.Result { return clib.SpSV_destroyDescr(d.sv) })
+	}
+	if d.sm != 0 {
+		closeAll("cusparseSpSM_destroyDescr", 1, func(int) clib.Result { return clib.SpSM_destroyDescr(d.sm) })
+	}
+	closeAll("cusparseDestroySpMat", len(d.sp), func(i int) clib.Result { return clib.DestroySpMat(d.sp[i]) })
+	closeAll("cusparseDestroyDnVec", len(d.vec), func(i int) clib.Result { return clib.DestroyDnVec(d.vec[i]) })
+	closeAll("cusparseDestroyDnMat", len(d.mat), func(i int) clib.Result { return clib.DestroyDnMat(d.mat[i]) })
+	return err
 }
 
 // spMat makes m's descriptor.

@@ -28,6 +28,9 @@ func sweepSparse() []sweep.Case {
 			"cusparse.Convert", "cusparse.SpMV", "cusparse.SpMM", "cusparse.SpGEMM", "cusparse.SpSV", "cusparse.SpSM", "cusparse.ToDense",
 			"cusparse.FromDense", "Matrix.Arrays", "Matrix.ToHost", "Matrix.Free", "Handle.Close"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
+				// The fake's cuSPARSE handles and descriptors: none may be
+				// left behind, whichever call failed.
+				live := e.Fake.Live("sparse")
 				var h *cusparse.Handle
 				var mats []*cusparse.Matrix[int32, float64]
 				var wide []*cusparse.Matrix[int64, float32]
@@ -120,6 +123,9 @@ func sweepSparse() []sweep.Case {
 						y.Free()
 						dense.Free()
 						out.Free()
+						if n := e.Fake.Live("sparse") - live; n != 0 {
+							t.Errorf("the fake holds %+d cuSPARSE handle(s) and descriptor(s) afterwards", n)
+						}
 						sweep.StillWorks(t, "cusparse", e.Ctx, e.S)
 					}
 			}},
