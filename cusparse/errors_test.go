@@ -2,6 +2,7 @@ package cusparse_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -328,5 +329,32 @@ func TestFakeChecks(t *testing.T) {
 	}
 	if got := download(t, s, y); got[0] != 2 || got[1] != 5 {
 		t.Fatalf("SpMV after: y = %v, want [2 5]", got)
+	}
+}
+
+// TestMissingLibrary: with GOCUDA_LIBCUSPARSE naming a file that does not
+// exist, a call that needs cuSPARSE fails with one line that names the
+// variable with its value, wrapping ErrNotSupported, with a
+// *cuda.LibraryError whose Tried is that one path.
+func TestMissingLibrary(t *testing.T) {
+	const path = "/nonexistent/libcusparse.so"
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t, cusparse.EnvLibrary+"="+path)
+		return
+	}
+	_, err := cusparse.Version()
+	msg := fmt.Sprint(err)
+	if want := "cusparse: Version: " + cusparse.EnvLibrary + "=" + path + " does not load ("; !errors.Is(err, cuda.ErrNotSupported) || !strings.HasPrefix(msg, want) || strings.Contains(msg, "\n") {
+		t.Errorf("Version: %q; want ErrNotSupported, one line beginning %q", msg, want)
+	}
+	var le *cuda.LibraryError
+	if !errors.As(err, &le) || len(le.Tried) != 1 || le.Tried[0] != path {
+		t.Errorf("Version: %v; want a *cuda.LibraryError whose Tried is the variable's one path", err)
+	}
+	if _, err := cusparse.New(cudatest.Stream(t, cudatest.Context(t))); !errors.Is(err, cuda.ErrNotSupported) {
+		t.Errorf("New: %v, want ErrNotSupported", err)
+	}
+	if p, err := cusparse.Library(); p != "" || !errors.Is(err, cuda.ErrNotSupported) {
+		t.Errorf("Library() = %q, %v", p, err)
 	}
 }
