@@ -88,7 +88,9 @@ func sweepSparse() []sweep.Case {
 							func() error { return cusparse.SpMV(h, cusparse.NoTrans, 1, csr, x, 0, y) },
 							func() error { return cusparse.SpMM(h, cusparse.Trans, 1, csc, d, 0, o) },
 							func() error { _, err := keep(cusparse.SpGEMM(h, csr, csr)); return err },
-							func() error { return cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, csr, x, y) },
+							func() error {
+								return cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, csr, x, y)
+							},
 							func() error { return cusparse.SpSM(h, cusparse.NoTrans, cusparse.Lower, cusparse.Unit, 1, coo, d, o) },
 							func() error { return cusparse.ToDense(h, coo, o) },
 							func() error { _, err := keep(cusparse.FromDense[int32](h, d)); return err },
