@@ -7,7 +7,7 @@ import (
 
 // CholeskyFactor is the Cholesky factor of a symmetric positive definite
 // matrix, in one triangle of the matrix's own memory, with its info.
-type CholeskyFactor[T cuda.Float] struct {
+type CholeskyFactor[T Element] struct {
 	info *Info
 	a    Matrix[T]
 	tri  Triangle
@@ -45,11 +45,14 @@ func (f *CholeskyFactor[T]) Matrix() (Matrix[T], Triangle) {
 // Cholesky factors the symmetric positive definite matrix a in place
 // (cusolverDnXpotrf), queued on h's stream: reading triangle tri of a, as
 // a's layout reads it, it writes there L with A = L·Lᵀ (Lower) or U with
-// A = Uᵀ·U (Upper), and leaves the other triangle as it was. The returned
+// A = Uᵀ·U (Upper), and leaves the other triangle as it was. A complex a
+// is Hermitian, and the factor L·Lᴴ's or Uᴴ·U's, in either layout (the
+// memory of a row-major A is conj(A) to cuSOLVER, whose factor, read
+// row-major, is A's). The returned
 // factor's Err says (waiting for the stream) whether a was positive
 // definite: ErrNotPositiveDefinite, naming the first leading minor that is
 // not.
-func Cholesky[T cuda.Float](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[T], error) {
+func Cholesky[T Element](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[T], error) {
 	const op = "Cholesky"
 	if err := checkSymmetric(h, op, a, tri); err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func Cholesky[T cuda.Float](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFact
 }
 
 // checkSymmetric checks h, and a square matrix a and triangle tri.
-func checkSymmetric[T cuda.Float](h *Handle, op string, a Matrix[T], tri Triangle) error {
+func checkSymmetric[T Element](h *Handle, op string, a Matrix[T], tri Triangle) error {
 	if err := h.valid(op); err != nil {
 		return err
 	}
@@ -116,13 +119,20 @@ func (f *CholeskyFactor[T]) usable(h *Handle, op string) error {
 // (cusolverDnXpotrs): b holds nrhs right-hand sides of n elements each,
 // one after another (B column-major; the rows of a row-major nrhs×n
 // matrix), overwritten with the solutions. A matrix that was not positive
-// definite is f's Err; CholeskySolve does not wait for it.
-func CholeskySolve[T cuda.Float](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuffer[T], nrhs int) error {
+// definite is f's Err; CholeskySolve does not wait for it. A complex
+// matrix must be column-major here: of a row-major one cuSOLVER would
+// solve with conj(A).
+func CholeskySolve[T Element](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuffer[T], nrhs int) error {
 	const op = "CholeskySolve"
 	if err := f.usable(h, op); err != nil {
 		return err
 	}
 	n := f.a.Rows
+	if isComplex[T]() && f.a.Layout == RowMajor {
+		// The memory of a row-major Hermitian A is, column-major, Aᵀ =
+		// conj(A), whose solve is conj(A⁻¹·conj(B)): not A's.
+		return errorf(op, cuda.ErrInvalidValue, "f's matrix is complex and row-major: CholeskySolve of a complex matrix takes it column-major (its row-major memory is conj(A) to cuSOLVER)")
+	}
 	if err := checkVectors(op, "b", b, n, nrhs, h.ctx); err != nil {
 		return err
 	}
@@ -140,13 +150,15 @@ func CholeskySolve[T cuda.Float](h *Handle, f *CholeskyFactor[T], b *cuda.Device
 }
 
 // CholeskyInverse overwrites f's triangle with that of A⁻¹, queued on h's
-// stream (cusolverDnSpotri, cusolverDnDpotri: cuSOLVER has no 64-bit
-// form): the inverse of a symmetric matrix is symmetric, and as LAPACK's
-// potri only the triangle that held the factor is written; the other is
-// left as it was. f holds the inverse afterwards, no longer the factor.
+// stream (cusolverDnSpotri, Dpotri, Cpotri, Zpotri: cuSOLVER has no
+// 64-bit form): the inverse of a symmetric (or Hermitian) matrix is
+// symmetric (Hermitian), and as LAPACK's potri only the triangle that
+// held the factor is written; the other is left as it was. A complex
+// matrix may be in either layout: the inverse of conj(A), which cuSOLVER
+// sees in a row-major A's memory, read row-major is A⁻¹. f holds the inverse afterwards, no longer the factor.
 // The returned Info's Err says whether the factor had a zero on its
 // diagonal.
-func CholeskyInverse[T cuda.Float](h *Handle, f *CholeskyFactor[T]) (*Info, error) {
+func CholeskyInverse[T Element](h *Handle, f *CholeskyFactor[T]) (*Info, error) {
 	const op = "CholeskyInverse"
 	if err := f.usable(h, op); err != nil {
 		return nil, err
@@ -158,22 +170,33 @@ func CholeskyInverse[T cuda.Float](h *Handle, f *CholeskyFactor[T]) (*Info, erro
 		if err != nil {
 			return err
 		}
-		fill := f.a.fill(f.tri)
+		fill, a, lda := f.a.fill(f.tri), f.a.ptr(), int32(f.a.ld())
+		// The typed functions, by element type: S, D, C, Z.
 		var lw int32
-		if isF64[T]() {
-			err = check(op, "cusolverDnDpotri_bufferSize", clib.DnDpotri_bufferSize(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), &lw))
-		} else {
-			err = check(op, "cusolverDnSpotri_bufferSize", clib.DnSpotri_bufferSize(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), &lw))
+		switch dataType[T]() {
+		case typeF32:
+			err = check(op, "cusolverDnSpotri_bufferSize", clib.DnSpotri_bufferSize(h.raw.h, fill, int32(n), a, lda, &lw))
+		case typeF64:
+			err = check(op, "cusolverDnDpotri_bufferSize", clib.DnDpotri_bufferSize(h.raw.h, fill, int32(n), a, lda, &lw))
+		case typeC32:
+			err = check(op, "cusolverDnCpotri_bufferSize", clib.DnCpotri_bufferSize(h.raw.h, fill, int32(n), a, lda, &lw))
+		default:
+			err = check(op, "cusolverDnZpotri_bufferSize", clib.DnZpotri_bufferSize(h.raw.h, fill, int32(n), a, lda, &lw))
 		}
 		var work uintptr
 		if err == nil {
 			work, err = lwork[T](h, op, lw)
 		}
 		if err == nil {
-			if isF64[T]() {
-				err = check(op, "cusolverDnDpotri", clib.DnDpotri(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), work, lw, info.ptr()))
-			} else {
-				err = check(op, "cusolverDnSpotri", clib.DnSpotri(h.raw.h, fill, int32(n), f.a.ptr(), int32(f.a.ld()), work, lw, info.ptr()))
+			switch dataType[T]() {
+			case typeF32:
+				err = check(op, "cusolverDnSpotri", clib.DnSpotri(h.raw.h, fill, int32(n), a, lda, work, lw, info.ptr()))
+			case typeF64:
+				err = check(op, "cusolverDnDpotri", clib.DnDpotri(h.raw.h, fill, int32(n), a, lda, work, lw, info.ptr()))
+			case typeC32:
+				err = check(op, "cusolverDnCpotri", clib.DnCpotri(h.raw.h, fill, int32(n), a, lda, work, lw, info.ptr()))
+			default:
+				err = check(op, "cusolverDnZpotri", clib.DnZpotri(h.raw.h, fill, int32(n), a, lda, work, lw, info.ptr()))
 			}
 		}
 		if err != nil {

@@ -16,7 +16,9 @@
 // most 32×32) CholeskyBatched (potrfBatched), SVDBatched (gesvdjBatched,
 // Jacobi) and EighBatched (syevjBatched) do a whole batch in one call. The 64-bit API (cusolverDnX*) is used where
 // cuSOLVER has one: getrf, getrs, potrf, potrs, geqrf, gesvd, syevd.
-// Elements are float32 and float64 (cuda.Float). The calls keep LAPACK's
+// Elements are float32 and float64 (cuda.Float); LU, Solve, Cholesky,
+// CholeskySolve and CholeskyInverse take complex64 and complex128 too
+// (Element), Cholesky's matrices Hermitian. The calls keep LAPACK's
 // order of arguments, as package cublas keeps BLAS's: the matrix first
 // (which most of them overwrite), what it yields after (SVD's s, u and
 // vt; LeastSquares' x after b).
@@ -38,7 +40,10 @@
 //     matrix is the upper one of its memory read column-major, so the
 //     package passes cuSOLVER the other fill mode. Cholesky(h, a, Lower)
 //     leaves L (A = L·Lᵀ) in a's lower triangle, as a's layout reads it,
-//     and does not touch the other triangle.
+//     and does not touch the other triangle. A complex Hermitian A's
+//     row-major memory is, to cuSOLVER, Aᵀ = conj(A), whose factor and
+//     inverse read row-major are A's; its solve is not, so CholeskySolve
+//     takes a complex matrix column-major only.
 //   - Right-hand sides (Solve, CholeskySolve) are nrhs vectors of n
 //     elements each, one after another in the buffer: B column-major, or
 //     equivalently the rows of a row-major nrhs×n matrix (Bᵀ). One vector

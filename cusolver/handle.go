@@ -216,7 +216,7 @@ func (h *Handle) scratchInfo() (uintptr, error) {
 
 // lwork returns a device workspace of lwork elements of T (the legacy
 // API's), as workspace does.
-func lwork[T cuda.Float](h *Handle, op string, lwork int32) (uintptr, error) {
+func lwork[T Element](h *Handle, op string, lwork int32) (uintptr, error) {
 	if lwork < 0 {
 		return 0, errorf(op, cuda.ErrInvalidValue, "cuSOLVER asked for a workspace of %d elements", lwork)
 	}

@@ -8,7 +8,7 @@ import (
 // LUFactors is an LU factorization with partial pivoting of an n×n matrix, in
 // the matrix's own memory, with its pivots (device memory it owns) and its
 // info. Free it when done.
-type LUFactors[T cuda.Float] struct {
+type LUFactors[T Element] struct {
 	info *Info
 	a    Matrix[T]
 	piv  *cuda.DeviceBuffer[int64]
@@ -61,7 +61,7 @@ func (f *LUFactors[T]) Free() error {
 // LU factors the square matrix a in place, P·A = L·U with partial
 // pivoting (cusolverDnXgetrf), queued on h's stream. The returned LUFactors'
 // Err says (waiting for the stream) whether a was singular; Solve uses it.
-func LU[T cuda.Float](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
+func LU[T Element](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 	const op = "LU"
 	if err := h.valid(op); err != nil {
 		return nil, err
@@ -113,9 +113,10 @@ func LU[T cuda.Float](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 // after another (B column-major; the rows of a row-major nrhs×n matrix),
 // and is overwritten with the solutions. The answer is A's whatever a's
 // layout: for a row-major a, whose transpose cuSOLVER factored, Solve asks
-// cuSOLVER for the transposed solve. A singular matrix is f's Err; Solve
+// cuSOLVER for the transposed solve (CUBLAS_OP_T, not the conjugate one:
+// a complex A's row-major memory is Aᵀ). A singular matrix is f's Err; Solve
 // does not wait for it.
-func Solve[T cuda.Float](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs int) error {
+func Solve[T Element](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs int) error {
 	const op = "Solve"
 	if err := h.valid(op); err != nil {
 		return err

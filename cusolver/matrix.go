@@ -2,6 +2,7 @@ package cusolver
 
 import (
 	"math"
+	"reflect"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -49,6 +50,14 @@ func (t Triangle) String() string {
 	return "Triangle(?)"
 }
 
+// Element is the element types of a Matrix: Go's floats, which every
+// operation takes, and its complex numbers, which LU, Solve, Cholesky,
+// CholeskySolve and CholeskyInverse take too (Hermitian matrices for
+// Cholesky's); types defined on them count as theirs.
+type Element interface {
+	cuda.Float | ~complex64 | ~complex128
+}
+
 // Matrix describes a packed matrix of Rows×Cols elements at the start of
 // Data: the element at row i, column j is Data[i*Cols+j] when row-major
 // (the zero Layout), and Data[j*Rows+i] when column-major. The buffer may
@@ -56,14 +65,14 @@ func (t Triangle) String() string {
 //
 // A Matrix is a description, not an owner: Data stays the caller's to
 // free, after the work that uses it.
-type Matrix[T cuda.Float] struct {
+type Matrix[T Element] struct {
 	Data       *cuda.DeviceBuffer[T]
 	Rows, Cols int
 	Layout     Layout
 }
 
 // NewMatrix describes data as a packed row-major matrix of rows×cols.
-func NewMatrix[T cuda.Float](data *cuda.DeviceBuffer[T], rows, cols int) Matrix[T] {
+func NewMatrix[T Element](data *cuda.DeviceBuffer[T], rows, cols int) Matrix[T] {
 	return Matrix[T]{Data: data, Rows: rows, Cols: cols}
 }
 
@@ -127,7 +136,7 @@ func (m Matrix[T]) square(op, name string) error {
 
 // checkVectors checks a buffer named name of count vectors of n elements each
 // (right-hand sides, singular values, eigenvalues).
-func checkVectors[T cuda.Float](op, name string, b *cuda.DeviceBuffer[T], n, count int, ctx *cuda.Context) error {
+func checkVectors[T Element](op, name string, b *cuda.DeviceBuffer[T], n, count int, ctx *cuda.Context) error {
 	switch {
 	case b == nil:
 		return errorf(op, cuda.ErrInvalidValue, "%s is a nil DeviceBuffer", name)
@@ -149,7 +158,7 @@ func checkVectors[T cuda.Float](op, name string, b *cuda.DeviceBuffer[T], n, cou
 
 // overlap reports whether the first na elements of a and nb of b share a
 // byte.
-func overlap[T cuda.Float](a *cuda.DeviceBuffer[T], na int, b *cuda.DeviceBuffer[T], nb int) bool {
+func overlap[T Element](a *cuda.DeviceBuffer[T], na int, b *cuda.DeviceBuffer[T], nb int) bool {
 	if na == 0 || nb == 0 {
 		return false
 	}
@@ -162,6 +171,8 @@ func overlap[T cuda.Float](a *cuda.DeviceBuffer[T], na int, b *cuda.DeviceBuffer
 const (
 	typeF32 = 0 // CUDA_R_32F
 	typeF64 = 1 // CUDA_R_64F
+	typeC32 = 4 // CUDA_C_32F
+	typeC64 = 5 // CUDA_C_64F
 
 	fillLower = 0 // CUBLAS_FILL_MODE_LOWER
 	fillUpper = 1 // CUBLAS_FILL_MODE_UPPER
@@ -178,13 +189,23 @@ const (
 // isF64 reports whether T is float64 (or a type defined on it).
 func isF64[T cuda.Float]() bool { return unsafe.Sizeof(*new(T)) == 8 }
 
-// dataType returns cuSOLVER's data type for T.
-func dataType[T cuda.Float]() int32 {
-	if isF64[T]() {
+// dataType returns cuSOLVER's data type for T. The kind, not T itself,
+// says which it is, so that types defined on Go's numbers count as
+// theirs.
+func dataType[T Element]() int32 {
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Float64:
 		return typeF64
+	case reflect.Complex64:
+		return typeC32
+	case reflect.Complex128:
+		return typeC64
 	}
 	return typeF32
 }
+
+// isComplex reports whether T is complex.
+func isComplex[T Element]() bool { t := dataType[T](); return t == typeC32 || t == typeC64 }
 
 // fill returns cuSOLVER's fill mode for triangle t of m as m's layout reads
 // it: the other one for a row-major matrix, whose memory is its

@@ -5,7 +5,8 @@ package main
 // own: the handle, the 64-bit API's parameters and the Jacobi methods'
 // settings are pointers to opaque structs, never Go memory; the modes are
 // C enumerations (ints); signed char is gesvd's job letters ('A', 'S',
-// 'O', 'N'); cusolver_int_t, the IRS solvers' int, is int.
+// 'O', 'N'); cusolver_int_t, the IRS solvers' int, is int; the complex
+// elements are only pointed to (device memory, here).
 func init() {
 	for c, t := range map[string]libType{
 		"cusolverDnHandle_t": {goType: "Handle", under: "uintptr"},
@@ -17,6 +18,8 @@ func init() {
 		"cublasSideMode_t":   {goType: "int32"},
 		"signed char":        {goType: "int8"},
 		"cusolver_int_t":     {goType: "int32"},
+		"cuComplex":          {goType: "complex64", noVal: true},
+		"cuDoubleComplex":    {goType: "complex128", noVal: true},
 	} {
 		libTypes[c] = t
 	}

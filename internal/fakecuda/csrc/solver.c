@@ -16,6 +16,7 @@
 // gesvd ask for a host workspace too, which the call writes while it runs,
 // so that a caller's host buffer is checked as cuSOLVER would use it.
 
+#include <complex.h>
 #include <math.h>
 
 #include "fakecuda.h"
@@ -122,13 +123,18 @@ static int usable(struct fake_solver *h, struct fake_sparams *p, int takes_param
 
 enum { T_F32 = 0, T_F64 = 1, T_C32 = 4, T_C64 = 5 };
 
-// elem returns the size of a real type, 0 for one the fake lacks; types
-// sets *code to the status for a data and compute type pair.
-static size_t elem(int t) { return t == T_F32 ? 4 : t == T_F64 ? 8 : 0; }
-static int types(int data, int compute) {
-	if (data == T_C32 || data == T_C64) return SOLVER_NOT_SUPPORTED; // the fake computes real matrices only
+// elem returns the size of an element type, 0 for one the fake lacks;
+// types returns the status for a data and compute type pair of a call
+// that computes real matrices only (complex: not supported by the fake),
+// ctypes of one that computes complex ones too (LU and Cholesky).
+static size_t elem(int t) { return t == T_F32 ? 4 : t == T_F64 ? 8 : t == T_C32 ? 8 : t == T_C64 ? 16 : 0; }
+static int ctypes(int data, int compute) {
 	if (!elem(data) || data != compute) return SOLVER_INVALID_VALUE;
 	return SOLVER_SUCCESS;
+}
+static int types(int data, int compute) {
+	if (data == T_C32 || data == T_C64) return SOLVER_NOT_SUPPORTED; // the fake computes real matrices only, here
+	return ctypes(data, compute);
 }
 
 // span is the bytes an m×n column-major matrix of leading dimension ld
@@ -155,6 +161,23 @@ static void store(void *p, int dbl, int64_t m, int64_t n, int64_t ld, const doub
 		}
 }
 static void store_vec(void *p, int dbl, int64_t n, const double *v) { store(p, dbl, n, 1, n, v); }
+
+// zload and zstore are load and store for complex elements (dbl: complex
+// double, else complex float).
+static double complex *zload(const void *p, int dbl, int64_t m, int64_t n, int64_t ld) {
+	double complex *a = calloc((size_t)(m * n) + 1, sizeof *a);
+	for (int64_t j = 0; j < n; j++)
+		for (int64_t i = 0; i < m; i++)
+			a[j * m + i] = dbl ? ((const double complex *)p)[j * ld + i] : ((const float complex *)p)[j * ld + i];
+	return a;
+}
+static void zstore(void *p, int dbl, int64_t m, int64_t n, int64_t ld, const double complex *a) {
+	for (int64_t j = 0; j < n; j++)
+		for (int64_t i = 0; i < m; i++) {
+			if (dbl) ((double complex *)p)[j * ld + i] = a[j * m + i];
+			else ((float complex *)p)[j * ld + i] = (float complex)a[j * m + i];
+		}
+}
 
 #define AT(a, m, i, j) (a)[(j) * (m) + (i)]
 
@@ -274,6 +297,123 @@ static int chol_inverse(double *a, int64_t n, int upper) {
 	double *inv = calloc((size_t)(n * n) + 1, sizeof *inv);
 	for (int64_t j = 0; j < n; j++) AT(inv, n, j, j) = 1;
 	chol_solve(a, n, upper, inv, n);
+	for (int64_t j = 0; j < n; j++)
+		for (int64_t i = 0; i < n; i++)
+			if (upper ? i <= j : i >= j) AT(a, n, i, j) = AT(inv, n, i, j);
+	free(inv);
+	return 0;
+}
+
+// The complex LU and Cholesky: as lu, lu_solve, chol, chol_solve and
+// chol_inverse, on complex elements; Cholesky of a Hermitian matrix,
+// A = L·Lᴴ or Uᴴ·U, and trans 2 is the conjugate transpose.
+static int zlu(double complex *a, int64_t m, int64_t n, int64_t *ipiv) {
+	int info = 0;
+	int64_t k = m < n ? m : n;
+	for (int64_t j = 0; j < k; j++) {
+		int64_t p = j;
+		for (int64_t i = j + 1; i < m; i++)
+			if (cabs(AT(a, m, i, j)) > cabs(AT(a, m, p, j))) p = i;
+		ipiv[j] = p + 1;
+		if (p != j)
+			for (int64_t c = 0; c < n; c++) {
+				double complex t = AT(a, m, j, c);
+				AT(a, m, j, c) = AT(a, m, p, c), AT(a, m, p, c) = t;
+			}
+		double complex d = AT(a, m, j, j);
+		if (d == 0) {
+			if (!info) info = (int)(j + 1);
+			continue;
+		}
+		for (int64_t i = j + 1; i < m; i++) AT(a, m, i, j) /= d;
+		for (int64_t c = j + 1; c < n; c++)
+			for (int64_t i = j + 1; i < m; i++) AT(a, m, i, c) -= AT(a, m, i, j) * AT(a, m, j, c);
+	}
+	return info;
+}
+
+static void zlu_solve(const double complex *a, int64_t n, const int64_t *ipiv, int trans, double complex *b, int64_t nrhs) {
+	for (int64_t r = 0; r < nrhs; r++) {
+		double complex *x = b + r * n;
+		if (!trans) {
+			for (int64_t i = 0; i < n; i++) {
+				int64_t p = ipiv[i] - 1;
+				double complex t = x[i];
+				x[i] = x[p], x[p] = t;
+			}
+			for (int64_t i = 0; i < n; i++)
+				for (int64_t k = 0; k < i; k++) x[i] -= AT(a, n, i, k) * x[k];
+			for (int64_t i = n - 1; i >= 0; i--) {
+				for (int64_t k = i + 1; k < n; k++) x[i] -= AT(a, n, i, k) * x[k];
+				x[i] /= AT(a, n, i, i);
+			}
+			continue;
+		}
+		// op(A) = op(U)·op(L)·P, op the transpose (or its conjugate).
+#define OP(z) (trans == 2 ? conj(z) : (z))
+		for (int64_t i = 0; i < n; i++) {
+			for (int64_t k = 0; k < i; k++) x[i] -= OP(AT(a, n, k, i)) * x[k];
+			x[i] /= OP(AT(a, n, i, i));
+		}
+		for (int64_t i = n - 1; i >= 0; i--)
+			for (int64_t k = i + 1; k < n; k++) x[i] -= OP(AT(a, n, k, i)) * x[k];
+#undef OP
+		for (int64_t i = n - 1; i >= 0; i--) {
+			int64_t p = ipiv[i] - 1;
+			double complex t = x[i];
+			x[i] = x[p], x[p] = t;
+		}
+	}
+}
+
+// zlfac returns L(i,j) of the factor zchol left in a's uplo triangle
+// (L = Uᴴ for upper).
+static double complex zlfac(const double complex *a, int64_t n, int upper, int64_t i, int64_t j) {
+	return upper ? conj(AT(a, n, j, i)) : AT(a, n, i, j);
+}
+
+static int zchol(double complex *a, int64_t n, int upper) {
+	for (int64_t j = 0; j < n; j++) {
+		double d = creal(AT(a, n, j, j));
+		for (int64_t k = 0; k < j; k++) {
+			double complex l = zlfac(a, n, upper, j, k);
+			d -= creal(l * conj(l));
+		}
+		if (!(d > 0)) return (int)(j + 1);
+		d = sqrt(d);
+		AT(a, n, j, j) = d;
+		for (int64_t i = j + 1; i < n; i++) {
+			// L(i,j) = (A(i,j) - sum L(i,k)·conj(L(j,k))) / L(j,j)
+			double complex s = upper ? conj(AT(a, n, j, i)) : AT(a, n, i, j);
+			for (int64_t k = 0; k < j; k++) s -= zlfac(a, n, upper, i, k) * conj(zlfac(a, n, upper, j, k));
+			s /= d;
+			if (upper) AT(a, n, j, i) = conj(s);
+			else AT(a, n, i, j) = s;
+		}
+	}
+	return 0;
+}
+
+static void zchol_solve(const double complex *a, int64_t n, int upper, double complex *b, int64_t nrhs) {
+	for (int64_t r = 0; r < nrhs; r++) {
+		double complex *x = b + r * n;
+		for (int64_t i = 0; i < n; i++) {
+			for (int64_t k = 0; k < i; k++) x[i] -= zlfac(a, n, upper, i, k) * x[k];
+			x[i] /= zlfac(a, n, upper, i, i);
+		}
+		for (int64_t i = n - 1; i >= 0; i--) {
+			for (int64_t k = i + 1; k < n; k++) x[i] -= conj(zlfac(a, n, upper, k, i)) * x[k];
+			x[i] /= conj(zlfac(a, n, upper, i, i));
+		}
+	}
+}
+
+static int zchol_inverse(double complex *a, int64_t n, int upper) {
+	for (int64_t i = 0; i < n; i++)
+		if (zlfac(a, n, upper, i, i) == 0) return (int)(i + 1);
+	double complex *inv = calloc((size_t)(n * n) + 1, sizeof *inv);
+	for (int64_t j = 0; j < n; j++) AT(inv, n, j, j) = 1;
+	zchol_solve(a, n, upper, inv, n);
 	for (int64_t j = 0; j < n; j++)
 		for (int64_t i = 0; i < n; i++)
 			if (upper ? i <= j : i >= j) AT(a, n, i, j) = AT(inv, n, i, j);
@@ -507,7 +647,7 @@ enum solver_kind { S_GELS, S_GETRF, S_GETRS, S_POTRF, S_POTRS, S_POTRI, S_GEQRF,
 struct solver_op {
 	struct lib_job job;
 	enum solver_kind kind;
-	int dbl;
+	int dbl, cplx; // double precision; complex elements (LU and Cholesky)
 	int64_t m, n, k, lda, ldb, ldu, ldv, ldx, batch;
 	int trans, upper, side, vectors, jobu, jobvt;
 	void *a, *b, *x, *tau, *s, *u, *v, *info;
@@ -518,10 +658,16 @@ static void put_info(void *info, int64_t i, int v) {
 	if (info) ((int *)info)[i] = v;
 }
 
+static void run_complex(struct solver_op *o);
+
 static void run_solver(struct lib_job *job) {
 	struct solver_op *o = (struct solver_op *)job;
 	int dbl = o->dbl;
 	size_t es = dbl ? 8 : 4;
+	if (o->cplx) {
+		run_complex(o);
+		return;
+	}
 	switch (o->kind) {
 	case S_GELS: {
 		// X = R⁻¹ (Qᵀ B)(1:n), A left as it was.
@@ -713,6 +859,58 @@ static void run_solver(struct lib_job *job) {
 	}
 }
 
+// run_complex runs the calls that take complex elements.
+static void run_complex(struct solver_op *o) {
+	int dbl = o->dbl;
+	switch (o->kind) {
+	case S_GETRF: {
+		double complex *a = zload(o->a, dbl, o->m, o->n, o->lda);
+		int64_t k = o->m < o->n ? o->m : o->n;
+		int64_t *piv = calloc((size_t)k + 1, sizeof *piv);
+		int info = zlu(a, o->m, o->n, piv);
+		zstore(o->a, dbl, o->m, o->n, o->lda, a);
+		memcpy(o->ipiv, piv, (size_t)k * sizeof *piv);
+		put_info(o->info, 0, info);
+		free(a), free(piv);
+		break;
+	}
+	case S_GETRS: {
+		double complex *a = zload(o->a, dbl, o->n, o->n, o->lda), *b = zload(o->b, dbl, o->n, o->k, o->ldb);
+		zlu_solve(a, o->n, o->ipiv, o->trans, b, o->k);
+		zstore(o->b, dbl, o->n, o->k, o->ldb, b);
+		put_info(o->info, 0, 0);
+		free(a), free(b);
+		break;
+	}
+	case S_POTRF: {
+		double complex *a = zload(o->a, dbl, o->n, o->n, o->lda);
+		int info = zchol(a, o->n, o->upper);
+		zstore(o->a, dbl, o->n, o->n, o->lda, a);
+		put_info(o->info, 0, info);
+		free(a);
+		break;
+	}
+	case S_POTRS: {
+		double complex *a = zload(o->a, dbl, o->n, o->n, o->lda), *b = zload(o->b, dbl, o->n, o->k, o->ldb);
+		zchol_solve(a, o->n, o->upper, b, o->k);
+		zstore(o->b, dbl, o->n, o->k, o->ldb, b);
+		put_info(o->info, 0, 0);
+		free(a), free(b);
+		break;
+	}
+	case S_POTRI: {
+		double complex *a = zload(o->a, dbl, o->n, o->n, o->lda);
+		int info = zchol_inverse(a, o->n, o->upper);
+		zstore(o->a, dbl, o->n, o->n, o->lda, a);
+		put_info(o->info, 0, info);
+		free(a);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
 // queue copies o into a job on h's stream (or the graph it captures).
 static int queue(struct fake_solver *h, struct solver_op o) {
 	struct solver_op *p = malloc(sizeof *p);
@@ -753,7 +951,7 @@ static int mat_ok(const void *a, int64_t m, int64_t n, int64_t ld, size_t es) {
 EXPORT int cusolverDnXgetrf_bufferSize(struct fake_solver *h, struct fake_sparams *p, int64_t m, int64_t n, int dt, const void *a, int64_t lda, int ct, size_t *dev, size_t *host) {
 	FAULT("cusolverDnXgetrf_bufferSize");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dt, ct));
+	CHECK(ctypes(dt, ct));
 	if (m < 0 || n < 0 || lda < (m > 1 ? m : 1) || !dev || !host) return SOLVER_INVALID_VALUE;
 	*dev = ws_getrf(m, n, elem(dt)), *host = 0;
 	return SOLVER_SUCCESS;
@@ -763,7 +961,7 @@ EXPORT int cusolverDnXgetrf(struct fake_solver *h, struct fake_sparams *p, int64
 	void *dev, size_t dev_size, void *host, size_t host_size, int *info) {
 	FAULT("cusolverDnXgetrf");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dt, ct));
+	CHECK(ctypes(dt, ct));
 	if (m < 0 || n < 0 || lda < (m > 1 ? m : 1) || !info) return SOLVER_INVALID_VALUE;
 	size_t es = elem(dt);
 	CHECK(workspace(dev, dev_size, ws_getrf(m, n, es), host, host_size, 0));
@@ -771,26 +969,27 @@ EXPORT int cusolverDnXgetrf(struct fake_solver *h, struct fake_sparams *p, int64
 	CHECK(mat_ok(a, m, n, lda, es));
 	if (!mem_ok(info, 4) || (ipiv && !mem_ok(ipiv, (size_t)k * 8))) return SOLVER_EXECUTION_FAILED;
 	if (!ipiv) return SOLVER_NOT_SUPPORTED; // the fake always pivots
-	return queue(h, (struct solver_op){.kind = S_GETRF, .dbl = dt == T_F64, .m = m, .n = n, .lda = lda, .a = a, .ipiv = ipiv, .info = info});
+	return queue(h, (struct solver_op){.kind = S_GETRF, .dbl = dt == T_F64 || dt == T_C64, .cplx = dt == T_C32 || dt == T_C64, .m = m, .n = n, .lda = lda, .a = a, .ipiv = ipiv, .info = info});
 }
 
 EXPORT int cusolverDnXgetrs(struct fake_solver *h, struct fake_sparams *p, int trans, int64_t n, int64_t nrhs, int dta, const void *a, int64_t lda, const int64_t *ipiv,
 	int dtb, void *b, int64_t ldb, int *info) {
 	FAULT("cusolverDnXgetrs");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dta, dtb));
+	CHECK(ctypes(dta, dtb));
 	if (trans < 0 || trans > 2 || n < 0 || nrhs < 0 || lda < (n > 1 ? n : 1) || ldb < (n > 1 ? n : 1) || !info) return SOLVER_INVALID_VALUE;
 	size_t es = elem(dta);
 	CHECK(mat_ok(a, n, n, lda, es));
 	CHECK(mat_ok(b, n, nrhs, ldb, es));
 	if (!mem_ok(info, 4) || !mem_ok(ipiv, (size_t)n * 8)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_GETRS, .dbl = dta == T_F64, .n = n, .k = nrhs, .lda = lda, .ldb = ldb, .trans = trans != 0, .a = (void *)a, .ipiv = (int64_t *)ipiv, .b = b, .info = info});
+	return queue(h, (struct solver_op){.kind = S_GETRS, .dbl = dta == T_F64 || dta == T_C64, .cplx = dta == T_C32 || dta == T_C64, .n = n, .k = nrhs, .lda = lda, .ldb = ldb,
+		.trans = dta == T_C32 || dta == T_C64 ? trans : trans != 0, .a = (void *)a, .ipiv = (int64_t *)ipiv, .b = b, .info = info});
 }
 
 EXPORT int cusolverDnXpotrf_bufferSize(struct fake_solver *h, struct fake_sparams *p, int uplo, int64_t n, int dt, const void *a, int64_t lda, int ct, size_t *dev, size_t *host) {
 	FAULT("cusolverDnXpotrf_bufferSize");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dt, ct));
+	CHECK(ctypes(dt, ct));
 	if ((uplo != 0 && uplo != 1) || n < 0 || lda < (n > 1 ? n : 1) || !dev || !host) return SOLVER_INVALID_VALUE;
 	*dev = ws_potrf(n, elem(dt)), *host = 0;
 	return SOLVER_SUCCESS;
@@ -800,26 +999,26 @@ EXPORT int cusolverDnXpotrf(struct fake_solver *h, struct fake_sparams *p, int u
 	void *dev, size_t dev_size, void *host, size_t host_size, int *info) {
 	FAULT("cusolverDnXpotrf");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dt, ct));
+	CHECK(ctypes(dt, ct));
 	if ((uplo != 0 && uplo != 1) || n < 0 || lda < (n > 1 ? n : 1) || !info) return SOLVER_INVALID_VALUE;
 	size_t es = elem(dt);
 	CHECK(workspace(dev, dev_size, ws_potrf(n, es), host, host_size, 0));
 	CHECK(mat_ok(a, n, n, lda, es));
 	if (!mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_POTRF, .dbl = dt == T_F64, .n = n, .lda = lda, .upper = uplo, .a = a, .info = info});
+	return queue(h, (struct solver_op){.kind = S_POTRF, .dbl = dt == T_F64 || dt == T_C64, .cplx = dt == T_C32 || dt == T_C64, .n = n, .lda = lda, .upper = uplo, .a = a, .info = info});
 }
 
 EXPORT int cusolverDnXpotrs(struct fake_solver *h, struct fake_sparams *p, int uplo, int64_t n, int64_t nrhs, int dta, const void *a, int64_t lda,
 	int dtb, void *b, int64_t ldb, int *info) {
 	FAULT("cusolverDnXpotrs");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dta, dtb));
+	CHECK(ctypes(dta, dtb));
 	if ((uplo != 0 && uplo != 1) || n < 0 || nrhs < 0 || lda < (n > 1 ? n : 1) || ldb < (n > 1 ? n : 1) || !info) return SOLVER_INVALID_VALUE;
 	size_t es = elem(dta);
 	CHECK(mat_ok(a, n, n, lda, es));
 	CHECK(mat_ok(b, n, nrhs, ldb, es));
 	if (!mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_POTRS, .dbl = dta == T_F64, .n = n, .k = nrhs, .lda = lda, .ldb = ldb, .upper = uplo, .a = (void *)a, .b = b, .info = info});
+	return queue(h, (struct solver_op){.kind = S_POTRS, .dbl = dta == T_F64 || dta == T_C64, .cplx = dta == T_C32 || dta == T_C64, .n = n, .k = nrhs, .lda = lda, .ldb = ldb, .upper = uplo, .a = (void *)a, .b = b, .info = info});
 }
 
 EXPORT int cusolverDnXgeqrf_bufferSize(struct fake_solver *h, struct fake_sparams *p, int64_t m, int64_t n, int dt, const void *a, int64_t lda, int dtt, const void *tau, int ct,
@@ -925,6 +1124,7 @@ static int lw_ormqr(int m, int n) { return (m > n ? m : n) + 8; }
 static int lw_jacobi(int m, int n, int batch) { return (m + n) * batch + 8; }
 
 static int potri_bs(struct fake_solver *h, int uplo, int n, const void *a, int lda, int *lwork) {
+	(void)a;
 	CHECK(usable(h, NULL, 0));
 	if ((uplo != 0 && uplo != 1) || n < 0 || lda < (n > 1 ? n : 1) || !lwork) return SOLVER_INVALID_VALUE;
 	*lwork = lw_potri(n);
@@ -939,21 +1139,39 @@ EXPORT int cusolverDnDpotri_bufferSize(struct fake_solver *h, int uplo, int n, d
 	return potri_bs(h, uplo, n, a, lda, lwork);
 }
 
-static int potri(struct fake_solver *h, int dbl, int uplo, int n, void *a, int lda, void *work, int lwork, int *info) {
+// potri's t: T_F32, T_F64, T_C32 or T_C64.
+static int potri(struct fake_solver *h, int t, int uplo, int n, void *a, int lda, void *work, int lwork, int *info) {
 	CHECK(usable(h, NULL, 0));
-	size_t es = dbl ? 8 : 4;
+	size_t es = elem(t);
+	int dbl = t == T_F64 || t == T_C64, cplx = t == T_C32 || t == T_C64;
 	if ((uplo != 0 && uplo != 1) || n < 0 || lda < (n > 1 ? n : 1) || lwork < lw_potri(n) || !info) return SOLVER_INVALID_VALUE;
 	CHECK(mat_ok(a, n, n, lda, es));
 	if (!mem_ok(work, (size_t)lwork * es) || !mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_POTRI, .dbl = dbl, .n = n, .lda = lda, .upper = uplo, .a = a, .info = info});
+	return queue(h, (struct solver_op){.kind = S_POTRI, .dbl = dbl, .cplx = cplx, .n = n, .lda = lda, .upper = uplo, .a = a, .info = info});
 }
 EXPORT int cusolverDnSpotri(struct fake_solver *h, int uplo, int n, float *a, int lda, float *work, int lwork, int *info) {
 	FAULT("cusolverDnSpotri");
-	return potri(h, 0, uplo, n, a, lda, work, lwork, info);
+	return potri(h, T_F32, uplo, n, a, lda, work, lwork, info);
 }
 EXPORT int cusolverDnDpotri(struct fake_solver *h, int uplo, int n, double *a, int lda, double *work, int lwork, int *info) {
 	FAULT("cusolverDnDpotri");
-	return potri(h, 1, uplo, n, a, lda, work, lwork, info);
+	return potri(h, T_F64, uplo, n, a, lda, work, lwork, info);
+}
+EXPORT int cusolverDnCpotri_bufferSize(struct fake_solver *h, int uplo, int n, void *a, int lda, int *lwork) {
+	FAULT("cusolverDnCpotri_bufferSize");
+	return potri_bs(h, uplo, n, a, lda, lwork);
+}
+EXPORT int cusolverDnZpotri_bufferSize(struct fake_solver *h, int uplo, int n, void *a, int lda, int *lwork) {
+	FAULT("cusolverDnZpotri_bufferSize");
+	return potri_bs(h, uplo, n, a, lda, lwork);
+}
+EXPORT int cusolverDnCpotri(struct fake_solver *h, int uplo, int n, void *a, int lda, void *work, int lwork, int *info) {
+	FAULT("cusolverDnCpotri");
+	return potri(h, T_C32, uplo, n, a, lda, work, lwork, info);
+}
+EXPORT int cusolverDnZpotri(struct fake_solver *h, int uplo, int n, void *a, int lda, void *work, int lwork, int *info) {
+	FAULT("cusolverDnZpotri");
+	return potri(h, T_C64, uplo, n, a, lda, work, lwork, info);
 }
 
 static int orgqr_args(int m, int n, int k, int lda) {

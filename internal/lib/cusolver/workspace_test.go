@@ -14,8 +14,8 @@ func TestMain(m *testing.M) { cudatest.MainSkipFake(m, "") }
 
 // TestFakeChecks: the fake answers as strictly as cuSOLVER: a workspace
 // smaller than it reported (the 64-bit API's bytes, the legacy API's
-// elements), a bad fill mode, a complex type it does not compute, a
-// handle destroyed. Only on the fake: it checks the fake itself.
+// elements; a complex matrix's twice a real one's), a bad fill mode, a
+// complex type where it computes real matrices only, a handle destroyed. Only on the fake: it checks the fake itself.
 func TestFakeChecks(t *testing.T) {
 	if !cudatest.IsFake() {
 		t.Skip("checks the fake driver's cuSOLVER")
@@ -60,7 +60,9 @@ func TestFakeChecks(t *testing.T) {
 			want clib.Result
 		}{
 			{"getrf, a byte short", clib.DnXgetrf(h, p, 2, 2, f64, ap, 2, 0, f64, wp, dev-1, nil, 0, ip), clib.InvalidWorkspace},
-			{"getrf, complex", clib.DnXgetrf(h, p, 2, 2, c64, ap, 2, 0, c64, wp, dev, nil, 0, ip), clib.NotSupported},
+			{"getrf, complex, its workspace short", clib.DnXgetrf(h, p, 2, 2, c64, ap, 2, 0, c64, wp, dev, nil, 0, ip), clib.InvalidWorkspace},
+			{"geqrf, complex", clib.DnXgeqrf(h, p, 2, 2, c64, ap, 2, c64, wp+2048, c64, wp, 4096, nil, 0, ip), clib.NotSupported},
+			{"getrf, data and compute types differ", clib.DnXgetrf(h, p, 2, 2, f64, ap, 2, 0, c64, wp, dev, nil, 0, ip), clib.InvalidValue},
 			{"getrf, lda short", clib.DnXgetrf(h, p, 2, 2, f64, ap, 1, 0, f64, wp, dev, nil, 0, ip), clib.InvalidValue},
 			{"getrf, no params", clib.DnXgetrf(h, 0, 2, 2, f64, ap, 2, 0, f64, wp, dev, nil, 0, ip), clib.InvalidValue},
 			{"potrf, bad fill mode", clib.DnXpotrf(h, p, 2, 2, f64, ap, 2, f64, wp, dev, nil, 0, ip), clib.InvalidValue},

@@ -47,6 +47,10 @@ var Table = &dl.Table{
 		{Name: "cusolverDnDpotri_bufferSize", Addr: &tableAddrs.cusolverDnDpotri_bufferSize},
 		{Name: "cusolverDnSpotri", Addr: &tableAddrs.cusolverDnSpotri},
 		{Name: "cusolverDnDpotri", Addr: &tableAddrs.cusolverDnDpotri},
+		{Name: "cusolverDnCpotri_bufferSize", Addr: &tableAddrs.cusolverDnCpotri_bufferSize},
+		{Name: "cusolverDnZpotri_bufferSize", Addr: &tableAddrs.cusolverDnZpotri_bufferSize},
+		{Name: "cusolverDnCpotri", Addr: &tableAddrs.cusolverDnCpotri},
+		{Name: "cusolverDnZpotri", Addr: &tableAddrs.cusolverDnZpotri},
 		{Name: "cusolverDnSorgqr_bufferSize", Addr: &tableAddrs.cusolverDnSorgqr_bufferSize},
 		{Name: "cusolverDnDorgqr_bufferSize", Addr: &tableAddrs.cusolverDnDorgqr_bufferSize},
 		{Name: "cusolverDnSorgqr", Addr: &tableAddrs.cusolverDnSorgqr},
@@ -101,6 +105,10 @@ var tableAddrs struct {
 	cusolverDnDpotri_bufferSize         uintptr
 	cusolverDnSpotri                    uintptr
 	cusolverDnDpotri                    uintptr
+	cusolverDnCpotri_bufferSize         uintptr
+	cusolverDnZpotri_bufferSize         uintptr
+	cusolverDnCpotri                    uintptr
+	cusolverDnZpotri                    uintptr
 	cusolverDnSorgqr_bufferSize         uintptr
 	cusolverDnDorgqr_bufferSize         uintptr
 	cusolverDnSorgqr                    uintptr
@@ -386,6 +394,54 @@ func DnSpotri(handle Handle, uplo int32, n int32, a uintptr, lda int32, work uin
 //	cusolverStatus_t cusolverDnDpotri(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, double *A /*device*/, int lda, double *work /*device*/, int lwork, int *devInfo /*device*/);
 func DnDpotri(handle Handle, uplo int32, n int32, a uintptr, lda int32, work uintptr, lwork int32, devInfo uintptr) Result {
 	fn := tableAddrs.cusolverDnDpotri
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(uplo), uintptr(n), a, uintptr(lda), work, uintptr(lwork), devInfo)
+	return Result(r)
+}
+
+// DnCpotri_bufferSize calls cusolverDnCpotri_bufferSize:
+//
+//	cusolverStatus_t cusolverDnCpotri_bufferSize(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, cuComplex *A /*device*/, int lda, int *lwork);
+func DnCpotri_bufferSize(handle Handle, uplo int32, n int32, a uintptr, lda int32, lwork *int32) Result {
+	fn := tableAddrs.cusolverDnCpotri_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(uplo), uintptr(n), a, uintptr(lda), uintptr(unsafe.Pointer(lwork)))
+	return Result(r)
+}
+
+// DnZpotri_bufferSize calls cusolverDnZpotri_bufferSize:
+//
+//	cusolverStatus_t cusolverDnZpotri_bufferSize(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, cuDoubleComplex *A /*device*/, int lda, int *lwork);
+func DnZpotri_bufferSize(handle Handle, uplo int32, n int32, a uintptr, lda int32, lwork *int32) Result {
+	fn := tableAddrs.cusolverDnZpotri_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(uplo), uintptr(n), a, uintptr(lda), uintptr(unsafe.Pointer(lwork)))
+	return Result(r)
+}
+
+// DnCpotri calls cusolverDnCpotri:
+//
+//	cusolverStatus_t cusolverDnCpotri(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, cuComplex *A /*device*/, int lda, cuComplex *work /*device*/, int lwork, int *devInfo /*device*/);
+func DnCpotri(handle Handle, uplo int32, n int32, a uintptr, lda int32, work uintptr, lwork int32, devInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnCpotri
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(uplo), uintptr(n), a, uintptr(lda), work, uintptr(lwork), devInfo)
+	return Result(r)
+}
+
+// DnZpotri calls cusolverDnZpotri:
+//
+//	cusolverStatus_t cusolverDnZpotri(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, cuDoubleComplex *A /*device*/, int lda, cuDoubleComplex *work /*device*/, int lwork, int *devInfo /*device*/);
+func DnZpotri(handle Handle, uplo int32, n int32, a uintptr, lda int32, work uintptr, lwork int32, devInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnZpotri
 	if fn == 0 {
 		return Missing
 	}

@@ -10,6 +10,7 @@ import (
 func init() {
 	zero.Packages["../../../cusolver"] = "cusolver"
 	for name, zt := range map[string]sweep.ZeroType{
+		"cusolver.Element":        {Zero: nil, Driver: false}, // a constraint
 		"cusolver.Result":         {Zero: new(cusolver.Result), Driver: false},
 		"cusolver.Error":          {Zero: new(cusolver.Error), Driver: false},
 		"cusolver.Handle":         {Zero: new(cusolver.Handle), Driver: false},
