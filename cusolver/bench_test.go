@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -291,4 +292,25 @@ func benchSVDBatched[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count in
 		}
 		return info.Free()
 	})
+}
+
+// TestBenchCasesMatchPeers: bench/pyref/solver_peers.py's cases are
+// BenchmarkSolver's, by name and in order, so that the report sets each
+// beside its peers (where python3 is found).
+func TestBenchCasesMatchPeers(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	out, err := exec.Command(py, "../bench/pyref/solver_peers.py", "--list").Output()
+	if err != nil {
+		t.Fatalf("solver_peers.py --list: %v", err)
+	}
+	var want []string
+	for _, c := range solverCases() {
+		want = append(want, c.op+"/"+c.dtype+"/"+c.shape)
+	}
+	if got := strings.Fields(string(out)); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("solver_peers.py's cases:\n%v\nBenchmarkSolver's:\n%v", got, want)
+	}
 }
