@@ -83,6 +83,7 @@ type contextModules struct {
 	mods     map[string]*moduleEntry
 	unclosed []*cuda.Module // modules a release failed to close: the next one tries again
 	released bool           // taken out of modules by a release: entries go to the next one
+	gone     atomic.Bool    // released, read without mu: a variant's last function (lastFunc) is stale
 	funcs    sync.Map       // funcKey -> *cuda.Function: a launch's one lookup
 }
 
@@ -94,6 +95,19 @@ type releaseKey struct{}
 type variant struct {
 	src   string
 	width int // the elements a thread of an Elementwise's kernel takes at once
+	// last is the function of the variant's first name, in the context
+	// of the launch that loaded it last: a launch in that context finds
+	// it without the lookups of modules and funcs.
+	last atomic.Pointer[lastFunc]
+}
+
+// lastFunc is a variant's function in a context, while that context's
+// modules are not released.
+type lastFunc struct {
+	ctx  weak.Pointer[cuda.Context]
+	cm   *contextModules
+	name string
+	f    *cuda.Function
 }
 
 type funcKey struct {
@@ -137,6 +151,7 @@ func release(op string, ctx *cuda.Context) error {
 	cm := v.(*contextModules)
 	cm.mu.Lock()
 	cm.released = true // a call under way puts what it loads into the next entry
+	cm.gone.Store(true)
 	mods, unclosed := cm.mods, cm.unclosed
 	cm.mu.Unlock()
 	for _, e := range mods {
@@ -199,8 +214,20 @@ func withModules(op string, ctx *cuda.Context, f func(*contextModules)) error {
 // compile's error, or NVRTC missing, would otherwise hide), compiled and
 // loaded.
 func kernel(op string, s *cuda.Stream, v *variant, name string, as []arg) (*cuda.Function, error) {
-	if cm, ok := modules.Load(weak.Make(s.Context())); ok {
-		if f, ok := cm.(*contextModules).funcs.Load(funcKey{v, name}); ok {
+	ctx := s.Context()
+	last := v.last.Load()
+	if last != nil && last.name == name && !last.cm.gone.Load() && last.ctx.Value() == ctx {
+		return last.f, nil
+	}
+	if cm, ok := modules.Load(weak.Make(ctx)); ok {
+		cm := cm.(*contextModules)
+		if f, ok := cm.funcs.Load(funcKey{v, name}); ok {
+			// The first name of the variant (a variant of several
+			// kernels keeps its first's): no string compared with
+			// another's at every launch.
+			if last == nil || last.name == name {
+				v.last.Store(&lastFunc{ctx: weak.Make(ctx), cm: cm, name: name, f: f.(*cuda.Function)})
+			}
 			return f.(*cuda.Function), nil
 		}
 	}

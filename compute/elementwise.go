@@ -575,6 +575,6 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 		return err
 	}
 	var buf [stackArgs + 1]any
-	vals := append(launchValues(buf[:0], as), int64(n))
+	vals := append(launchValues(buf[:0], as), boxInt64(int64(n)))
 	return launchError(op, f.Launch(elementwiseConfig(s, n, v.width), vals...), as, k.name)
 }

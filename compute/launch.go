@@ -2,6 +2,7 @@ package compute
 
 import (
 	"sync"
+	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -50,4 +51,30 @@ func elementwiseConfig(s *cuda.Stream, n, width int) cuda.LaunchConfig {
 	vectors := (n + width - 1) / width
 	blocks := min((vectors+blockSize-1)/blockSize, maxGrid)
 	return cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}
+}
+
+// boxedInts are int64 kernel arguments boxed once: a launch's element
+// count is mostly the count of the launch before, and an int64 in an
+// interface is an allocation (but from 0 to 255) at every launch. A slot
+// holds the last value of its hash.
+var boxedInts [256]atomic.Pointer[boxedInt]
+
+type boxedInt struct {
+	v int64
+	a any
+}
+
+// boxInt64 returns v in an interface, boxed once for as long as its slot
+// keeps it.
+func boxInt64(v int64) any {
+	if v >= 0 && v < 256 {
+		return v // the runtime's own boxes: no allocation
+	}
+	slot := &boxedInts[(uint64(v)*0x9e3779b97f4a7c15)>>56]
+	if b := slot.Load(); b != nil && b.v == v {
+		return b.a
+	}
+	b := &boxedInt{v: v, a: v}
+	slot.Store(b)
+	return b.a
 }

@@ -264,6 +264,39 @@ func valueSize(size int) int { return max(size, 4) }
 // own 512 bytes (11264 float32, 5632 float64).
 const softmaxCache = 44 << 10
 
+// softmaxName is the kernel's name of Softmax (LogSoftmax where
+// logarithm) of the type named: a constant for every float type, so that
+// a launch makes no string.
+func softmaxName(t string, logarithm bool) string {
+	var name string
+	switch t {
+	case "float32":
+		name = "softmax_float32"
+	case "float64":
+		name = "softmax_float64"
+	case "float16":
+		name = "softmax_float16"
+	case "bfloat16":
+		name = "softmax_bfloat16"
+	default:
+		name = "softmax_" + t
+	}
+	if !logarithm {
+		return name
+	}
+	switch t {
+	case "float32":
+		return "logsoftmax_float32"
+	case "float64":
+		return "logsoftmax_float64"
+	case "float16":
+		return "logsoftmax_float16"
+	case "bfloat16":
+		return "logsoftmax_bfloat16"
+	}
+	return "log" + name
+}
+
 func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream, logarithm bool) error {
 	as := [2]arg{bufArg("dst", dst), bufArg("src", src)}
 	if err := checkMatrix(op, s, shape, as[:]); err != nil {
@@ -273,10 +306,7 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 		return nil
 	}
 	t := dtypePtr[T]()
-	name := "softmax_" + t.name
-	if logarithm {
-		name = "log" + name
-	}
+	name := softmaxName(t.name, logarithm)
 	v := namedVariant(name, func() string { return softmaxSource(*t, name, logarithm) })
 	d, err := sizeOf(s)
 	if err != nil {
@@ -300,7 +330,7 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 		case l.group == 1: // a thread a row: the block's rows staged, in the value type
 			cfg.SharedMemBytes, cached = l.threads*shape.Cols*valueSize(size), 1
 		}
-		return launchError(op, f.Launch(cfg, src, dst, rows, cols, int32(l.group), cached), as[:], name)
+		return launchError(op, f.Launch(cfg, src, dst, boxInt64(rows), boxInt64(cols), int32(l.group), cached), as[:], name)
 	}
 	stats, err := kernel(op, s, v, name+"_stats", as[:])
 	if err != nil {

@@ -341,5 +341,7 @@ func launchValues(vals []any, as []arg) []any {
 }
 
 // stackArgs is how many arguments a launch keeps on the stack (more
-// spill to the heap).
-const stackArgs = 8
+// spill to the heap): nd's strided kernels take a dozen or more (the
+// buffers, then each one's offset, the dimensions and each one's
+// strides).
+const stackArgs = 24

@@ -2,11 +2,11 @@ package nd
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/ndshape"
 )
 
 // The operations along one axis (softmax, cumulative sums, arg max and
@@ -15,8 +15,9 @@ import (
 // takes rows: rows of cols elements, one after the other.
 
 // alongAxis returns a's elements as rows along axis (a contiguous array
-// whose last axis is axis: a view of a, or a copy, which its Free frees),
-// the permutation that made it, and rows and cols.
+// whose last axis is axis: a itself, a view of a, or a copy, which its
+// Free frees: free it with freedTemp), the permutation that made it (nil
+// where axis is the last: none), and rows and cols.
 func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm []int, nrows, ncols int, err error) {
 	if err := a.check(op, "a"); err != nil {
 		return nil, nil, 0, 0, err
@@ -29,38 +30,64 @@ func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm [
 	if err != nil {
 		return nil, nil, 0, 0, err
 	}
-	for i := range n {
-		if i != ax {
-			perm = append(perm, i)
+	v := a
+	if ax != n-1 {
+		for i := range n {
+			if i != ax {
+				perm = append(perm, i)
+			}
 		}
-	}
-	perm = append(perm, ax)
-	v, err := a.Permute(perm...)
-	if err != nil {
-		return nil, nil, 0, 0, wrap(op, err)
+		perm = append(perm, ax)
+		if v, err = a.Permute(perm...); err != nil {
+			return nil, nil, 0, 0, wrap(op, err)
+		}
 	}
 	if !v.layout.IsContiguous() {
 		if v, err = contiguous(op, v); err != nil {
 			return nil, nil, 0, 0, err
 		}
 	}
-	ncols = a.layout.Shape()[ax]
+	ncols = a.layout.Dim(ax)
 	nrows = 1
 	if ncols > 0 {
 		nrows = v.layout.Size() / ncols
 	} else {
-		for i, d := range a.layout.Shape() {
+		for i := range n {
 			if i != ax {
-				nrows *= d
+				nrows *= a.layout.Dim(i)
 			}
 		}
 	}
 	return v, perm, nrows, ncols, nil
 }
 
+// freedTemp frees rows, alongAxis's of a, where it is a copy: not a
+// itself.
+func freedTemp[T Elem](err *error, rows, a *Array[T]) {
+	if rows != a {
+		freed(err, rows)
+	}
+}
+
+// sameShape reports whether the layouts have the same shape.
+func sameShape(l, m ndshape.Layout) bool {
+	if l.Ndim() != m.Ndim() {
+		return false
+	}
+	for i := range l.Ndim() {
+		if l.Dim(i) != m.Dim(i) {
+			return false
+		}
+	}
+	return true
+}
+
 // unpermuted returns the array of the permuted shape in out's memory seen
-// in a's axis order: perm's inverse applied.
+// in a's axis order: perm's inverse applied (nil: none).
 func unpermuted[T Elem](out *Array[T], perm []int) (*Array[T], error) {
+	if perm == nil {
+		return out, nil
+	}
 	inv := make([]int, len(perm))
 	for i, p := range perm {
 		inv[p] = i
@@ -83,12 +110,12 @@ func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[
 	if err != nil {
 		return nil, err
 	}
-	defer freed(&err, src)
+	defer freedTemp(&err, src, a)
 	if dst != nil {
 		if err := writable(op, "dst", dst); err != nil {
 			return nil, err
 		}
-		if !slices.Equal(dst.layout.Shape(), a.layout.Shape()) {
+		if !sameShape(dst.layout, a.layout) {
 			return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and a %v", dst.layout.Shape(), a.layout.Shape())
 		}
 		if dst.s != a.s {
@@ -97,7 +124,7 @@ func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[
 	}
 	// Along the last axis into a contiguous dst that shares no memory
 	// with a, f writes the result itself: no result to allocate and copy.
-	if last := a.layout.Ndim() - 1; dst != nil && perm[last] == last && dst.layout.IsContiguous() && !overlapping(op, dst, a) {
+	if dst != nil && perm == nil && dst.layout.IsContiguous() && !overlapping(op, dst, a) {
 		if dst.layout.Size() == 0 {
 			return nil, nil
 		}
@@ -261,7 +288,7 @@ func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64]
 	if err != nil {
 		return nil, err
 	}
-	defer freed(&err, src)
+	defer freedTemp(&err, src, a)
 	if cols == 0 {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: an empty line has no %s", a.layout.Shape(), map[string]string{">": "largest", "<": "smallest"}[cmp]+" element")
 	}

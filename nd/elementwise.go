@@ -2,6 +2,7 @@ package nd
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	cuda "github.com/gocuda/cuda"
@@ -36,25 +37,35 @@ func resultStream(op string, ops []operand) (*cuda.Stream, error) {
 	return nil, errorf(op, cuda.ErrInvalidValue, "every operand is a Scalar: at least one must be an array on the GPU")
 }
 
+// maxDims is the most axes a call's shapes are worked out on the stack
+// for (more take the heap).
+const maxDims = 16
+
 // run applies e to the inputs into a new array of their broadcast shape.
 func run[U Elem](op string, e expr, ins ...operand) (*Array[U], error) {
 	s, err := resultStream(op, ins)
 	if err != nil {
 		return nil, err
 	}
-	shapes := make([][]int, len(ins))
-	for j, in := range ins {
-		shapes[j] = in.layout.Shape()
+	var shapeBuf [maxDims]int
+	shape, ok := broadcastShape(shapeBuf[:0], ins)
+	if !ok {
+		shapes := make([][]int, len(ins))
+		for j, in := range ins {
+			shapes[j] = in.layout.Shape()
+		}
+		shape, err = ndshape.Broadcast(shapes...)
+		if err != nil {
+			return nil, wrap(op, err)
+		}
 	}
-	shape, err := ndshape.Broadcast(shapes...)
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	out, err := emptyInOrder[U](op, s, shape, memoryOrder(shape, ins))
+	var orderBuf [maxDims]int
+	out, err := emptyInOrder[U](op, s, shape, memoryOrder(orderBuf[:0], shape, ins))
 	if err != nil {
 		return nil, err
 	}
-	o, _ := operandOf(op, "out", out)
+	var o operand
+	operandInto(&o, op, "out", out)
 	if err := apply(op, e, o, ins); err != nil {
 		out.Free()
 		return nil, err
@@ -62,32 +73,103 @@ func run[U Elem](op string, e expr, ins ...operand) (*Array[U], error) {
 	return out, nil
 }
 
+// broadcastShape appends the inputs' broadcast shape to dst, where they
+// broadcast together (ok false where they do not: ndshape.Broadcast says
+// why). The shape of a valid layout fits, and so does theirs.
+func broadcastShape(dst []int, ins []operand) ([]int, bool) {
+	n := 0
+	for i := range ins {
+		n = max(n, ins[i].layout.Ndim())
+	}
+	for range n {
+		dst = append(dst, 1)
+	}
+	size := 1
+	for i := range ins {
+		l := &ins[i].layout
+		k := l.Ndim()
+		for j := range k {
+			d, at := l.Dim(j), j+n-k
+			switch {
+			case d == 1:
+			case dst[at] == 1:
+				dst[at] = d
+			case dst[at] != d:
+				return nil, false
+			}
+		}
+	}
+	// The size must fit (ndshape.Broadcast's error says so).
+	for _, d := range dst {
+		if d > 0 {
+			if size > math.MaxInt/d {
+				return nil, false
+			}
+			size *= d
+		}
+	}
+	return dst, true
+}
+
+// broadcastsTo reports whether every input broadcasts to shape (that of
+// l): whether their broadcast shape does.
+func broadcastsTo(l ndshape.Layout, ins []operand) bool {
+	n := l.Ndim()
+	for i := range ins {
+		in := &ins[i].layout
+		k := in.Ndim()
+		if k > n {
+			return false
+		}
+		for j := range k {
+			if d := in.Dim(j); d != 1 && d != l.Dim(j+n-k) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // memoryOrder is the order of the axes in memory, outermost first, of the
-// first input that is an array of the result's shape (NumPy's order K):
-// the result is laid out so, so that an operation on a transposed or
-// permuted view reads and writes memory in order, in one contiguous pass
-// (and returns a view of that order, as NumPy's). nil where that is the
-// row-major order, or no input has the result's shape.
-func memoryOrder(shape []int, ins []operand) []int {
-	for _, in := range ins {
-		if in.scalar || !slices.Equal(in.layout.Shape(), shape) {
+// first input that is an array of the result's shape (NumPy's order K),
+// appended to dst: the result is laid out so, so that an operation on a
+// transposed or permuted view reads and writes memory in order, in one
+// contiguous pass (and returns a view of that order, as NumPy's). nil
+// where that is the row-major order, or no input has the result's shape.
+func memoryOrder(dst, shape []int, ins []operand) []int {
+	for i := range ins {
+		in := &ins[i]
+		if in.scalar || in.layout.Ndim() != len(shape) {
 			continue
 		}
-		st := in.layout.Strides()
+		same := true
+		for j, d := range shape {
+			same = same && in.layout.Dim(j) == d
+		}
+		if !same {
+			continue
+		}
+		l := &in.layout
+		abs := func(v int) int { return max(v, -v) }
 		// Axes of size 1 keep their places (their strides mean nothing);
-		// the others take theirs in order of decreasing stride.
-		var axes []int
+		// the others take theirs in order of decreasing stride (a stable
+		// insertion sort: there are few).
+		var axesBuf, sortedBuf [maxDims]int
+		axes, sorted := axesBuf[:0], sortedBuf[:0]
 		for i, d := range shape {
 			if d != 1 {
 				axes = append(axes, i)
+				sorted = append(sorted, i)
 			}
 		}
-		sorted := slices.Clone(axes)
-		abs := func(v int) int { return max(v, -v) }
-		slices.SortStableFunc(sorted, func(a, b int) int { return abs(st[b]) - abs(st[a]) })
-		order := make([]int, len(shape))
-		for i := range order {
-			order[i] = i
+		for a := 1; a < len(sorted); a++ {
+			for b := a; b > 0 && abs(l.Stride(sorted[b])) > abs(l.Stride(sorted[b-1])); b-- {
+				sorted[b], sorted[b-1] = sorted[b-1], sorted[b]
+			}
+		}
+		order := dst[:0]
+		for i := range shape {
+			order = append(order, i)
 		}
 		for k, ax := range axes {
 			order[ax] = sorted[k]
@@ -133,42 +215,45 @@ func runInto[U Elem](op string, e expr, dst *Array[U], ins ...operand) error {
 	if err := writable(op, "dst", dst); err != nil {
 		return err
 	}
-	var shapes [][]int
-	for _, in := range ins {
-		shapes = append(shapes, in.layout.Shape())
-	}
-	shape, err := ndshape.Broadcast(shapes...)
-	if err != nil {
-		return wrap(op, err)
-	}
-	if to, err := ndshape.Broadcast(dst.layout.Shape(), shape); err != nil || !slices.Equal(to, dst.layout.Shape()) {
+	if !broadcastsTo(dst.layout, ins) {
+		// Why not, as ndshape says it.
+		var shapes [][]int
+		for _, in := range ins {
+			shapes = append(shapes, in.layout.Shape())
+		}
+		shape, err := ndshape.Broadcast(shapes...)
+		if err != nil {
+			return wrap(op, err)
+		}
 		return errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the operands broadcast to %v", dst.layout.Shape(), shape)
 	}
-	o, err := operandOf(op, "dst", dst)
-	if err != nil {
+	var o operand
+	if err := operandInto(&o, op, "dst", dst); err != nil {
 		return err
 	}
 	return apply(op, e, o, ins)
 }
 
-// operands makes the operands of arrays named a, b, c, ... in order.
-func operands[T Elem](op string, arrays ...*Array[T]) ([]operand, error) {
-	names := []string{"a", "b", "c"}
-	out := make([]operand, len(arrays))
+// operandNames are the names of operands' arrays, in order.
+var operandNames = [...]string{"a", "b", "c"}
+
+// operands makes the operands of arrays named a, b, c, ... in order, in
+// ins (which has room for them).
+func operands[T Elem](ins []operand, op string, arrays ...*Array[T]) ([]operand, error) {
+	ins = ins[:len(arrays)]
 	for j, a := range arrays {
-		o, err := operandOf(op, names[j], a)
-		if err != nil {
+		if err := operandInto(&ins[j], op, operandNames[j], a); err != nil {
 			return nil, err
 		}
-		out[j] = o
 	}
-	return out, nil
+	return ins, nil
 }
 
 // unary and binary give an operation of one or two arrays of T, with a
 // result of U, in both forms.
 func unary[T, U Elem](op string, e func(ctype) expr, a *Array[T]) (*Array[U], error) {
-	ins, err := operands(op, a)
+	var buf [1]operand
+	ins, err := operands(buf[:], op, a)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +261,8 @@ func unary[T, U Elem](op string, e func(ctype) expr, a *Array[T]) (*Array[U], er
 }
 
 func unaryInto[T, U Elem](op string, e func(ctype) expr, dst *Array[U], a *Array[T]) error {
-	ins, err := operands(op, a)
+	var buf [1]operand
+	ins, err := operands(buf[:], op, a)
 	if err != nil {
 		return err
 	}
@@ -184,7 +270,8 @@ func unaryInto[T, U Elem](op string, e func(ctype) expr, dst *Array[U], a *Array
 }
 
 func binary[T, U Elem](op string, e func(ctype) expr, a, b *Array[T]) (*Array[U], error) {
-	ins, err := operands(op, a, b)
+	var buf [2]operand
+	ins, err := operands(buf[:], op, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +279,8 @@ func binary[T, U Elem](op string, e func(ctype) expr, a, b *Array[T]) (*Array[U]
 }
 
 func binaryInto[T, U Elem](op string, e func(ctype) expr, dst *Array[U], a, b *Array[T]) error {
-	ins, err := operands(op, a, b)
+	var buf [2]operand
+	ins, err := operands(buf[:], op, a, b)
 	if err != nil {
 		return err
 	}
@@ -414,7 +502,8 @@ func isNaNExpr(t ctype) expr {
 func Where[T Elem](mask *Array[Bool], a, b *Array[T]) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	const op = "Where"
-	ins, err := whereOperands(op, mask, a, b)
+	var buf [3]operand
+	ins, err := whereOperands(buf[:], op, mask, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +513,8 @@ func Where[T Elem](mask *Array[Bool], a, b *Array[T]) (out *Array[T], failure er
 // WhereInto sets dst to a where mask is true and b elsewhere.
 func WhereInto[T Elem](dst *Array[T], mask *Array[Bool], a, b *Array[T]) error {
 	const op = "WhereInto"
-	ins, err := whereOperands(op, mask, a, b)
+	var buf [3]operand
+	ins, err := whereOperands(buf[:], op, mask, a, b)
 	if err != nil {
 		return err
 	}
@@ -433,17 +523,15 @@ func WhereInto[T Elem](dst *Array[T], mask *Array[Bool], a, b *Array[T]) error {
 
 var whereExpr = expr{name: "where", code: "x0 != 0 ? x1 : x2"}
 
-func whereOperands[T Elem](op string, mask *Array[Bool], a, b *Array[T]) ([]operand, error) {
-	m, err := operandOf(op, "mask", mask)
-	if err != nil {
+func whereOperands[T Elem](ins []operand, op string, mask *Array[Bool], a, b *Array[T]) ([]operand, error) {
+	ins = ins[:3]
+	if err := operandInto(&ins[0], op, "mask", mask); err != nil {
 		return nil, err
 	}
-	ab, err := operands(op, a, b)
-	if err != nil {
+	if _, err := operands(ins[1:], op, a, b); err != nil {
 		return nil, err
 	}
-	ab[0].name, ab[1].name = "a", "b"
-	return append([]operand{m}, ab...), nil
+	return ins, nil
 }
 
 // Clip returns a limited to [lo, hi]: lo where a < lo, hi where a > hi (a
@@ -451,7 +539,8 @@ func whereOperands[T Elem](op string, mask *Array[Bool], a, b *Array[T]) ([]oper
 func Clip[T Elem](a *Array[T], lo, hi T) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	const op = "Clip"
-	ins, err := operands(op, a, Scalar(lo), Scalar(hi))
+	var buf [3]operand
+	ins, err := operands(buf[:], op, a, Scalar(lo), Scalar(hi))
 	if err != nil {
 		return nil, err
 	}
@@ -461,7 +550,8 @@ func Clip[T Elem](a *Array[T], lo, hi T) (out *Array[T], failure error) {
 // ClipInto sets dst to a limited to [lo, hi].
 func ClipInto[T Elem](dst, a *Array[T], lo, hi T) error {
 	const op = "ClipInto"
-	ins, err := operands(op, a, Scalar(lo), Scalar(hi))
+	var buf [3]operand
+	ins, err := operands(buf[:], op, a, Scalar(lo), Scalar(hi))
 	if err != nil {
 		return err
 	}
@@ -671,13 +761,15 @@ func RoundInto[T cuda.AnyFloat](dst, a *Array[T]) error {
 func IsClose[T Elem](a, b *Array[T], rtol, atol float64) (out *Array[Bool], failure error) {
 	defer poison(&out, &failure)
 	const op = "IsClose"
-	ins, err := operands(op, a, b)
+	var buf [4]operand
+	ins, err := operands(buf[:], op, a, b)
 	if err != nil {
 		return nil, err
 	}
-	r, _ := operandOf(op, "rtol", Scalar(rtol))
-	at, _ := operandOf(op, "atol", Scalar(atol))
-	return run[Bool](op, isCloseExpr(ctypeOf[T]()), append(ins, r, at)...)
+	ins = buf[:4]
+	operandInto(&ins[2], op, "rtol", Scalar(rtol))
+	operandInto(&ins[3], op, "atol", Scalar(atol))
+	return run[Bool](op, isCloseExpr(ctypeOf[T]()), ins...)
 }
 
 // isCloseExpr compares in double where T is not a float, as NumPy does.

@@ -3,9 +3,13 @@ package nd
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
@@ -37,20 +41,58 @@ type ctype struct {
 	value string // the C type an expression computes in ("float" for the halves)
 	float bool
 	half  bool
+	id    int // its index in ctypeList (Bool's is uint8's: the same ctype)
+}
+
+// ctypeList is every ctype, by id.
+var ctypeList = [...]ctype{
+	{"int8", "signed char", false, false, 0}, {"int16", "short", false, false, 1},
+	{"int32", "int", false, false, 2}, {"int64", "long long", false, false, 3},
+	{"uint8", "unsigned char", false, false, 4}, {"uint16", "unsigned short", false, false, 5},
+	{"uint32", "unsigned int", false, false, 6}, {"uint64", "unsigned long long", false, false, 7},
+	{"float32", "float", true, false, 8}, {"float64", "double", true, false, 9},
+	{"float16", "float", true, true, 10}, {"bfloat16", "float", true, true, 11},
 }
 
 var ctypes = map[string]ctype{
-	"int8": {"int8", "signed char", false, false}, "int16": {"int16", "short", false, false},
-	"int32": {"int32", "int", false, false}, "int64": {"int64", "long long", false, false},
-	"uint8": {"uint8", "unsigned char", false, false}, "uint16": {"uint16", "unsigned short", false, false},
-	"uint32": {"uint32", "unsigned int", false, false}, "uint64": {"uint64", "unsigned long long", false, false},
-	"float32": {"float32", "float", true, false}, "float64": {"float64", "double", true, false},
-	"float16": {"float16", "float", true, true}, "bfloat16": {"bfloat16", "float", true, true},
-	"bool": {"uint8", "unsigned char", false, false},
+	"int8": ctypeList[0], "int16": ctypeList[1], "int32": ctypeList[2], "int64": ctypeList[3],
+	"uint8": ctypeList[4], "uint16": ctypeList[5], "uint32": ctypeList[6], "uint64": ctypeList[7],
+	"float32": ctypeList[8], "float64": ctypeList[9], "float16": ctypeList[10], "bfloat16": ctypeList[11],
+	"bool": ctypeList[4],
 }
 
-// ctypeOf returns T's ctype.
-func ctypeOf[T Elem]() ctype { return ctypes[typeName[T]()] }
+// ctypeOf returns T's ctype (typeName's, without a map on every call).
+func ctypeOf[T Elem]() ctype {
+	switch any(*new(T)).(type) {
+	case cuda.Float16:
+		return ctypeList[10]
+	case cuda.BFloat16:
+		return ctypeList[11]
+	case Bool:
+		return ctypeList[4]
+	}
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Int8:
+		return ctypeList[0]
+	case reflect.Int16:
+		return ctypeList[1]
+	case reflect.Int32:
+		return ctypeList[2]
+	case reflect.Int64:
+		return ctypeList[3]
+	case reflect.Uint8:
+		return ctypeList[4]
+	case reflect.Uint16:
+		return ctypeList[5]
+	case reflect.Uint32:
+		return ctypeList[6]
+	case reflect.Uint64:
+		return ctypeList[7]
+	case reflect.Float32:
+		return ctypeList[8]
+	}
+	return ctypeList[9]
+}
 
 // operand is one argument of an elementwise kernel: an array's span (or a
 // scalar's value), its layout (offsets into the span), and its type.
@@ -63,33 +105,33 @@ type operand struct {
 	s      *cuda.Stream
 	lo, hi cuda.DevicePtr // the span's addresses: an output that overlaps an input
 	n      int            // the span's length
-	array  spanned        // what is typed in the array's element type
+	array  spanned        // what is typed in the array's element type (nil for a scalar)
+	arr    any            // the *Array[T] the operand is of
 }
 
-// spanned is an operand's array, typed: its span sliced, and a
-// contiguous copy of it.
+// spanned is what an operand of an array does in the array's element
+// type: slice its span, and copy it. Its implementations are of size
+// zero, so that an operand costs no allocation.
 type spanned interface {
-	// slice returns n elements of the span from off.
-	slice(off, n int) (any, error)
-	// copy returns a contiguous copy of the operand, on its stream, and
-	// the function that frees it.
-	copy(op string) (operand, func() error, error)
+	// slice returns n elements from off of span, an operand's buf.
+	slice(span any, off, n int) (any, error)
+	// copy returns a contiguous copy of arr, an operand's array named
+	// name, on its stream, and the function that frees it.
+	copy(op, name string, arr any) (operand, func() error, error)
 }
 
-type spanOf[T Elem] struct {
-	a    *Array[T]
-	span *cuda.DeviceBuffer[T]
-	name string
+type spanOf[T Elem] struct{}
+
+func (spanOf[T]) slice(span any, off, n int) (any, error) {
+	return span.(*cuda.DeviceBuffer[T]).Slice(off, n)
 }
 
-func (s *spanOf[T]) slice(off, n int) (any, error) { return s.span.Slice(off, n) }
-
-func (s *spanOf[T]) copy(op string) (operand, func() error, error) {
-	c, err := contiguous(op, s.a)
+func (spanOf[T]) copy(op, name string, arr any) (operand, func() error, error) {
+	c, err := contiguous(op, arr.(*Array[T]))
 	if err != nil {
 		return operand{}, nil, err
 	}
-	co, err := operandOf(op, s.name, c)
+	co, err := operandOf(op, name, c)
 	if err != nil {
 		c.Free()
 		return operand{}, nil, err
@@ -99,24 +141,36 @@ func (s *spanOf[T]) copy(op string) (operand, func() error, error) {
 
 // operandOf makes an operand of array a, named name in op's errors.
 func operandOf[T Elem](op, name string, a *Array[T]) (operand, error) {
+	var o operand
+	return o, operandInto(&o, op, name, a)
+}
+
+// operandInto sets *o to the operand of array a, named name in op's
+// errors (operandOf without copying the operand).
+func operandInto[T Elem](o *operand, op, name string, a *Array[T]) error {
 	if err := a.check(op, name); err != nil {
-		return operand{}, err
+		*o = operand{}
+		return err
 	}
-	o := operand{name: name, t: ctypeOf[T](), layout: a.layout, s: a.s}
+	*o = operand{name: name, t: ctypeOf[T](), layout: a.layout, s: a.s}
 	if a.scalar {
 		o.buf, o.scalar = a.value, true
-		return o, nil
+		return nil
 	}
 	span, off, err := a.span(op)
 	if err != nil {
-		return operand{}, err
+		*o = operand{}
+		return err
 	}
 	o.buf, o.n = span, span.Len()
 	o.lo = span.Ptr()
 	o.hi = o.lo + cuda.DevicePtr(span.ByteSize())
-	o.array = &spanOf[T]{a: a, span: span, name: name}
-	o.layout, err = a.layout.WithOffset(off)
-	return o, wrap(op, err)
+	o.array, o.arr = spanOf[T]{}, a
+	if o.layout, err = a.layout.WithOffset(off); err != nil {
+		*o = operand{}
+		return wrap(op, err)
+	}
+	return nil
 }
 
 // copyExpr is the copy of an array's elements.
@@ -131,7 +185,9 @@ func asBits(op string, o *operand) error {
 	}
 	o.buf, o.t = v, ctypes["uint16"]
 	if o.array != nil {
-		o.array = halfBits{o.array}
+		// Its span is of uint16s now: slices of it are too (made after
+		// apply's copies of overlapping inputs, the one use of copy).
+		o.array = spanOf[uint16]{}
 	}
 	return nil
 }
@@ -150,18 +206,6 @@ func bitsOf(v any) (any, error) {
 		return uint16(b), nil
 	}
 	return v, nil
-}
-
-// halfBits is a half operand's span whose slices are of uint16s (asBits:
-// made after apply's copies of overlapping inputs, the one use of copy).
-type halfBits struct{ spanned }
-
-func (h halfBits) slice(off, n int) (any, error) {
-	b, err := h.spanned.slice(off, n)
-	if err != nil {
-		return nil, err
-	}
-	return bitsOf(b)
 }
 
 // overlapping reports whether x's and y's elements may share memory:
@@ -204,28 +248,43 @@ var kernelCache sync.Map // kernelKey -> *compute.Elementwise
 // apply runs e over the broadcast of the inputs into out, which has the
 // broadcast shape (the caller checked): out's layout is written, element
 // for element of the shape. All operands must share out's stream.
-func apply(op string, e expr, out operand, ins []operand) (failure error) {
-	shape := out.layout.Shape()
+func apply(op string, e expr, out operand, ins []operand) error {
 	n := out.layout.Size()
-	for _, in := range ins {
-		if !in.scalar && in.s != out.s {
+	for i := range ins {
+		if in := &ins[i]; !in.scalar && in.s != out.s {
 			return errorf(op, cuda.ErrInvalidValue, "%s and %s are on different streams: the operands of an operation share one", in.name, out.name)
 		}
 	}
 	if n == 0 {
 		return nil
 	}
-	// An input that shares memory with the output, other than element for
-	// element (a transposed or shifted view of it), is read from a copy, so
-	// that no element is written before it is read (as NumPy does).
-	for j, in := range ins {
-		if in.scalar || in.hi <= out.lo || out.hi <= in.lo {
+	for j := range ins {
+		if overlaps(&ins[j], &out) {
+			return applyCopies(op, e, out, ins, n)
+		}
+	}
+	return applyPlan(op, e, out, ins, n)
+}
+
+// overlaps reports whether in shares memory with out other than element
+// for element (a transposed or shifted view of it).
+func overlaps(in, out *operand) bool {
+	if in.scalar || in.hi <= out.lo || out.hi <= in.lo {
+		return false
+	}
+	return in.lo != out.lo || !broadcastEquals(in.layout, out.layout)
+}
+
+// applyCopies is apply where an input overlaps the output: each such
+// input is read from a copy, so that no element is written before it is
+// read (as NumPy does).
+func applyCopies(op string, e expr, out operand, ins []operand, n int) (failure error) {
+	for j := range ins {
+		in := &ins[j]
+		if !overlaps(in, &out) {
 			continue
 		}
-		if l, err := in.layout.BroadcastTo(shape); err == nil && in.lo == out.lo && l.Equal(out.layout) {
-			continue
-		}
-		c, free, err := in.array.copy(op)
+		c, free, err := in.array.copy(op, in.name, in.arr)
 		if err != nil {
 			return err
 		}
@@ -236,6 +295,12 @@ func apply(op string, e expr, out operand, ins []operand) (failure error) {
 		}()
 		ins[j] = c
 	}
+	return applyPlan(op, e, out, ins, n)
+}
+
+// applyPlan is apply once no input overlaps the output: e's plan for the
+// operands' pattern, launched.
+func applyPlan(op string, e expr, out operand, ins []operand, n int) error {
 	// A copy of halves copies their bits, as unsigned 16-bit integers:
 	// through float32 a signaling NaN would come out quiet.
 	if e == copyExpr && out.t.half && len(ins) == 1 && ins[0].t == out.t {
@@ -246,6 +311,140 @@ func apply(op string, e expr, out operand, ins []operand) (failure error) {
 			return err
 		}
 	}
+	p, err := planFor(op, e, &out, ins)
+	if err != nil {
+		return err
+	}
+	return p.launch(op, &out, ins, n)
+}
+
+// broadcastEquals reports whether in, broadcast to out's shape, is out's
+// layout (in.BroadcastTo(out.Shape()) equal to out, without the copies).
+func broadcastEquals(in, out ndshape.Layout) bool {
+	n, k := out.Ndim(), in.Ndim()
+	if k > n || in.Offset() != out.Offset() {
+		return false
+	}
+	for i := range n {
+		st := 0
+		if j := i - (n - k); j >= 0 {
+			switch d := in.Dim(j); d {
+			case out.Dim(i):
+				st = in.Stride(j)
+			case 1:
+			default:
+				return false
+			}
+		}
+		if st != out.Stride(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// A plan is what apply works out of the operands' pattern: the types, the
+// shapes and strides of out and of each input (which are scalars), and
+// the expression. Their layouts broadcast and coalesced, the kernel, and
+// the arguments that do not change from call to call are the same for
+// every call of one pattern: apply finds them in plans, by the pattern's
+// signature, rather than working them out again (a small operation's
+// call is mostly this work). The offsets and buffers are each call's.
+type plan struct {
+	hash   uint64
+	name   string
+	code   string
+	sig    []int // the signature, as sigOf writes it
+	k      *compute.Elementwise
+	axes   int   // the strided kernel's axes; -1: the contiguous kernel
+	consts []any // the strided kernel's dims and each array's strides, as its arguments
+}
+
+// planSlots is the cache of plans: a plan in the slot of its hash (a
+// later pattern of that slot takes its place), read without a lock.
+var planSlots [1024]atomic.Pointer[plan]
+
+// maxSig is the longest signature a plan is cached for: patterns of more
+// axes or operands are worked out at every call.
+const maxSig = 128
+
+// signature is a pattern's signature being written: what tells one plan
+// from another but the expression.
+type signature struct {
+	v  [maxSig]int
+	n  int
+	ok bool
+}
+
+func (g *signature) add(x int) {
+	if g.n == maxSig {
+		g.ok = false
+		return
+	}
+	g.v[g.n] = x
+	g.n++
+}
+
+// addOperand writes an operand: its type, then -1 for a scalar, or its
+// axes, shape and strides.
+func (g *signature) addOperand(o *operand) {
+	g.add(o.t.id)
+	if o.scalar {
+		g.add(-1)
+		return
+	}
+	l := &o.layout
+	nd := l.Ndim()
+	g.add(nd)
+	for i := range nd {
+		g.add(l.Dim(i))
+	}
+	for i := range nd {
+		g.add(l.Stride(i))
+	}
+}
+
+// planSeed seeds the hashes of the expressions' code.
+var planSeed = maphash.MakeSeed()
+
+// sigOf writes the signature of a pattern and returns its hash.
+func sigOf(g *signature, e expr, out *operand, ins []operand) uint64 {
+	g.ok = true
+	g.add(len(ins))
+	g.addOperand(out)
+	for i := range ins {
+		g.addOperand(&ins[i])
+	}
+	h := maphash.String(planSeed, e.code) ^ maphash.String(planSeed, e.name)*31
+	for _, x := range g.v[:g.n] {
+		h = (h ^ uint64(x)) * 0x100000001b3
+	}
+	return h
+}
+
+// planFor returns the plan of e over the operands: cached, or worked out
+// (and cached).
+func planFor(op string, e expr, out *operand, ins []operand) (*plan, error) {
+	var g signature
+	h := sigOf(&g, e, out, ins)
+	slot := &planSlots[h%uint64(len(planSlots))]
+	if p := slot.Load(); p != nil && g.ok && p.hash == h && p.code == e.code && p.name == e.name && slices.Equal(p.sig, g.v[:g.n]) {
+		return p, nil
+	}
+	p, err := makePlan(op, e, out, ins)
+	if err != nil {
+		return nil, err
+	}
+	if g.ok {
+		p.hash, p.name, p.code, p.sig = h, e.name, e.code, slices.Clone(g.v[:g.n])
+		slot.Store(p)
+	}
+	return p, nil
+}
+
+// makePlan works out e's plan over the operands.
+func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
+	shape := out.layout.Shape()
 	// Broadcast every input to the result's shape, then coalesce the
 	// arrays' layouts together (a scalar takes no part).
 	layouts := []ndshape.Layout{out.layout}
@@ -255,13 +454,13 @@ func apply(op string, e expr, out operand, ins []operand) (failure error) {
 		}
 		l, err := in.layout.BroadcastTo(shape)
 		if err != nil {
-			return wrap(op, err)
+			return nil, wrap(op, err)
 		}
 		layouts = append(layouts, l)
 	}
 	co, err := ndshape.Coalesce(layouts...)
 	if err != nil {
-		return wrap(op, err)
+		return nil, wrap(op, err)
 	}
 	var scalars uint64
 	for j, in := range ins {
@@ -278,62 +477,79 @@ func apply(op string, e expr, out operand, ins []operand) (failure error) {
 	if !contiguous {
 		axes = co[0].Ndim()
 		if axes > maxAxes {
-			return errorf(op, cuda.ErrNotSupported, "the operands' layouts leave %d axes that cannot be merged (shape %v): at most %d; make an operand contiguous first", axes, shape, maxAxes)
+			return nil, errorf(op, cuda.ErrNotSupported, "the operands' layouts leave %d axes that cannot be merged (shape %v): at most %d; make an operand contiguous first", axes, shape, maxAxes)
 		}
 	}
-	k, err := kernelFor(op, e, out, ins, axes, scalars)
+	k, err := kernelFor(op, e, *out, ins, axes, scalars)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	p := &plan{k: k, axes: axes}
+	if axes >= 0 {
+		// The axes' dimensions and each array's strides, in the
+		// declaration's order (after the offsets, before the output).
+		for _, d := range co[0].Shape() {
+			p.consts = append(p.consts, int64(d))
+		}
+		for _, l := range co {
+			for _, st := range l.Strides() {
+				p.consts = append(p.consts, int64(st))
+			}
+		}
+	}
+	return p, nil
+}
+
+// maxArgs is the most arguments a launch of apply keeps on the stack.
+const maxArgs = 32
+
+// launch launches p's kernel over the operands' n elements.
+func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 	// The arguments in the declaration's order: the inputs, (strided)
 	// each array's offset, the axes' dimensions and each array's strides,
 	// then the output.
-	args := make([]any, 0, len(ins)+1+len(co)*(1+max(axes, 0))+max(axes, 0))
-	if axes < 0 {
+	var buf [maxArgs]any
+	args := buf[:0]
+	if p.axes < 0 {
 		// Each array from its first element, n elements long: its span
 		// itself where that is all it is.
-		slice := func(o operand, l ndshape.Layout) (any, error) {
-			if l.Offset() == 0 && o.n == n {
+		slice := func(o *operand) (any, error) {
+			if o.layout.Offset() == 0 && o.n == n {
 				return o.buf, nil
 			}
-			return o.array.slice(l.Offset(), n)
+			return o.array.slice(o.buf, o.layout.Offset(), n)
 		}
-		at := 1
-		for _, in := range ins {
+		for i := range ins {
+			in := &ins[i]
 			if in.scalar {
 				args = append(args, in.buf)
 				continue
 			}
-			b, err := slice(in, co[at])
+			b, err := slice(in)
 			if err != nil {
 				return wrap(op, err)
 			}
 			args = append(args, b)
-			at++
 		}
-		b, err := slice(out, co[0])
+		b, err := slice(out)
 		if err != nil {
 			return wrap(op, err)
 		}
 		args = append(args, b)
-		return wrap(op, k.Launch(out.s, args...))
+		return wrap(op, p.k.Launch(out.s, args...))
 	}
-	for _, in := range ins {
-		args = append(args, in.buf)
+	for i := range ins {
+		args = append(args, ins[i].buf)
 	}
-	for _, l := range co {
-		args = append(args, int64(l.Offset()))
-	}
-	for _, d := range co[0].Shape() {
-		args = append(args, int64(d))
-	}
-	for _, l := range co {
-		for _, st := range l.Strides() {
-			args = append(args, int64(st))
+	args = append(args, int64(out.layout.Offset()))
+	for i := range ins {
+		if !ins[i].scalar {
+			args = append(args, int64(ins[i].layout.Offset()))
 		}
 	}
+	args = append(args, p.consts...)
 	args = append(args, out.buf)
-	return wrap(op, k.LaunchN(out.s, n, args...))
+	return wrap(op, p.k.LaunchN(out.s, n, args...))
 }
 
 // kernelFor returns the kernel of e for the operands' types and pattern,

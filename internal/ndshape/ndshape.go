@@ -103,7 +103,7 @@ func checkShape(op string, shape []int) (int, error) {
 	size, nz := 1, 1
 	for _, d := range shape {
 		if d < 0 {
-			return 0, errorf(op, "negative dimension in shape %v", shape)
+			return 0, errorf(op, "negative dimension in shape %v", slices.Clone(shape)) // a copy: shape stays the caller's (on its stack)
 		}
 		if d == 0 {
 			size = 0
@@ -111,7 +111,7 @@ func checkShape(op string, shape []int) (int, error) {
 		}
 		var ok bool
 		if nz, ok = mul(nz, d); !ok {
-			return 0, errorf(op, "shape %v: size overflows int", shape)
+			return 0, errorf(op, "shape %v: size overflows int", slices.Clone(shape))
 		}
 	}
 	if size == 0 {
@@ -196,11 +196,26 @@ func contiguousStrides(shape []int) []int {
 
 // Contiguous returns the row-major (C order) layout of shape at offset 0.
 func Contiguous(shape []int) (Layout, error) {
-	s, err := ContiguousStrides(shape)
-	if err != nil {
+	if _, err := checkShape("contiguous", shape); err != nil {
 		return Layout{}, err
 	}
-	return Layout{shape: slices.Clone(shape), strides: s}, nil
+	// The shape and the strides in one allocation (a new array's layout
+	// is made at every call that returns one).
+	n := len(shape)
+	both := make([]int, 2*n)
+	l := Layout{shape: both[:n:n], strides: both[n:]}
+	copy(l.shape, shape)
+	if shape == nil {
+		l.shape = nil // as slices.Clone leaves it
+	}
+	st := 1
+	for i := n - 1; i >= 0; i-- {
+		l.strides[i] = st
+		if shape[i] != 0 {
+			st *= shape[i]
+		}
+	}
+	return l, nil
 }
 
 // Shape returns a copy of the shape.
@@ -208,6 +223,14 @@ func (l Layout) Shape() []int { return slices.Clone(l.shape) }
 
 // Strides returns a copy of the strides, in elements.
 func (l Layout) Strides() []int { return slices.Clone(l.strides) }
+
+// Dim returns the dimension of axis i (0 <= i < Ndim), without the copy
+// Shape makes.
+func (l Layout) Dim(i int) int { return l.shape[i] }
+
+// Stride returns the stride of axis i (0 <= i < Ndim), in elements,
+// without the copy Strides makes.
+func (l Layout) Stride(i int) int { return l.strides[i] }
 
 // Offset returns the offset of the first element, in elements.
 func (l Layout) Offset() int { return l.offset }
