@@ -220,11 +220,19 @@ func CumsumInto[T Elem](dst, a *Array[T], axis int) error {
 }
 
 // rowKernels are the kernels of the row operations, by name and type.
-var rowKernels sync.Map // "cumsum float32" -> *compute.Elementwise
+var rowKernels sync.Map // rowKey -> *compute.Elementwise
 
-// rowKernel returns the kernel name of t, declared by spec on first use.
-func rowKernel(name string, t ctype, spec func() compute.ElementwiseSpec) (*compute.Elementwise, error) {
-	key := name + " " + t.name
+// rowKey names a row kernel: its name, a second part of it (or ""), and
+// its type (no string is made to look one up).
+type rowKey struct {
+	name, sub string
+	t         int
+}
+
+// rowKernel returns the kernel name (sub) of t, declared by spec on first
+// use.
+func rowKernel(name, sub string, t ctype, spec func() compute.ElementwiseSpec) (*compute.Elementwise, error) {
+	key := rowKey{name, sub, t.id}
 	if k, ok := rowKernels.Load(key); ok {
 		return k.(*compute.Elementwise), nil
 	}
@@ -238,8 +246,8 @@ func rowKernel(name string, t ctype, spec func() compute.ElementwiseSpec) (*comp
 
 func cumsumRows[T Elem](dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.Stream) error {
 	t := ctypeOf[T]()
-	acc := map[string]string{"float32": "float", "float64": "double", "int64": "long long", "uint64": "unsigned long long"}[accOf(t)]
-	k, err := rowKernel("cumsum", t, func() compute.ElementwiseSpec {
+	k, err := rowKernel("cumsum", "", t, func() compute.ElementwiseSpec {
+		acc := map[string]string{"float32": "float", "float64": "double", "int64": "long long", "uint64": "unsigned long long"}[accOf(t)]
 		return compute.ElementwiseSpec{Name: "nd_cumsum_" + t.name, InParams: fmt.Sprintf("raw %s x, int64 cols", t.name), OutParams: fmt.Sprintf("raw %s y", t.name),
 			Operation: fmt.Sprintf("const long long base = i * cols;\n%s acc = 0;\nfor (long long k = 0; k < cols; k++) { acc += x[base + k]; y[base + k] = (%s)acc; }", acc, t.value)}
 	})
@@ -312,7 +320,7 @@ func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64]
 		} else {
 			t := ctypeOf[T]()
 			var k *compute.Elementwise
-			k, err = rowKernel("arg"+cmp, t, func() compute.ElementwiseSpec {
+			k, err = rowKernel("arg", cmp, t, func() compute.ElementwiseSpec {
 				return compute.ElementwiseSpec{Name: "nd_arg" + map[string]string{">": "max", "<": "min"}[cmp] + "_" + t.name,
 					InParams: fmt.Sprintf("raw %s x, int64 cols", t.name), OutParams: "int64 y",
 					Operation: fmt.Sprintf(`const long long base = i * cols;

@@ -9,6 +9,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/ndshape"
 )
 
 // Take returns the elements of a at indices along axis (NumPy's take with
@@ -51,8 +52,17 @@ func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *
 	if err != nil {
 		return nil, err
 	}
-	shape := a.layout.Shape()
-	outShape := append(append(slices.Clone(shape[:ax]), indices.layout.Shape()...), shape[ax+1:]...)
+	var outBuf [2 * maxDims]int
+	outShape := outBuf[:0]
+	for d := range ax {
+		outShape = append(outShape, a.layout.Dim(d))
+	}
+	for d := range indices.layout.Ndim() {
+		outShape = append(outShape, indices.layout.Dim(d))
+	}
+	for d := ax + 1; d < n; d++ {
+		outShape = append(outShape, a.layout.Dim(d))
+	}
 	out, finish, err := target(op, a.s, dst, outShape)
 	if err != nil {
 		return nil, err
@@ -60,27 +70,30 @@ func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *
 	if out.layout.Size() == 0 {
 		return finish(nil)
 	}
-	if shape[ax] == 0 {
+	dim := a.layout.Dim(ax)
+	if dim == 0 {
 		// Every index is out of range of an empty axis.
 		return finish(fill(op, out, *new(T)))
 	}
 	fail := func(err error) (*Array[T], error) { return finish(err) }
-	src, err := a.Contiguous()
-	if err != nil {
-		return fail(err)
+	// A contiguous array is read as it is (Contiguous would return a
+	// view of it).
+	src, idx := a, indices
+	if !a.layout.IsContiguous() {
+		if src, err = a.Contiguous(); err != nil {
+			return fail(err)
+		}
+		defer freed(&err, src)
 	}
-	defer freed(&err, src)
-	idx, err := indices.Contiguous()
-	if err != nil {
-		return fail(err)
+	if !indices.layout.IsContiguous() {
+		if idx, err = indices.Contiguous(); err != nil {
+			return fail(err)
+		}
+		defer freed(&err, idx)
 	}
-	defer freed(&err, idx)
-	post := 1
-	for _, d := range shape[ax+1:] {
-		post *= d
-	}
+	post := rowOf(a.layout, ax+1)
 	t := ctypeOf[T]()
-	k, err := rowKernel("take", t, func() compute.ElementwiseSpec {
+	k, err := rowKernel("take", "", t, func() compute.ElementwiseSpec {
 		return compute.ElementwiseSpec{Name: "nd_take_" + t.name,
 			InParams: fmt.Sprintf("raw %s x, raw int64 idx, int64 nidx, int64 dim, int64 post", t.name), OutParams: t.name + " y",
 			Operation: `const long long p = i % post, q = i / post;
@@ -103,7 +116,7 @@ y = k >= 0 && k < dim ? x[((q / nidx) * dim + k) * post + p] : 0;`}
 	if err != nil {
 		return fail(wrap(op, err))
 	}
-	return finish(wrap(op, k.Launch(a.s, xb, ib, int64(idx.layout.Size()), int64(shape[ax]), int64(post), ob)))
+	return finish(wrap(op, k.Launch(a.s, xb, ib, boxInt64(int64(idx.layout.Size())), boxInt64(int64(dim)), boxInt64(int64(post)), ob)))
 }
 
 // target returns the array an operation with a result of shape writes:
@@ -119,8 +132,8 @@ func target[T Elem](op string, s *cuda.Stream, dst *Array[T], shape []int) (*Arr
 		switch {
 		case dst.s != s:
 			return nil, nil, errorf(op, cuda.ErrInvalidValue, "dst and the operands are on different streams: the operands of an operation share one")
-		case !slices.Equal(dst.layout.Shape(), shape):
-			return nil, nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), shape)
+		case !sameDims(dst.layout, shape):
+			return nil, nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), slices.Clone(shape))
 		case dst.layout.IsContiguous():
 			return dst, func(err error) (*Array[T], error) { return dst, err }, nil
 		}
@@ -170,35 +183,43 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 		return nil, errorf(op, cuda.ErrInvalidValue, "no arrays to join")
 	}
 	for i, a := range arrays {
-		name := fmt.Sprintf("arrays[%d]", i)
-		if err := a.check(op, name); err != nil {
+		// The name made only for an error: a call makes no string.
+		name := func() string { return fmt.Sprintf("arrays[%d]", i) }
+		if err := a.check(op, "arrays[0]"); err != nil {
+			if i > 0 {
+				err = a.check(op, name())
+			}
 			return nil, err
 		}
 		if a.scalar {
-			return nil, errorf(op, cuda.ErrInvalidValue, "%s is a Scalar: join arrays", name)
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s is a Scalar: join arrays", name())
 		}
 		if a.s != arrays[0].s {
-			return nil, errorf(op, cuda.ErrInvalidValue, "%s and arrays[0] are on different streams: the operands of an operation share one", name)
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s and arrays[0] are on different streams: the operands of an operation share one", name())
 		}
 	}
-	first := arrays[0].layout.Shape()
-	n := len(first)
+	first := arrays[0].layout
+	n := first.Ndim()
 	ax, err := axisOf(op, axis, n)
 	if err != nil {
 		return nil, err
 	}
-	outShape := slices.Clone(first)
+	var shapeBuf [maxDims]int
+	outShape := shapeBuf[:0]
+	for d := range n {
+		outShape = append(outShape, first.Dim(d))
+	}
 	outShape[ax] = 0
 	for i, a := range arrays {
-		sh := a.layout.Shape()
-		ok := len(sh) == n
+		l := a.layout
+		ok := l.Ndim() == n
 		for d := 0; ok && d < n; d++ {
-			ok = d == ax || sh[d] == first[d]
+			ok = d == ax || l.Dim(d) == first.Dim(d)
 		}
 		if !ok {
-			return nil, errorf(op, cuda.ErrInvalidValue, "arrays[%d] has shape %v, and arrays[0] %v: they must agree but on axis %d", i, sh, first, axis)
+			return nil, errorf(op, cuda.ErrInvalidValue, "arrays[%d] has shape %v, and arrays[0] %v: they must agree but on axis %d", i, l.Shape(), first.Shape(), axis)
 		}
-		outShape[ax] += sh[ax]
+		outShape[ax] += l.Dim(ax)
 	}
 	out := dst
 	if dst == nil {
@@ -208,8 +229,8 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 		}
 	} else if err := writable(op, "dst", dst); err != nil {
 		return nil, err
-	} else if !slices.Equal(dst.layout.Shape(), outShape) || dst.s != arrays[0].s {
-		return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the arrays join into %v on their stream", dst.layout.Shape(), outShape)
+	} else if !slices.Equal(dst.layout.Shape(), outShape) || dst.s != arrays[0].s { // (ConcatInto)
+		return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the arrays join into %v on their stream", dst.layout.Shape(), slices.Clone(outShape))
 	}
 	// Contiguous arrays into a contiguous out: one kernel for them all.
 	done, err := concatOnce(op, out, arrays, ax)
@@ -257,9 +278,11 @@ func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (d
 	if !out.layout.IsContiguous() || out.layout.Size() == 0 {
 		return false, nil
 	}
-	var parts []*cuda.DeviceBuffer[T]
-	var ends []int64 // the end of each part's row in out's row
-	row, outer := int64(0), out.layout.Size()/rowOf(out.layout.Shape(), ax)
+	var partsBuf [maxConcatOnce]*cuda.DeviceBuffer[T]
+	var endsBuf [maxConcatOnce]int64
+	parts, ends := partsBuf[:0], endsBuf[:0] // ends: the end of each part's row in out's row
+	count := 0                               // the parts, those past maxConcatOnce too
+	row, outer := int64(0), out.layout.Size()/rowOf(out.layout, ax)
 	for _, a := range arrays {
 		if !a.layout.IsContiguous() {
 			return false, nil
@@ -273,10 +296,12 @@ func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (d
 			return false, wrap(op, err)
 		}
 		row += int64(n / outer)
-		parts = append(parts, b)
-		ends = append(ends, row)
+		if count++; count <= maxConcatOnce {
+			parts = append(parts, b)
+			ends = append(ends, row)
+		}
 	}
-	if len(parts) == 0 || len(parts) > maxConcatOnce {
+	if count == 0 || count > maxConcatOnce {
 		return false, nil
 	}
 	o, err := out.Buffer()
@@ -296,14 +321,30 @@ func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (d
 	return true, wrap(op, err)
 }
 
-// rowOf returns the elements of shape from axis ax on.
-func rowOf(shape []int, ax int) int {
+// sameDims reports whether l's shape is shape.
+func sameDims(l ndshape.Layout, shape []int) bool {
+	if l.Ndim() != len(shape) {
+		return false
+	}
+	for i, d := range shape {
+		if l.Dim(i) != d {
+			return false
+		}
+	}
+	return true
+}
+
+// rowOf returns the elements of l's shape from axis ax on.
+func rowOf(l ndshape.Layout, ax int) int {
 	n := 1
-	for _, d := range shape[ax:] {
-		n *= d
+	for d := ax; d < l.Ndim(); d++ {
+		n *= l.Dim(d)
 	}
 	return n
 }
+
+// concatNames are the concat kernels' rowKernel names, by count of parts.
+var concatNames = [maxConcatOnce + 1]string{"0", "1", "2", "3", "4", "5", "6", "7", "8"}
 
 // concatBits is concatOnce's kernel over the elements' bits, U an
 // unsigned integer of their size: out's rows are ends[len(ends)-1] long,
@@ -311,7 +352,7 @@ func rowOf(shape []int, ax int) int {
 func concatBits[U uint8 | uint16 | uint32 | uint64, T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T], ends []int64, s *cuda.Stream) error {
 	k := len(parts)
 	t := ctypeOf[U]()
-	kern, err := rowKernel(fmt.Sprintf("concat%d", k), t, func() compute.ElementwiseSpec {
+	kern, err := rowKernel("concat", concatNames[k], t, func() compute.ElementwiseSpec {
 		var in []string
 		for j := range k {
 			in = append(in, fmt.Sprintf("raw %s p%d", t.name, j))
@@ -341,7 +382,8 @@ func concatBits[U uint8 | uint16 | uint32 | uint64, T Elem](out *cuda.DeviceBuff
 	if err != nil {
 		return err
 	}
-	args := make([]any, 0, 2*k+1)
+	var buf [2*maxConcatOnce + 1]any
+	args := buf[:0]
 	for _, p := range parts {
 		v, err := cuda.ViewAs[U](p)
 		if err != nil {
@@ -350,7 +392,7 @@ func concatBits[U uint8 | uint16 | uint32 | uint64, T Elem](out *cuda.DeviceBuff
 		args = append(args, v)
 	}
 	for _, e := range ends {
-		args = append(args, e)
+		args = append(args, boxInt64(e))
 	}
 	y, err := cuda.ViewAs[U](out)
 	if err != nil {

@@ -500,6 +500,32 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 	return p, nil
 }
 
+// boxedInts are int64 kernel arguments boxed once (compute's are too):
+// an int64 in an interface is an allocation (but from 0 to 255), and a
+// call's offsets and lengths are mostly the last call's. A slot holds the
+// last value of its hash.
+var boxedInts [256]atomic.Pointer[boxedInt]
+
+type boxedInt struct {
+	v int64
+	a any
+}
+
+// boxInt64 returns v in an interface, boxed once for as long as its slot
+// keeps it.
+func boxInt64(v int64) any {
+	if v >= 0 && v < 256 {
+		return v // the runtime's own boxes: no allocation
+	}
+	slot := &boxedInts[(uint64(v)*0x9e3779b97f4a7c15)>>56]
+	if b := slot.Load(); b != nil && b.v == v {
+		return b.a
+	}
+	b := &boxedInt{v: v, a: v}
+	slot.Store(b)
+	return b.a
+}
+
 // maxArgs is the most arguments a launch of apply keeps on the stack.
 const maxArgs = 32
 
@@ -541,10 +567,10 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 	for i := range ins {
 		args = append(args, ins[i].buf)
 	}
-	args = append(args, int64(out.layout.Offset()))
+	args = append(args, boxInt64(int64(out.layout.Offset())))
 	for i := range ins {
 		if !ins[i].scalar {
-			args = append(args, int64(ins[i].layout.Offset()))
+			args = append(args, boxInt64(int64(ins[i].layout.Offset())))
 		}
 	}
 	args = append(args, p.consts...)

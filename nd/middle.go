@@ -157,7 +157,7 @@ func middleKernels(what string, t ctype, acc string) (*compute.Elementwise, *com
 	fold := func(a, b string) string {
 		return fmt.Sprintf("{ const %[1]s a = %[2]s, b = %[3]s; r = %[4]s; }", v, a, b, combine)
 	}
-	k1, err := rowKernel("middle1 "+what, t, func() compute.ElementwiseSpec {
+	k1, err := rowKernel("middle1", what, t, func() compute.ElementwiseSpec {
 		return compute.ElementwiseSpec{Name: "nd_middle_" + what + "_" + t.name,
 			InParams:  fmt.Sprintf("raw %s src, int64 mid, int64 inner, int64 chunk, int64 chunks", t.name),
 			OutParams: fmt.Sprintf("raw %s part", acc),
@@ -175,7 +175,7 @@ part[i] = r;`, v, identity, fold("r", value))}
 	if what == "mean" {
 		post = fmt.Sprintf("r / (%s)mid", v)
 	}
-	k2, err := rowKernel("middle2 "+what, t, func() compute.ElementwiseSpec {
+	k2, err := rowKernel("middle2", what, t, func() compute.ElementwiseSpec {
 		return compute.ElementwiseSpec{Name: "nd_middle_fold_" + what + "_" + t.name,
 			InParams:  fmt.Sprintf("raw %s part, int64 chunks, int64 inner, int64 mid", acc),
 			OutParams: t.name + " y",

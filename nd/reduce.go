@@ -50,9 +50,16 @@ func (x Axes) String() string {
 	return s
 }
 
-// resolve returns the folded axes of an n-d array, sorted, as a set.
-func (x Axes) resolve(op string, n int) ([]bool, error) {
-	fold := make([]bool, n)
+// resolve returns the folded axes of an n-d array, sorted, as a set, in
+// buf where it has room.
+func (x Axes) resolve(op string, n int, buf []bool) ([]bool, error) {
+	var fold []bool
+	if n <= len(buf) {
+		fold = buf[:n]
+		clear(fold)
+	} else {
+		fold = make([]bool, n)
+	}
 	if x.all || x.axes == nil {
 		for i := range fold {
 			fold[i] = true
@@ -167,15 +174,17 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	if a.scalar {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: reduce an array")
 	}
-	fold, err := x.resolve(op, a.layout.Ndim())
+	var foldBuf [maxDims]bool
+	fold, err := x.resolve(op, a.layout.Ndim(), foldBuf[:])
 	if err != nil {
 		return nil, err
 	}
 	// The result's shape, and a's axes reordered kept first, folded last.
-	shape := a.layout.Shape()
-	var kept, folded, outShape []int
+	var keptBuf, foldedBuf, outBuf [maxDims]int
+	kept, folded, outShape := keptBuf[:0], foldedBuf[:0], outBuf[:0]
 	rows, cols := 1, 1
-	for i, d := range shape {
+	for i := range a.layout.Ndim() {
+		d := a.layout.Dim(i)
 		if fold[i] {
 			folded = append(folded, i)
 			cols *= d
@@ -189,7 +198,7 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 		outShape = append(outShape, d)
 	}
 	if cols == 0 && identity == nil {
-		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: the operation has no identity to give for an empty fold (%v)", shape, x)
+		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v: the operation has no identity to give for an empty fold (%v)", a.layout.Shape(), x)
 	}
 	out := dst
 	if out == nil {
@@ -230,8 +239,8 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	block := len(folded) > 0 && folded[len(folded)-1]-folded[0] == len(folded)-1
 	inner := 1
 	if block {
-		for _, d := range shape[folded[len(folded)-1]+1:] {
-			inner *= d
+		for i := folded[len(folded)-1] + 1; i < a.layout.Ndim(); i++ {
+			inner *= a.layout.Dim(i)
 		}
 	}
 	contiguousRows := a.layout.IsContiguous()
@@ -294,8 +303,8 @@ func intoShape[T Elem](op string, dst, a *Array[T], shape []int) error {
 	switch {
 	case dst.s != a.s:
 		return errorf(op, cuda.ErrInvalidValue, "dst and a are on different streams: the operands of an operation share one")
-	case !slices.Equal(dst.layout.Shape(), shape) && !(len(shape) == 0 && dst.layout.Ndim() == 0):
-		return errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), shape)
+	case !sameDims(dst.layout, shape) && !(len(shape) == 0 && dst.layout.Ndim() == 0):
+		return errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), slices.Clone(shape))
 	}
 	return nil
 }
