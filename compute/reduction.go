@@ -99,6 +99,7 @@ type Reduction struct {
 	acc                                    dtype
 	mu                                     sync.Mutex
 	variants                               map[string]*variant
+	names                                  sync.Map // suffix -> name+suffix, the kernels' names, made once
 }
 
 // NewReduction checks a reduction's declaration, each field of spec on its
@@ -512,7 +513,7 @@ func (r *Reduction) classify(op string, s *cuda.Stream, args []any) ([]arg, erro
 // check checks the buffers of as, each named as the caller's call names
 // it: of s's context, the inputs of want elements (why says why), the
 // output of outN (outWhy).
-func (r *Reduction) check(op string, s *cuda.Stream, as []arg, want int, why string, outN int, outWhy string) error {
+func (r *Reduction) check(op string, s *cuda.Stream, as []arg, want int, why func() string, outN int, outWhy string) error {
 	if err := checkBuffers(op, s, as); err != nil {
 		return err
 	}
@@ -523,7 +524,7 @@ func (r *Reduction) check(op string, s *cuda.Stream, as []arg, want int, why str
 		case j == len(r.in) && a.n != outN:
 			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, want %d%s", a.name, a.n, outN, outWhy)
 		case j < len(r.in) && a.n != want:
-			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, want %d%s", a.name, a.n, want, why)
+			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, want %d%s", a.name, a.n, want, why())
 		}
 	}
 	return nil
@@ -544,12 +545,18 @@ func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 // launch is Launch of checked arguments (Launch's, or a standard
 // operation's): the fold of one row of n elements.
 func (r *Reduction) launch(op string, s *cuda.Stream, as []arg) error {
-	n, why := 0, ""
+	n, first := 0, ""
 	for _, a := range as[:len(r.in)] {
 		if a.buffer && a.mem != nil {
-			n, why = a.n, " (as "+a.name+" has)" // the first buffer's length is the count
+			n, first = a.n, a.name // the first buffer's length is the count
 			break
 		}
+	}
+	why := func() string {
+		if first == "" {
+			return ""
+		}
+		return " (as " + first + " has)"
 	}
 	if err := r.check(op, s, as, n, why, 1, ""); err != nil {
 		return err
@@ -588,7 +595,7 @@ func (r *Reduction) launchAxis(op string, s *cuda.Stream, shape Shape, axis Axis
 	default:
 		return errorf(op, cuda.ErrInvalidValue, "axis %d is not an axis: want PerRow or PerColumn", int(axis))
 	}
-	why := fmt.Sprintf(": a %d×%d matrix", shape.Rows, shape.Cols)
+	why := func() string { return fmt.Sprintf(": a %d×%d matrix", shape.Rows, shape.Cols) }
 	if err := r.check(op, s, as, shape.Rows*shape.Cols, why, outN, outWhy); err != nil {
 		return err
 	}
@@ -631,7 +638,7 @@ func (r *Reduction) foldRows(op string, s *cuda.Stream, shape Shape, as []arg) e
 			return err
 		}
 		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.blocks}, Block: cuda.Dim3{X: l.threads}, Stream: s}
-		return launchError(op, f[0].Launch(cfg, append(vals, out, rows, cols, int32(l.group))...), as, r.name)
+		return launchError(op, f[0].Launch(cfg, append(vals, out, boxInt64(rows), boxInt64(cols), int32(l.group))...), as, r.name)
 	}
 	f, err := r.functions(op, s, as, "_split", "_chunks")
 	if err != nil {
@@ -748,29 +755,45 @@ func (r *Reduction) width(as []arg) int {
 
 // functions returns the kernels name+suffix of the variant for the inputs'
 // pattern.
-func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...string) ([]*cuda.Function, error) {
-	pattern := make([]bool, len(r.in))
-	key := make([]byte, len(r.in))
+func (r *Reduction) functions(op string, s *cuda.Stream, as []arg, suffixes ...string) ([2]*cuda.Function, error) {
+	var fs [2]*cuda.Function
+	var keyBuf [stackArgs]byte
+	key := keyBuf[:0]
 	for j := range r.in {
-		pattern[j] = as[j].buffer
-		key[j] = map[bool]byte{true: 'b', false: 's'}[as[j].buffer]
+		b := byte('s')
+		if as[j].buffer {
+			b = 'b'
+		}
+		key = append(key, b)
 	}
 	r.mu.Lock()
 	v, ok := r.variants[string(key)]
 	if !ok {
+		pattern := make([]bool, len(r.in))
+		for j := range r.in {
+			pattern[j] = as[j].buffer
+		}
 		v = &variant{src: r.source(pattern)}
 		r.variants[string(key)] = v
 	}
 	r.mu.Unlock()
-	var fs []*cuda.Function
-	for _, suffix := range suffixes {
-		f, err := kernel(op, s, v, r.name+suffix, as)
+	for i, suffix := range suffixes {
+		f, err := kernel(op, s, v, r.kernelName(suffix), as)
 		if err != nil {
-			return nil, err
+			return fs, err
 		}
-		fs = append(fs, f)
+		fs[i] = f
 	}
 	return fs, nil
+}
+
+// kernelName returns the name of r's kernel of suffix, made once.
+func (r *Reduction) kernelName(suffix string) string {
+	if name, ok := r.names.Load(suffix); ok {
+		return name.(string)
+	}
+	name, _ := r.names.LoadOrStore(suffix, r.name+suffix)
+	return name.(string)
 }
 
 // withScratch runs launch with n elements of stream-ordered scratch

@@ -762,11 +762,10 @@ func IsClose[T Elem](a, b *Array[T], rtol, atol float64) (out *Array[Bool], fail
 	defer poison(&out, &failure)
 	const op = "IsClose"
 	var buf [4]operand
-	ins, err := operands(buf[:], op, a, b)
-	if err != nil {
+	if _, err := operands(buf[:], op, a, b); err != nil {
 		return nil, err
 	}
-	ins = buf[:4]
+	ins := buf[:4]
 	operandInto(&ins[2], op, "rtol", Scalar(rtol))
 	operandInto(&ins[3], op, "atol", Scalar(atol))
 	return run[Bool](op, isCloseExpr(ctypeOf[T]()), ins...)

@@ -192,8 +192,12 @@ func copyInto[T Elem](op string, dst, src *Array[T]) error {
 	if err != nil {
 		return err
 	}
-	if _, err := src.layout.BroadcastTo(dst.layout.Shape()); err != nil {
-		return wrap(op, err)
+	ins := [1]operand{in}
+	if !broadcastsTo(dst.layout, ins[:]) {
+		// Why not, as ndshape says it.
+		if _, err := src.layout.BroadcastTo(dst.layout.Shape()); err != nil {
+			return wrap(op, err)
+		}
 	}
-	return apply(op, copyExpr, out, []operand{in})
+	return apply(op, copyExpr, out, ins[:])
 }
