@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -111,7 +112,14 @@ type Elementwise struct {
 	readOnly []bool          // by parameter: an input only, which may be a scalar unless raw
 	body     string
 	mu       sync.Mutex
-	variants map[uint64]*variant // the source of each argument pattern (bit j: parameter j is a buffer)
+	variants map[uint64]*variant            // the source of each argument pattern (bit j: parameter j is a buffer)
+	first    atomic.Pointer[patternVariant] // the first pattern launched, found without mu
+}
+
+// patternVariant is an Elementwise's variant of an argument pattern.
+type patternVariant struct {
+	key uint64
+	v   *variant
 }
 
 // maxParams is the most parameters a kernel may have (a launch's pattern
@@ -559,17 +567,26 @@ func (k *Elementwise) launch(op string, s *cuda.Stream, as []arg, n int) error {
 			key |= 1 << j
 		}
 	}
-	k.mu.Lock()
-	v, ok := k.variants[key]
-	if !ok {
-		pattern := make([]bool, len(as))
-		for j, a := range as {
-			pattern[j] = a.buffer
+	var v *variant
+	if pv := k.first.Load(); pv != nil && pv.key == key {
+		v = pv.v
+	} else {
+		k.mu.Lock()
+		var ok bool
+		v, ok = k.variants[key]
+		if !ok {
+			pattern := make([]bool, len(as))
+			for j, a := range as {
+				pattern[j] = a.buffer
+			}
+			v = &variant{src: k.source(pattern), width: k.vectorWidth(pattern)}
+			k.variants[key] = v
 		}
-		v = &variant{src: k.source(pattern), width: k.vectorWidth(pattern)}
-		k.variants[key] = v
+		k.mu.Unlock()
+		if pv == nil {
+			k.first.CompareAndSwap(nil, &patternVariant{key, v})
+		}
 	}
-	k.mu.Unlock()
 	f, err := kernel(op, s, v, k.name, as)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package nd_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -142,4 +143,41 @@ func callLoop(b *testing.B, s *cuda.Stream, op func() error) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "us/op")
+}
+
+// TestCallAllocs checks that an Into call of the elementwise engine, in
+// a loop, allocates nothing on the host (the plan of its pattern cached),
+// and that AddInto into a view and a broadcast AddInto do not either.
+func TestCallAllocs(t *testing.T) {
+	requireKernels(t)
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	s := stream(t)
+	x, y, z := free(t, must(nd.Zeros[float32](s, 1024))(t)), free(t, must(nd.Zeros[float32](s, 1024))(t)), free(t, must(nd.Zeros[float32](s, 1024))(t))
+	m, r := free(t, must(nd.Zeros[float32](s, 65, 33))(t)), free(t, must(nd.Zeros[float32](s, 33))(t))
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"AddInto", func() error { return nd.AddInto(z, x, y) }},
+		{"AddInto broadcast", func() error { return nd.AddInto(m, m, r) }},
+		{"MulInto in place", func() error { return nd.MulInto(m, m, m) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.call(); err != nil { // its kernel compiled, its plan made
+				t.Fatal(err)
+			}
+			var err error
+			if n := testing.AllocsPerRun(20, func() { err = errors.Join(err, c.call()) }); n != 0 {
+				t.Errorf("%v allocations a call, want 0", n)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 }

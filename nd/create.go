@@ -21,7 +21,19 @@ func empty[T Elem](op string, s *cuda.Stream, shape []int) (*Array[T], error) {
 	if s == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
 	}
-	l, err := ndshape.Contiguous(shape)
+	// The array and its layout's shape and strides in one allocation,
+	// where it has few axes.
+	var a *Array[T]
+	var l ndshape.Layout
+	var err error
+	if len(shape) <= smallDims {
+		x := new(arrayDims[T])
+		a = &x.a
+		l, err = ndshape.ContiguousIn(x.dims[:], shape)
+	} else {
+		a = new(Array[T])
+		l, err = ndshape.Contiguous(shape)
+	}
 	if err != nil {
 		return nil, wrap(op, err)
 	}
@@ -29,7 +41,19 @@ func empty[T Elem](op string, s *cuda.Stream, shape []int) (*Array[T], error) {
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	return &Array[T]{buf: buf, owns: true, s: s, layout: l}, nil
+	*a = Array[T]{buf: buf, owns: true, s: s, layout: l}
+	return a, nil
+}
+
+// smallDims is the most axes an array made by empty keeps its layout in
+// (arrayDims).
+const smallDims = 4
+
+// arrayDims is an array with room for the shape and strides of its
+// layout, of up to smallDims axes: a new array is one allocation.
+type arrayDims[T Elem] struct {
+	a    Array[T]
+	dims [2 * smallDims]int
 }
 
 // Zeros returns a contiguous array of the shape, every element zero,

@@ -195,15 +195,24 @@ func contiguousStrides(shape []int) []int {
 }
 
 // Contiguous returns the row-major (C order) layout of shape at offset 0.
-func Contiguous(shape []int) (Layout, error) {
+func Contiguous(shape []int) (Layout, error) { return ContiguousIn(nil, shape) }
+
+// ContiguousIn is Contiguous with the layout's shape and strides kept in
+// buf where it has room for both (2·len(shape) ints): memory that holds
+// nothing else, which the caller gives the layout, and never writes.
+func ContiguousIn(buf []int, shape []int) (Layout, error) {
 	if _, err := checkShape("contiguous", shape); err != nil {
 		return Layout{}, err
 	}
-	// The shape and the strides in one allocation (a new array's layout
-	// is made at every call that returns one).
+	// The shape and the strides in one allocation, or none (a new array's
+	// layout is made at every call that returns one).
 	n := len(shape)
-	both := make([]int, 2*n)
-	l := Layout{shape: both[:n:n], strides: both[n:]}
+	both := buf[:0]
+	if cap(buf) < 2*n {
+		both = make([]int, 2*n)
+	}
+	both = both[:2*n]
+	l := Layout{shape: both[:n:n], strides: both[n : 2*n : 2*n]}
 	copy(l.shape, shape)
 	if shape == nil {
 		l.shape = nil // as slices.Clone leaves it
