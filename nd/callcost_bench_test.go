@@ -22,6 +22,10 @@ import (
 // call cost. BenchmarkND times the same calls against the peers.
 //
 // GOCUDA_ND_CALLS (a comma list of ops) selects a subset.
+// GOCUDA_ND_CALL_SMALL=1 makes the long axes short (4097 rows 65, the
+// middle axis of 100003 2003, the table of 100003 rows 1003), the calls'
+// patterns and so their paths on the host the same: for the fake driver,
+// whose emulated kernels take the host's CPU by the element.
 // GOCUDA_ND_CALL_CAPTURE=1 times the calls inside a stream capture
 // (Stream.Capture): their kernels are recorded into a graph, never run,
 // so that the time is the host's side alone, the driver's recording of
@@ -50,6 +54,10 @@ func BenchmarkCallCost(b *testing.B) {
 
 // callCases are BenchmarkCallCost's cases.
 func callCases() []benchCase {
+	rows, mid, table := 4097, 100003, 100003
+	if os.Getenv("GOCUDA_ND_CALL_SMALL") == "1" {
+		rows, mid, table = 65, 2003, 1003
+	}
 	return []benchCase{
 		{"into", "f32", "1024", func(b *testing.B, s *cuda.Stream) {
 			x, y, z := benchZeros[float32](b, s, 1024), benchZeros[float32](b, s, 1024), benchZeros[float32](b, s, 1024)
@@ -65,25 +73,25 @@ func callCases() []benchCase {
 				return r.Free()
 			})
 		}},
-		{"add", "f32", "4097x33+33", func(b *testing.B, s *cuda.Stream) {
-			x, y, z := benchZeros[float32](b, s, 4097, 33), benchZeros[float32](b, s, 33), benchZeros[float32](b, s, 4097, 33)
+		{"add", "f32", fmt.Sprintf("%dx33+33", rows), func(b *testing.B, s *cuda.Stream) {
+			x, y, z := benchZeros[float32](b, s, rows, 33), benchZeros[float32](b, s, 33), benchZeros[float32](b, s, rows, 33)
 			callLoop(b, s, func() error { return nd.AddInto(z, x, y) })
 		}},
-		{"softmax_last", "f32", "4097x33", func(b *testing.B, s *cuda.Stream) {
-			x, z := benchZeros[float32](b, s, 4097, 33), benchZeros[float32](b, s, 4097, 33)
+		{"softmax_last", "f32", fmt.Sprintf("%dx33", rows), func(b *testing.B, s *cuda.Stream) {
+			x, z := benchZeros[float32](b, s, rows, 33), benchZeros[float32](b, s, rows, 33)
 			callLoop(b, s, func() error { return nd.SoftmaxInto(z, x, -1) })
 		}},
-		callConcat(0), callConcat(1),
-		{"sum_mid", "f32", "5x100003x3", func(b *testing.B, s *cuda.Stream) {
-			x, z := benchZeros[float32](b, s, 5, 100003, 3), benchZeros[float32](b, s, 5, 3)
+		callConcat(rows, 0), callConcat(rows, 1),
+		{"sum_mid", "f32", fmt.Sprintf("5x%dx3", mid), func(b *testing.B, s *cuda.Stream) {
+			x, z := benchZeros[float32](b, s, 5, mid, 3), benchZeros[float32](b, s, 5, 3)
 			callLoop(b, s, func() error { return nd.SumInto(z, x, nd.Along(1)) })
 		}},
-		{"take", "f32", "100003x33[7]", func(b *testing.B, s *cuda.Stream) {
-			x := benchZeros[float32](b, s, 100003, 33)
+		{"take", "f32", fmt.Sprintf("%dx33[7]", table), func(b *testing.B, s *cuda.Stream) {
+			x := benchZeros[float32](b, s, table, 33)
 			rng := rand.New(rand.NewPCG(50, 8))
 			idx := make([]int64, 7)
 			for i := range idx {
-				idx[i] = rng.Int64N(100003)
+				idx[i] = rng.Int64N(int64(table))
 			}
 			ix := free(b, must(nd.FromSlice(s, idx))(b))
 			callLoop(b, s, func() error {
@@ -97,10 +105,10 @@ func callCases() []benchCase {
 	}
 }
 
-// callConcat is the Concat of two 4097x33 arrays along axis.
-func callConcat(axis int) benchCase {
-	return benchCase{fmt.Sprintf("concat%d", axis), "f32", "4097x33+4097x33", func(b *testing.B, s *cuda.Stream) {
-		x, y := benchZeros[float32](b, s, 4097, 33), benchZeros[float32](b, s, 4097, 33)
+// callConcat is the Concat of two rows×33 arrays along axis.
+func callConcat(rows, axis int) benchCase {
+	return benchCase{fmt.Sprintf("concat%d", axis), "f32", fmt.Sprintf("%dx33+%dx33", rows, rows), func(b *testing.B, s *cuda.Stream) {
+		x, y := benchZeros[float32](b, s, rows, 33), benchZeros[float32](b, s, rows, 33)
 		arrays := []*nd.Array[float32]{x, y}
 		callLoop(b, s, func() error {
 			r, err := nd.Concat(arrays, axis)
