@@ -1,6 +1,10 @@
 package cusparse
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
@@ -255,7 +259,9 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 // stream-ordered memory of h's stream (cusparseDenseToSparse). cuSPARSE
 // counts the non-zeros on the device and hands the count to the host, so
 // FromDense waits for h's stream (its analysis does), and is refused while
-// the stream captures.
+// the stream captures. cuSPARSE does not order a row's non-zeros by
+// column: FromDense waits for the conversion too, and sorts them on the
+// host where they are out of order.
 func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error) {
 	const name = "FromDense"
 	if err := h.valid(name); err != nil {
@@ -313,6 +319,9 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 		}
 		return check(name, "cusparseDenseToSparse_convert", clib.DenseToSparse_convert(lh, dd, dm, 0, buf))
 	})
+	if err == nil {
+		err = sortRows(name, h, out)
+	}
 	if err != nil {
 		if out != nil {
 			out.freeAll()
@@ -320,4 +329,91 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 		return nil, err
 	}
 	return out, nil
+}
+
+// sortRows puts each row's column indices of m, a CSR matrix FromDense
+// has just made, in increasing order, with their values: cuSPARSE's
+// DenseToSparse gives each row its non-zeros in an order of its own (on an
+// H100, cuSPARSE 12 leaves rows of a few dozen non-zeros and more
+// unsorted, from a row-major or a column-major matrix alike), and a
+// Matrix keeps them sorted. It waits for h's stream and sorts on the
+// host (FromDense waits for the stream already), writing back only what
+// was out of order.
+func sortRows[I Index, T Element](op string, h *Handle, m *Matrix[I, T]) error {
+	if m.nnz < 2 {
+		return nil
+	}
+	if err := h.hold(op); err != nil {
+		return err
+	}
+	defer h.life.Release()
+	if err := h.stream.Synchronize(); err != nil {
+		return calledas.Op(op, err)
+	}
+	hm, err := m.download(op)
+	if err != nil {
+		return err
+	}
+	sorted, err := sortCompressed(hm.outer, hm.inner, hm.values, m.cols)
+	if err != nil {
+		return errorf(op, cuda.ErrInvalidValue, "cuSPARSE's DenseToSparse gave %v (did d change during the call?)", err)
+	}
+	if sorted {
+		return nil
+	}
+	if err := errors.Join(copyIn(m.inner, hm.inner), copyIn(m.values, hm.values)); err != nil {
+		return calledas.Op(op, err)
+	}
+	return nil
+}
+
+// sortCompressed sorts the inner indices of each slice of a compressed
+// matrix (offsets off into ind and val), with their values, in place;
+// sorted reports that they were in order already. It checks what it
+// reads: offsets that start at 0, never decrease and end at len(ind),
+// inner indices in [0, inner), none twice in a slice.
+func sortCompressed[I Index, T Element](off, ind []I, val []T, inner int) (sorted bool, err error) {
+	if len(off) == 0 || off[0] != 0 || int(off[len(off)-1]) != len(ind) || len(val) != len(ind) {
+		return false, fmt.Errorf("offsets from %v to %v for %d non-zeros", off[:min(len(off), 1)], off[max(len(off)-1, 0):], len(ind))
+	}
+	sorted = true
+	var perm []int
+	var pi []I
+	var pv []T
+	for o := range len(off) - 1 {
+		lo, hi := int(off[o]), int(off[o+1])
+		if lo > hi || hi > len(ind) {
+			return false, fmt.Errorf("offsets %d and %d at %d", lo, hi, o)
+		}
+		in := true
+		for k := lo; k < hi; k++ {
+			if ind[k] < 0 || int(ind[k]) >= inner {
+				return false, fmt.Errorf("index %d in slice %d, outside [0, %d)", ind[k], o, inner)
+			}
+			if k > lo && ind[k] <= ind[k-1] {
+				in = false
+			}
+		}
+		if in {
+			continue
+		}
+		sorted = false
+		perm = perm[:0]
+		for k := lo; k < hi; k++ {
+			perm = append(perm, k)
+		}
+		slices.SortFunc(perm, func(a, b int) int { return cmpIndex(ind[a], ind[b]) })
+		pi, pv = pi[:0], pv[:0]
+		for _, k := range perm {
+			pi, pv = append(pi, ind[k]), append(pv, val[k])
+		}
+		for k := 1; k < len(pi); k++ {
+			if pi[k] == pi[k-1] {
+				return false, fmt.Errorf("index %d twice in slice %d", pi[k], o)
+			}
+		}
+		copy(ind[lo:hi], pi)
+		copy(val[lo:hi], pv)
+	}
+	return sorted, nil
 }

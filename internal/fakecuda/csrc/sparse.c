@@ -1126,6 +1126,12 @@ struct d2s_job {
 	struct dnm a;
 	struct spm b;
 };
+// run_d2s writes B row after row (column after column for CSC), but not
+// in the order of the inner index, as the real cuSPARSE does not (to CSR,
+// cuSPARSE 12 on an H100 gave the non-zeros of rows of a few dozen and
+// more in an order of its own, from a row-major and a column-major matrix
+// alike): each slice's second half first, then its first half, so that a
+// caller that takes the output as sorted is caught here too.
 static void run_d2s(struct lib_job *job) {
 	struct d2s_job *o = (struct d2s_job *)job;
 	const struct dnm *a = &o->a;
@@ -1133,20 +1139,28 @@ static void run_d2s(struct lib_job *job) {
 	int64_t k = 0, base = b->base;
 	int by_col = b->fmt == F_CSC;
 	int64_t outer = by_col ? a->cols : a->rows, inner = by_col ? a->rows : a->cols;
+	int64_t *at = malloc((size_t)(inner > 0 ? inner : 1) * sizeof *at);
+	if (!at) return;
 	if (b->fmt != F_COO) istore(b->ta, b->a, 0, base);
 	for (int64_t o1 = 0; o1 < outer; o1++) {
+		int64_t n = 0;
 		for (int64_t i1 = 0; i1 < inner; i1++) {
 			int64_t r = by_col ? i1 : o1, c = by_col ? o1 : i1;
-			cplx v = vload(a->vt, a->v, dn_at(a, r, c));
-			if (v == 0) continue;
-			if (k >= b->nnz) return; // the matrix changed since the analysis
+			if (vload(a->vt, a->v, dn_at(a, r, c)) != 0) at[n++] = i1;
+		}
+		for (int64_t q = 0; q < n; q++) {
+			int64_t i1 = at[(q + n / 2) % n];
+			int64_t r = by_col ? i1 : o1, c = by_col ? o1 : i1;
+			if (k >= b->nnz) goto out; // the matrix changed since the analysis
 			if (b->fmt == F_COO) istore(b->ta, b->a, k, r + base), istore(b->tb, b->b, k, c + base);
 			else istore(b->tb, b->b, k, i1 + base);
-			vstore(b->vt, b->v, k, v);
+			vstore(b->vt, b->v, k, vload(a->vt, a->v, dn_at(a, r, c)));
 			k++;
 		}
 		if (b->fmt != F_COO) istore(b->ta, b->a, o1 + 1, k + base);
 	}
+out:
+	free(at);
 }
 
 EXPORT int cusparseDenseToSparse_convert(struct fake_sparse *h, struct fake_dnmat *A, struct fake_spmat *B, int alg, void *buf) {
