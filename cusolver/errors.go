@@ -11,8 +11,8 @@ import (
 // errors an Err returns match one of these (errors.Is).
 var (
 	// ErrSingular: LU found a pivot exactly zero (U(i,i) = 0), or
-	// LeastSquares a zero on R's diagonal; LU's factors are complete, but
-	// solving with them divides by zero.
+	// LeastSquares a singular R (a matrix without full column rank); LU's
+	// factors are complete, but solving with them divides by zero.
 	ErrSingular = errors.New("the matrix is singular")
 	// ErrNotPositiveDefinite: Cholesky found a leading minor that is
 	// not positive definite (or CholeskyInverse a zero on the factor's

@@ -17,7 +17,7 @@ const (
 	infoMinor                       // potrf: i > 0 is the leading minor of order i
 	infoInverse                     // potri: i > 0 is a zero on the factor's diagonal
 	infoConvergence                 // gesvd, syevd, the Jacobi batches: i > 0 did not converge
-	infoRank                        // gels: i > 0 is R(i,i) = 0
+	infoRank                        // gels: i > 0 is R(i,i) = 0; -30 a singular R (see irsInfo)
 	infoNone                        // getrs, potrs, orgqr, ormqr, geqrf: only < 0 (an argument)
 )
 
@@ -148,6 +148,9 @@ func (i *Info) meaning(m int, v int32) error {
 		where = fmt.Sprintf("matrix %d: ", m)
 	}
 	if v < 0 {
+		if i.kind == infoRank && -v > gelsArgs {
+			return irsInfo(i.op, where, v)
+		}
 		return errorf(i.op, cuda.ErrInvalidValue, "%scuSOLVER refused argument %d (info %d)", where, -v, v)
 	}
 	switch i.kind {
@@ -163,4 +166,31 @@ func (i *Info) meaning(m int, v int32) error {
 		return &Error{Op: i.op, Err: ErrNoConvergence, Detail: fmt.Sprintf("%s%d values did not converge (info %d)", where, v, v)}
 	}
 	return errorf(i.op, cuda.ErrInvalidValue, "%scuSOLVER wrote info %d", where, v)
+}
+
+// gelsArgs is the number of arguments of cusolverDn<t1><t2>gels, not
+// counting the handle: an info of -1 to -gelsArgs names one of them.
+const gelsArgs = 13
+
+// irsInfo says what a gels info v below -gelsArgs means. cuSOLVER's IRS
+// solvers (the <t1><t2>gels and gesv family) write there the negative of
+// a cusolverStatus_t from the IRS codes, not an argument's index: the real
+// cuSOLVER 12 (on an H100) writes -30, -CUSOLVER_STATUS_IRS_MATRIX_SINGULAR,
+// for a matrix whose R has a zero on its diagonal, that is one without
+// full column rank. The error carries the code (errors.Is with
+// ResultIRSMatrixSingular, say) and matches ErrSingular for a singular R.
+func irsInfo(op, where string, v int32) error {
+	s := Result(-v)
+	e := &Error{Op: op, Code: s}
+	switch s {
+	case ResultIRSMatrixSingular:
+		e.Err, e.Detail = ErrSingular, fmt.Sprintf("%sR is singular: the matrix lacks full column rank (info %d)", where, v)
+	case ResultIRSNotSupported, ResultIRSNrhsNotSupportedForRefineGMRES:
+		e.Err, e.Detail = cuda.ErrNotSupported, where+"the iterative-refinement solver does not support this problem"
+	case ResultIRSOutOfRange, ResultInvalidWorkspace:
+		e.Err, e.Detail = cuda.ErrInvalidValue, where+"the iterative-refinement solver refused its arguments"
+	default:
+		e.Detail = fmt.Sprintf("%sthe iterative-refinement solver failed (info %d)", where, v)
+	}
+	return e
 }

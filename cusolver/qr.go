@@ -260,9 +260,10 @@ func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose boo
 // column-major), and x receives nrhs solutions of n elements each. a and b
 // may be overwritten (cuSOLVER's documentation allows it to use them);
 // keep copies where they are needed after. The Info's Err says what
-// cuSOLVER's info says: a zero on R's diagonal is ErrSingular, naming it
-// (where cuSOLVER checks for one: its documentation promises nothing of a
-// matrix without full column rank).
+// cuSOLVER's info says: a matrix without full column rank, whose R has a
+// zero on its diagonal, is ErrSingular (cuSOLVER writes
+// -CUSOLVER_STATUS_IRS_MATRIX_SINGULAR in the info, and the error matches
+// ResultIRSMatrixSingular too), and x holds no solution.
 func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T], nrhs int) (*Info, error) {
 	const op = "LeastSquares"
 	if err := h.valid(op); err != nil {

@@ -679,9 +679,13 @@ static void run_solver(struct lib_job *job) {
 			reflect_left(b, o->m, 0, o->k, i, v, o->m - i, tau[i]);
 			free(v);
 		}
+		// A zero on R's diagonal (A without full column rank): the real
+		// cuSOLVER (12, on an H100) writes -30 in info, the negative of
+		// CUSOLVER_STATUS_IRS_MATRIX_SINGULAR, as its IRS solvers do, not
+		// the column.
 		int info = 0;
 		for (int64_t i = 0; i < o->n && !info; i++)
-			if (AT(a, o->m, i, i) == 0) info = (int)(i + 1);
+			if (AT(a, o->m, i, i) == 0) info = -30;
 		double *x = calloc((size_t)(o->n * o->k) + 1, sizeof *x);
 		for (int64_t r = 0; r < o->k && !info; r++)
 			for (int64_t i = o->n - 1; i >= 0; i--) {
