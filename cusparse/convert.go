@@ -335,8 +335,9 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 // has just made, in increasing order, with their values: cuSPARSE's
 // DenseToSparse gives each row its non-zeros in an order of its own (on an
 // H100, cuSPARSE 12 leaves rows of a few dozen non-zeros and more
-// unsorted, from a row-major or a column-major matrix alike), and a
-// Matrix keeps them sorted. It waits for h's stream and sorts on the
+// unsorted, from a row-major or a column-major matrix alike; NVIDIA calls
+// it the expected behavior, unsorted CSR being valid CSR for cuSPARSE),
+// and a Matrix keeps them sorted. It waits for h's stream and sorts on the
 // host (FromDense waits for the stream already), writing back only what
 // was out of order.
 func sortRows[I Index, T Element](op string, h *Handle, m *Matrix[I, T]) error {

@@ -1130,7 +1130,8 @@ struct d2s_job {
 // in the order of the inner index, as the real cuSPARSE does not (to CSR,
 // cuSPARSE 12 on an H100 gave the non-zeros of rows of a few dozen and
 // more in an order of its own, from a row-major and a column-major matrix
-// alike): each slice's second half first, then its first half, so that a
+// alike, and NVIDIA calls that expected: cuSPARSE takes unsorted CSR as
+// valid CSR): each slice's second half first, then its first half, so that a
 // caller that takes the output as sorted is caught here too.
 static void run_d2s(struct lib_job *job) {
 	struct d2s_job *o = (struct d2s_job *)job;
