@@ -14,8 +14,11 @@
 #   solver    scripts/gpu-solver.sh, a short round (issue 51)
 #   sparse    package cusparse's BenchmarkSparse and bench/pyref/sparse_peers.py
 #   nd-calls  issue 50's call-cost and small cases (scripts/gpu-nd.sh subset)
-#   cgo-new   the cgo test binaries of the packages this session added or
-#             changed most (cusolver, cusparse, their gonum checks, nd, compute)
+#   purego-changed  the purego test binaries of the packages changed most
+#             lately (cusparse, cusolver, the libraries' sweep, ndshape, nd,
+#             compute), in that order while time is left
+#   cgo-new   the cgo test binaries of the new packages (cusparse, cusolver,
+#             its gonum checks) and of the root, in that order
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: gpu-session.sh OUT STEP:SECONDS...}
@@ -36,16 +39,19 @@ for arg in "$@"; do
 	solver)
 		SOLVER_COUNT=1 timeout "$secs" bash scripts/gpu-solver.sh "$dir" $((secs / 2)) $((secs / 2)) >"$dir/log.txt" 2>&1 ;;
 	sparse)
-		timeout "$secs" bash -c "cd cusparse && '$bin/tests/cusparse.test' -test.run '^\$' -test.bench BenchmarkSparse -test.benchtime 0.2s >'$dir/sparse-go.txt' 2>&1; cd .. && python3 bench/pyref/sparse_peers.py >'$dir/sparse-peers.json' 2>'$dir/sparse-peers.err'" >"$dir/log.txt" 2>&1 ;;
+		timeout "$secs" bash -c "cd cusparse && '$bin/tests/cusparse.test' -test.run '^\$' -test.bench BenchmarkSparse -test.benchtime 0.2s -test.count 3 >'$dir/sparse-go.txt' 2>&1; cd .. && python3 bench/pyref/sparse_peers.py >'$dir/sparse-peers.json' 2>'$dir/sparse-peers.err'" >"$dir/log.txt" 2>&1 ;;
 	nd-calls)
 		GOCUDA_ND_OPS=call_into,call_alloc,add,softmax_last,concat0,concat1,sum_mid,take timeout "$secs" bash scripts/gpu-nd.sh "$dir" $((secs / 2)) $((secs / 2)) >"$dir/log.txt" 2>&1 ;;
-	cgo-new)
-		for t in cusolver:cusolver cusolver_gonumtest:cusolver/gonumtest cusparse:cusparse nd:nd compute:compute; do
+	purego-changed | cgo-new)
+		set=tests list="cusparse:cusparse cusolver:cusolver internal_sweep_libs:internal/sweep/libs internal_ndshape:internal/ndshape nd:nd compute:compute"
+		[ "$step" = cgo-new ] && set=tests-cgo list="cusparse:cusparse cusolver:cusolver cusolver_gonumtest:cusolver/gonumtest cuda:."
+		for t in $list; do
 			left=$((secs - (SECONDS - start)))
 			[ "$left" -gt 5 ] || break
-			(cd "${t#*:}" && timeout "$left" "$bin/tests-cgo/${t%%:*}.test" -test.count 1 -test.v) >"$dir/${t%%:*}.log" 2>&1
-			echo "tests-cgo/${t%%:*}: exit $? ($(grep -c -- '--- PASS' "$dir/${t%%:*}.log") passed, $(grep -c -- '--- FAIL' "$dir/${t%%:*}.log") failed)" >>"$dir/log.txt"
-		done ;;
+			(cd "${t#*:}" && timeout "$left" "$bin/$set/${t%%:*}.test" -test.count 1 -test.v) >"$dir/${t%%:*}.log" 2>&1
+			echo "$set/${t%%:*}: exit $? ($(grep -c -- '--- PASS' "$dir/${t%%:*}.log") passed, $(grep -c -- '--- FAIL' "$dir/${t%%:*}.log") failed)" >>"$dir/log.txt"
+		done
+		cat "$dir/log.txt" ;;
 	*)
 		echo "gpu-session.sh: unknown step $step" >&2
 		exit 2 ;;
