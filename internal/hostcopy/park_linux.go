@@ -15,7 +15,7 @@ import (
 // takes an idle processor back as its system call returns. A variable for
 // the research benchmark that compares (SetFutexParking); workers that
 // parked on channels are woken there still.
-var futexParking = false
+var futexParking atomic.Bool
 
 const (
 	futexWaitPrivate = 128 // FUTEX_WAIT | FUTEX_PRIVATE_FLAG

@@ -6,7 +6,7 @@ import "sync/atomic"
 
 // futexParking is Linux's (park_linux.go); elsewhere workers park on
 // channels whatever it says.
-var futexParking = false
+var futexParking atomic.Bool
 
 func parkFutex(*atomic.Uint32, uint32) {}
 

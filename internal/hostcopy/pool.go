@@ -255,7 +255,7 @@ func (w *worker) run(i int) {
 			// A hold that began before this worker counted itself parked
 			// may not have woken it: look once more.
 			if pool.held.Load() == 0 {
-				if futexParking {
+				if futexParking.Load() {
 					parkFutex(&pool.parkSeq, seq)
 				} else {
 					<-w.wake

@@ -104,8 +104,8 @@ func TestHold(t *testing.T) {
 					t.Skip("futex parking is Linux's")
 				}
 				pool.futexUsed.Store(true)
-				futexParking = true
-				defer func() { futexParking = false }()
+				futexParking.Store(true)
+				defer futexParking.Store(false)
 			}
 			eventually := func(what string, cond func() bool) {
 				t.Helper()

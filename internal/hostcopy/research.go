@@ -29,10 +29,8 @@ func SetHold(on bool) bool {
 // scheduler one after another), and returns the previous setting. Only on
 // Linux.
 func SetFutexParking(on bool) bool {
-	old := futexParking
-	futexParking = on && runtime.GOOS == "linux"
-	if futexParking {
+	if on = on && runtime.GOOS == "linux"; on {
 		pool.futexUsed.Store(true)
 	}
-	return old
+	return futexParking.Swap(on)
 }
