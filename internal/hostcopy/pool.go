@@ -50,7 +50,8 @@ type worker struct {
 }
 
 // Job is one copy of src into dst, cut into parts of size bytes (whole
-// cache lines, the last taking what is left). Its owner (a StagingBuffer,
+// cache lines, the last taking what is left), or the population of dst's
+// pages where src is nil (Populate, populate.go). Its owner (a StagingBuffer,
 // one a chunk in flight) sets it up again for each copy once Await
 // returned. Goroutines that read it from the board may still hold it then
 // and claim from it: state keeps the parts and the next part to claim in
