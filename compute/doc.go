@@ -1,7 +1,8 @@
 // Package compute computes on device buffers from Go, without writing a
 // whole CUDA C kernel: elementwise and reduction kernels declared from Go
 // (as CuPy's ElementwiseKernel, with its raw parameters for gathers,
-// scatters and stencils, and ReductionKernel), and a standard set of
+// scatters and stencils, and ReductionKernel), kernels written whole in
+// CUDA C (RawKernel, as CuPy's), and a standard set of
 // operations built on them: Fill, Iota, Cast, Add, Sub, Mul, Div, Max, Min
 // (of two buffers, or a buffer and a scalar), Axpby, Abs, Neg, Relu, Exp,
 // Log, Sqrt, Tanh, Sigmoid, Gelu, Where, ArgMax, ArgMin, Sum, MaxOf, MinOf, Mean (of a

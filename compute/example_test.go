@@ -118,3 +118,43 @@ func Example() {
 	fmt.Println(out)
 	// Output: [1 1]
 }
+
+// A kernel written whole in CUDA C, as CuPy's RawKernel: here a block per
+// row sums its row in shared memory.
+func ExampleNewRawKernel() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	sums, err := compute.NewRawKernel(`
+extern "C" __global__ void row_sums(const float* x, float* out, int cols) {
+	__shared__ float part[32];
+	float v = 0;
+	for (int j = threadIdx.x; j < cols; j += 32) v += x[blockIdx.x * cols + j];
+	part[threadIdx.x] = v;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		for (int j = 1; j < 32; j++) v += part[j];
+		out[blockIdx.x] = v;
+	}
+}`, "row_sums")
+	if err != nil {
+		log.Fatal(err)
+	}
+	x, _ := cuda.FromHost(ctx, []float32{1, 2, 3, 4, 5, 6})
+	out, _ := cuda.Alloc[float32](ctx, 2)
+	defer x.Free()
+	defer out.Free()
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 2, Y: 1, Z: 1}, Block: cuda.Dim3{X: 32, Y: 1, Z: 1}, Stream: s}
+	if err := sums.Launch(cfg, x, out, int32(3)); err != nil {
+		log.Fatal(err)
+	}
+	got := make([]float32, 2)
+	if err := out.CopyToHost(got); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got)
+	// Output: [6 15]
+}

@@ -31,9 +31,15 @@ func TestZeroValues(t *testing.T) {
 		one = must(cuda.Alloc[float32](ctx, 1))(t)
 	)
 	defer one.Free()
+	raw := must(compute.NewRawKernel(`extern "C" __global__ void k(float* x) {}`, "k"))(t)
+	grid := cuda.Dim3{X: 1}
 	calls := map[string][]error{
-		"NewElementwise": {second(compute.NewElementwise(compute.ElementwiseSpec{}))},
-		"NewReduction":   {second(compute.NewReduction(compute.ReductionSpec{}))},
+		"RawKernel.Name":     {}, // "" for both: checked below
+		"NewRawKernel":       {second(compute.NewRawKernel("", ""))},
+		"RawKernel.Launch":   {(*compute.RawKernel)(nil).Launch(cuda.LaunchConfig{Grid: grid, Block: grid, Stream: s}, one), new(compute.RawKernel).Launch(cuda.LaunchConfig{Grid: grid, Block: grid, Stream: s}, one), raw.Launch(cuda.LaunchConfig{Grid: grid, Block: grid}, one), raw.Launch(cuda.LaunchConfig{Grid: grid, Block: grid, Stream: zs}, one)},
+		"RawKernel.Function": {second((*compute.RawKernel)(nil).Function(ctx)), second(new(compute.RawKernel).Function(ctx)), second(raw.Function(nil)), second(raw.Function(new(cuda.Context)))},
+		"NewElementwise":     {second(compute.NewElementwise(compute.ElementwiseSpec{}))},
+		"NewReduction":       {second(compute.NewReduction(compute.ReductionSpec{}))},
 		"Elementwise.Launch": {(*compute.Elementwise)(nil).Launch(s, one), new(compute.Elementwise).Launch(s, one),
 			must(compute.NewElementwise(compute.ElementwiseSpec{Name: "k", InParams: "float32 x", OutParams: "float32 y", Operation: "y = x;"}))(t).Launch(nil, one, one),
 			must(compute.NewElementwise(compute.ElementwiseSpec{Name: "k", InParams: "float32 x", OutParams: "float32 y", Operation: "y = x;"}))(t).Launch(zs, one, one)},
@@ -83,6 +89,9 @@ func TestZeroValues(t *testing.T) {
 		"AddScalar": compute.AddScalar[float32], "SubScalar": compute.SubScalar[float32], "MulScalar": compute.MulScalar[float32],
 		"DivScalar": compute.DivScalar[float32], "MaxScalar": compute.MaxScalar[float32], "MinScalar": compute.MinScalar[float32]} {
 		calls[name] = []error{op(one, one, 1, nil), op(one, one, 1, zs), op(nb, one, 1, s), op(one, zb, 1, s)}
+	}
+	if (*compute.RawKernel)(nil).Name() != "" || new(compute.RawKernel).Name() != "" {
+		t.Error("RawKernel.Name of a nil or zero kernel is not empty")
 	}
 	for name, errs := range calls {
 		for i, err := range errs {
