@@ -90,7 +90,12 @@ func solverCases() []solverCase {
 	for _, op := range []struct {
 		name     string
 		f32, f64 func(b *testing.B, h *cusolver.Handle, n, count int)
-	}{{"cholesky_batched", benchCholeskyBatched[float32], benchCholeskyBatched[float64]}, {"svd_batched", benchSVDBatched[float32], benchSVDBatched[float64]}} {
+	}{{"cholesky_batched", benchCholeskyBatched[float32], benchCholeskyBatched[float64]},
+		// The other triangle: row-major Upper is cuSOLVER's column-major
+		// Lower, which the peers call (a question of issue 51: whether
+		// potrfBatched's two triangles run at one speed).
+		{"cholesky_batched_upper", benchCholeskyBatchedUpper[float32], benchCholeskyBatchedUpper[float64]},
+		{"svd_batched", benchSVDBatched[float32], benchSVDBatched[float64]}} {
 		cases = append(cases, solverCase{op.name, "f32", "10000x8x8", 8, 10000, op.f32}, solverCase{op.name, "f64", "10000x8x8", 8, 10000, op.f64})
 	}
 	return cases
@@ -259,13 +264,21 @@ func benchEigh[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
 }
 
 func benchCholeskyBatched[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int) {
+	benchCholeskyBatchedTri[T](b, h, n, count, cusolver.Lower)
+}
+
+func benchCholeskyBatchedUpper[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int) {
+	benchCholeskyBatchedTri[T](b, h, n, count, cusolver.Upper)
+}
+
+func benchCholeskyBatchedTri[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int, tri cusolver.Triangle) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, count, true, true)
 	solverLoop(b, s, func() error {
 		if err := work.CopyFromDeviceAsync(src, s); err != nil {
 			return err
 		}
-		info, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(work, n, n), count, cusolver.Lower)
+		info, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(work, n, n), count, tri)
 		if err != nil {
 			return err
 		}

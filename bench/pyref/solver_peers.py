@@ -23,7 +23,8 @@ The inputs are those of the Go side: random in [-1, 1), symmetric for
 cholesky and eigh, plus n·I for cholesky (positive definite).
 
 GOCUDA_SOLVER_OPS (a comma list of ops) selects a subset, as for the Go
-benchmark; GOCUDA_SOLVER_PEERS (torch,cupy) picks the peers.
+benchmark; GOCUDA_SOLVER_MAXN leaves out matrices larger than n;
+GOCUDA_SOLVER_PEERS (torch,cupy) picks the peers.
 
 usage: python3 solver_peers.py > solver-peers.json
        python3 solver_peers.py --list      the cases' names, one a line
@@ -207,6 +208,9 @@ def main():
     import numpy as np
     ops = env_set("GOCUDA_SOLVER_OPS", [c[0] for c in all_cases])
     which = env_set("GOCUDA_SOLVER_PEERS", ["torch", "cupy"])
+    # GOCUDA_SOLVER_MAXN leaves out the larger matrices (an SVD of 4096
+    # takes seconds a call), as the Go side's -test.bench pattern does.
+    maxn = int(os.environ.get("GOCUDA_SOLVER_MAXN", "0") or 0)
     peers = []
     for cls in (Torch, CuPy):
         if which is not None and cls.name not in which:
@@ -220,7 +224,7 @@ def main():
         meta["device"] = peers[0].device()
     print(json.dumps({"meta": meta}), flush=True)
     for op, dt, shape, n, count in all_cases:
-        if ops is not None and op not in ops:
+        if ops is not None and op not in ops or maxn and n > maxn:
             continue
         name = "%s/%s/%s" % (op, dt, shape)
         a = host_matrix(np, n, count, op in ("cholesky", "eigh", "cholesky_batched"), op in ("cholesky", "cholesky_batched"), n * 1000 + count)
