@@ -6,4 +6,33 @@
 //
 // Every function queues its work on its first array's stream and, as nd's
 // operations, allocates its result in stream order.
+//
+// # Layers
+//
+// The layers take arrays of Float (float32, cuda.Float16, cuda.BFloat16)
+// and work on rows along the last axis: LayerNorm and RMSNorm (with
+// LayerNormBackward and RMSNormBackward). Each has an Into form that
+// writes into an array given (the input itself for in place).
+//
+// The arrays given to a layer must be contiguous, row-major, as a fresh
+// array is: the layers read rows in memory order, 16 bytes at a time where
+// the row's length and the arrays' alignment allow, and make no hidden
+// copies. A transposed or sliced view is refused with an error that says
+// so; its Contiguous makes a copy a layer takes. Every array of a call
+// must be on one stream.
+//
+// Scalars that shape the computation (eps, scales) are float32 whatever
+// the element type, as the layers compute in float32 (cuBLAS's α and β
+// are float64 for the same reason).
+//
+// A row is taken by a warp (rows of up to 1024 elements) or a whole block,
+// its sums joined by warp shuffles, then across the block's warps in a
+// fixed order: a layer gives the same bits every run, and the backward
+// passes' sums over rows (the gradients of a weight) are made in chunks
+// joined in order, with no atomics.
+//
+// On error a function returns nil arrays and an *Error that wraps
+// cuda.ErrInvalidValue (a nil, zero or non-contiguous array, shapes that
+// do not agree, a bad scalar), cuda.ErrClosed (a freed array) or the error
+// of the call beneath.
 package nn

@@ -1,0 +1,267 @@
+package nn
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/nd"
+)
+
+// Float is the element types of the layers' arrays: float32 (and types
+// defined on it), cuda.Float16 and cuda.BFloat16. Every layer computes
+// and accumulates in float32 whatever the type it reads and writes.
+type Float interface {
+	~float32 | cuda.Float16 | cuda.BFloat16
+}
+
+// layerType is how a kernel's source spells an element type: its
+// storage in memory, and the suffix of its kernels' names.
+type layerType struct {
+	storage string // "float", or "unsigned short" for the halves
+	suffix  string // "f32", "f16", "bf16"
+	conv    string // the C of nn_ld and nn_st for the type
+}
+
+var layerTypes = [3]layerType{
+	{"float", "f32", `
+__device__ __forceinline__ float nn_ld(float v) { return v; }
+__device__ __forceinline__ float nn_st(float v) { return v; }
+`},
+	{"unsigned short", "f16", `
+__device__ __forceinline__ float nn_ld(unsigned short h) {
+#ifdef __CUDA_ARCH__
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+#else
+	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+	if (e == 0) { float v = (float)m * 5.9604644775390625e-08f; return sign ? -v : v; }
+	return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+#endif
+}
+__device__ __forceinline__ unsigned short nn_st(float f) {
+#ifdef __CUDA_ARCH__
+	unsigned short h;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+#else
+	unsigned int b = __float_as_uint(f);
+	unsigned int sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+	if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a & 0x7fffffu) >> 13));
+	if (a <= 0x33000000u) return (unsigned short)sign;
+	if (a < 0x38800000u) {
+		unsigned int shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
+		unsigned int q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+		if (rem > half || (rem == half && (q & 1u))) q++;
+		return (unsigned short)(sign | q);
+	}
+	unsigned int q = (a >> 13) - (112u << 10), rem = a & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+	if (q >= 0x7c00u) q = 0x7c00u;
+	return (unsigned short)(sign | q);
+#endif
+}
+`},
+	{"unsigned short", "bf16", `
+__device__ __forceinline__ float nn_ld(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+__device__ __forceinline__ unsigned short nn_st(float f) {
+	unsigned int b = __float_as_uint(f);
+	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u);
+#if __CUDA_ARCH__ >= 800
+	unsigned short h;
+	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+#else
+	unsigned int r = b >> 16, rem = b & 0xffffu;
+	if (rem > 0x8000u || (rem == 0x8000u && (r & 1u))) r++;
+	return (unsigned short)r;
+#endif
+}
+`},
+}
+
+// layerTypeOf returns T's index in layerTypes: Float16 and BFloat16 by
+// identity, anything else (float32 and types defined on it) as float32.
+func layerTypeOf[T Float]() int {
+	switch any(*new(T)).(type) {
+	case cuda.Float16:
+		return 1
+	case cuda.BFloat16:
+		return 2
+	}
+	return 0
+}
+
+// layerPrelude is the C every source of the package starts with, after
+// its type's nn_t, nn_ld and nn_st: the vector of a wide load, the sums
+// of a row's lanes.
+const layerPrelude = `
+// nn_vec is V elements loaded or stored at once, aligned to its size.
+template <typename E, int V> struct __align__(sizeof(E) * V) nn_vec { E v[V]; };
+// nn_aligned reports whether p is aligned to a 16-byte vector.
+__device__ __forceinline__ bool nn_aligned(const void* p) { return ((unsigned long long)p & 15ull) == 0; }
+// nn_sum returns the sum of v over a row's lanes, to every lane: a warp's
+// (lanes of 32) or the block's (lanes of blockDim.x, every thread of the
+// block calling it), in a fixed order, so that a row sums the same bits
+// every run.
+__device__ __forceinline__ float nn_sum(float v, int lanes) {
+	#pragma unroll
+	for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
+	if (lanes > 32) {
+		__shared__ float nn_part[32];
+		__syncthreads(); // the last call's readers are done
+		if (threadIdx.x % 32 == 0) nn_part[threadIdx.x / 32] = v;
+		__syncthreads();
+		v = 0;
+		for (int w = 0; w < (int)(blockDim.x / 32); w++) v += nn_part[w];
+	}
+	return v;
+}
+// nn_max returns the largest of v over a row's lanes, as nn_sum.
+__device__ __forceinline__ float nn_max(float v, int lanes) {
+	#pragma unroll
+	for (int k = 16; k > 0; k >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, k));
+	if (lanes > 32) {
+		__shared__ float nn_partm[32];
+		__syncthreads();
+		if (threadIdx.x % 32 == 0) nn_partm[threadIdx.x / 32] = v;
+		__syncthreads();
+		v = nn_partm[0];
+		for (int w = 1; w < (int)(blockDim.x / 32); w++) v = fmaxf(v, nn_partm[w]);
+	}
+	return v;
+}
+`
+
+// layerSource is one source of the package's kernels, written once for
+// every element type: body names the element type nn_t, reads an element
+// with nn_ld and writes one with nn_st, and suffixes each kernel's name
+// with NN_SUFFIX (the Go code replaces it with the type's suffix, so that
+// the fake's host compiler, which looks for extern "C" __global__ names,
+// sees them written out).
+type layerSource struct {
+	body    string
+	once    [3]sync.Once
+	sources [3]string
+	mu      sync.Mutex
+	kernels map[string]*compute.RawKernel
+}
+
+// source returns the whole source for element type ti.
+func (k *layerSource) source(ti int) string {
+	k.once[ti].Do(func() {
+		t := layerTypes[ti]
+		k.sources[ti] = "typedef " + t.storage + " nn_t;\n" + t.conv + layerPrelude +
+			strings.ReplaceAll(k.body, "NN_SUFFIX", t.suffix)
+	})
+	return k.sources[ti]
+}
+
+// kernel returns the kernel of the source named name (without its
+// suffix) for T.
+func layerKernel[T Float](k *layerSource, name string) (*compute.RawKernel, error) {
+	ti := layerTypeOf[T]()
+	full := name + "_" + layerTypes[ti].suffix
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if r := k.kernels[full]; r != nil {
+		return r, nil
+	}
+	r, err := compute.NewRawKernel(k.source(ti), full)
+	if err != nil {
+		return nil, err
+	}
+	if k.kernels == nil {
+		k.kernels = map[string]*compute.RawKernel{}
+	}
+	k.kernels[full] = r
+	return r, nil
+}
+
+// layerLaunch launches kernel name of k for T on s, grid blocks of block
+// threads.
+func layerLaunch[T Float](op string, k *layerSource, name string, s *cuda.Stream, grid, block int, args ...any) error {
+	if grid == 0 {
+		return nil
+	}
+	r, err := layerKernel[T](k, name)
+	if err != nil {
+		return wrap(op, err)
+	}
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: grid, Y: 1, Z: 1}, Block: cuda.Dim3{X: block, Y: 1, Z: 1}, Stream: s}
+	return wrap(op, r.Launch(cfg, args...))
+}
+
+// layerRowLayout chooses how a row kernel takes rows of cols elements: lanes
+// threads a row (a warp, or the whole block for wide rows), block
+// threads a block, grid blocks.
+func layerRowLayout(rows, cols int) (lanes, block, grid int) {
+	if cols <= 1024 {
+		const warps = 4
+		return 32, 32 * warps, (rows + warps - 1) / warps
+	}
+	block = 256
+	if cols >= 8192 {
+		block = 512
+	}
+	return block, block, rows
+}
+
+// layerBuffer returns a's memory for a kernel: a must be a live, contiguous
+// array (the layers read rows in memory order: Contiguous makes a copy
+// that is one), on stream s where s is not nil.
+func layerBuffer[T nd.Elem](op, name string, a *nd.Array[T], s *cuda.Stream) (*cuda.DeviceBuffer[T], error) {
+	if a == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "%s is a nil *nd.Array", name)
+	}
+	b, err := a.Buffer()
+	if err != nil {
+		return nil, &Error{Op: op, Err: err, Detail: "argument " + name}
+	}
+	if s != nil && a.Stream() != s {
+		return nil, errorf(op, cuda.ErrInvalidValue, "%s is on another stream than the first array: order the streams with events and make the arrays on one", name)
+	}
+	return b, nil
+}
+
+// layerRows returns the rows and columns of x taken as rows along its last
+// axis, or op's error for a 0-d array.
+func layerRows(op, name string, shape []int) (rows, cols int, err error) {
+	if len(shape) == 0 {
+		return 0, 0, errorf(op, cuda.ErrInvalidValue, "%s is 0-d: the layer works on its last axis", name)
+	}
+	cols = shape[len(shape)-1]
+	rows = 1
+	for _, d := range shape[:len(shape)-1] {
+		rows *= d
+	}
+	return rows, cols, nil
+}
+
+// layerSameShape returns op's error where got is not want.
+func layerSameShape(op, name string, got, want []int) error {
+	if len(got) != len(want) {
+		return errorf(op, cuda.ErrInvalidValue, "%s has shape %v, want %v", name, got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return errorf(op, cuda.ErrInvalidValue, "%s has shape %v, want %v", name, got, want)
+		}
+	}
+	return nil
+}
+
+// layerShapeString is a shape as an error prints it.
+func layerShapeString(shape []int) string { return fmt.Sprint(shape) }
+
+// layerFreeOnError frees a where *err is set: a result made before a later
+// step failed.
+func layerFreeOnError[T nd.Elem](err *error, a *nd.Array[T]) {
+	if *err != nil && a != nil {
+		a.Free()
+	}
+}
