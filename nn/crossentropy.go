@@ -1,0 +1,186 @@
+package nn
+
+import (
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nd"
+)
+
+// crossEntropyKernels: a row's loss (a warp or a block a row: its largest
+// logit, the log of the sum of exponentials, less the target's logit),
+// the mean of the rows' losses (one block, in a fixed order), and the
+// gradient of the logits (softmax less the target's one, over the count
+// of rows counted).
+var crossEntropyKernels = &layerSource{body: `
+// nn_ce_target is row r's target, as a long long whatever the ids' type.
+__device__ __forceinline__ long long nn_ce_target(const void* t, int wide, long long r) {
+	return wide ? ((const long long*)t)[r] : (long long)((const int*)t)[r];
+}
+// nn_ce_lse returns the log of the sum of the exponentials of row xr.
+__device__ __forceinline__ float nn_ce_lse(const nn_t* xr, int cols, int lane, int lanes) {
+	float m = -__int_as_float(0x7f800000);
+	for (int j = lane; j < cols; j += lanes) m = fmaxf(m, nn_ld(xr[j]));
+	m = nn_max(m, lanes);
+	float s = 0;
+	for (int j = lane; j < cols; j += lanes) s += expf(nn_ld(xr[j]) - m);
+	return m + logf(nn_sum(s, lanes));
+}
+// nn_ce_rows writes each row's loss to loss[r] (0 for an ignored row, NaN
+// for a target out of range) and, when lse is not null, its log-sum-exp.
+extern "C" __global__ void nn_ce_rows_NN_SUFFIX(const nn_t* x, const void* t, int wide, float* loss, long long rows, int cols, long long ignore, int lanes) {
+	const int per = blockDim.x / lanes, lane = threadIdx.x % lanes;
+	const long long r = (long long)blockIdx.x * per + threadIdx.x / lanes;
+	if (r >= rows) return;
+	const long long tr = nn_ce_target(t, wide, r);
+	if (tr == ignore) { if (lane == 0) loss[r] = 0; return; } // the whole row's lanes return
+	const nn_t* xr = x + r * cols;
+	const float lse = nn_ce_lse(xr, cols, lane, lanes);
+	if (lane == 0) loss[r] = (tr < 0 || tr >= cols) ? __int_as_float(0x7fc00000) : lse - nn_ld(xr[tr]);
+}
+// nn_ce_mean writes the sum of loss over the count of rows not ignored to
+// mean[0], and the count to count[0] (either may be null): one block,
+// each thread a stride of rows, joined in order.
+extern "C" __global__ void nn_ce_mean_NN_SUFFIX(const float* loss, const void* t, int wide, float* mean, float* count, long long rows, long long ignore) {
+	float s = 0, c = 0;
+	for (long long r = threadIdx.x; r < rows; r += blockDim.x) {
+		if (nn_ce_target(t, wide, r) != ignore) { if (mean) s += loss[r]; c += 1; }
+	}
+	s = nn_sum(s, blockDim.x);
+	c = nn_sum(c, blockDim.x);
+	if (threadIdx.x == 0) {
+		if (mean) mean[0] = s / c;
+		if (count) count[0] = c;
+	}
+}
+// nn_ce_grad writes dx = scale · (softmax(x) - onehot(t)) / count for each
+// row not ignored, 0 for an ignored row.
+extern "C" __global__ void nn_ce_grad_NN_SUFFIX(const nn_t* x, const void* t, int wide, const float* count, nn_t* dx, long long rows, int cols, long long ignore, float scale, int lanes) {
+	const int per = blockDim.x / lanes, lane = threadIdx.x % lanes;
+	const long long r = (long long)blockIdx.x * per + threadIdx.x / lanes;
+	if (r >= rows) return;
+	const long long tr = nn_ce_target(t, wide, r);
+	const nn_t* xr = x + r * cols;
+	nn_t* dr = dx + r * cols;
+	if (tr == ignore) {
+		for (int j = lane; j < cols; j += lanes) dr[j] = nn_st(0.0f);
+		return;
+	}
+	const float lse = nn_ce_lse(xr, cols, lane, lanes), g = scale / count[0];
+	for (int j = lane; j < cols; j += lanes) dr[j] = nn_st(g * (expf(nn_ld(xr[j]) - lse) - (j == tr ? 1.0f : 0.0f)));
+}
+`}
+
+// Index is the element types of ids and targets: int32 and int64.
+type Index interface{ ~int32 | ~int64 }
+
+// CrossEntropy returns the mean cross-entropy loss of logits [N, V]
+// (unnormalised scores of V classes) against targets [N] (class indices),
+// as PyTorch's F.cross_entropy(logits, targets, ignore_index=ignore):
+//
+//	loss = mean over rows with target ≠ ignore of logsumexp(row) - row[target]
+//
+// in float32, as a 0-d float32 array on logits' stream (PyTorch's -100 is
+// the usual ignore). Every row ignored gives NaN, as PyTorch; a target
+// out of [0, V) that is not ignore makes the loss NaN (PyTorch stops at a
+// device assertion).
+func CrossEntropy[T Float, I Index](logits *nd.Array[T], targets *nd.Array[I], ignore int) (*nd.Array[float32], error) {
+	const op = "CrossEntropy"
+	xb, tb, wide, rows, cols, err := crossEntropyArgs(op, logits, targets)
+	if err != nil {
+		return nil, err
+	}
+	return crossEntropyReduce[T](op, true, xb, tb, wide, rows, cols, ignore, logits.Stream())
+}
+
+// CrossEntropyBackward returns the gradient of CrossEntropy(logits,
+// targets, ignore) with respect to logits, times scale (the gradient of
+// the loss; 1 for the loss itself): softmax(row) less 1 at the target,
+// over the count of rows not ignored; 0 in an ignored row.
+func CrossEntropyBackward[T Float, I Index](logits *nd.Array[T], targets *nd.Array[I], ignore int, scale float32) (*nd.Array[T], error) {
+	const op = "CrossEntropyBackward"
+	xb, tb, wide, rows, cols, err := crossEntropyArgs(op, logits, targets)
+	if err != nil {
+		return nil, err
+	}
+	s := logits.Stream()
+	count, err := crossEntropyReduce[T](op, false, xb, tb, wide, rows, cols, ignore, s)
+	if err != nil {
+		return nil, err
+	}
+	defer count.Free()
+	dx, err := nd.Empty[T](s, rows, cols)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	if rows == 0 || cols == 0 {
+		return dx, nil
+	}
+	dxb, _ := dx.Buffer()
+	cb, _ := count.Buffer()
+	lanes, block, grid := layerRowLayout(rows, cols)
+	if err := layerLaunch[T](op, crossEntropyKernels, "nn_ce_grad", s, grid, block, xb, tb, wide, cb, dxb, int64(rows), int32(cols), int64(ignore), scale, int32(lanes)); err != nil {
+		dx.Free()
+		return nil, err
+	}
+	return dx, nil
+}
+
+func crossEntropyArgs[T Float, I Index](op string, logits *nd.Array[T], targets *nd.Array[I]) (xb *cuda.DeviceBuffer[T], tb any, wide int32, rows, cols int, err error) {
+	if xb, err = layerBuffer(op, "logits", logits, nil); err != nil {
+		return
+	}
+	shape := logits.Shape()
+	if len(shape) != 2 {
+		err = errorf(op, cuda.ErrInvalidValue, "logits has shape %v: want [N, V], N rows of V classes", shape)
+		return
+	}
+	rows, cols = shape[0], shape[1]
+	if targets == nil {
+		err = errorf(op, cuda.ErrInvalidValue, "targets is a nil *nd.Array")
+		return
+	}
+	t, err := layerBuffer(op, "targets", targets, logits.Stream())
+	if err != nil {
+		return
+	}
+	if err = layerSameShape(op, "targets", targets.Shape(), []int{rows}); err != nil {
+		return
+	}
+	if targets.Dtype() == "int64" {
+		wide = 1
+	}
+	return xb, t, wide, rows, cols, nil
+}
+
+// crossEntropyReduce returns, as a 0-d float32 array on the device, the
+// mean loss (mean) or the count of rows not ignored (for the gradient).
+func crossEntropyReduce[T Float](op string, mean bool, xb *cuda.DeviceBuffer[T], tb any, wide int32, rows, cols, ignore int, s *cuda.Stream) (out *nd.Array[float32], err error) {
+	if rows > 0 && cols == 0 {
+		return nil, errorf(op, cuda.ErrInvalidValue, "logits has no classes (V = 0)")
+	}
+	if out, err = nd.Empty[float32](s); err != nil {
+		return nil, wrap(op, err)
+	}
+	ob, _ := out.Buffer()
+	var meanArg, countArg, lossArg any = cuda.DevicePtr(0), ob, cuda.DevicePtr(0)
+	if mean {
+		meanArg, countArg = ob, cuda.DevicePtr(0)
+		var loss *nd.Array[float32]
+		if loss, err = nd.Empty[float32](s, rows); err != nil {
+			out.Free()
+			return nil, wrap(op, err)
+		}
+		defer loss.Free()
+		lb, _ := loss.Buffer()
+		lossArg = lb
+		lanes, block, grid := layerRowLayout(rows, cols)
+		err = layerLaunch[T](op, crossEntropyKernels, "nn_ce_rows", s, grid, block, xb, tb, wide, lb, int64(rows), int32(cols), int64(ignore), int32(lanes))
+	}
+	if err == nil {
+		err = layerLaunch[T](op, crossEntropyKernels, "nn_ce_mean", s, 1, 1024, lossArg, tb, wide, meanArg, countArg, int64(rows), int64(ignore))
+	}
+	if err != nil {
+		out.Free()
+		return nil, err
+	}
+	return out, nil
+}
