@@ -9,10 +9,27 @@
 //
 // # Layers
 //
-// The layers take arrays of Float (float32, cuda.Float16, cuda.BFloat16)
-// and work on rows along the last axis: LayerNorm and RMSNorm (with
-// LayerNormBackward and RMSNormBackward). Each has an Into form that
-// writes into an array given (the input itself for in place).
+// The layers take arrays of Float (float32, cuda.Float16, cuda.BFloat16):
+//
+//   - normalisation over the last axis: LayerNorm and RMSNorm, with
+//     LayerNormBackward and RMSNormBackward (the gradients of the input,
+//     the weight and the bias);
+//   - activations, element by element: GELU (erf), GELUTanh (GPT-2's),
+//     SiLU, and SwiGLU of two arrays (silu(gate)·up, Llama's gate_proj
+//     and up_proj kept apart);
+//   - Embedding, rows of a table by int32 or int64 ids; RoPE, rotary
+//     position embeddings in the rotate-half layout (GPT-NeoX's and
+//     Hugging Face's Llama's), at a position offset for decoding;
+//   - Softmax over the last axis, scaled, with a Mask: causal (aligned to
+//     the bottom right) or of lengths per batch row, or both;
+//   - CrossEntropy of logits [N, V] and int targets, the mean loss with an
+//     ignore index, and CrossEntropyBackward (the gradient of the logits);
+//   - Dropout, drawn by a counter-based hash of a seed and an offset, so
+//     that DropoutBackward draws the same mask again, and DropoutMask
+//     shows it.
+//
+// Most have an Into form that writes into an array given (the input
+// itself for in place).
 //
 // The arrays given to a layer must be contiguous, row-major, as a fresh
 // array is: the layers read rows in memory order, 16 bytes at a time where
