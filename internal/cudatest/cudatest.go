@@ -21,6 +21,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cudnn"
 	"github.com/gocuda/cuda/cufft"
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/cusolver"
@@ -134,7 +135,7 @@ func selectDriver() error {
 		return err
 	}
 	kind = "fake"
-	// The fake answers NCCL's, cuBLAS's, cuRAND's, cuFFT's, cuSPARSE's and cuSOLVER's calls too, unless another
+	// The fake answers NCCL's, cuBLAS's, cuRAND's, cuFFT's, cuSPARSE's, cuSOLVER's and cuDNN's calls too, unless another
 	// library is named (a real one cannot work with the fake driver: Fake
 	// and Contexts clear the names for their child processes).
 	for _, env := range fakeLibraries {
@@ -222,7 +223,7 @@ func Stream(t testing.TB, ctx *cuda.Context) *cuda.Stream {
 }
 
 // fakeLibraries are the variables naming the libraries the fake answers for.
-var fakeLibraries = []string{nccl.EnvLibrary, cublas.EnvLibrary, cublas.EnvLibraryLt, curand.EnvLibrary, cufft.EnvLibrary, cusparse.EnvLibrary, cusolver.EnvLibrary}
+var fakeLibraries = []string{nccl.EnvLibrary, cublas.EnvLibrary, cublas.EnvLibraryLt, curand.EnvLibrary, cufft.EnvLibrary, cusparse.EnvLibrary, cusolver.EnvLibrary, cudnn.EnvLibrary}
 
 // fakeEnv is the environment of a child process that runs against the fake
 // driver, with extra.

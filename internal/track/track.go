@@ -26,10 +26,11 @@ const (
 	FFTPlan       // a cuFFT plan
 	SparseHandle  // a cuSPARSE handle
 	SolverHandle  // a cuSOLVER handle
+	DNNHandle     // a cuDNN handle
 	numKinds
 )
 
-var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator", "cuFFT plan", "cuSPARSE handle", "cuSOLVER handle"}
+var names = [numKinds]string{"context", "stream", "event", "device buffer", "pinned buffer", "registered host memory", "module", "NCCL communicator", "memory pool", "graph", "graph instance", "cuBLAS handle", "library", "cuRAND generator", "cuFFT plan", "cuSPARSE handle", "cuSOLVER handle", "cuDNN handle"}
 
 func (k Kind) String() string { return names[k] }
 

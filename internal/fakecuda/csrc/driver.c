@@ -237,6 +237,7 @@ EXPORT long fakecu_live(const char *kind) {
 	else if (!strcmp(kind, "rand")) n = live_rand;
 	else if (!strcmp(kind, "fft")) n = live_fft;
 	else if (!strcmp(kind, "sparse")) n = live_sparse;
+	else if (!strcmp(kind, "dnn")) n = live_dnn;
 	else if (!strcmp(kind, "ipc")) n = live_ipc;
 	else if (!strcmp(kind, "library")) n = live_libraries;
 	else if (!strcmp(kind, "vmm")) n = live_vmm;

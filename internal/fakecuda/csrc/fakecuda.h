@@ -245,5 +245,6 @@ CUresult enqueue_job(CUstream s, struct lib_job *job); // takes job, freed once 
 extern long live_rand; // cuRAND generators, under mu
 extern long live_fft;  // cuFFT plans, under mu
 extern long live_sparse; // cuSPARSE handles and descriptors, under mu (sparse.c)
+extern long live_dnn;    // cuDNN handles and descriptors, under mu (dnn.c)
 
 #endif

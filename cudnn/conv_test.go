@@ -1,0 +1,181 @@
+package cudnn_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cudnn"
+)
+
+// convCase is a convolution's shapes: the input x and the filters w.
+type convCase struct {
+	name string
+	x, w cudnn.Shape
+	p    cudnn.Conv2D
+}
+
+var convCases = []convCase{
+	{"1x1", cudnn.Shape{N: 1, C: 3, H: 5, W: 5}, cudnn.Shape{N: 4, C: 3, H: 1, W: 1}, cudnn.Conv2D{}},
+	{"3x3 pad 1 batch 3", cudnn.Shape{N: 3, C: 17, H: 7, W: 6}, cudnn.Shape{N: 5, C: 17, H: 3, W: 3}, cudnn.Conv2D{PadH: 1, PadW: 1}},
+	{"7x7 stride 2 pad 3", cudnn.Shape{N: 1, C: 3, H: 13, W: 11}, cudnn.Shape{N: 2, C: 3, H: 7, W: 7}, cudnn.Conv2D{PadH: 3, PadW: 3, StrideH: 2, StrideW: 2}},
+	{"dilation 2", cudnn.Shape{N: 1, C: 3, H: 9, W: 8}, cudnn.Shape{N: 2, C: 3, H: 3, W: 3}, cudnn.Conv2D{PadH: 2, PadW: 1, DilationH: 2, DilationW: 2}},
+	{"2 groups stride 2", cudnn.Shape{N: 3, C: 6, H: 5, W: 7}, cudnn.Shape{N: 4, C: 3, H: 3, W: 3}, cudnn.Conv2D{PadH: 1, PadW: 1, StrideH: 2, StrideW: 1, Groups: 2}},
+	{"depthwise 17", cudnn.Shape{N: 1, C: 17, H: 6, W: 6}, cudnn.Shape{N: 17, C: 1, H: 3, W: 3}, cudnn.Conv2D{PadH: 1, PadW: 1, Groups: 17}},
+	{"1 channel 3x2 rectangular", cudnn.Shape{N: 3, C: 1, H: 4, W: 9}, cudnn.Shape{N: 1, C: 1, H: 3, W: 2}, cudnn.Conv2D{StrideW: 3}},
+}
+
+var layouts = []cudnn.Layout{cudnn.NCHW, cudnn.NHWC}
+
+// TestConv runs each case's three passes in both layouts and the three
+// types against the Go reference.
+func TestConv(t *testing.T) {
+	ctx, _, h := handle(t)
+	t.Run("float32", func(t *testing.T) { testConv[float32](t, ctx, h) })
+	t.Run("float16", func(t *testing.T) { testConv[cuda.Float16](t, ctx, h) })
+	t.Run("bfloat16", func(t *testing.T) { testConv[cuda.BFloat16](t, ctx, h) })
+}
+
+func testConv[T cudnn.Element](t *testing.T, ctx *cuda.Context, h *cudnn.Handle) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range convCases {
+		for _, l := range layouts {
+			t.Run(fmt.Sprintf("%s %v", c.name, l), func(t *testing.T) {
+				ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+				xt, xf := random[T](r, c.x.Len())
+				wt, wf := random[T](r, c.w.Len())
+				dyt, dyf := random[T](r, ys.Len())
+				x, w, dy := tensor(t, ctx, c.x, l, xt), tensor(t, ctx, c.w, l, wt), tensor(t, ctx, ys, l, dyt)
+
+				y, dx, dw := empty[T](t, ctx, ys, l), empty[T](t, ctx, c.x, l), empty[T](t, ctx, c.w, l)
+				if err := cudnn.ConvForward(h, y, x, w, c.p); err != nil {
+					t.Fatal(err)
+				}
+				if err := cudnn.ConvBackwardData(h, dx, dy, w, c.p); err != nil {
+					t.Fatal(err)
+				}
+				if err := cudnn.ConvBackwardFilter(h, dw, x, dy, c.p); err != nil {
+					t.Fatal(err)
+				}
+				wantY, scaleY := make([]float64, ys.Len()), make([]float64, ys.Len())
+				wantDX, scaleDX := make([]float64, c.x.Len()), make([]float64, c.x.Len())
+				wantDW, scaleDW := make([]float64, c.w.Len()), make([]float64, c.w.Len())
+				eachTerm(c.x, c.w, ys, l, c.p, func(xi, wi, yi int) {
+					wantY[yi] += xf[xi] * wf[wi]
+					scaleY[yi] += math.Abs(xf[xi] * wf[wi])
+					wantDX[xi] += dyf[yi] * wf[wi]
+					scaleDX[xi] += math.Abs(dyf[yi] * wf[wi])
+					wantDW[wi] += xf[xi] * dyf[yi]
+					scaleDW[wi] += math.Abs(xf[xi] * dyf[yi])
+				})
+				near(t, "y", download(t, y), wantY, scaleY, tol[T]())
+				near(t, "dx", download(t, dx), wantDX, scaleDX, tol[T]())
+				near(t, "dw", download(t, dw), wantDW, scaleDW, tol[T]())
+			})
+		}
+	}
+}
+
+// TestConvBiasActivation checks the fused forward, ReLU and identity,
+// against the reference, heuristics and benchmark alike.
+func TestConvBiasActivation(t *testing.T) {
+	ctx, _, h := handle(t)
+	t.Run("float32", func(t *testing.T) { testFused[float32](t, ctx, h) })
+	t.Run("float16", func(t *testing.T) { testFused[cuda.Float16](t, ctx, h) })
+	t.Run("bfloat16", func(t *testing.T) { testFused[cuda.BFloat16](t, ctx, h) })
+}
+
+func testFused[T cudnn.Element](t *testing.T, ctx *cuda.Context, h *cudnn.Handle) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, c := range convCases[:5] {
+		for _, l := range layouts {
+			for _, act := range []cudnn.Activation{cudnn.ReLU, cudnn.Identity} {
+				t.Run(fmt.Sprintf("%s %v %v", c.name, l, act), func(t *testing.T) {
+					ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+					xt, xf := random[T](r, c.x.Len())
+					wt, wf := random[T](r, c.w.Len())
+					bt, bf := random[T](r, c.w.N)
+					x, w := tensor(t, ctx, c.x, l, xt), tensor(t, ctx, c.w, l, wt)
+					bias := tensor(t, ctx, cudnn.Shape{N: 1, C: c.w.N, H: 1, W: 1}, l, bt).Data
+					y := empty[T](t, ctx, ys, l)
+					if err := cudnn.ConvBiasActivation(h, y, x, w, bias, act, c.p); err != nil {
+						t.Fatal(err)
+					}
+					want, scale := make([]float64, ys.Len()), make([]float64, ys.Len())
+					eachTerm(c.x, c.w, ys, l, c.p, func(xi, wi, yi int) {
+						want[yi] += xf[xi] * wf[wi]
+						scale[yi] += math.Abs(xf[xi] * wf[wi])
+					})
+					for n := range ys.N {
+						for k := range ys.C {
+							for i := range ys.H {
+								for j := range ys.W {
+									yi := at(ys, l, n, k, i, j)
+									want[yi] += bf[k]
+									scale[yi] += math.Abs(bf[k])
+									if act == cudnn.ReLU && want[yi] < 0 {
+										want[yi] = 0
+									}
+								}
+							}
+						}
+					}
+					near(t, "y", download(t, y), want, scale, tol[T]())
+				})
+			}
+		}
+	}
+}
+
+// TestBenchmark: with SetBenchmark, the algorithm is timed once per shape
+// and the results are the same; TF32 allowed runs too.
+func TestBenchmark(t *testing.T) {
+	ctx, _, h := handle(t)
+	if err := h.SetBenchmark(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetTF32(true); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	c := convCases[1]
+	ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+	xt, xf := random[float32](r, c.x.Len())
+	wt, wf := random[float32](r, c.w.Len())
+	x, w := tensor(t, ctx, c.x, cudnn.NHWC, xt), tensor(t, ctx, c.w, cudnn.NHWC, wt)
+	y := empty[float32](t, ctx, ys, cudnn.NHWC)
+	for range 3 {
+		if err := cudnn.ConvForward(h, y, x, w, c.p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, scale := make([]float64, ys.Len()), make([]float64, ys.Len())
+	eachTerm(c.x, c.w, ys, cudnn.NHWC, c.p, func(xi, wi, yi int) {
+		want[yi] += xf[xi] * wf[wi]
+		scale[yi] += math.Abs(xf[xi] * wf[wi])
+	})
+	near(t, "y", download(t, y), want, scale, 2e-3) // TF32: 10 bits of mantissa
+}
+
+// TestOutputShapes checks ConvOutput and PoolOutput against the formula
+// at the edges.
+func TestOutputShapes(t *testing.T) {
+	for _, tt := range []struct {
+		x, w cudnn.Shape
+		p    cudnn.Conv2D
+		want cudnn.Shape
+	}{
+		{cudnn.Shape{N: 32, C: 3, H: 224, W: 224}, cudnn.Shape{N: 64, C: 3, H: 7, W: 7}, cudnn.Conv2D{PadH: 3, PadW: 3, StrideH: 2, StrideW: 2}, cudnn.Shape{N: 32, C: 64, H: 112, W: 112}},
+		{cudnn.Shape{N: 1, C: 4, H: 5, W: 5}, cudnn.Shape{N: 2, C: 2, H: 5, W: 5}, cudnn.Conv2D{Groups: 2}, cudnn.Shape{N: 1, C: 2, H: 1, W: 1}},
+		{cudnn.Shape{N: 1, C: 1, H: 5, W: 5}, cudnn.Shape{N: 1, C: 1, H: 3, W: 3}, cudnn.Conv2D{DilationH: 2, DilationW: 2}, cudnn.Shape{N: 1, C: 1, H: 1, W: 1}},
+	} {
+		if got, err := cudnn.ConvOutput(tt.x, tt.w, tt.p); err != nil || got != tt.want {
+			t.Errorf("ConvOutput(%v, %v, %+v) = %v, %v: want %v", tt.x, tt.w, tt.p, got, err, tt.want)
+		}
+	}
+	if got, err := cudnn.PoolOutput(cudnn.Shape{N: 32, C: 64, H: 112, W: 112}, cudnn.Pool2D{WindowH: 3, WindowW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}); err != nil || got != (cudnn.Shape{N: 32, C: 64, H: 56, W: 56}) {
+		t.Errorf("PoolOutput of ResNet's stem = %v, %v", got, err)
+	}
+}

@@ -1,0 +1,995 @@
+// The fake cuDNN (see driver.c): the legacy calls of cuDNN 9 that package
+// cudnn makes, checked as the library checks them (a descriptor not made
+// by its Create, or not yet set, a shape that does not agree, a work area
+// smaller than the size reported: CUDNN_STATUS_BAD_PARAM; a type or an
+// algorithm it has no kernel for: CUDNN_STATUS_NOT_SUPPORTED) and computed
+// on the CPU by the stream's worker, later, in the stream's order: direct
+// convolutions (forward, backward data, backward filter, with bias and
+// activation), pooling and batch normalization, in double precision over
+// float, double, half and bfloat16 tensors in NCHW and NHWC. The fake
+// offers two algorithms of each convolution: 0, which needs no work area,
+// and 1, which needs one (IMPLICIT_PRECOMP_GEMM forward, the only one the
+// fused identity activation takes).
+
+#include <math.h>
+
+#include "fakecuda.h"
+
+enum {
+	DNN_SUCCESS = 0,
+	DNN_NOT_INITIALIZED = 1001,
+	DNN_BAD_PARAM = 2000,
+	DNN_BAD_PARAM_NULL_POINTER = 2002,
+	DNN_BAD_PARAM_SHAPE_MISMATCH = 2008,
+	DNN_NOT_SUPPORTED = 3000,
+	DNN_NOT_SUPPORTED_DATA_TYPE = 3003,
+	DNN_INTERNAL_ERROR = 4000,
+	DNN_EXECUTION_FAILED = 5000,
+};
+
+long live_dnn;
+
+static void dnn_counted(long d) {
+	pthread_mutex_lock(&mu);
+	live_dnn += d;
+	pthread_mutex_unlock(&mu);
+}
+
+EXPORT const char *cudnnGetErrorString(int s) {
+	switch (s) {
+	case 0: return "CUDNN_STATUS_SUCCESS";
+	case 1001: return "CUDNN_STATUS_NOT_INITIALIZED";
+	case 2000: return "CUDNN_STATUS_BAD_PARAM";
+	case 2002: return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
+	case 2008: return "CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH";
+	case 3000: return "CUDNN_STATUS_NOT_SUPPORTED";
+	case 3003: return "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE";
+	case 4000: return "CUDNN_STATUS_INTERNAL_ERROR";
+	case 4003: return "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED";
+	case 5000: return "CUDNN_STATUS_EXECUTION_FAILED";
+	}
+	return "CUDNN_STATUS_UNKNOWN";
+}
+
+// cudnnGetProperty answers as cuDNN 9.1.0.
+EXPORT int cudnnGetProperty(int type, int *v) {
+	FAULT("cudnnGetProperty");
+	if (!v) return DNN_BAD_PARAM_NULL_POINTER;
+	if (type < 0 || type > 2) return DNN_BAD_PARAM;
+	*v = type == 0 ? 9 : type == 1 ? 1 : 0;
+	return DNN_SUCCESS;
+}
+
+// ---- elements ---------------------------------------------------------------
+
+enum { D_FLOAT = 0, D_DOUBLE = 1, D_HALF = 2, D_BF16 = 9 };
+
+static size_t dsize(int t) {
+	switch (t) {
+	case D_FLOAT: return 4;
+	case D_DOUBLE: return 8;
+	case D_HALF: case D_BF16: return 2;
+	}
+	return 0;
+}
+
+static float f_of_bits(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static uint32_t bits_of_f(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+
+// rne shifts m right by shift bits, rounding to nearest even.
+static uint32_t rne(uint32_t m, unsigned shift) {
+	uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), mid = 1u << (shift - 1);
+	if (rem > mid || (rem == mid && (r & 1))) r++;
+	return r;
+}
+
+static float from_half(uint16_t h) {
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	if (e == 0) {
+		if (!m) return f_of_bits(sign);
+		uint32_t x = 113;
+		while (!(m & 0x400)) { m <<= 1; x--; }
+		return f_of_bits(sign | x << 23 | (m & 0x3ff) << 13);
+	}
+	if (e == 0x1f) return f_of_bits(sign | 0x7f800000 | m << 13);
+	return f_of_bits(sign | (e + 112) << 23 | m << 13);
+}
+
+static uint16_t to_half(float f) {
+	uint32_t b = bits_of_f(f), m = b & 0x7fffff;
+	uint16_t sign = (b >> 16) & 0x8000;
+	int e8 = (b >> 23) & 0xff;
+	if (e8 == 0xff) return sign | (m ? 0x7e00 | (m >> 13) : 0x7c00);
+	int e = e8 - 127 + 15;
+	if (e >= 0x1f) return sign | 0x7c00;
+	if (e <= 0) {
+		if (e < -10) return sign;
+		return sign | (uint16_t)rne(m | 0x800000, (unsigned)(14 - e));
+	}
+	return sign | (uint16_t)rne((uint32_t)e << 23 | m, 13);
+}
+
+static double ld(int t, const void *p, size_t i) {
+	switch (t) {
+	case D_FLOAT: return ((const float *)p)[i];
+	case D_DOUBLE: return ((const double *)p)[i];
+	case D_HALF: return from_half(((const uint16_t *)p)[i]);
+	}
+	return f_of_bits((uint32_t)((const uint16_t *)p)[i] << 16);
+}
+
+static void st(int t, void *p, size_t i, double v) {
+	switch (t) {
+	case D_FLOAT: ((float *)p)[i] = (float)v; return;
+	case D_DOUBLE: ((double *)p)[i] = v; return;
+	case D_HALF: ((uint16_t *)p)[i] = to_half((float)v); return;
+	}
+	uint32_t b = bits_of_f((float)v);
+	((uint16_t *)p)[i] = (b & 0x7fffffff) > 0x7f800000 ? (uint16_t)(b >> 16 | 0x40) : (uint16_t)rne(b, 16);
+}
+
+// scal reads alpha or beta: a double for double tensors, else a float.
+static double scal(int t, const void *p) { return t == D_DOUBLE ? *(const double *)p : *(const float *)p; }
+
+static int dmem_ok(const void *p, size_t n) { return n == 0 || (p && range_ok((CUdeviceptr)(uintptr_t)p, n)); }
+
+// ---- handles ----------------------------------------------------------------
+
+struct fake_dnn {
+	int magic;
+	CUcontext ctx;
+	CUstream stream;
+};
+#define DNN_MAGIC 0xd22a1e
+
+static int dnn_live(struct fake_dnn *h) { return h && h->magic == DNN_MAGIC; }
+
+// dnn_usable returns the status for a call on h: its context must be
+// current and its stream live.
+static int dnn_usable(struct fake_dnn *h) {
+	if (!dnn_live(h)) return DNN_BAD_PARAM;
+	pthread_mutex_lock(&mu);
+	int ok = current == h->ctx && ctx_live(current) && (!h->stream || stream_live(h->stream));
+	pthread_mutex_unlock(&mu);
+	return ok ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+}
+
+EXPORT int cudnnCreate(struct fake_dnn **out) {
+	FAULT("cudnnCreate");
+	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
+	pthread_mutex_lock(&mu);
+	int ok = initialized && ctx_live(current);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return DNN_NOT_INITIALIZED;
+	struct fake_dnn *h = calloc(1, sizeof *h);
+	h->magic = DNN_MAGIC;
+	h->ctx = current;
+	dnn_counted(1);
+	*out = h;
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnDestroy(struct fake_dnn *h) {
+	FAULT("cudnnDestroy");
+	if (!dnn_live(h)) return DNN_BAD_PARAM;
+	drain_context(h->ctx); // as cuDNN, which synchronizes the device
+	h->magic = 0;
+	free(h);
+	dnn_counted(-1);
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnSetStream(struct fake_dnn *h, CUstream s) {
+	FAULT("cudnnSetStream");
+	if (!dnn_live(h)) return DNN_BAD_PARAM;
+	pthread_mutex_lock(&mu);
+	int ok = !s || (stream_live(s) && s->ctx == h->ctx);
+	pthread_mutex_unlock(&mu);
+	if (!ok) return DNN_BAD_PARAM;
+	h->stream = s;
+	return DNN_SUCCESS;
+}
+
+// ---- descriptors -------------------------------------------------------------
+
+// A tensor or a filter: its dimensions, its format (NCHW 0, NHWC 1) and
+// type; set once a Set call succeeded.
+struct dims {
+	int n, c, h, w;
+	int fmt, dt;
+};
+struct fake_tensor {
+	int magic, set;
+	struct dims d;
+};
+#define TENSOR_MAGIC 0xd2e501
+#define FILTER_MAGIC 0xd2f117
+
+static int tensor_ok(struct fake_tensor *t) { return t && t->magic == TENSOR_MAGIC && t->set; }
+static int filter_ok(struct fake_tensor *t) { return t && t->magic == FILTER_MAGIC && t->set; }
+
+static size_t elems(struct dims d) { return (size_t)d.n * d.c * d.h * d.w; }
+static size_t bytes(struct dims d) { return elems(d) * dsize(d.dt); }
+
+// at is the element (n, c, h, w) of d's layout.
+static size_t at(const struct dims *d, int n, int c, int h, int w) {
+	if (d->fmt == 1) return (((size_t)n * d->h + h) * d->w + w) * d->c + c;
+	return (((size_t)n * d->c + c) * d->h + h) * d->w + w;
+}
+
+static int new_desc(struct fake_tensor **out, int magic) {
+	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
+	struct fake_tensor *t = calloc(1, sizeof *t);
+	t->magic = magic;
+	dnn_counted(1);
+	*out = t;
+	return DNN_SUCCESS;
+}
+
+static int free_desc(struct fake_tensor *t, int magic) {
+	if (!t) return DNN_SUCCESS; // as cuDNN: destroying NULL is a no-op
+	if (t->magic != magic) return DNN_BAD_PARAM;
+	t->magic = 0;
+	free(t);
+	dnn_counted(-1);
+	return DNN_SUCCESS;
+}
+
+static int set_dims(struct fake_tensor *t, int magic, int fmt, int dt, int n, int c, int h, int w) {
+	if (!t || t->magic != magic) return DNN_BAD_PARAM;
+	if (fmt == 2) return DNN_NOT_SUPPORTED; // NCHW_VECT_C: no int8 here
+	if (fmt < 0 || fmt > 2 || n <= 0 || c <= 0 || h <= 0 || w <= 0) return DNN_BAD_PARAM;
+	if (!dsize(dt)) return dt >= 0 && dt <= 21 ? DNN_NOT_SUPPORTED_DATA_TYPE : DNN_BAD_PARAM;
+	if ((int64_t)n * c * h * w > INT32_MAX) return DNN_BAD_PARAM;
+	t->d = (struct dims){n, c, h, w, fmt, dt};
+	t->set = 1;
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnCreateTensorDescriptor(struct fake_tensor **out) {
+	FAULT("cudnnCreateTensorDescriptor");
+	return new_desc(out, TENSOR_MAGIC);
+}
+EXPORT int cudnnDestroyTensorDescriptor(struct fake_tensor *t) {
+	FAULT("cudnnDestroyTensorDescriptor");
+	return free_desc(t, TENSOR_MAGIC);
+}
+EXPORT int cudnnSetTensor4dDescriptor(struct fake_tensor *t, int fmt, int dt, int n, int c, int h, int w) {
+	FAULT("cudnnSetTensor4dDescriptor");
+	return set_dims(t, TENSOR_MAGIC, fmt, dt, n, c, h, w);
+}
+EXPORT int cudnnCreateFilterDescriptor(struct fake_tensor **out) {
+	FAULT("cudnnCreateFilterDescriptor");
+	return new_desc(out, FILTER_MAGIC);
+}
+EXPORT int cudnnDestroyFilterDescriptor(struct fake_tensor *t) {
+	FAULT("cudnnDestroyFilterDescriptor");
+	return free_desc(t, FILTER_MAGIC);
+}
+EXPORT int cudnnSetFilter4dDescriptor(struct fake_tensor *t, int dt, int fmt, int k, int c, int h, int w) {
+	FAULT("cudnnSetFilter4dDescriptor");
+	return set_dims(t, FILTER_MAGIC, fmt, dt, k, c, h, w);
+}
+
+struct fake_conv {
+	int magic, set;
+	int ph, pw, u, v, dh, dw, mode, ct, groups, math;
+};
+#define CONV_MAGIC 0xd2c0a7
+static int conv_ok(struct fake_conv *c) { return c && c->magic == CONV_MAGIC && c->set; }
+
+EXPORT int cudnnCreateConvolutionDescriptor(struct fake_conv **out) {
+	FAULT("cudnnCreateConvolutionDescriptor");
+	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
+	struct fake_conv *c = calloc(1, sizeof *c);
+	c->magic = CONV_MAGIC;
+	c->groups = 1;
+	dnn_counted(1);
+	*out = c;
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnDestroyConvolutionDescriptor(struct fake_conv *c) {
+	FAULT("cudnnDestroyConvolutionDescriptor");
+	if (!c) return DNN_SUCCESS;
+	if (c->magic != CONV_MAGIC) return DNN_BAD_PARAM;
+	c->magic = 0;
+	free(c);
+	dnn_counted(-1);
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnSetConvolution2dDescriptor(struct fake_conv *c, int ph, int pw, int u, int v, int dh, int dw, int mode, int ct) {
+	FAULT("cudnnSetConvolution2dDescriptor");
+	if (!c || c->magic != CONV_MAGIC) return DNN_BAD_PARAM;
+	if (ph < 0 || pw < 0 || u <= 0 || v <= 0 || dh <= 0 || dw <= 0 || (mode != 0 && mode != 1)) return DNN_BAD_PARAM;
+	if (!dsize(ct)) return DNN_BAD_PARAM;
+	c->ph = ph, c->pw = pw, c->u = u, c->v = v, c->dh = dh, c->dw = dw, c->mode = mode, c->ct = ct;
+	c->set = 1;
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnSetConvolutionGroupCount(struct fake_conv *c, int g) {
+	FAULT("cudnnSetConvolutionGroupCount");
+	if (!c || c->magic != CONV_MAGIC || g < 1) return DNN_BAD_PARAM;
+	c->groups = g;
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnSetConvolutionMathType(struct fake_conv *c, int m) {
+	FAULT("cudnnSetConvolutionMathType");
+	if (!c || c->magic != CONV_MAGIC || m < 0 || m > 3) return DNN_BAD_PARAM;
+	c->math = m;
+	return DNN_SUCCESS;
+}
+
+// conv_out returns the output dimensions of x convolved with w under c,
+// or a status: the channels must agree with the groups, the output must
+// not be empty.
+static int conv_out(struct fake_conv *c, const struct dims *x, const struct dims *w, struct dims *y) {
+	if (x->c != w->c * c->groups || w->n % c->groups) return DNN_BAD_PARAM;
+	int eh = c->dh * (w->h - 1) + 1, ew = c->dw * (w->w - 1) + 1;
+	int oh = (x->h + 2 * c->ph - eh) / c->u + 1, ow = (x->w + 2 * c->pw - ew) / c->v + 1;
+	if (x->h + 2 * c->ph < eh || x->w + 2 * c->pw < ew || oh <= 0 || ow <= 0) return DNN_BAD_PARAM;
+	*y = (struct dims){x->n, w->n, oh, ow, x->fmt, x->dt};
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnGetConvolution2dForwardOutputDim(struct fake_conv *c, struct fake_tensor *x, struct fake_tensor *w, int *n, int *ch, int *h,
+                                                 int *wd) {
+	FAULT("cudnnGetConvolution2dForwardOutputDim");
+	if (!conv_ok(c) || !tensor_ok(x) || !filter_ok(w)) return DNN_BAD_PARAM;
+	if (!n || !ch || !h || !wd) return DNN_BAD_PARAM_NULL_POINTER;
+	struct dims y;
+	int r = conv_out(c, &x->d, &w->d, &y);
+	if (r) return r;
+	*n = y.n, *ch = y.c, *h = y.h, *wd = y.w;
+	return DNN_SUCCESS;
+}
+
+// conv_check checks a convolution's descriptors: x (the input), w, y (the
+// output) set, of one type, y of the output's dimensions, the compute type
+// float for the halves (cuDNN's pseudo-half configurations: their true-half
+// ones are refused here) and the tensors' type otherwise.
+static int conv_check(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c, struct fake_tensor *y) {
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (!tensor_ok(x) || !filter_ok(w) || !conv_ok(c) || !tensor_ok(y)) return DNN_BAD_PARAM;
+	if (x->d.dt != w->d.dt || x->d.dt != y->d.dt) return DNN_BAD_PARAM;
+	int want = x->d.dt == D_DOUBLE ? D_DOUBLE : D_FLOAT;
+	if (c->ct != want) return DNN_NOT_SUPPORTED;
+	struct dims o;
+	if ((r = conv_out(c, &x->d, &w->d, &o))) return r;
+	if (o.n != y->d.n || o.c != y->d.c || o.h != y->d.h || o.w != y->d.w) return DNN_BAD_PARAM;
+	return DNN_SUCCESS;
+}
+
+// conv_need is the work area algorithm algo of a convolution needs: none
+// for 0, a size that varies with the filter for 1; -1 for an algorithm the
+// fake has not.
+static long conv_need(int algo, const struct dims *w) {
+	if (algo == 0) return 0;
+	if (algo == 1) return 4096 + (long)elems(*w) % 13 * 256;
+	return -1;
+}
+
+// perf is cudnnConvolution*AlgoPerf_t.
+struct perf {
+	int algo, status;
+	float time;
+	size_t memory;
+	int determinism, math;
+	int reserved[3];
+};
+
+static int algos(int requested, int *returned, struct perf *out, const struct dims *w, int math, int timed) {
+	if (requested < 1) return DNN_BAD_PARAM;
+	if (!returned || !out) return DNN_BAD_PARAM_NULL_POINTER;
+	int n = 0;
+	// The fake's order: the one with a work area first, as cuDNN's
+	// heuristics most often rank one (a caller that skips the first
+	// result is caught), unless timed.
+	int order[2] = {1, 0};
+	if (timed) order[0] = 0, order[1] = 1;
+	for (int i = 0; i < 2 && n < requested; i++) {
+		out[n] = (struct perf){.algo = order[i], .status = 0, .time = timed ? 0.01f * (float)(i + 1) : -1,
+		                       .memory = (size_t)conv_need(order[i], w), .determinism = 1, .math = math};
+		n++;
+	}
+	*returned = n;
+	return DNN_SUCCESS;
+}
+
+// wait_dnn waits for h's stream, as cuDNN's Find calls do; refused while
+// the stream captures.
+static int wait_dnn(struct fake_dnn *h) {
+	if (h->stream) {
+		pthread_mutex_lock(&mu);
+		int capturing = h->stream->capture != NULL;
+		pthread_mutex_unlock(&mu);
+		if (capturing) return DNN_NOT_SUPPORTED;
+		drain_stream(h->stream);
+	} else drain_context(h->ctx);
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnGetConvolutionForwardAlgorithm_v7(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c,
+                                                  struct fake_tensor *y, int requested, int *returned, struct perf *out) {
+	FAULT("cudnnGetConvolutionForwardAlgorithm_v7");
+	int r = conv_check(h, x, w, c, y);
+	return r ? r : algos(requested, returned, out, &w->d, c->math, 0);
+}
+EXPORT int cudnnFindConvolutionForwardAlgorithm(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c,
+                                                struct fake_tensor *y, int requested, int *returned, struct perf *out) {
+	FAULT("cudnnFindConvolutionForwardAlgorithm");
+	int r = conv_check(h, x, w, c, y);
+	if (!r) r = wait_dnn(h);
+	return r ? r : algos(requested, returned, out, &w->d, c->math, 1);
+}
+EXPORT int cudnnGetConvolutionForwardWorkspaceSize(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c,
+                                                   struct fake_tensor *y, int algo, size_t *size) {
+	FAULT("cudnnGetConvolutionForwardWorkspaceSize");
+	int r = conv_check(h, x, w, c, y);
+	if (r) return r;
+	if (!size) return DNN_BAD_PARAM_NULL_POINTER;
+	if (algo < 0 || algo > 7) return DNN_BAD_PARAM;
+	long need = conv_need(algo, &w->d);
+	if (need < 0) return DNN_NOT_SUPPORTED;
+	*size = (size_t)need;
+	return DNN_SUCCESS;
+}
+
+// ---- the convolutions' work --------------------------------------------------
+
+enum { J_FWD, J_BWD_DATA, J_BWD_FILTER };
+
+struct conv_job {
+	struct lib_job job;
+	int kind;
+	struct dims x, w, y;       // the forward convolution's input, filter, output
+	struct fake_conv c;        // copied whole
+	const void *src0, *src1;   // forward: x, w; backward data: w, dy; backward filter: x, dy
+	void *dst;                 // y, dx or dw
+	double alpha, beta;
+	// the fused forward: z (alpha2) and the bias, then the activation
+	const void *z, *bias;
+	int fused, act;
+	double alpha2;
+	int bias_dt;
+};
+
+// each visits every product term of the forward convolution: output
+// (n, k, oh, ow) gathers input (n, ci, ih, iw) times filter (k, cf, r, s).
+#define EACH_TERM(o, BODY)                                                                                             \
+	do {                                                                                                           \
+		int kpg_ = (o)->w.n / (o)->c.groups, cpg_ = (o)->w.c;                                                  \
+		for (int n = 0; n < (o)->y.n; n++)                                                                     \
+			for (int k = 0; k < (o)->y.c; k++) {                                                           \
+				int g_ = k / kpg_;                                                                     \
+				for (int oh = 0; oh < (o)->y.h; oh++)                                                  \
+					for (int ow = 0; ow < (o)->y.w; ow++)                                          \
+						for (int cf = 0; cf < cpg_; cf++)                                      \
+							for (int r = 0; r < (o)->w.h; r++)                             \
+								for (int s = 0; s < (o)->w.w; s++) {                   \
+									int rr = (o)->c.mode == 0 ? (o)->w.h - 1 - r : r; \
+									int ss = (o)->c.mode == 0 ? (o)->w.w - 1 - s : s; \
+									int ih = oh * (o)->c.u - (o)->c.ph + rr * (o)->c.dh; \
+									int iw = ow * (o)->c.v - (o)->c.pw + ss * (o)->c.dw; \
+									if (ih < 0 || ih >= (o)->x.h || iw < 0 || iw >= (o)->x.w) continue; \
+									int ci = g_ * cpg_ + cf;                         \
+									size_t xi = at(&(o)->x, n, ci, ih, iw);          \
+									size_t wi = at(&(o)->w, k, cf, r, s);            \
+									size_t yi = at(&(o)->y, n, k, oh, ow);           \
+									BODY;                                            \
+								}                                                        \
+			}                                                                                              \
+	} while (0)
+
+static void run_conv(struct lib_job *job) {
+	struct conv_job *o = (struct conv_job *)job;
+	struct dims out = o->kind == J_FWD ? o->y : o->kind == J_BWD_DATA ? o->x : o->w;
+	size_t n = elems(out);
+	double *acc = calloc(n ? n : 1, sizeof *acc);
+	int dt = o->x.dt;
+	switch (o->kind) {
+	case J_FWD: EACH_TERM(o, acc[yi] += ld(dt, o->src0, xi) * ld(dt, o->src1, wi)); break;
+	case J_BWD_DATA: EACH_TERM(o, acc[xi] += ld(dt, o->src1, yi) * ld(dt, o->src0, wi)); break;
+	case J_BWD_FILTER: EACH_TERM(o, acc[wi] += ld(dt, o->src0, xi) * ld(dt, o->src1, yi)); break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		double v = o->alpha * acc[i];
+		if (o->fused) {
+			// i is y's element: its channel says which bias.
+			int k = out.fmt == 1 ? (int)(i % out.c) : (int)(i / ((size_t)out.h * out.w) % out.c);
+			if (o->alpha2 != 0) v += o->alpha2 * ld(dt, o->z, i);
+			v += ld(o->bias_dt, o->bias, (size_t)k);
+			if (o->act == 1 && v < 0) v = 0;
+		} else if (o->beta != 0) v += o->beta * ld(dt, o->dst, i);
+		st(dt, o->dst, i, v);
+	}
+	free(acc);
+}
+
+static int queue_conv(struct fake_dnn *h, struct conv_job *o) {
+	o->job = (struct lib_job){run_conv, sizeof *o};
+	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+}
+
+// work_ok checks a work area against what algo needs.
+static int work_ok(int algo, const struct dims *w, const void *ws, size_t size) {
+	long need = conv_need(algo, w);
+	if (need < 0) return DNN_NOT_SUPPORTED;
+	if (size < (size_t)need) return DNN_BAD_PARAM;
+	if (size && !dmem_ok(ws, size)) return DNN_BAD_PARAM;
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnConvolutionForward(struct fake_dnn *h, const void *alpha, struct fake_tensor *xd, const void *x, struct fake_tensor *wd,
+                                   const void *w, struct fake_conv *c, int algo, void *ws, size_t wsize, const void *beta,
+                                   struct fake_tensor *yd, void *y) {
+	FAULT("cudnnConvolutionForward");
+	int r = conv_check(h, xd, wd, c, yd);
+	if (r) return r;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	if (algo < 0 || algo > 7) return DNN_BAD_PARAM;
+	if ((r = work_ok(algo, &wd->d, ws, wsize))) return r;
+	if (!dmem_ok(x, bytes(xd->d)) || !dmem_ok(w, bytes(wd->d)) || !dmem_ok(y, bytes(yd->d))) return DNN_BAD_PARAM;
+	struct conv_job *o = calloc(1, sizeof *o);
+	*o = (struct conv_job){.kind = J_FWD, .x = xd->d, .w = wd->d, .y = yd->d, .c = *c, .src0 = x, .src1 = w, .dst = y,
+	                       .alpha = scal(xd->d.dt, alpha), .beta = scal(xd->d.dt, beta)};
+	return queue_conv(h, o);
+}
+
+struct fake_act {
+	int magic, set, mode, nan;
+	double coef;
+};
+#define ACT_MAGIC 0xd2ac71
+
+EXPORT int cudnnCreateActivationDescriptor(struct fake_act **out) {
+	FAULT("cudnnCreateActivationDescriptor");
+	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
+	struct fake_act *a = calloc(1, sizeof *a);
+	a->magic = ACT_MAGIC;
+	dnn_counted(1);
+	*out = a;
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnDestroyActivationDescriptor(struct fake_act *a) {
+	FAULT("cudnnDestroyActivationDescriptor");
+	if (!a) return DNN_SUCCESS;
+	if (a->magic != ACT_MAGIC) return DNN_BAD_PARAM;
+	a->magic = 0;
+	free(a);
+	dnn_counted(-1);
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnSetActivationDescriptor(struct fake_act *a, int mode, int nan, double coef) {
+	FAULT("cudnnSetActivationDescriptor");
+	if (!a || a->magic != ACT_MAGIC || mode < 0 || mode > 6 || (nan != 0 && nan != 1)) return DNN_BAD_PARAM;
+	a->mode = mode, a->nan = nan, a->coef = coef, a->set = 1;
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnConvolutionBiasActivationForward(struct fake_dnn *h, const void *alpha1, struct fake_tensor *xd, const void *x,
+                                                 struct fake_tensor *wd, const void *w, struct fake_conv *c, int algo, void *ws,
+                                                 size_t wsize, const void *alpha2, struct fake_tensor *zd, const void *z,
+                                                 struct fake_tensor *bd, const void *bias, struct fake_act *act, struct fake_tensor *yd,
+                                                 void *y) {
+	FAULT("cudnnConvolutionBiasActivationForward");
+	int r = conv_check(h, xd, wd, c, yd);
+	if (r) return r;
+	if (!alpha1 || !alpha2) return DNN_BAD_PARAM_NULL_POINTER;
+	if (!tensor_ok(zd) || !tensor_ok(bd) || !act || act->magic != ACT_MAGIC || !act->set) return DNN_BAD_PARAM;
+	struct dims zz = zd->d, yy = yd->d, bb = bd->d;
+	if (zz.n != yy.n || zz.c != yy.c || zz.h != yy.h || zz.w != yy.w || zz.dt != yy.dt || zz.fmt != yy.fmt) return DNN_BAD_PARAM;
+	if (bb.n != 1 || bb.c != yy.c || bb.h != 1 || bb.w != 1) return DNN_BAD_PARAM;
+	if (bb.dt != yy.dt) return DNN_NOT_SUPPORTED;
+	// Only ReLU and identity; identity only with IMPLICIT_PRECOMP_GEMM.
+	if (act->mode != 1 && act->mode != 5) return DNN_NOT_SUPPORTED;
+	if (act->mode == 5 && algo != 1) return DNN_NOT_SUPPORTED;
+	if (algo < 0 || algo > 7) return DNN_BAD_PARAM;
+	if ((r = work_ok(algo, &wd->d, ws, wsize))) return r;
+	if (!dmem_ok(x, bytes(xd->d)) || !dmem_ok(w, bytes(wd->d)) || !dmem_ok(y, bytes(yy)) || !dmem_ok(z, bytes(zz)) ||
+	    !dmem_ok(bias, bytes(bb)))
+		return DNN_BAD_PARAM;
+	struct conv_job *o = calloc(1, sizeof *o);
+	*o = (struct conv_job){.kind = J_FWD, .x = xd->d, .w = wd->d, .y = yy, .c = *c, .src0 = x, .src1 = w, .dst = y,
+	                       .alpha = scal(xd->d.dt, alpha1), .fused = 1, .act = act->mode, .alpha2 = scal(xd->d.dt, alpha2),
+	                       .z = z, .bias = bias, .bias_dt = bb.dt};
+	return queue_conv(h, o);
+}
+
+// Backward data: dy (the forward's output) and w give dx (its input).
+EXPORT int cudnnGetConvolutionBackwardDataAlgorithm_v7(struct fake_dnn *h, struct fake_tensor *w, struct fake_tensor *dy,
+                                                       struct fake_conv *c, struct fake_tensor *dx, int requested, int *returned,
+                                                       struct perf *out) {
+	FAULT("cudnnGetConvolutionBackwardDataAlgorithm_v7");
+	int r = conv_check(h, dx, w, c, dy);
+	return r ? r : algos(requested, returned, out, &w->d, c->math, 0);
+}
+EXPORT int cudnnFindConvolutionBackwardDataAlgorithm(struct fake_dnn *h, struct fake_tensor *w, struct fake_tensor *dy,
+                                                     struct fake_conv *c, struct fake_tensor *dx, int requested, int *returned,
+                                                     struct perf *out) {
+	FAULT("cudnnFindConvolutionBackwardDataAlgorithm");
+	int r = conv_check(h, dx, w, c, dy);
+	if (!r) r = wait_dnn(h);
+	return r ? r : algos(requested, returned, out, &w->d, c->math, 1);
+}
+EXPORT int cudnnGetConvolutionBackwardDataWorkspaceSize(struct fake_dnn *h, struct fake_tensor *w, struct fake_tensor *dy,
+                                                        struct fake_conv *c, struct fake_tensor *dx, int algo, size_t *size) {
+	FAULT("cudnnGetConvolutionBackwardDataWorkspaceSize");
+	int r = conv_check(h, dx, w, c, dy);
+	if (r) return r;
+	if (!size) return DNN_BAD_PARAM_NULL_POINTER;
+	if (algo < 0 || algo > 5) return DNN_BAD_PARAM;
+	long need = conv_need(algo, &w->d);
+	if (need < 0) return DNN_NOT_SUPPORTED;
+	*size = (size_t)need;
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnConvolutionBackwardData(struct fake_dnn *h, const void *alpha, struct fake_tensor *wd, const void *w, struct fake_tensor *dyd,
+                                        const void *dy, struct fake_conv *c, int algo, void *ws, size_t wsize, const void *beta,
+                                        struct fake_tensor *dxd, void *dx) {
+	FAULT("cudnnConvolutionBackwardData");
+	int r = conv_check(h, dxd, wd, c, dyd);
+	if (r) return r;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	if (algo < 0 || algo > 5) return DNN_BAD_PARAM;
+	if ((r = work_ok(algo, &wd->d, ws, wsize))) return r;
+	if (!dmem_ok(dx, bytes(dxd->d)) || !dmem_ok(w, bytes(wd->d)) || !dmem_ok(dy, bytes(dyd->d))) return DNN_BAD_PARAM;
+	struct conv_job *o = calloc(1, sizeof *o);
+	*o = (struct conv_job){.kind = J_BWD_DATA, .x = dxd->d, .w = wd->d, .y = dyd->d, .c = *c, .src0 = w, .src1 = dy, .dst = dx,
+	                       .alpha = scal(wd->d.dt, alpha), .beta = scal(wd->d.dt, beta)};
+	return queue_conv(h, o);
+}
+
+// Backward filter: x and dy give dw.
+EXPORT int cudnnGetConvolutionBackwardFilterAlgorithm_v7(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *dy,
+                                                         struct fake_conv *c, struct fake_tensor *dw, int requested, int *returned,
+                                                         struct perf *out) {
+	FAULT("cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+	int r = conv_check(h, x, dw, c, dy);
+	return r ? r : algos(requested, returned, out, &dw->d, c->math, 0);
+}
+EXPORT int cudnnFindConvolutionBackwardFilterAlgorithm(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *dy,
+                                                       struct fake_conv *c, struct fake_tensor *dw, int requested, int *returned,
+                                                       struct perf *out) {
+	FAULT("cudnnFindConvolutionBackwardFilterAlgorithm");
+	int r = conv_check(h, x, dw, c, dy);
+	if (!r) r = wait_dnn(h);
+	return r ? r : algos(requested, returned, out, &dw->d, c->math, 1);
+}
+EXPORT int cudnnGetConvolutionBackwardFilterWorkspaceSize(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *dy,
+                                                          struct fake_conv *c, struct fake_tensor *dw, int algo, size_t *size) {
+	FAULT("cudnnGetConvolutionBackwardFilterWorkspaceSize");
+	int r = conv_check(h, x, dw, c, dy);
+	if (r) return r;
+	if (!size) return DNN_BAD_PARAM_NULL_POINTER;
+	if (algo < 0 || algo > 6) return DNN_BAD_PARAM;
+	long need = conv_need(algo, &dw->d);
+	if (need < 0) return DNN_NOT_SUPPORTED;
+	*size = (size_t)need;
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnConvolutionBackwardFilter(struct fake_dnn *h, const void *alpha, struct fake_tensor *xd, const void *x,
+                                          struct fake_tensor *dyd, const void *dy, struct fake_conv *c, int algo, void *ws, size_t wsize,
+                                          const void *beta, struct fake_tensor *dwd, void *dw) {
+	FAULT("cudnnConvolutionBackwardFilter");
+	int r = conv_check(h, xd, dwd, c, dyd);
+	if (r) return r;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	if (algo < 0 || algo > 6) return DNN_BAD_PARAM;
+	if ((r = work_ok(algo, &dwd->d, ws, wsize))) return r;
+	if (!dmem_ok(x, bytes(xd->d)) || !dmem_ok(dy, bytes(dyd->d)) || !dmem_ok(dw, bytes(dwd->d))) return DNN_BAD_PARAM;
+	struct conv_job *o = calloc(1, sizeof *o);
+	*o = (struct conv_job){.kind = J_BWD_FILTER, .x = xd->d, .w = dwd->d, .y = dyd->d, .c = *c, .src0 = x, .src1 = dy, .dst = dw,
+	                       .alpha = scal(xd->d.dt, alpha), .beta = scal(xd->d.dt, beta)};
+	return queue_conv(h, o);
+}
+
+// ---- pooling --------------------------------------------------------------------
+
+struct fake_dnn_pool {
+	int magic, set;
+	int mode, nan, wh, ww, ph, pw, sh, sw;
+};
+#define POOL_MAGIC 0xd2b001
+static int pool_ok(struct fake_dnn_pool *p) { return p && p->magic == POOL_MAGIC && p->set; }
+
+EXPORT int cudnnCreatePoolingDescriptor(struct fake_dnn_pool **out) {
+	FAULT("cudnnCreatePoolingDescriptor");
+	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
+	struct fake_dnn_pool *p = calloc(1, sizeof *p);
+	p->magic = POOL_MAGIC;
+	dnn_counted(1);
+	*out = p;
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnDestroyPoolingDescriptor(struct fake_dnn_pool *p) {
+	FAULT("cudnnDestroyPoolingDescriptor");
+	if (!p) return DNN_SUCCESS;
+	if (p->magic != POOL_MAGIC) return DNN_BAD_PARAM;
+	p->magic = 0;
+	free(p);
+	dnn_counted(-1);
+	return DNN_SUCCESS;
+}
+EXPORT int cudnnSetPooling2dDescriptor(struct fake_dnn_pool *p, int mode, int nan, int wh, int ww, int ph, int pw, int sh, int sw) {
+	FAULT("cudnnSetPooling2dDescriptor");
+	if (!p || p->magic != POOL_MAGIC || mode < 0 || mode > 3 || (nan != 0 && nan != 1)) return DNN_BAD_PARAM;
+	if (wh <= 0 || ww <= 0 || ph < 0 || pw < 0 || sh <= 0 || sw <= 0) return DNN_BAD_PARAM;
+	*p = (struct fake_dnn_pool){POOL_MAGIC, 1, mode, nan, wh, ww, ph, pw, sh, sw};
+	return DNN_SUCCESS;
+}
+
+static int pool_out(struct fake_dnn_pool *p, const struct dims *x, struct dims *y) {
+	if (x->h + 2 * p->ph < p->wh || x->w + 2 * p->pw < p->ww) return DNN_BAD_PARAM;
+	*y = (struct dims){x->n, x->c, 1 + (x->h + 2 * p->ph - p->wh) / p->sh, 1 + (x->w + 2 * p->pw - p->ww) / p->sw, x->fmt, x->dt};
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnGetPooling2dForwardOutputDim(struct fake_dnn_pool *p, struct fake_tensor *x, int *n, int *c, int *h, int *w) {
+	FAULT("cudnnGetPooling2dForwardOutputDim");
+	if (!pool_ok(p) || !tensor_ok(x)) return DNN_BAD_PARAM;
+	if (!n || !c || !h || !w) return DNN_BAD_PARAM_NULL_POINTER;
+	struct dims y;
+	int r = pool_out(p, &x->d, &y);
+	if (r) return r;
+	*n = y.n, *c = y.c, *h = y.h, *w = y.w;
+	return DNN_SUCCESS;
+}
+
+struct pool_job {
+	struct lib_job job;
+	struct fake_dnn_pool p;
+	struct dims x, y;
+	const void *src;
+	void *dst;
+	double alpha, beta;
+};
+
+static void run_pool(struct lib_job *job) {
+	struct pool_job *o = (struct pool_job *)job;
+	int dt = o->x.dt;
+	for (int n = 0; n < o->y.n; n++)
+		for (int c = 0; c < o->y.c; c++)
+			for (int oh = 0; oh < o->y.h; oh++)
+				for (int ow = 0; ow < o->y.w; ow++) {
+					double best = -INFINITY, sum = 0;
+					int count = 0;
+					for (int r = 0; r < o->p.wh; r++)
+						for (int s = 0; s < o->p.ww; s++) {
+							int ih = oh * o->p.sh - o->p.ph + r, iw = ow * o->p.sw - o->p.pw + s;
+							if (ih < 0 || ih >= o->x.h || iw < 0 || iw >= o->x.w) continue;
+							double v = ld(dt, o->src, at(&o->x, n, c, ih, iw));
+							if (v > best) best = v;
+							sum += v;
+							count++;
+						}
+					double v;
+					switch (o->p.mode) {
+					case 1: v = sum / (o->p.wh * o->p.ww); break; // padding counted
+					case 2: v = count ? sum / count : 0; break;
+					default: v = count ? best : 0;
+					}
+					size_t yi = at(&o->y, n, c, oh, ow);
+					v *= o->alpha;
+					if (o->beta != 0) v += o->beta * ld(dt, o->dst, yi);
+					st(dt, o->dst, yi, v);
+				}
+}
+
+EXPORT int cudnnPoolingForward(struct fake_dnn *h, struct fake_dnn_pool *p, const void *alpha, struct fake_tensor *xd, const void *x,
+                               const void *beta, struct fake_tensor *yd, void *y) {
+	FAULT("cudnnPoolingForward");
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (!pool_ok(p) || !tensor_ok(xd) || !tensor_ok(yd)) return DNN_BAD_PARAM;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	if (xd->d.dt != yd->d.dt) return DNN_BAD_PARAM;
+	struct dims o;
+	if ((r = pool_out(p, &xd->d, &o))) return r;
+	if (o.n != yd->d.n || o.c != yd->d.c || o.h != yd->d.h || o.w != yd->d.w) return DNN_BAD_PARAM;
+	if (!dmem_ok(x, bytes(xd->d)) || !dmem_ok(y, bytes(yd->d))) return DNN_BAD_PARAM;
+	struct pool_job *j = calloc(1, sizeof *j);
+	*j = (struct pool_job){.job = {run_pool, sizeof *j}, .p = *p, .x = xd->d, .y = yd->d, .src = x, .dst = y,
+	                       .alpha = scal(xd->d.dt, alpha), .beta = scal(xd->d.dt, beta)};
+	return enqueue_job(h->stream, &j->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+}
+
+// ---- batch normalization ------------------------------------------------------------
+
+// The parameters' type: float for float and the halves, double for double.
+static int bn_type(int dt) { return dt == D_DOUBLE ? D_DOUBLE : D_FLOAT; }
+
+EXPORT int cudnnDeriveBNTensorDescriptor(struct fake_tensor *d, struct fake_tensor *x, int mode) {
+	FAULT("cudnnDeriveBNTensorDescriptor");
+	if (!d || d->magic != TENSOR_MAGIC || !tensor_ok(x)) return DNN_BAD_PARAM;
+	if (mode != 0 && mode != 1 && mode != 2) return DNN_BAD_PARAM;
+	int per = mode == 0;
+	d->d = (struct dims){1, x->d.c, per ? x->d.h : 1, per ? x->d.w : 1, x->d.fmt, bn_type(x->d.dt)};
+	d->set = 1;
+	return DNN_SUCCESS;
+}
+
+struct bn_job {
+	struct lib_job job;
+	int kind; // 0 inference, 1 training, 2 backward
+	struct dims x;
+	const void *src, *dy;
+	void *dst;
+	double alpha, beta, alpha_p, beta_p, eps, factor;
+	const void *scale, *bias, *mean, *var;
+	void *rmean, *rvar, *smean, *sinv, *dscale, *dbias;
+};
+
+static void run_bn(struct lib_job *job) {
+	struct bn_job *o = (struct bn_job *)job;
+	int dt = o->x.dt, pt = bn_type(dt);
+	size_t m = (size_t)o->x.n * o->x.h * o->x.w;
+	for (int c = 0; c < o->x.c; c++) {
+		double mean, inv;
+		if (o->kind == 0) {
+			mean = ld(pt, o->mean, c);
+			inv = 1 / sqrt(ld(pt, o->var, c) + o->eps);
+		} else if (o->kind == 1) {
+			double s = 0, ss = 0;
+			for (int n = 0; n < o->x.n; n++)
+				for (int h = 0; h < o->x.h; h++)
+					for (int w = 0; w < o->x.w; w++) s += ld(dt, o->src, at(&o->x, n, c, h, w));
+			mean = s / m;
+			for (int n = 0; n < o->x.n; n++)
+				for (int h = 0; h < o->x.h; h++)
+					for (int w = 0; w < o->x.w; w++) {
+						double d = ld(dt, o->src, at(&o->x, n, c, h, w)) - mean;
+						ss += d * d;
+					}
+			double var = ss / m;
+			inv = 1 / sqrt(var + o->eps);
+			if (o->rmean) {
+				double unbiased = m > 1 ? ss / (m - 1) : var;
+				st(pt, o->rmean, c, (1 - o->factor) * ld(pt, o->rmean, c) + o->factor * mean);
+				st(pt, o->rvar, c, (1 - o->factor) * ld(pt, o->rvar, c) + o->factor * unbiased);
+			}
+			if (o->smean) {
+				st(pt, o->smean, c, mean);
+				st(pt, o->sinv, c, inv);
+			}
+		} else {
+			// backward: the saved statistics, or those of x
+			if (o->mean) {
+				mean = ld(pt, o->mean, c);
+				inv = ld(pt, o->var, c);
+			} else {
+				double s = 0, ss = 0;
+				for (int n = 0; n < o->x.n; n++)
+					for (int h = 0; h < o->x.h; h++)
+						for (int w = 0; w < o->x.w; w++) s += ld(dt, o->src, at(&o->x, n, c, h, w));
+				mean = s / m;
+				for (int n = 0; n < o->x.n; n++)
+					for (int h = 0; h < o->x.h; h++)
+						for (int w = 0; w < o->x.w; w++) {
+							double d = ld(dt, o->src, at(&o->x, n, c, h, w)) - mean;
+							ss += d * d;
+						}
+				inv = 1 / sqrt(ss / m + o->eps);
+			}
+			double sdy = 0, sdyx = 0, g = ld(pt, o->scale, c);
+			for (int n = 0; n < o->x.n; n++)
+				for (int h = 0; h < o->x.h; h++)
+					for (int w = 0; w < o->x.w; w++) {
+						size_t i = at(&o->x, n, c, h, w);
+						double dy = ld(dt, o->dy, i), xh = (ld(dt, o->src, i) - mean) * inv;
+						sdy += dy;
+						sdyx += dy * xh;
+					}
+			for (int n = 0; n < o->x.n; n++)
+				for (int h = 0; h < o->x.h; h++)
+					for (int w = 0; w < o->x.w; w++) {
+						size_t i = at(&o->x, n, c, h, w);
+						double dy = ld(dt, o->dy, i), xh = (ld(dt, o->src, i) - mean) * inv;
+						double dx = g * inv * (dy - sdy / m - xh * sdyx / m);
+						double v = o->alpha * dx;
+						if (o->beta != 0) v += o->beta * ld(dt, o->dst, i);
+						st(dt, o->dst, i, v);
+					}
+			double ds = o->alpha_p * sdyx, db = o->alpha_p * sdy;
+			if (o->beta_p != 0) {
+				ds += o->beta_p * ld(pt, o->dscale, c);
+				db += o->beta_p * ld(pt, o->dbias, c);
+			}
+			st(pt, o->dscale, c, ds);
+			st(pt, o->dbias, c, db);
+			continue;
+		}
+		double g = ld(pt, o->scale, c), b = ld(pt, o->bias, c);
+		for (int n = 0; n < o->x.n; n++)
+			for (int h = 0; h < o->x.h; h++)
+				for (int w = 0; w < o->x.w; w++) {
+					size_t i = at(&o->x, n, c, h, w);
+					double v = o->alpha * (g * (ld(dt, o->src, i) - mean) * inv + b);
+					if (o->beta != 0) v += o->beta * ld(dt, o->dst, i);
+					st(dt, o->dst, i, v);
+				}
+	}
+}
+
+// bn_check checks what every batch normalization call shares: spatial
+// mode (the fake has no other), x and y alike, the parameters' descriptor
+// 1xCx1x1 of the parameters' type.
+static int bn_check(struct fake_dnn *h, int mode, struct fake_tensor *xd, struct fake_tensor *yd, struct fake_tensor *pd) {
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (mode < 0 || mode > 2) return DNN_BAD_PARAM;
+	if (mode != 1) return DNN_NOT_SUPPORTED;
+	if (!tensor_ok(xd) || !tensor_ok(yd) || !tensor_ok(pd)) return DNN_BAD_PARAM;
+	struct dims x = xd->d, y = yd->d, p = pd->d;
+	if (x.n != y.n || x.c != y.c || x.h != y.h || x.w != y.w || x.dt != y.dt) return DNN_BAD_PARAM;
+	if (p.n != 1 || p.c != x.c || p.h != 1 || p.w != 1 || p.dt != bn_type(x.dt)) return DNN_BAD_PARAM;
+	return DNN_SUCCESS;
+}
+
+static int bn_queue(struct fake_dnn *h, struct bn_job *o) {
+	o->job = (struct lib_job){run_bn, sizeof *o};
+	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+}
+
+EXPORT int cudnnBatchNormalizationForwardInference(struct fake_dnn *h, int mode, const void *alpha, const void *beta, struct fake_tensor *xd,
+                                                   const void *x, struct fake_tensor *yd, void *y, struct fake_tensor *pd,
+                                                   const void *scale, const void *bias, const void *mean, const void *var, double eps) {
+	FAULT("cudnnBatchNormalizationForwardInference");
+	int r = bn_check(h, mode, xd, yd, pd);
+	if (r) return r;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	if (eps < 0) return DNN_BAD_PARAM;
+	size_t pb = bytes(pd->d);
+	if (!dmem_ok(x, bytes(xd->d)) || !dmem_ok(y, bytes(yd->d)) || !dmem_ok(scale, pb) || !dmem_ok(bias, pb) || !dmem_ok(mean, pb) ||
+	    !dmem_ok(var, pb))
+		return DNN_BAD_PARAM;
+	struct bn_job *o = calloc(1, sizeof *o);
+	*o = (struct bn_job){.kind = 0, .x = xd->d, .src = x, .dst = y, .alpha = scal(xd->d.dt, alpha), .beta = scal(xd->d.dt, beta),
+	                     .eps = eps, .scale = scale, .bias = bias, .mean = mean, .var = var};
+	return bn_queue(h, o);
+}
+
+EXPORT int cudnnBatchNormalizationForwardTraining(struct fake_dnn *h, int mode, const void *alpha, const void *beta, struct fake_tensor *xd,
+                                                  const void *x, struct fake_tensor *yd, void *y, struct fake_tensor *pd,
+                                                  const void *scale, const void *bias, double factor, void *rmean, void *rvar,
+                                                  double eps, void *smean, void *sinv) {
+	FAULT("cudnnBatchNormalizationForwardTraining");
+	int r = bn_check(h, mode, xd, yd, pd);
+	if (r) return r;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	if (eps < 0 || (!rmean) != (!rvar) || (!smean) != (!sinv)) return DNN_BAD_PARAM;
+	size_t pb = bytes(pd->d);
+	if (!dmem_ok(x, bytes(xd->d)) || !dmem_ok(y, bytes(yd->d)) || !dmem_ok(scale, pb) || !dmem_ok(bias, pb)) return DNN_BAD_PARAM;
+	if ((rmean && (!dmem_ok(rmean, pb) || !dmem_ok(rvar, pb))) || (smean && (!dmem_ok(smean, pb) || !dmem_ok(sinv, pb))))
+		return DNN_BAD_PARAM;
+	struct bn_job *o = calloc(1, sizeof *o);
+	*o = (struct bn_job){.kind = 1, .x = xd->d, .src = x, .dst = y, .alpha = scal(xd->d.dt, alpha), .beta = scal(xd->d.dt, beta),
+	                     .eps = eps, .factor = factor, .scale = scale, .bias = bias, .rmean = rmean, .rvar = rvar, .smean = smean,
+	                     .sinv = sinv};
+	return bn_queue(h, o);
+}
+
+EXPORT int cudnnBatchNormalizationBackward(struct fake_dnn *h, int mode, const void *alpha, const void *beta, const void *alpha_p,
+                                           const void *beta_p, struct fake_tensor *xd, const void *x, struct fake_tensor *dyd,
+                                           const void *dy, struct fake_tensor *dxd, void *dx, struct fake_tensor *pd, const void *scale,
+                                           void *dscale, void *dbias, double eps, const void *smean, const void *sinv) {
+	FAULT("cudnnBatchNormalizationBackward");
+	int r = bn_check(h, mode, xd, dxd, pd);
+	if (r) return r;
+	if (!tensor_ok(dyd)) return DNN_BAD_PARAM;
+	struct dims a = xd->d, b = dyd->d;
+	if (a.n != b.n || a.c != b.c || a.h != b.h || a.w != b.w || a.dt != b.dt) return DNN_BAD_PARAM;
+	if (!alpha || !beta || !alpha_p || !beta_p) return DNN_BAD_PARAM_NULL_POINTER;
+	if (eps < 0 || (!smean) != (!sinv)) return DNN_BAD_PARAM;
+	size_t pb = bytes(pd->d);
+	if (!dmem_ok(x, bytes(a)) || !dmem_ok(dy, bytes(b)) || !dmem_ok(dx, bytes(dxd->d)) || !dmem_ok(scale, pb) ||
+	    !dmem_ok(dscale, pb) || !dmem_ok(dbias, pb))
+		return DNN_BAD_PARAM;
+	if (smean && (!dmem_ok(smean, pb) || !dmem_ok(sinv, pb))) return DNN_BAD_PARAM;
+	int dt = a.dt;
+	struct bn_job *o = calloc(1, sizeof *o);
+	*o = (struct bn_job){.kind = 2, .x = a, .src = x, .dy = dy, .dst = dx, .alpha = scal(dt, alpha), .beta = scal(dt, beta),
+	                     .alpha_p = scal(dt, alpha_p), .beta_p = scal(dt, beta_p), .eps = eps, .scale = scale,
+	                     .mean = smean, .var = sinv, .dscale = dscale, .dbias = dbias};
+	return bn_queue(h, o);
+}
