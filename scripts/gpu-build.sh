@@ -39,6 +39,7 @@ for set in tests:0 tests-cgo:1; do
 done
 CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/gocuda" ./cmd/gocuda
 CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/quickstart" ./examples/quickstart
+CGO_ENABLED=0 go build -ldflags="-s -w" -o "$out/gpt2" ./examples/gpt2
 cc -shared -fPIC -O2 -pthread -fvisibility=hidden -o "$out/libfakecuda.so" internal/fakecuda/csrc/*.c -lm
 tar czf bin.tgz "$out"
 echo "built $(cat "$out"/tests*/manifest | wc -l) test binaries (purego and cgo), gocuda, quickstart and the fake driver into $out/ and bin.tgz ($(du -h bin.tgz | cut -f1))"

@@ -24,7 +24,7 @@ logits of every position; decode: 256 greedy steps of one token for each of
 next token chosen on the device (no host synchronisation per step). Each is
 timed with CUDA events after warm-up runs, the median of the runs.
 
-usage: python gpt2_ref.py OUT [--seed 1] [--no-bench] [--runs 5]
+usage: python gpt2_ref.py OUT [--seed 1] [--no-bench | --bench-only] [--runs 5]
 """
 import argparse
 import json
@@ -190,13 +190,16 @@ def main():
     ap.add_argument("--seq", type=int, default=128, help="tokens of each compared sequence")
     ap.add_argument("--gen", type=int, default=32, help="new tokens of the float32 greedy reference")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--no-bench", action="store_true", help="the files only")
+    ap.add_argument("--bench-only", action="store_true", help="the benchmarks only (no files)")
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda")
     model = GPT2().init(args.seed).eval()
+    if args.bench_only:
+        return bench(model.to(dev), args.runs)
+    os.makedirs(args.out, exist_ok=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, os.path.join(args.out, "model.safetensors"),
               metadata={"format": "pt", "made_by": "bench/pyref/gpt2_ref.py", "seed": str(args.seed)})
     model = model.to(dev)
