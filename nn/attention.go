@@ -1,0 +1,394 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/nd"
+)
+
+// AttentionOptions tune Attention. The zero value is attention without a
+// mask, scaled by 1/sqrt(D).
+type AttentionOptions struct {
+	// Causal masks each query from the keys after its position. The
+	// queries are aligned to the end of the keys, as decoding needs: with
+	// Sq queries and Sk keys, query i is at position Sk-Sq+i and sees keys
+	// 0 through Sk-Sq+i (PyTorch's is_causal aligns them to the start
+	// instead; the two agree where Sq == Sk). Where Sq > Sk, the first
+	// Sq-Sk queries see no key and their output is zero.
+	Causal bool
+	// Scale multiplies QK^T before the softmax; 0 means 1/sqrt(D).
+	Scale float64
+}
+
+// Attention returns scaled dot-product attention, softmax(Q K^T * scale) V,
+// of q [B, H, Sq, D] over keys k and values v [B, Hkv, Sk, D], as
+// PyTorch's scaled_dot_product_attention: a result [B, H, Sq, D],
+// allocated in stream order on q's stream. Hkv must divide H: the query
+// heads h*Hkv/H ... share a key/value head (grouped-query attention; Hkv
+// == H is the classic kind, Hkv == 1 multi-query).
+//
+// The element type is float32, cuda.Float16 or cuda.BFloat16, the sums in
+// float32 whatever it is. D may be any size up to 256 (more is an error
+// wrapping cuda.ErrNotSupported); the fast path is for D a multiple of 16
+// up to 128 (32, 64, 80, 96, 128: the usual heads).
+//
+// It is one fused kernel in the manner of FlashAttention: tiles of Q, K
+// and V in shared memory and a softmax kept online, so that no Sq x Sk
+// matrix is ever in memory. For float16 and bfloat16 on sm_80 and later
+// the products run on the tensor cores (mma.sync); float32, and the
+// halves elsewhere, take a portable kernel of scalar arithmetic.
+//
+// The arrays must be contiguous (nd.Contiguous makes a copy that is) and
+// share a stream. To capture attention in a CUDA graph, use
+// AttentionInto, which allocates nothing, after one launch outside the
+// capture (which compiles the kernel).
+func Attention[T Float](q, k, v *nd.Array[T], opts AttentionOptions) (*nd.Array[T], error) {
+	const op = "Attention"
+	p, err := attnPrepare(op, q, k, v, opts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := nd.Empty[T](q.Stream(), p.B, p.H, p.Sq, p.D)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	ob, err := out.Buffer()
+	if err == nil {
+		err = attnLaunch(op, ob, p)
+	}
+	if err != nil {
+		out.Free()
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// AttentionInto writes Attention(q, k, v, opts) into out, a contiguous
+// array [B, H, Sq, D] of q's stream, allocating nothing: the form to
+// capture in a CUDA graph.
+func AttentionInto[T Float](out, q, k, v *nd.Array[T], opts AttentionOptions) error {
+	const op = "AttentionInto"
+	p, err := attnPrepare(op, q, k, v, opts)
+	if err != nil {
+		return err
+	}
+	ob, err := attnOut(op, out, p)
+	if err != nil {
+		return err
+	}
+	return wrap(op, attnLaunch(op, ob, p))
+}
+
+// attnParams is one attention's launch: its operands' memory, shape and
+// strides in elements, and the kernels of its element type and D.
+type attnParams[T Float] struct {
+	s                 *cuda.Stream
+	q, k, v           *cuda.DeviceBuffer[T]
+	lenp              *cuda.DeviceBuffer[int32] // the KV cache's length, or nil
+	B, H, Hkv, Sq, Sk int
+	D                 int
+	qst, kst, vst     [3]int64 // strides of the batch, head and position axes
+	scaleLog2         float32
+	causal            bool
+}
+
+// attnPrepare checks q, k and v and returns the launch they make.
+func attnPrepare[T Float](op string, q, k, v *nd.Array[T], opts AttentionOptions) (*attnParams[T], error) {
+	qb, qs, err := attnOperand(op, "q", q)
+	if err != nil {
+		return nil, err
+	}
+	kb, ks, err := attnOperand(op, "k", k)
+	if err != nil {
+		return nil, err
+	}
+	vb, vs, err := attnOperand(op, "v", v)
+	if err != nil {
+		return nil, err
+	}
+	if k.Stream() != q.Stream() || v.Stream() != q.Stream() {
+		return nil, errorf(op, cuda.ErrInvalidValue, "q, k and v belong to different streams: order them with events and make them on one")
+	}
+	if ks[0] != qs[0] || ks[3] != qs[3] || vs[0] != qs[0] || vs[3] != qs[3] || vs[1] != ks[1] || vs[2] != ks[2] {
+		return nil, errorf(op, cuda.ErrInvalidValue, "shapes q %v, k %v, v %v: want q [B, H, Sq, D] and k, v [B, Hkv, Sk, D]", qs, ks, vs)
+	}
+	p := &attnParams[T]{s: q.Stream(), q: qb, k: kb, v: vb, B: qs[0], H: qs[1], Hkv: ks[1], Sq: qs[2], Sk: ks[2], D: qs[3], causal: opts.Causal}
+	if err := p.check(op, opts); err != nil {
+		return nil, err
+	}
+	p.qst = attnStrides(qs)
+	p.kst = attnStrides(ks)
+	p.vst = attnStrides(vs)
+	return p, nil
+}
+
+// check checks the shape's sizes and sets the scale.
+func (p *attnParams[T]) check(op string, opts AttentionOptions) error {
+	switch {
+	case p.D == 0:
+		return errorf(op, cuda.ErrInvalidValue, "head dimension D is 0")
+	case p.D > attnMaxD:
+		return errorf(op, cuda.ErrNotSupported, "head dimension D = %d: attention takes D up to %d", p.D, attnMaxD)
+	case p.Hkv == 0 && p.H != 0, p.Hkv != 0 && p.H%p.Hkv != 0:
+		return errorf(op, cuda.ErrInvalidValue, "%d query heads and %d key/value heads: Hkv must divide H", p.H, p.Hkv)
+	case p.B*p.H > math.MaxInt32, p.Sq > math.MaxInt32/(p.H/max(p.Hkv, 1)+1), p.Sk > math.MaxInt32:
+		return errorf(op, cuda.ErrInvalidValue, "shape [%d, %d, %d, %d] too large", p.B, p.H, p.Sq, p.D)
+	case math.IsNaN(opts.Scale) || math.IsInf(opts.Scale, 0):
+		return errorf(op, cuda.ErrInvalidValue, "scale %v", opts.Scale)
+	}
+	scale := opts.Scale
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(p.D))
+	}
+	p.scaleLog2 = float32(scale * math.Log2E)
+	return nil
+}
+
+// attnMaxD is the largest head dimension: the portable kernel keeps
+// D/32 columns of each of its rows in registers.
+const attnMaxD = 256
+
+// attnOperand returns a's memory and shape, or op's error naming it
+// where it is not a contiguous 4-d array.
+func attnOperand[T Float](op, name string, a *nd.Array[T]) (*cuda.DeviceBuffer[T], []int, error) {
+	if a == nil {
+		return nil, nil, errorf(op, cuda.ErrInvalidValue, "%s is a nil *nd.Array", name)
+	}
+	b, err := a.Buffer() // a zero, failed, freed or strided array's error
+	if err != nil {
+		return nil, nil, &Error{Op: op, Err: err, Detail: "operand " + name}
+	}
+	shape := a.Shape()
+	if len(shape) != 4 {
+		return nil, nil, errorf(op, cuda.ErrInvalidValue, "%s has shape %v: want 4 dimensions [B, heads, positions, D]", name, shape)
+	}
+	return b, shape, nil
+}
+
+// attnOut returns the memory of out, Attention's result for p, or op's
+// error where it is not one.
+func attnOut[T Float](op string, out *nd.Array[T], p *attnParams[T]) (*cuda.DeviceBuffer[T], error) {
+	ob, os, err := attnOperand(op, "out", out)
+	if err != nil {
+		return nil, err
+	}
+	if out.Stream() != p.s {
+		return nil, errorf(op, cuda.ErrInvalidValue, "out belongs to another stream than q")
+	}
+	if os[0] != p.B || os[1] != p.H || os[2] != p.Sq || os[3] != p.D {
+		return nil, errorf(op, cuda.ErrInvalidValue, "out has shape %v: want [%d, %d, %d, %d]", os, p.B, p.H, p.Sq, p.D)
+	}
+	return ob, nil
+}
+
+// attnStrides are a contiguous shape's strides of its first three axes.
+func attnStrides(shape []int) [3]int64 {
+	s2 := int64(shape[3])
+	s1 := s2 * int64(shape[2])
+	return [3]int64{s1 * int64(shape[1]), s1, s2}
+}
+
+// attnKind is T's ATTN_T: 0 float32 (or a type defined on it), 1
+// float16, 2 bfloat16.
+func attnKind[T Float]() int {
+	switch any(*new(T)).(type) {
+	case cuda.Float16:
+		return 1
+	case cuda.BFloat16:
+		return 2
+	}
+	return 0
+}
+
+// attnTiles are the tensor-core kernel's tiles: warps a block (NW), m-
+// tiles of 16 query rows a warp (MT), keys a tile (BN).
+type attnTiles struct{ NW, MT, BN int }
+
+// attnDefaultTiles returns the tiles for head dimension d: 4 warps of
+// 16 rows and 64 keys a tile, as FlashAttention-2's sm_80 choices for
+// the shapes where registers allow it.
+func attnDefaultTiles(d int) attnTiles {
+	if t, ok := attnTune.Load().(attnTiles); ok && t.NW > 0 {
+		return t
+	}
+	if d <= 64 {
+		return attnTiles{NW: 4, MT: 2, BN: 64}
+	}
+	return attnTiles{NW: 4, MT: 1, BN: 64}
+}
+
+// attnTune overrides attnDefaultTiles (an attnTiles), for the
+// benchmarks' search.
+var attnTune atomic.Value
+
+// attnVariant names a compiled source.
+type attnVariant struct {
+	kind, d int
+	tiles   attnTiles
+}
+
+// attnModule is a variant's kernels: one source, one module.
+type attnModule struct {
+	scalar, tc, kvAppend, kvAdvance *compute.RawKernel
+}
+
+// attnModules are the variants made so far (attnVariant -> *attnModule).
+var attnModules sync.Map
+
+// attnSBM is the portable kernel's rows a block.
+const attnSBM = 16
+
+// attnKernels returns variant v's kernels.
+func attnKernels(v attnVariant) (*attnModule, error) {
+	if m, ok := attnModules.Load(v); ok {
+		return m.(*attnModule), nil
+	}
+	src := fmt.Sprintf("#define ATTN_T %d\n#define ATTN_D %d\n#define ATTN_SBM %d\n#define ATTN_NW %d\n#define ATTN_MT %d\n#define ATTN_BN %d\n",
+		v.kind, v.d, attnSBM, v.tiles.NW, v.tiles.MT, v.tiles.BN) + attnSource
+	m := &attnModule{}
+	var err error
+	for _, k := range []struct {
+		p    **compute.RawKernel
+		name string
+	}{{&m.scalar, "attn_fwd_scalar"}, {&m.tc, "attn_fwd_tc"}, {&m.kvAppend, "attn_kv_append"}, {&m.kvAdvance, "attn_kv_advance"}} {
+		if *k.p, err = compute.NewRawKernel(src, k.name); err != nil {
+			return nil, err
+		}
+	}
+	got, _ := attnModules.LoadOrStore(v, m)
+	return got.(*attnModule), nil
+}
+
+// attnTCMin is the compute capability of mma.sync on halves with float
+// accumulation, ldmatrix and cp.async.
+const attnTCMin = 80
+
+// attnCapability returns the compute capability of ctx's device, as 90
+// for 9.0, asked once per context.
+func attnCapability(ctx *cuda.Context) (int, error) {
+	if cc, ok := attnCaps.Load(ctx); ok {
+		return cc.(int), nil
+	}
+	v, err := ctx.Device().ComputeCapability()
+	if err != nil {
+		return 0, err
+	}
+	cc := v.Major*10 + v.Minor
+	attnCaps.Store(ctx, cc)
+	return cc, nil
+}
+
+var attnCaps sync.Map // *cuda.Context -> int
+
+// attnPath forces a kernel, for the tests: "scalar" or "tc" (a string;
+// "" lets attnLaunch choose).
+var attnPath atomic.Value
+
+// attnUseTC reports whether p takes the tensor-core kernel.
+func (p *attnParams[T]) useTC(kind int, out *cuda.DeviceBuffer[T]) (bool, error) {
+	if kind == 0 || p.D%16 != 0 || p.D > 128 {
+		return false, nil
+	}
+	if f, _ := attnPath.Load().(string); f != "" {
+		return f == "tc", nil
+	}
+	// cp.async and the 4-byte stores need 16-byte rows and bases.
+	for _, b := range []uintptr{uintptr(p.q.Ptr()), uintptr(p.k.Ptr()), uintptr(p.v.Ptr()), uintptr(out.Ptr())} {
+		if b%16 != 0 {
+			return false, nil
+		}
+	}
+	for _, st := range [][3]int64{p.qst, p.kst, p.vst} {
+		if st[0]%8 != 0 || st[1]%8 != 0 || st[2]%8 != 0 {
+			return false, nil
+		}
+	}
+	cc, err := attnCapability(p.s.Context())
+	if err != nil {
+		return false, err
+	}
+	return cc >= attnTCMin, nil
+}
+
+// attnLaunch queues the attention of p into o.
+func attnLaunch[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) error {
+	if p.B == 0 || p.H == 0 || p.Sq == 0 {
+		return nil // nothing to compute (and a grid's Y or Z of 0 would mean 1)
+	}
+	kind := attnKind[T]()
+	tc, err := p.useTC(kind, o)
+	if err != nil {
+		return err
+	}
+	tiles := attnDefaultTiles(p.D)
+	m, err := attnKernels(attnVariant{kind: kind, d: p.D, tiles: tiles})
+	if err != nil {
+		return err
+	}
+	G := p.H / p.Hkv
+	rows := G * p.Sq
+	var lenp any = cuda.DevicePtr(0)
+	if p.lenp != nil {
+		lenp = p.lenp
+	}
+	causal := int32(0)
+	if p.causal {
+		causal = 1
+	}
+	args := []any{o, p.q, p.k, p.v, lenp, int32(p.H), int32(G), int32(p.Sq), int32(p.Sk),
+		p.qst[0], p.qst[1], p.qst[2], p.kst[0], p.kst[1], p.kst[2], p.vst[0], p.vst[1], p.vst[2],
+		p.scaleLog2, causal}
+	k, block, rowsPer, shared := m.scalar, 128, attnSBM, attnScalarShared(p.D)
+	if tc {
+		k, block, rowsPer, shared = m.tc, tiles.NW*32, 16*tiles.MT*tiles.NW, attnTCShared(p.D, tiles)
+	}
+	if err := attnShared(k, p.s.Context(), shared); err != nil {
+		return err
+	}
+	cfg := cuda.LaunchConfig{
+		Grid:           cuda.Dim3{X: (rows + rowsPer - 1) / rowsPer, Y: p.Hkv, Z: p.B},
+		Block:          cuda.Dim3{X: block, Y: 1, Z: 1},
+		SharedMemBytes: shared,
+		Stream:         p.s,
+	}
+	return k.Launch(cfg, args...)
+}
+
+// attnScalarShared is the portable kernel's shared memory: Q's rows,
+// a tile of keys (padded) and of values, the tile's probabilities.
+func attnScalarShared(d int) int {
+	return 4 * (attnSBM*d + 32*(d+1) + 32*d + attnSBM*32)
+}
+
+// attnTCShared is the tensor-core kernel's: Q's rows and two tiles each
+// of keys and values, in rows of D+8 halves.
+func attnTCShared(d int, t attnTiles) int {
+	return 2 * (d + 8) * (16*t.MT*t.NW + 4*t.BN)
+}
+
+// attnShared lets k use shared bytes of dynamic shared memory in ctx,
+// where that is more than the 48 KiB every kernel may.
+func attnShared(k *compute.RawKernel, ctx *cuda.Context, shared int) error {
+	if shared <= 48<<10 {
+		return nil
+	}
+	f, err := k.Function(ctx)
+	if err != nil {
+		return err
+	}
+	if got, ok := attnSharedSet.Load(f); ok && got.(int) >= shared {
+		return nil
+	}
+	if err := f.SetAttribute(cuda.FuncMaxDynamicSharedSize, shared); err != nil {
+		return err
+	}
+	attnSharedSet.Store(f, shared)
+	return nil
+}
+
+var attnSharedSet sync.Map // *cuda.Function -> int

@@ -1,0 +1,621 @@
+package nn
+
+// The CUDA C of scaled dot-product attention. attnSource is one source
+// for every variant: a variant is this text after a header of #defines
+// (attnHeader: the element type, the head dimension, the tiles), so that
+// each (type, D, tiles) is compiled, on first use, into a module of its
+// own with every loop bound a constant.
+//
+// It holds four kernels:
+//
+//   - attn_fwd_tc, the tensor-core path (halves, D a multiple of 16, on
+//     sm_80 and later): the FlashAttention-2 manner. A block takes
+//     ATTN_NW warps x ATTN_MT x 16 query rows of one key/value head (the
+//     query heads of a group share it: the rows of a block run over the
+//     group's heads, then the queries), keeps Q in registers, streams K
+//     and V through shared memory in tiles of ATTN_BN keys (cp.async,
+//     double-buffered), computes S = QK^T and O += PV with
+//     mma.sync.m16n8k16 (operands fetched by ldmatrix) and keeps the
+//     softmax online (a running max and sum per row), so that no
+//     Sq x Sk matrix exists anywhere, not even in shared memory.
+//   - attn_fwd_scalar, the portable path (float32; halves whose D or
+//     alignment the tensor-core path does not take; devices before
+//     sm_80): the same online softmax with scalar float arithmetic, a
+//     warp per few query rows, a lane per key for the scores and a lane
+//     per output column for PV.
+//   - attn_kv_append and attn_kv_advance, the KV cache's: copy new keys
+//     and values to the positions after the cache's length (read from
+//     the device), then advance the length.
+//
+// Compiled for the host (internal/hostcc, the fake driver's tests),
+// __CUDA_ARCH__ is undefined and attn_fwd_tc's PTX primitives (ldmatrix,
+// mma.sync, cp.async, ex2.approx, cvt) are emulated in plain C++ with
+// the same per-lane fragment layouts (the #else branches of attn_ldsm_x4,
+// attn_mma and their kin), so that the tests on the fake check the
+// tensor-core kernel's indexing too: only the instructions themselves
+// are the GPU's alone.
+const attnSource = `
+// ---- element types --------------------------------------------------------
+// ATTN_T: 0 float32, 1 float16, 2 bfloat16. A half is kept as its bits
+// (unsigned short): no CUDA header is included (NVRTC does not always
+// find them, and the host compile has none).
+#if ATTN_T == 0
+typedef float attn_t;
+__device__ __forceinline__ float attn_ld(attn_t x) { return x; }
+__device__ __forceinline__ attn_t attn_st(float x) { return x; }
+#else
+typedef unsigned short attn_t;
+__device__ __forceinline__ float attn_f16_to_f32(unsigned short h) {
+#ifdef __CUDA_ARCH__
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+#else
+	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+	if (e == 0) {
+		float v = (float)m * 5.9604644775390625e-08f; // m * 2^-24
+		return sign ? -v : v;
+	}
+	return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+#endif
+}
+__device__ __forceinline__ unsigned short attn_f32_to_f16(float f) {
+#ifdef __CUDA_ARCH__
+	unsigned short h;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+#else
+	unsigned int b = __float_as_uint(f), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+	if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); // NaN, quiet
+	if (a < 0x38800000u) { // below 2^-14: a multiple of 2^-24, rounded to even
+		float v = __uint_as_float(a) * 16777216.0f;
+		return (unsigned short)(sign | (unsigned int)rint(v));
+	}
+	unsigned int q = (a >> 13) - (112u << 10), rem = a & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+	if (q >= 0x7c00u) q = 0x7c00u; // past the largest: infinity
+	return (unsigned short)(sign | q);
+#endif
+}
+__device__ __forceinline__ float attn_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+__device__ __forceinline__ unsigned short attn_f32_to_bf16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	unsigned short h;
+	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+	return h;
+#else
+	unsigned int b = __float_as_uint(f);
+	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u); // NaN, quiet
+	return (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+#endif
+}
+#if ATTN_T == 1
+__device__ __forceinline__ float attn_ld(attn_t x) { return attn_f16_to_f32(x); }
+__device__ __forceinline__ attn_t attn_st(float x) { return attn_f32_to_f16(x); }
+#else
+__device__ __forceinline__ float attn_ld(attn_t x) { return attn_bf16_to_f32(x); }
+__device__ __forceinline__ attn_t attn_st(float x) { return attn_f32_to_bf16(x); }
+#endif
+#endif
+
+#define ATTN_NEG_INF __uint_as_float(0xff800000u)
+
+// attn_exp2 is 2^x: the device's approximate instruction (2 ulp), as
+// FlashAttention's; libm's on the host. ex2 of -inf is 0.
+__device__ __forceinline__ float attn_exp2(float x) {
+#ifdef __CUDA_ARCH__
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+	return y;
+#else
+	return exp2f(x);
+#endif
+}
+
+// attn_klim is how many keys query i (of Sq, the last aligned to key
+// Sk-1) sees: all Sk, or under the causal mask those up to its own
+// position Sk-Sq+i (none where that is negative).
+__device__ __forceinline__ int attn_klim(int i, int Sq, int Sk, int causal) {
+	if (!causal) return Sk;
+	int lim = Sk - Sq + i + 1;
+	return lim < Sk ? lim : Sk;
+}
+
+// ---- the portable kernel ----------------------------------------------------
+// A block of 128 threads (4 warps) takes ATTN_SBM rows; warp w its rows
+// w*RW .. w*RW+RW-1. Shared memory (dynamic): Q's rows, pre-scaled by
+// scale*log2(e), as floats [SBM][D]; a tile of SBN keys [SBN][D+1] (the
+// +1 spreads a lane-per-key read over the banks); the values [SBN][D];
+// each row's probabilities of the tile [SBM][SBN].
+#define ATTN_SBN 32
+#define ATTN_SRW (ATTN_SBM / 4)
+#define ATTN_DPL ((ATTN_D + 31) / 32)
+
+extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
+	attn_t* __restrict__ o, const attn_t* __restrict__ q, const attn_t* __restrict__ k, const attn_t* __restrict__ v,
+	const int* __restrict__ lenp, int H, int G, int Sq, int Sk,
+	long long qsb, long long qsh, long long qss,
+	long long ksb, long long ksh, long long kss,
+	long long vsb, long long vsh, long long vss,
+	float scale_log2, int causal)
+{
+	extern __shared__ float attn_smem_f[];
+	const int D = ATTN_D;
+	float* Qs = attn_smem_f;
+	float* Ks = Qs + ATTN_SBM * D;
+	float* Vs = Ks + ATTN_SBN * (D + 1);
+	float* Ps = Vs + ATTN_SBN * D;
+	const int b = blockIdx.z, hk = blockIdx.y, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	if (lenp) {
+		int n = *lenp;
+		Sk = n < Sk ? n : Sk;
+	}
+	const int rows = G * Sq, r0 = blockIdx.x * ATTN_SBM;
+	if (r0 >= rows) return;
+	const int rlast = (r0 + ATTN_SBM < rows ? r0 + ATTN_SBM : rows) - 1;
+	const int imax = rlast / Sq != r0 / Sq ? Sq - 1 : rlast % Sq;
+	const int kend = attn_klim(imax, Sq, Sk, causal);
+	const attn_t* kb = k + b * ksb + hk * ksh;
+	const attn_t* vb = v + b * vsb + hk * vsh;
+
+	for (int x = tid; x < ATTN_SBM * D; x += blockDim.x) {
+		int row = x / D, d = x % D, r = r0 + row;
+		float val = 0.0f;
+		if (r < rows) val = attn_ld(q[b * qsb + (long long)(hk * G + r / Sq) * qsh + (long long)(r % Sq) * qss + d]) * scale_log2;
+		Qs[x] = val;
+	}
+	float m[ATTN_SRW], l[ATTN_SRW], acc[ATTN_SRW][ATTN_DPL];
+	for (int rr = 0; rr < ATTN_SRW; rr++) {
+		m[rr] = ATTN_NEG_INF;
+		l[rr] = 0.0f;
+		for (int c = 0; c < ATTN_DPL; c++) acc[rr][c] = 0.0f;
+	}
+	for (int j0 = 0; j0 < kend; j0 += ATTN_SBN) {
+		__syncthreads(); // the previous tile's readers are done (and Q is written, the first time)
+		for (int x = tid; x < ATTN_SBN * D; x += blockDim.x) {
+			int jj = x / D, d = x % D, j = j0 + jj;
+			float kv = 0.0f, vv = 0.0f;
+			if (j < kend) {
+				kv = attn_ld(kb[(long long)j * kss + d]);
+				vv = attn_ld(vb[(long long)j * vss + d]);
+			}
+			Ks[jj * (D + 1) + d] = kv;
+			Vs[x] = vv;
+		}
+		__syncthreads();
+		for (int rr = 0; rr < ATTN_SRW; rr++) {
+			const int row = warp * ATTN_SRW + rr, r = r0 + row;
+			if (r >= rows) break; // the same for the whole warp
+			const int lim = attn_klim(r % Sq, Sq, Sk, causal);
+			const int j = j0 + lane;
+			float s = ATTN_NEG_INF;
+			if (j < lim) {
+				const float* qr = Qs + row * D;
+				const float* kr = Ks + lane * (D + 1);
+				float dot = 0.0f;
+				for (int d = 0; d < D; d++) dot += qr[d] * kr[d];
+				s = dot;
+			}
+			float mt = s;
+			for (int w = 16; w > 0; w /= 2) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, w));
+			const float mnew = fmaxf(m[rr], mt);
+			const float msafe = mnew == ATTN_NEG_INF ? 0.0f : mnew;
+			const float p = attn_exp2(s - msafe), alpha = attn_exp2(m[rr] - msafe);
+			float ps = p;
+			for (int w = 16; w > 0; w /= 2) ps += __shfl_xor_sync(0xffffffffu, ps, w);
+			l[rr] = l[rr] * alpha + ps;
+			m[rr] = mnew;
+			Ps[row * ATTN_SBN + lane] = p;
+			__syncwarp();
+			const float* pr = Ps + row * ATTN_SBN;
+			for (int c = 0; c < ATTN_DPL; c++) {
+				const int d = lane + 32 * c;
+				if (d < D) {
+					float a = acc[rr][c] * alpha;
+					for (int jj = 0; jj < ATTN_SBN; jj++) a += pr[jj] * Vs[jj * D + d];
+					acc[rr][c] = a;
+				}
+			}
+		}
+	}
+	for (int rr = 0; rr < ATTN_SRW; rr++) {
+		const int r = r0 + warp * ATTN_SRW + rr;
+		if (r >= rows) break;
+		const int h = hk * G + r / Sq, i = r % Sq;
+		attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * D;
+		const float inv = l[rr] > 0.0f ? 1.0f / l[rr] : 0.0f;
+		for (int c = 0; c < ATTN_DPL; c++) {
+			const int d = lane + 32 * c;
+			if (d < D) orow[d] = attn_st(acc[rr][c] * inv);
+		}
+	}
+}
+
+// ---- the KV cache ---------------------------------------------------------------
+// state[0] is the cache's length, state[1] set where an Append would have
+// passed maxlen (and was dropped). attn_kv_append copies n new positions
+// of k and v ([B, Hkv, n, D], contiguous) to the cache ([B, Hkv, maxlen,
+// D]) after its length; attn_kv_advance, launched after it, adds n. A
+// block per (position, head, batch), a thread per column.
+extern "C" __global__ void attn_kv_append(attn_t* __restrict__ kc, attn_t* __restrict__ vc,
+	const attn_t* __restrict__ k, const attn_t* __restrict__ v, const int* __restrict__ state, int n, int maxlen)
+{
+	const int pos = state[0];
+	if (pos < 0 || pos + n > maxlen) return;
+	const int j = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, Hkv = gridDim.y;
+	const long long src = (((long long)b * Hkv + hk) * n + j) * ATTN_D;
+	const long long dst = (((long long)b * Hkv + hk) * maxlen + pos + j) * ATTN_D;
+	for (int d = threadIdx.x; d < ATTN_D; d += blockDim.x) {
+		kc[dst + d] = k[src + d];
+		vc[dst + d] = v[src + d];
+	}
+}
+
+extern "C" __global__ void attn_kv_advance(int* state, int n, int maxlen) {
+	if (threadIdx.x != 0 || blockIdx.x != 0) return;
+	const int pos = state[0];
+	if (pos < 0 || pos + n > maxlen) state[1] = 1;
+	else state[0] = pos + n;
+}
+
+// ---- the tensor-core kernel -------------------------------------------------------
+#if ATTN_T != 0 && ATTN_D % 16 == 0
+#define ATTN_TBM (16 * ATTN_MT * ATTN_NW)
+#define ATTN_SD (ATTN_D + 8) // a shared row, padded by 16 bytes: ldmatrix's 8 rows fall on distinct banks
+#define ATTN_DK (ATTN_D / 16) // k-steps of QK^T, over the head dimension
+#define ATTN_DN (ATTN_D / 8)  // n-tiles of PV, over the head dimension
+#define ATTN_NN (ATTN_BN / 8) // n-tiles of QK^T, over the keys
+
+// Fragments of mma.sync.m16n8k16 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16"), for lane l, g = l/4, c = 2*(l%4):
+//   A (16x16, row-major), 4 registers of two halves: a0 = A[g][c..c+1],
+//     a1 = A[g+8][c..c+1], a2 = A[g][c+8..c+9], a3 = A[g+8][c+8..c+9];
+//   B (16x8, "col": each column's 16 k contiguous), 2 registers:
+//     b0 = B[c..c+1][g], b1 = B[c+8..c+9][g];
+//   C, D (16x8 floats): c0, c1 = C[g][c..c+1], c2, c3 = C[g+8][c..c+1].
+// The lower half of a register is the lower index.
+// ldmatrix.x4 loads four 8x8 matrices of halves: lane l gives the address
+// of row l%8 of matrix l/8; matrix i lands in register i, lane l holding
+// its row l/4, columns c..c+1 (with .trans: its column l/4, rows c, c+1).
+
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned attn_smem_addr(const void* p) {
+	unsigned a;
+	asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+	return a;
+}
+#endif
+
+// attn_cp16 copies 16 bytes from global src to shared dst, or zeroes dst
+// where !valid (cp.async's src-size 0): asynchronously, until
+// attn_cp_wait.
+__device__ __forceinline__ void attn_cp16(void* dst, const void* src, bool valid) {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(attn_smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+#else
+	unsigned int* d = (unsigned int*)dst;
+	const unsigned int* s = (const unsigned int*)src;
+	for (int i = 0; i < 4; i++) d[i] = valid ? s[i] : 0u;
+#endif
+}
+__device__ __forceinline__ void attn_cp_commit() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.commit_group;");
+#endif
+}
+// attn_cp_wait waits until at most N groups of copies are in flight.
+template <int N> __device__ __forceinline__ void attn_cp_wait() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.wait_group %0;" :: "n"(N));
+#endif
+}
+
+#ifndef __CUDA_ARCH__
+// The host's stand-ins for the warp-wide instructions exchange through a
+// warp's scratch (the fake runs a block's threads as fibers of one OS
+// thread, so thread_local is the block's): each lane writes, the warp
+// meets at __syncwarp, each lane reads what the instruction would give
+// it, the warp meets again before the scratch is reused.
+static thread_local const unsigned char* attn_emu_addr[ATTN_NW][32];
+static thread_local unsigned int attn_emu_a[ATTN_NW][32][4];
+static thread_local unsigned int attn_emu_b[ATTN_NW][32][2];
+__device__ __forceinline__ float attn_half_to_f32(unsigned short h) {
+#if ATTN_T == 1
+	return attn_f16_to_f32(h);
+#else
+	return attn_bf16_to_f32(h);
+#endif
+}
+#endif
+
+// attn_ldsm_x4 is ldmatrix.sync.aligned.m8n8.x4.shared.b16: p is this
+// lane's row address (see above).
+__device__ __forceinline__ void attn_ldsm_x4(unsigned (&r)[4], const attn_t* p) {
+#ifdef __CUDA_ARCH__
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(attn_smem_addr(p)));
+#else
+	const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+	attn_emu_addr[w][l] = (const unsigned char*)p;
+	__syncwarp();
+	for (int i = 0; i < 4; i++) {
+		const unsigned char* row = attn_emu_addr[w][i * 8 + l / 4];
+		__builtin_memcpy(&r[i], row + (l % 4) * 4, 4);
+	}
+	__syncwarp();
+#endif
+}
+
+// attn_ldsm_x4_t is ldmatrix with .trans: lane l gets column l/4 of
+// each matrix, rows 2*(l%4) (lower half) and 2*(l%4)+1 (upper).
+__device__ __forceinline__ void attn_ldsm_x4_t(unsigned (&r)[4], const attn_t* p) {
+#ifdef __CUDA_ARCH__
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(attn_smem_addr(p)));
+#else
+	const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+	attn_emu_addr[w][l] = (const unsigned char*)p;
+	__syncwarp();
+	for (int i = 0; i < 4; i++) {
+		unsigned short lo, hi;
+		__builtin_memcpy(&lo, attn_emu_addr[w][i * 8 + 2 * (l % 4)] + (l / 4) * 2, 2);
+		__builtin_memcpy(&hi, attn_emu_addr[w][i * 8 + 2 * (l % 4) + 1] + (l / 4) * 2, 2);
+		r[i] = lo | (unsigned)hi << 16;
+	}
+	__syncwarp();
+#endif
+}
+
+// attn_mma is D = A*B + C of mma.sync.aligned.m16n8k16.row.col.f32 with
+// half operands, C and D the same registers.
+__device__ __forceinline__ void attn_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#ifdef __CUDA_ARCH__
+#if ATTN_T == 1
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+		: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+		: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+#else
+	const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+	for (int i = 0; i < 4; i++) attn_emu_a[w][l][i] = a[i];
+	attn_emu_b[w][l][0] = b0;
+	attn_emu_b[w][l][1] = b1;
+	__syncwarp();
+	// A[row][kk]: lane 4*(row%8) + (kk%8)/2, register (kk/8)*2 + row/8, half kk%2.
+	// B[kk][col]: lane 4*col + (kk%8)/2, register kk/8, half kk%2.
+	for (int e = 0; e < 4; e++) {
+		const int row = l / 4 + (e / 2) * 8, col = 2 * (l % 4) + e % 2;
+		float sum = 0.0f;
+		for (int kk = 0; kk < 16; kk++) {
+			unsigned ar = attn_emu_a[w][4 * (row % 8) + (kk % 8) / 2][(kk / 8) * 2 + row / 8];
+			unsigned br = attn_emu_b[w][4 * col + (kk % 8) / 2][kk / 8];
+			float x = attn_half_to_f32((unsigned short)(kk % 2 ? ar >> 16 : ar & 0xffffu));
+			float y = attn_half_to_f32((unsigned short)(kk % 2 ? br >> 16 : br & 0xffffu));
+			sum += x * y;
+		}
+		c[e] += sum;
+	}
+	__syncwarp();
+#endif
+}
+
+// attn_pack rounds two floats to a register of two halves, lo the lower.
+__device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
+#ifdef __CUDA_ARCH__
+	unsigned r;
+#if ATTN_T == 1
+	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+	asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+	return r;
+#else
+	return (unsigned)attn_st(lo) | (unsigned)attn_st(hi) << 16;
+#endif
+}
+
+#endif
+
+// attn_fwd_tc: see the top of this file. Grid (row tiles, Hkv, B); the
+// row tiles in reverse under the causal mask, so that the longest (the
+// last rows, which see the most keys) start first. Shared memory
+// (dynamic, ATTN_SD halves a row): Q [TBM], K [2][BN], V [2][BN].
+extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
+	attn_t* __restrict__ o, const attn_t* __restrict__ q, const attn_t* __restrict__ k, const attn_t* __restrict__ v,
+	const int* __restrict__ lenp, int H, int G, int Sq, int Sk,
+	long long qsb, long long qsh, long long qss,
+	long long ksb, long long ksh, long long kss,
+	long long vsb, long long vsh, long long vss,
+	float scale_log2, int causal)
+{
+	// Its body only for the halves and D a multiple of 16, from sm_80 on
+	// (or on the host): the Go side launches it for nothing else. The
+	// entry itself is in every variant, as internal/hostcc expects.
+#if ATTN_T != 0 && ATTN_D % 16 == 0 && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
+	extern __shared__ unsigned int attn_smem_h[];
+	attn_t* Qs = (attn_t*)attn_smem_h;
+	attn_t* Ks = Qs + ATTN_TBM * ATTN_SD;
+	attn_t* Vs = Ks + 2 * ATTN_BN * ATTN_SD;
+	const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+	const int b = blockIdx.z, hk = blockIdx.y;
+	if (lenp) {
+		int n = *lenp;
+		Sk = n < Sk ? n : Sk;
+	}
+	const int rows = G * Sq;
+	const int tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+	const int r0 = tile * ATTN_TBM;
+	if (r0 >= rows) return;
+	const int rlast = (r0 + ATTN_TBM < rows ? r0 + ATTN_TBM : rows) - 1;
+	const bool straddles = rlast / Sq != r0 / Sq; // the block's rows cross from one head to the next
+	// kend: the keys any row of the block sees; kfull: those every row
+	// sees (a tile below it needs no mask).
+	const int kend = attn_klim(straddles ? Sq - 1 : rlast % Sq, Sq, Sk, causal);
+	const int kfull = attn_klim(straddles ? 0 : r0 % Sq, Sq, Sk, causal);
+	const int ntiles = kend > 0 ? (kend + ATTN_BN - 1) / ATTN_BN : 0;
+	const attn_t* kb = k + b * ksb + hk * ksh;
+	const attn_t* vb = v + b * vsb + hk * vsh;
+	const int CH = ATTN_D / 8; // 16-byte chunks a row
+
+	// Each thread's rows: for m-tile mt, half hh, the block row
+	// warp*16*MT + mt*16 + lane/4 + 8*hh.
+	float oacc[ATTN_MT][ATTN_DN][4];
+	float mrow[ATTN_MT][2], lrow[ATTN_MT][2];
+	int klim[ATTN_MT][2];
+	for (int mt = 0; mt < ATTN_MT; mt++) {
+		for (int hh = 0; hh < 2; hh++) {
+			mrow[mt][hh] = ATTN_NEG_INF;
+			lrow[mt][hh] = 0.0f;
+			const int r = r0 + warp * 16 * ATTN_MT + mt * 16 + lane / 4 + 8 * hh;
+			klim[mt][hh] = attn_klim(r % Sq, Sq, Sk, causal);
+		}
+		for (int dn = 0; dn < ATTN_DN; dn++)
+			for (int e = 0; e < 4; e++) oacc[mt][dn][e] = 0.0f;
+	}
+	unsigned qf[ATTN_MT][ATTN_DK][4];
+
+	if (ntiles > 0) {
+		for (int x = tid; x < ATTN_TBM * CH; x += ATTN_NW * 32) {
+			const int row = x / CH, ch = x % CH, r = r0 + row;
+			const bool ok = r < rows;
+			const attn_t* src = ok ? q + b * qsb + (long long)(hk * G + r / Sq) * qsh + (long long)(r % Sq) * qss + ch * 8 : q;
+			attn_cp16(Qs + row * ATTN_SD + ch * 8, src, ok);
+		}
+		for (int x = tid; x < ATTN_BN * CH; x += ATTN_NW * 32) {
+			const int jj = x / CH, ch = x % CH;
+			const bool ok = jj < kend;
+			attn_cp16(Ks + jj * ATTN_SD + ch * 8, ok ? kb + (long long)jj * kss + ch * 8 : kb, ok);
+			attn_cp16(Vs + jj * ATTN_SD + ch * 8, ok ? vb + (long long)jj * vss + ch * 8 : vb, ok);
+		}
+		attn_cp_commit();
+	}
+	for (int t = 0; t < ntiles; t++) {
+		if (t + 1 < ntiles) { // prefetch tile t+1 into the other buffer
+			attn_t* Kn = Ks + ((t + 1) & 1) * ATTN_BN * ATTN_SD;
+			attn_t* Vn = Vs + ((t + 1) & 1) * ATTN_BN * ATTN_SD;
+			const int j0 = (t + 1) * ATTN_BN;
+			for (int x = tid; x < ATTN_BN * CH; x += ATTN_NW * 32) {
+				const int jj = x / CH, ch = x % CH, j = j0 + jj;
+				const bool ok = j < kend;
+				attn_cp16(Kn + jj * ATTN_SD + ch * 8, ok ? kb + (long long)j * kss + ch * 8 : kb, ok);
+				attn_cp16(Vn + jj * ATTN_SD + ch * 8, ok ? vb + (long long)j * vss + ch * 8 : vb, ok);
+			}
+			attn_cp_commit();
+			attn_cp_wait<1>(); // tile t (and Q) landed; t+1 may still be in flight
+		} else {
+			attn_cp_wait<0>();
+		}
+		__syncthreads();
+		if (t == 0) { // Q's fragments, kept in registers for every tile
+			for (int mt = 0; mt < ATTN_MT; mt++)
+				for (int dk = 0; dk < ATTN_DK; dk++)
+					attn_ldsm_x4(qf[mt][dk], Qs + (warp * 16 * ATTN_MT + mt * 16 + lane % 16) * ATTN_SD + dk * 16 + (lane / 16) * 8);
+		}
+		const attn_t* Kt = Ks + (t & 1) * ATTN_BN * ATTN_SD;
+		const attn_t* Vt = Vs + (t & 1) * ATTN_BN * ATTN_SD;
+
+		// S = Q K^T: for each k-step, the B fragments of two n-tiles (16
+		// keys) at once: matrices 0, 1 are keys 0-7 at dims +0, +8 (b0,
+		// b1 of the first n-tile), 2, 3 keys 8-15 (the second's).
+		float s[ATTN_MT][ATTN_NN][4];
+		for (int mt = 0; mt < ATTN_MT; mt++)
+			for (int nn = 0; nn < ATTN_NN; nn++)
+				for (int e = 0; e < 4; e++) s[mt][nn][e] = 0.0f;
+		for (int dk = 0; dk < ATTN_DK; dk++) {
+			for (int np = 0; np < ATTN_NN / 2; np++) {
+				unsigned kf[4];
+				attn_ldsm_x4(kf, Kt + (np * 16 + lane % 8 + (lane / 16) * 8) * ATTN_SD + dk * 16 + ((lane / 8) % 2) * 8);
+				for (int mt = 0; mt < ATTN_MT; mt++) {
+					attn_mma(s[mt][2 * np], qf[mt][dk], kf[0], kf[1]);
+					attn_mma(s[mt][2 * np + 1], qf[mt][dk], kf[2], kf[3]);
+				}
+			}
+		}
+
+		// The online softmax, per row: scale to base 2, mask, the tile's
+		// max across the quad of lanes that holds the row, rescale what
+		// was summed so far. lrow is this lane's part of the row's sum
+		// (its columns), added across the quad at the end.
+		const int j0 = t * ATTN_BN;
+		const bool mask = j0 + ATTN_BN > kfull;
+		for (int mt = 0; mt < ATTN_MT; mt++) {
+			for (int hh = 0; hh < 2; hh++) {
+				float mx = ATTN_NEG_INF;
+				for (int nn = 0; nn < ATTN_NN; nn++) {
+					for (int e = 0; e < 2; e++) {
+						float x = s[mt][nn][2 * hh + e] * scale_log2;
+						if (mask && j0 + nn * 8 + 2 * (lane % 4) + e >= klim[mt][hh]) x = ATTN_NEG_INF;
+						s[mt][nn][2 * hh + e] = x;
+						mx = fmaxf(mx, x);
+					}
+				}
+				mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+				mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+				const float mnew = fmaxf(mrow[mt][hh], mx);
+				const float msafe = mnew == ATTN_NEG_INF ? 0.0f : mnew;
+				const float alpha = attn_exp2(mrow[mt][hh] - msafe);
+				mrow[mt][hh] = mnew;
+				float sum = 0.0f;
+				for (int nn = 0; nn < ATTN_NN; nn++) {
+					for (int e = 0; e < 2; e++) {
+						const float p = attn_exp2(s[mt][nn][2 * hh + e] - msafe);
+						s[mt][nn][2 * hh + e] = p;
+						sum += p;
+					}
+				}
+				lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
+				for (int dn = 0; dn < ATTN_DN; dn++) {
+					oacc[mt][dn][2 * hh] *= alpha;
+					oacc[mt][dn][2 * hh + 1] *= alpha;
+				}
+			}
+		}
+
+		// O += P V: P's C fragments of n-tiles 2kp and 2kp+1 are, rounded
+		// to halves, the A fragment of k-step kp (keys 16kp..16kp+15).
+		// V's B fragments by ldmatrix.trans, two dim n-tiles at once:
+		// matrices 0, 1 are keys +0-7, +8-15 of dims +0-7 (b0, b1 of the
+		// first), 2, 3 the same keys of dims +8-15 (the second's).
+		for (int kp = 0; kp < ATTN_NN / 2; kp++) {
+			unsigned pa[ATTN_MT][4];
+			for (int mt = 0; mt < ATTN_MT; mt++) {
+				pa[mt][0] = attn_pack(s[mt][2 * kp][0], s[mt][2 * kp][1]);
+				pa[mt][1] = attn_pack(s[mt][2 * kp][2], s[mt][2 * kp][3]);
+				pa[mt][2] = attn_pack(s[mt][2 * kp + 1][0], s[mt][2 * kp + 1][1]);
+				pa[mt][3] = attn_pack(s[mt][2 * kp + 1][2], s[mt][2 * kp + 1][3]);
+			}
+			for (int dp = 0; dp < ATTN_DN / 2; dp++) {
+				unsigned vf[4];
+				attn_ldsm_x4_t(vf, Vt + (kp * 16 + lane % 8 + ((lane / 8) % 2) * 8) * ATTN_SD + dp * 16 + (lane / 16) * 8);
+				for (int mt = 0; mt < ATTN_MT; mt++) {
+					attn_mma(oacc[mt][2 * dp], pa[mt], vf[0], vf[1]);
+					attn_mma(oacc[mt][2 * dp + 1], pa[mt], vf[2], vf[3]);
+				}
+			}
+		}
+		__syncthreads(); // before the next prefetch overwrites this tile's buffer
+	}
+
+	// O / l, each lane's two columns of each dim n-tile as one 4-byte store.
+	for (int mt = 0; mt < ATTN_MT; mt++) {
+		for (int hh = 0; hh < 2; hh++) {
+			float l = lrow[mt][hh];
+			l += __shfl_xor_sync(0xffffffffu, l, 1);
+			l += __shfl_xor_sync(0xffffffffu, l, 2);
+			const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+			const int r = r0 + warp * 16 * ATTN_MT + mt * 16 + lane / 4 + 8 * hh;
+			if (r >= rows) continue;
+			const int h = hk * G + r / Sq, i = r % Sq;
+			attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * ATTN_D;
+			for (int dn = 0; dn < ATTN_DN; dn++) {
+				const unsigned pr = attn_pack(oacc[mt][dn][2 * hh] * inv, oacc[mt][dn][2 * hh + 1] * inv);
+				*(unsigned*)(orow + dn * 8 + 2 * (lane % 4)) = pr;
+			}
+		}
+	}
+#endif
+}
+`
