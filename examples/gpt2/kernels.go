@@ -46,20 +46,6 @@ __device__ float block_max(float v, float *sh) {
 	return v;
 }
 
-// layernorm: a block per row of c values: y = (x - mean) / sqrt(var + eps) * w + b.
-template <typename T> __device__ void layernorm(const T *x, const T *w, const T *b, T *y, int c, float eps) {
-	__shared__ float sh[32];
-	const T *xr = x + (long long)blockIdx.x * c;
-	T *yr = y + (long long)blockIdx.x * c;
-	float s = 0;
-	for (int i = threadIdx.x; i < c; i += blockDim.x) s += ld(xr, i);
-	float mean = block_sum(s, sh) / c;
-	float v = 0;
-	for (int i = threadIdx.x; i < c; i += blockDim.x) { float d = ld(xr, i) - mean; v += d * d; }
-	float rstd = 1.0f / sqrtf(block_sum(v, sh) / c + eps);
-	for (int i = threadIdx.x; i < c; i += blockDim.x) st(yr, i, (ld(xr, i) - mean) * rstd * ld(w, i) + ld(b, i));
-}
-
 // embed: x[r] = wte[tok[r]] + wpe[*pos + r % t], for n = rows*c elements.
 template <typename T> __device__ void embed(const long long *tok, const T *wte, const T *wpe, T *x, const int *pos, int t, int c, long long n) {
 	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -183,7 +169,6 @@ extern "C" __global__ void gpt2_advance(const long long *tok, long long *out, in
 // suffix (a macro would hide the names from compute.NewRawKernel's check).
 func entries(suffix, typ string) string {
 	return strings.NewReplacer("S", suffix, "T", typ).Replace(`
-extern "C" __global__ void layernorm_S(const T *x, const T *w, const T *b, T *y, int c, float eps) { layernorm(x, w, b, y, c, eps); }
 extern "C" __global__ void embed_S(const long long *tok, const T *wte, const T *wpe, T *x, const int *pos, int t, int c, long long n) { embed(tok, wte, wpe, x, pos, t, c, n); }
 extern "C" __global__ void split_S(const T *qkv, T *q, T *kc, T *vc, const int *pos, int t, int h, int d, int l, long long n) { split(qkv, q, kc, vc, pos, t, h, d, l, n); }
 extern "C" __global__ void causal_softmax_S(T *s, int tq, int tk, float scale) { causal_softmax(s, tq, tk, scale); }
@@ -194,7 +179,7 @@ extern "C" __global__ void argmax_S(const T *x, long long *out, int n) { argmax(
 
 // kernels are the model's kernels for one element type.
 type kernels struct {
-	layernorm, embed, split, softmax, attn, argmax, advance *compute.RawKernel
+	embed, split, softmax, attn, argmax, advance *compute.RawKernel
 }
 
 func newKernels(suffix string) (*kernels, error) {
@@ -203,7 +188,7 @@ func newKernels(suffix string) (*kernels, error) {
 		k    **compute.RawKernel
 		name string
 	}{
-		{&k.layernorm, "layernorm_" + suffix}, {&k.embed, "embed_" + suffix}, {&k.split, "split_" + suffix},
+		{&k.embed, "embed_" + suffix}, {&k.split, "split_" + suffix},
 		{&k.softmax, "causal_softmax_" + suffix}, {&k.attn, "decode_attn_" + suffix}, {&k.argmax, "argmax_" + suffix},
 		{&k.advance, "gpt2_advance"},
 	} {

@@ -1,7 +1,9 @@
 // GPT-2: a GPT-2-shaped decoder on the GPU, from a safetensors file of
-// Hugging Face's GPT-2 tensor names, built on package nd's arrays, cuBLAS
-// (cuBLASLt's bias and GELU epilogues) and a few kernels of its own
-// (compute.RawKernel). It compares its logits with PyTorch's, generates
+// Hugging Face's GPT-2 tensor names, built on package nd's arrays,
+// package nn's layers (LayerNorm), cuBLAS (cuBLASLt's bias and GELU
+// epilogues, the residual added by its beta) and a few kernels of its own
+// (compute.RawKernel: the embedding, the heads' split into the key/value
+// cache, the causal softmax, the decoding step's attention, argmax). It compares its logits with PyTorch's, generates
 // greedily with a key/value cache (the decoding step captured once as a
 // CUDA graph and replayed), and times prefill and decoding in bfloat16.
 //

@@ -10,6 +10,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/nd"
+	"github.com/gocuda/cuda/nn"
 	"github.com/gocuda/cuda/safetensors"
 )
 
@@ -309,9 +310,26 @@ func (m *Model[T]) linear(x *cuda.DeviceBuffer[T], rows, in int, w, b *cuda.Devi
 	return cublas.Matmul(m.blas, 1, cublas.NewMatrix(x, rows, in), cublas.NewMatrix(w, in, out), beta, cublas.NewMatrix(y, rows, out), epi, b)
 }
 
-// layernorm queues y = LayerNorm(x) over rows of the model's width.
+// layernorm queues y = LayerNorm(x) over n rows of the model's width
+// (package nn's, over nd's views of the buffers).
 func (m *Model[T]) layernorm(x, w, b, y *cuda.DeviceBuffer[T], n int) error {
-	return m.k.layernorm.Launch(rows(n, 256, m.s), x, w, b, y, int32(m.Width), float32(1e-5))
+	xa, err := nd.FromBuffer(m.s, x, n, m.Width)
+	if err != nil {
+		return err
+	}
+	ya, err := nd.FromBuffer(m.s, y, n, m.Width)
+	if err != nil {
+		return err
+	}
+	wa, err := nd.FromBuffer(m.s, w)
+	if err != nil {
+		return err
+	}
+	ba, err := nd.FromBuffer(m.s, b)
+	if err != nil {
+		return err
+	}
+	return nn.LayerNormInto(ya, xa, wa, ba, 1e-5)
 }
 
 // forward queues the pass of w.tok (b sequences of t tokens) at positions
