@@ -176,14 +176,14 @@ const maxAlgos = 10
 
 // plan returns the plan of k, made (descriptors, algorithm, work size) the
 // first time k is seen.
-func (c *call) plan(k convKey, y Shape) (pl *convPlan, err error) {
+func (c *call) plan(k convKey, y Shape) (_ *convPlan, err error) {
 	if pl := c.raw.plans[k]; pl != nil {
 		return pl, nil
 	}
 	if k.benchmark && c.capturing {
 		return nil, errorf(c.op, cuda.ErrNotSupported, "the stream captures, and timing the algorithms of a new shape (SetBenchmark) cannot be captured: run the call once before the capture")
 	}
-	pl = &convPlan{d: descs{op: c.op}}
+	pl := &convPlan{d: descs{op: c.op}}
 	defer func() {
 		if err != nil {
 			pl.destroy(c.op)
