@@ -102,7 +102,9 @@ func TestLibraryErrors(t *testing.T) {
 		run  func() error
 	}{
 		{"cudnnConvolutionForward", 2000, cuda.ErrInvalidValue, func() error { return cudnn.ConvForward(h, y, x, w, cudnn.Conv2D{}) }},
-		{"cudnnGetConvolutionForwardAlgorithm_v7", 3002, cuda.ErrNotSupported, func() error { return cudnn.ConvForward(h, y, x, w, cudnn.Conv2D{PadH: 1, PadW: 1, StrideH: 2, StrideW: 2}) }},
+		{"cudnnGetConvolutionForwardAlgorithm_v7", 3002, cuda.ErrNotSupported, func() error {
+			return cudnn.ConvForward(h, y, x, w, cudnn.Conv2D{PadH: 1, PadW: 1, StrideH: 2, StrideW: 2})
+		}},
 		{"cudnnCreateTensorDescriptor", 4003, cuda.ErrOutOfMemory, func() error {
 			return cudnn.ConvBackwardData(h, x, y, w, cudnn.Conv2D{})
 		}},
