@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -79,13 +80,7 @@ func tinyWeights(cfg Config, seed uint64) (map[string][]float32, map[string][]in
 func writeModel(t *testing.T, ctx *cuda.Context, w map[string][]float32, shapes map[string][]int) *safetensors.File {
 	t.Helper()
 	var src []safetensors.Source
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range w {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(w)) {
 		src = append(src, safetensors.From(name, cudatest.Upload(t, ctx, w[name]), shapes[name]...))
 	}
 	path := filepath.Join(t.TempDir(), "model.safetensors")
@@ -285,7 +280,16 @@ func TestForward(t *testing.T) {
 				return nil, err
 			}
 			defer m.Close()
-			return m.Logits(tokens, b, tt)
+			logits, err := m.Logits(tokens, b, tt)
+			if err != nil {
+				return nil, err
+			}
+			// The device's argmax (-compare's bf16 top-1) is the host's.
+			top, err := m.Top1(tokens, b, tt)
+			if err == nil && !slices.Equal(top, argmaxRows(logits, tiny.Vocab)) {
+				err = fmt.Errorf("Top1 = %v, the logits' argmax %v", top, argmaxRows(logits, tiny.Vocab))
+			}
+			return logits, err
 		}},
 		// bfloat16 keeps 8 bits: the activations' roundings, layer after
 		// layer, leave about 2^-6 of the largest logit.
