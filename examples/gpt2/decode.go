@@ -3,10 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/nd"
 )
 
@@ -21,7 +19,6 @@ type Decoder[T Float] struct {
 	pre, st *work[T]
 	pos     *cuda.DeviceBuffer[int32] // the position the next step reads and writes
 	out     *cuda.DeviceBuffer[int64] // [b, n]: the new tokens
-	first   *cuda.DeviceBuffer[int64] // [b]: the prompts' pass's tokens, for Reset
 	arrays  []*nd.Array[int64]
 	b, p, n int
 
@@ -58,15 +55,7 @@ func (m *Model[T]) NewDecoder(b, p, n int) (d *Decoder[T], err error) {
 		return nil, err
 	}
 	d.arrays = append(d.arrays, out)
-	if d.out, err = out.Buffer(); err != nil {
-		return nil, err
-	}
-	first, err := nd.Zeros[int64](m.s, b)
-	if err != nil {
-		return nil, err
-	}
-	d.arrays = append(d.arrays, first)
-	d.first, err = first.Buffer()
+	d.out, err = out.Buffer()
 	return d, err
 }
 
@@ -97,8 +86,9 @@ func (d *Decoder[T]) Close() error {
 }
 
 // Prefill queues the prompts' pass (b×p tokens, row-major), its keys and
-// values into the cache, and the first new tokens; the next step is at
-// position p.
+// values into the emptied cache, and the first new tokens; the next step
+// is at position p. Prefill again starts over (the graph stays valid: it
+// reads the position, the tokens and the caches' lengths on the device).
 func (d *Decoder[T]) Prefill(prompt []int64) error {
 	if len(prompt) != d.b*d.p {
 		return fmt.Errorf("gpt2: %d prompt tokens for %d sequences of %d", len(prompt), d.b, d.p)
@@ -114,16 +104,7 @@ func (d *Decoder[T]) Prefill(prompt []int64) error {
 	if err := d.m.forward(d.pre, d.c); err != nil {
 		return err
 	}
-	if err := d.m.k.argmax.Launch(rows(d.b, 1024, d.m.s), d.pre.logits, d.first, int32(d.m.Vocab)); err != nil {
-		return err
-	}
-	return d.Reset()
-}
-
-// Reset makes the next step the one after the prompt again (position p),
-// the first new tokens kept: for timing the steps again.
-func (d *Decoder[T]) Reset() error {
-	if err := d.st.tok.CopyFromDeviceAsync(d.first, d.m.s); err != nil {
+	if err := d.m.k.argmax.Launch(rows(d.b, 1024, d.m.s), d.pre.logits, d.st.tok, int32(d.m.Vocab)); err != nil {
 		return err
 	}
 	if err := d.pos.CopyFromHostAsync([]int32{int32(d.p - 1)}, d.m.s); err != nil {
@@ -140,43 +121,10 @@ func (d *Decoder[T]) advance() error {
 // step queues one decoding step: the last tokens at position pos through
 // the model, the next tokens chosen (argmax), pos moved on.
 func (d *Decoder[T]) step() error {
-	m, w, c := d.m, d.st, d.c
-	C, H, D, b := m.Width, m.Heads, m.Width/m.Heads, d.b
-	scale := float32(1 / math.Sqrt(float64(D)))
-	if err := m.k.embed.Launch(cuda.LaunchConfigFor(b*C, m.s), w.tok, m.wte, m.wpe, w.x, d.pos, int32(1), int32(C), int64(b*C)); err != nil {
+	if err := d.m.pass(d.st, d.c, d.pos); err != nil {
 		return err
 	}
-	for i, l := range m.layers {
-		if err := m.layernorm(w.x, l.ln1w, l.ln1b, w.h, b); err != nil {
-			return err
-		}
-		if err := m.linear(w.h, b, C, l.attnW, l.attnB, 3*C, 0, w.qkv, cublas.NoEpilogue); err != nil {
-			return err
-		}
-		if err := m.k.attn.Launch(m.attnLaunch(b, c.L), w.qkv, c.kb[i], c.vb[i], w.y, d.pos, int32(H), int32(D), int32(c.L), scale); err != nil {
-			return err
-		}
-		if err := m.linear(w.y, b, C, l.attnProjW, l.attnProjB, C, 1, w.x, cublas.NoEpilogue); err != nil {
-			return err
-		}
-		if err := m.layernorm(w.x, l.ln2w, l.ln2b, w.h, b); err != nil {
-			return err
-		}
-		if err := m.linear(w.h, b, C, l.fcW, l.fcB, 4*C, 0, w.f, cublas.GELU); err != nil {
-			return err
-		}
-		if err := m.linear(w.f, b, 4*C, l.mlpProjW, l.mlpProjB, C, 1, w.x, cublas.NoEpilogue); err != nil {
-			return err
-		}
-	}
-	if err := m.layernorm(w.x, m.lnfW, m.lnfB, w.h, b); err != nil {
-		return err
-	}
-	if err := cublas.Matmul(m.blas, 1, cublas.NewMatrix(w.h, b, C), cublas.NewMatrix(m.wte, m.Vocab, C).T(), 0,
-		cublas.NewMatrix(w.logits, b, m.Vocab), cublas.NoEpilogue, nil); err != nil {
-		return err
-	}
-	if err := m.k.argmax.Launch(rows(b, 1024, m.s), w.logits, w.tok, int32(m.Vocab)); err != nil {
+	if err := d.m.k.argmax.Launch(rows(d.b, 1024, d.m.s), d.st.logits, d.st.tok, int32(d.m.Vocab)); err != nil {
 		return err
 	}
 	return d.advance()

@@ -1,10 +1,11 @@
 // GPT-2: a GPT-2-shaped decoder on the GPU, from a safetensors file of
 // Hugging Face's GPT-2 tensor names, built on package nd's arrays,
-// package nn's layers (LayerNorm), cuBLAS (cuBLASLt's bias and GELU
+// package nn's layers (LayerNorm; fused causal attention over a KVCache
+// whose length lives on the device), cuBLAS (cuBLASLt's bias and GELU
 // epilogues, the residual added by its beta) and a few kernels of its own
-// (compute.RawKernel: the embedding, the heads' split into the key/value
-// cache, the causal softmax, the decoding step's attention, argmax). It compares its logits with PyTorch's, generates
-// greedily with a key/value cache (the decoding step captured once as a
+// (compute.RawKernel: the embedding, the heads' split, argmax, the
+// position's advance). It compares its logits with PyTorch's, generates
+// greedily with the key/value cache (the decoding step captured once as a
 // CUDA graph and replayed), and times prefill and decoding in bfloat16.
 //
 // bench/pyref/gpt2_ref.py makes the weights (random, GPT-2 small's shape)
@@ -284,9 +285,14 @@ func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int) error {
 		return err
 	}
 	defer end.Close()
-	timed := func(warm int, queue func() error) (float64, error) {
+	// timed returns the median milliseconds of queue's work, after
+	// setup's (off the clock) each time.
+	timed := func(warm int, setup, queue func() error) (float64, error) {
 		var ms []float64
 		for i := range warm + runs {
+			if err := setup(); err != nil {
+				return 0, err
+			}
 			if err := begin.Record(s); err != nil {
 				return 0, err
 			}
@@ -340,7 +346,7 @@ func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int) error {
 	err = w.tok.CopyFromHost(tokens)
 	var ms float64
 	if err == nil {
-		ms, err = timed(3, func() error { return m.forward(w, c) })
+		ms, err = timed(3, func() error { return nil }, func() error { return m.forward(w, c) })
 	}
 	w.free()
 	c.Free()
@@ -355,19 +361,15 @@ func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Prefill(tokens[:B*P]); err != nil {
+	prompt := tokens[:B*P]
+	if err := d.Prefill(prompt); err != nil {
 		return err
 	}
 	for _, graph := range []bool{true, false} {
 		if err := d.Steps(1, graph); err != nil { // compiles, and makes the graph
 			return err
 		}
-		ms, err := timed(2, func() error {
-			if err := d.Reset(); err != nil { // back to position P: a few µs, on the clock
-				return err
-			}
-			return d.Steps(N, graph)
-		})
+		ms, err := timed(2, func() error { return d.Prefill(prompt) }, func() error { return d.Steps(N, graph) })
 		if err != nil {
 			return err
 		}
@@ -382,7 +384,7 @@ func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int) error {
 
 // Logits returns the float32 logits of b sequences of t tokens, [b·t, V].
 func (m *Model[T]) Logits(tokens []int64, b, t int) ([]float32, error) {
-	w, c, err := m.pass(tokens, b, t)
+	w, c, err := m.batch(tokens, b, t)
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +404,7 @@ func (m *Model[T]) Logits(tokens []int64, b, t int) ([]float32, error) {
 // Top1 returns the top-1 token of each of b sequences of t tokens, chosen
 // on the device.
 func (m *Model[T]) Top1(tokens []int64, b, t int) ([]int64, error) {
-	w, c, err := m.pass(tokens, b, t)
+	w, c, err := m.batch(tokens, b, t)
 	if err != nil {
 		return nil, err
 	}
@@ -415,8 +417,8 @@ func (m *Model[T]) Top1(tokens []int64, b, t int) ([]int64, error) {
 	return out, w.tok.CopyToHost(out)
 }
 
-// pass queues the forward pass of b sequences of t tokens.
-func (m *Model[T]) pass(tokens []int64, b, t int) (*work[T], *Cache[T], error) {
+// batch queues the forward pass of b sequences of t tokens.
+func (m *Model[T]) batch(tokens []int64, b, t int) (*work[T], *Cache[T], error) {
 	if len(tokens) != b*t || t > m.Context {
 		return nil, nil, fmt.Errorf("%d tokens for %d sequences of %d (context %d)", len(tokens), b, t, m.Context)
 	}

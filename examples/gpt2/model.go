@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 
@@ -46,13 +45,8 @@ func configOf(f *safetensors.File, heads int) (Config, error) {
 	if heads <= 0 || c.Width%heads != 0 {
 		return Config{}, fmt.Errorf("gpt2: %d heads do not divide the width %d", heads, c.Width)
 	}
-	if d := c.Width / heads; d > attnThreads || attnThreads%d != 0 {
-		return Config{}, fmt.Errorf("gpt2: heads of %d values: the decoding kernel takes a divisor of %d", d, attnThreads)
-	}
 	return c, nil
 }
-
-const attnThreads = 128 // the decoding attention's block
 
 // layer is one transformer block's weights, under Hugging Face's names
 // (h.N.ln_1.weight ...). The linear layers' weights are [in, out], as
@@ -187,12 +181,11 @@ func (m *Model[T]) Close() error {
 	return errors.Join(errs...)
 }
 
-// Cache is the keys and values of every layer for b sequences of up to l
-// positions, [b, heads, l, head size] each.
+// Cache is the keys and values of every layer for B sequences of up to L
+// positions: package nn's KVCache, whose length lives on the device.
 type Cache[T Float] struct {
 	B, L   int
-	k, v   []*nd.Array[T]
-	kb, vb []*cuda.DeviceBuffer[T]
+	layers []*nn.KVCache[T]
 }
 
 // NewCache makes a cache for b sequences of up to l positions.
@@ -202,42 +195,46 @@ func (m *Model[T]) NewCache(b, l int) (*Cache[T], error) {
 	}
 	c := &Cache[T]{B: b, L: l}
 	for range m.Layers {
-		for _, x := range []struct {
-			a  *[]*nd.Array[T]
-			bs *[]*cuda.DeviceBuffer[T]
-		}{{&c.k, &c.kb}, {&c.v, &c.vb}} {
-			a, err := nd.Zeros[T](m.s, b, m.Heads, l, m.Width/m.Heads)
-			if err != nil {
-				c.Free()
-				return nil, err
-			}
-			buf, _ := a.Buffer()
-			*x.a, *x.bs = append(*x.a, a), append(*x.bs, buf)
+		kv, err := nn.NewKVCache[T](m.s, b, m.Heads, l, m.Width/m.Heads)
+		if err != nil {
+			c.Free()
+			return nil, err
 		}
+		c.layers = append(c.layers, kv)
 	}
 	return c, nil
+}
+
+// Reset empties the cache, in stream order.
+func (c *Cache[T]) Reset() error {
+	for _, kv := range c.layers {
+		if err := kv.Reset(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Free frees the cache's memory.
 func (c *Cache[T]) Free() error {
 	var errs []error
-	for _, a := range append(c.k, c.v...) {
-		errs = append(errs, a.Free())
+	for _, kv := range c.layers {
+		errs = append(errs, kv.Free())
 	}
 	return errors.Join(errs...)
 }
 
 // work is the memory of a forward pass of b sequences of t tokens.
 type work[T Float] struct {
-	b, t              int
-	tok               *cuda.DeviceBuffer[int64]
-	x, h, qkv, y, f   *cuda.DeviceBuffer[T]
-	q, scores, yh, y4 *nd.Array[T]
-	qb                *cuda.DeviceBuffer[T]
-	logits            *cuda.DeviceBuffer[T]
-	arrays            []*nd.Array[T]
-	tokArray          *nd.Array[int64]
-	lastOnly          bool
+	b, t            int
+	tok             *cuda.DeviceBuffer[int64]
+	x, h, qkv, y, f *cuda.DeviceBuffer[T]
+	q, k, v, yh, y4 *nd.Array[T] // the heads, [b, H, t, D]; y4 is y as [b, t, H, D]
+	qb, kb, vb      *cuda.DeviceBuffer[T]
+	logits          *cuda.DeviceBuffer[T]
+	arrays          []*nd.Array[T]
+	tokArray        *nd.Array[int64]
+	lastOnly        bool
 }
 
 // newWork allocates a pass's memory; the logits are of every position, or
@@ -266,15 +263,24 @@ func (m *Model[T]) newWork(b, t int, lastOnly bool) (w *work[T], err error) {
 		return b
 	}
 	w.x, w.h, w.qkv, w.y, w.f = buf(b*t, C), buf(b*t, C), buf(b*t, 3*C), buf(b*t, C), buf(b*t, 4*C)
-	w.q, w.yh = arr(b, H, t, D), arr(b, H, t, D)
-	if t > 1 {
-		w.scores = arr(b, H, t, t)
-	}
-	if err == nil {
-		w.qb, err = w.q.Buffer()
+	w.q, w.k, w.v = arr(b, H, t, D), arr(b, H, t, D), arr(b, H, t, D)
+	for _, x := range []struct {
+		a *nd.Array[T]
+		b **cuda.DeviceBuffer[T]
+	}{{w.q, &w.qb}, {w.k, &w.kb}, {w.v, &w.vb}} {
+		if err == nil {
+			*x.b, err = x.a.Buffer()
+		}
 	}
 	if err == nil {
 		w.y4, err = nd.FromBuffer(m.s, w.y, b, t, H, D)
+	}
+	switch {
+	case err != nil:
+	case t == 1: // [b, H, 1, D] is [b, 1, H, D] in memory: y itself
+		w.yh, err = nd.FromBuffer(m.s, w.y, b, H, t, D)
+	default:
+		w.yh = arr(b, H, t, D)
 	}
 	if lastOnly {
 		w.logits = buf(b, m.Vocab)
@@ -333,16 +339,24 @@ func (m *Model[T]) layernorm(x, w, b, y *cuda.DeviceBuffer[T], n int) error {
 }
 
 // forward queues the pass of w.tok (b sequences of t tokens) at positions
-// 0 ... t-1, writing the keys and values into c and the logits into
-// w.logits.
+// 0 ... t-1, the cache emptied first and given their keys and values, and
+// the logits into w.logits.
 func (m *Model[T]) forward(w *work[T], c *Cache[T]) error {
 	if c.B != w.b || c.L < w.t {
 		return fmt.Errorf("gpt2: a cache of %d sequences of %d positions for a pass of %d of %d", c.B, c.L, w.b, w.t)
 	}
-	C, H, D, n := m.Width, m.Heads, m.Width/m.Heads, w.b*w.t
-	scale := float32(1 / math.Sqrt(float64(D)))
-	elems := func(n int) cuda.LaunchConfig { return cuda.LaunchConfigFor(n, m.s) }
-	if err := m.k.embed.Launch(elems(n*C), w.tok, m.wte, m.wpe, w.x, m.zero, int32(w.t), int32(C), int64(n*C)); err != nil {
+	if err := c.Reset(); err != nil {
+		return err
+	}
+	return m.pass(w, c, m.zero)
+}
+
+// pass queues the pass of w.tok, b sequences of t tokens at positions *pos
+// ... *pos+t-1, their keys and values appended to c, and the logits into
+// w.logits.
+func (m *Model[T]) pass(w *work[T], c *Cache[T], pos *cuda.DeviceBuffer[int32]) error {
+	C, n := m.Width, w.b*w.t
+	if err := m.k.embed.Launch(cuda.LaunchConfigFor(n*C, m.s), w.tok, m.wte, m.wpe, w.x, pos, int32(w.t), int32(C), int64(n*C)); err != nil {
 		return err
 	}
 	for i, l := range m.layers {
@@ -352,10 +366,7 @@ func (m *Model[T]) forward(w *work[T], c *Cache[T]) error {
 		if err := m.linear(w.h, n, C, l.attnW, l.attnB, 3*C, 0, w.qkv, cublas.NoEpilogue); err != nil {
 			return err
 		}
-		if err := m.k.split.Launch(elems(n*C), w.qkv, w.qb, c.kb[i], c.vb[i], m.zero, int32(w.t), int32(H), int32(D), int32(c.L), int64(n*C)); err != nil {
-			return err
-		}
-		if err := m.attention(w, c, i, scale); err != nil {
+		if err := m.attention(w, c.layers[i]); err != nil {
 			return err
 		}
 		// The residual added by cuBLAS: x = y·W + b + 1·x.
@@ -386,48 +397,28 @@ func (m *Model[T]) forward(w *work[T], c *Cache[T]) error {
 	return cublas.Matmul(m.blas, 1, hm, cublas.NewMatrix(m.wte, m.Vocab, C).T(), 0, cublas.NewMatrix(w.logits, rows, m.Vocab), cublas.NoEpilogue, nil)
 }
 
-// attention queues layer i's attention of the pass, from w.q and the
-// cache's first t positions, into w.y ([b·t, C], the heads side by side),
-// with nd's arrays: scores = q·kᵀ (cuBLAS's strided batch over the cache's
-// views), the causal softmax, y = p·v, and the heads' permutation.
-func (m *Model[T]) attention(w *work[T], c *Cache[T], i int, scale float32) error {
-	if w.t == 1 { // one token, nothing masked: the decoding kernel
-		return m.k.attn.Launch(m.attnLaunch(w.b, c.L), w.qkv, c.kb[i], c.vb[i], w.y, m.zero, int32(m.Heads), int32(m.Width/m.Heads), int32(c.L), scale)
-	}
-	k, err := c.k[i].Slice(2, 0, w.t, 1)
-	if err != nil {
+// attention queues a layer's attention of the pass, from w.qkv, into w.y
+// ([b·t, C], the heads side by side): the heads split into q, k and v
+// ([b, H, t, D]), k and v appended to the layer's cache, and package nn's
+// fused attention of q over the cache (causal, the queries the cache's
+// last t positions), its heads put side by side.
+func (m *Model[T]) attention(w *work[T], kv *nn.KVCache[T]) error {
+	H, D, n := m.Heads, m.Width/m.Heads, w.b*w.t*m.Width
+	if err := m.k.split.Launch(cuda.LaunchConfigFor(n, m.s), w.qkv, w.qb, w.kb, w.vb, int32(w.t), int32(H), int32(D), int64(n)); err != nil {
 		return err
 	}
-	v, err := c.v[i].Slice(2, 0, w.t, 1)
-	if err != nil {
+	if err := kv.Append(w.k, w.v); err != nil {
 		return err
 	}
-	kT, err := k.Permute(0, 1, 3, 2)
-	if err != nil {
+	if err := kv.AttentionInto(w.yh, w.q, nn.AttentionOptions{Causal: true}); err != nil {
 		return err
 	}
-	if err := nd.MatmulInto(w.scores, w.q, kT); err != nil {
-		return err
-	}
-	scores, err := w.scores.Buffer()
-	if err != nil {
-		return err
-	}
-	if err := m.k.softmax.Launch(rows(w.b*m.Heads*w.t, 256, m.s), scores, int32(w.t), int32(w.t), scale); err != nil {
-		return err
-	}
-	if err := nd.MatmulInto(w.yh, w.scores, v); err != nil {
-		return err
+	if w.t == 1 {
+		return nil // w.yh is w.y
 	}
 	yh, err := w.yh.Permute(0, 2, 1, 3)
 	if err != nil {
 		return err
 	}
 	return nd.CopyInto(w.y4, yh)
-}
-
-func (m *Model[T]) attnLaunch(b, l int) cuda.LaunchConfig {
-	D := m.Width / m.Heads
-	return cuda.LaunchConfig{Grid: cuda.Dim3{X: b * m.Heads}, Block: cuda.Dim3{X: attnThreads},
-		SharedMemBytes: 4 * (D + l + 32 + attnThreads), Stream: m.s}
 }

@@ -317,8 +317,8 @@ func TestForward(t *testing.T) {
 
 // TestGenerate checks greedy generation with the key/value cache against
 // the CPU's generation without one, with the step's graph and without
-// (which must give the same tokens), and that Reset replays the same
-// steps.
+// (which must give the same tokens), and that a second Prefill starts
+// over.
 func TestGenerate(t *testing.T) {
 	requireKernels(t)
 	ctx := cudatest.Context(t)
@@ -350,8 +350,9 @@ func TestGenerate(t *testing.T) {
 				}
 				t.Fatalf("tokens %v, the CPU's %v", got, want)
 			}
-			// Again from the first new token: the same steps.
-			if err := d.Reset(); err != nil {
+			// Again from the prompts: the same steps (the graph's replays
+			// read the position and the caches' lengths on the device).
+			if err := d.Prefill(prompt); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Steps(n-1, graph); err != nil {
@@ -362,7 +363,7 @@ func TestGenerate(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(again, want) {
-				t.Fatalf("after Reset: tokens %v, want %v", again, want)
+				t.Fatalf("after Prefill again: tokens %v, want %v", again, want)
 			}
 		})
 	}
