@@ -180,8 +180,10 @@ func (d *descs) destroy(op string) error {
 func destroyAll[D any](ds []D, destroy func(D) bool) []D {
 	var left []D
 	for _, d := range ds {
-		if destroy(d) && destroy(d) {
-			left = append(left, d)
+		if failed := destroy(d); failed {
+			if failed = destroy(d); failed {
+				left = append(left, d)
+			}
 		}
 	}
 	return left

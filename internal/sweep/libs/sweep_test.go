@@ -15,7 +15,7 @@ import (
 // sweepCases are the fault sweep's rows of the library packages.
 func sweepCases() []sweep.Case {
 	var cases []sweep.Case
-	for _, family := range []func() []sweep.Case{sweepFiles, sweepNCCL, sweepMath, sweepSolver, sweepSparse} {
+	for _, family := range []func() []sweep.Case{sweepFiles, sweepNCCL, sweepMath, sweepSolver, sweepSparse, sweepDNN} {
 		cases = append(cases, family()...)
 	}
 	return cases
