@@ -58,7 +58,9 @@ func sweepDNN() []sweep.Case {
 							func() error { return cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.ReLU, p) },
 							func() error { return cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.Identity, p) },
 							func() error { return h.SetBenchmark(true) },
-							func() error { return cudnn.ConvForward(h, y2, x, w, cudnn.Conv2D{StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}) },
+							func() error {
+								return cudnn.ConvForward(h, y2, x, w, cudnn.Conv2D{StrideH: 2, StrideW: 2, PadH: 1, PadW: 1})
+							},
 							func() error { return cudnn.PoolForward(h, pool, x, cudnn.Pool2D{WindowH: 2, WindowW: 2}) },
 							func() error { return cudnn.BatchNormInference(h, dx, x, bn) },
 							func() error { return cudnn.BatchNormTraining(h, dx, x, bn, c2, inv) },
