@@ -127,7 +127,7 @@ func activationNew[T Float](op, kernel string, x, b *nd.Array[T]) (*nd.Array[T],
 		return nil, wrap(op, err)
 	}
 	if err := activationInto(op, kernel, y, x, b); err != nil {
-		y.Free()
+		layerDrop(y)
 		return nil, err
 	}
 	return y, nil

@@ -95,7 +95,7 @@ func CrossEntropy[T Float, I Index](logits *nd.Array[T], targets *nd.Array[I], i
 // targets, ignore) with respect to logits, times scale (the gradient of
 // the loss; 1 for the loss itself): softmax(row) less 1 at the target,
 // over the count of rows not ignored; 0 in an ignored row.
-func CrossEntropyBackward[T Float, I Index](logits *nd.Array[T], targets *nd.Array[I], ignore int, scale float32) (*nd.Array[T], error) {
+func CrossEntropyBackward[T Float, I Index](logits *nd.Array[T], targets *nd.Array[I], ignore int, scale float32) (dx *nd.Array[T], err error) {
 	const op = "CrossEntropyBackward"
 	xb, tb, wide, rows, cols, err := crossEntropyArgs(op, logits, targets)
 	if err != nil {
@@ -106,9 +106,13 @@ func CrossEntropyBackward[T Float, I Index](logits *nd.Array[T], targets *nd.Arr
 	if err != nil {
 		return nil, err
 	}
-	defer count.Free()
-	dx, err := nd.Empty[T](s, rows, cols)
-	if err != nil {
+	defer func() {
+		if layerFreed(&err, count); err != nil {
+			layerDrop(dx)
+			dx = nil
+		}
+	}()
+	if dx, err = nd.Empty[T](s, rows, cols); err != nil {
 		return nil, wrap(op, err)
 	}
 	if rows == 0 || cols == 0 {
@@ -117,11 +121,8 @@ func CrossEntropyBackward[T Float, I Index](logits *nd.Array[T], targets *nd.Arr
 	dxb, _ := dx.Buffer()
 	cb, _ := count.Buffer()
 	lanes, block, grid := layerRowLayout(rows, cols)
-	if err := layerLaunch[T](op, crossEntropyKernels, "nn_ce_grad", s, grid, block, xb, tb, wide, cb, dxb, int64(rows), int32(cols), int64(ignore), scale, int32(lanes)); err != nil {
-		dx.Free()
-		return nil, err
-	}
-	return dx, nil
+	err = layerLaunch[T](op, crossEntropyKernels, "nn_ce_grad", s, grid, block, xb, tb, wide, cb, dxb, int64(rows), int32(cols), int64(ignore), scale, int32(lanes))
+	return dx, err // dropped by the deferred release where err is set
 }
 
 func crossEntropyArgs[T Float, I Index](op string, logits *nd.Array[T], targets *nd.Array[I]) (xb *cuda.DeviceBuffer[T], tb any, wide int32, rows, cols int, err error) {
@@ -166,10 +167,15 @@ func crossEntropyReduce[T Float](op string, mean bool, xb *cuda.DeviceBuffer[T],
 		meanArg, countArg = ob, cuda.DevicePtr(0)
 		var loss *nd.Array[float32]
 		if loss, err = nd.Empty[float32](s, rows); err != nil {
-			out.Free()
+			layerDrop(out)
 			return nil, wrap(op, err)
 		}
-		defer loss.Free()
+		defer func() {
+			if layerFreed(&err, loss); err != nil && out != nil {
+				layerDrop(out)
+				out = nil
+			}
+		}()
 		lb, _ := loss.Buffer()
 		lossArg = lb
 		lanes, block, grid := layerRowLayout(rows, cols)
@@ -179,7 +185,7 @@ func crossEntropyReduce[T Float](op string, mean bool, xb *cuda.DeviceBuffer[T],
 		err = layerLaunch[T](op, crossEntropyKernels, "nn_ce_mean", s, 1, 1024, lossArg, tb, wide, meanArg, countArg, int64(rows), int64(ignore))
 	}
 	if err != nil {
-		out.Free()
+		layerDrop(out)
 		return nil, err
 	}
 	return out, nil

@@ -51,7 +51,7 @@ func Dropout[T Float](x *nd.Array[T], p float32, seed, offset uint64) (*nd.Array
 		return nil, wrap(op, err)
 	}
 	if err := dropoutInto(op, y, x, p, seed, offset); err != nil {
-		y.Free()
+		layerDrop(y)
 		return nil, err
 	}
 	return y, nil
@@ -76,7 +76,7 @@ func DropoutBackward[T Float](dy *nd.Array[T], p float32, seed, offset uint64) (
 		return nil, wrap(op, err)
 	}
 	if err := dropoutInto(op, dx, dy, p, seed, offset); err != nil {
-		dx.Free()
+		layerDrop(dx)
 		return nil, err
 	}
 	return dx, nil
@@ -98,7 +98,7 @@ func DropoutMask(s *cuda.Stream, p float32, seed, offset uint64, shape ...int) (
 	mb, _ := m.Buffer()
 	n := m.Size()
 	if err := layerLaunch[float32](op, dropoutKernels, "nn_dropout", s, layerGrid(n*4, 256), 256, cuda.DevicePtr(0), cuda.DevicePtr(0), mb, int64(n), seed, offset, threshold, float32(0)); err != nil {
-		m.Free()
+		layerDrop(m)
 		return nil, err
 	}
 	return m, nil

@@ -49,7 +49,7 @@ func Embedding[T Float, I Index](table *nd.Array[T], ids *nd.Array[I]) (*nd.Arra
 		return nil, wrap(op, err)
 	}
 	if err := embeddingInto(op, out, table, ids); err != nil {
-		out.Free()
+		layerDrop(out)
 		return nil, err
 	}
 	return out, nil

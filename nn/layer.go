@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -258,10 +259,24 @@ func layerSameShape(op, name string, got, want []int) error {
 // layerShapeString is a shape as an error prints it.
 func layerShapeString(shape []int) string { return fmt.Sprint(shape) }
 
-// layerFreeOnError frees a where *err is set: a result made before a later
-// step failed.
-func layerFreeOnError[T nd.Elem](err *error, a *nd.Array[T]) {
-	if *err != nil && a != nil {
+// layerDrop frees a, a result a call made before it failed: once more
+// if the driver refuses (a refusal leaves the memory allocated and the
+// Free to be made again), the call's own error being the one it returns.
+func layerDrop[T nd.Elem](a *nd.Array[T]) {
+	if a != nil && a.Free() != nil {
 		a.Free()
+	}
+}
+
+// layerFreed frees a, a temporary of a call, joining a refusal into *err
+// (so that a release that fails is the call's error, not lost), after
+// trying once more so that a passing refusal leaks nothing.
+func layerFreed[T nd.Elem](err *error, a *nd.Array[T]) {
+	if a == nil {
+		return
+	}
+	if e := a.Free(); e != nil {
+		a.Free()
+		*err = errors.Join(*err, e)
 	}
 }

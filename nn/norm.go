@@ -244,7 +244,7 @@ func normNew[T Float](op string, x *nd.Array[T], fill func(y *nd.Array[T]) error
 		return nil, wrap(op, err)
 	}
 	if err := fill(y); err != nil {
-		y.Free()
+		layerDrop(y)
 		return nil, err
 	}
 	return y, nil
@@ -334,9 +334,7 @@ func normBackward[T Float](op string, rms bool, dy, x, weight, bias *nd.Array[T]
 	defer func() {
 		if err != nil {
 			for _, a := range []*nd.Array[T]{dx, dweight, dbias} {
-				if a != nil {
-					a.Free()
-				}
+				layerDrop(a)
 			}
 			dx, dweight, dbias = nil, nil, nil
 		}
@@ -376,7 +374,7 @@ func normBackward[T Float](op string, rms bool, dy, x, weight, bias *nd.Array[T]
 		if stats, err = nd.Empty[float32](s, rows, 2); err != nil {
 			return dx, dweight, dbias, wrap(op, err)
 		}
-		defer stats.Free()
+		defer layerFreed(&err, stats)
 		statsArg, _ = stats.Buffer()
 	}
 	lanes, block, grid := layerRowLayout(rows, cols)
@@ -395,7 +393,7 @@ func normBackward[T Float](op string, rms bool, dy, x, weight, bias *nd.Array[T]
 	if err != nil {
 		return dx, dweight, dbias, wrap(op, err)
 	}
-	defer part.Free()
+	defer layerFreed(&err, part)
 	pb, _ := part.Buffer()
 	sb, _ := stats.Buffer()
 	groups := (cols + 31) / 32

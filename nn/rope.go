@@ -81,7 +81,7 @@ func RoPE[T Float](x *nd.Array[T], offset int, r Rotary) (*nd.Array[T], error) {
 		return nil, wrap(op, err)
 	}
 	if err := ropeInto(op, y, x, offset, r); err != nil {
-		y.Free()
+		layerDrop(y)
 		return nil, err
 	}
 	return y, nil

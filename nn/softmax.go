@@ -102,7 +102,7 @@ func Softmax[T Float](x *nd.Array[T], scale float32, mask Mask) (*nd.Array[T], e
 		return nil, wrap(op, err)
 	}
 	if err := softmaxInto(op, y, x, scale, mask); err != nil {
-		y.Free()
+		layerDrop(y)
 		return nil, err
 	}
 	return y, nil
