@@ -243,13 +243,18 @@ var attnModules sync.Map
 // attnSBM is the portable kernel's rows a block.
 const attnSBM = 16
 
+// attnVariantSource is variant v's source: its #defines, then attnSource.
+func attnVariantSource(v attnVariant) string {
+	return fmt.Sprintf("#define ATTN_T %d\n#define ATTN_D %d\n#define ATTN_SBM %d\n#define ATTN_NW %d\n#define ATTN_MT %d\n#define ATTN_BN %d\n",
+		v.kind, v.d, attnSBM, v.tiles.NW, v.tiles.MT, v.tiles.BN) + attnSource
+}
+
 // attnKernels returns variant v's kernels.
 func attnKernels(v attnVariant) (*attnModule, error) {
 	if m, ok := attnModules.Load(v); ok {
 		return m.(*attnModule), nil
 	}
-	src := fmt.Sprintf("#define ATTN_T %d\n#define ATTN_D %d\n#define ATTN_SBM %d\n#define ATTN_NW %d\n#define ATTN_MT %d\n#define ATTN_BN %d\n",
-		v.kind, v.d, attnSBM, v.tiles.NW, v.tiles.MT, v.tiles.BN) + attnSource
+	src := attnVariantSource(v)
 	m := &attnModule{}
 	var err error
 	for _, k := range []struct {

@@ -166,9 +166,11 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 		Qs[x] = val;
 	}
 	float m[ATTN_SRW], l[ATTN_SRW], acc[ATTN_SRW][ATTN_DPL];
+	#pragma unroll
 	for (int rr = 0; rr < ATTN_SRW; rr++) {
 		m[rr] = ATTN_NEG_INF;
 		l[rr] = 0.0f;
+		#pragma unroll
 		for (int c = 0; c < ATTN_DPL; c++) acc[rr][c] = 0.0f;
 	}
 	for (int j0 = 0; j0 < kend; j0 += ATTN_SBN) {
@@ -184,9 +186,10 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 			Vs[x] = vv;
 		}
 		__syncthreads();
+		#pragma unroll
 		for (int rr = 0; rr < ATTN_SRW; rr++) {
 			const int row = warp * ATTN_SRW + rr, r = r0 + row;
-			if (r >= rows) break; // the same for the whole warp
+			if (r >= rows) continue; // the same for the whole warp
 			const int lim = attn_klim(r % Sq, Sq, Sk, causal);
 			const int j = j0 + lane;
 			float s = ATTN_NEG_INF;
@@ -194,37 +197,44 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 				const float* qr = Qs + row * D;
 				const float* kr = Ks + lane * (D + 1);
 				float dot = 0.0f;
+#pragma unroll 8
 				for (int d = 0; d < D; d++) dot += qr[d] * kr[d];
 				s = dot;
 			}
 			float mt = s;
+			#pragma unroll
 			for (int w = 16; w > 0; w /= 2) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, w));
 			const float mnew = fmaxf(m[rr], mt);
 			const float msafe = mnew == ATTN_NEG_INF ? 0.0f : mnew;
 			const float p = attn_exp2(s - msafe), alpha = attn_exp2(m[rr] - msafe);
 			float ps = p;
+			#pragma unroll
 			for (int w = 16; w > 0; w /= 2) ps += __shfl_xor_sync(0xffffffffu, ps, w);
 			l[rr] = l[rr] * alpha + ps;
 			m[rr] = mnew;
 			Ps[row * ATTN_SBN + lane] = p;
 			__syncwarp();
 			const float* pr = Ps + row * ATTN_SBN;
+			#pragma unroll
 			for (int c = 0; c < ATTN_DPL; c++) {
 				const int d = lane + 32 * c;
 				if (d < D) {
 					float a = acc[rr][c] * alpha;
+					#pragma unroll
 					for (int jj = 0; jj < ATTN_SBN; jj++) a += pr[jj] * Vs[jj * D + d];
 					acc[rr][c] = a;
 				}
 			}
 		}
 	}
+	#pragma unroll
 	for (int rr = 0; rr < ATTN_SRW; rr++) {
 		const int r = r0 + warp * ATTN_SRW + rr;
-		if (r >= rows) break;
+		if (r >= rows) continue;
 		const int h = hk * G + r / Sq, i = r % Sq;
 		attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * D;
 		const float inv = l[rr] > 0.0f ? 1.0f / l[rr] : 0.0f;
+		#pragma unroll
 		for (int c = 0; c < ATTN_DPL; c++) {
 			const int d = lane + 32 * c;
 			if (d < D) orow[d] = attn_st(acc[rr][c] * inv);
@@ -339,6 +349,7 @@ __device__ __forceinline__ void attn_ldsm_x4(unsigned (&r)[4], const attn_t* p) 
 	const int w = threadIdx.x / 32, l = threadIdx.x % 32;
 	attn_emu_addr[w][l] = (const unsigned char*)p;
 	__syncwarp();
+	#pragma unroll
 	for (int i = 0; i < 4; i++) {
 		const unsigned char* row = attn_emu_addr[w][i * 8 + l / 4];
 		__builtin_memcpy(&r[i], row + (l % 4) * 4, 4);
@@ -357,6 +368,7 @@ __device__ __forceinline__ void attn_ldsm_x4_t(unsigned (&r)[4], const attn_t* p
 	const int w = threadIdx.x / 32, l = threadIdx.x % 32;
 	attn_emu_addr[w][l] = (const unsigned char*)p;
 	__syncwarp();
+	#pragma unroll
 	for (int i = 0; i < 4; i++) {
 		unsigned short lo, hi;
 		__builtin_memcpy(&lo, attn_emu_addr[w][i * 8 + 2 * (l % 4)] + (l / 4) * 2, 2);
@@ -380,12 +392,14 @@ __device__ __forceinline__ void attn_mma(float (&c)[4], const unsigned (&a)[4], 
 #endif
 #else
 	const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+	#pragma unroll
 	for (int i = 0; i < 4; i++) attn_emu_a[w][l][i] = a[i];
 	attn_emu_b[w][l][0] = b0;
 	attn_emu_b[w][l][1] = b1;
 	__syncwarp();
 	// A[row][kk]: lane 4*(row%8) + (kk%8)/2, register (kk/8)*2 + row/8, half kk%2.
 	// B[kk][col]: lane 4*col + (kk%8)/2, register kk/8, half kk%2.
+	#pragma unroll
 	for (int e = 0; e < 4; e++) {
 		const int row = l / 4 + (e / 2) * 8, col = 2 * (l % 4) + e % 2;
 		float sum = 0.0f;
@@ -465,14 +479,18 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 	float oacc[ATTN_MT][ATTN_DN][4];
 	float mrow[ATTN_MT][2], lrow[ATTN_MT][2];
 	int klim[ATTN_MT][2];
+	#pragma unroll
 	for (int mt = 0; mt < ATTN_MT; mt++) {
+		#pragma unroll
 		for (int hh = 0; hh < 2; hh++) {
 			mrow[mt][hh] = ATTN_NEG_INF;
 			lrow[mt][hh] = 0.0f;
 			const int r = r0 + warp * 16 * ATTN_MT + mt * 16 + lane / 4 + 8 * hh;
 			klim[mt][hh] = attn_klim(r % Sq, Sq, Sk, causal);
 		}
+		#pragma unroll
 		for (int dn = 0; dn < ATTN_DN; dn++)
+			#pragma unroll
 			for (int e = 0; e < 4; e++) oacc[mt][dn][e] = 0.0f;
 	}
 	unsigned qf[ATTN_MT][ATTN_DK][4];
@@ -510,7 +528,9 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 		}
 		__syncthreads();
 		if (t == 0) { // Q's fragments, kept in registers for every tile
+			#pragma unroll
 			for (int mt = 0; mt < ATTN_MT; mt++)
+				#pragma unroll
 				for (int dk = 0; dk < ATTN_DK; dk++)
 					attn_ldsm_x4(qf[mt][dk], Qs + (warp * 16 * ATTN_MT + mt * 16 + lane % 16) * ATTN_SD + dk * 16 + (lane / 16) * 8);
 		}
@@ -521,13 +541,19 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 		// keys) at once: matrices 0, 1 are keys 0-7 at dims +0, +8 (b0,
 		// b1 of the first n-tile), 2, 3 keys 8-15 (the second's).
 		float s[ATTN_MT][ATTN_NN][4];
+		#pragma unroll
 		for (int mt = 0; mt < ATTN_MT; mt++)
+			#pragma unroll
 			for (int nn = 0; nn < ATTN_NN; nn++)
+				#pragma unroll
 				for (int e = 0; e < 4; e++) s[mt][nn][e] = 0.0f;
+		#pragma unroll
 		for (int dk = 0; dk < ATTN_DK; dk++) {
+			#pragma unroll
 			for (int np = 0; np < ATTN_NN / 2; np++) {
 				unsigned kf[4];
 				attn_ldsm_x4(kf, Kt + (np * 16 + lane % 8 + (lane / 16) * 8) * ATTN_SD + dk * 16 + ((lane / 8) % 2) * 8);
+				#pragma unroll
 				for (int mt = 0; mt < ATTN_MT; mt++) {
 					attn_mma(s[mt][2 * np], qf[mt][dk], kf[0], kf[1]);
 					attn_mma(s[mt][2 * np + 1], qf[mt][dk], kf[2], kf[3]);
@@ -541,10 +567,14 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 		// (its columns), added across the quad at the end.
 		const int j0 = t * ATTN_BN;
 		const bool mask = j0 + ATTN_BN > kfull;
+		#pragma unroll
 		for (int mt = 0; mt < ATTN_MT; mt++) {
+			#pragma unroll
 			for (int hh = 0; hh < 2; hh++) {
 				float mx = ATTN_NEG_INF;
+				#pragma unroll
 				for (int nn = 0; nn < ATTN_NN; nn++) {
+					#pragma unroll
 					for (int e = 0; e < 2; e++) {
 						float x = s[mt][nn][2 * hh + e] * scale_log2;
 						if (mask && j0 + nn * 8 + 2 * (lane % 4) + e >= klim[mt][hh]) x = ATTN_NEG_INF;
@@ -559,7 +589,9 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 				const float alpha = attn_exp2(mrow[mt][hh] - msafe);
 				mrow[mt][hh] = mnew;
 				float sum = 0.0f;
+				#pragma unroll
 				for (int nn = 0; nn < ATTN_NN; nn++) {
+					#pragma unroll
 					for (int e = 0; e < 2; e++) {
 						const float p = attn_exp2(s[mt][nn][2 * hh + e] - msafe);
 						s[mt][nn][2 * hh + e] = p;
@@ -567,6 +599,7 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 					}
 				}
 				lrow[mt][hh] = lrow[mt][hh] * alpha + sum;
+				#pragma unroll
 				for (int dn = 0; dn < ATTN_DN; dn++) {
 					oacc[mt][dn][2 * hh] *= alpha;
 					oacc[mt][dn][2 * hh + 1] *= alpha;
@@ -579,17 +612,21 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 		// V's B fragments by ldmatrix.trans, two dim n-tiles at once:
 		// matrices 0, 1 are keys +0-7, +8-15 of dims +0-7 (b0, b1 of the
 		// first), 2, 3 the same keys of dims +8-15 (the second's).
+		#pragma unroll
 		for (int kp = 0; kp < ATTN_NN / 2; kp++) {
 			unsigned pa[ATTN_MT][4];
+			#pragma unroll
 			for (int mt = 0; mt < ATTN_MT; mt++) {
 				pa[mt][0] = attn_pack(s[mt][2 * kp][0], s[mt][2 * kp][1]);
 				pa[mt][1] = attn_pack(s[mt][2 * kp][2], s[mt][2 * kp][3]);
 				pa[mt][2] = attn_pack(s[mt][2 * kp + 1][0], s[mt][2 * kp + 1][1]);
 				pa[mt][3] = attn_pack(s[mt][2 * kp + 1][2], s[mt][2 * kp + 1][3]);
 			}
+			#pragma unroll
 			for (int dp = 0; dp < ATTN_DN / 2; dp++) {
 				unsigned vf[4];
 				attn_ldsm_x4_t(vf, Vt + (kp * 16 + lane % 8 + ((lane / 8) % 2) * 8) * ATTN_SD + dp * 16 + (lane / 16) * 8);
+				#pragma unroll
 				for (int mt = 0; mt < ATTN_MT; mt++) {
 					attn_mma(oacc[mt][2 * dp], pa[mt], vf[0], vf[1]);
 					attn_mma(oacc[mt][2 * dp + 1], pa[mt], vf[2], vf[3]);
@@ -600,7 +637,9 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 	}
 
 	// O / l, each lane's two columns of each dim n-tile as one 4-byte store.
+	#pragma unroll
 	for (int mt = 0; mt < ATTN_MT; mt++) {
+		#pragma unroll
 		for (int hh = 0; hh < 2; hh++) {
 			float l = lrow[mt][hh];
 			l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -610,6 +649,7 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 			if (r >= rows) continue;
 			const int h = hk * G + r / Sq, i = r % Sq;
 			attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * ATTN_D;
+			#pragma unroll
 			for (int dn = 0; dn < ATTN_DN; dn++) {
 				const unsigned pr = attn_pack(oacc[mt][dn][2 * hh] * inv, oacc[mt][dn][2 * hh + 1] * inv);
 				*(unsigned*)(orow + dn * 8 + 2 * (lane % 4)) = pr;
