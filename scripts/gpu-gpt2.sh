@@ -47,34 +47,4 @@ for step in "${steps[@]}"; do
 	esac
 done
 # The table: gocuda's tokens/s beside PyTorch eager's, with the goals.
-"$py" - "$out" <<'EOF' | tee "$out/summary.txt"
-import glob, json, os, sys
-out = sys.argv[1]
-rows = []
-for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
-    for line in open(path):
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            pass
-goals = {"prefill": 1.0, "decode": 1.5}
-by = {(r.get("impl"), r.get("case")): r for r in rows}
-print("case | gocuda tokens/s | PyTorch eager tokens/s | ratio | goal")
-for case in ("prefill", "decode", "decode-nograph"):
-    g, t = by.get(("gocuda", case)), by.get(("pytorch-eager", case.split("-")[0]))
-    if g is None:
-        continue
-    ratio = g["tokens_per_s"] / t["tokens_per_s"] if t else float("nan")
-    goal = goals.get(case)
-    met = "" if goal is None else (">= %.1fx: %s" % (goal, "met" if ratio >= goal else "NOT met"))
-    print("%s | %.0f | %s | %.2fx | %s" % (case, g["tokens_per_s"], "%.0f" % t["tokens_per_s"] if t else "-", ratio, met))
-for case in ("compare-f32", "compare-bf16", "generate-f32"):
-    r = by.get(("gocuda", case))
-    if r:
-        print(case, json.dumps({k: v for k, v in r.items() if k not in ("impl", "case")}))
-r = by.get(("pytorch-eager", "refs"))
-if r:
-    print("refs", json.dumps({k: v for k, v in r.items() if k not in ("impl", "case")}))
-dev = next((r["device"] for r in rows if "device" in r), "?")
-print("device:", dev)
-EOF
+"$py" bench/report/gpt2report.py "$out" | tee "$out/summary.md"
