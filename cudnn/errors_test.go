@@ -148,3 +148,20 @@ func TestLibraryErrors(t *testing.T) {
 		t.Errorf("String of a closed Handle = %q", s)
 	}
 }
+
+// TestLibrary: the library opened and its version, logged for the GPU
+// machine's logs (the fake says 9.1.0).
+func TestLibrary(t *testing.T) {
+	path, err := cudnn.Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := cudnn.Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Major != 9 {
+		t.Errorf("Version = %v: want cuDNN 9", v)
+	}
+	t.Logf("cuDNN %v from %s", v, path)
+}
