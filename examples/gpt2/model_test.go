@@ -409,3 +409,56 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestCommands runs -compare and -generate's code on files as gpt2_ref.py
+// writes them (the references here from the CPU's model): their readers,
+// figures and output.
+func TestCommands(t *testing.T) {
+	requireKernels(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	w, shapes := tinyWeights(tiny, 7)
+	f := writeModel(t, ctx, w, shapes)
+	const b, tt, p, n = 2, 9, 4, 5
+	r := rand.New(rand.NewPCG(8, 8))
+	tokens, prompt := randomTokens(r, b*tt, tiny.Vocab), randomTokens(r, b*p, tiny.Vocab)
+	logits := cpuLogits(tiny, w, tokens, b, tt)
+	logits32 := make([]float32, len(logits))
+	for i, v := range logits {
+		logits32[i] = float32(v)
+	}
+	gen, _ := cpuGreedy(tiny, w, prompt, b, p, n)
+	refs := filepath.Join(t.TempDir(), "refs.safetensors")
+	src := []safetensors.Source{
+		safetensors.From("tokens", cudatest.Upload(t, ctx, tokens), b, tt),
+		safetensors.From("logits_f32", cudatest.Upload(t, ctx, logits32), b, tt, tiny.Vocab),
+		safetensors.From("top1_bf16", cudatest.Upload(t, ctx, argmaxRows(logits32, tiny.Vocab)), b, tt),
+		safetensors.From("gen_prompt", cudatest.Upload(t, ctx, prompt), b, p),
+		safetensors.From("gen_f32", cudatest.Upload(t, ctx, gen), b, n),
+	}
+	if err := safetensors.SaveFile(refs, src, nil, cuda.IOConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	got, shape, err := readRef[float32](refs, "logits_f32")
+	if err != nil || !slices.Equal(got, logits32) || !slices.Equal(shape, []int{b, tt, tiny.Vocab}) {
+		t.Fatalf("readRef(logits_f32) = %d values of shape %v, %v", len(got), shape, err)
+	}
+	if _, _, err := readRef[int64](refs, "logits_f32"); err == nil {
+		t.Error("readRef[int64] of a float32 tensor: no error")
+	}
+	for _, tc := range []struct {
+		name string
+		run  func() error
+	}{
+		{"compare f32", func() error { return compareF32(s, f, tiny.Heads, refs) }},
+		{"compare bf16", func() error { return compareBF16(s, f, tiny.Heads, refs) }},
+		{"generate f32", func() error { return runGenerate[float32](s, f, tiny.Heads, refs, n, 0, 0, true, true) }},
+		{"generate bf16", func() error { return runGenerate[cuda.BFloat16](s, f, tiny.Heads, "", n, 3, 2, false, false) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.run(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
