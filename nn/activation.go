@@ -162,16 +162,21 @@ func activationInto[T Float](op, kernel string, dst, x, b *nd.Array[T]) error {
 		return err
 	}
 	n := x.Size()
-	return layerLaunch[T](op, activationKernels, kernel, s, layerGrid(n, 256), 256, xb, bArg, db, int64(n))
+	return layerLaunch[T](op, activationKernels, kernel, s, layerGrid(max(n/activationVector[T](), 1), 256), 256, xb, bArg, db, int64(n))
 }
 
-// layerGrid is the blocks of block threads for n elements taken 16 bytes
-// at a time (8 halves), the grid striding past a cap.
+// layerGrid is the blocks of block threads for n items a thread each,
+// the grid striding past a cap.
 func layerGrid(n, block int) int {
-	g := (n/4 + block) / block
+	g := (n + block - 1) / block
 	const most = 1 << 16
-	if g > most {
-		g = most
+	return min(g, most)
+}
+
+// activationVector is how many elements of T a 16-byte vector holds.
+func activationVector[T Float]() int {
+	if layerTypeOf[T]() == 0 {
+		return 4
 	}
-	return g
+	return 8
 }

@@ -15,14 +15,61 @@ var crossEntropyKernels = &layerSource{body: `
 __device__ __forceinline__ long long nn_ce_target(const void* t, int wide, long long r) {
 	return wide ? ((const long long*)t)[r] : (long long)((const int*)t)[r];
 }
-// nn_ce_lse returns the log of the sum of the exponentials of row xr.
+// nn_ce_fold folds v into the running largest m and the sum s of
+// e^(x - m) (an online softmax: the sum rescaled when m grows).
+__device__ __forceinline__ void nn_ce_fold(float* m, float* s, float v) {
+	if (v == -__int_as_float(0x7f800000)) return; // e^-inf: nothing
+	if (v <= *m) { *s += expf(v - *m); return; }
+	if (v != v) { *m = v; *s = v; return; } // a NaN makes the row's NaN
+	*s = *s * expf(*m - v) + 1.0f;
+	*m = v;
+}
+// nn_ce_join joins (m2, s2) into (m, s).
+__device__ __forceinline__ void nn_ce_join(float* m, float* s, float m2, float s2) {
+	const float big = fmaxf(*m, m2);
+	if (big == -__int_as_float(0x7f800000)) return; // both empty
+	*s = (*m == big ? *s : *s * expf(*m - big)) + (m2 == big ? s2 : s2 * expf(m2 - big));
+	*m = big;
+}
+// nn_ce_lse returns the log of the sum of the exponentials of row xr over
+// the row's lanes: one pass (online), 16 bytes at a time over the
+// aligned middle of the row (a row of odd length starts anywhere).
 __device__ __forceinline__ float nn_ce_lse(const nn_t* xr, int cols, int lane, int lanes) {
-	float m = -__int_as_float(0x7f800000);
-	for (int j = lane; j < cols; j += lanes) m = fmaxf(m, nn_ld(xr[j]));
-	m = nn_max(m, lanes);
-	float s = 0;
-	for (int j = lane; j < cols; j += lanes) s += expf(nn_ld(xr[j]) - m);
-	return m + logf(nn_sum(s, lanes));
+	const int V = 16 / (int)sizeof(nn_t);
+	typedef nn_vec<nn_t, 16 / sizeof(nn_t)> vec;
+	float m = -__int_as_float(0x7f800000), s = 0;
+	int head = (int)(((16 - ((unsigned long long)xr & 15)) & 15) / sizeof(nn_t));
+	if (head > cols) head = cols;
+	const int nv = (cols - head) / V;
+	for (int j = lane; j < head; j += lanes) nn_ce_fold(&m, &s, nn_ld(xr[j]));
+	const vec* xv = (const vec*)(xr + head);
+	for (int i = lane; i < nv; i += lanes) {
+		const vec v = xv[i];
+		float f[16 / sizeof(nn_t)], vm = -__int_as_float(0x7f800000), vs = 0;
+		#pragma unroll
+		for (int k = 0; k < V; k++) { f[k] = nn_ld(v.v[k]); vm = fmaxf(vm, f[k]); }
+		if (vm != -__int_as_float(0x7f800000)) {
+			#pragma unroll
+			for (int k = 0; k < V; k++) vs += expf(f[k] - vm);
+		}
+		nn_ce_join(&m, &s, vm, vs);
+	}
+	for (int j = head + nv * V + lane; j < cols; j += lanes) nn_ce_fold(&m, &s, nn_ld(xr[j]));
+	#pragma unroll
+	for (int k = 16; k > 0; k >>= 1) {
+		const float m2 = __shfl_xor_sync(0xffffffffu, m, k), s2 = __shfl_xor_sync(0xffffffffu, s, k);
+		nn_ce_join(&m, &s, m2, s2);
+	}
+	if (lanes > 32) {
+		__shared__ float nn_ce_m[32], nn_ce_s[32];
+		__syncthreads();
+		if (threadIdx.x % 32 == 0) { nn_ce_m[threadIdx.x / 32] = m; nn_ce_s[threadIdx.x / 32] = s; }
+		__syncthreads();
+		m = nn_ce_m[0];
+		s = nn_ce_s[0];
+		for (int w = 1; w < (int)(blockDim.x / 32); w++) nn_ce_join(&m, &s, nn_ce_m[w], nn_ce_s[w]);
+	}
+	return m + logf(s);
 }
 // nn_ce_rows writes each row's loss to loss[r] (0 for an ignored row, NaN
 // for a target out of range) and, when lse is not null, its log-sum-exp.
@@ -65,7 +112,25 @@ extern "C" __global__ void nn_ce_grad_NN_SUFFIX(const nn_t* x, const void* t, in
 		return;
 	}
 	const float lse = nn_ce_lse(xr, cols, lane, lanes), g = scale / count[0];
-	for (int j = lane; j < cols; j += lanes) dr[j] = nn_st(g * (expf(nn_ld(xr[j]) - lse) - (j == tr ? 1.0f : 0.0f)));
+	const int V = 16 / (int)sizeof(nn_t);
+	typedef nn_vec<nn_t, 16 / sizeof(nn_t)> vec;
+	int head = cols, nv = 0;
+	if ((((unsigned long long)xr ^ (unsigned long long)dr) & 15) == 0) { // the same alignment: vectors over the middle
+		head = (int)(((16 - ((unsigned long long)xr & 15)) & 15) / sizeof(nn_t));
+		if (head > cols) head = cols;
+		nv = (cols - head) / V;
+	}
+	for (int j = lane; j < head; j += lanes) dr[j] = nn_st(g * (expf(nn_ld(xr[j]) - lse) - (j == tr ? 1.0f : 0.0f)));
+	const vec* xv = (const vec*)(xr + head);
+	vec* dv = (vec*)(dr + head);
+	for (int i = lane; i < nv; i += lanes) {
+		const vec v = xv[i];
+		vec o;
+		#pragma unroll
+		for (int k = 0; k < V; k++) o.v[k] = nn_st(g * (expf(nn_ld(v.v[k]) - lse) - (head + i * V + k == tr ? 1.0f : 0.0f)));
+		dv[i] = o;
+	}
+	for (int j = head + nv * V + lane; j < cols; j += lanes) dr[j] = nn_st(g * (expf(nn_ld(xr[j]) - lse) - (j == tr ? 1.0f : 0.0f)));
 }
 `}
 

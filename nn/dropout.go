@@ -97,7 +97,7 @@ func DropoutMask(s *cuda.Stream, p float32, seed, offset uint64, shape ...int) (
 	}
 	mb, _ := m.Buffer()
 	n := m.Size()
-	if err := layerLaunch[float32](op, dropoutKernels, "nn_dropout", s, layerGrid(n*4, 256), 256, cuda.DevicePtr(0), cuda.DevicePtr(0), mb, int64(n), seed, offset, threshold, float32(0)); err != nil {
+	if err := layerLaunch[float32](op, dropoutKernels, "nn_dropout", s, layerGrid(n, 256), 256, cuda.DevicePtr(0), cuda.DevicePtr(0), mb, int64(n), seed, offset, threshold, float32(0)); err != nil {
 		layerDrop(m)
 		return nil, err
 	}
@@ -138,5 +138,5 @@ func dropoutInto[T Float](op string, dst, x *nd.Array[T], p float32, seed, offse
 		return err
 	}
 	n := x.Size()
-	return layerLaunch[T](op, dropoutKernels, "nn_dropout", s, layerGrid(n*4, 256), 256, xb, db, cuda.DevicePtr(0), int64(n), seed, offset, threshold, scale)
+	return layerLaunch[T](op, dropoutKernels, "nn_dropout", s, layerGrid(n, 256), 256, xb, db, cuda.DevicePtr(0), int64(n), seed, offset, threshold, scale)
 }

@@ -2,7 +2,6 @@ package nn
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -255,9 +254,6 @@ func layerSameShape(op, name string, got, want []int) error {
 	}
 	return nil
 }
-
-// layerShapeString is a shape as an error prints it.
-func layerShapeString(shape []int) string { return fmt.Sprint(shape) }
 
 // layerDrop frees a, a result a call made before it failed: once more
 // if the driver refuses (a refusal leaves the memory allocated and the

@@ -167,5 +167,5 @@ func layerTypes(t *testing.T, f func(t *testing.T, typ string)) {
 // layerWidths are the row widths the layers are checked at: odd sizes,
 // a warp's and a block's rows.
 var layerWidths = []struct{ rows, cols int }{
-	{1, 1}, {3, 7}, {5, 33}, {1, 1000}, {2, 4097}, {67, 64}, {9, 768},
+	{1, 1}, {3, 7}, {5, 33}, {1, 1000}, {2, 4097}, {67, 64}, {9, 768}, {3, 2048},
 }

@@ -108,27 +108,147 @@ __device__ __forceinline__ void nn_norm_bwd(const nn_t* dy, const nn_t* x, const
 	if (stats && lane == 0) { stats[2 * r] = mean; stats[2 * r + 1] = rstd; }
 }
 
+// nn_norm_fwd_reg is nn_norm_fwd for a row of at most 32·NPER vectors
+// taken by a warp, the row read once into registers.
+template <bool RMS, int V, int NPER>
+__device__ __forceinline__ void nn_norm_fwd_reg(const nn_t* x, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps) {
+	typedef nn_vec<nn_t, V> vec;
+	const int lane = threadIdx.x % 32, n = cols / V;
+	const long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	if (r >= rows) return;
+	const vec* xr = (const vec*)(x + r * cols);
+	vec* yr = (vec*)(y + r * cols);
+	float f[NPER][V];
+	float s = 0;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		const int j = lane + 32 * u;
+		if (j < n) {
+			const vec xv = xr[j];
+			#pragma unroll
+			for (int k = 0; k < V; k++) { f[u][k] = nn_ld(xv.v[k]); s += f[u][k]; }
+		}
+	}
+	const float mean = RMS ? 0.0f : nn_sum(s, 32) / (float)cols;
+	float q = 0;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		if (lane + 32 * u < n) {
+			#pragma unroll
+			for (int k = 0; k < V; k++) { const float d = f[u][k] - mean; q += d * d; }
+		}
+	}
+	const float rstd = rsqrtf(nn_sum(q, 32) / (float)cols + eps);
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		const int j = lane + 32 * u;
+		if (j < n) {
+			vec wv, bv, yv;
+			if (w) wv = ((const vec*)w)[j];
+			if (b) bv = ((const vec*)b)[j];
+			#pragma unroll
+			for (int k = 0; k < V; k++) {
+				float v = (f[u][k] - mean) * rstd;
+				if (w) v *= nn_ld(wv.v[k]);
+				if (b) v += nn_ld(bv.v[k]);
+				yv.v[k] = nn_st(v);
+			}
+			yr[j] = yv;
+		}
+	}
+}
+
+// nn_norm_bwd_reg is nn_norm_bwd for a row of at most 32·NPER vectors
+// taken by a warp, x and dy read once into registers.
+template <bool RMS, int V, int NPER>
+__device__ __forceinline__ void nn_norm_bwd_reg(const nn_t* dy, const nn_t* x, const nn_t* w, nn_t* dx, float* stats, long long rows, int cols, float eps) {
+	typedef nn_vec<nn_t, V> vec;
+	const int lane = threadIdx.x % 32, n = cols / V;
+	const long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	if (r >= rows) return;
+	const vec* xr = (const vec*)(x + r * cols);
+	const vec* gr = (const vec*)(dy + r * cols);
+	vec* dr = (vec*)(dx + r * cols);
+	float f[NPER][V], g[NPER][V];
+	float s = 0;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		const int j = lane + 32 * u;
+		if (j < n) {
+			const vec xv = xr[j], gv = gr[j];
+			vec wv;
+			if (w) wv = ((const vec*)w)[j];
+			#pragma unroll
+			for (int k = 0; k < V; k++) {
+				f[u][k] = nn_ld(xv.v[k]);
+				g[u][k] = nn_ld(gv.v[k]);
+				if (w) g[u][k] *= nn_ld(wv.v[k]);
+				s += f[u][k];
+			}
+		}
+	}
+	const float mean = RMS ? 0.0f : nn_sum(s, 32) / (float)cols;
+	float q = 0;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		if (lane + 32 * u < n) {
+			#pragma unroll
+			for (int k = 0; k < V; k++) { const float d = f[u][k] - mean; q += d * d; }
+		}
+	}
+	const float rstd = rsqrtf(nn_sum(q, 32) / (float)cols + eps);
+	float sg = 0, sgx = 0;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		if (lane + 32 * u < n) {
+			#pragma unroll
+			for (int k = 0; k < V; k++) { sg += g[u][k]; sgx += g[u][k] * (f[u][k] - mean) * rstd; }
+		}
+	}
+	const float mg = RMS ? 0.0f : nn_sum(sg, 32) / (float)cols, mgx = nn_sum(sgx, 32) / (float)cols;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		const int j = lane + 32 * u;
+		if (j < n) {
+			vec dv;
+			#pragma unroll
+			for (int k = 0; k < V; k++) dv.v[k] = nn_st(rstd * (g[u][k] - mg - (f[u][k] - mean) * rstd * mgx));
+			dr[j] = dv;
+		}
+	}
+	if (stats && lane == 0) { stats[2 * r] = mean; stats[2 * r + 1] = rstd; }
+}
+
 // nn_norm_vec is whether rows of cols take vectors of V over the arrays.
 #define NN_NORM_V (16 / (int)sizeof(nn_t))
+// NN_NORM_REG is the vectors a lane keeps in registers: a warp's row of
+// up to 1024 elements.
+#define NN_NORM_REG (1024 / 32 / NN_NORM_V)
 __device__ __forceinline__ bool nn_norm_vec(int cols, const void* a, const void* b, const void* c, const void* d) {
 	return cols % NN_NORM_V == 0 && nn_aligned(a) && nn_aligned(b) && (!c || nn_aligned(c)) && (!d || nn_aligned(d));
 }
+// nn_norm_reg is whether a warp takes the row into registers.
+__device__ __forceinline__ bool nn_norm_reg(int cols, int lanes) { return lanes == 32 && cols <= 32 * NN_NORM_REG * NN_NORM_V; }
 
 extern "C" __global__ void nn_layernorm_NN_SUFFIX(const nn_t* x, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps, int lanes) {
-	if (nn_norm_vec(cols, x, y, w, b)) nn_norm_fwd<false, NN_NORM_V>(x, w, b, y, rows, cols, eps, lanes);
-	else nn_norm_fwd<false, 1>(x, w, b, y, rows, cols, eps, lanes);
+	if (!nn_norm_vec(cols, x, y, w, b)) nn_norm_fwd<false, 1>(x, w, b, y, rows, cols, eps, lanes);
+	else if (nn_norm_reg(cols, lanes)) nn_norm_fwd_reg<false, NN_NORM_V, NN_NORM_REG>(x, w, b, y, rows, cols, eps);
+	else nn_norm_fwd<false, NN_NORM_V>(x, w, b, y, rows, cols, eps, lanes);
 }
 extern "C" __global__ void nn_rmsnorm_NN_SUFFIX(const nn_t* x, const nn_t* w, nn_t* y, long long rows, int cols, float eps, int lanes) {
-	if (nn_norm_vec(cols, x, y, w, 0)) nn_norm_fwd<true, NN_NORM_V>(x, w, 0, y, rows, cols, eps, lanes);
-	else nn_norm_fwd<true, 1>(x, w, 0, y, rows, cols, eps, lanes);
+	if (!nn_norm_vec(cols, x, y, w, 0)) nn_norm_fwd<true, 1>(x, w, 0, y, rows, cols, eps, lanes);
+	else if (nn_norm_reg(cols, lanes)) nn_norm_fwd_reg<true, NN_NORM_V, NN_NORM_REG>(x, w, 0, y, rows, cols, eps);
+	else nn_norm_fwd<true, NN_NORM_V>(x, w, 0, y, rows, cols, eps, lanes);
 }
 extern "C" __global__ void nn_layernorm_bwd_NN_SUFFIX(const nn_t* dy, const nn_t* x, const nn_t* w, nn_t* dx, float* stats, long long rows, int cols, float eps, int lanes) {
-	if (nn_norm_vec(cols, x, dy, dx, w)) nn_norm_bwd<false, NN_NORM_V>(dy, x, w, dx, stats, rows, cols, eps, lanes);
-	else nn_norm_bwd<false, 1>(dy, x, w, dx, stats, rows, cols, eps, lanes);
+	if (!nn_norm_vec(cols, x, dy, dx, w)) nn_norm_bwd<false, 1>(dy, x, w, dx, stats, rows, cols, eps, lanes);
+	else if (nn_norm_reg(cols, lanes)) nn_norm_bwd_reg<false, NN_NORM_V, NN_NORM_REG>(dy, x, w, dx, stats, rows, cols, eps);
+	else nn_norm_bwd<false, NN_NORM_V>(dy, x, w, dx, stats, rows, cols, eps, lanes);
 }
 extern "C" __global__ void nn_rmsnorm_bwd_NN_SUFFIX(const nn_t* dy, const nn_t* x, const nn_t* w, nn_t* dx, float* stats, long long rows, int cols, float eps, int lanes) {
-	if (nn_norm_vec(cols, x, dy, dx, w)) nn_norm_bwd<true, NN_NORM_V>(dy, x, w, dx, stats, rows, cols, eps, lanes);
-	else nn_norm_bwd<true, 1>(dy, x, w, dx, stats, rows, cols, eps, lanes);
+	if (!nn_norm_vec(cols, x, dy, dx, w)) nn_norm_bwd<true, 1>(dy, x, w, dx, stats, rows, cols, eps, lanes);
+	else if (nn_norm_reg(cols, lanes)) nn_norm_bwd_reg<true, NN_NORM_V, NN_NORM_REG>(dy, x, w, dx, stats, rows, cols, eps);
+	else nn_norm_bwd<true, NN_NORM_V>(dy, x, w, dx, stats, rows, cols, eps, lanes);
 }
 
 // nn_norm_params_part sums, for a chunk of rows, dy * xhat (the weight's

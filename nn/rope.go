@@ -136,7 +136,7 @@ func ropeInto[T Float](op string, dst, x *nd.Array[T], offset int, r Rotary) err
 	if rows == 0 || dim == 0 {
 		return nil
 	}
-	return layerLaunch[T](op, ropeKernels, "nn_rope", s, layerGrid(rows*dim/2*4, 256), 256, xb, db, int64(rows), int32(seq), int32(heads), int32(dim), int32(rot), ropeBool(r.HeadsFirst), int64(offset), float32(ropeLog(base)))
+	return layerLaunch[T](op, ropeKernels, "nn_rope", s, layerGrid(rows*dim/2, 256), 256, xb, db, int64(rows), int32(seq), int32(heads), int32(dim), int32(rot), ropeBool(r.HeadsFirst), int64(offset), float32(ropeLog(base)))
 }
 
 // ropeLog is the natural logarithm of base, in float64.

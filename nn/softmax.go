@@ -61,10 +61,62 @@ __device__ __forceinline__ void nn_softmax_run(const nn_t* x, nn_t* y, long long
 		((vec*)yr)[j] = yv;
 	}
 }
+// nn_softmax_reg is nn_softmax_run for a row of at most 32·NPER vectors
+// taken by a warp, read once into registers.
+template <int V, int NPER>
+__device__ __forceinline__ void nn_softmax_reg(const nn_t* x, nn_t* y, long long rows, int cols, float scale, int q, int causal, const int* lengths, long long perBatch) {
+	typedef nn_vec<nn_t, V> vec;
+	const int lane = threadIdx.x % 32, n = cols / V;
+	const long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	if (r >= rows) return;
+	const vec* xr = (const vec*)(x + r * cols);
+	vec* yr = (vec*)(y + r * cols);
+	const int keep = nn_softmax_keep(r, cols, q, causal, lengths, perBatch);
+	const float inf = __int_as_float(0x7f800000);
+	float f[NPER][V];
+	float m = -inf;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		const int j = lane + 32 * u;
+		if (j < n && j * V < keep) {
+			const vec xv = xr[j];
+			#pragma unroll
+			for (int k = 0; k < V; k++) {
+				f[u][k] = j * V + k < keep ? nn_ld(xv.v[k]) * scale : -inf;
+				m = fmaxf(m, f[u][k]);
+			}
+		}
+	}
+	m = nn_max(m, 32);
+	float s = 0;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		const int j = lane + 32 * u;
+		if (j < n && j * V < keep) {
+			#pragma unroll
+			for (int k = 0; k < V; k++) { f[u][k] = j * V + k < keep ? expf(f[u][k] - m) : 0.0f; s += f[u][k]; }
+		}
+	}
+	s = nn_sum(s, 32);
+	const float inv = s > 0 ? 1.0f / s : 0.0f;
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		const int j = lane + 32 * u;
+		if (j < n) {
+			vec yv;
+			const bool live = j * V < keep;
+			#pragma unroll
+			for (int k = 0; k < V; k++) yv.v[k] = nn_st(live ? f[u][k] * inv : 0.0f);
+			yr[j] = yv;
+		}
+	}
+}
 #define NN_SOFTMAX_V (16 / (int)sizeof(nn_t))
+#define NN_SOFTMAX_REG (1024 / 32 / NN_SOFTMAX_V)
 extern "C" __global__ void nn_softmax_NN_SUFFIX(const nn_t* x, nn_t* y, long long rows, int cols, float scale, int q, int causal, const int* lengths, long long perBatch, int lanes) {
-	if (cols % NN_SOFTMAX_V == 0 && nn_aligned(x) && nn_aligned(y)) nn_softmax_run<NN_SOFTMAX_V>(x, y, rows, cols, scale, q, causal, lengths, perBatch, lanes);
-	else nn_softmax_run<1>(x, y, rows, cols, scale, q, causal, lengths, perBatch, lanes);
+	if (!(cols % NN_SOFTMAX_V == 0 && nn_aligned(x) && nn_aligned(y))) nn_softmax_run<1>(x, y, rows, cols, scale, q, causal, lengths, perBatch, lanes);
+	else if (lanes == 32 && cols <= 1024) nn_softmax_reg<NN_SOFTMAX_V, NN_SOFTMAX_REG>(x, y, rows, cols, scale, q, causal, lengths, perBatch);
+	else nn_softmax_run<NN_SOFTMAX_V>(x, y, rows, cols, scale, q, causal, lengths, perBatch, lanes);
 }
 `}
 
