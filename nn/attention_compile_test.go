@@ -32,7 +32,8 @@ var attnTileChoices = []attnTiles{{4, 1, 32}, {4, 1, 64}, {4, 1, 128}, {4, 2, 32
 // TestAttentionCompiles compiles attention's source with a real NVRTC
 // (GOCUDA_LIBNVRTC naming one, as a machine without a GPU may have) for
 // sm_80 and sm_90, the tensor-core kernel's inline PTX included, which
-// the fake's tests (compiled for the host) never see.
+// the fake's tests (compiled for the host) never see, and for sm_75,
+// where that kernel's body is compiled out.
 func TestAttentionCompiles(t *testing.T) {
 	if _, err := nvrtc.Version(); err != nil {
 		t.Skip("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
@@ -47,7 +48,11 @@ func TestAttentionCompiles(t *testing.T) {
 	for _, v := range vs {
 		name := fmt.Sprintf("attn_t%d_d%d_nw%d_mt%d_bn%d", v.kind, v.d, v.tiles.NW, v.tiles.MT, v.tiles.BN)
 		t.Run(name, func(t *testing.T) {
-			for _, arch := range []string{"sm_80", "sm_90"} {
+			archs := []string{"sm_80", "sm_90"}
+			if v.tiles == attnDefaultTiles(v.d) {
+				archs = append(archs, "sm_75") // the tensor-core kernel's body compiled out
+			}
+			for _, arch := range archs {
 				out, err := nvrtc.Compile(nil, attnVariantSource(v), nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: []string{"-std=c++17", "-Xptxas=-v"}})
 				if err != nil {
 					t.Errorf("%s for %s: %v", name, arch, err)
