@@ -103,7 +103,7 @@ func main() {
 		}
 	}
 	if *bench {
-		check(runBench(s, f, *heads, *runs))
+		check(runBench(s, f, *heads, *runs, issueSizes))
 	}
 }
 
@@ -277,12 +277,19 @@ func runGenerate[T Float](s *cuda.Stream, f *safetensors.File, heads int, refs s
 	return nil
 }
 
+// benchSizes are -bench's cases: prefill of B sequences of T tokens, and
+// N decoding steps of B sequences after P prompt tokens.
+type benchSizes struct{ B, T, P, N int }
+
+// issueSizes are issue 52's.
+var issueSizes = benchSizes{B: 8, T: 1024, P: 64, N: 256}
+
 // runBench times bfloat16 prefill of 8 sequences of 1024 tokens and 256
 // decoding steps of 8 sequences after 64 prompt tokens (the graph's
 // replays, and the same steps launched one by one), each the median of
 // runs between CUDA events after warm-up runs, as gpt2_ref.py times
 // PyTorch.
-func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int) error {
+func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int, z benchSizes) error {
 	m, err := Load[cuda.BFloat16](s, f, heads)
 	if err != nil {
 		return err
@@ -339,7 +346,7 @@ func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int) error {
 		printJSON(r)
 	}
 
-	const B, T = 8, 1024
+	B, T := z.B, z.T
 	if T > m.Context {
 		return fmt.Errorf("the model's context is %d: the prefill case takes %d", m.Context, T)
 	}
@@ -369,7 +376,7 @@ func runBench(s *cuda.Stream, f *safetensors.File, heads, runs int) error {
 	}
 	row("prefill", B, T, ms, nil)
 
-	const P, N = 64, 256
+	P, N := z.P, z.N
 	d, err := m.NewDecoder(B, P, N+1)
 	if err != nil {
 		return err

@@ -454,6 +454,7 @@ func TestCommands(t *testing.T) {
 		{"compare bf16", func() error { return compareBF16(s, f, tiny.Heads, refs) }},
 		{"generate f32", func() error { return runGenerate[float32](s, f, tiny.Heads, refs, n, 0, 0, true, true) }},
 		{"generate bf16", func() error { return runGenerate[cuda.BFloat16](s, f, tiny.Heads, "", n, 3, 2, false, false) }},
+		{"bench", func() error { return runBench(s, f, tiny.Heads, 1, benchSizes{B: 2, T: tiny.Context, P: 3, N: 6}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.run(); err != nil {
