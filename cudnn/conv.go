@@ -144,6 +144,14 @@ type convPlan struct {
 	a       clib.ActivationDescriptor
 	algo    int32
 	work    uintptr
+	// The fused forward's algorithm and work size (IMPLICIT_PRECOMP_GEMM
+	// for the identity, else algo), set by its first call; unfused is set
+	// where cuDNN refused to fuse the shape: its calls run the
+	// convolution, the bias and the activation apart.
+	fusedAlgo  int32
+	fusedWork  uintptr
+	fusedReady bool
+	unfused    bool
 }
 
 func (p *convPlan) destroy(op string) error { return p.d.destroy(op) }
@@ -237,13 +245,10 @@ func (c *call) plan(k convKey, y Shape) (_ *convPlan, err error) {
 			return nil, err
 		}
 	}
-	if k.pass == passFused && k.act == Identity {
-		// cuDNN's fused identity runs only this algorithm.
-		pl.algo = algoImplicitPrecompGemm
-	} else if err := c.choose(k, pl, math); err != nil {
+	if err := c.choose(k, pl, math); err != nil {
 		return nil, err
 	}
-	if err := c.workSize(k, pl); err != nil {
+	if err := c.workSize(k, pl, pl.algo, &pl.work); err != nil {
 		return nil, err
 	}
 	c.raw.plans[k] = pl
@@ -302,15 +307,15 @@ func (c *call) choose(k convKey, pl *convPlan, math int32) error {
 	return errorf(c.op, cuda.ErrNotSupported, "cuDNN has no %s algorithm for x %v, w %v (%s, %s)", passNames[k.pass], k.x, k.w, k.layout, typeName(k.dt))
 }
 
-// workSize asks cuDNN for the work area of the plan's algorithm.
-func (c *call) workSize(k convKey, pl *convPlan) error {
+// workSize asks cuDNN for the work area of algo for the plan's pass.
+func (c *call) workSize(k convKey, pl *convPlan, algo int32, n *uintptr) error {
 	switch k.pass {
 	case passForward, passFused:
-		return check(c.op, "cudnnGetConvolutionForwardWorkspaceSize", clib.GetConvolutionForwardWorkspaceSize(c.lh, pl.x, pl.w, pl.c, pl.y, pl.algo, &pl.work))
+		return check(c.op, "cudnnGetConvolutionForwardWorkspaceSize", clib.GetConvolutionForwardWorkspaceSize(c.lh, pl.x, pl.w, pl.c, pl.y, algo, n))
 	case passBackwardData:
-		return check(c.op, "cudnnGetConvolutionBackwardDataWorkspaceSize", clib.GetConvolutionBackwardDataWorkspaceSize(c.lh, pl.w, pl.y, pl.c, pl.x, pl.algo, &pl.work))
+		return check(c.op, "cudnnGetConvolutionBackwardDataWorkspaceSize", clib.GetConvolutionBackwardDataWorkspaceSize(c.lh, pl.w, pl.y, pl.c, pl.x, algo, n))
 	}
-	return check(c.op, "cudnnGetConvolutionBackwardFilterWorkspaceSize", clib.GetConvolutionBackwardFilterWorkspaceSize(c.lh, pl.x, pl.y, pl.c, pl.w, pl.algo, &pl.work))
+	return check(c.op, "cudnnGetConvolutionBackwardFilterWorkspaceSize", clib.GetConvolutionBackwardFilterWorkspaceSize(c.lh, pl.x, pl.y, pl.c, pl.w, algo, n))
 }
 
 func typeName(dt int32) string {
@@ -432,9 +437,11 @@ func ConvBackwardFilter[T Element](h *Handle, dw, x, dy Tensor[T], p Conv2D) err
 
 // ConvBiasActivation computes y = act(x ⋆ w + bias), the convolution of
 // ConvForward with a bias per output channel (len(bias) = K) and an
-// activation, in one pass of cuDNN's (cudnnConvolutionBiasActivationForward),
-// queued on h's stream. cuDNN runs the identity only with its
-// IMPLICIT_PRECOMP_GEMM algorithm, whatever SetBenchmark says.
+// activation, queued on h's stream: in one pass of cuDNN's
+// (cudnnConvolutionBiasActivationForward; the identity with its
+// IMPLICIT_PRECOMP_GEMM algorithm, the only one cuDNN fuses it with), or,
+// for a shape and type cuDNN refuses to fuse, in three
+// (cudnnConvolutionForward, cudnnAddTensor, cudnnActivationForward).
 func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.DeviceBuffer[T], act Activation, p Conv2D) error {
 	const op = "ConvBiasActivation"
 	if err := h.valid(op); err != nil {
@@ -459,29 +466,46 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 		if err != nil {
 			return err
 		}
-		run := func() (clib.Result, error) {
-			ws, err := c.work(pl.work)
-			if err != nil {
-				return clib.Success, err
+		one, zero := float32(1), float32(0)
+		xp, wp, yp, bp := uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), uintptr(bias.Ptr())
+		if !pl.unfused {
+			if !pl.fusedReady {
+				pl.fusedAlgo, pl.fusedWork = pl.algo, pl.work
+				if act == Identity && pl.algo != algoImplicitPrecompGemm {
+					pl.fusedAlgo = algoImplicitPrecompGemm
+					if err := c.workSize(k, pl, pl.fusedAlgo, &pl.fusedWork); err != nil {
+						return err
+					}
+				}
+				pl.fusedReady = true
 			}
-			one, zero := float32(1), float32(0)
-			// z is y, weighted 0: cuDNN reads it, and y is of its shape.
-			return clib.ConvolutionBiasActivationForward(c.lh, unsafe.Pointer(&one), pl.x, uintptr(x.Data.Ptr()), pl.w, uintptr(w.Data.Ptr()), pl.c, pl.algo, ws, pl.work,
-				unsafe.Pointer(&zero), pl.y, uintptr(y.Data.Ptr()), pl.b, uintptr(bias.Ptr()), pl.a, pl.y, uintptr(y.Data.Ptr())), nil
-		}
-		r, err := run()
-		if err == nil && r/1000 == clib.NotSupported/1000 && pl.algo != algoImplicitPrecompGemm {
-			// The algorithm chosen for the shape is not one the fused
-			// call runs: the one it always runs, kept for the shape.
-			pl.algo = algoImplicitPrecompGemm
-			if err := c.workSize(k, pl); err != nil {
+			ws, err := c.work(pl.fusedWork)
+			if err != nil {
 				return err
 			}
-			r, err = run()
+			// z is y, weighted 0: cuDNN reads it, and y is of its shape.
+			r := clib.ConvolutionBiasActivationForward(c.lh, unsafe.Pointer(&one), pl.x, xp, pl.w, wp, pl.c, pl.fusedAlgo, ws, pl.fusedWork,
+				unsafe.Pointer(&zero), pl.y, yp, pl.b, bp, pl.a, pl.y, yp)
+			if r == clib.Missing || r/1000 != clib.NotSupported/1000 {
+				return check(op, "cudnnConvolutionBiasActivationForward", r)
+			}
+			// Not supported (a 3xxx status): not fused for this shape
+			// and type, from now on.
+			pl.unfused = true
 		}
+		ws, err := c.work(pl.work)
 		if err != nil {
 			return err
 		}
-		return check(op, "cudnnConvolutionBiasActivationForward", r)
+		if err := check(op, "cudnnConvolutionForward", clib.ConvolutionForward(c.lh, unsafe.Pointer(&one), pl.x, xp, pl.w, wp, pl.c, pl.algo, ws, pl.work, unsafe.Pointer(&zero), pl.y, yp)); err != nil {
+			return err
+		}
+		if err := check(op, "cudnnAddTensor", clib.AddTensor(c.lh, unsafe.Pointer(&one), pl.b, bp, unsafe.Pointer(&one), pl.y, yp)); err != nil {
+			return err
+		}
+		if act == Identity {
+			return nil
+		}
+		return check(op, "cudnnActivationForward", clib.ActivationForward(c.lh, pl.a, unsafe.Pointer(&one), pl.y, yp, unsafe.Pointer(&zero), pl.y, yp))
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cudnn"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // convCase is a convolution's shapes: the input x and the filters w.
@@ -177,5 +178,54 @@ func TestOutputShapes(t *testing.T) {
 	}
 	if got, err := cudnn.PoolOutput(cudnn.Shape{N: 32, C: 64, H: 112, W: 112}, cudnn.Pool2D{WindowH: 3, WindowW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}); err != nil || got != (cudnn.Shape{N: 32, C: 64, H: 56, W: 56}) {
 		t.Errorf("PoolOutput of ResNet's stem = %v, %v", got, err)
+	}
+}
+
+// TestUnfused: where cuDNN refuses to fuse a shape (here the fake, made
+// to), ConvBiasActivation runs the convolution, the bias and the
+// activation apart, with the same results, and keeps doing so for the
+// shape.
+func TestUnfused(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx, _, h := handle(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	c := convCases[4]
+	for _, act := range []cudnn.Activation{cudnn.ReLU, cudnn.Identity} {
+		t.Run(act.String(), func(t *testing.T) {
+			ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+			xt, xf := random[cuda.Float16](r, c.x.Len())
+			wt, wf := random[cuda.Float16](r, c.w.Len())
+			bt, bf := random[cuda.Float16](r, c.w.N)
+			x, w := tensor(t, ctx, c.x, cudnn.NHWC, xt), tensor(t, ctx, c.w, cudnn.NHWC, wt)
+			bias := cudatest.Upload(t, ctx, bt)
+			want, scale := make([]float64, ys.Len()), make([]float64, ys.Len())
+			eachTerm(c.x, c.w, ys, cudnn.NHWC, c.p, func(xi, wi, yi int) {
+				want[yi] += xf[xi] * wf[wi]
+				scale[yi] += math.Abs(xf[xi] * wf[wi])
+			})
+			for i := range want {
+				want[i] += bf[i%ys.C] // NHWC: the channel is the last index
+				scale[i] += math.Abs(bf[i%ys.C])
+				if act == cudnn.ReLU {
+					want[i] = max(want[i], 0)
+				}
+			}
+			f.ResetCounts()
+			f.Fail("cudnnConvolutionBiasActivationForward", 1, 3000)
+			defer f.ResetFaults()
+			for i := range 2 {
+				y := empty[cuda.Float16](t, ctx, ys, cudnn.NHWC)
+				if err := cudnn.ConvBiasActivation(h, y, x, w, bias, act, c.p); err != nil {
+					t.Fatal(err)
+				}
+				near(t, fmt.Sprintf("y (call %d)", i+1), download(t, y), want, scale, tol[cuda.Float16]())
+			}
+			if n := f.Counts()["cudnnConvolutionBiasActivationForward"]; n != 1 {
+				t.Errorf("cudnnConvolutionBiasActivationForward called %d times: want once (the shape stays unfused)", n)
+			}
+		})
 	}
 }

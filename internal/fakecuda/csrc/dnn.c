@@ -684,6 +684,84 @@ EXPORT int cudnnConvolutionBackwardFilter(struct fake_dnn *h, const void *alpha,
 	return queue_conv(h, o);
 }
 
+// ---- tensor arithmetic: the bias and the activation apart -------------------------
+
+struct pointwise_job {
+	struct lib_job job;
+	int kind; // 0: C = alpha·A (broadcast) + beta·C; 1: y = alpha·act(x) + beta·y
+	struct dims a, c;
+	const void *src;
+	void *dst;
+	double alpha, beta, coef;
+	int mode;
+};
+
+static void run_pointwise(struct lib_job *job) {
+	struct pointwise_job *o = (struct pointwise_job *)job;
+	for (int n = 0; n < o->c.n; n++)
+		for (int ch = 0; ch < o->c.c; ch++)
+			for (int h = 0; h < o->c.h; h++)
+				for (int w = 0; w < o->c.w; w++) {
+					size_t ci = at(&o->c, n, ch, h, w);
+					size_t ai = at(&o->a, o->a.n == 1 ? 0 : n, o->a.c == 1 ? 0 : ch, o->a.h == 1 ? 0 : h, o->a.w == 1 ? 0 : w);
+					double v = ld(o->a.dt, o->src, ai);
+					if (o->kind == 1) {
+						switch (o->mode) {
+						case 0: v = 1 / (1 + exp(-v)); break;
+						case 1: v = v < 0 ? 0 : v; break;
+						case 2: v = tanh(v); break;
+						case 3: v = v < 0 ? 0 : v > o->coef ? o->coef : v; break;
+						case 4: v = v < 0 ? o->coef * (exp(v) - 1) : v; break;
+						case 6: v = v / (1 + exp(-o->coef * v)); break;
+						}
+					}
+					v *= o->alpha;
+					if (o->beta != 0) v += o->beta * ld(o->c.dt, o->dst, ci);
+					st(o->c.dt, o->dst, ci, v);
+				}
+}
+
+static int queue_pointwise(struct fake_dnn *h, struct pointwise_job *o) {
+	o->job = (struct lib_job){run_pointwise, sizeof *o};
+	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+}
+
+// cudnnAddTensor adds A, each of whose dimensions is C's or 1, to C.
+EXPORT int cudnnAddTensor(struct fake_dnn *h, const void *alpha, struct fake_tensor *ad, const void *a, const void *beta,
+                          struct fake_tensor *cd, void *c) {
+	FAULT("cudnnAddTensor");
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (!tensor_ok(ad) || !tensor_ok(cd)) return DNN_BAD_PARAM;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	struct dims A = ad->d, C = cd->d;
+	if ((A.n != 1 && A.n != C.n) || (A.c != 1 && A.c != C.c) || (A.h != 1 && A.h != C.h) || (A.w != 1 && A.w != C.w)) return DNN_BAD_PARAM;
+	if (A.dt != C.dt) return DNN_NOT_SUPPORTED;
+	if (!dmem_ok(a, bytes(A)) || !dmem_ok(c, bytes(C))) return DNN_BAD_PARAM;
+	struct pointwise_job *o = calloc(1, sizeof *o);
+	*o = (struct pointwise_job){.kind = 0, .a = A, .c = C, .src = a, .dst = c, .alpha = scal(C.dt, alpha), .beta = scal(C.dt, beta)};
+	return queue_pointwise(h, o);
+}
+
+// cudnnActivationForward applies the activation to x into y (x's shape);
+// y may be x.
+EXPORT int cudnnActivationForward(struct fake_dnn *h, struct fake_act *act, const void *alpha, struct fake_tensor *xd, const void *x,
+                                  const void *beta, struct fake_tensor *yd, void *y) {
+	FAULT("cudnnActivationForward");
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (!act || act->magic != ACT_MAGIC || !act->set || !tensor_ok(xd) || !tensor_ok(yd)) return DNN_BAD_PARAM;
+	if (act->mode == 5) return DNN_BAD_PARAM; // identity: cuDNN's ActivationForward refuses it
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	struct dims X = xd->d, Y = yd->d;
+	if (X.n != Y.n || X.c != Y.c || X.h != Y.h || X.w != Y.w || X.dt != Y.dt) return DNN_BAD_PARAM;
+	if (!dmem_ok(x, bytes(X)) || !dmem_ok(y, bytes(Y))) return DNN_BAD_PARAM;
+	struct pointwise_job *o = calloc(1, sizeof *o);
+	*o = (struct pointwise_job){.kind = 1, .a = X, .c = Y, .src = x, .dst = y, .alpha = scal(X.dt, alpha), .beta = scal(X.dt, beta),
+	                            .mode = act->mode, .coef = act->coef};
+	return queue_pointwise(h, o);
+}
+
 // ---- pooling --------------------------------------------------------------------
 
 struct fake_dnn_pool {

@@ -97,6 +97,8 @@ var Table = &dl.Table{
 		{Name: "cudnnCreateActivationDescriptor", Addr: &tableAddrs.cudnnCreateActivationDescriptor},
 		{Name: "cudnnSetActivationDescriptor", Addr: &tableAddrs.cudnnSetActivationDescriptor},
 		{Name: "cudnnDestroyActivationDescriptor", Addr: &tableAddrs.cudnnDestroyActivationDescriptor},
+		{Name: "cudnnActivationForward", Addr: &tableAddrs.cudnnActivationForward},
+		{Name: "cudnnAddTensor", Addr: &tableAddrs.cudnnAddTensor},
 		{Name: "cudnnCreatePoolingDescriptor", Addr: &tableAddrs.cudnnCreatePoolingDescriptor},
 		{Name: "cudnnSetPooling2dDescriptor", Addr: &tableAddrs.cudnnSetPooling2dDescriptor},
 		{Name: "cudnnGetPooling2dForwardOutputDim", Addr: &tableAddrs.cudnnGetPooling2dForwardOutputDim},
@@ -146,6 +148,8 @@ var tableAddrs struct {
 	cudnnCreateActivationDescriptor                uintptr
 	cudnnSetActivationDescriptor                   uintptr
 	cudnnDestroyActivationDescriptor               uintptr
+	cudnnActivationForward                         uintptr
+	cudnnAddTensor                                 uintptr
 	cudnnCreatePoolingDescriptor                   uintptr
 	cudnnSetPooling2dDescriptor                    uintptr
 	cudnnGetPooling2dForwardOutputDim              uintptr
@@ -575,6 +579,30 @@ func DestroyActivationDescriptor(activationDesc ActivationDescriptor) Result {
 		return Missing
 	}
 	r, _, _ := purego.SyscallN(fn, uintptr(activationDesc))
+	return Result(r)
+}
+
+// ActivationForward calls cudnnActivationForward:
+//
+//	cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, cudnnTensorDescriptor_t xDesc, const void *x /*device*/, const void *beta, cudnnTensorDescriptor_t yDesc, void *y /*device*/);
+func ActivationForward(handle Handle, activationDesc ActivationDescriptor, alpha unsafe.Pointer, xDesc TensorDescriptor, x uintptr, beta unsafe.Pointer, yDesc TensorDescriptor, y uintptr) Result {
+	fn := tableAddrs.cudnnActivationForward
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(activationDesc), uintptr(alpha), uintptr(xDesc), x, uintptr(beta), uintptr(yDesc), y)
+	return Result(r)
+}
+
+// AddTensor calls cudnnAddTensor:
+//
+//	cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t aDesc, const void *A /*device*/, const void *beta, cudnnTensorDescriptor_t cDesc, void *C /*device*/);
+func AddTensor(handle Handle, alpha unsafe.Pointer, aDesc TensorDescriptor, a uintptr, beta unsafe.Pointer, cDesc TensorDescriptor, c uintptr) Result {
+	fn := tableAddrs.cudnnAddTensor
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(alpha), uintptr(aDesc), a, uintptr(beta), uintptr(cDesc), c)
 	return Result(r)
 }
 
