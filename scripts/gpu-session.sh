@@ -19,6 +19,17 @@
 #             compute), in that order while time is left
 #   cgo-new   the cgo test binaries of the new packages (cusparse, cusolver,
 #             its gonum checks) and of the root, in that order
+#   nn-tests, cudnn-tests, gpt2-tests
+#             issue 52's test binaries (purego, then cgo while time is left)
+#   attention scripts/gpu-attention.sh's benchmarks beside PyTorch's SDPA
+#   layers    scripts/gpu-nn.sh's benchmarks beside PyTorch
+#   conv      scripts/gpu-cudnn.sh's benchmarks beside PyTorch
+#   gpt2      scripts/gpu-gpt2.sh: the references, -compare, -generate,
+#             -bench and PyTorch eager's
+#   cholesky  BenchmarkSolver's batched Cholesky, both triangles (Go only)
+#
+# Pack OUT into one file before the call ends: the device tool brings back
+# a bounded count of files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: gpu-session.sh OUT STEP:SECONDS...}
@@ -52,6 +63,28 @@ for arg in "$@"; do
 			echo "$set/${t%%:*}: exit $? ($(grep -c -- '--- PASS' "$dir/${t%%:*}.log") passed, $(grep -c -- '--- FAIL' "$dir/${t%%:*}.log") failed)" >>"$dir/log.txt"
 		done
 		cat "$dir/log.txt" ;;
+	nn-tests | cudnn-tests | gpt2-tests)
+		pkg=${step%-tests} dir_=$pkg
+		[ "$pkg" = gpt2 ] && pkg=examples_gpt2 dir_=examples/gpt2
+		[ "$pkg" = cudnn ] && [ -d /opt/torch/.venv ] && export VIRTUAL_ENV=${VIRTUAL_ENV:-/opt/torch/.venv}
+		for set in tests tests-cgo; do
+			left=$((secs - (SECONDS - start)))
+			[ "$left" -gt 5 ] || break
+			(cd "$dir_" && timeout "$left" "$bin/$set/$pkg.test" -test.count 1 -test.v) >"$dir/$set-$pkg.log" 2>&1
+			echo "$set/$pkg: exit $? ($(grep -c -- '--- PASS' "$dir/$set-$pkg.log") passed, $(grep -c -- '--- FAIL' "$dir/$set-$pkg.log") failed)" >>"$dir/log.txt"
+		done
+		cat "$dir/log.txt" ;;
+	attention)
+		timeout "$secs" bash scripts/gpu-attention.sh "$dir" 0 $((secs / 2)) $((secs / 2 - 5)) >"$dir/log.txt" 2>&1 ;;
+	layers)
+		timeout "$secs" bash scripts/gpu-nn.sh "$dir" 0 $((secs / 2)) $((secs / 2 - 5)) >"$dir/log.txt" 2>&1 ;;
+	conv)
+		timeout "$secs" bash scripts/gpu-cudnn.sh "$dir" 0 $((secs / 2)) $((secs / 2 - 5)) >"$dir/log.txt" 2>&1 ;;
+	gpt2)
+		GPT2_STEP_S=$((secs / 5)) timeout "$secs" bash scripts/gpu-gpt2.sh "$dir" >"$dir/log.txt" 2>&1
+		rm -f "$dir"/*.safetensors ;;
+	cholesky)
+		(cd cusolver && GOCUDA_SOLVER_OPS=cholesky_batched,cholesky_batched_upper timeout "$secs" "$bin/tests/cusolver.test" -test.run '^$' -test.bench '^BenchmarkSolver$' -test.benchtime 0.2s -test.count 3) >"$dir/log.txt" 2>&1 ;;
 	*)
 		echo "gpu-session.sh: unknown step $step" >&2
 		exit 2 ;;
