@@ -35,6 +35,12 @@ func BenchmarkLayers(b *testing.B) {
 		}
 	}
 	s := cudatest.Stream(b, cudatest.Context(b))
+	b.Cleanup(func() {
+		for k, a := range layerBenchArrays {
+			a.(interface{ Free() error }).Free()
+			delete(layerBenchArrays, k)
+		}
+	})
 	for _, c := range layerBenchCases() {
 		if ops != nil && !ops[c.op] {
 			continue
@@ -95,22 +101,48 @@ func layerBenchAct(dt, op string, rows, cols int) layerBenchCase {
 	return c
 }
 
-// layerBenchArray is an array of the shape on s, random in [-1, 1),
-// freed when the run ends.
-func layerBenchArray[T nn.Float](b *testing.B, s *cuda.Stream, shape ...int) *nd.Array[T] {
+// layerBenchArrays are the benchmark's inputs, made once for all the
+// runs of a case (a case's function runs several times as b.N grows, and
+// the logits are 411M elements), freed when BenchmarkLayers ends.
+var layerBenchArrays = map[string]any{}
+
+// layerBenchArray is an array of the shape on s, pseudo-random in [-1,
+// 1), made once (see layerBenchArrays); name tells apart arrays of one
+// shape.
+func layerBenchArray[T nn.Float](b *testing.B, s *cuda.Stream, name string, shape ...int) *nd.Array[T] {
+	key := fmt.Sprint(name, shape, *new(T))
+	if a, ok := layerBenchArrays[key]; ok {
+		return a.(*nd.Array[T])
+	}
 	n := 1
 	for _, d := range shape {
 		n *= d
 	}
-	return layerFree(b, must(nd.FromSlice(s, layerTo[T](layerData(n, uint64(n), -1, 1)), shape...))(b))
+	data := make([]T, n)
+	x := uint64(n)*0x9e3779b97f4a7c15 + uint64(len(name))
+	for i := range data {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		v := float32(x>>40)/float32(1<<23) - 1
+		switch p := any(&data[i]).(type) {
+		case *cuda.BFloat16:
+			*p = cuda.NewBFloat16(v)
+		default:
+			*(any(&data[i]).(*float32)) = v
+		}
+	}
+	a := must(nd.FromSlice(s, data, shape...))(b)
+	layerBenchArrays[key] = a
+	return a
 }
 
 func layerBenchNormRun[T nn.Float](b *testing.B, s *cuda.Stream, op string, rows, cols int) {
-	x := layerBenchArray[T](b, s, rows, cols)
-	w := layerBenchArray[T](b, s, cols)
-	bias := layerBenchArray[T](b, s, cols)
-	dy := layerBenchArray[T](b, s, rows, cols)
-	y := layerBenchArray[T](b, s, rows, cols)
+	x := layerBenchArray[T](b, s, "x", rows, cols)
+	w := layerBenchArray[T](b, s, "w", cols)
+	bias := layerBenchArray[T](b, s, "bias", cols)
+	dy := layerBenchArray[T](b, s, "dy", rows, cols)
+	y := layerBenchArray[T](b, s, "y", rows, cols)
 	var call func() error
 	switch op {
 	case "layernorm":
@@ -134,23 +166,24 @@ func layerBenchNormRun[T nn.Float](b *testing.B, s *cuda.Stream, op string, rows
 }
 
 func layerBenchActRun[T nn.Float](b *testing.B, s *cuda.Stream, op string, rows, cols int) {
-	x := layerBenchArray[T](b, s, rows, cols)
+	x := layerBenchArray[T](b, s, "x", rows, cols)
 	var call func() error
 	switch op {
 	case "gelu", "gelu_tanh", "silu":
-		y := layerBenchArray[T](b, s, rows, cols)
+		y := layerBenchArray[T](b, s, "y", rows, cols)
 		f := map[string]func(dst, x *nd.Array[T]) error{"gelu": nn.GELUInto[T], "gelu_tanh": nn.GELUTanhInto[T], "silu": nn.SiLUInto[T]}[op]
 		call = func() error { return f(y, x) }
 	case "softmax_causal":
 		x3 := must(x.Reshape(rows/cols, cols, cols))(b)
-		y := layerBenchArray[T](b, s, rows/cols, cols, cols)
+		y := layerBenchArray[T](b, s, "y", rows/cols, cols, cols)
 		call = func() error { return nn.SoftmaxInto(y, x3, 0.125, nn.Mask{Causal: true}) }
 	case "cross_entropy", "cross_entropy_bwd":
 		tv := make([]int64, rows)
 		for i := range tv {
 			tv[i] = int64(i*7919) % int64(cols)
 		}
-		tg := layerFree(b, must(nd.FromSlice(s, tv, rows))(b))
+		tg := must(nd.FromSlice(s, tv, rows))(b)
+		b.Cleanup(func() { tg.Free() })
 		if op == "cross_entropy" {
 			call = func() error {
 				l, err := nn.CrossEntropy(x, tg, -100)
