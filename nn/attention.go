@@ -41,7 +41,11 @@ type AttentionOptions struct {
 // and V in shared memory and a softmax kept online, so that no Sq x Sk
 // matrix is ever in memory. For float16 and bfloat16 on sm_80 and later
 // the products run on the tensor cores (mma.sync); float32, and the
-// halves elsewhere, take a portable kernel of scalar arithmetic.
+// halves elsewhere, take a portable kernel of scalar arithmetic. A few
+// query rows (decoding: one query a sequence, or the few of a group of
+// heads) over many keys split the keys among blocks, as FlashDecoding
+// does, and join the parts in a second kernel: a workspace is allocated
+// and freed in stream order around them.
 //
 // The arrays must be contiguous (nd.Contiguous makes a copy that is) and
 // share a stream. To capture attention in a CUDA graph, use
@@ -234,7 +238,7 @@ type attnVariant struct {
 
 // attnModule is a variant's kernels: one source, one module.
 type attnModule struct {
-	scalar, tc, kvAppend, kvAdvance *compute.RawKernel
+	scalar, tc, combine, kvAppend, kvAdvance *compute.RawKernel
 }
 
 // attnModules are the variants made so far (attnVariant -> *attnModule).
@@ -260,7 +264,7 @@ func attnKernels(v attnVariant) (*attnModule, error) {
 	for _, k := range []struct {
 		p    **compute.RawKernel
 		name string
-	}{{&m.scalar, "attn_fwd_scalar"}, {&m.tc, "attn_fwd_tc"}, {&m.kvAppend, "attn_kv_append"}, {&m.kvAdvance, "attn_kv_advance"}} {
+	}{{&m.scalar, "attn_fwd_scalar"}, {&m.tc, "attn_fwd_tc"}, {&m.combine, "attn_split_combine"}, {&m.kvAppend, "attn_kv_append"}, {&m.kvAdvance, "attn_kv_advance"}} {
 		if *k.p, err = compute.NewRawKernel(src, k.name); err != nil {
 			return nil, err
 		}
@@ -290,8 +294,8 @@ func attnCapability(ctx *cuda.Context) (int, error) {
 
 var attnCaps sync.Map // *cuda.Context -> int
 
-// attnPath forces a kernel, for the tests: "scalar" or "tc" (a string;
-// "" lets attnLaunch choose).
+// attnPath forces a kernel, for the tests: "scalar", "tc" or "split" (a
+// string; "" lets attnLaunch choose).
 var attnPath atomic.Value
 
 // attnUseTC reports whether p takes the tensor-core kernel.
@@ -301,6 +305,9 @@ func (p *attnParams[T]) useTC(kind int, out *cuda.DeviceBuffer[T]) (bool, error)
 	}
 	if f, _ := attnPath.Load().(string); f != "" {
 		return f == "tc", nil
+	}
+	if p.split() > 1 {
+		return false, nil
 	}
 	// cp.async and the 4-byte stores need 16-byte rows and bases.
 	for _, b := range []uintptr{uintptr(p.q.Ptr()), uintptr(p.k.Ptr()), uintptr(p.v.Ptr()), uintptr(out.Ptr())} {
@@ -348,6 +355,10 @@ func attnLaunch[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) e
 	args := []any{o, p.q, p.k, p.v, lenp, int32(p.H), int32(G), int32(p.Sq), int32(p.Sk),
 		p.qst[0], p.qst[1], p.qst[2], p.kst[0], p.kst[1], p.kst[2], p.vst[0], p.vst[1], p.vst[2],
 		p.scaleLog2, causal}
+	if splits := p.split(); splits > 1 {
+		return attnLaunchSplit(op, m, o, p, splits, args)
+	}
+	args = append(args, cuda.DevicePtr(0), int32(0))
 	k, block, rowsPer, shared := m.scalar, 128, attnSBM, attnScalarShared(p.D)
 	if tc {
 		k, block, rowsPer, shared = m.tc, tiles.NW*32, 16*tiles.MT*tiles.NW, attnTCShared(p.D, tiles)
@@ -362,6 +373,72 @@ func attnLaunch[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) e
 		Stream:         p.s,
 	}
 	return k.Launch(cfg, args...)
+}
+
+// attnSplitMinKeys is the fewest keys (their bound, for a KV cache) for
+// which few query rows split the keys among blocks.
+const attnSplitMinKeys = 256
+
+// attnSplitBlocks is about the blocks a split launch aims at: four a
+// multiprocessor of an H100 or H200.
+const attnSplitBlocks = 4 * 132
+
+// split returns how many blocks share each row's keys: 1 (no split) but
+// for few query rows (decoding: G*Sq of at most one block's rows) over
+// many keys, where the row tiles alone would make too few blocks to keep
+// the device busy, FlashDecoding's split-K.
+func (p *attnParams[T]) split() int {
+	rows := p.H / p.Hkv * p.Sq
+	forced, _ := attnPath.Load().(string)
+	if rows > attnSBM || forced != "" && forced != "split" || forced == "" && p.Sk < attnSplitMinKeys || p.Sk == 0 {
+		return 1
+	}
+	heads := p.B * p.Hkv
+	want := (attnSplitBlocks + heads - 1) / heads
+	return (p.Sk + p.chunk(want) - 1) / p.chunk(want)
+}
+
+// chunk is the keys a block of a split into about want blocks takes: a
+// multiple of the portable kernel's tile, 64 at least.
+func (p *attnParams[T]) chunk(want int) int {
+	c := (p.Sk + want - 1) / want
+	c = (c + 31) / 32 * 32
+	return max(c, 64)
+}
+
+// attnLaunchSplit queues the split-K form: the portable kernel over
+// splits blocks a row, into a workspace of partial results, then
+// attn_split_combine.
+func attnLaunchSplit[T Float](op string, m *attnModule, o *cuda.DeviceBuffer[T], p *attnParams[T], splits int, args []any) error {
+	heads := p.B * p.Hkv
+	chunk := p.chunk((attnSplitBlocks + heads - 1) / heads)
+	rows := p.H / p.Hkv * p.Sq
+	ws, err := cuda.AllocAsync[float32](p.s, heads*splits*rows*(p.D+2))
+	if err != nil {
+		return err
+	}
+	args = append(args, ws, int32(chunk))
+	shared := attnScalarShared(p.D)
+	err = attnShared(m.scalar, p.s.Context(), shared)
+	if err == nil {
+		err = m.scalar.Launch(cuda.LaunchConfig{
+			Grid:           cuda.Dim3{X: splits, Y: p.Hkv, Z: p.B},
+			Block:          cuda.Dim3{X: 128, Y: 1, Z: 1},
+			SharedMemBytes: shared,
+			Stream:         p.s,
+		}, args...)
+	}
+	if err == nil {
+		err = m.combine.Launch(cuda.LaunchConfig{
+			Grid:   cuda.Dim3{X: rows, Y: p.Hkv, Z: p.B},
+			Block:  cuda.Dim3{X: min(p.D, 256), Y: 1, Z: 1},
+			Stream: p.s,
+		}, o, ws, int32(p.H), int32(p.H/p.Hkv), int32(p.Sq), int32(splits))
+	}
+	if ferr := ws.FreeOn(p.s); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // attnScalarShared is the portable kernel's shared memory: Q's rows,

@@ -23,6 +23,10 @@ package nn
 //     sm_80): the same online softmax with scalar float arithmetic, a
 //     warp per few query rows, a lane per key for the scores and a lane
 //     per output column for PV.
+//   - attn_split_combine: for few query rows over many keys (decoding),
+//     attn_fwd_scalar splits the keys among blocks (FlashDecoding's
+//     split-K), each writing its rows' running max, sum and unnormalised
+//     output to a workspace; this kernel joins the splits.
 //   - attn_kv_append and attn_kv_advance, the KV cache's: copy new keys
 //     and values to the positions after the cache's length (read from
 //     the device), then advance the length.
@@ -138,8 +142,12 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 	long long qsb, long long qsh, long long qss,
 	long long ksb, long long ksh, long long kss,
 	long long vsb, long long vsh, long long vss,
-	float scale_log2, int causal)
+	float scale_log2, int causal, float* __restrict__ part, int chunk)
 {
+	// With part, the split-K mode: every row (G*Sq <= ATTN_SBM) in each
+	// block, block x taking keys [x*chunk, (x+1)*chunk), its rows' output
+	// unnormalised, max and sum written to part[b][hk][x][row][D+2] for
+	// attn_split_combine.
 	extern __shared__ float attn_smem_f[];
 	const int D = ATTN_D;
 	float* Qs = attn_smem_f;
@@ -151,11 +159,15 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 		int n = *lenp;
 		Sk = n < Sk ? n : Sk;
 	}
-	const int rows = G * Sq, r0 = blockIdx.x * ATTN_SBM;
+	const int rows = G * Sq, r0 = part ? 0 : blockIdx.x * ATTN_SBM;
 	if (r0 >= rows) return;
 	const int rlast = (r0 + ATTN_SBM < rows ? r0 + ATTN_SBM : rows) - 1;
 	const int imax = rlast / Sq != r0 / Sq ? Sq - 1 : rlast % Sq;
-	const int kend = attn_klim(imax, Sq, Sk, causal);
+	int kbeg = 0, kend = attn_klim(imax, Sq, Sk, causal);
+	if (part) {
+		kbeg = blockIdx.x * chunk;
+		kend = kend < kbeg + chunk ? kend : kbeg + chunk;
+	}
 	const attn_t* kb = k + b * ksb + hk * ksh;
 	const attn_t* vb = v + b * vsb + hk * vsh;
 
@@ -173,7 +185,7 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 		#pragma unroll
 		for (int c = 0; c < ATTN_DPL; c++) acc[rr][c] = 0.0f;
 	}
-	for (int j0 = 0; j0 < kend; j0 += ATTN_SBN) {
+	for (int j0 = kbeg; j0 < kend; j0 += ATTN_SBN) {
 		__syncthreads(); // the previous tile's readers are done (and Q is written, the first time)
 		for (int x = tid; x < ATTN_SBN * D; x += blockDim.x) {
 			int jj = x / D, d = x % D, j = j0 + jj;
@@ -190,7 +202,8 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 		for (int rr = 0; rr < ATTN_SRW; rr++) {
 			const int row = warp * ATTN_SRW + rr, r = r0 + row;
 			if (r >= rows) continue; // the same for the whole warp
-			const int lim = attn_klim(r % Sq, Sq, Sk, causal);
+			int lim = attn_klim(r % Sq, Sq, Sk, causal);
+			lim = lim < kend ? lim : kend;
 			const int j = j0 + lane;
 			float s = ATTN_NEG_INF;
 			if (j < lim) {
@@ -231,6 +244,19 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 	for (int rr = 0; rr < ATTN_SRW; rr++) {
 		const int r = r0 + warp * ATTN_SRW + rr;
 		if (r >= rows) continue;
+		if (part) {
+			float* pr = part + ((((long long)b * gridDim.y + hk) * gridDim.x + blockIdx.x) * rows + r) * (D + 2);
+#pragma unroll
+			for (int c = 0; c < ATTN_DPL; c++) {
+				const int d = lane + 32 * c;
+				if (d < D) pr[d] = acc[rr][c];
+			}
+			if (lane == 0) {
+				pr[D] = m[rr];
+				pr[D + 1] = l[rr];
+			}
+			continue;
+		}
 		const int h = hk * G + r / Sq, i = r % Sq;
 		attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * D;
 		const float inv = l[rr] > 0.0f ? 1.0f / l[rr] : 0.0f;
@@ -239,6 +265,30 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 			const int d = lane + 32 * c;
 			if (d < D) orow[d] = attn_st(acc[rr][c] * inv);
 		}
+	}
+}
+
+// attn_split_combine joins attn_fwd_scalar's splits: for each row (block
+// x of grid (rows, Hkv, B)), the splits' outputs weighed by 2^(m - M), M
+// their largest max, over their sums so weighed. A thread per column.
+extern "C" __global__ void attn_split_combine(attn_t* __restrict__ o, const float* __restrict__ part,
+	int H, int G, int Sq, int splits)
+{
+	const int r = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, rows = gridDim.x;
+	const float* base = part + (((long long)b * gridDim.y + hk) * splits * rows + r) * (ATTN_D + 2);
+	const long long step = (long long)rows * (ATTN_D + 2);
+	float M = ATTN_NEG_INF;
+	for (int x = 0; x < splits; x++) M = fmaxf(M, base[x * step + ATTN_D]);
+	const float msafe = M == ATTN_NEG_INF ? 0.0f : M;
+	float L = 0.0f;
+	for (int x = 0; x < splits; x++) L += base[x * step + ATTN_D + 1] * attn_exp2(base[x * step + ATTN_D] - msafe);
+	const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+	const int h = hk * G + r / Sq, i = r % Sq;
+	attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * ATTN_D;
+	for (int d = threadIdx.x; d < ATTN_D; d += blockDim.x) {
+		float acc = 0.0f;
+		for (int x = 0; x < splits; x++) acc += base[x * step + d] * attn_exp2(base[x * step + ATTN_D] - msafe);
+		orow[d] = attn_st(acc * inv);
 	}
 }
 
@@ -443,8 +493,9 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 	long long qsb, long long qsh, long long qss,
 	long long ksb, long long ksh, long long kss,
 	long long vsb, long long vsh, long long vss,
-	float scale_log2, int causal)
+	float scale_log2, int causal, float* __restrict__ part, int chunk)
 {
+	// part and chunk: attn_fwd_scalar's, unused (one argument list for both).
 	// Its body only for the halves and D a multiple of 16, from sm_80 on
 	// (or on the host): the Go side launches it for nothing else. The
 	// entry itself is in every variant, as internal/hostcc expects.

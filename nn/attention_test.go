@@ -105,14 +105,15 @@ var attnShapes = []attnShape{
 	{1, 1, 1, 5, 9, 256, false},
 }
 
-// attnPaths are the kernels checked for T: the portable one, and for the
+// attnPaths are the kernels checked for T: the portable one, alone and
+// with the keys split among blocks (for few query rows), and for the
 // halves the tensor-core one (which the fake runs with its instructions
 // emulated).
 func attnPaths[T nn.Float]() []string {
 	if _, ok := any(*new(T)).(float32); ok {
-		return []string{"scalar"}
+		return []string{"scalar", "split"}
 	}
-	return []string{"scalar", "tc"}
+	return []string{"scalar", "split", "tc"}
 }
 
 func TestAttention(t *testing.T) {
@@ -127,7 +128,7 @@ func testAttention[T nn.Float](t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			defer nn.SetAttnPath(path)()
 			for i, c := range attnShapes {
-				if path == "tc" && c.D%16 != 0 || c.D > 128 && path == "tc" {
+				if path == "tc" && (c.D%16 != 0 || c.D > 128) || path == "split" && c.H/c.Hkv*c.Sq > 16 {
 					continue
 				}
 				t.Run(c.String(), func(t *testing.T) {
@@ -271,8 +272,16 @@ func attnSlice(x []float64, B, Hs, S, D, from, to int) []float64 {
 }
 
 func TestKVCache(t *testing.T) {
-	t.Run("float32", testKVCache[float32])
-	t.Run("bfloat16", testKVCache[cuda.BFloat16])
+	for _, path := range []string{"", "split"} {
+		t.Run("float32"+path, func(t *testing.T) {
+			defer nn.SetAttnPath(path)()
+			testKVCache[float32](t)
+		})
+		t.Run("bfloat16"+path, func(t *testing.T) {
+			defer nn.SetAttnPath(path)()
+			testKVCache[cuda.BFloat16](t)
+		})
+	}
 }
 
 // testKVCache fills a cache with a prompt, then decodes a position at a
@@ -323,8 +332,18 @@ func testKVCache[T nn.Float](t *testing.T) {
 
 // TestKVCacheGraph captures one decoding step (Append of a position's key
 // and value, AttentionInto of its query) and replays it: each replay
-// attends to one more position.
+// attends to one more position; the split-K form too, whose workspace is
+// allocated and freed in the graph.
 func TestKVCacheGraph(t *testing.T) {
+	for _, path := range []string{"", "split"} {
+		t.Run("path="+path, func(t *testing.T) {
+			defer nn.SetAttnPath(path)()
+			testKVCacheGraph(t)
+		})
+	}
+}
+
+func testKVCacheGraph(t *testing.T) {
 	s := layerStream(t)
 	const B, H, Hkv, D, max, total = 1, 2, 1, 32, 16, 9
 	full := attnShape{B, H, Hkv, total, total, D, true}
