@@ -126,9 +126,11 @@ type Mask struct {
 	// Causal hides, in x of shape [..., q, k] (queries by keys), key j
 	// from query i where j > i + k - q: the mask aligned to the bottom
 	// right, so that in decoding (q new queries after k - q cached keys)
-	// the last query sees every key, as PyTorch's
-	// scaled_dot_product_attention's is_causal with a cache and
-	// FlashAttention's have it. For q = k it is the lower triangle.
+	// the last query sees every key, as FlashAttention's (from 2.1),
+	// PyTorch's causal_lower_right and this package's Attention have it
+	// (PyTorch's is_causal aligns to the top left instead: the two agree
+	// where q = k, the lower triangle). A query that sees no key (q > k)
+	// gets a row of zeros.
 	Causal bool
 
 	// Lengths, when not nil, holds for each index of x's first axis (the
