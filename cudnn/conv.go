@@ -121,15 +121,17 @@ const (
 var passNames = [...]string{"forward", "backward data", "backward filter", "fused forward"}
 
 // convKey says which plan a call needs: the pass, the type, the layout,
-// the shapes, the parameters and the settings that choose the algorithm.
+// the shapes, the parameters and the math allowed (SetTF32). SetBenchmark
+// is not part of it: it says how a new shape's algorithm is chosen, and
+// the choice stays with the shape.
 type convKey struct {
-	pass            int
-	dt              int32
-	layout          Layout
-	x, w            Shape
-	p               Conv2D
-	act             Activation
-	benchmark, tf32 bool
+	pass   int
+	dt     int32
+	layout Layout
+	x, w   Shape
+	p      Conv2D
+	act    Activation
+	tf32   bool
 }
 
 // convPlan is what a shape's calls reuse: the descriptors (the forward
@@ -188,7 +190,7 @@ func (c *call) plan(k convKey, y Shape) (_ *convPlan, err error) {
 	if pl := c.raw.plans[k]; pl != nil {
 		return pl, nil
 	}
-	if k.benchmark && c.capturing {
+	if c.benchmark && c.capturing {
 		return nil, errorf(c.op, cuda.ErrNotSupported, "the stream captures, and timing the algorithms of a new shape (SetBenchmark) cannot be captured: run the call once before the capture")
 	}
 	pl := &convPlan{d: descs{op: c.op}}
@@ -269,21 +271,21 @@ func (c *call) choose(k convKey, pl *convPlan, math int32) error {
 	var r clib.Result
 	switch k.pass {
 	case passForward, passFused:
-		if k.benchmark {
+		if c.benchmark {
 			name, r = "cudnnFindConvolutionForwardAlgorithm", clib.FindConvolutionForwardAlgorithm(c.lh, pl.x, pl.w, pl.c, pl.y, maxAlgos, &n, &res[0])
 		} else {
 			name, r = "cudnnGetConvolutionForwardAlgorithm_v7", clib.GetConvolutionForwardAlgorithm(c.lh, pl.x, pl.w, pl.c, pl.y, maxAlgos, &n, &res[0])
 		}
 	case passBackwardData:
 		out := (*clib.BwdDataAlgoPerf)(unsafe.Pointer(&res[0]))
-		if k.benchmark {
+		if c.benchmark {
 			name, r = "cudnnFindConvolutionBackwardDataAlgorithm", clib.FindConvolutionBackwardDataAlgorithm(c.lh, pl.w, pl.y, pl.c, pl.x, maxAlgos, &n, out)
 		} else {
 			name, r = "cudnnGetConvolutionBackwardDataAlgorithm_v7", clib.GetConvolutionBackwardDataAlgorithm(c.lh, pl.w, pl.y, pl.c, pl.x, maxAlgos, &n, out)
 		}
 	default:
 		out := (*clib.BwdFilterAlgoPerf)(unsafe.Pointer(&res[0]))
-		if k.benchmark {
+		if c.benchmark {
 			name, r = "cudnnFindConvolutionBackwardFilterAlgorithm", clib.FindConvolutionBackwardFilterAlgorithm(c.lh, pl.x, pl.y, pl.c, pl.w, maxAlgos, &n, out)
 		} else {
 			name, r = "cudnnGetConvolutionBackwardFilterAlgorithm_v7", clib.GetConvolutionBackwardFilterAlgorithm(c.lh, pl.x, pl.y, pl.c, pl.w, maxAlgos, &n, out)
@@ -365,7 +367,7 @@ func ConvForward[T Element](h *Handle, y, x, w Tensor[T], p Conv2D) error {
 		return err
 	}
 	return h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) error {
-		k.benchmark, k.tf32 = c.benchmark, c.tf32
+		k.tf32 = c.tf32
 		pl, err := c.plan(k, y.Shape)
 		if err != nil {
 			return err
@@ -393,7 +395,7 @@ func ConvBackwardData[T Element](h *Handle, dx, dy, w Tensor[T], p Conv2D) error
 		return err
 	}
 	return h.do(op, []cuda.Memory{dx.Data, dy.Data, w.Data}, func(c *call) error {
-		k.benchmark, k.tf32 = c.benchmark, c.tf32
+		k.tf32 = c.tf32
 		pl, err := c.plan(k, dy.Shape)
 		if err != nil {
 			return err
@@ -421,7 +423,7 @@ func ConvBackwardFilter[T Element](h *Handle, dw, x, dy Tensor[T], p Conv2D) err
 		return err
 	}
 	return h.do(op, []cuda.Memory{dw.Data, x.Data, dy.Data}, func(c *call) error {
-		k.benchmark, k.tf32 = c.benchmark, c.tf32
+		k.tf32 = c.tf32
 		pl, err := c.plan(k, dy.Shape)
 		if err != nil {
 			return err
@@ -461,7 +463,7 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 	}
 	k.act = act
 	return h.do(op, []cuda.Memory{y.Data, x.Data, w.Data, bias}, func(c *call) error {
-		k.benchmark, k.tf32 = c.benchmark, c.tf32
+		k.tf32 = c.tf32
 		pl, err := c.plan(k, y.Shape)
 		if err != nil {
 			return err

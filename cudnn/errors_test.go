@@ -165,3 +165,105 @@ func TestLibrary(t *testing.T) {
 	}
 	t.Logf("cuDNN %v from %s", v, path)
 }
+
+// TestCapture: a convolution captured into a graph runs at each launch
+// with the buffers' contents of then, once a call outside the capture has
+// grown the work area; timing a new shape's algorithms cannot be
+// captured.
+func TestCapture(t *testing.T) {
+	ctx, s, h := handle(t)
+	img := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	x := tensor(t, ctx, cudnn.Shape{N: 1, C: 1, H: 3, W: 3}, cudnn.NCHW, img)
+	// The sum of the pixels, and the centre one.
+	w := tensor(t, ctx, cudnn.Shape{N: 2, C: 1, H: 3, W: 3}, cudnn.NCHW, []float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0})
+	y := empty[float32](t, ctx, cudnn.Shape{N: 1, C: 2, H: 1, W: 1}, cudnn.NCHW)
+	conv := func() error { return cudnn.ConvForward(h, y, x, w, cudnn.Conv2D{}) }
+	if cudatest.IsFake() {
+		// The fake's heuristics rank first an algorithm with a work
+		// area, which a fresh handle has not.
+		if _, err := s.Capture(cuda.CaptureThreadLocal, conv); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "run the call once before the capture") {
+			t.Fatalf("ConvForward captured by a fresh handle: %v", err)
+		}
+	}
+	if err := conv(); err != nil {
+		t.Fatal(err)
+	}
+	must(0, h.SetBenchmark(true))(t)
+	y2 := empty[float32](t, ctx, cudnn.Shape{N: 1, C: 2, H: 2, W: 2}, cudnn.NCHW)
+	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
+		// A shape seen already keeps its plan: captured as it is.
+		if err := conv(); err != nil {
+			return err
+		}
+		if err := cudnn.ConvForward(h, y2, x, w, cudnn.Conv2D{PadH: 1, PadW: 1, StrideH: 2, StrideW: 2}); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "timing") {
+			t.Errorf("a new shape timed inside a capture: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	exec := must(g.Instantiate())(t)
+	defer exec.Close()
+	for _, k := range []float32{1, 3} {
+		scaled := make([]float32, len(img))
+		for i := range img {
+			scaled[i] = k * img[i]
+		}
+		if err := x.Data.CopyFromHost(scaled); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if got := download(t, y); got[0] != 45*float64(k) || got[1] != 5*float64(k) {
+			t.Fatalf("replay with x·%v: y = %v, want [%v %v]", k, got, 45*k, 5*k)
+		}
+	}
+}
+
+// TestConcurrent: goroutines sharing a Handle take turns; each gets its
+// own convolution.
+func TestConcurrent(t *testing.T) {
+	ctx, s, h := handle(t)
+	w := tensor(t, ctx, cudnn.Shape{N: 1, C: 1, H: 2, W: 2}, cudnn.NHWC, []float32{1, 1, 1, 1})
+	const n = 8
+	errs := make(chan error, n)
+	ys := make([]cudnn.Tensor[float32], n)
+	for i := range n {
+		x := tensor(t, ctx, cudnn.Shape{N: 1, C: 1, H: 2, W: 3}, cudnn.NHWC, []float32{float32(i), 0, 0, 0, 0, 1})
+		ys[i] = empty[float32](t, ctx, cudnn.Shape{N: 1, C: 1, H: 1, W: 2}, cudnn.NHWC)
+		go func() {
+			for range 20 {
+				if err := cudnn.ConvForward(h, ys[i], x, w, cudnn.Conv2D{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, y := range ys {
+		if got := download(t, y); got[0] != float64(i) || got[1] != 1 {
+			t.Errorf("goroutine %d: y = %v, want [%d 1]", i, got, i)
+		}
+	}
+	if n := h.WorkBytes(); cudatest.IsFake() && n == 0 {
+		t.Errorf("WorkBytes = 0 after convolutions whose algorithm needs a work area")
+	}
+	if str := h.String(); !strings.HasPrefix(str, "cudnn.Handle{") || !strings.Contains(str, "work ") {
+		t.Errorf("String = %q", str)
+	}
+}
