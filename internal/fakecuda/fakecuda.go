@@ -4,7 +4,7 @@
 // The fake is C (csrc: driver.c, the driver core; kernels.c, modules and
 // kernel emulation; hostkernels.c, kernels compiled for the host by
 // internal/hostcc, run a block's threads as fibers of fiber.c; pools.c, stream-ordered memory pools; graphs.c; ipc.c;
-// nccl.c; cublas.c; rand.c, cuRAND; fft.c, cuFFT; sparse.c, cuSPARSE; solver.c, cuSOLVER; the shared fakecuda.h and the generated zenums.h),
+// nccl.c; cublas.c; rand.c, cuRAND; fft.c, cuFFT; sparse.c, cuSPARSE; solver.c, cuSOLVER; dnn.c, cuDNN; the shared fakecuda.h and the generated zenums.h),
 // compiled on first use with the machine's C
 // compiler into a cache folder, and loaded through the very same loading and
 // calling code as the real driver (GOCUDA_LIBCUDA points at it). Its test
