@@ -39,9 +39,11 @@
 // loader's path, in /usr/local/cuda, and in the folders of NVIDIA's Python
 // wheels (nvidia/cudnn, as PyTorch installs it); GOCUDA_LIBCUDNN names
 // another file. libcudnn.so.9 loads its sub-libraries (libcudnn_cnn,
-// libcudnn_ops, ...) from its own folder, and they need cuBLAS, cuBLASLt
-// and NVRTC: the package loads those first from the same places, where the
-// loader's path lacks them. cuDNN 9 keeps the calls this package makes
+// libcudnn_ops, ...) from its own folder when first needed, and they need
+// cuBLAS, cuBLASLt and NVRTC: the package loads those before, from the
+// wheels beside cuDNN's where it came from a wheel (the versions it was
+// shipped with), else from the places above, where the loader's path
+// lacks them. cuDNN 9 keeps the calls this package makes
 // (the legacy API, deprecated there); a function missing from the library
 // opened fails only its own operations, with cuda.ErrNotSupported.
 package cudnn
@@ -49,6 +51,8 @@ package cudnn
 //go:generate go run ../internal/driver/gen -in ../internal/lib/cudnn/status.txt -backend lib-public -pkg cudnn -out zstatus.go
 
 import (
+	"path/filepath"
+	"strings"
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
@@ -64,10 +68,10 @@ const EnvLibrary = "GOCUDA_LIBCUDNN"
 // with the functions of internal/lib/cudnn: a file that lacks one of the
 // required ones is not cuDNN, and the others fail only their own calls.
 // deps are the libraries cuDNN's sub-libraries load (cuBLASLt, cuBLAS,
-// NVRTC), opened first where they can be found so that cuDNN's own
-// dependencies are met from the same places (a library already loaded
-// satisfies them); cuDNN opens without them where the loader finds them
-// itself.
+// NVRTC), opened before those are (load) where they can be found, so that
+// cuDNN's own dependencies are met from the same places (a library
+// already loaded satisfies them); cuDNN works without them where the
+// loader finds them itself.
 var (
 	lib = dl.Lazy{
 		Library: dl.Library{
@@ -88,18 +92,45 @@ var (
 	}
 )
 
-// load opens cuDNN (after its dependencies, where they are found) once per
-// process; op's Error says why it could not.
+// load opens cuDNN once per process, then its dependencies (cuDNN 9's
+// sub-libraries load lazily, at the first calls that need them): first
+// from the wheels beside the cuDNN opened where it came from a wheel (the
+// versions it was shipped with), else from the usual places. op's Error
+// says why cuDNN could not be opened.
 func load(op string) error {
+	err := open(op)
 	depsOnce.Do(func() {
-		for _, d := range deps {
-			_ = d.Open() // cuDNN's own error says what is missing, if anything
+		if err == nil {
+			loadDeps(lib.Path())
 		}
 	})
-	return open(op)
+	return err
 }
 
 var depsOnce sync.Once
+
+// loadDeps loads each of deps, from the wheels of the site-packages that
+// path (cuDNN's) lies in where it lies in one, else as its Lazy finds it.
+// A dependency found nowhere is cuDNN's to report, if it needs it.
+func loadDeps(path string) {
+	site, _, inWheel := strings.Cut(filepath.ToSlash(path), "/nvidia/cudnn/")
+	for _, d := range deps {
+		loaded := false
+		for _, w := range d.Library.Wheels {
+			for _, so := range d.Library.Sonames {
+				if !inWheel || loaded {
+					continue
+				}
+				if _, err := dl.Load(filepath.Join(filepath.FromSlash(site), "nvidia", w, so)); err == nil {
+					loaded = true
+				}
+			}
+		}
+		if !loaded {
+			_ = d.Open()
+		}
+	}
+}
 
 // Library returns the path of the cuDNN library opened, or why none could
 // be.
