@@ -105,7 +105,7 @@ func mem(bs ...*cuda.DeviceBuffer[float32]) []cuda.Memory {
 }
 
 // BatchNormInference normalizes x with the running statistics bn.Mean and
-// bn.Var into y (x's shape and layout; y may be x), queued on h's stream
+// bn.Var into y (x's shape and layout), queued on h's stream
 // (cudnnBatchNormalizationForwardInference).
 func BatchNormInference[T Element](h *Handle, y, x Tensor[T], bn BatchNorm) error {
 	const op = "BatchNormInference"

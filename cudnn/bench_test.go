@@ -34,15 +34,17 @@ func (c resnetConv) name() string {
 
 const benchBatch = 32
 
-// BenchmarkConv is ResNet-50's convolutions forward at batch 32, named
-// fwd/<type>/<layout>/<shape> as bench/pyref/conv_peers.py names them
-// (torch.nn.functional.conv2d with torch.backends.cudnn.benchmark on),
-// timed the same way: one call to warm up (where the algorithm is timed:
-// SetBenchmark, as PyTorch's), then a loop of b.N calls and one
-// synchronize, CUDA events around the loop (us/op; the lead runs
-// -test.count 3 and takes the median). bfloat16 in NHWC and NCHW, float32
-// in NCHW with TF32 allowed (PyTorch's default for cuDNN:
-// torch.backends.cudnn.allow_tf32). GOCUDA_CONV_CASES (a comma list of
+// BenchmarkConv is ResNet-50's convolutions at batch 32, named
+// <pass>/<type>/<layout>/<shape> as bench/pyref/conv_peers.py names them
+// (torch.nn.functional.conv2d, and aten's convolution_backward for one
+// gradient, with torch.backends.cudnn.benchmark on), timed the same way:
+// one call to warm up (where the algorithm is timed: SetBenchmark, as
+// PyTorch's), then a loop of b.N calls and one synchronize, CUDA events
+// around the loop (us/op; the lead runs -test.count 3 and takes the
+// median). Forward (fwd) in bfloat16 NHWC and NCHW and in float32 NCHW
+// with TF32 allowed (PyTorch's default for cuDNN:
+// torch.backends.cudnn.allow_tf32); the input's gradient (dgrad) and the
+// filters' (wgrad) in bfloat16 NHWC. GOCUDA_CONV_CASES (a comma list of
 // name prefixes, such as fwd/bf16/NHWC) selects a subset.
 func BenchmarkConv(b *testing.B) {
 	if cudatest.IsFake() {
@@ -54,9 +56,11 @@ func BenchmarkConv(b *testing.B) {
 	defer h.Close()
 	must(0, h.SetBenchmark(true))(b)
 	must(0, h.SetTF32(true))(b)
-	b.Run("fwd/bf16/NHWC", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, cudnn.NHWC) })
-	b.Run("fwd/bf16/NCHW", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, cudnn.NCHW) })
-	b.Run("fwd/f32/NCHW", func(b *testing.B) { benchConv[float32](b, ctx, h, cudnn.NCHW) })
+	b.Run("fwd/bf16/NHWC", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, "fwd", cudnn.NHWC) })
+	b.Run("fwd/bf16/NCHW", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, "fwd", cudnn.NCHW) })
+	b.Run("fwd/f32/NCHW", func(b *testing.B) { benchConv[float32](b, ctx, h, "fwd", cudnn.NCHW) })
+	b.Run("dgrad/bf16/NHWC", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, "dgrad", cudnn.NHWC) })
+	b.Run("wgrad/bf16/NHWC", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, "wgrad", cudnn.NHWC) })
 }
 
 // selected says whether GOCUDA_CONV_CASES selects the case named name.
@@ -73,10 +77,10 @@ func selected(name string) bool {
 	return false
 }
 
-func benchConv[T cudnn.Element](b *testing.B, ctx *cuda.Context, h *cudnn.Handle, l cudnn.Layout) {
-	prefix := "fwd/f32/"
+func benchConv[T cudnn.Element](b *testing.B, ctx *cuda.Context, h *cudnn.Handle, pass string, l cudnn.Layout) {
+	prefix := pass + "/f32/"
 	if _, ok := any(*new(T)).(cuda.BFloat16); ok {
-		prefix = "fwd/bf16/"
+		prefix = pass + "/bf16/"
 	}
 	prefix += l.String() + "/"
 	for _, c := range resnet50 {
@@ -92,9 +96,14 @@ func benchConv[T cudnn.Element](b *testing.B, ctx *cuda.Context, h *cudnn.Handle
 		x := cudnn.Tensor[T]{Data: filled[T](b, ctx, xs.Len()), Shape: xs, Layout: l}
 		w := cudnn.Tensor[T]{Data: filled[T](b, ctx, ws.Len()), Shape: ws, Layout: l}
 		y := cudnn.Tensor[T]{Data: must(cuda.Alloc[T](ctx, ys.Len()))(b), Shape: ys, Layout: l}
-		b.Run(c.name(), func(b *testing.B) {
-			benchLoop(b, h.Stream(), func() error { return cudnn.ConvForward(h, y, x, w, p) })
-		})
+		op := func() error { return cudnn.ConvForward(h, y, x, w, p) }
+		switch pass {
+		case "dgrad": // x's gradient from y's (y stands for dy, x for dx)
+			op = func() error { return cudnn.ConvBackwardData(h, x, y, w, p) }
+		case "wgrad": // w's gradient from x and y's (w stands for dw)
+			op = func() error { return cudnn.ConvBackwardFilter(h, w, x, y, p) }
+		}
+		b.Run(c.name(), func(b *testing.B) { benchLoop(b, h.Stream(), op) })
 		for _, buf := range []*cuda.DeviceBuffer[T]{x.Data, w.Data, y.Data} {
 			if err := buf.Free(); err != nil {
 				b.Fatal(err)

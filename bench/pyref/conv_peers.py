@@ -1,5 +1,7 @@
 """Issue 52's convolution benchmarks (item 4) in PyTorch: ResNet-50's
-convolution layers at batch 32, forward, torch.nn.functional.conv2d with
+convolution layers at batch 32, forward (torch.nn.functional.conv2d) and
+each gradient alone (aten's convolution_backward with one output asked
+for: the input's, dgrad, or the filters', wgrad), with
 torch.backends.cudnn.benchmark on (cuDNN times its algorithms once per
 shape, as package cudnn's Handle.SetBenchmark), named and timed as
 cudnn/bench_test.go's BenchmarkConv: one call to warm up (where cuDNN
@@ -7,8 +9,9 @@ times), then a loop of N calls between two CUDA events and one
 synchronize, the median of 3 repeats, N chosen so that a repeat takes
 about 50 ms (at most MAX_CALLS, at least 1). Cases: fwd/bf16/NHWC (the
 tensors channels_last), fwd/bf16/NCHW, fwd/f32/NCHW (TF32 allowed,
-PyTorch's default for cuDNN), each of the shapes below; the output is
-allocated by each call, from PyTorch's caching allocator.
+PyTorch's default for cuDNN), dgrad/bf16/NHWC, wgrad/bf16/NHWC, each of
+the shapes below; the output is allocated by each call, from PyTorch's
+caching allocator.
 
 usage: python3 conv_peers.py > conv-peers.json
        python3 conv_peers.py --report conv-go.txt conv-peers.json > conv.md
@@ -42,7 +45,7 @@ RESNET50 = [
     (1024, 14, 512, 1, 1, 0), (512, 14, 512, 3, 2, 1), (512, 7, 2048, 1, 1, 0), (1024, 14, 2048, 1, 2, 0), (2048, 7, 512, 1, 1, 0), (512, 7, 512, 3, 1, 1),
 ]
 
-GROUPS = ["fwd/bf16/NHWC", "fwd/bf16/NCHW", "fwd/f32/NCHW"]
+GROUPS = ["fwd/bf16/NHWC", "fwd/bf16/NCHW", "fwd/f32/NCHW", "dgrad/bf16/NHWC", "wgrad/bf16/NHWC"]
 
 
 def name(c, hw, k, r, stride, pad):
@@ -93,7 +96,7 @@ def run():
     meta = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name()}
     print(json.dumps({"meta": meta}), flush=True)
     for group in GROUPS:
-        _, typ, layout = group.split("/")
+        pass_, typ, layout = group.split("/")
         dtype = torch.bfloat16 if typ == "bf16" else torch.float32
         fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
         for shape in RESNET50:
@@ -105,8 +108,18 @@ def run():
                 x = pattern(torch, BATCH * c * hw * hw, dtype).view(BATCH, c, hw, hw).contiguous(memory_format=fmt)
                 w = pattern(torch, k * c * r * r, dtype).view(k, c, r, r).contiguous(memory_format=fmt)
                 with torch.no_grad():
-                    us = timed(torch, lambda: F.conv2d(x, w, stride=stride, padding=pad))
-                print(json.dumps({"peer": "torch", "case": case, "us": us, "how": "F.conv2d, cudnn.benchmark, %s" % layout}), flush=True)
+                    if pass_ == "fwd":
+                        call, how = (lambda: F.conv2d(x, w, stride=stride, padding=pad)), "F.conv2d"
+                    else:
+                        # One gradient of aten's convolution backward: the
+                        # input's (dgrad) or the filters' (wgrad), from dy.
+                        dy = F.conv2d(x, w, stride=stride, padding=pad)
+                        mask = [pass_ == "dgrad", pass_ == "wgrad", False]
+                        call = (lambda: torch.ops.aten.convolution_backward(
+                            dy, x, w, None, [stride, stride], [pad, pad], [1, 1], False, [0, 0], 1, mask))
+                        how = "aten.convolution_backward %s" % pass_
+                    us = timed(torch, call)
+                print(json.dumps({"peer": "torch", "case": case, "us": us, "how": "%s, cudnn.benchmark, %s" % (how, layout)}), flush=True)
                 del x, w
             except Exception as e:  # noqa: BLE001 - a case that fails is reported, the others run
                 print("%s: %s" % (case, e), file=sys.stderr)
