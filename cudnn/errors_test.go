@@ -267,3 +267,56 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("String = %q", str)
 	}
 }
+
+// TestMisused: what the real library's answer to is undefined, the fake
+// refuses: a work area smaller than asked for, none, a descriptor
+// destroyed.
+func TestMisused(t *testing.T) {
+	if !cudatest.IsFake() {
+		t.Skip("the real cuDNN's answer to these is undefined")
+	}
+	ctx, _, h := handle(t)
+	x := empty[float32](t, ctx, cudnn.Shape{N: 1, C: 2, H: 5, W: 5}, cudnn.NCHW)
+	w := empty[float32](t, ctx, cudnn.Shape{N: 3, C: 2, H: 3, W: 3}, cudnn.NCHW)
+	y := empty[float32](t, ctx, cudnn.Shape{N: 1, C: 3, H: 3, W: 3}, cudnn.NCHW)
+	for _, how := range []string{"short", "nil", "destroyed"} {
+		asked, err := cudnn.ForwardMisused(h, y, x, w, cudnn.Conv2D{}, how)
+		if asked == 0 {
+			t.Fatalf("%s: the fake's algorithm asked for no work area", how)
+		}
+		if !errors.Is(err, cudnn.ResultBadParam) {
+			t.Errorf("%s: %v, want CUDNN_STATUS_BAD_PARAM", how, err)
+		}
+	}
+	if err := cudnn.ConvForward(h, y, x, w, cudnn.Conv2D{}); err != nil {
+		t.Errorf("ConvForward afterwards: %v", err)
+	}
+}
+
+// TestMissingFunction: a function the library opened lacks fails only the
+// operations that call it, with cuda.ErrNotSupported naming it.
+func TestMissingFunction(t *testing.T) {
+	ctx, _, h := handle(t)
+	x := tensor(t, ctx, cudnn.Shape{N: 1, C: 1, H: 2, W: 2}, cudnn.NHWC, []float32{1, 2, 3, 4})
+	w := tensor(t, ctx, cudnn.Shape{N: 1, C: 1, H: 1, W: 1}, cudnn.NHWC, []float32{2})
+	y := empty[float32](t, ctx, x.Shape, cudnn.NHWC)
+	bias := cudatest.Upload(t, ctx, []float32{-3})
+	restore := cudnn.Missing("cudnnConvolutionBiasActivationForward")
+	err := cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.ReLU, cudnn.Conv2D{})
+	restore()
+	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "has no cudnnConvolutionBiasActivationForward") {
+		t.Errorf("ConvBiasActivation without its function: %v", err)
+	}
+	if err := cudnn.ConvForward(h, y, x, w, cudnn.Conv2D{}); err != nil {
+		t.Fatalf("ConvForward beside it: %v", err)
+	}
+	if got := download(t, y); got[0] != 2 || got[3] != 8 {
+		t.Errorf("ConvForward beside it: y = %v", got)
+	}
+	if err := cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.ReLU, cudnn.Conv2D{}); err != nil {
+		t.Fatalf("ConvBiasActivation once restored: %v", err)
+	}
+	if got := download(t, y); got[0] != 0 || got[3] != 5 {
+		t.Errorf("ConvBiasActivation once restored: y = %v, want [0 1 3 5]", got)
+	}
+}

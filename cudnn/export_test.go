@@ -1,0 +1,69 @@
+package cudnn
+
+import (
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	clib "github.com/gocuda/cuda/internal/lib/cudnn"
+)
+
+// Missing makes the library opened seem to lack the function name (its
+// address 0, as where the file has no such symbol) until restore is
+// called. The library must be open.
+func Missing(name string) (restore func()) {
+	for _, s := range clib.Table.Symbols {
+		if s.Name == name {
+			old := *s.Addr
+			*s.Addr = 0
+			return func() { *s.Addr = old }
+		}
+	}
+	panic("no function " + name)
+}
+
+// ForwardMisused calls cudnnConvolutionForward as ConvForward does but for
+// one thing wrong, which only the fake can be trusted to catch (the real
+// library's answer to it is undefined): "short", a work area a byte
+// smaller than cudnnGetConvolutionForwardWorkspaceSize asked for;
+// "destroyed", an output descriptor destroyed before the call; "nil", no
+// work area. It returns the call's error and the size asked for.
+func ForwardMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how string) (uintptr, error) {
+	const op = "ConvForward"
+	k, err := convArgs(op, passForward, [3]string{"x", "w", "y"}, x, w, y, p)
+	if err != nil {
+		return 0, err
+	}
+	var asked uintptr
+	err = h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) (err error) {
+		d := &descs{op: op}
+		defer d.release(&err)
+		pl, err := c.plan(k, y.Shape)
+		if err != nil {
+			return err
+		}
+		asked = pl.work
+		n := pl.work
+		ws, err := c.work(n)
+		if err != nil {
+			return err
+		}
+		yd := pl.y
+		switch how {
+		case "short":
+			n--
+		case "nil":
+			ws = 0
+		case "destroyed":
+			if yd, err = d.tensor(y.Shape, y.Layout, k.dt); err != nil {
+				return err
+			}
+			if err := check(op, "cudnnDestroyTensorDescriptor", clib.DestroyTensorDescriptor(yd)); err != nil {
+				return err
+			}
+			d.tensors = nil
+		}
+		one, zero := float32(1), float32(0)
+		return check(op, "cudnnConvolutionForward", clib.ConvolutionForward(c.lh, unsafe.Pointer(&one), pl.x, uintptr(x.Data.Ptr()), pl.w, uintptr(w.Data.Ptr()), pl.c, pl.algo, ws, n, unsafe.Pointer(&zero), yd, uintptr(y.Data.Ptr())))
+	})
+	return asked, err
+}
