@@ -23,12 +23,68 @@ type AttentionOptions struct {
 	Causal bool
 	// Scale multiplies QK^T before the softmax; 0 means 1/sqrt(D).
 	Scale float64
+	// Layout is the order of the arrays' axes (q, k, v and the result
+	// alike): LayoutBHSD (the zero value) or LayoutBSHD.
+	Layout AttentionLayout
+}
+
+// AttentionLayout is the order of the axes of attention's arrays.
+type AttentionLayout int
+
+const (
+	// LayoutBHSD is [batch, heads, positions, D], PyTorch's
+	// scaled_dot_product_attention's.
+	LayoutBHSD AttentionLayout = iota
+	// LayoutBSHD is [batch, positions, heads, D], FlashAttention's own: a
+	// projection's output [B, S, H*D] reshaped, with no transpose on the
+	// way in, and the result reshaped to [B, S, H*D] for the next
+	// projection, with none on the way out.
+	LayoutBSHD
+)
+
+// String names the layout, as "BHSD".
+func (l AttentionLayout) String() string {
+	switch l {
+	case LayoutBHSD:
+		return "BHSD"
+	case LayoutBSHD:
+		return "BSHD"
+	}
+	return fmt.Sprintf("AttentionLayout(%d)", int(l))
+}
+
+// dims returns an array's shape in this layout as (B, heads, positions,
+// D), and its strides of B, heads and positions, contiguous.
+func (l AttentionLayout) dims(shape []int) (d [4]int, st [3]int64) {
+	if l == LayoutBSHD {
+		d = [4]int{shape[0], shape[2], shape[1], shape[3]}
+		return d, [3]int64{int64(shape[1]) * int64(shape[2]) * int64(shape[3]), int64(shape[3]), int64(shape[2]) * int64(shape[3])}
+	}
+	d = [4]int{shape[0], shape[1], shape[2], shape[3]}
+	return d, [3]int64{int64(shape[1]) * int64(shape[2]) * int64(shape[3]), int64(shape[2]) * int64(shape[3]), int64(shape[3])}
+}
+
+// shape is the array shape of (b, heads, positions, d) in this layout.
+func (l AttentionLayout) shape(b, heads, positions, d int) []int {
+	if l == LayoutBSHD {
+		return []int{b, positions, heads, d}
+	}
+	return []int{b, heads, positions, d}
+}
+
+// names are the axes' names in this layout, for errors: [B, heads, S, D].
+func (l AttentionLayout) names(heads, positions string) string {
+	if l == LayoutBSHD {
+		return "[B, " + positions + ", " + heads + ", D]"
+	}
+	return "[B, " + heads + ", " + positions + ", D]"
 }
 
 // Attention returns scaled dot-product attention, softmax(Q K^T * scale) V,
 // of q [B, H, Sq, D] over keys k and values v [B, Hkv, Sk, D], as
 // PyTorch's scaled_dot_product_attention: a result [B, H, Sq, D],
-// allocated in stream order on q's stream. Hkv must divide H: the query
+// allocated in stream order on q's stream (with opts.Layout LayoutBSHD,
+// every array [B, positions, heads, D] instead). Hkv must divide H: the query
 // heads h*Hkv/H ... share a key/value head (grouped-query attention; Hkv
 // == H is the classic kind, Hkv == 1 multi-query).
 //
@@ -57,7 +113,7 @@ func Attention[T Float](q, k, v *nd.Array[T], opts AttentionOptions) (*nd.Array[
 	if err != nil {
 		return nil, err
 	}
-	out, err := nd.Empty[T](q.Stream(), p.B, p.H, p.Sq, p.D)
+	out, err := nd.Empty[T](q.Stream(), opts.Layout.shape(p.B, p.H, p.Sq, p.D)...)
 	if err != nil {
 		return nil, wrap(op, err)
 	}
@@ -73,15 +129,15 @@ func Attention[T Float](q, k, v *nd.Array[T], opts AttentionOptions) (*nd.Array[
 }
 
 // AttentionInto writes Attention(q, k, v, opts) into out, a contiguous
-// array [B, H, Sq, D] of q's stream, allocating nothing: the form to
-// capture in a CUDA graph.
+// array [B, H, Sq, D] (or [B, Sq, H, D]) of q's stream, allocating
+// nothing: the form to capture in a CUDA graph.
 func AttentionInto[T Float](out, q, k, v *nd.Array[T], opts AttentionOptions) error {
 	const op = "AttentionInto"
 	p, err := attnPrepare(op, q, k, v, opts)
 	if err != nil {
 		return err
 	}
-	ob, err := attnOut(op, out, p)
+	ob, err := attnOut(op, out, p, opts.Layout)
 	if err != nil {
 		return err
 	}
@@ -97,38 +153,50 @@ type attnParams[T Float] struct {
 	B, H, Hkv, Sq, Sk int
 	D                 int
 	qst, kst, vst     [3]int64 // strides of the batch, head and position axes
+	ost               [3]int64 // the result's
 	scaleLog2         float32
 	causal            bool
 }
 
 // attnPrepare checks q, k and v and returns the launch they make.
 func attnPrepare[T Float](op string, q, k, v *nd.Array[T], opts AttentionOptions) (*attnParams[T], error) {
-	qb, qs, err := attnOperand(op, "q", q)
+	if err := attnLayoutValid(op, opts.Layout); err != nil {
+		return nil, err
+	}
+	l := opts.Layout
+	qb, qs, qst, err := attnOperand(op, "q", q, l)
 	if err != nil {
 		return nil, err
 	}
-	kb, ks, err := attnOperand(op, "k", k)
+	kb, ks, kst, err := attnOperand(op, "k", k, l)
 	if err != nil {
 		return nil, err
 	}
-	vb, vs, err := attnOperand(op, "v", v)
+	vb, vs, vst, err := attnOperand(op, "v", v, l)
 	if err != nil {
 		return nil, err
 	}
 	if k.Stream() != q.Stream() || v.Stream() != q.Stream() {
 		return nil, errorf(op, cuda.ErrInvalidValue, "q, k and v belong to different streams: order them with events and make them on one")
 	}
-	if ks[0] != qs[0] || ks[3] != qs[3] || vs[0] != qs[0] || vs[3] != qs[3] || vs[1] != ks[1] || vs[2] != ks[2] {
-		return nil, errorf(op, cuda.ErrInvalidValue, "shapes q %v, k %v, v %v: want q [B, H, Sq, D] and k, v [B, Hkv, Sk, D]", qs, ks, vs)
+	if ks[0] != qs[0] || ks[3] != qs[3] || vs != ks {
+		return nil, errorf(op, cuda.ErrInvalidValue, "shapes q %v, k %v, v %v: want q %s and k, v %s", q.Shape(), k.Shape(), v.Shape(), l.names("H", "Sq"), l.names("Hkv", "Sk"))
 	}
-	p := &attnParams[T]{s: q.Stream(), q: qb, k: kb, v: vb, B: qs[0], H: qs[1], Hkv: ks[1], Sq: qs[2], Sk: ks[2], D: qs[3], causal: opts.Causal}
+	p := &attnParams[T]{s: q.Stream(), q: qb, k: kb, v: vb, B: qs[0], H: qs[1], Hkv: ks[1], Sq: qs[2], Sk: ks[2], D: qs[3], causal: opts.Causal,
+		qst: qst, kst: kst, vst: vst}
+	_, p.ost = l.dims(l.shape(p.B, p.H, p.Sq, p.D))
 	if err := p.check(op, opts); err != nil {
 		return nil, err
 	}
-	p.qst = attnStrides(qs)
-	p.kst = attnStrides(ks)
-	p.vst = attnStrides(vs)
 	return p, nil
+}
+
+// attnLayoutValid returns op's error for a layout not of the constants.
+func attnLayoutValid(op string, l AttentionLayout) error {
+	if l != LayoutBHSD && l != LayoutBSHD {
+		return errorf(op, cuda.ErrInvalidValue, "opts.Layout is %v: LayoutBHSD or LayoutBSHD", l)
+	}
+	return nil
 }
 
 // check checks the shape's sizes and sets the scale.
@@ -157,44 +225,39 @@ func (p *attnParams[T]) check(op string, opts AttentionOptions) error {
 // D/32 columns of each of its rows in registers.
 const attnMaxD = 256
 
-// attnOperand returns a's memory and shape, or op's error naming it
+// attnOperand returns a's memory, its shape as (B, heads, positions, D)
+// in layout l and the strides of the first three, or op's error naming it
 // where it is not a contiguous 4-d array.
-func attnOperand[T Float](op, name string, a *nd.Array[T]) (*cuda.DeviceBuffer[T], []int, error) {
+func attnOperand[T Float](op, name string, a *nd.Array[T], l AttentionLayout) (*cuda.DeviceBuffer[T], [4]int, [3]int64, error) {
 	if a == nil {
-		return nil, nil, errorf(op, cuda.ErrInvalidValue, "%s is a nil *nd.Array", name)
+		return nil, [4]int{}, [3]int64{}, errorf(op, cuda.ErrInvalidValue, "%s is a nil *nd.Array", name)
 	}
 	b, err := a.Buffer() // a zero, failed, freed or strided array's error
 	if err != nil {
-		return nil, nil, &Error{Op: op, Err: err, Detail: "operand " + name}
+		return nil, [4]int{}, [3]int64{}, &Error{Op: op, Err: err, Detail: "operand " + name}
 	}
 	shape := a.Shape()
 	if len(shape) != 4 {
-		return nil, nil, errorf(op, cuda.ErrInvalidValue, "%s has shape %v: want 4 dimensions [B, heads, positions, D]", name, shape)
+		return nil, [4]int{}, [3]int64{}, errorf(op, cuda.ErrInvalidValue, "%s has shape %v: want 4 dimensions %s", name, shape, l.names("heads", "positions"))
 	}
-	return b, shape, nil
+	d, st := l.dims(shape)
+	return b, d, st, nil
 }
 
 // attnOut returns the memory of out, Attention's result for p, or op's
 // error where it is not one.
-func attnOut[T Float](op string, out *nd.Array[T], p *attnParams[T]) (*cuda.DeviceBuffer[T], error) {
-	ob, os, err := attnOperand(op, "out", out)
+func attnOut[T Float](op string, out *nd.Array[T], p *attnParams[T], l AttentionLayout) (*cuda.DeviceBuffer[T], error) {
+	ob, os, _, err := attnOperand(op, "out", out, l)
 	if err != nil {
 		return nil, err
 	}
 	if out.Stream() != p.s {
 		return nil, errorf(op, cuda.ErrInvalidValue, "out belongs to another stream than q")
 	}
-	if os[0] != p.B || os[1] != p.H || os[2] != p.Sq || os[3] != p.D {
-		return nil, errorf(op, cuda.ErrInvalidValue, "out has shape %v: want [%d, %d, %d, %d]", os, p.B, p.H, p.Sq, p.D)
+	if os != [4]int{p.B, p.H, p.Sq, p.D} {
+		return nil, errorf(op, cuda.ErrInvalidValue, "out has shape %v: want %v", out.Shape(), l.shape(p.B, p.H, p.Sq, p.D))
 	}
 	return ob, nil
-}
-
-// attnStrides are a contiguous shape's strides of its first three axes.
-func attnStrides(shape []int) [3]int64 {
-	s2 := int64(shape[3])
-	s1 := s2 * int64(shape[2])
-	return [3]int64{s1 * int64(shape[1]), s1, s2}
 }
 
 // attnKind is T's ATTN_T: 0 float32 (or a type defined on it), 1
@@ -315,7 +378,7 @@ func (p *attnParams[T]) useTC(kind int, out *cuda.DeviceBuffer[T]) (bool, error)
 			return false, nil
 		}
 	}
-	for _, st := range [][3]int64{p.qst, p.kst, p.vst} {
+	for _, st := range [][3]int64{p.qst, p.kst, p.vst, p.ost} {
 		if st[0]%8 != 0 || st[1]%8 != 0 || st[2]%8 != 0 {
 			return false, nil
 		}
@@ -354,7 +417,7 @@ func attnLaunch[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) e
 	}
 	args := []any{o, p.q, p.k, p.v, lenp, int32(p.H), int32(G), int32(p.Sq), int32(p.Sk),
 		p.qst[0], p.qst[1], p.qst[2], p.kst[0], p.kst[1], p.kst[2], p.vst[0], p.vst[1], p.vst[2],
-		p.scaleLog2, causal}
+		p.ost[0], p.ost[1], p.ost[2], p.scaleLog2, causal}
 	if splits := p.split(); splits > 1 {
 		return attnLaunchSplit(op, m, o, p, splits, args)
 	}
@@ -433,7 +496,7 @@ func attnLaunchSplit[T Float](op string, m *attnModule, o *cuda.DeviceBuffer[T],
 			Grid:   cuda.Dim3{X: rows, Y: p.Hkv, Z: p.B},
 			Block:  cuda.Dim3{X: min(p.D, 256), Y: 1, Z: 1},
 			Stream: p.s,
-		}, o, ws, int32(p.H), int32(p.H/p.Hkv), int32(p.Sq), int32(splits))
+		}, o, ws, p.ost[0], p.ost[1], p.ost[2], int32(p.H/p.Hkv), int32(p.Sq), int32(splits))
 	}
 	if ferr := ws.FreeOn(p.s); err == nil {
 		err = ferr

@@ -142,6 +142,7 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 	long long qsb, long long qsh, long long qss,
 	long long ksb, long long ksh, long long kss,
 	long long vsb, long long vsh, long long vss,
+	long long osb, long long osh, long long oss,
 	float scale_log2, int causal, float* __restrict__ part, int chunk)
 {
 	// With part, the split-K mode: every row (G*Sq <= ATTN_SBM) in each
@@ -258,7 +259,7 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 			continue;
 		}
 		const int h = hk * G + r / Sq, i = r % Sq;
-		attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * D;
+		attn_t* orow = o + b * osb + h * osh + i * oss;
 		const float inv = l[rr] > 0.0f ? 1.0f / l[rr] : 0.0f;
 		#pragma unroll
 		for (int c = 0; c < ATTN_DPL; c++) {
@@ -272,7 +273,7 @@ extern "C" __global__ __launch_bounds__(128) void attn_fwd_scalar(
 // x of grid (rows, Hkv, B)), the splits' outputs weighed by 2^(m - M), M
 // their largest max, over their sums so weighed. A thread per column.
 extern "C" __global__ void attn_split_combine(attn_t* __restrict__ o, const float* __restrict__ part,
-	int H, int G, int Sq, int splits)
+	long long osb, long long osh, long long oss, int G, int Sq, int splits)
 {
 	const int r = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, rows = gridDim.x;
 	const float* base = part + (((long long)b * gridDim.y + hk) * splits * rows + r) * (ATTN_D + 2);
@@ -284,7 +285,7 @@ extern "C" __global__ void attn_split_combine(attn_t* __restrict__ o, const floa
 	for (int x = 0; x < splits; x++) L += base[x * step + ATTN_D + 1] * attn_exp2(base[x * step + ATTN_D] - msafe);
 	const float inv = L > 0.0f ? 1.0f / L : 0.0f;
 	const int h = hk * G + r / Sq, i = r % Sq;
-	attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * ATTN_D;
+	attn_t* orow = o + b * osb + h * osh + i * oss;
 	for (int d = threadIdx.x; d < ATTN_D; d += blockDim.x) {
 		float acc = 0.0f;
 		for (int x = 0; x < splits; x++) acc += base[x * step + d] * attn_exp2(base[x * step + ATTN_D] - msafe);
@@ -295,16 +296,18 @@ extern "C" __global__ void attn_split_combine(attn_t* __restrict__ o, const floa
 // ---- the KV cache ---------------------------------------------------------------
 // state[0] is the cache's length, state[1] set where an Append would have
 // passed maxlen (and was dropped). attn_kv_append copies n new positions
-// of k and v ([B, Hkv, n, D], contiguous) to the cache ([B, Hkv, maxlen,
+// of k and v ([B, Hkv, n, D] or [B, n, Hkv, D]) to the cache ([B, Hkv, maxlen,
 // D]) after its length; attn_kv_advance, launched after it, adds n. A
-// block per (position, head, batch), a thread per column.
+// block per (position, head, batch), a thread per column; k and v's
+// strides of batch, head and position are ss*.
 extern "C" __global__ void attn_kv_append(attn_t* __restrict__ kc, attn_t* __restrict__ vc,
-	const attn_t* __restrict__ k, const attn_t* __restrict__ v, const int* __restrict__ state, int n, int maxlen)
+	const attn_t* __restrict__ k, const attn_t* __restrict__ v, long long ssb, long long ssh, long long sss,
+	const int* __restrict__ state, int n, int maxlen)
 {
 	const int pos = state[0];
 	if (pos < 0 || pos + n > maxlen) return;
 	const int j = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, Hkv = gridDim.y;
-	const long long src = (((long long)b * Hkv + hk) * n + j) * ATTN_D;
+	const long long src = b * ssb + hk * ssh + j * sss;
 	const long long dst = (((long long)b * Hkv + hk) * maxlen + pos + j) * ATTN_D;
 	for (int d = threadIdx.x; d < ATTN_D; d += blockDim.x) {
 		kc[dst + d] = k[src + d];
@@ -493,6 +496,7 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 	long long qsb, long long qsh, long long qss,
 	long long ksb, long long ksh, long long kss,
 	long long vsb, long long vsh, long long vss,
+	long long osb, long long osh, long long oss,
 	float scale_log2, int causal, float* __restrict__ part, int chunk)
 {
 	// part and chunk: attn_fwd_scalar's, unused (one argument list for both).
@@ -699,7 +703,7 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 			const int r = r0 + warp * 16 * ATTN_MT + mt * 16 + lane / 4 + 8 * hh;
 			if (r >= rows) continue;
 			const int h = hk * G + r / Sq, i = r % Sq;
-			attn_t* orow = o + ((long long)(b * H + h) * Sq + i) * ATTN_D;
+			attn_t* orow = o + b * osb + h * osh + i * oss;
 			#pragma unroll
 			for (int dn = 0; dn < ATTN_DN; dn++) {
 				const unsigned pr = attn_pack(oacc[mt][dn][2 * hh] * inv, oacc[mt][dn][2 * hh + 1] * inv);

@@ -145,9 +145,6 @@ func attnCheck[T nn.Float](t *testing.T, s *cuda.Stream, c attnShape, seed uint6
 	qh := layerRound[T](layerData(c.B*c.H*c.Sq*c.D, 3*seed+1, -1, 1))
 	kh := layerRound[T](layerData(c.B*c.Hkv*c.Sk*c.D, 3*seed+2, -1, 1))
 	vh := layerRound[T](layerData(c.B*c.Hkv*c.Sk*c.D, 3*seed+3, -1, 1))
-	q := layerUp[T](t, s, qh, c.B, c.H, c.Sq, c.D)
-	k := layerUp[T](t, s, kh, c.B, c.Hkv, c.Sk, c.D)
-	v := layerUp[T](t, s, vh, c.B, c.Hkv, c.Sk, c.D)
 	scale := 1 / math.Sqrt(float64(c.D))
 	if seed%3 == 1 {
 		scale = 0.3 // a scale of one's own
@@ -156,11 +153,41 @@ func attnCheck[T nn.Float](t *testing.T, s *cuda.Stream, c attnShape, seed uint6
 	if seed%3 == 1 {
 		opts.Scale = scale
 	}
+	want := attnRef(c, qh, kh, vh, scale)
+	q := layerUp[T](t, s, qh, c.B, c.H, c.Sq, c.D)
+	k := layerUp[T](t, s, kh, c.B, c.Hkv, c.Sk, c.D)
+	v := layerUp[T](t, s, vh, c.B, c.Hkv, c.Sk, c.D)
 	out := layerFree(t, must(nn.Attention(q, k, v, opts))(t))
 	if got := out.Shape(); len(got) != 4 || got[0] != c.B || got[1] != c.H || got[2] != c.Sq || got[3] != c.D {
 		t.Fatalf("shape %v", got)
 	}
-	layerClose(t, "out", layerDown(t, out), attnRef(c, qh, kh, vh, scale), attnTol[T]())
+	layerClose(t, "out", layerDown(t, out), want, attnTol[T]())
+	if seed%2 == 0 {
+		return
+	}
+	// The same in LayoutBSHD: [B, S, heads, D].
+	opts.Layout = nn.LayoutBSHD
+	q = layerUp[T](t, s, attnSwap(qh, c.B, c.H, c.Sq, c.D), c.B, c.Sq, c.H, c.D)
+	k = layerUp[T](t, s, attnSwap(kh, c.B, c.Hkv, c.Sk, c.D), c.B, c.Sk, c.Hkv, c.D)
+	v = layerUp[T](t, s, attnSwap(vh, c.B, c.Hkv, c.Sk, c.D), c.B, c.Sk, c.Hkv, c.D)
+	out = layerFree(t, must(nn.Attention(q, k, v, opts))(t))
+	if got := out.Shape(); len(got) != 4 || got[0] != c.B || got[1] != c.Sq || got[2] != c.H || got[3] != c.D {
+		t.Fatalf("BSHD: shape %v", got)
+	}
+	layerClose(t, "out (BSHD)", attnSwap(layerDown(t, out), c.B, c.Sq, c.H, c.D), want, attnTol[T]())
+}
+
+// attnSwap returns x [B, n1, n2, D] as [B, n2, n1, D].
+func attnSwap(x []float64, B, n1, n2, D int) []float64 {
+	out := make([]float64, len(x))
+	for b := 0; b < B; b++ {
+		for i := 0; i < n1; i++ {
+			for j := 0; j < n2; j++ {
+				copy(out[((b*n2+j)*n1+i)*D:][:D], x[((b*n1+i)*n2+j)*D:][:D])
+			}
+		}
+	}
+	return out
 }
 
 func TestAttentionInto(t *testing.T) {
@@ -233,6 +260,8 @@ func TestAttentionErrors(t *testing.T) {
 		{"NaN scale", q, k, k, nn.AttentionOptions{Scale: math.NaN()}, cuda.ErrInvalidValue, []string{"scale"}},
 		{"streams", q, elsewhere, elsewhere, nn.AttentionOptions{}, cuda.ErrInvalidValue, []string{"different streams"}},
 		{"strided", view, ok(1, 4, 5, 32), ok(1, 4, 5, 32), nn.AttentionOptions{}, cuda.ErrInvalidValue, []string{"contiguous"}},
+		{"layout", q, k, k, nn.AttentionOptions{Layout: 2}, cuda.ErrInvalidValue, []string{"AttentionLayout(2)"}},
+		{"BSHD shapes", q, ok(1, 2, 6, 64), ok(1, 2, 6, 64), nn.AttentionOptions{Layout: nn.LayoutBSHD}, cuda.ErrInvalidValue, []string{"[B, Sq, H, D]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := nn.Attention(tc.q, tc.k, tc.v, tc.opts)
@@ -273,21 +302,23 @@ func attnSlice(x []float64, B, Hs, S, D, from, to int) []float64 {
 
 func TestKVCache(t *testing.T) {
 	for _, path := range []string{"", "split"} {
-		t.Run("float32"+path, func(t *testing.T) {
-			defer nn.SetAttnPath(path)()
-			testKVCache[float32](t)
-		})
-		t.Run("bfloat16"+path, func(t *testing.T) {
-			defer nn.SetAttnPath(path)()
-			testKVCache[cuda.BFloat16](t)
-		})
+		for _, l := range []nn.AttentionLayout{nn.LayoutBHSD, nn.LayoutBSHD} {
+			t.Run(fmt.Sprintf("float32/%s/%v", path, l), func(t *testing.T) {
+				defer nn.SetAttnPath(path)()
+				testKVCache[float32](t, l)
+			})
+			t.Run(fmt.Sprintf("bfloat16/%s/%v", path, l), func(t *testing.T) {
+				defer nn.SetAttnPath(path)()
+				testKVCache[cuda.BFloat16](t, l)
+			})
+		}
 	}
 }
 
 // testKVCache fills a cache with a prompt, then decodes a position at a
 // time, each step checked against the full causal attention of the
 // positions so far.
-func testKVCache[T nn.Float](t *testing.T) {
+func testKVCache[T nn.Float](t *testing.T, l nn.AttentionLayout) {
 	s := layerStream(t)
 	const B, H, Hkv, D, max, prompt, total = 2, 4, 2, 64, 24, 13, 17
 	full := attnShape{B, H, Hkv, total, total, D, true}
@@ -300,17 +331,27 @@ func testKVCache[T nn.Float](t *testing.T) {
 	if c.MaxLen() != max || c.Stream() != s || c.K().Shape()[2] != max || c.V().Shape()[3] != D {
 		t.Fatalf("MaxLen %d, K %v, V %v", c.MaxLen(), c.K().Shape(), c.V().Shape())
 	}
-	opts := nn.AttentionOptions{Causal: true}
+	opts := nn.AttentionOptions{Causal: true, Layout: l}
+	up := func(x []float64, heads, n int) *nd.Array[T] {
+		if l == nn.LayoutBSHD {
+			return layerUp[T](t, s, attnSwap(x, B, heads, n, D), B, n, heads, D)
+		}
+		return layerUp[T](t, s, x, B, heads, n, D)
+	}
 	step := func(from, to int) {
 		t.Helper()
-		k := layerUp[T](t, s, attnSlice(kh, B, Hkv, total, D, from, to), B, Hkv, to-from, D)
-		v := layerUp[T](t, s, attnSlice(vh, B, Hkv, total, D, from, to), B, Hkv, to-from, D)
-		q := layerUp[T](t, s, attnSlice(qh, B, H, total, D, from, to), B, H, to-from, D)
-		if err := c.Append(k, v); err != nil {
+		k := up(attnSlice(kh, B, Hkv, total, D, from, to), Hkv, to-from)
+		v := up(attnSlice(vh, B, Hkv, total, D, from, to), Hkv, to-from)
+		q := up(attnSlice(qh, B, H, total, D, from, to), H, to-from)
+		if err := c.AppendLayout(k, v, l); err != nil {
 			t.Fatal(err)
 		}
 		out := layerFree(t, must(c.Attention(q, opts))(t))
-		layerClose(t, fmt.Sprintf("positions %d-%d", from, to-1), layerDown(t, out), attnSlice(want, B, H, total, D, from, to), attnTol[T]())
+		got := layerDown(t, out)
+		if l == nn.LayoutBSHD {
+			got = attnSwap(got, B, to-from, H, D)
+		}
+		layerClose(t, fmt.Sprintf("positions %d-%d", from, to-1), got, attnSlice(want, B, H, total, D, from, to), attnTol[T]())
 		if n, err := c.Len(); n != to || err != nil {
 			t.Fatalf("Len = %d, %v; want %d", n, err, to)
 		}
@@ -436,7 +477,8 @@ func TestKVCacheErrors(t *testing.T) {
 	c := must(nn.NewKVCache[float32](s, 1, 2, 8, 32))(t)
 	t.Cleanup(func() { c.Free() })
 	ok := func(shape ...int) *nd.Array[float32] { return layerFree(t, must(nd.Zeros[float32](s, shape...))(t)) }
-	layerWantErr(t, c.Append(ok(1, 2, 3, 16), ok(1, 2, 3, 16)), cuda.ErrInvalidValue, "want [1, 2, n, 32]")
+	layerWantErr(t, c.Append(ok(1, 2, 3, 16), ok(1, 2, 3, 16)), cuda.ErrInvalidValue, "want [1 2 -1 32]")
+	layerWantErr(t, c.AppendLayout(ok(1, 3, 2, 32), ok(1, 3, 2, 32), nn.AttentionLayout(7)), cuda.ErrInvalidValue, "Layout")
 	layerWantErr(t, c.Append(ok(1, 2, 3, 32), ok(1, 2, 2, 32)), cuda.ErrInvalidValue, "alike")
 	layerWantErr(t, c.Append(nil, ok(1, 2, 3, 32)), cuda.ErrInvalidValue, "k is a nil")
 	_, err := c.Attention(ok(1, 4, 1, 16), nn.AttentionOptions{})

@@ -183,15 +183,27 @@ func (c *KVCache[T]) Reset() error {
 // device (so a captured Append writes one position further at each
 // replay).
 func (c *KVCache[T]) Append(k, v *nd.Array[T]) error {
-	const op = "KVCache.Append"
+	return c.appendIn("KVCache.Append", k, v, LayoutBHSD)
+}
+
+// AppendLayout is Append of k and v in layout l: with LayoutBSHD, [B, n,
+// Hkv, D] (a projection's output reshaped).
+func (c *KVCache[T]) AppendLayout(k, v *nd.Array[T], l AttentionLayout) error {
+	return c.appendIn("KVCache.AppendLayout", k, v, l)
+}
+
+func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) error {
 	if err := c.valid(op); err != nil {
 		return err
 	}
-	kb, ks, err := attnOperand(op, "k", k)
+	if err := attnLayoutValid(op, l); err != nil {
+		return err
+	}
+	kb, ks, kst, err := attnOperand(op, "k", k, l)
 	if err != nil {
 		return err
 	}
-	vb, vs, err := attnOperand(op, "v", v)
+	vb, vs, _, err := attnOperand(op, "v", v, l)
 	if err != nil {
 		return err
 	}
@@ -199,8 +211,8 @@ func (c *KVCache[T]) Append(k, v *nd.Array[T]) error {
 		return errorf(op, cuda.ErrInvalidValue, "k and v must belong to the cache's stream")
 	}
 	want := [4]int{c.b, c.hkv, ks[2], c.d}
-	if [4]int(ks) != want || [4]int(vs) != want {
-		return errorf(op, cuda.ErrInvalidValue, "k %v and v %v: want [%d, %d, n, %d], alike", ks, vs, c.b, c.hkv, c.d)
+	if ks != want || vs != want {
+		return errorf(op, cuda.ErrInvalidValue, "k %v and v %v: want %v, alike", k.Shape(), v.Shape(), l.shape(c.b, c.hkv, -1, c.d))
 	}
 	n := ks[2]
 	if n == 0 {
@@ -214,7 +226,7 @@ func (c *KVCache[T]) Append(k, v *nd.Array[T]) error {
 		return wrap(op, err)
 	}
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: n, Y: c.hkv, Z: c.b}, Block: cuda.Dim3{X: min(c.d, 128), Y: 1, Z: 1}, Stream: c.s}
-	if err := m.kvAppend.Launch(cfg, c.kb, c.vb, kb, vb, c.state, int32(n), int32(c.maxLen)); err != nil {
+	if err := m.kvAppend.Launch(cfg, c.kb, c.vb, kb, vb, kst[0], kst[1], kst[2], c.state, int32(n), int32(c.maxLen)); err != nil {
 		return wrap(op, err)
 	}
 	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
@@ -236,7 +248,7 @@ func (c *KVCache[T]) Attention(q *nd.Array[T], opts AttentionOptions) (*nd.Array
 	if err != nil {
 		return nil, err
 	}
-	out, err := nd.Empty[T](c.s, p.B, p.H, p.Sq, p.D)
+	out, err := nd.Empty[T](c.s, opts.Layout.shape(p.B, p.H, p.Sq, p.D)...)
 	if err != nil {
 		return nil, wrap(op, err)
 	}
@@ -251,15 +263,15 @@ func (c *KVCache[T]) Attention(q *nd.Array[T], opts AttentionOptions) (*nd.Array
 	return out, nil
 }
 
-// AttentionInto writes c.Attention(q, opts) into out, [B, H, Sq, D],
-// allocating nothing: the form to capture.
+// AttentionInto writes c.Attention(q, opts) into out, [B, H, Sq, D] (or
+// [B, Sq, H, D] with LayoutBSHD), allocating nothing: the form to capture.
 func (c *KVCache[T]) AttentionInto(out, q *nd.Array[T], opts AttentionOptions) error {
 	const op = "KVCache.AttentionInto"
 	p, err := c.prepare(op, q, opts)
 	if err != nil {
 		return err
 	}
-	ob, err := attnOut(op, out, p)
+	ob, err := attnOut(op, out, p, opts.Layout)
 	if err != nil {
 		return err
 	}
@@ -271,7 +283,11 @@ func (c *KVCache[T]) prepare(op string, q *nd.Array[T], opts AttentionOptions) (
 	if err := c.valid(op); err != nil {
 		return nil, err
 	}
-	qb, qs, err := attnOperand(op, "q", q)
+	if err := attnLayoutValid(op, opts.Layout); err != nil {
+		return nil, err
+	}
+	l := opts.Layout
+	qb, qs, qst, err := attnOperand(op, "q", q, l)
 	if err != nil {
 		return nil, err
 	}
@@ -279,16 +295,15 @@ func (c *KVCache[T]) prepare(op string, q *nd.Array[T], opts AttentionOptions) (
 		return nil, errorf(op, cuda.ErrInvalidValue, "q must belong to the cache's stream")
 	}
 	if qs[0] != c.b || qs[3] != c.d {
-		return nil, errorf(op, cuda.ErrInvalidValue, "q has shape %v: want [%d, H, Sq, %d]", qs, c.b, c.d)
+		return nil, errorf(op, cuda.ErrInvalidValue, "q has shape %v: want %s with B %d and D %d", q.Shape(), l.names("H", "Sq"), c.b, c.d)
 	}
-	ks := []int{c.b, c.hkv, c.maxLen, c.d}
-	p := &attnParams[T]{s: c.s, q: qb, k: c.kb, v: c.vb, lenp: c.state, B: c.b, H: qs[1], Hkv: c.hkv, Sq: qs[2], Sk: c.maxLen, D: c.d, causal: opts.Causal}
+	_, kst := LayoutBHSD.dims([]int{c.b, c.hkv, c.maxLen, c.d})
+	p := &attnParams[T]{s: c.s, q: qb, k: c.kb, v: c.vb, lenp: c.state, B: c.b, H: qs[1], Hkv: c.hkv, Sq: qs[2], Sk: c.maxLen, D: c.d, causal: opts.Causal,
+		qst: qst, kst: kst, vst: kst}
+	_, p.ost = l.dims(l.shape(p.B, p.H, p.Sq, p.D))
 	if err := p.check(op, opts); err != nil {
 		return nil, err
 	}
-	p.qst = attnStrides(qs)
-	p.kst = attnStrides(ks)
-	p.vst = p.kst
 	return p, nil
 }
 
