@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Issue 52's layers on the GPU machine, in one call: package nn's tests on
-# both backends (the real driver, GOCUDA_REQUIRE_GPU=1), then
+# Issue 52's layers on the GPU machine, in one call: PyTorch's outputs on
+# fixed inputs (bench/pyref/nn_ref.py, into OUTDIR/nn-ref.json), package
+# nn's tests on both backends (the real driver, GOCUDA_REQUIRE_GPU=1;
+# TestLayersAgainstPyTorch compares with that file), then
 # BenchmarkLayers (nn/layer_bench_test.go, GPT-2's shapes in bf16 and f32)
 # from the purego test binary, then the same cases in PyTorch
 # (bench/pyref/nn_peers.py), then the table of both
@@ -10,7 +12,8 @@
 #
 #   scripts/gpu-nn.sh OUTDIR [TESTS_S GO_S PEERS_S]
 #
-# OUTDIR gets machine.txt, tests-nn.log and tests-cgo-nn.log, nn-go.txt
+# OUTDIR gets machine.txt, nn-ref.json and nn-ref.err, tests-nn.log and
+# tests-cgo-nn.log, nn-go.txt
 # (-test.count NN_COUNT rounds, default 3, of -test.benchtime
 # NN_BENCHTIME, default 0.2s), nn-peers.json and nn-peers.err, nn.md (the
 # table, worst ratio first) and summary.txt. TESTS_S=0 skips the tests;
@@ -25,10 +28,14 @@ bin=$PWD/bin
 py=${PYTHON:-/opt/torch/.venv/bin/python}
 [ -x "$py" ] || py=python3
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # the tests run in nn/
 : >"$out/summary.txt"
 export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$bin/libfakecuda.so
 nvidia-smi --query-gpu=name,driver_version --format=csv >"$out/machine.txt" 2>&1
 if [ "$tests_s" -gt 0 ]; then
+	timeout 120 "$py" bench/pyref/nn_ref.py "$out/nn-ref.json" 2>"$out/nn-ref.err"
+	echo "nn_ref.py: exit $?" >>"$out/summary.txt"
+	[ -s "$out/nn-ref.json" ] && export GOCUDA_NN_TORCH_REF=$out/nn-ref.json
 	start=$SECONDS
 	for set in tests tests-cgo; do
 		left=$((tests_s - (SECONDS - start)))

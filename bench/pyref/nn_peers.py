@@ -66,11 +66,16 @@ def cases(torch, F, op, dt, rows, cols):
         t = torch.rand(*shape, device=dev, dtype=torch.float32).mul_(2).sub_(1).to(dtype)
         return t.requires_grad_(grad)
 
+    def rms_norm(x, w):
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(x, (cols,), w, 1e-5)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w  # before PyTorch 2.4
+
     if op in ("layernorm", "rmsnorm"):
         x, w, b = rand(rows, cols), rand(cols), rand(cols)
         if op == "layernorm":
             return [("F.layer_norm", lambda: F.layer_norm(x, (cols,), w, b, 1e-5))]
-        return [("F.rms_norm", lambda: F.rms_norm(x, (cols,), w, 1e-5))]
+        return [("F.rms_norm", lambda: rms_norm(x, w))]
     if op in ("layernorm_bwd", "rmsnorm_bwd"):
         x, w, b = rand(rows, cols, grad=True), rand(cols, grad=True), rand(cols, grad=True)
         dy = rand(rows, cols)
@@ -78,7 +83,7 @@ def cases(torch, F, op, dt, rows, cols):
             y = F.layer_norm(x, (cols,), w, b, 1e-5)
             params = (x, w, b)
         else:
-            y = F.rms_norm(x, (cols,), w, 1e-5)
+            y = rms_norm(x, w)
             params = (x, w)
         return [("torch.autograd.grad", lambda: torch.autograd.grad(y, params, dy, retain_graph=True))]
     if op in ("gelu", "gelu_tanh", "silu"):
@@ -92,17 +97,21 @@ def cases(torch, F, op, dt, rows, cols):
     if op == "softmax_causal":
         x = rand(rows // cols, cols, cols)
         mask = torch.ones(cols, cols, device=dev, dtype=torch.bool).triu_(1)
-        y = torch.empty_like(x)
 
         def masked():
             return torch.softmax((x * 0.125).masked_fill_(mask, float("-inf")), -1)
 
         def fused():
-            # aten's _masked_softmax (mask_type 0: a mask of x's shape
-            # broadcast), what PyTorch's transformer layers call
-            return torch._masked_softmax(x * 0.125, mask.expand_as(x), -1, 0)
+            # aten's _masked_softmax, what PyTorch's transformer layers
+            # call on the GPU: mask_type 0, a src_mask [L, L] over a 4-d input
+            return torch._masked_softmax((x * 0.125).view(1, -1, cols, cols), mask, -1, 0)
 
-        return [("softmax(masked_fill(x*scale))", masked), ("torch._masked_softmax", fused)]
+        def fused_generic():
+            # mask_type 2: a mask of the input's shape
+            return torch._masked_softmax(x * 0.125, mask.expand_as(x), -1, 2)
+
+        return [("softmax(masked_fill(x*scale))", masked), ("torch._masked_softmax", fused),
+                ("torch._masked_softmax generic", fused_generic)]
     if op == "cross_entropy":
         x = rand(rows, cols)
         t = (torch.arange(rows, device=dev, dtype=torch.int64) * 7919) % cols
