@@ -511,3 +511,38 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 		return check(op, "cudnnActivationForward", clib.ActivationForward(c.lh, pl.a, unsafe.Pointer(&one), pl.y, yp, unsafe.Pointer(&zero), pl.y, yp))
 	})
 }
+
+// ConvBackwardBias computes db, the gradient of a convolution's bias (one
+// per output channel, len(db) = dy's channels), from the gradient dy of
+// its output: the sum of each channel of dy, queued on h's stream
+// (cudnnConvolutionBackwardBias).
+func ConvBackwardBias[T Element](h *Handle, db *cuda.DeviceBuffer[T], dy Tensor[T]) error {
+	const op = "ConvBackwardBias"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	if err := checkTensor(op, "dy", dy); err != nil {
+		return err
+	}
+	switch {
+	case db == nil:
+		return errorf(op, cuda.ErrInvalidValue, "db is nil")
+	case db.Len() != dy.Shape.C:
+		return errorf(op, cuda.ErrInvalidValue, "len(db) is %d: want %d (dy's channels)", db.Len(), dy.Shape.C)
+	}
+	dt := dataType[T]()
+	return h.do(op, []cuda.Memory{db, dy.Data}, func(c *call) (err error) {
+		d := &descs{op: op}
+		defer d.release(&err)
+		dyd, err := d.tensor(dy.Shape, dy.Layout, dt)
+		if err != nil {
+			return err
+		}
+		dbd, err := d.tensor(Shape{N: 1, C: dy.Shape.C, H: 1, W: 1}, dy.Layout, dt)
+		if err != nil {
+			return err
+		}
+		one, zero := float32(1), float32(0)
+		return check(op, "cudnnConvolutionBackwardBias", clib.ConvolutionBackwardBias(c.lh, unsafe.Pointer(&one), dyd, uintptr(dy.Data.Ptr()), unsafe.Pointer(&zero), dbd, uintptr(db.Ptr())))
+	})
+}

@@ -74,6 +74,24 @@ func testConv[T cudnn.Element](t *testing.T, ctx *cuda.Context, h *cudnn.Handle)
 				near(t, "y", download(t, y), wantY, scaleY, tol[T]())
 				near(t, "dx", download(t, dx), wantDX, scaleDX, tol[T]())
 				near(t, "dw", download(t, dw), wantDW, scaleDW, tol[T]())
+
+				db := empty[T](t, ctx, cudnn.Shape{N: 1, C: ys.C, H: 1, W: 1}, l)
+				if err := cudnn.ConvBackwardBias(h, db.Data, dy); err != nil {
+					t.Fatal(err)
+				}
+				wantDB, scaleDB := make([]float64, ys.C), make([]float64, ys.C)
+				for n := range ys.N {
+					for k := range ys.C {
+						for i := range ys.H {
+							for j := range ys.W {
+								v := dyf[at(ys, l, n, k, i, j)]
+								wantDB[k] += v
+								scaleDB[k] += math.Abs(v)
+							}
+						}
+					}
+				}
+				near(t, "db", download(t, db), wantDB, scaleDB, tol[T]())
 			})
 		}
 	}

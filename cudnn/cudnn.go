@@ -16,8 +16,9 @@
 // The operations take a Handle first (they are generic, and Go has no
 // generic methods), their output before their inputs: ConvForward,
 // ConvBackwardData and ConvBackwardFilter (a convolution's three passes,
-// with padding, stride, dilation and groups), ConvBiasActivation (y =
-// act(x ⋆ w + bias), ReLU or identity, fused by cuDNN), PoolForward (max
+// with padding, stride, dilation and groups), ConvBackwardBias (the bias's
+// gradient), ConvBiasActivation (y = act(x ⋆ w + bias), ReLU or identity,
+// fused by cuDNN), PoolForward (max
 // and average pooling) and the batch normalization of each channel:
 // BatchNormInference, BatchNormTraining and BatchNormBackward. The
 // computations accumulate in float32 whatever the element type; the half

@@ -48,6 +48,8 @@ func TestBadArguments(t *testing.T) {
 		{"groups not dividing", "groups", cudnn.ConvForward(h, y, x, w, cudnn.Conv2D{Groups: 3})},
 		{"filter too large", "spans", cudnn.ConvBackwardData(h, w, w, x, cudnn.Conv2D{})},
 		{"backward filter's dy", "dy is", cudnn.ConvBackwardFilter(h, w, x, x, cudnn.Conv2D{})},
+		{"nil db", "db is nil", cudnn.ConvBackwardBias(h, nil, y)},
+		{"short db", "len(db) is 4: want 2", cudnn.ConvBackwardBias(h, c4, y)},
 		{"nil bias", "bias is nil", cudnn.ConvBiasActivation(h, y, x, w, nil, cudnn.ReLU, cudnn.Conv2D{})},
 		{"short bias", "len(bias) is 4", cudnn.ConvBiasActivation(h, y, x, w, c4, cudnn.ReLU, cudnn.Conv2D{})},
 		{"activation 5", "Activation(5)", cudnn.ConvBiasActivation(h, y, x, w, bias, 5, cudnn.Conv2D{})},

@@ -684,6 +684,46 @@ EXPORT int cudnnConvolutionBackwardFilter(struct fake_dnn *h, const void *alpha,
 	return queue_conv(h, o);
 }
 
+// cudnnConvolutionBackwardBias sums dy over all but its channels into db
+// (1xKx1x1).
+struct bias_job {
+	struct lib_job job;
+	struct dims dy, db;
+	const void *src;
+	void *dst;
+	double alpha, beta;
+};
+
+static void run_bias(struct lib_job *job) {
+	struct bias_job *o = (struct bias_job *)job;
+	for (int k = 0; k < o->dy.c; k++) {
+		double s = 0;
+		for (int n = 0; n < o->dy.n; n++)
+			for (int h = 0; h < o->dy.h; h++)
+				for (int w = 0; w < o->dy.w; w++) s += ld(o->dy.dt, o->src, at(&o->dy, n, k, h, w));
+		double v = o->alpha * s;
+		if (o->beta != 0) v += o->beta * ld(o->db.dt, o->dst, (size_t)k);
+		st(o->db.dt, o->dst, (size_t)k, v);
+	}
+}
+
+EXPORT int cudnnConvolutionBackwardBias(struct fake_dnn *h, const void *alpha, struct fake_tensor *dyd, const void *dy, const void *beta,
+                                        struct fake_tensor *dbd, void *db) {
+	FAULT("cudnnConvolutionBackwardBias");
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (!tensor_ok(dyd) || !tensor_ok(dbd)) return DNN_BAD_PARAM;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	struct dims a = dyd->d, b = dbd->d;
+	if (b.n != 1 || b.c != a.c || b.h != 1 || b.w != 1) return DNN_BAD_PARAM;
+	if (b.dt != a.dt) return DNN_NOT_SUPPORTED;
+	if (!dmem_ok(dy, bytes(a)) || !dmem_ok(db, bytes(b))) return DNN_BAD_PARAM;
+	struct bias_job *o = calloc(1, sizeof *o);
+	*o = (struct bias_job){.job = {run_bias, sizeof *o}, .dy = a, .db = b, .src = dy, .dst = db, .alpha = scal(a.dt, alpha),
+	                       .beta = scal(a.dt, beta)};
+	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+}
+
 // ---- tensor arithmetic: the bias and the activation apart -------------------------
 
 struct pointwise_job {

@@ -94,6 +94,7 @@ var Table = &dl.Table{
 		{Name: "cudnnFindConvolutionBackwardFilterAlgorithm", Addr: &tableAddrs.cudnnFindConvolutionBackwardFilterAlgorithm},
 		{Name: "cudnnGetConvolutionBackwardFilterWorkspaceSize", Addr: &tableAddrs.cudnnGetConvolutionBackwardFilterWorkspaceSize},
 		{Name: "cudnnConvolutionBackwardFilter", Addr: &tableAddrs.cudnnConvolutionBackwardFilter},
+		{Name: "cudnnConvolutionBackwardBias", Addr: &tableAddrs.cudnnConvolutionBackwardBias},
 		{Name: "cudnnCreateActivationDescriptor", Addr: &tableAddrs.cudnnCreateActivationDescriptor},
 		{Name: "cudnnSetActivationDescriptor", Addr: &tableAddrs.cudnnSetActivationDescriptor},
 		{Name: "cudnnDestroyActivationDescriptor", Addr: &tableAddrs.cudnnDestroyActivationDescriptor},
@@ -145,6 +146,7 @@ var tableAddrs struct {
 	cudnnFindConvolutionBackwardFilterAlgorithm    uintptr
 	cudnnGetConvolutionBackwardFilterWorkspaceSize uintptr
 	cudnnConvolutionBackwardFilter                 uintptr
+	cudnnConvolutionBackwardBias                   uintptr
 	cudnnCreateActivationDescriptor                uintptr
 	cudnnSetActivationDescriptor                   uintptr
 	cudnnDestroyActivationDescriptor               uintptr
@@ -544,6 +546,18 @@ func ConvolutionBackwardFilter(handle Handle, alpha unsafe.Pointer, xDesc Tensor
 		return Missing
 	}
 	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(alpha), uintptr(xDesc), x, uintptr(dyDesc), dy, uintptr(convDesc), uintptr(algo), workSpace, workSpaceSizeInBytes, uintptr(beta), uintptr(dwDesc), dw)
+	return Result(r)
+}
+
+// ConvolutionBackwardBias calls cudnnConvolutionBackwardBias:
+//
+//	cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t dyDesc, const void *dy /*device*/, const void *beta, cudnnTensorDescriptor_t dbDesc, void *db /*device*/);
+func ConvolutionBackwardBias(handle Handle, alpha unsafe.Pointer, dyDesc TensorDescriptor, dy uintptr, beta unsafe.Pointer, dbDesc TensorDescriptor, db uintptr) Result {
+	fn := tableAddrs.cudnnConvolutionBackwardBias
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(alpha), uintptr(dyDesc), dy, uintptr(beta), uintptr(dbDesc), db)
 	return Result(r)
 }
 

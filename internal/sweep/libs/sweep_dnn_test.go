@@ -24,7 +24,7 @@ func init() {
 func sweepDNN() []sweep.Case {
 	return []sweep.Case{
 		{Name: "cudnn", Covers: []string{"cudnn.New", "cudnn.Version", "cudnn.ConvForward", "cudnn.ConvBackwardData", "cudnn.ConvBackwardFilter",
-			"cudnn.ConvBiasActivation", "cudnn.PoolForward", "cudnn.BatchNormInference", "cudnn.BatchNormTraining", "cudnn.BatchNormBackward",
+			"cudnn.ConvBackwardBias", "cudnn.ConvBiasActivation", "cudnn.PoolForward", "cudnn.BatchNormInference", "cudnn.BatchNormTraining", "cudnn.BatchNormBackward",
 			"Handle.Close", "Handle.WorkBytes"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				// The fake's cuDNN handles and descriptors: none may be left
@@ -55,6 +55,7 @@ func sweepDNN() []sweep.Case {
 							func() error { return cudnn.ConvForward(h, y, x, w, p) },
 							func() error { return cudnn.ConvBackwardData(h, dx, y, w, p) },
 							func() error { return cudnn.ConvBackwardFilter(h, dw, x, y, p) },
+							func() error { return cudnn.ConvBackwardBias(h, bias, y) },
 							func() error { return cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.ReLU, p) },
 							func() error { return cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.Identity, p) },
 							func() error { return h.SetBenchmark(true) },

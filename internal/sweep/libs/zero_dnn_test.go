@@ -52,6 +52,9 @@ func init() {
 		"cudnn.ConvBiasActivation": func() []error {
 			return []error{cudnn.ConvBiasActivation(h, x, x, x, b, cudnn.ReLU, cudnn.Conv2D{}), cudnn.ConvBiasActivation(h, hx, hx, hx, hb, cudnn.Identity, cudnn.Conv2D{})}
 		},
+		"cudnn.ConvBackwardBias": func() []error {
+			return []error{cudnn.ConvBackwardBias(h, b, x), cudnn.ConvBackwardBias(nil, hb, hx)}
+		},
 		"cudnn.PoolForward":        func() []error { return []error{cudnn.PoolForward(h, x, x, cudnn.Pool2D{})} },
 		"cudnn.BatchNormInference": func() []error { return []error{cudnn.BatchNormInference(h, x, x, bn)} },
 		"cudnn.BatchNormTraining":  func() []error { return []error{cudnn.BatchNormTraining(h, hx, hx, bn, nil, nil)} },
