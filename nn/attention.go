@@ -363,8 +363,8 @@ var attnPath atomic.Value
 
 // attnUseTC reports whether p takes the tensor-core kernel.
 func (p *attnParams[T]) useTC(kind int, out *cuda.DeviceBuffer[T]) (bool, error) {
-	if kind == 0 || p.D%16 != 0 || p.D > 128 {
-		return false, nil
+	if kind == 0 || p.D%16 != 0 || p.D > 128 || !(p.scaleLog2 > 0) {
+		return false, nil // the kernel folds a positive scale into its exponent
 	}
 	if f, _ := attnPath.Load().(string); f != "" {
 		return f == "tc", nil

@@ -616,10 +616,13 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 			}
 		}
 
-		// The online softmax, per row: scale to base 2, mask, the tile's
-		// max across the quad of lanes that holds the row, rescale what
-		// was summed so far. lrow is this lane's part of the row's sum
-		// (its columns), added across the quad at the end.
+		// The online softmax, per row: mask, the tile's max across the
+		// quad of lanes that holds the row, rescale what was summed so
+		// far. mrow is kept in the scores' own units and the scale folded
+		// into the exponent, one FFMA a score (the Go side takes this
+		// kernel only for a positive scale, so that the max commutes
+		// with it). lrow is this lane's part of the row's sum (its
+		// columns), added across the quad at the end.
 		const int j0 = t * ATTN_BN;
 		const bool mask = j0 + ATTN_BN > kfull;
 		#pragma unroll
@@ -631,24 +634,22 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 				for (int nn = 0; nn < ATTN_NN; nn++) {
 					#pragma unroll
 					for (int e = 0; e < 2; e++) {
-						float x = s[mt][nn][2 * hh + e] * scale_log2;
-						if (mask && j0 + nn * 8 + 2 * (lane % 4) + e >= klim[mt][hh]) x = ATTN_NEG_INF;
-						s[mt][nn][2 * hh + e] = x;
-						mx = fmaxf(mx, x);
+						if (mask && j0 + nn * 8 + 2 * (lane % 4) + e >= klim[mt][hh]) s[mt][nn][2 * hh + e] = ATTN_NEG_INF;
+						mx = fmaxf(mx, s[mt][nn][2 * hh + e]);
 					}
 				}
 				mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
 				mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
 				const float mnew = fmaxf(mrow[mt][hh], mx);
-				const float msafe = mnew == ATTN_NEG_INF ? 0.0f : mnew;
-				const float alpha = attn_exp2(mrow[mt][hh] - msafe);
+				const float msc = mnew == ATTN_NEG_INF ? 0.0f : mnew * scale_log2; // -inf rows: every p is 0
+				const float alpha = attn_exp2(mrow[mt][hh] * scale_log2 - msc);
 				mrow[mt][hh] = mnew;
 				float sum = 0.0f;
 				#pragma unroll
 				for (int nn = 0; nn < ATTN_NN; nn++) {
 					#pragma unroll
 					for (int e = 0; e < 2; e++) {
-						const float p = attn_exp2(s[mt][nn][2 * hh + e] - msafe);
+						const float p = attn_exp2(fmaf(s[mt][nn][2 * hh + e], scale_log2, -msc));
 						s[mt][nn][2 * hh + e] = p;
 						sum += p;
 					}

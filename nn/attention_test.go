@@ -513,3 +513,18 @@ func TestKVCacheZero(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionNegativeScale: a negative scale (which the tensor-core
+// kernel does not take) gives the reference's result too.
+func TestAttentionNegativeScale(t *testing.T) {
+	s := layerStream(t)
+	c := attnShape{1, 2, 2, 17, 33, 64, true}
+	qh := layerRound[cuda.BFloat16](layerData(2*17*64, 41, -1, 1))
+	kh := layerRound[cuda.BFloat16](layerData(2*33*64, 42, -1, 1))
+	vh := layerRound[cuda.BFloat16](layerData(2*33*64, 43, -1, 1))
+	q := layerUp[cuda.BFloat16](t, s, qh, 1, 2, 17, 64)
+	k := layerUp[cuda.BFloat16](t, s, kh, 1, 2, 33, 64)
+	v := layerUp[cuda.BFloat16](t, s, vh, 1, 2, 33, 64)
+	out := layerFree(t, must(nn.Attention(q, k, v, nn.AttentionOptions{Causal: true, Scale: -0.25}))(t))
+	layerClose(t, "out", layerDown(t, out), attnRef(c, qh, kh, vh, -0.25), attnTol[cuda.BFloat16]())
+}
