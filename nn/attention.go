@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
@@ -343,7 +344,7 @@ const attnTCMin = 80
 // attnCapability returns the compute capability of ctx's device, as 90
 // for 9.0, asked once per context.
 func attnCapability(ctx *cuda.Context) (int, error) {
-	if cc, ok := attnCaps.Load(ctx); ok {
+	if cc, ok := attnCaps.Load(weak.Make(ctx)); ok {
 		return cc.(int), nil
 	}
 	v, err := ctx.Device().ComputeCapability()
@@ -351,11 +352,13 @@ func attnCapability(ctx *cuda.Context) (int, error) {
 		return 0, err
 	}
 	cc := v.Major*10 + v.Minor
-	attnCaps.Store(ctx, cc)
+	attnCaps.Store(weak.Make(ctx), cc)
 	return cc, nil
 }
 
-var attnCaps sync.Map // *cuda.Context -> int
+// attnCaps holds each context's compute capability, by a weak pointer
+// (a closed context's entry is only a few words).
+var attnCaps sync.Map // weak.Pointer[cuda.Context] -> int
 
 // attnPath forces a kernel, for the tests: "scalar", "tc" or "split" (a
 // string; "" lets attnLaunch choose).
@@ -526,14 +529,14 @@ func attnShared(k *compute.RawKernel, ctx *cuda.Context, shared int) error {
 	if err != nil {
 		return err
 	}
-	if got, ok := attnSharedSet.Load(f); ok && got.(int) >= shared {
+	if got, ok := attnSharedSet.Load(weak.Make(f)); ok && got.(int) >= shared {
 		return nil
 	}
 	if err := f.SetAttribute(cuda.FuncMaxDynamicSharedSize, shared); err != nil {
 		return err
 	}
-	attnSharedSet.Store(f, shared)
+	attnSharedSet.Store(weak.Make(f), shared)
 	return nil
 }
 
-var attnSharedSet sync.Map // *cuda.Function -> int
+var attnSharedSet sync.Map // weak.Pointer[cuda.Function] -> int
