@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -114,15 +115,24 @@ func attnBenchSet(list string) map[string]bool {
 
 // attnBenchData is n values random in [-1, 1) as T: a block of them
 // repeated (the timing does not depend on the values, only on their being
-// no NaN).
+// no NaN), kept for the next case of T (the largest made so far, sliced).
 func attnBenchData[T nn.Float](n int) []T {
+	if have, ok := attnBenchHost.Load(attnTypeKey[T]{}); ok && len(have.([]T)) >= n {
+		return have.([]T)[:n]
+	}
 	block := layerTo[T](layerData(1<<16+7, 1, -1, 1))
 	out := make([]T, n)
 	for i := 0; i < n; i += len(block) {
 		copy(out[i:], block)
 	}
+	attnBenchHost.Store(attnTypeKey[T]{}, out)
 	return out
 }
+
+// attnBenchHost holds attnBenchData's values by type (attnTypeKey[T]).
+var attnBenchHost sync.Map
+
+type attnTypeKey[T any] struct{}
 
 func attnBench[T nn.Float](b *testing.B, s *cuda.Stream, c attnBenchCase) {
 	n := c.B * c.H * c.S * c.D
