@@ -18,8 +18,8 @@
 // ConvBackwardData and ConvBackwardFilter (a convolution's three passes,
 // with padding, stride, dilation and groups), ConvBackwardBias (the bias's
 // gradient), ConvBiasActivation (y = act(x ⋆ w + bias), ReLU or identity,
-// fused by cuDNN), PoolForward (max
-// and average pooling) and the batch normalization of each channel:
+// fused by cuDNN), PoolForward and PoolBackward (max and average pooling)
+// and the batch normalization of each channel:
 // BatchNormInference, BatchNormTraining and BatchNormBackward. The
 // computations accumulate in float32 whatever the element type; the half
 // types run on tensor cores, float32 too once Handle.SetTF32 allows it.

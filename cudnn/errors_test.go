@@ -23,6 +23,8 @@ func TestBadArguments(t *testing.T) {
 	nhwcW.Layout = cudnn.NHWC
 	badLayout := x
 	badLayout.Layout = 7
+	nhwcX := x
+	nhwcX.Layout = cudnn.NHWC
 	bias := must(cuda.Alloc[float32](ctx, 2))(t)
 	defer bias.Free()
 	c4 := must(cuda.Alloc[float32](ctx, 4))(t)
@@ -56,6 +58,9 @@ func TestBadArguments(t *testing.T) {
 		{"pool window 0", "window is 0×0", cudnn.PoolForward(h, py, x, cudnn.Pool2D{})},
 		{"pool mode 9", "PoolMode(9)", cudnn.PoolForward(h, py, x, cudnn.Pool2D{Mode: 9, WindowH: 2, WindowW: 2})},
 		{"pool output", "want 1×4×2×2", cudnn.PoolForward(h, x, x, pool)},
+		{"pool backward's dy", "dy is 1×4×5×5: want 1×4×2×2", cudnn.PoolBackward(h, x, py, x, x, pool)},
+		{"pool backward's dx", "dx is 1×4×2×2: want x's 1×4×5×5", cudnn.PoolBackward(h, py, py, py, x, pool)},
+		{"pool backward's layouts", "one layout", cudnn.PoolBackward(h, nhwcX, py, py, x, pool)},
 		{"pool window too large", "larger", cudnn.PoolForward(h, py, x, cudnn.Pool2D{WindowH: 9, WindowW: 2})},
 		{"batch norm nil scale", "bn.Scale is nil", cudnn.BatchNormInference(h, x, x, cudnn.BatchNorm{Bias: c4, Mean: c4, Var: c4})},
 		{"batch norm short mean", "len(bn.Mean) is 3", cudnn.BatchNormInference(h, x, x, cudnn.BatchNorm{Scale: c4, Bias: c4, Mean: c3, Var: c4})},

@@ -130,16 +130,76 @@ func PoolForward[T Element](h *Handle, y, x Tensor[T], p Pool2D) error {
 		if err != nil {
 			return err
 		}
-		var pd clib.PoolingDescriptor
-		if err := check(op, "cudnnCreatePoolingDescriptor", clib.CreatePoolingDescriptor(&pd)); err != nil {
-			return err
-		}
-		d.pools = append(d.pools, pd)
-		const propagateNaN = 1 // CUDNN_PROPAGATE_NAN
-		if err := check(op, "cudnnSetPooling2dDescriptor", clib.SetPooling2dDescriptor(pd, poolModes[p.Mode], propagateNaN, int32(p.WindowH), int32(p.WindowW), int32(p.PadH), int32(p.PadW), int32(p.StrideH), int32(p.StrideW))); err != nil {
+		pd, err := d.pooling(p)
+		if err != nil {
 			return err
 		}
 		one, zero := float32(1), float32(0)
 		return check(op, "cudnnPoolingForward", clib.PoolingForward(c.lh, pd, unsafe.Pointer(&one), xd, uintptr(x.Data.Ptr()), unsafe.Pointer(&zero), yd, uintptr(y.Data.Ptr())))
+	})
+}
+
+// pooling makes a pooling descriptor of p (normalized), added to d.
+func (d *descs) pooling(p Pool2D) (clib.PoolingDescriptor, error) {
+	var pd clib.PoolingDescriptor
+	if err := check(d.op, "cudnnCreatePoolingDescriptor", clib.CreatePoolingDescriptor(&pd)); err != nil {
+		return 0, err
+	}
+	d.pools = append(d.pools, pd)
+	const propagateNaN = 1 // CUDNN_PROPAGATE_NAN
+	return pd, check(d.op, "cudnnSetPooling2dDescriptor", clib.SetPooling2dDescriptor(pd, poolModes[p.Mode], propagateNaN, int32(p.WindowH), int32(p.WindowW), int32(p.PadH), int32(p.PadW), int32(p.StrideH), int32(p.StrideW)))
+}
+
+// PoolBackward computes dx, the gradient of pooling's input x, from the
+// gradient dy of its output y (PoolForward's y of x under p, which it
+// reads): a max window's gradient goes to its largest element, an
+// average's is shared by the elements it averaged. All four tensors in
+// one layout; queued on h's stream (cudnnPoolingBackward).
+func PoolBackward[T Element](h *Handle, dx, y, dy, x Tensor[T], p Pool2D) error {
+	const op = "PoolBackward"
+	if err := h.valid(op); err != nil {
+		return err
+	}
+	if err := errors.Join(checkTensor(op, "dx", dx), checkTensor(op, "y", y), checkTensor(op, "dy", dy), checkTensor(op, "x", x)); err != nil {
+		return err
+	}
+	p, why := p.norm()
+	if why != "" {
+		return errorf(op, cuda.ErrInvalidValue, "p: %s", why)
+	}
+	if dx.Layout != x.Layout || y.Layout != x.Layout || dy.Layout != x.Layout {
+		return errorf(op, cuda.ErrInvalidValue, "dx is %v, y %v, dy %v and x %v: want one layout", dx.Layout, y.Layout, dy.Layout, x.Layout)
+	}
+	out, err := poolOutput(op, x.Shape, p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case y.Shape != out:
+		return errorf(op, cuda.ErrInvalidValue, "y is %v: want %v (PoolOutput)", y.Shape, out)
+	case dy.Shape != out:
+		return errorf(op, cuda.ErrInvalidValue, "dy is %v: want %v (PoolOutput)", dy.Shape, out)
+	case dx.Shape != x.Shape:
+		return errorf(op, cuda.ErrInvalidValue, "dx is %v: want x's %v", dx.Shape, x.Shape)
+	}
+	dt := dataType[T]()
+	return h.do(op, []cuda.Memory{dx.Data, y.Data, dy.Data, x.Data}, func(c *call) (err error) {
+		d := &descs{op: op}
+		defer d.release(&err)
+		xd, err := d.tensor(x.Shape, x.Layout, dt)
+		if err != nil {
+			return err
+		}
+		yd, err := d.tensor(y.Shape, y.Layout, dt)
+		if err != nil {
+			return err
+		}
+		pd, err := d.pooling(p)
+		if err != nil {
+			return err
+		}
+		one, zero := float32(1), float32(0)
+		return check(op, "cudnnPoolingBackward", clib.PoolingBackward(c.lh, pd, unsafe.Pointer(&one), yd, uintptr(y.Data.Ptr()), yd, uintptr(dy.Data.Ptr()),
+			xd, uintptr(x.Data.Ptr()), unsafe.Pointer(&zero), xd, uintptr(dx.Data.Ptr())))
 	})
 }

@@ -912,6 +912,84 @@ EXPORT int cudnnPoolingForward(struct fake_dnn *h, struct fake_dnn_pool *p, cons
 	return enqueue_job(h->stream, &j->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
 }
 
+// cudnnPoolingBackward: dx from dy, x and y. A max window's gradient goes
+// to its first largest element (row by row); an average's is shared by
+// the elements it counted.
+struct pool_bwd_job {
+	struct lib_job job;
+	struct fake_dnn_pool p;
+	struct dims x, y, dx, dyd;
+	const void *src, *dy;
+	void *dst;
+	double alpha, beta;
+};
+
+static void run_pool_bwd(struct lib_job *job) {
+	struct pool_bwd_job *o = (struct pool_bwd_job *)job;
+	int dt = o->x.dt;
+	size_t n = elems(o->x);
+	double *acc = calloc(n ? n : 1, sizeof *acc);
+	for (int b = 0; b < o->y.n; b++)
+		for (int c = 0; c < o->y.c; c++)
+			for (int oh = 0; oh < o->y.h; oh++)
+				for (int ow = 0; ow < o->y.w; ow++) {
+					double g = ld(dt, o->dy, at(&o->dyd, b, c, oh, ow)), best = -INFINITY;
+					long arg = -1;
+					int count = 0;
+					for (int r = 0; r < o->p.wh; r++)
+						for (int s = 0; s < o->p.ww; s++) {
+							int ih = oh * o->p.sh - o->p.ph + r, iw = ow * o->p.sw - o->p.pw + s;
+							if (ih < 0 || ih >= o->x.h || iw < 0 || iw >= o->x.w) continue;
+							size_t xi = at(&o->x, b, c, ih, iw);
+							double v = ld(dt, o->src, xi);
+							if (v > best) best = v, arg = (long)xi;
+							count++;
+						}
+					if (o->p.mode == 0 || o->p.mode == 3) {
+						if (arg >= 0) acc[arg] += g;
+						continue;
+					}
+					double share = o->p.mode == 1 ? g / (o->p.wh * o->p.ww) : count ? g / count : 0;
+					for (int r = 0; r < o->p.wh; r++)
+						for (int s = 0; s < o->p.ww; s++) {
+							int ih = oh * o->p.sh - o->p.ph + r, iw = ow * o->p.sw - o->p.pw + s;
+							if (ih < 0 || ih >= o->x.h || iw < 0 || iw >= o->x.w) continue;
+							acc[at(&o->x, b, c, ih, iw)] += share;
+						}
+				}
+	for (int b = 0; b < o->x.n; b++)
+		for (int c = 0; c < o->x.c; c++)
+			for (int ih = 0; ih < o->x.h; ih++)
+				for (int iw = 0; iw < o->x.w; iw++) {
+					size_t i = at(&o->dx, b, c, ih, iw);
+					double v = o->alpha * acc[at(&o->x, b, c, ih, iw)];
+					if (o->beta != 0) v += o->beta * ld(dt, o->dst, i);
+					st(dt, o->dst, i, v);
+				}
+	free(acc);
+}
+
+EXPORT int cudnnPoolingBackward(struct fake_dnn *h, struct fake_dnn_pool *p, const void *alpha, struct fake_tensor *yd, const void *y,
+                                struct fake_tensor *dyd, const void *dy, struct fake_tensor *xd, const void *x, const void *beta,
+                                struct fake_tensor *dxd, void *dx) {
+	FAULT("cudnnPoolingBackward");
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (!pool_ok(p) || !tensor_ok(yd) || !tensor_ok(dyd) || !tensor_ok(xd) || !tensor_ok(dxd)) return DNN_BAD_PARAM;
+	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
+	struct dims X = xd->d, Y = yd->d, DY = dyd->d, DX = dxd->d, o;
+	if ((r = pool_out(p, &X, &o))) return r;
+	if (o.n != Y.n || o.c != Y.c || o.h != Y.h || o.w != Y.w) return DNN_BAD_PARAM;
+	if (DY.n != Y.n || DY.c != Y.c || DY.h != Y.h || DY.w != Y.w) return DNN_BAD_PARAM;
+	if (DX.n != X.n || DX.c != X.c || DX.h != X.h || DX.w != X.w) return DNN_BAD_PARAM;
+	if (X.dt != Y.dt || X.dt != DY.dt || X.dt != DX.dt) return DNN_BAD_PARAM;
+	if (!dmem_ok(x, bytes(X)) || !dmem_ok(y, bytes(Y)) || !dmem_ok(dy, bytes(DY)) || !dmem_ok(dx, bytes(DX))) return DNN_BAD_PARAM;
+	struct pool_bwd_job *j = calloc(1, sizeof *j);
+	*j = (struct pool_bwd_job){.job = {run_pool_bwd, sizeof *j}, .p = *p, .x = X, .y = Y, .dx = DX, .dyd = DY, .src = x, .dy = dy, .dst = dx,
+	                           .alpha = scal(X.dt, alpha), .beta = scal(X.dt, beta)};
+	return enqueue_job(h->stream, &j->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+}
+
 // ---- batch normalization ------------------------------------------------------------
 
 // The parameters' type: float for float and the halves, double for double.

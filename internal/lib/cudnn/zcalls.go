@@ -104,6 +104,7 @@ var Table = &dl.Table{
 		{Name: "cudnnSetPooling2dDescriptor", Addr: &tableAddrs.cudnnSetPooling2dDescriptor},
 		{Name: "cudnnGetPooling2dForwardOutputDim", Addr: &tableAddrs.cudnnGetPooling2dForwardOutputDim},
 		{Name: "cudnnDestroyPoolingDescriptor", Addr: &tableAddrs.cudnnDestroyPoolingDescriptor},
+		{Name: "cudnnPoolingBackward", Addr: &tableAddrs.cudnnPoolingBackward},
 		{Name: "cudnnPoolingForward", Addr: &tableAddrs.cudnnPoolingForward},
 		{Name: "cudnnDeriveBNTensorDescriptor", Addr: &tableAddrs.cudnnDeriveBNTensorDescriptor},
 		{Name: "cudnnBatchNormalizationForwardInference", Addr: &tableAddrs.cudnnBatchNormalizationForwardInference},
@@ -156,6 +157,7 @@ var tableAddrs struct {
 	cudnnSetPooling2dDescriptor                    uintptr
 	cudnnGetPooling2dForwardOutputDim              uintptr
 	cudnnDestroyPoolingDescriptor                  uintptr
+	cudnnPoolingBackward                           uintptr
 	cudnnPoolingForward                            uintptr
 	cudnnDeriveBNTensorDescriptor                  uintptr
 	cudnnBatchNormalizationForwardInference        uintptr
@@ -665,6 +667,18 @@ func DestroyPoolingDescriptor(poolingDesc PoolingDescriptor) Result {
 		return Missing
 	}
 	r, _, _ := purego.SyscallN(fn, uintptr(poolingDesc))
+	return Result(r)
+}
+
+// PoolingBackward calls cudnnPoolingBackward:
+//
+//	cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, cudnnPoolingDescriptor_t poolingDesc, const void *alpha, cudnnTensorDescriptor_t yDesc, const void *y /*device*/, cudnnTensorDescriptor_t dyDesc, const void *dy /*device*/, cudnnTensorDescriptor_t xDesc, const void *x /*device*/, const void *beta, cudnnTensorDescriptor_t dxDesc, void *dx /*device*/);
+func PoolingBackward(handle Handle, poolingDesc PoolingDescriptor, alpha unsafe.Pointer, yDesc TensorDescriptor, y uintptr, dyDesc TensorDescriptor, dy uintptr, xDesc TensorDescriptor, x uintptr, beta unsafe.Pointer, dxDesc TensorDescriptor, dx uintptr) Result {
+	fn := tableAddrs.cudnnPoolingBackward
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(poolingDesc), uintptr(alpha), uintptr(yDesc), y, uintptr(dyDesc), dy, uintptr(xDesc), x, uintptr(beta), uintptr(dxDesc), dx)
 	return Result(r)
 }
 

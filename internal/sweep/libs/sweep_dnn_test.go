@@ -24,7 +24,7 @@ func init() {
 func sweepDNN() []sweep.Case {
 	return []sweep.Case{
 		{Name: "cudnn", Covers: []string{"cudnn.New", "cudnn.Version", "cudnn.ConvForward", "cudnn.ConvBackwardData", "cudnn.ConvBackwardFilter",
-			"cudnn.ConvBackwardBias", "cudnn.ConvBiasActivation", "cudnn.PoolForward", "cudnn.BatchNormInference", "cudnn.BatchNormTraining", "cudnn.BatchNormBackward",
+			"cudnn.ConvBackwardBias", "cudnn.ConvBiasActivation", "cudnn.PoolForward", "cudnn.PoolBackward", "cudnn.BatchNormInference", "cudnn.BatchNormTraining", "cudnn.BatchNormBackward",
 			"Handle.Close", "Handle.WorkBytes"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				// The fake's cuDNN handles and descriptors: none may be left
@@ -63,6 +63,7 @@ func sweepDNN() []sweep.Case {
 								return cudnn.ConvForward(h, y2, x, w, cudnn.Conv2D{StrideH: 2, StrideW: 2, PadH: 1, PadW: 1})
 							},
 							func() error { return cudnn.PoolForward(h, pool, x, cudnn.Pool2D{WindowH: 2, WindowW: 2}) },
+							func() error { return cudnn.PoolBackward(h, dx, pool, pool, x, cudnn.Pool2D{WindowH: 2, WindowW: 2}) },
 							func() error { return cudnn.BatchNormInference(h, dx, x, bn) },
 							func() error { return cudnn.BatchNormTraining(h, dx, x, bn, c2, inv) },
 							func() error { return cudnn.BatchNormBackward(h, dx, x, x, bn, dScale, dBias, nil, nil) },

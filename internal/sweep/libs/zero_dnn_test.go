@@ -56,6 +56,7 @@ func init() {
 			return []error{cudnn.ConvBackwardBias(h, b, x), cudnn.ConvBackwardBias(nil, hb, hx)}
 		},
 		"cudnn.PoolForward":        func() []error { return []error{cudnn.PoolForward(h, x, x, cudnn.Pool2D{})} },
+		"cudnn.PoolBackward":       func() []error { return []error{cudnn.PoolBackward(h, hx, hx, hx, hx, cudnn.Pool2D{})} },
 		"cudnn.BatchNormInference": func() []error { return []error{cudnn.BatchNormInference(h, x, x, bn)} },
 		"cudnn.BatchNormTraining":  func() []error { return []error{cudnn.BatchNormTraining(h, hx, hx, bn, nil, nil)} },
 		"cudnn.BatchNormBackward":  func() []error { return []error{cudnn.BatchNormBackward(h, x, x, x, bn, b, b, nil, nil)} },
