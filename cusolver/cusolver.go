@@ -17,8 +17,14 @@
 // Jacobi) and EighBatched (syevjBatched) do a whole batch in one call. The 64-bit API (cusolverDnX*) is used where
 // cuSOLVER has one: getrf, getrs, potrf, potrs, geqrf, gesvd, syevd.
 // Elements are float32 and float64 (cuda.Float); LU, Solve, Cholesky,
-// CholeskySolve and CholeskyInverse take complex64 and complex128 too
-// (Element), Cholesky's matrices Hermitian. The calls keep LAPACK's
+// CholeskySolve, CholeskyInverse, QR, QRQ, ApplyQ, SVD and Eigh take
+// complex64 and complex128 too (Element): Cholesky's and Eigh's matrices
+// Hermitian, QR's Q unitary (ungqr, unmqr; ApplyQ's transpose is Qᴴ), SVD's
+// A = U·S·Vᴴ. Singular values and eigenvalues are real whatever the
+// matrix: SVD's s and Eigh's w hold float32 for float32 and complex64
+// matrices, float64 for float64 and complex128 ones (their type R, checked
+// when called). LeastSquares and the batched calls take real matrices
+// only. The calls keep LAPACK's
 // order of arguments, as package cublas keeps BLAS's: the matrix first
 // (which most of them overwrite), what it yields after (SVD's s, u and
 // vt; LeastSquares' x after b).
@@ -64,6 +70,11 @@
 //   - Eigenvectors (Eigh, EighBatched) and the batched SVD's singular
 //     vectors come out each contiguous: vector i at elements i·n to
 //     (i+1)·n of its matrix, that is V column-major (or Vᵀ row-major).
+//     For a complex Hermitian A, whose row-major memory cuSOLVER reads as
+//     conj(A), the row-major reading is Vᴴ: A = V·Λ·Vᴴ either way.
+//   - Complex SVD: the row-major memory of A is Aᵀ to cuSOLVER (not Aᴴ),
+//     and the outputs swapped as for real matrices read row-major as U
+//     and Vᴴ exactly.
 //
 // # Info: singular and not positive definite matrices
 //

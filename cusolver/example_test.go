@@ -80,3 +80,41 @@ func ExampleCholesky() {
 	// true
 	// cusolver: Cholesky: the matrix is not positive definite: the leading minor of order 3 is not positive definite
 }
+
+// The eigenvalues of a complex Hermitian matrix are real: a complex64
+// matrix's go into float32s.
+func ExampleEigh_hermitian() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	defer s.Close()
+	h, err := cusolver.New(s)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+
+	a, _ := cuda.FromHost(ctx, []complex64{
+		2, 1 - 1i,
+		1 + 1i, 3,
+	})
+	defer a.Free()
+	w, _ := cuda.Alloc[float32](ctx, 2)
+	defer w.Free()
+	info, err := cusolver.Eigh(h, cusolver.NewMatrix(a, 2, 2), cusolver.Lower, w, false)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := info.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	vals, _ := w.ToHost()
+	fmt.Printf("%.3g\n", vals)
+	// Output: [1 4]
+}

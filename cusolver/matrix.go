@@ -167,6 +167,16 @@ func overlap[T Element](a *cuda.DeviceBuffer[T], na int, b *cuda.DeviceBuffer[T]
 	return alo < blo+uint64(nb)*size && blo < alo+uint64(na)*size
 }
 
+// overlapAny is overlap for buffers of two element types.
+func overlapAny[A, B Element](a *cuda.DeviceBuffer[A], na int, b *cuda.DeviceBuffer[B], nb int) bool {
+	if na == 0 || nb == 0 {
+		return false
+	}
+	sa, sb := uint64(unsafe.Sizeof(*new(A))), uint64(unsafe.Sizeof(*new(B)))
+	alo, blo := uint64(a.Ptr()), uint64(b.Ptr())
+	return alo < blo+uint64(nb)*sb && blo < alo+uint64(na)*sa
+}
+
 // cudaDataType_t values, and cuSOLVER's enumerations.
 const (
 	typeF32 = 0 // CUDA_R_32F
@@ -179,6 +189,7 @@ const (
 
 	opN = 0 // CUBLAS_OP_N
 	opT = 1 // CUBLAS_OP_T
+	opC = 2 // CUBLAS_OP_C
 
 	sideLeft = 0 // CUBLAS_SIDE_LEFT
 
@@ -206,6 +217,30 @@ func dataType[T Element]() int32 {
 
 // isComplex reports whether T is complex.
 func isComplex[T Element]() bool { t := dataType[T](); return t == typeC32 || t == typeC64 }
+
+// realType returns cuSOLVER's data type for T's real numbers (singular
+// values and eigenvalues are real): float32's for float32 and complex64,
+// float64's for float64 and complex128.
+func realType[T Element]() int32 {
+	if dt := dataType[T](); dt == typeF64 || dt == typeC64 {
+		return typeF64
+	}
+	return typeF32
+}
+
+// checkReal returns the error for a buffer of R, named name, that cannot
+// hold T's real numbers: R must be float32 for float32 and complex64
+// matrices, float64 for float64 and complex128 ones.
+func checkReal[T Element, R cuda.Float](op, name string) error {
+	if dataType[R]() != realType[T]() {
+		want := "float32"
+		if realType[T]() == typeF64 {
+			want = "float64"
+		}
+		return errorf(op, cuda.ErrInvalidValue, "%s holds %s: a matrix of %s wants %s (or a type defined on it)", name, reflect.TypeFor[R](), reflect.TypeFor[T](), want)
+	}
+	return nil
+}
 
 // fill returns cuSOLVER's fill mode for triangle t of m as m's layout reads
 // it: the other one for a row-major matrix, whose memory is its

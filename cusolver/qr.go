@@ -10,8 +10,9 @@ import (
 // QRFactors is a QR factorization A = Q·R of an m×n column-major matrix,
 // as LAPACK's geqrf leaves it: R on and above the diagonal of the
 // matrix's own memory, Q as min(m,n) Householder reflectors below it and
-// their scales tau (device memory it owns). Free it when done.
-type QRFactors[T cuda.Float] struct {
+// their scales tau (device memory it owns). Of a complex matrix Q is
+// unitary (QᴴQ = I). Free it when done.
+type QRFactors[T Element] struct {
 	h   *Handle
 	a   Matrix[T]
 	mu  sync.Mutex // guards tau, which Free takes
@@ -56,7 +57,7 @@ func (f *QRFactors[T]) Free() error {
 
 // colMajor returns the error for a matrix, named name, that is not
 // column-major: of a row-major matrix's memory cuSOLVER would factor Aᵀ.
-func colMajor[T cuda.Float](op, name string, m Matrix[T]) error {
+func colMajor[T Element](op, name string, m Matrix[T]) error {
 	if m.Layout != ColMajor {
 		return errorf(op, cuda.ErrInvalidValue, "%s is row-major: QR takes column-major matrices (of a row-major one's memory cuSOLVER would factor Aᵀ, A's LQ): set Layout to ColMajor with the elements in that order", name)
 	}
@@ -64,8 +65,10 @@ func colMajor[T cuda.Float](op, name string, m Matrix[T]) error {
 }
 
 // QR factors the column-major m×n matrix a in place, A = Q·R
-// (cusolverDnXgeqrf), queued on h's stream.
-func QR[T cuda.Float](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
+// (cusolverDnXgeqrf), queued on h's stream. Complex matrices are
+// factored as LAPACK's cgeqrf and zgeqrf do: Q unitary, the reflectors
+// H = I - τ·v·vᴴ.
+func QR[T Element](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
 	const op = "QR"
 	if err := h.valid(op); err != nil {
 		return nil, err
@@ -131,9 +134,10 @@ func (f *QRFactors[T]) usable(h *Handle, op string) (*cuda.DeviceBuffer[T], erro
 // QRQ writes Q's first n columns (the m×n matrix with orthonormal columns,
 // A = Q·R with R n×n) into q, column-major m×n, queued on h's stream: it
 // copies f's reflectors into q and forms Q there (cusolverDnSorgqr,
-// cusolverDnDorgqr: cuSOLVER has no 64-bit form). f's matrix must have at
-// least as many rows as columns, and is left as it was.
-func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
+// Dorgqr, and for complex matrices Cungqr, Zungqr: cuSOLVER has no 64-bit
+// form). f's matrix must have at least as many rows as columns, and is
+// left as it was.
+func QRQ[T Element](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 	const op = "QRQ"
 	tau, err := f.usable(h, op)
 	if err != nil {
@@ -169,12 +173,19 @@ func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 		if err := dst.CopyFromDeviceAsync(src, h.stream); err != nil {
 			return err
 		}
+		hh, mm, nn, a, lda, pt := h.raw.h, int32(m), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr())
+		// The typed functions, by element type: S, D, C, Z.
 		var lw int32
 		var err error
-		if isF64[T]() {
-			err = check(op, "cusolverDnDorgqr_bufferSize", clib.DnDorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), &lw))
-		} else {
-			err = check(op, "cusolverDnSorgqr_bufferSize", clib.DnSorgqr_bufferSize(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), &lw))
+		switch dataType[T]() {
+		case typeF32:
+			err = check(op, "cusolverDnSorgqr_bufferSize", clib.DnSorgqr_bufferSize(hh, mm, nn, nn, a, lda, pt, &lw))
+		case typeF64:
+			err = check(op, "cusolverDnDorgqr_bufferSize", clib.DnDorgqr_bufferSize(hh, mm, nn, nn, a, lda, pt, &lw))
+		case typeC32:
+			err = check(op, "cusolverDnCungqr_bufferSize", clib.DnCungqr_bufferSize(hh, mm, nn, nn, a, lda, pt, &lw))
+		default:
+			err = check(op, "cusolverDnZungqr_bufferSize", clib.DnZungqr_bufferSize(hh, mm, nn, nn, a, lda, pt, &lw))
 		}
 		if err != nil {
 			return err
@@ -187,19 +198,25 @@ func QRQ[T cuda.Float](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 		if err != nil {
 			return err
 		}
-		if isF64[T]() {
-			return check(op, "cusolverDnDorgqr", clib.DnDorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), work, lw, info))
+		switch dataType[T]() {
+		case typeF32:
+			return check(op, "cusolverDnSorgqr", clib.DnSorgqr(hh, mm, nn, nn, a, lda, pt, work, lw, info))
+		case typeF64:
+			return check(op, "cusolverDnDorgqr", clib.DnDorgqr(hh, mm, nn, nn, a, lda, pt, work, lw, info))
+		case typeC32:
+			return check(op, "cusolverDnCungqr", clib.DnCungqr(hh, mm, nn, nn, a, lda, pt, work, lw, info))
 		}
-		return check(op, "cusolverDnSorgqr", clib.DnSorgqr(h.raw.h, int32(m), int32(n), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr()), work, lw, info))
+		return check(op, "cusolverDnZungqr", clib.DnZungqr(hh, mm, nn, nn, a, lda, pt, work, lw, info))
 	})
 }
 
 // ApplyQ overwrites the column-major m×k matrix c with Q·C, or Qᵀ·C where
-// transpose is true, Q the m×m orthogonal matrix of f's reflectors (f's
-// matrix m×n), queued on h's stream (cusolverDnSormqr, cusolverDnDormqr:
-// cuSOLVER has no 64-bit form). Qᵀ·B is the first step of a least-squares
-// solve.
-func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) error {
+// transpose is true (Qᴴ·C for a complex matrix: its Q is unitary), Q the
+// m×m matrix of f's reflectors (f's matrix m×n), queued on h's stream
+// (cusolverDnSormqr, Dormqr, and for complex matrices Cunmqr, Zunmqr:
+// cuSOLVER has no 64-bit form). Qᵀ·B (Qᴴ·B) is the first step of a
+// least-squares solve.
+func ApplyQ[T Element](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) error {
 	const op = "ApplyQ"
 	tau, err := f.usable(h, op)
 	if err != nil {
@@ -222,17 +239,27 @@ func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose boo
 		return nil
 	}
 	trans := int32(opN)
-	if transpose {
+	switch {
+	case transpose && isComplex[T]():
+		trans = opC // unmqr takes N or C
+	case transpose:
 		trans = opT
 	}
 	nc := c.Cols
 	return h.do(op, []cuda.Memory{f.a.Data, c.Data, tau}, func() error {
+		hh, mm, nn, kk := h.raw.h, int32(m), int32(nc), int32(k)
+		a, lda, pt, pc, ldc := f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld())
 		var lw int32
 		var err error
-		if isF64[T]() {
-			err = check(op, "cusolverDnDormqr_bufferSize", clib.DnDormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
-		} else {
-			err = check(op, "cusolverDnSormqr_bufferSize", clib.DnSormqr_bufferSize(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), &lw))
+		switch dataType[T]() {
+		case typeF32:
+			err = check(op, "cusolverDnSormqr_bufferSize", clib.DnSormqr_bufferSize(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, &lw))
+		case typeF64:
+			err = check(op, "cusolverDnDormqr_bufferSize", clib.DnDormqr_bufferSize(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, &lw))
+		case typeC32:
+			err = check(op, "cusolverDnCunmqr_bufferSize", clib.DnCunmqr_bufferSize(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, &lw))
+		default:
+			err = check(op, "cusolverDnZunmqr_bufferSize", clib.DnZunmqr_bufferSize(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, &lw))
 		}
 		if err != nil {
 			return err
@@ -245,10 +272,15 @@ func ApplyQ[T cuda.Float](h *Handle, f *QRFactors[T], c Matrix[T], transpose boo
 		if err != nil {
 			return err
 		}
-		if isF64[T]() {
-			return check(op, "cusolverDnDormqr", clib.DnDormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
+		switch dataType[T]() {
+		case typeF32:
+			return check(op, "cusolverDnSormqr", clib.DnSormqr(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, work, lw, info))
+		case typeF64:
+			return check(op, "cusolverDnDormqr", clib.DnDormqr(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, work, lw, info))
+		case typeC32:
+			return check(op, "cusolverDnCunmqr", clib.DnCunmqr(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, work, lw, info))
 		}
-		return check(op, "cusolverDnSormqr", clib.DnSormqr(h.raw.h, sideLeft, trans, int32(m), int32(nc), int32(k), f.a.ptr(), int32(f.a.ld()), uintptr(tau.Ptr()), c.ptr(), int32(c.ld()), work, lw, info))
+		return check(op, "cusolverDnZunmqr", clib.DnZunmqr(hh, sideLeft, trans, mm, nn, kk, a, lda, pt, pc, ldc, work, lw, info))
 	})
 }
 

@@ -11,6 +11,14 @@ import (
 // vt (n×n), in a's layout, receive U and Vᵀ in full. Give u and vt nil
 // Data (zero matrices) for the values alone; either may be left out.
 //
+// A complex a (complex64, complex128) has A = U·S·Vᴴ, U and V unitary, and
+// vt receives Vᴴ; the singular values are real whatever T: s holds
+// float32 for float32 and complex64 matrices, float64 for float64 and
+// complex128 ones (R; another is refused). The layouts work as for real
+// matrices: of a row-major A's memory cuSOLVER computes Aᵀ = U'·S·V'ᴴ, so
+// A = conj(V')·S·U'ᵀ, and the swapped outputs read row-major are U and Vᴴ
+// exactly.
+//
 // cuSOLVER's gesvd takes matrices with at least as many rows as columns
 // as it sees them, column-major: a row-major a must have Rows <= Cols,
 // a column-major one Rows >= Cols (of the other shape, take the SVD of
@@ -18,9 +26,12 @@ import (
 // the SVD of Aᵀ, whose U is A's V, and the package swaps the outputs: u
 // and vt are A's, in row-major order (see the package doc). The Info's Err
 // says whether it converged.
-func SVD[T cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[T], u, vt Matrix[T]) (*Info, error) {
+func SVD[T Element, R cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[R], u, vt Matrix[T]) (*Info, error) {
 	const op = "SVD"
 	if err := h.valid(op); err != nil {
+		return nil, err
+	}
+	if err := checkReal[T, R](op, "s"); err != nil {
 		return nil, err
 	}
 	if err := a.check(op, "a", h.ctx); err != nil {
@@ -50,12 +61,12 @@ func SVD[T cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[T], u, vt Ma
 		if o.x.Rows != o.dim || o.x.Cols != o.dim || o.x.Layout != a.Layout {
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s is %d×%d %s: want %d×%d %s, as a", o.name, o.x.Rows, o.x.Cols, o.x.Layout, o.dim, o.dim, a.Layout)
 		}
-		if overlap(o.x.Data, o.dim*o.dim, a.Data, m*n) || overlap(o.x.Data, o.dim*o.dim, s, min(m, n)) {
+		if overlap(o.x.Data, o.dim*o.dim, a.Data, m*n) || overlapAny(o.x.Data, o.dim*o.dim, s, min(m, n)) {
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s overlaps a or s", o.name)
 		}
 		mem = append(mem, o.x.Data)
 	}
-	if overlap(s, min(m, n), a.Data, m*n) {
+	if overlapAny(s, min(m, n), a.Data, m*n) {
 		return nil, errorf(op, cuda.ErrInvalidValue, "s overlaps a")
 	}
 	if u.Data != nil && vt.Data != nil && overlap(u.Data, m*m, vt.Data, n*n) {
@@ -83,14 +94,14 @@ func SVD[T cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[T], u, vt Ma
 		if err != nil {
 			return err
 		}
-		dt := dataType[T]()
+		dt, rt := dataType[T](), realType[T]()
 		var dev, host uintptr
-		err = check(op, "cusolverDnXgesvd_bufferSize", clib.DnXgesvd_bufferSize(h.raw.h, h.raw.params, jobu, jobvt, int64(cm), int64(cn), dt, a.ptr(), int64(a.ld()), dt, uintptr(s.Ptr()), dt, pu, ldu, dt, pvt, ldvt, dt, &dev, &host))
+		err = check(op, "cusolverDnXgesvd_bufferSize", clib.DnXgesvd_bufferSize(h.raw.h, h.raw.params, jobu, jobvt, int64(cm), int64(cn), dt, a.ptr(), int64(a.ld()), rt, uintptr(s.Ptr()), dt, pu, ldu, dt, pvt, ldvt, dt, &dev, &host))
 		if err == nil {
 			d, p, werr := h.workspace(op, dev, host)
 			err = werr
 			if err == nil {
-				err = check(op, "cusolverDnXgesvd", clib.DnXgesvd(h.raw.h, h.raw.params, jobu, jobvt, int64(cm), int64(cn), dt, a.ptr(), int64(a.ld()), dt, uintptr(s.Ptr()), dt, pu, ldu, dt, pvt, ldvt, dt, d, dev, p, host, info.ptr()))
+				err = check(op, "cusolverDnXgesvd", clib.DnXgesvd(h.raw.h, h.raw.params, jobu, jobvt, int64(cm), int64(cn), dt, a.ptr(), int64(a.ld()), rt, uintptr(s.Ptr()), dt, pu, ldu, dt, pvt, ldvt, dt, d, dev, p, host, info.ptr()))
 			}
 		}
 		if err != nil {
@@ -109,16 +120,26 @@ func SVD[T cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[T], u, vt Ma
 // vector i at elements i·n to (i+1)·n (V column-major, Vᵀ row-major)
 // (cusolverDnXsyevd), queued on h's stream. Without vectors, a's triangle
 // is overwritten. The Info's Err says whether it converged.
-func Eigh[T cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda.DeviceBuffer[T], vectors bool) (*Info, error) {
+//
+// A complex a is Hermitian (A = V·Λ·Vᴴ, V unitary; the imaginary parts of
+// its diagonal are not read), and its eigenvalues real: w holds float32
+// for float32 and complex64 matrices, float64 for float64 and complex128
+// ones (R; another is refused). Its eigenvectors come out as V column-major
+// and Vᴴ row-major: of a row-major A's memory cuSOLVER sees Aᵀ = conj(A),
+// whose eigenvectors are conj(V), and those read row-major are Vᴴ.
+func Eigh[T Element, R cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda.DeviceBuffer[R], vectors bool) (*Info, error) {
 	const op = "Eigh"
 	if err := checkSymmetric(h, op, a, tri); err != nil {
+		return nil, err
+	}
+	if err := checkReal[T, R](op, "w"); err != nil {
 		return nil, err
 	}
 	n := a.Rows
 	if err := checkVectors(op, "w", w, n, 1, h.ctx); err != nil {
 		return nil, err
 	}
-	if overlap(w, n, a.Data, n*n) {
+	if overlapAny(w, n, a.Data, n*n) {
 		return nil, errorf(op, cuda.ErrInvalidValue, "w overlaps a")
 	}
 	jobz := int32(eigNoVector)
@@ -131,14 +152,14 @@ func Eigh[T cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda.DeviceBuff
 		if err != nil {
 			return err
 		}
-		dt, fill := dataType[T](), a.fill(tri)
+		dt, rt, fill := dataType[T](), realType[T](), a.fill(tri)
 		var dev, host uintptr
-		err = check(op, "cusolverDnXsyevd_bufferSize", clib.DnXsyevd_bufferSize(h.raw.h, h.raw.params, jobz, fill, int64(n), dt, a.ptr(), int64(a.ld()), dt, uintptr(w.Ptr()), dt, &dev, &host))
+		err = check(op, "cusolverDnXsyevd_bufferSize", clib.DnXsyevd_bufferSize(h.raw.h, h.raw.params, jobz, fill, int64(n), dt, a.ptr(), int64(a.ld()), rt, uintptr(w.Ptr()), dt, &dev, &host))
 		if err == nil {
 			d, p, werr := h.workspace(op, dev, host)
 			err = werr
 			if err == nil {
-				err = check(op, "cusolverDnXsyevd", clib.DnXsyevd(h.raw.h, h.raw.params, jobz, fill, int64(n), dt, a.ptr(), int64(a.ld()), dt, uintptr(w.Ptr()), dt, d, dev, p, host, info.ptr()))
+				err = check(op, "cusolverDnXsyevd", clib.DnXsyevd(h.raw.h, h.raw.params, jobz, fill, int64(n), dt, a.ptr(), int64(a.ld()), rt, uintptr(w.Ptr()), dt, d, dev, p, host, info.ptr()))
 			}
 		}
 		if err != nil {

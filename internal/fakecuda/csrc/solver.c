@@ -3,7 +3,8 @@
 // CPU by the stream's worker, later, in the stream's order, on
 // column-major matrices as cuSOLVER's. The algorithms are the textbook
 // ones (LU with partial pivoting, Cholesky, Householder QR, one-sided
-// Jacobi SVD, cyclic Jacobi eigenvalues), in double whatever the element
+// Jacobi SVD, cyclic Jacobi eigenvalues; their complex forms for complex
+// elements, Hermitian where symmetric), in double whatever the element
 // type; their results are not cuSOLVER's bits (singular and eigenvectors
 // may differ in sign), but they satisfy the same equations, and info is
 // written as cuSOLVER writes it: 0, or the 1-based index of the zero pivot
@@ -124,18 +125,23 @@ static int usable(struct fake_solver *h, struct fake_sparams *p, int takes_param
 enum { T_F32 = 0, T_F64 = 1, T_C32 = 4, T_C64 = 5 };
 
 // elem returns the size of an element type, 0 for one the fake lacks;
-// types returns the status for a data and compute type pair of a call
-// that computes real matrices only (complex: not supported by the fake),
-// ctypes of one that computes complex ones too (LU and Cholesky).
+// ctypes returns the status for a data and compute type pair of the
+// 64-bit API's calls, which take real and complex matrices alike.
 static size_t elem(int t) { return t == T_F32 ? 4 : t == T_F64 ? 8 : t == T_C32 ? 8 : t == T_C64 ? 16 : 0; }
 static int ctypes(int data, int compute) {
 	if (!elem(data) || data != compute) return SOLVER_INVALID_VALUE;
 	return SOLVER_SUCCESS;
 }
-static int types(int data, int compute) {
-	if (data == T_C32 || data == T_C64) return SOLVER_NOT_SUPPORTED; // the fake computes real matrices only, here
-	return ctypes(data, compute);
+// rtypes returns the status for the type of a call's real output
+// (singular values, eigenvalues) beside its compute type: the real type
+// of the same precision.
+static int real_of(int t) { return t == T_C32 ? T_F32 : t == T_C64 ? T_F64 : t; }
+static int rtypes(int data, int compute) {
+	if (!elem(compute) || data != real_of(compute)) return SOLVER_INVALID_VALUE;
+	return SOLVER_SUCCESS;
 }
+static int is_dbl(int t) { return t == T_F64 || t == T_C64; }
+static int is_cplx(int t) { return t == T_C32 || t == T_C64; }
 
 // span is the bytes an m×n column-major matrix of leading dimension ld
 // spans.
@@ -640,6 +646,218 @@ static void eig(const double *a, int64_t n, int upper, double *w, double *v) {
 	free(s), free(q), free(order);
 }
 
+// The complex QR, SVD and Hermitian eigenvalues: as qr, svd and eig, on
+// complex elements, as LAPACK's zgeqrf (reflectors H = I - tau·v·vᴴ,
+// Q = H1·H2·…·Hk, R = Hkᴴ·…·H1ᴴ·A), zgesvd (A = U·S·Vᴴ) and zheevd
+// (A = V·Λ·Vᴴ) define them.
+
+// zhouseholder makes H with Hᴴ·x = (beta, 0, ...), beta real (zlarfg):
+// x(1..) becomes v(1..), x(0) beta; returns tau.
+static double complex zhouseholder(double complex *x, int64_t len) {
+	double complex alpha = x[0];
+	double norm = 0;
+	for (int64_t i = 1; i < len; i++) norm += creal(x[i] * conj(x[i]));
+	if (norm == 0 && cimag(alpha) == 0) return 0;
+	double beta = -copysign(sqrt(creal(alpha * conj(alpha)) + norm), creal(alpha));
+	double complex tau = (beta - alpha) / beta, scale = 1 / (alpha - beta);
+	for (int64_t i = 1; i < len; i++) x[i] *= scale;
+	x[0] = beta;
+	return tau;
+}
+
+// zreflect_left applies I - tau·v·vᴴ (v from row r0, of length len) to
+// columns c0..c1 of the m-row c from the left; zreflect_right applies it
+// (acting on columns c0..c0+len) to the rows of c from the right.
+static void zreflect_left(double complex *c, int64_t m, int64_t c0, int64_t c1, int64_t r0, const double complex *v, int64_t len, double complex tau) {
+	if (tau == 0) return;
+	for (int64_t j = c0; j < c1; j++) {
+		double complex s = 0;
+		for (int64_t i = 0; i < len; i++) s += conj(v[i]) * AT(c, m, r0 + i, j);
+		s *= tau;
+		for (int64_t i = 0; i < len; i++) AT(c, m, r0 + i, j) -= s * v[i];
+	}
+}
+static void zreflect_right(double complex *c, int64_t m, int64_t c0, const double complex *v, int64_t len, double complex tau) {
+	if (tau == 0) return;
+	for (int64_t i = 0; i < m; i++) {
+		double complex s = 0;
+		for (int64_t k = 0; k < len; k++) s += AT(c, m, i, c0 + k) * v[k];
+		s *= tau;
+		for (int64_t k = 0; k < len; k++) AT(c, m, i, c0 + k) -= s * conj(v[k]);
+	}
+}
+
+static void zqr(double complex *a, int64_t m, int64_t n, double complex *tau) {
+	int64_t k = m < n ? m : n;
+	for (int64_t j = 0; j < k; j++) {
+		double complex *x = &AT(a, m, j, j);
+		tau[j] = zhouseholder(x, m - j);
+		double complex keep = x[0];
+		x[0] = 1;
+		zreflect_left(a, m, j + 1, n, j, x, m - j, conj(tau[j])); // H(j)ᴴ
+		x[0] = keep;
+	}
+}
+
+static double complex *zvec(const double complex *a, int64_t m, int64_t i) {
+	double complex *v = calloc((size_t)(m - i) + 1, sizeof *v);
+	v[0] = 1;
+	for (int64_t r = 1; r < m - i; r++) v[r] = AT(a, m, i + r, i);
+	return v;
+}
+
+// zsvd computes the m×n (m >= n) a's SVD by one-sided Jacobi: s (n,
+// descending), u (m×m, full) and v (n×n), either NULL for none.
+static void zsvd(const double complex *a, int64_t m, int64_t n, double *s, double complex *u, double complex *v) {
+	double complex *w = calloc((size_t)(m * n) + 1, sizeof *w), *vv = calloc((size_t)(n * n) + 1, sizeof *vv);
+	memcpy(w, a, (size_t)(m * n) * sizeof *w);
+	for (int64_t i = 0; i < n; i++) AT(vv, n, i, i) = 1;
+	for (int sweep = 0; sweep < 60; sweep++) {
+		int rotated = 0;
+		for (int64_t p = 0; p < n; p++)
+			for (int64_t q = p + 1; q < n; q++) {
+				double alpha = 0, beta = 0;
+				double complex gamma = 0;
+				for (int64_t i = 0; i < m; i++) {
+					alpha += creal(AT(w, m, i, p) * conj(AT(w, m, i, p)));
+					beta += creal(AT(w, m, i, q) * conj(AT(w, m, i, q)));
+					gamma += conj(AT(w, m, i, p)) * AT(w, m, i, q);
+				}
+				double g = cabs(gamma);
+				if (g == 0 || g <= sweep_tol * sqrt(alpha * beta)) continue;
+				rotated = 1;
+				// Column q times conj(phase) makes the product real, g.
+				double complex ph = conj(gamma / g);
+				for (int64_t i = 0; i < m; i++) AT(w, m, i, q) *= ph;
+				for (int64_t i = 0; i < n; i++) AT(vv, n, i, q) *= ph;
+				double zeta = (beta - alpha) / (2 * g);
+				double t = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+				double c = 1 / sqrt(1 + t * t), sn = c * t;
+				for (int64_t i = 0; i < m; i++) {
+					double complex x = AT(w, m, i, p), y = AT(w, m, i, q);
+					AT(w, m, i, p) = c * x - sn * y, AT(w, m, i, q) = sn * x + c * y;
+				}
+				for (int64_t i = 0; i < n; i++) {
+					double complex x = AT(vv, n, i, p), y = AT(vv, n, i, q);
+					AT(vv, n, i, p) = c * x - sn * y, AT(vv, n, i, q) = sn * x + c * y;
+				}
+			}
+		if (!rotated) break;
+	}
+	double *norm = calloc((size_t)n + 1, sizeof *norm);
+	int64_t *order = calloc((size_t)n + 1, sizeof *order);
+	for (int64_t j = 0; j < n; j++) {
+		double t = 0;
+		for (int64_t i = 0; i < m; i++) t += creal(AT(w, m, i, j) * conj(AT(w, m, i, j)));
+		norm[j] = sqrt(t), order[j] = j;
+	}
+	for (int64_t i = 1; i < n; i++)
+		for (int64_t k = i; k > 0 && norm[order[k]] > norm[order[k - 1]]; k--) {
+			int64_t t = order[k];
+			order[k] = order[k - 1], order[k - 1] = t;
+		}
+	double complex *big = calloc((size_t)(m * m) + 1, sizeof *big);
+	int64_t have = 0;
+	for (int64_t k = 0; k < n; k++) {
+		int64_t j = order[k];
+		s[k] = norm[j];
+		if (v)
+			for (int64_t i = 0; i < n; i++) AT(v, n, i, k) = AT(vv, n, i, j);
+		if (norm[j] > 1e-300 && have == k) {
+			for (int64_t i = 0; i < m; i++) AT(big, m, i, k) = AT(w, m, i, j) / norm[j];
+			have++;
+		}
+	}
+	// Complete U by Gram-Schmidt on the unit vectors.
+	int64_t next = 0;
+	for (int64_t j = have; j < m; j++)
+		for (; next < m; next++) {
+			double complex *c = &AT(big, m, 0, j);
+			for (int64_t i = 0; i < m; i++) c[i] = i == next ? 1 : 0;
+			for (int pass = 0; pass < 2; pass++)
+				for (int64_t k = 0; k < j; k++) {
+					double complex d = 0;
+					for (int64_t i = 0; i < m; i++) d += conj(AT(big, m, i, k)) * c[i];
+					for (int64_t i = 0; i < m; i++) c[i] -= d * AT(big, m, i, k);
+				}
+			double nrm = 0;
+			for (int64_t i = 0; i < m; i++) nrm += creal(c[i] * conj(c[i]));
+			if (nrm > 1e-6) {
+				nrm = sqrt(nrm);
+				for (int64_t i = 0; i < m; i++) c[i] /= nrm;
+				next++;
+				break;
+			}
+		}
+	if (u) memcpy(u, big, (size_t)(m * m) * sizeof *u);
+	free(w), free(vv), free(norm), free(order), free(big);
+}
+
+// zeig computes the Hermitian n×n a's eigenvalues (ascending, into w) and
+// vectors (columns of v), from its uplo triangle, by cyclic Jacobi: each
+// rotation first turns the pivot real by a phase on its column, then
+// rotates as eig does.
+static void zeig(const double complex *a, int64_t n, int upper, double *w, double complex *v) {
+	double complex *s = calloc((size_t)(n * n) + 1, sizeof *s), *q = calloc((size_t)(n * n) + 1, sizeof *q);
+	for (int64_t j = 0; j < n; j++)
+		for (int64_t i = 0; i < n; i++) {
+			if (i == j) AT(s, n, i, j) = creal(AT(a, n, i, j)); // the diagonal's imaginary parts are not read
+			else if (upper ? i < j : i > j) AT(s, n, i, j) = AT(a, n, i, j);
+			else AT(s, n, i, j) = conj(AT(a, n, j, i));
+		}
+	for (int64_t i = 0; i < n; i++) AT(q, n, i, i) = 1;
+	for (int sweep = 0; sweep < 60; sweep++) {
+		double off = 0, diag = 0;
+		for (int64_t j = 0; j < n; j++)
+			for (int64_t i = 0; i < n; i++) {
+				double x = creal(AT(s, n, i, j) * conj(AT(s, n, i, j)));
+				if (i != j) off += x;
+				else diag += x;
+			}
+		if (off <= sweep_tol * sweep_tol * diag || off == 0) break;
+		for (int64_t p = 0; p < n; p++)
+			for (int64_t r = p + 1; r < n; r++) {
+				double complex apq = AT(s, n, p, r);
+				double g = cabs(apq);
+				if (g == 0) continue;
+				// S ← Dᴴ·S·D, D = diag(.., conj(phase) at r, ..): S(p,r) = g.
+				double complex ph = conj(apq / g);
+				for (int64_t k = 0; k < n; k++) AT(s, n, k, r) *= ph;
+				for (int64_t k = 0; k < n; k++) AT(s, n, r, k) *= conj(ph);
+				for (int64_t k = 0; k < n; k++) AT(q, n, k, r) *= ph;
+				AT(s, n, r, r) = creal(AT(s, n, r, r));
+				double theta = (creal(AT(s, n, r, r)) - creal(AT(s, n, p, p))) / (2 * g);
+				double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+				double c = 1 / sqrt(t * t + 1), sn = t * c;
+				for (int64_t k = 0; k < n; k++) { // columns p, r
+					double complex x = AT(s, n, k, p), y = AT(s, n, k, r);
+					AT(s, n, k, p) = c * x - sn * y, AT(s, n, k, r) = sn * x + c * y;
+				}
+				for (int64_t k = 0; k < n; k++) { // rows p, r
+					double complex x = AT(s, n, p, k), y = AT(s, n, r, k);
+					AT(s, n, p, k) = c * x - sn * y, AT(s, n, r, k) = sn * x + c * y;
+				}
+				for (int64_t k = 0; k < n; k++) {
+					double complex x = AT(q, n, k, p), y = AT(q, n, k, r);
+					AT(q, n, k, p) = c * x - sn * y, AT(q, n, k, r) = sn * x + c * y;
+				}
+			}
+	}
+	int64_t *order = calloc((size_t)n + 1, sizeof *order);
+	for (int64_t i = 0; i < n; i++) order[i] = i;
+	for (int64_t i = 1; i < n; i++)
+		for (int64_t k = i; k > 0 && creal(AT(s, n, order[k], order[k])) < creal(AT(s, n, order[k - 1], order[k - 1])); k--) {
+			int64_t t = order[k];
+			order[k] = order[k - 1], order[k - 1] = t;
+		}
+	for (int64_t k = 0; k < n; k++) {
+		w[k] = creal(AT(s, n, order[k], order[k]));
+		if (v)
+			for (int64_t i = 0; i < n; i++) AT(v, n, i, k) = AT(q, n, i, order[k]);
+	}
+	free(s), free(q), free(order);
+}
+
 // ---- the queued work -----------------------------------------------------
 
 enum solver_kind { S_GELS, S_GETRF, S_GETRS, S_POTRF, S_POTRS, S_POTRI, S_GEQRF, S_ORGQR, S_ORMQR, S_GESVD, S_SYEVD, S_GESVDJB, S_SYEVJB, S_POTRFB };
@@ -647,7 +865,7 @@ enum solver_kind { S_GELS, S_GETRF, S_GETRS, S_POTRF, S_POTRS, S_POTRI, S_GEQRF,
 struct solver_op {
 	struct lib_job job;
 	enum solver_kind kind;
-	int dbl, cplx; // double precision; complex elements (LU and Cholesky)
+	int dbl, cplx; // double precision; complex elements
 	int64_t m, n, k, lda, ldb, ldu, ldv, ldx, batch;
 	int trans, upper, side, vectors, jobu, jobvt;
 	void *a, *b, *x, *tau, *s, *u, *v, *info;
@@ -910,6 +1128,78 @@ static void run_complex(struct solver_op *o) {
 		free(a);
 		break;
 	}
+	case S_GEQRF: {
+		double complex *a = zload(o->a, dbl, o->m, o->n, o->lda);
+		int64_t k = o->m < o->n ? o->m : o->n;
+		double complex *tau = calloc((size_t)k + 1, sizeof *tau);
+		zqr(a, o->m, o->n, tau);
+		zstore(o->a, dbl, o->m, o->n, o->lda, a);
+		zstore(o->tau, dbl, k, 1, k, tau);
+		put_info(o->info, 0, 0);
+		free(a), free(tau);
+		break;
+	}
+	case S_ORGQR: {
+		double complex *a = zload(o->a, dbl, o->m, o->n, o->lda), *tau = zload(o->tau, dbl, o->k, 1, o->k);
+		double complex *q = calloc((size_t)(o->m * o->n) + 1, sizeof *q);
+		for (int64_t j = 0; j < o->n; j++) AT(q, o->m, j, j) = 1;
+		for (int64_t i = o->k - 1; i >= 0; i--) {
+			double complex *v = zvec(a, o->m, i);
+			zreflect_left(q, o->m, 0, o->n, i, v, o->m - i, tau[i]);
+			free(v);
+		}
+		zstore(o->a, dbl, o->m, o->n, o->lda, q);
+		put_info(o->info, 0, 0);
+		free(a), free(tau), free(q);
+		break;
+	}
+	case S_ORMQR: {
+		// As the real one, with Hᴴ (conj(tau)) where Qᴴ is asked (trans 2).
+		int64_t r = o->side ? o->n : o->m;
+		double complex *a = zload(o->a, dbl, r, o->k, o->lda), *tau = zload(o->tau, dbl, o->k, 1, o->k);
+		double complex *c = zload(o->b, dbl, o->m, o->n, o->ldb);
+		int forward = o->side ? !o->trans : o->trans;
+		for (int64_t step = 0; step < o->k; step++) {
+			int64_t i = forward ? step : o->k - 1 - step;
+			double complex *v = zvec(a, r, i), t = o->trans ? conj(tau[i]) : tau[i];
+			if (o->side) zreflect_right(c, o->m, i, v, r - i, t);
+			else zreflect_left(c, o->m, 0, o->n, i, v, r - i, t);
+			free(v);
+		}
+		zstore(o->b, dbl, o->m, o->n, o->ldb, c);
+		put_info(o->info, 0, 0);
+		free(a), free(tau), free(c);
+		break;
+	}
+	case S_GESVD: {
+		double complex *a = zload(o->a, dbl, o->m, o->n, o->lda);
+		double *s = calloc((size_t)o->n + 1, sizeof *s);
+		double complex *u = calloc((size_t)(o->m * o->m) + 1, sizeof *u), *v = calloc((size_t)(o->n * o->n) + 1, sizeof *v);
+		zsvd(a, o->m, o->n, s, u, v);
+		store_vec(o->s, dbl, o->n, s);
+		if (o->jobu == 'A' || o->jobu == 'S') zstore(o->u, dbl, o->m, o->jobu == 'A' ? o->m : o->n, o->ldu, u);
+		if (o->jobvt == 'A' || o->jobvt == 'S') {
+			double complex *vh = calloc((size_t)(o->n * o->n) + 1, sizeof *vh);
+			for (int64_t j = 0; j < o->n; j++)
+				for (int64_t i = 0; i < o->n; i++) AT(vh, o->n, i, j) = conj(AT(v, o->n, j, i));
+			zstore(o->v, dbl, o->n, o->n, o->ldv, vh);
+			free(vh);
+		}
+		put_info(o->info, 0, 0);
+		free(a), free(s), free(u), free(v);
+		break;
+	}
+	case S_SYEVD: {
+		double complex *a = zload(o->a, dbl, o->n, o->n, o->lda);
+		double *w = calloc((size_t)o->n + 1, sizeof *w);
+		double complex *v = calloc((size_t)(o->n * o->n) + 1, sizeof *v);
+		zeig(a, o->n, o->upper, w, v);
+		store_vec(o->s, dbl, o->n, w);
+		if (o->vectors) zstore(o->a, dbl, o->n, o->n, o->lda, v);
+		put_info(o->info, 0, 0);
+		free(a), free(w), free(v);
+		break;
+	}
 	default:
 		break;
 	}
@@ -1029,8 +1319,8 @@ EXPORT int cusolverDnXgeqrf_bufferSize(struct fake_solver *h, struct fake_sparam
 	size_t *dev, size_t *host) {
 	FAULT("cusolverDnXgeqrf_bufferSize");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dt, ct));
-	CHECK(types(dtt, ct));
+	CHECK(ctypes(dt, ct));
+	CHECK(ctypes(dtt, ct));
 	if (m < 0 || n < 0 || lda < (m > 1 ? m : 1) || !dev || !host) return SOLVER_INVALID_VALUE;
 	*dev = ws_geqrf(n, elem(dt)), *host = 0;
 	return SOLVER_SUCCESS;
@@ -1040,14 +1330,14 @@ EXPORT int cusolverDnXgeqrf(struct fake_solver *h, struct fake_sparams *p, int64
 	void *dev, size_t dev_size, void *host, size_t host_size, int *info) {
 	FAULT("cusolverDnXgeqrf");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dt, ct));
-	CHECK(types(dtt, ct));
+	CHECK(ctypes(dt, ct));
+	CHECK(ctypes(dtt, ct));
 	if (m < 0 || n < 0 || lda < (m > 1 ? m : 1) || !info) return SOLVER_INVALID_VALUE;
 	size_t es = elem(dt);
 	CHECK(workspace(dev, dev_size, ws_geqrf(n, es), host, host_size, 0));
 	CHECK(mat_ok(a, m, n, lda, es));
 	if (!mem_ok(info, 4) || !mem_ok(tau, (size_t)(m < n ? m : n) * es)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_GEQRF, .dbl = dt == T_F64, .m = m, .n = n, .lda = lda, .a = a, .tau = tau, .info = info});
+	return queue(h, (struct solver_op){.kind = S_GEQRF, .dbl = is_dbl(dt), .cplx = is_cplx(dt), .m = m, .n = n, .lda = lda, .a = a, .tau = tau, .info = info});
 }
 
 // svd_args checks gesvd's arguments (cuSOLVER's gesvd takes m >= n only).
@@ -1064,10 +1354,10 @@ EXPORT int cusolverDnXgesvd_bufferSize(struct fake_solver *h, struct fake_sparam
 	int dts, const void *s, int dtu, const void *u, int64_t ldu, int dtv, const void *vt, int64_t ldvt, int ct, size_t *dev, size_t *host) {
 	FAULT("cusolverDnXgesvd_bufferSize");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dta, ct));
-	CHECK(types(dts, ct));
-	CHECK(types(dtu, ct));
-	CHECK(types(dtv, ct));
+	CHECK(ctypes(dta, ct));
+	CHECK(rtypes(dts, ct));
+	CHECK(ctypes(dtu, ct));
+	CHECK(ctypes(dtv, ct));
 	CHECK(svd_args(jobu, jobvt, m, n, lda, ldu, ldvt));
 	if (!dev || !host) return SOLVER_INVALID_VALUE;
 	*dev = ws_gesvd(m, n, elem(dta)), *host = host_ws;
@@ -1079,10 +1369,10 @@ EXPORT int cusolverDnXgesvd(struct fake_solver *h, struct fake_sparams *p, signe
 	void *dev, size_t dev_size, void *host, size_t host_size, int *info) {
 	FAULT("cusolverDnXgesvd");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dta, ct));
-	CHECK(types(dts, ct));
-	CHECK(types(dtu, ct));
-	CHECK(types(dtv, ct));
+	CHECK(ctypes(dta, ct));
+	CHECK(rtypes(dts, ct));
+	CHECK(ctypes(dtu, ct));
+	CHECK(ctypes(dtv, ct));
 	CHECK(svd_args(jobu, jobvt, m, n, lda, ldu, ldvt));
 	if (!info) return SOLVER_INVALID_VALUE;
 	size_t es = elem(dta);
@@ -1090,8 +1380,8 @@ EXPORT int cusolverDnXgesvd(struct fake_solver *h, struct fake_sparams *p, signe
 	CHECK(mat_ok(a, m, n, lda, es));
 	if (jobu != 'N') CHECK(mat_ok(u, m, jobu == 'A' ? m : n, ldu, es));
 	if (jobvt != 'N') CHECK(mat_ok(vt, n, n, ldvt, es));
-	if (!mem_ok(info, 4) || !mem_ok(s, (size_t)n * es)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_GESVD, .dbl = dta == T_F64, .m = m, .n = n, .lda = lda, .ldu = ldu, .ldv = ldvt, .jobu = jobu, .jobvt = jobvt,
+	if (!mem_ok(info, 4) || !mem_ok(s, (size_t)n * elem(dts))) return SOLVER_EXECUTION_FAILED;
+	return queue(h, (struct solver_op){.kind = S_GESVD, .dbl = is_dbl(dta), .cplx = is_cplx(dta), .m = m, .n = n, .lda = lda, .ldu = ldu, .ldv = ldvt, .jobu = jobu, .jobvt = jobvt,
 		.a = a, .s = s, .u = u, .v = vt, .info = info});
 }
 
@@ -1099,8 +1389,8 @@ EXPORT int cusolverDnXsyevd_bufferSize(struct fake_solver *h, struct fake_sparam
 	size_t *dev, size_t *host) {
 	FAULT("cusolverDnXsyevd_bufferSize");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dta, ct));
-	CHECK(types(dtw, ct));
+	CHECK(ctypes(dta, ct));
+	CHECK(rtypes(dtw, ct));
 	if ((jobz != 0 && jobz != 1) || (uplo != 0 && uplo != 1) || n < 0 || lda < (n > 1 ? n : 1) || !dev || !host) return SOLVER_INVALID_VALUE;
 	*dev = ws_syevd(n, elem(dta)), *host = host_ws;
 	return SOLVER_SUCCESS;
@@ -1110,14 +1400,14 @@ EXPORT int cusolverDnXsyevd(struct fake_solver *h, struct fake_sparams *p, int j
 	void *dev, size_t dev_size, void *host, size_t host_size, int *info) {
 	FAULT("cusolverDnXsyevd");
 	CHECK(usable(h, p, 1));
-	CHECK(types(dta, ct));
-	CHECK(types(dtw, ct));
+	CHECK(ctypes(dta, ct));
+	CHECK(rtypes(dtw, ct));
 	if ((jobz != 0 && jobz != 1) || (uplo != 0 && uplo != 1) || n < 0 || lda < (n > 1 ? n : 1) || !info) return SOLVER_INVALID_VALUE;
 	size_t es = elem(dta);
 	CHECK(workspace(dev, dev_size, ws_syevd(n, es), host, host_size, host_ws));
 	CHECK(mat_ok(a, n, n, lda, es));
-	if (!mem_ok(info, 4) || !mem_ok(w, (size_t)n * es)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_SYEVD, .dbl = dta == T_F64, .n = n, .lda = lda, .upper = uplo, .vectors = jobz, .a = a, .s = w, .info = info});
+	if (!mem_ok(info, 4) || !mem_ok(w, (size_t)n * elem(dtw))) return SOLVER_EXECUTION_FAILED;
+	return queue(h, (struct solver_op){.kind = S_SYEVD, .dbl = is_dbl(dta), .cplx = is_cplx(dta), .n = n, .lda = lda, .upper = uplo, .vectors = jobz, .a = a, .s = w, .info = info});
 }
 
 // ---- the legacy API: lwork in elements ----------------------------------------
@@ -1196,63 +1486,99 @@ EXPORT int cusolverDnDorgqr_bufferSize(struct fake_solver *h, int m, int n, int 
 	FAULT("cusolverDnDorgqr_bufferSize");
 	return orgqr_bs(h, m, n, k, lda, lwork);
 }
-static int orgqr(struct fake_solver *h, int dbl, int m, int n, int k, void *a, int lda, const void *tau, void *work, int lwork, int *info) {
+static int orgqr(struct fake_solver *h, int t, int m, int n, int k, void *a, int lda, const void *tau, void *work, int lwork, int *info) {
 	CHECK(usable(h, NULL, 0));
 	CHECK(orgqr_args(m, n, k, lda));
-	size_t es = dbl ? 8 : 4;
+	size_t es = elem(t);
+	int dbl = is_dbl(t);
 	if (lwork < lw_orgqr(n) || !info) return SOLVER_INVALID_VALUE;
 	CHECK(mat_ok(a, m, n, lda, es));
 	if (!mem_ok(tau, (size_t)k * es) || !mem_ok(work, (size_t)lwork * es) || !mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_ORGQR, .dbl = dbl, .m = m, .n = n, .k = k, .lda = lda, .a = a, .tau = (void *)tau, .info = info});
+	return queue(h, (struct solver_op){.kind = S_ORGQR, .dbl = dbl, .cplx = is_cplx(t), .m = m, .n = n, .k = k, .lda = lda, .a = a, .tau = (void *)tau, .info = info});
 }
 EXPORT int cusolverDnSorgqr(struct fake_solver *h, int m, int n, int k, float *a, int lda, const float *tau, float *work, int lwork, int *info) {
 	FAULT("cusolverDnSorgqr");
-	return orgqr(h, 0, m, n, k, a, lda, tau, work, lwork, info);
+	return orgqr(h, T_F32, m, n, k, a, lda, tau, work, lwork, info);
 }
 EXPORT int cusolverDnDorgqr(struct fake_solver *h, int m, int n, int k, double *a, int lda, const double *tau, double *work, int lwork, int *info) {
 	FAULT("cusolverDnDorgqr");
-	return orgqr(h, 1, m, n, k, a, lda, tau, work, lwork, info);
+	return orgqr(h, T_F64, m, n, k, a, lda, tau, work, lwork, info);
+}
+EXPORT int cusolverDnCungqr_bufferSize(struct fake_solver *h, int m, int n, int k, const void *a, int lda, const void *tau, int *lwork) {
+	FAULT("cusolverDnCungqr_bufferSize");
+	return orgqr_bs(h, m, n, k, lda, lwork);
+}
+EXPORT int cusolverDnZungqr_bufferSize(struct fake_solver *h, int m, int n, int k, const void *a, int lda, const void *tau, int *lwork) {
+	FAULT("cusolverDnZungqr_bufferSize");
+	return orgqr_bs(h, m, n, k, lda, lwork);
+}
+EXPORT int cusolverDnCungqr(struct fake_solver *h, int m, int n, int k, void *a, int lda, const void *tau, void *work, int lwork, int *info) {
+	FAULT("cusolverDnCungqr");
+	return orgqr(h, T_C32, m, n, k, a, lda, tau, work, lwork, info);
+}
+EXPORT int cusolverDnZungqr(struct fake_solver *h, int m, int n, int k, void *a, int lda, const void *tau, void *work, int lwork, int *info) {
+	FAULT("cusolverDnZungqr");
+	return orgqr(h, T_C64, m, n, k, a, lda, tau, work, lwork, info);
 }
 
-static int ormqr_args(int side, int trans, int m, int n, int k, int lda, int ldc) {
+// ormqr_args: trans N or T for the real ormqr, N or C (2) for the complex
+// unmqr.
+static int ormqr_args(int cplx, int side, int trans, int m, int n, int k, int lda, int ldc) {
 	int r = side ? n : m;
-	if ((side != 0 && side != 1) || (trans != 0 && trans != 1) || m < 0 || n < 0 || k < 0 || k > r) return SOLVER_INVALID_VALUE;
+	if ((side != 0 && side != 1) || (trans != 0 && trans != (cplx ? 2 : 1)) || m < 0 || n < 0 || k < 0 || k > r) return SOLVER_INVALID_VALUE;
 	if (lda < (r > 1 ? r : 1) || ldc < (m > 1 ? m : 1)) return SOLVER_INVALID_VALUE;
 	return SOLVER_SUCCESS;
 }
-static int ormqr_bs(struct fake_solver *h, int side, int trans, int m, int n, int k, int lda, int ldc, int *lwork) {
+static int ormqr_bs(struct fake_solver *h, int cplx, int side, int trans, int m, int n, int k, int lda, int ldc, int *lwork) {
 	CHECK(usable(h, NULL, 0));
-	CHECK(ormqr_args(side, trans, m, n, k, lda, ldc));
+	CHECK(ormqr_args(cplx, side, trans, m, n, k, lda, ldc));
 	if (!lwork) return SOLVER_INVALID_VALUE;
 	*lwork = lw_ormqr(m, n);
 	return SOLVER_SUCCESS;
 }
 EXPORT int cusolverDnSormqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const float *a, int lda, const float *tau, const float *c, int ldc, int *lwork) {
 	FAULT("cusolverDnSormqr_bufferSize");
-	return ormqr_bs(h, side, trans, m, n, k, lda, ldc, lwork);
+	return ormqr_bs(h, 0, side, trans, m, n, k, lda, ldc, lwork);
 }
 EXPORT int cusolverDnDormqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const double *a, int lda, const double *tau, const double *c, int ldc, int *lwork) {
 	FAULT("cusolverDnDormqr_bufferSize");
-	return ormqr_bs(h, side, trans, m, n, k, lda, ldc, lwork);
+	return ormqr_bs(h, 0, side, trans, m, n, k, lda, ldc, lwork);
 }
-static int ormqr(struct fake_solver *h, int dbl, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, void *c, int ldc, void *work, int lwork, int *info) {
+static int ormqr(struct fake_solver *h, int t, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, void *c, int ldc, void *work, int lwork, int *info) {
 	CHECK(usable(h, NULL, 0));
-	CHECK(ormqr_args(side, trans, m, n, k, lda, ldc));
-	size_t es = dbl ? 8 : 4;
+	CHECK(ormqr_args(is_cplx(t), side, trans, m, n, k, lda, ldc));
+	size_t es = elem(t);
+	int dbl = is_dbl(t);
 	if (lwork < lw_ormqr(m, n) || !info) return SOLVER_INVALID_VALUE;
 	CHECK(mat_ok(a, side ? n : m, k, lda, es));
 	CHECK(mat_ok(c, m, n, ldc, es));
 	if (!mem_ok(tau, (size_t)k * es) || !mem_ok(work, (size_t)lwork * es) || !mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_ORMQR, .dbl = dbl, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldc, .side = side, .trans = trans,
+	return queue(h, (struct solver_op){.kind = S_ORMQR, .dbl = dbl, .cplx = is_cplx(t), .m = m, .n = n, .k = k, .lda = lda, .ldb = ldc, .side = side, .trans = trans,
 		.a = (void *)a, .tau = (void *)tau, .b = c, .info = info});
 }
 EXPORT int cusolverDnSormqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const float *a, int lda, const float *tau, float *c, int ldc, float *work, int lwork, int *info) {
 	FAULT("cusolverDnSormqr");
-	return ormqr(h, 0, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
+	return ormqr(h, T_F32, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
 }
 EXPORT int cusolverDnDormqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const double *a, int lda, const double *tau, double *c, int ldc, double *work, int lwork, int *info) {
 	FAULT("cusolverDnDormqr");
-	return ormqr(h, 1, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
+	return ormqr(h, T_F64, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
+}
+EXPORT int cusolverDnCunmqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, const void *c, int ldc, int *lwork) {
+	FAULT("cusolverDnCunmqr_bufferSize");
+	return ormqr_bs(h, 1, side, trans, m, n, k, lda, ldc, lwork);
+}
+EXPORT int cusolverDnZunmqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, const void *c, int ldc, int *lwork) {
+	FAULT("cusolverDnZunmqr_bufferSize");
+	return ormqr_bs(h, 1, side, trans, m, n, k, lda, ldc, lwork);
+}
+EXPORT int cusolverDnCunmqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, void *c, int ldc, void *work, int lwork, int *info) {
+	FAULT("cusolverDnCunmqr");
+	return ormqr(h, T_C32, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
+}
+EXPORT int cusolverDnZunmqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, void *c, int ldc, void *work, int lwork, int *info) {
+	FAULT("cusolverDnZunmqr");
+	return ormqr(h, T_C64, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
 }
 
 static int potrf_batched(struct fake_solver *h, int dbl, int uplo, int n, void *arr, int lda, int *info, int batch) {

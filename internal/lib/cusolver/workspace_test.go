@@ -61,7 +61,12 @@ func TestFakeChecks(t *testing.T) {
 		}{
 			{"getrf, a byte short", clib.DnXgetrf(h, p, 2, 2, f64, ap, 2, 0, f64, wp, dev-1, nil, 0, ip), clib.InvalidWorkspace},
 			{"getrf, complex, its workspace short", clib.DnXgetrf(h, p, 2, 2, c64, ap, 2, 0, c64, wp, dev, nil, 0, ip), clib.InvalidWorkspace},
-			{"geqrf, complex", clib.DnXgeqrf(h, p, 2, 2, c64, ap, 2, c64, wp+2048, c64, wp, 4096, nil, 0, ip), clib.NotSupported},
+			{"geqrf, complex, its workspace short", clib.DnXgeqrf(h, p, 2, 2, c64, ap, 2, c64, wp+2048, c64, wp, 63, nil, 0, ip), clib.InvalidWorkspace},
+			{"geqrf, tau of another type", clib.DnXgeqrf(h, p, 2, 2, c64, ap, 2, f64, wp+2048, c64, wp, 4096, nil, 0, ip), clib.InvalidValue},
+			{"syevd, complex, w complex (not real)", clib.DnXsyevd(h, p, 1, 0, 2, c64, ap, 2, c64, wp+2048, c64, wp, 4096, nil, 0, ip), clib.InvalidValue},
+			{"gesvd, complex, s complex (not real)", clib.DnXgesvd(h, p, 'N', 'N', 2, 2, c64, ap, 2, c64, wp+2048, c64, 0, 2, c64, 0, 2, c64, wp, 4096, nil, 0, ip), clib.InvalidValue},
+			{"unmqr, trans T (N or C)", clib.DnZunmqr(h, 0, 1, 2, 2, 2, ap, 2, wp+2048, ap, 2, wp, 4096, ip), clib.InvalidValue},
+			{"ormqr, trans C (N or T)", clib.DnDormqr(h, 0, 2, 2, 2, 2, ap, 2, wp+2048, ap, 2, wp, 4096, ip), clib.InvalidValue},
 			{"getrf, data and compute types differ", clib.DnXgetrf(h, p, 2, 2, f64, ap, 2, 0, c64, wp, dev, nil, 0, ip), clib.InvalidValue},
 			{"getrf, lda short", clib.DnXgetrf(h, p, 2, 2, f64, ap, 1, 0, f64, wp, dev, nil, 0, ip), clib.InvalidValue},
 			{"getrf, no params", clib.DnXgetrf(h, 0, 2, 2, f64, ap, 2, 0, f64, wp, dev, nil, 0, ip), clib.InvalidValue},

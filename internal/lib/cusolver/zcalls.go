@@ -59,6 +59,14 @@ var Table = &dl.Table{
 		{Name: "cusolverDnDormqr_bufferSize", Addr: &tableAddrs.cusolverDnDormqr_bufferSize},
 		{Name: "cusolverDnSormqr", Addr: &tableAddrs.cusolverDnSormqr},
 		{Name: "cusolverDnDormqr", Addr: &tableAddrs.cusolverDnDormqr},
+		{Name: "cusolverDnCungqr_bufferSize", Addr: &tableAddrs.cusolverDnCungqr_bufferSize},
+		{Name: "cusolverDnZungqr_bufferSize", Addr: &tableAddrs.cusolverDnZungqr_bufferSize},
+		{Name: "cusolverDnCungqr", Addr: &tableAddrs.cusolverDnCungqr},
+		{Name: "cusolverDnZungqr", Addr: &tableAddrs.cusolverDnZungqr},
+		{Name: "cusolverDnCunmqr_bufferSize", Addr: &tableAddrs.cusolverDnCunmqr_bufferSize},
+		{Name: "cusolverDnZunmqr_bufferSize", Addr: &tableAddrs.cusolverDnZunmqr_bufferSize},
+		{Name: "cusolverDnCunmqr", Addr: &tableAddrs.cusolverDnCunmqr},
+		{Name: "cusolverDnZunmqr", Addr: &tableAddrs.cusolverDnZunmqr},
 		{Name: "cusolverDnSpotrfBatched", Addr: &tableAddrs.cusolverDnSpotrfBatched},
 		{Name: "cusolverDnDpotrfBatched", Addr: &tableAddrs.cusolverDnDpotrfBatched},
 		{Name: "cusolverDnSSgels_bufferSize", Addr: &tableAddrs.cusolverDnSSgels_bufferSize},
@@ -117,6 +125,14 @@ var tableAddrs struct {
 	cusolverDnDormqr_bufferSize         uintptr
 	cusolverDnSormqr                    uintptr
 	cusolverDnDormqr                    uintptr
+	cusolverDnCungqr_bufferSize         uintptr
+	cusolverDnZungqr_bufferSize         uintptr
+	cusolverDnCungqr                    uintptr
+	cusolverDnZungqr                    uintptr
+	cusolverDnCunmqr_bufferSize         uintptr
+	cusolverDnZunmqr_bufferSize         uintptr
+	cusolverDnCunmqr                    uintptr
+	cusolverDnZunmqr                    uintptr
 	cusolverDnSpotrfBatched             uintptr
 	cusolverDnDpotrfBatched             uintptr
 	cusolverDnSSgels_bufferSize         uintptr
@@ -538,6 +554,102 @@ func DnSormqr(handle Handle, side int32, trans int32, m int32, n int32, k int32,
 //	cusolverStatus_t cusolverDnDormqr(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const double *A /*device*/, int lda, const double *tau /*device*/, double *C /*device*/, int ldc, double *work /*device*/, int lwork, int *devInfo /*device*/);
 func DnDormqr(handle Handle, side int32, trans int32, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, c uintptr, ldc int32, work uintptr, lwork int32, devInfo uintptr) Result {
 	fn := tableAddrs.cusolverDnDormqr
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(side), uintptr(trans), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, c, uintptr(ldc), work, uintptr(lwork), devInfo)
+	return Result(r)
+}
+
+// DnCungqr_bufferSize calls cusolverDnCungqr_bufferSize:
+//
+//	cusolverStatus_t cusolverDnCungqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, const cuComplex *A /*device*/, int lda, const cuComplex *tau /*device*/, int *lwork);
+func DnCungqr_bufferSize(handle Handle, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, lwork *int32) Result {
+	fn := tableAddrs.cusolverDnCungqr_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, uintptr(unsafe.Pointer(lwork)))
+	return Result(r)
+}
+
+// DnZungqr_bufferSize calls cusolverDnZungqr_bufferSize:
+//
+//	cusolverStatus_t cusolverDnZungqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, const cuDoubleComplex *A /*device*/, int lda, const cuDoubleComplex *tau /*device*/, int *lwork);
+func DnZungqr_bufferSize(handle Handle, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, lwork *int32) Result {
+	fn := tableAddrs.cusolverDnZungqr_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, uintptr(unsafe.Pointer(lwork)))
+	return Result(r)
+}
+
+// DnCungqr calls cusolverDnCungqr:
+//
+//	cusolverStatus_t cusolverDnCungqr(cusolverDnHandle_t handle, int m, int n, int k, cuComplex *A /*device*/, int lda, const cuComplex *tau /*device*/, cuComplex *work /*device*/, int lwork, int *devInfo /*device*/);
+func DnCungqr(handle Handle, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, work uintptr, lwork int32, devInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnCungqr
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, work, uintptr(lwork), devInfo)
+	return Result(r)
+}
+
+// DnZungqr calls cusolverDnZungqr:
+//
+//	cusolverStatus_t cusolverDnZungqr(cusolverDnHandle_t handle, int m, int n, int k, cuDoubleComplex *A /*device*/, int lda, const cuDoubleComplex *tau /*device*/, cuDoubleComplex *work /*device*/, int lwork, int *devInfo /*device*/);
+func DnZungqr(handle Handle, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, work uintptr, lwork int32, devInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnZungqr
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, work, uintptr(lwork), devInfo)
+	return Result(r)
+}
+
+// DnCunmqr_bufferSize calls cusolverDnCunmqr_bufferSize:
+//
+//	cusolverStatus_t cusolverDnCunmqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const cuComplex *A /*device*/, int lda, const cuComplex *tau /*device*/, const cuComplex *C /*device*/, int ldc, int *lwork);
+func DnCunmqr_bufferSize(handle Handle, side int32, trans int32, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, c uintptr, ldc int32, lwork *int32) Result {
+	fn := tableAddrs.cusolverDnCunmqr_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(side), uintptr(trans), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, c, uintptr(ldc), uintptr(unsafe.Pointer(lwork)))
+	return Result(r)
+}
+
+// DnZunmqr_bufferSize calls cusolverDnZunmqr_bufferSize:
+//
+//	cusolverStatus_t cusolverDnZunmqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const cuDoubleComplex *A /*device*/, int lda, const cuDoubleComplex *tau /*device*/, const cuDoubleComplex *C /*device*/, int ldc, int *lwork);
+func DnZunmqr_bufferSize(handle Handle, side int32, trans int32, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, c uintptr, ldc int32, lwork *int32) Result {
+	fn := tableAddrs.cusolverDnZunmqr_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(side), uintptr(trans), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, c, uintptr(ldc), uintptr(unsafe.Pointer(lwork)))
+	return Result(r)
+}
+
+// DnCunmqr calls cusolverDnCunmqr:
+//
+//	cusolverStatus_t cusolverDnCunmqr(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const cuComplex *A /*device*/, int lda, const cuComplex *tau /*device*/, cuComplex *C /*device*/, int ldc, cuComplex *work /*device*/, int lwork, int *devInfo /*device*/);
+func DnCunmqr(handle Handle, side int32, trans int32, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, c uintptr, ldc int32, work uintptr, lwork int32, devInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnCunmqr
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(side), uintptr(trans), uintptr(m), uintptr(n), uintptr(k), a, uintptr(lda), tau, c, uintptr(ldc), work, uintptr(lwork), devInfo)
+	return Result(r)
+}
+
+// DnZunmqr calls cusolverDnZunmqr:
+//
+//	cusolverStatus_t cusolverDnZunmqr(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const cuDoubleComplex *A /*device*/, int lda, const cuDoubleComplex *tau /*device*/, cuDoubleComplex *C /*device*/, int ldc, cuDoubleComplex *work /*device*/, int lwork, int *devInfo /*device*/);
+func DnZunmqr(handle Handle, side int32, trans int32, m int32, n int32, k int32, a uintptr, lda int32, tau uintptr, c uintptr, ldc int32, work uintptr, lwork int32, devInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnZunmqr
 	if fn == 0 {
 		return Missing
 	}

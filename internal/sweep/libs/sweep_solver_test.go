@@ -33,6 +33,7 @@ func sweepSolver() []sweep.Case {
 				var lu *cusolver.LUFactors[float32]
 				var chol *cusolver.CholeskyFactor[float64]
 				var qr *cusolver.QRFactors[float32]
+				var zqr *cusolver.QRFactors[complex64]
 				var infos []*cusolver.Info
 				spd := []float64{4, 1, 1, 3}
 				a := must(cuda.FromHost(e.Ctx, []float32{4, 1, 1, 3}))(t)
@@ -46,6 +47,12 @@ func sweepSolver() []sweep.Case {
 				batch := must(cuda.FromHost(e.Ctx, append(append([]float64{}, spd...), spd...)))(t)
 				w := must(cuda.Alloc[float64](e.Ctx, 4))(t)
 				m := cusolver.NewMatrix(a, 2, 2)
+				z := must(cuda.FromHost(e.Ctx, []complex64{4, 1 + 1i, 1 - 1i, 3}))(t) // Hermitian
+				zc := must(cuda.FromHost(e.Ctx, []complex64{4, 1 + 1i, 1 - 1i, 3}))(t)
+				zqb := must(cuda.Alloc[complex64](e.Ctx, 4))(t)
+				zu := must(cuda.Alloc[complex64](e.Ctx, 4))(t)
+				zcm := cusolver.Matrix[complex64]{Data: zc, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}
+				zq := cusolver.Matrix[complex64]{Data: zqb, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}
 				cm := cusolver.Matrix[float32]{Data: a, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}
 				keep := func(i *cusolver.Info, err error) error {
 					if i != nil {
@@ -88,6 +95,18 @@ func sweepSolver() []sweep.Case {
 								return keep(cusolver.SVD(h, m, s, cusolver.NewMatrix(u, 2, 2), cusolver.NewMatrix(v, 2, 2)))
 							},
 							func() error { return keep(cusolver.Eigh(h, cusolver.NewMatrix(d, 2, 2), cusolver.Upper, w, true)) },
+							// The complex forms: Hermitian eigenvalues (real,
+							// into a float32 w), QR (ungqr, unmqr), SVD.
+							func() error {
+								return keep(cusolver.Eigh(h, cusolver.NewMatrix(z, 2, 2), cusolver.Lower, s, true))
+							},
+							func() (err error) { zqr, err = cusolver.QR(h, zcm); return err },
+							func() error { return cusolver.QRQ(h, zqr, zq) },
+							func() error { return cusolver.ApplyQ(h, zqr, zq, true) },
+							func() error { return zqr.Free() },
+							func() error {
+								return keep(cusolver.SVD(h, zcm, s, zq, cusolver.Matrix[complex64]{Data: zu, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}))
+							},
 							func() error {
 								return keep(cusolver.CholeskyBatched(h, cusolver.NewMatrix(batch, 2, 2), 2, cusolver.Lower))
 							},
@@ -115,13 +134,16 @@ func sweepSolver() []sweep.Case {
 						if qr != nil {
 							qr.Free()
 						}
+						if zqr != nil {
+							zqr.Free()
+						}
 						if h != nil && h.Close() != nil {
 							if err := h.Close(); err != nil {
 								t.Errorf("closing a cuSOLVER handle again: %v", err)
 							}
 						}
 						e.S.Synchronize()
-						for _, b := range []cuda.Memory{a, d, b, bd, q, s, u, v, batch, w} {
+						for _, b := range []cuda.Memory{a, d, b, bd, q, s, u, v, batch, w, z, zc, zqb, zu} {
 							b.(interface{ Free() error }).Free()
 						}
 						sweep.StillWorks(t, "cusolver", e.Ctx, e.S)

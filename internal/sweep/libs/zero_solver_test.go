@@ -60,8 +60,17 @@ func init() {
 			_, err := cusolver.LeastSquares(h, m, b, b, 1)
 			return []error{err}
 		},
-		"cusolver.SVD":  func() []error { _, err := cusolver.SVD(h, m, b, m, m); return []error{err} },
-		"cusolver.Eigh": func() []error { _, err := cusolver.Eigh(h, md, cusolver.Lower, nil, true); return []error{err} },
+		"cusolver.SVD": func() []error {
+			_, e1 := cusolver.SVD(h, m, b, m, m)
+			zm := cusolver.Matrix[complex128]{}
+			_, e2 := cusolver.SVD(h, zm, &cuda.DeviceBuffer[float64]{}, zm, zm)
+			return []error{e1, e2}
+		},
+		"cusolver.Eigh": func() []error {
+			_, e1 := cusolver.Eigh[float64, float64](h, md, cusolver.Lower, nil, true)
+			_, e2 := cusolver.Eigh(h, cusolver.Matrix[complex64]{}, cusolver.Lower, b, true)
+			return []error{e1, e2}
+		},
 		"cusolver.CholeskyBatched": func() []error {
 			_, err := cusolver.CholeskyBatched(h, m, 1, cusolver.Lower)
 			return []error{err}
