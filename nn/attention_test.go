@@ -528,3 +528,29 @@ func TestAttentionNegativeScale(t *testing.T) {
 	out := layerFree(t, must(nn.Attention(q, k, v, nn.AttentionOptions{Causal: true, Scale: -0.25}))(t))
 	layerClose(t, "out", layerDown(t, out), attnRef(c, qh, kh, vh, -0.25), attnTol[cuda.BFloat16]())
 }
+
+// TestAttentionLarge checks the default kernels at sizes of many tiles
+// (the tensor-core kernel's pipeline of key tiles, blocks of rows from two
+// heads), in every type: on a GPU only, where it takes a second, the
+// fake's emulation of the tensor cores minutes.
+func TestAttentionLarge(t *testing.T) {
+	if cudatest.IsFake() {
+		t.Skip("minutes on the fake driver's CPU; the small shapes check the same indexing")
+	}
+	t.Run("float32", testAttentionLarge[float32])
+	t.Run("float16", testAttentionLarge[cuda.Float16])
+	t.Run("bfloat16", testAttentionLarge[cuda.BFloat16])
+}
+
+func testAttentionLarge[T nn.Float](t *testing.T) {
+	s := layerStream(t)
+	for i, c := range []attnShape{
+		{1, 2, 1, 1000, 1000, 128, true},
+		{1, 2, 2, 777, 1031, 64, true},
+		{2, 3, 3, 513, 513, 64, false},
+		{1, 4, 2, 300, 2000, 96, false},
+		{1, 8, 2, 1, 3000, 128, true},
+	} {
+		t.Run(c.String(), func(t *testing.T) { attnCheck[T](t, s, c, uint64(100+i)) })
+	}
+}
