@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -245,5 +246,44 @@ func TestUnfused(t *testing.T) {
 				t.Errorf("cudnnConvolutionBiasActivationForward called %d times: want once (the shape stays unfused)", n)
 			}
 		})
+	}
+}
+
+// TestPlanReuse: a shape's descriptors and algorithm are made once; later
+// calls of the shape make no descriptor and ask cuDNN for nothing but the
+// convolution, and the work area, grown once, stays.
+func TestPlanReuse(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx, _, h := handle(t)
+	c := convCases[1]
+	ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+	x, w, y := empty[float32](t, ctx, c.x, cudnn.NHWC), empty[float32](t, ctx, c.w, cudnn.NHWC), empty[float32](t, ctx, ys, cudnn.NHWC)
+	if err := cudnn.ConvForward(h, y, x, w, c.p); err != nil {
+		t.Fatal(err)
+	}
+	work := h.WorkBytes()
+	f.ResetCounts()
+	for range 5 {
+		if err := cudnn.ConvForward(h, y, x, w, c.p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := f.Counts()
+	for name, n := range counts {
+		if strings.HasPrefix(name, "cudnn") && name != "cudnnConvolutionForward" {
+			t.Errorf("%s called %d times by calls of a shape seen before", name, n)
+		}
+	}
+	if n := counts["cudnnConvolutionForward"]; n != 5 {
+		t.Errorf("cudnnConvolutionForward called %d times, want 5", n)
+	}
+	if n := counts["cuMemAllocAsync"]; n != 0 {
+		t.Errorf("cuMemAllocAsync called %d times: the work area should stay", n)
+	}
+	if h.WorkBytes() != work {
+		t.Errorf("WorkBytes went from %d to %d", work, h.WorkBytes())
 	}
 }
