@@ -554,3 +554,19 @@ func testAttentionLarge[T nn.Float](t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) { attnCheck[T](t, s, c, uint64(100+i)) })
 	}
 }
+
+// TestAttentionTiles runs the tensor-core kernel with the other tiles the
+// benchmarks may try (GOCUDA_ATTN_TILES), so that a faster choice found
+// on the GPU is a checked one.
+func TestAttentionTiles(t *testing.T) {
+	s := layerStream(t)
+	defer nn.SetAttnPath("tc")()
+	for _, tiles := range [][3]int{{4, 1, 32}, {4, 1, 128}, {4, 2, 32}, {8, 1, 64}, {8, 1, 128}} {
+		t.Run(fmt.Sprintf("%dx%dx%d", tiles[0], tiles[1], tiles[2]), func(t *testing.T) {
+			defer nn.SetAttnTiles(tiles[0], tiles[1], tiles[2])()
+			for i, c := range []attnShape{{1, 4, 2, 65, 200, 64, true}, {1, 1, 1, 130, 130, 128, false}} {
+				t.Run(c.String(), func(t *testing.T) { attnCheck[cuda.BFloat16](t, s, c, uint64(200+2*i)) })
+			}
+		})
+	}
+}
