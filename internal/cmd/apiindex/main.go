@@ -23,7 +23,7 @@ import (
 )
 
 // packages are the library's public packages, by folder.
-var packages = []string{".", "compute", "cublas", "cufft", "curand", "cusolver", "cusparse", "nccl", "nd", "nvrtc", "safetensors"}
+var packages = []string{".", "compute", "cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nd", "nn", "nvrtc", "safetensors"}
 
 // standard says what the methods of the standard interfaces are for,
 // which need no doc comment of their own.
