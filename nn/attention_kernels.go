@@ -329,6 +329,11 @@ extern "C" __global__ void attn_kv_advance(int* state, int n, int maxlen) {
 #define ATTN_DK (ATTN_D / 16) // k-steps of QK^T, over the head dimension
 #define ATTN_DN (ATTN_D / 8)  // n-tiles of PV, over the head dimension
 #define ATTN_NN (ATTN_BN / 8) // n-tiles of QK^T, over the keys
+// ATTN_QSMEM: Q's fragments read from shared memory at each tile, where
+// keeping them in registers (MT*D/2 of them a lane) would leave too few
+// for the accumulators: two m-tiles at D 128, as FlashAttention-2 does
+// there. Otherwise they are read once and kept.
+#define ATTN_QSMEM (ATTN_MT * ATTN_D > 128)
 
 // Fragments of mma.sync.m16n8k16 (PTX ISA, "Matrix Fragments for
 // mma.m16n8k16"), for lane l, g = l/4, c = 2*(l%4):
@@ -548,7 +553,9 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 			#pragma unroll
 			for (int e = 0; e < 4; e++) oacc[mt][dn][e] = 0.0f;
 	}
+#if !ATTN_QSMEM
 	unsigned qf[ATTN_MT][ATTN_DK][4];
+#endif
 
 	if (ntiles > 0) {
 		for (int x = tid; x < ATTN_TBM * CH; x += ATTN_NW * 32) {
@@ -582,6 +589,7 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 			attn_cp_wait<0>();
 		}
 		__syncthreads();
+#if !ATTN_QSMEM
 		if (t == 0) { // Q's fragments, kept in registers for every tile
 			#pragma unroll
 			for (int mt = 0; mt < ATTN_MT; mt++)
@@ -589,6 +597,7 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 				for (int dk = 0; dk < ATTN_DK; dk++)
 					attn_ldsm_x4(qf[mt][dk], Qs + (warp * 16 * ATTN_MT + mt * 16 + lane % 16) * ATTN_SD + dk * 16 + (lane / 16) * 8);
 		}
+#endif
 		const attn_t* Kt = Ks + (t & 1) * ATTN_BN * ATTN_SD;
 		const attn_t* Vt = Vs + (t & 1) * ATTN_BN * ATTN_SD;
 
@@ -604,17 +613,28 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 				for (int e = 0; e < 4; e++) s[mt][nn][e] = 0.0f;
 		#pragma unroll
 		for (int dk = 0; dk < ATTN_DK; dk++) {
+#if ATTN_QSMEM
+			unsigned qk[ATTN_MT][4]; // this k-step's Q fragments
+			#pragma unroll
+			for (int mt = 0; mt < ATTN_MT; mt++)
+				attn_ldsm_x4(qk[mt], Qs + (warp * 16 * ATTN_MT + mt * 16 + lane % 16) * ATTN_SD + dk * 16 + (lane / 16) * 8);
+#define ATTN_QF(mt, dk) qk[mt]
+#else
+#define ATTN_QF(mt, dk) qf[mt][dk]
+#endif
 			#pragma unroll
 			for (int np = 0; np < ATTN_NN / 2; np++) {
 				unsigned kf[4];
 				attn_ldsm_x4(kf, Kt + (np * 16 + lane % 8 + (lane / 16) * 8) * ATTN_SD + dk * 16 + ((lane / 8) % 2) * 8);
 				#pragma unroll
 				for (int mt = 0; mt < ATTN_MT; mt++) {
-					attn_mma(s[mt][2 * np], qf[mt][dk], kf[0], kf[1]);
-					attn_mma(s[mt][2 * np + 1], qf[mt][dk], kf[2], kf[3]);
+					attn_mma(s[mt][2 * np], ATTN_QF(mt, dk), kf[0], kf[1]);
+					attn_mma(s[mt][2 * np + 1], ATTN_QF(mt, dk), kf[2], kf[3]);
 				}
 			}
 		}
+
+#undef ATTN_QF
 
 		// The online softmax, per row: mask, the tile's max across the
 		// quad of lanes that holds the row, rescale what was summed so

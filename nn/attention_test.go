@@ -561,7 +561,7 @@ func testAttentionLarge[T nn.Float](t *testing.T) {
 func TestAttentionTiles(t *testing.T) {
 	s := layerStream(t)
 	defer nn.SetAttnPath("tc")()
-	for _, tiles := range [][3]int{{4, 1, 32}, {4, 1, 128}, {4, 2, 32}, {8, 1, 64}, {8, 1, 128}} {
+	for _, tiles := range [][3]int{{4, 1, 32}, {4, 1, 128}, {4, 2, 32}, {4, 2, 64}, {8, 1, 64}, {8, 1, 128}} {
 		t.Run(fmt.Sprintf("%dx%dx%d", tiles[0], tiles[1], tiles[2]), func(t *testing.T) {
 			defer nn.SetAttnTiles(tiles[0], tiles[1], tiles[2])()
 			for i, c := range []attnShape{{1, 4, 2, 65, 200, 64, true}, {1, 1, 1, 130, 130, 128, false}} {
