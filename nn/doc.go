@@ -13,7 +13,8 @@
 //
 //   - normalisation over the last axis: LayerNorm and RMSNorm, with
 //     LayerNormBackward and RMSNormBackward (the gradients of the input,
-//     the weight and the bias);
+//     the weight and the bias), and AddLayerNorm and AddRMSNorm, a
+//     transformer's residual add and the norm after it in one pass;
 //   - activations, element by element: GELU (erf), GELUTanh (GPT-2's),
 //     SiLU, and SwiGLU of two arrays (silu(gate)·up, Llama's gate_proj
 //     and up_proj kept apart);

@@ -17,7 +17,8 @@ import (
 // BenchmarkLayers/<op>/<dtype>/<shape>, beside PyTorch's own:
 // bench/pyref/nn_peers.py times the same cases under the same names
 // (F.layer_norm, F.rms_norm, F.gelu, F.silu, softmax with a mask,
-// F.cross_entropy), and bench/report/nnreport.py sets them side by side
+// F.cross_entropy; add_layernorm, AddLayerNorm, beside torch.add(out=)
+// then F.layer_norm), and bench/report/nnreport.py sets them side by side
 // (scripts/gpu-nn.sh runs the three). A case's inputs are small random
 // numbers; it calls the layer once (compiling its kernel), then times b.N
 // calls and one Synchronize by CUDA events recorded before and after the
@@ -68,6 +69,7 @@ func layerBenchCases() []layerBenchCase {
 			layerBenchNorm(dt, "layernorm_bwd", rows, width),
 			layerBenchNorm(dt, "rmsnorm", rows, width),
 			layerBenchNorm(dt, "rmsnorm_bwd", rows, width),
+			layerBenchNorm(dt, "add_layernorm", rows, width),
 			layerBenchAct(dt, "gelu", rows, hidden),
 			layerBenchAct(dt, "gelu_tanh", rows, hidden),
 			layerBenchAct(dt, "silu", rows, hidden),
@@ -149,6 +151,9 @@ func layerBenchNormRun[T nn.Float](b *testing.B, s *cuda.Stream, op string, rows
 		call = func() error { return nn.LayerNormInto(y, x, w, bias, 1e-5) }
 	case "rmsnorm":
 		call = func() error { return nn.RMSNormInto(y, x, w, 1e-5) }
+	case "add_layernorm":
+		sum := layerBenchArray[T](b, s, "sum", rows, cols)
+		call = func() error { return nn.AddLayerNormInto(sum, y, x, dy, w, bias, 1e-5) }
 	case "layernorm_bwd":
 		call = func() error {
 			dx, dw, db, err := nn.LayerNormBackward(dy, x, w, bias, 1e-5)

@@ -37,14 +37,28 @@ __device__ __forceinline__ void nn_norm_stats(const nn_t* xr, int cols, float ep
 	*rstd = rsqrtf(nn_sum(q, lanes) / (float)cols + eps);
 }
 
+// nn_norm_fwd normalises rows of x, or (res not null) of x + res,
+// rounded to the element type and written to sum first (each thread
+// reads back only what it wrote: x, res and sum may be one array).
 template <bool RMS, int V>
-__device__ __forceinline__ void nn_norm_fwd(const nn_t* x, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps, int lanes) {
+__device__ __forceinline__ void nn_norm_fwd(const nn_t* x, const nn_t* res, nn_t* sum, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps, int lanes) {
 	typedef nn_vec<nn_t, V> vec;
 	const int per = blockDim.x / lanes, lane = threadIdx.x % lanes, n = cols / V;
 	const long long r = (long long)blockIdx.x * per + threadIdx.x / lanes;
 	if (r >= rows) return; // a whole warp, or (a block a row) none
 	const nn_t* xr = x + r * cols;
 	nn_t* yr = y + r * cols;
+	if (res) {
+		nn_t* sr = sum + r * cols;
+		for (int j = lane; j < n; j += lanes) {
+			const vec xv = ((const vec*)xr)[j], rv = ((const vec*)(res + r * cols))[j];
+			vec sv;
+			#pragma unroll
+			for (int k = 0; k < V; k++) sv.v[k] = nn_st(nn_ld(xv.v[k]) + nn_ld(rv.v[k]));
+			((vec*)sr)[j] = sv;
+		}
+		xr = sr;
+	}
 	float mean, rstd;
 	nn_norm_stats<RMS, V>(xr, cols, eps, lane, lanes, &mean, &rstd);
 	for (int j = lane; j < n; j += lanes) {
@@ -111,7 +125,7 @@ __device__ __forceinline__ void nn_norm_bwd(const nn_t* dy, const nn_t* x, const
 // nn_norm_fwd_reg is nn_norm_fwd for a row of at most 32·NPER vectors
 // taken by a warp, the row read once into registers.
 template <bool RMS, int V, int NPER>
-__device__ __forceinline__ void nn_norm_fwd_reg(const nn_t* x, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps) {
+__device__ __forceinline__ void nn_norm_fwd_reg(const nn_t* x, const nn_t* res, nn_t* sum, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps) {
 	typedef nn_vec<nn_t, V> vec;
 	const int lane = threadIdx.x % 32, n = cols / V;
 	const long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -125,8 +139,16 @@ __device__ __forceinline__ void nn_norm_fwd_reg(const nn_t* x, const nn_t* w, co
 		const int j = lane + 32 * u;
 		if (j < n) {
 			const vec xv = xr[j];
-			#pragma unroll
-			for (int k = 0; k < V; k++) { f[u][k] = nn_ld(xv.v[k]); s += f[u][k]; }
+			if (res) {
+				const vec rv = ((const vec*)(res + r * cols))[j];
+				vec sv;
+				#pragma unroll
+				for (int k = 0; k < V; k++) { sv.v[k] = nn_st(nn_ld(xv.v[k]) + nn_ld(rv.v[k])); f[u][k] = nn_ld(sv.v[k]); s += f[u][k]; }
+				((vec*)(sum + r * cols))[j] = sv;
+			} else {
+				#pragma unroll
+				for (int k = 0; k < V; k++) { f[u][k] = nn_ld(xv.v[k]); s += f[u][k]; }
+			}
 		}
 	}
 	const float mean = RMS ? 0.0f : nn_sum(s, 32) / (float)cols;
@@ -224,21 +246,24 @@ __device__ __forceinline__ void nn_norm_bwd_reg(const nn_t* dy, const nn_t* x, c
 // NN_NORM_REG is the vectors a lane keeps in registers: a warp's row of
 // up to 1024 elements.
 #define NN_NORM_REG (1024 / 32 / NN_NORM_V)
-__device__ __forceinline__ bool nn_norm_vec(int cols, const void* a, const void* b, const void* c, const void* d) {
-	return cols % NN_NORM_V == 0 && nn_aligned(a) && nn_aligned(b) && (!c || nn_aligned(c)) && (!d || nn_aligned(d));
+__device__ __forceinline__ bool nn_norm_vec(int cols, const void* a, const void* b, const void* c, const void* d, const void* e = 0, const void* f = 0) {
+	return cols % NN_NORM_V == 0 && nn_aligned(a) && nn_aligned(b) && (!c || nn_aligned(c)) && (!d || nn_aligned(d)) &&
+		(!e || nn_aligned(e)) && (!f || nn_aligned(f));
 }
 // nn_norm_reg is whether a warp takes the row into registers.
 __device__ __forceinline__ bool nn_norm_reg(int cols, int lanes) { return lanes == 32 && cols <= 32 * NN_NORM_REG * NN_NORM_V; }
 
-extern "C" __global__ void nn_layernorm_NN_SUFFIX(const nn_t* x, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps, int lanes) {
-	if (!nn_norm_vec(cols, x, y, w, b)) nn_norm_fwd<false, 1>(x, w, b, y, rows, cols, eps, lanes);
-	else if (nn_norm_reg(cols, lanes)) nn_norm_fwd_reg<false, NN_NORM_V, NN_NORM_REG>(x, w, b, y, rows, cols, eps);
-	else nn_norm_fwd<false, NN_NORM_V>(x, w, b, y, rows, cols, eps, lanes);
+// nn_layernorm and nn_rmsnorm normalise x, or (res not null) x + res,
+// written to sum.
+extern "C" __global__ void nn_layernorm_NN_SUFFIX(const nn_t* x, const nn_t* res, nn_t* sum, const nn_t* w, const nn_t* b, nn_t* y, long long rows, int cols, float eps, int lanes) {
+	if (!nn_norm_vec(cols, x, y, w, b, res, sum)) nn_norm_fwd<false, 1>(x, res, sum, w, b, y, rows, cols, eps, lanes);
+	else if (nn_norm_reg(cols, lanes)) nn_norm_fwd_reg<false, NN_NORM_V, NN_NORM_REG>(x, res, sum, w, b, y, rows, cols, eps);
+	else nn_norm_fwd<false, NN_NORM_V>(x, res, sum, w, b, y, rows, cols, eps, lanes);
 }
-extern "C" __global__ void nn_rmsnorm_NN_SUFFIX(const nn_t* x, const nn_t* w, nn_t* y, long long rows, int cols, float eps, int lanes) {
-	if (!nn_norm_vec(cols, x, y, w, 0)) nn_norm_fwd<true, 1>(x, w, 0, y, rows, cols, eps, lanes);
-	else if (nn_norm_reg(cols, lanes)) nn_norm_fwd_reg<true, NN_NORM_V, NN_NORM_REG>(x, w, 0, y, rows, cols, eps);
-	else nn_norm_fwd<true, NN_NORM_V>(x, w, 0, y, rows, cols, eps, lanes);
+extern "C" __global__ void nn_rmsnorm_NN_SUFFIX(const nn_t* x, const nn_t* res, nn_t* sum, const nn_t* w, nn_t* y, long long rows, int cols, float eps, int lanes) {
+	if (!nn_norm_vec(cols, x, y, w, 0, res, sum)) nn_norm_fwd<true, 1>(x, res, sum, w, 0, y, rows, cols, eps, lanes);
+	else if (nn_norm_reg(cols, lanes)) nn_norm_fwd_reg<true, NN_NORM_V, NN_NORM_REG>(x, res, sum, w, 0, y, rows, cols, eps);
+	else nn_norm_fwd<true, NN_NORM_V>(x, res, sum, w, 0, y, rows, cols, eps, lanes);
 }
 extern "C" __global__ void nn_layernorm_bwd_NN_SUFFIX(const nn_t* dy, const nn_t* x, const nn_t* w, nn_t* dx, float* stats, long long rows, int cols, float eps, int lanes) {
 	if (!nn_norm_vec(cols, x, dy, dx, w)) nn_norm_bwd<false, 1>(dy, x, w, dx, stats, rows, cols, eps, lanes);
@@ -336,6 +361,69 @@ func RMSNormInto[T Float](dst, x, weight *nd.Array[T], eps float32) error {
 	return normForward("RMSNormInto", true, dst, x, weight, nil, eps)
 }
 
+// AddLayerNorm returns x + residual and LayerNorm(x + residual, weight,
+// bias, eps) in one pass: a transformer block's residual add and the next
+// norm (GPT-2's h = h + attn(...); ln_2(h)), which PyTorch's eager mode
+// makes two kernels and two passes over memory. The sum is rounded to T
+// before it is normalised, as the two calls would have it, so that the
+// result is what LayerNorm(Add(x, residual)) gives. As LayerNorm for the
+// rest.
+func AddLayerNorm[T Float](x, residual, weight, bias *nd.Array[T], eps float32) (sum, y *nd.Array[T], err error) {
+	return normAddNew("AddLayerNorm", false, x, residual, weight, bias, eps)
+}
+
+// AddLayerNormInto is AddLayerNorm writing the sum into sum and the
+// normalised sum into dst, each of x's shape: sum may be x or residual
+// (the residual stream updated in place), dst may not be sum.
+func AddLayerNormInto[T Float](sum, dst, x, residual, weight, bias *nd.Array[T], eps float32) error {
+	return normAddInto("AddLayerNormInto", false, sum, dst, x, residual, weight, bias, eps)
+}
+
+// AddRMSNorm returns x + residual and RMSNorm(x + residual, weight, eps)
+// in one pass, as AddLayerNorm (Llama's residual add and norm).
+func AddRMSNorm[T Float](x, residual, weight *nd.Array[T], eps float32) (sum, y *nd.Array[T], err error) {
+	return normAddNew("AddRMSNorm", true, x, residual, weight, nil, eps)
+}
+
+// AddRMSNormInto is AddRMSNorm writing into sum and dst, as
+// AddLayerNormInto.
+func AddRMSNormInto[T Float](sum, dst, x, residual, weight *nd.Array[T], eps float32) error {
+	return normAddInto("AddRMSNormInto", true, sum, dst, x, residual, weight, nil, eps)
+}
+
+func normAddInto[T Float](op string, rms bool, sum, dst, x, residual, weight, bias *nd.Array[T], eps float32) error {
+	if residual == nil {
+		return errorf(op, cuda.ErrInvalidValue, "residual is a nil *nd.Array")
+	}
+	return normAddForward(op, rms, dst, sum, x, residual, weight, bias, eps)
+}
+
+func normAddNew[T Float](op string, rms bool, x, residual, weight, bias *nd.Array[T], eps float32) (sum, y *nd.Array[T], err error) {
+	if _, err := layerBuffer(op, "x", x, nil); err != nil {
+		return nil, nil, err
+	}
+	if residual == nil {
+		return nil, nil, errorf(op, cuda.ErrInvalidValue, "residual is a nil *nd.Array")
+	}
+	if _, err := layerBuffer(op, "residual", residual, x.Stream()); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			layerDrop(sum)
+			layerDrop(y)
+			sum, y = nil, nil
+		}
+	}()
+	if sum, err = nd.Empty[T](x.Stream(), x.Shape()...); err != nil {
+		return nil, nil, wrap(op, err)
+	}
+	if y, err = nd.Empty[T](x.Stream(), x.Shape()...); err != nil {
+		return sum, nil, wrap(op, err)
+	}
+	return sum, y, normAddForward(op, rms, y, sum, x, residual, weight, bias, eps)
+}
+
 // LayerNormBackward returns the gradients of LayerNorm(x, weight, bias,
 // eps) given dy, the gradient of its result: dx of x's shape, and the
 // gradients of weight and bias (sums over the rows), each nil where that
@@ -387,17 +475,44 @@ func normParam[T Float](op, name string, p *nd.Array[T], cols int, s *cuda.Strea
 }
 
 func normForward[T Float](op string, rms bool, dst, x, weight, bias *nd.Array[T], eps float32) error {
+	return normAddForward(op, rms, dst, nil, x, nil, weight, bias, eps)
+}
+
+// normAddForward is normForward of x, or (residual not nil) of x +
+// residual, written to sum.
+func normAddForward[T Float](op string, rms bool, dst, sum, x, residual, weight, bias *nd.Array[T], eps float32) error {
 	xb, err := layerBuffer(op, "x", x, nil)
 	if err != nil {
 		return err
 	}
 	s := x.Stream()
+	var resArg, sumArg any = cuda.DevicePtr(0), cuda.DevicePtr(0)
+	if residual != nil {
+		rb, err := layerBuffer(op, "residual", residual, s)
+		if err != nil {
+			return err
+		}
+		if err := layerSameShape(op, "residual", residual.Shape(), x.Shape()); err != nil {
+			return err
+		}
+		sb, err := layerBuffer(op, "sum", sum, s)
+		if err != nil {
+			return err
+		}
+		if err := layerSameShape(op, "sum", sum.Shape(), x.Shape()); err != nil {
+			return err
+		}
+		resArg, sumArg = rb, sb
+	}
 	db, err := layerBuffer(op, "dst", dst, s)
 	if err != nil {
 		return err
 	}
 	if err := layerSameShape(op, "dst", dst.Shape(), x.Shape()); err != nil {
 		return err
+	}
+	if residual != nil && dst == sum {
+		return errorf(op, cuda.ErrInvalidValue, "dst and sum are one array: the sum is read after it is written")
 	}
 	rows, cols, err := layerRows(op, "x", x.Shape())
 	if err != nil {
@@ -410,18 +525,18 @@ func normForward[T Float](op string, rms bool, dst, x, weight, bias *nd.Array[T]
 	if err != nil {
 		return err
 	}
+	b, err := normParam(op, "bias", bias, cols, s)
+	if err != nil {
+		return err
+	}
 	if rows == 0 || cols == 0 {
 		return nil
 	}
 	lanes, block, grid := layerRowLayout(rows, cols)
 	if rms {
-		return layerLaunch[T](op, normKernels, "nn_rmsnorm", s, grid, block, xb, w, db, int64(rows), int32(cols), eps, int32(lanes))
+		return layerLaunch[T](op, normKernels, "nn_rmsnorm", s, grid, block, xb, resArg, sumArg, w, db, int64(rows), int32(cols), eps, int32(lanes))
 	}
-	b, err := normParam(op, "bias", bias, cols, s)
-	if err != nil {
-		return err
-	}
-	return layerLaunch[T](op, normKernels, "nn_layernorm", s, grid, block, xb, w, b, db, int64(rows), int32(cols), eps, int32(lanes))
+	return layerLaunch[T](op, normKernels, "nn_layernorm", s, grid, block, xb, resArg, sumArg, w, b, db, int64(rows), int32(cols), eps, int32(lanes))
 }
 
 func normBackward[T Float](op string, rms bool, dy, x, weight, bias *nd.Array[T], eps float32) (dx, dweight, dbias *nd.Array[T], err error) {

@@ -241,3 +241,75 @@ func TestNormErrors(t *testing.T) {
 	_, err = nn.LayerNorm(new(nd.Array[float32]), nil, nil, 1e-5)
 	layerWantErr(t, err, cuda.ErrInvalidValue, "zero Array")
 }
+
+func TestAddNorm(t *testing.T) {
+	layerTypes(t, func(t *testing.T, typ string) {
+		switch typ {
+		case "float32":
+			testAddNorm[float32](t)
+		case "float16":
+			testAddNorm[cuda.Float16](t)
+		default:
+			testAddNorm[cuda.BFloat16](t)
+		}
+	})
+}
+
+func testAddNorm[T nn.Float](t *testing.T) {
+	s := layerStream(t)
+	tol := layerTol[T]()
+	for _, rms := range []bool{false, true} {
+		for _, sz := range layerWidths {
+			t.Run(fmt.Sprintf("rms=%v/%dx%d", rms, sz.rows, sz.cols), func(t *testing.T) {
+				n := sz.rows * sz.cols
+				xv := layerRound[T](layerData(n, uint64(n)+5, -3, 3))
+				rv := layerRound[T](layerData(n, uint64(n)+6, -2, 2))
+				wv := layerRound[T](layerData(sz.cols, 7, 0.5, 1.5))
+				bv := layerRound[T](layerData(sz.cols, 8, -1, 1))
+				x := layerUp[T](t, s, xv, sz.rows, sz.cols)
+				r := layerUp[T](t, s, rv, sz.rows, sz.cols)
+				w := layerUp[T](t, s, wv, sz.cols)
+				b := layerUp[T](t, s, bv, sz.cols)
+				sumv := make([]float64, n)
+				for i := range sumv {
+					sumv[i] = xv[i] + rv[i]
+				}
+				sumv = layerRound[T](sumv)
+				if rms {
+					bv = nil
+				}
+				want := normRef(rms, sumv, wv, bv, sz.rows, sz.cols, 1e-5)
+				var sum, y *nd.Array[T]
+				if rms {
+					sum, y = must2(nn.AddRMSNorm(x, r, w, 1e-5))(t)
+				} else {
+					sum, y = must2(nn.AddLayerNorm(x, r, w, b, 1e-5))(t)
+				}
+				layerClose(t, "sum", layerDown(t, layerFree(t, sum)), sumv, 0)
+				layerClose(t, "y", layerDown(t, layerFree(t, y)), want, tol)
+				// in place: the residual stream x updated, the norm into out
+				out := layerFree(t, must(nd.Empty[T](s, sz.rows, sz.cols))(t))
+				var err error
+				if rms {
+					err = nn.AddRMSNormInto(x, out, x, r, w, 1e-5)
+				} else {
+					err = nn.AddLayerNormInto(x, out, x, r, w, b, 1e-5)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				layerClose(t, "x in place", layerDown(t, x), sumv, 0)
+				layerClose(t, "out", layerDown(t, out), want, tol)
+			})
+		}
+	}
+	t.Run("errors", func(t *testing.T) {
+		x := layerUp[T](t, s, layerData(12, 1, -1, 1), 3, 4)
+		_, _, err := nn.AddLayerNorm(x, nil, nil, nil, 1e-5)
+		layerWantErr(t, err, cuda.ErrInvalidValue, "AddLayerNorm", "residual is a nil")
+		err = nn.AddRMSNormInto(x, x, x, x, nil, 1e-5)
+		layerWantErr(t, err, cuda.ErrInvalidValue, "AddRMSNormInto", "dst and sum are one array")
+		_, _, err = nn.AddRMSNorm(x, must(x.Reshape(4, 3))(t), nil, 1e-5)
+		layerWantErr(t, err, cuda.ErrInvalidValue, "residual has shape [4 3], want [3 4]")
+	})
+}

@@ -154,12 +154,13 @@ func layerSweepCases() []sweep.Case {
 	x6 := []float32{1, -2, 3, 0.5, 2, -1, 0, 4, -3, 1, 1, 2}
 	return []sweep.Case{
 		layerSweepCase("norms", []string{"nn.LayerNorm", "nn.LayerNormInto", "nn.RMSNorm", "nn.RMSNormInto",
-			"nn.LayerNormBackward", "nn.RMSNormBackward"},
+			"nn.LayerNormBackward", "nn.RMSNormBackward", "nn.AddLayerNorm", "nn.AddLayerNormInto", "nn.AddRMSNorm", "nn.AddRMSNormInto"},
 			func(t *testing.T, s *cuda.Stream) ([]layerSweepStep, func()) {
 				r := &layerSweepArrays{t: t, s: s}
 				x, w, b := r.f32(x6, 2, 6), r.f32([]float32{1, 2, 1, 2, 1, 2}, 6), r.f32([]float32{0, 1, 0, 1, 0, 1}, 6)
 				dy, out := r.f32(x6, 2, 6), r.f32(make([]float32, 12), 2, 6)
 				hx := r.bf16(x6, 2, 6)
+				sum := r.f32(make([]float32, 12), 2, 6)
 				return []layerSweepStep{
 					func() ([]float32, error) { return layerSweepRead(nn.LayerNorm(x, w, b, 1e-5)) },
 					func() ([]float32, error) { return layerSweepRead(nn.RMSNorm(hx, nil, 1e-5)) },
@@ -173,6 +174,18 @@ func layerSweepCases() []sweep.Case {
 						dx, dw, err := nn.RMSNormBackward(dy, x, w, 1e-5)
 						return layerSweepAll(err, dx, dw)
 					},
+					func() ([]float32, error) {
+						sum, y, err := nn.AddLayerNorm(x, dy, w, b, 1e-5)
+						return layerSweepAll(err, sum, y)
+					},
+					func() ([]float32, error) {
+						sum, y, err := nn.AddRMSNorm(hx, hx, nil, 1e-5)
+						return layerSweepAll(err, sum, y)
+					},
+					func() ([]float32, error) {
+						return layerSweepInto(out, nn.AddLayerNormInto(sum, out, x, dy, w, nil, 1e-5))
+					},
+					func() ([]float32, error) { return layerSweepInto(out, nn.AddRMSNormInto(sum, out, x, dy, w, 1e-5)) },
 				}, r.release
 			}),
 		layerSweepCase("activations", []string{"nn.GELU", "nn.GELUInto", "nn.GELUTanh", "nn.GELUTanhInto", "nn.SiLU", "nn.SiLUInto",

@@ -58,6 +58,18 @@ func init() {
 	z["nn.LayerNormInto"] = func() []error {
 		return zeroEach(func(x bf) error { return nn.LayerNormInto(x, x, nil, nil, 1e-5) })
 	}
+	z["nn.AddLayerNorm"] = func() []error {
+		return zeroEach(func(x a32) error { _, _, err := nn.AddLayerNorm(x, x, nil, nil, 1e-5); return err })
+	}
+	z["nn.AddRMSNorm"] = func() []error {
+		return zeroEach(func(x bf) error { _, _, err := nn.AddRMSNorm(x, x, x, 1e-5); return err })
+	}
+	z["nn.AddLayerNormInto"] = func() []error {
+		return zeroEach(func(x a32) error { return nn.AddLayerNormInto(x, x, x, x, x, x, 1e-5) })
+	}
+	z["nn.AddRMSNormInto"] = func() []error {
+		return zeroEach(func(x a32) error { return nn.AddRMSNormInto(x, x, x, x, nil, 1e-5) })
+	}
 	z["nn.RMSNorm"] = func() []error { return zeroEach(func(x a32) error { return zeroErr(nn.RMSNorm(x, nil, 1e-5)) }) }
 	z["nn.RMSNormInto"] = func() []error {
 		return zeroEach(func(x a32) error { return nn.RMSNormInto(x, x, x, 1e-5) })

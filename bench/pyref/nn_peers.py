@@ -11,6 +11,8 @@ Into form there):
   layernorm_bwd    torch.autograd.grad of it (x, w, b), the forward not timed
   rmsnorm          F.rms_norm(x, (768,), w, 1e-5)
   rmsnorm_bwd      torch.autograd.grad of it (x, w)
+  add_layernorm    torch.add(x, r, out=h) then F.layer_norm(h, ...): a
+                   residual add and the norm after it
   gelu, gelu_tanh  F.gelu(x), F.gelu(x, approximate='tanh')
   silu             F.silu(x)
   softmax_causal   torch.softmax(x*scale masked_fill'ed by a causal mask, -1),
@@ -47,6 +49,7 @@ for _dt in ("bf16", "f32"):
         ("layernorm_bwd", _dt, ROWS, WIDTH),
         ("rmsnorm", _dt, ROWS, WIDTH),
         ("rmsnorm_bwd", _dt, ROWS, WIDTH),
+        ("add_layernorm", _dt, ROWS, WIDTH),
         ("gelu", _dt, ROWS, HIDDEN),
         ("gelu_tanh", _dt, ROWS, HIDDEN),
         ("silu", _dt, ROWS, HIDDEN),
@@ -76,6 +79,15 @@ def cases(torch, F, op, dt, rows, cols):
         if op == "layernorm":
             return [("F.layer_norm", lambda: F.layer_norm(x, (cols,), w, b, 1e-5))]
         return [("F.rms_norm", lambda: rms_norm(x, w))]
+    if op == "add_layernorm":
+        x, r, w, b = rand(rows, cols), rand(rows, cols), rand(cols), rand(cols)
+        h = torch.empty_like(x)
+
+        def add_norm():
+            torch.add(x, r, out=h)
+            return F.layer_norm(h, (cols,), w, b, 1e-5)
+
+        return [("torch.add(out=); F.layer_norm", add_norm)]
     if op in ("layernorm_bwd", "rmsnorm_bwd"):
         x, w, b = rand(rows, cols, grad=True), rand(cols, grad=True), rand(cols, grad=True)
         dy = rand(rows, cols)
