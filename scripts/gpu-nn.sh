@@ -16,14 +16,16 @@
 # tests-cgo-nn.log, nn-go.txt
 # (-test.count NN_COUNT rounds, default 3, of -test.benchtime
 # NN_BENCHTIME, default 0.2s), nn-peers.json and nn-peers.err, nn.md (the
-# table, worst ratio first) and summary.txt. TESTS_S=0 skips the tests;
+# table, worst ratio first) and summary.txt. The defaults' worst case is
+# about 9.5 minutes, within one 10-minute device call; TESTS_S=0 skips the
+# tests (and the reference file), for a call of the benchmarks alone;
 # GOCUDA_NN_OPS (a comma list of ops, such as layernorm,softmax_causal)
 # selects a subset of the benchmarks on both sides. PYTHON names the
 # Python with PyTorch (default /opt/torch/.venv/bin/python, else python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: gpu-nn.sh OUTDIR [TESTS_S GO_S PEERS_S]}
-tests_s=${2:-240} go_s=${3:-180} peers_s=${4:-180}
+tests_s=${2:-200} go_s=${3:-170} peers_s=${4:-150}
 bin=$PWD/bin
 py=${PYTHON:-/opt/torch/.venv/bin/python}
 [ -x "$py" ] || py=python3
@@ -33,7 +35,7 @@ out=$(cd "$out" && pwd) # the tests run in nn/
 export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$bin/libfakecuda.so
 nvidia-smi --query-gpu=name,driver_version --format=csv >"$out/machine.txt" 2>&1
 if [ "$tests_s" -gt 0 ]; then
-	timeout 120 "$py" bench/pyref/nn_ref.py "$out/nn-ref.json" 2>"$out/nn-ref.err"
+	timeout 60 "$py" bench/pyref/nn_ref.py "$out/nn-ref.json" 2>"$out/nn-ref.err"
 	echo "nn_ref.py: exit $?" >>"$out/summary.txt"
 	[ -s "$out/nn-ref.json" ] && export GOCUDA_NN_TORCH_REF=$out/nn-ref.json
 	start=$SECONDS
