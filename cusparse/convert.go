@@ -193,7 +193,7 @@ func (h hostMatrix[I, T]) to(f Format) hostMatrix[I, T] {
 // transpose returns the CSR of Aᵀ (its outer by the inner dimension) from
 // the CSR of A, of outer rows and inner columns: a stable counting sort by
 // column, each new row's indices increasing.
-func transpose[I Index, T Element](outer, inner int, off, ind []I, val []T) hostMatrix[I, T] {
+func transpose[I Index, T Value](outer, inner int, off, ind []I, val []T) hostMatrix[I, T] {
 	nnz := len(ind)
 	toff := make([]I, inner+1)
 	for _, c := range ind {

@@ -6,8 +6,9 @@
 // A Matrix holds a sparse matrix in device memory in one of three formats:
 // CSR (compressed rows), CSC (compressed columns) or COO (coordinates,
 // sorted by row, then column). Its indices are int32 or int64 (Index), its
-// values float32, float64, complex64 or complex128 (Element), and it owns
-// its arrays: Free releases them. Matrices are made from Go slices
+// values float32, float64, complex64 or complex128 (Element), or the half
+// types cuda.Float16 and cuda.BFloat16 (Half), and it owns its arrays: Free
+// releases them. Matrices are made from Go slices
 // (NewCSR, NewCSC, and NewCOO, which sorts triplets and sums duplicates),
 // from a dense matrix on the device (FromDense), and from one another
 // (Convert); ToDense writes one out dense.
@@ -22,6 +23,16 @@
 // triangular solves SpSV and SpSM (op(A)·y = alpha·x, op(A)·C = alpha·B,
 // A lower or upper, its diagonal stored or unit). Scalars have the element
 // type: cuSPARSE computes in it.
+//
+// Half-precision matrices (Float16, BFloat16), made by NewCSR or NewCOO,
+// are multiplied by SpMVHalf and SpMMHalf: cuSPARSE reads and writes the
+// halves and computes in float32 (CUDA_R_16F or CUDA_R_16BF values,
+// CUDA_R_32F compute type), so their alpha and beta are float32. cuSPARSE
+// takes them in CSR and COO (its generic SpMV and SpMM; CSC too, which
+// this package does not make of halves), and takes them in none of the
+// other operations here (Convert, ToDense, FromDense, SpGEMM, SpSV, SpSM
+// take Element, and the compiler refuses a half matrix); a half matrix in
+// another format is refused with cuda.ErrNotSupported, which says so.
 //
 // A Handle is made for one Stream and queues all its work there. The work
 // buffers cuSPARSE asks for come from stream-ordered memory, kept in the

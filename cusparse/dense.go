@@ -35,7 +35,7 @@ func (l Layout) String() string {
 // a row-major matrix, Rows for a column-major one. A Dense is a
 // description, not an owner: Data stays the caller's to free, after the
 // work that uses it.
-type Dense[T Element] struct {
+type Dense[T Value] struct {
 	Data       *cuda.DeviceBuffer[T]
 	Rows, Cols int
 	Stride     int
@@ -43,7 +43,7 @@ type Dense[T Element] struct {
 }
 
 // NewDense describes data as a packed row-major matrix of rows×cols.
-func NewDense[T Element](data *cuda.DeviceBuffer[T], rows, cols int) Dense[T] {
+func NewDense[T Value](data *cuda.DeviceBuffer[T], rows, cols int) Dense[T] {
 	return Dense[T]{Data: data, Rows: rows, Cols: cols}
 }
 
@@ -150,8 +150,16 @@ func (d Diag) String() string {
 }
 
 // valueType is T's cudaDataType: CUDA_R_32F 0, CUDA_R_64F 1, CUDA_C_32F
-// 4, CUDA_C_64F 5.
-func valueType[T Element]() int32 {
+// 4, CUDA_C_64F 5, CUDA_R_16F 2, CUDA_R_16BF 14. The kind says which
+// Element T is, so that types defined on Go's numbers count as theirs; the
+// half types, both uint16 underneath, are told apart by name.
+func valueType[T Value]() int32 {
+	switch reflect.TypeFor[T]() {
+	case reflect.TypeFor[cuda.Float16]():
+		return typeF16
+	case reflect.TypeFor[cuda.BFloat16]():
+		return typeBF16
+	}
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Float64:
 		return 1
@@ -162,6 +170,15 @@ func valueType[T Element]() int32 {
 	}
 	return 0
 }
+
+const (
+	typeF32  = 0  // CUDA_R_32F
+	typeF16  = 2  // CUDA_R_16F
+	typeBF16 = 14 // CUDA_R_16BF
+)
+
+// isHalf reports whether T is cuda.Float16 or cuda.BFloat16.
+func isHalf[T Value]() bool { t := valueType[T](); return t == typeF16 || t == typeBF16 }
 
 // indexType is I's cusparseIndexType_t: CUSPARSE_INDEX_32I 2,
 // CUSPARSE_INDEX_64I 3.

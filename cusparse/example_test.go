@@ -145,3 +145,38 @@ func ExampleFromDense() {
 	fmt.Println(c.Format(), offsets, rows, values)
 	// Output: CSC [0 1 3] [1 0 2] [(2+0i) (0+1i) (3+0i)]
 }
+
+// A float16 matrix times a float16 vector, computed in float32: alpha and
+// beta are float32.
+func ExampleSpMVHalf() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	h, err := cusparse.New(s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+
+	f := cuda.NewFloat16
+	// [ 1   0 ]
+	// [ 0.5 2 ]
+	a, err := cusparse.NewCSR(s, 2, 2, []int32{0, 1, 3}, []int32{0, 0, 1}, []cuda.Float16{f(1), f(0.5), f(2)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Free()
+	x, _ := cuda.FromHost(ctx, []cuda.Float16{f(4), f(3)})
+	defer x.Free()
+	y, _ := cuda.Alloc[cuda.Float16](ctx, 2)
+	defer y.Free()
+	if err := cusparse.SpMVHalf(h, cusparse.NoTrans, 2, a, x, 0, y); err != nil {
+		log.Fatal(err)
+	}
+	got, _ := y.ToHost()
+	fmt.Println(got)
+	// Output: [8 16]
+}

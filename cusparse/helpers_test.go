@@ -47,7 +47,7 @@ func handle(t testing.TB) (*cuda.Context, *cuda.Stream, *cusparse.Handle) {
 }
 
 // free frees m when the test ends.
-func free[I cusparse.Index, T cusparse.Element](t testing.TB, m *cusparse.Matrix[I, T]) *cusparse.Matrix[I, T] {
+func free[I cusparse.Index, T cusparse.Value](t testing.TB, m *cusparse.Matrix[I, T]) *cusparse.Matrix[I, T] {
 	t.Helper()
 	t.Cleanup(func() {
 		if err := m.Free(); err != nil {

@@ -24,6 +24,22 @@ type Element interface {
 	~float32 | ~float64 | ~complex64 | ~complex128
 }
 
+// Half is the half-precision types cuSPARSE multiplies computing in
+// float32 (CUDA_R_16F and CUDA_R_16BF values, CUDA_R_32F compute type):
+// SpMVHalf and SpMMHalf, of CSR and COO matrices.
+type Half interface {
+	cuda.Float16 | cuda.BFloat16
+}
+
+// Value is the types a Matrix and a Dense may hold: Element, and Half. A
+// matrix of a half type is made by NewCSR or NewCOO and multiplied by
+// SpMVHalf and SpMMHalf; the other operations (Convert, ToDense,
+// FromDense, SpGEMM, SpSV, SpSM) take Element alone, as cuSPARSE's generic
+// API takes the halves in none of them here.
+type Value interface {
+	Element | Half
+}
+
 // Format is how a Matrix stores its non-zeros.
 type Format uint8
 
@@ -59,7 +75,7 @@ func (f Format) String() string {
 // position. It is safe for use by many goroutines; the device memory it
 // names is not protected against concurrent writes. The zero Matrix is
 // not usable: the operations return cuda.ErrInvalidValue for it.
-type Matrix[I Index, T Element] struct {
+type Matrix[I Index, T Value] struct {
 	life            lifetime.Life
 	format          Format
 	rows, cols, nnz int
@@ -226,7 +242,7 @@ func (m *Matrix[I, T]) hold(op string) error {
 func (m *Matrix[I, T]) mem() []cuda.Memory { return []cuda.Memory{m.outer, m.inner, m.values} }
 
 // hostMatrix is a matrix's arrays on the host.
-type hostMatrix[I Index, T Element] struct {
+type hostMatrix[I Index, T Value] struct {
 	format          Format
 	rows, cols, nnz int
 	outer, inner    []I
@@ -262,7 +278,7 @@ func copyOut[E any](b *cuda.DeviceBuffer[E], dst []E) error {
 }
 
 // upload makes a Matrix of h's arrays in stream-ordered memory of s.
-func upload[I Index, T Element](op string, s *cuda.Stream, h hostMatrix[I, T]) (*Matrix[I, T], error) {
+func upload[I Index, T Value](op string, s *cuda.Stream, h hostMatrix[I, T]) (*Matrix[I, T], error) {
 	m := &Matrix[I, T]{format: h.format, rows: h.rows, cols: h.cols, nnz: h.nnz, stream: s, outerLen: len(h.outer)}
 	var err error
 	// Each array holds at least one element: cuSPARSE is never given a
@@ -310,7 +326,7 @@ func (m *Matrix[I, T]) freeAll() error {
 // in stream-ordered memory of s. A negative nnz makes a CSR matrix whose
 // number of non-zeros is not known yet: its offsets alone, the rest made
 // by resize.
-func allocMatrix[I Index, T Element](s *cuda.Stream, f Format, rows, cols, nnz int) (*Matrix[I, T], error) {
+func allocMatrix[I Index, T Value](s *cuda.Stream, f Format, rows, cols, nnz int) (*Matrix[I, T], error) {
 	m := &Matrix[I, T]{format: f, rows: rows, cols: cols, nnz: max(nnz, 0), stream: s, outerLen: outerLen(f, rows, cols, nnz)}
 	var err error
 	if m.outer, err = cuda.AllocAsync[I](s, max(m.outerLen, 1)); err == nil && nnz >= 0 {
@@ -359,8 +375,9 @@ func checkShape[I Index](op string, rows, cols, nnz int) error {
 // NewCSR makes a Matrix in CSR format from Go slices, copied to
 // stream-ordered memory of s: rows+1 row offsets (the first 0, the last
 // len(indices)), the column indices, increasing within each row, and
-// their values. Use NewCOO for entries in any order, or repeated.
-func NewCSR[I Index, T Element](s *cuda.Stream, rows, cols int, offsets, indices []I, values []T) (*Matrix[I, T], error) {
+// their values. Use NewCOO for entries in any order, or repeated. T may be
+// a half type (Value), for SpMVHalf and SpMMHalf.
+func NewCSR[I Index, T Value](s *cuda.Stream, rows, cols int, offsets, indices []I, values []T) (*Matrix[I, T], error) {
 	return newCompressed("NewCSR", s, CSR, rows, cols, offsets, indices, values)
 }
 
@@ -372,7 +389,7 @@ func NewCSC[I Index, T Element](s *cuda.Stream, rows, cols int, offsets, indices
 	return newCompressed("NewCSC", s, CSC, rows, cols, offsets, indices, values)
 }
 
-func newCompressed[I Index, T Element](op string, s *cuda.Stream, f Format, rows, cols int, offsets, indices []I, values []T) (*Matrix[I, T], error) {
+func newCompressed[I Index, T Value](op string, s *cuda.Stream, f Format, rows, cols int, offsets, indices []I, values []T) (*Matrix[I, T], error) {
 	if s == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
 	}
@@ -416,8 +433,10 @@ func newCompressed[I Index, T Element](op string, s *cuda.Stream, f Format, rows
 // NewCOO makes a Matrix in COO format from triplets (rowInd[k],
 // colInd[k], values[k]) in any order, copied to stream-ordered memory of
 // s: sorted by row, then column, on the host, and the values of a
-// position given more than once summed into one non-zero.
-func NewCOO[I Index, T Element](s *cuda.Stream, rows, cols int, rowInd, colInd []I, values []T) (*Matrix[I, T], error) {
+// position given more than once summed into one non-zero (for the half
+// types, each sum computed in float32 and rounded to T). T may be a half
+// type (Value), for SpMVHalf and SpMMHalf.
+func NewCOO[I Index, T Value](s *cuda.Stream, rows, cols int, rowInd, colInd []I, values []T) (*Matrix[I, T], error) {
 	const op = "NewCOO"
 	if s == nil {
 		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
@@ -439,7 +458,7 @@ func NewCOO[I Index, T Element](s *cuda.Stream, rows, cols int, rowInd, colInd [
 
 // sortCOO returns triplets sorted by row, then column, with the values of
 // repeated positions summed.
-func sortCOO[I Index, T Element](rowInd, colInd []I, values []T) ([]I, []I, []T) {
+func sortCOO[I Index, T Value](rowInd, colInd []I, values []T) ([]I, []I, []T) {
 	perm := make([]int, len(values))
 	for k := range perm {
 		perm[k] = k
@@ -453,12 +472,24 @@ func sortCOO[I Index, T Element](rowInd, colInd []I, values []T) ([]I, []I, []T)
 	r, c, v := make([]I, 0, len(perm)), make([]I, 0, len(perm)), make([]T, 0, len(perm))
 	for _, k := range perm {
 		if n := len(v); n > 0 && r[n-1] == rowInd[k] && c[n-1] == colInd[k] {
-			v[n-1] += values[k]
+			v[n-1] = add(v[n-1], values[k])
 			continue
 		}
 		r, c, v = append(r, rowInd[k]), append(c, colInd[k]), append(v, values[k])
 	}
 	return r, c, v
+}
+
+// add returns a+b: for the half types, computed in float32 and rounded to
+// T (their bits are not numbers Go adds).
+func add[T Value](a, b T) T {
+	switch x := any(a).(type) {
+	case cuda.Float16:
+		return any(cuda.NewFloat16(x.Float32() + any(b).(cuda.Float16).Float32())).(T)
+	case cuda.BFloat16:
+		return any(cuda.NewBFloat16(x.Float32() + any(b).(cuda.BFloat16).Float32())).(T)
+	}
+	return a + b
 }
 
 func cmpIndex[I Index](a, b I) int {

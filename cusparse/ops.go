@@ -58,7 +58,7 @@ func (d *descs) destroy() error {
 }
 
 // spMat makes m's descriptor.
-func spMat[I Index, T Element](d *descs, m *Matrix[I, T]) (clib.SpMatDescr, error) {
+func spMat[I Index, T Value](d *descs, m *Matrix[I, T]) (clib.SpMatDescr, error) {
 	var s clib.SpMatDescr
 	it, vt := indexType[I](), valueType[T]()
 	a, b, v := uintptr(m.outer.Ptr()), uintptr(m.inner.Ptr()), uintptr(m.values.Ptr())
@@ -79,7 +79,7 @@ func spMat[I Index, T Element](d *descs, m *Matrix[I, T]) (clib.SpMatDescr, erro
 }
 
 // dnVec makes x's descriptor.
-func dnVec[T Element](d *descs, x *cuda.DeviceBuffer[T]) (clib.DnVecDescr, error) {
+func dnVec[T Value](d *descs, x *cuda.DeviceBuffer[T]) (clib.DnVecDescr, error) {
 	var v clib.DnVecDescr
 	if err := check(d.op, "cusparseCreateDnVec", clib.CreateDnVec(&v, int64(x.Len()), uintptr(x.Ptr()), valueType[T]())); err != nil {
 		return 0, err
@@ -89,7 +89,7 @@ func dnVec[T Element](d *descs, x *cuda.DeviceBuffer[T]) (clib.DnVecDescr, error
 }
 
 // dnMat makes m's descriptor.
-func dnMat[T Element](d *descs, m Dense[T]) (clib.DnMatDescr, error) {
+func dnMat[T Value](d *descs, m Dense[T]) (clib.DnMatDescr, error) {
 	var v clib.DnMatDescr
 	if err := check(d.op, "cusparseCreateDnMat", clib.CreateDnMat(&v, int64(m.Rows), int64(m.Cols), int64(m.ld()), uintptr(m.Data.Ptr()), valueType[T](), m.order())); err != nil {
 		return 0, err
@@ -106,6 +106,16 @@ func opShape(op Op, rows, cols int) (int, int) {
 	return cols, rows
 }
 
+// checkHalf returns the error for a matrix of half values in a format
+// cuSPARSE does not multiply them in (CSR and COO are those package
+// cusparse offers them in).
+func checkHalf[T Value](op string, f Format) error {
+	if isHalf[T]() && f != CSR && f != COO {
+		return errorf(op, cuda.ErrNotSupported, "a %v matrix of %v values: cuSPARSE multiplies the half types (in float32) in CSR and COO here", f, reflect.TypeFor[T]())
+	}
+	return nil
+}
+
 func checkOp(op, name string, o Op) error {
 	if o > ConjTrans {
 		return errorf(op, cuda.ErrInvalidValue, "%s is %d: want NoTrans, Trans or ConjTrans", name, int(o))
@@ -114,7 +124,7 @@ func checkOp(op, name string, o Op) error {
 }
 
 // checkVec checks a vector operand's length.
-func checkVec[T Element](op, name string, x *cuda.DeviceBuffer[T], n int) error {
+func checkVec[T Value](op, name string, x *cuda.DeviceBuffer[T], n int) error {
 	switch {
 	case x == nil:
 		return errorf(op, cuda.ErrInvalidValue, "%s is nil", name)
@@ -128,8 +138,26 @@ func checkVec[T Element](op, name string, x *cuda.DeviceBuffer[T], n int) error 
 // algorithm), queued on h's stream. x has op(A)'s columns, y its rows;
 // where beta is 0, y is not read. The work buffer cuSPARSE asks for is
 // h's, reused by later calls.
+// Matrices of the half types use SpMVHalf.
 func SpMV[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], x *cuda.DeviceBuffer[T], beta T, y *cuda.DeviceBuffer[T]) error {
-	const name = "SpMV"
+	return spmv("SpMV", h, op, valueType[T](), unsafe.Pointer(&alpha), a, x, unsafe.Pointer(&beta), y)
+}
+
+// SpMVHalf is SpMV of a matrix of a half type (cuda.Float16,
+// cuda.BFloat16): A, x and y hold H, and cuSPARSE computes in float32
+// (CUDA_R_16F or CUDA_R_16BF values, CUDA_R_32F compute type), alpha and
+// beta float32, its compute type (an exception to the package's scalars of
+// the element type: a Float16 alpha would be rounded to 11 bits, and the
+// constant 1 converted to Float16 is not 1 but its smallest subnormal). A
+// is CSR or COO, the formats NewCSR and NewCOO make of halves; cuSPARSE
+// also takes a float32 y, which this package does not offer.
+func SpMVHalf[I Index, H Half](h *Handle, op Op, alpha float32, a *Matrix[I, H], x *cuda.DeviceBuffer[H], beta float32, y *cuda.DeviceBuffer[H]) error {
+	return spmv("SpMVHalf", h, op, typeF32, unsafe.Pointer(&alpha), a, x, unsafe.Pointer(&beta), y)
+}
+
+// spmv is SpMV and SpMVHalf, computing in ct with the scalars at pa and
+// pb.
+func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.Pointer, a *Matrix[I, T], x *cuda.DeviceBuffer[T], pb unsafe.Pointer, y *cuda.DeviceBuffer[T]) error {
 	if err := h.valid(name); err != nil {
 		return err
 	}
@@ -138,7 +166,7 @@ func SpMV[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], x *cud
 	}
 	defer a.life.Release()
 	rows, cols := opShape(op, a.rows, a.cols)
-	if err := errors.Join(checkOp(name, "op", op), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
+	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
 		return err
 	}
 	d := &descs{op: name}
@@ -156,8 +184,6 @@ func SpMV[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], x *cud
 		if err != nil {
 			return err
 		}
-		ct := valueType[T]()
-		pa, pb := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
 		var n uintptr
 		if err := check(name, "cusparseSpMV_bufferSize", clib.SpMV_bufferSize(lh, int32(op), pa, da, dx, pb, dy, ct, 0, &n)); err != nil {
 			return err
@@ -175,8 +201,20 @@ func SpMV[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], x *cud
 // algorithm), with B and C dense, each row- or column-major, queued on h's
 // stream. B has op(A)'s columns as rows, C op(A)'s rows and B's columns;
 // where beta is 0, C is not read.
+// Matrices of the half types use SpMMHalf.
 func SpMM[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], b Dense[T], beta T, c Dense[T]) error {
-	const name = "SpMM"
+	return spmm("SpMM", h, op, valueType[T](), unsafe.Pointer(&alpha), a, b, unsafe.Pointer(&beta), c)
+}
+
+// SpMMHalf is SpMM of a matrix of a half type, as SpMVHalf is SpMV's: A, B
+// and C hold H, cuSPARSE computes in float32, alpha and beta are float32,
+// and A is CSR or COO.
+func SpMMHalf[I Index, H Half](h *Handle, op Op, alpha float32, a *Matrix[I, H], b Dense[H], beta float32, c Dense[H]) error {
+	return spmm("SpMMHalf", h, op, typeF32, unsafe.Pointer(&alpha), a, b, unsafe.Pointer(&beta), c)
+}
+
+// spmm is SpMM and SpMMHalf, as spmv.
+func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.Pointer, a *Matrix[I, T], b Dense[T], pb unsafe.Pointer, c Dense[T]) error {
 	if err := h.valid(name); err != nil {
 		return err
 	}
@@ -185,7 +223,7 @@ func SpMM[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], b Dens
 	}
 	defer a.life.Release()
 	rows, k := opShape(op, a.rows, a.cols)
-	if err := errors.Join(checkOp(name, "op", op), b.check(name, "b"), c.check(name, "c")); err != nil {
+	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), b.check(name, "b"), c.check(name, "c")); err != nil {
 		return err
 	}
 	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {
@@ -206,8 +244,6 @@ func SpMM[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], b Dens
 		if err != nil {
 			return err
 		}
-		ct := valueType[T]()
-		pa, pb := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
 		var n uintptr
 		if err := check(name, "cusparseSpMM_bufferSize", clib.SpMM_bufferSize(lh, int32(op), 0, pa, da, db, pb, dc, ct, 0, &n)); err != nil {
 			return err

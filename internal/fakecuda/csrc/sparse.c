@@ -6,7 +6,9 @@
 // CUSPARSE_STATUS_INVALID_VALUE. What cuSPARSE hands back to the host
 // (SpGEMM's and DenseToSparse's number of non-zeros) waits for the stream
 // first, as cuSPARSE does. Values are real and complex float32 and
-// float64; the halves are CUSPARSE_STATUS_NOT_SUPPORTED here.
+// float64, and the halves (CUDA_R_16F, CUDA_R_16BF) where cuSPARSE takes
+// them: SpMV and SpMM of CSR and COO matrices, computing in CUDA_R_32F;
+// elsewhere they are CUSPARSE_STATUS_NOT_SUPPORTED here.
 
 #include <complex.h>
 
@@ -81,7 +83,60 @@ static size_t vsize(int t) {
 	}
 	return 0;
 }
-static int vtype_known(int t) { return vsize(t) || t == V_F16 || t == V_BF16; }
+static int is_half(int t) { return t == V_F16 || t == V_BF16; }
+static int vtype_known(int t) { return vsize(t) || is_half(t); }
+// esize is vsize with the halves, for the calls that take them.
+static size_t esize(int t) { return is_half(t) ? 2 : vsize(t); }
+
+// The halves' bits to and from float: IEEE binary16 (rounded to nearest,
+// ties to even, as __float2half) and bfloat16 (float's upper half,
+// rounded so).
+static float f16_float(uint16_t h) {
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, frac = h & 0x3ff, bits;
+	if (exp == 0x1f) bits = sign | 0x7f800000 | frac << 13;
+	else if (exp) bits = sign | (exp + 112) << 23 | frac << 13;
+	else if (!frac) bits = sign;
+	else {
+		int e = 113;
+		while (!(frac & 0x400)) frac <<= 1, e--;
+		bits = sign | (uint32_t)e << 23 | (frac & 0x3ff) << 13;
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+static uint16_t float_f16(float f) {
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	uint16_t sign = (b >> 16) & 0x8000;
+	int exp = (b >> 23) & 0xff;
+	uint32_t frac = b & 0x7fffff;
+	if (exp == 0xff) return sign | 0x7c00 | (frac ? 0x200 | frac >> 13 : 0);
+	int e = exp - 112;
+	if (e >= 0x1f) return sign | 0x7c00;
+	uint32_t m;
+	int shift;
+	if (e <= 0) {
+		if (e < -10) return sign;
+		m = frac | 0x800000, shift = 14 - e;
+	} else m = (uint32_t)e << 23 | frac, shift = 13;
+	uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+	if (rem > half || (rem == half && (r & 1))) r++;
+	return sign | (uint16_t)r;
+}
+static float bf16_float(uint16_t h) {
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+static uint16_t float_bf16(float f) {
+	uint32_t b;
+	memcpy(&b, &f, 4);
+	if ((b & 0x7fffffff) > 0x7f800000) return (b >> 16) | 0x40;
+	b += 0x7fff + ((b >> 16) & 1);
+	return b >> 16;
+}
 static size_t isize(int t) { return t == I_32I ? 4 : t == I_64I ? 8 : 0; }
 
 static cplx vload(int t, const void *p, int64_t i) {
@@ -90,6 +145,8 @@ static cplx vload(int t, const void *p, int64_t i) {
 	case V_F64: return ((const double *)p)[i];
 	case V_C32: return ((const float complex *)p)[i];
 	case V_C64: return ((const double complex *)p)[i];
+	case V_F16: return f16_float(((const uint16_t *)p)[i]);
+	case V_BF16: return bf16_float(((const uint16_t *)p)[i]);
 	}
 	return 0;
 }
@@ -99,6 +156,8 @@ static void vstore(int t, void *p, int64_t i, cplx v) {
 	case V_F64: ((double *)p)[i] = creal(v); break;
 	case V_C32: ((float complex *)p)[i] = (float complex)v; break;
 	case V_C64: ((double complex *)p)[i] = v; break;
+	case V_F16: ((uint16_t *)p)[i] = float_f16((float)creal(v)); break;
+	case V_BF16: ((uint16_t *)p)[i] = float_bf16((float)creal(v)); break;
 	}
 }
 static int64_t iload(int t, const void *p, int64_t i) {
@@ -363,22 +422,41 @@ EXPORT int cusparseDestroyDnMat(struct fake_dnmat *d) {
 
 // spm_ok checks that a matrix's arrays lie in device memory, for the
 // operations the fake computes (CSR, CSC, COO of real or complex values).
-static int spm_ok(const struct spm *m, int need_values) {
-	if (m->fmt == F_ELL || m->fmt == F_BSR || !vsize(m->vt)) return SP_NOT_SUPPORTED;
+static int spm_okx(const struct spm *m, int need_values, int halves) {
+	size_t es = halves ? esize(m->vt) : vsize(m->vt);
+	if (m->fmt == F_ELL || m->fmt == F_BSR || !es) return SP_NOT_SUPPORTED;
 	if (!isize(m->ta) || !isize(m->tb)) return SP_NOT_SUPPORTED;
 	int64_t n_off = m->fmt == F_CSR ? m->rows + 1 : m->fmt == F_CSC ? m->cols + 1 : m->nnz;
 	if (!mem_ok(m->a, n_off * isize(m->ta)) || !mem_ok(m->b, m->nnz * isize(m->tb))) return SP_INVALID_VALUE;
-	if (need_values && !mem_ok(m->v, m->nnz * vsize(m->vt))) return SP_INVALID_VALUE;
+	if (need_values && !mem_ok(m->v, m->nnz * es)) return SP_INVALID_VALUE;
 	return SP_SUCCESS;
 }
+static int spm_ok(const struct spm *m, int need_values) { return spm_okx(m, need_values, 0); }
 
 static int64_t dn_elems(const struct dnm *d) {
 	int64_t major = d->order == 2 ? d->rows : d->cols, minor = d->order == 2 ? d->cols : d->rows;
 	return major == 0 ? 0 : (major - 1) * d->ld + minor;
 }
-static int dnm_ok(const struct dnm *d) {
-	if (!vsize(d->vt)) return SP_NOT_SUPPORTED;
-	return mem_ok(d->v, dn_elems(d) * vsize(d->vt)) ? SP_SUCCESS : SP_INVALID_VALUE;
+static int dnm_okx(const struct dnm *d, int halves) {
+	size_t es = halves ? esize(d->vt) : vsize(d->vt);
+	if (!es) return SP_NOT_SUPPORTED;
+	return mem_ok(d->v, dn_elems(d) * es) ? SP_SUCCESS : SP_INVALID_VALUE;
+}
+static int dnm_ok(const struct dnm *d) { return dnm_okx(d, 0); }
+
+// mixed_ok returns the status for the value types of SpMV's and SpMM's
+// operands (A and X or B, then Y or C) and compute type: all the compute
+// type (real or complex, single or double), or A and X in one half type
+// with Y in it or in float32, computing in float32 (cuSPARSE's mixed
+// precision); halves_used says the second was taken.
+static int mixed_ok(int at, int xt, int yt, int ct, int *halves_used) {
+	*halves_used = 0;
+	if (at == ct && xt == ct && yt == ct && vsize(ct)) return SP_SUCCESS;
+	if (is_half(at) && xt == at && (yt == at || yt == V_F32) && ct == V_F32) {
+		*halves_used = 1;
+		return SP_SUCCESS;
+	}
+	return SP_NOT_SUPPORTED;
 }
 static int64_t dn_at(const struct dnm *d, int64_t i, int64_t j) { return d->order == 2 ? i * d->ld + j : j * d->ld + i; }
 
@@ -472,9 +550,10 @@ static int spmv_check(struct fake_sparse *h, int op, struct fake_spmat *A, struc
 	if (alg < 0 || alg > 5) return SP_INVALID_VALUE;
 	int64_t rows = op ? A->m.cols : A->m.rows, cols = op ? A->m.rows : A->m.cols;
 	if (X->n != cols || Y->n != rows) return SP_INVALID_VALUE;
-	if (A->m.vt != ct || X->vt != ct || Y->vt != ct) return SP_NOT_SUPPORTED;
-	if ((r = spm_ok(&A->m, 1))) return r;
-	if (!mem_ok(X->v, X->n * vsize(ct)) || !mem_ok(Y->v, Y->n * vsize(ct))) return SP_INVALID_VALUE;
+	int halves;
+	if ((r = mixed_ok(A->m.vt, X->vt, Y->vt, ct, &halves))) return r;
+	if ((r = spm_okx(&A->m, 1, halves))) return r;
+	if (!mem_ok(X->v, X->n * esize(X->vt)) || !mem_ok(Y->v, Y->n * esize(Y->vt))) return SP_INVALID_VALUE;
 	return SP_SUCCESS;
 }
 
@@ -554,8 +633,9 @@ static int spmm_check(struct fake_sparse *h, int opa, int opb, struct fake_spmat
 	int64_t m = opa ? A->m.cols : A->m.rows, k = opa ? A->m.rows : A->m.cols;
 	int64_t bk = opb ? B->m.cols : B->m.rows, bn = opb ? B->m.rows : B->m.cols;
 	if (C->m.rows != m || bk != k || C->m.cols != bn) return SP_INVALID_VALUE;
-	if (A->m.vt != ct || B->m.vt != ct || C->m.vt != ct) return SP_NOT_SUPPORTED;
-	if ((r = spm_ok(&A->m, 1)) || (r = dnm_ok(&B->m)) || (r = dnm_ok(&C->m))) return r;
+	int halves;
+	if ((r = mixed_ok(A->m.vt, B->m.vt, C->m.vt, ct, &halves))) return r;
+	if ((r = spm_okx(&A->m, 1, halves)) || (r = dnm_okx(&B->m, halves)) || (r = dnm_okx(&C->m, halves))) return r;
 	return SP_SUCCESS;
 }
 

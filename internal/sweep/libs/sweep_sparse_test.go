@@ -26,7 +26,7 @@ func sweepSparse() []sweep.Case {
 	return []sweep.Case{
 		{Name: "cusparse", Covers: []string{"cusparse.New", "cusparse.Version", "cusparse.NewCSR", "cusparse.NewCSC", "cusparse.NewCOO",
 			"cusparse.Convert", "cusparse.SpMV", "cusparse.SpMM", "cusparse.SpGEMM", "cusparse.SpSV", "cusparse.SpSM", "cusparse.ToDense",
-			"cusparse.FromDense", "Matrix.Arrays", "Matrix.ToHost", "Matrix.Free", "Handle.Close"},
+			"cusparse.FromDense", "Matrix.Arrays", "Matrix.ToHost", "Matrix.Free", "Handle.Close", "cusparse.SpMVHalf", "cusparse.SpMMHalf"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				// The fake's cuSPARSE handles and descriptors: none may be
 				// left behind, whichever call failed.
@@ -34,6 +34,7 @@ func sweepSparse() []sweep.Case {
 				var h *cusparse.Handle
 				var mats []*cusparse.Matrix[int32, float64]
 				var wide []*cusparse.Matrix[int64, float32]
+				var halves []*cusparse.Matrix[int32, cuda.BFloat16]
 				keep := func(m *cusparse.Matrix[int32, float64], err error) (*cusparse.Matrix[int32, float64], error) {
 					if m != nil {
 						mats = append(mats, m)
@@ -46,8 +47,11 @@ func sweepSparse() []sweep.Case {
 				out := must(cuda.Alloc[float64](e.Ctx, 4))(t)
 				d := cusparse.NewDense(dense, 2, 2)
 				o := cusparse.Dense[float64]{Data: out, Rows: 2, Cols: 2, Layout: cusparse.ColMajor}
+				one, two := cuda.NewBFloat16(1), cuda.NewBFloat16(2)
+				hx := must(cuda.FromHost(e.Ctx, []cuda.BFloat16{one, two, one, two}))(t)
+				hy := must(cuda.Alloc[cuda.BFloat16](e.Ctx, 4))(t)
 				return func() error {
-						mats, wide = nil, nil
+						mats, wide, halves = nil, nil, nil
 						var csr, coo, csc *cusparse.Matrix[int32, float64]
 						return sweep.FirstErr(
 							func() error { _, err := cusparse.Version(); return err },
@@ -86,6 +90,21 @@ func sweepSparse() []sweep.Case {
 								return err
 							},
 							func() error { return cusparse.SpMV(h, cusparse.NoTrans, 1, csr, x, 0, y) },
+							// Halves: a bfloat16 COO matrix, multiplied in float32.
+							func() error {
+								m, err := cusparse.NewCOO(e.S, 2, 2, []int32{0, 1, 1}, []int32{0, 0, 1}, []cuda.BFloat16{two, one, two})
+								if m != nil {
+									halves = append(halves, m)
+								}
+								if err != nil {
+									return err
+								}
+								hv, hw := must(hx.Slice(0, 2))(t), must(hy.Slice(0, 2))(t)
+								if err := cusparse.SpMVHalf(h, cusparse.Trans, 1, m, hv, 0, hw); err != nil {
+									return err
+								}
+								return cusparse.SpMMHalf(h, cusparse.NoTrans, 1, m, cusparse.NewDense(hx, 2, 2), 0, cusparse.NewDense(hy, 2, 2))
+							},
 							func() error { return cusparse.SpMM(h, cusparse.Trans, 1, csc, d, 0, o) },
 							func() error { _, err := keep(cusparse.SpGEMM(h, csr, csr)); return err },
 							func() error {
@@ -109,6 +128,13 @@ func sweepSparse() []sweep.Case {
 								}
 							}
 						}
+						for _, m := range halves {
+							if m.Free() != nil {
+								if err := m.Free(); err != nil {
+									t.Errorf("freeing a matrix again: %v", err)
+								}
+							}
+						}
 						for _, m := range wide {
 							if m.Free() != nil {
 								if err := m.Free(); err != nil {
@@ -125,6 +151,8 @@ func sweepSparse() []sweep.Case {
 						y.Free()
 						dense.Free()
 						out.Free()
+						hx.Free()
+						hy.Free()
 						if n := e.Fake.Live("sparse") - live; n != 0 {
 							t.Errorf("the fake holds %+d cuSPARSE handle(s) and descriptor(s) afterwards", n)
 						}

@@ -22,6 +22,8 @@ func init() {
 		"cusparse.Diag":    {Zero: new(cusparse.Diag), Driver: false},
 		"cusparse.Index":   {Zero: nil, Driver: false}, // a constraint
 		"cusparse.Element": {Zero: nil, Driver: false}, // a constraint
+		"cusparse.Half":    {Zero: nil, Driver: false}, // a constraint
+		"cusparse.Value":   {Zero: nil, Driver: false}, // a constraint
 	} {
 		zero.Types[name] = zt
 	}
@@ -59,6 +61,14 @@ func init() {
 			return []error{cusparse.SpMV(h, cusparse.NoTrans, 1, m, x, 0, x), cusparse.SpMV[int32, float32](nil, 0, 1, nil, nil, 0, nil)}
 		},
 		"cusparse.SpMM": func() []error { return []error{cusparse.SpMM(h, cusparse.NoTrans, 1, m, d, 0, d)} },
+		"cusparse.SpMVHalf": func() []error {
+			hm, hx := &cusparse.Matrix[int64, cuda.Float16]{}, &cuda.DeviceBuffer[cuda.Float16]{}
+			return []error{cusparse.SpMVHalf(h, cusparse.NoTrans, 1, hm, hx, 0, hx), cusparse.SpMVHalf[int32, cuda.BFloat16](nil, 0, 1, nil, nil, 0, nil)}
+		},
+		"cusparse.SpMMHalf": func() []error {
+			hm, hd := &cusparse.Matrix[int32, cuda.BFloat16]{}, cusparse.Dense[cuda.BFloat16]{}
+			return []error{cusparse.SpMMHalf(h, cusparse.NoTrans, 1, hm, hd, 0, hd)}
+		},
 		"cusparse.SpGEMM": func() []error {
 			_, err := cusparse.SpGEMM(h, m, m)
 			return []error{err}
