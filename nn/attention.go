@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -123,7 +124,10 @@ func Attention[T Float](q, k, v *nd.Array[T], opts AttentionOptions) (*nd.Array[
 		err = attnLaunch(op, ob, p)
 	}
 	if err != nil {
-		out.Free()
+		if e := out.Free(); e != nil {
+			out.Free() // a refusal leaves it allocated: once more
+			err = errors.Join(err, e)
+		}
 		return nil, wrap(op, err)
 	}
 	return out, nil
@@ -501,8 +505,9 @@ func attnLaunchSplit[T Float](op string, m *attnModule, o *cuda.DeviceBuffer[T],
 			Stream: p.s,
 		}, o, ws, p.ost[0], p.ost[1], p.ost[2], int32(p.H/p.Hkv), int32(p.Sq), int32(splits))
 	}
-	if ferr := ws.FreeOn(p.s); err == nil {
-		err = ferr
+	if ferr := ws.FreeOn(p.s); ferr != nil {
+		ws.FreeOn(p.s) // a refusal leaves it allocated: once more, as nd's temporaries
+		err = errors.Join(err, ferr)
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"errors"
 	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
@@ -72,7 +73,10 @@ func NewKVCache[T Float](s *cuda.Stream, batch, kvHeads, maxLen, headDim int) (*
 	c := &KVCache[T]{s: s, b: batch, hkv: kvHeads, maxLen: maxLen, d: headDim}
 	var err error
 	fail := func(e error) (*KVCache[T], error) {
-		c.Free()
+		if ferr := c.Free(); ferr != nil {
+			c.Free() // a refusal leaves it allocated: once more
+			e = errors.Join(e, ferr)
+		}
 		return nil, wrap(op, e)
 	}
 	if c.k, err = nd.Zeros[T](s, batch, kvHeads, maxLen, headDim); err != nil {
@@ -257,7 +261,10 @@ func (c *KVCache[T]) Attention(q *nd.Array[T], opts AttentionOptions) (*nd.Array
 		err = attnLaunch(op, ob, p)
 	}
 	if err != nil {
-		out.Free()
+		if e := out.Free(); e != nil {
+			out.Free() // a refusal leaves it allocated: once more
+			err = errors.Join(err, e)
+		}
 		return nil, wrap(op, err)
 	}
 	return out, nil
