@@ -62,7 +62,9 @@ func attnSweepCase() sweep.Case {
 			causal := nn.AttentionOptions{Causal: true}
 			return []layerSweepStep{
 				func() ([]float32, error) { return layerSweepRead(nn.Attention(q, kv, kv, causal)) },
-				func() ([]float32, error) { return layerSweepInto(out, nn.AttentionInto(out, q, kv, kv, nn.AttentionOptions{})) },
+				func() ([]float32, error) {
+					return layerSweepInto(out, nn.AttentionInto(out, q, kv, kv, nn.AttentionOptions{}))
+				},
 				func() ([]float32, error) { return layerSweepRead(nn.Attention(q1, kv256, kv256, causal)) },
 				func() ([]float32, error) { return layerSweepRead(nn.Attention(hq, hq, hq, causal)) },
 				func() ([]float32, error) { return attnSweepCache(s, kv, one, qc, outc) },
