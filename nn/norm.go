@@ -241,6 +241,103 @@ __device__ __forceinline__ void nn_norm_bwd_reg(const nn_t* dy, const nn_t* x, c
 	if (stats && lane == 0) { stats[2 * r] = mean; stats[2 * r + 1] = rstd; }
 }
 
+// nn_norm_bwd_fused is nn_norm_bwd_reg for every row at once, the
+// parameters' gradients summed as it goes: each warp takes rows r, r +
+// warps of the grid, ..., each lane the same columns of each, so that the
+// lane sums dy·xhat and dy of its columns over its rows in registers (x
+// and dy read once, not again by a second kernel); the block's warps
+// join theirs in order in shared memory and write part[block][0 or
+// 1][col], which nn_norm_params sums in order. Every thread reaches the
+// barriers: no return.
+template <bool RMS, int V, int NPER>
+__device__ __forceinline__ void nn_norm_bwd_fused(const nn_t* dy, const nn_t* x, const nn_t* w, nn_t* dx, float* part, long long rows, int cols, float eps) {
+	typedef nn_vec<nn_t, V> vec;
+	__shared__ float nn_fz[2][1024];
+	const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, n = cols / V;
+	float aw[NPER][V], ab[NPER][V];
+	#pragma unroll
+	for (int u = 0; u < NPER; u++) {
+		#pragma unroll
+		for (int k = 0; k < V; k++) { aw[u][k] = 0; ab[u][k] = 0; }
+	}
+	for (long long r = (long long)blockIdx.x * warps + warp; r < rows; r += (long long)gridDim.x * warps) {
+		const vec* xr = (const vec*)(x + r * cols);
+		const vec* gr = (const vec*)(dy + r * cols);
+		vec* dr = (vec*)(dx + r * cols);
+		float f[NPER][V], gy[NPER][V];
+		float s = 0;
+		#pragma unroll
+		for (int u = 0; u < NPER; u++) {
+			const int j = lane + 32 * u;
+			if (j < n) {
+				const vec xv = xr[j], gv = gr[j];
+				#pragma unroll
+				for (int k = 0; k < V; k++) { f[u][k] = nn_ld(xv.v[k]); gy[u][k] = nn_ld(gv.v[k]); s += f[u][k]; }
+			}
+		}
+		const float mean = RMS ? 0.0f : nn_sum(s, 32) / (float)cols;
+		float q = 0;
+		#pragma unroll
+		for (int u = 0; u < NPER; u++) {
+			if (lane + 32 * u < n) {
+				#pragma unroll
+				for (int k = 0; k < V; k++) { const float d = f[u][k] - mean; q += d * d; }
+			}
+		}
+		const float rstd = rsqrtf(nn_sum(q, 32) / (float)cols + eps);
+		float sg = 0, sgx = 0;
+		#pragma unroll
+		for (int u = 0; u < NPER; u++) {
+			const int j = lane + 32 * u;
+			if (j < n) {
+				vec wv;
+				if (w) wv = ((const vec*)w)[j];
+				#pragma unroll
+				for (int k = 0; k < V; k++) {
+					f[u][k] = (f[u][k] - mean) * rstd; // xhat from here on
+					aw[u][k] += gy[u][k] * f[u][k];
+					ab[u][k] += gy[u][k];
+					if (w) gy[u][k] *= nn_ld(wv.v[k]); // g = dy·w from here on
+					sg += gy[u][k];
+					sgx += gy[u][k] * f[u][k];
+				}
+			}
+		}
+		const float mg = RMS ? 0.0f : nn_sum(sg, 32) / (float)cols, mgx = nn_sum(sgx, 32) / (float)cols;
+		#pragma unroll
+		for (int u = 0; u < NPER; u++) {
+			const int j = lane + 32 * u;
+			if (j < n) {
+				vec dv;
+				#pragma unroll
+				for (int k = 0; k < V; k++) dv.v[k] = nn_st(rstd * (gy[u][k] - mg - f[u][k] * mgx));
+				dr[j] = dv;
+			}
+		}
+	}
+	for (int k = 0; k < warps; k++) { // the warps' sums joined in order
+		if (warp == k) {
+			#pragma unroll
+			for (int u = 0; u < NPER; u++) {
+				const int j = lane + 32 * u;
+				if (j < n) {
+					#pragma unroll
+					for (int e = 0; e < V; e++) {
+						const int c = j * V + e;
+						nn_fz[0][c] = k == 0 ? aw[u][e] : nn_fz[0][c] + aw[u][e];
+						nn_fz[1][c] = k == 0 ? ab[u][e] : nn_fz[1][c] + ab[u][e];
+					}
+				}
+			}
+		}
+		__syncthreads();
+	}
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+		part[(2LL * blockIdx.x) * cols + c] = nn_fz[0][c];
+		part[(2LL * blockIdx.x + 1) * cols + c] = nn_fz[1][c];
+	}
+}
+
 // nn_norm_vec is whether rows of cols take vectors of V over the arrays.
 #define NN_NORM_V (16 / (int)sizeof(nn_t))
 // NN_NORM_REG is the vectors a lane keeps in registers: a warp's row of
@@ -274,6 +371,16 @@ extern "C" __global__ void nn_rmsnorm_bwd_NN_SUFFIX(const nn_t* dy, const nn_t* 
 	if (!nn_norm_vec(cols, x, dy, dx, w)) nn_norm_bwd<true, 1>(dy, x, w, dx, stats, rows, cols, eps, lanes);
 	else if (nn_norm_reg(cols, lanes)) nn_norm_bwd_reg<true, NN_NORM_V, NN_NORM_REG>(dy, x, w, dx, stats, rows, cols, eps);
 	else nn_norm_bwd<true, NN_NORM_V>(dy, x, w, dx, stats, rows, cols, eps, lanes);
+}
+
+// nn_layernorm_bwd_fused and nn_rmsnorm_bwd_fused: rows the Go side
+// has found of a warp's registers (nn_norm_reg) and of vectors
+// (nn_norm_vec), the parameters' gradients in part.
+extern "C" __global__ void nn_layernorm_bwd_fused_NN_SUFFIX(const nn_t* dy, const nn_t* x, const nn_t* w, nn_t* dx, float* part, long long rows, int cols, float eps) {
+	nn_norm_bwd_fused<false, NN_NORM_V, NN_NORM_REG>(dy, x, w, dx, part, rows, cols, eps);
+}
+extern "C" __global__ void nn_rmsnorm_bwd_fused_NN_SUFFIX(const nn_t* dy, const nn_t* x, const nn_t* w, nn_t* dx, float* part, long long rows, int cols, float eps) {
+	nn_norm_bwd_fused<true, NN_NORM_V, NN_NORM_REG>(dy, x, w, dx, part, rows, cols, eps);
 }
 
 // nn_norm_params_part sums, for a chunk of rows, dy * xhat (the weight's
@@ -314,6 +421,42 @@ extern "C" __global__ void nn_norm_params_NN_SUFFIX(const float* part, nn_t* dw,
 	if (db) db[col] = nn_st(sb);
 }
 `}
+
+// normFusedWarps and normFusedBlocks shape the fused backward (rows of up
+// to 1024 taken by a warp, the parameters' gradients summed as it goes):
+// warps of a block, and at most so many blocks: one wave on an H100's or
+// H200's 132 SMs, 3 blocks each (the kernel's 160 registers a thread
+// leave room for 3 blocks of 128 threads an SM). Fixed, not read from the
+// device, so that the sums' order, and so their bits, depend on the
+// shape alone.
+const (
+	normFusedWarps  = 4
+	normFusedBlocks = 3 * 132
+)
+
+// normFusable reports whether the backward pass takes the fused kernel:
+// rows of up to 1024 elements, a whole number of 16-byte vectors, every
+// array aligned to one (the kernel's nn_norm_reg and nn_norm_vec).
+func normFusable[T Float](cols int, xb, gb, dxb *cuda.DeviceBuffer[T], weight *nd.Array[T]) bool {
+	v := activationVector[T]()
+	if cols > 1024 || cols%v != 0 {
+		return false
+	}
+	ptrs := []cuda.DevicePtr{xb.Ptr(), gb.Ptr(), dxb.Ptr()}
+	if weight != nil {
+		wb, err := weight.Buffer()
+		if err != nil {
+			return false
+		}
+		ptrs = append(ptrs, wb.Ptr())
+	}
+	for _, p := range ptrs {
+		if p%16 != 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // normParamChunk is the rows of a chunk of the weight's gradient's first
 // pass: enough chunks to fill the device at GPT-2's shapes (8192 rows of
@@ -602,6 +745,25 @@ func normBackward[T Float](op string, rms bool, dy, x, weight, bias *nd.Array[T]
 			}
 		}
 		return dx, dweight, dbias, nil
+	}
+	if (weight != nil || bias != nil) && normFusable[T](cols, xb, gb, dxb, weight) {
+		// a warp's rows: the parameters' gradients summed as dx is made
+		blocks := min((rows+normFusedWarps-1)/normFusedWarps, normFusedBlocks)
+		var part *nd.Array[float32]
+		if part, err = nd.Empty[float32](s, blocks, 2, cols); err != nil {
+			return dx, dweight, dbias, wrap(op, err)
+		}
+		defer layerFreed(&err, part)
+		pb, _ := part.Buffer()
+		name := "nn_layernorm_bwd_fused"
+		if rms {
+			name = "nn_rmsnorm_bwd_fused"
+		}
+		if err = layerLaunch[T](op, normKernels, name, s, blocks, 32*normFusedWarps, gb, xb, w, dxb, pb, int64(rows), int32(cols), eps); err != nil {
+			return dx, dweight, dbias, err
+		}
+		err = layerLaunch[T](op, normKernels, "nn_norm_params", s, (cols+255)/256, 256, pb, dwArg, dbArg, int32(cols), int32(blocks))
+		return dx, dweight, dbias, err
 	}
 	var stats *nd.Array[float32]
 	var statsArg any = cuda.DevicePtr(0)

@@ -313,3 +313,26 @@ func testAddNorm[T nn.Float](t *testing.T) {
 		layerWantErr(t, err, cuda.ErrInvalidValue, "residual has shape [4 3], want [3 4]")
 	})
 }
+
+// TestNormManyRows: more rows than the fused backward's grid has warps
+// (each warp sums the parameters' gradients of several rows).
+func TestNormManyRows(t *testing.T) {
+	s := layerStream(t)
+	const rows, cols, eps = 2500, 16, 1e-5
+	xv := layerRound[cuda.BFloat16](layerData(rows*cols, 3, -2, 2))
+	gv := layerRound[cuda.BFloat16](layerData(rows*cols, 4, -1, 1))
+	wv := layerRound[cuda.BFloat16](layerData(cols, 5, 0.5, 1.5))
+	bv := layerRound[cuda.BFloat16](layerData(cols, 6, -1, 1))
+	x := layerUp[cuda.BFloat16](t, s, xv, rows, cols)
+	dy := layerUp[cuda.BFloat16](t, s, gv, rows, cols)
+	w, b := layerUp[cuda.BFloat16](t, s, wv, cols), layerUp[cuda.BFloat16](t, s, bv, cols)
+	dx, dw, db, err := nn.LayerNormBackward(dy, x, w, b, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdx, wdw, wdb := normBackRef(false, gv, xv, wv, rows, cols, eps)
+	tol := layerTol[cuda.BFloat16]() * 4
+	layerClose(t, "dx", layerDown(t, layerFree(t, dx)), wdx, tol)
+	layerClose(t, "dweight", layerDown(t, layerFree(t, dw)), wdw, tol)
+	layerClose(t, "dbias", layerDown(t, layerFree(t, db)), wdb, tol)
+}
