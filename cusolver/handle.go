@@ -43,6 +43,10 @@ type Handle struct {
 	// batch it was last made for.
 	ptrs    *cuda.DeviceBuffer[uint64]
 	ptrsKey [3]uintptr // base address, matrix bytes, count
+	// workPtrs is the same for the batch transposed into the device
+	// workspace (transpose.go).
+	workPtrs    *cuda.DeviceBuffer[uint64]
+	workPtrsKey [3]uintptr
 	// scratch takes the info of the calls whose info only numbers a bad
 	// argument (getrs, potrs, orgqr, ormqr), which the package checks
 	// before calling: nobody reads it.
@@ -57,11 +61,15 @@ type raw struct {
 	params clib.Params
 	svdj   clib.GesvdjInfo
 	syevj  clib.SyevjInfo
+	lt     ltObjects // cuBLASLt's, for the batched transposes (transpose.go)
 }
 
 // destroy releases the library's objects, each zeroed once gone, so that
 // a failed destroy can be tried again. Called with ctx current.
 func (r *raw) destroy(op string) error {
+	if err := r.lt.destroy(op); err != nil {
+		return err
+	}
 	if r.svdj != 0 {
 		if err := check(op, "cusolverDnDestroyGesvdjInfo", clib.DnDestroyGesvdjInfo(r.svdj)); err != nil {
 			return err
@@ -295,6 +303,9 @@ func (h *Handle) Close() error {
 		}
 		if h.ptrs != nil && free("the batch's pointers", func() error { return h.ptrs.FreeOn(h.stream) }) {
 			h.ptrs = nil
+		}
+		if h.workPtrs != nil && free("the transposed batch's pointers", func() error { return h.workPtrs.FreeOn(h.stream) }) {
+			h.workPtrs = nil
 		}
 		for len(h.retired) > 0 && free("a host workspace", h.retired[0].Free) {
 			h.retired = h.retired[1:]

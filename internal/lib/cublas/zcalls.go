@@ -36,6 +36,9 @@ type LtMatmulHeuristicResult struct {
 // LtMatmulAlgo is cublasLtMatmulAlgo_t.
 type LtMatmulAlgo struct{ Data [8]uint64 }
 
+// LtMatrixTransformDesc is cublasLtMatrixTransformDesc_t.
+type LtMatrixTransformDesc uintptr
+
 // Table is the symbol table of the library of cublas* functions,
 // for a dl.Lazy to resolve.
 var Table = &dl.Table{
@@ -603,5 +606,143 @@ func LtMatmul(lightHandle LtHandle, computeDesc LtMatmulDesc, alpha unsafe.Point
 		return Missing
 	}
 	r, _, _ := purego.SyscallN(fn, uintptr(lightHandle), uintptr(computeDesc), uintptr(alpha), a, uintptr(adesc), b, uintptr(bdesc), uintptr(beta), c, uintptr(cdesc), d, uintptr(ddesc), uintptr(unsafe.Pointer(algo)), workspace, workspaceSizeInBytes, stream)
+	return Result(r)
+}
+
+// TransformTable is the symbol table of the library of cublasLt* functions,
+// for a dl.Lazy to resolve.
+var TransformTable = &dl.Table{
+	Symbols: []dl.Symbol{
+		{Name: "cublasLtCreate", Addr: &transformTableAddrs.cublasLtCreate},
+		{Name: "cublasLtDestroy", Addr: &transformTableAddrs.cublasLtDestroy},
+		{Name: "cublasLtMatrixLayoutCreate", Addr: &transformTableAddrs.cublasLtMatrixLayoutCreate},
+		{Name: "cublasLtMatrixLayoutDestroy", Addr: &transformTableAddrs.cublasLtMatrixLayoutDestroy},
+		{Name: "cublasLtMatrixLayoutSetAttribute", Addr: &transformTableAddrs.cublasLtMatrixLayoutSetAttribute},
+		{Name: "cublasLtMatrixTransformDescCreate", Addr: &transformTableAddrs.cublasLtMatrixTransformDescCreate},
+		{Name: "cublasLtMatrixTransformDescDestroy", Addr: &transformTableAddrs.cublasLtMatrixTransformDescDestroy},
+		{Name: "cublasLtMatrixTransformDescSetAttribute", Addr: &transformTableAddrs.cublasLtMatrixTransformDescSetAttribute},
+		{Name: "cublasLtMatrixTransform", Addr: &transformTableAddrs.cublasLtMatrixTransform},
+	},
+	Required: []string{"cublasLtCreate"},
+}
+
+// transformTableAddrs are the functions' addresses: 0 where the library lacks one.
+var transformTableAddrs struct {
+	cublasLtCreate                          uintptr
+	cublasLtDestroy                         uintptr
+	cublasLtMatrixLayoutCreate              uintptr
+	cublasLtMatrixLayoutDestroy             uintptr
+	cublasLtMatrixLayoutSetAttribute        uintptr
+	cublasLtMatrixTransformDescCreate       uintptr
+	cublasLtMatrixTransformDescDestroy      uintptr
+	cublasLtMatrixTransformDescSetAttribute uintptr
+	cublasLtMatrixTransform                 uintptr
+}
+
+// TrCreate calls cublasLtCreate:
+//
+//	cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle);
+func TrCreate(lightHandle *LtHandle) Result {
+	fn := transformTableAddrs.cublasLtCreate
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(lightHandle)))
+	return Result(r)
+}
+
+// TrDestroy calls cublasLtDestroy:
+//
+//	cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle);
+func TrDestroy(lightHandle LtHandle) Result {
+	fn := transformTableAddrs.cublasLtDestroy
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(lightHandle))
+	return Result(r)
+}
+
+// TrMatrixLayoutCreate calls cublasLtMatrixLayoutCreate:
+//
+//	cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
+func TrMatrixLayoutCreate(matLayout *LtMatrixLayout, typeArg int32, rows uint64, cols uint64, ld int64) Result {
+	fn := transformTableAddrs.cublasLtMatrixLayoutCreate
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(matLayout)), uintptr(typeArg), uintptr(rows), uintptr(cols), uintptr(ld))
+	return Result(r)
+}
+
+// TrMatrixLayoutDestroy calls cublasLtMatrixLayoutDestroy:
+//
+//	cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout);
+func TrMatrixLayoutDestroy(matLayout LtMatrixLayout) Result {
+	fn := transformTableAddrs.cublasLtMatrixLayoutDestroy
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(matLayout))
+	return Result(r)
+}
+
+// TrMatrixLayoutSetAttribute calls cublasLtMatrixLayoutSetAttribute:
+//
+//	cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes);
+func TrMatrixLayoutSetAttribute(matLayout LtMatrixLayout, attr int32, buf unsafe.Pointer, sizeInBytes uintptr) Result {
+	fn := transformTableAddrs.cublasLtMatrixLayoutSetAttribute
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(matLayout), uintptr(attr), uintptr(buf), sizeInBytes)
+	return Result(r)
+}
+
+// TrMatrixTransformDescCreate calls cublasLtMatrixTransformDescCreate:
+//
+//	cublasStatus_t cublasLtMatrixTransformDescCreate(cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType);
+func TrMatrixTransformDescCreate(transformDesc *LtMatrixTransformDesc, scaleType int32) Result {
+	fn := transformTableAddrs.cublasLtMatrixTransformDescCreate
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(transformDesc)), uintptr(scaleType))
+	return Result(r)
+}
+
+// TrMatrixTransformDescDestroy calls cublasLtMatrixTransformDescDestroy:
+//
+//	cublasStatus_t cublasLtMatrixTransformDescDestroy(cublasLtMatrixTransformDesc_t transformDesc);
+func TrMatrixTransformDescDestroy(transformDesc LtMatrixTransformDesc) Result {
+	fn := transformTableAddrs.cublasLtMatrixTransformDescDestroy
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(transformDesc))
+	return Result(r)
+}
+
+// TrMatrixTransformDescSetAttribute calls cublasLtMatrixTransformDescSetAttribute:
+//
+//	cublasStatus_t cublasLtMatrixTransformDescSetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void *buf, size_t sizeInBytes);
+func TrMatrixTransformDescSetAttribute(transformDesc LtMatrixTransformDesc, attr int32, buf unsafe.Pointer, sizeInBytes uintptr) Result {
+	fn := transformTableAddrs.cublasLtMatrixTransformDescSetAttribute
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(transformDesc), uintptr(attr), uintptr(buf), sizeInBytes)
+	return Result(r)
+}
+
+// TrMatrixTransform calls cublasLtMatrixTransform:
+//
+//	cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void *alpha, const void *A /*device*/, cublasLtMatrixLayout_t Adesc, const void *beta, const void *B /*device*/, cublasLtMatrixLayout_t Bdesc, void *C /*device*/, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream);
+func TrMatrixTransform(lightHandle LtHandle, transformDesc LtMatrixTransformDesc, alpha unsafe.Pointer, a uintptr, adesc LtMatrixLayout, beta unsafe.Pointer, b uintptr, bdesc LtMatrixLayout, c uintptr, cdesc LtMatrixLayout, stream uintptr) Result {
+	fn := transformTableAddrs.cublasLtMatrixTransform
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(lightHandle), uintptr(transformDesc), uintptr(alpha), a, uintptr(adesc), uintptr(beta), b, uintptr(bdesc), c, uintptr(cdesc), stream)
 	return Result(r)
 }

@@ -108,7 +108,12 @@ func sweepSolver() []sweep.Case {
 								return keep(cusolver.SVD(h, zcm, s, zq, cusolver.Matrix[complex64]{Data: zu, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}))
 							},
 							func() error {
+								// Row-major Lower: through cuBLASLt's transposes;
+								// Upper: cuSOLVER's fast triangle, in place.
 								return keep(cusolver.CholeskyBatched(h, cusolver.NewMatrix(batch, 2, 2), 2, cusolver.Lower))
+							},
+							func() error {
+								return keep(cusolver.CholeskyBatched(h, cusolver.NewMatrix(batch, 2, 2), 2, cusolver.Upper))
 							},
 							func() error { return keep(cusolver.SVDBatched(h, m, 1, s, u, v)) },
 							func() error {

@@ -1,0 +1,267 @@
+package cusolver_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cusolver"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// cholesky is the CPU's Cholesky factor L (A = L·Lᵀ) of a symmetric
+// positive definite a, or false where a leading minor is not positive
+// definite.
+func cholesky(a dense) (dense, bool) {
+	n := a.r
+	l := newDense(n, n)
+	for j := 0; j < n; j++ {
+		s := a.at(j, j)
+		for k := 0; k < j; k++ {
+			s -= l.at(j, k) * l.at(j, k)
+		}
+		if s <= 0 {
+			return l, false
+		}
+		l.set(j, j, math.Sqrt(s))
+		for i := j + 1; i < n; i++ {
+			s := a.at(i, j)
+			for k := 0; k < j; k++ {
+				s -= l.at(i, k) * l.at(j, k)
+			}
+			l.set(i, j, s/l.at(j, j))
+		}
+	}
+	return l, true
+}
+
+// inTriangle reports whether (i, j) is in triangle tri, the diagonal
+// included.
+func inTriangle(tri cusolver.Triangle, i, j int) bool {
+	if tri == cusolver.Lower {
+		return i >= j
+	}
+	return i <= j
+}
+
+// TestCholeskyBatchedTriangles: every layout and triangle of the batched
+// Cholesky against the CPU's factor, with the triangle not named holding
+// values that are not the matrix's (it must be neither read nor written),
+// at counts 1, 3 and 100 and n 1 to 32, one matrix of each batch of three
+// or more not positive definite; through cuBLASLt's transposes where the
+// triangle is cuSOLVER's slow one, and, on the fake, with the transform
+// refused (the path without it).
+func TestCholeskyBatchedTriangles(t *testing.T) {
+	t.Run("float32", testCholeskyBatchedTriangles[float32])
+	t.Run("float64", testCholeskyBatchedTriangles[float64])
+}
+
+func testCholeskyBatchedTriangles[T cuda.Float](t *testing.T) {
+	ctx, h := handle(t)
+	for _, layout := range layouts {
+		for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+			t.Run(fmt.Sprintf("%v/%v", layout, tri), func(t *testing.T) {
+				checkCholeskyBatched[T](t, ctx, h, layout, tri)
+			})
+		}
+	}
+}
+
+// checkCholeskyBatched runs the batches of TestCholeskyBatchedTriangles
+// on h.
+func checkCholeskyBatched[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, layout cusolver.Layout, tri cusolver.Triangle) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(layout)+7, uint64(tri)+9))
+	for _, count := range []int{1, 3, 100} {
+		for n := 1; n <= 32; n++ {
+			if count == 100 && n%7 != 1 && n != 32 {
+				continue // a few sizes at 100: 1, 8, 15, 22, 29, 32
+			}
+			checkCholeskyBatch[T](t, ctx, h, rng, layout, tri, n, count)
+		}
+	}
+}
+
+// checkCholeskyBatch factors one batch and checks each matrix.
+func checkCholeskyBatch[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand, layout cusolver.Layout, tri cusolver.Triangle, n, count int) {
+	t.Helper()
+	bad := -1
+	if count >= 3 {
+		bad = count / 2
+	}
+	minor := min(2, n-1) // the bad matrix's first minor that is not positive definite, 0-based
+	var all []T
+	as := make([]dense, count)
+	for m := range as {
+		a := spd(rng, n)
+		if m == bad {
+			a.set(minor, minor, -a.at(minor, minor))
+		}
+		as[m] = a
+		// The other triangle: values that are not a's, 1000 and more.
+		stored := newDense(n, n)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if inTriangle(tri, i, j) {
+					stored.set(i, j, a.at(i, j))
+				} else {
+					stored.set(i, j, float64(1000+m*n*n+i*n+j))
+				}
+			}
+		}
+		all = append(all, elements[T](stored, layout)...)
+	}
+	buf := cudatest.Upload(t, ctx, all)
+	info, err := cusolver.CholeskyBatched(h, cusolver.Matrix[T]{Data: buf, Rows: n, Cols: n, Layout: layout}, count, tri)
+	if err != nil {
+		t.Fatalf("n %d count %d: %v", n, count, err)
+	}
+	err = info.Err()
+	if bad < 0 {
+		if err != nil {
+			t.Errorf("n %d count %d: Err = %v", n, count, err)
+		}
+	} else {
+		want := fmt.Sprintf("matrix %d: the leading minor of order %d ", bad, minor+1)
+		if !errors.Is(err, cusolver.ErrNotPositiveDefinite) || !strings.Contains(err.Error(), want) {
+			t.Errorf("n %d count %d: Err = %v, want %q", n, count, err, want)
+		}
+	}
+	got := cudatest.Download(t, buf)
+	for m, a := range as {
+		if m == bad {
+			continue
+		}
+		g := fromElements(got[m*n*n:(m+1)*n*n], n, n, layout)
+		l, ok := cholesky(a)
+		if !ok {
+			t.Fatalf("n %d: matrix %d is not positive definite on the CPU", n, m)
+		}
+		worst := 0.0
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if !inTriangle(tri, i, j) {
+					if want := float64(T(1000 + m*n*n + i*n + j)); g.at(i, j) != want {
+						t.Fatalf("n %d count %d: matrix %d (%d,%d), outside the triangle, is %g, want %g unchanged", n, count, m, i, j, g.at(i, j), want)
+					}
+					continue
+				}
+				want := l.at(i, j) // Lower: L
+				if tri == cusolver.Upper {
+					want = l.at(j, i) // Upper: U = Lᵀ
+				}
+				worst = max(worst, math.Abs(g.at(i, j)-want))
+			}
+		}
+		if worst > tol[T](n)*math.Sqrt(float64(n)) {
+			t.Errorf("n %d count %d: matrix %d's factor differs from the CPU's by %g", n, count, m, worst)
+		}
+	}
+}
+
+// TestCholeskyBatchedTransposes (fake): a row-major Lower and a
+// column-major Upper batch go through two cuBLASLt transforms, the other
+// two through none; with the transform refused
+// (CUBLAS_STATUS_NOT_SUPPORTED) by the descriptor or by the first
+// transform, the batch is factored without it, right, and the handle does
+// not try again; a failure of any other kind is the call's error, naming
+// cuBLASLt's function and carrying its code, and leaves the matrices as
+// they were.
+func TestCholeskyBatchedTransposes(t *testing.T) {
+	fake := cudatest.Fake(t)
+	if fake == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	transforms := func() int { return fake.Counts()["cublasLtMatrixTransform"] }
+	t.Run("calls", func(t *testing.T) {
+		s := cudatest.Stream(t, ctx)
+		h := must(cusolver.New(s))(t)
+		defer h.Close()
+		for _, c := range []struct {
+			layout cusolver.Layout
+			tri    cusolver.Triangle
+			want   int
+		}{{cusolver.RowMajor, cusolver.Lower, 2}, {cusolver.ColMajor, cusolver.Upper, 2}, {cusolver.RowMajor, cusolver.Upper, 0}, {cusolver.ColMajor, cusolver.Lower, 0}} {
+			fake.ResetCounts()
+			checkCholeskyBatch[float64](t, ctx, h, rng, c.layout, c.tri, 8, 3)
+			if got := transforms(); got != c.want {
+				t.Errorf("%v %v: %d transforms, want %d", c.layout, c.tri, got, c.want)
+			}
+		}
+		// n = 1: either triangle is the element; no transform.
+		fake.ResetCounts()
+		checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 1, 3)
+		if got := transforms(); got != 0 {
+			t.Errorf("1×1: %d transforms, want 0", got)
+		}
+	})
+	for _, refuse := range []string{"cublasLtMatrixTransformDescCreate", "cublasLtMatrixTransform"} {
+		t.Run("refused by "+refuse, func(t *testing.T) {
+			s := cudatest.Stream(t, ctx)
+			h := must(cusolver.New(s))(t)
+			defer h.Close()
+			fake.Fail(refuse, 1, 15)                       // CUBLAS_STATUS_NOT_SUPPORTED
+			refused := refuse == "cublasLtMatrixTransform" // the refused call counts
+			for _, layout := range layouts {
+				for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+					fake.ResetCounts()
+					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 5, 3)
+					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 17, 100)
+					want := 0
+					if refused {
+						want, refused = 1, false
+					}
+					if got := transforms(); got != want {
+						t.Errorf("%v %v: %d transforms after the refusal, want %d", layout, tri, got, want)
+					}
+				}
+			}
+			// float32 has a descriptor of its own, and is not refused.
+			fake.ResetCounts()
+			checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
+			if got := transforms(); got != 2 {
+				t.Errorf("float32 after float64's refusal: %d transforms, want 2", got)
+			}
+		})
+	}
+	for _, c := range []struct {
+		call string
+		nth  int
+	}{{"cublasLtCreate", 1}, {"cublasLtMatrixTransformDescCreate", 1}, {"cublasLtMatrixTransformDescSetAttribute", 1},
+		{"cublasLtMatrixLayoutCreate", 1}, {"cublasLtMatrixLayoutSetAttribute", 1}, {"cublasLtMatrixLayoutSetAttribute", 2},
+		{"cublasLtMatrixTransform", 1}, {"cublasLtMatrixTransform", 2}, {"cusolverDnDpotrfBatched", 1}} {
+		t.Run(fmt.Sprintf("%s#%d fails", c.call, c.nth), func(t *testing.T) {
+			s := cudatest.Stream(t, ctx)
+			h := must(cusolver.New(s))(t)
+			defer h.Close()
+			a := spd(rng, 4)
+			orig := append(elements[float64](a, cusolver.RowMajor), elements[float64](a, cusolver.RowMajor)...)
+			buf := cudatest.Upload(t, ctx, orig)
+			fake.Fail(c.call, c.nth, 7) // CUBLAS_STATUS_INVALID_VALUE; cuSOLVER's CUSOLVER_STATUS_INTERNAL_ERROR
+			_, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(buf, 4, 4), 2, cusolver.Lower)
+			fake.ResetFaults()
+			if err == nil || !strings.Contains(err.Error(), c.call) || !strings.Contains(err.Error(), "CholeskyBatched") {
+				t.Fatalf("err = %v, want CholeskyBatched's error naming %s", err, c.call)
+			}
+			if strings.HasPrefix(c.call, "cublasLt") && !errors.Is(err, cublas.Result(7)) {
+				t.Errorf("err = %v, want cuBLAS's code 7", err)
+			}
+			if got := cudatest.Download(t, buf); fmt.Sprint(got) != fmt.Sprint(orig) {
+				t.Errorf("the matrices changed: %v, were %v", got, orig)
+			}
+			// The handle still works, through the transposes.
+			fake.ResetCounts()
+			checkCholeskyBatch[float64](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
+			if got := transforms(); got != 2 {
+				t.Errorf("after the failure: %d transforms, want 2", got)
+			}
+		})
+	}
+}
