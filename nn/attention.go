@@ -86,9 +86,10 @@ func (l AttentionLayout) names(heads, positions string) string {
 // of q [B, H, Sq, D] over keys k and values v [B, Hkv, Sk, D], as
 // PyTorch's scaled_dot_product_attention: a result [B, H, Sq, D],
 // allocated in stream order on q's stream (with opts.Layout LayoutBSHD,
-// every array [B, positions, heads, D] instead). Hkv must divide H: the query
-// heads h*Hkv/H ... share a key/value head (grouped-query attention; Hkv
-// == H is the classic kind, Hkv == 1 multi-query).
+// every array [B, positions, heads, D] instead). Hkv must divide H: query
+// head h reads key/value head h/(H/Hkv), each group of H/Hkv consecutive
+// query heads sharing one (grouped-query attention; Hkv == H is the
+// classic kind, Hkv == 1 multi-query).
 //
 // The element type is float32, cuda.Float16 or cuda.BFloat16, the sums in
 // float32 whatever it is. D may be any size up to 256 (more is an error
