@@ -46,8 +46,13 @@
 //     matrix is the upper one of its memory read column-major, so the
 //     package passes cuSOLVER the other fill mode. Cholesky(h, a, Lower)
 //     leaves L (A = L·Lᵀ) in a's lower triangle, as a's layout reads it,
-//     and does not touch the other triangle. A complex Hermitian A's
-//     row-major memory is, to cuSOLVER, Aᵀ = conj(A), whose factor and
+//     and does not touch the other triangle. CholeskyBatched's cuSOLVER
+//     batch is fast in one triangle only, its column-major lower one (a
+//     row-major Upper, a column-major Lower); a batch in the other
+//     triangle is transposed into the workspace and back (cuBLASLt's
+//     batched transform), which costs two copies of the batch instead
+//     of cuSOLVER's slow triangle (about 2.8 times slower). A complex
+//     Hermitian A's row-major memory is, to cuSOLVER, Aᵀ = conj(A), whose factor and
 //     inverse read row-major are A's; its solve is not, so CholeskySolve
 //     takes a complex matrix column-major only.
 //   - Right-hand sides (Solve, CholeskySolve) are nrhs vectors of n
@@ -121,6 +126,9 @@
 // itself (the wheels keep each library in a folder of its own), the
 // package loads it first from the same places, as PyTorch does; where
 // none is found, opening fails and the error names the library missing.
+// CholeskyBatched's transposes call the cuBLASLt cuSOLVER loaded
+// (GOCUDA_LIBCUBLASLT names another, as for package cublas); without
+// one that has the transform, the batch takes cuSOLVER's slow triangle.
 package cusolver
 
 //go:generate go run ../internal/driver/gen -in ../internal/lib/cusolver/status.txt -backend lib-public -pkg cusolver -out zstatus.go

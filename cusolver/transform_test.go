@@ -186,4 +186,3 @@ const (
 	dtF32             = 0 // CUDA_R_32F
 	dtF64             = 1 // CUDA_R_64F
 )
-
