@@ -132,6 +132,12 @@ type convKey struct {
 	p      Conv2D
 	act    Activation
 	tf32   bool
+	// align is each tensor's alignment in bytes (up to 16), by role
+	// (roleX, roleW, roleY, roleBias): a plan of the backend API is
+	// built for it.
+	align [nRoles]uint8
+	// legacy makes the plan the legacy calls', never the backend API's.
+	legacy bool
 }
 
 // convPlan is what a shape's calls reuse: the descriptors (the forward
@@ -139,6 +145,9 @@ type convKey struct {
 // backward filter, w is dw and y dy), the algorithm and its work area's
 // size.
 type convPlan struct {
+	// g is the backend API's plan; nil where the legacy calls run the
+	// shape, with the fields below.
+	g       *graphPlan
 	d       descs
 	x, y, b clib.TensorDescriptor
 	w       clib.FilterDescriptor
@@ -156,7 +165,14 @@ type convPlan struct {
 	unfused    bool
 }
 
-func (p *convPlan) destroy(op string) error { return p.d.destroy(op) }
+func (p *convPlan) destroy(op string) error {
+	if p.g != nil {
+		if err := p.g.destroy(op); err != nil {
+			return err
+		}
+	}
+	return p.d.destroy(op)
+}
 
 // cudnnMathType_t values.
 const (
@@ -184,14 +200,25 @@ type perf = clib.FwdAlgoPerf
 // pass has algorithms.
 const maxAlgos = 10
 
-// plan returns the plan of k, made (descriptors, algorithm, work size) the
-// first time k is seen.
-func (c *call) plan(k convKey, y Shape) (_ *convPlan, err error) {
+// plan returns the plan of k, made the first time k is seen: the backend
+// API's (graph), else the legacy calls' (descriptors, algorithm, work
+// size). ptrs are the call's tensors by role, which SetBenchmark's timing
+// runs on.
+func (c *call) plan(k convKey, y Shape, ptrs [nRoles]uintptr) (_ *convPlan, err error) {
 	if pl := c.raw.plans[k]; pl != nil {
 		return pl, nil
 	}
 	if c.benchmark && c.capturing {
 		return nil, errorf(c.op, cuda.ErrNotSupported, "the stream captures, and timing the algorithms of a new shape (SetBenchmark) cannot be captured: run the call once before the capture")
+	}
+	g, err := c.graph(k, y, ptrs)
+	if err != nil {
+		return nil, err
+	}
+	if g != nil {
+		pl := &convPlan{g: g, d: descs{op: c.op}}
+		c.raw.plans[k] = pl
+		return pl, nil
 	}
 	pl := &convPlan{d: descs{op: c.op}}
 	defer func() {
@@ -320,6 +347,17 @@ func (c *call) workSize(k convKey, pl *convPlan, algo int32, n *uintptr) error {
 	return check(c.op, "cudnnGetConvolutionBackwardFilterWorkspaceSize", clib.GetConvolutionBackwardFilterWorkspaceSize(c.lh, pl.x, pl.y, pl.c, pl.w, algo, n))
 }
 
+// pointers returns a call's tensors by role (x, w, y by their forward
+// roles; bias, 0 but for the fused forward), and sets k's alignments from
+// them.
+func (k *convKey) pointers(x, w, y, bias uintptr) [nRoles]uintptr {
+	p := [nRoles]uintptr{roleX: x, roleW: w, roleY: y, roleBias: bias}
+	for i, v := range p {
+		k.align[i] = alignment(v)
+	}
+	return p
+}
+
 func typeName(dt int32) string {
 	switch dt {
 	case dataFloat:
@@ -368,9 +406,13 @@ func ConvForward[T Element](h *Handle, y, x, w Tensor[T], p Conv2D) error {
 	}
 	return h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) error {
 		k.tf32 = c.tf32
-		pl, err := c.plan(k, y.Shape)
+		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), 0)
+		pl, err := c.plan(k, y.Shape, ptrs)
 		if err != nil {
 			return err
+		}
+		if pl.g != nil {
+			return c.run(pl.g, ptrs)
 		}
 		ws, err := c.work(pl.work)
 		if err != nil {
@@ -396,9 +438,13 @@ func ConvBackwardData[T Element](h *Handle, dx, dy, w Tensor[T], p Conv2D) error
 	}
 	return h.do(op, []cuda.Memory{dx.Data, dy.Data, w.Data}, func(c *call) error {
 		k.tf32 = c.tf32
-		pl, err := c.plan(k, dy.Shape)
+		ptrs := k.pointers(uintptr(dx.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(dy.Data.Ptr()), 0)
+		pl, err := c.plan(k, dy.Shape, ptrs)
 		if err != nil {
 			return err
+		}
+		if pl.g != nil {
+			return c.run(pl.g, ptrs)
 		}
 		ws, err := c.work(pl.work)
 		if err != nil {
@@ -424,9 +470,13 @@ func ConvBackwardFilter[T Element](h *Handle, dw, x, dy Tensor[T], p Conv2D) err
 	}
 	return h.do(op, []cuda.Memory{dw.Data, x.Data, dy.Data}, func(c *call) error {
 		k.tf32 = c.tf32
-		pl, err := c.plan(k, dy.Shape)
+		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(dw.Data.Ptr()), uintptr(dy.Data.Ptr()), 0)
+		pl, err := c.plan(k, dy.Shape, ptrs)
 		if err != nil {
 			return err
+		}
+		if pl.g != nil {
+			return c.run(pl.g, ptrs)
 		}
 		ws, err := c.work(pl.work)
 		if err != nil {
@@ -464,9 +514,13 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 	k.act = act
 	return h.do(op, []cuda.Memory{y.Data, x.Data, w.Data, bias}, func(c *call) error {
 		k.tf32 = c.tf32
-		pl, err := c.plan(k, y.Shape)
+		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), uintptr(bias.Ptr()))
+		pl, err := c.plan(k, y.Shape, ptrs)
 		if err != nil {
 			return err
+		}
+		if pl.g != nil {
+			return c.run(pl.g, ptrs)
 		}
 		one, zero := float32(1), float32(0)
 		xp, wp, yp, bp := uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), uintptr(bias.Ptr())

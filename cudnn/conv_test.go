@@ -10,6 +10,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cudnn"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
 // convCase is a convolution's shapes: the input x and the filters w.
@@ -200,15 +201,16 @@ func TestOutputShapes(t *testing.T) {
 	}
 }
 
-// TestUnfused: where cuDNN refuses to fuse a shape (here the fake, made
-// to), ConvBiasActivation runs the convolution, the bias and the
-// activation apart, with the same results, and keeps doing so for the
-// shape.
+// TestUnfused: on the legacy path, where cuDNN refuses to fuse a shape
+// (here the fake, made to), ConvBiasActivation runs the convolution, the
+// bias and the activation apart, with the same results, and keeps doing
+// so for the shape.
 func TestUnfused(t *testing.T) {
 	f := cudatest.Fake(t)
 	if f == nil {
 		return
 	}
+	t.Setenv(cudnn.EnvLegacy, "1")
 	ctx, _, h := handle(t)
 	r := rand.New(rand.NewPCG(11, 12))
 	c := convCases[4]
@@ -249,14 +251,23 @@ func TestUnfused(t *testing.T) {
 	}
 }
 
-// TestPlanReuse: a shape's descriptors and algorithm are made once; later
-// calls of the shape make no descriptor and ask cuDNN for nothing but the
+// TestPlanReuse: a shape's plan (the backend API's, or the legacy
+// descriptors and algorithm) is made once; later calls of the shape on the
+// same buffers make no descriptor and ask cuDNN for nothing but the
 // convolution, and the work area, grown once, stays.
 func TestPlanReuse(t *testing.T) {
 	f := cudatest.Fake(t)
 	if f == nil {
 		return
 	}
+	t.Run("graph", func(t *testing.T) { testPlanReuse(t, f, "cudnnBackendExecute") })
+	t.Run("legacy", func(t *testing.T) {
+		t.Setenv(cudnn.EnvLegacy, "1")
+		testPlanReuse(t, f, "cudnnConvolutionForward")
+	})
+}
+
+func testPlanReuse(t *testing.T, f *fakecuda.Control, run string) {
 	ctx, _, h := handle(t)
 	c := convCases[1]
 	ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
@@ -273,12 +284,12 @@ func TestPlanReuse(t *testing.T) {
 	}
 	counts := f.Counts()
 	for name, n := range counts {
-		if strings.HasPrefix(name, "cudnn") && name != "cudnnConvolutionForward" {
+		if strings.HasPrefix(name, "cudnn") && name != run {
 			t.Errorf("%s called %d times by calls of a shape seen before", name, n)
 		}
 	}
-	if n := counts["cudnnConvolutionForward"]; n != 5 {
-		t.Errorf("cudnnConvolutionForward called %d times, want 5", n)
+	if n := counts[run]; n != 5 {
+		t.Errorf("%s called %d times, want 5", run, n)
 	}
 	if n := counts["cuMemAllocAsync"]; n != 0 {
 		t.Errorf("cuMemAllocAsync called %d times: the work area should stay", n)

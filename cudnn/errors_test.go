@@ -98,6 +98,7 @@ func TestLibraryErrors(t *testing.T) {
 	if f == nil {
 		return
 	}
+	t.Setenv(cudnn.EnvLegacy, "1") // the legacy path's calls (TestGraphErrors: the backend API's)
 	ctx, _, h := handle(t)
 	x := empty[float32](t, ctx, cudnn.Shape{N: 1, C: 2, H: 4, W: 4}, cudnn.NHWC)
 	w := empty[float32](t, ctx, cudnn.Shape{N: 3, C: 2, H: 3, W: 3}, cudnn.NHWC)
@@ -308,9 +309,13 @@ func TestMissingFunction(t *testing.T) {
 	w := tensor(t, ctx, cudnn.Shape{N: 1, C: 1, H: 1, W: 1}, cudnn.NHWC, []float32{2})
 	y := empty[float32](t, ctx, x.Shape, cudnn.NHWC)
 	bias := cudatest.Upload(t, ctx, []float32{-3})
+	// The backend API missing too: the legacy path's function is the one
+	// ConvBiasActivation lacks.
+	restoreAPI := cudnn.Missing("cudnnBackendExecute")
 	restore := cudnn.Missing("cudnnConvolutionBiasActivationForward")
 	err := cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.ReLU, cudnn.Conv2D{})
 	restore()
+	restoreAPI()
 	if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "has no cudnnConvolutionBiasActivationForward") {
 		t.Errorf("ConvBiasActivation without its function: %v", err)
 	}

@@ -33,11 +33,12 @@ func ForwardMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how strin
 	if err != nil {
 		return 0, err
 	}
+	k.legacy = true
 	var asked uintptr
 	err = h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
-		pl, err := c.plan(k, y.Shape)
+		pl, err := c.plan(k, y.Shape, k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), 0))
 		if err != nil {
 			return err
 		}

@@ -148,6 +148,9 @@ type call struct {
 	capturing       bool
 	benchmark, tf32 bool
 	work            func(n uintptr) (uintptr, error)
+	// ctx and stream are the Handle's, for SetBenchmark's events.
+	ctx    *cuda.Context
+	stream *cuda.Stream
 }
 
 // do runs fn with h held, its turn taken, and h's stream and mem held open
@@ -167,7 +170,7 @@ func (h *Handle) do(op string, mem []cuda.Memory, fn func(c *call) error) error 
 	if capturing && h.work != nil {
 		mem = append(mem, h.work)
 	}
-	c := &call{op: op, lh: h.raw.h, raw: h.raw, capturing: capturing, benchmark: h.benchmark, tf32: h.tf32}
+	c := &call{op: op, lh: h.raw.h, raw: h.raw, capturing: capturing, benchmark: h.benchmark, tf32: h.tf32, ctx: h.ctx, stream: h.stream}
 	c.work = func(n uintptr) (uintptr, error) {
 		if n == 0 {
 			return 0, nil

@@ -30,6 +30,13 @@ func init() {
 		"cudnnNanPropagation_t":               {goType: "int32"},
 		"cudnnPoolingMode_t":                  {goType: "int32"},
 		"cudnnBatchNormMode_t":                {goType: "int32"},
+		// The backend API: a descriptor is a pointer to an opaque struct,
+		// never Go memory; its type, the attributes' names and types are
+		// C enumerations.
+		"cudnnBackendDescriptor_t":     {goType: "BackendDescriptor", under: "uintptr"},
+		"cudnnBackendDescriptorType_t": {goType: "int32"},
+		"cudnnBackendAttributeName_t":  {goType: "int32"},
+		"cudnnBackendAttributeType_t":  {goType: "int32"},
 	} {
 		libTypes[c] = t
 	}

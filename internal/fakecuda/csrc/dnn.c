@@ -1189,3 +1189,512 @@ EXPORT int cudnnBatchNormalizationBackward(struct fake_dnn *h, int mode, const v
 	                     .mean = smean, .var = sinv, .dscale = dscale, .dbias = dbias};
 	return bn_queue(h, o);
 }
+
+// ---- the backend (graph) API -------------------------------------------------
+//
+// Descriptors made by type, their attributes set as arrays of typed
+// elements (each name belongs to one descriptor type and one element
+// type), finalized once all the required ones are set and every
+// descriptor they name is finalized; nothing may be set once finalized.
+// The graphs the fake runs are one convolution (forward, backward data or
+// backward filter), the forward alone or followed by a pointwise add of a
+// bias and optionally a pointwise ReLU, their results virtual. The
+// heuristics rank three engines: 2 (flagged CUDNN_NUMERICAL_NOTE_TENSOR_CORE,
+// with a work area), 1 (a work area; refuses graphs with pointwise
+// operations at finalize, as engines refuse what they cannot run) and 0
+// (none), in that order in CUDNN_HEUR_MODE_A, INSTANT and B; only 0 in
+// FALLBACK. An execution plan runs with a variant pack that must name
+// every non-virtual tensor of its graph by its id, with device pointers of
+// the tensor's size, aligned as declared, and a work area of the size the
+// plan reported; the work is the direct convolution of the legacy calls.
+
+enum {
+	BD_POINTWISE = 0, BD_CONV = 1, BD_ENGINE = 2, BD_ENGINECFG = 3, BD_ENGINEHEUR = 4, BD_PLAN = 5,
+	BD_OP_FWD = 10, BD_OP_BWD_FILTER = 11, BD_OP_BWD_DATA = 12, BD_OP_PW = 13, BD_GRAPH = 15, BD_PACK = 16, BD_TENSOR = 17,
+};
+enum {
+	AT_HANDLE = 0, AT_DATA_TYPE = 1, AT_BOOLEAN = 2, AT_INT64 = 3, AT_FLOAT = 4, AT_DOUBLE = 5, AT_VOID_PTR = 6,
+	AT_CONV_MODE = 7, AT_HEUR_MODE = 8, AT_NUMERICAL_NOTE = 11, AT_POINTWISE_MODE = 14, AT_DESC = 15,
+	AT_SCALAR = -1, // float or double
+};
+enum { DNN_BAD_PARAM_MISALIGNED = 2003, DNN_BAD_PARAM_NOT_FINALIZED = 2004, DNN_BAD_PARAM_ATTRIBUTE_TYPE = 2010,
+       DNN_NOT_SUPPORTED_GRAPH_PATTERN = 3001, DNN_NOT_SUPPORTED_LAYOUT = 3004 };
+
+static const struct {
+	int dt, name, type, maxn;
+} bd_attrs[] = {
+	{BD_TENSOR, 900, AT_INT64, 1}, {BD_TENSOR, 901, AT_DATA_TYPE, 1}, {BD_TENSOR, 902, AT_INT64, 8},
+	{BD_TENSOR, 903, AT_INT64, 8}, {BD_TENSOR, 906, AT_INT64, 1}, {BD_TENSOR, 907, AT_BOOLEAN, 1},
+	{BD_CONV, 100, AT_DATA_TYPE, 1}, {BD_CONV, 101, AT_CONV_MODE, 1}, {BD_CONV, 102, AT_INT64, 3}, {BD_CONV, 103, AT_INT64, 3},
+	{BD_CONV, 104, AT_INT64, 3}, {BD_CONV, 105, AT_INT64, 3}, {BD_CONV, 106, AT_INT64, 1},
+	{BD_POINTWISE, 0, AT_POINTWISE_MODE, 1}, {BD_POINTWISE, 1, AT_DATA_TYPE, 1},
+	{BD_OP_FWD, 700, AT_SCALAR, 1}, {BD_OP_FWD, 701, AT_SCALAR, 1}, {BD_OP_FWD, 702, AT_DESC, 1}, {BD_OP_FWD, 703, AT_DESC, 1},
+	{BD_OP_FWD, 704, AT_DESC, 1}, {BD_OP_FWD, 705, AT_DESC, 1},
+	{BD_OP_BWD_DATA, 706, AT_SCALAR, 1}, {BD_OP_BWD_DATA, 707, AT_SCALAR, 1}, {BD_OP_BWD_DATA, 708, AT_DESC, 1},
+	{BD_OP_BWD_DATA, 709, AT_DESC, 1}, {BD_OP_BWD_DATA, 710, AT_DESC, 1}, {BD_OP_BWD_DATA, 711, AT_DESC, 1},
+	{BD_OP_BWD_FILTER, 712, AT_SCALAR, 1}, {BD_OP_BWD_FILTER, 713, AT_SCALAR, 1}, {BD_OP_BWD_FILTER, 714, AT_DESC, 1},
+	{BD_OP_BWD_FILTER, 715, AT_DESC, 1}, {BD_OP_BWD_FILTER, 716, AT_DESC, 1}, {BD_OP_BWD_FILTER, 717, AT_DESC, 1},
+	{BD_OP_PW, 750, AT_DESC, 1}, {BD_OP_PW, 751, AT_DESC, 1}, {BD_OP_PW, 752, AT_DESC, 1}, {BD_OP_PW, 753, AT_DESC, 1},
+	{BD_OP_PW, 754, AT_SCALAR, 1}, {BD_OP_PW, 755, AT_SCALAR, 1},
+	{BD_GRAPH, 800, AT_HANDLE, 1}, {BD_GRAPH, 801, AT_DESC, 16},
+	{BD_ENGINEHEUR, 200, AT_HEUR_MODE, 1}, {BD_ENGINEHEUR, 201, AT_DESC, 1},
+	{BD_PLAN, 400, AT_HANDLE, 1}, {BD_PLAN, 401, AT_DESC, 1},
+	{BD_PACK, 1000, AT_INT64, 16}, {BD_PACK, 1001, AT_VOID_PTR, 16}, {BD_PACK, 1003, AT_VOID_PTR, 1},
+};
+
+static size_t at_size(int t) {
+	switch (t) {
+	case AT_BOOLEAN: return 1;
+	case AT_DATA_TYPE: case AT_FLOAT: case AT_CONV_MODE: case AT_HEUR_MODE: case AT_NUMERICAL_NOTE: case AT_POINTWISE_MODE: return 4;
+	case AT_HANDLE: case AT_INT64: case AT_DOUBLE: case AT_VOID_PTR: case AT_DESC: return 8;
+	}
+	return 0;
+}
+
+// A tensor of a graph, as the graph copied it when finalized.
+struct bd_tensor {
+	struct dims d;
+	int64_t uid, align;
+	int virt;
+};
+
+// A graph's work, copied when finalized: the convolution (its kind,
+// tensors by their forward roles x, w, y, parameters and scalars), the
+// fused forward's bias and activation, and the non-virtual tensors.
+struct bd_work {
+	int kind; // J_FWD, J_BWD_DATA, J_BWD_FILTER
+	struct bd_tensor x, w, y, bias;
+	struct fake_conv c;
+	double alpha, beta;
+	int fused, act;
+	int n;
+	struct bd_tensor real[4];
+};
+
+#define BD_MAGIC 0xd2bd01
+#define BD_MAX_ATTRS 12
+struct fake_bd {
+	int magic, type, final;
+	int nattr;
+	struct {
+		int name, type;
+		int64_t n;
+		unsigned char v[16 * 8];
+	} attr[BD_MAX_ATTRS];
+	// finalized:
+	struct bd_tensor t;       // a tensor
+	struct fake_conv c;       // a convolution (groups from the op's tensors)
+	int pw_mode;              // a pointwise descriptor
+	struct bd_work work;      // an operation (its part), a graph, a heuristic, an engine (config), a plan
+	struct fake_dnn *h;       // a graph, a plan
+	int heur_mode, engine;    // a heuristic; an engine (config), a plan
+	int64_t ws;               // a plan
+};
+
+static int bd_ok(struct fake_bd *d) { return d && d->magic == BD_MAGIC; }
+
+// bd_get returns attribute name of d, its element count in *n, or NULL.
+static const void *bd_get(struct fake_bd *d, int name, int64_t *n) {
+	for (int i = 0; i < d->nattr; i++)
+		if (d->attr[i].name == name) {
+			if (n) *n = d->attr[i].n;
+			return d->attr[i].v;
+		}
+	return NULL;
+}
+
+static int64_t bd_i64(struct fake_bd *d, int name, int64_t dflt) {
+	const int64_t *v = bd_get(d, name, NULL);
+	return v ? v[0] : dflt;
+}
+
+static int bd_i32(struct fake_bd *d, int name, int dflt) {
+	const int *v = bd_get(d, name, NULL);
+	return v ? v[0] : dflt;
+}
+
+static double bd_scalar(struct fake_bd *d, int name, double dflt) {
+	for (int i = 0; i < d->nattr; i++)
+		if (d->attr[i].name == name) {
+			if (d->attr[i].type == AT_DOUBLE) return *(const double *)d->attr[i].v;
+			return *(const float *)d->attr[i].v;
+		}
+	return dflt;
+}
+
+// bd_ref returns the finalized descriptor of type type that attribute
+// name of d names, or NULL with *r set (not set: BAD_PARAM; not
+// finalized: NOT_FINALIZED; of another type: BAD_PARAM).
+static struct fake_bd *bd_ref(struct fake_bd *d, int name, int type, int *r) {
+	struct fake_bd *const *v = bd_get(d, name, NULL);
+	if (!v || !bd_ok(*v) || (*v)->type != type) {
+		*r = DNN_BAD_PARAM;
+		return NULL;
+	}
+	if (!(*v)->final) {
+		*r = DNN_BAD_PARAM_NOT_FINALIZED;
+		return NULL;
+	}
+	return *v;
+}
+
+EXPORT int cudnnBackendCreateDescriptor(int type, struct fake_bd **out) {
+	FAULT("cudnnBackendCreateDescriptor");
+	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
+	switch (type) {
+	case BD_POINTWISE: case BD_CONV: case BD_ENGINE: case BD_ENGINECFG: case BD_ENGINEHEUR: case BD_PLAN: case BD_OP_FWD:
+	case BD_OP_BWD_FILTER: case BD_OP_BWD_DATA: case BD_OP_PW: case BD_GRAPH: case BD_PACK: case BD_TENSOR: break;
+	default: return type >= 0 && type < 64 ? DNN_NOT_SUPPORTED : DNN_BAD_PARAM;
+	}
+	struct fake_bd *d = calloc(1, sizeof *d);
+	d->magic = BD_MAGIC;
+	d->type = type;
+	dnn_counted(1);
+	*out = d;
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnBackendDestroyDescriptor(struct fake_bd *d) {
+	FAULT("cudnnBackendDestroyDescriptor");
+	if (!bd_ok(d)) return DNN_BAD_PARAM;
+	d->magic = 0;
+	free(d);
+	dnn_counted(-1);
+	return DNN_SUCCESS;
+}
+
+EXPORT int cudnnBackendSetAttribute(struct fake_bd *d, int name, int type, int64_t n, const void *v) {
+	FAULT("cudnnBackendSetAttribute");
+	if (!bd_ok(d) || d->final) return DNN_BAD_PARAM;
+	int i = 0, ni = (int)(sizeof bd_attrs / sizeof bd_attrs[0]);
+	while (i < ni && (bd_attrs[i].dt != d->type || bd_attrs[i].name != name)) i++;
+	if (i == ni) return DNN_BAD_PARAM;
+	int want = bd_attrs[i].type;
+	if (want == AT_SCALAR ? type != AT_FLOAT && type != AT_DOUBLE : type != want) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
+	if (!v) return DNN_BAD_PARAM_NULL_POINTER;
+	if (n < 1 || n > bd_attrs[i].maxn) return DNN_BAD_PARAM;
+	int j = 0;
+	while (j < d->nattr && d->attr[j].name != name) j++;
+	if (j == d->nattr) d->nattr++;
+	d->attr[j].name = name, d->attr[j].type = type, d->attr[j].n = n;
+	memcpy(d->attr[j].v, v, (size_t)n * at_size(type));
+	return DNN_SUCCESS;
+}
+
+// bd_tensor_of reads the tensor that attribute name of d names.
+static int bd_tensor_of(struct fake_bd *d, int name, struct bd_tensor *t) {
+	int r = 0;
+	struct fake_bd *x = bd_ref(d, name, BD_TENSOR, &r);
+	if (!x) return r;
+	*t = x->t;
+	return DNN_SUCCESS;
+}
+
+static int same_dims(const struct dims *a, const struct dims *b) { return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w; }
+
+static int finalize_tensor(struct fake_bd *d) {
+	int64_t nd = 0, ns = 0;
+	const int64_t *dims = bd_get(d, 902, &nd), *strides = bd_get(d, 903, &ns);
+	if (!bd_get(d, 901, NULL) || !dims || !strides || !bd_get(d, 906, NULL) || !bd_get(d, 900, NULL)) return DNN_BAD_PARAM;
+	if (nd != ns) return DNN_BAD_PARAM;
+	if (nd != 4) return DNN_NOT_SUPPORTED; // the fake's graphs are 4-D
+	int dt = bd_i32(d, 901, -1);
+	if (!dsize(dt)) return DNN_NOT_SUPPORTED_DATA_TYPE;
+	for (int i = 0; i < 4; i++)
+		if (dims[i] < 1 || dims[i] > INT32_MAX || strides[i] < 1) return DNN_BAD_PARAM;
+	int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3];
+	int fmt;
+	if (strides[0] == c * h * w && strides[1] == h * w && strides[2] == w && strides[3] == 1) fmt = 0;
+	else if (strides[0] == h * w * c && strides[1] == 1 && strides[2] == w * c && strides[3] == c) fmt = 1;
+	else return DNN_NOT_SUPPORTED_LAYOUT;
+	if (n * c * h * w > INT32_MAX) return DNN_BAD_PARAM;
+	int64_t align = bd_i64(d, 900, 0);
+	if (align < 1 || (align & (align - 1))) return DNN_BAD_PARAM;
+	const unsigned char *virt = bd_get(d, 907, NULL);
+	d->t = (struct bd_tensor){.d = {(int)n, (int)c, (int)h, (int)w, fmt, dt}, .uid = bd_i64(d, 906, 0), .align = align, .virt = virt && *virt};
+	return DNN_SUCCESS;
+}
+
+static int finalize_conv(struct fake_bd *d) {
+	int64_t n[5];
+	const int64_t *dil = bd_get(d, 102, &n[0]), *str = bd_get(d, 103, &n[1]), *post = bd_get(d, 104, &n[2]),
+	              *pre = bd_get(d, 105, &n[3]);
+	if (!bd_get(d, 100, NULL) || !bd_get(d, 101, NULL) || !bd_get(d, 106, NULL) || !dil || !str || !post || !pre) return DNN_BAD_PARAM;
+	int64_t sd = bd_i64(d, 106, 0);
+	if (sd != 2) return sd == 3 ? DNN_NOT_SUPPORTED : DNN_BAD_PARAM;
+	for (int i = 0; i < 4; i++)
+		if (n[i] != sd) return DNN_BAD_PARAM;
+	for (int i = 0; i < 2; i++) {
+		if (dil[i] < 1 || str[i] < 1 || pre[i] < 0 || post[i] < 0) return DNN_BAD_PARAM;
+		if (pre[i] != post[i]) return DNN_NOT_SUPPORTED; // asymmetric padding: not the fake's
+	}
+	int mode = bd_i32(d, 101, -1), ct = bd_i32(d, 100, -1);
+	if (mode != 0 && mode != 1) return DNN_BAD_PARAM;
+	if (ct != D_FLOAT && ct != D_DOUBLE) return DNN_NOT_SUPPORTED_DATA_TYPE;
+	d->c = (struct fake_conv){.magic = CONV_MAGIC, .set = 1, .ph = (int)pre[0], .pw = (int)pre[1], .u = (int)str[0], .v = (int)str[1],
+	                          .dh = (int)dil[0], .dw = (int)dil[1], .mode = mode, .ct = ct, .groups = 1};
+	return DNN_SUCCESS;
+}
+
+// finalize_conv_op checks a convolution operation: x, w and y (by their
+// forward roles) of one type (a virtual output: float), the filter's
+// channels dividing the input's (the groups), y the output's dimensions.
+static int finalize_conv_op(struct fake_bd *d) {
+	static const int base[] = {[BD_OP_FWD] = 700, [BD_OP_BWD_DATA] = 706, [BD_OP_BWD_FILTER] = 712};
+	int b = base[d->type], r;
+	// The names after alpha and beta: the convolution, then w, x, y by
+	// their forward roles (forward: w, x, y; backward data: w, dx, dy;
+	// backward filter: dw, x, dy).
+	int nconv = b + 2, nw = b + 3, nx = b + 4, ny = b + 5;
+	struct fake_bd *c = bd_ref(d, nconv, BD_CONV, &r);
+	if (!c) return r;
+	struct bd_work *o = &d->work;
+	*o = (struct bd_work){.kind = d->type == BD_OP_FWD ? J_FWD : d->type == BD_OP_BWD_DATA ? J_BWD_DATA : J_BWD_FILTER};
+	if ((r = bd_tensor_of(d, nx, &o->x)) || (r = bd_tensor_of(d, nw, &o->w)) || (r = bd_tensor_of(d, ny, &o->y))) return r;
+	if (!bd_get(d, b, NULL) || !bd_get(d, b + 1, NULL)) return DNN_BAD_PARAM; // alpha and beta
+	o->alpha = bd_scalar(d, b, 1), o->beta = bd_scalar(d, b + 1, 0);
+	if (o->x.virt || o->w.virt || (o->y.virt && o->kind != J_FWD)) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+	if (o->x.d.dt != o->w.d.dt || (o->y.virt ? o->y.d.dt != D_FLOAT : o->y.d.dt != o->x.d.dt)) return DNN_BAD_PARAM;
+	if (c->c.ct != (o->x.d.dt == D_DOUBLE ? D_DOUBLE : D_FLOAT)) return DNN_NOT_SUPPORTED;
+	// Each tensor keeps its own layout (strides that fit both, as of a
+	// single channel, read the same either way).
+	o->c = c->c;
+	if (o->x.d.c % o->w.d.c) return DNN_BAD_PARAM_SHAPE_MISMATCH;
+	o->c.groups = o->x.d.c / o->w.d.c;
+	struct dims y;
+	if (conv_out(&o->c, &o->x.d, &o->w.d, &y)) return DNN_BAD_PARAM_SHAPE_MISMATCH;
+	if (!same_dims(&y, &o->y.d)) return DNN_BAD_PARAM_SHAPE_MISMATCH;
+	return DNN_SUCCESS;
+}
+
+static int finalize_pw_op(struct fake_bd *d) {
+	int r;
+	struct fake_bd *pw = bd_ref(d, 750, BD_POINTWISE, &r);
+	if (!pw) return r;
+	struct bd_work *o = &d->work;
+	*o = (struct bd_work){.act = pw->pw_mode};
+	if ((r = bd_tensor_of(d, 751, &o->x)) || (r = bd_tensor_of(d, 753, &o->y))) return r;
+	if (pw->pw_mode == 0) {
+		if ((r = bd_tensor_of(d, 752, &o->bias))) return r;
+		struct dims *b = &o->bias.d, *x = &o->x.d;
+		if ((b->n != 1 && b->n != x->n) || (b->c != 1 && b->c != x->c) || (b->h != 1 && b->h != x->h) || (b->w != 1 && b->w != x->w))
+			return DNN_BAD_PARAM_SHAPE_MISMATCH;
+	} else if (bd_get(d, 752, NULL)) return DNN_BAD_PARAM;
+	if (!same_dims(&o->x.d, &o->y.d)) return DNN_BAD_PARAM_SHAPE_MISMATCH;
+	return DNN_SUCCESS;
+}
+
+// add_real records a non-virtual tensor of a graph; two of one id: a bad
+// parameter.
+static int add_real(struct bd_work *w, struct bd_tensor t) {
+	if (t.virt) return DNN_SUCCESS;
+	for (int i = 0; i < w->n; i++)
+		if (w->real[i].uid == t.uid) return DNN_BAD_PARAM;
+	if (w->n == 4) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+	w->real[w->n++] = t;
+	return DNN_SUCCESS;
+}
+
+// finalize_graph accepts one convolution, and for the forward a chain of
+// a pointwise add (the bias, one per channel) and a ReLU after it, each
+// virtual tensor consumed by the next operation, the last output real.
+static int finalize_graph(struct fake_bd *d) {
+	struct fake_dnn *const *hp = bd_get(d, 800, NULL);
+	int64_t nops = 0;
+	struct fake_bd *const *ops = bd_get(d, 801, &nops);
+	if (!hp || !ops) return DNN_BAD_PARAM;
+	if (!dnn_live(*hp)) return DNN_BAD_PARAM;
+	struct fake_bd *conv = NULL, *add = NULL, *relu = NULL;
+	for (int i = 0; i < nops; i++) {
+		struct fake_bd *op = ops[i];
+		if (!bd_ok(op)) return DNN_BAD_PARAM;
+		if (!op->final) return DNN_BAD_PARAM_NOT_FINALIZED;
+		switch (op->type) {
+		case BD_OP_FWD: case BD_OP_BWD_DATA: case BD_OP_BWD_FILTER:
+			if (conv) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+			conv = op;
+			break;
+		case BD_OP_PW:
+			if (op->work.act == 0 && !add) add = op;
+			else if (op->work.act == 100 && !relu) relu = op;
+			else return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+			break;
+		default: return DNN_BAD_PARAM;
+		}
+	}
+	if (!conv) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+	struct bd_work w = conv->work;
+	struct bd_tensor out = w.y;
+	if (add) {
+		if (w.kind != J_FWD || !out.virt || add->work.x.uid != out.uid) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+		struct bd_tensor b = add->work.bias;
+		if (b.d.n != 1 || b.d.c != out.d.c || b.d.h != 1 || b.d.w != 1 || b.virt || b.d.dt != w.x.d.dt)
+			return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+		w.fused = 1, w.bias = b, out = add->work.y;
+		if (relu) {
+			if (!out.virt || relu->work.x.uid != out.uid) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+			w.act = 1, out = relu->work.y;
+		}
+	} else if (relu) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+	if (out.virt || out.d.dt != w.x.d.dt) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+	w.y = out;
+	int r;
+	if ((r = add_real(&w, w.x)) || (r = add_real(&w, w.w)) || (r = add_real(&w, w.y))) return r;
+	if (w.fused && (r = add_real(&w, w.bias))) return r;
+	d->work = w;
+	d->h = *hp;
+	return DNN_SUCCESS;
+}
+
+// engine_need is the work area engine e needs for w, or -1 where it
+// refuses the graph.
+static int64_t engine_need(int e, const struct bd_work *w) {
+	switch (e) {
+	case 0: return 0;
+	case 1: return w->fused ? -1 : 2048 + (int64_t)elems(w->w.d) % 7 * 128;
+	case 2: return 8192 + (int64_t)elems(w->w.d) % 5 * 512;
+	}
+	return -1;
+}
+
+static const int heur_a[] = {2, 1, 0}, heur_fallback[] = {0};
+
+static int heur_count(int mode) { return mode == 2 ? 1 : 3; }
+static int heur_engine(int mode, int i) { return mode == 2 ? heur_fallback[i] : heur_a[i]; }
+
+EXPORT int cudnnBackendFinalize(struct fake_bd *d) {
+	FAULT("cudnnBackendFinalize");
+	if (!bd_ok(d) || d->final) return DNN_BAD_PARAM;
+	int r = DNN_SUCCESS;
+	switch (d->type) {
+	case BD_TENSOR: r = finalize_tensor(d); break;
+	case BD_CONV: r = finalize_conv(d); break;
+	case BD_POINTWISE: {
+		if (!bd_get(d, 0, NULL) || !bd_get(d, 1, NULL)) return DNN_BAD_PARAM;
+		int m = bd_i32(d, 0, -1);
+		if (m != 0 && m != 100) return DNN_NOT_SUPPORTED;
+		d->pw_mode = m;
+		break;
+	}
+	case BD_OP_FWD: case BD_OP_BWD_DATA: case BD_OP_BWD_FILTER: r = finalize_conv_op(d); break;
+	case BD_OP_PW: r = finalize_pw_op(d); break;
+	case BD_GRAPH: r = finalize_graph(d); break;
+	case BD_ENGINEHEUR: {
+		struct fake_bd *g = bd_ref(d, 201, BD_GRAPH, &r);
+		if (!g) return r;
+		if (!bd_get(d, 200, NULL)) return DNN_BAD_PARAM;
+		int m = bd_i32(d, 200, -1);
+		if (m < 0 || m > 3) return DNN_BAD_PARAM;
+		d->heur_mode = m, d->work = g->work, d->h = g->h;
+		break;
+	}
+	case BD_PLAN: {
+		struct fake_dnn *const *hp = bd_get(d, 400, NULL);
+		struct fake_bd *cfg = bd_ref(d, 401, BD_ENGINECFG, &r);
+		if (!cfg) return r;
+		if (!hp || !dnn_live(*hp)) return DNN_BAD_PARAM;
+		if ((r = dnn_usable(*hp))) return r;
+		int64_t need = engine_need(cfg->engine, &cfg->work);
+		if (need < 0) return DNN_NOT_SUPPORTED;
+		d->h = *hp, d->engine = cfg->engine, d->work = cfg->work, d->ws = need;
+		break;
+	}
+	case BD_PACK: {
+		int64_t nu = 0, np = 0;
+		if (!bd_get(d, 1000, &nu) || !bd_get(d, 1001, &np)) return DNN_BAD_PARAM;
+		if (nu != np) return DNN_BAD_PARAM;
+		break;
+	}
+	default: return DNN_BAD_PARAM; // engines and their configurations come from the heuristics
+	}
+	if (r == DNN_SUCCESS) d->final = 1;
+	return r;
+}
+
+EXPORT int cudnnBackendGetAttribute(struct fake_bd *d, int name, int type, int64_t req, int64_t *n, void *v) {
+	FAULT("cudnnBackendGetAttribute");
+	if (!bd_ok(d)) return DNN_BAD_PARAM;
+	if (!d->final) return DNN_BAD_PARAM_NOT_FINALIZED;
+	if (!n && !v) return DNN_BAD_PARAM_NULL_POINTER;
+	if (req < 0) return DNN_BAD_PARAM;
+	switch (d->type * 10000 + name) {
+	case BD_ENGINEHEUR * 10000 + 202: { // the results: engine configurations the caller made
+		if (type != AT_DESC) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
+		int count = heur_count(d->heur_mode);
+		if (req == 0 || !v) {
+			if (!n) return DNN_BAD_PARAM_NULL_POINTER;
+			*n = count;
+			return DNN_SUCCESS;
+		}
+		struct fake_bd **cfgs = v;
+		int64_t k = req < count ? req : count;
+		for (int64_t i = 0; i < k; i++)
+			if (!bd_ok(cfgs[i]) || cfgs[i]->type != BD_ENGINECFG || cfgs[i]->final) return DNN_BAD_PARAM;
+		for (int64_t i = 0; i < k; i++) {
+			cfgs[i]->engine = heur_engine(d->heur_mode, (int)i);
+			cfgs[i]->work = d->work;
+			cfgs[i]->final = 1;
+		}
+		if (n) *n = k;
+		return DNN_SUCCESS;
+	}
+	case BD_ENGINECFG * 10000 + 300: { // the engine, into an engine descriptor the caller made
+		if (type != AT_DESC) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
+		if (req < 1 || !v) return DNN_BAD_PARAM;
+		struct fake_bd *e = *(struct fake_bd **)v;
+		if (!bd_ok(e) || e->type != BD_ENGINE || e->final) return DNN_BAD_PARAM;
+		e->engine = d->engine, e->work = d->work, e->final = 1;
+		if (n) *n = 1;
+		return DNN_SUCCESS;
+	}
+	case BD_ENGINE * 10000 + 1303: { // numerical notes
+		if (type != AT_NUMERICAL_NOTE) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
+		int count = d->engine == 2 ? 1 : 0;
+		if (n) *n = count;
+		if (v && req >= 1 && count) ((int *)v)[0] = 0; // CUDNN_NUMERICAL_NOTE_TENSOR_CORE
+		return DNN_SUCCESS;
+	}
+	case BD_PLAN * 10000 + 402: // the work area's size
+		if (type != AT_INT64) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
+		if (req < 1 || !v) return DNN_BAD_PARAM;
+		*(int64_t *)v = d->ws;
+		if (n) *n = 1;
+		return DNN_SUCCESS;
+	}
+	return DNN_NOT_SUPPORTED; // the fake reads back nothing else
+}
+
+EXPORT int cudnnBackendExecute(struct fake_dnn *h, struct fake_bd *plan, struct fake_bd *pack) {
+	FAULT("cudnnBackendExecute");
+	int r = dnn_usable(h);
+	if (r) return r;
+	if (!bd_ok(plan) || plan->type != BD_PLAN || !bd_ok(pack) || pack->type != BD_PACK) return DNN_BAD_PARAM;
+	if (!plan->final || !pack->final) return DNN_BAD_PARAM_NOT_FINALIZED;
+	if (plan->h != h) return DNN_BAD_PARAM;
+	int64_t np = 0;
+	const int64_t *uids = bd_get(pack, 1000, &np);
+	void *const *ptrs = bd_get(pack, 1001, NULL);
+	void *const *wsp = bd_get(pack, 1003, NULL);
+	void *ws = wsp ? *wsp : NULL;
+	if (plan->ws > 0 && !dmem_ok(ws, (size_t)plan->ws)) return DNN_BAD_PARAM;
+	struct bd_work *w = &plan->work;
+	void *p[4];
+	for (int i = 0; i < w->n; i++) {
+		int j = 0;
+		while (j < np && uids[j] != w->real[i].uid) j++;
+		if (j == np) return DNN_BAD_PARAM; // a tensor of the graph without its pointer
+		p[i] = ptrs[j];
+		if ((uintptr_t)p[i] % (uintptr_t)w->real[i].align) return DNN_BAD_PARAM_MISALIGNED;
+		if (!dmem_ok(p[i], bytes(w->real[i].d))) return DNN_BAD_PARAM;
+	}
+	// real[] is x, w, y, then the bias (finalize_graph's order).
+	struct conv_job *o = calloc(1, sizeof *o);
+	*o = (struct conv_job){.kind = w->kind, .x = w->x.d, .w = w->w.d, .y = w->y.d, .c = w->c, .alpha = w->alpha, .beta = w->beta};
+	switch (w->kind) {
+	case J_FWD: o->src0 = p[0], o->src1 = p[1], o->dst = p[2]; break;
+	case J_BWD_DATA: o->src0 = p[1], o->src1 = p[2], o->dst = p[0]; break;
+	case J_BWD_FILTER: o->src0 = p[0], o->src1 = p[2], o->dst = p[1]; break;
+	}
+	if (w->fused) o->fused = 1, o->act = w->act, o->bias = p[3], o->bias_dt = w->bias.d.dt;
+	return queue_conv(h, o);
+}

@@ -60,6 +60,9 @@ type BwdFilterAlgoPerf struct {
 // PoolingDescriptor is cudnnPoolingDescriptor_t.
 type PoolingDescriptor uintptr
 
+// BackendDescriptor is cudnnBackendDescriptor_t.
+type BackendDescriptor uintptr
+
 // Table is the symbol table of the library of cudnn* functions,
 // for a dl.Lazy to resolve.
 var Table = &dl.Table{
@@ -110,6 +113,12 @@ var Table = &dl.Table{
 		{Name: "cudnnBatchNormalizationForwardInference", Addr: &tableAddrs.cudnnBatchNormalizationForwardInference},
 		{Name: "cudnnBatchNormalizationForwardTraining", Addr: &tableAddrs.cudnnBatchNormalizationForwardTraining},
 		{Name: "cudnnBatchNormalizationBackward", Addr: &tableAddrs.cudnnBatchNormalizationBackward},
+		{Name: "cudnnBackendCreateDescriptor", Addr: &tableAddrs.cudnnBackendCreateDescriptor},
+		{Name: "cudnnBackendDestroyDescriptor", Addr: &tableAddrs.cudnnBackendDestroyDescriptor},
+		{Name: "cudnnBackendFinalize", Addr: &tableAddrs.cudnnBackendFinalize},
+		{Name: "cudnnBackendSetAttribute", Addr: &tableAddrs.cudnnBackendSetAttribute},
+		{Name: "cudnnBackendGetAttribute", Addr: &tableAddrs.cudnnBackendGetAttribute},
+		{Name: "cudnnBackendExecute", Addr: &tableAddrs.cudnnBackendExecute},
 	},
 	Required: []string{"cudnnCreate", "cudnnGetProperty"},
 	Bind:     bindTable,
@@ -163,6 +172,12 @@ var tableAddrs struct {
 	cudnnBatchNormalizationForwardInference        uintptr
 	cudnnBatchNormalizationForwardTraining         uintptr
 	cudnnBatchNormalizationBackward                uintptr
+	cudnnBackendCreateDescriptor                   uintptr
+	cudnnBackendDestroyDescriptor                  uintptr
+	cudnnBackendFinalize                           uintptr
+	cudnnBackendSetAttribute                       uintptr
+	cudnnBackendGetAttribute                       uintptr
+	cudnnBackendExecute                            uintptr
 }
 
 // tableFuncs are the functions taking floating-point values, which
@@ -737,4 +752,76 @@ func BatchNormalizationBackward(handle Handle, mode int32, alphaDataDiff unsafe.
 		return Missing
 	}
 	return fn(handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, dBnScaleBiasDesc, bnScale, dBnScaleResult, dBnBiasResult, epsilon, savedMean, savedInvVariance)
+}
+
+// BackendCreateDescriptor calls cudnnBackendCreateDescriptor:
+//
+//	cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor);
+func BackendCreateDescriptor(descriptorType int32, descriptor *BackendDescriptor) Result {
+	fn := tableAddrs.cudnnBackendCreateDescriptor
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(descriptorType), uintptr(unsafe.Pointer(descriptor)))
+	return Result(r)
+}
+
+// BackendDestroyDescriptor calls cudnnBackendDestroyDescriptor:
+//
+//	cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor);
+func BackendDestroyDescriptor(descriptor BackendDescriptor) Result {
+	fn := tableAddrs.cudnnBackendDestroyDescriptor
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(descriptor))
+	return Result(r)
+}
+
+// BackendFinalize calls cudnnBackendFinalize:
+//
+//	cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor);
+func BackendFinalize(descriptor BackendDescriptor) Result {
+	fn := tableAddrs.cudnnBackendFinalize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(descriptor))
+	return Result(r)
+}
+
+// BackendSetAttribute calls cudnnBackendSetAttribute:
+//
+//	cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void *arrayOfElements);
+func BackendSetAttribute(descriptor BackendDescriptor, attributeName int32, attributeType int32, elementCount int64, arrayOfElements unsafe.Pointer) Result {
+	fn := tableAddrs.cudnnBackendSetAttribute
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(descriptor), uintptr(attributeName), uintptr(attributeType), uintptr(elementCount), uintptr(arrayOfElements))
+	return Result(r)
+}
+
+// BackendGetAttribute calls cudnnBackendGetAttribute:
+//
+//	cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t *elementCount, void *arrayOfElements);
+func BackendGetAttribute(descriptor BackendDescriptor, attributeName int32, attributeType int32, requestedElementCount int64, elementCount *int64, arrayOfElements unsafe.Pointer) Result {
+	fn := tableAddrs.cudnnBackendGetAttribute
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(descriptor), uintptr(attributeName), uintptr(attributeType), uintptr(requestedElementCount), uintptr(unsafe.Pointer(elementCount)), uintptr(arrayOfElements))
+	return Result(r)
+}
+
+// BackendExecute calls cudnnBackendExecute:
+//
+//	cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack);
+func BackendExecute(handle Handle, executionPlan BackendDescriptor, variantPack BackendDescriptor) Result {
+	fn := tableAddrs.cudnnBackendExecute
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(executionPlan), uintptr(variantPack))
+	return Result(r)
 }
