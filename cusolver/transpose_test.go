@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -263,5 +264,35 @@ func TestCholeskyBatchedTransposes(t *testing.T) {
 				t.Errorf("after the failure: %d transforms, want 2", got)
 			}
 		})
+	}
+}
+
+// TestCholeskyBatchedWithoutCuBLASLt (fake, in a child process whose
+// GOCUDA_LIBCUBLASLT names no file): without cuBLASLt, every layout and
+// triangle is still factored right, in place, with no transform.
+func TestCholeskyBatchedWithoutCuBLASLt(t *testing.T) {
+	if !cudatest.InChild(t) {
+		cudatest.RunChild(t, cudatest.EnvDriver+"=fake", cudatest.EnvRequireGPU+"=", cusolver.EnvLibrary+"=",
+			cublas.EnvLibraryLt+"="+filepath.Join(t.TempDir(), "libcublasLt.so.12"))
+		return
+	}
+	fake := cudatest.Fake(t)
+	if fake == nil {
+		t.Fatal("the child runs on the fake")
+	}
+	ctx, h := handle(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	fake.ResetCounts()
+	for _, layout := range layouts {
+		for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+			checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 6, 3)
+			checkCholeskyBatch[float32](t, ctx, h, rng, layout, tri, 9, 100)
+		}
+	}
+	if n := fake.Counts()["cublasLtMatrixTransform"]; n != 0 {
+		t.Errorf("%d transforms without cuBLASLt", n)
+	}
+	if p := cusolver.OpenLt(); p != "" {
+		t.Errorf("cuBLASLt opened: %s", p)
 	}
 }
