@@ -161,6 +161,7 @@ func layerSweepCases() []sweep.Case {
 				dy, out := r.f32(x6, 2, 6), r.f32(make([]float32, 12), 2, 6)
 				hx := r.bf16(x6, 2, 6)
 				sum := r.f32(make([]float32, 12), 2, 6)
+				x8, w8 := r.f32(append(x6[:12:12], 1, 2, 3, 4), 2, 8), r.f32([]float32{1, 2, 1, 2, 1, 2, 1, 2}, 8) // the fused backward's rows
 				return []layerSweepStep{
 					func() ([]float32, error) { return layerSweepRead(nn.LayerNorm(x, w, b, 1e-5)) },
 					func() ([]float32, error) { return layerSweepRead(nn.RMSNorm(hx, nil, 1e-5)) },
@@ -173,6 +174,10 @@ func layerSweepCases() []sweep.Case {
 					func() ([]float32, error) {
 						dx, dw, err := nn.RMSNormBackward(dy, x, w, 1e-5)
 						return layerSweepAll(err, dx, dw)
+					},
+					func() ([]float32, error) {
+						dx, dw, db, err := nn.LayerNormBackward(x8, x8, w8, w8, 1e-5)
+						return layerSweepAll(err, dx, dw, db)
 					},
 					func() ([]float32, error) {
 						sum, y, err := nn.AddLayerNorm(x, dy, w, b, 1e-5)
