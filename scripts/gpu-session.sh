@@ -19,8 +19,10 @@
 #             compute), in that order while time is left
 #   cgo-new   the cgo test binaries of the new packages (cusparse, cusolver,
 #             its gonum checks) and of the root, in that order
-#   nn-tests, cudnn-tests, gpt2-tests
-#             issue 52's test binaries (purego, then cgo while time is left)
+#   test.NAME the test binary NAME (as in bin/tests/manifest: nn, cudnn,
+#             examples_gpt2, cusolver, ...), purego then cgo while time is
+#             left, -test.v, in the package's folder; test.NAME=REGEXP runs
+#             only the tests REGEXP matches
 #   attention scripts/gpu-attention.sh's benchmarks beside PyTorch's SDPA
 #   layers    scripts/gpu-nn.sh's benchmarks beside PyTorch
 #   conv      scripts/gpu-cudnn.sh's benchmarks beside PyTorch
@@ -39,7 +41,7 @@ export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$PWD/bin/libfakecuda.so NCCL_NVLS_EN
 bin=$PWD/bin
 for arg in "$@"; do
 	step=${arg%%:*} secs=${arg#*:}
-	dir=$out/$step
+	dir=$out/$(printf %s "$step" | tr -c "A-Za-z0-9._-" _)
 	mkdir -p "$dir"
 	start=$SECONDS
 	case $step in
@@ -63,15 +65,18 @@ for arg in "$@"; do
 			echo "$set/${t%%:*}: exit $? ($(grep -c -- '--- PASS' "$dir/${t%%:*}.log") passed, $(grep -c -- '--- FAIL' "$dir/${t%%:*}.log") failed)" >>"$dir/log.txt"
 		done
 		cat "$dir/log.txt" ;;
-	nn-tests | cudnn-tests | gpt2-tests)
-		pkg=${step%-tests} dir_=$pkg
-		[ "$pkg" = gpt2 ] && pkg=examples_gpt2 dir_=examples/gpt2
-		[ "$pkg" = cudnn ] && [ -d /opt/torch/.venv ] && export VIRTUAL_ENV=${VIRTUAL_ENV:-/opt/torch/.venv}
+	test.*)
+		name=${step#test.} run=.
+		case $name in *=*) run=${name#*=} name=${name%%=*} ;; esac
+		pkgdir=$(awk -v n="$name" '$1 == n { print $2 }' "$bin/tests/manifest")
+		[ -n "$pkgdir" ] || { echo "$step: no test binary $name in bin/tests/manifest" | tee -a "$dir/log.txt" >>"$out/summary.txt"; continue; }
+		[ "$name" = cudnn ] && [ -d /opt/torch/.venv ] && export VIRTUAL_ENV=${VIRTUAL_ENV:-/opt/torch/.venv}
 		for set in tests tests-cgo; do
 			left=$((secs - (SECONDS - start)))
 			[ "$left" -gt 5 ] || break
-			(cd "$dir_" && timeout "$left" "$bin/$set/$pkg.test" -test.count 1 -test.v) >"$dir/$set-$pkg.log" 2>&1
-			echo "$set/$pkg: exit $? ($(grep -c -- '--- PASS' "$dir/$set-$pkg.log") passed, $(grep -c -- '--- FAIL' "$dir/$set-$pkg.log") failed)" >>"$dir/log.txt"
+			[ -x "$bin/$set/$name.test" ] || continue
+			(cd "$pkgdir" && timeout "$left" "$bin/$set/$name.test" -test.count 1 -test.v -test.run "$run") >"$dir/$set-$name.log" 2>&1
+			echo "$set/$name: exit $? ($(grep -c -- '--- PASS' "$dir/$set-$name.log") passed, $(grep -c -- '--- FAIL' "$dir/$set-$name.log") failed)" >>"$dir/log.txt"
 		done
 		cat "$dir/log.txt" ;;
 	attention)
