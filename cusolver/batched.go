@@ -53,7 +53,7 @@ func checkBatch[T cuda.Float](h *Handle, op string, a Matrix[T], count int) erro
 // more, a fraction of what cuSOLVER's slow triangle costs. The workspace
 // grows to the batch's size (count·n·n elements) and is reused as the
 // handle's other workspaces are. Where cuBLASLt cannot be opened, lacks
-// the transform or refuses the type, the batch is factored in place in
+// the transform or refuses the type or batch, the batch is factored in place in
 // cuSOLVER's slow triangle: the same result, slower. The arrays of
 // pointers cuSOLVER takes (one for a's batch, one for the workspace's)
 // are kept by h for the next call on the same batch.

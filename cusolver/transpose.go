@@ -31,9 +31,9 @@ import (
 //
 // cuBLASLt is the one cuSOLVER is linked against, loaded with it (deps.go);
 // where it cannot be opened, lacks the transform, or refuses the element
-// type (CUBLAS_STATUS_NOT_SUPPORTED, before anything is queued), the batch
-// is factored in place in cuSOLVER's upper triangle as before: right, and
-// slower.
+// type or the batch (CUBLAS_STATUS_NOT_SUPPORTED, before anything is
+// queued), the batch is factored in place in cuSOLVER's upper triangle as
+// before: right, and slower.
 
 // ltLib is cuBLASLt, with the functions of internal/lib/cublas's
 // TransformTable: a table of its own, so that package cublas's Lazy and
@@ -90,8 +90,11 @@ type ltObjects struct {
 	layout blib.LtMatrixLayout
 	key    [3]int64 // the layout's data type, n and count
 	// off says, by element type, that the transform is not to be used:
-	// cuBLASLt could not be opened, or refused the type.
-	off [4]bool
+	// cuBLASLt could not be opened, or refused the type's descriptor;
+	// refused holds the batches (keys as key) whose transform cuBLASLt
+	// refused, which take cuSOLVER's slow triangle from then on.
+	off     [4]bool
+	refused map[[3]int64]bool
 }
 
 // destroy releases o's objects, each zeroed once gone, so that a failed
@@ -194,6 +197,9 @@ func prepareTranspose[T Element](h *Handle, op string, n, count int) (bool, erro
 		o.desc[k] = d
 	}
 	key := [3]int64{int64(dt), int64(n), int64(count)}
+	if o.refused[key] {
+		return false, nil
+	}
 	if o.layout != 0 && o.key != key {
 		if err := checkLt(op, "cublasLtMatrixLayoutDestroy", blib.TrMatrixLayoutDestroy(o.layout)); err != nil {
 			return false, err
@@ -235,15 +241,18 @@ func closeLt(err *error, op, name string, destroy func() blib.Result) {
 // transpose queues dst = srcᵀ, each of the batch prepareTranspose made
 // ready (column-major, packed), on h's stream. first says that nothing of
 // the operation is queued yet: then a cuBLASLt that refuses the call
-// (CUBLAS_STATUS_NOT_SUPPORTED) turns the transform off for T and
-// transpose reports false, not an error. Called in do.
+// (CUBLAS_STATUS_NOT_SUPPORTED) turns the transform off for this batch's
+// type and shape and transpose reports false, not an error. Called in do.
 func transpose[T Element](h *Handle, op string, dst, src uintptr, first bool) (bool, error) {
 	o, k := &h.raw.lt, elemIndex[T]()
 	var one, zero T
 	one = T(1)
 	r := blib.TrMatrixTransform(o.h, o.desc[k], unsafe.Pointer(&one), src, o.layout, unsafe.Pointer(&zero), 0, 0, dst, o.layout, h.rawStream)
 	if first && r == blib.NotSupported {
-		o.off[k] = true
+		if o.refused == nil {
+			o.refused = map[[3]int64]bool{}
+		}
+		o.refused[o.key] = true
 		return false, nil
 	}
 	if err := checkLt(op, "cublasLtMatrixTransform", r); err != nil {

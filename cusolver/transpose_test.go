@@ -208,19 +208,30 @@ func TestCholeskyBatchedTransposes(t *testing.T) {
 			s := cudatest.Stream(t, ctx)
 			h := must(cusolver.New(s))(t)
 			defer h.Close()
-			fake.Fail(refuse, 1, 15)                       // CUBLAS_STATUS_NOT_SUPPORTED
-			refused := refuse == "cublasLtMatrixTransform" // the refused call counts
+			fake.Fail(refuse, 1, 15) // CUBLAS_STATUS_NOT_SUPPORTED
+			// The transform refuses a batch (its type and shape); the
+			// descriptor, a type.
+			byBatch := refuse == "cublasLtMatrixTransform"
+			refused := byBatch // the refused call counts
 			for _, layout := range layouts {
 				for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
 					fake.ResetCounts()
 					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 5, 3)
-					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 17, 100)
 					want := 0
 					if refused {
 						want, refused = 1, false
 					}
 					if got := transforms(); got != want {
 						t.Errorf("%v %v: %d transforms after the refusal, want %d", layout, tri, got, want)
+					}
+					fake.ResetCounts()
+					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 17, 100)
+					want = 0
+					if byBatch && (layout == cusolver.RowMajor) == (tri == cusolver.Lower) {
+						want = 2 // another batch: not refused
+					}
+					if got := transforms(); got != want {
+						t.Errorf("%v %v, another batch: %d transforms after the refusal, want %d", layout, tri, got, want)
 					}
 				}
 			}
