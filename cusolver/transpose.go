@@ -68,7 +68,10 @@ func ltSonames(path string) (sonames, dlls []string) {
 
 // openLt opens cuBLASLt once per process and reports whether it did.
 func openLt() bool {
-	ltOnce.Do(func() { ltLib.Library.Sonames, ltLib.Library.DLLs = ltSonames(lib.Path()) })
+	ltOnce.Do(func() {
+		preloadDeps() // as lib.Path opens cuSOLVER where New has not
+		ltLib.Library.Sonames, ltLib.Library.DLLs = ltSonames(lib.Path())
+	})
 	return ltLib.Open() == nil
 }
 
