@@ -216,6 +216,8 @@ func (p *attnParams[T]) check(op string, opts AttentionOptions) error {
 		return errorf(op, cuda.ErrInvalidValue, "%d query heads and %d key/value heads: Hkv must divide H", p.H, p.Hkv)
 	case p.B*p.H > math.MaxInt32, p.Sq > math.MaxInt32/(p.H/max(p.Hkv, 1)+1), p.Sk > math.MaxInt32:
 		return errorf(op, cuda.ErrInvalidValue, "shape [%d, %d, %d, %d] too large", p.B, p.H, p.Sq, p.D)
+	case p.B > 65535 || p.Hkv > 65535:
+		return errorf(op, cuda.ErrNotSupported, "batch %d, %d key/value heads: attention takes 65535 of each at most (a grid's y and z)", p.B, p.Hkv)
 	case math.IsNaN(opts.Scale) || math.IsInf(opts.Scale, 0):
 		return errorf(op, cuda.ErrInvalidValue, "scale %v", opts.Scale)
 	}

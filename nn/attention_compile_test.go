@@ -20,7 +20,9 @@ func attnCompileVariants() []attnVariant {
 	}
 	for _, d := range []int{64, 128} {
 		for _, t := range attnTileChoices {
-			vs = append(vs, attnVariant{kind: 2, d: d, tiles: t})
+			if t != attnDefaultTiles(d) { // compiled above
+				vs = append(vs, attnVariant{kind: 2, d: d, tiles: t})
+			}
 		}
 	}
 	return vs

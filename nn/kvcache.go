@@ -67,6 +67,8 @@ func NewKVCache[T Float](s *cuda.Stream, batch, kvHeads, maxLen, headDim int) (*
 		return nil, errorf(op, cuda.ErrInvalidValue, "batch %d, kvHeads %d, maxLen %d, headDim %d: each must be positive", batch, kvHeads, maxLen, headDim)
 	case headDim > attnMaxD:
 		return nil, errorf(op, cuda.ErrNotSupported, "head dimension %d: attention takes D up to %d", headDim, attnMaxD)
+	case batch > 65535 || kvHeads > 65535:
+		return nil, errorf(op, cuda.ErrNotSupported, "batch %d, kvHeads %d: attention takes 65535 of each at most (a grid's y and z)", batch, kvHeads)
 	case maxLen > 1<<30:
 		return nil, errorf(op, cuda.ErrInvalidValue, "maxLen %d too large", maxLen)
 	}
