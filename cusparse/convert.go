@@ -26,8 +26,13 @@ func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[
 		return nil, err
 	}
 	defer a.life.Release()
-	if f > COO {
+	switch {
+	case f == BSR || f == BlockedELL:
+		return nil, errorf(name, cuda.ErrInvalidValue, "f is %v: ToBSR and ToBlockedELL make the blocked formats, of a block size", f)
+	case f > COO:
 		return nil, errorf(name, cuda.ErrInvalidValue, "f is %d: want CSR, CSC or COO", int(f))
+	case a.blocked():
+		return nil, errorf(name, cuda.ErrInvalidValue, "a is %v: Convert takes CSR, CSC and COO (ToDense writes a blocked matrix out)", a.format)
 	}
 	if indexType[I]() != 2 {
 		if h.stream.Capturing() {
@@ -216,7 +221,9 @@ func transpose[I Index, T Value](outer, inner int, off, ind []I, val []T) hostMa
 
 // ToDense writes a into d, dense (cusparseSparseToDense), queued on h's
 // stream: every element of d's Rows×Cols is written, zero where a stores
-// nothing.
+// nothing. A BSR or BlockedELL matrix is written out through the host
+// (cuSPARSE's SparseToDense does not take them): ToDense waits for h's
+// stream, and is refused while it captures.
 func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 	const name = "ToDense"
 	if err := h.valid(name); err != nil {
@@ -231,6 +238,9 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 	}
 	if d.Rows != a.rows || d.Cols != a.cols {
 		return errorf(name, cuda.ErrInvalidValue, "a is %dx%d and d %dx%d: want the same shape", a.rows, a.cols, d.Rows, d.Cols)
+	}
+	if a.blocked() {
+		return blockedToDense(name, h, a, d)
 	}
 	ds := &descs{op: name}
 	return h.do(name, append(a.mem(), d.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {

@@ -3,15 +3,26 @@
 // driver: nothing is needed to build, and the library only where a Handle
 // is made.
 //
-// A Matrix holds a sparse matrix in device memory in one of three formats:
+// A Matrix holds a sparse matrix in device memory in one of three formats,
 // CSR (compressed rows), CSC (compressed columns) or COO (coordinates,
-// sorted by row, then column). Its indices are int32 or int64 (Index), its
-// values float32, float64, complex64 or complex128 (Element), or the half
-// types cuda.Float16 and cuda.BFloat16 (Half), and it owns its arrays: Free
-// releases them. Matrices are made from Go slices
-// (NewCSR, NewCSC, and NewCOO, which sorts triplets and sums duplicates),
-// from a dense matrix on the device (FromDense), and from one another
-// (Convert); ToDense writes one out dense.
+// sorted by row, then column), or in a blocked one (below). Its indices
+// are int32 or int64 (Index), its values float32, float64, complex64 or
+// complex128 (Element), or the half types cuda.Float16 and cuda.BFloat16
+// (Half), and it owns its arrays: Free releases them. Matrices are made
+// from Go slices (NewCSR, NewCSC, and NewCOO, which sorts triplets and
+// sums duplicates), from a dense matrix on the device (FromDense), and
+// from one another (Convert); ToDense writes one out dense.
+//
+// Two blocked formats hold square blocks of BlockSize×BlockSize elements,
+// stored whole: BSR (block sparse rows, cusparseCreateBsr, each block
+// row-major) and Blocked-ELL (each row of blocks as long as the fullest,
+// cusparseCreateBlockedEll). They are made from a dense Go matrix (NewBSR,
+// NewBlockedELL) or from a CSR, CSC or COO Matrix (ToBSR, ToBlockedELL,
+// through the host), of sizes that are multiples of the block size, and
+// written out by ToDense (through the host). cuSPARSE multiplies them
+// untransposed only: BSR by SpMV and SpMM, Blocked-ELL by SpMM alone (and
+// SpMMHalf: tensor cores are what the format is for); the other operations
+// refuse them, saying so.
 //
 //	a, err := cusparse.NewCOO(s, 3, 3, rows, cols, vals) // *Matrix[int32, float64]
 //	err = cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, y) // y = A·x
@@ -24,15 +35,18 @@
 // A lower or upper, its diagonal stored or unit). Scalars have the element
 // type: cuSPARSE computes in it.
 //
-// Half-precision matrices (Float16, BFloat16), made by NewCSR or NewCOO,
-// are multiplied by SpMVHalf and SpMMHalf: cuSPARSE reads and writes the
-// halves and computes in float32 (CUDA_R_16F or CUDA_R_16BF values,
-// CUDA_R_32F compute type), so their alpha and beta are float32. cuSPARSE
-// takes them in CSR and COO (its generic SpMV and SpMM; CSC too, which
-// this package does not make of halves), and takes them in none of the
-// other operations here (Convert, ToDense, FromDense, SpGEMM, SpSV, SpSM
-// take Element, and the compiler refuses a half matrix); a half matrix in
-// another format is refused with cuda.ErrNotSupported, which says so.
+// Half-precision matrices (Float16, BFloat16), made by NewCSR, NewCOO or
+// NewBlockedELL, are multiplied by SpMVHalf and SpMMHalf: cuSPARSE reads
+// and writes the halves and computes in float32 (CUDA_R_16F or
+// CUDA_R_16BF values, CUDA_R_32F compute type), so their alpha and beta
+// are float32. Those are the combinations of cuSPARSE's generic SpMV and
+// SpMM this package offers: A in CSR or COO (SpMVHalf, SpMMHalf) or
+// Blocked-ELL (SpMMHalf), x, y, B and C of A's half type (cuSPARSE also
+// takes a float32 y or C, which is not offered). The other operations
+// (Convert, ToDense, FromDense, SpGEMM, SpSV, SpSM, ToBSR, NewBSR) take
+// Element: the compiler refuses a half matrix there; a half matrix in a
+// format SpMVHalf or SpMMHalf does not take is refused with
+// cuda.ErrNotSupported, which says so.
 //
 // A Handle is made for one Stream and queues all its work there. The work
 // buffers cuSPARSE asks for come from stream-ordered memory, kept in the

@@ -180,3 +180,42 @@ func ExampleSpMVHalf() {
 	fmt.Println(got)
 	// Output: [8 16]
 }
+
+// A matrix in blocks of 2×2 (BSR), times a vector; written out dense.
+func ExampleNewBSR() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	h, err := cusparse.New(s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+
+	a, err := cusparse.NewBSR[int32](s, 4, 4, 2, []float64{
+		1, 2, 0, 0,
+		0, 3, 0, 0,
+		0, 0, 0, 0,
+		0, 0, 4, 0,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Free()
+	fmt.Println(a)
+	x, _ := cuda.FromHost(ctx, []float64{1, 1, 1, 1})
+	defer x.Free()
+	y, _ := cuda.Alloc[float64](ctx, 4)
+	defer y.Free()
+	if err := cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, y); err != nil {
+		log.Fatal(err)
+	}
+	got, _ := y.ToHost()
+	fmt.Println(got)
+	// Output:
+	// cusparse.Matrix[int32,float64]{BSR 4x4, blocks of 2x2, 8 values}
+	// [3 3 0 4]
+}

@@ -55,6 +55,16 @@ const (
 	// COO is coordinates: a row index, a column index and a value per
 	// non-zero, sorted by row, then column.
 	COO
+	// BSR is block sparse rows: CSR of square blocks of BlockSize×BlockSize
+	// elements, each stored whole and row-major (cuSPARSE's generic BSR,
+	// cusparseCreateBsr, CUSPARSE_ORDER_ROW). Made by NewBSR and ToBSR;
+	// multiplied by SpMV and SpMM.
+	BSR
+	// BlockedELL is blocked ELLPACK: each row of BlockSize×BlockSize blocks
+	// stores as many blocks as the fullest one holds, empty ones marked
+	// with column -1 (cusparseCreateBlockedEll). Made by NewBlockedELL and
+	// ToBlockedELL; multiplied by SpMM only, as cuSPARSE does.
+	BlockedELL
 )
 
 func (f Format) String() string {
@@ -65,6 +75,10 @@ func (f Format) String() string {
 		return "CSC"
 	case COO:
 		return "COO"
+	case BSR:
+		return "BSR"
+	case BlockedELL:
+		return "BlockedELL"
 	}
 	return fmt.Sprintf("Format(%d)", int(f))
 }
@@ -83,6 +97,21 @@ type Matrix[I Index, T Value] struct {
 	values          *cuda.DeviceBuffer[T]
 	stream          *cuda.Stream
 	outerLen        int // the first array's length (the buffers hold at least one element each)
+	// The blocked formats: the block size, and the second array's length
+	// (nnz counts the values, blocks whole).
+	block, innerN int
+}
+
+// blocked reports whether m is BSR or BlockedELL.
+func (m *Matrix[I, T]) blocked() bool { return m.format == BSR || m.format == BlockedELL }
+
+// innerLen is the second array's length: the non-zeros' indices, or the
+// blocks' columns.
+func (m *Matrix[I, T]) innerLen() int {
+	if m.blocked() {
+		return m.innerN
+	}
+	return m.nnz
 }
 
 // Format returns how m stores its non-zeros.
@@ -109,7 +138,8 @@ func (m *Matrix[I, T]) Cols() int {
 	return m.cols
 }
 
-// NNZ returns the number of non-zeros m stores.
+// NNZ returns the number of non-zeros m stores: for the blocked formats,
+// the values of its blocks, zeros within them included.
 func (m *Matrix[I, T]) NNZ() int {
 	if m == nil {
 		return 0
@@ -117,10 +147,24 @@ func (m *Matrix[I, T]) NNZ() int {
 	return m.nnz
 }
 
+// BlockSize returns the side of m's blocks: 0 unless m is BSR or
+// BlockedELL.
+func (m *Matrix[I, T]) BlockSize() int {
+	if m == nil {
+		return 0
+	}
+	return m.block
+}
+
 // Arrays returns views of m's device arrays, valid until m's Free: for
 // CSR, the row offsets (Rows+1) and the column indices (NNZ); for CSC, the
 // column offsets (Cols+1) and the row indices; for COO, the row indices
-// and the column indices (NNZ each); then the values (NNZ).
+// and the column indices (NNZ each); then the values (NNZ). For BSR, the
+// offsets of the block rows (Rows/BlockSize+1), the blocks' column indices
+// (counted in blocks), and the blocks' values, each block row-major; for
+// BlockedELL, no first array, the blocks' column indices (Rows/BlockSize
+// rows of as many as the fullest block row holds, -1 for none) and the
+// values (Rows rows of that many blocks' columns).
 func (m *Matrix[I, T]) Arrays() (outer, inner *cuda.DeviceBuffer[I], values *cuda.DeviceBuffer[T], err error) {
 	const op = "Matrix.Arrays"
 	if err := m.hold(op); err != nil {
@@ -130,7 +174,7 @@ func (m *Matrix[I, T]) Arrays() (outer, inner *cuda.DeviceBuffer[I], values *cud
 	if outer, err = m.outer.Slice(0, m.outerLen); err != nil {
 		return nil, nil, nil, calledas.Op(op, err)
 	}
-	if inner, err = m.inner.Slice(0, m.nnz); err != nil {
+	if inner, err = m.inner.Slice(0, m.innerLen()); err != nil {
 		return nil, nil, nil, calledas.Op(op, err)
 	}
 	if values, err = m.values.Slice(0, m.nnz); err != nil {
@@ -161,6 +205,9 @@ func (m *Matrix[I, T]) String() string {
 		return kind + "{zero}"
 	case m.life.IsClosed():
 		return kind + "{freed}"
+	}
+	if m.blocked() {
+		return fmt.Sprintf("%s{%v %dx%d, blocks of %dx%d, %d values}", kind, m.format, m.rows, m.cols, m.block, m.block, m.nnz)
 	}
 	return fmt.Sprintf("%s{%v %dx%d, %d non-zeros}", kind, m.format, m.rows, m.cols, m.nnz)
 }
@@ -222,7 +269,7 @@ func (m *Matrix[I, T]) valid(op string) error {
 	case m == nil:
 		return errorf(op, cuda.ErrInvalidValue, "nil *Matrix")
 	case m.life.Status() == lifetime.Zero:
-		return errorf(op, cuda.ErrInvalidValue, "a zero Matrix: make one with NewCSR, NewCSC, NewCOO or FromDense")
+		return errorf(op, cuda.ErrInvalidValue, "a zero Matrix: make one with NewCSR, NewCSC, NewCOO, NewBSR, NewBlockedELL or FromDense")
 	}
 	return nil
 }
@@ -247,12 +294,13 @@ type hostMatrix[I Index, T Value] struct {
 	rows, cols, nnz int
 	outer, inner    []I
 	values          []T
+	block           int // the blocked formats' block size
 }
 
 // download copies m's arrays to the host. Called with m held.
 func (m *Matrix[I, T]) download(op string) (hostMatrix[I, T], error) {
-	h := hostMatrix[I, T]{format: m.format, rows: m.rows, cols: m.cols, nnz: m.nnz,
-		outer: make([]I, m.outerLen), inner: make([]I, m.nnz), values: make([]T, m.nnz)}
+	h := hostMatrix[I, T]{format: m.format, rows: m.rows, cols: m.cols, nnz: m.nnz, block: m.block,
+		outer: make([]I, m.outerLen), inner: make([]I, m.innerLen()), values: make([]T, m.nnz)}
 	for _, c := range []func() error{
 		func() error { return copyOut(m.outer, h.outer) },
 		func() error { return copyOut(m.inner, h.inner) },
@@ -279,13 +327,14 @@ func copyOut[E any](b *cuda.DeviceBuffer[E], dst []E) error {
 
 // upload makes a Matrix of h's arrays in stream-ordered memory of s.
 func upload[I Index, T Value](op string, s *cuda.Stream, h hostMatrix[I, T]) (*Matrix[I, T], error) {
-	m := &Matrix[I, T]{format: h.format, rows: h.rows, cols: h.cols, nnz: h.nnz, stream: s, outerLen: len(h.outer)}
+	m := &Matrix[I, T]{format: h.format, rows: h.rows, cols: h.cols, nnz: len(h.values), stream: s, outerLen: len(h.outer),
+		block: h.block, innerN: len(h.inner)}
 	var err error
 	// Each array holds at least one element: cuSPARSE is never given a
 	// NULL array.
 	if m.outer, err = cuda.AllocAsync[I](s, max(len(h.outer), 1)); err == nil {
-		if m.inner, err = cuda.AllocAsync[I](s, max(h.nnz, 1)); err == nil {
-			m.values, err = cuda.AllocAsync[T](s, max(h.nnz, 1))
+		if m.inner, err = cuda.AllocAsync[I](s, max(len(h.inner), 1)); err == nil {
+			m.values, err = cuda.AllocAsync[T](s, max(len(h.values), 1))
 		}
 	}
 	if err == nil {

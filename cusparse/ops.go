@@ -64,6 +64,12 @@ func spMat[I Index, T Value](d *descs, m *Matrix[I, T]) (clib.SpMatDescr, error)
 	a, b, v := uintptr(m.outer.Ptr()), uintptr(m.inner.Ptr()), uintptr(m.values.Ptr())
 	var err error
 	switch m.format {
+	case BSR:
+		nb := int64(m.block)
+		err = check(d.op, "cusparseCreateBsr", clib.CreateBsr(&s, int64(m.rows)/nb, int64(m.cols)/nb, int64(m.innerN), nb, nb, a, b, v, it, it, 0, vt, orderRow))
+	case BlockedELL:
+		nb := int64(m.block)
+		err = check(d.op, "cusparseCreateBlockedEll", clib.CreateBlockedEll(&s, int64(m.rows), int64(m.cols), nb, int64(m.nnz)/max(int64(m.rows), 1), b, v, it, 0, vt))
 	case CSR:
 		err = check(d.op, "cusparseCreateCsr", clib.CreateCsr(&s, int64(m.rows), int64(m.cols), int64(m.nnz), a, b, v, it, it, 0, vt))
 	case CSC:
@@ -107,11 +113,25 @@ func opShape(op Op, rows, cols int) (int, int) {
 }
 
 // checkHalf returns the error for a matrix of half values in a format
-// cuSPARSE does not multiply them in (CSR and COO are those package
-// cusparse offers them in).
+// cuSPARSE does not multiply them in (CSR, COO and, by SpMM, BlockedELL
+// are those package cusparse offers them in).
 func checkHalf[T Value](op string, f Format) error {
-	if isHalf[T]() && f != CSR && f != COO {
-		return errorf(op, cuda.ErrNotSupported, "a %v matrix of %v values: cuSPARSE multiplies the half types (in float32) in CSR and COO here", f, reflect.TypeFor[T]())
+	if isHalf[T]() && f != CSR && f != COO && f != BlockedELL {
+		return errorf(op, cuda.ErrNotSupported, "a %v matrix of %v values: cuSPARSE multiplies the half types (in float32) in CSR, COO and BlockedELL here", f, reflect.TypeFor[T]())
+	}
+	return nil
+}
+
+// checkBlocked returns the error for a blocked matrix where cuSPARSE does
+// not take it: BlockedELL in SpMV (cuSPARSE multiplies it by dense
+// matrices only), and either transposed (cuSPARSE multiplies them as they
+// are).
+func checkBlocked(name string, f Format, op Op, spmv bool) error {
+	switch {
+	case f == BlockedELL && spmv:
+		return errorf(name, cuda.ErrNotSupported, "a is BlockedELL: cuSPARSE multiplies a Blocked-ELL matrix by a dense matrix only (SpMM), not by a vector")
+	case (f == BSR || f == BlockedELL) && op != NoTrans:
+		return errorf(name, cuda.ErrNotSupported, "a is %v and op %v: cuSPARSE multiplies the blocked formats untransposed only", f, op)
 	}
 	return nil
 }
@@ -166,7 +186,7 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	}
 	defer a.life.Release()
 	rows, cols := opShape(op, a.rows, a.cols)
-	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
+	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked(name, a.format, op, true), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
 		return err
 	}
 	d := &descs{op: name}
@@ -223,7 +243,7 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	}
 	defer a.life.Release()
 	rows, k := opShape(op, a.rows, a.cols)
-	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), b.check(name, "b"), c.check(name, "c")); err != nil {
+	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked(name, a.format, op, false), b.check(name, "b"), c.check(name, "c")); err != nil {
 		return err
 	}
 	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {
@@ -512,6 +532,8 @@ func checkTriangular(name string, op Op, fill Fill, diag Diag, f Format, rows, c
 		return errorf(name, cuda.ErrInvalidValue, "diag is %d: want NonUnit or Unit", int(diag))
 	case f == CSC:
 		return errorf(name, cuda.ErrInvalidValue, "a is CSC: the triangular solves take CSR or COO (Convert first)")
+	case f == BSR || f == BlockedELL:
+		return errorf(name, cuda.ErrInvalidValue, "a is %v: the triangular solves take CSR or COO", f)
 	case rows != cols:
 		return errorf(name, cuda.ErrInvalidValue, "a is %dx%d: a triangular solve needs a square matrix", rows, cols)
 	}

@@ -261,6 +261,11 @@ struct spm {
 	void *a, *b, *v;
 	int ta, tb, base, vt;
 	int fill, diag; // CUSPARSE_FILL_MODE_LOWER 0, UPPER 1; NON_UNIT 0, UNIT 1
+	// The blocked formats: BSR's block rows and columns and the order of
+	// a block's elements (CUSPARSE_ORDER_COL 1, ROW 2), nnz its blocks;
+	// Blocked-ELL's block size (rbs) and stored columns, nnz its values.
+	int64_t rbs, cbs, ellcols;
+	int order;
 };
 struct fake_spmat {
 	int magic;
@@ -323,20 +328,25 @@ EXPORT int cusparseCreateCoo(struct fake_spmat **out, int64_t rows, int64_t cols
 	return new_spmat(out, (struct spm){.fmt = F_COO, rows, cols, nnz, ri, ci, val, tind, tind, base, vt});
 }
 
-// The blocked formats are described, not computed: every operation on
-// them is CUSPARSE_STATUS_NOT_SUPPORTED here.
+// The blocked formats: SpMV takes BSR, SpMM BSR and Blocked-ELL, both
+// untransposed (else CUSPARSE_STATUS_NOT_SUPPORTED); the other operations
+// take neither.
 EXPORT int cusparseCreateBlockedEll(struct fake_spmat **out, int64_t rows, int64_t cols, int64_t bs, int64_t ellCols, void *ci,
                                     void *val, int tind, int base, int vt) {
 	FAULT("cusparseCreateBlockedEll");
-	if (bs <= 0 || ellCols < 0) return SP_INVALID_VALUE;
-	return new_spmat(out, (struct spm){.fmt = F_ELL, rows, cols, ellCols * rows, NULL, ci, val, tind, tind, base, vt});
+	if (bs <= 0 || ellCols < 0 || ellCols % bs || rows % bs || cols % bs || ellCols > cols) return SP_INVALID_VALUE;
+	struct spm m = {.fmt = F_ELL, rows, cols, ellCols * rows, NULL, ci, val, tind, tind, base, vt};
+	m.rbs = m.cbs = bs, m.ellcols = ellCols;
+	return new_spmat(out, m);
 }
 
 EXPORT int cusparseCreateBsr(struct fake_spmat **out, int64_t brows, int64_t bcols, int64_t bnnz, int64_t rbs, int64_t cbs,
                              void *off, void *ind, void *val, int toff, int tind, int base, int vt, int order) {
 	FAULT("cusparseCreateBsr");
-	if (rbs <= 0 || cbs <= 0 || (order != 1 && order != 2)) return SP_INVALID_VALUE;
-	return new_spmat(out, (struct spm){.fmt = F_BSR, brows * rbs, bcols * cbs, bnnz, off, ind, val, toff, tind, base, vt});
+	if (rbs <= 0 || cbs <= 0 || brows < 0 || bcols < 0 || (order != 1 && order != 2)) return SP_INVALID_VALUE;
+	struct spm m = {.fmt = F_BSR, brows * rbs, bcols * cbs, bnnz, off, ind, val, toff, tind, base, vt};
+	m.rbs = rbs, m.cbs = cbs, m.order = order;
+	return new_spmat(out, m);
 }
 
 EXPORT int cusparseDestroySpMat(struct fake_spmat *d) {
@@ -422,16 +432,30 @@ EXPORT int cusparseDestroyDnMat(struct fake_dnmat *d) {
 
 // spm_ok checks that a matrix's arrays lie in device memory, for the
 // operations the fake computes (CSR, CSC, COO of real or complex values).
-static int spm_okx(const struct spm *m, int need_values, int halves) {
+// blocks says which blocked formats a call takes: B_BSR, B_ELL.
+enum { B_BSR = 1, B_ELL = 2 };
+static int spm_okx(const struct spm *m, int need_values, int halves, int blocks) {
 	size_t es = halves ? esize(m->vt) : vsize(m->vt);
-	if (m->fmt == F_ELL || m->fmt == F_BSR || !es) return SP_NOT_SUPPORTED;
-	if (!isize(m->ta) || !isize(m->tb)) return SP_NOT_SUPPORTED;
+	if ((m->fmt == F_ELL && !(blocks & B_ELL)) || (m->fmt == F_BSR && !(blocks & B_BSR)) || !es) return SP_NOT_SUPPORTED;
+	if (!isize(m->tb) || (m->fmt != F_ELL && !isize(m->ta))) return SP_NOT_SUPPORTED;
+	if (m->fmt == F_BSR) {
+		int64_t brows = m->rows / m->rbs;
+		if (!mem_ok(m->a, (brows + 1) * isize(m->ta)) || !mem_ok(m->b, m->nnz * isize(m->tb))) return SP_INVALID_VALUE;
+		if (need_values && !mem_ok(m->v, m->nnz * m->rbs * m->cbs * es)) return SP_INVALID_VALUE;
+		return SP_SUCCESS;
+	}
+	if (m->fmt == F_ELL) {
+		if (!mem_ok(m->b, (m->rows / m->rbs) * (m->ellcols / m->rbs) * isize(m->tb))) return SP_INVALID_VALUE;
+		if (need_values && !mem_ok(m->v, m->nnz * es)) return SP_INVALID_VALUE;
+		return SP_SUCCESS;
+	}
 	int64_t n_off = m->fmt == F_CSR ? m->rows + 1 : m->fmt == F_CSC ? m->cols + 1 : m->nnz;
 	if (!mem_ok(m->a, n_off * isize(m->ta)) || !mem_ok(m->b, m->nnz * isize(m->tb))) return SP_INVALID_VALUE;
 	if (need_values && !mem_ok(m->v, m->nnz * es)) return SP_INVALID_VALUE;
 	return SP_SUCCESS;
 }
-static int spm_ok(const struct spm *m, int need_values) { return spm_okx(m, need_values, 0); }
+static int spm_ok(const struct spm *m, int need_values) { return spm_okx(m, need_values, 0, 0); }
+static int is_blocked(const struct spm *m) { return m->fmt == F_BSR || m->fmt == F_ELL; }
 
 static int64_t dn_elems(const struct dnm *d) {
 	int64_t major = d->order == 2 ? d->rows : d->cols, minor = d->order == 2 ? d->cols : d->rows;
@@ -466,6 +490,39 @@ static int64_t dn_at(const struct dnm *d, int64_t i, int64_t j) { return d->orde
 typedef void (*visit)(void *ctx, int64_t r, int64_t c, cplx v);
 static void each(const struct spm *m, visit f, void *ctx) {
 	int64_t base = m->base;
+	if (m->fmt == F_BSR) {
+		int64_t rb = m->rbs, cb = m->cbs, bb = rb * cb;
+		for (int64_t br = 0; br < m->rows / rb; br++) {
+			int64_t lo = iload(m->ta, m->a, br) - base, hi = iload(m->ta, m->a, br + 1) - base;
+			if (lo < 0) lo = 0;
+			if (hi > m->nnz) hi = m->nnz;
+			for (int64_t k = lo; k < hi; k++) {
+				int64_t bc = iload(m->tb, m->b, k) - base;
+				if (bc < 0 || bc >= m->cols / cb) continue;
+				for (int64_t e = 0; e < bb; e++) {
+					int64_t r = m->order == 2 ? e / cb : e % rb, c = m->order == 2 ? e % cb : e / rb;
+					f(ctx, br * rb + r, bc * cb + c, m->v ? vload(m->vt, m->v, k * bb + e) : 0);
+				}
+			}
+		}
+		return;
+	}
+	if (m->fmt == F_ELL) {
+		int64_t bs = m->rbs, width = m->ellcols / bs;
+		for (int64_t br = 0; br < m->rows / bs; br++)
+			for (int64_t k = 0; k < width; k++) {
+				int64_t bc = iload(m->tb, m->b, br * width + k);
+				if (bc < 0) continue; // -1: no block
+				bc -= base;
+				if (bc < 0 || bc >= m->cols / bs) continue;
+				for (int64_t i = 0; i < bs; i++)
+					for (int64_t j = 0; j < bs; j++) {
+						int64_t r = br * bs + i;
+						f(ctx, r, bc * bs + j, m->v ? vload(m->vt, m->v, r * m->ellcols + k * bs + j) : 0);
+					}
+			}
+		return;
+	}
 	if (m->fmt == F_COO) {
 		for (int64_t k = 0; k < m->nnz; k++) {
 			int64_t r = iload(m->ta, m->a, k) - base, c = iload(m->tb, m->b, k) - base;
@@ -552,7 +609,8 @@ static int spmv_check(struct fake_sparse *h, int op, struct fake_spmat *A, struc
 	if (X->n != cols || Y->n != rows) return SP_INVALID_VALUE;
 	int halves;
 	if ((r = mixed_ok(A->m.vt, X->vt, Y->vt, ct, &halves))) return r;
-	if ((r = spm_okx(&A->m, 1, halves))) return r;
+	if (is_blocked(&A->m) && op) return SP_NOT_SUPPORTED;
+	if ((r = spm_okx(&A->m, 1, halves, B_BSR))) return r;
 	if (!mem_ok(X->v, X->n * esize(X->vt)) || !mem_ok(Y->v, Y->n * esize(Y->vt))) return SP_INVALID_VALUE;
 	return SP_SUCCESS;
 }
@@ -635,7 +693,8 @@ static int spmm_check(struct fake_sparse *h, int opa, int opb, struct fake_spmat
 	if (C->m.rows != m || bk != k || C->m.cols != bn) return SP_INVALID_VALUE;
 	int halves;
 	if ((r = mixed_ok(A->m.vt, B->m.vt, C->m.vt, ct, &halves))) return r;
-	if ((r = spm_okx(&A->m, 1, halves)) || (r = dnm_okx(&B->m, halves)) || (r = dnm_okx(&C->m, halves))) return r;
+	if (is_blocked(&A->m) && opa) return SP_NOT_SUPPORTED;
+	if ((r = spm_okx(&A->m, 1, halves, B_BSR | B_ELL)) || (r = dnm_okx(&B->m, halves)) || (r = dnm_okx(&C->m, halves))) return r;
 	return SP_SUCCESS;
 }
 

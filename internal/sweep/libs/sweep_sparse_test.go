@@ -16,7 +16,7 @@ func init() {
 		Carries:   func(err error, code int) bool { return errors.Is(err, cusparse.Result(code)) },
 		Sentinels: map[int]error{2: cuda.ErrOutOfMemory, 3: cuda.ErrInvalidValue}})
 	noDriverMethods = append(noDriverMethods, "cusparse.Library", "cusparse.NewDense", "Handle.WorkBytes",
-		"Matrix.Format", "Matrix.Rows", "Matrix.Cols", "Matrix.NNZ")
+		"Matrix.Format", "Matrix.Rows", "Matrix.Cols", "Matrix.NNZ", "Matrix.BlockSize")
 }
 
 // sweepSparse is the fault sweep's rows of cuSPARSE's handles: matrices
@@ -26,7 +26,8 @@ func sweepSparse() []sweep.Case {
 	return []sweep.Case{
 		{Name: "cusparse", Covers: []string{"cusparse.New", "cusparse.Version", "cusparse.NewCSR", "cusparse.NewCSC", "cusparse.NewCOO",
 			"cusparse.Convert", "cusparse.SpMV", "cusparse.SpMM", "cusparse.SpGEMM", "cusparse.SpSV", "cusparse.SpSM", "cusparse.ToDense",
-			"cusparse.FromDense", "Matrix.Arrays", "Matrix.ToHost", "Matrix.Free", "Handle.Close", "cusparse.SpMVHalf", "cusparse.SpMMHalf"},
+			"cusparse.FromDense", "Matrix.Arrays", "Matrix.ToHost", "Matrix.Free", "Handle.Close", "cusparse.SpMVHalf", "cusparse.SpMMHalf",
+			"cusparse.NewBSR", "cusparse.NewBlockedELL", "cusparse.ToBSR", "cusparse.ToBlockedELL"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				// The fake's cuSPARSE handles and descriptors: none may be
 				// left behind, whichever call failed.
@@ -106,6 +107,30 @@ func sweepSparse() []sweep.Case {
 								return cusparse.SpMMHalf(h, cusparse.NoTrans, 1, m, cusparse.NewDense(hx, 2, 2), 0, cusparse.NewDense(hy, 2, 2))
 							},
 							func() error { return cusparse.SpMM(h, cusparse.Trans, 1, csc, d, 0, o) },
+							// The blocked formats: made from Go and from CSR,
+							// multiplied, written out.
+							func() error {
+								b, err := keep(cusparse.NewBSR[int32](e.S, 2, 2, 1, []float64{1, 0, 2, 3}))
+								if err != nil {
+									return err
+								}
+								if err := cusparse.SpMV(h, cusparse.NoTrans, 1, b, x, 0, y); err != nil {
+									return err
+								}
+								if err := cusparse.SpMM(h, cusparse.NoTrans, 1, b, d, 0, o); err != nil {
+									return err
+								}
+								return cusparse.ToDense(h, b, o)
+							},
+							func() error {
+								b, err := keep(cusparse.NewBlockedELL[int32](e.S, 2, 2, 2, []float64{1, 0, 2, 3}))
+								if err != nil {
+									return err
+								}
+								return cusparse.SpMM(h, cusparse.NoTrans, 1, b, d, 0, o)
+							},
+							func() error { _, err := keep(cusparse.ToBSR(h, csr, 2)); return err },
+							func() error { _, err := keep(cusparse.ToBlockedELL(h, csr, 1)); return err },
 							func() error { _, err := keep(cusparse.SpGEMM(h, csr, csr)); return err },
 							func() error {
 								return cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, csr, x, y)

@@ -1,0 +1,286 @@
+package cusparse
+
+import (
+	"reflect"
+	"slices"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
+)
+
+// orderRow is CUSPARSE_ORDER_ROW: a BSR block's elements row after row.
+const orderRow = 2
+
+// point is one stored element of a matrix being blocked.
+type point[T Value] struct {
+	r, c int
+	v    T
+}
+
+// checkBlocks checks a blocked matrix's shape: rows and cols multiples of
+// a positive block size (cuSPARSE's blocked formats hold whole blocks).
+func checkBlocks[I Index](op string, rows, cols, block int) error {
+	switch {
+	case block < 1:
+		return errorf(op, cuda.ErrInvalidValue, "blockSize is %d: want at least 1", block)
+	case rows < 0 || cols < 0:
+		return errorf(op, cuda.ErrInvalidValue, "a %dx%d matrix: the sizes must not be negative", rows, cols)
+	case rows%block != 0 || cols%block != 0:
+		return errorf(op, cuda.ErrInvalidValue, "a %dx%d matrix in blocks of %d: the sizes must be multiples of the block size (pad the matrix with zeros)", rows, cols, block)
+	}
+	if int64(rows)*int64(cols) > int64(maxIndex[I]()) {
+		return errorf(op, cuda.ErrInvalidValue, "a %dx%d matrix: its blocks' values are more than %v indices count", rows, cols, reflect.TypeFor[I]())
+	}
+	return nil
+}
+
+// densePoints returns the non-zeros of a row-major rows×cols matrix.
+func densePoints[T Value](op string, rows, cols int, dense []T) ([]point[T], error) {
+	if len(dense) != rows*cols {
+		return nil, errorf(op, cuda.ErrInvalidValue, "len(dense) is %d: want %d (%dx%d, row-major)", len(dense), rows*cols, rows, cols)
+	}
+	var zero T
+	var pts []point[T]
+	for k, v := range dense {
+		if v != zero {
+			pts = append(pts, point[T]{k / cols, k % cols, v})
+		}
+	}
+	return pts, nil
+}
+
+// blockRows returns, for each row of blocks, the columns (in blocks) of
+// the blocks holding a point, increasing.
+func blockRows[T Value](rows, block int, pts []point[T]) [][]int {
+	br := make([][]int, rows/block)
+	for _, p := range pts {
+		i, j := p.r/block, p.c/block
+		if k, found := slices.BinarySearch(br[i], j); !found {
+			br[i] = slices.Insert(br[i], k, j)
+		}
+	}
+	return br
+}
+
+// bsrOf returns the BSR arrays of pts.
+func bsrOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I, T] {
+	br := blockRows(rows, block, pts)
+	h := hostMatrix[I, T]{format: BSR, rows: rows, cols: cols, block: block, outer: make([]I, len(br)+1)}
+	for i, cs := range br {
+		h.outer[i+1] = h.outer[i] + I(len(cs))
+		for _, c := range cs {
+			h.inner = append(h.inner, I(c))
+		}
+	}
+	bb := block * block
+	h.values = make([]T, len(h.inner)*bb)
+	for _, p := range pts {
+		i := p.r / block
+		k, _ := slices.BinarySearch(br[i], p.c/block)
+		h.values[(int(h.outer[i])+k)*bb+(p.r%block)*block+p.c%block] = p.v
+	}
+	h.nnz = len(h.values)
+	return h
+}
+
+// ellOf returns the Blocked-ELL arrays of pts: every row of blocks holds
+// as many as the fullest (at least one, so that the arrays are never
+// empty), the ones it lacks with column -1 and zeros.
+func ellOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I, T] {
+	br := blockRows(rows, block, pts)
+	width := 1
+	for _, cs := range br {
+		width = max(width, len(cs))
+	}
+	ellCols := width * block
+	h := hostMatrix[I, T]{format: BlockedELL, rows: rows, cols: cols, block: block,
+		inner: make([]I, len(br)*width), values: make([]T, rows*ellCols)}
+	for i, cs := range br {
+		for k := range width {
+			h.inner[i*width+k] = -1
+			if k < len(cs) {
+				h.inner[i*width+k] = I(cs[k])
+			}
+		}
+	}
+	for _, p := range pts {
+		k, _ := slices.BinarySearch(br[p.r/block], p.c/block)
+		h.values[p.r*ellCols+k*block+p.c%block] = p.v
+	}
+	h.nnz = len(h.values)
+	return h
+}
+
+// NewBSR makes a Matrix in BSR format of the row-major rows×cols matrix
+// dense (dense[i*cols+j]), copied to stream-ordered memory of s: cut into
+// blockSize×blockSize blocks, the blocks holding a non-zero stored whole,
+// each row-major. rows and cols must be multiples of blockSize. cuSPARSE
+// multiplies a BSR matrix untransposed (SpMV, SpMM); ToDense writes it
+// out.
+func NewBSR[I Index, T Element](s *cuda.Stream, rows, cols, blockSize int, dense []T) (*Matrix[I, T], error) {
+	const op = "NewBSR"
+	return newBlocked[I](op, s, BSR, rows, cols, blockSize, dense)
+}
+
+// NewBlockedELL makes a Matrix in Blocked-ELL format of the row-major
+// rows×cols matrix dense, copied to stream-ordered memory of s: cut into
+// blockSize×blockSize blocks, each row of blocks stores as many as the
+// fullest holds (a block holding a non-zero stored whole; the ones a row
+// lacks marked with column -1). rows and cols must be multiples of
+// blockSize. cuSPARSE multiplies a Blocked-ELL matrix by dense matrices
+// only, untransposed (SpMM, and SpMMHalf for the half types, for which the
+// format is made: tensor cores); ToDense writes it out.
+func NewBlockedELL[I Index, T Value](s *cuda.Stream, rows, cols, blockSize int, dense []T) (*Matrix[I, T], error) {
+	const op = "NewBlockedELL"
+	return newBlocked[I](op, s, BlockedELL, rows, cols, blockSize, dense)
+}
+
+func newBlocked[I Index, T Value](op string, s *cuda.Stream, f Format, rows, cols, block int, dense []T) (*Matrix[I, T], error) {
+	if s == nil {
+		return nil, errorf(op, cuda.ErrInvalidValue, "s is a nil *cuda.Stream")
+	}
+	if err := checkBlocks[I](op, rows, cols, block); err != nil {
+		return nil, err
+	}
+	pts, err := densePoints(op, rows, cols, dense)
+	if err != nil {
+		return nil, err
+	}
+	if f == BSR {
+		return upload(op, s, bsrOf[I](rows, cols, block, pts))
+	}
+	return upload(op, s, ellOf[I](rows, cols, block, pts))
+}
+
+// ToBSR returns a, CSR, CSC or COO, as a new BSR Matrix of
+// blockSize×blockSize blocks in stream-ordered memory of h's stream (see
+// NewBSR). It goes through the host: it waits for h's stream, and is
+// refused while the stream captures.
+func ToBSR[I Index, T Element](h *Handle, a *Matrix[I, T], blockSize int) (*Matrix[I, T], error) {
+	return toBlocked("ToBSR", h, a, BSR, blockSize)
+}
+
+// ToBlockedELL returns a, CSR, CSC or COO, as a new Blocked-ELL Matrix of
+// blockSize×blockSize blocks in stream-ordered memory of h's stream (see
+// NewBlockedELL). It goes through the host: it waits for h's stream, and
+// is refused while the stream captures.
+func ToBlockedELL[I Index, T Element](h *Handle, a *Matrix[I, T], blockSize int) (*Matrix[I, T], error) {
+	return toBlocked("ToBlockedELL", h, a, BlockedELL, blockSize)
+}
+
+func toBlocked[I Index, T Element](name string, h *Handle, a *Matrix[I, T], f Format, block int) (*Matrix[I, T], error) {
+	if err := h.valid(name); err != nil {
+		return nil, err
+	}
+	if err := a.hold(name); err != nil {
+		return nil, err
+	}
+	defer a.life.Release()
+	if a.blocked() {
+		return nil, errorf(name, cuda.ErrInvalidValue, "a is %v: %s takes CSR, CSC or COO", a.format, name)
+	}
+	if err := checkBlocks[I](name, a.rows, a.cols, block); err != nil {
+		return nil, err
+	}
+	hm, err := hostOf(name, h, a)
+	if err != nil {
+		return nil, err
+	}
+	csr := hm.to(CSR)
+	var pts []point[T]
+	for i := range csr.rows {
+		for k := csr.outer[i]; k < csr.outer[i+1]; k++ {
+			pts = append(pts, point[T]{i, int(csr.inner[k]), csr.values[k]})
+		}
+	}
+	if f == BSR {
+		return upload(name, h.stream, bsrOf[I](a.rows, a.cols, block, pts))
+	}
+	return upload(name, h.stream, ellOf[I](a.rows, a.cols, block, pts))
+}
+
+// hostOf waits for h's stream and copies a's arrays to the host; refused
+// while the stream captures.
+func hostOf[I Index, T Value](name string, h *Handle, a *Matrix[I, T]) (hostMatrix[I, T], error) {
+	if h.stream.Capturing() {
+		return hostMatrix[I, T]{}, errorf(name, cuda.ErrInvalidValue, "the stream captures: %s goes through the host, which a capture cannot", name)
+	}
+	if err := h.hold(name); err != nil {
+		return hostMatrix[I, T]{}, err
+	}
+	defer h.life.Release()
+	if err := h.stream.Synchronize(); err != nil {
+		return hostMatrix[I, T]{}, calledas.Op(name, err)
+	}
+	return a.download(name)
+}
+
+// points returns the elements a blocked hm stores (zeros within blocks
+// included, empty Blocked-ELL blocks left out).
+func (hm hostMatrix[I, T]) points() []point[T] {
+	var pts []point[T]
+	b := hm.block
+	switch hm.format {
+	case BSR:
+		for i := range len(hm.outer) - 1 {
+			for k := hm.outer[i]; k < hm.outer[i+1]; k++ {
+				for e := range b * b {
+					pts = append(pts, point[T]{i*b + e/b, int(hm.inner[k])*b + e%b, hm.values[int(k)*b*b+e]})
+				}
+			}
+		}
+	case BlockedELL:
+		width := len(hm.inner) / max(hm.rows/b, 1)
+		for i := range hm.rows / b {
+			for k := range width {
+				c := hm.inner[i*width+k]
+				if c < 0 {
+					continue
+				}
+				for e := range b * b {
+					r := i*b + e/b
+					pts = append(pts, point[T]{r, int(c)*b + e%b, hm.values[r*width*b+k*b+e%b]})
+				}
+			}
+		}
+	}
+	return pts
+}
+
+// blockedToDense is ToDense of a blocked matrix, through the host: it
+// waits for h's stream, writes the elements out on the host and copies d's
+// rows (or columns) back, leaving what lies between them as it was.
+func blockedToDense[I Index, T Element](name string, h *Handle, a *Matrix[I, T], d Dense[T]) error {
+	hm, err := hostOf(name, h, a)
+	if err != nil {
+		return err
+	}
+	major, minor := d.Rows, d.Cols
+	if d.Layout == ColMajor {
+		major, minor = d.Cols, d.Rows
+	}
+	lines := make([][]T, major)
+	for i := range lines {
+		lines[i] = make([]T, minor)
+	}
+	for _, p := range hm.points() {
+		if d.Layout == ColMajor {
+			lines[p.c][p.r] = p.v
+		} else {
+			lines[p.r][p.c] = p.v
+		}
+	}
+	for i, line := range lines {
+		if minor == 0 {
+			break
+		}
+		v, err := d.Data.Slice(i*d.ld(), minor)
+		if err == nil {
+			err = v.CopyFromHost(line)
+		}
+		if err != nil {
+			return calledas.Op(name, err)
+		}
+	}
+	return nil
+}
