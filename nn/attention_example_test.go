@@ -63,3 +63,66 @@ func ExampleKVCache() {
 	// prompt: [1.000 0.000 0.330 0.670]
 	// step: [0.752 0.752], length 3
 }
+
+// A decoding step captured once as a CUDA graph and replayed: each replay
+// appends the position's key and value (written in place into k and v
+// before it) and attends the query to every position so far, the cache's
+// length advancing on the device.
+func ExampleKVCache_graph() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	cache, err := nn.NewKVCache[float32](s, 1, 1, 16, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cache.Free()
+	// The step's inputs and output, made once: the graph reads and
+	// writes these arrays at every replay.
+	q, _ := nd.Ones[float32](s, 1, 1, 1, 2)
+	k, _ := nd.Zeros[float32](s, 1, 1, 1, 2)
+	v, _ := nd.Zeros[float32](s, 1, 1, 1, 2)
+	out, _ := nd.Empty[float32](s, 1, 1, 1, 2)
+	kb, _ := k.Buffer()
+	vb, _ := v.Buffer()
+	step := func() error {
+		if err := cache.Append(k, v); err != nil {
+			return err
+		}
+		return cache.AttentionInto(out, q, nn.AttentionOptions{Causal: true})
+	}
+	// Position 0 outside the capture: it compiles the kernels.
+	vb.CopyFromHost([]float32{0, 0})
+	if err := step(); err != nil {
+		log.Fatal(err)
+	}
+	g, err := s.Capture(cuda.CaptureGlobal, step)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	exec, err := g.Instantiate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer exec.Close()
+	for p := 1; p < 4; p++ {
+		kb.CopyFromHost([]float32{0, 0}) // equal keys: the mean of the values so far
+		vb.CopyFromHost([]float32{float32(p), float32(2 * p)})
+		if err := exec.Launch(s); err != nil {
+			log.Fatal(err)
+		}
+		o, _ := out.ToSlice()
+		fmt.Printf("position %d: %.2f\n", p, o)
+	}
+	n, _ := cache.Len()
+	fmt.Println("length", n)
+	// Output:
+	// position 1: [0.50 1.00]
+	// position 2: [1.00 2.00]
+	// position 3: [1.50 3.00]
+	// length 4
+}
