@@ -9,6 +9,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	clib "github.com/gocuda/cuda/internal/lib/cudnn"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // The convolutions run through cuDNN's backend (graph) API where it can
@@ -528,20 +529,12 @@ func (c *call) time(plan clib.BackendDescriptor, ws uintptr, g *graphPlan, ptrs 
 	if err != nil {
 		return 0, err
 	}
-	defer func() {
-		if cerr := start.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer lifetime.CloseTemp(&err, start.Close)
 	end, err := c.ctx.NewEvent()
 	if err != nil {
 		return 0, err
 	}
-	defer func() {
-		if cerr := end.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer lifetime.CloseTemp(&err, end.Close)
 	if err := start.Record(c.stream); err != nil {
 		return 0, err
 	}
