@@ -17,6 +17,7 @@ linalg='ignore'):
   svd               torch.linalg.svd(A, driver='gesvd')  cupy.linalg.svd(A)            gesvd, U and Vᵀ in full
   eigh              torch.linalg.eigh(A)                 cupy.linalg.eigh(A)           syevd, with vectors
   cholesky_batched  torch.linalg.cholesky_ex(A)          cupy.linalg.cholesky(A)       10000 8×8: potrfBatched (or the peer's choice)
+  cholesky_batched_upper  torch.linalg.cholesky_ex(A, upper=True)  (CuPy has no upper)  the same, the upper factor
   svd_batched       torch.linalg.svd(A)                  cupy.linalg.svd(A)            10000 8×8: gesvdjBatched (or the peer's choice)
 
 The inputs are those of the Go side: random in [-1, 1), symmetric for
@@ -50,7 +51,7 @@ SQUARE = [
     ("svd", (256, 1024, 4096)),
     ("eigh", (256, 1024, 4096)),
 ]
-BATCHED = ["cholesky_batched", "svd_batched"]
+BATCHED = ["cholesky_batched", "cholesky_batched_upper", "svd_batched"]
 
 
 def cases():
@@ -122,6 +123,8 @@ class Torch:
             return "linalg.solve_ex", lambda: L.solve_ex(a, b)
         if op in ("cholesky", "cholesky_batched"):
             return "linalg.cholesky_ex", lambda: L.cholesky_ex(a)
+        if op == "cholesky_batched_upper":
+            return "linalg.cholesky_ex(upper=True)", lambda: L.cholesky_ex(a, upper=True)
         if op == "qr":
             return "linalg.qr(reduced)", lambda: L.qr(a)
         if op == "svd":
@@ -167,6 +170,8 @@ class CuPy:
             return "linalg.solve", lambda: L.solve(a, b)
         if op in ("cholesky", "cholesky_batched"):
             return "linalg.cholesky", lambda: L.cholesky(a)
+        if op == "cholesky_batched_upper":
+            raise ValueError("cupy.linalg.cholesky has the lower factor only")
         if op == "qr":
             return "linalg.qr(reduced)", lambda: L.qr(a)
         if op in ("svd", "svd_batched"):
@@ -227,7 +232,7 @@ def main():
         if ops is not None and op not in ops or maxn and n > maxn:
             continue
         name = "%s/%s/%s" % (op, dt, shape)
-        a = host_matrix(np, n, count, op in ("cholesky", "eigh", "cholesky_batched"), op in ("cholesky", "cholesky_batched"), n * 1000 + count)
+        a = host_matrix(np, n, count, op in ("cholesky", "eigh", "cholesky_batched", "cholesky_batched_upper"), op in ("cholesky", "cholesky_batched", "cholesky_batched_upper"), n * 1000 + count)
         b = np.random.default_rng(1).uniform(-1, 1, size=(n,))
         for p in peers:
             try:
