@@ -8,6 +8,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cusparse"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // blockedShapes are the blocked matrices checked: the odd sizes in blocks
@@ -308,3 +309,40 @@ func TestBlockedRefused(t *testing.T) {
 }
 
 func second[A any](_ A, err error) error { return err }
+
+// TestFakeRefusals: the fake answers the combinations of types, formats
+// and operations cuSPARSE's SpMV does not take as cuSPARSE does
+// (CUSPARSE_STATUS_NOT_SUPPORTED), where the package's own checks would
+// refuse them first.
+func TestFakeRefusals(t *testing.T) {
+	cudatest.Fake(t)
+	ctx, s, h := handle(t)
+	const f32, f64, f16 = 0, 1, 2
+	hm := free(t, must(cusparse.NewCSR(s, 2, 2, []int32{0, 1, 2}, []int32{0, 1}, []cuda.Float16{0x3c00, 0x3c00}))(t))
+	ell := free(t, must(cusparse.NewBlockedELL[int32](s, 2, 2, 1, []float32{1, 0, 0, 1}))(t))
+	bsr := free(t, must(cusparse.NewBSR[int32](s, 2, 2, 1, []float32{1, 0, 0, 1}))(t))
+	hx := upload(t, ctx, make([]cuda.Float16, 2))
+	fx := upload(t, ctx, make([]float32, 2))
+	dx := upload(t, ctx, make([]float64, 2))
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"halves computing in float16", cusparse.SpMVBufferSize(h, cusparse.NoTrans, f16, hm, hx, hx)},
+		{"halves computing in float64", cusparse.SpMVBufferSize(h, cusparse.NoTrans, f64, hm, hx, hx)},
+		{"a half matrix, float64 vectors", cusparse.SpMVBufferSize(h, cusparse.NoTrans, f32, hm, dx, dx)},
+		{"Blocked-ELL", cusparse.SpMVBufferSize(h, cusparse.NoTrans, f32, ell, fx, fx)},
+		{"BSR transposed", cusparse.SpMVBufferSize(h, cusparse.Trans, f32, bsr, fx, fx)},
+		{"float32 computing in float64", cusparse.SpMVBufferSize(h, cusparse.NoTrans, f64, bsr, fx, fx)},
+	} {
+		if !errors.Is(c.err, cusparse.ResultNotSupported) {
+			t.Errorf("%s: %v, want %v", c.name, c.err, cusparse.ResultNotSupported)
+		}
+	}
+	if err := cusparse.SpMVBufferSize(h, cusparse.NoTrans, f32, hm, hx, hx); err != nil {
+		t.Errorf("halves computing in float32: %v", err)
+	}
+	if err := cusparse.SpMVBufferSize(h, cusparse.NoTrans, f32, bsr, fx, fx); err != nil {
+		t.Errorf("BSR: %v", err)
+	}
+}

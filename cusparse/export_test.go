@@ -68,3 +68,34 @@ func SpMVMisused[I Index, T Element](h *Handle, a *Matrix[I, T], x, y *cuda.Devi
 	})
 	return asked, err
 }
+
+// SpMVBufferSize calls cusparseSpMV_bufferSize for a, x and y with op and
+// the compute type ct as given, without SpMV's own checks: what the
+// library (or the fake) answers combinations SpMV and SpMVHalf refuse
+// first.
+func SpMVBufferSize[I Index, T, X Value](h *Handle, op Op, ct int32, a *Matrix[I, T], x, y *cuda.DeviceBuffer[X]) error {
+	const name = "SpMV"
+	if err := a.hold(name); err != nil {
+		return err
+	}
+	defer a.life.Release()
+	d := &descs{op: name}
+	return h.do(name, append(a.mem(), x, y), func(lh clib.Handle, _ func(int, uintptr) (uintptr, error)) (err error) {
+		defer d.release(&err)
+		da, err := spMat(d, a)
+		if err != nil {
+			return err
+		}
+		dx, err := dnVec(d, x)
+		if err != nil {
+			return err
+		}
+		dy, err := dnVec(d, y)
+		if err != nil {
+			return err
+		}
+		var scalars [2]complex128
+		var n uintptr
+		return check(name, "cusparseSpMV_bufferSize", clib.SpMV_bufferSize(lh, int32(op), unsafe.Pointer(&scalars[0]), da, dx, unsafe.Pointer(&scalars[1]), dy, ct, 0, &n))
+	})
+}
