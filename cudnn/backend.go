@@ -130,7 +130,7 @@ const (
 	uidBase    = 1 // roleX+uidBase ... roleBias+uidBase
 	uidConv    = 10
 	uidBiased  = 11
-	maxTimed   = 12      // engine configurations SetBenchmark times
+	maxTimed   = 16      // engine configurations SetBenchmark times
 	maxConfigs = 64      // heuristics' results read at most
 	workLimit  = 1 << 30 // a plan's work area above this is skipped
 	timedRuns  = 3

@@ -394,7 +394,9 @@ func convArgs[T Element](op string, pass int, names [3]string, x, w, y Tensor[T]
 
 // ConvForward computes y = x ⋆ w, the convolution of x (N×C×H×W) with the
 // filters w (K×C/groups×R×S) under p, into y (ConvOutput's shape), all
-// three in one layout, queued on h's stream (cudnnConvolutionForward).
+// three in one layout, queued on h's stream (an operation graph of
+// CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, or
+// cudnnConvolutionForward: see the package comment).
 func ConvForward[T Element](h *Handle, y, x, w Tensor[T], p Conv2D) error {
 	const op = "ConvForward"
 	if err := h.valid(op); err != nil {
@@ -426,7 +428,8 @@ func ConvForward[T Element](h *Handle, y, x, w Tensor[T], p Conv2D) error {
 // ConvBackwardData computes dx, the gradient of a convolution's input x
 // from the gradient dy of its output and the filters w (ConvForward's
 // shapes, p the same): the transposed convolution, queued on h's stream
-// (cudnnConvolutionBackwardData).
+// (the backend API's backward-data operation, or
+// cudnnConvolutionBackwardData).
 func ConvBackwardData[T Element](h *Handle, dx, dy, w Tensor[T], p Conv2D) error {
 	const op = "ConvBackwardData"
 	if err := h.valid(op); err != nil {
@@ -457,8 +460,8 @@ func ConvBackwardData[T Element](h *Handle, dx, dy, w Tensor[T], p Conv2D) error
 
 // ConvBackwardFilter computes dw, the gradient of a convolution's filters
 // from its input x and the gradient dy of its output (ConvForward's
-// shapes, p the same), queued on h's stream
-// (cudnnConvolutionBackwardFilter).
+// shapes, p the same), queued on h's stream (the backend API's
+// backward-filter operation, or cudnnConvolutionBackwardFilter).
 func ConvBackwardFilter[T Element](h *Handle, dw, x, dy Tensor[T], p Conv2D) error {
 	const op = "ConvBackwardFilter"
 	if err := h.valid(op); err != nil {
@@ -489,8 +492,10 @@ func ConvBackwardFilter[T Element](h *Handle, dw, x, dy Tensor[T], p Conv2D) err
 
 // ConvBiasActivation computes y = act(x ⋆ w + bias), the convolution of
 // ConvForward with a bias per output channel (len(bias) = K) and an
-// activation, queued on h's stream: in one pass of cuDNN's
-// (cudnnConvolutionBiasActivationForward; the identity with its
+// activation, queued on h's stream: in one pass of cuDNN's (an operation
+// graph of the convolution, a pointwise add and a pointwise ReLU, where an
+// engine fuses them; else cudnnConvolutionBiasActivationForward, the
+// identity with its
 // IMPLICIT_PRECOMP_GEMM algorithm, the only one cuDNN fuses it with), or,
 // for a shape and type cuDNN refuses to fuse, in three
 // (cudnnConvolutionForward, cudnnAddTensor, cudnnActivationForward).

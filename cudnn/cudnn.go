@@ -24,11 +24,23 @@
 // computations accumulate in float32 whatever the element type; the half
 // types run on tensor cores, float32 too once Handle.SetTF32 allows it.
 //
-// A convolution's algorithm comes from cuDNN's heuristics
-// (cudnnGetConvolution*Algorithm_v7), or, after Handle.SetBenchmark(true),
-// from timing every algorithm once per shape (cudnnFindConvolution*Algorithm,
-// PyTorch's torch.backends.cudnn.benchmark): the Handle keeps the choice,
-// and the descriptors, for each shape it has seen.
+// The convolutions run through cuDNN's backend (graph) API, as PyTorch 2
+// runs them: an operation graph of the convolution (ConvBiasActivation's:
+// the convolution, a pointwise add of the bias and a ReLU, fused), and
+// the execution plan of an engine configuration cuDNN's heuristics rank
+// for it (CUDNN_HEUR_MODE_A, then the fallback list): the first that
+// builds, or, after Handle.SetBenchmark(true), the fastest of the first
+// 16, each timed once per shape on the call's buffers (PyTorch's
+// torch.backends.cudnn.benchmark). Engines whose numerics the call does
+// not allow are passed over (for float32 without SetTF32: the tensor
+// cores' and those that convert the inputs down). Where cuDNN can build no
+// plan for a shape, or the library lacks the backend API, the legacy calls
+// run it (cudnnConvolutionForward and friends, their algorithm from
+// cudnnGetConvolution*Algorithm_v7 or, timed,
+// cudnnFindConvolution*Algorithm); EnvLegacy (GOCUDA_CUDNN_LEGACY=1) makes
+// them run every shape. The Handle keeps the plan of each shape it has
+// seen, and the variant pack of its last buffers, so that a call on the
+// same buffers asks cuDNN for the execution alone.
 //
 // A Handle is made for one Stream and queues all its work there. The work
 // area cuDNN asks for comes from stream-ordered memory, kept in the Handle
@@ -44,8 +56,8 @@
 // cuBLAS, cuBLASLt and NVRTC: the package loads those before, from the
 // wheels beside cuDNN's where it came from a wheel (the versions it was
 // shipped with), else from the places above, where the loader's path
-// lacks them. cuDNN 9 keeps the calls this package makes
-// (the legacy API, deprecated there); a function missing from the library
+// lacks them. cuDNN 9 keeps the legacy calls this package makes besides
+// the backend API (deprecated there); a function missing from the library
 // opened fails only its own operations, with cuda.ErrNotSupported.
 package cudnn
 
