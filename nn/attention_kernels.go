@@ -489,6 +489,24 @@ __device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
 #endif
 }
 
+// attn_load_kv copies keys j0 .. j0+BN-1 of k and v (zeros from kend on)
+// into the shared tiles Kd and Vd, asynchronously: 16 bytes a copy, the
+// block's threads over the tile's chunks, the loop unrolled.
+__device__ __forceinline__ void attn_load_kv(attn_t* Kd, attn_t* Vd, const attn_t* kb, const attn_t* vb,
+	int j0, int kend, long long kss, long long vss, int tid)
+{
+	const int CH = ATTN_D / 8, N = ATTN_BN * CH, NT = ATTN_NW * 32;
+	#pragma unroll
+	for (int it = 0; it < (N + NT - 1) / NT; it++) {
+		const int x = tid + it * NT;
+		if (N % NT == 0 || x < N) {
+			const int jj = x / CH, ch = x % CH, j = j0 + jj;
+			const bool ok = j < kend;
+			attn_cp16(Kd + jj * ATTN_SD + ch * 8, ok ? kb + (long long)j * kss + ch * 8 : kb, ok);
+			attn_cp16(Vd + jj * ATTN_SD + ch * 8, ok ? vb + (long long)j * vss + ch * 8 : vb, ok);
+		}
+	}
+}
 #endif
 
 // attn_fwd_tc: see the top of this file. Grid (row tiles, Hkv, B); the
@@ -558,31 +576,22 @@ extern "C" __global__ __launch_bounds__(ATTN_NW * 32) void attn_fwd_tc(
 #endif
 
 	if (ntiles > 0) {
-		for (int x = tid; x < ATTN_TBM * CH; x += ATTN_NW * 32) {
+		#pragma unroll
+		for (int it = 0; it < ATTN_TBM * CH / (ATTN_NW * 32); it++) { // TBM*CH is 16*MT*NW*D/8: a multiple of the threads
+			const int x = tid + it * ATTN_NW * 32;
 			const int row = x / CH, ch = x % CH, r = r0 + row;
 			const bool ok = r < rows;
 			const attn_t* src = ok ? q + b * qsb + (long long)(hk * G + r / Sq) * qsh + (long long)(r % Sq) * qss + ch * 8 : q;
 			attn_cp16(Qs + row * ATTN_SD + ch * 8, src, ok);
 		}
-		for (int x = tid; x < ATTN_BN * CH; x += ATTN_NW * 32) {
-			const int jj = x / CH, ch = x % CH;
-			const bool ok = jj < kend;
-			attn_cp16(Ks + jj * ATTN_SD + ch * 8, ok ? kb + (long long)jj * kss + ch * 8 : kb, ok);
-			attn_cp16(Vs + jj * ATTN_SD + ch * 8, ok ? vb + (long long)jj * vss + ch * 8 : vb, ok);
-		}
+		attn_load_kv(Ks, Vs, kb, vb, 0, kend, kss, vss, tid);
 		attn_cp_commit();
 	}
 	for (int t = 0; t < ntiles; t++) {
 		if (t + 1 < ntiles) { // prefetch tile t+1 into the other buffer
 			attn_t* Kn = Ks + ((t + 1) & 1) * ATTN_BN * ATTN_SD;
 			attn_t* Vn = Vs + ((t + 1) & 1) * ATTN_BN * ATTN_SD;
-			const int j0 = (t + 1) * ATTN_BN;
-			for (int x = tid; x < ATTN_BN * CH; x += ATTN_NW * 32) {
-				const int jj = x / CH, ch = x % CH, j = j0 + jj;
-				const bool ok = j < kend;
-				attn_cp16(Kn + jj * ATTN_SD + ch * 8, ok ? kb + (long long)j * kss + ch * 8 : kb, ok);
-				attn_cp16(Vn + jj * ATTN_SD + ch * 8, ok ? vb + (long long)j * vss + ch * 8 : vb, ok);
-			}
+			attn_load_kv(Kn, Vn, kb, vb, (t + 1) * ATTN_BN, kend, kss, vss, tid);
 			attn_cp_commit();
 			attn_cp_wait<1>(); // tile t (and Q) landed; t+1 may still be in flight
 		} else {
