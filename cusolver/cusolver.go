@@ -9,25 +9,28 @@
 // solves with its factors (getrs); Cholesky factors a symmetric positive
 // definite matrix (potrf), CholeskySolve solves with it (potrs) and
 // CholeskyInverse inverts it (potri); QR factors a matrix into Householder
-// reflectors and R (geqrf), QRQ forms Q (orgqr), ApplyQ multiplies by Q or
-// Qᵀ (ormqr), LeastSquares solves min ||A·X - B|| (gels, QR-based); SVD
-// computes singular values and vectors (gesvd) and Eigh the eigenvalues
-// and vectors of a symmetric matrix (syevd). For many small matrices (at
-// most 32×32) CholeskyBatched (potrfBatched), SVDBatched (gesvdjBatched,
-// Jacobi) and EighBatched (syevjBatched) do a whole batch in one call. The 64-bit API (cusolverDnX*) is used where
+// reflectors and R (geqrf), QRQ forms Q (orgqr, ungqr), ApplyQ multiplies
+// by Q or Qᵀ (ormqr, unmqr), LeastSquares solves min ||A·X - B|| (gels,
+// QR-based); SVD computes singular values and vectors (gesvd) and Eigh the
+// eigenvalues and vectors of a symmetric or Hermitian matrix (syevd). For
+// many small matrices (at most 32×32) CholeskyBatched (potrfBatched),
+// SVDBatched (gesvdjBatched, Jacobi) and EighBatched (syevjBatched) do a
+// whole batch in one call. The 64-bit API (cusolverDnX*) is used where
 // cuSOLVER has one: getrf, getrs, potrf, potrs, geqrf, gesvd, syevd.
+//
 // Elements are float32 and float64 (cuda.Float); LU, Solve, Cholesky,
 // CholeskySolve, CholeskyInverse, QR, QRQ, ApplyQ, SVD and Eigh take
 // complex64 and complex128 too (Element): Cholesky's and Eigh's matrices
-// Hermitian, QR's Q unitary (ungqr, unmqr; ApplyQ's transpose is Qᴴ), SVD's
-// A = U·S·Vᴴ. Singular values and eigenvalues are real whatever the
-// matrix: SVD's s and Eigh's w hold float32 for float32 and complex64
-// matrices, float64 for float64 and complex128 ones (their type R, checked
-// when called). LeastSquares and the batched calls take real matrices
-// only. The calls keep LAPACK's
-// order of arguments, as package cublas keeps BLAS's: the matrix first
-// (which most of them overwrite), what it yields after (SVD's s, u and
-// vt; LeastSquares' x after b).
+// Hermitian, QR's Q unitary (ApplyQ's transpose is then Qᴴ), SVD's
+// A = U·S·Vᴴ (vt receives Vᴴ). Singular values and eigenvalues are real
+// whatever the matrix: SVD's s and Eigh's w hold float32 for float32 and
+// complex64 matrices, float64 for float64 and complex128 ones (their type
+// parameter R, checked when called, the error naming the type wanted).
+// LeastSquares and the batched calls take real matrices only.
+//
+// The calls keep LAPACK's order of arguments, as package cublas keeps
+// BLAS's: the matrix first (which most of them overwrite), what it yields
+// after (SVD's s, u and vt; LeastSquares' x after b).
 //
 // # Layout
 //

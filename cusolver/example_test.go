@@ -3,6 +3,7 @@ package cusolver_test
 import (
 	"errors"
 	"fmt"
+	"math/cmplx"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cusolver"
@@ -117,4 +118,45 @@ func ExampleEigh_hermitian() {
 	vals, _ := w.ToHost()
 	fmt.Printf("%.3g\n", vals)
 	// Output: [1 4]
+}
+
+// The QR factorization of a complex column-major matrix: Q is unitary, R's
+// diagonal real (its signs are the library's choice).
+func ExampleQR_complex() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	defer s.Close()
+	h, err := cusolver.New(s)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+
+	// A = [3i; 4], one column.
+	a, _ := cuda.FromHost(ctx, []complex128{3i, 4})
+	defer a.Free()
+	m := cusolver.Matrix[complex128]{Data: a, Rows: 2, Cols: 1, Layout: cusolver.ColMajor}
+	f, err := cusolver.QR(h, m)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Free()
+	q, _ := cuda.Alloc[complex128](ctx, 2)
+	defer q.Free()
+	if err := cusolver.QRQ(h, f, cusolver.Matrix[complex128]{Data: q, Rows: 2, Cols: 1, Layout: cusolver.ColMajor}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, _ := a.ToHost()
+	qv, _ := q.ToHost()
+	// Q·R = A: Q's column times R(0,0).
+	same := cmplx.Abs(qv[0]*r[0]-3i) < 1e-12 && cmplx.Abs(qv[1]*r[0]-4) < 1e-12
+	fmt.Printf("|R(0,0)| = %.3g, Q·R = A: %v\n", cmplx.Abs(r[0]), same)
+	// Output: |R(0,0)| = 5, Q·R = A: true
 }
