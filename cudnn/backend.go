@@ -292,9 +292,6 @@ func (c *call) graph(k convKey, y Shape, ptrs [nRoles]uintptr) (_ *graphPlan, er
 			if derr := g.destroy(c.op); err == nil && derr != nil {
 				err = derr
 			}
-			if err != nil || g.plan == 0 {
-				g = nil
-			}
 		}
 	}()
 	opGraph := b.opGraph(c.lh, k, y)
@@ -471,6 +468,7 @@ func (c *call) choosePlan(b *builder, g *graphPlan, cfgs []clib.BackendDescripto
 	best, bestTime := clib.BackendDescriptor(0), time.Duration(0)
 	var bestWork uintptr
 	tried := 0
+	timed := map[clib.BackendDescriptor]bool{}
 	for _, cfg := range cfgs {
 		if tried == maxTimed || (!c.benchmark && best != 0) {
 			break
@@ -498,7 +496,8 @@ func (c *call) choosePlan(b *builder, g *graphPlan, cfgs []clib.BackendDescripto
 			best, bestWork = plan, uintptr(ws)
 			break
 		}
-		d, err := c.time(plan, uintptr(ws), g, ptrs)
+		timed[plan] = true
+		d, err := c.time(plan, uintptr(ws), ptrs)
 		if err != nil {
 			if fallsBack(err) {
 				continue
@@ -510,12 +509,40 @@ func (c *call) choosePlan(b *builder, g *graphPlan, cfgs []clib.BackendDescripto
 		}
 	}
 	g.plan, g.work = best, bestWork
+	if c.benchmark {
+		return g.drop(c.op, func(d clib.BackendDescriptor) bool { return d != best && timed[d] })
+	}
 	return nil
+}
+
+// drop destroys the descriptors of g that lose says may go (the plans
+// SetBenchmark timed and passed over), each tried twice; the first
+// failure is the error, and what could not be destroyed stays in g.
+func (g *graphPlan) drop(op string, lose func(clib.BackendDescriptor) bool) error {
+	var first error
+	kept := g.descs[:0]
+	for _, d := range g.descs {
+		if !lose(d) {
+			kept = append(kept, d)
+			continue
+		}
+		err := check(op, "cudnnBackendDestroyDescriptor", clib.BackendDestroyDescriptor(d))
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			if check(op, "cudnnBackendDestroyDescriptor", clib.BackendDestroyDescriptor(d)) != nil {
+				kept = append(kept, d)
+			}
+		}
+	}
+	g.descs = kept
+	return first
 }
 
 // time runs plan on ptrs once, then timedRuns times between two events
 // on h's stream, and returns the time the runs took.
-func (c *call) time(plan clib.BackendDescriptor, ws uintptr, g *graphPlan, ptrs [nRoles]uintptr) (_ time.Duration, err error) {
+func (c *call) time(plan clib.BackendDescriptor, ws uintptr, ptrs [nRoles]uintptr) (_ time.Duration, err error) {
 	n := 3
 	if ptrs[roleBias] != 0 {
 		n = 4

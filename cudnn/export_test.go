@@ -68,3 +68,18 @@ func ForwardMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how strin
 	})
 	return asked, err
 }
+
+// PlanKinds returns how many of h's convolution plans are the backend
+// API's (graph) and how many the legacy calls'.
+func PlanKinds(h *Handle) (graph, legacy int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.raw.plans {
+		if p.g != nil {
+			graph++
+		} else {
+			legacy++
+		}
+	}
+	return graph, legacy
+}

@@ -2,6 +2,7 @@ package cudnn_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -261,4 +262,60 @@ func TestGraphErrors(t *testing.T) {
 	if f.Counts()["cudnnBackendExecute"] != 1 {
 		t.Errorf("ConvForward after the faults did not run through the backend API: %v", f.Counts())
 	}
+}
+
+// TestGraphPlans: on the library opened (the GPU's cuDNN, or the fake),
+// the three passes of a ResNet-shaped convolution in bfloat16 NHWC and
+// float32 NCHW get plans of the backend API, by the heuristics and timed,
+// with the results of the Go reference; the fused forward may fall back
+// (logged).
+func TestGraphPlans(t *testing.T) {
+	c := convCase{"resnet 3x3", cudnn.Shape{N: 2, C: 32, H: 10, W: 10}, cudnn.Shape{N: 64, C: 32, H: 3, W: 3}, cudnn.Conv2D{PadH: 1, PadW: 1}}
+	for _, bench := range []bool{false, true} {
+		t.Run(fmt.Sprintf("benchmark %v", bench), func(t *testing.T) {
+			t.Run("bfloat16 NHWC", func(t *testing.T) { testGraphPlans[cuda.BFloat16](t, c, cudnn.NHWC, bench) })
+			t.Run("float32 NCHW", func(t *testing.T) { testGraphPlans[float32](t, c, cudnn.NCHW, bench) })
+		})
+	}
+}
+
+func testGraphPlans[T cudnn.Element](t *testing.T, c convCase, l cudnn.Layout, bench bool) {
+	ctx, _, h := handle(t)
+	must(0, h.SetBenchmark(bench))(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+	xt, xf := random[T](r, c.x.Len())
+	wt, wf := random[T](r, c.w.Len())
+	dyt, dyf := random[T](r, ys.Len())
+	bt, bf := random[T](r, c.w.N)
+	x, w, dy := tensor(t, ctx, c.x, l, xt), tensor(t, ctx, c.w, l, wt), tensor(t, ctx, ys, l, dyt)
+	bias := cudatest.Upload(t, ctx, bt)
+	y, dx, dw := empty[T](t, ctx, ys, l), empty[T](t, ctx, c.x, l), empty[T](t, ctx, c.w, l)
+	must(0, cudnn.ConvForward(h, y, x, w, c.p))(t)
+	must(0, cudnn.ConvBackwardData(h, dx, dy, w, c.p))(t)
+	must(0, cudnn.ConvBackwardFilter(h, dw, x, dy, c.p))(t)
+	if g, legacy := cudnn.PlanKinds(h); g != 3 || legacy != 0 {
+		t.Errorf("the three passes got %d plan(s) of the backend API and %d of the legacy calls: want 3 and 0", g, legacy)
+	}
+	wantY, scaleY := make([]float64, ys.Len()), make([]float64, ys.Len())
+	wantDX, scaleDX := make([]float64, c.x.Len()), make([]float64, c.x.Len())
+	wantDW, scaleDW := make([]float64, c.w.Len()), make([]float64, c.w.Len())
+	eachTerm(c.x, c.w, ys, l, c.p, func(xi, wi, yi int) {
+		wantY[yi] += xf[xi] * wf[wi]
+		scaleY[yi] += math.Abs(xf[xi] * wf[wi])
+		wantDX[xi] += dyf[yi] * wf[wi]
+		scaleDX[xi] += math.Abs(dyf[yi] * wf[wi])
+		wantDW[wi] += xf[xi] * dyf[yi]
+		scaleDW[wi] += math.Abs(xf[xi] * dyf[yi])
+	})
+	near(t, "y", download(t, y), wantY, scaleY, tol[T]())
+	near(t, "dx", download(t, dx), wantDX, scaleDX, tol[T]())
+	near(t, "dw", download(t, dw), wantDW, scaleDW, tol[T]())
+	for _, act := range []cudnn.Activation{cudnn.ReLU, cudnn.Identity} {
+		must(0, cudnn.ConvBiasActivation(h, y, x, w, bias, act, c.p))(t)
+		want, scale := fusedWant(c, ys, l, xf, wf, bf, act)
+		near(t, "fused "+act.String(), download(t, y), want, scale, tol[T]())
+	}
+	g, legacy := cudnn.PlanKinds(h)
+	t.Logf("plans: %d of the backend API, %d of the legacy calls (the fused forward's two: %d fused by the backend API)", g, legacy, g-3)
 }
