@@ -18,11 +18,12 @@ type point[T Value] struct {
 }
 
 // checkBlocks checks a blocked matrix's shape: rows and cols multiples of
-// a positive block size (cuSPARSE's blocked formats hold whole blocks).
+// a block size of at least 2 (cuSPARSE's blocked formats hold whole
+// blocks, and its BSR routines take no blocks of 1: CSR is that format).
 func checkBlocks[I Index](op string, rows, cols, block int) error {
 	switch {
-	case block < 1:
-		return errorf(op, cuda.ErrInvalidValue, "blockSize is %d: want at least 1", block)
+	case block < 2:
+		return errorf(op, cuda.ErrInvalidValue, "blockSize is %d: want at least 2 (blocks of 1 are CSR)", block)
 	case rows < 0 || cols < 0:
 		return errorf(op, cuda.ErrInvalidValue, "a %dx%d matrix: the sizes must not be negative", rows, cols)
 	case rows%block != 0 || cols%block != 0:
@@ -114,7 +115,8 @@ func ellOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I
 // NewBSR makes a Matrix in BSR format of the row-major rows×cols matrix
 // dense (dense[i*cols+j]), copied to stream-ordered memory of s: cut into
 // blockSize×blockSize blocks, the blocks holding a non-zero stored whole,
-// each row-major. rows and cols must be multiples of blockSize. cuSPARSE
+// each row-major. rows and cols must be multiples of blockSize, at least
+// 2. cuSPARSE
 // multiplies a BSR matrix untransposed (SpMV, SpMM); ToDense writes it
 // out.
 func NewBSR[I Index, T Element](s *cuda.Stream, rows, cols, blockSize int, dense []T) (*Matrix[I, T], error) {
@@ -127,7 +129,7 @@ func NewBSR[I Index, T Element](s *cuda.Stream, rows, cols, blockSize int, dense
 // blockSize×blockSize blocks, each row of blocks stores as many as the
 // fullest holds (a block holding a non-zero stored whole; the ones a row
 // lacks marked with column -1). rows and cols must be multiples of
-// blockSize. cuSPARSE multiplies a Blocked-ELL matrix by dense matrices
+// blockSize, at least 2. cuSPARSE multiplies a Blocked-ELL matrix by dense matrices
 // only, untransposed (SpMM, and SpMMHalf for the half types, for which the
 // format is made: tensor cores); ToDense writes it out.
 func NewBlockedELL[I Index, T Value](s *cuda.Stream, rows, cols, blockSize int, dense []T) (*Matrix[I, T], error) {

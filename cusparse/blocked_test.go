@@ -11,14 +11,15 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// blockedShapes are the blocked matrices checked: the odd sizes in blocks
-// of 1 and of the whole, rectangular ones, and one with no non-zeros.
+// blockedShapes are the blocked matrices checked: the odd sizes (3 and 97
+// as one block: a block is at least 2), rectangular ones, odd blocks, and
+// one with no non-zeros.
 var blockedShapes = []struct {
 	kind              string
 	rows, cols, block int
 }{
-	{"random", 1, 1, 1}, {"banded", 3, 3, 1}, {"powerlaw", 3, 3, 3}, {"random", 97, 97, 1}, {"banded", 97, 97, 97},
-	{"powerlaw", 99, 33, 3}, {"random", 96, 48, 4}, {"banded", 98, 98, 7}, {"empty", 6, 6, 2},
+	{"powerlaw", 3, 3, 3}, {"random", 97, 97, 97}, {"banded", 97, 97, 97},
+	{"powerlaw", 99, 33, 3}, {"random", 96, 48, 4}, {"banded", 98, 98, 7}, {"random", 99, 99, 3}, {"empty", 6, 6, 2},
 }
 
 // denseOf returns m row-major, as T.
@@ -287,6 +288,8 @@ func TestBlockedRefused(t *testing.T) {
 		{"ToBSR of BlockedELL", second(cusparse.ToBSR(h, ell, 2)), cuda.ErrInvalidValue},
 		{"ToBlockedELL block 3 of 4x4", second(cusparse.ToBlockedELL(h, csr, 3)), cuda.ErrInvalidValue},
 		{"ToBSR block 0", second(cusparse.ToBSR(h, csr, 0)), cuda.ErrInvalidValue},
+		{"ToBSR block 1", second(cusparse.ToBSR(h, csr, 1)), cuda.ErrInvalidValue},
+		{"NewBlockedELL block 1", second(cusparse.NewBlockedELL[int32](s, 4, 4, 1, dense)), cuda.ErrInvalidValue},
 		{"ToBSR nil handle", second(cusparse.ToBSR(nil, csr, 2)), cuda.ErrInvalidValue},
 		{"ToBSR nil matrix", second(cusparse.ToBSR[int32, float64](h, nil, 2)), cuda.ErrInvalidValue},
 		{"NewBSR 5x4 in blocks of 2", second(cusparse.NewBSR[int32](s, 5, 4, 2, make([]float64, 20))), cuda.ErrInvalidValue},
@@ -319,8 +322,8 @@ func TestFakeRefusals(t *testing.T) {
 	ctx, s, h := handle(t)
 	const f32, f64, f16 = 0, 1, 2
 	hm := free(t, must(cusparse.NewCSR(s, 2, 2, []int32{0, 1, 2}, []int32{0, 1}, []cuda.Float16{0x3c00, 0x3c00}))(t))
-	ell := free(t, must(cusparse.NewBlockedELL[int32](s, 2, 2, 1, []float32{1, 0, 0, 1}))(t))
-	bsr := free(t, must(cusparse.NewBSR[int32](s, 2, 2, 1, []float32{1, 0, 0, 1}))(t))
+	ell := free(t, must(cusparse.NewBlockedELL[int32](s, 2, 2, 2, []float32{1, 0, 0, 1}))(t))
+	bsr := free(t, must(cusparse.NewBSR[int32](s, 2, 2, 2, []float32{1, 0, 0, 1}))(t))
 	hx := upload(t, ctx, make([]cuda.Float16, 2))
 	fx := upload(t, ctx, make([]float32, 2))
 	dx := upload(t, ctx, make([]float64, 2))

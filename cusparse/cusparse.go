@@ -18,8 +18,8 @@
 // row-major) and Blocked-ELL (each row of blocks as long as the fullest,
 // cusparseCreateBlockedEll). They are made from a dense Go matrix (NewBSR,
 // NewBlockedELL) or from a CSR, CSC or COO Matrix (ToBSR, ToBlockedELL,
-// through the host), of sizes that are multiples of the block size, and
-// written out by ToDense (through the host). cuSPARSE multiplies them
+// through the host), of sizes that are multiples of the block size (2 or
+// more), and written out by ToDense (through the host). cuSPARSE multiplies them
 // untransposed only: BSR by SpMV and SpMM, Blocked-ELL by SpMM alone (and
 // SpMMHalf: tensor cores are what the format is for); the other operations
 // refuse them, saying so.

@@ -110,7 +110,7 @@ func sweepSparse() []sweep.Case {
 							// The blocked formats: made from Go and from CSR,
 							// multiplied, written out.
 							func() error {
-								b, err := keep(cusparse.NewBSR[int32](e.S, 2, 2, 1, []float64{1, 0, 2, 3}))
+								b, err := keep(cusparse.NewBSR[int32](e.S, 2, 2, 2, []float64{1, 0, 2, 3}))
 								if err != nil {
 									return err
 								}
@@ -130,7 +130,7 @@ func sweepSparse() []sweep.Case {
 								return cusparse.SpMM(h, cusparse.NoTrans, 1, b, d, 0, o)
 							},
 							func() error { _, err := keep(cusparse.ToBSR(h, csr, 2)); return err },
-							func() error { _, err := keep(cusparse.ToBlockedELL(h, csr, 1)); return err },
+							func() error { _, err := keep(cusparse.ToBlockedELL(h, csr, 2)); return err },
 							func() error { _, err := keep(cusparse.SpGEMM(h, csr, csr)); return err },
 							func() error {
 								return cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, csr, x, y)

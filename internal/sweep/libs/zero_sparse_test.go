@@ -81,23 +81,23 @@ func init() {
 		},
 		"cusparse.ToDense": func() []error { return []error{cusparse.ToDense(h, m, d)} },
 		"cusparse.NewBSR": func() []error {
-			_, e1 := cusparse.NewBSR[int32](&cuda.Stream{}, 2, 2, 1, []float32{1, 0, 0, 1})
-			_, e2 := cusparse.NewBSR[int64, float64](nil, 0, 0, 1, nil)
+			_, e1 := cusparse.NewBSR[int32](&cuda.Stream{}, 2, 2, 2, []float32{1, 0, 0, 1})
+			_, e2 := cusparse.NewBSR[int64, float64](nil, 0, 0, 2, nil)
 			return []error{e1, e2}
 		},
 		"cusparse.NewBlockedELL": func() []error {
 			_, e1 := cusparse.NewBlockedELL[int32](&cuda.Stream{}, 2, 2, 2, []cuda.Float16{1, 0, 0, 1})
-			_, e2 := cusparse.NewBlockedELL[int64, complex64](nil, 0, 0, 1, nil)
+			_, e2 := cusparse.NewBlockedELL[int64, complex64](nil, 0, 0, 2, nil)
 			return []error{e1, e2}
 		},
 		"cusparse.ToBSR": func() []error {
-			_, e1 := cusparse.ToBSR(h, m, 1)
-			_, e2 := cusparse.ToBSR[int32, float32](nil, nil, 1)
+			_, e1 := cusparse.ToBSR(h, m, 2)
+			_, e2 := cusparse.ToBSR[int32, float32](nil, nil, 2)
 			return []error{e1, e2}
 		},
 		"cusparse.ToBlockedELL": func() []error {
-			_, e1 := cusparse.ToBlockedELL(h, m, 1)
-			_, e2 := cusparse.ToBlockedELL[int64, float64](nil, nil, 1)
+			_, e1 := cusparse.ToBlockedELL(h, m, 2)
+			_, e2 := cusparse.ToBlockedELL[int64, float64](nil, nil, 2)
 			return []error{e1, e2}
 		},
 		"cusparse.FromDense": func() []error {
