@@ -83,3 +83,48 @@ func PlanKinds(h *Handle) (graph, legacy int) {
 	}
 	return graph, legacy
 }
+
+// GraphMisused runs ConvForward's plan of the backend API as ConvForward
+// does but for one thing wrong, which only the fake can be trusted to
+// catch: "short", a work area a byte smaller than the plan's;
+// "unnamed", a variant pack without y; "misaligned", x's pointer 2 bytes
+// past the alignment the plan was built for. It returns the execution's
+// error.
+func GraphMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how string) error {
+	const op = "ConvForward"
+	k, err := convArgs(op, passForward, [3]string{"x", "w", "y"}, x, w, y, p)
+	if err != nil {
+		return err
+	}
+	return h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) error {
+		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), 0)
+		pl, err := c.plan(k, y.Shape, ptrs)
+		if err != nil {
+			return err
+		}
+		if pl.g == nil {
+			return errorf(op, cuda.ErrNotSupported, "no plan of the backend API")
+		}
+		ws, uids, args := pl.g.work, pl.g.uids, ptrs[:3]
+		switch how {
+		case "short": // the variant pack says where the work area is, not its size
+			buf, err := cuda.Alloc[byte](c.ctx, int(ws-1))
+			if err != nil {
+				return err
+			}
+			defer buf.Free()
+			g := &graphPlan{}
+			defer g.destroy(op)
+			pack, err := c.pack(g, uids, args, uintptr(buf.Ptr()))
+			if err != nil {
+				return err
+			}
+			return check(op, "cudnnBackendExecute", clib.BackendExecute(c.lh, pl.g.plan, pack))
+		case "unnamed":
+			uids, args = uids[:2], args[:2]
+		case "misaligned":
+			args[roleX] += 2
+		}
+		return c.execute(pl.g.plan, ws, uids, args)
+	})
+}

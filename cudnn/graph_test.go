@@ -319,3 +319,24 @@ func testGraphPlans[T cudnn.Element](t *testing.T, c convCase, l cudnn.Layout, b
 	g, legacy := cudnn.PlanKinds(h)
 	t.Logf("plans: %d of the backend API, %d of the legacy calls (the fused forward's two: %d fused by the backend API)", g, legacy, g-3)
 }
+
+// TestGraphMisused: the fake refuses a plan run with a work area smaller
+// than the plan's, a variant pack that lacks one of the graph's tensors,
+// or a pointer less aligned than the plan was built for.
+func TestGraphMisused(t *testing.T) {
+	if cudatest.Fake(t) == nil {
+		return
+	}
+	ctx, _, h := handle(t)
+	c := convCases[1]
+	ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+	x, w, y := empty[float32](t, ctx, c.x, cudnn.NHWC), empty[float32](t, ctx, c.w, cudnn.NHWC), empty[float32](t, ctx, ys, cudnn.NHWC)
+	for _, tt := range []struct {
+		how  string
+		want cudnn.Result
+	}{{"short", cudnn.ResultBadParam}, {"unnamed", cudnn.ResultBadParam}, {"misaligned", cudnn.ResultBadParamMisalignedPointer}} {
+		if err := cudnn.GraphMisused(h, y, x, w, c.p, tt.how); !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "cudnnBackendExecute") {
+			t.Errorf("%s: %v, want %v from cudnnBackendExecute", tt.how, err, tt.want)
+		}
+	}
+}
