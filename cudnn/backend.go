@@ -2,6 +2,7 @@ package cudnn
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -183,6 +184,16 @@ type builder struct {
 	op  string
 	g   *graphPlan
 	err error
+	// types are the descriptors' types, for the errors' details.
+	types map[clib.BackendDescriptor]int32
+}
+
+// detail adds to b.err, where it is cuDNN's, what was being done.
+func (b *builder) detail(format string, args ...any) {
+	var e *Error
+	if errors.As(b.err, &e) && e.Detail == "" {
+		e.Detail = fmt.Sprintf(format, args...)
+	}
 }
 
 func (b *builder) create(t int32) clib.BackendDescriptor {
@@ -191,15 +202,21 @@ func (b *builder) create(t int32) clib.BackendDescriptor {
 	}
 	var d clib.BackendDescriptor
 	if b.err = check(b.op, "cudnnBackendCreateDescriptor", clib.BackendCreateDescriptor(t, &d)); b.err != nil {
+		b.detail("descriptor type %d", t)
 		return 0
 	}
 	b.g.descs = append(b.g.descs, d)
+	if b.types == nil {
+		b.types = map[clib.BackendDescriptor]int32{}
+	}
+	b.types[d] = t
 	return d
 }
 
 func (b *builder) set(d clib.BackendDescriptor, name, typ int32, n int, p unsafe.Pointer) {
 	if b.err == nil {
 		b.err = check(b.op, "cudnnBackendSetAttribute", clib.BackendSetAttribute(d, name, typ, int64(n), p))
+		b.detail("attribute %d (type %d, %d element(s)) of a descriptor of type %d", name, typ, n, b.types[d])
 	}
 }
 
@@ -218,6 +235,7 @@ func (b *builder) desc(d clib.BackendDescriptor, name int32, v ...clib.BackendDe
 func (b *builder) finalize(d clib.BackendDescriptor) {
 	if b.err == nil {
 		b.err = check(b.op, "cudnnBackendFinalize", clib.BackendFinalize(d))
+		b.detail("a descriptor of type %d", b.types[d])
 	}
 }
 
