@@ -61,6 +61,10 @@ func BenchmarkConv(b *testing.B) {
 	b.Run("fwd/f32/NCHW", func(b *testing.B) { benchConv[float32](b, ctx, h, "fwd", cudnn.NCHW) })
 	b.Run("dgrad/bf16/NHWC", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, "dgrad", cudnn.NHWC) })
 	b.Run("wgrad/bf16/NHWC", func(b *testing.B) { benchConv[cuda.BFloat16](b, ctx, h, "wgrad", cudnn.NHWC) })
+	// Which plans ran the cases: the backend API's, or the legacy calls'
+	// (where cuDNN could build none for the shape).
+	graph, legacy := cudnn.PlanKinds(h)
+	b.Logf("plans: %d of cuDNN's backend API, %d of the legacy calls", graph, legacy)
 }
 
 // selected says whether GOCUDA_CONV_CASES selects the case named name.
