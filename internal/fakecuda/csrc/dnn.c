@@ -9,7 +9,8 @@
 // float, double, half and bfloat16 tensors in NCHW and NHWC. The fake
 // offers two algorithms of each convolution: 0, which needs no work area,
 // and 1, which needs one (IMPLICIT_PRECOMP_GEMM forward, the only one the
-// fused identity activation takes).
+// fused identity activation takes). The backend (graph) API's calls are
+// at the end.
 
 #include <math.h>
 
@@ -41,7 +42,12 @@ EXPORT const char *cudnnGetErrorString(int s) {
 	case 1001: return "CUDNN_STATUS_NOT_INITIALIZED";
 	case 2000: return "CUDNN_STATUS_BAD_PARAM";
 	case 2002: return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
+	case 2003: return "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER";
+	case 2004: return "CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED";
 	case 2008: return "CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH";
+	case 2010: return "CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE";
+	case 3001: return "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN";
+	case 3004: return "CUDNN_STATUS_NOT_SUPPORTED_LAYOUT";
 	case 3000: return "CUDNN_STATUS_NOT_SUPPORTED";
 	case 3003: return "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE";
 	case 4000: return "CUDNN_STATUS_INTERNAL_ERROR";
