@@ -85,11 +85,11 @@ func bsrOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I
 }
 
 // ellOf returns the Blocked-ELL arrays of pts: every row of blocks holds
-// as many as the fullest (at least one, so that the arrays are never
-// empty), the ones it lacks with column -1 and zeros.
+// as many as the fullest (at least one where there are columns), the ones
+// it lacks with column -1 and zeros.
 func ellOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I, T] {
 	br := blockRows(rows, block, pts)
-	width := 1
+	width := min(1, cols/block) // a matrix of columns stores a block a row, if empty
 	for _, cs := range br {
 		width = max(width, len(cs))
 	}

@@ -75,7 +75,8 @@ func (d Dense[T]) check(op, name string) error {
 	case d.Stride < 0 || d.Stride != 0 && d.Stride < minor:
 		return errorf(op, cuda.ErrInvalidValue, "%s.Stride is %d: want 0 (packed) or at least %d", name, d.Stride, minor)
 	}
-	if need := max(major-1, 0)*d.ld() + minor; major > 0 && need > d.Data.Len() {
+	// A matrix with no rows or no columns needs no elements.
+	if need := max(major-1, 0)*d.ld() + minor; major > 0 && minor > 0 && need > d.Data.Len() {
 		return errorf(op, cuda.ErrInvalidValue, "%s is %dx%d %v with stride %d: it needs %d elements, and %s.Data holds %d", name, d.Rows, d.Cols, d.Layout, d.ld(), need, name, d.Data.Len())
 	}
 	return nil

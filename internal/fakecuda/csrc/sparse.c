@@ -459,7 +459,7 @@ static int is_blocked(const struct spm *m) { return m->fmt == F_BSR || m->fmt ==
 
 static int64_t dn_elems(const struct dnm *d) {
 	int64_t major = d->order == 2 ? d->rows : d->cols, minor = d->order == 2 ? d->cols : d->rows;
-	return major == 0 ? 0 : (major - 1) * d->ld + minor;
+	return major == 0 || minor == 0 ? 0 : (major - 1) * d->ld + minor;
 }
 static int dnm_okx(const struct dnm *d, int halves) {
 	size_t es = halves ? esize(d->vt) : vsize(d->vt);
