@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/halfc"
 )
 
 // dtype describes an element type in the generated CUDA C.
@@ -126,117 +127,27 @@ func (d dtype) store(value string) string {
 }
 
 // prelude is the C every generated kernel starts with: the conversions of
-// the halves, which give bit for bit what cuda.NewFloat16, Float16.Float32,
-// cuda.NewBFloat16 and BFloat16.Float32 give in Go: the device's own
-// conversion instructions for numbers (round to nearest, ties to even, as
-// Go's; bfloat16 before sm_80 in integer arithmetic), and NaNs made quiet
-// with their payload kept, as Go does, where the instructions would give
-// one NaN for all. No CUDA header is included: NVRTC does not always find
-// them. Then the vector type of the kernels' wide loads and stores.
+// the halves (halfc.Source), which give bit for bit what cuda.NewFloat16,
+// Float16.Float32, cuda.NewBFloat16 and BFloat16.Float32 give in Go, then
+// the vector type of the kernels' wide loads and stores and the vectors'
+// conversions.
 //
-// Each conversion is in two parts: _num, the instruction, exact for any
-// value but a NaN (whose bits it does not keep, but which it leaves a
-// NaN), and _nan, the bits of a NaN. The whole conversion tests for a NaN
-// with one float comparison, v != v (of the float it is given, or of the
-// instruction's result), cheaper than a test of the bits, and takes
-// _nan's bits for one. Even so the NaN's bits cost a select and their
-// making on every element, as many instructions as the conversion: the
-// vectors' loads and stores (gocuda_load_f16 and the others, which the
-// elementwise kernels use) test their whole vector at once instead, and
-// convert element by element only a vector with a NaN in it. The common
-// vector is converted by the instructions alone, and on sm_80 and later
+// A whole conversion of halfc's (gocuda_f32_to_f16 and the others) costs
+// a NaN's bits, a select and their making, on every element, as many
+// instructions as the conversion: the vectors' loads and stores
+// (gocuda_load_f16 and the others, which the elementwise kernels use)
+// test their whole vector for NaNs at once instead, and convert element by
+// element only a vector with a NaN in it. The common vector is converted
+// by the instructions alone (halfc's _num parts), and on sm_80 and later
 // two floats to a pair of halves by one (cvt.rn.f16x2.f32,
 // cvt.rn.bf16x2.f32), so that an elementwise kernel of halves does about
-// as much per element as one of float32s.
-//
-// Compiled for the host (no __CUDA_ARCH__: the fake driver's tests, which
-// run kernels on the CPU through internal/hostcc and internal/kernelhook),
-// the instructions are integer arithmetic that gives the same bits, and
-// TestCastBits holds both to Go's.
-const prelude = `
+// as much per element as one of float32s. Compiled for the host, the
+// pairs are two _num conversions, and TestCastBits holds both branches to
+// Go's.
+const prelude = halfc.Source + `
 // gocuda_vec is V elements of T loaded or stored at once (a 16-byte
 // access at most): the pointer must be aligned to its size.
 template <typename T, int V> struct alignas(sizeof(T) * V) gocuda_vec { T v[V]; };
-// gocuda_f32_to_f16_nan is NaN f as a float16: its sign, quiet, and the
-// top of its payload.
-__device__ __forceinline__ unsigned short gocuda_f32_to_f16_nan(float f) {
-	unsigned int b = __float_as_uint(f);
-	return (unsigned short)(((b >> 16) & 0x8000u) | 0x7e00u | ((b & 0x7fffffu) >> 13));
-}
-// gocuda_f32_to_f16_num is f, not a NaN, rounded to a float16.
-__device__ __forceinline__ unsigned short gocuda_f32_to_f16_num(float f) {
-#ifdef __CUDA_ARCH__
-	unsigned short h;
-	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-	return h;
-#else
-	unsigned int b = __float_as_uint(f);
-	unsigned int sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
-	if (a <= 0x33000000u) return (unsigned short)sign; // 2^-25 or less: to zero (2^-25 a tie, to even)
-	if (a < 0x38800000u) { // below 2^-14: a subnormal, in units of 2^-24
-		unsigned int shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
-		unsigned int q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-		if (rem > half || (rem == half && (q & 1u))) q++;
-		return (unsigned short)(sign | q);
-	}
-	unsigned int q = (a >> 13) - (112u << 10), rem = a & 0x1fffu;
-	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
-	if (q >= 0x7c00u) q = 0x7c00u; // past the largest: infinity
-	return (unsigned short)(sign | q);
-#endif
-}
-__device__ __forceinline__ unsigned short gocuda_f32_to_f16(float f) {
-	return f != f ? gocuda_f32_to_f16_nan(f) : gocuda_f32_to_f16_num(f);
-}
-// gocuda_f16_to_f32_nan is NaN h as a float: its sign and payload, as
-// they are (Float16.Float32 keeps a signaling NaN signaling). Shifted up
-// 13, h's payload is the float's, its exponent (a NaN's, all ones) bits
-// 27-23 and its sign bit 28; sign-extended first, the sign fills bits
-// 31-29 too, so that with the float's exponent set (bits 30-23) bit 31
-// alone is left of it, in three instructions rather than six.
-__device__ __forceinline__ float gocuda_f16_to_f32_nan(unsigned short h) {
-	return __uint_as_float((unsigned int)(int)(short)h << 13 | 0x7f800000u);
-}
-// gocuda_f16_to_f32_num is h as a float, exactly, for any h but a NaN,
-// and a NaN for a NaN.
-__device__ __forceinline__ float gocuda_f16_to_f32_num(unsigned short h) {
-#ifdef __CUDA_ARCH__
-	float f;
-	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-	return f;
-#else
-	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13)); // an infinity, or a NaN (gocuda_f16_to_f32_nan's bits)
-	if (e == 0) {
-		float v = (float)m * 5.9604644775390625e-08f; // m * 2^-24, exact
-		return sign ? -v : v;
-	}
-	return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
-#endif
-}
-__device__ __forceinline__ float gocuda_f16_to_f32(unsigned short h) {
-	const float f = gocuda_f16_to_f32_num(h);
-	return f != f ? gocuda_f16_to_f32_nan(h) : f;
-}
-// gocuda_f32_to_bf16_nan is NaN f as a bfloat16: its sign, quiet, and the
-// top of its payload.
-__device__ __forceinline__ unsigned short gocuda_f32_to_bf16_nan(float f) { return (unsigned short)((__float_as_uint(f) >> 16) | 0x40u); }
-// gocuda_f32_to_bf16_num is f, not a NaN, rounded to a bfloat16.
-__device__ __forceinline__ unsigned short gocuda_f32_to_bf16_num(float f) {
-#if __CUDA_ARCH__ >= 800
-	unsigned short h;
-	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-	return h;
-#else
-	unsigned int b = __float_as_uint(f), r = b >> 16, rem = b & 0xffffu;
-	if (rem > 0x8000u || (rem == 0x8000u && (r & 1u))) r++;
-	return (unsigned short)r;
-#endif
-}
-__device__ __forceinline__ unsigned short gocuda_f32_to_bf16(float f) {
-	return f != f ? gocuda_f32_to_bf16_nan(f) : gocuda_f32_to_bf16_num(f);
-}
-__device__ __forceinline__ float gocuda_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
 // gocuda_any_nan is whether any of f is a NaN: one test and one branch
 // for a vector, not one for each element. Two floats at a time, which
 // the compiler tests for NaNs in one instruction.
