@@ -1,5 +1,7 @@
 package nn
 
+import "github.com/gocuda/cuda/internal/halfc"
+
 // The CUDA C of scaled dot-product attention. attnSource is one source
 // for every variant: a variant is this text after a header of #defines
 // (attnHeader: the element type, the head dimension, the tiles), so that
@@ -38,68 +40,24 @@ package nn
 // attn_mma and their kin), so that the tests on the fake check the
 // tensor-core kernel's indexing too: only the instructions themselves
 // are the GPU's alone.
-const attnSource = `
+const attnSource = halfc.Source + `
 // ---- element types --------------------------------------------------------
 // ATTN_T: 0 float32, 1 float16, 2 bfloat16. A half is kept as its bits
-// (unsigned short): no CUDA header is included (NVRTC does not always
-// find them, and the host compile has none).
+// (unsigned short), converted by halfc's conversions (before this): no
+// CUDA header is included (NVRTC does not always find them, and the host
+// compile has none).
 #if ATTN_T == 0
 typedef float attn_t;
 __device__ __forceinline__ float attn_ld(attn_t x) { return x; }
 __device__ __forceinline__ attn_t attn_st(float x) { return x; }
 #else
 typedef unsigned short attn_t;
-__device__ __forceinline__ float attn_f16_to_f32(unsigned short h) {
-#ifdef __CUDA_ARCH__
-	float f;
-	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-	return f;
-#else
-	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13));
-	if (e == 0) {
-		float v = (float)m * 5.9604644775390625e-08f; // m * 2^-24
-		return sign ? -v : v;
-	}
-	return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
-#endif
-}
-__device__ __forceinline__ unsigned short attn_f32_to_f16(float f) {
-#ifdef __CUDA_ARCH__
-	unsigned short h;
-	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-	return h;
-#else
-	unsigned int b = __float_as_uint(f), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
-	if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); // NaN, quiet
-	if (a < 0x38800000u) { // below 2^-14: a multiple of 2^-24, rounded to even
-		float v = __uint_as_float(a) * 16777216.0f;
-		return (unsigned short)(sign | (unsigned int)rint(v));
-	}
-	unsigned int q = (a >> 13) - (112u << 10), rem = a & 0x1fffu;
-	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
-	if (q >= 0x7c00u) q = 0x7c00u; // past the largest: infinity
-	return (unsigned short)(sign | q);
-#endif
-}
-__device__ __forceinline__ float attn_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
-__device__ __forceinline__ unsigned short attn_f32_to_bf16(float f) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	unsigned short h;
-	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-	return h;
-#else
-	unsigned int b = __float_as_uint(f);
-	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u); // NaN, quiet
-	return (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-#endif
-}
 #if ATTN_T == 1
-__device__ __forceinline__ float attn_ld(attn_t x) { return attn_f16_to_f32(x); }
-__device__ __forceinline__ attn_t attn_st(float x) { return attn_f32_to_f16(x); }
+__device__ __forceinline__ float attn_ld(attn_t x) { return gocuda_f16_to_f32(x); }
+__device__ __forceinline__ attn_t attn_st(float x) { return gocuda_f32_to_f16(x); }
 #else
-__device__ __forceinline__ float attn_ld(attn_t x) { return attn_bf16_to_f32(x); }
-__device__ __forceinline__ attn_t attn_st(float x) { return attn_f32_to_bf16(x); }
+__device__ __forceinline__ float attn_ld(attn_t x) { return gocuda_bf16_to_f32(x); }
+__device__ __forceinline__ attn_t attn_st(float x) { return gocuda_f32_to_bf16(x); }
 #endif
 #endif
 
@@ -390,9 +348,9 @@ static thread_local unsigned int attn_emu_a[ATTN_NW][32][4];
 static thread_local unsigned int attn_emu_b[ATTN_NW][32][2];
 __device__ __forceinline__ float attn_half_to_f32(unsigned short h) {
 #if ATTN_T == 1
-	return attn_f16_to_f32(h);
+	return gocuda_f16_to_f32(h);
 #else
-	return attn_bf16_to_f32(h);
+	return gocuda_bf16_to_f32(h);
 #endif
 }
 #endif

@@ -7,6 +7,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/halfc"
 	"github.com/gocuda/cuda/nd"
 )
 
@@ -22,7 +23,7 @@ type Float interface {
 type layerType struct {
 	storage string // "float", or "unsigned short" for the halves
 	suffix  string // "f32", "f16", "bf16"
-	conv    string // the C of nn_ld and nn_st for the type
+	conv    string // the C of nn_ld and nn_st for the type (halfc's conversions for the halves)
 }
 
 var layerTypes = [3]layerType{
@@ -30,57 +31,13 @@ var layerTypes = [3]layerType{
 __device__ __forceinline__ float nn_ld(float v) { return v; }
 __device__ __forceinline__ float nn_st(float v) { return v; }
 `},
-	{"unsigned short", "f16", `
-__device__ __forceinline__ float nn_ld(unsigned short h) {
-#ifdef __CUDA_ARCH__
-	float f;
-	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-	return f;
-#else
-	unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-	if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13));
-	if (e == 0) { float v = (float)m * 5.9604644775390625e-08f; return sign ? -v : v; }
-	return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
-#endif
-}
-__device__ __forceinline__ unsigned short nn_st(float f) {
-#ifdef __CUDA_ARCH__
-	unsigned short h;
-	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-	return h;
-#else
-	unsigned int b = __float_as_uint(f);
-	unsigned int sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
-	if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a & 0x7fffffu) >> 13));
-	if (a <= 0x33000000u) return (unsigned short)sign;
-	if (a < 0x38800000u) {
-		unsigned int shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
-		unsigned int q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-		if (rem > half || (rem == half && (q & 1u))) q++;
-		return (unsigned short)(sign | q);
-	}
-	unsigned int q = (a >> 13) - (112u << 10), rem = a & 0x1fffu;
-	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
-	if (q >= 0x7c00u) q = 0x7c00u;
-	return (unsigned short)(sign | q);
-#endif
-}
+	{"unsigned short", "f16", halfc.Source + `
+__device__ __forceinline__ float nn_ld(unsigned short h) { return gocuda_f16_to_f32(h); }
+__device__ __forceinline__ unsigned short nn_st(float f) { return gocuda_f32_to_f16(f); }
 `},
-	{"unsigned short", "bf16", `
-__device__ __forceinline__ float nn_ld(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
-__device__ __forceinline__ unsigned short nn_st(float f) {
-	unsigned int b = __float_as_uint(f);
-	if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u);
-#if __CUDA_ARCH__ >= 800
-	unsigned short h;
-	asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-	return h;
-#else
-	unsigned int r = b >> 16, rem = b & 0xffffu;
-	if (rem > 0x8000u || (rem == 0x8000u && (r & 1u))) r++;
-	return (unsigned short)r;
-#endif
-}
+	{"unsigned short", "bf16", halfc.Source + `
+__device__ __forceinline__ float nn_ld(unsigned short h) { return gocuda_bf16_to_f32(h); }
+__device__ __forceinline__ unsigned short nn_st(float f) { return gocuda_f32_to_bf16(f); }
 `},
 }
 
