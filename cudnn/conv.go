@@ -574,11 +574,16 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 // ConvBackwardBias computes db, the gradient of a convolution's bias (one
 // per output channel, len(db) = dy's channels), from the gradient dy of
 // its output: the sum of each channel of dy, queued on h's stream
-// (cudnnConvolutionBackwardBias).
+// (cudnnConvolutionBackwardBias). cuDNN computes it for float32 and
+// float16; a bfloat16 dy is refused with cuda.ErrNotSupported (sum dy
+// over N, H and W with package nd instead).
 func ConvBackwardBias[T Element](h *Handle, db *cuda.DeviceBuffer[T], dy Tensor[T]) error {
 	const op = "ConvBackwardBias"
 	if err := h.valid(op); err != nil {
 		return err
+	}
+	if dataType[T]() == dataBFloat {
+		return errorf(op, cuda.ErrNotSupported, "cuDNN's bias gradient (cudnnConvolutionBackwardBias) takes float32 and float16, not bfloat16: sum dy over N, H and W instead (nd.Sum over those axes)")
 	}
 	if err := checkTensor(op, "dy", dy); err != nil {
 		return err

@@ -722,7 +722,9 @@ EXPORT int cudnnConvolutionBackwardBias(struct fake_dnn *h, const void *alpha, s
 	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
 	struct dims a = dyd->d, b = dbd->d;
 	if (b.n != 1 || b.c != a.c || b.h != 1 || b.w != 1) return DNN_BAD_PARAM;
-	if (b.dt != a.dt) return DNN_NOT_SUPPORTED;
+	// cuDNN 9's legacy bias gradient takes float32 and float16, and
+	// answers NOT_SUPPORTED for bfloat16 (seen on an H100, cuDNN 9.19).
+	if (b.dt != a.dt || a.dt == 9 /* CUDNN_DATA_BFLOAT16 */) return DNN_NOT_SUPPORTED;
 	if (!dmem_ok(dy, bytes(a)) || !dmem_ok(db, bytes(b))) return DNN_BAD_PARAM;
 	struct bias_job *o = calloc(1, sizeof *o);
 	*o = (struct bias_job){.job = {run_bias, sizeof *o}, .dy = a, .db = b, .src = dy, .dst = db, .alpha = scal(a.dt, alpha),
