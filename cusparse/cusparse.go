@@ -21,8 +21,9 @@
 // through the host), of sizes that are multiples of the block size (2 or
 // more), and written out by ToDense (through the host). cuSPARSE multiplies them
 // untransposed only: BSR by SpMV and SpMM, Blocked-ELL by SpMM alone (and
-// SpMMHalf: tensor cores are what the format is for); the other operations
-// refuse them, saying so.
+// SpMMHalf: tensor cores are what the format is for), of int32 indices
+// and real or half values; the other operations and combinations refuse
+// them, saying so.
 //
 //	a, err := cusparse.NewCOO(s, 3, 3, rows, cols, vals) // *Matrix[int32, float64]
 //	err = cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, y) // y = A·x

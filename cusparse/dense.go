@@ -181,6 +181,12 @@ const (
 // isHalf reports whether T is cuda.Float16 or cuda.BFloat16.
 func isHalf[T Value]() bool { t := valueType[T](); return t == typeF16 || t == typeBF16 }
 
+// isComplexValue reports whether T is complex64 or complex128.
+func isComplexValue[T Value]() bool {
+	k := reflect.TypeFor[T]().Kind()
+	return k == reflect.Complex64 || k == reflect.Complex128
+}
+
 // indexType is I's cusparseIndexType_t: CUSPARSE_INDEX_32I 2,
 // CUSPARSE_INDEX_64I 3.
 func indexType[I Index]() int32 {

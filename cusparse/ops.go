@@ -124,10 +124,15 @@ func checkHalf[T Value](op string, f Format) error {
 
 // checkBlocked returns the error for a blocked matrix where cuSPARSE does
 // not take it: BlockedELL in SpMV (cuSPARSE multiplies it by dense
-// matrices only), and either transposed (cuSPARSE multiplies them as they
-// are).
-func checkBlocked(name string, f Format, op Op, spmv bool) error {
+// matrices only) or with int64 indices or complex values (cuSPARSE 12's
+// SpMM answers NOT_SUPPORTED to those on an H100), and either transposed
+// (cuSPARSE multiplies them as they are).
+func checkBlocked[I Index, T Value](name string, f Format, op Op, spmv bool) error {
 	switch {
+	case f == BlockedELL && indexType[I]() != 2:
+		return errorf(name, cuda.ErrNotSupported, "a is BlockedELL with %v indices: cuSPARSE multiplies Blocked-ELL matrices of int32 indices only", reflect.TypeFor[I]())
+	case f == BlockedELL && isComplexValue[T]():
+		return errorf(name, cuda.ErrNotSupported, "a is BlockedELL of %v values: cuSPARSE multiplies Blocked-ELL matrices of real or half values only", reflect.TypeFor[T]())
 	case f == BlockedELL && spmv:
 		return errorf(name, cuda.ErrNotSupported, "a is BlockedELL: cuSPARSE multiplies a Blocked-ELL matrix by a dense matrix only (SpMM), not by a vector")
 	case (f == BSR || f == BlockedELL) && op != NoTrans:
@@ -186,7 +191,7 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	}
 	defer a.life.Release()
 	rows, cols := opShape(op, a.rows, a.cols)
-	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked(name, a.format, op, true), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
+	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, true), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
 		return err
 	}
 	d := &descs{op: name}
@@ -243,7 +248,7 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	}
 	defer a.life.Release()
 	rows, k := opShape(op, a.rows, a.cols)
-	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked(name, a.format, op, false), b.check(name, "b"), c.check(name, "c")); err != nil {
+	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, false), b.check(name, "b"), c.check(name, "c")); err != nil {
 		return err
 	}
 	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {

@@ -694,6 +694,10 @@ static int spmm_check(struct fake_sparse *h, int opa, int opb, struct fake_spmat
 	int halves;
 	if ((r = mixed_ok(A->m.vt, B->m.vt, C->m.vt, ct, &halves))) return r;
 	if (is_blocked(&A->m) && opa) return SP_NOT_SUPPORTED;
+	// Blocked-ELL: int32 indices (CUSPARSE_INDEX_32I 2) and real or half
+	// values only, as cuSPARSE 12 answers on an H100 (complex: CUDA_C_32F
+	// 4, CUDA_C_64F 5).
+	if (A->m.fmt == F_ELL && (A->m.tb != 2 || A->m.vt == 4 || A->m.vt == 5)) return SP_NOT_SUPPORTED;
 	if ((r = spm_okx(&A->m, 1, halves, B_BSR | B_ELL)) || (r = dnm_okx(&B->m, halves)) || (r = dnm_okx(&C->m, halves))) return r;
 	return SP_SUCCESS;
 }
