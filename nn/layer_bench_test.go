@@ -112,7 +112,7 @@ var layerBenchArrays = map[string]any{}
 // 1), made once (see layerBenchArrays); name tells apart arrays of one
 // shape.
 func layerBenchArray[T nn.Float](b *testing.B, s *cuda.Stream, name string, shape ...int) *nd.Array[T] {
-	key := fmt.Sprint(name, shape, *new(T))
+	key := fmt.Sprintf("%s %v %T", name, shape, *new(T)) // %T: the zero values of two types may print alike
 	if a, ok := layerBenchArrays[key]; ok {
 		return a.(*nd.Array[T])
 	}
