@@ -398,31 +398,10 @@ func convArgs[T Element](op string, pass int, names [3]string, x, w, y Tensor[T]
 // CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, or
 // cudnnConvolutionForward: see the package comment).
 func ConvForward[T Element](h *Handle, y, x, w Tensor[T], p Conv2D) error {
-	const op = "ConvForward"
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	k, err := convArgs(op, passForward, [3]string{"x", "w", "y"}, x, w, y, p)
-	if err != nil {
-		return err
-	}
-	return h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) error {
-		k.tf32 = c.tf32
-		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), 0)
-		pl, err := c.plan(k, y.Shape, ptrs)
-		if err != nil {
-			return err
-		}
-		if pl.g != nil {
-			return c.run(pl.g, ptrs)
-		}
-		ws, err := c.work(pl.work)
-		if err != nil {
-			return err
-		}
-		one, zero := float32(1), float32(0)
-		return check(op, "cudnnConvolutionForward", clib.ConvolutionForward(c.lh, unsafe.Pointer(&one), pl.x, uintptr(x.Data.Ptr()), pl.w, uintptr(w.Data.Ptr()), pl.c, pl.algo, ws, pl.work, unsafe.Pointer(&zero), pl.y, uintptr(y.Data.Ptr())))
-	})
+	return convPass(h, "ConvForward", passForward, [3]string{"x", "w", "y"}, x, w, y, p,
+		func(c *call, pl *convPlan, ws uintptr, one, zero unsafe.Pointer) (string, clib.Result) {
+			return "cudnnConvolutionForward", clib.ConvolutionForward(c.lh, one, pl.x, uintptr(x.Data.Ptr()), pl.w, uintptr(w.Data.Ptr()), pl.c, pl.algo, ws, pl.work, zero, pl.y, uintptr(y.Data.Ptr()))
+		})
 }
 
 // ConvBackwardData computes dx, the gradient of a convolution's input x
@@ -431,31 +410,10 @@ func ConvForward[T Element](h *Handle, y, x, w Tensor[T], p Conv2D) error {
 // (the backend API's backward-data operation, or
 // cudnnConvolutionBackwardData).
 func ConvBackwardData[T Element](h *Handle, dx, dy, w Tensor[T], p Conv2D) error {
-	const op = "ConvBackwardData"
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	k, err := convArgs(op, passBackwardData, [3]string{"dx", "w", "dy"}, dx, w, dy, p)
-	if err != nil {
-		return err
-	}
-	return h.do(op, []cuda.Memory{dx.Data, dy.Data, w.Data}, func(c *call) error {
-		k.tf32 = c.tf32
-		ptrs := k.pointers(uintptr(dx.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(dy.Data.Ptr()), 0)
-		pl, err := c.plan(k, dy.Shape, ptrs)
-		if err != nil {
-			return err
-		}
-		if pl.g != nil {
-			return c.run(pl.g, ptrs)
-		}
-		ws, err := c.work(pl.work)
-		if err != nil {
-			return err
-		}
-		one, zero := float32(1), float32(0)
-		return check(op, "cudnnConvolutionBackwardData", clib.ConvolutionBackwardData(c.lh, unsafe.Pointer(&one), pl.w, uintptr(w.Data.Ptr()), pl.y, uintptr(dy.Data.Ptr()), pl.c, pl.algo, ws, pl.work, unsafe.Pointer(&zero), pl.x, uintptr(dx.Data.Ptr())))
-	})
+	return convPass(h, "ConvBackwardData", passBackwardData, [3]string{"dx", "w", "dy"}, dx, w, dy, p,
+		func(c *call, pl *convPlan, ws uintptr, one, zero unsafe.Pointer) (string, clib.Result) {
+			return "cudnnConvolutionBackwardData", clib.ConvolutionBackwardData(c.lh, one, pl.w, uintptr(w.Data.Ptr()), pl.y, uintptr(dy.Data.Ptr()), pl.c, pl.algo, ws, pl.work, zero, pl.x, uintptr(dx.Data.Ptr()))
+		})
 }
 
 // ConvBackwardFilter computes dw, the gradient of a convolution's filters
@@ -463,18 +421,29 @@ func ConvBackwardData[T Element](h *Handle, dx, dy, w Tensor[T], p Conv2D) error
 // shapes, p the same), queued on h's stream (the backend API's
 // backward-filter operation, or cudnnConvolutionBackwardFilter).
 func ConvBackwardFilter[T Element](h *Handle, dw, x, dy Tensor[T], p Conv2D) error {
-	const op = "ConvBackwardFilter"
+	return convPass(h, "ConvBackwardFilter", passBackwardFilter, [3]string{"x", "dw", "dy"}, x, dw, dy, p,
+		func(c *call, pl *convPlan, ws uintptr, one, zero unsafe.Pointer) (string, clib.Result) {
+			return "cudnnConvolutionBackwardFilter", clib.ConvolutionBackwardFilter(c.lh, one, pl.x, uintptr(x.Data.Ptr()), pl.y, uintptr(dy.Data.Ptr()), pl.c, pl.algo, ws, pl.work, zero, pl.w, uintptr(dw.Data.Ptr()))
+		})
+}
+
+// convPass runs one of a convolution's three passes, whose tensors in the
+// roles of ConvForward's x, w and y are xr, wr and yr (names as the
+// caller's signature calls them): the plan of the shape, then its graph
+// (the backend API), or the legacy call that legacy makes.
+func convPass[T Element](h *Handle, op string, pass int, names [3]string, xr, wr, yr Tensor[T], p Conv2D,
+	legacy func(c *call, pl *convPlan, ws uintptr, one, zero unsafe.Pointer) (string, clib.Result)) error {
 	if err := h.valid(op); err != nil {
 		return err
 	}
-	k, err := convArgs(op, passBackwardFilter, [3]string{"x", "dw", "dy"}, x, dw, dy, p)
+	k, err := convArgs(op, pass, names, xr, wr, yr, p)
 	if err != nil {
 		return err
 	}
-	return h.do(op, []cuda.Memory{dw.Data, x.Data, dy.Data}, func(c *call) error {
+	return h.do(op, []cuda.Memory{xr.Data, wr.Data, yr.Data}, func(c *call) error {
 		k.tf32 = c.tf32
-		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(dw.Data.Ptr()), uintptr(dy.Data.Ptr()), 0)
-		pl, err := c.plan(k, dy.Shape, ptrs)
+		ptrs := k.pointers(uintptr(xr.Data.Ptr()), uintptr(wr.Data.Ptr()), uintptr(yr.Data.Ptr()), 0)
+		pl, err := c.plan(k, yr.Shape, ptrs)
 		if err != nil {
 			return err
 		}
@@ -486,7 +455,8 @@ func ConvBackwardFilter[T Element](h *Handle, dw, x, dy Tensor[T], p Conv2D) err
 			return err
 		}
 		one, zero := float32(1), float32(0)
-		return check(op, "cudnnConvolutionBackwardFilter", clib.ConvolutionBackwardFilter(c.lh, unsafe.Pointer(&one), pl.x, uintptr(x.Data.Ptr()), pl.y, uintptr(dy.Data.Ptr()), pl.c, pl.algo, ws, pl.work, unsafe.Pointer(&zero), pl.w, uintptr(dw.Data.Ptr())))
+		name, r := legacy(c, pl, ws, unsafe.Pointer(&one), unsafe.Pointer(&zero))
+		return check(op, name, r)
 	})
 }
 
