@@ -49,6 +49,18 @@
 // passes' sums over rows (the gradients of a weight) are made in chunks
 // joined in order, with no atomics.
 //
+// # Attention
+//
+// Attention and AttentionInto compute softmax(Q·Kᵀ·scale)·V for q of
+// [B, H, Sq, D] and k, v of [B, Hkv, Sk, D] (or the [B, S, H, D] layout
+// of a projection's output, LayoutBSHD), causal or not, Hkv dividing H
+// (grouped-query): one fused kernel in the FlashAttention manner that
+// never holds an Sq x Sk matrix, on the tensor cores for the halves on
+// sm_80 and later. A KVCache holds a layer's keys and values for
+// decoding, its length on the device, so that one decoding step (Append,
+// then AttentionInto) is captured once as a CUDA graph and replayed at
+// every position (ExampleKVCache_graph).
+//
 // On error a function returns nil arrays and an *Error that wraps
 // cuda.ErrInvalidValue (a nil, zero or non-contiguous array, shapes that
 // do not agree, a bad scalar), cuda.ErrClosed (a freed array) or the error
