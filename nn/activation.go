@@ -122,15 +122,7 @@ func activationNew[T Float](op, kernel string, x, b *nd.Array[T]) (*nd.Array[T],
 			return nil, err
 		}
 	}
-	y, err := nd.Empty[T](x.Stream(), x.Shape()...)
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	if err := activationInto(op, kernel, y, x, b); err != nil {
-		layerDrop(y)
-		return nil, err
-	}
-	return y, nil
+	return layerNew(op, x, func(y *nd.Array[T]) error { return activationInto(op, kernel, y, x, b) })
 }
 
 func activationInto[T Float](op, kernel string, dst, x, b *nd.Array[T]) error {

@@ -43,18 +43,7 @@ extern "C" __global__ void nn_dropout_NN_SUFFIX(const nn_t* x, nn_t* y, unsigned
 // stream.
 func Dropout[T Float](x *nd.Array[T], p float32, seed, offset uint64) (*nd.Array[T], error) {
 	const op = "Dropout"
-	if _, err := layerBuffer(op, "x", x, nil); err != nil {
-		return nil, err
-	}
-	y, err := nd.Empty[T](x.Stream(), x.Shape()...)
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	if err := dropoutInto(op, y, x, p, seed, offset); err != nil {
-		layerDrop(y)
-		return nil, err
-	}
-	return y, nil
+	return layerNew(op, x, func(y *nd.Array[T]) error { return dropoutInto(op, y, x, p, seed, offset) })
 }
 
 // DropoutInto is Dropout writing into dst, of x's shape (x itself for in

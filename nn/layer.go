@@ -221,6 +221,23 @@ func layerDrop[T nd.Elem](a *nd.Array[T]) {
 	}
 }
 
+// layerNew allocates a result of x's shape on x's stream and fills it with
+// fill, freeing it again where fill fails.
+func layerNew[T Float](op string, x *nd.Array[T], fill func(y *nd.Array[T]) error) (*nd.Array[T], error) {
+	if _, err := layerBuffer(op, "x", x, nil); err != nil {
+		return nil, err
+	}
+	y, err := nd.Empty[T](x.Stream(), x.Shape()...)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	if err := fill(y); err != nil {
+		layerDrop(y)
+		return nil, err
+	}
+	return y, nil
+}
+
 // layerFreed frees a, a temporary of a call, joining a refusal into *err
 // (so that a release that fails is the call's error, not lost), after
 // trying once more so that a passing refusal leaks nothing.

@@ -478,7 +478,7 @@ const normParamChunk = 256
 // result is allocated on it, in stream order. On error the result is nil.
 func LayerNorm[T Float](x, weight, bias *nd.Array[T], eps float32) (*nd.Array[T], error) {
 	const op = "LayerNorm"
-	return normNew(op, x, func(y *nd.Array[T]) error { return normForward(op, false, y, x, weight, bias, eps) })
+	return layerNew(op, x, func(y *nd.Array[T]) error { return normForward(op, false, y, x, weight, bias, eps) })
 }
 
 // LayerNormInto is LayerNorm writing into dst, an array of x's shape (x
@@ -496,7 +496,7 @@ func LayerNormInto[T Float](dst, x, weight, bias *nd.Array[T], eps float32) erro
 // As LayerNorm for the rest.
 func RMSNorm[T Float](x, weight *nd.Array[T], eps float32) (*nd.Array[T], error) {
 	const op = "RMSNorm"
-	return normNew(op, x, func(y *nd.Array[T]) error { return normForward(op, true, y, x, weight, nil, eps) })
+	return layerNew(op, x, func(y *nd.Array[T]) error { return normForward(op, true, y, x, weight, nil, eps) })
 }
 
 // RMSNormInto is RMSNorm writing into dst, an array of x's shape.
@@ -582,23 +582,6 @@ func LayerNormBackward[T Float](dy, x, weight, bias *nd.Array[T], eps float32) (
 func RMSNormBackward[T Float](dy, x, weight *nd.Array[T], eps float32) (dx, dweight *nd.Array[T], err error) {
 	dx, dweight, _, err = normBackward("RMSNormBackward", true, dy, x, weight, nil, eps)
 	return dx, dweight, err
-}
-
-// normNew allocates a result of x's shape on x's stream and fills it with
-// fill, freeing it again where fill fails.
-func normNew[T Float](op string, x *nd.Array[T], fill func(y *nd.Array[T]) error) (*nd.Array[T], error) {
-	if _, err := layerBuffer(op, "x", x, nil); err != nil {
-		return nil, err
-	}
-	y, err := nd.Empty[T](x.Stream(), x.Shape()...)
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	if err := fill(y); err != nil {
-		layerDrop(y)
-		return nil, err
-	}
-	return y, nil
 }
 
 // normParam returns the buffer of a weight or bias of cols elements, or a

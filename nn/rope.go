@@ -73,18 +73,7 @@ type Rotary struct {
 // array of x's shape on its stream.
 func RoPE[T Float](x *nd.Array[T], offset int, r Rotary) (*nd.Array[T], error) {
 	const op = "RoPE"
-	if _, err := layerBuffer(op, "x", x, nil); err != nil {
-		return nil, err
-	}
-	y, err := nd.Empty[T](x.Stream(), x.Shape()...)
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	if err := ropeInto(op, y, x, offset, r); err != nil {
-		layerDrop(y)
-		return nil, err
-	}
-	return y, nil
+	return layerNew(op, x, func(y *nd.Array[T]) error { return ropeInto(op, y, x, offset, r) })
 }
 
 // RoPEInto is RoPE writing into dst, of x's shape (x itself for in

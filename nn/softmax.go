@@ -148,18 +148,7 @@ type Mask struct {
 // result is a new array of x's shape on its stream.
 func Softmax[T Float](x *nd.Array[T], scale float32, mask Mask) (*nd.Array[T], error) {
 	const op = "Softmax"
-	if _, err := layerBuffer(op, "x", x, nil); err != nil {
-		return nil, err
-	}
-	y, err := nd.Empty[T](x.Stream(), x.Shape()...)
-	if err != nil {
-		return nil, wrap(op, err)
-	}
-	if err := softmaxInto(op, y, x, scale, mask); err != nil {
-		layerDrop(y)
-		return nil, err
-	}
-	return y, nil
+	return layerNew(op, x, func(y *nd.Array[T]) error { return softmaxInto(op, y, x, scale, mask) })
 }
 
 // SoftmaxInto is Softmax writing into dst, of x's shape (x itself for in
