@@ -211,9 +211,6 @@ struct fake_tensor {
 #define TENSOR_MAGIC 0xd2e501
 #define FILTER_MAGIC 0xd2f117
 
-static int tensor_ok(struct fake_tensor *t) { return t && t->magic == TENSOR_MAGIC && t->set; }
-static int filter_ok(struct fake_tensor *t) { return t && t->magic == FILTER_MAGIC && t->set; }
-
 static size_t elems(struct dims d) { return (size_t)d.n * d.c * d.h * d.w; }
 static size_t bytes(struct dims d) { return elems(d) * dsize(d.dt); }
 
@@ -223,26 +220,49 @@ static size_t at(const struct dims *d, int n, int c, int h, int w) {
 	return (((size_t)n * d->c + c) * d->h + h) * d->w + w;
 }
 
-static int new_desc(struct fake_tensor **out, int magic) {
-	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
-	struct fake_tensor *t = calloc(1, sizeof *t);
-	t->magic = magic;
+// Every descriptor's first field is its magic, the type it was made as.
+
+// desc_new makes a zeroed descriptor of size bytes, of type magic.
+static void *desc_new(size_t size, int magic) {
+	int *d = calloc(1, size);
+	*d = magic;
 	dnn_counted(1);
-	*out = t;
-	return DNN_SUCCESS;
+	return d;
 }
 
-static int free_desc(struct fake_tensor *t, int magic) {
-	if (!t) return DNN_SUCCESS; // as cuDNN: destroying NULL is a no-op
-	if (t->magic != magic) return DNN_BAD_PARAM;
-	t->magic = 0;
-	free(t);
+// NEW_DESC makes *out a new descriptor of type magic, out's pointee type.
+#define NEW_DESC(out, magic) (!(out) ? DNN_BAD_PARAM_NULL_POINTER : (*(out) = desc_new(sizeof **(out), magic), DNN_SUCCESS))
+
+// desc_free frees d, a descriptor of type magic.
+static int desc_free(void *d, int magic) {
+	if (!d) return DNN_SUCCESS; // as cuDNN: destroying NULL is a no-op
+	int *m = d;
+	if (*m != magic) return DNN_BAD_PARAM;
+	*m = 0;
+	free(d);
 	dnn_counted(-1);
 	return DNN_SUCCESS;
 }
 
+// is_a says whether d is a live descriptor of type magic (set or not).
+static int is_a(const void *d, int magic) { return d && *(const int *)d == magic; }
+
+static int same_dims(const struct dims *a, const struct dims *b) { return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w; }
+
+// per_channel says whether b is 1xCx1x1, one value per channel of c
+// channels (a bias, batch normalization's parameters).
+static int per_channel(const struct dims *b, int c) { return b->n == 1 && b->c == c && b->h == 1 && b->w == 1; }
+
+// broadcasts says whether each dimension of a is c's or 1.
+static int broadcasts(const struct dims *a, const struct dims *c) {
+	return (a->n == 1 || a->n == c->n) && (a->c == 1 || a->c == c->c) && (a->h == 1 || a->h == c->h) && (a->w == 1 || a->w == c->w);
+}
+
+static int tensor_ok(struct fake_tensor *t) { return is_a(t, TENSOR_MAGIC) && t->set; }
+static int filter_ok(struct fake_tensor *t) { return is_a(t, FILTER_MAGIC) && t->set; }
+
 static int set_dims(struct fake_tensor *t, int magic, int fmt, int dt, int n, int c, int h, int w) {
-	if (!t || t->magic != magic) return DNN_BAD_PARAM;
+	if (!is_a(t, magic)) return DNN_BAD_PARAM;
 	if (fmt == 2) return DNN_NOT_SUPPORTED; // NCHW_VECT_C: no int8 here
 	if (fmt < 0 || fmt > 2 || n <= 0 || c <= 0 || h <= 0 || w <= 0) return DNN_BAD_PARAM;
 	if (!dsize(dt)) return dt >= 0 && dt <= 21 ? DNN_NOT_SUPPORTED_DATA_TYPE : DNN_BAD_PARAM;
@@ -254,11 +274,11 @@ static int set_dims(struct fake_tensor *t, int magic, int fmt, int dt, int n, in
 
 EXPORT int cudnnCreateTensorDescriptor(struct fake_tensor **out) {
 	FAULT("cudnnCreateTensorDescriptor");
-	return new_desc(out, TENSOR_MAGIC);
+	return NEW_DESC(out, TENSOR_MAGIC);
 }
 EXPORT int cudnnDestroyTensorDescriptor(struct fake_tensor *t) {
 	FAULT("cudnnDestroyTensorDescriptor");
-	return free_desc(t, TENSOR_MAGIC);
+	return desc_free(t, TENSOR_MAGIC);
 }
 EXPORT int cudnnSetTensor4dDescriptor(struct fake_tensor *t, int fmt, int dt, int n, int c, int h, int w) {
 	FAULT("cudnnSetTensor4dDescriptor");
@@ -266,11 +286,11 @@ EXPORT int cudnnSetTensor4dDescriptor(struct fake_tensor *t, int fmt, int dt, in
 }
 EXPORT int cudnnCreateFilterDescriptor(struct fake_tensor **out) {
 	FAULT("cudnnCreateFilterDescriptor");
-	return new_desc(out, FILTER_MAGIC);
+	return NEW_DESC(out, FILTER_MAGIC);
 }
 EXPORT int cudnnDestroyFilterDescriptor(struct fake_tensor *t) {
 	FAULT("cudnnDestroyFilterDescriptor");
-	return free_desc(t, FILTER_MAGIC);
+	return desc_free(t, FILTER_MAGIC);
 }
 EXPORT int cudnnSetFilter4dDescriptor(struct fake_tensor *t, int dt, int fmt, int k, int c, int h, int w) {
 	FAULT("cudnnSetFilter4dDescriptor");
@@ -282,30 +302,21 @@ struct fake_conv {
 	int ph, pw, u, v, dh, dw, mode, ct, groups, math;
 };
 #define CONV_MAGIC 0xd2c0a7
-static int conv_ok(struct fake_conv *c) { return c && c->magic == CONV_MAGIC && c->set; }
+static int conv_ok(struct fake_conv *c) { return is_a(c, CONV_MAGIC) && c->set; }
 
 EXPORT int cudnnCreateConvolutionDescriptor(struct fake_conv **out) {
 	FAULT("cudnnCreateConvolutionDescriptor");
-	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
-	struct fake_conv *c = calloc(1, sizeof *c);
-	c->magic = CONV_MAGIC;
-	c->groups = 1;
-	dnn_counted(1);
-	*out = c;
-	return DNN_SUCCESS;
+	int r = NEW_DESC(out, CONV_MAGIC);
+	if (!r) (*out)->groups = 1;
+	return r;
 }
 EXPORT int cudnnDestroyConvolutionDescriptor(struct fake_conv *c) {
 	FAULT("cudnnDestroyConvolutionDescriptor");
-	if (!c) return DNN_SUCCESS;
-	if (c->magic != CONV_MAGIC) return DNN_BAD_PARAM;
-	c->magic = 0;
-	free(c);
-	dnn_counted(-1);
-	return DNN_SUCCESS;
+	return desc_free(c, CONV_MAGIC);
 }
 EXPORT int cudnnSetConvolution2dDescriptor(struct fake_conv *c, int ph, int pw, int u, int v, int dh, int dw, int mode, int ct) {
 	FAULT("cudnnSetConvolution2dDescriptor");
-	if (!c || c->magic != CONV_MAGIC) return DNN_BAD_PARAM;
+	if (!is_a(c, CONV_MAGIC)) return DNN_BAD_PARAM;
 	if (ph < 0 || pw < 0 || u <= 0 || v <= 0 || dh <= 0 || dw <= 0 || (mode != 0 && mode != 1)) return DNN_BAD_PARAM;
 	if (!dsize(ct)) return DNN_BAD_PARAM;
 	c->ph = ph, c->pw = pw, c->u = u, c->v = v, c->dh = dh, c->dw = dw, c->mode = mode, c->ct = ct;
@@ -314,13 +325,13 @@ EXPORT int cudnnSetConvolution2dDescriptor(struct fake_conv *c, int ph, int pw, 
 }
 EXPORT int cudnnSetConvolutionGroupCount(struct fake_conv *c, int g) {
 	FAULT("cudnnSetConvolutionGroupCount");
-	if (!c || c->magic != CONV_MAGIC || g < 1) return DNN_BAD_PARAM;
+	if (!is_a(c, CONV_MAGIC) || g < 1) return DNN_BAD_PARAM;
 	c->groups = g;
 	return DNN_SUCCESS;
 }
 EXPORT int cudnnSetConvolutionMathType(struct fake_conv *c, int m) {
 	FAULT("cudnnSetConvolutionMathType");
-	if (!c || c->magic != CONV_MAGIC || m < 0 || m > 3) return DNN_BAD_PARAM;
+	if (!is_a(c, CONV_MAGIC) || m < 0 || m > 3) return DNN_BAD_PARAM;
 	c->math = m;
 	return DNN_SUCCESS;
 }
@@ -362,7 +373,7 @@ static int conv_check(struct fake_dnn *h, struct fake_tensor *x, struct fake_ten
 	if (c->ct != want) return DNN_NOT_SUPPORTED;
 	struct dims o;
 	if ((r = conv_out(c, &x->d, &w->d, &o))) return r;
-	if (o.n != y->d.n || o.c != y->d.c || o.h != y->d.h || o.w != y->d.w) return DNN_BAD_PARAM;
+	if (!same_dims(&o, &y->d)) return DNN_BAD_PARAM;
 	return DNN_SUCCESS;
 }
 
@@ -373,6 +384,17 @@ static long conv_need(int algo, const struct dims *w) {
 	if (algo == 0) return 0;
 	if (algo == 1) return 4096 + (long)elems(*w) % 13 * 256;
 	return -1;
+}
+
+// work_size answers a convolution's work area query for algo, one of
+// max + 1 that cuDNN names for it.
+static int work_size(int algo, int max, const struct dims *w, size_t *size) {
+	if (!size) return DNN_BAD_PARAM_NULL_POINTER;
+	if (algo < 0 || algo > max) return DNN_BAD_PARAM;
+	long need = conv_need(algo, w);
+	if (need < 0) return DNN_NOT_SUPPORTED;
+	*size = (size_t)need;
+	return DNN_SUCCESS;
 }
 
 // perf is cudnnConvolution*AlgoPerf_t.
@@ -415,30 +437,30 @@ static int wait_dnn(struct fake_dnn *h) {
 	return DNN_SUCCESS;
 }
 
+// conv_algos answers a convolution's algorithm query: cuDNN's heuristics
+// (Get) or, once h's stream's work is done, its timings (Find).
+static int conv_algos(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c, struct fake_tensor *y,
+                      int requested, int *returned, struct perf *out, int find) {
+	int r = conv_check(h, x, w, c, y);
+	if (!r && find) r = wait_dnn(h);
+	return r ? r : algos(requested, returned, out, &w->d, c->math, find);
+}
+
 EXPORT int cudnnGetConvolutionForwardAlgorithm_v7(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c,
                                                   struct fake_tensor *y, int requested, int *returned, struct perf *out) {
 	FAULT("cudnnGetConvolutionForwardAlgorithm_v7");
-	int r = conv_check(h, x, w, c, y);
-	return r ? r : algos(requested, returned, out, &w->d, c->math, 0);
+	return conv_algos(h, x, w, c, y, requested, returned, out, 0);
 }
 EXPORT int cudnnFindConvolutionForwardAlgorithm(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c,
                                                 struct fake_tensor *y, int requested, int *returned, struct perf *out) {
 	FAULT("cudnnFindConvolutionForwardAlgorithm");
-	int r = conv_check(h, x, w, c, y);
-	if (!r) r = wait_dnn(h);
-	return r ? r : algos(requested, returned, out, &w->d, c->math, 1);
+	return conv_algos(h, x, w, c, y, requested, returned, out, 1);
 }
 EXPORT int cudnnGetConvolutionForwardWorkspaceSize(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *w, struct fake_conv *c,
                                                    struct fake_tensor *y, int algo, size_t *size) {
 	FAULT("cudnnGetConvolutionForwardWorkspaceSize");
 	int r = conv_check(h, x, w, c, y);
-	if (r) return r;
-	if (!size) return DNN_BAD_PARAM_NULL_POINTER;
-	if (algo < 0 || algo > 7) return DNN_BAD_PARAM;
-	long need = conv_need(algo, &w->d);
-	if (need < 0) return DNN_NOT_SUPPORTED;
-	*size = (size_t)need;
-	return DNN_SUCCESS;
+	return r ? r : work_size(algo, 7, &w->d, size);
 }
 
 // ---- the convolutions' work --------------------------------------------------
@@ -512,10 +534,13 @@ static void run_conv(struct lib_job *job) {
 	free(acc);
 }
 
-static int queue_conv(struct fake_dnn *h, struct conv_job *o) {
-	o->job = (struct lib_job){run_conv, sizeof *o};
-	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+// dnn_queue queues job, of size bytes, to run on h's stream.
+static int dnn_queue(struct fake_dnn *h, struct lib_job *job, void (*run)(struct lib_job *), size_t size) {
+	*job = (struct lib_job){run, size};
+	return enqueue_job(h->stream, job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
 }
+
+static int queue_conv(struct fake_dnn *h, struct conv_job *o) { return dnn_queue(h, &o->job, run_conv, sizeof *o); }
 
 // work_ok checks a work area against what algo needs.
 static int work_ok(int algo, const struct dims *w, const void *ws, size_t size) {
@@ -547,28 +572,19 @@ struct fake_act {
 	double coef;
 };
 #define ACT_MAGIC 0xd2ac71
+static int act_ok(struct fake_act *a) { return is_a(a, ACT_MAGIC) && a->set; }
 
 EXPORT int cudnnCreateActivationDescriptor(struct fake_act **out) {
 	FAULT("cudnnCreateActivationDescriptor");
-	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
-	struct fake_act *a = calloc(1, sizeof *a);
-	a->magic = ACT_MAGIC;
-	dnn_counted(1);
-	*out = a;
-	return DNN_SUCCESS;
+	return NEW_DESC(out, ACT_MAGIC);
 }
 EXPORT int cudnnDestroyActivationDescriptor(struct fake_act *a) {
 	FAULT("cudnnDestroyActivationDescriptor");
-	if (!a) return DNN_SUCCESS;
-	if (a->magic != ACT_MAGIC) return DNN_BAD_PARAM;
-	a->magic = 0;
-	free(a);
-	dnn_counted(-1);
-	return DNN_SUCCESS;
+	return desc_free(a, ACT_MAGIC);
 }
 EXPORT int cudnnSetActivationDescriptor(struct fake_act *a, int mode, int nan, double coef) {
 	FAULT("cudnnSetActivationDescriptor");
-	if (!a || a->magic != ACT_MAGIC || mode < 0 || mode > 6 || (nan != 0 && nan != 1)) return DNN_BAD_PARAM;
+	if (!is_a(a, ACT_MAGIC) || mode < 0 || mode > 6 || (nan != 0 && nan != 1)) return DNN_BAD_PARAM;
 	a->mode = mode, a->nan = nan, a->coef = coef, a->set = 1;
 	return DNN_SUCCESS;
 }
@@ -582,10 +598,10 @@ EXPORT int cudnnConvolutionBiasActivationForward(struct fake_dnn *h, const void 
 	int r = conv_check(h, xd, wd, c, yd);
 	if (r) return r;
 	if (!alpha1 || !alpha2) return DNN_BAD_PARAM_NULL_POINTER;
-	if (!tensor_ok(zd) || !tensor_ok(bd) || !act || act->magic != ACT_MAGIC || !act->set) return DNN_BAD_PARAM;
+	if (!tensor_ok(zd) || !tensor_ok(bd) || !act_ok(act)) return DNN_BAD_PARAM;
 	struct dims zz = zd->d, yy = yd->d, bb = bd->d;
-	if (zz.n != yy.n || zz.c != yy.c || zz.h != yy.h || zz.w != yy.w || zz.dt != yy.dt || zz.fmt != yy.fmt) return DNN_BAD_PARAM;
-	if (bb.n != 1 || bb.c != yy.c || bb.h != 1 || bb.w != 1) return DNN_BAD_PARAM;
+	if (!same_dims(&zz, &yy) || zz.dt != yy.dt || zz.fmt != yy.fmt) return DNN_BAD_PARAM;
+	if (!per_channel(&bb, yy.c)) return DNN_BAD_PARAM;
 	if (bb.dt != yy.dt) return DNN_NOT_SUPPORTED;
 	// Only ReLU and identity; identity only with IMPLICIT_PRECOMP_GEMM.
 	if (act->mode != 1 && act->mode != 5) return DNN_NOT_SUPPORTED;
@@ -607,28 +623,19 @@ EXPORT int cudnnGetConvolutionBackwardDataAlgorithm_v7(struct fake_dnn *h, struc
                                                        struct fake_conv *c, struct fake_tensor *dx, int requested, int *returned,
                                                        struct perf *out) {
 	FAULT("cudnnGetConvolutionBackwardDataAlgorithm_v7");
-	int r = conv_check(h, dx, w, c, dy);
-	return r ? r : algos(requested, returned, out, &w->d, c->math, 0);
+	return conv_algos(h, dx, w, c, dy, requested, returned, out, 0);
 }
 EXPORT int cudnnFindConvolutionBackwardDataAlgorithm(struct fake_dnn *h, struct fake_tensor *w, struct fake_tensor *dy,
                                                      struct fake_conv *c, struct fake_tensor *dx, int requested, int *returned,
                                                      struct perf *out) {
 	FAULT("cudnnFindConvolutionBackwardDataAlgorithm");
-	int r = conv_check(h, dx, w, c, dy);
-	if (!r) r = wait_dnn(h);
-	return r ? r : algos(requested, returned, out, &w->d, c->math, 1);
+	return conv_algos(h, dx, w, c, dy, requested, returned, out, 1);
 }
 EXPORT int cudnnGetConvolutionBackwardDataWorkspaceSize(struct fake_dnn *h, struct fake_tensor *w, struct fake_tensor *dy,
                                                         struct fake_conv *c, struct fake_tensor *dx, int algo, size_t *size) {
 	FAULT("cudnnGetConvolutionBackwardDataWorkspaceSize");
 	int r = conv_check(h, dx, w, c, dy);
-	if (r) return r;
-	if (!size) return DNN_BAD_PARAM_NULL_POINTER;
-	if (algo < 0 || algo > 5) return DNN_BAD_PARAM;
-	long need = conv_need(algo, &w->d);
-	if (need < 0) return DNN_NOT_SUPPORTED;
-	*size = (size_t)need;
-	return DNN_SUCCESS;
+	return r ? r : work_size(algo, 5, &w->d, size);
 }
 EXPORT int cudnnConvolutionBackwardData(struct fake_dnn *h, const void *alpha, struct fake_tensor *wd, const void *w, struct fake_tensor *dyd,
                                         const void *dy, struct fake_conv *c, int algo, void *ws, size_t wsize, const void *beta,
@@ -651,28 +658,19 @@ EXPORT int cudnnGetConvolutionBackwardFilterAlgorithm_v7(struct fake_dnn *h, str
                                                          struct fake_conv *c, struct fake_tensor *dw, int requested, int *returned,
                                                          struct perf *out) {
 	FAULT("cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-	int r = conv_check(h, x, dw, c, dy);
-	return r ? r : algos(requested, returned, out, &dw->d, c->math, 0);
+	return conv_algos(h, x, dw, c, dy, requested, returned, out, 0);
 }
 EXPORT int cudnnFindConvolutionBackwardFilterAlgorithm(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *dy,
                                                        struct fake_conv *c, struct fake_tensor *dw, int requested, int *returned,
                                                        struct perf *out) {
 	FAULT("cudnnFindConvolutionBackwardFilterAlgorithm");
-	int r = conv_check(h, x, dw, c, dy);
-	if (!r) r = wait_dnn(h);
-	return r ? r : algos(requested, returned, out, &dw->d, c->math, 1);
+	return conv_algos(h, x, dw, c, dy, requested, returned, out, 1);
 }
 EXPORT int cudnnGetConvolutionBackwardFilterWorkspaceSize(struct fake_dnn *h, struct fake_tensor *x, struct fake_tensor *dy,
                                                           struct fake_conv *c, struct fake_tensor *dw, int algo, size_t *size) {
 	FAULT("cudnnGetConvolutionBackwardFilterWorkspaceSize");
 	int r = conv_check(h, x, dw, c, dy);
-	if (r) return r;
-	if (!size) return DNN_BAD_PARAM_NULL_POINTER;
-	if (algo < 0 || algo > 6) return DNN_BAD_PARAM;
-	long need = conv_need(algo, &dw->d);
-	if (need < 0) return DNN_NOT_SUPPORTED;
-	*size = (size_t)need;
-	return DNN_SUCCESS;
+	return r ? r : work_size(algo, 6, &dw->d, size);
 }
 EXPORT int cudnnConvolutionBackwardFilter(struct fake_dnn *h, const void *alpha, struct fake_tensor *xd, const void *x,
                                           struct fake_tensor *dyd, const void *dy, struct fake_conv *c, int algo, void *ws, size_t wsize,
@@ -721,15 +719,14 @@ EXPORT int cudnnConvolutionBackwardBias(struct fake_dnn *h, const void *alpha, s
 	if (!tensor_ok(dyd) || !tensor_ok(dbd)) return DNN_BAD_PARAM;
 	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
 	struct dims a = dyd->d, b = dbd->d;
-	if (b.n != 1 || b.c != a.c || b.h != 1 || b.w != 1) return DNN_BAD_PARAM;
+	if (!per_channel(&b, a.c)) return DNN_BAD_PARAM;
 	// cuDNN 9's legacy bias gradient takes float32 and float16, and
 	// answers NOT_SUPPORTED for bfloat16 (seen on an H100, cuDNN 9.19).
 	if (b.dt != a.dt || a.dt == 9 /* CUDNN_DATA_BFLOAT16 */) return DNN_NOT_SUPPORTED;
 	if (!dmem_ok(dy, bytes(a)) || !dmem_ok(db, bytes(b))) return DNN_BAD_PARAM;
 	struct bias_job *o = calloc(1, sizeof *o);
-	*o = (struct bias_job){.job = {run_bias, sizeof *o}, .dy = a, .db = b, .src = dy, .dst = db, .alpha = scal(a.dt, alpha),
-	                       .beta = scal(a.dt, beta)};
-	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+	*o = (struct bias_job){.dy = a, .db = b, .src = dy, .dst = db, .alpha = scal(a.dt, alpha), .beta = scal(a.dt, beta)};
+	return dnn_queue(h, &o->job, run_bias, sizeof *o);
 }
 
 // ---- tensor arithmetic: the bias and the activation apart -------------------------
@@ -769,10 +766,7 @@ static void run_pointwise(struct lib_job *job) {
 				}
 }
 
-static int queue_pointwise(struct fake_dnn *h, struct pointwise_job *o) {
-	o->job = (struct lib_job){run_pointwise, sizeof *o};
-	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
-}
+static int queue_pointwise(struct fake_dnn *h, struct pointwise_job *o) { return dnn_queue(h, &o->job, run_pointwise, sizeof *o); }
 
 // cudnnAddTensor adds A, each of whose dimensions is C's or 1, to C.
 EXPORT int cudnnAddTensor(struct fake_dnn *h, const void *alpha, struct fake_tensor *ad, const void *a, const void *beta,
@@ -783,7 +777,7 @@ EXPORT int cudnnAddTensor(struct fake_dnn *h, const void *alpha, struct fake_ten
 	if (!tensor_ok(ad) || !tensor_ok(cd)) return DNN_BAD_PARAM;
 	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
 	struct dims A = ad->d, C = cd->d;
-	if ((A.n != 1 && A.n != C.n) || (A.c != 1 && A.c != C.c) || (A.h != 1 && A.h != C.h) || (A.w != 1 && A.w != C.w)) return DNN_BAD_PARAM;
+	if (!broadcasts(&A, &C)) return DNN_BAD_PARAM;
 	if (A.dt != C.dt) return DNN_NOT_SUPPORTED;
 	if (!dmem_ok(a, bytes(A)) || !dmem_ok(c, bytes(C))) return DNN_BAD_PARAM;
 	struct pointwise_job *o = calloc(1, sizeof *o);
@@ -798,11 +792,11 @@ EXPORT int cudnnActivationForward(struct fake_dnn *h, struct fake_act *act, cons
 	FAULT("cudnnActivationForward");
 	int r = dnn_usable(h);
 	if (r) return r;
-	if (!act || act->magic != ACT_MAGIC || !act->set || !tensor_ok(xd) || !tensor_ok(yd)) return DNN_BAD_PARAM;
+	if (!act_ok(act) || !tensor_ok(xd) || !tensor_ok(yd)) return DNN_BAD_PARAM;
 	if (act->mode == 5) return DNN_BAD_PARAM; // identity: cuDNN's ActivationForward refuses it
 	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
 	struct dims X = xd->d, Y = yd->d;
-	if (X.n != Y.n || X.c != Y.c || X.h != Y.h || X.w != Y.w || X.dt != Y.dt) return DNN_BAD_PARAM;
+	if (!same_dims(&X, &Y) || X.dt != Y.dt) return DNN_BAD_PARAM;
 	if (!dmem_ok(x, bytes(X)) || !dmem_ok(y, bytes(Y))) return DNN_BAD_PARAM;
 	struct pointwise_job *o = calloc(1, sizeof *o);
 	*o = (struct pointwise_job){.kind = 1, .a = X, .c = Y, .src = x, .dst = y, .alpha = scal(X.dt, alpha), .beta = scal(X.dt, beta),
@@ -817,29 +811,19 @@ struct fake_dnn_pool {
 	int mode, nan, wh, ww, ph, pw, sh, sw;
 };
 #define POOL_MAGIC 0xd2b001
-static int pool_ok(struct fake_dnn_pool *p) { return p && p->magic == POOL_MAGIC && p->set; }
+static int pool_ok(struct fake_dnn_pool *p) { return is_a(p, POOL_MAGIC) && p->set; }
 
 EXPORT int cudnnCreatePoolingDescriptor(struct fake_dnn_pool **out) {
 	FAULT("cudnnCreatePoolingDescriptor");
-	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
-	struct fake_dnn_pool *p = calloc(1, sizeof *p);
-	p->magic = POOL_MAGIC;
-	dnn_counted(1);
-	*out = p;
-	return DNN_SUCCESS;
+	return NEW_DESC(out, POOL_MAGIC);
 }
 EXPORT int cudnnDestroyPoolingDescriptor(struct fake_dnn_pool *p) {
 	FAULT("cudnnDestroyPoolingDescriptor");
-	if (!p) return DNN_SUCCESS;
-	if (p->magic != POOL_MAGIC) return DNN_BAD_PARAM;
-	p->magic = 0;
-	free(p);
-	dnn_counted(-1);
-	return DNN_SUCCESS;
+	return desc_free(p, POOL_MAGIC);
 }
 EXPORT int cudnnSetPooling2dDescriptor(struct fake_dnn_pool *p, int mode, int nan, int wh, int ww, int ph, int pw, int sh, int sw) {
 	FAULT("cudnnSetPooling2dDescriptor");
-	if (!p || p->magic != POOL_MAGIC || mode < 0 || mode > 3 || (nan != 0 && nan != 1)) return DNN_BAD_PARAM;
+	if (!is_a(p, POOL_MAGIC) || mode < 0 || mode > 3 || (nan != 0 && nan != 1)) return DNN_BAD_PARAM;
 	if (wh <= 0 || ww <= 0 || ph < 0 || pw < 0 || sh <= 0 || sw <= 0) return DNN_BAD_PARAM;
 	*p = (struct fake_dnn_pool){POOL_MAGIC, 1, mode, nan, wh, ww, ph, pw, sh, sw};
 	return DNN_SUCCESS;
@@ -912,12 +896,11 @@ EXPORT int cudnnPoolingForward(struct fake_dnn *h, struct fake_dnn_pool *p, cons
 	if (xd->d.dt != yd->d.dt) return DNN_BAD_PARAM;
 	struct dims o;
 	if ((r = pool_out(p, &xd->d, &o))) return r;
-	if (o.n != yd->d.n || o.c != yd->d.c || o.h != yd->d.h || o.w != yd->d.w) return DNN_BAD_PARAM;
+	if (!same_dims(&o, &yd->d)) return DNN_BAD_PARAM;
 	if (!dmem_ok(x, bytes(xd->d)) || !dmem_ok(y, bytes(yd->d))) return DNN_BAD_PARAM;
 	struct pool_job *j = calloc(1, sizeof *j);
-	*j = (struct pool_job){.job = {run_pool, sizeof *j}, .p = *p, .x = xd->d, .y = yd->d, .src = x, .dst = y,
-	                       .alpha = scal(xd->d.dt, alpha), .beta = scal(xd->d.dt, beta)};
-	return enqueue_job(h->stream, &j->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+	*j = (struct pool_job){.p = *p, .x = xd->d, .y = yd->d, .src = x, .dst = y, .alpha = scal(xd->d.dt, alpha), .beta = scal(xd->d.dt, beta)};
+	return dnn_queue(h, &j->job, run_pool, sizeof *j);
 }
 
 // cudnnPoolingBackward: dx from dy, x and y. A max window's gradient goes
@@ -987,15 +970,13 @@ EXPORT int cudnnPoolingBackward(struct fake_dnn *h, struct fake_dnn_pool *p, con
 	if (!alpha || !beta) return DNN_BAD_PARAM_NULL_POINTER;
 	struct dims X = xd->d, Y = yd->d, DY = dyd->d, DX = dxd->d, o;
 	if ((r = pool_out(p, &X, &o))) return r;
-	if (o.n != Y.n || o.c != Y.c || o.h != Y.h || o.w != Y.w) return DNN_BAD_PARAM;
-	if (DY.n != Y.n || DY.c != Y.c || DY.h != Y.h || DY.w != Y.w) return DNN_BAD_PARAM;
-	if (DX.n != X.n || DX.c != X.c || DX.h != X.h || DX.w != X.w) return DNN_BAD_PARAM;
+	if (!same_dims(&o, &Y) || !same_dims(&DY, &Y) || !same_dims(&DX, &X)) return DNN_BAD_PARAM;
 	if (X.dt != Y.dt || X.dt != DY.dt || X.dt != DX.dt) return DNN_BAD_PARAM;
 	if (!dmem_ok(x, bytes(X)) || !dmem_ok(y, bytes(Y)) || !dmem_ok(dy, bytes(DY)) || !dmem_ok(dx, bytes(DX))) return DNN_BAD_PARAM;
 	struct pool_bwd_job *j = calloc(1, sizeof *j);
-	*j = (struct pool_bwd_job){.job = {run_pool_bwd, sizeof *j}, .p = *p, .x = X, .y = Y, .dx = DX, .dyd = DY, .src = x, .dy = dy, .dst = dx,
-	                           .alpha = scal(X.dt, alpha), .beta = scal(X.dt, beta)};
-	return enqueue_job(h->stream, &j->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
+	*j = (struct pool_bwd_job){.p = *p, .x = X, .y = Y, .dx = DX, .dyd = DY, .src = x, .dy = dy, .dst = dx, .alpha = scal(X.dt, alpha),
+	                           .beta = scal(X.dt, beta)};
+	return dnn_queue(h, &j->job, run_pool_bwd, sizeof *j);
 }
 
 // ---- batch normalization ------------------------------------------------------------
@@ -1005,7 +986,7 @@ static int bn_type(int dt) { return dt == D_DOUBLE ? D_DOUBLE : D_FLOAT; }
 
 EXPORT int cudnnDeriveBNTensorDescriptor(struct fake_tensor *d, struct fake_tensor *x, int mode) {
 	FAULT("cudnnDeriveBNTensorDescriptor");
-	if (!d || d->magic != TENSOR_MAGIC || !tensor_ok(x)) return DNN_BAD_PARAM;
+	if (!is_a(d, TENSOR_MAGIC) || !tensor_ok(x)) return DNN_BAD_PARAM;
 	if (mode != 0 && mode != 1 && mode != 2) return DNN_BAD_PARAM;
 	int per = mode == 0;
 	d->d = (struct dims){1, x->d.c, per ? x->d.h : 1, per ? x->d.w : 1, x->d.fmt, bn_type(x->d.dt)};
@@ -1125,15 +1106,12 @@ static int bn_check(struct fake_dnn *h, int mode, struct fake_tensor *xd, struct
 	if (mode != 1) return DNN_NOT_SUPPORTED;
 	if (!tensor_ok(xd) || !tensor_ok(yd) || !tensor_ok(pd)) return DNN_BAD_PARAM;
 	struct dims x = xd->d, y = yd->d, p = pd->d;
-	if (x.n != y.n || x.c != y.c || x.h != y.h || x.w != y.w || x.dt != y.dt) return DNN_BAD_PARAM;
-	if (p.n != 1 || p.c != x.c || p.h != 1 || p.w != 1 || p.dt != bn_type(x.dt)) return DNN_BAD_PARAM;
+	if (!same_dims(&x, &y) || x.dt != y.dt) return DNN_BAD_PARAM;
+	if (!per_channel(&p, x.c) || p.dt != bn_type(x.dt)) return DNN_BAD_PARAM;
 	return DNN_SUCCESS;
 }
 
-static int bn_queue(struct fake_dnn *h, struct bn_job *o) {
-	o->job = (struct lib_job){run_bn, sizeof *o};
-	return enqueue_job(h->stream, &o->job) == SUCCESS ? DNN_SUCCESS : DNN_EXECUTION_FAILED;
-}
+static int bn_queue(struct fake_dnn *h, struct bn_job *o) { return dnn_queue(h, &o->job, run_bn, sizeof *o); }
 
 EXPORT int cudnnBatchNormalizationForwardInference(struct fake_dnn *h, int mode, const void *alpha, const void *beta, struct fake_tensor *xd,
                                                    const void *x, struct fake_tensor *yd, void *y, struct fake_tensor *pd,
@@ -1182,7 +1160,7 @@ EXPORT int cudnnBatchNormalizationBackward(struct fake_dnn *h, int mode, const v
 	if (r) return r;
 	if (!tensor_ok(dyd)) return DNN_BAD_PARAM;
 	struct dims a = xd->d, b = dyd->d;
-	if (a.n != b.n || a.c != b.c || a.h != b.h || a.w != b.w || a.dt != b.dt) return DNN_BAD_PARAM;
+	if (!same_dims(&a, &b) || a.dt != b.dt) return DNN_BAD_PARAM;
 	if (!alpha || !beta || !alpha_p || !beta_p) return DNN_BAD_PARAM_NULL_POINTER;
 	if (eps < 0 || (!smean) != (!sinv)) return DNN_BAD_PARAM;
 	size_t pb = bytes(pd->d);
@@ -1299,7 +1277,7 @@ struct fake_bd {
 	int64_t ws;               // a plan
 };
 
-static int bd_ok(struct fake_bd *d) { return d && d->magic == BD_MAGIC; }
+static int bd_ok(struct fake_bd *d) { return is_a(d, BD_MAGIC); }
 
 // bd_get returns attribute name of d, its element count in *n, or NULL.
 static const void *bd_get(struct fake_bd *d, int name, int64_t *n) {
@@ -1354,21 +1332,15 @@ EXPORT int cudnnBackendCreateDescriptor(int type, struct fake_bd **out) {
 	case BD_OP_BWD_FILTER: case BD_OP_BWD_DATA: case BD_OP_PW: case BD_GRAPH: case BD_PACK: case BD_TENSOR: break;
 	default: return type >= 0 && type < 64 ? DNN_NOT_SUPPORTED : DNN_BAD_PARAM;
 	}
-	struct fake_bd *d = calloc(1, sizeof *d);
-	d->magic = BD_MAGIC;
-	d->type = type;
-	dnn_counted(1);
-	*out = d;
+	*out = desc_new(sizeof **out, BD_MAGIC);
+	(*out)->type = type;
 	return DNN_SUCCESS;
 }
 
 EXPORT int cudnnBackendDestroyDescriptor(struct fake_bd *d) {
 	FAULT("cudnnBackendDestroyDescriptor");
-	if (!bd_ok(d)) return DNN_BAD_PARAM;
-	d->magic = 0;
-	free(d);
-	dnn_counted(-1);
-	return DNN_SUCCESS;
+	if (!bd_ok(d)) return DNN_BAD_PARAM; // NULL too, unlike the legacy descriptors
+	return desc_free(d, BD_MAGIC);
 }
 
 EXPORT int cudnnBackendSetAttribute(struct fake_bd *d, int name, int type, int64_t n, const void *v) {
@@ -1397,8 +1369,6 @@ static int bd_tensor_of(struct fake_bd *d, int name, struct bd_tensor *t) {
 	*t = x->t;
 	return DNN_SUCCESS;
 }
-
-static int same_dims(const struct dims *a, const struct dims *b) { return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w; }
 
 static int finalize_tensor(struct fake_bd *d) {
 	int64_t nd = 0, ns = 0;
@@ -1484,9 +1454,7 @@ static int finalize_pw_op(struct fake_bd *d) {
 	if ((r = bd_tensor_of(d, 751, &o->x)) || (r = bd_tensor_of(d, 753, &o->y))) return r;
 	if (pw->pw_mode == 0) {
 		if ((r = bd_tensor_of(d, 752, &o->bias))) return r;
-		struct dims *b = &o->bias.d, *x = &o->x.d;
-		if ((b->n != 1 && b->n != x->n) || (b->c != 1 && b->c != x->c) || (b->h != 1 && b->h != x->h) || (b->w != 1 && b->w != x->w))
-			return DNN_BAD_PARAM_SHAPE_MISMATCH;
+		if (!broadcasts(&o->bias.d, &o->x.d)) return DNN_BAD_PARAM_SHAPE_MISMATCH;
 	} else if (bd_get(d, 752, NULL)) return DNN_BAD_PARAM;
 	if (!same_dims(&o->x.d, &o->y.d)) return DNN_BAD_PARAM_SHAPE_MISMATCH;
 	return DNN_SUCCESS;
@@ -1536,8 +1504,7 @@ static int finalize_graph(struct fake_bd *d) {
 	if (add) {
 		if (w.kind != J_FWD || !out.virt || add->work.x.uid != out.uid) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
 		struct bd_tensor b = add->work.bias;
-		if (b.d.n != 1 || b.d.c != out.d.c || b.d.h != 1 || b.d.w != 1 || b.virt || b.d.dt != w.x.d.dt)
-			return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
+		if (!per_channel(&b.d, out.d.c) || b.virt || b.d.dt != w.x.d.dt) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
 		w.fused = 1, w.bias = b, out = add->work.y;
 		if (relu) {
 			if (!out.virt || relu->work.x.uid != out.uid) return DNN_NOT_SUPPORTED_GRAPH_PATTERN;
