@@ -52,6 +52,9 @@ type raw struct {
 	ctx   *cuda.Context
 	h     clib.Handle
 	plans map[convKey]*convPlan
+	// attn are the attention plans (attention.go), made by the first
+	// call that needs one.
+	attn map[attnKey]*attnPlan
 }
 
 // destroy releases the plans and the handle, each zeroed once gone so
@@ -62,6 +65,12 @@ func (r *raw) destroy(op string) error {
 			return err
 		}
 		delete(r.plans, k)
+	}
+	for k, p := range r.attn {
+		if err := p.destroy(op); err != nil {
+			return err
+		}
+		delete(r.attn, k)
 	}
 	if r.h == 0 {
 		return nil

@@ -1200,7 +1200,7 @@ enum {
 };
 enum {
 	AT_HANDLE = 0, AT_DATA_TYPE = 1, AT_BOOLEAN = 2, AT_INT64 = 3, AT_FLOAT = 4, AT_DOUBLE = 5, AT_VOID_PTR = 6,
-	AT_CONV_MODE = 7, AT_HEUR_MODE = 8, AT_NUMERICAL_NOTE = 11, AT_POINTWISE_MODE = 14, AT_DESC = 15,
+	AT_CONV_MODE = 7, AT_HEUR_MODE = 8, AT_NUMERICAL_NOTE = 11, AT_POINTWISE_MODE = 14, AT_DESC = 15, AT_REDUCTION_OP = 18,
 	AT_SCALAR = -1, // float or double
 };
 enum { DNN_BAD_PARAM_MISALIGNED = 2003, DNN_BAD_PARAM_NOT_FINALIZED = 2004, DNN_BAD_PARAM_ATTRIBUTE_TYPE = 2010,
@@ -1226,12 +1226,17 @@ static const struct {
 	{BD_ENGINEHEUR, 200, AT_HEUR_MODE, 1}, {BD_ENGINEHEUR, 201, AT_DESC, 1},
 	{BD_PLAN, 400, AT_HANDLE, 1}, {BD_PLAN, 401, AT_DESC, 1},
 	{BD_PACK, 1000, AT_INT64, 16}, {BD_PACK, 1001, AT_VOID_PTR, 16}, {BD_PACK, 1003, AT_VOID_PTR, 1},
+	// the attention graph's (dnn_sdpa.h): by value, the axis, the select's
+	// predicate, matmuls and reductions
+	{BD_TENSOR, 908, AT_BOOLEAN, 1}, {BD_POINTWISE, 9, AT_INT64, 1}, {BD_OP_PW, 758, AT_DESC, 1},
+	{18, 1500, AT_DATA_TYPE, 1}, {19, 1520, AT_DESC, 1}, {19, 1521, AT_DESC, 1}, {19, 1522, AT_DESC, 1}, {19, 1523, AT_DESC, 1},
+	{21, 1600, AT_REDUCTION_OP, 1}, {21, 1601, AT_DATA_TYPE, 1}, {22, 1610, AT_DESC, 1}, {22, 1611, AT_DESC, 1}, {22, 1612, AT_DESC, 1},
 };
 
 static size_t at_size(int t) {
 	switch (t) {
 	case AT_BOOLEAN: return 1;
-	case AT_DATA_TYPE: case AT_FLOAT: case AT_CONV_MODE: case AT_HEUR_MODE: case AT_NUMERICAL_NOTE: case AT_POINTWISE_MODE: return 4;
+	case AT_DATA_TYPE: case AT_FLOAT: case AT_REDUCTION_OP: case AT_CONV_MODE: case AT_HEUR_MODE: case AT_NUMERICAL_NOTE: case AT_POINTWISE_MODE: return 4;
 	case AT_HANDLE: case AT_INT64: case AT_DOUBLE: case AT_VOID_PTR: case AT_DESC: return 8;
 	}
 	return 0;
@@ -1275,6 +1280,7 @@ struct fake_bd {
 	struct fake_dnn *h;       // a graph, a plan
 	int heur_mode, engine;    // a heuristic; an engine (config), a plan
 	int64_t ws;               // a plan
+	void *sdpa;               // the attention graph's part of an operation, graph, heuristic, engine (config), plan (dnn_sdpa.h)
 };
 
 static int bd_ok(struct fake_bd *d) { return is_a(d, BD_MAGIC); }
@@ -1329,7 +1335,8 @@ EXPORT int cudnnBackendCreateDescriptor(int type, struct fake_bd **out) {
 	if (!out) return DNN_BAD_PARAM_NULL_POINTER;
 	switch (type) {
 	case BD_POINTWISE: case BD_CONV: case BD_ENGINE: case BD_ENGINECFG: case BD_ENGINEHEUR: case BD_PLAN: case BD_OP_FWD:
-	case BD_OP_BWD_FILTER: case BD_OP_BWD_DATA: case BD_OP_PW: case BD_GRAPH: case BD_PACK: case BD_TENSOR: break;
+	case BD_OP_BWD_FILTER: case BD_OP_BWD_DATA: case BD_OP_PW: case BD_GRAPH: case BD_PACK: case BD_TENSOR:
+	case 18: case 19: case 21: case 22: break; // matmul and reduction descriptors and operations (dnn_sdpa.h)
 	default: return type >= 0 && type < 64 ? DNN_NOT_SUPPORTED : DNN_BAD_PARAM;
 	}
 	*out = desc_new(sizeof **out, BD_MAGIC);
@@ -1340,6 +1347,7 @@ EXPORT int cudnnBackendCreateDescriptor(int type, struct fake_bd **out) {
 EXPORT int cudnnBackendDestroyDescriptor(struct fake_bd *d) {
 	FAULT("cudnnBackendDestroyDescriptor");
 	if (!bd_ok(d)) return DNN_BAD_PARAM; // NULL too, unlike the legacy descriptors
+	free(d->sdpa);
 	return desc_free(d, BD_MAGIC);
 }
 
@@ -1366,6 +1374,7 @@ static int bd_tensor_of(struct fake_bd *d, int name, struct bd_tensor *t) {
 	int r = 0;
 	struct fake_bd *x = bd_ref(d, name, BD_TENSOR, &r);
 	if (!x) return r;
+	if (x->t.d.fmt < 0) return DNN_NOT_SUPPORTED_LAYOUT; // a tensor only the attention graph takes
 	*t = x->t;
 	return DNN_SUCCESS;
 }
@@ -1532,6 +1541,8 @@ static int64_t engine_need(int e, const struct bd_work *w) {
 	return -1;
 }
 
+#include "dnn_sdpa.h" // the attention graph
+
 static const int heur_a[] = {2, 1, 0}, heur_fallback[] = {0};
 
 static int heur_count(int mode) { return mode == 2 ? 1 : 3; }
@@ -1542,18 +1553,28 @@ EXPORT int cudnnBackendFinalize(struct fake_bd *d) {
 	if (!bd_ok(d) || d->final) return DNN_BAD_PARAM;
 	int r = DNN_SUCCESS;
 	switch (d->type) {
-	case BD_TENSOR: r = finalize_tensor(d); break;
+	case BD_TENSOR:
+		if ((r = finalize_tensor(d))) r = sdpa_finalize_tensor(d, r);
+		break;
 	case BD_CONV: r = finalize_conv(d); break;
 	case BD_POINTWISE: {
 		if (!bd_get(d, 0, NULL) || !bd_get(d, 1, NULL)) return DNN_BAD_PARAM;
 		int m = bd_i32(d, 0, -1);
-		if (m != 0 && m != 100) return DNN_NOT_SUPPORTED;
+		if (m != 0 && m != 100 && !sdpa_pw_mode(m)) return DNN_NOT_SUPPORTED;
 		d->pw_mode = m;
 		break;
 	}
 	case BD_OP_FWD: case BD_OP_BWD_DATA: case BD_OP_BWD_FILTER: r = finalize_conv_op(d); break;
-	case BD_OP_PW: r = finalize_pw_op(d); break;
-	case BD_GRAPH: r = finalize_graph(d); break;
+	case BD_OP_PW: {
+		// The convolutions' part, and the attention graph's: either may
+		// take it; one only the attention graph's the convolutions refuse.
+		r = finalize_pw_op(d);
+		int rs = sdpa_finalize_pw(d);
+		if (r) d->work = (struct bd_work){.act = -1}, r = rs ? r : DNN_SUCCESS;
+		break;
+	}
+	case BD_MATMUL: case BD_OP_MATMUL: case BD_REDUCTION: case BD_OP_REDUCTION: r = sdpa_finalize(d); break;
+	case BD_GRAPH: r = sdpa_is_graph(d) ? sdpa_finalize_graph(d) : finalize_graph(d); break;
 	case BD_ENGINEHEUR: {
 		struct fake_bd *g = bd_ref(d, 201, BD_GRAPH, &r);
 		if (!g) return r;
@@ -1561,6 +1582,7 @@ EXPORT int cudnnBackendFinalize(struct fake_bd *d) {
 		int m = bd_i32(d, 200, -1);
 		if (m < 0 || m > 3) return DNN_BAD_PARAM;
 		d->heur_mode = m, d->work = g->work, d->h = g->h;
+		sdpa_copy(d, g);
 		break;
 	}
 	case BD_PLAN: {
@@ -1569,9 +1591,10 @@ EXPORT int cudnnBackendFinalize(struct fake_bd *d) {
 		if (!cfg) return r;
 		if (!hp || !dnn_live(*hp)) return DNN_BAD_PARAM;
 		if ((r = dnn_usable(*hp))) return r;
-		int64_t need = engine_need(cfg->engine, &cfg->work);
+		int64_t need = cfg->sdpa ? sdpa_engine_need(cfg->engine, cfg->sdpa) : engine_need(cfg->engine, &cfg->work);
 		if (need < 0) return DNN_NOT_SUPPORTED;
 		d->h = *hp, d->engine = cfg->engine, d->work = cfg->work, d->ws = need;
+		sdpa_copy(d, cfg);
 		break;
 	}
 	case BD_PACK: {
@@ -1595,7 +1618,7 @@ EXPORT int cudnnBackendGetAttribute(struct fake_bd *d, int name, int type, int64
 	switch (d->type * 10000 + name) {
 	case BD_ENGINEHEUR * 10000 + 202: { // the results: engine configurations the caller made
 		if (type != AT_DESC) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
-		int count = heur_count(d->heur_mode);
+		int count = d->sdpa ? sdpa_heur_count(d->heur_mode) : heur_count(d->heur_mode);
 		if (req == 0 || !v) {
 			if (!n) return DNN_BAD_PARAM_NULL_POINTER;
 			*n = count;
@@ -1606,8 +1629,9 @@ EXPORT int cudnnBackendGetAttribute(struct fake_bd *d, int name, int type, int64
 		for (int64_t i = 0; i < k; i++)
 			if (!bd_ok(cfgs[i]) || cfgs[i]->type != BD_ENGINECFG || cfgs[i]->final) return DNN_BAD_PARAM;
 		for (int64_t i = 0; i < k; i++) {
-			cfgs[i]->engine = heur_engine(d->heur_mode, (int)i);
+			cfgs[i]->engine = d->sdpa ? sdpa_heur_engine((int)i) : heur_engine(d->heur_mode, (int)i);
 			cfgs[i]->work = d->work;
+			sdpa_copy(cfgs[i], d);
 			cfgs[i]->final = 1;
 		}
 		if (n) *n = k;
@@ -1619,6 +1643,7 @@ EXPORT int cudnnBackendGetAttribute(struct fake_bd *d, int name, int type, int64
 		struct fake_bd *e = *(struct fake_bd **)v;
 		if (!bd_ok(e) || e->type != BD_ENGINE || e->final) return DNN_BAD_PARAM;
 		e->engine = d->engine, e->work = d->work, e->final = 1;
+		sdpa_copy(e, d);
 		if (n) *n = 1;
 		return DNN_SUCCESS;
 	}
@@ -1652,6 +1677,7 @@ EXPORT int cudnnBackendExecute(struct fake_dnn *h, struct fake_bd *plan, struct 
 	void *const *wsp = bd_get(pack, 1003, NULL);
 	void *ws = wsp ? *wsp : NULL;
 	if (plan->ws > 0 && !dmem_ok(ws, (size_t)plan->ws)) return DNN_BAD_PARAM;
+	if (plan->sdpa) return sdpa_execute(h, plan, pack);
 	struct bd_work *w = &plan->work;
 	void *p[4];
 	for (int i = 0; i < w->n; i++) {
