@@ -115,7 +115,7 @@ func checkProduct[T cuda.AnyFloat](op string, h *Handle, a, b, c Matrix[T], coun
 		name string
 		m    Matrix[T]
 	}{{"a", a}, {"b", b}, {"c", c}} {
-		if err := m.m.check(op, m.name+suffix, h.ctx, count); err != nil {
+		if err := m.m.check(op, m.name+suffix, h.base.Context(), count); err != nil {
 			return product[T]{}, err
 		}
 	}
@@ -196,13 +196,13 @@ func GemmBatched[T cuda.AnyFloat](h *Handle, alpha float64, a, b []Matrix[T], be
 	}
 	dt := dataType[T]()
 	return h.do(op, mem, func(uintptr) (err error) {
-		arrays, err := cuda.AllocAsync[cuda.DevicePtr](h.stream, len(ptrs))
+		arrays, err := cuda.AllocAsync[cuda.DevicePtr](h.base.Stream(), len(ptrs))
 		if err != nil {
 			return err
 		}
 		// Freed after the product, in the stream's order.
 		defer lifetime.CloseTemp(&err, arrays.Free)
-		if err := arrays.CopyFromHostAsync(ptrs, h.stream); err != nil {
+		if err := arrays.CopyFromHostAsync(ptrs, h.base.Stream()); err != nil {
 			return err
 		}
 		base := uintptr(arrays.Ptr())

@@ -2,15 +2,12 @@ package cublas
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
-	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/cublas"
+	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -48,28 +45,22 @@ func (m MathMode) String() string {
 // queue work, and only Dot, Nrm2, Asum and Iamax wait for it). The zero
 // Handle is not usable: its methods return cuda.ErrInvalidValue.
 type Handle struct {
-	// life is held by every call and closed by Close, which waits for the
-	// calls in flight (internal/lifetime).
-	life lifetime.Life
-	// mu makes calls take turns: a cuBLAS handle is not for concurrent
-	// use, and the cached Matmul plans are shared. Lock order: life's
-	// hold, then mu, then the holds Stream.Do takes on the stream and the
-	// buffers.
-	mu        sync.Mutex
-	stream    *cuda.Stream
-	rawStream uintptr // the stream's CUstream, for String
-	ctx       *cuda.Context
-	raw       *raw
-	workspace *cuda.DeviceBuffer[byte]
-	math      MathMode
-	plans     map[planKey]*plan // Matmul's descriptors and algorithm, per shape
+	// base is the handle's life, its turn (the lock order is there), its
+	// stream and its workspace; the rest is guarded by its turn.
+	base  libhandle.Base[errs]
+	raw   *raw
+	math  MathMode
+	plans map[planKey]*plan // Matmul's descriptors and algorithm, per shape
 	// stale are plans Close took out of plans whose destroy failed: out
 	// of Matmul's reach, released when Close is tried again.
 	stale []*plan
-	// unfinished is set by a Close that released the library's handles
-	// but failed to free the workspace: the Handle refuses calls (there
-	// is no cuBLAS handle left to make them with) until a Close finishes.
-	unfinished atomic.Bool
+}
+
+// errs makes the shared handle's errors this package's.
+type errs struct{}
+
+func (errs) Errorf(op string, sentinel error, format string, args ...any) error {
+	return errorf(op, sentinel, format, args...)
 }
 
 // raw is the library's handles, shared with the cleanup of a Handle nobody
@@ -116,63 +107,42 @@ func New(s *cuda.Stream) (*Handle, error) {
 		return nil, calledas.Op(op, err)
 	}
 	r := &raw{ctx: ctx}
-	var rawStream uintptr
-	err = s.Do(func(stream uintptr) error {
-		rawStream = stream
+	rawStream, err := libhandle.Make(op, s, func(stream uintptr) error {
 		if err := check(op, "cublasCreate_v2", clib.Create(&r.blas)); err != nil {
 			return err
 		}
-		err := errors.Join(
+		return errors.Join(
 			check(op, "cublasSetStream_v2", clib.SetStream(r.blas, stream)),
 			// After the stream: setting one resets the workspace.
 			check(op, "cublasSetWorkspace_v2", clib.SetWorkspace(r.blas, uintptr(ws.Ptr()), WorkspaceBytes)),
 			check(op, "cublasSetPointerMode_v2", clib.SetPointerMode(r.blas, 0)), // CUBLAS_POINTER_MODE_HOST
 		)
-		if err != nil {
-			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
-		}
-		return err
-	}, ws)
+	}, r.destroy, ws)
 	if err != nil {
 		lifetime.CloseTemp(&err, ws.Free)
 		return nil, calledas.Op(op, err)
 	}
-	h := &Handle{stream: s, rawStream: rawStream, ctx: ctx, raw: r, workspace: ws, plans: map[planKey]*plan{}}
-	h.life.Arm(track.BLASHandle, runtime.AddCleanup(h, func(r *raw) {
-		// Forgotten: its plans are lost to cuBLASLt's handle, which
-		// frees them with it. The workspace is a buffer of its own,
-		// freed by its own cleanup.
-		track.Forgotten(track.BLASHandle)
-		r.ctx.Do(func() error { return r.destroy("Handle cleanup") })
-	}, r))
+	h := &Handle{raw: r, plans: map[planKey]*plan{}}
+	// Forgotten: its plans are lost to cuBLASLt's handle, which frees
+	// them with it. The workspace is a buffer of its own, freed by its
+	// own cleanup.
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.BLASHandle,
+		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.BLASHandle, r.ctx, r.destroy) }, r),
+		Work:     []*cuda.DeviceBuffer[byte]{ws},
+		WorkName: "the workspace"})
 	return h, nil
 }
 
-// valid returns the error for a nil or zero Handle.
-func (h *Handle) valid(op string) error {
-	switch {
-	case h == nil:
-		return errorf(op, cuda.ErrInvalidValue, "nil *Handle")
-	case h.life.Status() == lifetime.Zero:
-		return errorf(op, cuda.ErrInvalidValue, "a zero Handle: make one with New")
+// core returns h's shared part, nil for a nil h.
+func (h *Handle) core() *libhandle.Base[errs] {
+	if h == nil {
+		return nil
 	}
-	return nil
+	return &h.base
 }
 
-// hold keeps h open until h.life.Release.
-func (h *Handle) hold(op string) error {
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	if h.life.Hold() != lifetime.Held {
-		return errorf(op, cuda.ErrClosed, "the handle is closed")
-	}
-	if h.unfinished.Load() {
-		h.life.Release()
-		return errorf(op, cuda.ErrClosed, "the handle is closed, but its Close failed to free the workspace: call Close again")
-	}
-	return nil
-}
+// valid returns the error for a nil or zero Handle.
+func (h *Handle) valid(op string) error { return h.core().Valid(op) }
 
 // do runs queue, which calls the library, with h held, its turn taken, and
 // h's stream and mem held open with their context current (Stream.Do).
@@ -181,16 +151,7 @@ func (h *Handle) hold(op string) error {
 // until the graph is closed); outside a capture Close's cublasDestroy
 // waits for the work that uses it, and a call holds no more than it names.
 func (h *Handle) do(op string, mem []cuda.Memory, queue func(stream uintptr) error) error {
-	if err := h.hold(op); err != nil {
-		return err
-	}
-	defer h.life.Release()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.stream.Capturing() {
-		mem = append(mem, h.workspace)
-	}
-	return calledas.Op(op, h.stream.Do(queue, mem...))
+	return h.core().Do(op, mem, func(c *libhandle.Call[errs]) error { return queue(c.Stream) })
 }
 
 // Stream returns the stream h queues its work on.
@@ -198,7 +159,7 @@ func (h *Handle) Stream() *cuda.Stream {
 	if h == nil {
 		return nil
 	}
-	return h.stream
+	return h.base.Stream()
 }
 
 // SetMathMode sets which arithmetic h's later float32 products (Gemm, its
@@ -208,13 +169,13 @@ func (h *Handle) SetMathMode(m MathMode) error {
 	if m != DefaultMath && m != TF32Math {
 		return errorf(op, cuda.ErrInvalidValue, "m is %d: want DefaultMath or TF32Math", int(m))
 	}
-	if err := h.hold(op); err != nil {
+	if err := h.core().Hold(op); err != nil {
 		return err
 	}
-	defer h.life.Release()
-	h.mu.Lock()
+	defer h.base.Release()
+	h.base.Lock()
 	h.math = m
-	h.mu.Unlock()
+	h.base.Unlock()
 	return nil
 }
 
@@ -223,8 +184,8 @@ func (h *Handle) MathMode() MathMode {
 	if h.valid("Handle.MathMode") != nil {
 		return DefaultMath
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.base.Lock()
+	defer h.base.Unlock()
 	return h.math
 }
 
@@ -237,20 +198,11 @@ func (h *Handle) String() string {
 	if h == nil {
 		return kind + "(nil)"
 	}
-	st := h.life.Status()
-	if st == lifetime.Zero {
-		return describe.Object(kind, st)
-	}
 	tf32 := "off"
 	if h.MathMode() == TF32Math {
 		tf32 = "on"
 	}
-	parts := []string{h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream), "TF32 " + tf32}
-	if h.unfinished.Load() {
-		// Refusing calls, as a closed handle does, until Close finishes.
-		return describe.Object(kind, lifetime.Held, append(parts, "closed (its workspace is not freed: call Close again)")...)
-	}
-	return describe.Object(kind, st, parts...)
+	return h.base.String(kind, "TF32 "+tf32)
 }
 
 // Close waits for the calls in flight, releases the library's handles
@@ -266,26 +218,10 @@ func (h *Handle) String() string {
 // still uses it), h refuses calls with cuda.ErrClosed until a Close
 // finishes.
 func (h *Handle) Close() error {
-	const op = "Handle.Close"
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	_, err := h.life.Close(func() (bool, error) {
-		if !h.unfinished.Load() {
-			if err := h.ctx.Do(func() error { return h.release(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-				return false, calledas.Op(op, err)
-			}
-		}
-		// The library's handles are gone (or went with the context): h
-		// has nothing left to call cuBLAS with, and stays closed to calls
-		// until the workspace is freed too.
-		if err := h.workspace.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
-			h.unfinished.Store(true)
-			return false, calledas.Unfreed(op, "the workspace", err)
-		}
-		return true, nil
-	})
-	return err
+	// Once the handles are gone (or went with the context), h has nothing
+	// left to call cuBLAS with, and stays closed to calls until the
+	// workspace is freed too.
+	return h.core().Close("Handle.Close", func(op string) error { return h.release(op) })
 }
 
 // release releases the library's objects in an order that leaves h whole

@@ -122,7 +122,7 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 			return errorf(op, cuda.ErrInvalidValue, "a bias needs a row-major c (it is added to every row)")
 		case bias.Len() != c.Cols:
 			return errorf(op, cuda.ErrInvalidValue, "bias has %d elements: want one per column of c, %d", bias.Len(), c.Cols)
-		case bias.Context() != h.ctx:
+		case bias.Context() != h.base.Context():
 			return errorf(op, cuda.ErrInvalidValue, "bias belongs to another context than the handle")
 		}
 		biasPtr = uintptr(bias.Ptr())
@@ -152,7 +152,7 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 		cp := uintptr(c.Data.Ptr())
 		return checkLt(op, "cublasLtMatmul", clib.LtMatmul(h.raw.lt, pl.desc, al,
 			uintptr(p.first.Data.Ptr()), pl.la, uintptr(p.second.Data.Ptr()), pl.lb, be, cp, pl.lc, cp, pl.lc,
-			&pl.heuristic.Algo, uintptr(h.workspace.Ptr()), WorkspaceBytes, stream))
+			&pl.heuristic.Algo, uintptr(h.base.Buffer(0).Ptr()), WorkspaceBytes, stream))
 	})
 }
 

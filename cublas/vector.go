@@ -36,7 +36,7 @@ func checkVectors[T cuda.Float](op string, h *Handle, names string, xs ...*cuda.
 			return errorf(op, cuda.ErrInvalidValue, "%s is nil", name)
 		case x.Len() > maxDim:
 			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements: cuBLAS takes at most %d", name, x.Len(), maxDim)
-		case x.Context() != h.ctx:
+		case x.Context() != h.base.Context():
 			return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
 		case x.Len() != xs[0].Len():
 			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements and %s %d: want the same", names[:1], xs[0].Len(), name, x.Len())
@@ -48,7 +48,7 @@ func checkVectors[T cuda.Float](op string, h *Handle, names string, xs ...*cuda.
 // hostResult refuses a call whose result cuBLAS hands to the host (and so
 // waits for the stream) while the stream captures a graph.
 func hostResult(op string, h *Handle) error {
-	if h.stream.Capturing() {
+	if h.base.Stream().Capturing() {
 		return errorf(op, cuda.ErrInvalidValue, "the handle's stream is capturing a graph: a result cuBLAS hands to the host waits for work that does not run until the graph is launched")
 	}
 	return nil
@@ -179,7 +179,7 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 	if err := h.valid(op); err != nil {
 		return err
 	}
-	if err := a.check(op, "a", h.ctx, 1); err != nil {
+	if err := a.check(op, "a", h.base.Context(), 1); err != nil {
 		return err
 	}
 	if err := checkVectors(op, h, "x", x); err != nil {

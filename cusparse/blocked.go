@@ -196,22 +196,22 @@ func toBlocked[I Index, T Element](name string, h *Handle, a *Matrix[I, T], f Fo
 		}
 	}
 	if f == BSR {
-		return upload(name, h.stream, bsrOf[I](a.rows, a.cols, block, pts))
+		return upload(name, h.base.Stream(), bsrOf[I](a.rows, a.cols, block, pts))
 	}
-	return upload(name, h.stream, ellOf[I](a.rows, a.cols, block, pts))
+	return upload(name, h.base.Stream(), ellOf[I](a.rows, a.cols, block, pts))
 }
 
 // hostOf waits for h's stream and copies a's arrays to the host; refused
 // while the stream captures.
 func hostOf[I Index, T Value](name string, h *Handle, a *Matrix[I, T]) (hostMatrix[I, T], error) {
-	if h.stream.Capturing() {
+	if h.base.Stream().Capturing() {
 		return hostMatrix[I, T]{}, errorf(name, cuda.ErrInvalidValue, "the stream captures: %s goes through the host, which a capture cannot", name)
 	}
 	if err := h.hold(name); err != nil {
 		return hostMatrix[I, T]{}, err
 	}
-	defer h.life.Release()
-	if err := h.stream.Synchronize(); err != nil {
+	defer h.base.Release()
+	if err := h.base.Stream().Synchronize(); err != nil {
 		return hostMatrix[I, T]{}, calledas.Op(name, err)
 	}
 	return a.download(name)

@@ -35,36 +35,36 @@ func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[
 		return nil, errorf(name, cuda.ErrInvalidValue, "a is %v: Convert takes CSR, CSC and COO (ToDense writes a blocked matrix out)", a.format)
 	}
 	if indexType[I]() != 2 {
-		if h.stream.Capturing() {
+		if h.base.Stream().Capturing() {
 			return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: a conversion of int64 indices goes through the host, which a capture cannot")
 		}
 		if err := h.hold(name); err != nil {
 			return nil, err
 		}
-		defer h.life.Release()
-		if err := h.stream.Synchronize(); err != nil {
+		defer h.base.Release()
+		if err := h.base.Stream().Synchronize(); err != nil {
 			return nil, calledas.Op(name, err)
 		}
 		hm, err := a.download(name)
 		if err != nil {
 			return nil, err
 		}
-		return upload(name, h.stream, hm.to(f))
+		return upload(name, h.base.Stream(), hm.to(f))
 	}
 	var out *Matrix[I, T]
 	err := h.do(name, a.mem(), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) error {
 		if a.nnz == 0 {
 			// No non-zeros: offsets of zeros, without asking cuSPARSE.
-			m, err := zeroMatrix[I, T](h.stream, f, a.rows, a.cols)
+			m, err := zeroMatrix[I, T](h.base.Stream(), f, a.rows, a.cols)
 			out = m
 			return err
 		}
-		m, err := allocMatrix[I, T](h.stream, f, a.rows, a.cols, a.nnz)
+		m, err := allocMatrix[I, T](h.base.Stream(), f, a.rows, a.cols, a.nnz)
 		if err != nil {
 			return err
 		}
 		out = m
-		return convert32(name, h.stream, lh, work, a, m)
+		return convert32(name, h.base.Stream(), lh, work, a, m)
 	})
 	if err != nil {
 		if out != nil {
@@ -283,14 +283,14 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 	if err := checkShape[I](name, d.Rows, d.Cols, 0); err != nil {
 		return nil, err
 	}
-	if h.stream.Capturing() {
+	if h.base.Stream().Capturing() {
 		return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: FromDense hands the count of non-zeros to the host, which a capture cannot")
 	}
 	var out *Matrix[I, T]
 	ds := &descs{op: name}
 	err := h.do(name, []cuda.Memory{d.Data}, func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer ds.release(&err)
-		m, err := allocMatrix[I, T](h.stream, CSR, d.Rows, d.Cols, -1)
+		m, err := allocMatrix[I, T](h.base.Stream(), CSR, d.Rows, d.Cols, -1)
 		if err != nil {
 			return err
 		}
@@ -357,8 +357,8 @@ func sortRows[I Index, T Element](op string, h *Handle, m *Matrix[I, T]) error {
 	if err := h.hold(op); err != nil {
 		return err
 	}
-	defer h.life.Release()
-	if err := h.stream.Synchronize(); err != nil {
+	defer h.base.Release()
+	if err := h.base.Stream().Synchronize(); err != nil {
 		return calledas.Op(op, err)
 	}
 	hm, err := m.download(op)

@@ -45,14 +45,14 @@ func SpMVMisused[I Index, T Element](h *Handle, a *Matrix[I, T], x, y *cuda.Devi
 		var buf uintptr
 		switch how {
 		case "short", "destroyed":
-			b, err := cuda.AllocAsync[byte](h.stream, int(asked)-1)
+			b, err := cuda.AllocAsync[byte](h.base.Stream(), int(asked)-1)
 			if err != nil {
 				return err
 			}
 			defer b.Free()
 			buf = uintptr(b.Ptr())
 			if how == "destroyed" {
-				big, err := cuda.AllocAsync[byte](h.stream, int(asked))
+				big, err := cuda.AllocAsync[byte](h.base.Stream(), int(asked))
 				if err != nil {
 					return err
 				}

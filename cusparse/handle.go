@@ -1,17 +1,12 @@
 package cusparse
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/internal/calledas"
-	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
-	"github.com/gocuda/cuda/internal/lifetime"
+	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -22,24 +17,17 @@ import (
 // safe for use by many goroutines, whose calls take turns. The zero Handle
 // is not usable: its methods return cuda.ErrInvalidValue.
 type Handle struct {
-	// life is held by every call and closed by Close, which waits for the
-	// calls in flight (internal/lifetime).
-	life lifetime.Life
-	// mu makes calls take turns: a cuSPARSE handle is not for concurrent
-	// use, and the work buffers are shared. Lock order: life's hold, then
-	// mu, then the holds Stream.Do takes on the stream and the buffers.
-	mu        sync.Mutex
-	stream    *cuda.Stream
-	rawStream uintptr // the stream's CUstream, for String
-	ctx       *cuda.Context
-	raw       *raw
-	// work are the work buffers (SpGEMM needs two at once), nil until a
-	// call needs one; guarded by mu.
-	work [2]*cuda.DeviceBuffer[byte]
-	// unfinished is set by a Close that released the library's handle
-	// but failed to free a work buffer: the Handle refuses calls until a
-	// Close finishes.
-	unfinished atomic.Bool
+	// base is the handle's life, its turn (the lock order is there), its
+	// stream and its two work buffers (SpGEMM needs both at once).
+	base libhandle.Base[errs]
+	raw  *raw
+}
+
+// errs makes the shared handle's errors this package's.
+type errs struct{}
+
+func (errs) Errorf(op string, sentinel error, format string, args ...any) error {
+	return errorf(op, sentinel, format, args...)
 }
 
 // raw is the library's handle, shared with the cleanup of a Handle nobody
@@ -74,123 +62,44 @@ func New(s *cuda.Stream) (*Handle, error) {
 		return nil, err
 	}
 	r := &raw{ctx: s.Context()}
-	var rawStream uintptr
-	err := s.Do(func(stream uintptr) error {
-		rawStream = stream
+	rawStream, err := libhandle.Make(op, s, func(stream uintptr) error {
 		if err := check(op, "cusparseCreate", clib.Create(&r.h)); err != nil {
 			return err
 		}
-		err := check(op, "cusparseSetStream", clib.SetStream(r.h, stream))
-		if err != nil {
-			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
-		}
-		return err
-	})
+		return check(op, "cusparseSetStream", clib.SetStream(r.h, stream))
+	}, r.destroy)
 	if err != nil {
-		return nil, calledas.Op(op, err)
+		return nil, err
 	}
-	h := &Handle{stream: s, rawStream: rawStream, ctx: r.ctx, raw: r}
-	h.life.Arm(track.SparseHandle, runtime.AddCleanup(h, func(r *raw) {
-		// Forgotten: the work buffers are buffers of their own, freed by
-		// their own cleanups.
-		track.Forgotten(track.SparseHandle)
-		r.ctx.Do(func() error { return r.destroy("Handle cleanup") })
-	}, r))
+	h := &Handle{raw: r}
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SparseHandle,
+		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SparseHandle, r.ctx, r.destroy) }, r),
+		Work:     make([]*cuda.DeviceBuffer[byte], 2),
+		WorkName: "a work buffer"})
 	return h, nil
 }
 
-// valid returns the error for a nil or zero Handle.
-func (h *Handle) valid(op string) error {
-	switch {
-	case h == nil:
-		return errorf(op, cuda.ErrInvalidValue, "nil *Handle")
-	case h.life.Status() == lifetime.Zero:
-		return errorf(op, cuda.ErrInvalidValue, "a zero Handle: make one with New")
+// core returns h's shared part, nil for a nil h.
+func (h *Handle) core() *libhandle.Base[errs] {
+	if h == nil {
+		return nil
 	}
-	return nil
+	return &h.base
 }
 
-// hold keeps h open until h.life.Release.
-func (h *Handle) hold(op string) error {
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	if h.life.Hold() != lifetime.Held {
-		return errorf(op, cuda.ErrClosed, "the handle is closed")
-	}
-	if h.unfinished.Load() {
-		h.life.Release()
-		return errorf(op, cuda.ErrClosed, "the handle is closed, but its Close failed to free a work buffer: call Close again")
-	}
-	return nil
-}
+// valid returns the error for a nil or zero Handle.
+func (h *Handle) valid(op string) error { return h.core().Valid(op) }
+
+// hold keeps h open until h.base.Release.
+func (h *Handle) hold(op string) error { return h.core().Hold(op) }
 
 // do runs fn with h held, its turn taken, and h's stream and mem held
 // open with their context current (Stream.Do). fn queues the work with
 // the library's handle; work(i, n) returns the address of work buffer i
-// (of two: SpGEMM needs both at once) of at least n bytes, 0 for 0 bytes,
-// growing it first where it is smaller (stream-ordered, on h's stream,
-// the old one freed after the work queued there). While the stream
-// captures, the work buffers are among the memory the call uses, so that
-// the graph keeps them from being freed, and a buffer that must grow is
-// refused (its allocation would be the graph's): run the call once
-// outside the capture first.
+// (of two: SpGEMM needs both at once) of at least n bytes, grown where it
+// is smaller (libhandle.Call.Work).
 func (h *Handle) do(op string, mem []cuda.Memory, fn func(lh clib.Handle, work func(i int, n uintptr) (uintptr, error)) error) error {
-	if err := h.hold(op); err != nil {
-		return err
-	}
-	defer h.life.Release()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	capturing := h.stream.Capturing()
-	if capturing {
-		for _, b := range h.work {
-			if b != nil {
-				mem = append(mem, b)
-			}
-		}
-	}
-	work := func(i int, n uintptr) (uintptr, error) {
-		if n == 0 {
-			return 0, nil
-		}
-		if b := h.work[i]; b != nil && uintptr(b.Len()) >= n {
-			return uintptr(b.Ptr()), nil
-		}
-		if capturing {
-			return 0, errorf(op, cuda.ErrNotSupported, "the stream captures and a work buffer must grow to %d bytes: run the call once before the capture", n)
-		}
-		if err := h.grow(op, i, n); err != nil {
-			return 0, err
-		}
-		return uintptr(h.work[i].Ptr()), nil
-	}
-	return calledas.Op(op, h.stream.Do(func(uintptr) error { return fn(h.raw.h, work) }, mem...))
-}
-
-// grow replaces work buffer i by one of at least n bytes (rounded up to
-// 1 MiB past 1 MiB, so that sizes close to one another share a buffer):
-// the new one is allocated first, so that a failure leaves the old one,
-// which is then freed on the stream, after the work queued there. Called
-// with mu held.
-func (h *Handle) grow(op string, i int, n uintptr) error {
-	const round = 1 << 20
-	if n > round {
-		n = (n + round - 1) / round * round
-	}
-	b, err := cuda.AllocAsync[byte](h.stream, int(n))
-	if err != nil {
-		return calledas.Op(op, err)
-	}
-	old := h.work[i]
-	h.work[i] = b
-	if old != nil {
-		if err := old.FreeOn(h.stream); err != nil {
-			lifetime.CloseTemp(&err, func() error { return old.FreeOn(h.stream) })
-			return calledas.Op(op, err)
-		}
-	}
-	return nil
+	return h.core().Do(op, mem, func(c *libhandle.Call[errs]) error { return fn(h.raw.h, c.Work) })
 }
 
 // Stream returns the stream h queues its work on.
@@ -198,23 +107,15 @@ func (h *Handle) Stream() *cuda.Stream {
 	if h == nil {
 		return nil
 	}
-	return h.stream
+	return h.base.Stream()
 }
 
 // WorkBytes returns the bytes of device memory h's work buffers hold now.
 func (h *Handle) WorkBytes() int {
-	if h.valid("Handle.WorkBytes") != nil {
+	if h == nil {
 		return 0
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, b := range h.work {
-		if b != nil {
-			n += b.Len()
-		}
-	}
-	return n
+	return h.base.WorkBytes()
 }
 
 // String describes h, as package cuda's objects print: its device, its
@@ -226,15 +127,7 @@ func (h *Handle) String() string {
 	if h == nil {
 		return kind + "(nil)"
 	}
-	st := h.life.Status()
-	if st == lifetime.Zero {
-		return describe.Object(kind, st)
-	}
-	parts := []string{h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream), fmt.Sprintf("work %d B", h.WorkBytes())}
-	if h.unfinished.Load() {
-		return describe.Object(kind, lifetime.Held, append(parts, "closed (a work buffer is not freed: call Close again)")...)
-	}
-	return describe.Object(kind, st, parts...)
+	return h.base.String(kind, fmt.Sprintf("work %d B", h.WorkBytes()))
 }
 
 // Close waits for the calls in flight, releases the library's handle
@@ -244,27 +137,5 @@ func (h *Handle) String() string {
 // A Close that fails may be tried again, and finishes what the failed one
 // left.
 func (h *Handle) Close() error {
-	const op = "Handle.Close"
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	_, err := h.life.Close(func() (bool, error) {
-		if !h.unfinished.Load() {
-			if err := h.ctx.Do(func() error { return h.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-				return false, calledas.Op(op, err)
-			}
-		}
-		for i, b := range h.work {
-			if b == nil {
-				continue
-			}
-			if err := b.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
-				h.unfinished.Store(true)
-				return false, calledas.Unfreed(op, "a work buffer", err)
-			}
-			h.work[i] = nil
-		}
-		return true, nil
-	})
-	return err
+	return h.core().Close("Handle.Close", func(op string) error { return h.raw.destroy(op) })
 }

@@ -309,7 +309,7 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 		return nil, errorf(name, cuda.ErrInvalidValue, "a is %dx%d and b %dx%d: a's columns must be b's rows", a.rows, a.cols, b.rows, b.cols)
 	case indexType[I]() != 2:
 		return nil, errorf(name, cuda.ErrNotSupported, "cuSPARSE's SpGEMM takes 32-bit indices only: these are %v", reflect.TypeFor[I]())
-	case h.stream.Capturing():
+	case h.base.Stream().Capturing():
 		return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: SpGEMM hands the product's count to the host, which a capture cannot")
 	}
 	var c *Matrix[I, T]
@@ -319,10 +319,10 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 		if a.nnz == 0 || b.nnz == 0 {
 			// Nothing to multiply: a product of no non-zeros, its
 			// offsets zeros, without asking cuSPARSE.
-			c, err = zeroMatrix[I, T](h.stream, CSR, a.rows, b.cols)
+			c, err = zeroMatrix[I, T](h.base.Stream(), CSR, a.rows, b.cols)
 			return err
 		}
-		out, err := allocMatrix[I, T](h.stream, CSR, a.rows, b.cols, -1)
+		out, err := allocMatrix[I, T](h.base.Stream(), CSR, a.rows, b.cols, -1)
 		if err != nil {
 			return err
 		}
