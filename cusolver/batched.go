@@ -22,7 +22,7 @@ func checkBatch[T cuda.Float](h *Handle, op string, a Matrix[T], count int) erro
 		return errorf(op, cuda.ErrInvalidValue, "count is %d: want 0 to %d", count, maxDim)
 	}
 	one := a
-	if err := a.check(op, "a", h.ctx); err != nil {
+	if err := a.check(op, "a", h.base.Context()); err != nil {
 		return err
 	}
 	size := a.Rows * a.Cols
@@ -136,7 +136,7 @@ func (h *Handle) pointers(buf **cuda.DeviceBuffer[uint64], key *[3]uintptr, base
 		return uintptr((*buf).Ptr()), nil
 	}
 	if *buf != nil {
-		if err := (*buf).FreeOn(h.stream); err != nil {
+		if err := (*buf).FreeOn(h.base.Stream()); err != nil {
 			return 0, err
 		}
 		*buf = nil
@@ -145,12 +145,12 @@ func (h *Handle) pointers(buf **cuda.DeviceBuffer[uint64], key *[3]uintptr, base
 	for i := range host {
 		host[i] = uint64(base + uintptr(i)*size)
 	}
-	b, err := cuda.AllocAsync[uint64](h.stream, count)
+	b, err := cuda.AllocAsync[uint64](h.base.Stream(), count)
 	if err != nil {
 		return 0, err
 	}
-	if err := b.CopyFromHostAsync(host, h.stream); err != nil {
-		freeTemp(&err, b, h.stream)
+	if err := b.CopyFromHostAsync(host, h.base.Stream()); err != nil {
+		freeTemp(&err, b, h.base.Stream())
 		return 0, err
 	}
 	*buf, *key = b, want
@@ -177,16 +177,16 @@ func SVDBatched[T cuda.Float](h *Handle, a Matrix[T], count int, s, u, v *cuda.D
 	case (u == nil) != (v == nil):
 		return nil, errorf(op, cuda.ErrInvalidValue, "give both u and v, or neither")
 	}
-	if err := checkVectors(op, "s", s, min(m, n), count, h.ctx); err != nil {
+	if err := checkVectors(op, "s", s, min(m, n), count, h.base.Context()); err != nil {
 		return nil, err
 	}
 	mem := []cuda.Memory{a.Data, s}
 	vectors := u != nil
 	if vectors {
-		if err := checkVectors(op, "u", u, m*m, count, h.ctx); err != nil {
+		if err := checkVectors(op, "u", u, m*m, count, h.base.Context()); err != nil {
 			return nil, err
 		}
-		if err := checkVectors(op, "v", v, n*n, count, h.ctx); err != nil {
+		if err := checkVectors(op, "v", v, n*n, count, h.base.Context()); err != nil {
 			return nil, err
 		}
 		mem = append(mem, u, v)
@@ -279,7 +279,7 @@ func EighBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle, 
 	if n < 1 || n > MaxBatchedDim {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a is %d×%d: the Jacobi batch takes 1 to %d rows and columns", n, n, MaxBatchedDim)
 	}
-	if err := checkVectors(op, "w", w, n, count, h.ctx); err != nil {
+	if err := checkVectors(op, "w", w, n, count, h.base.Context()); err != nil {
 		return nil, err
 	}
 	if overlap(w, n*count, a.Data, n*n*count) {

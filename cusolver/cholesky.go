@@ -95,7 +95,7 @@ func checkSymmetric[T Element](h *Handle, op string, a Matrix[T], tri Triangle) 
 	if tri != Lower && tri != Upper {
 		return errorf(op, cuda.ErrInvalidValue, "tri is %d: want Lower or Upper", tri)
 	}
-	if err := a.check(op, "a", h.ctx); err != nil {
+	if err := a.check(op, "a", h.base.Context()); err != nil {
 		return err
 	}
 	return a.square(op, "a")
@@ -133,7 +133,7 @@ func CholeskySolve[T Element](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuf
 		// conj(A), whose solve is conj(A⁻¹·conj(B)): not A's.
 		return errorf(op, cuda.ErrInvalidValue, "f's matrix is complex and row-major: CholeskySolve of a complex matrix takes it column-major (its row-major memory is conj(A) to cuSOLVER)")
 	}
-	if err := checkVectors(op, "b", b, n, nrhs, h.ctx); err != nil {
+	if err := checkVectors(op, "b", b, n, nrhs, h.base.Context()); err != nil {
 		return err
 	}
 	if overlap(b, n*nrhs, f.a.Data, n*n) {

@@ -2,16 +2,13 @@ package cusolver
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
-	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/cusolver"
-	"github.com/gocuda/cuda/internal/lifetime"
+	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -21,17 +18,10 @@ import (
 // turns. The zero Handle is not usable: its methods return
 // cuda.ErrInvalidValue.
 type Handle struct {
-	// life is held by every call and closed by Close, which waits for the
-	// calls in flight (internal/lifetime).
-	life lifetime.Life
-	// mu makes calls take turns: a cuSOLVER handle is not for concurrent
-	// use, and the workspaces are shared. Lock order: life's hold, then
-	// mu, then the holds Stream.Do takes.
-	mu        sync.Mutex
-	stream    *cuda.Stream
-	rawStream uintptr
-	ctx       *cuda.Context
-	raw       *raw
+	// base is the handle's life, its turn (the lock order is there) and
+	// its stream; the rest is guarded by its turn.
+	base libhandle.Base[errs]
+	raw  *raw
 	// dev is the device workspace (stream-ordered memory, grown by
 	// freeing it in stream order and allocating more); host the host
 	// workspace, page-locked; retired are host workspaces outgrown, kept
@@ -51,6 +41,13 @@ type Handle struct {
 	// argument (getrs, potrs, orgqr, ormqr), which the package checks
 	// before calling: nobody reads it.
 	scratch *cuda.DeviceBuffer[int32]
+}
+
+// errs makes the shared handle's errors this package's.
+type errs struct{}
+
+func (errs) Errorf(op string, sentinel error, format string, args ...any) error {
+	return errorf(op, sentinel, format, args...)
 }
 
 // raw is the library's objects, shared with the cleanup of a Handle nobody
@@ -109,9 +106,7 @@ func New(s *cuda.Stream) (*Handle, error) {
 		return nil, err
 	}
 	r := &raw{ctx: s.Context()}
-	var rawStream uintptr
-	err := s.Do(func(stream uintptr) error {
-		rawStream = stream
+	rawStream, err := libhandle.Make(op, s, func(stream uintptr) error {
 		if err := check(op, "cusolverDnCreate", clib.DnCreate(&r.h)); err != nil {
 			return err
 		}
@@ -125,48 +120,34 @@ func New(s *cuda.Stream) (*Handle, error) {
 		if err == nil {
 			err = check(op, "cusolverDnCreateSyevjInfo", clib.DnCreateSyevjInfo(&r.syevj))
 		}
-		if err != nil {
-			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
-		}
 		return err
-	})
+	}, r.destroy)
 	if err != nil {
-		return nil, calledas.Op(op, err)
+		return nil, err
 	}
-	h := &Handle{stream: s, rawStream: rawStream, ctx: r.ctx, raw: r}
-	h.life.Arm(track.SolverHandle, runtime.AddCleanup(h, func(r *raw) {
-		// The workspaces are buffers of their own, freed by their own
-		// cleanups.
-		track.Forgotten(track.SolverHandle)
-		r.ctx.Do(func() error { return r.destroy("Handle cleanup") })
-	}, r))
+	h := &Handle{raw: r}
+	// The workspaces are buffers of their own, freed by their own
+	// cleanups.
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SolverHandle,
+		Cleanup: runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SolverHandle, r.ctx, r.destroy) }, r)})
 	return h, nil
 }
 
-// valid returns the error for a nil or zero Handle.
-func (h *Handle) valid(op string) error {
-	switch {
-	case h == nil:
-		return errorf(op, cuda.ErrInvalidValue, "nil *Handle")
-	case h.life.Status() == lifetime.Zero:
-		return errorf(op, cuda.ErrInvalidValue, "a zero Handle: make one with New")
+// core returns h's shared part, nil for a nil h.
+func (h *Handle) core() *libhandle.Base[errs] {
+	if h == nil {
+		return nil
 	}
-	return nil
+	return &h.base
 }
+
+// valid returns the error for a nil or zero Handle.
+func (h *Handle) valid(op string) error { return h.core().Valid(op) }
 
 // do runs queue, which calls the library, with h held, its turn taken, and
 // h's stream and mem held open with their context current (Stream.Do).
 func (h *Handle) do(op string, mem []cuda.Memory, queue func() error) error {
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	if h.life.Hold() != lifetime.Held {
-		return errorf(op, cuda.ErrClosed, "the handle is closed")
-	}
-	defer h.life.Release()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return calledas.Op(op, h.stream.Do(func(uintptr) error { return queue() }, mem...))
+	return h.core().Do(op, mem, func(*libhandle.Call[errs]) error { return queue() })
 }
 
 // workspace returns device and host workspaces of at least dev and host
@@ -177,19 +158,19 @@ func (h *Handle) do(op string, mem []cuda.Memory, queue func() error) error {
 func (h *Handle) workspace(op string, dev, host uintptr) (uintptr, unsafe.Pointer, error) {
 	if dev > 0 && (h.dev == nil || uintptr(h.dev.Len()) < dev) {
 		if h.dev != nil {
-			if err := h.dev.FreeOn(h.stream); err != nil {
+			if err := h.dev.FreeOn(h.base.Stream()); err != nil {
 				return 0, nil, err
 			}
 			h.dev = nil
 		}
-		b, err := cuda.AllocAsync[byte](h.stream, int(dev+dev/8))
+		b, err := cuda.AllocAsync[byte](h.base.Stream(), int(dev+dev/8))
 		if err != nil {
 			return 0, nil, err
 		}
 		h.dev = b
 	}
 	if host > 0 && (h.host == nil || uintptr(h.host.Len()) < host) {
-		b, err := cuda.AllocPinned[byte](h.ctx, int(host+host/8))
+		b, err := cuda.AllocPinned[byte](h.base.Context(), int(host+host/8))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -213,7 +194,7 @@ func (h *Handle) workspace(op string, dev, host uintptr) (uintptr, unsafe.Pointe
 // by the first call that needs it. Called in do.
 func (h *Handle) scratchInfo() (uintptr, error) {
 	if h.scratch == nil {
-		b, err := cuda.AllocAsync[int32](h.stream, 4)
+		b, err := cuda.AllocAsync[int32](h.base.Stream(), 4)
 		if err != nil {
 			return 0, err
 		}
@@ -237,7 +218,7 @@ func (h *Handle) Stream() *cuda.Stream {
 	if h == nil {
 		return nil
 	}
-	return h.stream
+	return h.base.Stream()
 }
 
 // WorkspaceBytes returns the sizes of h's device and host workspaces now:
@@ -247,8 +228,8 @@ func (h *Handle) WorkspaceBytes() (device, host int) {
 	if h.valid("Handle.WorkspaceBytes") != nil {
 		return 0, 0
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.base.Lock()
+	defer h.base.Unlock()
 	if h.dev != nil {
 		device = h.dev.Len()
 	}
@@ -266,11 +247,7 @@ func (h *Handle) String() string {
 	if h == nil {
 		return kind + "(nil)"
 	}
-	st := h.life.Status()
-	if st == lifetime.Zero {
-		return describe.Object(kind, st)
-	}
-	return describe.Object(kind, st, h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream))
+	return h.base.String(kind)
 }
 
 // Close waits for the calls in flight, frees the workspaces (the device
@@ -280,10 +257,7 @@ func (h *Handle) String() string {
 // usable, and may be tried again.
 func (h *Handle) Close() error {
 	const op = "Handle.Close"
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	_, err := h.life.Close(func() (bool, error) {
+	return h.core().CloseWith(op, func() (bool, error) {
 		// The workspaces first: a handle whose free failed stays usable
 		// (they are made again when needed), and Close may be tried
 		// again. Stream-ordered frees follow the work that uses them.
@@ -295,16 +269,16 @@ func (h *Handle) Close() error {
 			}
 			return true
 		}
-		if h.dev != nil && free("the device workspace", func() error { return h.dev.FreeOn(h.stream) }) {
+		if h.dev != nil && free("the device workspace", func() error { return h.dev.FreeOn(h.base.Stream()) }) {
 			h.dev = nil
 		}
-		if h.scratch != nil && free("the scratch info", func() error { return h.scratch.FreeOn(h.stream) }) {
+		if h.scratch != nil && free("the scratch info", func() error { return h.scratch.FreeOn(h.base.Stream()) }) {
 			h.scratch = nil
 		}
-		if h.ptrs != nil && free("the batch's pointers", func() error { return h.ptrs.FreeOn(h.stream) }) {
+		if h.ptrs != nil && free("the batch's pointers", func() error { return h.ptrs.FreeOn(h.base.Stream()) }) {
 			h.ptrs = nil
 		}
-		if h.workPtrs != nil && free("the transposed batch's pointers", func() error { return h.workPtrs.FreeOn(h.stream) }) {
+		if h.workPtrs != nil && free("the transposed batch's pointers", func() error { return h.workPtrs.FreeOn(h.base.Stream()) }) {
 			h.workPtrs = nil
 		}
 		for len(h.retired) > 0 && free("a host workspace", h.retired[0].Free) {
@@ -316,10 +290,9 @@ func (h *Handle) Close() error {
 		if len(errs) > 0 {
 			return false, errors.Join(errs...)
 		}
-		if err := h.ctx.Do(func() error { return h.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-			return false, calledas.Op(op, err)
+		if err := h.base.Destroy(op, h.raw.destroy); err != nil {
+			return false, err
 		}
 		return true, nil
 	})
-	return err
 }

@@ -57,7 +57,7 @@ func (i *Info) Free() error {
 
 // newInfo allocates count info values in stream order on h's stream.
 func newInfo(h *Handle, op string, kind infoKind, count int) (*Info, error) {
-	buf, err := cuda.AllocAsync[int32](h.stream, max(count, 1))
+	buf, err := cuda.AllocAsync[int32](h.base.Stream(), max(count, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func newInfo(h *Handle, op string, kind infoKind, count int) (*Info, error) {
 func (i *Info) discard(err *error) {
 	if i != nil && i.buf != nil {
 		var ferr error
-		if freeTemp(&ferr, i.buf, i.h.stream); ferr == nil {
+		if freeTemp(&ferr, i.buf, i.h.base.Stream()); ferr == nil {
 			i.buf = nil
 		} else if *err == nil {
 			*err = ferr
@@ -113,9 +113,9 @@ func (i *Info) Err() error {
 		return i.err
 	}
 	vals := make([]int32, max(i.count, 1))
-	err := i.buf.CopyToHostAsync(vals, i.h.stream)
+	err := i.buf.CopyToHostAsync(vals, i.h.base.Stream())
 	if err == nil {
-		err = i.h.stream.Synchronize()
+		err = i.h.base.Stream().Synchronize()
 	}
 	if err != nil {
 		// The stream failed (or was closed): the values are lost; try

@@ -48,7 +48,7 @@ func (f *LUFactors[T]) Free() error {
 	}
 	if f.piv != nil {
 		var perr error
-		if freeTemp(&perr, f.piv, f.info.h.stream); perr == nil {
+		if freeTemp(&perr, f.piv, f.info.h.base.Stream()); perr == nil {
 			f.piv = nil
 		}
 		if err == nil {
@@ -66,7 +66,7 @@ func LU[T Element](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 	if err := h.valid(op); err != nil {
 		return nil, err
 	}
-	if err := a.check(op, "a", h.ctx); err != nil {
+	if err := a.check(op, "a", h.base.Context()); err != nil {
 		return nil, err
 	}
 	if err := a.square(op, "a"); err != nil {
@@ -79,7 +79,7 @@ func LU[T Element](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 		if err != nil {
 			return err
 		}
-		piv, err := cuda.AllocAsync[int64](h.stream, max(n, 1))
+		piv, err := cuda.AllocAsync[int64](h.base.Stream(), max(n, 1))
 		if err != nil {
 			info.discard(&err)
 			return err
@@ -97,7 +97,7 @@ func LU[T Element](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 		}
 		if err != nil {
 			info.discard(&err)
-			freeTemp(&err, piv, h.stream)
+			freeTemp(&err, piv, h.base.Stream())
 			f = nil
 		}
 		return err
@@ -128,7 +128,7 @@ func Solve[T Element](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs 
 		return errorf(op, cuda.ErrInvalidValue, "f was made by another handle")
 	}
 	n := f.a.Rows
-	if err := checkVectors(op, "b", b, n, nrhs, h.ctx); err != nil {
+	if err := checkVectors(op, "b", b, n, nrhs, h.base.Context()); err != nil {
 		return err
 	}
 	if overlap(b, n*nrhs, f.a.Data, n*n) {

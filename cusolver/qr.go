@@ -49,7 +49,7 @@ func (f *QRFactors[T]) Free() error {
 		return nil
 	}
 	var err error
-	if freeTemp(&err, f.tau, f.h.stream); err == nil {
+	if freeTemp(&err, f.tau, f.h.base.Stream()); err == nil {
 		f.tau = nil
 	}
 	return err
@@ -73,7 +73,7 @@ func QR[T Element](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
 	if err := h.valid(op); err != nil {
 		return nil, err
 	}
-	if err := a.check(op, "a", h.ctx); err != nil {
+	if err := a.check(op, "a", h.base.Context()); err != nil {
 		return nil, err
 	}
 	if err := colMajor(op, "a", a); err != nil {
@@ -82,7 +82,7 @@ func QR[T Element](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
 	m, n := a.Rows, a.Cols
 	var f *QRFactors[T]
 	err := h.do(op, []cuda.Memory{a.Data}, func() error {
-		tau, err := cuda.AllocAsync[T](h.stream, max(min(m, n), 1))
+		tau, err := cuda.AllocAsync[T](h.base.Stream(), max(min(m, n), 1))
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func QR[T Element](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
 			}
 		}
 		if err != nil {
-			freeTemp(&err, tau, h.stream)
+			freeTemp(&err, tau, h.base.Stream())
 			return err
 		}
 		f = &QRFactors[T]{h: h, a: a, tau: tau}
@@ -143,7 +143,7 @@ func QRQ[T Element](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 	if err != nil {
 		return err
 	}
-	if err := q.check(op, "q", h.ctx); err != nil {
+	if err := q.check(op, "q", h.base.Context()); err != nil {
 		return err
 	}
 	if err := colMajor(op, "q", q); err != nil {
@@ -170,7 +170,7 @@ func QRQ[T Element](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 		return err
 	}
 	return h.do(op, []cuda.Memory{f.a.Data, q.Data, tau}, func() error {
-		if err := dst.CopyFromDeviceAsync(src, h.stream); err != nil {
+		if err := dst.CopyFromDeviceAsync(src, h.base.Stream()); err != nil {
 			return err
 		}
 		hh, mm, nn, a, lda, pt := h.raw.h, int32(m), int32(n), q.ptr(), int32(q.ld()), uintptr(tau.Ptr())
@@ -222,7 +222,7 @@ func ApplyQ[T Element](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) 
 	if err != nil {
 		return err
 	}
-	if err := c.check(op, "c", h.ctx); err != nil {
+	if err := c.check(op, "c", h.base.Context()); err != nil {
 		return err
 	}
 	if err := colMajor(op, "c", c); err != nil {
@@ -301,7 +301,7 @@ func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[
 	if err := h.valid(op); err != nil {
 		return nil, err
 	}
-	if err := a.check(op, "a", h.ctx); err != nil {
+	if err := a.check(op, "a", h.base.Context()); err != nil {
 		return nil, err
 	}
 	if err := colMajor(op, "a", a); err != nil {
@@ -311,10 +311,10 @@ func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[
 	if m < n {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a is %d×%d: LeastSquares takes a matrix with at least as many rows as columns", m, n)
 	}
-	if err := checkVectors(op, "b", b, m, nrhs, h.ctx); err != nil {
+	if err := checkVectors(op, "b", b, m, nrhs, h.base.Context()); err != nil {
 		return nil, err
 	}
-	if err := checkVectors(op, "x", x, n, nrhs, h.ctx); err != nil {
+	if err := checkVectors(op, "x", x, n, nrhs, h.base.Context()); err != nil {
 		return nil, err
 	}
 	if overlap(b, m*nrhs, a.Data, m*n) || overlap(x, n*nrhs, a.Data, m*n) || overlap(x, n*nrhs, b, m*nrhs) {

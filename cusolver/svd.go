@@ -34,7 +34,7 @@ func SVD[T Element, R cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[R
 	if err := checkReal[T, R](op, "s"); err != nil {
 		return nil, err
 	}
-	if err := a.check(op, "a", h.ctx); err != nil {
+	if err := a.check(op, "a", h.base.Context()); err != nil {
 		return nil, err
 	}
 	m, n := a.Rows, a.Cols
@@ -43,7 +43,7 @@ func SVD[T Element, R cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[R
 		return nil, errorf(op, cuda.ErrInvalidValue, "a is %d×%d %s: cuSOLVER's gesvd takes it only with %s (see SVD): take the SVD of its transpose, or store it %s",
 			m, n, a.Layout, map[Layout]string{RowMajor: "Rows <= Cols", ColMajor: "Rows >= Cols"}[a.Layout], Layout(1-a.Layout))
 	}
-	if err := checkVectors(op, "s", s, min(m, n), 1, h.ctx); err != nil {
+	if err := checkVectors(op, "s", s, min(m, n), 1, h.base.Context()); err != nil {
 		return nil, err
 	}
 	mem := []cuda.Memory{a.Data, s}
@@ -55,7 +55,7 @@ func SVD[T Element, R cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[R
 		if o.x.Data == nil {
 			continue
 		}
-		if err := o.x.check(op, o.name, h.ctx); err != nil {
+		if err := o.x.check(op, o.name, h.base.Context()); err != nil {
 			return nil, err
 		}
 		if o.x.Rows != o.dim || o.x.Cols != o.dim || o.x.Layout != a.Layout {
@@ -136,7 +136,7 @@ func Eigh[T Element, R cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda
 		return nil, err
 	}
 	n := a.Rows
-	if err := checkVectors(op, "w", w, n, 1, h.ctx); err != nil {
+	if err := checkVectors(op, "w", w, n, 1, h.base.Context()); err != nil {
 		return nil, err
 	}
 	if overlapAny(w, n, a.Data, n*n) {

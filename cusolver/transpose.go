@@ -250,7 +250,7 @@ func transpose[T Element](h *Handle, op string, dst, src uintptr, first bool) (b
 	o, k := &h.raw.lt, elemIndex[T]()
 	var one, zero T
 	one = T(1)
-	r := blib.TrMatrixTransform(o.h, o.desc[k], unsafe.Pointer(&one), src, o.layout, unsafe.Pointer(&zero), 0, 0, dst, o.layout, h.rawStream)
+	r := blib.TrMatrixTransform(o.h, o.desc[k], unsafe.Pointer(&one), src, o.layout, unsafe.Pointer(&zero), 0, 0, dst, o.layout, h.base.RawStream())
 	if first && r == blib.NotSupported {
 		if o.refused == nil {
 			o.refused = map[[3]int64]bool{}

@@ -114,6 +114,10 @@ func (c *Base[E]) errorf(op string, sentinel error, format string, args ...any) 
 // Stream returns the handle's stream, nil for a zero one.
 func (c *Base[E]) Stream() *cuda.Stream { return c.stream }
 
+// RawStream returns the handle's stream's CUstream, for a library's call
+// made in a Do.
+func (c *Base[E]) RawStream() uintptr { return c.rawStream }
+
 // Context returns the handle's stream's context, nil for a zero one.
 func (c *Base[E]) Context() *cuda.Context { return c.ctx }
 
