@@ -8,8 +8,8 @@ import (
 
 // AttentionPlans returns how many attention plans h keeps.
 func AttentionPlans(h *Handle) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.base.Lock()
+	defer h.base.Unlock()
 	return len(h.raw.attn)
 }
 
