@@ -72,8 +72,8 @@ func ForwardMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how strin
 // PlanKinds returns how many of h's convolution plans are the backend
 // API's (graph) and how many the legacy calls'.
 func PlanKinds(h *Handle) (graph, legacy int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.base.Lock()
+	defer h.base.Unlock()
 	for _, p := range h.raw.plans {
 		if p.g != nil {
 			graph++

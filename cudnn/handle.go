@@ -1,17 +1,12 @@
 package cudnn
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/internal/calledas"
-	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/cudnn"
-	"github.com/gocuda/cuda/internal/lifetime"
+	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/track"
 )
 
@@ -23,27 +18,19 @@ import (
 // for use by many goroutines, whose calls take turns. The zero Handle is
 // not usable: its methods return cuda.ErrInvalidValue.
 type Handle struct {
-	// life is held by every call and closed by Close, which waits for the
-	// calls in flight (internal/lifetime).
-	life lifetime.Life
-	// mu makes calls take turns: a cuDNN handle is not for concurrent
-	// use, and the work area and the plans are shared. Lock order: life's
-	// hold, then mu, then the holds Stream.Do takes on the stream and the
-	// buffers.
-	mu        sync.Mutex
-	stream    *cuda.Stream
-	rawStream uintptr // the stream's CUstream, for String
-	ctx       *cuda.Context
-	raw       *raw
-	// work is the work area, nil until a call needs one; guarded by mu.
-	work *cuda.DeviceBuffer[byte]
-	// benchmark and tf32 are the settings of SetBenchmark and SetTF32;
-	// guarded by mu.
+	// base is the handle's life, its turn (the lock order is there), its
+	// stream and its work area; the rest is guarded by its turn.
+	base libhandle.Base[errs]
+	raw  *raw
+	// benchmark and tf32 are the settings of SetBenchmark and SetTF32.
 	benchmark, tf32 bool
-	// unfinished is set by a Close that released the library's handle
-	// but failed to free the work area: the Handle refuses calls until a
-	// Close finishes.
-	unfinished atomic.Bool
+}
+
+// errs makes the shared handle's errors this package's.
+type errs struct{}
+
+func (errs) Errorf(op string, sentinel error, format string, args ...any) error {
+	return errorf(op, sentinel, format, args...)
 }
 
 // raw is the library's handle and the convolutions' plans (descriptors
@@ -94,56 +81,35 @@ func New(s *cuda.Stream) (*Handle, error) {
 		return nil, err
 	}
 	r := &raw{ctx: s.Context(), plans: map[convKey]*convPlan{}}
-	var rawStream uintptr
-	err := s.Do(func(stream uintptr) error {
-		rawStream = stream
+	rawStream, err := libhandle.Make(op, s, func(stream uintptr) error {
 		if err := check(op, "cudnnCreate", clib.Create(&r.h)); err != nil {
 			return err
 		}
-		err := check(op, "cudnnSetStream", clib.SetStream(r.h, stream))
-		if err != nil {
-			lifetime.CloseTemp(&err, func() error { return r.destroy(op) })
-		}
-		return err
-	})
+		return check(op, "cudnnSetStream", clib.SetStream(r.h, stream))
+	}, r.destroy)
 	if err != nil {
-		return nil, calledas.Op(op, err)
+		return nil, err
 	}
-	h := &Handle{stream: s, rawStream: rawStream, ctx: r.ctx, raw: r}
-	h.life.Arm(track.DNNHandle, runtime.AddCleanup(h, func(r *raw) {
-		// Forgotten: the work area is a buffer of its own, freed by its
-		// own cleanup.
-		track.Forgotten(track.DNNHandle)
-		r.ctx.Do(func() error { return r.destroy("Handle cleanup") })
-	}, r))
+	h := &Handle{raw: r}
+	// Forgotten: the work area is a buffer of its own, freed by its own
+	// cleanup.
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.DNNHandle,
+		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.DNNHandle, r.ctx, r.destroy) }, r),
+		Work:     make([]*cuda.DeviceBuffer[byte], 1),
+		WorkName: "the work area"})
 	return h, nil
 }
 
-// valid returns the error for a nil or zero Handle.
-func (h *Handle) valid(op string) error {
-	switch {
-	case h == nil:
-		return errorf(op, cuda.ErrInvalidValue, "nil *Handle")
-	case h.life.Status() == lifetime.Zero:
-		return errorf(op, cuda.ErrInvalidValue, "a zero Handle: make one with New")
+// core returns h's shared part, nil for a nil h.
+func (h *Handle) core() *libhandle.Base[errs] {
+	if h == nil {
+		return nil
 	}
-	return nil
+	return &h.base
 }
 
-// hold keeps h open until h.life.Release.
-func (h *Handle) hold(op string) error {
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	if h.life.Hold() != lifetime.Held {
-		return errorf(op, cuda.ErrClosed, "the handle is closed")
-	}
-	if h.unfinished.Load() {
-		h.life.Release()
-		return errorf(op, cuda.ErrClosed, "the handle is closed, but its Close failed to free its work area: call Close again")
-	}
-	return nil
-}
+// valid returns the error for a nil or zero Handle.
+func (h *Handle) valid(op string) error { return h.core().Valid(op) }
 
 // call is what a call's fn is given: the library's handle, the plans, the
 // settings, and work, which returns the address of the work area of at
@@ -165,62 +131,13 @@ type call struct {
 // do runs fn with h held, its turn taken, and h's stream and mem held open
 // with their context current (Stream.Do). While the stream captures, the
 // work area is among the memory the call uses, so that the graph keeps it
-// from being freed, and a work area that must grow is refused (its
-// allocation would be the graph's): run the call once outside the capture
-// first.
+// from being freed, and a work area that must grow is refused
+// (libhandle.Call.Work): run the call once outside the capture first.
 func (h *Handle) do(op string, mem []cuda.Memory, fn func(c *call) error) error {
-	if err := h.hold(op); err != nil {
-		return err
-	}
-	defer h.life.Release()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	capturing := h.stream.Capturing()
-	if capturing && h.work != nil {
-		mem = append(mem, h.work)
-	}
-	c := &call{op: op, lh: h.raw.h, raw: h.raw, capturing: capturing, benchmark: h.benchmark, tf32: h.tf32, ctx: h.ctx, stream: h.stream}
-	c.work = func(n uintptr) (uintptr, error) {
-		if n == 0 {
-			return 0, nil
-		}
-		if b := h.work; b != nil && uintptr(b.Len()) >= n {
-			return uintptr(b.Ptr()), nil
-		}
-		if capturing {
-			return 0, errorf(op, cuda.ErrNotSupported, "the stream captures and the work area must grow to %d bytes: run the call once before the capture", n)
-		}
-		if err := h.grow(op, n); err != nil {
-			return 0, err
-		}
-		return uintptr(h.work.Ptr()), nil
-	}
-	return calledas.Op(op, h.stream.Do(func(uintptr) error { return fn(c) }, mem...))
-}
-
-// grow replaces the work area by one of at least n bytes (rounded up to
-// 1 MiB past 1 MiB, so that sizes close to one another share a buffer):
-// the new one is allocated first, so that a failure leaves the old one,
-// which is then freed on the stream, after the work queued there. Called
-// with mu held.
-func (h *Handle) grow(op string, n uintptr) error {
-	const round = 1 << 20
-	if n > round {
-		n = (n + round - 1) / round * round
-	}
-	b, err := cuda.AllocAsync[byte](h.stream, int(n))
-	if err != nil {
-		return calledas.Op(op, err)
-	}
-	old := h.work
-	h.work = b
-	if old != nil {
-		if err := old.FreeOn(h.stream); err != nil {
-			lifetime.CloseTemp(&err, func() error { return old.FreeOn(h.stream) })
-			return calledas.Op(op, err)
-		}
-	}
-	return nil
+	return h.core().Do(op, mem, func(k *libhandle.Call[errs]) error {
+		return fn(&call{op: op, lh: h.raw.h, raw: h.raw, capturing: k.Capturing, benchmark: h.benchmark, tf32: h.tf32,
+			work: func(n uintptr) (uintptr, error) { return k.Work(0, n) }, ctx: h.base.Context(), stream: h.base.Stream()})
+	})
 }
 
 // SetBenchmark chooses how h picks a convolution's algorithm for a shape
@@ -233,8 +150,8 @@ func (h *Handle) SetBenchmark(on bool) error {
 	if err := h.valid("Handle.SetBenchmark"); err != nil {
 		return err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.base.Lock()
+	defer h.base.Unlock()
 	h.benchmark = on
 	return nil
 }
@@ -248,8 +165,8 @@ func (h *Handle) SetTF32(on bool) error {
 	if err := h.valid("Handle.SetTF32"); err != nil {
 		return err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.base.Lock()
+	defer h.base.Unlock()
 	h.tf32 = on
 	return nil
 }
@@ -259,20 +176,15 @@ func (h *Handle) Stream() *cuda.Stream {
 	if h == nil {
 		return nil
 	}
-	return h.stream
+	return h.base.Stream()
 }
 
 // WorkBytes returns the bytes of device memory h's work area holds now.
 func (h *Handle) WorkBytes() int {
-	if h.valid("Handle.WorkBytes") != nil {
+	if h == nil {
 		return 0
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.work == nil {
-		return 0
-	}
-	return h.work.Len()
+	return h.base.WorkBytes()
 }
 
 // String describes h, as package cuda's objects print: its device, its
@@ -284,15 +196,7 @@ func (h *Handle) String() string {
 	if h == nil {
 		return kind + "(nil)"
 	}
-	st := h.life.Status()
-	if st == lifetime.Zero {
-		return describe.Object(kind, st)
-	}
-	parts := []string{h.ctx.Device().String(), fmt.Sprintf("stream %#x", h.rawStream), fmt.Sprintf("work %d B", h.WorkBytes())}
-	if h.unfinished.Load() {
-		return describe.Object(kind, lifetime.Held, append(parts, "closed (the work area is not freed: call Close again)")...)
-	}
-	return describe.Object(kind, st, parts...)
+	return h.base.String(kind, fmt.Sprintf("work %d B", h.WorkBytes()))
 }
 
 // Close waits for the calls in flight, releases the descriptors and the
@@ -302,24 +206,5 @@ func (h *Handle) String() string {
 // what is left. A Close that fails may be tried again, and finishes what
 // the failed one left.
 func (h *Handle) Close() error {
-	const op = "Handle.Close"
-	if err := h.valid(op); err != nil {
-		return err
-	}
-	_, err := h.life.Close(func() (bool, error) {
-		if !h.unfinished.Load() {
-			if err := h.ctx.Do(func() error { return h.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
-				return false, calledas.Op(op, err)
-			}
-		}
-		if b := h.work; b != nil {
-			if err := b.Free(); err != nil && !errors.Is(err, cuda.ErrClosed) {
-				h.unfinished.Store(true)
-				return false, calledas.Unfreed(op, "the work area", err)
-			}
-			h.work = nil
-		}
-		return true, nil
-	})
-	return err
+	return h.core().Close("Handle.Close", func(op string) error { return h.raw.destroy(op) })
 }
