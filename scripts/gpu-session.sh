@@ -10,6 +10,7 @@
 #   fresh     scripts/gpu-fresh.sh (issue 49's fresh-slice transfers) and
 #             internal/hostcopy's BenchmarkPopulate
 #   softmax   issue 48's grid for softmax and logsoftmax, float16 and float32
+#             (GOCUDA_GRID_OPS and GOCUDA_GRID_DTYPES, if set, choose others)
 #             (scripts/gpu-perf.sh grid), beside PyTorch and CuPy
 #   solver    scripts/gpu-solver.sh, a short round (issue 51)
 #   sparse    package cusparse's BenchmarkSparse and bench/pyref/sparse_peers.py
@@ -48,7 +49,7 @@ for arg in "$@"; do
 	fresh)
 		timeout "$secs" bash -c "bash scripts/gpu-fresh.sh '$dir'; '$bin/tests/internal_hostcopy.test' -test.run '^\$' -test.bench BenchmarkPopulate -test.benchtime 1x >'$dir/populate.txt' 2>&1" >"$dir/log.txt" 2>&1 ;;
 	softmax)
-		GOCUDA_GRID_OPS=softmax,logsoftmax GOCUDA_GRID_DTYPES=f16,f32 timeout "$secs" bash scripts/gpu-perf.sh "$dir" grid >"$dir/log.txt" 2>&1 ;;
+		GOCUDA_GRID_OPS=${GOCUDA_GRID_OPS:-softmax,logsoftmax} GOCUDA_GRID_DTYPES=${GOCUDA_GRID_DTYPES:-f16,f32} timeout "$secs" bash scripts/gpu-perf.sh "$dir" grid >"$dir/log.txt" 2>&1 ;;
 	solver)
 		SOLVER_COUNT=1 timeout "$secs" bash scripts/gpu-solver.sh "$dir" $((secs / 2)) $((secs / 2)) >"$dir/log.txt" 2>&1 ;;
 	sparse)
