@@ -10,8 +10,8 @@
 #   fresh     scripts/gpu-fresh.sh (issue 49's fresh-slice transfers) and
 #             internal/hostcopy's BenchmarkPopulate
 #   softmax   issue 48's grid for softmax and logsoftmax, float16 and float32
-#             (GOCUDA_GRID_OPS and GOCUDA_GRID_DTYPES, if set, choose others)
 #             (scripts/gpu-perf.sh grid), beside PyTorch and CuPy
+#             (GOCUDA_GRID_OPS and GOCUDA_GRID_DTYPES, if set, choose others)
 #   solver    scripts/gpu-solver.sh, a short round (issue 51)
 #   sparse    package cusparse's BenchmarkSparse and bench/pyref/sparse_peers.py
 #   nd-calls  issue 50's call-cost and small cases (scripts/gpu-nd.sh subset)
