@@ -28,9 +28,13 @@ func sweepDNN() []sweep.Case {
 }
 
 func dnnCase(name string, legacy bool) sweep.Case {
-	return sweep.Case{Name: name, Covers: []string{"cudnn.New", "cudnn.Version", "cudnn.ConvForward", "cudnn.ConvBackwardData", "cudnn.ConvBackwardFilter",
+	covers := []string{"cudnn.New", "cudnn.Version", "cudnn.ConvForward", "cudnn.ConvBackwardData", "cudnn.ConvBackwardFilter",
 		"cudnn.ConvBackwardBias", "cudnn.ConvBiasActivation", "cudnn.PoolForward", "cudnn.PoolBackward", "cudnn.BatchNormInference", "cudnn.BatchNormTraining", "cudnn.BatchNormBackward",
-		"Handle.Close", "Handle.WorkBytes"},
+		"Handle.Close", "Handle.WorkBytes"}
+	if !legacy {
+		covers = append(covers, "cudnn.Attention") // the backend API's alone
+	}
+	return sweep.Case{Name: name, Covers: covers,
 		Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 			if legacy {
 				t.Setenv(cudnn.EnvLegacy, "1")
@@ -56,6 +60,25 @@ func dnnCase(name string, legacy bool) sweep.Case {
 			p := cudnn.Conv2D{PadH: 1, PadW: 1}
 			pool := ten(cudnn.Shape{N: 1, C: 2, H: 2, W: 2})
 			inv, dScale, dBias := buf(2), buf(2), buf(2)
+			// Attention: causal, bottom-right (4 queries over 8 keys), with
+			// its statistics, twice (the plan, then the plan kept).
+			var hbufs []*cuda.DeviceBuffer[cuda.BFloat16]
+			att := func(shape [4]int) cudnn.AttentionTensor[cuda.BFloat16] {
+				b := must(cuda.Alloc[cuda.BFloat16](e.Ctx, shape[0]*shape[1]*shape[2]*shape[3]))(t)
+				hbufs = append(hbufs, b)
+				return cudnn.AttentionTensor[cuda.BFloat16]{Data: b, Shape: shape}
+			}
+			aq, ak, av, ao := att([4]int{1, 2, 4, 16}), att([4]int{1, 1, 8, 16}), att([4]int{1, 1, 8, 16}), att([4]int{1, 2, 4, 16})
+			aopts := cudnn.AttentionOptions{Causal: true, Stats: buf(8)}
+			attention := func() error {
+				if legacy {
+					return nil // attention has no legacy form
+				}
+				if err := cudnn.Attention(h, ao, aq, ak, av, aopts); err != nil {
+					return err
+				}
+				return cudnn.Attention(h, ao, aq, ak, av, aopts)
+			}
 			return func() error {
 					return sweep.FirstErr(
 						func() error { _, err := cudnn.Version(); return err },
@@ -75,6 +98,7 @@ func dnnCase(name string, legacy bool) sweep.Case {
 						func() error { return cudnn.BatchNormInference(h, dx, x, bn) },
 						func() error { return cudnn.BatchNormTraining(h, dx, x, bn, c2, inv) },
 						func() error { return cudnn.BatchNormBackward(h, dx, x, x, bn, dScale, dBias, nil, nil) },
+						attention,
 						func() error { _ = h.WorkBytes(); return nil },
 						e.S.Synchronize,
 						func() error { return h.Close() },
@@ -87,6 +111,9 @@ func dnnCase(name string, legacy bool) sweep.Case {
 						}
 					}
 					for _, b := range bufs {
+						b.Free()
+					}
+					for _, b := range hbufs {
 						b.Free()
 					}
 					if n := e.Fake.Live("dnn") - live; n != 0 {

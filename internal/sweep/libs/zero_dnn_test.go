@@ -10,18 +10,21 @@ import (
 func init() {
 	zero.Packages["../../../cudnn"] = "cudnn"
 	for name, zt := range map[string]sweep.ZeroType{
-		"cudnn.Element":    {Zero: nil, Driver: false}, // a constraint
-		"cudnn.Result":     {Zero: new(cudnn.Result), Driver: false},
-		"cudnn.Error":      {Zero: new(cudnn.Error), Driver: false},
-		"cudnn.Handle":     {Zero: new(cudnn.Handle), Driver: false},
-		"cudnn.Layout":     {Zero: new(cudnn.Layout), Driver: false},
-		"cudnn.Shape":      {Zero: new(cudnn.Shape), Driver: false},
-		"cudnn.Tensor":     {Zero: new(cudnn.Tensor[float32]), Driver: false},
-		"cudnn.Conv2D":     {Zero: new(cudnn.Conv2D), Driver: false},
-		"cudnn.Activation": {Zero: new(cudnn.Activation), Driver: false},
-		"cudnn.PoolMode":   {Zero: new(cudnn.PoolMode), Driver: false},
-		"cudnn.Pool2D":     {Zero: new(cudnn.Pool2D), Driver: false},
-		"cudnn.BatchNorm":  {Zero: new(cudnn.BatchNorm), Driver: false},
+		"cudnn.Element":          {Zero: nil, Driver: false}, // a constraint
+		"cudnn.Half":             {Zero: nil, Driver: false}, // a constraint
+		"cudnn.AttentionTensor":  {Zero: new(cudnn.AttentionTensor[cuda.BFloat16]), Driver: false},
+		"cudnn.AttentionOptions": {Zero: new(cudnn.AttentionOptions), Driver: false},
+		"cudnn.Result":           {Zero: new(cudnn.Result), Driver: false},
+		"cudnn.Error":            {Zero: new(cudnn.Error), Driver: false},
+		"cudnn.Handle":           {Zero: new(cudnn.Handle), Driver: false},
+		"cudnn.Layout":           {Zero: new(cudnn.Layout), Driver: false},
+		"cudnn.Shape":            {Zero: new(cudnn.Shape), Driver: false},
+		"cudnn.Tensor":           {Zero: new(cudnn.Tensor[float32]), Driver: false},
+		"cudnn.Conv2D":           {Zero: new(cudnn.Conv2D), Driver: false},
+		"cudnn.Activation":       {Zero: new(cudnn.Activation), Driver: false},
+		"cudnn.PoolMode":         {Zero: new(cudnn.PoolMode), Driver: false},
+		"cudnn.Pool2D":           {Zero: new(cudnn.Pool2D), Driver: false},
+		"cudnn.BatchNorm":        {Zero: new(cudnn.BatchNorm), Driver: false},
 	} {
 		zero.Types[name] = zt
 	}
@@ -60,6 +63,10 @@ func init() {
 		"cudnn.BatchNormInference": func() []error { return []error{cudnn.BatchNormInference(h, x, x, bn)} },
 		"cudnn.BatchNormTraining":  func() []error { return []error{cudnn.BatchNormTraining(h, hx, hx, bn, nil, nil)} },
 		"cudnn.BatchNormBackward":  func() []error { return []error{cudnn.BatchNormBackward(h, x, x, x, bn, b, b, nil, nil)} },
+		"cudnn.Attention": func() []error {
+			a := cudnn.AttentionTensor[cuda.BFloat16]{}
+			return []error{cudnn.Attention(h, a, a, a, a, cudnn.AttentionOptions{}), cudnn.Attention(nil, a, a, a, a, cudnn.AttentionOptions{})}
+		},
 	} {
 		zero.Funcs[name] = f
 	}
