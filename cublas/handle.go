@@ -155,12 +155,7 @@ func (h *Handle) do(op string, mem []cuda.Memory, queue func(stream uintptr) err
 }
 
 // Stream returns the stream h queues its work on.
-func (h *Handle) Stream() *cuda.Stream {
-	if h == nil {
-		return nil
-	}
-	return h.base.Stream()
-}
+func (h *Handle) Stream() *cuda.Stream { return h.core().Stream() }
 
 // SetMathMode sets which arithmetic h's later float32 products (Gemm, its
 // batched forms, Matmul) may use.
@@ -194,15 +189,11 @@ func (h *Handle) MathMode() MathMode {
 // `cublas.Handle{cuda:0, stream 0x5a1c2e0, TF32 off}`, with "closed" once
 // closed. It calls neither cuBLAS nor the driver.
 func (h *Handle) String() string {
-	const kind = "cublas.Handle"
-	if h == nil {
-		return kind + "(nil)"
-	}
 	tf32 := "off"
 	if h.MathMode() == TF32Math {
 		tf32 = "on"
 	}
-	return h.base.String(kind, "TF32 "+tf32)
+	return h.core().String("cublas.Handle", "TF32 "+tf32)
 }
 
 // Close waits for the calls in flight, releases the library's handles

@@ -172,31 +172,17 @@ func (h *Handle) SetTF32(on bool) error {
 }
 
 // Stream returns the stream h queues its work on.
-func (h *Handle) Stream() *cuda.Stream {
-	if h == nil {
-		return nil
-	}
-	return h.base.Stream()
-}
+func (h *Handle) Stream() *cuda.Stream { return h.core().Stream() }
 
 // WorkBytes returns the bytes of device memory h's work area holds now.
-func (h *Handle) WorkBytes() int {
-	if h == nil {
-		return 0
-	}
-	return h.base.WorkBytes()
-}
+func (h *Handle) WorkBytes() int { return h.core().WorkBytes() }
 
 // String describes h, as package cuda's objects print: its device, its
 // stream's CUstream and its work area's bytes, as
 // `cudnn.Handle{cuda:0, stream 0x5a1c2e0, work 1048576 B}`, with "closed"
 // once closed. It calls neither cuDNN nor the driver.
 func (h *Handle) String() string {
-	const kind = "cudnn.Handle"
-	if h == nil {
-		return kind + "(nil)"
-	}
-	return h.base.String(kind, fmt.Sprintf("work %d B", h.WorkBytes()))
+	return h.core().String("cudnn.Handle", fmt.Sprintf("work %d B", h.WorkBytes()))
 }
 
 // Close waits for the calls in flight, releases the descriptors and the

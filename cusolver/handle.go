@@ -214,12 +214,7 @@ func lwork[T Element](h *Handle, op string, lwork int32) (uintptr, error) {
 }
 
 // Stream returns the stream h queues its work on.
-func (h *Handle) Stream() *cuda.Stream {
-	if h == nil {
-		return nil
-	}
-	return h.base.Stream()
-}
+func (h *Handle) Stream() *cuda.Stream { return h.core().Stream() }
 
 // WorkspaceBytes returns the sizes of h's device and host workspaces now:
 // what the calls so far asked for, and a little more. It calls neither
@@ -243,11 +238,7 @@ func (h *Handle) WorkspaceBytes() (device, host int) {
 // stream's CUstream, as `cusolver.Handle{cuda:0, stream 0x5a1c2e0}`, with
 // "closed" once closed. It calls neither cuSOLVER nor the driver.
 func (h *Handle) String() string {
-	const kind = "cusolver.Handle"
-	if h == nil {
-		return kind + "(nil)"
-	}
-	return h.base.String(kind)
+	return h.core().String("cusolver.Handle")
 }
 
 // Close waits for the calls in flight, frees the workspaces (the device

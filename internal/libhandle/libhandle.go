@@ -111,8 +111,13 @@ func (c *Base[E]) errorf(op string, sentinel error, format string, args ...any) 
 	return e.Errorf(op, sentinel, format, args...)
 }
 
-// Stream returns the handle's stream, nil for a zero one.
-func (c *Base[E]) Stream() *cuda.Stream { return c.stream }
+// Stream returns the handle's stream, nil for a nil or zero one.
+func (c *Base[E]) Stream() *cuda.Stream {
+	if c == nil {
+		return nil
+	}
+	return c.stream
+}
 
 // RawStream returns the handle's stream's CUstream, for a library's call
 // made in a Do.
@@ -247,9 +252,9 @@ func (c *Base[E]) grow(op string, i int, n uintptr) error {
 }
 
 // WorkBytes returns the bytes of device memory the work buffers hold
-// now, 0 for a zero handle.
+// now, 0 for a nil or zero handle.
 func (c *Base[E]) WorkBytes() int {
-	if c.life.Status() == lifetime.Zero {
+	if c == nil || c.life.Status() == lifetime.Zero {
 		return 0
 	}
 	c.mu.Lock()
@@ -265,9 +270,12 @@ func (c *Base[E]) WorkBytes() int {
 
 // String describes the handle, as package cuda's objects print: kind,
 // its device, its stream's CUstream and more, with "closed" once closed,
-// or closed and why until a failed Close finishes. It calls neither the
-// library nor the driver.
+// or closed and why until a failed Close finishes; kind(nil) for a nil
+// one. It calls neither the library nor the driver.
 func (c *Base[E]) String(kind string, more ...string) string {
+	if c == nil {
+		return kind + "(nil)"
+	}
 	st := c.life.Status()
 	if st == lifetime.Zero {
 		return describe.Object(kind, st)

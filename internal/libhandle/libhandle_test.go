@@ -99,13 +99,19 @@ func TestZero(t *testing.T) {
 			wantErr(t, "Do", c.b.Do("Op", nil, noop), cuda.ErrInvalidValue, c.want)
 			wantErr(t, "Close", c.b.Close("Op", h.destroy), cuda.ErrInvalidValue, c.want)
 			wantErr(t, "CloseWith", c.b.CloseWith("Op", func() (bool, error) { return true, nil }), cuda.ErrInvalidValue, c.want)
+			if c.b.WorkBytes() != 0 || c.b.Stream() != nil {
+				t.Errorf("WorkBytes %d, Stream %v, want 0 and nil", c.b.WorkBytes(), c.b.Stream())
+			}
 		})
 	}
 	if got := h.base.String("lib.Handle"); got != "lib.Handle{zero}" {
 		t.Errorf("String = %q", got)
 	}
-	if h.base.WorkBytes() != 0 || h.base.Stream() != nil || h.base.Context() != nil || h.destroys.Load() != 0 {
-		t.Errorf("zero: WorkBytes %d, Stream %v, Context %v, %d destroys", h.base.WorkBytes(), h.base.Stream(), h.base.Context(), h.destroys.Load())
+	if got := (*libhandle.Base[errs])(nil).String("lib.Handle"); got != "lib.Handle(nil)" {
+		t.Errorf("nil: String = %q", got)
+	}
+	if h.base.Context() != nil || h.destroys.Load() != 0 {
+		t.Errorf("zero: Context %v, %d destroys", h.base.Context(), h.destroys.Load())
 	}
 }
 
