@@ -2,6 +2,7 @@ package compute
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -82,4 +83,75 @@ func TestHalvesCompile(t *testing.T) {
 			compile(name, src, "sm_70", "sm_90") // slower to compile; no branch of sm_80's own
 		}
 	}
+}
+
+// TestSoftmaxRegsCompile compiles Softmax's and LogSoftmax's kernels of
+// every float type with a real NVRTC (GOCUDA_LIBNVRTC) for sm_80 and
+// sm_90, asking ptxas for its figures, and fails where a kernel that
+// holds rows in registers (_regsE) spills to local memory: a spill is a
+// trip to device memory, which holding the row in registers is meant to
+// save.
+func TestSoftmaxRegsCompile(t *testing.T) {
+	if _, err := nvrtc.Version(); err != nil {
+		t.Skip("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
+	}
+	if !cudatest.IsFake() {
+		t.Skip("on the GPU the numeric tests compile and run them")
+	}
+	if testing.Short() {
+		t.Skip("compiles 16 kernels, a minute's work")
+	}
+	for _, d := range dtypes {
+		if !d.float {
+			continue
+		}
+		for _, logarithm := range []bool{false, true} {
+			name := softmaxName(d.name, logarithm)
+			src := softmaxSource(d, name, logarithm)
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				out, err := nvrtc.Compile(nil, src, nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: append([]string{"-Xptxas=-v"}, compileFlags...)})
+				if err != nil {
+					t.Fatalf("%s for %s: %v", name, arch, err)
+				}
+				figures := ptxasFigures(out.Log)
+				regs := 0
+				for k, f := range figures {
+					if !strings.HasPrefix(k, name+"_regs") {
+						continue
+					}
+					regs++
+					t.Logf("%s for %s: %s", k, arch, f)
+					if !strings.Contains(f, " 0 bytes spill stores") || !strings.Contains(f, " 0 bytes stack frame") {
+						t.Errorf("%s for %s: %s spills: %s", name, arch, k, f)
+					}
+				}
+				if regs == 0 {
+					t.Fatalf("%s for %s: ptxas said nothing of %s_regs:\n%s", name, arch, name, out.Log)
+				}
+				t.Logf("%s for %s: %s", name, arch, figures[name])
+			}
+		}
+	}
+}
+
+// ptxasFigures returns ptxas -v's lines of each entry function, by name,
+// joined.
+func ptxasFigures(log string) map[string]string {
+	out := map[string]string{}
+	fn := ""
+	for _, line := range strings.Split(log, "\n") {
+		if i := strings.Index(line, "Function properties for "); i >= 0 {
+			fn = strings.TrimSpace(line[i+len("Function properties for "):])
+			continue
+		}
+		if i := strings.Index(line, "Compiling entry function '"); i >= 0 {
+			rest := line[i+len("Compiling entry function '"):]
+			fn = rest[:strings.Index(rest, "'")]
+			continue
+		}
+		if fn != "" && strings.TrimSpace(line) != "" {
+			out[fn] += " " + strings.TrimSpace(line)
+		}
+	}
+	return out
 }

@@ -69,10 +69,7 @@ func planRows(d deviceSize, rows, cols, width int) rowLayout {
 		}
 	}
 	if cols <= groupCols {
-		g := 1
-		for g < 32 && 2*g*width < cols {
-			g *= 2
-		}
+		g := rowGroup(cols, width)
 		perBlock := blockSize / g
 		return rowLayout{group: g, threads: blockSize, blocks: min(ceilDiv(rows, perBlock), maxGrid)}
 	}
@@ -81,6 +78,53 @@ func planRows(d deviceSize, rows, cols, width int) rowLayout {
 		threads = bigBlock
 	}
 	return rowLayout{threads: threads, blocks: min(rows, maxGrid)}
+}
+
+// rowGroup returns the lanes of a warp that take a row of cols elements
+// (groupCols or fewer), vectors of width: the fewest, a power of two up to
+// 32, that leave each lane about two vectors.
+func rowGroup(cols, width int) int {
+	g := 1
+	for g < 32 && 2*g*width < cols {
+		g *= 2
+	}
+	return g
+}
+
+// regBytes is the most bytes of values a lane of Softmax keeps of its row
+// in registers (64 floats, 32 doubles): more would spill to local memory,
+// which is device memory, and undo the gain.
+const regBytes = 256
+
+// planRegs returns the vectors each lane of a row's group keeps in
+// registers where Softmax holds a row of cols elements (groupCols or
+// fewer) in them (_regs): N, a power of two, of vectors of the width
+// elements the kernel loads (wide: 16 bytes, vector elements; else one),
+// each value of value bytes; 0 where the row is not held so (a thread a
+// row, whose rows are staged; a lane's share past regBytes). Lanes of
+// fewer than 32 take N = 2 vectors of 16 bytes, or 2·vector elements one
+// at a time, the most rowGroup leaves them, so that each group has one
+// kernel.
+func planRegs(cols, vector, value int, wide bool) int {
+	g := rowGroup(cols, vector)
+	if cols > groupCols || g == 1 || wide && cols%vector != 0 {
+		return 0
+	}
+	width := 1
+	if wide {
+		width = vector
+	}
+	n := 2 * vector / width // g < 32: ceilDiv(cols, g*width) <= n
+	if g == 32 {
+		n = 1
+		for n < ceilDiv(cols, g*width) {
+			n *= 2
+		}
+	}
+	if n*width*value > regBytes {
+		return 0
+	}
+	return n
 }
 
 // colLayout is the layout of a fold of each column of rows×cols with at

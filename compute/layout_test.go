@@ -105,3 +105,41 @@ func TestColVector(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRegs: every row that lanes of a warp take (2 to 32 of them) is
+// held in registers, of 16-byte vectors and of single elements, but
+// float64's past 1024 elements (more than 32 doubles a lane); each lane's
+// share fits its N vectors, and every case has its kernel.
+func TestPlanRegs(t *testing.T) {
+	for _, size := range []int{2, 4, 8} {
+		value := max(size, 4)
+		kernels := regKernels(size, value)
+		has := map[regKernel]bool{}
+		for _, ks := range kernels {
+			for _, k := range ks {
+				has[k] = true
+			}
+		}
+		vector := 16 / size
+		for cols := 1; cols <= groupCols+1; cols++ {
+			g := rowGroup(cols, vector)
+			for _, wide := range []bool{true, false} {
+				n := planRegs(cols, vector, value, wide)
+				want := cols <= groupCols && g > 1 && (!wide || cols%vector == 0) && (size < 8 || cols <= 1024)
+				if (n > 0) != want {
+					t.Fatalf("size %d, %d columns, wide %v: planRegs %d", size, cols, wide, n)
+				}
+				if n == 0 {
+					continue
+				}
+				width := 1
+				if wide {
+					width = vector
+				}
+				if g*n*width < cols || n*width*value > regBytes || !has[regKernel{wide, g, n}] {
+					t.Fatalf("size %d, %d columns, wide %v: %d lanes of %d vectors of %d (kernel %v)", size, cols, wide, g, n, width, has[regKernel{wide, g, n}])
+				}
+			}
+		}
+	}
+}

@@ -2,6 +2,9 @@ package compute
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -37,8 +40,19 @@ func checkMatrix(op string, s *cuda.Stream, shape Shape, as []arg) error {
 // (float for the halves, double for float64).
 func softmaxSource(t dtype, name string, logarithm bool) string {
 	out := "exp(x - m) / sum"
+	// The paths over registers keep e^(x - m) for Softmax (stagedKeep,
+	// regKeep) and take the log of the sum once for LogSoftmax (logSum):
+	// the same values as out's.
+	stagedKeep, regKeep, logSum, staged, regOut := "xs[c] = e;", "x[k][i] = e;", "", "x / sum", "x_ / sum"
 	if logarithm {
 		out = "x - m - log(sum)"
+		stagedKeep, regKeep, logSum, staged, regOut = "", "", "const gocuda_v ls = log(sum);", "x - m - ls", "x_ - m - ls"
+	}
+	loadv := "\t#pragma unroll\n\tfor (int k = 0; k < V; k++) f[k] = xs.v[k];"
+	storev := "\t#pragma unroll\n\tfor (int k = 0; k < V; k++) ys.v[k] = " + t.store("f[k]") + ";"
+	if t.half != "" {
+		loadv = "\tgocuda_load_" + t.half + "(f, xs);"
+		storev = "\tif constexpr (V % 2 == 0) gocuda_store_" + t.half + "(ys, f);\n\telse {\n" + storev + "\n\t}"
 	}
 	return prelude + fmt.Sprintf(`
 typedef %[2]s gocuda_v;
@@ -175,14 +189,28 @@ __device__ __forceinline__ void gocuda_rows(const gocuda_s* src, gocuda_s* dst, 
 // gocuda_staged takes rows of a few elements a thread each (G = 1), the
 // block's rows staged through shared memory (st, blockDim.x * cols values)
 // so that they are read and written in runs, each thread's row in three
-// passes as gocuda_short's.
+// passes as gocuda_short's, over registers where the row has
+// GOCUDA_STAGED elements or fewer (planRows gives a thread no longer
+// row), each exponential computed once.
+#define GOCUDA_STAGED (32 / sizeof(gocuda_s))
 __device__ __forceinline__ void gocuda_staged(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols, gocuda_v* st) {
 	for (long long base = (long long)blockIdx.x * blockDim.x; base < rows; base += (long long)gridDim.x * blockDim.x) {
 		const long long n = (rows - base < blockDim.x ? rows - base : blockDim.x) * cols;
 		const gocuda_s* in = src + base * cols;
 		for (long long e = threadIdx.x; e < n; e += blockDim.x) st[e] = %[6]s;
 		__syncthreads();
-		if ((long long)threadIdx.x * cols < n) {
+		if ((long long)threadIdx.x * cols < n && cols <= (long long)GOCUDA_STAGED) {
+			gocuda_v* row = st + threadIdx.x * cols;
+			gocuda_v xs[GOCUDA_STAGED];
+			gocuda_v m = -__int_as_float(0x7f800000), sum = 0;
+			#pragma unroll
+			for (int c = 0; c < (int)GOCUDA_STAGED; c++) if (c < cols) { xs[c] = row[c]; m = (xs[c] != xs[c] || xs[c] > m) ? xs[c] : m; }
+			#pragma unroll
+			for (int c = 0; c < (int)GOCUDA_STAGED; c++) if (c < cols) { const gocuda_v e = exp(xs[c] - m); sum += xs[c] == m ? (gocuda_v)1 : e; %[9]s }
+			%[10]s
+			#pragma unroll
+			for (int c = 0; c < (int)GOCUDA_STAGED; c++) if (c < cols) { const gocuda_v x = xs[c]; row[c] = %[11]s; }
+		} else if ((long long)threadIdx.x * cols < n) {
 			gocuda_v* row = st + threadIdx.x * cols;
 			gocuda_v m = -__int_as_float(0x7f800000), sum = 0;
 			for (long long c = 0; c < cols; c++) m = (row[c] != row[c] || row[c] > m) ? row[c] : m;
@@ -209,7 +237,72 @@ __device__ __forceinline__ void gocuda_grouped(const gocuda_s* src, gocuda_s* ds
 }
 #define GOCUDA_V (16 / sizeof(gocuda_s))
 #define GOCUDA_WIDE (cols %% GOCUDA_V == 0 && (unsigned long long)gocuda_src %% 16 == 0 && (unsigned long long)gocuda_dst %% 16 == 0)
-// The kernel: group as planRows says, cached that the launch's dynamic
+// gocuda_loadv sets f to the values of xs's elements, gocuda_storev ys's
+// elements to f's: for the halves, a vector at a time (the prelude's,
+// the same bits as element by element).
+template <int V> __device__ __forceinline__ void gocuda_loadv(gocuda_v (&f)[V], const gocuda_vec<gocuda_s, V>& xs) {
+%[12]s
+}
+template <int V> __device__ __forceinline__ void gocuda_storev(gocuda_vec<gocuda_s, V>& ys, const gocuda_v (&f)[V]) {
+%[13]s
+}
+// gocuda_regs: G lanes of a warp take a row (rows of groupCols elements
+// or fewer), each lane keeping its N vectors of V (vectors lane, lane +
+// G, ...) in registers: the row is read from device memory once and
+// written once, and each exponential computed once. The passes are
+// gocuda_short's (the largest, then the sum of e^(x - m), then the
+// results), in the same order: the same bits.
+template <int V, int G, int N>
+__device__ __forceinline__ void gocuda_regs(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols) {
+	typedef gocuda_vec<gocuda_s, V> vec;
+	const int lane = threadIdx.x %% G, vectors = (int)(cols / V);
+	const long long per = blockDim.x / G;
+	for (long long base = (long long)blockIdx.x * per; base < rows; base += (long long)gridDim.x * per) {
+		const long long r = base + threadIdx.x / G;
+		const bool live = r < rows;
+		const vec* in = (const vec*)(src + r * cols);
+		gocuda_v x[N][V];
+		#pragma unroll
+		for (int k = 0; k < N; k++) {
+			if (live && lane + k * G < vectors) gocuda_loadv<V>(x[k], in[lane + k * G]);
+		}
+		gocuda_v m = -__int_as_float(0x7f800000), sum = 0;
+		#pragma unroll
+		for (int k = 0; k < N; k++) {
+			if (live && lane + k * G < vectors) {
+				#pragma unroll
+				for (int i = 0; i < V; i++) m = (x[k][i] != x[k][i] || x[k][i] > m) ? x[k][i] : m;
+			}
+		}
+		#pragma unroll
+		for (int k = G / 2; k > 0; k >>= 1) { const gocuda_v m2 = __shfl_down_sync(0xffffffffu, m, k); m = (m2 != m2 || m2 > m) ? m2 : m; }
+		m = __shfl_sync(0xffffffffu, m, 0, G);
+		#pragma unroll
+		for (int k = 0; k < N; k++) {
+			if (live && lane + k * G < vectors) {
+				#pragma unroll
+				for (int i = 0; i < V; i++) { const gocuda_v e = exp(x[k][i] - m); sum += x[k][i] == m ? (gocuda_v)1 : e; %[14]s }
+			}
+		}
+		#pragma unroll
+		for (int k = G / 2; k > 0; k >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, k);
+		sum = __shfl_sync(0xffffffffu, sum, 0, G);
+		%[10]s
+		vec* out = (vec*)(dst + r * cols);
+		#pragma unroll
+		for (int k = 0; k < N; k++) {
+			if (live && lane + k * G < vectors) {
+				gocuda_v y[V];
+				#pragma unroll
+				for (int i = 0; i < V; i++) { const gocuda_v x_ = x[k][i]; y[i] = %[15]s; }
+				vec ys;
+				gocuda_storev<V>(ys, y);
+				out[lane + k * G] = ys;
+			}
+		}
+	}
+}
+%[16]s// The kernel: group as planRows says, cached that the launch's dynamic
 // shared memory holds a row (a block per row) or the block's rows (a
 // thread per row: staged).
 extern "C" __global__ __launch_bounds__(1024) void %[1]s(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int group, int cached) { // dst may be src: no __restrict__
@@ -239,7 +332,83 @@ extern "C" __global__ void %[1]s_apply(const gocuda_s* gocuda_src, gocuda_s* goc
 	if (GOCUDA_WIDE) gocuda_write<GOCUDA_V>(gocuda_src + r * cols, gocuda_dst + r * cols, from / GOCUDA_V, to / GOCUDA_V, threadIdx.x, blockDim.x, 0, m, sum);
 	else gocuda_write<1>(gocuda_src + r * cols, gocuda_dst + r * cols, from, to, threadIdx.x, blockDim.x, 0, m, sum);
 }
-`, name, t.value, t.storage, t.load("xs.v[k]"), t.store(out), t.load("in[e]"), out, t.store("st[e]"))
+`, name, t.value, t.storage, t.load("xs.v[k]"), t.store(out), t.load("in[e]"), out, t.store("st[e]"),
+		stagedKeep, logSum, staged, loadv, storev, regKeep, regOut, regsDispatch(t, name))
+}
+
+// regKernel is one case of gocuda_regs: G lanes a row, N vectors a lane,
+// each of 16 bytes (wide) or a single element.
+type regKernel struct {
+	wide bool
+	g, n int
+}
+
+// regKernels returns the cases of gocuda_regs for elements of size bytes,
+// computed in values of value bytes, by the values a lane keeps (N times
+// the vector's elements): those planRegs gives every row that planRows
+// gives to lanes of a warp, both of 16-byte vectors and of single
+// elements.
+func regKernels(size, value int) map[int][]regKernel {
+	out := map[int][]regKernel{}
+	seen := map[regKernel]bool{}
+	for _, wide := range []bool{true, false} {
+		for cols := 1; cols <= groupCols; cols++ {
+			if n := planRegs(cols, 16/size, value, wide); n > 0 {
+				k := regKernel{wide, rowGroup(cols, 16/size), n}
+				if !seen[k] {
+					seen[k] = true
+					e := n
+					if wide {
+						e *= 16 / size
+					}
+					out[e] = append(out[e], k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// regsDispatch is the kernels that hold rows in registers, NAME_regsE for
+// each count E of values a lane keeps: a kernel for each, so that each
+// has the registers of its own rows (a kernel's count is its greatest
+// case's, and every launch of it is held to that), each under launch
+// bounds of a block of 256 threads, which leave a thread up to 255
+// registers. Each takes G lanes a row (group), of 16-byte vectors where
+// the buffers are aligned for them (GOCUDA_WIDE; the caller knows which:
+// regsLaunch), else single elements.
+func regsDispatch(t dtype, name string) string {
+	size := int(t.goType.Size())
+	ks := regKernels(size, valueSize(size))
+	es := make([]int, 0, len(ks))
+	for e := range ks {
+		es = append(es, e)
+	}
+	slices.Sort(es)
+	var b strings.Builder
+	for _, e := range es {
+		fmt.Fprintf(&b, "extern \"C\" __global__ __launch_bounds__(256, 1) void %s_regs%d(const gocuda_s* gocuda_src, gocuda_s* gocuda_dst, long long rows, long long cols, int group) {\n", name, e)
+		for _, wide := range []bool{true, false} {
+			if wide {
+				b.WriteString("\tif (GOCUDA_WIDE) {\n")
+			} else {
+				b.WriteString("\t} else {\n")
+			}
+			b.WriteString("\t\tswitch (group) {\n")
+			for _, k := range ks[e] {
+				if k.wide == wide {
+					v := "1"
+					if wide {
+						v = "GOCUDA_V"
+					}
+					fmt.Fprintf(&b, "\t\tcase %d: gocuda_regs<%s, %d, %d>(gocuda_src, gocuda_dst, rows, cols); return;\n", k.g, v, k.g, k.n)
+				}
+			}
+			b.WriteString("\t\t}\n")
+		}
+		b.WriteString("\t}\n\t__trap(); // planRegs asked for no such kernel\n}\n")
+	}
+	return b.String()
 }
 
 // Softmax sets each row of dst to the softmax of src's row: e^(x-max) over
@@ -297,6 +466,25 @@ func softmaxName(t string, logarithm bool) string {
 	return "log" + name
 }
 
+// regsNames are the names of the Softmax kernels that hold rows in
+// registers, by their variant's name and the values a lane keeps: made
+// once, not at every launch.
+var regsNames sync.Map // regsKey -> string
+
+type regsKey struct {
+	name   string
+	values int
+}
+
+func regsName(name string, values int) string {
+	k := regsKey{name, values}
+	if n, ok := regsNames.Load(k); ok {
+		return n.(string)
+	}
+	n, _ := regsNames.LoadOrStore(k, fmt.Sprintf("%s_regs%d", name, values))
+	return n.(string)
+}
+
 func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream, logarithm bool) error {
 	as := [2]arg{bufArg("dst", dst), bufArg("src", src)}
 	if err := checkMatrix(op, s, shape, as[:]); err != nil {
@@ -315,6 +503,24 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	size := int(t.goType.Size())
 	l := planRows(d, shape.Rows, shape.Cols, 16/size)
 	rows, cols := int64(shape.Rows), int64(shape.Cols)
+	if l.chunks <= 1 && l.group > 1 {
+		// A row held in registers, by vectors of 16 bytes where both
+		// buffers and the rows are aligned for them (as the kernel's
+		// GOCUDA_WIDE finds), else by elements.
+		vector := 16 / size
+		wide := shape.Cols%vector == 0 && uint64(src.Ptr())%16 == 0 && uint64(dst.Ptr())%16 == 0
+		if n := planRegs(shape.Cols, vector, valueSize(size), wide); n > 0 {
+			if wide {
+				n *= vector
+			}
+			f, err := kernel(op, s, v, regsName(name, n), as[:])
+			if err != nil {
+				return err
+			}
+			cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.blocks}, Block: cuda.Dim3{X: l.threads}, Stream: s}
+			return launchError(op, f.Launch(cfg, src, dst, boxInt64(rows), boxInt64(cols), int32(l.group)), as[:], name)
+		}
+	}
 	if l.chunks <= 1 {
 		f, err := kernel(op, s, v, name, as[:])
 		if err != nil {

@@ -1,0 +1,102 @@
+package compute_test
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/compute"
+)
+
+// TestSoftmaxRows checks Softmax and LogSoftmax of rows held in registers
+// (_regs: lanes of a warp a row, each lane's share of it in registers, by
+// 16-byte vectors or element by element) and of rows of a few elements a
+// thread (staged), at lengths around each group's and each vector
+// count's change, from aligned buffers and from views one element in
+// (element by element), against float64 on the host, each call twice
+// (the same bits). Rows 0 to 3 hold a NaN, a +Inf, only -Inf and a -Inf.
+func TestSoftmaxRows(t *testing.T) {
+	e := gpu(t)
+	softmaxRowsOf[float32](t, e, 2e-6)
+	softmaxRowsOf[float64](t, e, 1e-13)
+	softmaxRowsOf[cuda.Float16](t, e, 2e-3)
+	softmaxRowsOf[cuda.BFloat16](t, e, 1.6e-2)
+}
+
+var softmaxRowCols = []int{1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 127, 128, 129, 255, 256, 257, 513, 1000, 1023, 1024, 1025, 2047, 2048, 2049, 4099}
+
+func softmaxRowsOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
+	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
+		for _, rows := range []int{1, 7, 132} {
+			for i, cols := range softmaxRowCols {
+				if rows*cols > onFake(1<<22, 1<<18) {
+					continue
+				}
+				sh := compute.Shape{Rows: rows, Cols: cols}
+				n := rows * cols
+				x := randoms[T](n, -20, 20)
+				if rows >= 4 {
+					x[cols/2] = fromF[T](math.NaN())
+					x[cols+cols/3] = fromF[T](math.Inf(1))
+					for c := range cols {
+						x[2*cols+c] = fromF[T](math.Inf(-1))
+					}
+					x[3*cols+cols-1] = fromF[T](math.Inf(-1))
+				}
+				base := must(cuda.Alloc[T](e.ctx, n+1))(t)
+				defer base.Free()
+				src := must(base.Slice((i+rows)%2, n))(t) // every other one a view one element in
+				if err := src.CopyFromHost(x); err != nil {
+					t.Fatal(err)
+				}
+				outBase := must(cuda.Alloc[T](e.ctx, n+1))(t)
+				defer outBase.Free()
+				dst := must(outBase.Slice((i+rows)%2, n))(t)
+				gs := twiceBits(t, fmt.Sprintf("Softmax %v", sh), dst, func() error { return compute.Softmax(dst, src, sh, e.s) })
+				gl := twiceBits(t, fmt.Sprintf("LogSoftmax %v", sh), dst, func() error { return compute.LogSoftmax(dst, src, sh, e.s) })
+				for r := range rows {
+					wants, lwants := softmaxWant(x[r*cols : (r+1)*cols])
+					for c := range cols {
+						want, lwant := wants[c], lwants[c]
+						if got := toF(gs[r*cols+c]); math.IsNaN(want) != math.IsNaN(got) || math.Abs(got-want) > tol*math.Max(want, 1e-3)*4 {
+							t.Fatalf("Softmax %v (view %v): [%d,%d] = %v, want %v", sh, (i+rows)%2 == 1, r, c, got, want)
+						}
+						lgot := toF(gl[r*cols+c])
+						if math.IsNaN(lwant) != math.IsNaN(lgot) || lgot != lwant && math.Abs(lgot-lwant) > tol*4*math.Max(1, math.Abs(lwant)) {
+							t.Fatalf("LogSoftmax %v (view %v): [%d,%d] = %v, want %v", sh, (i+rows)%2 == 1, r, c, lgot, lwant)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// twiceBits is twice comparing bits, NaNs' too.
+func twiceBits[T cuda.Number](t *testing.T, what string, dst *cuda.DeviceBuffer[T], op func() error) []T {
+	t.Helper()
+	var first []T
+	for round := range 2 {
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got := make([]T, dst.Len())
+		if err := dst.CopyToHost(got); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			first = slices.Clone(got)
+		} else if !bytes.Equal(rawBytes(first), rawBytes(got)) {
+			t.Fatalf("%s: a second call gave other bits: deterministic results are the same every time", what)
+		}
+	}
+	return first
+}
+
+func rawBytes[T any](s []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(*new(T))))
+}
