@@ -404,6 +404,9 @@ func attnLaunch[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) e
 	if p.B == 0 || p.H == 0 || p.Sq == 0 {
 		return nil // nothing to compute (and a grid's Y or Z of 0 would mean 1)
 	}
+	if ran, err := attnCUDNN(op, o, p); ran { // cuDNN's fused attention, where EnvAttention and the shape allow
+		return err
+	}
 	kind := attnKind[T]()
 	tc, err := p.useTC(kind, o)
 	if err != nil {
