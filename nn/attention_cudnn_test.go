@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/cudnn"
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nn"
 )
@@ -19,6 +20,9 @@ import (
 func TestAttentionBackends(t *testing.T) {
 	for _, mode := range []string{"cudnn", "own", "auto"} {
 		t.Run(mode, func(t *testing.T) {
+			if _, err := cudnn.Library(); err != nil && mode == "cudnn" {
+				t.Skipf("cuDNN: %v", err)
+			}
 			defer nn.SetAttnBackend(mode)()
 			t.Run("float16", func(t *testing.T) { testAttentionBackend[cuda.Float16](t, mode) })
 			t.Run("bfloat16", func(t *testing.T) { testAttentionBackend[cuda.BFloat16](t, mode) })
