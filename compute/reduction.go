@@ -164,6 +164,9 @@ func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
 			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, v)
 			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec))
 			decl = append(decl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j]; ", vec, p.name))
+			if p.t.half != "" { // converted a vector at a time: the prelude's, the same bits
+				decl = append(decl, fmt.Sprintf("float gocudaf_%[1]s[%[2]d]; gocuda_load_%[3]s(gocudaf_%[1]s, gocudav_%[1]s); ", p.name, v, p.t.half))
+			}
 		}
 	}
 	if len(aligned) == 0 {
@@ -203,11 +206,17 @@ func (r *Reduction) source(buffer []bool) string {
 		strings.Join(decl, ", "), r.mapExpr)
 	// mapAt calls the map for element at, each buffer's element given by
 	// element (a format of the parameter's name).
+	// A vector's element (gocudav_NAME.v[gocuda_k]) of a half is its
+	// float, converted with the whole vector (vectors' gocudaf_NAME).
 	mapAt := func(element, at string) string {
 		var vals []string
 		for j, p := range r.in {
 			v := "gocudap_" + p.name
-			if buffer[j] {
+			switch {
+			case buffer[j] && p.t.half != "" && element == "gocudav_%s.v[gocuda_k]":
+				vals = append(vals, "gocudaf_"+p.name+"[gocuda_k]")
+				continue
+			case buffer[j]:
 				v = fmt.Sprintf(element, p.name)
 			}
 			vals = append(vals, p.t.load(v))
@@ -278,10 +287,20 @@ extern "C" __global__ __launch_bounds__(1024) void %[1]s_rows(%[2]s%[3]s* gocuda
 //
 // gocuda_fold folds result o's chunks (partial[k * outs + o]) in a warp,
 // lane l taking chunks l, l + 32, ..., then the warp's tree; the reads
-// skip the cache another block's writes may be stale in.
+// skip the cache another block's writes may be stale in. A lane's reads
+// are made eight at a time before they are folded, in the same order, so
+// that eight are in flight, not one (volatile reads stay in program order).
 __device__ __forceinline__ gocuda_acc gocuda_fold(const gocuda_acc* partial, long long chunks, long long outs, long long o, unsigned int lane) {
 	gocuda_acc v = gocuda_identity();
-	for (long long k = lane; k < chunks; k += 32) v = gocuda_reduce(v, *(const volatile gocuda_acc*)&partial[k * outs + o]);
+	long long k = lane;
+	for (; k + 7 * 32 < chunks; k += 8 * 32) {
+		gocuda_acc p[8];
+		#pragma unroll
+		for (int u = 0; u < 8; u++) p[u] = *(const volatile gocuda_acc*)&partial[(k + u * 32) * outs + o];
+		#pragma unroll
+		for (int u = 0; u < 8; u++) v = gocuda_reduce(v, p[u]);
+	}
+	for (; k < chunks; k += 32) v = gocuda_reduce(v, *(const volatile gocuda_acc*)&partial[k * outs + o]);
 	return gocuda_warp<32>(v);
 }
 // gocuda_arrive counts a block in at counter, once its partial results
