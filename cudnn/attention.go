@@ -318,6 +318,9 @@ func (c *call) attnPlan(k attnKey) (_ *attnPlan, err error) {
 	if !backendAPI() {
 		return nil, errorf(c.op, cuda.ErrNotSupported, "the cuDNN opened lacks the backend API, or %s=1 asks for the legacy calls alone: attention has no legacy form", EnvLegacy)
 	}
+	if c.capturing {
+		return nil, errorf(c.op, cuda.ErrNotSupported, "the stream captures, and a new shape's plan (cuDNN compiles its kernel) is not made inside a capture: run the call once before the capture")
+	}
 	g := &graphPlan{}
 	p := &attnPlan{vals: &attnScalars{negInf: -math.MaxFloat32, sk: int32(k.shapes[1][2]), sq: int32(k.shapes[0][2])}}
 	p.pinner.Pin(p.vals)

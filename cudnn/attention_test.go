@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -334,5 +335,57 @@ func TestAttentionFakeStrict(t *testing.T) {
 	}
 	if err := cudnn.AttentionGraphVariant(h, ""); err != nil {
 		t.Errorf("the graph itself: %v", err)
+	}
+}
+
+// TestAttentionCapture checks attention inside a CUDA graph: a shape run
+// before the capture is captured, with its scale as of the capture, and
+// its replays read the inputs of each replay; a new shape is refused
+// inside the capture, in words.
+func TestAttentionCapture(t *testing.T) {
+	ctx, s, h := handle(t)
+	const S, D = 3, 8
+	zeros := make([]cuda.BFloat16, S*D)
+	q := cudnn.AttentionTensor[cuda.BFloat16]{Data: cudatest.Upload(t, ctx, zeros), Shape: [4]int{1, 1, S, D}}
+	v := cudnn.AttentionTensor[cuda.BFloat16]{Data: cudatest.Upload(t, ctx, zeros), Shape: q.Shape}
+	o := cudnn.AttentionTensor[cuda.BFloat16]{Data: cudatest.Upload(t, ctx, zeros), Shape: q.Shape}
+	run := func() error { return cudnn.Attention(h, o, q, q, v, cudnn.AttentionOptions{Causal: true}) }
+	if err := run(); err != nil {
+		if errors.Is(err, cuda.ErrNotSupported) && !cudatest.IsFake() {
+			t.Skipf("cuDNN refused the shape: %v", err)
+		}
+		t.Fatal(err)
+	}
+	q2 := cudnn.AttentionTensor[cuda.BFloat16]{Data: q.Data, Shape: [4]int{1, 1, 2, D}}
+	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
+		if err := run(); err != nil {
+			return err
+		}
+		if err := cudnn.Attention(h, q2, q2, q2, q2, cudnn.AttentionOptions{}); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "before the capture") {
+			t.Errorf("a new shape inside a capture: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	exec := must(g.Instantiate())(t)
+	defer exec.Close()
+	for _, k := range []float32{1, 3} {
+		vals := make([]cuda.BFloat16, S*D)
+		for i := range vals {
+			vals[i] = cuda.NewBFloat16(k * float32(i/D+1))
+		}
+		must(0, v.Data.CopyFromHost(vals))(t)
+		must(0, exec.Launch(s))(t)
+		must(0, s.Synchronize())(t)
+		out := must(o.Data.ToHost())(t)
+		// Equal scores: each query averages the values it sees.
+		for i, want := range []float32{k, 1.5 * k, 2 * k} {
+			if got := out[i*D].Float32(); got != want {
+				t.Errorf("replay with values ·%v: o[%d] = %v, want %v", k, i, got, want)
+			}
+		}
 	}
 }

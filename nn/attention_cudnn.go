@@ -52,8 +52,10 @@ var attnDNN struct {
 // attnCtxKey names a context's registration for the handles' release.
 type attnCtxKey struct{ ctx *cuda.Context }
 
-// attnHandle returns s's cuDNN handle, made the first time.
-func attnHandle(s *cuda.Stream) (*cudnn.Handle, error) {
+// attnHandle returns s's cuDNN handle, made the first time; nil and no
+// error where it has none yet and capturing is set (cudnnCreate would
+// break the capture).
+func attnHandle(s *cuda.Stream, capturing bool) (*cudnn.Handle, error) {
 	attnDNN.mu.Lock()
 	defer attnDNN.mu.Unlock()
 	if err := attnDNN.unavailable; err != nil {
@@ -61,6 +63,9 @@ func attnHandle(s *cuda.Stream) (*cudnn.Handle, error) {
 	}
 	if h := attnDNN.handles[s]; h != nil {
 		return h, nil
+	}
+	if capturing {
+		return nil, nil
 	}
 	if _, err := cudnn.Library(); err != nil {
 		attnDNN.unavailable = err
@@ -125,7 +130,10 @@ func attnCUDNN[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) (r
 	if kind == 0 || p.D%8 != 0 || p.D > 256 || (p.causal && p.Sq > p.Sk) {
 		return false, nil
 	}
-	h, err := attnHandle(p.s)
+	h, err := attnHandle(p.s, p.s.Capturing())
+	if h == nil && err == nil {
+		return false, nil // no handle yet, and the stream captures: nn's own kernel
+	}
 	if err != nil {
 		if mode == "cudnn" {
 			return true, err
