@@ -232,8 +232,7 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	// and only its leading axes fold (or axes of one element precede
 	// those that fold), its columns fold in place, by compute's layouts
 	// for the matrix's shape; where a block of axes in its middle folds,
-	// the block folds in place (middle.go) if there are columns enough
-	// for the fold's second kernel.
+	// the block folds in place (middle.go).
 	src, perColumn := a, false
 	lead := len(folded) > 0 && folded[len(folded)-1] == len(folded)-1
 	block := len(folded) > 0 && folded[len(folded)-1]-folded[0] == len(folded)-1
@@ -249,7 +248,7 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	case contiguousRows && lead && len(kept) > 0, middle && rows == inner:
 		middle, perColumn = false, true
 		rows, cols = cols, rows
-	case middle && middleFits(rows/inner, cols, inner):
+	case middle:
 	default:
 		middle = false
 		v, err := a.Permute(append(slices.Clone(kept), folded...)...)

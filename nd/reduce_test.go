@@ -423,11 +423,11 @@ func TestGather(t *testing.T) {
 }
 
 // TestMiddleFold: a block of axes in the middle of a contiguous array
-// folds in place, its columns cut into chunks whose partial results fold
-// in order, or (too few columns for the chunks: 2×3000×3) through a
-// permuted copy, or (only axes of one element before the block) as the
-// columns of a matrix: every fold, at shapes that take one chunk and
-// many, against Go.
+// folds in place (nd/middle.go), mid in one chunk or in several whose
+// partial results fold in order (few columns: 2×3000×3), or (only axes of
+// one element before the block) as the columns of a matrix: every fold,
+// at shapes that take one chunk and many, against Go (TestMiddleShapes
+// covers every type and layout).
 func TestMiddleFold(t *testing.T) {
 	requireKernels(t)
 	s := stream(t)

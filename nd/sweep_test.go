@@ -971,6 +971,45 @@ func kernelCases() []sweep.Case {
 					into("AnyInto", output[nd.Bool](r), func(d *nd.Array[nd.Bool]) error { return nd.AnyInto(d, m, nd.Along()) }, bools(1)),
 				}
 			}),
+		// The folds of a middle axis of a contiguous array (nd/middle.go):
+		// one chunk a column (one launch), chunks whose last block folds
+		// them in the stream's scratch, and chunks folded by a second
+		// launch from stream-ordered memory (a capture's path).
+		kernelCase("middle folds", []string{"nd.Sum", "nd.SumInto", "nd.Max", "nd.All"},
+			func(r *rowArrays) []kernelStep {
+				small := input(r, iota[float32](24), 2, 3, 4)
+				data := make([]float32, 2*1000*3)
+				for i := range data {
+					data[i] = float32(i%7) - 3
+				}
+				long := input(r, data, 2, 1000, 3)
+				mask := input(r, bools(1, 1, 0, 1, 1, 1, 1, 1), 2, 2, 2)
+				var sums []float32
+				for o := range 2 {
+					for j := range 3 {
+						var v float32
+						for k := range 1000 {
+							v += data[(o*1000+k)*3+j]
+						}
+						sums = append(sums, v)
+					}
+				}
+				staged := made("Sum in chunks through stream-ordered memory", func() (*nd.Array[float32], error) { return nd.Sum(long, nd.Along(1)) }, sums)
+				run := staged.run
+				staged.run = func() error {
+					defer nd.SetMiddleHooks(true, 0)()
+					return run()
+				}
+				return []kernelStep{
+					made("Sum of one chunk", func() (*nd.Array[float32], error) { return nd.Sum(small, nd.Along(1)) },
+						f32(12, 15, 18, 21, 48, 51, 54, 57)),
+					made("Max of one chunk", func() (*nd.Array[float32], error) { return nd.Max(small, nd.Along(1)) },
+						f32(8, 9, 10, 11, 20, 21, 22, 23)),
+					into("SumInto in chunks", output[float32](r, 2, 3), func(d *nd.Array[float32]) error { return nd.SumInto(d, long, nd.Along(1)) }, sums),
+					staged,
+					made("All", func() (*nd.Array[nd.Bool], error) { return nd.All(mask, nd.Along(1)) }, bools(0, 1, 1, 1)),
+				}
+			}),
 		// The operations along the last axis of a contiguous array (rows
 		// as they are, no temporary); ArgMax of a 1-d array (compute's
 		// whole-array kernel); ArgMinInto a contiguous dst.

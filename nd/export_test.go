@@ -1,0 +1,19 @@
+package nd
+
+// SetMiddleHooks sets middle.go's hooks for a test: noScratch sends every
+// middle fold of several chunks through stream-ordered memory and a
+// second launch; sms, where positive, lays folds out for a device of that
+// many multiprocessors. It returns the function that restores them.
+func SetMiddleHooks(noScratch bool, sms int) (restore func()) {
+	n, m := middleNoScratch, middleSMs
+	middleNoScratch, middleSMs = noScratch, sms
+	return func() { middleNoScratch, middleSMs = n, m }
+}
+
+// MiddleLayout returns the layout of a middle fold of outer×mid×inner
+// elements of size bytes, at aligned addresses, on sms multiprocessors:
+// its vector width, block, tiles (0: flat), blocks across and chunks.
+func MiddleLayout(sms, size, outer, mid, inner int) (v, tx, ty, tiles, gx, chunks int) {
+	p := planMiddle(sms, size, outer, mid, inner, 0)
+	return p.v, p.tx, p.ty, p.tiles, p.gx, p.chunks
+}
