@@ -119,15 +119,26 @@ func attnDrop(s *cuda.Stream) {
 // (EnvAttention), the type and the shape allow it: ran says whether it
 // did, err its error; where ran is false nn's own kernel runs p.
 func attnCUDNN[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) (ran bool, err error) {
+	if p.lenp != nil {
+		return false, nil // a KV cache's length is on the device
+	}
+	return attnCUDNNOver(op, o, p, p.Sk)
+}
+
+// attnCUDNNOver is attnCUDNN over the first sk of p's keys and values
+// (sk ≤ p.Sk): for a KV cache whose length the host knows exactly (no
+// Append captured since its Reset), whose later positions are not read;
+// p.lenp is not read.
+func attnCUDNNOver[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T], sk int) (ran bool, err error) {
 	mode := attnMode()
-	if mode == "own" || p.lenp != nil || p.Sk == 0 {
+	if mode == "own" || sk <= 0 || sk > p.Sk {
 		return false, nil
 	}
 	if f, _ := attnPath.Load().(string); f != "" {
 		return false, nil // a kernel of nn's forced, for the tests
 	}
 	kind := attnKind[T]()
-	if kind == 0 || p.D%8 != 0 || p.D > 256 || (p.causal && p.Sq > p.Sk) {
+	if kind == 0 || p.D%8 != 0 || p.D > 256 || (p.causal && p.Sq > sk) {
 		return false, nil
 	}
 	h, err := attnHandle(p.s, p.s.Capturing())
@@ -145,11 +156,11 @@ func attnCUDNN[T Float](op string, o *cuda.DeviceBuffer[T], p *attnParams[T]) (r
 	switch kind {
 	case 1:
 		err = attnRunCUDNN(h, any(o).(*cuda.DeviceBuffer[cuda.Float16]), any(p.q).(*cuda.DeviceBuffer[cuda.Float16]),
-			any(p.k).(*cuda.DeviceBuffer[cuda.Float16]), any(p.v).(*cuda.DeviceBuffer[cuda.Float16]), p.B, p.H, p.Hkv, p.Sq, p.Sk, p.D,
+			any(p.k).(*cuda.DeviceBuffer[cuda.Float16]), any(p.v).(*cuda.DeviceBuffer[cuda.Float16]), p.B, p.H, p.Hkv, p.Sq, sk, p.D,
 			[4][3]int64{p.qst, p.kst, p.vst, p.ost}, p.causal, scale)
 	default:
 		err = attnRunCUDNN(h, any(o).(*cuda.DeviceBuffer[cuda.BFloat16]), any(p.q).(*cuda.DeviceBuffer[cuda.BFloat16]),
-			any(p.k).(*cuda.DeviceBuffer[cuda.BFloat16]), any(p.v).(*cuda.DeviceBuffer[cuda.BFloat16]), p.B, p.H, p.Hkv, p.Sq, p.Sk, p.D,
+			any(p.k).(*cuda.DeviceBuffer[cuda.BFloat16]), any(p.v).(*cuda.DeviceBuffer[cuda.BFloat16]), p.B, p.H, p.Hkv, p.Sq, sk, p.D,
 			[4][3]int64{p.qst, p.kst, p.vst, p.ost}, p.causal, scale)
 	}
 	if err != nil {
