@@ -9,7 +9,8 @@ package compute
 //   - short rows (groupCols elements or fewer): lanes of a warp per row, G
 //     of them (a power of two, 1 to 32) so that each lane takes about two
 //     16-byte loads, several rows a block, every row its own lanes: a
-//     1,048,576×5 matrix runs 4096 blocks of 256 rows;
+//     1,048,576×5 matrix runs 4096 blocks of 256 rows; Softmax keeps
+//     such a row in its lanes' registers (planRegs);
 //   - longer rows: a block per row, of 1024 threads where the rows are
 //     too few to fill the device with blocks of blockSize;
 //   - a few very long rows (at most half the multiprocessors, each

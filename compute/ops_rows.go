@@ -33,7 +33,10 @@ func checkMatrix(op string, s *cuda.Stream, shape Shape, as []arg) error {
 // that grows, then the threads' pairs join in a fixed tree), a second
 // writes the results. A block per row keeps the row in shared memory
 // when the launch gives it room (cached), so that the row is read from
-// device memory once; short rows are taken by lanes of a warp; a few very
+// device memory once; short rows are taken by lanes of a warp, which keep
+// the row in registers (NAME_regsE, as planRegs says: read once, one
+// exponential an element), or, past what registers hold, in three passes
+// (gocuda_short); rows of a few elements a thread are staged; a few very
 // long rows are cut into chunks (NAME_stats, then NAME_apply, which joins
 // a row's chunks in order). The passes take 16 bytes of a row at a time
 // when its length and both matrices allow. Computed in T's value type
