@@ -217,13 +217,60 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 }
 
-// TestCloseDuringUse: Close waits for the calls in flight and refuses the
-// later ones; no call runs once it returned.
+// TestCloseDuringUse: Close waits for the call in flight before it
+// destroys, and refuses a later one at once (holds never wait).
 func TestCloseDuringUse(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
 	h := newHandle(t, s, 1)
-	var closed atomic.Bool
+	entered, release, closed := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	var callDone atomic.Bool
+	go func() {
+		err := h.base.Do("Call", nil, func(*libhandle.Call[errs]) error {
+			close(entered)
+			<-release
+			callDone.Store(true)
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	<-entered
+	go func() {
+		closed <- h.base.Close("Handle.Close", func(op string) error {
+			if !callDone.Load() {
+				t.Error("Close destroyed the library's handle during a call")
+			}
+			return h.destroy(op)
+		})
+	}()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned during a call: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	// Close is waiting: a new call is refused, not queued behind it.
+	wantErr(t, "a call while Close waits", h.base.Do("Call", nil, func(*libhandle.Call[errs]) error { return nil }), cuda.ErrClosed, "the handle is closed")
+	close(release)
+	if err := <-closed; err != nil || h.destroys.Load() != 1 {
+		t.Fatalf("Close: %v, %d destroys", err, h.destroys.Load())
+	}
+	if err := h.base.Close("Handle.Close", h.destroy); err != nil || h.destroys.Load() != 1 {
+		t.Errorf("second Close: %v, %d destroys, want nil and 1", err, h.destroys.Load())
+	}
+	if got := h.base.String("lib.Handle"); !strings.HasSuffix(got, ", closed}") {
+		t.Errorf("String after Close = %q", got)
+	}
+}
+
+// TestCloseUnderLoad: goroutines calling in a loop while Close runs: no
+// call is inside once Close returned, and each ends refused.
+func TestCloseUnderLoad(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	h := newHandle(t, s, 1)
+	var running atomic.Int32
 	var started sync.WaitGroup
 	errc := make(chan error, 8)
 	for range 8 {
@@ -232,9 +279,8 @@ func TestCloseDuringUse(t *testing.T) {
 			first := true
 			for {
 				err := h.base.Do("Call", nil, func(k *libhandle.Call[errs]) error {
-					if closed.Load() {
-						return errors.New("a call ran after Close returned")
-					}
+					running.Add(1)
+					defer running.Add(-1)
 					_, err := k.Work(0, 4096)
 					time.Sleep(50 * time.Microsecond)
 					return err
@@ -254,15 +300,11 @@ func TestCloseDuringUse(t *testing.T) {
 	if err := h.base.Close("Handle.Close", h.destroy); err != nil {
 		t.Fatal(err)
 	}
-	closed.Store(true)
+	if n := running.Load(); n != 0 {
+		t.Errorf("%d calls inside after Close returned", n)
+	}
 	for range 8 {
 		wantErr(t, "a call during Close", <-errc, cuda.ErrClosed, "the handle is closed")
-	}
-	if err := h.base.Close("Handle.Close", h.destroy); err != nil || h.destroys.Load() != 1 {
-		t.Errorf("second Close: %v, %d destroys, want nil and 1", err, h.destroys.Load())
-	}
-	if got := h.base.String("lib.Handle"); !strings.HasSuffix(got, ", closed}") {
-		t.Errorf("String after Close = %q", got)
 	}
 }
 
