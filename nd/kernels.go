@@ -240,7 +240,7 @@ type kernelKey struct {
 	types      string // "float32,float32->bool"
 	axes       int    // -1: the contiguous kernel
 	scalars    uint64
-	narrow     bool // a strided kernel's index arithmetic in 32 bits (fewer than 2^32 elements)
+	narrow     bool // a strided kernel's index arithmetic in 32 bits (narrowFits)
 }
 
 var kernelCache sync.Map // kernelKey -> *compute.Elementwise
@@ -480,15 +480,21 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 			return nil, errorf(op, cuda.ErrNotSupported, "the operands' layouts leave %d axes that cannot be merged (shape %v): at most %d; make an operand contiguous first", axes, shape, maxAxes)
 		}
 	}
-	k, err := kernelFor(op, e, *out, ins, axes, scalars)
+	narrow := axes >= 0 && narrowFits(co)
+	k, err := kernelFor(op, e, *out, ins, axes, scalars, narrow)
 	if err != nil {
 		return nil, err
 	}
 	p := &plan{k: k, axes: axes}
 	if axes >= 0 {
 		// The axes' dimensions and each array's strides, in the
-		// declaration's order (after the offsets, before the output).
+		// declaration's order (after the offsets, before the output);
+		// a narrow kernel's dimensions each with its divider.
 		for _, d := range co[0].Shape() {
+			if narrow {
+				p.consts = append(p.consts, divider(d))
+				continue
+			}
 			p.consts = append(p.consts, int64(d))
 		}
 		for _, l := range co {
@@ -498,6 +504,45 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// narrowFits reports whether a strided kernel over the coalesced layouts
+// can do its index arithmetic in 32 bits: fewer than 2^31 elements, and
+// every array's elements within 2^31 of its offset (the sum over the
+// axes of the index times the stride, whatever the signs, fits an int).
+func narrowFits(co []ndshape.Layout) bool {
+	if co[0].Size() >= math.MaxInt32 {
+		return false
+	}
+	for _, l := range co {
+		reach := 0
+		for i := range l.Ndim() {
+			st := l.Stride(i)
+			if st < 0 {
+				st = -st
+			}
+			if l.Dim(i) > 1 && st > (math.MaxInt32-reach)/(l.Dim(i)-1) {
+				return false
+			}
+			reach += (l.Dim(i) - 1) * st
+		}
+	}
+	return true
+}
+
+// divider returns d (at least 1, below 2^31) with its magic number in the
+// high 32 bits: a narrow kernel divides a 32-bit index q below 2^31 by d
+// as (umulhi(q, m) + q) >> s, s the least with 2^s >= d, m = 2^32 (2^s -
+// d) / d + 1 (division by an invariant integer by multiplication,
+// Granlund and Montgomery): a multiplication and a shift for the tens of
+// instructions of a division.
+func divider(d int) int64 {
+	s := 0
+	for 1<<s < d {
+		s++
+	}
+	m := (uint64(1)<<32)*(uint64(1)<<s-uint64(d))/uint64(d) + 1
+	return int64(m<<32 | uint64(d))
 }
 
 // boxedInts are int64 kernel arguments boxed once (compute's are too):
@@ -580,13 +625,13 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 
 // kernelFor returns the kernel of e for the operands' types and pattern,
 // declaring it on first use.
-func kernelFor(op string, e expr, out operand, ins []operand, axes int, scalars uint64) (*compute.Elementwise, error) {
+func kernelFor(op string, e expr, out operand, ins []operand, axes int, scalars uint64, narrow bool) (*compute.Elementwise, error) {
 	var types []string
 	for _, in := range ins {
 		types = append(types, in.t.name)
 	}
 	key := kernelKey{name: e.name, code: e.code, types: strings.Join(types, ",") + "->" + out.t.name, axes: axes, scalars: scalars,
-		narrow: axes >= 0 && out.layout.Size() <= math.MaxUint32}
+		narrow: narrow}
 	if k, ok := kernelCache.Load(key); ok {
 		return k.(*compute.Elementwise), nil
 	}
@@ -650,39 +695,61 @@ func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) comput
 	inParams = append(inParams, offs...)
 	inParams = append(inParams, dims...)
 	inParams = append(inParams, strides...)
-	// The index's arithmetic in 32 bits where the count allows: a 64-bit
-	// division is several times a 32-bit one's instructions, and there is
-	// one an axis an element.
-	idx := "long long"
 	if key.narrow {
-		idx = "unsigned int"
-	}
-	fmt.Fprintf(&b, "%[1]s q = (%[1]s)i;\nlong long c", idx)
-	for _, a := range arrays {
-		fmt.Fprintf(&b, ", j_%[1]s = o_%[1]s", a)
-	}
-	b.WriteString(";\n")
-	for d := axes - 1; d >= 0; d-- {
-		if d > 0 {
-			fmt.Fprintf(&b, "c = q %% (%[2]s)d%[1]d; q /= (%[2]s)d%[1]d;", d, idx)
-		} else {
-			b.WriteString("c = q;")
+		// The index's arithmetic in 32 bits (narrowFits): each axis's
+		// division by a multiplication and a shift (divider), each
+		// array's element from its offset in an int.
+		b.WriteString("unsigned int q = (unsigned int)i, c, t;\nint ")
+		for k, a := range arrays {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "j_%s = 0", a)
+		}
+		b.WriteString(";\n")
+		for d := axes - 1; d >= 0; d-- {
+			if d > 0 {
+				fmt.Fprintf(&b, "{ const unsigned int dd = (unsigned int)d%[1]d, m = (unsigned int)((unsigned long long)d%[1]d >> 32), sh = 32 - __clz((int)(dd - 1));"+
+					" t = ((unsigned int)(((unsigned long long)q * m) >> 32) + q) >> sh; c = q - t * dd; q = t; }", d)
+			} else {
+				b.WriteString("c = q;")
+			}
+			for _, a := range arrays {
+				fmt.Fprintf(&b, " j_%[1]s += (int)c * (int)s%[2]d_%[1]s;", a, d)
+			}
+			b.WriteString("\n")
 		}
 		for _, a := range arrays {
-			fmt.Fprintf(&b, " j_%[1]s += c * s%[2]d_%[1]s;", a, d)
+			fmt.Fprintf(&b, "const long long k_%[1]s = o_%[1]s + j_%[1]s;\n", a)
 		}
-		b.WriteString("\n")
+	} else {
+		b.WriteString("long long q = i, c")
+		for _, a := range arrays {
+			fmt.Fprintf(&b, ", k_%[1]s = o_%[1]s", a)
+		}
+		b.WriteString(";\n")
+		for d := axes - 1; d >= 0; d-- {
+			if d > 0 {
+				fmt.Fprintf(&b, "c = q %% d%[1]d; q /= d%[1]d;", d)
+			} else {
+				b.WriteString("c = q;")
+			}
+			for _, a := range arrays {
+				fmt.Fprintf(&b, " k_%[1]s += c * s%[2]d_%[1]s;", a, d)
+			}
+			b.WriteString("\n")
+		}
 	}
 	for j, in := range ins {
 		if !in.scalar {
-			fmt.Fprintf(&b, "const %[1]s x%[2]d = p%[2]d[j_p%[2]d];\n", in.t.value, j)
+			fmt.Fprintf(&b, "const %[1]s x%[2]d = p%[2]d[k_p%[2]d];\n", in.t.value, j)
 		}
 	}
 	fmt.Fprintf(&b, "%s r;\n%s\n", out.t.value, e.body())
 	if out.t.half {
-		b.WriteString("y[j_y] = r;")
+		b.WriteString("y[k_y] = r;")
 	} else {
-		fmt.Fprintf(&b, "y[j_y] = (%s)r;", out.t.value)
+		fmt.Fprintf(&b, "y[k_y] = (%s)r;", out.t.value)
 	}
 	return compute.ElementwiseSpec{Name: name, InParams: strings.Join(inParams, ", "), OutParams: "raw " + out.t.name + " y", Operation: b.String()}
 }
