@@ -271,7 +271,7 @@ func TestColumnKernelsCompile(t *testing.T) {
 	}
 	e := newEnv(t)
 	compute.UseNVRTC(t)
-	sh := compute.Shape{Rows: 300, Cols: 40} // _cols
+	sh := compute.Shape{Rows: 300, Cols: 40} // _colsv, in the source of _cols and the others
 	compileColumns[cuda.Float16](t, e, sh)
 	compileColumns[cuda.BFloat16](t, e, sh)
 	compileColumns[int8](t, e, sh)

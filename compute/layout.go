@@ -131,7 +131,7 @@ func planRegs(cols, vector, value int, wide bool) int {
 // colLayout is the layout of a fold of each column of rows×cols with at
 // least two of each (planCols sends the others to planRows).
 type colLayout struct {
-	kind   string // the kernel: _narrow (fewer than 32 columns), _short (few rows), _cols
+	kind   string // the kernel: _narrow (fewer than 32 columns), _short (few rows), _colsv (fewer than fewCols), _cols
 	gx, gy int    // the grid: for _cols, column blocks by chunks of rows; else gx blocks
 	chunks int    // the partial results per column (1: posted directly)
 	// lanes is, for _cols, the block's threads across columns (blockDim.x,
@@ -169,7 +169,22 @@ func colVector(width int) int {
 	return 1
 }
 
+// colsVector returns the columns a thread of _colsv takes, of vectors of
+// width elements: the whole vector (16 bytes), at most 8 elements (the
+// block's shared memory holds 8 partial results a thread).
+func colsVector(width int) int { return min(width, 8) }
+
 const (
+	// fewCols is the fewest columns _cols takes where rows are many
+	// (more than shortRows): fewer (32 to fewCols - 1) are _colsv's, whose
+	// threads load 16 bytes of columns a row, not 4 or 8, so that a block
+	// of few columns has as many bytes in flight as a block of many.
+	fewCols = 128
+	// fewChunks is the most chunks of rows _colsv cuts rows into: its last
+	// block folds them (a lane's 8 reads, all in flight at once, a
+	// column), one launch and no stream-ordered memory; 65536×32 float32
+	// were 1024 chunks, folded by a second kernel.
+	fewChunks = 256
 	// shortRows is the most rows _short takes, a thread down each
 	// column (a few of them with vectors).
 	shortRows = 32
@@ -198,7 +213,11 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	// The fewest lanes of columns (a power of two, 32 at most) that take
 	// the columns, so that narrow ones leave none idle: 32 float16 columns
 	// are 8 lanes of 4 by 32 lanes of rows, a warp reading 4 whole rows.
-	vec, lanes := colVector(width), 32
+	kind, vec, most := "_cols", colVector(width), 65535
+	if cols < fewCols && colsVector(width) > vec {
+		kind, vec, most = "_colsv", colsVector(width), fewChunks
+	}
+	lanes := 32
 	for lanes > 1 && lanes/2*vec >= cols {
 		lanes /= 2
 	}
@@ -206,7 +225,7 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	gx := min(ceilDiv(cols, span), maxGrid)
 	chunks := 1
 	if rows > passRows { // at least 8 rows a lane of rows
-		chunks = max(1, min(d.resident/gx, ceilDiv(rows, 8*blockSize/lanes), 65535))
+		chunks = max(1, min(d.resident/gx, ceilDiv(rows, 8*blockSize/lanes), most))
 	}
-	return colLayout{kind: "_cols", gx: gx, gy: chunks, chunks: chunks, lanes: lanes, last: chunks*span <= lastChunks*32}
+	return colLayout{kind: kind, gx: gx, gy: chunks, chunks: chunks, lanes: lanes, last: kind == "_colsv" || chunks*span <= lastChunks*32}
 }

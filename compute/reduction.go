@@ -177,7 +177,7 @@ func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
 
 // source writes the reduction's kernels for an argument pattern (see
 // layout.go): NAME_rows, NAME_split and NAME_chunks fold rows (a whole
-// buffer is one row), NAME_cols, NAME_narrow, NAME_short and NAME_chunks
+// buffer is one row), NAME_cols, NAME_colsv, NAME_narrow, NAME_short and NAME_chunks
 // columns.
 func (r *Reduction) source(buffer []bool) string {
 	acc := r.acc.value
@@ -375,11 +375,20 @@ extern "C" __global__ __launch_bounds__(1024) void %[1]s_narrow(%[2]s%[3]s* gocu
 	}
 }
 `, r.name, strings.Join(params, ""), r.out.t.storage, wide, strings.Join(args, ""), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
-	// _cols' threads take cv adjacent columns each: their vectors, and
-	// whether every buffer is aligned for them.
-	cv := colVector(width)
-	colAligned, colDecl := r.vectors(buffer, cv)
-	fmt.Fprintf(&b, `// Columns, 32 or more: a block of %[4]d threads takes blockDim.x·V
+	// _cols' threads take cv adjacent columns each (colVector's), _colsv's
+	// up to a whole vector of 16 bytes (tall matrices of few columns:
+	// colsVector):
+	// their vectors, and whether every buffer is aligned for them.
+	for _, kv := range []struct {
+		suffix string
+		cv     int
+	}{{"_cols", colVector(width)}, {"_colsv", colsVector(width)}} {
+		cv := kv.cv
+		if kv.suffix == "_colsv" && cv == colVector(width) {
+			continue // planCols never asks for it
+		}
+		colAligned, colDecl := r.vectors(buffer, cv)
+		fmt.Fprintf(&b, `// Columns, 32 or more: a block of %[4]d threads takes blockDim.x·V
 // columns (V = %[5]d), thread x the V from column x·V, with blockDim.y
 // lanes of rows, lane y of row chunk k taking rows Yk+y, Yk+y + Y·chunks,
 // ... (Y = blockDim.y). Where every buffer and every row start is aligned
@@ -388,7 +397,7 @@ extern "C" __global__ __launch_bounds__(1024) void %[1]s_narrow(%[2]s%[3]s* gocu
 // an aligned buffer. The lanes fold in order through shared memory; with
 // one chunk the result is posted, else each chunk's is a partial result
 // (partial[k * cols + c]).
-extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
+extern "C" __global__ void %[1]s%[10]s(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
 	__shared__ gocuda_acc gocuda_lanes[%[4]d * %[5]d];
 	const unsigned int gocuda_t = threadIdx.y * blockDim.x + threadIdx.x;
 	const long long gocuda_span = (long long)blockDim.x * %[5]d;
@@ -446,7 +455,8 @@ extern "C" __global__ void %[1]s_cols(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda
 	}
 }
 `, r.name, strings.Join(params, ""), r.out.t.storage, blockSize, cv, strings.Join(colAligned, " && "), strings.Join(colDecl, ""),
-		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(cv)+" + gocuda_k"), mapAt("gocudap_%s[gocuda_i]", "gocuda_i"))
+			mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(cv)+" + gocuda_k"), mapAt("gocudap_%s[gocuda_i]", "gocuda_i"), kv.suffix)
+	}
 	fmt.Fprintf(&b, `// Columns of a few rows: a thread folds width columns (one where the
 // buffers or the rows are not aligned for vectors) down every row.
 extern "C" __global__ void %[1]s_short(%[2]s%[3]s* gocuda_out, long long rows, long long cols) {
@@ -737,8 +747,8 @@ func (r *Reduction) foldColumns(op string, s *cuda.Stream, shape Shape, as []arg
 	if l.chunks == 1 { // one chunk posts its results itself: no partial results (null)
 		return launchError(op, f[0].Launch(cfg, append(vals, cuda.DevicePtr(0), rows, cols, cuda.DevicePtr(0))...), as, r.name)
 	}
-	counterCount := 1 // _narrow: one for its blocks; _cols: one a block of columns
-	if l.kind == "_cols" {
+	counterCount := 1 // _narrow: one for its blocks; _cols, _colsv: one a block of columns
+	if l.kind != "_narrow" {
 		counterCount = l.gx
 	}
 	bytes := l.chunks * shape.Cols * int(accSize(r.acc))

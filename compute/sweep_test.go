@@ -130,7 +130,8 @@ func TestFaultSweep(t *testing.T) {
 	}
 	x, x1 := cudatest.Upload(t, e.ctx, in), cudatest.Upload(t, e.ctx, ones)
 	// A buffer whose Sum cuts its one row into chunks (longer than
-	// splitCols), and whose columns as 700×100 fold in chunks of rows:
+	// splitCols), and whose columns as 500×140 fold in chunks of rows (in
+	// _cols, which the stand-in has; fewer than 128 columns are _colsv's):
 	// both with partial results in the stream's scratch memory (whose
 	// making TestScratchFaults sweeps).
 	const bigN = 70000
@@ -139,7 +140,7 @@ func TestFaultSweep(t *testing.T) {
 		bigIn[i] = float32(i % 5)
 	}
 	big := cudatest.Upload(t, e.ctx, bigIn)
-	bigShape := compute.Shape{Rows: 700, Cols: 100}
+	bigShape := compute.Shape{Rows: 500, Cols: 140}
 	colSums := must(cuda.Alloc[float32](e.ctx, bigShape.Cols))(t)
 	defer colSums.Free()
 	y := must(cuda.Alloc[float32](e.ctx, n))(t)
