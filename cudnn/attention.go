@@ -322,7 +322,7 @@ func (c *call) attnPlan(k attnKey) (_ *attnPlan, err error) {
 		return nil, errorf(c.op, cuda.ErrNotSupported, "the stream captures, and a new shape's plan (cuDNN compiles its kernel) is not made inside a capture: run the call once before the capture")
 	}
 	g := &graphPlan{}
-	p := &attnPlan{vals: &attnScalars{negInf: -math.MaxFloat32, sk: int32(k.shapes[1][2]), sq: int32(k.shapes[0][2])}}
+	p := &attnPlan{vals: &attnScalars{sk: int32(k.shapes[1][2]), sq: int32(k.shapes[0][2])}}
 	p.pinner.Pin(p.vals)
 	b := &builder{op: c.op, g: g}
 	defer func() {
@@ -344,49 +344,65 @@ func (c *call) attnPlan(k attnKey) (_ *attnPlan, err error) {
 		c.raw.attn[k] = p
 		return p, nil
 	}
-	opGraph := b.attnGraph(c.lh, k, "")
-	if b.err != nil {
-		if fallsBack(b.err) {
-			return refuse("it refused the graph (an sm_80 GPU or later is needed)", b.err)
-		}
-		return nil, b.err
+	// The causal mask's two encodings, the current frontend's first (see
+	// attnMasks); a mask-free graph has one.
+	masks := attnMasks
+	if !k.causal {
+		masks = masks[:1]
 	}
-	for _, mode := range []int32{heurModeA, heurModeFallback} {
-		cfgs, err := c.configs(b, opGraph, convKey{dt: k.dt}, mode)
-		if err != nil {
-			return nil, err
-		}
-		for _, cfg := range cfgs {
-			plan := b.create(bdExecutionPlan)
-			b.set(plan, attrPlanHandle, atHandle, 1, unsafe.Pointer(&c.lh))
-			b.desc(plan, attrPlanConfig, cfg)
-			b.finalize(plan)
-			var ws, m int64
-			if b.err == nil {
-				b.err = check(c.op, "cudnnBackendGetAttribute", clib.BackendGetAttribute(plan, attrPlanWorkspace, atInt64, 1, &m, unsafe.Pointer(&ws)))
+	var refused error
+	for _, mask := range masks {
+		opGraph := b.attnGraph(c.lh, k, mask, "")
+		if b.err != nil {
+			if !fallsBack(b.err) {
+				return nil, b.err
 			}
-			if err := b.err; err != nil {
-				if !fallsBack(err) {
-					return nil, err
+			refused, b.err = b.err, nil
+			continue
+		}
+		for _, mode := range []int32{heurModeA, heurModeFallback} {
+			cfgs, err := c.configs(b, opGraph, convKey{dt: k.dt}, mode)
+			if err != nil {
+				return nil, err
+			}
+			for _, cfg := range cfgs {
+				plan := b.create(bdExecutionPlan)
+				b.set(plan, attrPlanHandle, atHandle, 1, unsafe.Pointer(&c.lh))
+				b.desc(plan, attrPlanConfig, cfg)
+				b.finalize(plan)
+				var ws, m int64
+				if b.err == nil {
+					b.err = check(c.op, "cudnnBackendGetAttribute", clib.BackendGetAttribute(plan, attrPlanWorkspace, atInt64, 1, &m, unsafe.Pointer(&ws)))
 				}
-				b.err = nil
-				continue
+				if err := b.err; err != nil {
+					if !fallsBack(err) {
+						return nil, err
+					}
+					refused, b.err = err, nil
+					continue
+				}
+				if ws < 0 || ws > workLimit {
+					continue
+				}
+				g.plan, g.work = plan, uintptr(ws)
+				p.g, p.vals.negInf = g, mask.negInf
+				p.uids = []int64{attnQ, attnK, attnV, attnO, attnScale}
+				if k.causal {
+					p.uids = append(p.uids, attnNegInf)
+					if k.shapes[0][2] != k.shapes[1][2] {
+						p.uids = append(p.uids, attnSk, attnSq)
+					}
+				}
+				if k.stats {
+					p.uids = append(p.uids, attnStats)
+				}
+				c.raw.attn[k] = p
+				return p, nil
 			}
-			if ws < 0 || ws > workLimit {
-				continue
-			}
-			g.plan, g.work = plan, uintptr(ws)
-			p.g = g
-			p.uids = []int64{attnQ, attnK, attnV, attnO, attnScale, attnNegInf}
-			if k.causal && k.shapes[0][2] != k.shapes[1][2] {
-				p.uids = append(p.uids, attnSk, attnSq)
-			}
-			if k.stats {
-				p.uids = append(p.uids, attnStats)
-			}
-			c.raw.attn[k] = p
-			return p, nil
 		}
+	}
+	if refused != nil {
+		return refuse("it refused the graph or every plan of it (an sm_80 GPU or later is needed)", refused)
 	}
 	return refuse("no engine configuration of its heuristics builds a plan (an sm_80 GPU or later is needed)", nil)
 }
@@ -474,10 +490,32 @@ func (b *builder) reduction(op int32, x, y clib.BackendDescriptor) clib.BackendD
 	return o
 }
 
+// attnMask is an encoding of the causal mask, as a version of cuDNN's
+// frontend builds it: the value of the masked scores, the math precision
+// of the index generators, and whether the bottom-right offset's add and
+// subtract name an axis (3, as the frontend sets it; it means nothing to
+// them).
+type attnMask struct {
+	negInf     float32
+	indexPrec  int32
+	offsetAxis int64
+}
+
+// attnMasks are the encodings tried, in order: the current frontend's for
+// cuDNN 9.10 and later (−inf, the index generators in float, as its
+// diagonal band mask composite builds them), then the earlier one
+// (−FLT_MAX, the index generators in int32). A cuDNN that refuses the
+// first is asked for the second.
+var attnMasks = []attnMask{
+	{negInf: float32(math.Inf(-1)), indexPrec: dataFloat, offsetAxis: 3},
+	{negInf: -math.MaxFloat32, indexPrec: dataInt32, offsetAxis: -1},
+}
+
 // attnGraph makes the finalized operation graph of k (see the comment at
-// the top of the file). defect, for the tests of the fake's strictness,
-// names a mistake to make ("" for none: attnDefects lists them).
-func (b *builder) attnGraph(lh clib.Handle, k attnKey, defect string) clib.BackendDescriptor {
+// the top of the file), its causal mask encoded as mask says. defect, for
+// the tests of the fake's strictness, names a mistake to make ("" for
+// none: attnDefects lists them).
+func (b *builder) attnGraph(lh clib.Handle, k attnKey, mask attnMask, defect string) clib.BackendDescriptor {
 	qs, ks := k.shapes[0], k.shapes[1]
 	B, H, Sq, Sk := qs[0], qs[1], qs[2], ks[2]
 	q := b.tensorND(attnQ, qs, k.strides[0], k.dt, k.align[0], false, false)
@@ -515,17 +553,17 @@ func (b *builder) attnGraph(lh clib.Handle, k attnKey, defect string) clib.Backe
 		if defect == "row axis 1" {
 			axis = 1
 		}
-		ops = append(ops, b.pointwise(pointwiseGenIndex, dataInt32, axis, s, 0, 0, row))
+		ops = append(ops, b.pointwise(pointwiseGenIndex, mask.indexPrec, axis, s, 0, 0, row))
 		if Sq != Sk {
 			// Bottom-right: row + Sk − Sq, as the frontend adds them.
 			plus := virt(sDims, sStrides, dataInt32)
-			ops = append(ops, b.pointwise(pointwiseAdd, dataInt32, -1, row, scalar(attnSk, dataInt32), 0, plus))
+			ops = append(ops, b.pointwise(pointwiseAdd, dataInt32, mask.offsetAxis, row, scalar(attnSk, dataInt32), 0, plus))
 			minus := virt(sDims, sStrides, dataInt32)
-			ops = append(ops, b.pointwise(pointwiseSub, dataInt32, -1, plus, scalar(attnSq, dataInt32), 0, minus))
+			ops = append(ops, b.pointwise(pointwiseSub, dataInt32, mask.offsetAxis, plus, scalar(attnSq, dataInt32), 0, minus))
 			row = minus
 		}
 		col := virt(sDims, sStrides, dataInt32)
-		ops = append(ops, b.pointwise(pointwiseGenIndex, dataInt32, 3, s, 0, 0, col))
+		ops = append(ops, b.pointwise(pointwiseGenIndex, mask.indexPrec, 3, s, 0, 0, col))
 		mask := virt(sDims, sStrides, dataBoolean)
 		ops = append(ops, b.pointwise(pointwiseCmpGE, dataBoolean, -1, row, col, 0, mask))
 		masked := virt(sDims, sStrides, dataFloat)

@@ -33,7 +33,7 @@ func AttentionGraphVariant(h *Handle, defect string) error {
 		k := attnKey{dt: dataHalf, causal: true, stats: true, align: [5]uint8{16, 16, 16, 16, 16}}
 		k.shapes = [4][4]int64{{1, 2, 4, 16}, {1, 1, 8, 16}, {1, 1, 8, 16}, {1, 2, 4, 16}}
 		k.strides = [4][4]int64{{128, 64, 16, 1}, {128, 128, 16, 1}, {128, 128, 16, 1}, {128, 64, 16, 1}}
-		og := b.attnGraph(c.lh, k, defect)
+		og := b.attnGraph(c.lh, k, attnMasks[0], defect)
 		if b.err != nil {
 			return b.err
 		}
@@ -53,4 +53,13 @@ func AttentionGraphVariant(h *Handle, defect string) error {
 		}
 		return errorf(op, cuda.ErrNotSupported, "no plan")
 	})
+}
+
+// SetAttentionMasks makes attention try only the causal mask's encoding i
+// of attnMasks (0 the current frontend's, 1 the earlier one), and returns
+// a function that restores the list.
+func SetAttentionMasks(i int) (restore func()) {
+	old := attnMasks
+	attnMasks = []attnMask{old[i]}
+	return func() { attnMasks = old }
 }

@@ -9,8 +9,10 @@
 //	S = matmul(Q, Kᵀ)                       Q [B,H,Sq,D], Kᵀ [B,Hkv,D,Sk] (D's stride 1 in both), S virtual float
 //	S = mul(S, scale)                        scale a float passed by value
 //	causal: row = gen_index(S, axis 2) [add Sk, sub Sq: int32 passed by value],
-//	        col = gen_index(S, axis 3), mask = cmp_ge(row, col) (boolean),
-//	        S = binary_select(S, lowest, mask) (lowest a float passed by value)
+//	        col = gen_index(S, axis 3) (both int32, computed in int32 or float),
+//	        mask = cmp_ge(row, col) (boolean),
+//	        S = binary_select(S, lowest, mask) (lowest a float passed by value:
+//	        −FLT_MAX or −inf)
 //	M = reduce max(S) [B,H,Sq,1];  E = exp(sub(S, M));  Z = reduce add(E)
 //	stats: Stats = add(M, log(Z))            real, float, packed [B,H,Sq,1]
 //	P = div(E, Z)                            virtual, of Q's type
@@ -132,7 +134,9 @@ static int sdpa_finalize_pw(struct fake_bd *d) {
 	if ((need >= 2) != (bd_get(d, 752, NULL) != NULL) || (need == 3) != (bd_get(d, 758, NULL) != NULL)) return DNN_BAD_PARAM;
 	if (need >= 2 && (r = sdpa_tensor_at(d, 752, &o.in[1]))) return r;
 	if (need == 3 && (r = sdpa_tensor_at(d, 758, &o.in[2]))) return r;
-	if (mode == PW_GEN_INDEX ? o.axis < 0 || o.axis > 3 : o.axis != -1) return DNN_BAD_PARAM;
+	// GEN_INDEX's axis is its own; the frontend names axis 3 on other
+	// modes too (the bottom-right offset's add and subtract), unread.
+	if (mode == PW_GEN_INDEX ? o.axis < 0 || o.axis > 3 : o.axis != -1 && o.axis != 3) return DNN_BAD_PARAM;
 	if (!same4(o.in[0].dim, o.out.dim)) return DNN_BAD_PARAM_SHAPE_MISMATCH;
 	for (int i = 1; i < need; i++) {
 		const int64_t *b = o.in[i].dim, *x = o.out.dim;
@@ -301,7 +305,9 @@ static int sdpa_finalize_graph(struct fake_bd *d) {
 			row = plus->in[0].uid;
 		}
 		struct sdpa_op *gr = sdpa_take(&g, BD_OP_PW, PW_GEN_INDEX, row), *gc = sdpa_take(&g, BD_OP_PW, PW_GEN_INDEX, ge->in[1].uid);
-		if (!gr || !gc || gr->axis != 2 || gc->axis != 3 || gr->prec != D_INT32 || gc->prec != D_INT32) return P;
+		// The index generators compute in int32 (the earlier frontend) or
+		// float (the current one), their outputs int32.
+		if (!gr || !gc || gr->axis != 2 || gc->axis != 3 || (gr->prec != D_INT32 && gr->prec != D_FLOAT) || gc->prec != gr->prec) return P;
 		if (gr->in[0].uid != sel->in[0].uid || gc->in[0].uid != sel->in[0].uid) return P;
 		sc = sel->in[0];
 	}
