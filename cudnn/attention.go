@@ -19,7 +19,7 @@ import (
 //	S  = matmul(Q, Kᵀ)                    float, virtual (Kᵀ: K's view with its last two axes swapped)
 //	S  = S · scale                        pointwise MUL by a scalar passed by value
 //	   causal: row = gen_index(S, axis 2) [+ Sk − Sq, bottom-right], col = gen_index(S, axis 3),
-//	   S = select(row ≥ col, S, −FLT_MAX)
+//	   S = select(row ≥ col, S, −inf)      (or −FLT_MAX and int32 indices: attnMasks)
 //	M  = reduce_max(S) over the keys      [B, H, Sq, 1]
 //	E  = exp(S − M)
 //	Z  = reduce_add(E)                    [B, H, Sq, 1]
@@ -27,10 +27,13 @@ import (
 //	P  = E / Z                            virtual, of the inputs' type (the second matmul's A)
 //	O  = matmul(P, V)
 //
-// The intermediates are virtual (never in memory); the scale, −FLT_MAX and
-// the causal offsets are tensors passed by value (host scalars in the
-// variant pack). Grouped-query attention is K and V with fewer heads than
-// Q, broadcast by the first matmul's and the second's batch axes.
+// The intermediates are virtual (never in memory); the scale, the masked
+// scores' value and the causal offsets are tensors passed by value (host
+// scalars in the variant pack). The masked scores' value and the index
+// generators' precision follow the frontend of cuDNN 9.10 and later, the
+// earlier frontend's encoding tried where cuDNN refuses that one.
+// Grouped-query attention is K and V with fewer heads than Q, broadcast by
+// the first matmul's and the second's batch axes.
 
 // cudnnBackendDescriptorType_t values of the attention graph.
 const (
