@@ -62,43 +62,54 @@ var ctypes = map[string]ctype{
 }
 
 // ctypeOf returns T's ctype (typeName's, without a map on every call).
-func ctypeOf[T Elem]() ctype {
+func ctypeOf[T Elem]() ctype { return *ctypePtr[T]() }
+
+// ctypePtr returns T's ctype in ctypeList.
+func ctypePtr[T Elem]() *ctype {
 	switch any(*new(T)).(type) {
+	case float32: // the common types first, without reflect
+		return &ctypeList[8]
+	case float64:
+		return &ctypeList[9]
+	case int32:
+		return &ctypeList[2]
+	case int64:
+		return &ctypeList[3]
 	case cuda.Float16:
-		return ctypeList[10]
+		return &ctypeList[10]
 	case cuda.BFloat16:
-		return ctypeList[11]
+		return &ctypeList[11]
 	case Bool:
-		return ctypeList[4]
+		return &ctypeList[4]
 	}
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Int8:
-		return ctypeList[0]
+		return &ctypeList[0]
 	case reflect.Int16:
-		return ctypeList[1]
+		return &ctypeList[1]
 	case reflect.Int32:
-		return ctypeList[2]
+		return &ctypeList[2]
 	case reflect.Int64:
-		return ctypeList[3]
+		return &ctypeList[3]
 	case reflect.Uint8:
-		return ctypeList[4]
+		return &ctypeList[4]
 	case reflect.Uint16:
-		return ctypeList[5]
+		return &ctypeList[5]
 	case reflect.Uint32:
-		return ctypeList[6]
+		return &ctypeList[6]
 	case reflect.Uint64:
-		return ctypeList[7]
+		return &ctypeList[7]
 	case reflect.Float32:
-		return ctypeList[8]
+		return &ctypeList[8]
 	}
-	return ctypeList[9]
+	return &ctypeList[9]
 }
 
 // operand is one argument of an elementwise kernel: an array's span (or a
 // scalar's value), its layout (offsets into the span), and its type.
 type operand struct {
 	name   string // as the call names it, for errors: "a"
-	t      ctype
+	t      *ctype         // in ctypeList
 	layout ndshape.Layout // offsets into buf
 	buf    any            // a *cuda.DeviceBuffer over the span, or a scalar's value
 	scalar bool
@@ -152,9 +163,16 @@ func operandInto[T Elem](o *operand, op, name string, a *Array[T]) error {
 		*o = operand{}
 		return err
 	}
-	*o = operand{name: name, t: ctypeOf[T](), layout: a.layout, s: a.s}
+	// Field by field, not a composite literal: *o is the caller's (on its
+	// stack, mostly), and a literal is built aside and copied in whole,
+	// which took a third of nd's part of a small call.
+	o.name = name
+	o.t = ctypePtr[T]()
+	o.layout = a.layout
+	o.s = a.s
 	if a.scalar {
 		o.buf, o.scalar = a.value, true
+		o.lo, o.hi, o.n, o.array, o.arr = 0, 0, 0, nil, nil
 		return nil
 	}
 	span, off, err := a.span(op)
@@ -162,13 +180,16 @@ func operandInto[T Elem](o *operand, op, name string, a *Array[T]) error {
 		*o = operand{}
 		return err
 	}
+	o.scalar = false
 	o.buf, o.n = span, span.Len()
 	o.lo = span.Ptr()
 	o.hi = o.lo + cuda.DevicePtr(span.ByteSize())
 	o.array, o.arr = spanOf[T]{}, a
-	if o.layout, err = a.layout.WithOffset(off); err != nil {
-		*o = operand{}
-		return wrap(op, err)
+	if off != a.layout.Offset() { // the span is a slice of the buffer
+		if o.layout, err = a.layout.WithOffset(off); err != nil {
+			*o = operand{}
+			return wrap(op, err)
+		}
 	}
 	return nil
 }
@@ -183,7 +204,7 @@ func asBits(op string, o *operand) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	o.buf, o.t = v, ctypes["uint16"]
+	o.buf, o.t = v, &ctypeList[5] // uint16
 	if o.array != nil {
 		// Its span is of uint16s now: slices of it are too (made after
 		// apply's copies of overlapping inputs, the one use of copy).

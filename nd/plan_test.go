@@ -48,8 +48,8 @@ func TestSignatures(t *testing.T) {
 		}
 		return l
 	}
-	f32, i32 := ctypeOf[float32](), ctypeOf[int32]()
-	arr := func(t ctype, shape, strides []int) operand {
+	f32, i32 := ctypePtr[float32](), ctypePtr[int32]()
+	arr := func(t *ctype, shape, strides []int) operand {
 		return operand{t: t, layout: layout(shape, strides)}
 	}
 	scalar := operand{t: f32, scalar: true}
