@@ -108,7 +108,7 @@ func ctypePtr[T Elem]() *ctype {
 // operand is one argument of an elementwise kernel: an array's span (or a
 // scalar's value), its layout (offsets into the span), and its type.
 type operand struct {
-	name   string // as the call names it, for errors: "a"
+	name   string         // as the call names it, for errors: "a"
 	t      *ctype         // in ctypeList
 	layout ndshape.Layout // offsets into buf
 	buf    any            // a *cuda.DeviceBuffer over the span, or a scalar's value
