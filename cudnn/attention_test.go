@@ -319,6 +319,14 @@ func TestAttentionFake(t *testing.T) {
 	if err2 := cudnn.Attention(h, q2, q2, q2, q2, cudnn.AttentionOptions{}); !errors.Is(err2, cuda.ErrNotSupported) {
 		t.Errorf("the refused shape again: %v, want the refusal remembered", err2)
 	}
+	// Operands aligned to less than 16 bytes: the fused engine refuses
+	// them (its plan does not build), an error wrapping
+	// cuda.ErrNotSupported.
+	off := must(q.Data.Slice(1, 128))(t)
+	q4 := cudnn.AttentionTensor[cuda.Float16]{Data: off, Shape: [4]int{1, 2, 4, 16}}
+	if err := cudnn.Attention(h, q4, q4, q4, q4, cudnn.AttentionOptions{}); !errors.Is(err, cuda.ErrNotSupported) {
+		t.Errorf("Attention of operands aligned to 2 bytes: %v, want cuda.ErrNotSupported", err)
+	}
 	// A bad parameter at the graph's finalize is cuDNN's error, not a
 	// refusal.
 	sh3 := [4]int{1, 1, 4, 16}

@@ -23,7 +23,8 @@
 // BAD_PARAM for types and shapes that do not agree). The heuristics rank
 // two engines for it: 4, which refuses every graph at the plan's finalize,
 // then 3, the fused one, which needs a work area and refuses D not a
-// multiple of 8 or above 256; FALLBACK has none.
+// multiple of 8 or above 256 and operands aligned to less than 16 bytes;
+// FALLBACK has none.
 
 enum { BD_MATMUL = 18, BD_OP_MATMUL = 19, BD_REDUCTION = 21, BD_OP_REDUCTION = 22 };
 enum { D_INT32 = 4, D_BOOLEAN = 11 };
@@ -355,6 +356,8 @@ static int sdpa_heur_engine(int i) { return i == 0 ? SDPA_ENGINE_REFUSING : SDPA
 // where it refuses it.
 static int64_t sdpa_engine_need(int e, const struct sdpa_graph *s) {
 	if (e != SDPA_ENGINE || s->D % 8 || s->D > 256) return -1;
+	// Its kernel loads 16-byte vectors: operands aligned to 16 bytes.
+	if (s->q.align < 16 || s->k.align < 16 || s->v.align < 16 || s->o.align < 16 || (s->stats && s->st.align < 16)) return -1;
 	return 4096 + s->B * s->H * s->Sq * 8; // a row's statistics, as the fused kernels keep them
 }
 
