@@ -13,31 +13,36 @@ import (
 )
 
 // EnvAttention is the environment variable that chooses what runs
-// Attention and AttentionInto for float16 and bfloat16: "auto" (the
-// default) runs cuDNN's fused attention (package cudnn's Attention) where
-// cuDNN is found and takes the shape, else, and wherever cuDNN fails, nn's
-// own kernel; "cudnn" runs cuDNN wherever it takes the shape and returns
-// its errors; "own" runs nn's own kernel always. float32, a KV cache's
-// attention (its length is on the device) and shapes cuDNN does not take
-// (D not a multiple of 8 or above 256, causal with more queries than
-// keys) always run nn's own kernel.
+// Attention and AttentionInto for float16 and bfloat16: "own" (the
+// default) runs nn's own kernel always; "auto" runs cuDNN's fused
+// attention (package cudnn's Attention) where cuDNN is found and takes
+// the shape, else, and wherever cuDNN fails, nn's own kernel; "cudnn"
+// runs cuDNN wherever it takes the shape and returns its errors. float32,
+// a KV cache's attention (its length is on the device) and shapes cuDNN
+// does not take (D not a multiple of 8 or above 256, causal with more
+// queries than keys) always run nn's own kernel.
+//
+// nn's own kernel is the default until cuDNN's path has passed the tests
+// on a GPU: the fake checks the graph cuDNN is given, not cuDNN's reading
+// of it.
 const EnvAttention = "GOCUDA_NN_ATTENTION"
 
 // attnBackend overrides EnvAttention, for the tests: "own", "cudnn",
 // "auto" (a string; "" reads the environment).
 var attnBackend atomic.Value
 
-// attnMode returns the backend chosen: "own", "cudnn" or "auto".
+// attnMode returns the backend chosen: "own" (also for an unknown
+// name), "cudnn" or "auto".
 func attnMode() string {
 	m, _ := attnBackend.Load().(string)
 	if m == "" {
 		m = os.Getenv(EnvAttention)
 	}
 	switch m {
-	case "own", "cudnn":
+	case "auto", "cudnn":
 		return m
 	}
-	return "auto"
+	return "own"
 }
 
 // attnDNN are the cuDNN handles attention made, one a stream, each closed
@@ -71,6 +76,7 @@ func attnHandle(s *cuda.Stream, capturing bool) (*cudnn.Handle, error) {
 		attnDNN.unavailable = err
 		return nil, err
 	}
+	attnPrune()
 	ctx := s.Context()
 	h, err := cudnn.New(s)
 	if err != nil {
@@ -103,6 +109,21 @@ func attnRelease(ctx *cuda.Context) error {
 		delete(attnDNN.handles, s)
 	}
 	return errors.Join(errs...)
+}
+
+// attnPrune closes the handles of streams closed since they were made,
+// so that a program that makes a stream for each piece of work keeps one
+// cuDNN handle for each stream open, not one for each it ever made. A
+// handle that fails to close stays, to be tried again. attnDNN.mu is held.
+func attnPrune() {
+	for s, h := range attnDNN.handles {
+		if _, err := s.Query(); !errors.Is(err, cuda.ErrClosed) {
+			continue
+		}
+		if err := h.Close(); err == nil || errors.Is(err, cuda.ErrClosed) {
+			delete(attnDNN.handles, s)
+		}
+	}
 }
 
 // attnDrop forgets s's handle (its stream closed), closing it.

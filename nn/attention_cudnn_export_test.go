@@ -11,3 +11,10 @@ func SetAttnBackend(mode string) (restore func()) {
 
 // AttnCUDNNRuns returns how many attentions cuDNN has run.
 func AttnCUDNNRuns() int64 { return attnCUDNNRuns.Load() }
+
+// AttnCUDNNHandles returns how many cuDNN handles attention holds open.
+func AttnCUDNNHandles() int {
+	attnDNN.mu.Lock()
+	defer attnDNN.mu.Unlock()
+	return len(attnDNN.handles)
+}

@@ -14,7 +14,7 @@ import (
 // under each backend EnvAttention names against the float64 reference:
 // cuDNN's fused attention ("cudnn": wherever it takes the shape, nn's
 // own kernel elsewhere, as for 70 queries over 7 keys under the causal
-// mask), nn's own ("own"), and the default ("auto"). Under "cudnn" cuDNN
+// mask), nn's own ("own", the default), and "auto". Under "cudnn" cuDNN
 // must have run (the fake answers its calls; a GPU needs cuDNN found: the
 // test skips where it is not).
 func TestAttentionBackends(t *testing.T) {
@@ -81,4 +81,33 @@ func TestAttentionCUDNNFails(t *testing.T) {
 			t.Errorf("Attention with cuDNN failing: %v, want cuDNN's execution failure", err)
 		}
 	})
+}
+
+// TestAttentionCUDNNStreams checks that a program making a stream for
+// each attention keeps no cuDNN handle for the streams it closed: each
+// new stream's handle closes those of the streams closed before it.
+func TestAttentionCUDNNStreams(t *testing.T) {
+	c := cudatest.Fake(t)
+	if c == nil {
+		return
+	}
+	defer nn.SetAttnBackend("cudnn")()
+	ctx := cudatest.Context(t)
+	shape := attnShape{1, 2, 2, 9, 9, 32, false}
+	before := nn.AttnCUDNNHandles()
+	for i := range 5 {
+		s, err := ctx.NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		attnCheck[cuda.BFloat16](t, s, shape, uint64(i))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The last stream's handle is closed by the next stream's, or with
+	// the context.
+	if n := nn.AttnCUDNNHandles() - before; n > 1 {
+		t.Errorf("%d cuDNN handles open for 5 streams made and closed one after another; want at most 1", n)
+	}
 }

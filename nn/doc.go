@@ -61,6 +61,10 @@
 // then AttentionInto) is captured once as a CUDA graph and replayed at
 // every position (ExampleKVCache_graph).
 //
+// With GOCUDA_NN_ATTENTION=auto (EnvAttention), the halves' attention runs
+// cuDNN's fused attention where cuDNN is found and takes the shape, and
+// nn's own kernel wherever it does not; nn's own kernel is the default.
+//
 // On error a function returns nil arrays and an *Error that wraps
 // cuda.ErrInvalidValue (a nil, zero or non-contiguous array, shapes that
 // do not agree, a bad scalar), cuda.ErrClosed (a freed array) or the error
