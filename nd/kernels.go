@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -262,6 +263,8 @@ type kernelKey struct {
 	axes       int    // -1: the contiguous kernel
 	scalars    uint64
 	narrow     bool // a strided kernel's index arithmetic in 32 bits (narrowFits)
+	vec        int    // a strided kernel's elements a thread along the last axis (vectorWidth); 0: one
+	vecs       uint64 // the arrays the vector variant loads or stores vec at a time (bit 0 out, j+1 input j)
 }
 
 var kernelCache sync.Map // kernelKey -> *compute.Elementwise
@@ -379,6 +382,14 @@ type plan struct {
 	k      *compute.Elementwise
 	axes   int   // the strided kernel's axes; -1: the contiguous kernel
 	consts []any // the strided kernel's dims and each array's strides, as its arguments
+	// The strided kernel's vector variant (vectorWidth), where the
+	// pattern has one: vec elements a thread, its own dims, and the
+	// arrays (bit 0 out, bit j+1 input j) it loads or stores vec at a
+	// time, whose addresses must be aligned to vec elements.
+	kv      *compute.Elementwise
+	vec     int
+	vconsts []any
+	vecs    uint64
 }
 
 // planSlots is the cache of plans: a plan in the slot of its hash (a
@@ -502,29 +513,121 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 		}
 	}
 	narrow := axes >= 0 && narrowFits(co)
-	k, err := kernelFor(op, e, *out, ins, axes, scalars, narrow)
+	k, err := kernelFor(op, e, *out, ins, axes, scalars, narrow, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	p := &plan{k: k, axes: axes}
-	if axes >= 0 {
-		// The axes' dimensions and each array's strides, in the
-		// declaration's order (after the offsets, before the output);
-		// a narrow kernel's dimensions each with its divider.
-		for _, d := range co[0].Shape() {
+	if axes < 0 {
+		return p, nil
+	}
+	// The axes' dimensions and each array's strides, in the declaration's
+	// order (after the offsets, before the output); a narrow kernel's
+	// dimensions each with its divider. The vector variant's last
+	// dimension counts vectors.
+	consts := func(vec int) []any {
+		var c []any
+		for i, d := range co[0].Shape() {
+			if i == axes-1 && vec > 0 {
+				d /= vec
+			}
 			if narrow {
-				p.consts = append(p.consts, divider(d))
+				c = append(c, divider(d))
 				continue
 			}
-			p.consts = append(p.consts, int64(d))
+			c = append(c, int64(d))
 		}
 		for _, l := range co {
 			for _, st := range l.Strides() {
-				p.consts = append(p.consts, int64(st))
+				c = append(c, int64(st))
 			}
 		}
+		return c
+	}
+	p.consts = consts(0)
+	if vec, vecs := vectorWidth(co, out, ins); vec > 0 && !usesIndex.MatchString(e.code) {
+		kv, err := kernelFor(op, e, *out, ins, axes, scalars, narrow, vec, vecs)
+		if err != nil {
+			return nil, err
+		}
+		p.kv, p.vec, p.vecs, p.vconsts = kv, vec, vecs, consts(vec)
 	}
 	return p, nil
+}
+
+// usesIndex matches an expression's code that reads the element's index
+// i, which the vector variant does not give it.
+var usesIndex = regexp.MustCompile(`\bi\b`)
+
+// vectorWidth returns how many elements of the last axis a thread of the
+// strided kernel's vector variant takes (16 bytes of the widest type),
+// and which arrays it loads or stores that many at a time (bit 0 out,
+// bit j+1 input j): where the last axis is contiguous in out and in every
+// input or broadcast (stride 0) in it, its length is a multiple of the
+// width, and each contiguous array's other strides are too (so that an
+// aligned first vector aligns them all); 0 where not, or where an operand
+// is a half.
+func vectorWidth(co []ndshape.Layout, out *operand, ins []operand) (int, uint64) {
+	if out.t.half {
+		return 0, 0
+	}
+	widest := out.t.size()
+	for i := range ins {
+		if ins[i].t.half {
+			return 0, 0
+		}
+		if !ins[i].scalar {
+			widest = max(widest, ins[i].t.size())
+		}
+	}
+	vec := 16 / widest
+	last := co[0].Ndim() - 1
+	if vec < 2 || last < 0 || co[0].Dim(last)%vec != 0 {
+		return 0, 0
+	}
+	var vecs uint64
+	c := 0 // co's index of the array
+	for j := -1; j < len(ins); j++ {
+		if j >= 0 && ins[j].scalar {
+			continue
+		}
+		l := co[c]
+		c++
+		switch l.Stride(last) {
+		case 1:
+			for i := range last {
+				if l.Stride(i)%vec != 0 {
+					return 0, 0
+				}
+			}
+			vecs |= 1 << (j + 1)
+		case 0:
+			if j < 0 {
+				return 0, 0
+			}
+		default:
+			return 0, 0
+		}
+	}
+	return vec, vecs
+}
+
+// aligned reports whether the arrays p's vector variant loads or stores a
+// vector at a time are aligned to a vector in this call.
+func (p *plan) aligned(out *operand, ins []operand) bool {
+	at := func(o *operand) bool {
+		size := uint64(o.t.size())
+		return (uint64(o.lo)+uint64(o.layout.Offset())*size)%(uint64(p.vec)*size) == 0
+	}
+	if p.vecs&1 != 0 && !at(out) {
+		return false
+	}
+	for j := range ins {
+		if p.vecs&(1<<(j+1)) != 0 && !at(&ins[j]) {
+			return false
+		}
+	}
+	return true
 }
 
 // narrowFits reports whether a strided kernel over the coalesced layouts
@@ -639,6 +742,11 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 			args = append(args, boxInt64(int64(ins[i].layout.Offset())))
 		}
 	}
+	if p.kv != nil && p.aligned(out, ins) {
+		args = append(args, p.vconsts...)
+		args = append(args, out.buf)
+		return wrap(op, p.kv.LaunchN(out.s, n/p.vec, args...))
+	}
 	args = append(args, p.consts...)
 	args = append(args, out.buf)
 	return wrap(op, p.k.LaunchN(out.s, n, args...))
@@ -646,13 +754,13 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 
 // kernelFor returns the kernel of e for the operands' types and pattern,
 // declaring it on first use.
-func kernelFor(op string, e expr, out operand, ins []operand, axes int, scalars uint64, narrow bool) (*compute.Elementwise, error) {
+func kernelFor(op string, e expr, out operand, ins []operand, axes int, scalars uint64, narrow bool, vec int, vecs uint64) (*compute.Elementwise, error) {
 	var types []string
 	for _, in := range ins {
 		types = append(types, in.t.name)
 	}
 	key := kernelKey{name: e.name, code: e.code, types: strings.Join(types, ",") + "->" + out.t.name, axes: axes, scalars: scalars,
-		narrow: narrow}
+		narrow: narrow, vec: vec, vecs: vecs}
 	if k, ok := kernelCache.Load(key); ok {
 		return k.(*compute.Elementwise), nil
 	}
@@ -674,6 +782,9 @@ func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) comput
 	}
 	if key.narrow {
 		name += "_32"
+	}
+	if key.vec > 0 {
+		name += fmt.Sprintf("_v%d_%x", key.vec, key.vecs)
 	}
 	if key.scalars != 0 {
 		name += fmt.Sprintf("_s%x", key.scalars)
@@ -735,6 +846,9 @@ func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) comput
 			} else {
 				b.WriteString("c = q;")
 			}
+			if d == axes-1 && key.vec > 0 {
+				fmt.Fprintf(&b, " c *= %d;", key.vec)
+			}
 			for _, a := range arrays {
 				fmt.Fprintf(&b, " j_%[1]s += (int)c * (int)s%[2]d_%[1]s;", a, d)
 			}
@@ -755,11 +869,37 @@ func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) comput
 			} else {
 				b.WriteString("c = q;")
 			}
+			if d == axes-1 && key.vec > 0 {
+				fmt.Fprintf(&b, " c *= %d;", key.vec)
+			}
 			for _, a := range arrays {
 				fmt.Fprintf(&b, " k_%[1]s += c * s%[2]d_%[1]s;", a, d)
 			}
 			b.WriteString("\n")
 		}
+	}
+	if key.vec > 0 {
+		// The vector variant (vectorWidth): key.vec elements of the last
+		// axis, loaded and stored at once where an array is contiguous
+		// along it, one element broadcast to all where it is not.
+		v := key.vec
+		for j, in := range ins {
+			switch {
+			case in.scalar:
+			case key.vecs&(1<<(j+1)) != 0:
+				fmt.Fprintf(&b, "struct __align__(%[3]d) nd_v%[2]d { %[1]s v[%[4]d]; };\nconst nd_v%[2]d xv%[2]d = *(const nd_v%[2]d*)(p%[2]d + k_p%[2]d);\n", in.t.value, j, v*in.t.size(), v)
+			default:
+				fmt.Fprintf(&b, "const %[1]s x%[2]d = p%[2]d[k_p%[2]d];\n", in.t.value, j)
+			}
+		}
+		fmt.Fprintf(&b, "struct __align__(%[2]d) nd_vy { %[1]s v[%[3]d]; };\nnd_vy yv;\n#pragma unroll\nfor (int e_ = 0; e_ < %[3]d; e_++) {\n", out.t.value, v*out.t.size(), v)
+		for j, in := range ins {
+			if !in.scalar && key.vecs&(1<<(j+1)) != 0 {
+				fmt.Fprintf(&b, "const %[1]s x%[2]d = xv%[2]d.v[e_];\n", in.t.value, j)
+			}
+		}
+		fmt.Fprintf(&b, "%s r;\n%s\nyv.v[e_] = (%s)r;\n}\n*(nd_vy*)(y + k_y) = yv;", out.t.value, e.body(), out.t.value)
+		return compute.ElementwiseSpec{Name: name, InParams: strings.Join(inParams, ", "), OutParams: "raw " + out.t.name + " y", Operation: b.String()}
 	}
 	for j, in := range ins {
 		if !in.scalar {
