@@ -262,7 +262,7 @@ type kernelKey struct {
 	types      string // "float32,float32->bool"
 	axes       int    // -1: the contiguous kernel
 	scalars    uint64
-	narrow     bool // a strided kernel's index arithmetic in 32 bits (narrowFits)
+	narrow     bool   // a strided kernel's index arithmetic in 32 bits (narrowFits)
 	vec        int    // a strided kernel's elements a thread along the last axis (vectorWidth); 0: one
 	vecs       uint64 // the arrays the vector variant loads or stores vec at a time (bit 0 out, j+1 input j)
 }
