@@ -128,7 +128,9 @@ func TestSoftmaxRegsCompile(t *testing.T) {
 				if regs == 0 {
 					t.Fatalf("%s for %s: ptxas said nothing of %s_regs:\n%s", name, arch, name, out.Log)
 				}
-				t.Logf("%s for %s: %s", name, arch, figures[name])
+				for _, k := range []string{name, name + "_stats", name + "_apply"} {
+					t.Logf("%s for %s: %s", k, arch, figures[k])
+				}
 			}
 		}
 	}

@@ -107,37 +107,58 @@ __device__ __forceinline__ void gocuda_blockjoin(gocuda_v* m, gocuda_v* s) {
 // gocuda_short makes a row's (its largest, a NaN its own largest; then
 // the sum of e^(x - largest), 1 where x is the largest), and joined once:
 // an exponential an element and one a vector, not one or two an element
-// and a branch each.
+// and a branch each. A thread's vectors are read GOCUDA_BATCH at a time,
+// all of them before any is folded (in order: the same bits), so that a
+// row that a few blocks take alone has that many reads in flight: the
+// compiler does not move a read above the store into the cache before it,
+// which may be the same memory for all it knows.
+#define GOCUDA_BATCH 2
 template <int V>
 __device__ __forceinline__ void gocuda_stats(const gocuda_s* in, long long from, long long to, long long lane, long long lanes, gocuda_vec<gocuda_s, V>* cache, gocuda_v* m, gocuda_v* s) {
 	typedef gocuda_vec<gocuda_s, V> vec;
-	#pragma unroll 2
-	for (long long j = from + lane; j < to; j += lanes) {
-		const vec xs = ((const vec*)in)[j];
-		if (cache) cache[j - from] = xs;
-		gocuda_v x[V];
+	for (long long j0 = from + lane; j0 < to; j0 += GOCUDA_BATCH * lanes) {
+		vec batch[GOCUDA_BATCH];
 		#pragma unroll
-		for (int k = 0; k < V; k++) x[k] = %[4]s;
-		gocuda_v vm = x[0], vs = 0;
+		for (int u = 0; u < GOCUDA_BATCH; u++) if (j0 + u * lanes < to) batch[u] = ((const vec*)in)[j0 + u * lanes];
 		#pragma unroll
-		for (int k = 1; k < V; k++) vm = (x[k] != x[k] || x[k] > vm) ? x[k] : vm;
-		#pragma unroll
-		for (int k = 0; k < V; k++) vs += x[k] == vm ? (gocuda_v)1 : exp(x[k] - vm);
-		gocuda_join(m, s, vm, vs);
+		for (int u = 0; u < GOCUDA_BATCH; u++) {
+			const long long j = j0 + u * lanes;
+			if (j >= to) break;
+			const vec xs = batch[u];
+			if (cache) cache[j - from] = xs;
+			gocuda_v x[V];
+			#pragma unroll
+			for (int k = 0; k < V; k++) x[k] = %[4]s;
+			gocuda_v vm = x[0], vs = 0;
+			#pragma unroll
+			for (int k = 1; k < V; k++) vm = (x[k] != x[k] || x[k] > vm) ? x[k] : vm;
+			#pragma unroll
+			for (int k = 0; k < V; k++) vs += x[k] == vm ? (gocuda_v)1 : exp(x[k] - vm);
+			gocuda_join(m, s, vm, vs);
+		}
 	}
 }
 // gocuda_write writes the results of vectors [from, to) of a row, read
-// back from cache (only what this thread kept) or from in.
+// back from cache (only what this thread kept) or from in, GOCUDA_BATCH
+// vectors at a time before any is written (out may be in: each thread
+// reads its own vectors before it writes them).
 template <int V>
 __device__ __forceinline__ void gocuda_write(const gocuda_s* in, gocuda_s* out, long long from, long long to, long long lane, long long lanes, const gocuda_vec<gocuda_s, V>* cache, gocuda_v m, gocuda_v sum) {
 	typedef gocuda_vec<gocuda_s, V> vec;
-	#pragma unroll 2
-	for (long long j = from + lane; j < to; j += lanes) {
-		const vec xs = cache ? cache[j - from] : ((const vec*)in)[j];
-		vec ys;
+	for (long long j0 = from + lane; j0 < to; j0 += GOCUDA_BATCH * lanes) {
+		vec batch[GOCUDA_BATCH];
 		#pragma unroll
-		for (int k = 0; k < V; k++) { const gocuda_v x = %[4]s; ys.v[k] = %[5]s; }
-		((vec*)out)[j] = ys;
+		for (int u = 0; u < GOCUDA_BATCH; u++) if (j0 + u * lanes < to) batch[u] = cache ? cache[j0 + u * lanes - from] : ((const vec*)in)[j0 + u * lanes];
+		#pragma unroll
+		for (int u = 0; u < GOCUDA_BATCH; u++) {
+			const long long j = j0 + u * lanes;
+			if (j >= to) break;
+			const vec xs = batch[u];
+			vec ys;
+			#pragma unroll
+			for (int k = 0; k < V; k++) { const gocuda_v x = %[4]s; ys.v[k] = %[5]s; }
+			((vec*)out)[j] = ys;
+		}
 	}
 }
 // gocuda_short takes a short row with G lanes of a warp in three passes
@@ -228,14 +249,13 @@ __device__ __forceinline__ void gocuda_staged(const gocuda_s* src, gocuda_s* dst
 }
 template <int V>
 __device__ __forceinline__ void gocuda_grouped(const gocuda_s* src, gocuda_s* dst, long long rows, long long cols, int group, gocuda_vec<gocuda_s, V>* cache) {
+	// Rows of lanes of fewer than 32 are held in registers (_regsE), as
+	// rows of 32 lanes are but float64's past 1024 elements (planRegs),
+	// and a thread's rows are staged: this kernel has no other group.
 	switch (group) {
-	case 1: gocuda_rows<V, 1>(src, dst, rows, cols, 0); break;
-	case 2: gocuda_rows<V, 2>(src, dst, rows, cols, 0); break;
-	case 4: gocuda_rows<V, 4>(src, dst, rows, cols, 0); break;
-	case 8: gocuda_rows<V, 8>(src, dst, rows, cols, 0); break;
-	case 16: gocuda_rows<V, 16>(src, dst, rows, cols, 0); break;
 	case 32: gocuda_rows<V, 32>(src, dst, rows, cols, 0); break;
-	default: gocuda_rows<V, 0>(src, dst, rows, cols, cache);
+	case 0: gocuda_rows<V, 0>(src, dst, rows, cols, cache); break;
+	default: __trap();
 	}
 }
 #define GOCUDA_V (16 / sizeof(gocuda_s))
