@@ -18,9 +18,10 @@ import (
 // attention (package cudnn's Attention) where cuDNN is found and takes
 // the shape, else, and wherever cuDNN fails, nn's own kernel; "cudnn"
 // runs cuDNN wherever it takes the shape and returns its errors. float32,
-// a KV cache's attention (its length is on the device) and shapes cuDNN
-// does not take (D not a multiple of 8 or above 256, causal with more
-// queries than keys) always run nn's own kernel.
+// a KV cache's attention once an Append was captured (a graph's replays
+// lengthen the cache where only the device sees it), a capturing stream
+// and shapes cuDNN does not take (D not a multiple of 8 or above 256,
+// causal with more queries than keys) always run nn's own kernel.
 //
 // nn's own kernel is the default until cuDNN's path has passed the tests
 // on a GPU: the fake checks the graph cuDNN is given, not cuDNN's reading

@@ -7,6 +7,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cudnn"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/nd"
 	"github.com/gocuda/cuda/nn"
 )
 
@@ -110,4 +111,73 @@ func TestAttentionCUDNNStreams(t *testing.T) {
 	if n := nn.AttnCUDNNHandles() - before; n > 1 {
 		t.Errorf("%d cuDNN handles open for 5 streams made and closed one after another; want at most 1", n)
 	}
+}
+
+// TestKVCacheCUDNN checks a KV cache's attention under "cudnn": over the
+// length the host knows (Appends queued outside a capture) cuDNN runs it,
+// and once an Append was captured, whose replays lengthen the cache
+// unseen, nn's kernels (which read the length on the device) do: an
+// attention after the replays must see every replayed position.
+func TestKVCacheCUDNN(t *testing.T) {
+	if _, err := cudnn.Library(); err != nil {
+		t.Skipf("cuDNN: %v", err)
+	}
+	defer nn.SetAttnBackend("cudnn")()
+	t.Run("host", func(t *testing.T) {
+		before := nn.AttnCUDNNRuns()
+		testKVCache[cuda.BFloat16](t, nn.LayoutBHSD)
+		if nn.AttnCUDNNRuns() == before {
+			t.Error("cuDNN ran none of the cache's attentions")
+		}
+	})
+	t.Run("replayed", func(t *testing.T) {
+		s := layerStream(t)
+		const B, H, Hkv, D, max = 1, 2, 1, 32, 16
+		c := must(nn.NewKVCache[cuda.BFloat16](s, B, Hkv, max, D))(t)
+		t.Cleanup(func() { c.Free() })
+		up := func(seed uint64, heads int) *nd.Array[cuda.BFloat16] {
+			return layerUp[cuda.BFloat16](t, s, layerData(B*heads*D, seed, -1, 1), B, heads, 1, D)
+		}
+		q, k, v := up(1, H), up(2, Hkv), up(3, Hkv)
+		out := layerFree(t, must(nd.Empty[cuda.BFloat16](s, B, H, 1, D))(t))
+		opts := nn.AttentionOptions{Causal: true}
+		decode := func() error {
+			if err := c.Append(k, v); err != nil {
+				return err
+			}
+			return c.AttentionInto(out, q, opts)
+		}
+		if err := decode(); err != nil {
+			t.Fatal(err)
+		}
+		g := must(s.Capture(cuda.CaptureGlobal, decode))(t)
+		defer g.Close()
+		exec := must(g.Instantiate())(t)
+		defer exec.Close()
+		// Distinct keys and values at each position: the replays read k
+		// and v as they are at launch.
+		kb, vb := must(k.Buffer())(t), must(v.Buffer())(t)
+		for p := range 3 {
+			for i, b := range []*cuda.DeviceBuffer[cuda.BFloat16]{kb, vb} {
+				if err := b.CopyFromHost(layerTo[cuda.BFloat16](layerData(B*Hkv*D, uint64(10+2*p+i), -1, 1))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := exec.Launch(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		replayed := layerDown(t, out)
+		before := nn.AttnCUDNNRuns()
+		if err := c.AttentionInto(out, q, opts); err != nil {
+			t.Fatal(err)
+		}
+		if n := nn.AttnCUDNNRuns() - before; n != 0 {
+			t.Errorf("cuDNN ran %d attention(s) over a cache a graph lengthened", n)
+		}
+		layerClose(t, "after the replays", layerDown(t, out), replayed, 0)
+		if n, err := c.Len(); n != 4 || err != nil {
+			t.Fatalf("Len = %d, %v; want 4", n, err)
+		}
+	})
 }

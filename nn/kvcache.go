@@ -53,6 +53,11 @@ type KVCache[T Float] struct {
 	// unseen), so that an Append past MaxLen it alone makes is an error
 	// at once.
 	queued atomic.Int64
+	// replayed records that an Append was captured: a graph's replays
+	// lengthen the cache unseen, so that queued is no longer its length.
+	// Until then the host knows the length, and cuDNN's fused attention
+	// (EnvAttention) may run over it.
+	replayed atomic.Bool
 }
 
 // NewKVCache returns an empty cache of batch sequences, kvHeads key/value
@@ -240,7 +245,23 @@ func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) e
 		return wrap(op, err)
 	}
 	c.queued.Add(int64(n))
+	if c.s.Capturing() {
+		c.replayed.Store(true)
+	}
 	return nil
+}
+
+// launch runs the attention p over the cache into ob: through cuDNN's
+// fused attention over the length the host knows, where it knows it
+// (no Append captured) and EnvAttention and the shape allow, else by nn's
+// kernels, which read the length on the device.
+func (c *KVCache[T]) launch(op string, ob *cuda.DeviceBuffer[T], p *attnParams[T]) error {
+	if !c.replayed.Load() && !c.s.Capturing() {
+		if ran, err := attnCUDNNOver(op, ob, p, int(c.queued.Load())); ran {
+			return err
+		}
+	}
+	return attnLaunch(op, ob, p)
 }
 
 // Attention returns the attention of q, [B, H, Sq, D] with Hkv dividing
@@ -260,7 +281,7 @@ func (c *KVCache[T]) Attention(q *nd.Array[T], opts AttentionOptions) (*nd.Array
 	}
 	ob, err := out.Buffer()
 	if err == nil {
-		err = attnLaunch(op, ob, p)
+		err = c.launch(op, ob, p)
 	}
 	if err != nil {
 		if e := out.Free(); e != nil {
@@ -284,7 +305,7 @@ func (c *KVCache[T]) AttentionInto(out, q *nd.Array[T], opts AttentionOptions) e
 	if err != nil {
 		return err
 	}
-	return wrap(op, attnLaunch(op, ob, p))
+	return wrap(op, c.launch(op, ob, p))
 }
 
 // prepare returns the launch of q's attention over the cache.
