@@ -1,7 +1,7 @@
-// Package cudnn runs 2-D convolutions, pooling and batch normalization on
-// gocuda's DeviceBuffers with NVIDIA's cuDNN 9, opened at run time like the
-// driver: nothing is needed to build, and the library only where a Handle
-// is made.
+// Package cudnn runs 2-D convolutions, pooling, batch normalization and
+// fused scaled dot-product attention on gocuda's DeviceBuffers with
+// NVIDIA's cuDNN 9, opened at run time like the driver: nothing is needed
+// to build, and the library only where a Handle is made.
 //
 // A Tensor is a 4-D tensor of float32, cuda.Float16 or cuda.BFloat16 in
 // device memory: its buffer, its Shape (N, C, H, W) and its Layout (NCHW,
@@ -20,7 +20,11 @@
 // gradient), ConvBiasActivation (y = act(x ⋆ w + bias), ReLU or identity,
 // fused by cuDNN), PoolForward and PoolBackward (max and average pooling)
 // and the batch normalization of each channel:
-// BatchNormInference, BatchNormTraining and BatchNormBackward. The
+// BatchNormInference, BatchNormTraining and BatchNormBackward. Attention
+// is softmax(Q·Kᵀ·scale)·V of 4-D AttentionTensors (batch, heads,
+// positions, head dimension; any strides with the head dimension's 1),
+// causal (aligned to the last keys) or not, grouped-query, through
+// cuDNN's fused attention engine (the halves, sm_80 and later). The
 // computations accumulate in float32 whatever the element type; the half
 // types run on tensor cores, float32 too once Handle.SetTF32 allows it.
 //
@@ -30,8 +34,8 @@
 // the execution plan of an engine configuration cuDNN's heuristics rank
 // for it (CUDNN_HEUR_MODE_A, then the fallback list): the first that
 // builds, or, after Handle.SetBenchmark(true), the fastest of the first
-// 16, each timed once per shape on the call's buffers (PyTorch's
-// torch.backends.cudnn.benchmark). Engines whose numerics the call does
+// 32 of both lists, each timed once per shape on the call's buffers
+// (PyTorch's torch.backends.cudnn.benchmark). Engines whose numerics the call does
 // not allow are passed over (for float32 without SetTF32: the tensor
 // cores' and those that convert the inputs down). Where cuDNN can build no
 // plan for a shape, or the library lacks the backend API, the legacy calls
