@@ -2,6 +2,7 @@ package compute
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -490,22 +491,21 @@ func softmaxName(t string, logarithm bool) string {
 }
 
 // regsNames are the names of the Softmax kernels that hold rows in
-// registers, by their variant's name and the values a lane keeps: made
-// once, not at every launch.
-var regsNames sync.Map // regsKey -> string
-
-type regsKey struct {
-	name   string
-	values int
-}
+// registers, by their variant's name, each by the log2 of the values a
+// lane keeps (1 to 64): made once, not at every launch, and looked up by
+// the name alone, as namedVariant looks up the variant.
+var regsNames sync.Map // string -> *[7]string
 
 func regsName(name string, values int) string {
-	k := regsKey{name, values}
-	if n, ok := regsNames.Load(k); ok {
-		return n.(string)
+	names, ok := regsNames.Load(name)
+	if !ok {
+		var made [7]string
+		for k := range made {
+			made[k] = fmt.Sprintf("%s_regs%d", name, 1<<k)
+		}
+		names, _ = regsNames.LoadOrStore(name, &made)
 	}
-	n, _ := regsNames.LoadOrStore(k, fmt.Sprintf("%s_regs%d", name, values))
-	return n.(string)
+	return names.(*[7]string)[bits.TrailingZeros(uint(values))]
 }
 
 func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream, logarithm bool) error {

@@ -100,3 +100,28 @@ func twiceBits[T cuda.Number](t *testing.T, what string, dst *cuda.DeviceBuffer[
 func rawBytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(*new(T))))
 }
+
+// TestSoftmaxRowsAllocs: a call that holds rows in registers makes no
+// more allocations than one of the kernel that stages rows (its kernel's
+// name is made once, not at every call).
+func TestSoftmaxRowsAllocs(t *testing.T) {
+	e := gpu(t)
+	x := must(cuda.Zeroed[float32](e.ctx, 64*100))(t)
+	defer x.Free()
+	allocs := func(sh compute.Shape) float64 {
+		t.Helper()
+		if err := compute.Softmax(x, x, sh, e.s); err != nil { // compiled
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(20, func() {
+			if err := compute.Softmax(x, x, sh, e.s); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	staged, regs := allocs(compute.Shape{Rows: 640, Cols: 10}), allocs(compute.Shape{Rows: 64, Cols: 100})
+	if regs > staged {
+		t.Errorf("Softmax of rows in registers: %v allocations a call, of staged rows %v", regs, staged)
+	}
+	t.Logf("allocations a call: staged %v, in registers %v", staged, regs)
+}
