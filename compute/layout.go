@@ -26,6 +26,9 @@ package compute
 //     rows or fewer;
 //   - 32 rows or fewer (short): a thread down a column, or down a vector's
 //     width of them;
+//   - fewer than fewCols columns of many rows (_colsv): as below, each
+//     thread 16 bytes of columns a row, at most fewChunks chunks of rows,
+//     folded by their last block;
 //   - else blocks of 256 threads: lanes of columns, each taking vec
 //     adjacent columns (colVector: one column of 4-byte and wider types,
 //     8 bytes of narrower ones), by lanes of rows, 32 by 8 where the
