@@ -174,3 +174,25 @@ func ModulesKept(ctx *cuda.Context) int {
 	defer cm.mu.Unlock()
 	return len(cm.mods) + len(cm.unclosed)
 }
+
+// SetSoftmaxRoom makes n the shared memory a block of Softmax may keep its
+// row in where its kernel opts in (the fake's device reports none) until
+// t ends.
+func SetSoftmaxRoom(t testing.TB, n int) {
+	old := softmaxRoom
+	softmaxRoom = func(deviceSize) int { return n }
+	t.Cleanup(func() { softmaxRoom = old })
+}
+
+// SharedAllowed returns how many kernels the package has allowed more
+// than 48 KiB of dynamic shared memory.
+func SharedAllowed() int {
+	n := 0
+	sharedAllowed.Range(func(k, _ any) bool {
+		if k.(weak.Pointer[cuda.Function]).Value() != nil {
+			n++
+		}
+		return true
+	})
+	return n
+}

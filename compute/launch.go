@@ -16,8 +16,9 @@ const maxGrid = 1<<31 - 1
 
 // deviceSize is what a layout needs of a device: its multiprocessors, and
 // the blocks of blockSize threads they run at once (a grid-stride loop
-// needs no more).
-type deviceSize struct{ sms, resident int }
+// needs no more); and the shared memory a block may have where its kernel
+// opts in (FuncMaxDynamicSharedSize), 0 where the device says none.
+type deviceSize struct{ sms, resident, optin int }
 
 // deviceSizes are the devices' sizes by ordinal.
 var deviceSizes sync.Map // int -> deviceSize
@@ -36,7 +37,11 @@ func sizeOf(s *cuda.Stream) (deviceSize, error) {
 	if err != nil {
 		return deviceSize{}, err
 	}
-	d := deviceSize{sms: max(1, sms), resident: max(1, sms*max(1, threads/blockSize))}
+	optin, err := dev.Attribute(cuda.AttrMaxSharedMemoryPerBlockOptin)
+	if err != nil {
+		return deviceSize{}, err
+	}
+	d := deviceSize{sms: max(1, sms), resident: max(1, sms*max(1, threads/blockSize)), optin: max(0, optin)}
 	deviceSizes.Store(dev.Ordinal(), d)
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"weak"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -457,6 +458,36 @@ func valueSize(size int) int { return max(size, 4) }
 // own 512 bytes (11264 float32, 5632 float64).
 const softmaxCache = 44 << 10
 
+// softmaxOwn is the shared memory Softmax's kernel has of its own (512
+// bytes), and a margin, left out of what a row may be kept in.
+const softmaxOwn = 1 << 10
+
+// softmaxRoom is the shared memory a block of Softmax may keep its row in
+// on device d where the kernel opts in to it: the device's (tests set
+// another).
+var softmaxRoom = func(d deviceSize) int { return d.optin }
+
+// sharedAllowed is the dynamic shared memory each kernel was allowed past
+// 48 KiB (FuncMaxDynamicSharedSize), by kernel: always the most the
+// device allows (softmaxRoom less softmaxOwn), so that two calls setting
+// it at once set the same.
+var sharedAllowed sync.Map // weak.Pointer[cuda.Function] -> int
+
+// allowShared reports whether f may be launched with n bytes of dynamic
+// shared memory, allowing it once where it was not; false where the
+// driver refuses (the launch then keeps no row).
+func allowShared(f *cuda.Function, n int) bool {
+	k := weak.Make(f)
+	if v, ok := sharedAllowed.Load(k); ok && v.(int) >= n {
+		return true
+	}
+	if f.SetAttribute(cuda.FuncMaxDynamicSharedSize, n) != nil {
+		return false
+	}
+	sharedAllowed.Store(k, n)
+	return true
+}
+
 // softmaxName is the kernel's name of Softmax (LogSoftmax where
 // logarithm) of the type named: a constant for every float type, so that
 // a launch makes no string.
@@ -555,6 +586,11 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 		cached := int32(0)
 		switch bytes := shape.Cols * size; {
 		case l.group == 0 && bytes <= softmaxCache:
+			cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
+		case l.group == 0 && l.threads == bigBlock && bytes+softmaxOwn <= softmaxRoom(d) && allowShared(f, softmaxRoom(d)-softmaxOwn):
+			// A few long rows, a block of 1024 threads each (a
+			// multiprocessor holds at most two): the row kept in the
+			// shared memory the kernel opts in to, read once, not twice.
 			cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
 		case l.group == 1: // a thread a row: the block's rows staged, in the value type
 			cfg.SharedMemBytes, cached = l.threads*shape.Cols*valueSize(size), 1

@@ -125,3 +125,51 @@ func TestSoftmaxRowsAllocs(t *testing.T) {
 	}
 	t.Logf("allocations a call: staged %v, in registers %v", staged, regs)
 }
+
+// TestSoftmaxOptin: a few rows too long for the 48 KiB a block has
+// without asking, each kept in the shared memory its kernel opts in to
+// (FuncMaxDynamicSharedSize; the fake's device reports none, so the test
+// gives it 200 KiB): the same bits as read twice from device memory, and
+// float64's reference.
+func TestSoftmaxOptin(t *testing.T) {
+	e := gpu(t)
+	softmaxOptinOf[cuda.Float16](t, e, []compute.Shape{{Rows: 1, Cols: 65536}, {Rows: 3, Cols: 30001}}, 2e-3)
+	softmaxOptinOf[float32](t, e, []compute.Shape{{Rows: 2, Cols: 20000}, {Rows: 1, Cols: 11265}}, 2e-6)
+	softmaxOptinOf[float64](t, e, []compute.Shape{{Rows: 1, Cols: 12001}}, 1e-13)
+	if compute.SharedAllowed() == 0 {
+		t.Error("no kernel was allowed more shared memory: the rows were not kept")
+	}
+}
+
+func softmaxOptinOf[T cuda.AnyFloat](t *testing.T, e env, shapes []compute.Shape, tol float64) {
+	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
+		for i, sh := range shapes {
+			n := sh.Rows * sh.Cols
+			x := randoms[T](n, -20, 20)
+			base := must(cuda.Alloc[T](e.ctx, n+1))(t)
+			defer base.Free()
+			src := must(base.Slice(i%2, n))(t)
+			if err := src.CopyFromHost(x); err != nil {
+				t.Fatal(err)
+			}
+			dst := must(cuda.Alloc[T](e.ctx, n))(t)
+			defer dst.Free()
+			var got [2][]T
+			for k, room := range []int{0, 200 << 10} {
+				compute.SetSoftmaxRoom(t, room)
+				got[k] = twiceBits(t, fmt.Sprintf("Softmax %v, room %d", sh, room), dst, func() error { return compute.Softmax(dst, src, sh, e.s) })
+			}
+			if !bytes.Equal(rawBytes(got[0]), rawBytes(got[1])) {
+				t.Fatalf("Softmax %v: a row kept in shared memory gave other bits than one read twice", sh)
+			}
+			for r := range sh.Rows {
+				wants, _ := softmaxWant(x[r*sh.Cols : (r+1)*sh.Cols])
+				for c, want := range wants {
+					if g := toF(got[1][r*sh.Cols+c]); math.Abs(g-want) > tol*math.Max(want, 1e-3)*4 {
+						t.Fatalf("Softmax %v: [%d,%d] = %v, want %v", sh, r, c, g, want)
+					}
+				}
+			}
+		}
+	})
+}
