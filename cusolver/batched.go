@@ -14,7 +14,7 @@ const MaxBatchedDim = 32
 
 // checkBatch checks count matrices shaped as a, packed one after another
 // in a's buffer.
-func checkBatch[T cuda.Float](h *Handle, op string, a Matrix[T], count int) error {
+func checkBatch[T Element](h *Handle, op string, a Matrix[T], count int) error {
 	if err := h.valid(op); err != nil {
 		return err
 	}
@@ -38,10 +38,13 @@ func checkBatch[T cuda.Float](h *Handle, op string, a Matrix[T], count int) erro
 // CholeskyBatched factors count symmetric positive definite n×n matrices
 // in place, packed one after another in a's buffer (a describes the
 // first), as Cholesky does each (cusolverDnSpotrfBatched,
-// cusolverDnDpotrfBatched), queued on h's stream. The Info's Err names
-// each matrix that was not positive definite (the first 8), counted from
-// 0. As Cholesky, it reads and writes only the triangle tri, as a's
-// layout reads it; the other triangle is left as it was.
+// cusolverDnDpotrfBatched; cusolverDnCpotrfBatched and
+// cusolverDnZpotrfBatched for complex matrices, Hermitian: L·Lᴴ or Uᴴ·U,
+// in either layout and triangle, as Cholesky's), queued on h's stream.
+// The Info's Err names each matrix that was not positive definite (the
+// first 8), counted from 0. As Cholesky, it reads and writes only the
+// triangle tri, as a's layout reads it; the other triangle is left as it
+// was.
 //
 // cuSOLVER's batch is fast in one triangle: its column-major lower one,
 // which is a row-major Upper or a column-major Lower (10,000 8×8 matrices
@@ -54,10 +57,13 @@ func checkBatch[T cuda.Float](h *Handle, op string, a Matrix[T], count int) erro
 // grows to the batch's size (count·n·n elements) and is reused as the
 // handle's other workspaces are. Where cuBLASLt cannot be opened, lacks
 // the transform or refuses the type or batch, the batch is factored in place in
-// cuSOLVER's slow triangle: the same result, slower. The arrays of
+// cuSOLVER's slow triangle: the same result, slower. The transposes are
+// plain ones, not conjugate ones, for complex matrices too: what turns one
+// storage order into the other (transpose.go says why the factor is then
+// the caller's). The arrays of
 // pointers cuSOLVER takes (one for a's batch, one for the workspace's)
 // are kept by h for the next call on the same batch.
-func CholeskyBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle) (*Info, error) {
+func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle) (*Info, error) {
 	const op = "CholeskyBatched"
 	if err := checkBatch(h, op, a, count); err != nil {
 		return nil, err
@@ -108,11 +114,8 @@ func CholeskyBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triang
 			info.discard(&err)
 			return err
 		}
-		if isF64[T]() {
-			err = check(op, "cusolverDnDpotrfBatched", clib.DnDpotrfBatched(h.raw.h, fill, int32(n), ptrs, int32(a.ld()), info.ptr(), int32(count)))
-		} else {
-			err = check(op, "cusolverDnSpotrfBatched", clib.DnSpotrfBatched(h.raw.h, fill, int32(n), ptrs, int32(a.ld()), info.ptr(), int32(count)))
-		}
+		k := elemIndex[T]()
+		err = check(op, potrfBatched[k].name, potrfBatched[k].f(h.raw.h, fill, int32(n), ptrs, int32(a.ld()), info.ptr(), int32(count)))
 		if err == nil && transposed {
 			_, err = transpose[T](h, op, a.ptr(), base, false)
 		}
@@ -165,9 +168,21 @@ func (h *Handle) pointers(buf **cuda.DeviceBuffer[uint64], key *[3]uintptr, base
 // (m×m a matrix) and v (n×n) the singular vectors, each contiguous (U and
 // V column-major, whatever a's layout), or nothing where both are nil. The
 // Info's Err names each matrix that did not converge.
-func SVDBatched[T cuda.Float](h *Handle, a Matrix[T], count int, s, u, v *cuda.DeviceBuffer[T]) (*Info, error) {
+//
+// A complex batch (complex64, complex128: cusolverDnCgesvdjBatched,
+// cusolverDnZgesvdjBatched) has A = U·S·Vᴴ, U and V unitary, and real
+// singular values: s holds float32 for float32 and complex64 matrices,
+// float64 for float64 and complex128 ones (R; another is refused), as
+// SVD's. Of a row-major complex A's memory cuSOLVER computes Aᵀ =
+// conj(V)·S·conj(U)ᴴ: the vectors come out conjugated, so that u and v
+// read column-major are conj(U) and conj(V), and read row-major Uᴴ and
+// Vᴴ (as Eigh's row-major vectors are Vᴴ).
+func SVDBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, s *cuda.DeviceBuffer[R], u, v *cuda.DeviceBuffer[T]) (*Info, error) {
 	const op = "SVDBatched"
 	if err := checkBatch(h, op, a, count); err != nil {
+		return nil, err
+	}
+	if err := checkReal[T, R](op, "s"); err != nil {
 		return nil, err
 	}
 	m, n := a.Rows, a.Cols
@@ -191,10 +206,13 @@ func SVDBatched[T cuda.Float](h *Handle, a Matrix[T], count int, s, u, v *cuda.D
 		}
 		mem = append(mem, u, v)
 	}
+	if overlapAny(s, min(m, n)*count, a.Data, m*n*count) || vectors && (overlapAny(s, min(m, n)*count, u, m*m*count) || overlapAny(s, min(m, n)*count, v, n*n*count)) {
+		return nil, errorf(op, cuda.ErrInvalidValue, "a, s, u and v must not overlap")
+	}
 	bufs := []struct {
 		b *cuda.DeviceBuffer[T]
 		n int
-	}{{a.Data, m * n * count}, {s, min(m, n) * count}}
+	}{{a.Data, m * n * count}}
 	if vectors {
 		bufs = append(bufs, struct {
 			b *cuda.DeviceBuffer[T]
@@ -234,21 +252,14 @@ func SVDBatched[T cuda.Float](h *Handle, a Matrix[T], count int, s, u, v *cuda.D
 			return nil
 		}
 		var lw int32
-		if isF64[T]() {
-			err = check(op, "cusolverDnDgesvdjBatched_bufferSize", clib.DnDgesvdjBatched_bufferSize(h.raw.h, jobz, int32(cm), int32(cn), a.ptr(), int32(cm), uintptr(s.Ptr()), pu, int32(cm), pv, int32(cn), &lw, h.raw.svdj, int32(count)))
-		} else {
-			err = check(op, "cusolverDnSgesvdjBatched_bufferSize", clib.DnSgesvdjBatched_bufferSize(h.raw.h, jobz, int32(cm), int32(cn), a.ptr(), int32(cm), uintptr(s.Ptr()), pu, int32(cm), pv, int32(cn), &lw, h.raw.svdj, int32(count)))
-		}
+		f := gesvdjBatched[elemIndex[T]()]
+		err = check(op, f.name+"_bufferSize", f.size(h.raw.h, jobz, int32(cm), int32(cn), a.ptr(), int32(cm), uintptr(s.Ptr()), pu, int32(cm), pv, int32(cn), &lw, h.raw.svdj, int32(count)))
 		var work uintptr
 		if err == nil {
 			work, err = lwork[T](h, op, lw)
 		}
 		if err == nil {
-			if isF64[T]() {
-				err = check(op, "cusolverDnDgesvdjBatched", clib.DnDgesvdjBatched(h.raw.h, jobz, int32(cm), int32(cn), a.ptr(), int32(cm), uintptr(s.Ptr()), pu, int32(cm), pv, int32(cn), work, lw, info.ptr(), h.raw.svdj, int32(count)))
-			} else {
-				err = check(op, "cusolverDnSgesvdjBatched", clib.DnSgesvdjBatched(h.raw.h, jobz, int32(cm), int32(cn), a.ptr(), int32(cm), uintptr(s.Ptr()), pu, int32(cm), pv, int32(cn), work, lw, info.ptr(), h.raw.svdj, int32(count)))
-			}
+			err = check(op, f.name, f.f(h.raw.h, jobz, int32(cm), int32(cn), a.ptr(), int32(cm), uintptr(s.Ptr()), pu, int32(cm), pv, int32(cn), work, lw, info.ptr(), h.raw.svdj, int32(count)))
 		}
 		if err != nil {
 			info.discard(&err)
@@ -267,9 +278,20 @@ func SVDBatched[T cuda.Float](h *Handle, a Matrix[T], count int, s, u, v *cuda.D
 // method (cusolverDnSsyevjBatched, cusolverDnDsyevjBatched), queued on h's
 // stream; the eigenvectors overwrite the matrices, each contiguous, as
 // Eigh's. The Info's Err names each matrix that did not converge.
-func EighBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle, w *cuda.DeviceBuffer[T], vectors bool) (*Info, error) {
+//
+// Complex matrices (complex64, complex128: cusolverDnCheevjBatched,
+// cusolverDnZheevjBatched) are Hermitian, A = V·Λ·Vᴴ, the imaginary parts
+// of their diagonals not read, and their eigenvalues real: w holds float32
+// for float32 and complex64 matrices, float64 for float64 and complex128
+// ones (R; another is refused), as Eigh's. As Eigh's, a row-major complex
+// batch's vectors come out conjugated (cuSOLVER sees conj(A)): each
+// matrix's memory reads V column-major, Vᴴ row-major.
+func EighBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle, w *cuda.DeviceBuffer[R], vectors bool) (*Info, error) {
 	const op = "EighBatched"
 	if err := checkBatch(h, op, a, count); err != nil {
+		return nil, err
+	}
+	if err := checkReal[T, R](op, "w"); err != nil {
 		return nil, err
 	}
 	if err := checkSymmetric(h, op, a, tri); err != nil {
@@ -282,7 +304,7 @@ func EighBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle, 
 	if err := checkVectors(op, "w", w, n, count, h.base.Context()); err != nil {
 		return nil, err
 	}
-	if overlap(w, n*count, a.Data, n*n*count) {
+	if overlapAny(w, n*count, a.Data, n*n*count) {
 		return nil, errorf(op, cuda.ErrInvalidValue, "w overlaps a")
 	}
 	jobz := int32(eigNoVector)
@@ -301,21 +323,14 @@ func EighBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle, 
 		}
 		fill := a.fill(tri)
 		var lw int32
-		if isF64[T]() {
-			err = check(op, "cusolverDnDsyevjBatched_bufferSize", clib.DnDsyevjBatched_bufferSize(h.raw.h, jobz, fill, int32(n), a.ptr(), int32(n), uintptr(w.Ptr()), &lw, h.raw.syevj, int32(count)))
-		} else {
-			err = check(op, "cusolverDnSsyevjBatched_bufferSize", clib.DnSsyevjBatched_bufferSize(h.raw.h, jobz, fill, int32(n), a.ptr(), int32(n), uintptr(w.Ptr()), &lw, h.raw.syevj, int32(count)))
-		}
+		f := syevjBatched[elemIndex[T]()]
+		err = check(op, f.name+"_bufferSize", f.size(h.raw.h, jobz, fill, int32(n), a.ptr(), int32(n), uintptr(w.Ptr()), &lw, h.raw.syevj, int32(count)))
 		var work uintptr
 		if err == nil {
 			work, err = lwork[T](h, op, lw)
 		}
 		if err == nil {
-			if isF64[T]() {
-				err = check(op, "cusolverDnDsyevjBatched", clib.DnDsyevjBatched(h.raw.h, jobz, fill, int32(n), a.ptr(), int32(n), uintptr(w.Ptr()), work, lw, info.ptr(), h.raw.syevj, int32(count)))
-			} else {
-				err = check(op, "cusolverDnSsyevjBatched", clib.DnSsyevjBatched(h.raw.h, jobz, fill, int32(n), a.ptr(), int32(n), uintptr(w.Ptr()), work, lw, info.ptr(), h.raw.syevj, int32(count)))
-			}
+			err = check(op, f.name, f.f(h.raw.h, jobz, fill, int32(n), a.ptr(), int32(n), uintptr(w.Ptr()), work, lw, info.ptr(), h.raw.syevj, int32(count)))
 		}
 		if err != nil {
 			info.discard(&err)
@@ -326,3 +341,38 @@ func EighBatched[T cuda.Float](h *Handle, a Matrix[T], count int, tri Triangle, 
 	})
 	return out, err
 }
+
+// The batched calls' typed functions, by elemIndex (float32, float64,
+// complex64, complex128): the same arguments in each, the matrices'
+// elements of the type, the singular values and eigenvalues real.
+var (
+	potrfBatched = [4]struct {
+		name string
+		f    func(clib.Handle, int32, int32, uintptr, int32, uintptr, int32) clib.Result
+	}{
+		{"cusolverDnSpotrfBatched", clib.DnSpotrfBatched},
+		{"cusolverDnDpotrfBatched", clib.DnDpotrfBatched},
+		{"cusolverDnCpotrfBatched", clib.DnCpotrfBatched},
+		{"cusolverDnZpotrfBatched", clib.DnZpotrfBatched},
+	}
+	gesvdjBatched = [4]struct {
+		name string
+		size func(clib.Handle, int32, int32, int32, uintptr, int32, uintptr, uintptr, int32, uintptr, int32, *int32, clib.GesvdjInfo, int32) clib.Result
+		f    func(clib.Handle, int32, int32, int32, uintptr, int32, uintptr, uintptr, int32, uintptr, int32, uintptr, int32, uintptr, clib.GesvdjInfo, int32) clib.Result
+	}{
+		{"cusolverDnSgesvdjBatched", clib.DnSgesvdjBatched_bufferSize, clib.DnSgesvdjBatched},
+		{"cusolverDnDgesvdjBatched", clib.DnDgesvdjBatched_bufferSize, clib.DnDgesvdjBatched},
+		{"cusolverDnCgesvdjBatched", clib.DnCgesvdjBatched_bufferSize, clib.DnCgesvdjBatched},
+		{"cusolverDnZgesvdjBatched", clib.DnZgesvdjBatched_bufferSize, clib.DnZgesvdjBatched},
+	}
+	syevjBatched = [4]struct {
+		name string
+		size func(clib.Handle, int32, int32, int32, uintptr, int32, uintptr, *int32, clib.SyevjInfo, int32) clib.Result
+		f    func(clib.Handle, int32, int32, int32, uintptr, int32, uintptr, uintptr, int32, uintptr, clib.SyevjInfo, int32) clib.Result
+	}{
+		{"cusolverDnSsyevjBatched", clib.DnSsyevjBatched_bufferSize, clib.DnSsyevjBatched},
+		{"cusolverDnDsyevjBatched", clib.DnDsyevjBatched_bufferSize, clib.DnDsyevjBatched},
+		{"cusolverDnCheevjBatched", clib.DnCheevjBatched_bufferSize, clib.DnCheevjBatched},
+		{"cusolverDnZheevjBatched", clib.DnZheevjBatched_bufferSize, clib.DnZheevjBatched},
+	}
+)

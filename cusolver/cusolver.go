@@ -14,9 +14,10 @@
 // QR-based); SVD computes singular values and vectors (gesvd) and Eigh the
 // eigenvalues and vectors of a symmetric or Hermitian matrix (syevd). For
 // many small matrices (at most 32×32) CholeskyBatched (potrfBatched),
-// SVDBatched (gesvdjBatched, Jacobi) and EighBatched (syevjBatched) do a
-// whole batch in one call. The 64-bit API (cusolverDnX*) is used where
-// cuSOLVER has one: getrf, getrs, potrf, potrs, geqrf, gesvd, syevd.
+// SVDBatched (gesvdjBatched, Jacobi) and EighBatched (syevjBatched,
+// heevjBatched) do a whole batch in one call. The 64-bit API
+// (cusolverDnX*) is used where cuSOLVER has one: getrf, getrs, potrf,
+// potrs, geqrf, gesvd, syevd.
 //
 // Elements are float32 and float64 (cuda.Float); LU, Solve, Cholesky,
 // CholeskySolve, CholeskyInverse, QR, QRQ, ApplyQ, SVD and Eigh take
@@ -26,7 +27,11 @@
 // whatever the matrix: SVD's s and Eigh's w hold float32 for float32 and
 // complex64 matrices, float64 for float64 and complex128 ones (their type
 // parameter R, checked when called, the error naming the type wanted).
-// LeastSquares and the batched calls take real matrices only.
+// LeastSquares, CholeskyBatched, SVDBatched and EighBatched take complex
+// matrices too (cusolverDnCCgels and ZZgels, C and Z potrfBatched,
+// gesvdjBatched and heevjBatched), with the same rules: the batched SVD's
+// s and the batched Eigh's w real (R), Hermitian matrices for the batched
+// Cholesky and Eigh.
 //
 // The calls keep LAPACK's order of arguments, as package cublas keeps
 // BLAS's: the matrix first (which most of them overwrite), what it yields
@@ -79,7 +84,9 @@
 //     vectors come out each contiguous: vector i at elements i·n to
 //     (i+1)·n of its matrix, that is V column-major (or Vᵀ row-major).
 //     For a complex Hermitian A, whose row-major memory cuSOLVER reads as
-//     conj(A), the row-major reading is Vᴴ: A = V·Λ·Vᴴ either way.
+//     conj(A), the row-major reading is Vᴴ: A = V·Λ·Vᴴ either way. The
+//     batched SVD of a row-major complex batch likewise leaves conj(U)
+//     and conj(V) contiguous (Uᴴ and Vᴴ read row-major).
 //   - Complex SVD: the row-major memory of A is Aᵀ to cuSOLVER (not Aᴴ),
 //     and the outputs swapped as for real matrices read row-major as U
 //     and Vᴴ exactly.

@@ -286,7 +286,8 @@ func ApplyQ[T Element](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) 
 
 // LeastSquares solves the least-squares problem min ||A·X - B|| for the
 // column-major m×n matrix a with m >= n and full column rank, queued on
-// h's stream (cusolverDnSSgels, cusolverDnDDgels: cuSOLVER's QR-based
+// h's stream (cusolverDnSSgels, cusolverDnDDgels, and for complex
+// matrices cusolverDnCCgels, cusolverDnZZgels: cuSOLVER's QR-based
 // solver, in one precision, so without iterative refinement): b holds nrhs
 // right-hand sides of m elements each, one after another (B
 // column-major), and x receives nrhs solutions of n elements each. a and b
@@ -296,7 +297,7 @@ func ApplyQ[T Element](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) 
 // zero on its diagonal, is ErrSingular (cuSOLVER writes
 // -CUSOLVER_STATUS_IRS_MATRIX_SINGULAR in the info, and the error matches
 // ResultIRSMatrixSingular too), and x holds no solution.
-func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T], nrhs int) (*Info, error) {
+func LeastSquares[T Element](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T], nrhs int) (*Info, error) {
 	const op = "LeastSquares"
 	if err := h.valid(op); err != nil {
 		return nil, err
@@ -328,11 +329,8 @@ func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[
 		}
 		lda, ldb, ldx := int32(max(m, 1)), int32(max(m, 1)), int32(max(n, 1))
 		var size uintptr
-		if isF64[T]() {
-			err = check(op, "cusolverDnDDgels_bufferSize", clib.DnDDgels_bufferSize(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, 0, &size))
-		} else {
-			err = check(op, "cusolverDnSSgels_bufferSize", clib.DnSSgels_bufferSize(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, 0, &size))
-		}
+		f := gels[elemIndex[T]()]
+		err = check(op, f.name+"_bufferSize", f.size(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, 0, &size))
 		if err == nil {
 			// The iteration count cuSOLVER writes on the host goes to
 			// the page-locked host workspace.
@@ -340,11 +338,7 @@ func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[
 			err = werr
 			if err == nil {
 				iter := (*int32)(p)
-				if isF64[T]() {
-					err = check(op, "cusolverDnDDgels", clib.DnDDgels(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, d, size, iter, info.ptr()))
-				} else {
-					err = check(op, "cusolverDnSSgels", clib.DnSSgels(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, d, size, iter, info.ptr()))
-				}
+				err = check(op, f.name, f.f(h.raw.h, int32(m), int32(n), int32(nrhs), a.ptr(), lda, uintptr(b.Ptr()), ldb, uintptr(x.Ptr()), ldx, d, size, iter, info.ptr()))
 			}
 		}
 		if err != nil {
@@ -355,4 +349,17 @@ func LeastSquares[T cuda.Float](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[
 		return nil
 	})
 	return out, err
+}
+
+// gels are LeastSquares' solvers, by elemIndex (float32, float64,
+// complex64, complex128): one precision each, no refinement.
+var gels = [4]struct {
+	name string
+	size func(clib.Handle, int32, int32, int32, uintptr, int32, uintptr, int32, uintptr, int32, uintptr, *uintptr) clib.Result
+	f    func(clib.Handle, int32, int32, int32, uintptr, int32, uintptr, int32, uintptr, int32, uintptr, uintptr, *int32, uintptr) clib.Result
+}{
+	{"cusolverDnSSgels", clib.DnSSgels_bufferSize, clib.DnSSgels},
+	{"cusolverDnDDgels", clib.DnDDgels_bufferSize, clib.DnDDgels},
+	{"cusolverDnCCgels", clib.DnCCgels_bufferSize, clib.DnCCgels},
+	{"cusolverDnZZgels", clib.DnZZgels_bufferSize, clib.DnZZgels},
 }

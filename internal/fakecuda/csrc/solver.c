@@ -1200,6 +1200,89 @@ static void run_complex(struct solver_op *o) {
 		free(a), free(w), free(v);
 		break;
 	}
+	case S_GELS: {
+		// X = R⁻¹ (Qᴴ B)(1:n), as the real one; Qᴴ applies H1ᴴ first.
+		double complex *a = zload(o->a, dbl, o->m, o->n, o->lda), *b = zload(o->b, dbl, o->m, o->k, o->ldb);
+		double complex *tau = calloc((size_t)o->n + 1, sizeof *tau);
+		zqr(a, o->m, o->n, tau);
+		for (int64_t i = 0; i < o->n; i++) {
+			double complex *v = zvec(a, o->m, i);
+			zreflect_left(b, o->m, 0, o->k, i, v, o->m - i, conj(tau[i]));
+			free(v);
+		}
+		int info = 0;
+		for (int64_t i = 0; i < o->n && !info; i++)
+			if (AT(a, o->m, i, i) == 0) info = -30;
+		double complex *x = calloc((size_t)(o->n * o->k) + 1, sizeof *x);
+		for (int64_t r = 0; r < o->k && !info; r++)
+			for (int64_t i = o->n - 1; i >= 0; i--) {
+				double complex t = AT(b, o->m, i, r);
+				for (int64_t c = i + 1; c < o->n; c++) t -= AT(a, o->m, i, c) * AT(x, o->n, c, r);
+				AT(x, o->n, i, r) = t / AT(a, o->m, i, i);
+			}
+		if (!info) zstore(o->x, dbl, o->n, o->k, o->ldx, x);
+		put_info(o->info, 0, info);
+		free(a), free(b), free(tau), free(x);
+		break;
+	}
+	case S_POTRFB: {
+		void **arr = (void **)o->a;
+		size_t es = dbl ? 16 : 8;
+		for (int64_t b = 0; b < o->batch; b++) {
+			if (!mem_ok(arr[b], span(o->n, o->n, o->lda, es))) {
+				put_info(o->info, b, -1);
+				continue;
+			}
+			double complex *a = zload(arr[b], dbl, o->n, o->n, o->lda);
+			int info = zchol(a, o->n, o->upper);
+			zstore(arr[b], dbl, o->n, o->n, o->lda, a);
+			put_info(o->info, b, info);
+			free(a);
+		}
+		break;
+	}
+	case S_GESVDJB: {
+		// A = U·S·Vᴴ, V itself (not Vᴴ) out; a wide A through Aᴴ = V·S·Uᴴ.
+		size_t es = dbl ? 16 : 8, rs = dbl ? 8 : 4;
+		int64_t m = o->m, n = o->n, k = m < n ? m : n;
+		for (int64_t b = 0; b < o->batch; b++) {
+			char *ab = (char *)o->a + (size_t)(b * o->lda * n) * es;
+			double complex *a = zload(ab, dbl, m, n, o->lda);
+			double *s = calloc((size_t)k + 1, sizeof *s);
+			double complex *u = calloc((size_t)(m * m) + 1, sizeof *u), *v = calloc((size_t)(n * n) + 1, sizeof *v);
+			if (m >= n) zsvd(a, m, n, s, u, v);
+			else {
+				double complex *ah = calloc((size_t)(m * n) + 1, sizeof *ah);
+				for (int64_t j = 0; j < n; j++)
+					for (int64_t i = 0; i < m; i++) AT(ah, n, j, i) = conj(AT(a, m, i, j));
+				zsvd(ah, n, m, s, v, u);
+				free(ah);
+			}
+			store_vec((char *)o->s + (size_t)(b * k) * rs, dbl, k, s);
+			if (o->vectors) {
+				zstore((char *)o->u + (size_t)(b * o->ldu * m) * es, dbl, m, m, o->ldu, u);
+				zstore((char *)o->v + (size_t)(b * o->ldv * n) * es, dbl, n, n, o->ldv, v);
+			}
+			put_info(o->info, b, 0);
+			free(a), free(s), free(u), free(v);
+		}
+		break;
+	}
+	case S_SYEVJB: {
+		size_t es = dbl ? 16 : 8, rs = dbl ? 8 : 4;
+		for (int64_t b = 0; b < o->batch; b++) {
+			char *ab = (char *)o->a + (size_t)(b * o->lda * o->n) * es;
+			double complex *a = zload(ab, dbl, o->n, o->n, o->lda);
+			double *w = calloc((size_t)o->n + 1, sizeof *w);
+			double complex *v = calloc((size_t)(o->n * o->n) + 1, sizeof *v);
+			zeig(a, o->n, o->upper, w, v);
+			store_vec((char *)o->s + (size_t)(b * o->n) * rs, dbl, o->n, w);
+			if (o->vectors) zstore(ab, dbl, o->n, o->n, o->lda, v);
+			put_info(o->info, b, 0);
+			free(a), free(w), free(v);
+		}
+		break;
+	}
 	default:
 		break;
 	}
@@ -1581,20 +1664,28 @@ EXPORT int cusolverDnZunmqr(struct fake_solver *h, int side, int trans, int m, i
 	return ormqr(h, T_C64, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
 }
 
-static int potrf_batched(struct fake_solver *h, int dbl, int uplo, int n, void *arr, int lda, int *info, int batch) {
+static int potrf_batched(struct fake_solver *h, int t, int uplo, int n, void *arr, int lda, int *info, int batch) {
 	CHECK(usable(h, NULL, 0));
 	if ((uplo != 0 && uplo != 1) || n < 0 || lda < (n > 1 ? n : 1) || batch < 0 || !info) return SOLVER_INVALID_VALUE;
 	if (batch == 0) return SOLVER_SUCCESS;
 	if (!mem_ok(arr, (size_t)batch * sizeof(void *)) || !mem_ok(info, (size_t)batch * 4)) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_POTRFB, .dbl = dbl, .n = n, .lda = lda, .upper = uplo, .a = arr, .info = info, .batch = batch});
+	return queue(h, (struct solver_op){.kind = S_POTRFB, .dbl = is_dbl(t), .cplx = is_cplx(t), .n = n, .lda = lda, .upper = uplo, .a = arr, .info = info, .batch = batch});
 }
 EXPORT int cusolverDnSpotrfBatched(struct fake_solver *h, int uplo, int n, float **arr, int lda, int *info, int batch) {
 	FAULT("cusolverDnSpotrfBatched");
-	return potrf_batched(h, 0, uplo, n, arr, lda, info, batch);
+	return potrf_batched(h, T_F32, uplo, n, arr, lda, info, batch);
 }
 EXPORT int cusolverDnDpotrfBatched(struct fake_solver *h, int uplo, int n, double **arr, int lda, int *info, int batch) {
 	FAULT("cusolverDnDpotrfBatched");
-	return potrf_batched(h, 1, uplo, n, arr, lda, info, batch);
+	return potrf_batched(h, T_F64, uplo, n, arr, lda, info, batch);
+}
+EXPORT int cusolverDnCpotrfBatched(struct fake_solver *h, int uplo, int n, void **arr, int lda, int *info, int batch) {
+	FAULT("cusolverDnCpotrfBatched");
+	return potrf_batched(h, T_C32, uplo, n, arr, lda, info, batch);
+}
+EXPORT int cusolverDnZpotrfBatched(struct fake_solver *h, int uplo, int n, void **arr, int lda, int *info, int batch) {
+	FAULT("cusolverDnZpotrfBatched");
+	return potrf_batched(h, T_C64, uplo, n, arr, lda, info, batch);
 }
 
 // The least-squares solvers: m >= n, column-major; the fake's workspace
@@ -1604,25 +1695,25 @@ static int gels_args(int m, int n, int nrhs, int lda, int ldb, int ldx) {
 	if (m < 0 || n < 0 || nrhs < 0 || m < n || lda < (m > 1 ? m : 1) || ldb < (m > 1 ? m : 1) || ldx < (n > 1 ? n : 1)) return SOLVER_INVALID_VALUE;
 	return SOLVER_SUCCESS;
 }
-static int gels_bs(struct fake_solver *h, int dbl, int m, int n, int nrhs, int lda, int ldb, int ldx, size_t *lwork) {
+static int gels_bs(struct fake_solver *h, int t, int m, int n, int nrhs, int lda, int ldb, int ldx, size_t *lwork) {
 	CHECK(usable(h, NULL, 0));
 	CHECK(gels_args(m, n, nrhs, lda, ldb, ldx));
 	if (!lwork) return SOLVER_INVALID_VALUE;
-	*lwork = lw_gels(m, n, nrhs, dbl ? 8 : 4);
+	*lwork = lw_gels(m, n, nrhs, elem(t));
 	return SOLVER_SUCCESS;
 }
 EXPORT int cusolverDnSSgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, float *a, int lda, float *b, int ldb, float *x, int ldx, void *work, size_t *lwork) {
 	FAULT("cusolverDnSSgels_bufferSize");
-	return gels_bs(h, 0, m, n, nrhs, lda, ldb, ldx, lwork);
+	return gels_bs(h, T_F32, m, n, nrhs, lda, ldb, ldx, lwork);
 }
 EXPORT int cusolverDnDDgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, double *a, int lda, double *b, int ldb, double *x, int ldx, void *work, size_t *lwork) {
 	FAULT("cusolverDnDDgels_bufferSize");
-	return gels_bs(h, 1, m, n, nrhs, lda, ldb, ldx, lwork);
+	return gels_bs(h, T_F64, m, n, nrhs, lda, ldb, ldx, lwork);
 }
-static int gels(struct fake_solver *h, int dbl, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
+static int gels(struct fake_solver *h, int t, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
 	CHECK(usable(h, NULL, 0));
 	CHECK(gels_args(m, n, nrhs, lda, ldb, ldx));
-	size_t es = dbl ? 8 : 4;
+	size_t es = elem(t);
 	if (!iter || !info) return SOLVER_INVALID_VALUE;
 	if (lwork < lw_gels(m, n, nrhs, es)) return SOLVER_INVALID_WORKSPACE;
 	CHECK(mat_ok(a, m, n, lda, es));
@@ -1630,15 +1721,31 @@ static int gels(struct fake_solver *h, int dbl, int m, int n, int nrhs, void *a,
 	CHECK(mat_ok(x, n, nrhs, ldx, es));
 	if (!mem_ok(work, lwork) || !mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
 	*iter = 0;
-	return queue(h, (struct solver_op){.kind = S_GELS, .dbl = dbl, .m = m, .n = n, .k = nrhs, .lda = lda, .ldb = ldb, .ldx = ldx, .a = a, .b = b, .x = x, .info = info});
+	return queue(h, (struct solver_op){.kind = S_GELS, .dbl = is_dbl(t), .cplx = is_cplx(t), .m = m, .n = n, .k = nrhs, .lda = lda, .ldb = ldb, .ldx = ldx, .a = a, .b = b, .x = x, .info = info});
 }
 EXPORT int cusolverDnSSgels(struct fake_solver *h, int m, int n, int nrhs, float *a, int lda, float *b, int ldb, float *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
 	FAULT("cusolverDnSSgels");
-	return gels(h, 0, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
+	return gels(h, T_F32, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
 }
 EXPORT int cusolverDnDDgels(struct fake_solver *h, int m, int n, int nrhs, double *a, int lda, double *b, int ldb, double *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
 	FAULT("cusolverDnDDgels");
-	return gels(h, 1, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
+	return gels(h, T_F64, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
+}
+EXPORT int cusolverDnCCgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t *lwork) {
+	FAULT("cusolverDnCCgels_bufferSize");
+	return gels_bs(h, T_C32, m, n, nrhs, lda, ldb, ldx, lwork);
+}
+EXPORT int cusolverDnZZgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t *lwork) {
+	FAULT("cusolverDnZZgels_bufferSize");
+	return gels_bs(h, T_C64, m, n, nrhs, lda, ldb, ldx, lwork);
+}
+EXPORT int cusolverDnCCgels(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
+	FAULT("cusolverDnCCgels");
+	return gels(h, T_C32, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
+}
+EXPORT int cusolverDnZZgels(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
+	FAULT("cusolverDnZZgels");
+	return gels(h, T_C64, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
 }
 
 // The Jacobi batches: matrices of at most 32×32, packed one after another
@@ -1667,29 +1774,49 @@ EXPORT int cusolverDnDgesvdjBatched_bufferSize(struct fake_solver *h, int jobz, 
 	FAULT("cusolverDnDgesvdjBatched_bufferSize");
 	return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch);
 }
-static int gesvdj(struct fake_solver *h, int dbl, int jobz, int m, int n, void *a, int lda, void *s, void *u, int ldu, void *v, int ldv, void *work, int lwork, int *info, void *params, int batch) {
+static int gesvdj(struct fake_solver *h, int t, int jobz, int m, int n, void *a, int lda, void *s, void *u, int ldu, void *v, int ldv, void *work, int lwork, int *info, void *params, int batch) {
 	CHECK(usable(h, NULL, 0));
 	if (!jinfo_ok(params, JINFO_MAGIC) || !info) return SOLVER_INVALID_VALUE;
 	CHECK(gesvdj_args(jobz, m, n, lda, ldu, ldv, batch));
 	if (lwork < lw_jacobi(m, n, batch)) return SOLVER_INVALID_VALUE;
 	if (batch == 0) return SOLVER_SUCCESS;
-	size_t es = dbl ? 8 : 4;
+	size_t es = elem(t), rs = elem(real_of(t));
 	int k = m < n ? m : n;
-	if (!mem_ok(a, (size_t)lda * n * batch * es) || !mem_ok(s, (size_t)k * batch * es) || !mem_ok(work, (size_t)lwork * es) || !mem_ok(info, (size_t)batch * 4))
+	if (!mem_ok(a, (size_t)lda * n * batch * es) || !mem_ok(s, (size_t)k * batch * rs) || !mem_ok(work, (size_t)lwork * es) || !mem_ok(info, (size_t)batch * 4))
 		return SOLVER_EXECUTION_FAILED;
 	if (jobz && (!mem_ok(u, (size_t)ldu * m * batch * es) || !mem_ok(v, (size_t)ldv * n * batch * es))) return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_GESVDJB, .dbl = dbl, .m = m, .n = n, .lda = lda, .ldu = ldu, .ldv = ldv, .vectors = jobz, .a = a, .s = s, .u = u, .v = v,
+	return queue(h, (struct solver_op){.kind = S_GESVDJB, .dbl = is_dbl(t), .cplx = is_cplx(t), .m = m, .n = n, .lda = lda, .ldu = ldu, .ldv = ldv, .vectors = jobz, .a = a, .s = s, .u = u, .v = v,
 		.info = info, .batch = batch});
 }
 EXPORT int cusolverDnSgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, float *a, int lda, float *s, float *u, int ldu, float *v, int ldv, float *work, int lwork, int *info,
 	void *params, int batch) {
 	FAULT("cusolverDnSgesvdjBatched");
-	return gesvdj(h, 0, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
+	return gesvdj(h, T_F32, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
 }
 EXPORT int cusolverDnDgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, double *a, int lda, double *s, double *u, int ldu, double *v, int ldv, double *work, int lwork, int *info,
 	void *params, int batch) {
 	FAULT("cusolverDnDgesvdjBatched");
-	return gesvdj(h, 1, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
+	return gesvdj(h, T_F64, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
+}
+EXPORT int cusolverDnCgesvdjBatched_bufferSize(struct fake_solver *h, int jobz, int m, int n, const void *a, int lda, const float *s, const void *u, int ldu, const void *v, int ldv,
+	int *lwork, void *params, int batch) {
+	FAULT("cusolverDnCgesvdjBatched_bufferSize");
+	return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch);
+}
+EXPORT int cusolverDnZgesvdjBatched_bufferSize(struct fake_solver *h, int jobz, int m, int n, const void *a, int lda, const double *s, const void *u, int ldu, const void *v, int ldv,
+	int *lwork, void *params, int batch) {
+	FAULT("cusolverDnZgesvdjBatched_bufferSize");
+	return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch);
+}
+EXPORT int cusolverDnCgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, void *a, int lda, float *s, void *u, int ldu, void *v, int ldv, void *work, int lwork, int *info,
+	void *params, int batch) {
+	FAULT("cusolverDnCgesvdjBatched");
+	return gesvdj(h, T_C32, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
+}
+EXPORT int cusolverDnZgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, void *a, int lda, double *s, void *u, int ldu, void *v, int ldv, void *work, int lwork, int *info,
+	void *params, int batch) {
+	FAULT("cusolverDnZgesvdjBatched");
+	return gesvdj(h, T_C64, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
 }
 
 static int syevj_args(int jobz, int uplo, int n, int lda, int batch) {
@@ -1711,22 +1838,38 @@ EXPORT int cusolverDnDsyevjBatched_bufferSize(struct fake_solver *h, int jobz, i
 	FAULT("cusolverDnDsyevjBatched_bufferSize");
 	return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch);
 }
-static int syevj(struct fake_solver *h, int dbl, int jobz, int uplo, int n, void *a, int lda, void *w, void *work, int lwork, int *info, void *params, int batch) {
+static int syevj(struct fake_solver *h, int t, int jobz, int uplo, int n, void *a, int lda, void *w, void *work, int lwork, int *info, void *params, int batch) {
 	CHECK(usable(h, NULL, 0));
 	if (!jinfo_ok(params, JINFO_MAGIC + 1) || !info) return SOLVER_INVALID_VALUE;
 	CHECK(syevj_args(jobz, uplo, n, lda, batch));
 	if (lwork < lw_jacobi(n, n, batch)) return SOLVER_INVALID_VALUE;
 	if (batch == 0) return SOLVER_SUCCESS;
-	size_t es = dbl ? 8 : 4;
-	if (!mem_ok(a, (size_t)lda * n * batch * es) || !mem_ok(w, (size_t)n * batch * es) || !mem_ok(work, (size_t)lwork * es) || !mem_ok(info, (size_t)batch * 4))
+	size_t es = elem(t), rs = elem(real_of(t));
+	if (!mem_ok(a, (size_t)lda * n * batch * es) || !mem_ok(w, (size_t)n * batch * rs) || !mem_ok(work, (size_t)lwork * es) || !mem_ok(info, (size_t)batch * 4))
 		return SOLVER_EXECUTION_FAILED;
-	return queue(h, (struct solver_op){.kind = S_SYEVJB, .dbl = dbl, .n = n, .lda = lda, .upper = uplo, .vectors = jobz, .a = a, .s = w, .info = info, .batch = batch});
+	return queue(h, (struct solver_op){.kind = S_SYEVJB, .dbl = is_dbl(t), .cplx = is_cplx(t), .n = n, .lda = lda, .upper = uplo, .vectors = jobz, .a = a, .s = w, .info = info, .batch = batch});
 }
 EXPORT int cusolverDnSsyevjBatched(struct fake_solver *h, int jobz, int uplo, int n, float *a, int lda, float *w, float *work, int lwork, int *info, void *params, int batch) {
 	FAULT("cusolverDnSsyevjBatched");
-	return syevj(h, 0, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
+	return syevj(h, T_F32, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
 }
 EXPORT int cusolverDnDsyevjBatched(struct fake_solver *h, int jobz, int uplo, int n, double *a, int lda, double *w, double *work, int lwork, int *info, void *params, int batch) {
 	FAULT("cusolverDnDsyevjBatched");
-	return syevj(h, 1, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
+	return syevj(h, T_F64, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
+}
+EXPORT int cusolverDnCheevjBatched_bufferSize(struct fake_solver *h, int jobz, int uplo, int n, const void *a, int lda, const float *w, int *lwork, void *params, int batch) {
+	FAULT("cusolverDnCheevjBatched_bufferSize");
+	return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch);
+}
+EXPORT int cusolverDnZheevjBatched_bufferSize(struct fake_solver *h, int jobz, int uplo, int n, const void *a, int lda, const double *w, int *lwork, void *params, int batch) {
+	FAULT("cusolverDnZheevjBatched_bufferSize");
+	return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch);
+}
+EXPORT int cusolverDnCheevjBatched(struct fake_solver *h, int jobz, int uplo, int n, void *a, int lda, float *w, void *work, int lwork, int *info, void *params, int batch) {
+	FAULT("cusolverDnCheevjBatched");
+	return syevj(h, T_C32, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
+}
+EXPORT int cusolverDnZheevjBatched(struct fake_solver *h, int jobz, int uplo, int n, void *a, int lda, double *w, void *work, int lwork, int *info, void *params, int batch) {
+	FAULT("cusolverDnZheevjBatched");
+	return syevj(h, T_C64, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
 }

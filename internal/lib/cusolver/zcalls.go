@@ -69,22 +69,36 @@ var Table = &dl.Table{
 		{Name: "cusolverDnZunmqr", Addr: &tableAddrs.cusolverDnZunmqr},
 		{Name: "cusolverDnSpotrfBatched", Addr: &tableAddrs.cusolverDnSpotrfBatched},
 		{Name: "cusolverDnDpotrfBatched", Addr: &tableAddrs.cusolverDnDpotrfBatched},
+		{Name: "cusolverDnCpotrfBatched", Addr: &tableAddrs.cusolverDnCpotrfBatched},
+		{Name: "cusolverDnZpotrfBatched", Addr: &tableAddrs.cusolverDnZpotrfBatched},
 		{Name: "cusolverDnSSgels_bufferSize", Addr: &tableAddrs.cusolverDnSSgels_bufferSize},
 		{Name: "cusolverDnDDgels_bufferSize", Addr: &tableAddrs.cusolverDnDDgels_bufferSize},
 		{Name: "cusolverDnSSgels", Addr: &tableAddrs.cusolverDnSSgels},
 		{Name: "cusolverDnDDgels", Addr: &tableAddrs.cusolverDnDDgels},
+		{Name: "cusolverDnCCgels_bufferSize", Addr: &tableAddrs.cusolverDnCCgels_bufferSize},
+		{Name: "cusolverDnCCgels", Addr: &tableAddrs.cusolverDnCCgels},
+		{Name: "cusolverDnZZgels_bufferSize", Addr: &tableAddrs.cusolverDnZZgels_bufferSize},
+		{Name: "cusolverDnZZgels", Addr: &tableAddrs.cusolverDnZZgels},
 		{Name: "cusolverDnCreateGesvdjInfo", Addr: &tableAddrs.cusolverDnCreateGesvdjInfo},
 		{Name: "cusolverDnDestroyGesvdjInfo", Addr: &tableAddrs.cusolverDnDestroyGesvdjInfo},
 		{Name: "cusolverDnSgesvdjBatched_bufferSize", Addr: &tableAddrs.cusolverDnSgesvdjBatched_bufferSize},
 		{Name: "cusolverDnDgesvdjBatched_bufferSize", Addr: &tableAddrs.cusolverDnDgesvdjBatched_bufferSize},
 		{Name: "cusolverDnSgesvdjBatched", Addr: &tableAddrs.cusolverDnSgesvdjBatched},
 		{Name: "cusolverDnDgesvdjBatched", Addr: &tableAddrs.cusolverDnDgesvdjBatched},
+		{Name: "cusolverDnCgesvdjBatched_bufferSize", Addr: &tableAddrs.cusolverDnCgesvdjBatched_bufferSize},
+		{Name: "cusolverDnCgesvdjBatched", Addr: &tableAddrs.cusolverDnCgesvdjBatched},
+		{Name: "cusolverDnZgesvdjBatched_bufferSize", Addr: &tableAddrs.cusolverDnZgesvdjBatched_bufferSize},
+		{Name: "cusolverDnZgesvdjBatched", Addr: &tableAddrs.cusolverDnZgesvdjBatched},
 		{Name: "cusolverDnCreateSyevjInfo", Addr: &tableAddrs.cusolverDnCreateSyevjInfo},
 		{Name: "cusolverDnDestroySyevjInfo", Addr: &tableAddrs.cusolverDnDestroySyevjInfo},
 		{Name: "cusolverDnSsyevjBatched_bufferSize", Addr: &tableAddrs.cusolverDnSsyevjBatched_bufferSize},
 		{Name: "cusolverDnDsyevjBatched_bufferSize", Addr: &tableAddrs.cusolverDnDsyevjBatched_bufferSize},
 		{Name: "cusolverDnSsyevjBatched", Addr: &tableAddrs.cusolverDnSsyevjBatched},
 		{Name: "cusolverDnDsyevjBatched", Addr: &tableAddrs.cusolverDnDsyevjBatched},
+		{Name: "cusolverDnCheevjBatched_bufferSize", Addr: &tableAddrs.cusolverDnCheevjBatched_bufferSize},
+		{Name: "cusolverDnCheevjBatched", Addr: &tableAddrs.cusolverDnCheevjBatched},
+		{Name: "cusolverDnZheevjBatched_bufferSize", Addr: &tableAddrs.cusolverDnZheevjBatched_bufferSize},
+		{Name: "cusolverDnZheevjBatched", Addr: &tableAddrs.cusolverDnZheevjBatched},
 	},
 	Required: []string{"cusolverGetProperty", "cusolverDnCreate"},
 }
@@ -135,22 +149,36 @@ var tableAddrs struct {
 	cusolverDnZunmqr                    uintptr
 	cusolverDnSpotrfBatched             uintptr
 	cusolverDnDpotrfBatched             uintptr
+	cusolverDnCpotrfBatched             uintptr
+	cusolverDnZpotrfBatched             uintptr
 	cusolverDnSSgels_bufferSize         uintptr
 	cusolverDnDDgels_bufferSize         uintptr
 	cusolverDnSSgels                    uintptr
 	cusolverDnDDgels                    uintptr
+	cusolverDnCCgels_bufferSize         uintptr
+	cusolverDnCCgels                    uintptr
+	cusolverDnZZgels_bufferSize         uintptr
+	cusolverDnZZgels                    uintptr
 	cusolverDnCreateGesvdjInfo          uintptr
 	cusolverDnDestroyGesvdjInfo         uintptr
 	cusolverDnSgesvdjBatched_bufferSize uintptr
 	cusolverDnDgesvdjBatched_bufferSize uintptr
 	cusolverDnSgesvdjBatched            uintptr
 	cusolverDnDgesvdjBatched            uintptr
+	cusolverDnCgesvdjBatched_bufferSize uintptr
+	cusolverDnCgesvdjBatched            uintptr
+	cusolverDnZgesvdjBatched_bufferSize uintptr
+	cusolverDnZgesvdjBatched            uintptr
 	cusolverDnCreateSyevjInfo           uintptr
 	cusolverDnDestroySyevjInfo          uintptr
 	cusolverDnSsyevjBatched_bufferSize  uintptr
 	cusolverDnDsyevjBatched_bufferSize  uintptr
 	cusolverDnSsyevjBatched             uintptr
 	cusolverDnDsyevjBatched             uintptr
+	cusolverDnCheevjBatched_bufferSize  uintptr
+	cusolverDnCheevjBatched             uintptr
+	cusolverDnZheevjBatched_bufferSize  uintptr
+	cusolverDnZheevjBatched             uintptr
 }
 
 // GetProperty calls cusolverGetProperty:
@@ -681,6 +709,30 @@ func DnDpotrfBatched(handle Handle, uplo int32, n int32, aarray uintptr, lda int
 	return Result(r)
 }
 
+// DnCpotrfBatched calls cusolverDnCpotrfBatched:
+//
+//	cusolverStatus_t cusolverDnCpotrfBatched(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, cuComplex *Aarray[] /*device*/, int lda, int *infoArray /*device*/, int batchSize);
+func DnCpotrfBatched(handle Handle, uplo int32, n int32, aarray uintptr, lda int32, infoArray uintptr, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnCpotrfBatched
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(uplo), uintptr(n), aarray, uintptr(lda), infoArray, uintptr(batchSize))
+	return Result(r)
+}
+
+// DnZpotrfBatched calls cusolverDnZpotrfBatched:
+//
+//	cusolverStatus_t cusolverDnZpotrfBatched(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, cuDoubleComplex *Aarray[] /*device*/, int lda, int *infoArray /*device*/, int batchSize);
+func DnZpotrfBatched(handle Handle, uplo int32, n int32, aarray uintptr, lda int32, infoArray uintptr, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnZpotrfBatched
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(uplo), uintptr(n), aarray, uintptr(lda), infoArray, uintptr(batchSize))
+	return Result(r)
+}
+
 // DnSSgels_bufferSize calls cusolverDnSSgels_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSSgels_bufferSize(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, float *dA /*device*/, cusolver_int_t ldda, float *dB /*device*/, cusolver_int_t lddb, float *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t *lwork_bytes);
@@ -722,6 +774,54 @@ func DnSSgels(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int3
 //	cusolverStatus_t cusolverDnDDgels(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, double *dA /*device*/, cusolver_int_t ldda, double *dB /*device*/, cusolver_int_t lddb, double *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t lwork_bytes, cusolver_int_t *iter, cusolver_int_t *d_info /*device*/);
 func DnDDgels(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes uintptr, iter *int32, dInfo uintptr) Result {
 	fn := tableAddrs.cusolverDnDDgels
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, lworkBytes, uintptr(unsafe.Pointer(iter)), dInfo)
+	return Result(r)
+}
+
+// DnCCgels_bufferSize calls cusolverDnCCgels_bufferSize:
+//
+//	cusolverStatus_t cusolverDnCCgels_bufferSize(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, cuComplex *dA /*device*/, cusolver_int_t ldda, cuComplex *dB /*device*/, cusolver_int_t lddb, cuComplex *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t *lwork_bytes);
+func DnCCgels_bufferSize(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes *uintptr) Result {
+	fn := tableAddrs.cusolverDnCCgels_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, uintptr(unsafe.Pointer(lworkBytes)))
+	return Result(r)
+}
+
+// DnCCgels calls cusolverDnCCgels:
+//
+//	cusolverStatus_t cusolverDnCCgels(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, cuComplex *dA /*device*/, cusolver_int_t ldda, cuComplex *dB /*device*/, cusolver_int_t lddb, cuComplex *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t lwork_bytes, cusolver_int_t *iter, cusolver_int_t *d_info /*device*/);
+func DnCCgels(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes uintptr, iter *int32, dInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnCCgels
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, lworkBytes, uintptr(unsafe.Pointer(iter)), dInfo)
+	return Result(r)
+}
+
+// DnZZgels_bufferSize calls cusolverDnZZgels_bufferSize:
+//
+//	cusolverStatus_t cusolverDnZZgels_bufferSize(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, cuDoubleComplex *dA /*device*/, cusolver_int_t ldda, cuDoubleComplex *dB /*device*/, cusolver_int_t lddb, cuDoubleComplex *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t *lwork_bytes);
+func DnZZgels_bufferSize(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes *uintptr) Result {
+	fn := tableAddrs.cusolverDnZZgels_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(m), uintptr(n), uintptr(nrhs), dA, uintptr(ldda), dB, uintptr(lddb), dX, uintptr(lddx), dWorkspace, uintptr(unsafe.Pointer(lworkBytes)))
+	return Result(r)
+}
+
+// DnZZgels calls cusolverDnZZgels:
+//
+//	cusolverStatus_t cusolverDnZZgels(cusolverDnHandle_t handle, cusolver_int_t m, cusolver_int_t n, cusolver_int_t nrhs, cuDoubleComplex *dA /*device*/, cusolver_int_t ldda, cuDoubleComplex *dB /*device*/, cusolver_int_t lddb, cuDoubleComplex *dX /*device*/, cusolver_int_t lddx, void *dWorkspace /*device*/, size_t lwork_bytes, cusolver_int_t *iter, cusolver_int_t *d_info /*device*/);
+func DnZZgels(handle Handle, m int32, n int32, nrhs int32, dA uintptr, ldda int32, dB uintptr, lddb int32, dX uintptr, lddx int32, dWorkspace uintptr, lworkBytes uintptr, iter *int32, dInfo uintptr) Result {
+	fn := tableAddrs.cusolverDnZZgels
 	if fn == 0 {
 		return Missing
 	}
@@ -801,6 +901,54 @@ func DnDgesvdjBatched(handle Handle, jobz int32, m int32, n int32, a uintptr, ld
 	return Result(r)
 }
 
+// DnCgesvdjBatched_bufferSize calls cusolverDnCgesvdjBatched_bufferSize:
+//
+//	cusolverStatus_t cusolverDnCgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, const cuComplex *A /*device*/, int lda, const float *S /*device*/, const cuComplex *U /*device*/, int ldu, const cuComplex *V /*device*/, int ldv, int *lwork, gesvdjInfo_t params, int batchSize);
+func DnCgesvdjBatched_bufferSize(handle Handle, jobz int32, m int32, n int32, a uintptr, lda int32, s uintptr, u uintptr, ldu int32, v uintptr, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnCgesvdjBatched_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(m), uintptr(n), a, uintptr(lda), s, u, uintptr(ldu), v, uintptr(ldv), uintptr(unsafe.Pointer(lwork)), uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
+// DnCgesvdjBatched calls cusolverDnCgesvdjBatched:
+//
+//	cusolverStatus_t cusolverDnCgesvdjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, cuComplex *A /*device*/, int lda, float *S /*device*/, cuComplex *U /*device*/, int ldu, cuComplex *V /*device*/, int ldv, cuComplex *work /*device*/, int lwork, int *info /*device*/, gesvdjInfo_t params, int batchSize);
+func DnCgesvdjBatched(handle Handle, jobz int32, m int32, n int32, a uintptr, lda int32, s uintptr, u uintptr, ldu int32, v uintptr, ldv int32, work uintptr, lwork int32, info uintptr, params GesvdjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnCgesvdjBatched
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(m), uintptr(n), a, uintptr(lda), s, u, uintptr(ldu), v, uintptr(ldv), work, uintptr(lwork), info, uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
+// DnZgesvdjBatched_bufferSize calls cusolverDnZgesvdjBatched_bufferSize:
+//
+//	cusolverStatus_t cusolverDnZgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, const cuDoubleComplex *A /*device*/, int lda, const double *S /*device*/, const cuDoubleComplex *U /*device*/, int ldu, const cuDoubleComplex *V /*device*/, int ldv, int *lwork, gesvdjInfo_t params, int batchSize);
+func DnZgesvdjBatched_bufferSize(handle Handle, jobz int32, m int32, n int32, a uintptr, lda int32, s uintptr, u uintptr, ldu int32, v uintptr, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnZgesvdjBatched_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(m), uintptr(n), a, uintptr(lda), s, u, uintptr(ldu), v, uintptr(ldv), uintptr(unsafe.Pointer(lwork)), uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
+// DnZgesvdjBatched calls cusolverDnZgesvdjBatched:
+//
+//	cusolverStatus_t cusolverDnZgesvdjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, cuDoubleComplex *A /*device*/, int lda, double *S /*device*/, cuDoubleComplex *U /*device*/, int ldu, cuDoubleComplex *V /*device*/, int ldv, cuDoubleComplex *work /*device*/, int lwork, int *info /*device*/, gesvdjInfo_t params, int batchSize);
+func DnZgesvdjBatched(handle Handle, jobz int32, m int32, n int32, a uintptr, lda int32, s uintptr, u uintptr, ldu int32, v uintptr, ldv int32, work uintptr, lwork int32, info uintptr, params GesvdjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnZgesvdjBatched
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(m), uintptr(n), a, uintptr(lda), s, u, uintptr(ldu), v, uintptr(ldv), work, uintptr(lwork), info, uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
 // DnCreateSyevjInfo calls cusolverDnCreateSyevjInfo:
 //
 //	cusolverStatus_t cusolverDnCreateSyevjInfo(syevjInfo_t *info);
@@ -866,6 +1014,54 @@ func DnSsyevjBatched(handle Handle, jobz int32, uplo int32, n int32, a uintptr, 
 //	cusolverStatus_t cusolverDnDsyevjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, double *A /*device*/, int lda, double *W /*device*/, double *work /*device*/, int lwork, int *info /*device*/, syevjInfo_t params, int batchSize);
 func DnDsyevjBatched(handle Handle, jobz int32, uplo int32, n int32, a uintptr, lda int32, w uintptr, work uintptr, lwork int32, info uintptr, params SyevjInfo, batchSize int32) Result {
 	fn := tableAddrs.cusolverDnDsyevjBatched
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(uplo), uintptr(n), a, uintptr(lda), w, work, uintptr(lwork), info, uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
+// DnCheevjBatched_bufferSize calls cusolverDnCheevjBatched_bufferSize:
+//
+//	cusolverStatus_t cusolverDnCheevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const cuComplex *A /*device*/, int lda, const float *W /*device*/, int *lwork, syevjInfo_t params, int batchSize);
+func DnCheevjBatched_bufferSize(handle Handle, jobz int32, uplo int32, n int32, a uintptr, lda int32, w uintptr, lwork *int32, params SyevjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnCheevjBatched_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(uplo), uintptr(n), a, uintptr(lda), w, uintptr(unsafe.Pointer(lwork)), uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
+// DnCheevjBatched calls cusolverDnCheevjBatched:
+//
+//	cusolverStatus_t cusolverDnCheevjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, cuComplex *A /*device*/, int lda, float *W /*device*/, cuComplex *work /*device*/, int lwork, int *info /*device*/, syevjInfo_t params, int batchSize);
+func DnCheevjBatched(handle Handle, jobz int32, uplo int32, n int32, a uintptr, lda int32, w uintptr, work uintptr, lwork int32, info uintptr, params SyevjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnCheevjBatched
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(uplo), uintptr(n), a, uintptr(lda), w, work, uintptr(lwork), info, uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
+// DnZheevjBatched_bufferSize calls cusolverDnZheevjBatched_bufferSize:
+//
+//	cusolverStatus_t cusolverDnZheevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const cuDoubleComplex *A /*device*/, int lda, const double *W /*device*/, int *lwork, syevjInfo_t params, int batchSize);
+func DnZheevjBatched_bufferSize(handle Handle, jobz int32, uplo int32, n int32, a uintptr, lda int32, w uintptr, lwork *int32, params SyevjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnZheevjBatched_bufferSize
+	if fn == 0 {
+		return Missing
+	}
+	r, _, _ := purego.SyscallN(fn, uintptr(handle), uintptr(jobz), uintptr(uplo), uintptr(n), a, uintptr(lda), w, uintptr(unsafe.Pointer(lwork)), uintptr(params), uintptr(batchSize))
+	return Result(r)
+}
+
+// DnZheevjBatched calls cusolverDnZheevjBatched:
+//
+//	cusolverStatus_t cusolverDnZheevjBatched(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, cuDoubleComplex *A /*device*/, int lda, double *W /*device*/, cuDoubleComplex *work /*device*/, int lwork, int *info /*device*/, syevjInfo_t params, int batchSize);
+func DnZheevjBatched(handle Handle, jobz int32, uplo int32, n int32, a uintptr, lda int32, w uintptr, work uintptr, lwork int32, info uintptr, params SyevjInfo, batchSize int32) Result {
+	fn := tableAddrs.cusolverDnZheevjBatched
 	if fn == 0 {
 		return Missing
 	}

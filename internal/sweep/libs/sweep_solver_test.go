@@ -51,6 +51,8 @@ func sweepSolver() []sweep.Case {
 				zc := must(cuda.FromHost(e.Ctx, []complex64{4, 1 + 1i, 1 - 1i, 3}))(t)
 				zqb := must(cuda.Alloc[complex64](e.Ctx, 4))(t)
 				zu := must(cuda.Alloc[complex64](e.Ctx, 4))(t)
+				zb := must(cuda.FromHost(e.Ctx, []complex64{4, 1 + 1i, 1 - 1i, 3}))(t) // the complex batch's, Hermitian
+				zls := must(cuda.FromHost(e.Ctx, []complex64{4, 1 + 1i, 1 - 1i, 3}))(t)
 				zcm := cusolver.Matrix[complex64]{Data: zc, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}
 				zq := cusolver.Matrix[complex64]{Data: zqb, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}
 				cm := cusolver.Matrix[float32]{Data: a, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}
@@ -119,6 +121,22 @@ func sweepSolver() []sweep.Case {
 							func() error {
 								return keep(cusolver.EighBatched(h, cusolver.NewMatrix(batch, 2, 2), 2, cusolver.Lower, w, false))
 							},
+							// The complex batches and least squares (C potrfBatched,
+							// through the transposes and in place, gesvdjBatched,
+							// heevjBatched, CCgels).
+							func() error {
+								return keep(cusolver.CholeskyBatched(h, cusolver.NewMatrix(zb, 2, 2), 1, cusolver.Lower))
+							},
+							func() error {
+								return keep(cusolver.CholeskyBatched(h, cusolver.NewMatrix(zb, 2, 2), 1, cusolver.Upper))
+							},
+							func() error { return keep(cusolver.SVDBatched(h, zcm, 1, s, zqb, zu)) },
+							func() error {
+								return keep(cusolver.EighBatched(h, cusolver.NewMatrix(z, 2, 2), 1, cusolver.Upper, s, true))
+							},
+							func() error {
+								return keep(cusolver.LeastSquares(h, cusolver.Matrix[complex64]{Data: zls, Rows: 2, Cols: 2, Layout: cusolver.ColMajor}, zqb, zu, 1))
+							},
 							func() error { return h.Close() },
 						)
 					}, func(t *testing.T, _ error) {
@@ -148,7 +166,7 @@ func sweepSolver() []sweep.Case {
 							}
 						}
 						e.S.Synchronize()
-						for _, b := range []cuda.Memory{a, d, b, bd, q, s, u, v, batch, w, z, zc, zqb, zu} {
+						for _, b := range []cuda.Memory{a, d, b, bd, q, s, u, v, batch, w, z, zc, zqb, zu, zb, zls} {
 							b.(interface{ Free() error }).Free()
 						}
 						sweep.StillWorks(t, "cusolver", e.Ctx, e.S)

@@ -57,8 +57,9 @@ func init() {
 			return []error{cusolver.ApplyQ(h, &cusolver.QRFactors[float32]{}, m, false)}
 		},
 		"cusolver.LeastSquares": func() []error {
-			_, err := cusolver.LeastSquares(h, m, b, b, 1)
-			return []error{err}
+			_, e1 := cusolver.LeastSquares(h, m, b, b, 1)
+			_, e2 := cusolver.LeastSquares(h, cusolver.Matrix[complex64]{}, &cuda.DeviceBuffer[complex64]{}, nil, 1)
+			return []error{e1, e2}
 		},
 		"cusolver.SVD": func() []error {
 			_, e1 := cusolver.SVD(h, m, b, m, m)
@@ -72,13 +73,19 @@ func init() {
 			return []error{e1, e2}
 		},
 		"cusolver.CholeskyBatched": func() []error {
-			_, err := cusolver.CholeskyBatched(h, m, 1, cusolver.Lower)
-			return []error{err}
+			_, e1 := cusolver.CholeskyBatched(h, m, 1, cusolver.Lower)
+			_, e2 := cusolver.CholeskyBatched(h, cusolver.Matrix[complex128]{}, 1, cusolver.Lower)
+			return []error{e1, e2}
 		},
-		"cusolver.SVDBatched": func() []error { _, err := cusolver.SVDBatched(h, m, 1, b, nil, nil); return []error{err} },
+		"cusolver.SVDBatched": func() []error {
+			_, e1 := cusolver.SVDBatched(h, m, 1, b, nil, nil)
+			_, e2 := cusolver.SVDBatched(h, cusolver.Matrix[complex128]{}, 1, &cuda.DeviceBuffer[float64]{}, nil, nil)
+			return []error{e1, e2}
+		},
 		"cusolver.EighBatched": func() []error {
-			_, err := cusolver.EighBatched(h, m, 1, cusolver.Lower, b, false)
-			return []error{err}
+			_, e1 := cusolver.EighBatched(h, m, 1, cusolver.Lower, b, false)
+			_, e2 := cusolver.EighBatched[complex64, float32](h, cusolver.Matrix[complex64]{}, 1, cusolver.Lower, nil, true)
+			return []error{e1, e2}
 		},
 	} {
 		zero.Funcs[name] = f
