@@ -98,6 +98,16 @@ func solverCases() []solverCase {
 		{"svd_batched", benchSVDBatched[float32], benchSVDBatched[float64]}} {
 		cases = append(cases, solverCase{op.name, "f32", "10000x8x8", 8, 10000, op.f32}, solverCase{op.name, "f64", "10000x8x8", 8, 10000, op.f64})
 	}
+	// The complex batches (Hermitian for the Cholesky): the peers'
+	// complex64 and complex128 batches.
+	for _, op := range []struct {
+		name      string
+		c64, c128 func(b *testing.B, h *cusolver.Handle, n, count int)
+	}{{"cholesky_batched", benchZCholeskyBatched[complex64], benchZCholeskyBatched[complex128]},
+		{"cholesky_batched_upper", benchZCholeskyBatchedUpper[complex64], benchZCholeskyBatchedUpper[complex128]},
+		{"svd_batched", benchZSVDBatched[complex64, float32], benchZSVDBatched[complex128, float64]}} {
+		cases = append(cases, solverCase{op.name, "c64", "10000x8x8", 8, 10000, op.c64}, solverCase{op.name, "c128", "10000x8x8", 8, 10000, op.c128})
+	}
 	return cases
 }
 
@@ -326,4 +336,80 @@ func TestBenchCasesMatchPeers(t *testing.T) {
 	if got := strings.Fields(string(out)); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("solver_peers.py's cases:\n%v\nBenchmarkSolver's:\n%v", got, want)
 	}
+}
+
+// benchZMatrix is benchMatrix for complex matrices: real and imaginary
+// parts random in [-1, 1), Hermitian (a real diagonal) where herm, plus
+// n·I where dominant (Hermitian positive definite).
+func benchZMatrix[T complex64 | complex128](b *testing.B, ctx *cuda.Context, n, count int, herm, dominant bool) (src, work *cuda.DeviceBuffer[T]) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(count)))
+	v := make([]T, n*n*max(count, 1))
+	for m := 0; m < max(count, 1); m++ {
+		a := v[m*n*n : (m+1)*n*n]
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				re, im := 2*rng.Float64()-1, 2*rng.Float64()-1
+				switch {
+				case herm && j > i:
+					x := complex128(a[j*n+i])
+					a[i*n+j] = T(complex(real(x), -imag(x)))
+					continue
+				case herm && j == i:
+					im = 0
+				}
+				a[i*n+j] = T(complex(re, im))
+			}
+			if dominant {
+				a[i*n+i] += T(complex(float64(n), 0))
+			}
+		}
+	}
+	src = cudatest.Upload(b, ctx, v)
+	work = cudatest.Upload(b, ctx, v)
+	return src, work
+}
+
+func benchZCholeskyBatched[T complex64 | complex128](b *testing.B, h *cusolver.Handle, n, count int) {
+	benchZCholeskyBatchedTri[T](b, h, n, count, cusolver.Lower)
+}
+
+func benchZCholeskyBatchedUpper[T complex64 | complex128](b *testing.B, h *cusolver.Handle, n, count int) {
+	benchZCholeskyBatchedTri[T](b, h, n, count, cusolver.Upper)
+}
+
+func benchZCholeskyBatchedTri[T complex64 | complex128](b *testing.B, h *cusolver.Handle, n, count int, tri cusolver.Triangle) {
+	s := h.Stream()
+	src, work := benchZMatrix[T](b, s.Context(), n, count, true, true)
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		info, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(work, n, n), count, tri)
+		if err != nil {
+			return err
+		}
+		return info.Free()
+	})
+}
+
+func benchZSVDBatched[T complex64 | complex128, R float32 | float64](b *testing.B, h *cusolver.Handle, n, count int) {
+	s := h.Stream()
+	src, work := benchZMatrix[T](b, s.Context(), n, count, false, false)
+	sv := must(cuda.Alloc[R](s.Context(), n*count))(b)
+	u := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
+	v := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
+	defer sv.Free()
+	defer u.Free()
+	defer v.Free()
+	solverLoop(b, s, func() error {
+		if err := work.CopyFromDeviceAsync(src, s); err != nil {
+			return err
+		}
+		info, err := cusolver.SVDBatched(h, cusolver.NewMatrix(work, n, n), count, sv, u, v)
+		if err != nil {
+			return err
+		}
+		return info.Free()
+	})
 }

@@ -20,8 +20,14 @@ linalg='ignore'):
   cholesky_batched_upper  torch.linalg.cholesky_ex(A, upper=True)  (CuPy has no upper)  the same, the upper factor
   svd_batched       torch.linalg.svd(A)                  cupy.linalg.svd(A)            10000 8×8: gesvdjBatched (or the peer's choice)
 
+The batched ops run in complex64 and complex128 too (dtypes c64, c128:
+Hermitian positive definite batches for the Cholesky, potrfBatched's C
+and Z; gesvdjBatched's C and Z for the SVD), after the real cases.
+
 The inputs are those of the Go side: random in [-1, 1), symmetric for
-cholesky and eigh, plus n·I for cholesky (positive definite).
+cholesky and eigh, plus n·I for cholesky (positive definite); complex
+ones random in [-1, 1) in both parts, Hermitian (a real diagonal) for
+cholesky, plus n·I.
 
 GOCUDA_SOLVER_OPS (a comma list of ops) selects a subset, as for the Go
 benchmark; GOCUDA_SOLVER_MAXN leaves out matrices larger than n;
@@ -63,6 +69,9 @@ def cases():
     for op in BATCHED:
         for dt in ("f32", "f64"):
             out.append((op, dt, "10000x8x8", 8, 10000))
+    for op in BATCHED:
+        for dt in ("c64", "c128"):
+            out.append((op, dt, "10000x8x8", 8, 10000))
     return out
 
 
@@ -77,15 +86,23 @@ def env_set(name, known):
     return s
 
 
-def host_matrix(np, n, count, sym, dominant, seed):
-    """count n×n matrices (count 0: one, unbatched), as the Go side's."""
+def host_matrix(np, n, count, sym, dominant, seed, cplx=False):
+    """count n×n matrices (count 0: one, unbatched), as the Go side's:
+    complex ones (cplx) Hermitian where sym, their diagonal real."""
     rng = np.random.default_rng(seed)
     a = rng.uniform(-1, 1, size=(max(count, 1), n, n))
+    if cplx:
+        a = a + 1j * rng.uniform(-1, 1, size=(max(count, 1), n, n))
     if sym:
-        a = np.tril(a) + np.swapaxes(np.tril(a, -1), 1, 2)
+        low = np.tril(a, -1)
+        diag = np.real(np.diagonal(a, axis1=1, axis2=2))
+        a = low + np.conj(np.swapaxes(low, 1, 2)) + diag[:, :, None] * np.eye(n)
     if dominant:
         a = a + n * np.eye(n)
     return a if count else a[0]
+
+
+DTYPES = {"f32": "float32", "f64": "float64", "c64": "complex64", "c128": "complex128"}
 
 
 class Torch:
@@ -115,7 +132,7 @@ class Torch:
         return start.elapsed_time(end)
 
     def put(self, a, dt):
-        return self.t.tensor(a, dtype=self.t.float32 if dt == "f32" else self.t.float64, device=self.dev)
+        return self.t.tensor(a, dtype=getattr(self.t, DTYPES[dt]), device=self.dev)
 
     def case(self, op, a, b):
         L = self.t.linalg
@@ -162,7 +179,7 @@ class CuPy:
         return self.cp.cuda.get_elapsed_time(start, end)
 
     def put(self, a, dt):
-        return self.cp.asarray(a, dtype=self.cp.float32 if dt == "f32" else self.cp.float64)
+        return self.cp.asarray(a, dtype=getattr(self.cp, DTYPES[dt]))
 
     def case(self, op, a, b):
         L = self.cp.linalg
@@ -232,7 +249,7 @@ def main():
         if ops is not None and op not in ops or maxn and n > maxn:
             continue
         name = "%s/%s/%s" % (op, dt, shape)
-        a = host_matrix(np, n, count, op in ("cholesky", "eigh", "cholesky_batched", "cholesky_batched_upper"), op in ("cholesky", "cholesky_batched", "cholesky_batched_upper"), n * 1000 + count)
+        a = host_matrix(np, n, count, op in ("cholesky", "eigh", "cholesky_batched", "cholesky_batched_upper"), op in ("cholesky", "cholesky_batched", "cholesky_batched_upper"), n * 1000 + count, dt.startswith("c"))
         b = np.random.default_rng(1).uniform(-1, 1, size=(n,))
         for p in peers:
             try:
