@@ -86,71 +86,131 @@ func testComplexCholeskyBatched[T complex64 | complex128](t *testing.T) {
 			for _, layout := range layouts {
 				for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
 					t.Run(fmt.Sprintf("%d/%d/%v/%v", n, count, layout, tri), func(t *testing.T) {
-						mine := func(i, j int) bool { return tri == cusolver.Lower && j <= i || tri == cusolver.Upper && j >= i }
-						bad := -1
-						if count >= 7 {
-							bad = 3
-						}
-						as := make([]zdense, count)
-						all := make([]T, 0, n*n*count)
-						for k := range as {
-							a := zhpd(rng, n)
-							if k == bad {
-								a.set(0, 0, -1)
-							}
-							as[k] = a
-							in := newZ(n, n)
-							for i := 0; i < n; i++ {
-								for j := 0; j < n; j++ {
-									if mine(i, j) {
-										in.set(i, j, a.at(i, j))
-									} else {
-										in.set(i, j, 42)
-									}
-								}
-							}
-							all = append(all, zelements[T](in, layout)...)
-						}
-						buf := cudatest.Upload(t, ctx, all)
-						defer buf.Free()
-						info := must(cusolver.CholeskyBatched(h, cusolver.Matrix[T]{Data: buf, Rows: n, Cols: n, Layout: layout}, count, tri))(t)
-						err := info.Err()
-						if bad < 0 && err != nil {
-							t.Fatal(err)
-						}
-						if bad >= 0 && (!errors.Is(err, cusolver.ErrNotPositiveDefinite) || !strings.Contains(err.Error(), "matrix 3: the leading minor of order 1")) {
-							t.Errorf("Err = %v, want matrix 3's leading minor of order 1", err)
-						}
-						got := zdownload(t, h, buf)
-						for k, a := range as {
-							g := zfrom(got[k*n*n:], n, n, layout)
-							l := newZ(n, n) // A = L·Lᴴ
-							for i := 0; i < n; i++ {
-								for j := 0; j < n; j++ {
-									switch {
-									case !mine(i, j):
-										if g.at(i, j) != 42 {
-											t.Fatalf("matrix %d: element (%d,%d) outside the triangle changed to %v", k, i, j, g.at(i, j))
-										}
-									case tri == cusolver.Lower:
-										l.set(i, j, g.at(i, j))
-									default:
-										l.set(j, i, cmplx.Conj(g.at(i, j))) // L = Uᴴ
-									}
-								}
-							}
-							if k == bad {
-								continue
-							}
-							if d := zdiff(zmul(l, l.h()), a); d > ztol[T](n)*float64(n) {
-								t.Fatalf("matrix %d: the factor's product differs from A by %g", k, d)
-							}
-						}
+						checkZCholeskyBatch[T](t, ctx, h, rng, layout, tri, n, count)
 					})
 				}
 			}
 		}
 	}
+}
+
+// checkZCholeskyBatch factors one complex batch and checks each matrix
+// (matrix 3 of a batch of 7 or more not positive definite).
+func checkZCholeskyBatch[T complex64 | complex128](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand, layout cusolver.Layout, tri cusolver.Triangle, n, count int) {
+	t.Helper()
+	mine := func(i, j int) bool { return tri == cusolver.Lower && j <= i || tri == cusolver.Upper && j >= i }
+	bad := -1
+	if count >= 7 {
+		bad = 3
+	}
+	as := make([]zdense, count)
+	all := make([]T, 0, n*n*count)
+	for k := range as {
+		a := zhpd(rng, n)
+		if k == bad {
+			a.set(0, 0, -1)
+		}
+		as[k] = a
+		in := newZ(n, n)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if mine(i, j) {
+					in.set(i, j, a.at(i, j))
+				} else {
+					in.set(i, j, 42)
+				}
+			}
+		}
+		all = append(all, zelements[T](in, layout)...)
+	}
+	buf := cudatest.Upload(t, ctx, all)
+	defer buf.Free()
+	info := must(cusolver.CholeskyBatched(h, cusolver.Matrix[T]{Data: buf, Rows: n, Cols: n, Layout: layout}, count, tri))(t)
+	err := info.Err()
+	if bad < 0 && err != nil {
+		t.Fatal(err)
+	}
+	if bad >= 0 && (!errors.Is(err, cusolver.ErrNotPositiveDefinite) || !strings.Contains(err.Error(), "matrix 3: the leading minor of order 1")) {
+		t.Errorf("Err = %v, want matrix 3's leading minor of order 1", err)
+	}
+	got := zdownload(t, h, buf)
+	for k, a := range as {
+		g := zfrom(got[k*n*n:], n, n, layout)
+		l := newZ(n, n) // A = L·Lᴴ
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				switch {
+				case !mine(i, j):
+					if g.at(i, j) != 42 {
+						t.Fatalf("matrix %d: element (%d,%d) outside the triangle changed to %v", k, i, j, g.at(i, j))
+					}
+				case tri == cusolver.Lower:
+					l.set(i, j, g.at(i, j))
+				default:
+					l.set(j, i, cmplx.Conj(g.at(i, j))) // L = Uᴴ
+				}
+			}
+		}
+		if k == bad {
+			continue
+		}
+		if d := zdiff(zmul(l, l.h()), a); d > ztol[T](n)*float64(n) {
+			t.Fatalf("%v %v n %d: matrix %d: the factor's product differs from A by %g", layout, tri, n, k, d)
+		}
+	}
+}
+
+// TestComplexCholeskyBatchedTransposes (fake): a complex row-major Lower
+// and column-major Upper batch go through two cuBLASLt transforms (plain
+// transposes, not conjugate ones), the other two through none, each
+// factored right; with the complex descriptor refused, every layout and
+// triangle is factored right in place, and the real types still
+// transpose.
+func TestComplexCholeskyBatchedTransposes(t *testing.T) {
+	fake := cudatest.Fake(t)
+	if fake == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	rng := rand.New(rand.NewPCG(39, 40))
+	transforms := func() int { return fake.Counts()["cublasLtMatrixTransform"] }
+	t.Run("calls", func(t *testing.T) {
+		s := cudatest.Stream(t, ctx)
+		h := must(cusolver.New(s))(t)
+		defer h.Close()
+		for _, c := range []struct {
+			layout cusolver.Layout
+			tri    cusolver.Triangle
+			want   int
+		}{{cusolver.RowMajor, cusolver.Lower, 2}, {cusolver.ColMajor, cusolver.Upper, 2}, {cusolver.RowMajor, cusolver.Upper, 0}, {cusolver.ColMajor, cusolver.Lower, 0}} {
+			fake.ResetCounts()
+			checkZCholeskyBatch[complex64](t, ctx, h, rng, c.layout, c.tri, 8, 7)
+			checkZCholeskyBatch[complex128](t, ctx, h, rng, c.layout, c.tri, 5, 3)
+			if got := transforms(); got != 2*c.want {
+				t.Errorf("%v %v: %d transforms, want %d", c.layout, c.tri, got, 2*c.want)
+			}
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		s := cudatest.Stream(t, ctx)
+		h := must(cusolver.New(s))(t)
+		defer h.Close()
+		fake.Fail("cublasLtMatrixTransformDescCreate", 1, 15) // CUBLAS_STATUS_NOT_SUPPORTED
+		defer fake.ResetFaults()
+		fake.ResetCounts()
+		for _, layout := range layouts {
+			for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+				checkZCholeskyBatch[complex64](t, ctx, h, rng, layout, tri, 6, 7)
+			}
+		}
+		if got := transforms(); got != 0 {
+			t.Errorf("%d transforms after complex64's refusal, want 0", got)
+		}
+		checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
+		if got := transforms(); got != 2 {
+			t.Errorf("float32 after complex64's refusal: %d transforms, want 2", got)
+		}
+	})
 }
 
 func TestComplexSVDBatched(t *testing.T) {
