@@ -160,3 +160,50 @@ func ExampleQR_complex() {
 	fmt.Printf("|R(0,0)| = %.3g, Q·R = A: %v\n", cmplx.Abs(r[0]), same)
 	// Output: |R(0,0)| = 5, Q·R = A: true
 }
+
+// A batch of complex Hermitian positive definite matrices factored in one
+// call, A = L·Lᴴ each, L in the lower triangle (row-major, as Go reads
+// it); the upper triangle is left as it was.
+func ExampleCholeskyBatched_complex() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ctx.Close()
+	defer s.Close()
+	h, err := cusolver.New(s)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+
+	a, _ := cuda.FromHost(ctx, []complex64{
+		4, 2 - 2i, // the first matrix
+		2 + 2i, 3,
+		1, -1i, // the second
+		1i, 5,
+	})
+	defer a.Free()
+	info, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(a, 2, 2), 2, cusolver.Lower)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := info.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	v, _ := a.ToHost()
+	for i := range v {
+		v[i] = complex(real(v[i])+0, imag(v[i])+0) // no -0
+	}
+	for m := 0; m < 2; m++ {
+		l := v[m*4 : m*4+4]
+		fmt.Printf("L%d: %.3g; %.3g %.3g\n", m, l[0], l[2], l[3])
+	}
+	// Output:
+	// L0: (2+0i); (1+1i) (1+0i)
+	// L1: (1+0i); (0+1i) (2+0i)
+}
