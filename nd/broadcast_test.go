@@ -2,6 +2,7 @@ package nd_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -99,5 +100,56 @@ func broadcastCase[T nd.Elem](t *testing.T, s *cuda.Stream, sa, sb []int) {
 			closeTo(t, op.name, free(t, must(op.f(a, b))(t)), want, 0)
 			closeTo(t, op.name+" reversed", free(t, must(op.f(b, a))(t)), want, 0)
 		}
+	})
+}
+
+// TestIntegerPowKernels: integer Pow, whose C declares variables of its
+// own (b_, e_, p_), in nd's contiguous kernel (vectors and the tail), the
+// strided kernel's vector variant and its scalar kernel, against Go.
+func TestIntegerPowKernels(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	base := make([]int32, 6*9)
+	for i := range base {
+		base[i] = int32(i%5) - 2
+	}
+	exps := []int32{0, 1, 2, 3, 4, 5, 2, 1, 3}
+	a := free(t, must(nd.FromSlice(s, base, 6, 9))(t))
+	for _, c := range []struct {
+		name string
+		b    *nd.Array[int32]
+	}{
+		{"contiguous", free(t, must(nd.FromSlice(s, slices.Repeat(exps, 6), 6, 9))(t))},
+		{"broadcast row", free(t, must(nd.FromSlice(s, exps, 9))(t))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, x := range []*nd.Array[int32]{a, must(a.Slice(1, 0, 8, 1))(t)} { // 9 columns: the tail; 8 of 9: strided
+				got := free(t, must(nd.Pow(x, must(c.b.Slice(-1, 0, x.Shape()[1], 1))(t)))(t))
+				want := host[int32]{nil, x.Shape()}
+				hx := hostOf(t, x)
+				each(x.Shape(), func(idx []int) {
+					p := int32(1)
+					for range exps[idx[1]] {
+						p *= hx.at(idx)
+					}
+					want.data = append(want.data, p)
+				})
+				equal(t, got, want)
+			}
+		})
+	}
+	t.Run("vector variant", func(t *testing.T) {
+		x := free(t, must(nd.FromSlice(s, base[:32], 4, 8))(t))
+		y := free(t, must(nd.FromSlice(s, exps[:8], 8))(t))
+		got := free(t, must(nd.Pow(x, y))(t))
+		want := host[int32]{nil, []int{4, 8}}
+		for i, v := range base[:32] {
+			p := int32(1)
+			for range exps[i%8] {
+				p *= v
+			}
+			want.data = append(want.data, p)
+		}
+		equal(t, got, want)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
@@ -390,6 +391,20 @@ type plan struct {
 	vec     int
 	vconsts []any
 	vecs    uint64
+	// raw is the contiguous kernel of nd's own (contigKernel), where the
+	// pattern has one: launched directly, without compute.Elementwise's
+	// classification of every argument at every call. widest is the
+	// largest element size among its arrays.
+	raw    *compute.RawKernel
+	widest int
+	rawFn  atomic.Pointer[rawFunc] // raw, loaded in the context of its last launch
+}
+
+// rawFunc is a raw kernel loaded in a context (weak: a plan outlives the
+// contexts it ran in).
+type rawFunc struct {
+	ctx weak.Pointer[cuda.Context]
+	f   *cuda.Function
 }
 
 // planSlots is the cache of plans: a plan in the slot of its hash (a
@@ -519,6 +534,9 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 	}
 	p := &plan{k: k, axes: axes}
 	if axes < 0 {
+		if raw, widest := contigKernel(e, out, ins); raw != nil {
+			p.raw, p.widest = raw, widest
+		}
 		return p, nil
 	}
 	// The axes' dimensions and each array's strides, in the declaration's
@@ -705,6 +723,9 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 	// then the output.
 	var buf [maxArgs]any
 	args := buf[:0]
+	if p.raw != nil {
+		return p.launchRaw(op, out, ins, n, args)
+	}
 	if p.axes < 0 {
 		// Each array from its first element, n elements long: its span
 		// itself where that is all it is.
@@ -750,6 +771,110 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 	args = append(args, p.consts...)
 	args = append(args, out.buf)
 	return wrap(op, p.k.LaunchN(out.s, n, args...))
+}
+
+// launchRaw launches p's raw kernel over n elements: each array's span
+// and offset, then n and the vector width, 16 bytes of the widest type
+// where every array's first element is aligned to that many of its own,
+// else one.
+func (p *plan) launchRaw(op string, out *operand, ins []operand, n int, args []any) error {
+	vec := 16 / p.widest
+	at := func(o *operand) {
+		size := uint64(o.t.size())
+		if (uint64(o.lo)+uint64(o.layout.Offset())*size)%(uint64(vec)*size) != 0 {
+			vec = 1
+		}
+	}
+	for i := range ins {
+		at(&ins[i])
+		args = append(args, ins[i].buf, boxInt64(int64(ins[i].layout.Offset())))
+	}
+	at(out)
+	args = append(args, out.buf, boxInt64(int64(out.layout.Offset())), boxInt64(int64(n)), int32(vec))
+	threads := (n + vec - 1) / vec
+	blocks := min((threads+contigThreads-1)/contigThreads, 1<<20)
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: contigThreads}, Stream: out.s}
+	// The kernel as loaded in the stream's context: the last one's, or
+	// compiled and loaded (RawKernel.Launch would find it at every call,
+	// and name it in an error it makes whether or not the launch fails).
+	ctx := out.s.Context()
+	var f *cuda.Function
+	if rf := p.rawFn.Load(); rf != nil && rf.ctx.Value() == ctx {
+		f = rf.f
+	} else {
+		var err error
+		if f, err = p.raw.Function(ctx); err != nil {
+			return wrap(op, err)
+		}
+		p.rawFn.Store(&rawFunc{weak.Make(ctx), f})
+	}
+	return wrap(op, f.Launch(cfg, args...))
+}
+
+// contigThreads is a block of the raw contiguous kernel.
+const contigThreads = 256
+
+var contigKernels sync.Map // kernelKey -> *compute.RawKernel
+
+// contigKernel returns nd's own kernel of e over contiguous arrays, and
+// the largest element size among them: where no operand is a scalar or a
+// half, and e does not read the index. Each thread takes a vector of 16
+// bytes of the widest type (or one element where the call's addresses are
+// not aligned), in a grid-stride loop, the elements past the last whole
+// vector one a thread.
+func contigKernel(e expr, out *operand, ins []operand) (*compute.RawKernel, int) {
+	if out.t.half || usesIndex.MatchString(e.code) {
+		return nil, 0
+	}
+	widest := out.t.size()
+	var types []string
+	for i := range ins {
+		if ins[i].scalar || ins[i].t.half {
+			return nil, 0
+		}
+		widest = max(widest, ins[i].t.size())
+		types = append(types, ins[i].t.name)
+	}
+	key := kernelKey{name: e.name, code: e.code, types: strings.Join(types, ",") + "->" + out.t.name, axes: -2}
+	if k, ok := contigKernels.Load(key); ok {
+		return k.(*compute.RawKernel), widest
+	}
+	name := fmt.Sprintf("nd_%s_%s_contig", e.name, strings.NewReplacer(",", "_", "->", "_to_").Replace(key.types))
+	var b, params, vecArgs, one strings.Builder
+	b.WriteString("template <typename E, int V> struct __align__(sizeof(E) * V) nd_vec { E v[V]; };\n")
+	for j, in := range ins {
+		fmt.Fprintf(&params, "const %[1]s* __restrict__ p%[2]d, long long o%[2]d, ", in.t.value, j)
+		fmt.Fprintf(&vecArgs, "p%[1]d, o%[1]d, ", j)
+	}
+	fmt.Fprintf(&params, "%s* __restrict__ y, long long oy, long long n", out.t.value)
+	vecArgs.WriteString("y, oy, n")
+	for j, in := range ins {
+		fmt.Fprintf(&one, "const %[1]s x%[2]d = p%[2]d[o%[2]d + i];\n", in.t.value, j)
+	}
+	fmt.Fprintf(&b, `template <int V> __device__ __forceinline__ void nd_contig(%[1]s) {
+	const long long stride = (long long)gridDim.x * blockDim.x, nv = n / V;
+	for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < nv; q += stride) {
+`, params.String())
+	for j, in := range ins {
+		fmt.Fprintf(&b, "\t\tconst nd_vec<%[1]s, V> xv%[2]d = *(const nd_vec<%[1]s, V>*)(p%[2]d + o%[2]d + q * V);\n", in.t.value, j)
+	}
+	fmt.Fprintf(&b, "\t\tnd_vec<%[1]s, V> yv;\n\t\t#pragma unroll\n\t\tfor (int nd_lane = 0; nd_lane < V; nd_lane++) {\n", out.t.value)
+	for j, in := range ins {
+		fmt.Fprintf(&b, "\t\t\tconst %[1]s x%[2]d = xv%[2]d.v[nd_lane];\n", in.t.value, j)
+	}
+	fmt.Fprintf(&b, "\t\t\t%[1]s r;\n\t\t\t{ %[2]s }\n\t\t\tyv.v[nd_lane] = (%[1]s)r;\n\t\t}\n\t\t*(nd_vec<%[1]s, V>*)(y + oy + q * V) = yv;\n\t}\n", out.t.value, e.body())
+	fmt.Fprintf(&b, "\tfor (long long i = nv * V + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {\n%[1]s\t\t%[2]s r;\n\t\t{ %[3]s }\n\t\ty[oy + i] = (%[2]s)r;\n\t}\n}\n", one.String(), out.t.value, e.body())
+	fmt.Fprintf(&b, "extern \"C\" __global__ __launch_bounds__(%[4]d) void %[1]s(%[2]s, int v) {\n\tswitch (v) {\n", name, params.String(), vecArgs.String(), contigThreads)
+	for v := 16 / widest; v > 1; v /= 2 {
+		fmt.Fprintf(&b, "\tcase %[1]d: nd_contig<%[1]d>(%[2]s); break;\n", v, vecArgs.String())
+	}
+	fmt.Fprintf(&b, "\tdefault: nd_contig<1>(%s);\n\t}\n}\n", vecArgs.String())
+	k, err := compute.NewRawKernel(b.String(), name)
+	if err != nil {
+		return nil, 0 // compute's Elementwise does it
+	}
+	got, _ := contigKernels.LoadOrStore(key, k)
+	return got.(*compute.RawKernel), widest
 }
 
 // kernelFor returns the kernel of e for the operands' types and pattern,
@@ -892,13 +1017,13 @@ func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) comput
 				fmt.Fprintf(&b, "const %[1]s x%[2]d = p%[2]d[k_p%[2]d];\n", in.t.value, j)
 			}
 		}
-		fmt.Fprintf(&b, "struct __align__(%[2]d) nd_vy { %[1]s v[%[3]d]; };\nnd_vy yv;\n#pragma unroll\nfor (int e_ = 0; e_ < %[3]d; e_++) {\n", out.t.value, v*out.t.size(), v)
+		fmt.Fprintf(&b, "struct __align__(%[2]d) nd_vy { %[1]s v[%[3]d]; };\nnd_vy yv;\n#pragma unroll\nfor (int nd_lane = 0; nd_lane < %[3]d; nd_lane++) {\n", out.t.value, v*out.t.size(), v)
 		for j, in := range ins {
 			if !in.scalar && key.vecs&(1<<(j+1)) != 0 {
-				fmt.Fprintf(&b, "const %[1]s x%[2]d = xv%[2]d.v[e_];\n", in.t.value, j)
+				fmt.Fprintf(&b, "const %[1]s x%[2]d = xv%[2]d.v[nd_lane];\n", in.t.value, j)
 			}
 		}
-		fmt.Fprintf(&b, "%s r;\n%s\nyv.v[e_] = (%s)r;\n}\n*(nd_vy*)(y + k_y) = yv;", out.t.value, e.body(), out.t.value)
+		fmt.Fprintf(&b, "%s r;\n{ %s }\nyv.v[nd_lane] = (%s)r;\n}\n*(nd_vy*)(y + k_y) = yv;", out.t.value, e.body(), out.t.value)
 		return compute.ElementwiseSpec{Name: name, InParams: strings.Join(inParams, ", "), OutParams: "raw " + out.t.name + " y", Operation: b.String()}
 	}
 	for j, in := range ins {
