@@ -84,6 +84,29 @@ func TestFakeChecks(t *testing.T) {
 		if r := clib.DnDpotri(h, 0, 2, ap, 2, wp, lw-1, ip); r != clib.InvalidValue {
 			t.Errorf("potri with lwork one short = %v, want %v", r, clib.InvalidValue)
 		}
+		// The complex batches and least squares: checked as the real ones,
+		// a complex workspace larger than a real one's.
+		if r := clib.DnZpotrfBatched(h, 2, 2, wp, 2, ip, 1); r != clib.InvalidValue {
+			t.Errorf("Zpotrf batched, bad fill mode = %v, want %v", r, clib.InvalidValue)
+		}
+		var jobs int32
+		if r := clib.DnCheevjBatched_bufferSize(h, 1, 0, 2, ap, 2, wp, &jobs, 0, 1); r != clib.InvalidValue {
+			t.Errorf("Cheevj batched without its syevjInfo = %v, want %v", r, clib.InvalidValue)
+		}
+		var rsize, csize uintptr
+		if r := clib.DnSSgels_bufferSize(h, 2, 2, 1, ap, 2, ap, 2, ap, 2, 0, &rsize); r != clib.Success {
+			t.Fatalf("DnSSgels_bufferSize = %v", r)
+		}
+		if r := clib.DnCCgels_bufferSize(h, 2, 2, 1, ap, 2, ap, 2, ap, 2, 0, &csize); r != clib.Success || csize <= rsize {
+			t.Fatalf("DnCCgels_bufferSize = %v, %d bytes: want more than SSgels' %d", r, csize, rsize)
+		}
+		var iter int32
+		if r := clib.DnCCgels(h, 2, 2, 1, ap, 2, ap, 2, ap, 2, wp, csize-1, &iter, ip); r != clib.InvalidWorkspace {
+			t.Errorf("CCgels with its workspace a byte short = %v, want %v", r, clib.InvalidWorkspace)
+		}
+		if r := clib.DnZZgels(h, 2, 1, 1, ap, 1, ap, 2, ap, 1, wp, 4096, &iter, ip); r != clib.InvalidValue {
+			t.Errorf("ZZgels with lda short = %v, want %v", r, clib.InvalidValue)
+		}
 		// gesvd and syevd ask for a host workspace: none is refused.
 		if r := clib.DnXsyevd_bufferSize(h, p, 1, 0, 2, f64, ap, 2, f64, wp, f64, &dev, &host); r != clib.Success || host == 0 {
 			t.Fatalf("DnXsyevd_bufferSize = %v, host %d bytes", r, host)
