@@ -816,7 +816,8 @@ const contigThreads = 256
 
 var contigKernels sync.Map // kernelKey -> *compute.RawKernel
 
-// contigKernel returns nd's own kernel of e over contiguous arrays, and
+// contigKernel returns nd's own kernel of e over contiguous arrays (no
+// __restrict__: an Into form may write its input in place), and
 // the largest element size among them: where no operand is a scalar or a
 // half, and e does not read the index. Each thread takes a vector of 16
 // bytes of the widest type (or one element where the call's addresses are
@@ -843,10 +844,10 @@ func contigKernel(e expr, out *operand, ins []operand) (*compute.RawKernel, int)
 	var b, params, vecArgs, one strings.Builder
 	b.WriteString("template <typename E, int V> struct __align__(sizeof(E) * V) nd_vec { E v[V]; };\n")
 	for j, in := range ins {
-		fmt.Fprintf(&params, "const %[1]s* __restrict__ p%[2]d, long long o%[2]d, ", in.t.value, j)
+		fmt.Fprintf(&params, "const %[1]s* p%[2]d, long long o%[2]d, ", in.t.value, j)
 		fmt.Fprintf(&vecArgs, "p%[1]d, o%[1]d, ", j)
 	}
-	fmt.Fprintf(&params, "%s* __restrict__ y, long long oy, long long n", out.t.value)
+	fmt.Fprintf(&params, "%s* y, long long oy, long long n", out.t.value)
 	vecArgs.WriteString("y, oy, n")
 	for j, in := range ins {
 		fmt.Fprintf(&one, "const %[1]s x%[2]d = p%[2]d[o%[2]d + i];\n", in.t.value, j)
