@@ -19,19 +19,18 @@
 // (cusolverDnX*) is used where cuSOLVER has one: getrf, getrs, potrf,
 // potrs, geqrf, gesvd, syevd.
 //
-// Elements are float32 and float64 (cuda.Float); LU, Solve, Cholesky,
-// CholeskySolve, CholeskyInverse, QR, QRQ, ApplyQ, SVD and Eigh take
-// complex64 and complex128 too (Element): Cholesky's and Eigh's matrices
-// Hermitian, QR's Q unitary (ApplyQ's transpose is then Qᴴ), SVD's
-// A = U·S·Vᴴ (vt receives Vᴴ). Singular values and eigenvalues are real
-// whatever the matrix: SVD's s and Eigh's w hold float32 for float32 and
-// complex64 matrices, float64 for float64 and complex128 ones (their type
-// parameter R, checked when called, the error naming the type wanted).
-// LeastSquares, CholeskyBatched, SVDBatched and EighBatched take complex
-// matrices too (cusolverDnCCgels and ZZgels, C and Z potrfBatched,
-// gesvdjBatched and heevjBatched), with the same rules: the batched SVD's
-// s and the batched Eigh's w real (R), Hermitian matrices for the batched
-// Cholesky and Eigh.
+// Elements are float32, float64, complex64 and complex128 (Element), in
+// every operation: for complex matrices Cholesky's, CholeskyBatched's,
+// Eigh's and EighBatched's are Hermitian, QR's Q unitary (ApplyQ's
+// transpose is then Qᴴ), SVD's and SVDBatched's A = U·S·Vᴴ (SVD's vt
+// receives Vᴴ, SVDBatched's v V). Singular values and eigenvalues are real
+// whatever the matrix: the s of SVD and SVDBatched and the w of Eigh and
+// EighBatched hold float32 for float32 and complex64 matrices, float64
+// for float64 and complex128 ones (their type parameter R, checked when
+// called, the error naming the type wanted). The complex forms are
+// cuSOLVER's C and Z functions (the 64-bit API's complex data types where
+// it has the call; potri, potrfBatched, gesvdjBatched, heevjBatched, ungqr,
+// unmqr and the CCgels and ZZgels least-squares solvers where not).
 //
 // The calls keep LAPACK's order of arguments, as package cublas keeps
 // BLAS's: the matrix first (which most of them overwrite), what it yields

@@ -50,10 +50,9 @@ func (t Triangle) String() string {
 	return "Triangle(?)"
 }
 
-// Element is the element types of a Matrix: Go's floats, which every
-// operation takes, and its complex numbers, which LU, Solve, Cholesky,
-// CholeskySolve and CholeskyInverse take too (Hermitian matrices for
-// Cholesky's); types defined on them count as theirs.
+// Element is the element types of a Matrix: Go's floats and complex
+// numbers, which every operation takes (Hermitian matrices where the real
+// ones are symmetric); types defined on them count as theirs.
 type Element interface {
 	cuda.Float | ~complex64 | ~complex128
 }
@@ -196,9 +195,6 @@ const (
 	eigNoVector = 0 // CUSOLVER_EIG_MODE_NOVECTOR
 	eigVector   = 1 // CUSOLVER_EIG_MODE_VECTOR
 )
-
-// isF64 reports whether T is float64 (or a type defined on it).
-func isF64[T cuda.Float]() bool { return unsafe.Sizeof(*new(T)) == 8 }
 
 // dataType returns cuSOLVER's data type for T. The kind, not T itself,
 // says which it is, so that types defined on Go's numbers count as
