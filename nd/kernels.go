@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 	"weak"
 
 	cuda "github.com/gocuda/cuda"
@@ -462,9 +463,38 @@ func sigOf(g *signature, e expr, out *operand, ins []operand) uint64 {
 	for i := range ins {
 		g.addOperand(&ins[i])
 	}
-	h := maphash.String(planSeed, e.code) ^ maphash.String(planSeed, e.name)*31
+	h := exprHash(e)
 	for _, x := range g.v[:g.n] {
 		h = (h ^ uint64(x)) * 0x100000001b3
+	}
+	return h
+}
+
+// exprHashes keeps the hashes of expressions, each in the slot of its
+// code's address: most calls' expressions are the package's constant
+// strings, hashed once. An entry holds the strings' memory, so an address
+// it names is never another string's.
+var exprHashes [64]atomic.Pointer[exprHashed]
+
+type exprHashed struct {
+	code, name *byte
+	nc, nn     int
+	h          uint64
+}
+
+// exprHash returns the hash of e's code and name.
+func exprHash(e expr) uint64 {
+	code, name := unsafe.StringData(e.code), unsafe.StringData(e.name)
+	slot := &exprHashes[(uintptr(unsafe.Pointer(code))>>4)%uintptr(len(exprHashes))]
+	if x := slot.Load(); x != nil && x.code == code && x.nc == len(e.code) && x.name == name && x.nn == len(e.name) {
+		return x.h
+	}
+	h := maphash.String(planSeed, e.code) ^ maphash.String(planSeed, e.name)*31
+	if slot.Load() == nil {
+		// The first expression of a slot keeps it: an expression whose
+		// code is written at each call (a new string) would otherwise
+		// cost an allocation at each.
+		slot.CompareAndSwap(nil, &exprHashed{code, name, len(e.code), len(e.name), h})
 	}
 	return h
 }
