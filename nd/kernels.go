@@ -399,6 +399,32 @@ type plan struct {
 	raw    *compute.RawKernel
 	widest int
 	rawFn  atomic.Pointer[rawFunc] // raw, loaded in the context of its last launch
+	// The strided kernel and its vector variant as nd's own kernels
+	// (stridedRaw), where the pattern has them: the same code, launched
+	// directly.
+	rawS, rawV *rawKernel
+}
+
+// rawKernel is a RawKernel with the function it was loaded as in the
+// context of its last launch.
+type rawKernel struct {
+	k  *compute.RawKernel
+	fn atomic.Pointer[rawFunc]
+}
+
+// function returns r loaded in ctx: the last one's, or compiled and
+// loaded (RawKernel.Launch would find it at every call, and name it in an
+// error it makes whether or not the launch fails).
+func (r *rawKernel) function(ctx *cuda.Context) (*cuda.Function, error) {
+	if rf := r.fn.Load(); rf != nil && rf.ctx.Value() == ctx {
+		return rf.f, nil
+	}
+	f, err := r.k.Function(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.fn.Store(&rawFunc{weak.Make(ctx), f})
+	return f, nil
 }
 
 // rawFunc is a raw kernel loaded in a context (weak: a plan outlives the
@@ -593,14 +619,81 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 		return c
 	}
 	p.consts = consts(0)
+	p.rawS = stridedRaw(e, *out, ins, axes, scalars, narrow, 0, 0)
 	if vec, vecs := vectorWidth(co, out, ins); vec > 0 && !usesIndex.MatchString(e.code) {
 		kv, err := kernelFor(op, e, *out, ins, axes, scalars, narrow, vec, vecs)
 		if err != nil {
 			return nil, err
 		}
 		p.kv, p.vec, p.vecs, p.vconsts = kv, vec, vecs, consts(vec)
+		p.rawV = stridedRaw(e, *out, ins, axes, scalars, narrow, vec, vecs)
 	}
 	return p, nil
+}
+
+var stridedKernels sync.Map // kernelKey -> *rawKernel
+
+// stridedRaw returns the strided kernel of e for the pattern (specFor's
+// code) as a kernel of nd's own, or nil: where no operand is a scalar or
+// a half, its parameters are pointers and numbers, and the kernel is
+// specFor's operation in a grid-stride loop over n elements, its
+// arguments compute's strided kernel's then n.
+func stridedRaw(e expr, out operand, ins []operand, axes int, scalars uint64, narrow bool, vec int, vecs uint64) *rawKernel {
+	if scalars != 0 || out.t.half {
+		return nil
+	}
+	var types []string
+	for _, in := range ins {
+		if in.t.half {
+			return nil
+		}
+		types = append(types, in.t.name)
+	}
+	key := kernelKey{name: e.name, code: e.code, types: strings.Join(types, ",") + "->" + out.t.name, axes: axes, narrow: narrow, vec: vec, vecs: vecs}
+	if k, ok := stridedKernels.Load(key); ok {
+		return k.(*rawKernel)
+	}
+	spec := specFor(e, out, ins, axes, key)
+	var params []string
+	for _, p := range strings.Split(spec.InParams+", "+spec.OutParams, ", ") {
+		f := strings.Fields(p)
+		switch {
+		case len(f) == 3 && f[0] == "raw" && f[2] == "y":
+			params = append(params, ctypes[f[1]].value+"* y")
+		case len(f) == 3 && f[0] == "raw":
+			params = append(params, "const "+ctypes[f[1]].value+"* "+f[2])
+		case len(f) == 2 && f[0] == "int64":
+			params = append(params, "long long "+f[1])
+		default:
+			return nil
+		}
+	}
+	name := spec.Name + "_nd"
+	src := fmt.Sprintf(`extern "C" __global__ __launch_bounds__(%[4]d) void %[1]s(%[2]s, long long n) {
+	const long long stride = (long long)gridDim.x * blockDim.x;
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+%[3]s
+	}
+}
+`, name, strings.Join(params, ", "), spec.Operation, contigThreads)
+	k, err := compute.NewRawKernel(src, name)
+	if err != nil {
+		return nil
+	}
+	got, _ := stridedKernels.LoadOrStore(key, &rawKernel{k: k})
+	return got.(*rawKernel)
+}
+
+// launchStrided launches r over n elements (or vectors) with args, n
+// appended.
+func launchStrided(op string, r *rawKernel, s *cuda.Stream, n int, args []any) error {
+	f, err := r.function(s.Context())
+	if err != nil {
+		return wrap(op, err)
+	}
+	args = append(args, boxInt64(int64(n)))
+	blocks := min((n+contigThreads-1)/contigThreads, 1<<20)
+	return wrap(op, f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: contigThreads}, Stream: s}, args...))
 }
 
 // usesIndex matches an expression's code that reads the element's index
@@ -796,10 +889,16 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 	if p.kv != nil && p.aligned(out, ins) {
 		args = append(args, p.vconsts...)
 		args = append(args, out.buf)
+		if p.rawV != nil {
+			return launchStrided(op, p.rawV, out.s, n/p.vec, args)
+		}
 		return wrap(op, p.kv.LaunchN(out.s, n/p.vec, args...))
 	}
 	args = append(args, p.consts...)
 	args = append(args, out.buf)
+	if p.rawS != nil {
+		return launchStrided(op, p.rawS, out.s, n, args)
+	}
 	return wrap(op, p.k.LaunchN(out.s, n, args...))
 }
 
