@@ -690,10 +690,6 @@ func (r *Reduction) foldRows(op string, s *cuda.Stream, shape Shape, as []arg) e
 	})
 }
 
-// scratchCounters is how many counters (uint32) lead a stream's scratch;
-// the partial results follow them.
-const scratchCounters = 4096
-
 // streamScratch returns the counters and the partial results of a call of
 // kernels that fold their partial results themselves (the last block of a
 // result folds them, then sets its counter back to zero), in s's scratch:
@@ -704,10 +700,10 @@ func streamScratch(op string, s *cuda.Stream, counters, bytes int) (cnt, partial
 	if err != nil {
 		return 0, 0, false, wrap(op, err, "taking the stream's scratch memory")
 	}
-	if addr == 0 || counters > scratchCounters || 4*scratchCounters+bytes > size {
+	if addr == 0 || counters > attach.ScratchCounters || 4*attach.ScratchCounters+bytes > size {
 		return 0, 0, false, nil
 	}
-	return cuda.DevicePtr(addr), cuda.DevicePtr(addr + 4*scratchCounters), true, nil
+	return cuda.DevicePtr(addr), cuda.DevicePtr(addr + 4*attach.ScratchCounters), true, nil
 }
 
 // launchChunks launches _chunks: a warp per output of the outs, folding

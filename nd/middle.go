@@ -47,12 +47,6 @@ import (
 // middleThreads is the threads a block of nd_mid has at most.
 const middleThreads = 256
 
-// scratchCounters is how many counters (uint32, zero between calls) lead
-// a stream's scratch memory (attach.StreamScratch), compute's convention
-// (compute/reduction.go): the counters' words are zero outside a call, the
-// rest is any call's. The partial results follow them.
-const scratchCounters = 4096
-
 // midPlan is the launch of a middle fold.
 type midPlan struct {
 	v      int // elements a thread loads at once
@@ -126,8 +120,8 @@ func middleFold[T Elem](what string, dst, src *cuda.DeviceBuffer[T], outer, mid,
 	if err != nil {
 		return err
 	}
-	if addr != 0 && p.gx <= scratchCounters && 4*scratchCounters+bytes <= size && !middleNoScratch {
-		return launch(cuda.DevicePtr(addr+4*scratchCounters), cuda.DevicePtr(addr), 0)
+	if addr != 0 && p.gx <= attach.ScratchCounters && 4*attach.ScratchCounters+bytes <= size && !middleNoScratch {
+		return launch(cuda.DevicePtr(addr+4*attach.ScratchCounters), cuda.DevicePtr(addr), 0)
 	}
 	// The partial results in stream order, folded by a second launch.
 	part, err := cuda.AllocAsync[byte](s, bytes)

@@ -20,3 +20,10 @@ var OnClose func(ctx any, key any, release func() error) error
 // of their own (stream-ordered), and an error for a nil, zero or closed
 // stream or a failed allocation.
 var StreamScratch func(s any) (addr uintptr, size int, err error)
+
+// ScratchCounters is how many counters (uint32) lead a stream's scratch,
+// the one layout its users share: the counters' words are zero outside a
+// call (a kernel that counts its blocks in sets its counter back), and the
+// rest, from byte 4*ScratchCounters on, is any one call's partial
+// results.
+const ScratchCounters = 4096
