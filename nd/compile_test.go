@@ -155,3 +155,42 @@ func compileFloats[T cuda.AnyFloat](t *testing.T, s *cuda.Stream) {
 }
 
 func typeName[T nd.Elem]() string { return (&nd.Array[T]{}).Dtype() }
+
+// TestFoldsCompile compiles, as TestKernelsCompile does, the kernels the
+// 2×3 patterns above do not reach: the middle-axis fold (nd_mid) of each
+// fold and type family, and the broadcast kernel's vector variant (a last
+// axis of 16 bytes' multiple, a row broadcast over rows).
+func TestFoldsCompile(t *testing.T) {
+	if !cudatest.IsFake() {
+		t.Skip("on the GPU the numeric tests compile every kernel")
+	}
+	if _, err := nvrtc.Version(); err != nil {
+		t.Skip("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
+	}
+	hook := kernelhook.Compile
+	kernelhook.Compile = nil
+	t.Cleanup(func() { kernelhook.Compile = hook })
+	s := stream(t)
+	compileFolds[int8](t, s)
+	compileFolds[int32](t, s)
+	compileFolds[float32](t, s)
+	compileFolds[float64](t, s)
+	compileFolds[cuda.Float16](t, s)
+	compileFolds[cuda.BFloat16](t, s)
+	mask := free(t, must(nd.Zeros[nd.Bool](s, 2, 3, 8))(t))
+	compiled(t, "All[bool] middle", second(nd.All(mask, nd.Along(1))))
+	compiled(t, "Any[bool] middle", second(nd.Any(mask, nd.Along(1))))
+}
+
+func compileFolds[T nd.Elem](t *testing.T, s *cuda.Stream) {
+	t.Helper()
+	a := free(t, must(nd.Zeros[T](s, 2, 3, 8))(t))
+	name := func(op string) string { return op + "[" + a.Dtype() + "] middle" }
+	compiled(t, name("Sum"), second(nd.Sum(a, nd.Along(1))))
+	compiled(t, name("Max"), second(nd.Max(a, nd.Along(1))))
+	compiled(t, name("Prod"), second(nd.Prod(a, nd.Along(1))))
+	m := free(t, must(nd.Zeros[T](s, 4, 8))(t))
+	row := free(t, must(nd.Zeros[T](s, 8))(t))
+	compiled(t, "Add["+a.Dtype()+"] row broadcast", second(nd.Add(m, row)))
+	compiled(t, "Mul["+a.Dtype()+"] column broadcast", second(nd.Mul(m, free(t, must(nd.Zeros[T](s, 4, 1))(t)))))
+}
