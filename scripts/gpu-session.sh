@@ -39,6 +39,10 @@ out=${1:?usage: gpu-session.sh OUT STEP:SECONDS...}
 shift
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$PWD/bin/libfakecuda.so NCCL_NVLS_ENABLE=0
+# cuDNN is found as a user's program finds it, in PyTorch's wheel: for
+# package cudnn's steps, and for nn's cuDNN attention (its tests under
+# "cudnn" and "auto" skip where cuDNN is not found).
+[ -d /opt/torch/.venv ] && export VIRTUAL_ENV=${VIRTUAL_ENV:-/opt/torch/.venv}
 bin=$PWD/bin
 for arg in "$@"; do
 	step=${arg%%:*} secs=${arg#*:}
@@ -71,7 +75,6 @@ for arg in "$@"; do
 		case $name in *=*) run=${name#*=} name=${name%%=*} ;; esac
 		pkgdir=$(awk -v n="$name" '$1 == n { print $2 }' "$bin/tests/manifest")
 		[ -n "$pkgdir" ] || { echo "$step: no test binary $name in bin/tests/manifest" | tee -a "$dir/log.txt" >>"$out/summary.txt"; continue; }
-		[ "$name" = cudnn ] && [ -d /opt/torch/.venv ] && export VIRTUAL_ENV=${VIRTUAL_ENV:-/opt/torch/.venv}
 		for set in tests tests-cgo; do
 			left=$((secs - (SECONDS - start)))
 			[ "$left" -gt 5 ] || break
