@@ -39,10 +39,6 @@ out=${1:?usage: gpu-session.sh OUT STEP:SECONDS...}
 shift
 mkdir -p "$out"
 export GOCUDA_REQUIRE_GPU=1 GOCUDA_FAKECUDA=$PWD/bin/libfakecuda.so NCCL_NVLS_ENABLE=0
-# cuDNN is found as a user's program finds it, in PyTorch's wheel: for
-# package cudnn's steps, and for nn's cuDNN attention (its tests under
-# "cudnn" and "auto" skip where cuDNN is not found).
-[ -d /opt/torch/.venv ] && export VIRTUAL_ENV=${VIRTUAL_ENV:-/opt/torch/.venv}
 bin=$PWD/bin
 for arg in "$@"; do
 	step=${arg%%:*} secs=${arg#*:}
@@ -74,12 +70,18 @@ for arg in "$@"; do
 		name=${step#test.} run=.
 		case $name in *=*) run=${name#*=} name=${name%%=*} ;; esac
 		pkgdir=$(awk -v n="$name" '$1 == n { print $2 }' "$bin/tests/manifest")
+		# cuDNN is found as a user's program finds it, in PyTorch's wheel:
+		# for package cudnn, and for nn's cuDNN attention (its tests under
+		# "cudnn" and "auto" skip where cuDNN is not found), for their run
+		# alone: the other packages' libraries stay those of /usr/local/cuda.
+		venv=${VIRTUAL_ENV:-}
+		case $name in cudnn | nn | examples_gpt2) [ -d /opt/torch/.venv ] && venv=${venv:-/opt/torch/.venv} ;; esac
 		[ -n "$pkgdir" ] || { echo "$step: no test binary $name in bin/tests/manifest" | tee -a "$dir/log.txt" >>"$out/summary.txt"; continue; }
 		for set in tests tests-cgo; do
 			left=$((secs - (SECONDS - start)))
 			[ "$left" -gt 5 ] || break
 			[ -x "$bin/$set/$name.test" ] || continue
-			(cd "$pkgdir" && timeout "$left" "$bin/$set/$name.test" -test.count 1 -test.v -test.run "$run") >"$dir/$set-$name.log" 2>&1
+			(cd "$pkgdir" && VIRTUAL_ENV=$venv timeout "$left" "$bin/$set/$name.test" -test.count 1 -test.v -test.run "$run") >"$dir/$set-$name.log" 2>&1
 			echo "$set/$name: exit $? ($(grep -c -- '--- PASS' "$dir/$set-$name.log") passed, $(grep -c -- '--- FAIL' "$dir/$set-$name.log") failed)" >>"$dir/log.txt"
 		done
 		cat "$dir/log.txt" ;;
