@@ -35,45 +35,6 @@ import (
 // Grouped-query attention is K and V with fewer heads than Q, broadcast by
 // the first matmul's and the second's batch axes.
 
-// cudnnBackendDescriptorType_t values of the attention graph.
-const (
-	bdMatmul      = 18 // CUDNN_BACKEND_MATMUL_DESCRIPTOR
-	bdOpMatmul    = 19 // CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR
-	bdReduction   = 21 // CUDNN_BACKEND_REDUCTION_DESCRIPTOR
-	bdOpReduction = 22 // CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR
-)
-
-// The attribute names, types and modes the attention graph sets besides
-// the convolutions'.
-const (
-	atReductionOp      = 18   // CUDNN_TYPE_REDUCTION_OPERATOR_TYPE
-	attrPointwiseAxis  = 9    // CUDNN_ATTR_POINTWISE_AXIS
-	attrTensorByValue  = 908  // CUDNN_ATTR_TENSOR_IS_BY_VALUE
-	attrPwT            = 758  // CUDNN_ATTR_OPERATION_POINTWISE_TDESC
-	attrMatmulCompType = 1500 // CUDNN_ATTR_MATMUL_COMP_TYPE
-	attrMatmulA        = 1520 // CUDNN_ATTR_OPERATION_MATMUL_ADESC
-	attrMatmulB        = 1521
-	attrMatmulC        = 1522
-	attrMatmulDesc     = 1523
-	attrReductionOp    = 1600 // CUDNN_ATTR_REDUCTION_OPERATOR
-	attrReductionComp  = 1601
-	attrRedX           = 1610 // CUDNN_ATTR_OPERATION_REDUCTION_XDESC
-	attrRedY           = 1611
-	attrRedDesc        = 1612
-	pointwiseMul       = 1   // CUDNN_POINTWISE_MUL
-	pointwiseDiv       = 6   // CUDNN_POINTWISE_DIV
-	pointwiseSub       = 9   // CUDNN_POINTWISE_SUB
-	pointwiseExp       = 13  // CUDNN_POINTWISE_EXP
-	pointwiseLog       = 15  // CUDNN_POINTWISE_LOG
-	pointwiseCmpGE     = 303 // CUDNN_POINTWISE_CMP_GE
-	pointwiseGenIndex  = 501 // CUDNN_POINTWISE_GEN_INDEX
-	pointwiseSelect    = 601 // CUDNN_POINTWISE_BINARY_SELECT
-	reduceAdd          = 0   // CUDNN_REDUCE_TENSOR_ADD
-	reduceMax          = 3   // CUDNN_REDUCE_TENSOR_MAX
-	dataInt32          = 4   // CUDNN_DATA_INT32
-	dataBoolean        = 11  // CUDNN_DATA_BOOLEAN
-)
-
 // The attention graph's tensors' ids: the real ones (the variant pack's),
 // those passed by value, then the virtual ones from attnVirtual on.
 const (

@@ -44,13 +44,15 @@ const (
 	bdOperationGraph    = 15 // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
 	bdVariantPack       = 16 // CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
 	bdTensor            = 17 // CUDNN_BACKEND_TENSOR_DESCRIPTOR
+	bdMatmul            = 18 // CUDNN_BACKEND_MATMUL_DESCRIPTOR
+	bdOpMatmul          = 19 // CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR
+	bdReduction         = 21 // CUDNN_BACKEND_REDUCTION_DESCRIPTOR
+	bdOpReduction       = 22 // CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR
 	heurModeA           = 3  // CUDNN_HEUR_MODE_A
 	heurModeFallback    = 2  // CUDNN_HEUR_MODE_FALLBACK
-	pointwiseAdd        = 0  // CUDNN_POINTWISE_ADD
-	pointwiseReLU       = 100
-	noteTensorCore      = 0 // CUDNN_NUMERICAL_NOTE_TENSOR_CORE
-	noteDownConvert     = 1 // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
-	crossCorrelationMod = 1 // CUDNN_CROSS_CORRELATION
+	noteTensorCore      = 0  // CUDNN_NUMERICAL_NOTE_TENSOR_CORE
+	noteDownConvert     = 1  // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
+	crossCorrelationMod = 1  // CUDNN_CROSS_CORRELATION
 )
 
 // cudnnBackendAttributeType_t values.
@@ -66,12 +68,14 @@ const (
 	atNumericalNote = 11 // CUDNN_TYPE_NUMERICAL_NOTE
 	atPointwiseMode = 14 // CUDNN_TYPE_POINTWISE_MODE
 	atDescriptor    = 15 // CUDNN_TYPE_BACKEND_DESCRIPTOR
+	atReductionOp   = 18 // CUDNN_TYPE_REDUCTION_OPERATOR_TYPE
 )
 
 // cudnnBackendAttributeName_t values.
 const (
 	attrPointwiseMode     = 0   // CUDNN_ATTR_POINTWISE_MODE
 	attrPointwiseMathPrec = 1   // CUDNN_ATTR_POINTWISE_MATH_PREC
+	attrPointwiseAxis     = 9   // CUDNN_ATTR_POINTWISE_AXIS
 	attrConvCompType      = 100 // CUDNN_ATTR_CONVOLUTION_COMP_TYPE
 	attrConvMode          = 101 // CUDNN_ATTR_CONVOLUTION_CONV_MODE
 	attrConvDilations     = 102 // CUDNN_ATTR_CONVOLUTION_DILATIONS
@@ -90,22 +94,50 @@ const (
 	// forward 700-705 (alpha, beta, conv, w, x, y), backward data 706-711
 	// (alpha, beta, conv, w, dx, dy), backward filter 712-717 (alpha, beta,
 	// conv, dw, x, dy).
-	attrPwDescriptor  = 750 // CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR
-	attrPwX           = 751 // CUDNN_ATTR_OPERATION_POINTWISE_XDESC
-	attrPwB           = 752 // CUDNN_ATTR_OPERATION_POINTWISE_BDESC
-	attrPwY           = 753 // CUDNN_ATTR_OPERATION_POINTWISE_YDESC
-	attrGraphHandle   = 800 // CUDNN_ATTR_OPERATIONGRAPH_HANDLE
-	attrGraphOps      = 801 // CUDNN_ATTR_OPERATIONGRAPH_OPS
-	attrTensorAlign   = 900 // CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT
-	attrTensorType    = 901 // CUDNN_ATTR_TENSOR_DATA_TYPE
-	attrTensorDims    = 902 // CUDNN_ATTR_TENSOR_DIMENSIONS
-	attrTensorStrides = 903 // CUDNN_ATTR_TENSOR_STRIDES
-	attrTensorUID     = 906 // CUDNN_ATTR_TENSOR_UNIQUE_ID
-	attrTensorVirtual = 907 // CUDNN_ATTR_TENSOR_IS_VIRTUAL
-	attrPackUIDs      = 1000
-	attrPackPointers  = 1001
-	attrPackWorkspace = 1003
-	attrEngineNotes   = 1303 // CUDNN_ATTR_ENGINE_NUMERICAL_NOTE
+	attrPwDescriptor   = 750 // CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR
+	attrPwX            = 751 // CUDNN_ATTR_OPERATION_POINTWISE_XDESC
+	attrPwB            = 752 // CUDNN_ATTR_OPERATION_POINTWISE_BDESC
+	attrPwY            = 753 // CUDNN_ATTR_OPERATION_POINTWISE_YDESC
+	attrPwT            = 758 // CUDNN_ATTR_OPERATION_POINTWISE_TDESC
+	attrGraphHandle    = 800 // CUDNN_ATTR_OPERATIONGRAPH_HANDLE
+	attrGraphOps       = 801 // CUDNN_ATTR_OPERATIONGRAPH_OPS
+	attrTensorAlign    = 900 // CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT
+	attrTensorType     = 901 // CUDNN_ATTR_TENSOR_DATA_TYPE
+	attrTensorDims     = 902 // CUDNN_ATTR_TENSOR_DIMENSIONS
+	attrTensorStrides  = 903 // CUDNN_ATTR_TENSOR_STRIDES
+	attrTensorUID      = 906 // CUDNN_ATTR_TENSOR_UNIQUE_ID
+	attrTensorVirtual  = 907 // CUDNN_ATTR_TENSOR_IS_VIRTUAL
+	attrTensorByValue  = 908 // CUDNN_ATTR_TENSOR_IS_BY_VALUE
+	attrPackUIDs       = 1000
+	attrPackPointers   = 1001
+	attrPackWorkspace  = 1003
+	attrEngineNotes    = 1303 // CUDNN_ATTR_ENGINE_NUMERICAL_NOTE
+	attrMatmulCompType = 1500 // CUDNN_ATTR_MATMUL_COMP_TYPE
+	attrMatmulA        = 1520 // CUDNN_ATTR_OPERATION_MATMUL_ADESC
+	attrMatmulB        = 1521
+	attrMatmulC        = 1522
+	attrMatmulDesc     = 1523
+	attrReductionOp    = 1600 // CUDNN_ATTR_REDUCTION_OPERATOR
+	attrReductionComp  = 1601
+	attrRedX           = 1610 // CUDNN_ATTR_OPERATION_REDUCTION_XDESC
+	attrRedY           = 1611
+	attrRedDesc        = 1612
+)
+
+// cudnnPointwiseMode_t and cudnnReduceTensorOp_t values.
+const (
+	pointwiseAdd      = 0   // CUDNN_POINTWISE_ADD
+	pointwiseMul      = 1   // CUDNN_POINTWISE_MUL
+	pointwiseDiv      = 6   // CUDNN_POINTWISE_DIV
+	pointwiseSub      = 9   // CUDNN_POINTWISE_SUB
+	pointwiseExp      = 13  // CUDNN_POINTWISE_EXP
+	pointwiseLog      = 15  // CUDNN_POINTWISE_LOG
+	pointwiseReLU     = 100 // CUDNN_POINTWISE_RELU_FWD
+	pointwiseCmpGE    = 303 // CUDNN_POINTWISE_CMP_GE
+	pointwiseGenIndex = 501 // CUDNN_POINTWISE_GEN_INDEX
+	pointwiseSelect   = 601 // CUDNN_POINTWISE_BINARY_SELECT
+	reduceAdd         = 0   // CUDNN_REDUCE_TENSOR_ADD
+	reduceMax         = 3   // CUDNN_REDUCE_TENSOR_MAX
 )
 
 // convAttrs are the attribute names of a convolution operation of each

@@ -90,9 +90,11 @@ func checkTensor[T Element](op, name string, t Tensor[T]) error {
 
 // cudnnDataType_t values.
 const (
-	dataFloat  = 0 // CUDNN_DATA_FLOAT
-	dataHalf   = 2 // CUDNN_DATA_HALF
-	dataBFloat = 9 // CUDNN_DATA_BFLOAT16
+	dataFloat   = 0  // CUDNN_DATA_FLOAT
+	dataHalf    = 2  // CUDNN_DATA_HALF
+	dataInt32   = 4  // CUDNN_DATA_INT32
+	dataBFloat  = 9  // CUDNN_DATA_BFLOAT16
+	dataBoolean = 11 // CUDNN_DATA_BOOLEAN
 )
 
 // dataType returns cuDNN's data type for T: the kind says float32 (types
