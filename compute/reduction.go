@@ -2,6 +2,7 @@ package compute
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -161,11 +162,11 @@ func expression(e string) string {
 func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
 	for j, p := range r.in {
 		if buffer[j] {
-			vec := fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, v)
-			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec))
-			decl = append(decl, fmt.Sprintf("const %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j]; ", vec, p.name))
+			vec := "gocuda_vec<" + p.t.storage + ", " + strconv.Itoa(v) + ">"
+			aligned = append(aligned, "(unsigned long long)gocudap_"+p.name+" % sizeof("+vec+") == 0")
+			decl = append(decl, "const "+vec+" gocudav_"+p.name+" = ((const "+vec+"*)gocudap_"+p.name+")[gocuda_j]; ")
 			if p.t.half != "" { // converted a vector at a time: the prelude's, the same bits
-				decl = append(decl, fmt.Sprintf("float gocudaf_%[1]s[%[2]d]; gocuda_load_%[3]s(gocudaf_%[1]s, gocudav_%[1]s); ", p.name, v, p.t.half))
+				decl = append(decl, "float gocudaf_"+p.name+"["+strconv.Itoa(v)+"]; gocuda_load_"+p.t.half+"(gocudaf_"+p.name+", gocudav_"+p.name+"); ")
 			}
 		}
 	}
@@ -175,35 +176,51 @@ func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
 	return aligned, decl
 }
 
+// reductionText is the fields of templates/reduction.cu.tmpl, which says
+// what each is.
+type reductionText struct {
+	KernelName                              string
+	Acc                                     string
+	ReduceExpr, Identity, MapExpr, PostMap  string
+	MapParams                               string
+	OutStorage, OutValue, OutName, OutStore string
+	Params, Args                            string
+	Width                                   int
+	VectorLoads, Wide, VectorMap, Map       string
+	ColumnMap                               string
+	Cols                                    []reductionCols
+}
+
+// reductionCols is a column kernel of reduction.cu.tmpl: _cols, whose
+// threads take colVector's adjacent columns each, or _colsv, whose take
+// up to a whole vector of 16 bytes (tall matrices of few columns:
+// colsVector).
+type reductionCols struct {
+	Suffix                          string
+	Threads, V                      int
+	Aligned, VectorLoads, VectorMap string
+	Map                             string
+}
+
 // source writes the reduction's kernels for an argument pattern (see
-// layout.go): NAME_rows, NAME_split and NAME_chunks fold rows (a whole
-// buffer is one row), NAME_cols, NAME_colsv, NAME_narrow, NAME_short and NAME_chunks
-// columns.
+// layout.go and templates/reduction.cu.tmpl): NAME_rows, NAME_split and
+// NAME_chunks fold rows (a whole buffer is one row), NAME_cols,
+// NAME_colsv, NAME_narrow, NAME_short and NAME_chunks columns.
 func (r *Reduction) source(buffer []bool) string {
-	acc := r.acc.value
-	var b strings.Builder
-	b.WriteString(prelude)
-	fmt.Fprintf(&b, "\ntypedef %s gocuda_acc;\n", acc)
-	// The user's expressions and statement each on a line of its own: one
-	// may end in a // comment.
-	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_reduce(gocuda_acc a, gocuda_acc b) { return (gocuda_acc)(\n%s\n); }\n", r.reduceExpr)
-	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_identity() { return (gocuda_acc)(\n%s\n); }\n", r.identity)
 	// The inputs as parameters, and the map as a function of their values.
 	widest := 1
 	var params, args, decl []string
 	for j, p := range r.in {
-		decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
+		decl = append(decl, "const "+p.t.value+" "+p.name)
 		args = append(args, "gocudap_"+p.name+", ")
 		if buffer[j] {
-			params = append(params, fmt.Sprintf("const %s* __restrict__ gocudap_%s, ", p.t.storage, p.name))
+			params = append(params, "const "+p.t.storage+"* __restrict__ gocudap_"+p.name+", ")
 			widest = max(widest, int(p.t.goType.Size()))
 		} else {
-			params = append(params, fmt.Sprintf("%s gocudap_%s, ", p.t.storage, p.name))
+			params = append(params, p.t.storage+" gocudap_"+p.name+", ")
 		}
 	}
 	width := 16 / widest
-	fmt.Fprintf(&b, "__device__ __forceinline__ gocuda_acc gocuda_map(%s, const long long i) { return (gocuda_acc)(\n%s\n); }\n",
-		strings.Join(decl, ", "), r.mapExpr)
 	// mapAt calls the map for element at, each buffer's element given by
 	// element (a format of the parameter's name).
 	// A vector's element (gocudav_NAME.v[gocuda_k]) of a half is its
@@ -221,299 +238,53 @@ func (r *Reduction) source(buffer []bool) string {
 			}
 			vals = append(vals, p.t.load(v))
 		}
-		return fmt.Sprintf("gocuda_map(%s, %s)", strings.Join(vals, ", "), at)
+		return "gocuda_map(" + strings.Join(vals, ", ") + ", " + at + ")"
+	}
+	vectorMap := func(v int) string {
+		return mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+strconv.Itoa(v)+" + gocuda_k")
 	}
 	aligned, vecDecl := r.vectors(buffer, width)
-	fmt.Fprintf(&b, "__device__ __forceinline__ void gocuda_post(%s* gocuda_out, long long gocuda_at, gocuda_acc a, long long n) { %s %s; {\n%s\n;\n} gocuda_out[gocuda_at] = %s; }\n",
-		r.out.t.storage, r.out.t.value, r.out.name, r.postMap, r.out.t.store(r.out.name))
-	b.WriteString(foldHelpers)
-	// gocuda_span folds elements [from, to) of the inputs (as one buffer
-	// of rows*cols, the index i of the whole), a thread taking every
-	// lanes-th from lane: vectors of width elements where wide (every
-	// buffer aligned for them, from and to multiples of width), else one
-	// at a time, several loads in flight either way.
-	fmt.Fprintf(&b, `__device__ __forceinline__ gocuda_acc gocuda_span(%[1]slong long from, long long to, long long lane, long long lanes, bool wide) {
-	gocuda_acc v = gocuda_identity();
-	if (wide) {
-		#pragma unroll 4
-		for (long long gocuda_j = from / %[2]d + lane; gocuda_j < to / %[2]d; gocuda_j += lanes) {
-			%[3]s
-			#pragma unroll
-			for (int gocuda_k = 0; gocuda_k < %[2]d; gocuda_k++) v = gocuda_reduce(v, %[4]s);
-		}
-		return v;
+	text := reductionText{
+		KernelName:  r.name,
+		Acc:         r.acc.value,
+		ReduceExpr:  r.reduceExpr,
+		Identity:    r.identity,
+		MapExpr:     r.mapExpr,
+		PostMap:     r.postMap,
+		MapParams:   strings.Join(decl, ", "),
+		OutStorage:  r.out.t.storage,
+		OutValue:    r.out.t.value,
+		OutName:     r.out.name,
+		OutStore:    r.out.t.store(r.out.name),
+		Params:      strings.Join(params, ""),
+		Args:        strings.Join(args, ""),
+		Width:       width,
+		VectorLoads: strings.Join(vecDecl, ""),
+		Wide:        "(" + strings.Join(aligned, " && ") + ") && cols % " + strconv.Itoa(width) + " == 0",
+		VectorMap:   vectorMap(width),
+		Map:         mapAt("gocudap_%s[i]", "i"),
+		ColumnMap:   mapAt("gocudap_%s[r * cols + c]", "r * cols + c"),
 	}
-	#pragma unroll 4
-	for (long long i = from + lane; i < to; i += lanes) v = gocuda_reduce(v, %[5]s);
-	return v;
-}
-`, strings.Join(params, ""), width, strings.Join(vecDecl, ""),
-		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocudap_%s[i]", "i"))
-	wide := fmt.Sprintf("(%s) && cols %% %d == 0", strings.Join(aligned, " && "), width)
-	fmt.Fprintf(&b, `// Rows: G lanes of a warp fold a row (G of 1 to 32), or the whole block
-// (G = 0), a warp's or the block's rows each step.
-template <int G>
-__device__ __forceinline__ void gocuda_rows(%[2]s%[3]s* gocuda_out, long long rows, long long cols) {
-	const bool gocuda_wide = %[4]s;
-	const long long gocuda_per = G ? blockDim.x / G : 1, gocuda_lanes = G ? G : blockDim.x;
-	const long long gocuda_lane = G ? threadIdx.x %% G : threadIdx.x;
-	for (long long gocuda_base = (long long)blockIdx.x * gocuda_per; gocuda_base < rows; gocuda_base += (long long)gridDim.x * gocuda_per) {
-		const long long r = gocuda_base + (G ? threadIdx.x / G : 0);
-		gocuda_acc v = gocuda_identity();
-		if (r < rows) v = gocuda_span(%[5]sr * cols, r * cols + cols, gocuda_lane, gocuda_lanes, gocuda_wide);
-		if constexpr (G == 0) v = gocuda_block(v);
-		else v = gocuda_warp<G>(v);
-		if (gocuda_lane == 0 && r < rows) gocuda_post(gocuda_out, r, v, cols);
-	}
-}
-extern "C" __global__ __launch_bounds__(1024) void %[1]s_rows(%[2]s%[3]s* gocuda_out, long long rows, long long cols, int group) {
-	switch (group) {
-	case 1: gocuda_rows<1>(%[5]sgocuda_out, rows, cols); break;
-	case 2: gocuda_rows<2>(%[5]sgocuda_out, rows, cols); break;
-	case 4: gocuda_rows<4>(%[5]sgocuda_out, rows, cols); break;
-	case 8: gocuda_rows<8>(%[5]sgocuda_out, rows, cols); break;
-	case 16: gocuda_rows<16>(%[5]sgocuda_out, rows, cols); break;
-	case 32: gocuda_rows<32>(%[5]sgocuda_out, rows, cols); break;
-	default: gocuda_rows<0>(%[5]sgocuda_out, rows, cols);
-	}
-}
-// The kernels that leave partial results (_split, _cols, _narrow) fold
-// them themselves where they are given counters (zero, in the stream's
-// scratch): each block, its partial results written, counts itself in, and
-// the last of a result's blocks folds its chunks as _chunks would, posts
-// the result and sets the counter back to zero. Without counters (a
-// capture, whose memory is stream-ordered), _chunks does it, in the same
-// tree: the same bits either way.
-//
-// gocuda_fold folds result o's chunks (partial[k * outs + o]) in a warp,
-// lane l taking chunks l, l + 32, ..., then the warp's tree; the reads
-// skip the cache another block's writes may be stale in. A lane's reads
-// are made eight at a time before they are folded, in the same order, so
-// that eight are in flight, not one (volatile reads stay in program order).
-__device__ __forceinline__ gocuda_acc gocuda_fold(const gocuda_acc* partial, long long chunks, long long outs, long long o, unsigned int lane) {
-	gocuda_acc v = gocuda_identity();
-	long long k = lane;
-	for (; k + 7 * 32 < chunks; k += 8 * 32) {
-		gocuda_acc p[8];
-		#pragma unroll
-		for (int u = 0; u < 8; u++) p[u] = *(const volatile gocuda_acc*)&partial[(k + u * 32) * outs + o];
-		#pragma unroll
-		for (int u = 0; u < 8; u++) v = gocuda_reduce(v, p[u]);
-	}
-	for (; k < chunks; k += 32) v = gocuda_reduce(v, *(const volatile gocuda_acc*)&partial[k * outs + o]);
-	return gocuda_warp<32>(v);
-}
-// gocuda_arrive counts a block in at counter, once its partial results
-// are written (every thread must call it), and reports to every thread
-// whether it is the last of want.
-__device__ __forceinline__ bool gocuda_arrive(unsigned int* counter, unsigned int want) {
-	__shared__ bool gocuda_last;
-	__threadfence();
-	__syncthreads();
-	if (threadIdx.x == 0 && threadIdx.y == 0) gocuda_last = atomicAdd(counter, 1u) == want - 1;
-	__syncthreads();
-	return gocuda_last;
-}
-// A few long rows: block (k, r) folds chunk k of row r (chunk elements, a
-// multiple of the vector width) into partial[k * rows + r].
-extern "C" __global__ __launch_bounds__(1024) void %[1]s_split(%[2]sgocuda_acc* gocuda_partial, long long rows, long long cols, long long chunk, %[3]s* gocuda_out, unsigned int* gocuda_counters) {
-	const long long r = blockIdx.y, gocuda_from = (long long)blockIdx.x * chunk;
-	const long long gocuda_to = gocuda_from + chunk < cols ? gocuda_from + chunk : cols;
-	gocuda_acc v = gocuda_span(%[5]sr * cols + gocuda_from, r * cols + gocuda_to, threadIdx.x, blockDim.x, %[4]s);
-	v = gocuda_block(v);
-	if (threadIdx.x == 0) gocuda_partial[(long long)blockIdx.x * rows + r] = v;
-	if (gocuda_counters && gocuda_arrive(&gocuda_counters[r], gridDim.x) && threadIdx.x < 32) {
-		v = gocuda_fold(gocuda_partial, gridDim.x, rows, r, threadIdx.x);
-		if (threadIdx.x == 0) {
-			gocuda_post(gocuda_out, r, v, cols);
-			gocuda_counters[r] = 0;
-		}
-	}
-}
-// Partial results, chunks of them for each of outs results: a warp folds
-// each result's (gocuda_fold) and posts it, of n elements.
-extern "C" __global__ void %[1]s_chunks(const gocuda_acc* gocuda_partial, long long chunks, %[3]s* gocuda_out, long long outs, long long n) {
-	const long long gocuda_warps = (long long)gridDim.x * (blockDim.x / 32);
-	for (long long o = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32; o < outs; o += gocuda_warps) {
-		const gocuda_acc v = gocuda_fold(gocuda_partial, chunks, outs, o, threadIdx.x %% 32);
-		if (threadIdx.x %% 32 == 0) gocuda_post(gocuda_out, o, v, n);
-	}
-}
-// Columns, fewer than 32: a block's threads read blockDim.x / cols whole
-// rows at a time, thread t column t %% cols of row group t / cols, so that
-// a step reads a run of the buffer; the groups fold in a fixed tree
-// through shared memory; with one block the result is posted, else each
-// block's is a partial result (partial[block * cols + c]).
-extern "C" __global__ __launch_bounds__(1024) void %[1]s_narrow(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
-	__shared__ gocuda_acc gocuda_groups[1024];
-	const long long gocuda_per = blockDim.x / cols, c = threadIdx.x %% cols, gocuda_g = threadIdx.x / cols;
-	gocuda_acc v = gocuda_identity();
-	if (gocuda_g < gocuda_per) {
-		#pragma unroll 4
-		for (long long r = (long long)blockIdx.x * gocuda_per + gocuda_g; r < rows; r += (long long)gridDim.x * gocuda_per) v = gocuda_reduce(v, %[6]s);
-	}
-	gocuda_groups[threadIdx.x] = v;
-	__syncthreads();
-	long long gocuda_k = 1;
-	while (gocuda_k < gocuda_per) gocuda_k <<= 1;
-	for (gocuda_k >>= 1; gocuda_k > 0; gocuda_k >>= 1) {
-		if (gocuda_g < gocuda_k && gocuda_g + gocuda_k < gocuda_per)
-			gocuda_groups[threadIdx.x] = gocuda_reduce(gocuda_groups[threadIdx.x], gocuda_groups[threadIdx.x + gocuda_k * cols]);
-		__syncthreads();
-	}
-	if (threadIdx.x < cols) {
-		if (gridDim.x == 1) gocuda_post(gocuda_out, c, gocuda_groups[threadIdx.x], rows);
-		else gocuda_partial[(long long)blockIdx.x * cols + c] = gocuda_groups[threadIdx.x];
-	}
-	if (gridDim.x > 1 && gocuda_counters && gocuda_arrive(gocuda_counters, gridDim.x)) {
-		// A warp a column.
-		for (long long o = threadIdx.x / 32; o < cols; o += blockDim.x / 32) {
-			v = gocuda_fold(gocuda_partial, gridDim.x, cols, o, threadIdx.x %% 32);
-			if (threadIdx.x %% 32 == 0) gocuda_post(gocuda_out, o, v, rows);
-		}
-		if (threadIdx.x == 0) *gocuda_counters = 0;
-	}
-}
-`, r.name, strings.Join(params, ""), r.out.t.storage, wide, strings.Join(args, ""), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
-	// _cols' threads take cv adjacent columns each (colVector's), _colsv's
-	// up to a whole vector of 16 bytes (tall matrices of few columns:
-	// colsVector):
-	// their vectors, and whether every buffer is aligned for them.
 	for _, kv := range []struct {
 		suffix string
 		cv     int
 	}{{"_cols", colVector(width)}, {"_colsv", colsVector(width)}} {
-		cv := kv.cv
-		if kv.suffix == "_colsv" && cv == colVector(width) {
+		if kv.suffix == "_colsv" && kv.cv == colVector(width) {
 			continue // planCols never asks for it
 		}
-		colAligned, colDecl := r.vectors(buffer, cv)
-		fmt.Fprintf(&b, `// Columns, 32 or more: a block of %[4]d threads takes blockDim.x·V
-// columns (V = %[5]d), thread x the V from column x·V, with blockDim.y
-// lanes of rows, lane y of row chunk k taking rows Yk+y, Yk+y + Y·chunks,
-// ... (Y = blockDim.y). Where every buffer and every row start is aligned
-// for them, the V columns are one load a row; else V loads, each column
-// folded in the same order either way: the same bits from a view as from
-// an aligned buffer. The lanes fold in order through shared memory; with
-// one chunk the result is posted, else each chunk's is a partial result
-// (partial[k * cols + c]).
-extern "C" __global__ void %[1]s%[10]s(%[2]s%[3]s* gocuda_out, gocuda_acc* gocuda_partial, long long rows, long long cols, unsigned int* gocuda_counters) {
-	__shared__ gocuda_acc gocuda_lanes[%[4]d * %[5]d];
-	const unsigned int gocuda_t = threadIdx.y * blockDim.x + threadIdx.x;
-	const long long gocuda_span = (long long)blockDim.x * %[5]d;
-	const bool gocuda_wide = (%[6]s) && cols %% %[5]d == 0;
-	for (long long gocuda_b = blockIdx.x; gocuda_b * gocuda_span < cols; gocuda_b += gridDim.x) {
-		const long long c = gocuda_b * gocuda_span + threadIdx.x * %[5]d;
-		const long long gocuda_first = (long long)blockIdx.y * blockDim.y + threadIdx.y, gocuda_step = (long long)blockDim.y * gridDim.y;
-		gocuda_acc v[%[5]d];
-		#pragma unroll
-		for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_identity();
-		if (c < cols && gocuda_wide) {
-			#pragma unroll 4
-			for (long long r = gocuda_first; r < rows; r += gocuda_step) {
-				const long long gocuda_j = r * (cols / %[5]d) + c / %[5]d;
-				%[7]s
-				#pragma unroll
-				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_reduce(v[gocuda_k], %[8]s);
-			}
-		} else if (c < cols) {
-			#pragma unroll 4
-			for (long long r = gocuda_first; r < rows; r += gocuda_step) {
-				#pragma unroll
-				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) {
-					const long long gocuda_i = r * cols + c + gocuda_k;
-					if (c + gocuda_k < cols) v[gocuda_k] = gocuda_reduce(v[gocuda_k], %[9]s);
-				}
-			}
-		}
-		#pragma unroll
-		for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) gocuda_lanes[gocuda_t * %[5]d + gocuda_k] = v[gocuda_k];
-		__syncthreads();
-		if (threadIdx.y == 0 && c < cols) {
-			for (unsigned int y = 1; y < blockDim.y; y++) {
-				#pragma unroll
-				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_reduce(v[gocuda_k], gocuda_lanes[(y * blockDim.x + threadIdx.x) * %[5]d + gocuda_k]);
-			}
-			#pragma unroll
-			for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) {
-				if (c + gocuda_k >= cols) break;
-				if (gridDim.y == 1) gocuda_post(gocuda_out, c + gocuda_k, v[gocuda_k], rows);
-				else gocuda_partial[blockIdx.y * cols + c + gocuda_k] = v[gocuda_k];
-			}
-		}
-		if (gridDim.y > 1 && gocuda_counters && gocuda_arrive(&gocuda_counters[gocuda_b], gridDim.y)) {
-			// The block's warps (of %[4]d threads) fold its columns, a warp a column.
-			for (long long q = gocuda_t / 32; q < gocuda_span; q += %[4]d / 32) {
-				const long long o = gocuda_b * gocuda_span + q;
-				if (o >= cols) break;
-				const gocuda_acc w = gocuda_fold(gocuda_partial, gridDim.y, cols, o, gocuda_t %% 32);
-				if (gocuda_t %% 32 == 0) gocuda_post(gocuda_out, o, w, rows);
-			}
-			if (gocuda_t == 0) gocuda_counters[gocuda_b] = 0;
-		}
-		__syncthreads();
+		colAligned, colDecl := r.vectors(buffer, kv.cv)
+		text.Cols = append(text.Cols, reductionCols{
+			Suffix:      kv.suffix,
+			Threads:     blockSize,
+			V:           kv.cv,
+			Aligned:     strings.Join(colAligned, " && "),
+			VectorLoads: strings.Join(colDecl, ""),
+			VectorMap:   vectorMap(kv.cv),
+			Map:         mapAt("gocudap_%s[gocuda_i]", "gocuda_i"),
+		})
 	}
+	return prelude + render("reduction", text)
 }
-`, r.name, strings.Join(params, ""), r.out.t.storage, blockSize, cv, strings.Join(colAligned, " && "), strings.Join(colDecl, ""),
-			mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(cv)+" + gocuda_k"), mapAt("gocudap_%s[gocuda_i]", "gocuda_i"), kv.suffix)
-	}
-	fmt.Fprintf(&b, `// Columns of a few rows: a thread folds width columns (one where the
-// buffers or the rows are not aligned for vectors) down every row.
-extern "C" __global__ void %[1]s_short(%[2]s%[3]s* gocuda_out, long long rows, long long cols) {
-	const long long gocuda_stride = (long long)blockDim.x * gridDim.x, gocuda_t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-	if (%[4]s) {
-		for (long long gocuda_c = gocuda_t; gocuda_c < cols / %[5]d; gocuda_c += gocuda_stride) {
-			gocuda_acc v[%[5]d];
-			#pragma unroll
-			for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_identity();
-			#pragma unroll 4
-			for (long long r = 0; r < rows; r++) {
-				const long long gocuda_j = r * (cols / %[5]d) + gocuda_c;
-				%[6]s
-				#pragma unroll
-				for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) v[gocuda_k] = gocuda_reduce(v[gocuda_k], %[7]s);
-			}
-			#pragma unroll
-			for (int gocuda_k = 0; gocuda_k < %[5]d; gocuda_k++) gocuda_post(gocuda_out, gocuda_c * %[5]d + gocuda_k, v[gocuda_k], rows);
-		}
-		return;
-	}
-	for (long long c = gocuda_t; c < cols; c += gocuda_stride) {
-		gocuda_acc v = gocuda_identity();
-		#pragma unroll 4
-		for (long long r = 0; r < rows; r++) v = gocuda_reduce(v, %[8]s);
-		gocuda_post(gocuda_out, c, v, rows);
-	}
-}
-`, r.name, strings.Join(params, ""), r.out.t.storage, wide, width, strings.Join(vecDecl, ""),
-		mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+fmt.Sprint(width)+" + gocuda_k"), mapAt("gocudap_%s[r * cols + c]", "r * cols + c"))
-	return b.String()
-}
-
-// foldHelpers are the reductions' folds of a warp's and a block's values,
-// each in a fixed tree: lane l takes lane l + k's value for k = G/2, ...,
-// 1 (gocuda_down); a block folds its warps' results the same way in its
-// first warp.
-const foldHelpers = `template <int G> __device__ __forceinline__ gocuda_acc gocuda_warp(gocuda_acc v) {
-	#pragma unroll
-	for (int k = G / 2; k > 0; k >>= 1) v = gocuda_reduce(v, gocuda_down(v, k));
-	return v;
-}
-// gocuda_block folds a one-dimensional block's values (blockDim.x a
-// multiple of 32) into thread 0's; every thread must call it.
-__device__ __forceinline__ gocuda_acc gocuda_block(gocuda_acc v) {
-	__shared__ gocuda_acc s[32];
-	v = gocuda_warp<32>(v);
-	if (threadIdx.x % 32 == 0) s[threadIdx.x / 32] = v;
-	__syncthreads();
-	if (threadIdx.x < 32) {
-		v = threadIdx.x < blockDim.x / 32 ? s[threadIdx.x] : gocuda_identity();
-		v = gocuda_warp<32>(v);
-	}
-	__syncthreads(); // s is the next call's
-	return v;
-}
-`
 
 // classify checks a launch's arguments against the parameters: their count
 // and types, the inputs buffers or scalars, the output a buffer.
