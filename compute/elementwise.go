@@ -2,6 +2,7 @@ package compute
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,14 +233,15 @@ func (k *Elementwise) vectorWidth(buffer []bool) int {
 // left (all of them when a buffer is not aligned, as a view into another
 // may not be), with 64-bit indices. A raw parameter is no part of the
 // vectors: the function gets its pointer (rawArg) for every element, with
-// the element's i, in either loop.
+// the element's i, in either loop. The text is
+// templates/elementwise.cu.tmpl's.
 func (k *Elementwise) source(buffer []bool) string {
-	var b strings.Builder
-	b.WriteString(prelude)
 	ps := k.ps
+	width := k.vectorWidth(buffer)
+	text := elementwiseText{KernelName: k.name, Operation: k.body, Width: width}
 	for _, p := range ps {
 		if p.raw && p.t.half != "" {
-			b.WriteString(rawHalves) // only where used: other kernels' sources, and so cache keys, stay as they were
+			text.RawHalves = true // only where used: other kernels' sources, and so cache keys, stay as they were
 			break
 		}
 	}
@@ -249,120 +251,97 @@ func (k *Elementwise) source(buffer []bool) string {
 	for j, p := range ps {
 		switch {
 		case p.raw:
-			decl = append(decl, fmt.Sprintf("%s %s", k.rawType(j), p.name))
+			decl = append(decl, k.rawType(j)+" "+p.name)
 			call = append(call, k.rawArg(j))
 			continue
 		case k.readOnly[j]:
-			decl = append(decl, fmt.Sprintf("const %s %s", p.t.value, p.name))
+			decl = append(decl, "const "+p.t.value+" "+p.name)
 		default:
-			decl = append(decl, fmt.Sprintf("%s& %s", p.t.value, p.name))
+			decl = append(decl, p.t.value+"& "+p.name)
 		}
 		call = append(call, p.name)
 	}
-	fmt.Fprintf(&b, "\n__device__ __forceinline__ void gocuda_body(%s, const long long i, const long long n) {\n%s\n;\n}\n",
-		strings.Join(decl, ", "), k.body)
-	body := fmt.Sprintf("gocuda_body(%s, i, n);", strings.Join(call, ", "))
+	text.BodyParams = strings.Join(decl, ", ")
+	text.Call = "gocuda_body(" + strings.Join(call, ", ") + ", i, n);"
 
-	fmt.Fprintf(&b, "extern \"C\" __global__ void %s(", k.name)
+	var params strings.Builder
 	for j, p := range ps {
 		switch {
 		case !buffer[j]:
-			fmt.Fprintf(&b, "%s gocudap_%s, ", p.t.storage, p.name)
+			params.WriteString(p.t.storage + " gocudap_" + p.name + ", ")
 		case k.readOnly[j]:
-			fmt.Fprintf(&b, "const %s* __restrict__ gocudap_%s, ", p.t.storage, p.name)
+			params.WriteString("const " + p.t.storage + "* __restrict__ gocudap_" + p.name + ", ")
 		default:
-			fmt.Fprintf(&b, "%s* gocudap_%s, ", p.t.storage, p.name)
+			params.WriteString(p.t.storage + "* gocudap_" + p.name + ", ")
 		}
 	}
-	b.WriteString("long long n) {\n")
-	b.WriteString("\tconst long long gocuda_stride = (long long)blockDim.x * gridDim.x;\n\tlong long gocuda_start = 0;\n")
+	text.Params = params.String()
 
-	// The vector loop, over the buffers not raw (a kernel has one).
-	width := k.vectorWidth(buffer)
-	vec := func(p param) string { return fmt.Sprintf("gocuda_vec<%s, %d>", p.t.storage, width) }
-	vector := func(j int) bool { return buffer[j] && !ps[j].raw }
+	// The vector loop, over the buffers not raw (a kernel has one). A
+	// vector of halves is converted whole, to floats (gocudaf_) before
+	// the operation's loop and back after it, so that the prelude's vector
+	// conversions test it for NaNs once, not each element. Conversions
+	// have no effects: the one loop still runs the operation once per
+	// element, however a vector converts.
+	vec := func(p param) string { return "gocuda_vec<" + p.t.storage + ", " + strconv.Itoa(width) + ">" }
 	var aligned []string
 	for j, p := range ps {
-		if vector(j) {
-			aligned = append(aligned, fmt.Sprintf("(unsigned long long)gocudap_%s %% sizeof(%s) == 0", p.name, vec(p)))
+		if buffer[j] && !p.raw {
+			aligned = append(aligned, "(unsigned long long)gocudap_"+p.name+" % sizeof("+vec(p)+") == 0")
+			text.Vectors = append(text.Vectors, elementwiseVector{Name: p.name, Vec: vec(p), Input: k.readOnly[j],
+				InPlace: !k.readOnly[j] && k.inplace[p.name], Half: p.t.half})
 		}
 	}
 	if len(aligned) == 0 {
 		// Every buffer is raw (LaunchN): only the scalar loop.
 		aligned = append(aligned, "false")
 	}
-	fmt.Fprintf(&b, "\tif (%s) {\n", strings.Join(aligned, " && "))
-	fmt.Fprintf(&b, "\t\tconst long long gocuda_vectors = n / %d;\n", width)
-	b.WriteString("\t\tfor (long long gocuda_j = (long long)blockIdx.x * blockDim.x + threadIdx.x; gocuda_j < gocuda_vectors; gocuda_j += gocuda_stride) {\n")
-	for j, p := range ps {
-		switch {
-		case !vector(j):
-		case k.readOnly[j]:
-			fmt.Fprintf(&b, "\t\t\tconst %[1]s gocudav_%[2]s = ((const %[1]s*)gocudap_%[2]s)[gocuda_j];\n", vec(p), p.name)
-		case k.inplace[p.name]:
-			fmt.Fprintf(&b, "\t\t\t%[1]s gocudav_%[2]s = ((%[1]s*)gocudap_%[2]s)[gocuda_j];\n", vec(p), p.name)
-		default:
-			fmt.Fprintf(&b, "\t\t\t%s gocudav_%s;\n", vec(p), p.name)
-		}
-		// A vector of halves is converted whole, to floats (gocudaf_)
-		// before the operation's loop and back after it, so that the
-		// prelude's vector conversions test it for NaNs once, not each
-		// element. Conversions have no effects: the one loop still runs
-		// the operation once per element, however a vector converts.
-		if vector(j) && p.t.half != "" {
-			fmt.Fprintf(&b, "\t\t\tfloat gocudaf_%s[%d];\n", p.name, width)
-			if k.readOnly[j] || k.inplace[p.name] {
-				fmt.Fprintf(&b, "\t\t\tgocuda_load_%s(gocudaf_%[2]s, gocudav_%[2]s);\n", p.t.half, p.name)
-			}
-		}
-	}
-	fmt.Fprintf(&b, "\t\t\t#pragma unroll\n\t\t\tfor (int gocuda_k = 0; gocuda_k < %d; gocuda_k++) {\n", width)
-	fmt.Fprintf(&b, "\t\t\t\tconst long long i = gocuda_j * %d + gocuda_k;\n", width)
-	k.values(&b, "\t\t\t\t", buffer, func(p param) string {
+	text.Aligned = strings.Join(aligned, " && ")
+	text.VectorValues = k.values(buffer, func(p param) string {
 		if p.t.half != "" {
 			return "gocudaf_" + p.name + "[gocuda_k]"
 		}
 		return "gocudav_" + p.name + ".v[gocuda_k]"
 	})
-	fmt.Fprintf(&b, "\t\t\t\t%s\n", body)
-	for _, p := range k.out {
-		switch {
-		case p.raw:
-		case p.t.half != "":
-			fmt.Fprintf(&b, "\t\t\t\tgocudaf_%s[gocuda_k] = (float)(%[1]s);\n", p.name)
-		default:
-			fmt.Fprintf(&b, "\t\t\t\tgocudav_%s.v[gocuda_k] = %s;\n", p.name, p.t.store(p.name))
-		}
-	}
-	b.WriteString("\t\t\t}\n")
 	for _, p := range k.out {
 		if !p.raw {
-			if p.t.half != "" {
-				fmt.Fprintf(&b, "\t\t\tgocuda_store_%s(gocudav_%[2]s, gocudaf_%[2]s);\n", p.t.half, p.name)
-			}
-			fmt.Fprintf(&b, "\t\t\t((%[1]s*)gocudap_%[2]s)[gocuda_j] = gocudav_%[2]s;\n", vec(p), p.name)
+			text.Outs = append(text.Outs, elementwiseVector{Name: p.name, Vec: vec(p), Half: p.t.half, Store: p.t.store(p.name)})
 		}
 	}
-	fmt.Fprintf(&b, "\t\t}\n\t\tgocuda_start = gocuda_vectors * %d;\n\t}\n", width)
-
 	// The scalar loop: the tail, or every element.
-	b.WriteString("\tfor (long long i = gocuda_start + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gocuda_stride) {\n")
-	k.values(&b, "\t\t", buffer, func(p param) string { return p.t.load("gocudap_" + p.name + "[i]") })
-	fmt.Fprintf(&b, "\t\t%s\n", body)
-	for _, p := range k.out {
-		if !p.raw {
-			fmt.Fprintf(&b, "\t\tgocudap_%s[i] = %s;\n", p.name, p.t.store(p.name))
-		}
-	}
-	b.WriteString("\t}\n}\n")
-	return b.String()
+	text.ScalarValues = k.values(buffer, func(p param) string { return p.t.load("gocudap_" + p.name + "[i]") })
+	return prelude + render("elementwise", text)
+}
+
+// elementwiseText is the fields of templates/elementwise.cu.tmpl's
+// "elementwise", which says what each is.
+type elementwiseText struct {
+	RawHalves                  bool
+	KernelName                 string
+	BodyParams, Operation      string
+	Call                       string
+	Params                     string
+	Aligned                    string
+	Width                      int
+	Vectors                    []elementwiseVector
+	VectorValues, ScalarValues []string
+	Outs                       []elementwiseVector
+}
+
+// elementwiseVector is a buffer of elementwise.cu.tmpl's vector loop: a
+// parameter's (Vectors) or an output's (Outs).
+type elementwiseVector struct {
+	Name, Vec      string // the parameter's name, and the C type of its vectors
+	Input, InPlace bool   // an input only; an input and output
+	Half           string // the prelude's name of a half type ("f16", "bf16"); empty for the others
+	Store          string // an output's value as an element in memory
 }
 
 // rawType is the C type the operation sees raw parameter j as: a pointer
 // to its elements, const for an input only; for Float16 and BFloat16,
-// stored as unsigned short, an accessor (rawHalves) whose elements read,
-// and for an output are set, as floats, as the operation sees every other
-// half.
+// stored as unsigned short, an accessor (elementwise.cu.tmpl's
+// "elementwise_raw_halves") whose elements read, and for an output are
+// set, as floats, as the operation sees every other half.
 func (k *Elementwise) rawType(j int) string {
 	p := k.ps[j]
 	switch {
@@ -387,41 +366,13 @@ func (k *Elementwise) rawArg(j int) string {
 	return fmt.Sprintf("%s{gocudap_%s}", t, p.name)
 }
 
-// rawHalves is the C of raw Float16 and BFloat16 parameters (BF true for
-// BFloat16), written after prelude into the kernels that have them: x[j]
-// of an input is element j as a float; y[j] of an output is a reference
-// that reads as a float and stores a value assigned to it (=, +=, -=, *=,
-// /=) rounded to the half, so that a raw half is indexed as a raw float32
-// is.
-const rawHalves = `
-template <bool BF> __device__ __forceinline__ float gocuda_half_load(unsigned short h) { return BF ? gocuda_bf16_to_f32(h) : gocuda_f16_to_f32(h); }
-template <bool BF> __device__ __forceinline__ unsigned short gocuda_half_store(float f) { return BF ? gocuda_f32_to_bf16(f) : gocuda_f32_to_f16(f); }
-template <bool BF> struct gocuda_raw_in {
-	const unsigned short* p;
-	__device__ __forceinline__ float operator[](long long j) const { return gocuda_half_load<BF>(p[j]); }
-};
-template <bool BF> struct gocuda_half_ref {
-	unsigned short* p;
-	__device__ __forceinline__ operator float() const { return gocuda_half_load<BF>(*p); }
-	__device__ __forceinline__ gocuda_half_ref& operator=(float v) { *p = gocuda_half_store<BF>(v); return *this; }
-	__device__ __forceinline__ gocuda_half_ref& operator=(const gocuda_half_ref& o) { return *this = (float)o; }
-	__device__ __forceinline__ gocuda_half_ref& operator+=(float v) { return *this = (float)*this + v; }
-	__device__ __forceinline__ gocuda_half_ref& operator-=(float v) { return *this = (float)*this - v; }
-	__device__ __forceinline__ gocuda_half_ref& operator*=(float v) { return *this = (float)*this * v; }
-	__device__ __forceinline__ gocuda_half_ref& operator/=(float v) { return *this = (float)*this / v; }
-};
-template <bool BF> struct gocuda_raw_out {
-	unsigned short* p;
-	__device__ __forceinline__ gocuda_half_ref<BF> operator[](long long j) const { return gocuda_half_ref<BF>{p + j}; }
-};
-`
-
-// values declares each parameter's value for element i: a buffer's element
-// (element says how to read it, converted to the type the operation
-// computes in), a scalar's value, an output's variable (an in-place one
-// holding the buffer's element). A raw parameter has none: the operation
-// gets its pointer.
-func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, element func(p param) string) {
+// values returns the declarations of each parameter's value for element
+// i: a buffer's element (element says how to read it, converted to the
+// type the operation computes in), a scalar's value, an output's variable
+// (an in-place one holding the buffer's element). A raw parameter has
+// none: the operation gets its pointer.
+func (k *Elementwise) values(buffer []bool, element func(p param) string) []string {
+	var out []string
 	for j, p := range k.ps {
 		if p.raw {
 			continue
@@ -432,13 +383,14 @@ func (k *Elementwise) values(b *strings.Builder, indent string, buffer []bool, e
 		}
 		switch {
 		case k.readOnly[j]:
-			fmt.Fprintf(b, "%sconst %s %s = %s;\n", indent, p.t.value, p.name, v)
+			out = append(out, "const "+p.t.value+" "+p.name+" = "+v+";")
 		case k.inplace[p.name]:
-			fmt.Fprintf(b, "%s%s %s = %s;\n", indent, p.t.value, p.name, v)
+			out = append(out, p.t.value+" "+p.name+" = "+v+";")
 		default:
-			fmt.Fprintf(b, "%s%s %s;\n", indent, p.t.value, p.name)
+			out = append(out, p.t.value+" "+p.name+";")
 		}
 	}
+	return out
 }
 
 // Launch runs the kernel on s over every element: each parameter's
