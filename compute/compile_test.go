@@ -44,16 +44,71 @@ func halfKernels(t *testing.T, d dtype) (elementwise, others map[string]string) 
 	others["reduce_max_"+h] = r.source([]bool{true, true})
 	others["softmax_"+h] = softmaxSource(d, "softmax_"+h, false)
 	others["argmax_"+h] = argSource(d, "argmax_"+h, true)
+	others["transpose_"+h] = transposeSource(d, "transpose_"+h)
 	return elementwise, others
 }
 
-// TestHalvesCompile compiles the kernels that convert halves with a real
-// NVRTC (GOCUDA_LIBNVRTC naming one, as a machine without a GPU may
-// have), for each branch of the prelude's conversions that the device
-// takes and the fake's tests, which run the host's, do not: sm_70 (no
-// bfloat16 instruction, no packed conversions), sm_80 (both) and sm_90,
-// the H100's and H200's.
-func TestHalvesCompile(t *testing.T) {
+// typeKernels returns the sources of a kernel of each template family
+// (templates/*.cu.tmpl) of type d, not a half, by name: elementwise (a
+// buffer and a scalar operand, an in-place output, a raw input, a cast to
+// and from float32), reductions (of rows and columns, each source holding
+// every layout's kernels: a sum and a max), Softmax and LogSoftmax for
+// the floats, ArgMax and ArgMin, Transpose.
+func typeKernels(t *testing.T, d dtype) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	h := d.name
+	add := func(name, in, result, body string, pattern ...bool) {
+		t.Helper()
+		k, err := NewElementwise(ElementwiseSpec{Name: name, InParams: in, OutParams: result, Operation: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprint(name, pattern)] = k.source(pattern)
+	}
+	body := func(ops map[string][2]string, name string) string {
+		if d.float {
+			return ops[name][1]
+		}
+		return ops[name][0]
+	}
+	add("max_"+h, h+" a, "+h+" b", h+" y", body(binaryBodies, "max"), true, true, true)
+	add("max_"+h, h+" a, "+h+" b", h+" y", body(binaryBodies, "max"), true, false, true)
+	add("axpby_"+h, h+" alpha, "+h+" x, "+h+" beta, "+h+" y", h+" y", "y = alpha * x + beta * y;", false, true, false, true)
+	add("abs_"+h, h+" x", h+" y", body(unaryBodies, "abs"), true, true)
+	add("gather_"+h, "raw "+h+" x, int64 idx", h+" y, raw "+h+" acc", "y = x[idx]; acc[i] += y;", true, true, true, true)
+	add("to_f32_"+h, h+" x", "float32 y", "y = x;", true, true)
+	add("from_f32_"+h, "float32 x", h+" y", "y = x;", true, true)
+	for _, what := range []string{"sum", "max"} {
+		r, err := newStdReduction(d, what)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["reduce_"+what+"_"+h] = r.source([]bool{true})
+	}
+	if d.float {
+		for _, logarithm := range []bool{false, true} {
+			name := softmaxName(h, logarithm)
+			out[name] = softmaxSource(d, name, logarithm)
+		}
+	}
+	out["argmax_"+h] = argSource(d, "argmax_"+h, true)
+	out["argmin_"+h] = argSource(d, "argmin_"+h, false)
+	out["transpose_"+h] = transposeSource(d, "transpose_"+h)
+	return out
+}
+
+// TestTemplatesCompile compiles a kernel of each template family
+// (templates/*.cu.tmpl: elementwise, with raw halves too, reduction,
+// softmax, transpose, argmax) of every element type with a real NVRTC
+// (GOCUDA_LIBNVRTC naming one, as a machine without a GPU may have),
+// each source on its own: the integers, float32 and float64 for sm_80
+// (typeKernels); the halves (halfKernels), whose kernels convert, for each
+// branch of the prelude's conversions that the device takes and the
+// fake's tests, which run the host's, do not: sm_70 (no bfloat16
+// instruction, no packed conversions), sm_80 (both) and sm_90, the H100's
+// and H200's.
+func TestTemplatesCompile(t *testing.T) {
 	if _, err := nvrtc.Version(); err != nil {
 		t.Skip("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
 	}
@@ -61,7 +116,7 @@ func TestHalvesCompile(t *testing.T) {
 		t.Skip("on the GPU the numeric tests compile and run them")
 	}
 	if testing.Short() {
-		t.Skip("compiles 60 kernels, a minute's work")
+		t.Skip("compiles 200 kernels, two minutes' work")
 	}
 	compile := func(name, src string, archs ...string) {
 		t.Helper()
@@ -73,6 +128,9 @@ func TestHalvesCompile(t *testing.T) {
 	}
 	for _, d := range dtypes {
 		if d.half == "" {
+			for name, src := range typeKernels(t, d) {
+				compile(name, src, "sm_80")
+			}
 			continue
 		}
 		elementwise, others := halfKernels(t, d)
