@@ -21,11 +21,7 @@ func halfKernels(t *testing.T, d dtype) (elementwise, others map[string]string) 
 	elementwise, others = map[string]string{}, map[string]string{}
 	add := func(name, in, out, body string, pattern ...bool) {
 		t.Helper()
-		k, err := NewElementwise(ElementwiseSpec{Name: name, InParams: in, OutParams: out, Operation: body})
-		if err != nil {
-			t.Fatal(err)
-		}
-		elementwise[fmt.Sprint(name, pattern)] = k.source(pattern)
+		elementwise[fmt.Sprint(name, pattern)] = elementwiseSource(t, name, in, out, body, pattern...)
 	}
 	h := d.name
 	add("gelu_"+h, h+" x", h+" y", unaryBodies["gelu"][1], true, true)
@@ -48,6 +44,17 @@ func halfKernels(t *testing.T, d dtype) (elementwise, others map[string]string) 
 	return elementwise, others
 }
 
+// elementwiseSource returns the source of the kernel that name, in, out
+// and body declare (ElementwiseSpec's fields) for an argument pattern.
+func elementwiseSource(t *testing.T, name, in, out, body string, pattern ...bool) string {
+	t.Helper()
+	k, err := NewElementwise(ElementwiseSpec{Name: name, InParams: in, OutParams: out, Operation: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.source(pattern)
+}
+
 // typeKernels returns the sources of a kernel of each template family
 // (templates/*.cu.tmpl) of type d, not a half, by name: elementwise (a
 // buffer and a scalar operand, an in-place output, a raw input, a cast to
@@ -60,11 +67,7 @@ func typeKernels(t *testing.T, d dtype) map[string]string {
 	h := d.name
 	add := func(name, in, result, body string, pattern ...bool) {
 		t.Helper()
-		k, err := NewElementwise(ElementwiseSpec{Name: name, InParams: in, OutParams: result, Operation: body})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[fmt.Sprint(name, pattern)] = k.source(pattern)
+		out[fmt.Sprint(name, pattern)] = elementwiseSource(t, name, in, result, body, pattern...)
 	}
 	body := func(ops map[string][2]string, name string) string {
 		if d.float {

@@ -15,8 +15,9 @@ import (
 const envUpdateKernelSources = "GOCUDA_UPDATE_KERNELSRC"
 
 // kernelSourcesDir holds the goldens of TestKernelSources: sums.txt, a
-// line "name sha256 bytes" for every generated source, and the whole text
-// of a few (fullSources), so that a change shows as a readable diff.
+// line "name sha256 bytes" for every generated source, and the text of a
+// few after the prelude, which every source starts with (fullSources:
+// NAME.cu.golden), so that a change shows as a readable diff.
 var kernelSourcesDir = filepath.Join("testdata", "kernelsrc")
 
 // fullSources are the sources whose whole text is a golden: one of each
@@ -231,8 +232,10 @@ func TestKernelSources(t *testing.T) {
 		fmt.Fprintf(&sums, "%s %x %d\n", name, sha256.Sum256([]byte(src[name])), len(src[name]))
 	}
 	fullName := func(name string) string {
-		return filepath.Join(kernelSourcesDir, strings.ReplaceAll(name, "/", "_")+".cu")
+		return filepath.Join(kernelSourcesDir, strings.ReplaceAll(name, "/", "_")+".cu.golden")
 	}
+	// The text after the prelude (a source without it, whole).
+	afterPrelude := func(name string) string { return strings.TrimPrefix(src[name], prelude) }
 	if os.Getenv(envUpdateKernelSources) == "1" {
 		if err := os.MkdirAll(kernelSourcesDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -241,7 +244,7 @@ func TestKernelSources(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range fullSources {
-			if err := os.WriteFile(fullName(name), []byte(src[name]), 0o644); err != nil {
+			if err := os.WriteFile(fullName(name), []byte(afterPrelude(name)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -253,7 +256,7 @@ func TestKernelSources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := src[name]; got != string(want) {
+		if got := afterPrelude(name); got != string(want) {
 			t.Errorf("%s differs from %s: %s", name, fullName(name), firstDiff(got, string(want)))
 		}
 	}
