@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -407,5 +408,84 @@ func TestAttentionCapture(t *testing.T) {
 				t.Errorf("replay with values ·%v: o[%d] = %v, want %v", k, i, got, want)
 			}
 		}
+	}
+}
+
+// TestAttentionConcurrent: goroutines sharing a Handle take turns, two of
+// each shape (a plan built by one is found by the other), each checked
+// against the reference.
+func TestAttentionConcurrent(t *testing.T) {
+	ctx, s, h := handle(t)
+	shapes := []attnCase{
+		{B: 1, H: 2, Hkv: 2, Sq: 7, Sk: 7, D: 16},
+		{B: 1, H: 2, Hkv: 1, Sq: 5, Sk: 9, D: 32, causal: true},
+		{B: 2, H: 1, Hkv: 1, Sq: 3, Sk: 3, D: 64, bshd: true},
+	}
+	type job struct {
+		c          attnCase
+		q, k, v, o cudnn.AttentionTensor[cuda.Float16]
+		want       []float64
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	var jobs []job
+	for i := range 2 * len(shapes) {
+		c := shapes[i%len(shapes)]
+		qt, qf := random[cuda.Float16](r, c.B*c.H*c.Sq*c.D)
+		kt, kf := random[cuda.Float16](r, c.B*c.Hkv*c.Sk*c.D)
+		vt, vf := random[cuda.Float16](r, c.B*c.Hkv*c.Sk*c.D)
+		qs, ks := attnStrides(c.B, c.H, c.Sq, c.D, c.bshd), attnStrides(c.B, c.Hkv, c.Sk, c.D, c.bshd)
+		want, _ := attnRef(c, qf, kf, vf, qs, ks, 1/math.Sqrt(float64(c.D)))
+		jobs = append(jobs, job{c: c,
+			q:    cudnn.AttentionTensor[cuda.Float16]{Data: cudatest.Upload(t, ctx, qt), Shape: [4]int{c.B, c.H, c.Sq, c.D}, Strides: qs},
+			k:    cudnn.AttentionTensor[cuda.Float16]{Data: cudatest.Upload(t, ctx, kt), Shape: [4]int{c.B, c.Hkv, c.Sk, c.D}, Strides: ks},
+			v:    cudnn.AttentionTensor[cuda.Float16]{Data: cudatest.Upload(t, ctx, vt), Shape: [4]int{c.B, c.Hkv, c.Sk, c.D}, Strides: ks},
+			o:    cudnn.AttentionTensor[cuda.Float16]{Data: cudatest.Upload(t, ctx, make([]cuda.Float16, len(qt))), Shape: [4]int{c.B, c.H, c.Sq, c.D}, Strides: qs},
+			want: want,
+		})
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			for range 10 {
+				if errs[i] = cudnn.Attention(h, j.o, j.q, j.k, j.v, cudnn.AttentionOptions{Causal: j.c.causal}); errs[i] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if errors.Is(err, cuda.ErrNotSupported) && !cudatest.IsFake() {
+			t.Logf("cuDNN refused %v: %v", jobs[i].c, err)
+		} else if err != nil {
+			t.Errorf("%v: %v", jobs[i].c, err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range jobs {
+		if errs[i] != nil {
+			continue
+		}
+		c, qs := j.c, j.o.Strides
+		host := must(j.o.Data.ToHost())(t)
+		got := make([]float64, len(j.want))
+		ones := make([]float64, len(j.want))
+		for b := range c.B {
+			for hh := range c.H {
+				for i := range c.Sq {
+					for x := range c.D {
+						n := ((b*c.H+hh)*c.Sq+i)*c.D + x
+						got[n], ones[n] = val(host[b*qs[0]+hh*qs[1]+i*qs[2]+x]), 1
+					}
+				}
+			}
+		}
+		near(t, c.String(), got, j.want, ones, 2*tol[cuda.Float16]())
 	}
 }
