@@ -1,7 +1,7 @@
 package cusolver_test
 
 import (
-	"math"
+	"math/cmplx"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -40,21 +40,81 @@ func handle(t *testing.T) (*cuda.Context, *cusolver.Handle) {
 	return ctx, h
 }
 
-// dense is a host matrix in float64, row-major.
-type dense struct {
-	r, c int
-	v    []float64
+// scalar is the element types the tests run each operation for.
+type scalar interface {
+	float32 | float64 | complex64 | complex128
 }
 
-func newDense(r, c int) dense           { return dense{r, c, make([]float64, r*c)} }
-func (d dense) at(i, j int) float64     { return d.v[i*d.c+j] }
-func (d dense) set(i, j int, x float64) { d.v[i*d.c+j] = x }
-func (d dense) add(i, j int, x float64) { d.v[i*d.c+j] += x }
-func (d dense) t() dense {
+// eachType runs a test's four instantiations as subtests named by type.
+func eachType(t *testing.T, f32, f64, c64, c128 func(*testing.T)) {
+	t.Run("float32", f32)
+	t.Run("float64", f64)
+	t.Run("complex64", c64)
+	t.Run("complex128", c128)
+}
+
+// isComplex reports whether T is complex.
+func isComplex[T scalar]() bool {
+	switch any(*new(T)).(type) {
+	case complex64, complex128:
+		return true
+	}
+	return false
+}
+
+// adj is the sign of T's adjoint: ᵀ for the reals, ᴴ for the complex
+// numbers.
+func adj[T scalar]() string {
+	if isComplex[T]() {
+		return "ᴴ"
+	}
+	return "ᵀ"
+}
+
+// to converts x to T, dropping its imaginary part for a real T.
+func to[T scalar](x complex128) T {
+	switch any(*new(T)).(type) {
+	case float32:
+		return any(float32(real(x))).(T)
+	case float64:
+		return any(real(x)).(T)
+	case complex64:
+		return any(complex64(x)).(T)
+	}
+	return any(x).(T)
+}
+
+// of converts x to complex128.
+func of[T scalar](x T) complex128 {
+	switch v := any(x).(type) {
+	case float32:
+		return complex(float64(v), 0)
+	case float64:
+		return complex(v, 0)
+	case complex64:
+		return complex128(v)
+	}
+	return any(x).(complex128)
+}
+
+// dense is a host matrix, row-major, in complex128 for every type (a real
+// matrix's imaginary parts zero).
+type dense struct {
+	r, c int
+	v    []complex128
+}
+
+func newDense(r, c int) dense              { return dense{r, c, make([]complex128, r*c)} }
+func (d dense) at(i, j int) complex128     { return d.v[i*d.c+j] }
+func (d dense) set(i, j int, x complex128) { d.v[i*d.c+j] = x }
+func (d dense) add(i, j int, x complex128) { d.v[i*d.c+j] += x }
+
+// h is the conjugate transpose (the transpose of a real matrix).
+func (d dense) h() dense {
 	o := newDense(d.c, d.r)
 	for i := 0; i < d.r; i++ {
 		for j := 0; j < d.c; j++ {
-			o.set(j, i, d.at(i, j))
+			o.set(j, i, cmplx.Conj(d.at(i, j)))
 		}
 	}
 	return o
@@ -77,7 +137,7 @@ func mul(a, b dense) dense {
 func maxDiff(a, b dense) float64 {
 	d := 0.0
 	for i := range a.v {
-		d = max(d, math.Abs(a.v[i]-b.v[i]))
+		d = max(d, cmplx.Abs(a.v[i]-b.v[i]))
 	}
 	return d
 }
@@ -90,49 +150,54 @@ func eye(n int) dense {
 	return o
 }
 
-// random returns an r×c matrix of uniform numbers in [-1, 1).
-func random(rng *rand.Rand, r, c int) dense {
+// random returns an r×c matrix of T's numbers with uniform parts in
+// [-1, 1).
+func random[T scalar](rng *rand.Rand, r, c int) dense {
 	o := newDense(r, c)
 	for i := range o.v {
-		o.v[i] = 2*rng.Float64() - 1
+		o.v[i] = complex(2*rng.Float64()-1, 0)
+		if isComplex[T]() {
+			o.v[i] += complex(0, 2*rng.Float64()-1)
+		}
 	}
 	return o
 }
 
-// spd returns a symmetric positive definite n×n matrix, well conditioned.
-func spd(rng *rand.Rand, n int) dense {
-	m := random(rng, n, n)
-	a := mul(m, m.t())
+// hpd returns a well conditioned Hermitian (for a real T, symmetric)
+// positive definite n×n matrix of T's numbers.
+func hpd[T scalar](rng *rand.Rand, n int) dense {
+	m := random[T](rng, n, n)
+	a := mul(m, m.h())
 	for i := 0; i < n; i++ {
-		a.add(i, i, float64(n))
+		a.add(i, i, complex(float64(n), 0))
 	}
 	return a
 }
 
 // elements lays d out in layout, as T.
-func elements[T cuda.Float](d dense, layout cusolver.Layout) []T {
+func elements[T scalar](d dense, layout cusolver.Layout) []T {
 	out := make([]T, d.r*d.c)
 	for i := 0; i < d.r; i++ {
 		for j := 0; j < d.c; j++ {
 			if layout == cusolver.ColMajor {
-				out[j*d.r+i] = T(d.at(i, j))
+				out[j*d.r+i] = to[T](d.at(i, j))
 			} else {
-				out[i*d.c+j] = T(d.at(i, j))
+				out[i*d.c+j] = to[T](d.at(i, j))
 			}
 		}
 	}
 	return out
 }
 
-// fromElements reads an r×c matrix laid out in layout.
-func fromElements[T cuda.Float](v []T, r, c int, layout cusolver.Layout) dense {
+// fromElements reads an r×c matrix laid out in layout at the start of v.
+func fromElements[T scalar](v []T, r, c int, layout cusolver.Layout) dense {
 	o := newDense(r, c)
 	for i := 0; i < r; i++ {
 		for j := 0; j < c; j++ {
 			if layout == cusolver.ColMajor {
-				o.set(i, j, float64(v[j*r+i]))
+				o.set(i, j, of(v[j*r+i]))
 			} else {
-				o.set(i, j, float64(v[i*c+j]))
+				o.set(i, j, of(v[i*c+j]))
 			}
 		}
 	}
@@ -140,20 +205,20 @@ func fromElements[T cuda.Float](v []T, r, c int, layout cusolver.Layout) dense {
 }
 
 // upload makes a device matrix of d in layout, with one spare element.
-func upload[T cuda.Float](t *testing.T, ctx *cuda.Context, d dense, layout cusolver.Layout) cusolver.Matrix[T] {
+func upload[T scalar](t *testing.T, ctx *cuda.Context, d dense, layout cusolver.Layout) cusolver.Matrix[T] {
 	t.Helper()
 	buf := cudatest.Upload(t, ctx, append(elements[T](d, layout), 7))
 	return cusolver.Matrix[T]{Data: buf, Rows: d.r, Cols: d.c, Layout: layout}
 }
 
-// download waits for h's stream and reads m back.
-func download[T cuda.Float](t *testing.T, h *cusolver.Handle, m cusolver.Matrix[T]) dense {
+// read waits for h's stream and reads the r×c matrix at the start of b,
+// laid out in layout.
+func read[T scalar](t *testing.T, h *cusolver.Handle, b *cuda.DeviceBuffer[T], r, c int, layout cusolver.Layout) dense {
 	t.Helper()
 	if err := h.Stream().Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	v := cudatest.Download(t, m.Data)
-	return fromElements(v[:m.Rows*m.Cols], m.Rows, m.Cols, m.Layout)
+	return fromElements(cudatest.Download(t, b), r, c, layout)
 }
 
 // floats waits for h's stream and reads b back as float64s.
@@ -171,21 +236,39 @@ func floats[T cuda.Float](t *testing.T, h *cusolver.Handle, b *cuda.DeviceBuffer
 }
 
 // tol is the tolerance of a check of T's results on n×n matrices.
-func tol[T cuda.Float](n int) float64 {
-	var z T
-	if any(z) == any(float32(0)) {
+func tol[T scalar](n int) float64 {
+	switch any(*new(T)).(type) {
+	case float32:
 		return 2e-3 * float64(max(n, 1))
+	case complex64:
+		return 3e-3 * float64(max(n, 1))
 	}
 	return 1e-9 * float64(max(n, 1))
 }
 
-// orthogonal checks that the columns of q are orthonormal.
-func orthogonal(t *testing.T, name string, q dense, eps float64) {
+// orthonormal checks that the columns of q, of T's numbers, are
+// orthonormal: QᵀQ = I (QᴴQ = I for the complex types).
+func orthonormal[T scalar](t *testing.T, name string, q dense, eps float64) {
 	t.Helper()
-	if d := maxDiff(mul(q.t(), q), eye(q.c)); d > eps {
-		t.Errorf("%sᵀ·%s differs from I by %g", name, name, d)
+	if d := maxDiff(mul(q.h(), q), eye(q.c)); d > eps {
+		t.Errorf("%s%s·%s differs from I by %g", name, adj[T](), name, d)
 	}
+}
+
+// inTriangle reports whether (i, j) is in triangle tri, the diagonal
+// included.
+func inTriangle(tri cusolver.Triangle, i, j int) bool {
+	if tri == cusolver.Lower {
+		return i >= j
+	}
+	return i <= j
 }
 
 // layouts are both layouts, named.
 var layouts = []cusolver.Layout{cusolver.RowMajor, cusolver.ColMajor}
+
+// triangles are both triangles.
+var triangles = []cusolver.Triangle{cusolver.Lower, cusolver.Upper}
+
+// sizes are the odd sizes every operation is checked at.
+var sizes = []int{1, 3, 97}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/cmplx"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -13,28 +14,25 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// sizes are the odd sizes every operation is checked at.
-var sizes = []int{1, 3, 97}
-
 func TestLU(t *testing.T) {
-	t.Run("float32", testLU[float32])
-	t.Run("float64", testLU[float64])
+	eachType(t, testLU[float32], testLU[float64], testLU[complex64], testLU[complex128])
 }
 
 // testLU: A·X = B solved through LU and Solve, for each layout, with one
-// and three right-hand sides.
-func testLU[T cuda.Float](t *testing.T) {
+// and three right-hand sides (a complex row-major A's memory is Aᵀ, not
+// Aᴴ: the transposed solve, not the conjugate one).
+func testLU[T scalar](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range sizes {
 		for _, layout := range layouts {
 			for _, nrhs := range []int{1, 3} {
 				t.Run(fmt.Sprintf("%d/%v/nrhs%d", n, layout, nrhs), func(t *testing.T) {
-					a := random(rng, n, n)
+					a := random[T](rng, n, n)
 					for i := 0; i < n; i++ {
 						a.add(i, i, 2) // away from singular
 					}
-					x := random(rng, n, nrhs)
+					x := random[T](rng, n, nrhs)
 					b := mul(a, x)
 					m := upload[T](t, ctx, a, layout)
 					f := must(cusolver.LU(h, m))(t)
@@ -47,8 +45,7 @@ func testLU[T cuda.Float](t *testing.T) {
 					if err := f.Err(); err != nil {
 						t.Fatalf("Err = %v", err)
 					}
-					got := fromElements(floats(t, h, bb), n, nrhs, cusolver.ColMajor)
-					if d := maxDiff(got, x); d > tol[T](n) {
+					if d := maxDiff(read(t, h, bb, n, nrhs, cusolver.ColMajor), x); d > tol[T](n) {
 						t.Errorf("X differs from the reference by %g", d)
 					}
 				})
@@ -61,7 +58,7 @@ func TestLUSingular(t *testing.T) {
 	ctx, h := handle(t)
 	// Column-major, cuSOLVER factors it as it is: the third column is
 	// zero, so U(3,3) is exactly zero whatever the pivots.
-	a := dense{3, 3, []float64{1, 2, 0, 3, 4, 0, 5, 6, 0}}
+	a := dense{3, 3, []complex128{1, 2, 0, 3, 4, 0, 5, 6, 0}}
 	m := upload[float64](t, ctx, a, cusolver.ColMajor)
 	f := must(cusolver.LU(h, m))(t)
 	defer f.Free()
@@ -75,27 +72,28 @@ func TestLUSingular(t *testing.T) {
 }
 
 func TestCholesky(t *testing.T) {
-	t.Run("float32", testCholesky[float32])
-	t.Run("float64", testCholesky[float64])
+	eachType(t, testCholesky[float32], testCholesky[float64], testCholesky[complex64], testCholesky[complex128])
 }
 
-// testCholesky: the factor in the triangle asked for (L·Lᵀ or Uᵀ·U = A,
-// the other triangle untouched), solves, and the inverse's triangle.
-func testCholesky[T cuda.Float](t *testing.T) {
+// testCholesky: the factor in the triangle asked for (L·Lᴴ or Uᴴ·U = A,
+// the other triangle untouched), solves, and the inverse's triangle, in
+// either layout; a complex factor's solve column-major, the row-major one
+// refused.
+func testCholesky[T scalar](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range sizes {
 		for _, layout := range layouts {
-			for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+			for _, tri := range triangles {
 				t.Run(fmt.Sprintf("%d/%v/%v", n, layout, tri), func(t *testing.T) {
-					a := spd(rng, n)
+					a := hpd[T](rng, n)
 					// The triangle not read holds a marker, which must
 					// survive.
 					in := newDense(n, n)
 					copy(in.v, a.v)
 					for i := 0; i < n; i++ {
 						for j := 0; j < n; j++ {
-							if (tri == cusolver.Lower && j > i) || (tri == cusolver.Upper && j < i) {
+							if !inTriangle(tri, i, j) {
 								in.set(i, j, 42)
 							}
 						}
@@ -105,42 +103,51 @@ func testCholesky[T cuda.Float](t *testing.T) {
 					if err := f.Err(); err != nil {
 						t.Fatal(err)
 					}
-					got := download(t, h, m)
-					l := newDense(n, n)
+					got := read(t, h, m.Data, n, n, layout)
+					l := newDense(n, n) // L, with A = L·Lᴴ
 					for i := 0; i < n; i++ {
 						for j := 0; j < n; j++ {
 							switch {
-							case tri == cusolver.Lower && j <= i:
+							case !inTriangle(tri, i, j):
+								if got.at(i, j) != 42 {
+									t.Fatalf("element (%d,%d) outside the triangle changed to %g", i, j, got.at(i, j))
+								}
+							case tri == cusolver.Lower:
 								l.set(i, j, got.at(i, j))
-							case tri == cusolver.Upper && j >= i:
-								l.set(j, i, got.at(i, j)) // Uᵀ = L
-							case got.at(i, j) != 42:
-								t.Fatalf("element (%d,%d) outside the triangle changed to %g", i, j, got.at(i, j))
+							default:
+								l.set(j, i, cmplx.Conj(got.at(i, j))) // L = Uᴴ
 							}
 						}
 					}
-					if d := maxDiff(mul(l, l.t()), a); d > tol[T](n)*float64(n) {
+					if d := maxDiff(mul(l, l.h()), a); d > tol[T](n)*float64(n) {
 						t.Errorf("the factor's product differs from A by %g", d)
 					}
-					x := random(rng, n, 2)
+					x := random[T](rng, n, 2)
 					b := cudatest.Upload(t, ctx, elements[T](mul(a, x), cusolver.ColMajor))
-					if err := cusolver.CholeskySolve(h, f, b, 2); err != nil {
+					err := cusolver.CholeskySolve(h, f, b, 2)
+					switch {
+					case isComplex[T]() && layout == cusolver.RowMajor:
+						if !errors.Is(err, cuda.ErrInvalidValue) {
+							t.Errorf("CholeskySolve of a complex row-major factor = %v, want cuda.ErrInvalidValue", err)
+						}
+					case err != nil:
 						t.Fatal(err)
-					}
-					if d := maxDiff(fromElements(floats(t, h, b), n, 2, cusolver.ColMajor), x); d > tol[T](n) {
-						t.Errorf("CholeskySolve's X differs from the reference by %g", d)
+					default:
+						if d := maxDiff(read(t, h, b, n, 2, cusolver.ColMajor), x); d > tol[T](n) {
+							t.Errorf("CholeskySolve's X differs from the reference by %g", d)
+						}
 					}
 					info := must(cusolver.CholeskyInverse(h, f))(t)
 					if err := info.Err(); err != nil {
 						t.Fatal(err)
 					}
-					got = download(t, h, m)
+					got = read(t, h, m.Data, n, n, layout)
 					inv := newDense(n, n)
 					for i := 0; i < n; i++ {
 						for j := 0; j < n; j++ {
-							if tri == cusolver.Lower && j <= i || tri == cusolver.Upper && j >= i {
+							if inTriangle(tri, i, j) {
 								inv.set(i, j, got.at(i, j))
-								inv.set(j, i, got.at(i, j))
+								inv.set(j, i, cmplx.Conj(got.at(i, j)))
 							}
 						}
 					}
@@ -157,7 +164,7 @@ func TestCholeskyNotPositiveDefinite(t *testing.T) {
 	ctx, h := handle(t)
 	// The leading 2×2 is positive definite, the 3×3 not (its
 	// determinant is negative).
-	a := dense{3, 3, []float64{4, 2, 2, 2, 5, 7, 2, 7, 1}}
+	a := dense{3, 3, []complex128{4, 2, 2, 2, 5, 7, 2, 7, 1}}
 	for _, layout := range layouts {
 		m := upload[float32](t, ctx, a, layout)
 		f := must(cusolver.Cholesky(h, m, cusolver.Lower))(t)
@@ -169,19 +176,19 @@ func TestCholeskyNotPositiveDefinite(t *testing.T) {
 }
 
 func TestQR(t *testing.T) {
-	t.Run("float32", testQR[float32])
-	t.Run("float64", testQR[float64])
+	eachType(t, testQR[float32], testQR[float64], testQR[complex64], testQR[complex128])
 }
 
-// testQR: Q·R = A with Q's columns orthonormal and R upper triangular,
-// ApplyQ against Q formed, for tall and square matrices.
-func testQR[T cuda.Float](t *testing.T) {
+// testQR: Q·R = A with Q's columns orthonormal (QᴴQ = I) and R upper
+// triangular, ApplyQ's Qᴴ·B against Q formed and back, for tall and
+// square matrices, and a wide one's R (Q from ApplyQ, QRQ refused).
+func testQR[T scalar](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, shape := range [][2]int{{1, 1}, {3, 3}, {5, 3}, {97, 97}, {97, 13}} {
 		m, n := shape[0], shape[1]
 		t.Run(fmt.Sprintf("%dx%d", m, n), func(t *testing.T) {
-			a := random(rng, m, n)
+			a := random[T](rng, m, n)
 			mat := upload[T](t, ctx, a, cusolver.ColMajor)
 			f := must(cusolver.QR(h, mat))(t)
 			defer f.Free()
@@ -189,59 +196,83 @@ func testQR[T cuda.Float](t *testing.T) {
 			if err := cusolver.QRQ(h, f, q); err != nil {
 				t.Fatal(err)
 			}
-			qd, rd := download(t, h, q), download(t, h, mat)
+			qd, rd := read(t, h, q.Data, m, n, cusolver.ColMajor), read(t, h, mat.Data, m, n, cusolver.ColMajor)
 			r := newDense(n, n)
 			for i := 0; i < n; i++ {
 				for j := i; j < n; j++ {
 					r.set(i, j, rd.at(i, j))
 				}
 			}
-			orthogonal(t, "Q", qd, tol[T](m))
+			orthonormal[T](t, "Q", qd, tol[T](m))
 			if d := maxDiff(mul(qd, r), a); d > tol[T](m) {
 				t.Errorf("Q·R differs from A by %g", d)
 			}
-			// Qᵀ·B's first n rows are Q's columns' products with B.
-			b := random(rng, m, 2)
+			// Qᴴ·B's first n rows are Q's columns' products with B.
+			b := random[T](rng, m, 2)
 			c := upload[T](t, ctx, b, cusolver.ColMajor)
 			if err := cusolver.ApplyQ(h, f, c, true); err != nil {
 				t.Fatal(err)
 			}
-			got, want := download(t, h, c), mul(qd.t(), b)
+			got, want := read(t, h, c.Data, m, 2, cusolver.ColMajor), mul(qd.h(), b)
 			top := newDense(n, 2)
 			copy(top.v, got.v[:n*2])
 			if d := maxDiff(top, want); d > tol[T](m) {
-				t.Errorf("ApplyQ(Qᵀ) differs from Qᵀ·B by %g", d)
+				t.Errorf("ApplyQ(Q%s) differs from Q%s·B by %g", adj[T](), adj[T](), d)
 			}
-			// And back: Q·(Qᵀ·B) = B.
+			// And back: Q·(Qᴴ·B) = B.
 			if err := cusolver.ApplyQ(h, f, c, false); err != nil {
 				t.Fatal(err)
 			}
-			if d := maxDiff(download(t, h, c), b); d > tol[T](m) {
-				t.Errorf("ApplyQ(Q) of ApplyQ(Qᵀ) differs from B by %g", d)
+			if d := maxDiff(read(t, h, c.Data, m, 2, cusolver.ColMajor), b); d > tol[T](m) {
+				t.Errorf("ApplyQ(Q) of ApplyQ(Q%s) differs from B by %g", adj[T](), d)
 			}
 		})
 	}
+	t.Run("wide", func(t *testing.T) {
+		// A 3×5 matrix: R is 3×5, Q (3×3) from ApplyQ on I.
+		m, n := 3, 5
+		a := random[T](rng, m, n)
+		mat := upload[T](t, ctx, a, cusolver.ColMajor)
+		f := must(cusolver.QR(h, mat))(t)
+		defer f.Free()
+		id := upload[T](t, ctx, eye(m), cusolver.ColMajor)
+		if err := cusolver.ApplyQ(h, f, id, false); err != nil {
+			t.Fatal(err)
+		}
+		qd, rd := read(t, h, id.Data, m, m, cusolver.ColMajor), read(t, h, mat.Data, m, n, cusolver.ColMajor)
+		for i := 0; i < m; i++ {
+			for j := 0; j < i; j++ {
+				rd.set(i, j, 0)
+			}
+		}
+		orthonormal[T](t, "Q", qd, tol[T](m))
+		if d := maxDiff(mul(qd, rd), a); d > tol[T](n) {
+			t.Errorf("Q·R differs from A by %g", d)
+		}
+		if err := cusolver.QRQ(h, f, cusolver.Matrix[T]{Data: id.Data, Rows: m, Cols: n, Layout: cusolver.ColMajor}); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("QRQ of a wide matrix = %v, want cuda.ErrInvalidValue", err)
+		}
+	})
 }
 
 func TestSVD(t *testing.T) {
-	t.Run("float32", testSVD[float32])
-	t.Run("float64", testSVD[float64])
+	eachType(t, testSVD[float32, float32], testSVD[float64, float64], testSVD[complex64, float32], testSVD[complex128, float64])
 }
 
-// testSVD: U·S·Vᵀ = A, U and V orthogonal, values descending, for the
-// shapes each layout takes, and the values alone.
-func testSVD[T cuda.Float](t *testing.T) {
+// testSVD: U·S·Vᴴ = A, U and V orthonormal, values real and descending,
+// for the shapes each layout takes, and the values alone.
+func testSVD[T scalar, R cuda.Float](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, c := range []struct {
 		m, n   int
 		layout cusolver.Layout
-	}{{1, 1, cusolver.RowMajor}, {3, 5, cusolver.RowMajor}, {97, 97, cusolver.RowMajor}, {5, 3, cusolver.ColMajor}, {97, 40, cusolver.ColMajor}, {3, 3, cusolver.ColMajor}} {
+	}{{1, 1, cusolver.RowMajor}, {3, 5, cusolver.RowMajor}, {97, 97, cusolver.RowMajor}, {5, 3, cusolver.ColMajor}, {97, 40, cusolver.ColMajor}, {3, 3, cusolver.ColMajor}, {1, 1, cusolver.ColMajor}} {
 		t.Run(fmt.Sprintf("%dx%d/%v", c.m, c.n, c.layout), func(t *testing.T) {
-			a := random(rng, c.m, c.n)
+			a := random[T](rng, c.m, c.n)
 			k := min(c.m, c.n)
 			mat := upload[T](t, ctx, a, c.layout)
-			s := must(cuda.Alloc[T](ctx, k))(t)
+			s := must(cuda.Alloc[R](ctx, k))(t)
 			defer s.Free()
 			u := upload[T](t, ctx, newDense(c.m, c.m), c.layout)
 			vt := upload[T](t, ctx, newDense(c.n, c.n), c.layout)
@@ -249,24 +280,25 @@ func testSVD[T cuda.Float](t *testing.T) {
 			if err := info.Err(); err != nil {
 				t.Fatal(err)
 			}
-			sv, ud, vd := floats(t, h, s), download(t, h, u), download(t, h, vt)
+			sv := floats(t, h, s)
+			ud, vd := read(t, h, u.Data, c.m, c.m, c.layout), read(t, h, vt.Data, c.n, c.n, c.layout)
 			for i := 1; i < k; i++ {
 				if sv[i] > sv[i-1] {
 					t.Fatalf("singular values not descending: %v", sv)
 				}
 			}
-			orthogonal(t, "U", ud, tol[T](c.m))
-			orthogonal(t, "V", vd.t(), tol[T](c.n))
+			orthonormal[T](t, "U", ud, tol[T](c.m))
+			orthonormal[T](t, "V", vd.h(), tol[T](c.n))
 			sm := newDense(c.m, c.n)
 			for i := 0; i < k; i++ {
-				sm.set(i, i, sv[i])
+				sm.set(i, i, complex(sv[i], 0))
 			}
 			if d := maxDiff(mul(mul(ud, sm), vd), a); d > tol[T](max(c.m, c.n)) {
-				t.Errorf("U·S·Vᵀ differs from A by %g", d)
+				t.Errorf("U·S·V%s differs from A by %g", adj[T](), d)
 			}
 			// The values alone.
 			mat2 := upload[T](t, ctx, a, c.layout)
-			s2 := must(cuda.Alloc[T](ctx, k))(t)
+			s2 := must(cuda.Alloc[R](ctx, k))(t)
 			defer s2.Free()
 			info = must(cusolver.SVD(h, mat2, s2, cusolver.Matrix[T]{}, cusolver.Matrix[T]{}))(t)
 			if err := info.Err(); err != nil {
@@ -282,176 +314,79 @@ func testSVD[T cuda.Float](t *testing.T) {
 }
 
 func TestEigh(t *testing.T) {
-	t.Run("float32", testEigh[float32])
-	t.Run("float64", testEigh[float64])
+	eachType(t, testEigh[float32, float32], testEigh[float64, float64], testEigh[complex64, float32], testEigh[complex128, float64])
 }
 
-// testEigh: A·V = V·Λ with V orthogonal and Λ ascending, the vectors
-// contiguous, reading either triangle of either layout.
-func testEigh[T cuda.Float](t *testing.T) {
+// testEigh: A·V = V·Λ with V orthonormal and Λ real and ascending, reading
+// either triangle of either layout (the other triangle and the diagonal's
+// imaginary parts never read); the vectors come out as V column-major, Vᴴ
+// row-major (each vector contiguous); without vectors, the same values.
+func testEigh[T scalar, R cuda.Float](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, n := range sizes {
 		for _, layout := range layouts {
-			for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+			for _, tri := range triangles {
 				t.Run(fmt.Sprintf("%d/%v/%v", n, layout, tri), func(t *testing.T) {
-					r := random(rng, n, n)
-					a := mul(r, r.t())
+					r := random[T](rng, n, n)
+					a := mul(r, r.h())
+					for i := 0; i < n; i++ {
+						a.add(i, i, complex(-float64(n)/2, 0)) // some negative eigenvalues
+					}
 					in := newDense(n, n)
 					copy(in.v, a.v)
 					for i := 0; i < n; i++ {
 						for j := 0; j < n; j++ {
-							if (tri == cusolver.Lower && j > i) || (tri == cusolver.Upper && j < i) {
+							switch {
+							case i == j:
+								in.set(i, j, complex(real(a.at(i, j)), 1e6)) // never read
+							case !inTriangle(tri, i, j):
 								in.set(i, j, 1e6) // never read
 							}
 						}
 					}
 					m := upload[T](t, ctx, in, layout)
-					w := must(cuda.Alloc[T](ctx, n))(t)
+					w := must(cuda.Alloc[R](ctx, n))(t)
 					defer w.Free()
 					info := must(cusolver.Eigh(h, m, tri, w, true))(t)
 					if err := info.Err(); err != nil {
 						t.Fatal(err)
 					}
 					wv := floats(t, h, w)
-					// Each vector contiguous: V column-major.
-					v := fromElements(floats(t, h, m.Data)[:n*n], n, n, cusolver.ColMajor)
 					for i := 1; i < n; i++ {
 						if wv[i] < wv[i-1] {
 							t.Fatalf("eigenvalues not ascending: %v", wv)
 						}
 					}
-					orthogonal(t, "V", v, tol[T](n))
+					v := read(t, h, m.Data, n, n, layout)
+					if layout == cusolver.RowMajor {
+						v = v.h() // Vᴴ row-major
+					}
+					orthonormal[T](t, "V", v, tol[T](n))
 					lam := newDense(n, n)
 					for i := 0; i < n; i++ {
-						lam.set(i, i, wv[i])
+						lam.set(i, i, complex(wv[i], 0))
 					}
 					if d := maxDiff(mul(a, v), mul(v, lam)); d > tol[T](n)*float64(n) {
 						t.Errorf("A·V differs from V·Λ by %g", d)
+					}
+					// The values alone.
+					m2 := upload[T](t, ctx, in, layout)
+					w2 := must(cuda.Alloc[R](ctx, n))(t)
+					defer w2.Free()
+					info = must(cusolver.Eigh(h, m2, tri, w2, false))(t)
+					if err := info.Err(); err != nil {
+						t.Fatal(err)
+					}
+					for i, x := range floats(t, h, w2) {
+						if math.Abs(x-wv[i]) > tol[T](n)*float64(n) {
+							t.Errorf("eigenvalue %d alone is %g, with the vectors %g", i, x, wv[i])
+						}
 					}
 				})
 			}
 		}
 	}
-}
-
-func TestBatched(t *testing.T) {
-	t.Run("float32", testBatched[float32])
-	t.Run("float64", testBatched[float64])
-}
-
-// testBatched: the batches of small matrices, each checked as the single
-// operations are, and a batch with one matrix not positive definite.
-func testBatched[T cuda.Float](t *testing.T) {
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(11, 12))
-	const count = 5
-	t.Run("Cholesky", func(t *testing.T) {
-		const n = 8
-		var all []T
-		var as []dense
-		for i := 0; i < count; i++ {
-			a := spd(rng, n)
-			if i == 3 {
-				a.set(0, 0, -1)
-			}
-			as = append(as, a)
-			all = append(all, elements[T](a, cusolver.RowMajor)...)
-		}
-		buf := cudatest.Upload(t, ctx, all)
-		m := cusolver.Matrix[T]{Data: buf, Rows: n, Cols: n}
-		info := must(cusolver.CholeskyBatched(h, m, count, cusolver.Lower))(t)
-		err := info.Err()
-		if !errors.Is(err, cusolver.ErrNotPositiveDefinite) || !strings.Contains(err.Error(), "matrix 3: the leading minor of order 1") {
-			t.Errorf("Err = %v, want matrix 3's leading minor of order 1", err)
-		}
-		got := floats(t, h, buf)
-		for i, a := range as {
-			if i == 3 {
-				continue
-			}
-			g := fromElements(got[i*n*n:(i+1)*n*n], n, n, cusolver.RowMajor)
-			l := newDense(n, n)
-			for r := 0; r < n; r++ {
-				for c := 0; c <= r; c++ {
-					l.set(r, c, g.at(r, c))
-				}
-			}
-			if d := maxDiff(mul(l, l.t()), a); d > tol[T](n)*n {
-				t.Errorf("matrix %d: L·Lᵀ differs from A by %g", i, d)
-			}
-		}
-	})
-	for _, c := range []struct {
-		m, n   int
-		layout cusolver.Layout
-	}{{8, 8, cusolver.RowMajor}, {5, 3, cusolver.RowMajor}, {3, 5, cusolver.ColMajor}, {1, 1, cusolver.ColMajor}} {
-		t.Run(fmt.Sprintf("SVD/%dx%d/%v", c.m, c.n, c.layout), func(t *testing.T) {
-			k := min(c.m, c.n)
-			var all []T
-			var as []dense
-			for i := 0; i < count; i++ {
-				a := random(rng, c.m, c.n)
-				as = append(as, a)
-				all = append(all, elements[T](a, c.layout)...)
-			}
-			buf := cudatest.Upload(t, ctx, all)
-			s := must(cuda.Alloc[T](ctx, k*count))(t)
-			u := must(cuda.Alloc[T](ctx, c.m*c.m*count))(t)
-			v := must(cuda.Alloc[T](ctx, c.n*c.n*count))(t)
-			defer s.Free()
-			defer u.Free()
-			defer v.Free()
-			info := must(cusolver.SVDBatched(h, cusolver.Matrix[T]{Data: buf, Rows: c.m, Cols: c.n, Layout: c.layout}, count, s, u, v))(t)
-			if err := info.Err(); err != nil {
-				t.Fatal(err)
-			}
-			sv, uv, vv := floats(t, h, s), floats(t, h, u), floats(t, h, v)
-			for i, a := range as {
-				ud := fromElements(uv[i*c.m*c.m:(i+1)*c.m*c.m], c.m, c.m, cusolver.ColMajor)
-				vd := fromElements(vv[i*c.n*c.n:(i+1)*c.n*c.n], c.n, c.n, cusolver.ColMajor)
-				sm := newDense(c.m, c.n)
-				for j := 0; j < k; j++ {
-					sm.set(j, j, sv[i*k+j])
-				}
-				orthogonal(t, "U", ud, tol[T](c.m))
-				orthogonal(t, "V", vd, tol[T](c.n))
-				if d := maxDiff(mul(mul(ud, sm), vd.t()), a); d > tol[T](8) {
-					t.Errorf("matrix %d: U·S·Vᵀ differs from A by %g", i, d)
-				}
-			}
-		})
-	}
-	t.Run("Eigh", func(t *testing.T) {
-		const n = 7
-		var all []T
-		var as []dense
-		for i := 0; i < count; i++ {
-			r := random(rng, n, n)
-			a := mul(r, r.t())
-			as = append(as, a)
-			all = append(all, elements[T](a, cusolver.RowMajor)...)
-		}
-		buf := cudatest.Upload(t, ctx, all)
-		w := must(cuda.Alloc[T](ctx, n*count))(t)
-		defer w.Free()
-		info := must(cusolver.EighBatched(h, cusolver.Matrix[T]{Data: buf, Rows: n, Cols: n}, count, cusolver.Upper, w, true))(t)
-		if err := info.Err(); err != nil {
-			t.Fatal(err)
-		}
-		wv, vv := floats(t, h, w), floats(t, h, buf)
-		for i, a := range as {
-			v := fromElements(vv[i*n*n:(i+1)*n*n], n, n, cusolver.ColMajor)
-			lam := newDense(n, n)
-			for j := 0; j < n; j++ {
-				lam.set(j, j, wv[i*n+j])
-			}
-			orthogonal(t, "V", v, tol[T](n))
-			if d := maxDiff(mul(a, v), mul(v, lam)); d > tol[T](n)*n {
-				t.Errorf("matrix %d: A·V differs from V·Λ by %g", i, d)
-			}
-		}
-	})
 }
 
 // TestWorkspaceReused: a second call of the same size allocates no
@@ -460,7 +395,7 @@ func TestWorkspaceReused(t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(13, 14))
 	lu := func(n int) {
-		f := must(cusolver.LU(h, upload[float64](t, ctx, spd(rng, n), cusolver.RowMajor)))(t)
+		f := must(cusolver.LU(h, upload[float64](t, ctx, hpd[float64](rng, n), cusolver.RowMajor)))(t)
 		if err := f.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -479,24 +414,24 @@ func TestWorkspaceReused(t *testing.T) {
 }
 
 func TestLeastSquares(t *testing.T) {
-	t.Run("float32", testLeastSquares[float32])
-	t.Run("float64", testLeastSquares[float64])
+	eachType(t, testLeastSquares[float32], testLeastSquares[float64], testLeastSquares[complex64], testLeastSquares[complex128])
 }
 
 // testLeastSquares: the solution of an overdetermined system makes the
-// residual orthogonal to A's columns (Aᵀ·(A·X - B) = 0), and an exact
-// system's solution is its X; a rank-deficient A is ErrSingular.
-func testLeastSquares[T cuda.Float](t *testing.T) {
+// residual orthogonal to A's columns (Aᴴ·(A·X - B) = 0), and an exact
+// system's solution is its X; a rank-deficient A is ErrSingular; a
+// row-major A is refused.
+func testLeastSquares[T scalar](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, shape := range [][2]int{{1, 1}, {3, 3}, {5, 3}, {97, 40}} {
 		m, n := shape[0], shape[1]
 		t.Run(fmt.Sprintf("%dx%d", m, n), func(t *testing.T) {
-			a := random(rng, m, n)
+			a := random[T](rng, m, n)
 			for i := 0; i < n; i++ {
 				a.add(i, i, 2)
 			}
-			b := random(rng, m, 2)
+			b := random[T](rng, m, 2)
 			am := upload[T](t, ctx, a, cusolver.ColMajor)
 			bb := cudatest.Upload(t, ctx, elements[T](b, cusolver.ColMajor))
 			x := must(cuda.Alloc[T](ctx, n*2))(t)
@@ -505,20 +440,25 @@ func testLeastSquares[T cuda.Float](t *testing.T) {
 			if err := info.Err(); err != nil {
 				t.Fatal(err)
 			}
-			xd := fromElements(floats(t, h, x), n, 2, cusolver.ColMajor)
-			r := mul(a, xd)
+			r := mul(a, read(t, h, x, n, 2, cusolver.ColMajor))
 			for i := range r.v {
 				r.v[i] -= b.v[i]
 			}
-			if d := maxDiff(mul(a.t(), r), newDense(n, 2)); d > tol[T](m)*10 {
-				t.Errorf("Aᵀ·(A·X - B) is %g from zero", d)
+			if d := maxDiff(mul(a.h(), r), newDense(n, 2)); d > tol[T](m)*10 {
+				t.Errorf("A%s·(A·X - B) is %g from zero", adj[T](), d)
+			}
+			if m == n {
+				// Exact: X solves A·X = B.
+				if d := maxDiff(r, newDense(m, 2)); d > tol[T](m)*10 {
+					t.Errorf("A·X - B is %g from zero for a square A", d)
+				}
 			}
 		})
 	}
 	t.Run("rank-deficient", func(t *testing.T) {
-		a := dense{3, 2, []float64{1, 0, 2, 0, 3, 0}} // the second column zero
+		a := dense{3, 2, []complex128{1i, 0, 2, 0, 3 + 1i, 0}} // the second column zero
 		am := upload[T](t, ctx, a, cusolver.ColMajor)
-		bb := cudatest.Upload(t, ctx, []T{1, 2, 3})
+		bb := cudatest.Upload(t, ctx, elements[T](dense{3, 1, []complex128{1, 2i, 3}}, cusolver.ColMajor))
 		x := must(cuda.Alloc[T](ctx, 2))(t)
 		defer x.Free()
 		info := must(cusolver.LeastSquares(h, am, bb, x, 1))(t)
@@ -527,6 +467,13 @@ func testLeastSquares[T cuda.Float](t *testing.T) {
 		err := info.Err()
 		if !errors.Is(err, cusolver.ErrSingular) || !errors.Is(err, cusolver.ResultIRSMatrixSingular) || !strings.Contains(err.Error(), "lacks full column rank") {
 			t.Errorf("Err = %v, want ErrSingular and ResultIRSMatrixSingular, saying the matrix lacks full column rank", err)
+		}
+	})
+	t.Run("row-major", func(t *testing.T) {
+		buf := must(cuda.Alloc[T](ctx, 6))(t)
+		defer buf.Free()
+		if _, err := cusolver.LeastSquares(h, cusolver.NewMatrix(buf, 3, 2), buf, buf, 1); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("LeastSquares of a row-major matrix = %v, want cuda.ErrInvalidValue", err)
 		}
 	})
 }
@@ -544,8 +491,8 @@ func TestConcurrentCalls(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	jobs := make([]job, workers)
 	for i := range jobs {
-		a := spd(rng, n)
-		x := random(rng, n, 1)
+		a := hpd[float64](rng, n)
+		x := random[float64](rng, n, 1)
 		jobs[i] = job{upload[float64](t, ctx, a, cusolver.RowMajor), cudatest.Upload(t, ctx, elements[float64](mul(a, x), cusolver.ColMajor)), x}
 	}
 	errs := make(chan error, workers)
@@ -565,9 +512,54 @@ func TestConcurrentCalls(t *testing.T) {
 		}
 	}
 	for i, j := range jobs {
-		got := fromElements(floats(t, h, j.b), n, 1, cusolver.ColMajor)
+		got := read(t, h, j.b, n, 1, cusolver.ColMajor)
 		if d := maxDiff(got, j.want); d > tol[float64](n) {
 			t.Errorf("worker %d: X differs by %g", i, d)
 		}
+	}
+}
+
+// TestComplexBadArguments: the real outputs of the wrong precision, and
+// a row-major complex QR, refused before calling cuSOLVER.
+func TestComplexBadArguments(t *testing.T) {
+	ctx, h := handle(t)
+	z := func(n int) *cuda.DeviceBuffer[complex128] { return cudatest.Upload(t, ctx, make([]complex128, n)) }
+	c := func(n int) *cuda.DeviceBuffer[complex64] { return cudatest.Upload(t, ctx, make([]complex64, n)) }
+	f32 := cudatest.Upload(t, ctx, make([]float32, 3))
+	f64 := cudatest.Upload(t, ctx, make([]float64, 3))
+	sq := cusolver.NewMatrix(z(9), 3, 3)
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Eigh complex128 w float32", func() error { _, err := cusolver.Eigh(h, sq, cusolver.Lower, f32, true); return err }},
+		{"Eigh complex64 w float64", func() error {
+			_, err := cusolver.Eigh(h, cusolver.NewMatrix(c(9), 3, 3), cusolver.Lower, f64, true)
+			return err
+		}},
+		{"Eigh float32 w float64", func() error {
+			_, err := cusolver.Eigh(h, cusolver.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 9)), 3, 3), cusolver.Lower, f64, true)
+			return err
+		}},
+		{"SVD complex128 s float32", func() error {
+			_, err := cusolver.SVD(h, sq, f32, cusolver.Matrix[complex128]{}, cusolver.Matrix[complex128]{})
+			return err
+		}},
+		{"SVD complex64 short s", func() error {
+			_, err := cusolver.SVD(h, cusolver.NewMatrix(c(9), 3, 3), cudatest.Upload(t, ctx, make([]float32, 2)), cusolver.Matrix[complex64]{}, cusolver.Matrix[complex64]{})
+			return err
+		}},
+		{"QR complex row-major", func() error { _, err := cusolver.QR(h, sq); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); !errors.Is(err, cuda.ErrInvalidValue) {
+				t.Errorf("err = %v, want cuda.ErrInvalidValue", err)
+			}
+		})
+	}
+	// What the error says of the precision.
+	_, err := cusolver.Eigh(h, sq, cusolver.Lower, f32, true)
+	if want := "float64"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Eigh's error %q does not name %s", err, want)
 	}
 }

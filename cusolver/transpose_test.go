@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/cmplx"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -15,39 +16,30 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// cholesky is the CPU's Cholesky factor L (A = L·Lᵀ) of a symmetric
+// cholesky is the CPU's Cholesky factor L (A = L·Lᴴ) of a Hermitian
 // positive definite a, or false where a leading minor is not positive
 // definite.
 func cholesky(a dense) (dense, bool) {
 	n := a.r
 	l := newDense(n, n)
 	for j := 0; j < n; j++ {
-		s := a.at(j, j)
+		s := real(a.at(j, j))
 		for k := 0; k < j; k++ {
-			s -= l.at(j, k) * l.at(j, k)
+			s -= real(l.at(j, k) * cmplx.Conj(l.at(j, k)))
 		}
 		if s <= 0 {
 			return l, false
 		}
-		l.set(j, j, math.Sqrt(s))
+		l.set(j, j, complex(math.Sqrt(s), 0))
 		for i := j + 1; i < n; i++ {
 			s := a.at(i, j)
 			for k := 0; k < j; k++ {
-				s -= l.at(i, k) * l.at(j, k)
+				s -= l.at(i, k) * cmplx.Conj(l.at(j, k))
 			}
 			l.set(i, j, s/l.at(j, j))
 		}
 	}
 	return l, true
-}
-
-// inTriangle reports whether (i, j) is in triangle tri, the diagonal
-// included.
-func inTriangle(tri cusolver.Triangle, i, j int) bool {
-	if tri == cusolver.Lower {
-		return i >= j
-	}
-	return i <= j
 }
 
 // TestCholeskyBatchedTriangles: every layout and triangle of the batched
@@ -58,14 +50,14 @@ func inTriangle(tri cusolver.Triangle, i, j int) bool {
 // triangle is cuSOLVER's slow one, and, on the fake, with the transform
 // refused (the path without it).
 func TestCholeskyBatchedTriangles(t *testing.T) {
-	t.Run("float32", testCholeskyBatchedTriangles[float32])
-	t.Run("float64", testCholeskyBatchedTriangles[float64])
+	eachType(t, testCholeskyBatchedTriangles[float32], testCholeskyBatchedTriangles[float64],
+		testCholeskyBatchedTriangles[complex64], testCholeskyBatchedTriangles[complex128])
 }
 
-func testCholeskyBatchedTriangles[T cuda.Float](t *testing.T) {
+func testCholeskyBatchedTriangles[T scalar](t *testing.T) {
 	ctx, h := handle(t)
 	for _, layout := range layouts {
-		for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+		for _, tri := range triangles {
 			t.Run(fmt.Sprintf("%v/%v", layout, tri), func(t *testing.T) {
 				checkCholeskyBatched[T](t, ctx, h, layout, tri)
 			})
@@ -75,7 +67,7 @@ func testCholeskyBatchedTriangles[T cuda.Float](t *testing.T) {
 
 // checkCholeskyBatched runs the batches of TestCholeskyBatchedTriangles
 // on h.
-func checkCholeskyBatched[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, layout cusolver.Layout, tri cusolver.Triangle) {
+func checkCholeskyBatched[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, layout cusolver.Layout, tri cusolver.Triangle) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(layout)+7, uint64(tri)+9))
 	for _, count := range []int{1, 3, 100} {
@@ -89,7 +81,7 @@ func checkCholeskyBatched[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cuso
 }
 
 // checkCholeskyBatch factors one batch and checks each matrix.
-func checkCholeskyBatch[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand, layout cusolver.Layout, tri cusolver.Triangle, n, count int) {
+func checkCholeskyBatch[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand, layout cusolver.Layout, tri cusolver.Triangle, n, count int) {
 	t.Helper()
 	bad := -1
 	if count >= 3 {
@@ -99,7 +91,7 @@ func checkCholeskyBatch[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolv
 	var all []T
 	as := make([]dense, count)
 	for m := range as {
-		a := spd(rng, n)
+		a := hpd[T](rng, n)
 		if m == bad {
 			a.set(minor, minor, -a.at(minor, minor))
 		}
@@ -111,7 +103,7 @@ func checkCholeskyBatch[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolv
 				if inTriangle(tri, i, j) {
 					stored.set(i, j, a.at(i, j))
 				} else {
-					stored.set(i, j, float64(1000+m*n*n+i*n+j))
+					stored.set(i, j, complex(float64(1000+m*n*n+i*n+j), 0))
 				}
 			}
 		}
@@ -147,16 +139,16 @@ func checkCholeskyBatch[T cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolv
 		for i := 0; i < n; i++ {
 			for j := 0; j < n; j++ {
 				if !inTriangle(tri, i, j) {
-					if want := float64(T(1000 + m*n*n + i*n + j)); g.at(i, j) != want {
+					if want := of(to[T](complex(float64(1000+m*n*n+i*n+j), 0))); g.at(i, j) != want {
 						t.Fatalf("n %d count %d: matrix %d (%d,%d), outside the triangle, is %g, want %g unchanged", n, count, m, i, j, g.at(i, j), want)
 					}
 					continue
 				}
 				want := l.at(i, j) // Lower: L
 				if tri == cusolver.Upper {
-					want = l.at(j, i) // Upper: U = Lᵀ
+					want = cmplx.Conj(l.at(j, i)) // Upper: U = Lᴴ
 				}
-				worst = max(worst, math.Abs(g.at(i, j)-want))
+				worst = max(worst, cmplx.Abs(g.at(i, j)-want))
 			}
 		}
 		if worst > tol[T](n)*math.Sqrt(float64(n)) {
@@ -190,10 +182,21 @@ func TestCholeskyBatchedTransposes(t *testing.T) {
 			tri    cusolver.Triangle
 			want   int
 		}{{cusolver.RowMajor, cusolver.Lower, 2}, {cusolver.ColMajor, cusolver.Upper, 2}, {cusolver.RowMajor, cusolver.Upper, 0}, {cusolver.ColMajor, cusolver.Lower, 0}} {
-			fake.ResetCounts()
-			checkCholeskyBatch[float64](t, ctx, h, rng, c.layout, c.tri, 8, 3)
-			if got := transforms(); got != c.want {
-				t.Errorf("%v %v: %d transforms, want %d", c.layout, c.tri, got, c.want)
+			// The complex types' transforms are plain transposes, not
+			// conjugate ones.
+			for _, check := range []struct {
+				name string
+				run  func()
+			}{
+				{"float64", func() { checkCholeskyBatch[float64](t, ctx, h, rng, c.layout, c.tri, 8, 3) }},
+				{"complex64", func() { checkCholeskyBatch[complex64](t, ctx, h, rng, c.layout, c.tri, 8, 7) }},
+				{"complex128", func() { checkCholeskyBatch[complex128](t, ctx, h, rng, c.layout, c.tri, 5, 3) }},
+			} {
+				fake.ResetCounts()
+				check.run()
+				if got := transforms(); got != c.want {
+					t.Errorf("%s %v %v: %d transforms, want %d", check.name, c.layout, c.tri, got, c.want)
+				}
 			}
 		}
 		// n = 1: either triangle is the element; no transform.
@@ -214,7 +217,7 @@ func TestCholeskyBatchedTransposes(t *testing.T) {
 			byBatch := refuse == "cublasLtMatrixTransform"
 			refused := byBatch // the refused call counts
 			for _, layout := range layouts {
-				for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+				for _, tri := range triangles {
 					fake.ResetCounts()
 					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 5, 3)
 					want := 0
@@ -243,6 +246,28 @@ func TestCholeskyBatchedTransposes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("complex64 refused", func(t *testing.T) {
+		// With complex64's descriptor refused, every layout and triangle
+		// is factored right in place, and the real types still transpose.
+		s := cudatest.Stream(t, ctx)
+		h := must(cusolver.New(s))(t)
+		defer h.Close()
+		fake.Fail("cublasLtMatrixTransformDescCreate", 1, 15) // CUBLAS_STATUS_NOT_SUPPORTED
+		defer fake.ResetFaults()
+		fake.ResetCounts()
+		for _, layout := range layouts {
+			for _, tri := range triangles {
+				checkCholeskyBatch[complex64](t, ctx, h, rng, layout, tri, 6, 7)
+			}
+		}
+		if got := transforms(); got != 0 {
+			t.Errorf("%d transforms after complex64's refusal, want 0", got)
+		}
+		checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
+		if got := transforms(); got != 2 {
+			t.Errorf("float32 after complex64's refusal: %d transforms, want 2", got)
+		}
+	})
 	for _, c := range []struct {
 		call string
 		nth  int
@@ -253,7 +278,7 @@ func TestCholeskyBatchedTransposes(t *testing.T) {
 			s := cudatest.Stream(t, ctx)
 			h := must(cusolver.New(s))(t)
 			defer h.Close()
-			a := spd(rng, 4)
+			a := hpd[float64](rng, 4)
 			orig := append(elements[float64](a, cusolver.RowMajor), elements[float64](a, cusolver.RowMajor)...)
 			buf := cudatest.Upload(t, ctx, orig)
 			fake.Fail(c.call, c.nth, 7) // CUBLAS_STATUS_INVALID_VALUE; cuSOLVER's CUSOLVER_STATUS_INTERNAL_ERROR
@@ -295,7 +320,7 @@ func TestCholeskyBatchedWithoutCuBLASLt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	fake.ResetCounts()
 	for _, layout := range layouts {
-		for _, tri := range []cusolver.Triangle{cusolver.Lower, cusolver.Upper} {
+		for _, tri := range triangles {
 			checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 6, 3)
 			checkCholeskyBatch[float32](t, ctx, h, rng, layout, tri, 9, 100)
 		}
