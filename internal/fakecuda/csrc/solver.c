@@ -870,6 +870,13 @@ EXPORT int cusolverDnXsyevd(struct fake_solver *h, struct fake_sparams *p, int j
 
 // ---- the legacy API: lwork in elements ----------------------------------------
 
+// Each legacy call's S, D, C and Z entry points (and their
+// _bufferSize) are one macro's four uses, beside the function they share:
+// X or NAME the name's type letter (and the routine's LAPACK name: the
+// complex ones' ungqr, unmqr and heevj), T the element (void for the
+// complex ones, as cuComplex is opaque here), R the real outputs', t the
+// type tag the shared function checks and computes by.
+
 static int lw_potri(int n) { return n + 4; }
 static int lw_orgqr(int n) { return n + 8; }
 static int lw_ormqr(int m, int n) { return (m > n ? m : n) + 8; }
@@ -882,14 +889,6 @@ static int potri_bs(struct fake_solver *h, int uplo, int n, const void *a, int l
 	*lwork = lw_potri(n);
 	return SOLVER_SUCCESS;
 }
-EXPORT int cusolverDnSpotri_bufferSize(struct fake_solver *h, int uplo, int n, float *a, int lda, int *lwork) {
-	FAULT("cusolverDnSpotri_bufferSize");
-	return potri_bs(h, uplo, n, a, lda, lwork);
-}
-EXPORT int cusolverDnDpotri_bufferSize(struct fake_solver *h, int uplo, int n, double *a, int lda, int *lwork) {
-	FAULT("cusolverDnDpotri_bufferSize");
-	return potri_bs(h, uplo, n, a, lda, lwork);
-}
 
 // potri's t: T_F32, T_F64, T_C32 or T_C64.
 static int potri(struct fake_solver *h, int t, int uplo, int n, void *a, int lda, void *work, int lwork, int *info) {
@@ -901,30 +900,19 @@ static int potri(struct fake_solver *h, int t, int uplo, int n, void *a, int lda
 	if (!mem_ok(work, (size_t)lwork * es) || !mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
 	return queue(h, (struct solver_op){.kind = S_POTRI, .dbl = dbl, .cplx = cplx, .n = n, .lda = lda, .upper = uplo, .a = a, .info = info});
 }
-EXPORT int cusolverDnSpotri(struct fake_solver *h, int uplo, int n, float *a, int lda, float *work, int lwork, int *info) {
-	FAULT("cusolverDnSpotri");
-	return potri(h, T_F32, uplo, n, a, lda, work, lwork, info);
-}
-EXPORT int cusolverDnDpotri(struct fake_solver *h, int uplo, int n, double *a, int lda, double *work, int lwork, int *info) {
-	FAULT("cusolverDnDpotri");
-	return potri(h, T_F64, uplo, n, a, lda, work, lwork, info);
-}
-EXPORT int cusolverDnCpotri_bufferSize(struct fake_solver *h, int uplo, int n, void *a, int lda, int *lwork) {
-	FAULT("cusolverDnCpotri_bufferSize");
-	return potri_bs(h, uplo, n, a, lda, lwork);
-}
-EXPORT int cusolverDnZpotri_bufferSize(struct fake_solver *h, int uplo, int n, void *a, int lda, int *lwork) {
-	FAULT("cusolverDnZpotri_bufferSize");
-	return potri_bs(h, uplo, n, a, lda, lwork);
-}
-EXPORT int cusolverDnCpotri(struct fake_solver *h, int uplo, int n, void *a, int lda, void *work, int lwork, int *info) {
-	FAULT("cusolverDnCpotri");
-	return potri(h, T_C32, uplo, n, a, lda, work, lwork, info);
-}
-EXPORT int cusolverDnZpotri(struct fake_solver *h, int uplo, int n, void *a, int lda, void *work, int lwork, int *info) {
-	FAULT("cusolverDnZpotri");
-	return potri(h, T_C64, uplo, n, a, lda, work, lwork, info);
-}
+#define POTRI(X, T, t) \
+	EXPORT int cusolverDn##X##potri_bufferSize(struct fake_solver *h, int uplo, int n, T *a, int lda, int *lwork) { \
+		FAULT("cusolverDn" #X "potri_bufferSize"); \
+		return potri_bs(h, uplo, n, a, lda, lwork); \
+	} \
+	EXPORT int cusolverDn##X##potri(struct fake_solver *h, int uplo, int n, T *a, int lda, T *work, int lwork, int *info) { \
+		FAULT("cusolverDn" #X "potri"); \
+		return potri(h, t, uplo, n, a, lda, work, lwork, info); \
+	}
+POTRI(S, float, T_F32)
+POTRI(D, double, T_F64)
+POTRI(C, void, T_C32)
+POTRI(Z, void, T_C64)
 
 static int orgqr_args(int m, int n, int k, int lda) {
 	return m < 0 || n < 0 || n > m || k < 0 || k > n || lda < (m > 1 ? m : 1) ? SOLVER_INVALID_VALUE : SOLVER_SUCCESS;
@@ -936,14 +924,6 @@ static int orgqr_bs(struct fake_solver *h, int m, int n, int k, int lda, int *lw
 	*lwork = lw_orgqr(n);
 	return SOLVER_SUCCESS;
 }
-EXPORT int cusolverDnSorgqr_bufferSize(struct fake_solver *h, int m, int n, int k, const float *a, int lda, const float *tau, int *lwork) {
-	FAULT("cusolverDnSorgqr_bufferSize");
-	return orgqr_bs(h, m, n, k, lda, lwork);
-}
-EXPORT int cusolverDnDorgqr_bufferSize(struct fake_solver *h, int m, int n, int k, const double *a, int lda, const double *tau, int *lwork) {
-	FAULT("cusolverDnDorgqr_bufferSize");
-	return orgqr_bs(h, m, n, k, lda, lwork);
-}
 static int orgqr(struct fake_solver *h, int t, int m, int n, int k, void *a, int lda, const void *tau, void *work, int lwork, int *info) {
 	CHECK(usable(h, NULL, 0));
 	CHECK(orgqr_args(m, n, k, lda));
@@ -954,30 +934,19 @@ static int orgqr(struct fake_solver *h, int t, int m, int n, int k, void *a, int
 	if (!mem_ok(tau, (size_t)k * es) || !mem_ok(work, (size_t)lwork * es) || !mem_ok(info, 4)) return SOLVER_EXECUTION_FAILED;
 	return queue(h, (struct solver_op){.kind = S_ORGQR, .dbl = dbl, .cplx = is_cplx(t), .m = m, .n = n, .k = k, .lda = lda, .a = a, .tau = (void *)tau, .info = info});
 }
-EXPORT int cusolverDnSorgqr(struct fake_solver *h, int m, int n, int k, float *a, int lda, const float *tau, float *work, int lwork, int *info) {
-	FAULT("cusolverDnSorgqr");
-	return orgqr(h, T_F32, m, n, k, a, lda, tau, work, lwork, info);
-}
-EXPORT int cusolverDnDorgqr(struct fake_solver *h, int m, int n, int k, double *a, int lda, const double *tau, double *work, int lwork, int *info) {
-	FAULT("cusolverDnDorgqr");
-	return orgqr(h, T_F64, m, n, k, a, lda, tau, work, lwork, info);
-}
-EXPORT int cusolverDnCungqr_bufferSize(struct fake_solver *h, int m, int n, int k, const void *a, int lda, const void *tau, int *lwork) {
-	FAULT("cusolverDnCungqr_bufferSize");
-	return orgqr_bs(h, m, n, k, lda, lwork);
-}
-EXPORT int cusolverDnZungqr_bufferSize(struct fake_solver *h, int m, int n, int k, const void *a, int lda, const void *tau, int *lwork) {
-	FAULT("cusolverDnZungqr_bufferSize");
-	return orgqr_bs(h, m, n, k, lda, lwork);
-}
-EXPORT int cusolverDnCungqr(struct fake_solver *h, int m, int n, int k, void *a, int lda, const void *tau, void *work, int lwork, int *info) {
-	FAULT("cusolverDnCungqr");
-	return orgqr(h, T_C32, m, n, k, a, lda, tau, work, lwork, info);
-}
-EXPORT int cusolverDnZungqr(struct fake_solver *h, int m, int n, int k, void *a, int lda, const void *tau, void *work, int lwork, int *info) {
-	FAULT("cusolverDnZungqr");
-	return orgqr(h, T_C64, m, n, k, a, lda, tau, work, lwork, info);
-}
+#define ORGQR(NAME, T, t) \
+	EXPORT int cusolverDn##NAME##_bufferSize(struct fake_solver *h, int m, int n, int k, const T *a, int lda, const T *tau, int *lwork) { \
+		FAULT("cusolverDn" #NAME "_bufferSize"); \
+		return orgqr_bs(h, m, n, k, lda, lwork); \
+	} \
+	EXPORT int cusolverDn##NAME(struct fake_solver *h, int m, int n, int k, T *a, int lda, const T *tau, T *work, int lwork, int *info) { \
+		FAULT("cusolverDn" #NAME); \
+		return orgqr(h, t, m, n, k, a, lda, tau, work, lwork, info); \
+	}
+ORGQR(Sorgqr, float, T_F32)
+ORGQR(Dorgqr, double, T_F64)
+ORGQR(Cungqr, void, T_C32)
+ORGQR(Zungqr, void, T_C64)
 
 // ormqr_args: trans N or T for the real ormqr, N or C (2) for the complex
 // unmqr.
@@ -994,14 +963,6 @@ static int ormqr_bs(struct fake_solver *h, int cplx, int side, int trans, int m,
 	*lwork = lw_ormqr(m, n);
 	return SOLVER_SUCCESS;
 }
-EXPORT int cusolverDnSormqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const float *a, int lda, const float *tau, const float *c, int ldc, int *lwork) {
-	FAULT("cusolverDnSormqr_bufferSize");
-	return ormqr_bs(h, 0, side, trans, m, n, k, lda, ldc, lwork);
-}
-EXPORT int cusolverDnDormqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const double *a, int lda, const double *tau, const double *c, int ldc, int *lwork) {
-	FAULT("cusolverDnDormqr_bufferSize");
-	return ormqr_bs(h, 0, side, trans, m, n, k, lda, ldc, lwork);
-}
 static int ormqr(struct fake_solver *h, int t, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, void *c, int ldc, void *work, int lwork, int *info) {
 	CHECK(usable(h, NULL, 0));
 	CHECK(ormqr_args(is_cplx(t), side, trans, m, n, k, lda, ldc));
@@ -1014,30 +975,21 @@ static int ormqr(struct fake_solver *h, int t, int side, int trans, int m, int n
 	return queue(h, (struct solver_op){.kind = S_ORMQR, .dbl = dbl, .cplx = is_cplx(t), .m = m, .n = n, .k = k, .lda = lda, .ldb = ldc, .side = side, .trans = trans,
 		.a = (void *)a, .tau = (void *)tau, .b = c, .info = info});
 }
-EXPORT int cusolverDnSormqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const float *a, int lda, const float *tau, float *c, int ldc, float *work, int lwork, int *info) {
-	FAULT("cusolverDnSormqr");
-	return ormqr(h, T_F32, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
-}
-EXPORT int cusolverDnDormqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const double *a, int lda, const double *tau, double *c, int ldc, double *work, int lwork, int *info) {
-	FAULT("cusolverDnDormqr");
-	return ormqr(h, T_F64, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
-}
-EXPORT int cusolverDnCunmqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, const void *c, int ldc, int *lwork) {
-	FAULT("cusolverDnCunmqr_bufferSize");
-	return ormqr_bs(h, 1, side, trans, m, n, k, lda, ldc, lwork);
-}
-EXPORT int cusolverDnZunmqr_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, const void *c, int ldc, int *lwork) {
-	FAULT("cusolverDnZunmqr_bufferSize");
-	return ormqr_bs(h, 1, side, trans, m, n, k, lda, ldc, lwork);
-}
-EXPORT int cusolverDnCunmqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, void *c, int ldc, void *work, int lwork, int *info) {
-	FAULT("cusolverDnCunmqr");
-	return ormqr(h, T_C32, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
-}
-EXPORT int cusolverDnZunmqr(struct fake_solver *h, int side, int trans, int m, int n, int k, const void *a, int lda, const void *tau, void *c, int ldc, void *work, int lwork, int *info) {
-	FAULT("cusolverDnZunmqr");
-	return ormqr(h, T_C64, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info);
-}
+#define ORMQR(NAME, T, t) \
+	EXPORT int cusolverDn##NAME##_bufferSize(struct fake_solver *h, int side, int trans, int m, int n, int k, const T *a, int lda, const T *tau, const T *c, int ldc, \
+		int *lwork) { \
+		FAULT("cusolverDn" #NAME "_bufferSize"); \
+		return ormqr_bs(h, is_cplx(t), side, trans, m, n, k, lda, ldc, lwork); \
+	} \
+	EXPORT int cusolverDn##NAME(struct fake_solver *h, int side, int trans, int m, int n, int k, const T *a, int lda, const T *tau, T *c, int ldc, T *work, int lwork, \
+		int *info) { \
+		FAULT("cusolverDn" #NAME); \
+		return ormqr(h, t, side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info); \
+	}
+ORMQR(Sormqr, float, T_F32)
+ORMQR(Dormqr, double, T_F64)
+ORMQR(Cunmqr, void, T_C32)
+ORMQR(Zunmqr, void, T_C64)
 
 static int potrf_batched(struct fake_solver *h, int t, int uplo, int n, void *arr, int lda, int *info, int batch) {
 	CHECK(usable(h, NULL, 0));
@@ -1046,22 +998,15 @@ static int potrf_batched(struct fake_solver *h, int t, int uplo, int n, void *ar
 	if (!mem_ok(arr, (size_t)batch * sizeof(void *)) || !mem_ok(info, (size_t)batch * 4)) return SOLVER_EXECUTION_FAILED;
 	return queue(h, (struct solver_op){.kind = S_POTRFB, .dbl = is_dbl(t), .cplx = is_cplx(t), .n = n, .lda = lda, .upper = uplo, .a = arr, .info = info, .batch = batch});
 }
-EXPORT int cusolverDnSpotrfBatched(struct fake_solver *h, int uplo, int n, float **arr, int lda, int *info, int batch) {
-	FAULT("cusolverDnSpotrfBatched");
-	return potrf_batched(h, T_F32, uplo, n, arr, lda, info, batch);
-}
-EXPORT int cusolverDnDpotrfBatched(struct fake_solver *h, int uplo, int n, double **arr, int lda, int *info, int batch) {
-	FAULT("cusolverDnDpotrfBatched");
-	return potrf_batched(h, T_F64, uplo, n, arr, lda, info, batch);
-}
-EXPORT int cusolverDnCpotrfBatched(struct fake_solver *h, int uplo, int n, void **arr, int lda, int *info, int batch) {
-	FAULT("cusolverDnCpotrfBatched");
-	return potrf_batched(h, T_C32, uplo, n, arr, lda, info, batch);
-}
-EXPORT int cusolverDnZpotrfBatched(struct fake_solver *h, int uplo, int n, void **arr, int lda, int *info, int batch) {
-	FAULT("cusolverDnZpotrfBatched");
-	return potrf_batched(h, T_C64, uplo, n, arr, lda, info, batch);
-}
+#define POTRFB(X, T, t) \
+	EXPORT int cusolverDn##X##potrfBatched(struct fake_solver *h, int uplo, int n, T **arr, int lda, int *info, int batch) { \
+		FAULT("cusolverDn" #X "potrfBatched"); \
+		return potrf_batched(h, t, uplo, n, arr, lda, info, batch); \
+	}
+POTRFB(S, float, T_F32)
+POTRFB(D, double, T_F64)
+POTRFB(C, void, T_C32)
+POTRFB(Z, void, T_C64)
 
 // The least-squares solvers: m >= n, column-major; the fake's workspace
 // in bytes; iter (host) is 0, as for a solve without refinement.
@@ -1077,14 +1022,6 @@ static int gels_bs(struct fake_solver *h, int t, int m, int n, int nrhs, int lda
 	*lwork = lw_gels(m, n, nrhs, elem(t));
 	return SOLVER_SUCCESS;
 }
-EXPORT int cusolverDnSSgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, float *a, int lda, float *b, int ldb, float *x, int ldx, void *work, size_t *lwork) {
-	FAULT("cusolverDnSSgels_bufferSize");
-	return gels_bs(h, T_F32, m, n, nrhs, lda, ldb, ldx, lwork);
-}
-EXPORT int cusolverDnDDgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, double *a, int lda, double *b, int ldb, double *x, int ldx, void *work, size_t *lwork) {
-	FAULT("cusolverDnDDgels_bufferSize");
-	return gels_bs(h, T_F64, m, n, nrhs, lda, ldb, ldx, lwork);
-}
 static int gels(struct fake_solver *h, int t, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
 	CHECK(usable(h, NULL, 0));
 	CHECK(gels_args(m, n, nrhs, lda, ldb, ldx));
@@ -1098,30 +1035,20 @@ static int gels(struct fake_solver *h, int t, int m, int n, int nrhs, void *a, i
 	*iter = 0;
 	return queue(h, (struct solver_op){.kind = S_GELS, .dbl = is_dbl(t), .cplx = is_cplx(t), .m = m, .n = n, .k = nrhs, .lda = lda, .ldb = ldb, .ldx = ldx, .a = a, .b = b, .x = x, .info = info});
 }
-EXPORT int cusolverDnSSgels(struct fake_solver *h, int m, int n, int nrhs, float *a, int lda, float *b, int ldb, float *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
-	FAULT("cusolverDnSSgels");
-	return gels(h, T_F32, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
-}
-EXPORT int cusolverDnDDgels(struct fake_solver *h, int m, int n, int nrhs, double *a, int lda, double *b, int ldb, double *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
-	FAULT("cusolverDnDDgels");
-	return gels(h, T_F64, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
-}
-EXPORT int cusolverDnCCgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t *lwork) {
-	FAULT("cusolverDnCCgels_bufferSize");
-	return gels_bs(h, T_C32, m, n, nrhs, lda, ldb, ldx, lwork);
-}
-EXPORT int cusolverDnZZgels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t *lwork) {
-	FAULT("cusolverDnZZgels_bufferSize");
-	return gels_bs(h, T_C64, m, n, nrhs, lda, ldb, ldx, lwork);
-}
-EXPORT int cusolverDnCCgels(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
-	FAULT("cusolverDnCCgels");
-	return gels(h, T_C32, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
-}
-EXPORT int cusolverDnZZgels(struct fake_solver *h, int m, int n, int nrhs, void *a, int lda, void *b, int ldb, void *x, int ldx, void *work, size_t lwork, int *iter, int *info) {
-	FAULT("cusolverDnZZgels");
-	return gels(h, T_C64, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info);
-}
+#define GELS(XX, T, t) \
+	EXPORT int cusolverDn##XX##gels_bufferSize(struct fake_solver *h, int m, int n, int nrhs, T *a, int lda, T *b, int ldb, T *x, int ldx, void *work, size_t *lwork) { \
+		FAULT("cusolverDn" #XX "gels_bufferSize"); \
+		return gels_bs(h, t, m, n, nrhs, lda, ldb, ldx, lwork); \
+	} \
+	EXPORT int cusolverDn##XX##gels(struct fake_solver *h, int m, int n, int nrhs, T *a, int lda, T *b, int ldb, T *x, int ldx, void *work, size_t lwork, int *iter, \
+		int *info) { \
+		FAULT("cusolverDn" #XX "gels"); \
+		return gels(h, t, m, n, nrhs, a, lda, b, ldb, x, ldx, work, lwork, iter, info); \
+	}
+GELS(SS, float, T_F32)
+GELS(DD, double, T_F64)
+GELS(CC, void, T_C32)
+GELS(ZZ, void, T_C64)
 
 // The Jacobi batches: matrices of at most 32×32, packed one after another
 // (lda×n elements apart).
@@ -1139,16 +1066,6 @@ static int gesvdj_bs(struct fake_solver *h, int jobz, int m, int n, int lda, int
 	*lwork = lw_jacobi(m, n, batch);
 	return SOLVER_SUCCESS;
 }
-EXPORT int cusolverDnSgesvdjBatched_bufferSize(struct fake_solver *h, int jobz, int m, int n, const float *a, int lda, const float *s, const float *u, int ldu, const float *v, int ldv,
-	int *lwork, void *params, int batch) {
-	FAULT("cusolverDnSgesvdjBatched_bufferSize");
-	return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch);
-}
-EXPORT int cusolverDnDgesvdjBatched_bufferSize(struct fake_solver *h, int jobz, int m, int n, const double *a, int lda, const double *s, const double *u, int ldu, const double *v, int ldv,
-	int *lwork, void *params, int batch) {
-	FAULT("cusolverDnDgesvdjBatched_bufferSize");
-	return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch);
-}
 static int gesvdj(struct fake_solver *h, int t, int jobz, int m, int n, void *a, int lda, void *s, void *u, int ldu, void *v, int ldv, void *work, int lwork, int *info, void *params, int batch) {
 	CHECK(usable(h, NULL, 0));
 	if (!jinfo_ok(params, JINFO_MAGIC) || !info) return SOLVER_INVALID_VALUE;
@@ -1163,36 +1080,21 @@ static int gesvdj(struct fake_solver *h, int t, int jobz, int m, int n, void *a,
 	return queue(h, (struct solver_op){.kind = S_GESVDJB, .dbl = is_dbl(t), .cplx = is_cplx(t), .m = m, .n = n, .lda = lda, .ldu = ldu, .ldv = ldv, .vectors = jobz, .a = a, .s = s, .u = u, .v = v,
 		.info = info, .batch = batch});
 }
-EXPORT int cusolverDnSgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, float *a, int lda, float *s, float *u, int ldu, float *v, int ldv, float *work, int lwork, int *info,
-	void *params, int batch) {
-	FAULT("cusolverDnSgesvdjBatched");
-	return gesvdj(h, T_F32, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
-}
-EXPORT int cusolverDnDgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, double *a, int lda, double *s, double *u, int ldu, double *v, int ldv, double *work, int lwork, int *info,
-	void *params, int batch) {
-	FAULT("cusolverDnDgesvdjBatched");
-	return gesvdj(h, T_F64, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
-}
-EXPORT int cusolverDnCgesvdjBatched_bufferSize(struct fake_solver *h, int jobz, int m, int n, const void *a, int lda, const float *s, const void *u, int ldu, const void *v, int ldv,
-	int *lwork, void *params, int batch) {
-	FAULT("cusolverDnCgesvdjBatched_bufferSize");
-	return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch);
-}
-EXPORT int cusolverDnZgesvdjBatched_bufferSize(struct fake_solver *h, int jobz, int m, int n, const void *a, int lda, const double *s, const void *u, int ldu, const void *v, int ldv,
-	int *lwork, void *params, int batch) {
-	FAULT("cusolverDnZgesvdjBatched_bufferSize");
-	return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch);
-}
-EXPORT int cusolverDnCgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, void *a, int lda, float *s, void *u, int ldu, void *v, int ldv, void *work, int lwork, int *info,
-	void *params, int batch) {
-	FAULT("cusolverDnCgesvdjBatched");
-	return gesvdj(h, T_C32, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
-}
-EXPORT int cusolverDnZgesvdjBatched(struct fake_solver *h, int jobz, int m, int n, void *a, int lda, double *s, void *u, int ldu, void *v, int ldv, void *work, int lwork, int *info,
-	void *params, int batch) {
-	FAULT("cusolverDnZgesvdjBatched");
-	return gesvdj(h, T_C64, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch);
-}
+#define GESVDJ(X, T, R, t) \
+	EXPORT int cusolverDn##X##gesvdjBatched_bufferSize(struct fake_solver *h, int jobz, int m, int n, const T *a, int lda, const R *s, const T *u, int ldu, const T *v, \
+		int ldv, int *lwork, void *params, int batch) { \
+		FAULT("cusolverDn" #X "gesvdjBatched_bufferSize"); \
+		return gesvdj_bs(h, jobz, m, n, lda, ldu, ldv, lwork, params, batch); \
+	} \
+	EXPORT int cusolverDn##X##gesvdjBatched(struct fake_solver *h, int jobz, int m, int n, T *a, int lda, R *s, T *u, int ldu, T *v, int ldv, T *work, int lwork, \
+		int *info, void *params, int batch) { \
+		FAULT("cusolverDn" #X "gesvdjBatched"); \
+		return gesvdj(h, t, jobz, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params, batch); \
+	}
+GESVDJ(S, float, float, T_F32)
+GESVDJ(D, double, double, T_F64)
+GESVDJ(C, void, float, T_C32)
+GESVDJ(Z, void, double, T_C64)
 
 static int syevj_args(int jobz, int uplo, int n, int lda, int batch) {
 	if ((jobz != 0 && jobz != 1) || (uplo != 0 && uplo != 1) || n < 1 || n > 32 || lda < n || batch < 0) return SOLVER_INVALID_VALUE;
@@ -1205,14 +1107,6 @@ static int syevj_bs(struct fake_solver *h, int jobz, int uplo, int n, int lda, i
 	*lwork = lw_jacobi(n, n, batch);
 	return SOLVER_SUCCESS;
 }
-EXPORT int cusolverDnSsyevjBatched_bufferSize(struct fake_solver *h, int jobz, int uplo, int n, const float *a, int lda, const float *w, int *lwork, void *params, int batch) {
-	FAULT("cusolverDnSsyevjBatched_bufferSize");
-	return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch);
-}
-EXPORT int cusolverDnDsyevjBatched_bufferSize(struct fake_solver *h, int jobz, int uplo, int n, const double *a, int lda, const double *w, int *lwork, void *params, int batch) {
-	FAULT("cusolverDnDsyevjBatched_bufferSize");
-	return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch);
-}
 static int syevj(struct fake_solver *h, int t, int jobz, int uplo, int n, void *a, int lda, void *w, void *work, int lwork, int *info, void *params, int batch) {
 	CHECK(usable(h, NULL, 0));
 	if (!jinfo_ok(params, JINFO_MAGIC + 1) || !info) return SOLVER_INVALID_VALUE;
@@ -1224,27 +1118,17 @@ static int syevj(struct fake_solver *h, int t, int jobz, int uplo, int n, void *
 		return SOLVER_EXECUTION_FAILED;
 	return queue(h, (struct solver_op){.kind = S_SYEVJB, .dbl = is_dbl(t), .cplx = is_cplx(t), .n = n, .lda = lda, .upper = uplo, .vectors = jobz, .a = a, .s = w, .info = info, .batch = batch});
 }
-EXPORT int cusolverDnSsyevjBatched(struct fake_solver *h, int jobz, int uplo, int n, float *a, int lda, float *w, float *work, int lwork, int *info, void *params, int batch) {
-	FAULT("cusolverDnSsyevjBatched");
-	return syevj(h, T_F32, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
-}
-EXPORT int cusolverDnDsyevjBatched(struct fake_solver *h, int jobz, int uplo, int n, double *a, int lda, double *w, double *work, int lwork, int *info, void *params, int batch) {
-	FAULT("cusolverDnDsyevjBatched");
-	return syevj(h, T_F64, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
-}
-EXPORT int cusolverDnCheevjBatched_bufferSize(struct fake_solver *h, int jobz, int uplo, int n, const void *a, int lda, const float *w, int *lwork, void *params, int batch) {
-	FAULT("cusolverDnCheevjBatched_bufferSize");
-	return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch);
-}
-EXPORT int cusolverDnZheevjBatched_bufferSize(struct fake_solver *h, int jobz, int uplo, int n, const void *a, int lda, const double *w, int *lwork, void *params, int batch) {
-	FAULT("cusolverDnZheevjBatched_bufferSize");
-	return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch);
-}
-EXPORT int cusolverDnCheevjBatched(struct fake_solver *h, int jobz, int uplo, int n, void *a, int lda, float *w, void *work, int lwork, int *info, void *params, int batch) {
-	FAULT("cusolverDnCheevjBatched");
-	return syevj(h, T_C32, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
-}
-EXPORT int cusolverDnZheevjBatched(struct fake_solver *h, int jobz, int uplo, int n, void *a, int lda, double *w, void *work, int lwork, int *info, void *params, int batch) {
-	FAULT("cusolverDnZheevjBatched");
-	return syevj(h, T_C64, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch);
-}
+#define SYEVJ(NAME, T, R, t) \
+	EXPORT int cusolverDn##NAME##Batched_bufferSize(struct fake_solver *h, int jobz, int uplo, int n, const T *a, int lda, const R *w, int *lwork, void *params, \
+		int batch) { \
+		FAULT("cusolverDn" #NAME "Batched_bufferSize"); \
+		return syevj_bs(h, jobz, uplo, n, lda, lwork, params, batch); \
+	} \
+	EXPORT int cusolverDn##NAME##Batched(struct fake_solver *h, int jobz, int uplo, int n, T *a, int lda, R *w, T *work, int lwork, int *info, void *params, int batch) { \
+		FAULT("cusolverDn" #NAME "Batched"); \
+		return syevj(h, t, jobz, uplo, n, a, lda, w, work, lwork, info, params, batch); \
+	}
+SYEVJ(Ssyevj, float, float, T_F32)
+SYEVJ(Dsyevj, double, double, T_F64)
+SYEVJ(Cheevj, void, float, T_C32)
+SYEVJ(Zheevj, void, double, T_C64)
