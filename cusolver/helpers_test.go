@@ -1,6 +1,7 @@
 package cusolver_test
 
 import (
+	"fmt"
 	"math/cmplx"
 	"math/rand/v2"
 	"os"
@@ -45,12 +46,22 @@ type scalar interface {
 	float32 | float64 | complex64 | complex128
 }
 
-// eachType runs a test's four instantiations as subtests named by type.
-func eachType(t *testing.T, f32, f64, c64, c128 func(*testing.T)) {
-	t.Run("float32", f32)
-	t.Run("float64", f64)
-	t.Run("complex64", c64)
-	t.Run("complex128", c128)
+// suite is a test's body for one type: a context, a handle on a stream of
+// it, and a random source.
+type suite func(t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand)
+
+// eachType runs a test's four instantiations as subtests named by type,
+// each with a handle of its own and a random source seeded seed, seed+1.
+func eachType(t *testing.T, seed uint64, f32, f64, c64, c128 suite) {
+	for _, c := range []struct {
+		name string
+		f    suite
+	}{{"float32", f32}, {"float64", f64}, {"complex64", c64}, {"complex128", c128}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, h := handle(t)
+			c.f(t, ctx, h, rand.New(rand.NewPCG(seed, seed+1)))
+		})
+	}
 }
 
 // isComplex reports whether T is complex.
@@ -262,6 +273,41 @@ func inTriangle(tri cusolver.Triangle, i, j int) bool {
 		return i >= j
 	}
 	return i <= j
+}
+
+// eachCase runs f as a subtest for each size in ns, count in counts,
+// layout and triangle, named n/count/layout/tri, or n/layout/tri where
+// counts is nil (f's count 0).
+func eachCase(t *testing.T, ns, counts []int, f func(t *testing.T, n, count int, layout cusolver.Layout, tri cusolver.Triangle)) {
+	t.Helper()
+	name := func(n, count int) string { return fmt.Sprintf("%d/%d", n, count) }
+	if counts == nil {
+		counts, name = []int{0}, func(n, _ int) string { return fmt.Sprint(n) }
+	}
+	for _, n := range ns {
+		for _, count := range counts {
+			for _, layout := range layouts {
+				for _, tri := range triangles {
+					t.Run(fmt.Sprintf("%s/%v/%v", name(n, count), layout, tri), func(t *testing.T) { f(t, n, count, layout, tri) })
+				}
+			}
+		}
+	}
+}
+
+// marked returns a copy of a with marker outside triangle tri, where a
+// call must neither read nor write.
+func marked(a dense, tri cusolver.Triangle, marker complex128) dense {
+	o := newDense(a.r, a.c)
+	for i := 0; i < a.r; i++ {
+		for j := 0; j < a.c; j++ {
+			o.set(i, j, a.at(i, j))
+			if !inTriangle(tri, i, j) {
+				o.set(i, j, marker)
+			}
+		}
+	}
+	return o
 }
 
 // layouts are both layouts, named.

@@ -15,15 +15,13 @@ import (
 )
 
 func TestLU(t *testing.T) {
-	eachType(t, testLU[float32], testLU[float64], testLU[complex64], testLU[complex128])
+	eachType(t, 1, testLU[float32], testLU[float64], testLU[complex64], testLU[complex128])
 }
 
 // testLU: A·X = B solved through LU and Solve, for each layout, with one
 // and three right-hand sides (a complex row-major A's memory is Aᵀ, not
 // Aᴴ: the transposed solve, not the conjugate one).
-func testLU[T scalar](t *testing.T) {
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(1, 2))
+func testLU[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand) {
 	for _, n := range sizes {
 		for _, layout := range layouts {
 			for _, nrhs := range []int{1, 3} {
@@ -72,92 +70,75 @@ func TestLUSingular(t *testing.T) {
 }
 
 func TestCholesky(t *testing.T) {
-	eachType(t, testCholesky[float32], testCholesky[float64], testCholesky[complex64], testCholesky[complex128])
+	eachType(t, 3, testCholesky[float32], testCholesky[float64], testCholesky[complex64], testCholesky[complex128])
 }
 
 // testCholesky: the factor in the triangle asked for (L·Lᴴ or Uᴴ·U = A,
 // the other triangle untouched), solves, and the inverse's triangle, in
 // either layout; a complex factor's solve column-major, the row-major one
 // refused.
-func testCholesky[T scalar](t *testing.T) {
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range sizes {
-		for _, layout := range layouts {
-			for _, tri := range triangles {
-				t.Run(fmt.Sprintf("%d/%v/%v", n, layout, tri), func(t *testing.T) {
-					a := hpd[T](rng, n)
-					// The triangle not read holds a marker, which must
-					// survive.
-					in := newDense(n, n)
-					copy(in.v, a.v)
-					for i := 0; i < n; i++ {
-						for j := 0; j < n; j++ {
-							if !inTriangle(tri, i, j) {
-								in.set(i, j, 42)
-							}
-						}
+func testCholesky[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand) {
+	eachCase(t, sizes, nil, func(t *testing.T, n, _ int, layout cusolver.Layout, tri cusolver.Triangle) {
+		a := hpd[T](rng, n)
+		// The triangle not read holds a marker, which must survive.
+		in := marked(a, tri, 42)
+		m := upload[T](t, ctx, in, layout)
+		f := must(cusolver.Cholesky(h, m, tri))(t)
+		if err := f.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got := read(t, h, m.Data, n, n, layout)
+		l := newDense(n, n) // L, with A = L·Lᴴ
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				switch {
+				case !inTriangle(tri, i, j):
+					if got.at(i, j) != 42 {
+						t.Fatalf("element (%d,%d) outside the triangle changed to %g", i, j, got.at(i, j))
 					}
-					m := upload[T](t, ctx, in, layout)
-					f := must(cusolver.Cholesky(h, m, tri))(t)
-					if err := f.Err(); err != nil {
-						t.Fatal(err)
-					}
-					got := read(t, h, m.Data, n, n, layout)
-					l := newDense(n, n) // L, with A = L·Lᴴ
-					for i := 0; i < n; i++ {
-						for j := 0; j < n; j++ {
-							switch {
-							case !inTriangle(tri, i, j):
-								if got.at(i, j) != 42 {
-									t.Fatalf("element (%d,%d) outside the triangle changed to %g", i, j, got.at(i, j))
-								}
-							case tri == cusolver.Lower:
-								l.set(i, j, got.at(i, j))
-							default:
-								l.set(j, i, cmplx.Conj(got.at(i, j))) // L = Uᴴ
-							}
-						}
-					}
-					if d := maxDiff(mul(l, l.h()), a); d > tol[T](n)*float64(n) {
-						t.Errorf("the factor's product differs from A by %g", d)
-					}
-					x := random[T](rng, n, 2)
-					b := cudatest.Upload(t, ctx, elements[T](mul(a, x), cusolver.ColMajor))
-					err := cusolver.CholeskySolve(h, f, b, 2)
-					switch {
-					case isComplex[T]() && layout == cusolver.RowMajor:
-						if !errors.Is(err, cuda.ErrInvalidValue) {
-							t.Errorf("CholeskySolve of a complex row-major factor = %v, want cuda.ErrInvalidValue", err)
-						}
-					case err != nil:
-						t.Fatal(err)
-					default:
-						if d := maxDiff(read(t, h, b, n, 2, cusolver.ColMajor), x); d > tol[T](n) {
-							t.Errorf("CholeskySolve's X differs from the reference by %g", d)
-						}
-					}
-					info := must(cusolver.CholeskyInverse(h, f))(t)
-					if err := info.Err(); err != nil {
-						t.Fatal(err)
-					}
-					got = read(t, h, m.Data, n, n, layout)
-					inv := newDense(n, n)
-					for i := 0; i < n; i++ {
-						for j := 0; j < n; j++ {
-							if inTriangle(tri, i, j) {
-								inv.set(i, j, got.at(i, j))
-								inv.set(j, i, cmplx.Conj(got.at(i, j)))
-							}
-						}
-					}
-					if d := maxDiff(mul(a, inv), eye(n)); d > tol[T](n) {
-						t.Errorf("A·CholeskyInverse differs from I by %g", d)
-					}
-				})
+				case tri == cusolver.Lower:
+					l.set(i, j, got.at(i, j))
+				default:
+					l.set(j, i, cmplx.Conj(got.at(i, j))) // L = Uᴴ
+				}
 			}
 		}
-	}
+		if d := maxDiff(mul(l, l.h()), a); d > tol[T](n)*float64(n) {
+			t.Errorf("the factor's product differs from A by %g", d)
+		}
+		x := random[T](rng, n, 2)
+		b := cudatest.Upload(t, ctx, elements[T](mul(a, x), cusolver.ColMajor))
+		err := cusolver.CholeskySolve(h, f, b, 2)
+		switch {
+		case isComplex[T]() && layout == cusolver.RowMajor:
+			if !errors.Is(err, cuda.ErrInvalidValue) {
+				t.Errorf("CholeskySolve of a complex row-major factor = %v, want cuda.ErrInvalidValue", err)
+			}
+		case err != nil:
+			t.Fatal(err)
+		default:
+			if d := maxDiff(read(t, h, b, n, 2, cusolver.ColMajor), x); d > tol[T](n) {
+				t.Errorf("CholeskySolve's X differs from the reference by %g", d)
+			}
+		}
+		info := must(cusolver.CholeskyInverse(h, f))(t)
+		if err := info.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got = read(t, h, m.Data, n, n, layout)
+		inv := newDense(n, n)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if inTriangle(tri, i, j) {
+					inv.set(i, j, got.at(i, j))
+					inv.set(j, i, cmplx.Conj(got.at(i, j)))
+				}
+			}
+		}
+		if d := maxDiff(mul(a, inv), eye(n)); d > tol[T](n) {
+			t.Errorf("A·CholeskyInverse differs from I by %g", d)
+		}
+	})
 }
 
 func TestCholeskyNotPositiveDefinite(t *testing.T) {
@@ -176,15 +157,13 @@ func TestCholeskyNotPositiveDefinite(t *testing.T) {
 }
 
 func TestQR(t *testing.T) {
-	eachType(t, testQR[float32], testQR[float64], testQR[complex64], testQR[complex128])
+	eachType(t, 5, testQR[float32], testQR[float64], testQR[complex64], testQR[complex128])
 }
 
 // testQR: Q·R = A with Q's columns orthonormal (QᴴQ = I) and R upper
 // triangular, ApplyQ's Qᴴ·B against Q formed and back, for tall and
 // square matrices, and a wide one's R (Q from ApplyQ, QRQ refused).
-func testQR[T scalar](t *testing.T) {
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(5, 6))
+func testQR[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand) {
 	for _, shape := range [][2]int{{1, 1}, {3, 3}, {5, 3}, {97, 97}, {97, 13}} {
 		m, n := shape[0], shape[1]
 		t.Run(fmt.Sprintf("%dx%d", m, n), func(t *testing.T) {
@@ -256,14 +235,12 @@ func testQR[T scalar](t *testing.T) {
 }
 
 func TestSVD(t *testing.T) {
-	eachType(t, testSVD[float32, float32], testSVD[float64, float64], testSVD[complex64, float32], testSVD[complex128, float64])
+	eachType(t, 7, testSVD[float32, float32], testSVD[float64, float64], testSVD[complex64, float32], testSVD[complex128, float64])
 }
 
 // testSVD: U·S·Vᴴ = A, U and V orthonormal, values real and descending,
 // for the shapes each layout takes, and the values alone.
-func testSVD[T scalar, R cuda.Float](t *testing.T) {
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(7, 8))
+func testSVD[T scalar, R cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand) {
 	for _, c := range []struct {
 		m, n   int
 		layout cusolver.Layout
@@ -314,79 +291,63 @@ func testSVD[T scalar, R cuda.Float](t *testing.T) {
 }
 
 func TestEigh(t *testing.T) {
-	eachType(t, testEigh[float32, float32], testEigh[float64, float64], testEigh[complex64, float32], testEigh[complex128, float64])
+	eachType(t, 9, testEigh[float32, float32], testEigh[float64, float64], testEigh[complex64, float32], testEigh[complex128, float64])
 }
 
 // testEigh: A·V = V·Λ with V orthonormal and Λ real and ascending, reading
 // either triangle of either layout (the other triangle and the diagonal's
 // imaginary parts never read); the vectors come out as V column-major, Vᴴ
 // row-major (each vector contiguous); without vectors, the same values.
-func testEigh[T scalar, R cuda.Float](t *testing.T) {
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(9, 10))
-	for _, n := range sizes {
-		for _, layout := range layouts {
-			for _, tri := range triangles {
-				t.Run(fmt.Sprintf("%d/%v/%v", n, layout, tri), func(t *testing.T) {
-					r := random[T](rng, n, n)
-					a := mul(r, r.h())
-					for i := 0; i < n; i++ {
-						a.add(i, i, complex(-float64(n)/2, 0)) // some negative eigenvalues
-					}
-					in := newDense(n, n)
-					copy(in.v, a.v)
-					for i := 0; i < n; i++ {
-						for j := 0; j < n; j++ {
-							switch {
-							case i == j:
-								in.set(i, j, complex(real(a.at(i, j)), 1e6)) // never read
-							case !inTriangle(tri, i, j):
-								in.set(i, j, 1e6) // never read
-							}
-						}
-					}
-					m := upload[T](t, ctx, in, layout)
-					w := must(cuda.Alloc[R](ctx, n))(t)
-					defer w.Free()
-					info := must(cusolver.Eigh(h, m, tri, w, true))(t)
-					if err := info.Err(); err != nil {
-						t.Fatal(err)
-					}
-					wv := floats(t, h, w)
-					for i := 1; i < n; i++ {
-						if wv[i] < wv[i-1] {
-							t.Fatalf("eigenvalues not ascending: %v", wv)
-						}
-					}
-					v := read(t, h, m.Data, n, n, layout)
-					if layout == cusolver.RowMajor {
-						v = v.h() // Vᴴ row-major
-					}
-					orthonormal[T](t, "V", v, tol[T](n))
-					lam := newDense(n, n)
-					for i := 0; i < n; i++ {
-						lam.set(i, i, complex(wv[i], 0))
-					}
-					if d := maxDiff(mul(a, v), mul(v, lam)); d > tol[T](n)*float64(n) {
-						t.Errorf("A·V differs from V·Λ by %g", d)
-					}
-					// The values alone.
-					m2 := upload[T](t, ctx, in, layout)
-					w2 := must(cuda.Alloc[R](ctx, n))(t)
-					defer w2.Free()
-					info = must(cusolver.Eigh(h, m2, tri, w2, false))(t)
-					if err := info.Err(); err != nil {
-						t.Fatal(err)
-					}
-					for i, x := range floats(t, h, w2) {
-						if math.Abs(x-wv[i]) > tol[T](n)*float64(n) {
-							t.Errorf("eigenvalue %d alone is %g, with the vectors %g", i, x, wv[i])
-						}
-					}
-				})
+func testEigh[T scalar, R cuda.Float](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand) {
+	eachCase(t, sizes, nil, func(t *testing.T, n, _ int, layout cusolver.Layout, tri cusolver.Triangle) {
+		r := random[T](rng, n, n)
+		a := mul(r, r.h())
+		for i := 0; i < n; i++ {
+			a.add(i, i, complex(-float64(n)/2, 0)) // some negative eigenvalues
+		}
+		in := marked(a, tri, 1e6) // never read
+		for i := 0; i < n; i++ {
+			in.add(i, i, 1e6i) // never read
+		}
+		m := upload[T](t, ctx, in, layout)
+		w := must(cuda.Alloc[R](ctx, n))(t)
+		defer w.Free()
+		info := must(cusolver.Eigh(h, m, tri, w, true))(t)
+		if err := info.Err(); err != nil {
+			t.Fatal(err)
+		}
+		wv := floats(t, h, w)
+		for i := 1; i < n; i++ {
+			if wv[i] < wv[i-1] {
+				t.Fatalf("eigenvalues not ascending: %v", wv)
 			}
 		}
-	}
+		v := read(t, h, m.Data, n, n, layout)
+		if layout == cusolver.RowMajor {
+			v = v.h() // Vᴴ row-major
+		}
+		orthonormal[T](t, "V", v, tol[T](n))
+		lam := newDense(n, n)
+		for i := 0; i < n; i++ {
+			lam.set(i, i, complex(wv[i], 0))
+		}
+		if d := maxDiff(mul(a, v), mul(v, lam)); d > tol[T](n)*float64(n) {
+			t.Errorf("A·V differs from V·Λ by %g", d)
+		}
+		// The values alone.
+		m2 := upload[T](t, ctx, in, layout)
+		w2 := must(cuda.Alloc[R](ctx, n))(t)
+		defer w2.Free()
+		info = must(cusolver.Eigh(h, m2, tri, w2, false))(t)
+		if err := info.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range floats(t, h, w2) {
+			if math.Abs(x-wv[i]) > tol[T](n)*float64(n) {
+				t.Errorf("eigenvalue %d alone is %g, with the vectors %g", i, x, wv[i])
+			}
+		}
+	})
 }
 
 // TestWorkspaceReused: a second call of the same size allocates no
@@ -414,16 +375,14 @@ func TestWorkspaceReused(t *testing.T) {
 }
 
 func TestLeastSquares(t *testing.T) {
-	eachType(t, testLeastSquares[float32], testLeastSquares[float64], testLeastSquares[complex64], testLeastSquares[complex128])
+	eachType(t, 15, testLeastSquares[float32], testLeastSquares[float64], testLeastSquares[complex64], testLeastSquares[complex128])
 }
 
 // testLeastSquares: the solution of an overdetermined system makes the
 // residual orthogonal to A's columns (Aᴴ·(A·X - B) = 0), and an exact
 // system's solution is its X; a rank-deficient A is ErrSingular; a
 // row-major A is refused.
-func testLeastSquares[T scalar](t *testing.T) {
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(15, 16))
+func testLeastSquares[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand) {
 	for _, shape := range [][2]int{{1, 1}, {3, 3}, {5, 3}, {97, 40}} {
 		m, n := shape[0], shape[1]
 		t.Run(fmt.Sprintf("%dx%d", m, n), func(t *testing.T) {

@@ -185,33 +185,22 @@ static void F(perform)(struct solver_op *o) {
 		free(a), free(piv);
 		break;
 	}
-	case S_GETRS: {
-		E *a = F(load)(o->a, dbl, o->n, o->n, o->lda), *b = F(load)(o->b, dbl, o->n, o->k, o->ldb);
-		F(lu_solve)(a, o->n, o->ipiv, o->trans, b, o->k);
-		F(store)(o->b, dbl, o->n, o->k, o->ldb, b);
-		put_info(o->info, 0, 0);
-		free(a), free(b);
-		break;
-	}
-	case S_POTRF: {
-		E *a = F(load)(o->a, dbl, o->n, o->n, o->lda);
-		int info = F(chol)(a, o->n, o->upper);
-		F(store)(o->a, dbl, o->n, o->n, o->lda, a);
-		put_info(o->info, 0, info);
-		free(a);
-		break;
-	}
+	case S_GETRS:
 	case S_POTRS: {
+		// B ← A⁻¹·B from getrf's or potrf's factors.
 		E *a = F(load)(o->a, dbl, o->n, o->n, o->lda), *b = F(load)(o->b, dbl, o->n, o->k, o->ldb);
-		F(chol_solve)(a, o->n, o->upper, b, o->k);
+		if (o->kind == S_GETRS) F(lu_solve)(a, o->n, o->ipiv, o->trans, b, o->k);
+		else F(chol_solve)(a, o->n, o->upper, b, o->k);
 		F(store)(o->b, dbl, o->n, o->k, o->ldb, b);
 		put_info(o->info, 0, 0);
 		free(a), free(b);
 		break;
 	}
+	case S_POTRF:
 	case S_POTRI: {
+		// The factor, or the inverse from it, in a's uplo triangle.
 		E *a = F(load)(o->a, dbl, o->n, o->n, o->lda);
-		int info = F(chol_inverse)(a, o->n, o->upper);
+		int info = o->kind == S_POTRF ? F(chol)(a, o->n, o->upper) : F(chol_inverse)(a, o->n, o->upper);
 		F(store)(o->a, dbl, o->n, o->n, o->lda, a);
 		put_info(o->info, 0, info);
 		free(a);
@@ -228,27 +217,16 @@ static void F(perform)(struct solver_op *o) {
 		free(a), free(tau);
 		break;
 	}
-	case S_ORGQR: {
-		// Q's first n columns = H1 ... Hk applied to I (m×n).
-		E *a = F(load)(o->a, dbl, o->m, o->n, o->lda), *tau = F(load)(o->tau, dbl, o->k, 1, o->k);
-		E *q = calloc((size_t)(o->m * o->n) + 1, sizeof *q);
-		for (int64_t j = 0; j < o->n; j++) AT(q, o->m, j, j) = 1;
-		for (int64_t i = o->k - 1; i >= 0; i--) {
-			E *v = F(vec)(a, o->m, i);
-			F(reflect_left)(q, o->m, 0, o->n, i, v, o->m - i, tau[i]);
-			free(v);
-		}
-		F(store)(o->a, dbl, o->m, o->n, o->lda, q);
-		put_info(o->info, 0, 0);
-		free(a), free(tau), free(q);
-		break;
-	}
+	case S_ORGQR:
 	case S_ORMQR: {
-		// Q = H1 ... Hk of order r (m on the left, n on the right); Hᴴ
-		// (conj(tau)) where Qᴴ is asked.
+		// Q = H1 ... Hk of order r (m on the left, n on the right) applied
+		// to ormqr's C, or, for orgqr, to the m×n I from the left: Q's
+		// first n columns; Hᴴ (conj(tau)) where Qᴴ is asked.
+		int gen = o->kind == S_ORGQR;
 		int64_t r = o->side ? o->n : o->m;
 		E *a = F(load)(o->a, dbl, r, o->k, o->lda), *tau = F(load)(o->tau, dbl, o->k, 1, o->k);
-		E *c = F(load)(o->b, dbl, o->m, o->n, o->ldb);
+		E *c = gen ? calloc((size_t)(o->m * o->n) + 1, sizeof *c) : F(load)(o->b, dbl, o->m, o->n, o->ldb);
+		for (int64_t j = 0; gen && j < o->n; j++) AT(c, o->m, j, j) = 1;
 		// Left: Q C applies Hk first, Qᴴ C H1 first; right: C Q H1 first, C Qᴴ Hk first.
 		int forward = o->side ? !o->trans : o->trans;
 		for (int64_t step = 0; step < o->k; step++) {
@@ -258,7 +236,8 @@ static void F(perform)(struct solver_op *o) {
 			else F(reflect_left)(c, o->m, 0, o->n, i, v, r - i, t);
 			free(v);
 		}
-		F(store)(o->b, dbl, o->m, o->n, o->ldb, c);
+		if (gen) F(store)(o->a, dbl, o->m, o->n, o->lda, c);
+		else F(store)(o->b, dbl, o->m, o->n, o->ldb, c);
 		put_info(o->info, 0, 0);
 		free(a), free(tau), free(c);
 		break;
