@@ -2,6 +2,7 @@ package cusolver_test
 
 import (
 	"fmt"
+	"math/cmplx"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -69,15 +70,18 @@ func BenchmarkSolver(b *testing.B) {
 type solverCase struct {
 	op, dtype, shape string
 	n, count         int
-	run              func(b *testing.B, h *cusolver.Handle, n, count int)
+	run              benchFunc
 }
+
+// benchFunc sets up and times a case.
+type benchFunc = func(b *testing.B, h *cusolver.Handle, n, count int)
 
 // solverCases is the table of cases. bench/pyref/solver_peers.py's CASES
 // is the same table: a case added here is added there, under the same
 // name.
 func solverCases() []solverCase {
 	var cases []solverCase
-	add := func(op string, sizes []int, f32, f64 func(b *testing.B, h *cusolver.Handle, n, count int)) {
+	add := func(op string, sizes []int, f32, f64 benchFunc) {
 		for _, n := range sizes {
 			cases = append(cases, solverCase{op, "f32", fmt.Sprint(n), n, 0, f32}, solverCase{op, "f64", fmt.Sprint(n), n, 0, f64})
 		}
@@ -87,56 +91,76 @@ func solverCases() []solverCase {
 	add("qr", []int{256, 1024, 4096}, benchQR[float32], benchQR[float64])
 	add("svd", []int{256, 1024, 4096}, benchSVD[float32], benchSVD[float64])
 	add("eigh", []int{256, 1024, 4096}, benchEigh[float32], benchEigh[float64])
-	for _, op := range []struct {
-		name     string
-		f32, f64 func(b *testing.B, h *cusolver.Handle, n, count int)
-	}{{"cholesky_batched", benchCholeskyBatched[float32], benchCholeskyBatched[float64]},
-		// The other triangle: row-major Upper is cuSOLVER's column-major
-		// lower, its fast one (2.8x the other on an H100), which the
-		// peers call; row-major Lower takes it through two transposes.
-		{"cholesky_batched_upper", benchCholeskyBatchedUpper[float32], benchCholeskyBatchedUpper[float64]},
-		{"svd_batched", benchSVDBatched[float32], benchSVDBatched[float64]}} {
-		cases = append(cases, solverCase{op.name, "f32", "10000x8x8", 8, 10000, op.f32}, solverCase{op.name, "f64", "10000x8x8", 8, 10000, op.f64})
+	// The batches of 10000 8×8 matrices, real, then complex (Hermitian for
+	// the Cholesky): the peers' float32, float64, complex64 and complex128
+	// batches. The other triangle: row-major Upper is cuSOLVER's
+	// column-major lower, its fast one (2.8x the other on an H100), which
+	// the peers call; row-major Lower takes it through two transposes.
+	type batch struct {
+		name   string
+		dtypes [2]string
+		run    [2]benchFunc
 	}
-	// The complex batches (Hermitian for the Cholesky): the peers'
-	// complex64 and complex128 batches.
-	for _, op := range []struct {
-		name      string
-		c64, c128 func(b *testing.B, h *cusolver.Handle, n, count int)
-	}{{"cholesky_batched", benchZCholeskyBatched[complex64], benchZCholeskyBatched[complex128]},
-		{"cholesky_batched_upper", benchZCholeskyBatchedUpper[complex64], benchZCholeskyBatchedUpper[complex128]},
-		{"svd_batched", benchZSVDBatched[complex64, float32], benchZSVDBatched[complex128, float64]}} {
-		cases = append(cases, solverCase{op.name, "c64", "10000x8x8", 8, 10000, op.c64}, solverCase{op.name, "c128", "10000x8x8", 8, 10000, op.c128})
+	reals, complexes := [2]string{"f32", "f64"}, [2]string{"c64", "c128"}
+	for _, op := range []batch{
+		{"cholesky_batched", reals, [2]benchFunc{benchCholeskyBatched[float32], benchCholeskyBatched[float64]}},
+		{"cholesky_batched_upper", reals, [2]benchFunc{benchCholeskyBatchedUpper[float32], benchCholeskyBatchedUpper[float64]}},
+		{"svd_batched", reals, [2]benchFunc{benchSVDBatched[float32, float32], benchSVDBatched[float64, float64]}},
+		{"cholesky_batched", complexes, [2]benchFunc{benchCholeskyBatched[complex64], benchCholeskyBatched[complex128]}},
+		{"cholesky_batched_upper", complexes, [2]benchFunc{benchCholeskyBatchedUpper[complex64], benchCholeskyBatchedUpper[complex128]}},
+		{"svd_batched", complexes, [2]benchFunc{benchSVDBatched[complex64, float32], benchSVDBatched[complex128, float64]}},
+	} {
+		for k := range 2 {
+			cases = append(cases, solverCase{op.name, op.dtypes[k], "10000x8x8", 8, 10000, op.run[k]})
+		}
 	}
 	return cases
 }
 
-// benchMatrix returns count n×n matrices on the device, freed when the
-// run ends: random in [-1, 1), symmetric where sym, plus n·I where dominant
-// (symmetric positive definite, as diagonally dominant), and a work buffer
-// of the same size.
-func benchMatrix[T cuda.Float](b *testing.B, ctx *cuda.Context, n, count int, sym, dominant bool) (src, work *cuda.DeviceBuffer[T]) {
+// benchMatrix returns count n×n matrices of T on the device, freed when
+// the run ends: random in [-1, 1) (a complex number's real and imaginary
+// parts each), Hermitian (symmetric; a complex one's diagonal real) where
+// herm, plus n·I where dominant (positive definite, as diagonally
+// dominant), and a work buffer of the same size.
+func benchMatrix[T scalar](b *testing.B, ctx *cuda.Context, n, count int, herm, dominant bool) (src, work *cuda.DeviceBuffer[T]) {
 	b.Helper()
+	v := benchElements[T](n, count, herm, dominant)
+	src = cudatest.Upload(b, ctx, v)
+	work = cudatest.Upload(b, ctx, v)
+	return src, work
+}
+
+// benchElements returns benchMatrix's elements: the peers' matrices
+// (bench/pyref/solver_peers.py), the same draws of the same source.
+func benchElements[T scalar](n, count int, herm, dominant bool) []T {
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(count)))
+	cplx := isComplex[T]()
 	v := make([]T, n*n*max(count, 1))
 	for m := 0; m < max(count, 1); m++ {
 		a := v[m*n*n : (m+1)*n*n]
 		for i := 0; i < n; i++ {
 			for j := 0; j < n; j++ {
-				if sym && j > i {
-					a[i*n+j] = a[j*n+i]
-					continue
+				var x complex128
+				if cplx { // both parts drawn, even where the other triangle's are taken
+					x = complex(2*rng.Float64()-1, 2*rng.Float64()-1)
 				}
-				a[i*n+j] = T(2*rng.Float64() - 1)
+				switch {
+				case herm && j > i:
+					a[i*n+j] = to[T](cmplx.Conj(of(a[j*n+i])))
+					continue
+				case !cplx:
+					x = complex(2*rng.Float64()-1, 0)
+				case herm && j == i:
+					x = complex(real(x), 0)
+				}
+				a[i*n+j] = to[T](x)
 			}
 			if dominant {
-				a[i*n+i] += T(n)
+				a[i*n+i] = to[T](of(a[i*n+i]) + complex(float64(n), 0))
 			}
 		}
 	}
-	src = cudatest.Upload(b, ctx, v)
-	work = cudatest.Upload(b, ctx, v)
-	return src, work
+	return v
 }
 
 // solverLoop times op as BenchmarkSolver says.
@@ -171,7 +195,7 @@ func solverLoop(b *testing.B, s *cuda.Stream, op func() error) {
 	b.ReportMetric(float64(elapsed.Nanoseconds())/1e3/float64(b.N), "us/op")
 }
 
-func benchLUSolve[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+func benchLUSolve[T float32 | float64](b *testing.B, h *cusolver.Handle, n, _ int) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, 1, false, false)
 	rng := rand.New(rand.NewPCG(uint64(n), 7))
@@ -198,7 +222,7 @@ func benchLUSolve[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
 	})
 }
 
-func benchCholesky[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+func benchCholesky[T float32 | float64](b *testing.B, h *cusolver.Handle, n, _ int) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, 1, true, true)
 	solverLoop(b, s, func() error {
@@ -213,7 +237,7 @@ func benchCholesky[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
 	})
 }
 
-func benchQR[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+func benchQR[T float32 | float64](b *testing.B, h *cusolver.Handle, n, _ int) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, 1, false, false)
 	q := must(cuda.Alloc[T](s.Context(), n*n))(b)
@@ -235,7 +259,7 @@ func benchQR[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
 	})
 }
 
-func benchSVD[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+func benchSVD[T float32 | float64](b *testing.B, h *cusolver.Handle, n, _ int) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, 1, false, false)
 	sv := must(cuda.Alloc[T](s.Context(), n))(b)
@@ -256,7 +280,7 @@ func benchSVD[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
 	})
 }
 
-func benchEigh[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
+func benchEigh[T float32 | float64](b *testing.B, h *cusolver.Handle, n, _ int) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, 1, true, false)
 	w := must(cuda.Alloc[T](s.Context(), n))(b)
@@ -273,15 +297,15 @@ func benchEigh[T cuda.Float](b *testing.B, h *cusolver.Handle, n, _ int) {
 	})
 }
 
-func benchCholeskyBatched[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int) {
+func benchCholeskyBatched[T scalar](b *testing.B, h *cusolver.Handle, n, count int) {
 	benchCholeskyBatchedTri[T](b, h, n, count, cusolver.Lower)
 }
 
-func benchCholeskyBatchedUpper[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int) {
+func benchCholeskyBatchedUpper[T scalar](b *testing.B, h *cusolver.Handle, n, count int) {
 	benchCholeskyBatchedTri[T](b, h, n, count, cusolver.Upper)
 }
 
-func benchCholeskyBatchedTri[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int, tri cusolver.Triangle) {
+func benchCholeskyBatchedTri[T scalar](b *testing.B, h *cusolver.Handle, n, count int, tri cusolver.Triangle) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, count, true, true)
 	solverLoop(b, s, func() error {
@@ -296,10 +320,10 @@ func benchCholeskyBatchedTri[T cuda.Float](b *testing.B, h *cusolver.Handle, n, 
 	})
 }
 
-func benchSVDBatched[T cuda.Float](b *testing.B, h *cusolver.Handle, n, count int) {
+func benchSVDBatched[T scalar, R float32 | float64](b *testing.B, h *cusolver.Handle, n, count int) {
 	s := h.Stream()
 	src, work := benchMatrix[T](b, s.Context(), n, count, false, false)
-	sv := must(cuda.Alloc[T](s.Context(), n*count))(b)
+	sv := must(cuda.Alloc[R](s.Context(), n*count))(b)
 	u := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
 	v := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
 	defer sv.Free()
@@ -336,80 +360,4 @@ func TestBenchCasesMatchPeers(t *testing.T) {
 	if got := strings.Fields(string(out)); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("solver_peers.py's cases:\n%v\nBenchmarkSolver's:\n%v", got, want)
 	}
-}
-
-// benchZMatrix is benchMatrix for complex matrices: real and imaginary
-// parts random in [-1, 1), Hermitian (a real diagonal) where herm, plus
-// n·I where dominant (Hermitian positive definite).
-func benchZMatrix[T complex64 | complex128](b *testing.B, ctx *cuda.Context, n, count int, herm, dominant bool) (src, work *cuda.DeviceBuffer[T]) {
-	b.Helper()
-	rng := rand.New(rand.NewPCG(uint64(n), uint64(count)))
-	v := make([]T, n*n*max(count, 1))
-	for m := 0; m < max(count, 1); m++ {
-		a := v[m*n*n : (m+1)*n*n]
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				re, im := 2*rng.Float64()-1, 2*rng.Float64()-1
-				switch {
-				case herm && j > i:
-					x := complex128(a[j*n+i])
-					a[i*n+j] = T(complex(real(x), -imag(x)))
-					continue
-				case herm && j == i:
-					im = 0
-				}
-				a[i*n+j] = T(complex(re, im))
-			}
-			if dominant {
-				a[i*n+i] += T(complex(float64(n), 0))
-			}
-		}
-	}
-	src = cudatest.Upload(b, ctx, v)
-	work = cudatest.Upload(b, ctx, v)
-	return src, work
-}
-
-func benchZCholeskyBatched[T complex64 | complex128](b *testing.B, h *cusolver.Handle, n, count int) {
-	benchZCholeskyBatchedTri[T](b, h, n, count, cusolver.Lower)
-}
-
-func benchZCholeskyBatchedUpper[T complex64 | complex128](b *testing.B, h *cusolver.Handle, n, count int) {
-	benchZCholeskyBatchedTri[T](b, h, n, count, cusolver.Upper)
-}
-
-func benchZCholeskyBatchedTri[T complex64 | complex128](b *testing.B, h *cusolver.Handle, n, count int, tri cusolver.Triangle) {
-	s := h.Stream()
-	src, work := benchZMatrix[T](b, s.Context(), n, count, true, true)
-	solverLoop(b, s, func() error {
-		if err := work.CopyFromDeviceAsync(src, s); err != nil {
-			return err
-		}
-		info, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(work, n, n), count, tri)
-		if err != nil {
-			return err
-		}
-		return info.Free()
-	})
-}
-
-func benchZSVDBatched[T complex64 | complex128, R float32 | float64](b *testing.B, h *cusolver.Handle, n, count int) {
-	s := h.Stream()
-	src, work := benchZMatrix[T](b, s.Context(), n, count, false, false)
-	sv := must(cuda.Alloc[R](s.Context(), n*count))(b)
-	u := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
-	v := must(cuda.Alloc[T](s.Context(), n*n*count))(b)
-	defer sv.Free()
-	defer u.Free()
-	defer v.Free()
-	solverLoop(b, s, func() error {
-		if err := work.CopyFromDeviceAsync(src, s); err != nil {
-			return err
-		}
-		info, err := cusolver.SVDBatched(h, cusolver.NewMatrix(work, n, n), count, sv, u, v)
-		if err != nil {
-			return err
-		}
-		return info.Free()
-	})
 }
