@@ -175,14 +175,19 @@ func TestSmallCopyWakesNoWorker(t *testing.T) {
 			for i := range src {
 				src[i] = byte(i*13 + 1)
 			}
+			// Counted as wake-up calls sent, not as workers up: a worker
+			// parked in the kernel (TestHold's futex rows leave them
+			// there) may return from its wait on a signal, and one
+			// parked on a channel may find a token left from a wake-up
+			// that raced its last look for work. Neither is this copy's.
+			wakes := pool.wakes.Load()
 			var j Job
 			j.Copy(dst, src, MaxWorkers, true)
 			if !bytes.Equal(dst, src) {
 				t.Fatal("data differs")
 			}
-			// A woken worker spins for spin before it parks again.
-			if p := int(pool.parked.Load()); p < pool.n {
-				t.Errorf("a copy of %d bytes woke %d parked workers", n, pool.n-p)
+			if w := pool.wakes.Load() - wakes; w != 0 {
+				t.Errorf("a copy of %d bytes sent %d wake-up calls to parked workers", n, w)
 			}
 		})
 	}
