@@ -1,6 +1,7 @@
 package cusolver
 
 import (
+	"errors"
 	"math"
 	"unsafe"
 
@@ -21,15 +22,15 @@ func checkBatch[T Element](h *Handle, op string, a Matrix[T], count int) error {
 	if count < 0 || count > maxDim {
 		return errorf(op, cuda.ErrInvalidValue, "count is %d: want 0 to %d", count, maxDim)
 	}
-	one := a
-	if err := a.check(op, "a", h.base.Context()); err != nil {
+	// The buffer holds count matrices: none where count is 0.
+	if err := a.checkShape(op, "a", h.base.Context()); err != nil {
 		return err
 	}
 	size := a.Rows * a.Cols
 	if size > 0 && count > math.MaxInt/size {
 		return errorf(op, cuda.ErrInvalidValue, "%d matrices of %d×%d are beyond any buffer", count, a.Rows, a.Cols)
 	}
-	if need, have := size*count, one.Data.Len(); need > have {
+	if need, have := size*count, a.Data.Len(); need > have {
 		return errorf(op, cuda.ErrInvalidValue, "a: %d matrices of %d×%d need %d elements; its buffer holds %d", count, a.Rows, a.Cols, need, have)
 	}
 	return nil
@@ -42,7 +43,8 @@ func checkBatch[T Element](h *Handle, op string, a Matrix[T], count int) error {
 // cusolverDnZpotrfBatched for complex matrices, Hermitian: L·Lᴴ or Uᴴ·U,
 // in either layout and triangle, as Cholesky's), queued on h's stream.
 // The Info's Err names each matrix that was not positive definite (the
-// first 8), counted from 0. As Cholesky, it reads and writes only the
+// first 8), counted from 0. A count of 0 queues nothing (a's buffer may
+// then be empty; its shape and tri are still checked). As Cholesky, it reads and writes only the
 // triangle tri, as a's layout reads it; the other triangle is left as it
 // was.
 //
@@ -68,7 +70,7 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 	if err := checkBatch(h, op, a, count); err != nil {
 		return nil, err
 	}
-	if err := checkSymmetric(h, op, a, tri); err != nil {
+	if err := errors.Join(checkTriangle(op, tri), a.square(op, "a")); err != nil {
 		return nil, err
 	}
 	n := a.Rows
@@ -167,7 +169,8 @@ func (h *Handle) pointers(buf **cuda.DeviceBuffer[uint64], key *[3]uintptr, base
 // stream: s receives min(m,n) singular values a matrix, descending; u
 // (m×m a matrix) and v (n×n) the singular vectors, each contiguous (U and
 // V column-major, whatever a's layout), or nothing where both are nil. The
-// Info's Err names each matrix that did not converge.
+// Info's Err names each matrix that did not converge. A count of 0 queues
+// nothing (the buffers may then be empty).
 //
 // A complex batch (complex64, complex128: cusolverDnCgesvdjBatched,
 // cusolverDnZgesvdjBatched) has A = U·S·Vᴴ, U and V unitary, and real
@@ -277,7 +280,8 @@ func SVDBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, s *c
 // describes the first), read from their triangle tri, by cuSOLVER's Jacobi
 // method (cusolverDnSsyevjBatched, cusolverDnDsyevjBatched), queued on h's
 // stream; the eigenvectors overwrite the matrices, each contiguous, as
-// Eigh's. The Info's Err names each matrix that did not converge.
+// Eigh's. The Info's Err names each matrix that did not converge. A count
+// of 0 queues nothing (the buffers may then be empty).
 //
 // Complex matrices (complex64, complex128: cusolverDnCheevjBatched,
 // cusolverDnZheevjBatched) are Hermitian, A = V·Λ·Vᴴ, the imaginary parts
@@ -294,7 +298,7 @@ func EighBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, tri
 	if err := checkReal[T, R](op, "w"); err != nil {
 		return nil, err
 	}
-	if err := checkSymmetric(h, op, a, tri); err != nil {
+	if err := errors.Join(checkTriangle(op, tri), a.square(op, "a")); err != nil {
 		return nil, err
 	}
 	n := a.Rows

@@ -92,13 +92,22 @@ func checkSymmetric[T Element](h *Handle, op string, a Matrix[T], tri Triangle) 
 	if err := h.valid(op); err != nil {
 		return err
 	}
-	if tri != Lower && tri != Upper {
-		return errorf(op, cuda.ErrInvalidValue, "tri is %d: want Lower or Upper", tri)
+	if err := checkTriangle(op, tri); err != nil {
+		return err
 	}
 	if err := a.check(op, "a", h.base.Context()); err != nil {
 		return err
 	}
 	return a.square(op, "a")
+}
+
+// checkTriangle returns the error for a triangle that is neither Lower nor
+// Upper.
+func checkTriangle(op string, tri Triangle) error {
+	if tri != Lower && tri != Upper {
+		return errorf(op, cuda.ErrInvalidValue, "tri is %d: want Lower or Upper", tri)
+	}
+	return nil
 }
 
 // factor checks f for op.

@@ -104,6 +104,18 @@ func (m Matrix[T]) ptr() uintptr { return uintptr(m.Data.Ptr()) }
 // ctx: no data, an unknown layout, negative or too large dimensions, a
 // buffer too small, or another context.
 func (m Matrix[T]) check(op, name string, ctx *cuda.Context) error {
+	if err := m.checkShape(op, name, ctx); err != nil {
+		return err
+	}
+	if need, have := m.Rows*m.Cols, m.Data.Len(); need > have {
+		return errorf(op, cuda.ErrInvalidValue, "%s (%d×%d) needs %d elements; its buffer holds %d", name, m.Rows, m.Cols, need, have)
+	}
+	return nil
+}
+
+// checkShape is check without the buffer's length: for a batch, whose
+// buffer holds count matrices (none where count is 0).
+func (m Matrix[T]) checkShape(op, name string, ctx *cuda.Context) error {
 	switch {
 	case m.Data == nil:
 		return errorf(op, cuda.ErrInvalidValue, "%s has no data (a nil DeviceBuffer)", name)
@@ -118,9 +130,6 @@ func (m Matrix[T]) check(op, name string, ctx *cuda.Context) error {
 	}
 	if m.Rows > 0 && m.Cols > math.MaxInt/m.Rows {
 		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: beyond any buffer", name, m.Rows, m.Cols)
-	}
-	if need, have := m.Rows*m.Cols, m.Data.Len(); need > have {
-		return errorf(op, cuda.ErrInvalidValue, "%s (%d×%d) needs %d elements; its buffer holds %d", name, m.Rows, m.Cols, need, have)
 	}
 	return nil
 }
