@@ -92,3 +92,103 @@ func nearAll(t *testing.T, what string, got, want []float64) {
 		}
 	}
 }
+
+// TestEmptyMatrices: a matrix with no elements (0×0, or a QR's, SVD's or
+// least-squares problem with no rows or no columns) is nothing to do:
+// each call returns without error and its Err says nothing, as LAPACK's
+// quick returns; its buffers may be empty. The same for no right-hand
+// sides.
+func TestEmptyMatrices(t *testing.T) {
+	ctx, h := handle(t)
+	empty := func() *cuda.DeviceBuffer[float64] { return cudatest.Upload(t, ctx, []float64{}) }
+	col := func(r, c int) cusolver.Matrix[float64] {
+		return cusolver.Matrix[float64]{Data: cudatest.Upload(t, ctx, make([]float64, r*c)), Rows: r, Cols: c, Layout: cusolver.ColMajor}
+	}
+	type errer interface{ Err() error }
+	for _, tt := range []struct {
+		name string
+		call func() (errer, error)
+	}{
+		{"LU 0×0 and Solve", func() (errer, error) {
+			f, err := cusolver.LU(h, cusolver.NewMatrix(empty(), 0, 0))
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { f.Free() })
+			return f, cusolver.Solve(h, f, empty(), 3)
+		}},
+		{"Solve of no right-hand sides", func() (errer, error) {
+			f, err := cusolver.LU(h, cusolver.NewMatrix(cudatest.Upload(t, ctx, []float64{2, 1, 1, 3}), 2, 2))
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { f.Free() })
+			return f, cusolver.Solve(h, f, empty(), 0)
+		}},
+		{"Cholesky 0×0, CholeskySolve and CholeskyInverse", func() (errer, error) {
+			f, err := cusolver.Cholesky(h, cusolver.Matrix[float64]{Data: empty(), Layout: cusolver.ColMajor}, cusolver.Upper)
+			if err != nil {
+				return nil, err
+			}
+			if err := cusolver.CholeskySolve(h, f, empty(), 2); err != nil {
+				return nil, err
+			}
+			if err := f.Err(); err != nil {
+				return nil, err
+			}
+			return cusolver.CholeskyInverse(h, f)
+		}},
+		{"QR 0×0", func() (errer, error) { return qrAll(h, col(0, 0), col(0, 0), col(0, 2)) }},
+		{"QR 3×0", func() (errer, error) { return qrAll(h, col(3, 0), col(3, 0), col(3, 2)) }},
+		{"QR 0×3", func() (errer, error) { return qrAll(h, col(0, 3), cusolver.Matrix[float64]{}, col(0, 2)) }},
+		{"LeastSquares 0×0", func() (errer, error) { return cusolver.LeastSquares(h, col(0, 0), empty(), empty(), 1) }},
+		{"LeastSquares 3×0", func() (errer, error) {
+			return cusolver.LeastSquares(h, col(3, 0), cudatest.Upload(t, ctx, []float64{1, 2, 3}), empty(), 1)
+		}},
+		{"LeastSquares of no right-hand sides", func() (errer, error) {
+			a := cusolver.Matrix[float64]{Data: cudatest.Upload(t, ctx, []float64{1, 0, 0, 1}), Rows: 2, Cols: 2, Layout: cusolver.ColMajor}
+			return cusolver.LeastSquares(h, a, empty(), empty(), 0)
+		}},
+		{"SVD 0×0", func() (errer, error) { return cusolver.SVD(h, col(0, 0), empty(), col(0, 0), col(0, 0)) }},
+		{"SVD 3×0, values alone", func() (errer, error) {
+			return cusolver.SVD(h, col(3, 0), empty(), cusolver.Matrix[float64]{}, cusolver.Matrix[float64]{})
+		}},
+		{"SVD 0×3 row-major, values alone", func() (errer, error) {
+			return cusolver.SVD(h, cusolver.NewMatrix(empty(), 0, 3), empty(), cusolver.Matrix[float64]{}, cusolver.Matrix[float64]{})
+		}},
+		{"Eigh 0×0", func() (errer, error) { return cusolver.Eigh(h, cusolver.NewMatrix(empty(), 0, 0), cusolver.Lower, empty(), true) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := tt.call()
+			if err != nil {
+				t.Fatalf("err = %v, want nil", err)
+			}
+			if err := e.Err(); err != nil {
+				t.Errorf("Err = %v, want nil", err)
+			}
+		})
+	}
+}
+
+// qrAll factors a, forms Q into q where it has data, and applies Qᵀ to c;
+// its Err is nil unless one failed.
+func qrAll(h *cusolver.Handle, a, q, c cusolver.Matrix[float64]) (interface{ Err() error }, error) {
+	f, err := cusolver.QR(h, a)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Free()
+	if q.Data != nil {
+		if err := cusolver.QRQ(h, f, q); err != nil {
+			return nil, err
+		}
+	}
+	if err := cusolver.ApplyQ(h, f, c, true); err != nil {
+		return nil, err
+	}
+	return noErr{}, nil
+}
+
+type noErr struct{}
+
+func (noErr) Err() error { return nil }
