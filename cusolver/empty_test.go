@@ -156,7 +156,9 @@ func TestEmptyMatrices(t *testing.T) {
 		{"SVD 0×3 row-major, values alone", func() (errer, error) {
 			return cusolver.SVD(h, cusolver.NewMatrix(empty(), 0, 3), empty(), cusolver.Matrix[float64]{}, cusolver.Matrix[float64]{})
 		}},
-		{"Eigh 0×0", func() (errer, error) { return cusolver.Eigh(h, cusolver.NewMatrix(empty(), 0, 0), cusolver.Lower, empty(), true) }},
+		{"Eigh 0×0", func() (errer, error) {
+			return cusolver.Eigh(h, cusolver.NewMatrix(empty(), 0, 0), cusolver.Lower, empty(), true)
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e, err := tt.call()
