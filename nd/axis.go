@@ -302,7 +302,7 @@ func argExtreme[T Elem](op, cmp string, whole func(dst *cuda.DeviceBuffer[int64]
 	}
 	shape := src.layout.Shape()
 	// The line's axis is gone: the others keep a's order.
-	out, finish, err := target(op, a.s, dst, shape[:len(shape)-1])
+	out, finish, err := target(op, a.s, dst, shape[:len(shape)-1], dst != nil && overlapping(op, dst, src))
 	if err != nil {
 		return nil, err
 	}

@@ -22,8 +22,9 @@ func Take[T Elem](a *Array[T], indices *Array[int64], axis int) (out *Array[T], 
 	return take("Take", a, indices, axis, nil)
 }
 
-// TakeInto sets dst to the elements of a at indices along axis; dst must
-// not share memory with a or indices.
+// TakeInto sets dst to the elements of a at indices along axis. Where dst
+// shares memory with a or indices, the elements are gathered apart first
+// and then copied into dst.
 func TakeInto[T Elem](dst, a *Array[T], indices *Array[int64], axis int) error {
 	if err := writable("TakeInto", "dst", dst); err != nil {
 		return err
@@ -63,7 +64,7 @@ func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *
 	for d := ax + 1; d < n; d++ {
 		outShape = append(outShape, a.layout.Dim(d))
 	}
-	out, finish, err := target(op, a.s, dst, outShape)
+	out, finish, err := target(op, a.s, dst, outShape, dst != nil && (overlapping(op, dst, a) || overlapping(op, dst, indices)))
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +122,12 @@ y = k >= 0 && k < dim ? x[((q / nidx) * dim + k) * post + p] : 0;`}
 
 // target returns the array an operation with a result of shape writes:
 // dst itself where it is contiguous, a new array where dst is nil or
-// strided; finish ends the operation with its error, copying a new
-// array's elements into a strided dst, freeing what it must, and returns
-// the result (dst, or the new array where dst is nil).
-func target[T Elem](op string, s *cuda.Stream, dst *Array[T], shape []int) (*Array[T], func(error) (*Array[T], error), error) {
+// strided, or shared (dst shares memory with what the operation reads, so
+// that its threads would write elements others have yet to read); finish
+// ends the operation with its error, copying a new array's elements into
+// dst where it is not dst, freeing what it must, and returns the result
+// (dst, or the new array where dst is nil).
+func target[T Elem](op string, s *cuda.Stream, dst *Array[T], shape []int, shared bool) (*Array[T], func(error) (*Array[T], error), error) {
 	if dst != nil {
 		if err := writable(op, "dst", dst); err != nil {
 			return nil, nil, err
@@ -134,7 +137,7 @@ func target[T Elem](op string, s *cuda.Stream, dst *Array[T], shape []int) (*Arr
 			return nil, nil, errorf(op, cuda.ErrInvalidValue, "dst and the operands are on different streams: the operands of an operation share one")
 		case !sameDims(dst.layout, shape):
 			return nil, nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the result %v", dst.layout.Shape(), slices.Clone(shape))
-		case dst.layout.IsContiguous():
+		case dst.layout.IsContiguous() && !shared:
 			return dst, func(err error) (*Array[T], error) { return dst, err }, nil
 		}
 	}

@@ -233,8 +233,9 @@ func bitsOf(v any) (any, error) {
 }
 
 // overlapping reports whether x's and y's elements may share memory:
-// whether their spans do.
-func overlapping[T Elem](op string, x, y *Array[T]) bool {
+// whether their spans do (arrays of two types may: a view of int64s and
+// the int64 indices an operation writes).
+func overlapping[T, U Elem](op string, x *Array[T], y *Array[U]) bool {
 	ox, errX := operandOf(op, "x", x)
 	oy, errY := operandOf(op, "y", y)
 	return errX != nil || errY != nil || ox.lo < oy.hi && oy.lo < ox.hi

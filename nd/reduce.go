@@ -267,9 +267,12 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	if err != nil {
 		return done(wrap(op, err))
 	}
-	// The result, where it is not contiguous, through a contiguous copy.
+	// The result, where it is not contiguous, through a contiguous copy;
+	// and where dst shares memory with the elements folded, too: the
+	// fold's blocks would write results over the elements other blocks
+	// still read (NumPy's out= reads as if from a copy).
 	res := out
-	if !out.layout.IsContiguous() {
+	if !out.layout.IsContiguous() || dst != nil && overlapping(op, dst, src) {
 		if res, err = empty[T](op, a.s, outShape); err != nil {
 			return done(err)
 		}

@@ -487,3 +487,73 @@ func TestMiddleFold(t *testing.T) {
 		}), 0)
 	}
 }
+
+// TestIntoOverlap: the Into forms of the reductions, ArgMax and Take
+// given a dst that shares memory with their input (a row of a matrix
+// written with its rows' sums, shifted so that one line's result lands
+// on another line's elements) give what a dst apart gives, as NumPy's
+// out= does: before, the folds wrote results over elements still to be
+// read (SumInto of rows [0 0 0 0 0 9], [0 1 0 0 0 0] into the second row
+// gave [9 10]).
+func TestIntoOverlap(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	data := []float32{0, 0, 0, 0, 0, 9, 0, 1, 0, 0, 0, 0}
+	// part is the view of a's memory from element at, of the shape.
+	part := func(t *testing.T, a *nd.Array[float32], at int, shape ...int) *nd.Array[float32] {
+		t.Helper()
+		flat := must(a.Reshape(-1))(t)
+		return must(must(flat.Slice(0, at, at+size(shape), 1))(t).Reshape(shape...))(t)
+	}
+	for _, c := range []struct {
+		name  string
+		shape []int
+		at    int   // dst's first element in a
+		dst   []int // dst's shape
+		f     func(dst, a *nd.Array[float32]) error
+		want  []float32
+	}{
+		{"SumInto rows", []int{2, 6}, 6, []int{2}, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along(1)) }, f32(9, 1)},
+		{"SumInto rows backwards", []int{2, 6}, 1, []int{2}, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along(-1)) }, f32(9, 1)},
+		{"MaxInto rows", []int{2, 6}, 6, []int{2}, func(d, a *nd.Array[float32]) error { return nd.MaxInto(d, a, nd.Along(1)) }, f32(9, 1)},
+		{"MinInto rows keepdims", []int{2, 6}, 6, []int{2, 1}, func(d, a *nd.Array[float32]) error {
+			return nd.MinInto(d, a, nd.Along(1).KeepDims())
+		}, f32(0, 0)},
+		{"ProdInto rows", []int{2, 6}, 6, []int{2}, func(d, a *nd.Array[float32]) error { return nd.ProdInto(d, a, nd.Along(1)) }, f32(0, 0)},
+		{"MeanInto rows", []int{2, 6}, 6, []int{2}, func(d, a *nd.Array[float32]) error { return nd.MeanInto(d, a, nd.Along(1)) }, f32(1.5, 1.0/6)},
+		{"SumInto columns", []int{6, 2}, 1, []int{2}, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along(0)) }, f32(0, 10)},
+		{"SumInto columns backwards", []int{6, 2}, 0, []int{2}, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along(0)) }, f32(0, 10)},
+		{"SumInto a middle axis", []int{2, 3, 2}, 2, []int{2, 2}, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along(1)) }, f32(0, 9, 0, 1)},
+		{"SumInto all", []int{2, 6}, 5, nil, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along()) }, f32(10)},
+		{"VarInto rows", []int{2, 6}, 6, []int{2}, func(d, a *nd.Array[float32]) error { return nd.VarInto(d, a, nd.Along(1)) }, f32(11.25, 5.0/36)},
+		{"TakeInto itself reversed", []int{12}, 0, []int{12}, func(d, a *nd.Array[float32]) error {
+			idx, err := nd.Arange[int64](a.Stream(), 11, -1, -1)
+			if err != nil {
+				return err
+			}
+			defer idx.Free()
+			return nd.TakeInto(d, a, idx, 0)
+		}, f32(0, 0, 0, 0, 1, 0, 9, 0, 0, 0, 0, 0)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := free(t, must(nd.FromSlice(s, data, c.shape...))(t))
+			d := part(t, a, c.at, c.dst...)
+			if err := c.f(d, a); err != nil {
+				t.Fatal(err)
+			}
+			closeTo(t, c.name, d, toHost64(host[float32]{c.want, c.dst}), 1e-6)
+		})
+	}
+	// ArgMax's int64 result over the int64 elements it searches, in both
+	// directions.
+	for _, at := range []int{6, 1} {
+		t.Run(fmt.Sprint("ArgMaxInto rows at ", at), func(t *testing.T) {
+			a := free(t, must(nd.FromSlice(s, []int64{0, 0, 0, 0, 0, 9, 0, 1, 0, 0, 0, 0}, 2, 6))(t))
+			d := must(must(must(a.Reshape(-1))(t).Slice(0, at, at+2, 1))(t).Reshape(2))(t)
+			if err := nd.ArgMaxInto(d, a, 1); err != nil {
+				t.Fatal(err)
+			}
+			equal(t, d, host[int64]{[]int64{5, 1}, []int{2}})
+		})
+	}
+}
