@@ -153,6 +153,13 @@ func activationInto[T Float](op, kernel string, dst, x, b *nd.Array[T]) error {
 	if err := layerSameShape(op, "dst", dst.Shape(), x.Shape()); err != nil {
 		return err
 	}
+	ins := []layerIn{{name, layerSpanOf(xb), true}} // element by element: in place on either input
+	if b != nil {
+		ins = append(ins, layerIn{"up", layerArraySpan(b), true})
+	}
+	if err := layerAliased(op, "dst", layerSpanOf(db), ins...); err != nil {
+		return err
+	}
 	n := x.Size()
 	return layerLaunch[T](op, activationKernels, kernel, s, layerGrid(max(n/activationVector[T](), 1), 256), 256, xb, bArg, db, int64(n))
 }

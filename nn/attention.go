@@ -134,8 +134,9 @@ func Attention[T Float](q, k, v *nd.Array[T], opts AttentionOptions) (*nd.Array[
 }
 
 // AttentionInto writes Attention(q, k, v, opts) into out, a contiguous
-// array [B, H, Sq, D] (or [B, Sq, H, D]) of q's stream, allocating
-// nothing: the form to capture in a CUDA graph.
+// array [B, H, Sq, D] (or [B, Sq, H, D]) of q's stream that shares no
+// memory with q, k or v, allocating nothing: the form to capture in a
+// CUDA graph.
 func AttentionInto[T Float](out, q, k, v *nd.Array[T], opts AttentionOptions) error {
 	const op = "AttentionInto"
 	p, err := attnPrepare(op, q, k, v, opts)
@@ -263,6 +264,15 @@ func attnOut[T Float](op string, out *nd.Array[T], p *attnParams[T], l Attention
 	}
 	if os != [4]int{p.B, p.H, p.Sq, p.D} {
 		return nil, errorf(op, cuda.ErrInvalidValue, "out has shape %v: want %v", out.Shape(), l.shape(p.B, p.H, p.Sq, p.D))
+	}
+	// Blocks read rows of q and every row of k and v while others write
+	// out: no in place, not even of q.
+	k, v := "k", "v"
+	if p.lenp != nil {
+		k, v = "the cache's K", "the cache's V"
+	}
+	if err := layerAliased(op, "out", layerSpanOf(ob), layerIn{"q", layerSpanOf(p.q), false}, layerIn{k, layerSpanOf(p.k), false}, layerIn{v, layerSpanOf(p.v), false}); err != nil {
+		return nil, err
 	}
 	return ob, nil
 }

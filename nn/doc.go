@@ -30,7 +30,11 @@
 //     shows it.
 //
 // Most have an Into form that writes into an array given (the input
-// itself for in place).
+// itself for in place). An output that shares memory with an input in
+// any other way (a view of it that starts elsewhere, a view of the sum
+// AddLayerNormInto also writes, the weight, the keys of attention) is
+// refused with an error: arrays are compared by their memory, not as
+// pointers.
 //
 // The arrays given to a layer must be contiguous, row-major, as a fresh
 // array is: the layers read rows in memory order, 16 bytes at a time where

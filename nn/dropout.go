@@ -122,6 +122,9 @@ func dropoutInto[T Float](op string, dst, x *nd.Array[T], p float32, seed, offse
 	if err := layerSameShape(op, "dst", dst.Shape(), x.Shape()); err != nil {
 		return err
 	}
+	if err := layerAliased(op, "dst", layerSpanOf(db), layerIn{name, layerSpanOf(xb), true}); err != nil {
+		return err
+	}
 	threshold, scale, err := dropoutThreshold(op, p)
 	if err != nil {
 		return err

@@ -90,6 +90,10 @@ func embeddingInto[T Float, I Index](op string, dst, table *nd.Array[T], ids *nd
 	if err := layerSameShape(op, "dst", dst.Shape(), append(ids.Shape(), dim)); err != nil {
 		return err
 	}
+	// rows are copied from anywhere in the table: no in place
+	if err := layerAliased(op, "dst", layerSpanOf(db), layerIn{"table", layerSpanOf(tb), false}, layerIn{"ids", layerSpanOf(ib), false}); err != nil {
+		return err
+	}
 	wide := int32(0)
 	if ids.Dtype() == "int64" {
 		wide = 1

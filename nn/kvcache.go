@@ -189,7 +189,7 @@ func (c *KVCache[T]) Reset() error {
 }
 
 // Append writes k and v, [B, Hkv, n, D] (contiguous, of the cache's
-// stream), to positions Len .. Len+n-1 of the cache, and adds n to the
+// stream, not views of K or V), to positions Len .. Len+n-1 of the cache, and adds n to the
 // length, in stream order: two kernels, which read the length on the
 // device (so a captured Append writes one position further at each
 // replay).
@@ -224,6 +224,15 @@ func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) e
 	want := [4]int{c.b, c.hkv, ks[2], c.d}
 	if ks != want || vs != want {
 		return errorf(op, cuda.ErrInvalidValue, "k %v and v %v: want %v, alike", k.Shape(), v.Shape(), l.shape(c.b, c.hkv, -1, c.d))
+	}
+	// k and v are read while the cache is written: not views of it.
+	for _, dst := range []struct {
+		name string
+		span layerSpan
+	}{{"the cache's K", layerSpanOf(c.kb)}, {"the cache's V", layerSpanOf(c.vb)}} {
+		if err := layerAliased(op, dst.name, dst.span, layerIn{"k", layerSpanOf(kb), false}, layerIn{"v", layerSpanOf(vb), false}); err != nil {
+			return err
+		}
 	}
 	n := ks[2]
 	if n == 0 {
@@ -294,7 +303,8 @@ func (c *KVCache[T]) Attention(q *nd.Array[T], opts AttentionOptions) (*nd.Array
 }
 
 // AttentionInto writes c.Attention(q, opts) into out, [B, H, Sq, D] (or
-// [B, Sq, H, D] with LayoutBSHD), allocating nothing: the form to capture.
+// [B, Sq, H, D] with LayoutBSHD) sharing no memory with q or the cache,
+// allocating nothing: the form to capture.
 func (c *KVCache[T]) AttentionInto(out, q *nd.Array[T], opts AttentionOptions) error {
 	const op = "KVCache.AttentionInto"
 	p, err := c.prepare(op, q, opts)

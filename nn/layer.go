@@ -250,3 +250,64 @@ func layerFreed[T nd.Elem](err *error, a *nd.Array[T]) {
 		*err = errors.Join(*err, e)
 	}
 }
+
+// layerSpan is the device memory of a contiguous array: its first byte
+// and the byte past its last (an empty span for nil or no elements).
+type layerSpan struct{ lo, hi uintptr }
+
+// layerSpanOf is b's span.
+func layerSpanOf[T any](b *cuda.DeviceBuffer[T]) layerSpan {
+	if b == nil {
+		return layerSpan{}
+	}
+	lo := uintptr(b.Ptr())
+	return layerSpan{lo, lo + uintptr(b.ByteSize())}
+}
+
+// layerArraySpan is a's span, empty for nil (an optional weight); a has
+// been checked by layerBuffer.
+func layerArraySpan[T nd.Elem](a *nd.Array[T]) layerSpan {
+	if a == nil {
+		return layerSpan{}
+	}
+	b, err := a.Buffer()
+	if err != nil {
+		return layerSpan{}
+	}
+	return layerSpanOf(b)
+}
+
+// overlaps reports whether a and b share a byte.
+func (a layerSpan) overlaps(b layerSpan) bool {
+	return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi
+}
+
+// layerIn is an input of a call, for layerAliased: its name, its memory,
+// and whether the output may be it (in place: each thread reads the
+// elements it alone writes, before it writes them).
+type layerIn struct {
+	name    string
+	span    layerSpan
+	inPlace bool
+}
+
+// layerAliased returns op's error where output out (named name) shares
+// memory with an input other than by being the very memory of one that
+// may be written in place. Arrays are compared by their memory, not as
+// pointers: a view of the same memory (a Reshape of it, or a Slice that
+// starts a few elements on) is the same memory to the kernel, which
+// would read elements another thread has already written.
+func layerAliased(op, name string, out layerSpan, ins ...layerIn) error {
+	for _, in := range ins {
+		switch {
+		case !out.overlaps(in.span), in.inPlace && out == in.span:
+		case out == in.span:
+			return errorf(op, cuda.ErrInvalidValue, "%s and %s are one array (the same memory): %s is read after %s is written", name, in.name, in.name, name)
+		case in.inPlace:
+			return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s without being the same memory: for in place pass %s itself, else memory apart", name, in.name, in.name)
+		default:
+			return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s: it must be memory apart, as %s is read while %s is written", name, in.name, in.name, name)
+		}
+	}
+	return nil
+}

@@ -613,16 +613,15 @@ func normAddForward[T Float](op string, rms bool, dst, sum, x, residual, weight,
 	}
 	s := x.Stream()
 	var resArg, sumArg any = cuda.DevicePtr(0), cuda.DevicePtr(0)
+	var rb, sb *cuda.DeviceBuffer[T]
 	if residual != nil {
-		rb, err := layerBuffer(op, "residual", residual, s)
-		if err != nil {
+		if rb, err = layerBuffer(op, "residual", residual, s); err != nil {
 			return err
 		}
 		if err := layerSameShape(op, "residual", residual.Shape(), x.Shape()); err != nil {
 			return err
 		}
-		sb, err := layerBuffer(op, "sum", sum, s)
-		if err != nil {
+		if sb, err = layerBuffer(op, "sum", sum, s); err != nil {
 			return err
 		}
 		if err := layerSameShape(op, "sum", sum.Shape(), x.Shape()); err != nil {
@@ -637,8 +636,21 @@ func normAddForward[T Float](op string, rms bool, dst, sum, x, residual, weight,
 	if err := layerSameShape(op, "dst", dst.Shape(), x.Shape()); err != nil {
 		return err
 	}
-	if residual != nil && dst == sum {
-		return errorf(op, cuda.ErrInvalidValue, "dst and sum are one array: the sum is read after it is written")
+	// The outputs by their memory, not as pointers (a view of dst's
+	// memory as sum would lose the sum): each may be an input of its
+	// shape itself (in place), else apart from every input; the weight
+	// and bias are read by every row, and may be written by none.
+	params := []layerIn{{"weight", layerArraySpan(weight), false}, {"bias", layerArraySpan(bias), false}}
+	ins := append([]layerIn{{"x", layerSpanOf(xb), true}}, params...)
+	if residual != nil {
+		ins = append(ins, layerIn{"residual", layerSpanOf(rb), true})
+		if err := layerAliased(op, "sum", layerSpanOf(sb), ins...); err != nil {
+			return err
+		}
+		ins = append([]layerIn{{"sum", layerSpanOf(sb), false}}, ins...)
+	}
+	if err := layerAliased(op, "dst", layerSpanOf(db), ins...); err != nil {
+		return err
 	}
 	rows, cols, err := layerRows(op, "x", x.Shape())
 	if err != nil {

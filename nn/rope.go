@@ -96,6 +96,9 @@ func ropeInto[T Float](op string, dst, x *nd.Array[T], offset int, r Rotary) err
 	if err := layerSameShape(op, "dst", dst.Shape(), shape); err != nil {
 		return err
 	}
+	if err := layerAliased(op, "dst", layerSpanOf(db), layerIn{"x", layerSpanOf(xb), true}); err != nil {
+		return err
+	}
 	if len(shape) < 3 {
 		return errorf(op, cuda.ErrInvalidValue, "x has shape %v: want [..., seq, heads, head dim], three axes or more", shape)
 	}

@@ -171,6 +171,9 @@ func softmaxInto[T Float](op string, dst, x *nd.Array[T], scale float32, mask Ma
 	if err := layerSameShape(op, "dst", dst.Shape(), shape); err != nil {
 		return err
 	}
+	if err := layerAliased(op, "dst", layerSpanOf(db), layerIn{"x", layerSpanOf(xb), true}); err != nil {
+		return err
+	}
 	rows, cols, err := layerRows(op, "x", shape)
 	if err != nil {
 		return err
@@ -196,6 +199,9 @@ func softmaxInto[T Float](op string, dst, x *nd.Array[T], scale float32, mask Ma
 			return errorf(op, cuda.ErrInvalidValue, "a mask of lengths needs x of two axes or more ([batch, ..., keys]), x has shape %v", shape)
 		}
 		if err := layerSameShape(op, "mask.Lengths", mask.Lengths.Shape(), shape[:1]); err != nil {
+			return err
+		}
+		if err := layerAliased(op, "dst", layerSpanOf(db), layerIn{"mask.Lengths", layerSpanOf(lb), false}); err != nil {
 			return err
 		}
 		lengths = lb
