@@ -421,6 +421,10 @@ func (m *Matrix[I, T]) resize(nnz int) error {
 // SpSV solves op(A)·y = alpha·x for y (cusparseSpSV: its analysis, then
 // its solve), with A square, CSR or COO, triangular: only its triangle
 // fill is read, and its diagonal as diag says. x and y have A's rows.
+// cuSPARSE's generic solves report no zero pivot: with NonUnit, a zero on
+// the diagonal (or one not stored) is no error, and y is then no solution
+// (infinities or NaNs from the division by it on); Unit never reads the
+// diagonal.
 func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a *Matrix[I, T], x, y *cuda.DeviceBuffer[T]) error {
 	const name = "SpSV"
 	if err := h.valid(name); err != nil {
@@ -473,7 +477,8 @@ func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 
 // SpSM solves op(A)·C = alpha·B for C (cusparseSpSM: its analysis, then
 // its solve), with A square, CSR or COO, triangular as for SpSV, and B and
-// C dense of A's rows, each row- or column-major.
+// C dense of A's rows, each row- or column-major. As SpSV's, a zero
+// diagonal is no error.
 func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a *Matrix[I, T], b, c Dense[T]) error {
 	const name = "SpSM"
 	if err := h.valid(name); err != nil {

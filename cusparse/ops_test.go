@@ -3,9 +3,11 @@ package cusparse_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/cmplx"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -492,4 +494,40 @@ func toTyped[T cusparse.Element](xs []complex128) []T {
 		out[i] = of[T](x)
 	}
 	return out
+}
+
+// TestSpSVZeroDiagonal: a triangular solve reports no zero pivot (SpSV's
+// doc): with NonUnit, a zero stored on the diagonal is no error and y is
+// not finite from there; with Unit the stored diagonal, zero or not, is
+// not read.
+func TestSpSVZeroDiagonal(t *testing.T) {
+	ctx, s, h := handle(t)
+	// [[0, 0], [1, 2]], lower: row 0 divides by zero.
+	a := free(t, must(cusparse.NewCSR(s, 2, 2, []int32{0, 1, 3}, []int32{0, 0, 1}, []float64{0, 1, 2}))(t))
+	x := upload(t, ctx, []float64{1, 1})
+	for _, tt := range []struct {
+		diag   cusparse.Diag
+		finite bool
+		want   []float64 // where finite
+	}{
+		{cusparse.NonUnit, false, nil},
+		{cusparse.Unit, true, []float64{1, 0}}, // y0 = 1, y1 = 1 - 1·y0
+	} {
+		t.Run(tt.diag.String(), func(t *testing.T) {
+			y := upload(t, ctx, []float64{7, 7})
+			if err := cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, tt.diag, 1, a, x, y); err != nil {
+				t.Fatalf("SpSV: %v, want nil", err)
+			}
+			got := download(t, s, y)
+			if !tt.finite {
+				if !math.IsInf(got[0], 0) && !math.IsNaN(got[0]) {
+					t.Errorf("y[0] = %v, want ±Inf or NaN (1/0)", got[0])
+				}
+				return
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("y = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
