@@ -99,7 +99,7 @@ extern "C" __global__ void nn_ce_mean_NN_SUFFIX(const float* loss, const void* t
 	}
 }
 // nn_ce_grad writes dx = scale · (softmax(x) - onehot(t)) / count for each
-// row not ignored, 0 for an ignored row.
+// row not ignored, 0 for an ignored row, NaN for a target out of range.
 extern "C" __global__ void nn_ce_grad_NN_SUFFIX(const nn_t* x, const void* t, int wide, const float* count, nn_t* dx, long long rows, int cols, long long ignore, float scale, int lanes) {
 	const int per = blockDim.x / lanes, lane = threadIdx.x % lanes;
 	const long long r = (long long)blockIdx.x * per + threadIdx.x / lanes;
@@ -107,8 +107,11 @@ extern "C" __global__ void nn_ce_grad_NN_SUFFIX(const nn_t* x, const void* t, in
 	const long long tr = nn_ce_target(t, wide, r);
 	const nn_t* xr = x + r * cols;
 	nn_t* dr = dx + r * cols;
-	if (tr == ignore) {
-		for (int j = lane; j < cols; j += lanes) dr[j] = nn_st(0.0f);
+	if (tr == ignore || tr < 0 || tr >= cols) { // the whole row's lanes return
+		// a target out of range made the loss NaN: its gradient is NaN
+		// too, not a softmax that looks like one
+		const float f = tr == ignore ? 0.0f : __int_as_float(0x7fc00000);
+		for (int j = lane; j < cols; j += lanes) dr[j] = nn_st(f);
 		return;
 	}
 	const float lse = nn_ce_lse(xr, cols, lane, lanes), g = scale / count[0];
@@ -159,7 +162,8 @@ func CrossEntropy[T Float, I Index](logits *nd.Array[T], targets *nd.Array[I], i
 // CrossEntropyBackward returns the gradient of CrossEntropy(logits,
 // targets, ignore) with respect to logits, times scale (the gradient of
 // the loss; 1 for the loss itself): softmax(row) less 1 at the target,
-// over the count of rows not ignored; 0 in an ignored row.
+// over the count of rows not ignored; 0 in an ignored row, and NaN in a
+// row whose target is out of [0, V) and not ignore (as the loss is NaN).
 func CrossEntropyBackward[T Float, I Index](logits *nd.Array[T], targets *nd.Array[I], ignore int, scale float32) (dx *nd.Array[T], err error) {
 	const op = "CrossEntropyBackward"
 	xb, tb, wide, rows, cols, err := crossEntropyArgs(op, logits, targets)

@@ -217,3 +217,69 @@ func TestCrossEntropyErrors(t *testing.T) {
 	_, err = nn.CrossEntropyBackward(must(x.Reshape(12))(t), tg, -100, 1)
 	layerWantErr(t, err, cuda.ErrInvalidValue, "CrossEntropyBackward", "want [N, V]")
 }
+
+// TestCrossEntropyBadTargets: a target out of [0, V) that is not the
+// ignore index makes the loss NaN and its row of the gradient NaN (not a
+// softmax that looks like a gradient), the other rows' gradients as the
+// reference's over the count of rows not ignored (the bad ones with them,
+// as in the loss's mean); every row ignored gives a zero gradient. Rows of a warp and of a block.
+func TestCrossEntropyBadTargets(t *testing.T) {
+	s := layerStream(t)
+	for _, tc := range []struct {
+		name    string
+		v       int
+		targets []int64
+	}{
+		{"negative", 5, []int64{1, -3, 4}},
+		{"V", 7, []int64{7, 0, -100}},
+		{"past V, wide rows", 1500, []int64{3, 1499, 100000}},
+		{"every row ignored", 3, []int64{-100, -100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(tc.targets)
+			xv := layerData(n*tc.v, 9, -2, 2)
+			x := layerUp[float32](t, s, xv, n, tc.v)
+			tg := layerFree(t, must(nd.FromSlice(s, tc.targets, n))(t))
+			g := layerDown(t, layerFree(t, must(nn.CrossEntropyBackward(x, tg, -100, 1))(t)))
+			// the reference over the good rows, the bad ones ignored
+			good := append([]int64(nil), tc.targets...)
+			bad := false
+			for i, c := range good {
+				if c != -100 && (c < 0 || c >= int64(tc.v)) {
+					good[i], bad = -100, true
+				}
+			}
+			_, want := crossEntropyRef(xv, good, n, tc.v, -100)
+			counted, kept := 0.0, 0.0 // the mean's count has the bad rows
+			for i, c := range tc.targets {
+				if c != -100 {
+					counted++
+				}
+				if good[i] != -100 {
+					kept++
+				}
+			}
+			for i := range want {
+				if counted > 0 {
+					want[i] *= kept / counted
+				}
+			}
+			loss := must(layerFree(t, must(nn.CrossEntropy(x, tg, -100))(t)).Item())(t)
+			if math.IsNaN(float64(loss)) != (bad || counted == 0) {
+				t.Errorf("loss %v", loss)
+			}
+			for r, c := range tc.targets {
+				row := g[r*tc.v : (r+1)*tc.v]
+				if good[r] != c { // out of range
+					for j, e := range row {
+						if !math.IsNaN(e) {
+							t.Fatalf("row %d (target %d): gradient[%d] = %v, want NaN", r, c, j, e)
+						}
+					}
+					continue
+				}
+				layerClose(t, fmt.Sprint("row ", r), row, want[r*tc.v:(r+1)*tc.v], 1e-5)
+			}
+		})
+	}
+}
