@@ -23,7 +23,8 @@ type AttentionOptions struct {
 	// instead; the two agree where Sq == Sk). Where Sq > Sk, the first
 	// Sq-Sk queries see no key and their output is zero.
 	Causal bool
-	// Scale multiplies QK^T before the softmax; 0 means 1/sqrt(D).
+	// Scale multiplies QK^T before the softmax; 0 means 1/sqrt(D). It
+	// must be finite as a float32 (the kernels compute in float32).
 	Scale float64
 	// Layout is the order of the arrays' axes (q, k, v and the result
 	// alike): LayoutBHSD (the zero value) or LayoutBSHD.
@@ -226,6 +227,9 @@ func (p *attnParams[T]) check(op string, opts AttentionOptions) error {
 		scale = 1 / math.Sqrt(float64(p.D))
 	}
 	p.scaleLog2 = float32(scale * math.Log2E)
+	if math.IsInf(float64(p.scaleLog2), 0) { // finite in float64, not in the float32 the kernels take: every score NaN
+		return errorf(op, cuda.ErrInvalidValue, "scale %v: past float32's range, in which the kernels compute", opts.Scale)
+	}
 	return nil
 }
 

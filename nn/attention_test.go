@@ -258,6 +258,7 @@ func TestAttentionErrors(t *testing.T) {
 		{"D 0", ok(1, 4, 5, 0), ok(1, 2, 6, 0), ok(1, 2, 6, 0), nn.AttentionOptions{}, cuda.ErrInvalidValue, []string{"D is 0"}},
 		{"D 512", ok(1, 1, 1, 512), ok(1, 1, 1, 512), ok(1, 1, 1, 512), nn.AttentionOptions{}, cuda.ErrNotSupported, []string{"D = 512"}},
 		{"NaN scale", q, k, k, nn.AttentionOptions{Scale: math.NaN()}, cuda.ErrInvalidValue, []string{"scale"}},
+		{"scale past float32", q, k, k, nn.AttentionOptions{Scale: -1e300}, cuda.ErrInvalidValue, []string{"scale -1e+300", "float32"}},
 		{"streams", q, elsewhere, elsewhere, nn.AttentionOptions{}, cuda.ErrInvalidValue, []string{"different streams"}},
 		{"strided", view, ok(1, 4, 5, 32), ok(1, 4, 5, 32), nn.AttentionOptions{}, cuda.ErrInvalidValue, []string{"contiguous"}},
 		{"layout", q, k, k, nn.AttentionOptions{Layout: 2}, cuda.ErrInvalidValue, []string{"AttentionLayout(2)"}},
