@@ -29,7 +29,7 @@ func checkBlocks[I Index](op string, rows, cols, block int) error {
 	case rows%block != 0 || cols%block != 0:
 		return errorf(op, cuda.ErrInvalidValue, "a %dx%d matrix in blocks of %d: the sizes must be multiples of the block size (pad the matrix with zeros)", rows, cols, block)
 	}
-	if int64(rows)*int64(cols) > int64(maxIndex[I]()) {
+	if rows > 0 && cols > maxIndex[I]()/rows {
 		return errorf(op, cuda.ErrInvalidValue, "a %dx%d matrix: its blocks' values are more than %v indices count", rows, cols, reflect.TypeFor[I]())
 	}
 	return nil

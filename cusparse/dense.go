@@ -2,6 +2,7 @@ package cusparse
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 
 	cuda "github.com/gocuda/cuda"
@@ -76,7 +77,13 @@ func (d Dense[T]) check(op, name string) error {
 		return errorf(op, cuda.ErrInvalidValue, "%s.Stride is %d: want 0 (packed) or at least %d", name, d.Stride, minor)
 	}
 	// A matrix with no rows or no columns needs no elements.
-	if need := max(major-1, 0)*d.ld() + minor; major > 0 && minor > 0 && need > d.Data.Len() {
+	if major == 0 || minor == 0 {
+		return nil
+	}
+	if ld := d.ld(); major-1 > (math.MaxInt-minor)/ld {
+		return errorf(op, cuda.ErrInvalidValue, "%s is %dx%d %v with stride %d: beyond any buffer", name, d.Rows, d.Cols, d.Layout, ld)
+	}
+	if need := (major-1)*d.ld() + minor; need > d.Data.Len() {
 		return errorf(op, cuda.ErrInvalidValue, "%s is %dx%d %v with stride %d: it needs %d elements, and %s.Data holds %d", name, d.Rows, d.Cols, d.Layout, d.ld(), need, name, d.Data.Len())
 	}
 	return nil

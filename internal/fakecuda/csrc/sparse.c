@@ -457,14 +457,19 @@ static int spm_okx(const struct spm *m, int need_values, int halves, int blocks)
 static int spm_ok(const struct spm *m, int need_values) { return spm_okx(m, need_values, 0, 0); }
 static int is_blocked(const struct spm *m) { return m->fmt == F_BSR || m->fmt == F_ELL; }
 
-static int64_t dn_elems(const struct dnm *d) {
-	int64_t major = d->order == 2 ? d->rows : d->cols, minor = d->order == 2 ? d->cols : d->rows;
-	return major == 0 || minor == 0 ? 0 : (major - 1) * d->ld + minor;
+// dn_bytes sets *n to the bytes a dense matrix spans, of es bytes an
+// element; 0 where that overflows (a matrix past any memory: what the
+// real library would read or write is out of bounds).
+static int dn_bytes(const struct dnm *d, size_t es, size_t *n) {
+	int64_t major = d->order == 2 ? d->rows : d->cols, minor = d->order == 2 ? d->cols : d->rows, elems;
+	if (major == 0 || minor == 0) return *n = 0, 1;
+	if (__builtin_mul_overflow(major - 1, d->ld, &elems) || __builtin_add_overflow(elems, minor, &elems)) return 0;
+	return !__builtin_mul_overflow((size_t)elems, es, n);
 }
 static int dnm_okx(const struct dnm *d, int halves) {
-	size_t es = halves ? esize(d->vt) : vsize(d->vt);
+	size_t es = halves ? esize(d->vt) : vsize(d->vt), n;
 	if (!es) return SP_NOT_SUPPORTED;
-	return mem_ok(d->v, dn_elems(d) * es) ? SP_SUCCESS : SP_INVALID_VALUE;
+	return dn_bytes(d, es, &n) && mem_ok(d->v, n) ? SP_SUCCESS : SP_INVALID_VALUE;
 }
 static int dnm_ok(const struct dnm *d) { return dnm_okx(d, 0); }
 
