@@ -571,3 +571,40 @@ func TestAttentionTiles(t *testing.T) {
 		})
 	}
 }
+
+// TestKVCacheCaptureUnlaunched: an Append captured in a graph adds its
+// positions when the graph is launched, not when it is captured, so that
+// the host's count does not refuse an Append that fits before then; the
+// graph's launch past MaxLen then writes nothing, and Len says so.
+func TestKVCacheCaptureUnlaunched(t *testing.T) {
+	s := layerStream(t)
+	const maxLen, D = 4, 8
+	c := must(nn.NewKVCache[float32](s, 1, 1, maxLen, D))(t)
+	t.Cleanup(func() { c.Free() })
+	kv := func(n int) *nd.Array[float32] {
+		return layerUp[float32](t, s, layerData(n*D, uint64(n), -1, 1), 1, 1, n, D)
+	}
+	one := kv(1)
+	if err := c.Append(one, one); err != nil { // compiles the kernels outside the capture
+		t.Fatal(err)
+	}
+	g := must(s.Capture(cuda.CaptureGlobal, func() error { return c.Append(one, one) }))(t)
+	defer g.Close()
+	three := kv(maxLen - 1)
+	if err := c.Append(three, three); err != nil {
+		t.Fatalf("an Append that fits, after a capture not launched: %v", err)
+	}
+	if n, err := c.Len(); n != maxLen || err != nil {
+		t.Fatalf("Len = %d, %v; want %d", n, err, maxLen)
+	}
+	exec := must(g.Instantiate())(t)
+	defer exec.Close()
+	if err := exec.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Len()
+	layerWantErr(t, err, cuda.ErrInvalidValue, "MaxLen")
+	if n != maxLen {
+		t.Errorf("Len = %d after the graph's Append past MaxLen, want %d", n, maxLen)
+	}
+}

@@ -184,7 +184,10 @@ func (c *KVCache[T]) Reset() error {
 	if err := c.state.Memset32Async(0, c.s); err != nil {
 		return wrap(op, err)
 	}
-	c.queued.Store(0)
+	c.queued.Store(0) // a lower bound, whether this runs now or at a replay
+	if c.s.Capturing() {
+		c.replayed.Store(true) // the length is 0 at a replay only: the host no longer knows it
+	}
 	return nil
 }
 
@@ -253,9 +256,13 @@ func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) e
 	if err := m.kvAdvance.Launch(cuda.LaunchConfig{Grid: one, Block: one, Stream: c.s}, c.state, int32(n), int32(c.maxLen)); err != nil {
 		return wrap(op, err)
 	}
-	c.queued.Add(int64(n))
 	if c.s.Capturing() {
+		// captured, not run: the positions come with the replays, unseen,
+		// and counting them now would make queued more than the length
+		// (an Append that fits refused) until the graph is launched
 		c.replayed.Store(true)
+	} else {
+		c.queued.Add(int64(n))
 	}
 	return nil
 }
