@@ -49,7 +49,19 @@ func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[
 		if err != nil {
 			return nil, err
 		}
-		return upload(name, h.base.Stream(), hm.to(f))
+		// The device's arrays first: a matrix too large for them (a COO
+		// of 2^40 rows made CSR, say) is the device's out of memory, not
+		// the host's, which Go cannot recover from.
+		m, err := allocMatrix[I, T](h.base.Stream(), f, a.rows, a.cols, a.nnz)
+		if err != nil {
+			return nil, calledas.Op(name, err)
+		}
+		out := hm.to(f)
+		if err := errors.Join(copyIn(m.outer, out.outer), copyIn(m.inner, out.inner), copyIn(m.values, out.values)); err != nil {
+			m.freeAll()
+			return nil, calledas.Op(name, err)
+		}
+		return m, nil
 	}
 	var out *Matrix[I, T]
 	err := h.do(name, a.mem(), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) error {

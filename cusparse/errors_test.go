@@ -22,6 +22,8 @@ func TestInvalid(t *testing.T) {
 	x3, x2 := upload(t, ctx, []float64{1, 2, 3}), upload(t, ctx, []float64{1, 2})
 	d23 := cusparse.NewDense(upload(t, ctx, make([]float64, 6)), 2, 3)
 	d32 := cusparse.NewDense(upload(t, ctx, make([]float64, 6)), 3, 2)
+	// 2^40 rows of one non-zero: its CSR offsets are 8 TiB.
+	tall := free(t, must(cusparse.NewCOO(s, 1<<40, 2, []int64{5}, []int64{1}, []float64{1}))(t))
 	huge := free(t, must(cusparse.NewCOO(s, 1<<32, 1<<32, []int64{}, []int64{}, []float64{}))(t))
 	freed := must(cusparse.NewCOO(s, 1, 1, []int32{0}, []int32{0}, []float64{1}))(t)
 	if err := freed.Free(); err != nil {
@@ -68,6 +70,7 @@ func TestInvalid(t *testing.T) {
 		{"SpMM layout", cusparse.SpMM(h, cusparse.NoTrans, 1, a, cusparse.Dense[float64]{Data: d32.Data, Rows: 3, Cols: 2, Layout: 5}, 0, d23), "b.Layout is 5", cuda.ErrInvalidValue},
 		{"SpMM stride past any buffer", cusparse.SpMM(h, cusparse.NoTrans, 1, a, cusparse.Dense[float64]{Data: d32.Data, Rows: 3, Cols: 2, Stride: math.MaxInt/2 + 1}, 0, cusparse.NewDense(upload(t, ctx, make([]float64, 4)), 2, 2)), "b is 3x2 row-major with stride 4611686018427387904: beyond any buffer", cuda.ErrInvalidValue},
 		{"ToDense sizes past any buffer", cusparse.ToDense(h, huge, cusparse.Dense[float64]{Data: x3, Rows: 1 << 32, Cols: 1 << 32}), "d is 4294967296x4294967296 row-major with stride 4294967296: beyond any buffer", cuda.ErrInvalidValue},
+		{"Convert int64 past the device", errOf(cusparse.Convert(h, tall, cusparse.CSR)), "out of memory", cuda.ErrOutOfMemory},
 		{"NewBSR sizes past int64", errOf(cusparse.NewBSR[int64](s, 1<<32, 1<<32, 2, []float64{})), "more than int64 indices count", cuda.ErrInvalidValue},
 		{"SpMM nil data", cusparse.SpMM(h, cusparse.NoTrans, 1, a, cusparse.Dense[float64]{Rows: 3, Cols: 2}, 0, d23), "b.Data is nil", cuda.ErrInvalidValue},
 		{"SpGEMM format", errOf(cusparse.SpGEMM(h, coo, coo)), "a is COO and b COO: SpGEMM takes CSR", cuda.ErrInvalidValue},
