@@ -39,9 +39,11 @@
 // The arrays given to a layer must be contiguous, row-major, as a fresh
 // array is: the layers read rows in memory order, 16 bytes at a time where
 // the row's length and the arrays' alignment allow, and make no hidden
-// copies. A transposed or sliced view is refused with an error that says
-// so; its Contiguous makes a copy a layer takes. Every array of a call
-// must be on one stream.
+// copies. A view that is contiguous (a Reshape, a Slice of whole rows,
+// at any element) is taken as it is; a transposed view, or a slice that
+// is not contiguous, is refused with an error that says so: its
+// Contiguous makes a copy a layer takes. Every array of a call must be on
+// one stream.
 //
 // Scalars that shape the computation (eps, scales) are float32 whatever
 // the element type, as the layers compute in float32 (cuBLAS's α and β
