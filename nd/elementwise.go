@@ -558,22 +558,40 @@ func ClipInto[T Elem](dst, a *Array[T], lo, hi T) error {
 	return runInto(op, clipExpr, dst, ins...)
 }
 
-var clipExpr = expr{name: "clip", code: "x0 < x1 ? x1 : x0 > x2 ? x2 : x0"}
+// clipExpr is NumPy's clip, minimum(maximum(a, lo), hi): hi where lo >
+// hi, a NaN staying.
+var clipExpr = expr{name: "clip", code: "x0 < x1 ? (x1 > x2 ? x2 : x1) : x0 > x2 ? x2 : x0"}
 
 // Cast returns a's elements converted to U as Go's conversion converts
 // them (Float16 and BFloat16 results rounded to nearest, ties to even; a
-// float to an integer truncated toward zero, out of range undefined).
+// float to an integer truncated toward zero, out of range undefined),
+// but to and from Bool as NumPy's astype: a nonzero value (0.5, 256, NaN)
+// is true, and true is 1.
 func Cast[U, T Elem](a *Array[T]) (out *Array[U], failure error) {
 	defer poison(&out, &failure)
-	return unary[T, U]("Cast", castExpr, a)
+	return unary[T, U]("Cast", castOf[U, T](), a)
 }
 
 // CastInto sets dst to a's elements converted to dst's type.
 func CastInto[U, T Elem](dst *Array[U], a *Array[T]) error {
-	return unaryInto("CastInto", castExpr, dst, a)
+	return unaryInto("CastInto", castOf[U, T](), dst, a)
 }
 
-var castExpr = fixed("cast", "x0")
+var (
+	castExpr = fixed("cast", "x0")
+	// Bool's conversions: a Bool is a byte, and a byte's conversion
+	// would make 256 and 0.5 false, and a true of 2 (any nonzero byte is
+	// true) 2.
+	boolCastExpr = fixed("tobool", "x0 != 0")
+)
+
+// castOf is Cast's expression from T to U.
+func castOf[U, T Elem]() func(ctype) expr {
+	if isBool[U]() || isBool[T]() {
+		return boolCastExpr
+	}
+	return castExpr
+}
 
 // The functions of one array.
 var (

@@ -1,6 +1,7 @@
 package nd_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -482,4 +483,92 @@ func TestResultOrder(t *testing.T) {
 	if !c.IsContiguous() {
 		t.Errorf("Add of contiguous arrays: strides %v, want row-major", c.Strides())
 	}
+}
+
+// TestBoolCasts: Cast to and from Bool as NumPy's astype, any nonzero
+// value true and true 1 (a byte's conversion made 0.5 and 256 false, and
+// a true byte of 2 the number 2); and Clip with lo above hi is hi, as
+// NumPy's minimum(maximum(a, lo), hi) (it gave lo where a < lo).
+func TestBoolCasts(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		name string
+		f    func() ([]nd.Bool, error)
+		want []nd.Bool
+	}{
+		{"float32 to Bool", func() ([]nd.Bool, error) {
+			return castTo[nd.Bool](s, []float32{0, 0.5, 2, -1, nan, float32(math.Copysign(0, -1))})
+		}, []nd.Bool{0, 1, 1, 1, 1, 0}},
+		{"int32 to Bool", func() ([]nd.Bool, error) { return castTo[nd.Bool](s, []int32{0, 256, 2, -256}) }, []nd.Bool{0, 1, 1, 1}},
+		{"float16 to Bool", func() ([]nd.Bool, error) {
+			return castTo[nd.Bool](s, []cuda.Float16{cuda.NewFloat16(0), cuda.NewFloat16(0.25), cuda.NewFloat16(-3)})
+		}, []nd.Bool{0, 1, 1}},
+		{"Bool to Bool", func() ([]nd.Bool, error) { return castTo[nd.Bool](s, []nd.Bool{0, 2, 255}) }, []nd.Bool{0, 1, 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.f()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+	t.Run("Bool to float32 and int64", func(t *testing.T) {
+		in := []nd.Bool{0, 1, 2, 255}
+		f := must(castTo[float32](s, in))(t)
+		i := must(castTo[int64](s, in))(t)
+		if !slices.Equal(f, []float32{0, 1, 1, 1}) || !slices.Equal(i, []int64{0, 1, 1, 1}) {
+			t.Fatalf("got %v and %v, want [0 1 1 1]", f, i)
+		}
+	})
+	t.Run("Clip lo above hi", func(t *testing.T) {
+		a := free(t, must(nd.FromSlice(s, []float32{1, nan, 3, 9}))(t))
+		got := free(t, must(nd.Clip(a, 5, 2))(t))
+		closeTo(t, "Clip(a, 5, 2)", got, host[float64]{[]float64{2, math.NaN(), 2, 2}, []int{4}}, 0)
+		if err := nd.ClipInto(a, a, 5, 2); err != nil {
+			t.Fatal(err)
+		}
+		closeTo(t, "ClipInto(a, a, 5, 2)", a, host[float64]{[]float64{2, math.NaN(), 2, 2}, []int{4}}, 0)
+		l := free(t, must(nd.Lazy(a).Clip(5, 2).Eval())(t))
+		closeTo(t, "Lazy(a).Clip(5, 2)", l, host[float64]{[]float64{2, math.NaN(), 2, 2}, []int{4}}, 0)
+	})
+}
+
+// castTo returns data cast to U on the device, and CastInto's result,
+// which must agree.
+func castTo[U, T nd.Elem](s *cuda.Stream, data []T) ([]U, error) {
+	a, err := nd.FromSlice(s, data)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Free()
+	c, err := nd.Cast[U](a)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Free()
+	d, err := nd.Empty[U](s, len(data))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Free()
+	if err := nd.CastInto(d, a); err != nil {
+		return nil, err
+	}
+	got, err := c.ToSlice()
+	if err != nil {
+		return nil, err
+	}
+	into, err := d.ToSlice()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(got, into) {
+		return nil, fmt.Errorf("Cast gave %v and CastInto %v", got, into)
+	}
+	return got, nil
 }
