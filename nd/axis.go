@@ -204,8 +204,9 @@ func softmaxRows[T cuda.AnyFloat](f func(dst, src *cuda.DeviceBuffer[T], shape c
 
 // Cumsum returns the cumulative sums of a along axis: element k of a line
 // is the sum of its elements 0 to k, folded in order (in 64 bits for
-// integers, float32 for the halves, as Sum). Each line is summed by one
-// thread, in order: fast for many short lines, slow for a few long ones.
+// integers, float32 for the halves, as Sum; of Bools, true from the first
+// true on). Each line is summed by one thread, in order: fast for many
+// short lines, slow for a few long ones.
 func Cumsum[T Elem](a *Array[T], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	return rowwise("Cumsum", a, axis, nil, cumsumRows[T])
@@ -246,10 +247,16 @@ func rowKernel(name, sub string, t ctype, spec func() compute.ElementwiseSpec) (
 
 func cumsumRows[T Elem](dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.Stream) error {
 	t := ctypeOf[T]()
-	k, err := rowKernel("cumsum", "", t, func() compute.ElementwiseSpec {
+	// A Bool's running sum is true from its first true on (a logical
+	// or, as Sum's): as a byte, 256 trues would wrap to a false.
+	name, sub, conv := "nd_cumsum_"+t.name, "", fmt.Sprintf("(%s)acc", t.value)
+	if isBool[T]() {
+		name, sub, conv = "nd_cumsum_bool", "bool", "(acc != 0)"
+	}
+	k, err := rowKernel("cumsum", sub, t, func() compute.ElementwiseSpec {
 		acc := map[string]string{"float32": "float", "float64": "double", "int64": "long long", "uint64": "unsigned long long"}[accOf(t)]
-		return compute.ElementwiseSpec{Name: "nd_cumsum_" + t.name, InParams: fmt.Sprintf("raw %s x, int64 cols", t.name), OutParams: fmt.Sprintf("raw %s y", t.name),
-			Operation: fmt.Sprintf("const long long base = i * cols;\n%s acc = 0;\nfor (long long k = 0; k < cols; k++) { acc += x[base + k]; y[base + k] = (%s)acc; }", acc, t.value)}
+		return compute.ElementwiseSpec{Name: name, InParams: fmt.Sprintf("raw %s x, int64 cols", t.name), OutParams: fmt.Sprintf("raw %s y", t.name),
+			Operation: fmt.Sprintf("const long long base = i * cols;\n%s acc = 0;\nfor (long long k = 0; k < cols; k++) { acc += x[base + k]; y[base + k] = %s; }", acc, conv)}
 	})
 	if err != nil {
 		return err

@@ -315,10 +315,11 @@ func ptr[T any](v T) *T { return &v }
 
 // Sum returns the sum of a's elements over the axes (0 for none); integers
 // are summed in 64 bits and Float16 and BFloat16 in float32, the result
-// of T.
+// of T. The sum of Bools is a Bool, true where any is (NumPy's add of
+// bools, a logical or).
 func Sum[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return reduce("Sum", a, x, stdFold("sum", compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), nil)
+	return sum("Sum", a, x, nil)
 }
 
 // SumInto sets dst to the sum of a's elements over the axes.
@@ -326,7 +327,22 @@ func SumInto[T Elem](dst, a *Array[T], x Axes) error {
 	if err := writable("SumInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(reduce("SumInto", a, x, stdFold("sum", compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), dst))
+	return errOnly(sum("SumInto", a, x, dst))
+}
+
+func sum[T Elem](op string, a *Array[T], x Axes, dst *Array[T]) (*Array[T], error) {
+	if isBool[T]() {
+		// Summed as bytes, 256 trues would wrap to a false.
+		return specReduce(op, "any", a, x, *new(T), dst)
+	}
+	return reduce(op, a, x, stdFold("sum", compute.Sum[T], compute.SumAxis[T]), ptr(*new(T)), dst)
+}
+
+// isBool reports whether T is Bool, whose conversions and sums are truth
+// values (any nonzero byte true), not bytes.
+func isBool[T Elem]() bool {
+	_, ok := any(*new(T)).(Bool)
+	return ok
 }
 
 // Max returns the largest of a's elements over the axes (a NaN if there
@@ -373,10 +389,11 @@ func MeanInto[T cuda.AnyFloat](dst, a *Array[T], x Axes) error {
 	return errOnly(reduce("MeanInto", a, x, stdFold("mean", compute.Mean[T], compute.MeanAxis[T]), ptr(nan[T]()), dst))
 }
 
-// Prod returns the product of a's elements over the axes (1 for none).
+// Prod returns the product of a's elements over the axes (1 for none);
+// of Bools, true where all are (a logical and).
 func Prod[T Elem](a *Array[T], x Axes) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return specReduce("Prod", "prod", a, x, one[T](), nil)
+	return specReduce("Prod", prodOf[T](), a, x, one[T](), nil)
 }
 
 // ProdInto sets dst to the product of a's elements over the axes.
@@ -384,7 +401,16 @@ func ProdInto[T Elem](dst, a *Array[T], x Axes) error {
 	if err := writable("ProdInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(specReduce("ProdInto", "prod", a, x, one[T](), dst))
+	return errOnly(specReduce("ProdInto", prodOf[T](), a, x, one[T](), dst))
+}
+
+// prodOf is Prod's fold of T: of Bools, all (a product of bytes, such as
+// 2s, would wrap to a false).
+func prodOf[T Elem]() string {
+	if isBool[T]() {
+		return "all"
+	}
+	return "prod"
 }
 
 // All returns whether every element of a over the axes is true (nonzero;

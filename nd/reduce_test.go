@@ -557,3 +557,59 @@ func TestIntoOverlap(t *testing.T) {
 		})
 	}
 }
+
+// TestBoolFolds: Sum, Prod and Cumsum of Bools are truth values (NumPy's
+// add and multiply of bools: or, and), not bytes that wrap: before, the
+// Sum of 256 trues was false, the Prod of eight trues of byte 2 false,
+// and the Cumsum false from its 256th element.
+func TestBoolFolds(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	trues := slices.Repeat([]nd.Bool{1}, 256)
+	twos := slices.Repeat([]nd.Bool{2}, 8)
+	for _, c := range []struct {
+		name string
+		data []nd.Bool
+		f    func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error)
+		want nd.Bool
+	}{
+		{"Sum of 256 trues", trues, func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error) { return nd.Sum(a, nd.Along()) }, 1},
+		{"Sum of none", nil, func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error) { return nd.Sum(a, nd.Along()) }, 0},
+		{"Sum of falses", make([]nd.Bool, 300), func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error) { return nd.Sum(a, nd.Along(0)) }, 0},
+		{"Prod of 2s", twos, func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error) { return nd.Prod(a, nd.Along()) }, 1},
+		{"Prod of none", nil, func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error) { return nd.Prod(a, nd.Along()) }, 1},
+		{"Prod with a false", append(slices.Clone(twos), 0), func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error) { return nd.Prod(a, nd.Along(-1)) }, 0},
+		{"Cumsum's last of 256 trues", trues, func(a *nd.Array[nd.Bool]) (*nd.Array[nd.Bool], error) {
+			c, err := nd.Cumsum(a, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Free()
+			return must(c.Slice(0, -1, nd.None, 1))(t).Copy()
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := free(t, must(nd.FromSlice(s, c.data))(t))
+			got := free(t, must(c.f(a))(t))
+			v := must(got.ToSlice())(t)
+			if len(v) != 1 || (v[0] != 0) != (c.want != 0) {
+				t.Fatalf("got %v, want %v", v, c.want)
+			}
+			if v[0] > 1 {
+				t.Fatalf("got the byte %d, want 0 or 1", v[0])
+			}
+		})
+	}
+	// The Into forms, into a row of a matrix of Bools.
+	m := free(t, must(nd.FromSlice(s, slices.Concat(trues, trues), 2, 256))(t))
+	d := free(t, must(nd.Zeros[nd.Bool](s, 2))(t))
+	if err := nd.SumInto(d, m, nd.Along(1)); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, d, host[nd.Bool]{[]nd.Bool{1, 1}, []int{2}})
+	c := free(t, must(nd.Zeros[nd.Bool](s, 2, 256))(t))
+	if err := nd.CumsumInto(c, m, 1); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, c, host[nd.Bool]{slices.Concat(trues, trues), []int{2, 256}})
+}
