@@ -196,3 +196,21 @@ func SharedAllowed() int {
 	})
 	return n
 }
+
+// SetDeviceSize makes the layouts of s's device those of a device of sms
+// multiprocessors of threads threads each, whose blocks may opt in to
+// optin bytes of shared memory (the H200's: 132, 2048, 232448), until t
+// ends: the fake's device then takes the GPU's layouts.
+func SetDeviceSize(t testing.TB, s *cuda.Stream, sms, threads, optin int) {
+	t.Helper()
+	dev := s.Context().Device().Ordinal()
+	old, had := deviceSizes.Load(dev)
+	deviceSizes.Store(dev, deviceSize{sms: sms, resident: sms * threads / blockSize, optin: optin})
+	t.Cleanup(func() {
+		if had {
+			deviceSizes.Store(dev, old)
+		} else {
+			deviceSizes.Delete(dev)
+		}
+	})
+}
