@@ -27,6 +27,16 @@ func checkMatrix(op string, s *cuda.Stream, shape Shape, as []arg) error {
 	return nil
 }
 
+// overlap reports whether buffers a and b, each of one length (more than
+// none), share memory: views of one allocation whose element ranges meet.
+func overlap[T any](a, b *cuda.DeviceBuffer[T]) bool {
+	lo, hi := a.Ptr(), b.Ptr()
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	return uint64(hi-lo) < uint64(a.ByteSize())
+}
+
 // softmaxSource is the kernels of Softmax and LogSoftmax over rows of T,
 // laid out as planRows says (layout.go). One pass finds a row's largest
 // element and the sum of the exponentials of the differences from it
@@ -158,7 +168,8 @@ type regCase struct{ Group, N int }
 
 // Softmax sets each row of dst to the softmax of src's row: e^(x-max) over
 // the row's sum of them. src and dst are row-major matrices of shape (dst
-// may be src).
+// may be src, or memory apart from it; a dst that overlaps part of src is
+// an error).
 func Softmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
 	return softmax("Softmax", dst, src, shape, s, false)
 }
@@ -264,6 +275,12 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	if err := checkMatrix(op, s, shape, as[:]); err != nil {
 		return err
 	}
+	if shape.Rows*shape.Cols > 0 && dst.Ptr() != src.Ptr() && overlap(dst, src) {
+		if err := closedArg(op, as[:]); err != nil {
+			return err // freed, and its address another's now
+		}
+		return errorf(op, cuda.ErrInvalidValue, "dst overlaps src: dst may be src itself, or memory apart from it, not part of it")
+	}
 	if shape.Rows == 0 || shape.Cols == 0 {
 		return nil
 	}
@@ -354,7 +371,8 @@ type transposeText struct {
 const skinny = 8
 
 // Transpose sets dst, a row-major matrix of shape.Cols rows of shape.Rows
-// elements, to the transpose of src, of shape. dst may not be src.
+// elements, to the transpose of src, of shape. dst may not be src, nor
+// overlap it.
 func Transpose[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
 	const op = "Transpose"
 	as := [2]arg{bufArg("dst", dst), bufArg("src", src)}
@@ -366,6 +384,12 @@ func Transpose[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cu
 			return err // freed, and its address another's now
 		}
 		return errorf(op, cuda.ErrInvalidValue, "dst is src: a transpose cannot be made in place")
+	}
+	if shape.Rows*shape.Cols > 0 && overlap(dst, src) {
+		if err := closedArg(op, as[:]); err != nil {
+			return err
+		}
+		return errorf(op, cuda.ErrInvalidValue, "dst overlaps src: a transpose cannot be made in place, nor into part of its source")
 	}
 	if shape.Rows == 0 || shape.Cols == 0 {
 		return nil

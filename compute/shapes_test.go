@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -729,5 +730,47 @@ func TestShapesCapture(t *testing.T) {
 				t.Errorf("ArgMax, ArgMin in the graph: %v, outside it %v", got, wantIndex)
 			}
 		})
+	}
+}
+
+// TestShapesOverlap: Softmax may write its result over src, and into
+// memory apart from it, but not over part of it (dst a view a few
+// elements into src's buffer: the rows' reads and writes would race);
+// Transpose's dst may not share memory with src at all: each is an
+// error wrapping ErrInvalidValue, before anything is launched. Views
+// side by side in one buffer are apart.
+func TestShapesOverlap(t *testing.T) {
+	e := gpu(t)
+	sh := compute.Shape{Rows: 9, Cols: 33}
+	n := sh.Rows * sh.Cols
+	base := must(cuda.Zeroed[float32](e.ctx, 2*n+3))(t)
+	defer base.Free()
+	at := func(off int) *cuda.DeviceBuffer[float32] { return must(base.Slice(off, n))(t) }
+	for _, tc := range []struct {
+		dst, src int // elements into base
+		softmax  bool
+		tr       bool // whether each may be called
+	}{
+		{0, 0, true, false}, {1, 0, false, false}, {0, 3, false, false}, {n - 1, 0, false, false}, {0, n - 1, false, false},
+		{n, 0, true, true}, {0, n, true, true}, {n + 3, 2, true, true},
+	} {
+		dst, src := at(tc.dst), at(tc.src)
+		for _, op := range []struct {
+			name string
+			ok   bool
+			run  func() error
+		}{
+			{"Softmax", tc.softmax, func() error { return compute.Softmax(dst, src, sh, e.s) }},
+			{"LogSoftmax", tc.softmax, func() error { return compute.LogSoftmax(dst, src, sh, e.s) }},
+			{"Transpose", tc.tr, func() error { return compute.Transpose(dst, src, sh, e.s) }},
+		} {
+			err := op.run()
+			switch {
+			case op.ok && err != nil:
+				t.Errorf("%s of dst +%d, src +%d: %v", op.name, tc.dst, tc.src, err)
+			case !op.ok && (!errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(fmt.Sprint(err), "compute: "+op.name+": invalid value: dst")):
+				t.Errorf("%s of dst +%d, src +%d (%d elements each): %v, want an error wrapping ErrInvalidValue that names dst", op.name, tc.dst, tc.src, n, err)
+			}
+		}
 	}
 }
