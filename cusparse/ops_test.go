@@ -531,3 +531,109 @@ func TestSpSVZeroDiagonal(t *testing.T) {
 		})
 	}
 }
+
+// TestStrided: dense operands with a stride wider than packed, each layout
+// and the two mixed (Dense's doc: element (i, j) at i·Stride+j row-major,
+// j·Stride+i column-major): SpMM and SpSM read and write those elements
+// only, ToDense writes every one of them and nothing between, FromDense
+// reads them.
+func TestStrided(t *testing.T) {
+	ctx, s, h := handle(t)
+	// A = [[2, 0, 0], [1, 3, 0], [0, 4, 5]], lower triangular.
+	a := free(t, must(cusparse.NewCOO(s, 3, 3, []int32{2, 0, 1, 1, 2}, []int32{1, 0, 0, 1, 2}, []float64{4, 2, 1, 3, 5}))(t))
+	aDense := [3][3]float64{{2, 0, 0}, {1, 3, 0}, {0, 4, 5}}
+	const pad = -7.0
+	// dense makes a 3x2 Dense of stride 5 holding v(i, j), pad between.
+	dense := func(layout cusparse.Layout, v func(i, j int) float64) cusparse.Dense[float64] {
+		d := cusparse.Dense[float64]{Rows: 3, Cols: 2, Stride: 5, Layout: layout}
+		major := 3
+		if layout == cusparse.ColMajor {
+			major = 2
+		}
+		xs := make([]float64, major*5)
+		for i := range xs {
+			xs[i] = pad
+		}
+		for i := range 3 {
+			for j := range 2 {
+				xs[idx(d, i, j)] = v(i, j)
+			}
+		}
+		d.Data = upload(t, ctx, xs)
+		return d
+	}
+	// check reads d back: want(i, j) in place, pad everywhere else.
+	check := func(what string, d cusparse.Dense[float64], want func(i, j int) float64) {
+		t.Helper()
+		got := download(t, s, d.Data)
+		in := map[int]bool{}
+		for i := range 3 {
+			for j := range 2 {
+				k := idx(d, i, j)
+				in[k] = true
+				if math.Abs(got[k]-want(i, j)) > 1e-12 {
+					t.Errorf("%s (%d, %d) = %v, want %v", what, i, j, got[k], want(i, j))
+				}
+			}
+		}
+		for k, v := range got {
+			if !in[k] && v != pad {
+				t.Errorf("%s: element %d between rows or columns = %v, want %v untouched", what, k, v, pad)
+			}
+		}
+	}
+	bv := func(i, j int) float64 { return float64(1 + i + 3*j) }
+	mul := func(i, j int) float64 { // (A·B)(i, j)
+		var sum float64
+		for k := range 3 {
+			sum += aDense[i][k] * bv(k, j)
+		}
+		return sum
+	}
+	layouts := []cusparse.Layout{cusparse.RowMajor, cusparse.ColMajor}
+	for _, lb := range layouts {
+		for _, lc := range layouts {
+			name := fmt.Sprintf("b %v, c %v", lb, lc)
+			t.Run("SpMM "+name, func(t *testing.T) {
+				B, C := dense(lb, bv), dense(lc, func(int, int) float64 { return math.NaN() })
+				if err := cusparse.SpMM(h, cusparse.NoTrans, 1, a, B, 0, C); err != nil {
+					t.Fatal(err)
+				}
+				check("C", C, mul)
+				check("B", B, bv)
+			})
+			t.Run("SpSM "+name, func(t *testing.T) {
+				// A·C = B with B = A·X: C is X.
+				B, C := dense(lb, mul), dense(lc, func(int, int) float64 { return 0 })
+				if err := cusparse.SpSM(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, a, B, C); err != nil {
+					t.Fatal(err)
+				}
+				check("C", C, bv)
+			})
+		}
+	}
+	t.Run("ToDense and FromDense", func(t *testing.T) {
+		for _, l := range layouts {
+			// The first two columns of A, 3x2.
+			two := free(t, must(cusparse.NewCSR(s, 3, 2, []int32{0, 1, 3, 4}, []int32{0, 0, 1, 1}, []float64{2, 1, 3, 4}))(t))
+			d := dense(l, func(int, int) float64 { return math.NaN() })
+			if err := cusparse.ToDense(h, two, d); err != nil {
+				t.Fatal(err)
+			}
+			check("ToDense "+l.String(), d, func(i, j int) float64 { return aDense[i][j] })
+			back := free(t, must(cusparse.FromDense[int64](h, d))(t))
+			off, ind, val := must3(back.ToHost())(t)
+			if !slices.Equal(off, []int64{0, 1, 3, 4}) || !slices.Equal(ind, []int64{0, 0, 1, 1}) || !slices.Equal(val, []float64{2, 1, 3, 4}) {
+				t.Errorf("FromDense(%v) = %v %v %v", l, off, ind, val)
+			}
+		}
+	})
+}
+
+// idx is the index of element (i, j) of d in its buffer.
+func idx[T cusparse.Element](d cusparse.Dense[T], i, j int) int {
+	if d.Layout == cusparse.ColMajor {
+		return j*d.Stride + i
+	}
+	return i*d.Stride + j
+}
