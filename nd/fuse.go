@@ -273,7 +273,7 @@ func (x Expr[T]) shape() (string, []*exprNode[T]) {
 		nodes[n] = len(nodes)
 		if n.op == nil {
 			j, ok := arrays[n.array]
-			if !ok || n.array.scalar {
+			if !ok || isConst(n.array) {
 				j = len(leaves)
 				leaves = append(leaves, n)
 				arrays[n.array] = j
@@ -294,6 +294,11 @@ func (x Expr[T]) shape() (string, []*exprNode[T]) {
 	return b.String(), leaves
 }
 
+// isConst reports whether a leaf's array is a constant (a Scalar, each
+// its own operand): not a nil array, which Lazy takes and Eval refuses
+// (used twice, it is one operand, as any array).
+func isConst[T Elem](a *Array[T]) bool { return a != nil && a.scalar }
+
 // write writes the expression's code: each array once (an array used
 // twice is one operand), each node once.
 func (x Expr[T]) write() *fusion[T] {
@@ -311,7 +316,7 @@ func (x Expr[T]) write() *fusion[T] {
 			return "", "the expression has a zero Expr among its arguments"
 		}
 		if n.op == nil {
-			if v, ok := leaves[n.array]; ok && !n.array.scalar {
+			if v, ok := leaves[n.array]; ok && !isConst(n.array) {
 				return v, ""
 			}
 			v := fmt.Sprintf("x%d", len(f.leaves))

@@ -60,6 +60,11 @@ func TestFuseErrors(t *testing.T) {
 		{"zero", "a zero Expr", second(zero.Eval())},
 		{"zero argument", "a zero Expr among its arguments", second(nd.Lazy(a).Add(zero).Eval())},
 		{"nil array", "is a nil *Array", second(nd.Lazy[float32](nil).Eval())},
+		// A nil array used twice (it panicked, reading the nil array's
+		// fields to tell a constant from an array met again).
+		{"nil array twice", "is a nil *Array", second(nd.Lazy[float32](nil).Add(nd.Lazy[float32](nil)).Eval())},
+		{"nil array twice into", "is a nil *Array", nd.Lazy[float32](nil).Mul(nd.Lazy[float32](nil)).EvalInto(a)},
+		{"nil array twice among others", "is a nil *Array", second(nd.Lazy(a).Add(nd.Lazy[float32](nil)).Mul(nd.Lazy[float32](nil)).Eval())},
 		{"float function of ints", "exp is a function of floats, and the expression's type is int32", second(nd.Lazy(i).Exp().Eval())},
 		{"shapes", "cannot be broadcast together", second(nd.Lazy(a).Add(nd.Lazy(a.T())).Eval())},
 		{"constants only", "every operand is a Scalar", second(nd.Const[float32](1).Exp().Eval())},
