@@ -156,6 +156,9 @@ func TestEmptyMatrices(t *testing.T) {
 		{"SVD 0×3 row-major, values alone", func() (errer, error) {
 			return cusolver.SVD(h, cusolver.NewMatrix(empty(), 0, 3), empty(), cusolver.Matrix[float64]{}, cusolver.Matrix[float64]{})
 		}},
+		{"CholeskyBatched of three 0×0", func() (errer, error) {
+			return cusolver.CholeskyBatched(h, cusolver.NewMatrix(empty(), 0, 0), 3, cusolver.Upper)
+		}},
 		{"Eigh 0×0", func() (errer, error) {
 			return cusolver.Eigh(h, cusolver.NewMatrix(empty(), 0, 0), cusolver.Lower, empty(), true)
 		}},

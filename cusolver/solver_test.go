@@ -6,7 +6,9 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -521,4 +523,122 @@ func TestComplexBadArguments(t *testing.T) {
 	if want := "float64"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Eigh's error %q does not name %s", err, want)
 	}
+}
+
+// TestConcurrentMixed: one handle shared by goroutines that each run a
+// different operation, several times over (the handle's workspaces grown
+// and reused between them, its calls taking turns), each with the right
+// answer.
+func TestConcurrentMixed(t *testing.T) {
+	ctx, h := handle(t)
+	const n, rounds = 12, 3
+	rng := rand.New(rand.NewPCG(31, 32))
+	a := hpd[float64](rng, n)
+	x := random[float64](rng, n, 1)
+	b := mul(a, x)
+	diag := newDense(n, n) // diag(1, ..., n)
+	for i := range n {
+		diag.set(i, i, complex(float64(i+1), 0))
+	}
+	vec := func(d dense) *cuda.DeviceBuffer[float64] {
+		return cudatest.Upload(t, ctx, elements[float64](d, cusolver.ColMajor))
+	}
+	ones := make([]complex128, n) // 1, ..., n
+	for i := range ones {
+		ones[i] = complex(float64(i+1), 0)
+	}
+	asc, desc := dense{n, 1, ones}, dense{n, 1, slices.Clone(ones)}
+	slices.Reverse(desc.v)
+	// Each job's buffers are made here, on the test's goroutine; the
+	// function returned runs on a worker.
+	jobs := map[string]func() func() error{
+		"LU": func() func() error {
+			m, rhs := upload[float64](t, ctx, a, cusolver.RowMajor), vec(b)
+			return func() error {
+				f, err := cusolver.LU(h, m)
+				if err != nil {
+					return err
+				}
+				return errors.Join(cusolver.Solve(h, f, rhs, 1), f.Err(), f.Free(), near(h, rhs, x))
+			}
+		},
+		"Cholesky": func() func() error {
+			m, rhs := upload[float64](t, ctx, a, cusolver.ColMajor), vec(b)
+			return func() error {
+				f, err := cusolver.Cholesky(h, m, cusolver.Upper)
+				if err != nil {
+					return err
+				}
+				return errors.Join(cusolver.CholeskySolve(h, f, rhs, 1), f.Err(), near(h, rhs, x))
+			}
+		},
+		"LeastSquares": func() func() error {
+			m, rhs, out := upload[float64](t, ctx, a, cusolver.ColMajor), vec(b), vec(newDense(n, 1))
+			return func() error {
+				info, err := cusolver.LeastSquares(h, m, rhs, out, 1)
+				if err != nil {
+					return err
+				}
+				return errors.Join(info.Err(), near(h, out, x))
+			}
+		},
+		"Eigh": func() func() error {
+			m, w := upload[float64](t, ctx, diag, cusolver.RowMajor), vec(newDense(n, 1))
+			return func() error {
+				info, err := cusolver.Eigh(h, m, cusolver.Lower, w, true)
+				if err != nil {
+					return err
+				}
+				return errors.Join(info.Err(), near(h, w, asc))
+			}
+		},
+		"SVD": func() func() error {
+			m, s := upload[float64](t, ctx, diag, cusolver.ColMajor), vec(newDense(n, 1))
+			return func() error {
+				info, err := cusolver.SVD(h, m, s, cusolver.Matrix[float64]{}, cusolver.Matrix[float64]{})
+				if err != nil {
+					return err
+				}
+				return errors.Join(info.Err(), near(h, s, desc))
+			}
+		},
+	}
+	errs := make(chan error, len(jobs)*rounds)
+	var wg sync.WaitGroup
+	for name, setup := range jobs {
+		runs := make([]func() error, rounds)
+		for r := range runs {
+			runs[r] = setup()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r, run := range runs {
+				if err := run(); err != nil {
+					errs <- fmt.Errorf("%s, round %d: %w", name, r, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// near waits for h's stream and compares the vector at the start of got
+// with want (n×1).
+func near(h *cusolver.Handle, got *cuda.DeviceBuffer[float64], want dense) error {
+	if err := h.Stream().Synchronize(); err != nil {
+		return err
+	}
+	v := make([]float64, got.Len())
+	if err := got.CopyToHost(v); err != nil {
+		return err
+	}
+	if d := maxDiff(fromElements(v, want.r, want.c, cusolver.ColMajor), want); d > tol[float64](want.r) {
+		return fmt.Errorf("off by %g", d)
+	}
+	return nil
 }
