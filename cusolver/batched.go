@@ -77,7 +77,7 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 	size := uintptr(n*n) * unsafe.Sizeof(*new(T))
 	var out *Info
 	err := h.do(op, []cuda.Memory{a.Data}, func() error {
-		info, err := newInfo(h, op, infoMinor, count)
+		info, err := newBatchInfo(h, op, infoMinor, count)
 		if err != nil {
 			return err
 		}
@@ -246,7 +246,7 @@ func SVDBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, s *c
 	}
 	var out *Info
 	err := h.do(op, mem, func() error {
-		info, err := newInfo(h, op, infoConvergence, count)
+		info, err := newBatchInfo(h, op, infoConvergence, count)
 		if err != nil {
 			return err
 		}
@@ -317,7 +317,7 @@ func EighBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, tri
 	}
 	var out *Info
 	err := h.do(op, []cuda.Memory{a.Data, w}, func() error {
-		info, err := newInfo(h, op, infoConvergence, count)
+		info, err := newBatchInfo(h, op, infoConvergence, count)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package cusolver_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -11,7 +13,8 @@ import (
 
 // TestEmptyBatches: a batch of no matrices needs no elements: an empty
 // buffer describes it (a describes the first matrix, which there is not),
-// and the Info says nothing. A batch of one is the matrix's own answer.
+// and the Info says nothing. A batch of one is the matrix's own answer,
+// its failure named as a batch's ("matrix 0: ...").
 func TestEmptyBatches(t *testing.T) {
 	ctx, h := handle(t)
 	buf := func(xs ...float64) *cuda.DeviceBuffer[float64] { return cudatest.Upload(t, ctx, xs) }
@@ -68,6 +71,14 @@ func TestEmptyBatches(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A batch of one that fails names its matrix, as every batch does.
+	info, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(buf(1, 2, 2, 1), 2, 2), 1, cusolver.Lower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := info.Err(); !errors.Is(err, cusolver.ErrNotPositiveDefinite) || !strings.Contains(err.Error(), "matrix 0: the leading minor of order 2") {
+		t.Errorf("a batch of one not positive definite: Err = %v, want ErrNotPositiveDefinite naming matrix 0 and the minor of order 2", err)
 	}
 	// The buffer is still checked where there are matrices, and the
 	// shape where there are none.

@@ -29,6 +29,7 @@ type Info struct {
 	op    string
 	kind  infoKind
 	count int
+	batch bool // a batched call's: Err names the matrix, in a batch of one too
 	mu    sync.Mutex
 	buf   *cuda.DeviceBuffer[int32] // nil once read or freed
 	read  bool
@@ -62,6 +63,16 @@ func newInfo(h *Handle, op string, kind infoKind, count int) (*Info, error) {
 		return nil, err
 	}
 	return &Info{h: h, op: op, kind: kind, count: count, buf: buf}, nil
+}
+
+// newBatchInfo is newInfo for a batched call, whose Err names the matrix
+// (counted from 0) whatever the count.
+func newBatchInfo(h *Handle, op string, kind infoKind, count int) (*Info, error) {
+	i, err := newInfo(h, op, kind, count)
+	if err == nil {
+		i.batch = true
+	}
+	return i, err
 }
 
 // discard frees an info whose call failed (or that nobody will read), in
@@ -144,7 +155,7 @@ func (i *Info) Err() error {
 // meaning says in words what info value v of matrix m means.
 func (i *Info) meaning(m int, v int32) error {
 	where := ""
-	if i.count > 1 {
+	if i.count > 1 || i.batch {
 		where = fmt.Sprintf("matrix %d: ", m)
 	}
 	if v < 0 {
