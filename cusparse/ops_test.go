@@ -637,3 +637,46 @@ func idx[T cusparse.Element](d cusparse.Dense[T], i, j int) int {
 	}
 	return i*d.Stride + j
 }
+
+// TestSpGEMMEmptyProduct: operands with non-zeros whose product has none
+// (A's only column meets B's empty row), and a product whose non-zeros
+// cancel to stored zeros: C is A·B as cuSPARSE leaves it, of the right
+// shape, its offsets valid.
+func TestSpGEMMEmptyProduct(t *testing.T) {
+	_, s, h := handle(t)
+	for _, tt := range []struct {
+		name       string
+		a, b       [3][]int32 // offsets, indices, and values as int32
+		rows, cols int
+		inner      int
+		wantNNZ    []int // the stored count allowed: none, or the cancelled position
+	}{
+		{"no non-zeros", [3][]int32{{0, 1, 1}, {0}, {1}}, [3][]int32{{0, 0, 1}, {1}, {1}}, 2, 2, 2, []int{0}},
+		{"cancelled", [3][]int32{{0, 2}, {0, 1}, {1, 1}}, [3][]int32{{0, 1, 2}, {0, 0}, {1, -1}}, 1, 1, 2, []int{0, 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vals := func(v []int32) []float64 {
+				out := make([]float64, len(v))
+				for i, x := range v {
+					out[i] = float64(x)
+				}
+				return out
+			}
+			a := free(t, must(cusparse.NewCSR(s, tt.rows, tt.inner, tt.a[0], tt.a[1], vals(tt.a[2])))(t))
+			b := free(t, must(cusparse.NewCSR(s, tt.inner, tt.cols, tt.b[0], tt.b[1], vals(tt.b[2])))(t))
+			c := free(t, must(cusparse.SpGEMM(h, a, b))(t))
+			if c.Rows() != tt.rows || c.Cols() != tt.cols || !slices.Contains(tt.wantNNZ, c.NNZ()) {
+				t.Fatalf("SpGEMM = %v, want %dx%d of %v non-zeros", c, tt.rows, tt.cols, tt.wantNNZ)
+			}
+			off, _, val := must3(c.ToHost())(t)
+			if off[0] != 0 || int(off[tt.rows]) != c.NNZ() {
+				t.Errorf("offsets %v for %d non-zeros", off, c.NNZ())
+			}
+			for _, v := range val {
+				if v != 0 {
+					t.Errorf("stored value %v, want only zeros", v)
+				}
+			}
+		})
+	}
+}
