@@ -790,13 +790,17 @@ func IsClose[T Elem](a, b *Array[T], rtol, atol float64) (out *Array[Bool], fail
 }
 
 // isCloseExpr compares in double where T is not a float, as NumPy does.
+// The tolerance applies where both are finite (x - x is 0: not for an
+// infinity or a NaN); else only equality counts, as NumPy's: an infinite
+// b's tolerance rtol·|b| is infinite, and would make every value close to
+// it.
 func isCloseExpr(t ctype) expr {
 	v := t.value
 	if !t.float {
 		v = "double"
 	}
 	return expr{name: "isclose", code: fmt.Sprintf(`const %[1]s a_ = (%[1]s)x0, b_ = (%[1]s)x1;
-r = a_ == b_ || (a_ - b_ <= (%[1]s)x3 + (%[1]s)x2 * (b_ < 0 ? -b_ : b_) && b_ - a_ <= (%[1]s)x3 + (%[1]s)x2 * (b_ < 0 ? -b_ : b_));`, v)}
+r = a_ == b_ || (a_ - a_ == 0 && b_ - b_ == 0 && a_ - b_ <= (%[1]s)x3 + (%[1]s)x2 * (b_ < 0 ? -b_ : b_) && b_ - a_ <= (%[1]s)x3 + (%[1]s)x2 * (b_ < 0 ? -b_ : b_));`, v)}
 }
 
 // AllClose reports whether every element of a is close to b's, broadcast,

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/nd"
 )
@@ -64,5 +65,50 @@ func TestMore(t *testing.T) {
 				}
 			}
 		}))
+	}
+}
+
+// TestIsCloseInfinities: an infinity is close only to itself, as IsClose's
+// doc and NumPy's isclose say, whatever the tolerances: with rtol > 0 the
+// tolerance of an infinite b is infinite, and IsClose(1, +Inf) and
+// IsClose(+Inf, -Inf) were true.
+func TestIsCloseInfinities(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		name       string
+		a, b       float64
+		rtol, atol float64
+		want       bool
+	}{
+		{"1 and +Inf", 1, inf, 1e-5, 1e-8, false},
+		{"+Inf and 1", inf, 1, 1e-5, 1e-8, false},
+		{"+Inf and -Inf", inf, -inf, 1e-5, 1e-8, false},
+		{"-Inf and +Inf", -inf, inf, 1e-5, 1e-8, false},
+		{"-Inf and 0 with atol Inf", -inf, 0, 0, inf, false},
+		{"+Inf and +Inf", inf, inf, 1e-5, 1e-8, true},
+		{"-Inf and -Inf", -inf, -inf, 0, 0, true},
+		{"1 and 1.5 with atol Inf", 1, 1.5, 0, inf, true},
+		{"1 and 1+1e-9", 1, 1 + 1e-9, 1e-5, 1e-8, true},
+		{"NaN and NaN", math.NaN(), math.NaN(), 1, inf, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			check := func(name string, got bool) {
+				t.Helper()
+				if got != c.want {
+					t.Errorf("%s(%v, %v, rtol %v, atol %v) = %v, want %v", name, c.a, c.b, c.rtol, c.atol, got, c.want)
+				}
+			}
+			a64 := free(t, must(nd.FromSlice(s, []float64{c.a}))(t))
+			b64 := free(t, must(nd.FromSlice(s, []float64{c.b}))(t))
+			check("IsClose[float64]", must(free(t, must(nd.IsClose(a64, b64, c.rtol, c.atol))(t)).Item(0))(t) != 0)
+			a32 := free(t, must(nd.FromSlice(s, []float32{float32(c.a)}))(t))
+			b32 := free(t, must(nd.FromSlice(s, []float32{float32(c.b)}))(t))
+			check("AllClose[float32]", must(nd.AllClose(a32, b32, c.rtol, c.atol))(t))
+			a16 := free(t, must(nd.FromSlice(s, []cuda.Float16{cuda.NewFloat16(float32(c.a))}))(t))
+			b16 := free(t, must(nd.FromSlice(s, []cuda.Float16{cuda.NewFloat16(float32(c.b))}))(t))
+			check("AllClose[Float16]", must(nd.AllClose(a16, b16, c.rtol, c.atol))(t))
+		})
 	}
 }
