@@ -85,6 +85,15 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 			out = info
 			return nil
 		}
+		if n == 0 {
+			// Matrices of no elements: nothing to factor.
+			if err := info.zero(); err != nil {
+				info.discard(&err)
+				return err
+			}
+			out = info
+			return nil
+		}
 		fill := a.fill(tri)
 		if n <= 1 {
 			fill = fillLower // one element is both triangles

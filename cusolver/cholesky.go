@@ -64,6 +64,14 @@ func Cholesky[T Element](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[
 		if err != nil {
 			return err
 		}
+		if n == 0 {
+			if err := info.zero(); err != nil {
+				info.discard(&err)
+				return err
+			}
+			f = &CholeskyFactor[T]{info: info, a: a, tri: tri}
+			return nil
+		}
 		dt, fill := dataType[T](), a.fill(tri)
 		var dev, host uintptr
 		err = check(op, "cusolverDnXpotrf_bufferSize", clib.DnXpotrf_bufferSize(h.raw.h, h.raw.params, fill, int64(n), dt, a.ptr(), int64(a.ld()), dt, &dev, &host))
@@ -148,6 +156,9 @@ func CholeskySolve[T Element](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuf
 	if overlap(b, n*nrhs, f.a.Data, n*n) {
 		return errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix")
 	}
+	if n == 0 || nrhs == 0 {
+		return nil // nothing to solve
+	}
 	return h.do(op, []cuda.Memory{f.a.Data, b}, func() error {
 		info, err := h.scratchInfo()
 		if err != nil {
@@ -178,6 +189,14 @@ func CholeskyInverse[T Element](h *Handle, f *CholeskyFactor[T]) (*Info, error) 
 		info, err := newInfo(h, op, infoInverse, 1)
 		if err != nil {
 			return err
+		}
+		if n == 0 {
+			if err := info.zero(); err != nil {
+				info.discard(&err)
+				return err
+			}
+			out = info
+			return nil
 		}
 		fill, a, lda := f.a.fill(f.tri), f.a.ptr(), int32(f.a.ld())
 		// The typed functions, by element type: S, D, C, Z.

@@ -32,6 +32,12 @@
 // it has the call; potri, potrfBatched, gesvdjBatched, heevjBatched, ungqr,
 // unmqr and the CCgels and ZZgels least-squares solvers where not).
 //
+// A problem with no elements (a 0×0 matrix; QR, LeastSquares and, for
+// the values alone, SVD of no rows or no columns; no right-hand sides) is
+// nothing to do, as LAPACK's quick returns: the calls return without
+// asking cuSOLVER, empty buffers will do, and the results' Err is nil. So
+// is a batch of no matrices.
+//
 // The calls keep LAPACK's order of arguments, as package cublas keeps
 // BLAS's: the matrix first (which most of them overwrite), what it yields
 // after (SVD's s, u and vt; LeastSquares' x after b).

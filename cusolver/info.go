@@ -75,6 +75,12 @@ func newBatchInfo(h *Handle, op string, kind infoKind, count int) (*Info, error)
 	return i, err
 }
 
+// zero queues zeros into the info values, on h's stream: the answer for
+// a problem with no elements, which cuSOLVER is not asked about. LAPACK
+// returns at once for those; cuSOLVER may instead refuse the NULL arrays
+// of empty buffers, and what it would do is not the package's to pass on.
+func (i *Info) zero() error { return i.buf.Memset32Async(0, i.h.base.Stream()) }
+
 // discard frees an info whose call failed (or that nobody will read), in
 // stream order, into *err as lifetime.CloseTemp does: a free that fails is
 // tried once more, and reported unless *err holds an error already.

@@ -85,6 +85,14 @@ func LU[T Element](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 			return err
 		}
 		f = &LUFactors[T]{info: info, a: a, piv: piv}
+		if n == 0 {
+			if err = info.zero(); err != nil {
+				info.discard(&err)
+				freeTemp(&err, piv, h.base.Stream())
+				f = nil
+			}
+			return err
+		}
 		dt := dataType[T]()
 		var dev, host uintptr
 		err = check(op, "cusolverDnXgetrf_bufferSize", clib.DnXgetrf_bufferSize(h.raw.h, h.raw.params, int64(n), int64(n), dt, a.ptr(), int64(a.ld()), dt, &dev, &host))
@@ -143,6 +151,9 @@ func Solve[T Element](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs 
 	trans := int32(opN)
 	if f.a.Layout == RowMajor {
 		trans = opT
+	}
+	if n == 0 || nrhs == 0 {
+		return nil // nothing to solve (and nothing to ask cuSOLVER)
 	}
 	return h.do(op, []cuda.Memory{f.a.Data, b, piv}, func() error {
 		info, err := h.scratchInfo()

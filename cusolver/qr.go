@@ -86,6 +86,11 @@ func QR[T Element](h *Handle, a Matrix[T]) (*QRFactors[T], error) {
 		if err != nil {
 			return err
 		}
+		if m == 0 || n == 0 {
+			// No reflectors: nothing to factor.
+			f = &QRFactors[T]{h: h, a: a, tau: tau}
+			return nil
+		}
 		dt := dataType[T]()
 		var dev, host uintptr
 		err = check(op, "cusolverDnXgeqrf_bufferSize", clib.DnXgeqrf_bufferSize(h.raw.h, h.raw.params, int64(m), int64(n), dt, a.ptr(), int64(a.ld()), dt, uintptr(tau.Ptr()), dt, &dev, &host))
@@ -235,8 +240,8 @@ func ApplyQ[T Element](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) 
 	case overlap(c.Data, c.Rows*c.Cols, f.a.Data, f.a.Rows*f.a.Cols):
 		return errorf(op, cuda.ErrInvalidValue, "c overlaps f's matrix")
 	}
-	if c.Rows*c.Cols == 0 {
-		return nil
+	if c.Rows*c.Cols == 0 || k == 0 {
+		return nil // nothing to multiply, or Q = I (no reflectors)
 	}
 	trans := int32(opN)
 	switch {
@@ -326,6 +331,15 @@ func LeastSquares[T Element](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T],
 		info, err := newInfo(h, op, infoRank, 1)
 		if err != nil {
 			return err
+		}
+		if n == 0 || nrhs == 0 {
+			// No unknowns, or no right-hand sides: x has nothing to hold.
+			if err := info.zero(); err != nil {
+				info.discard(&err)
+				return err
+			}
+			out = info
+			return nil
 		}
 		lda, ldb, ldx := int32(max(m, 1)), int32(max(m, 1)), int32(max(n, 1))
 		var size uintptr

@@ -94,6 +94,15 @@ func SVD[T Element, R cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[R
 		if err != nil {
 			return err
 		}
+		if m == 0 && n == 0 || min(m, n) == 0 && u.Data == nil && vt.Data == nil {
+			// No singular values, and no vectors wanted.
+			if err := info.zero(); err != nil {
+				info.discard(&err)
+				return err
+			}
+			out = info
+			return nil
+		}
 		dt, rt := dataType[T](), realType[T]()
 		var dev, host uintptr
 		err = check(op, "cusolverDnXgesvd_bufferSize", clib.DnXgesvd_bufferSize(h.raw.h, h.raw.params, jobu, jobvt, int64(cm), int64(cn), dt, a.ptr(), int64(a.ld()), rt, uintptr(s.Ptr()), dt, pu, ldu, dt, pvt, ldvt, dt, &dev, &host))
@@ -151,6 +160,14 @@ func Eigh[T Element, R cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda
 		info, err := newInfo(h, op, infoConvergence, 1)
 		if err != nil {
 			return err
+		}
+		if n == 0 {
+			if err := info.zero(); err != nil {
+				info.discard(&err)
+				return err
+			}
+			out = info
+			return nil
 		}
 		dt, rt, fill := dataType[T](), realType[T](), a.fill(tri)
 		var dev, host uintptr
