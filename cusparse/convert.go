@@ -257,6 +257,9 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 	ds := &descs{op: name}
 	return h.do(name, append(a.mem(), d.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer ds.release(&err)
+		if a.rows == 0 || a.cols == 0 {
+			return nil // no element to write (not cuSPARSE's: see spmv)
+		}
 		da, err := spMat(ds, a)
 		if err != nil {
 			return err
@@ -302,6 +305,11 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 	ds := &descs{op: name}
 	err := h.do(name, []cuda.Memory{d.Data}, func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer ds.release(&err)
+		if d.Rows == 0 || d.Cols == 0 {
+			// No elements: no non-zeros (not cuSPARSE's: see spmv).
+			out, err = zeroMatrix[I, T](h.base.Stream(), CSR, d.Rows, d.Cols)
+			return err
+		}
 		m, err := allocMatrix[I, T](h.base.Stream(), CSR, d.Rows, d.Cols, -1)
 		if err != nil {
 			return err

@@ -36,6 +36,12 @@
 // A lower or upper, its diagonal stored or unit). Scalars have the element
 // type: cuSPARSE computes in it.
 //
+// Matrices and dense operands with no rows or no columns are taken by
+// every operation; where the answer needs no arithmetic (nothing to
+// write, a product over no columns with beta 0 or 1, a conversion of no
+// non-zeros) the call does not ask cuSPARSE, whose handling of empty
+// arrays is its own: y or C is zeroed for beta 0 and left as it is for 1.
+//
 // Half-precision matrices (Float16, BFloat16), made by NewCSR, NewCOO or
 // NewBlockedELL, are multiplied by SpMVHalf and SpMMHalf: cuSPARSE reads
 // and writes the halves and computes in float32 (CUDA_R_16F or

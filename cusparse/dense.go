@@ -89,6 +89,15 @@ func (d Dense[T]) check(op, name string) error {
 	return nil
 }
 
+// packed reports whether d's elements lie next to one another, Rows·Cols
+// of them from the start of Data.
+func (d Dense[T]) packed() bool {
+	if d.Layout == ColMajor {
+		return d.ld() == d.Rows || d.Cols <= 1
+	}
+	return d.ld() == d.Cols || d.Rows <= 1
+}
+
 // order is d's cusparseOrder_t: CUSPARSE_ORDER_COL 1, CUSPARSE_ORDER_ROW 2.
 func (d Dense[T]) order() int32 {
 	if d.Layout == ColMajor {

@@ -112,6 +112,23 @@ func opShape(op Op, rows, cols int) (int, int) {
 	return cols, rows
 }
 
+// scalarOf reads the scalar at p, of T or, where T is a half type (ct
+// CUDA_R_32F), float32, as complex128.
+func scalarOf[T Value](ct int32, p unsafe.Pointer) complex128 {
+	switch {
+	case isHalf[T]():
+		return complex(float64(*(*float32)(p)), 0)
+	case isComplexValue[T]():
+		if valueType[T]() == 4 {
+			return complex128(*(*complex64)(p))
+		}
+		return *(*complex128)(p)
+	case valueType[T]() == 1:
+		return complex(*(*float64)(p), 0)
+	}
+	return complex(float64(*(*float32)(p)), 0)
+}
+
 // checkHalf returns the error for a matrix of half values in a format
 // cuSPARSE does not multiply them in (CSR, COO and, by SpMM, BlockedELL
 // are those package cusparse offers them in).
@@ -197,6 +214,20 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), x, y), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer d.release(&err)
+		// Empty operands are not cuSPARSE's (it may refuse their NULL
+		// arrays): no y to write, or over no columns y = beta·y, which
+		// needs cuSPARSE only for a beta other than 0 and 1.
+		if rows == 0 {
+			return nil
+		}
+		if cols == 0 {
+			switch beta := scalarOf[T](ct, pb); beta {
+			case 0:
+				return y.Memset8Async(0, h.base.Stream())
+			case 1:
+				return nil
+			}
+		}
 		da, err := spMat(d, a)
 		if err != nil {
 			return err
@@ -257,6 +288,22 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), b.Data, c.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer d.release(&err)
+		if rows == 0 || c.Cols == 0 {
+			return nil // no C to write (not cuSPARSE's: see spmv)
+		}
+		if k == 0 {
+			// C = beta·C: for 1 nothing, for 0 zeros where C is packed.
+			switch beta := scalarOf[T](ct, pb); {
+			case beta == 1:
+				return nil
+			case beta == 0 && c.packed():
+				v, err := c.Data.Slice(0, c.Rows*c.Cols)
+				if err != nil {
+					return err
+				}
+				return v.Memset8Async(0, h.base.Stream())
+			}
+		}
 		da, err := spMat(d, a)
 		if err != nil {
 			return err
@@ -443,6 +490,9 @@ func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), x, y), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer d.release(&err)
+		if a.rows == 0 {
+			return nil // no y to write (not cuSPARSE's: see spmv)
+		}
 		da, err := triMat(d, a, fill, diag)
 		if err != nil {
 			return err
@@ -500,6 +550,9 @@ func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), b.Data, c.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
 		defer d.release(&err)
+		if a.rows == 0 || c.Cols == 0 {
+			return nil // no C to write (not cuSPARSE's: see spmv)
+		}
 		da, err := triMat(d, a, fill, diag)
 		if err != nil {
 			return err
