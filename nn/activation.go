@@ -10,11 +10,15 @@ import (
 // vector one at a time), a grid striding over the vectors.
 var activationKernels = &layerSource{body: `
 // nn_act is activation OP of x (and of b for SwiGLU).
+// The GELUs are written without 1 + erf and 1 + tanh, which cancel to
+// nothing for negative x (gelu(-5) lost all but a digit, gelu(-10) was 0):
+// 1 + erf(z) is erfc(-z), and 1 + tanh(u) is 2 / (1 + e^(-2u)), exact
+// rewrites that keep float32's relative precision on both sides.
 template <int OP> __device__ __forceinline__ float nn_act(float x, float b) {
-	if (OP == 0) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); // GELU, erf
-	if (OP == 1) { // GELU, tanh approximation
+	if (OP == 0) return 0.5f * x * erfcf(x * -0.70710678118654752f); // GELU, erf
+	if (OP == 1) { // GELU, tanh approximation: x·σ(2u)
 		const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-		return 0.5f * x * (1.0f + tanhf(u));
+		return x / (1.0f + expf(-2.0f * u));
 	}
 	const float s = x / (1.0f + expf(-x)); // SiLU
 	return OP == 3 ? s * b : s;
@@ -50,7 +54,10 @@ extern "C" __global__ void nn_swiglu_NN_SUFFIX(const nn_t* x, const nn_t* b, nn_
 //
 //	gelu(x) = x/2 · (1 + erf(x/√2))
 //
-// computed in float32. x must be contiguous; the result is a new array of
+// computed in float32 as x/2 · erfc(-x/√2), the same function without
+// the cancellation of 1 + erf for negative x (its relative precision kept
+// into the tail, where PyTorch's float32 GELU rounds to 0). x must be
+// contiguous; the result is a new array of
 // x's shape on its stream.
 func GELU[T Float](x *nd.Array[T]) (*nd.Array[T], error) {
 	return activationNew("GELU", "nn_gelu", x, nil)
@@ -66,6 +73,9 @@ func GELUInto[T Float](dst, x *nd.Array[T]) error {
 // F.gelu(x, approximate='tanh')):
 //
 //	x/2 · (1 + tanh(√(2/π) · (x + 0.044715·x³)))
+//
+// computed in float32 as x·σ(2u), u the tanh's argument: the same
+// function, without the cancellation of 1 + tanh for negative x.
 func GELUTanh[T Float](x *nd.Array[T]) (*nd.Array[T], error) {
 	return activationNew("GELUTanh", "nn_gelu_tanh", x, nil)
 }

@@ -88,3 +88,42 @@ func TestActivationErrors(t *testing.T) {
 	_, err = nn.GELUTanh(a.T())
 	layerWantErr(t, err, cuda.ErrInvalidValue, "not contiguous")
 }
+
+// TestActivationTails holds the GELUs to the float64 reference
+// relatively, not only to within an absolute tolerance, on the negative
+// side where 1 + erf and 1 + tanh cancel (gelu(-10) came out 0 where it
+// is -7.6e-23, a float32 of full precision): float32 results within
+// 2e-5 of the reference (the argument's rounding, magnified by the tail's
+// steepness, is what is left).
+func TestActivationTails(t *testing.T) {
+	s := layerStream(t)
+	var xv []float64
+	for x := -12.0; x <= 3; x += 0.125 {
+		xv = append(xv, x)
+	}
+	x := layerUp[float32](t, s, xv, len(xv))
+	for _, tc := range []struct {
+		name string
+		f    func(*nd.Array[float32]) (*nd.Array[float32], error)
+		ref  func(x float64) float64
+	}{
+		{"GELU", nn.GELU[float32], func(x float64) float64 { return x / 2 * math.Erfc(-x/math.Sqrt2) }},
+		{"GELUTanh", nn.GELUTanh[float32], func(x float64) float64 {
+			return x / (1 + math.Exp(-2*math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+		}},
+		{"SiLU", nn.SiLU[float32], func(x float64) float64 { return x / (1 + math.Exp(-x)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := layerDown(t, layerFree(t, must(tc.f(x))(t)))
+			for i, v := range xv {
+				want := tc.ref(v)
+				if math.Abs(want) < 1e-37 { // past float32's normal numbers
+					continue
+				}
+				if d := math.Abs(got[i]-want) / math.Abs(want); !(d <= 2e-5) {
+					t.Errorf("%s(%v) = %v, want %v (relative error %.2g)", tc.name, v, got[i], want, d)
+				}
+			}
+		})
+	}
+}
