@@ -56,8 +56,7 @@ extern "C" __global__ void nn_swiglu_NN_SUFFIX(const nn_t* x, const nn_t* b, nn_
 //
 // computed in float32 as x/2 · erfc(-x/√2), the same function without
 // the cancellation of 1 + erf for negative x (its relative precision kept
-// into the tail, where PyTorch's float32 GELU rounds to 0). x must be
-// contiguous; the result is a new array of
+// into the tail, where the sum rounds to 0). x must be contiguous; the result is a new array of
 // x's shape on its stream.
 func GELU[T Float](x *nd.Array[T]) (*nd.Array[T], error) {
 	return activationNew("GELU", "nn_gelu", x, nil)
