@@ -51,13 +51,16 @@ type ElementwiseSpec struct {
 // sees, for element i, each input as a value of its type (Float16 and
 // BFloat16 as float), and each output as a variable of it, which it sets;
 // an output also among the inputs (by name) starts with the buffer's value,
-// others start undefined. The variable i (long long) is the element's
-// index and n the element count. gocuda writes the kernel around the
-// operation (a grid-stride loop with 64-bit indices, taking 16 bytes of
-// each buffer at a time where every buffer is aligned for it, then the
-// elements left one by one), compiles it with NVRTC for the device, once
-// per argument pattern (which parameters are buffers), keeps it (package
-// docs: the kernel cache) and launches it on the stream.
+// others start undefined. A buffer given for an output that is not raw
+// may be given for an input too (in place: the same view, of the same
+// element type), or be apart from the other buffers not raw; one that
+// overlaps part of another is an error. The variable i (long long) is the
+// element's index and n the element count. gocuda writes the kernel
+// around the operation (a grid-stride loop with 64-bit indices, taking 16
+// bytes of each buffer at a time where every buffer is aligned for it,
+// then the elements left one by one), compiles it with NVRTC for the
+// device, once per argument pattern (which parameters are buffers), keeps
+// it (package docs: the kernel cache) and launches it on the stream.
 //
 // # Raw parameters
 //
@@ -472,7 +475,34 @@ func (k *Elementwise) run(op string, s *cuda.Stream, as []arg, n int) error {
 	default:
 		n = as[first].n
 	}
+	if err := k.overlaps(op, as); err != nil {
+		return err
+	}
 	return k.launch(op, s, as, n)
+}
+
+// overlaps returns the error for a buffer the launch writes that shares
+// memory with another of its buffers where it may not: an output may be
+// an input itself (in place) or apart from it, not part of it nor of
+// another element size at its address, whose elements another thread
+// reads. Raw parameters are the operation's to index, and their buffers
+// its to keep apart (Elementwise).
+func (k *Elementwise) overlaps(op string, as []arg) error {
+	for j := range as {
+		if k.readOnly[j] || k.ps[j].raw {
+			continue
+		}
+		for i := range as {
+			if i == j || k.ps[i].raw {
+				continue
+			}
+			why := "an output may be an input itself (in place), of its element type, or memory apart from it, not part of it"
+			if err := overlapError(op, as, &as[j], &as[i], k.ps[j].t.goType.Size(), k.ps[i].t.goType.Size(), true, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // rawAside is what the length check says of a kernel with raw parameters.

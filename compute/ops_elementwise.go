@@ -11,7 +11,10 @@ import (
 // The standard operations: each an Elementwise or a Reduction made once
 // per element type (and kept, with their compiled kernels, by the cache),
 // queued on a stream, checked before anything is launched, and capturable
-// into a CUDA graph. dst may be one of the inputs (in place).
+// into a CUDA graph. dst may be one of the inputs (in place), or memory
+// apart from them; a dst that overlaps part of an input (a view a few
+// elements into it), or an input of another element type at its address,
+// is an error, as is a reduction's dst that shares memory with src.
 
 var standard sync.Map // kernel name -> *Elementwise or *Reduction
 

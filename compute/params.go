@@ -345,3 +345,28 @@ func launchValues(vals []any, as []arg) []any {
 // buffers, then each one's offset, the dimensions and each one's
 // strides).
 const stackArgs = 24
+
+// overlapError returns the error for w, a buffer a launch writes of
+// elements of wSize bytes, sharing memory with b, another buffer of the
+// launch (of bSize bytes an element), where it may not: nil where they
+// are apart, or where inPlace and w is b itself (the same address, length
+// and element size: each element read, then written, by one thread). why
+// says what may be. A closed buffer, whose address may be another's now,
+// is its own error (closedArg's of as).
+func overlapError(op string, as []arg, w, b *arg, wSize, bSize uintptr, inPlace bool, why string) error {
+	if !w.buffer || !b.buffer || w.mem == nil || b.mem == nil || w.n == 0 || b.n == 0 {
+		return nil
+	}
+	wLo, bLo := uint64(w.mem.Ptr()), uint64(b.mem.Ptr())
+	wHi, bHi := wLo+uint64(w.n)*uint64(wSize), bLo+uint64(b.n)*uint64(bSize)
+	switch {
+	case wLo >= bHi || bLo >= wHi:
+		return nil
+	case inPlace && wLo == bLo && w.n == b.n && wSize == bSize:
+		return nil
+	}
+	if err := closedArg(op, as); err != nil {
+		return err
+	}
+	return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s: %s", w.name, b.name, why)
+}

@@ -327,12 +327,18 @@ func (r *Reduction) check(op string, s *cuda.Stream, as []arg, want int, why fun
 			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements, want %d%s", a.name, a.n, want, why())
 		}
 	}
+	out := &as[len(r.in)]
+	for j, p := range r.in {
+		if err := overlapError(op, as, out, &as[j], r.out.t.goType.Size(), p.t.goType.Size(), false, "a reduction's output shares no memory with its inputs"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // Launch folds every element of the input buffers, which must have the same
 // length (scalars may stand for inputs), into the output, a buffer of one
-// element. An empty input gives the post-map of the identity.
+// element that shares no memory with them. An empty input gives the post-map of the identity.
 func (r *Reduction) Launch(s *cuda.Stream, args ...any) error {
 	const op = "Reduction.Launch"
 	as, err := r.classify(op, s, args)

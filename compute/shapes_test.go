@@ -774,3 +774,58 @@ func TestShapesOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestShapesOverlapElementwise: an output may be an input itself (in
+// place: each element read, then written, by one thread), or memory apart
+// from the others, but not part of another buffer of the launch, nor an
+// input of another element size at its address (a Cast of float32 to
+// float16 in place writes elements another thread has yet to read); a
+// reduction's output shares none with its inputs (raw parameters are the
+// operation's to keep apart). Each is an error wrapping ErrInvalidValue that
+// names both, before anything is launched; the allowed ones compute.
+func TestShapesOverlapElementwise(t *testing.T) {
+	e := gpu(t)
+	const n = 1000
+	base := must(cuda.Zeroed[float32](e.ctx, 2*n+8))(t)
+	defer base.Free()
+	at := func(off, k int) *cuda.DeviceBuffer[float32] { return must(base.Slice(off, k))(t) }
+	halves := must(cuda.Zeroed[cuda.Float16](e.ctx, n))(t)
+	defer halves.Free()
+	same := must(must(cuda.ViewAs[cuda.Float16](at(0, n/2)))(t).Slice(0, n))(t) // base's first n/2 float32s as n halves
+	gather := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "gather1", InParams: "raw float32 x", OutParams: "float32 y", Operation: "y = x[(i + 1) % n]"}))(t)
+	for _, tc := range []struct {
+		name  string
+		ok    bool
+		names string // the two the error names
+		run   func() error
+	}{
+		{"Add in place", true, "", func() error { return compute.Add(at(0, n), at(0, n), at(n, n), e.s) }},
+		{"Add apart", true, "", func() error { return compute.Add(at(n, n), at(0, n), at(0, n), e.s) }},
+		{"Add dst a shifted view of a", false, "dst, a", func() error { return compute.Add(at(1, n), at(0, n), at(n+4, n), e.s) }},
+		{"Add dst a shifted view of b", false, "dst, b", func() error { return compute.Add(at(0, n), at(n+4, n), at(3, n), e.s) }},
+		{"Exp dst over the end of src", false, "dst, src", func() error { return compute.Exp(at(n-1, n), at(0, n), e.s) }},
+		{"Cast in place of another size", false, "dst, src", func() error { return compute.Cast(same, at(0, n), e.s) }},
+		{"Cast apart", true, "", func() error { return compute.Cast(halves, at(0, n), e.s) }},
+		{"gather apart", true, "", func() error { return gather.Launch(e.s, at(0, n), at(n, n)) }},
+		{"Sum into src", false, "src, dst", func() error { return compute.Sum(at(5, 1), at(0, n), e.s) }},
+		{"SumAxis into src", false, "src, dst", func() error {
+			return compute.SumAxis(at(0, 10), at(0, n), compute.Shape{Rows: 10, Cols: n / 10}, compute.PerRow, e.s)
+		}},
+		{"SumAxis apart", true, "", func() error {
+			return compute.SumAxis(at(n, 10), at(0, n), compute.Shape{Rows: 10, Cols: n / 10}, compute.PerRow, e.s)
+		}},
+	} {
+		err := tc.run()
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		a, b, _ := strings.Cut(tc.names, ", ")
+		msg := fmt.Sprint(err)
+		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(msg, a+" overlaps "+b) && !strings.Contains(msg, b+" overlaps "+a) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalidValue saying %s and %s overlap", tc.name, err, a, b)
+		}
+	}
+}
