@@ -296,7 +296,6 @@ var (
 	addExpr = fixed("add", "x0 + x1")
 	subExpr = fixed("sub", "x0 - x1")
 	mulExpr = fixed("mul", "x0 * x1")
-	divExpr = fixed("div", "x0 / x1")
 	eqExpr  = fixed("eq", "x0 == x1")
 	neExpr  = fixed("ne", "x0 != x1")
 	ltExpr  = fixed("lt", "x0 < x1")
@@ -307,6 +306,32 @@ var (
 	orExpr  = fixed("or", "x0 != 0 || x1 != 0")
 	notExpr = fixed("not", "x0 == 0")
 )
+
+// divExpr: a float's division; an integer's truncated toward zero, where
+// a division by zero gives 0 and the most negative value divided by -1
+// itself (NumPy's answers, and the ones that do not trap: the fake
+// driver runs kernels on the CPU, where either stops the process with
+// SIGFPE).
+func divExpr(t ctype) expr { return divExprs[t.id] }
+
+// divExprs are divExpr's expressions, by ctype id, written once: a call's
+// expression the same string each time (exprHash).
+var divExprs = func() (e [len(ctypeList)]expr) {
+	for i, t := range ctypeList {
+		e[i] = writeDivExpr(t)
+	}
+	return e
+}()
+
+func writeDivExpr(t ctype) expr {
+	switch {
+	case t.float:
+		return expr{name: "div", code: "x0 / x1"}
+	case t.value[0] == 'u':
+		return expr{name: "div", code: "x1 == 0 ? 0 : x0 / x1"}
+	}
+	return expr{name: "div", code: fmt.Sprintf("x1 == 0 ? (%[1]s)0 : x1 == -1 ? (%[1]s)(0ULL - (unsigned long long)x0) : (%[1]s)(x0 / x1)", t.value)}
+}
 
 // maxExpr and minExpr: NumPy's maximum and minimum, a NaN winning.
 func maxExpr(t ctype) expr {
@@ -361,7 +386,8 @@ func Mul[T Elem](a, b *Array[T]) (*Array[T], error) {
 func MulInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("MulInto", mulExpr, dst, a, b) }
 
 // Div returns a / b, broadcast (for integers, truncated toward zero; a
-// division by zero gives an unspecified value, not an error).
+// division by zero gives 0, not an error, and the most negative value
+// divided by -1 wraps to itself, as NumPy's).
 func Div[T Elem](a, b *Array[T]) (*Array[T], error) {
 	return result(binary[T, T]("Div", divExpr, a, b))
 }

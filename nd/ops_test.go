@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/nd"
@@ -571,4 +572,65 @@ func castTo[U, T nd.Elem](s *cuda.Stream, data []T) ([]U, error) {
 		return nil, fmt.Errorf("Cast gave %v and CastInto %v", got, into)
 	}
 	return got, nil
+}
+
+// TestIntegerDivision: Div of integers truncates toward zero, a division
+// by zero gives 0 and the most negative value divided by -1 itself, as
+// NumPy's, on every path (contiguous, strided, a Scalar divisor, fused):
+// before, either stopped the fake driver's process with SIGFPE (its
+// kernels run on the CPU), and gave the GPU's undefined values.
+func TestIntegerDivision(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	t.Run("int8", func(t *testing.T) { integerDivision[int8](t, s) })
+	t.Run("int16", func(t *testing.T) { integerDivision[int16](t, s) })
+	t.Run("int32", func(t *testing.T) { integerDivision[int32](t, s) })
+	t.Run("int64", func(t *testing.T) { integerDivision[int64](t, s) })
+	t.Run("uint8", func(t *testing.T) { integerDivision[uint8](t, s) })
+	t.Run("uint32", func(t *testing.T) { integerDivision[uint32](t, s) })
+	t.Run("uint64", func(t *testing.T) { integerDivision[uint64](t, s) })
+}
+
+func integerDivision[T interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint32 | ~uint64
+}](t *testing.T, s *cuda.Stream) {
+	var zero T
+	minus1 := zero - 1 // the largest value where T is unsigned
+	lowest, one := zero, T(1)
+	if minus1 < 0 {
+		lowest = one << (8*unsafe.Sizeof(zero) - 1) // the most negative
+	}
+	as := []T{7, minus1, lowest, 0, 5, lowest, 9, 3}
+	bs := []T{2, 0, minus1, 0, minus1, 1, 0, 3}
+	div := func(a, b T) T {
+		switch {
+		case b == 0:
+			return 0
+		case b == minus1 && minus1 < 0:
+			return zero - a // wraps, as Go's does
+		}
+		return a / b
+	}
+	want := make([]float64, len(as))
+	for i := range as {
+		want[i] = toF64(div(as[i], bs[i]))
+	}
+	a := free(t, must(nd.FromSlice(s, as, 2, 4))(t))
+	b := free(t, must(nd.FromSlice(s, bs, 2, 4))(t))
+	h := host[float64]{want, []int{2, 4}}
+	closeTo(t, "Div", free(t, must(nd.Div(a, b))(t)), h, 0)
+	closeTo(t, "Lazy Div", free(t, must(nd.Lazy(a).Div(nd.Lazy(b)).Eval())(t)), h, 0)
+	// Transposed: the strided kernel.
+	ht := host[float64]{make([]float64, 8), []int{4, 2}}
+	for i := range 4 {
+		for j := range 2 {
+			ht.data[i*2+j] = want[j*4+i]
+		}
+	}
+	closeTo(t, "Div of transposes", free(t, must(nd.Div(a.T(), b.T()))(t)), ht, 0)
+	d := free(t, must(nd.Zeros[T](s, 2, 4))(t))
+	if err := nd.DivInto(d, a, nd.Scalar(zero)); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "DivInto by a Scalar 0", d, host[float64]{make([]float64, 8), []int{2, 4}}, 0)
 }
