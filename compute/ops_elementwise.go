@@ -144,15 +144,22 @@ var binaryBodies = map[string][2]string{ // integer, float
 	"add": {"y = a + b;", "y = a + b;"},
 	"sub": {"y = a - b;", "y = a - b;"},
 	"mul": {"y = a * b;", "y = a * b;"},
-	"div": {"y = a / b;", "y = a / b;"},
+	// An integer divided by zero is 0 (NumPy's), and the most negative
+	// divided by -1 itself (Go's), where the device's division gives
+	// what it likes and the host's, for the fake driver, traps.
+	"div": {"y = b == 0 ? 0 : b == -1 ? (decltype(a))(0ULL - (unsigned long long)a) : a / b;", "y = a / b;"},
 	"max": {"y = a > b ? a : b;", "y = (a != a) ? a : (b != b) ? b : (a > b ? a : b);"},
 	"min": {"y = a < b ? a : b;", "y = (a != a) ? a : (b != b) ? b : (a < b ? a : b);"},
 }
 
 func binary[T cuda.Number](op, name string, dst *cuda.DeviceBuffer[T], a, b arg, s *cuda.Stream) error {
+	t := dtypePtr[T]()
 	body := binaryBodies[name][0]
-	if dtypePtr[T]().float {
+	switch {
+	case t.float:
 		body = binaryBodies[name][1]
+	case name == "div" && !t.signed: // no -1: its largest value
+		body = "y = b == 0 ? 0 : a / b;"
 	}
 	// The variant for a scalar b is compiled apart (Elementwise keys by it).
 	return run[T](op, name, "%s a, %s b", "%s y", body, s, a, b, bufArg("dst", dst))
@@ -174,7 +181,8 @@ func Mul[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
 }
 
 // Div sets dst = a / b (for integers, truncated; a division by zero gives
-// an unspecified value, not an error).
+// 0, as NumPy's, not an error, and the most negative value divided by -1
+// itself, as Go's).
 func Div[T cuda.Number](dst, a, b *cuda.DeviceBuffer[T], s *cuda.Stream) error {
 	return binary("Div", "div", dst, bufArg("a", a), bufArg("b", b), s)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
@@ -208,6 +209,69 @@ func TestBinary(t *testing.T) {
 	binaries[float64](t, e, -100, 100)
 	binaries[cuda.Float16](t, e, -10, 10)
 	binaries[cuda.BFloat16](t, e, -10, 10)
+}
+
+// TestIntegerDivision: Div and DivScalar of integers by zero give 0 (as
+// NumPy's), and the most negative value divided by -1 itself (as Go's),
+// on the GPU and on the fake driver alike, whose host-compiled kernels
+// trapped on both (SIGFPE ended the test binary), in the vector loop and
+// in the elements after it.
+func TestIntegerDivision(t *testing.T) {
+	e := gpu(t)
+	integerDivision[int8](t, e)
+	integerDivision[int16](t, e)
+	integerDivision[int32](t, e)
+	integerDivision[int64](t, e)
+	integerDivision[uint8](t, e)
+	integerDivision[uint32](t, e)
+	integerDivision[uint64](t, e)
+}
+
+type integer interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+func integerDivision[T integer](t *testing.T, e env) {
+	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
+		var zero T
+		lowest := zero
+		if minus := zero - 1; minus < 0 {
+			lowest = T(1) << (8*unsafe.Sizeof(zero) - 1) // the most negative
+		}
+		as, bs := []T{7, 0, lowest, lowest, 9, lowest + 1, 5}, []T{0, 0, zero - 1, 0, 2, zero - 1, 3}
+		const n = 37 // vectors of 16 bytes, then the elements after them
+		a, b := make([]T, n), make([]T, n)
+		for i := range n {
+			a[i], b[i] = as[i%len(as)], bs[(i+i/len(bs))%len(bs)]
+		}
+		div := func(x, y T) T {
+			if y == 0 {
+				return 0
+			}
+			return x / y // Go's: the most negative / -1 is itself
+		}
+		dst := must(cuda.Alloc[T](e.ctx, n))(t)
+		defer dst.Free()
+		da, db := cudatest.Upload(t, e.ctx, a), cudatest.Upload(t, e.ctx, b)
+		if err := compute.Div(dst, da, db, e.s); err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range cudatest.Download(t, dst) {
+			if want := div(a[i], b[i]); g != want {
+				t.Fatalf("Div: element %d: %v / %v = %v, want %v", i, a[i], b[i], g, want)
+			}
+		}
+		for _, v := range []T{0, zero - 1} {
+			if err := compute.DivScalar(dst, da, v, e.s); err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range cudatest.Download(t, dst) {
+				if want := div(a[i], v); g != want {
+					t.Fatalf("DivScalar: element %d: %v / %v = %v, want %v", i, a[i], v, g, want)
+				}
+			}
+		}
+	})
 }
 
 func checkUnary[T cuda.Number](t *testing.T, e env, name string, op func(dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error, ref func(float64) float64, lo, hi float64) {
