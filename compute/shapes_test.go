@@ -829,3 +829,24 @@ func TestShapesOverlapElementwise(t *testing.T) {
 		}
 	}
 }
+
+// TestShapesManyRows: 65537 rows, past a grid's 65535 and a power of
+// two, of a thread a row (staged: 2 elements) and of lanes a row in
+// registers (16 elements: 2 lanes, by vectors), for Softmax from aligned and offset buffers, and their sums and maxima
+// per row and per column.
+func TestShapesManyRows(t *testing.T) {
+	e := gpu(t)
+	for i, cols := range []int{2, 16} {
+		sh := compute.Shape{Rows: 65537, Cols: cols}
+		checkSoftmaxAt[float32](t, e, sh, i%2, 0, 2e-6, fmt.Sprint(sh))
+		n := sh.Rows * sh.Cols
+		x := randoms[float32](n, -1, 1)
+		base := must(cuda.Alloc[float32](e.ctx, n+1))(t)
+		src := must(base.Slice(1-i%2, n))(t)
+		if err := src.CopyFromHost(x); err != nil {
+			t.Fatal(err)
+		}
+		checkLayout(t, e, sh, x, src, 2e-6, nil)
+		base.Free()
+	}
+}
