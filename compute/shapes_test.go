@@ -850,3 +850,49 @@ func TestShapesManyRows(t *testing.T) {
 		base.Free()
 	}
 }
+
+// TestShapesCaptureUnloaded captures operations whose kernels this
+// context has not loaded yet (the package docs ask for a call before the
+// capture; a GPU may refuse to load a module while a stream captures):
+// the capture either records them, and the graph computes what the calls
+// do, or fails with an error that names the operation; either way the
+// stream and the operations work after it.
+func TestShapesCaptureUnloaded(t *testing.T) {
+	e := gpu(t)
+	sh := compute.Shape{Rows: 3, Cols: 100}
+	x := cudatest.Upload(t, e.ctx, randoms[float64](sh.Rows*sh.Cols, -3, 3))
+	defer x.Free()
+	y := must(cuda.Zeroed[float64](e.ctx, sh.Rows*sh.Cols))(t)
+	defer y.Free()
+	sum := must(cuda.Zeroed[float64](e.ctx, sh.Cols))(t)
+	defer sum.Free()
+	record := func() error {
+		if err := compute.LogSoftmax(y, x, sh, e.s); err != nil {
+			return err
+		}
+		return compute.SumAxis(sum, y, sh, compute.PerColumn, e.s)
+	}
+	g, err := e.s.Capture(cuda.CaptureGlobal, record)
+	if err == nil {
+		defer g.Close()
+		exec := must(g.Instantiate())(t)
+		defer exec.Close()
+		if err := exec.Launch(e.s); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+	} else if msg := fmt.Sprint(err); !strings.Contains(msg, "compute: LogSoftmax: ") {
+		t.Errorf("capture of kernels not loaded: %v, want an error that names LogSoftmax", err)
+	} else {
+		t.Logf("capture of kernels not loaded: %v", err)
+	}
+	inGraph := cudatest.Download(t, sum)
+	if err := record(); err != nil {
+		t.Fatalf("after the capture: %v", err)
+	}
+	if got := cudatest.Download(t, sum); err == nil && !bytes.Equal(rawBytes(got), rawBytes(inGraph)) {
+		t.Errorf("the graph's column sums %v, the calls' %v", inGraph, got)
+	}
+}
