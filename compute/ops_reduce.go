@@ -98,7 +98,9 @@ func MaxOf[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error 
 	return reduce("MaxOf", "max", dst, src, s)
 }
 
-// MinOf sets dst, a buffer of one element, to src's smallest element.
+// MinOf sets dst, a buffer of one element, to src's smallest element (a NaN
+// if src has one; the type's highest value, +Inf for floats, if src is
+// empty).
 func MinOf[T cuda.Number](dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
 	return reduce("MinOf", "min", dst, src, s)
 }
@@ -115,17 +117,21 @@ func SumAxis[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Ax
 	return reduceAxis("SumAxis", "sum", dst, src, shape, axis, s)
 }
 
-// MaxAxis sets dst to the largest element of each row or column of src.
+// MaxAxis sets dst to the largest element of each row or column of src (as
+// MaxOf: a NaN where the row or column has one, the type's lowest value
+// where it is empty).
 func MaxAxis[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
 	return reduceAxis("MaxAxis", "max", dst, src, shape, axis, s)
 }
 
-// MinAxis sets dst to the smallest element of each row or column of src.
+// MinAxis sets dst to the smallest element of each row or column of src
+// (as MinOf).
 func MinAxis[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
 	return reduceAxis("MinAxis", "min", dst, src, shape, axis, s)
 }
 
-// MeanAxis sets dst to the mean of each row or column of src.
+// MeanAxis sets dst to the mean of each row or column of src (NaN where
+// it is empty).
 func MeanAxis[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, axis Axis, s *cuda.Stream) error {
 	return reduceAxis("MeanAxis", "mean", dst, src, shape, axis, s)
 }
