@@ -152,6 +152,27 @@ func testRoPE[T nn.Float](t *testing.T) {
 	})
 }
 
+// TestRoPELongPositions: at the positions of long contexts the angle is
+// still exact to float32's rounding (taken in float64: a float32 angle is
+// off by position·2⁻²⁴ radians, 0.006 at 100,000), as the float64
+// reference has it; in place too.
+func TestRoPELongPositions(t *testing.T) {
+	s := layerStream(t)
+	shape := []int{1, 3, 2, 64}
+	xv := layerData(3*2*64, 12, -2, 2)
+	for _, offset := range []int{4093, 100000, 1 << 20, 1<<31 + 7} {
+		t.Run(fmt.Sprint(offset), func(t *testing.T) {
+			x := layerUp[float32](t, s, xv, shape...)
+			want := ropeRef(layerRound[float32](xv), shape, offset, 10000, 64, false)
+			layerClose(t, "y", layerDown(t, layerFree(t, must(nn.RoPE(x, offset, nn.Rotary{}))(t))), want, layerTol[float32]())
+			if err := nn.RoPEInto(x, x, offset, nn.Rotary{}); err != nil {
+				t.Fatal(err)
+			}
+			layerClose(t, "in place", layerDown(t, x), want, layerTol[float32]())
+		})
+	}
+}
+
 // dropoutKeep is the kernel's draw, in Go.
 func dropoutKeep(seed, c uint64, p float32) bool {
 	mix := func(z uint64) uint64 {
