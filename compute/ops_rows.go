@@ -169,13 +169,16 @@ type regCase struct{ Group, N int }
 // Softmax sets each row of dst to the softmax of src's row: e^(x-max) over
 // the row's sum of them. src and dst are row-major matrices of shape (dst
 // may be src, or memory apart from it; a dst that overlaps part of src is
-// an error).
+// an error). A row holding a NaN is all NaN, as is a row of only -Inf; a
+// row whose largest is +Inf is NaN where +Inf and 0 elsewhere (+Inf -
+// +Inf is NaN, as in PyTorch).
 func Softmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
 	return softmax("Softmax", dst, src, shape, s, false)
 }
 
 // LogSoftmax sets each row of dst to the log of the softmax of src's row,
-// computed as x - max - log(sum of e^(x-max)).
+// computed as x - max - log(sum of e^(x-max)): -Inf where Softmax is 0,
+// NaN where it is NaN.
 func LogSoftmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
 	return softmax("LogSoftmax", dst, src, shape, s, true)
 }
