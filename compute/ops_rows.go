@@ -177,8 +177,9 @@ func Softmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cu
 }
 
 // LogSoftmax sets each row of dst to the log of the softmax of src's row,
-// computed as x - max - log(sum of e^(x-max)): -Inf where Softmax is 0,
-// NaN where it is NaN.
+// computed as x - max - log(sum of e^(x-max)): finite where Softmax
+// underflows to 0, -Inf where x is -Inf (and, in a row whose largest is
+// +Inf, where x is not +Inf), NaN where Softmax is NaN.
 func LogSoftmax[T cuda.AnyFloat](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream) error {
 	return softmax("LogSoftmax", dst, src, shape, s, true)
 }
