@@ -455,3 +455,54 @@ func TestStringSummary(t *testing.T) {
 		t.Errorf("reversed:\n%s", got)
 	}
 }
+
+// TestRandIntRange: RandInt's bounds must be values of T, as NumPy's
+// randint's (before, [-5, 5) of uint8 and [0, 300) of uint8 were made,
+// converting out of range floats, undefined); bounds within T make its
+// values, to its ends.
+func TestRandIntRange(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	g := must(curand.New(s, curand.DefaultRNG, 11))(t)
+	defer g.Close()
+	for _, c := range []struct {
+		name string
+		err  error
+		ok   bool
+	}{
+		{"uint8 [-5, 5)", freedErr(nd.RandInt[uint8](g, -5, 5, 4)), false},
+		{"uint8 [0, 300)", freedErr(nd.RandInt[uint8](g, 0, 300, 4)), false},
+		{"int8 [-129, 0)", freedErr(nd.RandInt[int8](g, -129, 0, 4)), false},
+		{"uint64 [-1, 1)", freedErr(nd.RandInt[uint64](g, -1, 1, 4)), false},
+		{"int32 [0, 1<<31+1)", freedErr(nd.RandInt[int32](g, 0, 1<<31+1, 4)), false},
+		{"uint8 [0, 256)", freedErr(nd.RandInt[uint8](g, 0, 256, 4)), true},
+		{"int8 [-128, 128)", freedErr(nd.RandInt[int8](g, -128, 128, 4)), true},
+		{"int64 [MinInt64, MaxInt64)", freedErr(nd.RandInt[int64](g, math.MinInt64, math.MaxInt64, 4)), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			switch {
+			case c.ok && c.err != nil:
+				t.Errorf("got %v, want no error", c.err)
+			case !c.ok && (!errors.Is(c.err, cuda.ErrInvalidValue) || !strings.Contains(c.err.Error(), "is not within the values of")):
+				t.Errorf("got %v, want ErrInvalidValue saying [lo, hi) is not within T", c.err)
+			}
+		})
+	}
+	// The ends of int8's range come.
+	r := free(t, must(nd.RandInt[int8](g, -128, 128, 20000))(t))
+	lo, hi := false, false
+	for _, v := range must(r.ToSlice())(t) {
+		lo, hi = lo || v == -128, hi || v == 127
+	}
+	if !lo || !hi {
+		t.Errorf("RandInt[int8](-128, 128) over 20000 values: -128 seen %v, 127 seen %v", lo, hi)
+	}
+}
+
+// freedErr returns an operation's error, its result freed.
+func freedErr[T nd.Elem](a *nd.Array[T], err error) error {
+	if err == nil {
+		err = a.Free()
+	}
+	return err
+}

@@ -42,12 +42,18 @@ func random[T cuda.Float](op string, g *curand.Generator, shape []int, gen func(
 
 // RandInt returns an array of the shape holding integers uniform on [lo,
 // hi) (NumPy's randint), from g's uniform sequence in float64, on g's
-// stream.
+// stream. lo and hi-1 must be values of T, as NumPy's.
 func RandInt[T cuda.Integer](g *curand.Generator, lo, hi int64, shape ...int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	const op = "RandInt"
 	if hi <= lo {
 		return nil, errorf(op, cuda.ErrInvalidValue, "lo %d and hi %d: want lo < hi", lo, hi)
+	}
+	// A value out of T's range would be converted by the kernel's float
+	// to integer conversion, which is undefined there.
+	fits := func(v int64) bool { return int64(T(v)) == v && (v >= 0 || T(0)-1 < 0) }
+	if !fits(lo) || !fits(hi-1) {
+		return nil, errorf(op, cuda.ErrInvalidValue, "lo %d and hi %d: [lo, hi) is not within the values of %s", lo, hi, typeName[T]())
 	}
 	u, err := random(op, g, shape, func(b *cuda.DeviceBuffer[float64]) error { return curand.Uniform(g, b) })
 	if err != nil {
