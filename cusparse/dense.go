@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -87,6 +88,20 @@ func (d Dense[T]) check(op, name string) error {
 		return errorf(op, cuda.ErrInvalidValue, "%s is %dx%d %v with stride %d: it needs %d elements, and %s.Data holds %d", name, d.Rows, d.Cols, d.Layout, d.ld(), need, name, d.Data.Len())
 	}
 	return nil
+}
+
+// region is the memory of d's elements: its rows (columns, column-major)
+// of Cols (Rows) elements, ld apart. Called after check.
+func (d Dense[T]) region() region {
+	major, minor := d.Rows, d.Cols
+	if d.Layout == ColMajor {
+		major, minor = d.Cols, d.Rows
+	}
+	es := uint64(unsafe.Sizeof(*new(T)))
+	if major == 0 || minor == 0 {
+		return region{}
+	}
+	return region{base: uint64(d.Data.Ptr()), width: uint64(minor) * es, ld: uint64(d.ld()) * es, lines: major}
 }
 
 // packed reports whether d's elements lie next to one another, Rows·Cols

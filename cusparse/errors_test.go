@@ -22,6 +22,11 @@ func TestInvalid(t *testing.T) {
 	x3, x2 := upload(t, ctx, []float64{1, 2, 3}), upload(t, ctx, []float64{1, 2})
 	d23 := cusparse.NewDense(upload(t, ctx, make([]float64, 6)), 2, 3)
 	d32 := cusparse.NewDense(upload(t, ctx, make([]float64, 6)), 3, 2)
+	_, _, cooValues, err := coo.Arrays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d22 := cusparse.NewDense(upload(t, ctx, make([]float64, 4)), 2, 2)
 	// 2^40 rows of one non-zero: its CSR offsets are 8 TiB.
 	tall := free(t, must(cusparse.NewCOO(s, 1<<40, 2, []int64{5}, []int64{1}, []float64{1}))(t))
 	huge := free(t, must(cusparse.NewCOO(s, 1<<32, 1<<32, []int64{}, []int64{}, []float64{}))(t))
@@ -72,6 +77,9 @@ func TestInvalid(t *testing.T) {
 		{"ToDense sizes past any buffer", cusparse.ToDense(h, huge, cusparse.Dense[float64]{Data: x3, Rows: 1 << 32, Cols: 1 << 32}), "d is 4294967296x4294967296 row-major with stride 4294967296: beyond any buffer", cuda.ErrInvalidValue},
 		{"Convert int64 past the device", errOf(cusparse.Convert(h, tall, cusparse.CSR)), "out of memory", cuda.ErrOutOfMemory},
 		{"NewBSR sizes past int64", errOf(cusparse.NewBSR[int64](s, 1<<32, 1<<32, 2, []float64{})), "more than int64 indices count", cuda.ErrInvalidValue},
+		{"SpMV y is x", cusparse.SpMV(h, cusparse.NoTrans, 1, coo, x2, 0, x2), "y overlaps x", cuda.ErrInvalidValue},
+		{"SpMV y is a's values", cusparse.SpMV(h, cusparse.NoTrans, 1, coo, x2, 0, cooValues), "y overlaps a's arrays", cuda.ErrInvalidValue},
+		{"SpMM c is b", cusparse.SpMM(h, cusparse.NoTrans, 1, coo, d22, 0, d22), "c overlaps b", cuda.ErrInvalidValue},
 		{"SpMM nil data", cusparse.SpMM(h, cusparse.NoTrans, 1, a, cusparse.Dense[float64]{Rows: 3, Cols: 2}, 0, d23), "b.Data is nil", cuda.ErrInvalidValue},
 		{"SpGEMM format", errOf(cusparse.SpGEMM(h, coo, coo)), "a is COO and b COO: SpGEMM takes CSR", cuda.ErrInvalidValue},
 		{"SpGEMM shapes", errOf(cusparse.SpGEMM(h, a, a)), "a's columns must be b's rows", cuda.ErrInvalidValue},

@@ -165,6 +165,77 @@ func checkOp(op, name string, o Op) error {
 	return nil
 }
 
+// region is memory an operand spans: lines of width bytes, ld bytes from
+// the start of one to the next (a vector or an array is one line).
+type region struct {
+	base, width, ld uint64
+	lines           int
+}
+
+// spanOf is the region of the first n elements of b.
+func spanOf[E any](b *cuda.DeviceBuffer[E], n int) region {
+	return region{base: uint64(b.Ptr()), width: uint64(n) * uint64(unsafe.Sizeof(*new(E))), lines: 1}
+}
+
+// overlaps reports whether r and s share a byte: each line of the one
+// with fewer lines against the other's lines, of which only the last to
+// start before the line's end can reach it.
+func (r region) overlaps(s region) bool {
+	if r.lines == 0 || s.lines == 0 || r.width == 0 || s.width == 0 {
+		return false
+	}
+	if r.end() <= s.base || s.end() <= r.base {
+		return false // apart: the usual case, at once
+	}
+	if r.lines > s.lines {
+		r, s = s, r
+	}
+	for i := range r.lines {
+		lo := r.base + uint64(i)*r.ld
+		hi := lo + r.width
+		if hi <= s.base {
+			continue
+		}
+		k := s.lines - 1
+		if s.ld > 0 {
+			k = min(k, int((hi-1-s.base)/s.ld))
+		}
+		if s.base+uint64(k)*s.ld+s.width > lo {
+			return true
+		}
+	}
+	return false
+}
+
+// end is the byte after r's last.
+func (r region) end() uint64 { return r.base + uint64(r.lines-1)*r.ld + r.width }
+
+// spans are m's arrays' regions.
+func (m *Matrix[I, T]) spans() []region {
+	return []region{spanOf(m.outer, m.outerLen), spanOf(m.inner, m.innerLen()), spanOf(m.values, m.nnz)}
+}
+
+// input is an operation's input and its name, for checkOutput.
+type input struct {
+	name string
+	r    []region
+}
+
+// checkOutput returns the error for an output, named name, of region
+// out, that shares memory with an input: cuSPARSE writes it while it reads
+// them, which it does not allow (the result would be the GPU's order of
+// reading and writing).
+func checkOutput(op, name string, out region, in ...input) error {
+	for _, x := range in {
+		for _, r := range x.r {
+			if out.overlaps(r) {
+				return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s: cuSPARSE reads the one while it writes the other", name, x.name)
+			}
+		}
+	}
+	return nil
+}
+
 // checkVec checks a vector operand's length.
 func checkVec[T Value](op, name string, x *cuda.DeviceBuffer[T], n int) error {
 	switch {
@@ -178,7 +249,8 @@ func checkVec[T Value](op, name string, x *cuda.DeviceBuffer[T], n int) error {
 
 // SpMV computes y = alpha·op(A)·x + beta·y (cusparseSpMV, its default
 // algorithm), queued on h's stream. x has op(A)'s columns, y its rows;
-// where beta is 0, y is not read. The work buffer cuSPARSE asks for is
+// where beta is 0, y is not read. y shares no memory with x or A's arrays
+// (cuSPARSE writes it while it reads them): that is an error. The work buffer cuSPARSE asks for is
 // h's, reused by later calls.
 // Matrices of the half types use SpMVHalf.
 func SpMV[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], x *cuda.DeviceBuffer[T], beta T, y *cuda.DeviceBuffer[T]) error {
@@ -209,6 +281,9 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	defer a.life.Release()
 	rows, cols := opShape(op, a.rows, a.cols)
 	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, true), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
+		return err
+	}
+	if err := checkOutput(name, "y", spanOf(y, rows), input{"x", []region{spanOf(x, cols)}}, input{"a's arrays", a.spans()}); err != nil {
 		return err
 	}
 	d := &descs{op: name}
@@ -256,7 +331,8 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 // SpMM computes C = alpha·op(A)·B + beta·C (cusparseSpMM, its default
 // algorithm), with B and C dense, each row- or column-major, queued on h's
 // stream. B has op(A)'s columns as rows, C op(A)'s rows and B's columns;
-// where beta is 0, C is not read.
+// where beta is 0, C is not read. No element of C is one of B's or in A's
+// arrays (an error); B and C may interleave in one buffer.
 // Matrices of the half types use SpMMHalf.
 func SpMM[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], b Dense[T], beta T, c Dense[T]) error {
 	return spmm("SpMM", h, op, valueType[T](), unsafe.Pointer(&alpha), a, b, unsafe.Pointer(&beta), c)
@@ -284,6 +360,9 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	}
 	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {
 		return errorf(name, cuda.ErrInvalidValue, "op(A) is %dx%d, b %dx%d, c %dx%d: want b %dx%d and c %dx%d", rows, k, b.Rows, b.Cols, c.Rows, c.Cols, k, b.Cols, rows, b.Cols)
+	}
+	if err := checkOutput(name, "c", c.region(), input{"b", []region{b.region()}}, input{"a's arrays", a.spans()}); err != nil {
+		return err
 	}
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), b.Data, c.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {

@@ -612,6 +612,23 @@ func TestStrided(t *testing.T) {
 			})
 		}
 	}
+	t.Run("SpMM b and c interleaved in one buffer", func(t *testing.T) {
+		// Rows of 4: B's 2 elements, then C's 2.
+		buf := upload(t, ctx, []float64{1, 4, 0, 0, 2, 5, 0, 0, 3, 6, 0, 0})
+		cv, err := buf.Slice(2, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		B := cusparse.Dense[float64]{Data: buf, Rows: 3, Cols: 2, Stride: 4}
+		C := cusparse.Dense[float64]{Data: cv, Rows: 3, Cols: 2, Stride: 4}
+		if err := cusparse.SpMM(h, cusparse.NoTrans, 1, a, B, 0, C); err != nil {
+			t.Fatalf("SpMM of b and c interleaved: %v, want nil (no element shared)", err)
+		}
+		want := []float64{1, 4, 2, 8, 2, 5, 7, 19, 3, 6, 23, 50} // A·[[1,4],[2,5],[3,6]] in the odd pairs
+		if got := download(t, s, buf); !slices.Equal(got, want) {
+			t.Errorf("buffer = %v, want %v", got, want)
+		}
+	})
 	t.Run("ToDense and FromDense", func(t *testing.T) {
 		for _, l := range layouts {
 			// The first two columns of A, 3x2.
