@@ -483,8 +483,11 @@ func newCompressed[I Index, T Value](op string, s *cuda.Stream, f Format, rows, 
 // colInd[k], values[k]) in any order, copied to stream-ordered memory of
 // s: sorted by row, then column, on the host, and the values of a
 // position given more than once summed into one non-zero (for the half
-// types, each sum computed in float32 and rounded to T). T may be a half
-// type (Value), for SpMVHalf and SpMMHalf.
+// types, each sum computed in float32 and rounded to T). Zeros are stored
+// as given, as SciPy's COO keeps them: a triplet of value 0, or repeated
+// ones that sum to 0, is a stored element NNZ counts (FromDense of the
+// matrix written out dense finds none there). T may be a half type
+// (Value), for SpMVHalf and SpMMHalf.
 func NewCOO[I Index, T Value](s *cuda.Stream, rows, cols int, rowInd, colInd []I, values []T) (*Matrix[I, T], error) {
 	const op = "NewCOO"
 	if s == nil {

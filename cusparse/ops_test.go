@@ -697,3 +697,40 @@ func TestSpGEMMEmptyProduct(t *testing.T) {
 		})
 	}
 }
+
+// TestExplicitZeros: zeros given to NewCOO, alone or as repeated triplets
+// that cancel, are stored elements (NewCOO's doc), kept by Convert,
+// harmless to SpMV and ToDense; FromDense of the dense matrix finds the
+// non-zeros alone.
+func TestExplicitZeros(t *testing.T) {
+	ctx, s, h := handle(t)
+	// (0, 1) = 0 given; (1, 2) = 1 + -1; (1, 0) = 5.
+	a := free(t, must(cusparse.NewCOO(s, 2, 3, []int32{1, 0, 1, 1}, []int32{2, 1, 2, 0}, []float64{1, 0, -1, 5}))(t))
+	if a.NNZ() != 3 {
+		t.Fatalf("NNZ = %d, want 3 (two stored zeros and the 5)", a.NNZ())
+	}
+	for _, f := range []cusparse.Format{cusparse.CSR, cusparse.CSC, cusparse.COO} {
+		m := free(t, must(cusparse.Convert(h, a, f))(t))
+		_, _, val := must3(m.ToHost())(t)
+		if m.NNZ() != 3 || slices.Index(val, 5) < 0 || len(slices.DeleteFunc(slices.Clone(val), func(v float64) bool { return v == 0 })) != 1 {
+			t.Errorf("Convert(%v): %d non-zeros %v, want the two zeros and the 5", f, m.NNZ(), val)
+		}
+	}
+	y := upload(t, ctx, []float64{7, 7})
+	if err := cusparse.SpMV(h, cusparse.NoTrans, 1, a, upload(t, ctx, []float64{1, 2, 3}), 0, y); err != nil {
+		t.Fatal(err)
+	}
+	if got := download(t, s, y); !slices.Equal(got, []float64{0, 5}) {
+		t.Errorf("SpMV = %v, want [0 5]", got)
+	}
+	d := cusparse.NewDense(upload(t, ctx, make([]float64, 6)), 2, 3)
+	if err := cusparse.ToDense(h, a, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := download(t, s, d.Data); !slices.Equal(got, []float64{0, 0, 0, 5, 0, 0}) {
+		t.Errorf("ToDense = %v", got)
+	}
+	if back := free(t, must(cusparse.FromDense[int32](h, d))(t)); back.NNZ() != 1 {
+		t.Errorf("FromDense: %d non-zeros, want 1", back.NNZ())
+	}
+}
