@@ -896,3 +896,16 @@ func TestShapesCaptureUnloaded(t *testing.T) {
 		t.Errorf("the graph's column sums %v, the calls' %v", inGraph, got)
 	}
 }
+
+// TestShapesIntegerColumns: column sums and maxima of the integer types
+// TestLayouts and TestColumnVectors leave out, in each column layout:
+// int64 (16 bytes of columns a thread: 2), int16 (8, summed in int64: the
+// most shared memory a block of _colsv has, 16 KiB), uint32 (4), exact
+// and wrapped as Go wraps them, from aligned buffers and views.
+func TestShapesIntegerColumns(t *testing.T) {
+	e := gpu(t)
+	shapes := []compute.Shape{{Rows: 300, Cols: 40}, {Rows: 2049, Cols: 33}, {Rows: 33, Cols: 129}, {Rows: 7, Cols: 200}}
+	h200LayoutsOf[int64](t, e, 0, nil, shapes)
+	h200LayoutsOf[int16](t, e, 0, nil, shapes)
+	h200LayoutsOf[uint32](t, e, 0, nil, shapes)
+}
