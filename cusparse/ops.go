@@ -112,9 +112,9 @@ func opShape(op Op, rows, cols int) (int, int) {
 	return cols, rows
 }
 
-// scalarOf reads the scalar at p, of T or, where T is a half type (ct
-// CUDA_R_32F), float32, as complex128.
-func scalarOf[T Value](ct int32, p unsafe.Pointer) complex128 {
+// scalarOf reads the scalar at p, of T or, where T is a half type,
+// float32 (the compute type), as complex128.
+func scalarOf[T Value](p unsafe.Pointer) complex128 {
 	switch {
 	case isHalf[T]():
 		return complex(float64(*(*float32)(p)), 0)
@@ -250,8 +250,8 @@ func checkVec[T Value](op, name string, x *cuda.DeviceBuffer[T], n int) error {
 // SpMV computes y = alpha·op(A)·x + beta·y (cusparseSpMV, its default
 // algorithm), queued on h's stream. x has op(A)'s columns, y its rows;
 // where beta is 0, y is not read. y shares no memory with x or A's arrays
-// (cuSPARSE writes it while it reads them): that is an error. The work buffer cuSPARSE asks for is
-// h's, reused by later calls.
+// (cuSPARSE writes it while it reads them): that is an error. The work
+// buffer cuSPARSE asks for is h's, reused by later calls.
 // Matrices of the half types use SpMVHalf.
 func SpMV[I Index, T Element](h *Handle, op Op, alpha T, a *Matrix[I, T], x *cuda.DeviceBuffer[T], beta T, y *cuda.DeviceBuffer[T]) error {
 	return spmv("SpMV", h, op, valueType[T](), unsafe.Pointer(&alpha), a, x, unsafe.Pointer(&beta), y)
@@ -296,7 +296,7 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 			return nil
 		}
 		if cols == 0 {
-			switch beta := scalarOf[T](ct, pb); beta {
+			switch beta := scalarOf[T](pb); beta {
 			case 0:
 				return y.Memset8Async(0, h.base.Stream())
 			case 1:
@@ -372,7 +372,7 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 		}
 		if k == 0 {
 			// C = beta·C: for 1 nothing, for 0 zeros where C is packed.
-			switch beta := scalarOf[T](ct, pb); {
+			switch beta := scalarOf[T](pb); {
 			case beta == 1:
 				return nil
 			case beta == 0 && c.packed():
