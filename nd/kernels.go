@@ -338,11 +338,75 @@ func applyPlan(op string, e expr, out operand, ins []operand, n int) error {
 			return err
 		}
 	}
+	return launchPlan(op, e, out, ins, n)
+}
+
+// launchPlan launches e's plan over the operands; where their layouts
+// leave more axes than a kernel indexes (maxAxes), one index of the first
+// axis at a time (so that Copy and Contiguous, what makePlan's error
+// advises, make any array contiguous, as NumPy's of up to 64 axes).
+func launchPlan(op string, e expr, out operand, ins []operand, n int) error {
+	if out.layout.Ndim() > maxAxes && !usesIndex.MatchString(e.code) && tooManyAxes(out, ins) {
+		return applyOuter(op, e, out, ins)
+	}
 	p, err := planFor(op, e, &out, ins)
 	if err != nil {
 		return err
 	}
 	return p.launch(op, &out, ins, n)
+}
+
+// tooManyAxes reports whether the operands' layouts, broadcast to out's
+// shape and coalesced, leave more than maxAxes axes (false where they do
+// not broadcast: makePlan says why).
+func tooManyAxes(out operand, ins []operand) bool {
+	shape := out.layout.Shape()
+	layouts := []ndshape.Layout{out.layout}
+	for _, in := range ins {
+		if in.scalar {
+			continue
+		}
+		l, err := in.layout.BroadcastTo(shape)
+		if err != nil {
+			return false
+		}
+		layouts = append(layouts, l)
+	}
+	co, err := ndshape.Coalesce(layouts...)
+	return err == nil && co[0].Ndim() > maxAxes
+}
+
+// applyOuter applies e over the operands one index of out's first axis at
+// a time: each a launch over the other axes (the arrays' spans the same,
+// their layouts those of the index's elements).
+func applyOuter(op string, e expr, out operand, ins []operand) error {
+	shape := out.layout.Shape()
+	sub := make([]operand, len(ins))
+	for i := range shape[0] {
+		o := out
+		var err error
+		if o.layout, err = out.layout.Index(0, i); err != nil {
+			return wrap(op, err)
+		}
+		for j := range ins {
+			sub[j] = ins[j]
+			if ins[j].scalar {
+				continue
+			}
+			l, err := ins[j].layout.BroadcastTo(shape)
+			if err == nil {
+				l, err = l.Index(0, i)
+			}
+			if err != nil {
+				return wrap(op, err)
+			}
+			sub[j].layout = l
+		}
+		if err := launchPlan(op, e, o, sub, o.layout.Size()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // broadcastEquals reports whether in, broadcast to out's shape, is out's

@@ -634,3 +634,63 @@ func integerDivision[T interface {
 	}
 	closeTo(t, "DivInto by a Scalar 0", d, host[float64]{make([]float64, 8), []int{2, 4}}, 0)
 }
+
+// TestManyAxes: arrays whose layouts leave more axes than a kernel
+// indexes (12 axes of 2, reversed: none merge) are copied, added and
+// summed, one index of the first axis at a time, against Go: before,
+// every operation on them, Copy and Contiguous too (what the error
+// advised), failed with ErrNotSupported.
+func TestManyAxes(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	const rank = 12
+	shape := slices.Repeat([]int{2}, rank)
+	data := iota[float32](1 << rank)
+	a := free(t, must(nd.FromSlice(s, data, shape...))(t))
+	perm := make([]int, rank)
+	for i := range perm {
+		perm[i] = rank - 1 - i
+	}
+	p := must(a.Permute(perm...))(t)
+	// p's element at index i is a's at i reversed: data[bits of i reversed].
+	rev := func(i int) int {
+		r := 0
+		for range rank {
+			r, i = r<<1|i&1, i>>1
+		}
+		return r
+	}
+	want := host[float64]{make([]float64, 1<<rank), shape}
+	for i := range want.data {
+		want.data[i] = float64(data[rev(i)])
+	}
+	step := must(p.Slice(0, nd.None, nd.None, -1))(t) // the first axis reversed too
+	wantStep := host[float64]{make([]float64, 1<<rank), shape}
+	for i := range wantStep.data {
+		wantStep.data[i] = want.data[i^(1<<(rank-1))]
+	}
+	for _, c := range []struct {
+		name string
+		f    func() (*nd.Array[float32], error)
+		want host[float64]
+	}{
+		{"Copy", p.Copy, want},
+		{"Contiguous", p.Contiguous, want},
+		{"Copy of a reversed axis", step.Copy, wantStep},
+		{"Add", func() (*nd.Array[float32], error) { return nd.Add(p, a) }, mapHost(func(xs []float64) float64 { return xs[0] + xs[1] }, want, toHost64(host[float32]{data, shape}))},
+		{"Mul by a Scalar", func() (*nd.Array[float32], error) { return nd.Mul(p, nd.Scalar[float32](2)) }, mapHost(func(xs []float64) float64 { return 2 * xs[0] }, want)},
+		{"Lazy", func() (*nd.Array[float32], error) { return nd.Lazy(p).Sub(nd.Lazy(step)).Eval() }, mapHost(func(xs []float64) float64 { return xs[0] - xs[1] }, want, wantStep)},
+		{"Sum over axes 0, 3 and 11", func() (*nd.Array[float32], error) { return nd.Sum(p, nd.Along(0, 3, -1)) }, foldHost(want, []int{0, 3, 11}, false, sum)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			closeTo(t, c.name, free(t, must(c.f())(t)), c.want, 0)
+		})
+	}
+	t.Run("CopyInto a permuted dst", func(t *testing.T) {
+		d := free(t, must(nd.Zeros[float32](s, shape...))(t))
+		if err := nd.CopyInto(must(d.Permute(perm...))(t), a); err != nil {
+			t.Fatal(err)
+		}
+		closeTo(t, "CopyInto", d, want, 0)
+	})
+}
