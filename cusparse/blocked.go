@@ -1,6 +1,7 @@
 package cusparse
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 
@@ -50,10 +51,11 @@ func densePoints[T Value](op string, rows, cols int, dense []T) ([]point[T], err
 	return pts, nil
 }
 
-// blockRows returns, for each row of blocks, the columns (in blocks) of
-// the blocks holding a point, increasing.
-func blockRows[T Value](rows, block int, pts []point[T]) [][]int {
-	br := make([][]int, rows/block)
+// blockRows returns the columns (in blocks) of the blocks holding a
+// point, increasing, by row of blocks: only the rows of blocks that hold
+// one (a matrix of many rows and few non-zeros costs the host no more).
+func blockRows[T Value](block int, pts []point[T]) map[int][]int {
+	br := map[int][]int{}
 	for _, p := range pts {
 		i, j := p.r/block, p.c/block
 		if k, found := slices.BinarySearch(br[i], j); !found {
@@ -63,18 +65,38 @@ func blockRows[T Value](rows, block int, pts []point[T]) [][]int {
 	return br
 }
 
-// bsrOf returns the BSR arrays of pts.
-func bsrOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I, T] {
-	br := blockRows(rows, block, pts)
-	h := hostMatrix[I, T]{format: BSR, rows: rows, cols: cols, block: block, outer: make([]I, len(br)+1)}
-	for i, cs := range br {
+// blockedShape is the lengths of a blocked matrix's arrays, and a
+// Blocked-ELL matrix's width in blocks: every row of blocks holds as many
+// as the fullest (at least one where there are columns).
+type blockedShape struct{ outer, inner, values, width int }
+
+func shapeOf(f Format, rows, cols, block int, br map[int][]int) blockedShape {
+	if f == BSR {
+		n := 0
+		for _, cs := range br {
+			n += len(cs)
+		}
+		return blockedShape{outer: rows/block + 1, inner: n, values: n * block * block}
+	}
+	width := min(1, cols/block) // a matrix of columns stores a block a row, if empty
+	for _, cs := range br {
+		width = max(width, len(cs))
+	}
+	return blockedShape{inner: rows / block * width, values: rows * width * block, width: width}
+}
+
+// bsrOf returns the BSR arrays of pts, of blocks br.
+func bsrOf[I Index, T Value](rows, cols, block int, pts []point[T], br map[int][]int, sh blockedShape) hostMatrix[I, T] {
+	h := hostMatrix[I, T]{format: BSR, rows: rows, cols: cols, block: block,
+		outer: make([]I, sh.outer), inner: make([]I, 0, sh.inner), values: make([]T, sh.values)}
+	for i := range rows / block {
+		cs := br[i]
 		h.outer[i+1] = h.outer[i] + I(len(cs))
 		for _, c := range cs {
 			h.inner = append(h.inner, I(c))
 		}
 	}
 	bb := block * block
-	h.values = make([]T, len(h.inner)*bb)
 	for _, p := range pts {
 		i := p.r / block
 		k, _ := slices.BinarySearch(br[i], p.c/block)
@@ -84,19 +106,15 @@ func bsrOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I
 	return h
 }
 
-// ellOf returns the Blocked-ELL arrays of pts: every row of blocks holds
-// as many as the fullest (at least one where there are columns), the ones
-// it lacks with column -1 and zeros.
-func ellOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I, T] {
-	br := blockRows(rows, block, pts)
-	width := min(1, cols/block) // a matrix of columns stores a block a row, if empty
-	for _, cs := range br {
-		width = max(width, len(cs))
-	}
+// ellOf returns the Blocked-ELL arrays of pts, of blocks br: the blocks a
+// row of blocks lacks have column -1 and zeros.
+func ellOf[I Index, T Value](rows, cols, block int, pts []point[T], br map[int][]int, sh blockedShape) hostMatrix[I, T] {
+	width := sh.width
 	ellCols := width * block
 	h := hostMatrix[I, T]{format: BlockedELL, rows: rows, cols: cols, block: block,
-		inner: make([]I, len(br)*width), values: make([]T, rows*ellCols)}
-	for i, cs := range br {
+		inner: make([]I, sh.inner), values: make([]T, sh.values)}
+	for i := range rows / block {
+		cs := br[i]
 		for k := range width {
 			h.inner[i*width+k] = -1
 			if k < len(cs) {
@@ -110,6 +128,32 @@ func ellOf[I Index, T Value](rows, cols, block int, pts []point[T]) hostMatrix[I
 	}
 	h.nnz = len(h.values)
 	return h
+}
+
+// blocked makes the blocked Matrix (f, BSR or BlockedELL) of pts in
+// stream-ordered memory of s: its device arrays first, so that a matrix
+// too large for them is the device's out of memory (an error) before the
+// host builds arrays as large (a failure Go cannot recover from), then
+// the arrays built on the host and copied in.
+func blocked[I Index, T Value](op string, s *cuda.Stream, f Format, rows, cols, block int, pts []point[T]) (*Matrix[I, T], error) {
+	br := blockRows(block, pts)
+	sh := shapeOf(f, rows, cols, block, br)
+	m := &Matrix[I, T]{format: f, rows: rows, cols: cols, nnz: sh.values, stream: s, outerLen: sh.outer, block: block, innerN: sh.inner}
+	if err := m.allocArrays(s); err != nil {
+		return nil, calledas.Op(op, err)
+	}
+	var h hostMatrix[I, T]
+	if f == BSR {
+		h = bsrOf[I](rows, cols, block, pts, br, sh)
+	} else {
+		h = ellOf[I](rows, cols, block, pts, br, sh)
+	}
+	if err := errors.Join(copyIn(m.outer, h.outer), copyIn(m.inner, h.inner), copyIn(m.values, h.values)); err != nil {
+		m.freeAll()
+		return nil, calledas.Op(op, err)
+	}
+	m.life.ArmUntracked()
+	return m, nil
 }
 
 // NewBSR makes a Matrix in BSR format of the row-major rows×cols matrix
@@ -148,10 +192,7 @@ func newBlocked[I Index, T Value](op string, s *cuda.Stream, f Format, rows, col
 	if err != nil {
 		return nil, err
 	}
-	if f == BSR {
-		return upload(op, s, bsrOf[I](rows, cols, block, pts))
-	}
-	return upload(op, s, ellOf[I](rows, cols, block, pts))
+	return blocked[I](op, s, f, rows, cols, block, pts)
 }
 
 // ToBSR returns a, CSR, CSC or COO, as a new BSR Matrix of
@@ -188,17 +229,26 @@ func toBlocked[I Index, T Element](name string, h *Handle, a *Matrix[I, T], f Fo
 	if err != nil {
 		return nil, err
 	}
-	csr := hm.to(CSR)
-	var pts []point[T]
-	for i := range csr.rows {
-		for k := csr.outer[i]; k < csr.outer[i+1]; k++ {
-			pts = append(pts, point[T]{i, int(csr.inner[k]), csr.values[k]})
+	// The non-zeros as they are stored (a COO of many rows is not made
+	// CSR on the host: its offsets would be as many).
+	pts := make([]point[T], 0, len(hm.values))
+	switch hm.format {
+	case COO:
+		for k, v := range hm.values {
+			pts = append(pts, point[T]{int(hm.outer[k]), int(hm.inner[k]), v})
+		}
+	case CSR, CSC:
+		for o := range len(hm.outer) - 1 {
+			for k := hm.outer[o]; k < hm.outer[o+1]; k++ {
+				p := point[T]{o, int(hm.inner[k]), hm.values[k]}
+				if hm.format == CSC {
+					p.r, p.c = p.c, p.r
+				}
+				pts = append(pts, p)
+			}
 		}
 	}
-	if f == BSR {
-		return upload(name, h.base.Stream(), bsrOf[I](a.rows, a.cols, block, pts))
-	}
-	return upload(name, h.base.Stream(), ellOf[I](a.rows, a.cols, block, pts))
+	return blocked[I](name, h.base.Stream(), f, a.rows, a.cols, block, pts)
 }
 
 // hostOf waits for h's stream and copies a's arrays to the host; refused

@@ -27,7 +27,8 @@ func TestInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	d22 := cusparse.NewDense(upload(t, ctx, make([]float64, 4)), 2, 2)
-	// 2^40 rows of one non-zero: its CSR offsets are 8 TiB.
+	// 2^40 rows of one non-zero: its CSR offsets are 8 TiB, its BSR's of
+	// blocks of 2 4 TiB, and its Blocked-ELL's column indices as many.
 	tall := free(t, must(cusparse.NewCOO(s, 1<<40, 2, []int64{5}, []int64{1}, []float64{1}))(t))
 	huge := free(t, must(cusparse.NewCOO(s, 1<<32, 1<<32, []int64{}, []int64{}, []float64{}))(t))
 	freed := must(cusparse.NewCOO(s, 1, 1, []int32{0}, []int32{0}, []float64{1}))(t)
@@ -76,6 +77,8 @@ func TestInvalid(t *testing.T) {
 		{"SpMM stride past any buffer", cusparse.SpMM(h, cusparse.NoTrans, 1, a, cusparse.Dense[float64]{Data: d32.Data, Rows: 3, Cols: 2, Stride: math.MaxInt/2 + 1}, 0, cusparse.NewDense(upload(t, ctx, make([]float64, 4)), 2, 2)), "b is 3x2 row-major with stride 4611686018427387904: beyond any buffer", cuda.ErrInvalidValue},
 		{"ToDense sizes past any buffer", cusparse.ToDense(h, huge, cusparse.Dense[float64]{Data: x3, Rows: 1 << 32, Cols: 1 << 32}), "d is 4294967296x4294967296 row-major with stride 4294967296: beyond any buffer", cuda.ErrInvalidValue},
 		{"Convert int64 past the device", errOf(cusparse.Convert(h, tall, cusparse.CSR)), "out of memory", cuda.ErrOutOfMemory},
+		{"ToBSR int64 past the device", errOf(cusparse.ToBSR(h, tall, 2)), "out of memory", cuda.ErrOutOfMemory},
+		{"ToBlockedELL int64 past the device", errOf(cusparse.ToBlockedELL(h, tall, 2)), "out of memory", cuda.ErrOutOfMemory},
 		{"NewBSR sizes past int64", errOf(cusparse.NewBSR[int64](s, 1<<32, 1<<32, 2, []float64{})), "more than int64 indices count", cuda.ErrInvalidValue},
 		{"SpMV y is x", cusparse.SpMV(h, cusparse.NoTrans, 1, coo, x2, 0, x2), "y overlaps x", cuda.ErrInvalidValue},
 		{"SpMV y is a's values", cusparse.SpMV(h, cusparse.NoTrans, 1, coo, x2, 0, cooValues), "y overlaps a's arrays", cuda.ErrInvalidValue},

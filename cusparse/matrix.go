@@ -329,23 +329,33 @@ func copyOut[E any](b *cuda.DeviceBuffer[E], dst []E) error {
 func upload[I Index, T Value](op string, s *cuda.Stream, h hostMatrix[I, T]) (*Matrix[I, T], error) {
 	m := &Matrix[I, T]{format: h.format, rows: h.rows, cols: h.cols, nnz: len(h.values), stream: s, outerLen: len(h.outer),
 		block: h.block, innerN: len(h.inner)}
-	var err error
-	// Each array holds at least one element: cuSPARSE is never given a
-	// NULL array.
-	if m.outer, err = cuda.AllocAsync[I](s, max(len(h.outer), 1)); err == nil {
-		if m.inner, err = cuda.AllocAsync[I](s, max(len(h.inner), 1)); err == nil {
-			m.values, err = cuda.AllocAsync[T](s, max(len(h.values), 1))
+	err := m.allocArrays(s)
+	if err == nil {
+		if err = errors.Join(copyIn(m.outer, h.outer), copyIn(m.inner, h.inner), copyIn(m.values, h.values)); err != nil {
+			m.freeAll()
 		}
 	}
-	if err == nil {
-		err = errors.Join(copyIn(m.outer, h.outer), copyIn(m.inner, h.inner), copyIn(m.values, h.values))
-	}
 	if err != nil {
-		m.freeAll()
 		return nil, calledas.Op(op, err)
 	}
 	m.life.ArmUntracked()
 	return m, nil
+}
+
+// allocArrays allocates m's arrays of their lengths (outerLen, innerLen,
+// nnz) in stream-ordered memory of s, each at least one element: cuSPARSE
+// is never given a NULL array. What it allocated is freed where it fails.
+func (m *Matrix[I, T]) allocArrays(s *cuda.Stream) error {
+	var err error
+	if m.outer, err = cuda.AllocAsync[I](s, max(m.outerLen, 1)); err == nil {
+		if m.inner, err = cuda.AllocAsync[I](s, max(m.innerLen(), 1)); err == nil {
+			m.values, err = cuda.AllocAsync[T](s, max(m.nnz, 1))
+		}
+	}
+	if err != nil {
+		m.freeAll()
+	}
+	return err
 }
 
 // copyIn copies src to the start of b.
