@@ -233,7 +233,7 @@ func transpose[I Index, T Value](outer, inner int, off, ind []I, val []T) hostMa
 
 // ToDense writes a into d, dense (cusparseSparseToDense), queued on h's
 // stream: every element of d's Rows×Cols is written, zero where a stores
-// nothing. A BSR or BlockedELL matrix is written out through the host
+// nothing. d shares no memory with a's arrays (an error). A BSR or BlockedELL matrix is written out through the host
 // (cuSPARSE's SparseToDense does not take them): ToDense waits for h's
 // stream, and is refused while it captures.
 func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
@@ -250,6 +250,9 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 	}
 	if d.Rows != a.rows || d.Cols != a.cols {
 		return errorf(name, cuda.ErrInvalidValue, "a is %dx%d and d %dx%d: want the same shape", a.rows, a.cols, d.Rows, d.Cols)
+	}
+	if err := checkOutput(name, "d", d.region(), input{"a's arrays", a.spans()}); err != nil {
+		return err
 	}
 	if a.blocked() {
 		return blockedToDense(name, h, a, d)

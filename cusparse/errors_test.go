@@ -26,6 +26,11 @@ func TestInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	row := free(t, must(cusparse.NewCOO(s, 1, 2, []int32{0, 0}, []int32{0, 1}, []float64{1, 2}))(t))
+	_, _, rowValues, err := row.Arrays()
+	if err != nil {
+		t.Fatal(err)
+	}
 	d22 := cusparse.NewDense(upload(t, ctx, make([]float64, 4)), 2, 2)
 	// 2^40 rows of one non-zero: its CSR offsets are 8 TiB, its BSR's of
 	// blocks of 2 4 TiB, and its Blocked-ELL's column indices as many.
@@ -82,6 +87,9 @@ func TestInvalid(t *testing.T) {
 		{"NewBSR sizes past int64", errOf(cusparse.NewBSR[int64](s, 1<<32, 1<<32, 2, []float64{})), "more than int64 indices count", cuda.ErrInvalidValue},
 		{"SpMV y is x", cusparse.SpMV(h, cusparse.NoTrans, 1, coo, x2, 0, x2), "y overlaps x", cuda.ErrInvalidValue},
 		{"SpMV y is a's values", cusparse.SpMV(h, cusparse.NoTrans, 1, coo, x2, 0, cooValues), "y overlaps a's arrays", cuda.ErrInvalidValue},
+		{"SpSV y is a's values", cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, coo, x2, cooValues), "y overlaps a's arrays", cuda.ErrInvalidValue},
+		{"SpSM c is a's values", cusparse.SpSM(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, coo, cusparse.NewDense(x2, 2, 1), cusparse.NewDense(cooValues, 2, 1)), "c overlaps a's arrays", cuda.ErrInvalidValue},
+		{"ToDense into a's values", cusparse.ToDense(h, row, cusparse.NewDense(rowValues, 1, 2)), "d overlaps a's arrays", cuda.ErrInvalidValue},
 		{"SpMM c is b", cusparse.SpMM(h, cusparse.NoTrans, 1, coo, d22, 0, d22), "c overlaps b", cuda.ErrInvalidValue},
 		{"SpMM nil data", cusparse.SpMM(h, cusparse.NoTrans, 1, a, cusparse.Dense[float64]{Rows: 3, Cols: 2}, 0, d23), "b.Data is nil", cuda.ErrInvalidValue},
 		{"SpGEMM format", errOf(cusparse.SpGEMM(h, coo, coo)), "a is COO and b COO: SpGEMM takes CSR", cuda.ErrInvalidValue},

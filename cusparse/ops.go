@@ -546,7 +546,8 @@ func (m *Matrix[I, T]) resize(nnz int) error {
 
 // SpSV solves op(A)·y = alpha·x for y (cusparseSpSV: its analysis, then
 // its solve), with A square, CSR or COO, triangular: only its triangle
-// fill is read, and its diagonal as diag says. x and y have A's rows.
+// fill is read, and its diagonal as diag says. x and y have A's rows; y
+// shares no memory with A's arrays (an error).
 // cuSPARSE's generic solves report no zero pivot: with NonUnit, a zero on
 // the diagonal (or one not stored) is no error, and y is then no solution
 // (infinities or NaNs from the division by it on); Unit never reads the
@@ -564,6 +565,9 @@ func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 		return err
 	}
 	if err := errors.Join(checkVec(name, "x", x, a.rows), checkVec(name, "y", y, a.rows)); err != nil {
+		return err
+	}
+	if err := checkOutput(name, "y", spanOf(y, a.rows), input{"a's arrays", a.spans()}); err != nil {
 		return err
 	}
 	d := &descs{op: name}
@@ -606,8 +610,8 @@ func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 
 // SpSM solves op(A)·C = alpha·B for C (cusparseSpSM: its analysis, then
 // its solve), with A square, CSR or COO, triangular as for SpSV, and B and
-// C dense of A's rows, each row- or column-major. As SpSV's, a zero
-// diagonal is no error.
+// C dense of A's rows, each row- or column-major; C shares no memory with
+// A's arrays (an error). As SpSV's, a zero diagonal is no error.
 func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a *Matrix[I, T], b, c Dense[T]) error {
 	const name = "SpSM"
 	if err := h.valid(name); err != nil {
@@ -625,6 +629,9 @@ func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	}
 	if b.Rows != a.rows || c.Rows != a.rows || c.Cols != b.Cols {
 		return errorf(name, cuda.ErrInvalidValue, "a is %dx%d, b %dx%d, c %dx%d: want b and c of a's rows and the same columns", a.rows, a.cols, b.Rows, b.Cols, c.Rows, c.Cols)
+	}
+	if err := checkOutput(name, "c", c.region(), input{"a's arrays", a.spans()}); err != nil {
+		return err
 	}
 	d := &descs{op: name}
 	err := h.do(name, append(a.mem(), b.Data, c.Data), func(lh clib.Handle, work func(int, uintptr) (uintptr, error)) (err error) {
