@@ -734,3 +734,27 @@ func TestExplicitZeros(t *testing.T) {
 		t.Errorf("FromDense: %d non-zeros, want 1", back.NNZ())
 	}
 }
+
+// TestSolveInPlace: SpSV with x and y one buffer, SpSM with B and C one:
+// the package lets them be (it refuses only an output in A's own arrays),
+// as cuSPARSE's solves take them; on a GPU this checks that cuSPARSE
+// solves in place.
+func TestSolveInPlace(t *testing.T) {
+	ctx, s, h := handle(t)
+	// A = [[2, 0], [1, 4]], lower: A·[1, 2] = [2, 9].
+	a := free(t, must(cusparse.NewCSR(s, 2, 2, []int32{0, 1, 3}, []int32{0, 0, 1}, []float64{2, 1, 4}))(t))
+	xy := upload(t, ctx, []float64{2, 9})
+	if err := cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, a, xy, xy); err != nil {
+		t.Fatalf("SpSV in place: %v", err)
+	}
+	if got := download(t, s, xy); !slices.Equal(got, []float64{1, 2}) {
+		t.Errorf("SpSV in place = %v, want [1 2]", got)
+	}
+	bc := cusparse.Dense[float64]{Data: upload(t, ctx, []float64{2, 4, 9, 18}), Rows: 2, Cols: 2}
+	if err := cusparse.SpSM(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, a, bc, bc); err != nil {
+		t.Fatalf("SpSM in place: %v", err)
+	}
+	if got := download(t, s, bc.Data); !slices.Equal(got, []float64{1, 2, 2, 4}) {
+		t.Errorf("SpSM in place = %v, want [1 2 2 4]", got)
+	}
+}
