@@ -173,7 +173,8 @@ func Concat[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error)
 }
 
 // ConcatInto sets dst to the arrays joined along axis, each copied into
-// its part of dst, in order; dst must not share memory with the arrays.
+// its part of dst, in order (where dst shares memory with the arrays,
+// joined apart first, then copied into dst).
 func ConcatInto[T Elem](dst *Array[T], arrays []*Array[T], axis int) error {
 	if err := writable("ConcatInto", "dst", dst); err != nil {
 		return err
@@ -234,6 +235,18 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 		return nil, err
 	} else if !slices.Equal(dst.layout.Shape(), outShape) || dst.s != arrays[0].s { // (ConcatInto)
 		return nil, errorf(op, cuda.ErrInvalidValue, "dst has shape %v, and the arrays join into %v on their stream", dst.layout.Shape(), slices.Clone(outShape))
+	} else if slices.ContainsFunc(arrays, func(a *Array[T]) bool { return overlapping(op, dst, a) }) {
+		// Joined apart, then copied in: written in place, a part would
+		// overwrite elements of another not yet read.
+		joined, err := concat(op, arrays, axis, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := copyInto(op, dst, joined); err != nil {
+			joined.Free()
+			return nil, err
+		}
+		return dst, wrap(op, joined.Free())
 	}
 	// Contiguous arrays into a contiguous out: one kernel for them all.
 	done, err := concatOnce(op, out, arrays, ax)

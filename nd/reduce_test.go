@@ -488,7 +488,7 @@ func TestMiddleFold(t *testing.T) {
 	}
 }
 
-// TestIntoOverlap: the Into forms of the reductions, ArgMax and Take
+// TestIntoOverlap: the Into forms of the reductions, ArgMax, Take and Concat
 // given a dst that shares memory with their input (a row of a matrix
 // written with its rows' sums, shifted so that one line's result lands
 // on another line's elements) give what a dst apart gives, as NumPy's
@@ -526,6 +526,28 @@ func TestIntoOverlap(t *testing.T) {
 		{"SumInto a middle axis", []int{2, 3, 2}, 2, []int{2, 2}, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along(1)) }, f32(0, 9, 0, 1)},
 		{"SumInto all", []int{2, 6}, 5, nil, func(d, a *nd.Array[float32]) error { return nd.SumInto(d, a, nd.Along()) }, f32(10)},
 		{"VarInto rows", []int{2, 6}, 6, []int{2}, func(d, a *nd.Array[float32]) error { return nd.VarInto(d, a, nd.Along(1)) }, f32(11.25, 5.0/36)},
+		{"ConcatInto itself, halves swapped", []int{12}, 0, []int{12}, func(d, a *nd.Array[float32]) error {
+			hi, err := a.Slice(0, 6, nd.None, 1)
+			if err != nil {
+				return err
+			}
+			lo, err := a.Slice(0, 0, 6, 1)
+			if err != nil {
+				return err
+			}
+			return nd.ConcatInto(d, []*nd.Array[float32]{hi, lo}, 0)
+		}, f32(0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9)},
+		{"ConcatInto a shifted view, reversed parts", []int{12}, 1, []int{10}, func(d, a *nd.Array[float32]) error {
+			p, err := a.Slice(0, 11, 6, -1)
+			if err != nil {
+				return err
+			}
+			q, err := a.Slice(0, 5, 0, -1)
+			if err != nil {
+				return err
+			}
+			return nd.ConcatInto(d, []*nd.Array[float32]{p, q}, 0)
+		}, f32(0, 0, 0, 0, 1, 9, 0, 0, 0, 0)},
 		{"TakeInto itself reversed", []int{12}, 0, []int{12}, func(d, a *nd.Array[float32]) error {
 			idx, err := nd.Arange[int64](a.Stream(), 11, -1, -1)
 			if err != nil {
