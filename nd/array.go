@@ -24,11 +24,14 @@ type Bool uint8
 // CuPy's ndarray. A 0-d array holds one element; a dimension may be 0.
 //
 // Its memory is either its own (made by a constructor or an operation: Free
-// releases it, in stream order) or another's: a view (Reshape, Transpose,
+// releases it, in stream order) or another's: a view (Reshape, T,
 // Slice, ...) of another Array, or an Array over a cuda.DeviceBuffer
 // (FromBuffer). A view shares its base's memory, so that writing through it
 // changes the base; its Free does nothing, and once the base's memory is
-// freed its calls return an error wrapping cuda.ErrClosed.
+// freed the operations given it, its reading (ToSlice, Item, String) and
+// its Buffer return errors wrapping cuda.ErrClosed (its shape is the
+// host's: a view of it, made without touching memory, is still made, and
+// fails in turn).
 //
 // Every Array belongs to a stream, the stream its memory was allocated on
 // or given with: operations queue their work there, in the order they are
@@ -142,8 +145,9 @@ func (a *Array[T]) IsView() bool {
 func (a *Array[T]) Dtype() string { return typeName[T]() }
 
 // Free releases the array's memory, in stream order on its stream, if the
-// array owns it (an array made by a constructor or an operation): its
-// views, and the array itself, then return errors wrapping cuda.ErrClosed.
+// array owns it (an array made by a constructor or an operation): the
+// operations given it or its views, and their reading, then return errors
+// wrapping cuda.ErrClosed.
 // Free on a view, on a Scalar, a nil Array or a second time does nothing.
 // If the driver refuses, the array stays usable and Free may be called
 // again.

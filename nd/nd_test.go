@@ -506,3 +506,51 @@ func freedErr[T nd.Elem](a *nd.Array[T], err error) error {
 	}
 	return err
 }
+
+// TestUseAfterFree: after an array's Free, what its doc says returns an
+// error wrapping cuda.ErrClosed does, for the array, a view made before
+// the Free and one made after: its operations (elementwise, fused,
+// reductions, along an axis, gathers, into it), its reading and Buffer.
+func TestUseAfterFree(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	ok := free(t, must(nd.Zeros[float32](s, 2, 3))(t))
+	a := must(nd.FromSlice(s, iota[float32](6), 2, 3))(t)
+	before := must(a.Slice(0, 0, 1, 1))(t)
+	if err := a.Free(); err != nil {
+		t.Fatal(err)
+	}
+	after := must(a.Slice(0, 0, 1, 1))(t) // made: its shape is the host's
+	idx := free(t, must(nd.FromSlice(s, []int64{0}))(t))
+	for name, x := range map[string]*nd.Array[float32]{"the array": a, "a view made before": before, "a view made after": after} {
+		for _, c := range []struct {
+			name string
+			err  error
+		}{
+			{"ToSlice", second(x.ToSlice())},
+			{"Item", second(x.Item(0, 0))},
+			{"Buffer", second(x.Buffer())},
+			{"Copy", second(x.Copy())},
+			{"Add", second(nd.Add(x, x))},
+			{"Add with another", second(nd.Add(ok, x))},
+			{"Lazy", second(nd.Lazy(x).Exp().Eval())},
+			{"Sum", second(nd.Sum(x, nd.Along()))},
+			{"Max of rows", second(nd.Max(x, nd.Along(1)))},
+			{"Softmax", second(nd.Softmax(x, -1))},
+			{"ArgMax", second(nd.ArgMax(x, 0))},
+			{"Take", second(nd.Take(x, idx, 1))},
+			{"Concat", second(nd.Concat([]*nd.Array[float32]{x, x}, 0))},
+			{"Fill", nd.Fill(x, 1)},
+			{"AddInto it", nd.AddInto(x, x, nd.Scalar[float32](1))},
+		} {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				if !errors.Is(c.err, cuda.ErrClosed) {
+					t.Errorf("got %v, want an error wrapping ErrClosed", c.err)
+				}
+			})
+		}
+		if str := x.String(); !strings.Contains(str, "closed") {
+			t.Errorf("%s prints %q, want the error of its closed memory", name, str)
+		}
+	}
+}
