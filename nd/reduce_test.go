@@ -635,3 +635,84 @@ func TestBoolFolds(t *testing.T) {
 	}
 	equal(t, c, host[nd.Bool]{slices.Concat(trues, trues), []int{2, 256}})
 }
+
+// TestLongAxes: the reductions and the operations along an axis over
+// shapes with long and odd axes (4099, 97, 1 and 0 elements; the random
+// shapes of the property tests stay below 8), over every axis and pair
+// of axes, contiguous and transposed, float32 and int32, against Go.
+func TestLongAxes(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	for _, shape := range [][]int{{3, 4099}, {4099, 3}, {97, 5, 41}, {1, 4099, 1}, {2, 0, 97}} {
+		n := size(shape)
+		data := make([]float32, n)
+		ints := make([]int32, n)
+		for i := range data {
+			ints[i] = int32((i*7919)%201) - 100
+			data[i] = float32(ints[i]) / 8
+		}
+		base := free(t, must(nd.FromSlice(s, data, shape...))(t))
+		ibase := free(t, must(nd.FromSlice(s, ints, shape...))(t))
+		for _, view := range []string{"contiguous", "transposed"} {
+			a, ia := base, ibase
+			if view == "transposed" {
+				a, ia = base.T(), ibase.T()
+			}
+			ha, hi := toHost64(hostOf(t, a)), toHostAny(hostOf(t, ia))
+			rank := len(shape)
+			var axesSets [][]int
+			for i := range rank {
+				axesSets = append(axesSets, []int{i})
+				for j := i + 1; j < rank; j++ {
+					axesSets = append(axesSets, []int{j - rank, i})
+				}
+			}
+			for _, axes := range axesSets {
+				t.Run(fmt.Sprint(shape, view, axes), func(t *testing.T) {
+					empty := false
+					for _, ax := range axes {
+						empty = empty || ha.shape[(ax+rank)%rank] == 0
+					}
+					closeTo(t, "Sum", free(t, must(nd.Sum(a, nd.Along(axes...)))(t)), foldHost(ha, axes, false, sum), 1e-6)
+					closeTo(t, "Sum of int32", free(t, must(nd.Sum(ia, nd.Along(axes...).KeepDims()))(t)), foldHost(hi, axes, true, sum), 0)
+					closeTo(t, "Mean", free(t, must(nd.Mean(a, nd.Along(axes...)))(t)), foldHost(ha, axes, false, mean), 1e-5)
+					if !empty {
+						closeTo(t, "Max", free(t, must(nd.Max(a, nd.Along(axes...)))(t)), foldHost(ha, axes, false, slices.Max[[]float64]), 0)
+						closeTo(t, "Min of int32", free(t, must(nd.Min(ia, nd.Along(axes...)))(t)), foldHost(hi, axes, false, slices.Min[[]float64]), 0)
+					}
+				})
+			}
+			for axis := -rank; axis < rank; axis++ {
+				t.Run(fmt.Sprint(shape, view, " along ", axis), func(t *testing.T) {
+					closeTo(t, "Cumsum of int32", free(t, must(nd.Cumsum(ia, axis))(t)), lineMap(hi, axis, func(xs []float64) []float64 {
+						out, acc := make([]float64, len(xs)), 0.0
+						for i, x := range xs {
+							acc += x
+							out[i] = acc
+						}
+						return out
+					}), 0)
+					closeTo(t, "Softmax", free(t, must(nd.Softmax(a, axis))(t)), lineMap(ha, axis, func(xs []float64) []float64 {
+						out := make([]float64, len(xs))
+						if len(xs) == 0 {
+							return out
+						}
+						m, sum := slices.Max(xs), 0.0
+						for i, x := range xs {
+							out[i] = math.Exp(x - m)
+							sum += out[i]
+						}
+						for i := range out {
+							out[i] /= sum
+						}
+						return out
+					}), 1e-5)
+					if ha.shape[(axis+rank)%rank] > 0 {
+						closeTo(t, "ArgMax", free(t, must(nd.ArgMax(a, axis))(t)), foldHost(ha, []int{axis}, false, argExtreme(func(a, b float64) bool { return a > b })), 0)
+						closeTo(t, "ArgMin of int32", free(t, must(nd.ArgMin(ia, axis))(t)), foldHost(hi, []int{axis}, false, argExtreme(func(a, b float64) bool { return a < b })), 0)
+					}
+				})
+			}
+		}
+	}
+}
