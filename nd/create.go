@@ -224,7 +224,8 @@ func FromBuffer[T Elem](s *cuda.Stream, buf *cuda.DeviceBuffer[T], shape ...int)
 // Arange returns the 1-d array start, start+step, ... up to stop
 // (excluded), as NumPy's arange: ceil((stop-start)/step) elements, each
 // start + i·step computed in float64 and converted to T. step must not be
-// zero.
+// zero; for an integer T, every value must be one of T's (the conversion
+// of one out of T's range would be undefined).
 func Arange[T Elem](s *cuda.Stream, start, stop, step float64) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	const op = "Arange"
@@ -243,7 +244,8 @@ func Arange[T Elem](s *cuda.Stream, start, stop, step float64) (out *Array[T], f
 
 // Linspace returns num evenly spaced values from start to stop, both
 // included (num 1: start alone), as NumPy's linspace: start + i·step in
-// float64, the last exactly stop, converted to T.
+// float64, the last exactly stop, converted to T (for an integer T, each
+// one of T's values).
 func Linspace[T Elem](s *cuda.Stream, start, stop float64, num int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	const op = "Linspace"
@@ -260,6 +262,15 @@ func Linspace[T Elem](s *cuda.Stream, start, stop float64, num int) (out *Array[
 // ramp returns the n values start + i·step, computed in float64 (the
 // last, last, unless it is NaN).
 func ramp[T Elem](op string, s *cuda.Stream, n int, start, step, last float64) (*Array[T], error) {
+	end := last
+	if math.IsNaN(last) || n == 1 {
+		end = start + float64(n-1)*step
+	}
+	if n > 0 && (!fitsInt[T](start) || !fitsInt[T](end)) {
+		// The kernel's conversion of a float out of an integer type's
+		// range is undefined (the CPU wraps, the GPU saturates).
+		return nil, errorf(op, cuda.ErrInvalidValue, "the values from %v to %v are not all values of %s", start, end, typeName[T]())
+	}
 	a, err := empty[T](op, s, []int{n})
 	if err != nil {
 		return nil, err
@@ -279,6 +290,22 @@ func ramp[T Elem](op string, s *cuda.Stream, n int, start, step, last float64) (
 		return nil, err
 	}
 	return a, nil
+}
+
+// fitsInt reports whether v, truncated toward zero, is a value of T
+// where T is an integer type (always, for a float type).
+func fitsInt[T Elem](v float64) bool {
+	t := ctypeOf[T]()
+	if t.float {
+		return true
+	}
+	bits := 8 * int(unsafe.Sizeof(*new(T)))
+	lo, hi := -math.Ldexp(1, bits-1), math.Ldexp(1, bits-1) // [lo, hi): exact in float64
+	if t.value[0] == 'u' {
+		lo, hi = 0, math.Ldexp(1, bits)
+	}
+	v = math.Trunc(v)
+	return v >= lo && v < hi
 }
 
 // Eye returns the n×m array with ones on the diagonal (row i, column i)

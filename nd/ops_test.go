@@ -1,9 +1,11 @@
 package nd_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -693,4 +695,41 @@ func TestManyAxes(t *testing.T) {
 		}
 		closeTo(t, "CopyInto", d, want, 0)
 	})
+}
+
+// TestRampRanges: Arange and Linspace of an integer type refuse values
+// outside the type's range (their conversion is undefined: the fake's
+// CPU wrapped 256 to 0, a GPU saturates), and make those at its ends.
+func TestRampRanges(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	for _, c := range []struct {
+		name string
+		err  error
+		ok   bool
+	}{
+		{"Arange[uint8] 250 to 260", freedErr(nd.Arange[uint8](s, 250, 260, 1)), false},
+		{"Arange[uint8] -2 to 2", freedErr(nd.Arange[uint8](s, -2, 2, 1)), false},
+		{"Arange[int8] down to -129", freedErr(nd.Arange[int8](s, 0, -130, -1)), false},
+		{"Linspace[int16] to 40000", freedErr(nd.Linspace[int16](s, 0, 40000, 3)), false},
+		{"Linspace[uint32] of NaN", freedErr(nd.Linspace[uint32](s, math.NaN(), 1, 3)), false},
+		{"Linspace[int64] to 2^63", freedErr(nd.Linspace[int64](s, 0, math.Ldexp(1, 63), 2)), false},
+		{"Arange[uint8] 0 to 256", freedErr(nd.Arange[uint8](s, 0, 256, 1)), true},
+		{"Arange[int8] 127 down to -128", freedErr(nd.Arange[int8](s, 127, -129, -1)), true},
+		{"Arange[uint8] -0.5 to 1", freedErr(nd.Arange[uint8](s, -0.5, 1, 1)), true}, // -0.5 truncates to 0
+		{"Linspace[uint8] 0 to 255", freedErr(nd.Linspace[uint8](s, 0, 255, 256)), true},
+		{"Linspace[uint8] of 0 values", freedErr(nd.Linspace[uint8](s, -5, 500, 0)), true},
+		{"Linspace[uint8] of 1 value", freedErr(nd.Linspace[uint8](s, 3, 500, 1)), true},
+		{"Arange[float32] -2 to 2", freedErr(nd.Arange[float32](s, -2, 2, 1)), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			switch {
+			case c.ok && c.err != nil:
+				t.Errorf("got %v, want no error", c.err)
+			case !c.ok && (!errors.Is(c.err, cuda.ErrInvalidValue) || !strings.Contains(c.err.Error(), "are not all values of")):
+				t.Errorf("got %v, want ErrInvalidValue saying the values are not all of the type's", c.err)
+			}
+		})
+	}
+	closeTo(t, "Arange[int8] by -128", free(t, must(nd.Arange[int8](s, 127, -129, -128))(t)), host[float64]{[]float64{127, -1}, []int{2}}, 0)
 }
