@@ -24,7 +24,10 @@
 // Elementwise operations (Add, Mul, Pow, Maximum, comparisons giving
 // masks of Bool, Where, Clip, Exp, Gelu, Cast, ...) take arrays of any
 // shapes and strides, broadcast together by NumPy's rules, with Scalar for
-// a number; each has an Into form that writes into an array given. Each
+// a number; each has an Into form that writes into an array given (a
+// view, or an array that shares memory with the inputs, which are then
+// read as if from a copy, as NumPy's out=; so do the Into forms of the
+// reductions, the operations along an axis, Take, Concat and Matmul). Each
 // is one CUDA C expression, compiled by package compute into a kernel for
 // the pattern of its operands: where every operand is contiguous the
 // kernel reads and writes 16 bytes at a time, as compute's own operations
