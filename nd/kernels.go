@@ -299,7 +299,10 @@ func overlaps(in, out *operand) bool {
 	if in.scalar || in.hi <= out.lo || out.hi <= in.lo {
 		return false
 	}
-	return in.lo != out.lo || !broadcastEquals(in.layout, out.layout)
+	// Element for element only where the elements are of one size: a
+	// float64 array and a float32 one over the same memory (FromBuffer of
+	// cuda.ViewAs) share their offsets, not their elements.
+	return in.lo != out.lo || in.t.size() != out.t.size() || !broadcastEquals(in.layout, out.layout)
 }
 
 // applyCopies is apply where an input overlaps the output: each such

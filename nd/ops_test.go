@@ -733,3 +733,31 @@ func TestRampRanges(t *testing.T) {
 	}
 	closeTo(t, "Arange[int8] by -128", free(t, must(nd.Arange[int8](s, 127, -129, -128))(t)), host[float64]{[]float64{127, -1}, []int{2}}, 0)
 }
+
+// TestCastOverSameMemory: CastInto between arrays of two sizes over the
+// same memory (FromBuffer of cuda.ViewAs) reads its input as if from a
+// copy: their first elements share an address and their layouts are the
+// same numbers, but not the same elements (float32s 1 to 4 cast into the
+// float64s over them gave [1 2 0 2] on the fake driver).
+func TestCastOverSameMemory(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	buf := must(cuda.FromHost(s.Context(), []float32{1, 2, 3, 4, 5, 6, 7, 8}))(t)
+	t.Cleanup(func() { buf.Free() })
+	wide := must(cuda.ViewAs[float64](buf))(t)
+	narrow := must(must(nd.FromBuffer(s, buf))(t).Slice(0, 0, 4, 1))(t)
+	d := must(nd.FromBuffer(s, wide))(t)
+	if err := nd.CastInto(d, narrow); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "CastInto float64s over float32s", d, host[float64]{[]float64{1, 2, 3, 4}, []int{4}}, 0)
+	// And back: the float64s 5 to 8 into the float32s over their first
+	// half.
+	if err := nd.CopyInto(d, free(t, must(nd.Arange[float64](s, 5, 9, 1))(t))); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.CastInto(narrow, d); err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "CastInto float32s over float64s", narrow, host[float64]{[]float64{5, 6, 7, 8}, []int{4}}, 0)
+}
