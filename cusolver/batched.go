@@ -88,7 +88,6 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 		if n == 0 {
 			// Matrices of no elements: nothing to factor.
 			if err := info.zero(); err != nil {
-				info.discard(&err)
 				return err
 			}
 			out = info

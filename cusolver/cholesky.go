@@ -66,7 +66,6 @@ func Cholesky[T Element](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[
 		}
 		if n == 0 {
 			if err := info.zero(); err != nil {
-				info.discard(&err)
 				return err
 			}
 			f = &CholeskyFactor[T]{info: info, a: a, tri: tri}
@@ -192,7 +191,6 @@ func CholeskyInverse[T Element](h *Handle, f *CholeskyFactor[T]) (*Info, error) 
 		}
 		if n == 0 {
 			if err := info.zero(); err != nil {
-				info.discard(&err)
 				return err
 			}
 			out = info

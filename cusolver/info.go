@@ -79,7 +79,14 @@ func newBatchInfo(h *Handle, op string, kind infoKind, count int) (*Info, error)
 // a problem with no elements, which cuSOLVER is not asked about. LAPACK
 // returns at once for those; cuSOLVER may instead refuse the NULL arrays
 // of empty buffers, and what it would do is not the package's to pass on.
-func (i *Info) zero() error { return i.buf.Memset32Async(0, i.h.base.Stream()) }
+// Where the zeros cannot be queued, the info is discarded.
+func (i *Info) zero() error {
+	err := i.buf.Memset32Async(0, i.h.base.Stream())
+	if err != nil {
+		i.discard(&err)
+	}
+	return err
+}
 
 // discard frees an info whose call failed (or that nobody will read), in
 // stream order, into *err as lifetime.CloseTemp does: a free that fails is

@@ -87,7 +87,6 @@ func LU[T Element](h *Handle, a Matrix[T]) (*LUFactors[T], error) {
 		f = &LUFactors[T]{info: info, a: a, piv: piv}
 		if n == 0 {
 			if err = info.zero(); err != nil {
-				info.discard(&err)
 				freeTemp(&err, piv, h.base.Stream())
 				f = nil
 			}

@@ -335,7 +335,6 @@ func LeastSquares[T Element](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T],
 		if n == 0 || nrhs == 0 {
 			// No unknowns, or no right-hand sides: x has nothing to hold.
 			if err := info.zero(); err != nil {
-				info.discard(&err)
 				return err
 			}
 			out = info

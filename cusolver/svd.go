@@ -97,7 +97,6 @@ func SVD[T Element, R cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[R
 		if m == 0 && n == 0 || min(m, n) == 0 && u.Data == nil && vt.Data == nil {
 			// No singular values, and no vectors wanted.
 			if err := info.zero(); err != nil {
-				info.discard(&err)
 				return err
 			}
 			out = info
@@ -163,7 +162,6 @@ func Eigh[T Element, R cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda
 		}
 		if n == 0 {
 			if err := info.zero(); err != nil {
-				info.discard(&err)
 				return err
 			}
 			out = info
