@@ -29,6 +29,8 @@ func TestBadInput(t *testing.T) {
 	whole := buf(40) // A's 12 elements, then C's 15, from one buffer
 	aPart := cublas.NewMatrix(must(whole.Slice(0, 12))(t), 3, 4)
 	cPart := cublas.NewMatrix(must(whole.Slice(10, 15))(t), 3, 5) // its first two elements are A's last
+	sq2, sq3, c3 := cublas.NewMatrix(buf(9), 3, 3), cublas.NewMatrix(buf(9), 3, 3), cublas.NewMatrix(buf(9), 3, 3)
+	a27, b27, b18 := cublas.NewMatrix(buf(27), 3, 3), cublas.NewMatrix(buf(27), 3, 3), cublas.NewMatrix(buf(18), 3, 2)
 	for _, tc := range []struct {
 		name, want string
 		err        error
@@ -66,6 +68,14 @@ func TestBadInput(t *testing.T) {
 		{"Matmul's c is a", "c shares memory with a", cublas.Matmul(h, 1, sq, cublas.NewMatrix(buf(9), 3, 3), 0, sq, cublas.NoEpilogue, nil)},
 		{"batched c overlaps b", "c shares memory with b", cublas.GemmStridedBatched(h, 2, 1, cublas.NewMatrix(buf(18), 3, 3), cublas.Matrix[float32]{Data: whole, Rows: 3, Cols: 3, BatchStride: 12}, 0, cublas.NewMatrix(must(whole.Slice(20, 18))(t), 3, 3))},
 		{"batched product's c is a", "c[0] shares memory with a[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq}, []cublas.Matrix[float32]{sq}, 0, []cublas.Matrix[float32]{sq})},
+		// Outputs of one batch over each other, or over another product's
+		// input: the products run side by side, so the result is undefined.
+		{"batched outputs overlap", "c's matrices 1 element apart share memory", cublas.GemmStridedBatched(h, 2, 1, a27, b27, 0, cublas.Matrix[float32]{Data: whole, Rows: 3, Cols: 3, BatchStride: 1})},
+		{"batched outputs interleave", "c's matrices 6 elements apart share memory", cublas.GemmStridedBatched(h, 3, 1, a27, b18, 0, cublas.Matrix[float32]{Data: whole, Rows: 3, Cols: 2, Stride: 6, BatchStride: 3})},
+		{"batched c twice", "c[1] shares memory with c[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, sq}, []cublas.Matrix[float32]{sq2, sq2}, 0, []cublas.Matrix[float32]{c3, c3})},
+		{"batched c is another's a", "c[0] shares memory with a[1]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, c3}, []cublas.Matrix[float32]{sq2, sq2}, 0, []cublas.Matrix[float32]{c3, sq3})},
+		{"batched c is another's b", "c[1] shares memory with b[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, sq}, []cublas.Matrix[float32]{c3, sq2}, 0, []cublas.Matrix[float32]{sq3, c3})},
+		{"bias is c", "bias shares memory with c", cublas.Matmul(h, 1, cublas.NewMatrix(buf(3), 1, 3), sq, 0, cublas.NewMatrix(x3, 1, 3), cublas.NoEpilogue, x3)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var e *cublas.Error
@@ -83,6 +93,14 @@ func TestBadInput(t *testing.T) {
 	}
 	if err := cublas.Gemm(h, 1, aPart, b, 0, cublas.NewMatrix(must(whole.Slice(12, 15))(t), 3, 5)); err != nil {
 		t.Fatalf("Gemm into the part of A's buffer after A: %v", err)
+	}
+	// Matrices of a batch whose rows interleave without sharing an
+	// element, and one input read by several products, are no aliasing.
+	if err := cublas.GemmStridedBatched(h, 3, 1, a27, b18, 0, cublas.Matrix[float32]{Data: whole, Rows: 3, Cols: 2, Stride: 6, BatchStride: 4}); err != nil {
+		t.Fatalf("GemmStridedBatched into interleaved matrices: %v", err)
+	}
+	if err := cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, sq}, []cublas.Matrix[float32]{sq2, sq2}, 0, []cublas.Matrix[float32]{c3, sq3}); err != nil {
+		t.Fatalf("GemmBatched with shared inputs: %v", err)
 	}
 	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package cublas
 
 import (
 	"reflect"
+	"slices"
+	"sort"
 	"strconv"
 	"unsafe"
 
@@ -148,6 +150,10 @@ func GemmStridedBatched[T cuda.AnyFloat](h *Handle, count int, alpha float64, a,
 	if err != nil {
 		return err
 	}
+	if d := c.batchOverlap(count); d != 0 {
+		return errorf(op, cuda.ErrInvalidValue, "c's matrices %d %s apart share memory (batch stride %d, %d×%d, stride %d): the products run side by side, and their results are undefined",
+			d, plural(d, "element"), c.batchStride(), c.Rows, c.Cols, c.ld())
+	}
 	dt := dataType[T]()
 	return h.do(op, []cuda.Memory{a.Data, b.Data, c.Data}, func(uintptr) error {
 		compute, al, be := computeType[T](h.math, alpha, beta)
@@ -194,6 +200,9 @@ func GemmBatched[T cuda.AnyFloat](h *Handle, alpha float64, a, b []Matrix[T], be
 		ptrs[i], ptrs[n+i], ptrs[2*n+i] = pi.first.Data.Ptr(), pi.second.Data.Ptr(), c[i].Data.Ptr()
 		mem = append(mem, a[i].Data, b[i].Data, c[i].Data)
 	}
+	if err := batchAliases(op, a, b, c); err != nil {
+		return err
+	}
 	dt := dataType[T]()
 	return h.do(op, mem, func(uintptr) (err error) {
 		arrays, err := cuda.AllocAsync[cuda.DevicePtr](h.base.Stream(), len(ptrs))
@@ -222,4 +231,63 @@ func sameShape[T cuda.AnyFloat](op string, i int, p0, pi product[T], c0, ci Matr
 		return errorf(op, cuda.ErrInvalidValue, "product %d (a[%d], b[%d], c[%d]) differs from product 0 in shape, layout or stride: a batch has one of each", i, i, i, i)
 	}
 	return nil
+}
+
+// batchAliases returns the error for a batch of products (checked one by
+// one) in which an output shares memory with another product's output or
+// input: the products run side by side, and the result is undefined.
+// Inputs may be shared. Sorting the outputs makes it O(n log n).
+func batchAliases[T cuda.AnyFloat](op string, a, b, c []Matrix[T]) error {
+	type span struct {
+		lo, hi uint64
+		i      int
+	}
+	outs := make([]span, 0, len(c))
+	for i, m := range c {
+		if lo, hi := m.bytes(1); lo < hi {
+			outs = append(outs, span{lo, hi, i})
+		}
+	}
+	slices.SortFunc(outs, func(x, y span) int {
+		if x.lo != y.lo {
+			if x.lo < y.lo {
+				return -1
+			}
+			return 1
+		}
+		return x.i - y.i
+	})
+	for j := 1; j < len(outs); j++ {
+		if outs[j].lo < outs[j-1].hi {
+			i, k := min(outs[j].i, outs[j-1].i), max(outs[j].i, outs[j-1].i)
+			return errorf(op, cuda.ErrInvalidValue, "c[%d] shares memory with c[%d]: the products run side by side, and their results are undefined", k, i)
+		}
+	}
+	// The outputs are disjoint and sorted: the first that ends after an
+	// input starts is the only one that may overlap it.
+	for _, in := range []struct {
+		name string
+		ms   []Matrix[T]
+	}{{"a", a}, {"b", b}} {
+		for j, m := range in.ms {
+			lo, hi := m.bytes(1)
+			if lo == hi {
+				continue
+			}
+			k := sort.Search(len(outs), func(k int) bool { return outs[k].hi > lo })
+			if k < len(outs) && outs[k].lo < hi {
+				return errorf(op, cuda.ErrInvalidValue, "c[%d] shares memory with %s[%d]: product %d writes what product %d reads, side by side, and the result is undefined",
+					outs[k].i, in.name, j, outs[k].i, j)
+			}
+		}
+	}
+	return nil
+}
+
+// plural returns word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }

@@ -133,6 +133,38 @@ func (m Matrix[T]) overlaps(o Matrix[T], count int) bool {
 	return mlo < olo+uint64(on)*size && olo < mlo+uint64(mn)*size
 }
 
+// bytes returns the device addresses from the first byte of count
+// matrices of m to after the last; lo == hi where they have no elements.
+// Called on checked matrices.
+func (m Matrix[T]) bytes(count int) (lo, hi uint64) {
+	n, _ := m.span(count)
+	lo = uint64(m.Data.Ptr())
+	return lo, lo + uint64(n)*uint64(unsafe.Sizeof(*new(T)))
+}
+
+// batchOverlap returns how many elements apart two of count matrices of m's
+// batch are that share an element (the first such distance), or 0 where
+// none do: matrices closer than a matrix's span may still interleave
+// without sharing an element (the rows of one between the rows of
+// another). Called on checked matrices.
+func (m Matrix[T]) batchOverlap(count int) int {
+	size, step, ld, major, minor := m.size(), m.batchStride(), m.ld(), m.major(), m.minor()
+	if size == 0 {
+		return 0
+	}
+	// The k-th matrix is d = k·step elements after the first; they share
+	// an element where d is within minor of a row's start, d - r·ld for
+	// a row r of the first.
+	for k := 1; k < count && k <= (size-1)/step; k++ {
+		d := k * step
+		r := min(d/ld, major-1)
+		if d-r*ld < minor || r+1 < major && (r+1)*ld-d < minor {
+			return d
+		}
+	}
+	return 0
+}
+
 // check returns the error for a matrix, named name, that cannot be count
 // matrices of a batch in ctx: no data, negative or too large dimensions, a
 // stride shorter than a row (or column), a buffer too small, or another
