@@ -363,6 +363,13 @@ func launchPlan(op string, e expr, out operand, ins []operand, n int) error {
 // shape and coalesced, leave more than maxAxes axes (false where they do
 // not broadcast: makePlan says why).
 func tooManyAxes(out operand, ins []operand) bool {
+	co, err := coalesced(&out, ins)
+	return err == nil && co[0].Ndim() > maxAxes
+}
+
+// coalesced broadcasts every input to the result's shape, then coalesces
+// the arrays' layouts together (a scalar takes no part): out's first.
+func coalesced(out *operand, ins []operand) ([]ndshape.Layout, error) {
 	shape := out.layout.Shape()
 	layouts := []ndshape.Layout{out.layout}
 	for _, in := range ins {
@@ -371,12 +378,11 @@ func tooManyAxes(out operand, ins []operand) bool {
 		}
 		l, err := in.layout.BroadcastTo(shape)
 		if err != nil {
-			return false
+			return nil, err
 		}
 		layouts = append(layouts, l)
 	}
-	co, err := ndshape.Coalesce(layouts...)
-	return err == nil && co[0].Ndim() > maxAxes
+	return ndshape.Coalesce(layouts...)
 }
 
 // applyOuter applies e over the operands one index of out's first axis at
@@ -615,21 +621,7 @@ func planFor(op string, e expr, out *operand, ins []operand) (*plan, error) {
 
 // makePlan works out e's plan over the operands.
 func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
-	shape := out.layout.Shape()
-	// Broadcast every input to the result's shape, then coalesce the
-	// arrays' layouts together (a scalar takes no part).
-	layouts := []ndshape.Layout{out.layout}
-	for _, in := range ins {
-		if in.scalar {
-			continue
-		}
-		l, err := in.layout.BroadcastTo(shape)
-		if err != nil {
-			return nil, wrap(op, err)
-		}
-		layouts = append(layouts, l)
-	}
-	co, err := ndshape.Coalesce(layouts...)
+	co, err := coalesced(out, ins)
 	if err != nil {
 		return nil, wrap(op, err)
 	}
@@ -648,7 +640,7 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 	if !contiguous {
 		axes = co[0].Ndim()
 		if axes > maxAxes {
-			return nil, errorf(op, cuda.ErrNotSupported, "the operands' layouts leave %d axes that cannot be merged (shape %v): at most %d; make an operand contiguous first", axes, shape, maxAxes)
+			return nil, errorf(op, cuda.ErrNotSupported, "the operands' layouts leave %d axes that cannot be merged (shape %v): at most %d; make an operand contiguous first", axes, out.layout.Shape(), maxAxes)
 		}
 	}
 	narrow := axes >= 0 && narrowFits(co)
