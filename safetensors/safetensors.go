@@ -153,11 +153,14 @@ func (h *Header) Tensor(name string) (Tensor, bool) {
 // that r reads.
 func Parse(r io.ReaderAt, size int64) (*Header, error) {
 	const op = "Parse"
-	if size < 8 {
+	switch {
+	case r == nil:
+		return nil, invalid(op, "nil reader")
+	case size < 8:
 		return nil, invalid(op, "a file of %d bytes: want at least 8 (the header's length)", size)
 	}
 	var lenBytes [8]byte
-	if got, err := r.ReadAt(lenBytes[:], 0); got < len(lenBytes) {
+	if err := readAt(r, lenBytes[:], 0); err != nil {
 		return nil, &Error{Op: op, Err: err, Detail: "reading the header's length"}
 	}
 	n := binary.LittleEndian.Uint64(lenBytes[:])
@@ -168,7 +171,7 @@ func Parse(r io.ReaderAt, size int64) (*Header, error) {
 		return nil, invalid(op, "the header is said to be %d bytes, but the file has %d after the length", n, size-8)
 	}
 	raw := make([]byte, n)
-	if got, err := r.ReadAt(raw, 8); got < len(raw) {
+	if err := readAt(r, raw, 8); err != nil {
 		return nil, &Error{Op: op, Err: err, Detail: "reading the header"}
 	}
 	h, err := parseHeader(raw, size-8-int64(n))
@@ -177,6 +180,21 @@ func Parse(r io.ReaderAt, size int64) (*Header, error) {
 	}
 	h.DataOffset = 8 + int64(n)
 	return h, nil
+}
+
+// readAt fills p from r at off. A short read is an error even where r
+// gives none, and io.EOF (a file shorter than its size said: cut while
+// being opened) is io.ErrUnexpectedEOF, as Load's reads say it, not the
+// end of input that callers test io.EOF for.
+func readAt(r io.ReaderAt, p []byte, off int64) error {
+	got, err := r.ReadAt(p, off)
+	switch {
+	case got == len(p):
+		return nil // a ReaderAt may give io.EOF with the last byte
+	case err == nil || err == io.EOF:
+		return fmt.Errorf("%w: %d of %d bytes at offset %d", io.ErrUnexpectedEOF, got, len(p), off)
+	}
+	return err
 }
 
 // entry is a tensor's header entry.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -230,5 +231,43 @@ func TestOpenMissing(t *testing.T) {
 	_, err := safetensors.Open(path)
 	if !errors.Is(err, os.ErrNotExist) || strings.Count(err.Error(), path) != 1 {
 		t.Errorf("Open of a missing file: %v; want os.ErrNotExist naming %s once", err, path)
+	}
+}
+
+// shortReader is a misbehaving io.ReaderAt: it gives at most n bytes a
+// read, and no error for the rest.
+type shortReader struct {
+	b []byte
+	n int
+}
+
+func (r shortReader) ReadAt(p []byte, off int64) (int, error) {
+	return copy(p[:min(len(p), r.n)], r.b[off:]), nil
+}
+
+// TestParseReader: a nil reader is an error, not a panic; a reader with
+// fewer bytes than size says (a file cut while being opened), or one that
+// reads short with no error, is io.ErrUnexpectedEOF, never io.EOF (the
+// end of input that callers test for) or no error at all.
+func TestParseReader(t *testing.T) {
+	file, _ := sample(t)
+	for _, tc := range []struct {
+		name     string
+		r        io.ReaderAt
+		size     int64
+		sentinel error
+		says     string
+	}{
+		{"nil reader", nil, 100, cuda.ErrInvalidValue, "safetensors: Parse: invalid value: nil reader"},
+		{"cut in the length", bytes.NewReader(file[:4]), int64(len(file)), io.ErrUnexpectedEOF, "reading the header's length"},
+		{"cut in the header", bytes.NewReader(file[:20]), int64(len(file)), io.ErrUnexpectedEOF, "reading the header"},
+		{"short read, no error", shortReader{file, 4}, int64(len(file)), io.ErrUnexpectedEOF, "4 of 8 bytes at offset 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := safetensors.Parse(tc.r, tc.size)
+			if !errors.Is(err, tc.sentinel) || errors.Is(err, io.EOF) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("got %v, want an error wrapping %v (not io.EOF) saying %q", err, tc.sentinel, tc.says)
+			}
+		})
 	}
 }
