@@ -39,6 +39,7 @@ import (
 	"reflect"
 	"slices"
 	"sync/atomic"
+	"unicode/utf8"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/describe"
@@ -207,7 +208,16 @@ type entry struct {
 // parseHeader parses the JSON header of a file with dataBytes of data.
 func parseHeader(raw []byte, dataBytes int64) (*Header, error) {
 	const op = "Parse"
-	// The format pads the header with spaces; JSON itself begins with {.
+	// The format's header is UTF-8 JSON that begins with { (no whitespace
+	// before it) and may be padded after with spaces. encoding/json would
+	// take invalid UTF-8, and give its names with U+FFFD in place of the
+	// bytes, names no one could ask for: Hugging Face's library refuses it.
+	switch {
+	case len(raw) == 0 || raw[0] != '{':
+		return nil, invalid(op, "the header is not a JSON object (its first byte is not {)")
+	case !utf8.Valid(raw):
+		return nil, invalid(op, "the header is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -244,8 +254,11 @@ func parseHeader(raw []byte, dataBytes int64) (*Header, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, invalid(op, "the header is not valid JSON: %v", err)
 	}
-	if rest, _ := io.ReadAll(dec.Buffered()); len(bytes.TrimRight(rest, " ")) != 0 {
-		return nil, invalid(op, "the header has bytes after its JSON object")
+	// What follows the object is the rest of raw, not dec.Buffered(): the
+	// decoder reads ahead only so far, and bytes past its buffer would go
+	// unchecked.
+	if rest := raw[dec.InputOffset():]; len(bytes.TrimRight(rest, " ")) != 0 {
+		return nil, invalid(op, "the header has bytes after its JSON object (padding must be spaces)")
 	}
 	// Sorted by their bytes: no overlaps, and (as the format asks) no
 	// holes, so that the data is all the tensors' and nothing else.

@@ -119,6 +119,14 @@ func TestParseErrors(t *testing.T) {
 		{"uncovered", "cover 8 bytes of data; the file has 16", build(t, hdr("a", entry{"F32", []int{2}, [2]int64{0, 8}}), data)},
 		{"metadata", "__metadata__ is not an object of strings", raw(`{"__metadata__": {"a": 1}}`, nil)},
 		{"trailing", "bytes after its JSON object", raw(`{}x`, nil)},
+		{"trailing far", "bytes after its JSON object", raw(`{}`+strings.Repeat(" ", 4096)+"x", nil)},
+		{"trailing after a long header", "bytes after its JSON object", raw(`{"__metadata__":{"k":"`+strings.Repeat("v", 1000)+`"}}   x`, nil)},
+		{"trailing tab", "padding must be spaces", raw("{}\t", nil)},
+		{"empty header", "not a JSON object", raw("", nil)},
+		{"leading space", "its first byte is not {", raw(" {}", nil)},
+		{"leading newline", "its first byte is not {", raw("\n{}", nil)},
+		{"invalid UTF-8 name", "not valid UTF-8", raw("{\"a\xff\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", data)},
+		{"invalid UTF-8 metadata", "not valid UTF-8", raw("{\"__metadata__\":{\"k\":\"\xc3\"}}", nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := safetensors.Parse(bytes.NewReader(tc.file), int64(len(tc.file)))
