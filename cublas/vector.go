@@ -173,7 +173,8 @@ func Iamax[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (int, error) {
 
 // Gemv computes y = alpha·A·x + beta·y, with A the m×n matrix a (a.T()
 // for its transpose), x of n elements and y of m. With beta 0, y is not
-// read.
+// read. An A of no columns (n 0) makes y = beta·y, as the formula says
+// (BLAS's gemv would leave y as it was).
 func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuffer[T], beta float64, y *cuda.DeviceBuffer[T]) error {
 	const op = "Gemv"
 	if err := h.valid(op); err != nil {
@@ -191,6 +192,9 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 	if x.Len() != a.Cols || y.Len() != a.Rows {
 		return errorf(op, cuda.ErrInvalidValue, "a is %d×%d, x has %d elements and y %d: want %d and %d", a.Rows, a.Cols, x.Len(), y.Len(), a.Cols, a.Rows)
 	}
+	if a.Cols == 0 && a.Rows > 0 {
+		return emptyGemv(op, h, beta, y)
+	}
 	// cuBLAS reads A's memory column-major: A itself, or Aᵀ (n×m) when
 	// A is row-major.
 	trans, m, n := int32(opN), int32(a.Rows), int32(a.Cols)
@@ -204,5 +208,27 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 			return check(op, "cublasSgemv_v2", clib.Sgemv(h.raw.blas, trans, m, n, (*float32)(al), ap, lda, xp, 1, (*float32)(be), yp, 1))
 		}
 		return check(op, "cublasDgemv_v2", clib.Dgemv(h.raw.blas, trans, m, n, (*float64)(al), ap, lda, xp, 1, (*float64)(be), yp, 1))
+	})
+}
+
+// emptyGemv computes Gemv's y = beta·y for an A of no columns, which
+// cuBLAS's gemv, returning at once as BLAS's does for an empty matrix,
+// would leave as it was: y is zeroed for beta 0 (not read, as Gemv
+// promises) and scaled otherwise, in the handle's stream's order.
+func emptyGemv[T cuda.Float](op string, h *Handle, beta float64, y *cuda.DeviceBuffer[T]) error {
+	switch beta {
+	case 1:
+		return nil
+	case 0:
+		return h.do(op, []cuda.Memory{y}, func(uintptr) error {
+			return y.Memset8Async(0, h.base.Stream())
+		})
+	}
+	return h.do(op, []cuda.Memory{y}, func(uintptr) error {
+		n, b, yp := int32(y.Len()), scalar[T](beta), uintptr(y.Ptr())
+		if is32[T]() {
+			return check(op, "cublasSscal_v2", clib.Sscal(h.raw.blas, n, (*float32)(b), yp, 1))
+		}
+		return check(op, "cublasDscal_v2", clib.Dscal(h.raw.blas, n, (*float64)(b), yp, 1))
 	})
 }

@@ -1,6 +1,7 @@
 package cublas_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -63,32 +64,52 @@ func vectorOps[T cuda.Float](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h 
 	}
 }
 
+// TestGemv: y = alpha·A·x + beta·y against Go, in both layouts, plain and
+// transposed, for shapes with an empty dimension too (an A of no columns
+// makes y = beta·y, which cuBLAS, returning at once as BLAS does, would
+// leave as it was), and with beta 0 over a y of NaNs, which is not read.
 func TestGemv(t *testing.T) {
 	ctx, s, h := handle(t)
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, layout := range []cublas.Layout{cublas.RowMajor, cublas.ColMajor} {
 		for _, transposed := range []bool{false, true} {
-			for _, sh := range [][2]int{{1, 1}, {7, 3}, {4, 33}} {
-				m, n := sh[0], sh[1]
-				a := makeOperand(t, ctx, m, n, layout, transposed, 1, func(k int) []float64 { return random[float64](r, k) })
-				xs, ys := random[float64](r, n), random[float64](r, m)
-				x, y := cudatest.Upload(t, ctx, xs), cudatest.Upload(t, ctx, ys)
-				if err := cublas.Gemv(h, 1.5, a.desc, x, 2, y); err != nil {
-					t.Fatalf("%s transposed=%v %dx%d: %v", layout, transposed, m, n, err)
-				}
-				got := download(t, s, y)
-				for i := range m {
-					var w, mag float64
-					for j := range n {
-						w += a.host.at(i, j) * xs[j]
-						mag += math.Abs(a.host.at(i, j) * xs[j])
-					}
-					w = 1.5*w + 2*ys[i]
-					if !closeTo(got[i], w, mag+1, 1e-13) {
-						t.Errorf("%s transposed=%v %dx%d: y[%d] = %v, want %v", layout, transposed, m, n, i, got[i], w)
-					}
+			for _, sh := range [][2]int{{1, 1}, {7, 3}, {4, 33}, {3, 0}, {0, 3}, {1, 97}, {97, 1}} {
+				for _, beta := range []float64{2, 0, 1} {
+					m, n := sh[0], sh[1]
+					name := fmt.Sprintf("%s/transposed=%v/%dx%d/beta%g", layout, transposed, m, n, beta)
+					t.Run(name, func(t *testing.T) { gemvCase(t, ctx, s, h, r, layout, transposed, m, n, beta) })
 				}
 			}
+		}
+	}
+}
+
+func gemvCase(t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle, r *rand.Rand, layout cublas.Layout, transposed bool, m, n int, beta float64) {
+	t.Helper()
+	a := makeOperand(t, ctx, m, n, layout, transposed, 1, func(k int) []float64 { return random[float64](r, k) })
+	xs, ys := random[float64](r, n), random[float64](r, m)
+	if beta == 0 {
+		for i := range ys {
+			ys[i] = math.NaN()
+		}
+	}
+	x, y := cudatest.Upload(t, ctx, xs), cudatest.Upload(t, ctx, ys)
+	if err := cublas.Gemv(h, 1.5, a.desc, x, beta, y); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, s, y)
+	for i := range m {
+		var w, mag float64
+		for j := range n {
+			w += a.host.at(i, j) * xs[j]
+			mag += math.Abs(a.host.at(i, j) * xs[j])
+		}
+		w *= 1.5
+		if beta != 0 {
+			w += beta * ys[i]
+		}
+		if !closeTo(got[i], w, mag+1, 1e-13) {
+			t.Errorf("y[%d] = %v, want %v", i, got[i], w)
 		}
 	}
 }

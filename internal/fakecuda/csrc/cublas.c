@@ -292,7 +292,10 @@ void run_blas(struct blas_op *o) {
 		for (long i = 0; i < o->n; i++) store(o->t, o->c, (size_t)i, o->alpha * load(o->t, o->c, (size_t)i));
 		break;
 	case K_GEMV:
-		// y = alpha op(A) x + beta y, A m x n column-major.
+		// y = alpha op(A) x + beta y, A m x n column-major. An empty A
+		// leaves y as it was: BLAS's gemv (and cuBLAS's) returns at once
+		// when m or n is 0, reading and writing nothing.
+		if (o->m == 0 || o->n == 0) break;
 		for (long i = 0, rows = o->ta ? o->n : o->m; i < rows; i++) {
 			double s = 0;
 			for (long p = 0, cols = o->ta ? o->m : o->n; p < cols; p++) {
