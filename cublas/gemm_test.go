@@ -205,6 +205,47 @@ func TestMatmul(t *testing.T) {
 	t.Run("celsius", func(t *testing.T) { matmulTypes[celsius](t, ctx, s, h) })
 }
 
+// TestMatmulLayouts: Matmul takes what Gemm takes ("as for Gemm"): every
+// layout and transpose, padded strides, empty and odd shapes, float64, and
+// beta 0 over a C of NaNs, which is not read.
+func TestMatmulLayouts(t *testing.T) {
+	ctx, s, h := handle(t)
+	t.Run("float32", func(t *testing.T) { matmulLayouts[float32](t, ctx, s, h) })
+	t.Run("float64", func(t *testing.T) { matmulLayouts[float64](t, ctx, s, h) })
+	t.Run("BFloat16", func(t *testing.T) { matmulLayouts[cuda.BFloat16](t, ctx, s, h) })
+}
+
+func matmulLayouts[T element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle) {
+	r := rand.New(rand.NewPCG(13, 14))
+	cases := gemmCases(r)
+	for _, sh := range [][3]int{{97, 3, 1}, {1, 97, 3}, {3, 1, 97}} {
+		cases = append(cases, gemmCase{m: sh[0], n: sh[1], k: sh[2], lb: cublas.ColMajor, ta: true, alpha: 1, beta: 0})
+	}
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			fill := func(n int) []T { return random[T](r, n) }
+			a := makeOperand(t, ctx, c.m, c.k, c.la, c.ta, c.pad, fill)
+			b := makeOperand(t, ctx, c.k, c.n, c.lb, c.tb, c.pad, fill)
+			cfill := fill
+			if c.beta == 0 {
+				cfill = func(n int) []T {
+					out := make([]T, n)
+					for i := range out {
+						out[i] = fromFloat[T](math.NaN())
+					}
+					return out
+				}
+			}
+			cm := makeOperand(t, ctx, c.m, c.n, c.lc, false, c.pad, cfill)
+			if err := cublas.Matmul(h, c.alpha, a.desc, b.desc, c.beta, cm.desc, cublas.NoEpilogue, nil); err != nil {
+				t.Fatal(err)
+			}
+			vals, scales := want(a.host, b.host, cm.host, c.alpha, c.beta, nil, cublas.NoEpilogue)
+			checkResult(t, download(t, s, cm.buf), cm.host.data, vals, scales, 2*tolerance[T](false))
+		})
+	}
+}
+
 func matmulTypes[T element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle) {
 	r := rand.New(rand.NewPCG(3, 4))
 	// Lt's kernels want sizes of multiples of 8 bytes for half types on
