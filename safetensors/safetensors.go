@@ -284,10 +284,8 @@ func parseHeader(raw []byte, dataBytes int64) (*Header, error) {
 // parseEntry checks one tensor's entry.
 func parseEntry(name string, value json.RawMessage, dataBytes int64) (Tensor, error) {
 	const op = "Parse"
-	var e entry
-	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
+	e, err := decodeEntry(value)
+	if err != nil {
 		return Tensor{}, invalid(op, "tensor %q: not an entry of dtype, shape and data_offsets: %v", name, err)
 	}
 	size, ok := dtypeSizes[e.DType]
@@ -314,6 +312,91 @@ func parseEntry(name string, value json.RawMessage, dataBytes int64) (Tensor, er
 		return Tensor{}, invalid(op, "tensor %q: %s of shape %v is %d bytes, but its data_offsets span %d", name, e.DType, e.Shape, elems*uint64(size), end-begin)
 	}
 	return t, nil
+}
+
+// decodeEntry decodes a tensor's entry as strictly as the format's own
+// reader (serde) does, where encoding/json into a struct would not: the
+// three fields, each named exactly (encoding/json takes "DTYPE" or
+// "Shape"), each once (it keeps the last of two), none missing (it leaves
+// a missing one zero: no data_offsets read as [0, 0]), shape an array and
+// not null (which read as a scalar's shape), data_offsets exactly two
+// numbers (into a Go array, [0, 16, 99] lost its 99, and [0] gained a 0).
+func decodeEntry(value json.RawMessage) (entry, error) {
+	var e entry
+	dec := json.NewDecoder(bytes.NewReader(value))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return e, fmt.Errorf("%s is not an object", clip(value))
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return e, err
+		}
+		key := tok.(string) // an object's keys are strings
+		if seen[key] {
+			return e, fmt.Errorf("%q is given twice", key)
+		}
+		seen[key] = true
+		var field json.RawMessage
+		if err := dec.Decode(&field); err != nil {
+			return e, err
+		}
+		switch key {
+		case "dtype":
+			if len(field) == 0 || field[0] != '"' {
+				return e, fmt.Errorf("dtype %s is not a string", clip(field))
+			}
+			err = json.Unmarshal(field, &e.DType)
+		case "shape":
+			err = decodeInts("shape", field, &e.Shape)
+		case "data_offsets":
+			var offsets []int64
+			if err = decodeInts("data_offsets", field, &offsets); err == nil && len(offsets) != 2 {
+				err = fmt.Errorf("data_offsets %s: want 2 numbers, begin and end", clip(field))
+			}
+			if err == nil {
+				e.DataOffsets = [2]int64(offsets)
+			}
+		default:
+			err = fmt.Errorf("unknown field %q", key)
+		}
+		if err != nil {
+			return e, err
+		}
+	}
+	for _, key := range [...]string{"dtype", "shape", "data_offsets"} {
+		if !seen[key] {
+			return e, fmt.Errorf("no %q", key)
+		}
+	}
+	return e, nil
+}
+
+// decodeInts decodes field, the JSON of the entry's key, as an array of
+// integers (null is not one).
+func decodeInts(key string, field json.RawMessage, v *[]int64) error {
+	if len(field) == 0 || field[0] != '[' {
+		return fmt.Errorf("%s %s is not an array", key, clip(field))
+	}
+	if err := json.Unmarshal(field, v); err != nil {
+		return fmt.Errorf("%s %s: %v", key, clip(field), err)
+	}
+	return nil
+}
+
+// clip is field as an error quotes it: its first bytes, not the megabytes
+// a hostile header can put in one value.
+func clip(field json.RawMessage) string {
+	const most = 40
+	if len(field) <= most {
+		return string(field)
+	}
+	n := most
+	for n > 0 && !utf8.RuneStart(field[n]) {
+		n-- // whole characters
+	}
+	return string(field[:n]) + "..."
 }
 
 // File is an open safetensors file. Close it when done.
