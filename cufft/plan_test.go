@@ -484,6 +484,23 @@ func TestPlans(t *testing.T) {
 	if _, err := c.Plan(cufft.C2C, []int{0}, 1); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("a bad shape: %v", err)
 	}
+	// A plan of the cache closed by its user is made again, not handed
+	// out closed.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := must(c.Plan(cufft.C2C, []int{64}, 2))(t)
+	if again == a {
+		t.Errorf("the cache handed out the plan its user closed")
+	}
+	x := cudatest.Upload(t, s.Context(), make([]complex64, 128))
+	if err := again.ExecC2C(x, x, cufft.Forward); err != nil {
+		t.Errorf("the plan made again: %v", err)
+	}
+	a = again
+	if c.Len() != 4 {
+		t.Errorf("Len %d after a plan was made again, want 4", c.Len())
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,8 @@ func NewPlans(s *cuda.Stream) (*Plans, error) {
 }
 
 // Plan returns the plan of type t, shape and batch on the cache's stream,
-// making it the first time (NewPlan's checks and errors).
+// making it the first time (NewPlan's checks and errors), and again where
+// its user closed the one it handed out.
 func (c *Plans) Plan(t Type, shape []int, batch int) (*Plan, error) {
 	const op = "Plans.Plan"
 	if c == nil || c.plans == nil {
@@ -63,7 +64,15 @@ func (c *Plans) Plan(t Type, shape []int, batch int) (*Plan, error) {
 		return nil, errorf(op, cuda.ErrClosed, "the plans are closed")
 	}
 	if p := c.plans[key]; p != nil {
-		return p, nil
+		if p.life.Status() == lifetime.Held && !p.unfinished.Load() {
+			return p, nil
+		}
+		// Closed by its user: made again. One whose Close did not
+		// finish is finished by the cache's Close.
+		delete(c.plans, key)
+		if p.unfinished.Load() {
+			c.pending = append(c.pending, p)
+		}
 	}
 	p, err := NewPlan(c.stream, t, shape, batch)
 	if err != nil {
