@@ -119,6 +119,9 @@ func BatchNormInference[T Element](h *Handle, y, x Tensor[T], bn BatchNorm) erro
 	if err := errors.Join(checkParam(op, "bn.Mean", bn.Mean, c, false), checkParam(op, "bn.Var", bn.Var, c, false)); err != nil {
 		return err
 	}
+	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), named{"bn.Scale", bn.Scale}, named{"bn.Bias", bn.Bias}, named{"bn.Mean", bn.Mean}, named{"bn.Var", bn.Var}); err != nil {
+		return err
+	}
 	return h.do(op, append([]cuda.Memory{x.Data, y.Data}, mem(bn.Scale, bn.Bias, bn.Mean, bn.Var)...), func(cl *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
@@ -156,6 +159,12 @@ func BatchNormTraining[T Element](h *Handle, y, x Tensor[T], bn BatchNorm, saveM
 		return errorf(op, cuda.ErrInvalidValue, "bn.Mean and bn.Var: give both running statistics or neither")
 	case (saveMean == nil) != (saveInvStd == nil):
 		return errorf(op, cuda.ErrInvalidValue, "saveMean and saveInvStd: give both or neither")
+	}
+	// The running statistics are read and written: outputs, as y and
+	// the saved statistics are.
+	outs := []named{tensorBuf("y", y), {"bn.Mean", bn.Mean}, {"bn.Var", bn.Var}, {"saveMean", saveMean}, {"saveInvStd", saveInvStd}}
+	if err := aliased(op, outs, tensorBuf("x", x), named{"bn.Scale", bn.Scale}, named{"bn.Bias", bn.Bias}); err != nil {
+		return err
 	}
 	return h.do(op, append([]cuda.Memory{x.Data, y.Data}, mem(bn.Scale, bn.Bias, bn.Mean, bn.Var, saveMean, saveInvStd)...), func(cl *call) (err error) {
 		d := &descs{op: op}
@@ -197,6 +206,10 @@ func BatchNormBackward[T Element](h *Handle, dx, x, dy Tensor[T], bn BatchNorm, 
 	}
 	if (saveMean == nil) != (saveInvStd == nil) {
 		return errorf(op, cuda.ErrInvalidValue, "saveMean and saveInvStd: give both or neither")
+	}
+	outs := []named{tensorBuf("dx", dx), {"dScale", dScale}, {"dBias", dBias}}
+	if err := aliased(op, outs, tensorBuf("x", x), tensorBuf("dy", dy), named{"bn.Scale", bn.Scale}, named{"saveMean", saveMean}, named{"saveInvStd", saveInvStd}); err != nil {
+		return err
 	}
 	return h.do(op, append([]cuda.Memory{dx.Data, x.Data, dy.Data}, mem(bn.Scale, dScale, dBias, saveMean, saveInvStd)...), func(cl *call) (err error) {
 		d := &descs{op: op}

@@ -440,6 +440,13 @@ func convPass[T Element](h *Handle, op string, pass int, names [3]string, xr, wr
 	if err != nil {
 		return err
 	}
+	// The output is y for the forward pass, x (dx) for backward data, w
+	// (dw) for backward filter; the two others are read.
+	roles := [3]named{tensorBuf(names[0], xr), tensorBuf(names[1], wr), tensorBuf(names[2], yr)}
+	o := map[int]int{passForward: 2, passBackwardData: 0, passBackwardFilter: 1}[pass]
+	if err := aliased(op, []named{roles[o]}, roles[(o+1)%3], roles[(o+2)%3]); err != nil {
+		return err
+	}
 	return h.do(op, []cuda.Memory{xr.Data, wr.Data, yr.Data}, func(c *call) error {
 		k.tf32 = c.tf32
 		ptrs := k.pointers(uintptr(xr.Data.Ptr()), uintptr(wr.Data.Ptr()), uintptr(yr.Data.Ptr()), 0)
@@ -485,6 +492,9 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 		return errorf(op, cuda.ErrInvalidValue, "bias is nil")
 	case bias.Len() != w.Shape.N:
 		return errorf(op, cuda.ErrInvalidValue, "len(bias) is %d: want %d (w's filters)", bias.Len(), w.Shape.N)
+	}
+	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), tensorBuf("w", w), named{"bias", bias}); err != nil {
+		return err
 	}
 	k.act = act
 	return h.do(op, []cuda.Memory{y.Data, x.Data, w.Data, bias}, func(c *call) error {
@@ -563,6 +573,9 @@ func ConvBackwardBias[T Element](h *Handle, db *cuda.DeviceBuffer[T], dy Tensor[
 		return errorf(op, cuda.ErrInvalidValue, "db is nil")
 	case db.Len() != dy.Shape.C:
 		return errorf(op, cuda.ErrInvalidValue, "len(db) is %d: want %d (dy's channels)", db.Len(), dy.Shape.C)
+	}
+	if err := aliased(op, []named{{"db", db}}, tensorBuf("dy", dy)); err != nil {
+		return err
 	}
 	dt := dataType[T]()
 	return h.do(op, []cuda.Memory{db, dy.Data}, func(c *call) (err error) {

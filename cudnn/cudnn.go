@@ -20,7 +20,9 @@
 // gradient), ConvBiasActivation (y = act(x ⋆ w + bias), ReLU or identity,
 // fused by cuDNN), PoolForward and PoolBackward (max and average pooling)
 // and the batch normalization of each channel:
-// BatchNormInference, BatchNormTraining and BatchNormBackward. Attention
+// BatchNormInference, BatchNormTraining and BatchNormBackward (an
+// output sharing memory with an input or with another output is refused
+// with cuda.ErrInvalidValue: cuDNN runs none of them in place). Attention
 // is softmax(Q·Kᵀ·scale)·V of 4-D AttentionTensors (batch, heads,
 // positions, head dimension; any strides with the head dimension's 1),
 // causal (aligned to the last keys) or not, grouped-query, through

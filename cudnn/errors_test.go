@@ -103,6 +103,7 @@ func TestLibraryErrors(t *testing.T) {
 	x := empty[float32](t, ctx, cudnn.Shape{N: 1, C: 2, H: 4, W: 4}, cudnn.NHWC)
 	w := empty[float32](t, ctx, cudnn.Shape{N: 3, C: 2, H: 3, W: 3}, cudnn.NHWC)
 	y := empty[float32](t, ctx, cudnn.Shape{N: 1, C: 3, H: 2, W: 2}, cudnn.NHWC)
+	y2 := empty[float32](t, ctx, y.Shape, cudnn.NHWC)
 	for _, tt := range []struct {
 		call string
 		code int
@@ -116,7 +117,7 @@ func TestLibraryErrors(t *testing.T) {
 		{"cudnnCreateTensorDescriptor", 4003, cuda.ErrOutOfMemory, func() error {
 			return cudnn.ConvBackwardData(h, x, y, w, cudnn.Conv2D{})
 		}},
-		{"cudnnPoolingForward", 5000, nil, func() error { return cudnn.PoolForward(h, y, y, cudnn.Pool2D{WindowH: 1, WindowW: 1}) }},
+		{"cudnnPoolingForward", 5000, nil, func() error { return cudnn.PoolForward(h, y2, y, cudnn.Pool2D{WindowH: 1, WindowW: 1}) }},
 	} {
 		t.Run(tt.call, func(t *testing.T) {
 			f.Fail(tt.call, 1, tt.code)

@@ -59,7 +59,7 @@ func dnnCase(name string, legacy bool) sweep.Case {
 			bn := cudnn.BatchNorm{Scale: c2, Bias: c2, Mean: buf(2), Var: buf(2)}
 			p := cudnn.Conv2D{PadH: 1, PadW: 1}
 			pool := ten(cudnn.Shape{N: 1, C: 2, H: 2, W: 2})
-			inv, dScale, dBias := buf(2), buf(2), buf(2)
+			inv, dScale, dBias, saveMean := buf(2), buf(2), buf(2), buf(2)
 			// Attention: causal, bottom-right (4 queries over 8 keys), with
 			// its statistics, twice (the plan, then the plan kept).
 			var hbufs []*cuda.DeviceBuffer[cuda.BFloat16]
@@ -96,7 +96,7 @@ func dnnCase(name string, legacy bool) sweep.Case {
 						func() error { return cudnn.PoolForward(h, pool, x, cudnn.Pool2D{WindowH: 2, WindowW: 2}) },
 						func() error { return cudnn.PoolBackward(h, dx, pool, pool, x, cudnn.Pool2D{WindowH: 2, WindowW: 2}) },
 						func() error { return cudnn.BatchNormInference(h, dx, x, bn) },
-						func() error { return cudnn.BatchNormTraining(h, dx, x, bn, c2, inv) },
+						func() error { return cudnn.BatchNormTraining(h, dx, x, bn, saveMean, inv) },
 						func() error { return cudnn.BatchNormBackward(h, dx, x, x, bn, dScale, dBias, nil, nil) },
 						attention,
 						func() error { _ = h.WorkBytes(); return nil },
