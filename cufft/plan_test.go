@@ -61,7 +61,8 @@ func relErr[T complex64 | complex128](got []T, want []complex128) float64 {
 var shapes = []struct {
 	shape []int
 	batch int
-}{{[]int{1}, 1}, {[]int{3}, 2}, {[]int{97}, 1}, {[]int{1000}, 1}, {[]int{4096}, 1}, {[]int{16, 12}, 3}, {[]int{3, 5, 7}, 2}}
+}{{[]int{1}, 1}, {[]int{3}, 2}, {[]int{97}, 1}, {[]int{1000}, 1}, {[]int{4096}, 1}, {[]int{16, 12}, 3}, {[]int{3, 5, 7}, 2},
+	{[]int{4099}, 1}, {[]int{1, 97}, 3}, {[]int{7, 1}, 2}, {[]int{1, 1, 1}, 4}, {[]int{2, 9}, 1}}
 
 func elements(shape []int) int {
 	n := 1
