@@ -61,6 +61,8 @@ func TestBadArguments(t *testing.T) {
 		{"pool backward's dy", "dy is 1×4×5×5: want 1×4×2×2", cudnn.PoolBackward(h, x, py, x, x, pool)},
 		{"pool backward's dx", "dx is 1×4×2×2: want x's 1×4×5×5", cudnn.PoolBackward(h, py, py, py, x, pool)},
 		{"pool backward's layouts", "one layout", cudnn.PoolBackward(h, nhwcX, py, py, x, pool)},
+		{"pool padding as large as the window", "not below the window 1×1", cudnn.PoolForward(h, nchw(cudnn.Shape{N: 1, C: 4, H: 7, W: 7}), x, cudnn.Pool2D{WindowH: 1, WindowW: 1, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1})},
+		{"pool backward padding above the window", "not below the window 3×2", cudnn.PoolBackward(h, x, py, py, x, cudnn.Pool2D{WindowH: 3, WindowW: 2, PadW: 2})},
 		{"pool window too large", "larger", cudnn.PoolForward(h, py, x, cudnn.Pool2D{WindowH: 9, WindowW: 2})},
 		{"batch norm nil scale", "bn.Scale is nil", cudnn.BatchNormInference(h, x, x, cudnn.BatchNorm{Bias: c4, Mean: c4, Var: c4})},
 		{"batch norm short mean", "len(bn.Mean) is 3", cudnn.BatchNormInference(h, x, x, cudnn.BatchNorm{Scale: c4, Bias: c4, Mean: c3, Var: c4})},
@@ -83,6 +85,9 @@ func TestBadArguments(t *testing.T) {
 	}
 	if _, err := cudnn.ConvOutput(x.Shape, w.Shape, cudnn.Conv2D{StrideH: -2}); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("ConvOutput with stride -2: %v", err)
+	}
+	if _, err := cudnn.PoolOutput(cudnn.Shape{N: 1, C: 1, H: 1, W: 1}, cudnn.Pool2D{WindowH: 2, WindowW: 2, PadH: 2}); !errors.Is(err, cuda.ErrInvalidValue) {
+		t.Errorf("PoolOutput with padding 2 over a window of 2: %v", err)
 	}
 	if _, err := cudnn.PoolOutput(cudnn.Shape{}, pool); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("PoolOutput of a zero shape: %v", err)

@@ -41,7 +41,10 @@ var poolModes = [...]int32{MaxPool: 0, AvgPool: 1, AvgPoolExcludePad: 2}
 
 // Pool2D is a 2-D pooling's parameters: a window of WindowH×WindowW
 // (required), moved by StrideH×StrideW (0 means the window's size, as
-// PyTorch's default), over the input padded by PadH×PadW at each side.
+// PyTorch's default), over the input padded by PadH×PadW at each side,
+// less than the window (else a window could hold padding alone: its
+// maximum or average of the input's elements is undefined, and PyTorch
+// refuses padding above half the window).
 type Pool2D struct {
 	Mode             PoolMode
 	WindowH, WindowW int
@@ -64,6 +67,8 @@ func (p Pool2D) norm() (Pool2D, string) {
 		return p, fmt.Sprintf("the window is %d×%d: want at least 1×1", p.WindowH, p.WindowW)
 	case p.PadH < 0 || p.PadW < 0:
 		return p, fmt.Sprintf("padding %d×%d is negative", p.PadH, p.PadW)
+	case p.PadH >= p.WindowH || p.PadW >= p.WindowW:
+		return p, fmt.Sprintf("padding %d×%d is not below the window %d×%d: a window of padding alone has no element to pool", p.PadH, p.PadW, p.WindowH, p.WindowW)
 	case p.StrideH < 1 || p.StrideW < 1:
 		return p, fmt.Sprintf("stride %d×%d is negative", p.StrideH, p.StrideW)
 	case p.WindowH > 1<<20 || p.WindowW > 1<<20 || p.PadH > 1<<20 || p.PadW > 1<<20 || p.StrideH > 1<<20 || p.StrideW > 1<<20:
