@@ -138,7 +138,8 @@ func BatchNormInference[T Element](h *Handle, y, x Tensor[T], bn BatchNorm) erro
 // BatchNormTraining normalizes x with its own statistics (each channel's
 // mean and biased variance over the batch) into y (x's shape and layout),
 // updates the running statistics bn.Mean and bn.Var where both are given
-// (by bn.Momentum), and writes the batch's mean and 1/√(var + ε) into
+// (by bn.Momentum; x must then hold more than one value per channel,
+// N·H·W > 1, for the unbiased variance), and writes the batch's mean and 1/√(var + ε) into
 // saveMean and saveInvStd where both are given, for BatchNormBackward;
 // queued on h's stream (cudnnBatchNormalizationForwardTraining).
 func BatchNormTraining[T Element](h *Handle, y, x Tensor[T], bn BatchNorm, saveMean, saveInvStd *cuda.DeviceBuffer[float32]) error {
@@ -159,6 +160,8 @@ func BatchNormTraining[T Element](h *Handle, y, x Tensor[T], bn BatchNorm, saveM
 		return errorf(op, cuda.ErrInvalidValue, "bn.Mean and bn.Var: give both running statistics or neither")
 	case (saveMean == nil) != (saveInvStd == nil):
 		return errorf(op, cuda.ErrInvalidValue, "saveMean and saveInvStd: give both or neither")
+	case bn.Var != nil && x.Shape.N*x.Shape.H*x.Shape.W == 1:
+		return errorf(op, cuda.ErrInvalidValue, "x is %v: one value per channel has no unbiased variance to update bn.Var with (PyTorch refuses it too); leave bn.Mean and bn.Var nil, or give more values", x.Shape)
 	}
 	// The running statistics are read and written: outputs, as y and
 	// the saved statistics are.

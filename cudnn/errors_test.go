@@ -29,6 +29,9 @@ func TestBadArguments(t *testing.T) {
 	defer bias.Free()
 	c4 := must(cuda.Alloc[float32](ctx, 4))(t)
 	defer c4.Free()
+	c4b, c4c := must(cuda.Alloc[float32](ctx, 4))(t), must(cuda.Alloc[float32](ctx, 4))(t)
+	defer c4b.Free()
+	defer c4c.Free()
 	c3 := must(cuda.Alloc[float32](ctx, 3))(t)
 	defer c3.Free()
 	bn := cudnn.BatchNorm{Scale: c4, Bias: c4, Mean: c4, Var: c4}
@@ -70,6 +73,7 @@ func TestBadArguments(t *testing.T) {
 		{"batch norm epsilon", "bn.Epsilon is -1", cudnn.BatchNormInference(h, x, x, cudnn.BatchNorm{Scale: c4, Bias: c4, Mean: c4, Var: c4, Epsilon: -1})},
 		{"batch norm momentum", "bn.Momentum is 2", cudnn.BatchNormTraining(h, x, x, cudnn.BatchNorm{Scale: c4, Bias: c4, Momentum: 2}, nil, nil)},
 		{"running statistics half given", "both running", cudnn.BatchNormTraining(h, x, x, cudnn.BatchNorm{Scale: c4, Bias: c4, Mean: c4}, nil, nil)},
+		{"running variance of one value", "no unbiased variance", cudnn.BatchNormTraining(h, nchw(cudnn.Shape{N: 1, C: 4, H: 1, W: 1}), nchw(cudnn.Shape{N: 1, C: 4, H: 1, W: 1}), cudnn.BatchNorm{Scale: c4, Bias: c4, Mean: c4b, Var: c4c}, nil, nil)},
 		{"saved statistics half given", "saveMean and saveInvStd", cudnn.BatchNormTraining(h, x, x, bn, c4, nil)},
 		{"backward dy", "dy is", cudnn.BatchNormBackward(h, x, x, y, bn, c4, c4, nil, nil)},
 		{"backward nil dScale", "dScale is nil", cudnn.BatchNormBackward(h, x, x, x, bn, nil, c4, nil, nil)},
