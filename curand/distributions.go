@@ -3,6 +3,7 @@ package curand
 import (
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -28,8 +29,9 @@ func Uniform[T cuda.Float](g *Generator, dst *cuda.DeviceBuffer[T]) error {
 }
 
 // Normal fills dst with normally distributed numbers of the given mean and
-// standard deviation, continuing g's sequence. cuRAND makes them in pairs
-// (Box-Muller) and takes only even counts from a pseudo-random generator:
+// standard deviation (finite, the deviation 0 or more), continuing g's
+// sequence. cuRAND makes them in pairs (Box-Muller) and takes only even
+// counts from a pseudo-random generator:
 // for an odd count the last number is the first of a pair of its own,
 // which continues the sequence by two.
 func Normal[T cuda.Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stddev T) error {
@@ -44,8 +46,8 @@ func LogNormal[T cuda.Float](g *Generator, dst *cuda.DeviceBuffer[T], mean, stdd
 }
 
 func normal[T cuda.Float](g *Generator, op string, dst *cuda.DeviceBuffer[T], mean, stddev T, logNormal bool) error {
-	if stddev < 0 || stddev != stddev || mean != mean {
-		return errorf(op, cuda.ErrInvalidValue, "mean is %v and stddev %v: want numbers, and a stddev of 0 or more", mean, stddev)
+	if stddev < 0 || !finite(float64(stddev)) || !finite(float64(mean)) {
+		return errorf(op, cuda.ErrInvalidValue, "mean is %v and stddev %v: want finite numbers, and a stddev of 0 or more", mean, stddev)
 	}
 	name := "curandGenerate" + op
 	if isDouble[T]() {
@@ -69,11 +71,11 @@ func normal[T cuda.Float](g *Generator, op string, dst *cuda.DeviceBuffer[T], me
 }
 
 // Poisson fills dst with numbers of the Poisson distribution of mean
-// lambda (more than 0), continuing g's sequence.
+// lambda (finite, more than 0), continuing g's sequence.
 func (g *Generator) Poisson(dst *cuda.DeviceBuffer[uint32], lambda float64) error {
 	const op = "Generator.Poisson"
-	if !(lambda > 0) {
-		return errorf(op, cuda.ErrInvalidValue, "lambda is %v: want more than 0", lambda)
+	if !(lambda > 0) || !finite(lambda) {
+		return errorf(op, cuda.ErrInvalidValue, "lambda is %v: want a finite number more than 0", lambda)
 	}
 	return fill(g, op, dst, false, func(out, n uintptr) error {
 		return check(op, "curandGeneratePoisson", clib.GeneratePoisson(g.raw.h, out, n, lambda))
@@ -154,3 +156,6 @@ func copyFirst[T any](dst *cuda.DeviceBuffer[T], i int, src *cuda.DeviceBuffer[T
 	}
 	return last.CopyFromDeviceAsync(first, s)
 }
+
+// finite reports whether v is neither infinite nor NaN.
+func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
