@@ -29,6 +29,10 @@ var convCases = []convCase{
 	{"2 groups stride 2", cudnn.Shape{N: 3, C: 6, H: 5, W: 7}, cudnn.Shape{N: 4, C: 3, H: 3, W: 3}, cudnn.Conv2D{PadH: 1, PadW: 1, StrideH: 2, StrideW: 1, Groups: 2}},
 	{"depthwise 17", cudnn.Shape{N: 1, C: 17, H: 6, W: 6}, cudnn.Shape{N: 17, C: 1, H: 3, W: 3}, cudnn.Conv2D{PadH: 1, PadW: 1, Groups: 17}},
 	{"1 channel 3x2 rectangular", cudnn.Shape{N: 3, C: 1, H: 4, W: 9}, cudnn.Shape{N: 1, C: 1, H: 3, W: 2}, cudnn.Conv2D{StrideW: 3}},
+	{"output 1x1", cudnn.Shape{N: 2, C: 3, H: 7, W: 7}, cudnn.Shape{N: 5, C: 3, H: 7, W: 7}, cudnn.Conv2D{}},
+	{"7x7 1 channel pad 4 over half stride 2", cudnn.Shape{N: 1, C: 1, H: 2, W: 3}, cudnn.Shape{N: 1, C: 1, H: 7, W: 7}, cudnn.Conv2D{PadH: 4, PadW: 4, StrideH: 2, StrideW: 2}},
+	{"stride 3 inexact", cudnn.Shape{N: 2, C: 3, H: 8, W: 10}, cudnn.Shape{N: 4, C: 3, H: 3, W: 3}, cudnn.Conv2D{StrideH: 3, StrideW: 3}},
+	{"groups dilation stride pad", cudnn.Shape{N: 1, C: 4, H: 9, W: 10}, cudnn.Shape{N: 6, C: 2, H: 3, W: 2}, cudnn.Conv2D{PadH: 1, PadW: 2, StrideH: 2, StrideW: 3, DilationH: 2, DilationW: 3, Groups: 2}},
 }
 
 var layouts = []cudnn.Layout{cudnn.NCHW, cudnn.NHWC}
