@@ -370,6 +370,10 @@ func TestCapture(t *testing.T) {
 		if _, err := cublas.Dot(h, a, b); !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("Dot inside a capture: %v, want ErrInvalidValue: its result cannot be on the host", err)
 		}
+		other := cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2)
+		if err := cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{am}, []cublas.Matrix[float32]{bm}, 0, []cublas.Matrix[float32]{other}); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("GemmBatched inside a capture: %v, want ErrInvalidValue: its pointer arrays are copied from Go memory", err)
+		}
 		return nil
 	})
 	if err != nil {
