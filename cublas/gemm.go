@@ -137,7 +137,10 @@ func checkProduct[T cuda.AnyFloat](op string, h *Handle, a, b, c Matrix[T], coun
 // GemmStridedBatched computes count products C = alpha·A·B + beta·C, as
 // Gemm, the i-th of matrices BatchStride elements after the (i-1)-th in
 // each of a's, b's and c's buffers (packed one after the other when
-// BatchStride is 0), in one call.
+// BatchStride is 0), in one call. c's matrices may not share an element
+// with each other (ErrInvalidValue: the products run side by side), but
+// may interleave (the rows of one between another's, a BatchStride less
+// than a matrix); a's and b's may overlap.
 func GemmStridedBatched[T cuda.AnyFloat](h *Handle, count int, alpha float64, a, b Matrix[T], beta float64, c Matrix[T]) error {
 	const op = "GemmStridedBatched"
 	if err := h.valid(op); err != nil {
@@ -167,7 +170,8 @@ func GemmStridedBatched[T cuda.AnyFloat](h *Handle, count int, alpha float64, a,
 
 // GemmBatched computes the products c[i] = alpha·a[i]·b[i] + beta·c[i], as
 // Gemm, of matrices of one shape anywhere in memory (a matrix may be used by several
-// products as an input), in one call. The arrays of pointers cuBLAS reads
+// products as an input, but no product's c may share memory with another
+// product's a, b or c: ErrInvalidValue), in one call. The arrays of pointers cuBLAS reads
 // are stream-ordered device memory, allocated and freed on the handle's
 // stream.
 func GemmBatched[T cuda.AnyFloat](h *Handle, alpha float64, a, b []Matrix[T], beta float64, c []Matrix[T]) error {

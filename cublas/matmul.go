@@ -96,7 +96,8 @@ func alignment(p uintptr) uint32 {
 // Matmul computes C = epi(alpha·A·B + beta·C + bias) with cuBLASLt, with
 // A the m×k matrix a, B the k×n matrix b and C the m×n matrix c, as for
 // Gemm. bias, if not nil, is added to every row of C (one element per
-// column, as in y = x·W + b), and needs a row-major c. The descriptors and the algorithm cuBLASLt's heuristic
+// column, as in y = x·W + b), needs a row-major c, and may not share
+// memory with c. The descriptors and the algorithm cuBLASLt's heuristic
 // chooses are made once per shape and kept by the handle until Close.
 func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta float64, c Matrix[T], epi Epilogue, bias *cuda.DeviceBuffer[T]) error {
 	const op = "Matmul"
