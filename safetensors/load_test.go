@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -363,5 +364,36 @@ func TestStrings(t *testing.T) {
 	}
 	if s, want := f.String(), "safetensors.File{"+path+", 2 tensors, 13 bytes, closed}"; s != want {
 		t.Errorf("closed file: %q, want %q", s, want)
+	}
+}
+
+// TestLoadManyNames: Load of every tensor by name, of a file of many,
+// takes time of their number, not its square (each name was looked up by
+// a walk of the file's list: 50,000 names took seconds): within a few
+// times a Load of the same tensors unnamed.
+func TestLoadManyNames(t *testing.T) {
+	ctx := cudatest.Context(t)
+	const n = 50000
+	specs := make([]tensorSpec, n)
+	names := make([]string, n)
+	for i := range specs {
+		names[i] = fmt.Sprintf("layers.%d.w", i)
+		specs[i] = tensorSpec{names[i], safetensors.U8, 1}
+	}
+	f, _ := fileOf(t, specs...)
+	elapsed := func(names ...string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		w := must(f.Load(ctx, cuda.IOConfig{}, names...))(t)
+		d := time.Since(start)
+		if tn, ok := w.Tensor(specs[n-1].name); !ok || tn.End-tn.Begin != 1 {
+			t.Errorf("the last tensor is %+v, %v", tn, ok)
+		}
+		w.Free()
+		return d
+	}
+	all := elapsed()
+	if named := elapsed(names...); named > 10*all+200*time.Millisecond {
+		t.Errorf("Load of %d tensors by name took %v; unnamed %v", n, named, all)
 	}
 }

@@ -560,16 +560,22 @@ func (f *File) Load(ctx *cuda.Context, c cuda.IOConfig, names ...string) (*Weigh
 	}
 	chosen := f.Tensors
 	if len(names) > 0 {
+		// By a map, not f.Tensor's walk of the list: names of every tensor
+		// of a file of many would take time of the square of their number.
+		byName := make(map[string]int, len(f.Tensors))
+		for i, t := range f.Tensors {
+			byName[t.Name] = i
+		}
 		chosen = nil
-		seen := map[string]bool{}
+		seen := make(map[string]bool, len(names))
 		for _, name := range names {
-			t, ok := f.Tensor(name)
+			i, ok := byName[name]
 			if !ok {
 				return nil, invalid(op, "the file has no tensor %q", name)
 			}
 			if !seen[name] {
 				seen[name] = true
-				chosen = append(chosen, t)
+				chosen = append(chosen, f.Tensors[i])
 			}
 		}
 	}
