@@ -137,13 +137,18 @@ func fill[T Elem](op string, a *Array[T], v T) error {
 	return apply(op, expr{name: "fill", code: "x0"}, out, []operand{in})
 }
 
-// writable returns the error of writing a: nil, zero, or a Scalar.
+// writable returns the error of writing a: nil, zero, a Scalar, or a
+// broadcast view.
 func writable[T Elem](op, name string, a *Array[T]) error {
 	if err := a.check(op, name); err != nil {
 		return err
 	}
 	if a.scalar {
 		return errorf(op, cuda.ErrInvalidValue, "%s is a Scalar, which cannot be written", name)
+	}
+	if a.layout.Repeats() {
+		// NumPy's broadcast_to views are read-only for the same reason.
+		return errorf(op, cuda.ErrInvalidValue, "%s is a broadcast view (shape %v, strides %v): an axis of stride 0 would have one element written many times; write a contiguous array", name, a.layout.Shape(), a.layout.Strides())
 	}
 	return nil
 }

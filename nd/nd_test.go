@@ -361,6 +361,54 @@ func TestErrors(t *testing.T) {
 
 func second[T any](_ T, err error) error { return err }
 
+// TestBroadcastViewReadOnly: a view with an axis of stride 0 (BroadcastTo,
+// Expand) is refused as every kind of output, before anything is written
+// (threads writing one element many times would race), and stays usable
+// as an input.
+func TestBroadcastViewReadOnly(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	base := free(t, must(nd.FromSlice(s, []float32{1, 2, 3}, 1, 3))(t))
+	v := must(base.BroadcastTo(2, 3))(t)
+	e := must(must(base.Reshape(3, 1))(t).Expand(-1, 4))(t)
+	a := free(t, must(nd.FromSlice(s, iota[float32](6), 2, 3))(t))
+	col := must(free(t, must(nd.Zeros[float32](s, 1, 1))(t)).BroadcastTo(2, 1))(t)
+	mask := free(t, must(nd.Full(s, nd.Bool(1), 2, 3))(t))
+	idx := free(t, must(nd.FromSlice(s, []int64{0, 1, 2}, 3))(t))
+	for _, tt := range []struct {
+		name string
+		err  error
+	}{
+		{"AddInto", nd.AddInto(v, a, a)},
+		{"AddInto expanded", nd.AddInto(e, free(t, must(nd.Zeros[float32](s, 3, 4))(t)), nd.Scalar[float32](1))},
+		{"Fill", nd.Fill(v, 7)},
+		{"CopyInto", nd.CopyInto(v, a)},
+		{"CastInto", nd.CastInto(v, a)},
+		{"WhereInto", nd.WhereInto(v, mask, a, a)},
+		{"EvalInto", nd.Lazy(a).Add(nd.Lazy(a)).EvalInto(v)},
+		{"SumInto", nd.SumInto(col, a, nd.Along(1).KeepDims())},
+		{"SoftmaxInto", nd.SoftmaxInto(v, a, 1)},
+		{"CumsumInto", nd.CumsumInto(v, a, 1)},
+		{"TakeInto", nd.TakeInto(v, a, idx, 1)},
+		{"ConcatInto", nd.ConcatInto(v, []*nd.Array[float32]{must(a.Slice(0, 0, 1, 1))(t), must(a.Slice(0, 1, 2, 1))(t)}, 0)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, cuda.ErrInvalidValue) || !strings.Contains(tt.err.Error(), "broadcast view") {
+				t.Errorf("got %v; want an error wrapping ErrInvalidValue naming the broadcast view", tt.err)
+			}
+		})
+	}
+	equal(t, base, host[float32]{shape: []int{1, 3}, data: []float32{1, 2, 3}})
+	// As an input it reads as broadcast.
+	sum := free(t, must(nd.Add(v, a))(t))
+	equal(t, sum, host[float32]{shape: []int{2, 3}, data: []float32{1, 3, 5, 4, 6, 8}})
+	// A stride-0 axis of size 1 repeats nothing: writable.
+	one := must(free(t, must(nd.Zeros[float32](s, 1))(t)).BroadcastTo(1, 1))(t)
+	if err := nd.Fill(one, 2); err != nil {
+		t.Errorf("Fill of a broadcast view of one element: %v", err)
+	}
+}
+
 // TestFailedChain: an operation's error comes with an array that carries
 // it; the operations given that array fail at once with errors that wrap
 // the first, so a chain checks once.

@@ -103,8 +103,10 @@ func (a *Array[T]) At(index ...int) (out *Array[T], failure error) {
 
 // BroadcastTo returns the view of a broadcast to shape, as NumPy's
 // broadcast_to: a's axes align with shape's last, and an axis of size 1,
-// or one shape adds in front, repeats its elements with stride 0. Writing
-// through such a view writes one element many times: use it as an input.
+// or one shape adds in front, repeats its elements with stride 0. Such a
+// view is read-only, as NumPy's: given as an output (an Into's dst, Fill's,
+// CopyInto's), where it would have one element written many times, it is
+// an error wrapping cuda.ErrInvalidValue. Use it as an input.
 func (a *Array[T]) BroadcastTo(shape ...int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	return a.view("Array.BroadcastTo", func(l ndshape.Layout) (ndshape.Layout, error) { return l.BroadcastTo(shape) })

@@ -298,6 +298,22 @@ func (l Layout) IsContiguous() bool {
 	return true
 }
 
+// Repeats reports whether two indices reach one element: an axis of more
+// than one index with stride 0, as broadcasting makes (the only way the
+// views make one). Writing through such a layout writes an element more
+// than once, from threads that race.
+func (l Layout) Repeats() bool {
+	if l.Size() == 0 {
+		return false
+	}
+	for i, d := range l.shape {
+		if d > 1 && l.strides[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Span returns the least and greatest offsets of the elements, so that a
 // buffer of n elements holds the layout if lo >= 0 && hi < n. A layout of
 // size 0 reaches no element: its span is (0, -1), which every buffer holds.

@@ -131,6 +131,25 @@ func TestIsContiguous(t *testing.T) {
 	}
 }
 
+func TestRepeats(t *testing.T) {
+	for _, tc := range []struct {
+		shape, strides []int
+		want           bool
+	}{
+		{[]int{2, 3}, []int{3, 1}, false},
+		{[]int{2, 3}, []int{0, 1}, true},
+		{[]int{2, 3}, []int{1, 0}, true},
+		{[]int{1, 3}, []int{0, 1}, false}, // one index on the stride-0 axis
+		{[]int{0, 3}, []int{0, 0}, false}, // no element at all
+		{[]int{3}, []int{-1}, false},
+		{nil, nil, false},
+	} {
+		if got := mustNew(t, tc.shape, tc.strides, 4).Repeats(); got != tc.want {
+			t.Errorf("%v %v: %v, want %v", tc.shape, tc.strides, got, tc.want)
+		}
+	}
+}
+
 func TestSpanAt(t *testing.T) {
 	l := mustNew(t, []int{2, 3}, []int{-3, 2}, 10)
 	if lo, hi := l.Span(); lo != 7 || hi != 14 {
