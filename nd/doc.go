@@ -27,7 +27,8 @@
 // a number; each has an Into form that writes into an array given (a
 // view, or an array that shares memory with the inputs, which are then
 // read as if from a copy, as NumPy's out=; so do the Into forms of the
-// reductions, the operations along an axis, Take, Concat and Matmul). Each
+// reductions, the operations along an axis, Take, Concat and Matmul; a
+// broadcast view, which repeats elements, is read-only). Each
 // is one CUDA C expression, compiled by package compute into a kernel for
 // the pattern of its operands: where every operand is contiguous the
 // kernel reads and writes 16 bytes at a time, as compute's own operations
