@@ -75,6 +75,9 @@ func TestBadInput(t *testing.T) {
 		{"batched c twice", "c[1] shares memory with c[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, sq}, []cublas.Matrix[float32]{sq2, sq2}, 0, []cublas.Matrix[float32]{c3, c3})},
 		{"batched c is another's a", "c[0] shares memory with a[1]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, c3}, []cublas.Matrix[float32]{sq2, sq2}, 0, []cublas.Matrix[float32]{c3, sq3})},
 		{"batched c is another's b", "c[1] shares memory with b[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, sq}, []cublas.Matrix[float32]{c3, sq2}, 0, []cublas.Matrix[float32]{sq3, c3})},
+		{"Axpy's y over x", "y shares memory with x", cublas.Axpy(h, 1, must(whole.Slice(0, 4))(t), must(whole.Slice(1, 4))(t))},
+		{"Gemv's y over x", "y shares memory with x", cublas.Gemv(h, 1, sq, must(whole.Slice(0, 3))(t), 0, must(whole.Slice(2, 3))(t))},
+		{"Gemv's y over a", "y shares memory with a", cublas.Gemv(h, 1, aPart, x4, 0, must(whole.Slice(11, 3))(t))},
 		{"bias is c", "bias shares memory with c", cublas.Matmul(h, 1, cublas.NewMatrix(buf(3), 1, 3), sq, 0, cublas.NewMatrix(x3, 1, 3), cublas.NoEpilogue, x3)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +96,10 @@ func TestBadInput(t *testing.T) {
 	}
 	if err := cublas.Gemm(h, 1, aPart, b, 0, cublas.NewMatrix(must(whole.Slice(12, 15))(t), 3, 5)); err != nil {
 		t.Fatalf("Gemm into the part of A's buffer after A: %v", err)
+	}
+	// y = (alpha+1)·y: the same elements, each read before it is written.
+	if err := cublas.Axpy(h, 1, x3, x3); err != nil {
+		t.Fatalf("Axpy of x onto itself: %v", err)
 	}
 	// Matrices of a batch whose rows interleave without sharing an
 	// element, and one input read by several products, are no aliasing.

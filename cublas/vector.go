@@ -45,6 +45,24 @@ func checkVectors[T cuda.Float](op string, h *Handle, names string, xs ...*cuda.
 	return nil
 }
 
+// bufBytes returns the device addresses from x's first byte to after its
+// last.
+func bufBytes[T any](x *cuda.DeviceBuffer[T]) (lo, hi uint64) {
+	lo = uint64(x.Ptr())
+	return lo, lo + uint64(x.ByteSize())
+}
+
+// sharesMemory reports whether the output y and the input spanning lo to
+// hi share a byte, other than by being the same elements (same is true),
+// which each element's read before its write keeps defined.
+func sharesMemory[T any](y *cuda.DeviceBuffer[T], lo, hi uint64, same bool) bool {
+	ylo, yhi := bufBytes(y)
+	if ylo == yhi || lo == hi || same && ylo == lo && yhi == hi {
+		return false
+	}
+	return ylo < hi && lo < yhi
+}
+
 // hostResult refuses a call whose result cuBLAS hands to the host (and so
 // waits for the stream) while the stream captures a graph.
 func hostResult(op string, h *Handle) error {
@@ -54,7 +72,8 @@ func hostResult(op string, h *Handle) error {
 	return nil
 }
 
-// Axpy computes y = alpha·x + y.
+// Axpy computes y = alpha·x + y. y may be x itself, but may not otherwise
+// share memory with it (ErrInvalidValue).
 func Axpy[T cuda.Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) error {
 	const op = "Axpy"
 	if err := h.valid(op); err != nil {
@@ -62,6 +81,9 @@ func Axpy[T cuda.Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) er
 	}
 	if err := checkVectors(op, h, "xy", x, y); err != nil {
 		return err
+	}
+	if lo, hi := bufBytes(x); sharesMemory(y, lo, hi, true) {
+		return errorf(op, cuda.ErrInvalidValue, "y shares memory with x, %d bytes apart: cuBLAS's result is undefined (y and x may be the same buffer)", int64(uint64(y.Ptr())-lo))
 	}
 	return h.do(op, []cuda.Memory{x, y}, func(uintptr) error {
 		n, a, xp, yp := int32(x.Len()), scalar[T](alpha), uintptr(x.Ptr()), uintptr(y.Ptr())
@@ -173,7 +195,8 @@ func Iamax[T cuda.Float](h *Handle, x *cuda.DeviceBuffer[T]) (int, error) {
 
 // Gemv computes y = alpha·A·x + beta·y, with A the m×n matrix a (a.T()
 // for its transpose), x of n elements and y of m. With beta 0, y is not
-// read. An A of no columns (n 0) makes y = beta·y, as the formula says
+// read. y may not share memory with a or x (ErrInvalidValue). An A of
+// no columns (n 0) makes y = beta·y, as the formula says
 // (BLAS's gemv would leave y as it was).
 func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuffer[T], beta float64, y *cuda.DeviceBuffer[T]) error {
 	const op = "Gemv"
@@ -191,6 +214,13 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 	}
 	if x.Len() != a.Cols || y.Len() != a.Rows {
 		return errorf(op, cuda.ErrInvalidValue, "a is %d×%d, x has %d elements and y %d: want %d and %d", a.Rows, a.Cols, x.Len(), y.Len(), a.Cols, a.Rows)
+	}
+	// cuBLAS reads A and x while it writes y.
+	if lo, hi := bufBytes(x); sharesMemory(y, lo, hi, false) {
+		return errorf(op, cuda.ErrInvalidValue, "y shares memory with x: cuBLAS's result is undefined when the output aliases an input")
+	}
+	if lo, hi := a.bytes(1); sharesMemory(y, lo, hi, false) {
+		return errorf(op, cuda.ErrInvalidValue, "y shares memory with a: cuBLAS's result is undefined when the output aliases an input")
 	}
 	if a.Cols == 0 && a.Rows > 0 {
 		return emptyGemv(op, h, beta, y)
