@@ -242,3 +242,22 @@ func testBatchNorm[T cudnn.Element](t *testing.T, ctx *cuda.Context, h *cudnn.Ha
 		}
 	}
 }
+
+// TestBatchNormOneValue: training on one value per channel (N·H·W = 1)
+// normalizes each to 0 (y = bias) with variance 0, saving the value as
+// the mean and 1/√ε; only the running variance's update is refused
+// (TestBadArguments).
+func TestBatchNormOneValue(t *testing.T) {
+	ctx, _, h := handle(t)
+	s := cudnn.Shape{N: 1, C: 3, H: 1, W: 1}
+	x, y := tensor(t, ctx, s, cudnn.NCHW, []float32{3, -2, 0.5}), empty[float32](t, ctx, s, cudnn.NCHW)
+	bn := cudnn.BatchNorm{Scale: upload32(t, ctx, []float64{2, 3, 4}), Bias: upload32(t, ctx, []float64{0.25, -1, 7}), Epsilon: 1e-3}
+	saveMean, saveInv := upload32(t, ctx, make([]float64, 3)), upload32(t, ctx, make([]float64, 3))
+	if err := cudnn.BatchNormTraining(h, y, x, bn, saveMean, saveInv); err != nil {
+		t.Fatal(err)
+	}
+	inv := 1 / math.Sqrt(1e-3)
+	near(t, "y", download(t, y), []float64{0.25, -1, 7}, []float64{1, 1, 1}, 1e-6)
+	near(t, "saved mean", host32(t, saveMean), []float64{3, -2, 0.5}, []float64{1, 1, 1}, 1e-6)
+	near(t, "saved 1/std", host32(t, saveInv), []float64{inv, inv, inv}, []float64{inv, inv, inv}, 1e-5)
+}
