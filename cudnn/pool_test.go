@@ -31,6 +31,8 @@ func testPool[T cudnn.Element](t *testing.T, ctx *cuda.Context, h *cudnn.Handle)
 		{"3x3 stride 2 pad 1", cudnn.Shape{N: 3, C: 17, H: 9, W: 8}, cudnn.Pool2D{WindowH: 3, WindowW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}},
 		{"1x1", cudnn.Shape{N: 1, C: 1, H: 3, W: 3}, cudnn.Pool2D{WindowH: 1, WindowW: 1}},
 		{"3x2 stride 1 pad 1x0", cudnn.Shape{N: 2, C: 3, H: 5, W: 5}, cudnn.Pool2D{WindowH: 3, WindowW: 2, StrideH: 1, StrideW: 1, PadH: 1}},
+		{"3x3 over 2x2 pad 1 (window above the input)", cudnn.Shape{N: 1, C: 2, H: 2, W: 2}, cudnn.Pool2D{WindowH: 3, WindowW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}},
+		{"2x2 stride 3 pad 1 inexact", cudnn.Shape{N: 2, C: 1, H: 7, W: 6}, cudnn.Pool2D{WindowH: 2, WindowW: 2, StrideH: 3, StrideW: 3, PadH: 1, PadW: 1}},
 	} {
 		for _, mode := range []cudnn.PoolMode{cudnn.MaxPool, cudnn.AvgPool, cudnn.AvgPoolExcludePad} {
 			for _, l := range layouts {
