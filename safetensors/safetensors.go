@@ -46,10 +46,11 @@ import (
 	"github.com/gocuda/cuda/internal/errfmt"
 )
 
-// MaxHeaderBytes is the largest header Parse accepts (the safetensors
-// library's own limit is 100 MB): a length beyond it is an error, not an
-// allocation.
-const MaxHeaderBytes = 100 << 20
+// MaxHeaderBytes is the largest header Parse accepts, and Save writes:
+// the safetensors library's own limit (its MAX_HEADER_SIZE, 100,000,000
+// bytes, not 100 MiB: a header between the two is one the library refuses
+// to read). A length beyond it is an error, not an allocation.
+const MaxHeaderBytes = 100_000_000
 
 // DType is a tensor's element type, as the header names it ("F32", "BF16").
 type DType string

@@ -101,6 +101,8 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"too short", "want at least 8", []byte{1, 2, 3}},
 		{"huge header", "more than the", binary.LittleEndian.AppendUint64(nil, 1<<40)},
+		{"header of 2^63", "more than the", binary.LittleEndian.AppendUint64(nil, 1<<63)},
+		{"header of 2^64-1", "more than the", binary.LittleEndian.AppendUint64(nil, math.MaxUint64)},
 		{"header past the end", "but the file has 4 after the length", append(binary.LittleEndian.AppendUint64(nil, 100), "{}  "...)},
 		{"not JSON", "not a JSON object", raw("nope", nil)},
 		{"an array", "not a JSON object", raw("[1, 2]", nil)},
@@ -159,6 +161,21 @@ func FuzzParse(f *testing.F) {
 	f.Add(file)
 	f.Add([]byte{})
 	f.Add(binary.LittleEndian.AppendUint64(nil, 2))
+	raw := func(header string, data []byte) []byte {
+		out := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+		return append(append(out, header...), data...)
+	}
+	for _, header := range []string{
+		`{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16,99]}}`,
+		`{"a":{"dtype":"F32","shape":null,"data_offsets":[0,16]}}`,
+		`{"a":{"DTYPE":"F32","shape":[4],"data_offsets":[0,16]}}`,
+		`{"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]},"b":{"dtype":"I64","shape":[0,2],"data_offsets":[0,0]},"c":{"dtype":"U8","shape":[],"data_offsets":[0,1]}}`,
+		`{"__metadata__":{"k":"v"},"a\u0000\"":{"dtype":"BF16","shape":[2,3,1],"data_offsets":[0,12]}}` + "    ",
+		" {}",
+		"{}" + strings.Repeat(" ", 600) + "x",
+	} {
+		f.Add(raw(header, make([]byte, 16)))
+	}
 	f.Fuzz(func(t *testing.T, file []byte) {
 		h, err := safetensors.Parse(bytes.NewReader(file), int64(len(file)))
 		if err != nil {
@@ -256,6 +273,31 @@ func TestOpenMissing(t *testing.T) {
 	_, err := safetensors.Open(path)
 	if !errors.Is(err, os.ErrNotExist) || strings.Count(err.Error(), path) != 1 {
 		t.Errorf("Open of a missing file: %v; want os.ErrNotExist naming %s once", err, path)
+	}
+}
+
+// zeros reads as a header's length then zero bytes.
+type zeros struct{ length uint64 }
+
+func (z zeros) ReadAt(p []byte, off int64) (int, error) {
+	clear(p)
+	if off == 0 && len(p) >= 8 {
+		binary.LittleEndian.PutUint64(p, z.length)
+	}
+	return len(p), nil
+}
+
+// TestParseHeaderLimit: the largest header is the safetensors library's
+// MAX_HEADER_SIZE, 100,000,000 bytes; one byte more is refused before it
+// is read (it was read, and 100 MiB taken).
+func TestParseHeaderLimit(t *testing.T) {
+	if safetensors.MaxHeaderBytes != 100_000_000 {
+		t.Errorf("MaxHeaderBytes is %d, want the library's 100000000", safetensors.MaxHeaderBytes)
+	}
+	const n = 100_000_001
+	_, err := safetensors.Parse(zeros{n}, 8+int64(n))
+	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "the header is said to be 100000001 bytes: more than the 100000000 allowed") {
+		t.Errorf("a header of %d bytes: %v", n, err)
 	}
 }
 
