@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,5 +396,59 @@ func TestLoadManyNames(t *testing.T) {
 	all := elapsed()
 	if named := elapsed(names...); named > 5*all+100*time.Millisecond {
 		t.Errorf("Load of %d tensors by name took %v; unnamed %v", n, named, all)
+	}
+}
+
+// TestLoadConcurrent: one open File loads from many goroutines at once,
+// each its own tensors or all, each its own staging buffer or none, and
+// every Weights reads back its bytes (run with -race).
+func TestLoadConcurrent(t *testing.T) {
+	ctx := cudatest.Context(t)
+	f, data := fileOf(t, tensorSpec{"a", safetensors.F32, 1000}, tensorSpec{"odd", safetensors.U8, 3},
+		tensorSpec{"b", safetensors.BF16, 777}, tensorSpec{"c", safetensors.I64, 5})
+	subsets := [][]string{nil, {"a"}, {"b", "c"}, {"c", "odd", "a"}}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*len(subsets))
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var c cuda.IOConfig
+			if g%2 == 1 {
+				sb := new(cuda.StagingBuffer)
+				defer sb.Close()
+				c.Staging = sb
+			}
+			for _, names := range subsets {
+				w, err := f.Load(ctx, c, names...)
+				if err != nil {
+					errs <- err
+					continue
+				}
+				if names == nil {
+					names = []string{"a", "odd", "b", "c"}
+				}
+				for _, name := range names {
+					b, err := w.Bytes(name)
+					if err == nil {
+						got := make([]byte, b.Len())
+						if err = b.CopyToHost(got); err == nil && !bytes.Equal(got, data[name]) {
+							err = fmt.Errorf("%s: read %v, want %v", name, got, data[name])
+						}
+					}
+					if err != nil {
+						errs <- err
+					}
+				}
+				if err := w.Free(); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
