@@ -252,7 +252,7 @@ func TestFaults(t *testing.T) {
 	m := cublas.NewMatrix(x, 2, 2)
 	out := cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2)
 	batch := []cublas.Matrix[float32]{m}
-	v2 := cudatest.Upload(t, ctx, []float32{1, 2})
+	v2, y2 := cudatest.Upload(t, ctx, []float32{1, 2}), cudatest.Upload(t, ctx, []float32{0, 0})
 	for _, tc := range []struct {
 		call string
 		run  func(h *cublas.Handle) error
@@ -268,7 +268,7 @@ func TestFaults(t *testing.T) {
 		{"cublasSnrm2_v2", func(h *cublas.Handle) error { return errOf(cublas.Nrm2(h, x)) }},
 		{"cublasSasum_v2", func(h *cublas.Handle) error { return errOf(cublas.Asum(h, x)) }},
 		{"cublasIsamax_v2", func(h *cublas.Handle) error { return errOf(cublas.Iamax(h, x)) }},
-		{"cublasSgemv_v2", func(h *cublas.Handle) error { return cublas.Gemv(h, 1, m, v2, 0, v2) }},
+		{"cublasSgemv_v2", func(h *cublas.Handle) error { return cublas.Gemv(h, 1, m, v2, 0, y2) }},
 		{"cublasLtCreate", matmul(m, out)},
 		{"cublasLtMatmulDescCreate", matmul(m, out)},
 		{"cublasLtMatmulDescSetAttribute", matmul(m, out)},

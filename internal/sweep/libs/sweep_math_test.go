@@ -19,6 +19,7 @@ func sweepMath() []sweep.Case {
 				var h *cublas.Handle
 				x, y := must(cuda.FromHost(e.Ctx, []float32{1, 2, 3, 4}))(t), must(cuda.Alloc[float32](e.Ctx, 4))(t)
 				v := must(cuda.FromHost(e.Ctx, []float32{1, 2}))(t)
+				w := must(cuda.Alloc[float32](e.Ctx, 2))(t) // Gemv's y: not over its x
 				m, out := cublas.NewMatrix(x, 2, 2), cublas.NewMatrix(y, 2, 2)
 				ms := []cublas.Matrix[float32]{m}
 				return func() error {
@@ -35,7 +36,7 @@ func sweepMath() []sweep.Case {
 							func() error { _, err := cublas.Nrm2(h, x); return err },
 							func() error { _, err := cublas.Asum(h, x); return err },
 							func() error { _, err := cublas.Iamax(h, x); return err },
-							func() error { return cublas.Gemv(h, 1, m, v, 0, v) },
+							func() error { return cublas.Gemv(h, 1, m, v, 0, w) },
 							func() error { return e.S.Synchronize() },
 							func() error { return h.Close() },
 						)
@@ -49,6 +50,7 @@ func sweepMath() []sweep.Case {
 						x.Free()
 						y.Free()
 						v.Free()
+						w.Free()
 					}
 			}},
 		{Name: "curand", Covers: []string{"curand.New", "curand.Version", "Generator.SetSeed", "Generator.SetOffset", "Generator.SetOrdering", "curand.Uniform",
