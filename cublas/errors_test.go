@@ -75,6 +75,10 @@ func TestBadInput(t *testing.T) {
 		{"batched c twice", "c[1] shares memory with c[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, sq}, []cublas.Matrix[float32]{sq2, sq2}, 0, []cublas.Matrix[float32]{c3, c3})},
 		{"batched c is another's a", "c[0] shares memory with a[1]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, c3}, []cublas.Matrix[float32]{sq2, sq2}, 0, []cublas.Matrix[float32]{c3, sq3})},
 		{"batched c is another's b", "c[1] shares memory with b[0]", cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{sq, sq}, []cublas.Matrix[float32]{c3, sq2}, 0, []cublas.Matrix[float32]{sq3, c3})},
+		// Sizes past any buffer are errors, counted without wrapping.
+		{"huge matrix", "needs 4611686014132420609 elements; its buffer holds 12", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 1<<31 - 1, Cols: 1<<31 - 1}, cublas.Matrix[float32]{Data: b.Data, Rows: 1<<31 - 1, Cols: 5}, 0, cublas.Matrix[float32]{Data: c.Data, Rows: 1<<31 - 1, Cols: 5})},
+		{"too large", "cuBLAS takes at most 2147483647", cublas.Gemm(h, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 1 << 31, Cols: 4}, b, 0, c)},
+		{"huge batch stride", "2147483647 matrices 4611686018427387904 elements apart are beyond any buffer", cublas.GemmStridedBatched(h, 1<<31-1, 1, cublas.Matrix[float32]{Data: a.Data, Rows: 3, Cols: 4, BatchStride: 1 << 62}, b, 0, c)},
 		{"Axpy's y over x", "y shares memory with x", cublas.Axpy(h, 1, must(whole.Slice(0, 4))(t), must(whole.Slice(1, 4))(t))},
 		{"Gemv's y over x", "y shares memory with x", cublas.Gemv(h, 1, sq, must(whole.Slice(0, 3))(t), 0, must(whole.Slice(2, 3))(t))},
 		{"Gemv's y over a", "y shares memory with a", cublas.Gemv(h, 1, aPart, x4, 0, must(whole.Slice(11, 3))(t))},
