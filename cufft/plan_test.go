@@ -292,6 +292,12 @@ func TestErrors(t *testing.T) {
 		{"four dimensions", cufft.C2C, []int{2, 2, 2, 2}, 1, "one to three"},
 		{"zero dimension", cufft.R2C, []int{4, 0}, 1, "dimensions of 1 or more"},
 		{"batch 0", cufft.C2C, []int{8}, 0, "batch 0"},
+		{"negative dimension", cufft.C2C, []int{-8}, 1, "dimensions of 1 or more"},
+		{"negative batch", cufft.Z2Z, []int{8}, -1, "batch -1"},
+		{"batch past int32", cufft.C2C, []int{8}, 1 << 31, "batch 2147483648"},
+		{"dimension past int32", cufft.C2C, []int{1 << 31}, 1, "2^31 elements at most"},
+		{"elements past int32", cufft.D2Z, []int{1 << 16, 1 << 16}, 1, "2^31 elements at most"},
+		{"3-D product wrapping int64", cufft.C2C, []int{1<<31 - 1, 1<<31 - 1, 1<<31 - 1}, 1, "2^31 elements at most"},
 		{"unknown type", cufft.Type(5), []int{8}, 1, "unknown transform type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
