@@ -452,3 +452,40 @@ func TestLoadConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLoadWhileClosed: a File closed while Loads read it fails them with
+// cuda.ErrClosed, as a Load after Close, not the os's "file already
+// closed"; those done before succeed.
+func TestLoadWhileClosed(t *testing.T) {
+	ctx := cudatest.Context(t)
+	sb := new(cuda.StagingBuffer)
+	defer sb.Close()
+	f, _ := fileOf(t, tensorSpec{"big", safetensors.F32, 8 << 20})
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cuda.IOConfig{}
+			if i == 0 {
+				c.Staging = sb
+			}
+			w, err := f.Load(ctx, c)
+			if err == nil {
+				w.Free()
+			}
+			errs[i] = err
+		}()
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && (!errors.Is(err, cuda.ErrClosed) || !strings.Contains(err.Error(), `closed while reading tensor "big"`)) {
+			t.Errorf("Load %d: %v; want cuda.ErrClosed", i, err)
+		}
+	}
+}

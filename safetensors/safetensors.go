@@ -592,6 +592,11 @@ func (f *File) Load(ctx *cuda.Context, c cuda.IOConfig, names ...string) (*Weigh
 		}
 		if err != nil {
 			mem.Free()
+			if f.closed.Load() && errors.Is(err, os.ErrClosed) {
+				// Closed while this Load read it: ErrClosed, as for a
+				// Load after Close, not the os's "file already closed".
+				return nil, &Error{Op: op, Err: cuda.ErrClosed, Detail: "the file was closed while reading " + r.what()}
+			}
 			return nil, &Error{Op: op, Err: err, Detail: "reading " + r.what()}
 		}
 	}
