@@ -607,3 +607,52 @@ func ExampleNew_default() {
 	fmt.Println(g)
 	// Output: curand.Generator{Philox4x32-10, seed 42, cuda:0}
 }
+
+// TestUnalignedOutputs: a dst that starts one element into its allocation
+// (a DeviceBuffer.Slice) gets the numbers an allocation of its own gets,
+// for every distribution and generator type, odd and even counts: cuRAND
+// takes any element-aligned output, or the package must.
+func TestUnalignedOutputs(t *testing.T) {
+	for _, rng := range []curand.RNG{curand.Philox4x32_10, curand.XORWOW, curand.MRG32k3a, curand.MTGP32, curand.Sobol32} {
+		for _, n := range []int{4, 5, 1000, 1001} {
+			t.Run(fmt.Sprintf("%v/%d", rng, n), func(t *testing.T) {
+				seed := uint64(7)
+				if rng == curand.Sobol32 {
+					seed = 0
+				}
+				unaligned[float32](t, rng, seed, n, func(g *curand.Generator, d *cuda.DeviceBuffer[float32]) error { return curand.Uniform(g, d) })
+				unaligned[float32](t, rng, seed, n, func(g *curand.Generator, d *cuda.DeviceBuffer[float32]) error { return curand.Normal(g, d, 1, 2) })
+				unaligned[float64](t, rng, seed, n, func(g *curand.Generator, d *cuda.DeviceBuffer[float64]) error { return curand.Normal(g, d, 1, 2) })
+				unaligned[float64](t, rng, seed, n, func(g *curand.Generator, d *cuda.DeviceBuffer[float64]) error { return curand.LogNormal(g, d, 0, 1) })
+				unaligned[uint32](t, rng, seed, n, func(g *curand.Generator, d *cuda.DeviceBuffer[uint32]) error { return g.Bits(d) })
+				unaligned[uint32](t, rng, seed, n, func(g *curand.Generator, d *cuda.DeviceBuffer[uint32]) error { return g.Poisson(d, 3.5) })
+			})
+		}
+	}
+}
+
+func unaligned[T float32 | float64 | uint32](t *testing.T, rng curand.RNG, seed uint64, n int, gen func(*curand.Generator, *cuda.DeviceBuffer[T]) error) {
+	t.Helper()
+	s := cudatest.Stream(t, cudatest.Context(t))
+	ctx := s.Context()
+	whole := must(cuda.Alloc[T](ctx, n+2))(t)
+	defer whole.Free()
+	if err := whole.Memset8(0); err != nil {
+		t.Fatal(err)
+	}
+	own := must(cuda.Alloc[T](ctx, n))(t)
+	defer own.Free()
+	if err := gen(generatorOn(t, s, rng, seed), must(whole.Slice(1, n))(t)); err != nil {
+		t.Fatalf("into a slice one element in: %v", err)
+	}
+	if err := gen(generatorOn(t, s, rng, seed), own); err != nil {
+		t.Fatal(err)
+	}
+	got, want := cudatest.Download(t, whole), cudatest.Download(t, own)
+	if got[0] != 0 || got[n+1] != 0 {
+		t.Errorf("the elements around the slice changed: %v and %v", got[0], got[n+1])
+	}
+	if !slices.Equal(got[1:n+1], want) {
+		t.Errorf("a slice one element in got other numbers than an allocation of its own")
+	}
+}
