@@ -674,3 +674,77 @@ func withWorkArea(t *testing.T, plan func(n int) (*cufft.Plan, error)) (*cufft.P
 	t.Skip("no plan tried has a work area")
 	return nil, 0
 }
+
+// TestUnalignedBuffers: transforms of buffers that start one element into
+// their allocations (DeviceBuffer.Slice) give what buffers of their own
+// give, in place and out of place, and write nothing around them: cuFFT
+// takes any element-aligned buffer, or the package must.
+func TestUnalignedBuffers(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, sh := range []struct {
+		shape []int
+		batch int
+	}{{[]int{8}, 1}, {[]int{97}, 3}, {[]int{64, 64}, 2}} {
+		t.Run(fmt.Sprint(sh.shape, "x", sh.batch), func(t *testing.T) {
+			n := elements(sh.shape) * sh.batch
+			half := n / sh.shape[len(sh.shape)-1] * (sh.shape[len(sh.shape)-1]/2 + 1)
+			x := make([]complex64, n)
+			re := make([]float32, n)
+			for i := range x {
+				x[i] = complex(float32(r.NormFloat64()), float32(r.NormFloat64()))
+				re[i] = float32(r.NormFloat64())
+			}
+			c2c := must(cufft.NewPlan(s, cufft.C2C, sh.shape, sh.batch))(t)
+			defer c2c.Close()
+			r2c := must(cufft.NewPlan(s, cufft.R2C, sh.shape, sh.batch))(t)
+			defer r2c.Close()
+			// Aligned: the reference.
+			want := must(cuda.Alloc[complex64](ctx, n))(t)
+			defer want.Free()
+			if err := c2c.ExecC2C(want, cudatest.Upload(t, ctx, x), cufft.Forward); err != nil {
+				t.Fatal(err)
+			}
+			wantHalf := must(cuda.Alloc[complex64](ctx, half))(t)
+			defer wantHalf.Free()
+			if err := r2c.ExecR2C(wantHalf, cudatest.Upload(t, ctx, re)); err != nil {
+				t.Fatal(err)
+			}
+			// One element in: out of place, then in place.
+			in, out := offsetCopy(t, ctx, x), offsetCopy(t, ctx, make([]complex64, n))
+			if err := c2c.ExecC2C(must(out.Slice(1, n))(t), must(in.Slice(1, n))(t), cufft.Forward); err != nil {
+				t.Fatal(err)
+			}
+			checkOffset(t, "C2C out of place", cudatest.Download(t, out), cudatest.Download(t, want))
+			if err := c2c.ExecC2C(must(in.Slice(1, n))(t), must(in.Slice(1, n))(t), cufft.Forward); err != nil {
+				t.Fatal(err)
+			}
+			checkOffset(t, "C2C in place", cudatest.Download(t, in), cudatest.Download(t, want))
+			rin, hout := offsetCopy(t, ctx, re), offsetCopy(t, ctx, make([]complex64, half))
+			if err := r2c.ExecR2C(must(hout.Slice(1, half))(t), must(rin.Slice(1, n))(t)); err != nil {
+				t.Fatal(err)
+			}
+			checkOffset(t, "R2C", cudatest.Download(t, hout), cudatest.Download(t, wantHalf))
+		})
+	}
+}
+
+// offsetCopy uploads v one element into a buffer of len(v)+2 zeros.
+func offsetCopy[T any](t *testing.T, ctx *cuda.Context, v []T) *cuda.DeviceBuffer[T] {
+	t.Helper()
+	return cudatest.Upload(t, ctx, append(append(make([]T, 1, len(v)+2), v...), *new(T)))
+}
+
+// checkOffset checks that got is want one element in, with zeros around.
+func checkOffset(t *testing.T, name string, got, want []complex64) {
+	t.Helper()
+	if got[0] != 0 || got[len(got)-1] != 0 {
+		t.Errorf("%s: the elements around the buffer changed: %v and %v", name, got[0], got[len(got)-1])
+	}
+	for i, w := range want {
+		if g := got[i+1]; cmplx.Abs(complex128(g-w)) > 1e-4*(1+cmplx.Abs(complex128(w))) {
+			t.Fatalf("%s: element %d is %v, want %v (as from a buffer of its own)", name, i, g, w)
+		}
+	}
+}
