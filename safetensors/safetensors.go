@@ -38,6 +38,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -305,12 +306,15 @@ func parseEntry(name string, value json.RawMessage, dataBytes int64) (Tensor, er
 		}
 		hi, lo := bits.Mul64(elems, uint64(d))
 		if hi != 0 || lo > math.MaxInt64 {
-			return Tensor{}, invalid(op, "tensor %q: shape %v has too many elements", name, e.Shape)
+			return Tensor{}, invalid(op, "tensor %q: shape %s has too many elements", name, shapeString(e.Shape))
 		}
 		elems, t.Shape[i] = lo, int(d)
 	}
-	if hi, want := bits.Mul64(elems, uint64(size)); hi != 0 || want != uint64(end-begin) {
-		return Tensor{}, invalid(op, "tensor %q: %s of shape %v is %d bytes, but its data_offsets span %d", name, e.DType, e.Shape, elems*uint64(size), end-begin)
+	switch hi, want := bits.Mul64(elems, uint64(size)); {
+	case hi != 0: // the bytes' count would wrap: say so, not the wrapped count
+		return Tensor{}, invalid(op, "tensor %q: %s of shape %s is more than 2^64 bytes, but its data_offsets span %d", name, e.DType, shapeString(e.Shape), end-begin)
+	case want != uint64(end-begin):
+		return Tensor{}, invalid(op, "tensor %q: %s of shape %s is %d bytes, but its data_offsets span %d", name, e.DType, shapeString(e.Shape), want, end-begin)
 	}
 	return t, nil
 }
@@ -384,6 +388,16 @@ func decodeInts(key string, field json.RawMessage, v *[]int64) error {
 		return fmt.Errorf("%s %s: %v", key, clip(field), err)
 	}
 	return nil
+}
+
+// shapeString is shape as an error says it: [2 3], the first dimensions
+// only of a shape of thousands (a hostile header's), not megabytes of them.
+func shapeString(shape []int64) string {
+	const most = 8
+	if len(shape) <= most {
+		return fmt.Sprint(shape)
+	}
+	return strings.TrimSuffix(fmt.Sprint(shape[:most]), "]") + fmt.Sprintf(" ...] (%d dimensions)", len(shape))
 }
 
 // clip is field as an error quotes it: its first bytes, not the megabytes

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,10 @@ func TestParseErrors(t *testing.T) {
 		{"size", "F32 of shape [3] is 12 bytes, but its data_offsets span 16", build(t, hdr("a", entry{"F32", []int{3}, [2]int64{0, 16}}), data)},
 		{"negative dimension", "dimension 0 is -4", build(t, hdr("a", entry{"F32", []int{-4}, [2]int64{0, 16}}), data)},
 		{"overflow", "too many elements", build(t, hdr("a", entry{"F32", []int{1 << 40, 1 << 40}, [2]int64{0, 16}}), data)},
+		{"bytes overflow", "F64 of shape [4611686018427387904] is more than 2^64 bytes, but its data_offsets span 16", build(t, hdr("a", entry{"F64", []int{1 << 62}, [2]int64{0, 16}}), data)},
+		{"bytes past int64", "U16 of shape [4611686018427387904] is 9223372036854775808 bytes", build(t, hdr("a", entry{"U16", []int{1 << 62}, [2]int64{0, 16}}), data)},
+		{"many dimensions", "F32 of shape [1 1 1 1 1 1 1 1 ...] (100000 dimensions) is 4 bytes, but its data_offsets span 16", build(t, hdr("a", entry{"F32", slices.Repeat([]int{1}, 100000), [2]int64{0, 16}}), data)},
+		{"many dimensions overflow", "shape [65536 65536 65536 65536 65536 65536 65536 65536 ...] (1000 dimensions) has too many elements", build(t, hdr("a", entry{"F32", slices.Repeat([]int{1 << 16}, 1000), [2]int64{0, 16}}), data)},
 		{"overlap", "overlaps", build(t, hdr("a", ok, "b", entry{"F32", []int{2}, [2]int64{8, 16}}), data)},
 		{"hole", "a hole from byte 8 to 12", build(t, hdr("a", entry{"F32", []int{2}, [2]int64{0, 8}}, "b", entry{"F32", []int{1}, [2]int64{12, 16}}), data)},
 		{"uncovered", "cover 8 bytes of data; the file has 16", build(t, hdr("a", entry{"F32", []int{2}, [2]int64{0, 8}}), data)},
