@@ -202,6 +202,7 @@ func TestMatmul(t *testing.T) {
 	t.Run("Float16", func(t *testing.T) { matmulTypes[cuda.Float16](t, ctx, s, h) })
 	t.Run("BFloat16", func(t *testing.T) { matmulTypes[cuda.BFloat16](t, ctx, s, h) })
 	t.Run("float32", func(t *testing.T) { matmulTypes[float32](t, ctx, s, h) })
+	t.Run("float64", func(t *testing.T) { matmulTypes[float64](t, ctx, s, h) })
 	t.Run("celsius", func(t *testing.T) { matmulTypes[celsius](t, ctx, s, h) })
 }
 
