@@ -185,6 +185,61 @@ func Parse(r io.ReaderAt, size int64) (*Header, error) {
 	return h, nil
 }
 
+// loneSurrogate reports whether JSON raw has a \u escape of half of a
+// UTF-16 surrogate pair without the other half after it, which is no
+// character: the format's reader refuses it.
+func loneSurrogate(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped byte: \\u is a backslash, then u
+		if i >= len(raw) || raw[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(raw[i+1:])
+		if !ok {
+			continue // not JSON: the decoder says so
+		}
+		i += 4
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return true // a second half first
+		case r >= 0xd800 && r <= 0xdbff:
+			if i+2 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+				return true
+			}
+			if lo, ok := hex4(raw[i+3:]); !ok || lo < 0xdc00 || lo > 0xdfff {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// hex4 is the number of the 4 hex digits b begins with.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
 // readAt fills p from r at off. A short read is an error even where r
 // gives none, and io.EOF (a file shorter than its size said: cut while
 // being opened) is io.ErrUnexpectedEOF, as Load's reads say it, not the
@@ -219,6 +274,9 @@ func parseHeader(raw []byte, dataBytes int64) (*Header, error) {
 		return nil, invalid(op, "the header is not a JSON object (its first byte is not {)")
 	case !utf8.Valid(raw):
 		return nil, invalid(op, "the header is not valid UTF-8")
+	case loneSurrogate(raw):
+		// As with invalid UTF-8, encoding/json would give U+FFFD for it.
+		return nil, invalid(op, "the header escapes half of a UTF-16 surrogate pair alone (such as \\ud800): not a character")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -150,6 +150,10 @@ func TestParseErrors(t *testing.T) {
 		{"leading space", "its first byte is not {", raw(" {}", nil)},
 		{"leading newline", "its first byte is not {", raw("\n{}", nil)},
 		{"invalid UTF-8 name", "not valid UTF-8", raw("{\"a\xff\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", data)},
+		{"lone surrogate", "half of a UTF-16 surrogate pair alone", raw(`{"a\ud800":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}`, data)},
+		{"lone second half", "half of a UTF-16 surrogate pair alone", raw(`{"a\uDC00":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}`, data)},
+		{"surrogate then another escape", "half of a UTF-16 surrogate pair alone", raw(`{"a\ud800\u0041":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}`, data)},
+		{"surrogate at the end", "half of a UTF-16 surrogate pair alone", raw(`{"__metadata__":{"k":"\udbff"}}`, nil)},
 		{"invalid UTF-8 metadata", "not valid UTF-8", raw("{\"__metadata__\":{\"k\":\"\xc3\"}}", nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,6 +307,31 @@ func TestParseHeaderLimit(t *testing.T) {
 	_, err := safetensors.Parse(zeros{n}, 8+int64(n))
 	if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "the header is said to be 100000001 bytes: more than the 100000000 allowed") {
 		t.Errorf("a header of %d bytes: %v", n, err)
+	}
+}
+
+// TestParseNames: names of any characters parse as they were escaped: a
+// surrogate pair is its character, an escaped backslash before u is a
+// backslash, a NUL and a quote are themselves.
+func TestParseNames(t *testing.T) {
+	for _, tc := range []struct{ json, name string }{
+		{`"\ud83d\ude00"`, "\U0001F600"},
+		{`"\\ud800"`, `\ud800`},
+		{`"a\u0000\"b"`, "a\x00\"b"},
+		{`"é\u00e9"`, "éé"},
+		{`""`, ""},
+	} {
+		header := `{` + tc.json + `:{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}`
+		file := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+		file = append(append(file, header...), 1, 2)
+		h, err := safetensors.Parse(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			t.Errorf("%s: %v", tc.json, err)
+			continue
+		}
+		if _, ok := h.Tensor(tc.name); !ok || len(h.Tensors) != 1 {
+			t.Errorf("%s parsed as %q, want %q", tc.json, h.Tensors[0].Name, tc.name)
+		}
 	}
 }
 
