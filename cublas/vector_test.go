@@ -113,3 +113,32 @@ func gemvCase(t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle,
 		}
 	}
 }
+
+// TestNrm2Range: Nrm2 of numbers whose squares overflow or underflow is
+// their norm, as cuBLAS (and BLAS's nrm2) computes it with scaling, not Inf
+// or 0.
+func TestNrm2Range(t *testing.T) {
+	ctx, _, h := handle(t)
+	for _, tc := range []struct {
+		x    []float64
+		want float64
+	}{
+		{[]float64{3e200, -4e200}, 5e200},
+		{[]float64{3e-200, 4e-200}, 5e-200},
+		{[]float64{0, 0, 0}, 0},
+		{[]float64{1e300, 1e-300, -1e300}, math.Sqrt2 * 1e300},
+		{[]float64{1, math.Inf(-1)}, math.Inf(1)},
+	} {
+		got, err := cublas.Nrm2(h, cudatest.Upload(t, ctx, tc.x))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want && !(math.Abs(got-tc.want) <= 1e-14*tc.want) {
+			t.Errorf("Nrm2(%v) = %v, want %v", tc.x, got, tc.want)
+		}
+	}
+	got, err := cublas.Nrm2(h, cudatest.Upload(t, ctx, []float32{3e30, 4e30}))
+	if err != nil || math.Abs(float64(got)-5e30) > 1e-6*5e30 {
+		t.Errorf("Nrm2 of float32 3e30, 4e30 = %v, %v; want 5e30", got, err)
+	}
+}

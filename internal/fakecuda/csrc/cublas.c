@@ -375,20 +375,26 @@ static int reduction(const char *name, char what, int t, struct fake_blas *h, in
 	pthread_mutex_unlock(&mu);
 	if (capturing) return BLAS_NOT_SUPPORTED; // a result on the host cannot wait for work that has not run
 	if (h->stream) drain_stream(h->stream);
-	double acc = 0;
+	double acc = 0, scale = 0;
 	int best = 0;
+	if (what == 'n')
+		// nrm2 scales by the largest magnitude, as BLAS's does, so that
+		// squares past the double range neither overflow nor underflow.
+		for (int i = 0; i < n; i++) scale = fmax(scale, fabs(load(t, x, (size_t)i)));
 	for (int i = 0; i < n; i++) {
 		double v = load(t, x, (size_t)i);
 		switch (what) {
 		case 'd': acc += v * load(t, y, (size_t)i); break;
-		case 'n': acc += v * v; break;
+		case 'n':
+			if (scale > 0) acc += (v / scale) * (v / scale);
+			break;
 		case 'a': acc += fabs(v); break;
 		case 'i':
 			if (fabs(v) > acc || best == 0) { acc = fabs(v); best = i + 1; }
 			break;
 		}
 	}
-	if (what == 'n') acc = sqrt(acc);
+	if (what == 'n') acc = isinf(scale) ? scale : scale * sqrt(acc);
 	if (what == 'i') *(int *)result = best;
 	else store(t, result, 0, acc);
 	return BLAS_SUCCESS;
