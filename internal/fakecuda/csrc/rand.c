@@ -76,6 +76,7 @@ static void run_rand(struct lib_job *job) {
 				double r = sqrt(-2 * log(uniform(o->seed, i))), t = 2 * M_PI * uniform(o->seed ^ 0x5bd1e995, i);
 				x = floor(l + sqrt(l) * r * cos(t) + 0.5);
 				if (x < 0) x = 0;
+				if (x > 4294967295.0) x = 4294967295.0; // a lambda past uint32: no undefined conversion
 			}
 			((uint32_t *)o->out)[k] = (uint32_t)x;
 			continue;
