@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -480,4 +481,37 @@ func finite(d safetensors.DType, n int) []byte {
 		}
 	}
 	return out
+}
+
+// FuzzSaveNames: any name and metadata Save takes (valid UTF-8, not empty,
+// not __metadata__) Parse reads back as it was: Save's JSON escaping and
+// Parse's reading agree on every string.
+func FuzzSaveNames(f *testing.F) {
+	ctx := cudatest.Context(f)
+	b := must(cuda.FromHost(ctx, []byte{1, 2, 3, 4}))(f)
+	f.Cleanup(func() { b.Free() })
+	for _, seed := range [][2]string{{"w", "pt"}, {"a\"b\\c\n\t\x01\x1f\x7f", "\u2028<>&"}, {`\ud800`, "\ufffd"}, {"\U0001F600", ""}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		var buf bytes.Buffer
+		err := safetensors.Save(&buf, []safetensors.Source{safetensors.From(name, b, 2, 2)}, map[string]string{name: value}, cuda.IOConfig{})
+		if err != nil {
+			if !errors.Is(err, cuda.ErrInvalidValue) || utf8.ValidString(name) && utf8.ValidString(value) && name != "" && name != "__metadata__" {
+				t.Fatalf("Save of %q, %q: %v", name, value, err)
+			}
+			return
+		}
+		file := buf.Bytes()
+		h, err := safetensors.Parse(bytes.NewReader(file), int64(len(file)))
+		if err != nil {
+			t.Fatalf("Parse of what Save wrote for %q, %q: %v", name, value, err)
+		}
+		if tn, ok := h.Tensor(name); !ok || len(h.Tensors) != 1 || tn.End != 4 || h.Metadata[name] != value || len(h.Metadata) != 1 {
+			t.Fatalf("%q, %q read back as %+v, %q", name, value, h.Tensors, h.Metadata)
+		}
+		if h.DataOffset%8 != 0 {
+			t.Fatalf("the data starts at %d", h.DataOffset)
+		}
+	})
 }
