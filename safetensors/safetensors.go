@@ -6,10 +6,14 @@
 // several goroutines at once, and from there by DMA.
 //
 // Parse and Open check the header before anything is allocated: its length
-// against the file's, every tensor's dtype, shape and byte size against its
-// range, ranges inside the data and not overlapping, no duplicate names. A
-// malformed file is an error wrapping cuda.ErrInvalidValue that says what
-// was wrong, never a panic or a huge allocation.
+// against the file's (and MaxHeaderBytes); its JSON as strictly as Hugging
+// Face's reader reads it (UTF-8, beginning with {, padded only with
+// spaces, each tensor's entry exactly its dtype, shape and two
+// data_offsets); every tensor's dtype, shape and byte size against its
+// range; the ranges covering the data, with no overlaps and no holes; no
+// duplicate names. A malformed file is an error wrapping
+// cuda.ErrInvalidValue that says what was wrong, never a panic or a huge
+// allocation; a file shorter than it said is io.ErrUnexpectedEOF.
 //
 // The format promises no alignment: a tensor's bytes may start at any
 // offset of the data. Load places each tensor at an address aligned for its
