@@ -274,7 +274,9 @@ func parseHeader(raw []byte, dataBytes int64) (*Header, error) {
 	// take invalid UTF-8, and give its names with U+FFFD in place of the
 	// bytes, names no one could ask for: Hugging Face's library refuses it.
 	switch {
-	case len(raw) == 0 || raw[0] != '{':
+	case len(raw) == 0:
+		return nil, invalid(op, "the header is empty: it is said to be 0 bytes (the least is {}, 2)")
+	case raw[0] != '{':
 		return nil, invalid(op, "the header is not a JSON object (its first byte is not {)")
 	case !utf8.Valid(raw):
 		return nil, invalid(op, "the header is not valid UTF-8")
