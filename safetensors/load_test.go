@@ -83,6 +83,14 @@ func checkLoaded(t *testing.T, f *safetensors.File, w *safetensors.Weights, data
 		}
 		if lt, ok := w.Tensor(name); !ok || lt.DType != ft.DType || fmt.Sprint(lt.Shape) != fmt.Sprint(ft.Shape) || lt.End-lt.Begin != ft.End-ft.Begin {
 			t.Errorf("loaded %s is %+v, in the file %+v", name, lt, ft)
+		} else if len(lt.Shape) > 0 {
+			// The shape handed out is the caller's: writing it changes
+			// nothing of w.
+			want := fmt.Sprint(lt.Shape)
+			lt.Shape[0]++
+			if again, _ := w.Tensor(name); fmt.Sprint(again.Shape) != want {
+				t.Errorf("%s: a change to the shape Tensor returned reached w: %v", name, again.Shape)
+			}
 		}
 	}
 }

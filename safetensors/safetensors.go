@@ -597,6 +597,7 @@ func layout(tensors []Tensor) (placed map[string]Tensor, runs []run, total int64
 	placed = make(map[string]Tensor, len(tensors))
 	for _, t := range inFile {
 		p := t
+		p.Shape = slices.Clone(t.Shape) // w's own: the header's are its caller's
 		n := t.End - t.Begin
 		if n == 0 {
 			p.Begin, p.End = 0, 0
@@ -708,12 +709,14 @@ func (w *Weights) bytes(op, name string) (*cuda.DeviceBuffer[byte], Tensor, erro
 }
 
 // Tensor returns the description of a loaded tensor, with Begin and End in
-// the allocation.
+// the allocation. Its Shape is the caller's own: changing it changes
+// nothing of w.
 func (w *Weights) Tensor(name string) (Tensor, bool) {
 	if w == nil {
 		return Tensor{}, false
 	}
 	t, ok := w.tensors[name]
+	t.Shape = slices.Clone(t.Shape)
 	return t, ok
 }
 
