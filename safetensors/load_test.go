@@ -26,7 +26,7 @@ type tensorSpec struct {
 
 // writeFile writes a file of the tensors, their bytes in that order from
 // offset 0, each its own pattern; data holds each tensor's bytes.
-func writeFile(t *testing.T, specs ...tensorSpec) (path string, data map[string][]byte) {
+func writeFile(t testing.TB, specs ...tensorSpec) (path string, data map[string][]byte) {
 	t.Helper()
 	header := map[string]any{}
 	data = map[string][]byte{}
@@ -45,7 +45,7 @@ func writeFile(t *testing.T, specs ...tensorSpec) (path string, data map[string]
 }
 
 // fileOf is writeFile's file, open (and closed when the test ends).
-func fileOf(t *testing.T, specs ...tensorSpec) (f *safetensors.File, data map[string][]byte) {
+func fileOf(t testing.TB, specs ...tensorSpec) (f *safetensors.File, data map[string][]byte) {
 	t.Helper()
 	path, data := writeFile(t, specs...)
 	f = must(safetensors.Open(path))(t)
@@ -376,35 +376,49 @@ func TestStrings(t *testing.T) {
 	}
 }
 
-// TestLoadManyNames: Load of every tensor by name, of a file of many,
-// takes time of their number, not its square (each name was looked up by
-// a walk of the file's list: 30,000 names took 2 s, 50,000 5 s): within a few
-// times a Load of the same tensors unnamed.
+// TestLoadManyNames: Load of every tensor by name, of a file of many, gives
+// each its place, as a Load of them all unnamed does.
 func TestLoadManyNames(t *testing.T) {
 	ctx := cudatest.Context(t)
-	const n = 30000
+	const n = 3000
+	specs, names := manyTensors(n)
+	f, _ := fileOf(t, specs...)
+	all := must(f.Load(ctx, cuda.IOConfig{}))(t)
+	defer all.Free()
+	named := must(f.Load(ctx, cuda.IOConfig{}, names...))(t)
+	defer named.Free()
+	for _, name := range names {
+		a, ok1 := all.Tensor(name)
+		b, ok2 := named.Tensor(name)
+		if !ok1 || !ok2 || a.End-a.Begin != 1 || b.End-b.Begin != 1 {
+			t.Fatalf("%s: %+v (%v) unnamed, %+v (%v) named", name, a, ok1, b, ok2)
+		}
+	}
+}
+
+// BenchmarkLoadManyNames is a Load of 30,000 one-byte tensors by name: its
+// time grows with their number, not its square (each name was looked up by
+// a walk of the file's list: 30,000 names took 2 s, 50,000 5 s; now tens
+// of milliseconds).
+func BenchmarkLoadManyNames(b *testing.B) {
+	ctx := cudatest.Context(b)
+	specs, names := manyTensors(30000)
+	f, _ := fileOf(b, specs...)
+	for b.Loop() {
+		w := must(f.Load(ctx, cuda.IOConfig{}, names...))(b)
+		w.Free()
+	}
+}
+
+// manyTensors are n one-byte U8 tensors and their names.
+func manyTensors(n int) ([]tensorSpec, []string) {
 	specs := make([]tensorSpec, n)
 	names := make([]string, n)
 	for i := range specs {
 		names[i] = fmt.Sprintf("layers.%d.w", i)
 		specs[i] = tensorSpec{names[i], safetensors.U8, 1}
 	}
-	f, _ := fileOf(t, specs...)
-	elapsed := func(names ...string) time.Duration {
-		t.Helper()
-		start := time.Now()
-		w := must(f.Load(ctx, cuda.IOConfig{}, names...))(t)
-		d := time.Since(start)
-		if tn, ok := w.Tensor(specs[n-1].name); !ok || tn.End-tn.Begin != 1 {
-			t.Errorf("the last tensor is %+v, %v", tn, ok)
-		}
-		w.Free()
-		return d
-	}
-	all := elapsed()
-	if named := elapsed(names...); named > 5*all+100*time.Millisecond {
-		t.Errorf("Load of %d tensors by name took %v; unnamed %v", n, named, all)
-	}
+	return specs, names
 }
 
 // TestLoadConcurrent: one open File loads from many goroutines at once,
@@ -491,8 +505,11 @@ func TestLoadWhileClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	// A Load cut short says so; one that began after the Close (a slow
+	// machine's goroutine) finds the file closed. Either is ErrClosed,
+	// never the system's "file already closed".
 	for i, err := range errs {
-		if err != nil && (!errors.Is(err, cuda.ErrClosed) || !strings.Contains(err.Error(), `closed while reading tensor "big"`)) {
+		if err != nil && (!errors.Is(err, cuda.ErrClosed) || !strings.Contains(err.Error(), `closed while reading tensor "big"`) && !strings.Contains(err.Error(), "the file is closed")) {
 			t.Errorf("Load %d: %v; want cuda.ErrClosed", i, err)
 		}
 	}
