@@ -169,25 +169,32 @@ type (
 	metres  float64
 )
 
+// gemmOperands makes c's A, B and C of random elements; with beta 0, C
+// holds NaNs, which are not read and must not show.
+func gemmOperands[T element](t *testing.T, ctx *cuda.Context, r *rand.Rand, c gemmCase) (a, b, cm operand[T]) {
+	t.Helper()
+	fill := func(n int) []T { return random[T](r, n) }
+	a = makeOperand(t, ctx, c.m, c.k, c.la, c.ta, c.pad, fill)
+	b = makeOperand(t, ctx, c.k, c.n, c.lb, c.tb, c.pad, fill)
+	cfill := fill
+	if c.beta == 0 {
+		cfill = func(n int) []T {
+			out := make([]T, n)
+			for i := range out {
+				out[i] = fromFloat[T](math.NaN())
+			}
+			return out
+		}
+	}
+	cm = makeOperand(t, ctx, c.m, c.n, c.lc, false, c.pad, cfill)
+	return a, b, cm
+}
+
 func gemmTypes[T element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h *cublas.Handle, tf32 bool) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range gemmCases(r) {
 		t.Run(c.String(), func(t *testing.T) {
-			fill := func(n int) []T { return random[T](r, n) }
-			a := makeOperand(t, ctx, c.m, c.k, c.la, c.ta, c.pad, fill)
-			b := makeOperand(t, ctx, c.k, c.n, c.lb, c.tb, c.pad, fill)
-			cfill := fill
-			if c.beta == 0 {
-				// With beta 0, C is not read: NaNs there must not show.
-				cfill = func(n int) []T {
-					out := make([]T, n)
-					for i := range out {
-						out[i] = fromFloat[T](math.NaN())
-					}
-					return out
-				}
-			}
-			cm := makeOperand(t, ctx, c.m, c.n, c.lc, false, c.pad, cfill)
+			a, b, cm := gemmOperands[T](t, ctx, r, c)
 			if err := cublas.Gemm(h, c.alpha, a.desc, b.desc, c.beta, cm.desc); err != nil {
 				t.Fatal(err)
 			}
@@ -224,20 +231,7 @@ func matmulLayouts[T element](t *testing.T, ctx *cuda.Context, s *cuda.Stream, h
 	}
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
-			fill := func(n int) []T { return random[T](r, n) }
-			a := makeOperand(t, ctx, c.m, c.k, c.la, c.ta, c.pad, fill)
-			b := makeOperand(t, ctx, c.k, c.n, c.lb, c.tb, c.pad, fill)
-			cfill := fill
-			if c.beta == 0 {
-				cfill = func(n int) []T {
-					out := make([]T, n)
-					for i := range out {
-						out[i] = fromFloat[T](math.NaN())
-					}
-					return out
-				}
-			}
-			cm := makeOperand(t, ctx, c.m, c.n, c.lc, false, c.pad, cfill)
+			a, b, cm := gemmOperands[T](t, ctx, r, c)
 			if err := cublas.Matmul(h, c.alpha, a.desc, b.desc, c.beta, cm.desc, cublas.NoEpilogue, nil); err != nil {
 				t.Fatal(err)
 			}
