@@ -50,10 +50,10 @@ func layoutShapes() []compute.Shape {
 // both times.
 func TestLayouts(t *testing.T) {
 	e := gpu(t)
-	layoutsOf(t, e, 2e-6, &floatOps[float32]{compute.MeanAxis[float32], compute.Softmax[float32]})
-	layoutsOf(t, e, 1e-14, &floatOps[float64]{compute.MeanAxis[float64], compute.Softmax[float64]})
-	layoutsOf(t, e, 2e-6, &floatOps[cuda.BFloat16]{compute.MeanAxis[cuda.BFloat16], compute.Softmax[cuda.BFloat16]})
-	layoutsOf[int32](t, e, 0, nil)
+	layoutsOf(t, e, 2e-6, &floatOps[float32]{compute.MeanAxis[float32], compute.Softmax[float32]}, layoutShapes(), 1000)
+	layoutsOf(t, e, 1e-14, &floatOps[float64]{compute.MeanAxis[float64], compute.Softmax[float64]}, layoutShapes(), 1000)
+	layoutsOf(t, e, 2e-6, &floatOps[cuda.BFloat16]{compute.MeanAxis[cuda.BFloat16], compute.Softmax[cuda.BFloat16]}, layoutShapes(), 1000)
+	layoutsOf[int32](t, e, 0, nil, layoutShapes(), 1000)
 }
 
 // floatOps are the operations of the float types alone, checked where
@@ -63,16 +63,16 @@ type floatOps[T cuda.Number] struct {
 	softmax  func(dst, src *cuda.DeviceBuffer[T], sh compute.Shape, s *cuda.Stream) error
 }
 
-// layoutsOf checks T, whose sums accumulate with relative error acc per
-// fold (0: exactly, in 64 bits), and its float operations where it has
-// them.
-func layoutsOf[T cuda.Number](t *testing.T, e env, acc float64, ops *floatOps[T]) {
+// layoutsOf checks T over shapes, whose sums accumulate with relative
+// error acc per fold (0: exactly, in 64 bits, of integers within ±bound),
+// and its float operations where it has them.
+func layoutsOf[T cuda.Number](t *testing.T, e env, acc float64, ops *floatOps[T], shapes []compute.Shape, bound float64) {
 	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
 		lo, hi := -1.0, 1.0
 		if acc == 0 {
-			lo, hi = -1000, 1000
+			lo, hi = -bound, bound
 		}
-		for i, sh := range layoutShapes() {
+		for i, sh := range shapes {
 			n := sh.Rows * sh.Cols
 			x := randoms[T](n, lo, hi)
 			base := must(cuda.Alloc[T](e.ctx, n+1))(t)
