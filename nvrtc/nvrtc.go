@@ -72,7 +72,8 @@ type Options struct {
 	// "compute_90" (PTX the driver compiles when loading). Empty: a cubin
 	// for the device of the context given to Compile.
 	Arch string
-	// PTX asks for PTX instead of a cubin for the device.
+	// PTX asks for PTX instead of a cubin: for the device, or for Arch
+	// where it is set (its sm_90 gives PTX for compute capability 9.0).
 	PTX bool
 	// Flags are further NVRTC options, such as "--use_fast_math", "-lineinfo"
 	// or "-std=c++17".
@@ -105,7 +106,8 @@ func (o *Output) LoweredName(expr string) (string, error) {
 
 // Compile compiles CUDA C++ source. Without Options.Arch it targets the
 // device of ctx. A compile error wraps cuda.ErrInvalidValue and carries the
-// compiler's log.
+// compiler's log; so does a NUL byte in the source or an option, where
+// NVRTC would stop reading it.
 func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 	const op = "Compile"
 	if err := open(op); err != nil {
@@ -114,6 +116,9 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errorf(op, cuda.ErrInvalidValue, "empty source")
 	}
+	if err := checkStrings(op, src, opts); err != nil {
+		return nil, err
+	}
 	arch := opts.Arch
 	if arch == "" {
 		if ctx == nil {
@@ -121,7 +126,7 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 		}
 		cc, err := ctx.Device().ComputeCapability()
 		if err != nil {
-			return nil, err
+			return nil, &Error{Op: op, Err: err, Detail: "the context's device, to target"}
 		}
 		prefix := "sm_"
 		if opts.PTX {
@@ -162,7 +167,7 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 		e.Detail = fmt.Sprintf("compiling %s for %s:\n%s", name, arch, log)
 		return nil, e
 	}
-	out := &Output{PTX: strings.HasPrefix(arch, "compute_"), Log: log, lowered: map[string]string{}}
+	out := &Output{PTX: opts.PTX || strings.HasPrefix(arch, "compute_"), Log: log, lowered: map[string]string{}}
 	sizeFn, getFn, what := clib.GetCUBINSize, clib.GetCUBIN, "nvrtcGetCUBIN"
 	if out.PTX {
 		sizeFn, getFn, what = clib.GetPTXSize, clib.GetPTX, "nvrtcGetPTX"
@@ -200,3 +205,32 @@ func programLog(prog clib.Program) string {
 }
 
 func cbytes(s string) []byte { return append([]byte(s), 0) }
+
+// checkStrings refuses a NUL byte in the source or an option: NVRTC reads
+// each as a C string, which would end there, and compile a part of it.
+func checkStrings(op, src string, opts Options) error {
+	check := func(what, s string) error {
+		if i := strings.IndexByte(s, 0); i >= 0 {
+			return errorf(op, cuda.ErrInvalidValue, "%s has a NUL byte at %d, where NVRTC would stop reading it", what, i)
+		}
+		return nil
+	}
+	err := check("the source", src)
+	if err == nil {
+		err = check("Options.Name", opts.Name)
+	}
+	if err == nil {
+		err = check("Options.Arch", opts.Arch)
+	}
+	for i, f := range opts.Flags {
+		if err == nil {
+			err = check(fmt.Sprintf("flag %d (%q)", i, f), f)
+		}
+	}
+	for i, e := range opts.NameExpressions {
+		if err == nil {
+			err = check(fmt.Sprintf("name expression %d (%q)", i, e), e)
+		}
+	}
+	return err
+}

@@ -2,8 +2,10 @@ package nvrtc_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -58,6 +60,9 @@ func TestCompileAndLaunch(t *testing.T) {
 		}
 		if out.PTX != ptx || len(out.Image) == 0 {
 			t.Fatalf("output PTX=%v, %d bytes", out.PTX, len(out.Image))
+		}
+		if cudatest.IsFake() {
+			continue // the fake driver runs only its own kernels
 		}
 		m, err := ctx.LoadModule(out.Image)
 		if err != nil {
@@ -141,4 +146,80 @@ func TestMissingLibrary(t *testing.T) {
 	if path, err := nvrtc.Library(); path != "" || !errors.Is(err, cuda.ErrNotSupported) {
 		t.Fatalf("Library with no library: %q, %v", path, err)
 	}
+}
+
+// TestCompileInputs: what C would cut short at a NUL is refused, not
+// compiled in part, and Options.PTX gives PTX whatever the Arch.
+func TestCompileInputs(t *testing.T) {
+	requireNVRTC(t)
+	ctx := cudatest.Context(t)
+	const src = `extern "C" __global__ void k(float *x) { x[0] = 1; }`
+	for _, tt := range []struct {
+		name string
+		src  string
+		opts nvrtc.Options
+		want string // in the error; "" for none
+		ptx  bool   // with no error: the output is PTX
+	}{
+		{"NUL in the source", src + "\x00 this is not C++", nvrtc.Options{Arch: "compute_80"}, "source has a NUL byte at 52", false},
+		{"NUL in a flag", src, nvrtc.Options{Arch: "compute_80", Flags: []string{"-std=c++17\x00--bogus"}}, "flag 0", false},
+		{"NUL in the name", src, nvrtc.Options{Arch: "compute_80", Name: "a\x00.cu"}, "Options.Name", false},
+		{"NUL in the arch", src, nvrtc.Options{Arch: "compute_80\x00x"}, "Options.Arch", false},
+		{"NUL in a name expression", src, nvrtc.Options{Arch: "compute_80", NameExpressions: []string{"k", "k\x00x"}}, "name expression 1", false},
+		{"zero context", src, nvrtc.Options{}, "the context's device", false},
+		{"bad flag", src, nvrtc.Options{Arch: "compute_80", Flags: []string{"--bogus"}}, "--bogus", false},
+		{"PTX for an sm_ arch", src, nvrtc.Options{Arch: "sm_80", PTX: true}, "", true},
+		{"cubin for an sm_ arch", src, nvrtc.Options{Arch: "sm_80"}, "", false},
+		{"PTX for a compute_ arch", src, nvrtc.Options{Arch: "compute_80"}, "", true},
+		{"odd file name", src, nvrtc.Options{Arch: "compute_80", Name: "dir/a b\"c\n.cu"}, "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ctx
+			if tt.name == "zero context" {
+				c = new(cuda.Context)
+			}
+			out, err := nvrtc.Compile(c, tt.src, tt.opts)
+			if tt.want != "" {
+				if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "nvrtc: Compile: ") {
+					t.Fatalf("Compile: %v; want nvrtc's Compile error wrapping ErrInvalidValue mentioning %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			isPTX := !strings.HasPrefix(string(out.Image), "\x7fELF")
+			if out.PTX != tt.ptx || isPTX != tt.ptx {
+				t.Errorf("Output.PTX = %v, the image is PTX: %v; want %v", out.PTX, isPTX, tt.ptx)
+			}
+		})
+	}
+}
+
+// TestCompileConcurrent: compilations from many goroutines at once, good
+// and bad, each get their own output and log (-race).
+func TestCompileConcurrent(t *testing.T) {
+	requireNVRTC(t)
+	ctx := cudatest.Context(t)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("k%d", i)
+			out, err := nvrtc.Compile(ctx, `extern "C" __global__ void `+name+`(float *x) { x[0] = 1; }`, nvrtc.Options{Arch: "compute_80", NameExpressions: []string{name}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if lowered, err := out.LoweredName(name); err != nil || lowered != name || !strings.Contains(string(out.Image), ".entry "+name) {
+				t.Errorf("goroutine %d: lowered name %q, %v; or its kernel is not in its PTX", i, lowered, err)
+			}
+			bad := fmt.Sprintf("bad%d.cu", i)
+			if _, err := nvrtc.Compile(ctx, "not C++", nvrtc.Options{Arch: "compute_80", Name: bad}); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), bad+"(1)") {
+				t.Errorf("goroutine %d: bad source: %v; want its own log", i, err)
+			}
+		}()
+	}
+	wg.Wait()
 }
