@@ -431,7 +431,9 @@ func (b *DeviceBuffer[T]) checkCopy(op string, src *DeviceBuffer[T]) error {
 	if err := b.lengthsMatch(op, "src", src.n); err != nil {
 		return err
 	}
-	if src.mem == b.mem && b.n > 0 {
+	// Compared by address, not by allocation: two records may name the
+	// same memory (a GrowableBuffer's Buffers, FromRaw over a buffer).
+	if b.n > 0 {
 		lo, hi := b.ptr, src.ptr
 		if hi < lo {
 			lo, hi = hi, lo

@@ -735,3 +735,56 @@ func TestContextClosedUnderPins(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyOverlap: a device-to-device copy between overlapping ranges is
+// refused, whichever buffers name the ranges: slices of one allocation,
+// two Buffers of one GrowableBuffer, or a FromRaw buffer over another's
+// memory (each a record of its own over the same addresses).
+func TestCopyOverlap(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	owner := must(cuda.FromHost(ctx, random[int32](100)))(t)
+	defer owner.Free()
+	raw := must(cuda.FromRaw[int32](ctx, owner.Ptr(), 100))(t)
+	defer raw.Free()
+	g := must(cuda.NewGrowableBuffer[int32](ctx, 1000))(t)
+	defer g.Free()
+	if err := g.Resize(100); err != nil {
+		t.Fatal(err)
+	}
+	g1, g2 := must(g.Buffer())(t), must(g.Buffer())(t)
+	slice := func(b *cuda.DeviceBuffer[int32], off, n int) *cuda.DeviceBuffer[int32] {
+		t.Helper()
+		return must(b.Slice(off, n))(t)
+	}
+	for _, c := range []struct {
+		name     string
+		dst, src *cuda.DeviceBuffer[int32]
+		overlap  bool
+	}{
+		{"itself", owner, owner, true},
+		{"slices one element apart", slice(owner, 0, 99), slice(owner, 1, 99), true},
+		{"adjacent slices", slice(owner, 0, 50), slice(owner, 50, 50), false},
+		{"two Buffers of a growable buffer", slice(g1, 0, 99), slice(g2, 1, 99), true},
+		{"two Buffers of a growable buffer, apart", slice(g1, 0, 50), slice(g2, 50, 50), false},
+		{"FromRaw over the owner", slice(raw, 0, 50), slice(owner, 25, 50), true},
+		{"the owner over FromRaw, apart", slice(owner, 50, 50), slice(raw, 0, 50), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for call, err := range map[string]error{
+				"CopyFromDevice":      c.dst.CopyFromDevice(c.src),
+				"CopyFromDeviceAsync": c.dst.CopyFromDeviceAsync(c.src, s),
+			} {
+				switch {
+				case !c.overlap && err != nil:
+					t.Errorf("%s: %v", call, err)
+				case c.overlap && (!errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "overlap")):
+					t.Errorf("%s: %v; want ErrInvalidValue saying the ranges overlap", call, err)
+				}
+			}
+		})
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
