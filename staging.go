@@ -423,6 +423,13 @@ func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) err
 	if s.ctx != buf.mem.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
+	// A freed buffer or a closed stream is ErrClosed before any memory is
+	// pinned for the transfer, and for a transfer of nothing too.
+	held, err := holdAll(op, []heldLife{{&buf.mem.life, "the device buffer"}, {&s.life, "the stream"}})
+	if err != nil {
+		return err
+	}
+	releaseAll(held)
 	return s.capturing(op, "a staging buffer's transfer waits for its copies, which a capture does not run; transfer outside the capture")
 }
 

@@ -565,7 +565,32 @@ func TestStagingErrors(t *testing.T) {
 	if _, err := cuda.DownloadInto(&sb, b, 8, s); !errors.Is(err, cuda.ErrClosed) {
 		t.Errorf("DownloadInto of a freed buffer: %v; want ErrClosed", err)
 	}
+	// A transfer of nothing still checks what it was given: a freed
+	// buffer or a closed stream is ErrClosed, as for every method of the
+	// buffer, and nothing is pinned for it.
 	sb.Close()
+	empty := must(cuda.Alloc[int64](ctx, 0))(t)
+	empty.Free()
+	closedStream := must(ctx.NewStream())(t)
+	closedStream.Close()
+	live := must(cuda.Alloc[int64](ctx, 0))(t)
+	defer live.Free()
+	for _, c := range []struct {
+		name string
+		buf  *cuda.DeviceBuffer[int64]
+		s    *cuda.Stream
+	}{
+		{"empty freed buffer", empty, s},
+		{"closed stream", live, closedStream},
+		{"freed buffer", b, s},
+	} {
+		wantErrors(t, cuda.ErrClosed, map[string]error{
+			c.name + ": Upload":       cuda.Upload(&sb, c.buf, make([]int64, c.buf.Len()), c.s),
+			c.name + ": Download":     cuda.Download(&sb, make([]int64, c.buf.Len()), c.buf, c.s),
+			c.name + ": UploadWith":   cuda.UploadWith(&sb, c.buf, c.buf.Len(), c.s, func([]int64) {}),
+			c.name + ": DownloadInto": second(cuda.DownloadInto(&sb, c.buf, c.buf.Len(), c.s)),
+		})
+	}
 	if sb.Capacity() != 0 {
 		t.Error("capacity after Close")
 	}
