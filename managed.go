@@ -161,7 +161,7 @@ func (l Location) word() uint64 {
 func (b *ManagedBuffer[T]) Prefetch(l Location, s *Stream) error {
 	const op = "ManagedBuffer.Prefetch"
 	m, bytes, err := b.managed(op)
-	if err != nil || bytes == 0 {
+	if err != nil {
 		return err
 	}
 	if l.kind == 0 {
@@ -186,6 +186,9 @@ func (b *ManagedBuffer[T]) Prefetch(l Location, s *Stream) error {
 		return err
 	}
 	defer s.release()
+	if bytes == 0 {
+		return nil // an empty buffer has no pages to move
+	}
 	if err := s.ctx.bind(op); err != nil {
 		return err
 	}
@@ -249,7 +252,7 @@ func (a Advice) String() string {
 func (b *ManagedBuffer[T]) Advise(a Advice, l Location) error {
 	const op = "ManagedBuffer.Advise"
 	m, bytes, err := b.managed(op)
-	if err != nil || bytes == 0 {
+	if err != nil {
 		return err
 	}
 	switch {
@@ -268,6 +271,9 @@ func (b *ManagedBuffer[T]) Advise(a Advice, l Location) error {
 		return err
 	}
 	defer m.release()
+	if bytes == 0 {
+		return nil // no memory to advise about
+	}
 	if err := m.ctx.bind(op); err != nil {
 		return err
 	}
@@ -291,13 +297,16 @@ type ManagedAttributes struct {
 func (b *ManagedBuffer[T]) Attributes() (ManagedAttributes, error) {
 	const op = "ManagedBuffer.Attributes"
 	m, bytes, err := b.managed(op)
-	if err != nil || bytes == 0 {
+	if err != nil {
 		return ManagedAttributes{}, err
 	}
 	if err := m.hold(op, "the managed buffer"); err != nil {
 		return ManagedAttributes{}, err
 	}
 	defer m.release()
+	if bytes == 0 {
+		return ManagedAttributes{}, nil // no memory, nothing advised
+	}
 	if err := m.ctx.bind(op); err != nil {
 		return ManagedAttributes{}, err
 	}

@@ -112,6 +112,30 @@ func TestManagedErrors(t *testing.T) {
 	m := must(cuda.AllocManaged[int32](ctx, 100, cuda.AttachHost))(t)
 	defer m.Free()
 	var nilBuf *cuda.ManagedBuffer[int32]
+	// An empty buffer moves nothing, but still checks what it is given.
+	empty0 := must(cuda.AllocManaged[int32](ctx, 0, cuda.AttachGlobal))(t)
+	defer empty0.Free()
+	for name, err := range map[string]error{
+		"Prefetch of an empty buffer to no location":    empty0.Prefetch(cuda.Location{}, s),
+		"Prefetch of an empty buffer on a nil stream":   empty0.Prefetch(cuda.OnHost(), nil),
+		"Advise 7 of an empty buffer":                   empty0.Advise(7, cuda.OnHost()),
+		"Advise preferred of an empty buffer, no place": empty0.Advise(cuda.AdvisePreferredLocation, cuda.Location{}),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalidValue", name, err)
+		}
+	}
+	for _, n := range []int{0, 10} {
+		freed := must(cuda.AllocManaged[int32](ctx, n, cuda.AttachGlobal))(t)
+		if err := freed.Free(); err != nil {
+			t.Fatal(err)
+		}
+		wantErrors(t, cuda.ErrClosed, map[string]error{
+			fmt.Sprintf("Prefetch of a freed buffer of %d", n):   freed.Prefetch(cuda.OnHost(), s),
+			fmt.Sprintf("Advise of a freed buffer of %d", n):     freed.Advise(cuda.AdviseReadMostly, cuda.OnHost()),
+			fmt.Sprintf("Attributes of a freed buffer of %d", n): second(freed.Attributes()),
+		})
+	}
 	for name, err := range map[string]error{
 		"attach 0":                        second(cuda.AllocManaged[int32](ctx, 10, 0)),
 		"negative length":                 second(cuda.AllocManaged[int32](ctx, -1, cuda.AttachGlobal)),
