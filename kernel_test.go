@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -543,5 +544,113 @@ func TestFakeRunsOnlyItsKernels(t *testing.T) {
 	}
 	if _, err := mod.Function("vadd_f64"); err != nil {
 		t.Errorf("Function(vadd_f64), unchanged: %v", err)
+	}
+}
+
+// TestLoadModuleImages: the driver takes a cubin or fatbin with no length
+// and reads what its headers say, so an image shorter than they say is
+// refused before the driver could read past it; a whole cubin reaches the
+// driver (testdata/empty_sm_90.cubin: NVRTC's sm_90 cubin of
+// extern "C" __global__ void empty() {}, which a GPU of compute
+// capability 9.0 loads and launches).
+func TestLoadModuleImages(t *testing.T) {
+	ctx := cudatest.Context(t)
+	cubin := must(os.ReadFile("testdata/empty_sm_90.cubin"))(t)
+	le := func(b []byte, at int, v uint64, n int) []byte {
+		b = append([]byte(nil), b...)
+		for i := range n {
+			b[at+i] = byte(v >> (8 * i))
+		}
+		return b
+	}
+	fatbin := func(headerSize, fatSize uint64, payload int) []byte {
+		b := le(make([]byte, 16+payload), 0, 0xBA55ED50, 4)
+		b = le(b, 4, 1, 2)
+		b = le(b, 6, headerSize, 2)
+		return le(b, 8, fatSize, 8)
+	}
+	const shoff, shentsize = 0x28, 64 // ELF64: the section headers' offset, an entry's size
+	secOff := int(uint64(cubin[shoff]) | uint64(cubin[shoff+1])<<8)
+	for _, tt := range []struct {
+		name  string
+		image []byte
+		want  string // in gocuda's own error; "" for an image that reaches the driver
+	}{
+		{"ELF magic only", []byte("\x7fELF"), "ELF header"},
+		{"ELF header cut short", cubin[:63], "ELF header"},
+		{"cubin missing its last byte", cubin[:len(cubin)-1], "truncated"},
+		{"cubin cut in half", cubin[:len(cubin)/2], "truncated"},
+		{"section past the end", le(cubin, secOff+2*shentsize+0x20, 1<<20, 8), "truncated"},
+		{"section size wrapping around", le(cubin, secOff+2*shentsize+0x20, math.MaxUint64, 8), "truncated"},
+		{"section table past the end", le(cubin, shoff, math.MaxUint64-10, 8), "truncated"},
+		{"big-endian ELF", le(cubin, 5, 2, 1), "little-endian"},
+		{"ELF of no class", le(cubin, 4, 7, 1), "class"},
+		{"fatbin magic only", fatbin(16, 0, 0)[:4], "fatbin header"},
+		{"fatbin shorter than it says", fatbin(16, 100, 99), "truncated"},
+		{"fatbin size wrapping around", fatbin(16, math.MaxUint64-8, 8), "truncated"},
+		{"fatbin header too small", fatbin(8, 0, 8), "header"},
+		{"fatbin wrapper", le(make([]byte, 24), 0, 0x466243B1, 4), "wrapper"},
+		{"whole cubin", cubin, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ctx.LoadModule(tt.image)
+			var ce *cuda.Error
+			if tt.want != "" {
+				if !errors.Is(err, cuda.ErrInvalidValue) || !errors.As(err, &ce) || ce.Call != "" || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("LoadModule: %v; want gocuda's ErrInvalidValue mentioning %q, before any driver call", err, tt.want)
+				}
+				if _, err := cuda.LoadLibrary(tt.image); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("LoadLibrary: %v; want ErrInvalidValue mentioning %q", err, tt.want)
+				}
+				return
+			}
+			if cudatest.IsFake() {
+				// The fake runs no device code, but the driver was asked.
+				if !errors.As(err, &ce) || ce.Call != "cuModuleLoadDataEx" {
+					t.Fatalf("LoadModule: %v; want the fake driver's refusal", err)
+				}
+				return
+			}
+			if cc, _ := ctx.Device().ComputeCapability(); cc.Major != 9 || cc.Minor != 0 {
+				t.Skipf("a cubin for compute capability 9.0, on %v", cc)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			s := cudatest.Stream(t, ctx)
+			if err := must(m.Function("empty"))(t).Launch(cuda.LaunchConfigFor(1, s)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestModuleNames: a kernel or global is named in full, and one the
+// module lacks is an error saying so.
+func TestModuleNames(t *testing.T) {
+	ctx := cudatest.Context(t)
+	m := loadKernels(t, ctx)
+	for _, tt := range []struct {
+		name   string
+		lookup func() error
+		want   string
+		code   cuda.Result // the driver's, 0 for gocuda's own error
+	}{
+		{"kernel name with a NUL", func() error { _, err := m.Function("vadd_f32\x00junk"); return err }, "NUL", 0},
+		{"global name with a NUL", func() error { _, err := cuda.Global[uint32](m, "table\x00junk"); return err }, "NUL", 0},
+		{"missing kernel", func() error { _, err := m.Function("no_such_kernel"); return err }, `no kernel named "no_such_kernel"`, 500},
+		{"empty kernel name", func() error { _, err := m.Function(""); return err }, `no kernel named ""`, 500},
+		{"missing global", func() error { _, err := cuda.Global[uint32](m, "nope"); return err }, `no global named "nope"`, 500},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.lookup()
+			if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) || (tt.code != 0 && !errors.Is(err, tt.code)) {
+				t.Errorf("got %v; want ErrInvalidValue (and code %d) mentioning %q", err, tt.code, tt.want)
+			}
+		})
 	}
 }
