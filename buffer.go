@@ -162,13 +162,15 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 		return nil, err
 	case ctx == nil:
 		return nil, errorf(op, ErrInvalidValue, "nil *Context")
-	case ctx.life.Status() == lifetime.Zero:
-		return nil, holdErr(op, "the context", lifetime.Zero)
 	case ptr == 0 && n != 0:
 		return nil, errorf(op, ErrInvalidValue, "null pointer with length %d", n)
 	case ptr%DevicePtr(alignOf[T]()) != 0:
 		return nil, errorf(op, ErrInvalidValue, "pointer %#x is not aligned for %T", uint64(ptr), *new(T))
 	}
+	if err := ctx.hold(op); err != nil { // a zero or closed context
+		return nil, err
+	}
+	defer ctx.life.Release()
 	m := foreign(ctx, driver.DevicePtr(ptr), bytes)
 	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
 }

@@ -323,6 +323,14 @@ func TestFromRaw(t *testing.T) {
 		"misaligned": second(cuda.FromRaw[float32](ctx, owner.Ptr()+2, 4)),
 		"nil ctx":    second(cuda.FromRaw[float32](nil, owner.Ptr(), 4)),
 	})
+	// A closed context takes no new buffer, as Alloc's does not.
+	closed := must(cuda.NewContext(ctx.Device()))(t)
+	closed.Close()
+	wantErrors(t, cuda.ErrClosed, map[string]error{
+		"closed ctx":              second(cuda.FromRaw[float32](closed, owner.Ptr(), 4)),
+		"closed ctx, empty":       second(cuda.FromRaw[float32](closed, 0, 0)),
+		"Alloc in the closed ctx": second(cuda.Alloc[float32](closed, 0)),
+	})
 }
 
 func TestCopyFromDevice(t *testing.T) {
