@@ -94,6 +94,12 @@ func NewGrowableBuffer[T any](ctx *Context, maxLen int) (*GrowableBuffer[T], err
 	if err := check(op, driver.MemGetAllocationGranularity(ctx.handle, &granule, unsafe.Pointer(&prop), driver.MemAllocationGranularityRecommended)); err != nil {
 		return nil, vmmErr(err)
 	}
+	if granule == 0 {
+		return nil, errorf(op, ErrNotSupported, "the driver reports an allocation granularity of 0 bytes")
+	}
+	if uintptr(maxLen)*elem > math.MaxInt64-(granule-1) {
+		return nil, errorf(op, ErrInvalidValue, "maximum length %d of %d-byte elements: over 2^63 bytes once rounded up to the granularity, %s", maxLen, elem, formatBytes(granule))
+	}
 	g.granule = granule
 	g.reserved = roundUp(uintptr(maxLen)*elem, granule)
 	if err := check(op, driver.MemAddressReserve(ctx.handle, &g.base, g.reserved, 0, 0, 0)); err != nil {

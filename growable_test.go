@@ -161,7 +161,9 @@ func TestGrowableBufferInGraph(t *testing.T) {
 // TestGrowableBufferErrors: bad lengths and types refused in words.
 func TestGrowableBufferErrors(t *testing.T) {
 	ctx := cudatest.Context(t)
-	for _, n := range []int{0, -1, math.MaxInt} {
+	// MaxInt/8 float64s fit in 2^63 bytes, but not once rounded up to
+	// the allocation granularity.
+	for _, n := range []int{0, -1, math.MaxInt, math.MaxInt / 8} {
 		if _, err := cuda.NewGrowableBuffer[float64](ctx, n); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "maximum length") {
 			t.Errorf("NewGrowableBuffer(%d): %v; want ErrInvalidValue", n, err)
 		}
