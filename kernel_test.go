@@ -134,10 +134,39 @@ func TestFunctionAttributes(t *testing.T) {
 	if v, err := f.Attribute(cuda.FuncNumRegs); err != nil || v < 0 {
 		t.Errorf("FuncNumRegs = %d, %v", v, err)
 	}
-	if err := f.SetAttribute(cuda.FuncMaxDynamicSharedSize, -1); !errors.Is(err, cuda.ErrInvalidValue) {
-		t.Errorf("SetAttribute(-1): %v", err)
+	for _, tt := range []struct {
+		name  string
+		attr  cuda.FunctionAttribute
+		value int
+		ok    bool
+	}{
+		{"negative dynamic shared memory", cuda.FuncMaxDynamicSharedSize, -1, false},
+		{"carveout: no preference", cuda.FuncPreferredSharedCarveout, -1, true}, // CU_SHAREDMEM_CARVEOUT_DEFAULT
+		{"carveout: all shared", cuda.FuncPreferredSharedCarveout, 100, true},
+		{"carveout: all L1", cuda.FuncPreferredSharedCarveout, 0, true},
+		{"carveout past 100 percent", cuda.FuncPreferredSharedCarveout, 101, false},
+		{"carveout below -1", cuda.FuncPreferredSharedCarveout, -2, false},
+		{"read-only attribute", cuda.FuncNumRegs, 8, false},
+		{"no such attribute", cuda.FunctionAttribute(-1), 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := f.SetAttribute(tt.attr, tt.value)
+			if tt.ok != (err == nil) || err != nil && (!errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.attr.String())) {
+				t.Errorf("SetAttribute(%v, %d): %v; want ok %v, or ErrInvalidValue naming the attribute", tt.attr, tt.value, err, tt.ok)
+			}
+		})
+	}
+	if _, err := f.Attribute(cuda.FunctionAttribute(-1)); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "FunctionAttribute(-1)") {
+		t.Errorf("Attribute(-1): %v; want ErrInvalidValue naming the attribute", err)
 	}
 }
+
+// namedFloat and namedUint are numbers of named types, which Launch
+// checks as the numbers they are.
+type (
+	namedFloat float32
+	namedUint  uint32
+)
 
 func TestLaunchErrors(t *testing.T) {
 	ctx := cudatest.Context(t)
@@ -169,6 +198,9 @@ func TestLaunchErrors(t *testing.T) {
 		{"nil buffer", ok, []any{a, nilBuf, a, uint32(16)}, "nil *DeviceBuffer"},
 		{"slice", ok, []any{a, a, a, []uint32{16}}, "slice"},
 		{"negative shared memory", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, SharedMemBytes: -1, Stream: s}, []any{a, a, a, uint32(16)}, "shared memory"},
+		{"2 GiB of shared memory", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, SharedMemBytes: 1 << 31, Stream: s}, []any{a, a, a, uint32(16)}, "cuLaunchKernel"},
+		{"named float type for an integer", ok, []any{a, a, a, namedFloat(16)}, "takes .u32"},
+		{"named integer type for an integer", ok, []any{a, a, a, namedUint(16)}, ""},
 		{"buffer of another context", ok, []any{a, a, ao, uint32(16)}, "argument 2 is a device buffer of another context"},
 		{"float for an integer", ok, []any{a, a, a, float32(16)}, "takes .u32"},
 		{"integer for a pointer", ok, []any{a, a, float64(0), uint32(16)}, "takes .u64"},
@@ -176,6 +208,12 @@ func TestLaunchErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := f.Launch(tt.cfg, tt.args...)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("got %v; want no error", err)
+				}
+				return
+			}
 			if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want ErrInvalidValue mentioning %q", err, tt.want)
 			}

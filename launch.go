@@ -72,6 +72,7 @@ func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 	defer f.mod.leave()
 	var v int32
 	if err := check(op, driver.FuncGetAttribute(f.mod.ctx.handle, &v, driver.FunctionAttribute(a), f.handle)); err != nil {
+		err.(*Error).Detail = fmt.Sprintf("kernel %s, attribute %v", f.name, a)
 		return 0, err
 	}
 	return int(v), nil
@@ -79,20 +80,25 @@ func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 
 // SetAttribute sets one of the kernel's settable attributes, such as
 // FuncMaxDynamicSharedSize to launch with more than 48 KiB of dynamic
-// shared memory.
+// shared memory. Values are from 0, except FuncPreferredSharedCarveout's
+// -1: no preference (CU_SHAREDMEM_CARVEOUT_DEFAULT).
 func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 	const op = "Function.SetAttribute"
 	if err := f.valid(op); err != nil {
 		return err
 	}
-	if value < 0 || value > math.MaxInt32 {
-		return errorf(op, ErrInvalidValue, "value %d out of range", value)
+	if (value < 0 && !(a == FuncPreferredSharedCarveout && value == -1)) || value > math.MaxInt32 {
+		return errorf(op, ErrInvalidValue, "kernel %s, attribute %v: value %d out of range", f.name, a, value)
 	}
 	if err := f.mod.enter(op); err != nil {
 		return err
 	}
 	defer f.mod.leave()
-	return check(op, driver.FuncSetAttribute(f.mod.ctx.handle, f.handle, driver.FunctionAttribute(a), int32(value)))
+	if err := check(op, driver.FuncSetAttribute(f.mod.ctx.handle, f.handle, driver.FunctionAttribute(a), int32(value))); err != nil {
+		err.(*Error).Detail = fmt.Sprintf("kernel %s, attribute %v = %d", f.name, a, value)
+		return err
+	}
+	return nil
 }
 
 // valid returns the error for a nil or zero Function.
@@ -221,7 +227,8 @@ var paramBlocks = sync.Pool{New: func() any { return new(paramBlock) }}
 //
 //   - a *DeviceBuffer[T] passes its device address (a T* parameter);
 //   - DevicePtr passes itself;
-//   - int8 to int64, uint8 to uint64, float32 and float64 pass their value;
+//   - int8 to int64, uint8 to uint64, float32 and float64, and types
+//     defined from them, pass their value;
 //   - arrays and structs of numbers pass by value, laid out as Go lays them
 //     out, which matches C for the same fields in the same order.
 //
@@ -437,7 +444,9 @@ func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLif
 			if perr != nil {
 				return nil, errorf(op, ErrInvalidValue, "argument %d: %v", i, perr)
 			}
-			err = putBytes(f, pb, &off, i, b, align)
+			if err = putBytes(f, pb, &off, i, b, align); err == nil {
+				err = f.checkNamedKind(i, a) // a number of a named type
+			}
 		}
 		if err != nil {
 			return nil, errorf(op, ErrInvalidValue, "argument %d (%T): %v", i, a, err)
@@ -502,6 +511,18 @@ func (f *Function) checkKind(i int, float bool) error {
 		return fmt.Errorf("a floating-point value, where kernel %s takes .%c%d (an integer or pointer)", f.name, p.class, p.width)
 	case !float && p.class == 'f':
 		return fmt.Errorf("an integer or pointer, where kernel %s takes .f%d (floating point)", f.name, p.width)
+	}
+	return nil
+}
+
+// checkNamedKind is checkKind for an argument of a named number type,
+// such as a type T float32; a struct or array is not checked.
+func (f *Function) checkNamedKind(i int, a any) error {
+	switch reflect.TypeOf(a).Kind() {
+	case reflect.Float32, reflect.Float64:
+		return f.checkKind(i, true)
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return f.checkKind(i, false)
 	}
 	return nil
 }

@@ -87,7 +87,11 @@ func (f *Function) checkAttributes(op string, cfg *LaunchConfig, grid, block Dim
 		if err := f.needAttribute(op, AttrCooperativeLaunch, "cooperative launches"); err != nil {
 			return err
 		}
-		limit, per, sms, err := f.cooperativeLimit(op, block.X*block.Y*block.Z, cfg.SharedMemBytes)
+		threads, err := blockThreads(op, block)
+		if err != nil {
+			return err
+		}
+		limit, per, sms, err := f.cooperativeLimit(op, threads, cfg.SharedMemBytes)
 		if err != nil {
 			return err
 		}
@@ -117,6 +121,24 @@ func (f *Function) checkAttributes(op string, cfg *LaunchConfig, grid, block Dim
 		}
 	}
 	return nil
+}
+
+// blockThreads returns the threads of a block whose dimensions are from 1
+// to 2^32-1, or an error for more than an occupancy query takes, 2^31-1.
+func blockThreads(op string, block Dim3) (int, error) {
+	threads := uint64(block.X)
+	for _, d := range []int{block.Y, block.Z} {
+		if threads *= uint64(d); threads > math.MaxInt32 {
+			break // below 2^31 × 2^32: no wrap
+		}
+	}
+	if threads > math.MaxInt32 {
+		if block.Z == 1 {
+			return 0, errorf(op, ErrInvalidValue, "block %v has %d threads, more than a block may have", block, threads)
+		}
+		return 0, errorf(op, ErrInvalidValue, "block %v has more than %d threads, more than a block may have", block, math.MaxInt32)
+	}
+	return int(threads), nil
 }
 
 // needAttribute returns ErrNotSupported, naming what, unless the kernel's
@@ -179,11 +201,15 @@ func (f *Function) MaxActiveClusters(cfg LaunchConfig) (int, error) {
 		return 0, errorf(op, ErrInvalidValue, "no Cluster shape in the configuration")
 	}
 	block := cfg.Block.norm()
-	if err := checkOccupancyArgs(op, block.X*block.Y*block.Z, cfg.SharedMemBytes); err != nil {
+	if block.X <= 0 || block.Y <= 0 || block.Z <= 0 || block.X > math.MaxUint32 || block.Y > math.MaxUint32 || block.Z > math.MaxUint32 {
+		return 0, errorf(op, ErrInvalidValue, "block %v: every dimension must be from 1 to %d", block, uint32(math.MaxUint32))
+	}
+	threads, err := blockThreads(op, block)
+	if err != nil {
 		return 0, err
 	}
-	if block.X <= 0 || block.Y <= 0 || block.Z <= 0 {
-		return 0, errorf(op, ErrInvalidValue, "block %v: every dimension must be from 1", block)
+	if err := checkOccupancyArgs(op, threads, cfg.SharedMemBytes); err != nil {
+		return 0, err
 	}
 	// The driver needs a grid of whole clusters: one cluster.
 	cluster, err := cfg.checkShape(op, cfg.Cluster.norm())

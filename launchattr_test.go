@@ -294,6 +294,11 @@ func TestLaunchAttributeErrors(t *testing.T) {
 		{"policy without cluster", func(c *cuda.LaunchConfig) { c.ClusterPolicy = cuda.ClusterPolicySpread }, "without a Cluster"},
 		{"unknown policy", func(c *cuda.LaunchConfig) { c.Cluster.X = 2; c.ClusterPolicy = 7 }, "cluster policy 7"},
 		{"priority out of int32", func(c *cuda.LaunchConfig) { c.Priority = 1 << 40 }, "out of range"},
+		{"cooperative block of 2^32 threads", func(c *cuda.LaunchConfig) { c.Cooperative = true; c.Block = cuda.Dim3{X: 1 << 16, Y: 1 << 16} }, "4294967296 threads"},
+		{"cooperative block of 2^96 threads", func(c *cuda.LaunchConfig) {
+			c.Cooperative = true
+			c.Block = cuda.Dim3{X: 1<<32 - 1, Y: 1<<32 - 1, Z: 1<<32 - 1}
+		}, "more than 2147483647 threads"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := base

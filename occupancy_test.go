@@ -115,6 +115,9 @@ func TestOccupancy(t *testing.T) {
 		"AvailableDynamicSharedMem(0, 128)":   second(f.AvailableDynamicSharedMem(0, 128)),
 		"AvailableDynamicSharedMem(1, 0)":     second(f.AvailableDynamicSharedMem(1, 0)),
 		"AvailableDynamicSharedMem(1, 1<<40)": second(f.AvailableDynamicSharedMem(1, 1<<40)),
+		// X past uint32 whose product with Y wraps to 4 threads.
+		"MaxActiveClusters(block {2^62+1 4 1})":  second(f.MaxActiveClusters(cuda.LaunchConfig{Block: cuda.Dim3{X: 1<<62 + 1, Y: 4}, Cluster: cuda.Dim3{X: 2}})),
+		"MaxActiveClusters(block {2^16 2^16 1})": second(f.MaxActiveClusters(cuda.LaunchConfig{Block: cuda.Dim3{X: 1 << 16, Y: 1 << 16}, Cluster: cuda.Dim3{X: 2}})),
 	} {
 		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "Function.") {
 			t.Errorf("%s: %v; want an error wrapping ErrInvalidValue", name, err)

@@ -849,7 +849,15 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v) {
 		f->non_portable_cluster = v;
 		return SUCCESS;
 	}
-	if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return attr < 0 || attr > 16 ? INVALID_VALUE : SUCCESS;
+	// The settable attributes, as the driver's; the others are read-only,
+	// which the driver refuses to set.
+	switch (attr) {
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: break;
+	case 9: return v >= -1 && v <= 100 ? SUCCESS : INVALID_VALUE; // carveout: percent, -1 no preference
+	case 11: case 12: case 13: return v >= 0 ? SUCCESS : INVALID_VALUE; // the required cluster shape
+	case 15: return v >= 0 && v <= 2 ? SUCCESS : INVALID_VALUE;         // cluster scheduling policy
+	default: return INVALID_VALUE;
+	}
 	if (v < 0 || v > 227 << 10) return INVALID_VALUE;
 	f->max_dynamic_shared = v;
 	return SUCCESS;
@@ -982,7 +990,7 @@ CUresult make_launch(CUfunction f, const unsigned grid[3], const unsigned block[
 	if (!gx || !gy || !gz || !bx || !by || !bz) return INVALID_VALUE;
 	if (bx > 1024 || by > 1024 || bz > 64 || (size_t)bx * by * bz > 1024) return INVALID_VALUE;
 	if (gy > 65535 || gz > 65535 || gx > 0x7fffffffu) return INVALID_VALUE;
-	if ((int)shared > f->max_dynamic_shared) return INVALID_VALUE;
+	if (shared > (unsigned)f->max_dynamic_shared) return INVALID_VALUE;
 	if (f->k->nparams && !params) return INVALID_VALUE;
 	if (current->sticky) return current->sticky;
 	struct launch *l = calloc(1, sizeof *l);
@@ -1079,7 +1087,9 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void *
 	CUresult r = launch_attributes(cfg, f, cluster, &cooperative);
 	if (r != SUCCESS) return r;
 	if (cooperative) {
-		int per = active_blocks(f, (int)(cfg->block[0] * cfg->block[1] * cfg->block[2]), cfg->shared);
+		unsigned long long threads = (unsigned long long)cfg->block[0] * cfg->block[1];
+		if (!threads || threads > 1024 || !cfg->block[2] || threads * cfg->block[2] > 1024) return INVALID_VALUE;
+		int per = active_blocks(f, (int)(threads * cfg->block[2]), cfg->shared);
 		int sms = device_attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, current->device);
 		if ((unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2] > (unsigned long long)per * sms) return COOPERATIVE_LAUNCH_TOO_LARGE;
 	}
