@@ -64,10 +64,13 @@ func (o Op) String() string {
 
 // AllReduce reduces src across the ranks with op and leaves the result in
 // dst on every rank. dst and src have the same length; they may be the
-// same buffer (in place).
+// same buffer (in place), but must not otherwise overlap.
 func AllReduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, s *cuda.Stream) error {
 	const name = "AllReduce"
 	if err := operands(name, c, dst, src, 1, 1); err != nil {
+		return err
+	}
+	if err := sameOrApart(name, dst, src); err != nil {
 		return err
 	}
 	if err := checkOp(name, op); err != nil {
@@ -79,10 +82,14 @@ func AllReduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, s *cud
 }
 
 // Broadcast copies root's src into dst on every rank. Every rank passes
-// both buffers, of the same length; only root's src is read.
+// both buffers, of the same length; only root's src is read. They may be
+// the same buffer (in place), but must not otherwise overlap.
 func Broadcast[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], root int, s *cuda.Stream) error {
 	const name = "Broadcast"
 	if err := operands(name, c, dst, src, 1, 1); err != nil {
+		return err
+	}
+	if err := sameOrApart(name, dst, src); err != nil {
 		return err
 	}
 	if err := c.checkRoot(name, root); err != nil {
@@ -95,9 +102,13 @@ func Broadcast[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], root int, s *
 
 // Reduce reduces src across the ranks with op into root's dst. Every rank
 // passes both buffers, of the same length; only root's dst is written.
+// They may be the same buffer (in place), but must not otherwise overlap.
 func Reduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, root int, s *cuda.Stream) error {
 	const name = "Reduce"
 	if err := operands(name, c, dst, src, 1, 1); err != nil {
+		return err
+	}
+	if err := sameOrApart(name, dst, src); err != nil {
 		return err
 	}
 	if err := checkOp(name, op); err != nil {
@@ -112,10 +123,15 @@ func Reduce[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, root int,
 }
 
 // AllGather gathers every rank's src into dst on every rank, rank i's at
-// element i*src.Len(): dst holds Size() times src's length.
+// element i*src.Len(): dst holds Size() times src's length. In place, src
+// is this rank's block of dst (dst.Slice(Rank()*src.Len(), src.Len()));
+// otherwise they must not overlap.
 func AllGather[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
 	const name = "AllGather"
 	if err := operands(name, c, dst, src, c.Size(), 1); err != nil {
+		return err
+	}
+	if err := blockOrApart(name, c, "src", src, "dst", dst); err != nil {
 		return err
 	}
 	return c.enqueue(name, "ncclAllGather", s, pair(dst, src), func(comm clib.Comm, stream uintptr) clib.Result {
@@ -124,10 +140,15 @@ func AllGather[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Strea
 }
 
 // ReduceScatter reduces src across the ranks with op and leaves block i of
-// the result in rank i's dst: src holds Size() times dst's length.
+// the result in rank i's dst: src holds Size() times dst's length. In
+// place, dst is this rank's block of src (src.Slice(Rank()*dst.Len(),
+// dst.Len())); otherwise they must not overlap.
 func ReduceScatter[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], op Op, s *cuda.Stream) error {
 	const name = "ReduceScatter"
 	if err := operands(name, c, dst, src, 1, c.Size()); err != nil {
+		return err
+	}
+	if err := blockOrApart(name, c, "dst", dst, "src", src); err != nil {
 		return err
 	}
 	if err := checkOp(name, op); err != nil {
@@ -173,6 +194,32 @@ func checkBuffer[T any](op string, c *Comm, param string, b *cuda.DeviceBuffer[T
 		return errorf(op, cuda.ErrInvalidValue, "%s is a zero DeviceBuffer: make one with cuda.Alloc", param)
 	case b.Context() != c.ctx:
 		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the communicator's rank", param)
+	}
+	return nil
+}
+
+// NCCL runs a collective in place only where its buffers are where its
+// documentation says (sendbuff == recvbuff, or the one at this rank's block
+// of the other); buffers that overlap otherwise are read while written,
+// with results that depend on the algorithm NCCL picks. They are refused.
+
+// sameOrApart checks that dst and src, of one length, are the same buffer
+// or share no memory.
+func sameOrApart[T any](op string, dst, src *cuda.DeviceBuffer[T]) error {
+	if dst.Ptr() != src.Ptr() && overlap(dst, src) {
+		return errorf(op, cuda.ErrInvalidValue, "dst and src overlap: in place, they are the same buffer; otherwise they must not overlap")
+	}
+	return nil
+}
+
+// blockOrApart checks that the buffer small (named as parameter sname) is
+// c's rank's block of big (bname), for in place, or shares no memory with
+// it.
+func blockOrApart[T any](op string, c *Comm, sname string, small *cuda.DeviceBuffer[T], bname string, big *cuda.DeviceBuffer[T]) error {
+	at := uintptr(big.Ptr()) + uintptr(c.rank)*uintptr(small.ByteSize())
+	if uintptr(small.Ptr()) != at && overlap(small, big) {
+		return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s other than as rank %d's block of it (%s.Slice(%d, %d)), where it would be in place; otherwise they must not overlap",
+			sname, bname, c.rank, bname, c.rank*small.Len(), small.Len())
 	}
 	return nil
 }

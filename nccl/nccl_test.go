@@ -366,8 +366,15 @@ func TestArgumentErrors(t *testing.T) {
 	freed := must(cuda.Alloc[float32](ctx, 64))(t)
 	freed.Free()
 	zero := new(cuda.DeviceBuffer[float32])
+	// lo and hi overlap, neither in place of the other.
+	lo, hi := must(a.Slice(0, 32))(t), must(a.Slice(16, 32))(t)
 	inval, closed := cuda.ErrInvalidValue, cuda.ErrClosed
 	checkArgErrors(t, []argError{
+		{"AllReduce", nccl.AllReduce(c, lo, hi, nccl.Sum, s), inval, "dst and src overlap: in place, they are the same buffer"},
+		{"Broadcast", nccl.Broadcast(c, hi, lo, 0, s), inval, "dst and src overlap"},
+		{"Reduce", nccl.Reduce(c, lo, hi, nccl.Sum, 0, s), inval, "dst and src overlap"},
+		{"AllGather", nccl.AllGather(c, lo, hi, s), inval, "src overlaps dst other than as rank 0's block of it (dst.Slice(0, 32))"},
+		{"ReduceScatter", nccl.ReduceScatter(c, hi, lo, nccl.Sum, s), inval, "dst overlaps src other than as rank 0's block of it (src.Slice(0, 32))"},
 		{"AllReduce", nccl.AllReduce(nil, a, b, nccl.Sum, s), inval, "nil *Comm"},
 		{"AllReduce", nccl.AllReduce(&nccl.Comm{}, a, b, nccl.Sum, s), inval, "a zero Comm"},
 		{"AllReduce", nccl.AllReduce(closedComm, a, b, nccl.Sum, s), closed, "the communicator is closed"},
@@ -432,7 +439,12 @@ func TestArgumentErrors(t *testing.T) {
 		defer three.Free()
 		three2 := must(cuda.Alloc[int32](ctxs[0], 3))(t)
 		defer three2.Free()
+		four := must(cuda.Alloc[int32](ctxs[0], 4))(t)
+		defer four.Free()
 		checkArgErrors(t, []argError{
+			// Rank 0's block is the first: the second is rank 1's place.
+			{"AllGather", nccl.AllGather(c, four, must(four.Slice(2, 2))(t), s), inval, "src overlaps dst other than as rank 0's block of it (dst.Slice(0, 2))"},
+			{"ReduceScatter", nccl.ReduceScatter(c, must(four.Slice(1, 2))(t), four, nccl.Sum, s), inval, "dst overlaps src other than as rank 0's block of it (src.Slice(0, 2))"},
 			{"AllGather", nccl.AllGather(c, two, two, s), inval, "dst has 2 elements, want 4 (2 ranks × the 2 of src)"},
 			{"ReduceScatter", nccl.ReduceScatter(c, two, two, nccl.Sum, s), inval, "src has 2 elements, want 4 (2 ranks × the 2 of dst)"},
 			{"AllToAll", nccl.AllToAll(c, three, three2, s), inval, "src has 3 elements: want a block for each of the 2 ranks"},
@@ -586,6 +598,75 @@ func TestFailedCloseRetried(t *testing.T) {
 			}
 			if f.Live("comm") != live-1 {
 				t.Errorf("the fake holds %d communicators after the second %s, want %d", f.Live("comm"), how.name, live-1)
+			}
+		})
+	}
+}
+
+// TestInPlace runs each collective in place, where NCCL's documentation
+// places it: AllReduce, Broadcast and Reduce on one buffer, AllGather's src
+// at the rank's block of dst, ReduceScatter's dst at the rank's block of
+// src. The overlaps that are not in place are refused (TestArgumentErrors).
+func TestInPlace(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	comms := must(nccl.NewComms(ctxs))(t)
+	defer func() {
+		for _, c := range comms {
+			c.Close()
+		}
+	}()
+	streams := []*cuda.Stream{cudatest.Stream(t, ctxs[0]), cudatest.Stream(t, ctxs[1])}
+	const n = 1001
+	in := [][]int32{numbers[int32](2 * n), numbers[int32](2 * n)}
+	buf := make([]*cuda.DeviceBuffer[int32], 2)
+	for r := range buf {
+		buf[r] = must(cuda.FromHost(ctxs[r], in[r]))(t)
+		defer buf[r].Free()
+	}
+	block := func(r int) *cuda.DeviceBuffer[int32] { return must(buf[r].Slice(r*n, n))(t) }
+	sum := make([]int32, 2*n)
+	for i := range sum {
+		sum[i] = in[0][i] + in[1][i]
+	}
+	for _, tt := range []struct {
+		name string
+		run  func(r int) error
+		want func(r int) []int32 // rank r's whole buffer
+	}{
+		{"AllReduce", func(r int) error { return nccl.AllReduce(comms[r], buf[r], buf[r], nccl.Sum, streams[r]) },
+			func(int) []int32 { return sum }},
+		{"Broadcast", func(r int) error { return nccl.Broadcast(comms[r], buf[r], buf[r], 1, streams[r]) },
+			func(int) []int32 { return in[1] }},
+		{"Reduce", func(r int) error { return nccl.Reduce(comms[r], buf[r], buf[r], nccl.Sum, 0, streams[r]) },
+			func(r int) []int32 { return map[int][]int32{0: sum, 1: in[1]}[r] }},
+		{"AllGather", func(r int) error { return nccl.AllGather(comms[r], buf[r], block(r), streams[r]) },
+			func(int) []int32 { return append(append([]int32(nil), in[0][:n]...), in[1][n:]...) }},
+		{"ReduceScatter", func(r int) error { return nccl.ReduceScatter(comms[r], block(r), buf[r], nccl.Sum, streams[r]) },
+			func(r int) []int32 {
+				out := append([]int32(nil), in[r]...)
+				copy(out[r*n:], sum[r*n:(r+1)*n])
+				return out
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for r := range buf {
+				if err := buf[r].CopyFromHost(in[r]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := nccl.Group(func() error { return errors.Join(tt.run(0), tt.run(1)) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range buf {
+				if err := streams[r].Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				equal(t, fmt.Sprintf("rank %d", r), cudatest.Download(t, buf[r]), tt.want(r))
 			}
 		})
 	}
