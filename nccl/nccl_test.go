@@ -671,3 +671,61 @@ func TestInPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestEmpty: every collective, send and receive of no elements is done at
+// once, as NCCL's are (a collective of count 0 queues nothing; a send and
+// receive of 0 still meet), on one rank and on two, on buffers of no
+// memory.
+func TestEmpty(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	one := must(nccl.NewComm(ctxs[0], must(nccl.NewUniqueID())(t), 1, 0))(t)
+	defer one.Close()
+	two := must(nccl.NewComms(ctxs))(t)
+	defer func() {
+		for _, c := range two {
+			c.Close()
+		}
+	}()
+	streams := []*cuda.Stream{cudatest.Stream(t, ctxs[0]), cudatest.Stream(t, ctxs[1])}
+	dst, src := make([]*cuda.DeviceBuffer[float64], 2), make([]*cuda.DeviceBuffer[float64], 2)
+	for r := range 2 {
+		dst[r] = must(cuda.Alloc[float64](ctxs[r], 0))(t)
+		defer dst[r].Free()
+		src[r] = must(cuda.Alloc[float64](ctxs[r], 0))(t)
+		defer src[r].Free()
+	}
+	for _, tt := range []struct {
+		name string
+		run  func(c *nccl.Comm, r int) error
+	}{
+		{"AllReduce", func(c *nccl.Comm, r int) error { return nccl.AllReduce(c, dst[r], src[r], nccl.Avg, streams[r]) }},
+		{"Broadcast", func(c *nccl.Comm, r int) error { return nccl.Broadcast(c, dst[r], src[r], 0, streams[r]) }},
+		{"Reduce", func(c *nccl.Comm, r int) error { return nccl.Reduce(c, dst[r], src[r], nccl.Max, 0, streams[r]) }},
+		{"AllGather", func(c *nccl.Comm, r int) error { return nccl.AllGather(c, dst[r], src[r], streams[r]) }},
+		{"ReduceScatter", func(c *nccl.Comm, r int) error { return nccl.ReduceScatter(c, dst[r], src[r], nccl.Sum, streams[r]) }},
+		{"AllToAll", func(c *nccl.Comm, r int) error { return nccl.AllToAll(c, dst[r], src[r], streams[r]) }},
+		{"SendRecv", func(c *nccl.Comm, r int) error {
+			return nccl.Group(func() error {
+				return errors.Join(nccl.Send(c, src[r], c.Size()-1-r, streams[r]), nccl.Recv(c, dst[r], c.Size()-1-r, streams[r]))
+			})
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.run(one, 0); err != nil {
+				t.Fatalf("one rank: %v", err)
+			}
+			if err := nccl.Group(func() error { return errors.Join(tt.run(two[0], 0), tt.run(two[1], 1)) }); err != nil {
+				t.Fatalf("two ranks: %v", err)
+			}
+			for _, s := range streams {
+				if err := s.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -741,6 +741,9 @@ static int collective(const char *name, enum coll_kind kind, const void *send, v
 	if (busy) return nccl_fail(NCCL_INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
 	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
 	if (root < 0 || root >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "root out of range");
+	// As NCCL's: a collective of no elements, its arguments checked, is
+	// done; it queues nothing and looks at neither buffer.
+	if (count == 0) return NCCL_SUCCESS;
 	size_t in = count * es, out = count * es;
 	if (kind == COLL_ALLGATHER) out *= nranks;
 	if (kind == COLL_REDUCESCATTER) in *= nranks;
@@ -791,7 +794,7 @@ static void run_p2p(struct coll_part *p) {
 		struct message *m = calloc(1, sizeof *m);
 		*m = (struct message){.cl = c->cl, .from = c->rank, .to = p->root, .seq = p->seq, .data = xmalloc(bytes),
 			.bytes = bytes, .waited = !p->grouped};
-		memcpy(m->data, p->send, bytes);
+		if (bytes) memcpy(m->data, p->send, bytes);
 		m->next = messages;
 		messages = m;
 		pthread_cond_broadcast(&nccl_cond);
@@ -808,7 +811,8 @@ static void run_p2p(struct coll_part *p) {
 			pthread_cond_wait(&nccl_cond, &mu);
 		}
 		if (m) {
-			memcpy(p->recv, m->data, m->bytes < bytes ? m->bytes : bytes);
+			size_t n = m->bytes < bytes ? m->bytes : bytes;
+			if (n) memcpy(p->recv, m->data, n);
 			m->taken = 1;
 			if (m->waited)
 				pthread_cond_broadcast(&nccl_cond); // its sender frees it
@@ -838,8 +842,10 @@ static int p2p(const char *name, enum coll_kind kind, const void *send, void *re
 	if (busy) return nccl_fail(NCCL_INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
 	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
 	if (peer < 0 || peer >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "peer out of range");
+	// A send or receive of no elements still meets its peer's, as NCCL's
+	// does, but its buffer is not looked at.
 	const void *buf = kind == P2P_SEND ? send : recv;
-	if (!range_ok((CUdeviceptr)(uintptr_t)buf, count * es))
+	if (count > 0 && !range_ok((CUdeviceptr)(uintptr_t)buf, count * es))
 		return nccl_fail(NCCL_INVALID_ARGUMENT, "buffer is not device memory of that size");
 	struct coll_part *p = malloc(sizeof *p);
 	long seq = kind == P2P_SEND ? ++c->sent[peer] : ++c->received[peer];
