@@ -139,3 +139,10 @@ func PagesMissing(b []byte) bool {
 	missing, _ := pagesMissing(b, nil)
 	return missing
 }
+
+// LibraryViews returns how many contexts' modules l keeps.
+func LibraryViews(l *Library) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.views)
+}

@@ -90,6 +90,13 @@ func (l *Library) Module(ctx *Context) (*Module, error) {
 	if m := l.views[ctx]; m != nil && !m.life.lt.IsClosed() {
 		return m, nil
 	}
+	// Forget the modules of closed contexts, and closed modules: a
+	// library used in context after context keeps none of them.
+	for c, m := range l.views {
+		if c.isClosed() || m.life.lt.IsClosed() {
+			delete(l.views, c)
+		}
+	}
 	m := &Module{lib: l, params: l.params}
 	m.life.ctx = ctx
 	m.life.lt.ArmUntracked() // the library holds the resource

@@ -259,3 +259,23 @@ func ExampleLoadLibrary() {
 	fmt.Println(out)
 	// Output: [2 4 6]
 }
+
+// TestLibraryManyContexts: a library used in context after context, each
+// closed, keeps nothing of those closed (its modules there, and through
+// them the contexts).
+func TestLibraryManyContexts(t *testing.T) {
+	lib := loadLibrary(t)
+	for range 20 {
+		ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+		m := must(lib.Module(ctx))(t)
+		if _, err := m.Function("vadd_f32"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ctx.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cuda.LibraryViews(lib); n > 1 {
+		t.Errorf("the library keeps %d modules after 20 contexts, each closed; want at most 1", n)
+	}
+}
