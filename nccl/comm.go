@@ -431,8 +431,10 @@ func (c *Comm) destroy(op string, abort bool) error {
 // NCCL's code with errors.Is (ResultRemoteError when another rank failed or
 // left, ResultTimeout, ResultSystemError, ...). Collectives in flight on a failed
 // communicator may never finish: Abort it. Wait does both.
-func (c *Comm) Err() error {
-	const op = "Comm.Err"
+func (c *Comm) Err() error { return c.heldAsyncError("Comm.Err") }
+
+// heldAsyncError is Err for op.
+func (c *Comm) heldAsyncError(op string) error {
 	if err := c.hold(op); err != nil {
 		return err
 	}
@@ -475,7 +477,7 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 		}
 		// Checked after the stream too: collectives a failure ended may
 		// leave it done, with results that are not.
-		if err := c.Err(); err != nil {
+		if err := c.heldAsyncError(op); err != nil {
 			if errors.Is(err, cuda.ErrClosed) {
 				return err
 			}

@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -370,6 +371,12 @@ func TestArgumentErrors(t *testing.T) {
 	lo, hi := must(a.Slice(0, 32))(t), must(a.Slice(16, 32))(t)
 	inval, closed := cuda.ErrInvalidValue, cuda.ErrClosed
 	checkArgErrors(t, []argError{
+		{"Comm.Wait", closedComm.Wait(context.Background(), s), closed, "the communicator is closed"},
+		{"Comm.Err", closedComm.Err(), closed, "the communicator is closed"},
+		{"Comm.Split", errOf(closedComm.Split(0, 0)), closed, "the communicator is closed"},
+		{"Comm.Register", errOf(closedComm.Register(a)), closed, "the communicator is closed"},
+		{"Comm.Wait", c.Wait(nil, s), inval, "nil context.Context"}, //nolint:staticcheck // a nil context is what is tried
+		{"Comm.Split", errOf(c.Split(-2, 0)), inval, "color -2"},
 		{"AllReduce", nccl.AllReduce(c, lo, hi, nccl.Sum, s), inval, "dst and src overlap: in place, they are the same buffer"},
 		{"Broadcast", nccl.Broadcast(c, hi, lo, 0, s), inval, "dst and src overlap"},
 		{"Reduce", nccl.Reduce(c, lo, hi, nccl.Sum, 0, s), inval, "dst and src overlap"},
