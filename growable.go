@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
@@ -29,7 +30,10 @@ type GrowableBuffer[T any] struct {
 	ctx     *Context
 	granule uintptr // the device's allocation granularity
 	n       int     // length in elements
-	views   []*allocation
+	// views are the Buffers' records, to close when the buffer shrinks
+	// below them or is freed; weak, so that those the program dropped
+	// are forgotten.
+	views   []weak.Pointer[allocation]
 	freed   bool
 	cleanup runtime.Cleanup
 }
@@ -252,7 +256,7 @@ func (g *GrowableBuffer[T]) mapPiece(op string, size uintptr) (err error) {
 // stays mapped, so that no Buffer made later reaches past it.
 func (g *GrowableBuffer[T]) shrink(op string, n int, need uintptr) error {
 	defer func() { g.n = min(g.n, int(g.mapped/sizeOf[T]())) }()
-	long := g.views[:0:0]
+	var long []*allocation
 	for _, v := range g.liveViews() {
 		if v.size > uintptr(n)*sizeOf[T]() {
 			if err := v.graphs.inUse(op, "a Buffer of the growable buffer"); err != nil {
@@ -320,17 +324,19 @@ func (g *GrowableBuffer[T]) release(op string) error {
 	return nil
 }
 
-// liveViews drops the views closed since (by their Free) and returns the
-// rest.
+// liveViews drops the views closed since (by their Free) or collected,
+// and returns the rest.
 func (g *GrowableBuffer[T]) liveViews() []*allocation {
-	live := g.views[:0]
-	for _, v := range g.views {
-		if !v.lt.IsClosed() {
+	var live []*allocation
+	kept := g.views[:0]
+	for _, w := range g.views {
+		if v := w.Value(); v != nil && !v.lt.IsClosed() {
+			kept = append(kept, w)
 			live = append(live, v)
 		}
 	}
-	clear(g.views[len(live):])
-	g.views = live
+	clear(g.views[len(kept):])
+	g.views = kept
 	return live
 }
 
@@ -349,13 +355,14 @@ func (g *GrowableBuffer[T]) Buffer() (*DeviceBuffer[T], error) {
 	if err := g.valid(op); err != nil {
 		return nil, err
 	}
+	base := g.base
 	if g.n == 0 {
-		return &DeviceBuffer[T]{mem: foreign(g.ctx, 0, 0)}, nil
+		base = 0 // an empty buffer's address, as Alloc's
 	}
-	size := uintptr(g.n) * sizeOf[T]()
-	mem := foreign(g.ctx, g.base, size)
-	g.views = append(g.liveViews(), mem)
-	return &DeviceBuffer[T]{mem: mem, ptr: g.base, n: g.n}, nil
+	mem := foreign(g.ctx, base, uintptr(g.n)*sizeOf[T]())
+	g.liveViews()
+	g.views = append(g.views, weak.Make(mem))
+	return &DeviceBuffer[T]{mem: mem, ptr: base, n: g.n}, nil
 }
 
 // Free closes every Buffer (waiting for calls in flight), waits for the
@@ -382,8 +389,19 @@ func (g *GrowableBuffer[T]) Free() error {
 		g.done()
 		return nil
 	}
+	views := g.liveViews()
+	for _, v := range views { // before anything is unmapped
+		if err := v.graphs.inUse(op, "a Buffer of the growable buffer"); err != nil {
+			return err
+		}
+	}
 	if err := g.shrink(op, 0, 0); err != nil {
 		return err
+	}
+	for _, v := range views { // the empty ones, which shrink leaves
+		if err := v.free(op); err != nil {
+			return err
+		}
 	}
 	g.n = 0
 	ctx := g.ctx

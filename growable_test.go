@@ -40,8 +40,9 @@ func TestGrowableBuffer(t *testing.T) {
 	if g.Len() != 0 || g.Cap() != 0 || g.MaxLen() < maxLen || g.Ptr() == 0 {
 		t.Fatalf("new: Len %d, Cap %d, MaxLen %d, Ptr %v", g.Len(), g.Cap(), g.MaxLen(), g.Ptr())
 	}
-	if b := must(g.Buffer())(t); b.Len() != 0 {
-		t.Errorf("Buffer of an empty growable buffer: %d elements", b.Len())
+	emptyView := must(g.Buffer())(t)
+	if emptyView.Len() != 0 {
+		t.Errorf("Buffer of an empty growable buffer: %d elements", emptyView.Len())
 	}
 	ptr := g.Ptr()
 	before := must(ctx.MemoryStats())(t).Device
@@ -105,7 +106,8 @@ func TestGrowableBuffer(t *testing.T) {
 	if g.Cap() >= n {
 		t.Errorf("Cap %d after shrinking to 500: the second piece is still mapped", g.Cap())
 	}
-	checkPrefix(t, must(g.Buffer())(t), host[:500])
+	short := must(g.Buffer())(t)
+	checkPrefix(t, short, host[:500])
 	if got := must(ctx.MemoryStats())(t).Device.Bytes - before.Bytes; got != int64(g.Cap())*4 {
 		t.Errorf("device bytes counted after shrinking: %d more than before, want %d", got, g.Cap()*4)
 	}
@@ -121,6 +123,12 @@ func TestGrowableBuffer(t *testing.T) {
 	if _, err := g.Buffer(); !errors.Is(err, cuda.ErrClosed) {
 		t.Errorf("Buffer after Free: %v, want ErrClosed", err)
 	}
+	// Free closes every Buffer, the empty one made at length 0 too.
+	wantErrors(t, cuda.ErrClosed, map[string]error{
+		"the Buffer of 500 after Free": short.CopyFromHost(host[:500]),
+		"the empty Buffer after Free":  emptyView.CopyFromHost(nil),
+		"a Slice of the empty Buffer":  second(emptyView.Slice(0, 0)),
+	})
 	if err := g.Resize(1); !errors.Is(err, cuda.ErrClosed) {
 		t.Errorf("Resize after Free: %v, want ErrClosed", err)
 	}
@@ -328,4 +336,40 @@ func ExampleGrowableBuffer() {
 	}
 	fmt.Println(g.Ptr() == addr, b.Len(), head)
 	// Output: true 10485760 [1 2 3]
+}
+
+// TestGrowableBufferViewsForgotten: the Buffers a program drops are
+// forgotten, so that a loop asking for the Buffer at every step, as a
+// program reading the current length must, keeps no record of each; the
+// Buffers still held are closed by Free.
+func TestGrowableBufferViewsForgotten(t *testing.T) {
+	ctx := cudatest.Context(t)
+	g := must(cuda.NewGrowableBuffer[float32](ctx, 1<<20))(t)
+	defer g.Free()
+	kept := []*cuda.DeviceBuffer[float32]{must(g.Buffer())(t)}
+	for _, n := range []int{0, 1000, 1000, 1 << 20} {
+		if err := g.Resize(n); err != nil {
+			t.Fatal(err)
+		}
+		for range 1000 {
+			if _, err := g.Buffer(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kept = append(kept, must(g.Buffer())(t))
+	}
+	if !cudatest.GC(func() bool {
+		_, err := g.Buffer() // drops the records of the Buffers collected
+		return err == nil && cuda.GrowableViews(g) <= len(kept)+1
+	}) {
+		t.Errorf("%d Buffers recorded after 4000 were dropped; want at most the %d kept and one", cuda.GrowableViews(g), len(kept)+1)
+	}
+	if err := g.Free(); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range kept {
+		if err := b.CopyToHost(make([]float32, b.Len())); !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("Buffer %d (of %d elements) after Free: %v; want ErrClosed", i, b.Len(), err)
+		}
+	}
 }
