@@ -519,9 +519,10 @@ func TestNilModuleAndStaging(t *testing.T) {
 }
 
 func TestLaunchConfigFor(t *testing.T) {
-	for _, tt := range []struct{ n, grid int }{{1, 1}, {255, 1}, {256, 1}, {257, 2}, {1 << 20, 4096}, {1<<20 + 1, 4097}, {0, 0}, {-5, 0}} {
+	for _, tt := range []struct{ n, grid int }{{1, 1}, {255, 1}, {256, 1}, {257, 2}, {1 << 20, 4096}, {1<<20 + 1, 4097}, {0, 0}, {-5, 0},
+		{math.MaxInt, math.MaxInt/cuda.LinearBlock + 1}, {math.MaxInt - 255, math.MaxInt / cuda.LinearBlock}} {
 		cfg := cuda.LaunchConfigFor(tt.n, nil)
-		if cfg.Grid.X != tt.grid || cfg.Block.X != cuda.LinearBlock || cfg.Grid.X*cfg.Block.X < tt.n {
+		if cfg.Grid.X != tt.grid || cfg.Block.X != cuda.LinearBlock || cfg.Grid.X < tt.n/cuda.LinearBlock {
 			t.Errorf("LaunchConfigFor(%d): grid %v, block %v; want %d blocks of %d covering every element", tt.n, cfg.Grid, cfg.Block, tt.grid, cuda.LinearBlock)
 		}
 	}

@@ -135,7 +135,11 @@ const LinearBlock = 256
 // against n). A plain Grid of n/LinearBlock would drop the tail. For n of
 // zero the grid has no blocks, and Launch queues nothing.
 func LaunchConfigFor(n int, s *Stream) LaunchConfig {
-	return LaunchConfig{Grid: Dim3{X: (max(n, 0) + LinearBlock - 1) / LinearBlock}, Block: Dim3{X: LinearBlock}, Stream: s}
+	blocks := 0
+	if n > 0 {
+		blocks = (n-1)/LinearBlock + 1 // n+LinearBlock-1 would wrap past math.MaxInt-255
+	}
+	return LaunchConfig{Grid: Dim3{X: blocks}, Block: Dim3{X: LinearBlock}, Stream: s}
 }
 
 // LaunchConfig says how to launch a kernel. The fields after Stream ask
