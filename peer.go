@@ -76,14 +76,23 @@ func (c *Context) peerEnabled(peer *Context) bool {
 	return ok
 }
 
+// samePeerCheck checks the contexts of a peer access call: both open (a
+// zero one's device reads as device 0, so this comes first), of two
+// devices.
 func samePeerCheck(op string, c, peer *Context) error {
-	switch {
-	case c == nil || peer == nil:
+	if c == nil || peer == nil {
 		return errorf(op, ErrInvalidValue, "nil *Context")
-	case c.dev.ordinal == peer.dev.ordinal:
+	}
+	if err := holdErr(op, "the context", c.life.Status()); err != nil {
+		return err
+	}
+	if err := peer.checkOpen(op); err != nil {
+		return err
+	}
+	if c.dev.ordinal == peer.dev.ordinal {
 		return errorf(op, ErrInvalidValue, "both contexts are of device %d: a device needs no peer access to itself", c.dev.ordinal)
 	}
-	return peer.checkOpen(op)
+	return nil
 }
 
 // checkOpen reports ErrClosed for a closed context, ErrInvalidValue for a

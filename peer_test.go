@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -101,6 +102,27 @@ func TestPeerErrors(t *testing.T) {
 		"stream of the source": second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, s0)),
 		"nil stream":           second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, nil)),
 	})
+	// A zero or closed context is named as such, before the two devices
+	// are compared (a zero Context's device reads as device 0).
+	closed0 := must(cuda.NewContext(ctx0.Device()))(t)
+	closed0.Close()
+	for _, tt := range []struct {
+		name     string
+		err      error
+		sentinel error
+		says     string
+	}{
+		{"zero peer", ctx0.EnablePeerAccess(new(cuda.Context)), cuda.ErrInvalidValue, "the peer context is a zero value"},
+		{"zero context", new(cuda.Context).EnablePeerAccess(ctx1), cuda.ErrInvalidValue, "the context is a zero value"},
+		{"both zero", new(cuda.Context).DisablePeerAccess(new(cuda.Context)), cuda.ErrInvalidValue, "the context is a zero value"},
+		{"closed peer of the same device", ctx0.EnablePeerAccess(closed0), cuda.ErrClosed, "the peer context"},
+		{"closed context", closed0.DisablePeerAccess(ctx0), cuda.ErrClosed, "the context"},
+		{"closed peer", ctx1.DisablePeerAccess(closed0), cuda.ErrClosed, "the peer context"},
+	} {
+		if !errors.Is(tt.err, tt.sentinel) || !strings.Contains(fmt.Sprint(tt.err), tt.says) {
+			t.Errorf("%s: %v; want %v, saying %q", tt.name, tt.err, tt.sentinel, tt.says)
+		}
+	}
 	if _, err := cuda.GetDevice(2); !errors.Is(err, cuda.ErrInvalidDevice) {
 		t.Errorf("GetDevice(2) with two devices: %v", err)
 	}
