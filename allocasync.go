@@ -51,13 +51,17 @@ func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
 // until it is freed, by Free or by the cleanup of a buffer nobody freed.
 func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(*driver.DevicePtr, uintptr) driver.Status) (*DeviceBuffer[T], error) {
 	bytes, err := elemBytes[T](op, "device buffer", n, 0)
-	if err != nil || bytes == 0 {
-		return empty[T](op, s.ctx, err)
+	if err != nil {
+		return nil, err
 	}
+	// Held first: an empty buffer of a closed stream is refused too.
 	if err := s.hold(op, "the stream"); err != nil {
 		return nil, err
 	}
 	defer s.release()
+	if bytes == 0 {
+		return empty[T](op, s.ctx, nil)
+	}
 	ctx := s.ctx
 	m := &allocation{size: bytes, allocated: true, stream: s, pool: pool}
 	// Memory freed on s before is reused without a driver call: the
@@ -179,6 +183,16 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 	defer s.release()
 	if s.ctx != m.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
+	}
+	// A capture's free is a free node of the graph, which frees only the
+	// graph's own memory (the driver refuses another's); and the graph's
+	// own memory exists only while the graph runs, so only its capture
+	// frees it.
+	if cs := s.capture.Load(); cs != nil && !cs.owns(m) {
+		return errorf(op, ErrInvalidValue, "the stream is capturing a graph (Stream.Capture), which can free only memory allocated in the capture: free the buffer, allocated before, outside the capture")
+	}
+	if cs := m.stream.capture.Load(); cs != nil && s.capture.Load() != cs && cs.owns(m) {
+		return errorf(op, ErrInvalidValue, "the buffer was allocated in a capture under way (Stream.Capture) and is the graph's: free it in the capture, on the capturing stream")
 	}
 	if m.cacheable {
 		// Kept for s's next allocation of its size, if the cache takes it

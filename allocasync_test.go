@@ -169,6 +169,7 @@ func TestAllocAsyncErrors(t *testing.T) {
 		{"nil stream", second(cuda.AllocAsync[byte](nil, 8)), cuda.ErrInvalidValue},
 		{"zero stream", second(cuda.AllocAsync[byte](new(cuda.Stream), 8)), cuda.ErrInvalidValue},
 		{"closed stream", second(cuda.AllocAsync[byte](closed, 8)), cuda.ErrClosed},
+		{"nothing on a closed stream", second(cuda.AllocAsync[byte](closed, 0)), cuda.ErrClosed},
 		{"FreeOn of a buffer from Alloc", plain.FreeOn(s), cuda.ErrInvalidValue},
 		{"FreeOn a nil stream", ordered.FreeOn(nil), cuda.ErrInvalidValue},
 		{"FreeOn a closed stream", ordered.FreeOn(closed), cuda.ErrClosed},

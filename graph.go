@@ -195,9 +195,11 @@ func (x *execState) drop() {
 // the synchronous calls on a buffer allocated on s), copies between the
 // device and host memory (which a replay would read or write again, long
 // after the Go memory may have moved on or been freed; copy outside the
-// capture, or through device memory), and StagingBuffer transfers. A
-// buffer allocated during the capture belongs to the graph's work: it must
-// be freed in the capture too, or Capture returns an error.
+// capture, or through device memory), StagingBuffer transfers, and
+// closing s. A buffer allocated during the capture belongs to the graph's
+// work: it must be freed in the capture too, or Capture returns an error;
+// a buffer allocated before the capture cannot be freed in it (Free and
+// FreeOn on s return ErrInvalidValue): free it outside the capture.
 //
 // If record returns an error, or the capture fails, Capture returns it and
 // no graph.
@@ -346,6 +348,14 @@ func (b *graphBuild) allocated(m *allocation) {
 	b.mu.Unlock()
 }
 
+// owns reports whether m is memory the graph allocates.
+func (b *graphBuild) owns(m *allocation) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.made[m]
+	return ok
+}
+
 // capturing returns an error if s is capturing: op cannot be captured.
 func (s *Stream) capturing(op, why string) error {
 	if s.capture.Load() != nil {
@@ -438,7 +448,10 @@ func (g *Graph) WriteDot(w io.Writer, verbose bool) error {
 
 // Instantiate makes an instance of the graph, to launch. The instance
 // keeps what the graph's work uses from being freed, and outlives the
-// graph if the graph is closed first.
+// graph if the graph is closed first. A graph that allocates memory
+// (AllocAsync in its capture, or AddAlloc) may have one instance at a
+// time, as CUDA rules: instantiating it again before the first instance
+// is closed is an error.
 func (g *Graph) Instantiate() (*GraphExec, error) {
 	const op = "Graph.Instantiate"
 	if err := g.valid(op); err != nil {
@@ -457,6 +470,9 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	}
 	st := &execState{graph: g}
 	if err := check(op, driver.GraphInstantiateWithFlags(g.ctx.handle, &st.handle, g.handle, 0)); err != nil {
+		if len(g.b.made) > 0 {
+			err.(*Error).Detail = join(err.(*Error).Detail, "a graph that allocates memory (AllocAsync in its capture, or AddAlloc) may have one instance at a time: close the other first")
+		}
 		return nil, err
 	}
 	st.refs = g.b.refs.acquire()

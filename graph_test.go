@@ -297,3 +297,89 @@ func TestCaptureModeString(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureMisuse: what a capture cannot do is refused with words that
+// say why, and leaves the stream, its buffers and the capture usable.
+func TestCaptureMisuse(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// misuse runs inside a capture on k.s, with before, a buffer
+		// allocated on k.s before the capture, and other, a second stream.
+		misuse func(k *graphKit, before *cuda.DeviceBuffer[int32], other *cuda.Stream) error
+		want   string
+	}{
+		{"Free of a buffer allocated before the capture", func(k *graphKit, before *cuda.DeviceBuffer[int32], _ *cuda.Stream) error {
+			return before.Free()
+		}, "allocated before"},
+		{"FreeOn the capture of a buffer allocated before it", func(k *graphKit, before *cuda.DeviceBuffer[int32], _ *cuda.Stream) error {
+			return before.FreeOn(k.s)
+		}, "allocated before"},
+		{"FreeOn another stream of the capture's memory", func(k *graphKit, _ *cuda.DeviceBuffer[int32], other *cuda.Stream) error {
+			b, err := cuda.AllocAsync[int32](k.s, 16)
+			if err != nil {
+				return err
+			}
+			defer b.Free() // in the capture, as it must be
+			return b.FreeOn(other)
+		}, "in the capture"},
+		{"Close of the capturing stream", func(k *graphKit, _ *cuda.DeviceBuffer[int32], _ *cuda.Stream) error {
+			return k.s.Close() // it used to wait for the capture, which waited for it
+		}, "after Capture"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newGraphKit(t)
+			other := cudatest.Stream(t, k.ctx)
+			before := must(cuda.AllocAsync[int32](k.s, 16))(t)
+			var misuse error
+			g, err := k.s.Capture(cuda.CaptureGlobal, func() error {
+				misuse = tt.misuse(k, before, other)
+				return k.accumulate(k.a, 1)()
+			})
+			if !errors.Is(misuse, cuda.ErrInvalidValue) || !strings.Contains(misuse.Error(), tt.want) {
+				t.Errorf("got %v; want ErrInvalidValue saying %q", misuse, tt.want)
+			}
+			if err != nil {
+				t.Fatalf("the capture after the refused call: %v", err)
+			}
+			defer g.Close()
+			e := must(g.Instantiate())(t)
+			defer e.Close()
+			if err := e.Launch(k.s); err != nil {
+				t.Fatal(err)
+			}
+			k.check(t, 1)
+			// The buffer allocated before is still the caller's.
+			if err := errors.Join(before.CopyFromHost(make([]int32, 16)), before.Free()); err != nil {
+				t.Errorf("the buffer allocated before the capture, after it: %v", err)
+			}
+		})
+	}
+}
+
+// TestGraphOneInstanceWithMemory: a graph that allocates memory may have
+// one instance at a time (CUDA's rule): a second Instantiate is an error
+// that says so, and once the first instance is closed another can be made.
+func TestGraphOneInstanceWithMemory(t *testing.T) {
+	k := newGraphKit(t)
+	g := must(k.s.Capture(cuda.CaptureGlobal, func() error {
+		tmp, err := cuda.AllocAsync[int32](k.s, 16)
+		if err != nil {
+			return err
+		}
+		return tmp.Free()
+	}))(t)
+	defer g.Close()
+	e := must(g.Instantiate())(t)
+	if e2, err := g.Instantiate(); err == nil || !strings.Contains(err.Error(), "one instance at a time") {
+		e2.Close()
+		t.Errorf("a second instance of a graph that allocates: %v; want an error saying one instance at a time", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = must(g.Instantiate())(t)
+	defer e.Close()
+	if err := errors.Join(e.Launch(k.s), k.s.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
+}

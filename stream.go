@@ -260,11 +260,18 @@ func (s *Stream) WaitEvent(e *Event) error {
 // Closing twice, or a nil Stream, is a no-op. If the wait or the destroy
 // fails, the stream stays open, the Go memory its copies use stays pinned,
 // and Close may be called again (closing the context releases it too).
+// While the stream captures (inside Capture's function), Close returns
+// ErrInvalidValue and the stream stays open: close it after Capture.
 func (s *Stream) Close() error {
 	if s == nil {
 		return nil
 	}
 	const op = "Stream.Close"
+	// Capture holds the stream until its function returns: a Close from
+	// that function would wait for itself.
+	if err := s.capturing(op, "close it after Capture returns"); err != nil {
+		return err
+	}
 	return s.close(op, "the stream", func() error {
 		// Queued work may still read pinned Go memory, and the scratch:
 		// let it finish.

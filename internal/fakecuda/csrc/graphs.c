@@ -43,6 +43,7 @@ struct fake_exec {
 	struct op *ops;
 	int n;
 	struct fake_graph *src; // the graph it was made from, whose nodes cuGraphExecNodeSetParams names
+	struct fake_graph *made_from; // the graph instantiated, whatever the updates since
 	struct fake_cond **resets; // the handles whose default each launch assigns
 	int nresets;
 	struct fake_exec *next;
@@ -196,7 +197,10 @@ CUresult capture_op(CUstream s, struct op o) {
 		}
 		g->ops[g->n++] = o;
 		break;
-	case OP_FREE: // of memory the capture allocated: the graph's
+	case OP_FREE: // a free node: of memory the capture allocated, the graph's
+		rc = INVALID_VALUE; // another's, as the driver refuses it
+		for (int i = 0; i < g->nallocs; i++)
+			if (g->allocs[i] == (uintptr_t)o.dst) rc = SUCCESS;
 		break;
 	default: // events across streams, collectives: not captured by the fake
 		g->invalid = 1;
@@ -337,6 +341,8 @@ EXPORT CUresult cuGraphDestroy(CUgraph g) {
 			*pp = g->next;
 			live_graphs--;
 			unlink_bodies(g);
+			for (CUgraphExec e = execs; e; e = e->next)
+				if (e->made_from == g) e->made_from = NULL;
 			pthread_mutex_unlock(&mu);
 			free_graph(g);
 			return SUCCESS;
@@ -370,10 +376,16 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigne
 		pthread_mutex_unlock(&mu);
 		return INVALID_VALUE;
 	}
+	// A graph with memory nodes may have one instance at a time.
+	for (CUgraphExec p = execs; g->nallocs && p; p = p->next)
+		if (p->made_from == g) {
+			pthread_mutex_unlock(&mu);
+			return INVALID_VALUE;
+		}
 	struct fake_exec *e = calloc(1, sizeof *e);
 	e->ops = copy_ops(g->ops, g->n);
 	e->n = g->n;
-	e->src = g;
+	e->src = e->made_from = g;
 	collect_resets(e, g);
 	e->next = execs;
 	execs = e;
