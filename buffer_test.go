@@ -796,3 +796,62 @@ func TestCopyOverlap(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPageLockedAfterContextClose: memory a closed context page-locked is
+// ordinary memory again (the driver unlocked it with the context), and a
+// transfer treats it as such: Upload pipelines it rather than handing it to
+// the DMA engine as locked. Freeing a pinned buffer of a closed context
+// leaves locked the memory a later allocation got at its address.
+func TestPageLockedAfterContextClose(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	const n = 4 << 20 // int32s: 16 MiB, pipelined by default when not locked
+	dst := must(cuda.Alloc[int32](ctx, n))(t)
+	defer dst.Free()
+	upload := func(t *testing.T, src []int32) cuda.StagingStats {
+		t.Helper()
+		var sb cuda.StagingBuffer
+		defer sb.Close()
+		if err := cuda.Upload(&sb, dst, src, s); err != nil {
+			t.Fatal(err)
+		}
+		return sb.Stats()
+	}
+	t.Run("Registered", func(t *testing.T) {
+		other := must(cuda.NewContext(ctx.Device()))(t)
+		host := random[int32](n)
+		r := must(cuda.Register(other, host))(t)
+		if st := upload(t, host); st.Direct != 1 {
+			t.Fatalf("registered memory: %+v; want a direct transfer", st)
+		}
+		if err := other.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st := upload(t, host); st.Pipelined != 1 {
+			t.Errorf("memory registered in a closed context: %+v; want it pipelined as ordinary memory", st)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("PinnedBuffer", func(t *testing.T) {
+		other := must(cuda.NewContext(ctx.Device()))(t)
+		old := must(cuda.AllocPinned[int32](other, n))(t)
+		defer old.Free()
+		oldData := old.Data()
+		if err := other.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := must(cuda.AllocPinned[int32](ctx, n))(t)
+		defer p.Free()
+		if &p.Data()[0] != &oldData[0] {
+			t.Skip("the new pinned buffer is not at the freed one's address")
+		}
+		if err := old.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if st := upload(t, p.Data()); st.Direct != 1 {
+			t.Errorf("a pinned buffer at the address of one freed after its context closed: %+v; want a direct transfer", st)
+		}
+	})
+}

@@ -16,31 +16,39 @@ var hostLocks struct {
 	ranges atomic.Pointer[[]lockedRange]
 }
 
-type lockedRange struct{ start, end uintptr }
+// lockedRange is memory page-locked in ctx: ordinary memory again once ctx
+// is closed, which releases it in the driver.
+type lockedRange struct {
+	start, end uintptr
+	ctx        *Context
+}
 
-func addLocked(p unsafe.Pointer, n uintptr) {
+func addLocked(ctx *Context, p unsafe.Pointer, n uintptr) {
 	hostLocks.mu.Lock()
 	defer hostLocks.mu.Unlock()
 	var old []lockedRange
 	if r := hostLocks.ranges.Load(); r != nil {
 		old = *r
 	}
-	ranges := append(slices.Clip(old), lockedRange{uintptr(p), uintptr(p) + n})
+	ranges := append(slices.Clip(old), lockedRange{uintptr(p), uintptr(p) + n, ctx})
 	hostLocks.ranges.Store(&ranges)
 }
 
-func removeLocked(p unsafe.Pointer) {
+// removeLocked forgets the memory at p that ctx page-locked (where ctx was
+// closed, other memory may have been locked at its address since).
+func removeLocked(ctx *Context, p unsafe.Pointer) {
 	hostLocks.mu.Lock()
 	defer hostLocks.mu.Unlock()
 	r := hostLocks.ranges.Load()
 	if r == nil {
 		return
 	}
-	ranges := slices.DeleteFunc(slices.Clone(*r), func(l lockedRange) bool { return l.start == uintptr(p) })
+	ranges := slices.DeleteFunc(slices.Clone(*r), func(l lockedRange) bool { return l.start == uintptr(p) && l.ctx == ctx })
 	hostLocks.ranges.Store(&ranges)
 }
 
-// pageLocked reports whether all of b lies in memory gocuda page-locked.
+// pageLocked reports whether all of b lies in memory gocuda page-locked,
+// in a context still open.
 func pageLocked(b []byte) bool {
 	r := hostLocks.ranges.Load()
 	if len(b) == 0 || r == nil {
@@ -49,7 +57,7 @@ func pageLocked(b []byte) bool {
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	hi := lo + uintptr(len(b))
 	for _, l := range *r {
-		if lo >= l.start && hi <= l.end {
+		if lo >= l.start && hi <= l.end && !l.ctx.isClosed() {
 			return true
 		}
 	}

@@ -48,13 +48,13 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
 	clear(b.data)
-	addLocked(b.p, bytes)
+	addLocked(ctx, b.p, bytes)
 	p, stat := b.p, ctx.counter(MemoryPinned)
 	b.stat = stat
 	stat.add(bytes)
 	b.arm(ctx, track.PinnedBuffer, runtime.AddCleanup(b, func(ctx *Context) {
 		stat.sub(bytes)
-		removeLocked(p)
+		removeLocked(ctx, p)
 		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(ctx.handle, p) })
 	}, ctx))
 	return b, nil
@@ -92,7 +92,7 @@ func (b *PinnedBuffer[T]) Free() error {
 		}
 		return check(op, driver.MemFreeHost(b.ctx.handle, b.p))
 	}, func() {
-		removeLocked(b.p)
+		removeLocked(b.ctx, b.p)
 		b.stat.sub(uintptr(len(b.data)) * sizeOf[T]())
 	})
 }
@@ -135,10 +135,10 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 		}
 		return nil, err
 	}
-	addLocked(r.p, bytes)
+	addLocked(ctx, r.p, bytes)
 	p, pinner := r.p, r.pinner
 	r.arm(ctx, track.Registered, runtime.AddCleanup(r, func(ctx *Context) {
-		removeLocked(p)
+		removeLocked(ctx, p)
 		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(ctx.handle, p) })
 		pinner.Unpin()
 	}, ctx))
@@ -164,7 +164,7 @@ func (r *Registered[T]) Close() error {
 	return r.close(op, "the registered memory", func() error {
 		return check(op, driver.MemHostUnregister(r.ctx.handle, r.p))
 	}, func() {
-		removeLocked(r.p)
+		removeLocked(r.ctx, r.p)
 		r.pinner.Unpin()
 	})
 }
