@@ -164,8 +164,9 @@ func TestFunctionAttributes(t *testing.T) {
 // namedFloat and namedUint are numbers of named types, which Launch
 // checks as the numbers they are.
 type (
-	namedFloat float32
-	namedUint  uint32
+	namedFloat   float32
+	namedUint    uint32
+	namedUintptr uintptr
 )
 
 func TestLaunchErrors(t *testing.T) {
@@ -200,6 +201,9 @@ func TestLaunchErrors(t *testing.T) {
 		{"negative shared memory", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, SharedMemBytes: -1, Stream: s}, []any{a, a, a, uint32(16)}, "shared memory"},
 		{"2 GiB of shared memory", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 16}, SharedMemBytes: 1 << 31, Stream: s}, []any{a, a, a, uint32(16)}, "cuLaunchKernel"},
 		{"named float type for an integer", ok, []any{a, a, a, namedFloat(16)}, "takes .u32"},
+		{"struct with a Go int", ok, []any{a, a, a, struct{ N int }{16}}, "struct { N int }.N is a Go int, which has no fixed C counterpart"},
+		{"array of Go uint", ok, []any{a, a, a, [1]uint{16}}, "[1]uint[0] is a Go uint"},
+		{"named Go uintptr", ok, []any{a, a, a, namedUintptr(16)}, "no fixed C counterpart"},
 		{"named integer type for an integer", ok, []any{a, a, a, namedUint(16)}, ""},
 		{"buffer of another context", ok, []any{a, a, ao, uint32(16)}, "argument 2 is a device buffer of another context"},
 		{"float for an integer", ok, []any{a, a, a, float32(16)}, "takes .u32"},

@@ -236,8 +236,8 @@ var paramBlocks = sync.Pool{New: func() any { return new(paramBlock) }}
 //   - arrays and structs of numbers pass by value, laid out as Go lays them
 //     out, which matches C for the same fields in the same order.
 //
-// Go's int, uint and uintptr have no fixed C counterpart and are refused:
-// use int32 or int64.
+// Go's int, uint and uintptr have no fixed C counterpart and are refused,
+// in arrays and structs too: use int32 or int64.
 //
 // What is checked before anything is launched (ErrInvalidValue otherwise):
 // the count of arguments and each one's size, where the driver describes
@@ -520,8 +520,14 @@ func (f *Function) checkKind(i int, float bool) error {
 }
 
 // checkNamedKind is checkKind for an argument of a named number type,
-// such as a type T float32; a struct or array is not checked.
+// such as a type T float32; a struct or array is not checked, nor a
+// Float16 or BFloat16 (a float's bits in a uint16, which PTX may declare
+// .f16, .b16 or .u16).
 func (f *Function) checkNamedKind(i int, a any) error {
+	switch a.(type) {
+	case Float16, BFloat16:
+		return nil
+	}
 	switch reflect.TypeOf(a).Kind() {
 	case reflect.Float32, reflect.Float64:
 		return f.checkKind(i, true)
@@ -643,6 +649,24 @@ func paramErr(op string, r driver.Status, kernel string) error {
 	return err
 }
 
+// unsized says where an array or struct holds a Go int, uint or uintptr,
+// refused as an argument is ("" where none).
+func unsized(t reflect.Type, path string) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Uint, reflect.Uintptr:
+		return fmt.Sprintf("%s is a Go %s, which has no fixed C counterpart: use a sized integer", path, t.Kind())
+	case reflect.Array:
+		return unsized(t.Elem(), path+"[0]")
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if why := unsized(t.Field(i).Type, path+"."+t.Field(i).Name); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
+
 // plainBytes returns the bytes and alignment of a number, or of an array or
 // struct of numbers, passed by value.
 func plainBytes(a any) ([]byte, uintptr, error) {
@@ -655,6 +679,9 @@ func plainBytes(a any) ([]byte, uintptr, error) {
 		return nil, 0, fmt.Errorf("bool: pass a uint8 or int32, as the kernel declares it")
 	}
 	if why := whyNotPlain(t, t.String(), false); why != "" {
+		return nil, 0, fmt.Errorf("%s", why)
+	}
+	if why := unsized(t, t.String()); why != "" {
 		return nil, 0, fmt.Errorf("%s", why)
 	}
 	if t.Size() == 0 {
