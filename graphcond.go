@@ -120,16 +120,17 @@ func (g *Graph) addConditional(op string, after []*GraphNode, c *GraphCondition,
 }
 
 // AddSetCondition adds a node that sets c to the first 32-bit word of
-// word, device memory the graph's nodes write the condition to. c must be
-// a condition of g or of the graph g is part of.
+// word, device memory the graph's nodes write the condition to (at least 4
+// bytes, 4-byte aligned). c must be a condition of g or of the graph g is
+// part of.
 func (g *Graph) AddSetCondition(after []*GraphNode, c *GraphCondition, word Memory) (*GraphNode, error) {
 	return g.addSetCondition("Graph.AddSetCondition", after, c, word, 0)
 }
 
 // AddCountDown adds a node that takes one from the first 32-bit word of
-// counter (not below 0) and sets c to the result: at the end of a While
-// node's body, a counter of k runs the body k times. c must be a condition
-// of g or of the graph g is part of.
+// counter (at least 4 bytes, 4-byte aligned; not below 0) and sets c to
+// the result: at the end of a While node's body, a counter of k runs the
+// body k times. c must be a condition of g or of the graph g is part of.
 func (g *Graph) AddCountDown(after []*GraphNode, c *GraphCondition, counter Memory) (*GraphNode, error) {
 	return g.addSetCondition("Graph.AddCountDown", after, c, counter, 1)
 }
@@ -144,8 +145,16 @@ func (g *Graph) addSetCondition(op string, after []*GraphNode, c *GraphCondition
 	if c.g.root() != g.root() {
 		return nil, errorf(op, ErrInvalidValue, "the condition is another graph's")
 	}
-	if word != nil && word.deviceBytes() < 4 {
+	if word == nil {
+		return nil, errorf(op, ErrInvalidValue, "nil word: the condition's word is 4 bytes of device memory")
+	}
+	if word.deviceBytes() < 4 {
 		return nil, errorf(op, ErrInvalidValue, "%d bytes: the condition's word needs 4", word.deviceBytes())
+	}
+	// The kernel reads (and counts down) a 32-bit word: a GPU faults on
+	// one that is not 4-byte aligned, which would end the context.
+	if p, _ := word.deviceMemory(); p%4 != 0 {
+		return nil, errorf(op, ErrInvalidValue, "the condition's word at %#x is not 4-byte aligned", uint64(p))
 	}
 	f, err := g.root().ctx.setConditionKernel(op)
 	if err != nil {

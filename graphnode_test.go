@@ -343,6 +343,9 @@ func TestGraphNodeErrors(t *testing.T) {
 	defer other.Close()
 	foreign := must(other.AddEmpty(nil))(t)
 	_, mem := must2(g.AddAlloc(nil, 64))(t)
+	cond := must(g.NewCondition(0))(t)
+	bytes := must(cuda.Alloc[byte](ctx, 16))(t)
+	defer bytes.Free()
 	for _, tt := range []struct {
 		name string
 		add  func() error
@@ -377,6 +380,15 @@ func TestGraphNodeErrors(t *testing.T) {
 			_, _, err = g.AddWhile(nil, c)
 			return err
 		}, "another graph"},
+		{"set-condition with no word", func() error { _, err := g.AddSetCondition(nil, cond, nil); return err }, "nil word"},
+		{"count-down on 2 bytes", func() error {
+			_, err := g.AddCountDown(nil, cond, must(bytes.Slice(0, 2))(t))
+			return err
+		}, "needs 4"},
+		{"set-condition on a misaligned word", func() error {
+			_, err := g.AddSetCondition(nil, cond, must(bytes.Slice(1, 5))(t))
+			return err
+		}, "not 4-byte aligned"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := must(g.Nodes())(t)
