@@ -152,6 +152,11 @@ func (b *DeviceBuffer[T]) WriteTo(w io.Writer) (int64, error) { return WriteTo(b
 // a stream made (and then closed) for the call.
 func withIO(op string, ctx *Context, c IOConfig, move func(*StagingBuffer, *Stream) error) (err error) {
 	sb, s := c.Staging, c.Stream
+	if s != nil {
+		if err := s.valid(op); err != nil { // a zero Stream
+			return err
+		}
+	}
 	if sb == nil {
 		if sb, err = ctx.takeIO(op); err != nil {
 			return err

@@ -234,6 +234,17 @@ func TestReadFromErrors(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// A zero Stream in the IOConfig is said to be one, not to be of
+	// another context.
+	zero := cuda.IOConfig{Staging: sb, Stream: &cuda.Stream{}}
+	for name, err := range map[string]error{
+		"ReadFrom on a zero stream": errOnly(cuda.ReadFrom(buf, bytes.NewReader(data), zero)),
+		"WriteTo on a zero stream":  errOnly(cuda.WriteTo(buf, &out, zero)),
+	} {
+		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "zero value") {
+			t.Errorf("%s: %v; want ErrInvalidValue saying the stream is a zero value", name, err)
+		}
+	}
 }
 
 func errOnly[T any](_ T, err error) error { return err }
