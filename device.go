@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gocuda/cuda/internal/driver"
 )
@@ -171,8 +172,8 @@ func (d Device) Attribute(a Attribute) (int, error) {
 	if err := d.valid(op); err != nil {
 		return 0, err
 	}
-	if a <= 0 {
-		return 0, errorf(op, ErrInvalidValue, "attribute %d does not exist", int(a))
+	if a <= 0 || a > math.MaxInt32 { // past int32, the driver's would be another
+		return 0, errorf(op, ErrInvalidValue, "attribute %v does not exist", a)
 	}
 	var v int32
 	if err := check(op, driver.DeviceGetAttribute(&v, driver.DeviceAttribute(a), d.handle)); err != nil {

@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"errors"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,9 +56,10 @@ func TestDeviceAttributes(t *testing.T) {
 	if ws, _ := dev.Attribute(cuda.AttrWarpSize); ws != 32 {
 		t.Errorf("warp size %d, want 32", ws)
 	}
-	for _, bad := range []cuda.Attribute{0, -1, 100000} {
-		if _, err := dev.Attribute(bad); !errors.Is(err, cuda.ErrInvalidValue) {
-			t.Errorf("Attribute(%d): %v, want ErrInvalidValue", bad, err)
+	// 1<<32 + 1 is MaxThreadsPerBlock's 1 in the driver's int32.
+	for _, bad := range []cuda.Attribute{0, -1, 100000, 1<<32 + 1, math.MinInt64 + 1} {
+		if _, err := dev.Attribute(bad); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), bad.String()) {
+			t.Errorf("Attribute(%d): %v, want ErrInvalidValue naming it", bad, err)
 		}
 	}
 	if _, err := cuda.ParseAttribute("NoSuchThing"); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "NoSuchThing") {

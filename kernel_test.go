@@ -148,6 +148,7 @@ func TestFunctionAttributes(t *testing.T) {
 		{"carveout below -1", cuda.FuncPreferredSharedCarveout, -2, false},
 		{"read-only attribute", cuda.FuncNumRegs, 8, false},
 		{"no such attribute", cuda.FunctionAttribute(-1), 0, false},
+		{"attribute past int32", cuda.FuncMaxDynamicSharedSize + 1<<32, 1024, false}, // 8 in the driver's int32
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := f.SetAttribute(tt.attr, tt.value)
@@ -156,8 +157,10 @@ func TestFunctionAttributes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := f.Attribute(cuda.FunctionAttribute(-1)); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "FunctionAttribute(-1)") {
-		t.Errorf("Attribute(-1): %v; want ErrInvalidValue naming the attribute", err)
+	for _, a := range []cuda.FunctionAttribute{-1, cuda.FuncNumRegs + 1<<32} {
+		if _, err := f.Attribute(a); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), a.String()) {
+			t.Errorf("Attribute(%d): %v; want ErrInvalidValue naming the attribute", a, err)
+		}
 	}
 }
 

@@ -66,6 +66,9 @@ func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 	if err := f.valid(op); err != nil {
 		return 0, err
 	}
+	if err := checkFuncAttr(op, a); err != nil {
+		return 0, err
+	}
 	if err := f.mod.enter(op); err != nil {
 		return 0, err
 	}
@@ -87,6 +90,9 @@ func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 	if err := f.valid(op); err != nil {
 		return err
 	}
+	if err := checkFuncAttr(op, a); err != nil {
+		return err
+	}
 	if (value < 0 && !(a == FuncPreferredSharedCarveout && value == -1)) || value > math.MaxInt32 {
 		return errorf(op, ErrInvalidValue, "kernel %s, attribute %v: value %d out of range", f.name, a, value)
 	}
@@ -97,6 +103,15 @@ func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 	if err := check(op, driver.FuncSetAttribute(f.mod.ctx.handle, f.handle, driver.FunctionAttribute(a), int32(value))); err != nil {
 		err.(*Error).Detail = fmt.Sprintf("kernel %s, attribute %v = %d", f.name, a, value)
 		return err
+	}
+	return nil
+}
+
+// checkFuncAttr refuses an attribute past int32, which the driver's
+// int32 would make another.
+func checkFuncAttr(op string, a FunctionAttribute) error {
+	if a < math.MinInt32 || a > math.MaxInt32 {
+		return errorf(op, ErrInvalidValue, "attribute %v does not exist", a)
 	}
 	return nil
 }
