@@ -10,44 +10,59 @@ import (
 // it until fn returns, and c held open (Close waits for fn). It is for
 // calling other CUDA libraries, which find the device through the current
 // context: the CUDA runtime, and so NCCL, cuBLAS or a cgo kernel library,
-// then use the same primary context as gocuda. gocuda's own calls work
-// inside fn too; once Close has been called on c they return ErrClosed at
-// once (Close waits for fn to return). fn must not close c itself: that
-// would wait for fn.
+// then use the same primary context as gocuda. Where another context was
+// current on the thread before, it is current again when Do returns, so
+// that a Do (or Stream.Do) of another context inside fn leaves c current
+// for the rest of fn. gocuda's own calls work inside fn too, but one on the
+// objects of another context may leave that context current: make fn's
+// library calls after it inside a Do of c. Once Close has been called on
+// c, gocuda's calls return ErrClosed at once (Close waits for fn to
+// return). fn must not close c itself: that would wait for fn.
 func (c *Context) Do(fn func() error) error {
 	const op = "Context.Do"
 	if fn == nil {
 		return errorf(op, ErrInvalidValue, "nil function")
 	}
-	if err := c.bindThread(op); err != nil {
+	prev, err := c.bindThread(op)
+	if err != nil {
 		return err
 	}
-	defer c.unbindThread()
+	defer c.unbindThread(prev)
 	return fn()
 }
 
 // bindThread is bind that always locks the OS thread and makes c current on
-// it, whatever the driver backend.
-func (c *Context) bindThread(op string) error {
-	if err := c.bind(op); err != nil {
-		return err
+// it, whatever the driver backend. It returns the context that was current
+// on the thread before, for unbindThread to make current again.
+func (c *Context) bindThread(op string) (prev driver.Context, err error) {
+	if c == nil {
+		return 0, errorf(op, ErrInvalidValue, "nil *Context")
 	}
-	if !driver.BindsInCall {
-		return nil // bind did both
+	if err := c.hold(op); err != nil {
+		return 0, err
 	}
 	runtime.LockOSThread()
-	if err := c.makeCurrent(op); err != nil {
-		c.unbindThread()
-		return err
+	st := driver.CtxGetCurrent(&prev)
+	if st.OK() && prev != c.handle {
+		st = driver.CtxSetCurrent(c.handle)
 	}
-	return nil
+	if err := check(op, st); err != nil {
+		runtime.UnlockOSThread()
+		c.life.Release()
+		return 0, err
+	}
+	return prev, nil
 }
 
-func (c *Context) unbindThread() {
-	if driver.BindsInCall {
-		runtime.UnlockOSThread()
+// unbindThread undoes bindThread, making prev current again where another
+// context (or none) was current before. A prev that can no longer be made
+// current, released since, stays as the driver left it.
+func (c *Context) unbindThread(prev driver.Context) {
+	if prev != 0 && prev != c.handle {
+		driver.CtxSetCurrent(prev)
 	}
-	c.unbind()
+	runtime.UnlockOSThread()
+	c.life.Release()
 }
 
 // Do queues work of another library on s: it runs fn as Context.Do does,
@@ -90,10 +105,11 @@ func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
 	}
 	defer releaseAll(held)
 	s.uses(allocs...)
-	if err := s.ctx.bindThread(op); err != nil {
+	prev, err := s.ctx.bindThread(op)
+	if err != nil {
 		return err
 	}
-	defer s.ctx.unbindThread()
+	defer s.ctx.unbindThread(prev)
 	if err := s.willQueue(op); err != nil {
 		return err
 	}

@@ -101,3 +101,43 @@ func TestStreamDo(t *testing.T) {
 		})
 	}
 }
+
+// TestDoNested: a Do of another context inside fn, Context.Do's or
+// Stream.Do's, leaves the outer context current again when it returns, so
+// that the rest of fn's library calls still find the outer one's device.
+func TestDoNested(t *testing.T) {
+	ctx0, ctx1 := twoContexts(t)
+	if ctx0 == nil {
+		return
+	}
+	s1 := cudatest.Stream(t, ctx1)
+	for _, tt := range []struct {
+		name  string
+		inner func() error
+	}{
+		{"Context.Do", func() error {
+			return ctx1.Do(func() error {
+				if !cuda.IsCurrent(ctx1) {
+					t.Error("the inner context is not current inside the inner Do")
+				}
+				return nil
+			})
+		}},
+		{"Stream.Do", func() error { return s1.Do(func(uintptr) error { return nil }) }},
+		{"a Do that fails", func() error { return ctx1.Do(func() error { return errors.New("inner") }) }},
+		{"a Do of the same context", func() error { return ctx0.Do(func() error { return nil }) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ctx0.Do(func() error {
+				tt.inner()
+				if !cuda.IsCurrent(ctx0) {
+					t.Errorf("after %s of another context inside Do, the outer context is no longer current", tt.name)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
