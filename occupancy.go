@@ -61,17 +61,18 @@ func checkOccupancyArgs(op string, blockSize, sharedMem int) error {
 // SuggestBlockSize returns the block size, of at most maxBlockSize threads
 // (0: as many as the kernel and the device allow), that keeps the most of
 // the kernel's threads resident when each block has dynamicSharedMem
-// bytes of dynamic shared memory (cuOccupancyMaxPotentialBlockSize).
+// bytes of dynamic shared memory (cuOccupancyMaxPotentialBlockSize). Where
+// no block fits with that much, it is the zero Occupancy, without error.
 func (f *Function) SuggestBlockSize(dynamicSharedMem, maxBlockSize int) (Occupancy, error) {
 	const op = "Function.SuggestBlockSize"
 	if err := f.valid(op); err != nil {
 		return Occupancy{}, err
 	}
+	if maxBlockSize < 0 || maxBlockSize > math.MaxInt32 {
+		return Occupancy{}, errorf(op, ErrInvalidValue, "block size limit %d: want 0 (none) to %d", maxBlockSize, math.MaxInt32)
+	}
 	if err := checkOccupancyArgs(op, max(maxBlockSize, 1), dynamicSharedMem); err != nil {
 		return Occupancy{}, err
-	}
-	if maxBlockSize < 0 {
-		return Occupancy{}, errorf(op, ErrInvalidValue, "block size limit %d: want 0 (none) or more", maxBlockSize)
 	}
 	if err := f.mod.enter(op); err != nil {
 		return Occupancy{}, err

@@ -104,6 +104,9 @@ func TestOccupancy(t *testing.T) {
 	if room, err := f.AvailableDynamicSharedMem(64, 1024); err == nil {
 		t.Errorf("room for 64 blocks of 1024 threads on a multiprocessor: %d bytes, want an error", room)
 	}
+	if _, err := f.SuggestBlockSize(0, 1<<40); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "block size limit 1099511627776") {
+		t.Errorf("SuggestBlockSize(0, 1<<40): %v; want ErrInvalidValue naming the limit", err)
+	}
 	for name, err := range map[string]error{
 		"MaxActiveBlocks(0, 0)":               second(f.MaxActiveBlocks(0, 0)),
 		"MaxActiveBlocks(64, -1)":             second(f.MaxActiveBlocks(64, -1)),
