@@ -498,7 +498,7 @@ func (b *DeviceBuffer[T]) Slice(off, n int) (*DeviceBuffer[T], error) {
 	case off < 0 || n < 0:
 		return nil, errorf(op, ErrInvalidValue, "offset %d and length %d: both must be zero or more", off, n)
 	case off > b.n || n > b.n-off:
-		return nil, errorf(op, ErrInvalidValue, "elements %d to %d (offset %d, length %d) are out of range of a buffer of %d", off, off+n, off, n, b.n)
+		return nil, errorf(op, ErrInvalidValue, "elements %d to %d (offset %d, length %d) are out of range of a buffer of %d", off, uint64(off)+uint64(n), off, n, b.n)
 	}
 	return &DeviceBuffer[T]{mem: b.mem, ptr: b.ptr + driver.DevicePtr(uintptr(off)*sizeOf[T]()), n: n}, nil
 }

@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -226,9 +227,15 @@ func TestSliceAndView(t *testing.T) {
 	if sl.Ptr() != b.Ptr()+400 {
 		t.Errorf("slice pointer %#x, want owner + 400", sl.Ptr())
 	}
-	for _, r := range [][2]int{{-1, 1}, {0, 1001}, {1000, 1}, {999, 2}, {5, -1}} {
-		if _, err := b.Slice(r[0], r[1]); !errors.Is(err, cuda.ErrInvalidValue) {
+	for _, r := range [][2]int{{-1, 1}, {0, 1001}, {1000, 1}, {999, 2}, {5, -1}, {1, math.MaxInt}, {math.MaxInt, math.MaxInt}} {
+		_, err := b.Slice(r[0], r[1])
+		if !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("Slice(%d, %d): %v; want ErrInvalidValue", r[0], r[1], err)
+		}
+		// The range named is the one asked for, even where its end
+		// passes MaxInt.
+		if end := fmt.Sprint(uint64(r[0]) + uint64(r[1])); r[0] >= 0 && r[1] >= 0 && !strings.Contains(err.Error(), " to "+end+" ") {
+			t.Errorf("Slice(%d, %d): %v; want it to name elements %d to %s", r[0], r[1], err, r[0], end)
 		}
 	}
 	if empty, err := b.Slice(1000, 0); err != nil || empty.Len() != 0 || empty.CopyToHost(nil) != nil {
