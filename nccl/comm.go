@@ -501,7 +501,8 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 // together, so that one goroutine can drive several ranks. The group ends
 // even when fn fails; Group returns fn's error, and ncclGroupEnd's. NCCL
 // queues the group's work when it ends: free no buffer passed to a
-// collective in fn before Group returns.
+// collective in fn before Group returns. A panic of fn ends the group too,
+// then goes on.
 func Group(fn func() error) error { return group("Group", fn) }
 
 // group is Group for op.
@@ -519,7 +520,17 @@ func group(op string, fn func() error) error {
 	if err := check(op, "ncclGroupStart", clib.GroupStart()); err != nil {
 		return err
 	}
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked: end NCCL's group of this thread all the same,
+			// as for an fn that fails, or every later NCCL call on the
+			// thread would be grouped, and queued by no ncclGroupEnd.
+			clib.GroupEnd()
+		}
+	}()
 	ferr := fn()
+	returned = true
 	eerr := check(op, "ncclGroupEnd", clib.GroupEnd())
 	if errors.Is(eerr, ResultInProgress) {
 		// The group's non-blocking communicators are in progress: its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -735,4 +736,43 @@ func TestEmpty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGroupPanic: a Group whose fn panics still ends NCCL's group of the
+// thread before the panic goes on, as one whose fn fails does: otherwise
+// every later call on that OS thread would be grouped, queued by no
+// ncclGroupEnd. Seen on a non-blocking communicator, whose grouped work
+// NCCL holds until the group ends.
+func TestGroupPanic(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	c := must(nccl.NewCommContext(context.Background(), ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+	defer c.Close()
+	src := must(cuda.FromHost(ctx, []int32{1, 2, 3}))(t)
+	defer src.Free()
+	dst := must(cuda.Alloc[int32](ctx, 3))(t)
+	defer dst.Free()
+	done := make(chan error)
+	go func() {
+		// NCCL's group is the thread's: stay on one.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("the panic of fn did not come through Group")
+				}
+			}()
+			nccl.Group(func() error { panic("fn panics") })
+		}()
+		done <- nccl.Group(func() error { return nccl.AllReduce(c, dst, src, nccl.Sum, s) })
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "dst", cudatest.Download(t, dst), []int32{1, 2, 3})
 }
