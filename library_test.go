@@ -216,6 +216,18 @@ func TestLibraryErrors(t *testing.T) {
 	if _, err := lib.Module(nil); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Module(nil): %v", err)
 	}
+	// Names the library lacks, short and as long as C++'s mangled ones.
+	m := must(lib.Module(ctx))(t)
+	for _, name := range []string{"no_such_kernel", strings.Repeat("_ZN5outer", 12)} {
+		_, err := m.Function(name)
+		if !errors.Is(err, cuda.ErrInvalidValue) || !errors.Is(err, cuda.Result(500)) || !strings.Contains(err.Error(), "no kernel named") {
+			t.Errorf("Function(%q): %v; want CUDA_ERROR_NOT_FOUND, ErrInvalidValue, saying so", name, err)
+		}
+		_, err = cuda.Global[uint32](m, name)
+		if !errors.Is(err, cuda.ErrInvalidValue) || !errors.Is(err, cuda.Result(500)) || !strings.Contains(err.Error(), "no global named") {
+			t.Errorf("Global(%q): %v; want CUDA_ERROR_NOT_FOUND, ErrInvalidValue, saying so", name, err)
+		}
+	}
 }
 
 // A library loaded once, its kernel launched in a context.

@@ -740,7 +740,7 @@ static int has_entry(const char *text, const char *name) {
 EXPORT CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name) {
 	FAULT("cuLibraryGetKernel");
 	REQUIRE_INIT();
-	if (!pk || !name || strlen(name) >= 64) return INVALID_VALUE;
+	if (!pk || !name) return INVALID_VALUE;
 	CUresult r = NOT_FOUND;
 	pthread_mutex_lock(&mu);
 	if (library_live(l) && (r = check_image(l->text, 0, NULL, NULL)) != SUCCESS) {
