@@ -165,6 +165,15 @@ func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
 	if sb.usable() && sb.mem.Len() >= bytes {
 		return nil
 	}
+	// A context that cannot allocate is refused before the memory held
+	// is discarded.
+	if ctx == nil {
+		return errorf(op, ErrInvalidValue, "nil *Context")
+	}
+	if err := ctx.hold(op); err != nil {
+		return err
+	}
+	ctx.life.Release()
 	if err := sb.freeMem(); err != nil {
 		return err
 	}

@@ -76,6 +76,18 @@ func TestStagingReserve(t *testing.T) {
 			t.Errorf("Reserve(%d): %v", bad, err)
 		}
 	}
+	// A context that cannot allocate is refused before the memory held is
+	// discarded.
+	closed := must(cuda.NewContext(ctx.Device()))(t)
+	closed.Close()
+	for name, c := range map[string]*cuda.Context{"nil": nil, "zero": {}, "closed": closed} {
+		if err := sb.Reserve(c, 1<<20); err == nil {
+			t.Errorf("Reserve in a %s context succeeded", name)
+		}
+		if sb.Capacity() != 128<<10 {
+			t.Errorf("Reserve in a %s context: capacity %d; want the 128 KiB held", name, sb.Capacity())
+		}
+	}
 	if sb.Capacity() != 128<<10 {
 		t.Error("a failed Reserve changed the capacity")
 	}
