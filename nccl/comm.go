@@ -173,6 +173,9 @@ func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 	if err := open(op); err != nil {
 		return nil, err
 	}
+	if err := checkID(op, id); err != nil {
+		return nil, err
+	}
 	// NCCL reads the id while the call runs: on the heap, it cannot move.
 	idp, handle := new(UniqueID), new(clib.Comm)
 	*idp = id
@@ -183,6 +186,15 @@ func NewComm(ctx *cuda.Context, id UniqueID, nranks, rank int) (*Comm, error) {
 		return nil, err
 	}
 	return newComm(ctx, *handle, rank, nranks, false), nil
+}
+
+// checkID refuses the zero UniqueID, which names no rank 0 to meet: NCCL
+// would look for one at no address.
+func checkID(op string, id UniqueID) error {
+	if id == (UniqueID{}) {
+		return errorf(op, cuda.ErrInvalidValue, "a zero UniqueID: rank 0 makes one with NewUniqueID and hands it to the others")
+	}
+	return nil
 }
 
 // checkRank checks the arguments that make one rank of a communicator.
@@ -238,6 +250,9 @@ func NewCommContext(ctx context.Context, cc *cuda.Context, id UniqueID, nranks, 
 		return nil, errorf(op, err, "done before the initialization began")
 	}
 	if err := open(op); err != nil {
+		return nil, err
+	}
+	if err := checkID(op, id); err != nil {
 		return nil, err
 	}
 	// NCCL reads the id and the configuration while the call runs: on the

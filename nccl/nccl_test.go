@@ -378,6 +378,9 @@ func TestArgumentErrors(t *testing.T) {
 		{"Comm.Register", errOf(closedComm.Register(a)), closed, "the communicator is closed"},
 		{"Comm.Wait", c.Wait(nil, s), inval, "nil context.Context"}, //nolint:staticcheck // a nil context is what is tried
 		{"Comm.Split", errOf(c.Split(-2, 0)), inval, "color -2"},
+		{"Comm.Register", errOf(c.Register(foreign)), inval, "buf belongs to another context than the communicator's rank"},
+		{"NewComm", errOf(nccl.NewComm(ctx, nccl.UniqueID{}, 1, 0)), inval, "a zero UniqueID"},
+		{"NewCommContext", errOf(nccl.NewCommContext(context.Background(), ctx, nccl.UniqueID{}, 1, 0)), inval, "a zero UniqueID"},
 		{"AllReduce", nccl.AllReduce(c, lo, hi, nccl.Sum, s), inval, "dst and src overlap: in place, they are the same buffer"},
 		{"Broadcast", nccl.Broadcast(c, hi, lo, 0, s), inval, "dst and src overlap"},
 		{"Reduce", nccl.Reduce(c, lo, hi, nccl.Sum, 0, s), inval, "dst and src overlap"},

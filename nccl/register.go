@@ -40,6 +40,9 @@ func (c *Comm) Register(buf cuda.Memory) (*Registration, error) {
 	if !has("ncclCommRegister") || !has("ncclCommDeregister") {
 		return nil, check(op, "ncclCommRegister", clib.Missing)
 	}
+	if b, ok := buf.(interface{ Context() *cuda.Context }); ok && b.Context() != nil && b.Context() != c.ctx {
+		return nil, errorf(op, cuda.ErrInvalidValue, "buf belongs to another context than the communicator's rank")
+	}
 	ptr, bytes, release, err := uses.Acquire(op, buf)
 	if err != nil {
 		return nil, err
