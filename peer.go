@@ -122,7 +122,7 @@ func (p PeerPath) String() string {
 // CopyPeer copies src, in one context, into dst, in another (of another
 // device), and returns once the copy is done, and which way it went: direct
 // where dst's context has peer access to src's, else staged through host
-// memory by the driver.
+// memory by the driver. The two have the same length and may not overlap.
 func CopyPeer[T any](dst, src *DeviceBuffer[T]) (PeerPath, error) {
 	return copyPeer("CopyPeer", dst, src, nil)
 }
@@ -146,6 +146,17 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 	}
 	if err := dst.lengthsMatch(op, "src", src.n); err != nil {
 		return 0, err
+	}
+	// Compared by address: contexts of one device share its addresses,
+	// and with unified addressing no two devices' memory overlaps.
+	if dst.n > 0 {
+		lo, hi := dst.ptr, src.ptr
+		if hi < lo {
+			lo, hi = hi, lo
+		}
+		if uint64(hi-lo) < uint64(dst.ByteSize()) {
+			return 0, errorf(op, ErrInvalidValue, "source and destination overlap")
+		}
 	}
 	dctx, sctx := dst.mem.ctx, src.mem.ctx
 	if s != nil && s.ctx != dctx {

@@ -94,13 +94,16 @@ func TestPeerErrors(t *testing.T) {
 	defer b.Free()
 	s0 := cudatest.Stream(t, ctx0)
 	wantErrors(t, cuda.ErrInvalidValue, map[string]error{
-		"same device":          ctx0.EnablePeerAccess(other),
-		"nil peer":             ctx0.EnablePeerAccess(nil),
-		"nil context":          (*cuda.Context)(nil).DisablePeerAccess(ctx1),
-		"length mismatch":      second(cuda.CopyPeer(a, b)),
-		"nil buffer":           second(cuda.CopyPeer[float32](nil, b)),
-		"stream of the source": second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, s0)),
-		"nil stream":           second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, nil)),
+		"same device":           ctx0.EnablePeerAccess(other),
+		"nil peer":              ctx0.EnablePeerAccess(nil),
+		"nil context":           (*cuda.Context)(nil).DisablePeerAccess(ctx1),
+		"length mismatch":       second(cuda.CopyPeer(a, b)),
+		"nil buffer":            second(cuda.CopyPeer[float32](nil, b)),
+		"stream of the source":  second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, s0)),
+		"nil stream":            second(cuda.CopyPeerAsync(must(b.Slice(0, 8))(t), a, nil)),
+		"overlap":               second(cuda.CopyPeer(must(a.Slice(0, 4))(t), must(a.Slice(2, 4))(t))),
+		"overlap, asynchronous": second(cuda.CopyPeerAsync(must(a.Slice(3, 4))(t), must(a.Slice(1, 4))(t), s0)),
+		"one buffer":            second(cuda.CopyPeer(a, a)),
 	})
 	// A zero or closed context is named as such, before the two devices
 	// are compared (a zero Context's device reads as device 0).
