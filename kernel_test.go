@@ -700,3 +700,40 @@ func TestModuleNames(t *testing.T) {
 		})
 	}
 }
+
+// TestPTXTextLaunchIgnores: the driver reads PTX up to its first NUL,
+// and skips comments; so does what Launch learns of a kernel's parameters
+// from the text. An entry after the NUL or in a comment, never loaded,
+// says nothing of the kernel loaded under its name (here on a driver that
+// cannot describe the kernel, where the PTX text is all Launch knows).
+func TestPTXTextLaunchIgnores(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	ptx := must(os.ReadFile("testdata/kernels.ptx"))(t)
+	const other = ".visible .entry saxpy(.param .u32 n)\n{\n}\n"
+	x := must(cuda.Alloc[float32](ctx, 4))(t)
+	defer x.Free()
+	for _, tt := range []struct{ name, after string }{
+		{"after the NUL", "\x00\n" + other},
+		{"in a line comment", "\n// " + other},
+		{"in a block comment", "\n/* " + other + " */\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			image := append(append([]byte(nil), ptx...), tt.after...)
+			m := must(ctx.LoadModule(image))(t)
+			defer m.Close()
+			saxpy := must(m.Function("saxpy"))(t)
+			f.Fail("cuFuncGetParamCount", 1, 801)
+			if err := saxpy.Launch(cuda.LaunchConfigFor(4, s), float32(2), x, x, uint32(4)); err != nil {
+				t.Fatalf("saxpy as loaded: %v", err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -16,11 +16,15 @@ type ptxParam struct {
 }
 
 // parsePTXParams returns the parameters of each kernel (.entry) in PTX
-// text. A kernel whose declaration it cannot read is left out: a kernel
-// not in the map is checked only as far as the driver can say.
+// text, up to its first NUL, where the driver stops reading. A kernel
+// whose declaration it cannot read is left out: a kernel not in the map
+// is checked only as far as the driver can say.
 func parsePTXParams(ptx []byte) map[string][]ptxParam {
 	kernels := map[string][]ptxParam{}
-	text := string(bytes.TrimRight(ptx, "\x00"))
+	if i := bytes.IndexByte(ptx, 0); i >= 0 {
+		ptx = ptx[:i]
+	}
+	text := stripComments(string(ptx))
 	for {
 		i := strings.Index(text, ".entry")
 		if i < 0 {
@@ -43,6 +47,39 @@ func parsePTXParams(ptx []byte) map[string][]ptxParam {
 		}
 		text = text[open+closeAt:]
 	}
+}
+
+// stripComments returns PTX text with its comments, // to the end of the
+// line and /* to */, made spaces (PTX has no string literals to hold them).
+func stripComments(text string) string {
+	if !strings.Contains(text, "/") {
+		return text
+	}
+	b := []byte(text)
+	for i := 0; i+1 < len(b); i++ {
+		var end string
+		switch {
+		case b[i] == '/' && b[i+1] == '/':
+			end = "\n"
+		case b[i] == '/' && b[i+1] == '*':
+			end = "*/"
+		default:
+			continue
+		}
+		j := bytes.Index(b[i+2:], []byte(end))
+		stop := len(b) // an unclosed comment runs to the end
+		if j >= 0 {
+			stop = i + 2 + j + len(end)
+			if end == "\n" {
+				stop-- // keep the line's end
+			}
+		}
+		for k := i; k < stop; k++ {
+			b[k] = ' '
+		}
+		i = stop - 1
+	}
+	return string(b)
 }
 
 func parseParamList(list string) ([]ptxParam, bool) {
