@@ -25,6 +25,11 @@
 // cuFFT's own plans keep theirs): an execution allocates nothing, and can
 // be captured into a CUDA graph, which then keeps the work area alive.
 //
+// Any element-aligned buffer may be given, slices included. cuFFT itself
+// refuses a real buffer that is not aligned as a complex number (a float32
+// slice that starts at an odd element): such a buffer is copied through
+// stream-ordered scratch memory of its length, on the plan's stream.
+//
 // The library is looked for as libcufft.so.12, libcufft.so.11 and
 // libcufft.so on the loader's path, in /usr/local/cuda, and in the folders
 // of NVIDIA's Python wheels (nvidia/cu13, nvidia/cufft); GOCUDA_LIBCUFFT

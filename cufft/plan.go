@@ -362,7 +362,7 @@ func exec[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *
 // turn, on p's stream, with the work area held. inPlace says the
 // transform may be in place (dst == src).
 func run[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *cuda.DeviceBuffer[I], inPlace bool,
-	transform func(h clib.Handle, in, out uintptr) error) error {
+	transform func(h clib.Handle, in, out uintptr) error) (err error) {
 	if err := p.valid(op); err != nil {
 		return err
 	}
@@ -401,7 +401,28 @@ func run[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *c
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return named(op, p.stream.Do(func(uintptr) error {
-		return transform(p.raw.h, uintptr(src.Ptr()), uintptr(dst.Ptr()))
-	}, src, dst, p.work))
+	in, out := src, dst
+	if (t == R2C || t == D2Z) && !alignedForComplex(src) {
+		tmp, serr := scratchLike(src, p.stream, true)
+		if serr != nil {
+			return named(op, serr)
+		}
+		defer func() { err = errors.Join(err, named(op, freeScratch(tmp))) }()
+		in = tmp
+	}
+	if (t == C2R || t == Z2D) && !alignedForComplex(dst) {
+		tmp, serr := scratchLike(dst, p.stream, false)
+		if serr != nil {
+			return named(op, serr)
+		}
+		defer func() { err = errors.Join(err, named(op, freeScratch(tmp))) }()
+		out = tmp
+	}
+	err = named(op, p.stream.Do(func(uintptr) error {
+		return transform(p.raw.h, uintptr(in.Ptr()), uintptr(out.Ptr()))
+	}, in, out, p.work))
+	if err == nil && out != dst {
+		err = named(op, dst.CopyFromDeviceAsync(out, p.stream))
+	}
+	return err
 }

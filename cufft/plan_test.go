@@ -678,7 +678,9 @@ func withWorkArea(t *testing.T, plan func(n int) (*cufft.Plan, error)) (*cufft.P
 // TestUnalignedBuffers: transforms of buffers that start one element into
 // their allocations (DeviceBuffer.Slice) give what buffers of their own
 // give, in place and out of place, and write nothing around them: cuFFT
-// takes any element-aligned buffer, or the package must.
+// refuses a real buffer not aligned as a complex number (R2C from a float32
+// slice one element in: CUFFT_INVALID_VALUE on the H100), and the package
+// takes any element-aligned buffer.
 func TestUnalignedBuffers(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)
@@ -726,6 +728,38 @@ func TestUnalignedBuffers(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkOffset(t, "R2C", cudatest.Download(t, hout), cudatest.Download(t, wantHalf))
+			// C2R into a real buffer one element in; cuFFT uses its input
+			// as scratch, so each call gets a copy of the spectrum.
+			c2r := must(cufft.NewPlan(s, cufft.C2R, sh.shape, sh.batch))(t)
+			defer c2r.Close()
+			spectrum := cudatest.Download(t, wantHalf)
+			wantReal := must(cuda.Alloc[float32](ctx, n))(t)
+			defer wantReal.Free()
+			if err := c2r.ExecC2R(wantReal, cudatest.Upload(t, ctx, spectrum)); err != nil {
+				t.Fatal(err)
+			}
+			rout := offsetCopy(t, ctx, make([]float32, n))
+			if err := c2r.ExecC2R(must(rout.Slice(1, n))(t), cudatest.Upload(t, ctx, spectrum)); err != nil {
+				t.Fatal(err)
+			}
+			checkOffset(t, "C2R", asComplex64(cudatest.Download(t, rout)), asComplex64(cudatest.Download(t, wantReal)))
+			// D2Z from a float64 buffer one element in.
+			d2z := must(cufft.NewPlan(s, cufft.D2Z, sh.shape, sh.batch))(t)
+			defer d2z.Close()
+			re64 := make([]float64, n)
+			for i, v := range re {
+				re64[i] = float64(v)
+			}
+			wantZ := must(cuda.Alloc[complex128](ctx, half))(t)
+			defer wantZ.Free()
+			if err := d2z.ExecD2Z(wantZ, cudatest.Upload(t, ctx, re64)); err != nil {
+				t.Fatal(err)
+			}
+			rin64, zout := offsetCopy(t, ctx, re64), offsetCopy(t, ctx, make([]complex128, half))
+			if err := d2z.ExecD2Z(must(zout.Slice(1, half))(t), must(rin64.Slice(1, n))(t)); err != nil {
+				t.Fatal(err)
+			}
+			checkOffset(t, "D2Z", asComplex64(cudatest.Download(t, zout)), asComplex64(cudatest.Download(t, wantZ)))
 		})
 	}
 }
@@ -734,6 +768,20 @@ func TestUnalignedBuffers(t *testing.T) {
 func offsetCopy[T any](t *testing.T, ctx *cuda.Context, v []T) *cuda.DeviceBuffer[T] {
 	t.Helper()
 	return cudatest.Upload(t, ctx, append(append(make([]T, 1, len(v)+2), v...), *new(T)))
+}
+
+// asComplex64 returns v's elements as complex64s, for checkOffset.
+func asComplex64[T float32 | complex128](v []T) []complex64 {
+	out := make([]complex64, len(v))
+	for i, x := range v {
+		switch x := any(x).(type) {
+		case float32:
+			out[i] = complex(x, 0)
+		case complex128:
+			out[i] = complex64(x)
+		}
+	}
+	return out
 }
 
 // checkOffset checks that got is want one element in, with zeros around.
