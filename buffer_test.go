@@ -804,11 +804,12 @@ func TestCopyOverlap(t *testing.T) {
 	}
 }
 
-// TestPageLockedAfterContextClose: memory a closed context page-locked is
-// ordinary memory again (the driver unlocked it with the context), and a
-// transfer treats it as such: Upload pipelines it rather than handing it to
-// the DMA engine as locked. Freeing a pinned buffer of a closed context
-// leaves locked the memory a later allocation got at its address.
+// TestPageLockedAfterContextClose: memory page-locked through a Context
+// since closed counts as ordinary memory (the driver unlocks it at the
+// primary context's last release, which gocuda cannot see), and a transfer
+// treats it as such: Upload pipelines it rather than handing it to the DMA
+// engine as locked. Freeing a pinned buffer of a closed context leaves
+// locked the memory a later allocation got at its address.
 func TestPageLockedAfterContextClose(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)

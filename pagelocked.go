@@ -16,8 +16,11 @@ var hostLocks struct {
 	ranges atomic.Pointer[[]lockedRange]
 }
 
-// lockedRange is memory page-locked in ctx: ordinary memory again once ctx
-// is closed, which releases it in the driver.
+// lockedRange is memory page-locked in ctx. Once ctx is closed gocuda no
+// longer knows whether the driver still holds it locked (it does until the
+// primary context's last release, which another Context may hold back), so
+// it counts as ordinary memory: a transfer of ordinary memory is ordered
+// and staged as locked memory needs none to be, never the reverse.
 type lockedRange struct {
 	start, end uintptr
 	ctx        *Context
