@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,7 +24,9 @@ const (
 )
 
 // serve is rank 0's side: it listens on j.Addr's port, on every interface,
-// and answers each rank's hello until all have the id.
+// and answers each rank's hello until all have the id. Each connection is
+// answered on a goroutine of its own, so that one that says nothing (a
+// port scan, a health check) holds up no rank meanwhile.
 func serve(ctx context.Context, j Job, id ID) error {
 	_, port, _ := net.SplitHostPort(j.Addr)
 	var lc net.ListenConfig
@@ -32,60 +35,112 @@ func serve(ctx context.Context, j Job, id ID) error {
 		return failed(ctx, "rank 0 cannot listen on port %s: %v", port, err)
 	}
 	defer ln.Close()
-	// Close the listener when ctx ends, which ends Accept.
+	// Close the listener when ctx ends, which ends Accept, and cut the
+	// connections still being answered once every rank has the id.
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	served := make([]bool, j.Size)
-	served[0] = true
-	left := j.Size - 1
-	for left > 0 {
+	// Answers still under way end (cancel) before serve waits for them.
+	var answering sync.WaitGroup
+	defer answering.Wait()
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &ranks{served: make([]bool, j.Size), left: j.Size - 1}
+	r.served[0] = true
+	for {
 		conn, err := ln.Accept()
 		if err != nil {
+			if r.done() {
+				return nil // the last rank's answer closed the listener
+			}
 			if ctx.Err() != nil {
-				return failed(ctx, "rank 0 at %s: ranks %s did not come within the time given", j.Addr, missing(served))
+				return failed(ctx, "rank 0 at %s: ranks %s did not come within the time given", j.Addr, r.missing())
 			}
 			return failed(ctx, "rank 0 at %s: %v", j.Addr, err)
 		}
-		if rank, ok := answer(ctx, conn, j.Size, served, id); ok {
-			served[rank] = true
-			left--
-		}
+		answering.Go(func() {
+			if answer(actx, conn, j.Size, r, id) && r.done() {
+				cancel()
+				ln.Close()
+			}
+		})
 	}
-	return nil
+}
+
+// ranks is which ranks rank 0 has served, under mu.
+type ranks struct {
+	mu     sync.Mutex
+	served []bool
+	left   int
+}
+
+// take claims rank for a connection, or says why it cannot have it.
+func (r *ranks) take(rank, theirs int) (reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	size := len(r.served)
+	switch {
+	case theirs != size:
+		return fmt.Sprintf("rank %d was told the job has %d ranks; rank 0 was told %d", rank, theirs, size)
+	case rank <= 0 || rank >= size:
+		return fmt.Sprintf("rank %d out of range [1, %d)", rank, size)
+	case r.served[rank]:
+		return fmt.Sprintf("rank %d came twice", rank)
+	}
+	r.served[rank] = true
+	r.left--
+	return ""
+}
+
+// giveBack undoes take for a rank that died before it had the id: it may
+// come again.
+func (r *ranks) giveBack(rank int) {
+	r.mu.Lock()
+	r.served[rank] = false
+	r.left++
+	r.mu.Unlock()
+}
+
+// done reports whether every rank has the id.
+func (r *ranks) done() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.left == 0
+}
+
+// missing lists the ranks not served, the first few.
+func (r *ranks) missing() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return missing(r.served)
 }
 
 // answer reads one hello from conn and sends the id, or the reason it is
-// refused. It reports the rank served.
-func answer(ctx context.Context, conn net.Conn, size int, served []bool, id ID) (int, bool) {
+// refused. It reports whether it served a rank.
+func answer(ctx context.Context, conn net.Conn, size int, r *ranks, id ID) bool {
 	defer conn.Close()
-	// A rank that connects and says nothing must not hold up the others.
+	// A rank that connects and says nothing is let go after a while, or
+	// when ctx ends.
 	conn.SetDeadline(within(ctx, 10*time.Second))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
 	hello := make([]byte, len(magic)+8)
 	if _, err := io.ReadFull(conn, hello); err != nil || string(hello[:len(magic)]) != magic {
-		return 0, false // not a rank of ours, or it died: wait for another
+		return false // not a rank of ours, or it died: wait for another
 	}
 	rank := int(binary.BigEndian.Uint32(hello[len(magic):]))
 	theirs := int(binary.BigEndian.Uint32(hello[len(magic)+4:]))
-	var reason string
-	switch {
-	case theirs != size:
-		reason = fmt.Sprintf("rank %d was told the job has %d ranks; rank 0 was told %d", rank, theirs, size)
-	case rank <= 0 || rank >= size:
-		reason = fmt.Sprintf("rank %d out of range [1, %d)", rank, size)
-	case served[rank]:
-		reason = fmt.Sprintf("rank %d came twice", rank)
-	}
-	if reason != "" {
+	if reason := r.take(rank, theirs); reason != "" {
 		if len(reason) > 255 {
 			reason = reason[:255]
 		}
 		conn.Write(append([]byte{statusRefused, byte(len(reason))}, reason...))
-		return 0, false
+		return false
 	}
 	if _, err := conn.Write(append([]byte{statusOK}, id[:]...)); err != nil {
-		return 0, false // it died before reading: it may come again
+		r.giveBack(rank) // it died before reading: it may come again
+		return false
 	}
-	return rank, true
+	return true
 }
 
 // missing lists the ranks not served, the first few.

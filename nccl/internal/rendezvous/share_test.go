@@ -2,11 +2,14 @@ package rendezvous_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,6 +106,81 @@ func TestFailures(t *testing.T) {
 		}
 		if err0 != nil || right != nil {
 			t.Fatalf("after the refusal: rank 0 %v, rank 1 %v", err0, right)
+		}
+	})
+	t.Run("a rank comes twice", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		addr := freeAddr(t)
+		var wg sync.WaitGroup
+		var err0 error
+		wg.Go(func() {
+			_, err0 = rendezvous.Share(ctx, rendezvous.Job{Rank: 0, Size: 3, Addr: addr}, defaultTimeout, newID)
+		})
+		_, first := rendezvous.Share(ctx, rendezvous.Job{Rank: 1, Size: 3, Addr: addr}, defaultTimeout, newID)
+		_, again := rendezvous.Share(ctx, rendezvous.Job{Rank: 1, Size: 3, Addr: addr}, defaultTimeout, newID)
+		_, last := rendezvous.Share(ctx, rendezvous.Job{Rank: 2, Size: 3, Addr: addr}, defaultTimeout, newID)
+		wg.Wait()
+		if first != nil || last != nil || err0 != nil {
+			t.Fatalf("ranks 1, 2 and 0: %v, %v, %v", first, last, err0)
+		}
+		wantFailed(t, again, "refused rank 1: rank 1 came twice", nil)
+	})
+	t.Run("a hello of rank 0 or out of range", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		addr := freeAddr(t)
+		var wg sync.WaitGroup
+		var err0 error
+		wg.Go(func() {
+			_, err0 = rendezvous.Share(ctx, rendezvous.Job{Rank: 0, Size: 2, Addr: addr}, defaultTimeout, newID)
+		})
+		for _, rank := range []uint32{0, 2, 1 << 31} {
+			if got, want := rawHello(t, ctx, addr, rank, 2), fmt.Sprintf("rank %d out of range [1, 2)", int(rank)); got != want {
+				t.Errorf("hello of rank %d: refused with %q, want %q", rank, got, want)
+			}
+		}
+		_, err1 := rendezvous.Share(ctx, rendezvous.Job{Rank: 1, Size: 2, Addr: addr}, defaultTimeout, newID)
+		wg.Wait()
+		if err0 != nil || err1 != nil {
+			t.Fatalf("ranks 0 and 1 after the refusals: %v, %v", err0, err1)
+		}
+	})
+	t.Run("a silent connection holds up no rank", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		addr := freeAddr(t)
+		var wg sync.WaitGroup
+		var err0 error
+		wg.Go(func() {
+			_, err0 = rendezvous.Share(ctx, rendezvous.Job{Rank: 0, Size: 3, Addr: addr}, defaultTimeout, newID)
+		})
+		silent := dialUntil(t, ctx, addr) // connects, says nothing
+		defer silent.Close()
+		closed := make(chan struct{}, 1)
+		go func() {
+			silent.Read(make([]byte, 1)) // until rank 0 closes it
+			closed <- struct{}{}
+		}()
+		var err1 error
+		served := make(chan struct{})
+		go func() {
+			_, err1 = rendezvous.Share(ctx, rendezvous.Job{Rank: 1, Size: 3, Addr: addr}, defaultTimeout, newID)
+			close(served)
+		}()
+		// Rank 1 is served while the silent connection is open: rank 0,
+		// waiting for rank 2 still, does not give up on it (close it) to get
+		// to rank 1.
+		select {
+		case <-closed:
+			t.Error("rank 0 closed the silent connection before serving rank 1: it waited for it")
+			<-served
+		case <-served:
+		}
+		_, err2 := rendezvous.Share(ctx, rendezvous.Job{Rank: 2, Size: 3, Addr: addr}, defaultTimeout, newID)
+		wg.Wait()
+		if err0 != nil || err1 != nil || err2 != nil {
+			t.Fatalf("ranks 0, 1 and 2: %v, %v, %v", err0, err1, err2)
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
@@ -256,4 +334,42 @@ func processRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("id %x\n", id)
+}
+
+// dialUntil connects to addr, again while nothing listens there yet.
+func dialUntil(t *testing.T, ctx context.Context, addr string) net.Conn {
+	t.Helper()
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		runtime.Gosched()
+	}
+}
+
+// rawHello says hello to rank 0 at addr as rank rank of a job of size
+// ranks, as a rank's Share does, and returns the reason it was refused
+// ("" for an id).
+func rawHello(t *testing.T, ctx context.Context, addr string, rank, size uint32) string {
+	t.Helper()
+	conn := dialUntil(t, ctx, addr)
+	defer conn.Close()
+	msg := binary.BigEndian.AppendUint32([]byte("gocuda-nccl-rendezvous 1\n"), rank)
+	msg = binary.BigEndian.AppendUint32(msg, size)
+	if _, err := conn.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := io.ReadAll(conn)
+	if err != nil || len(reply) == 0 {
+		t.Fatalf("rank 0's answer: %q, %v", reply, err)
+	}
+	if reply[0] == 0 {
+		return ""
+	}
+	return string(reply[2:])
 }
