@@ -20,7 +20,9 @@
 // and uint32 for Poisson and Bits. cuRAND has no half-precision output:
 // generate float32 and convert (package compute's Cast). cuRAND's normal
 // distributions make numbers in pairs: for an odd count gocuda makes the
-// last one from a pair of its own. Uniform's numbers are on (0, 1],
+// last one from a pair of its own, and a dst not aligned to a pair (a
+// slice starting at an odd element, which cuRAND cannot store into) is
+// filled through stream-ordered scratch memory, with the same numbers. Uniform's numbers are on (0, 1],
 // cuRAND's interval, not PyTorch's [0, 1) (see Uniform).
 //
 // The library is looked for as libcurand.so.10 and libcurand.so on the

@@ -93,8 +93,11 @@ func isDouble[T cuda.Float]() bool { var z T; return unsafe.Sizeof(z) == 8 }
 
 // fill checks dst and runs gen on it in g's turn, on g's stream. pairs
 // says gen makes numbers in pairs: from a pseudo-random generator, for an
-// odd count, gen fills all but the last, then a pair in stream-ordered
-// scratch memory whose first number becomes the last.
+// odd count, gen fills all but the last, then a pair whose first number
+// becomes the last. cuRAND stores a pair at once, so a dst not aligned to
+// a pair (a slice starting at an odd element: a misaligned address, which
+// ends the context, on the H100) is filled through scratch memory, with the
+// same calls, so with the same numbers, as an allocation of its own gets.
 func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool, gen func(out, n uintptr) error) error {
 	if err := g.valid(op); err != nil {
 		return err
@@ -106,34 +109,50 @@ func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool,
 		return errorf(op, cuda.ErrInvalidValue, "dst belongs to another context than the generator's stream")
 	}
 	n := dst.Len()
+	size := unsafe.Sizeof(*new(T))
 	odd := pairs && !g.rng.quasi() && n%2 == 1
-	var scratch *cuda.DeviceBuffer[T]
+	whole, extra := n, 0
 	if odd {
+		whole, extra = n-1, 1
+	}
+	// dst's elements from on are made in stream-ordered scratch memory
+	// and copied: all of them where dst is not aligned to a pair, the
+	// last where only the count is odd.
+	from := n
+	switch {
+	case pairs && n > 0 && uintptr(dst.Ptr())%(2*size) != 0:
+		from = 0
+	case odd:
+		from = whole
+	}
+	var scratch *cuda.DeviceBuffer[T]
+	if from < n {
 		var err error
-		if scratch, err = cuda.AllocAsync[T](g.stream, 2); err != nil {
+		if scratch, err = cuda.AllocAsync[T](g.stream, n-from+extra); err != nil {
 			return calledas.Op(op, err)
 		}
 	}
 	err := g.do(op, []cuda.Memory{dst}, func(uintptr) error {
-		whole := n
-		if odd {
-			whole = n - 1
+		if m := min(from, whole); m > 0 {
+			if err := gen(uintptr(dst.Ptr()), uintptr(m)); err != nil {
+				return err
+			}
 		}
-		if whole > 0 {
-			if err := gen(uintptr(dst.Ptr()), uintptr(whole)); err != nil {
+		if whole > from {
+			if err := gen(uintptr(scratch.Ptr()), uintptr(whole-from)); err != nil {
 				return err
 			}
 		}
 		if odd {
-			return gen(uintptr(scratch.Ptr()), 2)
+			return gen(uintptr(scratch.Ptr())+uintptr(whole-from)*size, 2)
 		}
 		return nil
 	})
-	if !odd {
+	if scratch == nil {
 		return err
 	}
 	if err == nil {
-		err = calledas.Op(op, copyFirst(dst, n-1, scratch, g.stream))
+		err = calledas.Op(op, copyInto(dst, from, scratch, g.stream))
 	}
 	// The scratch memory is freed in the stream's order, after the copy;
 	// a failed free is tried once more (so nothing is lost), and reported.
@@ -144,17 +163,17 @@ func fill[T any](g *Generator, op string, dst *cuda.DeviceBuffer[T], pairs bool,
 	return errors.Join(err, freeErr)
 }
 
-// copyFirst copies src's first element to dst's element i, on s.
-func copyFirst[T any](dst *cuda.DeviceBuffer[T], i int, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
-	last, err := dst.Slice(i, 1)
+// copyInto copies src's first elements into dst's elements from i on, on s.
+func copyInto[T any](dst *cuda.DeviceBuffer[T], i int, src *cuda.DeviceBuffer[T], s *cuda.Stream) error {
+	tail, err := dst.Slice(i, dst.Len()-i)
 	if err != nil {
 		return err
 	}
-	first, err := src.Slice(0, 1)
+	head, err := src.Slice(0, dst.Len()-i)
 	if err != nil {
 		return err
 	}
-	return last.CopyFromDeviceAsync(first, s)
+	return tail.CopyFromDeviceAsync(head, s)
 }
 
 // finite reports whether v is neither infinite nor NaN.
