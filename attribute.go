@@ -25,7 +25,7 @@ func (a Attribute) String() string {
 // ParseAttribute returns the attribute named s, with or without the "Attr"
 // prefix, in any case ("MultiprocessorCount", "multiprocessorcount").
 func ParseAttribute(s string) (Attribute, error) {
-	want := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(s, "Attr"), "attr"))
+	want := strings.TrimPrefix(strings.ToLower(s), "attr")
 	for a, name := range attributeNames {
 		if strings.ToLower(name) == want {
 			return a, nil

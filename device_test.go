@@ -62,6 +62,16 @@ func TestDeviceAttributes(t *testing.T) {
 			t.Errorf("Attribute(%d): %v, want ErrInvalidValue naming it", bad, err)
 		}
 	}
+	for _, name := range []string{"WarpSize", "warpsize", "AttrWarpSize", "attrwarpsize", "ATTRWARPSIZE", "AttrWARPSIZE"} {
+		if a, err := cuda.ParseAttribute(name); a != cuda.AttrWarpSize || err != nil {
+			t.Errorf("ParseAttribute(%q) = %v, %v; want WarpSize", name, a, err)
+		}
+	}
+	for _, name := range []string{"", "Attr", "AttrAttrWarpSize", "Warp Size"} {
+		if _, err := cuda.ParseAttribute(name); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("ParseAttribute(%q): %v; want ErrInvalidValue", name, err)
+		}
+	}
 	if _, err := cuda.ParseAttribute("NoSuchThing"); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "NoSuchThing") {
 		t.Errorf("ParseAttribute(NoSuchThing): %v", err)
 	}
