@@ -383,3 +383,63 @@ func TestGraphOneInstanceWithMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCaptureModes: a synchronous allocation (cuMemAlloc) while a capture
+// runs fails as the capture's mode says, and ends that capture with an
+// error: a global capture forbids it on every goroutine, a thread-local one
+// only inside the captured function (its locked thread), a relaxed one
+// nowhere. The fake driver forbids what the driver does.
+func TestCaptureModes(t *testing.T) {
+	for _, tt := range []struct {
+		mode                   cuda.CaptureMode
+		insideFails, elseFails bool
+	}{
+		{cuda.CaptureGlobal, true, true},
+		{cuda.CaptureThreadLocal, true, false},
+		{cuda.CaptureRelaxed, false, false},
+	} {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			k := newGraphKit(t)
+			alloc := func() error {
+				b, err := cuda.Alloc[int32](k.ctx, 16)
+				if err == nil {
+					err = b.Free()
+				}
+				return err
+			}
+			var inside, elsewhere error
+			g, err := k.s.Capture(tt.mode, func() error {
+				inside = alloc()
+				done := make(chan error)
+				go func() { done <- alloc() }() // another goroutine, so another thread
+				elsewhere = <-done
+				return k.accumulate(k.a, 1)()
+			})
+			for _, c := range []struct {
+				what  string
+				err   error
+				fails bool
+			}{{"inside the captured function", inside, tt.insideFails}, {"on another goroutine", elsewhere, tt.elseFails}} {
+				if c.fails != (c.err != nil) || c.fails && !errors.Is(c.err, cuda.Result(900)) {
+					t.Errorf("Alloc %s: %v; want failing %v (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)", c.what, c.err, c.fails)
+				}
+			}
+			if fails := tt.insideFails || tt.elseFails; fails != (err != nil) {
+				t.Fatalf("the capture: %v; want failing %v", err, fails)
+			}
+			if err != nil {
+				if err := alloc(); err != nil {
+					t.Errorf("Alloc after the failed capture: %v", err)
+				}
+				return
+			}
+			defer g.Close()
+			e := must(g.Instantiate())(t)
+			defer e.Close()
+			if err := e.Launch(k.s); err != nil {
+				t.Fatal(err)
+			}
+			k.check(t, 1)
+		})
+	}
+}

@@ -355,6 +355,8 @@ func TestCapture(t *testing.T) {
 	c := cudatest.Upload(t, ctx, make([]float32, 4))
 	bias := cudatest.Upload(t, ctx, []float32{10, 20})
 	am, bm, cm := cublas.NewMatrix(a, 2, 2), cublas.NewMatrix(b, 2, 2), cublas.NewMatrix(c, 2, 2)
+	// Allocated before: cuMemAlloc inside a thread-local capture fails.
+	other := cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2)
 	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
 		if err := cublas.Gemm(h, 1, am, bm, 0, cm); err != nil {
 			return err
@@ -365,7 +367,6 @@ func TestCapture(t *testing.T) {
 		if _, err := cublas.Dot(h, a, b); !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("Dot inside a capture: %v, want ErrInvalidValue: its result cannot be on the host", err)
 		}
-		other := cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2)
 		if err := cublas.GemmBatched(h, 1, []cublas.Matrix[float32]{am}, []cublas.Matrix[float32]{bm}, 0, []cublas.Matrix[float32]{other}); !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("GemmBatched inside a capture: %v, want ErrInvalidValue: its pointer arrays are copied from Go memory", err)
 		}

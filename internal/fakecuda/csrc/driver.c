@@ -742,17 +742,20 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 	pthread_rwlock_wrlock(&streams_lock);
 	pthread_mutex_lock(&mu);
 	int found = 0;
+	void *abandoned = NULL;
 	for (struct fake_stream **pp = &streams; *pp; pp = &(*pp)->next_in_list) {
 		if (*pp == s) {
 			*pp = s->next_in_list;
 			found = 1;
 			live_streams--;
+			abandoned = capture_abandon(s);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&mu);
 	pthread_rwlock_unlock(&streams_lock);
 	if (!found) return INVALID_HANDLE;
+	capture_free(abandoned);
 	stop_stream(s);
 	return SUCCESS;
 }
@@ -964,6 +967,7 @@ CUresult alloc_device(CUdeviceptr *p, size_t n) {
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	FAULT("cuMemAlloc_v2");
 	REQUIRE_CTX();
+	if (capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	return alloc_device(p, n);
 }
 

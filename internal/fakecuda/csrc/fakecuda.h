@@ -155,6 +155,9 @@ void drain_context(CUcontext c); // waits until every stream of c is idle
 // Graphs (graphs.c).
 CUresult capture_op(CUstream s, struct op o); // s is capturing
 void capture_alloc(CUstream s, uintptr_t base); // mu held
+int capture_forbids(void);          // an unsafe call now fails (and ends the captures that forbid it)
+void *capture_abandon(CUstream s); // the stream is destroyed while capturing (mu held)
+void capture_free(void *capture);   // then (mu not held)
 struct launch *launch_clone(const struct launch *l);
 int launch_same_kernel(const struct launch *a, const struct launch *b);
 extern long live_graphs, live_execs;

@@ -26,8 +26,9 @@ struct fake_graph {
 	int nallocs;
 	int invalid; // an operation the fake cannot capture was queued
 	int mode;
-	pthread_t thread;     // the thread that began a thread-local capture
+	pthread_t thread;     // the thread that began the capture
 	struct fake_graph *next;
+	struct fake_graph *next_capture; // on the list of captures under way
 };
 
 // A node added by cuGraphAddNode: its graph, and its work's index in the
@@ -210,6 +211,53 @@ CUresult capture_op(CUstream s, struct op o) {
 	return rc;
 }
 
+// The captures under way (mu held to use it), which forbid a potentially
+// unsafe call (cuMemAlloc) as the driver does, by cuStreamBeginCapture's
+// mode: a global capture forbids it on every thread (gocuda's threads keep
+// the global interaction mode), a thread-local one on the capturing
+// thread; a relaxed one, nowhere. The forbidden call fails, and ends the
+// captures that forbade it with an error.
+static struct fake_graph *captures;
+
+static void capture_unlink(struct fake_graph *g) {
+	for (struct fake_graph **pp = &captures; *pp; pp = &(*pp)->next_capture)
+		if (*pp == g) {
+			*pp = g->next_capture;
+			return;
+		}
+}
+
+int capture_forbids(void) {
+	pthread_mutex_lock(&mu);
+	int forbid = 0;
+	for (struct fake_graph *g = captures; g; g = g->next_capture)
+		if (g->mode == 0 || (g->mode == 1 && pthread_equal(g->thread, pthread_self()))) {
+			g->invalid = 1;
+			forbid = 1;
+		}
+	pthread_mutex_unlock(&mu);
+	return forbid;
+}
+
+// capture_abandon takes the capture of a stream being destroyed off it
+// (mu held), for capture_free.
+void *capture_abandon(CUstream s) {
+	struct fake_graph *g = s->capture;
+	if (g) capture_unlink(g);
+	s->capture = NULL;
+	return g;
+}
+
+// capture_free throws an abandoned capture away, its memory with it.
+void capture_free(void *p) {
+	struct fake_graph *g = p;
+	if (!g) return;
+	for (int i = 0; i < g->nallocs; i++) free_device((void *)g->allocs[i]);
+	free_ops(g->ops, g->n);
+	free(g->allocs);
+	free(g);
+}
+
 void capture_alloc(CUstream s, uintptr_t base) {
 	struct fake_graph *g = s->capture;
 	g->allocs = realloc(g->allocs, (g->nallocs + 1) * sizeof *g->allocs);
@@ -229,6 +277,8 @@ EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
 		s->capture = calloc(1, sizeof *s->capture);
 		s->capture->mode = mode;
 		s->capture->thread = pthread_self();
+		s->capture->next_capture = captures;
+		captures = s->capture;
 	}
 	pthread_mutex_unlock(&mu);
 	return rc;
@@ -244,11 +294,12 @@ EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *out) {
 		return s && stream_live(s) ? STREAM_CAPTURE_UNMATCHED : INVALID_HANDLE;
 	}
 	struct fake_graph *g = s->capture;
-	if (g->mode == 1 && !pthread_equal(g->thread, pthread_self())) {
+	if (g->mode != 2 && !pthread_equal(g->thread, pthread_self())) { // only a relaxed capture ends elsewhere
 		pthread_mutex_unlock(&mu);
 		return STREAM_CAPTURE_WRONG_THREAD;
 	}
 	s->capture = NULL;
+	capture_unlink(g);
 	if (g->invalid) {
 		// The capture ends, and with it the graph: its memory goes too.
 		pthread_mutex_unlock(&mu);

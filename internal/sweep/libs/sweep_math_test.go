@@ -197,9 +197,10 @@ func sweepMath() []sweep.Case {
 				// Made while the stream captures, so that the work area (of
 				// a plan large enough to have one) is cuMemAlloc's, whose
 				// free is a call to fail: a stream-ordered one's goes to the
-				// stream's cache, calling nothing.
+				// stream's cache, calling nothing. Relaxed: a thread-local or
+				// global capture forbids cuMemAlloc, as the driver does.
 				var p *cufft.Plan
-				g := must(e.S.Capture(cuda.CaptureThreadLocal, func() (err error) {
+				g := must(e.S.Capture(cuda.CaptureRelaxed, func() (err error) {
 					p, err = cufft.NewPlan(e.S, cufft.C2C, []int{64}, 1)
 					return err
 				}))(t)
@@ -227,7 +228,7 @@ func sweepMath() []sweep.Case {
 				// The plan use asks for is made while the stream captures,
 				// as in the Plan.Close case: its work area's free is a call
 				// to fail. A second plan, with none, to close too.
-				g := must(e.S.Capture(cuda.CaptureThreadLocal, func() error {
+				g := must(e.S.Capture(cuda.CaptureRelaxed, func() error {
 					_, err := plans.Plan(cufft.C2C, []int{64}, 1)
 					return err
 				}))(t)
