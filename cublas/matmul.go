@@ -138,6 +138,11 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 			epilogue |= epiBias
 		}
 	}
+	if p.m == 0 || p.n == 0 {
+		// C has no elements: nothing to compute, and cuBLASLt fails to
+		// launch (CUBLAS_STATUS_EXECUTION_FAILED) on an empty C.
+		return nil
+	}
 	dt := dataType[T]()
 	return h.do(op, mem, func(stream uintptr) error {
 		compute, al, be := computeType[T](h.math, alpha, beta)
