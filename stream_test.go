@@ -265,3 +265,112 @@ func TestFailedSynchronizeKeepsPins(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamsEventsGraphsConcurrent: streams, events, graphs, instances and
+// a memory pool used from many goroutines at once (run it with -race):
+// each records its events and has a shared stream wait for them, times
+// them, allocates from a shared pool and frees in stream order, captures
+// a graph of its own, adds nodes to a shared graph and launches a shared
+// instance that another goroutine keeps updating. Nothing fails, and
+// everything closes with nothing left.
+func TestStreamsEventsGraphsConcurrent(t *testing.T) {
+	ctx := cudatest.Context(t)
+	shared := cudatest.Stream(t, ctx)
+	pool := must(ctx.NewMemPool())(t)
+	word := must(cuda.Zeroed[uint32](ctx, 64))(t)
+	defer word.Free()
+	built := must(ctx.NewGraph())(t)
+	defer built.Close()
+	memsetGraph := func(v uint32) *cuda.Graph {
+		g := must(ctx.NewGraph())(t)
+		must(g.AddMemset(nil, word, v, 4))(t)
+		return g
+	}
+	g1 := memsetGraph(1)
+	defer g1.Close()
+	exec := must(g1.Instantiate())(t)
+	const workers, rounds = 8, 20
+	stop := make(chan struct{})
+	updated := make(chan error, 1)
+	go func() { // keeps updating the shared instance, in place
+		var err error
+		for i := uint32(0); err == nil; i++ {
+			select {
+			case <-stop:
+				updated <- nil
+				return
+			default:
+			}
+			g := memsetGraph(i)
+			var re bool
+			if re, err = exec.Update(g); err == nil && re {
+				err = errors.New("Update of a memset to a memset reinstantiated")
+			}
+			err = errors.Join(err, g.Close())
+		}
+		updated <- err
+	}()
+	err := eachGoroutine(workers, func(int) error {
+		s, err := ctx.NewStream()
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		start, err := ctx.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer start.Close()
+		end, err := ctx.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer end.Close()
+		for range rounds {
+			b, err := cuda.AllocFromPool[uint32](pool, s, 256)
+			if err != nil {
+				return err
+			}
+			g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
+				tmp, err := cuda.AllocAsync[uint32](s, 64)
+				if err != nil {
+					return err
+				}
+				return errors.Join(tmp.Memset32Async(7, s), tmp.Free())
+			})
+			if err != nil {
+				return err
+			}
+			own, err := g.Instantiate()
+			if err != nil {
+				return errors.Join(err, g.Close())
+			}
+			if err := errors.Join(
+				start.Record(s),
+				b.Memset32Async(3, s),
+				own.Launch(s),
+				exec.Launch(s),
+				end.Record(s),
+				shared.WaitEvent(end),
+				b.Free(),
+				second(built.AddEmpty(nil)),
+				second(pool.Stats()),
+				pool.TrimTo(0),
+				end.Synchronize(),
+				second(cuda.ElapsedTime(start, end)),
+				own.Close(),
+				g.Close(),
+			); err != nil {
+				return err
+			}
+		}
+		return s.Synchronize()
+	})
+	close(stop)
+	if err := errors.Join(err, <-updated, shared.Synchronize(), exec.Close(), pool.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if n := must(built.Nodes())(t); n != workers*rounds {
+		t.Errorf("the shared graph has %d nodes, want %d", n, workers*rounds)
+	}
+}
