@@ -650,6 +650,9 @@ func TestRegister(t *testing.T) {
 	if _, err := cuda.Register(ctx, []int32{}); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("registering an empty slice: %v", err)
 	}
+	if _, err := cuda.Register(ctx, make([]struct{}, 2)); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "size zero") {
+		t.Errorf("registering two elements of size zero: %v; want ErrInvalidValue saying the type has size zero", err)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

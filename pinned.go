@@ -114,12 +114,9 @@ type Registered[T any] struct {
 // already registered is an error.
 func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 	const op = "Register"
-	if err := checkElem[T](op, false); err != nil {
+	bytes, err := elemBytes[T](op, "registered slice", len(s), 1)
+	if err != nil {
 		return nil, err
-	}
-	bytes := uintptr(len(s)) * sizeOf[T]()
-	if bytes == 0 {
-		return nil, errorf(op, ErrInvalidValue, "empty slice")
 	}
 	if err := ctx.bind(op); err != nil {
 		return nil, err
