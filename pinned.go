@@ -62,7 +62,9 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 
 // Data returns the buffer's memory as a slice, or nil after Free or once
 // the context it was allocated in is closed (the driver frees the memory
-// with the context). The slice must not be used after either.
+// with the primary context, at its last release, which gocuda does not
+// see: another Context of the device may hold it back). The slice must
+// not be used after either.
 func (b *PinnedBuffer[T]) Data() []T {
 	if b == nil || b.status() != lifetime.Held || b.ctx.isClosed() {
 		return nil
