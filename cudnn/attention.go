@@ -23,7 +23,7 @@ import (
 //	M  = reduce_max(S) over the keys      [B, H, Sq, 1]
 //	E  = exp(S − M)
 //	Z  = reduce_add(E)                    [B, H, Sq, 1]
-//	   stats: Stats = M + log(Z)          real, float32
+//	   Stats = M + log(Z)                 float32, real where asked for, else virtual
 //	P  = E / Z                            virtual, of the inputs' type (the second matmul's A)
 //	O  = matmul(P, V)
 //
@@ -366,9 +366,9 @@ func (c *call) attnPlan(k attnKey) (_ *attnPlan, err error) {
 		}
 	}
 	if refused != nil {
-		return refuse("it refused the graph or every plan of it (an sm_80 GPU or later is needed)", refused)
+		return refuse("it refused the graph or every plan of it (its fused attention needs an sm_80 GPU or later, and takes some shapes only)", refused)
 	}
-	return refuse("no engine configuration of its heuristics builds a plan (an sm_80 GPU or later is needed)", nil)
+	return refuse("no engine configuration of its heuristics builds a plan (its fused attention needs an sm_80 GPU or later, and takes some shapes only)", nil)
 }
 
 // String describes an attention plan's key, for errors.
@@ -548,10 +548,19 @@ func (b *builder) attnGraph(lh clib.Handle, k attnKey, mask attnMask, defect str
 	ops = append(ops, b.pointwise(pointwiseExp, dataFloat, -1, sub, 0, 0, e))
 	z := virt(rDims, rStrides, dataFloat)
 	ops = append(ops, b.reduction(reduceAdd, e, z))
-	if k.stats {
+	// The statistics, in the graph whether or not they are asked for
+	// (virtual where not), as the frontend builds them: cuDNN's fused
+	// engine takes no graph without them (the H100's cuDNN 9 had no
+	// engine configuration for any such graph).
+	if defect != "no stats" {
 		lg := virt(rDims, rStrides, dataFloat)
 		ops = append(ops, b.pointwise(pointwiseLog, dataFloat, -1, z, 0, 0, lg))
-		st := b.tensorND(attnStats, rDims, rStrides, dataFloat, k.align[4], false, false)
+		var st clib.BackendDescriptor
+		if k.stats {
+			st = b.tensorND(attnStats, rDims, rStrides, dataFloat, k.align[4], false, false)
+		} else {
+			st = virt(rDims, rStrides, dataFloat)
+		}
 		ops = append(ops, b.pointwise(pointwiseAdd, dataFloat, -1, mx, lg, 0, st))
 	}
 	// The probabilities in the inputs' type: the second matmul's A.
@@ -576,7 +585,7 @@ func (b *builder) attnGraph(lh clib.Handle, k attnKey, mask attnMask, defect str
 }
 
 // attnDefects are the mistakes attnGraph can make for the tests.
-var attnDefects = []string{"k not transposed", "o virtual", "no scale", "row axis 1", "mask unused", "sum for max", "float P", "extra op"}
+var attnDefects = []string{"k not transposed", "o virtual", "no scale", "row axis 1", "mask unused", "sum for max", "float P", "extra op", "no stats"}
 
 // attnRun runs plan p on the call's tensors (q, k, v, o, stats) with the
 // scale, through the variant pack of the last call where the pointers

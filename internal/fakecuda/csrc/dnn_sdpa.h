@@ -14,7 +14,7 @@
 //	        S = binary_select(S, lowest, mask) (lowest a float passed by value:
 //	        −FLT_MAX or −inf)
 //	M = reduce max(S) [B,H,Sq,1];  E = exp(sub(S, M));  Z = reduce add(E)
-//	stats: Stats = add(M, log(Z))            real, float, packed [B,H,Sq,1]
+//	Stats = add(M, log(Z))                   float: real, packed [B,H,Sq,1], where asked for, else virtual
 //	P = div(E, Z)                            virtual, of Q's type
 //	O = matmul(P, V)                         V [B,Hkv,Sk,D], O [B,H,Sq,D] real, of Q's type
 //
@@ -54,7 +54,7 @@ struct sdpa_op {
 // A graph's part, copied to its heuristics, engine configurations,
 // engines and plans.
 struct sdpa_graph {
-	int causal, br, stats, dt;
+	int causal, br, stats, lse, dt; // lse: the statistics' add is in the graph (stats: real)
 	int64_t B, H, Hkv, Sq, Sk, D;
 	struct sdpa_tensor q, k, v, o, st; // k as Kᵀ
 	int64_t scale_uid, lowest_uid, sk_uid, sq_uid;
@@ -274,15 +274,23 @@ static int sdpa_finalize_graph(struct fake_bd *d) {
 	if (!sdpa_is_s(&sc, sd, D_FLOAT) || !sdpa_is_s(&m, rd, D_FLOAT)) return P;
 	struct sdpa_op *mx = sdpa_take(&g, BD_OP_REDUCTION, RED_MAX, m.uid);
 	if (!mx || mx->in[0].uid != sc.uid) return P;
-	// The statistics: Stats = M + log(Z), the only real pointwise output.
+	// The statistics: Stats = M + log(Z), the only real pointwise output
+	// where they are asked for, virtual where not (the frontend builds
+	// them either way; without them the fused engine refuses the graph).
 	for (int i = 0; i < g.n; i++) {
 		struct sdpa_op *o = g.op[i];
-		if (g.used[i] || o->kind != BD_OP_PW || o->out.virt) continue;
-		if (o->mode != PW_ADD || o->in[0].uid != m.uid || s.stats) return P;
+		if (g.used[i] || o->kind != BD_OP_PW) continue;
+		if (o->out.virt && !(o->mode == PW_ADD && o->in[0].uid == m.uid)) continue;
+		if (o->mode != PW_ADD || o->in[0].uid != m.uid || s.lse) return P;
 		g.used[i] = 1;
-		s.stats = 1, s.st = o->out;
-		const int64_t packed[4] = {s.H * s.Sq, s.Sq, 1, 1};
-		if (s.st.dt != D_FLOAT || s.st.byval || !same4(s.st.dim, rd) || !same4(s.st.str, packed)) return DNN_NOT_SUPPORTED_LAYOUT;
+		s.lse = 1;
+		if (!o->out.virt) {
+			s.stats = 1, s.st = o->out;
+			const int64_t packed[4] = {s.H * s.Sq, s.Sq, 1, 1};
+			if (s.st.dt != D_FLOAT || s.st.byval || !same4(s.st.dim, rd) || !same4(s.st.str, packed)) return DNN_NOT_SUPPORTED_LAYOUT;
+		} else if (!sdpa_is_s(&o->out, rd, D_FLOAT)) {
+			return P;
+		}
 		struct sdpa_op *lg = sdpa_take(&g, BD_OP_PW, PW_LOG, o->in[1].uid);
 		if (!lg || !o->in[1].virt || lg->in[0].uid != z.uid) return P;
 	}
@@ -356,6 +364,9 @@ static int sdpa_heur_engine(int i) { return i == 0 ? SDPA_ENGINE_REFUSING : SDPA
 // where it refuses it.
 static int64_t sdpa_engine_need(int e, const struct sdpa_graph *s) {
 	if (e != SDPA_ENGINE || s->D % 8 || s->D > 256) return -1;
+	// A graph without the statistics' add (virtual or not) has no fused
+	// engine: every such graph refused on the H100.
+	if (!s->lse) return -1;
 	// Its kernel loads 16-byte vectors: operands aligned to 16 bytes.
 	if (s->q.align < 16 || s->k.align < 16 || s->v.align < 16 || s->o.align < 16 || (s->stats && s->st.align < 16)) return -1;
 	return 4096 + s->B * s->H * s->Sq * 8; // a row's statistics, as the fused kernels keep them
