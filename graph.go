@@ -597,6 +597,9 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	}
 	var h driver.GraphExec
 	if err := check(op, driver.GraphInstantiateWithFlags(e.ctx.handle, &h, g.handle, 0)); err != nil {
+		if len(g.b.made) > 0 {
+			err.(*Error).Detail = join(err.(*Error).Detail, "the instance could not be updated in place, and a graph that allocates memory may have one instance at a time: close the other first")
+		}
 		return false, err
 	}
 	// The old instance's queued launches keep running: the driver

@@ -374,6 +374,18 @@ func TestGraphOneInstanceWithMemory(t *testing.T) {
 		e2.Close()
 		t.Errorf("a second instance of a graph that allocates: %v; want an error saying one instance at a time", err)
 	}
+	// Update of another shape instantiates g in its place: refused too.
+	plain := must(k.s.Capture(cuda.CaptureGlobal, k.accumulate(k.a, 1)))(t)
+	defer plain.Close()
+	other := must(plain.Instantiate())(t)
+	defer other.Close()
+	if _, err := other.Update(g); err == nil || !strings.Contains(err.Error(), "one instance at a time") {
+		t.Errorf("Update to a graph that allocates and has an instance: %v; want an error saying one instance at a time", err)
+	}
+	if err := other.Launch(k.s); err != nil {
+		t.Errorf("the instance after its refused Update: %v", err)
+	}
+	k.check(t, 1) // it runs its own graph still
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
