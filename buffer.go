@@ -524,7 +524,7 @@ func ViewAs[U, T any](b *DeviceBuffer[T]) (*DeviceBuffer[U], error) {
 		return nil, errorf(op, ErrInvalidValue, "element type %T has size zero", *new(U))
 	case bytes%size != 0:
 		return nil, errorf(op, ErrInvalidValue, "%d bytes are not a whole number of %d-byte %T", bytes, size, *new(U))
-	case uintptr(b.ptr)%alignOf[U]() != 0:
+	case bytes > 0 && uintptr(b.ptr)%alignOf[U]() != 0: // an empty view holds nothing to misalign
 		return nil, errorf(op, ErrInvalidValue, "address %#x is not aligned for %T", uint64(b.ptr), *new(U))
 	}
 	return &DeviceBuffer[U]{mem: b.mem, ptr: b.ptr, n: int(bytes / size)}, nil
@@ -588,11 +588,11 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 		defer b.leaveWithStream(s)
 	}
 	bytes := b.ByteSize()
+	if bytes == 0 {
+		return nil // no word to set, aligned or not
+	}
 	if bytes%width != 0 || uintptr(b.ptr)%uintptr(width) != 0 {
 		return errorf(op, ErrInvalidValue, "a buffer of %d bytes at %#x is not made of aligned %d-byte words", bytes, uint64(b.ptr), width)
-	}
-	if bytes == 0 {
-		return nil
 	}
 	n := uintptr(bytes / width)
 	if s == nil {

@@ -34,6 +34,20 @@ func TestEmptyBuffers(t *testing.T) {
 			t.Cleanup(func() { b.Free() })
 			return b.Slice(4, 0)
 		}},
+		// An empty buffer at an address no float32 is aligned at: it holds
+		// no element to misalign.
+		{"ViewAs of an empty slice at an odd address", func() (*cuda.DeviceBuffer[float32], error) {
+			b, err := cuda.Alloc[byte](ctx, 8)
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { b.Free() })
+			odd, err := b.Slice(1, 0)
+			if err != nil {
+				return nil, err
+			}
+			return cuda.ViewAs[float32](odd)
+		}},
 	}
 	for _, mk := range makers {
 		t.Run(mk.name, func(t *testing.T) {
