@@ -164,7 +164,7 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 		return nil, errorf(op, ErrInvalidValue, "nil *Context")
 	case ptr == 0 && n != 0:
 		return nil, errorf(op, ErrInvalidValue, "null pointer with length %d", n)
-	case ptr%DevicePtr(alignOf[T]()) != 0:
+	case n > 0 && ptr%DevicePtr(alignOf[T]()) != 0: // an empty buffer holds nothing to misalign
 		return nil, errorf(op, ErrInvalidValue, "pointer %#x is not aligned for %T", uint64(ptr), *new(T))
 	}
 	if err := ctx.hold(op); err != nil { // a zero or closed context

@@ -324,6 +324,12 @@ func TestFromRaw(t *testing.T) {
 	if err != nil || empty.Len() != 0 || empty.CopyFromHost(nil) != nil || empty.Free() != nil {
 		t.Errorf("zero-length FromRaw: %v", err)
 	}
+	// No element to misalign: an empty buffer at an odd address, as an
+	// empty Slice of a byte buffer there is.
+	odd, err := cuda.FromRaw[float32](ctx, owner.Ptr()+2, 0)
+	if err != nil || odd.Len() != 0 || odd.Memset32(1) != nil || odd.Free() != nil {
+		t.Errorf("zero-length FromRaw at an odd address: %v", err)
+	}
 	wantErrors(t, cuda.ErrInvalidValue, map[string]error{
 		"negative":   second(cuda.FromRaw[float32](ctx, owner.Ptr(), -1)),
 		"null":       second(cuda.FromRaw[float32](ctx, 0, 4)),
