@@ -780,3 +780,63 @@ func TestGroupPanic(t *testing.T) {
 	}
 	equal(t, "dst", cudatest.Download(t, dst), []int32{1, 2, 3})
 }
+
+// TestCloseWhileInUse: goroutines queue collectives, register buffers and
+// ask for the communicator's error on one rank while another goroutine
+// closes it: every call either works or says the communicator is closed
+// (cuda.ErrClosed), none hangs, and nothing is left registered (-race).
+func TestCloseWhileInUse(t *testing.T) {
+	requireNCCL(t)
+	ctx := cudatest.Context(t)
+	for _, how := range []struct {
+		name  string
+		close func(*nccl.Comm) error
+	}{{"Close", (*nccl.Comm).Close}, {"Abort", (*nccl.Comm).Abort}} {
+		t.Run(how.name, func(t *testing.T) {
+			c := must(nccl.NewComm(ctx, must(nccl.NewUniqueID())(t), 1, 0))(t)
+			const workers = 8
+			streams := make([]*cuda.Stream, workers)
+			bufs := make([]*cuda.DeviceBuffer[float32], workers)
+			for i := range workers {
+				streams[i] = cudatest.Stream(t, ctx)
+				bufs[i] = must(cuda.FromHost(ctx, []float32{1, 2, 3}))(t)
+			}
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			errs := make(chan error, workers*50*3)
+			for i := range workers {
+				wg.Go(func() {
+					<-start
+					for range 50 {
+						errs <- nccl.AllReduce(c, bufs[i], bufs[i], nccl.Sum, streams[i])
+						if r, err := c.Register(bufs[i]); err != nil {
+							errs <- err
+						} else {
+							errs <- r.Close()
+						}
+						errs <- c.Err()
+					}
+				})
+			}
+			close(start)
+			if err := how.close(c); err != nil {
+				t.Errorf("%s: %v", how.name, err)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil && !errors.Is(err, cuda.ErrClosed) {
+					t.Errorf("a call while the communicator closed: %v", err)
+				}
+			}
+			for i := range workers {
+				if err := streams[i].Synchronize(); err != nil {
+					t.Error(err)
+				}
+				if err := bufs[i].Free(); err != nil {
+					t.Errorf("a buffer registered while the communicator closed cannot be freed: %v", err)
+				}
+			}
+		})
+	}
+}
