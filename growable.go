@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -30,6 +31,11 @@ type GrowableBuffer[T any] struct {
 	ctx     *Context
 	granule uintptr // the device's allocation granularity
 	n       int     // length in elements
+	// length and capacity are n and the elements mapped as the last
+	// Resize or Free left them, for Len and Cap, which take no lock: a
+	// call in flight on a Buffer, which a shrink waits for holding mu,
+	// may ask them.
+	length, capacity atomic.Int64
 	// views are the Buffers' records, to close when the buffer shrinks
 	// below them or is freed; weak, so that those the program dropped
 	// are forgotten.
@@ -134,25 +140,29 @@ func vmmErr(err error) error {
 
 func roundUp(n, to uintptr) uintptr { return (n + to - 1) / to * to }
 
-// Len returns the length in elements.
+// Len returns the length in elements. While a Resize is under way it
+// returns the length before it.
 func (g *GrowableBuffer[T]) Len() int {
 	if g == nil {
 		return 0
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.n
+	return int(g.length.Load())
 }
 
 // Cap returns the elements the mapped memory holds: Resize up to Cap maps
-// nothing.
+// nothing. While a Resize is under way it returns the capacity before it.
 func (g *GrowableBuffer[T]) Cap() int {
-	if g == nil || g.vmmRange == nil || sizeOf[T]() == 0 {
+	if g == nil {
 		return 0
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return int(g.mapped / sizeOf[T]())
+	return int(g.capacity.Load())
+}
+
+// publish makes Len and Cap report the length and the memory mapped; called
+// with mu held, once a Resize or Free is done.
+func (g *GrowableBuffer[T]) publish() {
+	g.length.Store(int64(g.n))
+	g.capacity.Store(int64(g.mapped / sizeOf[T]()))
 }
 
 // MaxLen returns the most elements the reserved addresses hold.
@@ -202,6 +212,7 @@ func (g *GrowableBuffer[T]) Resize(n int) error {
 	if err := g.valid(op); err != nil {
 		return err
 	}
+	defer g.publish() // whatever the outcome: a failure may shorten it
 	if n < 0 || n > g.MaxLen() {
 		return errorf(op, ErrInvalidValue, "length %d: want 0 to %d, the addresses reserved", n, g.MaxLen())
 	}
@@ -383,6 +394,7 @@ func (g *GrowableBuffer[T]) Free() error {
 	if err := g.valid(op); err != nil {
 		return err
 	}
+	defer g.publish()
 	if g.ctx.isClosed() {
 		// The context's close waited for its work; what the process
 		// still maps goes with it.

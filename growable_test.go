@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
@@ -371,5 +374,63 @@ func TestGrowableBufferViewsForgotten(t *testing.T) {
 		if err := b.CopyToHost(make([]float32, b.Len())); !errors.Is(err, cuda.ErrClosed) {
 			t.Errorf("Buffer %d (of %d elements) after Free: %v; want ErrClosed", i, b.Len(), err)
 		}
+	}
+}
+
+// lenWriter is a writer that, once its first Write has begun, waits for
+// proceed and then asks the growable buffer its length and capacity.
+type lenWriter struct {
+	g                *cuda.GrowableBuffer[float32]
+	writing, proceed chan struct{}
+	once             sync.Once
+}
+
+func (w *lenWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() {
+		close(w.writing)
+		<-w.proceed
+		w.g.Len()
+		w.g.Cap()
+	})
+	return len(p), nil
+}
+
+// TestGrowableBufferLenDuringShrink: a call in flight on a Buffer (here
+// WriteTo, whose writer asks the length) may ask Len and Cap while a
+// Resize waits for it to close that Buffer: the two do not wait for each
+// other.
+func TestGrowableBufferLenDuringShrink(t *testing.T) {
+	ctx := cudatest.Context(t)
+	g := must(cuda.NewGrowableBuffer[float32](ctx, 1<<20))(t)
+	// Freed at the end, not deferred: where the two deadlock, Free would
+	// wait for ever too.
+	if err := g.Resize(1000); err != nil {
+		t.Fatal(err)
+	}
+	view := must(g.Buffer())(t)
+	probe := must(view.Slice(0, 0))(t) // ErrClosed once the view's close has begun
+	w := &lenWriter{g: g, writing: make(chan struct{}), proceed: make(chan struct{})}
+	wrote := make(chan error, 1)
+	go func() { _, err := view.WriteTo(w); wrote <- err }()
+	<-w.writing
+	resized := make(chan error, 1)
+	go func() { resized <- g.Resize(0) }()
+	for probe.CopyToHost(nil) == nil { // the Resize holds the buffer and waits for WriteTo
+		runtime.Gosched()
+	}
+	close(w.proceed)
+	within(t, 30*time.Second, "WriteTo asking Len during a shrink", func() {
+		if err := <-wrote; err != nil {
+			t.Errorf("WriteTo: %v", err)
+		}
+		if err := <-resized; err != nil {
+			t.Errorf("Resize(0): %v", err)
+		}
+	})
+	if g.Len() != 0 || g.Cap() != 0 {
+		t.Errorf("Len %d, Cap %d after Resize(0)", g.Len(), g.Cap())
+	}
+	if err := g.Free(); err != nil {
+		t.Fatal(err)
 	}
 }
