@@ -67,9 +67,9 @@
 // then AttentionInto) is captured once as a CUDA graph and replayed at
 // every position (ExampleKVCache_graph).
 //
-// With GOCUDA_NN_ATTENTION=auto (EnvAttention), the halves' attention runs
-// cuDNN's fused attention where cuDNN is found and takes the shape, and
-// nn's own kernel wherever it does not; nn's own kernel is the default.
+// The halves' attention runs cuDNN's fused attention where cuDNN is found
+// and takes the shape, and nn's own kernel wherever it does not or fails;
+// GOCUDA_NN_ATTENTION=own (EnvAttention) runs nn's own kernel always.
 //
 // On error a function returns nil arrays and an *Error that wraps
 // cuda.ErrInvalidValue (a nil, zero or non-contiguous array, shapes that
