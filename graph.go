@@ -129,6 +129,20 @@ type graphBuild struct {
 	// launches mostly run one module's kernels, and need not take mu to
 	// find it seen.
 	lastModule atomic.Pointer[Module]
+	// instances counts the graph's live instances (execState.counted):
+	// added to only with mu held, by the Instantiate or Update that made
+	// the instance after finding the count allowed it, so that two cannot
+	// both find a graph that allocates memory without an instance; taken
+	// from without it (an instance closed, forgotten, or moved to another
+	// graph by Update, which holds that graph's mu), so that no graphBuild
+	// mu is ever taken while another is held.
+	instances atomic.Int32
+}
+
+// oneInstance is the error for a second instance of a graph that
+// allocates memory, refused before the driver would refuse it.
+func oneInstance(op string) error {
+	return errorf(op, ErrInvalidValue, "a graph that allocates memory (AllocAsync in its capture, or AddAlloc) may have one instance at a time: close the other first")
 }
 
 func newGraphBuild() *graphBuild {
@@ -155,10 +169,17 @@ type GraphExec struct {
 // Update replaces; apart from the GraphExec so that a forgotten one's
 // cleanup can release them.
 type execState struct {
-	mu     sync.Mutex // guards the fields against Update, Launch and SetKernelParams
+	// mu guards the fields against Update, Launch and SetKernelParams.
+	// Lock order: mu, then the graphBuild.mu of the graph Update takes.
+	mu     sync.Mutex
 	handle driver.GraphExec
 	refs   graphRefs
 	graph  *Graph // the graph it was made or last updated from, whose nodes SetKernelParams takes
+	// counted is the build of that graph, whose instances count this
+	// one (nil once released); allocates, whether that graph has memory
+	// nodes, which the driver updates in no instance in place.
+	counted   *graphBuild
+	allocates bool
 	// set is the memory each node's arguments use where SetKernelParams
 	// changed them, counted by the instance: a node set again drops what
 	// it used before, so that a loop setting arguments holds only what
@@ -182,6 +203,29 @@ func (x *execState) drop() {
 	x.refs.drop()
 	x.refs = graphRefs{}
 	x.dropSet()
+}
+
+// countAs makes the instance count as an instance of b's graph, and no
+// longer of the graph it counted as before (b.mu held).
+func (x *execState) countAs(b *graphBuild) {
+	if x.counted == b {
+		return
+	}
+	if x.counted != nil {
+		x.counted.instances.Add(-1)
+	}
+	b.instances.Add(1)
+	x.counted = b
+}
+
+// release drops everything the instance counts, and its count as an
+// instance of its graph: the instance is gone.
+func (x *execState) release() {
+	x.drop()
+	if x.counted != nil {
+		x.counted.instances.Add(-1)
+		x.counted = nil
+	}
 }
 
 // Capture records the work that record queues on s into a graph, instead
@@ -451,7 +495,8 @@ func (g *Graph) WriteDot(w io.Writer, verbose bool) error {
 // graph if the graph is closed first. A graph that allocates memory
 // (AllocAsync in its capture, or AddAlloc) may have one instance at a
 // time, as CUDA rules: instantiating it again before the first instance
-// is closed is an error.
+// is closed (or updated to another graph) returns ErrInvalidValue; an
+// instance Update made of it counts as one.
 func (g *Graph) Instantiate() (*GraphExec, error) {
 	const op = "Graph.Instantiate"
 	if err := g.valid(op); err != nil {
@@ -468,19 +513,21 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	if err := g.b.allFreed(op); err != nil {
 		return nil, err
 	}
-	st := &execState{graph: g}
+	allocates := len(g.b.made) > 0
+	if allocates && g.b.instances.Load() > 0 {
+		return nil, oneInstance(op)
+	}
+	st := &execState{graph: g, allocates: allocates}
 	if err := check(op, driver.GraphInstantiateWithFlags(g.ctx.handle, &st.handle, g.handle, 0)); err != nil {
-		if len(g.b.made) > 0 {
-			err.(*Error).Detail = join(err.(*Error).Detail, "a graph that allocates memory (AllocAsync in its capture, or AddAlloc) may have one instance at a time: close the other first")
-		}
 		return nil, err
 	}
+	st.countAs(g.b)
 	st.refs = g.b.refs.acquire()
 	e := &GraphExec{st: st}
 	ctx := g.ctx
 	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(st *execState) {
 		forgotten(ctx, track.GraphExec, func() { driver.GraphExecDestroy(ctx.handle, st.handle) })
-		st.drop()
+		st.release()
 	}, st))
 	return e, nil
 }
@@ -558,6 +605,12 @@ func (e *GraphExec) Launch(s *Stream) error {
 // is cheap; otherwise Update instantiates g anew in its place and reports
 // reinstantiated. Either way the instance is still e, and launches queued
 // before keep the work they had.
+//
+// The driver updates no instance to or from a graph that allocates memory
+// (AllocAsync in its capture, or AddAlloc) in place: Update instantiates
+// such a graph anew, which, as a graph that allocates may have one
+// instance at a time, it refuses with ErrInvalidValue where the graph has
+// an instance already, e itself included.
 func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	const op = "GraphExec.Update"
 	if err := e.valid(op); err != nil {
@@ -584,6 +637,7 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	if err := g.b.allFreed(op); err != nil {
 		return false, err
 	}
+	allocates := len(g.b.made) > 0
 	var info driver.GraphExecUpdateResultInfo
 	st := driver.GraphExecUpdate(e.ctx.handle, x.handle, g.handle, unsafe.Pointer(&info))
 	switch {
@@ -591,15 +645,25 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 		x.drop()
 		x.refs = g.b.refs.acquire()
 		x.graph = g
+		x.countAs(g.b)
+		x.allocates = allocates
 		return false, nil
-	case st.Code != driver.ErrorGraphExecUpdateFailure:
+	case st.Code == driver.ErrorGraphExecUpdateFailure:
+		// Not in place: instantiated anew below.
+	case st.Code == driver.ErrorNotSupported && (allocates || x.allocates):
+		// The driver's answer for memory nodes in either graph, which
+		// it updates in no instance: instantiated anew below.
+	default:
 		return false, check(op, st)
+	}
+	if allocates && g.b.instances.Load() > 0 {
+		if x.counted == g.b {
+			return false, errorf(op, ErrInvalidValue, "the instance is already the one instance at a time a graph that allocates memory may have, and the driver updates it in no instance in place: close the instance and instantiate the graph again")
+		}
+		return false, oneInstance(op)
 	}
 	var h driver.GraphExec
 	if err := check(op, driver.GraphInstantiateWithFlags(e.ctx.handle, &h, g.handle, 0)); err != nil {
-		if len(g.b.made) > 0 {
-			err.(*Error).Detail = join(err.(*Error).Detail, "the instance could not be updated in place, and a graph that allocates memory may have one instance at a time: close the other first")
-		}
 		return false, err
 	}
 	// The old instance's queued launches keep running: the driver
@@ -612,6 +676,8 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	x.drop()
 	x.refs = g.b.refs.acquire()
 	x.graph = g
+	x.countAs(g.b)
+	x.allocates = allocates
 	return true, nil
 }
 
@@ -625,5 +691,5 @@ func (e *GraphExec) Close() error {
 		e.st.mu.Lock()
 		defer e.st.mu.Unlock()
 		return check(op, driver.GraphExecDestroy(e.ctx.handle, e.st.handle))
-	}, func() { e.st.drop() })
+	}, func() { e.st.release() })
 }

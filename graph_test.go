@@ -389,10 +389,86 @@ func TestGraphOneInstanceWithMemory(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// With the first instance closed, Update makes other g's one instance:
+	// the driver updates no graph with memory nodes in place
+	// (cuGraphExecUpdate answers CUDA_ERROR_NOT_SUPPORTED), so it is
+	// instantiated anew.
+	if re, err := other.Update(g); err != nil || !re {
+		t.Fatalf("Update to a graph that allocates, with no other instance: reinstantiated %v, %v; want true, nil", re, err)
+	}
+	if err := errors.Join(other.Launch(k.s), k.s.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 1) // g's work, which leaves a alone
+	if e2, err := g.Instantiate(); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "one instance at a time") {
+		e2.Close()
+		t.Errorf("an instance of g beside the one Update made: %v; want ErrInvalidValue saying one instance at a time", err)
+	}
+	// Updating g's one instance from g again cannot be done in place and
+	// would make a second instance: refused, the instance left as it was.
+	if _, err := other.Update(g); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "one instance at a time") {
+		t.Errorf("Update of g's one instance from g: %v; want ErrInvalidValue saying one instance at a time", err)
+	}
+	// Away from g, which the driver does not update in place either:
+	// reinstantiated, and g may have an instance again.
+	if re, err := other.Update(plain); err != nil || !re {
+		t.Fatalf("Update from a graph that allocates to a plain one: reinstantiated %v, %v; want true, nil", re, err)
+	}
+	if err := other.Launch(k.s); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 2)
 	e = must(g.Instantiate())(t)
 	defer e.Close()
 	if err := errors.Join(e.Launch(k.s), k.s.Synchronize()); err != nil {
 		t.Fatal(err)
+	}
+	// A closed instance counts no more, nor does one forgotten: closing e
+	// lets g have another.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e3 := must(g.Instantiate())(t)
+	if err := e3.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGraphInstantiateFailureWords: where the driver refuses an instance
+// of a graph that allocates memory which has no other, the error is the
+// driver's, without the words about one instance at a time, for Instantiate
+// and for the instantiation an Update makes.
+func TestGraphInstantiateFailureWords(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	k := newGraphKit(t)
+	g := must(k.ctx.NewGraph())(t)
+	defer g.Close()
+	a, mem := must2(g.AddAlloc(nil, 64))(t)
+	set := must(g.AddMemset([]*cuda.GraphNode{a}, mem, 0, 4))(t)
+	must(g.AddFree([]*cuda.GraphNode{set}, mem))(t)
+	f.Fail("cuGraphInstantiateWithFlags", 1, 2) // CUDA_ERROR_OUT_OF_MEMORY
+	_, err := g.Instantiate()
+	if !errors.Is(err, cuda.Result(2)) || strings.Contains(err.Error(), "one instance") {
+		t.Errorf("Instantiate refused by the driver: %v; want CUDA_ERROR_OUT_OF_MEMORY, not a word of one instance", err)
+	}
+	plain := must(k.s.Capture(cuda.CaptureGlobal, k.accumulate(k.a, 1)))(t)
+	defer plain.Close()
+	other := must(plain.Instantiate())(t)
+	defer other.Close()
+	f.Fail("cuGraphInstantiateWithFlags", 1, 2)
+	if _, err := other.Update(g); !errors.Is(err, cuda.Result(2)) || strings.Contains(err.Error(), "one instance") {
+		t.Errorf("Update whose instantiation the driver refused: %v; want CUDA_ERROR_OUT_OF_MEMORY, not a word of one instance", err)
+	}
+	// Neither failure left an instance counted.
+	e := must(g.Instantiate())(t)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if re, err := other.Update(g); err != nil || !re {
+		t.Fatalf("Update after: reinstantiated %v, %v; want true, nil", re, err)
 	}
 }
 

@@ -19,6 +19,9 @@ type GraphNode struct {
 	handle driver.GraphNode
 	fn     *Function    // a kernel node's kernel
 	attrs  LaunchConfig // a kernel node's launch attributes (nodeAttributes), which an instance keeps
+	// after is the nodes it runs after, as added: the library adds no
+	// edge later, so that AddFree can find the alloc node among them.
+	after []*GraphNode
 }
 
 // NewGraph returns an empty graph of the context, to build node by node
@@ -52,7 +55,25 @@ func (g *Graph) addNode(op string, after []*GraphNode, p *driver.GraphNodeParams
 	if err := check(op, driver.GraphAddNode(r.ctx.handle, &h, g.handle, depsPtr, uintptr(len(deps)), unsafe.Pointer(p))); err != nil {
 		return nil, err
 	}
-	return &GraphNode{g: g, handle: h}, nil
+	return &GraphNode{g: g, handle: h, after: append([]*GraphNode(nil), after...)}, nil
+}
+
+// runsAfter reports whether every run of a node after the nodes after
+// comes after node n: n is one of them, or one of theirs, and so on.
+func runsAfter(after []*GraphNode, n *GraphNode) bool {
+	seen := map[*GraphNode]bool{}
+	for len(after) > 0 {
+		m := after[len(after)-1]
+		after = after[:len(after)-1]
+		if m == n {
+			return true
+		}
+		if !seen[m] {
+			seen[m] = true
+			after = append(after, m.after...)
+		}
+	}
+	return false
 }
 
 // checkAfter checks that the nodes of after are nodes of g.
@@ -440,7 +461,8 @@ func (g *Graph) addEvent(op string, after []*GraphNode, e *Event, typ int32) (*G
 // it; kernel launches on a stream and Stream.Do refuse it. Its address is
 // fixed when the node is added. It is closed with its graph.
 type GraphMemory struct {
-	mem *allocation
+	mem   *allocation
+	alloc *GraphNode // the alloc node
 }
 
 func (m *GraphMemory) deviceMemory() (driver.DevicePtr, *allocation) {
@@ -496,11 +518,14 @@ func (g *Graph) AddAlloc(after []*GraphNode, bytes int) (*GraphNode, *GraphMemor
 	m.ctx = r.ctx
 	m.lt.ArmUntracked()
 	r.b.made[m] = false
-	return n, &GraphMemory{mem: m}, nil
+	return n, &GraphMemory{mem: m, alloc: n}, nil
 }
 
-// AddFree adds a node that frees m, memory of this graph's alloc node; no
-// node after it may use m.
+// AddFree adds a node that frees m, memory of this graph's alloc node.
+// The free node must run after m's alloc node and after every node that
+// uses m, as CUDA rules: after must name the alloc node or nodes after it,
+// or AddFree returns ErrInvalidValue; no node after the free node may use
+// m.
 func (g *Graph) AddFree(after []*GraphNode, m *GraphMemory) (*GraphNode, error) {
 	const op = "Graph.AddFree"
 	if err := g.notInBody(op, "a free node"); err != nil {
@@ -520,6 +545,8 @@ func (g *Graph) AddFree(after []*GraphNode, m *GraphMemory) (*GraphNode, error) 
 		return nil, errorf(op, ErrInvalidValue, "memory of another graph's alloc node")
 	case freed:
 		return nil, errorf(op, ErrInvalidValue, "the memory is freed by a free node already")
+	case !runsAfter(after, m.alloc):
+		return nil, errorf(op, ErrInvalidValue, "the free node would not run after its alloc node: name the alloc node, or nodes after it and after every node that uses the memory, in after")
 	}
 	p := driver.GraphNodeParams{Type: driver.GraphNodeMemFree}
 	(*driver.MemFreeNodeParams)(unsafe.Pointer(&p.Params)).Dptr = a.base

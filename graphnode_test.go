@@ -2,14 +2,17 @@ package cuda_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/driver"
 )
 
 // needDeviceRuntime makes the set-condition kernel linkable: on the fake,
@@ -342,7 +345,8 @@ func TestGraphNodeErrors(t *testing.T) {
 	other := must(ctx.NewGraph())(t)
 	defer other.Close()
 	foreign := must(other.AddEmpty(nil))(t)
-	_, mem := must2(g.AddAlloc(nil, 64))(t)
+	alloc, mem := must2(g.AddAlloc(nil, 64))(t)
+	beside := must(g.AddEmpty(nil))(t) // a node with no path from the alloc node
 	cond := must(g.NewCondition(0))(t)
 	bytes := must(cuda.Alloc[byte](ctx, 16))(t)
 	defer bytes.Free()
@@ -367,6 +371,11 @@ func TestGraphNodeErrors(t *testing.T) {
 		{"alloc of nothing", func() error { _, _, err := g.AddAlloc(nil, 0); return err }, "at least one"},
 		{"nil host function", func() error { _, err := g.AddHost(nil, nil); return err }, "nil function"},
 		{"free of another graph's memory", func() error { _, err := other.AddFree(nil, mem); return err }, "another graph"},
+		{"free not after its alloc", func() error { _, err := g.AddFree(nil, mem); return err }, "after its alloc node"},
+		{"free after a node beside its alloc", func() error {
+			_, err := g.AddFree([]*cuda.GraphNode{beside}, mem)
+			return err
+		}, "after its alloc node"},
 		{"instantiate with memory not freed", func() error { _, err := g.Instantiate(); return err }, "no free node frees"},
 		{"launch on a stream with graph memory", func() error {
 			return saxpy.Launch(cuda.LaunchConfigFor(16, s), float32(1), mem, mem, uint32(16))
@@ -406,8 +415,8 @@ func TestGraphNodeErrors(t *testing.T) {
 	}
 	// A refused node leaves nothing counted: a buffer named beside the
 	// refused argument can be freed at once.
-	_, otherMem := must2(other.AddAlloc(nil, 64))(t)
-	must(other.AddFree(nil, otherMem))(t)
+	otherAlloc, otherMem := must2(other.AddAlloc(nil, 64))(t)
+	must(other.AddFree([]*cuda.GraphNode{otherAlloc}, otherMem))(t)
 	fresh := must(cuda.Alloc[float32](ctx, 16))(t)
 	if _, err := g.AddKernel(nil, saxpy, cuda.LaunchConfigFor(16, nil), float32(1), fresh, otherMem, uint32(16)); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("a kernel node on another graph's memory: %v; want ErrInvalidValue", err)
@@ -418,8 +427,10 @@ func TestGraphNodeErrors(t *testing.T) {
 	if err := fresh.Free(); err != nil {
 		t.Errorf("Free of a buffer only refused nodes named: %v", err)
 	}
-	must(g.AddFree(nil, mem))(t)
-	if _, err := g.AddFree(nil, mem); !errors.Is(err, cuda.ErrInvalidValue) {
+	// The free node after a node after the alloc node: ordered after it.
+	use := must(g.AddMemset([]*cuda.GraphNode{alloc}, mem, 0, 4))(t)
+	must(g.AddFree([]*cuda.GraphNode{beside, must(g.AddEmpty([]*cuda.GraphNode{use}))(t)}, mem))(t)
+	if _, err := g.AddFree([]*cuda.GraphNode{use}, mem); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("a second free node: %v; want ErrInvalidValue", err)
 	}
 	e := must(g.Instantiate())(t)
@@ -451,5 +462,62 @@ func must2[A, B any](a A, b B, err error) func(testing.TB) (A, B) {
 			t.Fatal(err)
 		}
 		return a, b
+	}
+}
+
+// TestDriverFreeNodeOrder pins the driver's rule AddFree checks: a graph
+// whose free node is not ordered after the alloc node of its memory is not
+// instantiated (CUDA_ERROR_INVALID_VALUE), one whose free node runs after
+// it is. Bare driver calls, on the GPU and on the fake alike.
+func TestDriverFreeNodeOrder(t *testing.T) {
+	ctx := cudatest.Context(t)
+	for _, tt := range []struct {
+		name    string
+		ordered bool
+	}{{"free at the root", false}, {"free after the alloc", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ctx.Do(func() error {
+				var cur driver.Context
+				if r := driver.CtxGetCurrent(&cur); !r.OK() {
+					return fmt.Errorf("cuCtxGetCurrent: %v", cuda.Result(r.Code))
+				}
+				var g driver.Graph
+				if r := driver.GraphCreate(cur, &g, 0); !r.OK() {
+					return fmt.Errorf("cuGraphCreate: %v", cuda.Result(r.Code))
+				}
+				defer driver.GraphDestroy(cur, g)
+				p := driver.GraphNodeParams{Type: driver.GraphNodeMemAlloc}
+				a := (*driver.MemAllocNodeParams)(unsafe.Pointer(&p.Params))
+				a.PoolProps = driver.MemPoolProps{AllocType: driver.MemAllocationTypePinned, LocType: driver.MemLocationTypeDevice, LocID: int32(ctx.Device().Ordinal())}
+				a.Bytesize = 1 << 16
+				var alloc, free driver.GraphNode
+				if r := driver.GraphAddNode(cur, &alloc, g, nil, 0, unsafe.Pointer(&p)); !r.OK() {
+					return fmt.Errorf("cuGraphAddNode (alloc): %v", cuda.Result(r.Code))
+				}
+				dptr := a.Dptr
+				p = driver.GraphNodeParams{Type: driver.GraphNodeMemFree}
+				(*driver.MemFreeNodeParams)(unsafe.Pointer(&p.Params)).Dptr = dptr
+				var deps unsafe.Pointer
+				var n uintptr
+				if tt.ordered {
+					deps, n = unsafe.Pointer(&alloc), 1
+				}
+				if r := driver.GraphAddNode(cur, &free, g, deps, n, unsafe.Pointer(&p)); !r.OK() {
+					return fmt.Errorf("cuGraphAddNode (free): %v", cuda.Result(r.Code))
+				}
+				var e driver.GraphExec
+				r := driver.GraphInstantiateWithFlags(cur, &e, g, 0)
+				if r.OK() {
+					driver.GraphExecDestroy(cur, e)
+				}
+				if want := tt.ordered; r.OK() != want || !r.OK() && r.Code != driver.ErrorInvalidValue {
+					return fmt.Errorf("cuGraphInstantiateWithFlags: %v; want success %v, else CUDA_ERROR_INVALID_VALUE", cuda.Result(r.Code), want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

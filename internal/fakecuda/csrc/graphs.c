@@ -37,6 +37,10 @@ struct fake_node {
 	struct fake_graph *g;
 	int index;
 	struct fake_graph *body; // a conditional node's body, handed out through phGraph_out
+	struct fake_node **deps; // the nodes it runs after, as added
+	int ndeps;
+	uintptr_t alloc, freed; // an alloc node's memory, a free node's
+	unsigned long visited;  // the walk (reaches) that saw it last
 	struct fake_node *next;
 };
 
@@ -47,6 +51,7 @@ struct fake_exec {
 	struct fake_graph *made_from; // the graph instantiated, whatever the updates since
 	struct fake_cond **resets; // the handles whose default each launch assigns
 	int nresets;
+	int allocs; // made from a graph with memory nodes, which no update changes
 	struct fake_exec *next;
 };
 
@@ -169,6 +174,7 @@ static void free_graph(CUgraph g) {
 	while (g->nodes) {
 		struct fake_node *n = g->nodes;
 		g->nodes = n->next;
+		free(n->deps);
 		free(n);
 	}
 	pthread_mutex_lock(&mu);
@@ -414,6 +420,32 @@ static void collect_resets(struct fake_exec *e, CUgraph g) {
 	for (CUgraph b = g->bodies; b; b = b->next_body) collect_resets(e, b);
 }
 
+// reaches reports whether node to is n or runs before it, through the
+// nodes n runs after, each visited once (mu held).
+static unsigned long visit;
+static int reaches_from(struct fake_node *n, struct fake_node *to) {
+	if (n == to) return 1;
+	if (n->visited == visit) return 0;
+	n->visited = visit;
+	for (int i = 0; i < n->ndeps; i++)
+		if (reaches_from(n->deps[i], to)) return 1;
+	return 0;
+}
+
+static int reaches(struct fake_node *n, struct fake_node *to) {
+	visit++;
+	return reaches_from(n, to);
+}
+
+// after_alloc reports whether free node n of g runs after the alloc node
+// of g that allocated its memory; memory the graph allocated otherwise
+// (during its capture, or in the graph a body is part of) passes (mu held).
+static int after_alloc(CUgraph g, struct fake_node *n) {
+	for (struct fake_node *a = g->nodes; a; a = a->next)
+		if (a->alloc == n->freed) return reaches(n, a);
+	return 1;
+}
+
 EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags) {
 	FAULT("cuGraphInstantiateWithFlags");
 	REQUIRE_CTX();
@@ -433,10 +465,17 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigne
 			pthread_mutex_unlock(&mu);
 			return INVALID_VALUE;
 		}
+	// A free node must be ordered after the alloc node of its memory.
+	for (struct fake_node *n = g->nodes; n; n = n->next)
+		if (n->freed && !after_alloc(g, n)) {
+			pthread_mutex_unlock(&mu);
+			return INVALID_VALUE;
+		}
 	struct fake_exec *e = calloc(1, sizeof *e);
 	e->ops = copy_ops(g->ops, g->n);
 	e->n = g->n;
 	e->src = e->made_from = g;
+	e->allocs = g->nallocs > 0;
 	collect_resets(e, g);
 	e->next = execs;
 	execs = e;
@@ -447,7 +486,7 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigne
 }
 
 // The fake's CUgraphExecUpdateResult values.
-enum { UPDATE_SUCCESS = 0, UPDATE_TOPOLOGY_CHANGED = 2, UPDATE_NODE_TYPE_CHANGED = 3, UPDATE_FUNCTION_CHANGED = 4 };
+enum { UPDATE_SUCCESS = 0, UPDATE_TOPOLOGY_CHANGED = 2, UPDATE_NODE_TYPE_CHANGED = 3, UPDATE_FUNCTION_CHANGED = 4, UPDATE_NOT_SUPPORTED = 6 };
 
 struct update_info {
 	int result;
@@ -466,6 +505,14 @@ EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *info) {
 	}
 	ri->result = UPDATE_SUCCESS;
 	ri->errorNode = ri->errorFromNode = 0;
+	// As the driver does, no instance is updated to or from a graph with
+	// memory alloc or free nodes: CUDA_ERROR_NOT_SUPPORTED, whatever the
+	// shapes.
+	if (e->allocs || g->nallocs) {
+		ri->result = UPDATE_NOT_SUPPORTED;
+		pthread_mutex_unlock(&mu);
+		return NOT_SUPPORTED;
+	}
 	if (e->n != g->n) ri->result = UPDATE_TOPOLOGY_CHANGED;
 	for (int i = 0; ri->result == UPDATE_SUCCESS && i < g->n; i++) {
 		int a = e->ops[i].kind, b = g->ops[i].kind;
@@ -728,6 +775,13 @@ EXPORT CUresult cuGraphAddNode(void **out, CUgraph g, void **deps, size_t ndeps,
 	struct fake_node *n = calloc(1, sizeof *n);
 	n->g = g;
 	n->index = -1;
+	if (ndeps) {
+		n->deps = malloc(ndeps * sizeof *n->deps);
+		memcpy(n->deps, deps, ndeps * sizeof *n->deps);
+		n->ndeps = (int)ndeps;
+	}
+	if (p->type == 10) n->alloc = (uintptr_t)p->alloc.dptr;
+	if (p->type == 11) n->freed = (uintptr_t)p->free.dptr;
 	pthread_mutex_lock(&mu);
 	if (none) g->opless++;
 	else {
@@ -812,6 +866,10 @@ EXPORT CUresult cuGraphDestroyNode(struct fake_node *n) {
 				*p = n->next;
 				break;
 			}
+		// Its edges go with it.
+		for (struct fake_node *m = g->nodes; m; m = m->next)
+			for (int i = 0; i < m->ndeps; i++)
+				if (m->deps[i] == n) m->deps[i--] = m->deps[--m->ndeps];
 		if (n->index < 0) g->opless--;
 		else {
 			free_op(&g->ops[n->index]);
@@ -820,6 +878,7 @@ EXPORT CUresult cuGraphDestroyNode(struct fake_node *n) {
 			for (struct fake_node *m = g->nodes; m; m = m->next)
 				if (m->index > n->index) m->index--;
 		}
+		free(n->deps);
 		free(n);
 	}
 	pthread_mutex_unlock(&mu);
