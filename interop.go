@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gocuda/cuda/internal/driver"
 )
@@ -10,15 +12,14 @@ import (
 // it until fn returns, and c held open (Close waits for fn). It is for
 // calling other CUDA libraries, which find the device through the current
 // context: the CUDA runtime, and so NCCL, cuBLAS or a cgo kernel library,
-// then use the same primary context as gocuda. Where another context was
-// current on the thread before, it is current again when Do returns, so
-// that a Do (or Stream.Do) of another context inside fn leaves c current
-// for the rest of fn. gocuda's own calls work inside fn too, but one on the
+// then use the same primary context as gocuda. A Do (or Stream.Do) of
+// another context inside fn makes c current again when it returns, for
+// the rest of fn. gocuda's own calls work inside fn too, but one on the
 // objects of another context may leave that context current: make fn's
 // library calls after it inside a Do of c. Once Close has been called on
 // c, gocuda's calls return ErrClosed at once (Close waits for fn to
 // return). fn must not close c itself: that would wait for fn.
-func (c *Context) Do(fn func() error) error {
+func (c *Context) Do(fn func() error) (err error) {
 	const op = "Context.Do"
 	if fn == nil {
 		return errorf(op, ErrInvalidValue, "nil function")
@@ -27,13 +28,32 @@ func (c *Context) Do(fn func() error) error {
 	if err != nil {
 		return err
 	}
-	defer c.unbindThread(prev)
+	defer func() {
+		if uerr := c.unbindThread(op, prev); err == nil {
+			err = uerr
+		}
+	}()
 	return fn()
+}
+
+// doing counts, for each driver context, the Do and Stream.Do calls under
+// way on it, on any thread: a Do that begins with another context current
+// makes that one current again when it ends where a Do of it is under way,
+// the Do around this one (a context that is not may be released since).
+var doing sync.Map // driver.Context -> *atomic.Int32
+
+// doCount returns the count of Do calls under way on h.
+func doCount(h driver.Context) *atomic.Int32 {
+	if v, ok := doing.Load(h); ok {
+		return v.(*atomic.Int32)
+	}
+	v, _ := doing.LoadOrStore(h, new(atomic.Int32))
+	return v.(*atomic.Int32)
 }
 
 // bindThread is bind that always locks the OS thread and makes c current on
 // it, whatever the driver backend. It returns the context that was current
-// on the thread before, for unbindThread to make current again.
+// on the thread before, for unbindThread.
 func (c *Context) bindThread(op string) (prev driver.Context, err error) {
 	if c == nil {
 		return 0, errorf(op, ErrInvalidValue, "nil *Context")
@@ -51,18 +71,21 @@ func (c *Context) bindThread(op string) (prev driver.Context, err error) {
 		c.life.Release()
 		return 0, err
 	}
+	doCount(c.handle).Add(1)
 	return prev, nil
 }
 
-// unbindThread undoes bindThread, making prev current again where another
-// context (or none) was current before. A prev that can no longer be made
-// current, released since, stays as the driver left it.
-func (c *Context) unbindThread(prev driver.Context) {
-	if prev != 0 && prev != c.handle {
-		driver.CtxSetCurrent(prev)
+// unbindThread undoes bindThread: where prev, current before, is another
+// context in a Do under way, it makes prev current again.
+func (c *Context) unbindThread(op string, prev driver.Context) error {
+	doCount(c.handle).Add(-1)
+	var err error
+	if prev != 0 && prev != c.handle && doCount(prev).Load() > 0 {
+		err = check(op, driver.CtxSetCurrent(prev))
 	}
 	runtime.UnlockOSThread()
 	c.life.Release()
+	return err
 }
 
 // Do queues work of another library on s: it runs fn as Context.Do does,
@@ -73,7 +96,7 @@ func (c *Context) unbindThread(prev driver.Context) {
 // waits for it, like for gocuda's own.
 //
 // Each of mem must belong to the stream's context.
-func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
+func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) (err error) {
 	const op = "Stream.Do"
 	if s == nil || fn == nil {
 		return errorf(op, ErrInvalidValue, "nil stream or function")
@@ -99,7 +122,7 @@ func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
 		held = append(held, heldLife{&a.life, "a device buffer"})
 		allocs = append(allocs, a)
 	}
-	held, err := holdAll(op, held)
+	held, err = holdAll(op, held)
 	if err != nil {
 		return err
 	}
@@ -109,7 +132,11 @@ func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) error {
 	if err != nil {
 		return err
 	}
-	defer s.ctx.unbindThread(prev)
+	defer func() {
+		if uerr := s.ctx.unbindThread(op, prev); err == nil {
+			err = uerr
+		}
+	}()
 	if err := s.willQueue(op); err != nil {
 		return err
 	}

@@ -144,14 +144,24 @@ func NewComms(ctxs []*cuda.Context) ([]*Comm, error) {
 	handles := make([]clib.Comm, len(ctxs))
 	// Each context is held open, one Do inside the other, until NCCL has
 	// made the ranks: a closed one fails here, not at the first collective.
+	made := false
 	var initAll func(i int) error
 	initAll = func(i int) error {
 		if i < len(ctxs) {
 			return bound(op, ctxs[i], func() error { return initAll(i + 1) })
 		}
-		return check(op, "ncclCommInitAll", clib.CommInitAll(&handles[0], int32(len(ctxs)), &devs[0]))
+		err := check(op, "ncclCommInitAll", clib.CommInitAll(&handles[0], int32(len(ctxs)), &devs[0]))
+		made = err == nil
+		return err
 	}
 	if err := initAll(0); err != nil {
+		if made {
+			// The ranks were made, then the Dos around failed (making the
+			// context before current again): release them.
+			for i, h := range handles {
+				releasing(op, ctxs[i], func() error { return check(op, "ncclCommDestroy", clib.CommDestroy(h)) })
+			}
+		}
 		return nil, err
 	}
 	comms := make([]*Comm, len(ctxs))
