@@ -840,3 +840,47 @@ func TestCloseWhileInUse(t *testing.T) {
 		})
 	}
 }
+
+// TestAfterPeerAbort: once a rank has aborted and NCCL reports the others'
+// communicator failed (Err: ResultRemoteError), every call on it returns
+// that failure, as NCCL's calls return a communicator's asynchronous
+// error, rather than queue work that never runs. (The fake reports the
+// failure at once; an NCCL that has not noticed it yet is skipped.)
+func TestAfterPeerAbort(t *testing.T) {
+	requireNCCL(t)
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return
+	}
+	comms := must(nccl.NewComms(ctxs))(t)
+	defer comms[0].Close()
+	if err := comms[1].Abort(); err != nil {
+		t.Fatal(err)
+	}
+	c, s := comms[0], cudatest.Stream(t, ctxs[0])
+	a := must(cuda.Alloc[int32](ctxs[0], 4))(t)
+	defer a.Free()
+	b := must(cuda.Alloc[int32](ctxs[0], 4))(t)
+	defer b.Free()
+	two := must(a.Slice(0, 2))(t)
+	if err := c.Err(); !errors.Is(err, nccl.ResultRemoteError) {
+		t.Skipf("NCCL has not noticed the abort: Err = %v", err)
+	}
+	for name, err := range map[string]error{
+		"AllReduce":     nccl.AllReduce(c, a, b, nccl.Sum, s),
+		"Broadcast":     nccl.Broadcast(c, a, b, 0, s),
+		"Reduce":        nccl.Reduce(c, a, b, nccl.Sum, 0, s),
+		"AllGather":     nccl.AllGather(c, a, must(b.Slice(0, 2))(t), s),
+		"ReduceScatter": nccl.ReduceScatter(c, two, b, nccl.Sum, s),
+		"AllToAll":      nccl.AllToAll(c, a, b, s),
+		"Send":          nccl.Send(c, a, 1, s),
+		"Recv":          nccl.Recv(c, a, 1, s),
+	} {
+		if !errors.Is(err, nccl.ResultRemoteError) {
+			t.Errorf("%s after the other rank aborted: %v; want ResultRemoteError", name, err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}

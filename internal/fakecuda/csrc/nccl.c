@@ -736,8 +736,12 @@ static int collective(const char *name, enum coll_kind kind, const void *send, v
 	int nranks = ok ? c->cl->nranks : 0, rank = ok ? c->rank : 0;
 	int stream_ok = ok && s && stream_live(s) && s->ctx->device == c->device;
 	int busy = ok && c->busy;
+	int failed = ok && c->cl->aborted;
 	pthread_mutex_unlock(&mu);
 	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	// As NCCL's calls, which return the communicator's asynchronous error
+	// (ncclCommGetAsyncError's) before queuing anything.
+	if (failed) return nccl_fail(NCCL_REMOTE_ERROR, "a rank of the communicator aborted");
 	if (busy) return nccl_fail(NCCL_INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
 	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
 	if (root < 0 || root >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "root out of range");
@@ -837,8 +841,12 @@ static int p2p(const char *name, enum coll_kind kind, const void *send, void *re
 	int nranks = ok ? c->cl->nranks : 0;
 	int stream_ok = ok && s && stream_live(s) && s->ctx->device == c->device;
 	int busy = ok && c->busy;
+	int failed = ok && c->cl->aborted;
 	pthread_mutex_unlock(&mu);
 	if (!ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "not a live communicator");
+	// As NCCL's calls, which return the communicator's asynchronous error
+	// (ncclCommGetAsyncError's) before queuing anything.
+	if (failed) return nccl_fail(NCCL_REMOTE_ERROR, "a rank of the communicator aborted");
 	if (busy) return nccl_fail(NCCL_INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
 	if (!stream_ok) return nccl_fail(NCCL_INVALID_ARGUMENT, "stream is not a live stream of the communicator's device");
 	if (peer < 0 || peer >= nranks) return nccl_fail(NCCL_INVALID_ARGUMENT, "peer out of range");
