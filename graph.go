@@ -606,11 +606,12 @@ func (e *GraphExec) Launch(s *Stream) error {
 // reinstantiated. Either way the instance is still e, and launches queued
 // before keep the work they had.
 //
-// The driver updates no instance to or from a graph that allocates memory
-// (AllocAsync in its capture, or AddAlloc) in place: Update instantiates
-// such a graph anew, which, as a graph that allocates may have one
-// instance at a time, it refuses with ErrInvalidValue where the graph has
-// an instance already, e itself included.
+// The driver updates no instance to or from another graph that allocates
+// memory (AllocAsync in its capture, or AddAlloc) in place (an instance of
+// such a graph from that graph itself it does): Update instantiates such a
+// graph anew, which, as a graph that allocates may have one instance at a
+// time, it refuses with ErrInvalidValue where the graph has an instance
+// already.
 func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	const op = "GraphExec.Update"
 	if err := e.valid(op); err != nil {
@@ -651,14 +652,14 @@ func (e *GraphExec) Update(g *Graph) (reinstantiated bool, err error) {
 	case st.Code == driver.ErrorGraphExecUpdateFailure:
 		// Not in place: instantiated anew below.
 	case st.Code == driver.ErrorNotSupported && (allocates || x.allocates):
-		// The driver's answer for memory nodes in either graph, which
-		// it updates in no instance: instantiated anew below.
+		// The driver's answer for memory nodes in either graph, where
+		// it cannot update in place: instantiated anew below.
 	default:
 		return false, check(op, st)
 	}
 	if allocates && g.b.instances.Load() > 0 {
 		if x.counted == g.b {
-			return false, errorf(op, ErrInvalidValue, "the instance is already the one instance at a time a graph that allocates memory may have, and the driver updates it in no instance in place: close the instance and instantiate the graph again")
+			return false, errorf(op, ErrInvalidValue, "the instance is already the one instance at a time a graph that allocates memory may have, and the driver cannot update it in place: close the instance and instantiate the graph again")
 		}
 		return false, oneInstance(op)
 	}

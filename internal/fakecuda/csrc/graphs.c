@@ -40,7 +40,6 @@ struct fake_node {
 	struct fake_node **deps; // the nodes it runs after, as added
 	int ndeps;
 	uintptr_t alloc, freed; // an alloc node's memory, a free node's
-	unsigned long visited;  // the walk (reaches) that saw it last
 	struct fake_node *next;
 };
 
@@ -420,32 +419,6 @@ static void collect_resets(struct fake_exec *e, CUgraph g) {
 	for (CUgraph b = g->bodies; b; b = b->next_body) collect_resets(e, b);
 }
 
-// reaches reports whether node to is n or runs before it, through the
-// nodes n runs after, each visited once (mu held).
-static unsigned long visit;
-static int reaches_from(struct fake_node *n, struct fake_node *to) {
-	if (n == to) return 1;
-	if (n->visited == visit) return 0;
-	n->visited = visit;
-	for (int i = 0; i < n->ndeps; i++)
-		if (reaches_from(n->deps[i], to)) return 1;
-	return 0;
-}
-
-static int reaches(struct fake_node *n, struct fake_node *to) {
-	visit++;
-	return reaches_from(n, to);
-}
-
-// after_alloc reports whether free node n of g runs after the alloc node
-// of g that allocated its memory; memory the graph allocated otherwise
-// (during its capture, or in the graph a body is part of) passes (mu held).
-static int after_alloc(CUgraph g, struct fake_node *n) {
-	for (struct fake_node *a = g->nodes; a; a = a->next)
-		if (a->alloc == n->freed) return reaches(n, a);
-	return 1;
-}
-
 EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags) {
 	FAULT("cuGraphInstantiateWithFlags");
 	REQUIRE_CTX();
@@ -462,12 +435,6 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigne
 	// A graph with memory nodes may have one instance at a time.
 	for (CUgraphExec p = execs; g->nallocs && p; p = p->next)
 		if (p->made_from == g) {
-			pthread_mutex_unlock(&mu);
-			return INVALID_VALUE;
-		}
-	// A free node must be ordered after the alloc node of its memory.
-	for (struct fake_node *n = g->nodes; n; n = n->next)
-		if (n->freed && !after_alloc(g, n)) {
 			pthread_mutex_unlock(&mu);
 			return INVALID_VALUE;
 		}
@@ -505,10 +472,11 @@ EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *info) {
 	}
 	ri->result = UPDATE_SUCCESS;
 	ri->errorNode = ri->errorFromNode = 0;
-	// As the driver does, no instance is updated to or from a graph with
-	// memory alloc or free nodes: CUDA_ERROR_NOT_SUPPORTED, whatever the
-	// shapes.
-	if (e->allocs || g->nallocs) {
+	// As the H100's driver did, no instance is updated to or from another
+	// graph with memory alloc or free nodes: CUDA_ERROR_NOT_SUPPORTED,
+	// whatever the shapes (an instance of such a graph updated from that
+	// graph itself is).
+	if ((e->allocs || g->nallocs) && e->src != g) {
 		ri->result = UPDATE_NOT_SUPPORTED;
 		pthread_mutex_unlock(&mu);
 		return NOT_SUPPORTED;
