@@ -17,8 +17,10 @@ import (
 // default) runs cuDNN's fused attention (package cudnn's Attention) where
 // cuDNN is found and takes the shape, else, and wherever cuDNN fails,
 // nn's own kernel; "own" runs nn's own kernel always; "cudnn"
-// runs cuDNN wherever it takes the shape and returns its errors. float32,
-// a KV cache's attention once an Append was captured (a graph's replays
+// runs cuDNN wherever it takes the shape and returns its errors. A KV
+// cache's attention runs cuDNN's only with "cudnn" (its length changes at
+// every step, and cuDNN makes a plan for each length). float32, a KV
+// cache's attention once an Append was captured (a graph's replays
 // lengthen the cache where only the device sees it), a capturing stream
 // and shapes cuDNN does not take (D not a multiple of 8 or above 256,
 // causal with more queries than keys) always run nn's own kernel.

@@ -68,8 +68,9 @@
 // every position (ExampleKVCache_graph).
 //
 // The halves' attention runs cuDNN's fused attention where cuDNN is found
-// and takes the shape, and nn's own kernel wherever it does not or fails;
-// GOCUDA_NN_ATTENTION=own (EnvAttention) runs nn's own kernel always.
+// and takes the shape, and nn's own kernel wherever it does not or fails,
+// and for a KV cache (EnvAttention says why); GOCUDA_NN_ATTENTION=own runs
+// nn's own kernel always.
 //
 // On error a function returns nil arrays and an *Error that wraps
 // cuda.ErrInvalidValue (a nil, zero or non-contiguous array, shapes that
