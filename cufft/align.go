@@ -21,28 +21,30 @@ func alignedForComplex[T any](b *cuda.DeviceBuffer[T]) bool {
 	return uintptr(b.Ptr())%(2*unsafe.Sizeof(z)) == 0
 }
 
-// scratchLike returns stream-ordered memory of b's length on s, holding a
-// copy of b's elements if fill is set.
-func scratchLike[T any](b *cuda.DeviceBuffer[T], s *cuda.Stream, fill bool) (*cuda.DeviceBuffer[T], error) {
+// complexAligned returns b where real is unset or b is aligned as a
+// complex number, else stream-ordered scratch memory of b's length on s,
+// holding a copy of b's elements if fill is set; and what frees what it
+// returned (nothing to do for b itself).
+func complexAligned[T any](b *cuda.DeviceBuffer[T], s *cuda.Stream, real, fill bool) (*cuda.DeviceBuffer[T], func() error, error) {
+	if !real || alignedForComplex(b) {
+		return b, func() error { return nil }, nil
+	}
 	tmp, err := cuda.AllocAsync[T](s, b.Len())
 	if err != nil {
-		return nil, fmt.Errorf("scratch memory for a buffer not aligned for cuFFT: %w", err)
+		return nil, nil, fmt.Errorf("scratch memory for a buffer not aligned for cuFFT: %w", err)
 	}
 	if fill {
 		if err := tmp.CopyFromDeviceAsync(b, s); err != nil {
-			return nil, errors.Join(err, freeScratch(tmp))
+			return nil, nil, errors.Join(err, freeScratch(tmp))
 		}
 	}
-	return tmp, nil
+	return tmp, func() error { return freeScratch(tmp) }, nil
 }
 
-// freeScratch frees stream-ordered scratch memory (nil is nothing to do),
-// in the stream's order after the work queued on it; a failed free is
-// tried once more, so that nothing is lost.
+// freeScratch frees stream-ordered scratch memory, in the stream's order
+// after the work queued on it; a failed free is tried once more, so that
+// nothing is lost.
 func freeScratch[T any](tmp *cuda.DeviceBuffer[T]) error {
-	if tmp == nil {
-		return nil
-	}
 	err := tmp.Free()
 	if err != nil && tmp.Free() != nil {
 		err = fmt.Errorf("%w (and again)", err)

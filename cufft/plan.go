@@ -401,23 +401,16 @@ func run[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *c
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	in, out := src, dst
-	if (t == R2C || t == D2Z) && !alignedForComplex(src) {
-		tmp, serr := scratchLike(src, p.stream, true)
-		if serr != nil {
-			return named(op, serr)
-		}
-		defer func() { err = errors.Join(err, named(op, freeScratch(tmp))) }()
-		in = tmp
+	in, freeIn, err := complexAligned(src, p.stream, t == R2C || t == D2Z, true)
+	if err != nil {
+		return named(op, err)
 	}
-	if (t == C2R || t == Z2D) && !alignedForComplex(dst) {
-		tmp, serr := scratchLike(dst, p.stream, false)
-		if serr != nil {
-			return named(op, serr)
-		}
-		defer func() { err = errors.Join(err, named(op, freeScratch(tmp))) }()
-		out = tmp
+	defer func() { err = errors.Join(err, named(op, freeIn())) }()
+	out, freeOut, err := complexAligned(dst, p.stream, t == C2R || t == Z2D, false)
+	if err != nil {
+		return named(op, err)
 	}
+	defer func() { err = errors.Join(err, named(op, freeOut())) }()
 	err = named(op, p.stream.Do(func(uintptr) error {
 		return transform(p.raw.h, uintptr(in.Ptr()), uintptr(out.Ptr()))
 	}, in, out, p.work))

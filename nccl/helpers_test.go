@@ -56,3 +56,21 @@ func equal[T comparable](t testing.TB, what string, got, want []T) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+// twoRanks opens two devices' contexts and a communicator of two ranks
+// over them, closed when the test ends; nil where cudatest.Contexts ran
+// the test in a child process instead.
+func twoRanks(t *testing.T) ([]*cuda.Context, []*nccl.Comm) {
+	t.Helper()
+	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	if ctxs == nil {
+		return nil, nil
+	}
+	comms := must(nccl.NewComms(ctxs))(t)
+	t.Cleanup(func() {
+		for _, c := range comms {
+			c.Close()
+		}
+	})
+	return ctxs, comms
+}

@@ -110,16 +110,10 @@ func oneRank[T nccl.Element](t *testing.T, c *nccl.Comm, s *cuda.Stream) {
 // same computed on the CPU: one goroutine drives both ranks in a Group.
 func TestCollectives(t *testing.T) {
 	requireNCCL(t)
-	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	ctxs, comms := twoRanks(t)
 	if ctxs == nil {
 		return
 	}
-	comms := must(nccl.NewComms(ctxs))(t)
-	defer func() {
-		for _, c := range comms {
-			c.Close()
-		}
-	}()
 	streams := []*cuda.Stream{cudatest.Stream(t, ctxs[0]), cudatest.Stream(t, ctxs[1])}
 	for i, c := range comms {
 		if c.Rank() != i || c.Size() != 2 || c.Context() != ctxs[i] {
@@ -434,16 +428,10 @@ func TestArgumentErrors(t *testing.T) {
 	})
 	// The lengths that depend on the number of ranks, on two.
 	t.Run("two ranks", func(t *testing.T) {
-		ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+		ctxs, comms := twoRanks(t)
 		if ctxs == nil {
 			return
 		}
-		comms := must(nccl.NewComms(ctxs))(t)
-		defer func() {
-			for _, c := range comms {
-				c.Close()
-			}
-		}()
 		c, s := comms[0], cudatest.Stream(t, ctxs[0])
 		two := must(cuda.Alloc[int32](ctxs[0], 2))(t)
 		defer two.Free()
@@ -621,16 +609,10 @@ func TestFailedCloseRetried(t *testing.T) {
 // src. The overlaps that are not in place are refused (TestArgumentErrors).
 func TestInPlace(t *testing.T) {
 	requireNCCL(t)
-	ctxs := cudatest.Contexts(t, 2, "NCCL_NVLS_ENABLE=0")
+	ctxs, comms := twoRanks(t)
 	if ctxs == nil {
 		return
 	}
-	comms := must(nccl.NewComms(ctxs))(t)
-	defer func() {
-		for _, c := range comms {
-			c.Close()
-		}
-	}()
 	streams := []*cuda.Stream{cudatest.Stream(t, ctxs[0]), cudatest.Stream(t, ctxs[1])}
 	const n = 1001
 	in := [][]int32{numbers[int32](2 * n), numbers[int32](2 * n)}
