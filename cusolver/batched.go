@@ -52,19 +52,21 @@ func checkBatch[T Element](h *Handle, op string, a Matrix[T], count int) error {
 // which is a row-major Upper or a column-major Lower (10,000 8×8 matrices
 // in 39-41 µs on an H100). In the other (a row-major Lower, a
 // column-major Upper) cuSOLVER is about 2.8 times slower, so there the
-// batch is transposed into h's device workspace with cuBLASLt's batched
-// matrix transform (cublasLtMatrixTransform), factored there in the fast
-// triangle, and transposed back: two copies of the batch through memory
-// more, a fraction of what cuSOLVER's slow triangle costs. The workspace
-// grows to the batch's size (count·n·n elements) and is reused as the
-// handle's other workspaces are. Where cuBLASLt cannot be opened, lacks
-// the transform or refuses the type or batch, the batch is factored in place in
+// batch is transposed into h's device workspace by a kernel of the
+// package's own (PTX, compiled by the driver at h's first such batch and
+// kept until h's Close), factored there in the fast triangle, and transposed
+// back: two copies of the batch through memory more, a fraction of what
+// cuSOLVER's slow triangle costs. The workspace grows to the batch's size
+// (count·n·n elements) and is reused as the handle's other workspaces
+// are. Where the driver refuses the kernel, for matrices of 65,536 rows or
+// more, and for a buffer not aligned to its elements (4 bytes for
+// float32, 8 for the others), the batch is factored in place in
 // cuSOLVER's slow triangle: the same result, slower. The transposes are
 // plain ones, not conjugate ones, for complex matrices too: what turns one
 // storage order into the other (transpose.go says why the factor is then
-// the caller's). The arrays of
-// pointers cuSOLVER takes (one for a's batch, one for the workspace's)
-// are kept by h for the next call on the same batch.
+// the caller's). The arrays of pointers cuSOLVER takes (one for a's
+// batch, one for the workspace's) are kept by h for the next call on the
+// same batch.
 func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle) (*Info, error) {
 	const op = "CholeskyBatched"
 	if err := checkBatch(h, op, a, count); err != nil {
@@ -98,25 +100,27 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 			fill = fillLower // one element is both triangles
 		}
 		base, ptrSlot, keySlot := a.ptr(), &h.ptrs, &h.ptrsKey
-		transposed := false
+		var tr *cuda.Function // the transpose, where the batch went through it
 		if fill == fillUpper {
 			// cuSOLVER's slow triangle: into the workspace, transposed,
 			// where it is the fast one (transpose.go).
-			var ok bool
-			ok, err = prepareTranspose[T](h, op, n, count)
+			var f *cuda.Function
+			if canTranspose[T](n, a.ptr()) {
+				f, err = h.transposeKernel()
+			}
 			var work uintptr
-			if err == nil && ok {
+			if err == nil && f != nil {
 				work, _, err = h.workspace(op, size*uintptr(count), 0)
 			}
-			if err == nil && ok {
-				ok, err = transpose[T](h, op, work, a.ptr(), true)
+			if err == nil && f != nil {
+				err = transpose[T](h, f, work, a.ptr(), n, count)
 			}
 			if err != nil {
 				info.discard(&err)
 				return err
 			}
-			if ok {
-				base, ptrSlot, keySlot, fill, transposed = work, &h.workPtrs, &h.workPtrsKey, fillLower, true
+			if f != nil {
+				base, ptrSlot, keySlot, fill, tr = work, &h.workPtrs, &h.workPtrsKey, fillLower, f
 			}
 		}
 		ptrs, err := h.pointers(ptrSlot, keySlot, base, size, count)
@@ -126,8 +130,8 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 		}
 		k := elemIndex[T]()
 		err = check(op, potrfBatched[k].name, potrfBatched[k].f(h.raw.h, fill, int32(n), ptrs, int32(a.ld()), info.ptr(), int32(count)))
-		if err == nil && transposed {
-			_, err = transpose[T](h, op, a.ptr(), base, false)
+		if err == nil && tr != nil {
+			err = transpose[T](h, tr, a.ptr(), base, n, count)
 		}
 		if err != nil {
 			info.discard(&err)

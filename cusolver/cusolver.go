@@ -62,8 +62,8 @@
 //     and does not touch the other triangle. CholeskyBatched's cuSOLVER
 //     batch is fast in one triangle only, its column-major lower one (a
 //     row-major Upper, a column-major Lower); a batch in the other
-//     triangle is transposed into the workspace and back (cuBLASLt's
-//     batched transform), which costs two copies of the batch instead
+//     triangle is transposed into the workspace and back (a kernel of
+//     the package's own), which costs two copies of the batch instead
 //     of cuSOLVER's slow triangle (about 2.8 times slower). A complex
 //     Hermitian A's row-major memory is, to cuSOLVER, Aᵀ = conj(A), whose factor and
 //     inverse read row-major are A's; its solve is not, so CholeskySolve
@@ -141,9 +141,6 @@
 // itself (the wheels keep each library in a folder of its own), the
 // package loads it first from the same places, as PyTorch does; where
 // none is found, opening fails and the error names the library missing.
-// CholeskyBatched's transposes call the cuBLASLt cuSOLVER loaded
-// (GOCUDA_LIBCUBLASLT names another, as for package cublas); without
-// one that has the transform, the batch takes cuSOLVER's slow triangle.
 package cusolver
 
 //go:generate go run ../internal/driver/gen -in ../internal/lib/cusolver/status.txt -backend lib-public -pkg cusolver -out zstatus.go

@@ -3,25 +3,24 @@ package cusolver
 import cuda "github.com/gocuda/cuda"
 
 // TransposeBatch, for the tests, queues dst = srcᵀ for count packed n×n
-// matrices (column-major) on h's stream, as CholeskyBatched does, and
-// reports whether cuBLASLt took the type.
+// matrices on h's stream with CholeskyBatched's kernel, and reports
+// whether the kernel took the batch: false, with nothing queued, where
+// the driver refused the kernel, or n or the buffers' alignment are
+// beyond it.
 func TransposeBatch[T Element](h *Handle, dst, src *cuda.DeviceBuffer[T], n, count int) (ok bool, err error) {
 	err = h.do("TransposeBatch", []cuda.Memory{dst, src}, func() error {
-		var err error
-		if ok, err = prepareTranspose[T](h, "TransposeBatch", n, count); err != nil || !ok {
+		if n*count == 0 || !canTranspose[T](n, uintptr(dst.Ptr()), uintptr(src.Ptr())) {
+			return nil
+		}
+		f, err := h.transposeKernel()
+		if err != nil || f == nil {
 			return err
 		}
-		ok, err = transpose[T](h, "TransposeBatch", uintptr(dst.Ptr()), uintptr(src.Ptr()), true)
-		return err
+		ok = true
+		return transpose[T](h, f, uintptr(dst.Ptr()), uintptr(src.Ptr()), n, count)
 	})
 	return ok, err
 }
 
-// OpenLt opens the transposes' cuBLASLt, for the tests, and returns its
-// path, or "" where it could not.
-func OpenLt() string {
-	if !openLt() {
-		return ""
-	}
-	return ltLib.Path()
-}
+// TransposePTX is the kernel's text, for the tests.
+const TransposePTX = transposePTX

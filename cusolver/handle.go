@@ -37,6 +37,12 @@ type Handle struct {
 	// workspace (transpose.go).
 	workPtrs    *cuda.DeviceBuffer[uint64]
 	workPtrsKey [3]uintptr
+	// trMod and tr are the batched Cholesky's transpose (transpose.go),
+	// loaded by the first batch that needs it; trOff says the driver
+	// refused it.
+	trMod *cuda.Module
+	tr    *cuda.Function
+	trOff bool
 	// scratch takes the info of the calls whose info only numbers a bad
 	// argument (getrs, potrs, orgqr, ormqr), which the package checks
 	// before calling: nobody reads it.
@@ -58,15 +64,11 @@ type raw struct {
 	params clib.Params
 	svdj   clib.GesvdjInfo
 	syevj  clib.SyevjInfo
-	lt     ltObjects // cuBLASLt's, for the batched transposes (transpose.go)
 }
 
 // destroy releases the library's objects, each zeroed once gone, so that
 // a failed destroy can be tried again. Called with ctx current.
 func (r *raw) destroy(op string) error {
-	if err := r.lt.destroy(op); err != nil {
-		return err
-	}
 	if r.svdj != 0 {
 		if err := check(op, "cusolverDnDestroyGesvdjInfo", clib.DnDestroyGesvdjInfo(r.svdj)); err != nil {
 			return err
@@ -242,8 +244,10 @@ func (h *Handle) String() string {
 }
 
 // Close waits for the calls in flight, frees the workspaces (the device
-// ones in stream order, after the work queued) and releases the library's
-// objects. Close of a closed Handle returns nil. Once h's context is
+// ones in stream order, after the work queued), unloads the batched
+// Cholesky's transpose kernel where a call loaded it (after the work
+// queued on h's stream: Close then waits for it) and releases the
+// library's objects. Close of a closed Handle returns nil. Once h's context is
 // closed, the library's objects went with it. A Close that fails leaves h
 // usable, and may be tried again.
 func (h *Handle) Close() error {
@@ -271,6 +275,9 @@ func (h *Handle) Close() error {
 		}
 		if h.workPtrs != nil && free("the transposed batch's pointers", func() error { return h.workPtrs.FreeOn(h.base.Stream()) }) {
 			h.workPtrs = nil
+		}
+		if h.trMod != nil && free("the transpose kernel", h.closeTranspose) {
+			h.trMod, h.tr = nil, nil
 		}
 		for len(h.retired) > 0 && free("a host workspace", h.retired[0].Free) {
 			h.retired = h.retired[1:]

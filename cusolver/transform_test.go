@@ -1,22 +1,35 @@
 package cusolver_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
+	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cusolver"
 	"github.com/gocuda/cuda/internal/cudatest"
-	blib "github.com/gocuda/cuda/internal/lib/cublas"
 )
 
-// TestTransposeBatch: cuBLASLt's batched transform transposes each of a
-// batch of packed n×n matrices exactly, for every element type the
-// package has (float32, float64, complex64, complex128; the complex ones
-// not conjugated), at several sizes and counts, the layout and
-// descriptors remade as the batch changes. On a GPU whose cuBLASLt
-// refuses a type, the test says so: CholeskyBatched then factors in
-// cuSOLVER's slow triangle.
+// TestTransposeKernelLoads: the driver compiles CholeskyBatched's
+// transpose (PTX written by hand) and has its entry; a refusal shows
+// here with the JIT's log, where CholeskyBatched would only be slower.
+func TestTransposeKernelLoads(t *testing.T) {
+	ctx := cudatest.Context(t)
+	mod, err := ctx.LoadModule([]byte(cusolver.TransposePTX))
+	if err != nil {
+		t.Fatalf("loading the transpose's PTX: %v", err)
+	}
+	defer mod.Close()
+	if _, err := mod.Function("gocuda_transpose_batch"); err != nil {
+		t.Fatalf("the transpose's entry: %v", err)
+	}
+}
+
+// TestTransposeBatch: CholeskyBatched's kernel transposes each of a batch
+// of packed n×n matrices exactly (plain transposes: the complex ones not
+// conjugated), for every element type the package has, at sizes from 1
+// to 97 and odd counts, against the host's transpose; the elements past
+// the batch in dst are not written, and src is left as it was.
 func TestTransposeBatch(t *testing.T) {
 	t.Run("float32", testTransposeBatch[float32])
 	t.Run("float64", testTransposeBatch[float64])
@@ -27,35 +40,58 @@ func TestTransposeBatch(t *testing.T) {
 func testTransposeBatch[T cusolver.Element](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, c := range []struct{ n, count int }{{1, 1}, {2, 3}, {8, 100}, {8, 7}, {17, 5}, {32, 3}} {
-		src := make([]T, c.n*c.n*c.count)
-		for i := range src {
-			src[i] = randomElement[T](rng)
+	for _, n := range []int{1, 3, 8, 97} {
+		for _, count := range []int{1, 7, 33} {
+			t.Run(fmt.Sprintf("%dx%d/%d", n, n, count), func(t *testing.T) {
+				checkTranspose[T](t, ctx, h, rng, n, count)
+			})
 		}
-		a := cudatest.Upload(t, ctx, src)
-		b := cudatest.Upload(t, ctx, make([]T, len(src)))
-		ok, err := cusolver.TransposeBatch(h, b, a, c.n, c.count)
-		if err != nil {
-			t.Fatalf("%d×%d ×%d: %v", c.n, c.n, c.count, err)
-		}
-		if !ok {
-			t.Logf("cuBLASLt (%s) refuses this type's transform: CholeskyBatched takes cuSOLVER's slow triangle for it", cusolver.OpenLt())
-			return
-		}
-		if err := h.Stream().Synchronize(); err != nil {
-			t.Fatal(err)
-		}
-		got := cudatest.Download(t, b)
-		n := c.n
-		for m := 0; m < c.count; m++ {
-			for i := 0; i < n; i++ {
-				for j := 0; j < n; j++ {
-					if g, w := got[m*n*n+i+j*n], src[m*n*n+j+i*n]; g != w {
-						t.Fatalf("%d×%d ×%d: matrix %d (%d,%d) is %v, want %v", n, n, c.count, m, i, j, g, w)
-					}
+	}
+}
+
+// checkTranspose transposes count random n×n matrices with the kernel
+// and checks them against the host's transposes.
+func checkTranspose[T cusolver.Element](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand, n, count int) {
+	t.Helper()
+	const tail = 5 // elements after the batch in dst, which must stay
+	src := make([]T, n*n*count)
+	for i := range src {
+		src[i] = randomElement[T](rng)
+	}
+	marks := make([]T, len(src)+tail)
+	for i := range marks {
+		marks[i] = T(-1)
+	}
+	a := cudatest.Upload(t, ctx, src)
+	b := cudatest.Upload(t, ctx, marks)
+	defer func() { a.Free(); b.Free() }()
+	ok, err := cusolver.TransposeBatch(h, b, a, n, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatal("the kernel did not take the batch: CholeskyBatched would take cuSOLVER's slow triangle")
+	}
+	if err := h.Stream().Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got := cudatest.Download(t, b)
+	for m := 0; m < count; m++ {
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if g, w := got[m*n*n+i+j*n], src[m*n*n+j+i*n]; g != w {
+					t.Fatalf("matrix %d (%d,%d) is %v, want %v", m, i, j, g, w)
 				}
 			}
 		}
+	}
+	for i, g := range got[len(src):] {
+		if g != T(-1) {
+			t.Fatalf("element %d after the batch was written: %v", i, g)
+		}
+	}
+	if back := cudatest.Download(t, a); fmt.Sprint(back) != fmt.Sprint(src) {
+		t.Fatal("src changed")
 	}
 }
 
@@ -77,112 +113,64 @@ func randomElement[T cusolver.Element](rng *rand.Rand) T {
 	return v
 }
 
-// TestFakeTransformChecks (fake): the fake's cuBLASLt transform is as
-// strict as the library's: attributes at their C sizes, a transform
-// descriptor and layouts that agree on the type and the shape, no B
-// without beta (and none the fake adds), no transpose onto itself, device
-// memory, a live handle.
-func TestFakeTransformChecks(t *testing.T) {
-	fake := cudatest.Fake(t)
-	if fake == nil {
-		return
+// TestTransposeBatchWide (GPU): a batch of more than 2³² elements takes
+// the kernel's 64-bit division; 3×3 float32 matrices (2×16 GiB), the
+// first, the one across element 2³², and the last checked. Skipped on
+// the fake and where the device lacks the memory.
+func TestTransposeBatchWide(t *testing.T) {
+	if cudatest.IsFake() {
+		t.Skip("the fake driver: 32 GiB of host memory")
 	}
-	ctx := cudatest.Context(t)
-	s := cudatest.Stream(t, ctx)
-	a := cudatest.Upload(t, ctx, make([]float32, 64))
-	c := cudatest.Upload(t, ctx, make([]float32, 64))
-	if cusolver.OpenLt() == "" {
-		t.Fatal("the fake's cuBLASLt did not open")
-	}
-	must := func(what string, r blib.Result) {
-		t.Helper()
-		if r != blib.Success {
-			t.Fatalf("%s = %v", what, r)
-		}
-	}
-	var lt blib.LtHandle
-	must("cublasLtCreate", blib.TrCreate(&lt))
-	defer blib.TrDestroy(lt)
-	layout := func(dt int32, rows, cols uint64, batch int32, stride int64) blib.LtMatrixLayout {
-		t.Helper()
-		var l blib.LtMatrixLayout
-		must("cublasLtMatrixLayoutCreate", blib.TrMatrixLayoutCreate(&l, dt, rows, cols, int64(rows)))
-		must("set BATCH_COUNT", blib.TrMatrixLayoutSetAttribute(l, layoutBatchCount, unsafe.Pointer(&batch), 4))
-		must("set STRIDED_BATCH_OFFSET", blib.TrMatrixLayoutSetAttribute(l, layoutBatchStride, unsafe.Pointer(&stride), 8))
-		t.Cleanup(func() { blib.TrMatrixLayoutDestroy(l) })
-		return l
-	}
-	var desc blib.LtMatrixTransformDesc
-	must("cublasLtMatrixTransformDescCreate", blib.TrMatrixTransformDescCreate(&desc, dtF32))
-	defer blib.TrMatrixTransformDescDestroy(desc)
-	trans := int32(1)
-	must("set TRANSA", blib.TrMatrixTransformDescSetAttribute(desc, transformTransA, unsafe.Pointer(&trans), 4))
-	sq := layout(dtF32, 4, 4, 4, 16)
-	wide := layout(dtF32, 2, 8, 4, 16)
-	tall := layout(dtF32, 8, 2, 4, 16)
-	three := layout(dtF32, 4, 4, 3, 16)
-	f64 := layout(dtF64, 4, 4, 4, 16)
-	one, zero := float32(1), float32(0)
-	pa, pc := uintptr(a.Ptr()), uintptr(c.Ptr())
-	batch := int32(2)
-	// With the context current, on the stream's thread: as package
-	// cusolver calls cuBLASLt.
-	err := s.Do(func(raw uintptr) error {
-		checkTransforms(t, []struct {
-			name string
-			r    blib.Result
-			want blib.Result
-		}{
-			{"batch count of 8 bytes", blib.TrMatrixLayoutSetAttribute(sq, layoutBatchCount, unsafe.Pointer(&stride8), 8), blib.InvalidValue},
-			{"batch count 0", blib.TrMatrixLayoutSetAttribute(sq, layoutBatchCount, unsafe.Pointer(&zero32), 4), blib.InvalidValue},
-			{"TRANSA of 8 bytes", blib.TrMatrixTransformDescSetAttribute(desc, transformTransA, unsafe.Pointer(&stride8), 8), blib.InvalidValue},
-			{"descriptor of an unknown type", blib.TrMatrixTransformDescCreate(new(blib.LtMatrixTransformDesc), 99), blib.InvalidValue},
-			{"no handle", blib.TrMatrixTransform(0, desc, unsafe.Pointer(&one), pa, sq, unsafe.Pointer(&zero), 0, 0, pc, sq, raw), blib.NotInitialized},
-			{"no alpha", blib.TrMatrixTransform(lt, desc, nil, pa, sq, unsafe.Pointer(&zero), 0, 0, pc, sq, raw), blib.InvalidValue},
-			{"transposed shape", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, wide, unsafe.Pointer(&zero), 0, 0, pc, tall, raw), blib.Success},
-			{"shapes that disagree", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, wide, unsafe.Pointer(&zero), 0, 0, pc, wide, raw), blib.InvalidValue},
-			{"batches that disagree", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, sq, unsafe.Pointer(&zero), 0, 0, pc, three, raw), blib.InvalidValue},
-			{"types that disagree", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, f64, unsafe.Pointer(&zero), 0, 0, pc, f64, raw), blib.NotSupported},
-			{"beta without B", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, sq, unsafe.Pointer(&one), 0, 0, pc, sq, raw), blib.InvalidValue},
-			{"onto itself", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, sq, unsafe.Pointer(&zero), 0, 0, pa, sq, raw), blib.InvalidValue},
-			{"host memory", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), uintptr(unsafe.Pointer(&batch)), sq, unsafe.Pointer(&zero), 0, 0, pc, sq, raw), blib.ExecutionFailed},
-			{"a batch past the buffer", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, layout(dtF32, 4, 4, 5, 16), unsafe.Pointer(&zero), 0, 0, pc, layout(dtF32, 4, 4, 5, 16), raw), blib.ExecutionFailed},
-			{"no stream", blib.TrMatrixTransform(lt, desc, unsafe.Pointer(&one), pa, sq, unsafe.Pointer(&zero), 0, 0, pc, sq, 0), blib.ExecutionFailed},
-		})
-		return nil
-	}, a, c)
+	const n, count = 3, 1<<32/9 + 2 // 4,294,967,310 elements
+	ctx, h := handle(t)
+	a, err := cuda.Alloc[float32](ctx, n*n*count)
 	if err != nil {
+		t.Skipf("the batch's 16 GiB: %v", err)
+	}
+	defer a.Free()
+	b, err := cuda.Alloc[float32](ctx, n*n*count)
+	if err != nil {
+		t.Skipf("the transposes' 16 GiB: %v", err)
+	}
+	defer b.Free()
+	if err := a.Memset32(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Synchronize(); err != nil {
+	if err := b.Memset32(0xffffffff); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// checkTransforms checks what each call returned.
-func checkTransforms(t *testing.T, calls []struct {
-	name string
-	r    blib.Result
-	want blib.Result
-}) {
-	t.Helper()
-	for _, tt := range calls {
-		if tt.r != tt.want {
-			t.Errorf("%s: %v, want %v", tt.name, tt.r, tt.want)
+	rng := rand.New(rand.NewPCG(7, 8))
+	checked := []int{0, 1<<32/9 - 1, 1 << 32 / 9, count - 1} // 1<<32/9: elements 2³²-4 to 2³²+4
+	want := map[int][]float32{}
+	for _, m := range checked {
+		v := make([]float32, n*n)
+		for i := range v {
+			v[i] = rng.Float32() + 1
+		}
+		s := must(a.Slice(m*n*n, n*n))(t)
+		if err := s.CopyFromHost(v); err != nil {
+			t.Fatal(err)
+		}
+		want[m] = v
+	}
+	ok, err := cusolver.TransposeBatch(h, b, a, n, count)
+	if err != nil || !ok {
+		t.Fatalf("TransposeBatch = %v, %v", ok, err)
+	}
+	if err := h.Stream().Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range checked {
+		got := make([]float32, n*n)
+		if err := must(b.Slice(m*n*n, n*n))(t).CopyToHost(got); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if g, w := got[i+j*n], want[m][j+i*n]; g != w {
+					t.Fatalf("matrix %d (%d,%d) is %v, want %v", m, i, j, g, w)
+				}
+			}
 		}
 	}
 }
-
-var (
-	stride8 = int64(16)
-	zero32  = int32(0)
-)
-
-// cuBLASLt's and CUDA's values (cublasLt.h, library_types.h).
-const (
-	layoutBatchCount  = 5 // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT
-	layoutBatchStride = 6 // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET
-	transformTransA   = 2 // CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA
-	dtF32             = 0 // CUDA_R_32F
-	dtF64             = 1 // CUDA_R_64F
-)

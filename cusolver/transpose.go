@@ -1,15 +1,10 @@
 package cusolver
 
 import (
-	"path/filepath"
-	"strings"
-	"sync"
+	"errors"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/cublas"
-	"github.com/gocuda/cuda/internal/dl"
-	blib "github.com/gocuda/cuda/internal/lib/cublas"
 )
 
 // The batched Cholesky's other triangle. cuSOLVER's potrfBatched runs its
@@ -17,138 +12,209 @@ import (
 // (10,000 8×8 matrices on an H100: 39-41 µs against 110). So where a
 // batch's triangle is cuSOLVER's upper one (a row-major Lower, a
 // column-major Upper), CholeskyBatched transposes each matrix into the
-// device workspace with cuBLASLt's batched matrix transform
-// (cublasLtMatrixTransform, CUBLAS_OP_T), factors the lower triangle
-// there, and transposes the batch back. A plain transpose (not the
-// conjugate one) is what turns one storage order into the other, so the
-// matrix the workspace holds, read column-major, is the caller's as the
-// caller's layout reads it (row-major Lower), or its transpose (column-
-// major Upper: Aᵀ, which is A for a symmetric matrix and conj(A) for a
-// Hermitian one, whose lower factor L gives A = (Lᵀ)ᴴ·Lᵀ): either way the
-// factor comes back in the triangle the caller named, the other triangle
-// goes there and back unchanged, and the leading minors, and so the info
-// values, are the caller's matrix's.
+// device workspace with a kernel of the package's own (transposePTX),
+// factors the lower triangle there, and transposes the batch back. A
+// plain transpose (not the conjugate one) is what turns one storage order
+// into the other, so the matrix the workspace holds, read column-major,
+// is the caller's as the caller's layout reads it (row-major Lower), or
+// its transpose (column-major Upper: Aᵀ, which is A for a symmetric
+// matrix and conj(A) for a Hermitian one, whose lower factor L gives A =
+// (Lᵀ)ᴴ·Lᵀ): either way the factor comes back in the triangle the caller
+// named, the other triangle goes there and back unchanged, and the
+// leading minors, and so the info values, are the caller's matrix's.
 //
-// cuBLASLt is the one cuSOLVER is linked against, loaded with it (deps.go);
-// where it cannot be opened, lacks the transform, or refuses the element
-// type or the batch (CUBLAS_STATUS_NOT_SUPPORTED, before anything is
-// queued), the batch is factored in place in cuSOLVER's upper triangle as
-// before: right, and slower.
+// cuBLASLt's batched transform (cublasLtMatrixTransform) did this before,
+// at about 10 µs a pass over 10,000 8×8 matrices (2.5 to 5 MB, which the
+// H100's memory moves in about 2 µs): 20 of the 60 µs a row-major
+// Lower batch took. The kernel is PTX text, compiled by the driver's JIT at the
+// first batch of a handle that needs it, kept by the handle and unloaded
+// by its Close (after the work queued on its stream, which may use it;
+// while a graph that captured it lives, the module cannot be unloaded, and
+// Close fails). Where the driver refuses the PTX, the batch is factored
+// in place in cuSOLVER's slow triangle: right, and slower; so it is too
+// for matrices of 65,536 rows or more (the kernel indexes a matrix's
+// elements in 32 bits) and for a batch whose buffer is not aligned to its
+// elements' loads.
 
-// ltLib is cuBLASLt, with the functions of internal/lib/cublas's
-// TransformTable: a table of its own, so that package cublas's Lazy and
-// this one never write the same addresses. Its sonames are set, once,
-// after cuSOLVER is opened: the generation cuSOLVER is linked against
-// first, which the loader finds by name among the libraries it loaded.
-var (
-	ltLib = dl.Lazy{
-		Library: dl.Library{
-			Name:    "cuBLASLt",
-			Env:     cublas.EnvLibraryLt,
-			Wheels:  []string{"cu13/lib", "cu12/lib", "cublas/lib"},
-			Install: "install the CUDA toolkit's cuBLAS (libcublasLt), or pip install nvidia-cublas",
-			Missing: cuda.ErrNotSupported,
-		},
-		Table: blib.TransformTable,
+// transposeName is the kernel's entry.
+const transposeName = "gocuda_transpose_batch"
+
+// transposeBlock is the kernel's block: one thread an element.
+const transposeBlock = 256
+
+// transposePTX is the transpose: for each of the total elements of a batch
+// of packed n×n matrices, element i of src (its column-major element
+// (r, q) of matrix m, with e = i - m·n² = q·n + r) goes to element (q, r)
+// of the same matrix in dst, m·n² + r·n + q, esize bytes (4, 8, or 16,
+// moved as two 8-byte halves: what complex128 and its 8-byte alignment
+// take). One thread an element: a warp reads consecutive elements of the
+// batch, and its writes stay within a matrix or two (n² elements), which
+// the L2 cache gathers. m is found by 32-bit division where total (and so
+// i) fits 32 bits, else by 64-bit; e, q and r fit 32 bits for n < 65,536.
+// The fake driver runs a C version of it (internal/fakecuda/csrc/
+// kernels.c), matched by its text.
+const transposePTX = `.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry gocuda_transpose_batch(.param .u64 p_dst, .param .u64 p_src, .param .u64 p_total, .param .u32 p_n, .param .u32 p_esize)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<10>;
+	.reg .b64 %rd<13>;
+
+	ld.param.u64 %rd0, [p_dst];
+	ld.param.u64 %rd1, [p_src];
+	ld.param.u64 %rd2, [p_total];
+	ld.param.u32 %r0, [p_n];
+	ld.param.u32 %r1, [p_esize];
+	cvta.to.global.u64 %rd0, %rd0;
+	cvta.to.global.u64 %rd1, %rd1;
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mul.wide.u32 %rd3, %r2, %r3;
+	cvt.u64.u32 %rd4, %r4;
+	add.u64 %rd3, %rd3, %rd4;
+	setp.ge.u64 %p0, %rd3, %rd2;
+	@%p0 bra L_DONE;
+	mul.lo.u32 %r5, %r0, %r0;
+	shr.u64 %rd5, %rd2, 32;
+	setp.ne.u64 %p1, %rd5, 0;
+	@%p1 bra L_WIDE;
+	cvt.u32.u64 %r6, %rd3;
+	div.u32 %r6, %r6, %r5;
+	mul.wide.u32 %rd6, %r6, %r5;
+	bra L_SPLIT;
+L_WIDE:
+	cvt.u64.u32 %rd7, %r5;
+	div.u64 %rd6, %rd3, %rd7;
+	mul.lo.u64 %rd6, %rd6, %rd7;
+L_SPLIT:
+	sub.u64 %rd7, %rd3, %rd6;
+	cvt.u32.u64 %r7, %rd7;
+	div.u32 %r8, %r7, %r0;
+	mul.lo.u32 %r9, %r8, %r0;
+	sub.u32 %r9, %r7, %r9;
+	mad.wide.u32 %rd8, %r9, %r0, %rd6;
+	cvt.u64.u32 %rd9, %r8;
+	add.u64 %rd8, %rd8, %rd9;
+	cvt.u64.u32 %rd10, %r1;
+	mad.lo.u64 %rd11, %rd3, %rd10, %rd1;
+	mad.lo.u64 %rd12, %rd8, %rd10, %rd0;
+	setp.eq.u32 %p2, %r1, 4;
+	@%p2 bra L_E4;
+	setp.eq.u32 %p2, %r1, 8;
+	@%p2 bra L_E8;
+	ld.global.b64 %rd4, [%rd11];
+	ld.global.b64 %rd5, [%rd11+8];
+	st.global.b64 [%rd12], %rd4;
+	st.global.b64 [%rd12+8], %rd5;
+	bra L_DONE;
+L_E8:
+	ld.global.b64 %rd4, [%rd11];
+	st.global.b64 [%rd12], %rd4;
+	bra L_DONE;
+L_E4:
+	ld.global.b32 %r2, [%rd11];
+	st.global.b32 [%rd12], %r2;
+L_DONE:
+	ret;
+}
+`
+
+// The registers of transposePTX, by what they hold:
+//
+//	%rd0 dst, %rd1 src, %rd2 total, %rd3 i (this thread's element of src),
+//	%rd6 m·n² (the first element of i's matrix), %rd7 e = i - m·n²,
+//	%rd8 j = m·n² + r·n + q (i's element of dst), %rd10 esize,
+//	%rd11 &src[i], %rd12 &dst[j], %rd4 and %rd5 an element's bytes;
+//	%r0 n, %r1 esize, %r5 n², %r6 m, %r7 e, %r8 q = e / n, %r9 r = e - q·n.
+
+// transposeMaxDim is the first n the kernel does not take: n² must fit 32
+// bits.
+const transposeMaxDim = 1 << 16
+
+// transposeKernel returns h's transpose, loading it at the first call:
+// nil, and no error, where the driver refuses it (CholeskyBatched then
+// takes cuSOLVER's slow triangle, and h does not try again). An error of
+// another kind (out of memory, a closed context) is returned and not
+// kept: the next call tries again. Called in do.
+func (h *Handle) transposeKernel() (*cuda.Function, error) {
+	if h.tr != nil || h.trOff {
+		return h.tr, nil
 	}
-	ltOnce sync.Once
-)
-
-// ltSonames returns cuBLASLt's sonames and DLLs, the generation of the
-// cuSOLVER at path first: cuSOLVER 11 (libcusolver.so.11, CUDA 12) is
-// linked against libcublasLt.so.12, cuSOLVER 12 (CUDA 13) against
-// libcublasLt.so.13.
-func ltSonames(path string) (sonames, dlls []string) {
-	base := filepath.Base(path)
-	if strings.Contains(base, ".so.11") || strings.Contains(base, "64_11") {
-		return []string{"libcublasLt.so.12", "libcublasLt.so.13", "libcublasLt.so"}, []string{"cublasLt64_12.dll", "cublasLt64_13.dll"}
-	}
-	return []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, []string{"cublasLt64_13.dll", "cublasLt64_12.dll"}
-}
-
-// openLt opens cuBLASLt once per process and reports whether it did.
-func openLt() bool {
-	ltOnce.Do(func() {
-		preloadDeps() // as lib.Path opens cuSOLVER where New has not
-		ltLib.Library.Sonames, ltLib.Library.DLLs = ltSonames(lib.Path())
-	})
-	return ltLib.Open() == nil
-}
-
-// cuBLASLt's attributes (cublasLt.h).
-const (
-	ltLayoutBatchCount  = 5 // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t
-	ltLayoutBatchStride = 6 // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t
-	ltTransformTransA   = 2 // CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA, int32_t
-)
-
-// ltObjects are cuBLASLt's objects a Handle keeps for its transposes,
-// made by the first call that needs them and kept until Close: the
-// handle, a transform descriptor (CUBLAS_OP_T) per element type, and the
-// layout of the last batch (n×n, packed, count of them), which serves as
-// both the source's and the destination's.
-type ltObjects struct {
-	h      blib.LtHandle
-	desc   [4]blib.LtMatrixTransformDesc // float32, float64, complex64, complex128
-	layout blib.LtMatrixLayout
-	key    [3]int64 // the layout's data type, n and count
-	// off says, by element type, that the transform is not to be used:
-	// cuBLASLt could not be opened, or refused the type's descriptor;
-	// refused holds the batches (keys as key) whose transform cuBLASLt
-	// refused, which take cuSOLVER's slow triangle from then on.
-	off     [4]bool
-	refused map[[3]int64]bool
-}
-
-// destroy releases o's objects, each zeroed once gone, so that a failed
-// destroy can be tried again.
-func (o *ltObjects) destroy(op string) error {
-	if o.layout != 0 {
-		if err := checkLt(op, "cublasLtMatrixLayoutDestroy", blib.TrMatrixLayoutDestroy(o.layout)); err != nil {
-			return err
+	mod, err := h.base.Context().LoadModule([]byte(transposePTX))
+	if err == nil {
+		var f *cuda.Function
+		if f, err = mod.Function(transposeName); err == nil {
+			h.trMod, h.tr = mod, f
+			return f, nil
 		}
-		o.layout, o.key = 0, [3]int64{}
-	}
-	for i, d := range o.desc {
-		if d != 0 {
-			if err := checkLt(op, "cublasLtMatrixTransformDescDestroy", blib.TrMatrixTransformDescDestroy(d)); err != nil {
-				return err
-			}
-			o.desc[i] = 0
+		if cerr := mod.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 	}
-	if o.h != 0 {
-		if err := checkLt(op, "cublasLtDestroy", blib.TrDestroy(o.h)); err != nil {
-			return err
+	if refusedKernel(err) {
+		h.trOff = true
+		return nil, nil
+	}
+	return nil, err
+}
+
+// closeTranspose unloads h's transpose, once the work queued on h's
+// stream, which may use it, is done (a stream closed before h has none
+// left). Called by Close.
+func (h *Handle) closeTranspose() error {
+	if err := h.base.Stream().Synchronize(); err != nil && !errors.Is(err, cuda.ErrClosed) {
+		return err
+	}
+	return h.trMod.Close()
+}
+
+// refusedKernel reports whether err is the driver refusing the kernel as
+// such: an image or PTX it cannot take (INVALID_IMAGE, NO_BINARY_FOR_GPU,
+// INVALID_PTX, UNSUPPORTED_PTX_VERSION), or a kernel it cannot run
+// (cuda.ErrNotSupported: the fake driver, for a kernel it has no C version
+// of).
+func refusedKernel(err error) bool {
+	for _, r := range []cuda.Result{200, 209, 218, 222} {
+		if errors.Is(err, r) {
+			return true
 		}
-		o.h = 0
 	}
-	return nil
+	return errors.Is(err, cuda.ErrNotSupported)
 }
 
-// ltSentinels are the gocuda sentinels cuBLAS's codes match, as package
-// cublas maps them.
-var ltSentinels = map[cublas.Result]error{
-	cublas.ResultInvalidValue: cuda.ErrInvalidValue,
-	cublas.ResultAllocFailed:  cuda.ErrOutOfMemory,
-	cublas.ResultNotSupported: cuda.ErrNotSupported,
-	cublas.ResultArchMismatch: cuda.ErrNotSupported,
-}
-
-// checkLt turns what cuBLASLt's function name returned into an error: a
-// *cublas.Error carrying its code (cuBLAS's codes, not cuSOLVER's).
-func checkLt(op, name string, r blib.Result) error {
-	switch r {
-	case blib.Success:
-		return nil
-	case blib.Missing:
-		return &cublas.Error{Op: op, Call: name, Err: cuda.ErrNotSupported, Detail: ltLib.Lacks(name)}
+// canTranspose reports whether the kernel takes a batch of n×n matrices
+// of T at the device addresses given: n below transposeMaxDim, and each
+// address aligned to the kernel's loads of T (4 bytes for float32, 8 for
+// the others, complex128 moved as two halves).
+func canTranspose[T Element](n int, addrs ...uintptr) bool {
+	align := min(unsafe.Sizeof(*new(T)), 8)
+	for _, p := range addrs {
+		if p%align != 0 {
+			return false
+		}
 	}
-	s := cublas.Result(r)
-	return &cublas.Error{Op: op, Call: name, Code: s, Text: s.String(), Err: ltSentinels[s]}
+	return n < transposeMaxDim
 }
 
-// elemIndex is T's index in ltObjects' arrays.
+// transpose queues dst = srcᵀ for each of count packed n×n matrices of T
+// (column-major or row-major alike) with the kernel f on h's stream. dst
+// and src must not overlap. Called in do.
+func transpose[T Element](h *Handle, f *cuda.Function, dst, src uintptr, n, count int) error {
+	total := n * n * count
+	cfg := cuda.LaunchConfig{
+		Grid:   cuda.Dim3{X: (total-1)/transposeBlock + 1},
+		Block:  cuda.Dim3{X: transposeBlock},
+		Stream: h.base.Stream(),
+	}
+	return f.Launch(cfg, cuda.DevicePtr(dst), cuda.DevicePtr(src), uint64(total), uint32(n), uint32(unsafe.Sizeof(*new(T))))
+}
+
+// elemIndex is T's index in the batched calls' tables (float32, float64,
+// complex64, complex128).
 func elemIndex[T Element]() int {
 	switch dataType[T]() {
 	case typeF64:
@@ -159,107 +225,4 @@ func elemIndex[T Element]() int {
 		return 3
 	}
 	return 0
-}
-
-// prepareTranspose makes what transposing count packed n×n matrices of T
-// takes (cuBLASLt's handle, T's descriptor, the batch's layout) and
-// reports whether they can be transposed: false, with nothing queued and
-// no error, where cuBLASLt cannot be opened or refuses T. Called in do.
-func prepareTranspose[T Element](h *Handle, op string, n, count int) (bool, error) {
-	o, k, dt := &h.raw.lt, elemIndex[T](), dataType[T]()
-	if o.off[k] {
-		return false, nil
-	}
-	if o.h == 0 {
-		if !openLt() {
-			o.off = [4]bool{true, true, true, true}
-			return false, nil
-		}
-		var lt blib.LtHandle
-		if err := checkLt(op, "cublasLtCreate", blib.TrCreate(&lt)); err != nil {
-			return false, err
-		}
-		o.h = lt
-	}
-	if o.desc[k] == 0 {
-		var d blib.LtMatrixTransformDesc
-		r := blib.TrMatrixTransformDescCreate(&d, dt)
-		if r == blib.Missing || r == blib.NotSupported {
-			o.off[k] = true
-			return false, nil
-		}
-		if err := checkLt(op, "cublasLtMatrixTransformDescCreate", r); err != nil {
-			return false, err
-		}
-		trans := int32(opT)
-		err := checkLt(op, "cublasLtMatrixTransformDescSetAttribute", blib.TrMatrixTransformDescSetAttribute(d, ltTransformTransA, unsafe.Pointer(&trans), 4))
-		if err != nil {
-			closeLt(&err, op, "cublasLtMatrixTransformDescDestroy", func() blib.Result { return blib.TrMatrixTransformDescDestroy(d) })
-			return false, err
-		}
-		o.desc[k] = d
-	}
-	key := [3]int64{int64(dt), int64(n), int64(count)}
-	if o.refused[key] {
-		return false, nil
-	}
-	if o.layout != 0 && o.key != key {
-		if err := checkLt(op, "cublasLtMatrixLayoutDestroy", blib.TrMatrixLayoutDestroy(o.layout)); err != nil {
-			return false, err
-		}
-		o.layout, o.key = 0, [3]int64{}
-	}
-	if o.layout == 0 {
-		var l blib.LtMatrixLayout
-		if err := checkLt(op, "cublasLtMatrixLayoutCreate", blib.TrMatrixLayoutCreate(&l, dt, uint64(n), uint64(n), int64(n))); err != nil {
-			return false, err
-		}
-		batch, stride := int32(count), int64(n)*int64(n)
-		err := checkLt(op, "cublasLtMatrixLayoutSetAttribute", blib.TrMatrixLayoutSetAttribute(l, ltLayoutBatchCount, unsafe.Pointer(&batch), 4))
-		if err == nil {
-			err = checkLt(op, "cublasLtMatrixLayoutSetAttribute", blib.TrMatrixLayoutSetAttribute(l, ltLayoutBatchStride, unsafe.Pointer(&stride), 8))
-		}
-		if err != nil {
-			closeLt(&err, op, "cublasLtMatrixLayoutDestroy", func() blib.Result { return blib.TrMatrixLayoutDestroy(l) })
-			return false, err
-		}
-		o.layout, o.key = l, key
-	}
-	return true, nil
-}
-
-// closeLt destroys an object a failed call made, into *err (as
-// lifetime.CloseTemp: tried twice, the first failure kept unless *err
-// holds one).
-func closeLt(err *error, op, name string, destroy func() blib.Result) {
-	cerr := checkLt(op, name, destroy())
-	if cerr != nil {
-		cerr = checkLt(op, name, destroy())
-	}
-	if *err == nil {
-		*err = cerr
-	}
-}
-
-// transpose queues dst = srcᵀ, each of the batch prepareTranspose made
-// ready (column-major, packed), on h's stream. first says that nothing of
-// the operation is queued yet: then a cuBLASLt that refuses the call
-// (CUBLAS_STATUS_NOT_SUPPORTED) turns the transform off for this batch's
-// type and shape and transpose reports false, not an error. Called in do.
-func transpose[T Element](h *Handle, op string, dst, src uintptr, first bool) (bool, error) {
-	o, k := &h.raw.lt, elemIndex[T]()
-	var one, zero T
-	one = T(1)
-	r := blib.TrMatrixTransform(o.h, o.desc[k], unsafe.Pointer(&one), src, o.layout, unsafe.Pointer(&zero), 0, 0, dst, o.layout, h.base.RawStream())
-	if first && r == blib.NotSupported {
-		if o.refused == nil {
-			o.refused = map[[3]int64]bool{}
-		}
-		o.refused[o.key] = true
-		return false, nil
-	}
-	if err := checkLt(op, "cublasLtMatrixTransform", r); err != nil {
-		return false, err
-	}
-	return true, nil
 }

@@ -6,12 +6,10 @@ import (
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
-	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cusolver"
 	"github.com/gocuda/cuda/internal/cudatest"
 )
@@ -46,9 +44,9 @@ func cholesky(a dense) (dense, bool) {
 // Cholesky against the CPU's factor, with the triangle not named holding
 // values that are not the matrix's (it must be neither read nor written),
 // at counts 1, 3 and 100 and n 1 to 32, one matrix of each batch of three
-// or more not positive definite; through cuBLASLt's transposes where the
-// triangle is cuSOLVER's slow one, and, on the fake, with the transform
-// refused (the path without it).
+// or more not positive definite; through the package's transposes where
+// the triangle is cuSOLVER's slow one (TestCholeskyBatchedTransposes
+// takes the path without them).
 func TestCholeskyBatchedTriangles(t *testing.T) {
 	// No seed: each layout and triangle seeds its own (checkCholeskyBatched).
 	eachType(t, 0, testCholeskyBatchedTriangles[float32], testCholeskyBatchedTriangles[float64],
@@ -158,137 +156,168 @@ func checkCholeskyBatch[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.H
 }
 
 // TestCholeskyBatchedTransposes (fake): a row-major Lower and a
-// column-major Upper batch go through two cuBLASLt transforms, the other
-// two through none; with the transform refused
-// (CUBLAS_STATUS_NOT_SUPPORTED) by the descriptor or by the first
-// transform, the batch is factored without it, right, and the handle does
-// not try again; a failure of any other kind is the call's error, naming
-// cuBLASLt's function and carrying its code, and leaves the matrices as
-// they were.
+// column-major Upper batch go through two launches of the package's
+// transpose, the other two through none; a handle loads the kernel once
+// and unloads it at Close (a failed unload fails Close, which can be
+// tried again); where the driver refuses the kernel (its PTX, or its
+// entry), every batch is factored right in place and the handle does
+// not load it again; a misaligned complex64 batch
+// takes cuSOLVER's slow triangle; a failure of another kind is the
+// call's error and leaves the matrices as they were, and the handle
+// works after it.
 func TestCholeskyBatchedTransposes(t *testing.T) {
 	fake := cudatest.Fake(t)
 	if fake == nil {
 		return
 	}
-	ctx := cudatest.Context(t)
 	rng := rand.New(rand.NewPCG(3, 4))
-	transforms := func() int { return fake.Counts()["cublasLtMatrixTransform"] }
+	launches := func() int { return fake.Counts()["cuLaunchKernel"] }
 	t.Run("calls", func(t *testing.T) {
-		s := cudatest.Stream(t, ctx)
-		h := must(cusolver.New(s))(t)
-		defer h.Close()
+		ctx, h := handle(t)
 		for _, c := range []struct {
 			layout cusolver.Layout
 			tri    cusolver.Triangle
 			want   int
 		}{{cusolver.RowMajor, cusolver.Lower, 2}, {cusolver.ColMajor, cusolver.Upper, 2}, {cusolver.RowMajor, cusolver.Upper, 0}, {cusolver.ColMajor, cusolver.Lower, 0}} {
-			// The complex types' transforms are plain transposes, not
+			// The complex types' transposes are plain ones, not
 			// conjugate ones.
 			for _, check := range []struct {
 				name string
 				run  func()
 			}{
+				{"float32", func() { checkCholeskyBatch[float32](t, ctx, h, rng, c.layout, c.tri, 8, 9) }},
 				{"float64", func() { checkCholeskyBatch[float64](t, ctx, h, rng, c.layout, c.tri, 8, 3) }},
 				{"complex64", func() { checkCholeskyBatch[complex64](t, ctx, h, rng, c.layout, c.tri, 8, 7) }},
 				{"complex128", func() { checkCholeskyBatch[complex128](t, ctx, h, rng, c.layout, c.tri, 5, 3) }},
 			} {
 				fake.ResetCounts()
 				check.run()
-				if got := transforms(); got != c.want {
-					t.Errorf("%s %v %v: %d transforms, want %d", check.name, c.layout, c.tri, got, c.want)
+				if got := launches(); got != c.want {
+					t.Errorf("%s %v %v: %d transposes, want %d", check.name, c.layout, c.tri, got, c.want)
 				}
 			}
 		}
-		// n = 1: either triangle is the element; no transform.
+		// n = 1: either triangle is the element; no transpose.
 		fake.ResetCounts()
 		checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 1, 3)
-		if got := transforms(); got != 0 {
-			t.Errorf("1×1: %d transforms, want 0", got)
+		if got := launches(); got != 0 {
+			t.Errorf("1×1: %d transposes, want 0", got)
 		}
 	})
-	for _, refuse := range []string{"cublasLtMatrixTransformDescCreate", "cublasLtMatrixTransform"} {
-		t.Run("refused by "+refuse, func(t *testing.T) {
-			s := cudatest.Stream(t, ctx)
-			h := must(cusolver.New(s))(t)
-			defer h.Close()
-			fake.Fail(refuse, 1, 15) // CUBLAS_STATUS_NOT_SUPPORTED
-			// The transform refuses a batch (its type and shape); the
-			// descriptor, a type.
-			byBatch := refuse == "cublasLtMatrixTransform"
-			refused := byBatch // the refused call counts
-			for _, layout := range layouts {
-				for _, tri := range triangles {
-					fake.ResetCounts()
-					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 5, 3)
-					want := 0
-					if refused {
-						want, refused = 1, false
-					}
-					if got := transforms(); got != want {
-						t.Errorf("%v %v: %d transforms after the refusal, want %d", layout, tri, got, want)
-					}
-					fake.ResetCounts()
-					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 17, 100)
-					want = 0
-					if byBatch && (layout == cusolver.RowMajor) == (tri == cusolver.Lower) {
-						want = 2 // another batch: not refused
-					}
-					if got := transforms(); got != want {
-						t.Errorf("%v %v, another batch: %d transforms after the refusal, want %d", layout, tri, got, want)
-					}
-				}
-			}
-			// float32 has a descriptor of its own, and is not refused.
-			fake.ResetCounts()
-			checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
-			if got := transforms(); got != 2 {
-				t.Errorf("float32 after float64's refusal: %d transforms, want 2", got)
-			}
-		})
-	}
-	t.Run("complex64 refused", func(t *testing.T) {
-		// With complex64's descriptor refused, every layout and triangle
-		// is factored right in place, and the real types still transpose.
-		s := cudatest.Stream(t, ctx)
-		h := must(cusolver.New(s))(t)
-		defer h.Close()
-		fake.Fail("cublasLtMatrixTransformDescCreate", 1, 15) // CUBLAS_STATUS_NOT_SUPPORTED
-		defer fake.ResetFaults()
+	t.Run("one module a handle", func(t *testing.T) {
+		// A handle loads the kernel at its first transpose, once, and
+		// unloads it at Close.
+		ctx := cudatest.Context(t)
 		fake.ResetCounts()
-		for _, layout := range layouts {
-			for _, tri := range triangles {
-				checkCholeskyBatch[complex64](t, ctx, h, rng, layout, tri, 6, 7)
+		for range 2 {
+			h := must(cusolver.New(cudatest.Stream(t, ctx)))(t)
+			checkCholeskyBatch[float64](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
+			checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.ColMajor, cusolver.Upper, 6, 5)
+			if err := h.Close(); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if got := transforms(); got != 0 {
-			t.Errorf("%d transforms after complex64's refusal, want 0", got)
+		counts := fake.Counts()
+		if counts["cuModuleLoadDataEx"] != 2 || counts["cuModuleUnload"] != 2 {
+			t.Errorf("%d modules loaded and %d unloaded, want 2 and 2", counts["cuModuleLoadDataEx"], counts["cuModuleUnload"])
 		}
-		checkCholeskyBatch[float32](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
-		if got := transforms(); got != 2 {
-			t.Errorf("float32 after complex64's refusal: %d transforms, want 2", got)
+		if got := launches(); got != 8 {
+			t.Errorf("%d transposes, want 8", got)
+		}
+	})
+	t.Run("unload fails", func(t *testing.T) {
+		// A Close that cannot unload the kernel fails, and leaves the
+		// handle usable; the next Close unloads it.
+		ctx := cudatest.Context(t)
+		h := must(cusolver.New(cudatest.Stream(t, ctx)))(t)
+		checkCholeskyBatch[float64](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
+		fake.Fail("cuModuleUnload", 1, 999)
+		if err := h.Close(); !errors.Is(err, cuda.Result(999)) || !strings.Contains(err.Error(), "transpose") {
+			t.Fatalf("Close = %v, want the driver's 999 naming the transpose", err)
+		}
+		fake.ResetCounts()
+		checkCholeskyBatch[float64](t, ctx, h, rng, cusolver.ColMajor, cusolver.Upper, 4, 3)
+		if got, loads := launches(), fake.Counts()["cuModuleLoadDataEx"]; got != 2 || loads != 0 {
+			t.Errorf("after the failed Close: %d transposes and %d loads, want 2 and 0", got, loads)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatalf("Close again: %v", err)
+		}
+		if got := fake.Counts()["cuModuleUnload"]; got != 1 {
+			t.Errorf("%d unloads, want 1", got)
 		}
 	})
 	for _, c := range []struct {
 		call string
-		nth  int
-	}{{"cublasLtCreate", 1}, {"cublasLtMatrixTransformDescCreate", 1}, {"cublasLtMatrixTransformDescSetAttribute", 1},
-		{"cublasLtMatrixLayoutCreate", 1}, {"cublasLtMatrixLayoutSetAttribute", 1}, {"cublasLtMatrixLayoutSetAttribute", 2},
-		{"cublasLtMatrixTransform", 1}, {"cublasLtMatrixTransform", 2}, {"cusolverDnDpotrfBatched", 1}} {
+		code int
+	}{{"cuModuleLoadDataEx", 218}, {"cuModuleLoadDataEx", 222}, {"cuModuleGetFunction", 801}} { // INVALID_PTX, UNSUPPORTED_PTX_VERSION, NOT_SUPPORTED
+		t.Run(fmt.Sprintf("refused by %s (%d)", c.call, c.code), func(t *testing.T) {
+			ctx, h := handle(t)
+			fake.Fail(c.call, 1, c.code)
+			fake.ResetCounts()
+			for _, layout := range layouts {
+				for _, tri := range triangles {
+					checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 5, 3)
+					checkCholeskyBatch[complex64](t, ctx, h, rng, layout, tri, 17, 100)
+				}
+			}
+			if got := launches(); got != 0 {
+				t.Errorf("%d transposes after the refusal, want 0", got)
+			}
+			if got := fake.Counts()["cuModuleLoadDataEx"]; got != 1 {
+				t.Errorf("the kernel was loaded %d times, want once", got)
+			}
+		})
+	}
+	t.Run("misaligned complex64", func(t *testing.T) {
+		// complex64 is 4-byte aligned in Go, and a view may be: the kernel
+		// moves 8 bytes at once, so the batch stays where it is.
+		ctx, h := handle(t)
+		a := hpd[complex64](rng, 4)
+		mat := elements[complex64](a, cusolver.RowMajor)
+		floats := make([]float32, 1, 1+2*len(mat))
+		for _, v := range mat {
+			floats = append(floats, real(v), imag(v))
+		}
+		buf := cudatest.Upload(t, ctx, floats)
+		defer buf.Free()
+		view := must(cuda.ViewAs[complex64](must(buf.Slice(1, 2*len(mat)))(t)))(t)
+		fake.ResetCounts()
+		info := must(cusolver.CholeskyBatched(h, cusolver.NewMatrix(view, 4, 4), 1, cusolver.Lower))(t)
+		if err := info.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := launches(); got != 0 {
+			t.Errorf("%d transposes of a batch at %#x, want 0", got, uint64(view.Ptr()))
+		}
+		l, _ := cholesky(a)
+		got := fromElements(cudatest.Download(t, view), 4, 4, cusolver.RowMajor)
+		for i := 0; i < 4; i++ {
+			for j := 0; j <= i; j++ {
+				if d := cmplx.Abs(got.at(i, j) - l.at(i, j)); d > tol[complex64](4) {
+					t.Fatalf("(%d,%d) is %v, want %v", i, j, got.at(i, j), l.at(i, j))
+				}
+			}
+		}
+	})
+	for _, c := range []struct {
+		call      string
+		nth, code int
+	}{{"cuModuleLoadDataEx", 1, 2}, {"cuModuleGetFunction", 1, 2}, {"cuLaunchKernel", 1, 2}, {"cuLaunchKernel", 2, 2}, {"cusolverDnDpotrfBatched", 1, 7}} {
 		t.Run(fmt.Sprintf("%s#%d fails", c.call, c.nth), func(t *testing.T) {
-			s := cudatest.Stream(t, ctx)
-			h := must(cusolver.New(s))(t)
-			defer h.Close()
+			ctx, h := handle(t)
 			a := hpd[float64](rng, 4)
 			orig := append(elements[float64](a, cusolver.RowMajor), elements[float64](a, cusolver.RowMajor)...)
 			buf := cudatest.Upload(t, ctx, orig)
-			fake.Fail(c.call, c.nth, 7) // CUBLAS_STATUS_INVALID_VALUE; cuSOLVER's CUSOLVER_STATUS_INTERNAL_ERROR
+			defer buf.Free()
+			fake.Fail(c.call, c.nth, c.code) // CUDA_ERROR_OUT_OF_MEMORY; cuSOLVER's CUSOLVER_STATUS_INTERNAL_ERROR
 			_, err := cusolver.CholeskyBatched(h, cusolver.NewMatrix(buf, 4, 4), 2, cusolver.Lower)
 			fake.ResetFaults()
-			if err == nil || !strings.Contains(err.Error(), c.call) || !strings.Contains(err.Error(), "CholeskyBatched") {
-				t.Fatalf("err = %v, want CholeskyBatched's error naming %s", err, c.call)
+			if err == nil || !strings.Contains(err.Error(), "CholeskyBatched") {
+				t.Fatalf("err = %v, want CholeskyBatched's error", err)
 			}
-			if strings.HasPrefix(c.call, "cublasLt") && !errors.Is(err, cublas.Result(7)) {
-				t.Errorf("err = %v, want cuBLAS's code 7", err)
+			if strings.HasPrefix(c.call, "cu") && !strings.HasPrefix(c.call, "cusolver") && !errors.Is(err, cuda.ErrOutOfMemory) {
+				t.Errorf("err = %v, want cuda.ErrOutOfMemory", err)
 			}
 			if got := cudatest.Download(t, buf); fmt.Sprint(got) != fmt.Sprint(orig) {
 				t.Errorf("the matrices changed: %v, were %v", got, orig)
@@ -296,40 +325,10 @@ func TestCholeskyBatchedTransposes(t *testing.T) {
 			// The handle still works, through the transposes.
 			fake.ResetCounts()
 			checkCholeskyBatch[float64](t, ctx, h, rng, cusolver.RowMajor, cusolver.Lower, 4, 3)
-			if got := transforms(); got != 2 {
-				t.Errorf("after the failure: %d transforms, want 2", got)
+			if got := launches(); got != 2 {
+				t.Errorf("after the failure: %d transposes, want 2", got)
 			}
 		})
-	}
-}
-
-// TestCholeskyBatchedWithoutCuBLASLt (fake, in a child process whose
-// GOCUDA_LIBCUBLASLT names no file): without cuBLASLt, every layout and
-// triangle is still factored right, in place, with no transform.
-func TestCholeskyBatchedWithoutCuBLASLt(t *testing.T) {
-	if !cudatest.InChild(t) {
-		cudatest.RunChild(t, cudatest.EnvDriver+"=fake", cudatest.EnvRequireGPU+"=", cusolver.EnvLibrary+"=",
-			cublas.EnvLibraryLt+"="+filepath.Join(t.TempDir(), "libcublasLt.so.12"))
-		return
-	}
-	fake := cudatest.Fake(t)
-	if fake == nil {
-		t.Fatal("the child runs on the fake")
-	}
-	ctx, h := handle(t)
-	rng := rand.New(rand.NewPCG(13, 14))
-	fake.ResetCounts()
-	for _, layout := range layouts {
-		for _, tri := range triangles {
-			checkCholeskyBatch[float64](t, ctx, h, rng, layout, tri, 6, 3)
-			checkCholeskyBatch[float32](t, ctx, h, rng, layout, tri, 9, 100)
-		}
-	}
-	if n := fake.Counts()["cublasLtMatrixTransform"]; n != 0 {
-		t.Errorf("%d transforms without cuBLASLt", n)
-	}
-	if p := cusolver.OpenLt(); p != "" {
-		t.Errorf("cuBLASLt opened: %s", p)
 	}
 }
 
