@@ -28,8 +28,9 @@ func TestTransposeKernelLoads(t *testing.T) {
 // TestTransposeBatch: CholeskyBatched's kernel transposes each of a batch
 // of packed n×n matrices exactly (plain transposes: the complex ones not
 // conjugated), for every element type the package has, at sizes from 1
-// to 97 and odd counts, against the host's transpose; the elements past
-// the batch in dst are not written, and src is left as it was.
+// to 97 (both of its grids) and odd counts, against the host's transpose;
+// the elements past the batch in dst are not written, and src is left as
+// it was.
 func TestTransposeBatch(t *testing.T) {
 	t.Run("float32", testTransposeBatch[float32])
 	t.Run("float64", testTransposeBatch[float64])
@@ -40,8 +41,10 @@ func TestTransposeBatch(t *testing.T) {
 func testTransposeBatch[T cusolver.Element](t *testing.T) {
 	ctx, h := handle(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{1, 3, 8, 97} {
-		for _, count := range []int{1, 7, 33} {
+	// n up to 16 take whole matrices a block (2: 64 of them, 3: 28),
+	// larger ones tiles of 32×8 (97: 4×13 tiles, the last ones partly).
+	for _, n := range []int{1, 2, 3, 8, 16, 17, 97} {
+		for _, count := range []int{1, 7, 33, 65} {
 			t.Run(fmt.Sprintf("%dx%d/%d", n, n, count), func(t *testing.T) {
 				checkTranspose[T](t, ctx, h, rng, n, count)
 			})
@@ -113,10 +116,10 @@ func randomElement[T cusolver.Element](rng *rand.Rand) T {
 	return v
 }
 
-// TestTransposeBatchWide (GPU): a batch of more than 2³² elements takes
-// the kernel's 64-bit division; 3×3 float32 matrices (2×16 GiB), the
-// first, the one across element 2³², and the last checked. Skipped on
-// the fake and where the device lacks the memory.
+// TestTransposeBatchWide (GPU): a batch of more than 2³² elements, whose
+// offsets the kernel takes in 64 bits; 3×3 float32 matrices (2×16 GiB),
+// the first, the one across element 2³², and the last checked. Skipped
+// on the fake and where the device lacks the memory.
 func TestTransposeBatchWide(t *testing.T) {
 	if cudatest.IsFake() {
 		t.Skip("the fake driver: 32 GiB of host memory")

@@ -39,85 +39,81 @@ import (
 // transposeName is the kernel's entry.
 const transposeName = "gocuda_transpose_batch"
 
-// transposeBlock is the kernel's block: one thread an element.
-const transposeBlock = 256
-
-// transposePTX is the transpose: for each of the total elements of a batch
-// of packed n×n matrices, element i of src (its column-major element
-// (r, q) of matrix m, with e = i - m·n² = q·n + r) goes to element (q, r)
-// of the same matrix in dst, m·n² + r·n + q, esize bytes (4, 8, or 16,
-// moved as two 8-byte halves: what complex128 and its 8-byte alignment
-// take). One thread an element: a warp reads consecutive elements of the
-// batch, and its writes stay within a matrix or two (n² elements), which
-// the L2 cache gathers. m is found by 32-bit division where total (and so
-// i) fits 32 bits, else by 64-bit; e, q and r fit 32 bits for n < 65,536.
-// The fake driver runs a C version of it (internal/fakecuda/csrc/
-// kernels.c), matched by its text.
+// transposePTX is the transpose, dst = srcᵀ for each of count packed n×n
+// matrices, with no division: each thread takes one element, its row r,
+// column q and matrix m from the grid (r = ctaid.y·ntid.x + tid.x, q =
+// ctaid.z·ntid.y + tid.y, m = ctaid.x·ntid.z + tid.z; past n or count, it
+// does nothing), and moves element m·n² + q·n + r of src (column-major
+// (r, q)) to m·n² + r·n + q of dst, esize bytes (4, 8, or 16, moved as two
+// 8-byte halves: what complex128 and its 8-byte alignment take). x runs
+// down a column, so that a warp reads consecutive elements; its writes
+// stay within a matrix or a tile of one, which the L2 cache gathers.
+// m·n² is 64-bit (mul.wide); q·n + r and r·n + q, below n², are 32-bit
+// for n < 65,536. transposeConfig makes the grid. The fake driver runs a
+// C version of it (internal/fakecuda/csrc/kernels.c), matched by its
+// text.
 const transposePTX = `.version 7.0
 .target sm_52
 .address_size 64
 
-.visible .entry gocuda_transpose_batch(.param .u64 p_dst, .param .u64 p_src, .param .u64 p_total, .param .u32 p_n, .param .u32 p_esize)
+.visible .entry gocuda_transpose_batch(.param .u64 p_dst, .param .u64 p_src, .param .u32 p_n, .param .u32 p_count, .param .u32 p_esize)
 {
-	.reg .pred %p<3>;
-	.reg .b32 %r<10>;
-	.reg .b64 %rd<13>;
+	.reg .pred %p<4>;
+	.reg .b32 %r<13>;
+	.reg .b64 %rd<10>;
 
 	ld.param.u64 %rd0, [p_dst];
 	ld.param.u64 %rd1, [p_src];
-	ld.param.u64 %rd2, [p_total];
 	ld.param.u32 %r0, [p_n];
-	ld.param.u32 %r1, [p_esize];
+	ld.param.u32 %r1, [p_count];
+	ld.param.u32 %r2, [p_esize];
 	cvta.to.global.u64 %rd0, %rd0;
 	cvta.to.global.u64 %rd1, %rd1;
-	mov.u32 %r2, %ctaid.x;
-	mov.u32 %r3, %ntid.x;
-	mov.u32 %r4, %tid.x;
-	mul.wide.u32 %rd3, %r2, %r3;
-	cvt.u64.u32 %rd4, %r4;
-	add.u64 %rd3, %rd3, %rd4;
-	setp.ge.u64 %p0, %rd3, %rd2;
+	mov.u32 %r3, %ctaid.y;
+	mov.u32 %r4, %ntid.x;
+	mov.u32 %r5, %tid.x;
+	mad.lo.u32 %r6, %r3, %r4, %r5;
+	mov.u32 %r3, %ctaid.z;
+	mov.u32 %r4, %ntid.y;
+	mov.u32 %r5, %tid.y;
+	mad.lo.u32 %r7, %r3, %r4, %r5;
+	mov.u32 %r3, %ctaid.x;
+	mov.u32 %r4, %ntid.z;
+	mov.u32 %r5, %tid.z;
+	mad.lo.u32 %r8, %r3, %r4, %r5;
+	setp.ge.u32 %p0, %r6, %r0;
+	setp.ge.u32 %p1, %r7, %r0;
+	setp.ge.u32 %p2, %r8, %r1;
+	or.pred %p0, %p0, %p1;
+	or.pred %p0, %p0, %p2;
 	@%p0 bra L_DONE;
-	mul.lo.u32 %r5, %r0, %r0;
-	shr.u64 %rd5, %rd2, 32;
-	setp.ne.u64 %p1, %rd5, 0;
-	@%p1 bra L_WIDE;
-	cvt.u32.u64 %r6, %rd3;
-	div.u32 %r6, %r6, %r5;
-	mul.wide.u32 %rd6, %r6, %r5;
-	bra L_SPLIT;
-L_WIDE:
-	cvt.u64.u32 %rd7, %r5;
-	div.u64 %rd6, %rd3, %rd7;
-	mul.lo.u64 %rd6, %rd6, %rd7;
-L_SPLIT:
-	sub.u64 %rd7, %rd3, %rd6;
-	cvt.u32.u64 %r7, %rd7;
-	div.u32 %r8, %r7, %r0;
-	mul.lo.u32 %r9, %r8, %r0;
-	sub.u32 %r9, %r7, %r9;
-	mad.wide.u32 %rd8, %r9, %r0, %rd6;
-	cvt.u64.u32 %rd9, %r8;
-	add.u64 %rd8, %rd8, %rd9;
-	cvt.u64.u32 %rd10, %r1;
-	mad.lo.u64 %rd11, %rd3, %rd10, %rd1;
-	mad.lo.u64 %rd12, %rd8, %rd10, %rd0;
-	setp.eq.u32 %p2, %r1, 4;
-	@%p2 bra L_E4;
-	setp.eq.u32 %p2, %r1, 8;
-	@%p2 bra L_E8;
-	ld.global.b64 %rd4, [%rd11];
-	ld.global.b64 %rd5, [%rd11+8];
-	st.global.b64 [%rd12], %rd4;
-	st.global.b64 [%rd12+8], %rd5;
+	mul.lo.u32 %r9, %r0, %r0;
+	mul.wide.u32 %rd2, %r8, %r9;
+	mad.lo.u32 %r10, %r7, %r0, %r6;
+	mad.lo.u32 %r11, %r6, %r0, %r7;
+	cvt.u64.u32 %rd3, %r10;
+	add.u64 %rd3, %rd2, %rd3;
+	cvt.u64.u32 %rd4, %r11;
+	add.u64 %rd4, %rd2, %rd4;
+	cvt.u64.u32 %rd5, %r2;
+	mad.lo.u64 %rd6, %rd3, %rd5, %rd1;
+	mad.lo.u64 %rd7, %rd4, %rd5, %rd0;
+	setp.eq.u32 %p3, %r2, 4;
+	@%p3 bra L_E4;
+	setp.eq.u32 %p3, %r2, 8;
+	@%p3 bra L_E8;
+	ld.global.b64 %rd8, [%rd6];
+	ld.global.b64 %rd9, [%rd6+8];
+	st.global.b64 [%rd7], %rd8;
+	st.global.b64 [%rd7+8], %rd9;
 	bra L_DONE;
 L_E8:
-	ld.global.b64 %rd4, [%rd11];
-	st.global.b64 [%rd12], %rd4;
+	ld.global.b64 %rd8, [%rd6];
+	st.global.b64 [%rd7], %rd8;
 	bra L_DONE;
 L_E4:
-	ld.global.b32 %r2, [%rd11];
-	st.global.b32 [%rd12], %r2;
+	ld.global.b32 %r12, [%rd6];
+	st.global.b32 [%rd7], %r12;
 L_DONE:
 	ret;
 }
@@ -125,15 +121,30 @@ L_DONE:
 
 // The registers of transposePTX, by what they hold:
 //
-//	%rd0 dst, %rd1 src, %rd2 total, %rd3 i (this thread's element of src),
-//	%rd6 m·n² (the first element of i's matrix), %rd7 e = i - m·n²,
-//	%rd8 j = m·n² + r·n + q (i's element of dst), %rd10 esize,
-//	%rd11 &src[i], %rd12 &dst[j], %rd4 and %rd5 an element's bytes;
-//	%r0 n, %r1 esize, %r5 n², %r6 m, %r7 e, %r8 q = e / n, %r9 r = e - q·n.
+//	%rd0 dst, %rd1 src, %rd2 m·n² (the matrix's first element),
+//	%rd3 m·n² + q·n + r (the element of src), %rd4 m·n² + r·n + q (of
+//	dst), %rd5 esize, %rd6 and %rd7 their addresses, %rd8 and %rd9 the
+//	element's bytes; %r0 n, %r1 count, %r2 esize, %r3 to %r5 the grid's
+//	and block's numbers, %r6 r, %r7 q, %r8 m, %r9 n², %r10 q·n + r,
+//	%r11 r·n + q, %r12 a 4-byte element.
 
 // transposeMaxDim is the first n the kernel does not take: n² must fit 32
 // bits.
 const transposeMaxDim = 1 << 16
+
+// transposeConfig is the kernel's grid for count n×n matrices on s: whole
+// matrices a block where n² is at most 256 (as many as fit in 256
+// threads, at most 64: a block's greatest depth), else a tile of 32 rows
+// by 8 columns of one matrix a block, the grid's y and z over a matrix's
+// tiles (at most 2,048 and 8,192 of them for n < 65,536) and x over the
+// matrices.
+func transposeConfig(n, count int, s *cuda.Stream) cuda.LaunchConfig {
+	if nn := n * n; nn <= 256 {
+		k := min(256/nn, 64)
+		return cuda.LaunchConfig{Grid: cuda.Dim3{X: (count-1)/k + 1}, Block: cuda.Dim3{X: n, Y: n, Z: k}, Stream: s}
+	}
+	return cuda.LaunchConfig{Grid: cuda.Dim3{X: count, Y: (n-1)/32 + 1, Z: (n-1)/8 + 1}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}
+}
 
 // transposeKernel returns h's transpose, loading it at the first call:
 // nil, and no error, where the driver refuses it (CholeskyBatched then
@@ -204,13 +215,7 @@ func canTranspose[T Element](n int, addrs ...uintptr) bool {
 // (column-major or row-major alike) with the kernel f on h's stream. dst
 // and src must not overlap. Called in do.
 func transpose[T Element](h *Handle, f *cuda.Function, dst, src uintptr, n, count int) error {
-	total := n * n * count
-	cfg := cuda.LaunchConfig{
-		Grid:   cuda.Dim3{X: (total-1)/transposeBlock + 1},
-		Block:  cuda.Dim3{X: transposeBlock},
-		Stream: h.base.Stream(),
-	}
-	return f.Launch(cfg, cuda.DevicePtr(dst), cuda.DevicePtr(src), uint64(total), uint32(n), uint32(unsafe.Sizeof(*new(T))))
+	return f.Launch(transposeConfig(n, count, h.base.Stream()), cuda.DevicePtr(dst), cuda.DevicePtr(src), uint32(n), uint32(count), uint32(unsafe.Sizeof(*new(T))))
 }
 
 // elemIndex is T's index in the batched calls' tables (float32, float64,

@@ -372,30 +372,30 @@ static void k_set_condition(struct launch *l) {
 }
 
 // package cusolver's batched transpose (cusolver/transpose.go's
-// transposePTX): thread i (of the grid, below total) moves element i of
-// src, element e = i mod n*n of its matrix (column q = e / n, row r), to
-// element r*n + q of the same matrix in dst, esize bytes (4, 8 or 16).
-// The threads' elements of src and dst must lie in device memory, aligned
-// to the kernel's loads (4 bytes, 8 for 8 and 16: complex128 moves as two
-// halves), and src and dst must not overlap (the kernel's threads would
-// race); n must be 1 to 65535 (n*n fits 32 bits).
+// transposePTX): the thread of row r = ctaid.y*ntid.x + tid.x, column q =
+// ctaid.z*ntid.y + tid.y and matrix m = ctaid.x*ntid.z + tid.z, where r
+// and q are below n and m below count, moves element m*n*n + q*n + r of
+// src to m*n*n + r*n + q of dst, esize bytes (4, 8 or 16). The elements
+// the grid reaches must lie in device memory, aligned to the kernel's
+// loads (4 bytes, 8 for 8 and 16: complex128 moves as two halves), src
+// and dst must not overlap (the threads would race), and n must be 1 to
+// 65535 (n*n fits 32 bits).
 static void k_transpose_batch(struct launch *l) {
 	CUdeviceptr dst = P(l, 0, CUdeviceptr), src = P(l, 1, CUdeviceptr);
-	uint64_t total = P(l, 2, uint64_t), n = P(l, 3, unsigned), esize = P(l, 4, unsigned);
-	uint64_t t = (uint64_t)l->grid[0] * l->block[0], m = t < total ? t : total, nn = n * n, hi = 0;
-	if (!m) return;
+	uint64_t n = P(l, 2, unsigned), count = P(l, 3, unsigned), esize = P(l, 4, unsigned), nn = n * n;
+	uint64_t rows = (uint64_t)l->grid[1] * l->block[0], cols = (uint64_t)l->grid[2] * l->block[1], mats = (uint64_t)l->grid[0] * l->block[2];
+	rows = rows < n ? rows : n, cols = cols < n ? cols : n, mats = mats < count ? mats : count;
+	if (!rows || !cols || !mats) return;
 	uint64_t align = esize < 8 ? esize : 8;
-	if ((esize != 4 && esize != 8 && esize != 16) || n < 1 || n > 65535 || src % align || dst % align) return fault(l);
-	for (uint64_t i = 0; i < m; i++) { // the last element of dst written, plus one
-		uint64_t base = i / nn * nn, e = i - base, j = base + e % n * n + e / n;
-		if (j + 1 > hi) hi = j + 1;
-	}
-	if (!range_ok(src, m * esize) || !range_ok(dst, hi * esize)) return fault(l);
-	if (src < dst + hi * esize && dst < src + m * esize) return fault(l);
-	for (uint64_t i = 0; i < m; i++) {
-		uint64_t base = i / nn * nn, e = i - base, j = base + e % n * n + e / n;
-		memcpy((char *)DEVP(dst) + j * esize, (const char *)DEVP(src) + i * esize, esize);
-	}
+	if ((esize != 4 && esize != 8 && esize != 16) || n > 65535 || src % align || dst % align) return fault(l);
+	// The last element each side reaches, plus one.
+	uint64_t last = (mats - 1) * nn, hi_src = last + (cols - 1) * n + rows, hi_dst = last + (rows - 1) * n + cols;
+	if (!range_ok(src, hi_src * esize) || !range_ok(dst, hi_dst * esize)) return fault(l);
+	if (src < dst + hi_dst * esize && dst < src + hi_src * esize) return fault(l);
+	for (uint64_t m = 0; m < mats; m++)
+		for (uint64_t q = 0; q < cols; q++)
+			for (uint64_t r = 0; r < rows; r++)
+				memcpy((char *)DEVP(dst) + (m * nn + r * n + q) * esize, (const char *)DEVP(src) + (m * nn + q * n + r) * esize, esize);
 }
 
 // The hashes are entry_hash's of testdata/kernels.ptx (and of
@@ -432,7 +432,7 @@ static const struct kernel kernels[] = {
 	{"gocuda_set_condition", 0xa7d32088704212daull, 3, {8, 8, 4}, {0, 8, 16}, k_set_condition},
 	{"chain_step", 0x91c54bdfd84f3944ull, 2, {8, 4}, {0, 8}, k_chain_step},
 	// cusolver/transpose.go's transposePTX
-	{"gocuda_transpose_batch", 0x5c139f9ebb566eefull, 5, {8, 8, 8, 4, 4}, {0, 8, 16, 24, 28}, k_transpose_batch},
+	{"gocuda_transpose_batch", 0x2ee2cee7b774857eull, 5, {8, 8, 4, 4, 4}, {0, 8, 16, 20, 24}, k_transpose_batch},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
