@@ -3,6 +3,7 @@ package cusolver_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -28,7 +29,8 @@ func TestTransposeKernelLoads(t *testing.T) {
 // TestTransposeBatch: CholeskyBatched's kernel transposes each of a batch
 // of packed n×n matrices exactly (plain transposes: the complex ones not
 // conjugated), for every element type the package has, at sizes from 1
-// to 97 (both of its grids) and odd counts, against the host's transpose;
+// to 97 (both of its grids) and odd counts, and one large float32
+// matrix, against the host's transpose;
 // the elements past the batch in dst are not written, and src is left as
 // it was.
 func TestTransposeBatch(t *testing.T) {
@@ -36,6 +38,17 @@ func TestTransposeBatch(t *testing.T) {
 	t.Run("float64", testTransposeBatch[float64])
 	t.Run("complex64", testTransposeBatch[complex64])
 	t.Run("complex128", testTransposeBatch[complex128])
+	t.Run("float32/large", func(t *testing.T) {
+		// 4099×4099 on a GPU (129×513 tiles); 1025×1025 on the fake (33×129),
+		// whose copies and host checks of 17 million elements take 16 s
+		// under the race detector.
+		n := 4099
+		if cudatest.IsFake() {
+			n = 1025
+		}
+		ctx, h := handle(t)
+		checkTranspose[float32](t, ctx, h, rand.New(rand.NewPCG(9, 10)), n, 1)
+	})
 }
 
 func testTransposeBatch[T cusolver.Element](t *testing.T) {
@@ -93,7 +106,7 @@ func checkTranspose[T cusolver.Element](t *testing.T, ctx *cuda.Context, h *cuso
 			t.Fatalf("element %d after the batch was written: %v", i, g)
 		}
 	}
-	if back := cudatest.Download(t, a); fmt.Sprint(back) != fmt.Sprint(src) {
+	if back := cudatest.Download(t, a); !slices.Equal(back, src) {
 		t.Fatal("src changed")
 	}
 }
