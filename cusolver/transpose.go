@@ -25,16 +25,16 @@ import (
 //
 // cuBLASLt's batched transform (cublasLtMatrixTransform) did this before,
 // at about 10 µs a pass over 10,000 8×8 matrices (2.5 to 5 MB, which the
-// H100's memory moves in about 2 µs): 20 of the 60 µs a row-major
-// Lower batch took. The kernel is PTX text, compiled by the driver's JIT at the
+// H100's memory moves in about 2 µs): 20 of the 60 µs a row-major Lower
+// batch took. The kernel is PTX text, compiled by the driver's JIT at the
 // first batch of a handle that needs it, kept by the handle and unloaded
 // by its Close (after the work queued on its stream, which may use it;
-// while a graph that captured it lives, the module cannot be unloaded, and
-// Close fails). Where the driver refuses the PTX, the batch is factored
-// in place in cuSOLVER's slow triangle: right, and slower; so it is too
-// for matrices of 65,536 rows or more (the kernel indexes a matrix's
-// elements in 32 bits) and for a batch whose buffer is not aligned to its
-// elements' loads.
+// while a graph that captured it lives, the module cannot be unloaded,
+// and Close fails). Where the driver refuses the PTX, the batch is
+// factored in place in cuSOLVER's slow triangle: right, and slower; so it
+// is too for matrices of 65,536 rows or more (the kernel indexes a
+// matrix's elements in 32 bits) and for a batch whose buffer is not
+// aligned to its elements' loads.
 
 // transposeName is the kernel's entry.
 const transposeName = "gocuda_transpose_batch"
