@@ -107,10 +107,11 @@ func (f *Function) SetAttribute(a FunctionAttribute, value int) error {
 	return nil
 }
 
-// checkFuncAttr refuses an attribute past int32, which the driver's
-// int32 would make another.
+// checkFuncAttr refuses a negative attribute, which the driver does not
+// check (cuFuncSetAttribute of -1 crashed the process on an H100, driver
+// 580), and one past int32, which the driver's int32 would make another.
 func checkFuncAttr(op string, a FunctionAttribute) error {
-	if a < math.MinInt32 || a > math.MaxInt32 {
+	if a < 0 || a > math.MaxInt32 {
 		return errorf(op, ErrInvalidValue, "attribute %v does not exist", a)
 	}
 	return nil

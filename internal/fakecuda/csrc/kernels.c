@@ -850,9 +850,19 @@ EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l
 	return NOT_FOUND;
 }
 
+// negative_attribute ends the process, as the driver does: it does not
+// check a negative attribute (cuFuncSetAttribute of -1 crashed the process
+// on an H100, driver 580; the getter, unobserved, is taken to be alike).
+static void negative_attribute(const char *call, int attr) {
+	if (attr >= 0) return;
+	fprintf(stderr, "fakecuda: %s of attribute %d: the driver crashes on a negative attribute\n", call, attr);
+	abort();
+}
+
 EXPORT CUresult cuFuncGetAttribute(int *v, int attr, CUfunction f) {
 	FAULT("cuFuncGetAttribute");
 	REQUIRE_CTX();
+	negative_attribute("cuFuncGetAttribute", attr);
 	if (!v || !f) return INVALID_VALUE;
 	switch (attr) {
 	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
@@ -863,7 +873,7 @@ EXPORT CUresult cuFuncGetAttribute(int *v, int attr, CUfunction f) {
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dynamic_shared; break;
 	case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *v = f->non_portable_cluster; break;
 	default:
-		if (attr < 0 || attr > 16) return INVALID_VALUE;
+		if (attr > 16) return INVALID_VALUE;
 		*v = 0;
 	}
 	return SUCCESS;
@@ -872,6 +882,7 @@ EXPORT CUresult cuFuncGetAttribute(int *v, int attr, CUfunction f) {
 EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v) {
 	FAULT("cuFuncSetAttribute");
 	REQUIRE_CTX();
+	negative_attribute("cuFuncSetAttribute", attr);
 	if (!f) return INVALID_VALUE;
 	if (attr == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
 		if (v != 0 && v != 1) return INVALID_VALUE;
