@@ -159,8 +159,10 @@ func (p *attnPlan) destroy(op string) error {
 //
 // cuDNN's fused engine needs an sm_80 GPU or later, D a multiple of 8 (up
 // to 128 on sm_80 and up to 256 on sm_90 and later, by cuDNN's version),
-// operands aligned to 16 bytes; a shape or GPU it has no engine for is
-// refused with an error wrapping cuda.ErrNotSupported (and then at once,
+// operands and their strides aligned to 16 bytes, and a scale not
+// negative (cuDNN gives NaN for one); operands it cannot take, or a shape
+// or GPU it has no engine for, are refused with an error wrapping
+// cuda.ErrNotSupported (and then at once,
 // by the plan remembered), for the caller to run its own kernel instead.
 // The Handle keeps the plan of each shape, strides and mask it has run,
 // and its work area comes from the Handle's stream-ordered memory.
@@ -223,8 +225,17 @@ func attnArgs[T Half](op string, o, q, k, v AttentionTensor[T], opts AttentionOp
 		return attnKey{}, 0, errorf(op, cuda.ErrNotSupported, "causal attention of %d queries over %d keys: the first %d queries would see no key (the mask is aligned to the end of the keys)", Sq, Sk, Sq-Sk)
 	case math.IsNaN(float64(opts.Scale)) || math.IsInf(float64(opts.Scale), 0):
 		return attnKey{}, 0, errorf(op, cuda.ErrInvalidValue, "opts.Scale is %v", opts.Scale)
+	case opts.Scale < 0:
+		// cuDNN takes the plan and returns NaN everywhere (an H100, cuDNN
+		// 9, causal): refused, for the caller's own kernel.
+		return attnKey{}, 0, errorf(op, cuda.ErrNotSupported, "opts.Scale is %v: cuDNN's fused attention gives NaN for a negative scale", opts.Scale)
 	case opts.Stats != nil && opts.Stats.Len() != B*H*Sq:
 		return attnKey{}, 0, errorf(op, cuda.ErrInvalidValue, "len(opts.Stats) is %d: want %d (B·H·Sq)", opts.Stats.Len(), B*H*Sq)
+	}
+	for i, t := range ts {
+		if err := attnAligned(op, names[i], t); err != nil {
+			return attnKey{}, 0, err
+		}
 	}
 	key := attnKey{dt: dataType[T](), causal: opts.Causal, stats: opts.Stats != nil}
 	for i, t := range ts {
@@ -265,6 +276,25 @@ func checkAttnTensor[T Half](op, name string, t AttentionTensor[T]) error {
 	}
 	if last >= float64(t.Data.Len()) {
 		return errorf(op, cuda.ErrInvalidValue, "%s: shape %v with strides %v spans %.0f elements, more than len(%s.Data) = %d", name, t.Shape, st, last+1, name, t.Data.Len())
+	}
+	return nil
+}
+
+// attnAligned returns ErrNotSupported's error where t's memory or a
+// stride of an axis of more than one index is not a multiple of 16 bytes:
+// cuDNN's engine reads and writes 16 bytes at a time, and given a
+// smaller alignment in the tensor's descriptor it still made a plan, whose
+// results were wrong (an output 2 bytes off 16, on an H100).
+func attnAligned[T Half](op, name string, t AttentionTensor[T]) error {
+	const size = 2 // a Half's bytes
+	if p := uintptr(t.Data.Ptr()); p%16 != 0 {
+		return errorf(op, cuda.ErrNotSupported, "%s.Data at %#x: cuDNN's fused attention takes operands aligned to 16 bytes", name, p)
+	}
+	st := t.strides()
+	for i := range 3 {
+		if t.Shape[i] > 1 && st[i]*size%16 != 0 {
+			return errorf(op, cuda.ErrNotSupported, "%s.Strides %v: cuDNN's fused attention takes strides of 16 bytes' multiples (8 elements)", name, st)
+		}
 	}
 	return nil
 }

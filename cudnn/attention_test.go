@@ -240,6 +240,12 @@ func TestAttentionBadArguments(t *testing.T) {
 	bad.Strides = [4]int{2048, 512, 64, 2}
 	short := q
 	short.Strides = [4]int{4096, 512, 64, 1}
+	// An operand 2 bytes off 16 (a view one element in), for which cuDNN
+	// gave wrong results rather than refusing it, and rows 68 elements
+	// (136 bytes) apart.
+	offData := must(buf(2*4*8*64 + 1).Slice(1, 2*4*8*64))(t)
+	off := cudnn.AttentionTensor[cuda.BFloat16]{Data: offData, Shape: q.Shape}
+	narrow := cudnn.AttentionTensor[cuda.BFloat16]{Data: buf(2 * 4 * 8 * 68), Shape: [4]int{2, 4, 8, 64}, Strides: [4]int{4 * 8 * 68, 8 * 68, 68, 1}}
 	for _, c := range []struct {
 		name       string
 		h          *cudnn.Handle
@@ -263,6 +269,10 @@ func TestAttentionBadArguments(t *testing.T) {
 		{"strides past the buffer", h, o, short, k, k, cudnn.AttentionOptions{}, cuda.ErrInvalidValue},
 		{"causal with more queries than keys", h, o, q, ten(2, 2, 4, 64), ten(2, 2, 4, 64), cudnn.AttentionOptions{Causal: true}, cuda.ErrNotSupported},
 		{"NaN scale", h, o, q, k, k, cudnn.AttentionOptions{Scale: float32(math.NaN())}, cuda.ErrInvalidValue},
+		{"negative scale", h, o, q, k, k, cudnn.AttentionOptions{Scale: -0.25}, cuda.ErrNotSupported},
+		{"q 2 bytes off 16", h, o, off, k, k, cudnn.AttentionOptions{}, cuda.ErrNotSupported},
+		{"o 2 bytes off 16", h, off, q, k, k, cudnn.AttentionOptions{}, cuda.ErrNotSupported},
+		{"rows 68 elements apart", h, o, narrow, k, k, cudnn.AttentionOptions{}, cuda.ErrNotSupported},
 		{"stats' length", h, o, q, k, k, cudnn.AttentionOptions{Stats: stats}, cuda.ErrInvalidValue},
 	} {
 		t.Run(c.name, func(t *testing.T) {
