@@ -57,7 +57,8 @@ func (l AttentionLayout) String() string {
 }
 
 // dims returns an array's shape in this layout as (B, heads, positions,
-// D), and its strides of B, heads and positions, contiguous.
+// D), and its strides of B, heads and positions, contiguous. (Of an
+// array's strides, d is them in the order of (B, heads, positions, D).)
 func (l AttentionLayout) dims(shape []int) (d [4]int, st [3]int64) {
 	if l == LayoutBSHD {
 		d = [4]int{shape[0], shape[2], shape[1], shape[3]}
@@ -106,8 +107,10 @@ func (l AttentionLayout) names(heads, positions string) string {
 // blocks, as FlashDecoding does, is written and tested but off: on an
 // H100 it was slower than the portable kernel it was to speed up.)
 //
-// The arrays must be contiguous (nd.Contiguous makes a copy that is) and
-// share a stream. To capture attention in a CUDA graph, use
+// q, k and v may be views with strides, read where they lie with no copy
+// (the heads of a projection's packed output [B, S, 3, H, D], taken with
+// Index or Slice, in LayoutBSHD), as long as D's stride is 1 and none is
+// negative (nd.Contiguous makes a copy that is); they share a stream. To capture attention in a CUDA graph, use
 // AttentionInto, which allocates nothing, after one launch outside the
 // capture (which compiles the kernel).
 func Attention[T Float](q, k, v *nd.Array[T], opts AttentionOptions) (*nd.Array[T], error) {
@@ -136,8 +139,8 @@ func Attention[T Float](q, k, v *nd.Array[T], opts AttentionOptions) (*nd.Array[
 
 // AttentionInto writes Attention(q, k, v, opts) into out, a contiguous
 // array [B, H, Sq, D] (or [B, Sq, H, D]) of q's stream that shares no
-// memory with q, k or v, allocating nothing: the form to capture in a
-// CUDA graph.
+// memory with q, k or v (which may be views with strides, as Attention's),
+// allocating nothing: the form to capture in a CUDA graph.
 func AttentionInto[T Float](out, q, k, v *nd.Array[T], opts AttentionOptions) error {
 	const op = "AttentionInto"
 	p, err := attnPrepare(op, q, k, v, opts)
@@ -171,15 +174,15 @@ func attnPrepare[T Float](op string, q, k, v *nd.Array[T], opts AttentionOptions
 		return nil, err
 	}
 	l := opts.Layout
-	qb, qs, qst, err := attnOperand(op, "q", q, l)
+	qb, qs, qst, err := attnOperand(op, "q", q, l, true)
 	if err != nil {
 		return nil, err
 	}
-	kb, ks, kst, err := attnOperand(op, "k", k, l)
+	kb, ks, kst, err := attnOperand(op, "k", k, l, true)
 	if err != nil {
 		return nil, err
 	}
-	vb, vs, vst, err := attnOperand(op, "v", v, l)
+	vb, vs, vst, err := attnOperand(op, "v", v, l, true)
 	if err != nil {
 		return nil, err
 	}
@@ -239,12 +242,22 @@ const attnMaxD = 256
 
 // attnOperand returns a's memory, its shape as (B, heads, positions, D)
 // in layout l and the strides of the first three, or op's error naming it
-// where it is not a contiguous 4-d array.
-func attnOperand[T Float](op, name string, a *nd.Array[T], l AttentionLayout) (*cuda.DeviceBuffer[T], [4]int, [3]int64, error) {
+// where it is not a contiguous 4-d array. read says a is only read (q, k,
+// v): it may then be a strided view (of a projection's output, whose
+// heads lie side by side in rows of q, k and v), with D's stride 1; its
+// memory is its span (nd.Array.Span), the strides its own.
+func attnOperand[T Float](op, name string, a *nd.Array[T], l AttentionLayout, read bool) (*cuda.DeviceBuffer[T], [4]int, [3]int64, error) {
 	if a == nil {
 		return nil, [4]int{}, [3]int64{}, errorf(op, cuda.ErrInvalidValue, "%s is a nil *nd.Array", name)
 	}
-	b, err := a.Buffer() // a zero, failed, freed or strided array's error
+	var b *cuda.DeviceBuffer[T]
+	var strides []int
+	var err error
+	if read {
+		b, strides, err = a.Span() // a zero, failed or freed array's error, or a negative stride's
+	} else {
+		b, err = a.Buffer() // a zero, failed, freed or strided array's error
+	}
 	if err != nil {
 		return nil, [4]int{}, [3]int64{}, &Error{Op: op, Err: err, Detail: "operand " + name}
 	}
@@ -253,13 +266,27 @@ func attnOperand[T Float](op, name string, a *nd.Array[T], l AttentionLayout) (*
 		return nil, [4]int{}, [3]int64{}, errorf(op, cuda.ErrInvalidValue, "%s has shape %v: want 4 dimensions %s", name, shape, l.names("heads", "positions"))
 	}
 	d, st := l.dims(shape)
+	if read {
+		if shape[3] > 1 && strides[3] != 1 {
+			return nil, [4]int{}, [3]int64{}, errorf(op, cuda.ErrInvalidValue, "%s has strides %v: D's stride must be 1 (each head's row is read whole)", name, strides)
+		}
+		// An axis of one index keeps the contiguous stride, whatever the
+		// view's: the kernels' alignment checks and cuDNN's plans then
+		// see the same strides as for a contiguous array.
+		own, _ := l.dims(strides) // the strides in (B, heads, positions, D) order
+		for i := range st {
+			if d[i] > 1 {
+				st[i] = int64(own[i])
+			}
+		}
+	}
 	return b, d, st, nil
 }
 
 // attnOut returns the memory of out, Attention's result for p, or op's
 // error where it is not one.
 func attnOut[T Float](op string, out *nd.Array[T], p *attnParams[T], l AttentionLayout) (*cuda.DeviceBuffer[T], error) {
-	ob, os, _, err := attnOperand(op, "out", out, l)
+	ob, os, _, err := attnOperand(op, "out", out, l, false)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,9 @@ import (
 // cuDNN is found and takes the shape, else, and wherever cuDNN fails,
 // nn's own kernel; "own" runs nn's own kernel always; "cudnn"
 // runs cuDNN wherever it takes the shape and returns its errors. A KV
-// cache's attention runs cuDNN's only with "cudnn" (its length changes at
-// every step, and cuDNN makes a plan for each length). float32, a KV
+// cache's attention runs cuDNN's under "auto" only for a prompt's pass of
+// 64 queries or more: a decoding step's stays nn's (the cache's length
+// changes at every step, and cuDNN makes a plan for each length). float32, a KV
 // cache's attention once an Append was captured (a graph's replays
 // lengthen the cache where only the device sees it), a capturing stream
 // and shapes cuDNN does not take (D not a multiple of 8 or above 256,

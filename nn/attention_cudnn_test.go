@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -180,4 +181,41 @@ func TestKVCacheCUDNN(t *testing.T) {
 			t.Fatalf("Len = %d, %v; want 4", n, err)
 		}
 	})
+}
+
+// TestKVCacheAuto checks which kernel runs a KV cache's attention under
+// "auto": cuDNN's for a prompt's pass of 64 queries or more, nn's for a
+// decoding step (a query a step: cuDNN would make a plan for each
+// length), both against the full attention.
+func TestKVCacheAuto(t *testing.T) {
+	if _, err := cudnn.Library(); err != nil {
+		t.Skipf("cuDNN: %v", err)
+	}
+	defer nn.SetAttnBackend("auto")()
+	s := layerStream(t)
+	const B, H, D, prompt, total = 1, 2, 64, 64, 66
+	full := attnShape{B, H, H, total, total, D, true}
+	qh := layerRound[cuda.BFloat16](layerData(B*H*total*D, 31, -1, 1))
+	kh := layerRound[cuda.BFloat16](layerData(B*H*total*D, 32, -1, 1))
+	vh := layerRound[cuda.BFloat16](layerData(B*H*total*D, 33, -1, 1))
+	want := attnRef(full, qh, kh, vh, 1/8.0)
+	c := must(nn.NewKVCache[cuda.BFloat16](s, B, H, total, D))(t)
+	t.Cleanup(func() { c.Free() })
+	for _, step := range []struct {
+		from, to int
+		cudnn    bool
+	}{{0, prompt, true}, {prompt, prompt + 1, false}, {prompt + 1, total, false}} {
+		up := func(x []float64) *nd.Array[cuda.BFloat16] {
+			return layerUp[cuda.BFloat16](t, s, attnSlice(x, B, H, total, D, step.from, step.to), B, H, step.to-step.from, D)
+		}
+		if err := c.Append(up(kh), up(vh)); err != nil {
+			t.Fatal(err)
+		}
+		before := nn.AttnCUDNNRuns()
+		out := layerFree(t, must(c.Attention(up(qh), nn.AttentionOptions{Causal: true}))(t))
+		if ran := nn.AttnCUDNNRuns() != before; ran != step.cudnn {
+			t.Errorf("positions %d-%d: cuDNN ran: %v, want %v", step.from, step.to-1, ran, step.cudnn)
+		}
+		layerClose(t, fmt.Sprintf("positions %d-%d", step.from, step.to-1), layerDown(t, out), attnSlice(want, B, H, total, D, step.from, step.to), attnTol[cuda.BFloat16]())
+	}
 }

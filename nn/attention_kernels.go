@@ -256,20 +256,21 @@ extern "C" __global__ void attn_split_combine(attn_t* __restrict__ o, const floa
 // passed maxlen (and was dropped). attn_kv_append copies n new positions
 // of k and v ([B, Hkv, n, D] or [B, n, Hkv, D]) to the cache ([B, Hkv, maxlen,
 // D]) after its length; attn_kv_advance, launched after it, adds n. A
-// block per (position, head, batch), a thread per column; k and v's
-// strides of batch, head and position are ss*.
+// block per (position, head, batch), a thread per column; k's strides of
+// batch, head and position are ks*, v's vs* (views of one projection's
+// output, or arrays of their own).
 extern "C" __global__ void attn_kv_append(attn_t* __restrict__ kc, attn_t* __restrict__ vc,
-	const attn_t* __restrict__ k, const attn_t* __restrict__ v, long long ssb, long long ssh, long long sss,
-	const int* __restrict__ state, int n, int maxlen)
+	const attn_t* __restrict__ k, const attn_t* __restrict__ v, long long ksb, long long ksh, long long kss,
+	long long vsb, long long vsh, long long vss, const int* __restrict__ state, int n, int maxlen)
 {
 	const int pos = state[0];
 	if (pos < 0 || pos + n > maxlen) return;
 	const int j = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, Hkv = gridDim.y;
-	const long long src = b * ssb + hk * ssh + j * sss;
+	const long long ksrc = b * ksb + hk * ksh + j * kss, vsrc = b * vsb + hk * vsh + j * vss;
 	const long long dst = (((long long)b * Hkv + hk) * maxlen + pos + j) * ATTN_D;
 	for (int d = threadIdx.x; d < ATTN_D; d += blockDim.x) {
-		kc[dst + d] = k[src + d];
-		vc[dst + d] = v[src + d];
+		kc[dst + d] = k[ksrc + d];
+		vc[dst + d] = v[vsrc + d];
 	}
 }
 

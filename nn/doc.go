@@ -42,8 +42,10 @@
 // copies. A view that is contiguous (a Reshape, a Slice of whole rows,
 // at any element) is taken as it is; a transposed view, or a slice that
 // is not contiguous, is refused with an error that says so: its
-// Contiguous makes a copy a layer takes. Every array of a call must be on
-// one stream.
+// Contiguous makes a copy a layer takes. (Attention's and the KV cache's
+// inputs are the exception: they take views with strides, so that the
+// heads of a packed QKV projection are read where they lie.) Every array
+// of a call must be on one stream.
 //
 // Scalars that shape the computation (eps, scales) are float32 whatever
 // the element type, as the layers compute in float32 (cuBLAS's α and β
@@ -69,11 +71,12 @@
 //
 // The halves' attention runs cuDNN's fused attention where cuDNN is found
 // and takes the shape, and nn's own kernel wherever it does not or fails,
-// and for a KV cache (EnvAttention says why); GOCUDA_NN_ATTENTION=own runs
-// nn's own kernel always.
+// and for a KV cache's decoding steps (EnvAttention says why);
+// GOCUDA_NN_ATTENTION=own runs nn's own kernel always.
 //
 // On error a function returns nil arrays and an *Error that wraps
-// cuda.ErrInvalidValue (a nil, zero or non-contiguous array, shapes that
+// cuda.ErrInvalidValue (a nil, zero or non-contiguous array where a
+// contiguous one is needed, shapes that
 // do not agree, a bad scalar), cuda.ErrClosed (a freed array) or the error
 // of the call beneath.
 package nn

@@ -191,8 +191,9 @@ func (c *KVCache[T]) Reset() error {
 	return nil
 }
 
-// Append writes k and v, [B, Hkv, n, D] (contiguous, of the cache's
-// stream, not views of K or V), to positions Len .. Len+n-1 of the cache, and adds n to the
+// Append writes k and v, [B, Hkv, n, D] (of the cache's stream, not views
+// of K or V; views with strides of other arrays, D's stride 1, as
+// Attention's q, k and v), to positions Len .. Len+n-1 of the cache, and adds n to the
 // length, in stream order: two kernels, which read the length on the
 // device (so a captured Append writes one position further at each
 // replay).
@@ -213,11 +214,11 @@ func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) e
 	if err := attnLayoutValid(op, l); err != nil {
 		return err
 	}
-	kb, ks, kst, err := attnOperand(op, "k", k, l)
+	kb, ks, kst, err := attnOperand(op, "k", k, l, true)
 	if err != nil {
 		return err
 	}
-	vb, vs, _, err := attnOperand(op, "v", v, l)
+	vb, vs, vst, err := attnOperand(op, "v", v, l, true)
 	if err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) e
 		return wrap(op, err)
 	}
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: n, Y: c.hkv, Z: c.b}, Block: cuda.Dim3{X: min(c.d, 128), Y: 1, Z: 1}, Stream: c.s}
-	if err := m.kvAppend.Launch(cfg, c.kb, c.vb, kb, vb, kst[0], kst[1], kst[2], c.state, int32(n), int32(c.maxLen)); err != nil {
+	if err := m.kvAppend.Launch(cfg, c.kb, c.vb, kb, vb, kst[0], kst[1], kst[2], vst[0], vst[1], vst[2], c.state, int32(n), int32(c.maxLen)); err != nil {
 		return wrap(op, err)
 	}
 	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
@@ -268,20 +269,29 @@ func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) e
 }
 
 // launch runs the attention p over the cache into ob: through cuDNN's
-// fused attention over the length the host knows, where EnvAttention is
-// "cudnn", the host knows the length (no Append captured) and the shape
-// allows, else by nn's kernels, which read the length on the device.
-// "auto" keeps nn's kernels: the length changes at every step, and cuDNN
-// makes a plan for each (eager GPT-2 decoding ran 7,917 tokens/s through
-// cuDNN, 9,836 through nn's kernel, on an H100).
+// fused attention over the length the host knows, where EnvAttention
+// allows it (always under "cudnn"; under "auto" for a prompt's pass, of
+// attnCacheQueries queries or more), the host knows the length (no Append
+// captured) and the shape allows, else by nn's kernels, which read the
+// length on the device.
 func (c *KVCache[T]) launch(op string, ob *cuda.DeviceBuffer[T], p *attnParams[T]) error {
-	if attnMode() == "cudnn" && !c.replayed.Load() && !c.s.Capturing() {
+	mode := attnMode()
+	if (mode == "cudnn" || mode == "auto" && p.Sq >= attnCacheQueries) && !c.replayed.Load() && !c.s.Capturing() {
 		if ran, err := attnCUDNNOver(op, ob, p, int(c.queued.Load())); ran {
 			return err
 		}
 	}
 	return attnLaunch(op, ob, p)
 }
+
+// attnCacheQueries is the fewest queries "auto" sends a KV cache's
+// attention to cuDNN with: a prompt's pass, where cuDNN's kernel is the
+// faster (1.4-1.9x FlashAttention's at 512-4096 positions on an H100,
+// nn's own 0.7-0.9x), and cuDNN's plan is made once per prompt length.
+// Decoding steps (a query or a few) stay nn's kernel: the cache's length
+// changes at every step, and cuDNN makes a plan for each (eager GPT-2
+// decoding ran 7,917 tokens/s through cuDNN, 9,836 through nn's kernel).
+const attnCacheQueries = 64
 
 // Attention returns the attention of q, [B, H, Sq, D] with Hkv dividing
 // H, over the cache's first Len positions (read on the device), as
@@ -337,7 +347,7 @@ func (c *KVCache[T]) prepare(op string, q *nd.Array[T], opts AttentionOptions) (
 		return nil, err
 	}
 	l := opts.Layout
-	qb, qs, qst, err := attnOperand(op, "q", q, l)
+	qb, qs, qst, err := attnOperand(op, "q", q, l, true)
 	if err != nil {
 		return nil, err
 	}

@@ -34,18 +34,6 @@ template <typename T> __device__ void embed(const long long *tok, const T *wte, 
 	st(x, i, ld(wte, tok[r] * c + k) + ld(wpe, (long long)p * c + k));
 }
 
-// split: the rows of qkv ([b*t, 3c], heads of d) to q, k and v, [b, h, t, d] each.
-template <typename T> __device__ void split(const T *qkv, T *q, T *k, T *v, int t, int h, int d, long long n) {
-	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-	if (i >= n) return;
-	int c = h * d;
-	long long r = i / c;
-	int j = (int)(i % c), hh = j / d, dd = j % d;
-	long long b = r / t, tt = r % t, src = r * 3 * c + j, dst = ((b * h + hh) * t + tt) * d + dd;
-	q[dst] = qkv[src];
-	k[dst] = qkv[src + c];
-	v[dst] = qkv[src + 2 * c];
-}
 
 // argmax: a block per row of n values: out[row] = the index of the
 // largest (the first of equals).
@@ -90,14 +78,13 @@ extern "C" __global__ void gpt2_advance(const long long *tok, long long *out, in
 func entries(suffix, typ string) string {
 	return strings.NewReplacer("S", suffix, "T", typ).Replace(`
 extern "C" __global__ void embed_S(const long long *tok, const T *wte, const T *wpe, T *x, const int *pos, int t, int c, long long n) { embed(tok, wte, wpe, x, pos, t, c, n); }
-extern "C" __global__ void split_S(const T *qkv, T *q, T *k, T *v, int t, int h, int d, long long n) { split(qkv, q, k, v, t, h, d, n); }
 extern "C" __global__ void argmax_S(const T *x, long long *out, int n) { argmax(x, out, n); }
 `)
 }
 
 // kernels are the model's kernels for one element type.
 type kernels struct {
-	embed, split, argmax, advance *compute.RawKernel
+	embed, argmax, advance *compute.RawKernel
 }
 
 func newKernels(suffix string) (*kernels, error) {
@@ -106,7 +93,7 @@ func newKernels(suffix string) (*kernels, error) {
 		k    **compute.RawKernel
 		name string
 	}{
-		{&k.embed, "embed_" + suffix}, {&k.split, "split_" + suffix},
+		{&k.embed, "embed_" + suffix},
 		{&k.argmax, "argmax_" + suffix},
 		{&k.advance, "gpt2_advance"},
 	} {

@@ -3,8 +3,7 @@
 // package nn's layers (LayerNorm; fused causal attention over a KVCache
 // whose length lives on the device), cuBLAS (cuBLASLt's bias and GELU
 // epilogues, the residual added by its beta) and a few kernels of its own
-// (compute.RawKernel: the embedding, the heads' split, argmax, the
-// position's advance). It compares its logits with PyTorch's, generates
+// (compute.RawKernel: the embedding, argmax, the position's advance). It compares its logits with PyTorch's, generates
 // greedily with the key/value cache (the decoding step captured once as a
 // CUDA graph and replayed), and times prefill and decoding in bfloat16.
 //

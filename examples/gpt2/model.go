@@ -229,12 +229,14 @@ type work[T Float] struct {
 	b, t            int
 	tok             *cuda.DeviceBuffer[int64]
 	x, h, qkv, y, f *cuda.DeviceBuffer[T]
-	q, k, v, yh, y4 *nd.Array[T] // the heads, [b, H, t, D]; y4 is y as [b, t, H, D]
-	qb, kb, vb      *cuda.DeviceBuffer[T]
-	logits          *cuda.DeviceBuffer[T]
-	arrays          []*nd.Array[T]
-	tokArray        *nd.Array[int64]
-	lastOnly        bool
+	// q, k and v are the heads in qkv, [b, t, H, D] views of its rows
+	// (strided: a row holds q's, k's and v's heads side by side), which
+	// the attention reads where they lie; y4 is y as [b, t, H, D].
+	q, k, v, y4 *nd.Array[T]
+	logits      *cuda.DeviceBuffer[T]
+	arrays      []*nd.Array[T]
+	tokArray    *nd.Array[int64]
+	lastOnly    bool
 }
 
 // newWork allocates a pass's memory; the logits are of every position, or
@@ -263,24 +265,14 @@ func (m *Model[T]) newWork(b, t int, lastOnly bool) (w *work[T], err error) {
 		return b
 	}
 	w.x, w.h, w.qkv, w.y, w.f = buf(b*t, C), buf(b*t, C), buf(b*t, 3*C), buf(b*t, C), buf(b*t, 4*C)
-	w.q, w.k, w.v = arr(b, H, t, D), arr(b, H, t, D), arr(b, H, t, D)
-	for _, x := range []struct {
-		a *nd.Array[T]
-		b **cuda.DeviceBuffer[T]
-	}{{w.q, &w.qb}, {w.k, &w.kb}, {w.v, &w.vb}} {
-		if err == nil {
-			*x.b, err = x.a.Buffer()
+	if err == nil {
+		var qkv *nd.Array[T]
+		if qkv, err = nd.FromBuffer(m.s, w.qkv, b, t, 3, H, D); err == nil {
+			w.q, w.k, w.v = head(qkv, 0, &err), head(qkv, 1, &err), head(qkv, 2, &err)
 		}
 	}
 	if err == nil {
 		w.y4, err = nd.FromBuffer(m.s, w.y, b, t, H, D)
-	}
-	switch {
-	case err != nil:
-	case t == 1: // [b, H, 1, D] is [b, 1, H, D] in memory: y itself
-		w.yh, err = nd.FromBuffer(m.s, w.y, b, H, t, D)
-	default:
-		w.yh = arr(b, H, t, D)
 	}
 	if lastOnly {
 		w.logits = buf(b, m.Vocab)
@@ -398,27 +390,25 @@ func (m *Model[T]) pass(w *work[T], c *Cache[T], pos *cuda.DeviceBuffer[int32]) 
 }
 
 // attention queues a layer's attention of the pass, from w.qkv, into w.y
-// ([b·t, C], the heads side by side): the heads split into q, k and v
-// ([b, H, t, D]), k and v appended to the layer's cache, and package nn's
-// fused attention of q over the cache (causal, the queries the cache's
-// last t positions), its heads put side by side.
+// ([b·t, C], the heads side by side), in LayoutBSHD: k and v appended to
+// the layer's cache and package nn's fused attention of q over it
+// (causal, the queries the cache's last t positions), each read from
+// qkv's rows where it lies and written to y's, with no copy on the way
+// in or out.
 func (m *Model[T]) attention(w *work[T], kv *nn.KVCache[T]) error {
-	H, D, n := m.Heads, m.Width/m.Heads, w.b*w.t*m.Width
-	if err := m.k.split.Launch(cuda.LaunchConfigFor(n, m.s), w.qkv, w.qb, w.kb, w.vb, int32(w.t), int32(H), int32(D), int64(n)); err != nil {
+	if err := kv.AppendLayout(w.k, w.v, nn.LayoutBSHD); err != nil {
 		return err
 	}
-	if err := kv.Append(w.k, w.v); err != nil {
-		return err
+	return kv.AttentionInto(w.y4, w.q, nn.AttentionOptions{Causal: true, Layout: nn.LayoutBSHD})
+}
+
+// head returns qkv[:, :, i] ([b, t, H, D]), or nil with *err set where
+// *err was nil.
+func head[T Float](qkv *nd.Array[T], i int, err *error) *nd.Array[T] {
+	if *err != nil {
+		return nil
 	}
-	if err := kv.AttentionInto(w.yh, w.q, nn.AttentionOptions{Causal: true}); err != nil {
-		return err
-	}
-	if w.t == 1 {
-		return nil // w.yh is w.y
-	}
-	yh, err := w.yh.Permute(0, 2, 1, 3)
-	if err != nil {
-		return err
-	}
-	return nd.CopyInto(w.y4, yh)
+	var h *nd.Array[T]
+	h, *err = qkv.Index(2, i)
+	return h
 }
