@@ -286,7 +286,10 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 	// launch free of allocations.
 	var heldArray [8]heldLife
 	held := append(heldArray[:0], heldLife{&f.mod.life, "the kernel's module"}, heldLife{&cfg.Stream.life, "the stream"})
-	held, err := f.marshal(op, pb, args, held)
+	// The buffers among the arguments, found once by marshalArgs: a
+	// second pass over args would assert each to Memory again.
+	var memArray [6]*allocation
+	held, mems, err := f.marshalArgs(op, pb, args, held, memArray[:0])
 	if err != nil {
 		return err
 	}
@@ -294,7 +297,7 @@ func (f *Function) Launch(cfg LaunchConfig, args ...any) error {
 		return err
 	}
 	defer releaseAll(held)
-	return f.launchHeld(op, &cfg, &l, pb, args)
+	return f.launchHeld(op, &cfg, &l, pb, args, mems)
 }
 
 // launchShape is a launch's checked shape: the grid and block as the six
@@ -340,21 +343,19 @@ func (f *Function) checkLaunch(op string, cfg *LaunchConfig, l *launchShape) err
 	return nil
 }
 
-// launchHeld is Launch with the module, the stream and the buffers held.
-func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *paramBlock, args []any) error {
+// launchHeld is Launch with the module, the stream and the buffers held:
+// mems are the buffers among args, in order.
+func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *paramBlock, args []any, mems []*allocation) error {
 	s := cfg.Stream
 	if cs := s.capture.Load(); cs != nil {
 		cs.capturedModule(f.mod)
 	}
-	for i, a := range args {
-		if v, ok := a.(Memory); ok {
-			_, m := v.deviceMemory()
-			if m.graphOnly {
-				return errorf(op, ErrInvalidValue, "argument %d is a graph's memory (Graph.AddAlloc), which exists only while the graph runs: pass it to the graph's nodes", i)
-			}
-			s.uses(m)
+	for _, m := range mems {
+		if m.graphOnly {
+			return errorf(op, ErrInvalidValue, "argument %d is a graph's memory (Graph.AddAlloc), which exists only while the graph runs: pass it to the graph's nodes", argIndex(args, m))
 		}
 	}
+	s.uses(mems...)
 	if l.dims[0] == 0 && !l.ex {
 		return nil // no blocks: nothing to run, as for an empty buffer
 	}
@@ -368,6 +369,19 @@ func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *
 		return f.checkAttributes(op, cfg, l.grid(), l.block())
 	}
 	return f.launchBound(op, cfg, l, pb, len(args) > 0)
+}
+
+// argIndex returns the index of the first buffer among args over m's
+// memory, for an error.
+func argIndex(args []any, m *allocation) int {
+	for i, a := range args {
+		if v, ok := a.(Memory); ok {
+			if _, am := v.deviceMemory(); am == m {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // launchBound makes the driver's call, with the context bound.
@@ -403,14 +417,21 @@ func (f *Function) launchBound(op string, cfg *LaunchConfig, l *launchShape, pb 
 // marshal lays out args in pb and appends the allocations of the buffers
 // among them to held.
 func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLife) ([]heldLife, error) {
+	held, _, err := f.marshalArgs(op, pb, args, held, nil)
+	return held, err
+}
+
+// marshalArgs is marshal that also appends the buffers' allocations to
+// mems, in order, unless mems is nil (marshal's callers need none).
+func (f *Function) marshalArgs(op string, pb *paramBlock, args []any, held []heldLife, mems []*allocation) ([]heldLife, []*allocation, error) {
 	if err := f.readParams(op); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.paramsKnown && len(args) != len(f.params) {
-		return nil, errorf(op, ErrInvalidValue, "kernel %s takes %d arguments, %d given", f.name, len(f.params), len(args))
+		return nil, nil, errorf(op, ErrInvalidValue, "kernel %s takes %d arguments, %d given", f.name, len(f.params), len(args))
 	}
 	if len(args) > len(pb.ptrs) {
-		return nil, errorf(op, ErrInvalidValue, "%d arguments; at most %d", len(args), len(pb.ptrs))
+		return nil, nil, errorf(op, ErrInvalidValue, "%d arguments; at most %d", len(args), len(pb.ptrs))
 	}
 	if !f.paramsKnown {
 		// The count is unknown: whatever the kernel reads past the
@@ -426,12 +447,15 @@ func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLif
 		case Memory:
 			ptr, mem := v.deviceMemory()
 			if mem == nil {
-				return nil, errorf(op, ErrInvalidValue, "argument %d is a nil *DeviceBuffer, or a zero DeviceBuffer", i)
+				return nil, nil, errorf(op, ErrInvalidValue, "argument %d is a nil *DeviceBuffer, or a zero DeviceBuffer", i)
 			}
 			if mem.ctx != f.mod.ctx {
-				return nil, errorf(op, ErrInvalidValue, "argument %d is a device buffer of another context than the kernel's module (%v, the kernel's %v)", i, mem.ctx.Device(), f.mod.ctx.Device())
+				return nil, nil, errorf(op, ErrInvalidValue, "argument %d is a device buffer of another context than the kernel's module (%v, the kernel's %v)", i, mem.ctx.Device(), f.mod.ctx.Device())
 			}
 			held = append(held, heldLife{&mem.life, "a device buffer passed to the kernel"})
+			if mems != nil {
+				mems = append(mems, mem)
+			}
 			err = put(f, pb, &off, i, ptr)
 		case DevicePtr:
 			err = put(f, pb, &off, i, v)
@@ -456,23 +480,23 @@ func (f *Function) marshal(op string, pb *paramBlock, args []any, held []heldLif
 		case float64:
 			err = put(f, pb, &off, i, v)
 		case int, uint, uintptr:
-			return nil, errorf(op, ErrInvalidValue, "argument %d is a Go %T, which has no fixed C counterpart: pass an int32 or int64", i, a)
+			return nil, nil, errorf(op, ErrInvalidValue, "argument %d is a Go %T, which has no fixed C counterpart: pass an int32 or int64", i, a)
 		case nil:
-			return nil, errorf(op, ErrInvalidValue, "argument %d is nil", i)
+			return nil, nil, errorf(op, ErrInvalidValue, "argument %d is nil", i)
 		default:
 			b, align, perr := plainBytes(a)
 			if perr != nil {
-				return nil, errorf(op, ErrInvalidValue, "argument %d: %v", i, perr)
+				return nil, nil, errorf(op, ErrInvalidValue, "argument %d: %v", i, perr)
 			}
 			if err = putBytes(f, pb, &off, i, b, align); err == nil {
 				err = f.checkNamedKind(i, a) // a number of a named type
 			}
 		}
 		if err != nil {
-			return nil, errorf(op, ErrInvalidValue, "argument %d (%T): %v", i, a, err)
+			return nil, nil, errorf(op, ErrInvalidValue, "argument %d (%T): %v", i, a, err)
 		}
 	}
-	return held, nil
+	return held, mems, nil
 }
 
 // zeroParams is what a kernel of unknown parameter count reads past the

@@ -100,7 +100,13 @@ func (s *Stream) uses(mem ...*allocation) {
 		return
 	}
 	for _, m := range mem {
-		m.users.add(s)
+		// The stream a buffer was allocated on in stream order is one
+		// settle always waits for: recording it too would cost every
+		// launch on it a lock (and a new buffer's first launch an
+		// allocation) for nothing.
+		if m.stream != s {
+			m.users.add(s)
+		}
 	}
 }
 

@@ -220,3 +220,51 @@ func TestStreamUsersStayShort(t *testing.T) {
 		t.Errorf("after a Memset32Async on the open stream: %v, %v", got[0], err)
 	}
 }
+
+// TestOwnStreamNotRecorded: a buffer from AllocAsync records no stream
+// for the work queued on the stream it was allocated on (a synchronous
+// call waits for that stream anyway), only another's; and a synchronous
+// read after launches on its own stream still sees them.
+func TestOwnStreamNotRecorded(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s, other := cudatest.Stream(t, ctx), cudatest.Stream(t, ctx)
+	saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
+	const n = 1 << 12
+	ones := make([]float32, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	x := must(cuda.FromHost(ctx, ones))(t)
+	defer x.Free()
+	y := must(cuda.AllocAsync[float32](s, n))(t)
+	defer y.Free()
+	if err := y.Memset32Async(0, s); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if err := saxpy.Launch(cuda.LaunchConfigFor(n, s), float32(1), x, y, uint32(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cuda.StreamUsers(y); got != 0 {
+		t.Errorf("%d streams recorded after work on the buffer's own stream; want 0", got)
+	}
+	if got := cuda.StreamUsers(x); got != 1 {
+		t.Errorf("x, from FromHost, records %d streams after the launches; want 1", got)
+	}
+	got := make([]float32, n)
+	if err := y.CopyToHost(got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != 8 {
+			t.Fatalf("element %d is %v, want 8: the synchronous read did not wait for the buffer's stream", i, v)
+		}
+	}
+	if err := y.Memset32Async(0, other); err != nil {
+		t.Fatal(err)
+	}
+	if got := cuda.StreamUsers(y); got != 1 {
+		t.Errorf("%d streams recorded after work on another stream; want 1", got)
+	}
+}
