@@ -63,7 +63,13 @@ func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(
 		return empty[T](op, s.ctx, nil)
 	}
 	ctx := s.ctx
-	m := &allocation{size: bytes, allocated: true, stream: s, pool: pool}
+	// The allocation and its own buffer in one object: a small call that
+	// allocates its result makes a buffer each time. The buffer refers to
+	// the allocation, so that the two become unreachable together, and the
+	// cleanup on the allocation runs when it did apart.
+	x := &orderedBuffer[T]{}
+	m := &x.m
+	m.size, m.allocated, m.stream, m.pool = bytes, true, s, pool
 	// Memory freed on s before is reused without a driver call: the
 	// allocation needs no context bound then, only held.
 	if err := ctx.hold(op); err != nil {
@@ -82,7 +88,14 @@ func allocOrdered[T any](op string, s *Stream, pool *MemPool, n int, alloc func(
 	}
 	m.stat.add(bytes)
 	m.armOrdered()
-	return &DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}, nil
+	x.b = DeviceBuffer[T]{mem: m, ptr: m.base, n: n, frees: true}
+	return &x.b, nil
+}
+
+// orderedBuffer is a stream-ordered allocation with its buffer.
+type orderedBuffer[T any] struct {
+	m allocation
+	b DeviceBuffer[T]
 }
 
 // allocate gets m's memory from the driver with alloc, on s. When the
@@ -125,18 +138,34 @@ func (m *allocation) allocate(op string, s *Stream, alloc func(*driver.DevicePtr
 // armOrdered arms a stream-ordered allocation just made, with the cleanup
 // that frees it if nobody does.
 func (m *allocation) armOrdered() {
-	base, pool, stat, size := m.base, m.pool, m.stat, m.size
-	m.arm(m.stream.ctx, track.DeviceBuffer, runtime.AddCleanup(m, func(ctx *Context) {
-		stat.sub(size)
-		// Forgotten: no Go code can queue work on it any more, but work
-		// queued before may still run, and cuMemFree of stream-ordered
-		// memory does not wait for it.
-		forgotten(ctx, track.DeviceBuffer, func() {
-			driver.CtxSynchronize(ctx.handle)
-			driver.MemFree(ctx.handle, base)
-		})
-		pool.uncount() // its pool may now close
-	}, m.stream.ctx))
+	// A function of no closure, its data the argument: AddCleanup makes
+	// a box for the argument and a closure of its own whatever it is
+	// given, and a closure of ours would be a third allocation.
+	ctx := m.stream.ctx
+	m.arm(ctx, track.DeviceBuffer, runtime.AddCleanup(m, releaseOrdered, orderedRelease{ctx, m.base, m.pool, m.stat, m.size}))
+}
+
+// orderedRelease is what the cleanup of stream-ordered memory nobody freed
+// needs of it.
+type orderedRelease struct {
+	ctx  *Context
+	base driver.DevicePtr
+	pool *MemPool
+	stat *memCounter
+	size uintptr
+}
+
+// releaseOrdered is the cleanup of stream-ordered memory nobody freed.
+func releaseOrdered(r orderedRelease) {
+	r.stat.sub(r.size)
+	// Forgotten: no Go code can queue work on it any more, but work
+	// queued before may still run, and cuMemFree of stream-ordered
+	// memory does not wait for it.
+	forgotten(r.ctx, track.DeviceBuffer, func() {
+		driver.CtxSynchronize(r.ctx.handle)
+		driver.MemFree(r.ctx.handle, r.base)
+	})
+	r.pool.uncount() // its pool may now close
 }
 
 // FreeOn releases a buffer from AllocAsync in stream order on s instead of

@@ -271,3 +271,29 @@ func BenchmarkAllocAsync(b *testing.B) {
 		})
 	}
 }
+
+// TestAllocAsyncAllocs: a stream-ordered allocation of a size the stream
+// keeps, and its Free, make three Go objects: the buffer with its
+// allocation record, and the two of its cleanup (runtime.AddCleanup's box
+// of the argument and its closure).
+func TestAllocAsyncAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	s := cudatest.Stream(t, cudatest.Context(t))
+	var err error
+	allocFree := func() {
+		b, aerr := cuda.AllocAsync[float32](s, 1024)
+		err = errors.Join(err, aerr, b.Free())
+	}
+	allocFree() // the stream keeps the size from now on
+	if n := testing.AllocsPerRun(100, allocFree); n > 3 {
+		t.Errorf("%v allocations an AllocAsync and Free, want at most 3", n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
