@@ -60,6 +60,10 @@ type Context struct {
 	// releases are what other packages release before the context closes
 	// (compute's kernels: internal/attach).
 	releases contextReleases
+
+	// doing is the count of Do calls under way on handle (interop.go's
+	// doing), found once: a Do then costs no map lookup.
+	doing atomic.Pointer[atomic.Int32]
 }
 
 // legacyQueue records that a synchronous call, just returned, may have left

@@ -51,6 +51,18 @@ func doCount(h driver.Context) *atomic.Int32 {
 	return v.(*atomic.Int32)
 }
 
+// doCount returns the count of Do calls under way on c's handle: doing's,
+// kept in c once found (an entry of doing is never replaced), so that
+// only a Do that begins with another context current looks one up.
+func (c *Context) doCount() *atomic.Int32 {
+	if n := c.doing.Load(); n != nil {
+		return n
+	}
+	n := doCount(c.handle)
+	c.doing.Store(n)
+	return n
+}
+
 // bindThread is bind that always locks the OS thread and makes c current on
 // it, whatever the driver backend. It returns the context that was current
 // on the thread before, for unbindThread.
@@ -71,14 +83,14 @@ func (c *Context) bindThread(op string) (prev driver.Context, err error) {
 		c.life.Release()
 		return 0, err
 	}
-	doCount(c.handle).Add(1)
+	c.doCount().Add(1)
 	return prev, nil
 }
 
 // unbindThread undoes bindThread: where prev, current before, is another
 // context in a Do under way, it makes prev current again.
 func (c *Context) unbindThread(op string, prev driver.Context) error {
-	doCount(c.handle).Add(-1)
+	c.doCount().Add(-1)
 	var err error
 	if prev != 0 && prev != c.handle && doCount(prev).Load() > 0 {
 		err = check(op, driver.CtxSetCurrent(prev))

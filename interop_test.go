@@ -141,3 +141,20 @@ func TestDoNested(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStreamDo times a Stream.Do of a function that does nothing,
+// holding one buffer: what a library call through Do (cuBLAS, NCCL) costs
+// beside its own work.
+func BenchmarkStreamDo(b *testing.B) {
+	ctx := cudatest.Context(b)
+	s := cudatest.Stream(b, ctx)
+	x := must(cuda.Alloc[float32](ctx, 256))(b)
+	defer x.Free()
+	fn := func(uintptr) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Do(fn, x); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
