@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-	"weak"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
@@ -470,9 +469,8 @@ type plan struct {
 	// pattern has one: launched directly, without compute.Elementwise's
 	// classification of every argument at every call. widest is the
 	// largest element size among its arrays.
-	raw    *compute.RawKernel
+	raw    *rawKernel
 	widest int
-	rawFn  atomic.Pointer[rawFunc] // raw, loaded in the context of its last launch
 	// The strided kernel and its vector variant as nd's own kernels
 	// (stridedRaw), where the pattern has them: the same code, launched
 	// directly.
@@ -490,21 +488,22 @@ type rawKernel struct {
 // loaded (RawKernel.Launch would find it at every call, and name it in an
 // error it makes whether or not the launch fails).
 func (r *rawKernel) function(ctx *cuda.Context) (*cuda.Function, error) {
-	if rf := r.fn.Load(); rf != nil && rf.ctx.Value() == ctx {
+	if rf := r.fn.Load(); rf != nil && rf.ctx == ctx {
 		return rf.f, nil
 	}
 	f, err := r.k.Function(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.fn.Store(&rawFunc{weak.Make(ctx), f})
+	r.fn.Store(&rawFunc{ctx, f})
 	return f, nil
 }
 
-// rawFunc is a raw kernel loaded in a context (weak: a plan outlives the
-// contexts it ran in).
+// rawFunc is a raw kernel loaded in a context. The context is held
+// strongly, as f holds it anyway (through its module): a weak pointer
+// spared no memory, and its Value cost every launch a lookup.
 type rawFunc struct {
-	ctx weak.Pointer[cuda.Context]
+	ctx *cuda.Context
 	f   *cuda.Function
 }
 
@@ -651,7 +650,7 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 	p := &plan{k: k, axes: axes}
 	if axes < 0 {
 		if raw, widest := contigKernel(e, out, ins); raw != nil {
-			p.raw, p.widest = raw, widest
+			p.raw, p.widest = &rawKernel{k: raw}, widest
 		}
 		return p, nil
 	}
@@ -983,19 +982,9 @@ func (p *plan) launchRaw(op string, out *operand, ins []operand, n int, args []a
 	threads := (n + vec - 1) / vec
 	blocks := min((threads+contigThreads-1)/contigThreads, 1<<20)
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: contigThreads}, Stream: out.s}
-	// The kernel as loaded in the stream's context: the last one's, or
-	// compiled and loaded (RawKernel.Launch would find it at every call,
-	// and name it in an error it makes whether or not the launch fails).
-	ctx := out.s.Context()
-	var f *cuda.Function
-	if rf := p.rawFn.Load(); rf != nil && rf.ctx.Value() == ctx {
-		f = rf.f
-	} else {
-		var err error
-		if f, err = p.raw.Function(ctx); err != nil {
-			return wrap(op, err)
-		}
-		p.rawFn.Store(&rawFunc{weak.Make(ctx), f})
+	f, err := p.raw.function(out.s.Context())
+	if err != nil {
+		return wrap(op, err)
 	}
 	return wrap(op, f.Launch(cfg, args...))
 }
