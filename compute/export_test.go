@@ -214,3 +214,10 @@ func SetDeviceSize(t testing.TB, s *cuda.Stream, sms, threads, optin int) {
 		}
 	})
 }
+
+// StagedSpan is the rows a block of Softmax's staged kernel (a thread a
+// row) takes at a time, of rows of cols elements of size bytes.
+func StagedSpan(cols, size int) int {
+	span, _ := planStaged(1, cols, size)
+	return span
+}

@@ -10,7 +10,8 @@ package compute
 //     of them (a power of two, 1 to 32) so that each lane takes about two
 //     16-byte loads, several rows a block, every row its own lanes: a
 //     1,048,576×5 matrix runs 4096 blocks of 256 rows; Softmax keeps
-//     such a row in its lanes' registers (planRegs);
+//     such a row in its lanes' registers (planRegs), or stages a thread's
+//     rows through shared memory, several a thread (planStaged);
 //   - longer rows: a block per row, of 1024 threads where the rows are
 //     too few to fill the device with blocks of blockSize;
 //   - a few very long rows (at most half the multiprocessors, each
@@ -82,6 +83,19 @@ func planRows(d deviceSize, rows, cols, width int) rowLayout {
 		threads = bigBlock
 	}
 	return rowLayout{threads: threads, blocks: min(rows, maxGrid)}
+}
+
+// planStaged returns the rows a block of Softmax's NAME_staged (a thread
+// a row, planRows' group 1) stages through shared memory at a time, and
+// its grid, for rows of cols elements of size bytes: blockSize threads,
+// each taking as many rows as make 16 bytes or more, so that the block's
+// span is read and written by at least a 16-byte vector a thread (a
+// thread's single row of one float16 was 2 bytes: 1048576x1 ran at a
+// third of PyTorch's speed) and every span is as far past a 16-byte
+// boundary as the first (blockSize·k·cols·size bytes apart).
+func planStaged(rows, cols, size int) (span, blocks int) {
+	span = blockSize * ceilDiv(16, cols*size)
+	return span, min(ceilDiv(rows, span), maxGrid)
 }
 
 // rowGroup returns the lanes of a warp that take a row of cols elements

@@ -147,3 +147,30 @@ func TestPlanRegs(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanStaged: every row planRows gives a thread (group 1) has a case
+// of NAME_staged (32 bytes of elements or fewer), and its span is whole
+// blocks of rows, at least 16 bytes a thread, a multiple of 16 bytes
+// (every span as far past a 16-byte boundary as the first) within the
+// 48 KiB a block has without asking, its grid covering the rows.
+func TestPlanStaged(t *testing.T) {
+	for _, size := range []int{2, 4, 8} {
+		width := 16 / size
+		for cols := 1; cols <= 4*width; cols++ {
+			for _, rows := range []int{1, 255, 256, 257, 4097, 1 << 20} {
+				l := planRows(h200, rows, cols, width)
+				if l.group != 1 {
+					continue
+				}
+				if cols*size > 32 {
+					t.Fatalf("size %d, %dx%d: a thread a row of %d bytes: NAME_staged has no case for it", size, rows, cols, cols*size)
+				}
+				span, blocks := planStaged(rows, cols, size)
+				bytes := span * cols * size
+				if span%blockSize != 0 || bytes/blockSize < 16 || bytes%16 != 0 || bytes+16 > 48<<10 || blocks*span < rows || (blocks-1)*span >= rows {
+					t.Fatalf("size %d, %dx%d: span %d rows (%d bytes), %d blocks", size, rows, cols, span, bytes, blocks)
+				}
+			}
+		}
+	}
+}

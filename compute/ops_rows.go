@@ -47,15 +47,18 @@ func overlap[T any](a, b *cuda.DeviceBuffer[T]) bool {
 // device memory once; short rows are taken by lanes of a warp, which keep
 // the row in registers (NAME_regsE, as planRegs says: read once, one
 // exponential an element), or, past what registers hold, in three passes
-// (gocuda_short); rows of a few elements a thread are staged; a few very
+// (gocuda_short); rows of a few elements a thread are staged through
+// shared memory by 16-byte vectors (NAME_staged, planStaged); a few very
 // long rows are cut into chunks (NAME_stats, then NAME_apply, which joins
 // a row's chunks in order). The passes take 16 bytes of a row at a time
 // when its length and both matrices allow. Computed in T's value type
-// (float for the halves, double for float64).
+// (float for the halves, double for float64); for the halves, e^x by
+// __expf and Softmax's quotients as products by the sum's reciprocal, in
+// every kernel alike (the template's gocuda_exp and gocuda_post say why).
 func softmaxSource(t dtype, name string, logarithm bool) string {
-	out := "exp(x - m) / sum"
-	if logarithm {
-		out = "x - m - log(sum)"
+	staged := make([]int, 32/int(t.goType.Size()))
+	for c := range staged {
+		staged[c] = c + 1
 	}
 	return prelude + render("softmax", softmaxText{
 		KernelName:         name,
@@ -63,31 +66,48 @@ func softmaxSource(t dtype, name string, logarithm bool) string {
 		Storage:            t.storage,
 		Half:               t.half,
 		Logarithm:          logarithm,
-		Result:             out,
-		StoreResult:        t.store(out),
-		LoadVectorElement:  t.load("xs.v[k]"),
-		LoadElement:        t.load("in[e]"),
-		StoreStaged:        t.store("st[e]"),
+		LoadElement:        t.load("row[c]"),
+		StoreElement:       t.store("y"),
 		StoreVectorElement: t.store("f[k]"),
+		Staged:             staged,
+		StagedBlocks:       stagedBlocks(int(t.goType.Size())),
 		Regs:               regsKernels(t),
 	})
 }
 
 // softmaxText is the fields of templates/rows.cu.tmpl's "softmax". The
 // paths over registers keep e^(x - m) for Softmax and take the log of the
-// sum once for LogSoftmax (Logarithm): the same values as Result's.
+// sum once for LogSoftmax (Logarithm): the same values as the other
+// paths'.
 type softmaxText struct {
-	KernelName         string // the kernels' stem: NAME, NAME_stats, NAME_apply, NAME_regsE
+	KernelName         string // the kernels' stem: NAME, NAME_staged, NAME_stats, NAME_apply, NAME_regsE
 	Value, Storage     string // the C types of a value and of an element in memory
 	Half               string // the prelude's name of a half type ("f16", "bf16"), converted a vector at a time; empty for the others
 	Logarithm          bool   // LogSoftmax
-	Result             string // an element's result, of x, m (the row's largest) and sum
-	StoreResult        string // Result as an element in memory
-	LoadVectorElement  string // element k of vector xs, as a Value
-	LoadElement        string // element e of in, as a Value
-	StoreStaged        string // st[e] as an element in memory
+	LoadElement        string // element c of row, in memory, as a Value
+	StoreElement       string // y, a Value, as an element in memory
 	StoreVectorElement string // f[k] as an element in memory
+	Staged             []int  // the row lengths of NAME_staged's cases: 1 to 32 bytes of elements
+	StagedBlocks       int    // NAME_staged's blocks a multiprocessor, for its launch bounds: stagedBlocks
 	Regs               []regsText
+}
+
+// stagedBlocks is the blocks of 256 threads a multiprocessor holds of
+// NAME_staged of elements of size bytes, which its launch bounds ask
+// ptxas for: the most whose registers (65536 a multiprocessor) leave it
+// no spill (NVRTC 11.8, sm_80 and sm_90; TestSoftmaxRegsCompile): 8 of
+// float32 (32 registers), 6 of the halves (40: their conversions), 3 of
+// float64 (ptxas takes about 62 for double's exp; held to 64, it
+// spilled on sm_90). Left to itself ptxas gave the halves 49 to 58
+// registers, 4 blocks: too few bytes in flight.
+func stagedBlocks(size int) int {
+	switch size {
+	case 2:
+		return 6
+	case 4:
+		return 8
+	}
+	return 3
 }
 
 // regKernel is one case of gocuda_regs: G lanes a row, N vectors a lane,
@@ -141,7 +161,7 @@ func regsKernels(t dtype) []regsText {
 	slices.Sort(es)
 	out := make([]regsText, 0, len(es))
 	for _, e := range es {
-		k := regsText{Values: e}
+		k := regsText{Values: e, Blocks: regsBlocks(t, e)}
 		for _, c := range ks[e] {
 			if c.wide {
 				k.Wide = append(k.Wide, regCase{c.g, c.n})
@@ -156,10 +176,32 @@ func regsKernels(t dtype) []regsText {
 
 // regsText is a kernel of templates/rows.cu.tmpl's "softmax_regs":
 // NAME_regsE of Values values a lane, its cases of 16-byte vectors (Wide)
-// and of single elements (Narrow).
+// and of single elements (Narrow), under launch bounds of Blocks blocks
+// a multiprocessor (regsBlocks).
 type regsText struct {
 	Values       int
+	Blocks       int
 	Wide, Narrow []regCase
+}
+
+// regsBlocks is the blocks of 256 threads a multiprocessor holds of
+// NAME_regsE of t keeping values values a lane, which its launch bounds
+// ask ptxas for (each block's threads get 65536 / (256·blocks) registers
+// at most). float32 and float64 keep 1: all the registers ptxas takes.
+// The halves' kernels, whose values are floats converted from half the
+// bytes, took 97 to 101 registers at 32 values (2 blocks: 512 threads to
+// hide a row's read, where softmax float16 65536x1000 ran at 0.64x
+// PyTorch on the H100) and 199 at 64 (1 block); held to 4 and 2 blocks
+// (64 and 128 registers) ptxas spills none (NVRTC 11.8, sm_80 and sm_90;
+// TestSoftmaxRegsCompile).
+func regsBlocks(t dtype, values int) int {
+	switch {
+	case t.half == "":
+		return 1
+	case values <= 32:
+		return 4
+	}
+	return 2
 }
 
 // regCase is a case of a regsText's kernel: Group lanes a row, N vectors
@@ -256,22 +298,32 @@ func softmaxName(t string, logarithm bool) string {
 	return "log" + name
 }
 
-// regsNames are the names of the Softmax kernels that hold rows in
-// registers, by their variant's name, each by the log2 of the values a
-// lane keeps (1 to 64): made once, not at every launch, and looked up by
-// the name alone, as namedVariant looks up the variant.
-var regsNames sync.Map // string -> *[7]string
+// shapeNames are the names of the Softmax kernels a launch picks by its
+// shape, by their variant's name: the staged kernel's, and those that
+// hold rows in registers by the log2 of the values a lane keeps (1 to
+// 64). Made once, not at every launch, and looked up by the name alone,
+// as namedVariant looks up the variant.
+var shapeNames sync.Map // string -> *softmaxNames
+
+type softmaxNames struct {
+	staged string
+	regs   [7]string
+}
+
+func namesOf(name string) *softmaxNames {
+	names, ok := shapeNames.Load(name)
+	if !ok {
+		made := softmaxNames{staged: name + "_staged"}
+		for k := range made.regs {
+			made.regs[k] = fmt.Sprintf("%s_regs%d", name, 1<<k)
+		}
+		names, _ = shapeNames.LoadOrStore(name, &made)
+	}
+	return names.(*softmaxNames)
+}
 
 func regsName(name string, values int) string {
-	names, ok := regsNames.Load(name)
-	if !ok {
-		var made [7]string
-		for k := range made {
-			made[k] = fmt.Sprintf("%s_regs%d", name, 1<<k)
-		}
-		names, _ = regsNames.LoadOrStore(name, &made)
-	}
-	return names.(*[7]string)[bits.TrailingZeros(uint(values))]
+	return namesOf(name).regs[bits.TrailingZeros(uint(values))]
 }
 
 func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape Shape, s *cuda.Stream, logarithm bool) error {
@@ -316,6 +368,18 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 			return launchError(op, f.Launch(cfg, src, dst, boxInt64(rows), boxInt64(cols), int32(l.group)), as[:], name)
 		}
 	}
+	if l.chunks <= 1 && l.group == 1 {
+		// A thread a row: span rows a block at a time, staged through
+		// shared memory by 16-byte vectors (and 16 bytes more, the span's
+		// offset past a 16-byte boundary).
+		f, err := kernel(op, s, v, namesOf(name).staged, as[:])
+		if err != nil {
+			return err
+		}
+		span, blocks := planStaged(shape.Rows, shape.Cols, size)
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, SharedMemBytes: span*shape.Cols*size + 16, Stream: s}
+		return launchError(op, f.Launch(cfg, src, dst, boxInt64(rows), boxInt64(cols), boxInt64(int64(span))), as[:], name)
+	}
 	if l.chunks <= 1 {
 		f, err := kernel(op, s, v, name, as[:])
 		if err != nil {
@@ -333,8 +397,6 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 			// multiprocessor holds at most two): the row kept in the
 			// shared memory the kernel opts in to, read once, not twice.
 			cfg.SharedMemBytes, cached = (bytes+15)/16*16, 1
-		case l.group == 1: // a thread a row: the block's rows staged, in the value type
-			cfg.SharedMemBytes, cached = l.threads*shape.Cols*valueSize(size), 1
 		}
 		return launchError(op, f.Launch(cfg, src, dst, boxInt64(rows), boxInt64(cols), int32(l.group), cached), as[:], name)
 	}

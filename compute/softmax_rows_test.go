@@ -10,6 +10,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // TestSoftmaxRows checks Softmax and LogSoftmax of rows held in registers
@@ -172,4 +173,129 @@ func softmaxOptinOf[T cuda.AnyFloat](t *testing.T, e env, shapes []compute.Shape
 			}
 		}
 	})
+}
+
+// TestSoftmaxStaged checks Softmax and LogSoftmax of rows of a few
+// elements a thread (staged: every length up to 32 bytes), whose blocks
+// read and write their span of rows by 16-byte vectors, the elements
+// before the first whole vector and after the last by themselves: one
+// row, a block's threads' rows and one either side (255 to 257), a
+// block's span and one either side, and two spans and more; from
+// aligned buffers, views 1 and 3 elements in, src and dst apart from
+// each other by an element (dst's span not as far past a 16-byte
+// boundary as src's: element by element), and in place. The elements
+// around dst's view and src itself (when apart) keep their bits, each
+// call gives the same bits twice, and the results are float64's on the
+// host. Rows 0 to 3 hold a NaN, a +Inf, only -Inf and a -Inf, and the
+// last row a NaN.
+func TestSoftmaxStaged(t *testing.T) {
+	e := gpu(t)
+	softmaxStagedOf[float32](t, e, 2e-6)
+	softmaxStagedOf[float64](t, e, 1e-13)
+	softmaxStagedOf[cuda.Float16](t, e, 2e-3)
+	softmaxStagedOf[cuda.BFloat16](t, e, 1.6e-2)
+}
+
+func softmaxStagedOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
+	size := int(unsafe.Sizeof(*new(T)))
+	t.Run(fmt.Sprintf("%T", *new(T)), func(t *testing.T) {
+		for cols := 1; cols*size <= 32; cols++ {
+			span := compute.StagedSpan(cols, size)
+			for _, rows := range []int{1, 2, 4, 255, 256, 257, span - 1, span, span + 1, 2*span + 3} {
+				sh := compute.Shape{Rows: rows, Cols: cols}
+				for _, off := range []struct{ src, dst int }{{0, 0}, {1, 1}, {3, 3}, {0, 1}, {1, 0}, {0, -1}, {1, -1}} {
+					if !onFake(true, rows <= 257 || off.src == off.dst || cols%3 == 1) {
+						continue // the fake's CPU: every offset at a few lengths
+					}
+					checkStaged[T](t, e, sh, off.src, off.dst, tol)
+					if t.Failed() {
+						return
+					}
+				}
+			}
+		}
+	})
+}
+
+// checkStaged checks Softmax and LogSoftmax of sh read from a view
+// srcOff elements into its buffer and written to a view dstOff elements
+// into another (dstOff -1: in place), each of the other's buffer's
+// elements kept.
+func checkStaged[T cuda.AnyFloat](t *testing.T, e env, sh compute.Shape, srcOff, dstOff int, tol float64) {
+	t.Helper()
+	n := sh.Rows * sh.Cols
+	name := fmt.Sprintf("%v src+%d dst+%d", sh, srcOff, dstOff)
+	if dstOff < 0 {
+		name = fmt.Sprintf("%v in place at +%d", sh, srcOff)
+	}
+	x := randoms[T](n, -20, 20)
+	if sh.Rows >= 4 {
+		x[sh.Cols/2] = fromF[T](math.NaN())
+		x[sh.Cols+sh.Cols/3] = fromF[T](math.Inf(1))
+		for c := range sh.Cols {
+			x[2*sh.Cols+c] = fromF[T](math.Inf(-1))
+		}
+		x[3*sh.Cols+sh.Cols-1] = fromF[T](math.Inf(-1))
+		x[n-1-sh.Cols/2] = fromF[T](math.NaN())
+	}
+	// Each buffer 16 bytes of guards either side of its view.
+	guard := 16 / int(unsafe.Sizeof(*new(T)))
+	sentinel := fromF[T](-0.375)
+	alloc := func(off int, view []T) (*cuda.DeviceBuffer[T], *cuda.DeviceBuffer[T], []T) {
+		t.Helper()
+		whole := make([]T, off+n+guard)
+		for i := range whole {
+			whole[i] = sentinel
+		}
+		copy(whole[off:], view)
+		base := cudatest.Upload(t, e.ctx, whole)
+		return base, must(base.Slice(off, n))(t), whole
+	}
+	srcBase, src, srcWhole := alloc(srcOff, x)
+	defer srcBase.Free()
+	dstBase, dst, dstWhole := srcBase, src, srcWhole
+	if dstOff >= 0 {
+		dstBase, dst, dstWhole = alloc(dstOff, nil) // the view too: an element not written shows
+		defer dstBase.Free()
+	} else {
+		dstOff = srcOff
+	}
+	for k, op := range []func(dst, src *cuda.DeviceBuffer[T], sh compute.Shape, s *cuda.Stream) error{compute.Softmax[T], compute.LogSoftmax[T]} {
+		var first []T
+		for round := range 2 {
+			if err := src.CopyFromHost(x); err != nil {
+				t.Fatal(err)
+			}
+			if err := op(dst, src, sh, e.s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			whole := cudatest.Download(t, dstBase)
+			for i, v := range whole {
+				if (i < dstOff || i >= dstOff+n) && !bytes.Equal(rawBytes([]T{v}), rawBytes([]T{dstWhole[i]})) {
+					t.Fatalf("%s: element %d of dst's buffer, outside its view (%d to %d), is %v, was %v", name, i, dstOff, dstOff+n, v, dstWhole[i])
+				}
+			}
+			got := whole[dstOff : dstOff+n]
+			if round == 0 {
+				first = slices.Clone(got)
+			} else if !bytes.Equal(rawBytes(first), rawBytes(got)) {
+				t.Fatalf("%s: a second call gave other bits: deterministic results are the same every time", name)
+			}
+		}
+		if dstBase != srcBase && !bytes.Equal(rawBytes(cudatest.Download(t, srcBase)), rawBytes(srcWhole)) {
+			t.Fatalf("%s: src's buffer changed", name)
+		}
+		for r := range sh.Rows {
+			want, lwant := softmaxWant(x[r*sh.Cols : (r+1)*sh.Cols])
+			for c := range sh.Cols {
+				g := toF(first[r*sh.Cols+c])
+				if k == 0 && (math.IsNaN(g) != math.IsNaN(want[c]) || math.Abs(g-want[c]) > tol*math.Max(want[c], 1e-3)*4) {
+					t.Fatalf("Softmax %s: [%d,%d] = %v, want %v", name, r, c, g, want[c])
+				}
+				if k == 1 && !nearLog[T](g, lwant[c], tol) {
+					t.Fatalf("LogSoftmax %s: [%d,%d] = %v, want %v", name, r, c, g, lwant[c])
+				}
+			}
+		}
+	}
 }

@@ -149,14 +149,20 @@ func TestFaultSweep(t *testing.T) {
 	sum := must(cuda.Alloc[float32](e.ctx, 1))(t)
 	sum64 := must(cuda.Alloc[float64](e.ctx, 1))(t)
 	sh := compute.Shape{Rows: 10, Cols: 100}
-	// Softmax's rows of 10: a thread a row, in the kernel the stand-in
-	// has (rows of 100 are held in registers by lanes of a warp, _regsE,
-	// which it has not; its launch is the same kernel() and Launch).
-	softSh := compute.Shape{Rows: 100, Cols: 10}
+	// Softmax's rows of 2049: a block a row, in the kernel the stand-in
+	// has (rows of 10 are a thread's, staged, _staged, and rows of 100
+	// held in registers by lanes of a warp, _regsE, neither of which it
+	// has; their launches are the same kernel() and Launch).
+	softSh := compute.Shape{Rows: 2, Cols: 2049}
+	softX := make([]cuda.BFloat16, softSh.Rows*softSh.Cols)
+	for i := range softX {
+		softX[i] = cuda.NewBFloat16(float32(i % 5))
+	}
+	softIn := cudatest.Upload(t, e.ctx, softX)
 	h := must(cuda.Alloc[cuda.BFloat16](e.ctx, n))(t)
-	soft := must(cuda.Alloc[cuda.BFloat16](e.ctx, n))(t)
+	soft := must(cuda.Alloc[cuda.BFloat16](e.ctx, len(softX)))(t)
 	rows := must(cuda.Alloc[cuda.BFloat16](e.ctx, sh.Rows))(t)
-	for _, b := range []interface{ Free() error }{y, acc, sum, sum64, h, soft, rows} {
+	for _, b := range []interface{ Free() error }{y, acc, sum, sum64, h, softIn, soft, rows} {
 		defer b.Free()
 	}
 	axpy := must(compute.NewElementwise(compute.ElementwiseSpec{Name: "axpy", InParams: "float32 a, float32 x, float32 y", OutParams: "float32 y", Operation: "y = a * x + y"}))(t)
@@ -204,8 +210,8 @@ func TestFaultSweep(t *testing.T) {
 			}
 			return nil
 		}},
-		{name: "Softmax", covers: []string{"Softmax"}, setup: func() error { return compute.Cast(h, x, e.s) },
-			run: func() error { return compute.Softmax(soft, h, softSh, e.s) }, check: func() error {
+		{name: "Softmax", covers: []string{"Softmax"},
+			run: func() error { return compute.Softmax(soft, softIn, softSh, e.s) }, check: func() error {
 				got := cudatest.Download(t, soft)
 				for r := range softSh.Rows {
 					var total float64
