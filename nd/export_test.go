@@ -17,3 +17,12 @@ func MiddleLayout(sms, size, outer, mid, inner int) (v, tx, ty, tiles, gx, chunk
 	p := planMiddle(sms, size, outer, mid, inner, 0)
 	return p.v, p.tx, p.ty, p.tiles, p.gx, p.chunks
 }
+
+// SetTakeSmall sets the most elements a Take's result has for its
+// kernel's 32-bit arithmetic (-1: none, every Take the 64-bit form) and
+// returns the function that restores it.
+func SetTakeSmall(n int) (restore func()) {
+	old := takeSmall
+	takeSmall = n
+	return func() { takeSmall = old }
+}

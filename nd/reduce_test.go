@@ -324,8 +324,14 @@ func TestGather(t *testing.T) {
 	a := free(t, must(nd.FromSlice(s, iota[float32](24), 2, 3, 4))(t))
 	ha := toHost64(hostOf(t, a))
 	idx := free(t, must(nd.FromSlice(s, []int64{1, -1, 0, 7, 1, 1}, 3, 2))(t))
-	for axis := 0; axis < 3; axis++ {
-		t.Run(fmt.Sprint("Take/", axis), func(t *testing.T) {
+	for i := 0; i < 6; i++ {
+		// Each axis in Take's 32-bit arithmetic, then in its 64-bit form
+		// (of results of 2^31 elements or more).
+		axis, form := i%3, []string{"", "/64-bit"}[i/3]
+		t.Run(fmt.Sprint("Take/", axis, form), func(t *testing.T) {
+			if form != "" {
+				defer nd.SetTakeSmall(-1)()
+			}
 			got := free(t, must(nd.Take(a.T(), idx, axis))(t))
 			ht := toHost64(hostOf(t, a.T()))
 			shape := slices.Concat(ht.shape[:axis], []int{3, 2}, ht.shape[axis+1:])

@@ -145,7 +145,7 @@ func ndSweepCases() []sweep.Case {
 		matmulCase("Matmul 1-d", [2][]int{{3}, {3, 4}}, false),
 		matmulCase("Matmul transposed", [2][]int{{2, 3}, {3, 4}}, true),
 		matmulCase("Matmul batched", [2][]int{{2, 2, 3}, {1, 3, 4}}, false),
-		{Name: "reading", Covers: []string{"Array.ToSlice", "Array.Item", "nd.FromBuffer", "Array.Buffer"},
+		{Name: "reading", Covers: []string{"Array.ToSlice", "Array.Item", "nd.FromBuffer", "Array.Buffer", "Array.Span"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				a := must(nd.FromSlice(e.S, iota[float32](12), 3, 4))(t)
 				buf := must(a.Buffer())(t)
@@ -162,6 +162,13 @@ func ndSweepCases() []sweep.Case {
 									return err
 								}
 								return readAs(b, iota[float32](12))
+							},
+							func() error {
+								b, st, err := a.T().Span()
+								if err != nil {
+									return err
+								}
+								return check(b.Len() == 12 && slices.Equal(st, []int{1, 4}), "T().Span() = %d elements, strides %v; want 12, [1 4]", b.Len(), st)
 							},
 						)
 					}, func(t *testing.T, err error) {

@@ -682,7 +682,11 @@ func zeroRows(t *testing.T) map[string]zeroRow {
 		})
 	})
 	for name, op := range map[string]func(*nd.Array[float32]) error{
-		"Array.Buffer":  func(x *nd.Array[float32]) error { return second(x.Buffer()) },
+		"Array.Buffer": func(x *nd.Array[float32]) error { return second(x.Buffer()) },
+		"Array.Span": func(x *nd.Array[float32]) error {
+			_, _, err := x.Span()
+			return err
+		},
 		"Array.ToSlice": func(x *nd.Array[float32]) error { return second(x.ToSlice()) },
 		"Array.Item":    func(x *nd.Array[float32]) error { return errors.Join(second(x.Item()), second(x.Item(0))) },
 		"Array.Reshape": func(x *nd.Array[float32]) error { return errors.Join(second(x.Reshape()), second(x.Reshape(-1))) },
