@@ -9,6 +9,10 @@
 #
 #   scripts/gpu-gpt2.sh OUT [STEP...]   steps: refs compare generate bench torch (default: all, in that order)
 #
+# GPT2_AB names another build of the program (an earlier commit's): the
+# bench step then times it too, after this one's, in OUT/bench-ab.log, for
+# a before-and-after on one machine.
+#
 # Each step runs under its own limit in seconds (GPT2_STEP_S, default 240);
 # PYTHON names the python with torch (default /opt/torch/.venv/bin/python).
 set -uo pipefail
@@ -41,7 +45,10 @@ for step in "${steps[@]}"; do
 		run generate "$gpt2" -weights "$model" -refs "$out/refs.safetensors" -generate 32
 		run generate-nograph "$gpt2" -weights "$model" -refs "$out/refs.safetensors" -generate 32 -nograph -dtype f32
 		;;
-	bench) run bench-go "$gpt2" -weights "$model" -bench ;;
+	bench)
+		run bench-go "$gpt2" -weights "$model" -bench
+		[ -z "${GPT2_AB:-}" ] || run bench-ab "$GPT2_AB" -weights "$model" -bench
+		;;
 	torch) run bench-torch "$py" bench/pyref/gpt2_ref.py "$out" --bench-only ;;
 	*) echo "unknown step $step (refs compare generate bench torch)" >&2 ;;
 	esac
