@@ -968,8 +968,10 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 func (p *plan) launchRaw(op string, out *operand, ins []operand, n int, args []any) error {
 	vec := 16 / p.widest
 	at := func(o *operand) {
+		// vec·size is a power of two (sizes are, and vec is 16 bytes
+		// of the widest): a mask, not a division, tells the alignment.
 		size := uint64(o.t.size())
-		if (uint64(o.lo)+uint64(o.layout.Offset())*size)%(uint64(vec)*size) != 0 {
+		if (uint64(o.lo)+uint64(o.layout.Offset())*size)&(uint64(vec)*size-1) != 0 {
 			vec = 1
 		}
 	}
