@@ -355,7 +355,9 @@ func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *
 			return errorf(op, ErrInvalidValue, "argument %d is a graph's memory (Graph.AddAlloc), which exists only while the graph runs: pass it to the graph's nodes", argIndex(args, m))
 		}
 	}
-	s.uses(mems...)
+	if len(mems) > 0 {
+		s.uses(mems...)
+	}
 	if l.dims[0] == 0 && !l.ex {
 		return nil // no blocks: nothing to run, as for an empty buffer
 	}
