@@ -299,6 +299,47 @@ static void k_softmax_bfloat16(struct launch *l) {
 	}
 }
 
+// k_softmax_bfloat16_staged is Softmax's kernel of rows of 1 to 16
+// elements, a thread a row (NAME_staged): each block stages span rows at
+// a time in shared memory (the span's elements, as far past a 16-byte
+// boundary as src's span, which the launch gives 16 bytes more for),
+// grid-striding over the spans, so every row is covered whatever the
+// grid. Its arithmetic is the generated kernel's: the largest (a NaN
+// its own largest), the sum of e^(x - m) with 1 where x is m, and each
+// e^(x - m) times the sum's reciprocal: a NaN in a row makes it all
+// NaN, as does a row of only -Inf; a row whose largest is +Inf is NaN
+// where +Inf and 0 elsewhere (Softmax's documented results). dst may be
+// src: a row is read whole before it is written.
+static void k_softmax_bfloat16_staged(struct launch *l) {
+	CUdeviceptr src = P(l, 0, CUdeviceptr), dst = P(l, 1, CUdeviceptr);
+	long long rows = P(l, 2, long long), cols = P(l, 3, long long), span = P(l, 4, long long);
+	// cols past 16 (32 bytes) is the kernel's __trap; a span of no rows
+	// would never end its grid-stride loop; rows past 2^56 would overflow
+	// the byte counts below (and no memory holds them).
+	if (rows < 0 || rows > (1LL << 56) || cols < 1 || cols > 16 || span < 1) return fault(l);
+	if (rows && (!range_ok(src, rows * cols * 2) || !range_ok(dst, rows * cols * 2))) return fault(l);
+	for (long long base = 0; base < rows; base += span) {
+		long long nr = rows - base < span ? rows - base : span;
+		if ((src + base * cols * 2) % 16 + nr * cols * 2 > l->shared) return fault(l);
+	}
+	for (long long r = 0; r < rows; r++) {
+		const uint16_t *in = (const uint16_t *)DEVP(src) + r * cols;
+		uint16_t *out = (uint16_t *)DEVP(dst) + r * cols;
+		float xs[16], m = -INFINITY, sum = 0;
+		for (long long c = 0; c < cols; c++) {
+			xs[c] = bf16_float(in[c]);
+			if (xs[c] != xs[c] || xs[c] > m) m = xs[c];
+		}
+		for (long long c = 0; c < cols; c++) {
+			float e = expf(xs[c] - m);
+			sum += xs[c] == m ? 1.0f : e;
+			xs[c] = e;
+		}
+		float d = 1 / sum;
+		for (long long c = 0; c < cols; c++) out[c] = bf16(xs[c] * d);
+	}
+}
+
 static void k_sum_bfloat16_rows(struct launch *l) {
 	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr);
 	long long rows = P(l, 2, long long), cols = P(l, 3, long long);
@@ -423,6 +464,7 @@ static const struct kernel kernels[] = {
 	{"sumsq_rows", 0xd8ebbcfcda4fe577ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sumsq_rows},
 	{"cast_float32_bfloat16", 0x78ef5ed93b5957a6ull, 3, {8, 8, 8}, {0, 8, 16}, k_cast_float32_bfloat16},
 	{"softmax_bfloat16", 0xdf4367bd4a43902cull, 6, {8, 8, 8, 8, 4, 4}, {0, 8, 16, 24, 32, 36}, k_softmax_bfloat16},
+	{"softmax_bfloat16_staged", 0x15c027446726b5b9ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_softmax_bfloat16_staged},
 	{"reduce_sum_bfloat16_rows", 0x37c4989918f65980ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sum_bfloat16_rows},
 	// testdata/launch.ptx
 	{"cluster_info", 0x0d74ed981c005dffull, 1, {8}, {0}, k_cluster_info},
