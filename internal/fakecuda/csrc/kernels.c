@@ -248,6 +248,28 @@ static void k_sumsq_rows(struct launch *l) {
 	}
 }
 
+// k_row_sums is ExampleNewRawKernel's kernel: block b sums row b of
+// cols elements, lane t of its 32 threads the elements t, t + 32, ...,
+// and lane 0 adds the others' sums to its own in order. Its shared
+// memory holds a sum a lane: a block of other than 32 threads would
+// write past it or read sums no lane wrote.
+static void k_row_sums(struct launch *l) {
+	CUdeviceptr x = P(l, 0, CUdeviceptr), out = P(l, 1, CUdeviceptr);
+	long long cols = P(l, 2, int), rows = l->grid[0];
+	if (l->block[0] != 32 || l->block[1] != 1 || l->block[2] != 1) return fault(l);
+	if ((cols > 0 && (rows * cols > INT32_MAX || !range_ok(x, rows * cols * 4))) || !range_ok(out, rows * 4)) return fault(l);
+	const float *px = DEVP(x);
+	for (long long b = 0; b < rows; b++) {
+		float total = 0;
+		for (int t = 0; t < 32; t++) {
+			float v = 0;
+			for (long long j = t; j < cols; j += 32) v += px[b * cols + j];
+			total = t ? total + v : v;
+		}
+		((float *)DEVP(out))[b] = total;
+	}
+}
+
 // bf16 and bf16_float are compute's gocuda_f32_to_bf16 and
 // gocuda_bf16_to_f32: to nearest, ties to even, a NaN made quiet.
 static uint16_t bf16(float f) {
@@ -462,6 +484,7 @@ static const struct kernel kernels[] = {
 	{"reduce_sum_float32_narrow", 0x3e83e51a3a2184caull, 6, {8, 8, 8, 8, 8, 8}, {0, 8, 16, 24, 32, 40}, k_sum_float32_narrow},
 	{"axpy", 0x1a5389db0f2315faull, 4, {4, 8, 8, 8}, {0, 8, 16, 24}, k_axpy},
 	{"sumsq_rows", 0xd8ebbcfcda4fe577ull, 5, {8, 8, 8, 8, 4}, {0, 8, 16, 24, 32}, k_sumsq_rows},
+	{"row_sums", 0x284b67e09bef6cacull, 3, {8, 8, 4}, {0, 8, 16}, k_row_sums},
 	{"cast_float32_bfloat16", 0x78ef5ed93b5957a6ull, 3, {8, 8, 8}, {0, 8, 16}, k_cast_float32_bfloat16},
 	{"softmax_bfloat16", 0xdf4367bd4a43902cull, 6, {8, 8, 8, 8, 4, 4}, {0, 8, 16, 24, 32, 36}, k_softmax_bfloat16},
 	{"softmax_bfloat16_staged", 0x15c027446726b5b9ull, 5, {8, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, k_softmax_bfloat16_staged},
