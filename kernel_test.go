@@ -705,7 +705,8 @@ func TestModuleNames(t *testing.T) {
 		{"kernel name with a NUL", func() error { _, err := m.Function("vadd_f32\x00junk"); return err }, "NUL", 0},
 		{"global name with a NUL", func() error { _, err := cuda.Global[uint32](m, "table\x00junk"); return err }, "NUL", 0},
 		{"missing kernel", func() error { _, err := m.Function("no_such_kernel"); return err }, `no kernel named "no_such_kernel"`, 500},
-		{"empty kernel name", func() error { _, err := m.Function(""); return err }, `no kernel named ""`, 500},
+		{"empty kernel name", func() error { _, err := m.Function(""); return err }, `no kernel named "": the name is empty`, 0},
+		{"empty global name", func() error { _, err := cuda.Global[uint32](m, ""); return err }, `no global named "": the name is empty`, 0},
 		{"missing global", func() error { _, err := cuda.Global[uint32](m, "nope"); return err }, `no global named "nope"`, 500},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

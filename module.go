@@ -208,6 +208,11 @@ func (m *Module) Close() error {
 // checkSymbol refuses a kernel's or global's name that C would read only
 // up to a NUL in it, naming another symbol.
 func checkSymbol(op, what, name string) error {
+	if name == "" {
+		// The driver answers an empty name with CUDA_ERROR_INVALID_VALUE,
+		// not NOT_FOUND (an H100, driver 580): said here, in words.
+		return errorf(op, ErrInvalidValue, "no %s named \"\": the name is empty", what)
+	}
 	if i := strings.IndexByte(name, 0); i >= 0 {
 		return errorf(op, ErrInvalidValue, "%s name %q has a NUL byte at %d", what, name, i)
 	}

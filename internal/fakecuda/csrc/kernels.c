@@ -700,7 +700,7 @@ EXPORT CUresult cuModuleUnload(CUmodule m) {
 EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name) {
 	FAULT("cuModuleGetFunction");
 	REQUIRE_CTX();
-	if (!pf || !name) return INVALID_VALUE;
+	if (!pf || !name || !*name) return INVALID_VALUE; // an empty name, as the driver
 	pthread_mutex_lock(&mu);
 	int live = module_live(m);
 	pthread_mutex_unlock(&mu);
@@ -718,7 +718,7 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name
 EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name) {
 	FAULT("cuModuleGetGlobal_v2");
 	REQUIRE_CTX();
-	if (!name) return INVALID_VALUE;
+	if (!name || !*name) return INVALID_VALUE; // an empty name, as the driver
 	pthread_mutex_lock(&mu);
 	int live = module_live(m);
 	pthread_mutex_unlock(&mu);
@@ -834,7 +834,7 @@ static int has_entry(const char *text, const char *name) {
 EXPORT CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name) {
 	FAULT("cuLibraryGetKernel");
 	REQUIRE_INIT();
-	if (!pk || !name) return INVALID_VALUE;
+	if (!pk || !name || !*name) return INVALID_VALUE; // an empty name, as the driver
 	CUresult r = NOT_FOUND;
 	pthread_mutex_lock(&mu);
 	if (library_live(l) && (r = check_image(l->text, 0, NULL, NULL)) != SUCCESS) {
