@@ -18,7 +18,7 @@ func TestPlanRows(t *testing.T) {
 	}{
 		{1, 0, "lanes 1"}, {1048576, 1, "lanes 1"}, {1048576, 5, "lanes 1"}, {65536, 32, "lanes 4"}, {65536, 128, "lanes 16"},
 		{4096, 1000, "lanes 32"}, {4096, 2048, "lanes 32"}, {4096, 2049, "block 256"}, {8192, 8192, "block 256"},
-		{132, 65536, "block 1024"}, {264, 65537, "block 256"}, {66, 65536, "block 1024"}, {66, 65537, "chunks"},
+		{132, 65536, "block 1024"}, {264, 65537, "block 256"}, {66, 32768, "block 1024"}, {66, 32769, "chunks"}, {1, 65536, "chunks"},
 		{1, 1048576, "chunks"}, {7, 1048576, "chunks"}, {67, 1048576, "block 1024"},
 	} {
 		t.Run(fmt.Sprintf("%dx%d", tc.rows, tc.cols), func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestPlanRows(t *testing.T) {
 	}
 	for _, d := range []deviceSize{h200, {sms: 4, resident: 32}, {sms: 1, resident: 1}} {
 		for _, rows := range []int{1, 2, 3, 7, 66, 67, 1000} {
-			for _, cols := range []int{0, 1, 31, 2048, 2049, 65536, 65537, 100003, 1 << 22} {
+			for _, cols := range []int{0, 1, 31, 2048, 2049, 32768, 32769, 65536, 65537, 100003, 1 << 22} {
 				for _, width := range []int{1, 2, 4, 8, 16} {
 					l := planRows(d, rows, cols, width)
 					switch {
