@@ -541,3 +541,40 @@ func wrongReal[T scalar, R cuda.Float](t *testing.T, ctx *cuda.Context, what str
 		t.Errorf("%s of the other precision = %v, want cuda.ErrInvalidValue naming the type wanted", what, err)
 	}
 }
+
+// TestCholeskyTransposes (fake): Cholesky of one matrix in cuSOLVER's
+// slow triangle (row-major Lower, column-major Upper) goes through two
+// launches of the transpose, as CholeskyBatched's batch does, the other
+// two and a 1×1 matrix through none; testCholesky checks the factors of
+// all four.
+func TestCholeskyTransposes(t *testing.T) {
+	fake := cudatest.Fake(t)
+	if fake == nil {
+		return
+	}
+	ctx, h := handle(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		layout cusolver.Layout
+		tri    cusolver.Triangle
+		n      int
+		want   int
+	}{
+		{cusolver.RowMajor, cusolver.Lower, 97, 2}, {cusolver.ColMajor, cusolver.Upper, 33, 2},
+		{cusolver.RowMajor, cusolver.Upper, 97, 0}, {cusolver.ColMajor, cusolver.Lower, 33, 0},
+		{cusolver.RowMajor, cusolver.Lower, 1, 0},
+	} {
+		m := upload[float64](t, ctx, hpd[float64](rng, c.n), c.layout)
+		fake.ResetCounts()
+		f, err := cusolver.Cholesky(h, m, c.tri)
+		if err == nil {
+			err = f.Err()
+		}
+		if err != nil {
+			t.Fatalf("%v %v n %d: %v", c.layout, c.tri, c.n, err)
+		}
+		if got := fake.Counts()["cuLaunchKernel"]; got != c.want {
+			t.Errorf("%v %v n %d: %d transposes, want %d", c.layout, c.tri, c.n, got, c.want)
+		}
+	}
+}
