@@ -243,7 +243,7 @@ func TestAttentionBadArguments(t *testing.T) {
 	// An operand 2 bytes off 16 (a view one element in), for which cuDNN
 	// gave wrong results rather than refusing it, and rows 68 elements
 	// (136 bytes) apart.
-	offData := must(buf(2*4*8*64 + 1).Slice(1, 2*4*8*64))(t)
+	offData := must(buf(2*4*8*64+1).Slice(1, 2*4*8*64))(t)
 	off := cudnn.AttentionTensor[cuda.BFloat16]{Data: offData, Shape: q.Shape}
 	narrow := cudnn.AttentionTensor[cuda.BFloat16]{Data: buf(2 * 4 * 8 * 68), Shape: [4]int{2, 4, 8, 64}, Strides: [4]int{4 * 8 * 68, 8 * 68, 68, 1}}
 	for _, c := range []struct {
