@@ -64,9 +64,9 @@ static size_t type_size(int t) {
 	return 0;
 }
 
-// lt_type_size is type_size with the complex types cuBLASLt's layouts and
-// transform take (CUDA_C_32F, CUDA_C_64F), which the fake computes only
-// in the transform.
+// lt_type_size is type_size with the complex types cuBLASLt's layouts
+// take (CUDA_C_32F, CUDA_C_64F), as the library's do; the fake's Matmul
+// computes none of them.
 enum { T_C32 = 4, T_C64 = 5 };
 static size_t lt_type_size(int t) {
 	switch (t) {
@@ -237,14 +237,14 @@ static int usable(struct fake_blas *h) {
 
 // ---- work ------------------------------------------------------------------
 
-enum blas_kind { K_GEMM, K_AXPY, K_SCAL, K_GEMV, K_TRANSFORM };
+enum blas_kind { K_GEMM, K_AXPY, K_SCAL, K_GEMV };
 
 struct blas_op {
 	enum blas_kind kind;
 	int ta, tb, t, epilogue;
 	long m, n, k, lda, ldb, ldc, count;
 	long long sa, sb, sc;
-	double alpha, beta, alpha_im; // alpha_im: a complex transform's
+	double alpha, beta;
 	const void *a, *b, *bias;
 	void *c;
 	const void *const *pa, *const *pb; // batched: device arrays of pointers, read when the work runs
@@ -272,8 +272,6 @@ static void gemm1(const struct blas_op *o, const void *A, const void *B, void *C
 			store(o->t, C, at, v);
 		}
 }
-
-static void transform1(const struct blas_op *o, const char *A, char *C);
 
 void run_blas(struct blas_op *o) {
 	size_t es = type_size(o->t);
@@ -307,12 +305,6 @@ void run_blas(struct blas_op *o) {
 			store(o->t, o->c, (size_t)i, v);
 		}
 		break;
-	case K_TRANSFORM: {
-		size_t es = lt_type_size(o->t);
-		for (long i = 0; i < o->count; i++)
-			transform1(o, (const char *)o->a + (size_t)(i * o->sa) * es, (char *)o->c + (size_t)(i * o->sc) * es);
-		break;
-	}
 	}
 }
 
@@ -515,14 +507,12 @@ EXPORT int cublasGemmBatchedEx(struct fake_blas *h, int ta, int tb, int m, int n
 
 struct fake_lt { int magic; };
 struct lt_desc { int magic, compute, scale, transa, transb; uint32_t epilogue; const void *bias; };
-struct lt_layout { int magic, type, order, batch; uint64_t rows, cols; int64_t ld, stride; };
-struct lt_tdesc { int magic, scale, pointer_mode, transa, transb; };
+struct lt_layout { int magic, type; uint64_t rows, cols; int64_t ld; };
 struct lt_pref { int magic; uint64_t workspace; };
 #define LT_MAGIC 0x17
 #define DESC_MAGIC 0x18
 #define LAYOUT_MAGIC 0x19
 #define PREF_MAGIC 0x1a
-#define TDESC_MAGIC 0x1c
 #define ALGO_MAGIC 0x1b1b1b1bull
 
 static void *lt_make(size_t size, int magic) {
@@ -591,7 +581,7 @@ EXPORT int cublasLtMatrixLayoutCreate(struct lt_layout **out, int type, uint64_t
 	FAULT("cublasLtMatrixLayoutCreate");
 	if (!out || !lt_type_size(type) || ld < 0 || (rows > 0 && (uint64_t)ld < rows)) return BLAS_INVALID_VALUE;
 	struct lt_layout *l = lt_make(sizeof *l, LAYOUT_MAGIC);
-	l->type = type, l->rows = rows, l->cols = cols, l->ld = ld, l->batch = 1;
+	l->type = type, l->rows = rows, l->cols = cols, l->ld = ld;
 	*out = l;
 	return BLAS_SUCCESS;
 }
@@ -682,143 +672,3 @@ EXPORT int cublasLtMatmul(struct fake_lt *h, struct lt_desc *d, const void *alph
 	return queue(&q, o);
 }
 
-// ---- cuBLASLt's matrix transform --------------------------------------------
-// C = alpha·op(A) (+ beta·op(B), which the fake does not compute), batched
-// as the layouts say: what package cusolver's batched transposes ask.
-
-// cublasLtMatrixLayoutSetAttribute takes each attribute at its C size
-// (cublasLtMatrixLayoutAttribute_t): the type and order 4 bytes, the rows,
-// columns and leading dimension 8, the batch count 4, the batch's stride 8.
-EXPORT int cublasLtMatrixLayoutSetAttribute(struct lt_layout *l, int attr, const void *buf, size_t size) {
-	FAULT("cublasLtMatrixLayoutSetAttribute");
-	if (!l || l->magic != LAYOUT_MAGIC || !buf) return BLAS_INVALID_VALUE;
-	static const size_t sizes[] = {4, 4, 8, 8, 8, 4, 8};
-	if (attr < 0 || attr > 6 || size != sizes[attr]) return BLAS_INVALID_VALUE;
-	int32_t i4 = 0;
-	int64_t i8 = 0;
-	if (size == 4) memcpy(&i4, buf, 4);
-	else memcpy(&i8, buf, 8);
-	switch (attr) {
-	case 0:
-		if (!lt_type_size(i4)) return BLAS_INVALID_VALUE;
-		l->type = i4;
-		break;
-	case 1:
-		if (i4 != 0) return BLAS_NOT_SUPPORTED; // CUBLASLT_ORDER_COL only: the fake computes no other order
-		l->order = i4;
-		break;
-	case 2: l->rows = (uint64_t)i8; break;
-	case 3: l->cols = (uint64_t)i8; break;
-	case 4:
-		if (i8 < 0) return BLAS_INVALID_VALUE;
-		l->ld = i8;
-		break;
-	case 5:
-		if (i4 < 1) return BLAS_INVALID_VALUE;
-		l->batch = i4;
-		break;
-	case 6: l->stride = i8; break;
-	}
-	return BLAS_SUCCESS;
-}
-
-EXPORT int cublasLtMatrixTransformDescCreate(struct lt_tdesc **out, int scale) {
-	FAULT("cublasLtMatrixTransformDescCreate");
-	if (!out || !lt_type_size(scale)) return BLAS_INVALID_VALUE;
-	struct lt_tdesc *d = lt_make(sizeof *d, TDESC_MAGIC);
-	d->scale = scale;
-	*out = d;
-	return BLAS_SUCCESS;
-}
-EXPORT int cublasLtMatrixTransformDescDestroy(struct lt_tdesc *d) {
-	FAULT("cublasLtMatrixTransformDescDestroy");
-	return lt_free(d, TDESC_MAGIC);
-}
-
-// cublasLtMatrixTransformDescSetAttribute: the scale type, the pointer
-// mode, transa and transb, each an int32.
-EXPORT int cublasLtMatrixTransformDescSetAttribute(struct lt_tdesc *d, int attr, const void *buf, size_t size) {
-	FAULT("cublasLtMatrixTransformDescSetAttribute");
-	if (!d || d->magic != TDESC_MAGIC || !buf || size != 4 || attr < 0 || attr > 3) return BLAS_INVALID_VALUE;
-	int32_t v;
-	memcpy(&v, buf, 4);
-	switch (attr) {
-	case 0:
-		if (!lt_type_size(v)) return BLAS_INVALID_VALUE;
-		d->scale = v;
-		break;
-	case 1:
-		if (v != 0 && v != 1) return BLAS_INVALID_VALUE;
-		d->pointer_mode = v;
-		break;
-	default:
-		if (v != 0 && v != 1 && v != 2) return BLAS_INVALID_VALUE;
-		*(attr == 2 ? &d->transa : &d->transb) = v;
-	}
-	return BLAS_SUCCESS;
-}
-
-// batch_ok checks that l's batch lies in device memory from p.
-static int batch_ok(const void *p, const struct lt_layout *l) {
-	size_t es = lt_type_size(l->type);
-	if (!l->rows || !l->cols) return 1;
-	size_t one = ((size_t)(l->cols - 1) * (size_t)l->ld + (size_t)l->rows) * es;
-	if (l->batch > 1 && l->stride < 0) return 0;
-	return mem_ok(p, one + (size_t)(l->batch - 1) * (size_t)l->stride * es);
-}
-
-EXPORT int cublasLtMatrixTransform(struct fake_lt *h, struct lt_tdesc *d, const void *alpha, const void *a, struct lt_layout *la,
-	const void *beta, const void *b, struct lt_layout *lb, void *c, struct lt_layout *lc, CUstream s) {
-	FAULT("cublasLtMatrixTransform");
-	if (!h || h->magic != LT_MAGIC) return BLAS_NOT_INITIALIZED;
-	if (!d || d->magic != TDESC_MAGIC || !alpha || !beta || !la || la->magic != LAYOUT_MAGIC || !lc || lc->magic != LAYOUT_MAGIC ||
-		(lb && lb->magic != LAYOUT_MAGIC))
-		return BLAS_INVALID_VALUE;
-	int t = la->type;
-	if (d->pointer_mode != 0) return BLAS_NOT_SUPPORTED; // alpha and beta on the device: not the fake's
-	if (lc->type != t || d->scale != t || (t != T_F32 && t != T_F64 && t != T_C32 && t != T_C64)) return BLAS_NOT_SUPPORTED;
-	if (d->transa == 2) return BLAS_NOT_SUPPORTED; // the fake conjugates nothing
-	uint64_t rows = d->transa ? la->cols : la->rows, cols = d->transa ? la->rows : la->cols;
-	if (rows != lc->rows || cols != lc->cols || la->batch != lc->batch) return BLAS_INVALID_VALUE;
-	int real = t == T_F32 || t == T_F64;
-	double be = load(real ? t : (t == T_C32 ? T_F32 : T_F64), beta, 0);
-	double be_im = real ? 0 : load(t == T_C32 ? T_F32 : T_F64, beta, 1);
-	if ((be != 0 || be_im != 0) && (!b || !lb)) return BLAS_INVALID_VALUE;
-	if (b || lb) return BLAS_NOT_SUPPORTED; // the fake adds no B
-	pthread_mutex_lock(&mu);
-	int ok = ctx_live(current) && s && stream_live(s) && s->ctx == current;
-	pthread_mutex_unlock(&mu);
-	if (!ok) return BLAS_EXECUTION_FAILED;
-	if (!batch_ok(a, la) || !batch_ok(c, lc)) return BLAS_EXECUTION_FAILED;
-	size_t es = lt_type_size(t);
-	if (d->transa && rows && cols) {
-		// Transposed in place, or onto itself: the real one's result is
-		// undefined; the fake refuses it.
-		uintptr_t alo = (uintptr_t)a, clo = (uintptr_t)c;
-		uintptr_t ahi = alo + ((size_t)(la->cols - 1) * (size_t)la->ld + la->rows) * es + (size_t)(la->batch - 1) * (size_t)la->stride * es;
-		uintptr_t chi = clo + ((size_t)(lc->cols - 1) * (size_t)lc->ld + lc->rows) * es + (size_t)(lc->batch - 1) * (size_t)lc->stride * es;
-		if (alo < chi && clo < ahi) return BLAS_INVALID_VALUE;
-	}
-	int st = real ? t : (t == T_C32 ? T_F32 : T_F64);
-	struct blas_op o = {.kind = K_TRANSFORM, .t = t, .ta = d->transa, .m = (long)rows, .n = (long)cols, .lda = (long)la->ld,
-		.ldc = (long)lc->ld, .count = la->batch, .sa = la->stride, .sc = lc->stride, .alpha = load(st, alpha, 0),
-		.alpha_im = real ? 0 : load(st, alpha, 1), .a = a, .c = c};
-	struct fake_blas q = {.magic = BLAS_MAGIC, .ctx = current, .stream = s};
-	return queue(&q, o);
-}
-
-// transform1 computes one matrix of a transform: C (m×n) = alpha·op(A).
-static void transform1(const struct blas_op *o, const char *A, char *C) {
-	int real = o->t == T_F32 || o->t == T_F64, st = o->t == T_F32 || o->t == T_C32 ? T_F32 : T_F64;
-	for (long j = 0; j < o->n; j++)
-		for (long i = 0; i < o->m; i++) {
-			size_t from = o->ta ? (size_t)(j + i * o->lda) : (size_t)(i + j * o->lda), to = (size_t)(i + j * o->ldc);
-			if (real) {
-				store(o->t, C, to, o->alpha * load(o->t, A, from));
-				continue;
-			}
-			double re = load(st, A, 2 * from), im = load(st, A, 2 * from + 1);
-			store(st, C, 2 * to, o->alpha * re - o->alpha_im * im);
-			store(st, C, 2 * to + 1, o->alpha * im + o->alpha_im * re);
-		}
-}

@@ -5,9 +5,6 @@
 // its table: Table for libcublas, LtTable for libcublasLt, whose functions
 // take the prefix Lt. Package github.com/gocuda/cuda/cublas opens each
 // (a dl.Lazy of each table) and is the safe layer over these.
-// TransformTable is libcublasLt again, with the functions of its matrix
-// transform (prefix Tr), for package cusolver, which opens it with a
-// dl.Lazy of its own: two Lazys never write one table's addresses.
 package cublas
 
 //go:generate go run ../../driver/gen -in prototypes.txt -backend lib -pkg cublas -out zcalls.go
