@@ -100,28 +100,22 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 			fill = fillLower // one element is both triangles
 		}
 		base, ptrSlot, keySlot := a.ptr(), &h.ptrs, &h.ptrsKey
-		var tr *cuda.Function // the transpose, where the batch went through it
-		if fill == fillUpper {
-			// cuSOLVER's slow triangle: into the workspace, transposed,
-			// where it is the fast one (transpose.go).
-			var f *cuda.Function
-			if canTranspose[T](n, a.ptr()) {
-				f, err = h.transposeKernel()
-			}
-			var work uintptr
-			if err == nil && f != nil {
-				work, _, err = h.workspace(op, size*uintptr(count), 0)
-			}
-			if err == nil && f != nil {
-				err = transpose[T](h, f, work, a.ptr(), n, count)
-			}
-			if err != nil {
-				info.discard(&err)
-				return err
-			}
-			if f != nil {
-				base, ptrSlot, keySlot, fill, tr = work, &h.workPtrs, &h.workPtrsKey, fillLower, f
-			}
+		// cuSOLVER's slow triangle: into the workspace, transposed, where
+		// it is the fast one (transpose.go).
+		tr, err := slowTriangle[T](h, fill, n, a.ptr())
+		var work uintptr
+		if err == nil && tr != nil {
+			work, _, err = h.workspace(op, size*uintptr(count), 0)
+		}
+		if err == nil && tr != nil {
+			err = transpose[T](h, tr, work, a.ptr(), n, count)
+		}
+		if err != nil {
+			info.discard(&err)
+			return err
+		}
+		if tr != nil {
+			base, ptrSlot, keySlot, fill = work, &h.workPtrs, &h.workPtrsKey, fillLower
 		}
 		ptrs, err := h.pointers(ptrSlot, keySlot, base, size, count)
 		if err != nil {

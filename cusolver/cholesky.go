@@ -80,10 +80,7 @@ func Cholesky[T Element](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[
 		// Upper: twice PyTorch's time at n = 256 and 1024 on an H100,
 		// whose factor is in the other) is factored transposed, in the
 		// handle's workspace after potrf's own, as CholeskyBatched's is.
-		var tr *cuda.Function
-		if fill == fillUpper && n > 1 && canTranspose[T](n, a.ptr()) {
-			tr, err = h.transposeKernel()
-		}
+		tr, err := slowTriangle[T](h, fill, n, a.ptr())
 		base, ld := a.ptr(), a.ld()
 		if err == nil && tr != nil {
 			fill, ld = fillLower, n

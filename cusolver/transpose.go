@@ -197,6 +197,19 @@ func refusedKernel(err error) bool {
 	return errors.Is(err, cuda.ErrNotSupported)
 }
 
+// slowTriangle returns the transpose kernel where a Cholesky of n×n
+// matrices of T at p in fill mode fill is in cuSOLVER's slow triangle
+// (upper, column-major) and the kernel takes them: they are then factored
+// transposed, in the fast one. nil where they are factored as they lie
+// (the fast triangle, n of 1, the kernel refused or unable to take them).
+// Called in do.
+func slowTriangle[T Element](h *Handle, fill int32, n int, p uintptr) (*cuda.Function, error) {
+	if fill != fillUpper || n <= 1 || !canTranspose[T](n, p) {
+		return nil, nil
+	}
+	return h.transposeKernel()
+}
+
 // canTranspose reports whether the kernel takes a batch of n×n matrices
 // of T at the device addresses given: n below transposeMaxDim, and each
 // address aligned to the kernel's loads of T (4 bytes for float32, 8 for
