@@ -10,6 +10,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nvrtc"
 )
 
@@ -27,7 +28,9 @@ import (
 //
 // The environment selects a subset: GOCUDA_GRID_OPS and GOCUDA_GRID_DTYPES
 // (comma lists; default every one), GOCUDA_GRID_MAXELEMS (cells of more
-// elements are left out). On the fake driver every cell skips. It runs only
+// elements are left out), GOCUDA_GRID_CELLS (a comma list of cells named
+// as here, op/dtype/shape: a re-run of the cells a whole run found slow,
+// which bench/report/gridreport.py -cells lists). On the fake driver every cell skips. It runs only
 // where -test.bench's pattern names it (has "Grid"), so that -test.bench .
 // (scripts/gpu-perf.sh compute) is not the whole grid.
 func BenchmarkGrid(b *testing.B) {
@@ -49,6 +52,7 @@ func BenchmarkGrid(b *testing.B) {
 		}
 		maxElems = n
 	}
+	cells := gridSet("GOCUDA_GRID_CELLS")
 	known := map[string]bool{}
 	for _, op := range gridOps() {
 		known[op.name] = true
@@ -66,6 +70,7 @@ func BenchmarkGrid(b *testing.B) {
 			b.Fatalf("GOCUDA_GRID_DTYPES: no type %q", v)
 		}
 	}
+	ran := map[string]bool{}
 	for _, op := range gridOps() {
 		if ops != nil && !ops[op.name] {
 			continue
@@ -84,13 +89,25 @@ func BenchmarkGrid(b *testing.B) {
 				if !op.matrix {
 					name = fmt.Sprintf("n=%d", n)
 				}
+				if cells != nil && !cells[op.name+"/"+dt+"/"+name] {
+					continue
+				}
+				ran[op.name+"/"+dt+"/"+name] = true
 				b.Run(op.name+"/"+dt+"/"+name, func(b *testing.B) {
+					if cudatest.IsFake() {
+						b.Skip("the grid times a GPU: the fake's kernels run on the host")
+					}
 					if e == nil {
 						requireNVRTC(b)
 					}
 					cell(b, *e, sh)
 				})
 			}
+		}
+	}
+	for c := range cells {
+		if !ran[c] {
+			b.Errorf("GOCUDA_GRID_CELLS: no cell %q in the grid (op/dtype/shape, with the other filters)", c)
 		}
 	}
 }

@@ -109,9 +109,14 @@
 #   grid      issue 48's grid: package compute's operations at every size and
 #             shape of BenchmarkGrid beside the same cells in PyTorch and CuPy
 #             (bench/pyref/compute_grid.py), worst ratio first (bench/report/gridreport.py);
-#             GOCUDA_GRID_OPS, GOCUDA_GRID_DTYPES (comma lists) and
-#             GOCUDA_GRID_MAXELEMS pick the cells, GRID_BENCHTIME the Go
-#             cells' time (0.1s): OUTDIR/grid.md
+#             GOCUDA_GRID_OPS, GOCUDA_GRID_DTYPES (comma lists),
+#             GOCUDA_GRID_MAXELEMS and GOCUDA_GRID_CELLS pick the cells,
+#             GRID_BENCHTIME the Go cells' time (0.1s), GRID_ROUNDS the
+#             interleaved rounds of both sides (1; a cell's figure is the
+#             median): OUTDIR/grid.md. GRID_RECHECK=X then runs the cells
+#             below X again in GRID_RECHECK_ROUNDS rounds (3) at 0.3s, the
+#             small cells' noise being as large as their ratios:
+#             OUTDIR/grid-recheck.md
 #
 #   scripts/gpu-perf.sh OUTDIR [SECTION...]     (default: copy staging kernels calibrate)
 set -euo pipefail
@@ -452,17 +457,31 @@ for l in sorted(sys.stdin):
 		grep -E '^Benchmark' "$out/pool.txt" | sed -E 's/[[:space:]]+[0-9]+[[:space:]]+[0-9.]+ ns\/op[[:space:]]+/ /; s/ MB\/s.*//'
 		;;
 	grid)
-		# A failed cell leaves the others' rows: the table is still made.
-		(cd compute && ../bin/tests/compute.test -test.run '^$' -test.bench '^BenchmarkGrid$' -test.benchtime "${GRID_BENCHTIME:-0.1s}") >"$out/grid-go.txt" 2>&1 ||
-			echo "BenchmarkGrid failed: see grid-go.txt" >&2
-		python3 bench/pyref/compute_grid.py >"$out/grid-peers.json" 2>"$out/grid-peers.err" ||
-			echo "compute_grid.py failed: see grid-peers.err" >&2
-		{
-			echo "$stamp; µs per call (a loop of calls, then one synchronize), ratio = the faster peer's µs / gocuda's"
-			echo
-			python3 bench/report/gridreport.py "$out/grid-go.txt" "$out/grid-peers.json"
-		} >"$out/grid.md"
-		sed -n "/^[0-9]* cells/,\$p" "$out/grid.md"
+		# Rounds interleave the two sides, so that a drift of the card or the
+		# host between them lands on both. A failed cell leaves the others'
+		# rows: the table is still made.
+		gridrounds() { # PREFIX ROUNDS BENCHTIME
+			local r gofiles= pyfiles=
+			for r in $(seq 1 "$2"); do
+				(cd compute && ../bin/tests/compute.test -test.run '^$' -test.bench '^BenchmarkGrid$' -test.benchtime "$3") >"$out/$1-go.$r.txt" 2>&1 ||
+					echo "BenchmarkGrid failed: see $1-go.$r.txt" >&2
+				python3 bench/pyref/compute_grid.py >"$out/$1-peers.$r.json" 2>"$out/$1-peers.$r.err" ||
+					echo "compute_grid.py failed: see $1-peers.$r.err" >&2
+				gofiles=$gofiles${gofiles:+,}$out/$1-go.$r.txt
+				pyfiles=$pyfiles${pyfiles:+,}$out/$1-peers.$r.json
+			done
+			{
+				echo "$stamp; µs per call (a loop of calls, then one synchronize; the median of $2 interleaved rounds), ratio = the faster peer's µs / gocuda's"
+				echo
+				python3 bench/report/gridreport.py "$gofiles" "$pyfiles"
+			} >"$out/$1.md"
+			sed -n "/^[0-9]* cells/,\$p" "$out/$1.md"
+			[ -z "${GRID_RECHECK:-}" ] || python3 bench/report/gridreport.py -cells "$GRID_RECHECK" "$gofiles" "$pyfiles" >"$out/$1-slow.txt"
+		}
+		gridrounds grid "${GRID_ROUNDS:-1}" "${GRID_BENCHTIME:-0.1s}"
+		if [ -n "${GRID_RECHECK:-}" ] && [ -s "$out/grid-slow.txt" ]; then
+			GOCUDA_GRID_CELLS=$(cat "$out/grid-slow.txt") GRID_RECHECK= gridrounds grid-recheck "${GRID_RECHECK_ROUNDS:-3}" 0.3s
+		fi
 		;;
 	*)
 		echo "gpu-perf.sh: unknown section $section" >&2

@@ -8,8 +8,9 @@ chosen so that a repeat takes about 20 ms (at most MAX_CALLS). Each peer's
 fastest call: out= where it has one.
 
 The environment selects a subset as for the Go benchmark: GOCUDA_GRID_OPS,
-GOCUDA_GRID_DTYPES (comma lists), GOCUDA_GRID_MAXELEMS; GOCUDA_GRID_PEERS
-(torch,cupy) picks the peers.
+GOCUDA_GRID_DTYPES (comma lists), GOCUDA_GRID_MAXELEMS, GOCUDA_GRID_CELLS
+(a comma list of op/dtype/shape); GOCUDA_GRID_PEERS (torch,cupy) picks the
+peers.
 
 usage: python3 compute_grid.py > grid.json
 Prints a JSON line per cell and peer:
@@ -299,6 +300,8 @@ def main():
     maxel = os.environ.get("GOCUDA_GRID_MAXELEMS", "").strip()
     maxel = int(maxel, 0) if maxel else None
     want = env_set("GOCUDA_GRID_PEERS", ("torch", "cupy"))
+    cells = os.environ.get("GOCUDA_GRID_CELLS", "").strip()
+    cells = {c.strip() for c in cells.split(",") if c.strip()} or None
     peers = []
     for cls in (Torch, Cupy):
         if want is not None and cls.name not in want:
@@ -317,6 +320,8 @@ def main():
                 if maxel is not None and rows * cols > maxel:
                     continue
                 shape = shape_name(matrix, rows, cols)
+                if cells is not None and f"{op}/{dt}/{shape}" not in cells:
+                    continue
                 for peer in peers:
                     try:
                         call = peer.cell(op, dt, matrix, rows, cols)

@@ -1,12 +1,15 @@
 """Table of issue 48's benchmark grid: gocuda (BenchmarkGrid's us/op) beside
 PyTorch and CuPy (bench/pyref/compute_grid.py's JSON lines), cell by cell.
 
-usage: python3 gridreport.py GO_OUT[,GO_OUT...] [PEERS_JSON[,PEERS_JSON...]] > grid.md
+usage: python3 gridreport.py [-cells BELOW] GO_OUT[,GO_OUT...] [PEERS_JSON[,PEERS_JSON...]] > grid.md
 
 A cell's figure is the median over the files' lines for it. The ratio is the
 faster peer's µs over gocuda's (above 1: gocuda is faster); the table is
 sorted worst ratio first, then the cells no peer ran. The summary names the
-least cell and counts the cells below 0.9x and 1.0x.
+least cell and counts the cells below 0.9x and 1.0x. With -cells BELOW it
+prints only the cells whose ratio is below BELOW, as a comma list of
+op/dtype/shape for GOCUDA_GRID_CELLS: a re-run of a whole run's slow cells
+(scripts/gpu-perf.sh grid with GRID_CELLS and GRID_ROUNDS).
 """
 import json
 import re
@@ -51,6 +54,10 @@ def us(v):
 
 
 def main(argv):
+    below = None
+    if len(argv) > 2 and argv[1] == "-cells":
+        below = float(argv[2])
+        argv = argv[:1] + argv[3:]
     if len(argv) not in (2, 3):
         sys.exit(next(l for l in __doc__.splitlines() if l.startswith("usage")))
     gocuda = read_go(argv[1])
@@ -63,6 +70,9 @@ def main(argv):
         ratio = best / g if best is not None and g > 0 else None
         rows.append((key, g, torch, cupy, ratio))
     rows.sort(key=lambda r: (r[4] is None, r[4] if r[4] is not None else 0, r[0]))
+    if below is not None:
+        print(",".join("/".join(r[0]) for r in rows if r[4] is not None and r[4] < below))
+        return
     print("| op | dtype | shape | gocuda µs | PyTorch µs | CuPy µs | ratio |")
     print("|---|---|---|---|---|---|---|")
     for (op, dt, shape), g, torch, cupy, ratio in rows:
