@@ -1,6 +1,10 @@
 package cusolver
 
-import cuda "github.com/gocuda/cuda"
+import (
+	"unsafe"
+
+	cuda "github.com/gocuda/cuda"
+)
 
 // TransposeBatch, for the tests, queues dst = srcᵀ for count packed n×n
 // matrices on h's stream with CholeskyBatched's kernel, and reports
@@ -24,3 +28,12 @@ func TransposeBatch[T Element](h *Handle, dst, src *cuda.DeviceBuffer[T], n, cou
 
 // TransposePTX is the kernel's text, for the tests.
 const TransposePTX = transposePTX
+
+// TransposeLaunch, for the tests, is how TransposeBatch launches the
+// kernel for count n×n matrices of T from src to dst: whether through the
+// tiled entry, and whether each 16-byte element moves in one load and
+// store (vec) rather than as two halves.
+func TransposeLaunch[T Element](dst, src *cuda.DeviceBuffer[T], n, count int) (tiled, vec bool) {
+	_, tiled = transposeConfig(n, count, nil)
+	return tiled, transposeVec(unsafe.Sizeof(*new(T)), uintptr(dst.Ptr()), uintptr(src.Ptr())) == 1
+}

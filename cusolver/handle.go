@@ -41,7 +41,7 @@ type Handle struct {
 	// loaded by the first batch that needs it; trOff says the driver
 	// refused it.
 	trMod *cuda.Module
-	tr    *cuda.Function
+	tr    *transposer
 	trOff bool
 	// scratch takes the info of the calls whose info only numbers a bad
 	// argument (getrs, potrs, orgqr, ormqr), which the package checks

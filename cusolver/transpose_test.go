@@ -12,6 +12,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cusolver"
 	"github.com/gocuda/cuda/internal/cudatest"
+	"github.com/gocuda/cuda/internal/fakecuda"
 )
 
 // cholesky is the CPU's Cholesky factor L (A = L·Lᴴ) of a Hermitian
@@ -575,6 +576,209 @@ func TestCholeskyTransposes(t *testing.T) {
 		}
 		if got := fake.Counts()["cuLaunchKernel"]; got != c.want {
 			t.Errorf("%v %v n %d: %d transposes, want %d", c.layout, c.tri, c.n, got, c.want)
+		}
+	}
+}
+
+// TestTransposeEntries: the driver compiles both of the transpose's
+// entries (the tiled one declares 16,896 bytes of shared memory and
+// synchronizes its block), where a refusal would leave CholeskyBatched
+// only slower.
+func TestTransposeEntries(t *testing.T) {
+	ctx := cudatest.Context(t)
+	mod, err := ctx.LoadModule([]byte(cusolver.TransposePTX))
+	if err != nil {
+		t.Fatalf("loading the transpose's PTX: %v", err)
+	}
+	defer mod.Close()
+	for _, name := range []string{"gocuda_transpose_batch", "gocuda_transpose_tiled"} {
+		if _, err := mod.Function(name); err != nil {
+			t.Errorf("the transpose's entry %s: %v", name, err)
+		}
+	}
+}
+
+// TestTransposeSizes: both of the kernel's entries against the host's
+// transposes at sizes around their tiles' edges (31 and 33 of the
+// element entry's 32×8 tiles, 63 to 65 at the tiled entry's threshold,
+// 97 and 1000 with the tiled entry's last tiles partly outside, 128 in
+// whole ones), at counts that are not a multiple of anything the grid
+// takes, for every element type; matrices from 128 rows are tiled, below
+// 32 they are not.
+func TestTransposeSizes(t *testing.T) {
+	t.Run("float32", testTransposeSizes[float32])
+	t.Run("float64", testTransposeSizes[float64])
+	t.Run("complex64", testTransposeSizes[complex64])
+	t.Run("complex128", testTransposeSizes[complex128])
+}
+
+func testTransposeSizes[T cusolver.Element](t *testing.T) {
+	ctx, h := handle(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{31, 33, 63, 64, 65, 97, 128, 1000} {
+		counts := []int{1, 3, 29}
+		if n >= 97 {
+			counts = []int{1, 2}
+		}
+		for _, count := range counts {
+			t.Run(fmt.Sprintf("%dx%d/%d", n, n, count), func(t *testing.T) {
+				checkTranspose[T](t, ctx, h, rng, n, count)
+			})
+		}
+		buf := must(cuda.Alloc[T](ctx, 1))(t)
+		tiled, _ := cusolver.TransposeLaunch(buf, buf, n, 1)
+		buf.Free()
+		if n >= 128 && !tiled || n < 32 && tiled {
+			t.Errorf("%dx%d: tiled = %v", n, n, tiled)
+		}
+	}
+}
+
+// TestTransposeComplex128Views: complex128 moves in one 16-byte load and
+// store where src and dst are both 16-byte aligned, and as two 8-byte
+// halves where either is a view 8 bytes off (which the fake's kernel
+// faults on with one 16-byte load, as a GPU may), through both entries;
+// each way the transposes are exact.
+func TestTransposeComplex128Views(t *testing.T) {
+	ctx, h := handle(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, off := range [][2]int{{0, 0}, {8, 0}, {0, 8}, {8, 8}} {
+		for _, n := range []int{1, 3, 8, 33, 64, 97} {
+			for _, count := range []int{1, 5} {
+				t.Run(fmt.Sprintf("dst+%d/src+%d/%dx%d/%d", off[0], off[1], n, n, count), func(t *testing.T) {
+					src := make([]complex128, n*n*count)
+					for i := range src {
+						src[i] = randomElement[complex128](rng)
+					}
+					marks := make([]complex128, len(src)+3)
+					for i := range marks {
+						marks[i] = -1
+					}
+					a, b := complexView(t, ctx, src, off[1]), complexView(t, ctx, marks, off[0])
+					_, vec := cusolver.TransposeLaunch(b, a, n, count)
+					if want := off == [2]int{}; vec != want {
+						t.Errorf("vec = %v, want %v", vec, want)
+					}
+					ok, err := cusolver.TransposeBatch(h, b, a, n, count)
+					if err != nil || !ok {
+						t.Fatalf("TransposeBatch = %v, %v", ok, err)
+					}
+					if err := h.Stream().Synchronize(); err != nil {
+						t.Fatal(err)
+					}
+					got := cudatest.Download(t, b)
+					for m := 0; m < count; m++ {
+						for i := 0; i < n; i++ {
+							for j := 0; j < n; j++ {
+								if g, w := got[m*n*n+i+j*n], src[m*n*n+j+i*n]; g != w {
+									t.Fatalf("matrix %d (%d,%d) is %v, want %v", m, i, j, g, w)
+								}
+							}
+						}
+					}
+					for i, g := range got[len(src):] {
+						if g != -1 {
+							t.Fatalf("element %d after the batch was written: %v", i, g)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// complexView returns v on the device, off bytes (0 or 8) past the start
+// of an allocation (16-byte aligned): a view of float64s as complex128,
+// as ViewAs allows at complex128's 8-byte alignment. The allocation is
+// freed when the test ends.
+func complexView(t *testing.T, ctx *cuda.Context, v []complex128, off int) *cuda.DeviceBuffer[complex128] {
+	t.Helper()
+	floats := make([]float64, off/8, off/8+2*len(v))
+	for _, x := range v {
+		floats = append(floats, real(x), imag(x))
+	}
+	buf := cudatest.Upload(t, ctx, floats)
+	if p := uint64(buf.Ptr()); p%16 != 0 {
+		t.Fatalf("an allocation at %#x, not 16-byte aligned", p)
+	}
+	view := must(cuda.ViewAs[complex128](must(buf.Slice(off/8, 2*len(v)))(t)))(t)
+	if p := uint64(view.Ptr()); p%16 != uint64(off) {
+		t.Fatalf("the view at %#x, want %d bytes past 16-byte alignment", p, off)
+	}
+	return view
+}
+
+// TestCholeskyComplex128Views: a complex128 matrix or batch 8 bytes off
+// 16-byte alignment in cuSOLVER's slow triangle (row-major Lower) is
+// factored through the transposes still (two launches: as two halves an
+// element, from and to the view, the workspace aligned), right, at sizes
+// of both of the kernel's entries; and so is an aligned one (in one
+// 16-byte load and store).
+func TestCholeskyComplex128Views(t *testing.T) {
+	ctx, h := handle(t)
+	// The launches are counted on the fake; on a GPU the factors alone
+	// are checked.
+	var fake *fakecuda.Control
+	if cudatest.IsFake() {
+		fake = cudatest.Fake(t)
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, off := range []int{0, 8} {
+		for _, c := range []struct{ n, count int }{{5, 1}, {97, 1}, {200, 1}, {8, 7}, {65, 3}} {
+			t.Run(fmt.Sprintf("+%d/%dx%d/%d", off, c.n, c.n, c.count), func(t *testing.T) {
+				n := c.n
+				as := make([]dense, c.count)
+				var all []complex128
+				for m := range as {
+					as[m] = hpd[complex128](rng, n)
+					all = append(all, elements[complex128](marked(as[m], cusolver.Lower, 42), cusolver.RowMajor)...)
+				}
+				view := complexView(t, ctx, all, off)
+				if fake != nil {
+					fake.ResetCounts()
+				}
+				a := cusolver.NewMatrix(must(view.Slice(0, n*n))(t), n, n)
+				var err error
+				if c.count == 1 {
+					var f *cusolver.CholeskyFactor[complex128]
+					if f, err = cusolver.Cholesky(h, a, cusolver.Lower); err == nil {
+						err = f.Err()
+					}
+				} else {
+					var info *cusolver.Info
+					if info, err = cusolver.CholeskyBatched(h, cusolver.NewMatrix(view, n, n), c.count, cusolver.Lower); err == nil {
+						err = info.Err()
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fake != nil {
+					if got := fake.Counts()["cuLaunchKernel"]; got != 2 {
+						t.Errorf("%d transposes, want 2", got)
+					}
+				}
+				got := cudatest.Download(t, view)
+				for m, am := range as {
+					g := fromElements(got[m*n*n:(m+1)*n*n], n, n, cusolver.RowMajor)
+					l, _ := cholesky(am)
+					worst := 0.0
+					for i := 0; i < n; i++ {
+						for j := 0; j < n; j++ {
+							if j > i {
+								if g.at(i, j) != 42 {
+									t.Fatalf("matrix %d (%d,%d), outside the triangle, is %v", m, i, j, g.at(i, j))
+								}
+								continue
+							}
+							worst = max(worst, cmplx.Abs(g.at(i, j)-l.at(i, j)))
+						}
+					}
+					if worst > tol[complex128](n)*math.Sqrt(float64(n)) {
+						t.Errorf("matrix %d's factor differs from the CPU's by %g", m, worst)
+					}
+				}
+			})
 		}
 	}
 }

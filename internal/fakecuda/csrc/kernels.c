@@ -434,22 +434,22 @@ static void k_set_condition(struct launch *l) {
 	if (!set_condition(handle, *w)) fault(l);
 }
 
-// package cusolver's batched transpose (cusolver/transpose.go's
-// transposePTX): the thread of row r = ctaid.y*ntid.x + tid.x, column q =
-// ctaid.z*ntid.y + tid.y and matrix m = ctaid.x*ntid.z + tid.z, where r
-// and q are below n and m below count, moves element m*n*n + q*n + r of
-// src to m*n*n + r*n + q of dst, esize bytes (4, 8 or 16). The elements
-// the grid reaches must lie in device memory, aligned to the kernel's
-// loads (4 bytes, 8 for 8 and 16: complex128 moves as two halves), src
-// and dst must not overlap (the threads would race), and n must be 1 to
-// 65535 (n*n fits 32 bits).
-static void k_transpose_batch(struct launch *l) {
+// package cusolver's batched transposes (cusolver/transpose.go's
+// transposePTX), dst = srcᵀ for each of count packed n×n matrices of esize
+// bytes (4, 8 or 16; vec: a 16-byte element moves in one 16-byte load and
+// store, else as two 8-byte halves). The elements the grid reaches must
+// lie in device memory, aligned to the kernel's loads (4 bytes; 8 for 8,
+// and for 16 without vec; 16 for 16 with vec), src and dst must not
+// overlap (the threads would race), and n must be 1 to 65535 (n*n fits 32
+// bits). transpose_run moves the elements of rows [0, rows), columns [0,
+// cols) and matrices [0, mats) that the grid reaches, each clipped to the
+// matrices': element m*n*n + q*n + r of src to m*n*n + r*n + q of dst.
+static void transpose_run(struct launch *l, uint64_t rows, uint64_t cols, uint64_t mats) {
 	CUdeviceptr dst = P(l, 0, CUdeviceptr), src = P(l, 1, CUdeviceptr);
-	uint64_t n = P(l, 2, unsigned), count = P(l, 3, unsigned), esize = P(l, 4, unsigned), nn = n * n;
-	uint64_t rows = (uint64_t)l->grid[1] * l->block[0], cols = (uint64_t)l->grid[2] * l->block[1], mats = (uint64_t)l->grid[0] * l->block[2];
+	uint64_t n = P(l, 2, unsigned), count = P(l, 3, unsigned), esize = P(l, 4, unsigned), vec = P(l, 5, unsigned), nn = n * n;
 	rows = rows < n ? rows : n, cols = cols < n ? cols : n, mats = mats < count ? mats : count;
 	if (!rows || !cols || !mats) return;
-	uint64_t align = esize < 8 ? esize : 8;
+	uint64_t align = esize < 8 ? esize : esize == 16 && vec ? 16 : 8;
 	if ((esize != 4 && esize != 8 && esize != 16) || n > 65535 || src % align || dst % align) return fault(l);
 	// The last element each side reaches, plus one.
 	uint64_t last = (mats - 1) * nn, hi_src = last + (cols - 1) * n + rows, hi_dst = last + (rows - 1) * n + cols;
@@ -459,6 +459,24 @@ static void k_transpose_batch(struct launch *l) {
 		for (uint64_t q = 0; q < cols; q++)
 			for (uint64_t r = 0; r < rows; r++)
 				memcpy((char *)DEVP(dst) + (m * nn + r * n + q) * esize, (const char *)DEVP(src) + (m * nn + q * n + r) * esize, esize);
+}
+
+// k_transpose_batch, a thread an element: the thread of row r =
+// ctaid.y*ntid.x + tid.x, column q = ctaid.z*ntid.y + tid.y and matrix
+// m = ctaid.x*ntid.z + tid.z, where r and q are below n and m below
+// count, moves its element.
+static void k_transpose_batch(struct launch *l) {
+	transpose_run(l, (uint64_t)l->grid[1] * l->block[0], (uint64_t)l->grid[2] * l->block[1], (uint64_t)l->grid[0] * l->block[2]);
+}
+
+// k_transpose_tiled, a block of 32x8 threads a 32x32 tile: block (m, ty,
+// tz) moves rows ty*32 to ty*32+31 and columns tz*32 to tz*32+31 of
+// matrix m (those below n; m below count). Its threads index the tile
+// and its shared memory as 32x8: another block shape would leave
+// elements unmoved or write past the tile, and faults here.
+static void k_transpose_tiled(struct launch *l) {
+	if (l->block[0] != 32 || l->block[1] != 8 || l->block[2] != 1) return fault(l);
+	transpose_run(l, (uint64_t)l->grid[1] * 32, (uint64_t)l->grid[2] * 32, l->grid[0]);
 }
 
 // The hashes are entry_hash's of testdata/kernels.ptx (and of
@@ -497,7 +515,8 @@ static const struct kernel kernels[] = {
 	{"gocuda_set_condition", 0xa7d32088704212daull, 3, {8, 8, 4}, {0, 8, 16}, k_set_condition},
 	{"chain_step", 0x91c54bdfd84f3944ull, 2, {8, 4}, {0, 8}, k_chain_step},
 	// cusolver/transpose.go's transposePTX
-	{"gocuda_transpose_batch", 0x2ee2cee7b774857eull, 5, {8, 8, 4, 4, 4}, {0, 8, 16, 20, 24}, k_transpose_batch},
+	{"gocuda_transpose_batch", 0x3bb0820e396d4c85ull, 6, {8, 8, 4, 4, 4, 4}, {0, 8, 16, 20, 24, 28}, k_transpose_batch},
+	{"gocuda_transpose_tiled", 0xe1517f8b0db879c3ull, 6, {8, 8, 4, 4, 4, 4}, {0, 8, 16, 20, 24, 28}, k_transpose_tiled},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
