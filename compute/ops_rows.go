@@ -187,16 +187,18 @@ type regsText struct {
 // regsBlocks is the blocks of 256 threads a multiprocessor holds of
 // NAME_regsE of t keeping values values a lane, which its launch bounds
 // ask ptxas for (each block's threads get 65536 / (256·blocks) registers
-// at most). float32 and float64 keep 1: all the registers ptxas takes.
-// The halves' kernels, whose values are floats converted from half the
-// bytes, took 97 to 101 registers at 32 values (2 blocks: 512 threads to
-// hide a row's read, where softmax float16 65536x1000 ran at 0.64x
-// PyTorch on the H100) and 199 at 64 (1 block); held to 4 and 2 blocks
-// (64 and 128 registers) ptxas spills none (NVRTC 11.8, sm_80 and sm_90;
-// TestSoftmaxRegsCompile).
+// at most). float64 keeps 1: all the registers ptxas takes. The halves'
+// kernels, whose values are floats converted from half the bytes, took
+// 97 to 101 registers at 32 values (2 blocks: 512 threads to hide a
+// row's read, where softmax float16 65536x1000 ran at 0.64x PyTorch on
+// the H100) and 199 at 64 (1 block); float32's took 76 to 80 at 32
+// values (3 blocks: 4096x1000's 512 blocks of 8 rows were a wave of 396
+// and a tail of 116, 0.92x to 0.94x PyTorch on the H100) and 140 at 64
+// (1 block). Held to 4 and 2 blocks (64 and 128 registers) ptxas spills
+// none (NVRTC 11.8, sm_80 and sm_90; TestSoftmaxRegsCompile).
 func regsBlocks(t dtype, values int) int {
 	switch {
-	case t.half == "":
+	case t.half == "" && t.goType.Size() != 4:
 		return 1
 	case values <= 32:
 		return 4
@@ -408,12 +410,30 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	if err != nil {
 		return err
 	}
-	return withScratch(op, name, s, as[:], 2*l.chunks*shape.Rows*valueSize(size), func(scratch *cuda.DeviceBuffer[byte]) error {
-		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
-		if err := stats.Launch(cfg, src, scratch, rows, cols, int64(l.chunk)); err != nil {
+	// The chunks' statistics go in the stream's scratch memory where it
+	// holds them (outside a graph capture): no stream-ordered allocation
+	// and free around the two launches, two driver calls of the host's
+	// that made a few long rows host-bound (LogSoftmax float16 1x65536:
+	// 13.4 µs on the H100, PyTorch 10.2). The stream orders the next
+	// call's use of the scratch after these kernels.
+	bytes := 2 * l.chunks * shape.Rows * valueSize(size)
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
+	chunk, chunks := boxInt64(int64(l.chunk)), boxInt64(int64(l.chunks))
+	_, scratch, ok, err := streamScratch(op, s, 0, bytes)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := stats.Launch(cfg, src, scratch, boxInt64(rows), boxInt64(cols), chunk); err != nil {
+			return launchError(op, err, as[:], name)
+		}
+		return launchError(op, apply.Launch(cfg, src, dst, scratch, boxInt64(rows), boxInt64(cols), chunk, chunks), as[:], name)
+	}
+	return withScratch(op, name, s, as[:], bytes, func(scratch *cuda.DeviceBuffer[byte]) error {
+		if err := stats.Launch(cfg, src, scratch, boxInt64(rows), boxInt64(cols), chunk); err != nil {
 			return err
 		}
-		return apply.Launch(cfg, src, dst, scratch, rows, cols, int64(l.chunk), int64(l.chunks))
+		return apply.Launch(cfg, src, dst, scratch, boxInt64(rows), boxInt64(cols), chunk, chunks)
 	})
 }
 
