@@ -440,9 +440,9 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 // transposeSource is the kernels of Transpose: tiles of 32×32 elements
 // read by rows and written by columns through shared memory, so that both
 // the reads and the writes are coalesced; and, for a matrix of fewer than
-// skinny rows or columns, whose tiles would be nearly empty, a thread per
-// element of dst (NAME_skinny), its reads few runs of src that the cache
-// holds.
+// skinny rows or columns, whose tiles would be nearly empty, tiles of all
+// the short side by skinnySpan elements of the long one (NAME_skinny),
+// staged in shared memory so that they too are read and written in runs.
 func transposeSource(t dtype, name string) string {
 	return render("transpose", transposeText{KernelName: name, Storage: t.storage})
 }
@@ -453,8 +453,20 @@ type transposeText struct {
 	Storage    string // the C type of an element in memory
 }
 
-// skinny is the fewest rows and columns Transpose moves in tiles.
+// skinny is the fewest rows and columns Transpose moves in tiles of
+// 32×32; a matrix of fewer rows or columns is NAME_skinny's.
 const skinny = 8
+
+// skinnySpan is the elements of the long side a block of NAME_skinny
+// takes at a time, of elements of size bytes: 4 a thread, 2 of 8-byte
+// elements (the template's P), so that a tile of 7 of them is 28 KiB at
+// most.
+func skinnySpan(size int) int {
+	if size > 4 {
+		return 2 * blockSize
+	}
+	return 4 * blockSize
+}
 
 // Transpose sets dst, a row-major matrix of shape.Cols rows of shape.Rows
 // elements, to the transpose of src, of shape. dst may not be src, nor
@@ -488,8 +500,12 @@ func Transpose[T cuda.Number](dst, src *cuda.DeviceBuffer[T], shape Shape, s *cu
 		if err != nil {
 			return err
 		}
-		cfg := elementwiseConfig(s, shape.Rows*shape.Cols, 1)
-		return launchError(op, f.Launch(cfg, src, dst, uint64(shape.Rows), uint64(shape.Cols)), as[:], name)
+		k, n, fewRows := shape.Rows, shape.Cols, int32(1)
+		if k >= skinny {
+			k, n, fewRows = shape.Cols, shape.Rows, 0
+		}
+		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(ceilDiv(n, skinnySpan(int(t.goType.Size()))), maxGrid)}, Block: cuda.Dim3{X: blockSize}, Stream: s}
+		return launchError(op, f.Launch(cfg, src, dst, boxInt64(int64(n)), int32(k), fewRows), as[:], name)
 	}
 	f, err := kernel(op, s, v, name, as[:])
 	if err != nil {
