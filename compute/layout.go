@@ -27,14 +27,17 @@ package compute
 //     rows or fewer;
 //   - 32 rows or fewer (short): a thread down a column, or down a vector's
 //     width of them;
-//   - fewer than fewCols columns of many rows (_colsv): as below, each
-//     thread 16 bytes of columns a row, at most fewChunks chunks of rows,
-//     folded by their last block;
+//   - fewer than fewCols columns, passRows rows or fewer, or elements
+//     narrower than 4 bytes (_colsv, colsKind): as below, each thread 16
+//     bytes of columns a row, at most fewChunks chunks of rows (of 8 rows
+//     a lane or more, as the columns leave room for), folded by their
+//     last block where they are few (foldBatchChunks);
 //   - else blocks of 256 threads: lanes of columns, each taking vec
 //     adjacent columns (colVector: one column of 4-byte and wider types,
 //     8 bytes of narrower ones), by lanes of rows, 32 by 8 where the
 //     columns are many; past 256 rows the rows cut into chunks where the
-//     columns alone do not fill the device.
+//     columns alone do not fill the device (colsBlocks blocks a
+//     multiprocessor).
 //
 // The thresholds are the H200's measurements (docs/compute-grid.md); any
 // device gets a correct result from any layout.
@@ -158,11 +161,12 @@ type colLayout struct {
 	// its blockSize threads are lanes of rows (blockDim.y).
 	lanes int
 	// last says the last block of a result's may fold its chunks (in
-	// the stream's scratch): not where a block of _cols would fold more
-	// than lastChunks chunks of 32 columns (or as many partial results
-	// of other columns), which a second kernel's many warps fold faster
-	// (65536×32 float32: 24 µs in the last block, 12 in two kernels, on
-	// the H200).
+	// the stream's scratch): not where a block would fold more than
+	// foldBatchChunks chunks and more than lastChunks chunks of 32
+	// columns (or as many partial results of other columns), which a
+	// second kernel's many warps fold faster (65536×32 float32: 24 µs in
+	// the last block, 12 in two kernels, on the H200), but for _colsv's
+	// fewer than fewCols columns.
 	last bool
 }
 
@@ -232,10 +236,7 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	// The fewest lanes of columns (a power of two, 32 at most) that take
 	// the columns, so that narrow ones leave none idle: 32 float16 columns
 	// are 8 lanes of 4 by 32 lanes of rows, a warp reading 4 whole rows.
-	kind, vec, most := "_cols", colVector(width), 65535
-	if cols < fewCols && colsVector(width) > vec {
-		kind, vec, most = "_colsv", colsVector(width), fewChunks
-	}
+	kind, vec, most := colsKind(rows, cols, width)
 	lanes := 32
 	for lanes > 1 && lanes/2*vec >= cols {
 		lanes /= 2
@@ -243,8 +244,9 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	span := lanes * vec // the columns of a block
 	gx := min(ceilDiv(cols, span), maxGrid)
 	chunks := 1
-	if rows > passRows { // at least 8 rows a lane of rows
-		chunks = max(1, min(d.resident/gx, ceilDiv(rows, 8*blockSize/lanes), most))
+	if rows > passRows || kind == "_colsv" { // at least 8 rows a lane of rows
+		chunks = max(1, min(min(d.resident, d.sms*colsBlocks)/gx, ceilDiv(rows, 8*blockSize/lanes), most))
 	}
-	return colLayout{kind: kind, gx: gx, gy: chunks, chunks: chunks, lanes: lanes, last: kind == "_colsv" || chunks*span <= lastChunks*32}
+	last := kind == "_colsv" && cols < fewCols || chunks <= foldBatchChunks || chunks*span <= lastChunks*32
+	return colLayout{kind: kind, gx: gx, gy: chunks, chunks: chunks, lanes: lanes, last: last}
 }

@@ -69,8 +69,8 @@ func argBest[T cuda.Number](op string, dst *cuda.DeviceBuffer[int64], src *cuda.
 		return err
 	}
 	// A small src in one block, which writes dst itself; a larger one
-	// in a block per 16 KiB or so, at most the blocks the device holds
-	// at once, then a block folding theirs.
+	// in a block per 16 KiB or so, at most argBlocks a multiprocessor
+	// (one wave), then a block folding theirs.
 	n := src.Len()
 	if n <= argSmall {
 		cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: bigBlock}, Stream: s}
@@ -80,7 +80,7 @@ func argBest[T cuda.Number](op string, dst *cuda.DeviceBuffer[int64], src *cuda.
 	if err != nil {
 		return wrap(op, err, "sizing the launch")
 	}
-	blocks := max(1, min(ceilDiv(n*int(t.goType.Size()), 16<<10), d.resident))
+	blocks := argGrid(d, n, int(t.goType.Size()))
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: blockSize}, Stream: s}
 	// The blocks' indices, then their values (8-byte aligned either way):
 	// in the stream's scratch, where the last block folds them, or in
@@ -101,6 +101,13 @@ func argBest[T cuda.Number](op string, dst *cuda.DeviceBuffer[int64], src *cuda.
 		}
 		return final.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: blockSize}, Stream: s}, pv, pi, int64(blocks), dst)
 	})
+}
+
+// argGrid returns the blocks of ArgMax's and ArgMin's first pass over n
+// elements of size bytes (more than argSmall): one per 16 KiB or so, at
+// most argBlocks a multiprocessor.
+func argGrid(d deviceSize, n, size int) int {
+	return max(1, min(ceilDiv(n*size, 16<<10), min(d.resident, d.sms*argBlocks)))
 }
 
 // argSmall is the most elements ArgMax and ArgMin take in one block.

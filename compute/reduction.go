@@ -189,6 +189,10 @@ type reductionText struct {
 	VectorLoads, Wide, VectorMap, Map       string
 	ColumnMap                               string
 	Cols                                    []reductionCols
+	// FoldBatch and FoldBatchChunks: the last block of _cols and _colsv
+	// folds FoldBatch columns at once where they have FoldBatchChunks
+	// chunks or fewer (foldBatch, foldBatchChunks).
+	FoldBatch, FoldBatchChunks int
 }
 
 // reductionCols is a column kernel of reduction.cu.tmpl: _cols, whose
@@ -198,6 +202,7 @@ type reductionText struct {
 type reductionCols struct {
 	Suffix                          string
 	Threads, V                      int
+	MinBlocks                       int // the blocks a multiprocessor must hold at once (colsBlocks)
 	Aligned, VectorLoads, VectorMap string
 	Map                             string
 }
@@ -264,6 +269,9 @@ func (r *Reduction) source(buffer []bool) string {
 		VectorMap:   vectorMap(width),
 		Map:         mapAt("gocudap_%s[i]", "i"),
 		ColumnMap:   mapAt("gocudap_%s[r * cols + c]", "r * cols + c"),
+
+		FoldBatch:       foldBatchOf(int(accSize(r.acc))),
+		FoldBatchChunks: foldBatchChunks,
 	}
 	for _, kv := range []struct {
 		suffix string
@@ -276,6 +284,7 @@ func (r *Reduction) source(buffer []bool) string {
 		text.Cols = append(text.Cols, reductionCols{
 			Suffix:      kv.suffix,
 			Threads:     blockSize,
+			MinBlocks:   colsBlocks,
 			V:           kv.cv,
 			Aligned:     strings.Join(colAligned, " && "),
 			VectorLoads: strings.Join(colDecl, ""),

@@ -1,0 +1,63 @@
+package compute
+
+// The column kernels' occupancy and their last block's fold (planCols).
+
+const (
+	// colsBlocks is the blocks of _cols and _colsv (blockSize threads
+	// each) a multiprocessor holds at once, which their
+	// __launch_bounds__ promise (48 registers a thread at most), and
+	// planCols sizes their chunks of rows by: not the 8 blocks of
+	// blockSize a multiprocessor's threads allow, where 56 registers
+	// had left room for 4 (the 16 chunks of 4096×8192 float16 were 1.3
+	// waves, 132×65536 float32's 2048 blocks nearly 4).
+	colsBlocks = 5
+	// foldBatch is the columns a warp of _cols' and _colsv's last block
+	// folds at once where they have foldBatchChunks chunks or fewer: a
+	// read or two a lane, which a warp folding one column at a time had
+	// in flight alone (4096×128 float16, 64 chunks: 16 columns a warp,
+	// one after another).
+	foldBatch = 8
+	// foldBatch8 is foldBatch of 8-byte values: one column at a time,
+	// as before, since 2 or 4 made ptxas spill registers of float64's
+	// kernels under their __launch_bounds__ (NVRTC 11.2, sm_90).
+	foldBatch8 = 1
+	// foldBatchChunks is the most chunks the last block folds foldBatch
+	// columns at a time for (two reads a lane each).
+	foldBatchChunks = 64
+	// argBlocks is the blocks of 256 threads a multiprocessor takes of
+	// ArgMax and ArgMin: as many as it holds at once whatever their
+	// registers (at most 64 a thread, their __launch_bounds__), so that
+	// they are one wave. 8 a multiprocessor, of which 40 registers left
+	// room for 6, were 1.33 waves (256 Mi float32: 414 µs, PyTorch 357).
+	argBlocks = 4
+)
+
+// colsKind returns the column kernel of rows×cols (more than shortRows
+// rows, 32 columns or more) and the columns each of its threads takes, of
+// vectors of width elements: _colsv's whole 16 bytes where they are more
+// than _cols' colVector and the columns are fewer than fewCols (a block
+// of few columns), the rows passRows or fewer (132×65536 float32 ran at
+// 0.6 of PyTorch's speed, 4 bytes a load), or the elements narrower than
+// 4 bytes (8 bytes a load: 4096×8192 float16 at 0.72), so that a thread
+// has 4 loads of 16 bytes in flight; else _cols (float32 and float64 of
+// many rows and columns ran near PyTorch's speed there, and the fake's
+// stand-in tests take float32's 500×140 through _cols). most is the
+// most chunks of rows: fewChunks where _colsv's last block folds them
+// however many (fewer than fewCols columns), else as _cols'.
+func colsKind(rows, cols, width int) (kind string, vec, most int) {
+	if cv := colsVector(width); cv > colVector(width) && (cols < fewCols || rows <= passRows || width > 4) {
+		if cols < fewCols {
+			return "_colsv", cv, fewChunks
+		}
+		return "_colsv", cv, 65535
+	}
+	return "_cols", colVector(width), 65535
+}
+
+// foldBatchOf returns foldBatch for values of size bytes.
+func foldBatchOf(size int) int {
+	if size > 4 {
+		return foldBatch8
+	}
+	return foldBatch
+}
