@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	cuda "github.com/gocuda/cuda"
@@ -301,21 +302,21 @@ func softmaxName(t string, logarithm bool) string {
 }
 
 // shapeNames are the names of the Softmax kernels a launch picks by its
-// shape, by their variant's name: the staged kernel's, and those that
-// hold rows in registers by the log2 of the values a lane keeps (1 to
-// 64). Made once, not at every launch, and looked up by the name alone,
+// shape, by their variant's name: the staged kernel's, the chunks' two
+// (a few long rows), and those that hold rows in registers by the log2
+// of the values a lane keeps (1 to 64). Made once, not at every launch, and looked up by the name alone,
 // as namedVariant looks up the variant.
 var shapeNames sync.Map // string -> *softmaxNames
 
 type softmaxNames struct {
-	staged string
-	regs   [7]string
+	staged, stats, apply string
+	regs                 [7]string
 }
 
 func namesOf(name string) *softmaxNames {
 	names, ok := shapeNames.Load(name)
 	if !ok {
-		made := softmaxNames{staged: name + "_staged"}
+		made := softmaxNames{staged: name + "_staged", stats: name + "_stats", apply: name + "_apply"}
 		for k := range made.regs {
 			made.regs[k] = fmt.Sprintf("%s_regs%d", name, 1<<k)
 		}
@@ -402,11 +403,11 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 		}
 		return launchError(op, f.Launch(cfg, src, dst, boxInt64(rows), boxInt64(cols), int32(l.group), cached), as[:], name)
 	}
-	stats, err := kernel(op, s, v, name+"_stats", as[:])
+	stats, err := kernel(op, s, v, namesOf(name).stats, as[:])
 	if err != nil {
 		return err
 	}
-	apply, err := kernel(op, s, v, name+"_apply", as[:])
+	apply, err := kernel(op, s, v, namesOf(name).apply, as[:])
 	if err != nil {
 		return err
 	}
@@ -419,11 +420,12 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	bytes := 2 * l.chunks * shape.Rows * valueSize(size)
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
 	chunk, chunks := boxInt64(int64(l.chunk)), boxInt64(int64(l.chunks))
-	_, scratch, ok, err := streamScratch(op, s, 0, bytes)
+	_, partial, ok, err := streamScratch(op, s, 0, bytes)
 	if err != nil {
 		return err
 	}
 	if ok {
+		scratch := boxScratch(partial)
 		if err := stats.Launch(cfg, src, scratch, boxInt64(rows), boxInt64(cols), chunk); err != nil {
 			return launchError(op, err, as[:], name)
 		}
@@ -435,6 +437,26 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 		}
 		return apply.Launch(cfg, src, dst, scratch, boxInt64(rows), boxInt64(cols), chunk, chunks)
 	})
+}
+
+// boxedScratch is the last address boxScratch boxed.
+var boxedScratch atomic.Pointer[boxedPtr]
+
+type boxedPtr struct {
+	p cuda.DevicePtr
+	a any
+}
+
+// boxScratch returns p in an interface, boxed once while it is the
+// address asked for: a stream's scratch is the same address every call
+// (a DevicePtr in an interface is otherwise an allocation a launch).
+func boxScratch(p cuda.DevicePtr) any {
+	if b := boxedScratch.Load(); b != nil && b.p == p {
+		return b.a
+	}
+	b := &boxedPtr{p: p, a: p}
+	boxedScratch.Store(b)
+	return b.a
 }
 
 // transposeSource is the kernels of Transpose: tiles of 32×32 elements

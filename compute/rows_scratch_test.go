@@ -76,3 +76,29 @@ func TestSoftmaxChunksScratch(t *testing.T) {
 		t.Errorf("LogSoftmax %v in a capture with stream-ordered allocations failing: %v, want ErrOutOfMemory", sh, err)
 	}
 }
+
+// TestSoftmaxChunksAllocs: a call of a few long rows cut into chunks
+// makes no more allocations than one of the kernel that stages rows: the
+// chunks' kernels' names are made once, not at every call, and their
+// statistics take the stream's scratch, no buffer.
+func TestSoftmaxChunksAllocs(t *testing.T) {
+	e := gpu(t)
+	x := must(cuda.Zeroed[float32](e.ctx, 40000))(t)
+	defer x.Free()
+	allocs := func(sh compute.Shape) float64 {
+		t.Helper()
+		if err := compute.LogSoftmax(x, x, sh, e.s); err != nil { // compiled
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(20, func() {
+			if err := compute.LogSoftmax(x, x, sh, e.s); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	staged, chunks := allocs(compute.Shape{Rows: 4000, Cols: 10}), allocs(compute.Shape{Rows: 1, Cols: 40000})
+	if chunks > staged {
+		t.Errorf("LogSoftmax of a row in chunks: %v allocations a call, of staged rows %v", chunks, staged)
+	}
+	t.Logf("allocations a call: staged %v, chunks %v", staged, chunks)
+}
