@@ -52,11 +52,13 @@ func checkBatch[T Element](h *Handle, op string, a Matrix[T], count int) error {
 // which is a row-major Upper or a column-major Lower (10,000 8×8 matrices
 // in 39-41 µs on an H100). In the other (a row-major Lower, a
 // column-major Upper) cuSOLVER is about 2.8 times slower, so there the
-// batch is transposed into h's device workspace by a kernel of the
-// package's own (PTX, compiled by the driver at h's first such batch and
-// kept until h's Close), factored there in the fast triangle, and transposed
-// back: two copies of the batch through memory more, a fraction of what
-// cuSOLVER's slow triangle costs. The workspace grows to the batch's size
+// triangle tri of each matrix is transposed into h's device workspace by
+// a kernel of the package's own (PTX, compiled by the driver at h's first
+// such batch and kept until h's Close), factored there in the fast
+// triangle, and the factor transposed back: two copies of the batch's
+// triangles (n(n+1)/2 of each matrix's n² elements) through memory more,
+// a fraction of what cuSOLVER's slow triangle costs; the other triangle
+// is neither read nor written there either. The workspace grows to the batch's size
 // (count·n·n elements) and is reused as the handle's other workspaces
 // are. Where the driver refuses the kernel, for matrices of 65,536 rows or
 // more, and for a buffer not aligned to its elements (4 bytes for
@@ -100,15 +102,16 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 			fill = fillLower // one element is both triangles
 		}
 		base, ptrSlot, keySlot := a.ptr(), &h.ptrs, &h.ptrsKey
-		// cuSOLVER's slow triangle: into the workspace, transposed, where
-		// it is the fast one (transpose.go).
+		// cuSOLVER's slow triangle: its elements into the workspace's
+		// lower triangle, transposed, where it is the fast one, and the
+		// factor back from there (transpose.go).
 		tr, err := slowTriangle[T](h, fill, n, a.ptr())
 		var work uintptr
 		if err == nil && tr != nil {
 			work, _, err = h.workspace(op, size*uintptr(count), 0)
 		}
 		if err == nil && tr != nil {
-			err = transpose[T](h, tr, work, a.ptr(), n, count)
+			err = transpose[T](h, tr, work, a.ptr(), n, count, false)
 		}
 		if err != nil {
 			info.discard(&err)
@@ -125,7 +128,7 @@ func CholeskyBatched[T Element](h *Handle, a Matrix[T], count int, tri Triangle)
 		k := elemIndex[T]()
 		err = check(op, potrfBatched[k].name, potrfBatched[k].f(h.raw.h, fill, int32(n), ptrs, int32(a.ld()), info.ptr(), int32(count)))
 		if err == nil && tr != nil {
-			err = transpose[T](h, tr, a.ptr(), base, n, count)
+			err = transpose[T](h, tr, a.ptr(), base, n, count, true)
 		}
 		if err != nil {
 			info.discard(&err)

@@ -54,8 +54,9 @@ func (f *CholeskyFactor[T]) Matrix() (Matrix[T], Triangle) {
 // definite: ErrNotPositiveDefinite, naming the first leading minor that is
 // not. In cuSOLVER's slow triangle (a row-major Lower, a column-major
 // Upper: twice the time of the other at n = 256 and 1024 on an H100) the
-// matrix is transposed into h's workspace, factored there in the fast one
-// and transposed back, as CholeskyBatched's batch is.
+// matrix's triangle tri is transposed into h's workspace, factored there
+// in the fast one and the factor transposed back, as CholeskyBatched's
+// batch is; the other triangle is still neither read nor written.
 func Cholesky[T Element](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[T], error) {
 	const op = "Cholesky"
 	if err := checkSymmetric(h, op, a, tri); err != nil {
@@ -79,7 +80,10 @@ func Cholesky[T Element](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[
 		// cuSOLVER's slow triangle (a row-major Lower, a column-major
 		// Upper: twice PyTorch's time at n = 256 and 1024 on an H100,
 		// whose factor is in the other) is factored transposed, in the
-		// handle's workspace after potrf's own, as CholeskyBatched's is.
+		// handle's workspace after potrf's own, as CholeskyBatched's is:
+		// the triangle in, the factor's triangle out; the workspace's
+		// other triangle is neither written nor read (by potrf, in its
+		// lower triangle).
 		tr, err := slowTriangle[T](h, fill, n, a.ptr())
 		base, ld := a.ptr(), a.ld()
 		if err == nil && tr != nil {
@@ -99,13 +103,13 @@ func Cholesky[T Element](h *Handle, a Matrix[T], tri Triangle) (*CholeskyFactor[
 			err = werr
 			if err == nil && tr != nil {
 				base = d + off
-				err = transpose[T](h, tr, base, a.ptr(), n, 1)
+				err = transpose[T](h, tr, base, a.ptr(), n, 1, false)
 			}
 			if err == nil {
 				err = check(op, "cusolverDnXpotrf", clib.DnXpotrf(h.raw.h, h.raw.params, fill, int64(n), dt, base, int64(ld), dt, d, dev, p, host, info.ptr()))
 			}
 			if err == nil && tr != nil {
-				err = transpose[T](h, tr, a.ptr(), base, n, 1)
+				err = transpose[T](h, tr, a.ptr(), base, n, 1, true)
 			}
 		}
 		if err != nil {

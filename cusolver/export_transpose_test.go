@@ -7,12 +7,26 @@ import (
 )
 
 // TransposeBatch, for the tests, queues dst = srcᵀ for count packed n×n
-// matrices on h's stream with CholeskyBatched's kernel, and reports
-// whether the kernel took the batch: false, with nothing queued, where
-// the driver refused the kernel, or n or the buffers' alignment are
-// beyond it.
+// matrices on h's stream with CholeskyBatched's kernel, as its two passes
+// (src's upper triangle, then its lower one: the diagonal moved twice),
+// and reports whether the kernel took the batch: false, with nothing
+// queued, where the driver refused the kernel, or n or the buffers'
+// alignment are beyond it.
 func TransposeBatch[T Element](h *Handle, dst, src *cuda.DeviceBuffer[T], n, count int) (ok bool, err error) {
-	err = h.do("TransposeBatch", []cuda.Memory{dst, src}, func() error {
+	if ok, err = TransposeTriangle(h, dst, src, n, count, false); !ok || err != nil {
+		return ok, err
+	}
+	return TransposeTriangle(h, dst, src, n, count, true)
+}
+
+// TransposeTriangle, for the tests, queues one of CholeskyBatched's
+// passes for count packed n×n matrices on h's stream: of each matrix of
+// src read column-major, its lower triangle (lower) or its upper one, the
+// diagonal included, to the other triangle of dst's (dst = srcᵀ there);
+// the rest of dst is not written. It reports whether the kernel took the
+// batch, as TransposeBatch.
+func TransposeTriangle[T Element](h *Handle, dst, src *cuda.DeviceBuffer[T], n, count int, lower bool) (ok bool, err error) {
+	err = h.do("TransposeTriangle", []cuda.Memory{dst, src}, func() error {
 		if n*count == 0 || !canTranspose[T](n, uintptr(dst.Ptr()), uintptr(src.Ptr())) {
 			return nil
 		}
@@ -21,7 +35,7 @@ func TransposeBatch[T Element](h *Handle, dst, src *cuda.DeviceBuffer[T], n, cou
 			return err
 		}
 		ok = true
-		return transpose[T](h, f, uintptr(dst.Ptr()), uintptr(src.Ptr()), n, count)
+		return transpose[T](h, f, uintptr(dst.Ptr()), uintptr(src.Ptr()), n, count, lower)
 	})
 	return ok, err
 }
@@ -36,4 +50,11 @@ const TransposePTX = transposePTX
 func TransposeLaunch[T Element](dst, src *cuda.DeviceBuffer[T], n, count int) (tiled, vec bool) {
 	_, tiled = transposeConfig(n, count, nil)
 	return tiled, transposeVec(unsafe.Sizeof(*new(T)), uintptr(dst.Ptr()), uintptr(src.Ptr())) == 1
+}
+
+// TransposeGrid, for the tests, is the kernel's grid and block for a
+// triangle of count n×n matrices.
+func TransposeGrid(n, count int) (grid, block cuda.Dim3) {
+	cfg, _ := transposeConfig(n, count, nil)
+	return cfg.Grid, cfg.Block
 }

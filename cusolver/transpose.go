@@ -20,8 +20,19 @@ import (
 // its transpose (column-major Upper: Aᵀ, which is A for a symmetric
 // matrix and conj(A) for a Hermitian one, whose lower factor L gives A =
 // (Lᵀ)ᴴ·Lᵀ): either way the factor comes back in the triangle the caller
-// named, the other triangle goes there and back unchanged, and the
-// leading minors, and so the info values, are the caller's matrix's.
+// named, and the leading minors, and so the info values, are the
+// caller's matrix's (a leading minor is of the triangle's elements
+// alone).
+//
+// Only that triangle moves, each way: potrf in the lower triangle reads
+// and writes the lower triangle of its column-major matrix alone (the
+// diagonal included), as LAPACK's, so the kernel moves the caller's
+// triangle into the workspace's lower one and the factor back from it,
+// n(n+1)/2 of the n² elements (36 of 64 at n = 8); the caller's other
+// triangle is neither read nor written, and the workspace's is never
+// read. Both full transposes took complex128's batch of 10,000 8×8
+// matrices to 63.4 µs on an H100, PyTorch (one transposing copy, its
+// factor returned as a strided view) 55.9.
 //
 // cuBLASLt's batched transform (cublasLtMatrixTransform) did this before,
 // at about 10 µs a pass over 10,000 8×8 matrices (2.5 to 5 MB, which the
@@ -43,9 +54,16 @@ const (
 	transposeTiledName = "gocuda_transpose_tiled"
 )
 
-// transposePTX is the transpose, dst = srcᵀ for each of count packed n×n
-// matrices, in two entries of the same parameters (dst, src, n, count,
-// esize, vec): esize is the element's bytes (4, 8 or 16), and vec, for
+// transposePTX is the transpose of a triangle, for each of count packed
+// n×n matrices: element (r, q) of src read column-major (at q·n + r)
+// goes to dst's r·n + q (dst = srcᵀ, column-major), for the elements of
+// src's upper triangle (r ≤ q) where lower is 0, of its lower one (r ≥
+// q) where it is 1; the others of dst are not written, nor those of src
+// read. The in-pass takes the caller's matrix (cuSOLVER's upper triangle)
+// to the workspace's lower one with lower 0, the out-pass the factor back
+// with lower 1; the two together are a full transpose (the diagonal moved
+// twice). Two entries of the same parameters (dst, src, n, count, esize,
+// vec, lower): esize is the element's bytes (4, 8 or 16), and vec, for
 // 16, says that src and dst are 16-byte aligned, so that an element moves
 // in one 16-byte load and store (ld.global.v2.u64); where it is 0 (a
 // complex128 view 8 bytes off), as two 8-byte halves, which complex128's
@@ -54,25 +72,42 @@ const (
 // 1.01x PyTorch.
 //
 // gocuda_transpose_batch, with no division: each thread takes one
-// element, its row r, column q and matrix m from the grid (r =
-// ctaid.y·ntid.x + tid.x, q = ctaid.z·ntid.y + tid.y, m = ctaid.x·ntid.z +
-// tid.z; past n or count, it does nothing), and moves element m·n² + q·n +
-// r of src (column-major (r, q)) to m·n² + r·n + q of dst. x runs down a
-// column, so that a warp reads consecutive elements; its writes stay
-// within a matrix or a tile of one, which the L2 cache gathers.
+// element of the triangle, so that no lane of a warp idles on the other
+// triangle: its index t = ctaid.y·ntid.x + tid.x in the triangle and its
+// matrix m = ctaid.x·ntid.z + tid.z (past n(n+1)/2 or count, it does
+// nothing). t counts the triangle's elements (u, v), v ≤ u, row by row,
+// t = u(u+1)/2 + v: u = ⌊(√(8t+1) − 1)/2⌋ (sqrt.approx, a MUFU
+// instruction, then corrected by one either way where the float is off:
+// exact below n = 64, where this entry runs, and corrected past it), and
+// v = t − u(u+1)/2. Of src's upper triangle (lower 0) the element is r =
+// v, q = u: src's u·n + v to dst's v·n + u, so that a warp reads down a
+// column of src, consecutive elements. Of the lower one (lower 1) it is
+// the reflection, r = n−1−v, q = n−1−u (r ≥ q): src's n²−1−(u·n + v) to
+// dst's n²−1−(v·n + u), consecutive again (descending). The writes stay
+// within a matrix, which the L2 cache gathers.
 //
 // gocuda_transpose_tiled, for large matrices, whose writes that way are a
 // stride of n elements apart (a single matrix's Cholesky at n = 1024 lost
-// 3-4% to PyTorch by it): a block of 32×8 threads takes the tile of rows
-// r0 = ctaid.y·32 to r0+31 and columns q0 = ctaid.z·32 to q0+31 of matrix
-// m = ctaid.x; thread (x, y) reads (r0+x, q0+y+8j) for j = 0 to 3 (four
+// 3-4% to PyTorch by it): a block of 32×8 threads takes a 32×32 tile of
+// matrix m = ctaid.x, and only the tiles on or beside the triangle are
+// launched: of the t = ⌈n/32⌉ tiles a side, the t(t+1)/2 (I, J), J ≤ I,
+// numbered row by row as the element entry's elements (the block's
+// number ctaid.z·nctaid.y + ctaid.y, the grid's y at most 65,535; past
+// t(t+1)/2 the block does nothing), and decoded the same way. The tile's
+// rows r0 = I·32 and columns q0 = J·32 (lower 1), or r0 = J·32 and q0 =
+// I·32 (lower 0); on the diagonal, where the tile is cut by the
+// triangle, each element is moved only where s·(r − q) ≥ 0 (s = 1 for
+// lower, −1 for upper), which the tiles off it pass whole. Thread (x, y)
+// reads (r0+x, q0+y+8j) for j = 0 to 3 (four
 // loads in flight, a warp's consecutive) into tile[y+8j][x], and after
 // bar.sync writes tile[x][y+8j] to dst's (q0+x, r0+y+8j) of the
 // transpose, again consecutive along x. The tile's rows are 33 elements
 // long, so that a warp's reads down a column of it fall in different
 // banks; it is sized for 16-byte elements (32·33·16 bytes), the smaller
-// ones using its first part. Elements past n are neither read nor
-// written; each thread still reaches bar.sync.
+// ones using its first part. Elements past n or outside the triangle are
+// neither read nor written (the write's test is on the same element as
+// the read's, so no slot of the tile that was not filled is read); each
+// thread of a block that has a tile still reaches bar.sync.
 //
 // m·n² is 64-bit (mul.wide); q·n + r and r·n + q, below n², are 32-bit
 // for n < 65,536. transposeConfig chooses the entry and makes the grid.
@@ -82,10 +117,11 @@ const transposePTX = `.version 7.0
 .target sm_52
 .address_size 64
 
-.visible .entry gocuda_transpose_batch(.param .u64 p_dst, .param .u64 p_src, .param .u32 p_n, .param .u32 p_count, .param .u32 p_esize, .param .u32 p_vec)
+.visible .entry gocuda_transpose_batch(.param .u64 p_dst, .param .u64 p_src, .param .u32 p_n, .param .u32 p_count, .param .u32 p_esize, .param .u32 p_vec, .param .u32 p_lower)
 {
 	.reg .pred %p<4>;
-	.reg .b32 %r<14>;
+	.reg .f32 %f<2>;
+	.reg .b32 %r<16>;
 	.reg .b64 %rd<10>;
 
 	ld.param.u64 %rd0, [p_dst];
@@ -94,30 +130,48 @@ const transposePTX = `.version 7.0
 	ld.param.u32 %r1, [p_count];
 	ld.param.u32 %r2, [p_esize];
 	ld.param.u32 %r13, [p_vec];
+	ld.param.u32 %r14, [p_lower];
 	cvta.to.global.u64 %rd0, %rd0;
 	cvta.to.global.u64 %rd1, %rd1;
 	mov.u32 %r3, %ctaid.y;
 	mov.u32 %r4, %ntid.x;
 	mov.u32 %r5, %tid.x;
 	mad.lo.u32 %r6, %r3, %r4, %r5;
-	mov.u32 %r3, %ctaid.z;
-	mov.u32 %r4, %ntid.y;
-	mov.u32 %r5, %tid.y;
-	mad.lo.u32 %r7, %r3, %r4, %r5;
 	mov.u32 %r3, %ctaid.x;
 	mov.u32 %r4, %ntid.z;
 	mov.u32 %r5, %tid.z;
 	mad.lo.u32 %r8, %r3, %r4, %r5;
-	setp.ge.u32 %p0, %r6, %r0;
-	setp.ge.u32 %p1, %r7, %r0;
-	setp.ge.u32 %p2, %r8, %r1;
+	mad.lo.u32 %r9, %r0, %r0, %r0;
+	shr.u32 %r9, %r9, 1;
+	setp.ge.u32 %p0, %r6, %r9;
+	setp.ge.u32 %p1, %r8, %r1;
 	or.pred %p0, %p0, %p1;
-	or.pred %p0, %p0, %p2;
 	@%p0 bra L_DONE;
+	shl.b32 %r3, %r6, 3;
+	add.u32 %r3, %r3, 1;
+	cvt.rn.f32.u32 %f0, %r3;
+	sqrt.approx.f32 %f0, %f0;
+	fma.rn.f32 %f0, %f0, 0f3F000000, 0fBF000000;
+	cvt.rzi.u32.f32 %r7, %f0;
+	mad.lo.u32 %r4, %r7, %r7, %r7;
+	shr.u32 %r4, %r4, 1;
+	setp.gt.u32 %p1, %r4, %r6;
+	@%p1 sub.u32 %r4, %r4, %r7;
+	@%p1 sub.u32 %r7, %r7, 1;
+	add.u32 %r3, %r4, %r7;
+	add.u32 %r3, %r3, 1;
+	setp.le.u32 %p1, %r3, %r6;
+	@%p1 add.u32 %r7, %r7, 1;
+	@%p1 mov.u32 %r4, %r3;
+	sub.u32 %r5, %r6, %r4;
 	mul.lo.u32 %r9, %r0, %r0;
 	mul.wide.u32 %rd2, %r8, %r9;
-	mad.lo.u32 %r10, %r7, %r0, %r6;
-	mad.lo.u32 %r11, %r6, %r0, %r7;
+	mad.lo.u32 %r10, %r7, %r0, %r5;
+	mad.lo.u32 %r11, %r5, %r0, %r7;
+	setp.ne.u32 %p1, %r14, 0;
+	sub.u32 %r9, %r9, 1;
+	@%p1 sub.u32 %r10, %r9, %r10;
+	@%p1 sub.u32 %r11, %r9, %r11;
 	cvt.u64.u32 %rd3, %r10;
 	add.u64 %rd3, %rd2, %rd3;
 	cvt.u64.u32 %rd4, %r11;
@@ -145,16 +199,17 @@ L_E8:
 	st.global.u64 [%rd7], %rd8;
 	bra L_DONE;
 L_E4:
-	ld.global.u32 %r12, [%rd6];
-	st.global.u32 [%rd7], %r12;
+	ld.global.u32 %r15, [%rd6];
+	st.global.u32 [%rd7], %r15;
 L_DONE:
 	ret;
 }
 
-.visible .entry gocuda_transpose_tiled(.param .u64 p_dst, .param .u64 p_src, .param .u32 p_n, .param .u32 p_count, .param .u32 p_esize, .param .u32 p_vec)
+.visible .entry gocuda_transpose_tiled(.param .u64 p_dst, .param .u64 p_src, .param .u32 p_n, .param .u32 p_count, .param .u32 p_esize, .param .u32 p_vec, .param .u32 p_lower)
 {
-	.reg .pred %p<9>;
-	.reg .b32 %r<19>;
+	.reg .pred %p<10>;
+	.reg .f32 %f<2>;
+	.reg .b32 %r<26>;
 	.reg .b64 %rd<17>;
 	.shared .align 16 .b8 gocuda_transpose_tile[16896];
 
@@ -164,9 +219,44 @@ L_DONE:
 	ld.param.u32 %r1, [p_count];
 	ld.param.u32 %r2, [p_esize];
 	ld.param.u32 %r3, [p_vec];
+	ld.param.u32 %r19, [p_lower];
 	mov.u32 %r4, %ctaid.x;
 	setp.ge.u32 %p0, %r4, %r1;
 	@%p0 bra L_DONE;
+	mov.u32 %r5, %ctaid.z;
+	mov.u32 %r6, %nctaid.y;
+	mov.u32 %r7, %ctaid.y;
+	mad.lo.u32 %r20, %r5, %r6, %r7;
+	add.u32 %r5, %r0, 31;
+	shr.u32 %r5, %r5, 5;
+	mad.lo.u32 %r6, %r5, %r5, %r5;
+	shr.u32 %r6, %r6, 1;
+	setp.ge.u32 %p0, %r20, %r6;
+	@%p0 bra L_DONE;
+	shl.b32 %r5, %r20, 3;
+	add.u32 %r5, %r5, 1;
+	cvt.rn.f32.u32 %f0, %r5;
+	sqrt.approx.f32 %f0, %f0;
+	fma.rn.f32 %f0, %f0, 0f3F000000, 0fBF000000;
+	cvt.rzi.u32.f32 %r21, %f0;
+	mad.lo.u32 %r22, %r21, %r21, %r21;
+	shr.u32 %r22, %r22, 1;
+	setp.gt.u32 %p1, %r22, %r20;
+	@%p1 sub.u32 %r22, %r22, %r21;
+	@%p1 sub.u32 %r21, %r21, 1;
+	add.u32 %r5, %r22, %r21;
+	add.u32 %r5, %r5, 1;
+	setp.le.u32 %p1, %r5, %r20;
+	@%p1 add.u32 %r21, %r21, 1;
+	@%p1 mov.u32 %r22, %r5;
+	sub.u32 %r20, %r20, %r22;
+	shl.b32 %r21, %r21, 5;
+	shl.b32 %r20, %r20, 5;
+	setp.ne.u32 %p9, %r19, 0;
+	selp.b32 %r5, %r21, %r20, %p9;
+	selp.b32 %r6, %r20, %r21, %p9;
+	selp.b32 %r23, 1, -1, %p9;
+	shl.b32 %r24, %r23, 3;
 	cvta.to.global.u64 %rd0, %rd0;
 	cvta.to.global.u64 %rd1, %rd1;
 	setp.eq.u32 %p6, %r2, 4;
@@ -177,10 +267,6 @@ L_DONE:
 	mul.wide.u32 %rd3, %r4, %r10;
 	mul.wide.u32 %rd4, %r0, %r2;
 	shl.b64 %rd4, %rd4, 3;
-	mov.u32 %r5, %ctaid.y;
-	shl.b32 %r5, %r5, 5;
-	mov.u32 %r6, %ctaid.z;
-	shl.b32 %r6, %r6, 5;
 	mov.u32 %r7, %tid.x;
 	mov.u32 %r8, %tid.y;
 	mov.u32 %r9, gocuda_transpose_tile;
@@ -188,6 +274,8 @@ L_DONE:
 	add.u32 %r11, %r5, %r7;
 	setp.lt.u32 %p5, %r11, %r0;
 	add.u32 %r12, %r6, %r8;
+	sub.s32 %r25, %r11, %r12;
+	mul.lo.s32 %r25, %r25, %r23;
 	mad.lo.u32 %r11, %r12, %r0, %r11;
 	cvt.u64.u32 %rd5, %r11;
 	add.u64 %rd5, %rd3, %rd5;
@@ -196,12 +284,19 @@ L_DONE:
 	add.u64 %rd7, %rd6, %rd4;
 	add.u64 %rd8, %rd7, %rd4;
 	setp.lt.and.u32 %p1, %r12, %r0, %p5;
+	setp.ge.and.s32 %p1, %r25, 0, %p1;
 	add.u32 %r12, %r12, 8;
+	sub.s32 %r25, %r25, %r24;
 	setp.lt.and.u32 %p2, %r12, %r0, %p5;
+	setp.ge.and.s32 %p2, %r25, 0, %p2;
 	add.u32 %r12, %r12, 8;
+	sub.s32 %r25, %r25, %r24;
 	setp.lt.and.u32 %p3, %r12, %r0, %p5;
+	setp.ge.and.s32 %p3, %r25, 0, %p3;
 	add.u32 %r12, %r12, 8;
+	sub.s32 %r25, %r25, %r24;
 	setp.lt.and.u32 %p4, %r12, %r0, %p5;
+	setp.ge.and.s32 %p4, %r25, 0, %p4;
 	mad.lo.u32 %r13, %r8, 33, %r7;
 	mad.lo.u32 %r13, %r13, %r2, %r9;
 	@%p6 bra L_R4;
@@ -252,6 +347,8 @@ L_SYNC:
 	add.u32 %r11, %r6, %r7;
 	setp.lt.u32 %p5, %r11, %r0;
 	add.u32 %r12, %r5, %r8;
+	sub.s32 %r25, %r12, %r11;
+	mul.lo.s32 %r25, %r25, %r23;
 	mad.lo.u32 %r11, %r12, %r0, %r11;
 	cvt.u64.u32 %rd5, %r11;
 	add.u64 %rd5, %rd3, %rd5;
@@ -260,12 +357,19 @@ L_SYNC:
 	add.u64 %rd7, %rd6, %rd4;
 	add.u64 %rd8, %rd7, %rd4;
 	setp.lt.and.u32 %p1, %r12, %r0, %p5;
+	setp.ge.and.s32 %p1, %r25, 0, %p1;
 	add.u32 %r12, %r12, 8;
+	add.s32 %r25, %r25, %r24;
 	setp.lt.and.u32 %p2, %r12, %r0, %p5;
+	setp.ge.and.s32 %p2, %r25, 0, %p2;
 	add.u32 %r12, %r12, 8;
+	add.s32 %r25, %r25, %r24;
 	setp.lt.and.u32 %p3, %r12, %r0, %p5;
+	setp.ge.and.s32 %p3, %r25, 0, %p3;
 	add.u32 %r12, %r12, 8;
+	add.s32 %r25, %r25, %r24;
 	setp.lt.and.u32 %p4, %r12, %r0, %p5;
+	setp.ge.and.s32 %p4, %r25, 0, %p4;
 	mad.lo.u32 %r14, %r7, 33, %r8;
 	mad.lo.u32 %r14, %r14, %r2, %r9;
 	@%p6 bra L_W4;
@@ -319,23 +423,29 @@ L_DONE:
 //	%rd0 dst, %rd1 src, %rd2 m·n² (the matrix's first element),
 //	%rd3 m·n² + q·n + r (the element of src), %rd4 m·n² + r·n + q (of
 //	dst), %rd5 esize, %rd6 and %rd7 their addresses, %rd8 and %rd9 the
-//	element's bytes; %r0 n, %r1 count, %r2 esize, %r3 to %r5 the grid's
-//	and block's numbers, %r6 r, %r7 q, %r8 m, %r9 n², %r10 q·n + r,
-//	%r11 r·n + q, %r12 a 4-byte element, %r13 vec.
+//	element's bytes; %f0 u, as a float; %r0 n, %r1 count, %r2 esize, %r3
+//	to %r5 the grid's and block's numbers (then 8t+1 and (u+1)(u+2)/2,
+//	u(u+1)/2, v), %r6 t, %r7 u, %r8 m, %r9 n(n+1)/2 (then n², n²−1),
+//	%r10 q·n + r, %r11 r·n + q, %r13 vec, %r14 lower, %r15 a 4-byte
+//	element; %p1 lower (first the corrections of u).
 //
 // Of gocuda_transpose_tiled:
 //
 //	%rd0 dst, %rd1 src, %rd2 esize, %rd3 m·n², %rd4 8·n·esize (the bytes
 //	from a thread's element j to j+1), %rd5 to %rd8 the addresses of its
 //	elements 0 to 3 (in src, then in dst), %rd9 to %rd16 their bytes (two
-//	registers an element of 16 bytes, one of 8); %r0 n, %r1 count, %r2
-//	esize, %r3 vec, %r4 m, %r5 r0, %r6 q0, %r7 tid.x, %r8 tid.y, %r9 the
-//	tile's address, %r10 n², %r11 and %r12 a row and column of the
+//	registers an element of 16 bytes, one of 8); %f0 I, as a float; %r0
+//	n, %r1 count, %r2 esize, %r3 vec, %r4 m, %r5 r0, %r6 q0 (first t and
+//	t(t+1)/2, then 8·idx+1 and (I+1)(I+2)/2), %r7 tid.x, %r8 tid.y, %r9
+//	the tile's address, %r10 n², %r11 and %r12 a row and column of the
 //	thread's (then its first element's offset), %r13 and %r14 the
 //	thread's first slot of the tile when reading and when writing, %r15
-//	to %r18 4-byte elements; %p1 to %p4 whether the thread's elements 0
-//	to 3 are in the matrix, %p5 whether its fixed coordinate is, %p6
-//	esize 4, %p7 esize 8, %p8 vec.
+//	to %r18 4-byte elements, %r19 lower, %r20 the tile's number idx (then
+//	J, J·32), %r21 I (then I·32), %r22 I(I+1)/2, %r23 s, %r24 8·s, %r25
+//	s·(r − q) of the thread's element; %p1 to %p4 whether the thread's
+//	elements 0 to 3 are in the matrix and the triangle, %p5 whether its
+//	fixed coordinate is in the matrix, %p6 esize 4, %p7 esize 8, %p8 vec,
+//	%p9 lower.
 
 // transposeMaxDim is the first n the kernel does not take: n² must fit 32
 // bits.
@@ -347,25 +457,30 @@ const transposeMaxDim = 1 << 16
 // within a few kilobytes the L2 cache gathers.
 const transposeTiledMin = 64
 
-// transposeConfig is the kernel's grid for count n×n matrices on s, and
-// whether it is the tiled entry's. For the element entry: whole matrices
-// a block where n² is at most 256 (as many as fit in 256 threads, at most
-// 64: a block's greatest depth), else a tile of 32 rows by 8 columns of
-// one matrix a block, the grid's y and z over a matrix's tiles (at most
-// 2,048 and 8,192 of them for n < 65,536) and x over the matrices. For
-// the tiled one (n from transposeTiledMin): 32×8 threads a 32×32 tile,
-// the grid's y and z over a matrix's tiles (at most 2,048 each), x over
-// the matrices.
+// transposeConfig is the kernel's grid for a triangle of count n×n
+// matrices on s, and whether it is the tiled entry's. For the element
+// entry: whole triangles a block where a triangle's n(n+1)/2 elements
+// are at most 256 (as many as fit in 256 threads, at most 64: a block's
+// greatest depth; the threads of a block are numbered x first, so a
+// warp's lanes run on from one matrix's triangle to the next), else 256
+// elements of one triangle a block, the grid's y over a triangle's
+// (at most 8 blocks below n = 64) and x over the matrices. For the tiled
+// one (n from transposeTiledMin): 32×8 threads a 32×32 tile, the
+// grid's y and z over the triangle's t(t+1)/2 tiles (y at most 65,535,
+// the grid's limit), x over the matrices.
 func transposeConfig(n, count int, s *cuda.Stream) (cfg cuda.LaunchConfig, tiled bool) {
 	if n >= transposeTiledMin {
 		t := (n-1)/32 + 1
-		return cuda.LaunchConfig{Grid: cuda.Dim3{X: count, Y: t, Z: t}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}, true
+		tiles := t * (t + 1) / 2
+		y := min(tiles, 65535)
+		return cuda.LaunchConfig{Grid: cuda.Dim3{X: count, Y: y, Z: (tiles-1)/y + 1}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}, true
 	}
-	if nn := n * n; nn <= 256 {
-		k := min(256/nn, 64)
-		return cuda.LaunchConfig{Grid: cuda.Dim3{X: (count-1)/k + 1}, Block: cuda.Dim3{X: n, Y: n, Z: k}, Stream: s}, false
+	tri := n * (n + 1) / 2
+	if tri <= 256 {
+		k := min(256/tri, 64)
+		return cuda.LaunchConfig{Grid: cuda.Dim3{X: (count-1)/k + 1}, Block: cuda.Dim3{X: tri, Y: 1, Z: k}, Stream: s}, false
 	}
-	return cuda.LaunchConfig{Grid: cuda.Dim3{X: count, Y: (n-1)/32 + 1, Z: (n-1)/8 + 1}, Block: cuda.Dim3{X: 32, Y: 8}, Stream: s}, false
+	return cuda.LaunchConfig{Grid: cuda.Dim3{X: count, Y: (tri-1)/256 + 1}, Block: cuda.Dim3{X: 256}, Stream: s}, false
 }
 
 // transposer is a handle's transpose: the module's two entries.
@@ -465,17 +580,24 @@ func transposeVec(esize, dst, src uintptr) uint32 {
 	return 0
 }
 
-// transpose queues dst = srcᵀ for each of count packed n×n matrices of T
-// (column-major or row-major alike) with the kernel tr on h's stream. dst
-// and src must not overlap. Called in do.
-func transpose[T Element](h *Handle, tr *transposer, dst, src uintptr, n, count int) error {
+// transpose queues dst = srcᵀ for a triangle of each of count packed n×n
+// matrices of T with the kernel tr on h's stream: of src read
+// column-major, its lower triangle (the diagonal included) where lower
+// is set, else its upper one, written to the other triangle of dst read
+// column-major; the rest of dst is not written, nor of src read. dst and
+// src must not overlap. Called in do.
+func transpose[T Element](h *Handle, tr *transposer, dst, src uintptr, n, count int, lower bool) error {
 	cfg, tiled := transposeConfig(n, count, h.base.Stream())
 	f := tr.elem
 	if tiled {
 		f = tr.tiled
 	}
 	esize := unsafe.Sizeof(*new(T))
-	return f.Launch(cfg, cuda.DevicePtr(dst), cuda.DevicePtr(src), uint32(n), uint32(count), uint32(esize), transposeVec(esize, dst, src))
+	var lo uint32
+	if lower {
+		lo = 1
+	}
+	return f.Launch(cfg, cuda.DevicePtr(dst), cuda.DevicePtr(src), uint32(n), uint32(count), uint32(esize), transposeVec(esize, dst, src), lo)
 }
 
 // elemIndex is T's index in the batched calls' tables (float32, float64,

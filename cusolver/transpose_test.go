@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cusolver"
@@ -779,6 +780,296 @@ func TestCholeskyComplex128Views(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// sentinel is a NaN of T with a payload of its own, where a call must
+// neither read nor write: compared bit for bit (sameBits), it shows a
+// write of any value, a NaN that arithmetic made included.
+func sentinel[T scalar]() T {
+	f32, f64 := math.Float32frombits(0x7fc0dead), math.Float64frombits(0x7ff80000deadbeef)
+	var v T
+	switch p := any(&v).(type) {
+	case *float32:
+		*p = f32
+	case *float64:
+		*p = f64
+	case *complex64:
+		*p = complex(f32, -f32)
+	case *complex128:
+		*p = complex(f64, -f64)
+	}
+	return v
+}
+
+// sameBits reports whether a and b are the same bits.
+func sameBits[T scalar](a, b T) bool {
+	pa, pb := unsafe.Pointer(&a), unsafe.Pointer(&b)
+	return string(unsafe.Slice((*byte)(pa), unsafe.Sizeof(a))) == string(unsafe.Slice((*byte)(pb), unsafe.Sizeof(b)))
+}
+
+// TestTransposeTriangle: each of the kernel's passes moves exactly its
+// triangle of each matrix of a batch (src's upper one read column-major
+// to dst's lower one, or src's lower one to dst's upper one, the
+// diagonal included) and nothing else: dst's other triangle and the
+// elements past the batch keep their sentinels bit for bit, and src is
+// left as it was; at sizes around both entries' edges (the element
+// entry's 256 threads a block, 31, 33 and 63; the tiled entry's 32×32
+// tiles from 64, cut by the diagonal, 65, 97 and 1000 partly outside),
+// at counts that are not a multiple of a block's matrices, for every
+// element type, and complex128 views 8 bytes off. Without the triangle
+// entries (the full transposes), dst's other triangle was written.
+func TestTransposeTriangle(t *testing.T) {
+	t.Run("float32", testTransposeTriangle[float32])
+	t.Run("float64", testTransposeTriangle[float64])
+	t.Run("complex64", testTransposeTriangle[complex64])
+	t.Run("complex128", testTransposeTriangle[complex128])
+	t.Run("complex128/views", func(t *testing.T) {
+		ctx, h := handle(t)
+		rng := rand.New(rand.NewPCG(21, 22))
+		for _, off := range [][2]int{{8, 0}, {0, 8}, {8, 8}} {
+			for _, n := range []int{3, 8, 33, 64, 97} {
+				for _, lower := range []bool{false, true} {
+					t.Run(fmt.Sprintf("dst+%d/src+%d/%dx%d/lower=%v", off[0], off[1], n, n, lower), func(t *testing.T) {
+						checkTriangle(t, ctx, h, rng, n, 5, lower, func(v []complex128, dst bool) *cuda.DeviceBuffer[complex128] {
+							if dst {
+								return complexView(t, ctx, v, off[0])
+							}
+							return complexView(t, ctx, v, off[1])
+						})
+					})
+				}
+			}
+		}
+	})
+}
+
+func testTransposeTriangle[T scalar](t *testing.T) {
+	ctx, h := handle(t)
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, n := range []int{1, 2, 3, 8, 22, 23, 31, 33, 63, 64, 65, 97, 1000} {
+		counts := []int{1, 3, 65}
+		switch {
+		case n >= 1000:
+			counts = []int{2}
+		case n >= 64:
+			counts = []int{1, 3}
+		}
+		for _, count := range counts {
+			for _, lower := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%dx%d/%d/lower=%v", n, n, count, lower), func(t *testing.T) {
+					checkTriangle(t, ctx, h, rng, n, count, lower, func(v []T, _ bool) *cuda.DeviceBuffer[T] {
+						b := cudatest.Upload(t, ctx, v)
+						t.Cleanup(func() { b.Free() })
+						return b
+					})
+				})
+			}
+		}
+	}
+}
+
+// checkTriangle runs one pass of the kernel over count random n×n
+// matrices, src and dst made on the device by upload, and checks dst
+// against the host's.
+func checkTriangle[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand, n, count int, lower bool, upload func(v []T, dst bool) *cuda.DeviceBuffer[T]) {
+	t.Helper()
+	const tail = 5 // elements after the batch in dst, which must stay
+	src := make([]T, n*n*count)
+	for i := range src {
+		src[i] = to[T](complex(2*rng.Float64()-1, 2*rng.Float64()-1))
+	}
+	marks := make([]T, len(src)+tail)
+	for i := range marks {
+		marks[i] = sentinel[T]()
+	}
+	a, b := upload(src, false), upload(marks, true)
+	ok, err := cusolver.TransposeTriangle(h, b, a, n, count, lower)
+	if err != nil || !ok {
+		t.Fatalf("TransposeTriangle = %v, %v", ok, err)
+	}
+	if err := h.Stream().Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got := cudatest.Download(t, b)
+	for m := 0; m < count; m++ {
+		for r := 0; r < n; r++ {
+			for q := 0; q < n; q++ {
+				// src's (r, q), column-major, is dst's (q, r).
+				g := got[m*n*n+r*n+q]
+				if lower && r >= q || !lower && r <= q {
+					if w := src[m*n*n+q*n+r]; !sameBits(g, w) {
+						t.Fatalf("matrix %d: src's (%d,%d) came out %v, want %v", m, r, q, g, w)
+					}
+				} else if !sameBits(g, sentinel[T]()) {
+					t.Fatalf("matrix %d: dst's (%d,%d), outside the triangle, was written: %v", m, q, r, g)
+				}
+			}
+		}
+	}
+	for i, g := range got[len(src):] {
+		if !sameBits(g, sentinel[T]()) {
+			t.Fatalf("element %d after the batch was written: %v", i, g)
+		}
+	}
+	back := cudatest.Download(t, a)
+	for i := range back {
+		if !sameBits(back[i], src[i]) {
+			t.Fatalf("src's element %d changed", i)
+		}
+	}
+}
+
+// TestTransposeTriangleGrid: the kernel's grid covers a triangle and no
+// more: for the element entry a thread an element of the triangle (a
+// block of whole triangles up to 256 threads, 256 threads of one above),
+// for the tiled entry a block a tile on or beside the diagonal (t(t+1)/2
+// of the t² tiles of a matrix, the grid's y within its limit of 65,535).
+func TestTransposeTriangleGrid(t *testing.T) {
+	for _, n := range []int{1, 2, 8, 22, 23, 63, 64, 1000, 8192, 65535} {
+		for _, count := range []int{1, 7, 1000} {
+			grid, block := cusolver.TransposeGrid(n, count)
+			tri := n * (n + 1) / 2
+			switch {
+			case n >= 64:
+				tt := (n + 31) / 32
+				tiles := tt * (tt + 1) / 2
+				if block != (cuda.Dim3{X: 32, Y: 8, Z: 1}) && block != (cuda.Dim3{X: 32, Y: 8}) || grid.X != count || grid.Y > 65535 || grid.Y*grid.Z < tiles || grid.Y*(grid.Z-1) >= tiles {
+					t.Errorf("n %d count %d: grid %+v block %+v, want %d tiles a matrix", n, count, grid, block, tiles)
+				}
+			case tri <= 256:
+				k := min(256/tri, 64)
+				if block.X != tri || max(block.Y, 1) != 1 || block.Z != k || grid.X != (count+k-1)/k || max(grid.Y, 1) != 1 || max(grid.Z, 1) != 1 {
+					t.Errorf("n %d count %d: grid %+v block %+v, want %d-thread triangles %d a block", n, count, grid, block, tri, k)
+				}
+			default:
+				if block.X != 256 || max(block.Y, 1) != 1 || max(block.Z, 1) != 1 || grid.X != count || grid.Y != (tri+255)/256 || max(grid.Z, 1) != 1 {
+					t.Errorf("n %d count %d: grid %+v block %+v, want 256 threads a block over %d elements", n, count, grid, block, tri)
+				}
+			}
+		}
+	}
+}
+
+// TestCholeskyOtherTriangleNaN: Cholesky and CholeskyBatched read only
+// the triangle named, and write only it: with NaNs of a payload of their
+// own in the other triangle of every matrix, in both layouts and
+// triangles (cuSOLVER's slow one through the transposes of a triangle,
+// its fast one in place), at sizes of both of the kernel's entries and
+// batches not a multiple of a block's matrices, the factors are the
+// CPU's, the one matrix of a batch that is not positive definite is named
+// with its first leading minor that is not, and the NaNs come back bit
+// for bit.
+func TestCholeskyOtherTriangleNaN(t *testing.T) {
+	eachType(t, 41, testCholeskyOtherTriangleNaN[float32], testCholeskyOtherTriangleNaN[float64],
+		testCholeskyOtherTriangleNaN[complex64], testCholeskyOtherTriangleNaN[complex128])
+}
+
+func testCholeskyOtherTriangleNaN[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand) {
+	for _, c := range []struct{ n, count int }{
+		{1, 3}, {2, 67}, {3, 5}, {8, 9}, {31, 3}, {33, 3}, {63, 3}, {64, 3}, {65, 3}, {97, 1},
+		{1, 0}, {3, 0}, {64, 0}, {97, 0}, {200, 0}, // count 0: one matrix, Cholesky
+	} {
+		for _, layout := range layouts {
+			for _, tri := range triangles {
+				name := fmt.Sprintf("%dx%d/%d/%v/%v", c.n, c.n, c.count, layout, tri)
+				if c.count == 0 {
+					name = fmt.Sprintf("%dx%d/Cholesky/%v/%v", c.n, c.n, layout, tri)
+				}
+				t.Run(name, func(t *testing.T) {
+					checkOtherTriangleNaN[T](t, ctx, h, rng, layout, tri, c.n, c.count)
+				})
+			}
+		}
+	}
+}
+
+// checkOtherTriangleNaN factors count n×n matrices (count 0: one, by
+// Cholesky) with sentinels outside triangle tri, and checks them.
+func checkOtherTriangleNaN[T scalar](t *testing.T, ctx *cuda.Context, h *cusolver.Handle, rng *rand.Rand, layout cusolver.Layout, tri cusolver.Triangle, n, count int) {
+	t.Helper()
+	mats, bad := max(count, 1), -1
+	if count >= 3 {
+		bad = count / 2
+	}
+	minor := min(2, n-1)
+	as := make([]dense, mats)
+	var all []T
+	for m := range as {
+		as[m] = hpd[T](rng, n)
+		if m == bad {
+			as[m].set(minor, minor, -as[m].at(minor, minor))
+		}
+		e := elements[T](as[m], layout)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if !inTriangle(tri, i, j) {
+					if layout == cusolver.ColMajor {
+						e[j*n+i] = sentinel[T]()
+					} else {
+						e[i*n+j] = sentinel[T]()
+					}
+				}
+			}
+		}
+		all = append(all, e...)
+	}
+	buf := cudatest.Upload(t, ctx, all)
+	defer buf.Free()
+	a := cusolver.Matrix[T]{Data: buf, Rows: n, Cols: n, Layout: layout}
+	var err error
+	if count == 0 {
+		var f *cusolver.CholeskyFactor[T]
+		if f, err = cusolver.Cholesky(h, a, tri); err == nil {
+			err = f.Err()
+		}
+	} else {
+		var info *cusolver.Info
+		if info, err = cusolver.CholeskyBatched(h, a, count, tri); err == nil {
+			err = info.Err()
+		}
+	}
+	if bad < 0 && err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("matrix %d: the leading minor of order %d ", bad, minor+1); bad >= 0 && (!errors.Is(err, cusolver.ErrNotPositiveDefinite) || !strings.Contains(err.Error(), want)) {
+		t.Fatalf("Err = %v, want %q", err, want)
+	}
+	got := cudatest.Download(t, buf)
+	for m, am := range as {
+		e := got[m*n*n : (m+1)*n*n]
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				k := i*n + j
+				if layout == cusolver.ColMajor {
+					k = j*n + i
+				}
+				if !inTriangle(tri, i, j) && !sameBits(e[k], sentinel[T]()) {
+					t.Fatalf("matrix %d (%d,%d), outside the triangle, is %v: its NaN was written", m, i, j, e[k])
+				}
+			}
+		}
+		if m == bad {
+			continue
+		}
+		g := fromElements(e, n, n, layout)
+		l, _ := cholesky(am)
+		worst := 0.0
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if !inTriangle(tri, i, j) {
+					continue
+				}
+				want := l.at(i, j)
+				if tri == cusolver.Upper {
+					want = cmplx.Conj(l.at(j, i))
+				}
+				worst = max(worst, cmplx.Abs(g.at(i, j)-want))
+			}
+		}
+		if !(worst <= tol[T](n)*math.Sqrt(float64(n))) {
+			t.Errorf("matrix %d's factor differs from the CPU's by %g", m, worst)
 		}
 	}
 }

@@ -435,48 +435,87 @@ static void k_set_condition(struct launch *l) {
 }
 
 // package cusolver's batched transposes (cusolver/transpose.go's
-// transposePTX), dst = srcᵀ for each of count packed n×n matrices of esize
-// bytes (4, 8 or 16; vec: a 16-byte element moves in one 16-byte load and
-// store, else as two 8-byte halves). The elements the grid reaches must
-// lie in device memory, aligned to the kernel's loads (4 bytes; 8 for 8,
-// and for 16 without vec; 16 for 16 with vec), src and dst must not
-// overlap (the threads would race), and n must be 1 to 65535 (n*n fits 32
-// bits). transpose_run moves the elements of rows [0, rows), columns [0,
-// cols) and matrices [0, mats) that the grid reaches, each clipped to the
-// matrices': element m*n*n + q*n + r of src to m*n*n + r*n + q of dst.
-static void transpose_run(struct launch *l, uint64_t rows, uint64_t cols, uint64_t mats) {
+// transposePTX): for each of count packed n×n matrices of esize bytes
+// (4, 8 or 16; vec: a 16-byte element moves in one 16-byte load and
+// store, else as two 8-byte halves), the elements (r, q) of one triangle
+// of src read column-major, its upper (r <= q) where lower is 0, its
+// lower (r >= q) where it is 1, go from src's q*n + r to dst's r*n + q;
+// nothing else of dst is written. The matrices the grid reaches must lie
+// in device memory, aligned to the kernel's loads (4 bytes; 8 for 8, and
+// for 16 without vec; 16 for 16 with vec), src and dst must not overlap
+// (the threads would race), and n must be 1 to 65535 (n*n fits 32 bits).
+// transpose_args checks them for the mats first matrices (clipped to
+// count), whole, and says whether to go on.
+struct transpose_args {
+	char *dst;
+	const char *src;
+	uint64_t n, nn, count, esize, lower;
+};
+
+static int transpose_args(struct launch *l, uint64_t mats, struct transpose_args *a) {
 	CUdeviceptr dst = P(l, 0, CUdeviceptr), src = P(l, 1, CUdeviceptr);
-	uint64_t n = P(l, 2, unsigned), count = P(l, 3, unsigned), esize = P(l, 4, unsigned), vec = P(l, 5, unsigned), nn = n * n;
-	rows = rows < n ? rows : n, cols = cols < n ? cols : n, mats = mats < count ? mats : count;
-	if (!rows || !cols || !mats) return;
-	uint64_t align = esize < 8 ? esize : esize == 16 && vec ? 16 : 8;
-	if ((esize != 4 && esize != 8 && esize != 16) || n > 65535 || src % align || dst % align) return fault(l);
-	// The last element each side reaches, plus one.
-	uint64_t last = (mats - 1) * nn, hi_src = last + (cols - 1) * n + rows, hi_dst = last + (rows - 1) * n + cols;
-	if (!range_ok(src, hi_src * esize) || !range_ok(dst, hi_dst * esize)) return fault(l);
-	if (src < dst + hi_dst * esize && dst < src + hi_src * esize) return fault(l);
-	for (uint64_t m = 0; m < mats; m++)
-		for (uint64_t q = 0; q < cols; q++)
-			for (uint64_t r = 0; r < rows; r++)
-				memcpy((char *)DEVP(dst) + (m * nn + r * n + q) * esize, (const char *)DEVP(src) + (m * nn + q * n + r) * esize, esize);
+	uint64_t n = P(l, 2, unsigned), count = P(l, 3, unsigned), esize = P(l, 4, unsigned), vec = P(l, 5, unsigned);
+	a->lower = P(l, 6, unsigned);
+	mats = mats < count ? mats : count;
+	if (!n || !mats) return 0;
+	uint64_t align = esize < 8 ? esize : esize == 16 && vec ? 16 : 8, bytes = mats * n * n * esize;
+	if ((esize != 4 && esize != 8 && esize != 16) || n > 65535 || a->lower > 1 || src % align || dst % align) return fault(l), 0;
+	if (!range_ok(src, bytes) || !range_ok(dst, bytes) || (src < dst + bytes && dst < src + bytes)) return fault(l), 0;
+	a->dst = DEVP(dst), a->src = DEVP(src), a->n = n, a->nn = n * n, a->count = mats, a->esize = esize;
+	return 1;
 }
 
-// k_transpose_batch, a thread an element: the thread of row r =
-// ctaid.y*ntid.x + tid.x, column q = ctaid.z*ntid.y + tid.y and matrix
-// m = ctaid.x*ntid.z + tid.z, where r and q are below n and m below
-// count, moves its element.
+// transpose_move moves element (r, q) of matrix m, where it is in the
+// triangle: the kernel's entries test each element they reach.
+static void transpose_move(const struct transpose_args *a, uint64_t m, uint64_t r, uint64_t q) {
+	if (r >= a->n || q >= a->n || (a->lower ? r < q : r > q)) return;
+	memcpy(a->dst + (m * a->nn + r * a->n + q) * a->esize, a->src + (m * a->nn + q * a->n + r) * a->esize, a->esize);
+}
+
+// k_transpose_batch, a thread an element of the triangle: the thread of
+// index t = ctaid.y*ntid.x + tid.x (below n(n+1)/2) of matrix m =
+// ctaid.x*ntid.z + tid.z (below count) takes the triangle's element t
+// row by row, (u, v) with t = u(u+1)/2 + v, v <= u: src's (v, u) for the
+// upper triangle, (n-1-v, n-1-u) for the lower one. The grid's y and
+// the block's x past 1 or y past 1 would be threads the kernel does not
+// index, and fault.
 static void k_transpose_batch(struct launch *l) {
-	transpose_run(l, (uint64_t)l->grid[1] * l->block[0], (uint64_t)l->grid[2] * l->block[1], (uint64_t)l->grid[0] * l->block[2]);
+	struct transpose_args a;
+	if (l->grid[2] != 1 || l->block[1] != 1) return fault(l);
+	if (!transpose_args(l, (uint64_t)l->grid[0] * l->block[2], &a)) return;
+	uint64_t tri = a.n * (a.n + 1) / 2, ts = (uint64_t)l->grid[1] * l->block[0];
+	ts = ts < tri ? ts : tri;
+	for (uint64_t m = 0; m < a.count; m++)
+		for (uint64_t t = 0, u = 0, v = 0; t < ts; t++) {
+			if (a.lower)
+				transpose_move(&a, m, a.n - 1 - v, a.n - 1 - u);
+			else
+				transpose_move(&a, m, v, u);
+			if (++v > u) u++, v = 0;
+		}
 }
 
-// k_transpose_tiled, a block of 32x8 threads a 32x32 tile: block (m, ty,
-// tz) moves rows ty*32 to ty*32+31 and columns tz*32 to tz*32+31 of
-// matrix m (those below n; m below count). Its threads index the tile
-// and its shared memory as 32x8: another block shape would leave
-// elements unmoved or write past the tile, and faults here.
+// k_transpose_tiled, a block of 32x8 threads a 32x32 tile of the
+// triangle's t(t+1)/2, t = ceil(n/32): block (m, y, z) takes matrix m's
+// tile idx = z*nctaid.y + y (below t(t+1)/2), (I, J) row by row as
+// k_transpose_batch's elements, its rows from I*32 and columns from J*32
+// for the lower triangle, rows from J*32 and columns from I*32 for the
+// upper one, the elements in n and in the triangle. Its threads index
+// the tile and its shared memory as 32x8: another block shape would
+// leave elements unmoved or write past the tile, and faults here.
 static void k_transpose_tiled(struct launch *l) {
+	struct transpose_args a;
 	if (l->block[0] != 32 || l->block[1] != 8 || l->block[2] != 1) return fault(l);
-	transpose_run(l, (uint64_t)l->grid[1] * 32, (uint64_t)l->grid[2] * 32, l->grid[0]);
+	if (!transpose_args(l, l->grid[0], &a)) return;
+	uint64_t t = (a.n + 31) / 32, tiles = t * (t + 1) / 2, ts = (uint64_t)l->grid[1] * l->grid[2];
+	ts = ts < tiles ? ts : tiles;
+	for (uint64_t m = 0; m < a.count; m++)
+		for (uint64_t idx = 0, I = 0, J = 0; idx < ts; idx++) {
+			uint64_t r0 = (a.lower ? I : J) * 32, q0 = (a.lower ? J : I) * 32;
+			for (uint64_t q = q0; q < q0 + 32; q++)
+				for (uint64_t r = r0; r < r0 + 32; r++) transpose_move(&a, m, r, q);
+			if (++J > I) I++, J = 0;
+		}
 }
 
 // The hashes are entry_hash's of testdata/kernels.ptx (and of
@@ -515,8 +554,8 @@ static const struct kernel kernels[] = {
 	{"gocuda_set_condition", 0xa7d32088704212daull, 3, {8, 8, 4}, {0, 8, 16}, k_set_condition},
 	{"chain_step", 0x91c54bdfd84f3944ull, 2, {8, 4}, {0, 8}, k_chain_step},
 	// cusolver/transpose.go's transposePTX
-	{"gocuda_transpose_batch", 0x3bb0820e396d4c85ull, 6, {8, 8, 4, 4, 4, 4}, {0, 8, 16, 20, 24, 28}, k_transpose_batch},
-	{"gocuda_transpose_tiled", 0xe1517f8b0db879c3ull, 6, {8, 8, 4, 4, 4, 4}, {0, 8, 16, 20, 24, 28}, k_transpose_tiled},
+	{"gocuda_transpose_batch", 0x3448029c23c7ff58ull, 7, {8, 8, 4, 4, 4, 4, 4}, {0, 8, 16, 20, 24, 28, 32}, k_transpose_batch},
+	{"gocuda_transpose_tiled", 0x90a7702699f3f602ull, 7, {8, 8, 4, 4, 4, 4, 4}, {0, 8, 16, 20, 24, 28, 32}, k_transpose_tiled},
 };
 
 void run_kernel(struct launch *l) { l->k->run(l); }
