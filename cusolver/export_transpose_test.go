@@ -58,3 +58,16 @@ func TransposeGrid(n, count int) (grid, block cuda.Dim3) {
 	cfg, _ := transposeConfig(n, count, nil)
 	return cfg.Grid, cfg.Block
 }
+
+// PoisonWorkspace, for the tests, grows h's device workspace to at least
+// bytes and fills all of it with 0xff bytes (a NaN in every element type),
+// in stream order: a factorization in the workspace that read its other
+// triangle, which the transposes leave as they find it, would meet NaNs.
+func PoisonWorkspace(h *Handle, bytes int) error {
+	return h.do("PoisonWorkspace", nil, func() error {
+		if _, _, err := h.workspace("PoisonWorkspace", uintptr(bytes), 0); err != nil {
+			return err
+		}
+		return h.dev.Memset8Async(0xff, h.base.Stream())
+	})
+}

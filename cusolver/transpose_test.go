@@ -960,7 +960,9 @@ func TestTransposeTriangleGrid(t *testing.T) {
 // batches not a multiple of a block's matrices, the factors are the
 // CPU's, the one matrix of a batch that is not positive definite is named
 // with its first leading minor that is not, and the NaNs come back bit
-// for bit.
+// for bit; the handle's workspace is filled with NaNs before each call,
+// so that a factorization there that read its other triangle (the
+// transposes leave it as they find it) would show.
 func TestCholeskyOtherTriangleNaN(t *testing.T) {
 	eachType(t, 41, testCholeskyOtherTriangleNaN[float32], testCholeskyOtherTriangleNaN[float64],
 		testCholeskyOtherTriangleNaN[complex64], testCholeskyOtherTriangleNaN[complex128])
@@ -1018,6 +1020,11 @@ func checkOtherTriangleNaN[T scalar](t *testing.T, ctx *cuda.Context, h *cusolve
 	buf := cudatest.Upload(t, ctx, all)
 	defer buf.Free()
 	a := cusolver.Matrix[T]{Data: buf, Rows: n, Cols: n, Layout: layout}
+	// The workspace's other triangle, which the transposes neither write
+	// nor read, NaNs too: potrf must not read it either.
+	if err := cusolver.PoisonWorkspace(h, 2*len(all)*int(unsafe.Sizeof(all[0]))+1<<20); err != nil {
+		t.Fatal(err)
+	}
 	var err error
 	if count == 0 {
 		var f *cusolver.CholeskyFactor[T]
