@@ -11,9 +11,10 @@ import (
 // column-major CUBLAS_FILL_MODE_LOWER about 2.8 times faster than UPPER
 // (10,000 8×8 matrices on an H100: 39-41 µs against 110). So where a
 // batch's triangle is cuSOLVER's upper one (a row-major Lower, a
-// column-major Upper), CholeskyBatched transposes each matrix into the
-// device workspace with a kernel of the package's own (transposePTX),
-// factors the lower triangle there, and transposes the batch back. A
+// column-major Upper), CholeskyBatched transposes each matrix's triangle
+// into the device workspace with a kernel of the package's own
+// (transposePTX), factors the lower triangle there, and transposes the
+// factors back (one matrix's Cholesky does the same). A
 // plain transpose (not the conjugate one) is what turns one storage order
 // into the other, so the matrix the workspace holds, read column-major,
 // is the caller's as the caller's layout reads it (row-major Lower), or
@@ -29,8 +30,9 @@ import (
 // diagonal included), as LAPACK's, so the kernel moves the caller's
 // triangle into the workspace's lower one and the factor back from it,
 // n(n+1)/2 of the n² elements (36 of 64 at n = 8); the caller's other
-// triangle is neither read nor written, and the workspace's is never
-// read. Both full transposes took complex128's batch of 10,000 8×8
+// triangle is neither read nor written, and the workspace's other one is
+// read by neither the kernel nor potrf (whatever an earlier call left
+// there stays unused). Both full transposes took complex128's batch of 10,000 8×8
 // matrices to 63.4 µs on an H100, PyTorch (one transposing copy, its
 // factor returned as a strided view) 55.9.
 //
