@@ -62,9 +62,10 @@
 //     and does not touch the other triangle. CholeskyBatched's cuSOLVER
 //     batch is fast in one triangle only, its column-major lower one (a
 //     row-major Upper, a column-major Lower); a batch in the other
-//     triangle is transposed into the workspace and back (a kernel of
-//     the package's own), which costs two copies of the batch instead
-//     of cuSOLVER's slow triangle (about 2.8 times slower). A complex
+//     triangle has that triangle transposed into the workspace and the
+//     factor back (a kernel of the package's own), two copies of the
+//     triangles instead of cuSOLVER's slow triangle (about 2.8 times
+//     slower). A complex
 //     Hermitian A's row-major memory is, to cuSOLVER, Aᵀ = conj(A), whose factor and
 //     inverse read row-major are A's; its solve is not, so CholeskySolve
 //     takes a complex matrix column-major only.
