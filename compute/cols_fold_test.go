@@ -16,7 +16,7 @@ import (
 // the fake driver (4 multiprocessors): float32 100×300 is _colsv (256 rows
 // or fewer) of 2 chunks, its last block of columns 44 wide; 300×520
 // float16 _colsv of 5 chunks, 256 columns a block, the last 8 wide;
-// 600×130 float32 _cols of 4 chunks; float64's fold a column at a time.
+// 600×130 float32 _cols of 3 chunks; float64's fold a column at a time.
 var colsFoldShapes = []compute.Shape{{Rows: 100, Cols: 300}, {Rows: 300, Cols: 520}, {Rows: 600, Cols: 130}}
 
 // TestColumnFoldBatches: SumAxis and MaxAxis per column of

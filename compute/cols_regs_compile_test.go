@@ -9,10 +9,10 @@ import (
 )
 
 // TestColumnKernelsRegsCompile compiles the sum's column kernels and
-// ArgMax's first pass of float32, float16 and float64 for sm_90 with a
+// ArgMax's first pass of each floating type for sm_90 with a
 // real NVRTC (GOCUDA_LIBNVRTC) and logs ptxas's registers and spills:
 // _cols and _colsv are held by their __launch_bounds__ to colsBlocks
-// blocks a multiprocessor (48 registers) and _narrow to 2 of 1024
+// blocks a multiprocessor (64 registers) and _narrow to 2 of 1024
 // threads (32), the counts planCols lays their grids out by; a spill of
 // more than a few registers would cost more than the waves saved. It
 // fails where ptxas spills more than 32 bytes, and runs on the GPU's
@@ -22,7 +22,7 @@ func TestColumnKernelsRegsCompile(t *testing.T) {
 		t.Skip("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
 	}
 	for _, d := range dtypes {
-		if d.name != "float32" && d.name != "float16" && d.name != "float64" {
+		if !d.float {
 			continue
 		}
 		r, err := newStdReduction(d, "sum")

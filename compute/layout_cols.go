@@ -5,12 +5,15 @@ package compute
 const (
 	// colsBlocks is the blocks of _cols and _colsv (blockSize threads
 	// each) a multiprocessor holds at once, which their
-	// __launch_bounds__ promise (48 registers a thread at most), and
+	// __launch_bounds__ promise (64 registers a thread at most), and
 	// planCols sizes their chunks of rows by: not the 8 blocks of
 	// blockSize a multiprocessor's threads allow, where 56 registers
 	// had left room for 4 (the 16 chunks of 4096×8192 float16 were 1.3
-	// waves, 132×65536 float32's 2048 blocks nearly 4).
-	colsBlocks = 5
+	// waves, 132×65536 float32's 2048 blocks nearly 4). 5 (48
+	// registers) made ptxas spill 100 bytes of bfloat16's and the
+	// integers' (NVRTC 11.2, sm_90); 4 blocks of 16-byte loads, four in
+	// flight a thread, are 64 KiB in flight a multiprocessor.
+	colsBlocks = 4
 	// foldBatch is the columns a warp of _cols' and _colsv's last block
 	// folds at once where they have foldBatchChunks chunks or fewer: a
 	// read or two a lane, which a warp folding one column at a time had

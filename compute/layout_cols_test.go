@@ -15,9 +15,9 @@ func TestColsFoldLayouts(t *testing.T) {
 	}{
 		{100, 300, 4, colLayout{kind: "_colsv", gx: 3, gy: 2, chunks: 2, lanes: 32, last: true}},
 		{300, 520, 8, colLayout{kind: "_colsv", gx: 3, gy: 5, chunks: 5, lanes: 32, last: true}},
-		{600, 130, 4, colLayout{kind: "_cols", gx: 5, gy: 4, chunks: 4, lanes: 32, last: true}},
+		{600, 130, 4, colLayout{kind: "_cols", gx: 5, gy: 3, chunks: 3, lanes: 32, last: true}},
 		{100, 300, 2, colLayout{kind: "_colsv", gx: 5, gy: 2, chunks: 2, lanes: 32, last: true}},
-		{600, 130, 2, colLayout{kind: "_cols", gx: 5, gy: 4, chunks: 4, lanes: 32, last: true}},
+		{600, 130, 2, colLayout{kind: "_cols", gx: 5, gy: 3, chunks: 3, lanes: 32, last: true}},
 	} {
 		if got := planCols(fakeSize, tc.rows, tc.cols, tc.width); got != tc.want {
 			t.Errorf("%dx%d of width %d: %+v, want %+v", tc.rows, tc.cols, tc.width, got, tc.want)

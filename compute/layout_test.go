@@ -58,7 +58,7 @@ func TestPlanRows(t *testing.T) {
 // TestPlanCols: narrow matrices read whole rows, in one block where it
 // takes 32 steps or fewer; a few rows are read down each column; taller
 // ones are cut into chunks of rows past 256 rows, where the columns do not
-// fill the device (5 blocks a multiprocessor). A thread of _cols takes one
+// fill the device (4 blocks a multiprocessor). A thread of _cols takes one
 // float32 column, in as few lanes of columns as take them; of _colsv
 // (fewer than 128 columns, 256 rows or fewer, or float16's) 16 bytes of
 // columns, rows in at most 256 chunks where the columns are fewer than
@@ -82,16 +82,16 @@ func TestPlanCols(t *testing.T) {
 		{132, 65536, 2, colLayout{kind: "_colsv", gx: 1024, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{256, 8192, 4, colLayout{kind: "_colsv", gx: 64, gy: 4, chunks: 4, lanes: 32, last: true}},
 		{257, 8192, 4, colLayout{kind: "_cols", gx: 256, gy: 2, chunks: 2, lanes: 32, last: true}},
-		{65536, 128, 4, colLayout{kind: "_cols", gx: 4, gy: 165, chunks: 165, lanes: 32}},
-		{8192, 256, 4, colLayout{kind: "_cols", gx: 8, gy: 82, chunks: 82, lanes: 32, last: true}},
+		{65536, 128, 4, colLayout{kind: "_cols", gx: 4, gy: 132, chunks: 132, lanes: 32}},
+		{8192, 256, 4, colLayout{kind: "_cols", gx: 8, gy: 66, chunks: 66, lanes: 32, last: true}},
 		{65536, 32, 4, colLayout{kind: "_colsv", gx: 1, gy: 256, chunks: 256, lanes: 8, last: true}},
 		{4096, 65536, 4, colLayout{kind: "_cols", gx: 2048, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{65536, 32, 2, colLayout{kind: "_colsv", gx: 1, gy: 256, chunks: 256, lanes: 16, last: true}},
 		// float16 (and bfloat16): 8 columns a thread, folded by the last
 		// block where the chunks are 64 or fewer.
-		{4096, 8192, 8, colLayout{kind: "_colsv", gx: 32, gy: 20, chunks: 20, lanes: 32, last: true}},
+		{4096, 8192, 8, colLayout{kind: "_colsv", gx: 32, gy: 16, chunks: 16, lanes: 32, last: true}},
 		{4096, 128, 8, colLayout{kind: "_colsv", gx: 1, gy: 32, chunks: 32, lanes: 16, last: true}},
-		{65536, 1000, 8, colLayout{kind: "_colsv", gx: 4, gy: 165, chunks: 165, lanes: 32}},
+		{65536, 1000, 8, colLayout{kind: "_colsv", gx: 4, gy: 132, chunks: 132, lanes: 32}},
 		{1048576, 32, 8, colLayout{kind: "_colsv", gx: 1, gy: 256, chunks: 256, lanes: 4, last: true}},
 		{65536, 32, 8, colLayout{kind: "_colsv", gx: 1, gy: 128, chunks: 128, lanes: 4, last: true}},
 		{8192, 32, 8, colLayout{kind: "_colsv", gx: 1, gy: 16, chunks: 16, lanes: 4, last: true}},
