@@ -30,6 +30,14 @@
 #   gpt2      scripts/gpu-gpt2.sh: the references, -compare, -generate,
 #             -bench and PyTorch eager's
 #   cholesky  BenchmarkSolver's batched Cholesky, both triangles (Go only)
+#   gridab    scripts/gpu-gridab.sh: compute's grid cells (GOCUDA_GRID_CELLS
+#             or GOCUDA_GRID_OPS and its kin) of bin/ab/compute-before.test
+#             and of this build, beside PyTorch and CuPy
+#   ab.NAME=BENCH  scripts/gpu-abbench.sh: the benchmarks BENCH matches of
+#             bin/ab/NAME-before.test and of this build's NAME test binary,
+#             two interleaved rounds of 0.2s
+#   register  the root's BenchmarkRegisterFresh (issue 49: a download
+#             straight into fresh memory page-locked in place)
 #
 # Pack OUT into one file before the call ends: the device tool brings back
 # a bounded count of files.
@@ -94,6 +102,15 @@ for arg in "$@"; do
 	gpt2)
 		GPT2_STEP_S=$((secs / 5)) timeout "$secs" bash scripts/gpu-gpt2.sh "$dir" >"$dir/log.txt" 2>&1
 		rm -f "$dir"/*.safetensors ;;
+	gridab)
+		timeout "$secs" bash scripts/gpu-gridab.sh "$dir" >"$dir/log.txt" 2>&1 ;;
+	ab.*)
+		name=${step#ab.} bench=.
+		case $name in *=*) bench=${name#*=} name=${name%%=*} ;; esac
+		pkgdir=$(awk -v n="$name" '$1 == n { print $2 }' "$bin/tests/manifest")
+		timeout "$secs" bash scripts/gpu-abbench.sh "$dir" "$name" "${pkgdir:-.}" "$bench" 0.2s >"$dir/log.txt" 2>&1 ;;
+	register)
+		timeout "$secs" "$bin/tests/cuda.test" -test.run '^$' -test.bench '^BenchmarkRegisterFresh$' -test.benchtime 1x >"$dir/log.txt" 2>&1 ;;
 	cholesky)
 		(cd cusolver && GOCUDA_SOLVER_OPS=cholesky_batched,cholesky_batched_upper timeout "$secs" "$bin/tests/cusolver.test" -test.run '^$' -test.bench '^BenchmarkSolver$' -test.benchtime 0.2s -test.count 3) >"$dir/log.txt" 2>&1 ;;
 	*)
