@@ -13,11 +13,12 @@ import (
 
 // colsFoldShapes hit _colsv's and _cols' last-block folds of a few chunks
 // of rows, several columns a warp at once (layout_cols.go's foldBatch), on
-// the fake driver (4 multiprocessors): float32 100×300 is _colsv (256 rows
-// or fewer) of 2 chunks, its last block of columns 44 wide; 300×520
+// the fake driver (4 multiprocessors): float32 1000×100 is _colsv (fewer
+// than 128 columns) of 16 chunks, its block of columns 100 of 128 wide
+// (float64's two blocks, the last 36 of 64); 300×520
 // float16 _colsv of 5 chunks, 256 columns a block, the last 8 wide;
 // 600×130 float32 _cols of 3 chunks; float64's fold a column at a time.
-var colsFoldShapes = []compute.Shape{{Rows: 100, Cols: 300}, {Rows: 300, Cols: 520}, {Rows: 600, Cols: 130}}
+var colsFoldShapes = []compute.Shape{{Rows: 1000, Cols: 100}, {Rows: 300, Cols: 520}, {Rows: 600, Cols: 130}}
 
 // TestColumnFoldBatches: SumAxis and MaxAxis per column of
 // colsFoldShapes, in float32, float16 and float64, from an aligned buffer

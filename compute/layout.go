@@ -244,7 +244,12 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	span := lanes * vec // the columns of a block
 	gx := min(ceilDiv(cols, span), maxGrid)
 	chunks := 1
-	if rows > passRows || kind == "_colsv" { // at least 8 rows a lane of rows
+	// At least 8 rows a lane of rows. passRows rows or fewer are one pass
+	// but in _colsv's own domain (fewer than fewCols columns): chunks
+	// that a last block folds cost more than they gave there (H100, 132
+	// rows: float16 ×65536 6.6 → 13.9 µs in 2 chunks, ×8192 5.9 → 8.7 in
+	// 3; bfloat16 ×1000 3.8 → 7.9).
+	if rows > passRows || kind == "_colsv" && cols < fewCols {
 		chunks = max(1, min(min(d.resident, d.sms*colsBlocks)/gx, ceilDiv(rows, 8*blockSize/lanes), most))
 	}
 	last := kind == "_colsv" && cols < fewCols || chunks <= foldBatchChunks || chunks*span <= lastChunks*32

@@ -13,10 +13,10 @@ func TestColsFoldLayouts(t *testing.T) {
 		rows, cols, width int
 		want              colLayout
 	}{
-		{100, 300, 4, colLayout{kind: "_colsv", gx: 3, gy: 2, chunks: 2, lanes: 32, last: true}},
+		{1000, 100, 4, colLayout{kind: "_colsv", gx: 1, gy: 16, chunks: 16, lanes: 32, last: true}},
 		{300, 520, 8, colLayout{kind: "_colsv", gx: 3, gy: 5, chunks: 5, lanes: 32, last: true}},
 		{600, 130, 4, colLayout{kind: "_cols", gx: 5, gy: 3, chunks: 3, lanes: 32, last: true}},
-		{100, 300, 2, colLayout{kind: "_colsv", gx: 5, gy: 2, chunks: 2, lanes: 32, last: true}},
+		{1000, 100, 2, colLayout{kind: "_colsv", gx: 2, gy: 8, chunks: 8, lanes: 32, last: true}},
 		{600, 130, 2, colLayout{kind: "_cols", gx: 5, gy: 3, chunks: 3, lanes: 32, last: true}},
 	} {
 		if got := planCols(fakeSize, tc.rows, tc.cols, tc.width); got != tc.want {

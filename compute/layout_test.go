@@ -77,10 +77,10 @@ func TestPlanCols(t *testing.T) {
 		{33, 1000, 4, colLayout{kind: "_colsv", gx: 8, gy: 1, chunks: 1, lanes: 32, last: true}},
 		// 16 bytes of float32 columns a thread up to passRows rows, chunks of
 		// 8 rows a lane or more where the columns leave room.
-		{132, 1000, 4, colLayout{kind: "_colsv", gx: 8, gy: 3, chunks: 3, lanes: 32, last: true}},
+		{132, 1000, 4, colLayout{kind: "_colsv", gx: 8, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{132, 65536, 4, colLayout{kind: "_colsv", gx: 512, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{132, 65536, 2, colLayout{kind: "_colsv", gx: 1024, gy: 1, chunks: 1, lanes: 32, last: true}},
-		{256, 8192, 4, colLayout{kind: "_colsv", gx: 64, gy: 4, chunks: 4, lanes: 32, last: true}},
+		{256, 8192, 4, colLayout{kind: "_colsv", gx: 64, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{257, 8192, 4, colLayout{kind: "_cols", gx: 256, gy: 2, chunks: 2, lanes: 32, last: true}},
 		{65536, 128, 4, colLayout{kind: "_cols", gx: 4, gy: 132, chunks: 132, lanes: 32}},
 		{8192, 256, 4, colLayout{kind: "_cols", gx: 8, gy: 66, chunks: 66, lanes: 32, last: true}},
