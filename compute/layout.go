@@ -27,8 +27,8 @@ package compute
 //     rows or fewer;
 //   - 32 rows or fewer (short): a thread down a column, or down a vector's
 //     width of them;
-//   - fewer than fewCols columns, passRows rows or fewer, or elements
-//     narrower than 4 bytes (_colsv, colsKind): as below, each thread 16
+//   - fewer than fewCols columns, or many of a few rows, or halves of many
+//     rows (_colsv, colsKind has the cases): as below, each thread 16
 //     bytes of columns a row, at most fewChunks chunks of rows (of 8 rows
 //     a lane or more, as the columns leave room for), folded by their
 //     last block where they are few (foldBatchChunks);
@@ -236,7 +236,7 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	// The fewest lanes of columns (a power of two, 32 at most) that take
 	// the columns, so that narrow ones leave none idle: 32 float16 columns
 	// are 8 lanes of 4 by 32 lanes of rows, a warp reading 4 whole rows.
-	kind, vec, most := colsKind(rows, cols, width)
+	kind, vec, most := colsKind(d, rows, cols, width)
 	lanes := 32
 	for lanes > 1 && lanes/2*vec >= cols {
 		lanes /= 2
@@ -246,9 +246,7 @@ func planCols(d deviceSize, rows, cols, width int) colLayout {
 	chunks := 1
 	// At least 8 rows a lane of rows. passRows rows or fewer are one pass
 	// but in _colsv's own domain (fewer than fewCols columns): chunks
-	// that a last block folds cost more than they gave there (H100, 132
-	// rows: float16 ×65536 6.6 → 13.9 µs in 2 chunks, ×8192 5.9 → 8.7 in
-	// 3; bfloat16 ×1000 3.8 → 7.9).
+	// that a last block folds cost more than they gave there (colsKind).
 	if rows > passRows || kind == "_colsv" && cols < fewCols {
 		chunks = max(1, min(min(d.resident, d.sms*colsBlocks)/gx, ceilDiv(rows, 8*blockSize/lanes), most))
 	}

@@ -36,23 +36,36 @@ const (
 )
 
 // colsKind returns the column kernel of rows×cols (more than shortRows
-// rows, 32 columns or more) and the columns each of its threads takes, of
-// vectors of width elements: _colsv's whole 16 bytes where they are more
-// than _cols' colVector and the columns are fewer than fewCols (a block
-// of few columns), the rows passRows or fewer (132×65536 float32 ran at
-// 0.6 of PyTorch's speed, 4 bytes a load), or the elements narrower than
-// 4 bytes (8 bytes a load: 4096×8192 float16 at 0.72), so that a thread
-// has 4 loads of 16 bytes in flight; else _cols (float32 and float64 of
-// many rows and columns ran near PyTorch's speed there, and the fake's
-// stand-in tests take float32's 500×140 through _cols). most is the
-// most chunks of rows: fewChunks where _colsv's last block folds them
-// however many (fewer than fewCols columns), else as _cols'.
-func colsKind(rows, cols, width int) (kind string, vec, most int) {
-	if cv := colsVector(width); cv > colVector(width) && (cols < fewCols || rows <= passRows || width > 4) {
-		if cols < fewCols {
+// rows, 32 columns or more) on d and the columns each of its threads
+// takes, of vectors of width elements: _colsv's whole 16 bytes, so that a
+// thread has 4 loads of 16 bytes in flight, where they are more than
+// _cols' colVector and
+//   - the columns are fewer than fewCols (a block of few columns);
+//   - the elements are narrower than 4 bytes and the rows more than
+//     passRows (8 bytes a load: 4096×8192 float16 at 0.72 of PyTorch's
+//     speed, 0.92 with _colsv);
+//   - the rows are passRows or fewer (one pass, no chunks) of 4 or 8 bytes
+//     and their blocks alone fill the multiprocessors (132×65536 float32
+//     at 0.6, 4 bytes a load; 1.1 with _colsv). Fewer blocks (132×8192
+//     float32) and the halves of few rows keep _cols' layout, with more
+//     blocks: _colsv's, cut into chunks of rows that a last block folded,
+//     made them slower (float16 132×65536 6.6 → 13.9 µs on the H100).
+//
+// Else _cols (float32 and float64 of many rows and columns ran near
+// PyTorch's speed there, and the fake's stand-in tests take float32's
+// 500×140 through _cols). most is the most chunks of rows: fewChunks
+// where _colsv's last block folds them however many (fewer than fewCols
+// columns), else as _cols'.
+func colsKind(d deviceSize, rows, cols, width int) (kind string, vec, most int) {
+	cv := colsVector(width)
+	if cv > colVector(width) {
+		switch {
+		case cols < fewCols:
 			return "_colsv", cv, fewChunks
+		case rows > passRows && width > 4,
+			rows <= passRows && width <= 4 && ceilDiv(cols, 32*cv) >= d.sms:
+			return "_colsv", cv, 65535
 		}
-		return "_colsv", cv, 65535
 	}
 	return "_cols", colVector(width), 65535
 }

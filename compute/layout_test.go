@@ -60,7 +60,8 @@ func TestPlanRows(t *testing.T) {
 // ones are cut into chunks of rows past 256 rows, where the columns do not
 // fill the device (4 blocks a multiprocessor). A thread of _cols takes one
 // float32 column, in as few lanes of columns as take them; of _colsv
-// (fewer than 128 columns, 256 rows or fewer, or float16's) 16 bytes of
+// (fewer than 128 columns, 256 rows or fewer whose blocks fill the
+// device, or float16's of more than 256 rows) 16 bytes of
 // columns, rows in at most 256 chunks where the columns are fewer than
 // 128, folded by their last block.
 func TestPlanCols(t *testing.T) {
@@ -74,13 +75,13 @@ func TestPlanCols(t *testing.T) {
 		{7, 5, 4, colLayout{kind: "_narrow", gx: 1, gy: 1, chunks: 1, last: true}},
 		{7, 1048576, 4, colLayout{kind: "_short", gx: 1024, gy: 1, chunks: 1, last: true}},
 		{32, 1000, 4, colLayout{kind: "_short", gx: 1, gy: 1, chunks: 1, last: true}},
-		{33, 1000, 4, colLayout{kind: "_colsv", gx: 8, gy: 1, chunks: 1, lanes: 32, last: true}},
+		{33, 1000, 4, colLayout{kind: "_cols", gx: 32, gy: 1, chunks: 1, lanes: 32, last: true}},
 		// 16 bytes of float32 columns a thread up to passRows rows, chunks of
 		// 8 rows a lane or more where the columns leave room.
-		{132, 1000, 4, colLayout{kind: "_colsv", gx: 8, gy: 1, chunks: 1, lanes: 32, last: true}},
+		{132, 1000, 4, colLayout{kind: "_cols", gx: 32, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{132, 65536, 4, colLayout{kind: "_colsv", gx: 512, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{132, 65536, 2, colLayout{kind: "_colsv", gx: 1024, gy: 1, chunks: 1, lanes: 32, last: true}},
-		{256, 8192, 4, colLayout{kind: "_colsv", gx: 64, gy: 1, chunks: 1, lanes: 32, last: true}},
+		{256, 8192, 4, colLayout{kind: "_cols", gx: 256, gy: 1, chunks: 1, lanes: 32, last: true}},
 		{257, 8192, 4, colLayout{kind: "_cols", gx: 256, gy: 2, chunks: 2, lanes: 32, last: true}},
 		{65536, 128, 4, colLayout{kind: "_cols", gx: 4, gy: 132, chunks: 132, lanes: 32}},
 		{8192, 256, 4, colLayout{kind: "_cols", gx: 8, gy: 66, chunks: 66, lanes: 32, last: true}},
@@ -98,7 +99,7 @@ func TestPlanCols(t *testing.T) {
 		{33, 33, 8, colLayout{kind: "_colsv", gx: 1, gy: 1, chunks: 1, lanes: 8, last: true}},
 		{65536, 128, 8, colLayout{kind: "_colsv", gx: 1, gy: 512, chunks: 512, lanes: 16}},
 		{65536, 127, 4, colLayout{kind: "_colsv", gx: 1, gy: 256, chunks: 256, lanes: 32, last: true}},
-		{33, 1001, 8, colLayout{kind: "_colsv", gx: 4, gy: 1, chunks: 1, lanes: 32, last: true}},
+		{33, 1001, 8, colLayout{kind: "_cols", gx: 8, gy: 1, chunks: 1, lanes: 32, last: true}},
 		// int8: 8 columns a thread.
 		{33, 32, 16, colLayout{kind: "_cols", gx: 1, gy: 1, chunks: 1, lanes: 4, last: true}},
 	} {
