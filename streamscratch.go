@@ -12,8 +12,12 @@ import (
 // reductions keep their blocks' partial results there, and counters that
 // tell the last block to finish that it folds them, so that a reduction
 // is one launch with no stream-ordered allocation. Work on one stream runs
-// in order, so one call's kernels never overlap another's; a user of the
-// scratch leaves its counters as it found them (zero). It is allocated and
+// in order, so one kernel never overlaps another; but a Stream is for many
+// goroutines, and another goroutine's call may queue its kernels between
+// two of a call's, so only a single launch may keep anything in the
+// scratch (a call of two kernels that pass data through memory brings
+// memory of its own). A user of the scratch leaves its counters as it
+// found them (zero). It is allocated and
 // zeroed on first use, and freed with the stream (Close, or the stream's
 // cleanup). A stream that captures a graph has none to give: a replay of
 // the graph may run beside the stream's later work (on another stream), so

@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"weak"
 
 	cuda "github.com/gocuda/cuda"
@@ -411,52 +410,18 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	if err != nil {
 		return err
 	}
-	// The chunks' statistics go in the stream's scratch memory where it
-	// holds them (outside a graph capture): no stream-ordered allocation
-	// and free around the two launches, two driver calls of the host's
-	// that made a few long rows host-bound (LogSoftmax float16 1x65536:
-	// 13.4 µs on the H100, PyTorch 10.2). The stream orders the next
-	// call's use of the scratch after these kernels.
-	bytes := 2 * l.chunks * shape.Rows * valueSize(size)
+	// The chunks' statistics are memory of the call's own, stream-ordered,
+	// not the stream's scratch, which single launches use: another
+	// goroutine's call on the same stream may queue its kernels between
+	// this call's two (TestSoftmaxChunksConcurrent).
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
 	chunk, chunks := boxInt64(int64(l.chunk)), boxInt64(int64(l.chunks))
-	_, partial, ok, err := streamScratch(op, s, 0, bytes)
-	if err != nil {
-		return err
-	}
-	if ok {
-		scratch := boxScratch(partial)
-		if err := stats.Launch(cfg, src, scratch, boxInt64(rows), boxInt64(cols), chunk); err != nil {
-			return launchError(op, err, as[:], name)
-		}
-		return launchError(op, apply.Launch(cfg, src, dst, scratch, boxInt64(rows), boxInt64(cols), chunk, chunks), as[:], name)
-	}
-	return withScratch(op, name, s, as[:], bytes, func(scratch *cuda.DeviceBuffer[byte]) error {
+	return withScratch(op, name, s, as[:], 2*l.chunks*shape.Rows*valueSize(size), func(scratch *cuda.DeviceBuffer[byte]) error {
 		if err := stats.Launch(cfg, src, scratch, boxInt64(rows), boxInt64(cols), chunk); err != nil {
 			return err
 		}
 		return apply.Launch(cfg, src, dst, scratch, boxInt64(rows), boxInt64(cols), chunk, chunks)
 	})
-}
-
-// boxedScratch is the last address boxScratch boxed.
-var boxedScratch atomic.Pointer[boxedPtr]
-
-type boxedPtr struct {
-	p cuda.DevicePtr
-	a any
-}
-
-// boxScratch returns p in an interface, boxed once while it is the
-// address asked for: a stream's scratch is the same address every call
-// (a DevicePtr in an interface is otherwise an allocation a launch).
-func boxScratch(p cuda.DevicePtr) any {
-	if b := boxedScratch.Load(); b != nil && b.p == p {
-		return b.a
-	}
-	b := &boxedPtr{p: p, a: p}
-	boxedScratch.Store(b)
-	return b.a
 }
 
 // transposeSource is the kernels of Transpose: tiles of 32×32 elements
