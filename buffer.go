@@ -294,7 +294,9 @@ func (b *DeviceBuffer[T]) lengthsMatch(op, what string, n int) error {
 // stages the bytes through its own pinned buffers and may still be moving
 // the last of them: all work gocuda queues afterwards in the context (on
 // any stream) is ordered after the copy, but another library's stream is
-// not; synchronize the context before handing the memory to one.
+// not; synchronize the context before handing the memory to one. A src
+// only partly page-locked, or over several registrations, is copied in
+// pieces split at their edges (see Register), as other memory.
 func (b *DeviceBuffer[T]) CopyFromHost(src []T) error {
 	return b.copyFromHost("DeviceBuffer.CopyFromHost", src)
 }
@@ -316,7 +318,7 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 // last bytes land: work gocuda queues afterwards in the context is then
 // ordered after it (Context.legacyQueue).
 func copyHtoD(op string, ctx *Context, d driver.DevicePtr, host []byte, pageable bool) error {
-	err := check(op, driver.MemcpyHtoD(ctx.handle, d, hostPtr(host), uintptr(len(host))))
+	err := check(op, memcpyHtoD(ctx, d, host))
 	if err == nil && pageable {
 		ctx.legacyQueue()
 	}
@@ -355,7 +357,7 @@ func (b *DeviceBuffer[T]) copyToHost(op string, dst []T) error {
 	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
 		return err
 	}
-	return check(op, driver.MemcpyDtoH(b.mem.ctx.handle, hostPtr(dst), b.ptr, uintptr(b.ByteSize())))
+	return check(op, memcpyDtoH(b.mem.ctx, bytesOf(dst), b.ptr))
 }
 
 // CopyFromDevice copies src, which must have Len elements and belong to the
@@ -461,7 +463,7 @@ func (b *DeviceBuffer[T]) CopyFromHostAsync(src []T, s *Stream) error {
 		return err
 	}
 	return s.enqueue(op, unsafe.SliceData(src), func() driver.Status {
-		return driver.MemcpyHtoDAsync(b.mem.ctx.handle, b.ptr, hostPtr(src), uintptr(b.ByteSize()), s.handle)
+		return memcpyHtoDAsync(s, b.ptr, bytesOf(src))
 	})
 }
 
@@ -478,7 +480,7 @@ func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
 		return err
 	}
 	return s.enqueue(op, unsafe.SliceData(dst), func() driver.Status {
-		return driver.MemcpyDtoHAsync(b.mem.ctx.handle, hostPtr(dst), b.ptr, uintptr(b.ByteSize()), s.handle)
+		return memcpyDtoHAsync(s, bytesOf(dst), b.ptr)
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/cuda/internal/driver"
 )
 
 // hostLocks records the page-locked host memory gocuda holds (PinnedBuffers
@@ -65,4 +67,82 @@ func pageLocked(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// eachLockedPiece calls copy for each piece of host, in order, with the
+// piece's offset and length, and returns the first status that is not OK
+// (later pieces are then not copied), else the last. The pieces are cut
+// at the edges of the page-locked ranges gocuda knows, so each lies
+// wholly inside one or wholly outside all: the driver refuses a host range
+// locked only in part or spanning several registrations (on the H100,
+// CopyToHost over four adjacent Registered slices answered
+// CUDA_ERROR_INVALID_VALUE; whole, it worked). Most copies are one piece:
+// finding so takes no lock and no memory. Ranges of closed contexts cut
+// too: the driver may still hold their memory locked (see lockedRange),
+// and a needless cut only costs a call. An empty host makes no call.
+func eachLockedPiece(host []byte, copy func(off, n uintptr) driver.Status) driver.Status {
+	var ranges []lockedRange
+	if r := hostLocks.ranges.Load(); r != nil {
+		ranges = *r
+	}
+	return lockedPieces(uintptr(unsafe.Pointer(unsafe.SliceData(host))), uintptr(len(host)), ranges, copy)
+}
+
+// lockedPieces is eachLockedPiece for the n bytes at lo and the ranges.
+func lockedPieces(lo, n uintptr, ranges []lockedRange, copy func(off, n uintptr) driver.Status) driver.Status {
+	var st driver.Status
+	hi := lo + n
+	for at := lo; at < hi; {
+		// The piece ends at the first edge of a range past at.
+		end := hi
+		for _, l := range ranges {
+			if l.start > at && l.start < end {
+				end = l.start
+			}
+			if l.end > at && l.end < end {
+				end = l.end
+			}
+		}
+		if st = copy(at-lo, end-at); !st.OK() {
+			return st
+		}
+		at = end
+	}
+	return st
+}
+
+// memcpyHtoD is driver.MemcpyHtoD of host to d in ctx, cut into pieces by
+// eachLockedPiece.
+func memcpyHtoD(ctx *Context, d driver.DevicePtr, host []byte) driver.Status {
+	p := hostPtr(host)
+	return eachLockedPiece(host, func(off, n uintptr) driver.Status {
+		return driver.MemcpyHtoD(ctx.handle, d+driver.DevicePtr(off), unsafe.Add(p, off), n)
+	})
+}
+
+// memcpyDtoH is driver.MemcpyDtoH of d to host in ctx, cut into pieces by
+// eachLockedPiece.
+func memcpyDtoH(ctx *Context, host []byte, d driver.DevicePtr) driver.Status {
+	p := hostPtr(host)
+	return eachLockedPiece(host, func(off, n uintptr) driver.Status {
+		return driver.MemcpyDtoH(ctx.handle, unsafe.Add(p, off), d+driver.DevicePtr(off), n)
+	})
+}
+
+// memcpyHtoDAsync is driver.MemcpyHtoDAsync of host to d on s, cut into
+// pieces by eachLockedPiece and queued in order.
+func memcpyHtoDAsync(s *Stream, d driver.DevicePtr, host []byte) driver.Status {
+	p := hostPtr(host)
+	return eachLockedPiece(host, func(off, n uintptr) driver.Status {
+		return driver.MemcpyHtoDAsync(s.ctx.handle, d+driver.DevicePtr(off), unsafe.Add(p, off), n, s.handle)
+	})
+}
+
+// memcpyDtoHAsync is driver.MemcpyDtoHAsync of d to host on s, cut into
+// pieces by eachLockedPiece and queued in order.
+func memcpyDtoHAsync(s *Stream, host []byte, d driver.DevicePtr) driver.Status {
+	p := hostPtr(host)
+	return eachLockedPiece(host, func(off, n uintptr) driver.Status {
+		return driver.MemcpyDtoHAsync(s.ctx.handle, unsafe.Add(p, off), d+driver.DevicePtr(off), n, s.handle)
+	})
 }

@@ -112,8 +112,12 @@ type Registered[T any] struct {
 
 // Register page-locks s's memory until Close. Until then s must stay
 // reachable and is kept from moving; copies to and from s (or any sub-slice)
-// go straight to the DMA engine. Registering memory that overlaps memory
-// already registered is an error.
+// go straight to the DMA engine. A copy over more than one registration, or
+// over registered and ordinary memory, is split at their edges into one
+// driver copy a piece (the driver refuses a host range that crosses one),
+// queued in order: the registered pieces move by DMA, the others as
+// ordinary memory does. Registering memory that overlaps memory already
+// registered is an error.
 func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 	const op = "Register"
 	bytes, err := elemBytes[T](op, "registered slice", len(s), 1)

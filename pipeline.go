@@ -278,7 +278,7 @@ func download(op string, host []byte, d driver.DevicePtr, s *Stream) error {
 	if err := s.drain(op); err != nil {
 		return err
 	}
-	return check(op, driver.MemcpyDtoH(s.ctx.handle, hostPtr(host), d, uintptr(len(host))))
+	return check(op, memcpyDtoH(s.ctx, host, d))
 }
 
 // pipeSplit is the least number of chunks a pipelined transfer is cut

@@ -725,15 +725,32 @@ static void drain_legacy(void) {
 	pthread_rwlock_unlock(&streams_lock);
 }
 
-// host_locked reports whether [p, p+n) lies in page-locked host memory.
-static int host_locked(const void *p, size_t n) {
+// Host ranges of a copy, as the driver classes them: wholly outside
+// page-locked memory (pageable), wholly inside one page-locked allocation
+// or registration (locked), or neither (split).
+enum host_range { HOST_PAGEABLE, HOST_LOCKED, HOST_SPLIT };
+
+// host_range classes [p, p+n). The driver refuses a host range that is
+// locked only in part or spans several registrations: on the H100,
+// cuMemcpyDtoH_v2 over four adjacent registrations answered INVALID_VALUE
+// where one registration of the whole worked (BenchmarkRegisterFresh).
+// The fake is as strict as the driver may be: the copies answer
+// INVALID_VALUE for every range that is neither wholly pageable nor
+// wholly inside one page-locked allocation or registration.
+static enum host_range host_range(const void *p, size_t n) {
 	uintptr_t b = (uintptr_t)p;
-	int ok = 0;
+	enum host_range c = HOST_PAGEABLE;
 	pthread_mutex_lock(&mu);
-	for (struct record *r = records; r; r = r->next)
-		if (r->kind != KIND_DEVICE && b >= r->base && b - r->base <= r->size && n <= r->size - (b - r->base)) ok = 1;
+	for (struct record *r = records; r; r = r->next) {
+		if (r->kind == KIND_DEVICE) continue;
+		if (b >= r->base && b - r->base <= r->size && n <= r->size - (b - r->base)) {
+			c = HOST_LOCKED;
+			break;
+		}
+		if (b < r->base + r->size && r->base < b + n) c = HOST_SPLIT;
+	}
 	pthread_mutex_unlock(&mu);
-	return ok;
+	return c;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
@@ -1357,7 +1374,9 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 	FAULT("cuMemcpyHtoD_v2");
 	REQUIRE_CTX();
 	if (!src || !range_ok(dst, n)) return INVALID_VALUE;
-	if (host_locked(src, n)) {
+	enum host_range c = host_range(src, n);
+	if (c == HOST_SPLIT) return INVALID_VALUE;
+	if (c == HOST_LOCKED) {
 		drain_legacy();
 		return copy(NULL, DEV(dst), src, n);
 	}
@@ -1374,6 +1393,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 	FAULT("cuMemcpyDtoH_v2");
 	REQUIRE_CTX();
 	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
+	if (host_range(dst, n) == HOST_SPLIT) return INVALID_VALUE;
 	drain_legacy();
 	return copy(NULL, dst, DEV(src), n);
 }
@@ -1390,6 +1410,7 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
 	FAULT("cuMemcpyHtoDAsync_v2");
 	REQUIRE_CTX();
 	if (!src || !range_ok(dst, n)) return INVALID_VALUE;
+	if (host_range(src, n) == HOST_SPLIT) return INVALID_VALUE;
 	return copy(s, DEV(dst), src, n);
 }
 
@@ -1397,6 +1418,7 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstr
 	FAULT("cuMemcpyDtoHAsync_v2");
 	REQUIRE_CTX();
 	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
+	if (host_range(dst, n) == HOST_SPLIT) return INVALID_VALUE;
 	return copy(s, dst, DEV(src), n);
 }
 
