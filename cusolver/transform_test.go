@@ -91,21 +91,7 @@ func checkTranspose[T cusolver.Element](t *testing.T, ctx *cuda.Context, h *cuso
 	if err := h.Stream().Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	got := cudatest.Download(t, b)
-	for m := 0; m < count; m++ {
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				if g, w := got[m*n*n+i+j*n], src[m*n*n+j+i*n]; g != w {
-					t.Fatalf("matrix %d (%d,%d) is %v, want %v", m, i, j, g, w)
-				}
-			}
-		}
-	}
-	for i, g := range got[len(src):] {
-		if g != T(-1) {
-			t.Fatalf("element %d after the batch was written: %v", i, g)
-		}
-	}
+	checkTransposed(t, cudatest.Download(t, b), src, n, count)
 	if back := cudatest.Download(t, a); !slices.Equal(back, src) {
 		t.Fatal("src changed")
 	}
@@ -187,6 +173,26 @@ func TestTransposeBatchWide(t *testing.T) {
 					t.Fatalf("matrix %d (%d,%d) is %v, want %v", m, i, j, g, w)
 				}
 			}
+		}
+	}
+}
+
+// checkTransposed fails t unless got holds the count n×n matrices of src
+// transposed, then only the -1s that marked the elements after them.
+func checkTransposed[T cusolver.Element](t *testing.T, got, src []T, n, count int) {
+	t.Helper()
+	for m := 0; m < count; m++ {
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if g, w := got[m*n*n+i+j*n], src[m*n*n+j+i*n]; g != w {
+					t.Fatalf("matrix %d (%d,%d) is %v, want %v", m, i, j, g, w)
+				}
+			}
+		}
+	}
+	for i, g := range got[len(src):] {
+		if g != T(-1) {
+			t.Fatalf("element %d after the batch was written: %v", i, g)
 		}
 	}
 }

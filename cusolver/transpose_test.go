@@ -667,21 +667,7 @@ func TestTransposeComplex128Views(t *testing.T) {
 					if err := h.Stream().Synchronize(); err != nil {
 						t.Fatal(err)
 					}
-					got := cudatest.Download(t, b)
-					for m := 0; m < count; m++ {
-						for i := 0; i < n; i++ {
-							for j := 0; j < n; j++ {
-								if g, w := got[m*n*n+i+j*n], src[m*n*n+j+i*n]; g != w {
-									t.Fatalf("matrix %d (%d,%d) is %v, want %v", m, i, j, g, w)
-								}
-							}
-						}
-					}
-					for i, g := range got[len(src):] {
-						if g != -1 {
-							t.Fatalf("element %d after the batch was written: %v", i, g)
-						}
-					}
+					checkTransposed(t, cudatest.Download(t, b), src, n, count)
 				})
 			}
 		}
