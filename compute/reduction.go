@@ -186,7 +186,8 @@ type reductionText struct {
 	OutStorage, OutValue, OutName, OutStore string
 	Params, Args                            string
 	Width                                   int
-	VectorLoads, Wide, VectorMap, Map       string
+	VectorLoads, Aligned, Wide, VectorMap   string
+	Map                                     string
 	ColumnMap                               string
 	Cols                                    []reductionCols
 	// FoldBatch and FoldBatchChunks: the last block of _cols and _colsv
@@ -265,6 +266,7 @@ func (r *Reduction) source(buffer []bool) string {
 		Args:        strings.Join(args, ""),
 		Width:       width,
 		VectorLoads: strings.Join(vecDecl, ""),
+		Aligned:     strings.Join(aligned, " && "),
 		Wide:        "(" + strings.Join(aligned, " && ") + ") && cols % " + strconv.Itoa(width) + " == 0",
 		VectorMap:   vectorMap(width),
 		Map:         mapAt("gocudap_%s[i]", "i"),
@@ -443,7 +445,11 @@ func (r *Reduction) foldRows(op string, s *cuda.Stream, shape Shape, as []arg) e
 	if err != nil {
 		return wrap(op, err, "sizing the launch of %s", r.name)
 	}
-	l := planRows(d, shape.Rows, shape.Cols, r.width(as))
+	width := r.width(as)
+	l := planRows(d, shape.Rows, shape.Cols, width)
+	if shape.Cols == 1 { // _rows' rows of one element: width of them a thread
+		l.blocks = min(ceilDiv(ceilDiv(shape.Rows, width), l.threads), maxGrid)
+	}
 	out, rows, cols := as[len(r.in)].mem, int64(shape.Rows), int64(shape.Cols)
 	var buf [stackArgs + 4]any
 	vals := launchValues(buf[:0], as[:len(r.in)])
