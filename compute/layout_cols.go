@@ -77,3 +77,16 @@ func foldBatchOf(size int) int {
 	}
 	return foldBatch
 }
+
+// colsUnroll returns the rows a thread of _cols or _colsv, taking v
+// columns of vectors of width elements, has loads in flight for: 8 where
+// a row's load is 8 bytes or fewer (_cols), 4 of 16 bytes (_colsv), so
+// that the bytes in flight are alike and the loaded values fit the 64
+// registers of the kernels' __launch_bounds__. A thread of 132 rows by 8
+// lanes takes 17 rows: four at a time, five trips to memory.
+func colsUnroll(v, width int) int {
+	if 16/width*v > 8 {
+		return 4
+	}
+	return 8
+}

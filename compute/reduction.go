@@ -204,6 +204,7 @@ type reductionCols struct {
 	Suffix                          string
 	Threads, V                      int
 	MinBlocks                       int // the blocks a multiprocessor must hold at once (colsBlocks)
+	Unroll                          int // the rows a thread has loads in flight for (colsUnroll)
 	Aligned, VectorLoads, VectorMap string
 	Map                             string
 }
@@ -287,6 +288,7 @@ func (r *Reduction) source(buffer []bool) string {
 			Suffix:      kv.suffix,
 			Threads:     blockSize,
 			MinBlocks:   colsBlocks,
+			Unroll:      colsUnroll(kv.cv, width),
 			V:           kv.cv,
 			Aligned:     strings.Join(colAligned, " && "),
 			VectorLoads: strings.Join(colDecl, ""),
