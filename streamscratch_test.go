@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
@@ -69,5 +70,86 @@ func TestStreamScratch(t *testing.T) {
 	}
 	if _, _, err := attach.StreamScratch(ctx); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("StreamScratch of a context: %v, want ErrInvalidValue", err)
+	}
+}
+
+// TestStreamSequence: a stream's sequence memory lies past its scratch
+// (the two do not overlap), zeroed as it is, the same every time; while
+// one StreamSequence on the stream queues, another waits; none while the
+// stream captures; queue's error is returned as it is; a zero or closed
+// stream has none.
+func TestStreamSequence(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx := cudatest.Context(t)
+	s := must(ctx.NewStream())(t)
+	var seq uintptr
+	var room int
+	if err := attach.StreamSequence(s, func(addr uintptr, size int) error { seq, room = addr, size; return nil }); err != nil || seq == 0 || room < 1<<14 {
+		t.Fatalf("StreamSequence gave %#x, %d, %v: want memory", seq, room, err)
+	}
+	scratch, size, err := attach.StreamScratch(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq < scratch+uintptr(size) && scratch < seq+uintptr(room) {
+		t.Fatalf("sequence memory [%#x, +%d) overlaps the scratch [%#x, +%d)", seq, room, scratch, size)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	view := must(cuda.FromRaw[byte](ctx, cuda.DevicePtr(seq), room))(t)
+	for i, b := range cudatest.Download(t, view) {
+		if b != 0 {
+			t.Fatalf("byte %d of new sequence memory is %d, want 0", i, b)
+		}
+	}
+
+	// A second StreamSequence waits for the first's queue to return.
+	inside, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		attach.StreamSequence(s, func(uintptr, int) error { close(inside); <-release; return nil })
+	}()
+	<-inside
+	go func() {
+		attach.StreamSequence(s, func(uintptr, int) error { close(done); return nil })
+	}()
+	select {
+	case <-done:
+		t.Fatal("a second StreamSequence queued while the first held the stream's sequence")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-done
+
+	want := errors.New("queue's own")
+	if err := attach.StreamSequence(s, func(uintptr, int) error { return want }); err != want {
+		t.Errorf("StreamSequence returned %v, want queue's error as it is", err)
+	}
+	g, err := s.Capture(cuda.CaptureGlobal, func() error {
+		return attach.StreamSequence(s, func(addr uintptr, size int) error {
+			if addr != 0 || size != 0 {
+				t.Errorf("StreamSequence while capturing gave %#x, %d: want none", addr, size)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	for _, v := range []any{s, new(cuda.Stream), ctx, (*cuda.Stream)(nil)} {
+		if err := attach.StreamSequence(v, func(uintptr, int) error { called = true; return nil }); err == nil {
+			t.Errorf("StreamSequence of %T %p: no error", v, v)
+		}
+	}
+	if called {
+		t.Error("StreamSequence ran queue for a closed, zero or wrong stream")
 	}
 }

@@ -1,8 +1,8 @@
 // Package attach lets gocuda's other packages tie what they keep per
 // context (compute's loaded kernels) to the context's Close, so that a
 // user has no release call to forget, and use a stream's scratch memory.
-// Package cuda sets OnClose and StreamScratch when it loads; nothing else
-// writes them.
+// Package cuda sets OnClose, StreamScratch and StreamSequence when it
+// loads; nothing else writes them.
 package attach
 
 // OnClose registers release to run when ctx, a *cuda.Context, is closed,
@@ -20,6 +20,16 @@ var OnClose func(ctx any, key any, release func() error) error
 // of their own (stream-ordered), and an error for a nil, zero or closed
 // stream or a failed allocation.
 var StreamScratch func(s any) (addr uintptr, size int, err error)
+
+// StreamSequence runs queue with the address and size of s's sequence
+// memory: device memory of the stream's, apart from its scratch, for a
+// call that queues several kernels passing data from one to the next
+// through it. queue runs while no other StreamSequence on s runs, so that
+// no other such call's kernels are queued between queue's, and must only
+// queue work (no waiting on the stream). addr is 0 while s captures a
+// graph: queue brings memory of its own then. It returns queue's error,
+// or an error for a nil, zero or closed stream or a failed allocation.
+var StreamSequence func(s any, queue func(addr uintptr, size int) error) error
 
 // ScratchCounters is how many counters (uint32) lead a stream's scratch,
 // the one layout its users share: the counters' words are zero outside a
