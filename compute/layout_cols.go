@@ -27,10 +27,6 @@ const (
 	// foldBatchChunks is the most chunks the last block folds foldBatch
 	// columns at a time for (two reads a lane each).
 	foldBatchChunks = 64
-	// halfColBlocks is the fewest blocks of columns (of 32 lanes of 16
-	// bytes) halves of more than passRows rows take _colsv for, but for
-	// a single block.
-	halfColBlocks = 8
 	// argBlocks is the blocks of 256 threads a multiprocessor takes of
 	// ArgMax and ArgMin: as many as it holds at once whatever their
 	// registers (at most 64 a thread, their __launch_bounds__), so that
@@ -45,13 +41,10 @@ const (
 // thread has 4 loads of 16 bytes in flight, where they are more than
 // _cols' colVector and
 //   - the columns are fewer than fewCols (a block of few columns);
-//   - the elements are narrower than 4 bytes, the rows more than
-//     passRows and the columns one block's or halfColBlocks blocks' or
-//     more (8 bytes a load: 4096×8192 float16 at 0.72 of PyTorch's
-//     speed, 0.92 with _colsv; 4096×128 12.3 → 9.3 µs; but 4096×1000, 4
-//     blocks of 256 columns whose last blocks fold 64 chunks each, 17.3
-//     µs against _cols' 10.7 on one H100, and 65536×1000 bfloat16 55.9
-//     against 53.9);
+//   - the elements are narrower than 4 bytes and the rows more than
+//     passRows (8 bytes a load: 4096×8192 float16 at 0.72 of PyTorch's
+//     speed, 0.92 with _colsv; 4096×128 12.3 → 9.3 µs; 65536×1000 58.5
+//     µs against _cols' 74.0 on one H100);
 //   - the rows are passRows or fewer (one pass, no chunks) of 4 or 8 bytes
 //     and their blocks alone fill the multiprocessors (132×65536 float32
 //     at 0.6, 4 bytes a load; 1.1 with _colsv). Fewer blocks (132×8192
@@ -70,7 +63,7 @@ func colsKind(d deviceSize, rows, cols, width int) (kind string, vec, most int) 
 		switch {
 		case cols < fewCols:
 			return "_colsv", cv, fewChunks
-		case rows > passRows && width > 4 && (cols <= 32*cv || ceilDiv(cols, 32*cv) >= halfColBlocks),
+		case rows > passRows && width > 4,
 			rows <= passRows && width <= 4 && ceilDiv(cols, 32*cv) >= d.sms:
 			return "_colsv", cv, 65535
 		}

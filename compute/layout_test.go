@@ -92,14 +92,7 @@ func TestPlanCols(t *testing.T) {
 		// block where the chunks are 64 or fewer.
 		{4096, 8192, 8, colLayout{kind: "_colsv", gx: 32, gy: 16, chunks: 16, lanes: 32, last: true}},
 		{4096, 128, 8, colLayout{kind: "_colsv", gx: 1, gy: 32, chunks: 32, lanes: 16, last: true}},
-		// 257 to 1792 columns: _cols' 8 bytes, as before _colsv took
-		// halves of many rows (4096x1000 float16 17.3 µs that way, 10.7
-		// this way, on an H100).
-		{65536, 1000, 8, colLayout{kind: "_cols", gx: 8, gy: 66, chunks: 66, lanes: 32}},
-		{4096, 1000, 8, colLayout{kind: "_cols", gx: 8, gy: 64, chunks: 64, lanes: 32, last: true}},
-		{4096, 1792, 8, colLayout{kind: "_cols", gx: 14, gy: 37, chunks: 37, lanes: 32, last: true}},
-		{4096, 1793, 8, colLayout{kind: "_colsv", gx: 8, gy: 64, chunks: 64, lanes: 32, last: true}},
-		{4096, 256, 8, colLayout{kind: "_colsv", gx: 1, gy: 64, chunks: 64, lanes: 32, last: true}},
+		{65536, 1000, 8, colLayout{kind: "_colsv", gx: 4, gy: 132, chunks: 132, lanes: 32}},
 		{1048576, 32, 8, colLayout{kind: "_colsv", gx: 1, gy: 256, chunks: 256, lanes: 4, last: true}},
 		{65536, 32, 8, colLayout{kind: "_colsv", gx: 1, gy: 128, chunks: 128, lanes: 4, last: true}},
 		{8192, 32, 8, colLayout{kind: "_colsv", gx: 1, gy: 16, chunks: 16, lanes: 4, last: true}},
