@@ -84,7 +84,8 @@ func foldBatchOf(size int) int {
 // a row's load is 8 bytes or fewer (_cols), 4 of 16 bytes (_colsv), so
 // that the bytes in flight are alike and the loaded values fit the 64
 // registers of the kernels' __launch_bounds__. A thread of 132 rows by 8
-// lanes takes 17 rows: four at a time, five trips to memory.
+// lanes takes 17 rows: unrolled by four, with the remainder's one after
+// another, that was five trips to memory; now three.
 func colsUnroll(v, width int) int {
 	if 16/width*v > 8 {
 		return 4
