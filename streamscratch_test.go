@@ -109,10 +109,15 @@ func TestStreamSequence(t *testing.T) {
 
 	// A second StreamSequence waits for the first's queue to return.
 	inside, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
 	go func() {
-		attach.StreamSequence(s, func(uintptr, int) error { close(inside); <-release; return nil })
+		first <- attach.StreamSequence(s, func(uintptr, int) error { close(inside); <-release; return nil })
 	}()
-	<-inside
+	select {
+	case <-inside:
+	case err := <-first:
+		t.Fatalf("StreamSequence returned %v before running queue", err)
+	}
 	go func() {
 		attach.StreamSequence(s, func(uintptr, int) error { close(done); return nil })
 	}()
@@ -123,6 +128,9 @@ func TestStreamSequence(t *testing.T) {
 	}
 	close(release)
 	<-done
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
 
 	want := errors.New("queue's own")
 	if err := attach.StreamSequence(s, func(uintptr, int) error { return want }); err != want {
