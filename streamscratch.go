@@ -57,12 +57,9 @@ func init() {
 // streamSequence runs queue with s's sequence memory (0 while s captures
 // a graph), holding s's seq.
 func streamSequence(v any, queue func(addr uintptr, size int) error) error {
-	s, ok := v.(*Stream)
-	if !ok || s == nil || s.scratch == nil {
+	s, _ := v.(*Stream)
+	if s == nil || s.scratch == nil { // not a stream, nil or zero
 		_, _, err := streamScratchOf(v) // the error that says which
-		if err == nil {
-			err = errorf("Stream.sequence", ErrInvalidValue, "the stream has no scratch")
-		}
 		return err
 	}
 	s.scratch.seq.Lock()

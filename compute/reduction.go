@@ -250,7 +250,8 @@ func (r *Reduction) source(buffer []bool) string {
 	vectorMap := func(v int) string {
 		return mapAt("gocudav_%s.v[gocuda_k]", "gocuda_j * "+strconv.Itoa(v)+" + gocuda_k")
 	}
-	aligned, vecDecl := r.vectors(buffer, width)
+	alignedConds, vecDecl := r.vectors(buffer, width)
+	aligned := strings.Join(alignedConds, " && ")
 	text := reductionText{
 		KernelName:  r.name,
 		Acc:         r.acc.value,
@@ -267,8 +268,8 @@ func (r *Reduction) source(buffer []bool) string {
 		Args:        strings.Join(args, ""),
 		Width:       width,
 		VectorLoads: strings.Join(vecDecl, ""),
-		Aligned:     strings.Join(aligned, " && "),
-		Wide:        "(" + strings.Join(aligned, " && ") + ") && cols % " + strconv.Itoa(width) + " == 0",
+		Aligned:     aligned,
+		Wide:        "(" + aligned + ") && cols % " + strconv.Itoa(width) + " == 0",
 		VectorMap:   vectorMap(width),
 		Map:         mapAt("gocudap_%s[i]", "i"),
 		ColumnMap:   mapAt("gocudap_%s[r * cols + c]", "r * cols + c"),
