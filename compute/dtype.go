@@ -148,6 +148,23 @@ const prelude = halfc.Source + `
 // gocuda_vec is V elements of T loaded or stored at once (a 16-byte
 // access at most): the pointer must be aligned to its size.
 template <typename T, int V> struct alignas(sizeof(T) * V) gocuda_vec { T v[V]; };
+// gocuda_pdl_trigger lets the kernel queued next on the stream, launched
+// as a programmatic dependent, start its blocks now; gocuda_pdl_wait
+// waits, in such a kernel, until the kernel before it has finished and
+// its writes are seen. Before anything the kernel before wrote is read:
+// the wait. Both do nothing before sm_90, in a kernel launched without
+// the attribute, and compiled for the host (the fake runs kernels in
+// order).
+__device__ __forceinline__ void gocuda_pdl_trigger() {
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void gocuda_pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 // gocuda_any_nan is whether any of f is a NaN: one test and one branch
 // for a vector, not one for each element. Two floats at a time, which
 // the compiler tests for NaNs in one instruction.

@@ -16,9 +16,14 @@ const maxGrid = 1<<31 - 1
 
 // deviceSize is what a layout needs of a device: its multiprocessors, and
 // the blocks of blockSize threads they run at once (a grid-stride loop
-// needs no more); and the shared memory a block may have where its kernel
-// opts in (FuncMaxDynamicSharedSize), 0 where the device says none.
-type deviceSize struct{ sms, resident, optin int }
+// needs no more); the shared memory a block may have where its kernel
+// opts in (FuncMaxDynamicSharedSize), 0 where the device says none; and
+// whether a kernel may be launched as its predecessor's programmatic
+// dependent (compute capability 9.0 on).
+type deviceSize struct {
+	sms, resident, optin int
+	pdl                  bool
+}
 
 // deviceSizes are the devices' sizes by ordinal.
 var deviceSizes sync.Map // int -> deviceSize
@@ -41,7 +46,11 @@ func sizeOf(s *cuda.Stream) (deviceSize, error) {
 	if err != nil {
 		return deviceSize{}, err
 	}
-	d := deviceSize{sms: max(1, sms), resident: max(1, sms*max(1, threads/blockSize)), optin: max(0, optin)}
+	cc, err := dev.ComputeCapability()
+	if err != nil {
+		return deviceSize{}, err
+	}
+	d := deviceSize{sms: max(1, sms), resident: max(1, sms*max(1, threads/blockSize)), optin: max(0, optin), pdl: cc.Major >= 9}
 	deviceSizes.Store(dev.Ordinal(), d)
 	return d, nil
 }

@@ -415,15 +415,20 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	// lock keeps another goroutine's call on the same stream from queuing
 	// its kernels between this call's two (TestOpsConcurrentOnOneStream):
 	// no stream-ordered allocation (logsoftmax float16 7x65536: 11.9 µs
-	// that way, 18.3 with one, PyTorch 10.3, on an H100). In a capture,
-	// or where they do not fit, memory of the call's own.
+	// that way, 18.3 with one, PyTorch 10.3, on an H100). _apply is
+	// _stats' programmatic dependent where the device has them (its
+	// blocks start while _stats' run, and wait for their results), but
+	// not in a capture. In a capture, or where they do not fit, memory of
+	// the call's own.
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
 	chunk, chunks := boxInt64(int64(l.chunk)), boxInt64(int64(l.chunks))
-	queue := func(scratch any) error {
+	queue := func(scratch any, dependent bool) error {
 		if err := stats.Launch(cfg, src, scratch, boxInt64(rows), boxInt64(cols), chunk); err != nil {
 			return err
 		}
-		return apply.Launch(cfg, src, dst, scratch, boxInt64(rows), boxInt64(cols), chunk, chunks)
+		next := cfg
+		next.ProgrammaticDependent = dependent
+		return apply.Launch(next, src, dst, scratch, boxInt64(rows), boxInt64(cols), chunk, chunks)
 	}
 	bytes := 2 * l.chunks * shape.Rows * valueSize(size)
 	queued := false
@@ -432,7 +437,7 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 			return nil
 		}
 		queued = true
-		return queue(cuda.DevicePtr(addr))
+		return queue(cuda.DevicePtr(addr), d.pdl)
 	})
 	switch {
 	case queued:
@@ -440,7 +445,7 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	case err != nil:
 		return wrap(op, err, "taking the stream's sequence memory")
 	}
-	return withScratch(op, name, s, as[:], bytes, func(scratch *cuda.DeviceBuffer[byte]) error { return queue(scratch) })
+	return withScratch(op, name, s, as[:], bytes, func(scratch *cuda.DeviceBuffer[byte]) error { return queue(scratch, false) })
 }
 
 // transposeSource is the kernels of Transpose: tiles of 32×32 elements
