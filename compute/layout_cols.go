@@ -25,8 +25,12 @@ const (
 	// kernels under their __launch_bounds__ (NVRTC 11.2, sm_90).
 	foldBatch8 = 1
 	// foldBatchChunks is the most chunks the last block folds foldBatch
-	// columns at a time for (two reads a lane each).
-	foldBatchChunks = 64
+	// columns at a time for (a read a lane each), and the most it folds
+	// at all past lastChunks chunks of 32 columns: 64 chunks of 256
+	// columns, 4096×1000 float16's, took 17.4 µs folded by the last
+	// block, 10.3 by a second kernel's many warps (PyTorch 15.0, on an
+	// H100); bfloat16 17.1 and 12.1 (PyTorch 12.1).
+	foldBatchChunks = 32
 	// argBlocks is the blocks of 256 threads a multiprocessor takes of
 	// ArgMax and ArgMin: as many as it holds at once whatever their
 	// registers (at most 64 a thread, their __launch_bounds__), so that

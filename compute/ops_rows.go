@@ -417,8 +417,9 @@ func softmax[T cuda.AnyFloat](op string, dst, src *cuda.DeviceBuffer[T], shape S
 	// no stream-ordered allocation (logsoftmax float16 7x65536: 11.9 µs
 	// that way, 18.3 with one, PyTorch 10.3, on an H100). _apply is
 	// _stats' programmatic dependent where the device has them (its
-	// blocks start while _stats' run, and wait for their results), but
-	// not in a capture. In a capture, or where they do not fit, memory of
+	// blocks start while _stats' run, and wait for their results: 12.6
+	// → 9.96 µs, PyTorch 10.5, in one run on an H100), but not in a
+	// capture. In a capture, or where they do not fit, memory of
 	// the call's own.
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: l.chunks, Y: shape.Rows}, Block: cuda.Dim3{X: l.threads}, Stream: s}
 	chunk, chunks := boxInt64(int64(l.chunk)), boxInt64(int64(l.chunks))
