@@ -151,10 +151,10 @@ template <typename T, int V> struct alignas(sizeof(T) * V) gocuda_vec { T v[V]; 
 // gocuda_pdl_trigger lets the kernel queued next on the stream, launched
 // as a programmatic dependent, start its blocks now; gocuda_pdl_wait
 // waits, in such a kernel, until the kernel before it has finished and
-// its writes are seen. Before anything the kernel before wrote is read:
-// the wait. Both do nothing before sm_90, in a kernel launched without
-// the attribute, and compiled for the host (the fake runs kernels in
-// order).
+// its writes are seen: a dependent calls it before it reads anything
+// that kernel wrote. Both do nothing before sm_90, in a kernel launched
+// without the attribute, and compiled for the host (the fake runs
+// kernels in order).
 __device__ __forceinline__ void gocuda_pdl_trigger() {
 #if __CUDA_ARCH__ >= 900
 	asm volatile("griddepcontrol.launch_dependents;");
