@@ -7,6 +7,9 @@
 # rounds (default 2), then one table: a row a cell, a column a build, the
 # median µs of the rounds. For finding which commit made a cell slower
 # (a bisection in one call), or which of several variants is fastest.
+# Then, unless GRID_PEERS=0, the same cells in PyTorch and CuPy
+# (bench/pyref/compute_grid.py, into OUT/peers.json) once, as columns of
+# the table beside the builds'.
 #
 #   GOCUDA_GRID_CELLS=op/dtype/shape,... scripts/gpu-gridbisect.sh OUT [ROUNDS] [BENCHTIME]
 set -uo pipefail
@@ -22,20 +25,35 @@ for r in $(seq 1 "$rounds"); do
 		(cd compute && "../$t" -test.run '^$' -test.bench '^BenchmarkGrid$' -test.benchtime "$benchtime") >"$out/${name#c-}.$r.txt" 2>&1
 	done
 done
+if [ "${GRID_PEERS:-1}" != 0 ]; then
+	python3 bench/pyref/compute_grid.py >"$out/peers.json" 2>"$out/peers.err" || echo "compute_grid.py: exit $?" >&2
+fi
 python3 - "$out" <<'PY'
-import glob, os, re, statistics, sys
+import glob, json, os, re, statistics, sys
 out = sys.argv[1]
 runs = {}
-for f in glob.glob(os.path.join(out, "*.txt")):
+peers = {}
+try:
+    for line in open(os.path.join(out, "peers.json")):
+        if line.strip():
+            p = json.loads(line)
+            peers.setdefault("%s/%s/%s" % (p["op"], p["dtype"], p["shape"]), {})[p["peer"]] = p["us"]
+except FileNotFoundError:
+    pass
+for f in glob.glob(os.path.join(out, "*.[0-9]*.txt")):
     name = os.path.basename(f).rsplit(".", 2)[0]
     for line in open(f):
         m = re.match(r"BenchmarkGrid/(\S+?)-\d+\s.*?([0-9.]+) us/op", line)
         if m:
             runs.setdefault(m.group(1), {}).setdefault(name, []).append(float(m.group(2)))
 names = sorted({n for c in runs.values() for n in c})
-print("| cell | " + " | ".join(names) + " |")
-print("|---|" + "---:|" * len(names))
+cols = names + (["PyTorch", "CuPy"] if peers else [])
+print("| cell | " + " | ".join(cols) + " |")
+print("|---|" + "---:|" * len(cols))
 for cell in sorted(runs):
     row = [("%.3g" % statistics.median(runs[cell][n])) if n in runs[cell] else "-" for n in names]
+    if peers:
+        p = peers.get(cell, {})
+        row += [("%.3g" % p[k]) if k in p else "-" for k in ("torch", "cupy")]
     print("| " + cell + " | " + " | ".join(row) + " |")
 PY
