@@ -162,36 +162,30 @@ func TestSoftmaxRegsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles 16 kernels, a minute's work")
 	}
-	for _, d := range dtypes {
-		if !d.float {
-			continue
-		}
-		for _, logarithm := range []bool{false, true} {
-			name := softmaxName(d.name, logarithm)
-			src := softmaxSource(d, name, logarithm)
-			for _, arch := range []string{"sm_80", "sm_90"} {
-				out, err := nvrtc.Compile(nil, src, nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: append([]string{"-Xptxas=-v"}, compileFlags...)})
-				if err != nil {
-					t.Fatalf("%s for %s: %v", name, arch, err)
+	for _, sm := range softmaxSources() {
+		name, src := sm.name, sm.source
+		for _, arch := range []string{"sm_80", "sm_90"} {
+			out, err := nvrtc.Compile(nil, src, nvrtc.Options{Name: name + ".cu", Arch: arch, Flags: append([]string{"-Xptxas=-v"}, compileFlags...)})
+			if err != nil {
+				t.Fatalf("%s for %s: %v", name, arch, err)
+			}
+			figures := ptxasFigures(out.Log)
+			regs := 0
+			for k, f := range figures {
+				if !strings.HasPrefix(k, name+"_regs") && k != name+"_staged" {
+					continue
 				}
-				figures := ptxasFigures(out.Log)
-				regs := 0
-				for k, f := range figures {
-					if !strings.HasPrefix(k, name+"_regs") && k != name+"_staged" {
-						continue
-					}
-					regs++
-					t.Logf("%s for %s: %s", k, arch, f)
-					if !strings.Contains(f, " 0 bytes spill stores") || !strings.Contains(f, " 0 bytes stack frame") {
-						t.Errorf("%s for %s: %s spills: %s", name, arch, k, f)
-					}
+				regs++
+				t.Logf("%s for %s: %s", k, arch, f)
+				if !strings.Contains(f, " 0 bytes spill stores") || !strings.Contains(f, " 0 bytes stack frame") {
+					t.Errorf("%s for %s: %s spills: %s", name, arch, k, f)
 				}
-				if _, ok := figures[name+"_staged"]; regs < 2 || !ok {
-					t.Fatalf("%s for %s: ptxas said nothing of %s_regs or of %s_staged:\n%s", name, arch, name, name, out.Log)
-				}
-				for _, k := range []string{name, name + "_stats", name + "_apply"} {
-					t.Logf("%s for %s: %s", k, arch, figures[k])
-				}
+			}
+			if _, ok := figures[name+"_staged"]; regs < 2 || !ok {
+				t.Fatalf("%s for %s: ptxas said nothing of %s_regs or of %s_staged:\n%s", name, arch, name, name, out.Log)
+			}
+			for _, k := range []string{name, name + "_stats", name + "_apply"} {
+				t.Logf("%s for %s: %s", k, arch, figures[k])
 			}
 		}
 	}

@@ -11,25 +11,35 @@ import (
 // it start. The fake runs kernels one after another, where a read before
 // the wait would still see the statistics; on the GPU it would not.
 func TestSoftmaxApplyWaits(t *testing.T) {
+	for _, k := range softmaxSources() {
+		name, src := k.name, k.source
+		t.Run(name, func(t *testing.T) {
+			apply := kernelBody(t, src, name+"_apply(")
+			wait, read := strings.Index(apply, "gocuda_pdl_wait();"), strings.Index(apply, "gocuda_stats_in[")
+			if wait < 0 || read < 0 || wait > read {
+				t.Errorf("%s_apply: the wait (at %d) must come before the first read of the statistics (at %d)", name, wait, read)
+			}
+			if stats := kernelBody(t, src, name+"_stats("); !strings.Contains(stats, "gocuda_pdl_trigger();") {
+				t.Errorf("%s_stats does not let its dependent start", name)
+			}
+		})
+	}
+}
+
+// softmaxSources is the Softmax and LogSoftmax kernels' sources of every
+// float type, by their names.
+func softmaxSources() []struct{ name, source string } {
+	var out []struct{ name, source string }
 	for _, d := range dtypes {
 		if !d.float {
 			continue
 		}
 		for _, logarithm := range []bool{false, true} {
 			name := softmaxName(d.name, logarithm)
-			src := softmaxSource(d, name, logarithm)
-			t.Run(name, func(t *testing.T) {
-				apply := kernelBody(t, src, name+"_apply(")
-				wait, read := strings.Index(apply, "gocuda_pdl_wait();"), strings.Index(apply, "gocuda_stats_in[")
-				if wait < 0 || read < 0 || wait > read {
-					t.Errorf("%s_apply: the wait (at %d) must come before the first read of the statistics (at %d)", name, wait, read)
-				}
-				if stats := kernelBody(t, src, name+"_stats("); !strings.Contains(stats, "gocuda_pdl_trigger();") {
-					t.Errorf("%s_stats does not let its dependent start", name)
-				}
-			})
+			out = append(out, struct{ name, source string }{name, softmaxSource(d, name, logarithm)})
 		}
 	}
+	return out
 }
 
 // kernelBody returns the text of src from the kernel whose name and
