@@ -64,6 +64,25 @@ type Context struct {
 	// doing is the count of Do calls under way on handle (interop.go's
 	// doing), found once: a Do then costs no map lookup.
 	doing atomic.Pointer[atomic.Int32]
+
+	// cc is the device's compute capability, major<<16 | minor, plus one;
+	// 0 until a launch that needs it asked the driver (computeCapability):
+	// each programmatic dependent launch checks it.
+	cc atomic.Int32
+}
+
+// computeCapability returns the compute capability of the context's
+// device, asked of the driver once.
+func (c *Context) computeCapability() (Version, error) {
+	if v := c.cc.Load(); v > 0 {
+		return Version{Major: int(v-1) >> 16, Minor: int(v-1) & 0xffff}, nil
+	}
+	v, err := c.dev.ComputeCapability()
+	if err != nil {
+		return Version{}, err
+	}
+	c.cc.Store(int32(v.Major<<16|v.Minor) + 1)
+	return v, nil
 }
 
 // legacyQueue records that a synchronous call, just returned, may have left

@@ -103,7 +103,7 @@ func (f *Function) checkAttributes(op string, cfg *LaunchConfig, grid, block Dim
 		}
 	}
 	if cfg.ProgrammaticDependent {
-		cc, err := dev.ComputeCapability()
+		cc, err := f.mod.ctx.computeCapability()
 		if err != nil {
 			return err
 		}
