@@ -203,13 +203,9 @@ func SharedAllowed() int {
 // ends: the fake's device then takes the GPU's layouts.
 func SetDeviceSize(t testing.TB, s *cuda.Stream, sms, threads, optin int) {
 	t.Helper()
-	real, err := sizeOf(s) // the device's own programmatic dependent launches
-	if err != nil {
-		t.Fatal(err)
-	}
 	dev := s.Context().Device().Ordinal()
 	old, had := deviceSizes.Load(dev)
-	deviceSizes.Store(dev, deviceSize{sms: sms, resident: sms * threads / blockSize, optin: optin, pdl: real.pdl})
+	deviceSizes.Store(dev, deviceSize{sms: sms, resident: sms * threads / blockSize, optin: optin})
 	t.Cleanup(func() {
 		if had {
 			deviceSizes.Store(dev, old)

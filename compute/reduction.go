@@ -481,7 +481,7 @@ func (r *Reduction) foldRows(op string, s *cuda.Stream, shape Shape, as []arg) e
 		if err := f[0].Launch(cfg, append(vals, partial, rows, cols, int64(l.chunk), out, cuda.DevicePtr(0))...); err != nil {
 			return err
 		}
-		return launchChunks(f[1], s, partial, l.chunks, out, shape.Rows, cols, d.pdl)
+		return launchChunks(f[1], s, partial, l.chunks, out, shape.Rows, cols)
 	})
 }
 
@@ -502,13 +502,9 @@ func streamScratch(op string, s *cuda.Stream, counters, bytes int) (cnt, partial
 }
 
 // launchChunks launches _chunks: a warp per output of the outs, folding
-// its chunks partial results, of n elements. Where pdl (the device has
-// programmatic dependent launches) and s is not capturing a graph, as
-// the first kernel's programmatic dependent: its blocks start while the
-// first kernel's last ones run, and wait for their partial results
-// (sumcols float16 4096x1000, 64 chunks of 1000 columns, on an H100).
-func launchChunks(f *cuda.Function, s *cuda.Stream, partial *cuda.DeviceBuffer[byte], chunks int, out any, outs int, n int64, pdl bool) error {
-	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(ceilDiv(outs, blockSize/32), maxGrid)}, Block: cuda.Dim3{X: blockSize}, Stream: s, ProgrammaticDependent: pdl && !s.Capturing()}
+// its chunks partial results, of n elements.
+func launchChunks(f *cuda.Function, s *cuda.Stream, partial *cuda.DeviceBuffer[byte], chunks int, out any, outs int, n int64) error {
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim3{X: min(ceilDiv(outs, blockSize/32), maxGrid)}, Block: cuda.Dim3{X: blockSize}, Stream: s}
 	return f.Launch(cfg, partial, int64(chunks), out, int64(outs), n)
 }
 
@@ -561,7 +557,7 @@ func (r *Reduction) foldColumns(op string, s *cuda.Stream, shape Shape, as []arg
 		if err := f[0].Launch(cfg, append(vals, partial, rows, cols, cuda.DevicePtr(0))...); err != nil {
 			return err
 		}
-		return launchChunks(f[1], s, partial, l.chunks, out, shape.Cols, rows, d.pdl)
+		return launchChunks(f[1], s, partial, l.chunks, out, shape.Cols, rows)
 	})
 }
 
