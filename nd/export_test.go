@@ -26,3 +26,20 @@ func SetTakeSmall(n int) (restore func()) {
 	takeSmall = n
 	return func() { takeSmall = old }
 }
+
+// SetConcatNarrow sets one past the most vectors a concat kernel indexes
+// in 32 bits (0: none, every concat the 64-bit form) and returns the
+// function that restores it.
+func SetConcatNarrow(n int64) (restore func()) {
+	old := concatNarrow
+	concatNarrow = n
+	return func() { concatNarrow = old }
+}
+
+// SetConcatSeen has f told each concat kernel's count of parts and width
+// as it is launched, and returns the function that restores the last.
+func SetConcatSeen(f func(parts, width int)) (restore func()) {
+	old := concatSeen
+	concatSeen = f
+	return func() { concatSeen = old }
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
@@ -347,16 +348,7 @@ func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (d
 	if err != nil {
 		return false, wrap(op, err)
 	}
-	switch size := unsafe.Sizeof(*new(T)); size {
-	case 1:
-		err = concatBits[uint8](o, parts, ends, out.s)
-	case 2:
-		err = concatBits[uint16](o, parts, ends, out.s)
-	case 4:
-		err = concatBits[uint32](o, parts, ends, out.s)
-	default:
-		err = concatBits[uint64](o, parts, ends, out.s)
-	}
+	err = concatParts(o, parts, ends, out.s)
 	return true, wrap(op, err)
 }
 
@@ -382,62 +374,129 @@ func rowOf(l ndshape.Layout, ax int) int {
 	return n
 }
 
-// concatNames are the concat kernels' rowKernel names, by count of parts.
-var concatNames = [maxConcatOnce + 1]string{"0", "1", "2", "3", "4", "5", "6", "7", "8"}
+// concatThreads is a block of the concat kernel.
+const concatThreads = 256
 
-// concatBits is concatOnce's kernel over the elements' bits, U an
-// unsigned integer of their size: out's rows are ends[len(ends)-1] long,
-// part k's from ends[k-1] (0 for the first) to ends[k].
-func concatBits[U uint8 | uint16 | uint32 | uint64, T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T], ends []int64, s *cuda.Stream) error {
-	k := len(parts)
-	t := ctypeOf[U]()
-	kern, err := rowKernel("concat", concatNames[k], t, func() compute.ElementwiseSpec {
-		var in []string
-		for j := range k {
-			in = append(in, fmt.Sprintf("raw %s p%d", t.name, j))
+// concatKey names a concat kernel: its count of parts and the bytes a
+// thread copies at once.
+type concatKey struct{ parts, width int }
+
+var concatKernels sync.Map // concatKey -> *rawKernel
+
+// concatNarrow is one past the most vectors a concat kernel indexes in
+// 32 bits (a test lowers it to try the 64-bit form).
+var concatNarrow int64 = 1 << 32
+
+// concatSeen, where a test sets it, is told each concat kernel's count of
+// parts and width as it is launched.
+var concatSeen func(parts, width int)
+
+// concatParts is concatOnce's kernel: out's rows are ends[len(ends)-1]
+// elements long, part k's from ends[k-1] (0 for the first) to ends[k].
+// The elements are copied as bits, width bytes at a time: 16 where every
+// part's row and every address allow, as few as one element's size where
+// not (a half's NaN keeps its payload and signal). The threads go through
+// the parts in their own order, each reading a vector of its part and
+// writing it to its place in out's row, so that reads are one run and
+// writes one run a row; the index is divided in 32 bits where the vectors
+// are fewer than 2^32.
+func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T], ends []int64, s *cuda.Stream) error {
+	size := int64(unsafe.Sizeof(*new(T)))
+	width := int64(16)
+	fits := func(bytes int64) {
+		for bytes%width != 0 {
+			width /= 2
 		}
-		for j := range k {
-			in = append(in, fmt.Sprintf("int64 e%d", j))
-		}
-		// Part j's rows are e(j) - e(j-1) long.
-		var b strings.Builder
-		b.WriteString("const long long o = i / e" + fmt.Sprint(k-1) + ", r = i % e" + fmt.Sprint(k-1) + ";\n")
-		for j := range k {
-			start := "0"
-			if j > 0 {
-				start = fmt.Sprintf("e%d", j-1)
-			}
-			if j < k-1 {
-				fmt.Fprintf(&b, "if (r < e%d) ", j)
-			}
-			fmt.Fprintf(&b, "{ y = p%[1]d[o * (e%[1]d - %[2]s) + r - %[2]s]; }", j, start)
-			if j < k-1 {
-				b.WriteString(" else ")
-			}
-		}
-		return compute.ElementwiseSpec{Name: fmt.Sprintf("nd_concat%d_%s", k, t.name),
-			InParams: strings.Join(in, ", "), OutParams: t.name + " y", Operation: b.String()}
-	})
+	}
+	fits(int64(out.Ptr()))
+	prev := int64(0)
+	for k, p := range parts {
+		fits(int64(p.Ptr()))
+		fits((ends[k] - prev) * size)
+		prev = ends[k]
+	}
+	row := ends[len(ends)-1] * size / width // out's row, in vectors
+	total := int64(out.Len()) * size / width
+	kern, err := concatKernel(len(parts), int(width))
 	if err != nil {
 		return err
 	}
-	var buf [2*maxConcatOnce + 1]any
+	if concatSeen != nil {
+		concatSeen(len(parts), int(width))
+	}
+	var buf [2*maxConcatOnce + 4]any
 	args := buf[:0]
 	for _, p := range parts {
-		v, err := cuda.ViewAs[U](p)
-		if err != nil {
-			return err
-		}
-		args = append(args, v)
+		args = append(args, p)
 	}
+	prev = 0
 	for _, e := range ends {
-		args = append(args, boxInt64(e))
+		args = append(args, boxInt64((e-prev)*size/width))
+		prev = e
 	}
-	y, err := cuda.ViewAs[U](out)
+	narrow := int32(0)
+	if total < concatNarrow {
+		narrow = 1
+	}
+	args = append(args, out, boxInt64(row), boxInt64(total/row), narrow)
+	f, err := kern.function(s.Context())
 	if err != nil {
 		return err
 	}
-	return kern.Launch(s, append(args, y)...)
+	blocks := min((total+concatThreads-1)/concatThreads, 1<<20)
+	return f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: int(blocks)}, Block: cuda.Dim3{X: concatThreads}, Stream: s}, args...)
+}
+
+// concatKernel returns the kernel joining parts arrays width bytes at a
+// time, written and compiled on first use.
+func concatKernel(parts, width int) (*rawKernel, error) {
+	key := concatKey{parts, width}
+	if k, ok := concatKernels.Load(key); ok {
+		return k.(*rawKernel), nil
+	}
+	name := fmt.Sprintf("nd_concat%d_b%d", parts, width)
+	bits := map[int]string{1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long", 16: "nd_b16"}[width]
+	var b, params, pass strings.Builder
+	b.WriteString("struct __align__(16) nd_b16 { unsigned long long lo, hi; };\n")
+	for j := range parts {
+		fmt.Fprintf(&params, "const %s* __restrict__ p%d, ", bits, j)
+		fmt.Fprintf(&pass, "p%d, ", j)
+	}
+	for j := range parts {
+		fmt.Fprintf(&params, "long long l%d, ", j)
+		fmt.Fprintf(&pass, "l%d, ", j)
+	}
+	fmt.Fprintf(&params, "%s* __restrict__ y, long long row, long long outer", bits)
+	pass.WriteString("y, row, outer")
+	// Part j is outer rows of l(j) vectors, the threads' index from
+	// n(j-1) to n(j); its row starts at c(j) in out's.
+	fmt.Fprintf(&b, "template <typename I> __device__ __forceinline__ void nd_concat(%s) {\n", params.String())
+	b.WriteString("\tconst I stride = (I)gridDim.x * blockDim.x;\n")
+	b.WriteString("\tconst I n0 = (I)outer * (I)l0, c0 = 0;\n")
+	for j := 1; j < parts; j++ {
+		fmt.Fprintf(&b, "\tconst I n%[1]d = n%[2]d + (I)outer * (I)l%[1]d, c%[1]d = c%[2]d + (I)l%[2]d;\n", j, j-1)
+	}
+	fmt.Fprintf(&b, "\tfor (I q = (I)blockIdx.x * blockDim.x + threadIdx.x; q < n%d; q += stride) {\n\t\t", parts-1)
+	for j := range parts {
+		from := "q"
+		if j > 0 {
+			from = fmt.Sprintf("q - n%d", j-1)
+			b.WriteString(" else ")
+		}
+		if j < parts-1 {
+			fmt.Fprintf(&b, "if (q < n%d) ", j)
+		}
+		fmt.Fprintf(&b, "{ const I t = %[1]s, o = t / (I)l%[2]d; y[o * (I)row + c%[2]d + (t - o * (I)l%[2]d)] = p%[2]d[t]; }", from, j)
+	}
+	b.WriteString("\n\t}\n}\n")
+	fmt.Fprintf(&b, "extern \"C\" __global__ __launch_bounds__(%d) void %s(%s, int narrow) {\n", concatThreads, name, params.String())
+	fmt.Fprintf(&b, "\tif (narrow) nd_concat<unsigned int>(%[1]s); else nd_concat<unsigned long long>(%[1]s);\n}\n", pass.String())
+	k, err := compute.NewRawKernel(b.String(), name)
+	if err != nil {
+		return nil, err
+	}
+	got, _ := concatKernels.LoadOrStore(key, &rawKernel{k: k})
+	return got.(*rawKernel), nil
 }
 
 // Stack returns the arrays, all of one shape, joined along a new axis

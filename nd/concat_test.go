@@ -1,0 +1,103 @@
+package nd_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/nd"
+)
+
+// TestConcatWidths: contiguous arrays join in one kernel that copies 16
+// bytes a thread where every part's row and address allow, and fewer
+// where not (8, 4, 2 or 1: a part's row of an odd byte count, a view
+// whose first element is past the start of its buffer). Each case checks
+// the bits against Go's join and that the kernel of the width it names
+// ran, in both index forms (32-bit, and 64-bit as past 2^32 vectors).
+func TestConcatWidths(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	for _, tc := range []struct {
+		name  string
+		size  int // bytes of an element: 1 (uint8), 4 (float32) or 8 (float64)
+		axis  int
+		parts []concatPart
+		width int
+	}{
+		{"f32 rows of 16 bytes", 4, 1, []concatPart{{5, 4, 0}, {5, 8, 0}}, 16},
+		{"f32 one row each", 4, 0, []concatPart{{1, 1024, 0}, {3, 1024, 0}}, 16},
+		{"f32 three parts of 16 bytes", 4, 1, []concatPart{{7, 4, 0}, {7, 12, 0}, {7, 4, 0}}, 16},
+		{"f32 rows of 8 bytes", 4, 1, []concatPart{{9, 2, 0}, {9, 6, 0}}, 8},
+		{"f32 rows of 33", 4, 1, []concatPart{{4097, 33, 0}, {4097, 33, 0}}, 4},
+		{"f32 a view 4 bytes in", 4, 0, []concatPart{{2, 64, 1}, {2, 64, 0}}, 4},
+		{"f32 a view 8 bytes in", 4, 0, []concatPart{{2, 64, 0}, {2, 64, 2}}, 8},
+		{"f64 rows of 16 bytes", 8, 1, []concatPart{{3, 2, 0}, {3, 4, 0}}, 16},
+		{"f64 rows of 8 bytes", 8, 1, []concatPart{{3, 1, 0}, {3, 3, 0}}, 8},
+		{"u8 rows of 16 bytes", 1, 1, []concatPart{{6, 16, 0}, {6, 32, 0}}, 16},
+		{"u8 rows of 3", 1, 1, []concatPart{{6, 3, 0}, {6, 16, 0}}, 1},
+		{"u8 rows of 2", 1, 1, []concatPart{{6, 2, 0}, {6, 4, 0}, {6, 6, 0}}, 2},
+		{"eight parts", 4, 1, []concatPart{{3, 4, 0}, {3, 4, 0}, {3, 8, 0}, {3, 4, 0}, {3, 4, 0}, {3, 12, 0}, {3, 4, 0}, {3, 4, 0}}, 16},
+	} {
+		for _, wide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/wide=%v", tc.name, wide), func(t *testing.T) {
+				if wide {
+					defer nd.SetConcatNarrow(0)()
+				}
+				switch tc.size {
+				case 1:
+					concatWidthCase[uint8](t, s, tc.axis, tc.parts, tc.width)
+				case 4:
+					concatWidthCase[float32](t, s, tc.axis, tc.parts, tc.width)
+				default:
+					concatWidthCase[float64](t, s, tc.axis, tc.parts, tc.width)
+				}
+			})
+		}
+	}
+}
+
+// concatPart is a part of a TestConcatWidths case: a rows×cols array,
+// skip elements into a bigger one (a view at an offset).
+type concatPart struct{ rows, cols, skip int }
+
+func concatWidthCase[T uint8 | float32 | float64](t *testing.T, s *cuda.Stream, axis int, parts []concatPart, width int) {
+	t.Helper()
+	var arrays []*nd.Array[T]
+	var rows [][][]T // each part's rows
+	for j, p := range parts {
+		data := make([]T, p.skip+p.rows*p.cols)
+		for x := range data {
+			data[x] = T(j*50 + x%199)
+		}
+		whole := free(t, must(nd.FromSlice(s, data, len(data)))(t))
+		a := must(must(whole.Slice(0, p.skip, len(data), 1))(t).Reshape(p.rows, p.cols))(t)
+		arrays = append(arrays, a)
+		var r [][]T
+		for i := range p.rows {
+			r = append(r, data[p.skip+i*p.cols:p.skip+(i+1)*p.cols])
+		}
+		rows = append(rows, r)
+	}
+	var want []T
+	if axis == 0 {
+		for _, r := range rows {
+			want = slices.Concat(append([][]T{want}, r...)...)
+		}
+	} else {
+		for i := range parts[0].rows {
+			for _, r := range rows {
+				want = append(want, r[i]...)
+			}
+		}
+	}
+	var seen []int
+	defer nd.SetConcatSeen(func(parts, width int) { seen = append(seen, parts, width) })()
+	got := hostOf(t, free(t, must(nd.Concat(arrays, axis))(t)))
+	if !slices.Equal(got.data, want) {
+		t.Errorf("Concat along %d: %v\nwant %v", axis, got.data, want)
+	}
+	if !slices.Equal(seen, []int{len(parts), width}) {
+		t.Errorf("Concat along %d launched (parts, width) %v; want one kernel, %d parts of %d bytes a thread", axis, seen, len(parts), width)
+	}
+}
