@@ -312,8 +312,7 @@ const maxConcatOnce = 8
 // elements from axis ax on, at each index before it) is the arrays' rows
 // one after the other: element r of out's row o is element r - c of
 // array k's row o, c being the rows of the arrays before k. The elements
-// are copied as their bits (unsigned integers of their size), so that a
-// half's NaN keeps its payload and signal.
+// are copied as bits (concatParts).
 func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (done bool, err error) {
 	if !out.layout.IsContiguous() || out.layout.Size() == 0 {
 		return false, nil
