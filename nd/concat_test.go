@@ -101,3 +101,40 @@ func concatWidthCase[T uint8 | float32 | float64](t *testing.T, s *cuda.Stream, 
 		t.Errorf("Concat along %d launched (parts, width) %v; want one kernel, %d parts of %d bytes a thread", axis, seen, len(parts), width)
 	}
 }
+
+// TestConcatIntoView: ConcatInto a contiguous view whose first element is
+// past a 16-byte boundary (4 and 8 bytes into its buffer) joins in one
+// kernel of the width that address allows, and writes nothing outside
+// the view.
+func TestConcatIntoView(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	for _, tc := range []struct {
+		skip, width int
+	}{{0, 16}, {1, 4}, {2, 8}, {3, 4}} {
+		t.Run(fmt.Sprint("skip ", tc.skip), func(t *testing.T) {
+			a := free(t, must(nd.FromSlice(s, []float32{1, 2, 3, 4, 5, 6, 7, 8}, 2, 4))(t))
+			b := free(t, must(nd.FromSlice(s, []float32{10, 20, 30, 40, 50, 60, 70, 80}, 2, 4))(t))
+			const sentinel = -1
+			whole := make([]float32, tc.skip+16+3)
+			for i := range whole {
+				whole[i] = sentinel
+			}
+			buf := free(t, must(nd.FromSlice(s, whole, len(whole)))(t))
+			dst := must(must(buf.Slice(0, tc.skip, tc.skip+16, 1))(t).Reshape(2, 8))(t)
+			var seen []int
+			defer nd.SetConcatSeen(func(parts, width int) { seen = append(seen, parts, width) })()
+			if err := nd.ConcatInto(dst, []*nd.Array[float32]{a, b}, 1); err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Repeat([]float32{sentinel}, len(whole))
+			copy(want[tc.skip:], []float32{1, 2, 3, 4, 10, 20, 30, 40, 5, 6, 7, 8, 50, 60, 70, 80})
+			if got := must(buf.ToSlice())(t); !slices.Equal(got, want) {
+				t.Errorf("ConcatInto a view %d elements in: the buffer holds %v; want %v", tc.skip, got, want)
+			}
+			if !slices.Equal(seen, []int{2, tc.width}) {
+				t.Errorf("ConcatInto a view %d elements in launched (parts, width) %v; want 2 parts of %d bytes a thread", tc.skip, seen, tc.width)
+			}
+		})
+	}
+}
