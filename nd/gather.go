@@ -190,7 +190,9 @@ func target[T Elem](op string, s *cuda.Stream, dst *Array[T], shape []int, share
 }
 
 // Concat returns the arrays joined along axis (NumPy's concatenate): their
-// shapes must agree but on axis. One copy per array.
+// shapes must agree but on axis. Contiguous arrays join in one kernel for
+// each 8 of them, as PyTorch's cat; views that are not contiguous are
+// copied in one at a time.
 func Concat[T Elem](arrays []*Array[T], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	return concat("Concat", arrays, axis, nil)
@@ -272,7 +274,7 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 		}
 		return dst, wrap(op, joined.Free())
 	}
-	// Contiguous arrays into a contiguous out: one kernel for them all.
+	// Contiguous arrays into a contiguous out: one kernel for each 8.
 	done, err := concatOnce(op, out, arrays, ax)
 	if err != nil {
 		if dst == nil {
@@ -305,10 +307,10 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 // maxConcatOnce is the most arrays concatOnce joins in one kernel.
 const maxConcatOnce = 8
 
-// concatOnce joins the arrays along axis ax into out in one kernel, as
-// PyTorch's cat does, where out and every array are contiguous and there
-// are at most maxConcatOnce arrays with elements; done is false (and
-// nothing is written) where they are not. Seen as rows, out's row (the
+// concatOnce joins the arrays along axis ax into out, as PyTorch's cat
+// does, where out and every array are contiguous: one kernel for each
+// maxConcatOnce arrays with elements; done is false (and nothing is
+// written) where they are not contiguous. Seen as rows, out's row (the
 // elements from axis ax on, at each index before it) is the arrays' rows
 // one after the other: element r of out's row o is element r - c of
 // array k's row o, c being the rows of the arrays before k. The elements
@@ -320,7 +322,6 @@ func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (d
 	var partsBuf [maxConcatOnce]*cuda.DeviceBuffer[T]
 	var endsBuf [maxConcatOnce]int64
 	parts, ends := partsBuf[:0], endsBuf[:0] // ends: the end of each part's row in out's row
-	count := 0                               // the parts, those past maxConcatOnce too
 	row, outer := int64(0), out.layout.Size()/rowOf(out.layout, ax)
 	for _, a := range arrays {
 		if !a.layout.IsContiguous() {
@@ -335,19 +336,24 @@ func concatOnce[T Elem](op string, out *Array[T], arrays []*Array[T], ax int) (d
 			return false, wrap(op, err)
 		}
 		row += int64(n / outer)
-		if count++; count <= maxConcatOnce {
-			parts = append(parts, b)
-			ends = append(ends, row)
-		}
+		parts = append(parts, b)
+		ends = append(ends, row)
 	}
-	if count == 0 || count > maxConcatOnce {
+	if len(parts) == 0 {
 		return false, nil
 	}
 	o, err := out.Buffer()
 	if err != nil {
 		return false, wrap(op, err)
 	}
-	err = concatParts(o, parts, ends, out.s)
+	for g := 0; g < len(parts) && err == nil; g += maxConcatOnce {
+		base := int64(0)
+		if g > 0 {
+			base = ends[g-1]
+		}
+		k := min(len(parts), g+maxConcatOnce)
+		err = concatParts(o, parts[g:k], ends[g:k], base, row, out.s)
+	}
 	return true, wrap(op, err)
 }
 
@@ -390,16 +396,16 @@ var concatNarrow int64 = 1 << 32
 // parts and width as it is launched.
 var concatSeen func(parts, width int)
 
-// concatParts is concatOnce's kernel: out's rows are ends[len(ends)-1]
-// elements long, part k's from ends[k-1] (0 for the first) to ends[k].
-// The elements are copied as bits, width bytes at a time: 16 where every
-// part's row and every address allow, as few as one element's size where
-// not (a half's NaN keeps its payload and signal). The threads go through
-// the parts in their own order, each reading a vector of its part and
-// writing it to its place in out's row, so that reads are one run and
-// writes one run a row; the index is divided in 32 bits where the vectors
-// are fewer than 2^32.
-func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T], ends []int64, s *cuda.Stream) error {
+// concatParts is concatOnce's kernel for up to maxConcatOnce parts: out's
+// rows are row elements long, part k's from ends[k-1] (base for the
+// first) to ends[k]. The elements are copied as bits, width bytes at a
+// time: 16 where every part's row and every address allow, as few as one
+// element's size where not (a half's NaN keeps its payload and signal).
+// The threads go through the parts in their own order, each reading a
+// vector of its part and writing it to its place in out's row, so that
+// reads are one run and writes one run a row; the index is divided in 32
+// bits where out's vectors are fewer than 2^32.
+func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T], ends []int64, base, row int64, s *cuda.Stream) error {
 	size := int64(unsafe.Sizeof(*new(T)))
 	width := int64(16)
 	fits := func(bytes int64) {
@@ -408,13 +414,15 @@ func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T
 		}
 	}
 	fits(int64(out.Ptr()))
-	prev := int64(0)
+	fits(row * size)
+	fits(base * size)
+	prev := base
 	for k, p := range parts {
 		fits(int64(p.Ptr()))
 		fits((ends[k] - prev) * size)
 		prev = ends[k]
 	}
-	row := ends[len(ends)-1] * size / width // out's row, in vectors
+	row = row * size / width // out's row, in vectors
 	total := int64(out.Len()) * size / width
 	kern, err := concatKernel(len(parts), int(width))
 	if err != nil {
@@ -428,7 +436,7 @@ func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T
 	for _, p := range parts {
 		args = append(args, p)
 	}
-	prev = 0
+	prev = base
 	for _, e := range ends {
 		args = append(args, boxInt64((e-prev)*size/width))
 		prev = e
@@ -437,12 +445,13 @@ func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T
 	if total < concatNarrow {
 		narrow = 1
 	}
-	args = append(args, out, boxInt64(row), boxInt64(total/row), narrow)
+	args = append(args, out, boxInt64(row), boxInt64(total/row), boxInt64(base*size/width), narrow)
 	f, err := kern.function(s.Context())
 	if err != nil {
 		return err
 	}
-	blocks := min((total+concatThreads-1)/concatThreads, 1<<20)
+	n := (total / row) * ((ends[len(ends)-1] - base) * size / width) // the parts' vectors
+	blocks := min((n+concatThreads-1)/concatThreads, 1<<20)
 	return f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: int(blocks)}, Block: cuda.Dim3{X: concatThreads}, Stream: s}, args...)
 }
 
@@ -465,13 +474,13 @@ func concatKernel(parts, width int) (*rawKernel, error) {
 		fmt.Fprintf(&params, "long long l%d, ", j)
 		fmt.Fprintf(&pass, "l%d, ", j)
 	}
-	fmt.Fprintf(&params, "%s* __restrict__ y, long long row, long long outer", bits)
-	pass.WriteString("y, row, outer")
+	fmt.Fprintf(&params, "%s* __restrict__ y, long long row, long long outer, long long base", bits)
+	pass.WriteString("y, row, outer, base")
 	// Part j is outer rows of l(j) vectors, the threads' index from
-	// n(j-1) to n(j); its row starts at c(j) in out's.
+	// n(j-1) to n(j); its row starts at c(j) in out's, c0 = base.
 	fmt.Fprintf(&b, "template <typename I> __device__ __forceinline__ void nd_concat(%s) {\n", params.String())
 	b.WriteString("\tconst I stride = (I)gridDim.x * blockDim.x;\n")
-	b.WriteString("\tconst I n0 = (I)outer * (I)l0, c0 = 0;\n")
+	b.WriteString("\tconst I n0 = (I)outer * (I)l0, c0 = (I)base;\n")
 	for j := 1; j < parts; j++ {
 		fmt.Fprintf(&b, "\tconst I n%[1]d = n%[2]d + (I)outer * (I)l%[1]d, c%[1]d = c%[2]d + (I)l%[2]d;\n", j, j-1)
 	}

@@ -371,9 +371,9 @@ func TestGather(t *testing.T) {
 			t.Errorf("Concat of disagreeing shapes: %v", err)
 		}
 	})
-	// Contiguous arrays join in one kernel (up to 8 of them, empty ones
-	// aside), 10 (one empty) one copy each: either way copying bits, a
-	// float16 NaN keeping its payload and signal, as Go joins them.
+	// Contiguous arrays join in one kernel for each 8 of them (empty ones
+	// aside: 10 with one empty are two kernels), copying bits, a float16
+	// NaN keeping its payload and signal, as Go joins them.
 	t.Run("Concat at once", func(t *testing.T) {
 		for _, k := range []int{1, 2, 3, 9, 10} {
 			t.Run(fmt.Sprint(k, " arrays"), func(t *testing.T) {
