@@ -15,7 +15,7 @@ import (
 // count, a view whose first element is past the start of its buffer).
 // Each case checks the bits against Go's join and that its kernels ran,
 // of the widths it names, in both index forms (32-bit, and 64-bit as past
-// 2^32 vectors).
+// 2^31 vectors).
 func TestConcatWidths(t *testing.T) {
 	requireKernels(t)
 	s := stream(t)

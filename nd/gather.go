@@ -388,9 +388,11 @@ type concatKey struct{ parts, width int }
 
 var concatKernels sync.Map // concatKey -> *rawKernel
 
-// concatNarrow is one past the most vectors a concat kernel indexes in
-// 32 bits (a test lowers it to try the 64-bit form).
-var concatNarrow int64 = 1 << 32
+// concatNarrow is one past the most vectors of out a concat kernel
+// indexes in 32 bits: 2^31, so that a thread's index past the last vector
+// plus the grid's threads (2^28 at most) does not wrap back below it. A
+// test lowers it to try the 64-bit form.
+var concatNarrow int64 = 1 << 31
 
 // concatSeen, where a test sets it, is told each concat kernel's count of
 // parts and width as it is launched.
@@ -404,7 +406,7 @@ var concatSeen func(parts, width int)
 // The threads go through the parts in their own order, each reading a
 // vector of its part and writing it to its place in out's row, so that
 // reads are one run and writes one run a row; the index is divided in 32
-// bits where out's vectors are fewer than 2^32.
+// bits where out's vectors are fewer than concatNarrow.
 func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T], ends []int64, base, row int64, s *cuda.Stream) error {
 	size := int64(unsafe.Sizeof(*new(T)))
 	width := int64(16)
