@@ -426,6 +426,7 @@ func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T
 	}
 	row = row * size / width // out's row, in vectors
 	total := int64(out.Len()) * size / width
+	outer := total / row
 	kern, err := concatKernel(len(parts), int(width))
 	if err != nil {
 		return err
@@ -433,7 +434,7 @@ func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T
 	if concatSeen != nil {
 		concatSeen(len(parts), int(width))
 	}
-	var buf [2*maxConcatOnce + 4]any
+	var buf [2*maxConcatOnce + 5]any // the parts, their rows, out and its four
 	args := buf[:0]
 	for _, p := range parts {
 		args = append(args, p)
@@ -447,12 +448,12 @@ func concatParts[T Elem](out *cuda.DeviceBuffer[T], parts []*cuda.DeviceBuffer[T
 	if total < concatNarrow {
 		narrow = 1
 	}
-	args = append(args, out, boxInt64(row), boxInt64(total/row), boxInt64(base*size/width), narrow)
+	args = append(args, out, boxInt64(row), boxInt64(outer), boxInt64(base*size/width), narrow)
 	f, err := kern.function(s.Context())
 	if err != nil {
 		return err
 	}
-	n := (total / row) * ((ends[len(ends)-1] - base) * size / width) // the parts' vectors
+	n := outer * ((ends[len(ends)-1] - base) * size / width) // the parts' vectors
 	blocks := min((n+concatThreads-1)/concatThreads, 1<<20)
 	return f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: int(blocks)}, Block: cuda.Dim3{X: concatThreads}, Stream: s}, args...)
 }
