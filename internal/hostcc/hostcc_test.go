@@ -65,6 +65,31 @@ extern "C" __global__ void stuck(int* x) {
 	if (threadIdx.x < 16) x[0] = __shfl_sync(0xffffffffu, 1, 0); // lanes 16 to 31 never come
 	else __syncthreads();
 }
+extern "C" __global__ void ring(int* out, int w, int rounds) {
+	extern __shared__ int d[];
+	__shared__ int own[64];
+	const unsigned rank = blockIdx.x % w;
+	const long long b = blockIdx.x + (long long)gridDim.x * blockIdx.y;
+	int acc = 0;
+	for (int k = 0; k < rounds; k++) {
+		d[threadIdx.x] = (int)(b * 100 + threadIdx.x + k);
+		own[threadIdx.x] = (int)b;
+		gocuda_hostcc_cluster_sync();
+		const int* next = gocuda_hostcc_map_shared(d, (rank + 1) % w);
+		acc += next[(threadIdx.x + 1) % blockDim.x] + own[threadIdx.x] * 1000;
+		gocuda_hostcc_cluster_sync();
+	}
+	out[b * blockDim.x + threadIdx.x] = acc;
+}
+extern "C" __global__ void clusterstuck(int* x) {
+	if (threadIdx.x < 32) __syncthreads(); // the other warp waits at the cluster's barrier
+	else gocuda_hostcc_cluster_sync();
+	x[0] = 1;
+}
+extern "C" __global__ void farrank(int* x) {
+	extern __shared__ int d[];
+	x[0] = *gocuda_hostcc_map_shared(d, 2);
+}
 extern "C" __global__ void mathf(float* x) { x[threadIdx.x] = expf(x[threadIdx.x]) + sqrt(x[threadIdx.x]) + max(1.0f, x[threadIdx.x]); }
 `
 
@@ -217,6 +242,39 @@ func testRun(t *testing.T) {
 			t.Errorf("the counter: %d, want 0 again", g)
 		}
 	})
+	// Thread block clusters: the blocks of a cluster run together,
+	// each with static shared memory of its own, meet at the cluster's
+	// barrier again and again, and read each other's dynamic shared
+	// memory; without clusters a block is a cluster of one.
+	for _, c := range []struct {
+		name          string
+		grid, cluster cuda.Dim3
+		w             int
+	}{
+		{"clusters of 4", cuda.Dim3{X: 8, Y: 1, Z: 1}, cuda.Dim3{X: 4, Y: 1, Z: 1}, 4},
+		{"clusters of 2 by rows", cuda.Dim3{X: 4, Y: 3, Z: 1}, cuda.Dim3{X: 2, Y: 1, Z: 1}, 2},
+		{"no clusters", cuda.Dim3{X: 3, Y: 2, Z: 1}, cuda.Dim3{}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const threads, rounds = 48, 3
+			blocks := c.grid.X * c.grid.Y
+			out := cudatest.Must(cuda.Alloc[int32](ctx, blocks*threads))(t)
+			defer out.Free()
+			launch(fn(t, mod, "ring"), cuda.LaunchConfig{Grid: c.grid, Block: cuda.Dim3{X: threads}, Cluster: c.cluster, SharedMemBytes: threads * 4}, out, int32(c.w), int32(rounds))
+			for i, g := range cudatest.Download(t, out) {
+				b, th := i/threads, i%threads
+				x, y := b%c.grid.X, b/c.grid.X
+				next := x/c.w*c.w + (x%c.w+1)%c.w + c.grid.X*y
+				var want int32
+				for k := range rounds {
+					want += int32(next*100+(th+1)%threads+k) + int32(b*1000)
+				}
+				if g != want {
+					t.Fatalf("block %d thread %d: %d, want %d", b, th, g, want)
+				}
+			}
+		})
+	}
 	t.Run("math", func(t *testing.T) {
 		d := cudatest.Upload(t, ctx, []float32{0, 4})
 		launch(fn(t, mod, "mathf"), cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 2}}, d)
@@ -264,6 +322,42 @@ func TestDeadlock(t *testing.T) {
 	}
 	if err := s.Synchronize(); !errors.Is(err, cuda.Result(719)) {
 		t.Errorf("a kernel that cannot go on: %v, want CUDA_ERROR_LAUNCH_FAILED", err)
+	}
+}
+
+// TestClusterFaults: threads of a block that wait at the block's barrier
+// while the others wait at the cluster's, and an address mapped to a rank
+// the cluster does not have, fail the launch (a GPU hangs or faults),
+// each in a child process.
+func TestClusterFaults(t *testing.T) {
+	skipUnlessFake(t)
+	for _, c := range []struct {
+		name   string
+		kernel string
+		cfg    cuda.LaunchConfig
+	}{
+		{"both barriers", "clusterstuck", cuda.LaunchConfig{Grid: cuda.Dim3{X: 2}, Block: cuda.Dim3{X: 64}, Cluster: cuda.Dim3{X: 2, Y: 1, Z: 1}}},
+		{"rank past the cluster", "farrank", cuda.LaunchConfig{Grid: cuda.Dim3{X: 2}, Block: cuda.Dim3{X: 32}, Cluster: cuda.Dim3{X: 2, Y: 1, Z: 1}, SharedMemBytes: 16}},
+		{"rank past a block alone", "farrank", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 32}, SharedMemBytes: 16}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A process of its own: the fault is the device's for good.
+			if !cudatest.InChild(t) {
+				cudatest.RunChild(t)
+				return
+			}
+			ctx := cudatest.Must(cuda.NewContext(cudatest.Device(t)))(t)
+			s := cudatest.Must(ctx.NewStream())(t)
+			mod := loadIn(t, ctx)
+			x := cudatest.Must(cuda.Zeroed[int32](ctx, 1))(t)
+			c.cfg.Stream = s
+			if err := fn(t, mod, c.kernel).Launch(c.cfg, x); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); !errors.Is(err, cuda.Result(719)) {
+				t.Errorf("%s: %v, want CUDA_ERROR_LAUNCH_FAILED", c.kernel, err)
+			}
+		})
 	}
 }
 

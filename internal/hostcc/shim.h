@@ -13,24 +13,30 @@ struct gocuda_dim3 {
 typedef gocuda_dim3 dim3;
 typedef gocuda_dim3 uint3;
 
-// The thread the fake runs: its indices, and the block's dynamic shared
-// memory (extern __shared__).
+// The thread the fake runs: its indices, the block's dynamic shared
+// memory (extern __shared__), and its launch's cluster shape ({1, 1, 1}
+// without clusters).
 struct gocuda_hostcc_thread {
 	gocuda_dim3 threadIdx, blockIdx, blockDim, gridDim;
 	void *dynamic_shared;
+	gocuda_dim3 clusterDim;
 };
 
-// What a kernel asks of the fake: a block barrier, and a warp exchange
+// What a kernel asks of the fake: a block barrier, a warp exchange
 // (every live lane of the warp deposits v, then each gets the value the
-// op names; kind is one of gocuda_warp_op).
+// op names; kind is one of gocuda_warp_op), a trap, the cluster's
+// barrier, and the address of p (in the block's dynamic shared memory)
+// in block rank of the cluster.
 struct gocuda_hostcc_ops {
 	int abi;
 	void (*syncthreads)(void);
 	unsigned long long (*warp)(unsigned int mask, unsigned long long v, int kind, int arg, int width);
 	void (*trap)(const char *why);
+	void (*cluster_sync)(void);
+	void *(*map_shared)(const void *p, unsigned int rank);
 };
 enum gocuda_warp_op { GOCUDA_SHFL_IDX, GOCUDA_SHFL_UP, GOCUDA_SHFL_DOWN, GOCUDA_SHFL_XOR, GOCUDA_BALLOT, GOCUDA_SYNCWARP };
-#define GOCUDA_HOSTCC_ABI 1
+#define GOCUDA_HOSTCC_ABI 2
 
 static const gocuda_hostcc_ops *gocuda_ops;
 // The thread running: each fiber sets it when it starts and again after
@@ -95,6 +101,18 @@ inline unsigned int __ballot_sync(unsigned int mask, int p) { return (unsigned i
 inline int __any_sync(unsigned int mask, int p) { return __ballot_sync(mask, p) != 0; }
 inline int __all_sync(unsigned int mask, int p) { return __ballot_sync(mask, p) == (unsigned int)gocuda_warp(mask, 1, GOCUDA_BALLOT, 0, 32); }
 inline void __syncwarp(unsigned int mask = 0xffffffffu) { gocuda_warp(mask, 0, GOCUDA_SYNCWARP, 0, 32); }
+// A thread block cluster's barrier (barrier.cluster's arrive and wait:
+// every thread of the cluster's blocks comes, their writes to shared
+// memory seen after it), and the address of p, in the block's dynamic
+// shared memory, in the cluster's block rank (mapa; the rank is the
+// block's index in the cluster, x first). Without clusters a block is a
+// cluster of one.
+inline void gocuda_hostcc_cluster_sync() {
+	const gocuda_hostcc_thread *me = gocuda_self;
+	gocuda_ops->cluster_sync();
+	gocuda_self = me;
+}
+template <typename T> inline T *gocuda_hostcc_map_shared(T *p, unsigned int rank) { return (T *)gocuda_ops->map_shared(p, rank); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __trap() { gocuda_ops->trap("__trap()"); }

@@ -14,6 +14,17 @@
 // that can never open (some at a block's, the others at a warp's) are a
 // kernel's bug: the launch fails (CUDA_ERROR_LAUNCH_FAILED), where a GPU
 // would hang.
+//
+// A launch in thread block clusters runs each cluster's blocks together,
+// each on an OS thread of its own (so that a kernel's static shared
+// memory, thread-local in the shim, is each block's), and the blocks of a
+// cluster wait for each other at the cluster's barrier
+// (gocuda_hostcc_cluster_sync, barrier.cluster on a GPU) and reach each
+// other's dynamic shared memory (gocuda_hostcc_map_shared, mapa). A
+// block whose threads have all returned counts as arrived at its
+// cluster's barriers; its shared memory stays until the whole cluster
+// has run (a GPU's does not: a kernel must not let a block leave while
+// another reads its memory, which the fake cannot see).
 
 #include <dlfcn.h>
 
@@ -27,15 +38,18 @@ struct hc_dim3 {
 struct hc_thread {
 	struct hc_dim3 threadIdx, blockIdx, blockDim, gridDim;
 	void *dynamic_shared;
+	struct hc_dim3 clusterDim; // {1, 1, 1} without clusters
 };
 struct hc_ops {
 	int abi;
 	void (*syncthreads)(void);
 	unsigned long long (*warp)(unsigned mask, unsigned long long v, int kind, int arg, int width);
 	void (*trap)(const char *why);
+	void (*cluster_sync)(void);
+	void *(*map_shared)(const void *p, unsigned rank);
 };
 enum { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT, SYNCWARP };
-enum { HOSTCC_ABI = 1 };
+enum { HOSTCC_ABI = 2 };
 
 static const char library_line[] = "// gocuda hostcc library: ";
 
@@ -163,7 +177,7 @@ static void give_fiber(struct fiber *f) {
 
 // ---- a block's threads -----------------------------------------------------------
 
-enum state { T_RUN, T_BLOCK, T_WARP, T_DONE, T_TRAPPED };
+enum state { T_RUN, T_BLOCK, T_WARP, T_CLUSTER, T_DONE, T_TRAPPED };
 
 struct emu_thread {
 	struct hc_thread abi; // the kernel's view of it
@@ -175,8 +189,23 @@ struct emu_thread {
 	unsigned long long value, result;
 };
 
+// A cluster's blocks, running together: its barrier (a generation
+// count), the blocks still running, and each block's dynamic shared
+// memory by its rank.
+struct cluster {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned live, arrived, generation;
+	int failed;
+	unsigned n;    // blocks
+	void **shared; // each block's dynamic shared memory, by rank
+};
+
 struct block {
 	const struct host_kernel *h;
+	struct cluster *cluster; // NULL: a launch without clusters
+	unsigned rank;           // in its cluster
+	size_t shared_bytes;     // its dynamic shared memory
 	void **args;
 	struct emu_thread *t;
 	unsigned n;
@@ -217,7 +246,61 @@ static void op_trap(const char *why) {
 	fiber_yield(me->fiber); // never resumed
 }
 
-static const struct hc_ops ops = {HOSTCC_ABI, op_syncthreads, op_warp, op_trap};
+static void op_cluster_sync(void) {
+	struct emu_thread *me = running->cur;
+	me->state = T_CLUSTER;
+	fiber_yield(me->fiber);
+}
+
+// op_map_shared is the address in block rank of its cluster of p, an
+// address in the caller's dynamic shared memory. The rest is a kernel's
+// bug, as on a GPU: a trap.
+static void *op_map_shared(const void *p, unsigned rank) {
+	struct block *b = running;
+	const char *base = b->cur->abi.dynamic_shared;
+	const struct cluster *c = b->cluster;
+	if (!base || (const char *)p < base || (const char *)p > base + b->shared_bytes) {
+		op_trap("mapa of an address outside the block's dynamic shared memory");
+		return NULL;
+	}
+	if (rank >= (c ? c->n : 1)) {
+		op_trap("mapa to a rank outside the cluster");
+		return NULL;
+	}
+	return c ? (char *)c->shared[rank] + ((const char *)p - base) : (void *)p;
+}
+
+static const struct hc_ops ops = {HOSTCC_ABI, op_syncthreads, op_warp, op_trap, op_cluster_sync, op_map_shared};
+
+// cluster_arrive waits at c's barrier until every running block of c has
+// come (or one failed); 0, or the launch's error.
+static int cluster_arrive(struct cluster *c) {
+	pthread_mutex_lock(&c->mu);
+	const unsigned gen = c->generation;
+	if (++c->arrived == c->live) {
+		c->arrived = 0;
+		c->generation++;
+		pthread_cond_broadcast(&c->cv);
+	}
+	while (gen == c->generation && !c->failed) pthread_cond_wait(&c->cv, &c->mu);
+	const int failed = c->failed;
+	pthread_mutex_unlock(&c->mu);
+	return failed ? LAUNCH_FAILED : 0;
+}
+
+// cluster_leave takes a block out of c's barriers, as finished (failed
+// 0) or failed: a block that waits for it then goes on, or fails too.
+static void cluster_leave(struct cluster *c, int failed) {
+	pthread_mutex_lock(&c->mu);
+	c->live--;
+	if (failed) c->failed = 1;
+	if (c->arrived && c->arrived == c->live) {
+		c->arrived = 0;
+		c->generation++;
+	}
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
 
 // exchange lets warp w's exchange go, if every lane it needs has come:
 // each waiting lane gets its op's value. It returns whether it did.
@@ -311,20 +394,90 @@ static int run_block(struct block *b) {
 				if (err) return err;
 			} while (exchange(b, w));
 		}
-		int done = 1, at_block = 1;
+		int done = 1, warp = 0, block = 0, cluster = 0;
 		for (unsigned i = 0; i < b->n; i++) {
 			if (b->t[i].state != T_DONE) done = 0;
-			if (b->t[i].state == T_WARP) at_block = 0;
+			warp |= b->t[i].state == T_WARP;
+			block |= b->t[i].state == T_BLOCK;
+			cluster |= b->t[i].state == T_CLUSTER;
 		}
 		if (done) return 0;
-		if (!at_block) {
-			fprintf(stderr, "fakecuda: kernel %s: block %u,%u,%u: its threads wait at barriers that cannot open (a warp's and the block's)\n",
-			        b->h->name, b->t[0].abi.blockIdx.x, b->t[0].abi.blockIdx.y, b->t[0].abi.blockIdx.z);
+		if (warp || (block && cluster)) {
+			fprintf(stderr, "fakecuda: kernel %s: block %u,%u,%u: its threads wait at barriers that cannot open (%s)\n", b->h->name,
+			        b->t[0].abi.blockIdx.x, b->t[0].abi.blockIdx.y, b->t[0].abi.blockIdx.z,
+			        warp ? "a warp's and another" : "the block's and the cluster's");
 			return LAUNCH_FAILED; // the waiting fibers are lost: a GPU would hang
 		}
+		// The block's barrier, or the cluster's (a block's own without
+		// clusters: a cluster of one).
+		if (cluster && b->cluster) {
+			int err = cluster_arrive(b->cluster);
+			if (err) return err;
+		}
+		const enum state waiting = cluster ? T_CLUSTER : T_BLOCK;
 		for (unsigned i = 0; i < b->n; i++)
-			if (b->t[i].state == T_BLOCK) b->t[i].state = T_RUN;
+			if (b->t[i].state == waiting) b->t[i].state = T_RUN;
 	}
+}
+
+// place sets b's threads' indices for block idx of launch l.
+static void place(struct block *b, const struct launch *l, struct hc_dim3 idx, void *shared) {
+	for (unsigned i = 0; i < b->n; i++) {
+		struct hc_thread *t = &b->t[i].abi;
+		t->threadIdx = (struct hc_dim3){i % l->block[0], i / l->block[0] % l->block[1], i / (l->block[0] * l->block[1])};
+		t->blockIdx = idx;
+		t->blockDim = (struct hc_dim3){l->block[0], l->block[1], l->block[2]};
+		t->gridDim = (struct hc_dim3){l->grid[0], l->grid[1], l->grid[2]};
+		t->dynamic_shared = shared;
+		t->clusterDim = (struct hc_dim3){l->cluster[0], l->cluster[1], l->cluster[2]};
+	}
+}
+
+// cluster_block runs one block of a cluster on its own OS thread.
+static void *cluster_block(void *arg) {
+	struct block *b = arg;
+	running = b;
+	b->failed = run_block(b);
+	running = NULL;
+	cluster_leave(b->cluster, b->failed);
+	return NULL;
+}
+
+// run_clusters runs l's clusters one after another, the blocks of each
+// together, blocks[0] on this thread and the others on threads of their
+// own; 0, or the launch's error.
+static int run_clusters(const struct launch *l, struct block *blocks, void **shared, unsigned cn) {
+	const unsigned cx = l->cluster[0], cy = l->cluster[1], cz = l->cluster[2];
+	const unsigned long long clusters = (unsigned long long)(l->grid[0] / cx) * (l->grid[1] / cy) * (l->grid[2] / cz);
+	pthread_t *th = calloc(cn, sizeof *th);
+	if (!th) return OUT_OF_MEMORY;
+	int err = 0;
+	for (unsigned long long k = 0; k < clusters && !err; k++) {
+		const unsigned long long q = reverse_schedule() ? clusters - 1 - k : k;
+		const unsigned qx = (unsigned)(q % (l->grid[0] / cx)), qy = (unsigned)(q / (l->grid[0] / cx) % (l->grid[1] / cy)),
+		               qz = (unsigned)(q / (l->grid[0] / cx) / (l->grid[1] / cy));
+		struct cluster c = {.live = cn, .n = cn, .shared = shared};
+		pthread_mutex_init(&c.mu, NULL);
+		pthread_cond_init(&c.cv, NULL);
+		for (unsigned r = 0; r < cn; r++) {
+			const struct hc_dim3 idx = {qx * cx + r % cx, qy * cy + r / cx % cy, qz * cz + r / (cx * cy)};
+			blocks[r].cluster = &c, blocks[r].rank = r, blocks[r].failed = 0;
+			place(&blocks[r], l, idx, shared[r]);
+		}
+		unsigned started = 1;
+		for (; started < cn; started++)
+			if (pthread_create(&th[started], NULL, cluster_block, &blocks[started])) break;
+		for (unsigned r = started; r < cn; r++) cluster_leave(&c, 1); // the others fail at their barrier
+		if (started < cn) err = OUT_OF_MEMORY;
+		cluster_block(&blocks[0]);
+		running = &blocks[0]; // host_run's, again
+		for (unsigned r = 1; r < started; r++) pthread_join(th[r], NULL);
+		for (unsigned r = 0; r < started && !err; r++) err = blocks[r].failed;
+		pthread_cond_destroy(&c.cv);
+		pthread_mutex_destroy(&c.mu);
+	}
+	free(th);
+	return err;
 }
 
 // host_run runs a launch of a host kernel, on its stream's worker.
@@ -343,35 +496,35 @@ static void host_run(struct launch *l) {
 			return;
 		}
 	}
-	unsigned n = l->block[0] * l->block[1] * l->block[2];
-	struct block b = {.h = h, .args = args, .n = n};
-	b.t = calloc(n, sizeof *b.t);
-	b.idle = calloc(n, sizeof *b.idle);
-	void *shared = l->shared ? aligned_alloc(128, (l->shared + 127) / 128 * 128) : NULL;
-	if (!b.t || !b.idle || (l->shared && !shared)) {
-		launch_fault(l, OUT_OF_MEMORY);
-		goto out;
+	const unsigned n = l->block[0] * l->block[1] * l->block[2];
+	// A block at a time, or a cluster's blocks at once.
+	const unsigned cn = l->cluster[0] * l->cluster[1] * l->cluster[2];
+	struct block *blocks = calloc(cn, sizeof *blocks);
+	void **shared = calloc(cn, sizeof *shared);
+	int failed = blocks && shared ? 0 : OUT_OF_MEMORY;
+	for (unsigned r = 0; r < cn && !failed; r++) {
+		blocks[r] = (struct block){.h = h, .args = args, .n = n, .shared_bytes = l->shared};
+		blocks[r].t = calloc(n, sizeof *blocks[r].t);
+		blocks[r].idle = calloc(n, sizeof *blocks[r].idle);
+		shared[r] = l->shared ? aligned_alloc(128, (l->shared + 127) / 128 * 128) : NULL;
+		if (!blocks[r].t || !blocks[r].idle || (l->shared && !shared[r])) failed = OUT_OF_MEMORY;
 	}
-	running = &b;
-	const unsigned long long blocks = (unsigned long long)l->grid[0] * l->grid[1] * l->grid[2];
-	for (unsigned long long k = 0; k < blocks && !b.failed; k++) {
-		const unsigned long long j = reverse_schedule() ? blocks - 1 - k : k;
-		const struct hc_dim3 block_idx = {(unsigned)(j % l->grid[0]), (unsigned)(j / l->grid[0] % l->grid[1]), (unsigned)(j / l->grid[0] / l->grid[1])};
-		for (unsigned i = 0; i < n; i++) {
-			struct hc_thread *t = &b.t[i].abi;
-			t->threadIdx = (struct hc_dim3){i % l->block[0], i / l->block[0] % l->block[1], i / (l->block[0] * l->block[1])};
-			t->blockIdx = block_idx;
-			t->blockDim = (struct hc_dim3){l->block[0], l->block[1], l->block[2]};
-			t->gridDim = (struct hc_dim3){l->grid[0], l->grid[1], l->grid[2]};
-			t->dynamic_shared = shared;
-		}
-		b.failed = run_block(&b);
+	running = blocks;
+	if (!failed && cn > 1) failed = run_clusters(l, blocks, shared, cn);
+	const unsigned long long grid = (unsigned long long)l->grid[0] * l->grid[1] * l->grid[2];
+	for (unsigned long long k = 0; k < grid && !failed && cn == 1; k++) {
+		const unsigned long long j = reverse_schedule() ? grid - 1 - k : k;
+		place(&blocks[0], l, (struct hc_dim3){(unsigned)(j % l->grid[0]), (unsigned)(j / l->grid[0] % l->grid[1]), (unsigned)(j / l->grid[0] / l->grid[1])}, shared[0]);
+		failed = run_block(&blocks[0]);
 	}
 	running = NULL;
-	if (b.failed) launch_fault(l, b.failed);
-out:
-	for (unsigned i = 0; i < b.nidle; i++) give_fiber(b.idle[i]);
-	free(b.t);
-	free(b.idle);
+	if (failed) launch_fault(l, failed);
+	for (unsigned r = 0; blocks && r < cn; r++) {
+		for (unsigned i = 0; i < blocks[r].nidle; i++) give_fiber(blocks[r].idle[i]);
+		free(blocks[r].t);
+		free(blocks[r].idle);
+	}
+	for (unsigned r = 0; shared && r < cn; r++) free(shared[r]);
+	free(blocks);
 	free(shared);
 }
