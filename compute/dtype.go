@@ -165,6 +165,35 @@ __device__ __forceinline__ void gocuda_pdl_wait() {
 	asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+// gocuda_cluster_sync waits, with every thread of the block's thread
+// block cluster, until all have come (barrier.cluster: their writes to
+// shared memory before it are seen after it); gocuda_cluster_map is the
+// address of p, in the block's shared memory, in block rank of the
+// cluster (mapa: a generic address, read as any). A kernel calls them
+// only in a launch in clusters, which needs sm_90 (before, they trap);
+// compiled for the host, the fake's (internal/hostcc's shim).
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ void gocuda_cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+	asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory");
+#else
+	__trap();
+#endif
+}
+template <typename T> __device__ __forceinline__ T* gocuda_cluster_map(T* p, unsigned int rank) {
+#if __CUDA_ARCH__ >= 900
+	unsigned long long q;
+	asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
+	return (T*)q;
+#else
+	__trap();
+	return p;
+#endif
+}
+#else
+__device__ __forceinline__ void gocuda_cluster_sync() { gocuda_hostcc_cluster_sync(); }
+template <typename T> __device__ __forceinline__ T* gocuda_cluster_map(T* p, unsigned int rank) { return gocuda_hostcc_map_shared(p, rank); }
+#endif
 // gocuda_any_nan is whether any of f is a NaN: one test and one branch
 // for a vector, not one for each element. Two floats at a time, which
 // the compiler tests for NaNs in one instruction.

@@ -200,12 +200,17 @@ func SharedAllowed() int {
 // SetDeviceSize makes the layouts of s's device those of a device of sms
 // multiprocessors of threads threads each, whose blocks may opt in to
 // optin bytes of shared memory (the H200's: 132, 2048, 232448), until t
-// ends: the fake's device then takes the GPU's layouts.
+// ends: the fake's device then takes the GPU's layouts. Thread block
+// clusters stay as the device has them.
 func SetDeviceSize(t testing.TB, s *cuda.Stream, sms, threads, optin int) {
 	t.Helper()
+	real, err := sizeOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dev := s.Context().Device().Ordinal()
 	old, had := deviceSizes.Load(dev)
-	deviceSizes.Store(dev, deviceSize{sms: sms, resident: sms * threads / blockSize, optin: optin})
+	deviceSizes.Store(dev, deviceSize{sms: sms, resident: sms * threads / blockSize, optin: optin, clusters: real.clusters})
 	t.Cleanup(func() {
 		if had {
 			deviceSizes.Store(dev, old)
@@ -220,4 +225,19 @@ func SetDeviceSize(t testing.TB, s *cuda.Stream, sms, threads, optin int) {
 func StagedSpan(cols, size int) int {
 	span, _ := planStaged(1, cols, size)
 	return span
+}
+
+// SetClusters makes Softmax of s's device take thread block clusters or
+// not (the two kernels of a few long rows' chunks), until t ends.
+func SetClusters(t testing.TB, s *cuda.Stream, on bool) {
+	t.Helper()
+	d, err := sizeOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := s.Context().Device().Ordinal()
+	old := d
+	d.clusters = on
+	deviceSizes.Store(dev, d)
+	t.Cleanup(func() { deviceSizes.Store(dev, old) })
 }

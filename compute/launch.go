@@ -22,7 +22,10 @@ const maxGrid = 1<<31 - 1
 // dependent (compute capability 9.0 on).
 type deviceSize struct {
 	sms, resident, optin int
-	pdl                  bool
+	// pdl and clusters: the device starts a kernel before the one
+	// before it ends (programmatic dependent launch) and runs blocks in
+	// thread block clusters; both compute capability 9.0 and later.
+	pdl, clusters bool
 }
 
 // deviceSizes are the devices' sizes by ordinal.
@@ -50,7 +53,7 @@ func sizeOf(s *cuda.Stream) (deviceSize, error) {
 	if err != nil {
 		return deviceSize{}, err
 	}
-	d := deviceSize{sms: max(1, sms), resident: max(1, sms*max(1, threads/blockSize)), optin: max(0, optin), pdl: cc.Major >= 9}
+	d := deviceSize{sms: max(1, sms), resident: max(1, sms*max(1, threads/blockSize)), optin: max(0, optin), pdl: cc.Major >= 9, clusters: cc.Major >= 9}
 	deviceSizes.Store(dev.Ordinal(), d)
 	return d, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // TestSoftmaxChunksInTurn queues Softmax and LogSoftmax of a few long rows
@@ -70,6 +71,79 @@ func softmaxChunksOf[T cuda.AnyFloat](t *testing.T, e env, tol float64) {
 						if math.Abs(g-want) > tol*4*scale {
 							t.Fatalf("call %d (log %v, in place %v): [%d,%d] = %v, want %v", i, i%3 == 1, i%2 == 1, r, c, g, want)
 						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSoftmaxClusterBits: a few long rows' chunks as the blocks of thread
+// block clusters (one kernel) give the bits of the two kernels, _stats
+// then _apply, for every type, both operations, rows of whole vectors
+// and not, buffers at a vector's boundary and past it, and in place.
+func TestSoftmaxClusterBits(t *testing.T) {
+	e := gpu(t)
+	clusterBitsOf[float32](t, e)
+	clusterBitsOf[float64](t, e)
+	clusterBitsOf[cuda.Float16](t, e)
+	clusterBitsOf[cuda.BFloat16](t, e)
+}
+
+func clusterBitsOf[T cuda.AnyFloat](t *testing.T, e env) {
+	t.Helper()
+	if !cudatest.IsFake() {
+		if v, err := e.ctx.Device().Attribute(cuda.AttrClusterLaunch); err != nil || v == 0 {
+			t.Skipf("%v has no thread block clusters (%v)", e.ctx.Device(), err)
+		}
+	}
+	for _, c := range []struct {
+		sh      compute.Shape
+		off     int
+		inPlace bool
+	}{
+		{compute.Shape{Rows: 1, Cols: 65536}, 0, false},
+		{compute.Shape{Rows: 1, Cols: 65536}, 0, true},
+		{compute.Shape{Rows: 2, Cols: 40001}, 1, false},
+		{compute.Shape{Rows: 1, Cols: 32769}, 0, true},
+	} {
+		name := fmt.Sprintf("%T/%dx%d/off%d/inplace%v", *new(T), c.sh.Rows, c.sh.Cols, c.off, c.inPlace)
+		t.Run(name, func(t *testing.T) {
+			n := c.sh.Rows * c.sh.Cols
+			x := randoms[T](n, -30, 30)
+			if c.sh.Rows > 1 {
+				x[n-5] = fromF[T](math.Inf(1)) // the last row's infinity: the join's own case
+			}
+			base := must(cuda.Alloc[T](e.ctx, n+c.off))(t)
+			defer base.Free()
+			src := must(base.Slice(c.off, n))(t)
+			for _, log := range []bool{false, true} {
+				op := compute.Softmax[T]
+				if log {
+					op = compute.LogSoftmax[T]
+				}
+				var got [2][]T
+				for k, on := range []bool{true, false} {
+					if err := src.CopyFromHost(x); err != nil {
+						t.Fatal(err)
+					}
+					dst := src
+					if !c.inPlace {
+						dst = must(cuda.Alloc[T](e.ctx, n))(t)
+						defer dst.Free()
+					}
+					compute.SetClusters(t, e.s, on)
+					if err := op(dst, src, c.sh, e.s); err != nil {
+						t.Fatal(err)
+					}
+					got[k] = make([]T, n)
+					if err := dst.CopyToHost(got[k]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range got[0] {
+					if a, b := got[0][i], got[1][i]; a != b && (a == a || b == b) {
+						t.Fatalf("log %v: [%d] = %v in clusters, %v in two kernels", log, i, a, b)
 					}
 				}
 			}
