@@ -315,7 +315,7 @@ var shapeNames sync.Map // string -> *softmaxNames
 
 type softmaxNames struct {
 	staged, stats, apply, cluster string
-	regs                 [7]string
+	regs                          [7]string
 }
 
 func namesOf(name string) *softmaxNames {
