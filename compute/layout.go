@@ -19,7 +19,10 @@ package compute
 //     minChunk elements, a block per chunk, the chunks' partial results
 //     folded in order by the last block of the row to finish (in the
 //     stream's scratch memory; in a graph capture, by a second kernel,
-//     _chunks);
+//     _chunks); Softmax's chunks, up to maxCluster of them on a device
+//     with thread block clusters, are the blocks of a cluster that join
+//     their statistics through each other's shared memory (_cluster),
+//     else two kernels (_stats, _apply);
 //   - columns of a single row or a single column are the rows of the
 //     transposed shape (the same elements, the same index i);
 //   - fewer than 32 columns (narrow): a block reads whole rows at once,

@@ -51,7 +51,8 @@ func overlap[T any](a, b *cuda.DeviceBuffer[T]) bool {
 // (gocuda_short); rows of a few elements a thread are staged through
 // shared memory by 16-byte vectors (NAME_staged, planStaged); a few very
 // long rows are cut into chunks (NAME_stats, then NAME_apply, which joins
-// a row's chunks in order). The passes take 16 bytes of a row at a time
+// a row's chunks in order; or NAME_cluster, the chunks a cluster's blocks
+// in one launch, with the same bits). The passes take 16 bytes of a row at a time
 // when its length and both matrices allow. Computed in T's value type
 // (float for the halves, double for float64); for the halves, e^x by
 // __expf and Softmax's quotients as products by the sum's reciprocal, in
