@@ -17,15 +17,13 @@ const maxGrid = 1<<31 - 1
 // deviceSize is what a layout needs of a device: its multiprocessors, and
 // the blocks of blockSize threads they run at once (a grid-stride loop
 // needs no more); the shared memory a block may have where its kernel
-// opts in (FuncMaxDynamicSharedSize), 0 where the device says none; and
+// opts in (FuncMaxDynamicSharedSize), 0 where the device says none;
 // whether a kernel may be launched as its predecessor's programmatic
-// dependent (compute capability 9.0 on).
+// dependent, and whether blocks may run in thread block clusters (both
+// compute capability 9.0 on).
 type deviceSize struct {
 	sms, resident, optin int
-	// pdl and clusters: the device starts a kernel before the one
-	// before it ends (programmatic dependent launch) and runs blocks in
-	// thread block clusters; both compute capability 9.0 and later.
-	pdl, clusters bool
+	pdl, clusters        bool
 }
 
 // deviceSizes are the devices' sizes by ordinal.
