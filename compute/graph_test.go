@@ -86,3 +86,76 @@ func TestCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureLongRows captures the operations that cut a few long rows
+// into chunks (Softmax's cluster kernel, its two kernels with memory of
+// the call's own, a reduction's second kernel) and launches the graph
+// twice, with new inputs between: each launch gives the bits the same
+// call gives outside a capture, from the inputs of its time.
+func TestCaptureLongRows(t *testing.T) {
+	e := gpu(t)
+	for _, c := range []struct {
+		name     string
+		sh       compute.Shape
+		clusters bool
+		op       func(dst, src *cuda.DeviceBuffer[float32], sh compute.Shape, s *cuda.Stream) error
+		outs     func(sh compute.Shape) int // the results at dst's start
+	}{
+		{"Softmax 1x65536 (a cluster a row)", compute.Shape{Rows: 1, Cols: 65536}, true, compute.Softmax[float32], elems},
+		{"LogSoftmax 2x40001 (two kernels)", compute.Shape{Rows: 2, Cols: 40001}, false, compute.LogSoftmax[float32], elems},
+		{"LogSoftmax 2x40001 (a cluster a row)", compute.Shape{Rows: 2, Cols: 40001}, true, compute.LogSoftmax[float32], elems},
+		{"SumAxis rows 2x70001", compute.Shape{Rows: 2, Cols: 70001}, false, func(dst, src *cuda.DeviceBuffer[float32], sh compute.Shape, s *cuda.Stream) error {
+			d, err := dst.Slice(0, sh.Rows)
+			if err != nil {
+				return err
+			}
+			return compute.SumAxis(d, src, sh, compute.PerRow, s)
+		}, func(sh compute.Shape) int { return sh.Rows }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.clusters {
+				needClusters(t, e)
+			}
+			compute.SetClusters(t, e.s, c.clusters)
+			n := c.sh.Rows * c.sh.Cols
+			src, dst := must(cuda.Alloc[float32](e.ctx, n))(t), must(cuda.Alloc[float32](e.ctx, n))(t)
+			defer src.Free()
+			defer dst.Free()
+			inputs := [2][]float32{randoms[float32](n, -20, 20), randoms[float32](n, 5, 40)}
+			direct := func(in []float32) []float32 {
+				t.Helper()
+				if err := src.CopyFromHost(in); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.op(dst, src, c.sh, e.s); err != nil {
+					t.Fatal(err)
+				}
+				return cudatest.Download(t, dst)[:c.outs(c.sh)]
+			}
+			wants := [2][]float32{direct(inputs[0]), direct(inputs[1])}
+			g := must(e.s.Capture(cuda.CaptureGlobal, func() error { return c.op(dst, src, c.sh, e.s) }))(t)
+			defer g.Close()
+			exec := must(g.Instantiate())(t)
+			defer exec.Close()
+			for round, in := range inputs {
+				if err := src.CopyFromHost(in); err != nil {
+					t.Fatal(err)
+				}
+				if err := dst.Memset32Async(0x7fc00000, e.s); err != nil { // NaNs: what the graph leaves unwritten
+					t.Fatal(err)
+				}
+				if err := exec.Launch(e.s); err != nil {
+					t.Fatal(err)
+				}
+				got := cudatest.Download(t, dst)
+				for i := range len(wants[round]) {
+					if got[i] != wants[round][i] {
+						t.Fatalf("round %d: [%d] = %v in the graph, %v called", round, i, got[i], wants[round][i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func elems(sh compute.Shape) int { return sh.Rows * sh.Cols }

@@ -7,7 +7,6 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
-	"github.com/gocuda/cuda/internal/cudatest"
 )
 
 // TestSoftmaxChunksInTurn queues Softmax and LogSoftmax of a few long rows
@@ -92,11 +91,7 @@ func TestSoftmaxClusterBits(t *testing.T) {
 
 func clusterBitsOf[T cuda.AnyFloat](t *testing.T, e env) {
 	t.Helper()
-	if !cudatest.IsFake() {
-		if v, err := e.ctx.Device().Attribute(cuda.AttrClusterLaunch); err != nil || v == 0 {
-			t.Skipf("%v has no thread block clusters (%v)", e.ctx.Device(), err)
-		}
-	}
+	needClusters(t, e)
 	for _, c := range []struct {
 		sh      compute.Shape
 		off     int
@@ -148,5 +143,13 @@ func clusterBitsOf[T cuda.AnyFloat](t *testing.T, e env) {
 				}
 			}
 		})
+	}
+}
+
+// needClusters skips t where the device has no thread block clusters.
+func needClusters(t *testing.T, e env) {
+	t.Helper()
+	if v, err := e.ctx.Device().Attribute(cuda.AttrClusterLaunch); err != nil || v == 0 {
+		t.Skipf("%v has no thread block clusters (%v)", e.ctx.Device(), err)
 	}
 }
