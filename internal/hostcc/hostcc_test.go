@@ -308,45 +308,24 @@ func TestReverseSchedule(t *testing.T) {
 	cudatest.RunChild(t, "FAKECUDA_HOST_SCHEDULE=reverse")
 }
 
-// TestDeadlock: threads that wait at barriers that cannot open (a warp's
-// and the block's) fail the launch, where a GPU would hang; in a child
-// process, since the fault is the device's for good (the tests after it,
-// or the next -count, would fail).
-func TestDeadlock(t *testing.T) {
-	skipUnlessFake(t)
-	if !cudatest.InChild(t) {
-		cudatest.RunChild(t)
-		return
-	}
-	ctx := cudatest.Must(cuda.NewContext(cudatest.Device(t)))(t)
-	s := cudatest.Must(ctx.NewStream())(t)
-	mod := loadIn(t, ctx)
-	x := cudatest.Must(cuda.Zeroed[int32](ctx, 1))(t)
-	if err := fn(t, mod, "stuck").Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 64}, Stream: s}, x); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Synchronize(); !errors.Is(err, cuda.Result(719)) {
-		t.Errorf("a kernel that cannot go on: %v, want CUDA_ERROR_LAUNCH_FAILED", err)
-	}
-}
-
-// TestClusterFaults: threads of a block that wait at the block's barrier
-// while the others wait at the cluster's, and an address mapped to a rank
-// the cluster does not have, fail the launch (a GPU hangs or faults),
-// each in a child process.
-func TestClusterFaults(t *testing.T) {
+// TestKernelFaults: threads that wait at barriers that cannot open (a
+// warp's and the block's; the block's and the cluster's), and an address
+// mapped to a rank the cluster does not have, fail the launch (a GPU
+// hangs or faults), each in a child process, since the fault is the
+// device's for good (the tests after it, or the next -count, would fail).
+func TestKernelFaults(t *testing.T) {
 	skipUnlessFake(t)
 	for _, c := range []struct {
 		name   string
 		kernel string
 		cfg    cuda.LaunchConfig
 	}{
+		{"a warp's and the block's barrier", "stuck", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 64}}},
 		{"both barriers", "clusterstuck", cuda.LaunchConfig{Grid: cuda.Dim3{X: 2}, Block: cuda.Dim3{X: 64}, Cluster: cuda.Dim3{X: 2, Y: 1, Z: 1}}},
 		{"rank past the cluster", "farrank", cuda.LaunchConfig{Grid: cuda.Dim3{X: 2}, Block: cuda.Dim3{X: 32}, Cluster: cuda.Dim3{X: 2, Y: 1, Z: 1}, SharedMemBytes: 16}},
 		{"rank past a block alone", "farrank", cuda.LaunchConfig{Grid: cuda.Dim3{X: 1}, Block: cuda.Dim3{X: 32}, SharedMemBytes: 16}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			// A process of its own: the fault is the device's for good.
 			if !cudatest.InChild(t) {
 				cudatest.RunChild(t)
 				return
