@@ -2,6 +2,8 @@ package compute
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -211,4 +213,43 @@ func ptxasFigures(log string) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestWriteCubins writes the sm_90 cubins of the float types' sum
+// reductions (sum_TYPE.cubin) and of Softmax's and LogSoftmax's kernels
+// (NAME.cubin) into GOCUDA_CUBIN_DIR, compiled by a real NVRTC
+// (GOCUDA_LIBNVRTC), for reading their machine code on a machine without
+// a GPU (`cuobjdump -sass`; scripts/offline-nvrtc.sh fetches both): how a
+// loop's loads are scheduled is seen there, not in the source.
+func TestWriteCubins(t *testing.T) {
+	dir := os.Getenv("GOCUDA_CUBIN_DIR")
+	if dir == "" {
+		t.Skip("set GOCUDA_CUBIN_DIR to a folder for the cubins")
+	}
+	if _, err := nvrtc.Version(); err != nil {
+		t.Fatal("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
+	}
+	write := func(name, src string) {
+		t.Helper()
+		out, err := nvrtc.Compile(nil, src, nvrtc.Options{Name: name + ".cu", Arch: "sm_90", Flags: compileFlags})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".cubin"), out.Image, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range dtypes {
+		if !d.float {
+			continue
+		}
+		r, err := newStdReduction(d, "sum")
+		if err != nil {
+			t.Fatal(err)
+		}
+		write("sum_"+d.name, r.source([]bool{true}))
+	}
+	for _, sm := range softmaxSources() {
+		write(sm.name, sm.source)
+	}
 }
