@@ -160,11 +160,18 @@ func expression(e string) string {
 // load), and the declarations of each one's vector gocudav_NAME, vector
 // gocuda_j of its buffer.
 func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
+	return r.vectorsFrom(buffer, v, "((const %[1]s*)gocudap_%[2]s)[gocuda_j]")
+}
+
+// vectorsFrom is vectors with each buffer's vector taken from the
+// expression from (a format of the vector's C type and the parameter's
+// name).
+func (r *Reduction) vectorsFrom(buffer []bool, v int, from string) (aligned, decl []string) {
 	for j, p := range r.in {
 		if buffer[j] {
 			vec := "gocuda_vec<" + p.t.storage + ", " + strconv.Itoa(v) + ">"
 			aligned = append(aligned, "(unsigned long long)gocudap_"+p.name+" % sizeof("+vec+") == 0")
-			decl = append(decl, "const "+vec+" gocudav_"+p.name+" = ((const "+vec+"*)gocudap_"+p.name+")[gocuda_j]; ")
+			decl = append(decl, "const "+vec+" gocudav_"+p.name+" = "+fmt.Sprintf(from, vec, p.name)+"; ")
 			if p.t.half != "" { // converted a vector at a time: the prelude's, the same bits
 				decl = append(decl, "float gocudaf_"+p.name+"["+strconv.Itoa(v)+"]; gocuda_load_"+p.t.half+"(gocudaf_"+p.name+", gocudav_"+p.name+"); ")
 			}
@@ -174,6 +181,23 @@ func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
 		aligned = []string{"false"}
 	}
 	return aligned, decl
+}
+
+// stagedLoads returns, for the buffers of the pattern, the declarations of
+// u vectors of v elements each (gocudas_NAME) and their loads, vector
+// gocuda_u from vector gocuda_j of the buffer: the column kernels load a
+// thread's rows' vectors all before they convert and fold any, so that
+// the loads are in flight together (vectorsFrom then takes each from
+// gocudas_NAME[gocuda_u]).
+func (r *Reduction) stagedLoads(buffer []bool, v, u int) (decl, loads []string) {
+	for j, p := range r.in {
+		if buffer[j] {
+			vec := "gocuda_vec<" + p.t.storage + ", " + strconv.Itoa(v) + ">"
+			decl = append(decl, vec+" gocudas_"+p.name+"["+strconv.Itoa(u)+"]; ")
+			loads = append(loads, "gocudas_"+p.name+"[gocuda_u] = ((const "+vec+"*)gocudap_"+p.name+")[gocuda_j]; ")
+		}
+	}
+	return decl, loads
 }
 
 // reductionText is the fields of templates/reduction.cu.tmpl, which says
@@ -207,6 +231,10 @@ type reductionCols struct {
 	Unroll                          int // the rows a thread has loads in flight for (colsUnroll)
 	Aligned, VectorLoads, VectorMap string
 	Map                             string
+	// StagedDecl and StagedLoads: the Unroll vectors of each buffer a
+	// thread loads before it folds any (stagedLoads); VectorLoads takes
+	// them from there.
+	StagedDecl, StagedLoads string
 }
 
 // source writes the reduction's kernels for an argument pattern (see
@@ -284,17 +312,21 @@ func (r *Reduction) source(buffer []bool) string {
 		if kv.suffix == "_colsv" && kv.cv == colVector(width) {
 			continue // planCols never asks for it
 		}
-		colAligned, colDecl := r.vectors(buffer, kv.cv)
+		unroll := colsUnroll(kv.cv, width)
+		colAligned, colDecl := r.vectorsFrom(buffer, kv.cv, "gocudas_%[2]s[gocuda_u]")
+		stagedDecl, stagedLoads := r.stagedLoads(buffer, kv.cv, unroll)
 		text.Cols = append(text.Cols, reductionCols{
 			Suffix:      kv.suffix,
 			Threads:     blockSize,
 			MinBlocks:   colsBlocks,
-			Unroll:      colsUnroll(kv.cv, width),
+			Unroll:      unroll,
 			V:           kv.cv,
 			Aligned:     strings.Join(colAligned, " && "),
 			VectorLoads: strings.Join(colDecl, ""),
 			VectorMap:   vectorMap(kv.cv),
 			Map:         mapAt("gocudap_%s[gocuda_i]", "gocuda_i"),
+			StagedDecl:  strings.Join(stagedDecl, ""),
+			StagedLoads: strings.Join(stagedLoads, ""),
 		})
 	}
 	return prelude + render("reduction", text)
