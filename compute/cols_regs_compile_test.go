@@ -21,14 +21,8 @@ func TestColumnKernelsRegsCompile(t *testing.T) {
 	if _, err := nvrtc.Version(); err != nil {
 		t.Skip("no NVRTC here (set GOCUDA_LIBNVRTC to one): ", err)
 	}
-	for _, d := range dtypes {
-		if !d.float {
-			continue
-		}
-		r, err := newStdReduction(d, "sum")
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, fs := range floatSums(t) {
+		d, r := fs.d, fs.r
 		arg := "argmax_" + d.name
 		for _, src := range []string{r.source([]bool{true}), argSource(d, arg, true)} {
 			out, err := nvrtc.Compile(nil, src, nvrtc.Options{Name: d.name + ".cu", Arch: "sm_90", Flags: append([]string{"-Xptxas=-v"}, compileFlags...)})

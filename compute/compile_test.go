@@ -239,6 +239,25 @@ func TestWriteCubins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, fs := range floatSums(t) {
+		write("sum_"+fs.d.name, fs.r.source([]bool{true}))
+	}
+	for _, sm := range softmaxSources() {
+		write(sm.name, sm.source)
+	}
+}
+
+// floatSum is a float element type and its sum reduction.
+type floatSum struct {
+	d dtype
+	r *Reduction
+}
+
+// floatSums returns the sum reduction of each float type, in dtypes'
+// order.
+func floatSums(t *testing.T) []floatSum {
+	t.Helper()
+	var out []floatSum
 	for _, d := range dtypes {
 		if !d.float {
 			continue
@@ -247,9 +266,7 @@ func TestWriteCubins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		write("sum_"+d.name, r.source([]bool{true}))
+		out = append(out, floatSum{d, r})
 	}
-	for _, sm := range softmaxSources() {
-		write(sm.name, sm.source)
-	}
+	return out
 }

@@ -169,7 +169,7 @@ func (r *Reduction) vectors(buffer []bool, v int) (aligned, decl []string) {
 func (r *Reduction) vectorsFrom(buffer []bool, v int, from string) (aligned, decl []string) {
 	for j, p := range r.in {
 		if buffer[j] {
-			vec := "gocuda_vec<" + p.t.storage + ", " + strconv.Itoa(v) + ">"
+			vec := vecType(p.t, v)
 			aligned = append(aligned, "(unsigned long long)gocudap_"+p.name+" % sizeof("+vec+") == 0")
 			decl = append(decl, "const "+vec+" gocudav_"+p.name+" = "+fmt.Sprintf(from, vec, p.name)+"; ")
 			if p.t.half != "" { // converted a vector at a time: the prelude's, the same bits
@@ -183,6 +183,11 @@ func (r *Reduction) vectorsFrom(buffer []bool, v int, from string) (aligned, dec
 	return aligned, decl
 }
 
+// vecType is the C type of v elements of t loaded at once.
+func vecType(t dtype, v int) string {
+	return "gocuda_vec<" + t.storage + ", " + strconv.Itoa(v) + ">"
+}
+
 // stagedLoads returns, for the buffers of the pattern, the declarations of
 // u vectors of v elements each (gocudas_NAME) and their loads, vector
 // gocuda_u from vector gocuda_j of the buffer: the column kernels load a
@@ -192,7 +197,7 @@ func (r *Reduction) vectorsFrom(buffer []bool, v int, from string) (aligned, dec
 func (r *Reduction) stagedLoads(buffer []bool, v, u int) (decl, loads []string) {
 	for j, p := range r.in {
 		if buffer[j] {
-			vec := "gocuda_vec<" + p.t.storage + ", " + strconv.Itoa(v) + ">"
+			vec := vecType(p.t, v)
 			decl = append(decl, vec+" gocudas_"+p.name+"["+strconv.Itoa(u)+"]; ")
 			loads = append(loads, "gocudas_"+p.name+"[gocuda_u] = ((const "+vec+"*)gocudap_"+p.name+")[gocuda_j]; ")
 		}
