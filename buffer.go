@@ -374,8 +374,8 @@ func (b *DeviceBuffer[T]) CopyFromDevice(src *DeviceBuffer[T]) error {
 		return err
 	}
 	defer leaveWith(&b.mem.life, &src.mem.life)
-	if b.n == 0 {
-		return nil
+	if err := checkOverlap(op, b.ptr, src.ptr, uintptr(b.ByteSize())); err != nil || b.n == 0 {
+		return err
 	}
 	if err := b.mem.settle(op); err != nil {
 		return err
@@ -407,6 +407,9 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 		return err
 	}
 	defer releaseAll(held)
+	if err := checkOverlap(op, b.ptr, src.ptr, uintptr(b.ByteSize())); err != nil {
+		return err
+	}
 	s.uses(b.mem, src.mem)
 	if err := b.mem.ctx.bind(op); err != nil {
 		return err
@@ -432,19 +435,22 @@ func (b *DeviceBuffer[T]) checkCopy(op string, src *DeviceBuffer[T]) error {
 	if src.mem.ctx != b.mem.ctx {
 		return errorf(op, ErrInvalidValue, "the buffers belong to different contexts")
 	}
-	if err := b.lengthsMatch(op, "src", src.n); err != nil {
-		return err
+	return b.lengthsMatch(op, "src", src.n)
+}
+
+// checkOverlap refuses a copy between two buffers of n bytes at a and b
+// that share memory. Compared by address, not by allocation: two records
+// may name the same memory (a GrowableBuffer's Buffers, FromRaw over a
+// buffer). Call it only with both buffers' lives held: the address of a
+// buffer freed meanwhile may already belong to the other one, and the
+// copy must then fail with ErrClosed, not as an overlap.
+func checkOverlap(op string, a, b driver.DevicePtr, n uintptr) error {
+	lo, hi := a, b
+	if hi < lo {
+		lo, hi = hi, lo
 	}
-	// Compared by address, not by allocation: two records may name the
-	// same memory (a GrowableBuffer's Buffers, FromRaw over a buffer).
-	if b.n > 0 {
-		lo, hi := b.ptr, src.ptr
-		if hi < lo {
-			lo, hi = hi, lo
-		}
-		if uint64(hi-lo) < uint64(b.ByteSize()) {
-			return errorf(op, ErrInvalidValue, "source and destination overlap")
-		}
+	if n > 0 && uint64(hi-lo) < uint64(n) {
+		return errorf(op, ErrInvalidValue, "source and destination overlap")
 	}
 	return nil
 }

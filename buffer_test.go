@@ -381,6 +381,44 @@ func TestCopyFromDevice(t *testing.T) {
 	}
 }
 
+// TestCopyFromFreedBuffer: a copy whose source or destination was freed
+// returns ErrClosed, even when the other buffer names memory at the freed
+// one's address, which an address comparison alone calls an overlap
+// (TestHammer met it: a buffer freed, and its address allocated again,
+// between a copy's checks).
+func TestCopyFromFreedBuffer(t *testing.T) {
+	ctx := cudatest.Context(t)
+	s := cudatest.Stream(t, ctx)
+	copies := []struct {
+		name string
+		copy func(dst, src *cuda.DeviceBuffer[int32]) error
+	}{
+		{"CopyFromDevice", func(dst, src *cuda.DeviceBuffer[int32]) error { return dst.CopyFromDevice(src) }},
+		{"CopyFromDeviceAsync", func(dst, src *cuda.DeviceBuffer[int32]) error { return dst.CopyFromDeviceAsync(src, s) }},
+		{"CopyPeer", func(dst, src *cuda.DeviceBuffer[int32]) error { _, err := cuda.CopyPeer(dst, src); return err }},
+		{"CopyPeerAsync", func(dst, src *cuda.DeviceBuffer[int32]) error { _, err := cuda.CopyPeerAsync(dst, src, s); return err }},
+	}
+	for _, c := range copies {
+		for _, freed := range []string{"dst", "src"} {
+			t.Run(c.name+"/"+freed+" freed", func(t *testing.T) {
+				old := must(cuda.Alloc[int32](ctx, 4096))(t)
+				if err := old.Free(); err != nil {
+					t.Fatal(err)
+				}
+				// Memory the allocator could hand out again at once.
+				again := must(cuda.FromRaw[int32](ctx, old.Ptr(), 4096))(t)
+				dst, src := old, again
+				if freed == "src" {
+					dst, src = again, old
+				}
+				if err := c.copy(dst, src); !errors.Is(err, cuda.ErrClosed) {
+					t.Errorf("%s with %s freed and its address allocated again: %v; want ErrClosed", c.name, freed, err)
+				}
+			})
+		}
+	}
+}
+
 func TestMemset(t *testing.T) {
 	ctx := cudatest.Context(t)
 	s := cudatest.Stream(t, ctx)

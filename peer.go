@@ -147,17 +147,6 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 	if err := dst.lengthsMatch(op, "src", src.n); err != nil {
 		return 0, err
 	}
-	// Compared by address: contexts of one device share its addresses,
-	// and with unified addressing no two devices' memory overlaps.
-	if dst.n > 0 {
-		lo, hi := dst.ptr, src.ptr
-		if hi < lo {
-			lo, hi = hi, lo
-		}
-		if uint64(hi-lo) < uint64(dst.ByteSize()) {
-			return 0, errorf(op, ErrInvalidValue, "source and destination overlap")
-		}
-	}
 	dctx, sctx := dst.mem.ctx, src.mem.ctx
 	if s != nil && s.ctx != dctx {
 		return 0, errorf(op, ErrInvalidValue, "the stream belongs to another context than the destination")
@@ -171,6 +160,11 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 		return 0, err
 	}
 	defer releaseAll(held)
+	// Compared by address: contexts of one device share its addresses,
+	// and with unified addressing no two devices' memory overlaps.
+	if err := checkOverlap(op, dst.ptr, src.ptr, uintptr(dst.ByteSize())); err != nil {
+		return 0, err
+	}
 	if s != nil {
 		s.uses(dst.mem, src.mem)
 	}
