@@ -166,6 +166,10 @@ func FromRaw[T any](ctx *Context, ptr DevicePtr, n int) (*DeviceBuffer[T], error
 		return nil, errorf(op, ErrInvalidValue, "null pointer with length %d", n)
 	case n > 0 && ptr%DevicePtr(alignOf[T]()) != 0: // an empty buffer holds nothing to misalign
 		return nil, errorf(op, ErrInvalidValue, "pointer %#x is not aligned for %T", uint64(ptr), *new(T))
+	case bytes > 0 && uint64(ptr) > math.MaxUint64-(uint64(bytes)-1):
+		// No memory wraps past the last address; the slices' and copies'
+		// address arithmetic would.
+		return nil, errorf(op, ErrInvalidValue, "%d bytes at %#x pass the end of the address space", bytes, uint64(ptr))
 	}
 	if err := ctx.hold(op); err != nil { // a zero or closed context
 		return nil, err
@@ -498,7 +502,9 @@ func (b *DeviceBuffer[T]) Slice(off, n int) (*DeviceBuffer[T], error) {
 	if err := b.valid(op); err != nil {
 		return nil, err
 	}
-	if err := b.mem.hold(op, "the device buffer"); err != nil {
+	// Held live: Slice and ViewAs bind nothing, yet a buffer of a closed
+	// context is ErrClosed as its other methods say.
+	if err := b.mem.holdLive(op, "the device buffer"); err != nil {
 		return nil, err
 	}
 	defer b.mem.release()
@@ -522,7 +528,9 @@ func ViewAs[U, T any](b *DeviceBuffer[T]) (*DeviceBuffer[U], error) {
 	if err := b.valid(op); err != nil {
 		return nil, err
 	}
-	if err := b.mem.hold(op, "the device buffer"); err != nil {
+	// Held live: Slice and ViewAs bind nothing, yet a buffer of a closed
+	// context is ErrClosed as its other methods say.
+	if err := b.mem.holdLive(op, "the device buffer"); err != nil {
 		return nil, err
 	}
 	defer b.mem.release()
@@ -667,11 +675,18 @@ func (b *DeviceBuffer[T]) freeable(op string) (*allocation, error) {
 // free releases the allocation: the driver's memory if gocuda allocated it.
 func (m *allocation) free(op string) error {
 	if !m.allocated {
-		if err := m.graphs.inUse(op, "the device buffer"); err != nil {
-			return err
-		}
-		m.lt.Close(func() (bool, error) { return true, nil })
-		return nil
+		// The graphs' use is checked inside Close, once the calls in
+		// flight are done and new ones refused, as freeWith does: checked
+		// before, a graph could take the buffer between the check and the
+		// close (a GrowableBuffer's Buffer, whose memory a shrink then
+		// unmaps under the graph).
+		_, err := m.lt.Close(func() (bool, error) {
+			if err := m.graphs.inUse(op, "the device buffer"); err != nil {
+				return false, err
+			}
+			return true, nil
+		})
+		return err
 	}
 	if m.stream != nil {
 		return m.freeOrdered(op, m.stream)

@@ -296,6 +296,15 @@ func (c *Context) reopenIO() {
 	c.ioMu.Unlock()
 }
 
+// open returns ErrClosed where c is closed or closing, without holding it:
+// for a call on an object of c that binds nothing (see life.holdLive).
+func (c *Context) open(op string) error {
+	if c.life.Status() == lifetime.Closed {
+		return closed(op, "the context")
+	}
+	return nil
+}
+
 // isClosed reports whether Close released the context.
 func (c *Context) isClosed() bool { return c.life.IsClosed() }
 

@@ -54,6 +54,11 @@ type vmmRange struct {
 	// unreleased are pieces unmapped whose release failed: each later
 	// Resize and Free tries again.
 	unreleased []uint64
+	// stray, where its size is not 0, is a piece mapped at strayAt whose
+	// access could not be set and whose unmap then failed: not part of
+	// the buffer, and unmapped again by the next growth and by Free.
+	stray   vmmPiece
+	strayAt driver.DevicePtr
 }
 
 // release unmaps and releases every piece and frees the addresses, with
@@ -68,6 +73,10 @@ func (r *vmmRange) release(ctx *Context) {
 		ctx.counter(MemoryDevice).grow(-int64(p.size))
 	}
 	r.pieces = nil
+	if r.stray.size != 0 {
+		driver.MemUnmap(ctx.handle, r.strayAt, r.stray.size)
+		r.unreleased = append(r.unreleased, r.stray.handle)
+	}
 	for _, h := range r.unreleased {
 		driver.MemRelease(ctx.handle, h)
 	}
@@ -212,6 +221,11 @@ func (g *GrowableBuffer[T]) Resize(n int) error {
 	if err := g.valid(op); err != nil {
 		return err
 	}
+	// A Resize within the memory mapped calls no driver function: a closed
+	// context is refused here, before views are closed for a shrink.
+	if err := g.ctx.open(op); err != nil {
+		return err
+	}
 	defer g.publish() // whatever the outcome: a failure may shorten it
 	if n < 0 || n > g.MaxLen() {
 		return errorf(op, ErrInvalidValue, "length %d: want 0 to %d, the addresses reserved", n, g.MaxLen())
@@ -239,6 +253,9 @@ func (g *GrowableBuffer[T]) mapPiece(op string, size uintptr) (err error) {
 		return err
 	}
 	defer ctx.unbind()
+	if err := g.unmapStray(op); err != nil {
+		return err
+	}
 	prop := ctx.vmmProp()
 	var h uint64
 	if err := check(op, driver.MemCreate(ctx.handle, &h, size, unsafe.Pointer(&prop), 0)); err != nil {
@@ -247,13 +264,17 @@ func (g *GrowableBuffer[T]) mapPiece(op string, size uintptr) (err error) {
 	}
 	at := g.base + driver.DevicePtr(g.mapped)
 	if err := check(op, driver.MemMap(ctx.handle, at, size, 0, h, 0)); err != nil {
-		driver.MemRelease(ctx.handle, h)
+		g.unreleased = append(g.unreleased, h) // released here or, failing, by a later shrink or Free
+		g.release(op)
 		return err
 	}
 	access := driver.MemAccessDesc{LocType: driver.MemLocationTypeDevice, LocID: int32(ctx.dev.ordinal), Flags: driver.MemAccessProtReadWrite}
 	if err := check(op, driver.MemSetAccess(ctx.handle, at, size, unsafe.Pointer(&access), 1)); err != nil {
-		driver.MemUnmap(ctx.handle, at, size)
-		driver.MemRelease(ctx.handle, h)
+		// Still mapped, the piece would block the next growth's map at
+		// its address and Free's release of the addresses for good:
+		// kept as stray, it is unmapped again by the next growth or Free.
+		g.stray, g.strayAt = vmmPiece{h, size}, at
+		g.unmapStray(op) // failing, it stays stray
 		return err
 	}
 	g.pieces = append(g.pieces, vmmPiece{h, size})
@@ -322,6 +343,20 @@ func (g *GrowableBuffer[T]) unmapDownTo(op string, need uintptr) error {
 	return nil
 }
 
+// unmapStray unmaps the stray piece, if any, and releases it, with the
+// context bound.
+func (g *GrowableBuffer[T]) unmapStray(op string) error {
+	if g.stray.size == 0 {
+		return nil
+	}
+	if err := check(op, driver.MemUnmap(g.ctx.handle, g.strayAt, g.stray.size)); err != nil {
+		return err
+	}
+	g.unreleased = append(g.unreleased, g.stray.handle)
+	g.stray = vmmPiece{}
+	return g.release(op)
+}
+
 // release releases the pieces unmapped, with the context bound; those it
 // cannot stay for the next try.
 func (g *GrowableBuffer[T]) release(op string) error {
@@ -364,6 +399,9 @@ func (g *GrowableBuffer[T]) Buffer() (*DeviceBuffer[T], error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.valid(op); err != nil {
+		return nil, err
+	}
+	if err := g.ctx.open(op); err != nil { // Buffer binds nothing
 		return nil, err
 	}
 	base := g.base
@@ -421,6 +459,9 @@ func (g *GrowableBuffer[T]) Free() error {
 		return err
 	}
 	defer ctx.unbind()
+	if err := g.unmapStray(op); err != nil {
+		return err
+	}
 	if err := g.release(op); err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ func (h *IPCEventHandle) UnmarshalText(text []byte) error {
 }
 
 func unmarshalHandle(op string, h *[64]byte, text []byte) error {
+	if h == nil { // a nil receiver is an error, not a panic, as with every method here
+		return errorf(op, ErrInvalidValue, "nil handle to decode into")
+	}
 	var b [64]byte
 	if len(text) != 2*len(b) {
 		return errorf(op, ErrInvalidValue, "want %d hex digits, got %d", 2*len(b), len(text))

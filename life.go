@@ -47,6 +47,21 @@ func holdErr(op, what string, s lifetime.Status) error {
 
 func (l *life) release() { l.lt.Release() }
 
+// holdLive is hold for a call that reaches no driver function, and so
+// binds no context: it refuses l too once l's context is closed (or
+// closing), since afterwards every method of an object made in it returns
+// ErrClosed (Context.Close), not only those that bind it.
+func (l *life) holdLive(op, what string) error {
+	if err := l.hold(op, what); err != nil {
+		return err
+	}
+	if err := l.ctx.open(op); err != nil {
+		l.release()
+		return err
+	}
+	return nil
+}
+
 // valid returns the error for a zero object, without holding it.
 func (l *life) valid(op, what string) error {
 	if l.status() == lifetime.Zero {

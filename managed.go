@@ -178,7 +178,7 @@ func (b *ManagedBuffer[T]) Prefetch(l Location, s *Stream) error {
 	if s.ctx != m.ctx {
 		return errorf(op, ErrInvalidValue, "the stream belongs to another context than the buffer")
 	}
-	if err := m.hold(op, "the managed buffer"); err != nil {
+	if err := m.holdLive(op, "the managed buffer"); err != nil { // an empty one binds nothing
 		return err
 	}
 	defer m.release()
@@ -267,7 +267,7 @@ func (b *ManagedBuffer[T]) Advise(a Advice, l Location) error {
 			return err
 		}
 	}
-	if err := m.hold(op, "the managed buffer"); err != nil {
+	if err := m.holdLive(op, "the managed buffer"); err != nil { // an empty one binds nothing
 		return err
 	}
 	defer m.release()
@@ -300,7 +300,7 @@ func (b *ManagedBuffer[T]) Attributes() (ManagedAttributes, error) {
 	if err != nil {
 		return ManagedAttributes{}, err
 	}
-	if err := m.hold(op, "the managed buffer"); err != nil {
+	if err := m.holdLive(op, "the managed buffer"); err != nil { // an empty one binds nothing
 		return ManagedAttributes{}, err
 	}
 	defer m.release()

@@ -430,6 +430,11 @@ func checkTransfer[T any](op string, buf *DeviceBuffer[T], n int, s *Stream) err
 		return err
 	}
 	releaseAll(held)
+	// So is one of a closed context, which a transfer of nothing never
+	// binds.
+	if err := buf.mem.ctx.open(op); err != nil {
+		return err
+	}
 	return s.capturing(op, "a staging buffer's transfer waits for its copies, which a capture does not run; transfer outside the capture")
 }
 
