@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/closed"
 	"github.com/gocuda/cuda/internal/dl"
 	clib "github.com/gocuda/cuda/internal/lib/cublas"
 )
@@ -51,4 +52,20 @@ func statusError(op, name string, r clib.Result, l *dl.Lazy, nameOf, textOf func
 // errorf returns an error of ours, not the library's, matching sentinel.
 func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
+}
+
+// aliasError returns op's error for an output, out (named outName), found
+// sharing memory with in (named inName): cuda.ErrClosed where either is
+// closed (see package closed), else cuda.ErrInvalidValue of format and
+// args.
+func aliasError[T any](op, outName string, out *cuda.DeviceBuffer[T], inName string, in *cuda.DeviceBuffer[T], format string, args ...any) error {
+	for _, b := range [2]struct {
+		name string
+		buf  *cuda.DeviceBuffer[T]
+	}{{outName, out}, {inName, in}} {
+		if closed.Buffer(b.buf) {
+			return &Error{Op: op, Err: cuda.ErrClosed, Detail: b.name + " is closed (freed, or its context closed)"}
+		}
+	}
+	return errorf(op, cuda.ErrInvalidValue, format, args...)
 }

@@ -128,7 +128,7 @@ func checkProduct[T cuda.AnyFloat](op string, h *Handle, a, b, c Matrix[T], coun
 		m    Matrix[T]
 	}{{"a", a}, {"b", b}} {
 		if c.overlaps(in.m, count) {
-			return product[T]{}, errorf(op, cuda.ErrInvalidValue, "c%s shares memory with %s%s: cuBLAS's result is undefined when the output aliases an input; write c elsewhere", suffix, in.name, suffix)
+			return product[T]{}, aliasError(op, "c"+suffix, c.Data, in.name+suffix, in.m.Data, "c%s shares memory with %s%s: cuBLAS's result is undefined when the output aliases an input; write c elsewhere", suffix, in.name, suffix)
 		}
 	}
 	return shape(op, suffix, a, b, c)
@@ -264,7 +264,7 @@ func batchAliases[T cuda.AnyFloat](op string, a, b, c []Matrix[T]) error {
 	for j := 1; j < len(outs); j++ {
 		if outs[j].lo < outs[j-1].hi {
 			i, k := min(outs[j].i, outs[j-1].i), max(outs[j].i, outs[j-1].i)
-			return errorf(op, cuda.ErrInvalidValue, "c[%d] shares memory with c[%d]: the products run side by side, and their results are undefined", k, i)
+			return aliasError(op, "c["+strconv.Itoa(k)+"]", c[k].Data, "c["+strconv.Itoa(i)+"]", c[i].Data, "c[%d] shares memory with c[%d]: the products run side by side, and their results are undefined", k, i)
 		}
 	}
 	// The outputs are disjoint and sorted: the first that ends after an
@@ -280,8 +280,9 @@ func batchAliases[T cuda.AnyFloat](op string, a, b, c []Matrix[T]) error {
 			}
 			k := sort.Search(len(outs), func(k int) bool { return outs[k].hi > lo })
 			if k < len(outs) && outs[k].lo < hi {
-				return errorf(op, cuda.ErrInvalidValue, "c[%d] shares memory with %s[%d]: product %d writes what product %d reads, side by side, and the result is undefined",
-					outs[k].i, in.name, j, outs[k].i, j)
+				o := outs[k].i
+				return aliasError(op, "c["+strconv.Itoa(o)+"]", c[o].Data, in.name+"["+strconv.Itoa(j)+"]", m.Data, "c[%d] shares memory with %s[%d]: product %d writes what product %d reads, side by side, and the result is undefined",
+					o, in.name, j, o, j)
 			}
 		}
 	}

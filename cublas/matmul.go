@@ -128,7 +128,7 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 		}
 		lo, hi := c.bytes(1)
 		if blo, bhi := uint64(bias.Ptr()), uint64(bias.Ptr())+uint64(bias.ByteSize()); lo < bhi && blo < hi {
-			return errorf(op, cuda.ErrInvalidValue, "bias shares memory with c: cuBLASLt reads it while it writes c, and the result is undefined")
+			return aliasError(op, "c", c.Data, "bias", bias, "bias shares memory with c: cuBLASLt reads it while it writes c, and the result is undefined")
 		}
 		biasPtr = uintptr(bias.Ptr())
 		mem = append(mem, bias)

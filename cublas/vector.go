@@ -83,7 +83,7 @@ func Axpy[T cuda.Float](h *Handle, alpha float64, x, y *cuda.DeviceBuffer[T]) er
 		return err
 	}
 	if lo, hi := bufBytes(x); sharesMemory(y, lo, hi, true) {
-		return errorf(op, cuda.ErrInvalidValue, "y shares memory with x, %d bytes apart: cuBLAS's result is undefined (y and x may be the same buffer)", int64(uint64(y.Ptr())-lo))
+		return aliasError(op, "y", y, "x", x, "y shares memory with x, %d bytes apart: cuBLAS's result is undefined (y and x may be the same buffer)", int64(uint64(y.Ptr())-lo))
 	}
 	return h.do(op, []cuda.Memory{x, y}, func(uintptr) error {
 		n, a, xp, yp := int32(x.Len()), scalar[T](alpha), uintptr(x.Ptr()), uintptr(y.Ptr())
@@ -217,10 +217,10 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 	}
 	// cuBLAS reads A and x while it writes y.
 	if lo, hi := bufBytes(x); sharesMemory(y, lo, hi, false) {
-		return errorf(op, cuda.ErrInvalidValue, "y shares memory with x: cuBLAS's result is undefined when the output aliases an input")
+		return aliasError(op, "y", y, "x", x, "y shares memory with x: cuBLAS's result is undefined when the output aliases an input")
 	}
 	if lo, hi := a.bytes(1); sharesMemory(y, lo, hi, false) {
-		return errorf(op, cuda.ErrInvalidValue, "y shares memory with a: cuBLAS's result is undefined when the output aliases an input")
+		return aliasError(op, "y", y, "a", a.Data, "y shares memory with a: cuBLAS's result is undefined when the output aliases an input")
 	}
 	if a.Cols == 0 && a.Rows > 0 {
 		return emptyGemv(op, h, beta, y)

@@ -119,7 +119,7 @@ func BatchNormInference[T Element](h *Handle, y, x Tensor[T], bn BatchNorm) erro
 	if err := errors.Join(checkParam(op, "bn.Mean", bn.Mean, c, false), checkParam(op, "bn.Var", bn.Var, c, false)); err != nil {
 		return err
 	}
-	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), named{"bn.Scale", bn.Scale}, named{"bn.Bias", bn.Bias}, named{"bn.Mean", bn.Mean}, named{"bn.Var", bn.Var}); err != nil {
+	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), buf("bn.Scale", bn.Scale), buf("bn.Bias", bn.Bias), buf("bn.Mean", bn.Mean), buf("bn.Var", bn.Var)); err != nil {
 		return err
 	}
 	return h.do(op, append([]cuda.Memory{x.Data, y.Data}, mem(bn.Scale, bn.Bias, bn.Mean, bn.Var)...), func(cl *call) (err error) {
@@ -165,8 +165,8 @@ func BatchNormTraining[T Element](h *Handle, y, x Tensor[T], bn BatchNorm, saveM
 	}
 	// The running statistics are read and written: outputs, as y and
 	// the saved statistics are.
-	outs := []named{tensorBuf("y", y), {"bn.Mean", bn.Mean}, {"bn.Var", bn.Var}, {"saveMean", saveMean}, {"saveInvStd", saveInvStd}}
-	if err := aliased(op, outs, tensorBuf("x", x), named{"bn.Scale", bn.Scale}, named{"bn.Bias", bn.Bias}); err != nil {
+	outs := []named{tensorBuf("y", y), buf("bn.Mean", bn.Mean), buf("bn.Var", bn.Var), buf("saveMean", saveMean), buf("saveInvStd", saveInvStd)}
+	if err := aliased(op, outs, tensorBuf("x", x), buf("bn.Scale", bn.Scale), buf("bn.Bias", bn.Bias)); err != nil {
 		return err
 	}
 	return h.do(op, append([]cuda.Memory{x.Data, y.Data}, mem(bn.Scale, bn.Bias, bn.Mean, bn.Var, saveMean, saveInvStd)...), func(cl *call) (err error) {
@@ -210,8 +210,8 @@ func BatchNormBackward[T Element](h *Handle, dx, x, dy Tensor[T], bn BatchNorm, 
 	if (saveMean == nil) != (saveInvStd == nil) {
 		return errorf(op, cuda.ErrInvalidValue, "saveMean and saveInvStd: give both or neither")
 	}
-	outs := []named{tensorBuf("dx", dx), {"dScale", dScale}, {"dBias", dBias}}
-	if err := aliased(op, outs, tensorBuf("x", x), tensorBuf("dy", dy), named{"bn.Scale", bn.Scale}, named{"saveMean", saveMean}, named{"saveInvStd", saveInvStd}); err != nil {
+	outs := []named{tensorBuf("dx", dx), buf("dScale", dScale), buf("dBias", dBias)}
+	if err := aliased(op, outs, tensorBuf("x", x), tensorBuf("dy", dy), buf("bn.Scale", bn.Scale), buf("saveMean", saveMean), buf("saveInvStd", saveInvStd)); err != nil {
 		return err
 	}
 	return h.do(op, append([]cuda.Memory{dx.Data, x.Data, dy.Data}, mem(bn.Scale, dScale, dBias, saveMean, saveInvStd)...), func(cl *call) (err error) {

@@ -493,7 +493,7 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 	case bias.Len() != w.Shape.N:
 		return errorf(op, cuda.ErrInvalidValue, "len(bias) is %d: want %d (w's filters)", bias.Len(), w.Shape.N)
 	}
-	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), tensorBuf("w", w), named{"bias", bias}); err != nil {
+	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), tensorBuf("w", w), buf("bias", bias)); err != nil {
 		return err
 	}
 	k.act = act
@@ -574,7 +574,7 @@ func ConvBackwardBias[T Element](h *Handle, db *cuda.DeviceBuffer[T], dy Tensor[
 	case db.Len() != dy.Shape.C:
 		return errorf(op, cuda.ErrInvalidValue, "len(db) is %d: want %d (dy's channels)", db.Len(), dy.Shape.C)
 	}
-	if err := aliased(op, []named{{"db", db}}, tensorBuf("dy", dy)); err != nil {
+	if err := aliased(op, []named{buf("db", db)}, tensorBuf("dy", dy)); err != nil {
 		return err
 	}
 	dt := dataType[T]()

@@ -1,6 +1,7 @@
 package cufft
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -387,6 +388,9 @@ func run[O, I any](p *Plan, op string, t Type, dst *cuda.DeviceBuffer[O], src *c
 	inStart, inEnd := uintptr(src.Ptr()), uintptr(src.Ptr())+uintptr(src.ByteSize())
 	outStart, outEnd := uintptr(dst.Ptr()), uintptr(dst.Ptr())+uintptr(dst.ByteSize())
 	if inStart < outEnd && outStart < inEnd && !(inPlace && inStart == outStart) {
+		if err := cmp.Or(closedArg(op, "dst", dst), closedArg(op, "src", src)); err != nil {
+			return err
+		}
 		if inPlace {
 			return errorf(op, cuda.ErrInvalidValue, "dst and src overlap without being the same buffer (dst == src is in place)")
 		}

@@ -1,6 +1,7 @@
 package cusolver
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"unsafe"
@@ -219,7 +220,8 @@ func SVDBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, s *c
 		mem = append(mem, u, v)
 	}
 	if overlapAny(s, min(m, n)*count, a.Data, m*n*count) || vectors && (overlapAny(s, min(m, n)*count, u, m*m*count) || overlapAny(s, min(m, n)*count, v, n*n*count)) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "a, s, u and v must not overlap")
+		return nil, cmp.Or(closedArg(op, "a", a.Data), closedArg(op, "s", s), closedArg(op, "u", u), closedArg(op, "v", v),
+			errorf(op, cuda.ErrInvalidValue, "a, s, u and v must not overlap"))
 	}
 	bufs := []struct {
 		b *cuda.DeviceBuffer[T]
@@ -237,7 +239,8 @@ func SVDBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, s *c
 	for i := range bufs {
 		for j := i + 1; j < len(bufs); j++ {
 			if overlap(bufs[i].b, bufs[i].n, bufs[j].b, bufs[j].n) {
-				return nil, errorf(op, cuda.ErrInvalidValue, "a, s, u and v must not overlap")
+				return nil, cmp.Or(closedArg(op, "a", a.Data), closedArg(op, "s", s), closedArg(op, "u", u), closedArg(op, "v", v),
+					errorf(op, cuda.ErrInvalidValue, "a, s, u and v must not overlap"))
 			}
 		}
 	}
@@ -318,7 +321,7 @@ func EighBatched[T Element, R cuda.Float](h *Handle, a Matrix[T], count int, tri
 		return nil, err
 	}
 	if overlapAny(w, n*count, a.Data, n*n*count) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "w overlaps a")
+		return nil, cmp.Or(closedArg(op, "w", w), closedArg(op, "a", a.Data), errorf(op, cuda.ErrInvalidValue, "w overlaps a"))
 	}
 	jobz := int32(eigNoVector)
 	if vectors {

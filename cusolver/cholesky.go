@@ -1,6 +1,7 @@
 package cusolver
 
 import (
+	"cmp"
 	cuda "github.com/gocuda/cuda"
 	clib "github.com/gocuda/cuda/internal/lib/cusolver"
 	"unsafe"
@@ -184,7 +185,7 @@ func CholeskySolve[T Element](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuf
 		return err
 	}
 	if overlap(b, n*nrhs, f.a.Data, n*n) {
-		return errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix")
+		return cmp.Or(closedArg(op, "b", b), closedArg(op, "f's matrix", f.a.Data), errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix"))
 	}
 	if n == 0 || nrhs == 0 {
 		return nil // nothing to solve

@@ -1,6 +1,7 @@
 package cusolver
 
 import (
+	"cmp"
 	cuda "github.com/gocuda/cuda"
 	clib "github.com/gocuda/cuda/internal/lib/cusolver"
 )
@@ -139,7 +140,7 @@ func Solve[T Element](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs 
 		return err
 	}
 	if overlap(b, n*nrhs, f.a.Data, n*n) {
-		return errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix")
+		return cmp.Or(closedArg(op, "b", b), closedArg(op, "f's matrix", f.a.Data), errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix"))
 	}
 	f.info.mu.Lock()
 	piv := f.piv

@@ -1,6 +1,7 @@
 package cusolver
 
 import (
+	"cmp"
 	"sync"
 
 	cuda "github.com/gocuda/cuda"
@@ -161,7 +162,7 @@ func QRQ[T Element](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 	case q.Rows != m || q.Cols != n:
 		return errorf(op, cuda.ErrInvalidValue, "q is %d×%d: want %d×%d, f's matrix's shape", q.Rows, q.Cols, m, n)
 	case overlap(q.Data, m*n, f.a.Data, m*n):
-		return errorf(op, cuda.ErrInvalidValue, "q overlaps f's matrix")
+		return cmp.Or(closedArg(op, "q", q.Data), closedArg(op, "f's matrix", f.a.Data), errorf(op, cuda.ErrInvalidValue, "q overlaps f's matrix"))
 	}
 	if m*n == 0 {
 		return nil
@@ -238,7 +239,7 @@ func ApplyQ[T Element](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) 
 	case c.Rows != m:
 		return errorf(op, cuda.ErrInvalidValue, "c has %d rows: want %d, f's matrix's", c.Rows, m)
 	case overlap(c.Data, c.Rows*c.Cols, f.a.Data, f.a.Rows*f.a.Cols):
-		return errorf(op, cuda.ErrInvalidValue, "c overlaps f's matrix")
+		return cmp.Or(closedArg(op, "c", c.Data), closedArg(op, "f's matrix", f.a.Data), errorf(op, cuda.ErrInvalidValue, "c overlaps f's matrix"))
 	}
 	if c.Rows*c.Cols == 0 || k == 0 {
 		return nil // nothing to multiply, or Q = I (no reflectors)
@@ -324,7 +325,7 @@ func LeastSquares[T Element](h *Handle, a Matrix[T], b, x *cuda.DeviceBuffer[T],
 		return nil, err
 	}
 	if overlap(b, m*nrhs, a.Data, m*n) || overlap(x, n*nrhs, a.Data, m*n) || overlap(x, n*nrhs, b, m*nrhs) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "a, b and x must not overlap")
+		return nil, cmp.Or(closedArg(op, "a", a.Data), closedArg(op, "b", b), closedArg(op, "x", x), errorf(op, cuda.ErrInvalidValue, "a, b and x must not overlap"))
 	}
 	var out *Info
 	err := h.do(op, []cuda.Memory{a.Data, b, x}, func() error {

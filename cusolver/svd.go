@@ -1,6 +1,7 @@
 package cusolver
 
 import (
+	"cmp"
 	cuda "github.com/gocuda/cuda"
 	clib "github.com/gocuda/cuda/internal/lib/cusolver"
 )
@@ -62,15 +63,15 @@ func SVD[T Element, R cuda.Float](h *Handle, a Matrix[T], s *cuda.DeviceBuffer[R
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s is %d×%d %s: want %d×%d %s, as a", o.name, o.x.Rows, o.x.Cols, o.x.Layout, o.dim, o.dim, a.Layout)
 		}
 		if overlap(o.x.Data, o.dim*o.dim, a.Data, m*n) || overlapAny(o.x.Data, o.dim*o.dim, s, min(m, n)) {
-			return nil, errorf(op, cuda.ErrInvalidValue, "%s overlaps a or s", o.name)
+			return nil, cmp.Or(closedArg(op, o.name, o.x.Data), closedArg(op, "a", a.Data), closedArg(op, "s", s), errorf(op, cuda.ErrInvalidValue, "%s overlaps a or s", o.name))
 		}
 		mem = append(mem, o.x.Data)
 	}
 	if overlapAny(s, min(m, n), a.Data, m*n) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "s overlaps a")
+		return nil, cmp.Or(closedArg(op, "s", s), closedArg(op, "a", a.Data), errorf(op, cuda.ErrInvalidValue, "s overlaps a"))
 	}
 	if u.Data != nil && vt.Data != nil && overlap(u.Data, m*m, vt.Data, n*n) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "u overlaps vt")
+		return nil, cmp.Or(closedArg(op, "u", u.Data), closedArg(op, "vt", vt.Data), errorf(op, cuda.ErrInvalidValue, "u overlaps vt"))
 	}
 	// cuSOLVER's U (cm×cm) and Vᵀ (cn×cn): A's for a column-major a,
 	// A's Vᵀ and U swapped for a row-major one.
@@ -148,7 +149,7 @@ func Eigh[T Element, R cuda.Float](h *Handle, a Matrix[T], tri Triangle, w *cuda
 		return nil, err
 	}
 	if overlapAny(w, n, a.Data, n*n) {
-		return nil, errorf(op, cuda.ErrInvalidValue, "w overlaps a")
+		return nil, cmp.Or(closedArg(op, "w", w), closedArg(op, "a", a.Data), errorf(op, cuda.ErrInvalidValue, "w overlaps a"))
 	}
 	jobz := int32(eigNoVector)
 	if vectors {

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/closed"
 )
 
 // Layout is how a Dense matrix lies in its buffer.
@@ -101,7 +102,7 @@ func (d Dense[T]) region() region {
 	if major == 0 || minor == 0 {
 		return region{}
 	}
-	return region{base: uint64(d.Data.Ptr()), width: uint64(minor) * es, ld: uint64(d.ld()) * es, lines: major}
+	return region{base: uint64(d.Data.Ptr()), width: uint64(minor) * es, ld: uint64(d.ld()) * es, lines: major, buf: closed.Of[T]{B: d.Data}}
 }
 
 // packed reports whether d's elements lie next to one another, Rows·Cols

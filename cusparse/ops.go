@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/closed"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
@@ -166,15 +167,18 @@ func checkOp(op, name string, o Op) error {
 }
 
 // region is memory an operand spans: lines of width bytes, ld bytes from
-// the start of one to the next (a vector or an array is one line).
+// the start of one to the next (a vector or an array is one line), and
+// the buffer that holds it, which checkOutput asks whether it is closed
+// where the region overlaps another.
 type region struct {
 	base, width, ld uint64
 	lines           int
+	buf             closed.Any
 }
 
 // spanOf is the region of the first n elements of b.
 func spanOf[E any](b *cuda.DeviceBuffer[E], n int) region {
-	return region{base: uint64(b.Ptr()), width: uint64(n) * uint64(unsafe.Sizeof(*new(E))), lines: 1}
+	return region{base: uint64(b.Ptr()), width: uint64(n) * uint64(unsafe.Sizeof(*new(E))), lines: 1, buf: closed.Of[E]{B: b}}
 }
 
 // overlaps reports whether r and s share a byte: each line of the one
@@ -224,13 +228,23 @@ type input struct {
 // checkOutput returns the error for an output, named name, of region
 // out, that shares memory with an input: cuSPARSE writes it while it reads
 // them, which it does not allow (the result would be the GPU's order of
-// reading and writing).
+// reading and writing). Where either of the two is closed, the error is
+// cuda.ErrClosed (see package closed).
 func checkOutput(op, name string, out region, in ...input) error {
 	for _, x := range in {
 		for _, r := range x.r {
-			if out.overlaps(r) {
-				return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s: cuSPARSE reads the one while it writes the other", name, x.name)
+			if !out.overlaps(r) {
+				continue
 			}
+			for _, c := range [2]struct {
+				name string
+				r    region
+			}{{name, out}, {x.name, r}} {
+				if c.r.buf.Closed() { // an overlapping region is not empty: it has a buffer
+					return &Error{Op: op, Err: cuda.ErrClosed, Detail: c.name + " is closed (freed, or its context closed)"}
+				}
+			}
+			return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s: cuSPARSE reads the one while it writes the other", name, x.name)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
+	"github.com/gocuda/cuda/internal/closed"
 	clib "github.com/gocuda/cuda/internal/lib/nccl"
 )
 
@@ -207,6 +208,9 @@ func checkBuffer[T any](op string, c *Comm, param string, b *cuda.DeviceBuffer[T
 // or share no memory.
 func sameOrApart[T any](op string, dst, src *cuda.DeviceBuffer[T]) error {
 	if dst.Ptr() != src.Ptr() && overlap(dst, src) {
+		if err := freedOperand(op, pair(dst, src)); err != nil {
+			return err
+		}
 		return errorf(op, cuda.ErrInvalidValue, "dst and src overlap: in place, they are the same buffer; otherwise they must not overlap")
 	}
 	return nil
@@ -218,6 +222,9 @@ func sameOrApart[T any](op string, dst, src *cuda.DeviceBuffer[T]) error {
 func blockOrApart[T any](op string, c *Comm, sname string, small *cuda.DeviceBuffer[T], bname string, big *cuda.DeviceBuffer[T]) error {
 	at := uintptr(big.Ptr()) + uintptr(c.rank)*uintptr(small.ByteSize())
 	if uintptr(small.Ptr()) != at && overlap(small, big) {
+		if err := freedOperand(op, []operand{{sname, small, freed[T]}, {bname, big, freed[T]}}); err != nil {
+			return err
+		}
 		return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s other than as rank %d's block of it (%s.Slice(%d, %d)), where it would be in place; otherwise they must not overlap",
 			sname, bname, c.rank, bname, c.rank*small.Len(), small.Len())
 	}
@@ -263,11 +270,21 @@ func pair[T any](dst, src *cuda.DeviceBuffer[T]) []operand {
 	return []operand{{"dst", dst, freed[T]}, {"src", src, freed[T]}}
 }
 
-// freed reports whether m, a *cuda.DeviceBuffer[T], is freed: what a
-// Slice of it says.
-func freed[T any](m cuda.Memory) bool {
-	_, err := m.(*cuda.DeviceBuffer[T]).Slice(0, 0)
-	return errors.Is(err, cuda.ErrClosed)
+// freed reports whether m, a *cuda.DeviceBuffer[T], is freed (or its
+// context closed).
+func freed[T any](m cuda.Memory) bool { return closed.Buffer(m.(*cuda.DeviceBuffer[T])) }
+
+// freedOperand returns op's error naming the first of bufs that is freed,
+// nil where none is. enqueue asks it once Stream.Do refused, and the
+// overlap checks once they found two buffers overlapping, before they
+// report it (see package closed).
+func freedOperand(op string, bufs []operand) error {
+	for _, b := range bufs {
+		if b.freed(b.mem) {
+			return errorf(op, cuda.ErrClosed, "%s is freed, or its context closed", b.param)
+		}
+	}
+	return nil
 }
 
 // enqueue queues one NCCL call, name, on s that reads or writes bufs: fn
@@ -295,10 +312,8 @@ func (c *Comm) enqueue(op, name string, s *cuda.Stream, bufs []operand, fn func(
 	}
 	// Stream.Do refused: a buffer or the stream closed, or the bind.
 	if errors.Is(err, cuda.ErrClosed) {
-		for _, b := range bufs {
-			if b.freed(b.mem) {
-				return errorf(op, cuda.ErrClosed, "%s is freed", b.param)
-			}
+		if err := freedOperand(op, bufs); err != nil {
+			return err
 		}
 	}
 	return calledas.Op(op, err)

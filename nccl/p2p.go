@@ -60,18 +60,17 @@ func AllToAll[T Element](c *Comm, dst, src *cuda.DeviceBuffer[T], s *cuda.Stream
 	if src.Len()%c.size != 0 {
 		return errorf(op, cuda.ErrInvalidValue, "src has %d elements: want a block for each of the %d ranks, of one length", src.Len(), c.size)
 	}
+	// The blocks are slices, which fail only for a freed buffer: name it
+	// before the first send is queued, and before the overlap, which a
+	// freed buffer's address, another's now, would make.
+	if err := freedOperand(op, pair(dst, src)); err != nil {
+		return err
+	}
 	if overlap(dst, src) {
 		return errorf(op, cuda.ErrInvalidValue, "dst and src overlap: an all-to-all is out of place")
 	}
 	if err := c.checkStream(op, s); err != nil {
 		return err
-	}
-	// The blocks are slices, which fail only for a freed buffer: name it
-	// before the first send is queued.
-	for _, b := range pair(dst, src) {
-		if b.freed(b.mem) {
-			return errorf(op, cuda.ErrClosed, "%s is freed", b.param)
-		}
 	}
 	n := src.Len() / c.size
 	return group(op, func() error {

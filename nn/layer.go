@@ -7,6 +7,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/closed"
 	"github.com/gocuda/cuda/internal/halfc"
 	"github.com/gocuda/cuda/nd"
 )
@@ -252,8 +253,13 @@ func layerFreed[T nd.Elem](err *error, a *nd.Array[T]) {
 }
 
 // layerSpan is the device memory of a contiguous array: its first byte
-// and the byte past its last (an empty span for nil or no elements).
-type layerSpan struct{ lo, hi uintptr }
+// and the byte past its last (an empty span for nil or no elements), and
+// the buffer that holds it (nil for nil), which layerAliased asks whether
+// it is closed where the span overlaps another.
+type layerSpan struct {
+	lo, hi uintptr
+	buf    closed.Any
+}
 
 // layerSpanOf is b's span.
 func layerSpanOf[T any](b *cuda.DeviceBuffer[T]) layerSpan {
@@ -261,7 +267,7 @@ func layerSpanOf[T any](b *cuda.DeviceBuffer[T]) layerSpan {
 		return layerSpan{}
 	}
 	lo := uintptr(b.Ptr())
-	return layerSpan{lo, lo + uintptr(b.ByteSize())}
+	return layerSpan{lo, lo + uintptr(b.ByteSize()), closed.Of[T]{B: b}}
 }
 
 // layerArraySpan is a's span, empty for nil (an optional weight); a has
@@ -282,6 +288,10 @@ func (a layerSpan) overlaps(b layerSpan) bool {
 	return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi
 }
 
+// same reports whether a and b are the same memory, whatever the buffers
+// that hold it.
+func (a layerSpan) same(b layerSpan) bool { return a.lo == b.lo && a.hi == b.hi }
+
 // layerIn is an input of a call, for layerAliased: its name, its memory,
 // and whether the output may be it (in place: each thread reads the
 // elements it alone writes, before it writes them).
@@ -296,12 +306,21 @@ type layerIn struct {
 // may be written in place. Arrays are compared by their memory, not as
 // pointers: a view of the same memory (a Reshape of it, or a Slice that
 // starts a few elements on) is the same memory to the kernel, which
-// would read elements another thread has already written.
+// would read elements another thread has already written. Where either
+// of two overlapping spans is closed (a KVCache's memory, or an array's
+// since its check), the error is cuda.ErrClosed (see package closed).
 func layerAliased(op, name string, out layerSpan, ins ...layerIn) error {
 	for _, in := range ins {
+		if !out.overlaps(in.span) || in.inPlace && out.same(in.span) {
+			continue
+		}
+		for _, a := range [2]layerIn{{name, out, false}, in} {
+			if a.span.buf.Closed() { // an overlapping span is not empty: it has a buffer
+				return &Error{Op: op, Err: cuda.ErrClosed, Detail: a.name + " is closed (freed, or its context closed)"}
+			}
+		}
 		switch {
-		case !out.overlaps(in.span), in.inPlace && out == in.span:
-		case out == in.span:
+		case out.same(in.span):
 			return errorf(op, cuda.ErrInvalidValue, "%s and %s are one array (the same memory): %s is read after %s is written", name, in.name, in.name, name)
 		case in.inPlace:
 			return errorf(op, cuda.ErrInvalidValue, "%s overlaps %s without being the same memory: for in place pass %s itself, else memory apart", name, in.name, in.name)
