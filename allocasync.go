@@ -184,6 +184,9 @@ func (b *DeviceBuffer[T]) FreeOn(s *Stream) error {
 	if m.stream == nil && m.size != 0 {
 		return errorf(op, ErrInvalidValue, "the buffer was not allocated in stream order (AllocAsync): free it with Free")
 	}
+	if m.lt.IsClosed() {
+		return nil // freed already: nothing to queue, whatever s is
+	}
 	if err := s.valid(op); err != nil {
 		return err
 	}

@@ -133,6 +133,17 @@ func TestFreeOn(t *testing.T) {
 	if err := b.Free(); err != nil {
 		t.Errorf("Free after FreeOn: %v, want nothing done", err)
 	}
+	// Freed, the buffer does nothing, whatever the stream: as Free.
+	other := cudatest.Context(t)
+	closed := must(ctx.NewStream())(t)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*cuda.Stream{"the same stream": s2, "a closed stream": closed, "another context's stream": cudatest.Stream(t, other), "a nil stream": nil} {
+		if err := b.FreeOn(s); err != nil {
+			t.Errorf("FreeOn of a freed buffer on %s: %v, want nothing done", name, err)
+		}
+	}
 }
 
 // TestAllocAsyncStreamClosed: a buffer outliving its stream is freed at
