@@ -198,6 +198,18 @@ func (a *Array[T]) check(op, name string) error {
 	return nil
 }
 
+// emptyOpen returns the error of an array of no elements whose memory was
+// freed (wrapping cuda.ErrClosed): an operation reads and writes nothing
+// of it, and would not find out, where one of an array with elements finds
+// out as it slices the memory. nil for any other array.
+func (a *Array[T]) emptyOpen(op string) error {
+	if a.scalar || a.buf == nil || a.layout.Size() != 0 {
+		return nil
+	}
+	_, err := a.buf.Slice(0, 0)
+	return wrap(op, err)
+}
+
 // with returns a view of a's memory with another layout.
 func (a *Array[T]) with(l ndshape.Layout) *Array[T] {
 	return &Array[T]{buf: a.buf, s: a.s, layout: l, value: a.value, scalar: a.scalar, err: a.err}
@@ -208,9 +220,13 @@ func (a *Array[T]) with(l ndshape.Layout) *Array[T] {
 // reaches below the offset).
 func (a *Array[T]) span(op string) (*cuda.DeviceBuffer[T], int, error) {
 	lo, hi := a.layout.Span() // hi is the last element's offset, lo-1 for none
-	if lo == 0 && hi == a.buf.Len()-1 {
+	if lo == 0 && hi == a.buf.Len()-1 && hi >= 0 {
 		return a.buf, a.layout.Offset(), nil // the whole buffer: no slice to make
 	}
+	// An array of no elements takes the slice too, though the buffer is
+	// all of it: Slice finds freed memory closed, where the whole buffer
+	// returned as it is would let an operation on a freed empty array
+	// succeed.
 	b, err := a.buf.Slice(lo, hi+1-lo)
 	return b, a.layout.Offset() - lo, wrap(op, err)
 }

@@ -25,6 +25,9 @@ func alongAxis[T Elem](op string, a *Array[T], axis int) (rows *Array[T], perm [
 	if a.scalar {
 		return nil, nil, 0, 0, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
 	}
+	if err := a.emptyOpen(op); err != nil {
+		return nil, nil, 0, 0, err // no row of an empty a is read
+	}
 	n := a.layout.Ndim()
 	ax, err := axisOf(op, axis, n)
 	if err != nil {

@@ -146,6 +146,9 @@ func writable[T Elem](op, name string, a *Array[T]) error {
 	if a.scalar {
 		return errorf(op, cuda.ErrInvalidValue, "%s is a Scalar, which cannot be written", name)
 	}
+	if err := a.emptyOpen(op); err != nil {
+		return err
+	}
 	if a.layout.Repeats() {
 		// NumPy's broadcast_to views are read-only for the same reason.
 		return errorf(op, cuda.ErrInvalidValue, "%s is a broadcast view (shape %v, strides %v): an axis of stride 0 would have one element written many times; write a contiguous array", name, a.layout.Shape(), a.layout.Strides())
@@ -213,6 +216,11 @@ func FromBuffer[T Elem](s *cuda.Stream, buf *cuda.DeviceBuffer[T], shape ...int)
 	case buf.Context() != s.Context():
 		return nil, errorf(op, cuda.ErrInvalidValue, "buf belongs to another context than s")
 	}
+	// A freed buffer is refused here, as every call given one refuses it
+	// (an empty slice of it touches no memory, but finds it closed).
+	if _, err := buf.Slice(0, 0); err != nil {
+		return nil, wrap(op, err)
+	}
 	if shape == nil {
 		shape = []int{buf.Len()}
 	}
@@ -249,8 +257,8 @@ func Arange[T Elem](s *cuda.Stream, start, stop, step float64) (out *Array[T], f
 
 // Linspace returns num evenly spaced values from start to stop, both
 // included (num 1: start alone), as NumPy's linspace: start + i·step in
-// float64, the last exactly stop, converted to T (for an integer T, each
-// one of T's values).
+// float64, the last exactly stop, converted to T (for an integer T,
+// rounded down, as NumPy 2's, each to one of T's values).
 func Linspace[T Elem](s *cuda.Stream, start, stop float64, num int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
 	const op = "Linspace"
@@ -271,7 +279,15 @@ func ramp[T Elem](op string, s *cuda.Stream, n int, start, step, last float64) (
 	if math.IsNaN(last) || n == 1 {
 		end = start + float64(n-1)*step
 	}
-	if n > 0 && (!fitsInt[T](start) || !fitsInt[T](end)) {
+	// Linspace's values (last not NaN) of an integer type are rounded
+	// down, as NumPy 2's linspace floors them: a conversion alone would
+	// truncate -6.67 to -6 where NumPy gives -7.
+	floor := !math.IsNaN(last) && !ctypeOf[T]().float
+	lo, hi := start, end
+	if floor {
+		lo, hi = math.Floor(start), math.Floor(end)
+	}
+	if n > 0 && (!fitsInt[T](lo) || !fitsInt[T](hi)) {
 		// The kernel's conversion of a float out of an integer type's
 		// range is undefined (the CPU wraps, the GPU saturates).
 		return nil, errorf(op, cuda.ErrInvalidValue, "the values from %v to %v are not all values of %s", start, end, typeName[T]())
@@ -289,6 +305,9 @@ func ramp[T Elem](op string, s *cuda.Stream, n int, start, step, last float64) (
 	e := expr{name: "ramp", code: "x0 + (double)i * x1"}
 	if !math.IsNaN(last) {
 		e.code = "n > 1 && i == n - 1 ? x2 : x0 + (double)i * x1"
+	}
+	if floor {
+		e = expr{name: "ramp_floor", code: "floor(" + e.code + ")"}
 	}
 	if err := apply(op, e, out, ins); err != nil {
 		a.Free()
@@ -356,6 +375,11 @@ func Diag[T Elem](a *Array[T]) (out *Array[T], failure error) {
 		}
 		return a.with(l), nil
 	case 1:
+		if a.scalar {
+			// No stream to make the matrix on (Zeros would name a nil
+			// stream the caller never gave).
+			return nil, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
+		}
 		m, err := Zeros[T](a.s, shape[0], shape[0])
 		if err != nil {
 			return nil, wrap(op, err)

@@ -47,6 +47,12 @@ func take[T Elem](op string, a *Array[T], indices *Array[int64], axis int, dst *
 	if a.scalar {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: give an array")
 	}
+	if err := a.emptyOpen(op); err != nil {
+		return nil, err // an empty a or indices is not read
+	}
+	if err := indices.emptyOpen(op); err != nil {
+		return nil, err
+	}
 	if indices.s != a.s {
 		return nil, errorf(op, cuda.ErrInvalidValue, "indices and a are on different streams: the operands of an operation share one")
 	}
@@ -223,6 +229,9 @@ func concat[T Elem](op string, arrays []*Array[T], axis int, dst *Array[T]) (*Ar
 		}
 		if a.scalar {
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s is a Scalar: join arrays", name())
+		}
+		if err := a.emptyOpen(op); err != nil {
+			return nil, err // an empty part is not copied
 		}
 		if a.s != arrays[0].s {
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s and arrays[0] are on different streams: the operands of an operation share one", name())

@@ -1,6 +1,7 @@
 package nd
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
@@ -41,7 +42,15 @@ func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (result *Array[T], 
 			return nil, err
 		}
 		if x.a.scalar || x.a.layout.Ndim() == 0 {
-			return nil, errorf(op, cuda.ErrInvalidValue, "%s is 0-d: matmul takes arrays of 1 or more dimensions (Mul multiplies by a scalar)", x.name)
+			// A Scalar's view may have axes: named as what it is.
+			what := "0-d"
+			if x.a.scalar {
+				what = "a Scalar"
+			}
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s is %s: matmul takes arrays of 1 or more dimensions on the GPU (Mul multiplies by a scalar)", x.name, what)
+		}
+		if err := x.a.emptyOpen(op); err != nil {
+			return nil, err // an empty operand is not read (an empty k fills zeros)
 		}
 	}
 	if a.s != b.s {
@@ -67,7 +76,13 @@ func matmul[T cuda.AnyFloat](op string, a, b, dst *Array[T]) (result *Array[T], 
 	}
 	batch, err := ndshape.Broadcast(as[:len(as)-2], bs[:len(bs)-2])
 	if err != nil {
-		return nil, wrap(op, err)
+		// ndshape names only the batch axes, shapes the caller never
+		// wrote: name a's and b's too.
+		why := err.Error()
+		if se := (*ndshape.Error)(nil); errors.As(err, &se) {
+			why = se.Msg
+		}
+		return nil, errorf(op, cuda.ErrInvalidValue, "a has shape %v and b %v: their batch axes do not broadcast (%s)", a.layout.Shape(), b.layout.Shape(), why)
 	}
 	full := append(slices.Clone(batch), m, n)
 	var outShape []int

@@ -1,6 +1,9 @@
 package nd
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ToSlice returns a's elements in row-major order, copied to the host
 // after the work queued on a's memory (on any of gocuda's streams): a
@@ -13,14 +16,16 @@ func (a *Array[T]) ToSlice() ([]T, error) {
 		return nil, err
 	}
 	if a.scalar {
-		return []T{a.value}, nil
+		// Its value once for each element of its shape: a Scalar's
+		// views (BroadcastTo, Reshape, Slice) have shapes of any size.
+		return slices.Repeat([]T{a.value}, a.layout.Size()), nil
+	}
+	span, off, err := a.span(op) // for no elements too: freed memory is an error
+	if err != nil {
+		return nil, err
 	}
 	if a.layout.Size() == 0 {
 		return []T{}, nil
-	}
-	span, off, err := a.span(op)
-	if err != nil {
-		return nil, err
 	}
 	host := make([]T, span.Len())
 	if err := span.CopyToHost(host); err != nil {
@@ -128,6 +133,14 @@ func (a *Array[T]) shown() ([]T, []int, printOptions, error) {
 		n *= d
 	}
 	out := make([]T, n)
+	if a.scalar {
+		// A Scalar's large view (BroadcastTo) has no memory to read:
+		// every element shown is its value.
+		for i := range out {
+			out[i] = a.value
+		}
+		return out, sumShape, opt, nil
+	}
 	last := len(shape) - 1
 	pos := make([]int, last) // the summary's index on the other axes
 	for at := 0; at < n; at += sumShape[last] {

@@ -174,6 +174,9 @@ func reduce[T Elem](op string, a *Array[T], x Axes, f fold[T], identity *T, dst 
 	if a.scalar {
 		return nil, errorf(op, cuda.ErrInvalidValue, "a is a Scalar: reduce an array")
 	}
+	if err := a.emptyOpen(op); err != nil {
+		return nil, err // an empty fold reads nothing of a
+	}
 	var foldBuf [maxDims]bool
 	fold, err := x.resolve(op, a.layout.Ndim(), foldBuf[:])
 	if err != nil {
