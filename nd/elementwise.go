@@ -361,13 +361,33 @@ else { while (e_ > 0) { if (e_ & 1) p_ *= b_; b_ *= b_; e_ >>= 1; } }
 r = p_;`}
 }
 
-// Add returns a + b, broadcast.
-func Add[T Elem](a, b *Array[T]) (*Array[T], error) {
-	return result(binary[T, T]("Add", addExpr, a, b))
+// addOf and mulOf are Add's and Mul's expressions for T: of Bools, a
+// logical or and a logical and, as NumPy's add and multiply of bools and
+// as Sum's and Prod's folds of Bools, not a byte's sum (true + true would
+// be the byte 2, which Equal does not take for true).
+func addOf[T Elem]() func(ctype) expr {
+	if isBool[T]() {
+		return orExpr
+	}
+	return addExpr
 }
 
-// AddInto sets dst = a + b.
-func AddInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("AddInto", addExpr, dst, a, b) }
+func mulOf[T Elem]() func(ctype) expr {
+	if isBool[T]() {
+		return andExpr
+	}
+	return mulExpr
+}
+
+// Add returns a + b, broadcast (of Bools, a logical or).
+func Add[T Elem](a, b *Array[T]) (*Array[T], error) {
+	return result(binary[T, T]("Add", addOf[T](), a, b))
+}
+
+// AddInto sets dst = a + b (of Bools, a logical or).
+func AddInto[T Elem](dst, a, b *Array[T]) error {
+	return binaryInto("AddInto", addOf[T](), dst, a, b)
+}
 
 // Sub returns a - b, broadcast.
 func Sub[T Elem](a, b *Array[T]) (*Array[T], error) {
@@ -377,13 +397,16 @@ func Sub[T Elem](a, b *Array[T]) (*Array[T], error) {
 // SubInto sets dst = a - b.
 func SubInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("SubInto", subExpr, dst, a, b) }
 
-// Mul returns a · b, element by element, broadcast.
+// Mul returns a · b, element by element, broadcast (of Bools, a logical
+// and).
 func Mul[T Elem](a, b *Array[T]) (*Array[T], error) {
-	return result(binary[T, T]("Mul", mulExpr, a, b))
+	return result(binary[T, T]("Mul", mulOf[T](), a, b))
 }
 
-// MulInto sets dst = a · b.
-func MulInto[T Elem](dst, a, b *Array[T]) error { return binaryInto("MulInto", mulExpr, dst, a, b) }
+// MulInto sets dst = a · b (of Bools, a logical and).
+func MulInto[T Elem](dst, a, b *Array[T]) error {
+	return binaryInto("MulInto", mulOf[T](), dst, a, b)
+}
 
 // Div returns a / b, broadcast (for integers, truncated toward zero; a
 // division by zero gives 0, not an error, and the most negative value

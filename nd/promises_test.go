@@ -647,6 +647,23 @@ func TestPromiseNumbers(t *testing.T) {
 			x, err = nd.Cumsum(pArr(t, s, []nd.Bool{0, 2, 0}), 0)
 			pCheck(t, x, err, []int{3}, []nd.Bool{0, 1, 1})
 		}},
+		// Add and Mul of Bools: a logical or and and, as NumPy's and as
+		// Sum's and Prod's folds, fused or not; uint8's the bytes', the
+		// same C type, after Bool's kernels of the same shape.
+		{"Bool Add Mul", func(t *testing.T) {
+			a, b := pArr(t, s, []nd.Bool{1, 1, 0, 2}), pArr(t, s, []nd.Bool{1, 0, 0, 2})
+			x, err := nd.Add(a, b)
+			pCheck(t, x, err, []int{4}, []nd.Bool{1, 1, 0, 1})
+			x, err = nd.Mul(a, b)
+			pCheck(t, x, err, []int{4}, []nd.Bool{1, 0, 0, 1})
+			x, err = nd.Lazy(a).Add(nd.Lazy(b)).Mul(nd.Lazy(a)).Eval()
+			pCheck(t, x, err, []int{4}, []nd.Bool{1, 1, 0, 1})
+			u, v := pArr(t, s, []uint8{1, 1, 0, 2}), pArr(t, s, []uint8{1, 0, 0, 2})
+			y, err := nd.Add(u, v)
+			pCheck(t, y, err, []int{4}, []uint8{2, 1, 0, 4})
+			y, err = nd.Lazy(u).Add(nd.Lazy(v)).Mul(nd.Lazy(u)).Eval()
+			pCheck(t, y, err, []int{4}, []uint8{2, 1, 0, 8})
+		}},
 		// Cast: halves rounded to nearest, ties to even; to and from Bool
 		// as truth values.
 		{"Cast float16 ties", func(t *testing.T) {
