@@ -65,13 +65,17 @@ func (x Expr[T]) call(name string, f func(ctype) expr, float bool, args ...Expr[
 }
 
 // Add returns x + y (of Bools, a logical or, as Add).
-func (x Expr[T]) Add(y Expr[T]) Expr[T] { return x.call(boolName[T]("add", "or"), addOf[T](), false, y) }
+func (x Expr[T]) Add(y Expr[T]) Expr[T] {
+	return x.call(boolName[T]("add", "or"), addOf[T](), false, y)
+}
 
 // Sub returns x - y.
 func (x Expr[T]) Sub(y Expr[T]) Expr[T] { return x.call("sub", subExpr, false, y) }
 
 // Mul returns x · y (of Bools, a logical and, as Mul).
-func (x Expr[T]) Mul(y Expr[T]) Expr[T] { return x.call(boolName[T]("mul", "and"), mulOf[T](), false, y) }
+func (x Expr[T]) Mul(y Expr[T]) Expr[T] {
+	return x.call(boolName[T]("mul", "and"), mulOf[T](), false, y)
+}
 
 // boolName is name, or of Bools boolean: the kernels' key names T by its
 // C type, which Bool shares with uint8, so that an operation computed
