@@ -7,24 +7,11 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cudnn"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// span is the elements from off of a block of memory.
-type span struct{ off, n int }
-
-// freedAt returns, of a block of memory freed, a buffer over f, freed
-// with it, and a live one over l (FromRaw): memory the allocator could
-// hand out again at once, which a comparison of addresses alone takes
-// for the freed buffer's.
-func freedAt(t testing.TB, ctx *cuda.Context, f, l span) (freed, live *cuda.DeviceBuffer[float32]) {
-	t.Helper()
-	block := must(cuda.Alloc[float32](ctx, 64))(t)
-	freed = must(block.Slice(f.off, f.n))(t)
-	if err := block.Free(); err != nil {
-		t.Fatal(err)
-	}
-	return freed, must(cuda.FromRaw[float32](ctx, block.Ptr()+cuda.DevicePtr(4*l.off), l.n))(t)
-}
+// span is the elements from off of a block of memory (cudatest.FreedAt).
+func span(off, n int) cudatest.Span { return cudatest.Span{Off: off, N: n} }
 
 // TestAliasedFreed: a call whose output or input was freed, while the
 // other names memory at the freed one's address, returns cuda.ErrClosed
@@ -45,21 +32,21 @@ func TestAliasedFreed(t *testing.T) {
 	x := func(b *cuda.DeviceBuffer[float32]) cudnn.Tensor[float32] {
 		return cudnn.Tensor[float32]{Data: b, Shape: s}
 	}
-	all, c := span{0, s.Len()}, span{4, 2}
+	all, c := span(0, s.Len()), span(4, 2)
 	// Each call writes out and reads (or writes too) in, named so in its
 	// errors, over the spans of one block of memory given.
 	for _, tc := range []struct {
 		name, out, in string
-		outAt, inAt   span
+		outAt, inAt   cudatest.Span
 		call          func(out, in *cuda.DeviceBuffer[float32]) error
 	}{
 		{"ConvForward", "y.Data", "x.Data", all, all, func(out, in *cuda.DeviceBuffer[float32]) error {
 			return cudnn.ConvForward(h, x(out), x(in), w, cudnn.Conv2D{})
 		}},
-		{"ConvBackwardData", "dx.Data", "dy.Data", all, span{3, s.Len()}, func(out, in *cuda.DeviceBuffer[float32]) error {
+		{"ConvBackwardData", "dx.Data", "dy.Data", all, span(3, s.Len()), func(out, in *cuda.DeviceBuffer[float32]) error {
 			return cudnn.ConvBackwardData(h, x(out), x(in), w, cudnn.Conv2D{})
 		}},
-		{"ConvBackwardFilter", "dw.Data", "x.Data", span{2, 4}, all, func(out, in *cuda.DeviceBuffer[float32]) error {
+		{"ConvBackwardFilter", "dw.Data", "x.Data", span(2, 4), all, func(out, in *cuda.DeviceBuffer[float32]) error {
 			return cudnn.ConvBackwardFilter(h, cudnn.Tensor[float32]{Data: out, Shape: w.Shape}, x(in), other, cudnn.Conv2D{})
 		}},
 		{"ConvBiasActivation", "y.Data", "bias", all, c, func(out, in *cuda.DeviceBuffer[float32]) error {
@@ -91,9 +78,9 @@ func TestAliasedFreed(t *testing.T) {
 			t.Run(tc.name+"/"+freed+" freed", func(t *testing.T) {
 				var out, in *cuda.DeviceBuffer[float32]
 				if freed == tc.out {
-					out, in = freedAt(t, ctx, tc.outAt, tc.inAt)
+					out, in = cudatest.FreedAt[float32](t, ctx, tc.outAt, tc.inAt)
 				} else {
-					in, out = freedAt(t, ctx, tc.inAt, tc.outAt)
+					in, out = cudatest.FreedAt[float32](t, ctx, tc.inAt, tc.outAt)
 				}
 				err := tc.call(out, in)
 				if want := freed + " is closed"; !errors.Is(err, cuda.ErrClosed) || !strings.Contains(err.Error(), want) {

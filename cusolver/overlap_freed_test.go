@@ -10,23 +10,6 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 )
 
-// span is the elements from off of a block of memory.
-type span struct{ off, n int }
-
-// freedAt returns, of a block of memory freed, a buffer over f, freed
-// with it, and a live one over l (FromRaw): memory the allocator could
-// hand out again at once, which a comparison of addresses alone takes
-// for the freed buffer's.
-func freedAt(t testing.TB, ctx *cuda.Context, f, l span) (freed, live *cuda.DeviceBuffer[float64]) {
-	t.Helper()
-	block := must(cuda.Alloc[float64](ctx, 64))(t)
-	freed = must(block.Slice(f.off, f.n))(t)
-	if err := block.Free(); err != nil {
-		t.Fatal(err)
-	}
-	return freed, must(cuda.FromRaw[float64](ctx, block.Ptr()+cuda.DevicePtr(8*l.off), l.n))(t)
-}
-
 // closedOver returns a buffer of n elements over b's memory, freed: a
 // freed buffer whose address is b's now, b being live (a factored
 // matrix, which must be factored in live memory).
@@ -38,6 +21,9 @@ func closedOver(t testing.TB, b *cuda.DeviceBuffer[float64], n int) *cuda.Device
 	}
 	return c
 }
+
+// span is the elements from off of a block of memory (cudatest.FreedAt).
+func span(off, n int) cudatest.Span { return cudatest.Span{Off: off, N: n} }
 
 // TestOverlapFreed: a call whose output or input was freed, while
 // another of its buffers names memory at the freed one's address, returns
@@ -106,42 +92,42 @@ func TestOverlapFreed(t *testing.T) {
 	// given.
 	for _, tc := range []struct {
 		name, out, in string
-		outAt, inAt   span
+		outAt, inAt   cudatest.Span
 		call          func(out, in *cuda.DeviceBuffer[float64]) error
 	}{
-		{"LeastSquares b and a", "b", "a", span{2, 3}, span{0, 6}, func(b, a *cuda.DeviceBuffer[float64]) error {
+		{"LeastSquares b and a", "b", "a", span(2, 3), span(0, 6), func(b, a *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.LeastSquares(h, col(a, 3, 2), b, b2, 1)
 			return err
 		}},
-		{"LeastSquares x and b", "x", "b", span{1, 2}, span{0, 3}, func(x, b *cuda.DeviceBuffer[float64]) error {
+		{"LeastSquares x and b", "x", "b", span(1, 2), span(0, 3), func(x, b *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.LeastSquares(h, col(a6, 3, 2), b, x, 1)
 			return err
 		}},
-		{"SVD s and a", "s", "a", span{4, 2}, span{0, 6}, func(s, a *cuda.DeviceBuffer[float64]) error {
+		{"SVD s and a", "s", "a", span(4, 2), span(0, 6), func(s, a *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.SVD(h, col(a, 3, 2), s, none, none)
 			return err
 		}},
-		{"SVD u and a", "u", "a", span{0, 9}, span{0, 6}, func(u, a *cuda.DeviceBuffer[float64]) error {
+		{"SVD u and a", "u", "a", span(0, 9), span(0, 6), func(u, a *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.SVD(h, col(a, 3, 2), s2, col(u, 3, 3), none)
 			return err
 		}},
-		{"SVD vt and u", "vt", "u", span{5, 4}, span{0, 9}, func(vt, u *cuda.DeviceBuffer[float64]) error {
+		{"SVD vt and u", "vt", "u", span(5, 4), span(0, 9), func(vt, u *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.SVD(h, col(a6, 3, 2), s2, col(u, 3, 3), col(vt, 2, 2))
 			return err
 		}},
-		{"Eigh", "w", "a", span{6, 3}, span{0, 9}, func(w, a *cuda.DeviceBuffer[float64]) error {
+		{"Eigh", "w", "a", span(6, 3), span(0, 9), func(w, a *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.Eigh(h, cusolver.NewMatrix(a, 3, 3), cusolver.Lower, w, true)
 			return err
 		}},
-		{"SVDBatched s and a", "s", "a", span{0, 3}, span{0, 9}, func(s, a *cuda.DeviceBuffer[float64]) error {
+		{"SVDBatched s and a", "s", "a", span(0, 3), span(0, 9), func(s, a *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.SVDBatched(h, cusolver.NewMatrix(a, 3, 3), 1, s, nil, nil)
 			return err
 		}},
-		{"SVDBatched u and a", "u", "a", span{3, 9}, span{0, 9}, func(u, a *cuda.DeviceBuffer[float64]) error {
+		{"SVDBatched u and a", "u", "a", span(3, 9), span(0, 9), func(u, a *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.SVDBatched(h, cusolver.NewMatrix(a, 3, 3), 1, s3, u, v9)
 			return err
 		}},
-		{"EighBatched", "w", "a", span{8, 3}, span{0, 9}, func(w, a *cuda.DeviceBuffer[float64]) error {
+		{"EighBatched", "w", "a", span(8, 3), span(0, 9), func(w, a *cuda.DeviceBuffer[float64]) error {
 			_, err := cusolver.EighBatched(h, cusolver.NewMatrix(a, 3, 3), 1, cusolver.Lower, w, true)
 			return err
 		}},
@@ -150,9 +136,9 @@ func TestOverlapFreed(t *testing.T) {
 			t.Run(tc.name+"/"+freed+" freed", func(t *testing.T) {
 				var out, in *cuda.DeviceBuffer[float64]
 				if freed == tc.out {
-					out, in = freedAt(t, ctx, tc.outAt, tc.inAt)
+					out, in = cudatest.FreedAt[float64](t, ctx, tc.outAt, tc.inAt)
 				} else {
-					in, out = freedAt(t, ctx, tc.inAt, tc.outAt)
+					in, out = cudatest.FreedAt[float64](t, ctx, tc.inAt, tc.outAt)
 				}
 				wantClosed(t, tc.call(out, in), tc.name, freed)
 			})

@@ -7,24 +7,8 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cusparse"
+	"github.com/gocuda/cuda/internal/cudatest"
 )
-
-// span is the elements from off of a block of memory.
-type span struct{ off, n int }
-
-// freedAt returns, of a block of memory freed, a buffer over f, freed
-// with it, and a live one over l (FromRaw): memory the allocator could
-// hand out again at once, which a comparison of addresses alone takes
-// for the freed buffer's.
-func freedAt(t testing.TB, ctx *cuda.Context, f, l span) (freed, live *cuda.DeviceBuffer[float64]) {
-	t.Helper()
-	block := must(cuda.Alloc[float64](ctx, 32))(t)
-	freed = must(block.Slice(f.off, f.n))(t)
-	if err := block.Free(); err != nil {
-		t.Fatal(err)
-	}
-	return freed, must(cuda.FromRaw[float64](ctx, block.Ptr()+cuda.DevicePtr(8*l.off), l.n))(t)
-}
 
 // closedOver returns a buffer of n elements over b's memory, freed: a
 // freed buffer whose address is b's now (b a matrix's array, which
@@ -37,6 +21,9 @@ func closedOver(t testing.TB, b *cuda.DeviceBuffer[float64], n int) *cuda.Device
 	}
 	return c
 }
+
+// span is the elements from off of a block of memory (cudatest.FreedAt).
+func span(off, n int) cudatest.Span { return cudatest.Span{Off: off, N: n} }
 
 // TestOverlapFreed: a call whose output or input was freed, while
 // another of its buffers (a matrix's array, too) names memory at the
@@ -58,13 +45,13 @@ func TestOverlapFreed(t *testing.T) {
 	// spans of one block of memory given.
 	for _, tc := range []struct {
 		name, out, in string
-		outAt, inAt   span
+		outAt, inAt   cudatest.Span
 		call          func(out, in *cuda.DeviceBuffer[float64]) error
 	}{
-		{"SpMV y and x", "y", "x", span{1, 2}, span{0, 2}, func(y, x *cuda.DeviceBuffer[float64]) error {
+		{"SpMV y and x", "y", "x", span(1, 2), span(0, 2), func(y, x *cuda.DeviceBuffer[float64]) error {
 			return cusparse.SpMV(h, cusparse.NoTrans, 1, coo, x, 0, y)
 		}},
-		{"SpMM c and b", "c", "b", span{0, 4}, span{2, 4}, func(c, b *cuda.DeviceBuffer[float64]) error {
+		{"SpMM c and b", "c", "b", span(0, 4), span(2, 4), func(c, b *cuda.DeviceBuffer[float64]) error {
 			return cusparse.SpMM(h, cusparse.NoTrans, 1, coo, dense(b), 0, dense(c))
 		}},
 	} {
@@ -72,9 +59,9 @@ func TestOverlapFreed(t *testing.T) {
 			t.Run(tc.name+"/"+freed+" freed", func(t *testing.T) {
 				var out, in *cuda.DeviceBuffer[float64]
 				if freed == tc.out {
-					out, in = freedAt(t, ctx, tc.outAt, tc.inAt)
+					out, in = cudatest.FreedAt[float64](t, ctx, tc.outAt, tc.inAt)
 				} else {
-					in, out = freedAt(t, ctx, tc.inAt, tc.outAt)
+					in, out = cudatest.FreedAt[float64](t, ctx, tc.inAt, tc.outAt)
 				}
 				wantClosed(t, tc.call(out, in), tc.name, freed)
 			})

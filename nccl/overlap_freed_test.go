@@ -10,22 +10,8 @@ import (
 	"github.com/gocuda/cuda/nccl"
 )
 
-// span is the elements from off of a block of memory.
-type span struct{ off, n int }
-
-// freedAt returns, of a block of memory freed, a buffer over f, freed
-// with it, and a live one over l (FromRaw): memory the allocator could
-// hand out again at once, which a comparison of addresses alone takes
-// for the freed buffer's.
-func freedAt(t testing.TB, ctx *cuda.Context, f, l span) (freed, live *cuda.DeviceBuffer[float32]) {
-	t.Helper()
-	block := must(cuda.Alloc[float32](ctx, 32))(t)
-	freed = must(block.Slice(f.off, f.n))(t)
-	if err := block.Free(); err != nil {
-		t.Fatal(err)
-	}
-	return freed, must(cuda.FromRaw[float32](ctx, block.Ptr()+cuda.DevicePtr(4*l.off), l.n))(t)
-}
+// span is the elements from off of a block of memory (cudatest.FreedAt).
+func span(off, n int) cudatest.Span { return cudatest.Span{Off: off, N: n} }
 
 // TestOverlapFreed: a collective whose dst or src was freed, while the
 // other names memory at the freed one's address (overlapping it, not in
@@ -40,10 +26,10 @@ func TestOverlapFreed(t *testing.T) {
 	defer c.Close()
 	// dst and src of 8 elements, one element apart (AllToAll's at one
 	// address: it is never in place).
-	apart, same := [2]span{{1, 8}, {0, 8}}, [2]span{{0, 8}, {0, 8}}
+	apart, same := [2]cudatest.Span{span(1, 8), span(0, 8)}, [2]cudatest.Span{span(0, 8), span(0, 8)}
 	for _, tc := range []struct {
 		name string
-		at   [2]span // dst's, src's
+		at   [2]cudatest.Span // dst's, src's
 		call func(dst, src *cuda.DeviceBuffer[float32]) error
 	}{
 		{"AllReduce", apart, func(dst, src *cuda.DeviceBuffer[float32]) error { return nccl.AllReduce(c, dst, src, nccl.Sum, s) }},
@@ -59,9 +45,9 @@ func TestOverlapFreed(t *testing.T) {
 			t.Run(tc.name+"/"+freed+" freed", func(t *testing.T) {
 				var dst, src *cuda.DeviceBuffer[float32]
 				if freed == "dst" {
-					dst, src = freedAt(t, ctx, tc.at[0], tc.at[1])
+					dst, src = cudatest.FreedAt[float32](t, ctx, tc.at[0], tc.at[1])
 				} else {
-					src, dst = freedAt(t, ctx, tc.at[1], tc.at[0])
+					src, dst = cudatest.FreedAt[float32](t, ctx, tc.at[1], tc.at[0])
 				}
 				err := tc.call(dst, src)
 				if want := freed + " is freed"; !errors.Is(err, cuda.ErrClosed) || !strings.Contains(err.Error(), want) {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/cublas"
@@ -365,6 +366,25 @@ func Download[T any](t testing.TB, b *cuda.DeviceBuffer[T]) []T {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Span is the elements from Off of a block of memory, for FreedAt.
+type Span struct{ Off, N int }
+
+// FreedAt returns, of a block of 64 elements allocated in ctx and freed, a
+// buffer over f, freed with it, and a live one over l (FromRaw): memory
+// the allocator could hand out again at once, which a comparison of
+// addresses alone takes for the freed buffer's. The overlap checks' tests
+// give both to a call, which must find the freed one closed.
+func FreedAt[T any](t testing.TB, ctx *cuda.Context, f, l Span) (freed, live *cuda.DeviceBuffer[T]) {
+	t.Helper()
+	block := Must(cuda.Alloc[T](ctx, 64))(t)
+	freed = Must(block.Slice(f.Off, f.N))(t)
+	if err := block.Free(); err != nil {
+		t.Fatal(err)
+	}
+	size := cuda.DevicePtr(unsafe.Sizeof(*new(T)))
+	return freed, Must(cuda.FromRaw[T](ctx, block.Ptr()+size*cuda.DevicePtr(l.Off), l.N))(t)
 }
 
 // Loadable reports whether any of the library files named loads (each
