@@ -187,10 +187,11 @@ func CholeskySolve[T Element](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuf
 	if overlap(b, n*nrhs, f.a.Data, n*n) {
 		return cmp.Or(closedArg(op, "b", b), closedArg(op, "f's matrix", f.a.Data), errorf(op, cuda.ErrInvalidValue, "b overlaps f's matrix"))
 	}
+	mem := []cuda.Memory{f.a.Data, b}
 	if n == 0 || nrhs == 0 {
-		return nil // nothing to solve
+		return h.idle(op, mem) // nothing to solve
 	}
-	return h.do(op, []cuda.Memory{f.a.Data, b}, func() error {
+	return h.do(op, mem, func() error {
 		info, err := h.scratchInfo()
 		if err != nil {
 			return err

@@ -146,16 +146,18 @@ func Solve[T Element](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs 
 	piv := f.piv
 	f.info.mu.Unlock()
 	if piv == nil {
-		return errorf(op, cuda.ErrInvalidValue, "f is freed")
+		// Freed, as a freed buffer is: closed.
+		return errorf(op, cuda.ErrClosed, "f is freed")
 	}
 	trans := int32(opN)
 	if f.a.Layout == RowMajor {
 		trans = opT
 	}
+	mem := []cuda.Memory{f.a.Data, b, piv}
 	if n == 0 || nrhs == 0 {
-		return nil // nothing to solve (and nothing to ask cuSOLVER)
+		return h.idle(op, mem) // nothing to solve (and nothing to ask cuSOLVER)
 	}
-	return h.do(op, []cuda.Memory{f.a.Data, b, piv}, func() error {
+	return h.do(op, mem, func() error {
 		info, err := h.scratchInfo()
 		if err != nil {
 			return err

@@ -395,6 +395,28 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 					return err
 				}
 				return v.Memset8Async(0, h.base.Stream())
+			case beta == 0:
+				// A strided C: zeros line by line (its rows, or columns
+				// column-major), the elements between them left alone,
+				// as the package doc promises this case to be cuSPARSE's
+				// no more than a packed C's (B is empty: cuSPARSE would
+				// be handed its NULL array). One memset a line: package
+				// cuda offers no 2D memset, and the case is a degenerate
+				// one.
+				lines, width := c.Rows, c.Cols
+				if c.Layout == ColMajor {
+					lines, width = c.Cols, c.Rows
+				}
+				for i := range lines {
+					v, err := c.Data.Slice(i*c.ld(), width)
+					if err != nil {
+						return err
+					}
+					if err := v.Memset8Async(0, h.base.Stream()); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
 		}
 		da, err := spMat(d, a)
