@@ -288,9 +288,12 @@ template <typename T> __device__ __forceinline__ T gocuda_down(T v, unsigned int
 // generated code's own names start with gocuda_, and it names parameter
 // x's pointer or scalar gocudap_x, its vector gocudav_x and, for a half,
 // that vector's floats gocudaf_x: none of these can be a user's name,
-// which may not start with gocuda, nor each other.
+// which may not start with gocuda, nor each other. A keyword of C++ (the
+// language NVRTC compiles) is no identifier: a parameter or kernel named
+// "int" or "float" would only fail at the first Launch, in NVRTC's log,
+// where the declaration's check can name the field.
 func ident(s string) bool {
-	if s == "" || strings.HasPrefix(s, "gocuda") || strings.HasPrefix(s, "_") {
+	if s == "" || strings.HasPrefix(s, "gocuda") || strings.HasPrefix(s, "_") || keywords[s] {
 		return false
 	}
 	for i, r := range s {
@@ -303,3 +306,20 @@ func ident(s string) bool {
 	}
 	return true
 }
+
+// keywords are C++17's keywords and alternative tokens (and C++20's, which
+// a later -std may turn on), none of which may name a parameter or a
+// kernel.
+var keywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range strings.Fields(`alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+		char8_t char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
+		co_await co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
+		extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
+		operator or or_eq private protected public register reinterpret_cast requires return short signed
+		sizeof static static_assert static_cast struct switch template this thread_local throw true try typedef
+		typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq`) {
+		m[k] = true
+	}
+	return m
+}()

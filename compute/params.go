@@ -39,7 +39,7 @@ func rawDeclaration(op, name, in, out string) (ins, outs []param, err error) {
 	case strings.TrimSpace(name) == "":
 		return nil, nil, errorf(op, cuda.ErrInvalidValue, "Name is empty: a kernel needs a name (a C identifier)")
 	case !ident(name):
-		return nil, nil, errorf(op, cuda.ErrInvalidValue, "Name %q is not a kernel name: want a C identifier, not starting with _ or gocuda", name)
+		return nil, nil, errorf(op, cuda.ErrInvalidValue, "Name %q is not a kernel name: want a C identifier, not a keyword, not starting with _ or gocuda", name)
 	}
 	if ins, err = parseParams(op, "InParams", in); err != nil {
 		return nil, nil, err
@@ -77,7 +77,7 @@ func parseParams(op, field, list string) ([]param, error) {
 			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a type: want one of %s", field, f[0], typeNames())
 		}
 		if !ident(f[1]) {
-			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a name a parameter may have: want a C identifier, not starting with _ or gocuda", field, f[1])
+			return nil, errorf(op, cuda.ErrInvalidValue, "%s: %q is not a name a parameter may have: want a C identifier, not a keyword, not starting with _ or gocuda", field, f[1])
 		}
 		out = append(out, param{t: t, name: f[1], raw: raw})
 	}

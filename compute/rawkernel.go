@@ -1,7 +1,12 @@
 package compute
 
 import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
 	"strings"
+	"weak"
 
 	cuda "github.com/gocuda/cuda"
 )
@@ -69,7 +74,15 @@ func (k *RawKernel) Launch(cfg cuda.LaunchConfig, args ...any) error {
 		return errorf(op, cuda.ErrInvalidValue, "cfg.Stream is a zero cuda.Stream: make one with cuda.Open or Context.NewStream")
 	}
 	if cfg.Grid.X == 0 {
-		return nil // no launch, as cuda.Function.Launch: nothing to compile for
+		// No launch, as cuda.Function.Launch, and nothing to compile for;
+		// but what Function.Launch refuses whatever the grid (a bad
+		// configuration, a closed stream, a freed buffer) is refused
+		// here too: by the function itself where it is loaded in the
+		// stream's context, else by the checks that need no kernel.
+		if f, ok := loaded(cfg.Stream.Context(), k.v, k.name); ok {
+			return wrap(op, f.Launch(cfg, args...), "launching %s", k.name)
+		}
+		return emptyLaunch(op, cfg, args)
 	}
 	f, err := kernel(op, cfg.Stream, k.v, k.name, nil)
 	if err != nil {
@@ -104,4 +117,55 @@ func cIdent(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// loaded returns kernel name of v where it is loaded in ctx already, and
+// compiles or loads nothing.
+func loaded(ctx *cuda.Context, v *variant, name string) (*cuda.Function, bool) {
+	if cm, ok := modules.Load(weak.Make(ctx)); ok {
+		if f, ok := cm.(*contextModules).funcs.Load(funcKey{v, name}); ok {
+			return f.(*cuda.Function), true
+		}
+	}
+	return nil, false
+}
+
+// emptyLaunch returns the error cuda.Function.Launch would of a launch of
+// no blocks, of what it checks without the kernel: the configuration's
+// dimensions (a grid's X of 0, any other from 1, a Y or Z of 0 meaning 1)
+// and dynamic shared memory, and the device buffers among args, closed
+// or of another context than cfg.Stream. The kernel's own limits (its
+// threads a block, its shared memory) need it compiled: they are left to
+// the first launch that has blocks.
+func emptyLaunch(op string, cfg cuda.LaunchConfig, args []any) error {
+	one := func(d int) int {
+		if d == 0 {
+			return 1
+		}
+		return d
+	}
+	for _, d := range []int{one(cfg.Grid.Y), one(cfg.Grid.Z), cfg.Block.X, one(cfg.Block.Y), one(cfg.Block.Z)} {
+		if d < 1 || d > math.MaxUint32 {
+			return errorf(op, cuda.ErrInvalidValue, "grid %v, block %v: every dimension must be from 1 to %d (a grid's X may be 0: no launch)", cfg.Grid, cfg.Block, uint32(math.MaxUint32))
+		}
+	}
+	if cfg.SharedMemBytes < 0 || cfg.SharedMemBytes > math.MaxUint32 {
+		return errorf(op, cuda.ErrInvalidValue, "dynamic shared memory %d bytes out of range", cfg.SharedMemBytes)
+	}
+	for i, a := range args {
+		// A *cuda.DeviceBuffer of any element type (reflectLiveness's
+		// Slice); anything else, or a nil or zero one, is Function.Launch's
+		// to judge with the kernel.
+		b, ok := a.(bufferInfo)
+		if v := reflect.ValueOf(a); !ok || v.Kind() != reflect.Pointer || v.IsNil() || !v.MethodByName("Slice").IsValid() || b.Context() == nil {
+			continue
+		}
+		if err := (reflectLiveness{}).closed(b); errors.Is(err, cuda.ErrClosed) {
+			return &Error{Op: op, Err: cuda.ErrClosed, Detail: fmt.Sprintf("argument %d is a closed device buffer (freed, or its context closed)", i)}
+		}
+		if b.Context() != cfg.Stream.Context() {
+			return errorf(op, cuda.ErrInvalidValue, "argument %d is a device buffer of another context than cfg.Stream", i)
+		}
+	}
+	return nil
 }

@@ -155,7 +155,10 @@ func (p *attnPlan) destroy(op string) error {
 // [B, Hkv, Sk, D], each in its own order in memory (AttentionTensor's
 // Strides). Hkv must divide H: query head j reads key/value head
 // j/(H/Hkv) (grouped-query attention; Hkv == 1 is multi-query). The
-// products and the softmax are computed in float32.
+// products and the softmax are computed in float32. o's and
+// opts.Stats's buffers share no memory with q's, k's and v's, nor with
+// each other (refused with cuda.ErrInvalidValue, as every operation's
+// output over an input is); q, k and v may share one buffer.
 //
 // cuDNN's fused engine needs an sm_80 GPU or later, D a multiple of 8 (up
 // to 128 on sm_80 and up to 256 on sm_90 and later, by cuDNN's version),
@@ -173,6 +176,13 @@ func Attention[T Half](h *Handle, o, q, k, v AttentionTensor[T], opts AttentionO
 	}
 	key, scale, err := attnArgs(op, o, q, k, v, opts)
 	if err != nil {
+		return err
+	}
+	// The engine writes o and the statistics tile by tile while other
+	// tiles still read q, k and v: an output over an input gives undefined
+	// results, as the other operations' do (by the buffers, as aliased
+	// compares them: the inputs, read alone, may be views of one).
+	if err := aliased(op, []named{buf("o.Data", o.Data), buf("opts.Stats", opts.Stats)}, buf("q.Data", q.Data), buf("k.Data", k.Data), buf("v.Data", v.Data)); err != nil {
 		return err
 	}
 	mem := []cuda.Memory{o.Data, q.Data, k.Data, v.Data}

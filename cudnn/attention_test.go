@@ -325,12 +325,13 @@ func TestAttentionFake(t *testing.T) {
 	// supported, in words, and remembered.
 	sh2 := [4]int{1, 2, 4, 16}
 	q2 := cudnn.AttentionTensor[cuda.Float16]{Data: q.Data, Shape: sh2}
+	o2 := cudnn.AttentionTensor[cuda.Float16]{Data: o.Data, Shape: sh2} // an output over an input is refused
 	c.Fail("cudnnBackendFinalize", 1, 3001)
-	err := cudnn.Attention(h, q2, q2, q2, q2, cudnn.AttentionOptions{})
+	err := cudnn.Attention(h, o2, q2, q2, q2, cudnn.AttentionOptions{})
 	if !errors.Is(err, cuda.ErrNotSupported) {
 		t.Fatalf("Attention with the graph refused: %v, want cuda.ErrNotSupported", err)
 	}
-	if err2 := cudnn.Attention(h, q2, q2, q2, q2, cudnn.AttentionOptions{}); !errors.Is(err2, cuda.ErrNotSupported) {
+	if err2 := cudnn.Attention(h, o2, q2, q2, q2, cudnn.AttentionOptions{}); !errors.Is(err2, cuda.ErrNotSupported) {
 		t.Errorf("the refused shape again: %v, want the refusal remembered", err2)
 	}
 	// Operands aligned to less than 16 bytes: the fused engine refuses
@@ -345,11 +346,12 @@ func TestAttentionFake(t *testing.T) {
 	// refusal.
 	sh3 := [4]int{1, 1, 4, 16}
 	q3 := cudnn.AttentionTensor[cuda.Float16]{Data: q.Data, Shape: sh3}
+	o3 := cudnn.AttentionTensor[cuda.Float16]{Data: o.Data, Shape: sh3}
 	c.Fail("cudnnBackendFinalize", 1, 2000)
-	if err := cudnn.Attention(h, q3, q3, q3, q3, cudnn.AttentionOptions{}); !errors.Is(err, cuda.ErrInvalidValue) {
+	if err := cudnn.Attention(h, o3, q3, q3, q3, cudnn.AttentionOptions{}); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("Attention with a bad parameter: %v, want cuda.ErrInvalidValue", err)
 	}
-	if err := cudnn.Attention(h, q3, q3, q3, q3, cudnn.AttentionOptions{}); err != nil {
+	if err := cudnn.Attention(h, o3, q3, q3, q3, cudnn.AttentionOptions{}); err != nil {
 		t.Errorf("Attention after the failure: %v", err)
 	}
 }
@@ -397,7 +399,8 @@ func TestAttentionCapture(t *testing.T) {
 		if err := run(); err != nil {
 			return err
 		}
-		if err := cudnn.Attention(h, q2, q2, q2, q2, cudnn.AttentionOptions{}); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "before the capture") {
+		o2 := cudnn.AttentionTensor[cuda.BFloat16]{Data: o.Data, Shape: q2.Shape} // an output over an input is refused
+		if err := cudnn.Attention(h, o2, q2, q2, q2, cudnn.AttentionOptions{}); !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "before the capture") {
 			t.Errorf("a new shape inside a capture: %v", err)
 		}
 		return nil

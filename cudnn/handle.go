@@ -147,13 +147,7 @@ func (h *Handle) do(op string, mem []cuda.Memory, fn func(c *call) error) error 
 // several times and waits for h's stream the first time each shape is
 // seen. A choice made stays with its shape.
 func (h *Handle) SetBenchmark(on bool) error {
-	if err := h.valid("Handle.SetBenchmark"); err != nil {
-		return err
-	}
-	h.base.Lock()
-	defer h.base.Unlock()
-	h.benchmark = on
-	return nil
+	return h.set("Handle.SetBenchmark", func() { h.benchmark = on })
 }
 
 // SetTF32 allows (true) or forbids (false, the default) float32
@@ -162,12 +156,21 @@ func (h *Handle) SetBenchmark(on bool) error {
 // (PyTorch allows it by default: torch.backends.cudnn.allow_tf32). The
 // half types always may use tensor cores.
 func (h *Handle) SetTF32(on bool) error {
-	if err := h.valid("Handle.SetTF32"); err != nil {
+	return h.set("Handle.SetTF32", func() { h.tf32 = on })
+}
+
+// set changes a setting of h (f), h held and its turn taken: a closed
+// Handle's settings are refused with cuda.ErrClosed, as its calls are
+// (valid alone let a setting of a closed Handle pass as done), as
+// cublas's SetMathMode does.
+func (h *Handle) set(op string, f func()) error {
+	if err := h.core().Hold(op); err != nil {
 		return err
 	}
+	defer h.base.Release()
 	h.base.Lock()
 	defer h.base.Unlock()
-	h.tf32 = on
+	f()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/closed"
 	"github.com/gocuda/cuda/nd"
 )
 
@@ -114,6 +115,17 @@ func NewKVCache[T Float](s *cuda.Stream, batch, kvHeads, maxLen, headDim int) (*
 func (c *KVCache[T]) valid(op string) error {
 	if c == nil || c.state == nil {
 		return errorf(op, cuda.ErrInvalidValue, "a nil or zero *KVCache: make one with NewKVCache")
+	}
+	return nil
+}
+
+// live returns op's cuda.ErrClosed error for a freed cache (its length's
+// memory freed, or its context closed), for the calls that queue nothing
+// (no positions, no queries): those that queue work find it closed as
+// they launch.
+func (c *KVCache[T]) live(op string) error {
+	if closed.Buffer(c.state) {
+		return errorf(op, cuda.ErrClosed, "the cache is freed (or its context closed)")
 	}
 	return nil
 }
@@ -240,7 +252,7 @@ func (c *KVCache[T]) appendIn(op string, k, v *nd.Array[T], l AttentionLayout) e
 	}
 	n := ks[2]
 	if n == 0 {
-		return nil
+		return c.live(op) // nothing to queue, but a freed cache is still an error
 	}
 	if q := c.queued.Load(); q+int64(n) > int64(c.maxLen) {
 		return errorf(op, cuda.ErrInvalidValue, "%d positions after the %d appended since Reset pass MaxLen %d", n, q, c.maxLen)
@@ -363,6 +375,13 @@ func (c *KVCache[T]) prepare(op string, q *nd.Array[T], opts AttentionOptions) (
 	_, p.ost = l.dims(l.shape(p.B, p.H, p.Sq, p.D))
 	if err := p.check(op, opts); err != nil {
 		return nil, err
+	}
+	if p.B == 0 || p.H == 0 || p.Sq == 0 {
+		// attnLaunch queues nothing for no queries, whose launch would
+		// have found the cache freed: it is an error all the same
+		if err := c.live(op); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
