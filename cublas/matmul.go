@@ -140,8 +140,10 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 	}
 	if p.m == 0 || p.n == 0 {
 		// C has no elements: nothing to compute, and cuBLASLt fails to
-		// launch (CUBLAS_STATUS_EXECUTION_FAILED) on an empty C.
-		return nil
+		// launch (CUBLAS_STATUS_EXECUTION_FAILED) on an empty C. What a
+		// call with work holds is held all the same (a closed handle or
+		// stream, a freed operand or bias, is ErrClosed).
+		return h.idle(op, mem)
 	}
 	dt := dataType[T]()
 	return h.do(op, mem, func(stream uintptr) error {

@@ -222,8 +222,9 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 	if lo, hi := a.bytes(1); sharesMemory(y, lo, hi, false) {
 		return aliasError(op, "y", y, "a", a.Data, "y shares memory with a: cuBLAS's result is undefined when the output aliases an input")
 	}
+	mem := []cuda.Memory{a.Data, x, y}
 	if a.Cols == 0 && a.Rows > 0 {
-		return emptyGemv(op, h, beta, y)
+		return emptyGemv(op, h, beta, y, mem)
 	}
 	// cuBLAS reads A's memory column-major: A itself, or Aᵀ (n×m) when
 	// A is row-major.
@@ -231,7 +232,7 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 	if a.Layout == RowMajor {
 		trans, m, n = opT, int32(a.Cols), int32(a.Rows)
 	}
-	return h.do(op, []cuda.Memory{a.Data, x, y}, func(uintptr) error {
+	return h.do(op, mem, func(uintptr) error {
 		al, be := scalar[T](alpha), scalar[T](beta)
 		ap, lda, xp, yp := uintptr(a.Data.Ptr()), int32(a.ld()), uintptr(x.Ptr()), uintptr(y.Ptr())
 		if is32[T]() {
@@ -244,17 +245,20 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 // emptyGemv computes Gemv's y = beta·y for an A of no columns, which
 // cuBLAS's gemv, returning at once as BLAS's does for an empty matrix,
 // would leave as it was: y is zeroed for beta 0 (not read, as Gemv
-// promises) and scaled otherwise, in the handle's stream's order.
-func emptyGemv[T cuda.Float](op string, h *Handle, beta float64, y *cuda.DeviceBuffer[T]) error {
+// promises) and scaled otherwise, in the handle's stream's order. mem is
+// Gemv's operands, A's and x's too, held as a call with work holds them
+// (a closed handle or stream, or a freed operand, is ErrClosed), also for
+// beta 1, which leaves y as it is.
+func emptyGemv[T cuda.Float](op string, h *Handle, beta float64, y *cuda.DeviceBuffer[T], mem []cuda.Memory) error {
 	switch beta {
 	case 1:
-		return nil
+		return h.idle(op, mem)
 	case 0:
-		return h.do(op, []cuda.Memory{y}, func(uintptr) error {
+		return h.do(op, mem, func(uintptr) error {
 			return y.Memset8Async(0, h.base.Stream())
 		})
 	}
-	return h.do(op, []cuda.Memory{y}, func(uintptr) error {
+	return h.do(op, mem, func(uintptr) error {
 		n, b, yp := int32(y.Len()), scalar[T](beta), uintptr(y.Ptr())
 		if is32[T]() {
 			return check(op, "cublasSscal_v2", clib.Sscal(h.raw.blas, n, (*float32)(b), yp, 1))

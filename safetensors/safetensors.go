@@ -306,7 +306,7 @@ func parseHeader(raw []byte, dataBytes int64) (*Header, error) {
 			return nil, invalid(op, "the header is not valid JSON at %q: %v", name, err)
 		}
 		if name == "__metadata__" {
-			if err := json.Unmarshal(value, &h.Metadata); err != nil {
+			if err := decodeMetadata(value, &h.Metadata); err != nil {
 				return nil, invalid(op, "__metadata__ is not an object of strings: %v", err)
 			}
 			continue
@@ -440,6 +440,29 @@ func decodeEntry(value json.RawMessage) (entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// decodeMetadata decodes __metadata__'s value into m as the format's
+// reader (an Option<HashMap<String, String>>) takes it: null is no
+// metadata, and every value a string. encoding/json into a
+// map[string]string would take a null value as "", a string the file
+// does not hold.
+func decodeMetadata(value json.RawMessage, m *map[string]string) error {
+	var ptrs map[string]*string
+	if err := json.Unmarshal(value, &ptrs); err != nil {
+		return err
+	}
+	if ptrs == nil {
+		return nil // null: no metadata
+	}
+	*m = make(map[string]string, len(ptrs))
+	for k, v := range ptrs {
+		if v == nil {
+			return fmt.Errorf("%q is null", k)
+		}
+		(*m)[k] = *v
+	}
+	return nil
 }
 
 // decodeInts decodes field, the JSON of the entry's key, as an array of
@@ -663,6 +686,15 @@ func (f *File) Load(ctx *cuda.Context, c cuda.IOConfig, names ...string) (*Weigh
 	mem, err := cuda.Alloc[byte](ctx, int(max(total, 1)))
 	if err != nil {
 		return nil, &Error{Op: op, Err: err, Detail: fmt.Sprintf("allocating %s for %s", describe.Bytes(total), countOf(int64(len(chosen)), "tensor"))}
+	}
+	if len(runs) == 0 {
+		// Nothing to read (every tensor empty): what a read holds is
+		// held all the same, so that a closed c.Stream is ErrClosed here
+		// too.
+		if err := idle(mem, c); err != nil {
+			mem.Free()
+			return nil, &Error{Op: op, Err: err, Detail: "the tensors are empty: nothing to read"}
+		}
 	}
 	for _, r := range runs {
 		var view *cuda.DeviceBuffer[byte]

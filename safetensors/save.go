@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/closed"
 )
 
 // Source is a tensor for Save: a device buffer's bytes, with the name,
@@ -239,7 +240,13 @@ func write(op string, w io.Writer, header []byte, order []Source, c cuda.IOConfi
 	}
 	for _, s := range order {
 		if s.data.ByteSize() == 0 {
-			continue // nothing to copy, and no stream to make for it
+			// Nothing to copy, and no stream to make for it; but what a
+			// copy holds is held all the same (a buffer freed after From,
+			// a closed c.Stream, is ErrClosed), as WriteTo's would be.
+			if err := idle(s.data, c); err != nil {
+				return &Error{Op: op, Err: err, Detail: fmt.Sprintf("writing tensor %q", s.Name)}
+			}
+			continue
 		}
 		if _, err := cuda.WriteTo(s.data, bw, c); err != nil {
 			return &Error{Op: op, Err: err, Detail: fmt.Sprintf("writing tensor %q", s.Name)}
@@ -247,6 +254,20 @@ func write(op string, w io.Writer, header []byte, order []Source, c cuda.IOConfi
 	}
 	if err := bw.Flush(); err != nil {
 		return &Error{Op: op, Err: err, Detail: "writing the file's last bytes"}
+	}
+	return nil
+}
+
+// idle holds, for a copy of no bytes that is not made, what cuda.WriteTo
+// or ReadFrom of b with c would: c.Stream and b where c has a stream (a
+// closed or zero one, or a buffer freed or of another context, is an
+// error), else b alone, whose closure is cuda.ErrClosed.
+func idle(b *cuda.DeviceBuffer[byte], c cuda.IOConfig) error {
+	if c.Stream != nil {
+		return c.Stream.Do(func(uintptr) error { return nil }, b)
+	}
+	if closed.Buffer(b) {
+		return cuda.ErrClosed
 	}
 	return nil
 }
