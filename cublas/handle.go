@@ -154,15 +154,6 @@ func (h *Handle) do(op string, mem []cuda.Memory, queue func(stream uintptr) err
 	return h.core().Do(op, mem, func(c *libhandle.Call[errs]) error { return queue(c.Stream) })
 }
 
-// idle is do for a call that has nothing to queue (a problem with no
-// elements): it still holds h, its stream and mem as a call with work
-// does, so that a closed handle or stream, or a freed buffer, is
-// cuda.ErrClosed there too, not a nil that an empty problem would
-// otherwise earn them.
-func (h *Handle) idle(op string, mem []cuda.Memory) error {
-	return h.do(op, mem, func(uintptr) error { return nil })
-}
-
 // Stream returns the stream h queues its work on.
 func (h *Handle) Stream() *cuda.Stream { return h.core().Stream() }
 

@@ -143,7 +143,7 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 		// launch (CUBLAS_STATUS_EXECUTION_FAILED) on an empty C. What a
 		// call with work holds is held all the same (a closed handle or
 		// stream, a freed operand or bias, is ErrClosed).
-		return h.idle(op, mem)
+		return h.core().Idle(op, mem)
 	}
 	dt := dataType[T]()
 	return h.do(op, mem, func(stream uintptr) error {

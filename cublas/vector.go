@@ -252,7 +252,7 @@ func Gemv[T cuda.Float](h *Handle, alpha float64, a Matrix[T], x *cuda.DeviceBuf
 func emptyGemv[T cuda.Float](op string, h *Handle, beta float64, y *cuda.DeviceBuffer[T], mem []cuda.Memory) error {
 	switch beta {
 	case 1:
-		return h.idle(op, mem)
+		return h.core().Idle(op, mem)
 	case 0:
 		return h.do(op, mem, func(uintptr) error {
 			return y.Memset8Async(0, h.base.Stream())

@@ -189,7 +189,7 @@ func CholeskySolve[T Element](h *Handle, f *CholeskyFactor[T], b *cuda.DeviceBuf
 	}
 	mem := []cuda.Memory{f.a.Data, b}
 	if n == 0 || nrhs == 0 {
-		return h.idle(op, mem) // nothing to solve
+		return h.core().Idle(op, mem) // nothing to solve
 	}
 	return h.do(op, mem, func() error {
 		info, err := h.scratchInfo()

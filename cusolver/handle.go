@@ -152,15 +152,6 @@ func (h *Handle) do(op string, mem []cuda.Memory, queue func() error) error {
 	return h.core().Do(op, mem, func(*libhandle.Call[errs]) error { return queue() })
 }
 
-// idle is do for a call that has nothing to queue (a problem with no
-// elements): it still holds h, its stream and mem as a call with work
-// does, so that a closed handle or stream, or a freed buffer, is
-// cuda.ErrClosed there too, not a nil that an empty problem would
-// otherwise earn them.
-func (h *Handle) idle(op string, mem []cuda.Memory) error {
-	return h.do(op, mem, func() error { return nil })
-}
-
 // workspace returns device and host workspaces of at least dev and host
 // bytes, growing h's: the device one is freed in stream order and a larger
 // one allocated so (a little more than asked, so that sizes that creep up

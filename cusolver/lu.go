@@ -155,7 +155,7 @@ func Solve[T Element](h *Handle, f *LUFactors[T], b *cuda.DeviceBuffer[T], nrhs 
 	}
 	mem := []cuda.Memory{f.a.Data, b, piv}
 	if n == 0 || nrhs == 0 {
-		return h.idle(op, mem) // nothing to solve (and nothing to ask cuSOLVER)
+		return h.core().Idle(op, mem) // nothing to solve (and nothing to ask cuSOLVER)
 	}
 	return h.do(op, mem, func() error {
 		info, err := h.scratchInfo()

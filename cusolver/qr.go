@@ -166,7 +166,7 @@ func QRQ[T Element](h *Handle, f *QRFactors[T], q Matrix[T]) error {
 		return cmp.Or(closedArg(op, "q", q.Data), closedArg(op, "f's matrix", f.a.Data), errorf(op, cuda.ErrInvalidValue, "q overlaps f's matrix"))
 	}
 	if m*n == 0 {
-		return h.idle(op, []cuda.Memory{f.a.Data, q.Data, tau})
+		return h.core().Idle(op, []cuda.Memory{f.a.Data, q.Data, tau})
 	}
 	src, err := f.a.Data.Slice(0, m*n)
 	if err != nil {
@@ -243,7 +243,7 @@ func ApplyQ[T Element](h *Handle, f *QRFactors[T], c Matrix[T], transpose bool) 
 		return cmp.Or(closedArg(op, "c", c.Data), closedArg(op, "f's matrix", f.a.Data), errorf(op, cuda.ErrInvalidValue, "c overlaps f's matrix"))
 	}
 	if c.Rows*c.Cols == 0 || k == 0 {
-		return h.idle(op, []cuda.Memory{f.a.Data, c.Data, tau}) // nothing to multiply, or Q = I (no reflectors)
+		return h.core().Idle(op, []cuda.Memory{f.a.Data, c.Data, tau}) // nothing to multiply, or Q = I (no reflectors)
 	}
 	trans := int32(opN)
 	switch {

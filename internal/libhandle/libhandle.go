@@ -226,6 +226,14 @@ func (c *Base[E]) Do(op string, mem []cuda.Memory, fn func(k *Call[E]) error) er
 	}, mem...))
 }
 
+// Idle is Do for a call that has nothing to queue (a problem with no
+// elements): it holds what a call with work holds, so that a closed
+// handle or stream, or freed memory, is an error there too (ErrClosed),
+// not the nil an empty problem would otherwise earn it.
+func (c *Base[E]) Idle(op string, mem []cuda.Memory) error {
+	return c.Do(op, mem, func(*Call[E]) error { return nil })
+}
+
 // grow replaces work buffer i by one of at least n bytes (rounded up to
 // 1 MiB past 1 MiB, so that sizes close to one another share a buffer):
 // the new one is allocated first, so that a failure leaves the old one,
