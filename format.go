@@ -145,15 +145,22 @@ func (p *MemPool) String() string {
 	return describe.Object("cuda.MemPool", p.status(), parts...)
 }
 
-// String describes g: `cuda.Graph{cuda:0}`.
+// String describes g: `cuda.Graph{cuda:0}`, or `cuda.Graph{cuda:0,
+// conditional body}` for the body of a conditional node.
 func (g *Graph) String() string {
 	if g == nil {
 		return "cuda.Graph(nil)"
 	}
-	if g.status() == lifetime.Zero {
+	// A body has no lifetime of its own: it lives and is closed with
+	// the graph it is part of, whose state and device it prints.
+	r := g.root()
+	if r.status() == lifetime.Zero {
 		return describe.Object("cuda.Graph", lifetime.Zero)
 	}
-	return describe.Object("cuda.Graph", g.status(), g.device())
+	if g.parent != nil {
+		return describe.Object("cuda.Graph", r.status(), r.device(), "conditional body")
+	}
+	return describe.Object("cuda.Graph", r.status(), r.device())
 }
 
 // String describes e: `cuda.GraphExec{cuda:0}`.

@@ -359,7 +359,11 @@ func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *
 		s.uses(mems...)
 	}
 	if l.dims[0] == 0 && !l.ex {
-		return nil // no blocks: nothing to run, as for an empty buffer
+		// No blocks: nothing to run, as for an empty buffer. The holds
+		// taken do not see a closed context, and the parameters may be
+		// known already, so that nothing else here asked it: after
+		// Context.Close every method returns ErrClosed.
+		return f.mod.ctx.open(op)
 	}
 	if err := f.mod.ctx.bind(op); err != nil {
 		return err

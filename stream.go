@@ -237,7 +237,8 @@ func (s *Stream) Query() (done bool, err error) {
 
 // WaitEvent makes all work queued on s after this call wait until the work
 // captured by e's latest Record has finished. e may belong to another
-// context, even of another device.
+// context, even of another device, while that context is open: once it is
+// closed (which destroys the event), WaitEvent returns ErrClosed.
 func (s *Stream) WaitEvent(e *Event) error {
 	const op = "Stream.WaitEvent"
 	if err := s.valid(op); err != nil {
@@ -250,6 +251,15 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return err
 	}
 	defer leaveWith(&s.life, &e.life)
+	if e.ctx != s.ctx {
+		// Only s's context is bound: an event of another context needs
+		// that one held too, since closing it destroys the event in the
+		// driver (and the wait would pass it a stale handle).
+		if err := e.ctx.hold(op); err != nil {
+			return err
+		}
+		defer e.ctx.life.Release()
+	}
 	if err := s.willQueue(op); err != nil {
 		return err
 	}
