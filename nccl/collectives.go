@@ -251,6 +251,9 @@ func (c *Comm) checkStream(op string, s *cuda.Stream) error {
 	switch {
 	case s == nil:
 		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.Stream")
+	case s.Context() == nil:
+		// A zero Stream has no context: say so, not that it has another.
+		return errorf(op, cuda.ErrInvalidValue, "a zero cuda.Stream: make one with Context.NewStream")
 	case s.Context() != c.ctx:
 		return errorf(op, cuda.ErrInvalidValue, "the stream belongs to another context than the communicator's rank")
 	}

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/calledas"
 	clib "github.com/gocuda/cuda/internal/lib/nccl"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -45,6 +46,11 @@ func (id UniqueID) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes an id MarshalText encoded.
 func (id *UniqueID) UnmarshalText(text []byte) error {
+	// A nil id has nowhere to put what it decodes: an error, not the
+	// panic of the store below.
+	if id == nil {
+		return errorf("UniqueID.UnmarshalText", cuda.ErrInvalidValue, "nil *UniqueID")
+	}
 	var b UniqueID
 	if len(text) != hex.EncodedLen(len(b)) {
 		return errorf("UniqueID.UnmarshalText", cuda.ErrInvalidValue, "want %d hex digits, got %d", hex.EncodedLen(len(b)), len(text))
@@ -213,7 +219,8 @@ func checkRank(op string, ctx *cuda.Context, nranks, rank int) error {
 	case ctx == nil:
 		return errorf(op, cuda.ErrInvalidValue, "nil *cuda.Context")
 	case nranks < 1 || nranks > 1<<30:
-		return errorf(op, cuda.ErrInvalidValue, "%d ranks: want at least 1", nranks)
+		// Too many names the bound too, not only the least.
+		return errorf(op, cuda.ErrInvalidValue, "%d ranks: want at least 1 and at most %d", nranks, 1<<30)
 	case rank < 0 || rank >= nranks:
 		return errorf(op, cuda.ErrInvalidValue, "rank %d out of range [0, %d)", rank, nranks)
 	}
@@ -492,13 +499,14 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 	if err := c.valid(op); err != nil {
 		return err
 	}
-	if s.Context() != c.ctx {
-		return errorf(op, cuda.ErrInvalidValue, "the stream belongs to another context than the communicator's rank")
+	if err := c.checkStream(op, s); err != nil {
+		return err
 	}
 	for pause := 10 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		done, err := s.Query()
 		if err != nil {
-			return err
+			// An error of the call the user made, not of Stream.Query.
+			return calledas.Op(op, err)
 		}
 		// Checked after the stream too: collectives a failure ended may
 		// leave it done, with results that are not.

@@ -176,11 +176,20 @@ func Compile(ctx *cuda.Context, src string, opts Options) (*Output, error) {
 	if err := check(op, what+"Size", sizeFn(prog, &size)); err != nil {
 		return nil, err
 	}
-	out.Image = make([]byte, size)
-	if size > 0 {
-		if err := check(op, what, getFn(prog, &out.Image[0])); err != nil {
-			return nil, err
+	// NVRTC succeeds with no image where a flag asks for another output
+	// (-dlto: LTO IR, which Compile does not return): a cubin of no bytes,
+	// or PTX of its NUL alone. Such an Output would fail only later, in
+	// LoadModule, far from the flag.
+	if size == 0 || out.PTX && size == 1 {
+		kind := "cubin"
+		if out.PTX {
+			kind = "PTX"
 		}
+		return nil, errorf(op, cuda.ErrInvalidValue, "compiling %s for %s with flags %q made no %s: a flag asks for another output (such as -dlto, LTO IR), which Compile does not return", name, arch, opts.Flags, kind)
+	}
+	out.Image = make([]byte, size)
+	if err := check(op, what, getFn(prog, &out.Image[0])); err != nil {
+		return nil, err
 	}
 	for i, e := range opts.NameExpressions {
 		var p *byte // NVRTC's memory, until DestroyProgram

@@ -197,9 +197,19 @@ func hello(ctx context.Context, conn net.Conn, j Job) (id ID, retry bool, err er
 		}
 		return id, false, nil
 	}
+	// Read strictly: a status rank 0 never sends is another program's
+	// answer, not a refusal, and a refusal cut short is said to be, not
+	// padded with the zeros of the bytes that never came.
+	if status[0] != statusRefused {
+		return id, false, failed(ctx, "rank 0 at %s answered rank %d with %#x, which is no rendezvous's answer (another program listens there?)", j.Addr, j.Rank, status[0])
+	}
 	var n [1]byte
-	io.ReadFull(conn, n[:])
+	if _, err := io.ReadFull(conn, n[:]); err != nil {
+		return id, false, failed(ctx, "rank 0 at %s refused rank %d, and closed the connection before saying why: %v", j.Addr, j.Rank, err)
+	}
 	reason := make([]byte, n[0])
-	io.ReadFull(conn, reason)
+	if got, err := io.ReadFull(conn, reason); err != nil {
+		return id, false, failed(ctx, "rank 0 at %s refused rank %d: %q, cut short (%d bytes of %d): %v", j.Addr, j.Rank, reason[:got], got, len(reason), err)
+	}
 	return id, false, failed(ctx, "rank 0 at %s refused rank %d: %s", j.Addr, j.Rank, reason)
 }

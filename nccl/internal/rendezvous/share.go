@@ -28,7 +28,8 @@ func Share(ctx context.Context, j Job, timeout time.Duration, newID func() (ID, 
 	case ctx == nil:
 		return ID{}, invalid("nil context.Context")
 	case j.Size < 1 || j.Size > 1<<30:
-		return ID{}, invalid("size %d: want at least 1", j.Size)
+		// Too many names the bound too, not only the least.
+		return ID{}, invalid("size %d: want at least 1 and at most %d", j.Size, 1<<30)
 	case j.Rank < 0 || j.Rank >= j.Size:
 		return ID{}, invalid("rank %d out of range [0, %d)", j.Rank, j.Size)
 	}
