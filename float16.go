@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 )
@@ -91,6 +92,12 @@ func (h Float16) Float32() float32 {
 // String formats h in decimal, as its float32 prints.
 func (h Float16) String() string { return formatHalf(h.Float32()) }
 
+// Format makes fmt print h as its float32 for every verb of a float
+// (%.3f, %8.2e, %g, %x), %v and %s as String, and %#v in Go syntax.
+func (h Float16) Format(f fmt.State, verb rune) {
+	formatVerb(f, verb, h.Float32(), uint16(h), "cuda.Float16")
+}
+
 // NewBFloat16 rounds f to the nearest BFloat16, ties to even, as CUDA's
 // __float2bfloat16 does: values beyond the largest finite BFloat16 become
 // infinities, and NaNs stay NaNs (quiet).
@@ -108,4 +115,24 @@ func (h BFloat16) Float32() float32 { return math.Float32frombits(uint32(h) << 1
 // String formats h in decimal, as its float32 prints.
 func (h BFloat16) String() string { return formatHalf(h.Float32()) }
 
+// Format makes fmt print h as its float32 for every verb of a float
+// (%.3f, %8.2e, %g, %x), %v and %s as String, and %#v in Go syntax.
+func (h BFloat16) Format(f fmt.State, verb rune) {
+	formatVerb(f, verb, h.Float32(), uint16(h), "cuda.BFloat16")
+}
+
 func formatHalf(f float32) string { return strconv.FormatFloat(float64(f), 'g', -1, 32) }
+
+// formatVerb is Format of a half whose value is v and bits bits: without
+// it, fmt would print the bits' integer for a float's verbs (%f of 1 was
+// %!f(cuda.Float16=1)) and apply %x to String's text.
+func formatVerb(f fmt.State, verb rune, v float32, bits uint16, typ string) {
+	switch {
+	case verb == 'v' && f.Flag('#'):
+		fmt.Fprintf(f, "%s(%#04x)", typ, bits)
+	case verb == 'v' || verb == 's':
+		fmt.Fprintf(f, fmt.FormatString(f, verb), formatHalf(v))
+	default:
+		fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+	}
+}

@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -142,5 +143,35 @@ func TestHalfString(t *testing.T) {
 	}
 	if got := cuda.NewBFloat16(-2).String(); got != "-2" {
 		t.Errorf("BFloat16 -2 prints %q", got)
+	}
+}
+
+// TestHalfFormat: fmt prints a half as its float32 for a float's verbs,
+// as String for %v and %s (in a slice too), and in Go syntax for %#v.
+func TestHalfFormat(t *testing.T) {
+	h, b := cuda.NewFloat16(1.5), cuda.NewBFloat16(-2)
+	for _, c := range []struct {
+		format string
+		arg    any
+		want   string
+	}{
+		{"%v", h, "1.5"},
+		{"%s", b, "-2"},
+		{"%6v|", h, "   1.5|"},
+		{"%-5s|", b, "-2   |"},
+		{"%.3f", h, "1.500"},
+		{"%8.2e", b, "-2.00e+00"},
+		{"%g", cuda.NewFloat16(65504), "65504"},
+		{"%+.1f", cuda.NewFloat16(float32(math.Inf(-1))), "-Inf"},
+		{"%x", h, "0x1.8p+00"},
+		{"%v", []cuda.Float16{h, cuda.NewFloat16(0.25)}, "[1.5 0.25]"},
+		{"%.2f", []cuda.BFloat16{b}, "[-2.00]"},
+		{"%#v", h, "cuda.Float16(0x3e00)"},
+		{"%#v", b, "cuda.BFloat16(0xc000)"},
+		{"%d", h, "%!d(float32=1.5)"},
+	} {
+		if got := fmt.Sprintf(c.format, c.arg); got != c.want {
+			t.Errorf("Sprintf(%q, %T) = %q, want %q", c.format, c.arg, got, c.want)
+		}
 	}
 }
