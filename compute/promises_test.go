@@ -290,7 +290,7 @@ func TestPromisesHalfMeans(t *testing.T) {
 func TestPromisesCastEdges(t *testing.T) {
 	e := gpu(t)
 	f := []float32{65504, 65519, 65520, -65520, 1e-8, -1e-8, 5.96e-8, 2.98e-8, 2.99e-8, float32(math.Inf(1)), float32(math.Inf(-1)),
-		float32(math.NaN()), math.Float32frombits(0x7f800001), math.Float32frombits(0xffc00123), 3.4028235e38, -0.0, 1.17549435e-38, 1e-45}
+		float32(math.NaN()), math.Float32frombits(0x7f800001), math.Float32frombits(0xffc00123), 3.4028235e38, float32(math.Copysign(0, -1)), 1.17549435e-38, 1e-45}
 	for _, off := range []int{0, 1} {
 		src := view(t, e.ctx, f, off)
 		h := view(t, e.ctx, make([]cuda.Float16, len(f)), off)
