@@ -241,3 +241,56 @@ func SetClusters(t testing.TB, s *cuda.Stream, on bool) {
 	deviceSizes.Store(dev, d)
 	t.Cleanup(func() { deviceSizes.Store(dev, old) })
 }
+
+// ColumnKernel returns the kernel that SumAxis and its kin launch per
+// column of rows×cols elements of size bytes on s's device ("_rows" for
+// a single row or column, folded as the transposed shape's rows; else
+// planCols' _narrow, _short, _cols or _colsv), with, for _cols and
+// _colsv, the columns a thread takes (V), the rows it loads before it
+// folds any (Unroll) and the chunks of rows.
+func ColumnKernel(t testing.TB, s *cuda.Stream, rows, cols, size int) (kind string, vec, unroll, chunks int) {
+	t.Helper()
+	if rows == 1 || cols == 1 {
+		return "_rows", 0, 0, 0
+	}
+	d, err := sizeOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := planCols(d, rows, cols, 16/size)
+	if l.kind != "_cols" && l.kind != "_colsv" {
+		return l.kind, 0, 0, l.chunks
+	}
+	_, vec, _ = colsKind(d, rows, cols, 16/size)
+	return l.kind, vec, colsUnroll(vec, 16/size), l.chunks
+}
+
+// SoftmaxKernel returns the kernel Softmax launches for rows×cols
+// elements of size bytes on s's device, where wide says that both
+// buffers are aligned for 16-byte vectors: _regsN (N values a lane),
+// _staged (a thread a row), "" with group 32 (gocuda_short) or 0 (a
+// block a row), or _chunks for a few long rows cut into chunks.
+func SoftmaxKernel(t testing.TB, s *cuda.Stream, rows, cols, size int, wide bool) (kind string, group int) {
+	t.Helper()
+	d, err := sizeOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := planRows(d, rows, cols, 16/size)
+	vector := 16 / size
+	wide = wide && cols%vector == 0
+	switch {
+	case l.chunks > 1:
+		return "_chunks", 0
+	case l.group > 1:
+		if n := planRegs(cols, vector, valueSize(size), wide); n > 0 {
+			if wide {
+				n *= vector
+			}
+			return fmt.Sprintf("_regs%d", n), l.group
+		}
+	case l.group == 1:
+		return "_staged", 1
+	}
+	return "", l.group
+}
