@@ -128,6 +128,8 @@ func formatHalf(f float32) string { return strconv.FormatFloat(float64(f), 'g', 
 // %!f(cuda.Float16=1)) and apply %x to String's text.
 func formatVerb(f fmt.State, verb rune, v float32, bits uint16, typ string) {
 	switch {
+	case f == nil: // fmt never passes one; a caller of Format may
+		return
 	case verb == 'v' && f.Flag('#'):
 		fmt.Fprintf(f, "%s(%#04x)", typ, bits)
 	case verb == 'v' || verb == 's':
