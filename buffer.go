@@ -314,7 +314,10 @@ func (b *DeviceBuffer[T]) copyFromHost(op string, src []T) error {
 		return err
 	}
 	host := bytesOf(src)
-	return copyHtoD(op, b.mem.ctx, b.ptr, host, !pageLocked(host))
+	// Memory taken as page-locked stays so until the copy returned.
+	owner := holdLocked(host)
+	defer releaseLocked(owner)
+	return copyHtoD(op, b.mem.ctx, b.ptr, host, owner == nil)
 }
 
 // copyHtoD makes the synchronous copy of host to the device at d, in ctx,

@@ -5,8 +5,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/cuda/internal/driver"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // hostLocks records the page-locked host memory gocuda holds (PinnedBuffers
@@ -26,16 +28,23 @@ var hostLocks struct {
 type lockedRange struct {
 	start, end uintptr
 	ctx        *Context
+	// owner is the life of the PinnedBuffer or Registered that locked the
+	// memory, which a copy relying on the lock holds (holdLocked); weak,
+	// so that the list keeps no object from its cleanup backstop.
+	owner weak.Pointer[life]
 }
 
-func addLocked(ctx *Context, p unsafe.Pointer, n uintptr) {
+// addLocked records the n bytes at p, page-locked in ctx by the object
+// whose life is owner. Call it once owner is armed: holdLocked may hold it
+// from then on (a hold of a life not yet armed would race with Arm).
+func addLocked(ctx *Context, owner *life, p unsafe.Pointer, n uintptr) {
 	hostLocks.mu.Lock()
 	defer hostLocks.mu.Unlock()
 	var old []lockedRange
 	if r := hostLocks.ranges.Load(); r != nil {
 		old = *r
 	}
-	ranges := append(slices.Clip(old), lockedRange{uintptr(p), uintptr(p) + n, ctx})
+	ranges := append(slices.Clip(old), lockedRange{start: uintptr(p), end: uintptr(p) + n, ctx: ctx, owner: weak.Make(owner)})
 	hostLocks.ranges.Store(&ranges)
 }
 
@@ -52,21 +61,48 @@ func removeLocked(ctx *Context, p unsafe.Pointer) {
 	hostLocks.ranges.Store(&ranges)
 }
 
-// pageLocked reports whether all of b lies in memory gocuda page-locked,
-// in a context still open.
-func pageLocked(b []byte) bool {
+// holdLocked reports whether all of b lies in memory gocuda page-locked,
+// in a context still open, by returning the life of the PinnedBuffer or
+// Registered that locked it, held with its context until releaseLocked;
+// nil where b is ordinary memory (or its owner is closing). A copy that
+// relies on the answer (taking the memory as page-locked: no staging, no
+// ordering after a copy the driver may finish late) holds the owner until
+// the driver's copy returned, so that neither the owner's Close nor its
+// context's unlocks the memory between the look and the copy: the driver
+// would then take it as ordinary memory, stage it and possibly finish the
+// copy after the call returned, while the caller, told the memory was
+// page-locked, ordered nothing after it (the work queued next overtook the
+// copy: TestCopyFromRegisteredRacesUnregister).
+func holdLocked(b []byte) *life {
 	r := hostLocks.ranges.Load()
 	if len(b) == 0 || r == nil {
-		return false
+		return nil
 	}
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	hi := lo + uintptr(len(b))
 	for _, l := range *r {
-		if lo >= l.start && hi <= l.end && !l.ctx.isClosed() {
-			return true
+		if lo < l.start || hi > l.end {
+			continue
 		}
+		owner := l.owner.Value()
+		if owner == nil || owner.lt.Hold() != lifetime.Held {
+			continue // collected, or closing: ordinary memory now
+		}
+		if l.ctx.life.Hold() != lifetime.Held {
+			owner.release()
+			continue
+		}
+		return owner
 	}
-	return false
+	return nil
+}
+
+// releaseLocked releases what holdLocked held; nil releases nothing.
+func releaseLocked(owner *life) {
+	if owner != nil {
+		owner.ctx.life.Release()
+		owner.release()
+	}
 }
 
 // eachLockedPiece calls copy for each piece of host, in order, with the

@@ -14,7 +14,9 @@ import (
 func TestLockedPieces(t *testing.T) {
 	open := &Context{}
 	closed := &Context{}
-	lr := func(start, end uintptr, ctx *Context) lockedRange { return lockedRange{start, end, ctx} }
+	lr := func(start, end uintptr, ctx *Context) lockedRange {
+		return lockedRange{start: start, end: end, ctx: ctx}
+	}
 	type piece struct{ off, n uintptr }
 	for _, tc := range []struct {
 		name    string

@@ -48,7 +48,6 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
 	clear(b.data)
-	addLocked(ctx, b.p, bytes)
 	p, stat := b.p, ctx.counter(MemoryPinned)
 	b.stat = stat
 	stat.add(bytes)
@@ -57,6 +56,7 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 		removeLocked(ctx, p)
 		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(ctx.handle, p) })
 	}, ctx))
+	addLocked(ctx, &b.life, b.p, bytes) // once armed: copies may hold it from now on
 	return b, nil
 }
 
@@ -138,13 +138,13 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 		}
 		return nil, err
 	}
-	addLocked(ctx, r.p, bytes)
 	p, pinner := r.p, r.pinner
 	r.arm(ctx, track.Registered, runtime.AddCleanup(r, func(ctx *Context) {
 		removeLocked(ctx, p)
 		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(ctx.handle, p) })
 		pinner.Unpin()
 	}, ctx))
+	addLocked(ctx, &r.life, r.p, bytes) // once armed: copies may hold it from now on
 	return r, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/hostcopy"
+	"github.com/gocuda/cuda/internal/lifetime"
 )
 
 // This file is the machinery under the StagingBuffer's face (staging.go,
@@ -27,7 +28,13 @@ func (sb *StagingBuffer) acquire(op string) error {
 	return nil
 }
 
-func (sb *StagingBuffer) done() { sb.busy.Store(false) }
+func (sb *StagingBuffer) done() {
+	if sb.memCtx != nil {
+		sb.memCtx.life.Release()
+		sb.memCtx = nil
+	}
+	sb.busy.Store(false)
+}
 
 // transfer is one transfer as the machinery carries it out: what moves
 // between host memory and the device memory at dev, which way, on s, with
@@ -145,14 +152,44 @@ func (p StagingPipeline) slotsFor(n, held int, d Direction) (count, size int) {
 // transfers need it, set aside (retired: see settle) where a failed
 // transfer's copies may still use it, freed by ShrinkToFit and Close.
 
-// staging returns n bytes of pinned memory, growing it in ctx if needed.
+// staging returns n bytes of pinned memory, growing it in ctx if needed,
+// with the memory's context held until done (holdMem).
 func (sb *StagingBuffer) staging(op string, ctx *Context, n int) ([]byte, error) {
-	if !sb.usable() || sb.mem.Len() < n {
+	if !sb.holdMem() || sb.mem.Len() < n {
 		if err := sb.reserve(op, ctx, n); err != nil {
 			return nil, err
 		}
+		if !sb.holdMem() { // its context closed since the allocation
+			return nil, closed(op, "the context")
+		}
 	}
 	return sb.mem.Data()[:n], nil
+}
+
+// holdMem holds the context the pinned memory was allocated in, until
+// done, and reports whether the memory is usable (see usable). The memory
+// is portable: a transfer in another context may go through it, and the
+// close of its own context frees it (at the device's last release), so
+// that close must wait for the transfer, as for any call in the context.
+// Checked and not held, the memory was freed under the transfer's copies
+// and DMA (TestStagingMemoryOfClosingContext). Holds never wait, so where
+// this one comes among the call's holds does not matter (see life); as
+// with the call's own context, a callback of the call (UploadWith's fill,
+// ReadFrom's reader) must not close this context.
+func (sb *StagingBuffer) holdMem() bool {
+	if sb.mem == nil {
+		return false
+	}
+	if c := sb.mem.ctx; c != sb.memCtx {
+		if c.life.Hold() != lifetime.Held {
+			return false // closed or closing: the memory goes with it
+		}
+		if sb.memCtx != nil {
+			sb.memCtx.life.Release()
+		}
+		sb.memCtx = c
+	}
+	return sb.mem.Data() != nil
 }
 
 func (sb *StagingBuffer) reserve(op string, ctx *Context, bytes int) error {
@@ -210,9 +247,10 @@ func (sb *StagingBuffer) freeMem() error {
 }
 
 // usable reports whether the pinned memory held can be used: it is gone
-// when the context it was allocated in was closed.
+// when the context it was allocated in was closed, and going while it
+// closes (holdMem can no longer hold it then: reserve must replace it).
 func (sb *StagingBuffer) usable() bool {
-	return sb.mem != nil && !sb.mem.ctx.isClosed() && sb.mem.Data() != nil
+	return sb.mem != nil && sb.mem.ctx.life.Status() == lifetime.Held && sb.mem.Data() != nil
 }
 
 // held returns the usable pinned memory held, in bytes.

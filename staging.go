@@ -243,6 +243,7 @@ type StagingBuffer struct {
 
 	// Owned by the call that set busy.
 	mem     *PinnedBuffer[byte]
+	memCtx  *Context     // mem's context, held by the call using mem until done (holdMem)
 	retired []retiredMem // memory a failed transfer's copies may still use
 	events  []*Event     // one per pipeline slot, in evCtx
 	evCtx   *Context
@@ -598,7 +599,11 @@ func (p StagingPipeline) minBytes(d Direction) int {
 func (sb *StagingBuffer) transfer(op string, d Direction, mem *allocation, ptr driver.DevicePtr, host []byte, s *Stream) error {
 	trace(stepStart, 0)
 	p := sb.opts.pipeline()
-	locked := pageLocked(host)
+	// Memory taken as page-locked (no staging, and an upload then
+	// ordered after nothing) stays so until the transfer returns.
+	owner := holdLocked(host)
+	defer releaseLocked(owner)
+	locked := owner != nil
 	fresh := d == DeviceToHost && !locked && len(host) >= freshMinBytes && populateFresh
 	if d == DeviceToHost && !locked {
 		adviseHugePages(host) // pages the download may be first to touch
