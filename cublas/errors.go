@@ -54,6 +54,16 @@ func errorf(op string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, Err: sentinel, Detail: fmt.Sprintf(format, args...)}
 }
 
+// contextError returns the error for a buffer, named name, of context
+// bctx, given to a handle of another: a zero buffer, of no context, is
+// told as one, not as another context's.
+func contextError(op, name string, bctx *cuda.Context) error {
+	if bctx == nil {
+		return errorf(op, cuda.ErrInvalidValue, "%s is a zero cuda.DeviceBuffer: make one with cuda.Alloc or cuda.FromHost", name)
+	}
+	return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+}
+
 // aliasError returns op's error for an output, out (named outName), found
 // sharing memory with in (named inName): cuda.ErrClosed where either is
 // closed (see package closed), else cuda.ErrInvalidValue of format and

@@ -124,7 +124,7 @@ func Matmul[T cuda.AnyFloat](h *Handle, alpha float64, a, b Matrix[T], beta floa
 		case bias.Len() != c.Cols:
 			return errorf(op, cuda.ErrInvalidValue, "bias has %d elements: want one per column of c, %d", bias.Len(), c.Cols)
 		case bias.Context() != h.base.Context():
-			return errorf(op, cuda.ErrInvalidValue, "bias belongs to another context than the handle")
+			return contextError(op, "bias", bias.Context())
 		}
 		lo, hi := c.bytes(1)
 		if blo, bhi := uint64(bias.Ptr()), uint64(bias.Ptr())+uint64(bias.ByteSize()); lo < bhi && blo < hi {

@@ -185,7 +185,7 @@ func (m Matrix[T]) check(op, name string, ctx *cuda.Context, count int) error {
 	case m.BatchStride < 0:
 		return errorf(op, cuda.ErrInvalidValue, "%s's batch stride %d is negative", name, m.BatchStride)
 	case m.Data.Context() != ctx:
-		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+		return contextError(op, name, m.Data.Context())
 	}
 	need, ok := m.span(count)
 	if !ok {

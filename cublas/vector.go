@@ -37,7 +37,7 @@ func checkVectors[T cuda.Float](op string, h *Handle, names string, xs ...*cuda.
 		case x.Len() > maxDim:
 			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements: cuBLAS takes at most %d", name, x.Len(), maxDim)
 		case x.Context() != h.base.Context():
-			return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+			return contextError(op, name, x.Context())
 		case x.Len() != xs[0].Len():
 			return errorf(op, cuda.ErrInvalidValue, "%s has %d elements and %s %d: want the same", names[:1], xs[0].Len(), name, x.Len())
 		}
