@@ -82,15 +82,8 @@ func checkSoftmaxAt[T cuda.AnyFloat](t *testing.T, e env, sh compute.Shape, srcO
 	t.Helper()
 	n := sh.Rows * sh.Cols
 	x := randoms[T](n, -20, 20)
-	sb := must(cuda.Alloc[T](e.ctx, n+srcOff))(t)
-	defer sb.Free()
-	src := must(sb.Slice(srcOff, n))(t)
-	dst := src
-	if dstOff >= 0 {
-		db := must(cuda.Alloc[T](e.ctx, n+dstOff))(t)
-		defer db.Free()
-		dst = must(db.Slice(dstOff, n))(t)
-	}
+	src, dst, free := buffersAt[T](t, e, n, srcOff, dstOff)
+	defer free()
 	for k, op := range []func(dst, src *cuda.DeviceBuffer[T], sh compute.Shape, s *cuda.Stream) error{compute.Softmax[T], compute.LogSoftmax[T]} {
 		if err := src.CopyFromHost(x); err != nil {
 			t.Fatal(err)
@@ -883,4 +876,19 @@ func TestShapesIntegerColumns(t *testing.T) {
 	layoutsOf[int64](t, e, 0, nil, shapes, 100)
 	layoutsOf[int16](t, e, 0, nil, shapes, 100)
 	layoutsOf[uint32](t, e, 0, nil, shapes, 100)
+}
+
+// buffersAt returns src, n elements srcOff elements into a buffer of its
+// own, and dst, n elements dstOff elements into another (src itself for
+// dstOff -1), and the function that frees both.
+func buffersAt[T any](t *testing.T, e env, n, srcOff, dstOff int) (src, dst *cuda.DeviceBuffer[T], free func()) {
+	t.Helper()
+	sb := must(cuda.Alloc[T](e.ctx, n+srcOff))(t)
+	src = must(sb.Slice(srcOff, n))(t)
+	dst, free = src, func() { sb.Free() }
+	if dstOff >= 0 {
+		db := must(cuda.Alloc[T](e.ctx, n+dstOff))(t)
+		dst, free = must(db.Slice(dstOff, n))(t), func() { sb.Free(); db.Free() }
+	}
+	return src, dst, free
 }

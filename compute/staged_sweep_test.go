@@ -385,15 +385,8 @@ func checkStagedSoftmax[T cuda.AnyFloat](t *testing.T, e env, sh compute.Shape, 
 	if unsafe.Sizeof(*new(T)) == 8 {
 		eps = 0x1p-53
 	}
-	sb := must(cuda.Alloc[T](e.ctx, n+srcOff))(t)
-	defer sb.Free()
-	src := must(sb.Slice(srcOff, n))(t)
-	dst := src
-	if dstOff >= 0 {
-		db := must(cuda.Alloc[T](e.ctx, n+dstOff))(t)
-		defer db.Free()
-		dst = must(db.Slice(dstOff, n))(t)
-	}
+	src, dst, free := buffersAt[T](t, e, n, srcOff, dstOff)
+	defer free()
 	wants, lwants := make([][]float64, sh.Rows), make([][]float64, sh.Rows)
 	for r := range sh.Rows {
 		wants[r], lwants[r] = softmaxWant(x[r*sh.Cols : (r+1)*sh.Cols])
