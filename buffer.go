@@ -465,7 +465,8 @@ func checkOverlap(op string, a, b driver.DevicePtr, n uintptr) error {
 // CopyFromHostAsync queues a copy of src, which must have Len elements, into
 // the buffer on s and returns at once. Ordinary Go memory in src stays
 // pinned (alive and unmoved) until s is synchronized; do not change it
-// before. Memory of a PinnedBuffer or a Registered slice needs no pin.
+// before. Memory of a PinnedBuffer or a Registered slice needs no pin: its
+// Free or Close waits for the copy.
 func (b *DeviceBuffer[T]) CopyFromHostAsync(src []T, s *Stream) error {
 	const op = "DeviceBuffer.CopyFromHostAsync"
 	if err := b.enterWithStream(op, s); err != nil {
@@ -475,14 +476,17 @@ func (b *DeviceBuffer[T]) CopyFromHostAsync(src []T, s *Stream) error {
 	if err := b.lengthsMatch(op, "src", len(src)); err != nil || b.n == 0 {
 		return err
 	}
-	return s.enqueue(op, unsafe.SliceData(src), func() driver.Status {
-		return memcpyHtoDAsync(s, b.ptr, bytesOf(src))
+	return queueOnLocked(op, s, bytesOf(src), func() error {
+		return s.enqueue(op, unsafe.SliceData(src), func() driver.Status {
+			return memcpyHtoDAsync(s, b.ptr, bytesOf(src))
+		})
 	})
 }
 
 // CopyToHostAsync queues a copy of the buffer into dst, which must have Len
 // elements, on s and returns at once. Read dst only after s is
-// synchronized; until then ordinary Go memory in dst stays pinned.
+// synchronized; until then ordinary Go memory in dst stays pinned. A
+// PinnedBuffer's or Registered slice's Free or Close waits for the copy.
 func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
 	const op = "DeviceBuffer.CopyToHostAsync"
 	if err := b.enterWithStream(op, s); err != nil {
@@ -492,8 +496,10 @@ func (b *DeviceBuffer[T]) CopyToHostAsync(dst []T, s *Stream) error {
 	if err := b.lengthsMatch(op, "dst", len(dst)); err != nil || b.n == 0 {
 		return err
 	}
-	return s.enqueue(op, unsafe.SliceData(dst), func() driver.Status {
-		return memcpyDtoHAsync(s, bytesOf(dst), b.ptr)
+	return queueOnLocked(op, s, bytesOf(dst), func() error {
+		return s.enqueue(op, unsafe.SliceData(dst), func() driver.Status {
+			return memcpyDtoHAsync(s, bytesOf(dst), b.ptr)
+		})
 	})
 }
 

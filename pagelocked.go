@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"cmp"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,19 +34,124 @@ type lockedRange struct {
 	// memory, which a copy relying on the lock holds (holdLocked); weak,
 	// so that the list keeps no object from its cleanup backstop.
 	owner weak.Pointer[life]
+	// uses is the streams with copies queued on the memory, which its
+	// release waits for.
+	uses *lockedUses
+}
+
+// lockedUses is the streams that queued an asynchronous copy on one
+// page-locked range since its owner last waited for them. Releasing the
+// memory (cuMemHostUnregister, cuMemFreeHost) under a DMA still queued
+// faults the context of the copy (CUDA_ERROR_LAUNCH_FAILED on an H100,
+// every later call failing): Registered.Close and PinnedBuffer.Free drain
+// first. Lock order: mu, then the stream's pins and the driver (a copy
+// queues with mu held, so that a drain cannot miss it).
+type lockedUses struct {
+	mu      sync.Mutex
+	streams []*Stream
+	// draining refuses new copies from the drain until the memory is
+	// released and forgotten (or the release failed: reopen).
+	draining bool
+}
+
+// drain refuses new asynchronous copies on the memory (ErrClosed) and
+// waits for each stream that queued one: a closed stream was synchronized
+// by its Close. On an error it reopens and returns it. A nil u (memory of
+// no bytes) has nothing to wait for.
+func (u *lockedUses) drain() error {
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	u.draining = true
+	streams := u.streams
+	u.streams = nil
+	u.mu.Unlock()
+	for i, s := range streams {
+		if err := s.Synchronize(); err != nil && !errors.Is(err, ErrClosed) {
+			u.reopen(streams[i:])
+			return err
+		}
+	}
+	return nil
+}
+
+// reopen takes copies again after a release that failed, with streams
+// still to wait for.
+func (u *lockedUses) reopen(streams []*Stream) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.draining = false
+	u.streams = append(streams, u.streams...)
+}
+
+// add records s, under u.mu, forgetting streams closed since.
+func (u *lockedUses) add(s *Stream) {
+	if slices.Contains(u.streams, s) {
+		return
+	}
+	u.streams = slices.DeleteFunc(u.streams, func(s *Stream) bool { return s.lt.IsClosed() })
+	u.streams = append(u.streams, s)
+}
+
+// queueOnLocked runs queue, which queues an asynchronous copy of host on
+// s, with s recorded by every page-locked range of host (each range's mu
+// held, in one order, until queue returned), so that a release of
+// that memory waits for the copy. A range being released refuses the
+// copy with ErrClosed: the driver may still take the memory as
+// page-locked, and unlock it under the DMA.
+func queueOnLocked(op string, s *Stream, host []byte, queue func() error) error {
+	r := hostLocks.ranges.Load()
+	if len(host) == 0 || r == nil {
+		return queue()
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(host)))
+	hi := lo + uintptr(len(host))
+	var one [1]*lockedUses
+	held := one[:0]
+	for _, l := range *r {
+		if l.start < hi && lo < l.end && l.uses != nil {
+			held = append(held, l.uses)
+		}
+	}
+	if len(held) > 1 {
+		held = slices.Clone(held)
+		slices.SortFunc(held, func(a, b *lockedUses) int {
+			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
+		})
+	}
+	for i, u := range held {
+		u.mu.Lock()
+		if u.draining {
+			for _, v := range held[:i+1] {
+				v.mu.Unlock()
+			}
+			return errorf(op, ErrClosed, "the host memory's page lock is being released (Registered.Close or PinnedBuffer.Free under way)")
+		}
+		u.add(s)
+	}
+	defer func() {
+		for _, u := range held {
+			u.mu.Unlock()
+		}
+	}()
+	return queue()
 }
 
 // addLocked records the n bytes at p, page-locked in ctx by the object
 // whose life is owner. Call it once owner is armed: holdLocked may hold it
 // from then on (a hold of a life not yet armed would race with Arm).
-func addLocked(ctx *Context, owner *life, p unsafe.Pointer, n uintptr) {
+func addLocked(ctx *Context, owner *life, p unsafe.Pointer, n uintptr, uses *lockedUses) {
 	hostLocks.mu.Lock()
 	defer hostLocks.mu.Unlock()
 	var old []lockedRange
 	if r := hostLocks.ranges.Load(); r != nil {
 		old = *r
 	}
-	ranges := append(slices.Clip(old), lockedRange{start: uintptr(p), end: uintptr(p) + n, ctx: ctx, owner: weak.Make(owner)})
+	ranges := append(slices.Clip(old), lockedRange{start: uintptr(p), end: uintptr(p) + n, ctx: ctx, owner: weak.Make(owner), uses: uses})
 	hostLocks.ranges.Store(&ranges)
 }
 

@@ -23,6 +23,7 @@ type PinnedBuffer[T any] struct {
 	p    unsafe.Pointer
 	data []T
 	stat *memCounter // what counts it in its context's MemoryStats; nil for an empty buffer
+	uses *lockedUses // the streams with copies queued on it; nil for an empty buffer
 }
 
 // AllocPinned allocates page-locked host memory for n elements, zeroed.
@@ -48,15 +49,16 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	}
 	b.data = unsafe.Slice((*T)(b.p), n)
 	clear(b.data)
-	p, stat := b.p, ctx.counter(MemoryPinned)
-	b.stat = stat
+	p, stat, uses := b.p, ctx.counter(MemoryPinned), new(lockedUses)
+	b.stat, b.uses = stat, uses
 	stat.add(bytes)
 	b.arm(ctx, track.PinnedBuffer, runtime.AddCleanup(b, func(ctx *Context) {
 		stat.sub(bytes)
-		removeLocked(ctx, p)
+		uses.drain()
 		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(ctx.handle, p) })
+		removeLocked(ctx, p)
 	}, ctx))
-	addLocked(ctx, &b.life, b.p, bytes) // once armed: copies may hold it from now on
+	addLocked(ctx, &b.life, b.p, bytes, uses) // once armed: copies may hold it from now on
 	return b, nil
 }
 
@@ -80,15 +82,20 @@ func (b *PinnedBuffer[T]) Len() int {
 	return len(b.data)
 }
 
-// Free releases the memory. Freeing twice, or a nil buffer, does nothing;
-// if the driver refuses, the buffer stays usable and Free may be called
-// again.
+// Free releases the memory, once the streams with an asynchronous copy
+// queued on it (CopyFromHostAsync, CopyToHostAsync) reached it; such a
+// copy queued while Free runs is refused with ErrClosed. Freeing twice,
+// or a nil buffer, does nothing; if the driver refuses, the buffer stays
+// usable and Free may be called again.
 func (b *PinnedBuffer[T]) Free() error {
 	if b == nil {
 		return nil
 	}
 	const op = "PinnedBuffer.Free"
-	return b.close(op, "the pinned buffer", func() error {
+	if err := b.uses.drain(); err != nil {
+		return stillOpen(err, "the pinned buffer")
+	}
+	err := b.close(op, "the pinned buffer", func() error {
 		if b.p == nil {
 			return nil // empty: nothing was allocated
 		}
@@ -97,6 +104,10 @@ func (b *PinnedBuffer[T]) Free() error {
 		removeLocked(b.ctx, b.p)
 		b.stat.sub(uintptr(len(b.data)) * sizeOf[T]())
 	})
+	if err != nil {
+		b.uses.reopen(nil)
+	}
+	return err
 }
 
 // Registered is ordinary Go memory page-locked in place, so the device
@@ -108,6 +119,7 @@ type Registered[T any] struct {
 	p      unsafe.Pointer
 	n      int
 	pinner *runtime.Pinner
+	uses   *lockedUses // the streams with copies queued on the memory
 }
 
 // Register page-locks s's memory until Close. Until then s must stay
@@ -128,7 +140,7 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 		return nil, err
 	}
 	defer ctx.unbind()
-	r := &Registered[T]{p: hostPtr(s), n: len(s), pinner: new(runtime.Pinner)}
+	r := &Registered[T]{p: hostPtr(s), n: len(s), pinner: new(runtime.Pinner), uses: new(lockedUses)}
 	r.pinner.Pin(unsafe.SliceData(s))
 	if res := driver.MemHostRegister(ctx.handle, r.p, bytes, driver.MemHostRegisterPortable); !res.OK() {
 		r.pinner.Unpin()
@@ -138,13 +150,14 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 		}
 		return nil, err
 	}
-	p, pinner := r.p, r.pinner
+	p, pinner, uses := r.p, r.pinner, r.uses
 	r.arm(ctx, track.Registered, runtime.AddCleanup(r, func(ctx *Context) {
-		removeLocked(ctx, p)
+		uses.drain()
 		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(ctx.handle, p) })
+		removeLocked(ctx, p)
 		pinner.Unpin()
 	}, ctx))
-	addLocked(ctx, &r.life, r.p, bytes) // once armed: copies may hold it from now on
+	addLocked(ctx, &r.life, r.p, bytes, uses) // once armed: copies may hold it from now on
 	return r, nil
 }
 
@@ -156,18 +169,27 @@ func (r *Registered[T]) Len() int {
 	return r.n
 }
 
-// Close unregisters the memory. Closing twice, or a nil Registered, does
-// nothing; if the driver refuses, the memory stays registered and pinned,
-// and Close may be called again.
+// Close unregisters the memory, once the streams with an asynchronous
+// copy queued on it (CopyFromHostAsync, CopyToHostAsync) reached it; such
+// a copy queued while Close runs is refused with ErrClosed. Closing twice,
+// or a nil Registered, does nothing; if the driver refuses, the memory
+// stays registered and pinned, and Close may be called again.
 func (r *Registered[T]) Close() error {
 	if r == nil {
 		return nil
 	}
 	const op = "Registered.Close"
-	return r.close(op, "the registered memory", func() error {
+	if err := r.uses.drain(); err != nil {
+		return stillOpen(err, "the registered memory")
+	}
+	err := r.close(op, "the registered memory", func() error {
 		return check(op, driver.MemHostUnregister(r.ctx.handle, r.p))
 	}, func() {
 		removeLocked(r.ctx, r.p)
 		r.pinner.Unpin()
 	})
+	if err != nil {
+		r.uses.reopen(nil)
+	}
+	return err
 }

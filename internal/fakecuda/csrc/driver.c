@@ -274,9 +274,21 @@ static void record_now(CUevent e) {
 }
 
 
+// Host ranges of a copy, as the driver classes them: wholly outside
+// page-locked memory (pageable), wholly inside one page-locked allocation
+// or registration (locked), or neither (split).
+enum host_range { HOST_PAGEABLE, HOST_LOCKED, HOST_SPLIT };
+static enum host_range host_range(const void *p, size_t n);
+
 void run_op(struct op *o) {
 	switch (o->kind) {
-	case OP_COPY: memmove(o->dst, o->src, o->n); break;
+	case OP_COPY:
+		if (o->dma && host_range(o->host, o->n) != HOST_LOCKED) {
+			o->dma->sticky = LAUNCH_FAILED;
+			break;
+		}
+		memmove(o->dst, o->src, o->n);
+		break;
 	case OP_COPY_STAGED: // src is the fake's own staging copy
 		memmove(o->dst, o->src, o->n);
 		free((void *)o->src);
@@ -724,11 +736,6 @@ static void drain_legacy(void) {
 	if (s) drain(s);
 	pthread_rwlock_unlock(&streams_lock);
 }
-
-// Host ranges of a copy, as the driver classes them: wholly outside
-// page-locked memory (pageable), wholly inside one page-locked allocation
-// or registration (locked), or neither (split).
-enum host_range { HOST_PAGEABLE, HOST_LOCKED, HOST_SPLIT };
 
 // host_range classes [p, p+n). The driver refuses a host range that is
 // locked only in part or spans several registrations: on the H100,
@@ -1410,16 +1417,22 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
 	FAULT("cuMemcpyHtoDAsync_v2");
 	REQUIRE_CTX();
 	if (!src || !range_ok(dst, n)) return INVALID_VALUE;
-	if (host_range(src, n) == HOST_SPLIT) return INVALID_VALUE;
-	return copy(s, DEV(dst), src, n);
+	enum host_range c = host_range(src, n);
+	if (c == HOST_SPLIT) return INVALID_VALUE;
+	struct op o = {.kind = OP_COPY, .dst = DEV(dst), .src = src, .n = n};
+	if (c == HOST_LOCKED) o.dma = current, o.host = src;
+	return enqueue(s, o);
 }
 
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
 	FAULT("cuMemcpyDtoHAsync_v2");
 	REQUIRE_CTX();
 	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
-	if (host_range(dst, n) == HOST_SPLIT) return INVALID_VALUE;
-	return copy(s, dst, DEV(src), n);
+	enum host_range c = host_range(dst, n);
+	if (c == HOST_SPLIT) return INVALID_VALUE;
+	struct op o = {.kind = OP_COPY, .dst = dst, .src = DEV(src), .n = n};
+	if (c == HOST_LOCKED) o.dma = current, o.host = dst;
+	return enqueue(s, o);
 }
 
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {

@@ -132,6 +132,13 @@ struct op {
 	struct fake_cond *cond;  // OP_COND, OP_CONDRESET: the condition
 	struct fake_graph *body; // OP_COND: the body run while (or if) it holds
 	int loop;                // OP_COND: a while node, not an if
+	// OP_COPY between the device and page-locked host memory (a DMA): the
+	// copy's context, whose sticky error the copy sets instead if the host
+	// memory is no longer page-locked when it runs, as a GPU's DMA engine
+	// faults (CUDA_ERROR_LAUNCH_FAILED on an H100) on memory unregistered
+	// or freed under it.
+	CUcontext dma;
+	const void *host;
 	struct op *next;
 };
 struct fake_stream {

@@ -1,0 +1,77 @@
+package cuda_test
+
+import (
+	"bytes"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// TestReleaseWaitsForQueuedCopies: Registered.Close and PinnedBuffer.Free
+// right after asynchronous copies on their memory were queued, the stream
+// not synchronized. Unlocking the memory under a DMA still queued faults
+// the copy's context (an H100 answered CUDA_ERROR_LAUNCH_FAILED, every
+// later call failing; the fake sets the same sticky error): the release
+// waits for those copies instead, and the data the copies moved is whole.
+func TestReleaseWaitsForQueuedCopies(t *testing.T) {
+	const n, copies = 16 << 20, 4 // several copies of 16 MiB: the last still queued when the release comes
+	for _, tt := range []struct {
+		owner  string
+		toHost bool
+	}{
+		{"Registered", false},
+		{"Registered", true},
+		{"PinnedBuffer", false},
+		{"PinnedBuffer", true},
+	} {
+		name := tt.owner + " to the device"
+		if tt.toHost {
+			name = tt.owner + " to the host"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+			defer ctx.Close()
+			s := must(ctx.NewStream())(t)
+			devData, hostData := random[byte](n), random[byte](n)
+			dev := must(cuda.FromHost(ctx, devData))(t)
+			defer dev.Free()
+			var host []byte
+			var release func() error
+			switch tt.owner {
+			case "Registered":
+				host = bytes.Clone(hostData)
+				release = must(cuda.Register(ctx, host))(t).Close
+			case "PinnedBuffer":
+				p := must(cuda.AllocPinned[byte](ctx, n))(t)
+				host = p.Data()
+				copy(host, hostData)
+				release = p.Free
+			}
+			for range copies {
+				var err error
+				if tt.toHost {
+					err = dev.CopyToHostAsync(host, s)
+				} else {
+					err = dev.CopyFromHostAsync(host, s)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := release(); err != nil {
+				t.Fatalf("%s released with copies queued: %v", tt.owner, err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatalf("Synchronize after the release: %v", err)
+			}
+			got := must(dev.ToHost())(t)
+			switch {
+			case !tt.toHost && !bytes.Equal(got, hostData):
+				t.Errorf("the device holds %d of %d bytes other than the copies'", differing(got, hostData), n)
+			case tt.toHost && tt.owner == "Registered" && !bytes.Equal(host, devData):
+				t.Errorf("the registered slice holds %d of %d bytes other than the device's", differing(host, devData), n)
+			}
+		})
+	}
+}
