@@ -53,6 +53,21 @@ func TestConv(t *testing.T) {
 	}
 }
 
+// TestConvBenchmarkEveryCase is TestConv with every algorithm timed
+// (SetBenchmark): each engine cuDNN offers for a case runs on its tensors,
+// and the one taken must give the Go reference's answers. TestBenchmark
+// times one case; TestConcurrentMixed, with the setting flipping, met a
+// CUDA_ERROR_MISALIGNED_ADDRESS on an H100 in one run of two.
+func TestConvBenchmarkEveryCase(t *testing.T) {
+	ctx, _, h := handle(t)
+	if err := h.SetBenchmark(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("float32", func(t *testing.T) { testConv[float32](t, ctx, h) })
+	t.Run("float16", func(t *testing.T) { testConv[cuda.Float16](t, ctx, h) })
+	t.Run("bfloat16", func(t *testing.T) { testConv[cuda.BFloat16](t, ctx, h) })
+}
+
 func testConv[T cudnn.Element](t *testing.T, ctx *cuda.Context, h *cudnn.Handle) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range convCases {
