@@ -76,7 +76,8 @@ type Options struct {
 	// where it is set (its sm_90 gives PTX for compute capability 9.0).
 	PTX bool
 	// Flags are further NVRTC options, such as "--use_fast_math", "-lineinfo"
-	// or "-std=c++17".
+	// or "-std=c++17"; not the target (-arch, --gpu-architecture), which
+	// is Arch.
 	Flags []string
 	// NameExpressions are C++ expressions naming kernels, such as
 	// "scale<float>", whose mangled names Output.LoweredName gives.
@@ -215,6 +216,14 @@ func programLog(prog clib.Program) string {
 
 func cbytes(s string) []byte { return append([]byte(s), 0) }
 
+// isArchFlag reports whether f is NVRTC's target option, in any of its
+// spellings (-arch=sm_90, -arch sm_90, --gpu-architecture=sm_90, ...).
+func isArchFlag(f string) bool {
+	name, _, _ := strings.Cut(strings.TrimSpace(f), "=")
+	name, _, _ = strings.Cut(name, " ")
+	return name == "-arch" || name == "--gpu-architecture" || name == "-gpu-architecture"
+}
+
 // checkStrings refuses a NUL byte in the source or an option: NVRTC reads
 // each as a C string, which would end there, and compile a part of it.
 func checkStrings(op, src string, opts Options) error {
@@ -234,6 +243,11 @@ func checkStrings(op, src string, opts Options) error {
 	for i, f := range opts.Flags {
 		if err == nil {
 			err = check(fmt.Sprintf("flag %d (%q)", i, f), f)
+		}
+		if err == nil && isArchFlag(f) {
+			// NVRTC 13 takes a second target without a word, and Output
+			// would then call the image what Arch asked for.
+			err = errorf(op, cuda.ErrInvalidValue, "flag %d (%q) sets the target arch: give it as Options.Arch", i, f)
 		}
 	}
 	for i, e := range opts.NameExpressions {
