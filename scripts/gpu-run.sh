@@ -6,21 +6,25 @@
 # end into LOGDIR/logs.tgz; the summary is printed last (and saved as
 # LOGDIR/summary.txt).
 #
-#   scripts/gpu-run.sh LOGDIR [-bench REGEXP] [-run REGEXP] [-sets tests|tests-cgo]
+#   scripts/gpu-run.sh LOGDIR [-bench REGEXP] [-run REGEXP] [-sets tests|tests-cgo] [-only REGEXP]
 #
+# -only runs the test binaries whose manifest name (cuda, compute, nd,
+# cublas_gonumtest, ...) the extended regular expression matches in full,
+# in the manifest's order: the rest of a suite that one call cut short.
 # -sets runs one set only: the whole suite on both backends takes longer
 # than one device call of 10 minutes with a cold NVRTC cache (purego
 # about 8 minutes on an H100), so a session splits it into two calls.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-logdir=${1:?usage: gpu-run.sh LOGDIR [-bench REGEXP] [-run REGEXP] [-sets tests|tests-cgo]}
+logdir=${1:?usage: gpu-run.sh LOGDIR [-bench REGEXP] [-run REGEXP] [-sets tests|tests-cgo] [-only REGEXP]}
 shift
-bench="" run="." sets="tests tests-cgo"
+bench="" run="." sets="tests tests-cgo" only=".*"
 while [ $# -gt 0 ]; do
 	case $1 in
 	-bench) bench=$2; shift 2 ;;
 	-run) run=$2; shift 2 ;;
 	-sets) sets=$2; shift 2 ;;
+	-only) only=$2; shift 2 ;;
 	*) echo "gpu-run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -59,6 +63,7 @@ done
 passed=0 failed=0 summary=()
 for set in $sets; do
 	while read -r name dir; do
+		[[ $name =~ ^($only)$ ]] || continue
 		start=$(date +%s)
 		args=(-test.v -test.count=1 -test.run "$run")
 		[ -n "$bench" ] && args+=(-test.bench "$bench" -test.benchmem)
