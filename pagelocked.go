@@ -98,9 +98,9 @@ func (u *lockedUses) add(s *Stream) {
 }
 
 // queueOnLocked runs queue, which queues an asynchronous copy of host on
-// s, with s recorded by every page-locked range of host (each range's mu
-// held, in one order, until queue returned), so that a release of
-// that memory waits for the copy. A range being released refuses the
+// s, with every page-locked range of host held (its mu, in one order)
+// until queue returned and recorded s, so that a release of that memory
+// waits for the copy. A range being released refuses the
 // copy with ErrClosed: the driver may still take the memory as
 // page-locked, and unlock it under the DMA.
 func queueOnLocked(op string, s *Stream, host []byte, queue func() error) error {
@@ -118,7 +118,6 @@ func queueOnLocked(op string, s *Stream, host []byte, queue func() error) error 
 		}
 	}
 	if len(held) > 1 {
-		held = slices.Clone(held)
 		slices.SortFunc(held, func(a, b *lockedUses) int {
 			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
 		})
@@ -131,14 +130,19 @@ func queueOnLocked(op string, s *Stream, host []byte, queue func() error) error 
 			}
 			return errorf(op, ErrClosed, "the host memory's page lock is being released (Registered.Close or PinnedBuffer.Free under way)")
 		}
-		u.add(s)
 	}
-	defer func() {
-		for _, u := range held {
-			u.mu.Unlock()
+	err := queue()
+	// A copy that failed may have queued some of its pieces; one refused
+	// in a capture queued nothing (and a capturing stream cannot be
+	// synchronized).
+	record := err == nil || !s.Capturing()
+	for _, u := range held {
+		if record {
+			u.add(s)
 		}
-	}()
-	return queue()
+		u.mu.Unlock()
+	}
+	return err
 }
 
 // addLocked records the n bytes at p, page-locked in ctx by the object

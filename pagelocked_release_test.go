@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -73,5 +74,64 @@ func TestReleaseWaitsForQueuedCopies(t *testing.T) {
 				t.Errorf("the registered slice holds %d of %d bytes other than the device's", differing(host, devData), n)
 			}
 		})
+	}
+}
+
+// TestReleaseAfterRefusedCopyInCapture: a copy refused because its stream
+// captures queued nothing, so the release has nothing to wait for and
+// succeeds while the capture is still under way (a capturing stream
+// cannot be synchronized).
+func TestReleaseAfterRefusedCopyInCapture(t *testing.T) {
+	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+	defer ctx.Close()
+	s := must(ctx.NewStream())(t)
+	host := make([]float32, 1024)
+	reg := must(cuda.Register(ctx, host))(t)
+	dev := must(cuda.Alloc[float32](ctx, len(host)))(t)
+	defer dev.Free()
+	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
+		if err := dev.CopyFromHostAsync(host, s); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("CopyFromHostAsync in a capture: %v; want ErrInvalidValue", err)
+		}
+		if err := reg.Close(); err != nil {
+			t.Errorf("Registered.Close in the capture, after the refused copy: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueuedCopyOnLockedAllocs: recording the stream of a copy queued on
+// page-locked memory allocates nothing once the stream is known: such a
+// copy allocates no more than one of ordinary memory.
+func TestQueuedCopyOnLockedAllocs(t *testing.T) {
+	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+	defer ctx.Close()
+	s := must(ctx.NewStream())(t)
+	dev := must(cuda.Alloc[float32](ctx, 4096))(t)
+	defer dev.Free()
+	ordinary, registered := make([]float32, 4096), make([]float32, 4096)
+	reg := must(cuda.Register(ctx, registered))(t)
+	defer reg.Close()
+	allocs := func(host []float32) float64 {
+		var err error
+		n := testing.AllocsPerRun(50, func() {
+			err = errors.Join(err, dev.CopyFromHostAsync(host, s), dev.CopyToHostAsync(host, s))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if o, r := allocs(ordinary), allocs(registered); r > o {
+		t.Errorf("two copies queued on registered memory allocate %v times, on ordinary memory %v", r, o)
 	}
 }
