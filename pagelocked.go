@@ -44,9 +44,12 @@ type lockedRange struct {
 // memory (cuMemHostUnregister, cuMemFreeHost) under a DMA still queued
 // faults the context of the copy (CUDA_ERROR_LAUNCH_FAILED on an H100,
 // every later call failing): Registered.Close and PinnedBuffer.Free drain
-// first. Lock order: mu, then the stream's pins and the driver (a copy
-// queues with mu held, so that a drain cannot miss it).
+// first. Lock order: drainMu, then mu, then the stream's pins and the
+// driver (a copy queues with mu held, so that a drain cannot miss it).
 type lockedUses struct {
+	// drainMu is held for a whole drain: a second release waits for
+	// the first's streams (else it could unlock the memory first).
+	drainMu sync.Mutex
 	mu      sync.Mutex
 	streams []*Stream
 	// draining refuses new copies from the drain until the memory is
@@ -56,12 +59,14 @@ type lockedUses struct {
 
 // drain refuses new asynchronous copies on the memory (ErrClosed) and
 // waits for each stream that queued one: a closed stream was synchronized
-// by its Close. On an error it reopens and returns it. A nil u (memory of
-// no bytes) has nothing to wait for.
-func (u *lockedUses) drain() error {
+// by its Close. On an error it reopens and returns it, named op. A nil u
+// (memory of no bytes) has nothing to wait for.
+func (u *lockedUses) drain(op string) error {
 	if u == nil {
 		return nil
 	}
+	u.drainMu.Lock()
+	defer u.drainMu.Unlock()
 	u.mu.Lock()
 	u.draining = true
 	streams := u.streams
@@ -70,6 +75,12 @@ func (u *lockedUses) drain() error {
 	for i, s := range streams {
 		if err := s.Synchronize(); err != nil && !errors.Is(err, ErrClosed) {
 			u.reopen(streams[i:])
+			var e *Error
+			if errors.As(err, &e) {
+				c := *e
+				c.Op, c.Detail = op, join("waiting for a stream with a copy queued on the memory", c.Detail)
+				err = &c
+			}
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"bytes"
 	"errors"
+	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -133,5 +134,41 @@ func TestQueuedCopyOnLockedAllocs(t *testing.T) {
 	}
 	if o, r := allocs(ordinary), allocs(registered); r > o {
 		t.Errorf("two copies queued on registered memory allocate %v times, on ordinary memory %v", r, o)
+	}
+}
+
+// TestReleasesAtOnceWaitForQueuedCopies: two Registered.Close calls at
+// once, copies queued: the second does not unregister the memory while
+// the first still waits for the copies.
+func TestReleasesAtOnceWaitForQueuedCopies(t *testing.T) {
+	const n = 16 << 20
+	for range 5 {
+		ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+		s := must(ctx.NewStream())(t)
+		host := random[byte](n)
+		dev := must(cuda.Alloc[byte](ctx, n))(t)
+		reg := must(cuda.Register(ctx, host))(t)
+		for range 4 {
+			if err := dev.CopyFromHostAsync(host, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range errs {
+			wg.Go(func() { errs[i] = reg.Close() })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("Registered.Close twice at once: %v", err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatalf("Synchronize after the releases: %v", err)
+		}
+		if got := must(dev.ToHost())(t); !bytes.Equal(got, host) {
+			t.Fatalf("the device holds %d of %d bytes other than the copies'", differing(got, host), n)
+		}
+		dev.Free()
+		ctx.Close()
 	}
 }

@@ -54,7 +54,7 @@ func AllocPinned[T any](ctx *Context, n int) (*PinnedBuffer[T], error) {
 	stat.add(bytes)
 	b.arm(ctx, track.PinnedBuffer, runtime.AddCleanup(b, func(ctx *Context) {
 		stat.sub(bytes)
-		uses.drain()
+		uses.drain("cleanup")
 		forgotten(ctx, track.PinnedBuffer, func() { driver.MemFreeHost(ctx.handle, p) })
 		removeLocked(ctx, p)
 	}, ctx))
@@ -92,7 +92,7 @@ func (b *PinnedBuffer[T]) Free() error {
 		return nil
 	}
 	const op = "PinnedBuffer.Free"
-	if err := b.uses.drain(); err != nil {
+	if err := b.uses.drain(op); err != nil {
 		return stillOpen(err, "the pinned buffer")
 	}
 	err := b.close(op, "the pinned buffer", func() error {
@@ -152,7 +152,7 @@ func Register[T any](ctx *Context, s []T) (*Registered[T], error) {
 	}
 	p, pinner, uses := r.p, r.pinner, r.uses
 	r.arm(ctx, track.Registered, runtime.AddCleanup(r, func(ctx *Context) {
-		uses.drain()
+		uses.drain("cleanup")
 		forgotten(ctx, track.Registered, func() { driver.MemHostUnregister(ctx.handle, p) })
 		removeLocked(ctx, p)
 		pinner.Unpin()
@@ -179,7 +179,7 @@ func (r *Registered[T]) Close() error {
 		return nil
 	}
 	const op = "Registered.Close"
-	if err := r.uses.drain(); err != nil {
+	if err := r.uses.drain(op); err != nil {
 		return stillOpen(err, "the registered memory")
 	}
 	err := r.close(op, "the registered memory", func() error {
