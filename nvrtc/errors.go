@@ -13,6 +13,12 @@ var sentinels = map[Result]error{
 	ResultInvalidInput:     cuda.ErrInvalidValue,
 	ResultInvalidOption:    cuda.ErrInvalidValue,
 	ResultCompilationError: cuda.ErrInvalidValue,
+	// What a program or a name expression NVRTC was given was wrong:
+	// the caller's input, as Compile's other refusals.
+	ResultInvalidProgram:                    cuda.ErrInvalidValue,
+	ResultNameExpressionNotValid:            cuda.ErrInvalidValue,
+	ResultNoNameExpressionsAfterCompilation: cuda.ErrInvalidValue,
+	ResultNoLoweredNamesBeforeCompilation:   cuda.ErrInvalidValue,
 }
 
 // check turns what NVRTC's function name returned into an error: nil for
