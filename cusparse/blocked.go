@@ -219,6 +219,9 @@ func toBlocked[I Index, T Element](name string, h *Handle, a *Matrix[I, T], f Fo
 		return nil, err
 	}
 	defer a.life.Release()
+	if err := h.sameContext(name, a.operand("a")); err != nil {
+		return nil, err
+	}
 	if a.blocked() {
 		return nil, errorf(name, cuda.ErrInvalidValue, "a is %v: %s takes CSR, CSC or COO", a.format, name)
 	}

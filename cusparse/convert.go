@@ -26,6 +26,9 @@ func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[
 		return nil, err
 	}
 	defer a.life.Release()
+	if err := h.sameContext(name, a.operand("a")); err != nil {
+		return nil, err
+	}
 	switch {
 	case f == BSR || f == BlockedELL:
 		return nil, errorf(name, cuda.ErrInvalidValue, "f is %v: ToBSR and ToBlockedELL make the blocked formats, of a block size", f)
@@ -248,6 +251,9 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 	if err := d.check(name, "d"); err != nil {
 		return err
 	}
+	if err := h.sameContext(name, a.operand("a"), operand{"d", d.Data.Context()}); err != nil {
+		return err
+	}
 	if d.Rows != a.rows || d.Cols != a.cols {
 		return errorf(name, cuda.ErrInvalidValue, "a is %dx%d and d %dx%d: want the same shape", a.rows, a.cols, d.Rows, d.Cols)
 	}
@@ -296,6 +302,9 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 		return nil, err
 	}
 	if err := d.check(name, "d"); err != nil {
+		return nil, err
+	}
+	if err := h.sameContext(name, operand{"d", d.Data.Context()}); err != nil {
 		return nil, err
 	}
 	if err := checkShape[I](name, d.Rows, d.Cols, 0); err != nil {

@@ -288,6 +288,9 @@ func (m *Matrix[I, T]) hold(op string) error {
 // mem is m's memory, for Stream.Do.
 func (m *Matrix[I, T]) mem() []cuda.Memory { return []cuda.Memory{m.outer, m.inner, m.values} }
 
+// operand is m as an operand named name (Handle.sameContext).
+func (m *Matrix[I, T]) operand(name string) operand { return operand{name, m.values.Context()} }
+
 // hostMatrix is a matrix's arrays on the host.
 type hostMatrix[I Index, T Value] struct {
 	format          Format

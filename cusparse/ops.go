@@ -297,6 +297,9 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, true), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
 		return err
 	}
+	if err := h.sameContext(name, a.operand("a"), operand{"x", x.Context()}, operand{"y", y.Context()}); err != nil {
+		return err
+	}
 	if err := checkOutput(name, "y", spanOf(y, rows), input{"x", []region{spanOf(x, cols)}}, input{"a's arrays", a.spans()}); err != nil {
 		return err
 	}
@@ -370,6 +373,9 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	defer a.life.Release()
 	rows, k := opShape(op, a.rows, a.cols)
 	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, false), b.check(name, "b"), c.check(name, "c")); err != nil {
+		return err
+	}
+	if err := h.sameContext(name, a.operand("a"), operand{"b", b.Data.Context()}, operand{"c", c.Data.Context()}); err != nil {
 		return err
 	}
 	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {
@@ -473,6 +479,9 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 		return nil, errorf(name, cuda.ErrNotSupported, "cuSPARSE's SpGEMM takes 32-bit indices only: these are %v", reflect.TypeFor[I]())
 	case h.base.Stream().Capturing():
 		return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: SpGEMM hands the product's count to the host, which a capture cannot")
+	}
+	if err := h.sameContext(name, a.operand("a"), b.operand("b")); err != nil {
+		return nil, err
 	}
 	var c *Matrix[I, T]
 	d := &descs{op: name}
@@ -603,6 +612,9 @@ func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	if err := errors.Join(checkVec(name, "x", x, a.rows), checkVec(name, "y", y, a.rows)); err != nil {
 		return err
 	}
+	if err := h.sameContext(name, a.operand("a"), operand{"x", x.Context()}, operand{"y", y.Context()}); err != nil {
+		return err
+	}
 	if err := checkOutput(name, "y", spanOf(y, a.rows), input{"a's arrays", a.spans()}); err != nil {
 		return err
 	}
@@ -661,6 +673,9 @@ func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 		return err
 	}
 	if err := errors.Join(b.check(name, "b"), c.check(name, "c")); err != nil {
+		return err
+	}
+	if err := h.sameContext(name, a.operand("a"), operand{"b", b.Data.Context()}, operand{"c", c.Data.Context()}); err != nil {
 		return err
 	}
 	if b.Rows != a.rows || c.Rows != a.rows || c.Cols != b.Cols {

@@ -357,8 +357,8 @@ func checkStrided(t *testing.T, what string, got []float64, d cusparse.Dense[flo
 }
 
 // TestPromisesOtherContext: an operand of another context than the
-// handle's is cuda.ErrInvalidValue. (The error names it by its place
-// among the call's memory, "memory 3", not by its parameter's name.)
+// handle's is cuda.ErrInvalidValue naming it (Stream.Do, underneath,
+// would name it by its place among the call's memory, "memory 3").
 func TestPromisesOtherContext(t *testing.T) {
 	ctx, s, h := handle(t)
 	// Not cudatest.Context, whose leak check, made second, would run
@@ -368,16 +368,30 @@ func TestPromisesOtherContext(t *testing.T) {
 	a := diag3[int32](t, s)
 	x, y := upload(t, ctx, []float64{1, 2, 3}), upload(t, ctx, []float64{0, 0, 0})
 	ox := upload(t, other, []float64{1, 2, 3})
+	os := must(other.NewStream())(t)
+	t.Cleanup(func() { os.Close() })
+	oa := diag3[int32](t, os)
+	dense := func(c *cuda.Context) cusparse.Dense[float64] {
+		return cusparse.NewDense(upload(t, c, make([]float64, 9)), 3, 3)
+	}
 	for _, tc := range []struct {
-		name string
-		err  error
+		name, arg string
+		err       error
 	}{
-		{"SpMV x", cusparse.SpMV(h, cusparse.NoTrans, 1, a, ox, 0, y)},
-		{"SpMV y", cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, ox)},
-		{"ToDense d", cusparse.ToDense(h, a, cusparse.NewDense(upload(t, other, make([]float64, 9)), 3, 3))},
+		{"SpMV x", "x", cusparse.SpMV(h, cusparse.NoTrans, 1, a, ox, 0, y)},
+		{"SpMV y", "y", cusparse.SpMV(h, cusparse.NoTrans, 1, a, x, 0, ox)},
+		{"SpMV a", "a", cusparse.SpMV(h, cusparse.NoTrans, 1, oa, x, 0, y)},
+		{"SpMM c", "c", cusparse.SpMM(h, cusparse.NoTrans, 1, a, dense(ctx), 0, dense(other))},
+		{"SpSV y", "y", cusparse.SpSV(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, a, x, ox)},
+		{"SpSM b", "b", cusparse.SpSM(h, cusparse.NoTrans, cusparse.Lower, cusparse.NonUnit, 1, a, dense(other), dense(ctx))},
+		{"ToDense d", "d", cusparse.ToDense(h, a, dense(other))},
+		{"FromDense d", "d", second(cusparse.FromDense[int32](h, dense(other)))},
+		{"Convert a", "a", second(cusparse.Convert(h, oa, cusparse.CSC))},
+		{"ToBSR a", "a", second(cusparse.ToBSR(h, oa, 1))},
+		{"SpGEMM b", "b", second(cusparse.SpGEMM(h, a, oa))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, tc.name+" of another context", tc.err, cuda.ErrInvalidValue, "another context")
+			wantErr(t, tc.name+" of another context", tc.err, cuda.ErrInvalidValue, tc.arg+" belongs to another context")
 		})
 	}
 }
