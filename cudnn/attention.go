@@ -182,16 +182,15 @@ func Attention[T Half](h *Handle, o, q, k, v AttentionTensor[T], opts AttentionO
 	// tiles still read q, k and v: an output over an input gives undefined
 	// results, as the other operations' do (by the buffers, as aliased
 	// compares them: the inputs, read alone, may be views of one).
-	if err := aliased(op, []named{buf("o.Data", o.Data), buf("opts.Stats", opts.Stats)}, buf("q.Data", q.Data), buf("k.Data", k.Data), buf("v.Data", v.Data)); err != nil {
+	outs, ins := []named{buf("o.Data", o.Data), buf("opts.Stats", opts.Stats)}, []named{buf("q.Data", q.Data), buf("k.Data", k.Data), buf("v.Data", v.Data)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
-	mem := []cuda.Memory{o.Data, q.Data, k.Data, v.Data}
 	var statsPtr uintptr
 	if opts.Stats != nil {
-		mem = append(mem, opts.Stats)
 		statsPtr = uintptr(opts.Stats.Ptr())
 	}
-	return h.do(op, mem, func(c *call) error {
+	return h.do(op, append(outs, ins...), func(c *call) error {
 		ptrs := [5]uintptr{uintptr(q.Data.Ptr()), uintptr(k.Data.Ptr()), uintptr(v.Data.Ptr()), uintptr(o.Data.Ptr()), statsPtr}
 		for i, p := range ptrs {
 			key.align[i] = alignment(p)

@@ -93,17 +93,6 @@ func ptr(b *cuda.DeviceBuffer[float32]) uintptr {
 	return uintptr(b.Ptr())
 }
 
-// mem lists the buffers that are not nil.
-func mem(bs ...*cuda.DeviceBuffer[float32]) []cuda.Memory {
-	var m []cuda.Memory
-	for _, b := range bs {
-		if b != nil {
-			m = append(m, b)
-		}
-	}
-	return m
-}
-
 // BatchNormInference normalizes x with the running statistics bn.Mean and
 // bn.Var into y (x's shape and layout), queued on h's stream
 // (cudnnBatchNormalizationForwardInference).
@@ -119,10 +108,11 @@ func BatchNormInference[T Element](h *Handle, y, x Tensor[T], bn BatchNorm) erro
 	if err := errors.Join(checkParam(op, "bn.Mean", bn.Mean, c, false), checkParam(op, "bn.Var", bn.Var, c, false)); err != nil {
 		return err
 	}
-	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), buf("bn.Scale", bn.Scale), buf("bn.Bias", bn.Bias), buf("bn.Mean", bn.Mean), buf("bn.Var", bn.Var)); err != nil {
+	outs, ins := []named{tensorBuf("y", y)}, []named{tensorBuf("x", x), buf("bn.Scale", bn.Scale), buf("bn.Bias", bn.Bias), buf("bn.Mean", bn.Mean), buf("bn.Var", bn.Var)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
-	return h.do(op, append([]cuda.Memory{x.Data, y.Data}, mem(bn.Scale, bn.Bias, bn.Mean, bn.Var)...), func(cl *call) (err error) {
+	return h.do(op, append(outs, ins...), func(cl *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
 		xd, pd, err := bnDescs(d, x.Shape, x.Layout, dataType[T]())
@@ -166,10 +156,11 @@ func BatchNormTraining[T Element](h *Handle, y, x Tensor[T], bn BatchNorm, saveM
 	// The running statistics are read and written: outputs, as y and
 	// the saved statistics are.
 	outs := []named{tensorBuf("y", y), buf("bn.Mean", bn.Mean), buf("bn.Var", bn.Var), buf("saveMean", saveMean), buf("saveInvStd", saveInvStd)}
-	if err := aliased(op, outs, tensorBuf("x", x), buf("bn.Scale", bn.Scale), buf("bn.Bias", bn.Bias)); err != nil {
+	ins := []named{tensorBuf("x", x), buf("bn.Scale", bn.Scale), buf("bn.Bias", bn.Bias)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
-	return h.do(op, append([]cuda.Memory{x.Data, y.Data}, mem(bn.Scale, bn.Bias, bn.Mean, bn.Var, saveMean, saveInvStd)...), func(cl *call) (err error) {
+	return h.do(op, append(outs, ins...), func(cl *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
 		xd, pd, err := bnDescs(d, x.Shape, x.Layout, dataType[T]())
@@ -211,10 +202,11 @@ func BatchNormBackward[T Element](h *Handle, dx, x, dy Tensor[T], bn BatchNorm, 
 		return errorf(op, cuda.ErrInvalidValue, "saveMean and saveInvStd: give both or neither")
 	}
 	outs := []named{tensorBuf("dx", dx), buf("dScale", dScale), buf("dBias", dBias)}
-	if err := aliased(op, outs, tensorBuf("x", x), tensorBuf("dy", dy), buf("bn.Scale", bn.Scale), buf("saveMean", saveMean), buf("saveInvStd", saveInvStd)); err != nil {
+	ins := []named{tensorBuf("x", x), tensorBuf("dy", dy), buf("bn.Scale", bn.Scale), buf("saveMean", saveMean), buf("saveInvStd", saveInvStd)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
-	return h.do(op, append([]cuda.Memory{dx.Data, x.Data, dy.Data}, mem(bn.Scale, dScale, dBias, saveMean, saveInvStd)...), func(cl *call) (err error) {
+	return h.do(op, append(outs, ins...), func(cl *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
 		xd, pd, err := bnDescs(d, x.Shape, x.Layout, dataType[T]())

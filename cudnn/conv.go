@@ -447,7 +447,7 @@ func convPass[T Element](h *Handle, op string, pass int, names [3]string, xr, wr
 	if err := aliased(op, []named{roles[o]}, roles[(o+1)%3], roles[(o+2)%3]); err != nil {
 		return err
 	}
-	return h.do(op, []cuda.Memory{xr.Data, wr.Data, yr.Data}, func(c *call) error {
+	return h.do(op, roles[:], func(c *call) error {
 		k.tf32 = c.tf32
 		ptrs := k.pointers(uintptr(xr.Data.Ptr()), uintptr(wr.Data.Ptr()), uintptr(yr.Data.Ptr()), 0)
 		pl, err := c.plan(k, yr.Shape, ptrs)
@@ -493,11 +493,12 @@ func ConvBiasActivation[T Element](h *Handle, y, x, w Tensor[T], bias *cuda.Devi
 	case bias.Len() != w.Shape.N:
 		return errorf(op, cuda.ErrInvalidValue, "len(bias) is %d: want %d (w's filters)", bias.Len(), w.Shape.N)
 	}
-	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x), tensorBuf("w", w), buf("bias", bias)); err != nil {
+	outs, ins := []named{tensorBuf("y", y)}, []named{tensorBuf("x", x), tensorBuf("w", w), buf("bias", bias)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
 	k.act = act
-	return h.do(op, []cuda.Memory{y.Data, x.Data, w.Data, bias}, func(c *call) error {
+	return h.do(op, append(outs, ins...), func(c *call) error {
 		k.tf32 = c.tf32
 		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), uintptr(bias.Ptr()))
 		pl, err := c.plan(k, y.Shape, ptrs)
@@ -574,11 +575,12 @@ func ConvBackwardBias[T Element](h *Handle, db *cuda.DeviceBuffer[T], dy Tensor[
 	case db.Len() != dy.Shape.C:
 		return errorf(op, cuda.ErrInvalidValue, "len(db) is %d: want %d (dy's channels)", db.Len(), dy.Shape.C)
 	}
-	if err := aliased(op, []named{buf("db", db)}, tensorBuf("dy", dy)); err != nil {
+	outs, ins := []named{buf("db", db)}, []named{tensorBuf("dy", dy)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
 	dt := dataType[T]()
-	return h.do(op, []cuda.Memory{db, dy.Data}, func(c *call) (err error) {
+	return h.do(op, append(outs, ins...), func(c *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
 		dyd, err := d.tensor(dy.Shape, dy.Layout, dt)

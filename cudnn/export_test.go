@@ -35,7 +35,7 @@ func ForwardMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how strin
 	}
 	k.legacy = true
 	var asked uintptr
-	err = h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) (err error) {
+	err = h.do(op, []named{tensorBuf("x", x), tensorBuf("w", w), tensorBuf("y", y)}, func(c *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
 		pl, err := c.plan(k, y.Shape, k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), 0))
@@ -96,7 +96,7 @@ func GraphMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how string)
 	if err != nil {
 		return err
 	}
-	return h.do(op, []cuda.Memory{x.Data, w.Data, y.Data}, func(c *call) error {
+	return h.do(op, []named{tensorBuf("x", x), tensorBuf("w", w), tensorBuf("y", y)}, func(c *call) error {
 		ptrs := k.pointers(uintptr(x.Data.Ptr()), uintptr(w.Data.Ptr()), uintptr(y.Data.Ptr()), 0)
 		pl, err := c.plan(k, y.Shape, ptrs)
 		if err != nil {

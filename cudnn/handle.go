@@ -133,7 +133,19 @@ type call struct {
 // work area is among the memory the call uses, so that the graph keeps it
 // from being freed, and a work area that must grow is refused
 // (libhandle.Call.Work): run the call once outside the capture first.
-func (h *Handle) do(op string, mem []cuda.Memory, fn func(c *call) error) error {
+//
+// args are the call's buffers by name (nil ones, optional and left out,
+// are skipped): one of another context than h's is refused by its name.
+func (h *Handle) do(op string, args []named, fn func(c *call) error) error {
+	mem := make([]cuda.Memory, 0, len(args))
+	for _, a := range args {
+		if m := a.b.memory(); m != nil {
+			if err := h.core().SameContext(op, libhandle.Operand{Name: a.name, Ctx: a.b.Context()}); err != nil {
+				return err
+			}
+			mem = append(mem, m)
+		}
+	}
 	return h.core().Do(op, mem, func(k *libhandle.Call[errs]) error {
 		return fn(&call{op: op, lh: h.raw.h, raw: h.raw, capturing: k.Capturing, benchmark: h.benchmark, tf32: h.tf32,
 			work: func(n uintptr) (uintptr, error) { return k.Work(0, n) }, ctx: h.base.Context(), stream: h.base.Stream()})

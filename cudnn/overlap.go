@@ -11,7 +11,11 @@ import (
 type buffer interface {
 	Ptr() cuda.DevicePtr
 	ByteSize() int
+	Context() *cuda.Context
 	closed.Any
+	// memory is the buffer as the memory a call holds, nil for an
+	// optional buffer left out.
+	memory() cuda.Memory
 }
 
 // typed is a DeviceBuffer of T as a buffer (nil for an optional one left
@@ -20,8 +24,16 @@ type typed[T any] struct{ *cuda.DeviceBuffer[T] }
 
 func (b typed[T]) Closed() bool { return closed.Buffer(b.DeviceBuffer) }
 
+func (b typed[T]) memory() cuda.Memory {
+	if b.DeviceBuffer == nil {
+		return nil
+	}
+	return b.DeviceBuffer
+}
+
 // named is a call's buffer by the name its signature gives it; a nil
-// buffer (an optional one left out) spans nothing.
+// buffer (an optional one left out) spans nothing. Handle.do takes a
+// call's buffers so.
 type named struct {
 	name string
 	b    buffer

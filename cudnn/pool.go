@@ -123,11 +123,12 @@ func PoolForward[T Element](h *Handle, y, x Tensor[T], p Pool2D) error {
 	if y.Shape != out {
 		return errorf(op, cuda.ErrInvalidValue, "y is %v: want %v (PoolOutput)", y.Shape, out)
 	}
-	if err := aliased(op, []named{tensorBuf("y", y)}, tensorBuf("x", x)); err != nil {
+	outs, ins := []named{tensorBuf("y", y)}, []named{tensorBuf("x", x)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
 	dt := dataType[T]()
-	return h.do(op, []cuda.Memory{x.Data, y.Data}, func(c *call) (err error) {
+	return h.do(op, append(outs, ins...), func(c *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
 		xd, err := d.tensor(x.Shape, x.Layout, dt)
@@ -190,11 +191,12 @@ func PoolBackward[T Element](h *Handle, dx, y, dy, x Tensor[T], p Pool2D) error 
 	case dx.Shape != x.Shape:
 		return errorf(op, cuda.ErrInvalidValue, "dx is %v: want x's %v", dx.Shape, x.Shape)
 	}
-	if err := aliased(op, []named{tensorBuf("dx", dx)}, tensorBuf("y", y), tensorBuf("dy", dy), tensorBuf("x", x)); err != nil {
+	outs, ins := []named{tensorBuf("dx", dx)}, []named{tensorBuf("y", y), tensorBuf("dy", dy), tensorBuf("x", x)}
+	if err := aliased(op, outs, ins...); err != nil {
 		return err
 	}
 	dt := dataType[T]()
-	return h.do(op, []cuda.Memory{dx.Data, y.Data, dy.Data, x.Data}, func(c *call) (err error) {
+	return h.do(op, append(outs, ins...), func(c *call) (err error) {
 		d := &descs{op: op}
 		defer d.release(&err)
 		xd, err := d.tensor(x.Shape, x.Layout, dt)

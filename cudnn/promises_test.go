@@ -214,3 +214,38 @@ func TestPromiseClosedHandle(t *testing.T) {
 		t.Errorf("String of a closed Handle: %q", h.String())
 	}
 }
+
+// TestPromiseOtherContext: a buffer of another context than the handle's
+// is cuda.ErrInvalidValue naming it (Stream.Do, underneath, would name it
+// by its place among the call's memory, "memory 0").
+func TestPromiseOtherContext(t *testing.T) {
+	ctx, _, h := handle(t)
+	other := must(cuda.NewContext(cudatest.Device(t)))(t)
+	t.Cleanup(func() { other.Close() })
+	c := convCases[0]
+	ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+	x, w, y := empty[float32](t, ctx, c.x, cudnn.NCHW), empty[float32](t, ctx, c.w, cudnn.NCHW), empty[float32](t, ctx, ys, cudnn.NCHW)
+	ox, oy := empty[float32](t, other, c.x, cudnn.NCHW), empty[float32](t, other, ys, cudnn.NCHW)
+	bias, db := must(cuda.Alloc[float32](other, ys.C))(t), must(cuda.Alloc[float32](ctx, ys.C))(t)
+	t.Cleanup(func() { bias.Free(); db.Free() })
+	pool := cudnn.Pool2D{WindowH: 1, WindowW: 1}
+	bn := cudnn.BatchNorm{Scale: upload32(t, ctx, []float64{1, 1, 1}), Bias: upload32(t, ctx, []float64{0, 0, 0}),
+		Mean: upload32(t, ctx, []float64{0, 0, 0}), Var: upload32(t, other, []float64{1, 1, 1}), Epsilon: 1e-5}
+	for _, tc := range []struct {
+		name, arg string
+		err       error
+	}{
+		{"ConvForward x", "x.Data", cudnn.ConvForward(h, y, ox, w, c.p)},
+		{"ConvBackwardData dx", "dx.Data", cudnn.ConvBackwardData(h, ox, y, w, c.p)},
+		{"ConvBiasActivation bias", "bias", cudnn.ConvBiasActivation(h, y, x, w, bias, cudnn.ReLU, c.p)},
+		{"ConvBackwardBias dy", "dy.Data", cudnn.ConvBackwardBias(h, db, oy)},
+		{"PoolForward y", "y.Data", cudnn.PoolForward(h, ox, x, pool)},
+		{"BatchNormInference bn.Var", "bn.Var", cudnn.BatchNormInference(h, empty[float32](t, ctx, c.x, cudnn.NCHW), x, bn)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !errors.Is(tc.err, cuda.ErrInvalidValue) || tc.err == nil || !strings.Contains(tc.err.Error(), tc.arg+" belongs to another context") {
+				t.Errorf("%s of another context: %v; want ErrInvalidValue saying %q belongs to another context", tc.name, tc.err, tc.arg)
+			}
+		})
+	}
+}

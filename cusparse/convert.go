@@ -8,6 +8,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
+	"github.com/gocuda/cuda/internal/libhandle"
 )
 
 // Convert returns a in format f: a new Matrix in stream-ordered memory of
@@ -251,7 +252,7 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 	if err := d.check(name, "d"); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), operand{"d", d.Data.Context()}); err != nil {
+	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("d", d.Data)); err != nil {
 		return err
 	}
 	if d.Rows != a.rows || d.Cols != a.cols {
@@ -304,7 +305,7 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 	if err := d.check(name, "d"); err != nil {
 		return nil, err
 	}
-	if err := h.sameContext(name, operand{"d", d.Data.Context()}); err != nil {
+	if err := h.sameContext(name, libhandle.Arg("d", d.Data)); err != nil {
 		return nil, err
 	}
 	if err := checkShape[I](name, d.Rows, d.Cols, 0); err != nil {

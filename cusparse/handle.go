@@ -102,22 +102,10 @@ func (h *Handle) do(op string, mem []cuda.Memory, fn func(lh clib.Handle, work f
 	return h.core().Do(op, mem, func(c *libhandle.Call[errs]) error { return fn(h.raw.h, c.Work) })
 }
 
-// operand is an argument's name in errors and its context.
-type operand struct {
-	name string
-	ctx  *cuda.Context
-}
-
-// sameContext refuses, by its name, an operand of another context than
-// h's (Stream.Do would tell it only by its place among the call's memory).
+// sameContext refuses, by its name, an operand of another context than h's.
 // Called after the operands were checked for nil.
-func (h *Handle) sameContext(op string, operands ...operand) error {
-	for _, o := range operands {
-		if o.ctx != h.raw.ctx {
-			return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", o.name)
-		}
-	}
-	return nil
+func (h *Handle) sameContext(op string, operands ...libhandle.Operand) error {
+	return h.base.SameContext(op, operands...)
 }
 
 // Stream returns the stream h queues its work on.

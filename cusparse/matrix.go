@@ -9,6 +9,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
+	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -289,7 +290,7 @@ func (m *Matrix[I, T]) hold(op string) error {
 func (m *Matrix[I, T]) mem() []cuda.Memory { return []cuda.Memory{m.outer, m.inner, m.values} }
 
 // operand is m as an operand named name (Handle.sameContext).
-func (m *Matrix[I, T]) operand(name string) operand { return operand{name, m.values.Context()} }
+func (m *Matrix[I, T]) operand(name string) libhandle.Operand { return libhandle.Arg(name, m.values) }
 
 // hostMatrix is a matrix's arrays on the host.
 type hostMatrix[I Index, T Value] struct {

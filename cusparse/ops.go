@@ -8,6 +8,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/closed"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
+	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/lifetime"
 )
 
@@ -297,7 +298,7 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, true), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), operand{"x", x.Context()}, operand{"y", y.Context()}); err != nil {
+	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("x", x), libhandle.Arg("y", y)); err != nil {
 		return err
 	}
 	if err := checkOutput(name, "y", spanOf(y, rows), input{"x", []region{spanOf(x, cols)}}, input{"a's arrays", a.spans()}); err != nil {
@@ -375,7 +376,7 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, false), b.check(name, "b"), c.check(name, "c")); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), operand{"b", b.Data.Context()}, operand{"c", c.Data.Context()}); err != nil {
+	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("b", b.Data), libhandle.Arg("c", c.Data)); err != nil {
 		return err
 	}
 	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {
@@ -612,7 +613,7 @@ func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	if err := errors.Join(checkVec(name, "x", x, a.rows), checkVec(name, "y", y, a.rows)); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), operand{"x", x.Context()}, operand{"y", y.Context()}); err != nil {
+	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("x", x), libhandle.Arg("y", y)); err != nil {
 		return err
 	}
 	if err := checkOutput(name, "y", spanOf(y, a.rows), input{"a's arrays", a.spans()}); err != nil {
@@ -675,7 +676,7 @@ func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	if err := errors.Join(b.check(name, "b"), c.check(name, "c")); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), operand{"b", b.Data.Context()}, operand{"c", c.Data.Context()}); err != nil {
+	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("b", b.Data), libhandle.Arg("c", c.Data)); err != nil {
 		return err
 	}
 	if b.Rows != a.rows || c.Rows != a.rows || c.Cols != b.Cols {

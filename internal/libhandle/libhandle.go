@@ -126,6 +126,29 @@ func (c *Base[E]) RawStream() uintptr { return c.rawStream }
 // Context returns the handle's stream's context, nil for a zero one.
 func (c *Base[E]) Context() *cuda.Context { return c.ctx }
 
+// Operand names a call's argument in errors, with its context.
+type Operand struct {
+	Name string
+	Ctx  *cuda.Context
+}
+
+// Arg is buffer b as an Operand named name.
+func Arg[T any](name string, b *cuda.DeviceBuffer[T]) Operand {
+	return Operand{Name: name, Ctx: b.Context()}
+}
+
+// SameContext refuses, by its name, an operand of another context than
+// the handle's: Stream.Do, under Do, can tell one only by its place among
+// the call's memory ("memory 3").
+func (c *Base[E]) SameContext(op string, operands ...Operand) error {
+	for _, o := range operands {
+		if o.Ctx != c.ctx {
+			return c.errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", o.Name)
+		}
+	}
+	return nil
+}
+
 // Valid returns the error for a nil or zero handle: c is nil for a nil
 // *Handle (a package's Handle has no Base to give then).
 func (c *Base[E]) Valid(op string) error {
