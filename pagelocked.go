@@ -51,7 +51,9 @@ type lockedUses struct {
 	// the first's streams (else it could unlock the memory first).
 	drainMu sync.Mutex
 	mu      sync.Mutex
-	streams []*Stream
+	// streams are weak, as streamUsers' are: a forgotten stream's
+	// cleanup waits for its work.
+	streams []weak.Pointer[Stream]
 	// draining refuses new copies from the drain until the memory is
 	// released and forgotten (or the release failed: reopen).
 	draining bool
@@ -72,7 +74,11 @@ func (u *lockedUses) drain(op string) error {
 	streams := u.streams
 	u.streams = nil
 	u.mu.Unlock()
-	for i, s := range streams {
+	for i, w := range streams {
+		s := w.Value()
+		if s == nil {
+			continue
+		}
 		if err := s.Synchronize(); err != nil && !errors.Is(err, ErrClosed) {
 			u.reopen(streams[i:])
 			var e *Error
@@ -89,7 +95,7 @@ func (u *lockedUses) drain(op string) error {
 
 // reopen takes copies again after a release that failed, with streams
 // still to wait for.
-func (u *lockedUses) reopen(streams []*Stream) {
+func (u *lockedUses) reopen(streams []weak.Pointer[Stream]) {
 	if u == nil {
 		return
 	}
@@ -99,13 +105,13 @@ func (u *lockedUses) reopen(streams []*Stream) {
 	u.streams = append(streams, u.streams...)
 }
 
-// add records s, under u.mu, forgetting streams closed since.
+// add records s, under u.mu, forgetting streams closed or collected
+// since.
 func (u *lockedUses) add(s *Stream) {
-	if slices.Contains(u.streams, s) {
+	if slices.Contains(u.streams, s.self) {
 		return
 	}
-	u.streams = slices.DeleteFunc(u.streams, func(s *Stream) bool { return s.lt.IsClosed() })
-	u.streams = append(u.streams, s)
+	u.streams = append(slices.DeleteFunc(u.streams, gone), s.self)
 }
 
 // queueOnLocked runs queue, which queues an asynchronous copy of host on

@@ -123,6 +123,8 @@ func (p PeerPath) String() string {
 // device), and returns once the copy is done, and which way it went: direct
 // where dst's context has peer access to src's, else staged through host
 // memory by the driver. The two have the same length and may not overlap.
+// It returns, with an error too, only once the copy is done or can no
+// longer run: either buffer may be freed then.
 func CopyPeer[T any](dst, src *DeviceBuffer[T]) (PeerPath, error) {
 	return copyPeer("CopyPeer", dst, src, nil)
 }
@@ -218,7 +220,15 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 			return path, err
 		}
 		dctx.legacyQueue()
-		return path, dctx.settleLegacy(op)
+		if err := dctx.settleLegacy(op); err != nil {
+			// The copy may still be running, and src's Free would not
+			// wait for it (it is dst's context's work): wait for that
+			// whole context before returning the error. A context whose
+			// waits fail for good (a fault) runs no more work.
+			driver.CtxSynchronize(dctx.handle)
+			return path, err
+		}
+		return path, nil
 	}
 	if err := s.willQueue(op); err != nil {
 		return 0, err

@@ -267,4 +267,10 @@ func TestOwnStreamNotRecorded(t *testing.T) {
 	if got := cuda.StreamUsers(y); got != 1 {
 		t.Errorf("%d streams recorded after work on another stream; want 1", got)
 	}
+	// y's Free queues its release on s, which other's memset must not
+	// outlive (Free's doc: the caller orders other streams' uses first;
+	// the fake faults a memset of memory freed under it).
+	if err := other.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -280,20 +280,35 @@ static void record_now(CUevent e) {
 enum host_range { HOST_PAGEABLE, HOST_LOCKED, HOST_SPLIT };
 static enum host_range host_range(const void *p, size_t n);
 
+// faulted reports whether o, a copy or memset, touches memory gone since
+// it was queued, and sets its context's sticky error then (see struct op).
+static int faulted(struct op *o) {
+	if (!o->ctx || o->n == 0) return 0;
+	size_t bytes = o->n * (o->kind == OP_SET16 ? 2 : o->kind == OP_SET32 ? 4 : 1);
+	if ((o->checks & OP_CHECK_LOCKED) && host_range(o->host, bytes) != HOST_LOCKED) {
+		o->ctx->sticky = LAUNCH_FAILED;
+		return 1;
+	}
+	if (((o->checks & OP_CHECK_DST) && !range_ok((CUdeviceptr)(uintptr_t)o->dst, bytes)) ||
+	    ((o->checks & OP_CHECK_SRC) && !range_ok((CUdeviceptr)(uintptr_t)o->src, bytes))) {
+		o->ctx->sticky = ILLEGAL_ADDRESS;
+		return 1;
+	}
+	return 0;
+}
+
 void run_op(struct op *o) {
 	switch (o->kind) {
 	case OP_COPY:
-		if (o->dma && host_range(o->host, o->n) != HOST_LOCKED) {
-			o->dma->sticky = LAUNCH_FAILED;
-			break;
-		}
-		memmove(o->dst, o->src, o->n);
+		if (!faulted(o)) memmove(o->dst, o->src, o->n);
 		break;
 	case OP_COPY_STAGED: // src is the fake's own staging copy
-		memmove(o->dst, o->src, o->n);
+		if (!faulted(o)) memmove(o->dst, o->src, o->n);
 		free((void *)o->src);
 		break;
-	case OP_SET8: case OP_SET16: case OP_SET32: fill(o->dst, o->kind, o->value, o->n); break;
+	case OP_SET8: case OP_SET16: case OP_SET32:
+		if (!faulted(o)) fill(o->dst, o->kind, o->value, o->n);
+		break;
 	case OP_RECORD: record_now(o->event); break;
 	case OP_WAIT:
 		pthread_mutex_lock(&mu);
@@ -1369,8 +1384,10 @@ EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
 
 #define DEV(p) ((void *)(uintptr_t)(p))
 
-static CUresult copy(CUstream s, void *dst, const void *src, size_t n) {
-	struct op o = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
+// copy queues a copy on s; checks says which of dst and src are device
+// memory, to be checked when it runs (OP_CHECK_DST, OP_CHECK_SRC).
+static CUresult copy(CUstream s, void *dst, const void *src, size_t n, unsigned checks) {
+	struct op o = {.kind = OP_COPY, .dst = dst, .src = src, .n = n, .ctx = current, .checks = checks};
 	return enqueue(s, o);
 }
 
@@ -1385,12 +1402,12 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 	if (c == HOST_SPLIT) return INVALID_VALUE;
 	if (c == HOST_LOCKED) {
 		drain_legacy();
-		return copy(NULL, DEV(dst), src, n);
+		return copy(NULL, DEV(dst), src, n, OP_CHECK_DST);
 	}
 	void *staged = malloc(n ? n : 1);
 	if (!staged) return OUT_OF_MEMORY;
 	memcpy(staged, src, n);
-	struct op o = {.kind = OP_COPY_STAGED, .dst = DEV(dst), .src = staged, .n = n};
+	struct op o = {.kind = OP_COPY_STAGED, .dst = DEV(dst), .src = staged, .n = n, .ctx = current, .checks = OP_CHECK_DST};
 	return enqueue(legacy_stream(), o);
 }
 
@@ -1402,7 +1419,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
 	if (host_range(dst, n) == HOST_SPLIT) return INVALID_VALUE;
 	drain_legacy();
-	return copy(NULL, dst, DEV(src), n);
+	return copy(NULL, dst, DEV(src), n, OP_CHECK_SRC);
 }
 
 // A device-to-device copy is queued on the legacy stream.
@@ -1410,7 +1427,7 @@ EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 	FAULT("cuMemcpyDtoD_v2");
 	REQUIRE_CTX();
 	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
-	return copy(legacy_stream(), DEV(dst), DEV(src), n);
+	return copy(legacy_stream(), DEV(dst), DEV(src), n, OP_CHECK_DST | OP_CHECK_SRC);
 }
 
 EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
@@ -1419,8 +1436,8 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
 	if (!src || !range_ok(dst, n)) return INVALID_VALUE;
 	enum host_range c = host_range(src, n);
 	if (c == HOST_SPLIT) return INVALID_VALUE;
-	struct op o = {.kind = OP_COPY, .dst = DEV(dst), .src = src, .n = n};
-	if (c == HOST_LOCKED) o.dma = current, o.host = src;
+	struct op o = {.kind = OP_COPY, .dst = DEV(dst), .src = src, .n = n, .ctx = current, .checks = OP_CHECK_DST};
+	if (c == HOST_LOCKED) o.checks |= OP_CHECK_LOCKED, o.host = src;
 	return enqueue(s, o);
 }
 
@@ -1430,8 +1447,8 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstr
 	if (!dst || !range_ok(src, n)) return INVALID_VALUE;
 	enum host_range c = host_range(dst, n);
 	if (c == HOST_SPLIT) return INVALID_VALUE;
-	struct op o = {.kind = OP_COPY, .dst = dst, .src = DEV(src), .n = n};
-	if (c == HOST_LOCKED) o.dma = current, o.host = dst;
+	struct op o = {.kind = OP_COPY, .dst = dst, .src = DEV(src), .n = n, .ctx = current, .checks = OP_CHECK_SRC};
+	if (c == HOST_LOCKED) o.checks |= OP_CHECK_LOCKED, o.host = dst;
 	return enqueue(s, o);
 }
 
@@ -1439,13 +1456,13 @@ EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
 	FAULT("cuMemcpyDtoDAsync_v2");
 	REQUIRE_CTX();
 	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
-	return copy(s, DEV(dst), DEV(src), n);
+	return copy(s, DEV(dst), DEV(src), n, OP_CHECK_DST | OP_CHECK_SRC);
 }
 
 static CUresult set(CUstream s, enum op_kind k, CUdeviceptr dst, unsigned v, size_t n, size_t width) {
 	if (n > SIZE_MAX / width || !range_ok(dst, n * width)) return INVALID_VALUE;
 	if (dst % width) return INVALID_VALUE;
-	struct op o = {.kind = k, .dst = DEV(dst), .value = v, .n = n};
+	struct op o = {.kind = k, .dst = DEV(dst), .value = v, .n = n, .ctx = current, .checks = OP_CHECK_DST};
 	return enqueue(s, o);
 }
 
@@ -1596,7 +1613,7 @@ static int contexts_live(CUcontext a, CUcontext b) {
 static CUresult peer_copy(CUstream s, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
 	if (!contexts_live(dctx, sctx)) return INVALID_CONTEXT;
 	if (!range_ok(dst, n) || !range_ok(src, n)) return INVALID_VALUE;
-	return copy(s, DEV(dst), DEV(src), n);
+	return copy(s, DEV(dst), DEV(src), n, OP_CHECK_DST | OP_CHECK_SRC);
 }
 
 EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {

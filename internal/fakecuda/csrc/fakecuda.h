@@ -117,6 +117,9 @@ struct launch;
 struct coll_part;
 struct blas_op;
 struct lib_job;
+// What a copy or memset checks when it runs (struct op's checks).
+enum { OP_CHECK_DST = 1, OP_CHECK_SRC = 2, OP_CHECK_LOCKED = 4 };
+
 struct op {
 	enum op_kind kind;
 	void *dst;
@@ -132,13 +135,15 @@ struct op {
 	struct fake_cond *cond;  // OP_COND, OP_CONDRESET: the condition
 	struct fake_graph *body; // OP_COND: the body run while (or if) it holds
 	int loop;                // OP_COND: a while node, not an if
-	// OP_COPY between the device and page-locked host memory (a DMA): the
-	// copy's context, whose sticky error the copy sets instead if the host
-	// memory is no longer page-locked when it runs, as a GPU's DMA engine
-	// faults (CUDA_ERROR_LAUNCH_FAILED on an H100) on memory unregistered
-	// or freed under it.
-	CUcontext dma;
-	const void *host;
+	// A copy's or memset's context, whose sticky error it sets instead of
+	// running when memory it touches is gone by the time it runs, as a
+	// GPU's copy engine faults: device memory freed (a stream-ordered free
+	// that overtook it: CUDA_ERROR_ILLEGAL_ADDRESS), page-locked host
+	// memory unregistered or freed under a DMA (CUDA_ERROR_LAUNCH_FAILED
+	// on an H100). checks says what to check (OP_CHECK_*).
+	CUcontext ctx;
+	unsigned checks;
+	const void *host; // OP_CHECK_LOCKED: the host memory of the DMA
 	struct op *next;
 };
 struct fake_stream {
