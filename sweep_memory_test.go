@@ -207,5 +207,38 @@ func sweepMemory() []sweep.Case {
 				r := must(cuda.Register(e.Ctx, make([]byte, 8192)))(t)
 				return r.Close, sweep.CloseAgain(func() error { return nil }, r.Close)
 			}},
+		// The releases with an asynchronous copy queued on the memory: they
+		// wait for its stream first. A failed wait or release names the
+		// release, leaves the memory usable (a copy queued again) and a
+		// second release succeeds.
+		{Name: "Registered.Close with a copy queued", Covers: []string{"Registered.Close"},
+			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
+				host := make([]byte, 8192)
+				r := must(cuda.Register(e.Ctx, host))(t)
+				return releaseWithCopyQueued(t, e, host, "Registered.Close", r.Close)
+			}},
+		{Name: "PinnedBuffer.Free with a copy queued", Covers: []string{"PinnedBuffer.Free"},
+			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
+				p := must(cuda.AllocPinned[byte](e.Ctx, 8192))(t)
+				return releaseWithCopyQueued(t, e, p.Data(), "PinnedBuffer.Free", p.Free)
+			}},
+	}
+}
+
+// releaseWithCopyQueued queues a copy from host, page-locked memory, on
+// e.S, and returns release as the operation, with its after: a failed
+// release names op, a copy can still be queued on the memory, and a
+// second release succeeds.
+func releaseWithCopyQueued(t *testing.T, e *sweep.Env, host []byte, op string, release func() error) (func() error, func(*testing.T, error)) {
+	t.Helper()
+	dev := must(cuda.Alloc[byte](e.Ctx, len(host)))(t)
+	if err := dev.CopyFromHostAsync(host, e.S); err != nil {
+		t.Fatal(err)
+	}
+	return release, func(t *testing.T, err error) {
+		sweep.CloseRetried(op, false, func() error { return dev.CopyFromHostAsync(host, e.S) }, release)(t, err)
+		if err := sweep.FirstErr(e.S.Synchronize, dev.Free); err != nil {
+			t.Errorf("%s: release: %v", op, err)
+		}
 	}
 }
