@@ -138,11 +138,15 @@ func Arg[T any](name string, b *cuda.DeviceBuffer[T]) Operand {
 }
 
 // SameContext refuses, by its name, an operand of another context than
-// the handle's: Stream.Do, under Do, can tell one only by its place among
-// the call's memory ("memory 3").
+// the handle's, or of none (a zero DeviceBuffer): Stream.Do, under Do, can
+// tell one only by its place among the call's memory ("memory 3").
 func (c *Base[E]) SameContext(op string, operands ...Operand) error {
 	for _, o := range operands {
-		if o.Ctx != c.ctx {
+		switch o.Ctx {
+		case c.ctx:
+		case nil:
+			return c.errorf(op, cuda.ErrInvalidValue, "%s is a zero cuda.DeviceBuffer: make one with cuda.Alloc or cuda.FromHost", o.Name)
+		default:
 			return c.errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", o.Name)
 		}
 	}

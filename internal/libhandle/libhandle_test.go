@@ -416,3 +416,19 @@ func TestCapture(t *testing.T) {
 	}
 	wantErr(t, "a work buffer that must grow, while capturing", grows, cuda.ErrNotSupported, "the stream captures and a work buffer must grow to 8192 bytes")
 }
+
+// TestSameContext: an operand of the handle's context passes; one of
+// another context, or of none (a zero DeviceBuffer), is refused by its
+// name with the library's error.
+func TestSameContext(t *testing.T) {
+	ctx := cudatest.Context(t)
+	h := newHandle(t, cudatest.Stream(t, ctx), 1)
+	other := cudatest.Context(t)
+	mine, theirs := cudatest.Must(cuda.Alloc[float32](ctx, 4))(t), cudatest.Must(cuda.Alloc[float32](other, 4))(t)
+	t.Cleanup(func() { mine.Free(); theirs.Free() })
+	if err := h.base.SameContext("Op", libhandle.Arg("x", mine)); err != nil {
+		t.Errorf("an operand of the handle's context: %v", err)
+	}
+	wantErr(t, "another context", h.base.SameContext("Op", libhandle.Arg("x", mine), libhandle.Arg("y", theirs)), cuda.ErrInvalidValue, "y belongs to another context than the handle")
+	wantErr(t, "a zero buffer", h.base.SameContext("Op", libhandle.Arg("b", &cuda.DeviceBuffer[float32]{})), cuda.ErrInvalidValue, "b is a zero cuda.DeviceBuffer")
+}

@@ -1,0 +1,68 @@
+package cuda_test
+
+import (
+	"errors"
+	"testing"
+
+	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/cudatest"
+)
+
+// TestFakeFaultsUseAfterFree: the fake is as strict as a GPU where work
+// outlives the memory it touches, so that a test of gocuda's ordering can
+// fail on it: a kernel, a memset or a copy queued on one stream, its
+// buffer freed in stream order on another before it ran, faults its
+// context (CUDA_ERROR_ILLEGAL_ADDRESS) instead of touching freed memory.
+// The misuse is the test's own (Free's doc leaves that order to the
+// caller); on a GPU the result would be undefined, so it runs on the fake
+// only.
+func TestFakeFaultsUseAfterFree(t *testing.T) {
+	if !cudatest.IsFake() {
+		t.Skip("a deliberate use after free: the fake's fault only")
+	}
+	const n = 1 << 12
+	for _, tt := range []struct {
+		name string
+		use  func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error
+	}{
+		{"kernel", func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
+			x := must(cuda.FromHost(ctx, make([]float32, n)))(t)
+			t.Cleanup(func() { x.Free() })
+			saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
+			return saxpy.Launch(cuda.LaunchConfigFor(n, s), float32(1), x, y, uint32(n))
+		}},
+		{"memset", func(t *testing.T, _ *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
+			return y.Memset32Async(7, s)
+		}},
+		{"copy", func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
+			return y.CopyToHostAsync(make([]float32, n), s)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+			defer ctx.Close()
+			s, other := must(ctx.NewStream())(t), must(ctx.NewStream())(t)
+			y := must(cuda.AllocAsync[float32](s, n))(t)
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			// A large memset first keeps other busy for milliseconds: the
+			// use then runs after the free, which s runs at once.
+			z := must(cuda.Alloc[byte](ctx, 64<<20))(t)
+			defer z.Free()
+			if err := z.Memset8Async(1, other); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.use(t, ctx, y, other); err != nil {
+				t.Fatal(err)
+			}
+			if err := y.Free(); err != nil { // on s, not ordered after other's work
+				t.Fatal(err)
+			}
+			var e *cuda.Error
+			if err := other.Synchronize(); !errors.As(err, &e) || e.Code != cuda.Result(700) {
+				t.Errorf("Synchronize after the %s ran on freed memory: %v; want CUDA_ERROR_ILLEGAL_ADDRESS", tt.name, err)
+			}
+		})
+	}
+}
