@@ -1,10 +1,8 @@
 package compute_test
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -13,14 +11,6 @@ import (
 )
 
 // The package docs' promises at their edges, as a user reads them.
-
-// wantErr fails t unless err wraps sentinel and says want.
-func wantErr(t *testing.T, what string, err, sentinel error, want string) {
-	t.Helper()
-	if !errors.Is(err, sentinel) || !strings.Contains(fmt.Sprint(err), want) {
-		t.Errorf("%s: %v; want an error wrapping %v saying %q", what, err, sentinel, want)
-	}
-}
 
 // view uploads x into a buffer of off more elements and returns the view
 // of x at element off (misaligned for 16-byte vectors where off is odd).
@@ -73,7 +63,7 @@ func TestPromisesRawKernelEmptyGrid(t *testing.T) {
 		t.Helper()
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				wantErr(t, "RawKernel.Launch of an empty grid", k.Launch(tc.cfg, tc.args...), tc.sentinel, tc.want)
+				cudatest.WantErr(t, "RawKernel.Launch of an empty grid", k.Launch(tc.cfg, tc.args...), tc.sentinel, tc.want)
 			})
 		}
 	}
@@ -107,7 +97,7 @@ func TestPromisesRawKernelClosedContext(t *testing.T) {
 	}
 	k := must(compute.NewRawKernel(rowSums, "scale"))(t)
 	_, err := k.Function(ctx)
-	wantErr(t, "Function in a closed context", err, cuda.ErrClosed, "")
+	cudatest.WantErr(t, "Function in a closed context", err, cuda.ErrClosed, "")
 }
 
 // TestPromisesKeywordNames: a parameter's name is a C identifier; a C++
@@ -120,10 +110,10 @@ func TestPromisesKeywordNames(t *testing.T) {
 		{"float32 class, float32 x", "float32 y", "InParams"},
 	} {
 		_, err := compute.NewElementwise(compute.ElementwiseSpec{Name: "k", InParams: tc.in, OutParams: tc.out, Operation: "y = x"})
-		wantErr(t, tc.in+" -> "+tc.out, err, cuda.ErrInvalidValue, tc.field)
+		cudatest.WantErr(t, tc.in+" -> "+tc.out, err, cuda.ErrInvalidValue, tc.field)
 	}
 	_, err := compute.NewElementwise(compute.ElementwiseSpec{Name: "float", InParams: "float32 x", OutParams: "float32 y", Operation: "y = x"})
-	wantErr(t, "kernel named float", err, cuda.ErrInvalidValue, "Name")
+	cudatest.WantErr(t, "kernel named float", err, cuda.ErrInvalidValue, "Name")
 }
 
 // TestPromisesArgBoundaries: ArgMax and ArgMin around one block's

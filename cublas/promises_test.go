@@ -1,7 +1,6 @@
 package cublas_test
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -15,14 +14,6 @@ import (
 // The docs' promises at their edges, as an outside reader of them tests
 // them: empty problems on closed handles and streams and with freed
 // buffers, beta 0 over NaN, and the zero values.
-
-// wantErr checks that err matches is and says want.
-func wantErr(t *testing.T, what string, err, is error, want string) {
-	t.Helper()
-	if err == nil || !errors.Is(err, is) || !strings.Contains(err.Error(), want) {
-		t.Errorf("%s: %v; want an error matching %v that says %q", what, err, is, want)
-	}
-}
 
 // emptyCalls are calls of every function on problems with no elements
 // (or, for Gemv, no columns: y = beta·y for each beta), of operands of
@@ -95,7 +86,7 @@ func TestPromisesEmptyClosed(t *testing.T) {
 	}{{"closed handle", closedHandle}, {"closed stream", onClosedStream}} {
 		for _, tc := range emptyCalls(h.h, buf) {
 			t.Run(h.name+"/"+tc.name, func(t *testing.T) {
-				wantErr(t, tc.name+" on a "+h.name, tc.call(), cuda.ErrClosed, "closed")
+				cudatest.WantErr(t, tc.name+" on a "+h.name, tc.call(), cuda.ErrClosed, "closed")
 			})
 		}
 	}
@@ -129,7 +120,7 @@ func TestPromisesEmptyFreed(t *testing.T) {
 					k++
 					return v
 				}
-				wantErr(t, fmt.Sprintf("%s with operand %d freed", name, freed), emptyCalls(h, buf)[i].call(), cuda.ErrClosed, "closed")
+				cudatest.WantErr(t, fmt.Sprintf("%s with operand %d freed", name, freed), emptyCalls(h, buf)[i].call(), cuda.ErrClosed, "closed")
 			})
 		}
 	}
@@ -221,7 +212,7 @@ func TestPromisesZeroValues(t *testing.T) {
 		{"Matmul with a zero bias", cublas.Matmul(h, 1, cublas.NewMatrix(x, 2, 2), cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2), 0,
 			cublas.NewMatrix(cudatest.Upload(t, ctx, make([]float32, 4)), 2, 2), cublas.NoEpilogue, zb), ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name, tc.err, cuda.ErrInvalidValue, tc.says) })
+		t.Run(tc.name, func(t *testing.T) { cudatest.WantErr(t, tc.name, tc.err, cuda.ErrInvalidValue, tc.says) })
 	}
 	var zh cublas.Handle
 	if got := zh.String(); !strings.Contains(got, "zero") {

@@ -2,7 +2,6 @@ package cufft_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -13,14 +12,6 @@ import (
 // The docs' promises at their edges, as an outside reader of them tests
 // them: closed streams and plans, freed buffers, the zero values, and
 // transforms of one element.
-
-// wantErr checks that err matches is and says want.
-func wantErr(t *testing.T, what string, err, is error, want string) {
-	t.Helper()
-	if err == nil || !errors.Is(err, is) || !strings.Contains(err.Error(), want) {
-		t.Errorf("%s: %v; want an error matching %v that says %q", what, err, is, want)
-	}
-}
 
 // freed returns a buffer of n elements of ctx, freed.
 func freed[T any](t *testing.T, ctx *cuda.Context, n int) *cuda.DeviceBuffer[T] {
@@ -46,8 +37,8 @@ func TestPromisesClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "ExecC2C on a closed stream", c2c.ExecC2C(c, c, cufft.Forward), cuda.ErrClosed, "closed")
-	wantErr(t, "ExecR2C of an unaligned src on a closed stream", r2c.ExecR2C(spec, odd), cuda.ErrClosed, "closed")
+	cudatest.WantErr(t, "ExecC2C on a closed stream", c2c.ExecC2C(c, c, cufft.Forward), cuda.ErrClosed, "closed")
+	cudatest.WantErr(t, "ExecR2C of an unaligned src on a closed stream", r2c.ExecR2C(spec, odd), cuda.ErrClosed, "closed")
 	for _, p := range []*cufft.Plan{c2c, r2c} {
 		if err := p.Close(); err != nil {
 			t.Errorf("Close of a %v plan whose stream is closed: %v", p.Type(), err)
@@ -56,7 +47,7 @@ func TestPromisesClosed(t *testing.T) {
 			t.Errorf("second Close: %v", err)
 		}
 	}
-	wantErr(t, "ExecC2C after Close", c2c.ExecC2C(c, c, cufft.Forward), cuda.ErrClosed, "closed")
+	cudatest.WantErr(t, "ExecC2C after Close", c2c.ExecC2C(c, c, cufft.Forward), cuda.ErrClosed, "closed")
 
 	s2 := cudatest.Stream(t, ctx)
 	p := must(cufft.NewPlan(s2, cufft.C2C, []int{4}, 1))(t)
@@ -77,7 +68,7 @@ func TestPromisesClosed(t *testing.T) {
 		{"ExecC2R into a freed dst", pc.ExecC2R(freed[float32](t, ctx, 4), spec)},
 		{"ExecC2R of a freed src", pc.ExecC2R(cudatest.Upload(t, ctx, make([]float32, 4)), freed[complex64](t, ctx, 3))},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name, tc.err, cuda.ErrClosed, "closed") })
+		t.Run(tc.name, func(t *testing.T) { cudatest.WantErr(t, tc.name, tc.err, cuda.ErrClosed, "closed") })
 	}
 }
 
@@ -91,13 +82,13 @@ func TestPromisesZeroValues(t *testing.T) {
 	if shape, batch := p.Shape(); shape != nil || batch != 0 {
 		t.Errorf("a zero Plan's Shape: %v, %d", shape, batch)
 	}
-	wantErr(t, "Close of a zero Plan", p.Close(), cuda.ErrInvalidValue, "zero")
-	wantErr(t, "ExecZ2D of a zero Plan", p.ExecZ2D(nil, nil), cuda.ErrInvalidValue, "zero")
+	cudatest.WantErr(t, "Close of a zero Plan", p.Close(), cuda.ErrInvalidValue, "zero")
+	cudatest.WantErr(t, "ExecZ2D of a zero Plan", p.ExecZ2D(nil, nil), cuda.ErrInvalidValue, "zero")
 	var c cufft.Plans
 	if c.Len() != 0 {
 		t.Errorf("a zero Plans' Len: %d", c.Len())
 	}
-	wantErr(t, "Close of a zero Plans", c.Close(), cuda.ErrInvalidValue, "zero")
+	cudatest.WantErr(t, "Close of a zero Plans", c.Close(), cuda.ErrInvalidValue, "zero")
 	if _, err := cufft.NewPlans(nil); !errors.Is(err, cuda.ErrInvalidValue) {
 		t.Errorf("NewPlans(nil): %v", err)
 	}

@@ -1,7 +1,6 @@
 package curand_test
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -14,14 +13,6 @@ import (
 // The docs' promises at their edges, as an outside reader of them tests
 // them: empty and odd fills on closed generators and streams and into
 // freed buffers, the zero values, and seeds.
-
-// wantErr checks that err matches is and says want.
-func wantErr(t *testing.T, what string, err, is error, want string) {
-	t.Helper()
-	if err == nil || !errors.Is(err, is) || !strings.Contains(err.Error(), want) {
-		t.Errorf("%s: %v; want an error matching %v that says %q", what, err, is, want)
-	}
-}
 
 // fills are a call of each filling function into buffers of n elements
 // that buf makes, on g; odd and unaligned counts go through scratch
@@ -65,11 +56,11 @@ func TestPromisesClosed(t *testing.T) {
 		g    *curand.Generator
 	}{{"closed generator", closedGen}, {"closed stream", onClosed}} {
 		for _, tc := range fills(g.g, f, u) {
-			t.Run(g.name+"/"+tc.name, func(t *testing.T) { wantErr(t, tc.name+" on a "+g.name, tc.call(), cuda.ErrClosed, "closed") })
+			t.Run(g.name+"/"+tc.name, func(t *testing.T) { cudatest.WantErr(t, tc.name+" on a "+g.name, tc.call(), cuda.ErrClosed, "closed") })
 		}
-		wantErr(t, "SetSeed on a "+g.name, g.g.SetSeed(2), cuda.ErrClosed, "closed")
-		wantErr(t, "SetOffset on a "+g.name, g.g.SetOffset(2), cuda.ErrClosed, "closed")
-		wantErr(t, "SetOrdering on a "+g.name, g.g.SetOrdering(curand.OrderingSeeded), cuda.ErrClosed, "closed")
+		cudatest.WantErr(t, "SetSeed on a "+g.name, g.g.SetSeed(2), cuda.ErrClosed, "closed")
+		cudatest.WantErr(t, "SetOffset on a "+g.name, g.g.SetOffset(2), cuda.ErrClosed, "closed")
+		cudatest.WantErr(t, "SetOrdering on a "+g.name, g.g.SetOrdering(curand.OrderingSeeded), cuda.ErrClosed, "closed")
 	}
 	if err := onClosed.Close(); err != nil {
 		t.Errorf("Close of a generator whose stream is closed: %v", err)
@@ -96,7 +87,9 @@ func TestPromisesClosed(t *testing.T) {
 		return v
 	}
 	for _, tc := range fills(g, freedF, freedU) {
-		t.Run("freed/"+tc.name, func(t *testing.T) { wantErr(t, tc.name+" into a freed buffer", tc.call(), cuda.ErrClosed, "closed") })
+		t.Run("freed/"+tc.name, func(t *testing.T) {
+			cudatest.WantErr(t, tc.name+" into a freed buffer", tc.call(), cuda.ErrClosed, "closed")
+		})
 	}
 	// Still usable, and nothing left behind by the failed calls.
 	if err := curand.Normal(g, f(3), 0, 1); err != nil {
@@ -122,7 +115,7 @@ func TestPromisesZeroValues(t *testing.T) {
 		{"Poisson", g.Poisson(u, 1)},
 		{"Normal", curand.Normal(&g, must(cuda.ViewAs[float32](u))(t), 0, 1)},
 	} {
-		wantErr(t, tc.name+" of a zero Generator", tc.err, cuda.ErrInvalidValue, "zero")
+		cudatest.WantErr(t, tc.name+" of a zero Generator", tc.err, cuda.ErrInvalidValue, "zero")
 	}
 	if s := curand.RNG(5).String(); !strings.Contains(s, "5") {
 		t.Errorf("RNG(5): %q", s)

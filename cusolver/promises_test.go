@@ -2,7 +2,6 @@ package cusolver_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -13,14 +12,6 @@ import (
 // The docs' promises at their edges, as an outside reader of them tests
 // them: closed handles, freed buffers and factors, zero values, empty
 // problems, and small results against a reference worked by hand.
-
-// wantErr checks that err matches is and says want.
-func wantErr(t *testing.T, what string, err, is error, want string) {
-	t.Helper()
-	if err == nil || !errors.Is(err, is) || !strings.Contains(err.Error(), want) {
-		t.Errorf("%s: %v; want an error matching %v that says %q", what, err, is, want)
-	}
-}
 
 // TestPromisesClosedHandle: a closed handle is cuda.ErrClosed in every
 // call, a problem with no elements too: "nothing to do" does not make a
@@ -74,7 +65,7 @@ func TestPromisesClosedHandle(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, tc.name+" on a closed handle", tc.call(), cuda.ErrClosed, "closed")
+			cudatest.WantErr(t, tc.name+" on a closed handle", tc.call(), cuda.ErrClosed, "closed")
 		})
 	}
 	// What the factors' holders do needs no handle: Err reads the info
@@ -131,7 +122,7 @@ func TestPromisesFreed(t *testing.T) {
 		{"QRQ of freed factors", cusolver.QRQ(h, qrFreed, colOf(buf(0, 0, 0, 0), 2, 2)), "freed"},
 		{"ApplyQ of freed factors", cusolver.ApplyQ(h, qrFreed, colOf(buf(1, 2), 2, 1), true), "freed"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name, tc.err, cuda.ErrClosed, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { cudatest.WantErr(t, tc.name, tc.err, cuda.ErrClosed, tc.want) })
 	}
 }
 
@@ -173,7 +164,7 @@ func TestPromisesZeroValues(t *testing.T) {
 		{"QRFactors.Free", (&cusolver.QRFactors[float64]{}).Free()},
 		{"Info.Free", (&cusolver.Info{}).Free()},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name+" of a zero value", tc.err, cuda.ErrInvalidValue, "") })
+		t.Run(tc.name, func(t *testing.T) { cudatest.WantErr(t, tc.name+" of a zero value", tc.err, cuda.ErrInvalidValue, "") })
 	}
 	if s, d := zh.Stream(), 0; s != nil {
 		t.Errorf("zero Handle's Stream = %v, want nil", s)
@@ -225,13 +216,13 @@ func TestPromisesSmall(t *testing.T) {
 			s := must(cusolver.LU(h, upload[float64](t, ctx, dense{2, 2, []complex128{1, 2, 2, 4}}, layout)))(t)
 			defer s.Free()
 			for range 2 { // read once, the same after
-				wantErr(t, "Err of a singular LU", s.Err(), cusolver.ErrSingular, "pivot 2 is exactly zero (U(2,2), 1-based)")
+				cudatest.WantErr(t, "Err of a singular LU", s.Err(), cusolver.ErrSingular, "pivot 2 is exactly zero (U(2,2), 1-based)")
 			}
 
 			// Not positive definite at the minor of order 2: [[1, 2], [2, 1]].
 			for _, tri := range triangles {
 				c := must(cusolver.Cholesky(h, upload[float64](t, ctx, dense{2, 2, []complex128{1, 2, 2, 1}}, layout), tri))(t)
-				wantErr(t, "Cholesky's Err "+tri.String(), c.Err(), cusolver.ErrNotPositiveDefinite, "the leading minor of order 2 is not positive definite")
+				cudatest.WantErr(t, "Cholesky's Err "+tri.String(), c.Err(), cusolver.ErrNotPositiveDefinite, "the leading minor of order 2 is not positive definite")
 				if err := c.Free(); err != nil {
 					t.Errorf("Free after Err: %v", err)
 				}
@@ -254,8 +245,8 @@ func TestPromisesClosedStreamAndContext(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		wantErr(t, "LU on a closed stream", errOf(cusolver.LU(h, a)), cuda.ErrClosed, "closed")
-		wantErr(t, "Solve of no right-hand sides on a closed stream", cusolver.Solve(h, f, cudatest.Upload(t, ctx, []float64{}), 0), cuda.ErrClosed, "closed")
+		cudatest.WantErr(t, "LU on a closed stream", errOf(cusolver.LU(h, a)), cuda.ErrClosed, "closed")
+		cudatest.WantErr(t, "Solve of no right-hand sides on a closed stream", cusolver.Solve(h, f, cudatest.Upload(t, ctx, []float64{}), 0), cuda.ErrClosed, "closed")
 		if err := f.Err(); !errors.Is(err, cuda.ErrClosed) {
 			t.Errorf("Err with the stream closed: %v, want cuda.ErrClosed", err)
 		}
@@ -292,7 +283,7 @@ func TestPromisesClosedStreamAndContext(t *testing.T) {
 		if err := h.Close(); err != nil {
 			t.Errorf("Close with the context closed: %v", err)
 		}
-		wantErr(t, "LU on a closed context's handle", errOf(cusolver.LU(h, a)), cuda.ErrClosed, "closed")
+		cudatest.WantErr(t, "LU on a closed context's handle", errOf(cusolver.LU(h, a)), cuda.ErrClosed, "closed")
 		s.Close()
 		a.Data.Free()
 	})

@@ -219,7 +219,7 @@ func toBlocked[I Index, T Element](name string, h *Handle, a *Matrix[I, T], f Fo
 		return nil, err
 	}
 	defer a.life.Release()
-	if err := h.sameContext(name, a.operand("a")); err != nil {
+	if err := h.base.SameContext(name, a.operand("a")); err != nil {
 		return nil, err
 	}
 	if a.blocked() {

@@ -27,7 +27,7 @@ func Convert[I Index, T Element](h *Handle, a *Matrix[I, T], f Format) (*Matrix[
 		return nil, err
 	}
 	defer a.life.Release()
-	if err := h.sameContext(name, a.operand("a")); err != nil {
+	if err := h.base.SameContext(name, a.operand("a")); err != nil {
 		return nil, err
 	}
 	switch {
@@ -252,7 +252,7 @@ func ToDense[I Index, T Element](h *Handle, a *Matrix[I, T], d Dense[T]) error {
 	if err := d.check(name, "d"); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("d", d.Data)); err != nil {
+	if err := h.base.SameContext(name, a.operand("a"), libhandle.Arg("d", d.Data)); err != nil {
 		return err
 	}
 	if d.Rows != a.rows || d.Cols != a.cols {
@@ -305,7 +305,7 @@ func FromDense[I Index, T Element](h *Handle, d Dense[T]) (*Matrix[I, T], error)
 	if err := d.check(name, "d"); err != nil {
 		return nil, err
 	}
-	if err := h.sameContext(name, libhandle.Arg("d", d.Data)); err != nil {
+	if err := h.base.SameContext(name, libhandle.Arg("d", d.Data)); err != nil {
 		return nil, err
 	}
 	if err := checkShape[I](name, d.Rows, d.Cols, 0); err != nil {

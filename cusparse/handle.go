@@ -102,12 +102,6 @@ func (h *Handle) do(op string, mem []cuda.Memory, fn func(lh clib.Handle, work f
 	return h.core().Do(op, mem, func(c *libhandle.Call[errs]) error { return fn(h.raw.h, c.Work) })
 }
 
-// sameContext refuses, by its name, an operand of another context than h's.
-// Called after the operands were checked for nil.
-func (h *Handle) sameContext(op string, operands ...libhandle.Operand) error {
-	return h.base.SameContext(op, operands...)
-}
-
 // Stream returns the stream h queues its work on.
 func (h *Handle) Stream() *cuda.Stream { return h.core().Stream() }
 

@@ -298,7 +298,7 @@ func spmv[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, true), checkVec(name, "x", x, cols), checkVec(name, "y", y, rows)); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("x", x), libhandle.Arg("y", y)); err != nil {
+	if err := h.base.SameContext(name, a.operand("a"), libhandle.Arg("x", x), libhandle.Arg("y", y)); err != nil {
 		return err
 	}
 	if err := checkOutput(name, "y", spanOf(y, rows), input{"x", []region{spanOf(x, cols)}}, input{"a's arrays", a.spans()}); err != nil {
@@ -376,7 +376,7 @@ func spmm[I Index, T Value](name string, h *Handle, op Op, ct int32, pa unsafe.P
 	if err := errors.Join(checkOp(name, "op", op), checkHalf[T](name, a.format), checkBlocked[I, T](name, a.format, op, false), b.check(name, "b"), c.check(name, "c")); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("b", b.Data), libhandle.Arg("c", c.Data)); err != nil {
+	if err := h.base.SameContext(name, a.operand("a"), libhandle.Arg("b", b.Data), libhandle.Arg("c", c.Data)); err != nil {
 		return err
 	}
 	if b.Rows != k || c.Rows != rows || c.Cols != b.Cols {
@@ -481,7 +481,7 @@ func SpGEMM[I Index, T Element](h *Handle, a, b *Matrix[I, T]) (*Matrix[I, T], e
 	case h.base.Stream().Capturing():
 		return nil, errorf(name, cuda.ErrInvalidValue, "the stream captures: SpGEMM hands the product's count to the host, which a capture cannot")
 	}
-	if err := h.sameContext(name, a.operand("a"), b.operand("b")); err != nil {
+	if err := h.base.SameContext(name, a.operand("a"), b.operand("b")); err != nil {
 		return nil, err
 	}
 	var c *Matrix[I, T]
@@ -613,7 +613,7 @@ func SpSV[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	if err := errors.Join(checkVec(name, "x", x, a.rows), checkVec(name, "y", y, a.rows)); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("x", x), libhandle.Arg("y", y)); err != nil {
+	if err := h.base.SameContext(name, a.operand("a"), libhandle.Arg("x", x), libhandle.Arg("y", y)); err != nil {
 		return err
 	}
 	if err := checkOutput(name, "y", spanOf(y, a.rows), input{"a's arrays", a.spans()}); err != nil {
@@ -676,7 +676,7 @@ func SpSM[I Index, T Element](h *Handle, op Op, fill Fill, diag Diag, alpha T, a
 	if err := errors.Join(b.check(name, "b"), c.check(name, "c")); err != nil {
 		return err
 	}
-	if err := h.sameContext(name, a.operand("a"), libhandle.Arg("b", b.Data), libhandle.Arg("c", c.Data)); err != nil {
+	if err := h.base.SameContext(name, a.operand("a"), libhandle.Arg("b", b.Data), libhandle.Arg("c", c.Data)); err != nil {
 		return err
 	}
 	if b.Rows != a.rows || c.Rows != a.rows || c.Cols != b.Cols {

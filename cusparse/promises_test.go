@@ -1,7 +1,6 @@
 package cusparse_test
 
 import (
-	"errors"
 	"math"
 	"reflect"
 	"slices"
@@ -17,14 +16,6 @@ import (
 // them: closed handles and streams, freed matrices, zero values, strided
 // dense operands and triplets of every sort, against small references
 // worked by hand.
-
-// wantErr checks that err matches is and says want.
-func wantErr(t *testing.T, what string, err, is error, want string) {
-	t.Helper()
-	if err == nil || !errors.Is(err, is) || !strings.Contains(err.Error(), want) {
-		t.Errorf("%s: %v; want an error matching %v that says %q", what, err, is, want)
-	}
-}
 
 // everyCall is each operation of the package on h, a (3x3, CSR, int64
 // indices where I is int64) and operands that fit it; the names say which.
@@ -83,7 +74,7 @@ func closedHandle[I cusparse.Index](t *testing.T) {
 			continue // refused first for its indices (cuda.ErrNotSupported)
 		}
 		t.Run("closed handle/"+c.name, func(t *testing.T) {
-			wantErr(t, c.name+" on a closed handle", c.call(), cuda.ErrClosed, "closed")
+			cudatest.WantErr(t, c.name+" on a closed handle", c.call(), cuda.ErrClosed, "closed")
 		})
 	}
 	s2 := must(ctx.NewStream())(t)
@@ -96,7 +87,7 @@ func closedHandle[I cusparse.Index](t *testing.T) {
 			continue
 		}
 		t.Run("closed stream/"+c.name, func(t *testing.T) {
-			wantErr(t, c.name+" on a handle whose stream is closed", c.call(), cuda.ErrClosed, "closed")
+			cudatest.WantErr(t, c.name+" on a handle whose stream is closed", c.call(), cuda.ErrClosed, "closed")
 		})
 	}
 	if err := h2.Close(); err != nil {
@@ -120,10 +111,10 @@ func TestPromisesFreedMatrix(t *testing.T) {
 			continue // no matrix
 		}
 		t.Run(c.name, func(t *testing.T) {
-			wantErr(t, c.name+" of a freed matrix", c.call(), cuda.ErrClosed, "the matrix is freed")
+			cudatest.WantErr(t, c.name+" of a freed matrix", c.call(), cuda.ErrClosed, "the matrix is freed")
 		})
 	}
-	wantErr(t, "ToHost of a freed matrix", errOf3(a.ToHost()), cuda.ErrClosed, "the matrix is freed")
+	cudatest.WantErr(t, "ToHost of a freed matrix", errOf3(a.ToHost()), cuda.ErrClosed, "the matrix is freed")
 	if a.Rows() != 3 || a.Cols() != 3 || !strings.Contains(a.String(), "freed") {
 		t.Errorf("a freed matrix: %dx%d, %s", a.Rows(), a.Cols(), a)
 	}
@@ -133,7 +124,7 @@ func TestPromisesFreedMatrix(t *testing.T) {
 	if err := c.Free(); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "SpGEMM with b freed", errOf(cusparse.SpGEMM(h, b, c)), cuda.ErrClosed, "the matrix is freed")
+	cudatest.WantErr(t, "SpGEMM with b freed", errOf(cusparse.SpGEMM(h, b, c)), cuda.ErrClosed, "the matrix is freed")
 }
 
 // TestPromisesZeroValues: the zero value of every exported type is
@@ -145,7 +136,7 @@ func TestPromisesZeroValues(t *testing.T) {
 	var zh cusparse.Handle
 	for _, c := range everyCall(t, ctx, &zh, a) {
 		t.Run("zero Handle/"+c.name, func(t *testing.T) {
-			wantErr(t, c.name+" on a zero Handle", c.call(), cuda.ErrInvalidValue, "zero Handle")
+			cudatest.WantErr(t, c.name+" on a zero Handle", c.call(), cuda.ErrInvalidValue, "zero Handle")
 		})
 	}
 	zm := &cusparse.Matrix[int32, float64]{}
@@ -154,7 +145,7 @@ func TestPromisesZeroValues(t *testing.T) {
 			continue // no matrix
 		}
 		t.Run("zero Matrix/"+c.name, func(t *testing.T) {
-			wantErr(t, c.name+" of a zero Matrix", c.call(), cuda.ErrInvalidValue, "zero Matrix")
+			cudatest.WantErr(t, c.name+" of a zero Matrix", c.call(), cuda.ErrInvalidValue, "zero Matrix")
 		})
 	}
 	x := upload(t, ctx, []float64{1, 2, 3})
@@ -172,7 +163,7 @@ func TestPromisesZeroValues(t *testing.T) {
 		{"FromDense of a zero Dense", errOf(cusparse.FromDense[int32](h, cusparse.Dense[float64]{}))},
 		{"SpSM of zero Denses", cusparse.SpSM(h, cusparse.NoTrans, cusparse.Lower, cusparse.Unit, 1, a, cusparse.Dense[float64]{}, cusparse.Dense[float64]{})},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name, tc.err, cuda.ErrInvalidValue, "") })
+		t.Run(tc.name, func(t *testing.T) { cudatest.WantErr(t, tc.name, tc.err, cuda.ErrInvalidValue, "") })
 	}
 	if zh.Stream() != nil || zh.WorkBytes() != 0 || zh.String() == "" {
 		t.Errorf("zero Handle: Stream %v, WorkBytes %d, String %q", zh.Stream(), zh.WorkBytes(), zh.String())
@@ -210,7 +201,7 @@ func TestPromisesTriplets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := cusparse.NewCOO(s, 3, 3, tc.r, tc.c, tc.v)
 			if tc.want != "" {
-				wantErr(t, "NewCOO", err, cuda.ErrInvalidValue, tc.want)
+				cudatest.WantErr(t, "NewCOO", err, cuda.ErrInvalidValue, tc.want)
 				return
 			}
 			if err != nil {
@@ -243,7 +234,7 @@ func TestPromisesTriplets(t *testing.T) {
 		if !slices.Equal(r, []int64{0, 1, 1}) || !slices.Equal(c, []int64{7, 3, big}) || !slices.Equal(v, []float64{2, 3, 1}) {
 			t.Errorf("back to COO = %v %v %v", r, c, v)
 		}
-		wantErr(t, "NewCOO of int32 indices past int32", errOf(cusparse.NewCOO(s, 2, int(big)+1, []int32{0}, []int32{0}, []float64{1})), cuda.ErrInvalidValue, "more than int32 indices count")
+		cudatest.WantErr(t, "NewCOO of int32 indices past int32", errOf(cusparse.NewCOO(s, 2, int(big)+1, []int32{0}, []int32{0}, []float64{1})), cuda.ErrInvalidValue, "more than int32 indices count")
 	})
 }
 
@@ -391,7 +382,7 @@ func TestPromisesOtherContext(t *testing.T) {
 		{"SpGEMM b", "b", second(cusparse.SpGEMM(h, a, oa))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, tc.name+" of another context", tc.err, cuda.ErrInvalidValue, tc.arg+" belongs to another context")
+			cudatest.WantErr(t, tc.name+" of another context", tc.err, cuda.ErrInvalidValue, tc.arg+" belongs to another context")
 		})
 	}
 }

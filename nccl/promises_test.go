@@ -2,7 +2,6 @@ package nccl_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,14 +10,6 @@ import (
 	"github.com/gocuda/cuda/internal/cudatest"
 	"github.com/gocuda/cuda/nccl"
 )
-
-// wantErr fails t unless err wraps sentinel and says says.
-func wantErr(t *testing.T, what string, err, sentinel error, says string) {
-	t.Helper()
-	if !errors.Is(err, sentinel) || !strings.Contains(err.Error(), says) {
-		t.Errorf("%s: %v; want an error wrapping %v saying %q", what, err, sentinel, says)
-	}
-}
 
 // TestPromiseUniqueIDText: an id makes the round trip through its text,
 // and text that is no id, or a nil *UniqueID to decode into, is an error
@@ -55,7 +46,7 @@ func TestPromiseUniqueIDText(t *testing.T) {
 				}()
 				err = tt.into.UnmarshalText([]byte(tt.text))
 			}()
-			wantErr(t, "UnmarshalText", err, cuda.ErrInvalidValue, tt.says)
+			cudatest.WantErr(t, "UnmarshalText", err, cuda.ErrInvalidValue, tt.says)
 			if tt.into != nil && *tt.into != (nccl.UniqueID{}) {
 				t.Errorf("a failed UnmarshalText changed the id")
 			}
@@ -136,7 +127,7 @@ func TestPromiseEmptyOnClosed(t *testing.T) {
 			}
 			t.Run(name+"/"+tt.what, func(t *testing.T) {
 				err := fn(tt.c, tt.dst, tt.src, tt.s)
-				wantErr(t, name, err, cuda.ErrClosed, tt.says)
+				cudatest.WantErr(t, name, err, cuda.ErrClosed, tt.says)
 			})
 		}
 	}
@@ -191,9 +182,9 @@ func TestPromiseRankBounds(t *testing.T) {
 		{2, -1, "rank -1 out of range [0, 2)"},
 	} {
 		_, err := nccl.NewComm(ctx, id, tt.nranks, tt.rank)
-		wantErr(t, "NewComm", err, cuda.ErrInvalidValue, tt.says)
+		cudatest.WantErr(t, "NewComm", err, cuda.ErrInvalidValue, tt.says)
 		_, err = nccl.NewCommContext(context.Background(), ctx, id, tt.nranks, tt.rank)
-		wantErr(t, "NewCommContext", err, cuda.ErrInvalidValue, tt.says)
+		cudatest.WantErr(t, "NewCommContext", err, cuda.ErrInvalidValue, tt.says)
 	}
 }
 
@@ -226,7 +217,7 @@ func TestPromiseZeroValues(t *testing.T) {
 		{"Registration.Close", zr.Close()},
 		{"ShareUniqueID", errOf(nccl.ShareUniqueID(context.Background(), nccl.Launch{}))},
 	} {
-		t.Run(tt.name, func(t *testing.T) { wantErr(t, tt.name, tt.err, inval, "") })
+		t.Run(tt.name, func(t *testing.T) { cudatest.WantErr(t, tt.name, tt.err, inval, "") })
 	}
 	if za.Buffer() != nil || zc.Rank() != 0 || zc.Size() != 0 {
 		t.Errorf("zero values: Allocation.Buffer %v, Comm rank %d of %d", za.Buffer(), zc.Rank(), zc.Size())

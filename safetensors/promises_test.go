@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -17,14 +16,6 @@ import (
 // them: headers Hugging Face's reader refuses, odd names through Save and
 // Parse, freed buffers and closed streams where nothing is copied, and
 // the zero values.
-
-// wantErr checks that err matches is and says want.
-func wantErr(t *testing.T, what string, err, is error, want string) {
-	t.Helper()
-	if err == nil || !errors.Is(err, is) || !strings.Contains(err.Error(), want) {
-		t.Errorf("%s: %v; want an error matching %v that says %q", what, err, is, want)
-	}
-}
 
 // rawFile is a file of the header's JSON as given, padded with spaces,
 // and data.
@@ -54,7 +45,7 @@ func TestPromisesParseMetadata(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := rawFile(tc.header, []byte{1, 2})
 			_, err := safetensors.Parse(bytes.NewReader(f), int64(len(f)))
-			wantErr(t, "Parse of a header with "+tc.name, err, cuda.ErrInvalidValue, tc.says)
+			cudatest.WantErr(t, "Parse of a header with "+tc.name, err, cuda.ErrInvalidValue, tc.says)
 		})
 	}
 	for _, tc := range []struct {
@@ -127,7 +118,7 @@ func TestPromisesEmptyClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := safetensors.Save(&bytes.Buffer{}, []safetensors.Source{empty}, nil, cuda.IOConfig{})
-	wantErr(t, "Save of an empty tensor freed after From", err, cuda.ErrClosed, `tensor "empty"`)
+	cudatest.WantErr(t, "Save of an empty tensor freed after From", err, cuda.ErrClosed, `tensor "empty"`)
 
 	s := must(ctx.NewStream())(t)
 	if err := s.Close(); err != nil {
@@ -137,14 +128,14 @@ func TestPromisesEmptyClosed(t *testing.T) {
 	defer live.Free()
 	none := safetensors.From("none", must(live.Slice(0, 0))(t), 2, 0)
 	err = safetensors.Save(&bytes.Buffer{}, []safetensors.Source{none}, nil, cuda.IOConfig{Stream: s})
-	wantErr(t, "Save of an empty tensor on a closed stream", err, cuda.ErrClosed, "closed")
+	cudatest.WantErr(t, "Save of an empty tensor on a closed stream", err, cuda.ErrClosed, "closed")
 
 	f, _ := fileOf(t, tensorSpec{"none", safetensors.F32, 0})
 	w, err := f.Load(ctx, cuda.IOConfig{Stream: s})
 	if err == nil {
 		w.Free()
 	}
-	wantErr(t, "Load of an empty tensor on a closed stream", err, cuda.ErrClosed, "closed")
+	cudatest.WantErr(t, "Load of an empty tensor on a closed stream", err, cuda.ErrClosed, "closed")
 }
 
 // TestPromisesZeroValues: the zero File, Header, Weights and Source
@@ -198,14 +189,14 @@ func TestPromisesZeroValues(t *testing.T) {
 		}
 	}
 	_, err := safetensors.Get[float32](loaded, "w")
-	wantErr(t, "Get of freed weights", err, cuda.ErrClosed, "freed")
+	cudatest.WantErr(t, "Get of freed weights", err, cuda.ErrClosed, "freed")
 	_, err = safetensors.Get[int8](loaded, "none")
-	wantErr(t, "Get of an empty tensor of freed weights", err, cuda.ErrClosed, "freed")
+	cudatest.WantErr(t, "Get of an empty tensor of freed weights", err, cuda.ErrClosed, "freed")
 	for range 2 {
 		if err := file.Close(); err != nil {
 			t.Errorf("Close of a File: %v", err)
 		}
 	}
 	_, err = file.Load(ctx, cuda.IOConfig{})
-	wantErr(t, "Load after Close", err, cuda.ErrClosed, "closed")
+	cudatest.WantErr(t, "Load after Close", err, cuda.ErrClosed, "closed")
 }

@@ -9,6 +9,7 @@
 package cudatest
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -333,6 +334,15 @@ func GC(cond func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return cond()
+}
+
+// WantErr fails t unless err wraps sentinel and its text says says: the
+// check of the packages' tests of a documented refusal.
+func WantErr(t testing.TB, what string, err, sentinel error, says string) {
+	t.Helper()
+	if !errors.Is(err, sentinel) || !strings.Contains(fmt.Sprint(err), says) {
+		t.Errorf("%s: %v; want an error wrapping %v saying %q", what, err, sentinel, says)
+	}
 }
 
 // Must returns v, or ends the test that calls the returned function with
