@@ -28,11 +28,17 @@ import (
 // memory; until then the pool's Stats count it as used. Inside a capture
 // nothing is kept or reused: the capture's allocations are the graph's.
 //
-// As in CUDA, using the buffer on another stream is the caller's duty to
-// order: record an event on s after AllocAsync and have the other stream
-// WaitEvent it before its first use, and free the buffer on a stream
-// ordered after its last use (FreeOn), or synchronize. The buffer's
-// synchronous calls (CopyFromHost, CopyToHost, Memset8 and the like), which
+// As in CUDA, the first use of the buffer on another stream is the
+// caller's duty to order: record an event on s after AllocAsync and have
+// the other stream WaitEvent it first. Its release needs no such care:
+// Free and FreeOn order it after the work queued on the buffer through
+// gocuda on every stream (an event recorded on each stream of the context
+// with such work not known finished, which the freeing stream waits for;
+// a stream of another context is synchronized), so that no kernel or copy
+// of another stream runs on memory the pool has handed out again. Work
+// queued through a raw DevicePtr, or on a stream that is capturing a graph
+// when the buffer is freed, is not seen (the latter is ErrInvalidValue,
+// the buffer still usable). The buffer's synchronous calls (CopyFromHost, CopyToHost, Memset8 and the like), which
 // run outside every stream, first wait for the work queued on s. n may be
 // zero (an empty buffer, as Alloc's); ErrOutOfMemory if the pool cannot
 // grow to hold it.
@@ -169,9 +175,9 @@ func releaseOrdered(r orderedRelease) {
 }
 
 // FreeOn releases a buffer from AllocAsync in stream order on s instead of
-// on the stream it was allocated on: after the work queued on s, which the
-// caller has ordered after every use of the buffer (Stream.WaitEvent). It
-// returns at once; s may keep the memory for its own next allocation of
+// on the stream it was allocated on: after the work queued on s, and after
+// the work queued on the buffer through gocuda on other streams, the one it
+// was allocated on among them (see AllocAsync). It returns at once; s may keep the memory for its own next allocation of
 // the size (see AllocAsync). As Free, it does nothing on a nil buffer, a
 // slice or a view, or a buffer already freed; a buffer from Alloc is
 // ErrInvalidValue (free it with Free).
@@ -206,6 +212,17 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 			return err
 		}
 		return m.freeWith(op, func() error {
+			// The context's synchronize waits for its streams; a stream
+			// of another context that used the memory (a peer copy's)
+			// is waited for on its own.
+			var small [pruneAt]*Stream
+			for _, o := range m.busyElsewhere(nil, small[:0]) {
+				if o.ctx != m.ctx {
+					if err := o.drainIfOpen(op); err != nil {
+						return err
+					}
+				}
+			}
 			if err := check(op, driver.CtxSynchronize(m.ctx.handle)); err != nil {
 				return err
 			}
@@ -226,13 +243,29 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 	if cs := m.stream.capture.Load(); cs != nil && s.capture.Load() != cs && cs.owns(m) {
 		return errorf(op, ErrInvalidValue, "the buffer was allocated in a capture under way (Stream.Capture) and is the graph's: free it in the capture, on the capturing stream")
 	}
+	// Other streams' work on the memory is ordered before the free (or
+	// before s reuses it): waitOn, once no call holds m and none can. A
+	// capture's own memory has no uses outside the capture.
+	inCapture := s.capture.Load() != nil
 	if m.cacheable {
 		// Kept for s's next allocation of its size, if the cache takes it
-		// (no driver call, no context bound); otherwise freed below.
+		// (no driver call, no context bound, unless another stream's work
+		// must be waited for); otherwise freed below.
 		kept := false
 		_, err := m.lt.Close(func() (bool, error) {
 			if err := m.graphs.inUse(op, "the device buffer"); err != nil {
 				return false, err
+			}
+			var small [pruneAt]*Stream
+			if busy := m.busyElsewhere(s, small[:0]); len(busy) > 0 {
+				if err := s.ctx.bind(op); err != nil {
+					return false, err
+				}
+				err := s.waitOn(op, busy)
+				s.ctx.unbind()
+				if err != nil {
+					return false, err
+				}
 			}
 			kept = s.cache.put(cachedBlock{base: m.base, size: m.size, pool: m.pool})
 			return kept, nil
@@ -245,6 +278,12 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 		}
 	}
 	return m.freeWith(op, func() error {
+		if !inCapture {
+			var small [pruneAt]*Stream
+			if err := s.waitOn(op, m.busyElsewhere(s, small[:0])); err != nil {
+				return err
+			}
+		}
 		if err := s.willQueue(op); err != nil {
 			return err
 		}

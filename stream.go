@@ -282,6 +282,18 @@ func (s *Stream) Close() error {
 	if err := s.capturing(op, "close it after Capture returns"); err != nil {
 		return err
 	}
+	// The queued work is waited for before Close refuses calls: a call on
+	// a buffer the stream used, refused the stream while Close runs,
+	// takes the stream's work as done (streamUsers.wait, Stream.waitOn,
+	// lockedUses.drain), which it then is, but for work queued while
+	// Close runs.
+	if err := s.enter(op); err == nil {
+		err = s.drain(op)
+		s.leave()
+		if err != nil {
+			return err
+		}
+	}
 	return s.close(op, "the stream", func() error {
 		// Queued work may still read pinned Go memory, and the scratch:
 		// let it finish.

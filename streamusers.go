@@ -1,9 +1,12 @@
 package cuda
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"weak"
+
+	"github.com/gocuda/cuda/internal/driver"
 )
 
 // Synchronous calls on a buffer (CopyToHost, CopyFromHost, CopyFromDevice,
@@ -77,6 +80,19 @@ func (u *streamUsers) wait(op string) error {
 	return nil
 }
 
+// busy appends to into the recorded streams other than s with work not
+// known finished.
+func (u *streamUsers) busy(s *Stream, into []*Stream) []*Stream {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, w := range u.s {
+		if o := w.Value(); o != nil && o != s && !o.idle() {
+			into = append(into, o)
+		}
+	}
+	return into
+}
+
 // forget drops every recorded stream (the memory is freed).
 func (u *streamUsers) forget() {
 	u.mu.Lock()
@@ -120,4 +136,72 @@ func (m *allocation) settle(op string) error {
 		}
 	}
 	return m.users.wait(op)
+}
+
+// busyElsewhere appends to into the streams other than s that may still
+// run work queued on m through gocuda: the streams that used it and the
+// stream it was allocated on, those with work not known finished.
+func (m *allocation) busyElsewhere(s *Stream, into []*Stream) []*Stream {
+	into = m.users.busy(s, into)
+	if o := m.stream; o != nil && o != s && !o.idle() {
+		into = append(into, o)
+	}
+	return into
+}
+
+// waitOn orders the work queued on s from now on after the work queued so
+// far on each of others (busyElsewhere): an event recorded on each, which s
+// waits for, so that the memory a stream-ordered free releases, or keeps
+// for s's next allocation, is no longer in use when s's next work runs. A
+// stream of another context is synchronized instead. A stream closed (or
+// being closed) is skipped: Close waits for its work before it refuses
+// calls (Stream.Close). A stream capturing a graph cannot be ordered
+// after: ErrInvalidValue. Called with s held and its context bound.
+func (s *Stream) waitOn(op string, others []*Stream) (err error) {
+	var ev driver.Event
+	defer func() {
+		if ev != 0 {
+			// Destroyed with the waits still queued: the driver keeps
+			// the event's resources until they are done.
+			if derr := check(op, driver.EventDestroy(s.ctx.handle, ev)); err == nil {
+				err = derr
+			}
+		}
+	}()
+	for _, o := range others {
+		if err := o.hold(op, "a stream that used the buffer"); err != nil {
+			if errors.Is(err, ErrClosed) {
+				continue
+			}
+			return err
+		}
+		err := func() error {
+			defer o.release()
+			if err := o.capturing(op, "it used the buffer before the capture began, and the free cannot be ordered after that work: synchronize the stream before the capture, or free the buffer after it"); err != nil {
+				return err
+			}
+			if o.ctx != s.ctx {
+				return o.drain(op)
+			}
+			if ev == 0 {
+				if err := check(op, driver.EventCreate(s.ctx.handle, &ev, driver.EventDisableTiming)); err != nil {
+					return err
+				}
+			}
+			if err := o.willQueue(op); err != nil {
+				return err
+			}
+			if err := check(op, driver.EventRecord(s.ctx.handle, ev, o.handle)); err != nil {
+				return err
+			}
+			if err := s.willQueue(op); err != nil {
+				return err
+			}
+			return check(op, driver.StreamWaitEvent(s.ctx.handle, s.handle, ev, 0))
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
