@@ -162,9 +162,14 @@ func (s *Stream) waitOn(op string, others []*Stream) (err error) {
 	defer func() {
 		if ev != 0 {
 			// Destroyed with the waits still queued: the driver keeps
-			// the event's resources until they are done.
-			if derr := check(op, driver.EventDestroy(s.ctx.handle, ev)); err == nil {
-				err = derr
+			// the event's resources until they are done. A failed
+			// destroy is tried once more, so that a transient failure
+			// leaks nothing, and reported (the free is not made).
+			if derr := check(op, driver.EventDestroy(s.ctx.handle, ev)); derr != nil {
+				driver.EventDestroy(s.ctx.handle, ev)
+				if err == nil {
+					err = derr
+				}
 			}
 		}
 	}()

@@ -166,6 +166,19 @@ func sweepMemory() []sweep.Case {
 					e.S.Synchronize()
 				}
 			}},
+		// Frees ordered after another stream's work on the buffer (an
+		// event recorded there, waited for on the freeing stream): to the
+		// pool, and into the stream's cache (a second free of the size).
+		// A failed call leaves the buffer usable and a second Free
+		// succeeds.
+		{Name: "DeviceBuffer.Free after another stream's work", Covers: []string{"DeviceBuffer.Free"},
+			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
+				return freeAfterOtherStream(t, e, false)
+			}},
+		{Name: "DeviceBuffer.Free after another stream's work, kept", Covers: []string{"DeviceBuffer.Free"},
+			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
+				return freeAfterOtherStream(t, e, true)
+			}},
 		{Name: "DeviceBuffer.Free", Covers: []string{"DeviceBuffer.Free"},
 			Prepare: func(t *testing.T, e *sweep.Env) (func() error, func(*testing.T, error)) {
 				b := must(cuda.Alloc[byte](e.Ctx, 64))(t)
@@ -222,6 +235,30 @@ func sweepMemory() []sweep.Case {
 				p := must(cuda.AllocPinned[byte](e.Ctx, 8192))(t)
 				return releaseWithCopyQueued(t, e, p.Data(), "PinnedBuffer.Free", p.Free)
 			}},
+	}
+}
+
+// freeAfterOtherStream returns the Free of a stream-ordered buffer of e.S
+// with a memset queued on it on another stream, with its after. kept
+// frees a buffer of the size on e.S first, so that e.S keeps this one.
+func freeAfterOtherStream(t *testing.T, e *sweep.Env, kept bool) (func() error, func(*testing.T, error)) {
+	t.Helper()
+	if kept {
+		if err := must(cuda.AllocAsync[byte](e.S, 64))(t).Free(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := must(cuda.AllocAsync[byte](e.S, 64))(t)
+	other := must(e.Ctx.NewStream())(t)
+	if err := b.Memset8Async(1, other); err != nil {
+		t.Fatal(err)
+	}
+	after := sweep.CloseAgain(func() error { return b.CopyFromHost(make([]byte, 64)) }, b.Free)
+	return b.Free, func(t *testing.T, err error) {
+		after(t, err)
+		if err := sweep.FirstErr(other.Close, e.S.Synchronize); err != nil {
+			t.Errorf("after the free: %v", err)
+		}
 	}
 }
 
