@@ -79,31 +79,66 @@ func TestReleaseWaitsForQueuedCopies(t *testing.T) {
 }
 
 // TestReleaseAfterRefusedCopyInCapture: a copy refused because its stream
-// captures queued nothing, so the release has nothing to wait for and
-// succeeds while the capture is still under way (a capturing stream
-// cannot be synchronized).
+// captures queued nothing, so the release has nothing to wait for (a
+// capturing stream cannot be synchronized): in a relaxed capture it
+// succeeds while the capture is under way. In a thread-local capture the
+// driver refuses the unregistering on the capturing thread (an H100 did:
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, the capture invalidated): the
+// memory stays registered, and a Close after the capture succeeds.
 func TestReleaseAfterRefusedCopyInCapture(t *testing.T) {
-	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
-	defer ctx.Close()
-	s := must(ctx.NewStream())(t)
-	host := make([]float32, 1024)
-	reg := must(cuda.Register(ctx, host))(t)
-	dev := must(cuda.Alloc[float32](ctx, len(host)))(t)
-	defer dev.Free()
-	g, err := s.Capture(cuda.CaptureThreadLocal, func() error {
-		if err := dev.CopyFromHostAsync(host, s); !errors.Is(err, cuda.ErrInvalidValue) {
-			t.Errorf("CopyFromHostAsync in a capture: %v; want ErrInvalidValue", err)
-		}
-		if err := reg.Close(); err != nil {
-			t.Errorf("Registered.Close in the capture, after the refused copy: %v", err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Close(); err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		name    string
+		mode    cuda.CaptureMode
+		refused bool
+	}{
+		{"relaxed", cuda.CaptureRelaxed, false},
+		{"thread-local", cuda.CaptureThreadLocal, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+			defer ctx.Close()
+			s := must(ctx.NewStream())(t)
+			host := make([]float32, 1024)
+			reg := must(cuda.Register(ctx, host))(t)
+			dev := must(cuda.Alloc[float32](ctx, len(host)))(t)
+			defer dev.Free()
+			var closeErr error
+			g, err := s.Capture(tt.mode, func() error {
+				if err := dev.CopyFromHostAsync(host, s); !errors.Is(err, cuda.ErrInvalidValue) {
+					t.Errorf("CopyFromHostAsync in a capture: %v; want ErrInvalidValue", err)
+				}
+				closeErr = reg.Close()
+				return dev.Memset32Async(0, s)
+			})
+			if !tt.refused {
+				if closeErr != nil {
+					t.Errorf("Registered.Close in the capture, after the refused copy: %v", closeErr)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if closeErr == nil {
+				t.Fatal("Registered.Close on a thread-local capture's thread succeeded; the driver refuses it")
+			}
+			if err == nil {
+				g.Close()
+				t.Error("the capture survived a refused unregistering; the driver invalidates it")
+			}
+			if err := dev.CopyFromHostAsync(host, s); err != nil {
+				t.Errorf("a copy from the memory after the refused Close: %v", err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			if err := reg.Close(); err != nil {
+				t.Errorf("Registered.Close after the capture: %v", err)
+			}
+		})
 	}
 }
 

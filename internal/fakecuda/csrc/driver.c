@@ -1498,10 +1498,15 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstre
 }
 
 // ---- page-locked host memory -----------------------------------------------
+//
+// Page-locking and its release are unsafe in a capture, as cuMemAlloc is:
+// an H100 refused cuMemHostUnregister on a thread-local capture's thread
+// (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and the capture was invalidated.
 
 EXPORT CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
 	FAULT("cuMemHostAlloc");
 	REQUIRE_CTX();
+	if (capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	if (!pp || n == 0 || flags > 0xf) return INVALID_VALUE;
 	// Page-locked memory is bounded as device memory is (FAKECUDA_MEMORY),
 	// so that a test asking for too much gets OUT_OF_MEMORY, not the host's
@@ -1525,6 +1530,7 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
 EXPORT CUresult cuMemFreeHost(void *p) {
 	FAULT("cuMemFreeHost");
 	REQUIRE_CTX();
+	if (capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&mu);
 	struct record *r = find_base((uintptr_t)p, KIND_HOST);
 	if (r) remove_record(r);
@@ -1537,6 +1543,7 @@ EXPORT CUresult cuMemFreeHost(void *p) {
 EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
 	FAULT("cuMemHostRegister_v2");
 	REQUIRE_CTX();
+	if (capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	if (!p || n == 0 || flags > 0xf) return INVALID_VALUE;
 	uintptr_t b = (uintptr_t)p;
 	CUresult rc = SUCCESS;
@@ -1556,6 +1563,7 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
 EXPORT CUresult cuMemHostUnregister(void *p) {
 	FAULT("cuMemHostUnregister");
 	REQUIRE_CTX();
+	if (capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&mu);
 	struct record *r = find_base((uintptr_t)p, KIND_REGISTERED);
 	if (r) remove_record(r);
