@@ -7,6 +7,7 @@ import (
 	"github.com/gocuda/cuda/internal/closed"
 	"github.com/gocuda/cuda/internal/dl"
 	clib "github.com/gocuda/cuda/internal/lib/cublas"
+	"github.com/gocuda/cuda/internal/libhandle"
 )
 
 // sentinels are the gocuda sentinels cuBLAS's codes match.
@@ -58,10 +59,7 @@ func errorf(op string, sentinel error, format string, args ...any) error {
 // bctx, given to a handle of another: a zero buffer, of no context, is
 // told as one, not as another context's.
 func contextError(op, name string, bctx *cuda.Context) error {
-	if bctx == nil {
-		return errorf(op, cuda.ErrInvalidValue, "%s is a zero cuda.DeviceBuffer: make one with cuda.Alloc or cuda.FromHost", name)
-	}
-	return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+	return errorf(op, cuda.ErrInvalidValue, "%s", libhandle.OtherContext(name, bctx))
 }
 
 // aliasError returns op's error for an output, out (named outName), found

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/libhandle"
 )
 
 // Layout is how a Matrix lies in its buffer.
@@ -126,7 +127,7 @@ func (m Matrix[T]) checkShape(op, name string, ctx *cuda.Context) error {
 	case m.Rows > maxDim || m.Cols > maxDim:
 		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: cuSOLVER takes at most %d", name, m.Rows, m.Cols, maxDim)
 	case m.Data.Context() != ctx:
-		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+		return errorf(op, cuda.ErrInvalidValue, "%s", libhandle.OtherContext(name, m.Data.Context()))
 	}
 	if m.Rows > 0 && m.Cols > math.MaxInt/m.Rows {
 		return errorf(op, cuda.ErrInvalidValue, "%s is %d×%d: beyond any buffer", name, m.Rows, m.Cols)
@@ -153,7 +154,7 @@ func checkVectors[T Element](op, name string, b *cuda.DeviceBuffer[T], n, count 
 	case count > maxDim:
 		return errorf(op, cuda.ErrInvalidValue, "%s: %d vectors: cuSOLVER takes at most %d", name, count, maxDim)
 	case b.Context() != ctx:
-		return errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", name)
+		return errorf(op, cuda.ErrInvalidValue, "%s", libhandle.OtherContext(name, b.Context()))
 	}
 	if n > 0 && count > math.MaxInt/n {
 		return errorf(op, cuda.ErrInvalidValue, "%s: %d vectors of %d elements are beyond any buffer", name, count, n)

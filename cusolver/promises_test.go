@@ -166,6 +166,20 @@ func TestPromisesZeroValues(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { cudatest.WantErr(t, tc.name+" of a zero value", tc.err, cuda.ErrInvalidValue, "") })
 	}
+	// A zero DeviceBuffer as an operand is told as one, not as memory of
+	// another context.
+	var zb cuda.DeviceBuffer[float64]
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"LU of a zero buffer's Matrix", errOf(cusolver.LU(h, cusolver.NewMatrix(&zb, 0, 0)))},
+		{"Eigh with zero values", errOf(cusolver.Eigh(h, a, cusolver.Lower, &zb, false))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cudatest.WantErr(t, tc.name, tc.err, cuda.ErrInvalidValue, "is a zero cuda.DeviceBuffer")
+		})
+	}
 	if s, d := zh.Stream(), 0; s != nil {
 		t.Errorf("zero Handle's Stream = %v, want nil", s)
 	} else if dev, host := zh.WorkspaceBytes(); dev != d || host != d {

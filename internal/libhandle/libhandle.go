@@ -142,15 +142,22 @@ func Arg[T any](name string, b *cuda.DeviceBuffer[T]) Operand {
 // tell one only by its place among the call's memory ("memory 3").
 func (c *Base[E]) SameContext(op string, operands ...Operand) error {
 	for _, o := range operands {
-		switch o.Ctx {
-		case c.ctx:
-		case nil:
-			return c.errorf(op, cuda.ErrInvalidValue, "%s is a zero cuda.DeviceBuffer: make one with cuda.Alloc or cuda.FromHost", o.Name)
-		default:
-			return c.errorf(op, cuda.ErrInvalidValue, "%s belongs to another context than the handle", o.Name)
+		if o.Ctx != c.ctx {
+			return c.errorf(op, cuda.ErrInvalidValue, "%s", OtherContext(o.Name, o.Ctx))
 		}
 	}
 	return nil
+}
+
+// OtherContext says what is wrong with an operand named name, of context
+// ctx, that is not of the handle's context: a zero buffer (ctx nil), or
+// memory of another context. The packages that check their operands
+// themselves (cublas, cusolver) wrap it in their errors.
+func OtherContext(name string, ctx *cuda.Context) string {
+	if ctx == nil {
+		return name + " is a zero cuda.DeviceBuffer: make one with cuda.Alloc or cuda.FromHost"
+	}
+	return name + " belongs to another context than the handle"
 }
 
 // Valid returns the error for a nil or zero handle: c is nil for a nil
