@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -287,11 +288,17 @@ func (s *Stream) Close() error {
 	// takes the stream's work as done (streamUsers.wait, Stream.waitOn,
 	// lockedUses.drain), which it then is, but for work queued while
 	// Close runs.
-	if err := s.enter(op); err == nil {
-		err = s.drain(op)
-		s.leave()
-		if err != nil {
-			return err
+	// A stream closed, or of a closed context, has no work to wait for:
+	// s.close says so.
+	if s.life.hold(op, "the stream") == nil {
+		err := s.ctx.bind(op)
+		if err == nil {
+			err = s.drain(op)
+			s.ctx.unbind()
+		}
+		s.life.release()
+		if err != nil && !errors.Is(err, ErrClosed) {
+			return stillOpen(err, "the stream")
 		}
 	}
 	return s.close(op, "the stream", func() error {
