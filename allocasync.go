@@ -28,20 +28,20 @@ import (
 // memory; until then the pool's Stats count it as used. Inside a capture
 // nothing is kept or reused: the capture's allocations are the graph's.
 //
-// As in CUDA, the first use of the buffer on another stream is the
-// caller's duty to order: record an event on s after AllocAsync and have
-// the other stream WaitEvent it first. Its release needs no such care:
-// Free and FreeOn order it after the work queued on the buffer through
-// gocuda on every stream (an event recorded on each stream of the context
-// with such work not known finished, which the freeing stream waits for;
-// a stream of another context is synchronized), so that no kernel or copy
-// of another stream runs on memory the pool has handed out again. Work
-// queued through a raw DevicePtr, or on a stream that is capturing a graph
-// when the buffer is freed, is not seen (the latter is ErrInvalidValue,
-// the buffer still usable). The buffer's synchronous calls (CopyFromHost, CopyToHost, Memset8 and the like), which
-// run outside every stream, first wait for the work queued on s. n may be
-// zero (an empty buffer, as Alloc's); ErrOutOfMemory if the pool cannot
-// grow to hold it.
+// As in CUDA, the first use of the buffer on another stream is the caller's
+// duty to order: record an event on s after AllocAsync and have the other
+// stream WaitEvent it first. Its release needs no such care: Free and FreeOn
+// order it after the work queued on the buffer through gocuda on every
+// stream (an event recorded on each stream of the context with such work not
+// known finished, which the freeing stream waits for; a stream of another
+// context is synchronized), so that no kernel or copy of another stream runs
+// on memory the pool has handed out again. Work queued through a raw
+// DevicePtr is not seen; a free while a stream with such work is capturing a
+// graph is ErrInvalidValue, the buffer still usable (free it after the
+// capture). The buffer's synchronous calls (CopyFromHost, CopyToHost, Memset8
+// and the like), which run outside every stream, first wait for the work
+// queued on s. n may be zero (an empty buffer, as Alloc's); ErrOutOfMemory
+// if the pool cannot grow to hold it.
 func AllocAsync[T any](s *Stream, n int) (*DeviceBuffer[T], error) {
 	const op = "AllocAsync"
 	if err := s.valid(op); err != nil {
@@ -177,10 +177,10 @@ func releaseOrdered(r orderedRelease) {
 // FreeOn releases a buffer from AllocAsync in stream order on s instead of
 // on the stream it was allocated on: after the work queued on s, and after
 // the work queued on the buffer through gocuda on other streams, the one it
-// was allocated on among them (see AllocAsync). It returns at once; s may keep the memory for its own next allocation of
-// the size (see AllocAsync). As Free, it does nothing on a nil buffer, a
-// slice or a view, or a buffer already freed; a buffer from Alloc is
-// ErrInvalidValue (free it with Free).
+// was allocated on among them (see AllocAsync). It returns at once; s may
+// keep the memory for its own next allocation of the size (see AllocAsync).
+// As Free, it does nothing on a nil buffer, a slice or a view, or a buffer
+// already freed; a buffer from Alloc is ErrInvalidValue (free it with Free).
 func (b *DeviceBuffer[T]) FreeOn(s *Stream) error {
 	const op = "DeviceBuffer.FreeOn"
 	m, err := b.freeable(op)

@@ -655,8 +655,8 @@ func (b *DeviceBuffer[T]) memset(op string, width int, v uint32, s *Stream) erro
 // the buffer, not for queued stream work: synchronize streams that use it
 // first. A buffer from AllocAsync is the exception: Free queues its release
 // on the stream it was allocated on, after the work queued there and the
-// work other streams queued on the buffer, and returns (see AllocAsync). If the driver refuses, the buffer stays usable
-// and Free may be called again.
+// work other streams queued on the buffer, and returns (see AllocAsync). If
+// the driver refuses, the buffer stays usable and Free may be called again.
 func (b *DeviceBuffer[T]) Free() error {
 	const op = "DeviceBuffer.Free"
 	m, err := b.freeable(op)

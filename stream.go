@@ -287,9 +287,8 @@ func (s *Stream) Close() error {
 	// a buffer the stream used, refused the stream while Close runs,
 	// takes the stream's work as done (streamUsers.wait, Stream.waitOn,
 	// lockedUses.drain), which it then is, but for work queued while
-	// Close runs.
-	// A stream closed, or of a closed context, has no work to wait for:
-	// s.close says so.
+	// Close runs. A stream closed, or of a closed context, has no work to
+	// wait for: s.close says so.
 	if s.life.hold(op, "the stream") == nil {
 		err := s.ctx.bind(op)
 		if err == nil {
