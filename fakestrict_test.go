@@ -21,38 +21,17 @@ func TestFakeFaultsUseAfterFree(t *testing.T) {
 		t.Skip("a deliberate use after free: the fake's fault only")
 	}
 	const n = 1 << 12
-	for _, tt := range []struct {
-		name string
-		use  func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error
-	}{
-		{"kernel", func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
-			x := must(cuda.FromHost(ctx, make([]float32, n)))(t)
-			t.Cleanup(func() { x.Free() })
-			saxpy := must(loadKernels(t, ctx).Function("saxpy"))(t)
-			return saxpy.Launch(cuda.LaunchConfigFor(n, s), float32(1), x, y, uint32(n))
-		}},
-		{"memset", func(t *testing.T, _ *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
-			return y.Memset32Async(7, s)
-		}},
-		{"copy", func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
-			return y.CopyToHostAsync(make([]float32, n), s)
-		}},
-	} {
+	for _, tt := range bufferUses(n) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
 			defer ctx.Close()
-			s, other := must(ctx.NewStream())(t), must(ctx.NewStream())(t)
+			s := must(ctx.NewStream())(t)
 			y := must(cuda.AllocAsync[float32](s, n))(t)
 			if err := s.Synchronize(); err != nil {
 				t.Fatal(err)
 			}
-			// A large memset first keeps other busy for milliseconds: the
-			// use then runs after the free, which s runs at once.
-			z := must(cuda.Alloc[byte](ctx, 64<<20))(t)
-			defer z.Free()
-			if err := z.Memset8Async(1, other); err != nil {
-				t.Fatal(err)
-			}
+			// The use runs late, after the free, which s runs at once.
+			other := busyStream(t, ctx)
 			// Through an alias gocuda does not know for y's (FromRaw):
 			// Free orders itself after the uses it knows of.
 			alias := must(cuda.FromRaw[float32](ctx, y.Ptr(), n))(t)

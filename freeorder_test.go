@@ -27,18 +27,15 @@ func busyStream(t *testing.T, ctx *cuda.Context) *cuda.Stream {
 	return s
 }
 
-// TestFreeOrderedAfterOtherStreams: a stream-ordered buffer's Free and
-// FreeOn order its release after the work other streams queued on it, as
-// AllocAsync's doc promises: the use runs late on a busy stream, and the
-// free (queued at once on an idle stream) must not release the memory
-// under it. On the fake a use of freed memory faults the context
-// (TestFakeFaultsUseAfterFree); on a GPU it could too.
-func TestFreeOrderedAfterOtherStreams(t *testing.T) {
-	const n = 1 << 12
-	uses := []struct {
-		name string
-		use  func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error
-	}{
+// bufferUse queues work on y, of n elements, on s: a kernel writing it, a
+// memset, a copy out of it, a copy into it.
+type bufferUse struct {
+	name string
+	use  func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error
+}
+
+func bufferUses(n int) []bufferUse {
+	return []bufferUse{
 		{"kernel", func(t *testing.T, ctx *cuda.Context, y *cuda.DeviceBuffer[float32], s *cuda.Stream) error {
 			x := must(cuda.FromHost(ctx, make([]float32, n)))(t)
 			t.Cleanup(func() { x.Free() })
@@ -57,6 +54,16 @@ func TestFreeOrderedAfterOtherStreams(t *testing.T) {
 			return y.CopyFromDeviceAsync(x, s)
 		}},
 	}
+}
+
+// TestFreeOrderedAfterOtherStreams: a stream-ordered buffer's Free and
+// FreeOn order its release after the work other streams queued on it, as
+// AllocAsync's doc promises: the use runs late on a busy stream, and the
+// free (queued at once on an idle stream) must not release the memory
+// under it. On the fake a use of freed memory faults the context
+// (TestFakeFaultsUseAfterFree); on a GPU it could too.
+func TestFreeOrderedAfterOtherStreams(t *testing.T) {
+	const n = 1 << 12
 	frees := []struct {
 		name string
 		free func(y *cuda.DeviceBuffer[float32], alloc, busy, third *cuda.Stream) error
@@ -65,7 +72,7 @@ func TestFreeOrderedAfterOtherStreams(t *testing.T) {
 		{"FreeOn a third stream", func(y *cuda.DeviceBuffer[float32], _, _, third *cuda.Stream) error { return y.FreeOn(third) }},
 		{"FreeOn the busy stream", func(y *cuda.DeviceBuffer[float32], _, busy, _ *cuda.Stream) error { return y.FreeOn(busy) }},
 	}
-	for _, u := range uses {
+	for _, u := range bufferUses(n) {
 		for _, f := range frees {
 			t.Run(u.name+"/"+f.name, func(t *testing.T) {
 				ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
