@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	cuda "github.com/gocuda/cuda"
@@ -254,5 +255,86 @@ func TestStreamCloseWaitsBeforeRefusing(t *testing.T) {
 	}
 	if got[0] != 7 || got[n-1] != 7 {
 		t.Errorf("read while the stream closed: %v ... %v, want 7 (the stream's memset)", got[0], got[n-1])
+	}
+}
+
+// TestFreeOrderedConcurrent: goroutines allocate in stream order, use the
+// buffers on other streams (some of them closed meanwhile) and free them,
+// at once: no deadlock, no error but a closed stream's refusal, and no
+// fault (on the fake, work on freed memory faults the context).
+func TestFreeOrderedConcurrent(t *testing.T) {
+	const (
+		workers = 8
+		rounds  = 40
+		n       = 1 << 10
+	)
+	ctx := must(cuda.NewContext(cudatest.Device(t)))(t)
+	defer ctx.Close()
+	streams := make([]*cuda.Stream, 4)
+	for i := range streams {
+		streams[i] = must(ctx.NewStream())(t)
+		defer streams[i].Close()
+	}
+	// Streams that a goroutine closes while others use them.
+	var mu sync.Mutex
+	closing := []*cuda.Stream{must(ctx.NewStream())(t)}
+	done := make(chan struct{})
+	var closer sync.WaitGroup
+	closer.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			s, err := ctx.NewStream()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			old := closing[0]
+			closing[0] = s
+			mu.Unlock()
+			if err := old.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				s := streams[(w+r)%len(streams)]
+				y, err := cuda.AllocAsync[float32](s, n)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				c := closing[0]
+				mu.Unlock()
+				for _, o := range []*cuda.Stream{streams[(w+r+1)%len(streams)], c} {
+					if err := y.Memset32Async(uint32(r), o); err != nil && !errors.Is(err, cuda.ErrClosed) {
+						t.Error(err)
+					}
+				}
+				if r%2 == 0 {
+					err = y.Free()
+				} else {
+					err = y.FreeOn(streams[(w+r+2)%len(streams)])
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	closer.Wait()
+	if err := ctx.Synchronize(); err != nil {
+		t.Fatalf("after the frees: %v", err)
 	}
 }
