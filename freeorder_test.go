@@ -277,7 +277,8 @@ func TestFreeOrderedConcurrent(t *testing.T) {
 	}
 	// Streams that a goroutine closes while others use them.
 	var mu sync.Mutex
-	closing := []*cuda.Stream{must(ctx.NewStream())(t)}
+	closing := must(ctx.NewStream())(t)
+	defer func() { closing.Close() }()
 	done := make(chan struct{})
 	var closer sync.WaitGroup
 	closer.Go(func() {
@@ -293,8 +294,8 @@ func TestFreeOrderedConcurrent(t *testing.T) {
 				return
 			}
 			mu.Lock()
-			old := closing[0]
-			closing[0] = s
+			old := closing
+			closing = s
 			mu.Unlock()
 			if err := old.Close(); err != nil {
 				t.Error(err)
@@ -312,7 +313,7 @@ func TestFreeOrderedConcurrent(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				c := closing[0]
+				c := closing
 				mu.Unlock()
 				for _, o := range []*cuda.Stream{streams[(w+r+1)%len(streams)], c} {
 					if err := y.Memset32Async(uint32(r), o); err != nil && !errors.Is(err, cuda.ErrClosed) {
