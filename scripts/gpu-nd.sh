@@ -11,7 +11,9 @@
 #
 # OUTDIR gets machine.txt, nd-go.txt (-test.count ND_COUNT rounds, default
 # 3, of -test.benchtime ND_BENCHTIME, default 0.1s), call.prof (a CPU
-# profile of the call-cost cases), nd-peers.json and nd-peers.err, nd.md (the table, worst ratio first) and summary.txt.
+# profile of the call-cost cases, ND_PROFILE_S seconds, default 60; 0
+# skips it), nd-peers.json and nd-peers.err, nd.md (the table, worst
+# ratio first) and summary.txt.
 # GOCUDA_ND_OPS (a comma list of ops, such as add,matmul) selects a subset
 # on both sides.
 set -uo pipefail
@@ -36,9 +38,11 @@ echo "BenchmarkND: exit $?" >>"$out/summary.txt"
 # Where a small call's host time goes: a CPU profile of the call-cost cases
 # (go tool pprof -top OUTDIR/call.prof here; Go's profiles carry their
 # symbols, so the stripped binary is enough).
-(cd nd && timeout 60 "$bin/tests/nd.test" -test.run '^$' -test.bench '^BenchmarkND$/^call_' \
-	-test.benchtime 2s -test.cpuprofile "$out/call.prof") >"$out/call-profile.txt" 2>&1
-echo "call profile: exit $?" >>"$out/summary.txt"
+if [ "${ND_PROFILE_S:-60}" -gt 0 ]; then
+	(cd nd && timeout "${ND_PROFILE_S:-60}" "$bin/tests/nd.test" -test.run '^$' -test.bench '^BenchmarkND$/^call_' \
+		-test.benchtime 2s -test.cpuprofile "$out/call.prof") >"$out/call-profile.txt" 2>&1
+	echo "call profile: exit $?" >>"$out/summary.txt"
+fi
 timeout "$peers_s" python3 bench/pyref/nd_peers.py >"$out/nd-peers.json" 2>"$out/nd-peers.err"
 echo "nd_peers.py: exit $?" >>"$out/summary.txt"
 python3 bench/report/ndreport.py "$out/nd-go.txt" "$out/nd-peers.json" >"$out/nd.md" 2>>"$out/summary.txt"
