@@ -30,7 +30,8 @@ import (
 // as compute's BenchmarkGrid does. Each call is the fastest form of the
 // operation: its Into form into a preallocated output where it has one
 // (PyTorch's and CuPy's out=), else the allocating call and the result's
-// Free (Take, Concat, fusedChain; the peers' out= where they have one).
+// Free (Take, Concat, fusedChain, fusedChain1; the peers' out= where they
+// have one).
 //
 // GOCUDA_ND_OPS (a comma list of ops) selects a subset. Where kernels
 // cannot run (the fake driver, a machine without NVRTC) every case skips.
@@ -116,10 +117,15 @@ func benchCases() []benchCase {
 		benchCall(1024, false),
 		benchCall(1024, true),
 		// relu(a*b + c) * d unfused (four Into calls) and fused.
-		benchChain(64<<20, false),
-		benchChain(64<<20, true),
-		benchChain(1<<20, false),
-		benchChain(1<<20, true),
+		benchChain(64<<20, 4, false),
+		benchChain(64<<20, 4, true),
+		benchChain(1<<20, 4, false),
+		benchChain(1<<20, 4, true),
+		// relu(x*2 + 1) * 3, one input and constants, unfused and fused.
+		benchChain(64<<20, 1, false),
+		benchChain(64<<20, 1, true),
+		benchChain(1<<20, 1, false),
+		benchChain(1<<20, 1, true),
 	}
 }
 
@@ -128,6 +134,12 @@ func benchCases() []benchCase {
 // cupy.fuse's function).
 func fusedChain(a, b, c, d *nd.Array[float32]) (*nd.Array[float32], error) {
 	return nd.Lazy(a).Mul(nd.Lazy(b)).Add(nd.Lazy(c)).Relu().Mul(nd.Lazy(d)).Eval()
+}
+
+// fusedChain1 is relu(x*2 + 1) * 3, the chain of one input and
+// constants, as one kernel with a result of its own.
+func fusedChain1(x *nd.Array[float32]) (*nd.Array[float32], error) {
+	return nd.Lazy(x).Mul(nd.Const[float32](2)).Add(nd.Const[float32](1)).Relu().Mul(nd.Const[float32](3)).Eval()
 }
 
 // chainInto sets o to relu(ab + c) * d, where ab is a*b already: Add,
@@ -288,35 +300,82 @@ func benchCall(n int, alloc bool) benchCase {
 	}}
 }
 
-// benchChain is relu(a*b + c) * d over n float32: unfused, four Into
-// calls into a preallocated result (chain_unfused: PyTorch's and CuPy's
-// calls with out=), or fusedChain and its result's Free (chain_fused:
-// torch.compile's and cupy.fuse's function).
-func benchChain(n int, fused bool) benchCase {
-	op := "chain_unfused"
+// benchChain is a chain of four elementwise operations over n float32:
+// relu(a*b + c) * d of four inputs (inputs 4, op chain_*), or
+// relu(x*2 + 1) * 3 of one input and constants (inputs 1, op chain1_*).
+// Unfused, it is four Into calls into a preallocated result
+// (*_unfused: PyTorch's and CuPy's calls with out=); fused, fusedChain or
+// fusedChain1 and its result's Free (*_fused: torch.compile's and
+// cupy.fuse's function). Why both: the four-input chain moves 11 array
+// passes of memory unfused (mul 3, add 3, relu 2, mul 3) against 5 fused,
+// which bounds fusion's gain at 2.2x, below the 2.5x; the
+// one-input chain (its constants kernel arguments) moves 8 (2 an
+// operation) against 2, a bound of 4x.
+func benchChain(n, inputs int, fused bool) benchCase {
+	op := "chain"
+	if inputs == 1 {
+		op = "chain1"
+	}
 	if fused {
-		op = "chain_fused"
+		op += "_fused"
+	} else {
+		op += "_unfused"
 	}
 	return benchCase{op, "f32", strconv.Itoa(n), func(b *testing.B, s *cuda.Stream) {
-		x, y, c, d := benchZeros[float32](b, s, n), benchZeros[float32](b, s, n), benchZeros[float32](b, s, n), benchZeros[float32](b, s, n)
 		o := benchZeros[float32](b, s, n)
-		// The bytes of the fused form, read and written once: the figure
-		// the unfused form's MB/s is compared against.
-		benchBytes[float32](b, 5*n)
-		call := func() error {
-			if err := nd.MulInto(o, x, y); err != nil {
-				return err
+		var unfusedCall, fusedCall func() error
+		var moved int // the bytes of the fused form, in elements
+		switch inputs {
+		case 4:
+			x, y, c, d := benchZeros[float32](b, s, n), benchZeros[float32](b, s, n), benchZeros[float32](b, s, n), benchZeros[float32](b, s, n)
+			moved = 5 * n // four inputs read, one result written
+			unfusedCall = func() error {
+				if err := nd.MulInto(o, x, y); err != nil {
+					return err
+				}
+				return chainInto(o, o, c, d)
 			}
-			return chainInto(o, o, c, d)
-		}
-		if fused {
-			call = func() error {
+			fusedCall = func() error {
 				r, err := fusedChain(x, y, c, d)
 				if err != nil {
 					return err
 				}
 				return r.Free()
 			}
+		case 1:
+			x := benchZeros[float32](b, s, n)
+			// The constants, made once: host values (Scalar), passed to
+			// the kernels as arguments.
+			two, one, three := nd.Scalar[float32](2), nd.Scalar[float32](1), nd.Scalar[float32](3)
+			moved = 2 * n // one input read, one result written
+			unfusedCall = func() error {
+				if err := nd.MulInto(o, x, two); err != nil {
+					return err
+				}
+				if err := nd.AddInto(o, o, one); err != nil {
+					return err
+				}
+				if err := nd.ReluInto(o, o); err != nil {
+					return err
+				}
+				return nd.MulInto(o, o, three)
+			}
+			fusedCall = func() error {
+				r, err := fusedChain1(x)
+				if err != nil {
+					return err
+				}
+				return r.Free()
+			}
+		default:
+			b.Fatalf("benchChain: %d inputs", inputs)
+		}
+		// The bytes of the fused form, read and written once: the figure
+		// the unfused form's MB/s is compared against.
+		benchBytes[float32](b, moved)
+		call := unfusedCall
+		if fused {
+			call = fusedCall
 		}
 		benchLoop(b, s, true, call)
 	}}

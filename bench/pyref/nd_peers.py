@@ -6,8 +6,8 @@ synchronize, timed by CUDA events recorded before and after the loop (the
 call_* cases, the host's calls, by the host's clock), the median of 3
 repeats, N chosen so that a repeat takes about 20 ms (at most MAX_CALLS).
 Each peer's fastest call: out= where it has one (the Go side calls the
-Into form there); PyTorch eager, torch.compile for chain_fused (eager
-where it fails), CuPy's cupy.fuse for it. CuPy has no bfloat16: it sits out
+Into form there); PyTorch eager, torch.compile for chain_fused and
+chain1_fused (eager where it fails), CuPy's cupy.fuse for them. CuPy has no bfloat16: it sits out
 the bf16 cases.
 
 The environment selects a subset as for the Go benchmark: GOCUDA_ND_OPS
@@ -34,7 +34,8 @@ REPEATS = 3
 # arguments). add, concat0, concat1: the two shapes; exp_t, sum_mid,
 # softmax_*: the shape (exp_t reads its transpose); take, take_ax1: the
 # table's rows and columns and the number of indices; matmul: a's shape,
-# b's, and whether b is read as b.mT; call_*, chain_*: the elements.
+# b's, and whether b is read as b.mT; call_*, chain_*, chain1_*: the
+# elements (chain_*: relu(a*b + c) * d; chain1_*: relu(x*2 + 1) * 3).
 CASES = [
     ("add", "f32", ((4096, 4096), (4096,))),
     ("add", "f32", ((4097, 33), (33,))),
@@ -82,6 +83,10 @@ CASES = [
     ("chain_fused", "f32", (64 << 20,)),
     ("chain_unfused", "f32", (1 << 20,)),
     ("chain_fused", "f32", (1 << 20,)),
+    ("chain1_unfused", "f32", (64 << 20,)),
+    ("chain1_fused", "f32", (64 << 20,)),
+    ("chain1_unfused", "f32", (1 << 20,)),
+    ("chain1_fused", "f32", (1 << 20,)),
 ]
 OPS = tuple(dict.fromkeys(op for op, _, _ in CASES))
 
@@ -100,7 +105,7 @@ def shape_name(op, args):
     if op == "matmul":
         sa, sb, mt = args
         return dims(sa) + "@" + dims(sb) + (".mT" if mt else "")
-    if op.startswith(("call_", "chain_")):
+    if op.startswith(("call_", "chain_", "chain1_")):
         return str(args[0])
     return dims(args)
 
@@ -141,6 +146,7 @@ class Torch:
         self.t = torch
         self.types = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
         self.compiled = None
+        self.compiled1 = None
 
     def version(self):
         return self.t.__version__
@@ -225,6 +231,23 @@ class Torch:
                 self.compiled = t.compile(chain)
             compiled = self.compiled
             return [("torch.compile", lambda: compiled(a, b, c, d)), ("eager", lambda: chain(a, b, c, d))]
+        if op in ("chain1_unfused", "chain1_fused"):
+            n = args[0]
+            x, o = self.zeros(n, dt), self.zeros(n, dt)
+            if op == "chain1_unfused":
+                def unfused1():
+                    t.mul(x, 2, out=o)
+                    t.add(o, 1, out=o)
+                    t.relu_(o)
+                    t.mul(o, 3, out=o)
+                return [("mul, add, relu_, mul (out=)", unfused1)]
+
+            def chain1(x):
+                return t.relu(x * 2 + 1) * 3
+            if self.compiled1 is None:
+                self.compiled1 = t.compile(chain1)
+            compiled1 = self.compiled1
+            return [("torch.compile", lambda: compiled1(x)), ("eager", lambda: chain1(x))]
         return None
 
 
@@ -241,6 +264,7 @@ class Cupy:
         except (ImportError, AttributeError):
             self.softmax = None
         self.fused = None
+        self.fused1 = None
 
     def version(self):
         return self.cp.__version__
@@ -331,6 +355,23 @@ class Cupy:
                 self.fused = cp.fuse(chain)
             fused = self.fused
             return [("cupy.fuse", lambda: fused(a, b, c, d))]
+        if op in ("chain1_unfused", "chain1_fused"):
+            n = args[0]
+            x, o = self.zeros(n, dt), self.zeros(n, dt)
+            zero = o.dtype.type(0)
+            if op == "chain1_unfused":
+                def unfused1():
+                    cp.multiply(x, 2, out=o)
+                    cp.add(o, 1, out=o)
+                    cp.maximum(o, zero, out=o)
+                    cp.multiply(o, 3, out=o)
+                return [("multiply, add, maximum, multiply (out=)", unfused1)]
+            if self.fused1 is None:
+                def chain1(x):
+                    return cp.maximum(x * 2 + 1, 0) * 3
+                self.fused1 = cp.fuse(chain1)
+            fused1 = self.fused1
+            return [("cupy.fuse", lambda: fused1(x))]
         return None
 
 
