@@ -107,8 +107,14 @@ func unpermuted[T Elem](out *Array[T], perm []int) (*Array[T], error) {
 type rowFunc[T Elem] func(dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.Stream) error
 
 // rowwise runs f over a's rows along axis into a new array of a's shape
-// (its own memory, laid out with axis last), or into dst.
-func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[T]) (result *Array[T], err error) {
+// (its own memory, laid out with axis last), or into dst; or lines, where
+// not nil, a thread a line, where alongLines takes a and dst.
+func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[T], lines lineFunc[T]) (result *Array[T], err error) {
+	if lines != nil {
+		if result, ok, err := alongLines(op, a, axis, dst, lines); ok {
+			return result, err
+		}
+	}
 	src, perm, rows, cols, err := alongAxis(op, a, axis)
 	if err != nil {
 		return nil, err
@@ -173,7 +179,7 @@ func rowwise[T Elem](op string, a *Array[T], axis int, dst *Array[T], f rowFunc[
 // own.
 func Softmax[T cuda.AnyFloat](a *Array[T], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return rowwise("Softmax", a, axis, nil, softmaxRows[T](compute.Softmax[T]))
+	return rowwise("Softmax", a, axis, nil, softmaxRows[T](compute.Softmax[T]), softmaxLines[T](false))
 }
 
 // SoftmaxInto sets dst to the softmax of a along axis.
@@ -181,14 +187,14 @@ func SoftmaxInto[T cuda.AnyFloat](dst, a *Array[T], axis int) error {
 	if err := writable("SoftmaxInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(rowwise("SoftmaxInto", a, axis, dst, softmaxRows[T](compute.Softmax[T])))
+	return errOnly(rowwise("SoftmaxInto", a, axis, dst, softmaxRows[T](compute.Softmax[T]), softmaxLines[T](false)))
 }
 
 // LogSoftmax returns the log of the softmax of a along axis, computed as
 // x - max - log(sum of e^(x-max)).
 func LogSoftmax[T cuda.AnyFloat](a *Array[T], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return rowwise("LogSoftmax", a, axis, nil, softmaxRows[T](compute.LogSoftmax[T]))
+	return rowwise("LogSoftmax", a, axis, nil, softmaxRows[T](compute.LogSoftmax[T]), softmaxLines[T](true))
 }
 
 // LogSoftmaxInto sets dst to the log-softmax of a along axis.
@@ -196,7 +202,7 @@ func LogSoftmaxInto[T cuda.AnyFloat](dst, a *Array[T], axis int) error {
 	if err := writable("LogSoftmaxInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(rowwise("LogSoftmaxInto", a, axis, dst, softmaxRows[T](compute.LogSoftmax[T])))
+	return errOnly(rowwise("LogSoftmaxInto", a, axis, dst, softmaxRows[T](compute.LogSoftmax[T]), softmaxLines[T](true)))
 }
 
 func softmaxRows[T cuda.AnyFloat](f func(dst, src *cuda.DeviceBuffer[T], shape compute.Shape, s *cuda.Stream) error) rowFunc[T] {
@@ -212,7 +218,7 @@ func softmaxRows[T cuda.AnyFloat](f func(dst, src *cuda.DeviceBuffer[T], shape c
 // short lines, slow for a few long ones.
 func Cumsum[T Elem](a *Array[T], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return rowwise("Cumsum", a, axis, nil, cumsumRows[T])
+	return rowwise("Cumsum", a, axis, nil, cumsumRows[T], nil)
 }
 
 // CumsumInto sets dst to the cumulative sums of a along axis.
@@ -220,7 +226,7 @@ func CumsumInto[T Elem](dst, a *Array[T], axis int) error {
 	if err := writable("CumsumInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(rowwise("CumsumInto", a, axis, dst, cumsumRows[T]))
+	return errOnly(rowwise("CumsumInto", a, axis, dst, cumsumRows[T], nil))
 }
 
 // rowKernels are the kernels of the row operations, by name and type.

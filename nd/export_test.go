@@ -43,3 +43,13 @@ func SetConcatSeen(f func(parts, width int)) (restore func()) {
 	concatSeen = f
 	return func() { concatSeen = old }
 }
+
+// SetLines sets the fewest lines of a Softmax along an axis but the last
+// for its thread-a-line kernel, has seen, where not nil, told each line
+// kernel's dim, post and lines as it is launched, and returns the
+// function that restores both.
+func SetLines(min int, seen func(dim, post, lines int)) (restore func()) {
+	m, f := linesMin, linesSeen
+	linesMin, linesSeen = min, seen
+	return func() { linesMin, linesSeen = m, f }
+}
