@@ -216,11 +216,20 @@ func (k *Elementwise) params() []param {
 // raw buffer is not loaded with the others (the operation indexes it
 // itself) and does not count.
 func (k *Elementwise) vectorWidth(buffer []bool) int {
-	widest := 1
+	widest := 0
 	for j, p := range k.ps {
 		if buffer[j] && !p.raw {
 			widest = max(widest, int(p.t.goType.Size()))
 		}
+	}
+	if widest == 0 {
+		// No buffer is read or written by vectors (every one raw, or
+		// none given): a thread an element. Vectors of 16 made each
+		// thread take 16 elements one after another, with a sixteenth
+		// of the threads: a kernel whose element is a whole line of
+		// loads (nd's softmax along a middle axis, its cumulative sums)
+		// ran its lines 16 deep, 16,384 threads for 262,144 lines.
+		return 1
 	}
 	return 16 / widest
 }

@@ -193,27 +193,50 @@ func gemm[T cuda.AnyFloat](op string, a, b, out *Array[T], c *cuda.DeviceBuffer[
 		}
 		mcs[i] = cublas.NewMatrix(ci, m, n)
 	}
-	as, bs := ma.each(count), mb.each(count)
+	as, err := ma.each(count)
+	if err != nil {
+		return wrap(op, err)
+	}
+	bs, err := mb.each(count)
+	if err != nil {
+		return wrap(op, err)
+	}
 	return wrap(op, cublas.GemmBatched(h, 1, as, bs, 0, mcs))
 }
 
-// batchOf is an operand's matrices, one for each product of a batch: a
-// list of them, and where they are evenly spaced in memory (strided), the
-// first with the elements from one to the next as its BatchStride; or
-// one matrix for every product (one: x has no batch axes, or they
-// broadcast).
+// batchOf is an operand's matrices, one for each product of a batch: the
+// first, and where they are evenly spaced in memory (strided), the first
+// with the elements from one to the next as its BatchStride; or one
+// matrix for every product (one: x has no batch axes, or they
+// broadcast). each makes the others, where a product needs them.
 type batchOf[T cuda.AnyFloat] struct {
-	all          []cublas.Matrix[T]
 	first        cublas.Matrix[T]
 	strided, one bool
+
+	span   *cuda.DeviceBuffer[T] // the memory the matrices are in
+	offs   []int                 // each matrix's offset in span
+	extent int                   // the elements a matrix reaches
 }
 
-// each returns the matrix of each of count products.
-func (b batchOf[T]) each(count int) []cublas.Matrix[T] {
+// each returns the matrix of each of count products. A slice of the
+// memory a matrix, made only here: a strided batch of 32 made 32 slices
+// of each operand at every call, and a product of 512×512 bfloat16
+// matrices was bound by the host.
+func (b batchOf[T]) each(count int) ([]cublas.Matrix[T], error) {
 	if b.one {
-		return slices.Repeat(b.all[:1], count)
+		m := b.first
+		m.BatchStride = 0
+		return slices.Repeat([]cublas.Matrix[T]{m}, count), nil
 	}
-	return b.all
+	ms := make([]cublas.Matrix[T], len(b.offs))
+	for i, o := range b.offs {
+		data, err := b.span.Slice(o, b.extent)
+		if err != nil {
+			return nil, err
+		}
+		ms[i] = cublas.Matrix[T]{Data: data, Rows: b.first.Rows, Cols: b.first.Cols, Stride: b.first.Stride, Layout: b.first.Layout}
+	}
+	return ms, nil
 }
 
 // matrices returns x's matrices (its last two axes, rows×cols) for each
@@ -264,22 +287,22 @@ func matrices[T cuda.AnyFloat](op string, x *Array[T], batch []int, rows, cols i
 	if lay != cublas.RowMajor {
 		extent = (cols-1)*ld + rows
 	}
-	var offs []int
+	// One matrix for every product, where the batch axes broadcast (or
+	// are none).
+	ms.one = bl.Size() > 0 && allZero(bl.Strides())
+	offs := make([]int, 0, bl.Size())
 	for o := range bl.Offsets() {
 		offs = append(offs, o)
-		if bl.Size() > 0 && allZero(bl.Strides()) {
-			ms.one = true
-			break // one matrix for every product
+		if ms.one {
+			break
 		}
 	}
-	for _, o := range offs {
-		data, err := span.Slice(o, extent)
-		if err != nil {
-			return fail(wrap(op, err))
-		}
-		ms.all = append(ms.all, cublas.Matrix[T]{Data: data, Rows: rows, Cols: cols, Stride: ld, Layout: lay})
+	ms.span, ms.offs, ms.extent = span, offs, extent
+	data, err := span.Slice(offs[0], extent)
+	if err != nil {
+		return fail(wrap(op, err))
 	}
-	ms.first = ms.all[0]
+	ms.first = cublas.Matrix[T]{Data: data, Rows: rows, Cols: cols, Stride: ld, Layout: lay}
 	// Evenly spaced, a positive stride apart: one matrix of the batch
 	// with its stride (cublas.Matrix's BatchStride, where 0 means packed,
 	// cannot say that every product reads the same).
