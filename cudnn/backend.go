@@ -455,10 +455,8 @@ func (b *builder) opGraph(lh clib.Handle, k convKey, y Shape) clib.BackendDescri
 }
 
 // configs returns the engine configurations the heuristics of mode rank
-// for the graph, best first, less those whose numerics k does not allow:
-// for float32 without SetTF32, the tensor cores' (TF32) and those that
-// convert the inputs down, as PyTorch filters them. nil where cuDNN has
-// none for the graph.
+// for the graph, best first, less those whose numerics k does not allow
+// (allowedNotes). nil where cuDNN has none for the graph.
 func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mode int32) ([]clib.BackendDescriptor, error) {
 	heur := b.create(bdEngineHeur)
 	b.desc(heur, attrHeurGraph, opGraph)
@@ -492,10 +490,6 @@ func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mo
 		return nil, b.err
 	}
 	cfgs = cfgs[:min(got, n)]
-	strict := k.dt == dataFloat && !k.tf32
-	if !strict {
-		return cfgs, nil
-	}
 	kept := cfgs[:0:0]
 	for _, cfg := range cfgs {
 		engine := b.create(bdEngine)
@@ -510,17 +504,27 @@ func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mo
 		if b.err != nil {
 			return nil, b.err
 		}
-		ok := true
-		for _, note := range notes[:min(m, int64(len(notes)))] {
-			if note == noteTensorCore || note == noteDownConvert {
-				ok = false
-			}
-		}
-		if ok {
+		if allowedNotes(notes[:min(m, int64(len(notes)))], k.dt == dataFloat && !k.tf32) {
 			kept = append(kept, cfg)
 		}
 	}
 	return kept, nil
+}
+
+// allowedNotes reports whether an engine of these numerical notes may
+// run a call: never one that converts its inputs down (float32 to a half,
+// a half to fewer bits: more rounding than the call's type, or TF32,
+// allows), and, where strict (float32 without SetTF32), none on the
+// tensor cores, whose float32 products are TF32's. PyTorch's filter is
+// the same. With TF32 allowed, float32 had kept the engines that convert
+// down too, and the halves always had.
+func allowedNotes(notes []int32, strict bool) bool {
+	for _, note := range notes {
+		if note == noteDownConvert || strict && note == noteTensorCore {
+			return false
+		}
+	}
+	return true
 }
 
 // choosePlan sets g.plan to the plan of the first of cfgs that finalizes

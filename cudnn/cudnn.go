@@ -38,8 +38,8 @@
 // builds, or, after Handle.SetBenchmark(true), the fastest of the first
 // 32 of both lists, each timed once per shape on the call's buffers
 // (PyTorch's torch.backends.cudnn.benchmark). Engines whose numerics the call does
-// not allow are passed over (for float32 without SetTF32: the tensor
-// cores' and those that convert the inputs down). Where cuDNN can build no
+// not allow are passed over: those that convert the inputs down, and for
+// float32 without SetTF32 the tensor cores'. Where cuDNN can build no
 // plan for a shape, or the library lacks the backend API, the legacy calls
 // run it (cudnnConvolutionForward and friends, their algorithm from
 // cudnnGetConvolution*Algorithm_v7 or, timed,

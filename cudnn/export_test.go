@@ -128,3 +128,8 @@ func GraphMisused[T Element](h *Handle, y, x, w Tensor[T], p Conv2D, how string)
 		return c.execute(pl.g.plan, ws, uids, args)
 	})
 }
+
+// AllowedNotes is allowedNotes: whether an engine of these numerical
+// notes (0 tensor cores, 1 inputs converted down) may run a call, strict
+// for float32 without TF32.
+func AllowedNotes(notes []int32, strict bool) bool { return allowedNotes(notes, strict) }
