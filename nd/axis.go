@@ -12,7 +12,8 @@ import (
 // The operations along one axis (softmax, cumulative sums, arg max and
 // min): the axis is made the last of a contiguous array (a itself where
 // it is already, else a copy of the permuted view), so that each kernel
-// takes rows: rows of cols elements, one after the other.
+// takes rows: rows of cols elements, one after the other. Softmax along
+// another axis of many lines takes them where they are (lines.go).
 
 // alongAxis returns a's elements as rows along axis (a contiguous array
 // whose last axis is axis: a itself, a view of a, or a copy, which its
