@@ -12,8 +12,9 @@ import (
 // The operations along one axis (softmax, cumulative sums, arg max and
 // min): the axis is made the last of a contiguous array (a itself where
 // it is already, else a copy of the permuted view), so that each kernel
-// takes rows: rows of cols elements, one after the other. Softmax along
-// another axis of many lines takes them where they are (lines.go).
+// takes rows: rows of cols elements, one after the other. Softmax and
+// Cumsum along another axis of many lines take them where they are
+// (lines.go).
 
 // alongAxis returns a's elements as rows along axis (a contiguous array
 // whose last axis is axis: a itself, a view of a, or a copy, which its
@@ -219,7 +220,7 @@ func softmaxRows[T cuda.AnyFloat](f func(dst, src *cuda.DeviceBuffer[T], shape c
 // short lines, slow for a few long ones.
 func Cumsum[T Elem](a *Array[T], axis int) (out *Array[T], failure error) {
 	defer poison(&out, &failure)
-	return rowwise("Cumsum", a, axis, nil, cumsumRows[T], nil)
+	return rowwise("Cumsum", a, axis, nil, cumsumRows[T], cumsumLines[T])
 }
 
 // CumsumInto sets dst to the cumulative sums of a along axis.
@@ -227,7 +228,7 @@ func CumsumInto[T Elem](dst, a *Array[T], axis int) error {
 	if err := writable("CumsumInto", "dst", dst); err != nil {
 		return err
 	}
-	return errOnly(rowwise("CumsumInto", a, axis, dst, cumsumRows[T], nil))
+	return errOnly(rowwise("CumsumInto", a, axis, dst, cumsumRows[T], cumsumLines[T]))
 }
 
 // rowKernels are the kernels of the row operations, by name and type.
@@ -255,23 +256,9 @@ func rowKernel(name, sub string, t ctype, spec func() compute.ElementwiseSpec) (
 	return got.(*compute.Elementwise), nil
 }
 
+// cumsumRows is Cumsum's rowFunc: rows are lines of elements 1 apart.
 func cumsumRows[T Elem](dst, src *cuda.DeviceBuffer[T], rows, cols int, s *cuda.Stream) error {
-	t := ctypeOf[T]()
-	// A Bool's running sum is true from its first true on (a logical
-	// or, as Sum's): as a byte, 256 trues would wrap to a false.
-	name, sub, conv := "nd_cumsum_"+t.name, "", fmt.Sprintf("(%s)acc", t.value)
-	if isBool[T]() {
-		name, sub, conv = "nd_cumsum_bool", "bool", "(acc != 0)"
-	}
-	k, err := rowKernel("cumsum", sub, t, func() compute.ElementwiseSpec {
-		acc := map[string]string{"float32": "float", "float64": "double", "int64": "long long", "uint64": "unsigned long long"}[accOf(t)]
-		return compute.ElementwiseSpec{Name: name, InParams: fmt.Sprintf("raw %s x, int64 cols", t.name), OutParams: fmt.Sprintf("raw %s y", t.name),
-			Operation: fmt.Sprintf("const long long base = i * cols;\n%s acc = 0;\nfor (long long k = 0; k < cols; k++) { acc += x[base + k]; y[base + k] = %s; }", acc, conv)}
-	})
-	if err != nil {
-		return err
-	}
-	return k.LaunchN(s, rows, src, int64(cols), dst)
+	return cumsumLines(dst, src, cols, 1, rows, s)
 }
 
 // ArgMax returns the index of the largest element of each line of a along

@@ -44,8 +44,8 @@ func SetConcatSeen(f func(parts, width int)) (restore func()) {
 	return func() { concatSeen = old }
 }
 
-// SetLines sets the fewest lines of a Softmax along an axis but the last
-// for its thread-a-line kernel, has seen, where not nil, told each line
+// SetLines sets the fewest lines of a Softmax or Cumsum along an axis
+// but the last for its thread-a-line kernel, has seen, where not nil, told each line
 // kernel's dim, post and lines as it is launched, and returns the
 // function that restores both.
 func SetLines(min int, seen func(dim, post, lines int)) (restore func()) {

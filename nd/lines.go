@@ -7,18 +7,18 @@ import (
 	"github.com/gocuda/cuda/compute"
 )
 
-// Softmax and LogSoftmax along an axis that is not the last, of many
-// lines: a thread a line, reading its elements post apart (post, the
+// Softmax, LogSoftmax and Cumsum along an axis that is not the last, of
+// many lines: a thread a line, reading its elements post apart (post, the
 // elements of the axes after axis), so that neighbouring threads read
 // neighbouring elements. Along the rows the axis is made the last of a
 // permuted copy, computed, and copied back in a's order: three passes
-// over the whole array more than the softmax's own, which for many short
-// lines (the first axis of 16×262144: 16 elements a line, 262,144 lines)
-// cost more than the softmax. Few lines leave the device short of
+// over the whole array more than the operation's own, which for many
+// short lines (the first axis of 16×262144: 16 elements a line, 262,144
+// lines) cost more than the softmax. Few lines leave the device short of
 // threads, each reading a long line alone: those keep the rows.
 
 // linesMin is the fewest lines an array has for the thread-a-line
-// kernel (tests lower it to check that kernel on small arrays). 16,384
+// kernels (tests lower it to check that kernel on small arrays). 16,384
 // threads are a few per core of an H100's or H200's 132 multiprocessors.
 var linesMin = 16384
 
@@ -147,4 +147,27 @@ for (long long k = 0; k < dim; k++) { const long long j = base + k * post; const
 		}
 		return k.LaunchN(s, lines, src, int64(dim), int64(post), dst)
 	}
+}
+
+// cumsumLines is Cumsum's lineFunc: each line's running sum, folded in
+// order by its thread (in 64 bits for integers, float32 for the halves,
+// as Sum; of Bools, true from the first true on: as a byte, 256 trues
+// would wrap to a false), the same bits as along the rows.
+func cumsumLines[T Elem](dst, src *cuda.DeviceBuffer[T], dim, post, lines int, s *cuda.Stream) error {
+	t := ctypeOf[T]()
+	name, sub, conv := "nd_cumsum_"+t.name, "", fmt.Sprintf("(%s)acc", t.value)
+	if isBool[T]() {
+		name, sub, conv = "nd_cumsum_bool", "bool", "(acc != 0)"
+	}
+	k, err := rowKernel("cumsum", sub, t, func() compute.ElementwiseSpec {
+		acc := map[string]string{"float32": "float", "float64": "double", "int64": "long long", "uint64": "unsigned long long"}[accOf(t)]
+		return compute.ElementwiseSpec{Name: name, InParams: fmt.Sprintf("raw %s x, int64 dim, int64 post", t.name), OutParams: fmt.Sprintf("raw %s y", t.name),
+			Operation: fmt.Sprintf(`const long long p = i / post, base = p * dim * post + (i - p * post);
+%s acc = 0;
+for (long long k = 0; k < dim; k++) { const long long j = base + k * post; acc += x[j]; y[j] = %s; }`, acc, conv)}
+	})
+	if err != nil {
+		return err
+	}
+	return k.LaunchN(s, lines, src, int64(dim), int64(post), dst)
 }

@@ -10,17 +10,18 @@ import (
 	"github.com/gocuda/cuda/nd"
 )
 
-// TestPropertySoftmaxLines: the operations along a random axis of a
-// random view (TestPropertyAxisOps' cases) with Softmax and LogSoftmax
+// TestPropertyAxisLines: the operations along a random axis of a random
+// view (TestPropertyAxisOps' cases) with Softmax, LogSoftmax and Cumsum
 // taking every axis but the last a thread a line, however few the lines,
 // against the CPU's.
-func TestPropertySoftmaxLines(t *testing.T) {
+func TestPropertyAxisLines(t *testing.T) {
 	s := propStream(t)
 	defer nd.SetLines(1, nil)()
-	forCases(t, 150, func(t *testing.T, rng *rand.Rand) {
+	forCases(t, 200, func(t *testing.T, rng *rand.Rand) {
 		oneOf(rng,
 			func() { axisCase[float32](t, s, rng, softmaxOf[float32]) }, func() { axisCase[float64](t, s, rng, softmaxOf[float64]) },
-			func() { axisCase[cuda.Float16](t, s, rng, softmaxOf[cuda.Float16]) }, func() { axisCase[cuda.BFloat16](t, s, rng, softmaxOf[cuda.BFloat16]) })
+			func() { axisCase[cuda.Float16](t, s, rng, softmaxOf[cuda.Float16]) }, func() { axisCase[cuda.BFloat16](t, s, rng, softmaxOf[cuda.BFloat16]) },
+			func() { axisCase[int32](t, s, rng, nil) }, func() { axisCase[uint8](t, s, rng, nil) })
 	})
 }
 
@@ -139,6 +140,52 @@ func TestSoftmaxLines(t *testing.T) {
 					free(t, got)
 				}
 			})
+		}
+	}
+}
+
+// TestCumsumLines: Cumsum along an axis but the last, a thread a line,
+// gives the rows' results bit for bit (each line is folded in order
+// either way), for integers that wrap, floats and Bools (true from the
+// first true on, never wrapping past 255 trues), and the line kernel
+// ran.
+func TestCumsumLines(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	t.Run("int8", func(t *testing.T) { cumsumLinesCase(t, s, func(i int) int8 { return int8(i*37 - 90) }) })
+	t.Run("float32", func(t *testing.T) {
+		cumsumLinesCase(t, s, func(i int) float32 { return float32(math.Sin(float64(i))) })
+	})
+	// Every Bool true: a running count would wrap at 256.
+	t.Run("Bool", func(t *testing.T) { cumsumLinesCase(t, s, func(int) nd.Bool { return 1 }) })
+}
+
+func cumsumLinesCase[T nd.Elem](t *testing.T, s *cuda.Stream, value func(int) T) {
+	t.Helper()
+	// 4 lines of 300 along axis 0 of 300x2x2, so that a Bool line holds
+	// more than 255 trues; 600 lines of 2 along axis 1.
+	data := make([]T, 300*2*2)
+	for i := range data {
+		data[i] = value(i)
+	}
+	for _, axis := range []int{0, 1} {
+		want := must(nd.Cumsum(pArr(t, s, data, 300, 2, 2), axis))(t)
+		wantData := must(want.ToSlice())(t)
+		free(t, want)
+		var seen []int
+		restore := nd.SetLines(1, func(dim, post, lines int) { seen = append(seen, dim, post, lines) })
+		got, err := nd.Cumsum(pArr(t, s, data, 300, 2, 2), axis)
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotData := must(got.ToSlice())(t)
+		free(t, got)
+		if wantSeen := [][]int{{300, 4, 4}, {2, 2, 600}}[axis]; !slices.Equal(seen, wantSeen) {
+			t.Errorf("axis %d: line kernels launched with (dim, post, lines) %v, want %v", axis, seen, wantSeen)
+		}
+		if !slices.Equal(gotData, wantData) {
+			t.Fatalf("axis %d: the lines' running sums differ from the rows'\ngot  %v\nwant %v", axis, gotData[:16], wantData[:16])
 		}
 	}
 }
