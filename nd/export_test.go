@@ -53,3 +53,11 @@ func SetLines(min int, seen func(dim, post, lines int)) (restore func()) {
 	linesMin, linesSeen = min, seen
 	return func() { linesMin, linesSeen = m, f }
 }
+
+// SetTileSeen has f told each tiled elementwise launch's rows, columns
+// and tile, and returns the function that restores the last.
+func SetTileSeen(f func(rows, cols, tileRows, tileCols int)) (restore func()) {
+	old := tileSeen
+	tileSeen = f
+	return func() { tileSeen = old }
+}

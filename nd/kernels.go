@@ -475,6 +475,9 @@ type plan struct {
 	// (stridedRaw), where the pattern has them: the same code, launched
 	// directly.
 	rawS, rawV *rawKernel
+	// tile is the tiled kernel (tileFor), where the pattern has one: it
+	// takes the place of the strided kernels.
+	tile *tiled
 }
 
 // rawKernel is a RawKernel with the function it was loaded as in the
@@ -678,6 +681,7 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 		return c
 	}
 	p.consts = consts(0)
+	p.tile = tileFor(e, out, ins, co)
 	p.rawS = stridedRaw(e, *out, ins, axes, scalars, narrow, 0, 0)
 	if vec, vecs := vectorWidth(co, out, ins); vec > 0 && !usesIndex.MatchString(e.code) {
 		kv, err := kernelFor(op, e, *out, ins, axes, scalars, narrow, vec, vecs)
@@ -935,6 +939,9 @@ func (p *plan) launch(op string, out *operand, ins []operand, n int) error {
 		}
 		args = append(args, b)
 		return wrap(op, p.k.Launch(out.s, args...))
+	}
+	if p.tile != nil {
+		return p.tile.launch(op, out, ins, args)
 	}
 	for i := range ins {
 		args = append(args, ins[i].buf)
