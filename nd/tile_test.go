@@ -42,7 +42,9 @@ func tileValue[T nd.Elem](i int) T {
 // tileCases runs the tiled kernel's cases over a rows×cols array x (its
 // transpose is cols×rows) and checks each result and that the tiled
 // kernel ran.
-func tileCases[T interface{ float32 | float64 | int32 | int8 }](t *testing.T, s *cuda.Stream, rows, cols int, seen *[]string) {
+func tileCases[T interface {
+	float32 | float64 | int32 | int8
+}](t *testing.T, s *cuda.Stream, rows, cols int, seen *[]string) {
 	t.Helper()
 	host := make([]T, rows*cols)
 	for i := range host {
