@@ -8,6 +8,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/compute"
+	"github.com/gocuda/cuda/internal/halfc"
 	"github.com/gocuda/cuda/internal/ndshape"
 )
 
@@ -61,13 +62,13 @@ var tileKernels sync.Map // kernelKey -> *rawKernel
 // (out's first), or nil where it does not apply: two axes, an output
 // contiguous along one of them (a stride of 1 or -1), at least one input
 // contiguous along the other and not along the output's (staged), no
-// scalar, no half, and an expression that does not read the index.
+// scalar, and an expression that does not read the index.
 func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
-	if len(co[0].Shape()) != 2 || out.t.half || usesIndex.MatchString(e.code) {
+	if len(co[0].Shape()) != 2 || usesIndex.MatchString(e.code) {
 		return nil
 	}
 	for i := range ins {
-		if ins[i].scalar || ins[i].t.half {
+		if ins[i].scalar {
 			return nil
 		}
 	}
@@ -137,24 +138,26 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint64) (src, name string) {
 	name = fmt.Sprintf("nd_%s_%s_tile_%x", e.name, strings.NewReplacer(",", "_", "->", "_to_").Replace(key.types), staged)
 	var params, stage, reads strings.Builder
+	half := out.t.half
 	for j, in := range ins {
-		fmt.Fprintf(&params, "const %[1]s* p%[2]d, long long o%[2]d, ", in.t.value, j)
+		half = half || in.t.half
+		fmt.Fprintf(&params, "const %[1]s* p%[2]d, long long o%[2]d, ", in.t.storage(), j)
 	}
-	fmt.Fprintf(&params, "%s* y, long long oy, ", out.t.value)
+	fmt.Fprintf(&params, "%s* y, long long oy, ", out.t.storage())
 	for j := range ins {
 		fmt.Fprintf(&params, "long long a%[1]d, long long b%[1]d, ", j)
 	}
 	params.WriteString("long long ay, long long by, long long rows, long long cols, int lr, int lc, long long tilesC, long long tiles")
 	for j, in := range ins {
 		if staged&(1<<j) == 0 {
-			fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = p%[2]d[o%[2]d + nd_gr * a%[2]d + nd_gc * b%[2]d];\n", in.t.value, j)
+			fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("p%[1]d[o%[1]d + nd_gr * a%[1]d + nd_gc * b%[1]d]", j)))
 			continue
 		}
 		// tileElems plus a column's padding, at most tileElems/2
 		// columns: rows of tr + 1, so that a warp reading across a
 		// tile's rows meets no bank twice where tr is 32.
-		fmt.Fprintf(&stage, "\t__shared__ %[1]s t%[2]d[%[3]d];\n", in.t.value, j, tileElems+tileElems/2)
-		fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = t%[2]d[nd_c * (nd_tr + 1) + nd_r];\n", in.t.value, j)
+		fmt.Fprintf(&stage, "\t__shared__ %[1]s t%[2]d[%[3]d];\n", in.t.storage(), j, tileElems+tileElems/2)
+		fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("t%d[nd_c * (nd_tr + 1) + nd_r]", j)))
 	}
 	var loads strings.Builder
 	for j := range ins {
@@ -181,13 +184,16 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 			if (nd_gr < rows && nd_gc < cols) {
 %[7]s				%[8]s r;
 				{ %[9]s }
-				y[oy + nd_gr * ay + nd_gc * by] = (%[8]s)r;
+				y[oy + nd_gr * ay + nd_gc * by] = %[10]s;
 			}
 		}
 		__syncthreads();
 	}
 }
-`, name, params.String(), stage.String(), loads.String(), tileThreads, tileElems/tileThreads, reads.String(), out.t.value, e.body())
+`, name, params.String(), stage.String(), loads.String(), tileThreads, tileElems/tileThreads, reads.String(), out.t.value, e.body(), out.t.store("r"))
+	if half {
+		src = halfc.Source + src
+	}
 	return src, name
 }
 
@@ -207,4 +213,34 @@ func (t *tiled) launch(op string, out *operand, ins []operand, args []any) error
 	}
 	blocks := min(t.tiles, 1<<20)
 	return wrap(op, f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: tileThreads}, Stream: out.s}, args...))
+}
+
+// storage is t's C type in memory: a half's bits as an unsigned short.
+func (t *ctype) storage() string {
+	if t.half {
+		return "unsigned short"
+	}
+	return t.value
+}
+
+// load is the value of t's element v in memory, in t's value type.
+func (t *ctype) load(v string) string {
+	switch {
+	case t.name == "float16":
+		return "gocuda_f16_to_f32(" + v + ")"
+	case t.name == "bfloat16":
+		return "gocuda_bf16_to_f32(" + v + ")"
+	}
+	return v
+}
+
+// store is the element in memory of t's value v.
+func (t *ctype) store(v string) string {
+	switch {
+	case t.name == "float16":
+		return "gocuda_f32_to_f16(" + v + ")"
+	case t.name == "bfloat16":
+		return "gocuda_f32_to_bf16(" + v + ")"
+	}
+	return "(" + t.value + ")" + v
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/nd"
@@ -198,6 +199,71 @@ func TestTiledExp(t *testing.T) {
 				}
 			case math.Abs(got-want) > 4e-7*want:
 				t.Fatalf("[%d][%d] = %v, want %v", i, j, got, want)
+			}
+		}
+	}
+}
+
+// TestTiledHalves: the tiled kernel over float16 and bfloat16, each
+// element computed in float32 and rounded once, as every other kernel of
+// halves, and a transposed copy that keeps a NaN's payload bit for bit.
+func TestTiledHalves(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	ran := 0
+	defer nd.SetTileSeen(func(rows, cols, tr, tc int) { ran++ })()
+	t.Run("float16", func(t *testing.T) { tiledHalves(t, s, cuda.NewFloat16, &ran) })
+	t.Run("bfloat16", func(t *testing.T) { tiledHalves(t, s, cuda.NewBFloat16, &ran) })
+}
+
+func tiledHalves[T interface {
+	nd.Elem
+	Float32() float32
+	comparable
+}](t *testing.T, s *cuda.Stream, of func(float32) T, ran *int) {
+	const rows, cols = 37, 70
+	host, other := make([]T, rows*cols), make([]T, rows*cols)
+	for i := range host {
+		host[i] = of(float32(math.Sin(float64(i))) * 3)
+		other[i] = of(float32(math.Cos(float64(i))) * 2)
+	}
+	var nan T
+	*(*uint16)(unsafe.Pointer(&nan)) = 0x7d23 // float16: a signalling NaN; bfloat16: a large finite value
+	host[5] = nan
+	x := must(nd.FromSlice(s, host, rows, cols))(t)
+	defer x.Free()
+	y := must(nd.FromSlice(s, other, cols, rows))(t)
+	defer y.Free()
+	z := must(nd.Empty[T](s, cols, rows))(t)
+	defer z.Free()
+	*ran = 0
+	if err := nd.AddInto(z, x.T(), y); err != nil {
+		t.Fatal(err)
+	}
+	if *ran == 0 {
+		t.Fatal("the tiled kernel did not run")
+	}
+	g := must(z.ToSlice())(t)
+	for i := range cols {
+		for j := range rows {
+			a, b := host[j*cols+i].Float32(), other[i*rows+j].Float32()
+			want := of(a + b)
+			if got := g[i*rows+j]; got != want && !(a != a && got.Float32() != got.Float32()) {
+				t.Fatalf("[%d][%d] = %v, want %v", i, j, got, want)
+			}
+		}
+	}
+	*ran = 0
+	c := must(x.T().Contiguous())(t)
+	defer c.Free()
+	if *ran == 0 {
+		t.Fatal("the transposed copy did not take the tiled kernel")
+	}
+	g = must(c.ToSlice())(t)
+	for i := range cols {
+		for j := range rows {
+			if got, want := g[i*rows+j], host[j*cols+i]; got != want {
+				t.Fatalf("copy [%d][%d] = %#04x, want %#04x", i, j, *(*uint16)(unsafe.Pointer(&got)), *(*uint16)(unsafe.Pointer(&want)))
 			}
 		}
 	}
