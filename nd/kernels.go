@@ -28,8 +28,11 @@ import (
 // dropped, axes contiguous in every operand merged) and the kernel
 // computes each operand's element offset from the result's index over the
 // axes left, every operand raw, launched over the result's count
-// (LaunchN). Kernels are kept per expression, types and pattern; compute
-// compiles each once per context and keeps it on disk.
+// (LaunchN); where two axes are left (or three, one a batch) and the
+// output runs along one while an input runs along another, a tiled kernel (tile.go) reads that
+// input through shared memory instead. Kernels are kept per expression,
+// types and pattern; compute compiles each once per context and keeps it
+// on disk.
 
 // maxAxes is the most axes a strided kernel indexes after coalescing: each
 // axis is a dimension and a stride per operand among a kernel's 64

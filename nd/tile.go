@@ -12,8 +12,8 @@ import (
 	"github.com/gocuda/cuda/internal/ndshape"
 )
 
-// An elementwise operation over two axes where the output runs along one
-// axis and an input along the other (the exponential of a transposed
+// An elementwise operation over two axes (or a batch of them) where the
+// output runs along one axis and an input along another (the exponential of a transposed
 // view into a new array, a transposed copy): the strided kernel's
 // neighbouring threads write neighbouring elements but read elements a
 // whole row apart, so that a warp's 32 reads of a thin transposed input
@@ -42,13 +42,12 @@ const (
 // columns and tile.
 var tileSeen func(rows, cols, tileRows, tileCols int)
 
-// tiled is a plan's tiled kernel: its kernel, whether the two axes are
-// swapped (the output's run along the first), and its arguments past
-// the arrays' addresses and offsets: each array's two strides, the
-// dims, the tile's log2 sizes and the tiles.
+// tiled is a plan's tiled kernel: its kernel and its arguments past the
+// arrays' addresses and offsets (each array's strides along the batch,
+// the rows and the columns, then the dims, the tile's log2 sizes and the
+// tiles), with the sizes tileSeen is told.
 type tiled struct {
 	k      *rawKernel
-	swap   bool
 	consts []any
 	rows   int
 	cols   int
@@ -59,12 +58,15 @@ type tiled struct {
 var tileKernels sync.Map // kernelKey -> *rawKernel
 
 // tileFor returns the tiled kernel of e over the coalesced layouts co
-// (out's first), or nil where it does not apply: two axes, an output
-// contiguous along one of them (a stride of 1 or -1), at least one input
-// contiguous along the other and not along the output's (staged), no
-// scalar, and an expression that does not read the index.
+// (out's first), or nil where it does not apply: two or three axes, an
+// output contiguous along one of them (a stride of 1 or -1: its run, the
+// tile's columns), at least one input contiguous along another (the
+// tile's rows) and not along the run (staged), the third axis, if any,
+// a batch of tiles; no scalar, and an expression that does not read the
+// index.
 func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
-	if len(co[0].Shape()) != 2 || usesIndex.MatchString(e.code) {
+	axes := co[0].Ndim()
+	if axes != 2 && axes != 3 || usesIndex.MatchString(e.code) {
 		return nil
 	}
 	for i := range ins {
@@ -72,37 +74,52 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 			return nil
 		}
 	}
-	// run is the output's contiguous axis, made the second (columns).
 	unit := func(st int) bool { return st == 1 || st == -1 }
-	run := 1
-	switch {
-	case unit(co[0].Stride(1)):
-	case unit(co[0].Stride(0)):
-		run = 0
-	default:
+	run, other := -1, -1
+	for ax := range axes {
+		if unit(co[0].Stride(ax)) {
+			run = ax
+		}
+	}
+	if run < 0 {
 		return nil
 	}
-	st := func(l ndshape.Layout, ax int) int {
-		if run == 0 {
-			ax = 1 - ax
+	stagedOn := func(l ndshape.Layout, ax int) bool {
+		return ax != run && unit(l.Stride(ax)) && l.Stride(run) != 0 && !unit(l.Stride(run))
+	}
+	for _, l := range co[1:] {
+		for ax := range axes {
+			if other < 0 && stagedOn(l, ax) {
+				other = ax
+			}
 		}
-		return l.Stride(ax)
+	}
+	if other < 0 {
+		return nil
+	}
+	batch := -1 // the axis left, if any
+	for ax := range axes {
+		if ax != run && ax != other {
+			batch = ax
+		}
 	}
 	var staged uint64
 	bytes := 0
 	var types []string
 	for j, in := range ins {
 		types = append(types, in.t.name)
-		l := co[j+1]
-		if unit(st(l, 0)) && st(l, 1) != 0 && !unit(st(l, 1)) {
+		if stagedOn(co[j+1], other) {
 			staged |= 1 << j
 			bytes += (tileElems + tileElems/2) * in.t.size()
 		}
 	}
-	if staged == 0 || bytes > tileSmem {
+	if bytes > tileSmem {
 		return nil
 	}
-	rows, cols := co[0].Dim(1-run), co[0].Dim(run)
+	rows, cols, batches := co[0].Dim(other), co[0].Dim(run), 1
+	if batch >= 0 {
+		batches = co[0].Dim(batch)
+	}
 	tr, tc := 32, 32
 	switch {
 	case cols < 32:
@@ -122,14 +139,21 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 		}
 		k, _ = tileKernels.LoadOrStore(key, &rawKernel{k: raw})
 	}
-	t := &tiled{k: k.(*rawKernel), swap: run == 0, rows: rows, cols: cols, tr: tr, tc: tc}
+	t := &tiled{k: k.(*rawKernel), rows: rows, cols: cols, tr: tr, tc: tc}
 	tilesC := (cols + tc - 1) / tc
-	t.tiles = (rows + tr - 1) / tr * tilesC
-	for _, l := range co[1:] {
-		t.consts = append(t.consts, int64(st(l, 0)), int64(st(l, 1)))
+	perBatch := (rows + tr - 1) / tr * tilesC
+	t.tiles = perBatch * batches
+	// Each array's strides along the batch (0 where there is none), the
+	// rows and the columns, the output's last.
+	for _, l := range append(co[1:len(co):len(co)], co[0]) {
+		sb := 0
+		if batch >= 0 {
+			sb = l.Stride(batch)
+		}
+		t.consts = append(t.consts, int64(sb), int64(l.Stride(other)), int64(l.Stride(run)))
 	}
-	t.consts = append(t.consts, int64(st(co[0], 0)), int64(st(co[0], 1)), int64(rows), int64(cols),
-		int32(bits.Len(uint(tr))-1), int32(bits.Len(uint(tc))-1), int64(tilesC), int64(t.tiles))
+	t.consts = append(t.consts, int64(rows), int64(cols),
+		int32(bits.Len(uint(tr))-1), int32(bits.Len(uint(tc))-1), int64(tilesC), int64(perBatch), int64(t.tiles))
 	return t
 }
 
@@ -145,12 +169,12 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 	}
 	fmt.Fprintf(&params, "%s* y, long long oy, ", out.t.storage())
 	for j := range ins {
-		fmt.Fprintf(&params, "long long a%[1]d, long long b%[1]d, ", j)
+		fmt.Fprintf(&params, "long long n%[1]d, long long a%[1]d, long long b%[1]d, ", j)
 	}
-	params.WriteString("long long ay, long long by, long long rows, long long cols, int lr, int lc, long long tilesC, long long tiles")
+	params.WriteString("long long ny, long long ay, long long by, long long rows, long long cols, int lr, int lc, long long tilesC, long long perBatch, long long tiles")
 	for j, in := range ins {
 		if staged&(1<<j) == 0 {
-			fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("p%[1]d[o%[1]d + nd_gr * a%[1]d + nd_gc * b%[1]d]", j)))
+			fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("p%[1]d[o%[1]d + nd_bi * n%[1]d + nd_gr * a%[1]d + nd_gc * b%[1]d]", j)))
 			continue
 		}
 		// tileElems plus a column's padding, at most tileElems/2
@@ -162,13 +186,14 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 	var loads strings.Builder
 	for j := range ins {
 		if staged&(1<<j) != 0 {
-			fmt.Fprintf(&loads, "\t\t\t\tt%[1]d[nd_c * (nd_tr + 1) + nd_r] = p%[1]d[o%[1]d + nd_gr * a%[1]d + nd_gc * b%[1]d];\n", j)
+			fmt.Fprintf(&loads, "\t\t\t\tt%[1]d[nd_c * (nd_tr + 1) + nd_r] = p%[1]d[o%[1]d + nd_bi * n%[1]d + nd_gr * a%[1]d + nd_gc * b%[1]d];\n", j)
 		}
 	}
 	src = fmt.Sprintf(`extern "C" __global__ __launch_bounds__(%[5]d) void %[1]s(%[2]s) {
 %[3]s	const int nd_tr = 1 << lr, nd_tc = 1 << lc;
 	for (long long nd_b = blockIdx.x; nd_b < tiles; nd_b += gridDim.x) {
-		const long long nd_r0 = (nd_b / tilesC) << lr, nd_c0 = (nd_b %% tilesC) << lc;
+		const long long nd_bi = nd_b / perBatch, nd_bt = nd_b - nd_bi * perBatch;
+		const long long nd_r0 = (nd_bt / tilesC) << lr, nd_c0 = (nd_bt %% tilesC) << lc;
 		#pragma unroll
 		for (int nd_k = 0; nd_k < %[6]d; nd_k++) {
 			const int nd_e = threadIdx.x + nd_k * %[5]d, nd_r = nd_e & (nd_tr - 1), nd_c = nd_e >> lr;
@@ -184,7 +209,7 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 			if (nd_gr < rows && nd_gc < cols) {
 %[7]s				%[8]s r;
 				{ %[9]s }
-				y[oy + nd_gr * ay + nd_gc * by] = %[10]s;
+				y[oy + nd_bi * ny + nd_gr * ay + nd_gc * by] = %[10]s;
 			}
 		}
 		__syncthreads();

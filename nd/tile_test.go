@@ -268,3 +268,55 @@ func tiledHalves[T interface {
 		}
 	}
 }
+
+// TestTiledBatch: a batch of transposes (the last two axes swapped, and
+// the first and last with the batch between them) takes the tiled
+// kernel, a tile of a batch's element at a time, and gives the CPU's.
+func TestTiledBatch(t *testing.T) {
+	requireKernels(t)
+	s := stream(t)
+	ran := 0
+	defer nd.SetTileSeen(func(rows, cols, tr, tc int) { ran++ })()
+	const d0, d1, d2 = 3, 37, 45
+	host := make([]float32, d0*d1*d2)
+	for i := range host {
+		host[i] = float32(i%101) - 50
+	}
+	x := must(nd.FromSlice(s, host, d0, d1, d2))(t)
+	defer x.Free()
+	at := func(i, j, k int) float32 { return host[(i*d1+j)*d2+k] }
+	for _, c := range []struct {
+		name string
+		perm []int
+	}{
+		{"swap the last two", []int{0, 2, 1}},
+		{"swap the first and last", []int{2, 1, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := must(x.Permute(c.perm...))(t)
+			shape := v.Shape()
+			z := must(nd.Empty[float32](s, shape...))(t)
+			defer z.Free()
+			ran = 0
+			if err := nd.AddInto(z, v, v); err != nil {
+				t.Fatal(err)
+			}
+			if ran == 0 {
+				t.Fatal("the tiled kernel did not run")
+			}
+			g := must(z.ToSlice())(t)
+			for a := range shape[0] {
+				for b := range shape[1] {
+					for e := range shape[2] {
+						idx := [3]int{}
+						idx[c.perm[0]], idx[c.perm[1]], idx[c.perm[2]] = a, b, e
+						want := 2 * at(idx[0], idx[1], idx[2])
+						if got := g[(a*shape[1]+b)*shape[2]+e]; got != want {
+							t.Fatalf("[%d][%d][%d] = %v, want %v", a, b, e, got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
