@@ -78,6 +78,8 @@ func benchCases() []benchCase {
 		benchExpT[float32](4097, 4099),
 		benchExpT[float32](8, 1048576),
 		benchExpT[float32](1048576, 8),
+		benchExpT[cuda.Float16](4096, 4096),
+		benchExpBT[float32](32, 512, 1024),
 		// Sum over the middle axis.
 		benchSumMid[float32](64, 1024, 64),
 		benchSumMid[float32](5, 100003, 3),
@@ -169,6 +171,20 @@ func benchExpT[T cuda.AnyFloat](rows, cols int) benchCase {
 		x, z := benchZeros[T](b, s, rows, cols), benchZeros[T](b, s, cols, rows)
 		benchBytes[T](b, 2*x.Size())
 		benchLoop(b, s, true, func() error { return nd.ExpInto(z, x.T()) })
+	}}
+}
+
+// benchExpBT is Exp of a batch×rows×cols array with its last two axes
+// swapped (case exp_t of three dims: PyTorch's x.mT).
+func benchExpBT[T cuda.AnyFloat](batch, rows, cols int) benchCase {
+	return benchCase{"exp_t", benchDtype[T](), benchDims([]int{batch, rows, cols}), func(b *testing.B, s *cuda.Stream) {
+		x, z := benchZeros[T](b, s, batch, rows, cols), benchZeros[T](b, s, batch, cols, rows)
+		benchBytes[T](b, 2*x.Size())
+		v, err := x.Permute(0, 2, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchLoop(b, s, true, func() error { return nd.ExpInto(z, v) })
 	}}
 }
 

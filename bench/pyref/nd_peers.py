@@ -32,7 +32,7 @@ REPEATS = 3
 
 # The table of nd/bench_test.go's benchCases, in its order: (op, dtype,
 # arguments). add, concat0, concat1: the two shapes; exp_t, sum_mid,
-# softmax_*: the shape (exp_t reads its transpose); take, take_ax1: the
+# softmax_*: the shape (exp_t reads it with its last two axes swapped); take, take_ax1: the
 # table's rows and columns and the number of indices; matmul: a's shape,
 # b's, and whether b is read as b.mT; call_*, chain_*, chain1_*: the
 # elements (chain_*: relu(a*b + c) * d; chain1_*: relu(x*2 + 1) * 3).
@@ -47,6 +47,8 @@ CASES = [
     ("exp_t", "f32", (4097, 4099)),
     ("exp_t", "f32", (8, 1048576)),
     ("exp_t", "f32", (1048576, 8)),
+    ("exp_t", "f16", (4096, 4096)),
+    ("exp_t", "f32", (32, 512, 1024)),
     ("sum_mid", "f32", (64, 1024, 64)),
     ("sum_mid", "f32", (5, 100003, 3)),
     ("sum_mid", "f32", (1, 4096, 4096)),
@@ -121,6 +123,11 @@ def broadcast(sa, sb):
     return tuple(out)
 
 
+def swapped(shape):
+    """shape with its last two dims swapped: exp_t's result."""
+    return tuple(shape[:-2]) + (shape[-1], shape[-2])
+
+
 def indices(hi, n):
     """n random indices in [0, hi), as int64 on the host."""
     import numpy as np
@@ -177,8 +184,8 @@ class Torch:
             x, y, z = self.zeros(args[0], dt), self.zeros(args[1], dt), self.zeros(broadcast(*args), dt)
             return [("add(out=)", lambda: t.add(x, y, out=z))]
         if op == "exp_t":
-            x, z = self.zeros(args, dt), self.zeros(args[::-1], dt)
-            return [("exp(x.t(), out=)", lambda: t.exp(x.t(), out=z))]
+            x, z = self.zeros(args, dt), self.zeros(swapped(args), dt)
+            return [("exp(x.mT, out=)", lambda: t.exp(x.mT, out=z))]
         if op == "sum_mid":
             x, o = self.zeros(args, dt), self.zeros((args[0], args[2]), dt)
             return [("sum(dim=1, out=)", lambda: t.sum(x, dim=1, out=o)), ("sum(dim=1)", lambda: t.sum(x, dim=1))]
@@ -295,8 +302,8 @@ class Cupy:
             x, y, z = self.zeros(args[0], dt), self.zeros(args[1], dt), self.zeros(broadcast(*args), dt)
             return [("add(out=)", lambda: cp.add(x, y, out=z))]
         if op == "exp_t":
-            x, z = self.zeros(args, dt), self.zeros(args[::-1], dt)
-            return [("exp(x.T, out=)", lambda: cp.exp(x.T, out=z))]
+            x, z = self.zeros(args, dt), self.zeros(swapped(args), dt)
+            return [("exp(x.swapaxes(-1, -2), out=)", lambda: cp.exp(x.swapaxes(-1, -2), out=z))]
         if op == "sum_mid":
             x, o = self.zeros(args, dt), self.zeros((args[0], args[2]), dt)
             return [("sum(axis=1, out=)", lambda: cp.sum(x, axis=1, out=o))]
