@@ -61,3 +61,11 @@ func SetTileSeen(f func(rows, cols, tileRows, tileCols int)) (restore func()) {
 	tileSeen = f
 	return func() { tileSeen = old }
 }
+
+// SetTileGridMax sets the most blocks a tiled launch has along y and z
+// and returns the function that restores it.
+func SetTileGridMax(n int) (restore func()) {
+	old := maxGridY
+	maxGridY = n
+	return func() { maxGridY = old }
+}

@@ -2,6 +2,7 @@ package nd
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"strings"
 	"sync"
@@ -42,17 +43,19 @@ const (
 // columns and tile.
 var tileSeen func(rows, cols, tileRows, tileCols int)
 
-// tiled is a plan's tiled kernel: its kernel and its arguments past the
-// arrays' addresses and offsets (each array's strides along the batch,
-// the rows and the columns, then the dims, the tile's log2 sizes and the
-// tiles), with the sizes tileSeen is told.
+// tiled is a plan's tiled kernel: its kernel, its grid (tiles of columns
+// by tiles of rows by the batch, the last two as many as a grid has and
+// looped past that) and its arguments past the arrays' addresses and
+// offsets (each array's strides along the batch, the rows and the
+// columns, then the dims and the tile's log2 sizes), with the sizes
+// tileSeen is told.
 type tiled struct {
 	k      *rawKernel
 	consts []any
 	rows   int
 	cols   int
 	tr, tc int // tile rows, columns
-	tiles  int
+	grid   cuda.Dim3
 }
 
 var tileKernels sync.Map // kernelKey -> *rawKernel
@@ -129,6 +132,18 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 		tr = 1 << bits.Len(uint(rows-1))
 		tc = tileElems / tr
 	}
+	// An element's offset from its tile's first is an int in the kernel,
+	// and the tiles of columns are the grid's x.
+	abs := func(v int) int { return max(v, -v) }
+	for _, l := range co {
+		sr, sc := abs(l.Stride(other)), abs(l.Stride(run))
+		if sr >= math.MaxInt32/tr || sc >= math.MaxInt32/tc || sr*(tr-1)+sc*(tc-1) >= math.MaxInt32 {
+			return nil
+		}
+	}
+	if (cols+tc-1)/tc > math.MaxInt32 {
+		return nil
+	}
 	key := kernelKey{name: e.name, code: e.code, types: strings.Join(types, ",") + "->" + out.t.name, axes: -3, vecs: staged}
 	k, ok := tileKernels.Load(key)
 	if !ok {
@@ -140,9 +155,7 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 		k, _ = tileKernels.LoadOrStore(key, &rawKernel{k: raw})
 	}
 	t := &tiled{k: k.(*rawKernel), rows: rows, cols: cols, tr: tr, tc: tc}
-	tilesC := (cols + tc - 1) / tc
-	perBatch := (rows + tr - 1) / tr * tilesC
-	t.tiles = perBatch * batches
+	t.grid = cuda.Dim3{X: (cols + tc - 1) / tc, Y: min((rows+tr-1)/tr, maxGridY), Z: min(batches, maxGridY)}
 	// Each array's strides along the batch (0 where there is none), the
 	// rows and the columns, the output's last.
 	for _, l := range append(co[1:len(co):len(co)], co[0]) {
@@ -152,10 +165,13 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 		}
 		t.consts = append(t.consts, int64(sb), int64(l.Stride(other)), int64(l.Stride(run)))
 	}
-	t.consts = append(t.consts, int64(rows), int64(cols),
-		int32(bits.Len(uint(tr))-1), int32(bits.Len(uint(tc))-1), int64(tilesC), int64(perBatch), int64(t.tiles))
+	t.consts = append(t.consts, int64(rows), int64(cols), int64(batches), int32(bits.Len(uint(tr))-1), int32(bits.Len(uint(tc))-1))
 	return t
 }
+
+// maxGridY is the most blocks a grid has along y or z (tests lower it
+// to check the kernel's loops past the grid).
+var maxGridY = 65535
 
 // tileSource writes the tiled kernel of e: staged's inputs (bit j input
 // j) read through shared memory.
@@ -171,10 +187,15 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 	for j := range ins {
 		fmt.Fprintf(&params, "long long n%[1]d, long long a%[1]d, long long b%[1]d, ", j)
 	}
-	params.WriteString("long long ny, long long ay, long long by, long long rows, long long cols, int lr, int lc, long long tilesC, long long perBatch, long long tiles")
+	params.WriteString("long long ny, long long ay, long long by, long long rows, long long cols, long long batches, int lr, int lc")
+	var bases, loads strings.Builder
 	for j, in := range ins {
+		// Each array's first element of the tile, and an element's
+		// offset from it in an int (tileFor checked that it fits).
+		fmt.Fprintf(&bases, "		const %[1]s* nd_q%[2]d = p%[2]d + o%[2]d + nd_bz * n%[2]d + nd_r0 * a%[2]d + nd_c0 * b%[2]d;\n", in.t.storage(), j)
+		at := fmt.Sprintf("nd_q%[1]d[nd_r * (int)a%[1]d + nd_c * (int)b%[1]d]", j)
 		if staged&(1<<j) == 0 {
-			fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("p%[1]d[o%[1]d + nd_bi * n%[1]d + nd_gr * a%[1]d + nd_gc * b%[1]d]", j)))
+			fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(at))
 			continue
 		}
 		// tileElems plus a column's padding, at most tileElems/2
@@ -182,40 +203,37 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 		// tile's rows meets no bank twice where tr is 32.
 		fmt.Fprintf(&stage, "\t__shared__ %[1]s t%[2]d[%[3]d];\n", in.t.storage(), j, tileElems+tileElems/2)
 		fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("t%d[nd_c * (nd_tr + 1) + nd_r]", j)))
+		fmt.Fprintf(&loads, "\t\t\t\tt%[1]d[nd_c * (nd_tr + 1) + nd_r] = %[2]s;\n", j, at)
 	}
-	var loads strings.Builder
-	for j := range ins {
-		if staged&(1<<j) != 0 {
-			fmt.Fprintf(&loads, "\t\t\t\tt%[1]d[nd_c * (nd_tr + 1) + nd_r] = p%[1]d[o%[1]d + nd_bi * n%[1]d + nd_gr * a%[1]d + nd_gc * b%[1]d];\n", j)
-		}
-	}
+	fmt.Fprintf(&bases, "\t\t%[1]s* nd_qy = y + oy + nd_bz * ny + nd_r0 * ay + nd_c0 * by;\n", out.t.storage())
 	src = fmt.Sprintf(`extern "C" __global__ __launch_bounds__(%[5]d) void %[1]s(%[2]s) {
 %[3]s	const int nd_tr = 1 << lr, nd_tc = 1 << lc;
-	for (long long nd_b = blockIdx.x; nd_b < tiles; nd_b += gridDim.x) {
-		const long long nd_bi = nd_b / perBatch, nd_bt = nd_b - nd_bi * perBatch;
-		const long long nd_r0 = (nd_bt / tilesC) << lr, nd_c0 = (nd_bt %% tilesC) << lc;
-		#pragma unroll
+	const long long nd_tiles = (rows + nd_tr - 1) >> lr, nd_c0 = (long long)blockIdx.x << lc;
+	const int nd_cl = (int)min((long long)nd_tc, cols - nd_c0);
+	for (long long nd_bz = blockIdx.z; nd_bz < batches; nd_bz += gridDim.z)
+	for (long long nd_ty = blockIdx.y; nd_ty < nd_tiles; nd_ty += gridDim.y) {
+		const long long nd_r0 = nd_ty << lr;
+		const int nd_rl = (int)min((long long)nd_tr, rows - nd_r0);
+%[11]s		#pragma unroll
 		for (int nd_k = 0; nd_k < %[6]d; nd_k++) {
 			const int nd_e = threadIdx.x + nd_k * %[5]d, nd_r = nd_e & (nd_tr - 1), nd_c = nd_e >> lr;
-			const long long nd_gr = nd_r0 + nd_r, nd_gc = nd_c0 + nd_c;
-			if (nd_gr < rows && nd_gc < cols) {
+			if (nd_r < nd_rl && nd_c < nd_cl) {
 %[4]s			}
 		}
 		__syncthreads();
 		#pragma unroll
 		for (int nd_k = 0; nd_k < %[6]d; nd_k++) {
 			const int nd_e = threadIdx.x + nd_k * %[5]d, nd_c = nd_e & (nd_tc - 1), nd_r = nd_e >> lc;
-			const long long nd_gr = nd_r0 + nd_r, nd_gc = nd_c0 + nd_c;
-			if (nd_gr < rows && nd_gc < cols) {
+			if (nd_r < nd_rl && nd_c < nd_cl) {
 %[7]s				%[8]s r;
 				{ %[9]s }
-				y[oy + nd_bi * ny + nd_gr * ay + nd_gc * by] = %[10]s;
+				nd_qy[nd_r * (int)ay + nd_c * (int)by] = %[10]s;
 			}
 		}
 		__syncthreads();
 	}
 }
-`, name, params.String(), stage.String(), loads.String(), tileThreads, tileElems/tileThreads, reads.String(), out.t.value, e.body(), out.t.store("r"))
+`, name, params.String(), stage.String(), loads.String(), tileThreads, tileElems/tileThreads, reads.String(), out.t.value, e.body(), out.t.store("r"), bases.String())
 	if half {
 		src = halfc.Source + src
 	}
@@ -236,8 +254,7 @@ func (t *tiled) launch(op string, out *operand, ins []operand, args []any) error
 	if err != nil {
 		return wrap(op, err)
 	}
-	blocks := min(t.tiles, 1<<20)
-	return wrap(op, f.Launch(cuda.LaunchConfig{Grid: cuda.Dim3{X: blocks}, Block: cuda.Dim3{X: tileThreads}, Stream: out.s}, args...))
+	return wrap(op, f.Launch(cuda.LaunchConfig{Grid: t.grid, Block: cuda.Dim3{X: tileThreads}, Stream: out.s}, args...))
 }
 
 // storage is t's C type in memory: a half's bits as an unsigned short.

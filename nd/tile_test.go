@@ -271,8 +271,19 @@ func tiledHalves[T interface {
 
 // TestTiledBatch: a batch of transposes (the last two axes swapped, and
 // the first and last with the batch between them) takes the tiled
-// kernel, a tile of a batch's element at a time, and gives the CPU's.
+// kernel, a tile of a batch's element at a time, and gives the CPU's;
+// with grids of at most 1 and 2 blocks along the rows' tiles and the
+// batch, whose blocks then loop over the rest.
 func TestTiledBatch(t *testing.T) {
+	for _, most := range []int{65535, 2, 1} {
+		t.Run(fmt.Sprint("grid ", most), func(t *testing.T) {
+			defer nd.SetTileGridMax(most)()
+			tiledBatch(t)
+		})
+	}
+}
+
+func tiledBatch(t *testing.T) {
 	requireKernels(t)
 	s := stream(t)
 	ran := 0
