@@ -27,10 +27,10 @@ import (
 // does. Both the reads and the writes are whole runs.
 
 // tileElems is the elements of a tile (a block of tileThreads threads,
-// each taking tileElems/tileThreads of them): tileRows by tileCols, powers
-// of two, 32×32 where both axes have 32 or more, else as many of the
-// shorter axis as it has (rounded up to a power of two) by the rest along
-// the longer.
+// each taking tileElems/tileThreads of them): rows by columns, powers of
+// two, tileElems/32 by 32 where both axes have 32 or more, else as many
+// of the shorter axis as it has (rounded up to a power of two) by the
+// rest along the longer.
 const (
 	tileElems   = 1024
 	tileThreads = 256
@@ -123,7 +123,7 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 	if batch >= 0 {
 		batches = co[0].Dim(batch)
 	}
-	tr, tc := 32, 32
+	tr, tc := tileElems/32, 32
 	switch {
 	case cols < 32:
 		tc = 1 << bits.Len(uint(cols-1))
