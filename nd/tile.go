@@ -175,9 +175,16 @@ var maxGridY = 65535
 
 // tileSource writes the tiled kernel of e: staged's inputs (bit j input
 // j) read through shared memory.
+//
+// Each phase makes all of a thread's loads before any of its stores: the
+// arrays are generic pointers, which may be the shared memory a store
+// writes or the output, so that a load written after a store waits for
+// it, and a thread whose four elements each loaded then stored had one
+// load in flight where it has four (the machine code, sm_90).
 func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint64) (src, name string) {
 	name = fmt.Sprintf("nd_%s_%s_tile_%x", e.name, strings.NewReplacer(",", "_", "->", "_to_").Replace(key.types), staged)
-	var params, stage, reads strings.Builder
+	per := tileElems / tileThreads
+	var params, stage, bases, fetch, stores, gather, values strings.Builder
 	half := out.t.half
 	for j, in := range ins {
 		half = half || in.t.half
@@ -188,24 +195,34 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 		fmt.Fprintf(&params, "long long n%[1]d, long long a%[1]d, long long b%[1]d, ", j)
 	}
 	params.WriteString("long long ny, long long ay, long long by, long long rows, long long cols, long long batches, int lr, int lc")
-	var bases, loads strings.Builder
 	for j, in := range ins {
 		// Each array's first element of the tile, and an element's
 		// offset from it in an int (tileFor checked that it fits).
-		fmt.Fprintf(&bases, "		const %[1]s* nd_q%[2]d = p%[2]d + o%[2]d + nd_bz * n%[2]d + nd_r0 * a%[2]d + nd_c0 * b%[2]d;\n", in.t.storage(), j)
+		fmt.Fprintf(&bases, "\t\tconst %[1]s* nd_q%[2]d = p%[2]d + o%[2]d + nd_bz * n%[2]d + nd_r0 * a%[2]d + nd_c0 * b%[2]d;\n", in.t.storage(), j)
 		at := fmt.Sprintf("nd_q%[1]d[nd_r * (int)a%[1]d + nd_c * (int)b%[1]d]", j)
+		// The elements as they are in memory, converted (a half) only
+		// once all are loaded.
+		fmt.Fprintf(&gather, "\t\t%[1]s nd_x%[2]d[%[3]d];\n", in.t.storage(), j, per)
+		fmt.Fprintf(&values, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("nd_x%d[nd_k]", j)))
 		if staged&(1<<j) == 0 {
-			fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(at))
+			fmt.Fprintf(&gather, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at2; if (nd_in) nd_x%[2]d[nd_k] = %[3]s; }\n", per, j, at)
 			continue
 		}
 		// tileElems plus a column's padding, at most tileElems/2
 		// columns: rows of tr + 1, so that a warp reading across a
 		// tile's rows meets no bank twice where tr is 32.
 		fmt.Fprintf(&stage, "\t__shared__ %[1]s t%[2]d[%[3]d];\n", in.t.storage(), j, tileElems+tileElems/2)
-		fmt.Fprintf(&reads, "\t\t\t\tconst %[1]s x%[2]d = %[3]s;\n", in.t.value, j, in.t.load(fmt.Sprintf("t%d[nd_c * (nd_tr + 1) + nd_r]", j)))
-		fmt.Fprintf(&loads, "\t\t\t\tt%[1]d[nd_c * (nd_tr + 1) + nd_r] = %[2]s;\n", j, at)
+		fmt.Fprintf(&fetch, "\t\t%[1]s nd_s%[2]d[%[3]d];\n\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[3]d; nd_k++) { nd_at1; if (nd_in) nd_s%[2]d[nd_k] = %[4]s; }\n", in.t.storage(), j, per, at)
+		fmt.Fprintf(&stores, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at1; if (nd_in) t%[2]d[nd_c * (nd_tr + 1) + nd_r] = nd_s%[2]d[nd_k]; }\n", per, j)
+		fmt.Fprintf(&gather, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at2; if (nd_in) nd_x%[2]d[nd_k] = t%[2]d[nd_c * (nd_tr + 1) + nd_r]; }\n", per, j)
 	}
 	fmt.Fprintf(&bases, "\t\t%[1]s* nd_qy = y + oy + nd_bz * ny + nd_r0 * ay + nd_c0 * by;\n", out.t.storage())
+	// nd_at1 and nd_at2 place element nd_k of a thread in the tile: along
+	// the rows (the staged inputs' axis), then along the columns (the
+	// output's); nd_in is whether it is inside the array.
+	at1 := "const int nd_e = threadIdx.x + nd_k * " + fmt.Sprint(tileThreads) + ", nd_r = nd_e & (nd_tr - 1), nd_c = nd_e >> lr; const bool nd_in = nd_r < nd_rl && nd_c < nd_cl"
+	at2 := "const int nd_e = threadIdx.x + nd_k * " + fmt.Sprint(tileThreads) + ", nd_c = nd_e & (nd_tc - 1), nd_r = nd_e >> lc; const bool nd_in = nd_r < nd_rl && nd_c < nd_cl"
+	body := strings.NewReplacer("nd_at1", at1, "nd_at2", at2)
 	src = fmt.Sprintf(`extern "C" __global__ __launch_bounds__(%[5]d) void %[1]s(%[2]s) {
 %[3]s	const int nd_tr = 1 << lr, nd_tc = 1 << lc;
 	const long long nd_tiles = (rows + nd_tr - 1) >> lr, nd_c0 = (long long)blockIdx.x << lc;
@@ -214,26 +231,21 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 	for (long long nd_ty = blockIdx.y; nd_ty < nd_tiles; nd_ty += gridDim.y) {
 		const long long nd_r0 = nd_ty << lr;
 		const int nd_rl = (int)min((long long)nd_tr, rows - nd_r0);
-%[11]s		#pragma unroll
-		for (int nd_k = 0; nd_k < %[6]d; nd_k++) {
-			const int nd_e = threadIdx.x + nd_k * %[5]d, nd_r = nd_e & (nd_tr - 1), nd_c = nd_e >> lr;
-			if (nd_r < nd_rl && nd_c < nd_cl) {
-%[4]s			}
-		}
-		__syncthreads();
-		#pragma unroll
-		for (int nd_k = 0; nd_k < %[6]d; nd_k++) {
-			const int nd_e = threadIdx.x + nd_k * %[5]d, nd_c = nd_e & (nd_tc - 1), nd_r = nd_e >> lc;
-			if (nd_r < nd_rl && nd_c < nd_cl) {
-%[7]s				%[8]s r;
-				{ %[9]s }
-				nd_qy[nd_r * (int)ay + nd_c * (int)by] = %[10]s;
+%[4]s%[6]s%[7]s		__syncthreads();
+%[8]s		#pragma unroll
+		for (int nd_k = 0; nd_k < %[9]d; nd_k++) {
+			%[10]s;
+			if (nd_in) {
+%[11]s				%[12]s r;
+				{ %[13]s }
+				nd_qy[nd_r * (int)ay + nd_c * (int)by] = %[14]s;
 			}
 		}
 		__syncthreads();
 	}
 }
-`, name, params.String(), stage.String(), loads.String(), tileThreads, tileElems/tileThreads, reads.String(), out.t.value, e.body(), out.t.store("r"), bases.String())
+`, name, params.String(), stage.String(), bases.String(), tileThreads, body.Replace(fetch.String()), body.Replace(stores.String()),
+		body.Replace(gather.String()), per, at2, values.String(), out.t.value, e.body(), out.t.store("r"))
 	if half {
 		src = halfc.Source + src
 	}
