@@ -66,6 +66,36 @@ var ctypes = map[string]ctype{
 	"bool": ctypeList[4],
 }
 
+// storage is t's C type in memory: a half's bits as an unsigned short.
+func (t *ctype) storage() string {
+	if t.half {
+		return "unsigned short"
+	}
+	return t.value
+}
+
+// load is the value of t's element v in memory, in t's value type.
+func (t *ctype) load(v string) string {
+	switch {
+	case t.name == "float16":
+		return "gocuda_f16_to_f32(" + v + ")"
+	case t.name == "bfloat16":
+		return "gocuda_bf16_to_f32(" + v + ")"
+	}
+	return v
+}
+
+// store is the element in memory of t's value v.
+func (t *ctype) store(v string) string {
+	switch {
+	case t.name == "float16":
+		return "gocuda_f32_to_f16(" + v + ")"
+	case t.name == "bfloat16":
+		return "gocuda_f32_to_bf16(" + v + ")"
+	}
+	return "(" + t.value + ")" + v
+}
+
 // ctypeOf returns T's ctype (typeName's, without a map on every call).
 func ctypeOf[T Elem]() ctype { return *ctypePtr[T]() }
 

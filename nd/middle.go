@@ -279,15 +279,10 @@ func middleKernel(what string, t ctype) (*compute.RawKernel, string, error) {
 func middleSource(what string, t ctype, acc, name string) string {
 	identity, combine, value := middleOp(what, t, acc)
 	av := ctypes[acc].value
-	storage, load, store := t.value, "e", "(nd_t)v"
+	storage, load, store := t.storage(), t.load("e"), t.store("v")
 	var b strings.Builder
 	if t.half {
 		b.WriteString(halfc.Source)
-		storage = "unsigned short"
-		load, store = "gocuda_f16_to_f32(e)", "gocuda_f32_to_f16(v)"
-		if t.name == "bfloat16" {
-			load, store = "gocuda_bf16_to_f32(e)", "gocuda_f32_to_bf16(v)"
-		}
 	}
 	post := "r"
 	if what == "mean" {

@@ -268,33 +268,3 @@ func (t *tiled) launch(op string, out *operand, ins []operand, args []any) error
 	}
 	return wrap(op, f.Launch(cuda.LaunchConfig{Grid: t.grid, Block: cuda.Dim3{X: tileThreads}, Stream: out.s}, args...))
 }
-
-// storage is t's C type in memory: a half's bits as an unsigned short.
-func (t *ctype) storage() string {
-	if t.half {
-		return "unsigned short"
-	}
-	return t.value
-}
-
-// load is the value of t's element v in memory, in t's value type.
-func (t *ctype) load(v string) string {
-	switch {
-	case t.name == "float16":
-		return "gocuda_f16_to_f32(" + v + ")"
-	case t.name == "bfloat16":
-		return "gocuda_bf16_to_f32(" + v + ")"
-	}
-	return v
-}
-
-// store is the element in memory of t's value v.
-func (t *ctype) store(v string) string {
-	switch {
-	case t.name == "float16":
-		return "gocuda_f32_to_f16(" + v + ")"
-	case t.name == "bfloat16":
-		return "gocuda_f32_to_bf16(" + v + ")"
-	}
-	return "(" + t.value + ")" + v
-}
