@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -111,6 +112,7 @@ const (
 	attrPackUIDs       = 1000
 	attrPackPointers   = 1001
 	attrPackWorkspace  = 1003
+	attrEngineIndex    = 1301 // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
 	attrEngineNotes    = 1303 // CUDNN_ATTR_ENGINE_NUMERICAL_NOTE
 	attrMatmulCompType = 1500 // CUDNN_ATTR_MATMUL_COMP_TYPE
 	attrMatmulA        = 1520 // CUDNN_ATTR_OPERATION_MATMUL_ADESC
@@ -511,6 +513,36 @@ func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mo
 	return kept, nil
 }
 
+// engineIndex returns cuDNN's global index of cfg's engine, in words: "?"
+// where cuDNN does not say.
+func engineIndex(b *builder, cfg clib.BackendDescriptor) string {
+	if b.err != nil {
+		return "?"
+	}
+	engine := b.create(bdEngine)
+	var m, index int64
+	err := check(b.op, "cudnnBackendGetAttribute", clib.BackendGetAttribute(cfg, attrCfgEngine, atDescriptor, 1, &m, unsafe.Pointer(&engine)))
+	if err == nil {
+		err = check(b.op, "cudnnBackendGetAttribute", clib.BackendGetAttribute(engine, attrEngineIndex, atInt64, 1, &m, unsafe.Pointer(&index)))
+	}
+	b.err = nil
+	if err != nil || m != 1 {
+		return "?"
+	}
+	return strconv.FormatInt(index, 10)
+}
+
+// namedEngine returns err, an engine's timed run's, with the engine
+// named: in its Detail where err is this package's Error without one.
+func namedEngine(err error, engine string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Detail == "" {
+		e.Detail = "timing engine " + engine + " (SetBenchmark)"
+		return err
+	}
+	return fmt.Errorf("timing engine %s (SetBenchmark): %w", engine, err)
+}
+
 // allowedNotes reports whether an engine of these numerical notes may
 // run a call: never one that converts its inputs down (float32 to a half,
 // a half to fewer bits: more rounding than the call's type, or TF32,
@@ -569,7 +601,10 @@ func (c *call) choosePlan(b *builder, g *graphPlan, cfgs []clib.BackendDescripto
 			if fallsBack(err) {
 				continue
 			}
-			return err
+			// Which engine failed, for a report: an engine that faults
+			// leaves the context unusable, and only its number tells it
+			// from the others the heuristics offered.
+			return namedEngine(err, engineIndex(b, cfg))
 		}
 		if best == 0 || d < bestTime {
 			best, bestTime, bestWork = plan, d, uintptr(ws)

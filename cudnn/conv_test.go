@@ -341,3 +341,35 @@ func testPlanReuse(t *testing.T, f *fakecuda.Control, run string) {
 		t.Errorf("WorkBytes went from %d to %d", work, h.WorkBytes())
 	}
 }
+
+// TestBenchmarkFailureNamesEngine: an engine whose timed run fails with an
+// error no other engine may answer (an execution fault, which leaves the
+// context unusable on a GPU) is named by cuDNN's global index in the
+// error, which keeps cuDNN's status.
+func TestBenchmarkFailureNamesEngine(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	ctx, _, h := handle(t)
+	if err := h.SetBenchmark(true); err != nil {
+		t.Fatal(err)
+	}
+	c := convCases[1]
+	ys := must(cudnn.ConvOutput(c.x, c.w, c.p))(t)
+	x, w, y := empty[float32](t, ctx, c.x, cudnn.NHWC), empty[float32](t, ctx, c.w, cudnn.NHWC), empty[float32](t, ctx, ys, cudnn.NHWC)
+	// The fake's heuristics rank engines 2 (the tensor cores: float32
+	// without TF32 passes it over), 1 and 0; engine 1 is the first timed.
+	f.Fail("cudnnBackendExecute", 1, 5000)
+	err := cudnn.ConvForward(h, y, x, w, c.p)
+	if !errors.Is(err, cudnn.Result(5000)) {
+		t.Fatalf("ConvForward with the first timed run failing: %v, want cuDNN's status 5000", err)
+	}
+	if !strings.Contains(err.Error(), "timing engine 1 ") {
+		t.Errorf("ConvForward's error %q does not name engine 1", err)
+	}
+	// The next call times the engines again, and runs.
+	if err := cudnn.ConvForward(h, y, x, w, c.p); err != nil {
+		t.Errorf("ConvForward after the failure: %v", err)
+	}
+}

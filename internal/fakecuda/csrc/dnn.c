@@ -1647,6 +1647,12 @@ EXPORT int cudnnBackendGetAttribute(struct fake_bd *d, int name, int type, int64
 		if (n) *n = 1;
 		return DNN_SUCCESS;
 	}
+	case BD_ENGINE * 10000 + 1301: // the engine's global index: its rank's number
+		if (type != AT_INT64) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
+		if (req < 1 || !v) return DNN_BAD_PARAM;
+		*(int64_t *)v = d->engine;
+		if (n) *n = 1;
+		return DNN_SUCCESS;
 	case BD_ENGINE * 10000 + 1303: { // numerical notes
 		if (type != AT_NUMERICAL_NOTE) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
 		int count = d->engine == 2 ? 1 : 0;
