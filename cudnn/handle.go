@@ -157,7 +157,10 @@ func (h *Handle) do(op string, args []named, fn func(c *call) error) error {
 // timing every algorithm once (true; cudnnFindConvolution*Algorithm, as
 // PyTorch's torch.backends.cudnn.benchmark), which runs the convolution
 // several times and waits for h's stream the first time each shape is
-// seen. A choice made stays with its shape.
+// seen. A choice made stays with its shape. An engine whose timed run
+// fails with an error no other engine may answer (an execution fault,
+// after which the context is unusable) is named in the error by cuDNN's
+// global index.
 func (h *Handle) SetBenchmark(on bool) error {
 	return h.set("Handle.SetBenchmark", func() { h.benchmark = on })
 }
