@@ -33,7 +33,10 @@
 // the pattern of its operands: where every operand is contiguous the
 // kernel reads and writes 16 bytes at a time, as compute's own operations
 // do; otherwise it computes each operand's offset from the element's
-// index, over the fewest axes the operands' layouts merge into. A result
+// index, over the fewest axes the operands' layouts merge into; where an
+// input runs along another axis than the output (a transposed view into a
+// row-major array, Contiguous of a transpose), tiles of it pass through
+// shared memory, so that both are read and written in order. A result
 // is laid out in the memory order of its first operand of the result's
 // shape (NumPy's order K): an operation on a transposed view reads and
 // writes memory in order, and returns a transposed result; Contiguous
