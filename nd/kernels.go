@@ -29,10 +29,10 @@ import (
 // computes each operand's element offset from the result's index over the
 // axes left, every operand raw, launched over the result's count
 // (LaunchN); where two axes are left (or three, one a batch) and the
-// output runs along one while an input runs along another, a tiled kernel (tile.go) reads that
-// input through shared memory instead. Kernels are kept per expression,
-// types and pattern; compute compiles each once per context and keeps it
-// on disk.
+// output runs along one while an input runs along another, a tiled kernel
+// (tile.go) reads that input through shared memory instead. Kernels are
+// kept per expression, types and pattern; compute compiles each once per
+// context and keeps it on disk.
 
 // maxAxes is the most axes a strided kernel indexes after coalescing: each
 // axis is a dimension and a stride per operand among a kernel's 64
@@ -508,8 +508,8 @@ type plan struct {
 	// (stridedRaw), where the pattern has them: the same code, launched
 	// directly.
 	rawS, rawV *rawKernel
-	// tile is the tiled kernel (tileFor), where the pattern has one: it
-	// takes the place of the strided kernels.
+	// tile is the tiled kernel (tileFor), where the pattern has one: the
+	// plan has no strided kernel then.
 	tile *tiled
 }
 
@@ -690,6 +690,9 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 		}
 		return p, nil
 	}
+	if p.tile = tileFor(e, out, ins, co); p.tile != nil {
+		return p, nil
+	}
 	// The axes' dimensions and each array's strides, in the declaration's
 	// order (after the offsets, before the output); a narrow kernel's
 	// dimensions each with its divider. The vector variant's last
@@ -714,7 +717,6 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 		return c
 	}
 	p.consts = consts(0)
-	p.tile = tileFor(e, out, ins, co)
 	p.rawS = stridedRaw(e, *out, ins, axes, scalars, narrow, 0, 0)
 	if vec, vecs := vectorWidth(co, out, ins); vec > 0 && !usesIndex.MatchString(e.code) {
 		kv, err := kernelFor(op, e, *out, ins, axes, scalars, narrow, vec, vecs)
