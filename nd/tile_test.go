@@ -118,6 +118,16 @@ func tileCases[T interface {
 	check(t, "AddInto(dst.T(), x, y.T())", dst, func(i, j int) T { return xt(i, j) + other[i*rows+j] })
 	dst.Free()
 
+	// Into a flipped output, dst[:, ::-1] = x.T(): the output's run a
+	// stride of -1.
+	dst = must(nd.Zeros[T](s, cols, rows))(t)
+	if err := nd.CopyInto(must(dst.Slice(1, nd.None, nd.None, -1))(t), x.T()); err != nil {
+		t.Fatal(err)
+	}
+	ran(t, "CopyInto(dst[:, ::-1], x.T())")
+	check(t, "CopyInto(dst[:, ::-1], x.T())", dst, func(i, j int) T { return xt(i, rows-1-j) })
+	dst.Free()
+
 	// A flipped and offset transposed view: x[1:, ::-1].T().
 	if rows > 2 && cols > 2 {
 		v := must(must(x.Slice(0, 1, nd.None, 1))(t).Slice(1, nd.None, nd.None, -1))(t).T()
