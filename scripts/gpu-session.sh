@@ -38,6 +38,11 @@
 #             two interleaved rounds of 0.2s
 #   register  the root's BenchmarkRegisterFresh (issue 49: a download
 #             straight into fresh memory page-locked in place)
+#   nd.OPS    issue 50's table for the ops OPS names (a comma list, as
+#             GOCUDA_ND_OPS), two rounds, no profile, beside the peers
+#   tf32      cuDNN's TF32 benchmark fault (issue 52): the failing case alone
+#             with cuDNN's debug log (OUT/tf32/dbg.log), then PyTorch's
+#             convolution of the same cases (bench/pyref/conv_tf32_probe.py)
 #
 # Pack OUT into one file before the call ends: the device tool brings back
 # a bounded count of files.
@@ -111,6 +116,17 @@ for arg in "$@"; do
 		timeout "$secs" bash scripts/gpu-abbench.sh "$dir" "$name" "${pkgdir:-.}" "$bench" 0.2s >"$dir/log.txt" 2>&1 ;;
 	register)
 		timeout "$secs" "$bin/tests/cuda.test" -test.run '^$' -test.bench '^BenchmarkRegisterFresh$' -test.benchtime 1x >"$dir/log.txt" 2>&1 ;;
+	nd.*)
+		GOCUDA_ND_OPS=${step#nd.} ND_PROFILE_S=0 ND_COUNT=2 timeout "$secs" bash scripts/gpu-nd.sh "$dir" $((secs / 2)) $((secs / 2 - 5)) >"$dir/log.txt" 2>&1 ;;
+	tf32)
+		for set in tests-cgo tests; do
+			(cd cudnn && VIRTUAL_ENV=/opt/torch/.venv CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG="$dir/dbg-$set.log" timeout $((secs / 3)) "$bin/$set/cudnn.test" -test.v -test.run 'TestConvBenchmarkEveryCase/float32_TF32/7x7_stride_2_pad_3_NCHW') >"$dir/$set.log" 2>&1
+			echo "$set/cudnn: exit $?" >>"$dir/log.txt"
+		done
+		py=/opt/torch/.venv/bin/python; [ -x "$py" ] || py=python3
+		timeout $((secs / 3)) "$py" bench/pyref/conv_tf32_probe.py >"$dir/probe.txt" 2>&1
+		echo "probe: exit $?" >>"$dir/log.txt"
+		cat "$dir/log.txt" ;;
 	cholesky)
 		(cd cusolver && GOCUDA_SOLVER_OPS=cholesky_batched,cholesky_batched_upper timeout "$secs" "$bin/tests/cusolver.test" -test.run '^$' -test.bench '^BenchmarkSolver$' -test.benchtime 0.2s -test.count 3) >"$dir/log.txt" 2>&1 ;;
 	*)
