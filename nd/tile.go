@@ -208,13 +208,12 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 			fmt.Fprintf(&gather, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at2; if (nd_in) nd_x%[2]d[nd_k] = %[3]s; }\n", per, j, at)
 			continue
 		}
-		// tileElems plus a column's padding, at most tileElems/2
-		// columns: rows of tr + 1, so that a warp reading across a
-		// tile's rows meets no bank twice where tr is 32.
+		// A column of the tile takes nd_pd elements (its tr and a
+		// padding, below): at most tileElems + tileElems/2 in all.
 		fmt.Fprintf(&stage, "\t__shared__ %[1]s t%[2]d[%[3]d];\n", in.t.storage(), j, tileElems+tileElems/2)
 		fmt.Fprintf(&fetch, "\t\t%[1]s nd_s%[2]d[%[3]d];\n\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[3]d; nd_k++) { nd_at1; if (nd_in) nd_s%[2]d[nd_k] = %[4]s; }\n", in.t.storage(), j, per, at)
-		fmt.Fprintf(&stores, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at1; if (nd_in) t%[2]d[nd_c * (nd_tr + 1) + nd_r] = nd_s%[2]d[nd_k]; }\n", per, j)
-		fmt.Fprintf(&gather, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at2; if (nd_in) nd_x%[2]d[nd_k] = t%[2]d[nd_c * (nd_tr + 1) + nd_r]; }\n", per, j)
+		fmt.Fprintf(&stores, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at1; if (nd_in) t%[2]d[nd_c * nd_pd + nd_r] = nd_s%[2]d[nd_k]; }\n", per, j)
+		fmt.Fprintf(&gather, "\t\t#pragma unroll\n\t\tfor (int nd_k = 0; nd_k < %[1]d; nd_k++) { nd_at2; if (nd_in) nd_x%[2]d[nd_k] = t%[2]d[nd_c * nd_pd + nd_r]; }\n", per, j)
 	}
 	fmt.Fprintf(&bases, "\t\t%[1]s* nd_qy = y + oy + nd_bz * ny + nd_r0 * ay + nd_c0 * by;\n", out.t.storage())
 	// nd_at1 and nd_at2 place element nd_k of a thread in the tile: along
@@ -223,8 +222,18 @@ func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint6
 	at1 := "const int nd_e = threadIdx.x + nd_k * " + fmt.Sprint(tileThreads) + ", nd_r = nd_e & (nd_tr - 1), nd_c = nd_e >> lr; const bool nd_in = nd_r < nd_rl && nd_c < nd_cl"
 	at2 := "const int nd_e = threadIdx.x + nd_k * " + fmt.Sprint(tileThreads) + ", nd_c = nd_e & (nd_tc - 1), nd_r = nd_e >> lc; const bool nd_in = nd_r < nd_rl && nd_c < nd_cl"
 	body := strings.NewReplacer("nd_at1", at1, "nd_at2", at2)
+	// nd_pd, a staged column's elements, is chosen so that a warp's 32
+	// accesses to shared memory fall in 32 banks (4 bytes): a warp
+	// stores tr rows by 32/tr columns (all of one column where tr >= 32)
+	// and reads 32/tc rows by tc columns (one row where tc >= 32). Where
+	// tc < 32 (then tr >= 32), tr + 32/tc places the reads' column c and
+	// row r in bank 32/tc*c + r, all different, where tr + 1 put them in c + r,
+	// four to a bank with tc 8; elsewhere tr + 1, odd, puts a row's 32
+	// columns in different banks (and where tr < 32 the stores of the
+	// last 32/tr - 1 columns share a bank with the first's: two to a
+	// bank at most).
 	src = fmt.Sprintf(`extern "C" __global__ __launch_bounds__(%[5]d) void %[1]s(%[2]s) {
-%[3]s	const int nd_tr = 1 << lr, nd_tc = 1 << lc;
+%[3]s	const int nd_tr = 1 << lr, nd_tc = 1 << lc, nd_pd = nd_tr + (lc < 5 ? 32 >> lc : 1);
 	const long long nd_tiles = (rows + nd_tr - 1) >> lr, nd_c0 = (long long)blockIdx.x << lc;
 	const int nd_cl = (int)min((long long)nd_tc, cols - nd_c0);
 	for (long long nd_bz = blockIdx.z; nd_bz < batches; nd_bz += gridDim.z)
