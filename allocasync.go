@@ -130,7 +130,7 @@ func (m *allocation) allocate(op string, s *Stream, alloc func(*driver.DevicePtr
 		return err
 	}
 	// Read after the allocation: a capture begun before it took it.
-	if cs := s.capture.Load(); cs != nil {
+	if cs := s.captureOf(); cs != nil {
 		cs.allocated(m)
 	} else {
 		m.cacheable = true
@@ -237,16 +237,16 @@ func (m *allocation) freeOrdered(op string, s *Stream) error {
 	// graph's own memory (the driver refuses another's); and the graph's
 	// own memory exists only while the graph runs, so only its capture
 	// frees it.
-	if cs := s.capture.Load(); cs != nil && !cs.owns(m) {
+	if cs := s.captureOf(); cs != nil && !cs.owns(m) {
 		return errorf(op, ErrInvalidValue, "the stream is capturing a graph (Stream.Capture), which can free only memory allocated in the capture: free the buffer, allocated before, outside the capture")
 	}
-	if cs := m.stream.capture.Load(); cs != nil && s.capture.Load() != cs && cs.owns(m) {
-		return errorf(op, ErrInvalidValue, "the buffer was allocated in a capture under way (Stream.Capture) and is the graph's: free it in the capture, on the capturing stream")
+	if cs := m.stream.captureOf(); cs != nil && s.captureOf() != cs && cs.owns(m) {
+		return errorf(op, ErrInvalidValue, "the buffer was allocated in a capture under way (Stream.Capture) and is the graph's: free it in the capture, on the capturing stream or one joined to it")
 	}
 	// Other streams' work on the memory is ordered before the free (or
 	// before s reuses it): waitOn, once no call holds m and none can. A
 	// capture's own memory has no uses outside the capture.
-	inCapture := s.capture.Load() != nil
+	inCapture := s.captureOf() != nil
 	if m.cacheable {
 		// Kept for s's next allocation of its size, if the cache takes it
 		// (no driver call, no context bound, unless another stream's work

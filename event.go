@@ -34,6 +34,9 @@ type Event struct {
 	interprocess bool        // made with EventInterprocess: it can be exported
 	recorded     atomic.Bool // Record has queued it at least once
 	graphs       graphUses   // event nodes of graphs and instances that record or wait on it
+	// capture is the capture its last Record was queued in, if any: a
+	// stream that waits on it joins that capture while it runs.
+	capture atomic.Pointer[graphBuild]
 }
 
 // NewEvent creates an event in c. Without flags it can be timed.
@@ -102,6 +105,7 @@ func (e *Event) Record(s *Stream) error {
 	if err := check(op, driver.EventRecord(e.ctx.handle, e.handle, s.handle)); err != nil {
 		return err
 	}
+	e.capture.Store(s.captureOf())
 	e.recorded.Store(true)
 	return nil
 }

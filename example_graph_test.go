@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 
@@ -128,6 +129,101 @@ func ExampleStream_Capture() {
 	}
 	fmt.Println(out, "rebuilt:", rebuilt)
 	// Output: [26 26 26 26] rebuilt: false
+}
+
+// Capture two branches that run side by side: a second stream joins the
+// capture by waiting on an event recorded on the capturing stream (a fork),
+// and is joined back by an event the capturing stream waits on.
+func ExampleStream_Capture_fork() {
+	ctx, s, err := cuda.Open(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	defer s.Close()
+	side, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer side.Close()
+	fork, err := ctx.NewEvent(cuda.EventDisableTiming)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fork.Close()
+	join, err := ctx.NewEvent(cuda.EventDisableTiming)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer join.Close()
+	mod, err := ctx.LoadModule([]byte(vaddS32PTX))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mod.Close()
+	add, err := mod.Function("vadd_s32")
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := cuda.FromHost(ctx, []int32{1, 2, 3, 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Free()
+	twice, err := cuda.Alloc[int32](ctx, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer twice.Free()
+	thrice, err := cuda.Alloc[int32](ctx, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer thrice.Free()
+
+	graph, err := s.Capture(cuda.CaptureGlobal, func() error {
+		if err := fork.Record(s); err != nil {
+			return err
+		}
+		if err := side.WaitEvent(fork); err != nil { // side joins the capture
+			return err
+		}
+		// One branch on s, the other on side: independent nodes.
+		if err := add.Launch(cuda.LaunchConfigFor(4, s), a, a, twice, uint32(4)); err != nil {
+			return err
+		}
+		if err := add.Launch(cuda.LaunchConfigFor(4, side), a, a, thrice, uint32(4)); err != nil {
+			return err
+		}
+		if err := add.Launch(cuda.LaunchConfigFor(4, side), thrice, a, thrice, uint32(4)); err != nil {
+			return err
+		}
+		if err := join.Record(side); err != nil {
+			return err
+		}
+		return s.WaitEvent(join) // side's branch joined back
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer graph.Close()
+	exec, err := graph.Instantiate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer exec.Close()
+	if err := exec.Launch(s); err != nil {
+		log.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		log.Fatal(err)
+	}
+	got2, got3 := make([]int32, 4), make([]int32, 4)
+	if err := errors.Join(twice.CopyToHost(got2), thrice.CopyToHost(got3)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got2, got3, "side captures now:", side.Capturing())
+	// Output: [2 4 6 8] [3 6 9 12] side captures now: false
 }
 
 // Build a graph node by node: a memset, then a kernel after it, then a

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -137,6 +138,10 @@ type graphBuild struct {
 	// graph by Update, which holds that graph's mu), so that no graphBuild
 	// mu is ever taken while another is held.
 	instances atomic.Int32
+	// joined is the streams joined to the capture under way (Stream.joined),
+	// and ended whether it has ended, after which no stream joins it.
+	joined []*Stream
+	ended  bool
 }
 
 // oneInstance is the error for a second instance of a graph that
@@ -245,6 +250,12 @@ func (x *execState) release() {
 // a buffer allocated before the capture cannot be freed in it (Free and
 // FreeOn on s return ErrInvalidValue): free it outside the capture.
 //
+// Work on other streams joins the capture where such a stream waits on an
+// event recorded on s during it (Stream.WaitEvent): a fork, whose branch
+// must be joined back to s (an event recorded on the other stream, waited
+// on by s) before record returns. Until the capture ends the other stream
+// captures too, with the same rules.
+//
 // If record returns an error, or the capture fails, Capture returns it and
 // no graph.
 func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err error) {
@@ -270,6 +281,9 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	if err := s.ctx.settleLegacy(op); err != nil {
 		return nil, err
 	}
+	if s.joined.Load() != nil {
+		return nil, errorf(op, ErrInvalidValue, "the stream is capturing already, joined to another stream's capture by Stream.WaitEvent")
+	}
 	cs := newGraphBuild()
 	if !s.capture.CompareAndSwap(nil, cs) {
 		return nil, errorf(op, ErrInvalidValue, "the stream is already capturing")
@@ -290,6 +304,7 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 		ended = true
 		defer s.capture.Store(nil)
 		defer s.cache.resume()
+		defer cs.endJoins()
 		var g driver.Graph
 		st := driver.StreamEndCapture(s.ctx.handle, s.handle, &g)
 		if !st.OK() {
@@ -366,6 +381,42 @@ func (b *graphBuild) gone() {
 	}
 }
 
+// join records that s joins the capture, which it must not have ended
+// (then join returns false). The caller paused s's cache.
+func (b *graphBuild) join(s *Stream) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return false
+	}
+	b.joined = append(b.joined, s)
+	s.joined.Store(b)
+	return true
+}
+
+// unjoin undoes a join whose wait the driver refused.
+func (b *graphBuild) unjoin(s *Stream) {
+	b.mu.Lock()
+	b.joined = slices.DeleteFunc(b.joined, func(x *Stream) bool { return x == s })
+	b.mu.Unlock()
+	s.joined.Store(nil)
+	s.cache.resume()
+}
+
+// endJoins ends the capture for the streams joined to it, as the driver's
+// end of the capture does, whether it made a graph or failed.
+func (b *graphBuild) endJoins() {
+	b.mu.Lock()
+	b.ended = true
+	joined := b.joined
+	b.joined = nil
+	b.mu.Unlock()
+	for _, s := range joined {
+		s.joined.Store(nil)
+		s.cache.resume()
+	}
+}
+
 // captured records, for a capture under way, that its work uses m.
 func (b *graphBuild) captured(m *allocation) {
 	b.mu.Lock()
@@ -404,6 +455,9 @@ func (b *graphBuild) owns(m *allocation) bool {
 func (s *Stream) capturing(op, why string) error {
 	if s.capture.Load() != nil {
 		return errorf(op, ErrInvalidValue, "the stream is capturing a graph (Stream.Capture): %s", why)
+	}
+	if s.joined.Load() != nil {
+		return errorf(op, ErrInvalidValue, "the stream is capturing into another stream's graph, joined to its Stream.Capture by Stream.WaitEvent: %s", why)
 	}
 	return nil
 }

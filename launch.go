@@ -347,7 +347,7 @@ func (f *Function) checkLaunch(op string, cfg *LaunchConfig, l *launchShape) err
 // mems are the buffers among args, in order.
 func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *paramBlock, args []any, mems []*allocation) error {
 	s := cfg.Stream
-	if cs := s.capture.Load(); cs != nil {
+	if cs := s.captureOf(); cs != nil {
 		cs.capturedModule(f.mod)
 	}
 	for _, m := range mems {

@@ -29,6 +29,10 @@ type Stream struct {
 
 	// capture is the capture under way on the stream (Capture), or nil.
 	capture atomic.Pointer[graphBuild]
+	// joined is the capture of another stream that this one joined by
+	// waiting on an event recorded in it (WaitEvent), until that capture
+	// ends: the stream's work is that capture's too.
+	joined atomic.Pointer[graphBuild]
 
 	// cache keeps the memory of stream-ordered buffers freed on the stream
 	// for its next allocations (blockCache).
@@ -130,9 +134,19 @@ func (s *Stream) Context() *Context {
 }
 
 // Capturing reports whether the stream is capturing its work into a graph
-// (inside Capture): other libraries' calls that would wait for the work
-// (or hand a result to the host) must not be made then.
-func (s *Stream) Capturing() bool { return s != nil && s.capture.Load() != nil }
+// (inside Capture, or joined to another stream's capture by WaitEvent):
+// other libraries' calls that would wait for the work (or hand a result to
+// the host) must not be made then.
+func (s *Stream) Capturing() bool { return s != nil && s.captureOf() != nil }
+
+// captureOf returns the capture s's work goes to: its own (Capture), the
+// one it joined (WaitEvent), or nil.
+func (s *Stream) captureOf() *graphBuild {
+	if cs := s.capture.Load(); cs != nil {
+		return cs
+	}
+	return s.joined.Load()
+}
 
 // Priority returns the priority the stream was created with.
 func (s *Stream) Priority() int {
@@ -240,6 +254,13 @@ func (s *Stream) Query() (done bool, err error) {
 // captured by e's latest Record has finished. e may belong to another
 // context, even of another device, while that context is open: once it is
 // closed (which destroys the event), WaitEvent returns ErrClosed.
+//
+// Where e was last recorded on a stream capturing a graph (inside Capture),
+// s joins that capture until it ends, as in CUDA: s's work from then on is
+// the graph's (a branch of it), and s refuses what a capturing stream
+// refuses (Capturing reports true). The branch must be joined back before
+// Capture's function returns, by recording an event on s that the
+// capturing stream waits on; otherwise Capture returns the driver's error.
 func (s *Stream) WaitEvent(e *Event) error {
 	const op = "Stream.WaitEvent"
 	if err := s.valid(op); err != nil {
@@ -263,6 +284,27 @@ func (s *Stream) WaitEvent(e *Event) error {
 	}
 	if err := s.willQueue(op); err != nil {
 		return err
+	}
+	// A wait on an event recorded in a capture under way joins s to that
+	// capture, as the driver does (a fork): from then until the capture
+	// ends, s's work is the graph's, and what cannot be captured is
+	// refused on s as on the capturing stream. The memory s keeps for
+	// reuse is freed first, as a capture's stream's is.
+	if cs := e.capture.Load(); cs != nil && s.captureOf() == nil {
+		if err := s.cache.pause(op); err != nil {
+			return err
+		}
+		if cs.join(s) {
+			err := check(op, driver.StreamWaitEvent(s.ctx.handle, s.handle, e.handle, 0))
+			if err != nil {
+				cs.unjoin(s)
+			}
+			return err
+		}
+		// The capture has ended: this wait, and the later ones, are
+		// plain.
+		s.cache.resume()
+		e.capture.CompareAndSwap(cs, nil)
 	}
 	return check(op, driver.StreamWaitEvent(s.ctx.handle, s.handle, e.handle, 0))
 }

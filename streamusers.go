@@ -109,7 +109,7 @@ func (s *Stream) idle() bool { return s.synced.Load() == s.queued.Load() }
 // freed); otherwise the memory's users, which synchronous calls on it wait
 // for.
 func (s *Stream) uses(mem ...*allocation) {
-	if cs := s.capture.Load(); cs != nil {
+	if cs := s.captureOf(); cs != nil {
 		for _, m := range mem {
 			cs.captured(m)
 		}

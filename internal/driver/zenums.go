@@ -31,6 +31,8 @@ const (
 	ErrorStreamCaptureUnsupported    Result = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: operation not permitted when stream is capturing
 	ErrorStreamCaptureInvalidated    Result = 901 // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: operation failed due to a previous error during capture
 	ErrorStreamCaptureUnmatched      Result = 903 // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: capture was not initiated in this stream
+	ErrorStreamCaptureUnjoined       Result = 904 // CUDA_ERROR_STREAM_CAPTURE_UNJOINED: capture sequence contains a fork that was not joined to the primary stream
+	ErrorStreamCaptureIsolation      Result = 905 // CUDA_ERROR_STREAM_CAPTURE_ISOLATION: dependency created on uncaptured work in another stream
 	ErrorStreamCaptureImplicit       Result = 906 // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: operation would make the legacy stream depend on a capturing blocking stream
 	ErrorStreamCaptureWrongThread    Result = 908 // CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: attempt to terminate a thread-local capture sequence from another thread
 	ErrorGraphExecUpdateFailure      Result = 910 // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: the graph update was not performed because it included changes which violated constraints specific to instantiated graph update

@@ -846,6 +846,18 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 
 int event_live(CUevent e);
 
+// capture_detach takes the streams joined to g (other than origin) off it
+// (mu held): 1 if one of them has captured nodes no wait joined back.
+int capture_detach(struct fake_graph *g, CUstream origin) {
+	int unjoined = 0;
+	for (struct fake_stream *t = streams; t; t = t->next_in_list)
+		if (t != origin && t->capture == g) {
+			unjoined |= t->cap_nodes > t->cap_joined;
+			t->capture = NULL;
+		}
+	return unjoined;
+}
+
 // record_mu makes counting a record and queuing it one step, so that a wait
 // queued meanwhile (on the same stream, say) waits for a record queued
 // before it, never for one queued after it, which would wait for ever.
@@ -859,9 +871,13 @@ EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 	pthread_mutex_lock(&mu);
 	int ok = event_live(e);
 	long target = ok ? e->recorded : 0;
+	// A wait on an event recorded in a capture under way joins a stream
+	// that does not capture to it: its work from now on is the capture's.
+	int joined = ok && s && stream_live(s) && capture_join(s, e);
 	pthread_mutex_unlock(&mu);
 	CUresult rc = INVALID_HANDLE;
-	if (ok) {
+	if (joined) rc = SUCCESS;
+	else if (ok) {
 		struct op o = {.kind = OP_WAIT, .event = e, .target = target};
 		rc = enqueue(s, o);
 	}
@@ -929,10 +945,16 @@ EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
 	pthread_mutex_unlock(&mu);
 	CUresult rc = INVALID_HANDLE;
 	if (ok) {
+		pthread_mutex_lock(&mu);
+		int capturing = s && stream_live(s) && s->capture;
+		pthread_mutex_unlock(&mu);
 		struct op o = {.kind = OP_RECORD, .event = e};
-		if ((rc = enqueue(s, o)) == SUCCESS) {
+		// A record in a capture marks the capture's work (capture_op), and
+		// a record that runs leaves the capture's.
+		if ((rc = enqueue(s, o)) == SUCCESS && !capturing) {
 			pthread_mutex_lock(&mu);
 			e->recorded++;
+			e->capture_id = 0;
 			pthread_mutex_unlock(&mu);
 		}
 	}

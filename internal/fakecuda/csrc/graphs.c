@@ -26,6 +26,8 @@ struct fake_graph {
 	int nallocs;
 	int invalid; // an operation the fake cannot capture was queued
 	int mode;
+	long id;              // a capture's number, which events recorded in it keep
+	CUstream origin;      // the stream that began the capture
 	pthread_t thread;     // the thread that began the capture
 	struct fake_graph *next;
 	struct fake_graph *next_capture; // on the list of captures under way
@@ -202,13 +204,35 @@ CUresult capture_op(CUstream s, struct op o) {
 			g->ops = realloc(g->ops, g->cap * sizeof *g->ops);
 		}
 		g->ops[g->n++] = o;
+		s->cap_nodes++;
 		break;
 	case OP_FREE: // a free node: of memory the capture allocated, the graph's
 		rc = INVALID_VALUE; // another's, as the driver refuses it
 		for (int i = 0; i < g->nallocs; i++)
 			if (g->allocs[i] == (uintptr_t)o.dst) rc = SUCCESS;
+		if (rc == SUCCESS) s->cap_nodes++;
 		break;
-	default: // events across streams, collectives: not captured by the fake
+	case OP_RECORD:
+		// A record in a capture is no node: it marks the stream's nodes so
+		// far, which a wait of another stream then depends on (joining
+		// that stream to the capture, or this one back). The fake's
+		// graph runs its work in the order it was queued, which keeps
+		// every such dependency.
+		o.event->capture_id = g->id;
+		o.event->capture_src = s;
+		o.event->capture_covers = s->cap_nodes;
+		break;
+	case OP_WAIT:
+		if (o.event->capture_id == g->id) { // a dependency within the capture
+			CUstream src = o.event->capture_src;
+			if (stream_live(src) && src->capture == g && src->cap_joined < o.event->capture_covers)
+				src->cap_joined = o.event->capture_covers;
+			break;
+		}
+		g->invalid = 1; // on work outside the capture
+		rc = STREAM_CAPTURE_ISOLATION;
+		break;
+	default: // collectives, host functions: not captured by the fake
 		g->invalid = 1;
 		rc = STREAM_CAPTURE_UNSUPPORTED;
 	}
@@ -244,12 +268,41 @@ int capture_forbids(void) {
 	return forbid;
 }
 
+static int capture_live(long id) {
+	for (struct fake_graph *g = captures; g; g = g->next_capture)
+		if (g->id == id) return 1;
+	return 0;
+}
+
+int capture_event_live(CUevent e) { return e->capture_id && capture_live(e->capture_id); }
+
+int capture_join(CUstream s, CUevent e) {
+	if (s->capture || !e->capture_id) return 0;
+	for (struct fake_graph *g = captures; g; g = g->next_capture)
+		if (g->id == e->capture_id) {
+			s->capture = g;
+			s->cap_nodes = s->cap_joined = 0;
+			return 1;
+		}
+	return 0;
+}
+
 // capture_abandon takes the capture of a stream being destroyed off it
-// (mu held), for capture_free.
+// (mu held), for capture_free: the whole capture where the stream began
+// it, its streams joined to it leaving it; only the stream where it
+// joined one (which invalidates that capture, as a fork that can never be
+// joined back).
 void *capture_abandon(CUstream s) {
 	struct fake_graph *g = s->capture;
-	if (g) capture_unlink(g);
 	s->capture = NULL;
+	if (g && g->origin != s) {
+		g->invalid = 1;
+		return NULL;
+	}
+	if (g) {
+		capture_detach(g, s);
+		capture_unlink(g);
+	}
 	return g;
 }
 
@@ -265,6 +318,7 @@ void capture_free(void *p) {
 
 void capture_alloc(CUstream s, uintptr_t base) {
 	struct fake_graph *g = s->capture;
+	s->cap_nodes++;
 	g->allocs = realloc(g->allocs, (g->nallocs + 1) * sizeof *g->allocs);
 	g->allocs[g->nallocs++] = base;
 }
@@ -280,7 +334,11 @@ EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
 	else if (s->capture) rc = ILLEGAL_STATE;
 	else {
 		s->capture = calloc(1, sizeof *s->capture);
+		static long next_id;
 		s->capture->mode = mode;
+		s->capture->id = ++next_id;
+		s->capture->origin = s;
+		s->cap_nodes = s->cap_joined = 0;
 		s->capture->thread = pthread_self();
 		s->capture->next_capture = captures;
 		captures = s->capture;
@@ -299,12 +357,24 @@ EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *out) {
 		return s && stream_live(s) ? STREAM_CAPTURE_UNMATCHED : INVALID_HANDLE;
 	}
 	struct fake_graph *g = s->capture;
+	if (g->origin != s) { // a stream joined to the capture
+		pthread_mutex_unlock(&mu);
+		return STREAM_CAPTURE_UNMATCHED;
+	}
 	if (g->mode != 2 && !pthread_equal(g->thread, pthread_self())) { // only a relaxed capture ends elsewhere
 		pthread_mutex_unlock(&mu);
 		return STREAM_CAPTURE_WRONG_THREAD;
 	}
 	s->capture = NULL;
 	capture_unlink(g);
+	int unjoined = capture_detach(g, s);
+	if (unjoined && !g->invalid) {
+		g->invalid = 1;
+		pthread_mutex_unlock(&mu);
+		capture_free(g);
+		*out = NULL;
+		return STREAM_CAPTURE_UNJOINED;
+	}
 	if (g->invalid) {
 		// The capture ends, and with it the graph: its memory goes too.
 		pthread_mutex_unlock(&mu);
