@@ -206,3 +206,40 @@ func TestCaptureForkAfterEnd(t *testing.T) {
 	}
 	k.check(t, 1)
 }
+
+// TestCaptureNoMerge: a stream capturing a graph of its own that waits on
+// an event recorded in another capture would merge the two: the driver
+// refuses, the second capture fails, and the first is untouched.
+func TestCaptureNoMerge(t *testing.T) {
+	k := newJoinKit(t)
+	var inner error
+	g := must(k.s.Capture(cuda.CaptureRelaxed, func() error {
+		if err := k.fork.Record(k.s); err != nil {
+			return err
+		}
+		var g2 *cuda.Graph
+		g2, inner = k.s2.Capture(cuda.CaptureRelaxed, func() error {
+			if err := k.s2.WaitEvent(k.fork); err == nil {
+				t.Error("a capturing stream's wait on another capture's event: no error")
+			}
+			return nil
+		})
+		if g2 != nil {
+			g2.Close()
+		}
+		return k.accumulate(k.a, 1)()
+	}))(t)
+	defer g.Close()
+	if inner == nil {
+		t.Error("the capture that waited on another capture's event: no error")
+	}
+	if k.s2.Capturing() {
+		t.Error("the second stream still captures")
+	}
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	if err := e.Launch(k.s); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 1)
+}

@@ -30,6 +30,7 @@ const (
 	ErrorNotSupported                Result = 801 // CUDA_ERROR_NOT_SUPPORTED: operation not supported
 	ErrorStreamCaptureUnsupported    Result = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: operation not permitted when stream is capturing
 	ErrorStreamCaptureInvalidated    Result = 901 // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: operation failed due to a previous error during capture
+	ErrorStreamCaptureMerge          Result = 902 // CUDA_ERROR_STREAM_CAPTURE_MERGE: operation would result in a merge of separate capture sequences
 	ErrorStreamCaptureUnmatched      Result = 903 // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: capture was not initiated in this stream
 	ErrorStreamCaptureUnjoined       Result = 904 // CUDA_ERROR_STREAM_CAPTURE_UNJOINED: capture sequence contains a fork that was not joined to the primary stream
 	ErrorStreamCaptureIsolation      Result = 905 // CUDA_ERROR_STREAM_CAPTURE_ISOLATION: dependency created on uncaptured work in another stream

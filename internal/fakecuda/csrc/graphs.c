@@ -193,6 +193,8 @@ static void free_graph(CUgraph g) {
 	free(g);
 }
 
+static int capture_live(long id); // a capture of that number is under way (mu held)
+
 CUresult capture_op(CUstream s, struct op o) {
 	pthread_mutex_lock(&mu);
 	struct fake_graph *g = s->capture;
@@ -229,8 +231,10 @@ CUresult capture_op(CUstream s, struct op o) {
 				src->cap_joined = o.event->capture_covers;
 			break;
 		}
-		g->invalid = 1; // on work outside the capture
-		rc = STREAM_CAPTURE_ISOLATION;
+		// On another capture's work (which would merge the two), or on
+		// work outside any.
+		g->invalid = 1;
+		rc = capture_live(o.event->capture_id) ? STREAM_CAPTURE_MERGE : STREAM_CAPTURE_ISOLATION;
 		break;
 	default: // collectives, host functions: not captured by the fake
 		g->invalid = 1;
