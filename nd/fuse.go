@@ -29,6 +29,12 @@ import (
 // of halves may differ from the same chain computed step by step, in the
 // last bits, as torch.compile's may). The zero Expr is an error at Eval.
 //
+// An expression's kernel takes at most 64 parameters: an array each, the
+// result one, and where the arrays are strided (views that are not
+// contiguous) each its offset and a stride an axis; Eval of an expression
+// of more returns an error wrapping cuda.ErrNotSupported (63 contiguous
+// arrays, or 15 two-dimensional views such as transposes, fit).
+//
 // An Expr is a value: reusing one in several expressions, or evaluating
 // it several times, is safe, and the kernel of an expression's shape is
 // compiled once, whatever its arrays and constants.

@@ -2,6 +2,7 @@ package nd_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -73,6 +74,57 @@ func TestFuseErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if !errors.Is(tt.err, cuda.ErrInvalidValue) || !strings.Contains(tt.err.Error(), tt.want) {
 				t.Errorf("got %v; want ErrInvalidValue saying %q", tt.err, tt.want)
+			}
+		})
+	}
+}
+
+// TestFuseManyArrays: an expression of as many arrays as a kernel takes
+// evaluates right (its kernel's name too long for a file before, on the
+// fake's compiler); one of more is ErrNotSupported saying why, contiguous
+// or strided, never compute's words alone.
+func TestFuseManyArrays(t *testing.T) {
+	s := stream(t)
+	sum := func(n int, transposed bool) (*nd.Array[float32], error) {
+		var x nd.Expr[float32]
+		for i := range n {
+			a := free(t, must(nd.Full[float32](s, float32(i+1), 3, 2))(t))
+			if transposed {
+				a = a.T()
+			}
+			if i == 0 {
+				x = nd.Lazy(a)
+			} else {
+				x = x.Add(nd.Lazy(a))
+			}
+		}
+		return x.Eval()
+	}
+	for _, tt := range []struct {
+		n          int
+		transposed bool
+		fits       bool
+	}{
+		{40, false, true}, {63, false, true}, {64, false, false},
+		{14, true, true}, {15, true, false},
+	} {
+		t.Run(fmt.Sprintf("%d_transposed_%v", tt.n, tt.transposed), func(t *testing.T) {
+			out, err := sum(tt.n, tt.transposed)
+			if !tt.fits {
+				if !errors.Is(err, cuda.ErrNotSupported) || !strings.Contains(err.Error(), "kernel parameters") {
+					t.Fatalf("%d arrays: %v; want ErrNotSupported counting the kernel's parameters", tt.n, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Free()
+			want := float32(tt.n * (tt.n + 1) / 2)
+			for i, v := range must(out.ToSlice())(t) {
+				if v != want {
+					t.Fatalf("element %d = %v, want %v", i, v, want)
+				}
 			}
 		})
 	}

@@ -40,6 +40,10 @@ import (
 // axis).
 const maxAxes = 10
 
+// maxParams is the most parameters compute's elementwise kernels take
+// (compute.NewElementwise refuses more).
+const maxParams = 64
+
 // ctype is an element type as the generated C sees it.
 type ctype struct {
 	name  string // compute's name: "float32", "bfloat16", "uint8" for Bool
@@ -678,6 +682,13 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 			return nil, errorf(op, cuda.ErrNotSupported, "the operands' layouts leave %d axes that cannot be merged (shape %v): at most %d; make an operand contiguous first", axes, out.layout.Shape(), maxAxes)
 		}
 	}
+	// The tiled kernel, where it applies, needs no other (nor their
+	// parameters: it takes an expression of more arrays).
+	if axes >= 0 {
+		if t := tileFor(e, out, ins, co); t != nil {
+			return &plan{axes: axes, tile: t}, nil
+		}
+	}
 	narrow := axes >= 0 && narrowFits(co)
 	k, err := kernelFor(op, e, *out, ins, axes, scalars, narrow, 0, 0)
 	if err != nil {
@@ -688,9 +699,6 @@ func makePlan(op string, e expr, out *operand, ins []operand) (*plan, error) {
 		if raw, widest := contigKernel(e, out, ins); raw != nil {
 			p.raw, p.widest = &rawKernel{k: raw}, widest
 		}
-		return p, nil
-	}
-	if p.tile = tileFor(e, out, ins, co); p.tile != nil {
 		return p, nil
 	}
 	// The axes' dimensions and each array's strides, in the declaration's
@@ -1062,7 +1070,7 @@ func contigKernel(e expr, out *operand, ins []operand) (*compute.RawKernel, int)
 	if k, ok := contigKernels.Load(key); ok {
 		return k.(*compute.RawKernel), widest
 	}
-	name := fmt.Sprintf("nd_%s_%s_contig", e.name, strings.NewReplacer(",", "_", "->", "_to_").Replace(key.types))
+	name := kernelName(e, key.types) + "_contig"
 	var b, params, vecArgs, one strings.Builder
 	b.WriteString("template <typename E, int V> struct __align__(sizeof(E) * V) nd_vec { E v[V]; };\n")
 	for j, in := range ins {
@@ -1113,6 +1121,18 @@ func kernelFor(op string, e expr, out operand, ins []operand, axes int, scalars 
 		return k.(*compute.Elementwise), nil
 	}
 	spec := specFor(e, out, ins, axes, key)
+	if n := strings.Count(spec.InParams, ",") + 2; n > maxParams {
+		arrays := 0
+		for _, in := range ins {
+			if !in.scalar {
+				arrays++
+			}
+		}
+		if axes < 0 {
+			return nil, errorf(op, cuda.ErrNotSupported, "%d arrays and %d scalars take %d kernel parameters: at most %d; compute it in parts", arrays, len(ins)-arrays, n, maxParams)
+		}
+		return nil, errorf(op, cuda.ErrNotSupported, "%d arrays and %d scalars take %d kernel parameters in these layouts (each strided array its offset and a stride an axis): at most %d; make some of them contiguous first (Contiguous), or compute it in parts", arrays, len(ins)-arrays, n, maxParams)
+	}
 	k, err := compute.NewElementwise(spec)
 	if err != nil {
 		// A declaration of this package's own that compute refuses.
@@ -1122,9 +1142,33 @@ func kernelFor(op string, e expr, out operand, ins []operand, axes int, scalars 
 	return got.(*compute.Elementwise), nil
 }
 
+// kernelName is the start of the name of e's kernels over types (a key's:
+// the inputs' types, then "->" and the output's): nd_, e's name, the
+// types joined by _ and _to_, or, where an expression reads many arrays,
+// each run of one type once with its count (float32x40), so that the
+// name stays a name.
+func kernelName(e expr, types string) string {
+	in, out, _ := strings.Cut(types, "->")
+	parts := strings.Split(in, ",")
+	if len(parts) <= 8 {
+		return "nd_" + e.name + "_" + strings.Join(parts, "_") + "_to_" + out
+	}
+	var b strings.Builder
+	b.WriteString("nd_" + e.name)
+	for i := 0; i < len(parts); {
+		j := i + 1
+		for j < len(parts) && parts[j] == parts[i] {
+			j++
+		}
+		fmt.Fprintf(&b, "_%sx%d", parts[i], j-i)
+		i = j
+	}
+	return b.String() + "_to_" + out
+}
+
 // specFor writes the declaration of e's kernel for a pattern.
 func specFor(e expr, out operand, ins []operand, axes int, key kernelKey) compute.ElementwiseSpec {
-	name := fmt.Sprintf("nd_%s_%s", e.name, strings.NewReplacer(",", "_", "->", "_to_").Replace(key.types))
+	name := kernelName(e, key.types)
 	if axes >= 0 {
 		name += fmt.Sprintf("_%dd", axes)
 	}

@@ -43,8 +43,8 @@ const (
 // columns and tile.
 var tileSeen func(rows, cols, tileRows, tileCols int)
 
-// tiled is a plan's tiled kernel: its kernel, its grid (tiles of columns
-// by tiles of rows by the batch, the last two as many as a grid has and
+// tiled is a plan's tiled kernel: its kernel, its tiles (of columns, of
+// rows, and the batch: the grid, the last two as many as a grid has and
 // looped past that) and its arguments past the arrays' addresses and
 // offsets (each array's strides along the batch, the rows and the
 // columns, then the dims and the tile's log2 sizes), with the sizes
@@ -55,7 +55,7 @@ type tiled struct {
 	rows   int
 	cols   int
 	tr, tc int // tile rows, columns
-	grid   cuda.Dim3
+	tiles  [3]int
 }
 
 var tileKernels sync.Map // kernelKey -> *rawKernel
@@ -155,7 +155,7 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 		k, _ = tileKernels.LoadOrStore(key, &rawKernel{k: raw})
 	}
 	t := &tiled{k: k.(*rawKernel), rows: rows, cols: cols, tr: tr, tc: tc}
-	t.grid = cuda.Dim3{X: (cols + tc - 1) / tc, Y: min((rows+tr-1)/tr, maxGridY), Z: min(batches, maxGridY)}
+	t.tiles = [3]int{(cols + tc - 1) / tc, (rows + tr - 1) / tr, batches}
 	// Each array's strides along the batch (0 where there is none), the
 	// rows and the columns, the output's last.
 	for _, l := range append(co[1:len(co):len(co)], co[0]) {
@@ -170,7 +170,8 @@ func tileFor(e expr, out *operand, ins []operand, co []ndshape.Layout) *tiled {
 }
 
 // maxGridY is the most blocks a grid has along y or z (tests lower it
-// to check the kernel's loops past the grid).
+// to check the kernel's loops past the grid; read at each launch, so that
+// a plan made before takes it too).
 var maxGridY = 65535
 
 // tileSource writes the tiled kernel of e: staged's inputs (bit j input
@@ -182,7 +183,7 @@ var maxGridY = 65535
 // it, and a thread whose four elements each loaded then stored had one
 // load in flight where it has four (the machine code, sm_90).
 func tileSource(e expr, out *operand, ins []operand, key kernelKey, staged uint64) (src, name string) {
-	name = fmt.Sprintf("nd_%s_%s_tile_%x", e.name, strings.NewReplacer(",", "_", "->", "_to_").Replace(key.types), staged)
+	name = fmt.Sprintf("%s_tile_%x", kernelName(e, key.types), staged)
 	per := tileElems / tileThreads
 	var params, stage, bases, fetch, stores, gather, values strings.Builder
 	half := out.t.half
@@ -275,5 +276,6 @@ func (t *tiled) launch(op string, out *operand, ins []operand, args []any) error
 	if err != nil {
 		return wrap(op, err)
 	}
-	return wrap(op, f.Launch(cuda.LaunchConfig{Grid: t.grid, Block: cuda.Dim3{X: tileThreads}, Stream: out.s}, args...))
+	grid := cuda.Dim3{X: t.tiles[0], Y: min(t.tiles[1], maxGridY), Z: min(t.tiles[2], maxGridY)}
+	return wrap(op, f.Launch(cuda.LaunchConfig{Grid: grid, Block: cuda.Dim3{X: tileThreads}, Stream: out.s}, args...))
 }

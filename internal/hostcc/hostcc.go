@@ -135,7 +135,9 @@ func build(cxx, dir, lib, name, text string) error {
 		return fmt.Errorf("hostcc: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	src := filepath.Join(tmp, filepath.Base(name))
+	// The file's name is the compiler's, not name (a kernel's, which may
+	// be longer than a file's may): the text's #line gives messages name.
+	src := filepath.Join(tmp, "kernel.cu")
 	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("hostcc: %w", err)
 	}

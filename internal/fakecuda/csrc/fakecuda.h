@@ -207,7 +207,7 @@ void free_device(void *base); // a device allocation, released now
 // A kernel the fake runs: a built-in C version (kernels.c), or one
 // compiled for the host (hostkernels.c). Its parameters lie in a launch's
 // params at their offsets.
-#define KERNEL_PARAMS 128 // parameters of a kernel, at most
+#define KERNEL_PARAMS 512 // parameters of a kernel, at most (PARAM_BYTES of pointers)
 #define PARAM_BYTES 4096  // their bytes, at most (the driver's old limit)
 struct kernel {
 	const char *name;
