@@ -131,6 +131,7 @@ func (m *allocation) allocate(op string, s *Stream, alloc func(*driver.DevicePtr
 	}
 	// Read after the allocation: a capture begun before it took it.
 	if cs := s.captureOf(); cs != nil {
+		m.madeIn = cs
 		cs.allocated(m)
 	} else {
 		m.cacheable = true

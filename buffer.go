@@ -50,6 +50,7 @@ type allocation struct {
 	users     streamUsers
 	stat      *memCounter // what counts it in its context's MemoryStats; nil for memory not counted
 	graphOnly bool        // a graph's alloc node's memory (GraphMemory), which exists only while the graph runs
+	madeIn    *graphBuild // the capture that allocated it (AllocAsync in Stream.Capture), whose graph alone has its memory; set before it is handed out
 }
 
 // Alloc allocates a device buffer of n elements, uninitialized.
@@ -277,6 +278,10 @@ func (b *DeviceBuffer[T]) enterWithStream(op string, s *Stream) error {
 	if err := enterWith(op, &b.mem.life, "the device buffer", &s.life, "the stream"); err != nil {
 		return err
 	}
+	if err := s.mayUse(op, b.mem); err != nil {
+		leaveWith(&b.mem.life, &s.life)
+		return err
+	}
 	s.uses(b.mem)
 	return nil
 }
@@ -415,6 +420,9 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	}
 	defer releaseAll(held)
 	if err := checkOverlap(op, b.ptr, src.ptr, uintptr(b.ByteSize())); err != nil {
+		return err
+	}
+	if err := s.mayUse(op, b.mem, src.mem); err != nil {
 		return err
 	}
 	s.uses(b.mem, src.mem)

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -246,7 +247,9 @@ func (x *execState) release() {
 // after the Go memory may have moved on or been freed; copy outside the
 // capture, or through device memory), StagingBuffer transfers, and
 // closing s. A buffer allocated during the capture belongs to the graph's
-// work: it must be freed in the capture too, or Capture returns an error;
+// work: only the capture's work may use it (on s or a stream joined to
+// it; elsewhere ErrInvalidValue), and it must be freed in the capture too,
+// or Capture returns an error;
 // a buffer allocated before the capture cannot be freed in it (Free and
 // FreeOn on s return ErrInvalidValue): free it outside the capture.
 //
@@ -300,8 +303,16 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 		return nil, err
 	}
 	ended := false
+	var unfreed int         // buffers the capture allocated and did not free
+	var unfreedSize uintptr // the bytes of one of them
 	end := func() (driver.Graph, error) {
 		ended = true
+		// Memory the capture allocated and did not free fails it: that
+		// memory is closed first, while the streams still capture, so
+		// that a call still using it (another goroutine's, on a joined
+		// stream) is captured, not run on memory the failed graph takes
+		// with it.
+		unfreed, unfreedSize = cs.closeUnfreed()
 		defer s.capture.Store(nil)
 		defer s.cache.resume()
 		defer cs.endJoins()
@@ -348,11 +359,9 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 	case err != nil:
 		return nil, err
 	}
-	for m := range cs.made {
-		if !m.lt.IsClosed() {
-			discard(g)
-			return nil, errorf(op, ErrInvalidValue, "a buffer of %s allocated during the capture was not freed in it: the graph's memory must be freed in the graph", formatBytes(m.size))
-		}
+	if unfreed > 0 {
+		discard(g)
+		return nil, errorf(op, ErrInvalidValue, "a buffer of %s allocated during the capture was not freed in it: the graph's memory must be freed in the graph", formatBytes(unfreedSize))
 	}
 	kept = true
 	return newGraph(s.ctx, g, cs), nil
@@ -373,10 +382,35 @@ func newGraph(ctx *Context, h driver.Graph, b *graphBuild) *Graph {
 // is destroyed or its capture came to nothing. A second call does nothing.
 func (b *graphBuild) gone() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.refs.drop()
 	b.refs = graphRefs{}
+	made := slices.Collect(maps.Keys(b.made))
+	b.mu.Unlock()
+	closeMade(made)
+}
+
+// closeUnfreed closes the memory the capture allocated and did not free
+// (a capture's end), and returns how many buffers and one's size.
+func (b *graphBuild) closeUnfreed() (int, uintptr) {
+	b.mu.Lock()
+	var open []*allocation
 	for m := range b.made {
+		if !m.lt.IsClosed() {
+			open = append(open, m)
+		}
+	}
+	b.mu.Unlock()
+	closeMade(open)
+	if len(open) == 0 {
+		return 0, 0
+	}
+	return len(open), open[0].size
+}
+
+// closeMade closes a graph's own memory, each buffer once the calls using
+// it are done: without b.mu, which such a call may wait for (captured).
+func closeMade(made []*allocation) {
+	for _, m := range made {
 		m.lt.Close(func() (bool, error) { m.freed(); return true, nil })
 	}
 }

@@ -240,3 +240,40 @@ func TestCaptureNoMerge(t *testing.T) {
 	}
 	k.check(t, 1) // on2 only: the captured work never ran
 }
+
+// TestCaptureMemoryStaysInCapture: memory allocated in a capture exists
+// only in its graph: work on a stream outside the capture that would use
+// it is refused, whichever call queues it; inside, on the capturing
+// stream or one joined to it, it is the graph's.
+func TestCaptureMemoryStaysInCapture(t *testing.T) {
+	k := newJoinKit(t)
+	outside := cudatest.Stream(t, k.ctx)
+	refused := map[string]error{}
+	g := must(k.s.Capture(cuda.CaptureGlobal, func() error {
+		tmp, err := cuda.AllocAsync[int32](k.s, k.n)
+		if err != nil {
+			return err
+		}
+		refused["Memset32Async"] = tmp.Memset32Async(1, outside)
+		refused["CopyFromDeviceAsync into it"] = tmp.CopyFromDeviceAsync(k.a, outside)
+		refused["CopyFromDeviceAsync from it"] = k.c.CopyFromDeviceAsync(tmp, outside)
+		refused["Function.Launch"] = k.add.Launch(cuda.LaunchConfigFor(k.n, outside), tmp, k.a, k.c, uint32(k.n))
+		return errors.Join(
+			k.forked(func() error { return tmp.CopyFromDeviceAsync(k.a, k.s2) }), // tmp = a, on the branch
+			k.add.Launch(cuda.LaunchConfigFor(k.n, k.s), tmp, k.c, k.c, uint32(k.n)),
+			tmp.Free(),
+		)
+	}))(t)
+	defer g.Close()
+	for name, err := range refused {
+		if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "capture") {
+			t.Errorf("%s of a capture's memory outside the capture: %v; want ErrInvalidValue naming the capture", name, err)
+		}
+	}
+	e := must(g.Instantiate())(t)
+	defer e.Close()
+	if err := e.Launch(k.s); err != nil {
+		t.Fatal(err)
+	}
+	k.check(t, 1)
+}

@@ -104,6 +104,19 @@ func (u *streamUsers) forget() {
 // known finished.
 func (s *Stream) idle() bool { return s.synced.Load() == s.queued.Load() }
 
+// mayUse refuses work on s that uses memory a capture allocated, unless s
+// is in that capture (its stream or one joined to it): the memory exists
+// only in the capture's graph, and once the capture ends it is the graph's
+// or gone. Call it with the memory held.
+func (s *Stream) mayUse(op string, mem ...*allocation) error {
+	for _, m := range mem {
+		if m.madeIn != nil && s.captureOf() != m.madeIn {
+			return errorf(op, ErrInvalidValue, "the buffer was allocated in a capture (AllocAsync in Stream.Capture) and exists only in its graph: use it inside the capture, on the capturing stream or one joined to it")
+		}
+	}
+	return nil
+}
+
 // uses records that s is about to queue work on each of mem: while s
 // captures, the captured work's uses (the graph keeps the memory from being
 // freed); otherwise the memory's users, which synchronous calls on it wait

@@ -847,12 +847,13 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 int event_live(CUevent e);
 
 // capture_detach takes the streams joined to g (other than origin) off it
-// (mu held): 1 if one of them has captured nodes no wait joined back.
+// (mu held): 1 if one of them has captured nodes that origin's work does
+// not follow (no chain of waits joined them back to it).
 int capture_detach(struct fake_graph *g, CUstream origin) {
 	int unjoined = 0;
 	for (struct fake_stream *t = streams; t; t = t->next_in_list)
 		if (t != origin && t->capture == g) {
-			unjoined |= t->cap_nodes > t->cap_joined;
+			unjoined |= origin->cap_vc[t->cap_index] < t->cap_nodes;
 			t->capture = NULL;
 		}
 	return unjoined;
@@ -873,10 +874,11 @@ EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 	long target = ok ? e->recorded : 0;
 	// A wait on an event recorded in a capture under way joins a stream
 	// that does not capture to it: its work from now on is the capture's.
-	int joined = ok && s && stream_live(s) && capture_join(s, e);
+	int joined = ok && s && stream_live(s) ? capture_join(s, e) : 0;
 	pthread_mutex_unlock(&mu);
 	CUresult rc = INVALID_HANDLE;
-	if (joined) rc = SUCCESS;
+	if (joined < 0) rc = NOT_SUPPORTED; // more streams than the fake keeps
+	else if (joined) rc = SUCCESS;
 	else if (ok) {
 		struct op o = {.kind = OP_WAIT, .event = e, .target = target};
 		rc = enqueue(s, o);

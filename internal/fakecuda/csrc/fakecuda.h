@@ -105,6 +105,10 @@ int peer_possible(int from, int to);
 struct record *records_head(void); // the record add_record made last
 
 // Streams and the work they run later.
+
+// The most streams one capture takes (its own and those joined to it).
+#define CAPTURE_STREAMS 16
+
 struct fake_event {
 	CUcontext ctx;
 	unsigned flags;
@@ -113,11 +117,10 @@ struct fake_event {
 	struct timespec when;
 	// The capture its last record was queued in (graphs.c): 0 where it was
 	// recorded outside one; a wait on it joins the waiting stream to that
-	// capture while it runs. capture_src and capture_covers: the stream it
-	// was recorded on, and how many nodes that stream had captured then.
+	// capture while it runs. capture_vc: the nodes of each of the
+	// capture's streams (by cap_index) that the record follows.
 	long capture_id;
-	CUstream capture_src;
-	long capture_covers;
+	long capture_vc[CAPTURE_STREAMS];
 };
 enum op_kind { OP_COPY, OP_COPY_STAGED, OP_SET8, OP_SET16, OP_SET32, OP_RECORD, OP_WAIT, OP_KERNEL, OP_NCCL, OP_FREE, OP_BLAS, OP_LIB, OP_COND, OP_CONDRESET, OP_HOST };
 struct launch;
@@ -164,11 +167,15 @@ struct fake_stream {
 	int stopping;
 	int legacy; // a context's legacy default stream, never handed out
 	struct fake_graph *capture; // the graph being captured, if capturing (graphs.c)
-	// A stream joined to another's capture (a wait on an event recorded in
-	// it): the nodes it captured, and how many of them a wait of another
-	// stream of the capture joined back; at the capture's end every node
-	// must be (CUDA_ERROR_STREAM_CAPTURE_UNJOINED).
-	long cap_nodes, cap_joined;
+	// A stream of a capture (its own, cap_index 0, or joined to it by a
+	// wait on an event recorded in it): the nodes it captured, and the
+	// nodes of each of the capture's streams (by cap_index) its next node
+	// follows, through the waits (a vector clock). At the capture's end
+	// the capturing stream's must cover every node of every stream joined
+	// to it (else CUDA_ERROR_STREAM_CAPTURE_UNJOINED).
+	int cap_index;
+	long cap_nodes;
+	long cap_vc[CAPTURE_STREAMS];
 	struct fake_stream *next_in_list;
 };
 int stream_live(CUstream s);
@@ -181,7 +188,7 @@ CUresult capture_op(CUstream s, struct op o); // s is capturing
 void capture_alloc(CUstream s, uintptr_t base); // mu held
 int capture_forbids(void);          // an unsafe call now fails (and ends the captures that forbid it)
 void *capture_abandon(CUstream s); // the stream is destroyed while capturing (mu held)
-int capture_join(CUstream s, CUevent e); // s waits on e: 1 if that joined s to e's capture (mu held)
+int capture_join(CUstream s, CUevent e); // s waits on e: 1 if that joined s to e's capture, -1 if it has too many streams (mu held)
 int capture_detach(struct fake_graph *g, CUstream origin); // g's joined streams leave it: 1 if one was unjoined (mu held)
 int capture_event_live(CUevent e); // e's last record was captured in a capture under way (mu held)
 void capture_free(void *capture);   // then (mu not held)

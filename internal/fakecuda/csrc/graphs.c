@@ -26,7 +26,9 @@ struct fake_graph {
 	int nallocs;
 	int invalid; // an operation the fake cannot capture was queued
 	int mode;
+	CUstream last_stream; // the stream an instance of it was last launched on
 	long id;              // a capture's number, which events recorded in it keep
+	int nstreams;         // its streams: its own and those joined to it
 	CUstream origin;      // the stream that began the capture
 	pthread_t thread;     // the thread that began the capture
 	struct fake_graph *next;
@@ -53,6 +55,11 @@ struct fake_exec {
 	struct fake_cond **resets; // the handles whose default each launch assigns
 	int nresets;
 	int allocs; // made from a graph with memory nodes, which no update changes
+	// The memory of the graph it was made from, once that graph is
+	// destroyed: the instance's until it is destroyed too.
+	uintptr_t *owned;
+	int nowned;
+	CUstream last_stream; // the stream it was last launched on
 	struct fake_exec *next;
 };
 
@@ -168,10 +175,24 @@ static void unlink_bodies(CUgraph g) {
 
 // free_graph frees a graph taken off the list: its work, its memory, its
 // nodes, handles and bodies.
+// free_graph_memory frees a graph's memory once the work queued on s (the
+// stream its instance was last launched on), which may use it, is done: a
+// graph and its instances are destroyed at once, their launches run to
+// the end (mu not held).
+static void free_graph_memory(uintptr_t *allocs, int n, CUstream s) {
+	pthread_mutex_lock(&mu);
+	int live = s && stream_live(s), capturing = live && s->capture;
+	pthread_mutex_unlock(&mu);
+	if (capturing) drain_stream(s); // a free queued now would be the capture's
+	for (int i = 0; i < n; i++)
+		if (!live || capturing || enqueue(s, (struct op){.kind = OP_FREE, .dst = (void *)allocs[i]}) != SUCCESS)
+			free_device((void *)allocs[i]);
+	free(allocs);
+}
+
 static void free_graph(CUgraph g) {
-	for (int i = 0; i < g->nallocs; i++) free_device((void *)g->allocs[i]);
+	free_graph_memory(g->allocs, g->nallocs, g->last_stream);
 	free_ops(g->ops, g->n);
-	free(g->allocs);
 	while (g->nodes) {
 		struct fake_node *n = g->nodes;
 		g->nodes = n->next;
@@ -221,14 +242,13 @@ CUresult capture_op(CUstream s, struct op o) {
 		// graph runs its work in the order it was queued, which keeps
 		// every such dependency.
 		o.event->capture_id = g->id;
-		o.event->capture_src = s;
-		o.event->capture_covers = s->cap_nodes;
+		memcpy(o.event->capture_vc, s->cap_vc, sizeof s->cap_vc);
+		o.event->capture_vc[s->cap_index] = s->cap_nodes;
 		break;
 	case OP_WAIT:
 		if (o.event->capture_id == g->id) { // a dependency within the capture
-			CUstream src = o.event->capture_src;
-			if (stream_live(src) && src->capture == g && src->cap_joined < o.event->capture_covers)
-				src->cap_joined = o.event->capture_covers;
+			for (int i = 0; i < g->nstreams; i++)
+				if (s->cap_vc[i] < o.event->capture_vc[i]) s->cap_vc[i] = o.event->capture_vc[i];
 			break;
 		}
 		// On another capture's work (which would merge the two), or on
@@ -284,8 +304,14 @@ int capture_join(CUstream s, CUevent e) {
 	if (s->capture || !e->capture_id) return 0;
 	for (struct fake_graph *g = captures; g; g = g->next_capture)
 		if (g->id == e->capture_id) {
+			if (g->nstreams == CAPTURE_STREAMS) {
+				g->invalid = 1;
+				return -1;
+			}
 			s->capture = g;
-			s->cap_nodes = s->cap_joined = 0;
+			s->cap_index = g->nstreams++;
+			s->cap_nodes = 0;
+			memcpy(s->cap_vc, e->capture_vc, sizeof s->cap_vc);
 			return 1;
 		}
 	return 0;
@@ -342,7 +368,10 @@ EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
 		s->capture->mode = mode;
 		s->capture->id = ++next_id;
 		s->capture->origin = s;
-		s->cap_nodes = s->cap_joined = 0;
+		s->capture->nstreams = 1;
+		s->cap_index = 0;
+		s->cap_nodes = 0;
+		memset(s->cap_vc, 0, sizeof s->cap_vc);
 		s->capture->thread = pthread_self();
 		s->capture->next_capture = captures;
 		captures = s->capture;
@@ -472,7 +501,13 @@ EXPORT CUresult cuGraphDestroy(CUgraph g) {
 			live_graphs--;
 			unlink_bodies(g);
 			for (CUgraphExec e = execs; e; e = e->next)
-				if (e->made_from == g) e->made_from = NULL;
+				if (e->made_from == g) {
+					// The instance keeps the graph's memory: it
+					// outlives the graph, as the driver's does.
+					e->made_from = NULL;
+					e->owned = g->allocs, e->nowned = g->nallocs;
+					g->allocs = NULL, g->nallocs = 0;
+				}
 			pthread_mutex_unlock(&mu);
 			free_graph(g);
 			return SUCCESS;
@@ -583,6 +618,10 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
 	pthread_mutex_lock(&mu);
 	int ok = exec_live(e) && (!s || stream_live(s));
 	int capturing = ok && s && s->capture;
+	if (ok && s && !capturing) {
+		e->last_stream = s;
+		if (e->made_from) e->made_from->last_stream = s;
+	}
 	struct op *ops = ok ? copy_ops(e->ops, e->n) : NULL;
 	int n = ok ? e->n : 0;
 	// A launch waits for the records of the events it waits on made
@@ -649,6 +688,7 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
 			*pp = e->next;
 			live_execs--;
 			pthread_mutex_unlock(&mu);
+			free_graph_memory(e->owned, e->nowned, e->last_stream);
 			free_ops(e->ops, e->n);
 			free(e->resets);
 			free(e);
