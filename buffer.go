@@ -278,11 +278,10 @@ func (b *DeviceBuffer[T]) enterWithStream(op string, s *Stream) error {
 	if err := enterWith(op, &b.mem.life, "the device buffer", &s.life, "the stream"); err != nil {
 		return err
 	}
-	if err := s.mayUse(op, b.mem); err != nil {
+	if err := s.use(op, b.mem); err != nil {
 		leaveWith(&b.mem.life, &s.life)
 		return err
 	}
-	s.uses(b.mem)
 	return nil
 }
 
@@ -422,10 +421,9 @@ func (b *DeviceBuffer[T]) CopyFromDeviceAsync(src *DeviceBuffer[T], s *Stream) e
 	if err := checkOverlap(op, b.ptr, src.ptr, uintptr(b.ByteSize())); err != nil {
 		return err
 	}
-	if err := s.mayUse(op, b.mem, src.mem); err != nil {
+	if err := s.use(op, b.mem, src.mem); err != nil {
 		return err
 	}
-	s.uses(b.mem, src.mem)
 	if err := b.mem.ctx.bind(op); err != nil {
 		return err
 	}

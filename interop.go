@@ -139,10 +139,9 @@ func (s *Stream) Do(fn func(stream uintptr) error, mem ...Memory) (err error) {
 		return err
 	}
 	defer releaseAll(held)
-	if err := s.mayUse(op, allocs...); err != nil {
+	if err := s.use(op, allocs...); err != nil {
 		return err
 	}
-	s.uses(allocs...)
 	prev, err := s.ctx.bindThread(op)
 	if err != nil {
 		return err

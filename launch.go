@@ -356,10 +356,9 @@ func (f *Function) launchHeld(op string, cfg *LaunchConfig, l *launchShape, pb *
 		}
 	}
 	if len(mems) > 0 {
-		if err := s.mayUse(op, mems...); err != nil {
+		if err := s.use(op, mems...); err != nil {
 			return err
 		}
-		s.uses(mems...)
 	}
 	if l.dims[0] == 0 && !l.ex {
 		// No blocks: nothing to run, as for an empty buffer. The holds

@@ -168,10 +168,9 @@ func copyPeer[T any](op string, dst, src *DeviceBuffer[T], s *Stream) (PeerPath,
 		return 0, err
 	}
 	if s != nil {
-		if err := s.mayUse(op, dst.mem, src.mem); err != nil {
+		if err := s.use(op, dst.mem, src.mem); err != nil {
 			return 0, err
 		}
-		s.uses(dst.mem, src.mem)
 	}
 	// Work gocuda's synchronous calls left on the source context's legacy
 	// stream (a memset filling src, say) is not ordered before a copy in

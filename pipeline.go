@@ -65,10 +65,9 @@ func (sb *StagingBuffer) move(r route, locked bool, mem *allocation, t transfer)
 		return err
 	}
 	defer leaveWith(&mem.life, &s.life)
-	if err := s.mayUse(op, mem); err != nil {
+	if err := s.use(op, mem); err != nil {
 		return err
 	}
-	s.uses(mem)
 	up := t.dir == HostToDevice
 	switch {
 	case r == routeStaged && up:

@@ -104,16 +104,18 @@ func (u *streamUsers) forget() {
 // known finished.
 func (s *Stream) idle() bool { return s.synced.Load() == s.queued.Load() }
 
-// mayUse refuses work on s that uses memory a capture allocated, unless s
-// is in that capture (its stream or one joined to it): the memory exists
-// only in the capture's graph, and once the capture ends it is the graph's
-// or gone. Call it with the memory held.
-func (s *Stream) mayUse(op string, mem ...*allocation) error {
+// use is uses for work a caller is about to queue on s, which it first
+// refuses where it would use memory a capture allocated and s is not in
+// that capture (its stream or one joined to it): the memory exists only in
+// the capture's graph, and once the capture ends it is the graph's or
+// gone. Call it with the memory held.
+func (s *Stream) use(op string, mem ...*allocation) error {
 	for _, m := range mem {
 		if m.madeIn != nil && s.captureOf() != m.madeIn {
 			return errorf(op, ErrInvalidValue, "the buffer was allocated in a capture (AllocAsync in Stream.Capture) and exists only in its graph: use it inside the capture, on the capturing stream or one joined to it")
 		}
 	}
+	s.uses(mem...)
 	return nil
 }
 

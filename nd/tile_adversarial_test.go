@@ -231,26 +231,6 @@ func isUnsignedT[T any]() bool {
 	return false
 }
 
-func toF[T nd.Elem](v T) float64 {
-	switch x := any(v).(type) {
-	case cuda.Float16:
-		return float64(x.Float32())
-	case cuda.BFloat16:
-		return float64(x.Float32())
-	}
-	return float64(v)
-}
-
-func advFromF[T nd.Elem](f float64) T {
-	switch any(*new(T)).(type) {
-	case cuda.Float16:
-		return any(cuda.NewFloat16(float32(f))).(T)
-	case cuda.BFloat16:
-		return any(cuda.NewBFloat16(float32(f))).(T)
-	}
-	return T(f)
-}
-
 // smallVal is element i of an arithmetic test array: small integers,
 // exact in every type and in their sums and products (int8's included).
 func smallVal[T nd.Elem](i int) T {
@@ -258,7 +238,7 @@ func smallVal[T nd.Elem](i int) T {
 	if isUnsignedT[T]() {
 		v += 11
 	}
-	return advFromF[T](float64(v))
+	return fromF[T](float64(v))
 }
 
 // smallVal2 is another such array's.
@@ -304,7 +284,7 @@ func eqBits[T any](a, b T) bool {
 // eqVal compares values (a float's -0 equal to 0).
 func eqVal[T nd.Elem](a, b T) bool {
 	if isHalf[T]() {
-		return toF(a) == toF(b)
+		return toF64(a) == toF64(b)
 	}
 	return a == b
 }
@@ -314,7 +294,7 @@ func eqVal[T nd.Elem](a, b T) bool {
 func hostBin[T nd.Elem](op string) func(a, b T) T {
 	if isHalf[T]() {
 		return func(a, b T) T {
-			x, y := float32(toF(a)), float32(toF(b))
+			x, y := float32(toF64(a)), float32(toF64(b))
 			var r float32
 			switch op {
 			case "add":
@@ -326,7 +306,7 @@ func hostBin[T nd.Elem](op string) func(a, b T) T {
 			case "max":
 				r = max(x, y)
 			}
-			return advFromF[T](float64(r))
+			return fromF[T](float64(r))
 		}
 	}
 	return func(a, b T) T {
@@ -347,7 +327,7 @@ func hostBin[T nd.Elem](op string) func(a, b T) T {
 
 func hostLess[T nd.Elem](a, b T) bool {
 	if isHalf[T]() {
-		return toF(a) < toF(b)
+		return toF64(a) < toF64(b)
 	}
 	return a < b
 }
@@ -819,7 +799,7 @@ func advViews[T nd.Elem](t *testing.T, s *cuda.Stream, w *tileWatch, B0, B1 int)
 		{"x[:, ::2].T()", x.sl(t, 1, nd.None, nd.None, 2).tr()},
 		{"x[1:]", x.sl(t, 0, 1, nd.None, 1)},
 	}
-	sentinel := advFromF[T](99)
+	sentinel := fromF[T](99)
 	outs := []struct {
 		name string
 		base func(R, C int) []int
@@ -944,7 +924,7 @@ func advWhere[T nd.Elem](t *testing.T, s *cuda.Stream, w *tileWatch, R, C int) {
 		w.expect(t, "WhereInto(dst, "+c.name+")", dst, c.m.d, c.a.d, c.b.d)
 		check("WhereInto(dst, "+c.name+")", dst, contigHV(make([]T, R*C), R, C), make([]T, R*C), []int{R, C})
 		// Into a flipped transposed view of a base of sentinels.
-		base := newPA(t, s, func(int) T { return advFromF[T](99) }, C, R)
+		base := newPA(t, s, func(int) T { return fromF[T](99) }, C, R)
 		dv := base.tr().sl(t, 1, nd.None, nd.None, -1)
 		w.take()
 		if err := nd.WhereInto(dv.d, c.m.d, c.a.d, c.b.d); err != nil {
@@ -967,7 +947,7 @@ func advFused[T nd.Elem](t *testing.T, s *cuda.Stream, w *tileWatch, R, C int) {
 		xs = append(xs, newPA(t, s, func(i int) T { return smallVal[T](i*(j+1) + j) }, C, R))
 	}
 	shape := []int{R, C}
-	at := func(p pa[T], idx []int) float64 { return toF(p.h.at(idx)) }
+	at := func(p pa[T], idx []int) float64 { return toF64(p.h.at(idx)) }
 	for k := 2; k <= 7; k++ {
 		x0 := xs[0].tr()
 		e := nd.Lazy(x0.d)
@@ -995,7 +975,7 @@ func advFused[T nd.Elem](t *testing.T, s *cuda.Stream, w *tileWatch, R, C int) {
 		}
 		w.expect(t, what, dst, ins...)
 		want := make([]T, 0, R*C)
-		eachIdx(shape, func(idx []int) { want = append(want, advFromF[T](f(idx))) })
+		eachIdx(shape, func(idx []int) { want = append(want, fromF[T](f(idx))) })
 		checkElems(t, what, shape, must(dst.ToSlice())(t), want, eqVal[T])
 	}
 	// relu(x0.T·x1.T + x2[::-1].T) · row − x3.T, into a new array.
@@ -1011,7 +991,7 @@ func advFused[T nd.Elem](t *testing.T, s *cuda.Stream, w *tileWatch, R, C int) {
 	want := make([]T, 0, R*C)
 	eachIdx(shape, func(idx []int) {
 		v := max(at(x0, idx)*at(x1, idx)+at(x2f, idx), 0)
-		want = append(want, advFromF[T](v*at(rowH, idx)-at(x3, idx)))
+		want = append(want, fromF[T](v*at(rowH, idx)-at(x3, idx)))
 	})
 	checkElems(t, what, shape, must(got.ToSlice())(t), want, eqVal[T])
 }
@@ -1138,7 +1118,7 @@ var perms3 = [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 
 func advBatch[T nd.Elem](t *testing.T, s *cuda.Stream, w *tileWatch, sh [3]int) {
 	x := newPA(t, s, smallVal[T], sh[0], sh[1], sh[2])
 	add := hostBin[T]("add")
-	sentinel := advFromF[T](99)
+	sentinel := fromF[T](99)
 	xvs := []struct {
 		name string
 		v    pa[T]
@@ -1327,8 +1307,8 @@ func advMath[T interface {
 	}
 	for _, sh := range [][2]int{{17, 130}, {1025, 3}, {64, 64}} {
 		R, C := sh[0], sh[1]
-		x := newPA(t, s, func(i int) T { return advFromF[T](math.Sin(float64(i)*0.37) * 4) }, C+1, R)
-		ax := newPA(t, s, func(i int) T { return advFromF[T](math.Abs(math.Sin(float64(i)*0.37) * 4)) }, C+1, R)
+		x := newPA(t, s, func(i int) T { return fromF[T](math.Sin(float64(i)*0.37) * 4) }, C+1, R)
+		ax := newPA(t, s, func(i int) T { return fromF[T](math.Abs(math.Sin(float64(i)*0.37) * 4)) }, C+1, R)
 		for _, fn := range fns {
 			src := x
 			if fn.name == "Sqrt" {
@@ -1340,10 +1320,10 @@ func advMath[T interface {
 				var base pa[T]
 				var dv pa[T]
 				if into == "dst" {
-					base = newPA(t, s, func(int) T { return advFromF[T](0) }, R, C)
+					base = newPA(t, s, func(int) T { return fromF[T](0) }, R, C)
 					dv = base
 				} else {
-					base = newPA(t, s, func(int) T { return advFromF[T](0) }, C, R)
+					base = newPA(t, s, func(int) T { return fromF[T](0) }, C, R)
 					dv = base.tr()
 				}
 				w.take()
@@ -1352,9 +1332,9 @@ func advMath[T interface {
 				}
 				w.expect(t, what, dv.d, v.d)
 				want := make([]T, len(base.h.data))
-				eachIdx([]int{R, C}, func(idx []int) { want[dv.h.pos(idx)] = advFromF[T](fn.f(toF(v.h.at(idx)))) })
+				eachIdx([]int{R, C}, func(idx []int) { want[dv.h.pos(idx)] = fromF[T](fn.f(toF64(v.h.at(idx)))) })
 				checkElems(t, what, base.h.shape, must(base.d.ToSlice())(t), want, func(g, e T) bool {
-					gf, ef := toF(g), toF(e)
+					gf, ef := toF64(g), toF64(e)
 					return math.Abs(gf-ef) <= rel*math.Max(math.Abs(ef), 1)
 				})
 			}
