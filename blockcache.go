@@ -21,7 +21,8 @@ import (
 // is flushed (each block freed on the stream with cuMemFreeAsync) where the
 // driver's pool would give unused memory back to the device: a synchronize
 // of the stream or its context, and also when the stream is closed or
-// begins a capture, when its context is closed, when a pool of the
+// begins a capture (one it joins stops the cache and keeps its blocks
+// until the capture ends), when its context is closed, when a pool of the
 // context is closed, and when a stream-ordered allocation finds the device
 // out of memory. While the stream captures, the cache neither takes nor
 // gives blocks: the capture's allocations and frees are the graph's.
@@ -129,7 +130,8 @@ func (c *blockCache) flushLocked(op string) (int, error) {
 	return n, nil
 }
 
-// pause flushes the cache and stops it, for a capture; resume restarts it.
+// pause flushes the cache and stops it, for a capture its stream begins;
+// resume restarts it.
 func (c *blockCache) pause(op string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -138,6 +140,16 @@ func (c *blockCache) pause(op string) error {
 	}
 	c.capturing = true
 	return nil
+}
+
+// stop stops the cache and keeps its blocks, unused, for a capture its
+// stream joins; resume restarts it. The blocks cannot be freed then: the
+// capture has begun, and freeing memory outside it is one of the calls it
+// forbids (the driver refuses cuMemFreeAsync, and ends the capture).
+func (c *blockCache) stop() {
+	c.mu.Lock()
+	c.capturing = true
+	c.mu.Unlock()
 }
 
 func (c *blockCache) resume() {

@@ -289,11 +289,9 @@ func (s *Stream) WaitEvent(e *Event) error {
 	// capture, as the driver does (a fork): from then until the capture
 	// ends, s's work is the graph's, and what cannot be captured is
 	// refused on s as on the capturing stream. The memory s keeps for
-	// reuse is freed first, as a capture's stream's is.
+	// reuse stays unused until then: the capture forbids freeing it.
 	if cs := e.capture.Load(); cs != nil && s.captureOf() == nil {
-		if err := s.cache.pause(op); err != nil {
-			return err
-		}
+		s.cache.stop()
 		if cs.join(s) {
 			err := check(op, driver.StreamWaitEvent(s.ctx.handle, s.handle, e.handle, 0))
 			if err != nil {

@@ -40,6 +40,9 @@
 #             straight into fresh memory page-locked in place)
 #   nd.OPS    issue 50's table for the ops OPS names (a comma list, as
 #             GOCUDA_ND_OPS), two rounds, no profile, beside the peers
+#   capture-probe  which driver calls a capture forbids, by mode and by
+#             thread (internal/fakecuda/probes/capture_unsafe.c), on the
+#             real driver and on the fake, side by side
 #   tf32      cuDNN's TF32 benchmark fault (issue 52): the failing case alone
 #             with cuDNN's debug log (OUT/tf32/dbg.log), then PyTorch's
 #             convolution of the same cases (bench/pyref/conv_tf32_probe.py)
@@ -126,6 +129,15 @@ for arg in "$@"; do
 		py=/opt/torch/.venv/bin/python; [ -x "$py" ] || py=python3
 		timeout $((secs / 3)) "$py" bench/pyref/conv_tf32_probe.py >"$dir/probe.txt" 2>&1
 		echo "probe: exit $?" >>"$dir/log.txt"
+		cat "$dir/log.txt" ;;
+	capture-probe)
+		mkdir -p "$dir/fake" && ln -sf "$bin/libfakecuda.so" "$dir/fake/libcuda.so.1"
+		timeout "$secs" "$bin/capture_unsafe" >"$dir/driver.txt" 2>&1
+		echo "driver: exit $?" >"$dir/log.txt"
+		LD_LIBRARY_PATH=$dir/fake timeout "$secs" "$bin/capture_unsafe" >"$dir/fake.txt" 2>&1
+		echo "fake: exit $?" >>"$dir/log.txt"
+		rm -r "$dir/fake"
+		paste -d '|' "$dir/driver.txt" "$dir/fake.txt" >>"$dir/log.txt"
 		cat "$dir/log.txt" ;;
 	cholesky)
 		(cd cusolver && GOCUDA_SOLVER_OPS=cholesky_batched,cholesky_batched_upper timeout "$secs" "$bin/tests/cusolver.test" -test.run '^$' -test.bench '^BenchmarkSolver$' -test.benchtime 0.2s -test.count 3) >"$dir/log.txt" 2>&1 ;;
