@@ -364,7 +364,7 @@ func (c *call) attnPlan(k attnKey) (_ *attnPlan, err error) {
 			continue
 		}
 		for _, mode := range []int32{heurModeA, heurModeFallback} {
-			cfgs, err := c.configs(b, opGraph, convKey{dt: k.dt}, mode)
+			cfgs, _, err := c.configs(b, opGraph, convKey{dt: k.dt}, mode, false)
 			if err != nil {
 				return nil, err
 			}

@@ -39,7 +39,7 @@ func AttentionGraphVariant(h *Handle, defect string) error {
 		if b.err != nil {
 			return b.err
 		}
-		cfgs, err := c.configs(b, og, convKey{dt: dataHalf}, heurModeA)
+		cfgs, _, err := c.configs(b, og, convKey{dt: dataHalf}, heurModeA, false)
 		if err != nil {
 			return err
 		}

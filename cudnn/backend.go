@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,7 @@ const (
 	heurModeFallback    = 2  // CUDNN_HEUR_MODE_FALLBACK
 	noteTensorCore      = 0  // CUDNN_NUMERICAL_NOTE_TENSOR_CORE
 	noteDownConvert     = 1  // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
+	noteRuntimeCompiled = 0  // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION
 	crossCorrelationMod = 1  // CUDNN_CROSS_CORRELATION
 )
 
@@ -68,6 +70,7 @@ const (
 	atHeurMode      = 8  // CUDNN_TYPE_HEUR_MODE
 	atNumericalNote = 11 // CUDNN_TYPE_NUMERICAL_NOTE
 	atPointwiseMode = 14 // CUDNN_TYPE_POINTWISE_MODE
+	atBehaviorNote  = 19 // CUDNN_TYPE_BEHAVIOR_NOTE
 	atDescriptor    = 15 // CUDNN_TYPE_BACKEND_DESCRIPTOR
 	atReductionOp   = 18 // CUDNN_TYPE_REDUCTION_OPERATOR_TYPE
 )
@@ -114,6 +117,7 @@ const (
 	attrPackWorkspace  = 1003
 	attrEngineIndex    = 1301 // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
 	attrEngineNotes    = 1303 // CUDNN_ATTR_ENGINE_NUMERICAL_NOTE
+	attrEngineBehavior = 1305 // CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE
 	attrMatmulCompType = 1500 // CUDNN_ATTR_MATMUL_COMP_TYPE
 	attrMatmulA        = 1520 // CUDNN_ATTR_OPERATION_MATMUL_ADESC
 	attrMatmulB        = 1521
@@ -357,15 +361,22 @@ func (c *call) graph(k convKey, y Shape, ptrs [nRoles]uintptr) (_ *graphPlan, er
 	// taken, the fallback list's only where mode A has none. With it, the
 	// plans of both lists are timed together, as PyTorch's benchmark mode
 	// takes plans from both: with mode A's first 16 alone, six forward
-	// NCHW shapes measured 0.79x-0.97x PyTorch's on an H100.
-	var all []clib.BackendDescriptor
+	// NCHW shapes measured 0.79x-0.97x PyTorch's on an H100. The engines
+	// cuDNN compiles at run time are timed only where no other runs
+	// (compiled): one (engine 71, float32 with TF32, a 7x7 filter of
+	// stride 2 on 13x11) faulted on the H100 and the H200,
+	// CUDA_ERROR_MISALIGNED_ADDRESS, which leaves the context unusable,
+	// where every engine cuDNN ships compiled ran; and each costs a
+	// compilation in the timing besides.
+	var all, compiled []clib.BackendDescriptor
 	for _, mode := range []int32{heurModeA, heurModeFallback} {
-		cfgs, err := c.configs(b, opGraph, k, mode)
+		cfgs, rtc, err := c.configs(b, opGraph, k, mode, c.benchmark)
 		if err != nil {
 			return nil, err
 		}
 		if c.benchmark {
 			all = append(all, cfgs...)
+			compiled = append(compiled, rtc...)
 			if mode == heurModeA {
 				continue
 			}
@@ -373,6 +384,11 @@ func (c *call) graph(k convKey, y Shape, ptrs [nRoles]uintptr) (_ *graphPlan, er
 		}
 		if err := c.choosePlan(b, g, cfgs, ptrs); err != nil {
 			return nil, err
+		}
+		if g.plan == 0 && len(compiled) > 0 {
+			if err := c.choosePlan(b, g, compiled, ptrs); err != nil {
+				return nil, err
+			}
 		}
 		if g.plan != 0 {
 			g.uids = []int64{roleX + uidBase, roleW + uidBase, roleY + uidBase}
@@ -458,8 +474,10 @@ func (b *builder) opGraph(lh clib.Handle, k convKey, y Shape) clib.BackendDescri
 
 // configs returns the engine configurations the heuristics of mode rank
 // for the graph, best first, less those whose numerics k does not allow
-// (allowedNotes). nil where cuDNN has none for the graph.
-func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mode int32) ([]clib.BackendDescriptor, error) {
+// (allowedNotes). nil where cuDNN has none for the graph. Where
+// splitCompiled, the engines cuDNN compiles at run time come apart, in
+// rtc.
+func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mode int32, splitCompiled bool) (cfgs, rtc []clib.BackendDescriptor, err error) {
 	heur := b.create(bdEngineHeur)
 	b.desc(heur, attrHeurGraph, opGraph)
 	b.i32(heur, attrHeurMode, atHeurMode, mode)
@@ -472,15 +490,15 @@ func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mo
 		err := b.err
 		b.err = nil
 		if fallsBack(err) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	n = min(n, maxConfigs)
 	if n <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	cfgs := make([]clib.BackendDescriptor, n)
+	cfgs = make([]clib.BackendDescriptor, n)
 	for i := range cfgs {
 		cfgs[i] = b.create(bdEngineCfg)
 	}
@@ -489,7 +507,7 @@ func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mo
 		b.err = check(c.op, "cudnnBackendGetAttribute", clib.BackendGetAttribute(heur, attrHeurResults, atDescriptor, n, &got, unsafe.Pointer(&cfgs[0])))
 	}
 	if b.err != nil {
-		return nil, b.err
+		return nil, nil, b.err
 	}
 	cfgs = cfgs[:min(got, n)]
 	kept := cfgs[:0:0]
@@ -504,13 +522,25 @@ func (c *call) configs(b *builder, opGraph clib.BackendDescriptor, k convKey, mo
 			b.err = check(c.op, "cudnnBackendGetAttribute", clib.BackendGetAttribute(engine, attrEngineNotes, atNumericalNote, int64(len(notes)), &m, unsafe.Pointer(&notes[0])))
 		}
 		if b.err != nil {
-			return nil, b.err
+			return nil, nil, b.err
 		}
-		if allowedNotes(notes[:min(m, int64(len(notes)))], k.dt == dataFloat && !k.tf32) {
-			kept = append(kept, cfg)
+		if !allowedNotes(notes[:min(m, int64(len(notes)))], k.dt == dataFloat && !k.tf32) {
+			continue
 		}
+		if splitCompiled {
+			var behavior [8]int32
+			b.err = check(c.op, "cudnnBackendGetAttribute", clib.BackendGetAttribute(engine, attrEngineBehavior, atBehaviorNote, int64(len(behavior)), &m, unsafe.Pointer(&behavior[0])))
+			if b.err != nil {
+				return nil, nil, b.err
+			}
+			if slices.Contains(behavior[:min(m, int64(len(behavior)))], noteRuntimeCompiled) {
+				rtc = append(rtc, cfg)
+				continue
+			}
+		}
+		kept = append(kept, cfg)
 	}
-	return kept, nil
+	return kept, rtc, nil
 }
 
 // engineIndex returns cuDNN's global index of cfg's engine, in words: "?"

@@ -26,6 +26,7 @@ enum {
 	DNN_NOT_SUPPORTED_DATA_TYPE = 3003,
 	DNN_INTERNAL_ERROR = 4000,
 	DNN_EXECUTION_FAILED = 5000,
+	DNN_EXECUTION_FAILED_CUDART = 5003,
 };
 
 long live_dnn;
@@ -1185,11 +1186,13 @@ EXPORT int cudnnBatchNormalizationBackward(struct fake_dnn *h, int mode, const v
 // The graphs the fake runs are one convolution (forward, backward data or
 // backward filter), the forward alone or followed by a pointwise add of a
 // bias and optionally a pointwise ReLU, their results virtual. The
-// heuristics rank three engines: 2 (flagged CUDNN_NUMERICAL_NOTE_TENSOR_CORE,
+// heuristics rank four engines: 2 (flagged CUDNN_NUMERICAL_NOTE_TENSOR_CORE,
 // with a work area), 1 (a work area; refuses graphs with pointwise
-// operations at finalize, as engines refuse what they cannot run) and 0
-// (none), in that order in CUDNN_HEUR_MODE_A, INSTANT and B; only 0 in
-// FALLBACK. An execution plan runs with a variant pack that must name
+// operations at finalize, as engines refuse what they cannot run), 0
+// (none) and 3 (flagged CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION, no work
+// area, and failing when run, CUDNN_STATUS_EXECUTION_FAILED_CUDART: one
+// such engine faulted on an H100, CUDA_ERROR_MISALIGNED_ADDRESS), in that
+// order in CUDNN_HEUR_MODE_A, INSTANT and B; only 0 in FALLBACK. An execution plan runs with a variant pack that must name
 // every non-virtual tensor of its graph by its id, with device pointers of
 // the tensor's size, aligned as declared, and a work area of the size the
 // plan reported; the work is the direct convolution of the legacy calls.
@@ -1200,7 +1203,7 @@ enum {
 };
 enum {
 	AT_HANDLE = 0, AT_DATA_TYPE = 1, AT_BOOLEAN = 2, AT_INT64 = 3, AT_FLOAT = 4, AT_DOUBLE = 5, AT_VOID_PTR = 6,
-	AT_CONV_MODE = 7, AT_HEUR_MODE = 8, AT_NUMERICAL_NOTE = 11, AT_POINTWISE_MODE = 14, AT_DESC = 15, AT_REDUCTION_OP = 18,
+	AT_CONV_MODE = 7, AT_HEUR_MODE = 8, AT_NUMERICAL_NOTE = 11, AT_POINTWISE_MODE = 14, AT_DESC = 15, AT_REDUCTION_OP = 18, AT_BEHAVIOR_NOTE = 19,
 	AT_SCALAR = -1, // float or double
 };
 enum { DNN_BAD_PARAM_MISALIGNED = 2003, DNN_BAD_PARAM_NOT_FINALIZED = 2004, DNN_BAD_PARAM_ATTRIBUTE_TYPE = 2010,
@@ -1537,15 +1540,16 @@ static int64_t engine_need(int e, const struct bd_work *w) {
 	case 0: return 0;
 	case 1: return w->fused ? -1 : 2048 + (int64_t)elems(w->w.d) % 7 * 128;
 	case 2: return 8192 + (int64_t)elems(w->w.d) % 5 * 512;
+	case 3: return 0;
 	}
 	return -1;
 }
 
 #include "dnn_sdpa.h" // the attention graph
 
-static const int heur_a[] = {2, 1, 0}, heur_fallback[] = {0};
+static const int heur_a[] = {2, 1, 0, 3}, heur_fallback[] = {0};
 
-static int heur_count(int mode) { return mode == 2 ? 1 : 3; }
+static int heur_count(int mode) { return mode == 2 ? 1 : 4; }
 static int heur_engine(int mode, int i) { return mode == 2 ? heur_fallback[i] : heur_a[i]; }
 
 EXPORT int cudnnBackendFinalize(struct fake_bd *d) {
@@ -1660,6 +1664,13 @@ EXPORT int cudnnBackendGetAttribute(struct fake_bd *d, int name, int type, int64
 		if (v && req >= 1 && count) ((int *)v)[0] = 0; // CUDNN_NUMERICAL_NOTE_TENSOR_CORE
 		return DNN_SUCCESS;
 	}
+	case BD_ENGINE * 10000 + 1305: { // behaviour notes
+		if (type != AT_BEHAVIOR_NOTE) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
+		int count = !d->sdpa && d->engine == 3 ? 1 : 0;
+		if (n) *n = count;
+		if (v && req >= 1 && count) ((int *)v)[0] = 0; // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION
+		return DNN_SUCCESS;
+	}
 	case BD_PLAN * 10000 + 402: // the work area's size
 		if (type != AT_INT64) return DNN_BAD_PARAM_ATTRIBUTE_TYPE;
 		if (req < 1 || !v) return DNN_BAD_PARAM;
@@ -1684,6 +1695,7 @@ EXPORT int cudnnBackendExecute(struct fake_dnn *h, struct fake_bd *plan, struct 
 	void *ws = wsp ? *wsp : NULL;
 	if (plan->ws > 0 && !dmem_ok(ws, (size_t)plan->ws)) return DNN_BAD_PARAM;
 	if (plan->sdpa) return sdpa_execute(h, plan, pack);
+	if (plan->engine == 3) return DNN_EXECUTION_FAILED_CUDART;
 	struct bd_work *w = &plan->work;
 	void *p[4];
 	for (int i = 0; i < w->n; i++) {

@@ -823,7 +823,7 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
 	int ok = stream_live(s), capturing = ok && s->capture;
 	pthread_mutex_unlock(&mu);
 	if (!ok) return INVALID_HANDLE;
-	if (capturing) return STREAM_CAPTURE_UNSUPPORTED;
+	if (capturing || capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	drain(s);
 	pools_release_over_threshold(current->device);
 	return current->sticky;
@@ -1390,6 +1390,12 @@ EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
 	FAULT("cuMemFreeAsync");
 	REQUIRE_CTX();
+	// On a capturing stream the free is a node of the graph; on any other
+	// it is one of the calls a capture forbids (the driver refuses it).
+	pthread_mutex_lock(&mu);
+	int captured = s && stream_live(s) && s->capture;
+	pthread_mutex_unlock(&mu);
+	if (!captured && capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&mu);
 	struct record *r = find_base((uintptr_t)p, KIND_DEVICE);
 	int ok = r && !r->freeing;

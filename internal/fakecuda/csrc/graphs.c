@@ -265,8 +265,10 @@ CUresult capture_op(CUstream s, struct op o) {
 }
 
 // The captures under way (mu held to use it), which forbid a potentially
-// unsafe call (cuMemAlloc) as the driver does, by cuStreamBeginCapture's
-// mode: a global capture forbids it on every thread (gocuda's threads keep
+// unsafe call as the driver does (cuMemAlloc, page-locked host memory,
+// cuStreamSynchronize, cuMemFreeAsync outside the capture,
+// cuGraphExecDestroy: what internal/fakecuda/probes/capture_unsafe.c saw
+// the driver refuse), by cuStreamBeginCapture's mode: a global capture forbids it on every thread (gocuda's threads keep
 // the global interaction mode), a thread-local one on the capturing
 // thread; a relaxed one, nowhere. The forbidden call fails, and ends the
 // captures that forbade it with an error.
@@ -682,6 +684,7 @@ void run_conditional(struct op *o) {
 EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
 	FAULT("cuGraphExecDestroy");
 	REQUIRE_CTX();
+	if (capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&mu);
 	for (CUgraphExec *pp = &execs; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
