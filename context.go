@@ -189,10 +189,13 @@ func (c *Context) Device() Device {
 // Close releases the context. It waits for calls in flight in the context;
 // calls made while it runs, and afterwards every method of the context and
 // of objects made in it, return ErrClosed. It frees the staging buffer
-// ReadFrom and WriteTo keep in the context, and gives the memory its
-// streams keep for reuse (AllocAsync) back to its pools. Close objects made
-// in the context before the context itself: the driver destroys what they
-// hold once the last retain of the primary context is released. Closing twice,
+// ReadFrom and WriteTo keep in the context, gives the memory its streams
+// keep for reuse (AllocAsync) back to its pools, and closes the graphs,
+// graph instances and growable buffers made in it that are still open,
+// which the driver does not destroy with a context. Close the other objects
+// made in the context before the context itself: the driver destroys what
+// they hold once the last retain of the primary context is released.
+// Afterwards each object's Close (or Free) returns nil. Closing twice,
 // or a nil Context, is a no-op; if the driver refuses the release, the
 // context stays open and Close may be called again.
 func (c *Context) Close() error {

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"sync"
+	"weak"
 
 	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/lifetime"
@@ -46,21 +47,54 @@ func (r *contextReleases) add(m map[any]func() error) {
 	}
 }
 
-// runReleases runs the registered releases, each once, and keeps those that
-// failed for the next Close.
+// remove drops the release registered under key, if any.
+func (r *contextReleases) remove(key any) {
+	r.mu.Lock()
+	delete(r.byKey, key)
+	r.mu.Unlock()
+}
+
+// closeWith has c's Close close obj (close(obj)), an object whose driver
+// resource the driver does not destroy with the context: a graph (the
+// driver's graphs belong to no context), a graph's instance, a growable
+// buffer's reserved addresses and memory. obj stays reachable only
+// weakly, so that the collector's cleanup of one nobody closed still
+// runs (it calls forgetClose); obj's own close calls forgetClose too.
+func closeWith[T any](c *Context, obj *T, close func(*T) error) {
+	w := weak.Make(obj)
+	c.releases.add(map[any]func() error{w: func() error {
+		if o := w.Value(); o != nil {
+			return close(o)
+		}
+		return nil // collected: its cleanup releases it
+	}})
+}
+
+// forgetClose undoes closeWith, for w, obj's weak pointer.
+func forgetClose[T any](c *Context, w weak.Pointer[T]) { c.releases.remove(w) }
+
+// runReleases runs the registered releases, and keeps those that failed
+// for the next Close.
 func (c *Context) runReleases() error {
 	r := &c.releases
 	r.mu.Lock()
 	pending := r.byKey
 	r.byKey = nil
 	r.mu.Unlock()
+	// One release may wait for another (a growable buffer's memory for the
+	// graph that uses it): those that fail are tried again while a round
+	// releases something.
 	var errs []error
-	for key, release := range pending {
-		if err := release(); err != nil {
-			errs = append(errs, err)
-			continue
+	for progress := true; progress && len(pending) > 0; {
+		progress, errs = false, nil
+		for key, release := range pending {
+			if err := release(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			delete(pending, key)
+			progress = true
 		}
-		delete(pending, key)
 	}
 	if len(pending) > 0 {
 		r.add(pending)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
@@ -371,10 +372,13 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 // for.
 func newGraph(ctx *Context, h driver.Graph, b *graphBuild) *Graph {
 	gr := &Graph{handle: h, b: b}
+	w := weak.Make(gr)
 	gr.arm(ctx, track.Graph, runtime.AddCleanup(gr, func(ctx *Context) {
 		forgotten(ctx, track.Graph, func() { driver.GraphDestroy(ctx.handle, h) })
 		b.gone()
+		forgetClose(ctx, w)
 	}, ctx))
+	closeWith(ctx, gr, (*Graph).Close)
 	return gr
 }
 
@@ -613,10 +617,13 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	st.refs = g.b.refs.acquire()
 	e := &GraphExec{st: st}
 	ctx := g.ctx
+	w := weak.Make(e)
 	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(st *execState) {
 		forgotten(ctx, track.GraphExec, func() { driver.GraphExecDestroy(ctx.handle, st.handle) })
 		st.release()
+		forgetClose(ctx, w)
 	}, st))
+	closeWith(ctx, e, (*GraphExec).Close)
 	return e, nil
 }
 
@@ -643,7 +650,10 @@ func (g *Graph) Close() error {
 	}
 	return g.close(op, "the graph", func() error {
 		return check(op, driver.GraphDestroy(g.ctx.handle, g.handle))
-	}, g.b.gone)
+	}, func() {
+		g.b.gone()
+		forgetClose(g.ctx, weak.Make(g))
+	})
 }
 
 func (e *GraphExec) valid(op string) error {
@@ -780,5 +790,8 @@ func (e *GraphExec) Close() error {
 		e.st.mu.Lock()
 		defer e.st.mu.Unlock()
 		return check(op, driver.GraphExecDestroy(e.ctx.handle, e.st.handle))
-	}, func() { e.st.release() })
+	}, func() {
+		e.st.release()
+		forgetClose(e.ctx, weak.Make(e))
+	})
 }

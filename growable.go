@@ -128,9 +128,12 @@ func NewGrowableBuffer[T any](ctx *Context, maxLen int) (*GrowableBuffer[T], err
 	track.Add(track.DeviceBuffer)
 	ctx.counter(MemoryDevice).add(0)
 	r := g.vmmRange
+	w := weak.Make(g)
 	g.cleanup = runtime.AddCleanup(g, func(ctx *Context) {
 		forgotten(ctx, track.DeviceBuffer, func() { r.release(ctx) })
+		forgetClose(ctx, w)
 	}, ctx)
+	closeWith(ctx, g, (*GrowableBuffer[T]).Free)
 	return g, nil
 }
 
@@ -434,8 +437,9 @@ func (g *GrowableBuffer[T]) Free() error {
 	}
 	defer g.publish()
 	if g.ctx.isClosed() {
-		// The context's close waited for its work; what the process
-		// still maps goes with it.
+		// Context.Close frees the buffers of its context, unless one was
+		// made while it ran: nothing can be released without the context
+		// now.
 		g.done()
 		return nil
 	}
@@ -478,4 +482,5 @@ func (g *GrowableBuffer[T]) done() {
 	g.cleanup.Stop()
 	track.Done(track.DeviceBuffer)
 	g.freed = true
+	forgetClose(g.ctx, weak.Make(g))
 }
