@@ -3,7 +3,6 @@ package cuda
 import (
 	"errors"
 	"sync"
-	"weak"
 
 	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/lifetime"
@@ -11,7 +10,14 @@ import (
 
 // Other packages of gocuda release what they keep per context when it
 // closes, through internal/attach.
-func init() { attach.OnClose = onClose }
+func init() {
+	attach.OnClose = onClose
+	attach.Forget = func(v any, key any) {
+		if c, ok := v.(*Context); ok && c != nil {
+			c.releases.remove(key)
+		}
+	}
+}
 
 // contextReleases are the releases other packages registered on a context
 // (attach.OnClose), by key. mu is a leaf: no release runs under it.
@@ -53,25 +59,6 @@ func (r *contextReleases) remove(key any) {
 	delete(r.byKey, key)
 	r.mu.Unlock()
 }
-
-// closeWith has c's Close close obj (close(obj)), an object whose driver
-// resource the driver does not destroy with the context: a graph (the
-// driver's graphs belong to no context), a graph's instance, a growable
-// buffer's reserved addresses and memory. obj stays reachable only
-// weakly, so that the collector's cleanup of one nobody closed still
-// runs (it calls forgetClose); obj's own close calls forgetClose too.
-func closeWith[T any](c *Context, obj *T, close func(*T) error) {
-	w := weak.Make(obj)
-	c.releases.add(map[any]func() error{w: func() error {
-		if o := w.Value(); o != nil {
-			return close(o)
-		}
-		return nil // collected: its cleanup releases it
-	}})
-}
-
-// forgetClose undoes closeWith, for w, obj's weak pointer.
-func forgetClose[T any](c *Context, w weak.Pointer[T]) { c.releases.remove(w) }
 
 // runReleases runs the registered releases, and keeps those that failed
 // for the next Close.

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -372,13 +373,12 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 // for.
 func newGraph(ctx *Context, h driver.Graph, b *graphBuild) *Graph {
 	gr := &Graph{handle: h, b: b}
-	w := weak.Make(gr)
+	w := attach.CloseFirst(ctx, gr, (*Graph).Close)
 	gr.arm(ctx, track.Graph, runtime.AddCleanup(gr, func(ctx *Context) {
 		forgotten(ctx, track.Graph, func() { driver.GraphDestroy(ctx.handle, h) })
 		b.gone()
-		forgetClose(ctx, w)
+		attach.Forget(ctx, w)
 	}, ctx))
-	closeWith(ctx, gr, (*Graph).Close)
 	return gr
 }
 
@@ -617,13 +617,12 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	st.refs = g.b.refs.acquire()
 	e := &GraphExec{st: st}
 	ctx := g.ctx
-	w := weak.Make(e)
+	w := attach.CloseFirst(ctx, e, (*GraphExec).Close)
 	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(st *execState) {
 		forgotten(ctx, track.GraphExec, func() { driver.GraphExecDestroy(ctx.handle, st.handle) })
 		st.release()
-		forgetClose(ctx, w)
+		attach.Forget(ctx, w)
 	}, st))
-	closeWith(ctx, e, (*GraphExec).Close)
 	return e, nil
 }
 
@@ -652,7 +651,7 @@ func (g *Graph) Close() error {
 		return check(op, driver.GraphDestroy(g.ctx.handle, g.handle))
 	}, func() {
 		g.b.gone()
-		forgetClose(g.ctx, weak.Make(g))
+		attach.Forget(g.ctx, weak.Make(g))
 	})
 }
 
@@ -792,6 +791,6 @@ func (e *GraphExec) Close() error {
 		return check(op, driver.GraphExecDestroy(e.ctx.handle, e.st.handle))
 	}, func() {
 		e.st.release()
-		forgetClose(e.ctx, weak.Make(e))
+		attach.Forget(e.ctx, weak.Make(e))
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -128,12 +129,11 @@ func NewGrowableBuffer[T any](ctx *Context, maxLen int) (*GrowableBuffer[T], err
 	track.Add(track.DeviceBuffer)
 	ctx.counter(MemoryDevice).add(0)
 	r := g.vmmRange
-	w := weak.Make(g)
+	w := attach.CloseFirst(ctx, g, (*GrowableBuffer[T]).Free)
 	g.cleanup = runtime.AddCleanup(g, func(ctx *Context) {
 		forgotten(ctx, track.DeviceBuffer, func() { r.release(ctx) })
-		forgetClose(ctx, w)
+		attach.Forget(ctx, w)
 	}, ctx)
-	closeWith(ctx, g, (*GrowableBuffer[T]).Free)
 	return g, nil
 }
 
@@ -482,5 +482,5 @@ func (g *GrowableBuffer[T]) done() {
 	g.cleanup.Stop()
 	track.Done(track.DeviceBuffer)
 	g.freed = true
-	forgetClose(g.ctx, weak.Make(g))
+	attach.Forget(g.ctx, weak.Make(g))
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
 	clib "github.com/gocuda/cuda/internal/lib/cublas"
 	"github.com/gocuda/cuda/internal/libhandle"
@@ -126,8 +127,9 @@ func New(s *cuda.Stream) (*Handle, error) {
 	// Forgotten: its plans are lost to cuBLASLt's handle, which frees
 	// them with it. The workspace is a buffer of its own, freed by its
 	// own cleanup.
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.BLASHandle,
-		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.BLASHandle, r.ctx, r.destroy) }, r),
+	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.BLASHandle, Owner: owner,
+		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.BLASHandle, r.ctx, owner, r.destroy) }, r),
 		Work:     []*cuda.DeviceBuffer[byte]{ws},
 		WorkName: "the workspace"})
 	return h, nil

@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	clib "github.com/gocuda/cuda/internal/lib/cudnn"
 	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/track"
@@ -93,8 +94,9 @@ func New(s *cuda.Stream) (*Handle, error) {
 	h := &Handle{raw: r}
 	// Forgotten: the work area is a buffer of its own, freed by its own
 	// cleanup.
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.DNNHandle,
-		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.DNNHandle, r.ctx, r.destroy) }, r),
+	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.DNNHandle, Owner: owner,
+		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.DNNHandle, r.ctx, owner, r.destroy) }, r),
 		Work:     make([]*cuda.DeviceBuffer[byte], 1),
 		WorkName: "the work area"})
 	return h, nil

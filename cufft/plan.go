@@ -8,8 +8,10 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/cufft"
@@ -167,9 +169,13 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 		lifetime.CloseTemp(&err, func() error { return r.ctx.Do(func() error { return r.destroy(op) }) })
 		return nil, named(op, err)
 	}
+	// The driver does not destroy a plan with its context: the context's
+	// Close closes one still open.
+	owner := attach.CloseFirst(r.ctx, p, (*Plan).Close)
 	p.life.Arm(track.FFTPlan, runtime.AddCleanup(p, func(r *raw) {
 		track.Forgotten(track.FFTPlan)
 		r.ctx.Do(func() error { return r.destroy("Plan cleanup") })
+		attach.Forget(r.ctx, owner)
 	}, r))
 	return p, nil
 }
@@ -291,6 +297,7 @@ func (p *Plan) Close() error {
 			p.unfinished.Store(true)
 			return false, calledas.Unfreed(op, "the work area", err)
 		}
+		attach.Forget(p.raw.ctx, weak.Make(p))
 		return true, nil
 	})
 	return err

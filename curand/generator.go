@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"weak"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/curand"
@@ -123,9 +125,13 @@ func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
 		return nil, calledas.Op(op, err)
 	}
 	g := &Generator{stream: s, rng: rng, seed: seed, raw: r}
+	// The driver does not destroy a generator with its context: the
+	// context's Close closes one still open.
+	owner := attach.CloseFirst(r.ctx, g, (*Generator).Close)
 	g.life.Arm(track.RandGenerator, runtime.AddCleanup(g, func(r *raw) {
 		track.Forgotten(track.RandGenerator)
 		r.ctx.Do(func() error { return r.destroy("Generator cleanup") })
+		attach.Forget(r.ctx, owner)
 	}, r))
 	return g, nil
 }
@@ -269,10 +275,12 @@ func (g *Generator) Close() error {
 		return err
 	}
 	_, err := g.life.Close(func() (bool, error) {
-		// A closed context took the generator with it.
+		// Context.Close closes the generator first; one made while it
+		// ran has nothing left to be destroyed with.
 		if err := g.raw.ctx.Do(func() error { return g.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
 			return false, calledas.Op(op, err)
 		}
+		attach.Forget(g.raw.ctx, weak.Make(g))
 		return true, nil
 	})
 	return err

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
 	clib "github.com/gocuda/cuda/internal/lib/cusolver"
 	"github.com/gocuda/cuda/internal/libhandle"
@@ -130,8 +131,9 @@ func New(s *cuda.Stream) (*Handle, error) {
 	h := &Handle{raw: r}
 	// The workspaces are buffers of their own, freed by their own
 	// cleanups.
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SolverHandle,
-		Cleanup: runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SolverHandle, r.ctx, r.destroy) }, r)})
+	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SolverHandle, Owner: owner,
+		Cleanup: runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SolverHandle, r.ctx, owner, r.destroy) }, r)})
 	return h, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
 	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/track"
@@ -72,8 +73,9 @@ func New(s *cuda.Stream) (*Handle, error) {
 		return nil, err
 	}
 	h := &Handle{raw: r}
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SparseHandle,
-		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SparseHandle, r.ctx, r.destroy) }, r),
+	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
+	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SparseHandle, Owner: owner,
+		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SparseHandle, r.ctx, owner, r.destroy) }, r),
 		Work:     make([]*cuda.DeviceBuffer[byte], 2),
 		WorkName: "a work buffer"})
 	return h, nil

@@ -1,9 +1,11 @@
 // Package attach lets gocuda's other packages tie what they keep per
 // context (compute's loaded kernels) to the context's Close, so that a
 // user has no release call to forget, and use a stream's scratch memory.
-// Package cuda sets OnClose, StreamScratch and StreamSequence when it
-// loads; nothing else writes them.
+// Package cuda sets OnClose, Forget, StreamScratch and StreamSequence
+// when it loads; nothing else writes them.
 package attach
+
+import "weak"
 
 // OnClose registers release to run when ctx, a *cuda.Context, is closed,
 // before the context lets go of anything else. key names the registration:
@@ -11,6 +13,28 @@ package attach
 // fails that Close and stays registered, so that the next Close tries it
 // again. It returns an error for a nil, zero or closed context.
 var OnClose func(ctx any, key any, release func() error) error
+
+// Forget drops the release OnClose registered under key on ctx, if any:
+// the object it released was closed first.
+var Forget func(ctx any, key any)
+
+// CloseFirst has ctx's Close run close(obj) before it lets go of the
+// context, for an object the driver or its library does not release with
+// the context (a graph, a library's handle), and returns the
+// registration's key, obj's weak pointer: obj's own close, and the
+// collector's cleanup of one nobody closed, Forget it. obj is held only
+// weakly, so that the cleanup still runs. A closed context registers
+// nothing: there is nothing left to release obj with.
+func CloseFirst[T any](ctx any, obj *T, close func(*T) error) weak.Pointer[T] {
+	w := weak.Make(obj)
+	OnClose(ctx, w, func() error {
+		if o := w.Value(); o != nil {
+			return close(o)
+		}
+		return nil // collected: its cleanup releases it
+	})
+	return w
+}
 
 // StreamScratch returns the address and size of s's scratch, a
 // *cuda.Stream's device memory for the kernels of one call on it, zeroed

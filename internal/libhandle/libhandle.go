@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	cuda "github.com/gocuda/cuda"
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
 	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
@@ -46,6 +47,9 @@ type Base[E Errors] struct {
 	// guarded by mu. workName names them in messages ("the work area").
 	work     []*cuda.DeviceBuffer[byte]
 	workName string
+	// owner is the handle's registration on its context's Close
+	// (Spec.Owner), forgotten once the handle is closed.
+	owner any
 	// unfinished is set by a Close that released the library's objects
 	// but failed to free a work buffer: calls are refused (there is
 	// nothing left to make them with) until a Close finishes.
@@ -63,6 +67,11 @@ type Spec struct {
 	// (runtime.AddCleanup with Forgotten).
 	Kind    track.Kind
 	Cleanup runtime.Cleanup
+	// Owner is what attach.CloseFirst returned for the handle: the
+	// context's Close closes a handle still open, since the driver does
+	// not destroy a library's objects with the context (their host memory
+	// would stay the process's).
+	Owner any
 	// Work are the work buffers' slots: nil ones are made by the first
 	// call that needs them (Call.Work), others given (a workspace made
 	// with the handle). Close frees them after the library's objects.
@@ -90,12 +99,14 @@ func Make(op string, s *cuda.Stream, create func(stream uintptr) error, destroy 
 }
 
 // Forgotten is the body of the cleanup of a handle nobody closed: it
-// counts it and releases the library's objects with destroy, with ctx
-// current. The work buffers are buffers of their own, freed by their own
-// cleanups.
-func Forgotten(kind track.Kind, ctx *cuda.Context, destroy func(op string) error) {
+// counts it, releases the library's objects with destroy, with ctx
+// current, and forgets its registration on the context's Close (owner,
+// Spec.Owner). The work buffers are buffers of their own, freed by their
+// own cleanups.
+func Forgotten(kind track.Kind, ctx *cuda.Context, owner any, destroy func(op string) error) {
 	track.Forgotten(kind)
 	ctx.Do(func() error { return destroy("Handle cleanup") })
+	attach.Forget(ctx, owner)
 }
 
 // Arm makes c live, as spec says. It is called once, by New, before the
@@ -103,6 +114,7 @@ func Forgotten(kind track.Kind, ctx *cuda.Context, destroy func(op string) error
 func (c *Base[E]) Arm(spec Spec) {
 	c.stream, c.rawStream, c.ctx = spec.Stream, spec.RawStream, spec.Stream.Context()
 	c.work, c.workName = spec.Work, spec.WorkName
+	c.owner = spec.Owner
 	c.life.Arm(spec.Kind, spec.Cleanup)
 }
 
@@ -371,12 +383,19 @@ func (c *Base[E]) CloseWith(op string, release func() (gone bool, err error)) er
 	if err := c.Valid(op); err != nil {
 		return err
 	}
-	_, err := c.life.Close(release)
+	_, err := c.life.Close(func() (bool, error) {
+		gone, err := release()
+		if gone {
+			attach.Forget(c.ctx, c.owner)
+		}
+		return gone, err
+	})
 	return err
 }
 
-// Destroy runs destroy with the context current, as Close does: a
-// context closed took the library's objects with it, and is no error.
+// Destroy runs destroy with the context current, as Close does. A closed
+// context is no error: its Close closed the handle first (Spec.Owner), or
+// the handle was made while it ran, with nothing left to destroy it with.
 func (c *Base[E]) Destroy(op string, destroy func(op string) error) error {
 	if err := c.ctx.Do(func() error { return destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
 		return calledas.Op(op, err)
