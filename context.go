@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -144,8 +145,8 @@ func newContext(op string, dev Device) (*Context, error) {
 		return nil, err
 	}
 	c.life.Arm(track.Context, runtime.AddCleanup(c, func(d driver.Device) {
-		driver.DevicePrimaryCtxRelease(d)
 		track.Forgotten(track.Context)
+		capturegate.Cleanup(func() { driver.DevicePrimaryCtxRelease(d) })
 	}, dev.handle))
 	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"weak"
 
 	"github.com/gocuda/cuda/internal/attach"
+	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -25,7 +26,11 @@ type CaptureMode int
 
 const (
 	// CaptureGlobal forbids such calls in every goroutine of the process
-	// (CU_STREAM_CAPTURE_MODE_GLOBAL), the safe default.
+	// (CU_STREAM_CAPTURE_MODE_GLOBAL), the safe default. gocuda's own
+	// cleanups of objects nobody closed, which the collector runs when it
+	// likes, wait for the capture's end rather than fail it; the program's
+	// other goroutines must do the same (a Synchronize, a Free, a
+	// GraphExec.Close), or capture with CaptureThreadLocal.
 	CaptureGlobal CaptureMode = iota
 	// CaptureThreadLocal forbids them on the capturing OS thread only;
 	// Capture runs its function on one locked thread.
@@ -299,7 +304,15 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 		s.capture.Store(nil)
 		return nil, err
 	}
+	// A global capture forbids every thread the calls the collector's
+	// cleanups make: they wait for its end (internal/capturegate).
+	if mode == CaptureGlobal {
+		capturegate.Begin()
+	}
 	if err := check(op, driver.StreamBeginCapture(s.ctx.handle, s.handle, int32(mode))); err != nil {
+		if mode == CaptureGlobal {
+			capturegate.End()
+		}
 		s.cache.resume()
 		s.capture.Store(nil)
 		return nil, err
@@ -318,6 +331,9 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 		defer s.capture.Store(nil)
 		defer s.cache.resume()
 		defer cs.endJoins()
+		if mode == CaptureGlobal {
+			defer capturegate.End()
+		}
 		var g driver.Graph
 		st := driver.StreamEndCapture(s.ctx.handle, s.handle, &g)
 		if !st.OK() {

@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -530,4 +531,40 @@ func TestCaptureModes(t *testing.T) {
 			k.check(t, 1)
 		})
 	}
+}
+
+// TestCaptureGlobalHoldsCleanups: the collector's cleanup of a buffer
+// nobody freed runs while a global capture is under way on another
+// goroutine. The capture forbids every thread the cleanup's cuMemFree (the
+// driver refuses it, and ends the capture with an error): the cleanup
+// waits for the capture's end, which succeeds, and the memory is freed
+// then.
+func TestCaptureGlobalHoldsCleanups(t *testing.T) {
+	f := cudatest.Fake(t)
+	if f == nil {
+		return
+	}
+	k := newGraphKit(t)
+	before := f.Live("device")
+	func() {
+		if _, err := cuda.Alloc[int32](k.ctx, 1000); err != nil { // forgotten
+			t.Fatal(err)
+		}
+	}()
+	forgotten := trackForgotten()
+	g := must(k.s.Capture(cuda.CaptureGlobal, func() error {
+		if !cudatest.GC(func() bool { return trackForgotten() > forgotten }) {
+			return errors.New("the forgotten buffer's cleanup did not run")
+		}
+		if n := f.Live("device"); n <= before {
+			return fmt.Errorf("the fake holds %d device allocations during the capture, want %d: the cleanup freed one while a global capture forbade it", n, before+1)
+		}
+		return k.accumulate(k.a, 1)()
+	}))(t)
+	defer g.Close()
+	if !cudatest.GC(func() bool { return f.Live("device") == before }) {
+		t.Errorf("the fake holds %d device allocations after the capture, want %d: the held cleanup did not run", f.Live("device"), before)
+	}
+	advLaunch(t, g, k.s, 1)
+	k.check(t, 1)
 }

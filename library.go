@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/driver"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -60,8 +61,8 @@ func LoadLibrary(image []byte, opts ...JITOption) (*Library, error) {
 	}
 	track.Add(track.Library)
 	l.cleanup = runtime.AddCleanup(l, func(h driver.Library) {
-		driver.LibraryUnload(h)
 		track.Forgotten(track.Library)
+		capturegate.Cleanup(func() { driver.LibraryUnload(h) })
 	}, l.handle)
 	return l, nil
 }

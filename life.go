@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 
+	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
 )
@@ -185,12 +186,15 @@ func join(a, b string) string {
 }
 
 // forgotten is the cleanup backstop of an object nobody closed: it binds the
-// context on whatever goroutine the cleanup runs and frees the resource.
+// context on whatever goroutine the cleanup runs and frees the resource,
+// once no global capture is under way (internal/capturegate).
 func forgotten(ctx *Context, kind track.Kind, free func()) {
 	track.Forgotten(kind)
-	if ctx.bind("cleanup") != nil {
-		return
-	}
-	defer ctx.unbind()
-	free()
+	capturegate.Cleanup(func() {
+		if ctx.bind("cleanup") != nil {
+			return
+		}
+		defer ctx.unbind()
+		free()
+	})
 }

@@ -13,6 +13,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
+	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/cufft"
 	"github.com/gocuda/cuda/internal/lifetime"
@@ -174,8 +175,8 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 	owner := attach.CloseFirst(r.ctx, p, (*Plan).Close)
 	p.life.Arm(track.FFTPlan, runtime.AddCleanup(p, func(r *raw) {
 		track.Forgotten(track.FFTPlan)
-		r.ctx.Do(func() error { return r.destroy("Plan cleanup") })
 		attach.Forget(r.ctx, owner)
+		capturegate.Cleanup(func() { r.ctx.Do(func() error { return r.destroy("Plan cleanup") }) })
 	}, r))
 	return p, nil
 }

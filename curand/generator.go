@@ -10,6 +10,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
+	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/describe"
 	clib "github.com/gocuda/cuda/internal/lib/curand"
 	"github.com/gocuda/cuda/internal/lifetime"
@@ -130,8 +131,8 @@ func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
 	owner := attach.CloseFirst(r.ctx, g, (*Generator).Close)
 	g.life.Arm(track.RandGenerator, runtime.AddCleanup(g, func(r *raw) {
 		track.Forgotten(track.RandGenerator)
-		r.ctx.Do(func() error { return r.destroy("Generator cleanup") })
 		attach.Forget(r.ctx, owner)
+		capturegate.Cleanup(func() { r.ctx.Do(func() error { return r.destroy("Generator cleanup") }) })
 	}, r))
 	return g, nil
 }

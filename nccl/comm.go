@@ -14,6 +14,7 @@ import (
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/calledas"
+	"github.com/gocuda/cuda/internal/capturegate"
 	clib "github.com/gocuda/cuda/internal/lib/nccl"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -95,8 +96,8 @@ type Comm struct {
 func newComm(ctx *cuda.Context, handle clib.Comm, rank, size int, nonBlocking bool) *Comm {
 	c := &Comm{ctx: ctx, handle: handle, rank: rank, size: size, nonBlocking: nonBlocking}
 	c.life.Arm(track.Comm, runtime.AddCleanup(c, func(h clib.Comm) {
-		clib.CommDestroy(h)
 		track.Forgotten(track.Comm)
+		capturegate.Cleanup(func() { clib.CommDestroy(h) })
 	}, handle))
 	return c
 }

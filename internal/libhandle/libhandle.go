@@ -17,6 +17,7 @@ import (
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/calledas"
+	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/describe"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -105,8 +106,8 @@ func Make(op string, s *cuda.Stream, create func(stream uintptr) error, destroy 
 // own cleanups.
 func Forgotten(kind track.Kind, ctx *cuda.Context, owner any, destroy func(op string) error) {
 	track.Forgotten(kind)
-	ctx.Do(func() error { return destroy("Handle cleanup") })
 	attach.Forget(ctx, owner)
+	capturegate.Cleanup(func() { ctx.Do(func() error { return destroy("Handle cleanup") }) })
 }
 
 // Arm makes c live, as spec says. It is called once, by New, before the

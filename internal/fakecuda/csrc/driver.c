@@ -1324,6 +1324,7 @@ EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, int attr, CUdevi
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 	FAULT("cuMemFree_v2");
 	REQUIRE_CTX();
+	if (capture_forbids()) return STREAM_CAPTURE_UNSUPPORTED;
 	// As the real driver's, freeing waits for the context's queued work,
 	// except for memory allocated stream-ordered: that is the caller's
 	// duty.

@@ -265,10 +265,11 @@ CUresult capture_op(CUstream s, struct op o) {
 }
 
 // The captures under way (mu held to use it), which forbid a potentially
-// unsafe call as the driver does (cuMemAlloc, page-locked host memory,
-// cuStreamSynchronize, cuMemFreeAsync outside the capture,
+// unsafe call as the driver does (cuMemAlloc and cuMemFree, page-locked
+// host memory, cuStreamSynchronize, cuMemFreeAsync outside the capture,
 // cuGraphExecDestroy: what internal/fakecuda/probes/capture_unsafe.c saw
-// the driver refuse), by cuStreamBeginCapture's mode: a global capture forbids it on every thread (gocuda's threads keep
+// the driver refuse, but cuMemFree, CUDA's first example of an unsafe
+// call, not yet probed), by cuStreamBeginCapture's mode: a global capture forbids it on every thread (gocuda's threads keep
 // the global interaction mode), a thread-local one on the capturing
 // thread; a relaxed one, nowhere. The forbidden call fails, and ends the
 // captures that forbade it with an error.
