@@ -159,10 +159,12 @@ func (h *Handle) do(op string, args []named, fn func(c *call) error) error {
 // timing every algorithm once (true; cudnnFindConvolution*Algorithm, as
 // PyTorch's torch.backends.cudnn.benchmark), which runs the convolution
 // several times and waits for h's stream the first time each shape is
-// seen. A choice made stays with its shape. An engine whose timed run
-// fails with an error no other engine may answer (an execution fault,
-// after which the context is unusable) is named in the error by cuDNN's
-// global index.
+// seen. A choice made stays with its shape. The engines cuDNN compiles at
+// run time (NVRTC) are timed only where none of those it ships compiled
+// runs: one faulted on H100s and H200s, leaving the context unusable.
+// An engine whose timed run fails with an error no other engine may
+// answer (an execution fault, after which the context is unusable) is
+// named in the error by cuDNN's global index.
 func (h *Handle) SetBenchmark(on bool) error {
 	return h.set("Handle.SetBenchmark", func() { h.benchmark = on })
 }
