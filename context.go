@@ -59,8 +59,10 @@ type Context struct {
 	mem [memoryKinds]memCounter
 
 	// releases are what other packages release before the context closes
-	// (compute's kernels: internal/attach).
+	// (compute's kernels: internal/attach). closeMu is held by Close, the
+	// first lock it takes.
 	releases contextReleases
+	closeMu  sync.Mutex
 
 	// doing is the count of Do calls under way on handle (interop.go's
 	// doing), found once: a Do then costs no map lookup.
@@ -196,7 +198,8 @@ func (c *Context) Device() Device {
 // which the driver does not destroy with a context. Close the other objects
 // made in the context before the context itself: the driver destroys what
 // they hold once the last retain of the primary context is released.
-// Afterwards each object's Close (or Free) returns nil. Closing twice,
+// Afterwards each object's Close (or Free) returns nil. Two Closes at once
+// take turns. Closing twice,
 // or a nil Context, is a no-op; if the driver refuses the release, the
 // context stays open and Close may be called again.
 func (c *Context) Close() error {
@@ -204,16 +207,23 @@ func (c *Context) Close() error {
 		return nil
 	}
 	const op = "Context.Close"
+	// One Close at a time: a second one, finding the releases taken,
+	// would close the context under the first one's releases, which then
+	// could release nothing.
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
 	if c.life.Status() == lifetime.Held {
 		if err := c.runReleases(); err != nil {
 			return err // the context stays open; Close tries them again
 		}
 	}
 	if err := c.flushCaches(op); err != nil {
+		c.releases.reopen()
 		return err
 	}
 	c.closeCondKernel()
 	if err := c.closeIO(); err != nil {
+		c.releases.reopen()
 		return err
 	}
 	s, err := c.life.Close(func() (bool, error) {
@@ -224,6 +234,7 @@ func (c *Context) Close() error {
 	})
 	if s != lifetime.Closed {
 		c.reopenIO()
+		c.releases.reopen()
 	}
 	if s == lifetime.Zero {
 		return holdErr(op, "the Context", s)

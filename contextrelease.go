@@ -24,6 +24,10 @@ func init() {
 type contextReleases struct {
 	mu    sync.Mutex
 	byKey map[any]func() error
+	// closing is set once a Close has taken the releases: a registration
+	// then is refused (its caller releases what it made itself), until
+	// that Close fails and reopens.
+	closing bool
 }
 
 func onClose(v any, key any, release func() error) error {
@@ -35,7 +39,18 @@ func onClose(v any, key any, release func() error) error {
 	if st := c.life.Status(); st != lifetime.Held {
 		return holdErr(op, "the Context", st)
 	}
-	c.releases.add(map[any]func() error{key: release})
+	r := &c.releases
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return closed(op, "the context")
+	}
+	if r.byKey == nil {
+		r.byKey = map[any]func() error{}
+	}
+	if _, ok := r.byKey[key]; !ok {
+		r.byKey[key] = release
+	}
 	return nil
 }
 
@@ -60,31 +75,47 @@ func (r *contextReleases) remove(key any) {
 	r.mu.Unlock()
 }
 
-// runReleases runs the registered releases, and keeps those that failed
-// for the next Close.
+// reopen undoes a failed Close's refusal of registrations.
+func (r *contextReleases) reopen() {
+	r.mu.Lock()
+	r.closing = false
+	r.mu.Unlock()
+}
+
+// runReleases runs the registered releases, and those registered while
+// they run, until none is left: then it refuses new ones (reopen undoes
+// it). It keeps those that failed for the next Close. Called by Close
+// alone (closeMu).
 func (c *Context) runReleases() error {
 	r := &c.releases
-	r.mu.Lock()
-	pending := r.byKey
-	r.byKey = nil
-	r.mu.Unlock()
-	// One release may wait for another (a growable buffer's memory for the
-	// graph that uses it): those that fail are tried again while a round
-	// releases something.
-	var errs []error
-	for progress := true; progress && len(pending) > 0; {
-		progress, errs = false, nil
-		for key, release := range pending {
-			if err := release(); err != nil {
-				errs = append(errs, err)
-				continue
+	for {
+		r.mu.Lock()
+		pending := r.byKey
+		r.byKey = nil
+		if len(pending) == 0 {
+			r.closing = true
+			r.mu.Unlock()
+			return nil
+		}
+		r.mu.Unlock()
+		// One release may wait for another (a growable buffer's memory
+		// for the graph that uses it): those that fail are tried again
+		// while a round releases something.
+		var errs []error
+		for progress := true; progress && len(pending) > 0; {
+			progress, errs = false, nil
+			for key, release := range pending {
+				if err := release(); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				delete(pending, key)
+				progress = true
 			}
-			delete(pending, key)
-			progress = true
+		}
+		if len(pending) > 0 {
+			r.add(pending)
+			return errors.Join(errs...)
 		}
 	}
-	if len(pending) > 0 {
-		r.add(pending)
-	}
-	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-	"weak"
 
 	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/capturegate"
@@ -116,7 +116,8 @@ type Graph struct {
 	life
 	handle driver.Graph
 	b      *graphBuild
-	parent *Graph // for a conditional node's body, the graph it is part of
+	parent *Graph        // for a conditional node's body, the graph it is part of
+	owner  *attach.Owner // its tie to its context's Close; nil for a body
 }
 
 // graphBuild is what a graph's work uses: recorded by a capture as it
@@ -175,7 +176,8 @@ func (g *Graph) root() *Graph {
 // usable.
 type GraphExec struct {
 	life
-	st *execState
+	st    *execState
+	owner *attach.Owner // its tie to its context's Close
 }
 
 // execState is a GraphExec's driver instance and the uses it holds, which
@@ -382,20 +384,29 @@ func (s *Stream) Capture(mode CaptureMode, record func() error) (_ *Graph, err e
 		return nil, errorf(op, ErrInvalidValue, "a buffer of %s allocated during the capture was not freed in it: the graph's memory must be freed in the graph", formatBytes(unfreedSize))
 	}
 	kept = true
-	return newGraph(s.ctx, g, cs), nil
+	return newGraph(op, s.ctx, g, cs)
 }
 
 // newGraph makes the Graph of the driver's graph h, which b's uses are
-// for.
-func newGraph(ctx *Context, h driver.Graph, b *graphBuild) *Graph {
+// for, tied to the context's Close. Called with ctx bound: where the
+// context is closing, it destroys h and returns the error.
+func newGraph(op string, ctx *Context, h driver.Graph, b *graphBuild) (*Graph, error) {
 	gr := &Graph{handle: h, b: b}
-	w := attach.CloseFirst(ctx, gr, (*Graph).Close)
-	gr.arm(ctx, track.Graph, runtime.AddCleanup(gr, func(ctx *Context) {
-		forgotten(ctx, track.Graph, func() { driver.GraphDestroy(ctx.handle, h) })
+	gr.owner = attach.NewOwner(ctx, gr, (*Graph).Close, func() error {
+		if err := boundErr(ctx, func() error { return check("Context.Close", driver.GraphDestroy(ctx.handle, h)) }); err != nil {
+			return err
+		}
 		b.gone()
-		attach.Forget(ctx, w)
-	}, ctx))
-	return gr
+		return nil
+	})
+	gr.arm(ctx, track.Graph, runtime.AddCleanup(gr, func(o *attach.Owner) { forgottenOwned(track.Graph, o) }, gr.owner))
+	// Registered once whole: the context's Close may close it at once.
+	if gr.owner.Register() != nil { // the context is closing
+		return nil, errors.Join(closed(op, "the context"), gr.closeNow(func() error {
+			return check(op, driver.GraphDestroy(ctx.handle, h))
+		}, b.gone))
+	}
+	return gr, nil
 }
 
 // gone drops the graph's uses and closes its own memory, once the graph
@@ -633,12 +644,20 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 	st.refs = g.b.refs.acquire()
 	e := &GraphExec{st: st}
 	ctx := g.ctx
-	w := attach.CloseFirst(ctx, e, (*GraphExec).Close)
-	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(st *execState) {
-		forgotten(ctx, track.GraphExec, func() { driver.GraphExecDestroy(ctx.handle, st.handle) })
+	e.owner = attach.NewOwner(ctx, e, (*GraphExec).Close, func() error {
+		if err := boundErr(ctx, func() error { return check("Context.Close", driver.GraphExecDestroy(ctx.handle, st.handle)) }); err != nil {
+			return err
+		}
 		st.release()
-		attach.Forget(ctx, w)
-	}, st))
+		return nil
+	})
+	e.arm(ctx, track.GraphExec, runtime.AddCleanup(e, func(o *attach.Owner) { forgottenOwned(track.GraphExec, o) }, e.owner))
+	// Registered once whole: the context's Close may close it at once.
+	if e.owner.Register() != nil { // the context is closing
+		return nil, errors.Join(closed(op, "the context"), e.closeNow(func() error {
+			return check(op, driver.GraphExecDestroy(ctx.handle, st.handle))
+		}, st.release))
+	}
 	return e, nil
 }
 
@@ -667,7 +686,7 @@ func (g *Graph) Close() error {
 		return check(op, driver.GraphDestroy(g.ctx.handle, g.handle))
 	}, func() {
 		g.b.gone()
-		attach.Forget(g.ctx, weak.Make(g))
+		g.owner.Closed()
 	})
 }
 
@@ -807,6 +826,6 @@ func (e *GraphExec) Close() error {
 		return check(op, driver.GraphExecDestroy(e.ctx.handle, e.st.handle))
 	}, func() {
 		e.st.release()
-		attach.Forget(e.ctx, weak.Make(e))
+		e.owner.Closed()
 	})
 }

@@ -36,7 +36,7 @@ func (c *Context) NewGraph() (*Graph, error) {
 	if err := check(op, driver.GraphCreate(c.handle, &h, 0)); err != nil {
 		return nil, err
 	}
-	return newGraph(c, h, newGraphBuild()), nil
+	return newGraph(op, c, h, newGraphBuild())
 }
 
 // addNode adds a node of params p to g after the nodes after, with the

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -43,6 +44,7 @@ type GrowableBuffer[T any] struct {
 	views   []weak.Pointer[allocation]
 	freed   bool
 	cleanup runtime.Cleanup
+	owner   *attach.Owner // its tie to its context's Close
 }
 
 // vmmRange is a GrowableBuffer's memory, apart from it so that its cleanup
@@ -126,14 +128,21 @@ func NewGrowableBuffer[T any](ctx *Context, maxLen int) (*GrowableBuffer[T], err
 		err.(*Error).Detail = "reserving " + formatBytes(g.reserved) + " of addresses"
 		return nil, vmmErr(err)
 	}
+	r := g.vmmRange
+	g.owner = attach.NewOwner(ctx, g, (*GrowableBuffer[T]).Free, func() error {
+		bound(ctx, func() { r.release(ctx) })()
+		return nil
+	})
 	track.Add(track.DeviceBuffer)
 	ctx.counter(MemoryDevice).add(0)
-	r := g.vmmRange
-	w := attach.CloseFirst(ctx, g, (*GrowableBuffer[T]).Free)
-	g.cleanup = runtime.AddCleanup(g, func(ctx *Context) {
-		forgotten(ctx, track.DeviceBuffer, func() { r.release(ctx) })
-		attach.Forget(ctx, w)
-	}, ctx)
+	g.cleanup = runtime.AddCleanup(g, func(o *attach.Owner) { forgottenOwned(track.DeviceBuffer, o) }, g.owner)
+	// Registered once whole: the context's Close may free it at once.
+	if g.owner.Register() != nil { // the context is closing: nothing is mapped yet
+		err := check(op, driver.MemAddressFree(ctx.handle, g.base, g.reserved))
+		ctx.counter(MemoryDevice).sub(0)
+		g.done()
+		return nil, errors.Join(closed(op, "the context"), err)
+	}
 	return g, nil
 }
 
@@ -482,5 +491,5 @@ func (g *GrowableBuffer[T]) done() {
 	g.cleanup.Stop()
 	track.Done(track.DeviceBuffer)
 	g.freed = true
-	attach.Forget(g.ctx, weak.Make(g))
+	g.owner.Closed()
 }

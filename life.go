@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 
+	"github.com/gocuda/cuda/internal/attach"
 	"github.com/gocuda/cuda/internal/capturegate"
 	"github.com/gocuda/cuda/internal/lifetime"
 	"github.com/gocuda/cuda/internal/track"
@@ -168,6 +169,23 @@ func (l *life) close(op, what string, free func() error, gone func()) error {
 	return err
 }
 
+// closeNow is close for an object its constructor made and could not tie
+// to its context's Close, which had begun (attach.Owner.Register): nobody
+// else has it, and the constructor holds the context, bound, so that free
+// runs without the new hold a closing context refuses.
+func (l *life) closeNow(free func() error, gone func()) error {
+	_, err := l.lt.Close(func() (bool, error) {
+		if err := free(); err != nil {
+			return false, err
+		}
+		if gone != nil {
+			gone()
+		}
+		return true, nil
+	})
+	return err
+}
+
 // stillOpen adds to a failed release's error that the object is still
 // owned, and may be closed again.
 func stillOpen(err error, what string) error {
@@ -190,11 +208,30 @@ func join(a, b string) string {
 // once no global capture is under way (internal/capturegate).
 func forgotten(ctx *Context, kind track.Kind, free func()) {
 	track.Forgotten(kind)
-	capturegate.Cleanup(func() {
-		if ctx.bind("cleanup") != nil {
-			return
-		}
-		defer ctx.unbind()
-		free()
-	})
+	capturegate.Cleanup(bound(ctx, free))
+}
+
+// forgottenOwned is forgotten for an object its context's Close closes
+// (attach.Owner): its owner's Destroy, unless that Close ran it.
+func forgottenOwned(kind track.Kind, o *attach.Owner) {
+	track.Forgotten(kind)
+	capturegate.Cleanup(o.Destroy)
+}
+
+// bound returns free run with ctx bound, on whatever goroutine calls it:
+// nothing where ctx is closed.
+func bound(ctx *Context, free func()) func() {
+	return func() {
+		boundErr(ctx, func() error { free(); return nil })
+	}
+}
+
+// boundErr runs free with ctx bound and returns its error; nil where ctx
+// is closed, which took what free would release.
+func boundErr(ctx *Context, free func() error) error {
+	if ctx.bind("cleanup") != nil {
+		return nil
+	}
+	defer ctx.unbind()
+	return free()
 }

@@ -127,11 +127,13 @@ func New(s *cuda.Stream) (*Handle, error) {
 	// Forgotten: its plans are lost to cuBLASLt's handle, which frees
 	// them with it. The workspace is a buffer of its own, freed by its
 	// own cleanup.
-	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.BLASHandle, Owner: owner,
-		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.BLASHandle, r.ctx, owner, r.destroy) }, r),
+	owner := libhandle.NewOwner(s.Context(), h, (*Handle).Close, r.destroy)
+	if err := h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.BLASHandle, Owner: owner,
+		Cleanup:  runtime.AddCleanup(h, func(o *attach.Owner) { libhandle.Forgotten(track.BLASHandle, o) }, owner),
 		Work:     []*cuda.DeviceBuffer[byte]{ws},
-		WorkName: "the workspace"})
+		WorkName: "the workspace"}); err != nil {
+		return nil, calledas.Op(op, errors.Join(err, h.Close()))
+	}
 	return h, nil
 }
 

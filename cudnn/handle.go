@@ -1,11 +1,13 @@
 package cudnn
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
+	"github.com/gocuda/cuda/internal/calledas"
 	clib "github.com/gocuda/cuda/internal/lib/cudnn"
 	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/track"
@@ -94,11 +96,13 @@ func New(s *cuda.Stream) (*Handle, error) {
 	h := &Handle{raw: r}
 	// Forgotten: the work area is a buffer of its own, freed by its own
 	// cleanup.
-	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.DNNHandle, Owner: owner,
-		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.DNNHandle, r.ctx, owner, r.destroy) }, r),
+	owner := libhandle.NewOwner(s.Context(), h, (*Handle).Close, r.destroy)
+	if err := h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.DNNHandle, Owner: owner,
+		Cleanup:  runtime.AddCleanup(h, func(o *attach.Owner) { libhandle.Forgotten(track.DNNHandle, o) }, owner),
 		Work:     make([]*cuda.DeviceBuffer[byte], 1),
-		WorkName: "the work area"})
+		WorkName: "the work area"}); err != nil {
+		return nil, calledas.Op(op, errors.Join(err, h.Close()))
+	}
 	return h, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
@@ -69,6 +68,7 @@ type Plan struct {
 	batch   int
 	work    *cuda.DeviceBuffer[byte] // the work area, set once; empty where none is needed
 	in, out int                      // elements of the input and the output, batches included
+	owner   *attach.Owner            // its tie to its context's Close
 	// unfinished is set by a Close that destroyed the library's plan but
 	// failed to free the work area: the Plan refuses executions (there is
 	// no cuFFT plan left to run) until a Close finishes.
@@ -172,12 +172,19 @@ func NewPlan(s *cuda.Stream, t Type, shape []int, batch int) (*Plan, error) {
 	}
 	// The driver does not destroy a plan with its context: the context's
 	// Close closes one still open.
-	owner := attach.CloseFirst(r.ctx, p, (*Plan).Close)
-	p.life.Arm(track.FFTPlan, runtime.AddCleanup(p, func(r *raw) {
+	p.owner = attach.NewOwner(r.ctx, p, (*Plan).Close, func() error {
+		if err := r.ctx.Do(func() error { return r.destroy("Plan cleanup") }); !errors.Is(err, cuda.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	p.life.Arm(track.FFTPlan, runtime.AddCleanup(p, func(o *attach.Owner) {
 		track.Forgotten(track.FFTPlan)
-		attach.Forget(r.ctx, owner)
-		capturegate.Cleanup(func() { r.ctx.Do(func() error { return r.destroy("Plan cleanup") }) })
-	}, r))
+		capturegate.Cleanup(o.Destroy)
+	}, p.owner))
+	if err := p.owner.Register(); err != nil { // the context is closing
+		return nil, calledas.Op(op, errors.Join(err, p.Close()))
+	}
 	return p, nil
 }
 
@@ -298,7 +305,7 @@ func (p *Plan) Close() error {
 			p.unfinished.Store(true)
 			return false, calledas.Unfreed(op, "the work area", err)
 		}
-		attach.Forget(p.raw.ctx, weak.Make(p))
+		p.owner.Closed()
 		return true, nil
 	})
 	return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"weak"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
@@ -68,6 +67,7 @@ type Generator struct {
 	rng    RNG
 	seed   uint64 // the last seed set, for String; guarded by mu
 	raw    *raw
+	owner  *attach.Owner // its tie to its context's Close
 }
 
 // raw is the library's generator, shared with the cleanup of a Generator
@@ -128,12 +128,19 @@ func New(s *cuda.Stream, rng RNG, seed uint64) (*Generator, error) {
 	g := &Generator{stream: s, rng: rng, seed: seed, raw: r}
 	// The driver does not destroy a generator with its context: the
 	// context's Close closes one still open.
-	owner := attach.CloseFirst(r.ctx, g, (*Generator).Close)
-	g.life.Arm(track.RandGenerator, runtime.AddCleanup(g, func(r *raw) {
+	g.owner = attach.NewOwner(r.ctx, g, (*Generator).Close, func() error {
+		if err := r.ctx.Do(func() error { return r.destroy("Generator cleanup") }); !errors.Is(err, cuda.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	g.life.Arm(track.RandGenerator, runtime.AddCleanup(g, func(o *attach.Owner) {
 		track.Forgotten(track.RandGenerator)
-		attach.Forget(r.ctx, owner)
-		capturegate.Cleanup(func() { r.ctx.Do(func() error { return r.destroy("Generator cleanup") }) })
-	}, r))
+		capturegate.Cleanup(o.Destroy)
+	}, g.owner))
+	if err := g.owner.Register(); err != nil { // the context is closing
+		return nil, calledas.Op(op, errors.Join(err, g.Close()))
+	}
 	return g, nil
 }
 
@@ -281,7 +288,7 @@ func (g *Generator) Close() error {
 		if err := g.raw.ctx.Do(func() error { return g.raw.destroy(op) }); err != nil && !errors.Is(err, cuda.ErrClosed) {
 			return false, calledas.Op(op, err)
 		}
-		attach.Forget(g.raw.ctx, weak.Make(g))
+		g.owner.Closed()
 		return true, nil
 	})
 	return err

@@ -131,9 +131,11 @@ func New(s *cuda.Stream) (*Handle, error) {
 	h := &Handle{raw: r}
 	// The workspaces are buffers of their own, freed by their own
 	// cleanups.
-	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SolverHandle, Owner: owner,
-		Cleanup: runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SolverHandle, r.ctx, owner, r.destroy) }, r)})
+	owner := libhandle.NewOwner(s.Context(), h, (*Handle).Close, r.destroy)
+	if err := h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SolverHandle, Owner: owner,
+		Cleanup: runtime.AddCleanup(h, func(o *attach.Owner) { libhandle.Forgotten(track.SolverHandle, o) }, owner)}); err != nil {
+		return nil, calledas.Op(op, errors.Join(err, h.Close()))
+	}
 	return h, nil
 }
 

@@ -1,11 +1,13 @@
 package cusparse
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
 	cuda "github.com/gocuda/cuda"
 	"github.com/gocuda/cuda/internal/attach"
+	"github.com/gocuda/cuda/internal/calledas"
 	clib "github.com/gocuda/cuda/internal/lib/cusparse"
 	"github.com/gocuda/cuda/internal/libhandle"
 	"github.com/gocuda/cuda/internal/track"
@@ -73,11 +75,13 @@ func New(s *cuda.Stream) (*Handle, error) {
 		return nil, err
 	}
 	h := &Handle{raw: r}
-	owner := attach.CloseFirst(s.Context(), h, (*Handle).Close)
-	h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SparseHandle, Owner: owner,
-		Cleanup:  runtime.AddCleanup(h, func(r *raw) { libhandle.Forgotten(track.SparseHandle, r.ctx, owner, r.destroy) }, r),
+	owner := libhandle.NewOwner(s.Context(), h, (*Handle).Close, r.destroy)
+	if err := h.base.Arm(libhandle.Spec{Stream: s, RawStream: rawStream, Kind: track.SparseHandle, Owner: owner,
+		Cleanup:  runtime.AddCleanup(h, func(o *attach.Owner) { libhandle.Forgotten(track.SparseHandle, o) }, owner),
 		Work:     make([]*cuda.DeviceBuffer[byte], 2),
-		WorkName: "a work buffer"})
+		WorkName: "a work buffer"}); err != nil {
+		return nil, calledas.Op(op, errors.Join(err, h.Close()))
+	}
 	return h, nil
 }
 

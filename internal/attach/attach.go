@@ -5,7 +5,10 @@
 // when it loads; nothing else writes them.
 package attach
 
-import "weak"
+import (
+	"sync"
+	"weak"
+)
 
 // OnClose registers release to run when ctx, a *cuda.Context, is closed,
 // before the context lets go of anything else. key names the registration:
@@ -18,22 +21,80 @@ var OnClose func(ctx any, key any, release func() error) error
 // the object it released was closed first.
 var Forget func(ctx any, key any)
 
-// CloseFirst has ctx's Close run close(obj) before it lets go of the
-// context, for an object the driver or its library does not release with
-// the context (a graph, a library's handle), and returns the
-// registration's key, obj's weak pointer: obj's own close, and the
-// collector's cleanup of one nobody closed, Forget it. obj is held only
-// weakly, so that the cleanup still runs. A closed context registers
-// nothing: there is nothing left to release obj with.
-func CloseFirst[T any](ctx any, obj *T, close func(*T) error) weak.Pointer[T] {
+// Owner ties an object that the driver or its library does not destroy
+// with its context (a graph, a library's handle) to the context's Close,
+// which closes the object if it is still open (Register). The object
+// holds its Owner, and its cleanup takes it; the Owner holds the object
+// only weakly, so that the collector's cleanup of one nobody closed still
+// runs.
+type Owner struct {
+	ctx, key any
+	release  func() error // what the context's Close runs
+	destroy  func() error
+	mu       sync.Mutex // guards done, held while destroy runs
+	done     bool       // destroy succeeded
+}
+
+// NewOwner returns obj's Owner, not yet registered: the context's Close
+// will run close(obj); where obj was collected and its cleanup has not run
+// yet (the collector clears the weak pointer first, and a cleanup may wait
+// for a capture: internal/capturegate), it runs destroy instead, which
+// releases obj's resources, binding the context itself, and must not
+// reach obj. Where destroy fails, that Close fails, and the next one (or
+// the cleanup) tries it again.
+func NewOwner[T any](ctx any, obj *T, close func(*T) error, destroy func() error) *Owner {
 	w := weak.Make(obj)
-	OnClose(ctx, w, func() error {
-		if o := w.Value(); o != nil {
-			return close(o)
+	o := &Owner{ctx: ctx, key: w, destroy: destroy}
+	o.release = func() error {
+		if x := w.Value(); x != nil {
+			return close(x)
 		}
-		return nil // collected: its cleanup releases it
-	})
-	return w
+		return o.destroyOnce()
+	}
+	return o
+}
+
+// destroyOnce runs destroy unless it succeeded before.
+func (o *Owner) destroyOnce() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return nil
+	}
+	if err := o.destroy(); err != nil {
+		return err
+	}
+	o.done = true
+	return nil
+}
+
+// Register registers o on its context's Close. Call it while holding the
+// context, or close the object where it fails: the context is closing or
+// closed, and the error says so. A nil Owner registers nothing.
+func (o *Owner) Register() error {
+	if o == nil {
+		return nil
+	}
+	return OnClose(o.ctx, o.key, o.release)
+}
+
+// Destroy is the cleanup of an object nobody closed: it runs destroy
+// unless the context's Close ran it, and forgets the registration. A nil
+// Owner does nothing.
+func (o *Owner) Destroy() {
+	if o == nil {
+		return
+	}
+	o.destroyOnce() // a failure leaves nothing else to try: the object is gone
+	Forget(o.ctx, o.key)
+}
+
+// Closed forgets the registration, for the object's own Close. A nil
+// Owner does nothing.
+func (o *Owner) Closed() {
+	if o != nil {
+		Forget(o.ctx, o.key)
+	}
 }
 
 // StreamScratch returns the address and size of s's scratch, a

@@ -50,7 +50,7 @@ type Base[E Errors] struct {
 	workName string
 	// owner is the handle's registration on its context's Close
 	// (Spec.Owner), forgotten once the handle is closed.
-	owner any
+	owner *attach.Owner
 	// unfinished is set by a Close that released the library's objects
 	// but failed to free a work buffer: calls are refused (there is
 	// nothing left to make them with) until a Close finishes.
@@ -68,11 +68,11 @@ type Spec struct {
 	// (runtime.AddCleanup with Forgotten).
 	Kind    track.Kind
 	Cleanup runtime.Cleanup
-	// Owner is what attach.CloseFirst returned for the handle: the
-	// context's Close closes a handle still open, since the driver does
-	// not destroy a library's objects with the context (their host memory
-	// would stay the process's).
-	Owner any
+	// Owner is the handle's tie to its context's Close (NewOwner), which
+	// closes a handle still open, since the driver does not destroy a
+	// library's objects with the context (their host memory would stay the
+	// process's). Cleanup takes it and calls Forgotten.
+	Owner *attach.Owner
 	// Work are the work buffers' slots: nil ones are made by the first
 	// call that needs them (Call.Work), others given (a workspace made
 	// with the handle). Close frees them after the library's objects.
@@ -100,23 +100,41 @@ func Make(op string, s *cuda.Stream, create func(stream uintptr) error, destroy 
 }
 
 // Forgotten is the body of the cleanup of a handle nobody closed: it
-// counts it, releases the library's objects with destroy, with ctx
-// current, and forgets its registration on the context's Close (owner,
-// Spec.Owner). The work buffers are buffers of their own, freed by their
-// own cleanups.
-func Forgotten(kind track.Kind, ctx *cuda.Context, owner any, destroy func(op string) error) {
+// counts it and has its owner (Spec.Owner) release the library's objects,
+// unless the context's Close did, once no global capture forbids it
+// (internal/capturegate). The work buffers are buffers of their own, freed
+// by their own cleanups.
+func Forgotten(kind track.Kind, owner *attach.Owner) {
 	track.Forgotten(kind)
-	attach.Forget(ctx, owner)
-	capturegate.Cleanup(func() { ctx.Do(func() error { return destroy("Handle cleanup") }) })
+	capturegate.Cleanup(owner.Destroy)
+}
+
+// NewOwner returns the Spec.Owner of h, a handle of ctx: the context's
+// Close closes h, or, where h was collected and its cleanup has not run,
+// releases the library's objects with destroy, with ctx current.
+func NewOwner[H any](ctx *cuda.Context, h *H, close func(*H) error, destroy func(op string) error) *attach.Owner {
+	return attach.NewOwner(ctx, h, close, func() error { return closedIsGone(ctx.Do(func() error { return destroy("Handle cleanup") })) })
+}
+
+// closedIsGone is err, nil where it is ErrClosed: a closed context took
+// what there was to release.
+func closedIsGone(err error) error {
+	if errors.Is(err, cuda.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // Arm makes c live, as spec says. It is called once, by New, before the
-// handle is shared.
-func (c *Base[E]) Arm(spec Spec) {
+// handle is shared. It returns an error where the context is closing or closed, and the
+// handle cannot be tied to its Close: the caller closes the handle and
+// returns the error.
+func (c *Base[E]) Arm(spec Spec) error {
 	c.stream, c.rawStream, c.ctx = spec.Stream, spec.RawStream, spec.Stream.Context()
 	c.work, c.workName = spec.Work, spec.WorkName
 	c.owner = spec.Owner
 	c.life.Arm(spec.Kind, spec.Cleanup)
+	return c.owner.Register()
 }
 
 func (c *Base[E]) errorf(op string, sentinel error, format string, args ...any) error {
@@ -387,7 +405,7 @@ func (c *Base[E]) CloseWith(op string, release func() (gone bool, err error)) er
 	_, err := c.life.Close(func() (bool, error) {
 		gone, err := release()
 		if gone {
-			attach.Forget(c.ctx, c.owner)
+			c.owner.Closed()
 		}
 		return gone, err
 	})
