@@ -45,12 +45,7 @@ func onClose(v any, key any, release func() error) error {
 	if r.closing {
 		return closed(op, "the context")
 	}
-	if r.byKey == nil {
-		r.byKey = map[any]func() error{}
-	}
-	if _, ok := r.byKey[key]; !ok {
-		r.byKey[key] = release
-	}
+	r.addLocked(map[any]func() error{key: release})
 	return nil
 }
 
@@ -58,6 +53,11 @@ func onClose(v any, key any, release func() error) error {
 func (r *contextReleases) add(m map[any]func() error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.addLocked(m)
+}
+
+// addLocked is add with mu held.
+func (r *contextReleases) addLocked(m map[any]func() error) {
 	if r.byKey == nil {
 		r.byKey = make(map[any]func() error, len(m))
 	}

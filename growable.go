@@ -130,8 +130,7 @@ func NewGrowableBuffer[T any](ctx *Context, maxLen int) (*GrowableBuffer[T], err
 	}
 	r := g.vmmRange
 	g.owner = attach.NewOwner(ctx, g, (*GrowableBuffer[T]).Free, func() error {
-		bound(ctx, func() { r.release(ctx) })()
-		return nil
+		return boundErr(ctx, func() error { r.release(ctx); return nil })
 	})
 	track.Add(track.DeviceBuffer)
 	ctx.counter(MemoryDevice).add(0)

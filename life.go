@@ -208,7 +208,7 @@ func join(a, b string) string {
 // once no global capture is under way (internal/capturegate).
 func forgotten(ctx *Context, kind track.Kind, free func()) {
 	track.Forgotten(kind)
-	capturegate.Cleanup(bound(ctx, free))
+	capturegate.Cleanup(func() { boundErr(ctx, func() error { free(); return nil }) })
 }
 
 // forgottenOwned is forgotten for an object its context's Close closes
@@ -216,14 +216,6 @@ func forgotten(ctx *Context, kind track.Kind, free func()) {
 func forgottenOwned(kind track.Kind, o *attach.Owner) {
 	track.Forgotten(kind)
 	capturegate.Cleanup(o.Destroy)
-}
-
-// bound returns free run with ctx bound, on whatever goroutine calls it:
-// nothing where ctx is closed.
-func bound(ctx *Context, free func()) func() {
-	return func() {
-		boundErr(ctx, func() error { free(); return nil })
-	}
 }
 
 // boundErr runs free with ctx bound and returns its error; nil where ctx
